@@ -1,0 +1,29 @@
+# `make demo` and `make test` each do all the set-up on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+demo: $(PY)
+	$(PIP) -e ".[data]"
+	$(VENV)/bin/ldpkit demo
+
+test: $(PY)
+	$(PIP) -e ".[data,test]"
+	$(PY) -m pytest -n 2 src tests
+
+lint: $(PY)
+	$(PIP) -e ".[data,test]"
+	$(VENV)/bin/ruff check src tests benchmarks
+
+bench: $(PY)
+	$(PIP) -e ".[data]"
+	$(PY) benchmarks/frequency.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache results

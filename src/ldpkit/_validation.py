@@ -1,0 +1,153 @@
+"""Parameter and input validation: one place, one message format.
+
+Every message reads ``"<name> must be <requirement>, got <value>"``. Wrong *types* raise
+:class:`TypeError`, wrong *values* raise :class:`ValueError` (as scikit-learn does).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "check_epsilon",
+    "check_integer",
+    "check_real",
+    "check_probability",
+    "check_categorical_values",
+    "check_numeric_values",
+    "check_same_spec",
+]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _fail(name: str, requirement: str, value: Any, exc: type[Exception] = ValueError) -> None:
+    raise exc(f"{name} must be {requirement}, got {_show(value)}")
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """Return ``value`` as a finite float inside the given bounds."""
+    parts = ["a finite number"]
+    if low is not None:
+        parts.append(f"{'>=' if low_inclusive else '>'} {low:g}")
+    if high is not None:
+        parts.append(f"{'<=' if high_inclusive else '<'} {high:g}")
+    requirement = " ".join(parts[:1]) + (" " + " and ".join(parts[1:]) if parts[1:] else "")
+    if not _is_real(value):
+        _fail(name, requirement, value, TypeError)
+    x = float(value)
+    if not math.isfinite(x):
+        _fail(name, requirement, value)
+    if low is not None and (x < low or (x == low and not low_inclusive)):
+        _fail(name, requirement, value)
+    if high is not None and (x > high or (x == high and not high_inclusive)):
+        _fail(name, requirement, value)
+    return x
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    """Return the privacy budget as a float; it must be finite and > 0."""
+    return check_real(value, name, low=0.0, low_inclusive=False)
+
+
+def check_probability(value: Any, name: str = "alpha") -> float:
+    """Return a probability strictly between 0 and 1."""
+    return check_real(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+
+
+def check_integer(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an int inside ``[low, high]``."""
+    if low is not None and high is not None:
+        requirement = f"an integer in [{low}, {high}]"
+    elif low is not None:
+        requirement = f"an integer >= {low}"
+    elif high is not None:
+        requirement = f"an integer <= {high}"
+    else:
+        requirement = "an integer"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        _fail(name, requirement, value, TypeError)
+    x = int(value)
+    if (low is not None and x < low) or (high is not None and x > high):
+        _fail(name, requirement, value)
+    return x
+
+
+def check_categorical_values(values: Any, domain_size: int, name: str = "values") -> np.ndarray:
+    """Return ``values`` as a 1-D int64 array of items in ``[0, domain_size)``.
+
+    Floats (even integral ones), booleans, strings and objects are rejected with a
+    TypeError: map labels to integers with :class:`ldpkit.Encoder` first.
+    """
+    arr = np.asarray(values)
+    requirement = f"integers in [0, {domain_size})"
+    if arr.dtype.kind not in "iu":
+        hint = " (map labels with ldpkit.Encoder first)" if arr.dtype.kind in "USO" else ""
+        raise TypeError(f"{name} must be {requirement}{hint}, got {_show(arr)}")
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of {requirement}, got {_show(arr)}")
+    if arr.size:
+        lo, hi = arr.min(), arr.max()
+        if lo < 0 or hi >= domain_size:
+            bad = arr[(arr < 0) | (arr >= domain_size)]
+            raise ValueError(
+                f"{name} must be {requirement}, got {bad.size} value(s) outside it "
+                f"(e.g. {int(bad[0])})"
+            )
+    return arr.astype(np.int64, copy=False)
+
+
+def check_numeric_values(
+    values: Any, low: float, high: float, name: str = "values"
+) -> np.ndarray:
+    """Return ``values`` as a 1-D float64 array inside ``[low, high]`` (no NaN)."""
+    arr = np.asarray(values)
+    requirement = f"real numbers in [{low:g}, {high:g}]"
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {requirement}, got {_show(arr)}")
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of {requirement}, got {_show(arr)}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.size:
+        bad = ~((arr >= low) & (arr <= high))  # catches NaN too
+        if bad.any():
+            example = arr[bad][0]
+            raise ValueError(
+                f"{name} must be {requirement}, got {int(bad.sum())} value(s) outside it "
+                f"(e.g. {example!r})"
+            )
+    return arr
+
+
+def check_same_spec(expected: Any, got: Any, what: str) -> None:
+    """Raise ValueError when ``got`` (a spec) is not the same configuration as ``expected``."""
+    if got != expected:
+        raise ValueError(
+            f"{what} must come from {expected!r} (fingerprint {expected.fingerprint}), "
+            f"got {what} from {got!r} (fingerprint {getattr(got, 'fingerprint', '?')})"
+        )

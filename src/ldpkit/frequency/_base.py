@@ -1,0 +1,119 @@
+"""Shared base of categorical frequency oracles (FO17 section 3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_categorical_values, check_integer
+from ..estimate import FrequencyEstimate
+from ..privacy import privacy_loss as _matrix_privacy_loss
+from ..spec import Mechanism, Reports, Stats
+
+__all__ = ["FrequencyOracle", "PureFrequencyOracle", "index_dtype"]
+
+#: Largest domain for which transition_matrix() builds a dense matrix.
+MAX_DENSE_OUTPUTS = 1 << 22
+
+
+def index_dtype(size: int) -> np.dtype:
+    """Smallest unsigned dtype holding 0..size-1 (keeps reports compact on the wire)."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if size - 1 <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FrequencyOracle(Mechanism):
+    """A categorical frequency oracle over the domain ``{0, ..., domain_size - 1}``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget, finite and > 0.
+    domain_size : int
+        Number of items d (>= 2).
+    """
+
+    domain_size: int
+
+    def _validate(self) -> None:
+        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+
+    def check_values(self, values: Any) -> np.ndarray:
+        return check_categorical_values(values, self.domain_size, "values")
+
+    @abstractmethod
+    def variance(self, n: int, f: Any = None) -> Any:
+        """Variance of one item's frequency estimate from n reports (at true frequency f)."""
+
+    def transition_matrix(self) -> np.ndarray:
+        """Exact P[output | input] as an array of shape (d, n_outputs), when enumerable."""
+        raise NotImplementedError(f"{self.name} has no enumerable output space")
+
+    def output_index(self, reports: Reports) -> np.ndarray:
+        """Column of :meth:`transition_matrix` that each report is (for sampler tests)."""
+        raise NotImplementedError(f"{self.name} has no enumerable output space")
+
+    def privacy_loss(self) -> float:
+        """The exact epsilon of the mechanism, computed from its output probabilities."""
+        return _matrix_privacy_loss(self.transition_matrix())
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PureFrequencyOracle(FrequencyOracle):
+    """A *pure* protocol (FO17 Definition 2): each report supports a set of items, with
+    ``P[v in Support(y) | v] = p`` and ``P[v in Support(y) | v' != v] = q``.
+
+    Subclasses provide ``p``, ``q``, ``randomize`` and ``support_counts``; this class gives
+    the unbiased estimator ``f~_v = (C_v / n - q) / (p - q)`` and its variance
+    (FO17 Theorem 2, eq. 2).
+    """
+
+    @property
+    @abstractmethod
+    def p(self) -> float:
+        """P[v in Support(y) | input v]."""
+
+    @property
+    @abstractmethod
+    def q(self) -> float:
+        """P[v in Support(y) | input v' != v]."""
+
+    def variance(self, n: int, f: Any = None) -> Any:
+        """Var[f~_v] = (q(1-q) + f (p-q)(1-p-q)) / (n (p-q)^2)  (FO17 eq. 2).
+
+        With ``f=None`` the f-term is dropped (FO17's Var*, eq. 3), which is what FO17
+        Table 2 lists (times n).
+        """
+        n = check_integer(n, "n", low=1)
+        p, q = self.p, self.q
+        base = q * (1.0 - q)
+        if f is not None:
+            base = base + np.asarray(f, dtype=np.float64) * (p - q) * (1.0 - p - q)
+        return base / (n * (p - q) ** 2)
+
+    @abstractmethod
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        """C_v: number of reports whose support contains v, for every v (int64, shape (d,))."""
+
+    def empty_stats(self) -> Stats:
+        return Stats(self, 0, counts=np.zeros(self.domain_size, dtype=np.int64))
+
+    def aggregate(self, reports: Reports) -> Stats:
+        reports = self.check_reports(reports)
+        counts = np.asarray(self.support_counts(reports), dtype=np.int64)
+        return Stats(self, len(reports), counts=counts)
+
+    def estimate(self, stats: Stats) -> FrequencyEstimate:
+        """Unbiased frequencies with plug-in variance and the spec attached."""
+        stats = self.check_stats(stats)
+        if stats.n == 0:
+            raise ValueError("stats must summarize at least one report, got n = 0")
+        freq = (stats.counts / stats.n - self.q) / (self.p - self.q)
+        var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
+        return FrequencyEstimate(freq, var, stats.n, spec=self)

@@ -1,0 +1,56 @@
+"""Bit-packed report matrices: one bit per coordinate on the wire and in memory.
+
+Layout is ``np.packbits(bits, axis=1)`` (big-endian inside each byte, one row per user),
+so a report of d bits takes ceil(d / 8) bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["pack_bits", "unpack_bits", "column_counts", "check_packed"]
+
+# _BIT_TABLE[b, k] = k-th bit (big-endian) of byte value b.
+_BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
+
+
+def packed_width(d: int) -> int:
+    return (d + 7) // 8
+
+
+def pack_bits(bits: np.ndarray) -> np.ndarray:
+    """Pack an (n, d) boolean matrix into (n, ceil(d/8)) uint8."""
+    return np.packbits(np.asarray(bits, dtype=bool), axis=1)
+
+
+def unpack_bits(packed: np.ndarray, d: int) -> np.ndarray:
+    """Unpack to an (n, d) uint8 matrix of 0/1."""
+    return np.unpackbits(packed, axis=1, count=d)
+
+
+def check_packed(packed: np.ndarray, d: int, name: str = "reports.bits") -> np.ndarray:
+    """Raise ValueError unless ``packed`` is an (n, ceil(d/8)) uint8 matrix with zero padding."""
+    width = packed_width(d)
+    if packed.dtype != np.uint8 or packed.ndim != 2 or packed.shape[1] != width:
+        raise ValueError(
+            f"{name} must be a uint8 array of shape (n, {width}) for {d} bits, "
+            f"got dtype {packed.dtype} and shape {packed.shape}"
+        )
+    pad = 8 * width - d
+    if pad and packed.shape[0] and np.any(packed[:, -1] & np.uint8((1 << pad) - 1)):
+        raise ValueError(f"{name} must have zero padding bits after bit {d - 1}")
+    return packed
+
+
+def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
+    """Number of 1 bits in each of the d columns of a packed matrix (int64, shape (d,)).
+
+    One ``bincount`` per byte column (n operations each) and a 256 x 8 table lookup,
+    instead of unpacking n x d bits.
+    """
+    width = packed_width(d)
+    counts = np.zeros(8 * width, dtype=np.int64)
+    for j in range(width):
+        hist = np.bincount(np.ascontiguousarray(packed[:, j]), minlength=256)
+        counts[8 * j : 8 * j + 8] = hist @ _BIT_TABLE
+    return counts[:d]
