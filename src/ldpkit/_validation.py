@@ -136,7 +136,7 @@ def check_numeric_values(
     if arr.size:
         bad = ~((arr >= low) & (arr <= high))  # catches NaN too
         if bad.any():
-            example = arr[bad][0]
+            example = float(arr[bad][0])
             raise ValueError(
                 f"{name} must be {requirement}, got {int(bad.sum())} value(s) outside it "
                 f"(e.g. {example!r})"
