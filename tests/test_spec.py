@@ -77,3 +77,20 @@ def test_aggregate_of_union_is_merge(xs, cut):
     r = SPEC.randomize(np.array(xs, dtype=np.int64), rng=1)
     cut = min(cut, len(r))
     assert SPEC.aggregate(r) == SPEC.aggregate(r[:cut]).merge(SPEC.aggregate(r[cut:]))
+
+
+def test_aggregator_accumulates_and_rejects_foreign_batches():
+    from ldpkit import Aggregator
+
+    spec = GRR(epsilon=1.0, domain_size=5)
+    batches = [spec.randomize(np.arange(5), rng=i) for i in range(3)]
+    agg = Aggregator(spec)
+    for b in batches:
+        agg.add(b)
+    assert agg.stats == spec.aggregate(batches[0].concat(*batches[1:]))
+    np.testing.assert_array_equal(agg.estimate().frequencies, spec.estimate(agg.stats).frequencies)
+    other = GRR(epsilon=2.0, domain_size=5)
+    with pytest.raises(ValueError, match="reports must come from"):
+        agg.add(other.randomize([1], rng=0))
+    with pytest.raises(ValueError, match="stats must come from"):
+        agg.add_stats(other.empty_stats())

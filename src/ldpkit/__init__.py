@@ -1,6 +1,7 @@
 """ldpkit: local differential privacy, fast, exact and tested."""
 
 from ._rng import as_generator, secure_generator, spawn
+from .aggregator import Aggregator
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
 from .frequency import GRR, FrequencyOracle, PureFrequencyOracle
@@ -10,6 +11,7 @@ from .spec import Mechanism, Reports, Stats
 __version__ = "0.1.0"
 
 __all__ = [
+    "Aggregator",
     "as_generator",
     "secure_generator",
     "spawn",
