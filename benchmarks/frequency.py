@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import print_table, timed, write_json  # noqa: E402
-
-from ldpkit.frequency import ORACLES  # noqa: E402
+from _common import print_table, timed, write_json
+from ldpkit.frequency import ORACLES
 
 #: Reports are produced in chunks so that no batch holds more than this many bytes.
 CHUNK_BYTES = 256 * 2**20
@@ -91,7 +90,7 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
         from multi_freq_ldpy.pure_frequency_oracles import GRR as mGRR
         from multi_freq_ldpy.pure_frequency_oracles import LH as mLH
         from multi_freq_ldpy.pure_frequency_oracles import UE as mUE
-    except Exception as exc:  # noqa: BLE001 - report any install breakage
+    except Exception as exc:
         rows.append({"library": "multi-freq-ldpy", "error": f"{type(exc).__name__}: {exc}"})
     else:
         vals = [int(v) for v in values]
@@ -105,7 +104,7 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
             try:
                 t_c, reports = timed(lambda client=client, m=m: [client(v) for v in vals[:m]])
                 t_s, _ = timed(lambda server=server, reports=reports: server(reports))
-            except Exception as exc:  # noqa: BLE001 - e.g. xxhash 4 API break
+            except Exception as exc:
                 rows.append({"library": "multi-freq-ldpy", "oracle": oracle, "d": d,
                              "error": f"{type(exc).__name__}: {exc}"})
                 continue
@@ -115,7 +114,7 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
         from pure_ldp.frequency_oracles.direct_encoding import DEClient, DEServer
         from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
         from pure_ldp.frequency_oracles.unary_encoding import UEClient, UEServer
-    except Exception as exc:  # noqa: BLE001 - report any install breakage
+    except Exception as exc:
         rows.append({"library": "pure-ldp", "error": f"{type(exc).__name__}: {exc}"})
     else:
         vals = [int(v) + 1 for v in values]  # pure-ldp items are 1-based
@@ -135,7 +134,7 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
             try:
                 t_c, reports = timed(lambda client=client, m=m: [client.privatise(v) for v in vals[:m]])
                 t_s, _ = timed(lambda server=server, reports=reports: serve(server, reports))
-            except Exception as exc:  # noqa: BLE001 - report any breakage
+            except Exception as exc:
                 rows.append({"library": "pure-ldp", "oracle": oracle, "d": d,
                              "error": f"{type(exc).__name__}: {exc}"})
                 continue
