@@ -3,7 +3,14 @@
 from ._rng import as_generator, secure_generator, spawn
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
-from .frequency import GRR, FrequencyOracle, PureFrequencyOracle
+from .frequency import (
+    GRR,
+    HRR,
+    FrequencyOracle,
+    HadamardResponse,
+    PureFrequencyOracle,
+    SubsetSelection,
+)
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
 
@@ -18,6 +25,9 @@ __all__ = [
     "FrequencyOracle",
     "PureFrequencyOracle",
     "GRR",
+    "SubsetSelection",
+    "HadamardResponse",
+    "HRR",
     "privacy_loss",
     "split_budget",
     "Mechanism",
