@@ -300,7 +300,7 @@ class HadamardResponse(PureFrequencyOracle):
         gen = as_generator(rng)
         size = self.hadamard_size
         row = v + 1
-        y = gen.integers(0, size, size=v.shape[0])
+        y = np.asarray(gen.integers(0, size, size=v.shape[0]))
         want_inside = gen.random(v.shape[0]) < self.p
         inside = (np.bitwise_count(row & y) & 1) == 0
         lowest_bit = row & -row
@@ -405,7 +405,7 @@ class HRR(PureFrequencyOracle):
         v = self.check_values(values)
         gen = as_generator(rng)
         size = self.hadamard_size
-        j = gen.integers(0, size, size=v.shape[0])
+        j = np.asarray(gen.integers(0, size, size=v.shape[0]))
         s = hrr_perturb_signs(_sign(v, j), self.epsilon, rng=gen)
         return Reports(self, values=j.astype(index_dtype(size)), signs=s)
 
