@@ -248,6 +248,8 @@ def test_hr_support_counts_brute_force_and_validation():
         spec.support_counts(Reports(spec, values=np.array([3, 16], dtype=np.uint8)))
     with pytest.raises(ValueError, match="reports.values"):
         spec.support_counts(Reports(spec, values=np.array([0.5, 1.0])))
+    with pytest.raises(ValueError, match="reports.values"):
+        spec.support_counts(Reports(spec, values=np.array([-1, 1], dtype=np.int8)))
 
 
 def test_hrr_estimator_is_the_coefficient_average():

@@ -210,7 +210,11 @@ def _check_signs(signs: Any, name: str) -> np.ndarray:
 
 
 def _check_outputs(values: np.ndarray, size: int, name: str) -> np.ndarray:
-    if values.ndim != 1 or values.dtype.kind not in "iu" or (values.size and int(values.max()) >= size):
+    if (
+        values.ndim != 1
+        or values.dtype.kind not in "iu"
+        or (values.size and (int(values.min()) < 0 or int(values.max()) >= size))
+    ):
         raise ValueError(f"{name} must be a 1-D integer array of values in [0, {size})")
     return values
 
