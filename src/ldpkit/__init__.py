@@ -4,7 +4,14 @@ from ._rng import as_generator, secure_generator, spawn
 from .aggregator import Aggregator
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
-from .frequency import GRR, FrequencyOracle, PureFrequencyOracle
+from .frequency import (
+    GRR,
+    HRR,
+    FrequencyOracle,
+    HadamardResponse,
+    PureFrequencyOracle,
+    SubsetSelection,
+)
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
 
@@ -20,6 +27,9 @@ __all__ = [
     "FrequencyOracle",
     "PureFrequencyOracle",
     "GRR",
+    "SubsetSelection",
+    "HadamardResponse",
+    "HRR",
     "privacy_loss",
     "split_budget",
     "Mechanism",
