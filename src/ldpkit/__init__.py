@@ -3,7 +3,7 @@
 from ._rng import as_generator, secure_generator, spawn
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
-from .frequency import GRR, FrequencyOracle, PureFrequencyOracle
+from .frequency import BLH, GRR, OLH, FrequencyOracle, PureFrequencyOracle
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
 
@@ -18,6 +18,8 @@ __all__ = [
     "FrequencyOracle",
     "PureFrequencyOracle",
     "GRR",
+    "BLH",
+    "OLH",
     "privacy_loss",
     "split_budget",
     "Mechanism",
