@@ -172,12 +172,23 @@ def test_bucket_window_is_exact_at_the_edges(g):
             for low in (0, 1, 2**31, 2**32 - 1):
                 x = (h32 << 32) | low
                 assert ((x - first) % 2**64 < width) == ((h32 * g) >> 32 == y), (y, h32, low)
+    if g <= 2**16:
+        # every bucket holds floor(2^32/g) or ceil(2^32/g) of the 2^32 values of h32, which
+        # is what bounds the residual non-uniformity (module docstring)
+        sizes = np.array([int(_bucket_window(np.uint64(y), np.uint64(g))[1]) >> 32 for y in range(g)])
+        assert sizes.sum() == 2**32
+        assert set(sizes.tolist()) <= {2**32 // g, -(-(2**32) // g)}
+        excess = np.sum((sizes / 2**32 - 1 / g) ** 2)  # collision probability - 1/g
+        r = 2**32 % g
+        assert excess == pytest.approx(r * (g - r) / g / 2**64, rel=1e-6, abs=1e-30)
+        assert excess <= g / 2**66
 
 
 @pytest.mark.parametrize(
     ("n", "d", "g"),
     [(0, 5, 2), (1, 2, 2), (1000, 2, 3), (5000, 33, 4), (3001, 257, 7), (2000, 64, 1000),
-     (2000, 100, 2**31 + 1), (2000, 100, 2**32 - 1), (2000, 100, 2**32), (700, 3000, 56)],
+     (2000, 100, 2**16), (2000, 100, 2**16 + 1), (2000, 100, 2**31 + 1), (2000, 100, 2**32 - 1),
+     (2000, 100, 2**32), (700, 3000, 56)],
 )
 def test_kernel_matches_numpy_reference(n, d, g):
     seeds, values = hashed_reports(n, d, g, seed=n + d)

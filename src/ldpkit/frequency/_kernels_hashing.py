@@ -28,6 +28,7 @@ _S31 = np.uint64(31)
 _S32 = np.uint64(32)
 _ONE = np.uint64(1)
 _TWO32 = np.uint64(1 << 32)
+_TABLE_MAX = 1 << 16
 
 
 @nb.njit(cache=True, inline="always")
@@ -63,6 +64,14 @@ def support_counts_kernel(
     """
     n = seeds.shape[0]
     gg = np.uint64(g)
+    # Two 64-bit divisions per report (~2 ns) are a large share of the cost at small d:
+    # tabulate the windows once when the range is small (the common case, g ~ e^eps + 1).
+    use_table = g <= _TABLE_MAX
+    firsts = np.empty(g if use_table else 1, dtype=np.uint64)
+    widths = np.empty(g if use_table else 1, dtype=np.uint64)
+    if use_table:
+        for y in range(g):
+            firsts[y], widths[y] = _bucket_window(np.uint64(y), gg)
     partial = np.zeros((n_blocks, d), dtype=np.int64)
     for t in nb.prange(n_blocks):
         start = t * n // n_blocks
@@ -73,7 +82,11 @@ def support_counts_kernel(
             s = seeds[i]
             a = _mix64(s + _GAMMA) | _ONE
             b = _mix64(s + _GAMMA2)
-            first, width = _bucket_window(np.uint64(values[i]), gg)
+            if use_table:
+                first = firsts[values[i]]
+                width = widths[values[i]]
+            else:
+                first, width = _bucket_window(np.uint64(values[i]), gg)
             # x_v = a v + b - first (mod 2^64): one wrapping add per item, no multiply.
             x = b - first
             for v in range(d):

@@ -36,7 +36,7 @@ What this affects:
 * ``p* = P[y = h(v) | v]`` is exactly the GRR keep probability, for any hash.
 * ``q* = P[y = h(v) | v' != v] = 1/g + delta (p - q')``. The estimator uses ``q* = 1/g``,
   so its bias is ``(1 - f_v) delta g / (g - 1) <= 2 delta``: zero for ``g`` a power of two,
-  below ``1e-17`` for ``g <= 1000`` and below ``2^-33 < 1.2e-10`` for every allowed ``g``.
+  below ``3e-17`` for ``g <= 1000`` and below ``2^-33 < 1.2e-10`` for every allowed ``g``.
 
 Aggregation visits every (report, item) pair, ``O(n d)``; :mod:`._kernels_hashing` does it
 with a compiled kernel whose inner loop over items steps ``x`` by adding ``a``.
@@ -155,13 +155,13 @@ def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
 
 
 def _support_counts_numpy(
-    seeds: np.ndarray, values: np.ndarray, g: int, d: int, *, block_elements: int = 1 << 20
+    seeds: np.ndarray, values: np.ndarray, g: int, d: int, *, block_elements: int = 1 << 16
 ) -> np.ndarray:
     """Reference support counts in plain numpy: hash blocks of reports against all items.
 
     Memory is bounded by ``block_elements`` 64-bit words per block. It evaluates the
     definition directly (no window trick), so tests use it to check the compiled kernel;
-    it is ~40x slower than the kernel (benchmarks/hashing.py).
+    per pair it costs ~30x the kernel's CPU time (benchmarks/hashing.py).
     """
     counts = np.zeros(d, dtype=np.int64)
     n = seeds.shape[0]
