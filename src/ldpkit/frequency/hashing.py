@@ -16,9 +16,10 @@ A seed ``s`` names the pair ``a = mix(s + gamma) | 1``, ``b = mix(s + 2 gamma)``
 
 * With ``(a, b)`` uniform over 64-bit words, ``h32`` is *strongly universal* (pairwise
   independent and uniform) on 32 bits for inputs below ``2^32`` (Dietzfelbinger 1996,
-  multiply-add-shift with word size 64 >= 32 + 32 - 1). Forcing ``a`` odd keeps this: the
-  proof only uses bits of ``a * (v - v')`` above the lowest set bit of ``v - v'``, which
-  stay uniform.
+  multiply-add-shift with word size 64 >= 32 + 32 - 1). Forcing ``a`` odd keeps this:
+  for ``0 < |v - v'| < 2^32`` the proof needs bits 32..63 of ``a (v - v') mod 2^64`` to be
+  uniform and independent of bits 0..31, and those bits come from bits of ``a`` above
+  bit 0, which stay independent and uniform.
 * The range reduction gives each of the ``g`` buckets ``floor(2^32/g)`` or
   ``ceil(2^32/g)`` of the ``2^32`` values of ``h32``, so ``|P[h(v) = j] - 1/g| < 2^-32``,
   and ``(h(v), h(v'))`` is distributed as the product of these marginals. The collision
