@@ -5,12 +5,16 @@ from .aggregator import Aggregator
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
 from .frequency import (
+    BLH,
     GRR,
     HRR,
+    OLH,
     FrequencyOracle,
     HadamardResponse,
     PureFrequencyOracle,
     SubsetSelection,
+    choose_oracle,
+    heavy_hitters,
 )
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
@@ -30,6 +34,10 @@ __all__ = [
     "SubsetSelection",
     "HadamardResponse",
     "HRR",
+    "BLH",
+    "OLH",
+    "choose_oracle",
+    "heavy_hitters",
     "privacy_loss",
     "split_budget",
     "Mechanism",

@@ -1,8 +1,11 @@
 """Categorical frequency oracles (FO17) and their helpers."""
 
 from ._base import FrequencyOracle, PureFrequencyOracle
+from .choose import choose_oracle
 from .grr import GRR
 from .hadamard import HRR, HadamardResponse, fwht
+from .hashing import BLH, OLH, LocalHashing
+from .significance import heavy_hitters, significance_threshold
 from .subset import SubsetSelection
 
 __all__ = [
@@ -10,15 +13,23 @@ __all__ = [
     "FrequencyOracle",
     "PureFrequencyOracle",
     "GRR",
+    "LocalHashing",
+    "BLH",
+    "OLH",
     "SubsetSelection",
     "HadamardResponse",
     "HRR",
     "fwht",
+    "choose_oracle",
+    "heavy_hitters",
+    "significance_threshold",
 ]
 
 #: Every frequency oracle by name; the contract suite runs over this registry.
 ORACLES: dict[str, type[FrequencyOracle]] = {
     "GRR": GRR,
+    "BLH": BLH,
+    "OLH": OLH,
     "SubsetSelection": SubsetSelection,
     "HadamardResponse": HadamardResponse,
     "HRR": HRR,

@@ -1,0 +1,99 @@
+"""Compiled kernels for the local-hashing oracles (server side: support counting).
+
+The hash family (see :mod:`ldpkit.frequency.hashing`): a 64-bit report seed s gives
+``a = splitmix64(s + gamma) | 1`` and ``b = splitmix64(s + 2 gamma)``; item v hashes to
+``h(v) = (((a v + b) mod 2^64) >> 32) * g >> 32``. This module holds the numba versions
+of the mixer and of the O(n d) support count; the numpy versions live next to the
+oracles and the tests check that both agree bit for bit.
+
+Why numba: the support count visits every (report, item) pair. Written with numpy it
+must materialize a (chunk, d) block of 64-bit hashes, several passes over memory per
+pair (see benchmarks/hashing.py); compiled, the inner loop over items is an add, a
+compare and an increment on registers, which the compiler vectorizes.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+# splitmix64 constants (Steele, Lea and Flood 2014; the finalizer is Stafford's "Mix13").
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_GAMMA2 = np.uint64((2 * 0x9E3779B97F4A7C15) % (1 << 64))
+_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
+_MUL2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S32 = np.uint64(32)
+_ONE = np.uint64(1)
+_TWO32 = np.uint64(1 << 32)
+_TABLE_MAX = 1 << 16
+
+
+@nb.njit(cache=True, inline="always")
+def _mix64(z: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    z = (z ^ (z >> _S30)) * _MUL1
+    z = (z ^ (z >> _S27)) * _MUL2
+    return z ^ (z >> _S31)
+
+
+@nb.njit(cache=True, inline="always")
+def _bucket_window(y: np.uint64, g: np.uint64) -> tuple[np.uint64, np.uint64]:  # pragma: no cover
+    """The h32 values that range-reduce to y form [lo, hi) with lo = ceil(y 2^32 / g);
+    returned as (lo << 32, (hi - lo) << 32) so that x >> 32 in [lo, hi) becomes one
+    unsigned compare ``(x - start) < width`` on the full 64-bit word."""
+    lo = ((y << _S32) + g - _ONE) // g
+    y1 = y + _ONE
+    if y1 == g:
+        hi = _TWO32
+    else:
+        hi = ((y1 << _S32) + g - _ONE) // g
+    return lo << _S32, (hi - lo) << _S32
+
+
+@nb.njit(cache=True, parallel=True)
+def support_counts_kernel(
+    seeds: np.ndarray, values: np.ndarray, g: int, d: int, n_blocks: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """C_v = #{i : h_{seeds[i]}(v) == values[i]} for v in [0, d), as int64.
+
+    Reports are split into ``n_blocks`` contiguous blocks processed in parallel, each
+    with its own count array; the blocks' integer counts are summed at the end, so the
+    result does not depend on the number of blocks or threads.
+    """
+    n = seeds.shape[0]
+    gg = np.uint64(g)
+    # Two 64-bit divisions per report (~2 ns) are a large share of the cost at small d:
+    # tabulate the windows once when the range is small (the common case, g ~ e^eps + 1).
+    use_table = g <= _TABLE_MAX
+    firsts = np.empty(g if use_table else 1, dtype=np.uint64)
+    widths = np.empty(g if use_table else 1, dtype=np.uint64)
+    if use_table:
+        for y in range(g):
+            firsts[y], widths[y] = _bucket_window(np.uint64(y), gg)
+    partial = np.zeros((n_blocks, d), dtype=np.int64)
+    for t in nb.prange(n_blocks):
+        start = t * n // n_blocks
+        stop = (t + 1) * n // n_blocks
+        # A private array per block (no false sharing); int64 so no overflow at any n.
+        local = np.zeros(d, dtype=np.int64)
+        for i in range(start, stop):
+            s = seeds[i]
+            a = _mix64(s + _GAMMA) | _ONE
+            b = _mix64(s + _GAMMA2)
+            if use_table:
+                first = firsts[values[i]]
+                width = widths[values[i]]
+            else:
+                first, width = _bucket_window(np.uint64(values[i]), gg)
+            # x_v = a v + b - first (mod 2^64): one wrapping add per item, no multiply.
+            x = b - first
+            for v in range(d):
+                local[v] += x < width
+                x += a
+        partial[t, :] = local
+    out = np.zeros(d, dtype=np.int64)
+    for t in range(n_blocks):
+        out += partial[t]
+    return out

@@ -1,0 +1,430 @@
+"""Local hashing frequency oracles: binary (BLH) and optimized (OLH), FO17 sections 4.4-4.5.
+
+Each user draws a fresh hash function ``h: [d] -> [g]`` (named by a 64-bit seed), hashes
+her item and reports ``(seed, y)`` where ``y`` is generalized randomized response over
+``[g]`` applied to ``h(item)``. A report supports every item that ``h`` maps to ``y``.
+
+The hash family
+---------------
+A seed ``s`` names the pair ``a = mix(s + gamma) | 1``, ``b = mix(s + 2 gamma)``, where
+``mix`` is the splitmix64 finalizer and ``gamma = 0x9E3779B97F4A7C15``. An item
+``v < 2^32`` hashes to::
+
+    x   = (a * v + b) mod 2^64          # multiply-add on 64-bit words
+    h32 = x >> 32                       # Dietzfelbinger's strongly universal family
+    h   = (h32 * g) >> 32               # range reduction onto [g]
+
+* With ``(a, b)`` uniform over 64-bit words, ``h32`` is *strongly universal* (pairwise
+  independent and uniform) on 32 bits for inputs below ``2^32`` (Dietzfelbinger 1996,
+  multiply-add-shift with word size 64 >= 32 + 32 - 1). Forcing ``a`` odd keeps this:
+  for ``0 < |v - v'| < 2^32`` the proof needs bits 32..63 of ``a (v - v') mod 2^64`` to be
+  uniform and independent of bits 0..31, and those bits come from bits of ``a`` above
+  bit 0, which stay independent and uniform.
+* The range reduction gives each of the ``g`` buckets ``floor(2^32/g)`` or
+  ``ceil(2^32/g)`` of the ``2^32`` values of ``h32``, so ``|P[h(v) = j] - 1/g| < 2^-32``,
+  and ``(h(v), h(v'))`` is distributed as the product of these marginals. The collision
+  probability is ``1/g + delta`` with ``delta = r (g - r) / (g 2^64) <= g / 2^66``, where
+  ``r = 2^32 mod g``; ``delta = 0`` when ``g`` is a power of two (BLH in particular).
+* ``(a, b)`` are a fixed bijective mix of a 64-bit seed, not 128 independent random bits,
+  so the statements above hold in the usual pseudorandom sense; the tests check
+  uniformity and pairwise independence empirically.
+
+What this affects:
+
+* **Privacy: nothing.** The seed is drawn independently of the item, and for *any* seed
+  ``y`` is GRR over ``[g]`` of ``h(v)``, so ``P[(s, y) | v] / P[(s, y) | v'] <= e^eps``
+  whatever the hash function is (FO17 Theorem 7).
+* ``p* = P[y = h(v) | v]`` is exactly the GRR keep probability, for any hash.
+* ``q* = P[y = h(v) | v' != v] = 1/g + delta (p - q')``. The estimator uses ``q* = 1/g``,
+  so its bias is ``(1 - f_v) delta g / (g - 1) <= 2 delta``: zero for ``g`` a power of two,
+  below ``3e-17`` for ``g <= 1000`` and below ``2^-33 < 1.2e-10`` for every allowed ``g``.
+
+Aggregation visits every (report, item) pair, ``O(n d)``; :mod:`._kernels_hashing` does it
+with a compiled kernel whose inner loop over items steps ``x`` by adding ``a``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+
+from .._rng import RNGLike, as_generator
+from .._validation import check_epsilon, check_integer, check_real
+from ..privacy import ratio_privacy_loss
+from ..spec import Reports
+from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
+from .grr import grr_perturb
+
+__all__ = [
+    "LocalHashing",
+    "BLH",
+    "OLH",
+    "MAX_HASH_RANGE",
+    "MAX_DOMAIN_SIZE",
+    "hash_parameters",
+    "local_hash",
+    "optimal_hash_range",
+    "olh_variance",
+]
+
+#: Largest hash range g: buckets are cut from 32-bit hash values.
+MAX_HASH_RANGE = 1 << 32
+#: Largest domain: the family hashes items below 2^32.
+MAX_DOMAIN_SIZE = 1 << 32
+
+_U64_MAX = np.iinfo(np.uint64).max
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_GAMMA2 = np.uint64((2 * 0x9E3779B97F4A7C15) % (1 << 64))
+_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
+_MUL2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    # splitmix64 finalizer on a uint64 array (array arithmetic wraps modulo 2^64)
+    z = (z ^ (z >> np.uint64(30))) * _MUL1
+    z = (z ^ (z >> np.uint64(27))) * _MUL2
+    return z ^ (z >> np.uint64(31))
+
+
+def _check_seeds(seeds: Any, name: str = "seeds") -> np.ndarray:
+    arr = np.asarray(seeds)
+    if arr.dtype != np.uint64:
+        raise TypeError(f"{name} must be an array of uint64, got an array of dtype {arr.dtype}")
+    return arr
+
+
+def hash_parameters(seeds: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The multiplier ``a`` (odd) and increment ``b`` that each 64-bit seed names.
+
+    Parameters
+    ----------
+    seeds : array of uint64
+
+    Returns
+    -------
+    a, b : arrays of uint64, shaped like ``seeds``
+    """
+    s = np.atleast_1d(_check_seeds(seeds))
+    a = _mix64(s + _GAMMA) | np.uint64(1)
+    b = _mix64(s + _GAMMA2)
+    shape = np.shape(seeds)
+    return a.reshape(shape), b.reshape(shape)
+
+
+def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
+    """Hash ``items`` into ``[hash_range]`` with the functions named by ``seeds``.
+
+    ``seeds`` and ``items`` broadcast against each other (e.g. ``seeds[:, None]`` and
+    ``items[None, :]`` give every item under every seed).
+
+    Parameters
+    ----------
+    seeds : array of uint64
+    items : array of int
+        Items in ``[0, 2^32)``.
+    hash_range : int
+        g, in ``[2, 2^32]``.
+
+    Returns
+    -------
+    ndarray of int64
+        ``h_seed(item)`` in ``[0, g)``, with the broadcast shape.
+
+    Examples
+    --------
+    >>> seeds = np.array([1, 2, 3], dtype=np.uint64)
+    >>> local_hash(seeds, 7, 4).tolist()
+    [2, 3, 1]
+    """
+    g = check_integer(hash_range, "hash_range", low=2, high=MAX_HASH_RANGE)
+    s = _check_seeds(seeds)
+    v = np.asarray(items)
+    if v.dtype.kind not in "iu":
+        raise TypeError(f"items must be integers in [0, 2^32), got an array of dtype {v.dtype}")
+    if v.size and (v.min() < 0 or v.max() >= MAX_DOMAIN_SIZE):
+        raise ValueError("items must be integers in [0, 2^32), got values outside it")
+    shape = np.broadcast_shapes(s.shape, v.shape)
+    a, b = hash_parameters(np.atleast_1d(s))
+    # 1-d arrays throughout: numpy scalar arithmetic would warn on the intended wrap-around
+    x = a * np.atleast_1d(v).astype(np.uint64) + b
+    h = ((x >> np.uint64(32)) * np.uint64(g)) >> np.uint64(32)
+    return h.astype(np.int64).reshape(shape)
+
+
+def _support_counts_numpy(
+    seeds: np.ndarray, values: np.ndarray, g: int, d: int, *, block_elements: int = 1 << 16
+) -> np.ndarray:
+    """Reference support counts in plain numpy: hash blocks of reports against all items.
+
+    Memory is bounded by ``block_elements`` 64-bit words per block. It evaluates the
+    definition directly (no window trick), so tests use it to check the compiled kernel;
+    per pair it costs ~30x the kernel's CPU time (benchmarks/hashing.py).
+    """
+    counts = np.zeros(d, dtype=np.int64)
+    n = seeds.shape[0]
+    if n == 0:
+        return counts
+    a, b = hash_parameters(seeds)
+    items = np.arange(d, dtype=np.uint64)
+    y = values.astype(np.uint64)
+    rows = max(1, block_elements // d)
+    for start in range(0, n, rows):  # a loop over blocks of reports, not over users
+        block = slice(start, start + rows)
+        x = np.multiply.outer(a[block], items)
+        x += b[block, None]
+        x >>= np.uint64(32)
+        x *= np.uint64(g)
+        x >>= np.uint64(32)
+        counts += np.count_nonzero(x == y[block, None], axis=0)
+    return counts
+
+
+def optimal_hash_range(epsilon: float) -> int:
+    """OLH's hash range ``g = round(e^eps) + 1`` (at least 2, at most 2^32), FO17 section 4.5.
+
+    FO17 minimizes the variance (eq. 10) over real g at ``g = e^eps + 1``; a report needs
+    an integer, so we round ``e^eps``. For ``eps > 32 ln 2`` the range is capped at 2^32,
+    where the variance is already below ``2^-32 / n``.
+
+    Examples
+    --------
+    >>> [optimal_hash_range(e) for e in (0.5, 1.0, 2.0, 4.0)]
+    [3, 4, 8, 56]
+    """
+    eps = check_epsilon(epsilon)
+    if eps >= 32.0 * math.log(2.0):
+        return MAX_HASH_RANGE
+    return int(min(max(math.floor(math.exp(eps) + 0.5) + 1, 2), MAX_HASH_RANGE))
+
+
+def olh_variance(epsilon: float, hash_range: float | None = None) -> float:
+    """Per-user variance ``n Var*`` of local hashing with a (possibly real) hash range g.
+
+    ``(e^eps - 1 + g)^2 / ((e^eps - 1)^2 (g - 1))`` (FO17 eq. 10); with ``hash_range=None``
+    g is the real optimum ``e^eps + 1``, which gives ``4 e^eps / (e^eps - 1)^2`` (eq. 11),
+    the OLH column of FO17 Table 2. A real protocol needs an integer g
+    (:func:`optimal_hash_range`); :meth:`OLH.variance` is this formula at that g.
+
+    Examples
+    --------
+    >>> round(olh_variance(1.0), 2), round(olh_variance(1.0, 4), 2)
+    (3.68, 3.69)
+    """
+    eps = check_epsilon(epsilon)
+    # t = 1 / (e^eps - 1), computed without overflow for huge epsilon
+    t = math.exp(-eps) / -math.expm1(-eps)
+    if hash_range is None:
+        return 4.0 * t * (1.0 + t)
+    g = check_real(hash_range, "hash_range", low=1.0, low_inclusive=False)
+    # (e - 1 + g)^2 / ((e - 1)^2 (g - 1)) = (1 + g t)^2 / (g - 1)
+    return (1.0 + g * t) ** 2 / (g - 1.0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LocalHashing(PureFrequencyOracle):
+    """Local hashing over d items with hash range g (FO17 section 4.5, "LH").
+
+    Reports are ``(seed, y)``: ``reports.seeds`` (uint64) names the user's hash function,
+    ``reports.values`` (smallest unsigned dtype holding ``g - 1``) is GRR over ``[g]`` of
+    the hashed item. Subclasses fix g: :class:`BLH` (g = 2) and :class:`OLH`.
+    """
+
+    def _validate(self) -> None:
+        super()._validate()
+        check_integer(self.domain_size, "domain_size", high=MAX_DOMAIN_SIZE)
+
+    @property
+    @abstractmethod
+    def range_size(self) -> int:
+        """g, the size of the hash range ``[g]``."""
+
+    @property
+    def p(self) -> float:
+        """``p* = e^eps / (e^eps + g - 1)``: the GRR keep probability over ``[g]``."""
+        return 1.0 / (1.0 + (self.range_size - 1) * math.exp(-self.epsilon))
+
+    @property
+    def other_probability(self) -> float:
+        """``q' = 1 / (e^eps + g - 1)``: P[y = j | h(v) = x] for each j != x."""
+        t = math.exp(-self.epsilon)
+        return t / (1.0 + (self.range_size - 1) * t)
+
+    @property
+    def q(self) -> float:
+        """``q* = 1/g``: P[v in Support(y)] for a user holding another item (FO17 4.5)."""
+        return 1.0 / self.range_size
+
+    def hash_items(self, seeds: Any, items: Any) -> np.ndarray:
+        """``h_seed(item)`` in ``[0, g)`` (broadcasting; see :func:`local_hash`)."""
+        return local_hash(seeds, items, self.range_size)
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Draw a hash function per user, hash her item, perturb it with GRR over ``[g]``."""
+        v = self.check_values(values)
+        gen = as_generator(rng)
+        seeds = gen.integers(0, _U64_MAX, size=v.shape[0], dtype=np.uint64, endpoint=True)
+        hashed = local_hash(seeds, v, self.range_size)
+        y = grr_perturb(hashed, self.range_size, self.p, gen)
+        return Reports(self, seeds=seeds, values=y.astype(index_dtype(self.range_size)))
+
+    def _report_arrays(self, reports: Reports) -> tuple[np.ndarray, np.ndarray]:
+        g = self.range_size
+        if "seeds" not in reports.fields or "values" not in reports.fields:
+            raise ValueError(f"reports must have fields ('seeds', 'values'), got {reports.fields}")
+        seeds, y = reports.seeds, reports.values
+        if seeds.ndim != 1 or seeds.dtype != np.uint64:
+            raise ValueError(
+                f"reports.seeds must be a 1-D array of uint64, got dtype {seeds.dtype} "
+                f"and shape {seeds.shape}"
+            )
+        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and (y.min() < 0 or y.max() >= g)):
+            raise ValueError(f"reports.values must be hashed values in [0, {g})")
+        return seeds, y.astype(np.uint32, copy=False)
+
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        """``C_v = #{i : h_{seed_i}(v) = y_i}`` for every item v (compiled, parallel)."""
+        import numba
+
+        from ._kernels_hashing import support_counts_kernel  # server side only
+
+        seeds, y = self._report_arrays(self.check_reports(reports))
+        n_blocks = max(1, min(numba.get_num_threads(), seeds.shape[0]))
+        return support_counts_kernel(seeds, y, self.range_size, self.domain_size, n_blocks)
+
+    def transition_matrix(self, seed: int | None = None) -> np.ndarray:
+        """Exact ``P[y | v, seed]``, shape (d, g), for one hash function.
+
+        A report is ``(seed, y)`` with the seed uniform over 2^64 values and independent
+        of the item, so the full output space is not enumerable and ``seed=None`` raises
+        NotImplementedError. Given the seed, row v is GRR over ``[g]`` centred on
+        ``h_seed(v)``; ``P[(seed, y) | v] = 2^-64 * matrix[v, y]``.
+        """
+        if seed is None:
+            raise NotImplementedError(
+                f"{self.name} outputs (seed, y) pairs over 2^64 * g values; pass a seed "
+                "for the matrix of y given that hash function"
+            )
+        g, d = self.range_size, self.domain_size
+        if d * g > MAX_DENSE_OUTPUTS:
+            raise ValueError(
+                f"domain_size * hash range must be <= {MAX_DENSE_OUTPUTS} for a dense "
+                f"matrix, got {d} * {g}"
+            )
+        seed = check_integer(seed, "seed", low=0, high=int(_U64_MAX))
+        hashed = local_hash(np.array([seed], dtype=np.uint64), np.arange(d), g)
+        matrix = np.full((d, g), self.other_probability)
+        matrix[np.arange(d), hashed] = self.p
+        return matrix
+
+    def privacy_loss(self) -> float:
+        """``log(p' / q')`` of GRR over ``[g]``: the exact epsilon of the ``(seed, y)`` output.
+
+        ``P[(s, y) | v] = P[s] P[y | h_s(v)]`` with P[s] free of v, so the loss is the
+        largest over seeds of the loss of :meth:`transition_matrix` (seed); that is at
+        most the loss of GRR over ``[g]``, whose every column holds p' once and q'
+        elsewhere, and equal to it for any seed hashing two items apart.
+        """
+        return ratio_privacy_loss(self.p, self.other_probability)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BLH(LocalHashing):
+    """Binary local hashing: hash each item to one bit, then binary randomized response.
+
+    The user reports ``(seed, y)`` with ``y = h_seed(v)`` w.p. ``p = e^eps/(e^eps + 1)``
+    and the other bit otherwise. A report supports the half of the domain that
+    ``h_seed`` maps to ``y``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget (> 0).
+    domain_size : int
+        Number of items d, in ``[2, 2^32]``.
+
+    Notes
+    -----
+    ``P[(s, y) | v] / P[(s, y) | v'] <= p / (1 - p) = e^eps`` (FO17 Theorem 7).
+    ``p* = e^eps/(e^eps + 1)``, ``q* = 1/2``, so ``n Var* = (e^eps + 1)^2 / (e^eps - 1)^2``
+    (FO17 section 4.4). The hash family (module docstring) has no residual bias at g = 2.
+    BLH is logically the random-matrix protocol of Bassily and Smith (2015); OLH dominates
+    it for every epsilon and is what to use in practice.
+
+    References
+    ----------
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private Protocols for
+    Frequency Estimation. USENIX Security 2017, section 4.4.
+
+    Examples
+    --------
+    >>> blh = BLH(epsilon=1.0, domain_size=100)
+    >>> reports = blh.randomize([3, 14, 15, 92, 65], rng=0)
+    >>> len(reports), reports.seeds.dtype, reports.values.dtype, blh.range_size
+    (5, dtype('uint64'), dtype('uint8'), 2)
+    """
+
+    @property
+    def range_size(self) -> int:
+        return 2
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OLH(LocalHashing):
+    """Optimized local hashing: hash each item into ``[g]``, then GRR over ``[g]``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget (> 0).
+    domain_size : int
+        Number of items d, in ``[2, 2^32]``.
+    hash_range : int or None
+        g, in ``[2, 2^32]``. None (default) picks the variance-optimal
+        ``round(e^eps) + 1`` (:func:`optimal_hash_range`); the spec keeps None, so
+        ``replace(epsilon=...)`` re-optimizes. :attr:`range_size` is the g in use.
+
+    Notes
+    -----
+    ``P[(s, y) | v] / P[(s, y) | v'] <= p' / q' = e^eps`` with ``p' = e^eps/(e^eps + g - 1)``
+    and ``q' = 1/(e^eps + g - 1)`` (FO17 Theorem 7). ``p* = p'``, ``q* = 1/g``, so
+    ``n Var* = (e^eps - 1 + g)^2 / ((e^eps - 1)^2 (g - 1))`` (FO17 eq. 10), which is
+    ``4 e^eps / (e^eps - 1)^2`` at the real optimum ``g = e^eps + 1`` (eq. 11): the same
+    as OUE with ``O(log d)`` bits per report instead of d. Aggregation costs ``O(n d)``.
+
+    References
+    ----------
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private Protocols for
+    Frequency Estimation. USENIX Security 2017, section 4.5.
+
+    Examples
+    --------
+    >>> olh = OLH(epsilon=1.0, domain_size=1000)
+    >>> olh.range_size
+    4
+    >>> reports = olh.randomize([3, 14, 15, 92, 65], rng=0)
+    >>> reports.fields, reports.values.dtype
+    (('seeds', 'values'), dtype('uint8'))
+    >>> est = olh.estimate(olh.aggregate(reports))
+    >>> est.frequencies.shape
+    (1000,)
+    """
+
+    hash_range: int | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.hash_range is not None:
+            self._set(
+                "hash_range",
+                check_integer(self.hash_range, "hash_range", low=2, high=MAX_HASH_RANGE),
+            )
+
+    @property
+    def range_size(self) -> int:
+        if self.hash_range is None:
+            return optimal_hash_range(self.epsilon)
+        return self.hash_range
