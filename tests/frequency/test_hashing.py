@@ -441,3 +441,12 @@ def test_variance_matches_formula(spec):
     assert other.range_size != spec.range_size
     ratio_other = freqs.var(axis=0, ddof=1) / other.variance(n, truth)
     assert not np.all((ratio_other > lo) & (ratio_other < hi))
+
+
+@pytest.mark.parametrize("eps", np.linspace(0.05, 8.0, 60))
+def test_default_hash_range_is_the_best_integer(eps):
+    from ldpkit.frequency.hashing import olh_variance, optimal_hash_range
+
+    g = optimal_hash_range(eps)
+    best = min(range(2, int(np.exp(eps)) + 4), key=lambda h: olh_variance(eps, h))
+    assert olh_variance(eps, g) == pytest.approx(olh_variance(eps, best), rel=1e-12)
