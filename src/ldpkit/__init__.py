@@ -3,7 +3,7 @@
 from ._rng import as_generator, secure_generator, spawn
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
-from .frequency import GRR, FrequencyOracle, PureFrequencyOracle
+from .frequency import GRR, OUE, SHE, SUE, THE, FrequencyOracle, PureFrequencyOracle
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
 
@@ -18,6 +18,10 @@ __all__ = [
     "FrequencyOracle",
     "PureFrequencyOracle",
     "GRR",
+    "SUE",
+    "OUE",
+    "SHE",
+    "THE",
     "privacy_loss",
     "split_budget",
     "Mechanism",
