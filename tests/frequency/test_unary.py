@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 
-import numba
 import numpy as np
 import pytest
 from scipy import stats as sps
 
 from ldpkit import OUE, SUE, Reports, privacy_loss
-from ldpkit.frequency import _bits
+from ldpkit.frequency import _bits, _kernels_unary
 from ldpkit.frequency._kernels_unary import (
     packed_column_counts,
     sample_unary_bits,
@@ -247,18 +247,37 @@ def test_bits_are_independent():
 
 
 # -- determinism --------------------------------------------------------------------------------
-def test_same_seed_same_reports_regardless_of_threads():
+def test_same_seed_same_reports_regardless_of_threads(monkeypatch):
     spec = OUE(epsilon=1.0, domain_size=300)
-    values = np.random.default_rng(0).integers(0, 300, 5_000)
-    a = spec.randomize(values, rng=123).bits
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        b = spec.randomize(values, rng=123).bits
-    finally:
-        numba.set_num_threads(before)
-    np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(a, spec.randomize(values, rng=124).bits)
+    values = np.random.default_rng(0).integers(0, 300, 40_000)
+    monkeypatch.setattr(_kernels_unary, "WORKERS", 3)
+    a = spec.randomize(values, rng=123)
+    assert len(_kernels_unary._row_blocks(values.size)) == 3  # really split over threads
+    monkeypatch.setattr(_kernels_unary, "WORKERS", 1)
+    b = spec.randomize(values, rng=123)
+    np.testing.assert_array_equal(a.bits, b.bits)
+    assert not np.array_equal(a.bits, spec.randomize(values, rng=124).bits)
+    counts = [
+        _kernels_unary.packed_column_counts(a.bits, 300, workers=w) for w in (1, 2, 4)
+    ]
+    np.testing.assert_array_equal(counts[0], counts[1])
+    np.testing.assert_array_equal(counts[0], counts[2])
+    np.testing.assert_array_equal(counts[0], _bits.unpack_bits(a.bits, 300).sum(axis=0))
+
+
+def _child_counts(seed: int) -> np.ndarray:
+    spec = OUE(epsilon=1.0, domain_size=64)
+    return spec.support_counts(spec.randomize(np.arange(20_000) % 64, rng=seed))
+
+
+def test_kernels_survive_fork():
+    """Kernels used before a fork() keep working in the children (numba's OpenMP layer
+    would terminate them) and give the same results as in the parent."""
+    expected = [_child_counts(seed) for seed in (1, 2)]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.map_async(_child_counts, [1, 2]).get(timeout=120)
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(e, g)
 
 
 def test_rows_depend_only_on_their_seed():

@@ -16,16 +16,62 @@ comparisons are settled (about 7.3 words on average instead of the 32 that two 3
 draws per 64-bit word would need). Stopping early does not change the law: each lane's
 result is a function of its own U, and the bits of U not drawn do not affect it. A lane
 still unsettled after 32 words has U == T, hence U < T is false.
+
+Parallelism: the kernels are serial and release the GIL (``nogil=True``); large batches
+are split into row blocks run on a few Python threads. We do not use numba's
+``parallel=True``: its OpenMP threading layer (the one available here) kills any fork()ed
+child that calls a parallel kernel again ("fork() called from a process already using
+GNU OpenMP"), which would break multiprocessing pools, and its workqueue layer is not
+safe under concurrent calls from several threads. Plain threads are both fork- and
+thread-safe, and since rows are seeded individually the result does not depend on how
+rows are split.
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numba
 import numpy as np
 
 from ._bits import _BIT_TABLE
 
-__all__ = ["sample_unary_bits", "packed_column_counts", "xoshiro_uint64"]
+__all__ = ["sample_unary_bits", "packed_column_counts", "xoshiro_uint64", "WORKERS"]
+
+#: Threads used for large batches; None means the CPUs this process may run on.
+WORKERS: int | None = None
+
+# Below this many rows per block, thread start-up costs more than it saves.
+_MIN_BLOCK_ROWS = 8192
+
+
+def _workers() -> int:
+    if WORKERS is not None:
+        return max(1, int(WORKERS))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _row_blocks(n: int, workers: int | None = None) -> list[tuple[int, int]]:
+    """Split rows 0..n-1 into at most ``workers`` contiguous blocks of >= 8192 rows."""
+    k = max(1, min(workers or _workers(), n // _MIN_BLOCK_ROWS))
+    step = -(-n // k) if n else 0
+    return [(a, min(n, a + step)) for a in range(0, n, step)] if n else []
+
+
+def _run_blocks(task: Callable[[int, int], Any], blocks: list[tuple[int, int]]) -> list[Any]:
+    """Run ``task(start, stop)`` for every block; on threads when there are several."""
+    if len(blocks) <= 1:
+        return [task(a, b) for a, b in blocks]
+    # A fresh pool per call: never inherited half-dead across fork(), and its cost
+    # (~0.1 ms) is negligible next to blocks of >= 8192 rows.
+    with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
+        return list(pool.map(lambda ab: task(*ab), blocks))
 
 _U64 = np.uint64
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -85,8 +131,8 @@ def xoshiro_uint64(seed: np.uint64, count: int) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, parallel=True)
-def sample_unary_bits(
+@numba.njit(cache=True, nogil=True)
+def _sample_rows(
     values: np.ndarray,
     seeds: np.ndarray,
     domain_size: int,
@@ -105,7 +151,7 @@ def sample_unary_bits(
     pad = 8 * width - domain_size
     pad_mask = np.uint8((0xFF << pad) & 0xFF)
     t = np.uint64(other_threshold)
-    for i in numba.prange(n):
+    for i in range(n):
         s0, s1, s2, s3 = _seed_state(seeds[i])
         for w in range(n_words):
             ones = _U64(0)
@@ -135,28 +181,58 @@ def sample_unary_bits(
             out[i, width - 1] = np.uint8(out[i, width - 1] & pad_mask)
 
 
-@numba.njit(cache=True, parallel=True)
-def _byte_histograms(packed: np.ndarray, n_blocks: int) -> np.ndarray:
-    """hist[b, j, x] = number of rows in block b whose byte j equals x."""
+def sample_unary_bits(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+    *,
+    workers: int | None = None,
+) -> None:
+    """Fill ``out`` (uint8, shape (n, ceil(d/8))) with packed unary-encoding reports.
+
+    Row i: bit ``values[i]`` (which must lie in [0, d)) is 1 w.p. ``true_threshold / 2^32``,
+    every other bit of the d is 1 w.p. ``other_threshold / 2^32``, all independent, from
+    the generator seeded with ``seeds[i]``; padding bits are 0. Both thresholds must lie in
+    [0, 2^32 - 1]. Byte layout matches ``np.packbits(axis=1)``. The output does not
+    depend on ``workers``.
+    """
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    big, small = np.uint64(true_threshold), np.uint64(other_threshold)
+
+    def task(a: int, b: int) -> None:
+        _sample_rows(values[a:b], seeds[a:b], domain_size, big, small, out[a:b])
+
+    _run_blocks(task, _row_blocks(values.shape[0], workers))
+
+
+@numba.njit(cache=True, nogil=True)
+def _byte_histogram(packed: np.ndarray) -> np.ndarray:
+    """hist[j, x] = number of rows whose byte j equals x."""
     n, width = packed.shape
-    hist = np.zeros((n_blocks, width, 256), dtype=np.int64)
-    step = (n + n_blocks - 1) // n_blocks
-    for b in numba.prange(n_blocks):
-        h = hist[b]
-        for i in range(b * step, min(n, (b + 1) * step)):
-            for j in range(width):
-                h[j, packed[i, j]] += 1
+    hist = np.zeros((width, 256), dtype=np.int64)
+    for i in range(n):
+        for j in range(width):
+            hist[j, packed[i, j]] += 1
     return hist
 
 
-def packed_column_counts(packed: np.ndarray, domain_size: int) -> np.ndarray:
+def packed_column_counts(
+    packed: np.ndarray, domain_size: int, *, workers: int | None = None
+) -> np.ndarray:
     """Number of 1 bits in each of the first ``domain_size`` columns (int64, shape (d,)).
 
     One pass over the rows builds, per byte column, a histogram of the 256 byte values
-    (in a few row blocks processed in parallel); a 256 x 8 table turns the histograms
-    into bit counts. Integer arithmetic, so the result is exact and thread-independent.
+    (row blocks on a few threads, histograms added); a 256 x 8 table turns it into bit
+    counts. Integer arithmetic, so the result is exact and independent of ``workers``.
     """
-    packed = np.ascontiguousarray(packed)
-    n_blocks = max(1, min(numba.get_num_threads() * 2, packed.shape[0] // 4096))
-    hist = _byte_histograms(packed, n_blocks).sum(axis=0)  # (width, 256)
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    hist = np.zeros((packed.shape[1], 256), dtype=np.int64)
+    for part in _run_blocks(
+        lambda a, b: _byte_histogram(packed[a:b]), _row_blocks(packed.shape[0], workers)
+    ):
+        hist += part
     return (hist @ _BIT_TABLE).ravel()[:domain_size]

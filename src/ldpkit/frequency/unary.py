@@ -164,14 +164,7 @@ class UnaryEncoding(PureFrequencyOracle):
         big, small = self._thresholds()
         out = np.empty((values.shape[0], _bits.packed_width(self.domain_size)), dtype=np.uint8)
         if values.shape[0]:
-            sample_unary_bits(
-                np.ascontiguousarray(values, dtype=np.int64),
-                np.ascontiguousarray(seeds, dtype=np.uint64),
-                self.domain_size,
-                np.uint64(big),
-                np.uint64(small),
-                out,
-            )
+            sample_unary_bits(values, seeds, self.domain_size, big, small, out)
         return out
 
     def support_counts(self, reports: Reports) -> np.ndarray:
@@ -238,7 +231,7 @@ class SUE(UnaryEncoding):
     ``p`` and ``q`` are the probabilities the sampler realizes: the nominal values rounded
     to multiples of 2^-32, p down and q up, so ``privacy_loss()`` never exceeds epsilon
     and falls short of it by less than 2e-9 for epsilon <= 4 (the relative rounding of q
-    grows as q shrinks: 1e-8 at epsilon = 8). Since q >= 2^-32 and p <= 1 - 2^-32, the
+    grows as q shrinks: about 1e-8 at epsilon = 8). Since q >= 2^-32 and p <= 1 - 2^-32, the
     realized loss is capped at ~44.36. ``nominal_p`` and ``nominal_q`` hold the unrounded
     values.
 
