@@ -142,12 +142,12 @@ class UnaryEncoding(PureFrequencyOracle):
 
     @property
     def p(self) -> float:
-        """Realized P[bit v = 1 | input v]: ``floor(nominal_p 2^32) / 2^32`` (see Notes)."""
+        """Realized P[bit v = 1 | input v]: ``nominal_p`` rounded down to k 2^-32."""
         return self._thresholds()[0] / THRESHOLD_SCALE
 
     @property
     def q(self) -> float:
-        """Realized P[bit v = 1 | input v' != v]: ``ceil(nominal_q 2^32) / 2^32``."""
+        """Realized P[bit v = 1 | input v' != v]: ``nominal_q`` rounded up to k 2^-32."""
         return self._thresholds()[1] / THRESHOLD_SCALE
 
     def privacy_loss(self) -> float:
