@@ -4,18 +4,8 @@ from ._rng import as_generator, secure_generator, spawn
 from .aggregator import Aggregator
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
-from .frequency import (
-    BLH,
-    GRR,
-    HRR,
-    OLH,
-    FrequencyOracle,
-    HadamardResponse,
-    PureFrequencyOracle,
-    SubsetSelection,
-    choose_oracle,
-    heavy_hitters,
-)
+from .frequency import *  # noqa: F403 - every oracle and helper is public at top level
+from .frequency import __all__ as _frequency_all
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
 
@@ -28,19 +18,10 @@ __all__ = [
     "spawn",
     "Encoder",
     "FrequencyEstimate",
-    "FrequencyOracle",
-    "PureFrequencyOracle",
-    "GRR",
-    "SubsetSelection",
-    "HadamardResponse",
-    "HRR",
-    "BLH",
-    "OLH",
-    "choose_oracle",
-    "heavy_hitters",
     "privacy_loss",
     "split_budget",
     "Mechanism",
     "Reports",
     "Stats",
 ]
+__all__ += [name for name in _frequency_all if name != "ORACLES"]

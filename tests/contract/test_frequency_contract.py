@@ -15,7 +15,7 @@ import pickle
 import numpy as np
 import pytest
 
-from ldpkit import Reports, Stats
+from ldpkit import Reports, Stats, privacy_loss
 from ldpkit.frequency import ORACLES, PureFrequencyOracle
 from ldpkit.testing import binomial_z, bonferroni_z, chisquare_gof, variance_ratio_bounds
 
@@ -183,7 +183,15 @@ def test_sampler_matches_transition_matrix(name, epsilon, d):
     spec = make(name, epsilon, d)
     matrix = spec.transition_matrix()
     np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-12)
-    assert spec.privacy_loss() == pytest.approx(epsilon, rel=1e-9, abs=1e-9)
+    if spec.exact_epsilon:
+        # Kernels that compare uniform 32-bit integers with integer thresholds realize
+        # probabilities that are multiples of 2^-32, rounded towards less privacy loss:
+        # the realized epsilon may fall short of the nominal one by ~1e-8, never exceed it.
+        assert spec.privacy_loss() == pytest.approx(epsilon, rel=0, abs=1e-7)
+    else:
+        # Strictly more private than the budget (e.g. THE): the loss must stay within it.
+        assert spec.privacy_loss() <= epsilon
+    assert spec.privacy_loss() == pytest.approx(privacy_loss(matrix), rel=1e-9, abs=1e-12)
     n = 60_000
     for u in range(d):
         hist = np.bincount(spec.output_index(spec.randomize(np.full(n, u), rng=u)), minlength=matrix.shape[1])

@@ -5,8 +5,10 @@ from .choose import choose_oracle
 from .grr import GRR
 from .hadamard import HRR, HadamardResponse, fwht
 from .hashing import BLH, OLH, LocalHashing
+from .histogram import SHE, THE
 from .significance import heavy_hitters, significance_threshold
 from .subset import SubsetSelection
+from .unary import OUE, SUE, UnaryEncoding
 
 __all__ = [
     "ORACLES",
@@ -23,6 +25,11 @@ __all__ = [
     "choose_oracle",
     "heavy_hitters",
     "significance_threshold",
+    "UnaryEncoding",
+    "SUE",
+    "OUE",
+    "SHE",
+    "THE",
 ]
 
 #: Every frequency oracle by name; the contract suite runs over this registry.
@@ -33,4 +40,8 @@ ORACLES: dict[str, type[FrequencyOracle]] = {
     "SubsetSelection": SubsetSelection,
     "HadamardResponse": HadamardResponse,
     "HRR": HRR,
+    "SUE": SUE,
+    "OUE": OUE,
+    "SHE": SHE,
+    "THE": THE,
 }

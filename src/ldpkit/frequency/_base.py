@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,6 +40,11 @@ class FrequencyOracle(Mechanism):
     """
 
     domain_size: int
+
+    #: True when ``privacy_loss()`` equals ``epsilon`` (up to the sampler's 2^-32
+    #: quantization); False when the mechanism is strictly more private than its budget
+    #: (e.g. THE, whose thresholded report discards part of what the noise protects).
+    exact_epsilon: ClassVar[bool] = True
 
     def _validate(self) -> None:
         self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))

@@ -24,7 +24,7 @@ def report_bits(spec: FrequencyOracle) -> int:
     if isinstance(spec, UnaryEncoding):
         return spec.domain_size
     if isinstance(spec, LocalHashing):
-        return SEED_BITS + max(1, math.ceil(math.log2(spec.hash_range)))
+        return SEED_BITS + max(1, math.ceil(math.log2(spec.range_size)))
     raise TypeError(f"spec must be GRR, a unary encoding or a local-hashing oracle, got {spec!r}")
 
 

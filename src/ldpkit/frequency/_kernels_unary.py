@@ -1,0 +1,238 @@
+"""Compiled kernels for unary-encoding oracles: bit sampling and column counts.
+
+Randomness: every row (user) gets its own uint64 seed, drawn by the caller from its numpy
+Generator (:func:`ldpkit._rng.derive_seeds`). The seed initializes a private xoshiro256**
+state through splitmix64 (the seeding procedure recommended by xoshiro's authors). Rows
+never share a stream, so the output depends only on the seeds, never on the number of
+threads or on how rows are scheduled.
+
+Bernoulli bits: a bit that must be 1 with probability T / 2^32 (T an integer threshold)
+is ``[U < T]`` for a uniform 32-bit integer U, so the realized probability is exactly
+T / 2^32. The bulk sampler evaluates this comparison for 64 bits at a time, "bit-sliced":
+random word k supplies bit 31 - k of the 64 lanes' U's, most significant bit first, and a
+lane's comparison is settled at the first bit where its U differs from T. Lanes are
+independent (each uses its own bit of every word), and words are drawn only until all 64
+comparisons are settled (about 7.3 words on average instead of the 32 that two 32-bit
+draws per 64-bit word would need). Stopping early does not change the law: each lane's
+result is a function of its own U, and the bits of U not drawn do not affect it. A lane
+still unsettled after 32 words has U == T, hence U < T is false.
+
+Parallelism: the kernels are serial and release the GIL (``nogil=True``); large batches
+are split into row blocks run on a few Python threads. We do not use numba's
+``parallel=True``: its OpenMP threading layer (the one available here) kills any fork()ed
+child that calls a parallel kernel again ("fork() called from a process already using
+GNU OpenMP"), which would break multiprocessing pools, and its workqueue layer is not
+safe under concurrent calls from several threads. Plain threads are both fork- and
+thread-safe, and since rows are seeded individually the result does not depend on how
+rows are split.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numba
+import numpy as np
+
+from ._bits import _BIT_TABLE
+
+__all__ = ["sample_unary_bits", "packed_column_counts", "xoshiro_uint64", "WORKERS"]
+
+#: Threads used for large batches; None means the CPUs this process may run on.
+WORKERS: int | None = None
+
+# Below this many rows per block, thread start-up costs more than it saves.
+_MIN_BLOCK_ROWS = 8192
+
+
+def _workers() -> int:
+    if WORKERS is not None:
+        return max(1, int(WORKERS))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _row_blocks(n: int, workers: int | None = None) -> list[tuple[int, int]]:
+    """Split rows 0..n-1 into at most ``workers`` contiguous blocks of >= 8192 rows."""
+    k = max(1, min(workers or _workers(), n // _MIN_BLOCK_ROWS))
+    step = -(-n // k) if n else 0
+    return [(a, min(n, a + step)) for a in range(0, n, step)] if n else []
+
+
+def _run_blocks(task: Callable[[int, int], Any], blocks: list[tuple[int, int]]) -> list[Any]:
+    """Run ``task(start, stop)`` for every block; on threads when there are several."""
+    if len(blocks) <= 1:
+        return [task(a, b) for a, b in blocks]
+    # A fresh pool per call: never inherited half-dead across fork(), and its cost
+    # (~0.1 ms) is negligible next to blocks of >= 8192 rows.
+    with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
+        return list(pool.map(lambda ab: task(*ab), blocks))
+
+_U64 = np.uint64
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@numba.njit(cache=True, inline="always")
+def _splitmix64(x: np.uint64) -> tuple[np.uint64, np.uint64]:
+    """One splitmix64 step: (new state, output)."""
+    x = x + _GOLDEN
+    z = x
+    z = (z ^ (z >> _U64(30))) * _MIX1
+    z = (z ^ (z >> _U64(27))) * _MIX2
+    return x, z ^ (z >> _U64(31))
+
+
+@numba.njit(cache=True, inline="always")
+def _rotl(x: np.uint64, k: int) -> np.uint64:
+    return (x << _U64(k)) | (x >> _U64(64 - k))
+
+
+@numba.njit(cache=True, inline="always")
+def _seed_state(seed: np.uint64) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
+    x, s0 = _splitmix64(seed)
+    x, s1 = _splitmix64(x)
+    x, s2 = _splitmix64(x)
+    x, s3 = _splitmix64(x)
+    return s0, s1, s2, s3
+
+
+@numba.njit(cache=True, inline="always")
+def _xoshiro_next(
+    s0: np.uint64, s1: np.uint64, s2: np.uint64, s3: np.uint64
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64]:
+    """xoshiro256**: returns the next 64-bit output and the advanced state."""
+    result = _rotl(s1 * _U64(5), 7) * _U64(9)
+    t = s1 << _U64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    return result, s0, s1, s2, s3
+
+
+@numba.njit(cache=True)
+def xoshiro_uint64(seed: np.uint64, count: int) -> np.ndarray:
+    """The first ``count`` outputs of the per-row generator seeded with ``seed`` (for tests)."""
+    s0, s1, s2, s3 = _seed_state(seed)
+    out = np.empty(count, dtype=np.uint64)
+    for k in range(count):
+        r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+        out[k] = r
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _sample_rows(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: np.uint64,
+    other_threshold: np.uint64,
+    out: np.ndarray,
+) -> None:
+    """Fill ``out`` (uint8, shape (n, ceil(d/8))) with packed unary-encoding reports.
+
+    Row i: bit ``values[i]`` is 1 w.p. ``true_threshold / 2^32``, every other bit of the
+    d is 1 w.p. ``other_threshold / 2^32``, all independent; padding bits are 0. Both
+    thresholds must lie in [0, 2^32 - 1]. Byte layout matches ``np.packbits(axis=1)``.
+    """
+    n, width = out.shape
+    n_words = (width + 7) // 8
+    pad = 8 * width - domain_size
+    pad_mask = np.uint8((0xFF << pad) & 0xFF)
+    t = np.uint64(other_threshold)
+    for i in range(n):
+        s0, s1, s2, s3 = _seed_state(seeds[i])
+        for w in range(n_words):
+            ones = _U64(0)
+            open_lanes = _ALL  # lanes whose U still equals T on the bits drawn so far
+            for b in range(31, -1, -1):
+                r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+                if (t >> _U64(b)) & _U64(1):
+                    ones |= open_lanes & ~r  # U's bit 0 < T's bit 1: U < T
+                    open_lanes &= r
+                else:
+                    open_lanes &= ~r  # U's bit 1 > T's bit 0: U > T
+                if open_lanes == _U64(0):
+                    break
+            base = 8 * w
+            for k in range(min(8, width - base)):
+                out[i, base + k] = np.uint8((ones >> _U64(8 * k)) & _U64(0xFF))
+        # The true item's bit: a separate 32-bit comparison against its own threshold.
+        r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+        v = values[i]
+        byte = v >> 3
+        mask = 0x80 >> (v & 7)
+        if (r >> _U64(32)) < true_threshold:
+            out[i, byte] = np.uint8(out[i, byte] | mask)
+        else:
+            out[i, byte] = np.uint8(out[i, byte] & (0xFF ^ mask))
+        if pad:
+            out[i, width - 1] = np.uint8(out[i, width - 1] & pad_mask)
+
+
+def sample_unary_bits(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+    *,
+    workers: int | None = None,
+) -> None:
+    """Fill ``out`` (uint8, shape (n, ceil(d/8))) with packed unary-encoding reports.
+
+    Row i: bit ``values[i]`` (which must lie in [0, d)) is 1 w.p. ``true_threshold / 2^32``,
+    every other bit of the d is 1 w.p. ``other_threshold / 2^32``, all independent, from
+    the generator seeded with ``seeds[i]``; padding bits are 0. Both thresholds must lie in
+    [0, 2^32 - 1]. Byte layout matches ``np.packbits(axis=1)``. The output does not
+    depend on ``workers``.
+    """
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    big, small = np.uint64(true_threshold), np.uint64(other_threshold)
+
+    def task(a: int, b: int) -> None:
+        _sample_rows(values[a:b], seeds[a:b], domain_size, big, small, out[a:b])
+
+    _run_blocks(task, _row_blocks(values.shape[0], workers))
+
+
+@numba.njit(cache=True, nogil=True)
+def _byte_histogram(packed: np.ndarray) -> np.ndarray:
+    """hist[j, x] = number of rows whose byte j equals x."""
+    n, width = packed.shape
+    hist = np.zeros((width, 256), dtype=np.int64)
+    for i in range(n):
+        for j in range(width):
+            hist[j, packed[i, j]] += 1
+    return hist
+
+
+def packed_column_counts(
+    packed: np.ndarray, domain_size: int, *, workers: int | None = None
+) -> np.ndarray:
+    """Number of 1 bits in each of the first ``domain_size`` columns (int64, shape (d,)).
+
+    One pass over the rows builds, per byte column, a histogram of the 256 byte values
+    (row blocks on a few threads, histograms added); a 256 x 8 table turns it into bit
+    counts. Integer arithmetic, so the result is exact and independent of ``workers``.
+    """
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    hist = np.zeros((packed.shape[1], 256), dtype=np.int64)
+    for part in _run_blocks(
+        lambda a, b: _byte_histogram(packed[a:b]), _row_blocks(packed.shape[0], workers)
+    ):
+        hist += part
+    return (hist @ _BIT_TABLE).ravel()[:domain_size]

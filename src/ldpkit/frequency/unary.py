@@ -1,0 +1,313 @@
+"""Unary encoding: symmetric (SUE, basic RAPPOR) and optimized (OUE), FO17 section 4.3.
+
+Each user's item v becomes a d-bit one-hot vector; every bit is then reported
+independently: bit v is 1 with probability p, every other bit with probability q. Reports
+are bit-packed (``reports.bits``: ``np.packbits(..., axis=1)`` layout, one row per user,
+ceil(d/8) bytes), on the wire and in memory.
+
+Sampling is exact: a bit with probability T / 2^32 is a comparison of a uniform 32-bit
+integer with the integer threshold T (a compiled kernel, see ``_kernels_unary``). The
+nominal probabilities of the paper are rounded to such thresholds *towards less privacy
+loss* (p down, q up), and ``p``, ``q``, ``variance``, ``estimate`` and ``privacy_loss``
+all use the rounded, realized values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+
+from .._rng import RNGLike, as_generator, derive_seeds
+from ..spec import Reports
+from . import _bits
+from ._base import PureFrequencyOracle
+from ._kernels_unary import sample_unary_bits
+
+__all__ = ["UnaryEncoding", "SUE", "OUE", "unary_thresholds", "unary_privacy_loss"]
+
+#: Sampling resolution: every realized bit probability is a multiple of 2^-32.
+THRESHOLD_SCALE = 1 << 32
+
+#: Largest domain for which ``transition_matrix`` enumerates the 2^d outputs.
+MAX_ENUMERABLE_BITS = 12
+
+
+def _reference_bits(
+    values: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    rng: np.random.Generator,
+    chunk_rows: int = 4096,
+) -> np.ndarray:
+    """Plain-numpy sampler of the kernel's law (slow; tests cross-check the kernel with it).
+
+    One uniform 32-bit integer per bit, compared with the bit's threshold; packed in
+    chunks of rows so that no n x d matrix of wide values is ever held.
+    """
+    n = values.shape[0]
+    out = np.empty((n, _bits.packed_width(domain_size)), dtype=np.uint8)
+    for start in range(0, n, chunk_rows):
+        v = values[start : start + chunk_rows]
+        u = rng.integers(0, THRESHOLD_SCALE, size=(v.shape[0], domain_size), dtype=np.uint64)
+        thresholds = np.full(u.shape, other_threshold, dtype=np.uint64)
+        thresholds[np.arange(v.shape[0]), v] = true_threshold
+        out[start : start + chunk_rows] = np.packbits(u < thresholds, axis=1)
+    return out
+
+
+def unary_privacy_loss(true_threshold: int, other_threshold: int) -> float:
+    """Exact epsilon of independent bits with P[bit = 1] = T / 2^32 (FO17 Theorem 6).
+
+    Two inputs' one-hot vectors differ in two coordinates; the worst output sets the
+    first one to 1 and the second to 0, giving ``log(p (1 - q) / (q (1 - p)))``. All four
+    factors are integers below 2^53, so they convert to float exactly.
+    """
+    big, small = int(true_threshold), int(other_threshold)
+    if small <= 0 or big >= THRESHOLD_SCALE:
+        return math.inf
+    return (
+        math.log(big)
+        + math.log(THRESHOLD_SCALE - small)
+        - math.log(small)
+        - math.log(THRESHOLD_SCALE - big)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def unary_thresholds(p: float, q: float, epsilon: float) -> tuple[int, int]:
+    """Integer thresholds (T_p, T_q) realizing p and q at resolution 2^-32 within epsilon.
+
+    ``T_p = floor(p 2^32)`` and ``T_q = ceil(q 2^32)``: lowering p and raising q can only
+    lower ``log(p (1-q) / (q (1-p)))``. Both are clipped to [1, 2^32 - 1] so that no bit is
+    deterministic (a deterministic bit would make the loss infinite); hence the realized
+    loss never exceeds ``2 log(2^32 - 1)`` ~ 44.36 even when epsilon is larger. Should the
+    loss still exceed epsilon (floating-point rounding of p or q, or a p and q that do not
+    fit epsilon at all), T_p is lowered to the largest value that satisfies it.
+
+    Raises
+    ------
+    ValueError
+        If p - q is too small to survive the rounding (epsilon below about 1e-8).
+    """
+    big = min(math.floor(p * THRESHOLD_SCALE), THRESHOLD_SCALE - 1)
+    small = max(math.ceil(q * THRESHOLD_SCALE), 1)
+    # A margin of a few ulps guards against the error of the four logs themselves.
+    limit = epsilon - 8.0 * math.ulp(max(epsilon, 1.0))
+    if big > small and unary_privacy_loss(big, small) > limit:
+        # Largest T_p with T_p / (2^32 - T_p) <= e^limit T_q / (2^32 - T_q), then a few
+        # unit steps to absorb the rounding of that float computation.
+        ratio = math.exp(limit) * small / (THRESHOLD_SCALE - small)
+        big = min(big, math.floor(THRESHOLD_SCALE * ratio / (1.0 + ratio)))
+        while big > small and unary_privacy_loss(big, small) > limit:
+            big -= 1
+    if big <= small:
+        raise ValueError(
+            "epsilon must be large enough for p > q to survive 32-bit quantization "
+            f"(about 1e-8 or more), got {epsilon!r}"
+        )
+    return big, small
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UnaryEncoding(PureFrequencyOracle):
+    """Unary encoding with independent bits (FO17 section 4.3); base of SUE, OUE and THE.
+
+    Subclasses give the paper's real-valued ``nominal_p`` and ``nominal_q``; this class
+    rounds them to 32-bit thresholds (p down, q up), samples packed bits with a compiled
+    kernel, and counts supports column by column.
+    """
+
+    def _validate(self) -> None:
+        super()._validate()
+        self._thresholds()  # raises for an epsilon too small to represent
+
+    @property
+    @abstractmethod
+    def nominal_p(self) -> float:
+        """The paper's P[bit v = 1 | input v], before rounding to a multiple of 2^-32."""
+
+    @property
+    @abstractmethod
+    def nominal_q(self) -> float:
+        """The paper's P[bit v = 1 | input v' != v], before rounding to a multiple of 2^-32."""
+
+    def _thresholds(self) -> tuple[int, int]:
+        return unary_thresholds(self.nominal_p, self.nominal_q, self.epsilon)
+
+    @property
+    def p(self) -> float:
+        """Realized P[bit v = 1 | input v]: ``nominal_p`` rounded down to k 2^-32."""
+        return self._thresholds()[0] / THRESHOLD_SCALE
+
+    @property
+    def q(self) -> float:
+        """Realized P[bit v = 1 | input v' != v]: ``nominal_q`` rounded up to k 2^-32."""
+        return self._thresholds()[1] / THRESHOLD_SCALE
+
+    def privacy_loss(self) -> float:
+        """``log(p (1 - q) / (q (1 - p)))`` at the realized p and q (FO17 eq. 5)."""
+        return unary_privacy_loss(*self._thresholds())
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Perturb each user's one-hot vector; ``reports.bits`` holds the packed bits."""
+        v = self.check_values(values)
+        seeds = derive_seeds(as_generator(rng), v.shape[0])
+        return Reports(self, bits=self._sample(v, seeds))
+
+    def _sample(self, values: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        big, small = self._thresholds()
+        out = np.empty((values.shape[0], _bits.packed_width(self.domain_size)), dtype=np.uint8)
+        if values.shape[0]:
+            sample_unary_bits(values, seeds, self.domain_size, big, small, out)
+        return out
+
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        """Number of reports with bit v set, for every v (validates shape and padding)."""
+        packed = _bits.check_packed(reports.bits, self.domain_size)
+        return _bits.column_counts(packed, self.domain_size)
+
+    # -- exact law, for small domains ----------------------------------------------------
+    def _check_enumerable(self) -> None:
+        if self.domain_size > MAX_ENUMERABLE_BITS:
+            raise NotImplementedError(
+                f"{self.name} enumerates its 2^d outputs only for domain_size <= "
+                f"{MAX_ENUMERABLE_BITS}, got {self.domain_size}"
+            )
+
+    def transition_matrix(self) -> np.ndarray:
+        """P[output | input], shape (d, 2^d); output y's bits are y's binary digits with
+        item 0 as the most significant bit (as :meth:`output_index` numbers them).
+
+        Raises NotImplementedError for domain_size > 12.
+        """
+        self._check_enumerable()
+        d = self.domain_size
+        outputs = np.arange(1 << d)
+        bits = (outputs[:, None] >> (d - 1 - np.arange(d))[None, :]) & 1  # (2^d, d)
+        p, q = self.p, self.q
+        matrix = np.empty((d, 1 << d))
+        for v in range(d):
+            ones = np.full(d, q)
+            ones[v] = p
+            matrix[v] = np.prod(np.where(bits == 1, ones, 1.0 - ones), axis=1)
+        return matrix
+
+    def output_index(self, reports: Reports) -> np.ndarray:
+        """Each report's bits read as a d-bit integer, item 0 most significant."""
+        self._check_enumerable()
+        packed = _bits.check_packed(self.check_reports(reports).bits, self.domain_size)
+        index = np.zeros(packed.shape[0], dtype=np.int64)
+        for j in range(packed.shape[1]):
+            index = (index << 8) | packed[:, j]
+        return index >> (8 * packed.shape[1] - self.domain_size)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SUE(UnaryEncoding):
+    """Symmetric unary encoding (basic one-time RAPPOR): ``p + q = 1``.
+
+    Bit v of the one-hot vector is kept as 1 with ``p = e^(eps/2) / (e^(eps/2) + 1)``;
+    every other bit becomes 1 with ``q = 1 / (e^(eps/2) + 1)``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget (> 0).
+    domain_size : int
+        Number of items d (>= 2).
+
+    Notes
+    -----
+    Two inputs' encodings differ in two bits, so ``P[y | v] / P[y | v'] <=
+    p (1 - q) / (q (1 - p)) = e^eps`` (FO17 Theorem 6). Per-user variance of the unbiased
+    estimate: ``n Var* = q (1 - q) / (p - q)^2 = e^(eps/2) / (e^(eps/2) - 1)^2``.
+
+    ``p`` and ``q`` are the probabilities the sampler realizes: the nominal values rounded
+    to multiples of 2^-32, p down and q up, so ``privacy_loss()`` never exceeds epsilon
+    and falls short of it by less than 2e-9 for epsilon <= 4 (the relative rounding of q
+    grows as q shrinks: about 1e-8 at epsilon = 8). Since q >= 2^-32 and p <= 1 - 2^-32, the
+    realized loss is capped at ~44.36. ``nominal_p`` and ``nominal_q`` hold the unrounded
+    values.
+
+    References
+    ----------
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private Protocols for
+    Frequency Estimation. USENIX Security 2017, section 4.3 (SUE). Ú. Erlingsson,
+    V. Pihur, A. Korolova. RAPPOR. CCS 2014.
+
+    Examples
+    --------
+    >>> sue = SUE(epsilon=1.0, domain_size=10)
+    >>> reports = sue.randomize([0, 3, 9], rng=0)
+    >>> reports.bits.shape, reports.bits.dtype
+    ((3, 2), dtype('uint8'))
+    >>> round(sue.p + sue.q, 9), sue.privacy_loss() <= 1.0
+    (1.0, True)
+    """
+
+    @property
+    def nominal_p(self) -> float:
+        # e^(eps/2) / (e^(eps/2) + 1) in the form that cannot overflow at huge epsilon
+        return 1.0 / (1.0 + math.exp(-self.epsilon / 2.0))
+
+    @property
+    def nominal_q(self) -> float:
+        t = math.exp(-self.epsilon / 2.0)
+        return t / (1.0 + t)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OUE(UnaryEncoding):
+    """Optimized unary encoding: ``p = 1/2``, ``q = 1 / (e^eps + 1)``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget (> 0).
+    domain_size : int
+        Number of items d (>= 2).
+
+    Notes
+    -----
+    With p fixed by ``p (1 - q) / (q (1 - p)) = e^eps`` (FO17 eq. 5), the variance
+    ``q (1 - q) / (p - q)^2`` is minimized at ``p = 1/2``, ``q = 1 / (e^eps + 1)`` (FO17
+    eq. 9), giving ``n Var* = 4 e^eps / (e^eps - 1)^2``, the same as OLH, with d bits per
+    report. FO17 section 5 recommends OUE whenever d bits per report are affordable and
+    ``d >= 3 e^eps + 2``.
+
+    ``p`` and ``q`` are the probabilities the sampler realizes (multiples of 2^-32; p =
+    1/2 exactly, q rounded up), so ``privacy_loss()`` never exceeds epsilon and falls
+    short of it by less than 6e-9 for epsilon <= 4 (1.1e-7 at epsilon = 8, as the relative
+    rounding of a small q grows). Since q >= 2^-32, the realized loss is capped at
+    ``log(2^32 - 1)`` ~ 22.18. ``nominal_q`` holds the unrounded value.
+
+    References
+    ----------
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private Protocols for
+    Frequency Estimation. USENIX Security 2017, section 4.3, eq. (9).
+
+    Examples
+    --------
+    >>> oue = OUE(epsilon=1.0, domain_size=1024)
+    >>> reports = oue.randomize([5] * 1000, rng=0)
+    >>> reports.bits.shape
+    (1000, 128)
+    >>> est = oue.estimate(oue.aggregate(reports))
+    >>> bool(abs(est.frequencies[5] - 1.0) < 6 * est.std_error[5])
+    True
+    """
+
+    @property
+    def nominal_p(self) -> float:
+        return 0.5
+
+    @property
+    def nominal_q(self) -> float:
+        t = math.exp(-self.epsilon)
+        return t / (1.0 + t)
