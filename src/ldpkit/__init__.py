@@ -1,5 +1,6 @@
 """ldpkit: local differential privacy, fast, exact and tested."""
 
+from . import consistency, queries
 from ._rng import as_generator, secure_generator, spawn
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
@@ -10,6 +11,8 @@ from .spec import Mechanism, Reports, Stats
 __version__ = "0.1.0"
 
 __all__ = [
+    "consistency",
+    "queries",
     "as_generator",
     "secure_generator",
     "spawn",
