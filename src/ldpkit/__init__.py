@@ -1,5 +1,6 @@
 """ldpkit: local differential privacy, fast, exact and tested."""
 
+from . import consistency, queries
 from ._rng import as_generator, secure_generator, spawn
 from .aggregator import Aggregator
 from .encoder import Encoder
@@ -13,6 +14,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Aggregator",
+    "consistency",
+    "queries",
     "as_generator",
     "secure_generator",
     "spawn",
