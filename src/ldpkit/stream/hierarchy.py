@@ -417,10 +417,16 @@ class OnlineHierarchy:
     def state(self) -> dict[str, Any]:
         """Arrays and scalars that reproduce this hierarchy exactly (see :meth:`from_state`)."""
         self.refresh()
+        # fixed-size buffers, zeroed past their fill so equal streams give equal states
+        leaf_buf = np.zeros_like(self._leaf_buf)
+        leaf_buf[: self._leaf_fill] = self._leaf_buf[: self._leaf_fill]
+        child_buf = np.zeros_like(self._child_buf)
+        for k, f in enumerate(self._child_fill.tolist()):
+            child_buf[k, :f] = self._child_buf[k, :f]
         out: dict[str, Any] = {
-            "leaf_buffer": self._leaf_buf.copy(),
+            "leaf_buffer": leaf_buf,
             "leaf_fill": int(self._leaf_fill),
-            "child_buffer": self._child_buf.copy(),
+            "child_buffer": child_buf,
             "child_fill": self._child_fill.copy(),
         }
         for k in range(self.levels):

@@ -120,9 +120,9 @@ class ToPS(StreamRelease):
     >>> tops = ToPS(epsilon=1.0, bound=100, threshold_size=10_000, length=90_000, rng=0)
     >>> _ = tops.update(values)
     >>> tops.threshold, tops.n_released
-    (11.0, 90000)
+    (20.0, 90000)
     >>> est, se = tops.range_sum(0, 90_000)
-    >>> abs(est - values[10_000:].sum()) < 6 * se + 1000
+    >>> bool(abs(est - values[10_000:].sum()) < 6 * se)  # clipping at 20 loses almost nothing
     True
     """
 
