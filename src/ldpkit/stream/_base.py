@@ -35,7 +35,7 @@ class RangeSum(NamedTuple):
 
 
 def _generator_state(gen: np.random.Generator) -> dict[str, Any]:
-    return copy.deepcopy(gen.bit_generator.state)
+    return copy.deepcopy(dict(gen.bit_generator.state))
 
 
 def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
@@ -191,6 +191,7 @@ class StreamRelease(ABC):
         not include clipping bias, nor the error of predicting not-yet-summarized items.
         """
         est, se = self.range_sums(np.array([start]), np.array([stop]))
+        assert se is not None
         return RangeSum(float(est[0]), float(se[0]))
 
     def range_sums(

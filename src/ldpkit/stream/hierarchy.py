@@ -201,8 +201,11 @@ class OnlineHierarchy:
         self._leaf_fill = rest.size
         true = [head.reshape(n_leaves, g).sum(axis=1) if g > 1 else head.copy()]
         for k in range(1, L):
-            fk = int(self._child_fill[k - 1])
             below = true[k - 1]
+            if below.size == 0:  # nothing completed below: nothing can complete here
+                true.append(below)
+                continue
+            fk = int(self._child_fill[k - 1])
             if fk:
                 below = np.concatenate([self._child_buf[k - 1, :fk], below])
             n_k = below.size // b
@@ -231,20 +234,28 @@ class OnlineHierarchy:
 
     def _draw_noise(self, old: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
         """Laplace noise for the new nodes, drawn in (completion leaf, level) order."""
+        sizes_l = sizes.tolist()
         if self.scale == 0.0:
-            return [np.zeros(int(s)) for s in sizes]
-        draws = rng.laplace(0.0, self.scale, size=int(sizes.sum()))
+            return [np.zeros(s) for s in sizes_l]
+        draws = rng.laplace(0.0, self.scale, size=sum(sizes_l))
+        busy = [k for k, s in enumerate(sizes_l) if s]
+        if len(busy) == 1:  # only one level completed nodes: they are drawn in index order
+            return [draws if s else np.zeros(0) for s in sizes_l]
+        old_l = old.tolist()
+        span = self._span.tolist()
         out = []
-        for k, s in enumerate(sizes.tolist()):
-            j = old[k] + np.arange(s, dtype=np.int64)
-            end = (j + 1) * self._span[k] - 1  # index of the last leaf of each node
-            # rank among this batch's new nodes: the nodes of every level that ended at an
-            # earlier leaf (end // span - old >= 0 of them per level, since every new node
-            # ends at or after the first new leaf), plus the k lower-level nodes that end
-            # at the same leaf
+        for k, s in enumerate(sizes_l):
+            if s == 0:
+                out.append(np.zeros(0))
+                continue
+            j = np.arange(old_l[k], old_l[k] + s, dtype=np.int64)
+            end = (j + 1) * span[k] - 1  # index of the last leaf of each node
+            # rank among this batch's new nodes: the new nodes of every level that ended at
+            # an earlier leaf (end // span - old of them; zero for levels without new
+            # nodes), plus the k lower-level nodes that end at the same leaf
             pos = np.full(s, k, dtype=np.int64)
-            for kk in range(self.levels):
-                pos += end // self._span[kk] - old[kk]
+            for kk in busy:
+                pos += end // span[kk] - old_l[kk]
             out.append(draws[pos])
         return out
 
