@@ -273,8 +273,8 @@ class FlatLaplace(ToPS):
 
     A one-level hierarchy with one value per leaf. ``threshold`` is ``"tops"`` (default:
     ToPS's exponential mechanism, with lambda of ToPS's default hierarchy for the same
-    epsilon and length, so the two methods share theta's law), a fixed number (then
-    ``threshold_size`` must be 0), or ``None`` for ``bound`` (no threshold phase).
+    epsilon and length, so the two methods share theta's law), a fixed number, or ``None``
+    for ``bound`` (no threshold phase with either).
     """
 
     def __init__(
@@ -283,7 +283,7 @@ class FlatLaplace(ToPS):
         bound: float,
         *,
         threshold: float | Literal["tops"] | None = "tops",
-        threshold_size: int = 65_536,
+        threshold_size: int | None = None,
         length: int = 2**20,
         excess: float = 60.0,
         step: float = 1.0,
@@ -294,7 +294,6 @@ class FlatLaplace(ToPS):
         self.threshold_rule = threshold
         if threshold is None:
             fixed: float | None = check_real(bound, "bound", low=0.0, low_inclusive=False)
-            threshold_size = 0
         elif threshold == "tops":
             fixed = None
         else:

@@ -47,8 +47,9 @@ class ToPS(StreamRelease):
         Privacy budget (used in full by the threshold part and by the release part).
     bound : float
         Public upper bound ``B`` of the values (values must lie in ``[0, B]``).
-    threshold_size : int
-        ``m``, the number of leading values spent on choosing theta (authors: 65,536).
+    threshold_size : int, optional
+        ``m``, the number of leading values spent on choosing theta (default 65,536, as
+        the authors; 0 when ``threshold`` is given).
     length : int
         ``n``, the expected number of released values (authors: 2^20). It sets the leaf
         size, the number of levels and lambda; the stream may run longer (the hierarchy
@@ -69,7 +70,7 @@ class ToPS(StreamRelease):
     threshold_method : {"gumbel", "noisy_max"}
         Exact exponential mechanism (Gumbel-max) or the authors' Laplace report-noisy-max.
     threshold : float, optional
-        A fixed public threshold: skips the threshold phase (``threshold_size`` must be 0).
+        A fixed public threshold: skips the threshold phase.
     smoother : str, dict or Smoother
         ``"recent"`` (default), ``"mean"``, ``"median"``, ``"moving_average"`` (w = 4),
         ``"exponential"`` (alpha = 0.6), see :mod:`ldpkit.stream.smoothers`.
@@ -90,6 +91,9 @@ class ToPS(StreamRelease):
     ``lambda = (3m/(n c)) sqrt(2(b-1)L^3) / epsilon``; Delta = 1 and the score is monotone,
     so theta is sampled with probability ``∝ exp(epsilon q(theta))`` (see
     :mod:`ldpkit.stream.threshold` for why the factor 1/2 is not needed).
+
+    *Positions*: queries index released values only: position 0 is the first value after
+    the m threshold values (those are never released).
 
     *Answers*: a range ``[i, j)`` of released positions is answered from the consistent
     leaves it covers, plus the covered fraction of the leaves it cuts, plus the smoother's
@@ -131,7 +135,7 @@ class ToPS(StreamRelease):
         epsilon: float,
         bound: float,
         *,
-        threshold_size: int = 65_536,
+        threshold_size: int | None = None,
         length: int = 2**20,
         branching: int = 16,
         leaf_size: int | None = None,
@@ -170,10 +174,12 @@ class ToPS(StreamRelease):
         self.consistency = bool(consistency)
         self.smoother = make_smoother(smoother)
         if threshold is None:
-            m = check_integer(threshold_size, "threshold_size", low=1)
+            m = 65_536 if threshold_size is None else check_integer(threshold_size, "threshold_size", low=1)
         else:
             threshold = check_real(threshold, "threshold", low=0.0, high=self.bound)
-            m = check_integer(threshold_size, "threshold_size (with a fixed threshold)", low=0, high=0)
+            m = 0 if threshold_size is None else check_integer(
+                threshold_size, "threshold_size (with a fixed threshold)", low=0, high=0
+            )
         self._fixed_threshold = threshold
         self._tree: OnlineHierarchy | None = None
         super().__init__(m, rng)
