@@ -1,6 +1,6 @@
 """ldpkit: local differential privacy, fast, exact and tested."""
 
-from . import consistency, queries
+from . import consistency, queries, stream
 from ._rng import as_generator, secure_generator, spawn
 from .aggregator import Aggregator
 from .encoder import Encoder
@@ -26,5 +26,6 @@ __all__ = [
     "Mechanism",
     "Reports",
     "Stats",
+    "stream",
 ]
 __all__ += [name for name in _frequency_all if name != "ORACLES"]

@@ -1,0 +1,244 @@
+"""Shared machinery of the continuous-release estimators (ToPS, its baselines, and later ToPL).
+
+A stream estimator has two phases (STR21 §3): the first ``threshold_size`` (``m``) items
+only choose a clipping threshold ``theta``; every later item is *released* (clipped to
+``[0, theta]`` and fed to a perturber). Range queries are over released items, 0-based
+(position 0 is the first item after the m threshold items).
+
+This module owns what every such estimator shares: feeding batches of any size across the
+phase boundary, the Generator (kept between batches and serialized with its full bit
+generator state so a resumed estimator continues the same stream of draws), the range-query
+API with standard errors, and ``to_dict``/``from_dict``.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from .._rng import RNGLike, as_generator
+
+__all__ = ["RangeSum", "StreamRelease", "stream_from_dict", "STREAM_CLASSES"]
+
+STREAM_CLASSES: dict[str, type[StreamRelease]] = {}
+
+
+class RangeSum(NamedTuple):
+    """A range-sum answer: the estimate and the standard error of its noise."""
+
+    estimate: float
+    std_error: float
+
+
+def _generator_state(gen: np.random.Generator) -> dict[str, Any]:
+    return copy.deepcopy(dict(gen.bit_generator.state))
+
+
+def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
+    name = state["bit_generator"]
+    bit_gen_cls = getattr(np.random, name, None)
+    if bit_gen_cls is None or not isinstance(bit_gen_cls, type):
+        raise ValueError(f"rng state must name a numpy bit generator, got {name!r}")
+    bit_gen = bit_gen_cls()
+    bit_gen.state = copy.deepcopy(state)
+    return np.random.Generator(bit_gen)
+
+
+def stream_from_dict(data: dict[str, Any]) -> StreamRelease:
+    """Rebuild any stream estimator from its :meth:`StreamRelease.to_dict` output."""
+    name = data.get("class")
+    if name not in STREAM_CLASSES:
+        raise ValueError(f"class must be one of {sorted(STREAM_CLASSES)}, got {name!r}")
+    return STREAM_CLASSES[name].from_dict(data)
+
+
+class StreamRelease(ABC):
+    """Base class of the stateful, serializable continuous-release estimators.
+
+    Subclasses implement the threshold selection, the perturber, and the answers; the
+    base class owns the phase split, the Generator and serialization.
+    """
+
+    _registry_name: ClassVar[str] = "StreamRelease"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        STREAM_CLASSES[cls.__name__] = cls
+        cls._registry_name = cls.__name__
+
+    def __init__(self, threshold_size: int, rng: RNGLike) -> None:
+        self._rng = as_generator(rng)
+        self._m = int(threshold_size)
+        self._buffer = np.zeros(self._m)  # phase-1 items, freed once theta is chosen
+        self._buffer_fill = 0
+        self._n_seen = 0
+        self._threshold: float | None = None
+
+    # ------------------------------------------------------------------ to implement
+    @abstractmethod
+    def _check_items(self, items: Any) -> np.ndarray:
+        """Validate a batch and return it as a 1-D array."""
+
+    @abstractmethod
+    def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
+        """Choose theta from the m phase-1 items."""
+
+    @abstractmethod
+    def _start_release(self, threshold: float) -> None:
+        """Set up the perturber for the chosen threshold."""
+
+    @abstractmethod
+    def _release(self, items: np.ndarray, rng: np.random.Generator) -> None:
+        """Feed phase-2 items to the perturber."""
+
+    @property
+    @abstractmethod
+    def n_released(self) -> int:
+        """Number of items released (fed to the perturber) so far."""
+
+    @abstractmethod
+    def _range_estimates(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Estimated sums of released items over ``[starts, stops)``."""
+
+    @abstractmethod
+    def _range_variance(self, start: int, stop: int) -> float:
+        """Variance of the noise of the estimate over ``[start, stop)``."""
+
+    @abstractmethod
+    def params(self) -> dict[str, Any]:
+        """Constructor arguments (JSON-able) that rebuild an equivalent fresh estimator."""
+
+    @abstractmethod
+    def _state(self) -> dict[str, Any]:
+        """Subclass state (numpy arrays and JSON-able scalars)."""
+
+    @abstractmethod
+    def _load_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`_state` output."""
+
+    # ------------------------------------------------------------------ feeding
+    @property
+    def threshold_size(self) -> int:
+        """``m``: the number of leading items spent on choosing the threshold."""
+        return self._m
+
+    @property
+    def threshold(self) -> float | None:
+        """The clipping threshold theta (None until the first m items have arrived)."""
+        return self._threshold
+
+    @property
+    def n_seen(self) -> int:
+        """Number of items received, threshold phase included."""
+        return self._n_seen
+
+    def update(self, items: Any) -> StreamRelease:
+        """Ingest a batch of items (any size, vectorized) and return ``self``."""
+        x = self._check_items(items)
+        if x.size == 0:
+            return self
+        if self._threshold is None:
+            take = min(self._m - self._buffer_fill, x.size)
+            self._buffer[self._buffer_fill : self._buffer_fill + take] = x[:take]
+            self._buffer_fill += take
+            self._n_seen += take
+            x = x[take:]
+            if self._buffer_fill == self._m:
+                self._set_threshold(self._select_threshold(self._buffer, self._rng))
+        if x.size:
+            self._release(x, self._rng)
+            self._n_seen += x.size
+        return self
+
+    def extend(self, batches: Iterable[Any]) -> StreamRelease:
+        """Ingest several batches in order."""
+        for batch in batches:
+            self.update(batch)
+        return self
+
+    def _set_threshold(self, threshold: float) -> None:
+        self._threshold = float(threshold)
+        self._buffer = np.zeros(0)
+        self._buffer_fill = 0
+        self._start_release(self._threshold)
+
+    # ------------------------------------------------------------------ answers
+    def _check_range(self, starts: Any, stops: Any) -> tuple[np.ndarray, np.ndarray]:
+        i = np.asarray(starts)
+        j = np.asarray(stops)
+        for name, arr in (("start", i), ("stop", j)):
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"{name} must be integer positions, got dtype {arr.dtype}")
+        i, j = np.broadcast_arrays(i.astype(np.int64), j.astype(np.int64))
+        n = self.n_released
+        bad = (i < 0) | (j < i) | (j > n)
+        if np.any(bad):
+            k = int(np.flatnonzero(bad.ravel())[0])
+            raise ValueError(
+                f"ranges must satisfy 0 <= start <= stop <= n_released = {n}, "
+                f"got [{int(i.ravel()[k])}, {int(j.ravel()[k])})"
+            )
+        return i.ravel(), j.ravel()
+
+    def range_sum(self, start: int, stop: int) -> RangeSum:
+        """Estimated sum of the released items ``start, ..., stop - 1`` with its standard error.
+
+        The standard error is that of the privacy noise given the (clipped) data; it does
+        not include clipping bias, nor the error of predicting not-yet-summarized items.
+        """
+        est, se = self.range_sums(np.array([start]), np.array([stop]))
+        assert se is not None
+        return RangeSum(float(est[0]), float(se[0]))
+
+    def range_sums(
+        self, starts: Any, stops: Any, *, std_error: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Vectorized :meth:`range_sum`: ``(estimates, std_errors)`` (``None`` if not asked)."""
+        i, j = self._check_range(starts, stops)
+        est = self._range_estimates(i, j)
+        if not std_error:
+            return est, None
+        var = np.array([self._range_variance(int(a), int(b)) for a, b in zip(i, j)])
+        return est, np.sqrt(var)
+
+    # ------------------------------------------------------------------ serialization
+    def to_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: parameters, state arrays, and the Generator's state."""
+        return {
+            "class": self._registry_name,
+            "params": self.params(),
+            "n_seen": int(self._n_seen),
+            "threshold": self._threshold,
+            "buffer": self._buffer[: self._buffer_fill].copy(),
+            "rng": _generator_state(self._rng),
+            "state": self._state() if self._threshold is not None else {},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StreamRelease:
+        """Rebuild an estimator from :meth:`to_dict` output; it continues where it stopped."""
+        target = STREAM_CLASSES.get(data.get("class", ""))
+        if target is None or not issubclass(target, cls):
+            raise ValueError(f"class must name a subclass of {cls.__name__}, got {data.get('class')!r}")
+        obj = target(**data["params"], rng=_generator_from_state(data["rng"]))
+        buf = np.asarray(data["buffer"], dtype=np.float64)
+        if obj._threshold is None:
+            obj._buffer[: buf.size] = buf
+            obj._buffer_fill = buf.size
+            if data["threshold"] is not None:
+                obj._set_threshold(float(data["threshold"]))
+        obj._n_seen = int(data["n_seen"])
+        if obj._threshold is not None:
+            obj._load_state(data["state"])
+        return obj
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        other = type(self).from_dict(state)
+        self.__dict__.update(other.__dict__)
