@@ -29,7 +29,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ldpkit import BLH, OLH
+from ldpkit import BLH, OLH, _parallel
 from ldpkit.frequency._kernels_hashing import support_counts_kernel
 from ldpkit.frequency.hashing import _support_counts_numpy
 
@@ -67,14 +67,14 @@ def bench(cls: type, d: int, n: int, epsilon: float, repeat: int, numpy_n: int) 
     t_est, _ = best_time(lambda: spec.estimate(stats), repeat, "estimate")
     y = reports.values.astype(np.uint32)
     t_kernel, counts = best_time(
-        lambda: support_counts_kernel(reports.seeds, y, g, d, numba.get_num_threads()), repeat
+        lambda: support_counts_kernel(reports.seeds, y, g, d, _parallel.workers()), repeat
     )
     m = min(numpy_n, n)
     t_np, counts_np = best_time(
         lambda: _support_counts_numpy(reports.seeds[:m], reports.values[:m], g, d), 1
     )
     check = np.array_equal(
-        counts_np, support_counts_kernel(reports.seeds[:m], y[:m], g, d, numba.get_num_threads())
+        counts_np, support_counts_kernel(reports.seeds[:m], y[:m], g, d, _parallel.workers())
     )
     assert check, "kernel and numpy reference disagree"
     assert np.array_equal(counts, stats.counts)
@@ -149,7 +149,7 @@ def main() -> None:
         for cls in (BLH, OLH)
     ]
     print(
-        f"n = {args.n}, epsilon = {args.epsilon}, numba threads = {numba.get_num_threads()}, "
+        f"n = {args.n}, epsilon = {args.epsilon}, numba threads = {_parallel.workers()}, "
         f"cpus = {os.cpu_count()}; best of {args.repeat}"
     )
     print_table(rows)
@@ -163,7 +163,7 @@ def main() -> None:
         "numpy": np.__version__,
         "numba": numba.__version__,
         "cpus": os.cpu_count(),
-        "numba_threads": numba.get_num_threads(),
+        "numba_threads": _parallel.workers(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     args.output.write_text(json.dumps({"machine": meta, "rows": rows}, indent=2))

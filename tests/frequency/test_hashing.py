@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 import pytest
 
@@ -210,14 +209,10 @@ def test_kernel_matches_numpy_reference(n, d, g):
 def test_support_counts_do_not_depend_on_thread_count():
     spec = OLH(epsilon=1.0, domain_size=300)
     reports = spec.randomize(np.random.default_rng(0).integers(0, 300, 20_000), rng=1)
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        one = spec.support_counts(reports)
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        many = spec.support_counts(reports)
-    finally:
-        numba.set_num_threads(before)
+    from ldpkit.frequency._kernels_hashing import support_counts_kernel
+
+    one = support_counts_kernel(reports.seeds, reports.values, spec.range_size, 300, 1)
+    many = support_counts_kernel(reports.seeds, reports.values, spec.range_size, 300, 3)
     np.testing.assert_array_equal(one, many)
     np.testing.assert_array_equal(
         one, _support_counts_numpy(reports.seeds, reports.values, spec.range_size, 300)
@@ -450,3 +445,15 @@ def test_default_hash_range_is_the_best_integer(eps):
     g = optimal_hash_range(eps)
     best = min(range(2, int(np.exp(eps)) + 4), key=lambda h: olh_variance(eps, h))
     assert olh_variance(eps, g) == pytest.approx(olh_variance(eps, best), rel=1e-12)
+
+
+def test_aggregation_survives_fork():
+    """Compiled aggregation in a parent must not break forked children (no OpenMP)."""
+    import multiprocessing as mp
+
+    spec = OLH(epsilon=1.0, domain_size=64)
+    reports = spec.randomize(np.arange(64).repeat(2000), rng=0)
+    expected = spec.aggregate(reports)
+    with mp.get_context("fork").Pool(2) as pool:
+        got = pool.map(spec.aggregate, [reports, reports])
+    assert all(g == expected for g in got)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .. import _parallel
+
 # splitmix64 constants (Steele, Lea and Flood 2014; the finalizer is Stafford's "Mix13").
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _GAMMA2 = np.uint64((2 * 0x9E3779B97F4A7C15) % (1 << 64))
@@ -52,17 +54,27 @@ def _bucket_window(y: np.uint64, g: np.uint64) -> tuple[np.uint64, np.uint64]:  
     return lo << _S32, (hi - lo) << _S32
 
 
-@nb.njit(cache=True, parallel=True)
 def support_counts_kernel(
     seeds: np.ndarray, values: np.ndarray, g: int, d: int, n_blocks: int
-) -> np.ndarray:  # pragma: no cover - compiled
+) -> np.ndarray:
     """C_v = #{i : h_{seeds[i]}(v) == values[i]} for v in [0, d), as int64.
 
-    Reports are split into ``n_blocks`` contiguous blocks processed in parallel, each
-    with its own count array; the blocks' integer counts are summed at the end, so the
-    result does not depend on the number of blocks or threads.
+    Reports are split into ``n_blocks`` contiguous blocks run on plain threads (see
+    :mod:`ldpkit._parallel` for why not numba's ``parallel=True``), each with its own
+    count array; the integer counts are summed, so the result does not depend on the
+    number of blocks or threads.
     """
     n = seeds.shape[0]
+    bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
+    parts = _parallel.run_blocks(lambda a, b: _support_counts_block(seeds, values, g, d, a, b), bounds)
+    return np.sum(parts, axis=0, dtype=np.int64) if parts else np.zeros(d, dtype=np.int64)
+
+
+@nb.njit(cache=True, nogil=True)
+def _support_counts_block(
+    seeds: np.ndarray, values: np.ndarray, g: int, d: int, start: int, stop: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Support counts of reports start..stop-1 (serial; releases the GIL)."""
     gg = np.uint64(g)
     # Two 64-bit divisions per report (~2 ns) are a large share of the cost at small d:
     # tabulate the windows once when the range is small (the common case, g ~ e^eps + 1).
@@ -72,28 +84,20 @@ def support_counts_kernel(
     if use_table:
         for y in range(g):
             firsts[y], widths[y] = _bucket_window(np.uint64(y), gg)
-    partial = np.zeros((n_blocks, d), dtype=np.int64)
-    for t in nb.prange(n_blocks):
-        start = t * n // n_blocks
-        stop = (t + 1) * n // n_blocks
-        # A private array per block (no false sharing); int64 so no overflow at any n.
-        local = np.zeros(d, dtype=np.int64)
-        for i in range(start, stop):
-            s = seeds[i]
-            a = _mix64(s + _GAMMA) | _ONE
-            b = _mix64(s + _GAMMA2)
-            if use_table:
-                first = firsts[values[i]]
-                width = widths[values[i]]
-            else:
-                first, width = _bucket_window(np.uint64(values[i]), gg)
-            # x_v = a v + b - first (mod 2^64): one wrapping add per item, no multiply.
-            x = b - first
-            for v in range(d):
-                local[v] += x < width
-                x += a
-        partial[t, :] = local
-    out = np.zeros(d, dtype=np.int64)
-    for t in range(n_blocks):
-        out += partial[t]
-    return out
+    # A private array per block (no false sharing); int64 so no overflow at any n.
+    local = np.zeros(d, dtype=np.int64)
+    for i in range(start, stop):
+        s = seeds[i]
+        a = _mix64(s + _GAMMA) | _ONE
+        b = _mix64(s + _GAMMA2)
+        if use_table:
+            first = firsts[values[i]]
+            width = widths[values[i]]
+        else:
+            first, width = _bucket_window(np.uint64(values[i]), gg)
+        # x_v = a v + b - first (mod 2^64): one wrapping add per item, no multiply.
+        x = b - first
+        for v in range(d):
+            local[v] += x < width
+            x += a
+    return local

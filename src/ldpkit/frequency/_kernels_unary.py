@@ -29,49 +29,27 @@ rows are split.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
 import numba
 import numpy as np
 
+from .. import _parallel
 from ._bits import _BIT_TABLE
 
 __all__ = ["sample_unary_bits", "packed_column_counts", "xoshiro_uint64", "WORKERS"]
 
-#: Threads used for large batches; None means the CPUs this process may run on.
+# Kept as module attributes so tests and benchmarks can pin the thread count.
 WORKERS: int | None = None
-
-# Below this many rows per block, thread start-up costs more than it saves.
-_MIN_BLOCK_ROWS = 8192
 
 
 def _workers() -> int:
-    if WORKERS is not None:
-        return max(1, int(WORKERS))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return _parallel.workers() if WORKERS is None else max(1, int(WORKERS))
 
 
 def _row_blocks(n: int, workers: int | None = None) -> list[tuple[int, int]]:
-    """Split rows 0..n-1 into at most ``workers`` contiguous blocks of >= 8192 rows."""
-    k = max(1, min(workers or _workers(), n // _MIN_BLOCK_ROWS))
-    step = -(-n // k) if n else 0
-    return [(a, min(n, a + step)) for a in range(0, n, step)] if n else []
+    return _parallel.row_blocks(n, workers or _workers())
 
 
-def _run_blocks(task: Callable[[int, int], Any], blocks: list[tuple[int, int]]) -> list[Any]:
-    """Run ``task(start, stop)`` for every block; on threads when there are several."""
-    if len(blocks) <= 1:
-        return [task(a, b) for a, b in blocks]
-    # A fresh pool per call: never inherited half-dead across fork(), and its cost
-    # (~0.1 ms) is negligible next to blocks of >= 8192 rows.
-    with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
-        return list(pool.map(lambda ab: task(*ab), blocks))
+_run_blocks = _parallel.run_blocks
 
 _U64 = np.uint64
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)

@@ -291,13 +291,13 @@ class LocalHashing(PureFrequencyOracle):
         return seeds, y.astype(np.uint32, copy=False)
 
     def support_counts(self, reports: Reports) -> np.ndarray:
-        """``C_v = #{i : h_{seed_i}(v) = y_i}`` for every item v (compiled, parallel)."""
-        import numba
-
+        """``C_v = #{i : h_{seed_i}(v) = y_i}`` for every item v (compiled, on all cores)."""
+        from .. import _parallel
         from ._kernels_hashing import support_counts_kernel  # server side only
 
         seeds, y = self._report_arrays(self.check_reports(reports))
-        n_blocks = max(1, min(numba.get_num_threads(), seeds.shape[0]))
+        # each report costs d steps: split once a block has >= ~2^20 (report, item) pairs
+        n_blocks = max(1, min(_parallel.workers(), seeds.shape[0] * self.domain_size >> 20))
         return support_counts_kernel(seeds, y, self.range_size, self.domain_size, n_blocks)
 
     def transition_matrix(self, seed: int | None = None) -> np.ndarray:
