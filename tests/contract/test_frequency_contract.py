@@ -248,3 +248,18 @@ def test_variance_formula_shape(name):
     assert spec.variance(100) > spec.variance(1000) > 0
     with pytest.raises(ValueError, match="n must be an integer >= 1"):
         spec.variance(0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 4.0, 8.0])
+@pytest.mark.parametrize("d", [2, 3, 16, 1024])
+def test_privacy_loss_grid(name, epsilon, d):
+    """privacy_loss() is computed from the real output probabilities: tight at epsilon
+    (up to the 2^-32 quantization of integer-threshold samplers), never above it."""
+    spec = make(name, epsilon, d)
+    loss = spec.privacy_loss()
+    assert loss <= epsilon + 1e-12
+    if spec.exact_epsilon:
+        assert loss == pytest.approx(epsilon, rel=0, abs=1e-7 * max(1.0, epsilon))
+    else:
+        assert loss > 0
