@@ -1,5 +1,6 @@
 """ldpkit: local differential privacy, fast, exact and tested."""
 
+from . import metrics, numeric
 from ._rng import as_generator, secure_generator, spawn
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
@@ -23,4 +24,6 @@ __all__ = [
     "Mechanism",
     "Reports",
     "Stats",
+    "metrics",
+    "numeric",
 ]
