@@ -94,17 +94,18 @@ def _smoothed_ramp(x: np.ndarray, h1: float, h2: float) -> np.ndarray:
     out = np.maximum(x, 0.0)
     h = h1 + h2
     mid = np.abs(x) < h
-    xm = x[mid]
-    if h2 <= 1e-9 * h1:
-        out[mid] = (xm + h1) ** 2 / (4.0 * h1)
+    # Work in units of h so that tiny waves (huge epsilon) neither underflow nor overflow.
+    xm, a1, a2 = x[mid] / h, h1 / h, h2 / h
+    if a2 <= 1e-9 * a1:
+        out[mid] = h * (xm + a1) ** 2 / (4.0 * a1)
     else:
         def rho3(y: np.ndarray) -> np.ndarray:
             y = np.maximum(y, 0.0)
             return y * y * y / 6.0
 
-        out[mid] = (
-            rho3(xm + h1 + h2) - rho3(xm + h1 - h2) - rho3(xm - h1 + h2) + rho3(xm - h1 - h2)
-        ) / (4.0 * h1 * h2)
+        out[mid] = h * (
+            rho3(xm + a1 + a2) - rho3(xm + a1 - a2) - rho3(xm - a1 + a2) + rho3(xm - a1 - a2)
+        ) / (4.0 * a1 * a2)
     return out
 
 
