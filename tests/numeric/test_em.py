@@ -138,7 +138,7 @@ def test_ems_recovers_beta_5_2():
     0.0019 +- 0.0012 (max 0.0045). Bounds are about mean + 6.5 sd.
     """
     truth = Distribution.from_cdf(stats.beta(5, 2).cdf, 0, 1, 256)
-    sw, _, s = sw_stats(eps=1.0, n=100_000, buckets=256, seed=4)
+    _, _, s = sw_stats(eps=1.0, n=100_000, buckets=256, seed=4)
     dist, info = ems(s, return_info=True)
     assert info.converged
     w1 = metrics.wasserstein(dist, truth)

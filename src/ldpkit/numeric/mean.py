@@ -123,9 +123,18 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
 
 
 # --- samplers on the [-1, 1] scale ----------------------------------------------------------------
+def _sr_probabilities(epsilon: float) -> tuple[float, float]:
+    """(p, q) = (e^eps/(e^eps + 1), 1/(e^eps + 1)), written with e^-eps (no overflow, and q
+    keeps its relative precision at large eps)."""
+    x = math.exp(-epsilon)
+    return 1.0 / (1.0 + x), x / (1.0 + x)
+
+
 def _sr_sample(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
+    # P[+C] = q + (p - q)(1 + t)/2 = 1/2 + t/(2C), with p - q = tanh(eps/2) = 1/C
+    _, q = _sr_probabilities(epsilon)
     c = _c(epsilon)
-    return np.where(u < 0.5 + t / (2.0 * c), c, -c)
+    return np.where(u < q + math.tanh(epsilon / 2.0) * (1.0 + t) / 2.0, c, -c)
 
 
 def _pm_constants(epsilon: float) -> tuple[float, float, float, float]:
@@ -366,8 +375,9 @@ class StochasticRounding(_MeanMechanism):
         return _sr_sample(t, self.epsilon, gen.random(t.size))
 
     def privacy_loss(self) -> float:
-        c = _c(self.epsilon)
-        return ratio_privacy_loss(0.5 + 0.5 / c, 0.5 - 0.5 / c)
+        # P[+C | t = 1] = p and P[+C | t = -1] = q; by symmetry the same ratio for -C
+        p, q = _sr_probabilities(self.epsilon)
+        return ratio_privacy_loss(p, q)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
