@@ -3,7 +3,12 @@
 Both work on the output histogram (``Stats.counts``) and a transition matrix ``M`` of shape
 ``(n_outputs, n_inputs)`` with ``M[j, i] = P[output bucket j | input bucket i]`` (columns sum
 to 1), so reports aggregated on many machines are merged first and estimated once. Each
-iteration costs two dense matrix-vector products (BLAS, float64).
+iteration costs two matrix-vector products, in float64, done by a compiled loop (numba,
+single-threaded) that skips the constant part of the matrix: square-wave matrices are a
+constant plus a band, so an iteration costs O(band) rather than O(d~ d). Measured on this
+2-core machine shared with other jobs, OpenBLAS's threaded dense products slowed down up to
+~80x under load (0.11 ms -> 9 ms per iteration at 1024 x 1024), the single-threaded band
+loop does not.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numba
 import numpy as np
 
 from .._validation import check_integer, check_real
@@ -108,6 +114,132 @@ def _inputs(
     return counts, m, float(lo), float(hi)
 
 
+class _Banded:
+    """``M = base 1^T + R`` with each row of R kept only between its first and last non-zero.
+
+    Square-wave matrices are a constant (the low density) plus a band (the wave), so the
+    two products of an EM iteration cost O(band) instead of O(d~ d); any other matrix is
+    stored whole (the band is then every column) and the products stay exact.
+    """
+
+    def __init__(self, mk: np.ndarray) -> None:
+        base = mk.min(axis=1)
+        resid = mk - base[:, None]
+        nz = resid > 0
+        has = nz.any(axis=1)
+        first = np.where(has, nz.argmax(axis=1), 0)
+        last = np.where(has, mk.shape[1] - nz[:, ::-1].argmax(axis=1), 0)
+        self.base = base
+        self.starts = first.astype(np.int64)
+        self.lengths = (last - first).astype(np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+        self.data = np.concatenate(
+            [resid[j, first[j] : last[j]] for j in range(mk.shape[0])] or [np.zeros(0)]
+        ).astype(np.float64)
+
+
+# reassoc lets the row dot products use SIMD partial sums (deterministic for a given build)
+@numba.njit(cache=True, fastmath=True)
+def _band_matvec(base, data, offsets, starts, lengths, theta, out):  # pragma: no cover - jit
+    total = 0.0
+    for i in range(theta.size):
+        total += theta[i]
+    for j in range(base.size):
+        # slices (not offset arithmetic) let LLVM vectorize the dot product: ~6x faster
+        length = lengths[j]
+        row = data[offsets[j] : offsets[j] + length]
+        x = theta[starts[j] : starts[j] + length]
+        acc = 0.0
+        for k in range(length):
+            acc += row[k] * x[k]
+        out[j] = base[j] * total + acc
+
+
+@numba.njit(cache=True, fastmath=True)
+def _em_loop(
+    base, data, offsets, starts, lengths, nk, theta, smoothing, tol, max_iter, tiny, trace
+):  # pragma: no cover - jit (tested against the numpy reference loop)
+    """EM/EMS iterations in place on theta; returns (iterations, converged)."""
+    rows, d = base.size, theta.size
+    mt = np.empty(rows)
+    ratio = np.empty(rows)
+    grad = np.empty(d)
+    tmp = np.empty(d)
+    _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+    ll = 0.0
+    for j in range(rows):
+        if mt[j] < tiny:
+            mt[j] = tiny
+        ll += nk[j] * np.log(mt[j])
+    trace[0] = ll
+    it = 0
+    converged = False
+    while it < max_iter:
+        it += 1
+        # E + M step: theta_i <- theta_i * sum_j n_j M[j, i] / (M theta)_j, then normalize
+        shared = 0.0
+        for j in range(rows):
+            ratio[j] = nk[j] / mt[j]
+            shared += base[j] * ratio[j]
+        for i in range(d):
+            grad[i] = shared
+        for j in range(rows):
+            length, r = lengths[j], ratio[j]
+            row = data[offsets[j] : offsets[j] + length]
+            g = grad[starts[j] : starts[j] + length]
+            for k in range(length):
+                g[k] += row[k] * r
+        total = 0.0
+        for i in range(d):
+            theta[i] *= grad[i]
+            total += theta[i]
+        for i in range(d):
+            theta[i] /= total
+        if smoothing and d >= 2:
+            tmp[0] = (2.0 * theta[0] + theta[1]) / 3.0
+            tmp[d - 1] = (theta[d - 2] + 2.0 * theta[d - 1]) / 3.0
+            for i in range(1, d - 1):
+                tmp[i] = 0.5 * theta[i] + 0.25 * (theta[i - 1] + theta[i + 1])
+            total = 0.0
+            for i in range(d):
+                total += tmp[i]
+            for i in range(d):
+                theta[i] = tmp[i] / total
+        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+        ll = 0.0
+        for j in range(rows):
+            if mt[j] < tiny:
+                mt[j] = tiny
+            ll += nk[j] * np.log(mt[j])
+        trace[it] = ll
+        if abs(trace[it] - trace[it - 1]) < tol:
+            converged = True
+            break
+    return it, converged
+
+
+def _numpy_loop(
+    mk: np.ndarray, nk: np.ndarray, theta: np.ndarray, smoothing: bool, tol: float, max_iter: int
+) -> tuple[np.ndarray, list[float], int, bool]:
+    """Reference implementation with dense BLAS products (used by the tests)."""
+    mkt = np.ascontiguousarray(mk.T)
+    mt = np.maximum(mk @ theta, _TINY)
+    trace = [float(nk @ np.log(mt))]
+    it, converged = 0, False
+    while it < max_iter:
+        it += 1
+        theta = theta * (mkt @ (nk / mt))
+        theta /= theta.sum()
+        if smoothing:
+            theta = smooth(theta)
+        mt = np.maximum(mk @ theta, _TINY)
+        trace.append(float(nk @ np.log(mt)))
+        if abs(trace[-1] - trace[-2]) < tol:
+            converged = True
+            break
+    return theta, trace, it, converged
+
+
 def _run(
     data: Any,
     matrix: Any,
@@ -119,6 +251,7 @@ def _run(
     low: float | None,
     high: float | None,
     return_info: bool,
+    engine: str = "band",
 ) -> Any:
     tol = check_real(tol, "tol", low=0.0)
     max_iter = check_integer(max_iter, "max_iter", low=0)
@@ -132,7 +265,6 @@ def _run(
     mk = np.ascontiguousarray(m[keep])
     if np.any(mk.sum(axis=1) <= 0):
         raise ValueError("counts must be 0 on outputs the matrix gives probability 0")
-    mkt = np.ascontiguousarray(mk.T)  # both products then read memory in order
     if init is None:
         theta = np.full(d, 1.0 / d)
     else:
@@ -142,26 +274,23 @@ def _run(
         if theta.sum() <= 0:
             raise ValueError("init must have positive mass")
         theta /= theta.sum()
-    mt = np.maximum(mk @ theta, _TINY)
-    trace = [float(nk @ np.log(mt))]
-    converged = False
-    it = 0
-    while it < max_iter:
-        it += 1
-        # E and M steps together: theta_i <- theta_i sum_j n_j M[j, i] / (M theta)_j / N.
-        theta = theta * (mkt @ (nk / mt))
-        theta /= theta.sum()
-        if smoothing:
-            theta = smooth(theta)
-        mt = np.maximum(mk @ theta, _TINY)
-        trace.append(float(nk @ np.log(mt)))
-        if abs(trace[-1] - trace[-2]) < tol:
-            converged = True
-            break
+    if engine == "band":
+        band = _Banded(mk)
+        trace_arr = np.empty(max_iter + 1)
+        it, converged = _em_loop(
+            band.base, band.data, band.offsets, band.starts, band.lengths, nk, theta,
+            smoothing, tol, max_iter, _TINY, trace_arr,
+        )
+        trace_arr = trace_arr[: it + 1]
+    elif engine == "numpy":
+        theta, trace, it, converged = _numpy_loop(mk, nk, theta, smoothing, tol, max_iter)
+        trace_arr = np.asarray(trace)
+    else:
+        raise ValueError(f"engine must be one of 'band', 'numpy', got {engine!r}")
     dist = Distribution(theta, lo, hi)
     if not return_info:
         return dist
-    return dist, EMInfo(it, converged, np.asarray(trace), theta, smoothing, tol)
+    return dist, EMInfo(int(it), bool(converged), trace_arr, theta, smoothing, tol)
 
 
 def em(
