@@ -165,10 +165,13 @@ def test_quantile_inverts_cdf(dist, qs):
 @given(histograms(), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
 def test_cdf_then_quantile_is_identity_where_density_positive(dist, us):
     x = dist.low + np.asarray(us) * (dist.high - dist.low)
-    keep = np.asarray(dist.pdf(x)) > 0
+    # F must be strictly increasing just left of x (at an edge after an empty bucket the
+    # generalized inverse rightly returns the left end of the flat stretch)
+    eps = 1e-9 * (dist.high - dist.low)
+    keep = (np.asarray(dist.pdf(x)) > 0) & (np.asarray(dist.pdf(x - eps)) > 0)
     keep &= x > dist.low
     back = np.asarray(dist.quantile(np.asarray(dist.cdf(x))))
-    np.testing.assert_allclose(back[keep], x[keep], atol=1e-9 * (dist.high - dist.low) + 1e-9)
+    np.testing.assert_allclose(back[keep], x[keep], atol=1e-8 * (dist.high - dist.low) + 1e-9)
 
 
 @settings(max_examples=100, deadline=None)

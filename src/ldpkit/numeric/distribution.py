@@ -76,6 +76,10 @@ class Distribution:
     """
 
     __slots__ = ("_cum", "_high", "_low", "_prob")
+    _prob: np.ndarray
+    _cum: np.ndarray
+    _low: float
+    _high: float
 
     def __init__(self, probabilities: Any, low: float = 0.0, high: float = 1.0) -> None:
         lo, hi = _check_bounds(low, high)
@@ -300,7 +304,7 @@ class Distribution:
     def std(self) -> float:
         return math.sqrt(self.var())
 
-    def sample(self, n: int, *, rng: RNGLike = None) -> np.ndarray:
+    def sample(self, n: int, rng: RNGLike = None) -> np.ndarray:
         """Draw n values by inverse-transform sampling (exact for the histogram density)."""
         n = check_integer(n, "n", low=0)
         gen = as_generator(rng)

@@ -290,7 +290,8 @@ def _run(
     dist = Distribution(theta, lo, hi)
     if not return_info:
         return dist
-    return dist, EMInfo(int(it), bool(converged), trace_arr, theta, smoothing, tol)
+    trace_arr.flags.writeable = False
+    return dist, EMInfo(int(it), bool(converged), trace_arr, dist.probabilities, smoothing, tol)
 
 
 def em(

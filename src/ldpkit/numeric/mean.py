@@ -547,7 +547,7 @@ def estimate_variance(
     g1, g2 = v[order[:n1]], v[order[n1:]]
     first = spec.run(g1, rng=gen)
     mu = min(max(first.mean, spec.low), spec.high)
-    spec2 = spec.replace(low=0.0, high=(spec.high - spec.low) ** 2)
+    spec2 = dataclasses.replace(spec, low=0.0, high=(spec.high - spec.low) ** 2)
     sq = np.minimum((g2 - mu) ** 2, spec2.high)
     second = spec2.run(sq, rng=gen)
     var = second.mean

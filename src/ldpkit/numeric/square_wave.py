@@ -146,32 +146,36 @@ def wave_transition_matrix(
     inp = np.linspace(0.0, 1.0, d + 1)
     out = np.linspace(-b, 1.0 + b, dt + 1)
     h1, h2 = (1.0 + ratio) * b / 2.0, (1.0 - ratio) * b / 2.0
-    x = out[:, None] - inp[None, :]  # x = o - v at every (output edge, input edge)
-
-    def mixed(g: np.ndarray) -> np.ndarray:
-        # S(c - s) - S(c - t) - S(a - s) + S(a - t) for every (output cell, input cell)
-        return -np.diff(np.diff(g, axis=0), axis=1)
-
-    # S(x) = x + S(-x) and x has no mixed difference, so either form gives the same cell
-    # value; use the one whose S values are small near the cell (S(x) near x = -b, S(-x)
-    # near x = +b) to avoid cancelling large terms.
-    lower = mixed(_smoothed_ramp(x, h1, h2))
-    upper = mixed(_smoothed_ramp(-x, h1, h2))
-    lo_x = out[:-1, None] - inp[None, 1:]  # a - t: smallest o - v over the cell
-    hi_x = out[1:, None] - inp[None, :-1]  # c - s: largest
-    wave = np.where(lo_x + hi_x >= 0.0, upper, lower)
-    # Cells entirely beyond the wave or entirely under its flat top have exact values.
-    area = np.diff(out)[:, None] * np.diff(inp)[None, :]
-    top = ratio * b
-    wave = np.where((lo_x >= h1 + h2) | (hi_x <= -(h1 + h2)), 0.0, wave)
-    wave = np.where((lo_x >= -top) & (hi_x <= top), area / (2.0 * h1), wave)
-    wave /= np.diff(inp)[None, :]
-    np.maximum(wave, 0.0, out=wave)
     excess = 1.0 - q * (1.0 + 2.0 * b)
-    return q * np.diff(out)[:, None] + excess * wave
+    width_in = np.diff(inp)[None, :]
+    result = np.empty((dt, d))
+    # Blocks of output rows bound the temporaries (~10 arrays of block x d floats).
+    step = max(1, (1 << 19) // (d + 1))
+    for j0 in range(0, dt, step):
+        j1 = min(dt, j0 + step)
+        o = out[j0 : j1 + 1]
+        x = o[:, None] - inp[None, :]  # x = o - v at every (output edge, input edge)
+        # S(c - s) - S(c - t) - S(a - s) + S(a - t) for every (output cell, input cell).
+        # S(x) = x + S(-x) and x has no mixed difference, so either form gives the same
+        # cell value; take the one whose S values are small near the cell (S(x) near
+        # x = -b, S(-x) near x = +b) so that no large terms cancel.
+        lower = -np.diff(np.diff(_smoothed_ramp(x, h1, h2), axis=0), axis=1)
+        upper = -np.diff(np.diff(_smoothed_ramp(-x, h1, h2), axis=0), axis=1)
+        lo_x = o[:-1, None] - inp[None, 1:]  # a - t: smallest o - v over the cell
+        hi_x = o[1:, None] - inp[None, :-1]  # c - s: largest
+        wave = np.where(lo_x + hi_x >= 0.0, upper, lower)
+        # Cells entirely beyond the wave or entirely under its flat top have exact values.
+        area = np.diff(o)[:, None] * width_in
+        top = ratio * b
+        wave = np.where((lo_x >= h1 + h2) | (hi_x <= -(h1 + h2)), 0.0, wave)
+        wave = np.where((lo_x >= -top) & (hi_x <= top), area / (2.0 * h1), wave)
+        wave /= width_in
+        np.maximum(wave, 0.0, out=wave)
+        result[j0:j1] = q * np.diff(o)[:, None] + excess * wave
+    return result
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)  # a 4096 x 4096 matrix is 134 MB
 def _cached_matrix(spec: _Wave) -> np.ndarray:
     m = wave_transition_matrix(spec.b, spec._ratio, spec.q, spec.buckets, spec.n_output_buckets)
     m.flags.writeable = False
