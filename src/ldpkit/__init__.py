@@ -1,6 +1,6 @@
 """ldpkit: local differential privacy, fast, exact and tested."""
 
-from . import consistency, queries, stream
+from . import consistency, metrics, numeric, queries, stream
 from ._rng import as_generator, secure_generator, spawn
 from .aggregator import Aggregator
 from .encoder import Encoder
@@ -27,5 +27,7 @@ __all__ = [
     "Reports",
     "Stats",
     "stream",
+    "metrics",
+    "numeric",
 ]
 __all__ += [name for name in _frequency_all if name != "ORACLES"]

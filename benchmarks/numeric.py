@@ -1,0 +1,186 @@
+"""Speed of the numerical mechanisms at n = 1e6: Square Wave + EMS/EM, SR, PM, HM.
+
+Run: ``python benchmarks/numeric.py [--n 1000000] [--buckets 1024] [--epsilons 0.5 1 2 4]``.
+Prints a table and writes benchmarks/results/numeric.json.
+
+Target (issue 5, this 2-core machine): SW randomize + aggregate + EMS at n = 1e6 with 1024
+buckets in <= 2 s. The end-to-end time below also includes building the exact transition
+matrix (cached afterwards per spec). Times are the best of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ldpkit.numeric import (
+    HybridMechanism,
+    PiecewiseMechanism,
+    SquareWave,
+    StochasticRounding,
+    em,
+    ems,
+)
+from ldpkit.numeric import square_wave as _sw_module
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET_S = 2.0
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def bench_square_wave(eps: float, n: int, buckets: int, values: np.ndarray, repeat: int) -> dict[str, Any]:
+    sw = SquareWave(epsilon=eps, buckets=buckets)
+    t_rand, reports = timed(lambda: sw.randomize(values, rng=1), repeat)
+    t_agg, stats = timed(lambda: sw.aggregate(reports), repeat)
+
+    def build() -> np.ndarray:
+        _sw_module._cached_matrix.cache_clear()
+        return sw.transition_matrix()
+
+    t_mat, _ = timed(build, repeat)
+    t_ems, (_, info_s) = timed(lambda: ems(stats, return_info=True), repeat)
+    t_em, (_, info_e) = timed(
+        lambda: em(stats, tol=1e-3 * np.exp(eps), return_info=True), repeat
+    )
+    total = t_rand + t_agg + t_mat + t_ems
+    return {
+        "method": "SW",
+        "epsilon": eps,
+        "n": n,
+        "buckets": buckets,
+        "randomize_s": t_rand,
+        "aggregate_s": t_agg,
+        "matrix_s": t_mat,
+        "ems_s": t_ems,
+        "ems_iterations": info_s.iterations,
+        "ems_ms_per_iteration": 1e3 * t_ems / max(info_s.iterations, 1),
+        "em_s": t_em,
+        "em_iterations": info_e.iterations,
+        "end_to_end_s": total,
+        "meets_target": total <= TARGET_S,
+    }
+
+
+def bench_mean(cls: type, eps: float, n: int, values: np.ndarray, repeat: int) -> dict[str, Any]:
+    spec = cls(epsilon=eps, low=0.0, high=1.0)
+    t_rand, reports = timed(lambda: spec.randomize(values, rng=1), repeat)
+    t_agg, stats = timed(lambda: spec.aggregate(reports), repeat)
+    t_est, est = timed(lambda: spec.estimate(stats), repeat)
+    return {
+        "method": cls.__name__,
+        "epsilon": eps,
+        "n": n,
+        "randomize_s": t_rand,
+        "aggregate_s": t_agg,
+        "estimate_s": t_est,
+        "end_to_end_s": t_rand + t_agg + t_est,
+        "abs_error": abs(est.mean - float(values.mean())),
+        "std_error": est.std_error,
+    }
+
+
+def bench_matvec(buckets: int, repeat: int) -> dict[str, Any]:
+    """Reference: the two products of one EM iteration as dense float64 BLAS calls.
+
+    ldpkit's EM does not use them (its compiled band loop is the "ms/iter" column); this
+    shows what they cost on this machine at the time of the run (OpenBLAS threads slow down
+    badly when the two cores are busy with other work).
+    """
+    m = np.array(SquareWave(epsilon=1.0, buckets=buckets).transition_matrix())
+    mt = np.ascontiguousarray(m.T)
+    x = np.full(buckets, 1.0 / buckets)
+    loops = 500
+
+    def run() -> None:
+        for _ in range(loops):
+            y = m @ x
+            mt @ y
+
+    t, _ = timed(run, repeat)
+    return {"matvec_pair_ms": 1e3 * t / loops, "shape": [buckets, buckets], "dtype": "float64"}
+
+
+def print_tables(sw_rows: list[dict[str, Any]], mean_rows: list[dict[str, Any]], matvec: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200)
+    t = Table(title=f"Square Wave at n = {sw_rows[0]['n']:,}, {sw_rows[0]['buckets']} buckets (target <= {TARGET_S} s)")
+    for col in ("eps", "randomize s", "aggregate s", "matrix s", "EMS s", "EMS iters", "ms/iter",
+                "EM s", "EM iters", "end-to-end s", "target"):
+        t.add_column(col, justify="right")
+    for r in sw_rows:
+        t.add_row(
+            f"{r['epsilon']:g}", f"{r['randomize_s']:.3f}", f"{r['aggregate_s']:.3f}", f"{r['matrix_s']:.3f}",
+            f"{r['ems_s']:.3f}", str(r["ems_iterations"]), f"{r['ems_ms_per_iteration']:.3f}",
+            f"{r['em_s']:.3f}", str(r["em_iterations"]), f"{r['end_to_end_s']:.3f}",
+            "met" if r["meets_target"] else "MISSED",
+        )
+    console.print(t)
+    t = Table(title=f"Mean mechanisms at n = {mean_rows[0]['n']:,} (values in [0, 1])")
+    for col in ("method", "eps", "randomize s", "aggregate s", "estimate s", "end-to-end s", "|error|", "std error"):
+        t.add_column(col, justify="right")
+    for r in mean_rows:
+        t.add_row(
+            r["method"], f"{r['epsilon']:g}", f"{r['randomize_s']:.4f}", f"{r['aggregate_s']:.4f}",
+            f"{r['estimate_s']:.6f}", f"{r['end_to_end_s']:.4f}", f"{r['abs_error']:.2e}", f"{r['std_error']:.2e}",
+        )
+    console.print(t)
+    console.print(f"Reference, dense BLAS M @ theta and M.T @ x on {matvec['shape']} float64: "
+                  f"{matvec['matvec_pair_ms']:.3f} ms per pair (EMS ms/iter above is the whole "
+                  "iteration of the band loop)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--buckets", type=int, default=1024)
+    ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    values = np.random.default_rng(0).beta(5, 2, args.n)
+    sw_rows = [bench_square_wave(e, args.n, args.buckets, values, args.repeat) for e in args.epsilons]
+    mean_rows = [
+        bench_mean(cls, e, args.n, values, args.repeat)
+        for cls in (StochasticRounding, PiecewiseMechanism, HybridMechanism)
+        for e in args.epsilons
+    ]
+    matvec = bench_matvec(args.buckets, args.repeat)
+    print_tables(sw_rows, mean_rows, matvec)
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "numeric.json"
+    machine = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load_average": list(os.getloadavg()),
+    }
+    path.write_text(json.dumps(
+        {"machine": machine, "target_s": TARGET_S, "square_wave": sw_rows, "mean": mean_rows, "em_core": matvec},
+        indent=2,
+    ))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

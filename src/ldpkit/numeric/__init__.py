@@ -1,0 +1,46 @@
+"""Numerical attributes: distributions (Square Wave + EM/EMS) and means (SR, PM, HM)."""
+
+from .distribution import Distribution
+from .em import EMInfo, em, ems, smooth
+from .mean import (
+    HybridMechanism,
+    MeanEstimate,
+    PiecewiseMechanism,
+    StochasticRounding,
+    VarianceEstimate,
+    estimate_variance,
+    hybrid_variance,
+    hybrid_worst_case_variance,
+    piecewise_variance,
+    stochastic_rounding_variance,
+)
+from .square_wave import (
+    DiscreteSquareWave,
+    GeneralWave,
+    SquareWave,
+    square_wave_bandwidth,
+    wave_transition_matrix,
+)
+
+__all__ = [
+    "Distribution",
+    "EMInfo",
+    "em",
+    "ems",
+    "smooth",
+    "SquareWave",
+    "GeneralWave",
+    "DiscreteSquareWave",
+    "square_wave_bandwidth",
+    "wave_transition_matrix",
+    "StochasticRounding",
+    "PiecewiseMechanism",
+    "HybridMechanism",
+    "MeanEstimate",
+    "VarianceEstimate",
+    "estimate_variance",
+    "stochastic_rounding_variance",
+    "piecewise_variance",
+    "hybrid_variance",
+    "hybrid_worst_case_variance",
+]

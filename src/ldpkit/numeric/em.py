@@ -1,0 +1,299 @@
+"""Expectation maximization (EM) and EM with smoothing (EMS) on aggregated reports (SW20 5.5).
+
+Both work on the output histogram (``Stats.counts``) and a transition matrix ``M`` of shape
+``(n_outputs, n_inputs)`` with ``M[j, i] = P[output bucket j | input bucket i]`` (columns sum
+to 1), so reports aggregated on many machines are merged first and estimated once. Each
+iteration costs two matrix-vector products, in float64, done by a compiled loop (numba,
+single-threaded) that skips the constant part of the matrix: square-wave matrices are a
+constant plus a band, so an iteration costs O(band) rather than O(d~ d). Measured on this
+2-core machine shared with other jobs, OpenBLAS's threaded dense products slowed down up to
+~80x under load (0.11 ms -> 9 ms per iteration at 1024 x 1024), the single-threaded band
+loop does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_integer, check_real
+from ..spec import Stats
+from .distribution import Distribution
+
+__all__ = ["EMInfo", "em", "ems", "smooth"]
+
+#: Floor for (M theta)_j: keeps divisions and logs finite if a fitted mass underflows.
+_TINY = 1e-300
+
+
+@dataclasses.dataclass(frozen=True)
+class EMInfo:
+    """Diagnostics of one EM/EMS run.
+
+    Attributes
+    ----------
+    iterations : int
+        Number of updates performed.
+    converged : bool
+        True when the stopping rule fired before the iteration cap.
+    log_likelihood : ndarray
+        ``L_t = sum_j n_j log (M theta_t)_j`` for t = 0 (the start) .. iterations.
+    theta : ndarray
+        The final bucket probabilities (also in the returned Distribution).
+    smoothing : bool
+        True for EMS.
+    tol : float
+        The tolerance used.
+    """
+
+    iterations: int
+    converged: bool
+    log_likelihood: np.ndarray
+    theta: np.ndarray
+    smoothing: bool
+    tol: float
+
+
+def smooth(theta: np.ndarray) -> np.ndarray:
+    """One EMS smoothing step: binomial (1, 2, 1)/4 inside, (2, 1)/3 and (1, 2)/3 at the ends.
+
+    The end weights are our choice (METHODS.md section 3): symmetric, and each end keeps
+    the weight ratio 2:1 of the interior kernel. The result is renormalized to sum 1.
+    """
+    t = np.asarray(theta, dtype=np.float64)
+    if t.size < 2:
+        return t / t.sum()
+    out = np.empty_like(t)
+    out[1:-1] = 0.5 * t[1:-1] + 0.25 * (t[:-2] + t[2:])
+    out[0] = (2.0 * t[0] + t[1]) / 3.0
+    out[-1] = (t[-2] + 2.0 * t[-1]) / 3.0
+    return out / out.sum()
+
+
+def _inputs(
+    data: Any, matrix: Any, low: float | None, high: float | None
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    if isinstance(data, Stats):
+        counts = np.asarray(data.counts)
+        spec = data.spec
+        if matrix is None:
+            if not hasattr(spec, "transition_matrix"):
+                raise TypeError(f"matrix must be given for stats of {spec.name}")
+            matrix = spec.transition_matrix()
+        low = getattr(spec, "low", 0.0) if low is None else low
+        high = getattr(spec, "high", 1.0) if high is None else high
+    else:
+        counts = np.asarray(data)
+        if matrix is None:
+            raise TypeError("matrix must be given when data is an array of counts")
+    if counts.dtype.kind not in "iuf":
+        raise TypeError(f"counts must be non-negative numbers, got dtype {counts.dtype}")
+    counts = counts.astype(np.float64)
+    m = np.asarray(matrix, dtype=np.float64)
+    if counts.ndim != 1:
+        raise ValueError(f"counts must be a 1-D array, got shape {counts.shape}")
+    if m.ndim != 2 or m.shape[0] != counts.size:
+        raise ValueError(
+            f"matrix must have shape (n_outputs={counts.size}, n_inputs), got {m.shape}"
+        )
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise ValueError("counts must be finite and >= 0")
+    if not np.all(np.isfinite(m)) or np.any(m < 0):
+        raise ValueError("matrix must be finite and >= 0")
+    col = m.sum(axis=0)
+    if not np.allclose(col, 1.0, rtol=0, atol=1e-6):
+        raise ValueError(
+            "matrix columns (inputs) must each sum to 1 (matrix[j, i] = P[output j | input i]), "
+            f"got sums in [{col.min():.6g}, {col.max():.6g}]"
+        )
+    lo = 0.0 if low is None else low
+    hi = 1.0 if high is None else high
+    return counts, m, float(lo), float(hi)
+
+
+class _Banded:
+    """``M = base 1^T + R`` with each row of R kept only between its first and last non-zero.
+
+    Square-wave matrices are a constant (the low density) plus a band (the wave), so the
+    two products of an EM iteration cost O(band) instead of O(d~ d); any other matrix is
+    stored whole (the band is then every column) and the products stay exact.
+    """
+
+    def __init__(self, mk: np.ndarray) -> None:
+        base = mk.min(axis=1)
+        resid = mk - base[:, None]
+        nz = resid > 0
+        has = nz.any(axis=1)
+        first = np.where(has, nz.argmax(axis=1), 0)
+        last = np.where(has, mk.shape[1] - nz[:, ::-1].argmax(axis=1), 0)
+        self.base = base
+        self.starts = first.astype(np.int64)
+        self.lengths = (last - first).astype(np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+        self.data = np.concatenate(
+            [resid[j, first[j] : last[j]] for j in range(mk.shape[0])] or [np.zeros(0)]
+        ).astype(np.float64)
+
+
+def _numpy_loop(
+    mk: np.ndarray, nk: np.ndarray, theta: np.ndarray, smoothing: bool, tol: float, max_iter: int
+) -> tuple[np.ndarray, list[float], int, bool]:
+    """Reference implementation with dense BLAS products (used by the tests)."""
+    mkt = np.ascontiguousarray(mk.T)
+    mt = np.maximum(mk @ theta, _TINY)
+    trace = [float(nk @ np.log(mt))]
+    it, converged = 0, False
+    while it < max_iter:
+        it += 1
+        theta = theta * (mkt @ (nk / mt))
+        theta /= theta.sum()
+        if smoothing:
+            theta = smooth(theta)
+        mt = np.maximum(mk @ theta, _TINY)
+        trace.append(float(nk @ np.log(mt)))
+        if abs(trace[-1] - trace[-2]) < tol:
+            converged = True
+            break
+    return theta, trace, it, converged
+
+
+def _run(
+    data: Any,
+    matrix: Any,
+    *,
+    smoothing: bool,
+    tol: float,
+    max_iter: int,
+    init: Any,
+    low: float | None,
+    high: float | None,
+    return_info: bool,
+    engine: str = "band",
+) -> Any:
+    tol = check_real(tol, "tol", low=0.0)
+    max_iter = check_integer(max_iter, "max_iter", low=0)
+    counts, m, lo, hi = _inputs(data, matrix, low, high)
+    d = m.shape[1]
+    keep = counts > 0  # rows never observed do not enter the likelihood or the E-step
+    nk = counts[keep]
+    total = float(nk.sum())
+    if total <= 0:
+        raise ValueError("counts must hold at least one report")
+    mk = np.ascontiguousarray(m[keep])
+    if np.any(mk.sum(axis=1) <= 0):
+        raise ValueError("counts must be 0 on outputs the matrix gives probability 0")
+    if init is None:
+        theta = np.full(d, 1.0 / d)
+    else:
+        theta = np.array(init, dtype=np.float64)
+        if theta.shape != (d,) or not np.all(np.isfinite(theta)) or np.any(theta < 0):
+            raise ValueError(f"init must be {d} non-negative finite probabilities")
+        if theta.sum() <= 0:
+            raise ValueError("init must have positive mass")
+        theta /= theta.sum()
+    if engine == "band":
+        from ._em_kernels import _em_loop  # numba: loaded on first estimate, not on import
+
+        band = _Banded(mk)
+        trace_arr = np.empty(max_iter + 1)
+        it, converged = _em_loop(
+            band.base, band.data, band.offsets, band.starts, band.lengths, nk, theta,
+            smoothing, tol, max_iter, _TINY, trace_arr,
+        )
+        trace_arr = trace_arr[: it + 1]
+    elif engine == "numpy":
+        theta, trace, it, converged = _numpy_loop(mk, nk, theta, smoothing, tol, max_iter)
+        trace_arr = np.asarray(trace)
+    else:
+        raise ValueError(f"engine must be one of 'band', 'numpy', got {engine!r}")
+    dist = Distribution(theta, lo, hi)
+    if not return_info:
+        return dist
+    trace_arr.flags.writeable = False
+    return dist, EMInfo(int(it), bool(converged), trace_arr, dist.probabilities, smoothing, tol)
+
+
+def em(
+    data: Any,
+    matrix: Any = None,
+    *,
+    tol: float = 1e-3,
+    max_iter: int = 10_000,
+    init: Any = None,
+    low: float | None = None,
+    high: float | None = None,
+    return_info: bool = False,
+) -> Any:
+    """Maximum-likelihood input histogram by EM (SW20 Algorithm 1).
+
+    Parameters
+    ----------
+    data : Stats or array_like
+        ``Stats`` of a mechanism with ``counts`` and ``transition_matrix()`` (e.g.
+        :class:`~ldpkit.numeric.SquareWave`; merge statistics from many machines first), or
+        the output histogram ``n_j`` itself.
+    matrix : array_like, shape (n_outputs, n_inputs), optional
+        ``P[output j | input i]``, columns summing to 1. Default: the spec's.
+    tol : float
+        Stop when ``|L_t - L_{t-1}| < tol``, ``L = sum_j n_j log (M theta)_j`` (SW20 5.5;
+        1e-3 as in the authors' code; SW20 6.1 used ``1e-3 e^eps`` for plain EM).
+    max_iter : int
+        Iteration cap (default 10,000).
+    init : array_like, optional
+        Starting probabilities (default uniform ``1/d``).
+    low, high : float, optional
+        Interval of the returned Distribution (default: the spec's, else [0, 1]).
+    return_info : bool
+        Also return an :class:`EMInfo` (iterations, log-likelihood trace).
+
+    Returns
+    -------
+    Distribution, or (Distribution, EMInfo)
+
+    Notes
+    -----
+    Update: ``theta_i <- theta_i sum_j n_j M[j, i] / (M theta)_j / N``. EM never decreases
+    ``L`` (the trace is non-decreasing up to rounding); outputs with ``n_j = 0`` drop out
+    of both products. ``(M theta)_j`` is floored at 1e-300 so that logs stay finite.
+
+    References
+    ----------
+    Z. Li et al. Estimating Numerical Distributions under Local Differential Privacy.
+    SIGMOD 2020, section 5.5, Algorithm 1.
+    """
+    return _run(
+        data, matrix, smoothing=False, tol=tol, max_iter=max_iter, init=init,
+        low=low, high=high, return_info=return_info,
+    )
+
+
+def ems(
+    data: Any,
+    matrix: Any = None,
+    *,
+    tol: float = 1e-3,
+    max_iter: int = 10_000,
+    init: Any = None,
+    low: float | None = None,
+    high: float | None = None,
+    return_info: bool = False,
+) -> Any:
+    """EM with a smoothing step after every M-step (SW20 section 5.5, "EMS").
+
+    Same parameters and return value as :func:`em`. After each M-step the estimate is
+    smoothed by :func:`smooth` (binomial kernel (1, 2, 1)/4; ends (2, 1)/3 and (1, 2)/3)
+    and renormalized; the stopping rule uses the likelihood of the smoothed estimate.
+    Smoothing acts as a roughness penalty, so unlike EM the likelihood need not rise
+    monotonically; EMS converges to a smooth fixed point instead of over-fitting noise.
+
+    References
+    ----------
+    Z. Li et al., SIGMOD 2020, section 5.5 ("EMS Algorithm"); B. W. Silverman et al.,
+    A smoothed EM approach to indirect estimation problems, JRSS-B 1990.
+    """
+    return _run(
+        data, matrix, smoothing=True, tol=tol, max_iter=max_iter, init=init,
+        low=low, high=high, return_info=return_info,
+    )
