@@ -15,6 +15,9 @@ Every metric takes an estimate and the truth. Each may be a
   measuring the truth on the estimate's own d-bucket grid.
 - :func:`mean_error` and :func:`variance_error` use the exact sample mean and population
   variance (ddof = 0) of raw values, no histogram.
+
+For categorical frequency estimates, :func:`mse` (from :mod:`ldpkit.queries`) scores full-domain,
+set, range and top-k queries as CON20 section V defines them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ._rng import RNGLike, as_generator
 from ._validation import check_integer, check_real
 from .numeric.distribution import Distribution
 from .numeric.mean import MeanEstimate, VarianceEstimate
+from .queries import mse
 
 __all__ = [
     "DEFAULT_RESOLUTION",
@@ -36,6 +40,7 @@ __all__ = [
     "quantile_error",
     "mean_error",
     "variance_error",
+    "mse",
 ]
 
 #: Default number of buckets for the histogram of raw true values.
