@@ -3,7 +3,7 @@
 from ._rng import as_generator, secure_generator, spawn
 from .encoder import Encoder
 from .estimate import FrequencyEstimate
-from .frequency import GRR, FrequencyOracle, PureFrequencyOracle
+from .frequency import GRR, RAPPOR, FrequencyOracle, PureFrequencyOracle, RAPPORClient
 from .privacy import privacy_loss, split_budget
 from .spec import Mechanism, Reports, Stats
 
@@ -18,6 +18,8 @@ __all__ = [
     "FrequencyOracle",
     "PureFrequencyOracle",
     "GRR",
+    "RAPPOR",
+    "RAPPORClient",
     "privacy_loss",
     "split_budget",
     "Mechanism",
