@@ -77,13 +77,15 @@ def bloom_positions(
     >>> bloom_positions([0, 1], 0, num_bits=128, num_hashes=2).shape
     (2, 2)
     """
-    v = np.asarray(items).astype(np.uint64)
-    c = np.asarray(cohorts).astype(np.uint64)
-    v, c = np.broadcast_arrays(v, c)
+    v, c = np.broadcast_arrays(np.asarray(items), np.asarray(cohorts))
+    shape = v.shape
+    # 1-D arrays throughout: numpy scalars would warn on the (intended) 64-bit wrap-around.
+    v = v.reshape(-1).astype(np.uint64)
+    c = c.reshape(-1).astype(np.uint64)
     j = np.arange(num_hashes, dtype=np.uint64)
-    tweak = ((c[..., None] << _U64(16)) + j) * _TWEAK
-    keys = _splitmix64(_splitmix64(v)[..., None] ^ tweak)
-    return (keys % _U64(num_bits)).astype(np.int64)
+    tweak = ((c[:, None] << _U64(16)) + j) * _TWEAK
+    keys = _splitmix64(_splitmix64(v)[:, None] ^ tweak)
+    return (keys % _U64(num_bits)).astype(np.int64).reshape(*shape, num_hashes)
 
 
 class _Design(NamedTuple):
@@ -92,7 +94,8 @@ class _Design(NamedTuple):
     positions: np.ndarray  # (m, d, h) Bloom positions of every candidate in every cohort
     matrix: sp.csc_array  # (m*k, d) 0/1: row c*k + i, column v is 1 iff v sets bit i in c
     rows: sp.csr_array  # the same matrix in row-major form (cohort blocks)
-    max_difference: int  # max over cohorts and item pairs of |B_c(u) xor B_c(v)|
+    # differences[a, b]: some cohort has items u, v with |B(u) - B(v)| = a, |B(v) - B(u)| = b
+    differences: np.ndarray
 
 
 @functools.lru_cache(maxsize=16)
@@ -104,37 +107,47 @@ def _design(d: int, k: int, h: int, m: int) -> _Design:
     mat.sum_duplicates()
     mat.data[:] = 1.0  # a bit hit by two hashes of one item is still one bit
     pos.flags.writeable = False
-    return _Design(pos, mat.tocsc(), mat, _max_difference(mat, d, k, m))
+    diffs = _pair_differences(mat, d, k, h, m)
+    diffs.flags.writeable = False
+    return _Design(pos, mat.tocsc(), mat, diffs)
 
 
-def _max_difference(mat: sp.csr_array, d: int, k: int, m: int) -> int:
-    """max_c max_{u != v} |B_c(u) xor B_c(v)| (the number of bits two items can differ in)."""
-    best = 0
+def _pair_differences(mat: sp.csr_array, d: int, k: int, h: int, m: int) -> np.ndarray:
+    """Boolean (h+1, h+1) table of the achievable ``(|B(u) - B(v)|, |B(v) - B(u)|)`` over
+    cohorts and ordered item pairs u != v.
+
+    The privacy loss of a pair is ``a ln(p*/q*) + b ln((1-q*)/(1-p*))`` (the bits only u
+    sets are best reported 1, those only v sets 0), so (h, h) dominates all others: stop
+    as soon as two items with h distinct, disjoint bits turn up.
+    """
+    seen = np.zeros((h + 1, h + 1), dtype=bool)
     for c in range(m):
         x = mat[c * k : (c + 1) * k].T.toarray().astype(np.float32)  # (d, k)
         weight = x.sum(axis=1)
-        bound = 2 * int(weight.max())
-        if best >= bound:
-            continue
-        # The heaviest items against each other first: two disjoint full filters reach
-        # the bound at once; otherwise scan all pairs in blocks of rows.
+        # The heaviest items against each other first, then all pairs in row blocks.
         top = np.argsort(-weight, kind="stable")[:256]
-        best = max(best, _block_difference(x, weight, top, top))
+        seen |= _block_differences(x, weight, top, top, h)
+        if seen[h, h]:
+            return seen
+    for c in range(m):
+        x = mat[c * k : (c + 1) * k].T.toarray().astype(np.float32)
+        weight = x.sum(axis=1)
         for start in range(0, d, 256):
-            if best >= bound:
-                break
-            best = max(best, _block_difference(x, weight, np.arange(start, min(start + 256, d)), None))
-    return best
+            seen |= _block_differences(x, weight, np.arange(start, min(start + 256, d)), None, h)
+    return seen
 
 
-def _block_difference(
-    x: np.ndarray, weight: np.ndarray, rows: np.ndarray, cols: np.ndarray | None
-) -> int:
-    """max |B(u) xor B(v)| = w_u + w_v - 2 |B(u) and B(v)| over u in rows, v in cols (all)."""
-    other = x if cols is None else x[cols]
-    other_w = weight if cols is None else weight[cols]
-    inter = x[rows] @ other.T
-    return int((weight[rows, None] + other_w[None, :] - 2.0 * inter).max())
+def _block_differences(
+    x: np.ndarray, weight: np.ndarray, rows: np.ndarray, cols: np.ndarray | None, h: int
+) -> np.ndarray:
+    """The (a, b) table for u in rows, v in cols (all items when None), u != v."""
+    cols = np.arange(x.shape[0]) if cols is None else cols
+    inter = x[rows] @ x[cols].T
+    a = np.rint(weight[rows, None] - inter).astype(np.int64)
+    b = np.rint(weight[None, cols] - inter).astype(np.int64)
+    distinct = rows[:, None] != cols[None, :]
+    table = np.bincount((a * (h + 1) + b)[distinct], minlength=(h + 1) ** 2)
+    return table.reshape(h + 1, h + 1) > 0
 
 
 def _bernoulli(rng: np.random.Generator, shape: tuple[int, ...], prob: float) -> np.ndarray:
@@ -194,13 +207,16 @@ class RAPPOR(FrequencyOracle):
     -----
     **Privacy.** A report is the cohort (drawn independently of the item) and k bits that
     are independent given the Bloom filter: a bit set by v is 1 w.p. ``p*``, any other bit
-    w.p. ``q*`` (:attr:`p_star`, :attr:`q_star`). Two items in one cohort differ in at most
-    ``D <= 2h`` Bloom bits, and each differing bit changes the probability of any output by
-    a factor of at most ``exp(L)`` with ``L = max(ln(p*/q*), ln((1-q*)/(1-p*)))``, so one
-    report is ``D L``-LDP, and tightly so (:meth:`privacy_loss`). Without IRR, ``L = eps/(2h)``
-    and ``D = 2h`` for every realistic configuration, so ``privacy_loss() == epsilon``. With
-    IRR, one report leaks less (``privacy_loss() < epsilon``) while ``epsilon`` remains the
-    bound for any number of reports of the same value, provided the PRR is memoized.
+    w.p. ``q*`` (:attr:`p_star`, :attr:`q_star`). For items u, v of one cohort, let a bits
+    be set by u only and b by v only (``a, b <= h``). The likelihood ratio of any output
+    is a product over those bits, largest when u's bits read 1 and v's read 0:
+    ``ln P[y|u]/P[y|v] <= a ln(p*/q*) + b ln((1-q*)/(1-p*))``, with equality at such y.
+    :meth:`privacy_loss` is the max over the actual hash patterns, ``<= h (L1 + L2)``.
+    Without IRR both logs equal ``eps/(2h)`` and two candidates with disjoint filters exist
+    in every realistic configuration, so ``privacy_loss() == epsilon``. With IRR one report
+    leaks less (RAPPOR's eps_1; e.g. f = 1/2, (p, q) = (0.5, 0.75), h = 2 gives 1.0743 for
+    epsilon = ln 81), while ``epsilon`` remains the bound for any number of reports of the
+    same value (eps_infinity), provided the PRR is memoized.
 
     **Deployment.** ``randomize`` simulates one fresh report per user: it draws the cohort
     uniformly from ``rng`` and samples each bit from the composed PRR+IRR channel (the same
@@ -325,16 +341,24 @@ class RAPPOR(FrequencyOracle):
         return self._design.matrix.copy()
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report: ``D * max(ln(p*/q*), ln((1-q*)/(1-p*)))`` with D the
-        largest number of Bloom bits two candidates differ in (within a cohort)."""
+        """Exact epsilon of one report: the max over cohorts and ordered candidate pairs
+        (u, v) of ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not
+        and v sets b bits u does not."""
         p1, p0, q1, q0 = self._channel()
-        per_bit = max(math.log(p1) - math.log(q1), math.log(q0) - math.log(p0))
-        return self._design.max_difference * per_bit
+        a, b = np.nonzero(self._design.differences)
+        if a.size == 0 or not (a.max() > 0 or b.max() > 0):
+            return 0.0
+        if q1 == 0.0 or p0 == 0.0:  # epsilon so large that f/2 underflows: deterministic
+            return math.inf
+        # a bits set only by u (best reported 1), b bits set only by v (best reported 0)
+        return float(np.max(a * (math.log(p1) - math.log(q1)) + b * (math.log(q0) - math.log(p0))))
 
     def longitudinal_privacy_loss(self) -> float:
         """Exact epsilon of the memoized PRR, i.e. of any number of reports of one value
         (``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits)."""
-        return self._design.max_difference * self.epsilon / (2 * self.num_hashes)
+        a, b = np.nonzero(self._design.differences)
+        most = int(np.max(a + b)) if a.size else 0
+        return most * self.epsilon / (2 * self.num_hashes)
 
     # -- client ----------------------------------------------------------------------------
     def hash_positions(self, values: Any, cohorts: Any) -> np.ndarray:
@@ -469,18 +493,21 @@ class RAPPOR(FrequencyOracle):
             Aggregated (and possibly merged) statistics of this spec.
         selection : {"lasso", "none"}
             ``"lasso"`` (RAPPOR's decoder, biased): a non-negative LASSO selects candidates,
-            least squares on the selected ones gives their estimates, the others read 0.
+            least squares on the selected ones gives their estimates (keeping only the
+            significant ones), the others read 0.
             ``"none"``: least squares over all candidates, unbiased; needs a design of full
             column rank (``domain_size <= num_cohorts * num_bits`` and no two candidates
             with identical patterns in every cohort).
         alpha : float
-            LASSO penalty rule: candidate v carries the penalty
-            ``lambda_v = Phi^{-1}(1 - alpha / d) * sigma0 * sqrt(M_vv)``, where
-            ``sigma0^2 M_vv`` is the variance of its regression score ``(A^T y)_v`` when
-            no one holds v and its bits are noise only. At the all-zero point a null
-            candidate then enters with probability at most alpha / d, so under the null
-            the LASSO selects anything with probability at most about alpha (FO17 section
-            6.2's significance threshold, which uses alpha = 0.05).
+            Significance level of the selection (``selection="lasso"`` only), with
+            ``z = Phi^{-1}(1 - alpha / d)``. The LASSO penalty of candidate v is
+            ``lambda_v = z * sigma0 * sqrt(M_vv)``, where ``sigma0^2 M_vv`` is the variance of
+            its regression score ``(A^T y)_v`` when its bits are noise only: at the all-zero
+            point a null candidate enters with probability alpha / d, so under the global
+            null anything is selected with probability at most about alpha. After the
+            least-squares refit, candidates with ``f_v <= z * std_error_v`` are dropped and
+            the rest refitted until all pass (RAPPOR's Bonferroni-corrected test at
+            0.05 / d; FO17 section 6.2's threshold with alpha = 0.05).
 
         Notes
         -----
@@ -508,35 +535,48 @@ class RAPPOR(FrequencyOracle):
         y = ((t - n_c[:, None] * q1) / gap).ravel()
         w = np.repeat(n_c, k)
         score = mat.T @ y  # (A^T y)_v: E = M f
+        # Plug-in per-row variance: q*(1-q*) per report plus the excess of the users whose
+        # Bloom bit is set (estimated by y, clipped to [0, n_c]).
+        row_var = (w * q1 * q0 + (p1 * p0 - q1 * q0) * np.clip(y, 0.0, w)) / gap**2
         if selection == "none":
             support = np.arange(d)
             gram = _gram(mat, w, support)
             _check_full_rank(gram, d)
+            freq, var_s = self._fit(support, gram, score, row_var, stats.n)
         else:
             sigma0 = math.sqrt(q1 * q0) / gap
             z = float(_sps.norm.isf(alpha / d))
             diag = mat.T @ w
-            penalty = z * sigma0 * np.sqrt(diag)
-            support = _nonnegative_lasso(mat, w, score, penalty, diag)
-            gram = _gram(mat, w, support)
-        freq = np.zeros(d)
-        if support.size:
-            freq[support] = _solve(gram, score[support])
-        # Plug-in per-row variance: q*(1-q*) per report plus the excess of the users whose
-        # Bloom bit is set (estimated by y, clipped to [0, n_c]).
-        setters = np.clip(y, 0.0, w)
-        row_var = (w * q1 * q0 + (p1 * p0 - q1 * q0) * setters) / gap**2
-        clipped = np.clip(freq, 0.0, None)
-        total = clipped.sum()
-        plug_in = clipped / total if total > 0 else clipped
+            support = _nonnegative_lasso(mat, w, score, z * sigma0 * np.sqrt(diag), diag)
+            # Refit by least squares and keep the significant candidates only, until all
+            # are (Erlingsson et al. section 4: Bonferroni-corrected p-values of the fit).
+            while True:
+                gram = _gram(mat, w, support)
+                freq, var_s = self._fit(support, gram, score, row_var, stats.n)
+                keep = freq[support] > z * np.sqrt(var_s)
+                if keep.all():
+                    break
+                support = support[keep]
         var = np.empty(d)
-        if support.size:
-            var[support] = self._ls_variance(support, row_var, plug_in, stats.n, gram)
+        var[support] = var_s
         rest = np.setdiff1d(np.arange(d), support)
         if rest.size:
             var[rest] = _added_variance(mat, w, support, rest, gram, q1 * q0 / gap**2)
         post = ("lasso_selection",) if selection == "lasso" else ()
         return FrequencyEstimate(freq, var, stats.n, spec=self, postprocessing=post)
+
+    def _fit(
+        self, support: np.ndarray, gram: np.ndarray, score: np.ndarray, row_var: np.ndarray, n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Least squares on ``support``: all frequencies (0 off it) and the support's variances."""
+        freq = np.zeros(self.domain_size)
+        if not support.size:
+            return freq, np.zeros(0)
+        freq[support] = _solve(gram, score[support])
+        clipped = np.clip(freq, 0.0, None)
+        total = clipped.sum()
+        plug_in = clipped / total if total > 0 else clipped
+        return freq, self._ls_variance(support, row_var, plug_in, n, gram)
 
     def _ls_variance(
         self,
