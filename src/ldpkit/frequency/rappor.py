@@ -234,10 +234,10 @@ class RAPPOR(FrequencyOracle):
     estimate ``f = M^{-1} A^T y``, ``M = sum_c n_c A_c^T A_c`` (weights ``n_c`` are inverse
     to the per-row noise variance) is exactly unbiased whenever ``M`` is invertible, which
     needs ``d <= m k`` at least (``selection="none"``). The default ``selection="lasso"``
-    first solves a non-negative weighted LASSO and then refits least squares on the
-    selected candidates (Erlingsson et al. section 4); it scales to ``d > m k`` but is
-    biased by construction (missed items read 0, selected ones absorb their mass), and the
-    estimate says so (``postprocessing=("lasso_selection",)``).
+    first solves a non-negative weighted LASSO, refits least squares on the selected
+    candidates and keeps the significant ones (Erlingsson et al. section 4); it scales to
+    ``d > m k`` but is biased by construction (missed items read 0, selected ones absorb
+    their mass), and the estimate says so (``postprocessing=("lasso_selection",)``).
 
     References
     ----------
@@ -696,13 +696,23 @@ def _gram(mat: sp.csc_array, w: np.ndarray, support: np.ndarray) -> np.ndarray:
 
 
 def _check_full_rank(gram: np.ndarray, d: int) -> None:
-    eig = np.linalg.eigvalsh(gram) if d else np.zeros(0)
-    if eig.size and eig[0] <= 1e-10 * max(eig[-1], 1e-300):
-        rank = int(np.sum(eig > 1e-10 * max(eig[-1], 1e-300)))
+    """Raise unless the PSD ``gram`` is numerically invertible.
+
+    A Cholesky pivot squared bounds the smallest eigenvalue from above, so a pivot at
+    rounding level (or a failed factorization) proves (near) rank deficiency; an exact
+    linear dependency among 0/1 design columns always produces one.
+    """
+    scale = float(np.max(np.diag(gram))) if d else 0.0
+    try:
+        factor = np.linalg.cholesky(gram)
+        deficient = scale <= 0 or float(np.min(np.diag(factor))) ** 2 <= 1e-10 * scale
+    except np.linalg.LinAlgError:
+        deficient = True
+    if deficient:
         raise ValueError(
-            f"selection='none' needs a design of full column rank, got rank {rank} < {d} "
-            "candidates (too many candidates for num_cohorts * num_bits, identical Bloom "
-            "patterns, or empty cohorts); use selection='lasso'"
+            f"selection='none' needs a design of full column rank for the {d} candidates "
+            "(at most num_cohorts * num_bits of them, no two with identical Bloom patterns in "
+            "every cohort, no empty cohorts that break it); use selection='lasso'"
         )
 
 
