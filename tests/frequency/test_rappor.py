@@ -390,7 +390,9 @@ def test_lasso_recovers_sparse_support(d, epsilon, n):
     last case has more candidates (3000) than regression rows (1024)."""
     heavy = {v % d: f for v, f in HEAVY.items()}
     spec = RAPPOR(epsilon=epsilon, domain_size=d)
-    est = spec.estimate(spec.aggregate(spec.randomize(exact_population(heavy, n, seed=d), rng=d)))
+    # (the population's shuffle and the randomizer use different seeds: the cohorts must
+    # be independent of the values)
+    est = spec.estimate(spec.aggregate(spec.randomize(exact_population(heavy, n, seed=d), rng=d + 7)))
     assert est.postprocessing == ("lasso_selection",) and not est.unbiased
     selected = set(np.flatnonzero(est.frequencies != 0).tolist())
     assert set(heavy) <= selected, f"missed {set(heavy) - selected}"
@@ -400,6 +402,18 @@ def test_lasso_recovers_sparse_support(d, epsilon, n):
     z = (est.frequencies - truth) / est.std_error
     assert np.max(np.abs(z[list(heavy)])) < 6
     assert np.all(np.isfinite(est.variance)) and np.all(est.variance > 0)
+
+
+def test_lasso_scales_to_a_long_candidate_list():
+    """20 items of 5% each among 100,000 candidates (100x the regression rows)."""
+    spec = RAPPOR(epsilon=1.0, domain_size=100_000)
+    items = np.arange(20) * 4999 + 17
+    values = items[np.random.default_rng(0).integers(0, 20, size=1_000_000)]
+    est = spec.estimate(spec.aggregate(spec.randomize(values, rng=1)))
+    selected = set(np.flatnonzero(est.frequencies != 0).tolist())
+    assert set(items.tolist()) <= selected and len(selected) <= 21
+    truth = np.bincount(values, minlength=100_000) / 1_000_000
+    assert np.max(np.abs((est.frequencies - truth)[items] / est.std_error[items])) < 6
 
 
 def test_lasso_false_positives_are_rare_under_a_point_mass():

@@ -106,13 +106,16 @@ def _design(d: int, k: int, h: int, m: int) -> _Design:
     mat = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(m * k, d))
     mat.sum_duplicates()
     mat.data[:] = 1.0  # a bit hit by two hashes of one item is still one bit
-    pos.flags.writeable = False
-    diffs = _pair_differences(mat, d, k, h, m)
+    diffs = _pair_differences(pos, mat, d, k, h, m)
     diffs.flags.writeable = False
+    pos = pos.astype(np.uint16)  # num_bits <= 2**16: positions fit
+    pos.flags.writeable = False
     return _Design(pos, mat.tocsc(), mat, diffs)
 
 
-def _pair_differences(mat: sp.csr_array, d: int, k: int, h: int, m: int) -> np.ndarray:
+def _pair_differences(
+    pos: np.ndarray, mat: sp.csr_array, d: int, k: int, h: int, m: int
+) -> np.ndarray:
     """Boolean (h+1, h+1) table of the achievable ``(|B(u) - B(v)|, |B(v) - B(u)|)`` over
     cohorts and ordered item pairs u != v.
 
@@ -121,31 +124,34 @@ def _pair_differences(mat: sp.csr_array, d: int, k: int, h: int, m: int) -> np.n
     as soon as two items with h distinct, disjoint bits turn up.
     """
     seen = np.zeros((h + 1, h + 1), dtype=bool)
+    ordered = np.sort(pos, axis=-1)
+    weight = 1 + np.count_nonzero(np.diff(ordered, axis=-1), axis=-1)  # (m, d) distinct bits
     for c in range(m):
-        x = mat[c * k : (c + 1) * k].T.toarray().astype(np.float32)  # (d, k)
-        weight = x.sum(axis=1)
-        # The heaviest items against each other first, then all pairs in row blocks.
-        top = np.argsort(-weight, kind="stable")[:256]
-        seen |= _block_differences(x, weight, top, top, h)
+        # The heaviest 256 items against each other: dense filters of those only.
+        top = np.argsort(-weight[c], kind="stable")[:256]
+        x = np.zeros((top.size, k), dtype=np.float32)
+        x[np.arange(top.size)[:, None], pos[c, top]] = 1.0
+        seen |= _block_differences(x, weight[c, top].astype(np.float32), None, h)
         if seen[h, h]:
             return seen
+    # Rare (tiny filters): all pairs, in blocks of rows.
     for c in range(m):
-        x = mat[c * k : (c + 1) * k].T.toarray().astype(np.float32)
-        weight = x.sum(axis=1)
+        x = mat[c * k : (c + 1) * k].T.toarray().astype(np.float32)  # (d, k)
+        w = weight[c].astype(np.float32)
         for start in range(0, d, 256):
-            seen |= _block_differences(x, weight, np.arange(start, min(start + 256, d)), None, h)
+            seen |= _block_differences(x, w, np.arange(start, min(start + 256, d)), h)
     return seen
 
 
 def _block_differences(
-    x: np.ndarray, weight: np.ndarray, rows: np.ndarray, cols: np.ndarray | None, h: int
+    x: np.ndarray, weight: np.ndarray, rows: np.ndarray | None, h: int
 ) -> np.ndarray:
-    """The (a, b) table for u in rows, v in cols (all items when None), u != v."""
-    cols = np.arange(x.shape[0]) if cols is None else cols
-    inter = x[rows] @ x[cols].T
+    """The (a, b) table for u in ``rows`` (all when None) and any v != u of ``x``."""
+    rows = np.arange(x.shape[0]) if rows is None else rows
+    inter = x[rows] @ x.T
     a = np.rint(weight[rows, None] - inter).astype(np.int64)
-    b = np.rint(weight[None, cols] - inter).astype(np.int64)
-    distinct = rows[:, None] != cols[None, :]
+    b = np.rint(weight[None, :] - inter).astype(np.int64)
+    distinct = rows[:, None] != np.arange(x.shape[0])[None, :]
     table = np.bincount((a * (h + 1) + b)[distinct], minlength=(h + 1) ** 2)
     return table.reshape(h + 1, h + 1) > 0
 
@@ -221,7 +227,8 @@ class RAPPOR(FrequencyOracle):
     **Deployment.** ``randomize`` simulates one fresh report per user: it draws the cohort
     uniformly from ``rng`` and samples each bit from the composed PRR+IRR channel (the same
     distribution as running both stages). A real client must (1) keep its cohort fixed for
-    its lifetime and (2) draw the PRR once per distinct value and reuse it for every later
+    its lifetime, chosen independently of its values (the decoder's unbiasedness rests on
+    ``E[N_c] = n_c f``), and (2) draw the PRR once per distinct value and reuse it for every later
     report of that value; otherwise averaging repeated reports defeats the PRR and the
     longitudinal guarantee is lost. :class:`RAPPORClient` keeps that state;
     :meth:`permanent_response` and :meth:`instantaneous_response` are the two stages.
@@ -734,9 +741,12 @@ def _nonnegative_lasso(
 ) -> np.ndarray:
     """Support of ``argmin_{f >= 0} f^T M f / 2 - score^T f + penalty^T f``, ``M = A^T W A``.
 
-    Coordinate descent on an active set (as glmnet does): sweep the candidates that
-    violate the optimality condition ``score_v - (M f)_v <= penalty_v`` at zero, recheck
-    all candidates with one sparse product, repeat until none violates it.
+    Coordinate descent on a working set (as glmnet does): solve the problem restricted to
+    the working set, recheck the optimality condition ``score_v - (M f)_v <= penalty_v``
+    of every candidate at zero with one sparse product, and add the worst violators, at
+    most as many as the working set already holds (at least 16). Adding them all at once
+    would not do: before the heavy items are fitted, every candidate sharing a few of
+    their bits violates the condition, which with many candidates means thousands.
     """
     d = score.size
     f = np.zeros(d)
@@ -744,12 +754,17 @@ def _nonnegative_lasso(
     active = np.zeros(0, dtype=np.int64)
     tol = 1e-10 * max(float(np.max(np.abs(score))), 1e-300)
     usable = diag > 0
-    for _ in range(100):
+    scale = np.sqrt(np.where(usable, diag, 1.0))
+    for _ in range(1000):
         violators = np.flatnonzero(usable & (f == 0) & (grad > penalty * (1 + 1e-9)))
         violators = np.setdiff1d(violators, active)
         if violators.size == 0:
             break
-        active = np.union1d(active, violators)
+        room = max(16, active.size)
+        if violators.size > room:
+            excess = (grad[violators] - penalty[violators]) / scale[violators]
+            violators = violators[np.argpartition(-excess, room - 1)[:room]]
+        active = np.union1d(active[f[active] > 0], violators)
         gram = _gram(mat, w, active)
         g = grad[active].copy()
         fa = f[active].copy()
