@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, NoReturn
 
 import numpy as np
 import scipy.sparse as sp
@@ -547,6 +547,8 @@ class RAPPOR(FrequencyOracle):
         row_var = (w * q1 * q0 + (p1 * p0 - q1 * q0) * np.clip(y, 0.0, w)) / gap**2
         if selection == "none":
             support = np.arange(d)
+            if d > np.count_nonzero(w):  # rank <= rows with reports: no d x d matrix needed
+                _rank_error(d)
             gram = _gram(mat, w, support)
             _check_full_rank(gram, d)
             freq, var_s = self._fit(support, gram, score, row_var, stats.n)
@@ -655,8 +657,10 @@ class RAPPOR(FrequencyOracle):
         n_c = np.full(m, n / m)
         w = np.repeat(n_c, self.num_bits)
         support = np.arange(d)
-        gram = _gram(mat, w, support)
         try:
+            if d > m * self.num_bits:
+                raise ValueError("more candidates than regression rows")
+            gram = _gram(mat, w, support)
             _check_full_rank(gram, d)
         except ValueError:
             return math.inf if scalar else np.full(d, np.inf)
@@ -716,11 +720,15 @@ def _check_full_rank(gram: np.ndarray, d: int) -> None:
     except np.linalg.LinAlgError:
         deficient = True
     if deficient:
-        raise ValueError(
-            f"selection='none' needs a design of full column rank for the {d} candidates "
-            "(at most num_cohorts * num_bits of them, no two with identical Bloom patterns in "
-            "every cohort, no empty cohorts that break it); use selection='lasso'"
-        )
+        _rank_error(d)
+
+
+def _rank_error(d: int) -> NoReturn:
+    raise ValueError(
+        f"selection='none' needs a design of full column rank for the {d} candidates "
+        "(at most num_cohorts * num_bits of them, no two with identical Bloom patterns in "
+        "every cohort, no empty cohorts that break it); use selection='lasso'"
+    )
 
 
 def _solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
