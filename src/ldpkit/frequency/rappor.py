@@ -217,7 +217,8 @@ class RAPPOR(FrequencyOracle):
     be set by u only and b by v only (``a, b <= h``). The likelihood ratio of any output
     is a product over those bits, largest when u's bits read 1 and v's read 0:
     ``ln P[y|u]/P[y|v] <= a ln(p*/q*) + b ln((1-q*)/(1-p*))``, with equality at such y.
-    :meth:`privacy_loss` is the max over the actual hash patterns, ``<= h (L1 + L2)``.
+    :meth:`privacy_loss` is the max over the actual hash patterns, at most
+    ``h (ln(p*/q*) + ln((1-q*)/(1-p*)))``.
     Without IRR both logs equal ``eps/(2h)`` and two candidates with disjoint filters exist
     in every realistic configuration, so ``privacy_loss() == epsilon``. With IRR one report
     leaks less (RAPPOR's eps_1; e.g. f = 1/2, (p, q) = (0.5, 0.75), h = 2 gives 1.0743 for
@@ -228,9 +229,9 @@ class RAPPOR(FrequencyOracle):
     uniformly from ``rng`` and samples each bit from the composed PRR+IRR channel (the same
     distribution as running both stages). A real client must (1) keep its cohort fixed for
     its lifetime, chosen independently of its values (the decoder's unbiasedness rests on
-    ``E[N_c] = n_c f``), and (2) draw the PRR once per distinct value and reuse it for every later
-    report of that value; otherwise averaging repeated reports defeats the PRR and the
-    longitudinal guarantee is lost. :class:`RAPPORClient` keeps that state;
+    ``E[N_c] = n_c f``), and (2) draw the PRR once per distinct value and reuse it for
+    every later report of that value; otherwise averaging repeated reports defeats the PRR
+    and the longitudinal guarantee is lost. :class:`RAPPORClient` keeps that state;
     :meth:`permanent_response` and :meth:`instantaneous_response` are the two stages.
 
     **Decoding.** Per cohort c with ``n_c`` reports and bit counts ``t_c``,
