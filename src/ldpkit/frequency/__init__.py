@@ -6,6 +6,7 @@ from .grr import GRR
 from .hadamard import HRR, HadamardResponse, fwht
 from .hashing import BLH, OLH, LocalHashing
 from .histogram import SHE, THE
+from .rappor import RAPPOR, RAPPORClient, bloom_positions
 from .significance import heavy_hitters, significance_threshold
 from .subset import SubsetSelection
 from .unary import OUE, SUE, UnaryEncoding
@@ -30,6 +31,9 @@ __all__ = [
     "OUE",
     "SHE",
     "THE",
+    "RAPPOR",
+    "RAPPORClient",
+    "bloom_positions",
 ]
 
 #: Every frequency oracle by name; the contract suite runs over this registry.
@@ -44,4 +48,5 @@ ORACLES: dict[str, type[FrequencyOracle]] = {
     "OUE": OUE,
     "SHE": SHE,
     "THE": THE,
+    "RAPPOR": RAPPOR,
 }
