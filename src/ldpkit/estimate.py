@@ -119,7 +119,7 @@ class FrequencyEstimate:
         import pandas as pd
 
         lo, hi = self.confidence_interval(0.05)
-        data = {
+        data: dict[str, Any] = {
             "item": np.arange(self.domain_size),
             "frequency": self.frequencies,
             "std_error": self.std_error,

@@ -149,6 +149,8 @@ class _ArrayBundle:
     """Shared machinery of Reports and Stats: a spec plus named, read-only arrays."""
 
     __slots__ = ("_arrays", "_spec")
+    _spec: Mechanism
+    _arrays: dict[str, np.ndarray]
 
     def __init__(self, spec: Mechanism, arrays: Mapping[str, Any]) -> None:
         if not isinstance(spec, Mechanism):
@@ -251,6 +253,7 @@ class Stats(_ArrayBundle):
     """
 
     __slots__ = ("_n",)
+    _n: int
 
     def __init__(self, spec: Mechanism, n: int, **arrays: Any) -> None:
         super().__init__(spec, arrays)

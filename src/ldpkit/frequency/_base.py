@@ -97,7 +97,7 @@ class PureFrequencyOracle(FrequencyOracle):
         """
         n = check_integer(n, "n", low=1)
         p, q = self.p, self.q
-        base = q * (1.0 - q)
+        base: Any = q * (1.0 - q)
         if f is not None:
             base = base + np.asarray(f, dtype=np.float64) * (p - q) * (1.0 - p - q)
         return base / (n * (p - q) ** 2)

@@ -67,7 +67,10 @@ def support_counts_kernel(
     n = seeds.shape[0]
     bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
     parts = _parallel.run_blocks(lambda a, b: _support_counts_block(seeds, values, g, d, a, b), bounds)
-    return np.sum(parts, axis=0, dtype=np.int64) if parts else np.zeros(d, dtype=np.int64)
+    out = np.zeros(d, dtype=np.int64)
+    for part in parts:
+        out += part
+    return out
 
 
 @nb.njit(cache=True, nogil=True)
