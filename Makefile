@@ -20,6 +20,7 @@ test: $(PY)
 lint: $(PY)
 	$(PIP) -e ".[data,test]"
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy src
 
 bench: $(PY)
 	$(PIP) -e ".[data]"
