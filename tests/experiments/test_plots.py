@@ -53,6 +53,9 @@ def test_plot_falls_back_to_linear_axis_for_zero_errors(tmp_path):
     fig = plot_error_vs_epsilon(records)
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "linear" and ax.get_xscale() == "log"  # eps spans 100x
+    # the epsilons run label the axis (no crowded log-scale minor labels)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "10"]
+    assert all(not t.get_text() for t in ax.get_xticklabels(minor=True))
     with pytest.raises(ValueError, match="metric must be one of"):
         plot_error_vs_epsilon(records, metric="kl")
 

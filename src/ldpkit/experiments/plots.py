@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from .grid import summarize
 
@@ -83,6 +84,7 @@ def plot_error_vs_epsilon(
     eps_all = summary["epsilon"].to_numpy(dtype=np.float64)
     if logx is None:
         logx = bool(eps_all.min() > 0 and eps_all.max() / eps_all.min() > 10)
+    eps_ticks = sorted(set(eps_all.tolist()))
 
     w, h = panel_size
     fig = Figure(figsize=(w * len(datasets), h * len(metrics) + (0.4 if title else 0.0)))
@@ -110,6 +112,10 @@ def plot_error_vs_epsilon(
                 ax.set_yscale("log")
             if logx:
                 ax.set_xscale("log")
+            if len(eps_ticks) <= 10:
+                # label the epsilons actually run, as the papers do; no crowded minor labels
+                ax.set_xticks(eps_ticks, [f"{e:g}" for e in eps_ticks])
+                ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel("epsilon")
             ax.set_ylabel(met)
             ax.set_title(dataset if len(metrics) == 1 else f"{dataset}: {met}", fontsize=10)
