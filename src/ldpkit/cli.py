@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import numpy as np
 import typer
@@ -15,11 +15,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Local differ
 console = Console()
 
 
-def _top_names(k: int) -> tuple[np.ndarray, np.ndarray]:
-    from .datasets import babynames
-
-    data = babynames(top=k)
-    return np.asarray(data.labels), np.asarray(data.counts)
+@app.callback()
+def _root() -> None:
+    """ldpkit: local differential privacy, exact, fast and tested."""
 
 
 @app.command()
@@ -34,12 +32,15 @@ def demo(
     from .demo import plot_categorical, run_categorical, significant
 
     console.rule("[bold]Categorical frequencies: US baby names (SSA, 1880-2017)")
-    labels, counts = _top_names(names)
+    from .datasets import babynames
+
+    data = babynames(users, top_k=names, rng=seed)
+    labels = np.asarray(data.labels)
     batches = 20
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} batches"),
                   TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task(f"randomizing + aggregating {users:,} users", total=batches)
-        result = run_categorical(labels, counts, n_users=users, epsilon=epsilon, batches=batches, rng=seed,
+        result = run_categorical(data.values, data.labels, epsilon=epsilon, batches=batches, rng=seed + 1,
                                  progress=lambda: bar.advance(task))
     est = result.estimate
     console.print(f"oracle chosen for eps={epsilon:g}, d={names}: [bold]{est.spec!r}[/] "
@@ -53,12 +54,33 @@ def demo(
         table.add_row(str(rank), str(labels[i]), f"{est.frequencies[i]:.4f}", f"[{lo[i]:.4f}, {hi[i]:.4f}]",
                       f"{result.truth[i]:.4f}", "yes" if inside else "[red]no[/]")
     console.print(table)
+    console.print("[dim]Ranking by estimate favours names whose noise happened to be positive "
+                  "(winner's curse); the intervals are for each name on its own.[/]")
     mse = float(np.mean((est.frequencies - result.truth) ** 2))
     console.print(f"95% CI coverage over all {names} names: {result.coverage:.1%}; "
                   f"mean squared error {mse:.2e} (analytical {float(np.mean(est.variance)):.2e}); "
                   f"{significant(result).size} names significantly above 0 (Bonferroni, alpha = 0.05)")
     path = plot_categorical(result, out / "names.png")
     console.print(f"plot: {path}")
+
+
+@app.command()
+def reproduce(
+    paper: Annotated[str, typer.Argument(help="fo17, con20, sw20, wav25 or tops21.")],
+    quick: Annotated[bool, typer.Option(help="A reduced grid that runs in about two minutes.")] = False,
+    out: Annotated[Optional[Path], typer.Option(help="Results directory (default results/PAPER).")] = None,  # noqa: UP045 - typer needs Optional
+    seed: Annotated[int, typer.Option(help="Root seed of the experiment grid.")] = 0,
+    jobs: Annotated[int, typer.Option(help="Worker processes over grid cells.")] = 1,
+) -> None:
+    """Reproduce a paper's experiments: tables (Markdown), plots (PNG) and raw results (Parquet)."""
+    from . import reproduce as papers
+
+    try:
+        path = papers.run(paper, quick=quick, out=out, seed=seed, jobs=jobs, console=console)
+    except (ValueError, NotImplementedError) as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    console.print(f"results in {path}")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -7,6 +7,7 @@ oracle :func:`ldpkit.choose_oracle` picks, with 95% confidence intervals and a p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,28 +39,26 @@ class CategoricalDemo:
 
 
 def run_categorical(
-    labels: np.ndarray,
-    counts: np.ndarray,
+    values: np.ndarray,
+    labels: Sequence[str],
     *,
-    n_users: int = 1_000_000,
     epsilon: float = 1.0,
     batches: int = 10,
     rng: RNGLike = None,
     progress: Any = None,
 ) -> CategoricalDemo:
-    """Simulate ``n_users`` users drawn by ``counts`` and estimate their item frequencies.
+    """Estimate the item frequencies of ``values`` (one item per user) under epsilon-LDP.
 
-    Users are sampled with a multinomial on the true counts, randomized in ``batches``
-    (as devices would, each batch with its own generator) and aggregated by one
-    :class:`ldpkit.Aggregator`. ``progress`` is an optional callable advanced per batch.
+    The oracle is :func:`ldpkit.choose_oracle`'s pick for (epsilon, d). Users are
+    randomized in ``batches`` (as devices would, each batch with its own generator) and
+    aggregated by one :class:`ldpkit.Aggregator`. ``progress`` is an optional callable
+    advanced once per batch.
     """
     import time
 
     gen = as_generator(rng)
     d = len(labels)
-    sample = gen.multinomial(n_users, np.asarray(counts, dtype=np.float64) / np.sum(counts))
-    values = np.repeat(np.arange(d), sample)
-    gen.shuffle(values)
+    truth = np.bincount(values, minlength=d) / len(values)
     spec = choose_oracle(epsilon, d)
     agg = Aggregator(spec)
     t0 = time.perf_counter()
@@ -68,7 +67,7 @@ def run_categorical(
         if progress is not None:
             progress()
     est = agg.estimate().replace(labels=tuple(labels))
-    return CategoricalDemo(np.asarray(labels), sample / n_users, est, time.perf_counter() - t0)
+    return CategoricalDemo(np.asarray(labels), truth, est, time.perf_counter() - t0)
 
 
 def plot_categorical(result: CategoricalDemo, path: str | Path, *, top: int = 60) -> Path:
