@@ -11,6 +11,8 @@ def test_demo_runs_on_real_data(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "James" in result.output and "95% CI coverage" in result.output
     assert (tmp_path / "names.png").stat().st_size > 10_000
+    assert (tmp_path / "departures.png").stat().st_size > 10_000
+    assert "90% quantile" in result.output
 
 
 def test_reproduce_rejects_unknown_paper():

@@ -106,3 +106,60 @@ def plot_categorical(result: CategoricalDemo, path: str | Path, *, top: int = 60
 def significant(result: CategoricalDemo, alpha: float = 0.05) -> np.ndarray:
     """Names significantly above zero (Bonferroni), largest first."""
     return heavy_hitters(result.estimate, alpha)
+
+
+@dataclass(frozen=True)
+class NumericalDemo:
+    """What the numerical demo computed: the true values and the SW-EMS estimate."""
+
+    values: np.ndarray
+    estimate: Any  # ldpkit.numeric.Distribution
+    truth: Any  # Distribution of the true values on the same grid
+    seconds: float
+
+    def quantile_errors(self, qs: Sequence[float] = (0.5, 0.9)) -> list[tuple[float, float, float]]:
+        """(q, estimated quantile, true sample quantile) for each q."""
+        return [(q, float(self.estimate.quantile(q)), float(np.quantile(self.values, q))) for q in qs]
+
+
+def run_numerical(
+    values: np.ndarray, low: float, high: float, *, epsilon: float = 1.0, buckets: int = 256, rng: RNGLike = None
+) -> NumericalDemo:
+    """Estimate the distribution of ``values`` on [low, high] with Square Wave + EMS (SW20)."""
+    import time
+
+    from .numeric import Distribution, SquareWave
+
+    spec = SquareWave(epsilon=epsilon, low=low, high=high, buckets=buckets)
+    t0 = time.perf_counter()
+    est = spec.run(values, rng=rng)
+    seconds = time.perf_counter() - t0
+    truth = Distribution.from_values(values, low, high, buckets)
+    return NumericalDemo(np.asarray(values), est, truth, seconds)
+
+
+def plot_numerical(result: NumericalDemo, path: str | Path, *, title: str, unit: str = "") -> Path:
+    """True vs estimated density (histograms on the same grid) with the quantiles marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    est, truth = result.estimate, result.truth
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax.stairs(truth.probabilities / truth.width, truth.edges, label="true density", color="k", lw=1.5)
+    ax.stairs(est.probabilities / est.width, est.edges, label="SW + EMS estimate", color="C1", lw=1.5)
+    for q, qe, qt in result.quantile_errors():
+        ax.axvline(qt, color="k", ls=":", lw=1)
+        ax.axvline(qe, color="C1", ls="--", lw=1)
+        ax.text(qe, ax.get_ylim()[1] * 0.95, f" q{int(q * 100)}", color="C1", fontsize=8, va="top")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("density")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
