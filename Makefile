@@ -14,7 +14,7 @@ demo: $(PY)
 	$(VENV)/bin/ldpkit demo
 
 test: $(PY)
-	$(PIP) -e ".[data,test]"
+	$(PIP) -e ".[data,test,distributed,service]"
 	$(PY) -m pytest -n 2 src tests
 
 lint: $(PY)
