@@ -1,5 +1,6 @@
 import io
 import json
+import zipfile
 
 import numpy as np
 import pyarrow as pa
@@ -221,3 +222,18 @@ def test_json_reports_for_small_clients():
         reports_from_dict({**d, "arrays": {}})
     with pytest.raises(TypeError, match="data must be a JSON object"):
         reports_from_dict([1, 2])
+
+
+def test_decoded_size_sees_through_compression_and_lying_headers():
+    # 150 000 identical uint16 values: tiny compressed, 300 KB decoded.
+    r = GRR(epsilon=60.0, domain_size=300).randomize(np.zeros(150_000, dtype=int), rng=0)
+    for fmt in ("npz", "parquet"):
+        data = reports_to_bytes(r, format=fmt)
+        assert len(data) < 30_000 and decoded_size(data) >= 300_000
+    # An npz whose array header claims 10^12 items is measured by the claim, not the zip size.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf, zf.open("values.npy", "w") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<u8", "fortran_order": False, "shape": (10**12,)})
+    assert decoded_size(buf.getvalue()) == 8 * 10**12
+    with pytest.raises(ValueError, match="npz or Parquet reports payload"):
+        decoded_size(reports_to_bytes(r, format="npz")[:100])

@@ -310,12 +310,14 @@ def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> 
     import pyarrow as pa
 
     pf = _parquet_file(path)
-    spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
-    _check_expected(spec, expected, "reports")
     try:
+        spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
+        _check_expected(spec, expected, "reports")
         table = pf.read(columns=list(fields))
     except (OSError, pa.ArrowException) as exc:
         raise ValueError(f"{_name(path)} must be a readable Parquet file, got an error: {exc}") from exc
+    finally:
+        pf.close()  # closes only a file it opened itself, never the caller's file object
     return _table_reports(table, spec, fields, _name(path))
 
 
@@ -341,11 +343,15 @@ def iter_reports_parquet(
     """
     import pyarrow as pa
 
-    pf = _parquet_file(path)
-    spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
-    _check_expected(spec, expected, "reports")
-    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size must be an integer >= 1 or None, got {batch_size!r}")
+    pf = _parquet_file(path)
+    try:
+        spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
+        _check_expected(spec, expected, "reports")
+    except ValueError:
+        pf.close()
+        raise
     columns = list(fields)
 
     def batches() -> Iterator[Reports]:
@@ -359,6 +365,8 @@ def iter_reports_parquet(
                     yield _table_reports(table, spec, fields, _name(path))
         except (OSError, pa.ArrowException) as exc:
             raise ValueError(f"{_name(path)} must be a readable Parquet file, got an error: {exc}") from exc
+        finally:
+            pf.close()
 
     return batches()
 
@@ -426,21 +434,52 @@ def reports_to_bytes(reports: Reports, format: WireFormat = "npz") -> bytes:
     return buf.getvalue()
 
 
-def decoded_size(data: bytes) -> int | None:
-    """Uncompressed size in bytes declared by an npz or Parquet payload (None if unknown).
+def _row_width(schema: pa.Schema) -> int:
+    """Bytes per row of a schema of fixed-width columns (what decoding one row allocates)."""
+    import pyarrow as pa
 
-    A server checks this before decoding so a small compressed body cannot expand into
-    gigabytes of arrays.
+    width = 0
+    for field in schema:
+        t = field.type
+        if isinstance(t, pa.FixedSizeBinaryType):
+            width += t.byte_width
+        elif isinstance(t, pa.FixedSizeListType):
+            width += t.list_size * max(t.value_type.bit_width // 8, 1)
+        else:
+            width += max(getattr(t, "bit_width", 64) // 8, 1)
+    return width
+
+
+def decoded_size(data: bytes) -> int | None:
+    """Bytes that decoding an npz or Parquet payload would allocate (None if neither).
+
+    Read from the headers only (npy array headers in the zip; row counts times the schema's
+    fixed row width, or the declared uncompressed size if larger, for Parquet), so a server
+    can refuse a small compressed body that would expand into gigabytes before decoding it.
     """
     kind = _sniff(data[:4])
     try:
         if kind == "npz":
+            total = 0
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                return sum(info.file_size for info in zf.infolist())
+                for info in zf.infolist():
+                    with zf.open(info) as member:
+                        version = np.lib.format.read_magic(member)
+                        if version not in ((1, 0), (2, 0)):
+                            raise ValueError(f"npy format version must be 1.0 or 2.0, got {version}")
+                        read_header = (
+                            np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0
+                        )
+                        shape, _, dtype = read_header(member)
+                    total += max(math.prod(shape) * dtype.itemsize, info.file_size)
+            return total
         if kind == "parquet":
-            md = _parquet_file(io.BytesIO(data)).metadata
-            return sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+            pf = _parquet_file(io.BytesIO(data))
+            md = pf.metadata
+            declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+            return max(declared, md.num_rows * _row_width(pf.schema_arrow))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise ValueError(f"data must be an npz or Parquet reports payload, got an error: {exc}") from exc
     return None
 
