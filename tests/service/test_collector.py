@@ -261,3 +261,14 @@ def test_health_listing_openapi_and_config(tmp_path):
         Collection(GRR(epsilon=1.0, domain_size=9), encoder=Encoder(["a", "b", "c"]))
     with pytest.raises(ValueError, match="collection names must be"):
         create_app({"no spaces": GRR(epsilon=1.0, domain_size=3)}, "sqlite://")
+
+
+def test_schema_compiles_for_postgresql_without_a_server():
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.schema import CreateTable
+
+    from ldpkit.service.store import metadata
+
+    ddl = "\n".join(str(CreateTable(t).compile(dialect=postgresql.dialect())) for t in metadata.sorted_tables)
+    assert "id BIGSERIAL NOT NULL" in ddl and "CONSTRAINT uq_ldpkit_batches_idempotency UNIQUE" in ddl
+    assert "received_at TIMESTAMP WITH TIME ZONE" in ddl and "payload BYTEA" in ddl
