@@ -14,11 +14,11 @@ demo: $(PY)
 	$(VENV)/bin/ldpkit demo
 
 test: $(PY)
-	$(PIP) -e ".[data,test]"
+	$(PIP) -e ".[data,test,distributed,service]"
 	$(PY) -m pytest -n 2 src tests
 
 lint: $(PY)
-	$(PIP) -e ".[data,test]"
+	$(PIP) -e ".[data,test,distributed,service]"
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy src
 

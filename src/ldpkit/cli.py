@@ -35,12 +35,13 @@ def demo(
     from .datasets import babynames
 
     data = babynames(users, top_k=names, rng=seed)
+    assert data.labels is not None  # categorical data sets always carry labels
     labels = np.asarray(data.labels)
     batches = 20
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} batches"),
                   TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task(f"randomizing + aggregating {users:,} users", total=batches)
-        result = run_categorical(data.values, data.labels, epsilon=epsilon, batches=batches, rng=seed + 1,
+        result = run_categorical(data.values, labels, epsilon=epsilon, batches=batches, rng=seed + 1,
                                  progress=lambda: bar.advance(task))
     est = result.estimate
     console.print(f"oracle chosen for eps={epsilon:g}, d={names}: [bold]{est.spec!r}[/] "
@@ -73,6 +74,7 @@ def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
     from .demo import plot_numerical, run_numerical
 
     data = flights_departure_time()
+    assert data.domain is not None  # numerical data sets always carry their range
     low, high = data.domain
     with console.status(f"Square Wave + EMS over {data.n:,} flights (one user each)"):
         result = run_numerical(data.values, low, high, epsilon=epsilon, buckets=288, rng=seed + 2)

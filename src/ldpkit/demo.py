@@ -40,7 +40,7 @@ class CategoricalDemo:
 
 def run_categorical(
     values: np.ndarray,
-    labels: Sequence[str],
+    labels: Sequence[str] | np.ndarray,
     *,
     epsilon: float = 1.0,
     batches: int = 10,

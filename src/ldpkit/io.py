@@ -1,24 +1,64 @@
 """Saving and loading Reports and Stats with the spec and its fingerprint.
 
-Reports go to ``.npz`` (no pickles: loaded with ``allow_pickle=False``), Stats to JSON.
-Loading checks the stored fingerprint against the rebuilt spec, and callers can demand
-an expected spec, so a server never mixes reports from another configuration.
+Three wire formats for Reports, all carrying the spec and its fingerprint:
+
+- ``.npz`` (numpy, compressed; loaded with ``allow_pickle=False``, so no pickles);
+- Apache Parquet (one row per user; bit-packed ``bits`` as a fixed-size binary column; the
+  spec in the schema metadata; read in row groups with :func:`iter_reports_parquet`);
+- a JSON-safe dict (:func:`reports_to_dict`) for small clients that cannot write either.
+
+Stats go to JSON (:meth:`ldpkit.Stats.to_dict`). Loading checks the stored fingerprint
+against the rebuilt spec, and callers can demand an expected spec, so a server never mixes
+reports from another configuration. pyarrow is imported on first use only, so clients that
+never touch Parquet do not pay for it.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
+import zipfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .spec import Mechanism, Reports, Stats, spec_from_dict
 
-__all__ = ["save_reports", "load_reports", "save_stats", "load_stats"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "save_reports",
+    "load_reports",
+    "save_reports_parquet",
+    "load_reports_parquet",
+    "iter_reports_parquet",
+    "reports_to_arrow",
+    "reports_from_arrow",
+    "reports_to_bytes",
+    "reports_from_bytes",
+    "reports_to_dict",
+    "reports_from_dict",
+    "decoded_size",
+    "save_stats",
+    "load_stats",
+]
 
 _META = "__ldpkit_meta__"
+#: Schema-metadata key of Parquet/Arrow reports.
+PARQUET_META_KEY = b"ldpkit"
+_FORMAT = "ldpkit.reports/1"
+_NPZ_MAGIC = b"PK\x03\x04"
+_PARQUET_MAGIC = b"PAR1"
+#: Default target size of one Parquet row group (uncompressed), in bytes.
+_ROW_GROUP_BYTES = 64 * 2**20
+
+WireFormat = Literal["npz", "parquet"]
+Source = str | os.PathLike[str] | IO[bytes]
 
 
 def _check_expected(spec: Mechanism, expected: Mechanism | None, what: str) -> None:
@@ -29,34 +69,531 @@ def _check_expected(spec: Mechanism, expected: Mechanism | None, what: str) -> N
         )
 
 
-def save_reports(reports: Reports, path: str | os.PathLike[str]) -> Path:
-    """Write reports to ``path`` (.npz) with the spec and its fingerprint."""
+def _check_reports(reports: Any) -> Reports:
     if not isinstance(reports, Reports):
         raise TypeError(f"reports must be ldpkit.Reports, got {type(reports).__name__}")
-    meta = {"format": "ldpkit.reports/1", "mechanism": reports.spec.to_dict(), "fingerprint": reports.fingerprint}
-    path = Path(path)
+    return reports
+
+
+def _header(reports: Reports) -> dict[str, Any]:
+    return {"format": _FORMAT, "mechanism": reports.spec.to_dict(), "fingerprint": reports.fingerprint}
+
+
+def _spec_from_header(meta: Any, source: str) -> Mechanism:
+    """Rebuild and verify the spec of a reports header; ValueError naming ``source`` otherwise."""
+    try:
+        if not isinstance(meta, Mapping) or meta.get("format") not in (None, _FORMAT):
+            raise ValueError(f"format must be {_FORMAT!r}")
+        spec = spec_from_dict(meta["mechanism"])
+        fingerprint = meta["fingerprint"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{source} must hold valid ldpkit reports metadata, got an error: {exc}") from exc
+    if fingerprint != spec.fingerprint:
+        raise ValueError(
+            f"fingerprint must match the mechanism {spec!r} ({spec.fingerprint}), got {fingerprint!r}"
+        )
+    return spec
+
+
+def _name(source: Any) -> str:
+    return repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "the data"
+
+
+# -- npz ------------------------------------------------------------------------------------
+def _write_npz(reports: Reports, fh: IO[bytes]) -> None:
     if _META in reports.fields:
         raise ValueError(f"reports must not have a field named {_META!r}")
     arrays: dict[str, Any] = dict(reports.arrays)
-    arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+    arrays[_META] = np.frombuffer(json.dumps(_header(reports)).encode(), dtype=np.uint8)
+    np.savez_compressed(fh, **arrays)
+
+
+def _read_npz(source: Source, expected: Mechanism | None) -> Reports:
+    try:
+        data = np.load(source, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{_name(source)} must be an ldpkit reports file, got an error: {exc}") from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{_name(source)} must be an ldpkit reports file, got a plain .npy array")
+    with data:
+        if _META not in data:
+            raise ValueError(f"path must be an ldpkit reports file, got {_name(source)}")
+        try:
+            meta = json.loads(data[_META].tobytes().decode())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{_name(source)} has corrupt ldpkit metadata: {exc}") from exc
+        spec = _spec_from_header(meta, _name(source))
+        _check_expected(spec, expected, "reports")
+        try:
+            arrays = {k: data[k] for k in data.files if k != _META}
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{_name(source)} has a corrupt array: {exc}") from exc
+        return Reports(spec, **arrays)
+
+
+# -- Arrow / Parquet ------------------------------------------------------------------------
+def _arrow_column(name: str, arr: np.ndarray) -> tuple[pa.Array, dict[str, Any]]:
+    """One Arrow column for one report field, plus what is needed to rebuild it exactly."""
+    import pyarrow as pa
+
+    native = arr.astype(arr.dtype.newbyteorder("="), copy=False)
+    info: dict[str, Any] = {"dtype": native.dtype.str, "shape": list(arr.shape[1:])}
+    try:
+        value_type = pa.from_numpy_dtype(native.dtype)
+    except (NotImplementedError, pa.ArrowNotImplementedError, TypeError) as exc:
+        raise TypeError(f"reports.{name} must have a numeric dtype, got {arr.dtype}") from exc
+    if arr.ndim == 1:
+        return pa.array(native, type=value_type), info
+    width = math.prod(arr.shape[1:])
+    if width == 0:
+        raise ValueError(f"reports.{name} must have at least one column, got shape {arr.shape}")
+    n = arr.shape[0]
+    flat = np.ascontiguousarray(native).reshape(n * width)
+    if native.dtype == np.uint8:
+        # Packed bits: one fixed-size binary value per user, no per-byte list overhead.
+        column = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(flat)])
+        info["arrow"] = "binary"
+        return column, info
+    info["arrow"] = "list"
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=value_type), width), info
+
+
+def reports_to_arrow(reports: Reports) -> pa.Table:
+    """An Arrow table with one row per user and the spec in the schema metadata.
+
+    1-D fields become primitive columns of the same dtype; 2-D ``uint8`` fields (bit-packed
+    unary reports, ``np.packbits(..., axis=1)``) become ``fixed_size_binary(width)``; other
+    multi-column fields become ``fixed_size_list``. The metadata key ``b"ldpkit"`` holds
+    ``{"format", "mechanism", "fingerprint", "fields"}`` as JSON.
+    """
+    import pyarrow as pa
+
+    reports = _check_reports(reports)
+    columns, fields = {}, {}
+    for name, arr in reports.arrays.items():
+        columns[name], fields[name] = _arrow_column(name, arr)
+    meta = {**_header(reports), "fields": fields}
+    table = pa.table(columns)
+    return table.replace_schema_metadata({PARQUET_META_KEY: json.dumps(meta).encode()})
+
+
+def _arrow_meta(schema: pa.Schema, source: str) -> tuple[Mechanism, dict[str, Any]]:
+    raw = (schema.metadata or {}).get(PARQUET_META_KEY)
+    if raw is None:
+        raise ValueError(f"{source} must be an ldpkit reports Parquet file (no {PARQUET_META_KEY!r} metadata)")
+    try:
+        meta = json.loads(raw.decode())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{source} has corrupt ldpkit metadata: {exc}") from exc
+    spec = _spec_from_header(meta, source)
+    fields = meta.get("fields") if isinstance(meta, Mapping) else None
+    if not isinstance(fields, Mapping) or not fields:
+        raise ValueError(f"{source} has corrupt ldpkit metadata: no report fields listed")
+    return spec, dict(fields)
+
+
+def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) -> np.ndarray:
+    """Rebuild one report field from a (chunked) Arrow column; ValueError on any mismatch."""
+    import pyarrow as pa
+
+    try:
+        dtype = np.dtype(info["dtype"])
+        shape = tuple(int(s) for s in info["shape"])
+        value_type = pa.from_numpy_dtype(dtype)
+    except (KeyError, TypeError, ValueError, NotImplementedError, pa.ArrowNotImplementedError) as exc:
+        raise ValueError(f"{source} has corrupt ldpkit metadata for field {name!r}: {exc}") from exc
+    if column.null_count:
+        raise ValueError(f"reports.{name} must have no missing values, got {column.null_count}")
+    n = len(column)
+    width = math.prod(shape)
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if not shape:
+        expected_type = value_type
+    elif info.get("arrow") == "binary":
+        expected_type = pa.binary(width)
+    else:
+        expected_type = pa.list_(value_type, width)
+    if column.type != expected_type:
+        raise ValueError(
+            f"reports.{name} must be stored as Arrow {expected_type} (per the ldpkit metadata), "
+            f"got {column.type} in {source}"
+        )
+    if not shape:
+        parts = [c.to_numpy(zero_copy_only=False) for c in chunks]
+    elif info.get("arrow") == "binary":
+        parts = []
+        for c in chunks:
+            buf = c.buffers()[1]
+            parts.append(
+                np.frombuffer(buf, np.uint8, count=len(c) * width, offset=c.offset * width)
+                if len(c) else np.empty(0, np.uint8)
+            )
+    else:
+        parts = [c.flatten().to_numpy(zero_copy_only=False) for c in chunks]
+    flat = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, dtype)
+    return flat.astype(dtype, copy=False).reshape((n, *shape))
+
+
+def reports_from_arrow(
+    table: pa.Table, *, expected: Mechanism | None = None, source: str = "the table"
+) -> Reports:
+    """Inverse of :func:`reports_to_arrow`; checks the fingerprint and ``expected``."""
+    spec, fields = _arrow_meta(table.schema, source)
+    _check_expected(spec, expected, "reports")
+    return _table_reports(table, spec, fields, source)
+
+
+def _table_reports(table: pa.Table, spec: Mechanism, fields: Mapping[str, Any], source: str) -> Reports:
+    missing = [k for k in fields if k not in table.column_names]
+    if missing:
+        raise ValueError(f"{source} must have columns {list(fields)}, missing {missing}")
+    arrays = {k: _numpy_column(k, table.column(k), info, source) for k, info in fields.items()}
+    return Reports(spec, **arrays)
+
+
+def _default_row_group(reports: Reports) -> int:
+    row_bytes = sum(a.itemsize * math.prod(a.shape[1:]) for a in reports.arrays.values())
+    return max(1024, _ROW_GROUP_BYTES // max(row_bytes, 1))
+
+
+def save_reports_parquet(
+    reports: Reports,
+    path: Source,
+    *,
+    row_group_size: int | None = None,
+    compression: str | None = "zstd",
+) -> Path | IO[bytes]:
+    """Write reports to a Parquet file (one row per user) with the spec in its metadata.
+
+    Parameters
+    ----------
+    reports : Reports
+        The batch to write.
+    path : path or binary file object
+        Where to write.
+    row_group_size : int or None
+        Rows per row group (the unit :func:`iter_reports_parquet` reads). By default about
+        64 MiB of uncompressed report data per group, and at least 1024 rows.
+    compression : str or None
+        Parquet codec (``"zstd"``, ``"snappy"``, ``None``...). Randomized bits barely
+        compress; integer item columns of small domains do.
+
+    Returns
+    -------
+    Path or file object
+        ``path`` (as a Path when it was a path).
+    """
+    import pyarrow.parquet as pq
+
+    reports = _check_reports(reports)
+    table = reports_to_arrow(reports)
+    size = _default_row_group(reports) if row_group_size is None else int(row_group_size)
+    if size < 1:
+        raise ValueError(f"row_group_size must be an integer >= 1, got {row_group_size!r}")
+    target = Path(path) if isinstance(path, (str, os.PathLike)) else path
+    pq.write_table(table, target, row_group_size=size, compression=compression)
+    return target
+
+
+def _parquet_file(source: Source) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(source)
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{_name(source)} must be a Parquet file, got an error: {exc}") from exc
+
+
+def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> Reports:
+    """Read a whole Parquet file written by :func:`save_reports_parquet`."""
+    import pyarrow as pa
+
+    pf = _parquet_file(path)
+    try:
+        spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
+        _check_expected(spec, expected, "reports")
+        table = pf.read(columns=list(fields))
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{_name(path)} must be a readable Parquet file, got an error: {exc}") from exc
+    finally:
+        pf.close()  # closes only a file it opened itself, never the caller's file object
+    return _table_reports(table, spec, fields, _name(path))
+
+
+def iter_reports_parquet(
+    path: Source, *, expected: Mechanism | None = None, batch_size: int | None = None
+) -> Iterator[Reports]:
+    """Read a Parquet reports file lazily, one Reports batch at a time.
+
+    With ``batch_size=None`` each batch is one row group (as written); otherwise batches
+    have ``batch_size`` rows (the last may be shorter). Memory stays bounded by one batch,
+    so ``sum(spec.aggregate(b) for b in ...)`` aggregates files larger than memory. The
+    metadata and ``expected`` are checked before the first batch is read.
+
+    Examples
+    --------
+    >>> import io
+    >>> from ldpkit import OUE
+    >>> spec = OUE(epsilon=1.0, domain_size=20)
+    >>> buf = io.BytesIO()
+    >>> _ = save_reports_parquet(spec.randomize(list(range(20)) * 50, rng=0), buf, row_group_size=300)
+    >>> [len(r) for r in iter_reports_parquet(buf, expected=spec)]
+    [300, 300, 300, 100]
+    """
+    import pyarrow as pa
+
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be an integer >= 1 or None, got {batch_size!r}")
+    pf = _parquet_file(path)
+    try:
+        spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
+        _check_expected(spec, expected, "reports")
+    except ValueError:
+        pf.close()
+        raise
+    columns = list(fields)
+
+    def batches() -> Iterator[Reports]:
+        try:
+            if batch_size is None:
+                for i in range(pf.num_row_groups):
+                    yield _table_reports(pf.read_row_group(i, columns=columns), spec, fields, _name(path))
+            else:
+                for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+                    table = pa.Table.from_batches([batch])
+                    yield _table_reports(table, spec, fields, _name(path))
+        except (OSError, pa.ArrowException) as exc:
+            raise ValueError(f"{_name(path)} must be a readable Parquet file, got an error: {exc}") from exc
+        finally:
+            pf.close()
+
+    return batches()
+
+
+# -- format dispatch ------------------------------------------------------------------------
+def _sniff(head: bytes) -> WireFormat | None:
+    if head.startswith(_NPZ_MAGIC):
+        return "npz"
+    if head.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    return None
+
+
+def save_reports(
+    reports: Reports, path: str | os.PathLike[str], *, format: WireFormat | None = None
+) -> Path:
+    """Write reports to ``path`` with the spec and its fingerprint.
+
+    ``format`` is ``"npz"`` or ``"parquet"``; by default Parquet for a ``.parquet`` or
+    ``.pq`` suffix and npz otherwise.
+    """
+    reports = _check_reports(reports)
+    path = Path(path)
+    if format is None:
+        format = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "npz"
+    if format == "parquet":
+        save_reports_parquet(reports, path)
+    elif format == "npz":
+        with open(path, "wb") as fh:
+            _write_npz(reports, fh)
+    else:
+        raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
     return path
 
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
-    """Read reports saved by :func:`save_reports`; ``expected`` demands a configuration."""
-    with np.load(path, allow_pickle=False) as data:
-        if _META not in data:
-            raise ValueError(f"path must be an ldpkit reports file, got {os.fspath(path)!r}")
-        meta = json.loads(data[_META].tobytes().decode())
-        spec = spec_from_dict(meta["mechanism"])
-        if meta["fingerprint"] != spec.fingerprint:
-            raise ValueError(f"fingerprint must match {spec!r}, got {meta['fingerprint']!r}")
+    """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
+    ``expected`` demands a configuration."""
+    with open(path, "rb") as fh:
+        kind = _sniff(fh.read(4))
+    if kind == "parquet":
+        return load_reports_parquet(path, expected=expected)
+    return _read_npz(path, expected)
+
+
+def reports_to_bytes(reports: Reports, format: WireFormat = "npz") -> bytes:
+    """The bytes :func:`save_reports` would write (what a client POSTs to a collector).
+
+    Examples
+    --------
+    >>> from ldpkit import GRR
+    >>> spec = GRR(epsilon=1.0, domain_size=4)
+    >>> data = reports_to_bytes(spec.randomize([0, 1, 2, 3], rng=0), format="parquet")
+    >>> reports_from_bytes(data, expected=spec).values.tolist()
+    [1, 1, 2, 3]
+    """
+    reports = _check_reports(reports)
+    buf = io.BytesIO()
+    if format == "npz":
+        _write_npz(reports, buf)
+    elif format == "parquet":
+        save_reports_parquet(reports, buf)
+    else:
+        raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
+    return buf.getvalue()
+
+
+def _row_width(schema: pa.Schema) -> int:
+    """Bytes per row of a schema of fixed-width columns (what decoding one row allocates)."""
+    import pyarrow as pa
+
+    width = 0
+    for field in schema:
+        t = field.type
+        if isinstance(t, pa.FixedSizeBinaryType):
+            width += t.byte_width
+        elif isinstance(t, pa.FixedSizeListType):
+            width += t.list_size * max(t.value_type.bit_width // 8, 1)
+        else:
+            width += max(getattr(t, "bit_width", 64) // 8, 1)
+    return width
+
+
+def decoded_size(data: bytes) -> int | None:
+    """Bytes that decoding an npz or Parquet payload would allocate (None if neither).
+
+    Read from the headers only (npy array headers in the zip; row counts times the schema's
+    fixed row width, or the declared uncompressed size if larger, for Parquet), so a server
+    can refuse a small compressed body that would expand into gigabytes before decoding it.
+    """
+    kind = _sniff(data[:4])
+    try:
+        if kind == "npz":
+            total = 0
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                for info in zf.infolist():
+                    with zf.open(info) as member:
+                        version = np.lib.format.read_magic(member)
+                        if version not in ((1, 0), (2, 0)):
+                            raise ValueError(f"npy format version must be 1.0 or 2.0, got {version}")
+                        read_header = (
+                            np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0
+                        )
+                        shape, _, dtype = read_header(member)
+                    total += max(math.prod(shape) * dtype.itemsize, info.file_size)
+            return total
+        if kind == "parquet":
+            pf = _parquet_file(io.BytesIO(data))
+            md = pf.metadata
+            declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+            return max(declared, md.num_rows * _row_width(pf.schema_arrow))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"data must be an npz or Parquet reports payload, got an error: {exc}") from exc
+    return None
+
+
+def reports_from_bytes(data: bytes, *, expected: Mechanism | None = None) -> Reports:
+    """Decode npz or Parquet bytes (told apart by their magic number) into Reports."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    kind = _sniff(data[:4])
+    if kind == "npz":
+        return _read_npz(io.BytesIO(data), expected)
+    if kind == "parquet":
+        return load_reports_parquet(io.BytesIO(data), expected=expected)
+    raise ValueError(
+        f"data must be npz (starting with {_NPZ_MAGIC!r}) or Parquet (starting with "
+        f"{_PARQUET_MAGIC!r}) reports, got bytes starting with {data[:4]!r}"
+    )
+
+
+# -- JSON -------------------------------------------------------------------------------------
+def reports_to_dict(reports: Reports) -> dict[str, Any]:
+    """A JSON-safe dict: header plus ``arrays: {name: {"dtype", "shape", "data"}}``.
+
+    Exact for every dtype (``uint64`` seeds are Python ints; JSON readers in languages
+    with 53-bit numbers should send them as decimal strings, which
+    :func:`reports_from_dict` accepts).
+    """
+    reports = _check_reports(reports)
+    return {
+        **_header(reports),
+        "arrays": {
+            k: {"dtype": v.dtype.str, "shape": list(v.shape), "data": v.tolist()}
+            for k, v in reports.arrays.items()
+        },
+    }
+
+
+def _json_array(name: str, entry: Any, dtype: np.dtype | None) -> np.ndarray:
+    """One report field from JSON; refuses lossy conversions (floats or bools to integers)."""
+    if isinstance(entry, Mapping):
+        data = entry.get("data")
+        if entry.get("dtype") is not None:
+            try:
+                dtype = np.dtype(entry["dtype"])
+            except TypeError as exc:
+                raise ValueError(f"reports.{name}.dtype must be a numpy dtype name, got {entry['dtype']!r}") from exc
+    else:
+        data = entry
+    if not isinstance(data, list):
+        raise ValueError(f"reports.{name} must be a JSON array (one entry per user), got {type(data).__name__}")
+    try:
+        if dtype is None:
+            arr = np.asarray(data)
+        else:
+            # An object array keeps every JSON value as parsed, so the check below sees
+            # exactly what was sent (np.asarray would turn mixed big ints into floats).
+            probe = np.array(data, dtype=object)
+            if dtype.kind in "iu":
+                allowed: tuple[type, ...] = (int, str)
+            elif dtype.kind == "f":
+                allowed = (int, float)
+            else:
+                allowed = (bool,) if dtype.kind == "b" else ()
+            bad = next(
+                (x for x in probe.ravel() if not isinstance(x, allowed) or (isinstance(x, bool) and bool not in allowed)),
+                None,
+            ) if probe.size else None
+            if bad is not None:
+                raise ValueError(f"entry {bad!r} ({type(bad).__name__}) cannot be stored as {dtype}")
+            arr = np.array(data, dtype=dtype)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(
+            f"reports.{name} must be a rectangular array of {dtype or 'numbers'}, got an error: {exc}"
+        ) from exc
+    if isinstance(entry, Mapping) and entry.get("shape") is not None and list(arr.shape) != list(entry["shape"]):
+        raise ValueError(f"reports.{name} must have the declared shape {entry['shape']}, got {list(arr.shape)}")
+    return arr
+
+
+def reports_from_dict(
+    data: Mapping[str, Any],
+    *,
+    expected: Mechanism | None = None,
+    dtypes: Mapping[str, np.dtype] | None = None,
+) -> Reports:
+    """Inverse of :func:`reports_to_dict`.
+
+    ``mechanism`` may be omitted when ``expected`` is given (then ``fingerprint`` must
+    match it), and an array's ``dtype``/``shape`` may be omitted: ``dtypes`` (field ->
+    dtype, e.g. from a reference batch) supplies the dtype, else numpy infers it.
+    Lossy conversions are refused: a float or a bool is never turned into an integer.
+    """
+    if not isinstance(data, Mapping):
+        raise TypeError(f"data must be a JSON object, got {type(data).__name__}")
+    if "mechanism" in data or expected is None:
+        spec = _spec_from_header(data, "the JSON reports")
         _check_expected(spec, expected, "reports")
-        return Reports(spec, **{k: data[k] for k in data.files if k != _META})
+    else:
+        spec = expected
+        if data.get("fingerprint") != expected.fingerprint:
+            raise ValueError(
+                f"reports must come from {expected!r} (fingerprint {expected.fingerprint}), "
+                f"got reports with fingerprint {data.get('fingerprint')!r}"
+            )
+    arrays = data.get("arrays")
+    if not isinstance(arrays, Mapping) or not arrays:
+        raise ValueError("arrays must be a non-empty JSON object {field: {dtype, data}}, got "
+                         f"{type(arrays).__name__}")
+    dtypes = dtypes or {}
+    return Reports(spec, **{k: _json_array(k, v, dtypes.get(k)) for k, v in arrays.items()})
 
 
+# -- Stats ------------------------------------------------------------------------------------
 def save_stats(stats: Stats, path: str | os.PathLike[str]) -> Path:
     """Write stats to ``path`` as JSON (exact for float64)."""
     if not isinstance(stats, Stats):
