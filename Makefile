@@ -19,7 +19,7 @@ test: $(PY)
 
 lint: $(PY)
 	$(PIP) -e ".[data,test,distributed,service]"
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/mypy src
 
 bench: $(PY)

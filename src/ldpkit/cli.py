@@ -117,6 +117,21 @@ def reproduce(
     console.print(f"results in {path}")
 
 
+@app.command()
+def serve(
+    config: Annotated[Path, typer.Argument(help="Collector configuration (TOML or JSON): collections and their specs.")],
+    host: Annotated[str, typer.Option(help="Interface to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+) -> None:
+    """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
+    try:
+        from .service import main as serve_main
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        console.print(f"[red]the collector needs the service extra: pip install 'ldpkit[service]' ({exc})[/]")
+        raise typer.Exit(2) from exc
+    serve_main(config, host=host, port=port)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 
