@@ -402,6 +402,8 @@ def test_admm_estimate_is_a_distribution():
     stats = spec.aggregate(spec.randomize(beta_values(20_000, 4), rng=5))
     dist = spec.estimate(stats)
     assert dist.buckets == 20 and np.all(dist.probabilities >= 0)
+    assert Stats.from_dict(json.loads(json.dumps(stats.to_dict()))) == stats
+    assert spec.estimate(stats, postprocessing="cdf").buckets == 20
     tree, _ = spec.admm_tree(stats)
     # only the last <= 1e-4 violations (and the padded leaves) are removed
     assert np.max(np.abs(dist.probabilities - tree[-1][:20])) <= 2e-3

@@ -632,12 +632,14 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def level_variances(self, stats: Stats) -> np.ndarray:
         """Per level noise variance ``Var*(n_k)`` of :meth:`level_estimates` (root 0,
-        ``inf`` for a level without reports)."""
+        ``inf`` for a level without reports; the others at least 1e-300)."""
         stats = self.check_stats(stats)
         var = np.zeros(self.height + 1)
         for k in range(1, self.height + 1):
             n_k = int(stats.level_n[k - 1])
             var[k] = float(self.level_oracle(k).variance(n_k)) if n_k > 0 else math.inf
+        # GRR at a huge epsilon is exact (variance 0): keep the weights finite
+        var[1:] = np.maximum(var[1:], 1e-300)
         return var
 
     def tree(self, stats: Stats) -> list[np.ndarray]:
