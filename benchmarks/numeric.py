@@ -1,7 +1,14 @@
-"""Speed of the numerical mechanisms at n = 1e6: Square Wave + EMS/EM, SR, PM, HM.
+"""Speed of the numerical mechanisms at n = 1e6: Square Wave + EMS/EM, SR, PM, HM, and
+SW20's competitors (CFO binning, HH, HH-ADMM, HaarHRR); plus a quick accuracy comparison.
 
-Run: ``python benchmarks/numeric.py [--n 1000000] [--buckets 1024] [--epsilons 0.5 1 2 4]``.
-Prints a table and writes benchmarks/results/numeric.json.
+Run: ``python benchmarks/numeric.py [--n 1000000] [--buckets 1024] [--epsilons 0.5 1 2 4]
+[--competitor-epsilons 1] [--accuracy-seeds 5]``.
+Prints tables and writes benchmarks/results/numeric.json.
+
+The accuracy section (SW20 section 6, Beta(5, 2), n = 1e5, 256 buckets) reports the mean W1
+and KS over ``--accuracy-seeds`` seeds (fresh data and randomness per seed) for SW-EMS,
+CFO-16/32/64, HH, HH-ADMM and HaarHRR; HH and HaarHRR appear twice, with Norm-Sub on the
+leaves (their default estimate) and with the monotone CDF fit (``postprocessing="cdf"``).
 
 Target (issue 5, this 2-core machine): SW randomize + aggregate + EMS at n = 1e6 with 1024
 buckets in <= 2 s. The end-to-end time below also includes building the exact transition
@@ -21,7 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from ldpkit.metrics import ks_distance, wasserstein
 from ldpkit.numeric import (
+    HHADMM,
+    CFOBinning,
+    HaarHRR,
+    HierarchicalHistogram,
     HybridMechanism,
     PiecewiseMechanism,
     SquareWave,
@@ -95,6 +107,99 @@ def bench_mean(cls: type, eps: float, n: int, values: np.ndarray, repeat: int) -
     }
 
 
+def competitor_specs(eps: float, buckets: int) -> dict[str, Any]:
+    """SW20's competitors (section 4) by display name."""
+    return {
+        "CFO-16": CFOBinning(epsilon=eps, bins=16, buckets=buckets),
+        "CFO-32": CFOBinning(epsilon=eps, bins=32, buckets=buckets),
+        "CFO-64": CFOBinning(epsilon=eps, bins=64, buckets=buckets),
+        "HH": HierarchicalHistogram(epsilon=eps, buckets=buckets),
+        "HH-ADMM": HHADMM(epsilon=eps, buckets=buckets),
+        "HaarHRR": HaarHRR(epsilon=eps, buckets=buckets),
+    }
+
+
+def bench_competitor(name: str, spec: Any, n: int, values: np.ndarray, repeat: int) -> dict[str, Any]:
+    spec.run(values[:1000], rng=0)  # warm-up: compiled kernels load once per process
+    t_rand, reports = timed(lambda: spec.randomize(values, rng=1), repeat)
+    t_agg, stats = timed(lambda: spec.aggregate(reports), repeat)
+    t_est, dist = timed(lambda: spec.estimate(stats), repeat)
+    return {
+        "method": name,
+        "epsilon": spec.epsilon,
+        "n": n,
+        "buckets": spec.buckets,
+        "randomize_s": t_rand,
+        "aggregate_s": t_agg,
+        "estimate_s": t_est,
+        "end_to_end_s": t_rand + t_agg + t_est,
+        "w1": wasserstein(dist, values),
+    }
+
+
+def accuracy_table(epsilons: list[float], seeds: int, n: int = 100_000, buckets: int = 256) -> list[dict[str, Any]]:
+    """Mean W1 and KS over seeds on Beta(5, 2) (SW20 section 6.1: n = 1e5, 256 buckets)."""
+    rows = []
+    for eps in epsilons:
+        methods: dict[str, Any] = {"SW-EMS": (SquareWave(epsilon=eps, buckets=buckets), {})}
+        for name, spec in competitor_specs(eps, buckets).items():
+            methods[name] = (spec, {})
+            if name in ("HH", "HaarHRR"):
+                methods[name + " (cdf)"] = (spec, {"postprocessing": "cdf"})
+        scores: dict[str, list[tuple[float, float]]] = {m: [] for m in methods}
+        for seed in range(seeds):
+            values = np.random.default_rng(10_000 + seed).beta(5.0, 2.0, n)
+            for name, (spec, kwargs) in methods.items():
+                dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=seed)), **kwargs)
+                scores[name].append((wasserstein(dist, values), ks_distance(dist, values)))
+        for name, sc in scores.items():
+            arr = np.array(sc)
+            rows.append({
+                "method": name, "epsilon": eps, "n": n, "buckets": buckets, "seeds": seeds,
+                "w1": float(arr[:, 0].mean()), "w1_sd": float(arr[:, 0].std(ddof=1)) if seeds > 1 else 0.0,
+                "ks": float(arr[:, 1].mean()), "ks_sd": float(arr[:, 1].std(ddof=1)) if seeds > 1 else 0.0,
+            })
+    return rows
+
+
+def print_competitors(rows: list[dict[str, Any]], accuracy: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200)
+    if rows:
+        t = Table(title=f"SW20 competitors at n = {rows[0]['n']:,}, {rows[0]['buckets']} buckets")
+        for col in ("method", "eps", "randomize s", "aggregate s", "estimate s", "end-to-end s", "W1"):
+            t.add_column(col, justify="right")
+        for r in rows:
+            t.add_row(
+                r["method"], f"{r['epsilon']:g}", f"{r['randomize_s']:.3f}", f"{r['aggregate_s']:.3f}",
+                f"{r['estimate_s']:.3f}", f"{r['end_to_end_s']:.3f}", f"{r['w1']:.4f}",
+            )
+        console.print(t)
+    if accuracy:
+        epsilons = sorted({r["epsilon"] for r in accuracy})
+        first = accuracy[0]
+        t = Table(title=f"Beta(5, 2), n = {first['n']:,}, {first['buckets']} buckets: mean W1 / KS over "
+                        f"{first['seeds']} seeds (best per eps in bold)")
+        t.add_column("method")
+        for e in epsilons:
+            t.add_column(f"W1 eps={e:g}", justify="right")
+            t.add_column(f"KS eps={e:g}", justify="right")
+        best = {
+            (e, k): min(r[k] for r in accuracy if r["epsilon"] == e) for e in epsilons for k in ("w1", "ks")
+        }
+        for name in dict.fromkeys(r["method"] for r in accuracy):
+            cells = []
+            for e in epsilons:
+                r = next(x for x in accuracy if x["method"] == name and x["epsilon"] == e)
+                for k in ("w1", "ks"):
+                    text = f"{r[k]:.4f}"
+                    cells.append(f"[bold]{text}[/bold]" if r[k] == best[(e, k)] else text)
+            t.add_row(name, *cells)
+        console.print(t)
+
+
 def bench_matvec(buckets: int, repeat: int) -> dict[str, Any]:
     """Reference: the two products of one EM iteration as dense float64 BLAS calls.
 
@@ -153,6 +258,9 @@ def main() -> None:
     ap.add_argument("--buckets", type=int, default=1024)
     ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--competitor-epsilons", type=float, nargs="*", default=[1.0])
+    ap.add_argument("--accuracy-seeds", type=int, default=5, help="0 skips the accuracy table")
+    ap.add_argument("--accuracy-epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
     args = ap.parse_args()
 
     values = np.random.default_rng(0).beta(5, 2, args.n)
@@ -164,6 +272,13 @@ def main() -> None:
     ]
     matvec = bench_matvec(args.buckets, args.repeat)
     print_tables(sw_rows, mean_rows, matvec)
+    competitor_rows = [
+        bench_competitor(name, spec, args.n, values, args.repeat)
+        for e in args.competitor_epsilons
+        for name, spec in competitor_specs(e, args.buckets).items()
+    ]
+    accuracy = accuracy_table(args.accuracy_epsilons, args.accuracy_seeds) if args.accuracy_seeds > 0 else []
+    print_competitors(competitor_rows, accuracy)
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "numeric.json"
@@ -176,7 +291,8 @@ def main() -> None:
         "load_average": list(os.getloadavg()),
     }
     path.write_text(json.dumps(
-        {"machine": machine, "target_s": TARGET_S, "square_wave": sw_rows, "mean": mean_rows, "em_core": matvec},
+        {"machine": machine, "target_s": TARGET_S, "square_wave": sw_rows, "mean": mean_rows, "em_core": matvec,
+         "competitors": competitor_rows, "accuracy": accuracy},
         indent=2,
     ))
     print(f"wrote {path}")

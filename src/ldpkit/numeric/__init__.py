@@ -1,7 +1,19 @@
-"""Numerical attributes: distributions (Square Wave + EM/EMS) and means (SR, PM, HM)."""
+"""Numerical attributes: distributions (Square Wave + EM/EMS, CFO binning, hierarchies) and
+means (SR, PM, HM)."""
 
+from .binning import CFOBinning
 from .distribution import Distribution
 from .em import EMInfo, em, ems, smooth
+from .hierarchy import (
+    HHADMM,
+    ADMMInfo,
+    HaarHRR,
+    HierarchicalHistogram,
+    constrained_inference,
+    haar_transform,
+    hh_admm,
+    inverse_haar_transform,
+)
 from .mean import (
     HybridMechanism,
     MeanEstimate,
@@ -33,6 +45,15 @@ __all__ = [
     "DiscreteSquareWave",
     "square_wave_bandwidth",
     "wave_transition_matrix",
+    "CFOBinning",
+    "HierarchicalHistogram",
+    "HHADMM",
+    "HaarHRR",
+    "ADMMInfo",
+    "constrained_inference",
+    "hh_admm",
+    "haar_transform",
+    "inverse_haar_transform",
     "StochasticRounding",
     "PiecewiseMechanism",
     "HybridMechanism",
