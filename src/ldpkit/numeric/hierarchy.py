@@ -655,12 +655,21 @@ class HierarchicalHistogram(_TreeMechanism):
         uses for range queries; may hold negative values)."""
         return self.tree(stats)[-1][: self.buckets]
 
-    def estimate(self, stats: Stats, *, postprocessing: str = "norm_sub") -> Distribution:
-        """Constrained inference, then Norm-Sub on the leaves, as a Distribution.
+    def estimate(self, stats: Stats, *, postprocessing: str = "cdf") -> Distribution:
+        """Constrained inference, then the leaves as a Distribution.
 
         ``postprocessing`` picks how the consistent leaves become probabilities
-        (:func:`leaves_to_probabilities`): ``"norm_sub"`` (default), ``"norm_mul"`` or
-        ``"cdf"`` (monotone fit of the cumulative sums; much lower W1/KS).
+        (:func:`leaves_to_probabilities`): ``"cdf"`` (default: least-squares monotone fit
+        of the cumulative sums), ``"norm_sub"`` or ``"norm_mul"``.
+
+        Notes
+        -----
+        SW20 scores HH through range queries and CDFs built from the consistent leaves and
+        never says how to make them a distribution. Norm-Sub on the leaves keeps the
+        positive noise of the many near-empty leaves and moves mass onto them: measured on
+        Beta(5,2) (n = 1e5, eps = 1, 256 buckets, 30 seeds) W1 is 0.115 with Norm-Sub and
+        0.009 with the monotone CDF fit, which is the projection of the leaves' own CDF
+        onto valid CDFs. We default to the latter so HH is compared at its best.
         """
         return self._distribution(self.tree(stats)[-1], postprocessing)
 
@@ -932,9 +941,10 @@ class HaarHRR(_TreeMechanism):
         h = self.height
         return inverse_haar_transform(2.0 ** (-h / 2.0), self.coefficient_estimates(stats))
 
-    def estimate(self, stats: Stats, *, postprocessing: str = "norm_sub") -> Distribution:
-        """Inverse Haar transform, then Norm-Sub on the leaves, as a Distribution.
+    def estimate(self, stats: Stats, *, postprocessing: str = "cdf") -> Distribution:
+        """Inverse Haar transform, then the leaves as a Distribution.
 
-        ``postprocessing`` as for :meth:`HierarchicalHistogram.estimate`.
+        ``postprocessing`` as for :meth:`HierarchicalHistogram.estimate` (default
+        ``"cdf"``; W1 0.118 with Norm-Sub vs 0.008 on Beta(5,2), n = 1e5, eps = 1).
         """
         return self._distribution(self._leaves(stats), postprocessing)
