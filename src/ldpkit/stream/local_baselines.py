@@ -246,10 +246,10 @@ class SWOnly(LocalStreamRelease):
             return super()._range_estimates(starts, stops)
         return (stops - starts).astype(np.float64) * self.distribution().mean()
 
-    def _range_variance(self, start: int, stop: int) -> float:
+    def _range_variances(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         if self.estimator == "distribution":
-            return math.nan
-        return super()._range_variance(start, stop)
+            return np.full(np.shape(starts), math.nan)
+        return super()._range_variances(starts, stops)
 
     def params(self) -> dict[str, Any]:
         return {
