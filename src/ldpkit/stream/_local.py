@@ -27,8 +27,12 @@ range only when the values inside a block are exchangeable (e.g. a shuffled stre
 otherwise adds an interpolation error that the standard error does not cover.
 
 Standard errors: the noise of the estimate is ``sum_k w_k (x_k - v_k)`` with weight
-``w_k = 1`` on covered positions and ``r/g`` on the positions of a cut block, so its
-variance is ``sigma^2 sum_k w_k^2``, computed exactly for every range.
+``w_k = 1`` on the positions of fully covered blocks and of the open block, and the covered
+fraction of a cut block on each of its g positions, so its variance is
+``sigma^2 sum_k w_k^2``, computed exactly (vectorized, O(1) per range).
+
+Cost: ingesting is O(batch) — a validation pass, the per-user estimates and a running
+sum; the prefix array grows by doubling (at most 2x its 8 bytes per block transiently).
 
 Serialization: :meth:`to_dict` holds the prefix sums, the open block, the phase-1
 statistics of ToPL and the Generator's state; :meth:`from_dict` continues bit for bit.
