@@ -1,9 +1,10 @@
-"""ToPS throughput and accuracy against its baselines on real streams (STR21 §6, App. F).
+"""ToPS and ToPL throughput and accuracy against their baselines on real streams (STR21 §6, App. F).
 
 Run from the repository root::
 
     PYTHONPATH=src python benchmarks/stream.py            # throughput + comparison
     PYTHONPATH=src python benchmarks/stream.py --quick    # fewer values / repetitions
+    PYTHONPATH=src python benchmarks/stream.py --only topl  # the local-DP half only
 
 Throughput: values per second through ``ToPS.update`` (validation, threshold phase,
 clipping, the hierarchy's noise and bottom-up pass) with queries at a realistic cadence
@@ -15,6 +16,14 @@ Accuracy: ToPS, PAK, NM-E, H^c_16 and flat Laplace on the POS, retail and DNS st
 unclipped truth. Public bounds B as in the authors' code (POS 1638, retail 16470, DNS
 google 500). The first m = 65,536 values choose theta (retail: 16,384, since it has only
 88,162 values); n is the number of values that remain.
+
+ToPL (local DP): throughput of the server's ``ingest`` (reports made beforehand by the
+simulated devices, not timed), and of ``update`` (device randomization + ingest). Accuracy:
+ToPL (corrected objective), ToPL with the authors' objective, SW-only (per-user unbiased
+SW estimates, and the EMS mean times the range length), PM and SR on the fixed domain
+[0, B], at eps in {0.5, 1, 2, 4}; the baselines see the same n released users (they spend
+none on a threshold). "ToPL-oracle" takes theta from the *true* histogram of the first m
+values (not private): a diagnostic of how much the Square Wave estimate of f costs.
 """
 
 from __future__ import annotations
@@ -26,7 +35,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpkit.stream import HC16, NME, PAK, FlatLaplace, ToPS, evaluate_ranges, random_ranges
+from ldpkit.numeric import Distribution
+from ldpkit.stream import (
+    HC16,
+    NME,
+    PAK,
+    FixedDomainLDP,
+    FlatLaplace,
+    SWOnly,
+    ToPL,
+    ToPS,
+    choose_topl_threshold,
+    client_randomize,
+    evaluate_ranges,
+    random_ranges,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "streams.npz"
 BOUNDS = {"pos": 1638, "retail": 16470, "dns_google": 500}
@@ -97,6 +120,87 @@ def run_accuracy(epsilons: list[float], reps: int) -> list[dict]:
     return records
 
 
+def topl_ingest_throughput(total: int, batch: int, block_size: int, repeat: int = 3) -> float:
+    """Reports per second through ``ToPL.ingest`` (threshold fixed; reports made beforehand)."""
+    values = np.minimum(np.random.default_rng(0).geometric(0.1, total), 1000).astype(np.float64)
+    spec = ToPL(1.0, 1000, threshold=60.0).client_spec()
+    reports = client_randomize(spec, values, rng=1)
+    batches = [reports[i : i + batch] for i in range(0, total, batch)]
+    best = np.inf
+    for _ in range(repeat):
+        topl = ToPL(1.0, 1000, threshold=60.0, block_size=block_size)
+        start = time.perf_counter()
+        for b in batches:
+            topl.ingest(b)
+        best = min(best, time.perf_counter() - start)
+    assert topl.n_released == total
+    return total / best
+
+
+def topl_update_throughput(total: int, batch: int, repeat: int = 2) -> float:
+    """Users per second through ``ToPL.update``: SW threshold phase (m = 65,536, EMS) +
+    clipping + HM randomization on the simulated devices + ingest."""
+    values = np.minimum(np.random.default_rng(0).geometric(0.1, total), 1000).astype(np.float64)
+    best = np.inf
+    for r in range(repeat):
+        topl = ToPL(1.0, 1000, threshold_size=65_536, length=total - 65_536, rng=r)
+        start = time.perf_counter()
+        for i in range(0, total, batch):
+            topl.update(values[i : i + batch])
+        best = min(best, time.perf_counter() - start)
+    return total / best
+
+
+def run_topl_throughput(quick: bool) -> list[dict]:
+    total = 2**21 if quick else 2**23
+    rows = []
+    for batch, g in [(2**20, 1), (2**16, 1), (2**12, 1), (2**16, 1024), (2**10, 1024)]:
+        rate = topl_ingest_throughput(total, batch, g, repeat=2 if quick else 3)
+        label = f"ingest, batches of 2^{batch.bit_length() - 1}, block_size {g}"
+        rows.append({"setting": label, "reports": total, "reports_per_s": rate})
+        print(f"{label:45s} {rate / 1e6:8.2f} M reports/s")
+    rate = topl_update_throughput(total, 2**16, repeat=1 if quick else 2)
+    label = "update (devices + ingest), batches of 2^16"
+    rows.append({"setting": label, "reports": total, "reports_per_s": rate})
+    print(f"{label:45s} {rate / 1e6:8.2f} M users/s")
+    return rows
+
+
+def _topl_methods(eps: float, bound: float, m: int, n: int, head: np.ndarray, seed: int) -> dict:
+    oracle = choose_topl_threshold(Distribution.from_values(head, 0.0, bound, 1024), bound, eps, n)
+    return {
+        "ToPL": ToPL(eps, bound, threshold_size=m, length=n, rng=seed),
+        "ToPL-authors": ToPL(eps, bound, threshold_size=m, length=n, objective="authors", rng=seed),
+        "ToPL-oracle": ToPL(eps, bound, threshold=oracle, length=n, rng=seed),
+        "SW": SWOnly(eps, bound, rng=seed),
+        "SW-EMS-mean": SWOnly(eps, bound, estimator="distribution", rng=seed),
+        "PM(B)": FixedDomainLDP(eps, bound, mechanism="pm", rng=seed),
+        "SR(B)": FixedDomainLDP(eps, bound, mechanism="sr", rng=seed),
+    }
+
+
+def run_topl_accuracy(epsilons: list[float], reps: int) -> list[dict]:
+    streams = load_streams()
+    records = []
+    for name in ("pos", "retail", "dns_google"):
+        values = streams[name]
+        m = THRESHOLD_SIZE[name]
+        released = values[m:]
+        n = released.size
+        for eps in epsilons:
+            for rep in range(reps):
+                ranges = random_ranges(n, 200, rng=10_000 + rep)
+                methods = _topl_methods(eps, BOUNDS[name], m, n, values[:m], 1000 * rep + 7)
+                for label, est in methods.items():
+                    est.update(values if est.threshold_size else released)
+                    errs = evaluate_ranges(est, released, ranges=ranges)
+                    records.append(
+                        {"stream": name, "epsilon": eps, "rep": rep, "method": label,
+                         "threshold": est.threshold, **errs}
+                    )
+    return records
+
+
 def summarize(records: list[dict]) -> list[dict]:
     import pandas as pd
 
@@ -110,6 +214,7 @@ def summarize(records: list[dict]) -> list[dict]:
     for metric in ("mae", "mse", "mmae", "mmse"):
         wins = []
         for (stream, eps), group in table.groupby(["stream", "epsilon"], sort=False):
+            group = group[~group["method"].str.endswith("-oracle")]  # not private
             best = group.loc[group[metric].idxmin(), "method"]
             wins.append(f"{stream}@{eps}:{best}")
         print(f"best by {metric}: " + ", ".join(wins))
@@ -121,17 +226,30 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--skip-accuracy", action="store_true")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "stream.json")
+    parser.add_argument("--only", choices=["tops", "topl"], default=None)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    print("== ToPS throughput (epsilon = 1, B = 1000, m = 65,536) ==")
-    thr = run_throughput(args.quick)
-    out: dict = {"throughput": thr}
-    if not args.skip_accuracy:
-        reps = args.reps or (2 if args.quick else 5)
-        print(f"\n== accuracy on real streams ({reps} repetitions, 200 random ranges each) ==")
-        records = run_accuracy([0.1, 0.5, 1.0], reps)
-        out["accuracy"] = summarize(records)
-        out["records"] = records
+    out: dict = {}
+    reps = args.reps or (2 if args.quick else 5)
+    if args.only != "topl":
+        print("== ToPS throughput (epsilon = 1, B = 1000, m = 65,536) ==")
+        out["throughput"] = run_throughput(args.quick)
+        if not args.skip_accuracy:
+            print(f"\n== accuracy on real streams ({reps} repetitions, 200 random ranges each) ==")
+            records = run_accuracy([0.1, 0.5, 1.0], reps)
+            out["accuracy"] = summarize(records)
+            out["records"] = records
+    if args.only != "tops":
+        print("\n== ToPL throughput (epsilon = 1, B = 1000, theta = 60) ==")
+        out["topl_throughput"] = run_topl_throughput(args.quick)
+        if not args.skip_accuracy:
+            print(f"\n== ToPL accuracy on real streams ({reps} repetitions, 200 random ranges each) ==")
+            records = run_topl_accuracy([0.5, 1.0, 2.0, 4.0], reps)
+            out["topl_accuracy"] = summarize(records)
+            out["topl_records"] = records
+    if args.out is None:
+        suffix = f"_{args.only}" if args.only else ""
+        args.out = Path(__file__).parent / "results" / f"stream{suffix}.json"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))
     print(f"\nwrote {args.out}")

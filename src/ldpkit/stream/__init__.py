@@ -1,7 +1,5 @@
-"""Continuous release of numerical streams (STR21): ToPS (central DP) and its baselines.
-
-ToPL (the local-DP half) will live in ``ldpkit.stream.topl`` on the same base class
-(:class:`StreamRelease`), smoothers and metrics.
+"""Continuous release of numerical streams (STR21): ToPS (central DP), ToPL (local DP) and
+their baselines, on one base class (:class:`StreamRelease`), with shared metrics.
 """
 
 from ._base import STREAM_CLASSES, RangeSum, StreamRelease, stream_from_dict
@@ -14,6 +12,7 @@ from .baselines import (
     smooth_sensitivity_order_statistic,
 )
 from .hierarchy import OnlineHierarchy
+from .local_baselines import FixedDomainLDP, SWOnly, square_wave_mean_constants
 from .metrics import METRICS, evaluate_ranges, random_ranges, range_errors
 from .smoothers import (
     SMOOTHERS,
@@ -26,6 +25,8 @@ from .smoothers import (
     make_smoother,
 )
 from .threshold import choose_threshold, exponential_mechanism, exponential_mechanism_probabilities
+from .topl import ThresholdObjective, ToPL, choose_topl_threshold, topl_threshold_objective
+from .topl_client import client_randomize
 from .tops import ToPS
 
 __all__ = [
@@ -34,6 +35,14 @@ __all__ = [
     "NME",
     "HC16",
     "FlatLaplace",
+    "ToPL",
+    "SWOnly",
+    "FixedDomainLDP",
+    "client_randomize",
+    "topl_threshold_objective",
+    "choose_topl_threshold",
+    "ThresholdObjective",
+    "square_wave_mean_constants",
     "StreamRelease",
     "RangeSum",
     "stream_from_dict",

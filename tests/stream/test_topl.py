@@ -1,0 +1,444 @@
+"""ToPL (STR21 §5): threshold objective, HM switch, unbiased range sums, store, resume, client/server."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from ldpkit.numeric import (
+    HybridMechanism,
+    PiecewiseMechanism,
+    SquareWave,
+    StochasticRounding,
+    hybrid_variance,
+    hybrid_worst_case_variance,
+)
+from ldpkit.spec import Stats
+from ldpkit.stream import (
+    ToPL,
+    choose_topl_threshold,
+    client_randomize,
+    random_ranges,
+    stream_from_dict,
+    topl_threshold_objective,
+)
+from ldpkit.testing import binomial_z
+
+
+def _stream(n: int, seed: int = 0, bound: int = 100) -> np.ndarray:
+    return np.minimum(np.random.default_rng(seed).geometric(0.15, n), bound).astype(float)
+
+
+def _assert_same_dict(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], dict):
+            _assert_same_dict(a[key], b[key])
+        elif isinstance(a[key], np.ndarray):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        else:
+            assert a[key] == b[key], key
+
+
+def _known_f(d: int = 1024) -> np.ndarray:
+    k = np.arange(d)
+    f = 0.9 * 0.97**k + 0.1 * np.where(k > 600, 1e-3, 0.0)  # geometric bulk + a flat far tail
+    return f / f.sum()
+
+
+# ---------------------------------------------------------------- threshold objective
+
+
+@pytest.mark.parametrize("objective", ["corrected", "authors"])
+@pytest.mark.parametrize(("epsilon", "length"), [(0.5, 10_000), (2.0, 1_000_000), (4.0, 2**20)])
+def test_chooser_finds_the_brute_force_minimum_of_its_objective(objective: str, epsilon: float, length: int) -> None:
+    f, bound = _known_f(), 1000.0
+    d = f.size
+    x = np.array([k * bound / (d - 1) for k in range(d)])
+    var = hybrid_worst_case_variance(epsilon)
+    brute = np.empty(d)
+    for k in range(d):  # delta(theta_k) = sum over x_i > theta_k of f_i (x_i - theta_k)
+        delta = float(np.sum(f[k + 1 :] * (x[k + 1 :] - x[k])))
+        if objective == "corrected":
+            brute[k] = length / 3 * x[k] ** 2 / 4 * var + length**2 / 6 * delta**2
+        else:
+            brute[k] = length / 3 * x[k] ** 2 * var + length**2 / 24 * delta**2
+    obj = topl_threshold_objective(f, bound, epsilon, length, objective=objective)
+    np.testing.assert_allclose(obj.candidates, x, rtol=1e-15)
+    np.testing.assert_allclose(obj.total, brute, rtol=1e-9)
+    best = 1 + int(np.argmin(brute[1:]))  # theta_0 = 0 would release nothing
+    assert choose_topl_threshold(f, bound, epsilon, length, objective=objective) == x[best]
+    assert 0 < best < d - 1  # an interior optimum: the test exercises the trade-off
+
+
+def test_authors_objective_overweights_the_noise_16_times() -> None:
+    f, bound, eps, n = _known_f(), 1000.0, 1.0, 2**20
+    ours = topl_threshold_objective(f, bound, eps, n)
+    theirs = topl_threshold_objective(f, bound, eps, n, objective="authors")
+    np.testing.assert_allclose(theirs.noise, 4.0 * ours.noise, rtol=1e-14)  # theta^2 vs theta^2/4
+    np.testing.assert_allclose(theirs.bias, ours.bias / 4.0, rtol=1e-14)  # n^2/24 vs n^2/6
+    # so theirs at n is 64 x ours at n/16, and they pick our threshold for a 16x shorter stream
+    short = topl_threshold_objective(f, bound, eps, n // 16)
+    np.testing.assert_allclose(theirs.total, 64.0 * short.total, rtol=1e-12)
+    t_theirs = choose_topl_threshold(f, bound, eps, n, objective="authors")
+    assert t_theirs == choose_topl_threshold(f, bound, eps, n // 16)
+    assert t_theirs < choose_topl_threshold(f, bound, eps, n)  # smaller theta: more clipping
+
+
+def test_objective_constants_are_the_moments_of_the_random_ranges() -> None:
+    # E[len] = n/3 and E[len^2] = n^2/6 for the metrics' queries (two uniform endpoints);
+    # the authors' n^2/24 is a quarter of the second moment
+    n, q = 10_000, 400_000
+    starts, stops = random_ranges(n, q, rng=0)
+    length = (stops - starts).astype(float)
+    for power, expected in ((1, (n + 2) / 3), (2, (n + 1) * (n + 2) / 6)):  # exact, distinct pair of {0..n}
+        sample = length**power
+        z = (sample.mean() - expected) / (sample.std() / math.sqrt(q))
+        assert abs(z) <= 6, (power, z)
+    assert abs(np.mean(length**2) / (n * n / 24) - 4.0) < 0.05
+
+
+def test_objective_input_validation() -> None:
+    with pytest.raises(ValueError, match="probabilities must be"):
+        topl_threshold_objective([1.0], 10.0, 1.0, 10)
+    with pytest.raises(ValueError, match="probabilities must be"):
+        topl_threshold_objective([0.5, -0.1, 0.6], 10.0, 1.0, 10)
+    with pytest.raises(ValueError, match="objective must be"):
+        topl_threshold_objective([0.5, 0.5], 10.0, 1.0, 10, objective="paper")
+    with pytest.raises(ValueError, match="length must be"):
+        topl_threshold_objective([0.5, 0.5], 10.0, 1.0, 0)
+
+
+def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> None:
+    values = _stream(30_000, seed=1)
+    m = 20_000
+    for method in ("ems", "em"):
+        topl = ToPL(1.0, 100, threshold_size=m, length=10_000, buckets=256, method=method, rng=3).update(values)
+        stats = topl.threshold_counts
+        assert stats.n == m and topl.n_released == 10_000 and topl.n_seen == 30_000
+        dist = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256).estimate(stats, method=method)
+        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, dist.probabilities)
+        assert topl.threshold == choose_topl_threshold(dist, 100.0, 1.0, 10_000)
+        obj = topl.threshold_objective
+        assert topl.threshold == obj.candidates[1 + np.argmin(obj.total[1:])]
+
+
+# ---------------------------------------------------------------- the perturber is the real HM
+
+
+def test_hm_switches_at_0_61_with_probability_1_minus_exp_minus_eps_over_2() -> None:
+    for eps, pm in ((0.3, 0.0), (0.61, 0.0), (0.62, 1 - math.exp(-0.31)), (1.0, 1 - math.exp(-0.5)), (4.0, 1 - math.exp(-2))):
+        spec = ToPL(eps, 100, threshold=40.0).client_spec()
+        assert spec == HybridMechanism(epsilon=eps, low=0.0, high=40.0)
+        assert spec.pm_probability == pytest.approx(pm, rel=1e-14)
+    # sampled: SR reports are exactly +-C on [-1, 1], PM reports almost surely are not
+    n = 200_000
+    values = np.random.default_rng(5).uniform(0, 60, n)  # some above theta = 40: clipped
+    for eps in (0.6, 0.62, 1.0):
+        topl = ToPL(eps, 100, threshold=40.0)
+        reports = client_randomize(topl.client_spec(), values, rng=7)
+        t = reports.values / 20.0 - 1.0
+        c = 1.0 / math.tanh(eps / 2)
+        not_sr = int(np.sum(~np.isclose(np.abs(t), c, rtol=1e-12, atol=0)))
+        p_pm = topl.client_spec().pm_probability
+        if p_pm == 0.0:
+            assert not_sr == 0
+        else:
+            assert abs(binomial_z(not_sr, n, p_pm)) <= 6
+            # the authors' switch (SR alone up to eps = 1.29) would send only +-C here
+            assert binomial_z(not_sr, n, 1e-9) > 6
+
+
+def test_authors_1_29_switch_has_another_variance() -> None:
+    # at eps = 1 their perturber is SR alone: variance C^2 - t^2, not HM's constant
+    eps = 1.0
+    t = np.linspace(-1, 1, 5)
+    ours = np.full(t.size, hybrid_worst_case_variance(eps))
+    np.testing.assert_allclose(hybrid_variance(eps, t), ours, rtol=1e-12)
+    theirs = StochasticRounding(epsilon=eps).unit_variance(t)
+    assert np.max(np.abs(theirs / ours - 1)) > 0.1  # 14% lower at |t| = 1, 9% higher at t = 0
+
+
+# ---------------------------------------------------------------- unbiased range sums
+
+
+def _authors_biased_pm(t: np.ndarray, eps: float, theta: float, rng: int) -> np.ndarray:
+    """The authors' PM estimate: its loop variable overwrites the domain's lower bound, so the
+    batch is mapped back with l(t_last) instead of 0 (a reference implementation of the bug)."""
+    ns = PiecewiseMechanism(epsilon=eps).randomize(t, rng=rng).values  # on [-1, 1]
+    c = (math.exp(eps / 2) + 1) / (math.exp(eps / 2) - 1)
+    low = (c + 1) / 2 * t[-1] - (c - 1) / 2
+    return (ns + 1) / 2 * (theta - low) + low
+
+
+def _total_z(per_user: np.ndarray, truth: np.ndarray, var: np.ndarray) -> float:
+    return float((per_user.sum() - truth.sum()) / np.sqrt(var.sum()))
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
+def test_range_sums_are_unbiased_for_the_clipped_values(epsilon: float) -> None:
+    n, theta = 300_000, 12.0
+    released = _stream(n, seed=11)
+    clipped = np.minimum(released, theta)
+    assert np.mean(released > theta) > 0.1  # clipping matters
+    topl = ToPL(epsilon, 100, threshold=theta)
+    reports = client_randomize(topl.client_spec(), released, rng=13)
+    topl.ingest(reports)
+    # 3000 disjoint ranges of random lengths covering the stream
+    inner = np.random.default_rng(0).choice(np.arange(1, n), 2999, replace=False)
+    cuts = np.concatenate([[0], np.sort(inner)])
+    stops = np.append(cuts[1:], n)
+    est, se = topl.range_sums(cuts, stops)
+    prefix = np.concatenate([[0.0], np.cumsum(clipped)])
+    err = est - (prefix[stops] - prefix[cuts])
+    z = err / se
+    assert np.max(np.abs(z)) <= 6, z
+    assert abs(topl.range_sum(0, n).estimate - clipped.sum()) <= 6 * topl.range_sum(0, n).std_error
+    # the estimator's standard error: exact above 0.61, conservative (worst case) below;
+    # with the exact per-value variance the 3000 z^2 follow chi-square(3000)
+    t = 2 * clipped / theta - 1
+    exact_var = (theta / 2) ** 2 * hybrid_variance(epsilon, t)
+    range_var = np.add.reduceat(exact_var, cuts)
+    chi2 = float(np.sum(err**2 / range_var))
+    assert sps.chi2.ppf(1e-6, z.size) <= chi2 <= sps.chi2.isf(1e-6, z.size), chi2
+    if epsilon > 0.61:
+        np.testing.assert_allclose(se**2, range_var, rtol=1e-9)
+    else:
+        assert np.all(se**2 >= range_var) and np.all(se**2 <= range_var * 1.1)
+    # power: the same test rejects a wrong scale, an unclipped truth, the authors' biased PM
+    assert abs(_total_z(2 * reports.values, clipped, exact_var)) > 6  # (y + 1) theta
+    assert abs(_total_z(reports.values, released, exact_var)) > 6
+    assert sps.chi2.sf(float(np.sum(err**2 / (1.3 * range_var))), z.size) > 1 - 1e-6  # variance x 1.3
+    if epsilon == 4.0:  # the authors use PM alone above 1.29
+        biased = _authors_biased_pm(t, epsilon, theta, rng=14)
+        assert abs(_total_z(biased, clipped, exact_var)) > 6
+
+
+def test_range_sums_after_a_chosen_threshold_are_unbiased() -> None:
+    m, n = 20_000, 200_000
+    values = _stream(m + n, seed=21)
+    topl = ToPL(1.0, 100, threshold_size=m, length=n, buckets=256, rng=22).update(values)
+    theta = topl.threshold
+    assert 0 < theta < 100
+    clipped = np.minimum(values[m:], theta)
+    starts, stops = random_ranges(n, 50, rng=23)
+    est, se = topl.range_sums(starts, stops)
+    prefix = np.concatenate([[0.0], np.cumsum(clipped)])
+    z = (est - (prefix[stops] - prefix[starts])) / se
+    assert np.max(np.abs(z)) <= 6, z
+
+
+def test_fixed_threshold_skips_the_threshold_phase() -> None:
+    topl = ToPL(1.0, 100, threshold=25.0)
+    assert topl.threshold_size == 0 and topl.phase == "perturb" and topl.threshold_distribution is None
+    topl.update(np.array([10.0, 90.0]))
+    assert topl.n_released == 2 and topl.n_seen == 2
+    assert topl.per_user_variance == pytest.approx(12.5**2 * hybrid_worst_case_variance(1.0))
+
+
+# ---------------------------------------------------------------- store: exact prefix sums and blocks
+
+
+def _ingest_same(reports, g: int) -> ToPL:
+    topl = ToPL(1.0, 100, threshold=30.0, block_size=g)
+    for part in np.array_split(np.arange(len(reports)), 7):
+        topl.ingest(reports[part])
+    return topl
+
+
+def test_blocked_store_is_exact_on_block_boundaries_and_shares_cut_blocks() -> None:
+    values = _stream(10_037, seed=2)
+    reports = client_randomize(ToPL(1.0, 100, threshold=30.0).client_spec(), values, rng=3)
+    x = reports.values
+    prefix = np.concatenate([[0.0], np.cumsum(x)])
+    exact, blocked = _ingest_same(reports, 1), _ingest_same(reports, 64)
+    assert exact.n_released == blocked.n_released == 10_037
+    rng = np.random.default_rng(4)
+    starts, stops = np.sort(rng.integers(0, 10_038, (2, 300)), axis=0)
+    est1, se1 = exact.range_sums(starts, stops)
+    np.testing.assert_allclose(est1, prefix[stops] - prefix[starts], rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(se1**2, (stops - starts) * exact.per_user_variance, rtol=1e-12)
+    # block-aligned ranges, and ranges inside the open block (positions >= 64 * 156 = 9984)
+    a = np.array([0, 64, 640, 9984, 9990, 64])
+    b = np.array([64, 9984, 10_037, 10_037, 10_000, 10_000])
+    np.testing.assert_allclose(blocked.range_sums(a, b)[0], prefix[b] - prefix[a], rtol=1e-10, atol=1e-8)
+    # a cut block contributes its covered fraction; weights w give var = sigma^2 sum w^2
+    est64, se64 = blocked.range_sums(starts, stops)
+    closed = 156 * 64
+    for i, j, e, s in zip(starts, stops, est64, se64):
+        w = np.zeros(x.size)  # each covered position of a completed block adds 1/64 to its block
+        covered = np.bincount(np.arange(i, min(j, closed)) // 64, minlength=156)[:156]
+        w[:closed] = np.repeat(covered / 64, 64)
+        w[max(i, closed) : j] = 1.0  # the open block is exact
+        assert e == pytest.approx(float(w @ x), rel=1e-9, abs=1e-7)
+        assert s**2 == pytest.approx(blocked.per_user_variance * float(w @ w), rel=1e-9, abs=1e-9)
+
+
+def test_ingest_batching_does_not_change_the_answers() -> None:
+    values = _stream(5000, seed=5)
+    reports = client_randomize(ToPL(2.0, 100, threshold=30.0).client_spec(), values, rng=6)
+    q = (np.arange(0, 5000, 97), np.arange(0, 5000, 97) + 13)
+    for g in (1, 64):
+        whole = ToPL(2.0, 100, threshold=30.0, block_size=g).ingest(reports)
+        pieces = ToPL(2.0, 100, threshold=30.0, block_size=g)
+        for part in np.split(np.arange(5000), [1, 2, 63, 64, 65, 700, 4999]):
+            pieces.ingest(reports[part])
+        np.testing.assert_array_equal(whole.range_sums(*q)[0], pieces.range_sums(*q)[0])
+        _assert_same_dict(whole.to_dict()["state"], pieces.to_dict()["state"])
+
+
+def test_state_size_apart_from_the_store() -> None:
+    sizes = {}
+    for n in (100_000, 1_000_000):
+        topl = ToPL(1.0, 100, threshold_size=1000, buckets=64, block_size=1024, rng=0)
+        topl.extend(np.array_split(_stream(1000 + n, seed=7), 10))
+        sizes[n] = topl.to_dict()
+    small, large = sizes[100_000], sizes[1_000_000]
+    assert small["state"].keys() == large["state"].keys()
+    assert small["state"]["prefix"].size == 100_000 // 1024 + 1
+    assert large["state"]["prefix"].size == 1_000_000 // 1024 + 1
+    for key in ("threshold_counts", "probabilities"):
+        assert small["state"][key].nbytes == large["state"][key].nbytes
+    assert small["state"]["open"].size < 1024 and large["state"]["open"].size < 1024
+
+
+# ---------------------------------------------------------------- resume, seeding
+
+
+@pytest.mark.parametrize("g", [1, 50])
+@pytest.mark.parametrize("cut", [700, 5000, 23_456])  # inside phase 1, right after it, later
+def test_resume_from_dict_and_pickle_gives_identical_answers(cut: int, g: int) -> None:
+    values = _stream(60_000, seed=1)
+    live = ToPL(0.7, 100, threshold_size=5000, length=55_000, buckets=128, block_size=g, rng=42)
+    live.update(values[:cut])
+    resumed = stream_from_dict(live.to_dict())
+    unpickled = pickle.loads(pickle.dumps(live))
+    assert isinstance(resumed, ToPL) and resumed.phase == live.phase
+    batches = np.array_split(values[cut:], 7)
+    for topl in (live, resumed, unpickled):
+        topl.extend(batches)
+    starts = np.arange(0, 55_000, 997)
+    stops = np.minimum(starts + np.arange(starts.size) * 1009 + 1, 55_000)
+    ref = live.range_sums(starts, stops)
+    for other in (resumed, unpickled):
+        got = other.range_sums(starts, stops)
+        np.testing.assert_array_equal(ref[0], got[0])
+        np.testing.assert_array_equal(ref[1], got[1])
+        assert other.threshold == live.threshold
+        _assert_same_dict(live.to_dict(), other.to_dict())
+
+
+def test_same_seed_same_output_other_seed_differs() -> None:
+    values = _stream(30_000, seed=2)
+    a = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=5).update(values)
+    b = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128).extend(values, rng=5)
+    c = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=6).update(values)
+    _assert_same_dict(a.to_dict()["state"], b.to_dict()["state"])
+    assert not np.array_equal(a.to_dict()["state"]["prefix"], c.to_dict()["state"]["prefix"])
+    gen = np.random.default_rng(0)
+    before = gen.bit_generator.state["state"]["state"]
+    ToPL(1.0, 10, threshold=5.0).extend(np.ones(100), rng=gen)
+    assert gen.bit_generator.state["state"]["state"] != before
+
+
+# ---------------------------------------------------------------- client / server
+
+
+def test_client_specs_and_phases() -> None:
+    topl = ToPL(1.5, 200, threshold_size=1000, buckets=128, rng=0)
+    assert topl.phase == "threshold"
+    assert topl.client_spec() == SquareWave(epsilon=1.5, low=0.0, high=200.0, buckets=128)
+    with pytest.raises(ValueError, match="perturbation spec is known once the threshold is chosen"):
+        topl.client_spec("perturb")
+    with pytest.raises(ValueError, match="phase must be one of"):
+        topl.client_spec("other")
+    assert topl.range_sum(0, 0) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="n_released = 0"):
+        topl.range_sum(0, 1)
+
+
+def test_server_rejects_reports_of_another_phase_or_configuration() -> None:
+    values = _stream(3000, seed=3)
+    topl = ToPL(1.0, 100, threshold_size=1000, buckets=64, rng=0)
+    hm = HybridMechanism(epsilon=1.0, low=0.0, high=50.0)
+    with pytest.raises(ValueError, match="threshold phase"):
+        topl.ingest(hm.randomize(values[:10], rng=0))
+    other_sw = SquareWave(epsilon=2.0, low=0.0, high=100.0, buckets=64)
+    with pytest.raises(ValueError, match="threshold phase"):
+        topl.ingest(other_sw.randomize(values[:10], rng=0))
+    sw = topl.client_spec()
+    with pytest.raises(ValueError, match="at most the 1000 threshold-phase reports"):
+        topl.ingest(sw.randomize(values[:1001], rng=0))
+    with pytest.raises(TypeError, match="Reports or Stats"):
+        topl.ingest(values)
+    topl.ingest(sw.randomize(values[:1000], rng=0))
+    assert topl.phase == "perturb"
+    with pytest.raises(ValueError, match="reports must come from"):
+        topl.ingest(sw.randomize(values[:10], rng=0))
+    with pytest.raises(ValueError, match="reports must come from"):
+        topl.ingest(hm.randomize(values[:10], rng=0))
+    with pytest.raises(TypeError, match="must be ldpkit.Reports"):
+        topl.ingest(topl.threshold_counts)
+    spec = topl.client_spec()
+    bad = type(client_randomize(spec, values[:3], rng=0))(spec, values=np.array([1.0, 1e9, 2.0]))
+    with pytest.raises(ValueError, match="reports.values must be real numbers in"):
+        topl.ingest(bad)
+    assert topl.n_released == 0
+
+
+def test_threshold_phase_accepts_merged_stats() -> None:
+    values = _stream(6000, seed=4)
+    a = ToPL(1.0, 100, threshold_size=4000, length=2000, buckets=128, rng=0)
+    b = ToPL(1.0, 100, threshold_size=4000, length=2000, buckets=128, rng=0)
+    sw = a.client_spec()
+    r1, r2 = sw.randomize(values[:2500], rng=1), sw.randomize(values[2500:4000], rng=2)
+    a.ingest(r1).ingest(r2)
+    b.ingest(sw.aggregate(r1).merge(sw.aggregate(r2)))
+    assert a.threshold == b.threshold and a.n_seen == b.n_seen == 4000
+    assert a.threshold_counts == b.threshold_counts
+    with pytest.raises(ValueError, match="stats must come from"):
+        ToPL(1.0, 100, threshold_size=10, buckets=64).ingest(Stats.empty(sw))
+
+
+def test_client_randomize_clips_and_validates() -> None:
+    spec = HybridMechanism(epsilon=200.0, low=0.0, high=10.0)  # huge epsilon: nearly exact
+    reports = client_randomize(spec, np.array([3.0, 250.0, -4.0]), rng=0)
+    np.testing.assert_allclose(reports.values, [3.0, 10.0, 0.0], atol=1e-3)
+    with pytest.raises(ValueError, match="finite"):
+        client_randomize(spec, [np.nan], rng=0)
+    with pytest.raises(TypeError, match="spec must be"):
+        client_randomize(object(), [1.0])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="values must be real numbers in"):
+        client_randomize(SquareWave(epsilon=1.0, high=10.0), [11.0], rng=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (dict(epsilon=0.0), ValueError, "epsilon must be"),
+        (dict(bound=-1.0), ValueError, "bound must be"),
+        (dict(threshold_size=0), ValueError, "threshold_size must be"),
+        (dict(threshold=0.0), ValueError, "threshold must be"),
+        (dict(threshold=101.0), ValueError, "threshold must be"),
+        (dict(threshold=5.0, threshold_size=10), ValueError, "threshold_size \\(with a fixed threshold\\)"),
+        (dict(method="mle"), ValueError, "method must be"),
+        (dict(objective="paper"), ValueError, "objective must be"),
+        (dict(buckets=1), ValueError, "buckets must be"),
+        (dict(block_size=0), ValueError, "block_size must be"),
+        (dict(length=1.5), TypeError, "length must be"),
+    ],
+)
+def test_validation(kwargs: dict, exc: type, match: str) -> None:
+    args = dict(epsilon=1.0, bound=100.0)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        ToPL(**args)
+
+
+def test_simulated_values_outside_the_public_bound_are_rejected() -> None:
+    with pytest.raises(ValueError, match="values must be real numbers in \\[0, 100\\]"):
+        ToPL(1.0, 100, threshold=5.0).update([101.0])
