@@ -102,6 +102,7 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
         for oracle, (client, server) in cases.items():
             m = len(vals) if oracle == "GRR" else min(len(vals), 3000 if oracle == "OLH" else 20000)
             try:
+                [client(v) for v in vals[:50]]  # warm-up: imports and caches inside the library
                 t_c, reports = timed(lambda client=client, m=m: [client(v) for v in vals[:m]])
                 t_s, _ = timed(lambda server=server, reports=reports: server(reports))
             except Exception as exc:
@@ -132,6 +133,7 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
                 return server.estimate_all(range(1, d + 1), suppress_warnings=True)
 
             try:
+                [client.privatise(v) for v in vals[:50]]  # warm-up
                 t_c, reports = timed(lambda client=client, m=m: [client.privatise(v) for v in vals[:m]])
                 t_s, _ = timed(lambda server=server, reports=reports: serve(server, reports))
             except Exception as exc:
