@@ -272,3 +272,15 @@ def test_privacy_loss_grid(name, epsilon, d):
         assert loss == pytest.approx(epsilon, rel=0, abs=1e-7 * max(1.0, epsilon))
     else:
         assert loss > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vectorized_aggregation_equals_loop(name):
+    """Aggregating a batch equals merging the aggregates of its reports one by one."""
+    spec = make(name)
+    values, _ = skewed(8, 60, seed=4)
+    reports = spec.randomize(values, rng=5)
+    looped = Stats.empty(spec)
+    for i in range(len(reports)):
+        looped = looped.merge(spec.aggregate(reports[i : i + 1]))
+    assert looped == spec.aggregate(reports)
