@@ -1,5 +1,7 @@
-"""Numerical attributes: distributions (Square Wave + EM/EMS) and means (SR, PM, HM)."""
+"""Numerical attributes: distributions (Square Wave + EM/EMS, Haar wavelets, Wiener
+deconvolution) and means (SR, PM, HM)."""
 
+from .deconvolution import WienerDeconvolution
 from .distribution import Distribution
 from .em import EMInfo, em, ems, smooth
 from .mean import (
@@ -21,6 +23,7 @@ from .square_wave import (
     square_wave_bandwidth,
     wave_transition_matrix,
 )
+from .wavelet import HaarWavelet, SignedSubsetSelection
 
 __all__ = [
     "Distribution",
@@ -43,4 +46,7 @@ __all__ = [
     "piecewise_variance",
     "hybrid_variance",
     "hybrid_worst_case_variance",
+    "HaarWavelet",
+    "SignedSubsetSelection",
+    "WienerDeconvolution",
 ]
