@@ -504,3 +504,28 @@ def test_recovers_spiky_distribution():
     hw = HaarWavelet(epsilon=4.0, expected_n=n)
     dist = hw.run(values, rng=9)
     assert ks_distance(dist, values, resolution=dist.buckets) < 0.02
+
+
+# -- method advice ----------------------------------------------------------------------------
+def test_recommend_rules_and_validation():
+    from ldpkit.numeric import SquareWave, recommend
+
+    rec = recommend(1.0, 1_000_000, smooth=False, low=0, high=150_000)
+    assert rec.method == "HaarWavelet" and rec.params["max_level"] == default_max_level(10**6) - 2
+    spec = rec.build()
+    assert isinstance(spec, HaarWavelet) and spec.high == 150_000 and spec.epsilon == 1.0
+    rec = recommend(2.0, 100_000, smooth=True)
+    assert isinstance(rec.build(), SquareWave) and rec.params["buckets"] == 256
+    assert rec.estimate_params == {"method": "ems"} and "smooth" in rec.reason
+    assert recommend(0.5, 100_000).method == "SquareWave"
+    assert recommend(1.0, 1_000_000).method == "HaarWavelet"
+    assert recommend(0.5, 100_000, metric="ks").method == "HaarWavelet"
+    assert recommend(4.0, 10, smooth=False).params["max_level"] == 0
+    with pytest.raises(ValueError, match="metric must be one of"):
+        recommend(1.0, 100, metric="l2")
+    with pytest.raises(TypeError, match="smooth must be True, False or None"):
+        recommend(1.0, 100, smooth="yes")
+    with pytest.raises(ValueError, match="epsilon must be"):
+        recommend(0.0, 100)
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        recommend(1.0, 0)

@@ -16,6 +16,7 @@ from .mean import (
     piecewise_variance,
     stochastic_rounding_variance,
 )
+from .recommend import Recommendation, recommend
 from .square_wave import (
     DiscreteSquareWave,
     GeneralWave,
@@ -49,4 +50,6 @@ __all__ = [
     "HaarWavelet",
     "SignedSubsetSelection",
     "WienerDeconvolution",
+    "Recommendation",
+    "recommend",
 ]
