@@ -357,13 +357,34 @@ def test_clipped_reconstruction_is_a_density(top, seed, scale):
     assert haar_reconstruct(coefs, clip=False).mean() == pytest.approx(1.0, abs=1e-9)
 
 
+def eq69_literal(coefficients):
+    """WAV25 eq. 68-69 read literally: bound |a_jk| by 2^(-j/2) min(f(k 2^-j), f((k+1) 2^-j)),
+    i.e. the smaller of the densities of cell k and of the next cell (x = 1 stays in the
+    last cell)."""
+    density = np.ones(1)
+    for j, a in enumerate(coefficients):
+        nxt_cell = np.append(density[1:], density[-1])
+        bound = np.minimum(density, nxt_cell)
+        b = np.clip(a * 2.0 ** (j / 2), -bound, bound)
+        out = np.empty(2 ** (j + 1))
+        out[0::2], out[1::2] = density + b, density - b
+        density = out
+    return density
+
+
 def test_clipping_keeps_spikes_where_eq69_literal_would_not():
-    """A point mass next to empty cells survives the per-cell clip unchanged."""
+    """A point mass next to sparse cells survives the per-cell clip unchanged (exact
+    coefficients), while the literal eq. 69 clips it away: mass moves far from the spike."""
+    from ldpkit.metrics import ks_distance
+
     values = np.concatenate([np.full(900, 0.30), np.linspace(0, 1, 100)])
     coefs = haar_coefficients(values, 5)
     dens = haar_reconstruct(coefs, clip=True)
     hist = Distribution.from_values(values, 0, 1, 64).probabilities
     np.testing.assert_allclose(dens / 64, hist, atol=1e-14)
+    literal = eq69_literal(coefs)
+    assert np.all(literal >= 0) and literal.mean() == pytest.approx(1.0)
+    assert ks_distance(Distribution(literal / 64), Distribution(hist)) > 0.2
 
 
 # -- the HaarWavelet spec -----------------------------------------------------------------

@@ -698,10 +698,13 @@ class HaarWavelet(Mechanism):
     *Reports.* ``reports.level`` (uint8) and, as bit-packed rows of ``ceil(2^J / 8)``
     bytes, ``reports.negative`` (coordinates equal to -1) and ``reports.support``
     (non-zero coordinates; present only if some level has m_j < 2^j, i.e. eps above
-    ~1.5). A level-j row uses its first 2^j bits; the rest is zero padding, so on the
-    wire a client sends 1 + 2 ceil(2^j / 8) bytes (about 44 bytes on average at
-    n = 1e6, J = 10). Bitmaps rather than index lists because m* = 2^j at eps <= ~1.5 and
-    m* ~ 0.31 2^j at eps = 2 (see :class:`SignedSubsetSelection`).
+    ~1.5). A level-j row uses its first 2^j bits; the rest is zero padding that keeps
+    the batch arrays rectangular (129 or 257 bytes per user in memory at J = 10). A
+    single client needs to send only 1 + ceil(2^j / 8) bytes (one bitmap) or
+    1 + 2 ceil(2^j / 8) (two): on average over the allocation at n = 1e6, J = 10, that is
+    23 bytes at eps <= 1, 43 at eps = 2, 31 at eps = 4 and 12 at eps = 8. Bitmaps rather
+    than index lists because m* = 2^j at eps <= ~1.5 and m* ~ 0.31 2^j at eps = 2 (see
+    :class:`SignedSubsetSelection`); an index list would be shorter only at eps >= ~4.
 
     *Stats.* ``sums`` (int64, length 2^(J+1) - 1: level j's ``sum_i Y_i(k)`` at offset
     2^j - 1) and ``level_counts`` (n_j), both additive.
