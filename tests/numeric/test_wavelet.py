@@ -155,10 +155,12 @@ def test_unsigned_filler_variant_is_not_ldp(d, m):
     assert privacy_loss(matrix) == math.inf
 
 
-def test_privacy_loss_at_large_domain():
-    for eps in (0.5, 2.0, 4.0, 30.0):
+def test_privacy_loss_at_large_domain_and_huge_epsilon():
+    for eps in (0.5, 2.0, 4.0, 30.0, 700.0):
         spec = SignedSubsetSelection(epsilon=eps, domain_size=1024)
         assert spec.privacy_loss() == pytest.approx(eps, rel=1e-10)
+    for m in (1, 2):  # e^-800 underflows: flips become impossible, as for GRR
+        assert SignedSubsetSelection(epsilon=800.0, domain_size=2, subset_size=m).privacy_loss() == math.inf
 
 
 # -- the sampler -------------------------------------------------------------------------------
@@ -403,6 +405,8 @@ def test_spec_constants_and_allocation():
     assert hw.report_width == 128 and hw.has_support
     assert not HaarWavelet(epsilon=1.0, max_level=10).has_support  # m* = 2^j at eps = 1
     assert HaarWavelet(epsilon=1.0, max_level=3, expected_n=10**6).effective_max_level == 3
+    for eps in (0.5, 2.0, 4.0):
+        assert HaarWavelet(epsilon=eps, max_level=10).privacy_loss() == pytest.approx(eps, rel=1e-10)
 
 
 def test_spec_validation():

@@ -504,15 +504,15 @@ class SignedSubsetSelection(Mechanism):
         d, m = self.domain_size, self.effective_subset_size
         law = self.law
         log_rest_in = math.lgamma(d) - math.lgamma(m) - math.lgamma(d - m + 1) + (m - 1) * math.log(2)
-        log_one = math.log(law.p) - log_rest_in
-        log_minus = math.log(law.p_flip) - log_rest_in
+        log_one = _log(law.p) - log_rest_in
+        log_minus = _log(law.p_flip) - log_rest_in
         if m == d:
             return log_one, -math.inf, log_minus
         log_rest_out = (math.lgamma(d) - math.lgamma(m + 1) - math.lgamma(d - m)
                         + m * math.log(2))
         # 1 - p (1 + e^-eps) = 2 (d - m) e^-eps / denom, without cancellation
         t = math.exp(-self.epsilon)
-        log_zero = math.log(2.0 * (d - m) * t / (m * (1.0 + t) + 2.0 * (d - m) * t))
+        log_zero = _log(2.0 * (d - m) * t / (m * (1.0 + t) + 2.0 * (d - m) * t))
         return log_one, log_zero - log_rest_out, log_minus
 
     def transition_matrix(self) -> np.ndarray:
@@ -550,14 +550,24 @@ class SignedSubsetSelection(Mechanism):
         return np.searchsorted(keys, sup * (1 << d) + neg)
 
     def privacy_loss(self) -> float:
-        """Exact epsilon from the sampler's output probabilities.
+        """Exact epsilon from the sampler's output probabilities (inf once e^-eps
+        underflows, near eps = 745, as for the other oracles).
 
         Every output y is at inner product 1 with some input, -1 with its negation and,
         when m < d, 0 with an input on a zero coordinate of y; so the loss is the spread
         of the (two or three) log-probabilities of :meth:`_log_output_probabilities`.
         """
-        logs = [x for x in self._log_output_probabilities() if x > -math.inf]
+        log_one, log_zero, log_minus = self._log_output_probabilities()
+        logs = [log_one, log_minus]
+        if self.effective_subset_size < self.domain_size:
+            logs.append(log_zero)
+        if min(logs) == -math.inf:  # e^-eps underflowed: some output impossible for one input
+            return math.inf
         return max(logs) - min(logs)
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf
 
 
 # --------------------------------------------------------------------------------------------
@@ -814,6 +824,15 @@ class HaarWavelet(Mechanism):
         f = 0.0 if cell_mass is None else np.asarray(cell_mass, dtype=np.float64)
         per_user = f * law.variance_true + (1.0 - f) * law.variance_other
         return 2.0**level * per_user / (n_level * law.gain**2)
+
+    def privacy_loss(self) -> float:
+        """Exact epsilon of one report: the largest over levels of the signed-subset
+        mechanism's loss (the level is drawn independently of the value, so it adds
+        nothing)."""
+        return max(
+            SignedSubsetSelection(epsilon=self.epsilon, domain_size=2**j, subset_size=m).privacy_loss()
+            for j, m in enumerate(self.subset_sizes)
+        )
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
