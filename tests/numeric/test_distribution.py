@@ -181,7 +181,8 @@ def test_rebin_preserves_mass_and_cdf(dist, new):
     assert r.buckets == new and r.probabilities.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(r.cumulative, dist.cdf(r.edges), atol=1e-12)
     fine = dist.rebin(dist.buckets * 3).rebin(dist.buckets)  # refine then coarsen: exact
-    np.testing.assert_allclose(fine.probabilities, dist.probabilities, atol=1e-12)
+    # atol: edges are computed at the magnitude of low/high, far above the bucket width
+    np.testing.assert_allclose(fine.probabilities, dist.probabilities, atol=1e-9)
     assert r.mean() == pytest.approx(dist.mean(), abs=(dist.high - dist.low) / new)
 
 

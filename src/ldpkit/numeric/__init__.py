@@ -1,7 +1,8 @@
-"""Numerical attributes: distributions (Square Wave + EM/EMS, CFO binning, hierarchies) and
-means (SR, PM, HM)."""
+"""Numerical attributes: distributions (Square Wave + EM/EMS, CFO binning, hierarchies, Haar
+wavelets, Wiener deconvolution) and means (SR, PM, HM)."""
 
 from .binning import CFOBinning
+from .deconvolution import WienerDeconvolution
 from .distribution import Distribution
 from .em import EMInfo, em, ems, smooth
 from .hierarchy import (
@@ -26,6 +27,7 @@ from .mean import (
     piecewise_variance,
     stochastic_rounding_variance,
 )
+from .recommend import Recommendation, recommend
 from .square_wave import (
     DiscreteSquareWave,
     GeneralWave,
@@ -33,6 +35,7 @@ from .square_wave import (
     square_wave_bandwidth,
     wave_transition_matrix,
 )
+from .wavelet import HaarWavelet, SignedSubsetSelection
 
 __all__ = [
     "Distribution",
@@ -64,4 +67,9 @@ __all__ = [
     "piecewise_variance",
     "hybrid_variance",
     "hybrid_worst_case_variance",
+    "HaarWavelet",
+    "SignedSubsetSelection",
+    "WienerDeconvolution",
+    "Recommendation",
+    "recommend",
 ]
