@@ -12,6 +12,7 @@ def test_demo_runs_on_real_data(tmp_path, monkeypatch):
     assert "James" in result.output and "95% CI coverage" in result.output
     assert (tmp_path / "names.png").stat().st_size > 10_000
     assert (tmp_path / "departures.png").stat().st_size > 10_000
+    assert (tmp_path / "stream.png").stat().st_size > 10_000
     assert "90% quantile" in result.output
 
 
