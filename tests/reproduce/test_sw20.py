@@ -25,7 +25,7 @@ from ldpkit.reproduce._numeric import (
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 TINY = sw20.Config(
-    epsilons=(1.0,),
+    epsilons=(1.0, 4.0),
     repetitions=2,
     datasets=("Beta(5,2)",),
     methods=("SW-EMS", "CFO-16", "SR"),
@@ -67,8 +67,12 @@ def test_run_writes_tables_figures_and_records(first_run):
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
 
     records = pd.read_parquet(out / "sw20.parquet")
-    # 2 distribution methods x 7 metrics + SR's mean and variance, 2 repetitions each
-    assert len(records) == 2 * (2 * 7 + 2)
+    # (2 distribution methods x 7 metrics + SR's mean and variance) x 2 epsilons x 2 repetitions
+    assert len(records) == (2 * 7 + 2) * 2 * 2
+    # canonical order: method, then epsilon ascending, then repetition, then metric
+    first = records[records["method"] == "SW-EMS"]
+    assert list(first["epsilon"]) == [1.0] * 14 + [4.0] * 14
+    assert list(first["metric"][:7]) == list(sw20.METRICS)
     assert records["value"].notna().all() and (records["value"] >= 0).all()
     assert set(records.loc[records["method"] == "SR", "metric"]) == {"mean", "variance"}
 
@@ -95,6 +99,12 @@ def test_dispatch_finds_the_module():
     assert reproduce.load("sw20") is sw20
     assert set(sw20.QUICK.methods) == set(sw20.METHODS)
     assert sw20.FULL.epsilons[0] == 0.5 and sw20.FULL.epsilons[-1] == 4.0
+
+
+def test_pilot_epsilon_is_a_middle_one():
+    cfg = sw20.Config(epsilons=(4.0, 0.5, 1.0, 2.0), repetitions=1, beta_n=100)
+    grid = sw20.build_grid(cfg, {"Beta(5,2)": sw20.load_bench("Beta(5,2)", cfg, 0)}, 0)
+    assert grid.epsilons == (2.0, 0.5, 1.0, 4.0)
 
 
 def test_config_rejects_unknown_names():
