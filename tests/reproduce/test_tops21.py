@@ -112,6 +112,15 @@ def test_same_seed_same_records_other_seed_differs(tiny_run: tuple[Path, str], t
         assert not frame["value"].equals(first[setting]["value"])
 
 
+def test_worker_processes_give_the_same_records(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
+    buffer = io.StringIO()
+    out = tops21.run(out=tmp_path, seed=3, jobs=2, config=TINY, console=Console(file=buffer, width=160))
+    first = _frames(tiny_run[0])
+    for setting, frame in _frames(out).items():
+        pd.testing.assert_frame_equal(frame, first[setting])
+    assert "on 2 workers" in buffer.getvalue()
+
+
 def test_dispatch_finds_the_module() -> None:
     assert reproduce.load("tops21") is tops21
     assert "tops21" in reproduce.PAPERS
@@ -229,5 +238,5 @@ def test_oracle_diagnosis_reports_thresholds_and_mse_ratio() -> None:
             rows += [{"dataset": "pos", "method": method, "epsilon": eps, "metric": "theta", "mean": theta, "sem": 0.0},
                      {"dataset": "pos", "method": method, "epsilon": eps, "metric": "MSE", "mean": mse, "sem": 0.0}]
     lines = tops21.oracle_diagnosis(pd.DataFrame(rows))
-    assert lines == ["pos: mean theta 800, 600 vs 60, 50 (oracle) at ε = 0.5, 1; MSE ×150 the oracle's (median over ε)"]
+    assert lines == ["pos: mean theta 600-800 vs 50-60 (oracle) over ε = 0.5, 1; MSE ×150 the oracle's (median over ε)"]
     assert tops21.oracle_diagnosis(pd.DataFrame(rows[:2])) == []
