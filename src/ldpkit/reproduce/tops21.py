@@ -262,7 +262,8 @@ def _summary_sentence(verdicts: pd.DataFrame, proposed: str, rivals: str) -> str
         return text + ": the paper's ordering holds everywhere."
     lost = verdicts[~verdicts["holds"]]
     clear = lost[lost["clear"]]
-    text += f"; of the {len(lost)} where it is not, {len(clear)} are clear (gap > 2 standard errors)"
+    verb = "is" if len(clear) == 1 else "are"
+    text += f"; of the {len(lost)} where it is not, {len(clear)} {verb} clear (gap > 2 standard errors)"
     if clear.empty:
         return text + "."
     if len(clear) <= 6:
