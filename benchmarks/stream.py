@@ -12,10 +12,12 @@ clipping, the hierarchy's noise and bottom-up pass) with queries at a realistic 
 forces the online consistency).
 
 Accuracy: ToPS, PAK, NM-E, H^c_16 and flat Laplace on the POS, retail and DNS streams,
-200 random ranges per repetition (the same ranges for every method), errors against the
-unclipped truth. Public bounds B as in the authors' code (POS 1638, retail 16470, DNS
-google 500). The first m = 65,536 values choose theta (retail: 16,384, since it has only
-88,162 values); n is the number of values that remain.
+200 random ranges per stream (the same ranges for every method and repetition), errors
+against the unclipped truth. Public bounds B as in the authors' code (POS 1638, retail 16470,
+DNS google 500). The first m = 65,536 values choose theta (retail: 16,384, since it has only
+88,162 values); n is the number of values that remain. Streams, bounds, methods and queries
+are those of ``ldpkit reproduce tops21`` (``ldpkit.reproduce._stream``), which runs the full
+comparison with error bars and plots.
 
 ToPL (local DP): throughput of the server's ``ingest`` (reports made beforehand by the
 simulated devices, not timed), and of ``update`` (device randomization + ingest). Accuracy:
@@ -24,6 +26,7 @@ SW estimates, and the EMS mean times the range length), PM and SR on the fixed d
 [0, B], at eps in {0.5, 1, 2, 4}; the baselines see the same n released users (they spend
 none on a threshold). "ToPL-oracle" takes theta from the *true* histogram of the first m
 values (not private): a diagnostic of how much the Square Wave estimate of f costs.
+"SW-EMS-mean" answers (j - i) times the mean of the EMS distribution of all reports.
 """
 
 from __future__ import annotations
@@ -35,34 +38,28 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpkit.numeric import Distribution
+from ldpkit.reproduce._stream import (
+    CENTRAL_METHODS,
+    LOCAL_METHODS,
+    StreamMethod,
+    load_case,
+    range_truth,
+)
 from ldpkit.stream import (
-    HC16,
-    NME,
-    PAK,
-    FixedDomainLDP,
-    FlatLaplace,
     SWOnly,
     ToPL,
     ToPS,
-    choose_topl_threshold,
     client_randomize,
-    evaluate_ranges,
-    random_ranges,
+    range_errors,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "streams.npz"
-BOUNDS = {"pos": 1638, "retail": 16470, "dns_google": 500}
-THRESHOLD_SIZE = {"pos": 65_536, "retail": 16_384, "dns_google": 65_536}
-METHODS = {"ToPS": ToPS, "PAK": PAK, "NM-E": NME, "Hc16": HC16, "flat": FlatLaplace}
-
-
-def load_streams() -> dict[str, np.ndarray]:
-    for path in (DATA, Path("/work/shared/data/streams.npz")):
-        if path.is_file():
-            with np.load(path, allow_pickle=False) as data:
-                return {k: data[k].astype(np.float64) for k in data.files}
-    raise SystemExit("streams.npz not found")
+#: The paper's three streams (shipped with ldpkit); tops21 adds the flight delays.
+STREAMS = ("pos", "retail", "dns")
+#: ToPL's comparison here adds SW's distribution-mean reading to the tops21 methods.
+TOPL_METHODS = {
+    **LOCAL_METHODS,
+    "SW-EMS-mean": StreamMethod(SWOnly, {"estimator": "distribution"}, threshold_phase=False),
+}
 
 
 def throughput(total: int, batch: int, query_every: int | None, repeat: int = 3) -> float:
@@ -98,26 +95,25 @@ def run_throughput(quick: bool) -> list[dict]:
     return rows
 
 
-def run_accuracy(epsilons: list[float], reps: int) -> list[dict]:
-    streams = load_streams()
+def _accuracy(methods: dict, epsilons: list[float], reps: int) -> list[dict]:
     records = []
-    for name in ("pos", "retail", "dns_google"):
-        values = streams[name]
-        m = THRESHOLD_SIZE[name]
-        released = values[m:]
-        n = released.size
+    for name in STREAMS:
+        case = load_case(name, seed=0)
+        truth = range_truth(case)
         for eps in epsilons:
             for rep in range(reps):
-                ranges = random_ranges(n, 200, rng=10_000 + rep)
-                for label, cls in METHODS.items():
-                    est = cls(eps, BOUNDS[name], threshold_size=m, length=n, rng=1000 * rep + 7)
-                    est.update(values)
-                    errs = evaluate_ranges(est, released, ranges=ranges)
+                for label, method in methods.items():
+                    answers = method(case, eps, np.random.default_rng(1000 * rep + 7))
+                    errs = range_errors(answers.estimates, truth.sums, truth.starts, truth.stops)
                     records.append(
                         {"stream": name, "epsilon": eps, "rep": rep, "method": label,
-                         "threshold": est.threshold, **errs}
+                         "threshold": answers.threshold, **errs}
                     )
     return records
+
+
+def run_accuracy(epsilons: list[float], reps: int) -> list[dict]:
+    return _accuracy(CENTRAL_METHODS, epsilons, reps)
 
 
 def topl_ingest_throughput(total: int, batch: int, block_size: int, repeat: int = 3) -> float:
@@ -166,39 +162,8 @@ def run_topl_throughput(quick: bool) -> list[dict]:
     return rows
 
 
-def _topl_methods(eps: float, bound: float, m: int, n: int, head: np.ndarray, seed: int) -> dict:
-    oracle = choose_topl_threshold(Distribution.from_values(head, 0.0, bound, 1024), bound, eps, n)
-    return {
-        "ToPL": ToPL(eps, bound, threshold_size=m, length=n, rng=seed),
-        "ToPL-authors": ToPL(eps, bound, threshold_size=m, length=n, objective="authors", rng=seed),
-        "ToPL-oracle": ToPL(eps, bound, threshold=oracle, length=n, rng=seed),
-        "SW": SWOnly(eps, bound, rng=seed),
-        "SW-EMS-mean": SWOnly(eps, bound, estimator="distribution", rng=seed),
-        "PM(B)": FixedDomainLDP(eps, bound, mechanism="pm", rng=seed),
-        "SR(B)": FixedDomainLDP(eps, bound, mechanism="sr", rng=seed),
-    }
-
-
 def run_topl_accuracy(epsilons: list[float], reps: int) -> list[dict]:
-    streams = load_streams()
-    records = []
-    for name in ("pos", "retail", "dns_google"):
-        values = streams[name]
-        m = THRESHOLD_SIZE[name]
-        released = values[m:]
-        n = released.size
-        for eps in epsilons:
-            for rep in range(reps):
-                ranges = random_ranges(n, 200, rng=10_000 + rep)
-                methods = _topl_methods(eps, BOUNDS[name], m, n, values[:m], 1000 * rep + 7)
-                for label, est in methods.items():
-                    est.update(values if est.threshold_size else released)
-                    errs = evaluate_ranges(est, released, ranges=ranges)
-                    records.append(
-                        {"stream": name, "epsilon": eps, "rep": rep, "method": label,
-                         "threshold": est.threshold, **errs}
-                    )
-    return records
+    return _accuracy(TOPL_METHODS, epsilons, reps)
 
 
 def summarize(records: list[dict]) -> list[dict]:
