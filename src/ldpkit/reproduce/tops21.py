@@ -122,15 +122,17 @@ FULL = Tops21Config()
 
 def build_grids(cases: dict[str, StreamCase], config: Tops21Config) -> dict[str, Grid]:
     """``{"central": Grid, "local": Grid}`` (a setting without methods is left out)."""
-    metrics = {**RANGE_METRICS, "theta": threshold_metric}
+    # typed loosely: the stream methods name their first argument ``case``, not ``data``
+    metrics: dict[str, Any] = {**RANGE_METRICS, "theta": threshold_metric}
     grids: dict[str, Grid] = {}
     for setting, names, table, eps in (
         ("central", config.central_methods, CENTRAL_METHODS, config.central_epsilons),
         ("local", config.local_methods, LOCAL_METHODS, config.local_epsilons),
     ):
         if names:
+            methods: dict[str, Any] = {n: table[n] for n in names}
             grids[setting] = Grid(
-                methods={n: table[n] for n in names}, epsilons=eps, datasets=cases,
+                methods=methods, epsilons=eps, datasets=cases,
                 metrics=metrics, repetitions=config.repetitions, truth=range_truth,
             )
     return grids
