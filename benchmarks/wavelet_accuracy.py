@@ -10,12 +10,14 @@ as a salary on [0, 150k], then 35% of the values rounded to the nearest 5k (mult
 strongly spiky one: X ~ Beta(2, 5) with half of the values rounded to the nearest 0.1
 (11 point masses holding half of the mass).
 
-Metrics as WAV25 section 6.1 computes them: the true empirical CDF and the estimated CDF at
+Metrics as WAV25 section 6.1 computes them (``ldpkit.reproduce._wavelet.grid_errors``, the
+same code ``ldpkit reproduce wav25`` uses): the true empirical CDF and the estimated CDF at
 the M = 256 grid points i/256 (i = 1..256); W1 = mean |difference|, KS = max |difference|.
-One convention fixed: the truth at grid point x counts the values *below* x, because every
-estimate here is a histogram whose bucket [x, x + w) holds a value equal to x; with "<= x"
-a point mass sitting exactly on a grid point (here 0.5) would count its whole mass as KS
-error for every method alike. Averages over ``--reps`` runs (WAV25 used 100).
+One convention fixed: the truth at grid point x < 1 counts the values *below* x, because
+every estimate here is a histogram whose bucket [x, x + w) holds a value equal to x; with
+"<= x" a point mass sitting exactly on a grid point (here 0.5) would count its whole mass
+as KS error for every method alike. Averages over ``--reps`` runs (WAV25 used 100). The
+full comparison on real data, with every competitor, is ``ldpkit reproduce wav25``.
 
 Methods: HaarWavelet with J = ceil(log2(n)/2) (WAV25's rule) and with J - 2 (a J sweep
 showed the rule's J too fine at these n); SquareWave + EMS with 256
@@ -33,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ldpkit.numeric import Distribution, HaarWavelet, SquareWave, WienerDeconvolution
+from ldpkit.numeric import HaarWavelet, SquareWave, WienerDeconvolution
+from ldpkit.reproduce._wavelet import grid_errors
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GRID = np.arange(1, 257) / 256.0
 
 
 def heaped(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -59,12 +61,6 @@ DATA = {
 METHODS = ("HaarWavelet", "HaarWavelet-J2", "SW-EMS", "Wiener-IIW")
 
 
-def grid_metrics(dist: Distribution, sorted_values: np.ndarray) -> tuple[float, float]:
-    truth = np.searchsorted(sorted_values, GRID, side="left") / sorted_values.size  # P[X < x]
-    gap = np.abs(np.asarray(dist.cdf(GRID)) - truth)
-    return float(gap.mean()), float(gap.max())
-
-
 def run_cell(data: str, n: int, eps: float, reps: int) -> list[dict[str, Any]]:
     rows = []
     for r in range(reps):
@@ -81,7 +77,7 @@ def run_cell(data: str, n: int, eps: float, reps: int) -> list[dict[str, Any]]:
         for name, spec in methods.items():
             t0 = time.perf_counter()
             dist = spec.run(values, rng=1000 + r)
-            w1, ks = grid_metrics(dist, srt)
+            w1, ks = grid_errors(dist, srt)
             rows.append({"data": data, "n": n, "epsilon": eps, "rep": r, "method": name,
                          "w1": w1, "ks": ks, "seconds": time.perf_counter() - t0})
     return rows
