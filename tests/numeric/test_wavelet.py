@@ -533,19 +533,42 @@ def test_recovers_spiky_distribution():
 
 # -- method advice ----------------------------------------------------------------------------
 def test_recommend_rules_and_validation():
-    from ldpkit.numeric import SquareWave, recommend
+    from ldpkit.numeric import HierarchicalHistogram, SquareWave, recommend
+    from ldpkit.numeric.recommend import KS_HH_EPSILON
 
-    rec = recommend(1.0, 1_000_000, smooth=False, low=0, high=150_000)
+    # smooth data: SW + EMS whatever the metric
+    for metric in ("w1", "ks"):
+        rec = recommend(2.0, 100_000, smooth=True, metric=metric)
+        assert isinstance(rec.build(), SquareWave) and rec.params["buckets"] == 256
+        assert rec.estimate_params == {"method": "ems"} and "smooth" in rec.reason
+    # W1 on spiky or unknown data: SW + plain EM on 1024 buckets
+    for smooth in (False, None):
+        rec = recommend(1.0, 100_000, smooth=smooth, low=0, high=150_000)
+        spec = rec.build()
+        assert isinstance(spec, SquareWave) and spec.high == 150_000 and spec.buckets == 1024
+        assert rec.estimate_params == {"method": "em"}
+    # KS on spiky data: the wavelet at J - 2 below eps = 2, HH from there on
+    rec = recommend(1.0, 1_000_000, smooth=False, metric="ks", low=0, high=150_000)
     assert rec.method == "HaarWavelet" and rec.params["max_level"] == default_max_level(10**6) - 2
     spec = rec.build()
     assert isinstance(spec, HaarWavelet) and spec.high == 150_000 and spec.epsilon == 1.0
-    rec = recommend(2.0, 100_000, smooth=True)
-    assert isinstance(rec.build(), SquareWave) and rec.params["buckets"] == 256
-    assert rec.estimate_params == {"method": "ems"} and "smooth" in rec.reason
-    assert recommend(0.5, 100_000).method == "SquareWave"
-    assert recommend(1.0, 1_000_000).method == "HaarWavelet"
-    assert recommend(0.5, 100_000, metric="ks").method == "HaarWavelet"
-    assert recommend(4.0, 10, smooth=False).params["max_level"] == 0
+    assert recommend(1.0, 10, smooth=False, metric="ks").params["max_level"] == 0
+    below = recommend(KS_HH_EPSILON * 0.999, 10_000, smooth=False, metric="ks")
+    at = recommend(KS_HH_EPSILON, 10_000, smooth=False, metric="ks")
+    assert (below.method, at.method) == ("HaarWavelet", "HierarchicalHistogram")
+    spec = at.build()
+    assert isinstance(spec, HierarchicalHistogram) and spec.branching == 4 and spec.buckets == 1024
+    # KS with unknown smoothness: HH at every epsilon
+    assert {recommend(e, 10_000, metric="ks").method for e in (0.5, 4.0)} == {"HierarchicalHistogram"}
+    # every recommendation builds and runs end to end
+    values = np.random.default_rng(0).beta(2, 5, size=2000)
+    for smooth in (True, False, None):
+        for metric in ("w1", "ks"):
+            for eps in (0.5, 4.0):
+                rec = recommend(eps, values.size, smooth=smooth, metric=metric)
+                spec = rec.build()
+                dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=0)), **rec.estimate_params)
+                assert abs(dist.mean() - values.mean()) < 0.1 and rec.reason
     with pytest.raises(ValueError, match="metric must be one of"):
         recommend(1.0, 100, metric="l2")
     with pytest.raises(TypeError, match="smooth must be True, False or None"):

@@ -1,8 +1,9 @@
-"""Which numerical-distribution method to run: advice from our own measurements (provisional).
+"""Which numerical-distribution method to run: advice from our own measurements.
 
-The advice will be revised once the full WAV25 comparison (``ldpkit reproduce wav25``,
-all competitors, real data) has run; today it rests on ``benchmarks/wavelet_accuracy.py``
-(synthetic smooth, heaped and spiky data; n = 1e5 and 1e6; eps 0.5..4; 10 runs each).
+The rules rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (its Markdown table
+``results/wav25/wav25.md``: five data sets, ten methods, eps 0.5..4, 30 runs per cell, n from
+26k to 330k), and on ``benchmarks/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
+1e6. The numbers quoted in :func:`recommend` come from those two runs (seed 0).
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from typing import Any
 
 from .._validation import check_epsilon, check_integer
 from ..spec import Mechanism
+from .hierarchy import HierarchicalHistogram
 from .square_wave import SquareWave
 from .wavelet import HaarWavelet, default_max_level
 
 __all__ = ["Recommendation", "recommend"]
+
+#: From this epsilon on, HH beats the wavelet in KS on spiky data (see :func:`recommend`).
+KS_HH_EPSILON = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +30,8 @@ class Recommendation:
     Attributes
     ----------
     method : str
-        Class name in :mod:`ldpkit.numeric` ("SquareWave" or "HaarWavelet").
+        Class name in :mod:`ldpkit.numeric`: "SquareWave", "HaarWavelet" or
+        "HierarchicalHistogram".
     params : dict
         Keyword arguments of the spec (epsilon included).
     estimate_params : dict
@@ -41,8 +47,12 @@ class Recommendation:
 
     def build(self) -> Mechanism:
         """The recommended spec."""
-        cls = {"SquareWave": SquareWave, "HaarWavelet": HaarWavelet}[self.method]
-        return cls(**self.params)
+        classes: dict[str, type[Mechanism]] = {
+            "SquareWave": SquareWave,
+            "HaarWavelet": HaarWavelet,
+            "HierarchicalHistogram": HierarchicalHistogram,
+        }
+        return classes[self.method](**self.params)
 
 
 def recommend(
@@ -54,21 +64,21 @@ def recommend(
     low: float = 0.0,
     high: float = 1.0,
 ) -> Recommendation:
-    """Recommend a method for estimating a numerical distribution (provisional).
+    """Recommend a method for estimating a numerical distribution, from our measurements.
 
     Parameters
     ----------
     epsilon : float
         Privacy budget of each user's report.
     n : int
-        Expected number of users.
+        Expected number of users (sets the wavelet's J).
     smooth : bool or None
         True if the distribution is known to be smooth (no point masses, no heaping);
         False if it has spikes (values heaped at round numbers, point masses, steps);
         None if unknown. Decide it from public knowledge, not from the private data.
     metric : {"w1", "ks"}
-        What matters most: Wasserstein-1 (average CDF error, range queries) or KS (worst
-        CDF error).
+        What matters most: Wasserstein-1 (average CDF error; range queries behaved the
+        same way in every measurement) or KS (worst CDF error).
     low, high : float
         The value domain, passed on to the spec.
 
@@ -78,37 +88,63 @@ def recommend(
 
     Notes
     -----
-    Evidence (``benchmarks/wavelet_accuracy.py``, WAV25's metrics on a 256-point grid,
-    mean of 10 runs; "x" = how many times larger the loser's error is):
+    **Evidence.** ``ldpkit reproduce wav25`` (``results/wav25/wav25.md``; WAV25's metrics:
+    W1 and KS on the 256-point grid, range-query MAE with alpha = 0.2 and 0.4; 30 runs per
+    cell, eps = 0.5, 1, ..., 4) on smooth data (Beta(5, 2), n = 1e5; NYC flight departure
+    times, n = 328,521) and spiky data (MLB salaries, n = 26,167, heaped on round amounts;
+    weeks worked, n = 254,654, 47 % at 0 and 18.5 % at 52; CPSSW8 hourly earnings,
+    n = 61,395, heaped), with ten methods: the Haar wavelet at WAV25's J and at J - 2,
+    SW + EMS, SW + EM, binning (16, 64 bins), HH, DW, IIW (64, 256 bins). Checked at
+    n = 1e5 and 1e6 on synthetic smooth, heaped and spiky data by
+    ``benchmarks/wavelet_accuracy.py`` (5 runs per cell). Below, "x" is a method's mean
+    error over the best method's in a (data set, metric, eps) cell, worst case over the
+    cells named.
 
-    - **Smooth data** (Beta(5, 2)): Square Wave + EMS (256 buckets) beats the wavelet at
-      every n and eps measured: W1 1.1-2.6x, KS 1.1-3.1x (n = 1e5: 2.0-2.2x in W1;
-      n = 1e6: 1.1-2.6x, the gap growing with eps). Recommendation: SquareWave + EMS.
-    - **Spiky data** (half the mass on 11 round values): the wavelet wins KS by 1.2-4.2x
-      at n = 1e5 and 2.3-13.5x at n = 1e6 (SW-EMS stalls at KS 0.05-0.08 because EMS
-      smooths the spikes away), and W1 by 1.1-2.8x except n = 1e5, eps = 0.5 (0.9x).
-      With mild heaping (70% of the values rounded to 1/150 or 1/30 of the range) the
-      wavelet wins at n = 1e6 and eps >= 1 (W1 1.2-2.2x, KS 1.3-3.6x) and loses in W1
-      elsewhere (up to 1.7x; KS mixed). Recommendation: HaarWavelet.
-    - **J**: WAV25's ``J = ceil(log2(n)/2)`` is too fine at these n: ``J - 2`` had lower
-      W1 in 23 of 24 (data, n, eps) cells (by 1-17%, median ~8%) and lower KS in 20;
-      a sweep over J (3 runs per cell) put the best J at 3-5 on smooth data and 7-8 on
-      spiky data. Recommendation: ``max_level = J - 2``.
-    - **Unknown smoothness**: with ``metric="ks"`` the wavelet, whose worst measured loss
-      (3.1x, smooth data) is far below SW-EMS's (13.5x, spiky data). With ``metric="w1"``
-      the losses are comparable (2.6x vs 2.8x): the wavelet when n >= 5e5 and eps >= 1
-      (where it won or lost by <= 2.6x), else SW-EMS (which won every smooth cell and lost
-      spiky cells by <= 1.3x at n = 1e5).
-    - Wiener deconvolution (IIW, 64 bins) was never the best in these cells; it is not
-      recommended.
+    - **Smooth data**: SW + EMS was the best or within 1.13x of it in all 64 smooth cells
+      (W1, KS, both range widths); within 1.51x on the synthetic data (at n = 1e6 and
+      eps <= 1 plain EM or HH is a little better). The wavelet at WAV25's J lost every
+      smooth cell, by 1.4-3.8x (W1 1.6-2.9x, KS 1.4-3.8x). -> ``SquareWave`` + EMS.
+    - **Spiky data, W1** (and range queries): SW + EM, at most 1.39x (W1) and 1.40x
+      (range) from the best in the 24 + 48 spiky cells, 1.67x at n = 1e6; SW + EMS was the
+      best on the two heaped data sets but 2.0-3.5x off on the point masses of weeks
+      worked; the wavelet at J - 2 was within 1.68x (W1) but 2.30x (range), at J within
+      1.98x and 1.91x; HH within 2.21x. -> ``SquareWave`` + EM.
+    - **Spiky data, KS**: eps < 2: the wavelet at J - 2, within 1.57x of the best (1.22x
+      on the synthetic data), against 1.77x for the wavelet at J, 2.01x for HH and 2.53x
+      for SW + EM. eps >= 2: HH, within 1.09x (1.20x on the synthetic data), against
+      1.48x (1.78x) for the wavelet at J. Smoothing methods stall on point masses: SW + EMS was 11-25x off on
+      weeks worked, SW + EM up to 9.5x at n = 1e6. -> ``HaarWavelet(max_level=J - 2)``
+      below eps = 2 (:data:`KS_HH_EPSILON`), ``HierarchicalHistogram`` from there on.
+    - **Unknown smoothness**: the smallest worst case over all five data sets. W1: SW + EM
+      (1.76x; 1.99x for range queries), against HH 2.21x, the wavelet 2.57x (J - 2) or
+      2.88x (J), SW + EMS 3.13x. KS: HH (2.65x; 2.26x on the synthetic data), against
+      SW + EM 2.55x here but 9.5x at n = 1e6, the wavelet 3.5-3.8x, SW + EMS 25x.
+    - **J**: WAV25's ``J = ceil(log2(n)/2)`` is too fine: in the W1-vs-J sweep (J = 1..11,
+      28 (data set, eps) cells, n = 1e4..1e6) the best J was below the rule's in 27 cells
+      (by 4 levels at the median; 2-6 on smooth data, 2-8 on heaped data, 7-8 on weeks
+      worked), the rule costing 1.00-1.85x the best J's W1 (median 1.38x); J - 2 beat the
+      rule in 23 of 28 cells (by 8 % at the median). Lower J blurs point masses, which KS
+      on a fine grid punishes, so the advice keeps J - 2 rather than the smooth data's
+      best J. :class:`HaarWavelet` keeps the paper's rule as its default.
+    - Never recommended: binning and DW/IIW on 64 bins (KS up to 81-101x off on weeks
+      worked: a bin spreads the point masses over its width), IIW on 256 bins (W1 3.6-12x
+      off on smooth data).
+
+    None of our measurements reproduces WAV25's claim that the wavelet beats every
+    competitor; it won 1 of 160 (data set, metric, eps) cells against the best competitor
+    and tied 15 (``results/wav25/wav25.md``, section "Verdict").
 
     Examples
     --------
-    >>> rec = recommend(1.0, 1_000_000, smooth=False)
-    >>> rec.method, rec.params["max_level"]
-    ('HaarWavelet', 8)
     >>> recommend(1.0, 100_000, smooth=True).method
     'SquareWave'
+    >>> rec = recommend(1.0, 1_000_000, smooth=False, metric="ks")
+    >>> rec.method, rec.params["max_level"]
+    ('HaarWavelet', 8)
+    >>> recommend(4.0, 1_000_000, smooth=False, metric="ks").method
+    'HierarchicalHistogram'
+    >>> recommend(1.0, 100_000, smooth=False).estimate_params
+    {'method': 'em'}
     """
     epsilon = check_epsilon(epsilon)
     n = check_integer(n, "n", low=1)
@@ -116,41 +152,41 @@ def recommend(
         raise TypeError(f"smooth must be True, False or None, got {smooth!r}")
     if metric not in ("w1", "ks"):
         raise ValueError(f"metric must be one of 'w1', 'ks', got {metric!r}")
-    wavelet = Recommendation(
-        method="HaarWavelet",
-        params={"epsilon": epsilon, "low": low, "high": high,
-                "max_level": max(0, default_max_level(n) - 2)},
-        estimate_params={},
-        reason="",
-    )
-    square_wave = Recommendation(
-        method="SquareWave",
-        params={"epsilon": epsilon, "low": low, "high": high,
-                "buckets": 256 if smooth else 1024},
-        estimate_params={"method": "ems"},
-        reason="",
-    )
+    domain = {"low": low, "high": high}
     if smooth is True:
-        return dataclasses.replace(
-            square_wave,
-            reason="smooth data: SW + EMS beat the Haar wavelet in W1 (1.1-2.6x) and KS "
-            "(1.1-3.1x) at every n and eps measured",
+        return Recommendation(
+            method="SquareWave",
+            params={"epsilon": epsilon, **domain, "buckets": 256},
+            estimate_params={"method": "ems"},
+            reason="smooth data: SW + EMS was the best or within 1.13x of the best in every "
+            "smooth cell of the WAV25 comparison; the Haar wavelet lost them all by 1.4-3.8x",
         )
-    if smooth is False:
-        return dataclasses.replace(
-            wavelet,
-            reason="spiky data: the Haar wavelet keeps point masses that EMS smooths away "
-            "(KS 1.2-13.5x lower than SW + EMS on strongly spiky data); J = ceil(log2(n)/2) - 2",
+    if metric == "w1":
+        why = ("spiky data: SW + EM was within 1.39x of the best in W1 (1.67x at n = 1e6); "
+               "SW + EMS smooths point masses away (3.1x)") if smooth is False else (
+               "unknown smoothness: SW + EM had the smallest worst case in W1 over smooth and "
+               "spiky data (1.76x of the best)")
+        return Recommendation(
+            method="SquareWave",
+            params={"epsilon": epsilon, **domain, "buckets": 1024},
+            estimate_params={"method": "em"},
+            reason=why,
         )
-    if metric == "ks" or (n >= 500_000 and epsilon >= 1.0):
-        return dataclasses.replace(
-            wavelet,
-            reason="unknown smoothness: the wavelet's worst measured loss (3.1x KS, 2.6x W1 "
-            "on smooth data) is smaller than or comparable to SW + EMS's (13.5x KS, 2.8x W1 "
-            "on spiky data) at this n and eps",
+    if smooth is False and epsilon < KS_HH_EPSILON:
+        return Recommendation(
+            method="HaarWavelet",
+            params={"epsilon": epsilon, **domain, "max_level": max(0, default_max_level(n) - 2)},
+            estimate_params={},
+            reason="spiky data, KS, eps < 2: the Haar wavelet with J = ceil(log2(n)/2) - 2 was "
+            "within 1.57x of the best (HH 2.01x, SW + EMS up to 19x)",
         )
-    return dataclasses.replace(
-        square_wave,
-        reason="unknown smoothness, small n or eps: SW + EMS won every smooth cell and lost "
-        "spiky ones by at most 1.3x in W1 at n = 1e5",
+    why = ("spiky data, KS, eps >= 2: HH was within 1.09x of the best (1.20x at n = 1e6); "
+           "the wavelet 1.48x, SW + EMS up to 25x") if smooth is False else (
+           "unknown smoothness, KS: HH had the smallest worst case (2.65x of the best); "
+           "SW + EMS stalls on point masses (25x)")
+    return Recommendation(
+        method="HierarchicalHistogram",
+        params={"epsilon": epsilon, **domain, "buckets": 1024, "branching": 4},
+        estimate_params={},
+        reason=why,
     )
