@@ -1,7 +1,7 @@
 """Which numerical-distribution method to run: advice from our own measurements.
 
 The rules rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (its Markdown table
-``results/wav25/wav25.md``: five data sets, ten methods, eps 0.5..4, 30 runs per cell, n from
+``docs/results/wav25/wav25.md`` (regenerate with ``ldpkit reproduce wav25``): five data sets, ten methods, eps 0.5..4, 30 runs per cell, n from
 26k to 330k), and on ``benchmarks/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
 1e6. The numbers quoted in :func:`recommend` come from those two runs (seed 0).
 """
@@ -88,7 +88,7 @@ def recommend(
 
     Notes
     -----
-    **Evidence.** ``ldpkit reproduce wav25`` (``results/wav25/wav25.md``; WAV25's metrics:
+    **Evidence.** ``ldpkit reproduce wav25`` (``docs/results/wav25/wav25.md`` (regenerate with ``ldpkit reproduce wav25``); WAV25's metrics:
     W1 and KS on the 256-point grid, range-query MAE with alpha = 0.2 and 0.4; 30 runs per
     cell, eps = 0.5, 1, ..., 4) on smooth data (Beta(5, 2), n = 1e5; NYC flight departure
     times, n = 328,521) and spiky data (MLB salaries, n = 26,167, heaped on round amounts;
@@ -132,7 +132,7 @@ def recommend(
 
     None of our measurements reproduces WAV25's claim that the wavelet beats every
     competitor; it won 1 of 160 (data set, metric, eps) cells against the best competitor
-    and tied 15 (``results/wav25/wav25.md``, section "Verdict").
+    and tied 15 (``docs/results/wav25/wav25.md`` (regenerate with ``ldpkit reproduce wav25``), section "Verdict").
 
     Examples
     --------

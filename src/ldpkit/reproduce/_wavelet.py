@@ -451,8 +451,9 @@ def save_metric_figures(
             fig = plot_error_vs_epsilon(sub, metric=metric, title=(titles or {}).get(metric, metric))
         first = fig.get_axes()[0]
         handles, labels = first.get_legend_handles_labels()
-        if first.get_legend() is not None:
-            first.get_legend().remove()
+        legend = first.get_legend()
+        if legend is not None:
+            legend.remove()
         w, h = fig.get_size_inches()
         extra = 1.5
         fig.set_size_inches(w + extra, h)
