@@ -1,8 +1,8 @@
 """Which numerical-distribution method to run: advice from our own measurements.
 
-The rules rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (its Markdown table
-``docs/results/wav25/wav25.md`` (regenerate with ``ldpkit reproduce wav25``): five data sets, ten methods, eps 0.5..4, 30 runs per cell, n from
-26k to 330k), and on ``benchmarks/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
+The rules rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (Markdown table in
+``docs/results/wav25/wav25.md``: five data sets, ten methods, eps 0.5..4, 30 runs per cell,
+n from 26k to 330k), and on ``benchmarks/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
 1e6. The numbers quoted in :func:`recommend` come from those two runs (seed 0).
 """
 
