@@ -395,8 +395,16 @@ def _eps_table_markdown(means: pd.DataFrame, oracle: str, dataset: str, eps: flo
     return lines
 
 
-def summary_markdown(frame: pd.DataFrame, result: Mapping[str, Any], eps: float) -> str:
-    """The Markdown summary: MSE at ``eps`` per oracle and data set, winners, verdicts."""
+def summary_markdown(
+    frame: pd.DataFrame,
+    result: Mapping[str, Any],
+    eps: float,
+    paper: Mapping[str, Any] | None = None,
+) -> str:
+    """The Markdown summary: MSE at ``eps`` per oracle and data set, winners, verdicts.
+
+    ``paper`` is :func:`verdicts` restricted to CON20's own setting (OLH at ``eps``).
+    """
     means = setting_means(frame)
     lines = [
         "# CON20 reproduced: consistency methods by query type",
@@ -409,11 +417,24 @@ def summary_markdown(frame: pd.DataFrame, result: Mapping[str, Any], eps: float)
     for oracle in dict.fromkeys(frame["oracle"]):
         for dataset in dict.fromkeys(frame["dataset"]):
             lines += _eps_table_markdown(means, oracle, dataset, eps)
-    lines += _verdict_markdown(result)
+    lines += _verdict_markdown(result, paper, eps)
     return "\n".join(lines)
 
 
-def _verdict_markdown(result: Mapping[str, Any]) -> list[str]:
+def _paper_verdict(paper: Mapping[str, Any] | None, group: str) -> str:
+    if paper is None:
+        return "-"
+    recs = paper["recommendations"]
+    row = recs[recs["query type"] == group]
+    if row.empty:
+        return "-"
+    r = row.iloc[0]
+    return f"{r['verdict']} ({r['rec_best_or_tied']:.0%})"
+
+
+def _verdict_markdown(
+    result: Mapping[str, Any], paper: Mapping[str, Any] | None = None, eps: float = 1.0
+) -> list[str]:
     lines = [
         "## Winners per query (over all data sets, oracles and epsilons)",
         "",
@@ -431,21 +452,28 @@ def _verdict_markdown(result: Mapping[str, Any]) -> list[str]:
         "",
         "best or tied: the recommended method wins the setting or is within two paired "
         "standard errors of the winner; geo-mean ratio: geometric mean of MSE / best MSE; "
-        "holds if best or tied in >= 50% of the settings, partly if ranked top 3.",
+        "holds if best or tied in >= 50% of the settings, partly if ranked top 3. The last "
+        f"column applies the same rules to CON20's own setting only (OLH at ε = {eps:g}).",
         "",
-        "| query type | recommended | winner (wins) | best or tied | geo-mean ratio | rank | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| query type | recommended | winner (wins) | best or tied | geo-mean ratio | rank | "
+        f"verdict | OLH, ε = {eps:g} |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["recommendations"].itertuples(index=False):
         lines.append(
             f"| {r[0]} | {LABELS[r.recommended]} | {LABELS[r.winner]} ({r.winner_wins}/{r.settings}) | "
-            f"{r.rec_best_or_tied:.0%} | ×{r.rec_geo_ratio:.2f} | {r.rec_rank} | {r.verdict} |"
+            f"{r.rec_best_or_tied:.0%} | ×{r.rec_geo_ratio:.2f} | {r.rec_rank} | {r.verdict} | "
+            f"{_paper_verdict(paper, r[0])} |"
         )
     ns = result["norm_sub"]
+    paper_ns = ""
+    if paper is not None:
+        pns = paper["norm_sub"]
+        paper_ns = f" In CON20's setting: rank {pns['rank']} (×{pns['geo_ratio']:.2f}), {pns['verdict']}."
     lines += [
         "",
         f"Norm-Sub overall strong: rank {ns['rank']} of {ns['of']} by geometric-mean ratio "
-        f"over all settings (×{ns['geo_ratio']:.2f}): {ns['verdict']}.",
+        f"over all settings (×{ns['geo_ratio']:.2f}): {ns['verdict']}.{paper_ns}",
         "",
         "Overall ranking (geometric mean of MSE / best MSE over every setting): "
         + ", ".join(f"{LABELS[m]} ×{v:.2f}" for m, v in result["overall"].items()),
@@ -476,7 +504,9 @@ def _rich_eps_table(means: pd.DataFrame, oracle: str, dataset: str, eps: float) 
     return table
 
 
-def _rich_verdicts(result: Mapping[str, Any]) -> list[Any]:
+def _rich_verdicts(
+    result: Mapping[str, Any], paper: Mapping[str, Any] | None = None, eps: float = 1.0
+) -> list[Any]:
     from rich import box
     from rich.table import Table
 
@@ -488,20 +518,34 @@ def _rich_verdicts(result: Mapping[str, Any]) -> list[Any]:
             r.query, f"{LABELS[r.most_wins]} ({r.wins}/{r.settings})", LABELS[r.best_geo],
             f"{LABELS.get(r.second_geo, '-')} ×{r.second_ratio:.2f}",
         )
-    recs = Table(title="CON20's recommendations in our runs", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("query type", "recommended", "winner", "best/tied", "geo ratio", "rank", "verdict"):
-        recs.add_column(col, no_wrap=True)
+    recs = Table(
+        title="CON20's recommendations in our runs",
+        caption="tied: share of settings where it is best or within 2 paired SE of the best; "
+        "ratio: geometric mean of MSE / best MSE (rank of 11)",
+        box=box.SIMPLE_HEAD, pad_edge=False,
+    )
+    columns = ("query", "recommended", "winner", "tied", "ratio (rank)", "verdict",
+               f"OLH, ε={eps:g}")
+    for col in columns:
+        recs.add_column(col)
+    short = {"single values": "single", "set values": "sets", "frequent values": "top-k"}
     colour = {"holds": "green", "partly": "yellow", "does not hold": "red"}
+
+    def paint(text: str) -> str:
+        key = next((k for k in colour if text.startswith(k)), None)
+        return f"[{colour[key]}]{text}[/]" if key else text
+
     for r in result["recommendations"].itertuples(index=False):
         recs.add_row(
-            r[0], LABELS[r.recommended], f"{LABELS[r.winner]} {r.winner_wins}/{r.settings}",
-            f"{r.rec_best_or_tied:.0%}", f"×{r.rec_geo_ratio:.2f}", str(r.rec_rank),
-            f"[{colour[r.verdict]}]{r.verdict}[/]",
+            short.get(r[0], r[0]), LABELS[r.recommended], f"{LABELS[r.winner]} {r.winner_wins}/{r.settings}",
+            f"{r.rec_best_or_tied:.0%}", f"×{r.rec_geo_ratio:.2f} ({r.rec_rank})",
+            paint(r.verdict), paint(_paper_verdict(paper, r[0])),
         )
     ns = result["norm_sub"]
+    paper_ns = "-" if paper is None else str(paper["norm_sub"]["verdict"])
     recs.add_row(
-        "overall", "Norm-Sub", LABELS[str(result["overall"].index[0])], "", f"×{ns['geo_ratio']:.2f}",
-        str(ns["rank"]), f"[{colour[ns['verdict']]}]{ns['verdict']}[/]",
+        "overall", "Norm-Sub", LABELS[str(result["overall"].index[0])], "",
+        f"×{ns['geo_ratio']:.2f} ({ns['rank']})", paint(ns["verdict"]), paint(paper_ns),
     )
     return [winners, recs]
 
@@ -556,7 +600,10 @@ def run(
         for dataset in data:
             console.print(_rich_eps_table(means, "OLH", dataset, eps))
     found = verdicts(frame)
-    for table in _rich_verdicts(found):
+    paper = None
+    if "OLH" in config.oracles:  # CON20's own setting: OLH, epsilon = 1
+        paper = verdicts(frame[(frame["oracle"] == "OLH") & (frame["epsilon"] == eps)])
+    for table in _rich_verdicts(found, paper, eps):
         console.print(table)
     pairs = ", ".join(f"{k} = {v:.3f}" for k, v in found["pairs"].items())
     console.print(f"CON20's similar pairs (geometric-mean full-domain MSE ratio): {pairs}")
@@ -571,5 +618,6 @@ def run(
                 title=f"{title} ({'left' if panel == 'a' else 'right'} panel of CON20)",
                 colours=_COLOURS,
             )
-    (out / "con20_summary.md").write_text(summary_markdown(frame, found, eps), encoding="utf-8")
+    text = summary_markdown(frame, found, eps, paper)
+    (out / "con20_summary.md").write_text(text, encoding="utf-8")
     return out

@@ -354,7 +354,7 @@ def _fmt(x: float) -> str:
         return "-"
     if x == 0:
         return "0"
-    if abs(x) >= 1000 or abs(x) < 0.01:
+    if abs(x) < 0.01:
         return f"{x:.3g}"
     return f"{x:.4g}" if abs(x) < 100 else f"{x:.1f}"
 
@@ -587,7 +587,7 @@ def run(
     config = config if config is not None else (QUICK if quick else FULL)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    console.rule(f"FO17 {'(quick)' if quick else ''}: (a) Table 2, n·Var* measured")
+    console.rule(f"FO17{' (quick)' if quick else ''}: (a) Table 2, n·Var* measured")
     grid = table2_grid(config)
     result = run_grid(grid, seed=seed, n_jobs=jobs, console=console)
     report = table2_report(result.records, config)
