@@ -43,6 +43,7 @@ import pandas as pd
 from ..consistency import METHODS, compare
 from ..experiments import Grid, run_grid, save_results
 from ..frequency import ORACLES, PureFrequencyOracle
+from ._blas import single_threaded_blas
 from ._plots import PALETTE, save_figure
 
 __all__ = [
@@ -583,6 +584,13 @@ def run(
         ``out``, holding ``con20_<oracle>.{parquet,md}``, ``con20_<oracle>_a.png`` and
         ``_b.png`` (CON20's left and right panels) and ``con20_summary.md``.
     """
+    with single_threaded_blas():
+        return _run(quick=quick, out=out, seed=seed, jobs=jobs, console=console, config=config)
+
+
+def _run(
+    *, quick: bool, out: Path, seed: int, jobs: int, console: Any, config: Con20Config | None
+) -> Path:
     config = config if config is not None else (QUICK if quick else FULL)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

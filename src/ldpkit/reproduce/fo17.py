@@ -72,6 +72,7 @@ from ..frequency import (
 )
 from ..frequency.tables import FO17_TABLE2, TABLE2_COLUMNS
 from ..testing import variance_ratio_bounds
+from ._blas import single_threaded_blas
 from ._plots import save_figure
 
 __all__ = [
@@ -584,6 +585,13 @@ def run(
         ``out``, holding ``fo17_table2.{parquet,md,png}``, ``fo17_table2_vs_paper.md``,
         ``fo17_mse.{parquet,md,png}`` and ``fo17_mse_vs_analytical.md``.
     """
+    with single_threaded_blas():
+        return _run(quick=quick, out=out, seed=seed, jobs=jobs, console=console, config=config)
+
+
+def _run(
+    *, quick: bool, out: Path, seed: int, jobs: int, console: Any, config: Fo17Config | None
+) -> Path:
     config = config if config is not None else (QUICK if quick else FULL)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
