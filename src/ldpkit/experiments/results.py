@@ -12,7 +12,7 @@ import pandas as pd
 
 from .plots import as_summary, plot_error_vs_epsilon
 
-__all__ = ["markdown_table", "save_results"]
+__all__ = ["markdown_table", "save_results", "timings_markdown"]
 
 
 def _fmt(mean: float, sem: float) -> str:
@@ -67,6 +67,19 @@ def markdown_table(results: Any, *, title: str | None = None) -> str:
                 lines.append(f"| {method} | " + " | ".join(cells) + " |")
             lines.append("")
     return "\n".join(lines)
+
+
+def timings_markdown(timings: Any, heading: str = "## Time per run (seconds, mean over cells)") -> list[str]:
+    """Markdown lines: mean seconds per cell, one row per method, one column per data set.
+
+    ``timings`` is :attr:`ExperimentResult.timings` (columns method, dataset, seconds).
+    """
+    table = timings.groupby(["method", "dataset"], sort=False)["seconds"].mean().unstack("dataset")
+    cols = list(table.columns)
+    lines = [heading, "", "| method | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for method, row in table.iterrows():
+        lines.append(f"| {method} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
+    return [*lines, ""]
 
 
 def _atomic_write(path: Path, write: Any) -> None:

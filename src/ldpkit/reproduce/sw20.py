@@ -41,7 +41,7 @@ import pandas as pd
 from .. import datasets as _datasets
 from ..datasets import DataPackageNotFoundError
 from ..experiments import Grid, Method, run_grid
-from ..experiments.results import markdown_table
+from ..experiments.results import markdown_table, timings_markdown
 from ..numeric import (
     HHADMM,
     CFOBinning,
@@ -320,18 +320,6 @@ def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     return keyed.drop(columns=["_d", "_m"]).reset_index(drop=True)
 
 
-def _timings_table(timings: pd.DataFrame) -> list[str]:
-    table = timings.groupby(["method", "dataset"], sort=False)["seconds"].mean().unstack("dataset")
-    cols = list(table.columns)
-    lines = [
-        "## Time per run (seconds, mean over cells; randomize + aggregate + estimate)",
-        "",
-        "| method | " + " | ".join(cols) + " |",
-        "|---" * (len(cols) + 1) + "|",
-    ]
-    for method, row in table.iterrows():
-        lines.append(f"| {method} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
-    return [*lines, ""]
 
 
 def run(
@@ -405,7 +393,7 @@ def run(
         "## Results",
         "",
         markdown_table(records),
-        *_timings_table(result.timings),
+        *timings_markdown(result.timings, "## Time per run (seconds, mean over cells; randomize + aggregate + estimate)"),
     ]
     titles = {m: desc for m, (_, _, desc) in METRICS.items()}
 

@@ -47,7 +47,7 @@ import pandas as pd
 from .. import datasets as _datasets
 from ..datasets import DataPackageNotFoundError
 from ..experiments import Grid, Method, run_grid
-from ..experiments.results import markdown_table
+from ..experiments.results import markdown_table, timings_markdown
 from ..numeric import CFOBinning, HierarchicalHistogram, SquareWave, WienerDeconvolution
 from ._wavelet import (
     Bench,
@@ -404,18 +404,6 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-def _timings_table(timings: pd.DataFrame) -> list[str]:
-    table = timings.groupby(["method", "dataset"], sort=False)["seconds"].mean().unstack("dataset")
-    cols = list(table.columns)
-    lines = [
-        "## Time per run (seconds, mean over cells; randomize + aggregate + estimate, one process)",
-        "",
-        "| method | " + " | ".join(cols) + " |",
-        "|---" * (len(cols) + 1) + "|",
-    ]
-    for method, row in table.iterrows():
-        lines.append(f"| {method} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
-    return [*lines, ""]
 
 
 def run(
@@ -520,7 +508,7 @@ def run(
             *_j_reading(j_table),
             "",
         ]
-    lines += ["## Results", "", markdown_table(records), *_timings_table(result.timings)]
+    lines += ["## Results", "", markdown_table(records), *timings_markdown(result.timings, "## Time per run (seconds, mean over cells; randomize + aggregate + estimate, one process)")]
 
     records.to_parquet(out / f"{NAME}.parquet", index=False)
     if not cells.empty:
