@@ -391,7 +391,7 @@ def table2_markdown(report: pd.DataFrame) -> str:
         "",
         "rel. err = measured / analytical - 1; bound = the chi-square interval for that "
         "ratio (Satterthwaite degrees of freedom, family-wise alpha = 1e-6). FO17 prints "
-        "OLH at the real-valued g = e^ε + 1; ldpkit's OLH uses the integer g = round(e^ε) + 1, "
+        "OLH at the real-valued g = e^ε + 1; ldpkit's OLH uses the best integer g next to e^ε + 1, "
         "whose analytical value is shown.",
         "",
         "| oracle | ε | measured | paper | analytical | rel. err | vs paper | bound | dof | pass |",
