@@ -95,9 +95,18 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
     else:
         vals = [int(v) for v in values]
         cases = {
-            "GRR": (lambda v: mGRR.GRR_Client(v, d, epsilon), lambda r: mGRR.GRR_Aggregator_MI(r, d, epsilon)),
-            "OUE": (lambda v: mUE.UE_Client(v, d, epsilon, True), lambda r: mUE.UE_Aggregator_MI(r, epsilon, True)),
-            "OLH": (lambda v: mLH.LH_Client(v, d, epsilon, True), lambda r: mLH.LH_Aggregator_MI(r, d, epsilon, True)),
+            "GRR": (
+                lambda v: mGRR.GRR_Client(v, d, epsilon),
+                lambda r: mGRR.GRR_Aggregator_MI(r, d, epsilon),
+            ),
+            "OUE": (
+                lambda v: mUE.UE_Client(v, d, epsilon, True),
+                lambda r: mUE.UE_Aggregator_MI(r, epsilon, True),
+            ),
+            "OLH": (
+                lambda v: mLH.LH_Client(v, d, epsilon, True),
+                lambda r: mLH.LH_Aggregator_MI(r, d, epsilon, True),
+            ),
         }
         for oracle, (client, server) in cases.items():
             m = len(vals) if oracle == "GRR" else min(len(vals), 3000 if oracle == "OLH" else 20000)
@@ -106,11 +115,25 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
                 t_c, reports = timed(lambda client=client, m=m: [client(v) for v in vals[:m]])
                 t_s, _ = timed(lambda server=server, reports=reports: server(reports))
             except Exception as exc:
-                rows.append({"library": "multi-freq-ldpy", "oracle": oracle, "d": d,
-                             "error": f"{type(exc).__name__}: {exc}"})
+                rows.append(
+                    {
+                        "library": "multi-freq-ldpy",
+                        "oracle": oracle,
+                        "d": d,
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }
+                )
                 continue
-            rows.append({"library": "multi-freq-ldpy", "oracle": oracle, "d": d, "n": m,
-                         "randomize_users_per_s": m / t_c, "aggregate_reports_per_s": m / t_s})
+            rows.append(
+                {
+                    "library": "multi-freq-ldpy",
+                    "oracle": oracle,
+                    "d": d,
+                    "n": m,
+                    "randomize_users_per_s": m / t_c,
+                    "aggregate_reports_per_s": m / t_s,
+                }
+            )
     try:
         from pure_ldp.frequency_oracles.direct_encoding import DEClient, DEServer
         from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
@@ -134,14 +157,30 @@ def _competitors(d: int, epsilon: float, values: np.ndarray) -> list[dict[str, A
 
             try:
                 [client.privatise(v) for v in vals[:50]]  # warm-up
-                t_c, reports = timed(lambda client=client, m=m: [client.privatise(v) for v in vals[:m]])
+                t_c, reports = timed(
+                    lambda client=client, m=m: [client.privatise(v) for v in vals[:m]]
+                )
                 t_s, _ = timed(lambda server=server, reports=reports: serve(server, reports))
             except Exception as exc:
-                rows.append({"library": "pure-ldp", "oracle": oracle, "d": d,
-                             "error": f"{type(exc).__name__}: {exc}"})
+                rows.append(
+                    {
+                        "library": "pure-ldp",
+                        "oracle": oracle,
+                        "d": d,
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }
+                )
                 continue
-            rows.append({"library": "pure-ldp", "oracle": oracle, "d": d, "n": m,
-                         "randomize_users_per_s": m / t_c, "aggregate_reports_per_s": m / t_s})
+            rows.append(
+                {
+                    "library": "pure-ldp",
+                    "oracle": oracle,
+                    "d": d,
+                    "n": m,
+                    "randomize_users_per_s": m / t_c,
+                    "aggregate_reports_per_s": m / t_s,
+                }
+            )
     return rows
 
 
@@ -164,25 +203,42 @@ def main(argv: list[str] | None = None) -> int:
         if args.competitors:
             others.extend(_competitors(d, args.epsilon, values[:20000]))
     for row in others:
-        ours = next((r for r in rows if r["oracle"] == row.get("oracle") and r["d"] == row.get("d")), None)
+        ours = next(
+            (r for r in rows if r["oracle"] == row.get("oracle") and r["d"] == row.get("d")), None
+        )
         if ours and "error" not in row:
             row["speedup_randomize"] = ours["randomize_users_per_s"] / row["randomize_users_per_s"]
-            row["speedup_aggregate"] = ours["aggregate_reports_per_s"] / row["aggregate_reports_per_s"]
+            row["speedup_aggregate"] = (
+                ours["aggregate_reports_per_s"] / row["aggregate_reports_per_s"]
+            )
     print_table(
         f"ldpkit frequency oracles, n = {n:.0e}, epsilon = {args.epsilon}",
         rows,
-        [("oracle", "oracle"), ("d", "d"), ("report_bytes", "bytes/report"),
-         ("randomize_users_per_s", "randomize users/s"), ("aggregate_reports_per_s", "aggregate reports/s"),
-         ("estimate_s", "estimate s"), ("end_to_end_s", "end-to-end s")],
+        [
+            ("oracle", "oracle"),
+            ("d", "d"),
+            ("report_bytes", "bytes/report"),
+            ("randomize_users_per_s", "randomize users/s"),
+            ("aggregate_reports_per_s", "aggregate reports/s"),
+            ("estimate_s", "estimate s"),
+            ("end_to_end_s", "end-to-end s"),
+        ],
     )
     if others:
         print_table(
             "existing libraries (per-user Python loops; fewer users)",
             others,
-            [("library", "library"), ("oracle", "oracle"), ("d", "d"), ("n", "n"),
-             ("randomize_users_per_s", "randomize users/s"), ("aggregate_reports_per_s", "aggregate reports/s"),
-             ("speedup_randomize", "our speed-up (client)"), ("speedup_aggregate", "our speed-up (server)"),
-             ("error", "error")],
+            [
+                ("library", "library"),
+                ("oracle", "oracle"),
+                ("d", "d"),
+                ("n", "n"),
+                ("randomize_users_per_s", "randomize users/s"),
+                ("aggregate_reports_per_s", "aggregate reports/s"),
+                ("speedup_randomize", "our speed-up (client)"),
+                ("speedup_aggregate", "our speed-up (server)"),
+                ("error", "error"),
+            ],
         )
     path = write_json("frequency", rows, {"competitors": others, "epsilon": args.epsilon})
     print(f"wrote {path}")

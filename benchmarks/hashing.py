@@ -139,7 +139,9 @@ def main() -> None:
     parser.add_argument("--domains", type=int, nargs="+", default=[64, 1024])
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--numpy-n", type=int, default=1_000_000, help="reports for the numpy timing")
+    parser.add_argument(
+        "--numpy-n", type=int, default=1_000_000, help="reports for the numpy timing"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS / "hashing.json")
     args = parser.parse_args()
 
@@ -156,7 +158,9 @@ def main() -> None:
     for r in rows:
         if r["oracle"] == "OLH":
             verdict = "meets" if r["meets_target"] else "MISSES"
-            print(f"OLH d={r['d']}: end to end {r['end_to_end_s']:.3f} s, {verdict} the {TARGET_S:g} s target")
+            print(
+                f"OLH d={r['d']}: end to end {r['end_to_end_s']:.3f} s, {verdict} the {TARGET_S:g} s target"
+            )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "python": platform.python_version(),

@@ -62,7 +62,9 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, out
 
 
-def bench_square_wave(eps: float, n: int, buckets: int, values: np.ndarray, repeat: int) -> dict[str, Any]:
+def bench_square_wave(
+    eps: float, n: int, buckets: int, values: np.ndarray, repeat: int
+) -> dict[str, Any]:
     sw = SquareWave(epsilon=eps, buckets=buckets)
     t_rand, reports = timed(lambda: sw.randomize(values, rng=1), repeat)
     t_agg, stats = timed(lambda: sw.aggregate(reports), repeat)
@@ -73,9 +75,7 @@ def bench_square_wave(eps: float, n: int, buckets: int, values: np.ndarray, repe
 
     t_mat, _ = timed(build, repeat)
     t_ems, (_, info_s) = timed(lambda: ems(stats, return_info=True), repeat)
-    t_em, (_, info_e) = timed(
-        lambda: em(stats, tol=1e-3 * np.exp(eps), return_info=True), repeat
-    )
+    t_em, (_, info_e) = timed(lambda: em(stats, tol=1e-3 * np.exp(eps), return_info=True), repeat)
     total = t_rand + t_agg + t_mat + t_ems
     return {
         "method": "SW",
@@ -125,7 +125,9 @@ def competitor_specs(eps: float, buckets: int) -> dict[str, Any]:
     }
 
 
-def bench_competitor(name: str, spec: Any, n: int, values: np.ndarray, repeat: int) -> dict[str, Any]:
+def bench_competitor(
+    name: str, spec: Any, n: int, values: np.ndarray, repeat: int
+) -> dict[str, Any]:
     spec.run(values[:1000], rng=0)  # warm-up: compiled kernels load once per process
     t_rand, reports = timed(lambda: spec.randomize(values, rng=1), repeat)
     t_agg, stats = timed(lambda: spec.aggregate(reports), repeat)
@@ -143,7 +145,9 @@ def bench_competitor(name: str, spec: Any, n: int, values: np.ndarray, repeat: i
     }
 
 
-def accuracy_table(epsilons: list[float], seeds: int, n: int = 100_000, buckets: int = 256) -> list[dict[str, Any]]:
+def accuracy_table(
+    epsilons: list[float], seeds: int, n: int = 100_000, buckets: int = 256
+) -> list[dict[str, Any]]:
     """Mean W1 and KS over seeds on Beta(5, 2) (SW20 section 6.1: n = 1e5, 256 buckets)."""
     rows = []
     for eps in epsilons:
@@ -160,11 +164,19 @@ def accuracy_table(epsilons: list[float], seeds: int, n: int = 100_000, buckets:
                 scores[name].append((wasserstein(dist, values), ks_distance(dist, values)))
         for name, sc in scores.items():
             arr = np.array(sc)
-            rows.append({
-                "method": name, "epsilon": eps, "n": n, "buckets": buckets, "seeds": seeds,
-                "w1": float(arr[:, 0].mean()), "w1_sd": float(arr[:, 0].std(ddof=1)) if seeds > 1 else 0.0,
-                "ks": float(arr[:, 1].mean()), "ks_sd": float(arr[:, 1].std(ddof=1)) if seeds > 1 else 0.0,
-            })
+            rows.append(
+                {
+                    "method": name,
+                    "epsilon": eps,
+                    "n": n,
+                    "buckets": buckets,
+                    "seeds": seeds,
+                    "w1": float(arr[:, 0].mean()),
+                    "w1_sd": float(arr[:, 0].std(ddof=1)) if seeds > 1 else 0.0,
+                    "ks": float(arr[:, 1].mean()),
+                    "ks_sd": float(arr[:, 1].std(ddof=1)) if seeds > 1 else 0.0,
+                }
+            )
     return rows
 
 
@@ -175,25 +187,42 @@ def print_competitors(rows: list[dict[str, Any]], accuracy: list[dict[str, Any]]
     console = Console(width=200)
     if rows:
         t = Table(title=f"SW20 competitors at n = {rows[0]['n']:,}, {rows[0]['buckets']} buckets")
-        for col in ("method", "eps", "randomize s", "aggregate s", "estimate s", "end-to-end s", "W1"):
+        for col in (
+            "method",
+            "eps",
+            "randomize s",
+            "aggregate s",
+            "estimate s",
+            "end-to-end s",
+            "W1",
+        ):
             t.add_column(col, justify="right")
         for r in rows:
             t.add_row(
-                r["method"], f"{r['epsilon']:g}", f"{r['randomize_s']:.3f}", f"{r['aggregate_s']:.3f}",
-                f"{r['estimate_s']:.3f}", f"{r['end_to_end_s']:.3f}", f"{r['w1']:.4f}",
+                r["method"],
+                f"{r['epsilon']:g}",
+                f"{r['randomize_s']:.3f}",
+                f"{r['aggregate_s']:.3f}",
+                f"{r['estimate_s']:.3f}",
+                f"{r['end_to_end_s']:.3f}",
+                f"{r['w1']:.4f}",
             )
         console.print(t)
     if accuracy:
         epsilons = sorted({r["epsilon"] for r in accuracy})
         first = accuracy[0]
-        t = Table(title=f"Beta(5, 2), n = {first['n']:,}, {first['buckets']} buckets: mean W1 / KS over "
-                        f"{first['seeds']} seeds (best per eps in bold)")
+        t = Table(
+            title=f"Beta(5, 2), n = {first['n']:,}, {first['buckets']} buckets: mean W1 / KS over "
+            f"{first['seeds']} seeds (best per eps in bold)"
+        )
         t.add_column("method")
         for e in epsilons:
             t.add_column(f"W1 eps={e:g}", justify="right")
             t.add_column(f"KS eps={e:g}", justify="right")
         best = {
-            (e, k): min(r[k] for r in accuracy if r["epsilon"] == e) for e in epsilons for k in ("w1", "ks")
+            (e, k): min(r[k] for r in accuracy if r["epsilon"] == e)
+            for e in epsilons
+            for k in ("w1", "ks")
         }
         for name in dict.fromkeys(r["method"] for r in accuracy):
             cells = []
@@ -204,6 +233,7 @@ def print_competitors(rows: list[dict[str, Any]], accuracy: list[dict[str, Any]]
                     cells.append(f"[bold]{text}[/bold]" if r[k] == best[(e, k)] else text)
             t.add_row(name, *cells)
         console.print(t)
+
 
 def bench_wavelet(eps: float, n: int, values: np.ndarray, repeat: int) -> dict[str, Any]:
     hw = HaarWavelet(epsilon=eps, expected_n=n)
@@ -228,7 +258,9 @@ def bench_wavelet(eps: float, n: int, values: np.ndarray, repeat: int) -> dict[s
     }
 
 
-def bench_wiener(eps: float, n: int, values: np.ndarray, repeat: int, bins: int = 64) -> dict[str, Any]:
+def bench_wiener(
+    eps: float, n: int, values: np.ndarray, repeat: int, bins: int = 64
+) -> dict[str, Any]:
     wd = WienerDeconvolution(epsilon=eps, bins=bins)
     t_rand, reports = timed(lambda: wd.randomize(values, rng=1), repeat)
     t_agg, stats = timed(lambda: wd.aggregate(reports), repeat)
@@ -281,50 +313,121 @@ def print_tables(
     from rich.table import Table
 
     console = Console(width=200)
-    t = Table(title=f"Square Wave at n = {sw_rows[0]['n']:,}, {sw_rows[0]['buckets']} buckets (target <= {TARGET_S} s)")
-    for col in ("eps", "randomize s", "aggregate s", "matrix s", "EMS s", "EMS iters", "ms/iter",
-                "EM s", "EM iters", "end-to-end s", "target"):
+    t = Table(
+        title=f"Square Wave at n = {sw_rows[0]['n']:,}, {sw_rows[0]['buckets']} buckets (target <= {TARGET_S} s)"
+    )
+    for col in (
+        "eps",
+        "randomize s",
+        "aggregate s",
+        "matrix s",
+        "EMS s",
+        "EMS iters",
+        "ms/iter",
+        "EM s",
+        "EM iters",
+        "end-to-end s",
+        "target",
+    ):
         t.add_column(col, justify="right")
     for r in sw_rows:
         t.add_row(
-            f"{r['epsilon']:g}", f"{r['randomize_s']:.3f}", f"{r['aggregate_s']:.3f}", f"{r['matrix_s']:.3f}",
-            f"{r['ems_s']:.3f}", str(r["ems_iterations"]), f"{r['ems_ms_per_iteration']:.3f}",
-            f"{r['em_s']:.3f}", str(r["em_iterations"]), f"{r['end_to_end_s']:.3f}",
+            f"{r['epsilon']:g}",
+            f"{r['randomize_s']:.3f}",
+            f"{r['aggregate_s']:.3f}",
+            f"{r['matrix_s']:.3f}",
+            f"{r['ems_s']:.3f}",
+            str(r["ems_iterations"]),
+            f"{r['ems_ms_per_iteration']:.3f}",
+            f"{r['em_s']:.3f}",
+            str(r["em_iterations"]),
+            f"{r['end_to_end_s']:.3f}",
             "met" if r["meets_target"] else "MISSED",
         )
     console.print(t)
-    t = Table(title=f"Haar wavelet (WAV25) at n = {wavelet_rows[0]['n']:,} (target <= {TARGET_S} s)")
-    for col in ("eps", "J", "m* at J", "randomize s", "aggregate s", "estimate s", "end-to-end s",
-                "report bytes/user", "target"):
+    t = Table(
+        title=f"Haar wavelet (WAV25) at n = {wavelet_rows[0]['n']:,} (target <= {TARGET_S} s)"
+    )
+    for col in (
+        "eps",
+        "J",
+        "m* at J",
+        "randomize s",
+        "aggregate s",
+        "estimate s",
+        "end-to-end s",
+        "report bytes/user",
+        "target",
+    ):
         t.add_column(col, justify="right")
     for r in wavelet_rows:
         t.add_row(
-            f"{r['epsilon']:g}", str(r["max_level"]), str(r["top_subset_size"]), f"{r['randomize_s']:.3f}",
-            f"{r['aggregate_s']:.3f}", f"{r['estimate_s']:.4f}", f"{r['end_to_end_s']:.3f}",
-            f"{r['report_bytes_per_user']:.0f}", "met" if r["meets_target"] else "MISSED",
+            f"{r['epsilon']:g}",
+            str(r["max_level"]),
+            str(r["top_subset_size"]),
+            f"{r['randomize_s']:.3f}",
+            f"{r['aggregate_s']:.3f}",
+            f"{r['estimate_s']:.4f}",
+            f"{r['end_to_end_s']:.3f}",
+            f"{r['report_bytes_per_user']:.0f}",
+            "met" if r["meets_target"] else "MISSED",
         )
     console.print(t)
-    t = Table(title=f"Wiener deconvolution at n = {wiener_rows[0]['n']:,}, {wiener_rows[0]['bins']} bins")
-    for col in ("eps", "oracle", "randomize s", "aggregate s", "DW s", "IIW s", "IIW iters", "end-to-end s"):
+    t = Table(
+        title=f"Wiener deconvolution at n = {wiener_rows[0]['n']:,}, {wiener_rows[0]['bins']} bins"
+    )
+    for col in (
+        "eps",
+        "oracle",
+        "randomize s",
+        "aggregate s",
+        "DW s",
+        "IIW s",
+        "IIW iters",
+        "end-to-end s",
+    ):
         t.add_column(col, justify="right")
     for r in wiener_rows:
         t.add_row(
-            f"{r['epsilon']:g}", r["oracle"], f"{r['randomize_s']:.3f}", f"{r['aggregate_s']:.3f}",
-            f"{r['dw_s']:.5f}", f"{r['iiw_s']:.5f}", str(r["iiw_iterations"]), f"{r['end_to_end_s']:.3f}",
+            f"{r['epsilon']:g}",
+            r["oracle"],
+            f"{r['randomize_s']:.3f}",
+            f"{r['aggregate_s']:.3f}",
+            f"{r['dw_s']:.5f}",
+            f"{r['iiw_s']:.5f}",
+            str(r["iiw_iterations"]),
+            f"{r['end_to_end_s']:.3f}",
         )
     console.print(t)
     t = Table(title=f"Mean mechanisms at n = {mean_rows[0]['n']:,} (values in [0, 1])")
-    for col in ("method", "eps", "randomize s", "aggregate s", "estimate s", "end-to-end s", "|error|", "std error"):
+    for col in (
+        "method",
+        "eps",
+        "randomize s",
+        "aggregate s",
+        "estimate s",
+        "end-to-end s",
+        "|error|",
+        "std error",
+    ):
         t.add_column(col, justify="right")
     for r in mean_rows:
         t.add_row(
-            r["method"], f"{r['epsilon']:g}", f"{r['randomize_s']:.4f}", f"{r['aggregate_s']:.4f}",
-            f"{r['estimate_s']:.6f}", f"{r['end_to_end_s']:.4f}", f"{r['abs_error']:.2e}", f"{r['std_error']:.2e}",
+            r["method"],
+            f"{r['epsilon']:g}",
+            f"{r['randomize_s']:.4f}",
+            f"{r['aggregate_s']:.4f}",
+            f"{r['estimate_s']:.6f}",
+            f"{r['end_to_end_s']:.4f}",
+            f"{r['abs_error']:.2e}",
+            f"{r['std_error']:.2e}",
         )
     console.print(t)
-    console.print(f"Reference, dense BLAS M @ theta and M.T @ x on {matvec['shape']} float64: "
-                  f"{matvec['matvec_pair_ms']:.3f} ms per pair (EMS ms/iter above is the whole "
-                  "iteration of the band loop)")
+    console.print(
+        f"Reference, dense BLAS M @ theta and M.T @ x on {matvec['shape']} float64: "
+        f"{matvec['matvec_pair_ms']:.3f} ms per pair (EMS ms/iter above is the whole "
+        "iteration of the band loop)"
+    )
 
 
 def main() -> None:
@@ -339,7 +442,9 @@ def main() -> None:
     args = ap.parse_args()
 
     values = np.random.default_rng(0).beta(5, 2, args.n)
-    sw_rows = [bench_square_wave(e, args.n, args.buckets, values, args.repeat) for e in args.epsilons]
+    sw_rows = [
+        bench_square_wave(e, args.n, args.buckets, values, args.repeat) for e in args.epsilons
+    ]
     mean_rows = [
         bench_mean(cls, e, args.n, values, args.repeat)
         for cls in (StochasticRounding, PiecewiseMechanism, HybridMechanism)
@@ -354,7 +459,11 @@ def main() -> None:
         for e in args.competitor_epsilons
         for name, spec in competitor_specs(e, args.buckets).items()
     ]
-    accuracy = accuracy_table(args.accuracy_epsilons, args.accuracy_seeds) if args.accuracy_seeds > 0 else []
+    accuracy = (
+        accuracy_table(args.accuracy_epsilons, args.accuracy_seeds)
+        if args.accuracy_seeds > 0
+        else []
+    )
     print_competitors(competitor_rows, accuracy)
 
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -367,11 +476,22 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "load_average": list(os.getloadavg()),
     }
-    path.write_text(json.dumps(
-        {"machine": machine, "target_s": TARGET_S, "square_wave": sw_rows, "mean": mean_rows, "em_core": matvec,
-         "haar_wavelet": wavelet_rows, "wiener": wiener_rows, "competitors": competitor_rows, "accuracy": accuracy},
-        indent=2,
-    ))
+    path.write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "target_s": TARGET_S,
+                "square_wave": sw_rows,
+                "mean": mean_rows,
+                "em_core": matvec,
+                "haar_wavelet": wavelet_rows,
+                "wiener": wiener_rows,
+                "competitors": competitor_rows,
+                "accuracy": accuracy,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {path}")
 
 

@@ -53,7 +53,10 @@ def sorted_column_counts(spec: RAPPOR, reports: Reports) -> np.ndarray:
     bits = reports.bits[order]
     bounds = np.searchsorted(reports.cohorts[order], np.arange(spec.num_cohorts + 1))
     return np.stack(
-        [column_counts(bits[bounds[c] : bounds[c + 1]], spec.num_bits) for c in range(spec.num_cohorts)]
+        [
+            column_counts(bits[bounds[c] : bounds[c + 1]], spec.num_bits)
+            for c in range(spec.num_cohorts)
+        ]
     )
 
 

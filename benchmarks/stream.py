@@ -106,8 +106,14 @@ def _accuracy(methods: dict, epsilons: list[float], reps: int) -> list[dict]:
                     answers = method(case, eps, np.random.default_rng(1000 * rep + 7))
                     errs = range_errors(answers.estimates, truth.sums, truth.starts, truth.stops)
                     records.append(
-                        {"stream": name, "epsilon": eps, "rep": rep, "method": label,
-                         "threshold": answers.threshold, **errs}
+                        {
+                            "stream": name,
+                            "epsilon": eps,
+                            "rep": rep,
+                            "method": label,
+                            "threshold": answers.threshold,
+                            **errs,
+                        }
                     )
     return records
 
@@ -170,9 +176,13 @@ def summarize(records: list[dict]) -> list[dict]:
     import pandas as pd
 
     df = pd.DataFrame(records)
-    table = df.groupby(["stream", "epsilon", "method"], sort=False)[
-        ["threshold", "mae", "mse", "mmae", "mmse"]
-    ].mean().reset_index()
+    table = (
+        df.groupby(["stream", "epsilon", "method"], sort=False)[
+            ["threshold", "mae", "mse", "mmae", "mmse"]
+        ]
+        .mean()
+        .reset_index()
+    )
     with pd.option_context("display.width", 140, "display.float_format", "{:.4g}".format):
         print(table.to_string(index=False))
     print()
@@ -208,7 +218,9 @@ def main() -> None:
         print("\n== ToPL throughput (epsilon = 1, B = 1000, theta = 60) ==")
         out["topl_throughput"] = run_topl_throughput(args.quick)
         if not args.skip_accuracy:
-            print(f"\n== ToPL accuracy on real streams ({reps} repetitions, 200 random ranges each) ==")
+            print(
+                f"\n== ToPL accuracy on real streams ({reps} repetitions, 200 random ranges each) =="
+            )
             records = run_topl_accuracy([0.5, 1.0, 2.0, 4.0], reps)
             out["topl_accuracy"] = summarize(records)
             out["topl_records"] = records

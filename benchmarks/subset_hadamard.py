@@ -37,7 +37,9 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def numpy_floyd_subsets(values: np.ndarray, d: int, k: int, p: float, gen: np.random.Generator) -> np.ndarray:
+def numpy_floyd_subsets(
+    values: np.ndarray, d: int, k: int, p: float, gen: np.random.Generator
+) -> np.ndarray:
     """SubsetSelection's sampler as plain numpy array steps (one step per member, vectorized
     over the users of a chunk), packing at the end: the baseline for the numba kernel."""
     out = np.empty((values.shape[0], (d + 7) // 8), dtype=np.uint8)
@@ -76,7 +78,9 @@ def main() -> None:
             spec = cls(epsilon=EPSILON, domain_size=d)
             spec.aggregate(spec.randomize(values[:100], rng=0))  # compile / warm up
             reports = spec.randomize(values, rng=1)
-            t_rand = best_time(lambda spec=spec, values=values: spec.randomize(values, rng=1), args.repeats)
+            t_rand = best_time(
+                lambda spec=spec, values=values: spec.randomize(values, rng=1), args.repeats
+            )
             t_agg = best_time(lambda spec=spec, r=reports: spec.aggregate(r), args.repeats)
             report_bytes = sum(a.nbytes for a in reports.arrays.values()) / args.n
             rows.append(
@@ -125,8 +129,14 @@ def main() -> None:
             f"{agg:>22}{r['report_bytes']:>14.1f}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()}
-    args.out.write_text(json.dumps({"benchmark": "subset_hadamard", "meta": meta, "rows": rows}, indent=2))
+    meta = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+    }
+    args.out.write_text(
+        json.dumps({"benchmark": "subset_hadamard", "meta": meta, "rows": rows}, indent=2)
+    )
     print(f"wrote {args.out}")
 
 

@@ -51,48 +51,97 @@ def main() -> None:
     parser.add_argument("--she-n", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all CPUs)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="kernel threads (default: all CPUs)"
+    )
     args = parser.parse_args()
     _kernels_unary.WORKERS = args.threads
     rows: list[dict[str, Any]] = []
 
-    def record(mechanism: str, step: str, d: int, n: int, fn: Callable[[], Any], repeat: int) -> None:
+    def record(
+        mechanism: str, step: str, d: int, n: int, fn: Callable[[], Any], repeat: int
+    ) -> None:
         seconds = best_time(fn, repeat)
-        rows.append({"mechanism": mechanism, "step": step, "domain_size": d, "n": n,
-                     "seconds": seconds, "users_per_s": n / seconds})
-        print(f"{mechanism:6s} {step:22s} d={d:5d} n={n:9d} {seconds:8.3f} s "
-              f"{n / seconds:14,.0f} users/s")
+        rows.append(
+            {
+                "mechanism": mechanism,
+                "step": step,
+                "domain_size": d,
+                "n": n,
+                "seconds": seconds,
+                "users_per_s": n / seconds,
+            }
+        )
+        print(
+            f"{mechanism:6s} {step:22s} d={d:5d} n={n:9d} {seconds:8.3f} s "
+            f"{n / seconds:14,.0f} users/s"
+        )
 
     for d in (64, 1024):
         values = np.random.default_rng(0).integers(0, d, args.n)
         for cls in (SUE, OUE, THE):
             spec = cls(epsilon=args.epsilon, domain_size=d)
             reports = spec.randomize(values, rng=1)
-            record(cls.__name__, "randomize", d, args.n,
-                   functools.partial(spec.randomize, values, rng=1), args.repeat)
-            record(cls.__name__, "aggregate", d, args.n,
-                   functools.partial(spec.aggregate, reports), args.repeat)
+            record(
+                cls.__name__,
+                "randomize",
+                d,
+                args.n,
+                functools.partial(spec.randomize, values, rng=1),
+                args.repeat,
+            )
+            record(
+                cls.__name__,
+                "aggregate",
+                d,
+                args.n,
+                functools.partial(spec.aggregate, reports),
+                args.repeat,
+            )
         # context: the plain-numpy sampler of the same law (one uint64 draw per bit)
         spec = OUE(epsilon=args.epsilon, domain_size=d)
         small = values[: max(1, args.n // 20)]
         big, q = spec._thresholds()
-        record("OUE", "randomize (numpy ref)", d, small.size,
-               functools.partial(_reference_bits, small, d, big, q, np.random.default_rng(2)), 1)
+        record(
+            "OUE",
+            "randomize (numpy ref)",
+            d,
+            small.size,
+            functools.partial(_reference_bits, small, d, big, q, np.random.default_rng(2)),
+            1,
+        )
 
         she = SHE(epsilon=args.epsilon, domain_size=d)
         she_values = values[: args.she_n if d <= 64 else max(1, args.she_n // 4)]
         chunk = max(1, (1 << 22) // d)  # ~32 MB of float64 reports per chunk
         parts = she_randomize(she, she_values, chunk)
-        record("SHE", "randomize (chunked)", d, she_values.size,
-               functools.partial(she_randomize, she, she_values, chunk), args.repeat)
-        record("SHE", "aggregate (chunked)", d, she_values.size,
-               functools.partial(she_aggregate, she, parts), args.repeat)
+        record(
+            "SHE",
+            "randomize (chunked)",
+            d,
+            she_values.size,
+            functools.partial(she_randomize, she, she_values, chunk),
+            args.repeat,
+        )
+        record(
+            "SHE",
+            "aggregate (chunked)",
+            d,
+            she_values.size,
+            functools.partial(she_aggregate, she, parts),
+            args.repeat,
+        )
 
     out = Path(__file__).parent / "results" / "unary.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"epsilon": args.epsilon, "threads": _kernels_unary._workers(),
-            "machine": platform.machine(), "python": platform.python_version(),
-            "numpy": np.__version__, "numba": numba.__version__}
+    meta = {
+        "epsilon": args.epsilon,
+        "threads": _kernels_unary._workers(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+    }
     out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2))
     print(f"wrote {out}")
 

@@ -84,8 +84,18 @@ def run_cell(data: str, n: int, eps: float, reps: int) -> list[dict[str, Any]]:
             t0 = time.perf_counter()
             dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=1000 + r)), **kwargs)
             w1, ks = grid_errors(dist, srt)
-            rows.append({"data": data, "n": n, "epsilon": eps, "rep": r, "method": name,
-                         "w1": w1, "ks": ks, "seconds": time.perf_counter() - t0})
+            rows.append(
+                {
+                    "data": data,
+                    "n": n,
+                    "epsilon": eps,
+                    "rep": r,
+                    "method": name,
+                    "w1": w1,
+                    "ks": ks,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
     return rows
 
 
@@ -105,16 +115,27 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"W1 and KS on a 256-point grid, mean of {args.reps} runs: the best method's error "
-                        "(x 1000) and each method's error / the best's")
-    for col in ("data", "n", "eps", "best W1", *(f"{m} W1" for m in METHODS),
-                "best KS", *(f"{m} KS" for m in METHODS)):
+    table = Table(
+        title=f"W1 and KS on a 256-point grid, mean of {args.reps} runs: the best method's error "
+        "(x 1000) and each method's error / the best's"
+    )
+    for col in (
+        "data",
+        "n",
+        "eps",
+        "best W1",
+        *(f"{m} W1" for m in METHODS),
+        "best KS",
+        *(f"{m} KS" for m in METHODS),
+    ):
         table.add_column(col, justify="right")
     summary = []
     for data in DATA:
         for n in args.ns:
             for eps in args.epsilons:
-                cell = [r for r in rows if r["data"] == data and r["n"] == n and r["epsilon"] == eps]
+                cell = [
+                    r for r in rows if r["data"] == data and r["n"] == n and r["epsilon"] == eps
+                ]
 
                 def mean(method: str, key: str, cell: list[dict[str, Any]] = cell) -> float:
                     return float(np.mean([r[key] for r in cell if r["method"] == method]))
@@ -125,9 +146,13 @@ def main() -> None:
                 summary.append(s)
                 best = {k: min(s[f"{m}_{k}"] for m in METHODS) for k in ("w1", "ks")}
                 table.add_row(
-                    data, f"{n:,}", f"{eps:g}",
-                    f"{1000 * best['w1']:.2f}", *(f"{s[f'{m}_w1'] / best['w1']:.2f}" for m in METHODS),
-                    f"{1000 * best['ks']:.1f}", *(f"{s[f'{m}_ks'] / best['ks']:.2f}" for m in METHODS),
+                    data,
+                    f"{n:,}",
+                    f"{eps:g}",
+                    f"{1000 * best['w1']:.2f}",
+                    *(f"{s[f'{m}_w1'] / best['w1']:.2f}" for m in METHODS),
+                    f"{1000 * best['ks']:.1f}",
+                    *(f"{s[f'{m}_ks'] / best['ks']:.2f}" for m in METHODS),
                 )
     Console(width=240).print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -38,8 +38,10 @@ def start_server(db_path: Path) -> tuple[Any, threading.Thread, str]:
     from ldpkit.service import Collection, create_app
 
     spec = ldpkit.OLH(epsilon=2.0, domain_size=len(FRUITS))
-    app = create_app({"fruit": Collection(spec, encoder=ldpkit.Encoder(FRUITS), description="favourite fruit")},
-                     f"sqlite:///{db_path}")
+    app = create_app(
+        {"fruit": Collection(spec, encoder=ldpkit.Encoder(FRUITS), description="favourite fruit")},
+        f"sqlite:///{db_path}",
+    )
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -53,7 +55,9 @@ def start_server(db_path: Path) -> tuple[Any, threading.Thread, str]:
 
 
 # -- the client side -------------------------------------------------------------------------
-def http(method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def http(
+    method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -62,7 +66,9 @@ def http(method: str, url: str, body: bytes | None = None, headers: dict[str, st
         return err.code, json.loads(err.read())
 
 
-def run_client(base: str, name: str, true_values: np.ndarray, batch: int, rng: np.random.Generator) -> None:
+def run_client(
+    base: str, name: str, true_values: np.ndarray, batch: int, rng: np.random.Generator
+) -> None:
     # 1. Ask the collector which protocol to use: the spec travels as data, not code.
     _, info = http("GET", f"{base}/v1/collections/fruit")
     spec = spec_from_dict(info["mechanism"])
@@ -70,22 +76,32 @@ def run_client(base: str, name: str, true_values: np.ndarray, batch: int, rng: n
     items = encoder.encode(true_values)
     # 2. Randomize on the device (a real client randomizes one user's value; here, a batch).
     for start in range(0, items.size, batch):
-        reports = spec.randomize(items[start:start + batch], rng=rng)
+        reports = spec.randomize(items[start : start + batch], rng=rng)
         body = reports_to_bytes(reports, format="parquet")
         # 3. POST with an idempotency key; a retry after a timeout is not counted twice.
         key = f"{name}-{uuid.uuid4()}"
-        status, reply = http("POST", f"{base}/v1/reports/fruit", body,
-                             {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key})
+        status, reply = http(
+            "POST",
+            f"{base}/v1/reports/fruit",
+            body,
+            {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key},
+        )
         assert status == 201, reply
-        status, reply = http("POST", f"{base}/v1/reports/fruit", body,
-                             {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key})
+        status, reply = http(
+            "POST",
+            f"{base}/v1/reports/fruit",
+            body,
+            {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key},
+        )
         assert status == 200 and reply["duplicate"], reply
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=60_000, help="users per client")
-    parser.add_argument("--timeout", type=float, default=60.0, help="stop the server after this many seconds")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="stop the server after this many seconds"
+    )
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -108,11 +124,18 @@ def main() -> None:
             server.should_exit = True
             thread.join(timeout=10)
 
-    truth = np.mean([ldpkit.Encoder(FRUITS).encode(v)[:, None] == np.arange(len(FRUITS))
-                     for v in populations.values()], axis=(0, 1))
+    truth = np.mean(
+        [
+            ldpkit.Encoder(FRUITS).encode(v)[:, None] == np.arange(len(FRUITS))
+            for v in populations.values()
+        ],
+        axis=(0, 1),
+    )
     print(f"n = {est['n']:,} reports in {est['batches']} batches; {est['mechanism']}")
     print(f"{'fruit':>10} {'estimate':>9} {'95% CI':>19} {'truth':>7}")
-    for label, f, lo, hi, t in zip(est["labels"], est["frequencies"], est["ci_low"], est["ci_high"], truth):
+    for label, f, lo, hi, t in zip(
+        est["labels"], est["frequencies"], est["ci_low"], est["ci_high"], truth
+    ):
         print(f"{label:>10} {f:9.4f} [{lo:8.4f}, {hi:7.4f}] {t:7.4f}")
     inside = np.mean((np.array(est["ci_low"]) <= truth) & (truth <= np.array(est["ci_high"])))
     print(f"truth inside the 95% interval for {inside:.0%} of the items")

@@ -7,7 +7,9 @@ runner = CliRunner()
 
 def test_demo_runs_on_real_data(tmp_path, monkeypatch):
     monkeypatch.setenv("LDPKIT_CACHE", str(tmp_path / "cache"))
-    result = runner.invoke(app, ["demo", "--users", "50000", "--names", "64", "--out", str(tmp_path)])
+    result = runner.invoke(
+        app, ["demo", "--users", "50000", "--names", "64", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     assert "James" in result.output and "95% CI coverage" in result.output
     assert (tmp_path / "names.png").stat().st_size > 10_000

@@ -44,12 +44,16 @@ def test_paths_bags_delayed_and_stats_give_the_same_result(tmp_path):
     batches = _batches(spec, k=6)
     expected = _offline(spec, batches)
     paths = [
-        save_reports_parquet(b, tmp_path / f"b{i}.parquet", row_group_size=50) if i % 2 else
-        save_reports(b, tmp_path / f"b{i}.npz")
+        save_reports_parquet(b, tmp_path / f"b{i}.parquet", row_group_size=50)
+        if i % 2
+        else save_reports(b, tmp_path / f"b{i}.npz")
         for i, b in enumerate(batches)
     ]
     assert aggregate_dask(spec, paths, scheduler="threads") == expected
-    assert aggregate_dask(spec, [str(p) for p in paths], scheduler="synchronous", batch_size=33) == expected
+    assert (
+        aggregate_dask(spec, [str(p) for p in paths], scheduler="synchronous", batch_size=33)
+        == expected
+    )
     bag = db.from_sequence(batches, npartitions=4)
     assert aggregate_dask(spec, bag, scheduler="synchronous", split_every=2) == expected
     lazy = [dask.delayed(lambda b: b)(b) for b in batches]
@@ -86,9 +90,13 @@ def test_empty_input_and_bad_input():
     empty = aggregate_dask(spec, [], scheduler="synchronous")
     assert empty == spec.empty_stats() and empty.n == 0
     with pytest.raises(ValueError, match="reports must come from GRR"):
-        aggregate_dask(spec, [GRR(epsilon=2.0, domain_size=5).randomize([1], rng=0)], scheduler="synchronous")
+        aggregate_dask(
+            spec, [GRR(epsilon=2.0, domain_size=5).randomize([1], rng=0)], scheduler="synchronous"
+        )
     with pytest.raises(ValueError, match="stats must come from GRR"):
-        aggregate_dask(spec, [GRR(epsilon=2.0, domain_size=5).empty_stats()], scheduler="synchronous")
+        aggregate_dask(
+            spec, [GRR(epsilon=2.0, domain_size=5).empty_stats()], scheduler="synchronous"
+        )
     with pytest.raises(TypeError, match="partition elements must be ldpkit.Reports"):
         aggregate_dask(spec, [np.arange(3)], scheduler="synchronous")
     with pytest.raises(ValueError, match="split_every must be an integer >= 2"):

@@ -8,7 +8,10 @@ def test_round_trip_and_unknown_policies():
     enc = Encoder(["a", "b", "c"])
     items = enc.encode(["c", "a", "a"])
     assert items.tolist() == [2, 0, 0] and enc.decode(items).tolist() == ["c", "a", "a"]
-    with pytest.raises(ValueError, match=r"labels must be among the encoder's 3 categories, got 1 unknown label\(s\) \(e.g. 'z'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"labels must be among the encoder's 3 categories, got 1 unknown label\(s\) \(e.g. 'z'\)",
+    ):
         enc.encode(["a", "z"])
     other = Encoder(["a", "b", "c"], unknown="other")
     assert other.domain_size == 4 and other.encode(["z", "b"]).tolist() == [3, 1]

@@ -73,7 +73,9 @@ def test_bits_are_one_fixed_size_binary_value_per_user(tmp_path):
     assert table.column("bits")[4].as_py() == r.bits[4].tobytes()
     meta = json.loads(schema.metadata[PARQUET_META_KEY])
     assert meta["fingerprint"] == spec.fingerprint and meta["mechanism"] == spec.to_dict()
-    assert pq.read_schema(_write(SPECS["SHE"], tmp_path)).field("values").type == pa.list_(pa.float64(), 5)
+    assert pq.read_schema(_write(SPECS["SHE"], tmp_path)).field("values").type == pa.list_(
+        pa.float64(), 5
+    )
 
 
 def _write(spec, tmp_path, n=10):
@@ -118,7 +120,10 @@ def test_foreign_spec_is_rejected(tmp_path):
     r = _reports(SPECS["OLH"])
     path = save_reports_parquet(r, tmp_path / "r.parquet")
     other = OLH(epsilon=2.0, domain_size=1000, hash_range=9)
-    with pytest.raises(ValueError, match=r"reports must come from OLH\(epsilon=2\.0, domain_size=1000, hash_range=9\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"reports must come from OLH\(epsilon=2\.0, domain_size=1000, hash_range=9\)",
+    ):
         load_reports_parquet(path, expected=other)
     with pytest.raises(ValueError, match="reports must come from"):
         next(iter_reports_parquet(path, expected=GRR(epsilon=2.0, domain_size=1000)))
@@ -147,7 +152,10 @@ def test_corrupt_or_missing_metadata_is_a_clear_error():
     with pytest.raises(ValueError, match="fingerprint must match the mechanism OUE"):
         reports_from_bytes(_with_meta(table, {PARQUET_META_KEY: json.dumps(tampered).encode()}))
     # A spec edited in the metadata without its fingerprint is caught the same way.
-    edited = {**meta, "mechanism": {"mechanism": "OUE", "params": {"epsilon": 4.0, "domain_size": 21}}}
+    edited = {
+        **meta,
+        "mechanism": {"mechanism": "OUE", "params": {"epsilon": 4.0, "domain_size": 21}},
+    }
     with pytest.raises(ValueError, match="fingerprint must match"):
         reports_from_bytes(_with_meta(table, {PARQUET_META_KEY: json.dumps(edited).encode()}))
     unknown = {**meta, "mechanism": {"mechanism": "Nope", "params": {}}}
@@ -157,7 +165,9 @@ def test_corrupt_or_missing_metadata_is_a_clear_error():
     with pytest.raises(ValueError, match="no report fields listed"):
         reports_from_bytes(_with_meta(table, {PARQUET_META_KEY: json.dumps(no_fields).encode()}))
     wrong_width = {**meta, "fields": {"bits": {"dtype": "|u1", "shape": [4], "arrow": "binary"}}}
-    with pytest.raises(ValueError, match=r"reports.bits must be stored as Arrow fixed_size_binary\[4\]"):
+    with pytest.raises(
+        ValueError, match=r"reports.bits must be stored as Arrow fixed_size_binary\[4\]"
+    ):
         reports_from_bytes(_with_meta(table, {PARQUET_META_KEY: json.dumps(wrong_width).encode()}))
     bad_dtype = {**meta, "fields": {"bits": {"dtype": "no-such-dtype", "shape": [3]}}}
     with pytest.raises(ValueError, match="corrupt ldpkit metadata for field 'bits'"):
@@ -205,19 +215,30 @@ def test_json_reports_for_small_clients():
     with pytest.raises(ValueError, match="fingerprint 'abc'"):
         reports_from_dict({**small, "fingerprint": "abc"}, expected=spec)
     lossy = {**d, "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [1.5, 0, 0, 0]}}}
-    with pytest.raises(ValueError, match=r"reports.values must be a rectangular array of uint8, .*entry 1\.5 \(float\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"reports.values must be a rectangular array of uint8, .*entry 1\.5 \(float\)",
+    ):
         reports_from_dict(lossy)
-    booleans = {**d, "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [True, 0, 0, 0]}}}
+    booleans = {
+        **d,
+        "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [True, 0, 0, 0]}},
+    }
     with pytest.raises(ValueError, match="reports.values must be"):
         reports_from_dict(booleans)
-    overflow = {**d, "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [256, 0, 0, 0]}}}
+    overflow = {
+        **d,
+        "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [256, 0, 0, 0]}},
+    }
     with pytest.raises(ValueError, match="out of bounds"):
         reports_from_dict(overflow)
     ragged = {**d, "arrays": {"bits": {"dtype": "uint8", "data": [[1, 2], [3]]}}}
     with pytest.raises(ValueError, match="reports.bits must be a rectangular array"):
         reports_from_dict(ragged)
     with pytest.raises(ValueError, match="declared shape"):
-        reports_from_dict({**d, "arrays": {**d["arrays"], "values": {**d["arrays"]["values"], "shape": [5]}}})
+        reports_from_dict(
+            {**d, "arrays": {**d["arrays"], "values": {**d["arrays"]["values"], "shape": [5]}}}
+        )
     with pytest.raises(ValueError, match="arrays must be a non-empty JSON object"):
         reports_from_dict({**d, "arrays": {}})
     with pytest.raises(TypeError, match="data must be a JSON object"):
@@ -233,7 +254,9 @@ def test_decoded_size_sees_through_compression_and_lying_headers():
     # An npz whose array header claims 10^12 items is measured by the claim, not the zip size.
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf, zf.open("values.npy", "w") as fh:
-        np.lib.format.write_array_header_1_0(fh, {"descr": "<u8", "fortran_order": False, "shape": (10**12,)})
+        np.lib.format.write_array_header_1_0(
+            fh, {"descr": "<u8", "fortran_order": False, "shape": (10**12,)}
+        )
     assert decoded_size(buf.getvalue()) == 8 * 10**12
     with pytest.raises(ValueError, match="npz or Parquet reports payload"):
         decoded_size(reports_to_bytes(r, format="npz")[:100])

@@ -15,9 +15,11 @@ from ldpkit.numeric import Distribution, MeanEstimate, StochasticRounding, estim
 def on_unit(draw, max_buckets=30):
     b = draw(st.integers(1, max_buckets))
     w = np.asarray(
-        draw(st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 1.0)), min_size=b, max_size=b).filter(
-            lambda x: sum(x) > 0
-        ))
+        draw(
+            st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 1.0)), min_size=b, max_size=b).filter(
+                lambda x: sum(x) > 0
+            )
+        )
     )
     return Distribution(w / w.sum(), 0.0, 1.0)
 
@@ -119,7 +121,9 @@ def test_mean_and_variance_error():
     assert metrics.mean_error(est, values) == pytest.approx(0.5)
     with pytest.raises(TypeError, match="MeanEstimate"):
         metrics.variance_error(est, values)
-    ve = estimate_variance(StochasticRounding(epsilon=2.0, low=0.0, high=2.0), np.tile(values, 50), rng=0)
+    ve = estimate_variance(
+        StochasticRounding(epsilon=2.0, low=0.0, high=2.0), np.tile(values, 50), rng=0
+    )
     assert metrics.variance_error(ve, values) == pytest.approx(abs(ve.variance - 0.5))
     with pytest.raises(TypeError, match="truth must be"):
         metrics.mean_error(1.0, "abc")

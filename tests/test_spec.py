@@ -13,7 +13,9 @@ from ldpkit.spec import mechanism_registry, spec_from_dict
 def test_spec_is_frozen_hashable_and_validated():
     spec = GRR(epsilon=1, domain_size=4)
     assert spec.epsilon == 1.0 and isinstance(spec.epsilon, float)
-    assert spec == GRR(epsilon=1.0, domain_size=4) and hash(spec) == hash(GRR(epsilon=1.0, domain_size=4))
+    assert spec == GRR(epsilon=1.0, domain_size=4) and hash(spec) == hash(
+        GRR(epsilon=1.0, domain_size=4)
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.epsilon = 2.0
     with pytest.raises(TypeError):

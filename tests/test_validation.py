@@ -41,7 +41,10 @@ def test_integer_and_probability():
 def test_categorical_values():
     out = check_categorical_values(np.array([0, 3], dtype=np.uint8), 4)
     assert out.dtype == np.int64
-    with pytest.raises(ValueError, match=r"values must be integers in \[0, 4\), got 1 value\(s\) outside it \(e.g. 4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"values must be integers in \[0, 4\), got 1 value\(s\) outside it \(e.g. 4\)",
+    ):
         check_categorical_values([0, 4], 4)
     with pytest.raises(TypeError, match="values must be integers"):
         check_categorical_values([True, False], 4)
@@ -51,7 +54,10 @@ def test_categorical_values():
 
 def test_numeric_values():
     assert check_numeric_values([0, 0.5, 1], 0, 1).dtype == np.float64
-    with pytest.raises(ValueError, match=r"values must be real numbers in \[0, 1\], got 1 value\(s\) outside it \(e.g. nan\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"values must be real numbers in \[0, 1\], got 1 value\(s\) outside it \(e.g. nan\)",
+    ):
         check_numeric_values([0.5, math.nan], 0, 1)
     with pytest.raises(ValueError, match="outside"):
         check_numeric_values([2.0], 0, 1)

@@ -34,7 +34,9 @@ def workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def row_blocks(n: int, n_workers: int | None = None, min_rows: int = MIN_BLOCK_ROWS) -> list[tuple[int, int]]:
+def row_blocks(
+    n: int, n_workers: int | None = None, min_rows: int = MIN_BLOCK_ROWS
+) -> list[tuple[int, int]]:
     """Split rows 0..n-1 into at most ``n_workers`` contiguous blocks of >= ``min_rows`` rows."""
     if n <= 0:
         return []

@@ -120,9 +120,7 @@ def check_categorical_values(values: Any, domain_size: int, name: str = "values"
     return arr.astype(np.int64, copy=False)
 
 
-def check_numeric_values(
-    values: Any, low: float, high: float, name: str = "values"
-) -> np.ndarray:
+def check_numeric_values(values: Any, low: float, high: float, name: str = "values") -> np.ndarray:
     """Return ``values`` as a 1-D float64 array inside ``[low, high]`` (no NaN)."""
     arr = np.asarray(values)
     requirement = f"real numbers in [{low:g}, {high:g}]"

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Local differential privacy toolkit.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Local differential privacy toolkit."
+)
 console = Console()
 
 
@@ -22,7 +24,9 @@ def _root() -> None:
 
 @app.command()
 def demo(
-    users: Annotated[int, typer.Option(help="Number of simulated users (one per sampled birth).")] = 1_000_000,
+    users: Annotated[
+        int, typer.Option(help="Number of simulated users (one per sampled birth).")
+    ] = 1_000_000,
     names: Annotated[int, typer.Option(help="Domain: the most common names.")] = 1024,
     epsilon: Annotated[float, typer.Option(help="Privacy budget per user.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of the simulation.")] = 0,
@@ -38,35 +42,60 @@ def demo(
     assert data.labels is not None  # categorical data sets always carry labels
     labels = np.asarray(data.labels)
     batches = 20
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} batches"),
-                  TimeElapsedColumn(), console=console) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} batches"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
         task = bar.add_task(f"randomizing + aggregating {users:,} users", total=batches)
-        result = run_categorical(data.values, labels, epsilon=epsilon, batches=batches, rng=seed + 1,
-                                 progress=lambda: bar.advance(task))
+        result = run_categorical(
+            data.values,
+            labels,
+            epsilon=epsilon,
+            batches=batches,
+            rng=seed + 1,
+            progress=lambda: bar.advance(task),
+        )
     est = result.estimate
-    console.print(f"oracle chosen for eps={epsilon:g}, d={names}: [bold]{est.spec!r}[/] "
-                  f"({result.seconds:.2f} s for {users:,} users)")
+    console.print(
+        f"oracle chosen for eps={epsilon:g}, d={names}: [bold]{est.spec!r}[/] "
+        f"({result.seconds:.2f} s for {users:,} users)"
+    )
     lo, hi = est.confidence_interval(0.05)
     table = Table(title=f"Top 20 names by estimate (n = {users:,}, epsilon = {epsilon:g})")
     for col in ("rank", "name", "estimate", "95% CI", "truth", "in CI"):
         table.add_column(col, justify="right")
     for rank, i in enumerate(est.top(20), start=1):
         inside = lo[i] <= result.truth[i] <= hi[i]
-        table.add_row(str(rank), str(labels[i]), f"{est.frequencies[i]:.4f}", f"[{lo[i]:.4f}, {hi[i]:.4f}]",
-                      f"{result.truth[i]:.4f}", "yes" if inside else "[red]no[/]")
+        table.add_row(
+            str(rank),
+            str(labels[i]),
+            f"{est.frequencies[i]:.4f}",
+            f"[{lo[i]:.4f}, {hi[i]:.4f}]",
+            f"{result.truth[i]:.4f}",
+            "yes" if inside else "[red]no[/]",
+        )
     console.print(table)
-    console.print("[dim]Ranking by estimate favours names whose noise happened to be positive "
-                  "(winner's curse); the intervals are for each name on its own.[/]")
+    console.print(
+        "[dim]Ranking by estimate favours names whose noise happened to be positive "
+        "(winner's curse); the intervals are for each name on its own.[/]"
+    )
     mse = float(np.mean((est.frequencies - result.truth) ** 2))
-    console.print(f"95% CI coverage over all {names} names: {result.coverage:.1%}; "
-                  f"mean squared error {mse:.2e} (analytical {float(np.mean(est.variance)):.2e}); "
-                  f"{significant(result).size} names significantly above 0 (Bonferroni, alpha = 0.05)")
+    console.print(
+        f"95% CI coverage over all {names} names: {result.coverage:.1%}; "
+        f"mean squared error {mse:.2e} (analytical {float(np.mean(est.variance)):.2e}); "
+        f"{significant(result).size} names significantly above 0 (Bonferroni, alpha = 0.05)"
+    )
     path = plot_categorical(result, out / "names.png")
     console.print(f"plot: {path}")
 
     console.rule("[bold]Numerical distribution: departure times of NYC flights (2013)")
     _numerical_demo(epsilon=epsilon, seed=seed, out=out)
-    console.rule("[bold]Continuous release: items per basket in the BMS-POS stream (ToPS, central DP)")
+    console.rule(
+        "[bold]Continuous release: items per basket in the BMS-POS stream (ToPS, central DP)"
+    )
     _stream_demo(epsilon=epsilon, seed=seed, out=out)
 
 
@@ -76,14 +105,18 @@ def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
 
     data = pos()
     result = run_stream(data.values, bound=1638.0, epsilon=epsilon, rng=seed + 3)
-    console.print(f"{data.n:,} transactions in 50 batches, public bound B = 1638 (the paper's); "
-                  f"the first {result.release.threshold_size:,} choose the clipping threshold "
-                  f"theta = {result.release.threshold:g} privately; {result.seconds:.2f} s")
+    console.print(
+        f"{data.n:,} transactions in 50 batches, public bound B = 1638 (the paper's); "
+        f"the first {result.release.threshold_size:,} choose the clipping threshold "
+        f"theta = {result.release.threshold:g} privately; {result.seconds:.2f} s"
+    )
     table = Table(title="Range sums of released values (items sold), estimate +- standard error")
     for col in ("range", "estimate", "std error", "truth (unclipped)", "error"):
         table.add_column(col, justify="right")
     for (a, b), est, se, truth in result.ranges():
-        table.add_row(f"[{a:,}, {b:,})", f"{est:,.0f}", f"{se:,.0f}", f"{truth:,.0f}", f"{est - truth:+,.0f}")
+        table.add_row(
+            f"[{a:,}, {b:,})", f"{est:,.0f}", f"{se:,.0f}", f"{truth:,.0f}", f"{est - truth:+,.0f}"
+        )
     console.print(table)
     console.print(f"plot: {plot_stream(result, out / 'stream.png')}")
 
@@ -98,31 +131,46 @@ def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
     low, high = data.domain
     with console.status(f"Square Wave + EMS over {data.n:,} flights (one user each)"):
         result = run_numerical(data.values, low, high, epsilon=epsilon, buckets=288, rng=seed + 2)
-    console.print(f"{data.n:,} users, epsilon = {epsilon:g}, 288 five-minute buckets: "
-                  f"{result.seconds:.2f} s (randomize + aggregate + EMS)")
+    console.print(
+        f"{data.n:,} users, epsilon = {epsilon:g}, 288 five-minute buckets: "
+        f"{result.seconds:.2f} s (randomize + aggregate + EMS)"
+    )
     table = Table(title="Departure time (minutes after midnight)")
     for col in ("statistic", "estimate", "truth", "error"):
         table.add_column(col, justify="right")
     for q, qe, qt in result.quantile_errors((0.5, 0.9)):
         table.add_row(f"{int(q * 100)}% quantile", f"{qe:.0f}", f"{qt:.0f}", f"{qe - qt:+.0f} min")
-    table.add_row("mean", f"{result.estimate.mean():.0f}", f"{data.values.mean():.0f}",
-                  f"{result.estimate.mean() - data.values.mean():+.1f} min")
+    table.add_row(
+        "mean",
+        f"{result.estimate.mean():.0f}",
+        f"{data.values.mean():.0f}",
+        f"{result.estimate.mean() - data.values.mean():+.1f} min",
+    )
     console.print(table)
-    console.print(f"Wasserstein-1 {metrics.wasserstein(result.estimate, data.values):.1f} min, "
-                  f"KS {metrics.ks_distance(result.estimate, data.values):.3f}")
+    console.print(
+        f"Wasserstein-1 {metrics.wasserstein(result.estimate, data.values):.1f} min, "
+        f"KS {metrics.ks_distance(result.estimate, data.values):.3f}"
+    )
     hhmm = lambda m: f"{int(m) // 60:02d}:{int(m) % 60:02d}"  # noqa: E731
-    path = plot_numerical(result, out / "departures.png",
-                          title=f"NYC flights 2013: departure time under {epsilon:g}-LDP "
-                                f"(median {hhmm(result.quantile_errors((0.5,))[0][1])})",
-                          unit="minutes after midnight")
+    path = plot_numerical(
+        result,
+        out / "departures.png",
+        title=f"NYC flights 2013: departure time under {epsilon:g}-LDP "
+        f"(median {hhmm(result.quantile_errors((0.5,))[0][1])})",
+        unit="minutes after midnight",
+    )
     console.print(f"plot: {path}")
 
 
 @app.command()
 def reproduce(
     paper: Annotated[str, typer.Argument(help="fo17, con20, sw20, wav25 or tops21.")],
-    quick: Annotated[bool, typer.Option(help="A reduced grid that runs in about two minutes.")] = False,
-    out: Annotated[Optional[Path], typer.Option(help="Results directory (default results/PAPER).")] = None,  # noqa: UP045 - typer needs Optional
+    quick: Annotated[
+        bool, typer.Option(help="A reduced grid that runs in about two minutes.")
+    ] = False,
+    out: Annotated[
+        Optional[Path], typer.Option(help="Results directory (default results/PAPER).")
+    ] = None,  # noqa: UP045 - typer needs Optional
     seed: Annotated[int, typer.Option(help="Root seed of the experiment grid.")] = 0,
     jobs: Annotated[int, typer.Option(help="Worker processes over grid cells.")] = 1,
 ) -> None:
@@ -139,15 +187,22 @@ def reproduce(
 
 @app.command()
 def serve(
-    config: Annotated[Path, typer.Argument(help="Collector configuration (TOML or JSON): collections and their specs.")],
-    host: Annotated[str, typer.Option(help="Interface to bind (localhost by default).")] = "127.0.0.1",
+    config: Annotated[
+        Path,
+        typer.Argument(help="Collector configuration (TOML or JSON): collections and their specs."),
+    ],
+    host: Annotated[
+        str, typer.Option(help="Interface to bind (localhost by default).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
 ) -> None:
     """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
     try:
         from .service import main as serve_main
     except ImportError as exc:  # pragma: no cover - depends on the install
-        console.print(f"[red]the collector needs the service extra: pip install 'ldpkit[service]' ({exc})[/]")
+        console.print(
+            f"[red]the collector needs the service extra: pip install 'ldpkit[service]' ({exc})[/]"
+        )
         raise typer.Exit(2) from exc
     serve_main(config, host=host, port=port)
 

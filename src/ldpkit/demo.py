@@ -82,12 +82,21 @@ def plot_categorical(result: CategoricalDemo, path: str | Path, *, top: int = 60
     lo, hi = est.confidence_interval(0.05)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
     x = np.arange(order.size)
-    ax1.errorbar(x, est.frequencies[order], yerr=[est.frequencies[order] - lo[order], hi[order] - est.frequencies[order]],
-                 fmt="o", ms=3, capsize=2, label=f"{est.spec.name} estimate, 95% CI")
+    ax1.errorbar(
+        x,
+        est.frequencies[order],
+        yerr=[est.frequencies[order] - lo[order], hi[order] - est.frequencies[order]],
+        fmt="o",
+        ms=3,
+        capsize=2,
+        label=f"{est.spec.name} estimate, 95% CI",
+    )
     ax1.plot(x, result.truth[order], "k_", ms=10, mew=2, label="truth")
     ax1.set_xticks(x[::3], result.labels[order][::3], rotation=90, fontsize=7)
     ax1.set_ylabel("frequency")
-    ax1.set_title(f"Top {order.size} names: estimate vs truth (n = {est.n:,}, eps = {est.spec.epsilon:g})")
+    ax1.set_title(
+        f"Top {order.size} names: estimate vs truth (n = {est.n:,}, eps = {est.spec.epsilon:g})"
+    )
     ax1.legend()
     ax2.scatter(result.truth, est.frequencies, s=4, alpha=0.5)
     lim = [min(0, est.frequencies.min()), max(result.truth.max(), est.frequencies.max()) * 1.05]
@@ -119,11 +128,19 @@ class NumericalDemo:
 
     def quantile_errors(self, qs: Sequence[float] = (0.5, 0.9)) -> list[tuple[float, float, float]]:
         """(q, estimated quantile, true sample quantile) for each q."""
-        return [(q, float(self.estimate.quantile(q)), float(np.quantile(self.values, q))) for q in qs]
+        return [
+            (q, float(self.estimate.quantile(q)), float(np.quantile(self.values, q))) for q in qs
+        ]
 
 
 def run_numerical(
-    values: np.ndarray, low: float, high: float, *, epsilon: float = 1.0, buckets: int = 256, rng: RNGLike = None
+    values: np.ndarray,
+    low: float,
+    high: float,
+    *,
+    epsilon: float = 1.0,
+    buckets: int = 256,
+    rng: RNGLike = None,
 ) -> NumericalDemo:
     """Estimate the distribution of ``values`` on [low, high] with Square Wave + EMS (SW20)."""
     import time
@@ -147,8 +164,12 @@ def plot_numerical(result: NumericalDemo, path: str | Path, *, title: str, unit:
 
     est, truth = result.estimate, result.truth
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    ax.stairs(truth.probabilities / truth.width, truth.edges, label="true density", color="k", lw=1.5)
-    ax.stairs(est.probabilities / est.width, est.edges, label="SW + EMS estimate", color="C1", lw=1.5)
+    ax.stairs(
+        truth.probabilities / truth.width, truth.edges, label="true density", color="k", lw=1.5
+    )
+    ax.stairs(
+        est.probabilities / est.width, est.edges, label="SW + EMS estimate", color="C1", lw=1.5
+    )
     for q, qe, qt in result.quantile_errors():
         ax.axvline(qt, color="k", ls=":", lw=1)
         ax.axvline(qe, color="C1", ls="--", lw=1)
@@ -173,25 +194,38 @@ class StreamDemo:
     release: Any  # ldpkit.stream.ToPS
     seconds: float
 
-    def ranges(self, cuts: Sequence[tuple[int, int]] | None = None) -> list[tuple[tuple[int, int], float, float, float]]:
+    def ranges(
+        self, cuts: Sequence[tuple[int, int]] | None = None
+    ) -> list[tuple[tuple[int, int], float, float, float]]:
         """((start, stop), estimate, std error, true sum) for a few ranges."""
         n = self.values.size
         cuts = cuts or [(0, 1_000), (1_000, 11_000), (n // 4, n // 2), (0, n)]
         out = []
         for a, b in cuts:
             r = self.release.range_sum(a, b)
-            out.append(((a, b), float(r.estimate), float(r.std_error), float(self.values[a:b].sum())))
+            out.append(
+                ((a, b), float(r.estimate), float(r.std_error), float(self.values[a:b].sum()))
+            )
         return out
 
 
-def run_stream(values: np.ndarray, *, bound: float, epsilon: float = 1.0, batches: int = 50, rng: RNGLike = None) -> StreamDemo:
+def run_stream(
+    values: np.ndarray,
+    *,
+    bound: float,
+    epsilon: float = 1.0,
+    batches: int = 50,
+    rng: RNGLike = None,
+) -> StreamDemo:
     """Feed ``values`` to :class:`ldpkit.stream.ToPS` in batches, as a live stream would arrive."""
     import time
 
     from .stream import ToPS
 
     m = 65_536
-    release = ToPS(epsilon=epsilon, bound=bound, threshold_size=m, length=max(1, values.size - m), rng=rng)
+    release = ToPS(
+        epsilon=epsilon, bound=bound, threshold_size=m, length=max(1, values.size - m), rng=rng
+    )
     t0 = time.perf_counter()
     for batch in np.array_split(values, batches):
         release.update(batch)
@@ -213,10 +247,14 @@ def plot_stream(result: StreamDemo, path: str | Path, *, window: int = 5_000) ->
     x = starts + window / 2
     ax.plot(x, truth, "k-", lw=1, label="true window sum (unclipped)")
     ax.plot(x, est, "C0-", lw=1, label="ToPS release")
-    ax.fill_between(x, est - 1.96 * se, est + 1.96 * se, color="C0", alpha=0.25, label="95% band (noise)")
+    ax.fill_between(
+        x, est - 1.96 * se, est + 1.96 * se, color="C0", alpha=0.25, label="95% band (noise)"
+    )
     ax.set_xlabel("position in the released stream")
     ax.set_ylabel(f"items in {window:,} transactions")
-    ax.set_title(f"BMS-POS, epsilon = {result.release.epsilon:g}, theta = {result.release.threshold:g}")
+    ax.set_title(
+        f"BMS-POS, epsilon = {result.release.epsilon:g}, theta = {result.release.threshold:g}"
+    )
     ax.legend(loc="lower right")
     fig.tight_layout()
     path = Path(path)

@@ -58,10 +58,16 @@ class Encoder:
 
     @classmethod
     def from_values(
-        cls, values: Iterable[Any], *, top: int | None = None, unknown: Literal["error", "other"] = "error"
+        cls,
+        values: Iterable[Any],
+        *,
+        top: int | None = None,
+        unknown: Literal["error", "other"] = "error",
     ) -> Encoder:
         """Categories ordered by frequency in ``values`` (simulation only: not private)."""
-        counts = pd.Series(list(values) if not isinstance(values, (np.ndarray, pd.Series)) else values).value_counts(sort=True)
+        counts = pd.Series(
+            list(values) if not isinstance(values, (np.ndarray, pd.Series)) else values
+        ).value_counts(sort=True)
         cats = counts.index.tolist()
         return cls(cats[:top] if top else cats, unknown=unknown)
 
@@ -102,9 +108,13 @@ class Encoder:
         """Labels for ``items``."""
         idx = np.asarray(items)
         if idx.dtype.kind not in "iu":
-            raise TypeError(f"items must be integers in [0, {self.domain_size}), got dtype {idx.dtype}")
+            raise TypeError(
+                f"items must be integers in [0, {self.domain_size}), got dtype {idx.dtype}"
+            )
         if idx.size and (idx.min() < 0 or idx.max() >= self.domain_size):
-            raise ValueError(f"items must be integers in [0, {self.domain_size}), got {idx.min()}..{idx.max()}")
+            raise ValueError(
+                f"items must be integers in [0, {self.domain_size}), got {idx.min()}..{idx.max()}"
+            )
         return self._labels[idx]
 
     def label(self, estimate: FrequencyEstimate) -> FrequencyEstimate:

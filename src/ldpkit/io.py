@@ -76,7 +76,11 @@ def _check_reports(reports: Any) -> Reports:
 
 
 def _header(reports: Reports) -> dict[str, Any]:
-    return {"format": _FORMAT, "mechanism": reports.spec.to_dict(), "fingerprint": reports.fingerprint}
+    return {
+        "format": _FORMAT,
+        "mechanism": reports.spec.to_dict(),
+        "fingerprint": reports.fingerprint,
+    }
 
 
 def _spec_from_header(meta: Any, source: str) -> Mechanism:
@@ -87,7 +91,9 @@ def _spec_from_header(meta: Any, source: str) -> Mechanism:
         spec = spec_from_dict(meta["mechanism"])
         fingerprint = meta["fingerprint"]
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{source} must hold valid ldpkit reports metadata, got an error: {exc}") from exc
+        raise ValueError(
+            f"{source} must hold valid ldpkit reports metadata, got an error: {exc}"
+        ) from exc
     if fingerprint != spec.fingerprint:
         raise ValueError(
             f"fingerprint must match the mechanism {spec!r} ({spec.fingerprint}), got {fingerprint!r}"
@@ -112,7 +118,9 @@ def _read_npz(source: Source, expected: Mechanism | None) -> Reports:
     try:
         data = np.load(source, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{_name(source)} must be an ldpkit reports file, got an error: {exc}") from exc
+        raise ValueError(
+            f"{_name(source)} must be an ldpkit reports file, got an error: {exc}"
+        ) from exc
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise ValueError(f"{_name(source)} must be an ldpkit reports file, got a plain .npy array")
     with data:
@@ -151,7 +159,9 @@ def _arrow_column(name: str, arr: np.ndarray) -> tuple[pa.Array, dict[str, Any]]
     flat = np.ascontiguousarray(native).reshape(n * width)
     if native.dtype == np.uint8:
         # Packed bits: one fixed-size binary value per user, no per-byte list overhead.
-        column = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(flat)])
+        column = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(width), n, [None, pa.py_buffer(flat)]
+        )
         info["arrow"] = "binary"
         return column, info
     info["arrow"] = "list"
@@ -180,7 +190,9 @@ def reports_to_arrow(reports: Reports) -> pa.Table:
 def _arrow_meta(schema: pa.Schema, source: str) -> tuple[Mechanism, dict[str, Any]]:
     raw = (schema.metadata or {}).get(PARQUET_META_KEY)
     if raw is None:
-        raise ValueError(f"{source} must be an ldpkit reports Parquet file (no {PARQUET_META_KEY!r} metadata)")
+        raise ValueError(
+            f"{source} must be an ldpkit reports Parquet file (no {PARQUET_META_KEY!r} metadata)"
+        )
     try:
         meta = json.loads(raw.decode())
     except (ValueError, UnicodeDecodeError) as exc:
@@ -200,7 +212,13 @@ def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) 
         dtype = np.dtype(info["dtype"])
         shape = tuple(int(s) for s in info["shape"])
         value_type = pa.from_numpy_dtype(dtype)
-    except (KeyError, TypeError, ValueError, NotImplementedError, pa.ArrowNotImplementedError) as exc:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        NotImplementedError,
+        pa.ArrowNotImplementedError,
+    ) as exc:
         raise ValueError(f"{source} has corrupt ldpkit metadata for field {name!r}: {exc}") from exc
     if column.null_count:
         raise ValueError(f"reports.{name} must have no missing values, got {column.null_count}")
@@ -226,7 +244,8 @@ def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) 
             buf = c.buffers()[1]
             parts.append(
                 np.frombuffer(buf, np.uint8, count=len(c) * width, offset=c.offset * width)
-                if len(c) else np.empty(0, np.uint8)
+                if len(c)
+                else np.empty(0, np.uint8)
             )
     else:
         parts = [c.flatten().to_numpy(zero_copy_only=False) for c in chunks]
@@ -243,7 +262,9 @@ def reports_from_arrow(
     return _table_reports(table, spec, fields, source)
 
 
-def _table_reports(table: pa.Table, spec: Mechanism, fields: Mapping[str, Any], source: str) -> Reports:
+def _table_reports(
+    table: pa.Table, spec: Mechanism, fields: Mapping[str, Any], source: str
+) -> Reports:
     missing = [k for k in fields if k not in table.column_names]
     if missing:
         raise ValueError(f"{source} must have columns {list(fields)}, missing {missing}")
@@ -315,7 +336,9 @@ def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> 
         _check_expected(spec, expected, "reports")
         table = pf.read(columns=list(fields))
     except (OSError, pa.ArrowException) as exc:
-        raise ValueError(f"{_name(path)} must be a readable Parquet file, got an error: {exc}") from exc
+        raise ValueError(
+            f"{_name(path)} must be a readable Parquet file, got an error: {exc}"
+        ) from exc
     finally:
         pf.close()  # closes only a file it opened itself, never the caller's file object
     return _table_reports(table, spec, fields, _name(path))
@@ -343,7 +366,9 @@ def iter_reports_parquet(
     """
     import pyarrow as pa
 
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be an integer >= 1 or None, got {batch_size!r}")
     pf = _parquet_file(path)
     try:
@@ -358,13 +383,17 @@ def iter_reports_parquet(
         try:
             if batch_size is None:
                 for i in range(pf.num_row_groups):
-                    yield _table_reports(pf.read_row_group(i, columns=columns), spec, fields, _name(path))
+                    yield _table_reports(
+                        pf.read_row_group(i, columns=columns), spec, fields, _name(path)
+                    )
             else:
                 for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
                     table = pa.Table.from_batches([batch])
                     yield _table_reports(table, spec, fields, _name(path))
         except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"{_name(path)} must be a readable Parquet file, got an error: {exc}") from exc
+            raise ValueError(
+                f"{_name(path)} must be a readable Parquet file, got an error: {exc}"
+            ) from exc
         finally:
             pf.close()
 
@@ -466,9 +495,12 @@ def decoded_size(data: bytes) -> int | None:
                     with zf.open(info) as member:
                         version = np.lib.format.read_magic(member)
                         if version not in ((1, 0), (2, 0)):
-                            raise ValueError(f"npy format version must be 1.0 or 2.0, got {version}")
+                            raise ValueError(
+                                f"npy format version must be 1.0 or 2.0, got {version}"
+                            )
                         read_header = (
-                            np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            np.lib.format.read_array_header_1_0
+                            if version == (1, 0)
                             else np.lib.format.read_array_header_2_0
                         )
                         shape, _, dtype = read_header(member)
@@ -480,7 +512,9 @@ def decoded_size(data: bytes) -> int | None:
             declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
             return max(declared, md.num_rows * _row_width(pf.schema_arrow))
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"data must be an npz or Parquet reports payload, got an error: {exc}") from exc
+        raise ValueError(
+            f"data must be an npz or Parquet reports payload, got an error: {exc}"
+        ) from exc
     return None
 
 
@@ -526,11 +560,15 @@ def _json_array(name: str, entry: Any, dtype: np.dtype | None) -> np.ndarray:
             try:
                 dtype = np.dtype(entry["dtype"])
             except TypeError as exc:
-                raise ValueError(f"reports.{name}.dtype must be a numpy dtype name, got {entry['dtype']!r}") from exc
+                raise ValueError(
+                    f"reports.{name}.dtype must be a numpy dtype name, got {entry['dtype']!r}"
+                ) from exc
     else:
         data = entry
     if not isinstance(data, list):
-        raise ValueError(f"reports.{name} must be a JSON array (one entry per user), got {type(data).__name__}")
+        raise ValueError(
+            f"reports.{name} must be a JSON array (one entry per user), got {type(data).__name__}"
+        )
     try:
         if dtype is None:
             arr = np.asarray(data)
@@ -544,19 +582,36 @@ def _json_array(name: str, entry: Any, dtype: np.dtype | None) -> np.ndarray:
                 allowed = (int, float)
             else:
                 allowed = (bool,) if dtype.kind == "b" else ()
-            bad = next(
-                (x for x in probe.ravel() if not isinstance(x, allowed) or (isinstance(x, bool) and bool not in allowed)),
-                None,
-            ) if probe.size else None
+            bad = (
+                next(
+                    (
+                        x
+                        for x in probe.ravel()
+                        if not isinstance(x, allowed)
+                        or (isinstance(x, bool) and bool not in allowed)
+                    ),
+                    None,
+                )
+                if probe.size
+                else None
+            )
             if bad is not None:
-                raise ValueError(f"entry {bad!r} ({type(bad).__name__}) cannot be stored as {dtype}")
+                raise ValueError(
+                    f"entry {bad!r} ({type(bad).__name__}) cannot be stored as {dtype}"
+                )
             arr = np.array(data, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValueError(
             f"reports.{name} must be a rectangular array of {dtype or 'numbers'}, got an error: {exc}"
         ) from exc
-    if isinstance(entry, Mapping) and entry.get("shape") is not None and list(arr.shape) != list(entry["shape"]):
-        raise ValueError(f"reports.{name} must have the declared shape {entry['shape']}, got {list(arr.shape)}")
+    if (
+        isinstance(entry, Mapping)
+        and entry.get("shape") is not None
+        and list(arr.shape) != list(entry["shape"])
+    ):
+        raise ValueError(
+            f"reports.{name} must have the declared shape {entry['shape']}, got {list(arr.shape)}"
+        )
     return arr
 
 
@@ -587,8 +642,10 @@ def reports_from_dict(
             )
     arrays = data.get("arrays")
     if not isinstance(arrays, Mapping) or not arrays:
-        raise ValueError("arrays must be a non-empty JSON object {field: {dtype, data}}, got "
-                         f"{type(arrays).__name__}")
+        raise ValueError(
+            "arrays must be a non-empty JSON object {field: {dtype, data}}, got "
+            f"{type(arrays).__name__}"
+        )
     dtypes = dtypes or {}
     return Reports(spec, **{k: _json_array(k, v, dtypes.get(k)) for k, v in arrays.items()})
 

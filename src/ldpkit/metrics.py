@@ -162,8 +162,10 @@ def _moment(x: Any, which: str, name: str) -> float:
         return x.mean() if which == "mean" else x.var()
     if isinstance(x, MeanEstimate):
         if which != "mean":
-            raise TypeError(f"{name} must not be a MeanEstimate here (its variance is the "
-                            "estimator's, not the population's); use estimate_variance")
+            raise TypeError(
+                f"{name} must not be a MeanEstimate here (its variance is the "
+                "estimator's, not the population's); use estimate_variance"
+            )
         return x.mean
     if isinstance(x, VarianceEstimate):
         return x.mean if which == "mean" else x.variance

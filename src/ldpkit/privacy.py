@@ -53,6 +53,11 @@ def split_budget(epsilon: float, parts: int | list[float]) -> list[float]:
         parts = check_integer(parts, "parts", low=1)
         return [epsilon / parts] * parts
     weights = np.asarray(parts, dtype=np.float64)
-    if weights.ndim != 1 or weights.size == 0 or np.any(~np.isfinite(weights)) or np.any(weights <= 0):
+    if (
+        weights.ndim != 1
+        or weights.size == 0
+        or np.any(~np.isfinite(weights))
+        or np.any(weights <= 0)
+    ):
         raise ValueError(f"parts must be a positive int or positive finite weights, got {parts!r}")
     return list(epsilon * weights / weights.sum())

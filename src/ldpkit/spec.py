@@ -233,7 +233,10 @@ class Reports(_ArrayBundle):
                 raise ValueError(f"reports must have fields {self.fields}, got {other.fields}")
         return Reports(
             self._spec,
-            **{k: np.concatenate([self._arrays[k]] + [o._arrays[k] for o in others]) for k in self.fields},
+            **{
+                k: np.concatenate([self._arrays[k]] + [o._arrays[k] for o in others])
+                for k in self.fields
+            },
         )
 
     def equals(self, other: Reports) -> bool:

@@ -12,7 +12,9 @@ from scipy import stats as sps
 __all__ = ["chisquare_gof", "binomial_z", "bonferroni_z", "variance_ratio_bounds"]
 
 
-def chisquare_gof(observed: np.ndarray, probabilities: np.ndarray, *, min_expected: float = 5.0) -> float:
+def chisquare_gof(
+    observed: np.ndarray, probabilities: np.ndarray, *, min_expected: float = 5.0
+) -> float:
     """Pearson chi-square goodness-of-fit p-value of a histogram against probabilities.
 
     Bins with expected count below ``min_expected`` are pooled (smallest first) so the
@@ -21,7 +23,9 @@ def chisquare_gof(observed: np.ndarray, probabilities: np.ndarray, *, min_expect
     obs = np.asarray(observed, dtype=np.float64).ravel()
     prob = np.asarray(probabilities, dtype=np.float64).ravel()
     if obs.shape != prob.shape:
-        raise ValueError(f"observed and probabilities must have one shape, got {obs.shape}, {prob.shape}")
+        raise ValueError(
+            f"observed and probabilities must have one shape, got {obs.shape}, {prob.shape}"
+        )
     n = obs.sum()
     zero = prob <= 0
     if np.any(obs[zero] > 0):

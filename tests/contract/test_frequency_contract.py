@@ -85,7 +85,9 @@ def test_seeding_and_shapes(name):
     assert a.equals(b)
     assert not a.equals(c)
     g = np.random.default_rng(7)
-    assert spec.randomize(values, rng=g).equals(spec.randomize(values, rng=np.random.default_rng(7)))
+    assert spec.randomize(values, rng=g).equals(
+        spec.randomize(values, rng=np.random.default_rng(7))
+    )
     for arr in a.arrays.values():
         assert arr.shape[0] == 500 and not arr.flags.writeable
     empty = spec.randomize(np.array([], dtype=np.int64), rng=0)
@@ -203,11 +205,15 @@ def test_sampler_matches_transition_matrix(name, epsilon, d):
     assert spec.privacy_loss() == pytest.approx(privacy_loss(matrix), rel=1e-9, abs=1e-12)
     n = 60_000
     for u in range(d):
-        hist = np.bincount(spec.output_index(spec.randomize(np.full(n, u), rng=u)), minlength=matrix.shape[1])
+        hist = np.bincount(
+            spec.output_index(spec.randomize(np.full(n, u), rng=u)), minlength=matrix.shape[1]
+        )
         p = chisquare_gof(hist, matrix[u])
         assert p > ALPHA, f"input {u}: chi-square p = {p:.2e} < {ALPHA}"
     wrong = spec.replace(epsilon=epsilon * 1.3)
-    hist = np.bincount(wrong.output_index(wrong.randomize(np.full(n, 0), rng=99)), minlength=matrix.shape[1])
+    hist = np.bincount(
+        wrong.output_index(wrong.randomize(np.full(n, 0), rng=99)), minlength=matrix.shape[1]
+    )
     assert chisquare_gof(hist, matrix[0]) < ALPHA
 
 
@@ -233,8 +239,15 @@ def test_variance_and_ci_coverage(name):
     freqs = np.array([e.frequencies for e in est])
     lo, hi = variance_ratio_bounds(runs - 1, ALPHA / d)
     ratio = freqs.var(axis=0, ddof=1) / spec.variance(n, truth)
-    assert np.all((ratio > lo) & (ratio < hi)), f"variance ratios {np.round(ratio, 3)} outside [{lo:.2f}, {hi:.2f}]"
-    covered = np.mean([((e.confidence_interval(0.05)[0] <= truth) & (truth <= e.confidence_interval(0.05)[1])) for e in est])
+    assert np.all((ratio > lo) & (ratio < hi)), (
+        f"variance ratios {np.round(ratio, 3)} outside [{lo:.2f}, {hi:.2f}]"
+    )
+    covered = np.mean(
+        [
+            ((e.confidence_interval(0.05)[0] <= truth) & (truth <= e.confidence_interval(0.05)[1]))
+            for e in est
+        ]
+    )
     assert 0.93 <= covered <= 0.97, f"coverage {covered:.3f}"
 
 

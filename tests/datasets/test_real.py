@@ -156,7 +156,15 @@ def test_babynames_reproducible_and_full_domain():
 
 def test_list_datasets_matches_registry():
     table = D.list_datasets()
-    assert list(table.columns) == ["name", "kind", "n", "domain", "package", "measured_on", "summary"]
+    assert list(table.columns) == [
+        "name",
+        "kind",
+        "n",
+        "domain",
+        "package",
+        "measured_on",
+        "summary",
+    ]
     assert list(table["name"]) == list(D.DATASETS)
     assert set(table["kind"]) == {"numerical", "categorical"}
     with pytest.raises(ValueError, match="name must be one of"):

@@ -57,7 +57,15 @@ def test_quick_grid_records_and_summary(quick_grid):
     assert np.isfinite(rec["value"]).all()
     first = rec.iloc[:4]
     assert first[["dataset", "method", "epsilon", "repetition"]].values.tolist() == [
-        ["zipf1.1", "GRR", 0.5, 0, ], ["zipf1.1", "GRR", 0.5, 0], ["zipf1.1", "GRR", 0.5, 1], ["zipf1.1", "GRR", 0.5, 1],
+        [
+            "zipf1.1",
+            "GRR",
+            0.5,
+            0,
+        ],
+        ["zipf1.1", "GRR", 0.5, 0],
+        ["zipf1.1", "GRR", 0.5, 1],
+        ["zipf1.1", "GRR", 0.5, 1],
     ]
     summary = result.summary
     assert len(summary) == 2 * 2 * 4 * 2 and (summary["count"] == 8).all()
@@ -68,16 +76,25 @@ def test_quick_grid_records_and_summary(quick_grid):
 def test_grr_mse_matches_analytic_variance():
     # E[MSE] = mean over items of Var[f~_v] (FO17 eq. 2): checks that every cell's result
     # is scored against its own data set's truth at its own epsilon.
-    datasets = {"zipf1.1": zipf(s=1.1, d=256, n=20_000, rng=1),
-                "zipf1.5": zipf(s=1.5, d=256, n=20_000, rng=2)}
-    grid = Grid(methods={"GRR": MechanismMethod(GRR)}, epsilons=EPSILONS, datasets=datasets,
-                metrics={"mse": frequency_mse}, repetitions=20)
+    datasets = {
+        "zipf1.1": zipf(s=1.1, d=256, n=20_000, rng=1),
+        "zipf1.5": zipf(s=1.5, d=256, n=20_000, rng=2),
+    }
+    grid = Grid(
+        methods={"GRR": MechanismMethod(GRR)},
+        epsilons=EPSILONS,
+        datasets=datasets,
+        metrics={"mse": frequency_mse},
+        repetitions=20,
+    )
     summary = run_grid(grid, seed=11, progress=False).summary
     for row in summary.itertuples():
         data = datasets[row.dataset]
+
         def expected(eps: float, data=data) -> float:
             spec = GRR(epsilon=eps, domain_size=data.domain_size)
             return float(np.mean(spec.variance(data.n, data.frequencies)))
+
         z = (row.mean - expected(row.epsilon)) / row.sem
         assert abs(z) <= 6, f"{row.dataset} eps={row.epsilon}: z = {z:.2f}"
         # power: the variance at a wrong epsilon (x1.3) is rejected
@@ -133,8 +150,13 @@ def test_cell_streams_do_not_depend_on_the_rest_of_the_grid(quick_grid):
     )
     sub = run_grid(small, seed=4, progress=False).records
     full = run_grid(quick_grid, seed=4, progress=False).records
-    same = full[(full.method == "noise") & (full.dataset == "zipf1.5") & (full.epsilon == 2.0)
-                & (full.metric == "mse") & (full.repetition < 3)]
+    same = full[
+        (full.method == "noise")
+        & (full.dataset == "zipf1.5")
+        & (full.epsilon == 2.0)
+        & (full.metric == "mse")
+        & (full.repetition < 3)
+    ]
     assert np.array_equal(sub["value"].to_numpy(), same["value"].to_numpy())
 
 
@@ -158,9 +180,13 @@ def test_declared_cost_skips_pilots_and_progress_prints_estimate():
             calls.append(epsilon)
             return data.frequencies
 
-    grid = Grid(methods={"exact": Counted()}, epsilons=[1.0, 2.0],
-                datasets={"z": zipf(d=4, n=100, rng=0)}, metrics={"mse": frequency_mse},
-                repetitions=2)
+    grid = Grid(
+        methods={"exact": Counted()},
+        epsilons=[1.0, 2.0],
+        datasets={"z": zipf(d=4, n=100, rng=0)},
+        metrics={"mse": frequency_mse},
+        repetitions=2,
+    )
     out = io.StringIO()
     result = run_grid(grid, seed=0, console=Console(file=out, width=200))
     assert len(calls) == 4  # no pilot beyond the 4 cells
@@ -175,17 +201,25 @@ def test_errors_name_the_cell():
             raise RuntimeError("boom")
         return data.frequencies
 
-    grid = Grid(methods={"broken": broken}, epsilons=[1.0, 3.0],
-                datasets={"z": zipf(d=4, n=10, rng=0)}, metrics={"mse": frequency_mse},
-                repetitions=1)
+    grid = Grid(
+        methods={"broken": broken},
+        epsilons=[1.0, 3.0],
+        datasets={"z": zipf(d=4, n=10, rng=0)},
+        metrics={"mse": frequency_mse},
+        repetitions=1,
+    )
     with pytest.raises(RuntimeError, match="boom") as info:
         run_grid(grid, progress=False)
     assert "epsilon=3.0" in "".join(getattr(info.value, "__notes__", []))
 
 
 def test_grid_validation():
-    base = {"methods": {"m": noisy_identity}, "epsilons": [1.0],
-            "datasets": {"d": zipf(d=4, n=10, rng=0)}, "metrics": {"mse": frequency_mse}}
+    base = {
+        "methods": {"m": noisy_identity},
+        "epsilons": [1.0],
+        "datasets": {"d": zipf(d=4, n=10, rng=0)},
+        "metrics": {"mse": frequency_mse},
+    }
     with pytest.raises(ValueError, match="epsilons"):
         Grid(**{**base, "epsilons": [1.0, -1.0]})
     with pytest.raises(ValueError, match="distinct"):
@@ -203,10 +237,16 @@ def test_grid_validation():
 
 
 def test_summarize_exact():
-    records = pd.DataFrame({
-        "dataset": "d", "method": ["a", "a", "a", "b"], "epsilon": 1.0,
-        "repetition": [0, 1, 2, 0], "metric": "mse", "value": [1.0, 2.0, 6.0, 4.0],
-    })
+    records = pd.DataFrame(
+        {
+            "dataset": "d",
+            "method": ["a", "a", "a", "b"],
+            "epsilon": 1.0,
+            "repetition": [0, 1, 2, 0],
+            "metric": "mse",
+            "value": [1.0, 2.0, 6.0, 4.0],
+        }
+    )
     s = summarize(records)
     row_a = s[s.method == "a"].iloc[0]
     assert row_a["mean"] == 3.0 and row_a["count"] == 3

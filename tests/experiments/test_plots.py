@@ -28,7 +28,10 @@ def result():
     grid = Grid(
         methods={"GRR": MechanismMethod(GRR), "biased": biased},
         epsilons=[0.5, 1.0, 2.0, 4.0],
-        datasets={"zipf": zipf(s=1.1, d=16, n=5000, rng=0), "flat": zipf(s=0.0, d=16, n=5000, rng=1)},
+        datasets={
+            "zipf": zipf(s=1.1, d=16, n=5000, rng=0),
+            "flat": zipf(s=0.0, d=16, n=5000, rng=1),
+        },
         metrics={"mse": frequency_mse},
         repetitions=4,
     )
@@ -48,8 +51,16 @@ def test_plot_panels_and_png(result, tmp_path):
 
 
 def test_plot_falls_back_to_linear_axis_for_zero_errors(tmp_path):
-    records = pd.DataFrame({"dataset": "d", "method": "exact", "epsilon": [0.1, 0.1, 10.0, 10.0],
-                            "repetition": [0, 1, 0, 1], "metric": "mse", "value": 0.0})
+    records = pd.DataFrame(
+        {
+            "dataset": "d",
+            "method": "exact",
+            "epsilon": [0.1, 0.1, 10.0, 10.0],
+            "repetition": [0, 1, 0, 1],
+            "metric": "mse",
+            "value": 0.0,
+        }
+    )
     fig = plot_error_vs_epsilon(records)
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "linear" and ax.get_xscale() == "log"  # eps spans 100x
@@ -70,7 +81,10 @@ def test_save_results_round_trip(result, tmp_path):
     assert "### mse on zipf" in text and "| method | ε=0.5 | ε=1 | ε=2 | ε=4 |" in text
     assert paths["png"].read_bytes().startswith(PNG_MAGIC)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "grr_zipf.md", "grr_zipf.parquet", "grr_zipf.png"]
+        "grr_zipf.md",
+        "grr_zipf.parquet",
+        "grr_zipf.png",
+    ]
     with pytest.raises(ValueError, match="file stem"):
         save_results(result, tmp_path, "a/b")
 

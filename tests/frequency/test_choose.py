@@ -11,7 +11,9 @@ from ldpkit.frequency.choose import report_bits
 def test_fo17_rule(eps):
     """GRR exactly when d < 3 e^eps + 2, else OUE; OLH when d bits are too many."""
     boundary = 3 * math.exp(eps) + 2
-    for d in sorted({2, 3, int(boundary) - 1, int(boundary), int(boundary) + 1, int(boundary) + 2, 4096}):
+    for d in sorted(
+        {2, 3, int(boundary) - 1, int(boundary), int(boundary) + 1, int(boundary) + 2, 4096}
+    ):
         if d < 2:
             continue
         chosen = choose_oracle(eps, d)
@@ -29,7 +31,11 @@ def test_chosen_has_minimal_variance_among_fitting():
     for eps in np.linspace(0.2, 6, 15):
         for d in (2, 5, 17, 100, 1000):
             best = choose_oracle(float(eps), d)
-            for other in (GRR(epsilon=eps, domain_size=d), OUE(epsilon=eps, domain_size=d), OLH(epsilon=eps, domain_size=d)):
+            for other in (
+                GRR(epsilon=eps, domain_size=d),
+                OUE(epsilon=eps, domain_size=d),
+                OLH(epsilon=eps, domain_size=d),
+            ):
                 assert best.variance(1) <= other.variance(1) * (1 + 1e-12)
 
 

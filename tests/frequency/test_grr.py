@@ -13,7 +13,9 @@ from ldpkit.privacy import privacy_loss
 def test_variance_closed_form(eps, d):
     """FO17 eq. 5; the rounded table values are in test_table2.py."""
     e = math.exp(eps)
-    assert GRR(epsilon=eps, domain_size=d).variance(1) == pytest.approx((d - 2 + e) / (e - 1) ** 2, rel=1e-12)
+    assert GRR(epsilon=eps, domain_size=d).variance(1) == pytest.approx(
+        (d - 2 + e) / (e - 1) ** 2, rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0, 10.0])
@@ -35,7 +37,9 @@ def test_huge_epsilon_is_stable():
 def test_heavy_hitters_find_the_planted_items():
     d, n = 200, 200_000
     rng = np.random.default_rng(0)
-    values = np.concatenate([np.full(n // 10, 3), np.full(n // 20, 77), rng.integers(100, 200, n - n // 10 - n // 20)])
+    values = np.concatenate(
+        [np.full(n // 10, 3), np.full(n // 20, 77), rng.integers(100, 200, n - n // 10 - n // 20)]
+    )
     spec = GRR(epsilon=3.0, domain_size=d)
     est = spec.run(values, rng=1)
     hh = heavy_hitters(est, 0.05)
@@ -55,6 +59,9 @@ def test_bonferroni_false_positive_rate_under_null():
     d, n, runs = 50, 20_000, 200
     spec = GRR(epsilon=1.0, domain_size=d)
     values = np.full(n, 0)
-    errors = sum(bool(set(heavy_hitters(spec.run(values, rng=g)).tolist()) - {0}) for g in np.random.default_rng(3).spawn(runs))
+    errors = sum(
+        bool(set(heavy_hitters(spec.run(values, rng=g)).tolist()) - {0})
+        for g in np.random.default_rng(3).spawn(runs)
+    )
     # FWER <= alpha = 0.05: allow the binomial 1e-6 upper bound for 200 runs.
     assert errors <= 27

@@ -82,13 +82,28 @@ def test_hadamard_sign_matches_matrix():
 
 
 # -- sizes and closed forms -------------------------------------------------------------------
-@pytest.mark.parametrize(("d", "hr", "hrr"), [(2, 4, 2), (3, 4, 4), (4, 8, 4), (5, 8, 8), (7, 8, 8), (8, 16, 8), (1023, 1024, 1024), (1024, 2048, 1024), (1025, 2048, 2048)])
+@pytest.mark.parametrize(
+    ("d", "hr", "hrr"),
+    [
+        (2, 4, 2),
+        (3, 4, 4),
+        (4, 8, 4),
+        (5, 8, 8),
+        (7, 8, 8),
+        (8, 16, 8),
+        (1023, 1024, 1024),
+        (1024, 2048, 1024),
+        (1025, 2048, 2048),
+    ],
+)
 def test_hadamard_sizes(d, hr, hrr):
     assert HadamardResponse(epsilon=1.0, domain_size=d).hadamard_size == hr
     assert HRR(epsilon=1.0, domain_size=d).hadamard_size == hrr
 
 
-@pytest.mark.parametrize(("epsilon", "table"), [(0.5, 16.67), (1.0, 4.68), (2.0, 1.72), (4.0, 1.08)])
+@pytest.mark.parametrize(
+    ("epsilon", "table"), [(0.5, 16.67), (1.0, 4.68), (2.0, 1.72), (4.0, 1.08)]
+)
 def test_per_user_variance_equals_binary_local_hashing(epsilon, table):
     # q* = 1/2 and p* = e/(e+1): n Var* = (e+1)^2/(e-1)^2, FO17 Table 2's BLH column
     e = math.exp(epsilon)
@@ -161,7 +176,9 @@ def test_large_epsilon_and_matrix_limit():
 
 # -- sampler laws ------------------------------------------------------------------------------
 def _hist(spec, v: int, n: int, seed: int, columns: int) -> np.ndarray:
-    return np.bincount(spec.output_index(spec.randomize(np.full(n, v), rng=seed)), minlength=columns)
+    return np.bincount(
+        spec.output_index(spec.randomize(np.full(n, v), rng=seed)), minlength=columns
+    )
 
 
 @pytest.mark.parametrize(("cls", "law"), [(HadamardResponse, hr_law), (HRR, hrr_law)])
@@ -260,15 +277,28 @@ def test_hrr_estimator_is_the_coefficient_average():
     s = reports.signs.astype(np.int64)
     h = hadamard(spec.hadamard_size)
     direct = (h[:d, j] * s).sum(axis=1) / n / (2 * spec.p - 1)  # Cormode et al.'s estimator
-    np.testing.assert_allclose(spec.run(np.random.default_rng(2).integers(0, d, n), rng=3).frequencies, direct, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        spec.run(np.random.default_rng(2).integers(0, d, n), rng=3).frequencies,
+        direct,
+        rtol=1e-10,
+        atol=1e-12,
+    )
     brute_counts = np.array([np.sum(h[v, j] == s) for v in range(d)])
     np.testing.assert_array_equal(spec.support_counts(reports), brute_counts)
     sums = hrr_signed_sums(j, s, spec.hadamard_size)
-    np.testing.assert_array_equal(sums, np.bincount(j, weights=s, minlength=spec.hadamard_size).astype(np.int64))
+    np.testing.assert_array_equal(
+        sums, np.bincount(j, weights=s, minlength=spec.hadamard_size).astype(np.int64)
+    )
     with pytest.raises(ValueError, match="reports.signs must contain only"):
-        spec.support_counts(Reports(spec, values=np.array([1, 2], dtype=np.uint8), signs=np.array([1, 0], dtype=np.int8)))
+        spec.support_counts(
+            Reports(
+                spec, values=np.array([1, 2], dtype=np.uint8), signs=np.array([1, 0], dtype=np.int8)
+            )
+        )
     with pytest.raises(ValueError, match=r"reports.values must be .* in \[0, 16\)"):
-        spec.support_counts(Reports(spec, values=np.array([1, 16]), signs=np.array([1, 1], dtype=np.int8)))
+        spec.support_counts(
+            Reports(spec, values=np.array([1, 16]), signs=np.array([1, 1], dtype=np.int8))
+        )
 
 
 # -- estimation ---------------------------------------------------------------------------------
@@ -294,7 +324,9 @@ def test_variance_matches_formula(cls):
     d, n, runs = 13, 2_000, 300
     spec = cls(epsilon=0.8, domain_size=d)
     values, truth = _zipf(d, n, 6)
-    freqs = np.array([spec.run(values, rng=g).frequencies for g in np.random.default_rng(7).spawn(runs)])
+    freqs = np.array(
+        [spec.run(values, rng=g).frequencies for g in np.random.default_rng(7).spawn(runs)]
+    )
     lo, hi = variance_ratio_bounds(runs - 1, ALPHA / d)
     ratio = freqs.var(axis=0, ddof=1) / spec.variance(n, truth)
     assert np.all((ratio > lo) & (ratio < hi)), f"variance ratios {np.round(ratio, 3)}"

@@ -109,7 +109,15 @@ def test_uniformity_test_has_power():
     assert chisquare_gof(np.bincount(h, minlength=4), np.array([0.3, 0.2, 0.25, 0.25])) < ALPHA
 
 
-PAIRS = [(0, 1), (1, 2), (100, 101), (5, 5 + 2**16), (0, 2**31), (7, 2**32 - 1), (2**32 - 2, 2**32 - 1)]
+PAIRS = [
+    (0, 1),
+    (1, 2),
+    (100, 101),
+    (5, 5 + 2**16),
+    (0, 2**31),
+    (7, 2**32 - 1),
+    (2**32 - 2, 2**32 - 1),
+]
 
 
 @pytest.mark.parametrize("g", [2, 3, 5, 16])
@@ -174,7 +182,9 @@ def test_bucket_window_is_exact_at_the_edges(g):
     if g <= 2**16:
         # every bucket holds floor(2^32/g) or ceil(2^32/g) of the 2^32 values of h32, which
         # is what bounds the residual non-uniformity (module docstring)
-        sizes = np.array([int(_bucket_window(np.uint64(y), np.uint64(g))[1]) >> 32 for y in range(g)])
+        sizes = np.array(
+            [int(_bucket_window(np.uint64(y), np.uint64(g))[1]) >> 32 for y in range(g)]
+        )
         assert sizes.sum() == 2**32
         assert set(sizes.tolist()) <= {2**32 // g, -(-(2**32) // g)}
         excess = np.sum((sizes / 2**32 - 1 / g) ** 2)  # collision probability - 1/g
@@ -185,9 +195,20 @@ def test_bucket_window_is_exact_at_the_edges(g):
 
 @pytest.mark.parametrize(
     ("n", "d", "g"),
-    [(0, 5, 2), (1, 2, 2), (1000, 2, 3), (5000, 33, 4), (3001, 257, 7), (2000, 64, 1000),
-     (2000, 100, 2**16), (2000, 100, 2**16 + 1), (2000, 100, 2**31 + 1), (2000, 100, 2**32 - 1),
-     (2000, 100, 2**32), (700, 3000, 56)],
+    [
+        (0, 5, 2),
+        (1, 2, 2),
+        (1000, 2, 3),
+        (5000, 33, 4),
+        (3001, 257, 7),
+        (2000, 64, 1000),
+        (2000, 100, 2**16),
+        (2000, 100, 2**16 + 1),
+        (2000, 100, 2**31 + 1),
+        (2000, 100, 2**32 - 1),
+        (2000, 100, 2**32),
+        (700, 3000, 56),
+    ],
 )
 def test_kernel_matches_numpy_reference(n, d, g):
     seeds, values = hashed_reports(n, d, g, seed=n + d)
@@ -247,8 +268,14 @@ def test_registered_and_reports_layout():
     r = blh.randomize(np.arange(10), rng=0)
     assert r.fields == ("seeds", "values")
     assert r.seeds.dtype == np.uint64 and r.values.dtype == np.uint8
-    assert OLH(epsilon=1.0, domain_size=10, hash_range=300).randomize([1], rng=0).values.dtype == np.uint16
-    assert OLH(epsilon=1.0, domain_size=10, hash_range=2**32).randomize([1], rng=0).values.dtype == np.uint32
+    assert (
+        OLH(epsilon=1.0, domain_size=10, hash_range=300).randomize([1], rng=0).values.dtype
+        == np.uint16
+    )
+    assert (
+        OLH(epsilon=1.0, domain_size=10, hash_range=2**32).randomize([1], rng=0).values.dtype
+        == np.uint32
+    )
 
 
 def test_hash_range_default_and_validation():
@@ -278,8 +305,12 @@ def test_hash_range_default_and_validation():
 
 @pytest.mark.parametrize(
     ("epsilon", "blh", "olh_real", "olh_integer", "g"),
-    [(0.5, 16.67, 15.67, 15.82, 3), (1.0, 4.68, 3.68, 3.69, 4), (2.0, 1.72, 0.72, 0.72, 8),
-     (4.0, 1.08, 0.08, 0.08, 56)],
+    [
+        (0.5, 16.67, 15.67, 15.82, 3),
+        (1.0, 4.68, 3.68, 3.69, 4),
+        (2.0, 1.72, 0.72, 0.72, 8),
+        (4.0, 1.08, 0.08, 0.08, 56),
+    ],
 )
 def test_table_2(epsilon, blh, olh_real, olh_integer, g):
     e = math.exp(epsilon)
@@ -293,7 +324,9 @@ def test_table_2(epsilon, blh, olh_real, olh_integer, g):
     # the spec: integer g, eq. 10
     spec_o = OLH(epsilon=epsilon, domain_size=1024)
     assert spec_o.range_size == g
-    assert spec_o.variance(1) == pytest.approx((e - 1 + g) ** 2 / ((e - 1) ** 2 * (g - 1)), rel=1e-12)
+    assert spec_o.variance(1) == pytest.approx(
+        (e - 1 + g) ** 2 / ((e - 1) ** 2 * (g - 1)), rel=1e-12
+    )
     assert spec_o.variance(1) == pytest.approx(olh_variance(epsilon, g), rel=1e-12)
     assert round(spec_o.variance(1), 2) == olh_integer
     assert spec_o.variance(1000) == pytest.approx(spec_o.variance(1) / 1000, rel=1e-12)
@@ -318,14 +351,25 @@ def test_olh_variance_validation_and_extremes():
 
 @pytest.mark.parametrize("epsilon", [0.05, 0.5, 1.0, 3.0, 10.0, 25.0])
 def test_privacy_loss_is_epsilon(epsilon):
-    for spec in (BLH(epsilon=epsilon, domain_size=6), OLH(epsilon=epsilon, domain_size=6),
-                 OLH(epsilon=epsilon, domain_size=6, hash_range=5)):
+    for spec in (
+        BLH(epsilon=epsilon, domain_size=6),
+        OLH(epsilon=epsilon, domain_size=6),
+        OLH(epsilon=epsilon, domain_size=6, hash_range=5),
+    ):
         assert spec.privacy_loss() == pytest.approx(epsilon, rel=1e-9)
-        assert spec.p + (spec.range_size - 1) * spec.other_probability == pytest.approx(1.0, rel=1e-12)
+        assert spec.p + (spec.range_size - 1) * spec.other_probability == pytest.approx(
+            1.0, rel=1e-12
+        )
 
 
-@pytest.mark.parametrize("spec", [BLH(epsilon=1.0, domain_size=5), OLH(epsilon=1.5, domain_size=5),
-                                  OLH(epsilon=0.7, domain_size=3, hash_range=6)])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        BLH(epsilon=1.0, domain_size=5),
+        OLH(epsilon=1.5, domain_size=5),
+        OLH(epsilon=0.7, domain_size=3, hash_range=6),
+    ],
+)
 def test_transition_matrix_given_a_seed(spec):
     """Given the seed, P[y | v] is GRR over [g] centred on h(v): rows sum to 1, loss is
     eps when the seed separates two items and 0 when it hashes them all together."""
@@ -364,8 +408,12 @@ def _offset_histogram(spec: LocalHashing, values: np.ndarray, rng: int) -> np.nd
 
 @pytest.mark.parametrize(
     "spec",
-    [BLH(epsilon=1.0, domain_size=10), OLH(epsilon=1.0, domain_size=50),
-     OLH(epsilon=0.5, domain_size=7, hash_range=5), OLH(epsilon=3.0, domain_size=1000)],
+    [
+        BLH(epsilon=1.0, domain_size=10),
+        OLH(epsilon=1.0, domain_size=50),
+        OLH(epsilon=0.5, domain_size=7, hash_range=5),
+        OLH(epsilon=3.0, domain_size=1000),
+    ],
     ids=repr,
 )
 def test_sampler_is_grr_over_the_hash_range(spec):
@@ -401,8 +449,12 @@ def zipf(d: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize(
     "spec",
-    [BLH(epsilon=1.0, domain_size=200), OLH(epsilon=1.0, domain_size=200),
-     OLH(epsilon=2.0, domain_size=200, hash_range=3), OLH(epsilon=0.5, domain_size=200)],
+    [
+        BLH(epsilon=1.0, domain_size=200),
+        OLH(epsilon=1.0, domain_size=200),
+        OLH(epsilon=2.0, domain_size=200, hash_range=3),
+        OLH(epsilon=0.5, domain_size=200),
+    ],
     ids=repr,
 )
 def test_unbiased_with_large_domain(spec):
@@ -420,7 +472,8 @@ def test_unbiased_with_large_domain(spec):
 
 
 @pytest.mark.parametrize(
-    "spec", [OLH(epsilon=0.5, domain_size=10, hash_range=20), BLH(epsilon=2.0, domain_size=10)],
+    "spec",
+    [OLH(epsilon=0.5, domain_size=10, hash_range=20), BLH(epsilon=2.0, domain_size=10)],
     ids=repr,
 )
 def test_variance_matches_formula(spec):
@@ -430,7 +483,9 @@ def test_variance_matches_formula(spec):
     freqs = np.array([spec.run(values, rng=g).frequencies for g in gens])
     ratio = freqs.var(axis=0, ddof=1) / spec.variance(n, truth)
     lo, hi = variance_ratio_bounds(runs - 1, ALPHA / d)
-    assert np.all((ratio > lo) & (ratio < hi)), f"ratios {np.round(ratio, 3)} outside [{lo:.2f}, {hi:.2f}]"
+    assert np.all((ratio > lo) & (ratio < hi)), (
+        f"ratios {np.round(ratio, 3)} outside [{lo:.2f}, {hi:.2f}]"
+    )
     # the test has power: OLH at its optimal g (a different variance) is rejected
     other = OLH(epsilon=spec.epsilon, domain_size=d)
     assert other.range_size != spec.range_size

@@ -38,7 +38,10 @@ def exact_population(freqs: dict[int, float], n: int, seed: int) -> np.ndarray:
 
 
 # -- closed forms ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("epsilon", "h", "f"), [(math.log(81), 2, 0.5), (math.log(7**4), 2, 0.25), (math.log(9), 1, 0.5)])
+@pytest.mark.parametrize(
+    ("epsilon", "h", "f"),
+    [(math.log(81), 2, 0.5), (math.log(7**4), 2, 0.25), (math.log(9), 1, 0.5)],
+)
 def test_f_matches_fo17_examples(epsilon, h, f):
     """FO17 section 2.3: eps = 2h ln((1 - f/2)/(f/2)); ln 81 and ln 7^4 for f = 1/2, 1/4."""
     spec = RAPPOR(epsilon=epsilon, domain_size=10, num_hashes=h)
@@ -66,7 +69,9 @@ def test_two_stage_channel_closed_form(irr):
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 4.0, 30.0])
-@pytest.mark.parametrize(("d", "kw"), [(2, {}), (1024, {}), (50, {"num_bits": 32, "num_hashes": 4, "num_cohorts": 16})])
+@pytest.mark.parametrize(
+    ("d", "kw"), [(2, {}), (1024, {}), (50, {"num_bits": 32, "num_hashes": 4, "num_cohorts": 16})]
+)
 def test_privacy_loss_equals_epsilon_without_irr(epsilon, d, kw):
     spec = RAPPOR(epsilon=epsilon, domain_size=d, **kw)
     assert spec.privacy_loss() == pytest.approx(epsilon, rel=1e-9)
@@ -100,7 +105,9 @@ def closed_form_matrix(spec: RAPPOR, p1: float, q1: float) -> np.ndarray:
     out = np.zeros((d, m * 2**k))
     for v in range(d):
         for c in range(m):
-            bloom = set(bloom_positions(v, c, num_bits=k, num_hashes=spec.num_hashes).ravel().tolist())
+            bloom = set(
+                bloom_positions(v, c, num_bits=k, num_hashes=spec.num_hashes).ravel().tolist()
+            )
             for pattern in range(2**k):
                 prob = 1.0 / m
                 for i in range(k):
@@ -116,7 +123,9 @@ def closed_form_matrix(spec: RAPPOR, p1: float, q1: float) -> np.ndarray:
 def test_transition_matrix_and_exact_privacy(kw, irr):
     spec = RAPPOR(epsilon=1.3, domain_size=3, instantaneous=irr, **kw)
     matrix = spec.transition_matrix()
-    np.testing.assert_allclose(matrix, closed_form_matrix(spec, spec.p_star, spec.q_star), rtol=1e-12)
+    np.testing.assert_allclose(
+        matrix, closed_form_matrix(spec, spec.p_star, spec.q_star), rtol=1e-12
+    )
     np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-12)
     assert spec.privacy_loss() == pytest.approx(matrix_privacy_loss(matrix), rel=1e-9, abs=1e-12)
     assert spec.privacy_loss() <= 1.3 + 1e-12
@@ -137,7 +146,9 @@ def test_transition_matrix_only_for_tiny_configurations():
 
 
 # -- the sampler ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("kw", "irr", "epsilon"), [(TINY[0], None, 1.0), (TINY[1], IRR, 2.5), (TINY[2], None, 0.7)])
+@pytest.mark.parametrize(
+    ("kw", "irr", "epsilon"), [(TINY[0], None, 1.0), (TINY[1], IRR, 2.5), (TINY[2], None, 0.7)]
+)
 def test_sampler_matches_transition_matrix(kw, irr, epsilon):
     """Chi-square over all (cohort, bit pattern) outputs; the same test rejects the sampler
     of epsilon * 1.3 and the hypothesis with p* and q* swapped."""
@@ -146,12 +157,16 @@ def test_sampler_matches_transition_matrix(kw, irr, epsilon):
     swapped = closed_form_matrix(spec, spec.q_star, spec.p_star)
     n = 60_000
     for u in range(3):
-        hist = np.bincount(spec.output_index(spec.randomize(np.full(n, u), rng=u)), minlength=matrix.shape[1])
+        hist = np.bincount(
+            spec.output_index(spec.randomize(np.full(n, u), rng=u)), minlength=matrix.shape[1]
+        )
         p = chisquare_gof(hist, matrix[u])
         assert p > ALPHA, f"input {u}: chi-square p = {p:.2e}"
         assert chisquare_gof(hist, swapped[u]) < ALPHA
     wrong = spec.replace(epsilon=epsilon * 1.3)
-    hist = np.bincount(wrong.output_index(wrong.randomize(np.full(n, 0), rng=99)), minlength=matrix.shape[1])
+    hist = np.bincount(
+        wrong.output_index(wrong.randomize(np.full(n, 0), rng=99)), minlength=matrix.shape[1]
+    )
     assert chisquare_gof(hist, matrix[0]) < ALPHA
 
 
@@ -181,7 +196,9 @@ def test_per_bit_probabilities_default_configuration(epsilon, irr):
     assert chisquare_gof(stats.cohort_counts, np.full(8, 1 / 8)) > ALPHA
     assert bit_test(bit_z(spec, stats, u, spec.q_star, spec.p_star)) < ALPHA  # swapped
     louder = spec.replace(epsilon=epsilon * 1.3)
-    z13 = bit_z(spec, louder.aggregate(louder.randomize(np.full(n, u), rng=6)), u, spec.p_star, spec.q_star)
+    z13 = bit_z(
+        spec, louder.aggregate(louder.randomize(np.full(n, u), rng=6)), u, spec.p_star, spec.q_star
+    )
     assert bit_test(z13) < ALPHA
 
 
@@ -240,14 +257,20 @@ def reference_hash(v: int, c: int, j: int, k: int) -> int:
 
 def test_hash_is_pinned_and_matches_scalar_reference():
     got = bloom_positions([0, 1, 2, 1000], [[0], [7]], num_bits=128, num_hashes=2)
-    assert got.tolist() == [[[111, 114], [30, 88], [52, 50], [127, 32]], [[111, 12], [89, 111], [16, 122], [57, 28]]]
+    assert got.tolist() == [
+        [[111, 114], [30, 88], [52, 50], [127, 32]],
+        [[111, 12], [89, 111], [16, 122], [57, 28]],
+    ]
     rng = np.random.default_rng(0)
     items, cohorts = rng.integers(0, 2**40, size=50), rng.integers(0, 300, size=50)
     pos = bloom_positions(items, cohorts, num_bits=97, num_hashes=3)
     for v, c, row in zip(items.tolist(), cohorts.tolist(), pos.tolist()):
         assert row == [reference_hash(v, c, j, 97) for j in range(3)]
     spec = RAPPOR(epsilon=1.0, domain_size=1000)
-    np.testing.assert_array_equal(spec.hash_positions([5, 999], [3, 0]), bloom_positions([5, 999], [3, 0], num_bits=128, num_hashes=2))
+    np.testing.assert_array_equal(
+        spec.hash_positions([5, 999], [3, 0]),
+        bloom_positions([5, 999], [3, 0], num_bits=128, num_hashes=2),
+    )
 
 
 def test_hash_is_uniform_and_pairwise_independent():
@@ -257,7 +280,10 @@ def test_hash_is_uniform_and_pairwise_independent():
     joint = np.bincount(pos[:, 0] * 16 + pos[:, 1], minlength=256)
     assert chisquare_gof(joint, np.full(256, 1 / 256)) > ALPHA
     other = bloom_positions(items, 4, num_bits=16, num_hashes=1)[:, 0]
-    assert chisquare_gof(np.bincount(pos[:, 0] * 16 + other, minlength=256), np.full(256, 1 / 256)) > ALPHA
+    assert (
+        chisquare_gof(np.bincount(pos[:, 0] * 16 + other, minlength=256), np.full(256, 1 / 256))
+        > ALPHA
+    )
 
 
 # -- aggregation ------------------------------------------------------------------------------
@@ -298,14 +324,30 @@ def test_report_validation():
     [
         ({"num_bits": 0}, ValueError, r"num_bits must be an integer in \[1, 65536\]"),
         ({"num_bits": 8.0}, TypeError, "num_bits must be an integer"),
-        ({"num_bits": 8, "num_hashes": 9}, ValueError, r"num_hashes must be an integer in \[1, 8\]"),
+        (
+            {"num_bits": 8, "num_hashes": 9},
+            ValueError,
+            r"num_hashes must be an integer in \[1, 8\]",
+        ),
         ({"num_cohorts": 0}, ValueError, r"num_cohorts must be an integer in \[1, 65536\]"),
-        ({"instantaneous": (0.75, 0.5)}, ValueError, r"instantaneous must be None or a pair \(p, q\) with 0 <= p < q <= 1"),
+        (
+            {"instantaneous": (0.75, 0.5)},
+            ValueError,
+            r"instantaneous must be None or a pair \(p, q\) with 0 <= p < q <= 1",
+        ),
         ({"instantaneous": (0.5, 0.5)}, ValueError, "instantaneous must be None or a pair"),
-        ({"instantaneous": (0.5, 1.5)}, ValueError, r"instantaneous\[1\] \(q\) must be a finite number >= 0 and <= 1"),
+        (
+            {"instantaneous": (0.5, 1.5)},
+            ValueError,
+            r"instantaneous\[1\] \(q\) must be a finite number >= 0 and <= 1",
+        ),
         ({"instantaneous": (0.5,)}, TypeError, "instantaneous must be None or a pair"),
         ({"instantaneous": "ab"}, TypeError, "instantaneous must be None or a pair"),
-        ({"instantaneous": (math.nan, 0.5)}, ValueError, r"instantaneous\[0\] \(p\) must be a finite number"),
+        (
+            {"instantaneous": (math.nan, 0.5)},
+            ValueError,
+            r"instantaneous\[0\] \(p\) must be a finite number",
+        ),
     ],
 )
 def test_spec_validation(kw, exc, message):
@@ -338,19 +380,27 @@ def test_least_squares_is_unbiased_under_collisions(epsilon, irr):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("epsilon", "kw"), [(2.0, COLLIDING), (20.0, {"num_bits": 8, "num_hashes": 2, "num_cohorts": 8})])
+@pytest.mark.parametrize(
+    ("epsilon", "kw"),
+    [(2.0, COLLIDING), (20.0, {"num_bits": 8, "num_hashes": 2, "num_cohorts": 8})],
+)
 def test_variance_matches_repeated_runs(epsilon, kw):
     """At epsilon = 20 almost all the variance comes from the random cohort assignment
     (leaving that term out understates it ~20x); at epsilon = 2 from the bit noise."""
     d, n, runs = 12, 4000, 300
     spec = RAPPOR(epsilon=epsilon, domain_size=d, **kw)
     values, truth = skewed(d, n, seed=3)
-    ests = [spec.unbiased_estimate(spec.aggregate(spec.randomize(values, rng=g))) for g in np.random.default_rng(9).spawn(runs)]
+    ests = [
+        spec.unbiased_estimate(spec.aggregate(spec.randomize(values, rng=g)))
+        for g in np.random.default_rng(9).spawn(runs)
+    ]
     freqs = np.array([e.frequencies for e in ests])
     theory = spec.variance(n, truth)
     lo, hi = variance_ratio_bounds(runs - 1, ALPHA / d)
     ratio = freqs.var(axis=0, ddof=1) / theory
-    assert np.all((ratio > lo) & (ratio < hi)), f"ratios {np.round(ratio, 3)} outside [{lo:.2f}, {hi:.2f}]"
+    assert np.all((ratio > lo) & (ratio < hi)), (
+        f"ratios {np.round(ratio, 3)} outside [{lo:.2f}, {hi:.2f}]"
+    )
     z = (freqs.mean(axis=0) - truth) / np.sqrt(theory / runs)
     assert np.max(np.abs(z)) < 6
     plug_in = np.mean([e.variance for e in ests], axis=0) / theory
@@ -372,19 +422,36 @@ def test_least_squares_needs_full_rank():
 def test_variance_shapes_and_null():
     spec = RAPPOR(epsilon=1.0, domain_size=8)
     per_item = spec.variance(500, np.zeros(8))
-    assert per_item.shape == (8,) and spec.variance(500) == pytest.approx(per_item.mean(), rel=1e-12)
+    assert per_item.shape == (8,) and spec.variance(500) == pytest.approx(
+        per_item.mean(), rel=1e-12
+    )
     assert spec.variance(500, 0.125).shape == (8,)
     # At f = 0 every row has variance (n/m) sigma0^2, so n Var = m sigma0^2 [(A^T A)^{-1}]_vv.
     a = spec.design_matrix().toarray()
     sigma2 = spec.q_star * (1 - spec.q_star) / (spec.p_star - spec.q_star) ** 2
-    np.testing.assert_allclose(per_item * 500, 8 * sigma2 * np.diag(np.linalg.inv(a.T @ a)), rtol=1e-10)
+    np.testing.assert_allclose(
+        per_item * 500, 8 * sigma2 * np.diag(np.linalg.inv(a.T @ a)), rtol=1e-10
+    )
 
 
 # -- estimation: LASSO selection ----------------------------------------------------------------
-HEAVY = {3: 0.3, 17: 0.2, 50: 0.12, 64: 0.1, 77: 0.08, 90: 0.06, 101: 0.05, 123: 0.04, 140: 0.03, 199: 0.02}
+HEAVY = {
+    3: 0.3,
+    17: 0.2,
+    50: 0.12,
+    64: 0.1,
+    77: 0.08,
+    90: 0.06,
+    101: 0.05,
+    123: 0.04,
+    140: 0.03,
+    199: 0.02,
+}
 
 
-@pytest.mark.parametrize(("d", "epsilon", "n"), [(200, 2.0, 200_000), (160, 1.0, 1_000_000), (3000, 4.0, 300_000)])
+@pytest.mark.parametrize(
+    ("d", "epsilon", "n"), [(200, 2.0, 200_000), (160, 1.0, 1_000_000), (3000, 4.0, 300_000)]
+)
 def test_lasso_recovers_sparse_support(d, epsilon, n):
     """All heavy items found, at most one false positive, refit estimates within 6 sd; the
     last case has more candidates (3000) than regression rows (1024)."""
@@ -392,7 +459,9 @@ def test_lasso_recovers_sparse_support(d, epsilon, n):
     spec = RAPPOR(epsilon=epsilon, domain_size=d)
     # (the population's shuffle and the randomizer use different seeds: the cohorts must
     # be independent of the values)
-    est = spec.estimate(spec.aggregate(spec.randomize(exact_population(heavy, n, seed=d), rng=d + 7)))
+    est = spec.estimate(
+        spec.aggregate(spec.randomize(exact_population(heavy, n, seed=d), rng=d + 7))
+    )
     assert est.postprocessing == ("lasso_selection",) and not est.unbiased
     selected = set(np.flatnonzero(est.frequencies != 0).tolist())
     assert set(heavy) <= selected, f"missed {set(heavy) - selected}"
@@ -422,7 +491,9 @@ def test_lasso_false_positives_are_rare_under_a_point_mass():
     spec = RAPPOR(epsilon=2.0, domain_size=300)
     spurious = 0
     for seed in range(20):
-        est = spec.estimate(spec.aggregate(spec.randomize(np.zeros(20_000, dtype=np.int64), rng=seed)))
+        est = spec.estimate(
+            spec.aggregate(spec.randomize(np.zeros(20_000, dtype=np.int64), rng=seed))
+        )
         selected = np.flatnonzero(est.frequencies != 0)
         assert 0 in selected
         spurious += selected.size > 1

@@ -42,7 +42,15 @@ def law_in_spec_order(spec: SubsetSelection, v: int, epsilon: float | None = Non
 # -- the subset size -----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("epsilon", "d", "k"),
-    [(1.0, 1024, 275), (1.0, 4, 1), (0.5, 33, 12), (0.1, 10, 5), (2.0, 64, 8), (8.0, 64, 1), (800.0, 10, 1)],
+    [
+        (1.0, 1024, 275),
+        (1.0, 4, 1),
+        (0.5, 33, 12),
+        (0.1, 10, 5),
+        (2.0, 64, 8),
+        (8.0, 64, 1),
+        (800.0, 10, 1),
+    ],
 )
 def test_default_subset_size_table(epsilon, d, k):
     assert default_subset_size(epsilon, d) == k
@@ -88,7 +96,9 @@ def test_p_and_q_against_enumeration(epsilon, d):
         e = math.exp(epsilon)
         assert spec.p == pytest.approx(k * e / (k * e + d - k), rel=1e-14)
         assert spec.q == pytest.approx((spec.p * (k - 1) + (1 - spec.p) * k) / (d - 1), rel=1e-12)
-        assert spec.variance(1) == pytest.approx(spec.q * (1 - spec.q) / (spec.p - spec.q) ** 2, rel=1e-12)
+        assert spec.variance(1) == pytest.approx(
+            spec.q * (1 - spec.q) / (spec.p - spec.q) ** 2, rel=1e-12
+        )
 
 
 def test_subset_size_one_is_grr():
@@ -128,7 +138,9 @@ def test_colex_rank_is_a_bijection():
         assert _colex_rank(first, k)[0] == 0 and _colex_rank(last, k)[0] == math.comb(d, k) - 1
 
 
-@pytest.mark.parametrize(("epsilon", "d", "k"), [(1.0, 5, 2), (0.4, 6, 3), (2.0, 6, 5), (1.3, 2, 1)])
+@pytest.mark.parametrize(
+    ("epsilon", "d", "k"), [(1.0, 5, 2), (0.4, 6, 3), (2.0, 6, 5), (1.3, 2, 1)]
+)
 def test_transition_matrix_is_the_law(epsilon, d, k):
     spec = SubsetSelection(epsilon=epsilon, domain_size=d, subset_size=k)
     matrix = spec.transition_matrix()
@@ -150,11 +162,16 @@ def test_privacy_loss_without_matrix_and_matrix_size_limit():
 # -- sampler laws ---------------------------------------------------------------------------
 def _output_histogram(spec: SubsetSelection, v: int, n: int, seed: int) -> np.ndarray:
     reports = spec.randomize(np.full(n, v), rng=seed)
-    return np.bincount(spec.output_index(reports), minlength=math.comb(spec.domain_size, spec.effective_subset_size))
+    return np.bincount(
+        spec.output_index(reports),
+        minlength=math.comb(spec.domain_size, spec.effective_subset_size),
+    )
 
 
 # (6, 4) and (5, 4) take the complement path (non-members drawn), the others do not.
-@pytest.mark.parametrize(("epsilon", "d", "k"), [(1.0, 6, 2), (0.7, 6, 3), (1.0, 6, 4), (2.0, 5, 4), (1.5, 7, 3)])
+@pytest.mark.parametrize(
+    ("epsilon", "d", "k"), [(1.0, 6, 2), (0.7, 6, 3), (1.0, 6, 4), (2.0, 5, 4), (1.5, 7, 3)]
+)
 def test_sampler_matches_law_for_every_input(epsilon, d, k):
     spec = SubsetSelection(epsilon=epsilon, domain_size=d, subset_size=k)
     n = 40_000
@@ -169,7 +186,9 @@ def test_sampler_law_test_has_power(d, k):
     spec = SubsetSelection(epsilon=1.0, domain_size=d, subset_size=k)
     n = 40_000
     louder = spec.replace(epsilon=1.3)
-    assert chisquare_gof(_output_histogram(louder, 1, n, seed=7), law_in_spec_order(spec, 1)) < ALPHA
+    assert (
+        chisquare_gof(_output_histogram(louder, 1, n, seed=7), law_in_spec_order(spec, 1)) < ALPHA
+    )
     # "swapped": subsets missing v favoured instead of those holding it
     hist = _output_histogram(spec, 1, n, seed=8)
     assert chisquare_gof(hist, law_in_spec_order(spec, 1, epsilon=-1.0)) < ALPHA
@@ -281,7 +300,9 @@ def test_variance_matches_formula():
     spec = SubsetSelection(epsilon=0.5, domain_size=d, subset_size=4)
     values = np.repeat(np.arange(d), [600, 400, 300, 200, 150, 100, 80, 60, 50, 30, 20, 10])
     truth = np.bincount(values, minlength=d) / n
-    freqs = np.array([spec.run(values, rng=g).frequencies for g in np.random.default_rng(9).spawn(runs)])
+    freqs = np.array(
+        [spec.run(values, rng=g).frequencies for g in np.random.default_rng(9).spawn(runs)]
+    )
     lo, hi = variance_ratio_bounds(runs - 1, ALPHA / d)
     ratio = freqs.var(axis=0, ddof=1) / spec.variance(n, truth)
     assert np.all((ratio > lo) & (ratio < hi)), f"variance ratios {np.round(ratio, 3)}"

@@ -21,4 +21,9 @@ def test_integer_olh_column():
     """A real OLH report needs an integer g: eps = 0.5 gives 15.82 (g = 3), eps = 1 gives
     3.69 (g = 4), while eps = 2 and 4 still round to the table (METHODS.md section 1)."""
     table = variance_table(integer_olh=True)
-    assert [round(table[e]["OLH (integer g)"], 2) for e in (0.5, 1.0, 2.0, 4.0)] == [15.82, 3.69, 0.72, 0.08]
+    assert [round(table[e]["OLH (integer g)"], 2) for e in (0.5, 1.0, 2.0, 4.0)] == [
+        15.82,
+        3.69,
+        0.72,
+        0.08,
+    ]

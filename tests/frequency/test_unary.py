@@ -31,7 +31,8 @@ MASK64 = (1 << 64) - 1
 
 # -- exact constants ------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("epsilon", "sue", "oue"), [(0.5, 15.92, 15.67), (1.0, 3.92, 3.68), (2.0, 0.92, 0.72), (4.0, 0.18, 0.08)]
+    ("epsilon", "sue", "oue"),
+    [(0.5, 15.92, 15.67), (1.0, 3.92, 3.68), (2.0, 0.92, 0.72), (4.0, 0.18, 0.08)],
 )
 def test_fo17_table2(epsilon, sue, oue):
     n = 10_000
@@ -171,7 +172,9 @@ def test_deterministic_threshold_edges():
     zero = _kernel(values, d, 0, 0, seed=1)
     assert not zero.any()
     only_true = _kernel(values, d, THRESHOLD_SCALE - 1, 0, seed=2)
-    np.testing.assert_array_equal(_bits.unpack_bits(only_true, d), np.eye(d, dtype=np.uint8)[values])
+    np.testing.assert_array_equal(
+        _bits.unpack_bits(only_true, d), np.eye(d, dtype=np.uint8)[values]
+    )
 
 
 @pytest.mark.parametrize(
@@ -257,9 +260,7 @@ def test_same_seed_same_reports_regardless_of_threads(monkeypatch):
     b = spec.randomize(values, rng=123)
     np.testing.assert_array_equal(a.bits, b.bits)
     assert not np.array_equal(a.bits, spec.randomize(values, rng=124).bits)
-    counts = [
-        _kernels_unary.packed_column_counts(a.bits, 300, workers=w) for w in (1, 2, 4)
-    ]
+    counts = [_kernels_unary.packed_column_counts(a.bits, 300, workers=w) for w in (1, 2, 4)]
     np.testing.assert_array_equal(counts[0], counts[1])
     np.testing.assert_array_equal(counts[0], counts[2])
     np.testing.assert_array_equal(counts[0], _bits.unpack_bits(a.bits, 300).sum(axis=0))

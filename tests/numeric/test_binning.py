@@ -26,9 +26,7 @@ def beta_values(n: int, seed: int) -> np.ndarray:
 
 # -- the oracle choice ---------------------------------------------------------------------
 # Thresholds 3 e^eps + 2: eps 0.5 -> 6.95, 1 -> 10.15, 2 -> 24.17, 4 -> 165.8.
-@pytest.mark.parametrize(
-    ("eps", "last_grr"), [(0.5, 6), (1.0, 10), (2.0, 24), (4.0, 165)]
-)
+@pytest.mark.parametrize(("eps", "last_grr"), [(0.5, 6), (1.0, 10), (2.0, 24), (4.0, 165)])
 def test_oracle_rule_boundaries(eps, last_grr):
     assert CFOBinning(epsilon=eps, bins=last_grr).frequency_oracle.name == "GRR"
     assert CFOBinning(epsilon=eps, bins=last_grr + 1).frequency_oracle.name == "OLH"
@@ -123,7 +121,9 @@ def test_stats_merge_json_pickle():
 
 
 # -- the estimate ---------------------------------------------------------------------------
-@pytest.mark.parametrize(("eps", "bins", "buckets"), [(1.0, 16, 256), (4.0, 16, 64), (1.0, 32, 100)])
+@pytest.mark.parametrize(
+    ("eps", "bins", "buckets"), [(1.0, 16, 256), (4.0, 16, 64), (1.0, 32, 100)]
+)
 def test_estimate_is_norm_sub_spread_uniformly(eps, bins, buckets):
     spec = CFOBinning(epsilon=eps, bins=bins, buckets=buckets, low=-3.0, high=5.0)
     values = -3.0 + 8.0 * beta_values(20_000, 4)
@@ -142,10 +142,16 @@ def test_estimate_is_norm_sub_spread_uniformly(eps, bins, buckets):
     np.testing.assert_allclose(dist.probabilities, overlap, atol=1e-12)
     if buckets % bins == 0:  # uniform inside every bin
         per_bin = dist.probabilities.reshape(bins, -1)
-        np.testing.assert_allclose(per_bin, np.repeat(expected[:, None] / per_bin.shape[1], per_bin.shape[1], 1), atol=1e-15)
+        np.testing.assert_allclose(
+            per_bin,
+            np.repeat(expected[:, None] / per_bin.shape[1], per_bin.shape[1], 1),
+            atol=1e-15,
+        )
 
 
-@pytest.mark.parametrize(("eps", "bins", "name"), [(1.0, 16, "OLH"), (4.0, 16, "GRR"), (2.0, 8, "GRR")])
+@pytest.mark.parametrize(
+    ("eps", "bins", "name"), [(1.0, 16, "OLH"), (4.0, 16, "GRR"), (2.0, 8, "GRR")]
+)
 def test_bin_estimates_unbiased_and_fail_with_wrong_epsilon(eps, bins, name):
     n = 200_000
     spec = CFOBinning(epsilon=eps, bins=bins)

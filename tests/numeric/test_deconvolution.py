@@ -45,7 +45,9 @@ def test_oracle_choice_and_privacy():
 
 
 @pytest.mark.parametrize("method", ["direct", "iterative"])
-@pytest.mark.parametrize(("p", "q"), [(0.5, 1 / (math.e + 1)), (math.e / (math.e + 31), 1 / (math.e + 31))])
+@pytest.mark.parametrize(
+    ("p", "q"), [(0.5, 1 / (math.e + 1)), (math.e / (math.e + 31), 1 / (math.e + 31))]
+)
 def test_noiseless_input_is_returned_exactly(method, p, q):
     f = smooth_truth(32)
     y = q + (p - q) * f

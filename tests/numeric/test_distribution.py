@@ -22,9 +22,9 @@ def histograms(draw, min_buckets=1, max_buckets=40):
     """Random histograms with some empty buckets, on random intervals."""
     b = draw(st.integers(min_buckets, max_buckets))
     weights = draw(
-        st.lists(
-            st.one_of(st.just(0.0), st.floats(1e-3, 10.0)), min_size=b, max_size=b
-        ).filter(lambda w: sum(w) > 0)
+        st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 10.0)), min_size=b, max_size=b).filter(
+            lambda w: sum(w) > 0
+        )
     )
     low = draw(st.floats(-100, 100))
     span = draw(st.floats(1e-2, 100))
@@ -115,9 +115,12 @@ def test_from_cdf_matches_beta():
 def test_cdf_pdf_closed_forms():
     d = Distribution([0.25, 0.5, 0.25], low=0.0, high=3.0)
     assert d.cdf(-1.0) == 0.0 and d.cdf(4.0) == 1.0
-    np.testing.assert_allclose(d.cdf([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]),
-                               [0, 0.125, 0.25, 0.5, 0.75, 0.875, 1.0])
-    np.testing.assert_allclose(d.pdf([-0.1, 0.5, 1.5, 2.5, 3.0, 3.1]), [0, 0.25, 0.5, 0.25, 0.25, 0])
+    np.testing.assert_allclose(
+        d.cdf([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]), [0, 0.125, 0.25, 0.5, 0.75, 0.875, 1.0]
+    )
+    np.testing.assert_allclose(
+        d.pdf([-0.1, 0.5, 1.5, 2.5, 3.0, 3.1]), [0, 0.25, 0.5, 0.25, 0.25, 0]
+    )
     assert d.range(0.5, 2.5) == pytest.approx(0.75)
     assert d.range(0.0, 3.0) == 1.0
     with pytest.raises(ValueError, match="a must be <= b"):

@@ -152,8 +152,15 @@ def test_ems_recovers_beta_5_2():
 def _both(data, matrix=None, smoothing=True, **kw):
     from ldpkit.numeric.em import _run
 
-    args = dict(smoothing=smoothing, tol=kw.get("tol", 1e-3), max_iter=kw.get("max_iter", 10_000),
-                init=None, low=None, high=None, return_info=True)
+    args = dict(
+        smoothing=smoothing,
+        tol=kw.get("tol", 1e-3),
+        max_iter=kw.get("max_iter", 10_000),
+        init=None,
+        low=None,
+        high=None,
+        return_info=True,
+    )
     return _run(data, matrix, engine="band", **args), _run(data, matrix, engine="numpy", **args)
 
 
@@ -185,5 +192,15 @@ def test_unknown_engine():
     from ldpkit.numeric.em import _run
 
     with pytest.raises(ValueError, match="engine must be one of"):
-        _run([1, 1], np.eye(2), smoothing=False, tol=1e-3, max_iter=5, init=None, low=None,
-             high=None, return_info=False, engine="gpu")
+        _run(
+            [1, 1],
+            np.eye(2),
+            smoothing=False,
+            tol=1e-3,
+            max_iter=5,
+            init=None,
+            low=None,
+            high=None,
+            return_info=False,
+            engine="gpu",
+        )

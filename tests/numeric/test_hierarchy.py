@@ -88,7 +88,9 @@ def test_constrained_inference_is_consistent(branching, height, weighted, root):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_constrained_inference_is_the_least_squares_solution(branching, height, weighted):
     tree = random_tree(branching, height, seed=7 * branching + height)
-    var = np.random.default_rng(5).uniform(0.3, 4.0, height + 1) if weighted else np.ones(height + 1)
+    var = (
+        np.random.default_rng(5).uniform(0.3, 4.0, height + 1) if weighted else np.ones(height + 1)
+    )
     a = aggregation_matrix(branching, height)
     y = np.concatenate(tree)
     w = np.concatenate([np.full(branching**k, 1.0 / math.sqrt(var[k])) for k in range(height + 1)])
@@ -101,7 +103,9 @@ def test_constrained_inference_is_the_least_squares_solution(branching, height, 
     basis = np.linalg.svd(np.ones((1, size)))[2][1:].T  # orthonormal basis of {sum = 0}
     x0 = np.full(size, 1.0 / size)
     rows = slice(1, None)
-    t, *_ = np.linalg.lstsq((a[rows] @ basis) * w[rows, None], (y[rows] - a[rows] @ x0) * w[rows], rcond=None)
+    t, *_ = np.linalg.lstsq(
+        (a[rows] @ basis) * w[rows, None], (y[rows] - a[rows] @ x0) * w[rows], rcond=None
+    )
     out = constrained_inference(tree, branching, variances=var, root=1.0)
     np.testing.assert_allclose(np.concatenate(out), a @ (x0 + basis @ t), atol=1e-10)
 
@@ -118,13 +122,17 @@ def test_constrained_inference_matches_hay_et_al_formula():
         level = height - k + 1  # Hay's l
         a_l = (b**level - b ** (level - 1)) / (b**level - 1)
         c_l = (b ** (level - 1) - 1) / (b**level - 1)
-        z[k] = [a_l * tree[k][i] + c_l * sum(z[k + 1][i * b + j] for j in range(b)) for i in range(b**k)]
+        z[k] = [
+            a_l * tree[k][i] + c_l * sum(z[k + 1][i * b + j] for j in range(b)) for i in range(b**k)
+        ]
     ref = [list(z[0])]
     for k in range(1, height + 1):
-        ref.append([
-            z[k][i] + (ref[k - 1][i // b] - sum(z[k][(i // b) * b + j] for j in range(b))) / b
-            for i in range(b**k)
-        ])
+        ref.append(
+            [
+                z[k][i] + (ref[k - 1][i // b] - sum(z[k][(i // b) * b + j] for j in range(b))) / b
+                for i in range(b**k)
+            ]
+        )
     out = constrained_inference(tree, branching)
     for got, want in zip(out, ref, strict=True):
         np.testing.assert_allclose(got, want, atol=1e-13)
@@ -160,12 +168,21 @@ def test_constrained_inference_validation():
 # =========================================================================================
 @pytest.mark.parametrize(
     ("buckets", "branching", "height", "leaves"),
-    [(1024, 4, 5, 1024), (256, 4, 4, 256), (20, 4, 3, 64), (2, 4, 1, 4), (1000, 10, 3, 1000), (9, 3, 2, 9)],
+    [
+        (1024, 4, 5, 1024),
+        (256, 4, 4, 256),
+        (20, 4, 3, 64),
+        (2, 4, 1, 4),
+        (1000, 10, 3, 1000),
+        (9, 3, 2, 9),
+    ],
 )
 def test_hh_shape(buckets, branching, height, leaves):
     hh = HierarchicalHistogram(epsilon=1.0, buckets=buckets, branching=branching)
     assert hh.height == height and hh.leaves == leaves
-    assert [hh.level_size(k) for k in range(1, height + 1)] == [branching**k for k in range(1, height + 1)]
+    assert [hh.level_size(k) for k in range(1, height + 1)] == [
+        branching**k for k in range(1, height + 1)
+    ]
 
 
 def test_hh_level_oracles_follow_sw20_rule():
@@ -273,7 +290,9 @@ def test_hh_level_variances():
     var = hh.level_variances(stats)
     assert var[0] == 0.0
     for k in (1, 2, 3):
-        assert var[k] == pytest.approx(float(hh.level_oracle(k).variance(int(stats.level_n[k - 1]))))
+        assert var[k] == pytest.approx(
+            float(hh.level_oracle(k).variance(int(stats.level_n[k - 1])))
+        )
 
 
 def test_hh_tree_is_consistent_with_root_one():
@@ -291,7 +310,9 @@ def test_hh_tree_is_consistent_with_root_one():
     var[0] = 1.0
     np.testing.assert_array_equal(
         np.concatenate(tree),
-        np.concatenate(constrained_inference(hh.level_estimates(stats), 4, variances=var, root=1.0)),
+        np.concatenate(
+            constrained_inference(hh.level_estimates(stats), 4, variances=var, root=1.0)
+        ),
     )
 
 
@@ -320,7 +341,9 @@ def test_postprocessing_helpers():
     if hasattr(optimize, "isotonic_regression"):  # scipy >= 1.12: an independent solver
         np.testing.assert_allclose(fit, optimize.isotonic_regression(y).x, atol=1e-10)
     assert isotonic_regression([3.0, 2.0, 1.0]).tolist() == [2.0, 2.0, 2.0]
-    np.testing.assert_allclose(leaves_to_probabilities([0.5, -0.2, 0.7], "norm_mul"), [0.5 / 1.2, 0, 0.7 / 1.2])
+    np.testing.assert_allclose(
+        leaves_to_probabilities([0.5, -0.2, 0.7], "norm_mul"), [0.5 / 1.2, 0, 0.7 / 1.2]
+    )
     np.testing.assert_allclose(leaves_to_probabilities([0.2, 0.3, 0.5], "cdf"), [0.2, 0.3, 0.5])
 
 
@@ -374,7 +397,9 @@ def test_admm_matches_a_generic_qp_solver():
             np.full(size, 1.0 / size),
             jac=lambda v, a=a, y=y: a.T @ (a @ v - y),
             bounds=[(0.0, None)] * size,
-            constraints=[{"type": "eq", "fun": lambda v: v.sum() - 1.0, "jac": lambda v: np.ones_like(v)}],
+            constraints=[
+                {"type": "eq", "fun": lambda v: v.sum() - 1.0, "jac": lambda v: np.ones_like(v)}
+            ],
             method="SLSQP",
             options={"ftol": 1e-14, "maxiter": 1000},
         )
@@ -522,7 +547,12 @@ def test_haarhrr_stats_merge_json_and_validation():
     assert whole.sums.shape == (31,) and whole.level_n.sum() == 5000
     assert Stats.from_dict(json.loads(json.dumps(whole.to_dict()))) == whole
     assert pickle.loads(pickle.dumps(whole)) == whole
-    bad = type(ra)(haar, levels=ra.levels, values=np.where(ra.levels == 0, 1, ra.values).astype(np.uint8), signs=ra.signs)
+    bad = type(ra)(
+        haar,
+        levels=ra.levels,
+        values=np.where(ra.levels == 0, 1, ra.values).astype(np.uint8),
+        signs=ra.signs,
+    )
     with pytest.raises(ValueError, match="columns in"):
         haar.aggregate(bad)
     bad = type(ra)(haar, levels=ra.levels, values=ra.values, signs=np.zeros(1000, dtype=np.int8))
@@ -571,7 +601,9 @@ W1_BOUNDS = {
 
 
 def _scaled_by_n(levels, stats):
-    return [levels[0]] + [f * stats.level_n[k - 1] / stats.n for k, f in enumerate(levels[1:], start=1)]
+    return [levels[0]] + [
+        f * stats.level_n[k - 1] / stats.n for k, f in enumerate(levels[1:], start=1)
+    ]
 
 
 class _WrongScalingHH(HierarchicalHistogram):
@@ -593,7 +625,11 @@ def _w1(cls, postprocessing):
     values = beta_values(100_000, 1000)
     spec = cls(epsilon=1.0, buckets=256)
     stats = spec.aggregate(spec.randomize(values, rng=0))
-    dist = spec.estimate(stats) if postprocessing is None else spec.estimate(stats, postprocessing=postprocessing)
+    dist = (
+        spec.estimate(stats)
+        if postprocessing is None
+        else spec.estimate(stats, postprocessing=postprocessing)
+    )
     return wasserstein(dist, values)
 
 

@@ -43,7 +43,9 @@ def pm_cdf(y, t, eps):
     s, lo, hi, p, q = pm_parts(t, eps)
     y = np.clip(np.asarray(y, dtype=float), -s, s)
     return np.where(
-        y < lo, q * (y + s), np.where(y <= hi, q * (lo + s) + p * (y - lo), q * (lo + s) + p * (hi - lo) + q * (y - hi))
+        y < lo,
+        q * (y + s),
+        np.where(y <= hi, q * (lo + s) + p * (y - lo), q * (lo + s) + p * (hi - lo) + q * (y - hi)),
     )
 
 
@@ -68,7 +70,9 @@ def test_worst_case_variances(eps):
     e, e2 = math.exp(eps), math.exp(eps / 2)
     c2 = ((e + 1) / (e - 1)) ** 2
     assert stochastic_rounding_variance(eps) == pytest.approx(c2, rel=1e-12)
-    assert piecewise_variance(eps) == pytest.approx(1 / (e2 - 1) + (e2 + 3) / (3 * (e2 - 1) ** 2), rel=1e-12)
+    assert piecewise_variance(eps) == pytest.approx(
+        1 / (e2 - 1) + (e2 + 3) / (3 * (e2 - 1) ** 2), rel=1e-12
+    )
     want = c2 if eps <= 0.61 else (c2 + (e2 + 3) / (3 * (e2 - 1))) / e2  # METHODS.md section 5
     assert hybrid_worst_case_variance(eps) == pytest.approx(want, rel=1e-12)
     assert hybrid_variance(eps) == pytest.approx(want, rel=1e-12)
@@ -78,7 +82,9 @@ def test_worst_case_variances(eps):
     if eps > 0.61:  # HM's variance does not depend on t
         np.testing.assert_allclose(hv, want, rtol=1e-12)
     # the worst case is the max over [-1, 1]
-    assert stochastic_rounding_variance(eps, t).max() == pytest.approx(stochastic_rounding_variance(eps))
+    assert stochastic_rounding_variance(eps, t).max() == pytest.approx(
+        stochastic_rounding_variance(eps)
+    )
     assert piecewise_variance(eps, t).max() == pytest.approx(piecewise_variance(eps))
 
 

@@ -49,6 +49,7 @@ def sw_cdf(y, v, eps, b=None):
 
 def trapezoid_cdf(z, h1, h2):
     """CDF of U1 + U2, U1 ~ U[-h1, h1], U2 ~ U[-h2, h2] (h2 > 0), by convolution."""
+
     def r2(x):
         return np.maximum(x, 0.0) ** 2 / 2
 
@@ -76,8 +77,13 @@ def brute_matrix(cdf, b, d, dt):
             a, c = out[j], out[j + 1]
             kinks = [x for x in (a - b, a + b, c - b, c + b, a, c) if s < x < t]
             val, _ = integrate.quad(
-                lambda v, a=a, c=c: float(cdf(c, v) - cdf(a, v)), s, t, points=kinks or None,
-                epsabs=1e-14, epsrel=1e-12, limit=200,
+                lambda v, a=a, c=c: float(cdf(c, v) - cdf(a, v)),
+                s,
+                t,
+                points=kinks or None,
+                epsabs=1e-14,
+                epsrel=1e-12,
+                limit=200,
             )
             m[j, i] = val / (t - s)
     return m
@@ -90,7 +96,9 @@ def test_b_check_values(eps, want):
     assert SquareWave(epsilon=eps).b == pytest.approx(b_reference(eps), rel=1e-13)
 
 
-@pytest.mark.parametrize("eps", [1e-9, 1e-6, 1e-3, 0.05, 0.0999, 0.1, 0.1001, 0.7, 3.0, 12.0, 29.9, 30.1, 60.0])
+@pytest.mark.parametrize(
+    "eps", [1e-9, 1e-6, 1e-3, 0.05, 0.0999, 0.1, 0.1001, 0.7, 3.0, 12.0, 29.9, 30.1, 60.0]
+)
 def test_b_is_stable(eps):
     assert square_wave_bandwidth(eps) == pytest.approx(b_reference(eps), rel=1e-12)
 
@@ -205,7 +213,15 @@ def test_aggregate_merge_and_round_trips():
 # -- exact transition matrix ------------------------------------------------------------------
 @pytest.mark.parametrize(
     "eps, d, dt",
-    [(0.5, 1024, 1024), (1.0, 256, 1024), (4.0, 1024, 256), (4.0, 3, 64), (8.0, 64, 512), (700.0, 16, 16), (0.001, 10, 3)],
+    [
+        (0.5, 1024, 1024),
+        (1.0, 256, 1024),
+        (4.0, 1024, 256),
+        (4.0, 3, 64),
+        (8.0, 64, 512),
+        (700.0, 16, 16),
+        (0.001, 10, 3),
+    ],
 )
 def test_columns_sum_to_one(eps, d, dt):
     for spec in (
@@ -246,8 +262,10 @@ def test_general_wave_matrix_matches_brute_force(ratio):
 def test_general_wave_ratio_one_is_square_wave():
     kw = dict(epsilon=1.3, buckets=50, output_buckets=70)
     np.testing.assert_allclose(
-        GeneralWave(ratio=1.0, **kw).transition_matrix(), SquareWave(**kw).transition_matrix(),
-        rtol=1e-12, atol=0,
+        GeneralWave(ratio=1.0, **kw).transition_matrix(),
+        SquareWave(**kw).transition_matrix(),
+        rtol=1e-12,
+        atol=0,
     )
 
 

@@ -40,12 +40,17 @@ def exact_law(eps: float, d: int, m: int) -> tuple[Fraction, Fraction, Fraction]
     if m == 1:
         q = 1 / omega if d > 1 else Fraction(0)
     else:
-        q = (math.comb(d - 2, m - 2) * 2 ** (m - 2) * (e + 1) + math.comb(d - 2, m - 1) * 2 ** (m - 1)) / omega
+        q = (
+            math.comb(d - 2, m - 2) * 2 ** (m - 2) * (e + 1)
+            + math.comb(d - 2, m - 1) * 2 ** (m - 1)
+        ) / omega
     return omega, p, q
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.0, 2.5, 6.0])
-@pytest.mark.parametrize(("d", "m"), [*SMALL, (64, 20), (1024, 1), (1024, 39), (1024, 321), (1024, 1024)])
+@pytest.mark.parametrize(
+    ("d", "m"), [*SMALL, (64, 20), (1024, 1), (1024, 39), (1024, 321), (1024, 1024)]
+)
 def test_law_matches_lemmas_exactly(eps, d, m):
     law = signed_subset_law(eps, d, m)
     omega, p, q = exact_law(eps, d, m)
@@ -160,7 +165,10 @@ def test_privacy_loss_at_large_domain_and_huge_epsilon():
         spec = SignedSubsetSelection(epsilon=eps, domain_size=1024)
         assert spec.privacy_loss() == pytest.approx(eps, rel=1e-10)
     for m in (1, 2):  # e^-800 underflows: flips become impossible, as for GRR
-        assert SignedSubsetSelection(epsilon=800.0, domain_size=2, subset_size=m).privacy_loss() == math.inf
+        assert (
+            SignedSubsetSelection(epsilon=800.0, domain_size=2, subset_size=m).privacy_loss()
+            == math.inf
+        )
 
 
 # -- the sampler -------------------------------------------------------------------------------
@@ -178,12 +186,16 @@ def unsigned_filler_reports(spec: SignedSubsetSelection, codes: np.ndarray, seed
     return Reports(spec, **arrays)
 
 
-@pytest.mark.parametrize(("d", "m", "eps"), [(1, 1, 1.0), (3, 2, 0.5), (4, 2, 2.0), (4, 4, 1.0),
-                                              (5, 3, 1.0), (6, 1, 2.0)])
+@pytest.mark.parametrize(
+    ("d", "m", "eps"),
+    [(1, 1, 1.0), (3, 2, 0.5), (4, 2, 2.0), (4, 4, 1.0), (5, 3, 1.0), (6, 1, 2.0)],
+)
 def test_sampler_matches_exact_law(d, m, eps):
     spec = SignedSubsetSelection(epsilon=eps, domain_size=d, subset_size=m)
     matrix = spec.transition_matrix()
-    wrong = SignedSubsetSelection(epsilon=1.3 * eps, domain_size=d, subset_size=m).transition_matrix()
+    wrong = SignedSubsetSelection(
+        epsilon=1.3 * eps, domain_size=d, subset_size=m
+    ).transition_matrix()
     n = 60_000
     for code in (0, d - 1, d, 2 * d - 1):
         codes = np.full(n, code)
@@ -238,8 +250,11 @@ def test_filler_coordinates_have_variance_2q_not_q():
         n = 200_000
         codes = np.zeros(n, dtype=np.int64)
         reports = spec.randomize(codes, rng=11)
-        nonzero = (np.unpackbits(reports.support, axis=1, count=d)[:, 1:] if spec.has_support
-                   else np.ones((n, d - 1), dtype=np.uint8))
+        nonzero = (
+            np.unpackbits(reports.support, axis=1, count=d)[:, 1:]
+            if spec.has_support
+            else np.ones((n, d - 1), dtype=np.uint8)
+        )
         neg = np.unpackbits(reports.negative, axis=1, count=d)[:, 1:]
         count = int(nonzero.sum())
         trials = n * (d - 1)
@@ -406,7 +421,9 @@ def test_spec_constants_and_allocation():
     assert not HaarWavelet(epsilon=1.0, max_level=10).has_support  # m* = 2^j at eps = 1
     assert HaarWavelet(epsilon=1.0, max_level=3, expected_n=10**6).effective_max_level == 3
     for eps in (0.5, 2.0, 4.0):
-        assert HaarWavelet(epsilon=eps, max_level=10).privacy_loss() == pytest.approx(eps, rel=1e-10)
+        assert HaarWavelet(epsilon=eps, max_level=10).privacy_loss() == pytest.approx(
+            eps, rel=1e-10
+        )
 
 
 def test_spec_validation():
@@ -559,7 +576,9 @@ def test_recommend_rules_and_validation():
     spec = at.build()
     assert isinstance(spec, HierarchicalHistogram) and spec.branching == 4 and spec.buckets == 1024
     # KS with unknown smoothness: HH at every epsilon
-    assert {recommend(e, 10_000, metric="ks").method for e in (0.5, 4.0)} == {"HierarchicalHistogram"}
+    assert {recommend(e, 10_000, metric="ks").method for e in (0.5, 4.0)} == {
+        "HierarchicalHistogram"
+    }
     # every recommendation builds and runs end to end
     values = np.random.default_rng(0).beta(2, 5, size=2000)
     for smooth in (True, False, None):
@@ -567,7 +586,9 @@ def test_recommend_rules_and_validation():
             for eps in (0.5, 4.0):
                 rec = recommend(eps, values.size, smooth=smooth, metric=metric)
                 spec = rec.build()
-                dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=0)), **rec.estimate_params)
+                dist = spec.estimate(
+                    spec.aggregate(spec.randomize(values, rng=0)), **rec.estimate_params
+                )
                 assert abs(dist.mean() - values.mean()) < 0.1 and rec.reason
     with pytest.raises(ValueError, match="metric must be one of"):
         recommend(1.0, 100, metric="l2")

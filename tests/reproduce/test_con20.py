@@ -15,7 +15,12 @@ from ldpkit.experiments import run_grid
 from ldpkit.reproduce import con20, load
 
 TINY = con20.Con20Config(
-    epsilons=(1.0, 4.0), repetitions=2, zipf_n=5_000, domain=64, names_n=5_000, emoji=False,
+    epsilons=(1.0, 4.0),
+    repetitions=2,
+    zipf_n=5_000,
+    domain=64,
+    names_n=5_000,
+    emoji=False,
     n_queries=20,
 )
 
@@ -31,7 +36,8 @@ def data():
 
 def test_grid_records_cover_every_method_and_query(data):
     assert {k: (v.n, v.domain_size) for k, v in data.items()} == {
-        "zipf": (5_000, 64), "babynames": (5_000, 64)
+        "zipf": (5_000, 64),
+        "babynames": (5_000, 64),
     }
     result = run_grid(con20.grid(TINY, data), seed=1, progress=False)
     frame = con20.tidy(result.records)
@@ -60,13 +66,22 @@ def test_run_writes_files_and_is_deterministic(tmp_path, monkeypatch):
     assert load("con20") is con20
     # one oracle keeps the figures (the slow part) few; the grid test covers both
     config = con20.Con20Config(**{**TINY.__dict__, "oracles": ("OLH",)})
-    first = con20.run(quick=True, out=tmp_path / "a", seed=3, jobs=1, console=quiet(), config=config)
-    expected = {"con20_summary.md", "con20_OLH.parquet", "con20_OLH.md", "con20_OLH_a.png",
-                "con20_OLH_b.png"}
+    first = con20.run(
+        quick=True, out=tmp_path / "a", seed=3, jobs=1, console=quiet(), config=config
+    )
+    expected = {
+        "con20_summary.md",
+        "con20_OLH.parquet",
+        "con20_OLH.md",
+        "con20_OLH_a.png",
+        "con20_OLH_b.png",
+    }
     assert {p.name for p in first.iterdir()} == expected
     # the second run skips the figures: same seed, same tables
     monkeypatch.setattr(con20, "save_figure", lambda *args, **kwargs: None)
-    second = con20.run(quick=True, out=tmp_path / "b", seed=3, jobs=1, console=quiet(), config=config)
+    second = con20.run(
+        quick=True, out=tmp_path / "b", seed=3, jobs=1, console=quiet(), config=config
+    )
     a = pd.read_parquet(first / "con20_OLH.parquet")
     pd.testing.assert_frame_equal(a, pd.read_parquet(second / "con20_OLH.parquet"))
     assert set(a["method"]) == set(con20.LABELS.values())
@@ -99,8 +114,14 @@ def synthetic(best: dict[str, str], worst: dict[str, str], reps: int = 6) -> pd.
 
 def test_verdicts_follow_the_data():
     agree = synthetic(
-        best={"full": "base_cut", "set_10": "power_ns", "set_50": "power_ns", "set_90": "power_ns",
-              "top_10": "norm", "top_32": "norm"},
+        best={
+            "full": "base_cut",
+            "set_10": "power_ns",
+            "set_50": "power_ns",
+            "set_90": "power_ns",
+            "top_10": "norm",
+            "top_32": "norm",
+        },
         worst={},
     )
     found = con20.verdicts(agree)
@@ -113,8 +134,14 @@ def test_verdicts_follow_the_data():
     # the opposite data: every recommended method is the worst everywhere, and Norm-Sub too
     disagree = synthetic(
         best={q: "norm_mul" for q in con20.QUERIES},
-        worst={"full": "base_cut", "set_10": "power_ns", "set_50": "power_ns",
-               "set_90": "power_ns", "top_10": "norm", "top_32": "norm"},
+        worst={
+            "full": "base_cut",
+            "set_10": "power_ns",
+            "set_50": "power_ns",
+            "set_90": "power_ns",
+            "top_10": "norm",
+            "top_32": "norm",
+        },
     )
     disagree.loc[disagree["method"] == "norm_sub", "value"] = 20.0
     found = con20.verdicts(disagree)

@@ -19,8 +19,15 @@ from ldpkit.reproduce._blas import single_threaded_blas
 # 8,000 zero-frequency estimates per row give chi-square bounds of about +-10 %.
 TABLE = fo17.Fo17Config(table_n=1_000, table_domain=256, table_cells=16, table_samples=8_000)
 TINY = fo17.Fo17Config(
-    table_n=1_000, table_domain=64, table_cells=8, table_samples=800,
-    mse_epsilons=(1.0, 4.0), mse_repetitions=2, zipf_n=2_000, domain=64, names_n=2_000,
+    table_n=1_000,
+    table_domain=64,
+    table_cells=8,
+    table_samples=800,
+    mse_epsilons=(1.0, 4.0),
+    mse_repetitions=2,
+    zipf_n=2_000,
+    domain=64,
+    names_n=2_000,
 )
 
 
@@ -79,14 +86,20 @@ def test_table2_check_fails_for_wrong_epsilon(table2_records, table2_report):
     assert clear.sum() >= 40  # BLH, HR and HRR at large epsilon barely depend on epsilon
     assert not bad["passed"].to_numpy()[clear].any(), bad[clear & bad["passed"].to_numpy()]
     # and a formula 30 % too high fails every row
-    high = {k: 1.3 * v for k, v in zip(zip(table2_report["oracle"], table2_report["epsilon"]), table2_report["analytical"])}
+    high = {
+        k: 1.3 * v
+        for k, v in zip(
+            zip(table2_report["oracle"], table2_report["epsilon"]), table2_report["analytical"]
+        )
+    }
     assert not fo17.table2_report(table2_records, TABLE, analytical=high)["passed"].any()
 
 
 def test_mse_grid_measures_the_analytical_mse():
     data = fo17.mse_datasets(TINY, seed=0)
     assert {k: (v.n, v.domain_size) for k, v in data.items()} == {
-        "zipf": (2_000, 64), "babynames": (2_000, 64)
+        "zipf": (2_000, 64),
+        "babynames": (2_000, 64),
     }
     config = fo17.Fo17Config(mse_epsilons=(1.0, 4.0), mse_repetitions=4, domain=64)
     result = run_grid(fo17.mse_grid(config, data), seed=5, progress=False)
@@ -105,8 +118,14 @@ def test_run_writes_files_and_is_deterministic(tmp_path):
     first = fo17.run(quick=True, out=tmp_path / "a", seed=7, jobs=1, console=quiet(), config=TINY)
     second = fo17.run(quick=True, out=tmp_path / "b", seed=7, jobs=1, console=quiet(), config=TINY)
     names = {
-        "fo17_table2.parquet", "fo17_table2.md", "fo17_table2.png", "fo17_table2_vs_paper.md",
-        "fo17_mse.parquet", "fo17_mse.md", "fo17_mse.png", "fo17_mse_vs_analytical.md",
+        "fo17_table2.parquet",
+        "fo17_table2.md",
+        "fo17_table2.png",
+        "fo17_table2_vs_paper.md",
+        "fo17_mse.parquet",
+        "fo17_mse.md",
+        "fo17_mse.png",
+        "fo17_mse_vs_analytical.md",
     }
     assert {p.name for p in first.iterdir()} == names
     for name in ("fo17_table2.parquet", "fo17_mse.parquet"):

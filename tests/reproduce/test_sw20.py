@@ -60,7 +60,10 @@ def first_run(tmp_path_factory):
 def test_run_writes_tables_figures_and_records(first_run):
     out, text = first_run
     names = {p.name for p in out.iterdir()}
-    figures = {f"sw20-{slug}.png" for slug in ("w1", "ks", "range_0.1", "range_0.4", "mean", "variance", "quantiles")}
+    figures = {
+        f"sw20-{slug}.png"
+        for slug in ("w1", "ks", "range_0.1", "range_0.4", "mean", "variance", "quantiles")
+    }
     assert names == {"sw20.parquet", "sw20.md", "sw20-verdict.csv", *figures}
     for fig in figures:
         data = (out / fig).read_bytes()
@@ -77,8 +80,14 @@ def test_run_writes_tables_figures_and_records(first_run):
     assert set(records.loc[records["method"] == "SR", "metric"]) == {"mean", "variance"}
 
     md = (out / "sw20.md").read_text(encoding="utf-8")
-    for heading in ("## Data", "## What SW20 reports", "## Verdict", "### W1 on Beta(5,2)",
-                    "### variance on Beta(5,2)", "## Time per run"):
+    for heading in (
+        "## Data",
+        "## What SW20 reports",
+        "## Verdict",
+        "### W1 on Beta(5,2)",
+        "### variance on Beta(5,2)",
+        "## Time per run",
+    ):
         assert heading in md
     assert "| Beta(5,2) | 2,000 | 64 |" in md
     # the console gets the W1 / KS tables and the computed verdict
@@ -126,15 +135,25 @@ def test_beta_bench_is_seeded_and_uses_sw20_buckets():
 def _bench(values, buckets=8):
     from ldpkit.datasets import Dataset
 
-    data = Dataset(name="t", kind="numerical", values=np.asarray(values, dtype=float), domain=(0.0, 1.0),
-                   licence="", source="", citation="", description="")
+    data = Dataset(
+        name="t",
+        kind="numerical",
+        values=np.asarray(values, dtype=float),
+        domain=(0.0, 1.0),
+        licence="",
+        source="",
+        citation="",
+        description="",
+    )
     return Bench(data, buckets)
 
 
 def test_metrics_are_zero_for_the_true_histogram_and_exact_otherwise():
     bench = _bench([0.05, 0.3, 0.3, 0.9], buckets=4)  # masses 1/4, 1/2, 0, 1/4
     truth = bench_truth(bench)
-    assert truth.mean == pytest.approx(0.3875) and truth.variance == pytest.approx(np.var([0.05, 0.3, 0.3, 0.9]))
+    assert truth.mean == pytest.approx(0.3875) and truth.variance == pytest.approx(
+        np.var([0.05, 0.3, 0.3, 0.9])
+    )
     metrics = sw20.make_metrics(seed=0, n_queries=200)
     for name in ("W1", "KS", "range 0.1", "range 0.4", "quantiles"):
         assert metrics[name](truth.histogram, truth) == 0.0
@@ -153,7 +172,9 @@ def test_moment_results_answer_only_mean_and_variance():
     result = Moments(mean=0.5, variance=0.1)
     assert metrics["mean"](result, truth) == pytest.approx(0.1)
     assert metrics["variance"](result, truth) == pytest.approx(abs(0.1 - np.var([0.2, 0.4, 0.6])))
-    assert math.isnan(metrics["W1"](result, truth)) and math.isnan(metrics["quantiles"](result, truth))
+    assert math.isnan(metrics["W1"](result, truth)) and math.isnan(
+        metrics["quantiles"](result, truth)
+    )
     with pytest.raises(ValueError, match="kind must be one of"):
         DistributionMetric("kl")
     with pytest.raises(TypeError, match="result must be a Distribution or Moments"):
@@ -174,20 +195,24 @@ def _records(rows):
     for method, metric, eps, values in rows:
         for rep, v in enumerate(values):
             out.append(("d", method, eps, rep, metric, v))
-    return pd.DataFrame(out, columns=["dataset", "method", "epsilon", "repetition", "metric", "value"])
+    return pd.DataFrame(
+        out, columns=["dataset", "method", "epsilon", "repetition", "metric", "value"]
+    )
 
 
 def test_verdict_best_tie_loss():
-    records = _records([
-        ("SW-EMS", "W1", 1.0, [1.0, 1.2]),   # best
-        ("other", "W1", 1.0, [2.0, 2.2]),
-        ("SW-EMS", "W1", 2.0, [1.0, 1.4]),   # mean 1.2, sem 0.2; other 1.1 +- 0.1: tie
-        ("other", "W1", 2.0, [1.0, 1.2]),
-        ("SW-EMS", "KS", 1.0, [3.0, 3.0]),   # 3 vs 1, no spread: loss, ratio 3
-        ("other", "KS", 1.0, [1.0, 1.0]),
-        ("third", "KS", 1.0, [2.0, 2.0]),
-        ("SR", "W1", 1.0, [math.nan, math.nan]),  # a method without the metric is ignored
-    ])
+    records = _records(
+        [
+            ("SW-EMS", "W1", 1.0, [1.0, 1.2]),  # best
+            ("other", "W1", 1.0, [2.0, 2.2]),
+            ("SW-EMS", "W1", 2.0, [1.0, 1.4]),  # mean 1.2, sem 0.2; other 1.1 +- 0.1: tie
+            ("other", "W1", 2.0, [1.0, 1.2]),
+            ("SW-EMS", "KS", 1.0, [3.0, 3.0]),  # 3 vs 1, no spread: loss, ratio 3
+            ("other", "KS", 1.0, [1.0, 1.0]),
+            ("third", "KS", 1.0, [2.0, 2.0]),
+            ("SR", "W1", 1.0, [math.nan, math.nan]),  # a method without the metric is ignored
+        ]
+    )
     cells = verdict(records, "SW-EMS").set_index(["metric", "epsilon"])
     assert cells.loc[("W1", 1.0), "outcome"] == "best"
     assert cells.loc[("W1", 1.0), "ratio"] == pytest.approx(1.1 / 2.1)

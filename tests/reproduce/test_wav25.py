@@ -69,8 +69,14 @@ def runs(tmp_path_factory):
 def test_run_writes_tables_figures_and_records(runs):
     out, text = runs["a"]
     names = {p.name for p in out.iterdir()}
-    assert names == {"wav25.parquet", "wav25.md", "wav25-verdict.csv", "wav25-jsweep.parquet",
-                     "wav25-jsweep.csv", *FIGURES}
+    assert names == {
+        "wav25.parquet",
+        "wav25.md",
+        "wav25-verdict.csv",
+        "wav25-jsweep.parquet",
+        "wav25-jsweep.csv",
+        *FIGURES,
+    }
     for fig in FIGURES:
         data = (out / fig).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
@@ -91,8 +97,16 @@ def test_run_writes_tables_figures_and_records(runs):
     assert list(table["dataset"]) == ["Beta(5,2) n=2,000", "salaries n=3,000"]
 
     md = (out / "wav25.md").read_text(encoding="utf-8")
-    for heading in ("## Data", "## What WAV25 reports", "## Verdict", "### W1 on Beta(5,2)",
-                    "### range 0.4 on salaries", "## W1 vs J", "## Time per run", "CDF convention"):
+    for heading in (
+        "## Data",
+        "## What WAV25 reports",
+        "## Verdict",
+        "### W1 on Beta(5,2)",
+        "### range 0.4 on salaries",
+        "## W1 vs J",
+        "## Time per run",
+        "CDF convention",
+    ):
         assert heading in md
     assert "| Beta(5,2) | 3,000 | 256 | 6 | smooth |" in md
     # the console gets the tables and the computed verdict and J reading
@@ -177,7 +191,9 @@ def test_range_metric_is_exact_and_uses_the_same_queries():
     assert np.all(a >= 0) and np.all(b <= 1) and np.allclose(b - a, 0.2)
     assert not np.array_equal(a, GridMetric("range", alpha=0.4, n_queries=200, seed=5).queries()[0])
     est = Distribution.uniform(buckets=64)
-    exact = np.array([np.mean((values >= lo) & (values <= hi)) for lo, hi in zip(a, b, strict=True)])
+    exact = np.array(
+        [np.mean((values >= lo) & (values <= hi)) for lo, hi in zip(a, b, strict=True)]
+    )
     assert metric(est, truth) == pytest.approx(np.mean(np.abs(0.2 - exact)), abs=1e-12)
     # a perfect histogram of the empirical law (spikes inside buckets) scores ~0 on W1
     fine = Distribution.from_values(values, 0.0, 1.0, 2**16)
@@ -216,7 +232,9 @@ def test_verdict_outcomes():
     for method, values in (("W", [5.0, 5.1]), ("A", [1.0, 1.1])):  # loss
         for r, v in enumerate(values):
             rows.append(("d", method, 4.0, r, "m", v))
-    records = pd.DataFrame(rows, columns=["dataset", "method", "epsilon", "repetition", "metric", "value"])
+    records = pd.DataFrame(
+        rows, columns=["dataset", "method", "epsilon", "repetition", "metric", "value"]
+    )
     cells = verdict(records, "W", ["A", "B"])
     assert list(cells["outcome"]) == ["win", "tie", "loss"]
     assert list(cells["best"]) == ["A", "A", "A"]
@@ -230,7 +248,9 @@ def test_j_sweep_table_finds_rule_best_and_minus_two():
     for j, err in ((5, 0.5), (7, 0.8), (8, 0.9), (9, 1.0)):
         for r in range(2):
             rows.append((f"x n={n}", f"J={j}", 1.0, r, "W1", err))
-    records = pd.DataFrame(rows, columns=["dataset", "method", "epsilon", "repetition", "metric", "value"])
+    records = pd.DataFrame(
+        rows, columns=["dataset", "method", "epsilon", "repetition", "metric", "value"]
+    )
     table = j_sweep_table(records, {f"x n={n}": n})
     row = table.iloc[0]
     assert (row["rule_J"], row["best_J"], row["theory_J"]) == (9, 5, theory_level(1.0, n))

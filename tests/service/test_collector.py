@@ -16,7 +16,10 @@ OUE_SPEC = OUE(epsilon=1.0, domain_size=len(COLORS))
 
 
 def _collections():
-    return {"pages": OLH_SPEC, "colors": Collection(OUE_SPEC, encoder=Encoder(COLORS), description="favourite colour")}
+    return {
+        "pages": OLH_SPEC,
+        "colors": Collection(OUE_SPEC, encoder=Encoder(COLORS), description="favourite colour"),
+    }
 
 
 @pytest.fixture
@@ -34,17 +37,26 @@ def _client_batches(spec, seed, k=4):
     """A simulated client: k batches of its own users (own value distribution)."""
     rng = np.random.default_rng(seed)
     weights = rng.dirichlet(np.ones(spec.domain_size))
-    return [spec.randomize(rng.choice(spec.domain_size, size=int(rng.integers(50, 400)), p=weights), rng=rng)
-            for _ in range(k)]
+    return [
+        spec.randomize(
+            rng.choice(spec.domain_size, size=int(rng.integers(50, 400)), p=weights), rng=rng
+        )
+        for _ in range(k)
+    ]
 
 
 def _post(client, collection, reports, fmt, key=None):
     headers = {"Idempotency-Key": key} if key else {}
     if fmt == "json":
-        return client.post(f"/v1/reports/{collection}", json=reports_to_dict(reports), headers=headers)
+        return client.post(
+            f"/v1/reports/{collection}", json=reports_to_dict(reports), headers=headers
+        )
     media = {"npz": "application/x-npz", "parquet": "application/vnd.apache.parquet"}[fmt]
-    return client.post(f"/v1/reports/{collection}", content=reports_to_bytes(reports, format=fmt),
-                       headers={**headers, "Content-Type": media})
+    return client.post(
+        f"/v1/reports/{collection}",
+        content=reports_to_bytes(reports, format=fmt),
+        headers={**headers, "Content-Type": media},
+    )
 
 
 def _offline(spec, batches, alpha=0.05):
@@ -84,7 +96,9 @@ def test_postprocessing_and_empty_collection(client):
     batches = _client_batches(OUE_SPEC, seed=3)
     for r in batches:
         assert _post(client, "colors", r, "npz").status_code == 201
-    body = client.get("/v1/collections/colors/estimate", params={"postprocessing": "norm_sub"}).json()
+    body = client.get(
+        "/v1/collections/colors/estimate", params={"postprocessing": "norm_sub"}
+    ).json()
     assert body["postprocessing"] == ["norm_sub"]
     assert min(body["frequencies"]) >= 0 and sum(body["frequencies"]) == pytest.approx(1.0)
     resp = client.get("/v1/collections/colors/estimate", params={"postprocessing": "magic"})
@@ -118,9 +132,18 @@ def test_idempotent_retry_is_not_double_counted(client):
     info = client.get("/v1/collections/pages").json()
     assert (info["n"], info["batches"]) == (len(r1), 1)
     clash = _post(client, "pages", r2, "npz", key="client-a/batch-0001")
-    assert clash.status_code == 422 and "Idempotency-Key 'client-a/batch-0001' must identify one batch" in clash.json()["detail"]
+    assert (
+        clash.status_code == 422
+        and "Idempotency-Key 'client-a/batch-0001' must identify one batch"
+        in clash.json()["detail"]
+    )
     # Keys are per collection, and batches without a key are always new.
-    assert _post(client, "colors", _client_batches(OUE_SPEC, 5, k=1)[0], "npz", key="client-a/batch-0001").status_code == 201
+    assert (
+        _post(
+            client, "colors", _client_batches(OUE_SPEC, 5, k=1)[0], "npz", key="client-a/batch-0001"
+        ).status_code
+        == 201
+    )
     assert _post(client, "pages", r2, "npz").status_code == 201
     assert _post(client, "pages", r2, "npz").status_code == 201
     assert client.get("/v1/collections/pages").json()["n"] == len(r1) + 2 * len(r2)
@@ -149,8 +172,11 @@ def test_bad_payloads_get_clear_4xx(db_url):
     app = create_app(_collections(), db_url, max_body_bytes=100_000, max_decoded_bytes=200_000)
     good = OLH_SPEC.randomize(np.arange(50), rng=0)
     with TestClient(app) as client:
+
         def post(body, ctype="application/octet-stream", collection="pages"):
-            return client.post(f"/v1/reports/{collection}", content=body, headers={"Content-Type": ctype})
+            return client.post(
+                f"/v1/reports/{collection}", content=body, headers={"Content-Type": ctype}
+            )
 
         cases = [
             (post(b"\x00\x01garbage"), 415, "body must be npz or Parquet reports"),
@@ -158,12 +184,27 @@ def test_bad_payloads_get_clear_4xx(db_url):
             (post(reports_to_bytes(good)[:60]), 422, "body must be"),
             (post(reports_to_bytes(good, format="parquet")[:-30]), 422, "body must be"),
             (post(b"{not json", "application/json"), 422, "body must be valid JSON"),
-            (post(b"[1, 2]", "application/json"), 422, "JSON object with 'fingerprint' and 'arrays'"),
-            (post(reports_to_bytes(good), collection="nope"), 404, "collection must be one of ['colors', 'pages']"),
+            (
+                post(b"[1, 2]", "application/json"),
+                422,
+                "JSON object with 'fingerprint' and 'arrays'",
+            ),
+            (
+                post(reports_to_bytes(good), collection="nope"),
+                404,
+                "collection must be one of ['colors', 'pages']",
+            ),
             (post(b"x" * 100_001), 413, "body must be at most 100000 bytes"),
             # 150 000 identical uint16 reports compress to a few KB but declare 300 KB decoded:
-            (post(reports_to_bytes(GRR(epsilon=60.0, domain_size=300).randomize(np.zeros(150_000, int), rng=0))),
-             413, "batch must decode to at most 200000 bytes"),
+            (
+                post(
+                    reports_to_bytes(
+                        GRR(epsilon=60.0, domain_size=300).randomize(np.zeros(150_000, int), rng=0)
+                    )
+                ),
+                413,
+                "batch must decode to at most 200000 bytes",
+            ),
         ]
         for resp, status, text in cases:
             assert resp.status_code == status, (status, resp.text)
@@ -172,13 +213,27 @@ def test_bad_payloads_get_clear_4xx(db_url):
         d = reports_to_dict(good)
         wrong_fields = {**d, "arrays": {"values": d["arrays"]["values"]}}
         resp = client.post("/v1/reports/pages", json=wrong_fields)
-        assert resp.status_code == 422 and "reports must have fields ['seeds', 'values']" in resp.json()["detail"]
-        out_of_range = {**d, "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [250] * 50}}}
+        assert (
+            resp.status_code == 422
+            and "reports must have fields ['seeds', 'values']" in resp.json()["detail"]
+        )
+        out_of_range = {
+            **d,
+            "arrays": {**d["arrays"], "values": {"dtype": "uint8", "data": [250] * 50}},
+        }
         resp = client.post("/v1/reports/pages", json=out_of_range)
-        assert resp.status_code == 422 and resp.json()["detail"].startswith("reports rejected by OLH(")
-        lossy = {"fingerprint": OLH_SPEC.fingerprint, "arrays": {"seeds": [1, 2], "values": [0.5, 1]}}
+        assert resp.status_code == 422 and resp.json()["detail"].startswith(
+            "reports rejected by OLH("
+        )
+        lossy = {
+            "fingerprint": OLH_SPEC.fingerprint,
+            "arrays": {"seeds": [1, 2], "values": [0.5, 1]},
+        }
         resp = client.post("/v1/reports/pages", json=lossy)
-        assert resp.status_code == 422 and "reports.values must be a rectangular array of uint8" in resp.json()["detail"]
+        assert (
+            resp.status_code == 422
+            and "reports.values must be a rectangular array of uint8" in resp.json()["detail"]
+        )
         no_fp = {"arrays": d["arrays"]}
         resp = client.post("/v1/reports/pages", json=no_fp)
         assert resp.status_code == 422 and "got fingerprint None" in resp.json()["detail"]
@@ -187,15 +242,25 @@ def test_bad_payloads_get_clear_4xx(db_url):
         padded = OUE_SPEC.randomize(np.arange(5), rng=0)
         bits = np.array(padded.bits)
         bits[:, -1] |= 1  # a padding bit set: the spec's own check refuses it
-        resp = client.post("/v1/reports/colors", content=reports_to_bytes(Reports(OUE_SPEC, bits=bits)))
+        resp = client.post(
+            "/v1/reports/colors", content=reports_to_bytes(Reports(OUE_SPEC, bits=bits))
+        )
         assert resp.status_code == 422 and "zero padding bits" in resp.json()["detail"]
         # Nothing above was stored.
         assert [c["n"] for c in client.get("/v1/collections").json()["collections"]] == [0, 0]
         # A small JSON client: plain arrays, uint64 seeds as strings, dtypes from the server.
         fields = client.get("/v1/collections/pages").json()["report_fields"]
-        assert fields == {"seeds": {"dtype": "<u8", "shape": []}, "values": {"dtype": "|u1", "shape": []}}
-        small = {"fingerprint": OLH_SPEC.fingerprint,
-                 "arrays": {"seeds": [str(s) for s in good.seeds.tolist()], "values": good.values.tolist()}}
+        assert fields == {
+            "seeds": {"dtype": "<u8", "shape": []},
+            "values": {"dtype": "|u1", "shape": []},
+        }
+        small = {
+            "fingerprint": OLH_SPEC.fingerprint,
+            "arrays": {
+                "seeds": [str(s) for s in good.seeds.tolist()],
+                "values": good.values.tolist(),
+            },
+        }
         assert client.post("/v1/reports/pages", json=small).status_code == 201
         stats = client.get("/v1/collections/pages/stats").json()
         assert stats["arrays"]["counts"]["data"] == OLH_SPEC.aggregate(good).counts.tolist()
@@ -209,7 +274,10 @@ def test_concurrent_batches_from_threads_are_all_merged(db_url):
     def run(batches):
         with TestClient(app) as c:
             start.wait()
-            return [_post(c, "colors", r, "npz", key=f"{id(batches)}-{i}").status_code for i, r in enumerate(batches)]
+            return [
+                _post(c, "colors", r, "npz", key=f"{id(batches)}-{i}").status_code
+                for i, r in enumerate(batches)
+            ]
 
     with ThreadPoolExecutor(2) as pool:
         codes = list(pool.map(run, per_thread))
@@ -225,8 +293,11 @@ def test_concurrent_batches_from_threads_are_all_merged(db_url):
 def test_raw_reports_are_stored_only_when_asked(tmp_path):
     r = GRR(epsilon=1.0, domain_size=4).randomize([0, 1, 2, 3], rng=0)
     for store_reports in (False, True):
-        app = create_app(GRR(epsilon=1.0, domain_size=4), f"sqlite:///{tmp_path}/{store_reports}.db",
-                         store_reports=store_reports)
+        app = create_app(
+            GRR(epsilon=1.0, domain_size=4),
+            f"sqlite:///{tmp_path}/{store_reports}.db",
+            store_reports=store_reports,
+        )
         with TestClient(app) as c:
             body = reports_to_bytes(r, format="parquet")
             batch_id = c.post("/v1/reports/default", content=body).json()["batch_id"]
@@ -252,8 +323,15 @@ def test_health_listing_openapi_and_config(tmp_path):
         assert info["mechanism"] == GRR(epsilon=1.5, domain_size=4).to_dict()
         assert info["labels"] == ["chrome", "firefox", "safari", "<other>"]
         paths = c.get("/openapi.json").json()["paths"]
-        assert {"/v1/reports/{collection}", "/v1/collections/{collection}/estimate", "/healthz"} <= set(paths)
-        assert "application/vnd.apache.parquet" in paths["/v1/reports/{collection}"]["post"]["requestBody"]["content"]
+        assert {
+            "/v1/reports/{collection}",
+            "/v1/collections/{collection}/estimate",
+            "/healthz",
+        } <= set(paths)
+        assert (
+            "application/vnd.apache.parquet"
+            in paths["/v1/reports/{collection}"]["post"]["requestBody"]["content"]
+        )
     (tmp_path / "bad.json").write_text(json.dumps({"collections": {}}))
     with pytest.raises(ValueError, match="at least one collection"):
         app_from_config(tmp_path / "bad.json")
@@ -269,6 +347,10 @@ def test_schema_compiles_for_postgresql_without_a_server():
 
     from ldpkit.service.store import metadata
 
-    ddl = "\n".join(str(CreateTable(t).compile(dialect=postgresql.dialect())) for t in metadata.sorted_tables)
-    assert "id BIGSERIAL NOT NULL" in ddl and "CONSTRAINT uq_ldpkit_batches_idempotency UNIQUE" in ddl
+    ddl = "\n".join(
+        str(CreateTable(t).compile(dialect=postgresql.dialect())) for t in metadata.sorted_tables
+    )
+    assert (
+        "id BIGSERIAL NOT NULL" in ddl and "CONSTRAINT uq_ldpkit_batches_idempotency UNIQUE" in ddl
+    )
     assert "received_at TIMESTAMP WITH TIME ZONE" in ddl and "payload BYTEA" in ddl

@@ -57,7 +57,9 @@ def test_smooth_sensitivity_needs_the_wide_window() -> None:
     # x = (0, 3, 3, 3, 6), median: moving t + 1 values can open the gap x_{k+t+1} - x_{k-1}
     x = (0, 3, 3, 3, 6)
     expect = brute_smooth_sensitivity(x, 3, 6, 0.2)
-    assert smooth_sensitivity_order_statistic(np.array(x, float), 3, 6, 0.2) == pytest.approx(expect)
+    assert smooth_sensitivity_order_statistic(np.array(x, float), 3, 6, 0.2) == pytest.approx(
+        expect
+    )
 
 
 def test_pak_threshold_law() -> None:
@@ -88,12 +90,17 @@ def test_baseline_structures_and_thresholds() -> None:
     )
     nme = NME(1.0, 300, threshold_size=m, length=n, rng=2).update(values)
     assert (nme.branching, nme.leaf_size, nme.levels, nme.consistency) == (2, 1, 13, False)
-    assert nme.threshold == choose_threshold(values[:m], 1.0, 300, length=n, branching=2, levels=13, rng=2)
+    assert nme.threshold == choose_threshold(
+        values[:m], 1.0, 300, length=n, branching=2, levels=13, rng=2
+    )
     hc = HC16(1.0, 300, threshold_size=m, length=n, rng=1).update(values)
     tops = ToPS(1.0, 300, threshold_size=m, length=n, rng=1)
     assert hc.threshold == pak.threshold
     assert (hc.branching, hc.leaf_size, hc.levels, hc.consistency) == (
-        tops.branching, tops.leaf_size, tops.levels, True
+        tops.branching,
+        tops.leaf_size,
+        tops.levels,
+        True,
     )
     flat = FlatLaplace(1.0, 300, threshold_size=m, length=n, rng=3).update(values)
     ref = ToPS(1.0, 300, threshold_size=m, length=n, rng=3).update(values)
@@ -101,7 +108,9 @@ def test_baseline_structures_and_thresholds() -> None:
     for est in (pak, nme, hc, flat):
         again = stream_from_dict(est.to_dict())
         assert type(again) is type(est) and again.threshold == est.threshold
-        np.testing.assert_array_equal(again.range_sums([0, 5], [n, 999])[0], est.range_sums([0, 5], [n, 999])[0])
+        np.testing.assert_array_equal(
+            again.range_sums([0, 5], [n, 999])[0], est.range_sums([0, 5], [n, 999])[0]
+        )
     with pytest.raises(TypeError, match="HC16 does not take"):
         HC16(1.0, 300, excess=3.0)
 

@@ -30,6 +30,7 @@ def test_square_wave_mean_constants_by_integration(epsilon: float) -> None:
     b, p, q = spec.b, spec.p, spec.q
     a, c, worst = square_wave_mean_constants(spec)
     for v in (0.0, 0.3, 0.5, 1.0):
+
         def moment(k: int, v: float = v) -> float:
             pts = [v - b, v + b]
             low = integrate.quad(lambda u: u**k * q, -b, 1 + b, limit=200)[0]
@@ -99,12 +100,16 @@ def test_sw_only_unbiased_range_sums() -> None:
     assert np.all(se**2 >= range_var)
     z_all = err.sum() / math.sqrt(range_var.sum())
     assert abs(z_all) <= 6
-    assert abs((err.sum() + 0.25 * values.sum()) / math.sqrt(range_var.sum())) > 6  # a 25% bias is seen
+    assert (
+        abs((err.sum() + 0.25 * values.sum()) / math.sqrt(range_var.sum())) > 6
+    )  # a 25% bias is seen
 
 
 def test_sw_only_distribution_answers_use_the_ems_mean() -> None:
     values = _stream(20_000, seed=6)
-    release = SWOnly(2.0, 100.0, buckets=128, estimator="distribution", rng=7).update(values[:10_000])
+    release = SWOnly(2.0, 100.0, buckets=128, estimator="distribution", rng=7).update(
+        values[:10_000]
+    )
     mean = release.distribution().mean()
     stats = release.report_counts
     assert stats.n == 10_000
@@ -113,15 +118,18 @@ def test_sw_only_distribution_answers_use_the_ems_mean() -> None:
     np.testing.assert_allclose(est, [100 * mean, 5000 * mean], rtol=1e-12)
     assert np.all(np.isnan(se))
     release.update(values[10_000:])  # the cached estimate is refreshed
-    assert release.distribution() == SquareWave(epsilon=2.0, low=0.0, high=100.0, buckets=128).estimate(
-        release.report_counts
-    )
+    assert release.distribution() == SquareWave(
+        epsilon=2.0, low=0.0, high=100.0, buckets=128
+    ).estimate(release.report_counts)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: SWOnly(1.0, 100.0, buckets=64, block_size=16, rng=1),
-    lambda: FixedDomainLDP(1.0, 100.0, mechanism="sr", rng=1),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SWOnly(1.0, 100.0, buckets=64, block_size=16, rng=1),
+        lambda: FixedDomainLDP(1.0, 100.0, mechanism="sr", rng=1),
+    ],
+)
 def test_baselines_resume_with_identical_answers(make) -> None:
     values = _stream(9000, seed=8)
     live = make().update(values[:4321])

@@ -13,7 +13,9 @@ from ldpkit.testing import chisquare_gof
 
 def test_closed_forms() -> None:
     out = range_errors([10.0, 0.0], [8.0, 3.0], [0, 2], [4, 5])
-    assert out == pytest.approx({"mae": 2.5, "mse": 6.5, "mmae": (0.5 + 1.0) / 2, "mmse": (0.25 + 1.0) / 2})
+    assert out == pytest.approx(
+        {"mae": 2.5, "mse": 6.5, "mmae": (0.5 + 1.0) / 2, "mmse": (0.25 + 1.0) / 2}
+    )
     with pytest.raises(ValueError, match="non-empty"):
         range_errors([1.0], [1.0], [3], [3])
 
@@ -24,7 +26,9 @@ def test_random_ranges_are_uniform_distinct_pairs() -> None:
     assert np.all(starts < stops) and starts.min() >= 0 and stops.max() <= n
     pairs = list(itertools.combinations(range(n + 1), 2))
     index = {p: k for k, p in enumerate(pairs)}
-    counts = np.bincount([index[p] for p in zip(starts.tolist(), stops.tolist())], minlength=len(pairs))
+    counts = np.bincount(
+        [index[p] for p in zip(starts.tolist(), stops.tolist())], minlength=len(pairs)
+    )
     assert chisquare_gof(counts, np.full(len(pairs), 1 / len(pairs))) > 1e-6
     # and not the law of ranges with a fixed start
     skew = np.array([2.0 if p[0] == 0 else 1.0 for p in pairs])

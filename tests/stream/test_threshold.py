@@ -58,7 +58,15 @@ def test_huge_epsilon_selects_the_brute_force_optimum(method: str) -> None:
     assert 10 < best < 300  # a non-trivial optimum
     for seed in range(5):
         got = choose_threshold(
-            v, 1e9, 300, length=2**18, branching=16, levels=4, range_epsilon=0.05, method=method, rng=seed
+            v,
+            1e9,
+            300,
+            length=2**18,
+            branching=16,
+            levels=4,
+            range_epsilon=0.05,
+            method=method,
+            rng=seed,
         )
         assert got == best
 
@@ -82,7 +90,9 @@ def test_exponential_mechanism_law_is_exp_eps_q_not_half() -> None:
     counts = _em_draws(scores, eps, 30_000, "gumbel", seed=7)
     right = np.exp(eps * scores)
     assert chisquare_gof(counts, right / right.sum()) > ALPHA
-    np.testing.assert_allclose(exponential_mechanism_probabilities(scores, eps), right / right.sum())
+    np.testing.assert_allclose(
+        exponential_mechanism_probabilities(scores, eps), right / right.sum()
+    )
     wrong = np.exp(eps * scores / 2.0)  # the general (non-monotone) factor
     assert chisquare_gof(counts, wrong / wrong.sum()) < ALPHA
     half = exponential_mechanism_probabilities(scores, eps, monotone=False)
@@ -94,6 +104,7 @@ def _noisy_max_law(scores: np.ndarray, scale: float) -> np.ndarray:
     dist = [stats.laplace(loc=q, scale=scale) for q in scores]
     probs = []
     for i in range(scores.size):
+
         def f(x: float, i: int = i) -> float:
             out = dist[i].pdf(x)
             for j in range(scores.size):
@@ -132,7 +143,8 @@ def test_selection_is_epsilon_dp_on_every_neighbour() -> None:
             other[i] = new
             worst = max(worst, float(np.max(np.abs(np.log(law(values, eps) / law(other, eps))))))
             worst_double = max(
-                worst_double, float(np.max(np.abs(np.log(law(values, 2 * eps) / law(other, 2 * eps)))))
+                worst_double,
+                float(np.max(np.abs(np.log(law(values, 2 * eps) / law(other, 2 * eps))))),
             )
     assert worst <= eps * (1 + 1e-12)
     assert worst > 0.5 * eps  # the bound is nearly reached...

@@ -55,7 +55,9 @@ def _known_f(d: int = 1024) -> np.ndarray:
 
 @pytest.mark.parametrize("objective", ["corrected", "authors"])
 @pytest.mark.parametrize(("epsilon", "length"), [(0.5, 10_000), (2.0, 1_000_000), (4.0, 2**20)])
-def test_chooser_finds_the_brute_force_minimum_of_its_objective(objective: str, epsilon: float, length: int) -> None:
+def test_chooser_finds_the_brute_force_minimum_of_its_objective(
+    objective: str, epsilon: float, length: int
+) -> None:
     f, bound = _known_f(), 1000.0
     d = f.size
     x = np.array([k * bound / (d - 1) for k in range(d)])
@@ -95,7 +97,10 @@ def test_objective_constants_are_the_moments_of_the_random_ranges() -> None:
     n, q = 10_000, 400_000
     starts, stops = random_ranges(n, q, rng=0)
     length = (stops - starts).astype(float)
-    for power, expected in ((1, (n + 2) / 3), (2, (n + 1) * (n + 2) / 6)):  # exact, distinct pair of {0..n}
+    for power, expected in (
+        (1, (n + 2) / 3),
+        (2, (n + 1) * (n + 2) / 6),
+    ):  # exact, distinct pair of {0..n}
         sample = length**power
         z = (sample.mean() - expected) / (sample.std() / math.sqrt(q))
         assert abs(z) <= 6, (power, z)
@@ -117,10 +122,14 @@ def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> N
     values = _stream(30_000, seed=1)
     m = 20_000
     for method in ("ems", "em"):
-        topl = ToPL(1.0, 100, threshold_size=m, length=10_000, buckets=256, method=method, rng=3).update(values)
+        topl = ToPL(
+            1.0, 100, threshold_size=m, length=10_000, buckets=256, method=method, rng=3
+        ).update(values)
         stats = topl.threshold_counts
         assert stats.n == m and topl.n_released == 10_000 and topl.n_seen == 30_000
-        dist = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256).estimate(stats, method=method)
+        dist = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256).estimate(
+            stats, method=method
+        )
         np.testing.assert_array_equal(topl.threshold_distribution.probabilities, dist.probabilities)
         assert topl.threshold == choose_topl_threshold(dist, 100.0, 1.0, 10_000)
         obj = topl.threshold_objective
@@ -131,7 +140,13 @@ def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> N
 
 
 def test_hm_switches_at_0_61_with_probability_1_minus_exp_minus_eps_over_2() -> None:
-    for eps, pm in ((0.3, 0.0), (0.61, 0.0), (0.62, 1 - math.exp(-0.31)), (1.0, 1 - math.exp(-0.5)), (4.0, 1 - math.exp(-2))):
+    for eps, pm in (
+        (0.3, 0.0),
+        (0.61, 0.0),
+        (0.62, 1 - math.exp(-0.31)),
+        (1.0, 1 - math.exp(-0.5)),
+        (4.0, 1 - math.exp(-2)),
+    ):
         spec = ToPL(eps, 100, threshold=40.0).client_spec()
         assert spec == HybridMechanism(epsilon=eps, low=0.0, high=40.0)
         assert spec.pm_probability == pytest.approx(pm, rel=1e-14)
@@ -212,7 +227,9 @@ def test_range_sums_are_unbiased_for_the_clipped_values(epsilon: float) -> None:
     # power: the same test rejects a wrong scale, an unclipped truth, the authors' biased PM
     assert abs(_total_z(2 * reports.values, clipped, exact_var)) > 6  # (y + 1) theta
     assert abs(_total_z(reports.values, released, exact_var)) > 6
-    assert sps.chi2.sf(float(np.sum(err**2 / (1.3 * range_var))), z.size) > 1 - 1e-6  # variance x 1.3
+    assert (
+        sps.chi2.sf(float(np.sum(err**2 / (1.3 * range_var))), z.size) > 1 - 1e-6
+    )  # variance x 1.3
     if epsilon == 4.0:  # the authors use PM alone above 1.29
         biased = _authors_biased_pm(t, epsilon, theta, rng=14)
         assert abs(_total_z(biased, clipped, exact_var)) > 6
@@ -234,7 +251,9 @@ def test_range_sums_after_a_chosen_threshold_are_unbiased() -> None:
 
 def test_fixed_threshold_skips_the_threshold_phase() -> None:
     topl = ToPL(1.0, 100, threshold=25.0)
-    assert topl.threshold_size == 0 and topl.phase == "perturb" and topl.threshold_distribution is None
+    assert (
+        topl.threshold_size == 0 and topl.phase == "perturb" and topl.threshold_distribution is None
+    )
     topl.update(np.array([10.0, 90.0]))
     assert topl.n_released == 2 and topl.n_seen == 2
     assert topl.per_user_variance == pytest.approx(12.5**2 * hybrid_worst_case_variance(1.0))
@@ -265,7 +284,9 @@ def test_blocked_store_is_exact_on_block_boundaries_and_shares_cut_blocks() -> N
     # block-aligned ranges, and ranges inside the open block (positions >= 64 * 156 = 9984)
     a = np.array([0, 64, 640, 9984, 9990, 64])
     b = np.array([64, 9984, 10_037, 10_037, 10_000, 10_000])
-    np.testing.assert_allclose(blocked.range_sums(a, b)[0], prefix[b] - prefix[a], rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(
+        blocked.range_sums(a, b)[0], prefix[b] - prefix[a], rtol=1e-10, atol=1e-8
+    )
     # a cut block contributes its covered fraction; weights w give var = sigma^2 sum w^2
     est64, se64 = blocked.range_sums(starts, stops)
     closed = 156 * 64
@@ -424,7 +445,11 @@ def test_client_randomize_clips_and_validates() -> None:
         (dict(threshold_size=0), ValueError, "threshold_size must be"),
         (dict(threshold=0.0), ValueError, "threshold must be"),
         (dict(threshold=101.0), ValueError, "threshold must be"),
-        (dict(threshold=5.0, threshold_size=10), ValueError, "threshold_size \\(with a fixed threshold\\)"),
+        (
+            dict(threshold=5.0, threshold_size=10),
+            ValueError,
+            "threshold_size \\(with a fixed threshold\\)",
+        ),
         (dict(method="mle"), ValueError, "method must be"),
         (dict(objective="paper"), ValueError, "objective must be"),
         (dict(buckets=1), ValueError, "buckets must be"),

@@ -79,7 +79,9 @@ def test_same_seed_same_output_and_batching_does_not_matter() -> None:
     values = _stream(30_000, seed=2)
     whole = ToPS(1.0, 200, threshold_size=4000, length=25_000, rng=5).update(values)
     cuts = np.sort(np.random.default_rng(0).choice(np.arange(1, 30_000), 60, replace=False))
-    pieces = ToPS(1.0, 200, threshold_size=4000, length=25_000, rng=5).extend(np.split(values, cuts))
+    pieces = ToPS(1.0, 200, threshold_size=4000, length=25_000, rng=5).extend(
+        np.split(values, cuts)
+    )
     _assert_same_dict(whole.to_dict(), pieces.to_dict())
     other_seed = ToPS(1.0, 200, threshold_size=4000, length=25_000, rng=6).update(values)
     assert not np.array_equal(
@@ -99,7 +101,9 @@ def test_generator_argument_is_advanced_not_copied() -> None:
 
 def test_noise_free_answers_are_exact_on_leaf_aligned_ranges() -> None:
     values = _stream(5000, seed=3, bound=50)
-    tops = ToPS(1e12, 50, threshold=50.0, threshold_size=0, leaf_size=4, branching=4, levels=3, rng=0)
+    tops = ToPS(
+        1e12, 50, threshold=50.0, threshold_size=0, leaf_size=4, branching=4, levels=3, rng=0
+    )
     tops.update(values)
     prefix = np.concatenate([[0.0], np.cumsum(values)])
     starts = np.arange(0, 4000, 4 * 37)
@@ -152,7 +156,11 @@ def test_standard_errors_match_monte_carlo_and_answers_are_unbiased(kind: str) -
     reps = 2000
     draws = np.empty((reps, QUERIES[0].size))
     for r in range(reps):
-        draws[r] = ToPS(1.0, 10, **cfg, rng=1000 + r).update(values).range_sums(*QUERIES, std_error=False)[0]
+        draws[r] = (
+            ToPS(1.0, 10, **cfg, rng=1000 + r)
+            .update(values)
+            .range_sums(*QUERIES, std_error=False)[0]
+        )
     err = draws - center
     fixed = se == 0  # e.g. "last" mode inside the first leaf: the prior, no noise at all
     np.testing.assert_allclose(err[:, fixed], 0.0, atol=1e-6)
@@ -171,8 +179,17 @@ def test_standard_errors_match_monte_carlo_and_answers_are_unbiased(kind: str) -
 
 
 def test_median_smoother_has_no_standard_error_where_it_predicts() -> None:
-    tops = ToPS(1.0, 10, threshold=10.0, threshold_size=0, branching=3, leaf_size=2, levels=3,
-                smoother="median", rng=0).update(np.ones(151))
+    tops = ToPS(
+        1.0,
+        10,
+        threshold=10.0,
+        threshold_size=0,
+        branching=3,
+        leaf_size=2,
+        levels=3,
+        smoother="median",
+        rng=0,
+    ).update(np.ones(151))
     assert np.isfinite(tops.range_sum(0, 150).std_error)  # completed leaves only
     assert np.isnan(tops.range_sum(0, 151).std_error)  # includes the predicted open leaf
 

@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["DataPackageNotFoundError", "cache_dir", "package_dir", "package_version", "cached_frame"]
+__all__ = [
+    "DataPackageNotFoundError",
+    "cache_dir",
+    "package_dir",
+    "package_version",
+    "cached_frame",
+]
 
 #: Bumped when the layout of cached tables changes, so stale caches are not reused.
 CACHE_FORMAT = 1

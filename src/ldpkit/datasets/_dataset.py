@@ -95,7 +95,9 @@ class Dataset:
             raise ValueError("a numerical data set needs domain=(low, high) and no labels")
         low, high = (float(x) for x in self.domain)
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            raise ValueError(f"domain must be finite (low, high) with low < high, got {self.domain}")
+            raise ValueError(
+                f"domain must be finite (low, high) with low < high, got {self.domain}"
+            )
         if values.dtype.kind not in "iuf":
             raise TypeError(f"values must be numbers, got dtype {values.dtype}")
         values = values.astype(np.float64, copy=False)
@@ -161,10 +163,14 @@ class Dataset:
 
     def _need(self, kind: str, what: str) -> None:
         if self.kind != kind:
-            raise AttributeError(f"{what} is defined for {kind} data sets; {self.name} is {self.kind}")
+            raise AttributeError(
+                f"{what} is defined for {kind} data sets; {self.name} is {self.kind}"
+            )
 
     # ---- derived data sets --------------------------------------------------------------
-    def _derive(self, values: np.ndarray, timestamps: np.ndarray | None = None, **changes: Any) -> Dataset:
+    def _derive(
+        self, values: np.ndarray, timestamps: np.ndarray | None = None, **changes: Any
+    ) -> Dataset:
         return dataclasses.replace(self, values=values, timestamps=timestamps, **changes)
 
     def sample(self, n: int, *, replace: bool = False, rng: RNGLike = None) -> Dataset:

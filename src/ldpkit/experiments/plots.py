@@ -105,8 +105,14 @@ def plot_error_vs_epsilon(
                 err = np.nan_to_num(line["sem"].to_numpy(dtype=np.float64), nan=0.0)
                 lower = np.minimum(err, 0.99 * np.abs(y)) if row_log else err
                 ax.errorbar(
-                    x, y, yerr=np.vstack([lower, err]), marker=_MARKERS[i % len(_MARKERS)],
-                    markersize=4, capsize=3, linewidth=1.2, label=method,
+                    x,
+                    y,
+                    yerr=np.vstack([lower, err]),
+                    marker=_MARKERS[i % len(_MARKERS)],
+                    markersize=4,
+                    capsize=3,
+                    linewidth=1.2,
+                    label=method,
                 )
             if row_log:
                 ax.set_yscale("log")

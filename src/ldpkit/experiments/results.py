@@ -69,7 +69,9 @@ def markdown_table(results: Any, *, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def timings_markdown(timings: Any, heading: str = "## Time per run (seconds, mean over cells)") -> list[str]:
+def timings_markdown(
+    timings: Any, heading: str = "## Time per run (seconds, mean over cells)"
+) -> list[str]:
     """Markdown lines: mean seconds per cell, one row per method, one column per data set.
 
     ``timings`` is :attr:`ExperimentResult.timings` (columns method, dataset, seconds).
@@ -121,7 +123,9 @@ def save_results(
         raise ValueError(f"name must be a plain file stem, got {name!r}")
     frame = results.records if hasattr(results, "records") else results
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"results must be a DataFrame or an ExperimentResult, got {type(results).__name__}")
+        raise TypeError(
+            f"results must be a DataFrame or an ExperimentResult, got {type(results).__name__}"
+        )
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     title = title or name

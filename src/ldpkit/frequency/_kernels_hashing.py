@@ -66,7 +66,9 @@ def support_counts_kernel(
     """
     n = seeds.shape[0]
     bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
-    parts = _parallel.run_blocks(lambda a, b: _support_counts_block(seeds, values, g, d, a, b), bounds)
+    parts = _parallel.run_blocks(
+        lambda a, b: _support_counts_block(seeds, values, g, d, a, b), bounds
+    )
     out = np.zeros(d, dtype=np.int64)
     for part in parts:
         out += part

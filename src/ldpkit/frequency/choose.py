@@ -77,7 +77,9 @@ def choose_oracle(
         OUE(epsilon=epsilon, domain_size=domain_size),
         OLH(epsilon=epsilon, domain_size=domain_size),
     ]
-    fitting = [c for c in candidates if max_report_bits is None or report_bits(c) <= max_report_bits]
+    fitting = [
+        c for c in candidates if max_report_bits is None or report_bits(c) <= max_report_bits
+    ]
     if not fitting:
         smallest = min(report_bits(c) for c in candidates)
         raise ValueError(

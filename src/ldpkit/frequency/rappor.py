@@ -51,9 +51,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> _U64(31))
 
 
-def bloom_positions(
-    items: Any, cohorts: Any, *, num_bits: int, num_hashes: int
-) -> np.ndarray:
+def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int) -> np.ndarray:
     """The public RAPPOR hash: Bloom bit positions of ``items`` in ``cohorts``.
 
     ``H_{c,j}(v) = splitmix64(splitmix64(v) XOR (c * 2**16 + j) * K) mod num_bits`` with
@@ -386,7 +384,9 @@ class RAPPOR(FrequencyOracle):
                 f"got dtype {c.dtype} and shape {c.shape}"
             )
         if c.size and (int(c.min()) < 0 or int(c.max()) >= m):
-            raise ValueError(f"{name} must be cohorts in [0, {m}), got {int(c.min())}..{int(c.max())}")
+            raise ValueError(
+                f"{name} must be cohorts in [0, {m}), got {int(c.min())}..{int(c.max())}"
+            )
         return c.astype(np.int64, copy=False)
 
     def _sample(

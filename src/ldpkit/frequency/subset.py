@@ -115,7 +115,9 @@ class SubsetSelection(PureFrequencyOracle):
         super()._validate()
         if self.subset_size is not None:
             d = self.domain_size
-            self._set("subset_size", check_integer(self.subset_size, "subset_size", low=1, high=d - 1))
+            self._set(
+                "subset_size", check_integer(self.subset_size, "subset_size", low=1, high=d - 1)
+            )
 
     # -- constants -------------------------------------------------------------------------
     @property
@@ -201,7 +203,9 @@ class SubsetSelection(PureFrequencyOracle):
         members[np.arange(outputs)[:, None], combos] = True
         log_in, log_out = self._log_output_probabilities()
         matrix = np.empty((d, outputs))
-        matrix[:, _colex_rank(members, k)] = np.where(members.T, math.exp(log_in), math.exp(log_out))
+        matrix[:, _colex_rank(members, k)] = np.where(
+            members.T, math.exp(log_in), math.exp(log_out)
+        )
         return matrix
 
     def output_index(self, reports: Reports) -> np.ndarray:

@@ -34,7 +34,9 @@ TABLE2_COLUMNS: dict[str, Callable[[float], float]] = {
 }
 
 
-def variance_table(epsilons: Sequence[float] = (0.5, 1.0, 2.0, 4.0), *, integer_olh: bool = False) -> dict[float, dict[str, float]]:
+def variance_table(
+    epsilons: Sequence[float] = (0.5, 1.0, 2.0, 4.0), *, integer_olh: bool = False
+) -> dict[float, dict[str, float]]:
     """``{epsilon: {column: n * Var*}}``, FO17 Table 2's layout, from the specs.
 
     With ``integer_olh=True`` a column "OLH (integer g)" is added with the OLH spec's own

@@ -21,8 +21,17 @@ _POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
 
 @numba.njit(cache=True, nogil=True)
 def _histograms(
-    level, support, negative, has_support, widths, col_offset, last_mask, sizes, popcount,
-    hist_support, hist_negative,
+    level,
+    support,
+    negative,
+    has_support,
+    widths,
+    col_offset,
+    last_mask,
+    sizes,
+    popcount,
+    hist_support,
+    hist_negative,
 ):  # pragma: no cover - compiled; tested through HaarWavelet.aggregate
     """One pass over rows: per (level, byte column) histograms of the 256 byte values.
 
@@ -78,8 +87,19 @@ def level_byte_histograms(
     sup = support if has_support else np.zeros((1, 1), dtype=np.uint8)
     blocks = _parallel.row_blocks(negative.shape[0])
     parts = _parallel.run_blocks(
-        lambda a, b: _block(level, sup, negative, has_support, widths, col_offset, last_mask,
-                            sizes, total_cols, a, b),
+        lambda a, b: _block(
+            level,
+            sup,
+            negative,
+            has_support,
+            widths,
+            col_offset,
+            last_mask,
+            sizes,
+            total_cols,
+            a,
+            b,
+        ),
         blocks,
     )
     hs = np.zeros((total_cols, 256), dtype=np.int64)
@@ -93,12 +113,22 @@ def level_byte_histograms(
     return (hs if has_support else None), hn, OK, -1
 
 
-def _block(level, sup, negative, has_support, widths, col_offset, last_mask, sizes, total_cols,
-           a, b):
+def _block(
+    level, sup, negative, has_support, widths, col_offset, last_mask, sizes, total_cols, a, b
+):
     hs = np.zeros((total_cols if has_support else 1, 256), dtype=np.int64)
     hn = np.zeros((total_cols, 256), dtype=np.int64)
     err, row = _histograms(
-        level[a:b], sup[a:b] if has_support else sup, negative[a:b], has_support, widths,
-        col_offset, last_mask, sizes, _POPCOUNT, hs, hn,
+        level[a:b],
+        sup[a:b] if has_support else sup,
+        negative[a:b],
+        has_support,
+        widths,
+        col_offset,
+        last_mask,
+        sizes,
+        _POPCOUNT,
+        hs,
+        hn,
     )
     return hs, hn, err, row

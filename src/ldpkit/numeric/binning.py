@@ -123,7 +123,9 @@ class CFOBinning(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
         self._set("bins", check_integer(self.bins, "bins", low=2))
         self._set("buckets", check_integer(self.buckets, "buckets", low=1))
         self._set("oracle", check_oracle_name(self.oracle))

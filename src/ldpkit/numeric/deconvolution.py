@@ -108,7 +108,9 @@ def wiener_deconvolve(
     """
     y = np.asarray(observed, dtype=np.float64)
     if y.ndim != 1 or y.size < 2:
-        raise ValueError(f"observed must be a 1-D array of at least 2 frequencies, got shape {y.shape}")
+        raise ValueError(
+            f"observed must be a 1-D array of at least 2 frequencies, got shape {y.shape}"
+        )
     if not np.all(np.isfinite(y)):
         raise ValueError("observed must be finite")
     p = check_real(p, "p", low=0.0, high=1.0)
@@ -130,8 +132,9 @@ def wiener_deconvolve(
 
     def apply(power_f: np.ndarray) -> np.ndarray:
         denom = power_h * power_f + noise
-        gain = np.divide(np.conj(spectrum_h) * power_f, denom,
-                         out=np.zeros_like(spectrum_h), where=denom > 0)
+        gain = np.divide(
+            np.conj(spectrum_h) * power_f, denom, out=np.zeros_like(spectrum_h), where=denom > 0
+        )
         spectrum = gain * spectrum_y
         # The total mass is known exactly: keep the zero frequency at sum(f) = 1.
         spectrum[0] = 1.0
@@ -221,7 +224,9 @@ class WienerDeconvolution(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
         if self.oracle not in ("auto", "grr", "oue"):
             raise ValueError(f"oracle must be one of 'auto', 'grr', 'oue', got {self.oracle!r}")
 
@@ -302,8 +307,13 @@ class WienerDeconvolution(Mechanism):
             raise ValueError("stats must summarize at least one report, got n = 0")
         o = self.oracle_spec
         f, info = wiener_deconvolve(
-            stats.counts / stats.n, o.p, o.q, self.noise_power(stats.n),
-            method=method, max_iter=max_iter, tol=tol,
+            stats.counts / stats.n,
+            o.p,
+            o.q,
+            self.noise_power(stats.n),
+            method=method,
+            max_iter=max_iter,
+            tol=tol,
         )
         dist = Distribution(simplex_projection(f), self.low, self.high)
         return (dist, info) if return_info else dist

@@ -90,14 +90,14 @@ class Distribution:
             )
         arr = np.array(arr, dtype=np.float64)  # private copy
         if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(
-                f"probabilities must be a non-empty 1-D array, got shape {arr.shape}"
-            )
+            raise ValueError(f"probabilities must be a non-empty 1-D array, got shape {arr.shape}")
         if not np.all(np.isfinite(arr)) or np.any(arr < 0):
             raise ValueError("probabilities must be finite and >= 0")
         total = float(arr.sum())
         if abs(total - 1.0) > SUM_TOLERANCE:
-            raise ValueError(f"probabilities must sum to 1 (within {SUM_TOLERANCE:g}), got {total!r}")
+            raise ValueError(
+                f"probabilities must sum to 1 (within {SUM_TOLERANCE:g}), got {total!r}"
+            )
         arr /= total
         cum = np.empty(arr.size + 1)
         cum[0] = 0.0
@@ -139,7 +139,11 @@ class Distribution:
 
     @classmethod
     def from_cdf(
-        cls, cdf: Callable[[np.ndarray], Any], low: float = 0.0, high: float = 1.0, buckets: int = 1024
+        cls,
+        cdf: Callable[[np.ndarray], Any],
+        low: float = 0.0,
+        high: float = 1.0,
+        buckets: int = 1024,
     ) -> Distribution:
         """Discretize a continuous law by its CDF: bucket mass ``F(e_{k+1}) - F(e_k)``.
 

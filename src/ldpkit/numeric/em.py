@@ -199,8 +199,18 @@ def _run(
         band = _Banded(mk)
         trace_arr = np.empty(max_iter + 1)
         it, converged = _em_loop(
-            band.base, band.data, band.offsets, band.starts, band.lengths, nk, theta,
-            smoothing, tol, max_iter, _TINY, trace_arr,
+            band.base,
+            band.data,
+            band.offsets,
+            band.starts,
+            band.lengths,
+            nk,
+            theta,
+            smoothing,
+            tol,
+            max_iter,
+            _TINY,
+            trace_arr,
         )
         trace_arr = trace_arr[: it + 1]
     elif engine == "numpy":
@@ -264,8 +274,15 @@ def em(
     SIGMOD 2020, section 5.5, Algorithm 1.
     """
     return _run(
-        data, matrix, smoothing=False, tol=tol, max_iter=max_iter, init=init,
-        low=low, high=high, return_info=return_info,
+        data,
+        matrix,
+        smoothing=False,
+        tol=tol,
+        max_iter=max_iter,
+        init=init,
+        low=low,
+        high=high,
+        return_info=return_info,
     )
 
 
@@ -294,6 +311,13 @@ def ems(
     A smoothed EM approach to indirect estimation problems, JRSS-B 1990.
     """
     return _run(
-        data, matrix, smoothing=True, tol=tol, max_iter=max_iter, init=init,
-        low=low, high=high, return_info=return_info,
+        data,
+        matrix,
+        smoothing=True,
+        tol=tol,
+        max_iter=max_iter,
+        init=init,
+        low=low,
+        high=high,
+        return_info=return_info,
     )

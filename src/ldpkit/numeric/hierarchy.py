@@ -387,7 +387,9 @@ def leaves_to_probabilities(leaves: Any, postprocessing: str = "norm_sub") -> np
 
     x = np.asarray(leaves, dtype=np.float64)
     if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
-        raise ValueError(f"leaves must be a non-empty 1-D array of finite numbers, got shape {x.shape}")
+        raise ValueError(
+            f"leaves must be a non-empty 1-D array of finite numbers, got shape {x.shape}"
+        )
     if postprocessing == "norm_sub":
         return simplex_projection(x)
     if postprocessing == "norm_mul":
@@ -398,7 +400,9 @@ def leaves_to_probabilities(leaves: Any, postprocessing: str = "norm_sub") -> np
         cdf = np.clip(isotonic_regression(np.cumsum(x)), 0.0, 1.0)
         cdf[-1] = 1.0  # clipping kept it non-decreasing; the total is 1
         return np.diff(cdf, prepend=0.0)
-    raise ValueError(f"postprocessing must be one of {list(POSTPROCESSINGS)}, got {postprocessing!r}")
+    raise ValueError(
+        f"postprocessing must be one of {list(POSTPROCESSINGS)}, got {postprocessing!r}"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -414,7 +418,9 @@ class _TreeMechanism(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
         self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=MAX_LEAVES))
 
     @property
@@ -440,10 +446,14 @@ class _TreeMechanism(Mechanism):
         if "levels" not in reports.fields:
             raise ValueError(f"reports must have a 'levels' field, got fields {reports.fields}")
         lv = reports.levels
-        if lv.ndim != 1 or lv.dtype.kind not in "iu" or (
-            lv.size and (int(lv.min()) < low or int(lv.max()) > high)
+        if (
+            lv.ndim != 1
+            or lv.dtype.kind not in "iu"
+            or (lv.size and (int(lv.min()) < low or int(lv.max()) > high))
         ):
-            raise ValueError(f"reports.levels must be a 1-D integer array of levels in [{low}, {high}]")
+            raise ValueError(
+                f"reports.levels must be a 1-D integer array of levels in [{low}, {high}]"
+            )
         return lv
 
     def _distribution(self, leaves: np.ndarray, postprocessing: str = "norm_sub") -> Distribution:
@@ -581,7 +591,9 @@ class HierarchicalHistogram(_TreeMechanism):
     def empty_stats(self) -> Stats:
         total = sum(self.level_size(k) for k in range(1, self.height + 1))
         return Stats(
-            self, 0, counts=np.zeros(total, dtype=np.int64),
+            self,
+            0,
+            counts=np.zeros(total, dtype=np.int64),
             level_n=np.zeros(self.height, dtype=np.int64),
         )
 
@@ -601,7 +613,9 @@ class HierarchicalHistogram(_TreeMechanism):
             names = _REPORT_FIELDS[oracle.name]
             missing = [f for f in names if f not in reports.fields]
             if missing:
-                raise ValueError(f"reports must have fields {names} for level {k}, missing {missing}")
+                raise ValueError(
+                    f"reports must have fields {names} for level {k}, missing {missing}"
+                )
             inner = Reports(oracle, **{f: reports.arrays[f][mask] for f in names})
             counts.append(np.asarray(oracle.aggregate(inner).counts, dtype=np.int64))
         return Stats(self, len(reports), counts=np.concatenate(counts), level_n=level_n)
@@ -714,7 +728,10 @@ class HHADMM(HierarchicalHistogram):
     ) -> tuple[list[np.ndarray], ADMMInfo]:
         """The ADMM tree and its diagnostics."""
         return hh_admm(  # type: ignore[no-any-return]
-            self.level_estimates(stats), self.branching, max_iter=max_iter, tol=tol,
+            self.level_estimates(stats),
+            self.branching,
+            max_iter=max_iter,
+            tol=tol,
             return_info=True,
         )
 
@@ -890,7 +907,9 @@ class HaarHRR(_TreeMechanism):
     def empty_stats(self) -> Stats:
         h = self.height
         return Stats(
-            self, 0, sums=np.zeros((1 << h) - 1, dtype=np.int64),
+            self,
+            0,
+            sums=np.zeros((1 << h) - 1, dtype=np.int64),
             level_n=np.zeros(h, dtype=np.int64),
         )
 

@@ -192,7 +192,9 @@ class MeanEstimate:
     def std_error(self) -> float:
         return math.sqrt(self.variance)
 
-    def confidence_interval(self, alpha: float = 0.05, *, empirical: bool = False) -> tuple[float, float]:
+    def confidence_interval(
+        self, alpha: float = 0.05, *, empirical: bool = False
+    ) -> tuple[float, float]:
         """Normal-approximation two-sided ``1 - alpha`` interval for the mean."""
         alpha = check_probability(alpha, "alpha")
         var = self.variance_empirical if empirical else self.variance
@@ -242,7 +244,9 @@ class _MeanMechanism(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
 
     @property
     def half_span(self) -> float:

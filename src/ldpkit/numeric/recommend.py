@@ -162,10 +162,17 @@ def recommend(
             "smooth cell of the WAV25 comparison; the Haar wavelet lost them all by 1.4-3.8x",
         )
     if metric == "w1":
-        why = ("spiky data: SW + EM was within 1.39x of the best in W1 (1.67x at n = 1e6); "
-               "SW + EMS smooths point masses away (3.1x)") if smooth is False else (
-               "unknown smoothness: SW + EM had the smallest worst case in W1 over smooth and "
-               "spiky data (1.76x of the best)")
+        why = (
+            (
+                "spiky data: SW + EM was within 1.39x of the best in W1 (1.67x at n = 1e6); "
+                "SW + EMS smooths point masses away (3.1x)"
+            )
+            if smooth is False
+            else (
+                "unknown smoothness: SW + EM had the smallest worst case in W1 over smooth and "
+                "spiky data (1.76x of the best)"
+            )
+        )
         return Recommendation(
             method="SquareWave",
             params={"epsilon": epsilon, **domain, "buckets": 1024},
@@ -180,10 +187,17 @@ def recommend(
             reason="spiky data, KS, eps < 2: the Haar wavelet with J = ceil(log2(n)/2) - 2 was "
             "within 1.57x of the best (HH 2.01x, SW + EMS up to 19x)",
         )
-    why = ("spiky data, KS, eps >= 2: HH was within 1.09x of the best (1.20x at n = 1e6); "
-           "the wavelet 1.48x, SW + EMS up to 25x") if smooth is False else (
-           "unknown smoothness, KS: HH had the smallest worst case (2.65x of the best); "
-           "SW + EMS stalls on point masses (25x)")
+    why = (
+        (
+            "spiky data, KS, eps >= 2: HH was within 1.09x of the best (1.20x at n = 1e6); "
+            "the wavelet 1.48x, SW + EMS up to 25x"
+        )
+        if smooth is False
+        else (
+            "unknown smoothness, KS: HH had the smallest worst case (2.65x of the best); "
+            "SW + EMS stalls on point masses (25x)"
+        )
+    )
     return Recommendation(
         method="HierarchicalHistogram",
         params={"epsilon": epsilon, **domain, "buckets": 1024, "branching": 4},

@@ -99,13 +99,16 @@ def _smoothed_ramp(x: np.ndarray, h1: float, h2: float) -> np.ndarray:
     if a2 <= 1e-9 * a1:
         out[mid] = h * (xm + a1) ** 2 / (4.0 * a1)
     else:
+
         def rho3(y: np.ndarray) -> np.ndarray:
             y = np.maximum(y, 0.0)
             return y * y * y / 6.0
 
-        out[mid] = h * (
-            rho3(xm + a1 + a2) - rho3(xm + a1 - a2) - rho3(xm - a1 + a2) + rho3(xm - a1 - a2)
-        ) / (4.0 * a1 * a2)
+        out[mid] = (
+            h
+            * (rho3(xm + a1 + a2) - rho3(xm + a1 - a2) - rho3(xm - a1 + a2) + rho3(xm - a1 - a2))
+            / (4.0 * a1 * a2)
+        )
     return out
 
 
@@ -202,7 +205,9 @@ class _Wave(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
         self._set("buckets", check_integer(self.buckets, "buckets", low=1))
         if self.output_buckets is not None:
             self._set("output_buckets", check_integer(self.output_buckets, "output_buckets", low=1))
@@ -531,7 +536,9 @@ class DiscreteSquareWave(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
 
     @property
     def half_width(self) -> int:
@@ -563,9 +570,7 @@ class DiscreteSquareWave(Mechanism):
         w = 2 * bt + 1
         near = u < w * p
         k_near = v + np.minimum((u / p).astype(np.int64), w - 1)
-        other = np.minimum(
-            np.maximum((u - w * p) / q, 0.0).astype(np.int64), self.domain_size - 2
-        )
+        other = np.minimum(np.maximum((u - w * p) / q, 0.0).astype(np.int64), self.domain_size - 2)
         k_far = np.where(other < v, other, other + w)
         y = np.where(near, k_near, k_far)
         return Reports(self, values=y.astype(index_dtype(self.n_outputs)))
@@ -608,4 +613,3 @@ class DiscreteSquareWave(Mechanism):
             t = 1e-3 * math.exp(min(self.epsilon, 700.0)) if tol is None else tol
             return em(stats, tol=t, max_iter=max_iter)
         raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
-

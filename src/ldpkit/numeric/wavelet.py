@@ -129,14 +129,23 @@ def _law(epsilon: float, d: int, m: int) -> SignedSubsetLaw:
     # m ((m-1)(1+t) + 2 (d-m) t) / (2 (d-1) denom); no other coordinate when d = 1.
     q = m * ((m - 1) * (1.0 + t) + 2.0 * (d - m) * t) / (2.0 * (d - 1) * denom) if d > 1 else 0.0
     log_omega = (
-        math.lgamma(d) - math.lgamma(m) - math.lgamma(d - m + 1)
+        math.lgamma(d)
+        - math.lgamma(m)
+        - math.lgamma(d - m + 1)
         + (m - 1) * math.log(2.0)
         + epsilon
         + math.log(denom / m)
     )
     return SignedSubsetLaw(
-        epsilon=epsilon, domain_size=d, subset_size=m, log_omega=log_omega, p=p,
-        p_flip=p * t, included=included, q=q, gain=p * -math.expm1(-epsilon),
+        epsilon=epsilon,
+        domain_size=d,
+        subset_size=m,
+        log_omega=log_omega,
+        p=p,
+        p_flip=p * t,
+        included=included,
+        q=q,
+        gain=p * -math.expm1(-epsilon),
     )
 
 
@@ -171,8 +180,11 @@ def subset_size_objective(epsilon: float, domain_size: int) -> np.ndarray:
     m = np.arange(1, d + 1, dtype=np.float64)
     denom = m * (1.0 + t) + 2.0 * (d - m) * t
     p = m / denom
-    q = (m * ((m - 1) * (1.0 + t) + 2.0 * (d - m) * t) / (2.0 * (d - 1) * denom)
-         if d > 1 else np.zeros_like(m))
+    q = (
+        m * ((m - 1) * (1.0 + t) + 2.0 * (d - m) * t) / (2.0 * (d - 1) * denom)
+        if d > 1
+        else np.zeros_like(m)
+    )
     g = -math.expm1(-epsilon)
     return (1.0 + t) / (p * g * g) + q * (d - 1) / (p * p * g * g)
 
@@ -276,7 +288,12 @@ def sample_signed_subsets(
 
 
 def _sample(
-    k: np.ndarray, neg_in: np.ndarray, d: int, m: int, law: SignedSubsetLaw, gen: np.random.Generator
+    k: np.ndarray,
+    neg_in: np.ndarray,
+    d: int,
+    m: int,
+    law: SignedSubsetLaw,
+    gen: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Unvalidated core of :func:`sample_signed_subsets` (inputs already checked)."""
     c, w = k.size, packed_width(d)
@@ -427,7 +444,11 @@ class SignedSubsetSelection(Mechanism):
         d = self.domain_size
         negative = codes >= d
         support, signs = _sample(
-            codes - d * negative, negative, d, self.effective_subset_size, self.law,
+            codes - d * negative,
+            negative,
+            d,
+            self.effective_subset_size,
+            self.law,
             as_generator(rng),
         )
         if self.has_support:
@@ -445,9 +466,7 @@ class SignedSubsetSelection(Mechanism):
             return None, neg
         sup = check_packed(reports.support, d, "reports.support")
         if sup.shape != neg.shape:
-            raise ValueError(
-                f"reports.support must have shape {neg.shape}, got {sup.shape}"
-            )
+            raise ValueError(f"reports.support must have shape {neg.shape}, got {sup.shape}")
         if np.any(neg & ~sup):
             raise ValueError("reports.negative must only mark coordinates held in reports.support")
         if sup.shape[0] and np.any(np.bitwise_count(sup).sum(axis=1, dtype=np.int64) != m):
@@ -503,13 +522,14 @@ class SignedSubsetSelection(Mechanism):
         -inf when m = d (every output is non-zero at the true coordinate)."""
         d, m = self.domain_size, self.effective_subset_size
         law = self.law
-        log_rest_in = math.lgamma(d) - math.lgamma(m) - math.lgamma(d - m + 1) + (m - 1) * math.log(2)
+        log_rest_in = (
+            math.lgamma(d) - math.lgamma(m) - math.lgamma(d - m + 1) + (m - 1) * math.log(2)
+        )
         log_one = _log(law.p) - log_rest_in
         log_minus = _log(law.p_flip) - log_rest_in
         if m == d:
             return log_one, -math.inf, log_minus
-        log_rest_out = (math.lgamma(d) - math.lgamma(m + 1) - math.lgamma(d - m)
-                        + m * math.log(2))
+        log_rest_out = math.lgamma(d) - math.lgamma(m + 1) - math.lgamma(d - m) + m * math.log(2)
         # 1 - p (1 + e^-eps) = 2 (d - m) e^-eps / denom, without cancellation
         t = math.exp(-self.epsilon)
         log_zero = _log(2.0 * (d - m) * t / (m * (1.0 + t) + 2.0 * (d - m) * t))
@@ -598,7 +618,9 @@ def haar_encode(u: Any, level: int) -> tuple[np.ndarray, np.ndarray]:
     return half >> 1, (half & 1).astype(bool)
 
 
-def haar_coefficients(values: Any, max_level: int, low: float = 0.0, high: float = 1.0) -> list[np.ndarray]:
+def haar_coefficients(
+    values: Any, max_level: int, low: float = 0.0, high: float = 1.0
+) -> list[np.ndarray]:
     """The exact (non-private) coefficients ``a*_jk = mean_i psi_jk(X_i)`` (eq. 37).
 
     Returns one array per level j = 0..max_level (length 2^j), for values mapped from
@@ -760,9 +782,13 @@ class HaarWavelet(Mechanism):
         self._set("low", check_real(self.low, "low"))
         self._set("high", check_real(self.high, "high"))
         if not self.high > self.low:
-            raise ValueError(f"high must be a finite number > low ({self.low:g}), got {self.high!r}")
+            raise ValueError(
+                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
+            )
         if self.max_level is not None:
-            self._set("max_level", check_integer(self.max_level, "max_level", low=0, high=MAX_LEVEL))
+            self._set(
+                "max_level", check_integer(self.max_level, "max_level", low=0, high=MAX_LEVEL)
+            )
         if self.expected_n is not None:
             self._set("expected_n", check_integer(self.expected_n, "expected_n", low=1))
         if self.max_level is None and self.expected_n is None:
@@ -794,8 +820,10 @@ class HaarWavelet(Mechanism):
     def level_variances(self) -> np.ndarray:
         """V_j = 2^j times the minimum of eq. 61 at d = 2^j (eq. 75)."""
         return np.array(
-            [2.0**j * subset_size_objective(self.epsilon, 2**j)[m - 1]
-             for j, m in enumerate(self.subset_sizes)]
+            [
+                2.0**j * subset_size_objective(self.epsilon, 2**j)[m - 1]
+                for j, m in enumerate(self.subset_sizes)
+            ]
         )
 
     @property
@@ -840,7 +868,9 @@ class HaarWavelet(Mechanism):
         mechanism's loss (the level is drawn independently of the value, so it adds
         nothing)."""
         return max(
-            SignedSubsetSelection(epsilon=self.epsilon, domain_size=2**j, subset_size=m).privacy_loss()
+            SignedSubsetSelection(
+                epsilon=self.epsilon, domain_size=2**j, subset_size=m
+            ).privacy_loss()
             for j, m in enumerate(self.subset_sizes)
         )
 
@@ -897,7 +927,8 @@ class HaarWavelet(Mechanism):
     def empty_stats(self) -> Stats:
         top = self.effective_max_level
         return Stats(
-            self, 0,
+            self,
+            0,
             sums=np.zeros(2 ** (top + 1) - 1, dtype=np.int64),
             level_counts=np.zeros(top + 1, dtype=np.int64),
         )
@@ -937,7 +968,13 @@ class HaarWavelet(Mechanism):
         last_mask = np.array([_last_byte_mask(2**j) for j in range(top + 1)], dtype=np.int64)
         sizes = np.array(self.subset_sizes, dtype=np.int64)
         hs, hn, err, row = level_byte_histograms(
-            level, sup, np.ascontiguousarray(neg), widths, col_offset, last_mask, sizes,
+            level,
+            sup,
+            np.ascontiguousarray(neg),
+            widths,
+            col_offset,
+            last_mask,
+            sizes,
             int(widths.sum()),
         )
         if err:

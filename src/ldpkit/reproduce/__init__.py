@@ -39,7 +39,15 @@ def load(name: str) -> ModuleType:
         raise
 
 
-def run(name: str, *, quick: bool = False, out: Path | None = None, seed: int = 0, jobs: int = 1, console: Any = None) -> Path:
+def run(
+    name: str,
+    *,
+    quick: bool = False,
+    out: Path | None = None,
+    seed: int = 0,
+    jobs: int = 1,
+    console: Any = None,
+) -> Path:
     """Reproduce ``name``; results go to ``out`` (default ``results/<name>[-quick]``)."""
     from rich.console import Console
 

@@ -123,7 +123,9 @@ class DistributionMethod:
     estimate_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def spec(self, bench: Bench, epsilon: float) -> Any:
-        return self.mechanism(epsilon=epsilon, low=0.0, high=1.0, buckets=bench.buckets, **self.params)
+        return self.mechanism(
+            epsilon=epsilon, low=0.0, high=1.0, buckets=bench.buckets, **self.params
+        )
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:
         spec = self.spec(data, epsilon)
@@ -203,7 +205,9 @@ class DistributionMetric:
                 return abs(result.variance - truth.variance)
             return math.nan
         if not isinstance(result, Distribution):
-            raise TypeError(f"result must be a Distribution or Moments, got {type(result).__name__}")
+            raise TypeError(
+                f"result must be a Distribution or Moments, got {type(result).__name__}"
+            )
         hist = truth.histogram
         if self.kind == "wasserstein":
             return _metrics.wasserstein(result, hist)
@@ -211,7 +215,9 @@ class DistributionMetric:
             return _metrics.ks_distance(result, hist)
         if self.kind == "range":
             rng = np.random.default_rng(self.seed)
-            return _metrics.range_query_error(result, hist, self.alpha, n_queries=self.n_queries, rng=rng)
+            return _metrics.range_query_error(
+                result, hist, self.alpha, n_queries=self.n_queries, rng=rng
+            )
         if self.kind == "quantile":
             return _metrics.quantile_error(result, hist)
         if self.kind == "mean":
@@ -237,7 +243,9 @@ def verdict(records: pd.DataFrame, method: str, *, z: float = 2.0) -> pd.DataFra
     """
     summary = summarize(records.dropna(subset=["value"]))
     rows = []
-    for (dataset, metric, eps), group in summary.groupby(["dataset", "metric", "epsilon"], sort=False):
+    for (dataset, metric, eps), group in summary.groupby(
+        ["dataset", "metric", "epsilon"], sort=False
+    ):
         mine = group[group["method"] == method]
         others = group[group["method"] != method]
         if mine.empty or others.empty:
@@ -253,9 +261,12 @@ def verdict(records: pd.DataFrame, method: str, *, z: float = 2.0) -> pd.DataFra
         else:
             outcome = "loss"
         ratio = err / best_err if best_err > 0 else math.inf
-        rows.append((dataset, metric, float(eps), outcome, err, str(top["method"]), best_err, ratio))
+        rows.append(
+            (dataset, metric, float(eps), outcome, err, str(top["method"]), best_err, ratio)
+        )
     return pd.DataFrame(
-        rows, columns=["dataset", "metric", "epsilon", "outcome", "error", "best", "best_error", "ratio"]
+        rows,
+        columns=["dataset", "metric", "epsilon", "outcome", "error", "best", "best_error", "ratio"],
     )
 
 
@@ -267,12 +278,16 @@ def verdict_table(cells: pd.DataFrame, method: str) -> str:
         "|---|---|---|---|---|",
     ]
     for (dataset, metric), g in cells.groupby(["dataset", "metric"], sort=False):
+
         def eps(outcome: str, g: pd.DataFrame = g) -> str:
             sel = g[g["outcome"] == outcome]["epsilon"]
             return ", ".join(f"{e:g}" for e in sel) or "-"
 
         losses = g[g["outcome"] == "loss"]
-        lost = "; ".join(f"{r.epsilon:g} ({r.best}, x{r.ratio:.2f})" for r in losses.itertuples()) or "-"
+        lost = (
+            "; ".join(f"{r.epsilon:g} ({r.best}, x{r.ratio:.2f})" for r in losses.itertuples())
+            or "-"
+        )
         lines.append(f"| {dataset} | {metric} | {eps('best')} | {eps('tie')} | {lost} |")
     counts = cells["outcome"].value_counts()
     total = len(cells)
@@ -311,7 +326,9 @@ def save_metric_figures(
         sub = frame[frame["metric"] == metric]
         present = list(dict.fromkeys(sub["method"]))
         with rc_context({"axes.prop_cycle": cycler(color=[colours[m] for m in present])}):
-            fig = plot_error_vs_epsilon(sub, metric=metric, title=(titles or {}).get(metric, metric))
+            fig = plot_error_vs_epsilon(
+                sub, metric=metric, title=(titles or {}).get(metric, metric)
+            )
         first = fig.get_axes()[0]
         handles, labels = first.get_legend_handles_labels()
         legend = first.get_legend()
@@ -330,8 +347,18 @@ def save_metric_figures(
 
 # tab10 plus two dark colours: up to 12 methods without a repeated colour
 _COLOURS = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#6b8e23",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#6b8e23",
 )
 
 

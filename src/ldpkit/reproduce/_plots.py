@@ -17,8 +17,20 @@ __all__ = ["PALETTE", "readable", "save_figure"]
 #: Distinct colours for up to 14 lines (tab10, then black and three dark extras), so no two
 #: methods of one panel share a colour (matplotlib's default cycle repeats after 10).
 PALETTE: tuple[str, ...] = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-    "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#393b79", "#843c39", "#637939",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#393b79",
+    "#843c39",
+    "#637939",
 )
 
 
@@ -47,7 +59,9 @@ def readable(
                 continue
             label = str(container.get_label())
             if label not in colours_:
-                free = [c for c in PALETTE if c not in fixed.values() and c not in colours_.values()]
+                free = [
+                    c for c in PALETTE if c not in fixed.values() and c not in colours_.values()
+                ]
                 colours_[label] = fixed.get(label) or (free[0] if free else PALETTE[0])
             colour = colours_[label]
             line, caps, bars = container.lines
@@ -67,8 +81,12 @@ def readable(
     top = 1.0 - 0.5 / height if fig.get_suptitle() else 1.0
     fig.tight_layout(rect=(0.0, 0.0, width / (width + legend_width), top))
     fig.legend(
-        list(handles.values()), list(handles), loc="upper right",
-        bbox_to_anchor=(1.0, top), fontsize=9, frameon=False,
+        list(handles.values()),
+        list(handles),
+        loc="upper right",
+        bbox_to_anchor=(1.0, top),
+        fontsize=9,
+        frameon=False,
     )
     return fig
 

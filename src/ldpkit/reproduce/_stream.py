@@ -94,10 +94,20 @@ STREAMS: dict[str, str] = {
 }
 
 #: Public bound B of each stream (authors' code for the first three; see the module notes).
-STREAM_BOUNDS: dict[str, float] = {"pos": 1638.0, "retail": 16470.0, "dns": 500.0, "flight_delays": 1500.0}
+STREAM_BOUNDS: dict[str, float] = {
+    "pos": 1638.0,
+    "retail": 16470.0,
+    "dns": 500.0,
+    "flight_delays": 1500.0,
+}
 
 #: Values spent on choosing the threshold (m).
-THRESHOLD_SIZES: dict[str, int] = {"pos": 65_536, "retail": 16_384, "dns": 65_536, "flight_delays": 65_536}
+THRESHOLD_SIZES: dict[str, int] = {
+    "pos": 65_536,
+    "retail": 16_384,
+    "dns": 65_536,
+    "flight_delays": 65_536,
+}
 
 #: Public offset added to every departure delay (minutes) so that the values are >= 0.
 FLIGHT_DELAY_SHIFT = 60.0
@@ -126,7 +136,9 @@ def stream_values(name: str) -> np.ndarray:
                 f"got [{delays.min():g}, {delays.max():g}]"
             )
         return np.asarray(delays, dtype=np.float64) + FLIGHT_DELAY_SHIFT
-    return np.asarray(datasets.streams("dns_google" if name == "dns" else name).values, dtype=np.float64)
+    return np.asarray(
+        datasets.streams("dns_google" if name == "dns" else name).values, dtype=np.float64
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -203,7 +215,9 @@ def load_case(
     starts, stops = random_ranges(v.size - m, check_integer(queries, "queries", low=1), rng=rng)
     v = v.copy()
     v.flags.writeable = False
-    return StreamCase(name=name, values=v, bound=STREAM_BOUNDS[name], threshold_size=m, starts=starts, stops=stops)
+    return StreamCase(
+        name=name, values=v, bound=STREAM_BOUNDS[name], threshold_size=m, starts=starts, stops=stops
+    )
 
 
 class StreamAnswers(NamedTuple):
@@ -268,9 +282,13 @@ class OracleToPL:
     buckets: int = 1024
 
     def __call__(self, case: StreamCase, epsilon: float, rng: np.random.Generator) -> StreamAnswers:
-        head = Distribution.from_values(case.values[: case.threshold_size], 0.0, case.bound, self.buckets)
+        head = Distribution.from_values(
+            case.values[: case.threshold_size], 0.0, case.bound, self.buckets
+        )
         theta = choose_topl_threshold(head, case.bound, epsilon, case.n, objective=self.objective)
-        est = ToPL(epsilon, case.bound, threshold=theta, length=case.n, buckets=self.buckets, rng=rng)
+        est = ToPL(
+            epsilon, case.bound, threshold=theta, length=case.n, buckets=self.buckets, rng=rng
+        )
         est.update(case.released)
         answers, _ = est.range_sums(case.starts, case.stops, std_error=False)
         return StreamAnswers(answers, theta)
@@ -332,4 +350,6 @@ def threshold_metric(result: StreamAnswers, truth: RangeTruth) -> float:
 
 
 #: Metric name -> grid metric, in the papers' order.
-RANGE_METRICS: dict[str, RangeMetric] = {k.upper(): RangeMetric(k) for k in ("mae", "mse", "mmae", "mmse")}
+RANGE_METRICS: dict[str, RangeMetric] = {
+    k.upper(): RangeMetric(k) for k in ("mae", "mse", "mmae", "mmse")
+}

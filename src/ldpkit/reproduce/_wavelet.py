@@ -90,7 +90,9 @@ def empirical_cdf(sorted_values: np.ndarray, x: Any, high: float = 1.0) -> np.nd
     return np.where(xs >= high, 1.0, below)
 
 
-def grid_errors(estimate: Distribution, sorted_values: np.ndarray, points: int = GRID_POINTS) -> tuple[float, float]:
+def grid_errors(
+    estimate: Distribution, sorted_values: np.ndarray, points: int = GRID_POINTS
+) -> tuple[float, float]:
     """WAV25's (W1, KS) of ``estimate`` (on [0, 1]) against the raw values (sorted).
 
     Both compare ``estimate.cdf`` with :func:`empirical_cdf` at :func:`cdf_grid` points:
@@ -278,7 +280,9 @@ class GridMetric:
 
 
 # ---- reading the results ---------------------------------------------------------------------
-def verdict(records: pd.DataFrame, method: str, competitors: Sequence[str], *, z: float = 2.0) -> pd.DataFrame:
+def verdict(
+    records: pd.DataFrame, method: str, competitors: Sequence[str], *, z: float = 2.0
+) -> pd.DataFrame:
     """``method`` against the best of ``competitors``, per (data set, metric, epsilon).
 
     The best competitor is the one with the lowest mean error. Outcome ``"win"`` if
@@ -288,7 +292,9 @@ def verdict(records: pd.DataFrame, method: str, competitors: Sequence[str], *, z
     """
     summary = summarize(records)
     rows = []
-    for (dataset, metric, eps), group in summary.groupby(["dataset", "metric", "epsilon"], sort=False):
+    for (dataset, metric, eps), group in summary.groupby(
+        ["dataset", "metric", "epsilon"], sort=False
+    ):
         mine = group[group["method"] == method]
         others = group[group["method"].isin(list(competitors))]
         if mine.empty or others.empty:
@@ -301,7 +307,8 @@ def verdict(records: pd.DataFrame, method: str, competitors: Sequence[str], *, z
         ratio = best / err if err > 0 else math.inf
         rows.append((dataset, metric, float(eps), outcome, err, str(top["method"]), best, ratio))
     return pd.DataFrame(
-        rows, columns=["dataset", "metric", "epsilon", "outcome", "error", "best", "best_error", "ratio"]
+        rows,
+        columns=["dataset", "metric", "epsilon", "outcome", "error", "best", "best_error", "ratio"],
     )
 
 
@@ -316,7 +323,10 @@ def verdict_table(cells: pd.DataFrame, method: str) -> str:
         won = ", ".join(f"{r.epsilon:g} ({r.ratio:.2f})" for r in wins.itertuples()) or "-"
         tied = ", ".join(f"{e:g}" for e in g[g["outcome"] == "tie"]["epsilon"]) or "-"
         losses = g[g["outcome"] == "loss"]
-        lost = ", ".join(f"{r.epsilon:g} ({r.best}, {1 / r.ratio:.2f})" for r in losses.itertuples()) or "-"
+        lost = (
+            ", ".join(f"{r.epsilon:g} ({r.best}, {1 / r.ratio:.2f})" for r in losses.itertuples())
+            or "-"
+        )
         lines.append(f"| {dataset} | {metric} | {won} | {tied} | {lost} |")
     counts = cells["outcome"].value_counts()
     lines += [
@@ -341,7 +351,9 @@ def ratio_table(records: pd.DataFrame, method: str, other: str, metrics: Sequenc
         for m in metrics:
             for e in epsilons:
                 try:
-                    cells.append(f"{mean[(dataset, m, e, other)] / mean[(dataset, m, e, method)]:.2f}")
+                    cells.append(
+                        f"{mean[(dataset, m, e, other)] / mean[(dataset, m, e, method)]:.2f}"
+                    )
                 except KeyError:
                     cells.append("")
         lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
@@ -368,7 +380,9 @@ def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def theory_level(epsilon: float, n: int, levels: tuple[int, ...] = tuple(range(MAX_LEVEL + 1))) -> int:
+def theory_level(
+    epsilon: float, n: int, levels: tuple[int, ...] = tuple(range(MAX_LEVEL + 1))
+) -> int:
     """The J among ``levels`` minimizing :func:`wasserstein_bound` (smallest on ties)."""
     bounds = [wasserstein_bound(epsilon, n, j) for j in levels]
     return int(levels[int(np.argmin(bounds))])
@@ -378,7 +392,9 @@ def _level_of(method: str) -> int:
     return int(method.split("=", 1)[1])
 
 
-def j_sweep_table(records: pd.DataFrame, sizes: Mapping[str, int], metric: str = "W1") -> pd.DataFrame:
+def j_sweep_table(
+    records: pd.DataFrame, sizes: Mapping[str, int], metric: str = "W1"
+) -> pd.DataFrame:
     """Per (data set, epsilon) of a J sweep (methods named ``"J=<j>"``; ``sizes`` maps each
     data set to its n): the rule's J ``ceil(log2(n)/2)``, the J minimizing
     :func:`wasserstein_bound` (``theory_J``), the best measured J, their mean errors, the
@@ -395,13 +411,22 @@ def j_sweep_table(records: pd.DataFrame, sizes: Mapping[str, int], metric: str =
         best = int(err.idxmin())
         rule_err = float(err.get(rule, math.nan))
         minus2 = float(err.get(rule - 2, math.nan))
-        rows.append({
-            "dataset": dataset, "n": n, "epsilon": float(eps), "rule_J": rule, "rule_error": rule_err,
-            "theory_J": theory, "theory_error": float(err.get(theory, math.nan)),
-            "best_J": best, "best_error": float(err[best]), "minus2_error": minus2,
-            "rule_over_best": rule_err / float(err[best]) if err[best] > 0 else math.nan,
-            "rule_over_minus2": rule_err / minus2 if minus2 > 0 else math.nan,
-        })
+        rows.append(
+            {
+                "dataset": dataset,
+                "n": n,
+                "epsilon": float(eps),
+                "rule_J": rule,
+                "rule_error": rule_err,
+                "theory_J": theory,
+                "theory_error": float(err.get(theory, math.nan)),
+                "best_J": best,
+                "best_error": float(err[best]),
+                "minus2_error": minus2,
+                "rule_over_best": rule_err / float(err[best]) if err[best] > 0 else math.nan,
+                "rule_over_minus2": rule_err / minus2 if minus2 > 0 else math.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -423,8 +448,18 @@ def j_sweep_markdown(table: pd.DataFrame, metric: str = "W1") -> str:
 
 # tab10 plus two dark colours: each method keeps its colour in every figure
 _COLOURS = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#6b8e23",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#6b8e23",
 )
 
 
@@ -448,7 +483,9 @@ def save_metric_figures(
     for metric in dict.fromkeys(records["metric"]):
         sub = records[records["metric"] == metric]
         with rc_context({"axes.prop_cycle": cycler(color=colours)}):
-            fig = plot_error_vs_epsilon(sub, metric=metric, title=(titles or {}).get(metric, metric))
+            fig = plot_error_vs_epsilon(
+                sub, metric=metric, title=(titles or {}).get(metric, metric)
+            )
         first = fig.get_axes()[0]
         handles, labels = first.get_legend_handles_labels()
         legend = first.get_legend()
@@ -466,7 +503,12 @@ def save_metric_figures(
 
 
 def plot_w1_vs_j(
-    records: pd.DataFrame, sizes: Mapping[str, int], path: Path, *, metric: str = "W1", title: str | None = None
+    records: pd.DataFrame,
+    sizes: Mapping[str, int],
+    path: Path,
+    *,
+    metric: str = "W1",
+    title: str | None = None,
 ) -> Path:
     """WAV25 Figure 4's check: error vs J, a panel per data set, a line per epsilon (log
     scale, standard-error bars); a dashed vertical line at the rule's J, a star on each
@@ -491,15 +533,39 @@ def plot_w1_vs_j(
             y = line["mean"].to_numpy(dtype=np.float64)
             err = np.nan_to_num(line["sem"].to_numpy(dtype=np.float64))
             colour = _COLOURS[k % len(_COLOURS)]
-            ax.errorbar(x, y, yerr=np.vstack([np.minimum(err, 0.99 * y), err]), marker="o", markersize=3,
-                        capsize=2, linewidth=1.1, color=colour, label=f"ε={eps:g}")
+            ax.errorbar(
+                x,
+                y,
+                yerr=np.vstack([np.minimum(err, 0.99 * y), err]),
+                marker="o",
+                markersize=3,
+                capsize=2,
+                linewidth=1.1,
+                color=colour,
+                label=f"ε={eps:g}",
+            )
             best = int(np.argmin(y))
-            ax.plot([x[best]], [y[best]], marker="*", markersize=12, color=colour,
-                    markeredgecolor="black", linestyle="none")
+            ax.plot(
+                [x[best]],
+                [y[best]],
+                marker="*",
+                markersize=12,
+                color=colour,
+                markeredgecolor="black",
+                linestyle="none",
+            )
             theory = np.flatnonzero(x == theory_level(float(eps), int(sizes[dataset])))
             if theory.size:
-                ax.plot(x[theory], y[theory], marker="D", markersize=6, markerfacecolor="none",
-                        markeredgecolor=colour, markeredgewidth=1.5, linestyle="none")
+                ax.plot(
+                    x[theory],
+                    y[theory],
+                    marker="D",
+                    markersize=6,
+                    markerfacecolor="none",
+                    markeredgecolor=colour,
+                    markeredgewidth=1.5,
+                    linestyle="none",
+                )
         rule = default_max_level(int(sizes[dataset]))
         ax.axvline(rule, color="grey", linestyle="--", linewidth=1.0, label=f"rule J={rule}")
         ax.set_yscale("log")

@@ -169,8 +169,12 @@ class ConsistencyCell:
         spec = ORACLES[self.oracle](epsilon=epsilon, domain_size=data.domain_size)  # type: ignore[call-arg]
         estimate = spec.run(data.values, rng=rng)
         return compare(
-            estimate, data.frequencies, methods=list(LABELS), queries=QUERIES,
-            n_queries=self.n_queries, rng=rng,
+            estimate,
+            data.frequencies,
+            methods=list(LABELS),
+            queries=QUERIES,
+            n_queries=self.n_queries,
+            rng=rng,
         )
 
 
@@ -470,7 +474,9 @@ def _verdict_markdown(
     paper_ns = ""
     if paper is not None:
         pns = paper["norm_sub"]
-        paper_ns = f" In CON20's setting: rank {pns['rank']} (×{pns['geo_ratio']:.2f}), {pns['verdict']}."
+        paper_ns = (
+            f" In CON20's setting: rank {pns['rank']} (×{pns['geo_ratio']:.2f}), {pns['verdict']}."
+        )
     lines += [
         "",
         f"Norm-Sub overall strong: rank {ns['rank']} of {ns['of']} by geometric-mean ratio "
@@ -491,14 +497,18 @@ def _rich_eps_table(means: pd.DataFrame, oracle: str, dataset: str, eps: float) 
     from rich.table import Table
 
     sub = means.xs((dataset, oracle, eps), level=("dataset", "oracle", "epsilon"))
-    table = Table(title=f"MSE: {oracle} on {dataset}, ε = {eps:g}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title=f"MSE: {oracle} on {dataset}, ε = {eps:g}", box=box.SIMPLE_HEAD, pad_edge=False
+    )
     table.add_column("method", no_wrap=True)
     for q in sub.index:
         table.add_column(str(q), justify="right", no_wrap=True)
     best = sub.idxmin(axis=1)
     for m in sub.columns:
         cells = [
-            f"[bold green]{float(sub.at[q, m]):.2e}[/]" if best[q] == m else f"{float(sub.at[q, m]):.2e}"
+            f"[bold green]{float(sub.at[q, m]):.2e}[/]"
+            if best[q] == m
+            else f"{float(sub.at[q, m]):.2e}"
             for q in sub.index
         ]
         table.add_row(LABELS[m], *cells)
@@ -511,22 +521,36 @@ def _rich_verdicts(
     from rich import box
     from rich.table import Table
 
-    winners = Table(title="Winner per query (all data sets, oracles, epsilons)", box=box.SIMPLE_HEAD, pad_edge=False)
+    winners = Table(
+        title="Winner per query (all data sets, oracles, epsilons)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     for col in ("query", "most wins", "best geo-mean", "runner-up"):
         winners.add_column(col, no_wrap=True)
     for r in result["queries"].itertuples(index=False):
         winners.add_row(
-            r.query, f"{LABELS[r.most_wins]} ({r.wins}/{r.settings})", LABELS[r.best_geo],
+            r.query,
+            f"{LABELS[r.most_wins]} ({r.wins}/{r.settings})",
+            LABELS[r.best_geo],
             f"{LABELS.get(r.second_geo, '-')} ×{r.second_ratio:.2f}",
         )
     recs = Table(
         title="CON20's recommendations in our runs",
         caption="tied: share of settings where it is best or within 2 paired SE of the best; "
         "ratio: geometric mean of MSE / best MSE (rank of 11)",
-        box=box.SIMPLE_HEAD, pad_edge=False,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
-    columns = ("query", "recommended", "winner", "tied", "ratio (rank)", "verdict",
-               f"OLH, ε={eps:g}")
+    columns = (
+        "query",
+        "recommended",
+        "winner",
+        "tied",
+        "ratio (rank)",
+        "verdict",
+        f"OLH, ε={eps:g}",
+    )
     for col in columns:
         recs.add_column(col)
     short = {"single values": "single", "set values": "sets", "frequent values": "top-k"}
@@ -538,15 +562,24 @@ def _rich_verdicts(
 
     for r in result["recommendations"].itertuples(index=False):
         recs.add_row(
-            short.get(r[0], r[0]), LABELS[r.recommended], f"{LABELS[r.winner]} {r.winner_wins}/{r.settings}",
-            f"{r.rec_best_or_tied:.0%}", f"×{r.rec_geo_ratio:.2f} ({r.rec_rank})",
-            paint(r.verdict), paint(_paper_verdict(paper, r[0])),
+            short.get(r[0], r[0]),
+            LABELS[r.recommended],
+            f"{LABELS[r.winner]} {r.winner_wins}/{r.settings}",
+            f"{r.rec_best_or_tied:.0%}",
+            f"×{r.rec_geo_ratio:.2f} ({r.rec_rank})",
+            paint(r.verdict),
+            paint(_paper_verdict(paper, r[0])),
         )
     ns = result["norm_sub"]
     paper_ns = "-" if paper is None else str(paper["norm_sub"]["verdict"])
     recs.add_row(
-        "overall", "Norm-Sub", LABELS[str(result["overall"].index[0])], "",
-        f"×{ns['geo_ratio']:.2f} ({ns['rank']})", paint(ns["verdict"]), paint(paper_ns),
+        "overall",
+        "Norm-Sub",
+        LABELS[str(result["overall"].index[0])],
+        "",
+        f"×{ns['geo_ratio']:.2f} ({ns['rank']})",
+        paint(ns["verdict"]),
+        paint(paper_ns),
     )
     return [winners, recs]
 
@@ -597,7 +630,8 @@ def _run(
     console.rule(f"CON20{' (quick)' if quick else ''}: consistency post-processing by query type")
     data = datasets(config, seed)
     console.print(
-        "data: " + "; ".join(f"{k} (n = {v.n:,}, d = {v.domain_size:,})" for k, v in data.items())
+        "data: "
+        + "; ".join(f"{k} (n = {v.n:,}, d = {v.domain_size:,})" for k, v in data.items())
         + f"; oracles {', '.join(config.oracles)}"
     )
     result = run_grid(grid(config, data), seed=seed, n_jobs=jobs, console=console)
@@ -622,7 +656,8 @@ def _run(
         for panel, methods in PANELS.items():
             labels = [LABELS[m] for m in methods]
             save_figure(
-                part[part["method"].isin(labels)], out / f"con20_{oracle}_{panel}.png",
+                part[part["method"].isin(labels)],
+                out / f"con20_{oracle}_{panel}.png",
                 title=f"{title} ({'left' if panel == 'a' else 'right'} panel of CON20)",
                 colours=_COLOURS,
             )

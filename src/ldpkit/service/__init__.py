@@ -24,7 +24,9 @@ try:
     import fastapi  # noqa: F401 - fail early with the install hint
     import sqlalchemy  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("ldpkit.service needs the service extra: pip install 'ldpkit[service]'") from exc
+    raise ImportError(
+        "ldpkit.service needs the service extra: pip install 'ldpkit[service]'"
+    ) from exc
 
 from ..encoder import Encoder
 from ..spec import spec_from_dict
@@ -54,7 +56,9 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
-        raise ValueError(f"config {os.fspath(path)!r} must be valid {path.suffix or 'JSON'}: {exc}") from exc
+        raise ValueError(
+            f"config {os.fspath(path)!r} must be valid {path.suffix or 'JSON'}: {exc}"
+        ) from exc
     if not isinstance(data, dict):
         raise ValueError(f"config must be a table/object, got {type(data).__name__}")
     return data
@@ -62,7 +66,9 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _collection(name: str, entry: Any) -> Collection:
     if not isinstance(entry, Mapping) or "mechanism" not in entry:
-        raise ValueError(f"collections.{name} must have a 'mechanism' (and 'params'), got {entry!r}")
+        raise ValueError(
+            f"collections.{name} must have a 'mechanism' (and 'params'), got {entry!r}"
+        )
     params = dict(entry.get("params", {}))
     encoder = None
     if entry.get("categories") is not None:
@@ -83,7 +89,11 @@ def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overri
     if not isinstance(entries, Mapping) or not entries:
         raise ValueError("config must define at least one collection under 'collections'")
     collections = {name: _collection(name, entry) for name, entry in entries.items()}
-    options: dict[str, Any] = {k: data[k] for k in ("database_url", "store_reports", "max_body_bytes", "max_decoded_bytes") if k in data}
+    options: dict[str, Any] = {
+        k: data[k]
+        for k in ("database_url", "store_reports", "max_body_bytes", "max_decoded_bytes")
+        if k in data
+    }
     options.update(overrides)
     return create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
 

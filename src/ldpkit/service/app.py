@@ -57,10 +57,14 @@ class Collection:
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, Mechanism):
-            raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(self.spec).__name__}")
+            raise TypeError(
+                f"spec must be an ldpkit mechanism spec, got {type(self.spec).__name__}"
+            )
         if self.encoder is not None:
             if not isinstance(self.encoder, Encoder):
-                raise TypeError(f"encoder must be an ldpkit.Encoder, got {type(self.encoder).__name__}")
+                raise TypeError(
+                    f"encoder must be an ldpkit.Encoder, got {type(self.encoder).__name__}"
+                )
             size = getattr(self.spec, "domain_size", None)
             if size != self.encoder.domain_size:
                 raise ValueError(
@@ -71,7 +75,10 @@ class Collection:
     def labels(self) -> list[Any] | None:
         if self.encoder is None:
             return None
-        return [x if isinstance(x, (str, int, float, bool)) else str(x) for x in self.encoder.labels.tolist()]
+        return [
+            x if isinstance(x, (str, int, float, bool)) else str(x)
+            for x in self.encoder.labels.tolist()
+        ]
 
 
 # -- response models (they document the API in /docs) ---------------------------------------
@@ -83,7 +90,9 @@ class FieldInfo(BaseModel):
 class CollectionInfo(BaseModel):
     name: str
     description: str
-    mechanism: dict[str, Any] = Field(description="the spec, rebuild it with ldpkit.spec.spec_from_dict")
+    mechanism: dict[str, Any] = Field(
+        description="the spec, rebuild it with ldpkit.spec.spec_from_dict"
+    )
     fingerprint: str
     n: int = Field(description="reports stored so far")
     batches: int
@@ -102,7 +111,9 @@ class IngestResult(BaseModel):
     collection: str
     n: int = Field(description="reports in this batch")
     received_at: str
-    duplicate: bool = Field(description="true when the Idempotency-Key was seen before; nothing was added")
+    duplicate: bool = Field(
+        description="true when the Idempotency-Key was seen before; nothing was added"
+    )
 
 
 class EstimateResult(BaseModel):
@@ -152,7 +163,10 @@ _BODY_DOC = {
                                         "type": "object",
                                         "properties": {
                                             "dtype": {"type": "string"},
-                                            "shape": {"type": "array", "items": {"type": "integer"}},
+                                            "shape": {
+                                                "type": "array",
+                                                "items": {"type": "integer"},
+                                            },
                                             "data": {"type": "array"},
                                         },
                                         "required": ["data"],
@@ -235,8 +249,11 @@ class _Collector:
             n=n,
             batches=batches,
             labels=c.labels,
-            report_fields=None if template is None else {
-                k: FieldInfo(dtype=dtype.str, shape=list(shape)) for k, (dtype, shape) in template.items()
+            report_fields=None
+            if template is None
+            else {
+                k: FieldInfo(dtype=dtype.str, shape=list(shape))
+                for k, (dtype, shape) in template.items()
             },
         )
 
@@ -249,10 +266,13 @@ class _Collector:
             try:
                 size = decoded_size(body)
             except ValueError as exc:
-                raise HTTPException(422, f"body must be a readable {kind} reports payload: {exc}") from exc
+                raise HTTPException(
+                    422, f"body must be a readable {kind} reports payload: {exc}"
+                ) from exc
             if size is not None and size > self.max_decoded_bytes:
                 raise HTTPException(
-                    413, f"batch must decode to at most {self.max_decoded_bytes} bytes, got {size}; send smaller batches"
+                    413,
+                    f"batch must decode to at most {self.max_decoded_bytes} bytes, got {size}; send smaller batches",
                 )
             try:
                 reports = reports_from_bytes(body)
@@ -272,12 +292,17 @@ class _Collector:
         except (ValueError, UnicodeDecodeError) as exc:
             raise HTTPException(422, f"body must be valid JSON: {exc}") from exc
         if not isinstance(data, dict):
-            raise HTTPException(422, f"body must be a JSON object with 'fingerprint' and 'arrays', got {type(data).__name__}")
+            raise HTTPException(
+                422,
+                f"body must be a JSON object with 'fingerprint' and 'arrays', got {type(data).__name__}",
+            )
         if "mechanism" in data:
             try:
                 claimed = spec_from_dict(data["mechanism"])
             except (KeyError, TypeError, ValueError) as exc:
-                raise HTTPException(422, f"mechanism must be a spec dict (spec.to_dict()): {exc}") from exc
+                raise HTTPException(
+                    422, f"mechanism must be a spec dict (spec.to_dict()): {exc}"
+                ) from exc
             self._check_spec(name, claimed)
         fingerprint = data.get("fingerprint")
         if fingerprint != spec.fingerprint:
@@ -289,7 +314,9 @@ class _Collector:
             )
         template = self.templates[name] or {}
         try:
-            reports = reports_from_dict(data, expected=spec, dtypes={k: v[0] for k, v in template.items()})
+            reports = reports_from_dict(
+                data, expected=spec, dtypes={k: v[0] for k, v in template.items()}
+            )
         except (ValueError, TypeError) as exc:
             raise HTTPException(422, str(exc)) from exc
         return reports, "json"
@@ -310,7 +337,8 @@ class _Collector:
         template = self.templates[name]
         if template is not None and set(reports.fields) != set(template):
             raise HTTPException(
-                422, f"reports must have fields {sorted(template)} for {spec!r}, got {sorted(reports.fields)}"
+                422,
+                f"reports must have fields {sorted(template)} for {spec!r}, got {sorted(reports.fields)}",
             )
         if len(reports) == 0:
             raise HTTPException(422, "batch must hold at least one report, got 0")
@@ -347,13 +375,23 @@ class _Collector:
             "labels": collection.labels,
         }
         if postprocessing is not None and postprocessing not in METHODS:
-            raise HTTPException(422, f"postprocessing must be one of {sorted(METHODS)}, got {postprocessing!r}")
+            raise HTTPException(
+                422, f"postprocessing must be one of {sorted(METHODS)}, got {postprocessing!r}"
+            )
         if stats.n == 0:
-            return EstimateResult(**base, postprocessing=[], frequencies=None, std_errors=None, ci_low=None, ci_high=None)
+            return EstimateResult(
+                **base,
+                postprocessing=[],
+                frequencies=None,
+                std_errors=None,
+                ci_low=None,
+                ci_high=None,
+            )
         est = spec.estimate(stats)
         if not isinstance(est, FrequencyEstimate):
             raise HTTPException(
-                501, f"the estimate endpoint serves frequency oracles; use /v1/collections/{name}/stats for {spec!r}"
+                501,
+                f"the estimate endpoint serves frequency oracles; use /v1/collections/{name}/stats for {spec!r}",
             )
         if postprocessing is not None:
             est = METHODS[postprocessing](est)
@@ -412,7 +450,11 @@ def create_app(
         store.close()
         raise
     collector = _Collector(
-        specs, store, store_reports=store_reports, max_body_bytes=max_body_bytes, max_decoded_bytes=max_decoded_bytes
+        specs,
+        store,
+        store_reports=store_reports,
+        max_body_bytes=max_body_bytes,
+        max_decoded_bytes=max_decoded_bytes,
     )
 
     @asynccontextmanager
@@ -439,7 +481,9 @@ def create_app(
             store.ping()
         except Exception as exc:  # any database failure means unhealthy
             response.status_code = 503
-            return Health(status="unavailable", database=f"error: {type(exc).__name__}", version=__version__)
+            return Health(
+                status="unavailable", database=f"error: {type(exc).__name__}", version=__version__
+            )
         return Health(status="ok", database="ok", version=__version__)
 
     @app.get("/v1/collections", response_model=CollectionList, tags=["collections"])
@@ -458,7 +502,9 @@ def create_app(
         tags=["reports"],
         openapi_extra=_BODY_DOC,
         responses={
-            200: {"description": "retried batch (same Idempotency-Key): already stored, not counted again"},
+            200: {
+                "description": "retried batch (same Idempotency-Key): already stored, not counted again"
+            },
             409: {"description": "reports made under another spec (fingerprint mismatch)"},
             413: {"description": "body too large"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
@@ -479,7 +525,10 @@ def create_app(
     ) -> IngestResult:
         collector.get(collection)
         if idempotency_key is not None and not _KEY.match(idempotency_key):
-            raise HTTPException(422, f"Idempotency-Key must be 1-200 visible ASCII characters, got {idempotency_key!r}")
+            raise HTTPException(
+                422,
+                f"Idempotency-Key must be 1-200 visible ASCII characters, got {idempotency_key!r}",
+            )
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
             raise HTTPException(413, f"body must be at most {max_body_bytes} bytes, got {declared}")
@@ -493,18 +542,27 @@ def create_app(
         if not body:
             raise HTTPException(422, "body must hold a batch of reports, got an empty body")
         result = await run_in_threadpool(
-            collector.ingest, collection, body, request.headers.get("content-type", ""), idempotency_key
+            collector.ingest,
+            collection,
+            body,
+            request.headers.get("content-type", ""),
+            idempotency_key,
         )
         if result.duplicate:
             response.status_code = 200
         return result
 
-    @app.get("/v1/collections/{collection}/estimate", response_model=EstimateResult, tags=["collections"])
+    @app.get(
+        "/v1/collections/{collection}/estimate", response_model=EstimateResult, tags=["collections"]
+    )
     def get_estimate(
         collection: CollectionName,
-        alpha: Annotated[float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")] = 0.05,
+        alpha: Annotated[
+            float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
+        ] = 0.05,
         postprocessing: Annotated[
-            str | None, Query(description="a method of ldpkit.consistency.METHODS, e.g. norm_sub (biased)")
+            str | None,
+            Query(description="a method of ldpkit.consistency.METHODS, e.g. norm_sub (biased)"),
         ] = None,
     ) -> EstimateResult:
         collector.get(collection)

@@ -59,9 +59,13 @@ batches_table = Table(
     "ldpkit_batches",
     metadata,
     # Integer on SQLite so the column is the rowid (auto-increment); BIGINT elsewhere.
-    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column(
+        "id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    ),
     Column("batch_id", String(36), nullable=False, unique=True),
-    Column("collection", String(128), ForeignKey("ldpkit_collections.name"), nullable=False, index=True),
+    Column(
+        "collection", String(128), ForeignKey("ldpkit_collections.name"), nullable=False, index=True
+    ),
     Column("fingerprint", String(64), nullable=False),
     Column("idempotency_key", String(200), nullable=True),
     Column("digest", String(64), nullable=False),  # sha256 of the batch's Stats
@@ -215,7 +219,9 @@ class CollectorStore:
                 )
                 if raw is not None:
                     conn.execute(
-                        insert(reports_table).values(batch_id=record.batch_id, format=raw[0], payload=raw[1])
+                        insert(reports_table).values(
+                            batch_id=record.batch_id, format=raw[0], payload=raw[1]
+                        )
                     )
         except IntegrityError:
             if idempotency_key is None:
@@ -234,7 +240,9 @@ class CollectorStore:
                     f"Idempotency-Key {idempotency_key!r} must identify one batch, but it was used "
                     f"for batch {prior.batch_id} with different reports; use a new key for new data"
                 ) from None
-            return BatchRecord(prior.batch_id, collection, int(prior.n), _utc(prior.received_at), duplicate=True)
+            return BatchRecord(
+                prior.batch_id, collection, int(prior.n), _utc(prior.received_at), duplicate=True
+            )
         return record
 
     def summary(self, collection: str) -> tuple[int, int]:
@@ -269,6 +277,8 @@ class CollectorStore:
         """The stored payload of a batch (only when the app stores raw reports)."""
         with self.engine.connect() as conn:
             row = conn.execute(
-                select(reports_table.c.format, reports_table.c.payload).where(reports_table.c.batch_id == batch_id)
+                select(reports_table.c.format, reports_table.c.payload).where(
+                    reports_table.c.batch_id == batch_id
+                )
             ).one_or_none()
         return None if row is None else (row.format, bytes(row.payload))

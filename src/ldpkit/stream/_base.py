@@ -223,7 +223,9 @@ class StreamRelease(ABC):
         """Rebuild an estimator from :meth:`to_dict` output; it continues where it stopped."""
         target = STREAM_CLASSES.get(data.get("class", ""))
         if target is None or not issubclass(target, cls):
-            raise ValueError(f"class must name a subclass of {cls.__name__}, got {data.get('class')!r}")
+            raise ValueError(
+                f"class must name a subclass of {cls.__name__}, got {data.get('class')!r}"
+            )
         obj = target(**data["params"], rng=_generator_from_state(data["rng"]))
         buf = np.asarray(data["buffer"], dtype=np.float64)
         if obj._threshold is None:

@@ -313,7 +313,9 @@ class LocalStreamRelease(StreamRelease):
         prefix = np.asarray(state["prefix"], dtype=np.float64).reshape(-1)
         opened = np.asarray(state["open"], dtype=np.float64).reshape(-1)
         if prefix.size < 1 or opened.size >= self.block_size:
-            raise ValueError("state must hold >= 1 prefix sum and fewer open estimates than block_size")
+            raise ValueError(
+                "state must hold >= 1 prefix sum and fewer open estimates than block_size"
+            )
         self._prefix = np.zeros(max(1024, 2 * prefix.size))
         self._prefix[: prefix.size] = prefix
         self._n_blocks = prefix.size - 1

@@ -130,7 +130,12 @@ class _PAKThreshold:
 
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
         return pak_threshold(
-            items, self.epsilon, self.bound, delta=self._pak_delta(), percentile=self.percentile, rng=rng
+            items,
+            self.epsilon,
+            self.bound,
+            delta=self._pak_delta(),
+            percentile=self.percentile,
+            rng=rng,
         )
 
 

@@ -232,7 +232,9 @@ class OnlineHierarchy:
             self._cons[k].reserve(old[k] + sizes[k])
         self._levelcum = None
 
-    def _draw_noise(self, old: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+    def _draw_noise(
+        self, old: np.ndarray, sizes: np.ndarray, rng: np.random.Generator
+    ) -> list[np.ndarray]:
         """Laplace noise for the new nodes, drawn in (completion leaf, level) order."""
         sizes_l = sizes.tolist()
         if self.scale == 0.0:
@@ -278,7 +280,9 @@ class OnlineHierarchy:
             for p_lo, p_hi in parents:  # top-down below recomputed parents
                 kids = hk[p_lo * b : p_hi * b].reshape(p_hi - p_lo, b)
                 parent = self._cons[k + 1].data[p_lo:p_hi]
-                nbar[p_lo * b : p_hi * b] = (kids + ((parent - kids.sum(axis=1)) / b)[:, None]).ravel()
+                nbar[p_lo * b : p_hi * b] = (
+                    kids + ((parent - kids.sum(axis=1)) / b)[:, None]
+                ).ravel()
                 runs.append((p_lo * b, p_hi * b))
             new_root = max(r0, int(self._done[k]))  # older roots are unchanged
             if new_root < r1:

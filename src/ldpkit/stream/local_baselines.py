@@ -95,7 +95,9 @@ class FixedDomainLDP(LocalStreamRelease):
         rng: RNGLike = None,
     ) -> None:
         if mechanism not in _MEAN_MECHANISMS:
-            raise ValueError(f"mechanism must be one of {tuple(_MEAN_MECHANISMS)}, got {mechanism!r}")
+            raise ValueError(
+                f"mechanism must be one of {tuple(_MEAN_MECHANISMS)}, got {mechanism!r}"
+            )
         self.mechanism = mechanism
         super().__init__(epsilon, bound, threshold_size=0, block_size=block_size, rng=rng)
         self._set_threshold(self.bound)
@@ -195,7 +197,9 @@ class SWOnly(LocalStreamRelease):
         rng: RNGLike = None,
     ) -> None:
         if estimator not in ("unbiased", "distribution"):
-            raise ValueError(f"estimator must be one of ('unbiased', 'distribution'), got {estimator!r}")
+            raise ValueError(
+                f"estimator must be one of ('unbiased', 'distribution'), got {estimator!r}"
+            )
         self.estimator = estimator
         self.buckets = check_integer(buckets, "buckets", low=1)
         super().__init__(epsilon, bound, threshold_size=0, block_size=block_size, rng=rng)
@@ -267,6 +271,8 @@ class SWOnly(LocalStreamRelease):
         self._load_store(state)
         counts = np.asarray(state["counts"], dtype=np.int64).reshape(-1)
         if counts.shape != self._counts.shape:
-            raise ValueError(f"state counts must have {self._counts.size} buckets, got {counts.size}")
+            raise ValueError(
+                f"state counts must have {self._counts.size} buckets, got {counts.size}"
+            )
         self._counts = counts.copy()
         self._cache = None

@@ -20,7 +20,9 @@ __all__ = ["random_ranges", "range_errors", "evaluate_ranges", "METRICS"]
 METRICS = ("mae", "mse", "mmae", "mmse")
 
 
-def random_ranges(length: int, count: int = 200, *, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
+def random_ranges(
+    length: int, count: int = 200, *, rng: RNGLike = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``count`` ranges ``[i, j)`` with ``0 <= i < j <= length``: two distinct uniform endpoints, sorted.
 
     Examples

@@ -84,7 +84,12 @@ def exceed_counts(values: Any, candidates: np.ndarray) -> np.ndarray:
 
 
 def tops_lambda(
-    threshold_size: int, length: int, branching: int, levels: int, epsilon: float, excess: float = 60.0
+    threshold_size: int,
+    length: int,
+    branching: int,
+    levels: int,
+    epsilon: float,
+    excess: float = 60.0,
 ) -> float:
     """``lambda = (3 m / (n c)) sqrt(2 (b - 1) h^3) / epsilon`` (STR21 §4.2, METHODS.md §5).
 
@@ -214,7 +219,12 @@ def choose_threshold(
         raise ValueError("values must hold at least one value to choose a threshold from")
     candidates = threshold_candidates(bound, step)
     lam = tops_lambda(
-        v.size, length, branching, levels, epsilon if range_epsilon is None else range_epsilon, excess
+        v.size,
+        length,
+        branching,
+        levels,
+        epsilon if range_epsilon is None else range_epsilon,
+        excess,
     )
     scores = tops_threshold_scores(v, candidates, lam)
     return float(candidates[exponential_mechanism(scores, epsilon, method=method, rng=rng)])

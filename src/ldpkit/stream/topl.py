@@ -73,7 +73,9 @@ def _probabilities(distribution: Any) -> np.ndarray:
     f = distribution.probabilities if isinstance(distribution, Distribution) else distribution
     f = np.asarray(f, dtype=np.float64)
     if f.ndim != 1 or f.size < 2:
-        raise ValueError(f"probabilities must be a 1-D array of >= 2 bucket masses, got shape {f.shape}")
+        raise ValueError(
+            f"probabilities must be a 1-D array of >= 2 bucket masses, got shape {f.shape}"
+        )
     if not np.all(np.isfinite(f)) or np.any(f < 0) or not f.sum() > 0:
         raise ValueError("probabilities must be finite, >= 0 and have positive total mass")
     return f / f.sum()
@@ -277,11 +279,19 @@ class ToPL(LocalStreamRelease):
         self.objective = objective
         bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
         if threshold is None:
-            m = 65_536 if threshold_size is None else check_integer(threshold_size, "threshold_size", low=1)
+            m = (
+                65_536
+                if threshold_size is None
+                else check_integer(threshold_size, "threshold_size", low=1)
+            )
         else:
             threshold = check_real(threshold, "threshold", low=0.0, high=bound, low_inclusive=False)
-            m = 0 if threshold_size is None else check_integer(
-                threshold_size, "threshold_size (with a fixed threshold)", low=0, high=0
+            m = (
+                0
+                if threshold_size is None
+                else check_integer(
+                    threshold_size, "threshold_size (with a fixed threshold)", low=0, high=0
+                )
             )
         self._fixed_threshold = threshold
         super().__init__(epsilon, bound, threshold_size=m, block_size=block_size, rng=rng)
@@ -414,7 +424,9 @@ class ToPL(LocalStreamRelease):
         out = {
             "threshold_counts": self._counts.copy(),
             "threshold_n": int(self._count),
-            "probabilities": np.zeros(0) if self._probabilities is None else self._probabilities.copy(),
+            "probabilities": np.zeros(0)
+            if self._probabilities is None
+            else self._probabilities.copy(),
         }
         if self._threshold is not None:
             out.update(self._store_state())
@@ -423,7 +435,9 @@ class ToPL(LocalStreamRelease):
     def _load_state(self, state: dict[str, Any]) -> None:
         counts = np.asarray(state["threshold_counts"], dtype=np.int64).reshape(-1)
         if counts.shape != self._counts.shape:
-            raise ValueError(f"state threshold_counts must have {self._counts.size} buckets, got {counts.size}")
+            raise ValueError(
+                f"state threshold_counts must have {self._counts.size} buckets, got {counts.size}"
+            )
         self._counts = counts.copy()
         self._count = int(state["threshold_n"])
         probs = np.asarray(state["probabilities"], dtype=np.float64).reshape(-1)

@@ -56,7 +56,9 @@ def client_randomize(spec: Mechanism, values: Any, *, rng: RNGLike = None) -> Re
             raise TypeError(f"values must be real numbers, got an array of dtype {v.dtype}")
         v = np.atleast_1d(v).astype(np.float64)
         if v.ndim != 1 or not np.all(np.isfinite(v)):
-            raise ValueError(f"values must be a 1-D array of finite real numbers, got shape {v.shape}")
+            raise ValueError(
+                f"values must be a 1-D array of finite real numbers, got shape {v.shape}"
+            )
         return spec.randomize(np.clip(v, spec.low, spec.high), rng=rng)
     if isinstance(spec, SquareWave):
         return spec.randomize(values, rng=rng)

@@ -154,9 +154,13 @@ class ToPS(StreamRelease):
         self.bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
         self.length = check_integer(length, "length", low=1)
         self.branching = check_integer(branching, "branching", low=2)
-        self.max_range = self.length if max_range is None else check_integer(max_range, "max_range", low=1)
+        self.max_range = (
+            self.length if max_range is None else check_integer(max_range, "max_range", low=1)
+        )
         if leaf_size is None:
-            leaf_size = self.branching ** choose_leaf_exponent(self.branching, self.max_range, self.epsilon)
+            leaf_size = self.branching ** choose_leaf_exponent(
+                self.branching, self.max_range, self.epsilon
+            )
         self.leaf_size = check_integer(leaf_size, "leaf_size", low=1)
         if levels is None:
             levels = hierarchy_levels(self.length, self.leaf_size, self.branching)
@@ -164,21 +168,33 @@ class ToPS(StreamRelease):
         self.excess = check_real(excess, "excess", low=0.0, low_inclusive=False)
         self.step = check_real(step, "step", low=0.0, low_inclusive=False)
         if threshold_method not in THRESHOLD_METHODS:
-            raise ValueError(f"threshold_method must be one of {THRESHOLD_METHODS}, got {threshold_method!r}")
+            raise ValueError(
+                f"threshold_method must be one of {THRESHOLD_METHODS}, got {threshold_method!r}"
+            )
         self.threshold_method = threshold_method
         if block_correction not in BLOCK_CORRECTIONS:
-            raise ValueError(f"block_correction must be one of {BLOCK_CORRECTIONS}, got {block_correction!r}")
+            raise ValueError(
+                f"block_correction must be one of {BLOCK_CORRECTIONS}, got {block_correction!r}"
+            )
         self.block_correction = block_correction
         if not isinstance(consistency, (bool, np.bool_)):
             raise TypeError(f"consistency must be a bool, got {consistency!r}")
         self.consistency = bool(consistency)
         self.smoother = make_smoother(smoother)
         if threshold is None:
-            m = 65_536 if threshold_size is None else check_integer(threshold_size, "threshold_size", low=1)
+            m = (
+                65_536
+                if threshold_size is None
+                else check_integer(threshold_size, "threshold_size", low=1)
+            )
         else:
             threshold = check_real(threshold, "threshold", low=0.0, high=self.bound)
-            m = 0 if threshold_size is None else check_integer(
-                threshold_size, "threshold_size (with a fixed threshold)", low=0, high=0
+            m = (
+                0
+                if threshold_size is None
+                else check_integer(
+                    threshold_size, "threshold_size (with a fixed threshold)", low=0, high=0
+                )
             )
         self._fixed_threshold = threshold
         self._tree: OnlineHierarchy | None = None
@@ -231,7 +247,9 @@ class ToPS(StreamRelease):
     def tree(self) -> OnlineHierarchy:
         """The perturber's hierarchy (after the threshold is known)."""
         if self._tree is None:
-            raise ValueError(f"the threshold is chosen after {self._m} values; {self._n_seen} arrived so far")
+            raise ValueError(
+                f"the threshold is chosen after {self._m} values; {self._n_seen} arrived so far"
+            )
         return self._tree
 
     @property
@@ -274,13 +292,17 @@ class ToPS(StreamRelease):
             out[front] += leaves[tf] - (g - k) * p_front / g
         r = (stops - lj * g)[back].astype(np.float64)
         tb = lj[back]
-        per = np.where(tb < n_leaves, leaves[np.minimum(tb, n_leaves - 1)] if n_leaves else 0.0, p_back)
+        per = np.where(
+            tb < n_leaves, leaves[np.minimum(tb, n_leaves - 1)] if n_leaves else 0.0, p_back
+        )
         if self.block_correction == "last":
             per = p_back
         out[back] += r * per / g
         r = (stops - starts)[same].astype(np.float64)
         ts = lj[same]
-        per = np.where(ts < n_leaves, leaves[np.minimum(ts, n_leaves - 1)] if n_leaves else 0.0, p_same)
+        per = np.where(
+            ts < n_leaves, leaves[np.minimum(ts, n_leaves - 1)] if n_leaves else 0.0, p_same
+        )
         if self.block_correction == "last":
             per = p_same
         out[same] += r * per / g
@@ -340,7 +362,9 @@ class ToPS(StreamRelease):
             raise ValueError(f"no value is released before the first {self._m} values arrive")
         if position is None:
             t = int(self._tree.counts[0])
-            return float(self._predict(self._tree.leaf_estimates(), np.array([t]))[0]) / self.leaf_size
+            return (
+                float(self._predict(self._tree.leaf_estimates(), np.array([t]))[0]) / self.leaf_size
+            )
         p = check_integer(position, "position", low=0, high=self.n_released - 1)
         return float(self._range_estimates(np.array([p]), np.array([p + 1]))[0])
 
