@@ -169,8 +169,9 @@ def reproduce(
         bool, typer.Option(help="A reduced grid that runs in about two minutes.")
     ] = False,
     out: Annotated[
-        Optional[Path], typer.Option(help="Results directory (default results/PAPER).")
-    ] = None,  # noqa: UP045 - typer needs Optional
+        Optional[Path],  # noqa: UP045 - typer needs Optional
+        typer.Option(help="Results directory (default results/PAPER)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Root seed of the experiment grid.")] = 0,
     jobs: Annotated[int, typer.Option(help="Worker processes over grid cells.")] = 1,
 ) -> None:
