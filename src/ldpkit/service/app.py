@@ -14,8 +14,6 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
 - ``GET /healthz`` (open), ``GET /metrics`` (``read``; Prometheus text).
 """
 
-
-import asyncio
 import dataclasses
 import datetime as dt
 import io
@@ -55,6 +53,7 @@ log = logging.getLogger("ldpkit.service")
 DEFAULT_DATABASE_URL = "sqlite:///ldpkit-collector.db"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header values allow
+_ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
 QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
@@ -327,7 +326,9 @@ def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]]
         except (ValueError, TypeError):
             continue
     if sample is None:
-        raise ValueError(f"collections must use a spec whose randomize accepts values, got {spec!r}")
+        raise ValueError(
+            f"collections must use a spec whose randomize accepts values, got {spec!r}"
+        )
     template = {k: (v.dtype, v.shape[1:]) for k, v in sample.arrays.items()}
     try:
         est = spec.estimate(spec.aggregate(sample))
@@ -420,6 +421,12 @@ class _Collector:
         self.templates = {name: p[0] for name, p in probes.items()}
         self.kinds = {name: p[1] for name, p in probes.items()}
         self.spec_dicts = {name: c.spec.to_dict() for name, c in collections.items()}
+        self.fingerprints = {name: c.spec.fingerprint for name, c in collections.items()}
+        self.fast_fields = {
+            name: {k: (dt_, shape, (dt_.str, dt_.name)) for k, (dt_, shape) in t.items()}
+            for name, t in self.templates.items()
+            if t is not None
+        }
         self.store = store
         self.store_reports = store_reports
         self.limits = limits
@@ -495,6 +502,7 @@ class _Collector:
 
     def decode_json(self, name: str, body: bytes, content_type: str) -> Reports:
         spec = self.collections[name].spec
+        spec_fingerprint = self.fingerprints[name]
         if "json" not in content_type and not body.lstrip().startswith(b"{"):
             raise self._fail(
                 415,
@@ -516,7 +524,11 @@ class _Collector:
             data = None
         except (ValueError, UnicodeDecodeError) as exc:
             raise self._fail(422, "malformed", f"body must be valid JSON: {exc}") from exc
-        if data is None or not _json_depth_ok(data, self.limits.max_json_depth):
+        limit = self.limits.max_json_depth
+        if data is None or (
+            # fewer opening brackets than the limit cannot nest deeper: skip the walk
+            body.count(b"[") + body.count(b"{") > limit and not _json_depth_ok(data, limit)
+        ):
             raise self._fail(
                 422,
                 "malformed",
@@ -537,16 +549,16 @@ class _Collector:
                 ) from exc
             self._check_spec(name, claimed)
         fingerprint = data.get("fingerprint")
-        if fingerprint != spec.fingerprint:
+        if fingerprint != spec_fingerprint:
             raise self._fail(
                 409 if isinstance(fingerprint, str) else 422,
                 "wrong_spec",
                 f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
-                f"{spec.fingerprint}), got fingerprint {fingerprint!r}; fetch the spec from "
+                f"{spec_fingerprint}), got fingerprint {fingerprint!r}; fetch the spec from "
                 f"GET /v1/collections/{name}",
             )
         template = self.templates[name] or {}
-        fast = _fast_json_reports(data, spec, template)
+        fast = _fast_json_reports(data, spec, self.fast_fields.get(name, {}))
         if fast is not None:
             return fast
         try:
@@ -665,7 +677,9 @@ class _Collector:
             if len(reports) <= step:
                 return aggregate_one(spec, reports)
             # bounded scratch memory: aggregate a chunk at a time (merge is exact)
-            parts = [aggregate_one(spec, reports[i : i + step]) for i in range(0, len(reports), step)]
+            parts = [
+                aggregate_one(spec, reports[i : i + step]) for i in range(0, len(reports), step)
+            ]
             return parts[0].merge(*parts[1:])
         except AggregationError as exc:
             raise self._fail(422, "rejected_by_spec", str(exc)) from exc
@@ -716,6 +730,10 @@ class _Collector:
             alpha=alpha,
             labels=collection.labels,
             postprocessing=[],
+            frequencies=None,
+            ci_low=None,
+            distribution=None,
+            mean=None,
         )
         if stats.n == 0:
             return result
@@ -740,15 +758,17 @@ class _Collector:
             )
             result.mean = est.mean()
         elif isinstance(est, MeanEstimate):
-            low, high = est.confidence_interval(alpha)
+            interval = est.confidence_interval(alpha)
             result.mean = float(est.mean)
             result.std_error = float(est.std_error)
-            result.ci_low, result.ci_high = [float(low)], [float(high)]
+            result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
         return result
 
 
 def _fast_json_reports(
-    data: dict[str, Any], spec: Mechanism, template: Mapping[str, tuple[np.dtype, tuple[int, ...]]]
+    data: dict[str, Any],
+    spec: Mechanism,
+    template: Mapping[str, tuple[np.dtype, tuple[int, ...], tuple[str, str]]],
 ) -> Reports | None:
     """Plain integer (or float) arrays of one-number-per-user fields, decoded without the
     general path's per-value checks; None sends anything else to ``reports_from_dict``
@@ -757,12 +777,12 @@ def _fast_json_reports(
     if not isinstance(arrays, dict) or set(arrays) != set(template) or not template:
         return None
     out = {}
-    for k, (dtype, shape) in template.items():
+    for k, (dtype, shape, names) in template.items():
         entry = arrays[k]
         if isinstance(entry, dict):
-            if set(entry) - {"dtype", "shape", "data"}:
+            if not _ENTRY_KEYS.issuperset(entry):
                 return None
-            if entry.get("dtype") is not None and entry["dtype"] not in (dtype.str, dtype.name):
+            if entry.get("dtype") is not None and entry["dtype"] not in names:
                 return None
             values = entry.get("data")
             if (
@@ -843,7 +863,11 @@ def create_app(
     }
     if overrides:
         limits = dataclasses.replace(limits, **overrides)
-    if isinstance(bucket_seconds, bool) or not isinstance(bucket_seconds, int) or bucket_seconds < 1:
+    if (
+        isinstance(bucket_seconds, bool)
+        or not isinstance(bucket_seconds, int)
+        or bucket_seconds < 1
+    ):
         raise ValueError(f"bucket_seconds must be an integer >= 1, got {bucket_seconds!r}")
     specs = _normalize(collections)
     store = CollectorStore(database_url)
@@ -865,7 +889,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         yield
-        collector.committer.close()
+        await collector.committer.close()
         store.close()
 
     app = FastAPI(
@@ -950,9 +974,7 @@ def create_app(
         tags=["reports"],
         openapi_extra=_BODY_DOC,
         responses={
-            200: {
-                "description": "retried batch (same Idempotency-Key and token): already stored"
-            },
+            200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
             401: {"description": "no valid bearer token (when [auth] is configured)"},
             403: {"description": "the token lacks the ingest scope"},
             409: {"description": "reports made under another spec (fingerprint mismatch)"},
@@ -995,7 +1017,7 @@ def create_app(
         else:
             item = await run_in_threadpool(collector.prepare, collection, body, ctype, token, key)
         try:
-            record = await asyncio.wrap_future(collector.committer.submit(item))
+            record = await collector.committer.commit(item)
         except IdempotencyConflict as exc:
             raise collector._fail(422, "idempotency_conflict", str(exc)) from exc
         except AggregationError as exc:
@@ -1085,13 +1107,13 @@ def create_app(
                 )
         return s, u
 
-    @app.get(
-        "/v1/admin/collections/{collection}/batches", response_model=BatchList, tags=["admin"]
-    )
+    @app.get("/v1/admin/collections/{collection}/batches", response_model=BatchList, tags=["admin"])
     def list_batches(
         collection: CollectionName,
         request: Request,
-        token: Annotated[str | None, Query(description="only batches sent with this token name")] = None,
+        token: Annotated[
+            str | None, Query(description="only batches sent with this token name")
+        ] = None,
         since: TimeParam = None,
         until: TimeParam = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
@@ -1120,7 +1142,9 @@ def create_app(
     def delete_batches(
         collection: CollectionName,
         request: Request,
-        token: Annotated[str | None, Query(description="only batches sent with this token name")] = None,
+        token: Annotated[
+            str | None, Query(description="only batches sent with this token name")
+        ] = None,
         since: TimeParam = None,
         until: TimeParam = None,
     ) -> DeleteResult:
@@ -1137,9 +1161,7 @@ def create_app(
             )
         s, u = _admin_window(since, until)
         batches, reports = store.delete_batches(collection, token=token, since=s, until=u)
-        return DeleteResult(
-            collection=collection, deleted_batches=batches, deleted_reports=reports
-        )
+        return DeleteResult(collection=collection, deleted_batches=batches, deleted_reports=reports)
 
     return app
 

@@ -70,11 +70,7 @@ def parse_tokens(entries: Any) -> list[Token]:
             raise ValueError(
                 f"{where}.name must be 1-64 letters, digits, '_', '.', '-', got {name!r}"
             )
-        if (
-            not isinstance(scopes, list)
-            or not scopes
-            or any(s not in SCOPES for s in scopes)
-        ):
+        if not isinstance(scopes, list) or not scopes or any(s not in SCOPES for s in scopes):
             raise ValueError(
                 f"{where}.scopes must be a non-empty list of {list(SCOPES)}, got {scopes!r}"
             )

@@ -26,11 +26,14 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+import os
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -58,8 +61,6 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
-
-import numpy as np
 
 from ..spec import Mechanism, Reports, Stats
 
@@ -115,7 +116,10 @@ rollups_table = Table(
     Column("token", String(64), primary_key=True),
     Column("n", BigInteger, nullable=False),
     Column("batches", BigInteger, nullable=False),
-    Column("stats", Text, nullable=False),  # merged Stats.to_dict() as JSON
+    # The merged Stats' arrays, little-endian, concatenated in the spec's field order
+    # (layout fixed by the collection's spec; see _Layout). Binary, so that summing
+    # thousands of roll-ups is one numpy reduction instead of thousands of JSON parses.
+    Column("arrays", LargeBinary, nullable=False),
 )
 
 reports_table = Table(
@@ -206,6 +210,15 @@ def reports_digest(reports: Reports) -> str:
     return d.hexdigest()
 
 
+def new_batch_id() -> str:
+    """A UUID version 7 (RFC 9562): time-ordered, so new rows append to the index."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & (2**48 - 1)) << 80 | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64
+    value |= (0b10 << 62) | (rand & (2**62 - 1))
+    return str(uuid.UUID(int=value))
+
+
 def _utc(value: dt.datetime) -> dt.datetime:
     # SQLite returns naive datetimes; everything stored is UTC.
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
@@ -219,8 +232,41 @@ def _merge_members(members: Sequence[PendingBatch]) -> Stats:
     return first.merge(*rest)  # type: ignore[union-attr, arg-type]
 
 
-def _dumps(stats: Stats) -> str:
-    return json.dumps(stats.to_dict(), separators=(",", ":"))
+class _Layout:
+    """Byte layout of one spec's Stats arrays in a roll-up row."""
+
+    def __init__(self, spec: Mechanism) -> None:
+        self.spec = spec
+        empty = spec.empty_stats()
+        self.fields = [
+            (name, arr.dtype.newbyteorder("<"), arr.shape) for name, arr in empty.arrays.items()
+        ]
+        self.sizes = [
+            int(np.prod(shape, dtype=np.int64)) * dt_.itemsize for _, dt_, shape in self.fields
+        ]
+        self.row_bytes = sum(self.sizes)
+
+    def pack(self, stats: Stats) -> bytes:
+        return b"".join(
+            np.ascontiguousarray(stats.arrays[name], dtype=dtype).tobytes()
+            for name, dtype, _ in self.fields
+        )
+
+    def sum(self, payloads: Sequence[bytes], n: int) -> Stats:
+        """The Stats of several packed rows added up (what ``Stats.merge`` computes)."""
+        if any(len(p) != self.row_bytes for p in payloads):
+            raise ValueError(
+                f"roll-up rows must hold {self.row_bytes} bytes for {self.spec!r}, got "
+                f"{sorted({len(p) for p in payloads})}"
+            )
+        rows = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), -1)
+        arrays, offset = {}, 0
+        for (name, dtype, shape), size in zip(self.fields, self.sizes):
+            block = np.ascontiguousarray(rows[:, offset : offset + size]).view(dtype)
+            arrays[name] = block.reshape(len(payloads), *shape).sum(axis=0, dtype=dtype)
+            offset += size
+        native = {k: v.astype(v.dtype.newbyteorder("="), copy=False) for k, v in arrays.items()}
+        return Stats(self.spec, n, **native)
 
 
 def make_engine(database_url: str) -> Engine:
@@ -242,6 +288,9 @@ def make_engine(database_url: str) -> Engine:
             # the WAL at every commit, so an acknowledged batch survives a power cut.
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=FULL")
+            # Checkpoint the WAL into the database every ~40 MB instead of every ~4 MB:
+            # fewer extra fsyncs on the ingest path (a crash replays the WAL either way).
+            cursor.execute("PRAGMA wal_autocheckpoint=10000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -265,6 +314,7 @@ class CollectorStore:
         self._check_legacy_schema()
         metadata.create_all(self.engine)
         self.specs: dict[str, Mechanism] = {}
+        self.layouts: dict[str, _Layout] = {}
         self.bucket_seconds: dict[str, int] = {}
 
     def _check_legacy_schema(self) -> None:
@@ -325,6 +375,7 @@ class CollectorStore:
                 f"its roll-ups use it, got {bucket_seconds}; use a new collection name"
             )
         self.specs[name] = spec
+        self.layouts[name] = _Layout(spec)
         self.bucket_seconds[name] = int(bucket_seconds)
 
     # -- writing -----------------------------------------------------------------------------
@@ -386,6 +437,36 @@ class CollectorStore:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def commit_group_async(
+        self,
+        items: Sequence[PendingBatch],
+        combine: Callable[[Sequence[PendingBatch]], Stats] | None,
+        run_blocking: Callable[[Callable[[], Any]], Any],
+    ) -> list[BatchRecord | Exception]:
+        """:meth:`commit_group` for an event loop: the statements run in the loop's thread
+        (they only fill the transaction: fast), the COMMIT (the fsync) runs through
+        ``run_blocking`` (an executor), so the loop keeps serving requests meanwhile and no
+        second thread fights the loop's thread for the interpreter lock on every statement.
+        """
+        for attempt in range(3):
+            conn = self.engine.connect()
+            try:
+                trans = conn.begin()
+                try:
+                    results = self._commit_group(conn, items, combine or _merge_members)
+                    await run_blocking(trans.commit)
+                    return results
+                except BaseException:
+                    if trans.is_active:
+                        trans.rollback()
+                    raise
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+            finally:
+                conn.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _commit_group(
         self,
         conn: Connection,
@@ -441,7 +522,7 @@ class CollectorStore:
                     continue
                 first_in_group[ident] = i
             records[i] = BatchRecord(
-                str(uuid.uuid4()), b.collection, b.n, b.received_at, token=b.token
+                new_batch_id(), b.collection, b.n, b.received_at, token=b.token
             )
             new.append(i)
         if new:
@@ -462,9 +543,9 @@ class CollectorStore:
                 ],
             )
             raw = [
-                {"batch_id": records[i].batch_id, "format": items[i].raw[0], "payload": items[i].raw[1]}  # type: ignore[index]
+                {"batch_id": records[i].batch_id, "format": raw_[0], "payload": raw_[1]}
                 for i in new
-                if items[i].raw is not None
+                if (raw_ := items[i].raw) is not None
             ]
             if raw:
                 conn.execute(insert(reports_table), raw)
@@ -472,10 +553,12 @@ class CollectorStore:
             groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
             for i in new:
                 b = items[i]
-                groups[(b.collection, self.bucket_of(b.collection, b.received_at), b.token)].append(b)
-            for key in sorted(groups):
-                members = groups[key]
-                self._fold(conn, key, combine(members), len(members))
+                groups[(b.collection, self.bucket_of(b.collection, b.received_at), b.token)].append(
+                    b
+                )
+            for fold_key in sorted(groups):
+                members = groups[fold_key]
+                self._fold(conn, fold_key, combine(members), len(members))
             for i in new:
                 results[i] = records[i]
         return [r if r is not None else RuntimeError("unreachable") for r in results]
@@ -511,32 +594,37 @@ class CollectorStore:
             "token": token,
             "n": stats.n,
             "batches": batches,
-            "stats": _dumps(stats),
+            "arrays": self.layouts[collection].pack(stats),
         }
         if self.backend in ("postgresql", "sqlite"):
-            if self.backend == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert as dialect_insert
-            else:
-                from sqlalchemy.dialects.sqlite import insert as dialect_insert
-            done = conn.execute(
-                dialect_insert(rollups_table).values(**values).on_conflict_do_nothing()
-            ).rowcount
-            if done == 1:
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            dialect_insert: Any = (
+                postgresql.insert if self.backend == "postgresql" else sqlite.insert
+            )
+            # RETURNING tells reliably whether the row was inserted (rowcount may be -1).
+            inserted = conn.execute(
+                dialect_insert(rollups_table)
+                .values(**values)
+                .on_conflict_do_nothing()
+                .returning(rollups_table.c.bucket)
+            ).first()
+            if inserted is not None:
                 return
         row = conn.execute(
-            select(rollups_table.c.stats, rollups_table.c.batches)
+            select(rollups_table.c.arrays, rollups_table.c.n, rollups_table.c.batches)
             .where(where)
             .with_for_update()
         ).one_or_none()
         if row is None:  # other backends: plain insert (a race raises IntegrityError: retried)
             conn.execute(insert(rollups_table).values(**values))
             return
-        merged = self.specs[collection].check_stats(Stats.from_dict(json.loads(row.stats)))
-        merged = merged.merge(stats)
+        layout = self.layouts[collection]
+        merged = layout.sum([bytes(row.arrays), layout.pack(stats)], int(row.n) + stats.n)
         conn.execute(
             update(rollups_table)
             .where(where)
-            .values(n=merged.n, batches=int(row.batches) + batches, stats=_dumps(merged))
+            .values(n=merged.n, batches=int(row.batches) + batches, arrays=layout.pack(merged))
         )
 
     # -- reading -----------------------------------------------------------------------------
@@ -587,17 +675,24 @@ class CollectorStore:
         token: str | None = None,
     ) -> tuple[Stats, int]:
         """The roll-ups of whole buckets in ``[since, until)`` merged, and their batch count."""
-        query = select(rollups_table.c.stats, rollups_table.c.batches).where(
+        query = select(rollups_table.c.arrays, rollups_table.c.n, rollups_table.c.batches).where(
             self._rollup_filter(collection, since, until, token)
         )
-        total, count, pending = spec.empty_stats(), 0, []
+        layout = self.layouts[collection]
+        if spec != layout.spec:
+            raise ValueError(
+                f"spec must be collection {collection!r}'s {layout.spec!r}, got {spec!r}"
+            )
+        total, count, n = spec.empty_stats(), 0, 0
         with self.engine.connect() as conn:
-            for payload, batches in conn.execute(query):
-                pending.append(spec.check_stats(Stats.from_dict(json.loads(payload))))
-                count += int(batches)
-                if len(pending) == 256:  # merge in chunks: fewer intermediate arrays
-                    total, pending = total.merge(*pending), []
-        return total.merge(*pending), count
+            result = conn.execution_options(yield_per=4096).execute(query)
+            for part in result.partitions():
+                payloads = [bytes(r.arrays) for r in part]
+                rows_n = sum(int(r.n) for r in part)
+                count += sum(int(r.batches) for r in part)
+                total = total.merge(layout.sum(payloads, rows_n))
+                n += rows_n
+        return total, count
 
     def buckets(
         self, collection: str, *, since: int | None = None, until: int | None = None
