@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -433,6 +433,10 @@ class _Collector:
         self.auth = auth
         self.bucket_seconds = bucket_seconds
         self.metrics = Metrics()
+        # When a batch counts as received (whole seconds, UTC); tests replace it.
+        self.clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC).replace(
+            microsecond=0
+        )
         self.committer = GroupCommitter(
             store, {n: c.spec for n, c in collections.items()}, on_commit=self.metrics.commit
         )
@@ -626,6 +630,7 @@ class _Collector:
                 idempotency_key=key,
                 digest=None if digest is None else digest.hexdigest(),
                 raw=("json", body) if self.store_reports else None,
+                received_at=self.clock(),
             )
         try:
             size = decoded_size(body)
@@ -669,6 +674,7 @@ class _Collector:
             idempotency_key=key,
             digest=None if digest is None else digest.hexdigest(),
             raw=(kind, body) if self.store_reports else None,
+            received_at=self.clock(),
         )
 
     def _aggregate(self, spec: Mechanism, reports: Reports) -> Stats:
