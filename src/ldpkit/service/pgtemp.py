@@ -96,25 +96,26 @@ class TemporaryPostgres:
             check=True,
             capture_output=True,
         )
-        self.proc = subprocess.Popen(
-            self._cmd(
-                str(self.bin_dir / "postgres"),
-                "-D",
-                str(data),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "-k",
-                str(self.root),
-                "-c",
-                "max_connections=100",
-                "-c",
-                "shared_buffers=64MB",
-            ),
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.root / "server.log", "wb"),
-        )
+        with open(self.root / "server.log", "wb") as log:  # the server keeps its own fd
+            self.proc = subprocess.Popen(
+                self._cmd(
+                    str(self.bin_dir / "postgres"),
+                    "-D",
+                    str(data),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "-k",
+                    str(self.root),
+                    "-c",
+                    "max_connections=100",
+                    "-c",
+                    "shared_buffers=64MB",
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
