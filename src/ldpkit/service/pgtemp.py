@@ -119,8 +119,8 @@ class TemporaryPostgres:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                log = (self.root / "server.log").read_text(errors="replace")
-                raise RuntimeError(f"postgres must start, it exited: {log[-2000:]}")
+                text = (self.root / "server.log").read_text(errors="replace")
+                raise RuntimeError(f"postgres must start, it exited: {text[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                     pass
