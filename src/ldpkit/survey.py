@@ -84,7 +84,7 @@ class Survey:
             raise ValueError(f"split must be 'users' or 'epsilon', got {split!r}")
         self.epsilon = check_epsilon(epsilon)
         self.split = split
-        shares = split_budget(1.0, weights if weights is not None else len(items))
+        shares = split_budget(1.0, list(weights) if weights is not None else len(items))
         if len(shares) != len(items):
             raise ValueError(
                 f"weights must have one entry per question ({len(items)}), got {len(shares)}"
