@@ -24,6 +24,7 @@ __all__ = [
     "bonferroni_z",
     "check_mechanism",
     "chisquare_gof",
+    "small_spec",
     "variance_ratio_bounds",
 ]
 
@@ -111,6 +112,44 @@ CONTRACT_CHECKS: tuple[str, ...] = (
 # Integer fields that set a mechanism's resolution or domain: each must refuse bad values
 # with a message naming it.
 _SIZE_FIELDS = ("domain_size", "buckets", "bins", "max_level", "subset_size", "hash_range")
+
+
+# Small valid sizes for every size-like field, so that checks stay fast on any mechanism.
+_SMALL = {
+    "domain_size": 6,
+    "buckets": 16,
+    "bins": 8,
+    "max_level": 3,
+    "num_bits": 16,
+    "num_cohorts": 2,
+}
+
+
+def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
+    """A valid spec of ``mechanism`` (a registered name or class) with small sizes.
+
+    Every size field the mechanism has (``domain_size`` 6, ``buckets`` 16, ``bins`` 8,
+    ``max_level`` 3, RAPPOR's ``num_bits`` 16 and ``num_cohorts`` 2) is set small;
+    ``params`` override them or set other fields.
+
+    Examples
+    --------
+    >>> small_spec("GRR", epsilon=2.0)
+    GRR(epsilon=2.0, domain_size=6)
+    """
+    import dataclasses
+
+    from .spec import mechanism_registry
+
+    if isinstance(mechanism, str):
+        registry = mechanism_registry()
+        if mechanism not in registry:
+            raise ValueError(f"mechanism must be one of {sorted(registry)}, got {mechanism!r}")
+        mechanism = registry[mechanism]
+    names = {f.name for f in dataclasses.fields(mechanism)}
+    kwargs = {k: v for k, v in _SMALL.items() if k in names}
+    kwargs.update(params)
+    return mechanism(epsilon=epsilon, **kwargs)
 
 
 def check_mechanism(
@@ -225,12 +264,12 @@ def _sample_values(spec: Any, n: int, seed: int) -> np.ndarray:
     gen = np.random.default_rng([seed, 0xC0FFEE])
     if _is_categorical(spec):
         d = _input_size(spec)
-        v = gen.integers(0, d, n)
-        v[:2] = [0, d - 1]  # both ends of the domain
-        return v
-    v = gen.uniform(spec.low, spec.high, n)
-    v[:2] = [spec.low, spec.high]
-    return v
+        items = gen.integers(0, d, n)
+        items[:2] = [0, d - 1]  # both ends of the domain
+        return items
+    reals = gen.uniform(spec.low, spec.high, n)
+    reals[:2] = [spec.low, spec.high]
+    return reals
 
 
 def _raises(
@@ -251,37 +290,48 @@ def _raises(
 def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
     import dataclasses
 
+    bad: Any
     for bad in (0, -1.0, math.nan, math.inf, -math.inf):
-        _raises(ValueError, "epsilon", f"epsilon={bad!r}", lambda b=bad: spec.replace(epsilon=b))
+        _raises(
+            ValueError, "epsilon must be", f"epsilon={bad!r}", lambda b=bad: spec.replace(epsilon=b)
+        )
     for bad in ("1", None, True, [1.0]):
-        _raises(TypeError, "epsilon", f"epsilon={bad!r}", lambda b=bad: spec.replace(epsilon=b))
+        _raises(
+            TypeError, "epsilon must be", f"epsilon={bad!r}", lambda b=bad: spec.replace(epsilon=b)
+        )
     fields = {f.name for f in dataclasses.fields(spec)}
     for field in _SIZE_FIELDS:
         if field not in fields or getattr(spec, field) is None:
             continue
-        _raises(ValueError, field, f"{field}=-1", lambda f=field: spec.replace(**{f: -1}))
+        _raises(
+            ValueError, f"{field} must be", f"{field}=-1", lambda f=field: spec.replace(**{f: -1})
+        )
         for bad in (2.5, "8"):
             _raises(
                 (TypeError, ValueError),
-                field,
+                f"{field} must be",
                 f"{field}={bad!r}",
                 lambda f=field, b=bad: spec.replace(**{f: b}),
             )
     if _is_categorical(spec):
         d = _input_size(spec)
         outside: list[Any] = [[0, d], [-1, 0]]
-        wrong_type: list[Any] = [[0.0, math.nan]]
+        wrong_type: list[Any] = [[0.0, math.nan], ["a", "b"]]
     else:
         span = spec.high - spec.low
         outside = [[spec.low, spec.high + span], [spec.low - span, spec.high]]
         wrong_type = [["a", "b"]]
         outside.append([spec.low, math.nan])
     for bad in outside:
-        _raises(ValueError, "values", f"values={bad!r}", lambda b=bad: spec.randomize(b, rng=0))
+        _raises(
+            ValueError, "values must be", f"values={bad!r}", lambda b=bad: spec.randomize(b, rng=0)
+        )
     for bad in wrong_type:
-        _raises(TypeError, "values", f"values={bad!r}", lambda b=bad: spec.randomize(b, rng=0))
+        _raises(
+            TypeError, "values must be", f"values={bad!r}", lambda b=bad: spec.randomize(b, rng=0)
+        )
     two_d = np.stack([values[:2], values[:2]])
-    _raises(ValueError, "values", "2-D values", lambda: spec.randomize(two_d, rng=0))
+    _raises(ValueError, "values must be", "2-D values", lambda: spec.randomize(two_d, rng=0))
     # Reports and Stats of another configuration are refused, not silently mixed.
     other = spec.replace(epsilon=spec.epsilon * 1.5)
     mine, theirs = spec.randomize(values, rng=seed), other.randomize(values, rng=seed)
@@ -301,20 +351,20 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
         lambda: spec.aggregate(mine).merge(other.aggregate(theirs)),
     )
     _raises(ValueError, "must come from", "concat(foreign reports)", lambda: mine.concat(theirs))
-    _raises(TypeError, "reports", "aggregate(ndarray)", lambda: spec.aggregate(np.zeros(3)))
+    _raises(TypeError, "reports must be", "aggregate(ndarray)", lambda: spec.aggregate(np.zeros(3)))
 
 
 def _check_seeding(spec: Any, values: np.ndarray, seed: int) -> None:
     from .spec import Reports
 
-    state = np.random.get_state()  # noqa: NPY002 - checking the legacy global state is the point
+    state: Any = np.random.get_state()  # noqa: NPY002 - checking the legacy global state is the point
     a = spec.randomize(values, rng=seed)
     b = spec.randomize(values, rng=seed)
     c = spec.randomize(values, rng=seed + 1)
     g1 = spec.randomize(values, rng=np.random.default_rng(seed))
     g2 = spec.randomize(values, rng=np.random.default_rng(seed))
     spec.estimate(spec.aggregate(spec.randomize(values, rng=None)))
-    after = np.random.get_state()  # noqa: NPY002
+    after: Any = np.random.get_state()  # noqa: NPY002
     assert isinstance(a, Reports), f"randomize returned {type(a).__name__}, not Reports"
     assert len(a) == values.size, f"{len(a)} reports for {values.size} users"
     assert a.equals(b), "the same int seed gave different reports"
