@@ -21,10 +21,10 @@ NUMERIC = [
     ("HierarchicalHistogram", {"epsilon": 1.0, "buckets": 64}, "distribution"),
     ("HHADMM", {"epsilon": 1.0, "buckets": 64}, "distribution"),
     ("HaarHRR", {"epsilon": 1.0, "buckets": 64}, "distribution"),
-    ("CFOBinning", {"epsilon": 1.0, "bins": 16, "buckets": 64}, "distribution"),
+    ("CFOBinning", {"epsilon": 1.0, "buckets": 16}, "distribution"),
     ("HaarWavelet", {"epsilon": 1.0, "max_level": 4}, "distribution"),
-    ("WienerDeconvolution", {"epsilon": 1.0, "bins": 16}, "distribution"),
-    ("DiscreteSquareWave", {"epsilon": 1.0, "domain_size": 16}, "distribution"),
+    ("WienerDeconvolution", {"epsilon": 1.0, "buckets": 16}, "distribution"),
+    ("DiscreteSquareWave", {"epsilon": 1.0, "buckets": 16}, "distribution"),
     ("PiecewiseMechanism", {"epsilon": 1.0}, "mean"),
     ("HybridMechanism", {"epsilon": 1.0}, "mean"),
     ("StochasticRounding", {"epsilon": 1.0}, "mean"),
@@ -34,9 +34,9 @@ NUMERIC = [
 
 
 def _values(spec, rng, n):
+    if type(spec).__name__ == "DiscreteSquareWave":  # items of [0, buckets)
+        return rng.integers(0, spec.buckets, size=n)
     if getattr(spec, "domain_size", None) and not hasattr(spec, "low"):
-        return rng.integers(0, spec.domain_size, size=n)
-    if type(spec).__name__ == "DiscreteSquareWave":
         return rng.integers(0, spec.domain_size, size=n)
     low, high = spec.low, spec.high
     return low + (high - low) * rng.beta(5, 2, size=n)
@@ -84,8 +84,8 @@ def test_every_family_answers_the_offline_estimate(tmp_path, name, params, kind)
 def test_postprocessing_is_refused_for_numerical_collections(tmp_path):
     spec = _spec("SquareWave", epsilon=1.0, buckets=32)
     with TestClient(create_app(spec, f"sqlite:///{tmp_path / 'c.db'}")) as c:
-        resp = c.get("/v1/collections/default/estimate", params={"postprocessing": "norm_sub"})
-        assert resp.status_code == 422 and "frequency collections only" in resp.text
+        resp = c.get("/v1/collections/default/estimate", params={"postprocessing": "magic"})
+        assert resp.status_code == 422 and "for a distribution collection" in resp.text
 
 
 def test_unservable_spec_is_refused_when_the_config_loads(tmp_path):
