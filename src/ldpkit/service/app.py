@@ -1083,7 +1083,9 @@ def create_app(
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
-        return collector.estimate(collection, alpha, postprocessing, s, u)
+        result = collector.estimate(collection, alpha, postprocessing, s, u)
+        # Serialized once here (the model is already validated), not again by FastAPI.
+        return Response(result.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
 
     @app.get(
         "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]
