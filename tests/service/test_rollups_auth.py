@@ -376,3 +376,10 @@ def test_closed_bucket_cache_follows_deletes_and_late_writes_across_processes(db
     expected = SPEC.aggregate(kept[0].concat(*kept[1:], SPEC.randomize([9], rng=9)))
     assert body["n"] == expected.n == 11
     np.testing.assert_array_equal(body["frequencies"], SPEC.estimate(expected).frequencies)
+
+
+def test_access_log_format_leaves_client_addresses_out():
+    from ldpkit.service import _log_config
+
+    assert "client_addr" not in _log_config(False)["formatters"]["access"]["fmt"]
+    assert "client_addr" in _log_config(True)["formatters"]["access"]["fmt"]
