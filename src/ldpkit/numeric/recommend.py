@@ -201,6 +201,6 @@ def recommend(
     return Recommendation(
         method="HierarchicalHistogram",
         params={"epsilon": epsilon, **domain, "buckets": 1024, "branching": 4},
-        estimate_params={},
+        estimate_params={"postprocess": "cdf"},
         reason=why,
     )

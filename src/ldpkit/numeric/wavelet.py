@@ -1016,7 +1016,7 @@ class HaarWavelet(Mechanism):
             raise ValueError("stats must summarize at least one report, got n = 0")
         density = haar_reconstruct(self.coefficients(stats), clip=True)
         mass = density / density.size
-        dist = Distribution(mass / mass.sum(), self.low, self.high)
+        dist = Distribution(mass / mass.sum(), self.low, self.high, n=stats.n, spec=self)
         if buckets is not None:
             dist = dist.rebin(check_integer(buckets, "buckets", low=1))
         return dist
