@@ -526,9 +526,7 @@ class RAPPOR(FrequencyOracle):
         (``sigma0^2 / (M_vv - M_vS M_S^{-1} M_Sv)``): its error bar says how large its
         frequency could be while reading 0.
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         if postprocess not in (None, "lasso_selection"):
             raise ValueError(f"postprocess must be None or 'lasso_selection', got {postprocess!r}")
         alpha = check_probability(alpha, "alpha")

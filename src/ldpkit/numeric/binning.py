@@ -146,9 +146,7 @@ class CFOBinning(Mechanism):
 
     def frequency_estimate(self, stats: Stats) -> Any:
         """Unbiased bucket frequencies with their variance (the oracle's FrequencyEstimate)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         oracle = self.frequency_oracle
         return oracle.estimate(Stats(oracle, stats.n, **stats.arrays))
 

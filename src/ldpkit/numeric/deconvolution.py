@@ -268,11 +268,9 @@ class WienerDeconvolution(Mechanism):
 
     def naive_estimate(self, stats: Stats) -> np.ndarray:
         """The unbiased bucket frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
-        return (stats.counts / stats.n - o.q) / (o.p - o.q)
+        return np.asarray(o.estimate(Stats(o, stats.n, counts=stats.counts)).frequencies)
 
     def estimate(
         self,
@@ -300,9 +298,7 @@ class WienerDeconvolution(Mechanism):
             None (default): the filtered vector itself (signed). Otherwise
             :meth:`Distribution.postprocess` (``"norm_sub"``: the simplex projection).
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
         f, info = wiener_deconvolve(
             stats.counts / stats.n,

@@ -637,9 +637,7 @@ class HierarchicalHistogram(_TreeMechanism):
         ``n = n_k``). A level without reports gets the uniform ``1 / B^k`` (and weight 0 in
         :meth:`tree`).
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         out = [np.ones(1)]
         for k, counts in enumerate(self._level_counts(stats), start=1):
             n_k = int(stats.level_n[k - 1])
@@ -944,9 +942,7 @@ class HaarHRR(_TreeMechanism):
 
     def differences(self, stats: Stats) -> list[np.ndarray]:
         """Unbiased child differences ``F_left - F_right`` of every node, by depth."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         out = []
         for t in range(self.height):
             n_t = int(stats.level_n[t])
