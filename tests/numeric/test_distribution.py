@@ -277,7 +277,7 @@ def test_provenance_survives_rebin_pickle_and_json():
     from ldpkit.numeric import CFOBinning
 
     spec = CFOBinning(epsilon=1.0, buckets=8)
-    d = Distribution.from_estimate(SIGNED + [0.0, 0.0, 0.0], 0.0, 1.0, n=77, spec=spec)
+    d = Distribution.from_estimate([*SIGNED, 0.0, 0.0, 0.0], 0.0, 1.0, n=77, spec=spec)
     assert d.signed and d.n == 77 and d.spec == spec
     for copy in (
         pickle.loads(pickle.dumps(d)),
