@@ -69,6 +69,9 @@ def test_transition_matrix_orientation_and_privacy_loss(name, epsilon):
         np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=0, atol=1e-9)
         losses.append(privacy_loss(m))
     assert max(losses) == pytest.approx(spec.privacy_loss(), rel=1e-9, abs=1e-12)
+    # Power: the matrices of a 1.3x larger epsilon do not pass for this spec's loss.
+    louder = max(privacy_loss(m) for m in matrices(spec.replace(epsilon=1.3 * epsilon)))
+    assert louder != pytest.approx(spec.privacy_loss(), rel=1e-3)
 
 
 def test_orientation_check_detects_a_transposed_matrix():
