@@ -142,7 +142,7 @@ def test_norm_is_noop_for_grr():
 
 
 @pytest.mark.parametrize("alpha", [0.05, 2.0, 10.0])
-def test_base_cut_threshold_formula(alpha):
+def test_base_cut_cutoff_formula(alpha):
     est, _ = grr_estimate(d=64, n=20_000, epsilon=1.0)
     var_star = est.spec.variance(est.n)  # Var* = q(1-q) / (n (p-q)^2), FO17 eq. 3
     p, q = est.spec.p, est.spec.q
@@ -165,7 +165,7 @@ def test_base_cut_default_alpha_is_two():
     ).sum()
 
 
-def test_base_cut_threshold_edge_cases():
+def test_base_cut_cutoff_edge_cases():
     est = make_est([0.5, 0.3, 0.2, 0.0])
     # alpha >= d/2: quantile <= 0, threshold 0 (Base-Pos)
     assert np.all(significance_cutoff(est, 2.0) == 0)

@@ -21,20 +21,7 @@ NAMES = sorted(name for name in mechanism_registry() if not name.startswith("_")
 
 # (mechanism, check) pairs that do not pass yet, with the reason; not strict, so that the
 # fix landing elsewhere (issue 10, vocabulary) does not break the suite.
-PENDING: dict[tuple[str, str], str] = {
-    ("SquareWave", "transition_matrix"): (
-        "transition_matrix() is outputs x inputs over buckets (SW20's orientation) and is not "
-        "the mechanism's law; issue 10 renames it bucket_matrix(), inputs x outputs"
-    ),
-    ("GeneralWave", "transition_matrix"): (
-        "transition_matrix() is outputs x inputs over buckets (SW20's orientation) and is not "
-        "the mechanism's law; issue 10 renames it bucket_matrix(), inputs x outputs"
-    ),
-    ("DiscreteSquareWave", "transition_matrix"): (
-        "transition_matrix() is outputs x inputs (SW20's orientation); issue 10 turns it "
-        "inputs x outputs"
-    ),
-}
+PENDING: dict[tuple[str, str], str] = {}  # issue 10 settled the transition matrices
 
 
 def test_registry_is_covered():
