@@ -33,7 +33,7 @@ from .square_wave import (
     GeneralWave,
     SquareWave,
     square_wave_bandwidth,
-    wave_transition_matrix,
+    wave_bucket_matrix,
 )
 from .wavelet import HaarWavelet, SignedSubsetSelection
 
@@ -47,7 +47,7 @@ __all__ = [
     "GeneralWave",
     "DiscreteSquareWave",
     "square_wave_bandwidth",
-    "wave_transition_matrix",
+    "wave_bucket_matrix",
     "CFOBinning",
     "HierarchicalHistogram",
     "HHADMM",
