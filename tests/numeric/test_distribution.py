@@ -149,6 +149,7 @@ def test_moments_closed_forms():
     assert two.var() == pytest.approx(1.5**2 + 1.0 / 12.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(histograms(), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
 def test_quantile_inverts_cdf(dist, qs):
