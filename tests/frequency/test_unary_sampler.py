@@ -11,7 +11,9 @@ from ldpkit import _parallel
 from ldpkit.frequency import OUE, SUE, _unary_sampler
 from ldpkit.frequency._kernels_unary import sample_unary_bits as kernel
 from ldpkit.frequency._kernels_unary import xoshiro_uint64
-from ldpkit.frequency.unary import unary_thresholds
+from ldpkit.frequency.unary import THRESHOLD_SCALE, unary_thresholds
+
+S = THRESHOLD_SCALE  # the sampler's resolution: probabilities are multiples of 1 / S
 
 
 def _both(values, seeds, d, big, small):
@@ -24,7 +26,7 @@ def _both(values, seeds, d, big, small):
 
 
 def _t(x: float) -> int:
-    return min(max(round(x * 2**32), 1), 2**32 - 1)
+    return min(max(round(x * S), 1), S - 1)
 
 
 @pytest.mark.parametrize(
@@ -36,9 +38,9 @@ def _t(x: float) -> int:
         (64, 200, _t(0.5), _t(0.1)),  # exactly one 64-bit word
         (65, 200, _t(0.6), _t(0.4)),  # one bit into the second word
         (1000, 300, _t(0.5), _t(1 / (math.exp(4) + 1))),
-        (130, 100, 2**32 - 1, 1),  # extreme thresholds
-        (130, 100, 0x80000000, 0x7FFFFFFF),  # a 0 then 31 ones: lanes stay open long
-        (130, 100, 0xAAAAAAAA, 0x55555555),  # alternating bits
+        (130, 100, S - 1, 1),  # extreme thresholds
+        (130, 100, S // 2, S // 2 - 1),  # a 0 then all ones: lanes stay open long
+        (130, 100, S // 3 * 2, S // 3),  # alternating bits
     ],
 )
 def test_numpy_twin_matches_kernel_bytes(d, n, big, small):
@@ -47,7 +49,7 @@ def test_numpy_twin_matches_kernel_bytes(d, n, big, small):
     seeds = rng.integers(0, 2**64, n, dtype=np.uint64)
     a, b = _both(values, seeds, d, big, small)
     np.testing.assert_array_equal(a, b)
-    if small > 2**20:  # the comparison can fail: other seeds give other bytes
+    if small > S >> 12:  # the comparison can fail: other seeds give other bytes
         c, _ = _both(values, seeds + np.uint64(1), d, big, small)
         assert not np.array_equal(a, c)
 

@@ -2,7 +2,7 @@
 
 :func:`sample_unary_bits` fills packed reports with the law documented in
 :mod:`._kernels_unary` (per-row xoshiro256** streams seeded through splitmix64, bit-sliced
-32-bit threshold comparisons). Two implementations produce the *same bytes* for the same
+threshold comparisons). Two implementations produce the *same bytes* for the same
 seeds: the numba kernel (fast on large batches, but importing numba and loading its compiled
 code costs a few hundred milliseconds) and :func:`sample_unary_bits_numpy`, the same
 arithmetic vectorized over rows in numpy (uint64 arrays wrap modulo 2^64 like the kernel's
@@ -27,7 +27,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_S = {k: np.uint64(k) for k in (5, 7, 9, 17, 19, 27, 30, 31, 32, 45, 57)}
+_S = {k: np.uint64(k) for k in (5, 9, 17, 27, 30, 31)}
 
 # Rows per chunk: bounds the temporaries (a few uint64 vectors per row) for huge batches.
 _CHUNK_ROWS = 1 << 16
@@ -73,10 +73,11 @@ def _sample_chunk(
     true_threshold: int,
     other_threshold: int,
     out: np.ndarray,
+    resolution: int,
 ) -> None:
     n, width = out.shape
     state = _seed_state(seeds)
-    t_bits = [(other_threshold >> b) & 1 for b in range(31, -1, -1)]
+    t_bits = [(other_threshold >> b) & 1 for b in range(resolution - 1, -1, -1)]
     for w in range((width + 7) // 8):
         ones = np.zeros(n, dtype=np.uint64)
         # Rows still drawing for this word, with their state and undecided lanes; a row
@@ -101,16 +102,16 @@ def _sample_chunk(
                 local = [part[keep] for part in local]
                 if rows.size == 0:
                     break
-        for k in range(4):  # rows whose U equals T on all 32 bits
+        for k in range(4):  # rows whose U equals T on every bit
             state[k][rows] = local[k]
         base = 8 * w
         for k in range(min(8, width - base)):
             out[:, base + k] = ((ones >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    # The true item's bit: one more draw, its top 32 bits against the true threshold.
+    # The true item's bit: one more draw, its top `resolution` bits against the threshold.
     r = _next(state)
     byte = values >> 3
     mask = (0x80 >> (values & 7)).astype(np.uint8)
-    hit = (r >> _S[32]) < np.uint64(true_threshold)
+    hit = (r >> np.uint64(64 - resolution)) < np.uint64(true_threshold)
     idx = np.arange(n)
     out[idx, byte] = np.where(hit, out[idx, byte] | mask, out[idx, byte] & ~mask)
     pad = 8 * width - domain_size
@@ -129,16 +130,27 @@ def sample_unary_bits_numpy(
     """The compiled kernel's law and bytes, in numpy (see ``_kernels_unary._sample_rows``).
 
     Fills ``out`` (uint8, shape (n, ceil(d/8))): row i's bit ``values[i]`` is 1 w.p.
-    ``true_threshold / 2^32``, every other bit w.p. ``other_threshold / 2^32``, from the
-    xoshiro256** stream seeded with ``seeds[i]``; padding bits are 0.
+    ``true_threshold / S``, every other bit w.p. ``other_threshold / S``, from the
+    xoshiro256** stream seeded with ``seeds[i]``; padding bits are 0. ``S`` is
+    ``unary.THRESHOLD_SCALE``, the kernel's resolution: the bit-sliced comparison walks the
+    threshold's bits from bit ``log2(S) - 1`` down, as the kernel does.
     """
+    from .unary import THRESHOLD_SCALE  # the kernel's resolution (2^32 or 2^64)
+
+    resolution = THRESHOLD_SCALE.bit_length() - 1
     values = np.ascontiguousarray(values, dtype=np.int64)
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     big, small = int(true_threshold), int(other_threshold)
     for start in range(0, values.shape[0], _CHUNK_ROWS):
         stop = start + _CHUNK_ROWS
         _sample_chunk(
-            values[start:stop], seeds[start:stop], domain_size, big, small, out[start:stop]
+            values[start:stop],
+            seeds[start:stop],
+            domain_size,
+            big,
+            small,
+            out[start:stop],
+            resolution,
         )
 
 
