@@ -84,6 +84,7 @@ print(json.dumps(sorted({{m.split(".")[0] for m, mod in sys.modules.items() if m
         "from ldpkit.frequency import OLH, GRR, OUE, SUE, BLH, HRR, HadamardResponse",
         "from ldpkit.numeric import SquareWave, GeneralWave, PiecewiseMechanism, HybridMechanism",
         "from ldpkit import Reports, Mechanism, Stats, as_generator, privacy_loss",
+        "from ldpkit import Question, Survey, PrivacyAccountant, Encoder",
     ],
 )
 def test_client_imports_load_no_heavy_module(imports):

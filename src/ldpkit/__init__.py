@@ -13,6 +13,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Aggregator",
+    "BudgetExceededError",
+    "PrivacyAccountant",
+    "Question",
+    "Survey",
+    "load_questions",
+    "save_questions",
+    "shuffle_amplification",
     "consistency",
     "queries",
     "as_generator",
@@ -41,7 +48,7 @@ __all__ = [
     "fwht",
     "choose_oracle",
     "heavy_hitters",
-    "significance_threshold",
+    "significance_cutoff",
     "UnaryEncoding",
     "SUE",
     "OUE",
@@ -86,6 +93,7 @@ __getattr__, __dir__ = attach(__name__, __file__, submodules=_SUBMODULES)
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from . import consistency, metrics, numeric, queries, stream
     from ._rng import as_generator, secure_generator, spawn
+    from .accountant import BudgetExceededError, PrivacyAccountant
     from .aggregator import Aggregator
     from .encoder import Encoder
     from .estimate import FrequencyEstimate
@@ -110,7 +118,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
         choose_oracle,
         fwht,
         heavy_hitters,
-        significance_threshold,
+        significance_cutoff,
     )
     from .numeric import (
         HHADMM,
@@ -127,5 +135,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
         StochasticRounding,
         WienerDeconvolution,
     )
-    from .privacy import privacy_loss, split_budget
+    from .privacy import privacy_loss, shuffle_amplification, split_budget
+    from .question import Question, load_questions, save_questions
     from .spec import Mechanism, Reports, Stats
+    from .survey import Survey

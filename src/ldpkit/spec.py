@@ -38,9 +38,11 @@ def _load_mechanisms() -> None:
 
 
 def mechanism_registry() -> Mapping[str, type[Mechanism]]:
-    """All concrete (non-abstract) mechanism classes by name (read-only view)."""
+    """All public concrete mechanism classes by name (read-only view)."""
     _load_mechanisms()
-    return MappingProxyType({k: v for k, v in _REGISTRY.items() if not inspect.isabstract(v)})
+    return MappingProxyType(
+        {k: v for k, v in _REGISTRY.items() if not inspect.isabstract(v) and not k.startswith("_")}
+    )
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:

@@ -21,7 +21,7 @@ __all__ = [
     "GeneralWave",
     "DiscreteSquareWave",
     "square_wave_bandwidth",
-    "wave_transition_matrix",
+    "wave_bucket_matrix",
     "CFOBinning",
     "HierarchicalHistogram",
     "HHADMM",
@@ -84,6 +84,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
         GeneralWave,
         SquareWave,
         square_wave_bandwidth,
-        wave_transition_matrix,
+        wave_bucket_matrix,
     )
     from .wavelet import HaarWavelet, SignedSubsetSelection
