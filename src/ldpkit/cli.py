@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+# Only typer and rich's console load with the app (typer needs them to render --help); numpy,
+# the library and rich's tables and progress bars load inside the command that uses them.
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Local differential privacy toolkit."
@@ -48,6 +48,10 @@ def demo(
 
 
 def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> None:
+    import numpy as np
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
     from .demo import plot_categorical, run_categorical, significant
 
     console.rule("[bold]Categorical frequencies: US baby names (SSA, 1880-2017)")
@@ -119,6 +123,8 @@ def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> No
 
 
 def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from .datasets import pos
     from .demo import plot_stream, run_stream
 
@@ -141,6 +147,8 @@ def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
 
 
 def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from . import metrics
     from .datasets import flights_departure_time
     from .demo import plot_numerical, run_numerical
