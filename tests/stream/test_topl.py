@@ -22,7 +22,9 @@ from ldpkit.stream import (
     ToPL,
     choose_topl_threshold,
     client_randomize,
+    cut_tail,
     random_ranges,
+    square_wave_detection_floor,
     stream_from_dict,
     topl_threshold_objective,
 )
@@ -121,17 +123,29 @@ def test_objective_input_validation() -> None:
 def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> None:
     values = _stream(30_000, seed=1)
     m = 20_000
-    for method in ("ems", "em"):
+    for method, cut in (("ems", "none"), ("em", "none"), ("em", "detection"), ("ems", "authors")):
         topl = ToPL(
-            1.0, 100, threshold_size=m, length=10_000, buckets=256, method=method, rng=3
+            1.0,
+            100,
+            threshold_size=m,
+            length=10_000,
+            buckets=256,
+            method=method,
+            tail_cut=cut,
+            rng=3,
         ).update(values)
         stats = topl.threshold_counts
         assert stats.n == m and topl.n_released == 10_000 and topl.n_seen == 30_000
         dist = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256).estimate(
             stats, method=method
         )
-        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, dist.probabilities)
-        assert topl.threshold == choose_topl_threshold(dist, 100.0, 1.0, 10_000)
+        f = dist.probabilities
+        if cut == "detection":
+            f = cut_tail(f, square_wave_detection_floor(1.0, m))
+        elif cut == "authors":
+            f = cut_tail(f, 1e-4)
+        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, f)
+        assert topl.threshold == choose_topl_threshold(f, 100.0, 1.0, 10_000)
         obj = topl.threshold_objective
         assert topl.threshold == obj.candidates[1 + np.argmin(obj.total[1:])]
 
@@ -467,3 +481,55 @@ def test_validation(kwargs: dict, exc: type, match: str) -> None:
 def test_simulated_values_outside_the_public_bound_are_rejected() -> None:
     with pytest.raises(ValueError, match="values must be real numbers in \\[0, 100\\]"):
         ToPL(1.0, 100, threshold=5.0).update([101.0])
+
+
+# ---------------------------------------------------------------- the tail cut
+
+
+def test_detection_floor_closed_form() -> None:
+    for eps, m, z in ((0.5, 65_536, 0.25), (1.0, 1000, 1.0), (4.0, 16_384, 3.0)):
+        sw = SquareWave(epsilon=eps)
+        p, q, b = sw.density_high, sw.density_low, sw.b
+        want = z * math.sqrt(m * q * 2 * b) / ((p - q) * 2 * b * m)
+        assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="reports must be"):
+        square_wave_detection_floor(1.0, 0)
+    with pytest.raises(ValueError, match="z must be"):
+        square_wave_detection_floor(1.0, 10, z=0.0)
+
+
+def test_cut_tail_exact() -> None:
+    f = np.array([0.1, 0.4, 0.2, 0.005, 0.1, 0.0, 0.0, 0.005, 0.19])
+    # 0.005 buckets are under the floor; the first run of 2 empties above the mode (1)
+    # starts at 5, so 0.19 at 8 goes; the isolated empty at 3 does not end the bulk
+    want = np.array([0.1, 0.4, 0.2, 0.0, 0.1, 0, 0, 0, 0]) / 0.8
+    np.testing.assert_allclose(cut_tail(f, 0.01, run=2), want, rtol=1e-15)
+    np.testing.assert_allclose(cut_tail(f, 0.01, run=3), want, rtol=1e-15)
+    np.testing.assert_allclose(cut_tail(f, 0.01, run=4), np.where(f < 0.01, 0, f) / 0.99)
+    # no floor: the exact zeros at 5 and 6 still end the bulk
+    np.testing.assert_allclose(cut_tail(f, 0.0, run=1), np.where(np.arange(9) < 5, f, 0) / 0.805)
+    # everything under the floor: the mode alone
+    np.testing.assert_array_equal(cut_tail([0.3, 0.7], 0.9), [0.0, 1.0])
+    with pytest.raises(ValueError, match="floor must be"):
+        cut_tail(f, -1.0)
+    with pytest.raises(ValueError, match="run must be"):
+        cut_tail(f, 0.1, run=0)
+
+
+def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:
+    """POS at eps = 2 (the issue's case): without the cut theta is ~25x the best threshold of
+    the objective on the true histogram (46.4); with it, within 2x."""
+    pos = streams["pos"]
+    m, bound = 65_536, 1638.0
+    n = pos.size - m
+    head = np.histogram(pos[:m], bins=1024, range=(0.0, bound))[0]
+    best = choose_topl_threshold(head / m, bound, 2.0, n)
+    spec = SquareWave(epsilon=2.0, low=0.0, high=bound, buckets=1024)
+    counts = spec.aggregate(client_randomize(spec, pos[:m], rng=11))
+    thetas = {}
+    for cut in ("detection", "none"):
+        topl = ToPL(2.0, bound, threshold_size=m, length=n, tail_cut=cut)
+        topl.ingest(counts)
+        thetas[cut] = topl.threshold
+    assert best / 2 <= thetas["detection"] <= 2 * best
+    assert thetas["none"] > 10 * best

@@ -25,7 +25,14 @@ from .smoothers import (
     make_smoother,
 )
 from .threshold import choose_threshold, exponential_mechanism, exponential_mechanism_probabilities
-from .topl import ThresholdObjective, ToPL, choose_topl_threshold, topl_threshold_objective
+from .topl import (
+    ThresholdObjective,
+    ToPL,
+    choose_topl_threshold,
+    cut_tail,
+    square_wave_detection_floor,
+    topl_threshold_objective,
+)
 from .topl_client import client_randomize
 from .tops import ToPS
 
@@ -41,6 +48,8 @@ __all__ = [
     "client_randomize",
     "topl_threshold_objective",
     "choose_topl_threshold",
+    "cut_tail",
+    "square_wave_detection_floor",
     "ThresholdObjective",
     "square_wave_mean_constants",
     "StreamRelease",
