@@ -35,6 +35,16 @@ from .topl import (
 )
 from .topl_client import client_randomize
 from .tops import ToPS
+from .windows import (
+    WindowedStats,
+    WindowEstimates,
+    aggregate_windows,
+    count_windows,
+    window_frequencies,
+    window_keys,
+    window_means,
+    window_sums,
+)
 
 __all__ = [
     "ToPS",
@@ -74,4 +84,12 @@ __all__ = [
     "range_errors",
     "evaluate_ranges",
     "METRICS",
+    "WindowedStats",
+    "WindowEstimates",
+    "aggregate_windows",
+    "count_windows",
+    "window_keys",
+    "window_means",
+    "window_sums",
+    "window_frequencies",
 ]
