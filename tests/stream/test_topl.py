@@ -370,13 +370,13 @@ def test_resume_from_dict_and_pickle_gives_identical_answers(cut: int, g: int) -
 def test_same_seed_same_output_other_seed_differs() -> None:
     values = _stream(30_000, seed=2)
     a = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=5).update(values)
-    b = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128).extend(values, rng=5)
+    b = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128).simulate(values, rng=5)
     c = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=6).update(values)
     _assert_same_dict(a.to_dict()["state"], b.to_dict()["state"])
     assert not np.array_equal(a.to_dict()["state"]["prefix"], c.to_dict()["state"]["prefix"])
     gen = np.random.default_rng(0)
     before = gen.bit_generator.state["state"]["state"]
-    ToPL(1.0, 10, threshold=5.0).extend(np.ones(100), rng=gen)
+    ToPL(1.0, 10, threshold=5.0).simulate(np.ones(100), rng=gen)
     assert gen.bit_generator.state["state"]["state"] != before
 
 
@@ -533,3 +533,49 @@ def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:
         thetas[cut] = topl.threshold
     assert best / 2 <= thetas["detection"] <= 2 * best
     assert thetas["none"] > 10 * best
+
+
+# ---------------------------------------------------------------- windows
+
+
+def test_windows_file_released_reports_per_day_and_answer_unbiased_sums() -> None:
+    """Three days of 6,000 users; the first 2,000 choose theta. Day sums of the clipped values
+    are within 5 standard errors; the answers equal those of aggregate_windows on the same
+    reports; the windows survive to_dict, and a per-day total matches the range sum."""
+    values = _stream(18_000, seed=9)
+    days = np.repeat(["2026-11-01", "2026-11-02", "2026-11-03"], 6000)
+    topl = ToPL(2.0, 100, threshold_size=2000, length=16_000, buckets=128)
+    device = np.random.default_rng(4)
+    pos = 0
+    for size in (1500, 500, 7000, 9000):  # batches across the phase and day boundaries
+        spec = topl.client_spec()
+        reports = client_randomize(spec, values[pos : pos + size], rng=device)
+        topl.ingest(reports, windows=days[pos : pos + size])
+        pos += size
+    assert topl.threshold_window_counts == {"2026-11-01": 2000}
+    out = topl.window_sums()
+    assert out.windows == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    assert out.n.tolist() == [4000, 6000, 6000]
+    clipped = np.minimum(values[2000:], topl.threshold)
+    truth = [clipped[:4000].sum(), clipped[4000:10_000].sum(), clipped[10_000:].sum()]
+    assert np.all(np.abs(out.estimate - truth) < 5 * out.std_error)
+    # the same as the released positions' range sums (one report per position)
+    est, se = topl.range_sums(np.array([0, 4000, 10_000]), np.array([4000, 10_000, 16_000]))
+    np.testing.assert_allclose(out.estimate, est, rtol=1e-9)
+    np.testing.assert_allclose(out.std_error, se, rtol=1e-12)
+    again = stream_from_dict(topl.to_dict())
+    assert again.window_stats == topl.window_stats
+    assert again.threshold_window_counts == topl.threshold_window_counts
+    with pytest.raises(ValueError, match="windows must hold one key per report"):
+        topl.ingest(client_randomize(topl.client_spec(), [1.0, 2.0], rng=0), windows=[0])
+    with pytest.raises(ValueError, match="window_sums needs"):
+        ToPL(1.0, 10, threshold=5.0).window_sums()
+
+
+def test_extend_keeps_its_base_meaning() -> None:
+    batches = np.array_split(_stream(6000, seed=3), 4)
+    a = ToPL(1.0, 100, threshold_size=1000, length=5000, buckets=64, rng=1).extend(batches)
+    b = ToPL(1.0, 100, threshold_size=1000, length=5000, buckets=64, rng=1)
+    for batch in batches:
+        b.update(batch)
+    _assert_same_dict(a.to_dict(), b.to_dict())
