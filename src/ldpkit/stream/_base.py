@@ -207,7 +207,11 @@ class StreamRelease(ABC):
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
-        """Everything needed to resume: parameters, state arrays, and the Generator's state."""
+        """Everything needed to resume: parameters, state arrays, and the Generator's state.
+
+        For the central-DP streams (ToPS and its baselines) this is **secret**: it holds raw
+        values and the Generator state that produced (and so can remove) the noise.
+        """
         return {
             "class": self._registry_name,
             "params": self.params(),

@@ -109,6 +109,13 @@ class ToPS(StreamRelease):
     work is O(1), and the online consistency recomputes each leaf at most once per level
     above it. State: the tree arrays (O(n/g) nodes) plus buffers of fixed size.
 
+    *The state is secret* (central DP: a trusted curator): ``to_dict()`` and pickles hold
+    the raw values of the threshold phase (until theta is chosen), the clipped raw values of
+    the open leaf, and the Generator's full state, from which the noise can be recomputed
+    and removed. Keep them like the raw data; only the answers are differentially private.
+    ToPS is therefore not on the Reports/Stats contract (its own family, see
+    docs/design/ARCHITECTURE.md).
+
     References
     ----------
     T. Wang, J. Q. Chen, Z. Zhang, D. Su, Y. Cheng, Z. Li, N. Li, S. Jha. Continuous
