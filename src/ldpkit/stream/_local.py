@@ -51,7 +51,13 @@ from .._validation import check_epsilon, check_integer, check_numeric_values, ch
 from ..spec import Mechanism, Reports, Stats
 from ._base import StreamRelease
 from .topl_client import client_randomize
-from .windows import WindowedStats, WindowEstimates, aggregate_windows, window_sums
+from .windows import (
+    WindowedStats,
+    WindowEstimates,
+    aggregate_windows,
+    check_window_keys,
+    window_sums,
+)
 
 __all__ = ["LocalStreamRelease"]
 
@@ -171,14 +177,7 @@ class LocalStreamRelease(StreamRelease):
     def _check_windows(reports: Reports | Stats, windows: Any) -> np.ndarray:
         if not isinstance(reports, Reports):
             raise TypeError("windows need Reports (one key per report), got aggregated Stats")
-        keys = np.asarray(windows)
-        if keys.ndim != 1 or keys.size != len(reports):
-            raise ValueError(
-                f"windows must hold one key per report ({len(reports)}), got shape {keys.shape}"
-            )
-        if keys.dtype.kind not in "iuU":
-            raise TypeError(f"windows must be integer or string keys, got dtype {keys.dtype}")
-        return keys
+        return check_window_keys(windows, len(reports))
 
     # ------------------------------------------------------------------ windows
     @property

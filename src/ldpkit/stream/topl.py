@@ -521,20 +521,6 @@ class ToPL(LocalStreamRelease):
         return np.asarray(reports.values, dtype=np.float64)
 
     # ------------------------------------------------------------------ state
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "threshold_size": self._m,
-            "length": self.length,
-            "buckets": self.buckets,
-            "method": self.method,
-            "objective": self.objective,
-            "tail_cut": self.tail_cut,
-            "threshold": self._fixed_threshold,
-            "block_size": self.block_size,
-        }
-
     def _state(self) -> dict[str, Any]:
         out = {
             "threshold_counts": self._counts.copy(),

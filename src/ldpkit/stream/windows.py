@@ -35,6 +35,7 @@ __all__ = [
     "window_keys",
     "count_windows",
     "aggregate_windows",
+    "check_window_keys",
     "window_means",
     "window_sums",
     "window_frequencies",
@@ -217,6 +218,16 @@ class WindowedStats:
         return f"WindowedStats({self._spec!r}, windows={len(self)}, n={self.n})"
 
 
+def check_window_keys(windows: Any, n: int) -> np.ndarray:
+    """``windows`` as a 1-D array of ``n`` integer or string keys (raises otherwise)."""
+    w = np.asarray(windows)
+    if w.ndim != 1 or w.size != n:
+        raise ValueError(f"windows must hold one key per report ({n}), got shape {w.shape}")
+    if w.dtype.kind not in "iuU":
+        raise TypeError(f"windows must be integer or string keys, got dtype {w.dtype}")
+    return w
+
+
 def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> WindowedStats:
     """Aggregate reports into one Stats per window.
 
@@ -236,13 +247,7 @@ def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> Window
         Merge it with the statistics of other batches or collectors.
     """
     reports = spec.check_reports(reports)
-    w = np.asarray(windows)
-    if w.ndim != 1 or w.size != len(reports):
-        raise ValueError(
-            f"windows must hold one key per report ({len(reports)}), got shape {w.shape}"
-        )
-    if w.dtype.kind not in "iuUS":
-        raise TypeError(f"windows must be integer or string keys, got dtype {w.dtype}")
+    w = check_window_keys(windows, len(reports))
     keys, inverse = np.unique(w, return_inverse=True)
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(keys.size + 1))
