@@ -33,12 +33,30 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where to write plots.")] = Path("results/demo"),
 ) -> None:
     """A tour of ldpkit on real data shipped with the install."""
+    from ._validation import check_epsilon, check_integer
+
+    try:  # bad options end in one line and exit status 2, as typer's own usage errors do
+        check_integer(users, "--users", low=1)
+        check_integer(names, "--names", low=2)
+        check_epsilon(epsilon, "--epsilon")
+        # Limits that depend on the data or the mechanisms (--names above the names on
+        # record, --epsilon beyond what a mechanism supports) surface as ValueError too.
+        _demo(users=users, names=names, epsilon=epsilon, seed=seed, out=out)
+    except (TypeError, ValueError) as exc:
+        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from exc
+
+
+def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> None:
     from .demo import plot_categorical, run_categorical, significant
 
     console.rule("[bold]Categorical frequencies: US baby names (SSA, 1880-2017)")
     from .datasets import babynames
 
-    data = babynames(users, top_k=names, rng=seed)
+    try:
+        data = babynames(users, top_k=names, rng=seed)
+    except ValueError as exc:
+        raise ValueError(f"--names: {exc}") from exc
     assert data.labels is not None  # categorical data sets always carry labels
     labels = np.asarray(data.labels)
     batches = 20
@@ -64,10 +82,11 @@ def demo(
         f"({result.seconds:.2f} s for {users:,} users)"
     )
     lo, hi = est.confidence_interval(0.05)
-    table = Table(title=f"Top 20 names by estimate (n = {users:,}, epsilon = {epsilon:g})")
+    shown = min(20, est.domain_size)  # --names may be below 20
+    table = Table(title=f"Top {shown} names by estimate (n = {users:,}, epsilon = {epsilon:g})")
     for col in ("rank", "name", "estimate", "95% CI", "truth", "in CI"):
         table.add_column(col, justify="right")
-    for rank, i in enumerate(est.top(20), start=1):
+    for rank, i in enumerate(est.top(shown), start=1):
         inside = lo[i] <= result.truth[i] <= hi[i]
         table.add_row(
             str(rank),

@@ -135,6 +135,10 @@ class CFOBinning(Mechanism):
         reports = self.check_reports(reports)
         return Reports(self.frequency_oracle, **reports.arrays)
 
+    def privacy_loss(self) -> float:
+        """The oracle's loss: the bin is a function of the value, reported once."""
+        return self.frequency_oracle.privacy_loss()
+
     def empty_stats(self) -> Stats:
         return Stats(self, 0, **self.frequency_oracle.empty_stats().arrays)
 

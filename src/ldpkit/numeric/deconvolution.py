@@ -236,6 +236,10 @@ class WienerDeconvolution(Mechanism):
         cls = GRR if name == "grr" else OUE
         return cls(epsilon=self.epsilon, domain_size=self.buckets)
 
+    def privacy_loss(self) -> float:
+        """The oracle's loss: the bin is a function of the value, reported once."""
+        return self.oracle_spec.privacy_loss()
+
     def noise_power(self, n: int) -> float:
         """P_n for n reports (:func:`noise_power` with the oracle's p*, q*)."""
         o = self.oracle_spec

@@ -34,7 +34,14 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_real
 from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
-from ..frequency.hadamard import _check_signs, fwht, hadamard_sign, hrr_perturb_signs
+from ..frequency.hadamard import (
+    _check_signs,
+    _keep_flip,
+    fwht,
+    hadamard_sign,
+    hrr_perturb_signs,
+)
+from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats
 from .binning import cfo_oracle, check_oracle_name
 from .distribution import Distribution, bucket_index, check_bounds
@@ -555,6 +562,11 @@ class HierarchicalHistogram(_TreeMechanism):
         """Number of nodes ``B^k`` at depth k."""
         return self.branching**level
 
+    def privacy_loss(self) -> float:
+        """The largest loss of the level oracles: the level is drawn independently of the
+        value, and the user reports once, at that level, through its oracle."""
+        return max(self.level_oracle(k).privacy_loss() for k in range(1, self.height + 1))
+
     def level_oracle(self, level: int) -> FrequencyOracle:
         """The frequency oracle of depth k = 1..h (``B^k`` items, full epsilon)."""
         level = check_integer(level, "level", low=1, high=self.height)
@@ -874,6 +886,13 @@ class HaarHRR(_TreeMechanism):
     def keep_probability(self) -> float:
         """p = e^eps / (e^eps + 1), the probability that the sign is kept."""
         return 1.0 / (1.0 + math.exp(-self.epsilon))
+
+    def privacy_loss(self) -> float:
+        """Binary randomized response on the sign: log(p / (1 - p)), computed as
+        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws it; the depth and the
+        column are drawn independently of the value."""
+        keep, flip = _keep_flip(self.epsilon)
+        return ratio_privacy_loss(keep, flip)
 
     @property
     def signal(self) -> float:
