@@ -223,6 +223,15 @@ def serve(
         str, typer.Option(help="Interface to bind (localhost by default).")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (more than 1 needs a PostgreSQL database_url).")
+    ] = 1,
+    access_log: Annotated[
+        bool, typer.Option(help="Log one line per request (without client addresses).")
+    ] = True,
+    log_addresses: Annotated[
+        bool, typer.Option(help="Include client addresses in the access log.")
+    ] = False,
 ) -> None:
     """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
     try:
@@ -232,7 +241,18 @@ def serve(
             f"[red]the collector needs the service extra: pip install 'ldpkit[service]' ({exc})[/]"
         )
         raise typer.Exit(2) from exc
-    serve_main(config, host=host, port=port)
+    try:
+        serve_main(
+            config,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=access_log,
+            log_addresses=log_addresses,
+        )
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
 
 
 def main() -> None:  # pragma: no cover - console entry point
