@@ -1,6 +1,7 @@
 """Numerical attributes: distributions (Square Wave + EM/EMS, CFO binning, hierarchies, Haar
 wavelets, Wiener deconvolution) and means (SR, PM, HM)."""
 
+from .auto import AutoDistribution, AutoInfo
 from .binning import CFOBinning
 from .deconvolution import WienerDeconvolution
 from .distribution import Distribution
@@ -38,6 +39,8 @@ from .square_wave import (
 from .wavelet import HaarWavelet, SignedSubsetSelection
 
 __all__ = [
+    "AutoDistribution",
+    "AutoInfo",
     "Distribution",
     "EMInfo",
     "em",
