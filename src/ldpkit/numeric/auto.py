@@ -70,7 +70,8 @@ class AutoInfo:
         Held-out log-likelihood of each candidate, summed over the folds (higher is better);
         NaN when no selection ran (fewer than two reports).
     strength : float
-        The chosen strength.
+        The chosen strength: the strongest whose score is within one standard error of the
+        highest.
     folds : int
         Number of folds the reports were split into.
     iterations : int
@@ -285,8 +286,10 @@ class AutoDistribution(Mechanism):
         2. For each fold k, fit EM with smoothing on the other folds for every strength,
            strongest first, each fit starting from the previous one's result; score
            ``sum_j n_kj log (M theta)_j``, the log-likelihood of fold k's reports.
-        3. Refit the strength with the highest total score on all reports, starting from
-           the mean of its fold fits.
+        3. Take the strongest smoothing whose total score is within one standard error of
+           the highest (the one-standard-error rule; the error estimated from the held-out
+           reports themselves), and refit it on all reports, starting from the mean of its
+           fold fits.
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
         smoothed fits, ``1e-3 e^eps`` for plain EM; scaled by the share of reports a fold
@@ -314,6 +317,7 @@ class AutoDistribution(Mechanism):
         fold_iter = min(max_iter, _FOLD_MAX_ITER)
         scores = np.full(len(cand), np.nan)
         fits: dict[int, list[np.ndarray]] = {k: [] for k in range(len(cand))}
+        logp: list[tuple[np.ndarray, np.ndarray]] = []  # (fold counts, log-probs per candidate)
         if total >= 2 and len(cand) > 1:
             scores[:] = 0.0
             for part in _split(counts, folds, gen):
@@ -322,14 +326,16 @@ class AutoDistribution(Mechanism):
                     continue
                 fitter = _Fitter(m, train)
                 theta: np.ndarray | None = None
+                lp = np.zeros((len(cand), counts.size))
                 for k in order:
                     theta, _ = fitter.fit(
                         cand[k], tol(cand[k], train.sum() / total), fold_iter, theta
                     )
                     fits[k].append(theta)
-                    pred = np.maximum(m @ theta, _TINY)
-                    scores[k] += float(part @ np.log(pred))
-            best = int(np.argmax(scores))
+                    lp[k] = np.log(np.maximum(m @ theta, _TINY))
+                    scores[k] += float(part @ lp[k])
+                logp.append((part, lp))
+            best = _one_se_choice(cand, scores, logp)
         else:
             best = min(range(len(cand)), key=lambda k: abs(cand[k] - 0.5))
         init = np.mean(fits[best], axis=0) if fits[best] else None
@@ -339,6 +345,35 @@ class AutoDistribution(Mechanism):
             return dist
         scores.flags.writeable = False
         return dist, AutoInfo(cand, scores, cand[best], folds, iterations)
+
+
+def _one_se_choice(
+    cand: tuple[float, ...], scores: np.ndarray, logp: list[tuple[np.ndarray, np.ndarray]]
+) -> int:
+    """The strongest smoothing whose held-out score is within one standard error of the best.
+
+    The score difference between the best candidate b and candidate k is a sum over held-out
+    reports of ``l(y) = log P_b(y) - log P_k(y)``; its standard error is estimated from the
+    fold's own reports: ``sqrt(sum_f N_f Var_f[l])`` (folds are independent given the fits).
+    Preferring the smoother candidate inside that noise is the one-standard-error rule of
+    Breiman et al. (CART, 1984; Hastie, Tibshirani and Friedman, ESL section 7.10).
+    """
+    best = int(np.argmax(scores))
+    chosen = best
+    for k in range(len(cand)):
+        if cand[k] <= cand[chosen]:
+            continue
+        var = 0.0
+        for part, lp in logp:
+            size = float(part.sum())
+            if size == 0:
+                continue
+            diff = lp[best] - lp[k]
+            mean = float(part @ diff) / size
+            var += float(part @ (diff - mean) ** 2)
+        if scores[best] - scores[k] <= math.sqrt(var):
+            chosen = k
+    return chosen
 
 
 def _check_strengths(strengths: Any) -> tuple[float, ...]:
