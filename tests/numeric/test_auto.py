@@ -94,6 +94,8 @@ def test_bad_estimate_arguments() -> None:
         auto.estimate(stats, strengths=[])
     with pytest.raises(TypeError, match="strengths"):
         auto.estimate(stats, strengths="ems")
+    with pytest.raises(TypeError, match="cross_validate"):
+        auto.estimate(stats, cross_validate="yes")
     with pytest.raises(ValueError, match="n = 0"):
         auto.estimate(auto.empty_stats())
 
@@ -151,9 +153,14 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert isinstance(dist, Distribution) and isinstance(info, AutoInfo)
     assert dist.buckets == 128 and (dist.low, dist.high) == (0.0, 1.0)
     assert auto.estimate(stats) == dist
-    assert info.strength in info.strengths and info.folds == 2
+    assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
     assert info.scores.shape == (len(info.strengths),)
     assert info.strength >= info.strengths[int(np.argmax(info.scores))]
+    # cross-validation holds out both halves: the scores then add up over two folds
+    _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
+    assert info_cv.cross_validate
+    finite = np.isfinite(info.scores) & np.isfinite(info_cv.scores)
+    assert np.all(info_cv.scores[finite] < 1.5 * info.scores[finite])  # log-liks are negative
     # one candidate: no selection, that strength is used
     _, info1 = auto.estimate(stats, strengths=[0.5], return_info=True)
     assert info1.strength == 0.5 and np.isnan(info1.scores).all()

@@ -36,6 +36,9 @@ DEFAULT_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0, 32.0)
 #: Iteration cap of the fold fits that only rank the candidates.
 _FOLD_MAX_ITER = 1000
 
+#: A candidate this many standard errors below the best one so far ends the path.
+_STOP_SE = 3.0
+
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
 
@@ -67,13 +70,16 @@ class AutoInfo:
     strengths : tuple of float
         The candidate strengths (kernel variance in squared buckets; 0 is plain EM).
     scores : ndarray
-        Held-out log-likelihood of each candidate, summed over the folds (higher is better);
+        Held-out log-likelihood of each candidate, summed over the held-out folds (higher
+        is better); -inf for candidates skipped once the path had clearly passed the peak;
         NaN when no selection ran (fewer than two reports).
     strength : float
         The chosen strength: the strongest whose score is within one standard error of the
         highest.
     folds : int
         Number of folds the reports were split into.
+    cross_validate : bool
+        Whether every fold was held out in turn (else only the first).
     iterations : int
         EM iterations of the final fit on all reports.
     """
@@ -82,6 +88,7 @@ class AutoInfo:
     scores: np.ndarray
     strength: float
     folds: int
+    cross_validate: bool
     iterations: int
 
 
@@ -252,6 +259,7 @@ class AutoDistribution(Mechanism):
         *,
         strengths: Sequence[float] = DEFAULT_STRENGTHS,
         folds: int = 2,
+        cross_validate: bool = False,
         rng: RNGLike = 0,
         max_iter: int = 10_000,
         return_info: bool = False,
@@ -267,7 +275,11 @@ class AutoDistribution(Mechanism):
             Candidate smoothing strengths (kernel variance in squared buckets, >= 0; 0 is
             plain EM, 0.5 EMS). Default :data:`DEFAULT_STRENGTHS`.
         folds : int
-            Number K >= 2 of cross-validation folds.
+            Number K >= 2 of folds the reports are split into.
+        cross_validate : bool
+            False (default): hold out one fold and fit on the other K - 1 (one fit per
+            candidate); True: hold out every fold in turn (K-fold cross-validation, K times
+            the cost, less noise in the choice).
         rng : Generator, int or None
             Randomness of the split into folds (default 0: the estimate is a fixed function
             of the statistics).
@@ -283,24 +295,28 @@ class AutoDistribution(Mechanism):
         Notes
         -----
         1. Split the output histogram into K folds by binomial thinning.
-        2. For each fold k, fit EM with smoothing on the other folds for every strength,
-           strongest first, each fit starting from the previous one's result; score
-           ``sum_j n_kj log (M theta)_j``, the log-likelihood of fold k's reports.
+        2. For the held-out fold k (every fold with ``cross_validate``), fit EM with
+           smoothing on the other folds for every strength, strongest first, each fit
+           starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
+           the log-likelihood of fold k's reports. Stop early once a strength scores 3
+           standard errors below the best so far (the rest, weaker still, are skipped).
         3. Take the strongest smoothing whose total score is within one standard error of
            the highest (the one-standard-error rule; the error estimated from the held-out
-           reports themselves), and refit it on all reports, starting from the mean of its
-           fold fits.
+           reports themselves), and refit it on all reports from the uniform start, as SW20's
+           EM and EMS start (strength 0 is then exactly SW + EM, 0.5 exactly SW + EMS).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
         smoothed fits, ``1e-3 e^eps`` for plain EM; scaled by the share of reports a fold
-        fit sees; fold fits stop after at most 1000 iterations). With fewer than two reports nothing can be held out: EMS's strength 0.5
-        is used. The result is a post-processing of the reports: no privacy cost.
+        fit sees; fold fits stop after at most 1000 iterations). With fewer than two reports
+        nothing can be held out: EMS's strength 0.5 is used. The result is a post-processing of the reports: no privacy cost.
         """
         stats = self.check_stats(stats)
         if stats.n == 0:
             raise ValueError("stats must summarize at least one report, got n = 0")
         cand = _check_strengths(strengths)
         folds = check_integer(folds, "folds", low=2)
+        if not isinstance(cross_validate, (bool, np.bool_)):
+            raise TypeError(f"cross_validate must be True or False, got {cross_validate!r}")
         max_iter = check_integer(max_iter, "max_iter", low=1)
         gen = as_generator(rng)
         counts = np.asarray(stats.counts, dtype=np.int64)
@@ -316,35 +332,58 @@ class AutoDistribution(Mechanism):
         # 10^4 iterations at n = 1e6) and acts on every candidate alike.
         fold_iter = min(max_iter, _FOLD_MAX_ITER)
         scores = np.full(len(cand), np.nan)
-        fits: dict[int, list[np.ndarray]] = {k: [] for k in range(len(cand))}
         logp: list[tuple[np.ndarray, np.ndarray]] = []  # (fold counts, log-probs per candidate)
         if total >= 2 and len(cand) > 1:
             scores[:] = 0.0
-            for part in _split(counts, folds, gen):
+            parts = _split(counts, folds, gen)
+            for part in parts if cross_validate else parts[:1]:
                 train = counts - part
                 if train.sum() == 0:
                     continue
                 fitter = _Fitter(m, train)
                 theta: np.ndarray | None = None
                 lp = np.zeros((len(cand), counts.size))
-                for k in order:
+                fold_best: int | None = None
+                for pos, k in enumerate(order):
                     theta, _ = fitter.fit(
                         cand[k], tol(cand[k], train.sum() / total), fold_iter, theta
                     )
-                    fits[k].append(theta)
                     lp[k] = np.log(np.maximum(m @ theta, _TINY))
-                    scores[k] += float(part @ lp[k])
+                    score = float(part @ lp[k])
+                    scores[k] += score
+                    if fold_best is None or score > float(part @ lp[fold_best]):
+                        fold_best = k
+                    elif float(part @ lp[fold_best]) - score > _STOP_SE * _se(
+                        part, lp[fold_best], lp[k]
+                    ):
+                        # Clearly past the peak: weaker smoothing would fit noise even more
+                        # (held-out likelihood is unimodal in the strength); skip the rest.
+                        scores[order[pos + 1 :]] = -np.inf
+                        break
                 logp.append((part, lp))
             best = _one_se_choice(cand, scores, logp)
         else:
             best = min(range(len(cand)), key=lambda k: abs(cand[k] - 0.5))
-        init = np.mean(fits[best], axis=0) if fits[best] else None
-        theta, iterations = _Fitter(m, counts).fit(cand[best], tol(cand[best], 1.0), max_iter, init)
+        # The final fit starts from the uniform distribution, as SW20's EM and EMS do, so that
+        # strength 0 gives exactly SW + EM and 0.5 exactly SW + EMS (a warm start from the
+        # fold fits would run EM longer, past the early stop that regularizes it).
+        theta, iterations = _Fitter(m, counts).fit(cand[best], tol(cand[best], 1.0), max_iter, None)
         dist = Distribution(theta, self.low, self.high)
         if not return_info:
             return dist
         scores.flags.writeable = False
-        return dist, AutoInfo(cand, scores, cand[best], folds, iterations)
+        return dist, AutoInfo(cand, scores, cand[best], folds, cross_validate, iterations)
+
+
+def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
+    """Standard error of the held-out score difference ``sum_y log P_a(y) - log P_b(y)``
+    over the fold's reports (``part``: their histogram), from the reports' own spread."""
+    size = float(part.sum())
+    if size == 0:
+        return 0.0
+    diff = lp_a - lp_b
+    mean = float(part @ diff) / size
+    return math.sqrt(float(part @ (diff - mean) ** 2))
 
 
 def _one_se_choice(
@@ -361,16 +400,9 @@ def _one_se_choice(
     best = int(np.argmax(scores))
     chosen = best
     for k in range(len(cand)):
-        if cand[k] <= cand[chosen]:
+        if cand[k] <= cand[chosen] or not np.isfinite(scores[k]):
             continue
-        var = 0.0
-        for part, lp in logp:
-            size = float(part.sum())
-            if size == 0:
-                continue
-            diff = lp[best] - lp[k]
-            mean = float(part @ diff) / size
-            var += float(part @ (diff - mean) ** 2)
+        var = sum(_se(part, lp[best], lp[k]) ** 2 for part, lp in logp)
         if scores[best] - scores[k] <= math.sqrt(var):
             chosen = k
     return chosen
