@@ -71,7 +71,7 @@ def bench_square_wave(
 
     def build() -> np.ndarray:
         _sw_module._cached_matrix.cache_clear()
-        return sw.transition_matrix()
+        return sw.bucket_matrix()
 
     t_mat, _ = timed(build, repeat)
     t_ems, (_, info_s) = timed(lambda: ems(stats, return_info=True), repeat)
@@ -116,9 +116,9 @@ def bench_mean(cls: type, eps: float, n: int, values: np.ndarray, repeat: int) -
 def competitor_specs(eps: float, buckets: int) -> dict[str, Any]:
     """SW20's competitors (section 4) by display name."""
     return {
-        "CFO-16": CFOBinning(epsilon=eps, bins=16, buckets=buckets),
-        "CFO-32": CFOBinning(epsilon=eps, bins=32, buckets=buckets),
-        "CFO-64": CFOBinning(epsilon=eps, bins=64, buckets=buckets),
+        "CFO-16": CFOBinning(epsilon=eps, buckets=16),
+        "CFO-32": CFOBinning(epsilon=eps, buckets=32),
+        "CFO-64": CFOBinning(epsilon=eps, buckets=64),
         "HH": HierarchicalHistogram(epsilon=eps, buckets=buckets),
         "HH-ADMM": HHADMM(epsilon=eps, buckets=buckets),
         "HaarHRR": HaarHRR(epsilon=eps, buckets=buckets),
@@ -261,7 +261,7 @@ def bench_wavelet(eps: float, n: int, values: np.ndarray, repeat: int) -> dict[s
 def bench_wiener(
     eps: float, n: int, values: np.ndarray, repeat: int, bins: int = 64
 ) -> dict[str, Any]:
-    wd = WienerDeconvolution(epsilon=eps, bins=bins)
+    wd = WienerDeconvolution(epsilon=eps, buckets=bins)
     t_rand, reports = timed(lambda: wd.randomize(values, rng=1), repeat)
     t_agg, stats = timed(lambda: wd.aggregate(reports), repeat)
     t_dw, _ = timed(lambda: wd.estimate(stats, "direct"), repeat)
@@ -288,7 +288,7 @@ def bench_matvec(buckets: int, repeat: int) -> dict[str, Any]:
     shows what they cost on this machine at the time of the run (OpenBLAS threads slow down
     badly when the two cores are busy with other work).
     """
-    m = np.array(SquareWave(epsilon=1.0, buckets=buckets).transition_matrix())
+    m = np.array(SquareWave(epsilon=1.0, buckets=buckets).bucket_matrix().T)
     mt = np.ascontiguousarray(m.T)
     x = np.full(buckets, 1.0 / buckets)
     loops = 500

@@ -13,6 +13,7 @@ from scipy import optimize, stats
 
 from ldpkit import GRR, FrequencyEstimate
 from ldpkit import consistency as C
+from ldpkit.frequency import significance_cutoff
 from ldpkit.queries import mse, random_subsets, set_answers, single_value_answers
 
 NAMES = [
@@ -147,7 +148,7 @@ def test_base_cut_threshold_formula(alpha):
     p, q = est.spec.p, est.spec.q
     assert var_star == pytest.approx(q * (1 - q) / (est.n * (p - q) ** 2), rel=1e-14)
     expected = stats.norm.ppf(1 - alpha / 64) * math.sqrt(var_star)
-    threshold = C.base_cut_threshold(est, alpha)
+    threshold = significance_cutoff(est, alpha)
     np.testing.assert_allclose(threshold, expected, rtol=1e-12)
     out = C.base_cut(est, alpha=alpha).frequencies
     f = est.frequencies
@@ -167,17 +168,15 @@ def test_base_cut_default_alpha_is_two():
 def test_base_cut_threshold_edge_cases():
     est = make_est([0.5, 0.3, 0.2, 0.0])
     # alpha >= d/2: quantile <= 0, threshold 0 (Base-Pos)
-    assert np.all(C.base_cut_threshold(est, 2.0) == 0)
-    assert np.all(C.base_cut_threshold(est, 100.0) == 0)
+    assert np.all(significance_cutoff(est, 2.0) == 0)
+    assert np.all(significance_cutoff(est, 100.0) == 0)
     # tiny alpha/d stays accurate
     big = make_est(np.full(10, 0.1))
-    t = C.base_cut_threshold(big, 1e-12)[0]
+    t = significance_cutoff(big, 1e-12)[0]
     assert t == pytest.approx(stats.norm.isf(1e-13) * math.sqrt(big.variance_null[0]), rel=1e-12)
     # without a spec the estimate's own variance is used
     plain = FrequencyEstimate([0.5, 0.3, 0.2, 0.0, 0.0, 0.0], 0.01, n=100)
-    assert C.base_cut_threshold(plain, 0.6)[0] == pytest.approx(
-        stats.norm.isf(0.1) * 0.1, rel=1e-12
-    )
+    assert significance_cutoff(plain, 0.6)[0] == pytest.approx(stats.norm.isf(0.1) * 0.1, rel=1e-12)
 
 
 def brute_norm_cut(f):

@@ -27,8 +27,10 @@ _REGISTRY: dict[str, type[Mechanism]] = {}
 
 
 def mechanism_registry() -> Mapping[str, type[Mechanism]]:
-    """All concrete (non-abstract) mechanism classes by name (read-only view)."""
-    return MappingProxyType({k: v for k, v in _REGISTRY.items() if not inspect.isabstract(v)})
+    """All public concrete mechanism classes by name (read-only view)."""
+    return MappingProxyType(
+        {k: v for k, v in _REGISTRY.items() if not inspect.isabstract(v) and not k.startswith("_")}
+    )
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:

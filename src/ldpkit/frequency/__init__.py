@@ -7,7 +7,7 @@ from .hadamard import HRR, HadamardResponse, fwht
 from .hashing import BLH, OLH, LocalHashing
 from .histogram import SHE, THE
 from .rappor import RAPPOR, RAPPORClient, bloom_positions
-from .significance import heavy_hitters, significance_threshold
+from .significance import heavy_hitters, significance_cutoff
 from .subset import SubsetSelection
 from .unary import OUE, SUE, UnaryEncoding
 
@@ -25,7 +25,7 @@ __all__ = [
     "fwht",
     "choose_oracle",
     "heavy_hitters",
-    "significance_threshold",
+    "significance_cutoff",
     "UnaryEncoding",
     "SUE",
     "OUE",

@@ -34,7 +34,7 @@ from .square_wave import (
     GeneralWave,
     SquareWave,
     square_wave_bandwidth,
-    wave_transition_matrix,
+    wave_bucket_matrix,
 )
 from .wavelet import HaarWavelet, SignedSubsetSelection
 
@@ -50,7 +50,7 @@ __all__ = [
     "GeneralWave",
     "DiscreteSquareWave",
     "square_wave_bandwidth",
-    "wave_transition_matrix",
+    "wave_bucket_matrix",
     "CFOBinning",
     "HierarchicalHistogram",
     "HHADMM",

@@ -239,14 +239,15 @@ class AutoDistribution(Mechanism):
     def bucket_matrix(self) -> np.ndarray:
         """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum
         to 1): the Square Wave's bucketized channel that the estimate inverts."""
-        wave = self.wave
-        if hasattr(wave, "bucket_matrix"):
-            return np.asarray(wave.bucket_matrix())
-        return np.asarray(wave.transition_matrix()).T  # before the bucket_matrix rename
+        return np.asarray(self.wave.bucket_matrix())
 
     def privacy_loss(self) -> float:
         """Epsilon of the reports: the Square Wave's (:meth:`SquareWave.privacy_loss`)."""
         return self.wave.privacy_loss()
+
+    def bucketized_privacy_loss(self) -> float:
+        """Epsilon of the bucketized channel (:meth:`SquareWave.bucketized_privacy_loss`)."""
+        return self.wave.bucketized_privacy_loss()
 
     def _outputs_by_inputs(self) -> np.ndarray:
         """``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation)."""

@@ -24,12 +24,24 @@ __all__ = ["Distribution"]
 SUM_TOLERANCE = 1e-6
 
 
-def _check_bounds(low: Any, high: Any) -> tuple[float, float]:
+def check_bounds(low: Any, high: Any) -> tuple[float, float]:
+    """Validate an interval ``[low, high]`` of finite numbers with ``low < high``."""
     lo = check_real(low, "low")
     hi = check_real(high, "high")
     if not hi > lo:
         raise ValueError(f"high must be a finite number > low ({lo:g}), got {hi!r}")
     return lo, hi
+
+
+def bucket_index(values: np.ndarray, low: float, high: float, buckets: int) -> np.ndarray:
+    """Index (0 .. buckets - 1) of the equal bucket of [low, high] holding each value.
+
+    ``high`` itself falls in the last bucket (the convention of every numerical mechanism
+    and of :meth:`Distribution.from_values`).
+    """
+    idx = ((values - low) * (buckets / (high - low))).astype(np.int64)
+    np.clip(idx, 0, buckets - 1, out=idx)
+    return idx
 
 
 class Distribution:
@@ -82,7 +94,7 @@ class Distribution:
     _high: float
 
     def __init__(self, probabilities: Any, low: float = 0.0, high: float = 1.0) -> None:
-        lo, hi = _check_bounds(low, high)
+        lo, hi = check_bounds(low, high)
         arr = np.asarray(probabilities)
         if arr.dtype.kind not in "iuf":
             raise TypeError(
@@ -127,14 +139,12 @@ class Distribution:
 
         Values must lie in ``[low, high]``; ``high`` itself counts in the last bucket.
         """
-        lo, hi = _check_bounds(low, high)
+        lo, hi = check_bounds(low, high)
         buckets = check_integer(buckets, "buckets", low=1)
         v = check_numeric_values(values, lo, hi, "values")
         if v.size == 0:
             raise ValueError("values must hold at least one value, got an empty array")
-        idx = ((v - lo) * (buckets / (hi - lo))).astype(np.int64)
-        np.clip(idx, 0, buckets - 1, out=idx)
-        counts = np.bincount(idx, minlength=buckets)
+        counts = np.bincount(bucket_index(v, lo, hi, buckets), minlength=buckets)
         return cls(counts / v.size, lo, hi)
 
     @classmethod
@@ -150,7 +160,7 @@ class Distribution:
         The law is conditioned on ``[low, high]`` (mass outside is dropped, then rescaled),
         e.g. ``Distribution.from_cdf(scipy.stats.beta(5, 2).cdf, 0, 1, 256)``.
         """
-        lo, hi = _check_bounds(low, high)
+        lo, hi = check_bounds(low, high)
         buckets = check_integer(buckets, "buckets", low=1)
         f = np.asarray(cdf(np.linspace(lo, hi, buckets + 1)), dtype=np.float64)
         mass = np.diff(f)

@@ -36,8 +36,8 @@ from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
 from ..frequency.hadamard import _check_signs, fwht, hadamard_sign, hrr_perturb_signs
 from ..spec import Mechanism, Reports, Stats
-from .binning import bucket_index, cfo_oracle, check_oracle_name
-from .distribution import Distribution
+from .binning import cfo_oracle, check_oracle_name
+from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = [
     "HierarchicalHistogram",
@@ -415,12 +415,9 @@ class _TreeMechanism(Mechanism):
     buckets: int = 1024
 
     def _validate(self) -> None:
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=MAX_LEAVES))
 
     @property

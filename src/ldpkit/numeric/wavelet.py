@@ -37,7 +37,7 @@ from ..frequency._base import MAX_DENSE_OUTPUTS
 from ..frequency._bits import _BIT_TABLE, check_packed, column_counts, packed_width
 from ..frequency.subset import _CHUNK_DRAWS, _sample_subsets
 from ..spec import Mechanism, Reports, Stats
-from .distribution import Distribution
+from .distribution import Distribution, check_bounds
 
 __all__ = [
     "MAX_LEVEL",
@@ -779,12 +779,9 @@ class HaarWavelet(Mechanism):
     expected_n: int | None = None
 
     def _validate(self) -> None:
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         if self.max_level is not None:
             self._set(
                 "max_level", check_integer(self.max_level, "max_level", low=0, high=MAX_LEVEL)

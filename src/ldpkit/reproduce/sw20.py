@@ -212,9 +212,9 @@ def make_method(name: str) -> Method:
     table: dict[str, Method] = {
         "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
         "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
-        "CFO-16": DistributionMethod(CFOBinning, {"bins": 16}),
-        "CFO-32": DistributionMethod(CFOBinning, {"bins": 32}),
-        "CFO-64": DistributionMethod(CFOBinning, {"bins": 64}),
+        "CFO-16": DistributionMethod(CFOBinning, {"buckets": 16}),
+        "CFO-32": DistributionMethod(CFOBinning, {"buckets": 32}),
+        "CFO-64": DistributionMethod(CFOBinning, {"buckets": 64}),
         "HH": DistributionMethod(HierarchicalHistogram, {"branching": 4}),
         "HH-ADMM": DistributionMethod(HHADMM, {"branching": 4}),
         "HaarHRR": DistributionMethod(HaarHRR),
