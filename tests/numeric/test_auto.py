@@ -118,16 +118,19 @@ def test_split_is_a_fair_multinomial_thinning() -> None:
 
 
 def test_one_standard_error_rule() -> None:
-    # held-out fold: 1000 reports on 2 outputs; candidate 0 (EM) predicts them better
+    # held-out fold: 1000 reports on 2 outputs; candidate 1 (smoothed) predicts them best
     part = np.array([600, 400])
-    good, rough = np.log([0.6, 0.4]), np.log([0.59, 0.41])
-    scores = np.array([part @ good, part @ rough])
-    # the difference (~0.2 nats) is far inside its standard error: the smoother one wins
-    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([good, rough]))]) == 1
-    # a clearly worse smooth candidate (~80 nats, about 6 standard errors) is not taken
+    good, near = np.log([0.6, 0.4]), np.log([0.59, 0.41])
+    scores = np.array([part @ near, part @ good])
+    # EM's deficit (~0.2 nats) is far inside its standard error: the rougher one is taken
+    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([near, good]))]) == 0
+    # a clearly worse EM fit (~80 nats, about 6 standard errors) is not
     bad = np.log([0.4, 0.6])
-    scores = np.array([part @ good, part @ bad])
-    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([good, bad]))]) == 0
+    scores = np.array([part @ bad, part @ good])
+    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([bad, good]))]) == 1
+    # candidates skipped by the early stop (-inf) are never chosen
+    scores = np.array([-np.inf, part @ good])
+    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([good, good]))]) == 1
 
 
 # -- the fits ---------------------------------------------------------------------------------
@@ -155,7 +158,7 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert auto.estimate(stats) == dist
     assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
     assert info.scores.shape == (len(info.strengths),)
-    assert info.strength >= info.strengths[int(np.argmax(info.scores))]
+    assert info.strength <= info.strengths[int(np.argmax(info.scores))]
     # cross-validation holds out both halves: the scores then add up over two folds
     _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
     assert info_cv.cross_validate

@@ -74,7 +74,7 @@ class AutoInfo:
         is better); -inf for candidates skipped once the path had clearly passed the peak;
         NaN when no selection ran (fewer than two reports).
     strength : float
-        The chosen strength: the strongest whose score is within one standard error of the
+        The chosen strength: the weakest whose score is within one standard error of the
         highest.
     folds : int
         Number of folds the reports were split into.
@@ -301,9 +301,9 @@ class AutoDistribution(Mechanism):
            starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
            the log-likelihood of fold k's reports. Stop early once a strength scores 3
            standard errors below the best so far (the rest, weaker still, are skipped).
-        3. Take the strongest smoothing whose total score is within one standard error of
-           the highest (the one-standard-error rule; the error estimated from the held-out
-           reports themselves), and refit it on all reports from the uniform start, as SW20's
+        3. Take the weakest smoothing whose score is within one standard error of the
+           highest (the one-standard-error rule, turned toward less smoothing; the error is
+           estimated from the held-out reports themselves), and refit it on all reports from the uniform start, as SW20's
            EM and EMS start (strength 0 is then exactly SW + EM, 0.5 exactly SW + EMS).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
@@ -390,18 +390,20 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 def _one_se_choice(
     cand: tuple[float, ...], scores: np.ndarray, logp: list[tuple[np.ndarray, np.ndarray]]
 ) -> int:
-    """The strongest smoothing whose held-out score is within one standard error of the best.
+    """The weakest smoothing whose held-out score is within one standard error of the best.
 
     The score difference between the best candidate b and candidate k is a sum over held-out
     reports of ``l(y) = log P_b(y) - log P_k(y)``; its standard error is estimated from the
-    fold's own reports: ``sqrt(sum_f N_f Var_f[l])`` (folds are independent given the fits).
-    Preferring the smoother candidate inside that noise is the one-standard-error rule of
-    Breiman et al. (CART, 1984; Hastie, Tibshirani and Friedman, ESL section 7.10).
+    held-out reports themselves: ``sqrt(sum_f N_f Var_f[l])``. This is the one-standard-error
+    rule (Breiman et al., CART, 1984; Hastie, Tibshirani and Friedman, ESL section 7.10)
+    turned toward less smoothing: the likelihood of the reports, like W1, is flat around its
+    optimum, while KS keeps improving as smoothing decreases (it is set by the sharpest
+    feature), so inside the noise the rougher fit is the better answer for both.
     """
     best = int(np.argmax(scores))
     chosen = best
     for k in range(len(cand)):
-        if cand[k] <= cand[chosen] or not np.isfinite(scores[k]):
+        if cand[k] >= cand[chosen] or not np.isfinite(scores[k]):
             continue
         var = sum(_se(part, lp[best], lp[k]) ** 2 for part, lp in logp)
         if scores[best] - scores[k] <= math.sqrt(var):
