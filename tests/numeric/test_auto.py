@@ -12,7 +12,7 @@ from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave,
 from ldpkit.numeric.auto import (
     _FOLD_MAX_ITER,
     _Fitter,
-    _one_se_choice,
+    _se,
     _split,
     default_buckets,
 )
@@ -117,20 +117,14 @@ def test_split_is_a_fair_multinomial_thinning() -> None:
         assert np.all(np.abs(z_wrong) > 20)
 
 
-def test_one_standard_error_rule() -> None:
-    # held-out fold: 1000 reports on 2 outputs; candidate 1 (smoothed) predicts them best
+def test_standard_error_of_a_score_difference() -> None:
+    # 1000 held-out reports on 2 outputs, per-report log-ratio +-log(1.5): the standard
+    # error is sqrt(sum (l - mean)^2) = sqrt(1000 * 0.96) * log(1.5) exactly
     part = np.array([600, 400])
-    good, near = np.log([0.6, 0.4]), np.log([0.59, 0.41])
-    scores = np.array([part @ near, part @ good])
-    # EM's deficit (~0.2 nats) is far inside its standard error: the rougher one is taken
-    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([near, good]))]) == 0
-    # a clearly worse EM fit (~80 nats, about 6 standard errors) is not
-    bad = np.log([0.4, 0.6])
-    scores = np.array([part @ bad, part @ good])
-    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([bad, good]))]) == 1
-    # candidates skipped by the early stop (-inf) are never chosen
-    scores = np.array([-np.inf, part @ good])
-    assert _one_se_choice((0.0, 8.0), scores, [(part, np.stack([good, good]))]) == 1
+    a, b = np.log([0.6, 0.4]), np.log([0.4, 0.6])
+    expected = math.sqrt(1000 * (1 - 0.2**2)) * math.log(1.5)
+    assert math.isclose(_se(part, a, b), expected, rel_tol=1e-12)
+    assert _se(np.zeros(2, dtype=np.int64), a, b) == 0.0
 
 
 # -- the fits ---------------------------------------------------------------------------------
@@ -158,7 +152,7 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert auto.estimate(stats) == dist
     assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
     assert info.scores.shape == (len(info.strengths),)
-    assert info.strength <= info.strengths[int(np.argmax(info.scores))]
+    assert info.strength == info.strengths[int(np.argmax(info.scores))]
     # cross-validation holds out both halves: the scores then add up over two folds
     _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
     assert info_cv.cross_validate

@@ -74,8 +74,7 @@ class AutoInfo:
         is better); -inf for candidates skipped once the path had clearly passed the peak;
         NaN when no selection ran (fewer than two reports).
     strength : float
-        The chosen strength: the weakest whose score is within one standard error of the
-        highest.
+        The chosen strength (the highest score).
     folds : int
         Number of folds the reports were split into.
     cross_validate : bool
@@ -301,10 +300,9 @@ class AutoDistribution(Mechanism):
            starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
            the log-likelihood of fold k's reports. Stop early once a strength scores 3
            standard errors below the best so far (the rest, weaker still, are skipped).
-        3. Take the weakest smoothing whose score is within one standard error of the
-           highest (the one-standard-error rule, turned toward less smoothing; the error is
-           estimated from the held-out reports themselves), and refit it on all reports from the uniform start, as SW20's
-           EM and EMS start (strength 0 is then exactly SW + EM, 0.5 exactly SW + EMS).
+        3. Take the strength with the highest score and refit it on all reports from the
+           uniform start, as SW20's EM and EMS start (strength 0 is then exactly SW + EM,
+           0.5 exactly SW + EMS).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
         smoothed fits, ``1e-3 e^eps`` for plain EM; scaled by the share of reports a fold
@@ -333,7 +331,6 @@ class AutoDistribution(Mechanism):
         # 10^4 iterations at n = 1e6) and acts on every candidate alike.
         fold_iter = min(max_iter, _FOLD_MAX_ITER)
         scores = np.full(len(cand), np.nan)
-        logp: list[tuple[np.ndarray, np.ndarray]] = []  # (fold counts, log-probs per candidate)
         if total >= 2 and len(cand) > 1:
             scores[:] = 0.0
             parts = _split(counts, folds, gen)
@@ -361,8 +358,7 @@ class AutoDistribution(Mechanism):
                         # (held-out likelihood is unimodal in the strength); skip the rest.
                         scores[order[pos + 1 :]] = -np.inf
                         break
-                logp.append((part, lp))
-            best = _one_se_choice(cand, scores, logp)
+            best = int(np.argmax(scores))
         else:
             best = min(range(len(cand)), key=lambda k: abs(cand[k] - 0.5))
         # The final fit starts from the uniform distribution, as SW20's EM and EMS do, so that
@@ -385,30 +381,6 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
     diff = lp_a - lp_b
     mean = float(part @ diff) / size
     return math.sqrt(float(part @ (diff - mean) ** 2))
-
-
-def _one_se_choice(
-    cand: tuple[float, ...], scores: np.ndarray, logp: list[tuple[np.ndarray, np.ndarray]]
-) -> int:
-    """The weakest smoothing whose held-out score is within one standard error of the best.
-
-    The score difference between the best candidate b and candidate k is a sum over held-out
-    reports of ``l(y) = log P_b(y) - log P_k(y)``; its standard error is estimated from the
-    held-out reports themselves: ``sqrt(sum_f N_f Var_f[l])``. This is the one-standard-error
-    rule (Breiman et al., CART, 1984; Hastie, Tibshirani and Friedman, ESL section 7.10)
-    turned toward less smoothing: the likelihood of the reports, like W1, is flat around its
-    optimum, while KS keeps improving as smoothing decreases (it is set by the sharpest
-    feature), so inside the noise the rougher fit is the better answer for both.
-    """
-    best = int(np.argmax(scores))
-    chosen = best
-    for k in range(len(cand)):
-        if cand[k] >= cand[chosen] or not np.isfinite(scores[k]):
-            continue
-        var = sum(_se(part, lp[best], lp[k]) ** 2 for part, lp in logp)
-        if scores[best] - scores[k] <= math.sqrt(var):
-            chosen = k
-    return chosen
 
 
 def _check_strengths(strengths: Any) -> tuple[float, ...]:
