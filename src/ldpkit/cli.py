@@ -156,11 +156,11 @@ def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
     data = flights_departure_time()
     assert data.domain is not None  # numerical data sets always carry their range
     low, high = data.domain
-    with console.status(f"Square Wave + EMS over {data.n:,} flights (one user each)"):
+    with console.status(f"Square Wave reports from {data.n:,} flights (one user each)"):
         result = run_numerical(data.values, low, high, epsilon=epsilon, buckets=288, rng=seed + 2)
     console.print(
         f"{data.n:,} users, epsilon = {epsilon:g}, 288 five-minute buckets: "
-        f"{result.seconds:.2f} s (randomize + aggregate + EMS)"
+        f"{result.seconds:.2f} s (randomize + aggregate + AutoDistribution's estimate)"
     )
     table = Table(title="Departure time (minutes after midnight)")
     for col in ("statistic", "estimate", "truth", "error"):
