@@ -147,11 +147,14 @@ class Mechanism(ABC):
         check_same_spec(self, reports.spec, "reports")
         return reports
 
-    def check_stats(self, stats: Any) -> Stats:
-        """Raise unless ``stats`` are Stats made under this exact configuration."""
+    def check_stats(self, stats: Any, *, nonempty: bool = False) -> Stats:
+        """Raise unless ``stats`` are Stats made under this exact configuration (and, with
+        ``nonempty``, summarize at least one report, as every estimate needs)."""
         if not isinstance(stats, Stats):
             raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
         check_same_spec(self, stats.spec, "stats")
+        if nonempty and stats.n == 0:
+            raise ValueError("stats must summarize at least one report, got n = 0")
         return stats
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from .._lazy import attach
 
 __all__ = [
+    "AutoDistribution",
+    "AutoInfo",
     "Distribution",
     "EMInfo",
     "em",
@@ -52,6 +54,7 @@ __all__ = [
 __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
+    from .auto import AutoDistribution, AutoInfo
     from .binning import CFOBinning
     from .deconvolution import WienerDeconvolution
     from .distribution import Distribution
