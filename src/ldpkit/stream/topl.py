@@ -68,6 +68,7 @@ from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
 from ..numeric.square_wave import SquareWave, square_wave_bandwidth
 from ..spec import Mechanism, Reports, Stats
 from ._local import LocalStreamRelease
+from .local_baselines import square_wave_mean_constants
 
 __all__ = [
     "OBJECTIVES",
@@ -443,6 +444,18 @@ class ToPL(LocalStreamRelease):
         return (self._threshold / 2.0) ** 2 * hybrid_worst_case_variance(self.epsilon)
 
     # ------------------------------------------------------------------ threshold phase
+    def _threshold_estimates(self, reports: Reports) -> np.ndarray:
+        """Unbiased per-user estimates from Square Wave reports, ``(y - a) / c`` in the
+        original units (:func:`ldpkit.stream.square_wave_mean_constants`)."""
+        a, c, _ = square_wave_mean_constants(self._sw)
+        y = np.asarray(reports.values, dtype=np.float64)
+        return (y - a * self.bound) / c
+
+    @property
+    def threshold_per_user_variance(self) -> float:
+        """``B^2 v*``: the worst-case variance of one threshold-phase user's estimate."""
+        return self.bound**2 * square_wave_mean_constants(self._sw)[2]
+
     def _threshold_count(self) -> int:
         return self._count
 
