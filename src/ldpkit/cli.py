@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+# Only typer and rich's console load with the app (typer needs them to render --help); numpy,
+# the library and rich's tables and progress bars load inside the command that uses them.
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Local differential privacy toolkit."
@@ -48,6 +48,10 @@ def demo(
 
 
 def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> None:
+    import numpy as np
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
     from .demo import plot_categorical, run_categorical, significant
 
     console.rule("[bold]Categorical frequencies: US baby names (SSA, 1880-2017)")
@@ -119,6 +123,8 @@ def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> No
 
 
 def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from .datasets import pos
     from .demo import plot_stream, run_stream
 
@@ -141,6 +147,8 @@ def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
 
 
 def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from . import metrics
     from .datasets import flights_departure_time
     from .demo import plot_numerical, run_numerical
@@ -148,11 +156,11 @@ def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
     data = flights_departure_time()
     assert data.domain is not None  # numerical data sets always carry their range
     low, high = data.domain
-    with console.status(f"Square Wave + EMS over {data.n:,} flights (one user each)"):
+    with console.status(f"Square Wave reports from {data.n:,} flights (one user each)"):
         result = run_numerical(data.values, low, high, epsilon=epsilon, buckets=288, rng=seed + 2)
     console.print(
         f"{data.n:,} users, epsilon = {epsilon:g}, 288 five-minute buckets: "
-        f"{result.seconds:.2f} s (randomize + aggregate + EMS)"
+        f"{result.seconds:.2f} s (randomize + aggregate + AutoDistribution's estimate)"
     )
     table = Table(title="Departure time (minutes after midnight)")
     for col in ("statistic", "estimate", "truth", "error"):
@@ -215,6 +223,15 @@ def serve(
         str, typer.Option(help="Interface to bind (localhost by default).")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (more than 1 needs a PostgreSQL database_url).")
+    ] = 1,
+    access_log: Annotated[
+        bool, typer.Option(help="Log one line per request (without client addresses).")
+    ] = True,
+    log_addresses: Annotated[
+        bool, typer.Option(help="Include client addresses in the access log.")
+    ] = False,
 ) -> None:
     """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
     try:
@@ -224,7 +241,18 @@ def serve(
             f"[red]the collector needs the service extra: pip install 'ldpkit[service]' ({exc})[/]"
         )
         raise typer.Exit(2) from exc
-    serve_main(config, host=host, port=port)
+    try:
+        serve_main(
+            config,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=access_log,
+            log_addresses=log_addresses,
+        )
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -69,12 +69,10 @@ def test_support_marginals_are_exact_binomials(name, epsilon, d):
 
 
 def unbiased_run(spec, values, rng):
-    """The oracle's unbiased estimator: ``run`` unless its default estimate is biased by
-    design (``unbiased_by_default = False``, e.g. RAPPOR's LASSO selection), in which case
-    its ``unbiased_estimate`` path."""
-    if getattr(spec, "unbiased_by_default", True):
-        return spec.run(values, rng=rng)
-    return spec.unbiased_estimate(spec.aggregate(spec.randomize(values, rng=rng)))
+    """The oracle's plain estimate, unbiased for every oracle (RAPPOR included)."""
+    est = spec.run(values, rng=rng)
+    assert est.unbiased and est.postprocessing == ()
+    return est
 
 
 def _enumerable(name: str) -> bool:

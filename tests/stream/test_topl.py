@@ -283,6 +283,7 @@ def _ingest_same(reports, g: int) -> ToPL:
     return topl
 
 
+@pytest.mark.slow
 def test_blocked_store_is_exact_on_block_boundaries_and_shares_cut_blocks() -> None:
     values = _stream(10_037, seed=2)
     reports = client_randomize(ToPL(1.0, 100, threshold=30.0).client_spec(), values, rng=3)
