@@ -17,7 +17,7 @@ from ldpkit.experiments.numeric import (
     empirical_cdf,
     grid_errors,
 )
-from ldpkit.numeric import CFOBinning, Distribution
+from ldpkit.numeric import CFOBinning, Distribution, SquareWave
 
 
 def test_bench_validates_and_freezes_its_values():
@@ -45,11 +45,10 @@ def test_distribution_method_passes_buckets_and_the_oracle_rule():
         return "GRR" if epsilon > 2 else "OUE"
 
     bench = Bench(np.linspace(0, 1, 500), 32)
-    method = DistributionMethod(CFOBinning, {"bins": 8}, oracle_rule=rule)
+    assert DistributionMethod(SquareWave).spec(bench, 1.0).buckets == 32  # the bench's d
+    method = DistributionMethod(CFOBinning, {"buckets": 8}, oracle_rule=rule)
     assert method.spec(bench, 1.0).oracle == "OUE" and method.spec(bench, 3.0).oracle == "GRR"
-    assert method.spec(bench, 1.0).buckets == 32
-    plain = DistributionMethod(CFOBinning, {"bins": 8, "buckets": 8}, bench_buckets=False)
-    assert plain.spec(bench, 1.0).buckets == 8
+    assert method.spec(bench, 1.0).buckets == 8  # the method's own resolution wins
     a = method(bench, 1.0, np.random.default_rng(0))
     b = method(bench, 1.0, np.random.default_rng(0))
     np.testing.assert_array_equal(a.probabilities, b.probabilities)

@@ -8,22 +8,11 @@ writes Parquet, a Markdown table and a PNG in the papers' figure shape
 where one method wins, ties or loses against the best of the others.
 """
 
-from ._blas import single_threaded_blas
-from .compare import compare_methods, comparison_markdown
-from .grid import (
-    Cell,
-    ExperimentResult,
-    Grid,
-    Method,
-    Metric,
-    cell_seed,
-    default_truth,
-    run_grid,
-    summarize,
-)
-from .methods import MechanismMethod, frequency_mse
-from .plots import method_styles, plot_error_vs_epsilon, save_figure, save_metric_figures
-from .results import markdown_table, save_results, timings_markdown
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
 
 __all__ = [
     "Cell",
@@ -48,3 +37,23 @@ __all__ = [
     "save_metric_figures",
     "single_threaded_blas",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy (ldpkit._lazy)
+    from ._blas import single_threaded_blas
+    from .compare import compare_methods, comparison_markdown
+    from .grid import (
+        Cell,
+        ExperimentResult,
+        Grid,
+        Method,
+        Metric,
+        cell_seed,
+        default_truth,
+        run_grid,
+        summarize,
+    )
+    from .methods import MechanismMethod, frequency_mse
+    from .plots import method_styles, plot_error_vs_epsilon, save_figure, save_metric_figures
+    from .results import markdown_table, save_results, timings_markdown

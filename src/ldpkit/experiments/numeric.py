@@ -228,7 +228,8 @@ class DistributionMethod:
     """``mechanism(epsilon=, low=0, high=1, **params)`` run end to end on a :class:`Bench`.
 
     Returns ``spec.estimate(spec.aggregate(spec.randomize(values)), **estimate_params)``.
-    ``bench_buckets`` adds ``buckets=bench.buckets``; ``oracle_rule(epsilon, params)``, when
+    ``bench_buckets`` adds ``buckets=bench.buckets`` unless ``params`` fix ``buckets`` (e.g.
+    CFO binning's c); ``oracle_rule(epsilon, params)``, when
     given, chooses the ``oracle`` argument (e.g. WAV25's kRR-or-OUE rule for binning).
     """
 
@@ -241,7 +242,7 @@ class DistributionMethod:
     def spec(self, data: Bench, epsilon: float) -> Any:
         kwargs: dict[str, Any] = {"epsilon": epsilon, "low": 0.0, "high": 1.0, **self.params}
         if self.bench_buckets:
-            kwargs["buckets"] = data.buckets
+            kwargs.setdefault("buckets", data.buckets)
         if self.oracle_rule is not None:
             kwargs["oracle"] = self.oracle_rule(epsilon, self.params)
         return self.mechanism(**kwargs)

@@ -30,12 +30,12 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sps
 
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_probability, check_real
 from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats
+from .distribution import check_bounds
 
 __all__ = [
     "HYBRID_THRESHOLD",
@@ -196,6 +196,8 @@ class MeanEstimate:
         self, alpha: float = 0.05, *, empirical: bool = False
     ) -> tuple[float, float]:
         """Normal-approximation two-sided ``1 - alpha`` interval for the mean."""
+        from scipy import stats as _sps  # server side: not loaded on the client path
+
         alpha = check_probability(alpha, "alpha")
         var = self.variance_empirical if empirical else self.variance
         half = float(_sps.norm.isf(alpha / 2.0)) * math.sqrt(var)
@@ -241,12 +243,9 @@ class _MeanMechanism(Mechanism):
                 f"epsilon must be a finite number > 0 and <= {MAX_EPSILON:g} for {self.name}, "
                 f"got {self.epsilon!r}"
             )
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
 
     @property
     def half_span(self) -> float:
@@ -261,15 +260,22 @@ class _MeanMechanism(Mechanism):
         """Per-user variance of the report on the [-1, 1] scale at t (None: worst case)."""
         raise NotImplementedError
 
-    def variance(self, n: int, values: Any = None) -> float:
-        """Variance of the mean estimate from n reports, in the original units squared.
+    def variance(self, n: int) -> float:
+        """Worst-case variance of the mean estimate from n reports: ``(h/2)^2 V* / n``.
 
-        With ``values`` (the n true values) it is exact: ``(h/2)^2 sum_i V(t_i) / n^2``;
-        without, the worst case ``(h/2)^2 V* / n``.
+        In the original units squared; data-independent, like a frequency oracle's
+        ``variance(n)`` (Var*). :meth:`variance_at` gives it at given true values.
         """
         n = check_integer(n, "n", low=1)
-        if values is None:
-            return self.half_span**2 * float(self.unit_variance()) / n
+        return self.half_span**2 * float(self.unit_variance()) / n
+
+    def variance_at(self, n: int, values: Any) -> float:
+        """Exact variance of the mean estimate when the n users hold ``values``.
+
+        ``(h/2)^2 sum_i V(t_i) / n^2`` with V the per-user variance on the [-1, 1] scale
+        (:meth:`unit_variance`); at most :meth:`variance`.
+        """
+        n = check_integer(n, "n", low=1)
         t = self._to_unit(self.check_values(values))
         if t.size != n:
             raise ValueError(f"values must hold n = {n} values, got {t.size}")
@@ -422,10 +428,15 @@ class PiecewiseMechanism(_MeanMechanism):
         return _pm_constants(self.epsilon)[1]
 
     @property
-    def densities(self) -> tuple[float, float]:
-        """(high, low) density of the report on the [-1, 1] scale."""
-        em1, _, plateau, q = _pm_constants(self.epsilon)
-        return plateau / (2.0 / em1), q
+    def density_high(self) -> float:
+        """Density of the report on ``[l(t), r(t)]`` ([-1, 1] scale): ``E (E - 1)/(2 (E + 1))``."""
+        em1, _, plateau, _ = _pm_constants(self.epsilon)
+        return plateau / (2.0 / em1)
+
+    @property
+    def density_low(self) -> float:
+        """Density of the report elsewhere on [-s, s]: ``(E - 1)/(2 E (E + 1))``."""
+        return _pm_constants(self.epsilon)[3]
 
     def unit_variance(self, t: Any = None) -> Any:
         return piecewise_variance(self.epsilon, t)
@@ -434,8 +445,7 @@ class PiecewiseMechanism(_MeanMechanism):
         return _pm_sample(t, self.epsilon, gen.random(t.size))
 
     def privacy_loss(self) -> float:
-        hi, lo = self.densities
-        return ratio_privacy_loss(hi, lo)
+        return ratio_privacy_loss(self.density_high, self.density_low)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

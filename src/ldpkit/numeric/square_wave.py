@@ -1,10 +1,11 @@
 """Square Wave reporting (SW20 section 5): continuous, discrete, and general wave shapes.
 
 A user with value v (mapped to [0, 1]) reports a real number in [-b, 1 + b] whose density
-is high (``p``) within b of v and low (``q``) elsewhere, ``p / q = e^eps``. The server
-buckets the reports into ``output_buckets`` equal buckets of [-b, 1 + b] (the mergeable
-``Stats.counts``) and recovers a ``buckets``-bucket histogram of the inputs by EMS or EM
-(:mod:`ldpkit.numeric.em`) using the exact transition matrix built here.
+is high (``density_high``) within b of v and low (``density_low``) elsewhere, their ratio
+``e^eps``. The server buckets the reports into ``output_buckets`` equal buckets of
+[-b, 1 + b] (the mergeable ``Stats.counts``) and recovers a ``buckets``-bucket histogram of
+the inputs by EMS or EM (:mod:`ldpkit.numeric.em`) using the exact bucket matrix built
+here (``P[output bucket | input uniform in input bucket]``, inputs x outputs).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..frequency._base import index_dtype
 from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats
-from .distribution import Distribution
+from .distribution import Distribution, check_bounds
 
 __all__ = [
     "MAX_EPSILON",
@@ -36,7 +37,7 @@ __all__ = [
     "SquareWave",
     "GeneralWave",
     "DiscreteSquareWave",
-    "wave_transition_matrix",
+    "wave_bucket_matrix",
 ]
 
 #: Largest budget for the continuous waves: beyond it b = O(eps e^-eps) underflows.
@@ -112,10 +113,10 @@ def _smoothed_ramp(x: np.ndarray, h1: float, h2: float) -> np.ndarray:
     return out
 
 
-def wave_transition_matrix(
-    b: float, ratio: float, q: float, buckets: int, output_buckets: int
+def wave_bucket_matrix(
+    b: float, ratio: float, density_low: float, buckets: int, output_buckets: int
 ) -> np.ndarray:
-    """Exact ``M[j, i] = P[report in output bucket j | v uniform in input bucket i]``.
+    """Exact ``M[i, j] = P[report in output bucket j | v uniform in input bucket i]``.
 
     Parameters
     ----------
@@ -123,19 +124,20 @@ def wave_transition_matrix(
         Half-width of the wave on the unit scale (outputs in [-b, 1 + b]).
     ratio : float
         Top/bottom ratio r of the trapezoid (1: square wave, 0: triangle).
-    q : float
-        The low density (outside the wave).
+    density_low : float
+        The low density (outside the wave), on the unit scale.
     buckets, output_buckets : int
         d input buckets of [0, 1] and d~ output buckets of [-b, 1 + b] (any sizes).
 
     Returns
     -------
-    ndarray, shape (output_buckets, buckets)
-        Columns sum to 1 (up to ~1e-12).
+    ndarray, shape (buckets, output_buckets)
+        Rows (inputs) sum to 1 (up to ~1e-12), the orientation of every
+        ``transition_matrix()`` in ldpkit.
 
     Notes
     -----
-    The density is ``q`` everywhere on [-b, 1 + b] plus an excess of total mass
+    The density is ``q = density_low`` everywhere on [-b, 1 + b] plus an excess of total mass
     ``1 - q (1 + 2b)`` shaped like the wave, i.e. the law of ``v + Z`` with ``Z`` uniform
     on [-b, b] (square) or a sum of two uniforms (trapezoid). For input bucket [s, t] and
     output bucket [a, c], ``P[v + Z in [a, c]] = (S(c - s) - S(c - t) - S(a - s) +
@@ -145,13 +147,13 @@ def wave_transition_matrix(
     This holds for any d and d~ (the authors' fill does not when d~ > d or when 2b spans
     at most two output buckets).
     """
-    d, dt = int(buckets), int(output_buckets)
+    d, dt, q = int(buckets), int(output_buckets), float(density_low)
     inp = np.linspace(0.0, 1.0, d + 1)
     out = np.linspace(-b, 1.0 + b, dt + 1)
     h1, h2 = (1.0 + ratio) * b / 2.0, (1.0 - ratio) * b / 2.0
     excess = 1.0 - q * (1.0 + 2.0 * b)
     width_in = np.diff(inp)[None, :]
-    result = np.empty((dt, d))
+    result = np.empty((d, dt))
     # Blocks of output rows bound the temporaries (~10 arrays of block x d floats).
     step = max(1, (1 << 19) // (d + 1))
     for j0 in range(0, dt, step):
@@ -174,13 +176,15 @@ def wave_transition_matrix(
         wave = np.where((lo_x >= -top) & (hi_x <= top), area / (2.0 * h1), wave)
         wave /= width_in
         np.maximum(wave, 0.0, out=wave)
-        result[j0:j1] = q * np.diff(o)[:, None] + excess * wave
+        result[:, j0:j1] = (q * np.diff(o)[:, None] + excess * wave).T
     return result
 
 
 @functools.lru_cache(maxsize=4)  # a 4096 x 4096 matrix is 134 MB
 def _cached_matrix(spec: _Wave) -> np.ndarray:
-    m = wave_transition_matrix(spec.b, spec._ratio, spec.q, spec.buckets, spec.n_output_buckets)
+    m = wave_bucket_matrix(
+        spec.b, spec._ratio, spec.density_low, spec.buckets, spec.n_output_buckets
+    )
     m.flags.writeable = False
     return m
 
@@ -202,12 +206,9 @@ class _Wave(Mechanism):
                 f"epsilon must be a finite number > 0 and <= {MAX_EPSILON:g} for {self.name} "
                 f"(b underflows beyond), got {self.epsilon!r}"
             )
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         self._set("buckets", check_integer(self.buckets, "buckets", low=1))
         if self.output_buckets is not None:
             self._set("output_buckets", check_integer(self.output_buckets, "output_buckets", low=1))
@@ -234,16 +235,19 @@ class _Wave(Mechanism):
         return square_wave_bandwidth(self.epsilon) if self.bandwidth is None else self.bandwidth
 
     @property
-    def q(self) -> float:
-        """Low density on [-b, 1 + b] (unit scale): ``1 / (1 + 2b + (e^eps - 1) b (1 + r))``."""
+    def density_low(self) -> float:
+        """Low density on [-b, 1 + b] (unit scale): ``1 / (1 + 2b + (e^eps - 1) b (1 + r))``.
+
+        SW20 writes it q (section 5.2); it is a density, not a probability.
+        """
         b = self.b
         # (e^eps - 1) b written as expm1(eps) b; huge eps stays finite because b ~ e^-eps.
         return 1.0 / (1.0 + 2.0 * b + math.expm1(self.epsilon) * b * (1.0 + self._ratio))
 
     @property
-    def p(self) -> float:
-        """High density (top of the wave), ``e^eps q``."""
-        return math.exp(self.epsilon) * self.q
+    def density_high(self) -> float:
+        """High density (top of the wave, unit scale), ``e^eps density_low`` (SW20's p)."""
+        return math.exp(self.epsilon) * self.density_low
 
     @property
     def span(self) -> float:
@@ -311,18 +315,19 @@ class _Wave(Mechanism):
         counts = np.bincount(idx, minlength=self.n_output_buckets).astype(np.int64)
         return Stats(self, idx.size, counts=counts)
 
-    def transition_matrix(self) -> np.ndarray:
-        """Exact ``M[j, i] = P[output bucket j | input uniform in bucket i]``, shape (d~, d).
+    def bucket_matrix(self) -> np.ndarray:
+        """Exact ``M[i, j] = P[output bucket j | input uniform in bucket i]``, shape (d, d~).
 
-        Columns (inputs) sum to 1. Note the orientation: SW20's (outputs x inputs), the
-        transpose of :meth:`ldpkit.frequency.FrequencyOracle.transition_matrix`. Cached and
-        read-only.
+        Rows (inputs) sum to 1, as in every transition matrix of ldpkit. This is what EM
+        deconvolves; it is not the mechanism's law (inputs are continuous), so it has no
+        ``transition_matrix()`` and ``privacy_loss(bucket_matrix()) < epsilon``
+        (:meth:`bucketized_privacy_loss`). Cached and read-only.
         """
         return _cached_matrix(self)
 
     def privacy_loss(self) -> float:
-        """Epsilon of the continuous mechanism: ``log(p / q)`` of the two densities."""
-        return ratio_privacy_loss(self.p, self.q)
+        """Epsilon of the continuous mechanism: ``log(density_high / density_low)``."""
+        return ratio_privacy_loss(self.density_high, self.density_low)
 
     def bucketized_privacy_loss(self) -> float:
         """Epsilon of the bucketized channel (input bucket -> output bucket).
@@ -332,7 +337,7 @@ class _Wave(Mechanism):
         d, d~; it approaches eps as the buckets shrink. The continuous reports themselves
         are exactly eps-LDP (:meth:`privacy_loss`).
         """
-        return _matrix_privacy_loss(np.asarray(self.transition_matrix()).T)
+        return _matrix_privacy_loss(self.bucket_matrix())
 
     def estimate(
         self,
@@ -344,37 +349,47 @@ class _Wave(Mechanism):
     ) -> Distribution:
         """Histogram of the inputs on ``buckets`` buckets of [low, high].
 
+        The plain estimate is SW20's: EMS, the estimator the paper proposes and evaluates
+        with SW (section 5.5); ``method="em"`` gives plain EM (maximum likelihood, which
+        over-fits the noise; section 6.1).
+
         Parameters
         ----------
         stats : Stats
             Aggregated (and possibly merged) reports of this spec.
         method : {"ems", "em"}
-            EMS (default, SW20's recommendation) or plain EM.
+            EMS (default, SW20's estimator) or plain EM.
         tol : float, optional
             Log-likelihood tolerance; default 1e-3 for EMS and ``1e-3 e^eps`` for EM
             (SW20 section 6.1).
         max_iter : int
             Iteration cap.
         """
-        from .em import em, ems  # server-side code: imported only when estimating
+        return _deconvolve(self, stats, method, tol, max_iter)
 
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
-        if method == "ems":
-            return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
-        if method == "em":
-            t = 1e-3 * math.exp(min(self.epsilon, 700.0)) if tol is None else tol
-            return em(stats, tol=t, max_iter=max_iter)
-        raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
+
+def _deconvolve(
+    spec: Mechanism, stats: Stats, method: str, tol: float | None, max_iter: int
+) -> Distribution:
+    """EMS or EM on the spec's bucket matrix (SW20 section 5.5), shared by all waves."""
+    from .em import em, ems  # server-side code: imported only when estimating
+
+    stats = spec.check_stats(stats, nonempty=True)
+    if method == "ems":
+        return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
+    if method == "em":
+        t = 1e-3 * math.exp(min(spec.epsilon, 700.0)) if tol is None else tol
+        return em(stats, tol=t, max_iter=max_iter)
+    raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SquareWave(_Wave):
     """Square Wave (SW) reporting for a numerical value in [low, high] (SW20 section 5.2).
 
-    With v mapped to [0, 1], the report has density ``p = e^eps / (2 b e^eps + 1)`` on
-    ``[v - b, v + b]`` and ``q = 1 / (2 b e^eps + 1)`` elsewhere on [-b, 1 + b], mapped
+    With v mapped to [0, 1], the report has density ``density_high = e^eps / (2 b e^eps +
+    1)`` on ``[v - b, v + b]`` and ``density_low = 1 / (2 b e^eps + 1)`` elsewhere on
+    [-b, 1 + b] (SW20's p and q), mapped
     back to the original units. The server histograms reports into ``output_buckets``
     buckets and estimates a ``buckets``-bucket input histogram with EMS (or EM).
 
@@ -395,7 +410,8 @@ class SquareWave(_Wave):
 
     Notes
     -----
-    eps-LDP: every output density is p or q, ``p / q = e^eps``. Sampling uses one uniform U
+    eps-LDP: every output density is p = density_high or q = density_low, ``p / q = e^eps``.
+    Sampling uses one uniform U
     per user: ``U < q v`` gives ``-b + U/q``; ``U < q v + 2 b p`` gives
     ``v - b + (U - q v)/p``; otherwise ``v + b + (U - q v - 2 b p)/q``.
 
@@ -420,7 +436,7 @@ class SquareWave(_Wave):
         return 1.0
 
     def _sample_unit(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        b, q = self.b, self.q
+        b, q = self.b, self.density_low
         plateau = 1.0 - q  # 2 b p (since q + 2 b p = 1), without forming p
         u = gen.random(v.size)
         left = q * v
@@ -441,7 +457,7 @@ class GeneralWave(_Wave):
 
     The output density on [-b, 1 + b] is q plus a symmetric trapezoid centred at v with
     bottom width 2b, top width ``2 ratio b`` and top height ``e^eps q``;
-    ``q = 1 / (1 + 2b + (e^eps - 1) b (1 + ratio))``. ``ratio = 1`` is the Square Wave,
+    ``q = density_low = 1 / (1 + 2b + (e^eps - 1) b (1 + ratio))``. ``ratio = 1`` is the Square Wave,
     ``ratio = 0`` the triangle.
 
     Parameters
@@ -465,7 +481,7 @@ class GeneralWave(_Wave):
     Examples
     --------
     >>> gw = GeneralWave(epsilon=1.0, ratio=0.0, buckets=32)
-    >>> round(gw.p / gw.q, 6) == round(math.e, 6)
+    >>> round(gw.density_high / gw.density_low, 6) == round(math.e, 6)
     True
     """
 
@@ -480,7 +496,7 @@ class GeneralWave(_Wave):
         return self.ratio
 
     def _sample_unit(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        b, q, r = self.b, self.q, self.ratio
+        b, q, r = self.b, self.density_low, self.ratio
         n = v.size
         u = gen.random((3, n))
         uniform = u[0] < q * (1.0 + 2.0 * b)
@@ -495,24 +511,25 @@ class GeneralWave(_Wave):
 class DiscreteSquareWave(Mechanism):
     """Square Wave on a discrete domain of d items ("bucketize before randomize", SW20 5.4).
 
-    Item v in {0..d-1} is reported as an item of {-b~ .. d - 1 + b~} (sent shifted, as
+    Bucket index v in {0..d-1} is reported as an item of {-b~ .. d - 1 + b~} (sent shifted, as
     ``v + b~`` in ``[0, d + 2 b~)``): the 2b~ + 1 items within b~ of v each with probability
     ``p = e^eps / ((2b~ + 1) e^eps + d - 1)``, every other one with ``q = p e^-eps``;
-    ``b~ = floor(b d)`` with SW20's b. Items usually index equal buckets of [low, high];
-    the estimate is a Distribution on them.
+    ``b~ = floor(b d)`` with SW20's b. The d items index the equal buckets of [low, high]
+    (the user bucketizes her value first); the estimate is a Distribution on them.
 
     Parameters
     ----------
     epsilon : float
         Privacy budget (> 0).
-    domain_size : int
-        Number of items d (>= 2).
+    buckets : int
+        Number d of buckets of [low, high], i.e. of input items (>= 2).
     low, high : float
         Interval the d items partition (for the estimated Distribution); default [0, 1].
 
     Notes
     -----
-    eps-LDP, tightly: every output column of the transition matrix holds p and q.
+    eps-LDP, tightly: every output column of the transition matrix (inputs x outputs)
+    holds p and q.
 
     References
     ----------
@@ -520,47 +537,44 @@ class DiscreteSquareWave(Mechanism):
 
     Examples
     --------
-    >>> dsw = DiscreteSquareWave(epsilon=1.0, domain_size=16)
+    >>> dsw = DiscreteSquareWave(epsilon=1.0, buckets=16)
     >>> dsw.half_width, dsw.n_outputs
     (4, 24)
     >>> round(dsw.privacy_loss(), 12)
     1.0
     """
 
-    domain_size: int
+    buckets: int
     low: float = 0.0
     high: float = 1.0
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        self._set("buckets", check_integer(self.buckets, "buckets", low=2))
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
 
     @property
     def half_width(self) -> int:
         """b~ = floor(b d)."""
         b = 0.5 * _plateau_ratio(self.epsilon) * math.exp(-self.epsilon)
-        return math.floor(b * self.domain_size)
+        return math.floor(b * self.buckets)
 
     @property
     def n_outputs(self) -> int:
-        return self.domain_size + 2 * self.half_width
+        return self.buckets + 2 * self.half_width
 
     @property
     def p(self) -> float:
         w = 2 * self.half_width + 1
-        return 1.0 / (w + (self.domain_size - 1) * math.exp(-self.epsilon))
+        return 1.0 / (w + (self.buckets - 1) * math.exp(-self.epsilon))
 
     @property
     def q(self) -> float:
         return self.p * math.exp(-self.epsilon)
 
     def check_values(self, values: Any) -> np.ndarray:
-        return check_categorical_values(values, self.domain_size, "values")
+        return check_categorical_values(values, self.buckets, "values")
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """``reports.values``: output items shifted by b~, in ``[0, d + 2 b~)``."""
@@ -570,7 +584,7 @@ class DiscreteSquareWave(Mechanism):
         w = 2 * bt + 1
         near = u < w * p
         k_near = v + np.minimum((u / p).astype(np.int64), w - 1)
-        other = np.minimum(np.maximum((u - w * p) / q, 0.0).astype(np.int64), self.domain_size - 2)
+        other = np.minimum(np.maximum((u - w * p) / q, 0.0).astype(np.int64), self.buckets - 2)
         k_far = np.where(other < v, other, other + w)
         y = np.where(near, k_near, k_far)
         return Reports(self, values=y.astype(index_dtype(self.n_outputs)))
@@ -589,27 +603,24 @@ class DiscreteSquareWave(Mechanism):
         return Stats(self, idx.size, counts=np.bincount(idx, minlength=self.n_outputs))
 
     def transition_matrix(self) -> np.ndarray:
-        """``M[j, i] = P[output j | item i]``, shape (d + 2b~, d) (SW20 orientation)."""
-        d, bt = self.domain_size, self.half_width
-        j = np.arange(self.n_outputs)[:, None]
-        i = np.arange(d)[None, :]
+        """``M[i, j] = P[output j | item i]``, shape (d, d + 2b~); rows sum to 1."""
+        d, bt = self.buckets, self.half_width
+        i = np.arange(d)[:, None]
+        j = np.arange(self.n_outputs)[None, :]
         return np.where(np.abs(j - bt - i) <= bt, self.p, self.q)
 
+    def bucket_matrix(self) -> np.ndarray:
+        """What EM deconvolves: the transition matrix itself (inputs are the buckets)."""
+        return self.transition_matrix()
+
     def privacy_loss(self) -> float:
-        return _matrix_privacy_loss(self.transition_matrix().T)
+        return _matrix_privacy_loss(self.transition_matrix())
 
     def estimate(
         self, stats: Stats, method: str = "ems", *, tol: float | None = None, max_iter: int = 10_000
     ) -> Distribution:
-        """Distribution over the d items (as buckets of [low, high]) by EMS or EM."""
-        from .em import em, ems  # server-side code: imported only when estimating
+        """Distribution over the d buckets of [low, high] by EMS (default) or EM.
 
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
-        if method == "ems":
-            return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
-        if method == "em":
-            t = 1e-3 * math.exp(min(self.epsilon, 700.0)) if tol is None else tol
-            return em(stats, tol=t, max_iter=max_iter)
-        raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
+        Parameters as for :meth:`SquareWave.estimate`.
+        """
+        return _deconvolve(self, stats, method, tol, max_iter)

@@ -190,15 +190,15 @@ QUICK = Config(
 
 # ---- the wavelet and the J check ---------------------------------------------------------------------------------
 def binning_oracle(epsilon: float, params: Mapping[str, Any]) -> str:
-    """WAV25 section 6.1's oracle for binning on ``params["bins"]`` = d bins: kRR (GRR) if
+    """WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins: kRR (GRR) if
     ``d < 3 e^eps + 2``, else OUE.
 
     Examples
     --------
-    >>> [binning_oracle(e, {"bins": d}) for e, d in ((1.0, 8), (1.0, 16), (4.0, 64))]
+    >>> [binning_oracle(e, {"buckets": d}) for e, d in ((1.0, 8), (1.0, 16), (4.0, 64))]
     ['GRR', 'OUE', 'GRR']
     """
-    bins = int(params["bins"])
+    bins = int(params["buckets"])
     return "GRR" if epsilon > 50.0 or bins < 3.0 * math.exp(epsilon) + 2.0 else "OUE"
 
 
@@ -405,6 +405,10 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
 
 
 # ---- methods, metrics, grids -----------------------------------------------------------------
+NORM_SUB = {"postprocess": "norm_sub"}  # binning and the Wiener filters end with Norm-Sub
+RULE = binning_oracle
+
+
 def make_method(name: str) -> Method:
     """The grid method called ``name`` (a key of :data:`METHODS`)."""
     table: dict[str, Method] = {
@@ -412,17 +416,17 @@ def make_method(name: str) -> Method:
         "Wavelet J-2": WaveletMethod(level_offset=-2),
         "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
         "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
-        "Binning-16": DistributionMethod(CFOBinning, {"bins": 16}, oracle_rule=binning_oracle),
-        "Binning-64": DistributionMethod(CFOBinning, {"bins": 64}, oracle_rule=binning_oracle),
-        "HH": DistributionMethod(HierarchicalHistogram, {"branching": 4}),
+        "Binning-16": DistributionMethod(CFOBinning, {"buckets": 16}, NORM_SUB, oracle_rule=RULE),
+        "Binning-64": DistributionMethod(CFOBinning, {"buckets": 64}, NORM_SUB, oracle_rule=RULE),
+        "HH": DistributionMethod(HierarchicalHistogram, {"branching": 4}, {"postprocess": "cdf"}),
         "DW": DistributionMethod(
-            WienerDeconvolution, {"bins": 64}, {"method": "direct"}, bench_buckets=False
+            WienerDeconvolution, {"buckets": 64}, {"method": "direct", **NORM_SUB}, False
         ),
         "IIW": DistributionMethod(
-            WienerDeconvolution, {"bins": 64}, {"method": "iterative"}, bench_buckets=False
+            WienerDeconvolution, {"buckets": 64}, {"method": "iterative", **NORM_SUB}, False
         ),
         "IIW-256": DistributionMethod(
-            WienerDeconvolution, {"bins": 256}, {"method": "iterative"}, bench_buckets=False
+            WienerDeconvolution, {"buckets": 256}, {"method": "iterative", **NORM_SUB}, False
         ),
     }
     if name not in table:
