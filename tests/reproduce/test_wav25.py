@@ -154,9 +154,9 @@ def test_beta_bench_is_seeded_and_subsampling_keeps_the_cap():
 
 def test_binning_oracle_follows_the_wav25_rule():
     # kRR when d < 3 e^eps + 2: at eps = 1 the threshold is 10.15, at eps = 4 it is 165.8
-    rule = [binning_oracle(1.0, {"bins": d}) for d in (8, 10, 11, 64)]
+    rule = [binning_oracle(1.0, {"buckets": d}) for d in (8, 10, 11, 64)]
     assert rule == ["GRR", "GRR", "OUE", "OUE"]
-    assert [binning_oracle(4.0, {"bins": d}) for d in (64, 165, 166)] == ["GRR", "GRR", "OUE"]
+    assert [binning_oracle(4.0, {"buckets": d}) for d in (64, 165, 166)] == ["GRR", "GRR", "OUE"]
 
 
 def test_wasserstein_bound_closed_form_at_level_zero():
