@@ -53,6 +53,7 @@ __all__ = [
     "load_bench",
     "load_benches",
     "BenchConfig",
+    "bench_grid",
     "run_benches",
     "report_head",
     "save_report",
@@ -368,6 +369,26 @@ class BenchConfig:
             if bad:
                 raise ValueError(f"{what} must be a subset of {list(allowed)}, got {bad}")
             object.__setattr__(self, what, chosen)
+
+
+def bench_grid(
+    config: BenchConfig,
+    benches: Mapping[str, Bench],
+    make_method: Callable[[str], Any],
+    metrics: Mapping[str, Any],
+    epsilons: Any = None,
+) -> Grid:
+    """The grid of ``config.methods`` (built by ``make_method``) x ``epsilons`` (default
+    ``config.epsilons``) x ``benches`` x ``config.repetitions``, scored against
+    :func:`bench_truth`."""
+    return Grid(
+        methods={m: make_method(m) for m in config.methods},
+        epsilons=config.epsilons if epsilons is None else epsilons,
+        datasets=dict(benches),
+        metrics=metrics,
+        repetitions=config.repetitions,
+        truth=bench_truth,
+    )
 
 
 def run_benches(

@@ -31,6 +31,7 @@ best other method, per data set, metric and epsilon.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -57,6 +58,7 @@ from ..experiments.numeric import (
     MomentMethod,
     Moments,
     Truth,
+    bench_grid,
     bench_truth,
     report_head,
     run_benches,
@@ -286,14 +288,9 @@ def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
     """
     eps = sorted(config.epsilons)
     middle = eps[len(eps) // 2]
-    return Grid(
-        methods={m: make_method(m) for m in config.methods},
-        epsilons=[middle, *(e for e in eps if e != middle)],
-        datasets=dict(benches),
-        metrics=make_metrics(seed, config.n_queries),
-        repetitions=config.repetitions,
-        truth=bench_truth,
-    )
+    metrics = make_metrics(seed, config.n_queries)
+    ordered = [middle, *(e for e in eps if e != middle)]
+    return bench_grid(config, benches, make_method, metrics, ordered)
 
 
 # ---- the report ------------------------------------------------------------------------------
@@ -354,14 +351,10 @@ def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Pat
     quick = config == QUICK
     start = time.perf_counter()
 
+    load = functools.partial(load_bench, config=config, seed=seed)
+    build = functools.partial(build_grid, config, seed=seed)
     benches, grid, result = run_benches(
-        TITLE,
-        config,
-        lambda name: load_bench(name, config, seed),
-        lambda benches: build_grid(config, benches, seed),
-        seed=seed,
-        jobs=jobs,
-        console=console,
+        TITLE, config, load, build, seed=seed, jobs=jobs, console=console
     )
     records = _in_epsilon_order(result.records.dropna(subset=["value"]), grid)
     cells = compare_methods(records, REFERENCE)

@@ -62,6 +62,7 @@ from ..experiments.numeric import (
     BenchConfig,
     DistributionMethod,
     GridMetric,
+    bench_grid,
     bench_truth,
     report_head,
     run_benches,
@@ -444,14 +445,7 @@ def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, GridMetric]:
 
 def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
     """The comparison grid over the loaded ``benches``."""
-    return Grid(
-        methods={m: make_method(m) for m in config.methods},
-        epsilons=config.epsilons,
-        datasets=dict(benches),
-        metrics=make_metrics(seed, config.n_queries),
-        repetitions=config.repetitions,
-        truth=bench_truth,
-    )
+    return bench_grid(config, benches, make_method, make_metrics(seed, config.n_queries))
 
 
 def _j_name(name: str, n: int) -> str:
@@ -574,14 +568,10 @@ def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Pat
     start = time.perf_counter()
 
     console.print("[bold]1/2 comparison[/bold] (W1, KS, range queries vs ε)")
+    load = functools.partial(load_bench, config=config, seed=seed)
+    build = functools.partial(build_grid, config, seed=seed)
     benches, _, result = run_benches(
-        TITLE,
-        config,
-        lambda name: load_bench(name, config, seed),
-        lambda benches: build_grid(config, benches, seed),
-        seed=seed,
-        jobs=jobs,
-        console=console,
+        TITLE, config, load, build, seed=seed, jobs=jobs, console=console
     )
     jb = j_benches(config, benches, seed) if config.j_levels else {}
     records = result.records
