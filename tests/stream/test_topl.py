@@ -130,7 +130,10 @@ def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> N
         dist = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256).estimate(
             stats, method=method
         )
-        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, dist.probabilities)
+        # Distribution() renormalizes the stored vector: equal up to that rounding
+        np.testing.assert_allclose(
+            topl.threshold_distribution.probabilities, dist.probabilities, rtol=1e-13, atol=0
+        )
         assert topl.threshold == choose_topl_threshold(dist, 100.0, 1.0, 10_000)
         obj = topl.threshold_objective
         assert topl.threshold == obj.candidates[1 + np.argmin(obj.total[1:])]
@@ -426,7 +429,7 @@ def test_threshold_phase_accepts_merged_stats() -> None:
 
 
 def test_client_randomize_clips_and_validates() -> None:
-    spec = HybridMechanism(epsilon=200.0, low=0.0, high=10.0)  # huge epsilon: nearly exact
+    spec = HybridMechanism(epsilon=30.0, low=0.0, high=10.0)  # largest epsilon: nearly exact
     reports = client_randomize(spec, np.array([3.0, 250.0, -4.0]), rng=0)
     np.testing.assert_allclose(reports.values, [3.0, 10.0, 0.0], atol=1e-3)
     with pytest.raises(ValueError, match="finite"):
