@@ -71,7 +71,7 @@ def bench_square_wave(
 
     def build() -> np.ndarray:
         _sw_module._cached_matrix.cache_clear()
-        return sw.transition_matrix()
+        return sw.bucket_matrix()
 
     t_mat, _ = timed(build, repeat)
     t_ems, (_, info_s) = timed(lambda: ems(stats, return_info=True), repeat)
@@ -113,12 +113,23 @@ def bench_mean(cls: type, eps: float, n: int, values: np.ndarray, repeat: int) -
     }
 
 
+#: The post-processing each competitor is run with (Norm-Sub: SW20's; CDF fit: ours).
+COMPETITOR_POSTPROCESS = {
+    "CFO-16": "norm_sub",
+    "CFO-32": "norm_sub",
+    "CFO-64": "norm_sub",
+    "HH": "cdf",
+    "HH-ADMM": "norm_sub",
+    "HaarHRR": "cdf",
+}
+
+
 def competitor_specs(eps: float, buckets: int) -> dict[str, Any]:
     """SW20's competitors (section 4) by display name."""
     return {
-        "CFO-16": CFOBinning(epsilon=eps, bins=16, buckets=buckets),
-        "CFO-32": CFOBinning(epsilon=eps, bins=32, buckets=buckets),
-        "CFO-64": CFOBinning(epsilon=eps, bins=64, buckets=buckets),
+        "CFO-16": CFOBinning(epsilon=eps, buckets=16),
+        "CFO-32": CFOBinning(epsilon=eps, buckets=32),
+        "CFO-64": CFOBinning(epsilon=eps, buckets=64),
         "HH": HierarchicalHistogram(epsilon=eps, buckets=buckets),
         "HH-ADMM": HHADMM(epsilon=eps, buckets=buckets),
         "HaarHRR": HaarHRR(epsilon=eps, buckets=buckets),
@@ -131,7 +142,9 @@ def bench_competitor(
     spec.run(values[:1000], rng=0)  # warm-up: compiled kernels load once per process
     t_rand, reports = timed(lambda: spec.randomize(values, rng=1), repeat)
     t_agg, stats = timed(lambda: spec.aggregate(reports), repeat)
-    t_est, dist = timed(lambda: spec.estimate(stats), repeat)
+    t_est, dist = timed(
+        lambda: spec.estimate(stats, postprocess=COMPETITOR_POSTPROCESS[name]), repeat
+    )
     return {
         "method": name,
         "epsilon": spec.epsilon,
@@ -153,9 +166,9 @@ def accuracy_table(
     for eps in epsilons:
         methods: dict[str, Any] = {"SW-EMS": (SquareWave(epsilon=eps, buckets=buckets), {})}
         for name, spec in competitor_specs(eps, buckets).items():
-            methods[name] = (spec, {})
+            methods[name] = (spec, {"postprocess": COMPETITOR_POSTPROCESS[name]})
             if name in ("HH", "HaarHRR"):
-                methods[name + " (Norm-Sub)"] = (spec, {"postprocessing": "norm_sub"})
+                methods[name + " (Norm-Sub)"] = (spec, {"postprocess": "norm_sub"})
         scores: dict[str, list[tuple[float, float]]] = {m: [] for m in methods}
         for seed in range(seeds):
             values = np.random.default_rng(10_000 + seed).beta(5.0, 2.0, n)
@@ -261,7 +274,7 @@ def bench_wavelet(eps: float, n: int, values: np.ndarray, repeat: int) -> dict[s
 def bench_wiener(
     eps: float, n: int, values: np.ndarray, repeat: int, bins: int = 64
 ) -> dict[str, Any]:
-    wd = WienerDeconvolution(epsilon=eps, bins=bins)
+    wd = WienerDeconvolution(epsilon=eps, buckets=bins)
     t_rand, reports = timed(lambda: wd.randomize(values, rng=1), repeat)
     t_agg, stats = timed(lambda: wd.aggregate(reports), repeat)
     t_dw, _ = timed(lambda: wd.estimate(stats, "direct"), repeat)
@@ -288,7 +301,7 @@ def bench_matvec(buckets: int, repeat: int) -> dict[str, Any]:
     shows what they cost on this machine at the time of the run (OpenBLAS threads slow down
     badly when the two cores are busy with other work).
     """
-    m = np.array(SquareWave(epsilon=1.0, buckets=buckets).transition_matrix())
+    m = np.array(SquareWave(epsilon=1.0, buckets=buckets).bucket_matrix().T)
     mt = np.ascontiguousarray(m.T)
     x = np.full(buckets, 1.0 / buckets)
     loops = 500

@@ -78,7 +78,7 @@ def run_cell(data: str, n: int, eps: float, reps: int) -> list[dict[str, Any]]:
             "SW-EMS": (SquareWave(epsilon=eps, buckets=buckets), {"method": "ems"}),
             "SW-EM": (SquareWave(epsilon=eps, buckets=buckets), {"method": "em"}),
             "HH": (HierarchicalHistogram(epsilon=eps, buckets=buckets), {}),
-            "Wiener-IIW": (WienerDeconvolution(epsilon=eps, bins=64), {}),
+            "Wiener-IIW": (WienerDeconvolution(epsilon=eps, buckets=64), {}),
         }
         for name, (spec, kwargs) in methods.items():
             t0 = time.perf_counter()

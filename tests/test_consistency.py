@@ -13,6 +13,7 @@ from scipy import optimize, stats
 
 from ldpkit import GRR, FrequencyEstimate
 from ldpkit import consistency as C
+from ldpkit.frequency import significance_cutoff
 from ldpkit.queries import mse, random_subsets, set_answers, single_value_answers
 
 NAMES = [
@@ -141,13 +142,13 @@ def test_norm_is_noop_for_grr():
 
 
 @pytest.mark.parametrize("alpha", [0.05, 2.0, 10.0])
-def test_base_cut_threshold_formula(alpha):
+def test_base_cut_cutoff_formula(alpha):
     est, _ = grr_estimate(d=64, n=20_000, epsilon=1.0)
     var_star = est.spec.variance(est.n)  # Var* = q(1-q) / (n (p-q)^2), FO17 eq. 3
     p, q = est.spec.p, est.spec.q
     assert var_star == pytest.approx(q * (1 - q) / (est.n * (p - q) ** 2), rel=1e-14)
     expected = stats.norm.ppf(1 - alpha / 64) * math.sqrt(var_star)
-    threshold = C.base_cut_threshold(est, alpha)
+    threshold = significance_cutoff(est, alpha)
     np.testing.assert_allclose(threshold, expected, rtol=1e-12)
     out = C.base_cut(est, alpha=alpha).frequencies
     f = est.frequencies
@@ -164,20 +165,18 @@ def test_base_cut_default_alpha_is_two():
     ).sum()
 
 
-def test_base_cut_threshold_edge_cases():
+def test_base_cut_cutoff_edge_cases():
     est = make_est([0.5, 0.3, 0.2, 0.0])
     # alpha >= d/2: quantile <= 0, threshold 0 (Base-Pos)
-    assert np.all(C.base_cut_threshold(est, 2.0) == 0)
-    assert np.all(C.base_cut_threshold(est, 100.0) == 0)
+    assert np.all(significance_cutoff(est, 2.0) == 0)
+    assert np.all(significance_cutoff(est, 100.0) == 0)
     # tiny alpha/d stays accurate
     big = make_est(np.full(10, 0.1))
-    t = C.base_cut_threshold(big, 1e-12)[0]
+    t = significance_cutoff(big, 1e-12)[0]
     assert t == pytest.approx(stats.norm.isf(1e-13) * math.sqrt(big.variance_null[0]), rel=1e-12)
     # without a spec the estimate's own variance is used
     plain = FrequencyEstimate([0.5, 0.3, 0.2, 0.0, 0.0, 0.0], 0.01, n=100)
-    assert C.base_cut_threshold(plain, 0.6)[0] == pytest.approx(
-        stats.norm.isf(0.1) * 0.1, rel=1e-12
-    )
+    assert significance_cutoff(plain, 0.6)[0] == pytest.approx(stats.norm.isf(0.1) * 0.1, rel=1e-12)
 
 
 def brute_norm_cut(f):
@@ -480,7 +479,7 @@ def brute_posterior_mean(c, sigma, alpha, n):
         (3000, 0.3, 2.0),  # nearly noiseless
         (400_000, 2500.0, 1.2),  # quadrature with exact small counts
         (400_000, 900.0, 2.8),
-        (2_000_000, 60_000.0, 0.7),  # window wider than the domain of small counts
+        pytest.param(2_000_000, 60_000.0, 0.7, marks=pytest.mark.slow),  # window > small counts
     ],
 )
 def test_posterior_mean_matches_brute_force(n, sigma, alpha):
@@ -512,7 +511,14 @@ def test_posterior_mean_matches_brute_force(n, sigma, alpha):
     np.testing.assert_allclose(slope[:8], fd, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize(("n", "alpha"), [(100_000, 50.0), (100_000, 1.8), (10**7, 1.6)])
+@pytest.mark.parametrize(
+    ("n", "alpha"),
+    [
+        pytest.param(100_000, 50.0, marks=pytest.mark.slow),
+        (100_000, 1.8),
+        pytest.param(10**7, 1.6, marks=pytest.mark.slow),
+    ],
+)
 def test_power_interpolation_matches_direct_evaluation(n, alpha):
     # Many distinct estimates take the adaptive-grid path; it must agree with direct
     # evaluation at every value (a steep prior makes the mean turn fast: alpha = 50).

@@ -207,11 +207,11 @@ def test_wave_sampler_matches_cell_law(cls, kw):
 def test_discrete_square_wave_sampler_at_large_epsilon():
     # issue 11: DiscreteSquareWave(epsilon=800).privacy_loss() was inf; now the range stops
     # at 40 and the integer law keeps every output possible right up to it.
-    dsw = DiscreteSquareWave(epsilon=40.0, domain_size=8)
+    dsw = DiscreteSquareWave(epsilon=40.0, buckets=8)
     assert dsw.privacy_loss() == pytest.approx(40.0, rel=1e-12)
     assert dsw.q > 0 and math.isfinite(dsw.privacy_loss())
     with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06 and <= 40"):
-        DiscreteSquareWave(epsilon=800.0, domain_size=8)
+        DiscreteSquareWave(epsilon=800.0, buckets=8)
 
 
 # -- privacy_loss() is the law's -------------------------------------------------------------
@@ -251,7 +251,7 @@ def test_mean_mechanisms_unbiased_at_both_ends(cls, eps):
     spec = cls(epsilon=eps, low=0.0, high=1.0)
     est = spec.run(values, rng=10)
     assert math.isfinite(est.mean) and math.isfinite(est.variance) and est.variance > 0
-    exact = spec.variance(n, values)
+    exact = spec.variance_at(n, values)
     z = (est.mean - values.mean()) / math.sqrt(exact)
     assert abs(z) < 5.5, z
     if eps > 1.0:

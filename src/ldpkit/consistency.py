@@ -68,20 +68,19 @@ from typing import Any
 
 import numpy as np
 from scipy import optimize as _opt
-from scipy import special as _special
 
 from . import queries as _queries
 from ._rng import RNGLike, as_generator
 from ._validation import check_integer, check_real
 from .estimate import FrequencyEstimate
 from .frequency._base import PureFrequencyOracle
+from .frequency.significance import significance_cutoff
 
 __all__ = [
     "METHODS",
     "base_pos",
     "post_pos",
     "base_cut",
-    "base_cut_threshold",
     "norm",
     "norm_mul",
     "norm_cut",
@@ -185,47 +184,11 @@ def post_pos(estimate: Any) -> Any:
     return np.maximum(answers, 0.0)
 
 
-def base_cut_threshold(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> np.ndarray:
-    """The significance threshold ``T = Phi^-1(1 - alpha / d) * sqrt(Var*)`` (CON20 eq. 9).
-
-    ``Var*`` is ``estimate.variance_null`` (the variance of an item of true frequency 0,
-    CON20 eq. 7). A zero-frequency item exceeds ``T`` with probability about ``alpha / d``,
-    so about ``alpha`` false positives are expected over the domain. When
-    ``alpha >= d / 2`` the quantile is not positive and ``T`` is 0 (Base-Cut becomes
-    Base-Pos).
-
-    Parameters
-    ----------
-    estimate : FrequencyEstimate
-    alpha : float
-        Expected number of false positives, > 0. CON20 uses 2 (FO17/RAPPOR used 0.05,
-        which CON20 finds cuts nearly everything at moderate n and epsilon).
-
-    Returns
-    -------
-    ndarray, shape (d,)
-        The threshold for every item (constant for pure oracles).
-
-    Examples
-    --------
-    >>> from ldpkit import FrequencyEstimate
-    >>> T = base_cut_threshold(FrequencyEstimate([0.5] * 4, 0.01, n=100), alpha=0.2)
-    >>> bool(np.isclose(T[0], 1.6448536 * 0.1))  # Phi^-1(1 - 0.2/4) * sqrt(0.01)
-    True
-    """
-    _check_estimate(estimate)
-    alpha = check_real(alpha, "alpha", low=0.0, low_inclusive=False)
-    d = estimate.domain_size
-    # Phi^-1(1 - a) = -Phi^-1(a), which stays accurate for tiny a = alpha / d.
-    z = float(-_special.ndtri(alpha / d)) if alpha < d else -math.inf
-    return max(z, 0.0) * np.sqrt(_null_variance(estimate))
-
-
 def base_cut(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> FrequencyEstimate:
-    """Base-Cut: set estimates below the significance threshold to 0 (CON20 sec. IV-A).
+    """Base-Cut: set estimates below the significance cutoff to 0 (CON20 sec. IV-A).
 
-    The threshold is :func:`base_cut_threshold` (CON20 eq. 9) with ``alpha`` expected false
-    positives; CON20 argues for ``alpha = 2`` (the default). Items above the threshold
+    The cutoff is :func:`ldpkit.frequency.significance_cutoff` (CON20 eq. 9) with ``alpha``
+    expected false positives; CON20 argues for ``alpha = 2`` (the default). Items above it
     keep their unbiased estimate, so the result is non-negative but does not sum to 1.
     CON20 recommends Base-Cut for single-value (full-domain) queries. The carried
     ``variance`` is that of the unbiased input, not of the result.
@@ -238,8 +201,8 @@ def base_cut(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> F
     array([0.5 , 0.3 , 0.15, 0.05, 0.  ])
     """
     f = _check_estimate(estimate)
-    threshold = base_cut_threshold(estimate, alpha)
-    return estimate.with_postprocessing(np.where(f >= threshold, f, 0.0), "base_cut")
+    cutoff = significance_cutoff(estimate, alpha)
+    return estimate.with_postprocessing(np.where(f >= cutoff, f, 0.0), "base_cut")
 
 
 # --------------------------------------------------------------------------- normalization

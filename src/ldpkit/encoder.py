@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from .estimate import FrequencyEstimate
 
 __all__ = ["Encoder"]
 
 OTHER = "<other>"
+MISSING = "<missing>"
+#: Version of :meth:`Encoder.to_dict`'s layout; :meth:`Encoder.from_dict` refuses others.
+FORMAT = 1
+
+
+def _is_missing(label: Any) -> bool:
+    """None, float NaN (incl. numpy's) and pandas' NA/NaT count as missing."""
+    if label is None:
+        return True
+    try:
+        return bool(label != label)  # NaN, NaT and pd.NA are the values unequal to themselves
+    except (TypeError, ValueError):  # pd.NA raises on bool()
+        return True
 
 
 class Encoder:
@@ -28,8 +40,16 @@ class Encoder:
         Distinct labels; label ``categories[i]`` becomes item ``i``.
     unknown : {"error", "other"}
         What :meth:`encode` does with a label not in ``categories``: raise ValueError, or
-        map it to an extra last item labelled ``"<other>"`` (then ``domain_size`` is
+        map it to an extra item labelled ``"<other>"`` (then ``domain_size`` is
         ``len(categories) + 1``).
+    missing : {"error", "item"}
+        What :meth:`encode` does with a missing value (None, NaN, ``pd.NA``): raise
+        ValueError, or map it to an extra last item labelled ``"<missing>"``, so that "no
+        answer" is reported under the same privacy as any other answer (dropping it on the
+        device would reveal that the value is missing).
+
+    Two encoders are equal when their categories (in order) and policies are equal;
+    :meth:`to_dict` / :meth:`from_dict` round-trip them through JSON or TOML.
 
     Examples
     --------
@@ -38,23 +58,47 @@ class Encoder:
     [2, 0, 3]
     >>> enc.decode([3, 1]).tolist()
     ['<other>', 'green']
+    >>> Encoder.from_dict(enc.to_dict()) == enc
+    True
     """
 
     def __init__(
-        self, categories: Iterable[Any], *, unknown: Literal["error", "other"] = "error"
+        self,
+        categories: Iterable[Any],
+        *,
+        unknown: Literal["error", "other"] = "error",
+        missing: Literal["error", "item"] = "error",
     ) -> None:
+        if isinstance(categories, (str, bytes)):
+            raise TypeError(f"categories must be a sequence of labels, got {categories!r}")
         cats = list(categories)
         if unknown not in ("error", "other"):
             raise ValueError(f"unknown must be 'error' or 'other', got {unknown!r}")
+        if missing not in ("error", "item"):
+            raise ValueError(f"missing must be 'error' or 'item', got {missing!r}")
+        reserved = [c for c in cats if isinstance(c, str) and c in (OTHER, MISSING)]
+        if reserved:
+            raise ValueError(
+                f"categories must not contain the reserved labels {OTHER!r} or {MISSING!r}, "
+                f"got {reserved[0]!r}"
+            )
+        if any(_is_missing(c) for c in cats):
+            raise ValueError(
+                "categories must not contain missing values (None, NaN); use missing='item'"
+            )
+        import pandas as pd  # the hash index; loaded with the first Encoder, not with ldpkit
+
         index = pd.Index(cats)
         if not index.is_unique:
             dupes = index[index.duplicated()].unique().tolist()[:5]
             raise ValueError(f"categories must be distinct, got duplicates {dupes}")
-        if len(cats) + (unknown == "other") < 2:
+        extra = ([OTHER] if unknown == "other" else []) + ([MISSING] if missing == "item" else [])
+        if len(cats) + len(extra) < 2:
             raise ValueError(f"categories must give a domain of at least 2 items, got {len(cats)}")
         self._index = index
-        self._labels = np.array(cats + ([OTHER] if unknown == "other" else []), dtype=object)
+        self._labels = np.array(cats + extra, dtype=object)
         self.unknown = unknown
+        self.missing = missing
 
     @classmethod
     def from_values(
@@ -63,13 +107,69 @@ class Encoder:
         *,
         top: int | None = None,
         unknown: Literal["error", "other"] = "error",
+        missing: Literal["error", "item"] = "error",
     ) -> Encoder:
         """Categories ordered by frequency in ``values`` (simulation only: not private)."""
+        import pandas as pd
+
         counts = pd.Series(
             list(values) if not isinstance(values, (np.ndarray, pd.Series)) else values
-        ).value_counts(sort=True)
+        ).value_counts(sort=True, dropna=True)
         cats = counts.index.tolist()
-        return cls(cats[:top] if top else cats, unknown=unknown)
+        return cls(cats[:top] if top else cats, unknown=unknown, missing=missing)
+
+    # -- serialization -----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal encoder.
+
+        Categories must then be JSON scalars (str, int, float, bool).
+        """
+        cats = [c.item() if isinstance(c, np.generic) else c for c in self._index.tolist()]
+        bad = [c for c in cats if not isinstance(c, (str, int, float, bool))]
+        if bad:
+            raise TypeError(
+                f"categories must be str, int, float or bool to serialize, got {bad[0]!r}"
+            )
+        return {
+            "format": FORMAT,
+            "categories": cats,
+            "unknown": self.unknown,
+            "missing": self.missing,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Encoder:
+        """Rebuild an encoder from :meth:`to_dict` output (checks the layout version)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"data must be a mapping from Encoder.to_dict, got {data!r}")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ValueError(f"format must be {FORMAT}, got {data.get('format')!r}")
+        extra = set(data) - {"format", "categories", "unknown", "missing"}
+        if extra:
+            raise ValueError(
+                f"data must only have the keys format, categories, unknown, missing, "
+                f"got {sorted(extra)}"
+            )
+        if "categories" not in data:
+            raise ValueError("data must have a 'categories' list, got none")
+        return cls(
+            data["categories"],
+            unknown=data.get("unknown", "error"),
+            missing=data.get("missing", "error"),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Encoder):
+            return NotImplemented
+        return (
+            self.unknown == other.unknown
+            and self.missing == other.missing
+            and self._index.equals(other._index)
+            and [type(c) for c in self._index] == [type(c) for c in other._index]
+        )
+
+    def __hash__(self) -> int:
+        return hash((tuple(self._index.tolist()), self.unknown, self.missing))
 
     @property
     def categories(self) -> list[Any]:
@@ -88,20 +188,39 @@ class Encoder:
     def other_item(self) -> int | None:
         return len(self._index) if self.unknown == "other" else None
 
+    @property
+    def missing_item(self) -> int | None:
+        """The item of missing values (the last one) when ``missing='item'``."""
+        return self.domain_size - 1 if self.missing == "item" else None
+
     def encode(self, labels: Iterable[Any]) -> np.ndarray:
         """Items (int64) for ``labels``; vectorized through a hash index."""
+        if isinstance(labels, (str, bytes)):
+            raise TypeError(f"labels must be a sequence of labels, got the string {labels!r}")
+        import pandas as pd
+
         arr = labels if isinstance(labels, (np.ndarray, pd.Series, pd.Index)) else list(labels)
         items = self._index.get_indexer(arr).astype(np.int64)
-        missing = items < 0
-        if missing.any():
+        unmatched = items < 0
+        if unmatched.any():
+            absent = np.asarray(pd.isna(arr), dtype=bool) & unmatched
+            if absent.any():
+                if self.missing == "error":
+                    raise ValueError(
+                        f"labels must not be missing (None/NaN), got {int(absent.sum())} "
+                        "missing label(s); use Encoder(..., missing='item') to report them"
+                    )
+                items[absent] = self.domain_size - 1
+                unmatched &= ~absent
+        if unmatched.any():
             if self.unknown == "error":
-                bad = np.asarray(arr, dtype=object)[missing]
+                bad = np.asarray(arr, dtype=object)[unmatched]
                 raise ValueError(
                     f"labels must be among the encoder's {len(self._index)} categories, got "
-                    f"{int(missing.sum())} unknown label(s) (e.g. {bad[0]!r}); "
+                    f"{int(unmatched.sum())} unknown label(s) (e.g. {bad[0]!r}); "
                     "use Encoder(..., unknown='other') to bucket them"
                 )
-            items[missing] = len(self._index)
+            items[unmatched] = len(self._index)
         return items
 
     def decode(self, items: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -129,4 +248,7 @@ class Encoder:
         return self.domain_size
 
     def __repr__(self) -> str:
-        return f"Encoder({len(self._index)} categories, unknown={self.unknown!r})"
+        return (
+            f"Encoder({len(self._index)} categories, unknown={self.unknown!r}, "
+            f"missing={self.missing!r})"
+        )

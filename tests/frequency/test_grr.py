@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ldpkit import GRR
-from ldpkit.frequency.significance import heavy_hitters, significance_threshold
+from ldpkit.frequency.significance import heavy_hitters, significance_cutoff
 from ldpkit.privacy import privacy_loss
 
 
@@ -49,7 +49,7 @@ def test_heavy_hitters_find_the_planted_items():
     assert len(false) <= 2
     bh = heavy_hitters(est, 0.05, method="bh")
     assert set(hh.tolist()) <= set(bh.tolist())
-    assert np.all(significance_threshold(est, 0.05) > 0)
+    assert np.all(significance_cutoff(est, 0.05) > 0)
     with pytest.raises(ValueError, match="method must be"):
         heavy_hitters(est, method="holm")
 

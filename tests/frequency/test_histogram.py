@@ -10,7 +10,7 @@ from scipy import stats as sps
 
 from ldpkit import SHE, THE, Reports, Stats, privacy_loss
 from ldpkit.frequency import _bits
-from ldpkit.frequency.histogram import optimal_threshold, the_probabilities, the_variance_star
+from ldpkit.frequency.histogram import optimal_cutoff, the_probabilities, the_variance_star
 from ldpkit.testing import bonferroni_z, chisquare_gof
 
 ALPHA = 1e-6
@@ -22,7 +22,7 @@ TABLE2 = [(0.5, 32.00, 19.44), (1.0, 8.00, 5.46), (2.0, 2.00, 1.50), (4.0, 0.50,
 def test_fo17_table2(epsilon, she, the):
     n = 10_000
     assert round(n * SHE(epsilon=epsilon, domain_size=32).variance(n), 2) == she
-    assert round(n * THE(epsilon=epsilon, domain_size=32, threshold=1.0).variance(n), 2) == the
+    assert round(n * THE(epsilon=epsilon, domain_size=32, cutoff=1.0).variance(n), 2) == the
     # FO17's closed form for THE's Var* (section 4.2) at theta = 1
     e = math.exp
     closed = (2 * e(epsilon / 2) - 1) / (1 + e(epsilon / 2) - 2 * e(epsilon / 2)) ** 2
@@ -42,28 +42,28 @@ def test_the_probabilities_are_laplace_tails(epsilon, theta):
         1 + e(epsilon * (theta - 0.5)) - 2 * e(epsilon * theta / 2)
     ) ** 2
     assert the_variance_star(epsilon, theta) == pytest.approx(closed, rel=1e-10)
-    spec = THE(epsilon=epsilon, domain_size=4, threshold=theta)
+    spec = THE(epsilon=epsilon, domain_size=4, cutoff=theta)
     assert spec.nominal_p == p and spec.nominal_q == q
     assert p - 2.0**-32 < spec.p <= p and q <= spec.q < q + 2.0**-32
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 4.0, 8.0])
-def test_optimal_threshold(epsilon):
-    theta = optimal_threshold(epsilon)
+def test_optimal_cutoff(epsilon):
+    theta = optimal_cutoff(epsilon)
     assert 0.5 < theta < 1.0
     best = the_variance_star(epsilon, theta)
     assert best < the_variance_star(epsilon, 1.0)
     for other in (theta - 1e-3, theta + 1e-3, 0.5, 0.75, 0.999):
         assert best <= the_variance_star(epsilon, other)
     spec = THE(epsilon=epsilon, domain_size=8)
-    assert spec.threshold is None and spec.effective_threshold == theta
-    assert spec.variance(100) < THE(epsilon=epsilon, domain_size=8, threshold=1.0).variance(100)
+    assert spec.cutoff is None and spec.effective_cutoff == theta
+    assert spec.variance(100) < THE(epsilon=epsilon, domain_size=8, cutoff=1.0).variance(100)
     # THE beats SHE at every epsilon (FO17 section 4.2)
     assert spec.variance(100) < SHE(epsilon=epsilon, domain_size=8).variance(100)
 
 
-def test_optimal_threshold_grows_towards_one():
-    thetas = [optimal_threshold(e) for e in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)]
+def test_optimal_cutoff_grows_towards_one():
+    thetas = [optimal_cutoff(e) for e in (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)]
     assert np.all(np.diff(thetas) > 0)
     assert thetas[-1] > 0.9
 
@@ -71,7 +71,7 @@ def test_optimal_threshold_grows_towards_one():
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.5, 4.0])
 @pytest.mark.parametrize("theta", [None, 0.0, 0.6, 1.0])
 def test_the_privacy_loss_is_honest(epsilon, theta):
-    spec = THE(epsilon=epsilon, domain_size=5, threshold=theta)
+    spec = THE(epsilon=epsilon, domain_size=5, cutoff=theta)
     assert not spec.exact_epsilon
     loss = spec.privacy_loss()
     p, q = spec.p, spec.q
@@ -80,18 +80,18 @@ def test_the_privacy_loss_is_honest(epsilon, theta):
     assert loss < epsilon
 
 
-def test_threshold_validation_and_identity():
+def test_cutoff_validation_and_identity():
     for bad in (-0.1, 1.5, math.nan, math.inf):
-        with pytest.raises(ValueError, match="threshold must be a finite number >= 0 and <= 1"):
-            THE(epsilon=1.0, domain_size=4, threshold=bad)
-    with pytest.raises(TypeError, match="threshold must be"):
-        THE(epsilon=1.0, domain_size=4, threshold="0.5")
+        with pytest.raises(ValueError, match="cutoff must be a finite number >= 0 and <= 1"):
+            THE(epsilon=1.0, domain_size=4, cutoff=bad)
+    with pytest.raises(TypeError, match="cutoff must be"):
+        THE(epsilon=1.0, domain_size=4, cutoff="0.5")
     spec = THE(epsilon=1.0, domain_size=4)
-    assert spec.to_dict()["params"]["threshold"] is None
+    assert spec.to_dict()["params"]["cutoff"] is None
     # None means "optimal for this epsilon", so it follows epsilon on replace()
-    assert spec.replace(epsilon=2.0).effective_threshold == optimal_threshold(2.0)
-    fixed = THE(epsilon=1.0, domain_size=4, threshold=1)
-    assert fixed.threshold == 1.0 and isinstance(fixed.threshold, float)
+    assert spec.replace(epsilon=2.0).effective_cutoff == optimal_cutoff(2.0)
+    fixed = THE(epsilon=1.0, domain_size=4, cutoff=1)
+    assert fixed.cutoff == 1.0 and isinstance(fixed.cutoff, float)
     assert fixed != spec and fixed.fingerprint != spec.fingerprint
 
 
@@ -102,14 +102,14 @@ def test_the_sampler_equals_thresholded_noise():
     rng = np.random.default_rng(10)
     noisy = rng.laplace(0.0, 2 / epsilon, size=(n, d))
     noisy[:, 1] += 1.0
-    thresholded = Reports(spec, bits=_bits.pack_bits(noisy > spec.effective_threshold))
+    thresholded = Reports(spec, bits=_bits.pack_bits(noisy > spec.effective_cutoff))
     row = spec.transition_matrix()[1]
     h_thresh = np.bincount(spec.output_index(thresholded), minlength=2**d)
     h_kernel = np.bincount(spec.output_index(spec.randomize(np.full(n, 1), rng=11)), minlength=2**d)
     assert chisquare_gof(h_thresh, row) > ALPHA
     assert chisquare_gof(h_kernel, row) > ALPHA
     # power: the law at theta = 1 or at epsilon * 1.3 is rejected
-    assert chisquare_gof(h_kernel, spec.replace(threshold=1.0).transition_matrix()[1]) < ALPHA
+    assert chisquare_gof(h_kernel, spec.replace(cutoff=1.0).transition_matrix()[1]) < ALPHA
     assert chisquare_gof(h_kernel, spec.replace(epsilon=1.3).transition_matrix()[1]) < ALPHA
 
 

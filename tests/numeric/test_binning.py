@@ -28,37 +28,37 @@ def beta_values(n: int, seed: int) -> np.ndarray:
 # Thresholds 3 e^eps + 2: eps 0.5 -> 6.95, 1 -> 10.15, 2 -> 24.17, 4 -> 165.8.
 @pytest.mark.parametrize(("eps", "last_grr"), [(0.5, 6), (1.0, 10), (2.0, 24), (4.0, 165)])
 def test_oracle_rule_boundaries(eps, last_grr):
-    assert CFOBinning(epsilon=eps, bins=last_grr).frequency_oracle.name == "GRR"
-    assert CFOBinning(epsilon=eps, bins=last_grr + 1).frequency_oracle.name == "OLH"
-    assert CFOBinning(epsilon=eps, bins=2).frequency_oracle.name == "GRR"
+    assert CFOBinning(epsilon=eps, buckets=last_grr).frequency_oracle.name == "GRR"
+    assert CFOBinning(epsilon=eps, buckets=last_grr + 1).frequency_oracle.name == "OLH"
+    assert CFOBinning(epsilon=eps, buckets=2).frequency_oracle.name == "GRR"
 
 
 @pytest.mark.parametrize("eps", [0.25, 0.5, 1.0, 2.0, 3.0, 4.0])
 def test_oracle_rule_everywhere(eps):
     for c in range(2, 300):
         expected = "GRR" if c < 3.0 * math.exp(eps) + 2.0 else "OLH"
-        oracle = CFOBinning(epsilon=eps, bins=c).frequency_oracle
+        oracle = CFOBinning(epsilon=eps, buckets=c).frequency_oracle
         assert oracle.name == expected, (eps, c)
         assert oracle.domain_size == c and oracle.epsilon == eps
 
 
 def test_sw20_settings_use_olh_at_eps_1_and_grr_at_eps_4():
     for c in (16, 32, 64):
-        assert isinstance(CFOBinning(epsilon=1.0, bins=c).frequency_oracle, OLH)
-        assert isinstance(CFOBinning(epsilon=4.0, bins=c).frequency_oracle, GRR)
+        assert isinstance(CFOBinning(epsilon=1.0, buckets=c).frequency_oracle, OLH)
+        assert isinstance(CFOBinning(epsilon=4.0, buckets=c).frequency_oracle, GRR)
 
 
 def test_oracle_override():
-    spec = CFOBinning(epsilon=1.0, bins=16, oracle="OUE")
+    spec = CFOBinning(epsilon=1.0, buckets=16, oracle="OUE")
     assert spec.frequency_oracle == OUE(epsilon=1.0, domain_size=16)
     assert cfo_oracle(1.0, 4, "OLH").name == "OLH"
 
 
 def test_validation():
-    with pytest.raises(ValueError, match="bins must be"):
-        CFOBinning(epsilon=1.0, bins=1)
-    with pytest.raises(TypeError, match="bins must be"):
-        CFOBinning(epsilon=1.0, bins=2.5)
+    with pytest.raises(ValueError, match="buckets must be"):
+        CFOBinning(epsilon=1.0, buckets=1)
+    with pytest.raises(TypeError, match="buckets must be"):
+        CFOBinning(epsilon=1.0, buckets=2.5)
     with pytest.raises(ValueError, match="oracle must be None or one of"):
         CFOBinning(epsilon=1.0, oracle="XYZ")
     with pytest.raises(ValueError, match="high must be"):
@@ -67,12 +67,12 @@ def test_validation():
         CFOBinning(epsilon=0.0)
     with pytest.raises(ValueError, match="buckets must be"):
         CFOBinning(epsilon=1.0, buckets=0)
-    spec = CFOBinning(epsilon=1.0, low=-1.0, high=1.0, bins=8)
+    spec = CFOBinning(epsilon=1.0, low=-1.0, high=1.0, buckets=8)
     with pytest.raises(ValueError, match="values must be real numbers in"):
         spec.randomize([0.0, 1.5], rng=0)
     with pytest.raises(ValueError, match="values must be real numbers in"):
         spec.randomize([np.nan], rng=0)
-    other = CFOBinning(epsilon=1.0, low=-1.0, high=1.0, bins=16)
+    other = CFOBinning(epsilon=1.0, low=-1.0, high=1.0, buckets=16)
     with pytest.raises(ValueError):
         spec.aggregate(other.randomize([0.0, 0.5], rng=0))
     with pytest.raises(ValueError):
@@ -83,21 +83,21 @@ def test_validation():
 
 # -- the client is the oracle -----------------------------------------------------------------
 def test_bin_index_matches_distribution_convention():
-    spec = CFOBinning(epsilon=1.0, low=2.0, high=6.0, bins=8)
+    spec = CFOBinning(epsilon=1.0, low=2.0, high=6.0, buckets=8)
     edges = np.linspace(2.0, 6.0, 9)
-    assert spec.bin_index(edges).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 7]
-    assert spec.bin_index((edges[:-1] + edges[1:]) / 2).tolist() == list(range(8))
+    assert spec.bucket_index(edges).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 7]
+    assert spec.bucket_index((edges[:-1] + edges[1:]) / 2).tolist() == list(range(8))
     values = np.random.default_rng(3).uniform(2.0, 6.0, 5000)
-    hist = np.bincount(spec.bin_index(values), minlength=8) / values.size
+    hist = np.bincount(spec.bucket_index(values), minlength=8) / values.size
     np.testing.assert_allclose(hist, Distribution.from_values(values, 2.0, 6.0, 8).probabilities)
 
 
 @pytest.mark.parametrize(("eps", "bins"), [(1.0, 8), (1.0, 32), (4.0, 16)])
 def test_reports_and_stats_are_the_oracles(eps, bins):
-    spec = CFOBinning(epsilon=eps, bins=bins)
+    spec = CFOBinning(epsilon=eps, buckets=bins)
     values = beta_values(3000, 1)
     reports = spec.randomize(values, rng=7)
-    inner = spec.frequency_oracle.randomize(spec.bin_index(values), rng=7)
+    inner = spec.frequency_oracle.randomize(spec.bucket_index(values), rng=7)
     assert reports.spec == spec and reports.fields == inner.fields
     for name in inner.fields:
         np.testing.assert_array_equal(reports.arrays[name], inner.arrays[name])
@@ -107,7 +107,7 @@ def test_reports_and_stats_are_the_oracles(eps, bins):
 
 
 def test_stats_merge_json_pickle():
-    spec = CFOBinning(epsilon=1.0, bins=16, buckets=64)
+    spec = CFOBinning(epsilon=1.0, buckets=16)
     values = beta_values(4000, 2)
     ra, rb = spec.randomize(values[:1500], rng=1), spec.randomize(values[1500:], rng=2)
     whole = spec.aggregate(ra.concat(rb))
@@ -125,14 +125,21 @@ def test_stats_merge_json_pickle():
     ("eps", "bins", "buckets"), [(1.0, 16, 256), (4.0, 16, 64), (1.0, 32, 100)]
 )
 def test_estimate_is_norm_sub_spread_uniformly(eps, bins, buckets):
-    spec = CFOBinning(epsilon=eps, bins=bins, buckets=buckets, low=-3.0, high=5.0)
+    spec = CFOBinning(epsilon=eps, buckets=bins, low=-3.0, high=5.0)
     values = -3.0 + 8.0 * beta_values(20_000, 4)
     stats = spec.aggregate(spec.randomize(values, rng=3))
-    dist = spec.estimate(stats)
+    plain = spec.estimate(stats)  # the unbiased bucket frequencies, no post-processing
+    raw = spec.frequency_estimate(stats)
+    np.testing.assert_allclose(
+        plain.probabilities, raw.frequencies + (1 - raw.frequencies.sum()) / bins, atol=1e-15
+    )
+    assert plain.postprocessing == () and plain.n == 20_000 and plain.spec == spec
+    dist = spec.estimate(stats, postprocess="norm_sub").rebin(buckets)
+    assert dist.postprocessing == ("norm_sub",)
     assert isinstance(dist, Distribution)
     assert dist.buckets == buckets and (dist.low, dist.high) == (-3.0, 5.0)
     assert np.all(dist.probabilities >= 0) and abs(dist.probabilities.sum() - 1) < 1e-12
-    raw = spec.bin_estimate(stats)
+    raw = spec.frequency_estimate(stats)
     assert raw.unbiased and np.any(raw.frequencies < 0)  # the noise makes Norm-Sub matter
     expected = norm_sub(raw).frequencies
     # every bucket holds its overlap with the bins, each bin's mass spread uniformly
@@ -154,15 +161,15 @@ def test_estimate_is_norm_sub_spread_uniformly(eps, bins, buckets):
 )
 def test_bin_estimates_unbiased_and_fail_with_wrong_epsilon(eps, bins, name):
     n = 200_000
-    spec = CFOBinning(epsilon=eps, bins=bins)
+    spec = CFOBinning(epsilon=eps, buckets=bins)
     assert spec.frequency_oracle.name == name
     values = beta_values(n, 5)
-    truth = np.bincount(spec.bin_index(values), minlength=bins) / n
+    truth = np.bincount(spec.bucket_index(values), minlength=bins) / n
     stats = spec.aggregate(spec.randomize(values, rng=11))
     oracle = spec.frequency_oracle
     sd = np.sqrt(oracle.variance(n, truth))
     limit = bonferroni_z(ALPHA, bins)
-    z = (spec.bin_estimate(stats).frequencies - truth) / sd
+    z = (spec.frequency_estimate(stats).frequencies - truth) / sd
     assert np.max(np.abs(z)) <= limit, z
     # Power: interpreting the same counts with epsilon x 1.3 is detected.
     wrong = cfo_oracle(eps * 1.3, bins)
@@ -179,19 +186,21 @@ W1_BOUNDS = {16: 0.025, 32: 0.04, 64: 0.06}
 
 
 class _WrongEpsilonCFO(CFOBinning):
-    def bin_estimate(self, stats):
-        wrong = cfo_oracle(self.epsilon * 1.3, self.bins, self.oracle)
+    def frequency_estimate(self, stats):
+        wrong = cfo_oracle(self.epsilon * 1.3, self.buckets, self.oracle)
         return wrong.estimate(Stats(wrong, stats.n, **stats.arrays))
 
 
 @pytest.mark.parametrize("bins", [16, 32, 64])
 def test_w1_on_beta(bins):
     values = beta_values(100_000, 1000)
-    dist = CFOBinning(epsilon=1.0, bins=bins, buckets=256).run(values, rng=0)
+    spec = CFOBinning(epsilon=1.0, buckets=bins)
+    dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=0)), postprocess="norm_sub")
     assert wasserstein(dist, values) <= W1_BOUNDS[bins]
 
 
 def test_w1_bound_fails_for_a_broken_estimator():
     values = beta_values(100_000, 1000)
-    dist = _WrongEpsilonCFO(epsilon=1.0, bins=16, buckets=256).run(values, rng=0)
+    spec = _WrongEpsilonCFO(epsilon=1.0, buckets=16)
+    dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=0)), postprocess="norm_sub")
     assert wasserstein(dist, values) > W1_BOUNDS[16]

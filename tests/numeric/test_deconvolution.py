@@ -10,6 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from ldpkit import GRR, OUE, Reports, Stats
+from ldpkit.consistency import simplex_projection
 from ldpkit.numeric import Distribution, WienerDeconvolution
 from ldpkit.numeric.deconvolution import noise_power, wiener_deconvolve
 
@@ -26,7 +27,7 @@ def smooth_truth(d: int) -> np.ndarray:
 
 @pytest.mark.parametrize("oracle", ["grr", "oue"])
 def test_expected_observation_is_a_circular_convolution(oracle):
-    wd = WienerDeconvolution(epsilon=1.0, bins=16, oracle=oracle)
+    wd = WienerDeconvolution(epsilon=1.0, buckets=16, oracle=oracle)
     o = wd.oracle_spec
     f = smooth_truth(16)
     h = np.full(16, o.q)
@@ -36,11 +37,11 @@ def test_expected_observation_is_a_circular_convolution(oracle):
 
 def test_oracle_choice_and_privacy():
     # d < 3 e^eps + 2 -> GRR (FO17 section 5), else OUE
-    assert WienerDeconvolution(epsilon=2.0, bins=16).oracle_spec.name == "GRR"  # 16 < 24.2
-    assert WienerDeconvolution(epsilon=2.0, bins=32).oracle_spec.name == "OUE"
-    assert WienerDeconvolution(epsilon=2.0, bins=32, oracle="grr").oracle_spec.name == "GRR"
+    assert WienerDeconvolution(epsilon=2.0, buckets=16).oracle_spec.name == "GRR"  # 16 < 24.2
+    assert WienerDeconvolution(epsilon=2.0, buckets=32).oracle_spec.name == "OUE"
+    assert WienerDeconvolution(epsilon=2.0, buckets=32, oracle="grr").oracle_spec.name == "GRR"
     for bins, eps in ((8, 1.0), (32, 0.5)):
-        o = WienerDeconvolution(epsilon=eps, bins=bins).oracle_spec
+        o = WienerDeconvolution(epsilon=eps, buckets=bins).oracle_spec
         assert o.privacy_loss() == pytest.approx(eps, abs=1e-9)
 
 
@@ -63,7 +64,7 @@ def test_noise_power_matches_simulation():
     """E|N(w)|^2 of the observed OUE frequencies (independent bits) at every w != 0 equals
     the formula; the mean of R (d/2 - 1) near-exponential terms is within 6 standard
     errors (~7%); a noise power off by 30% is rejected."""
-    wd = WienerDeconvolution(epsilon=1.0, bins=32, oracle="oue")
+    wd = WienerDeconvolution(epsilon=1.0, buckets=32, oracle="oue")
     o = wd.oracle_spec
     n, reps = 3000, 400
     values = np.random.default_rng(0).beta(5, 2, n)
@@ -94,7 +95,7 @@ def test_wiener_improves_mse_over_naive_on_smooth_data():
     the ratio 0.04). We require < 0.6, which a filter that did not shrink the noise
     (ratio ~1) cannot meet, and no better than the oracle (x 0.8)."""
     d, n, eps = 64, 100_000, 1.0
-    wd = WienerDeconvolution(epsilon=eps, bins=d)
+    wd = WienerDeconvolution(epsilon=eps, buckets=d)
     o = wd.oracle_spec
     rng = np.random.default_rng(10)
     mse = {"naive": [], "direct": [], "iterative": []}
@@ -140,7 +141,7 @@ def test_iterative_reaches_power_subtraction_fixed_point():
 
 
 def test_spec_flow_merge_and_distribution():
-    wd = WienerDeconvolution(epsilon=2.0, bins=20, low=-5.0, high=5.0)
+    wd = WienerDeconvolution(epsilon=2.0, buckets=20, low=-5.0, high=5.0)
     values = np.random.default_rng(0).normal(0, 1.5, 20_000).clip(-5, 5)
     rep = wd.randomize(values, rng=1)
     assert rep.fields == ("values",) and len(rep) == 20_000  # GRR at d = 20 < 24.2
@@ -149,25 +150,28 @@ def test_spec_flow_merge_and_distribution():
     assert merged == wd.aggregate(rep)
     assert Stats.from_dict(merged.to_dict()) == merged
     for method in ("direct", "iterative"):
-        dist = wd.estimate(merged, method)
+        plain = wd.estimate(merged, method)
+        assert plain.postprocessing == () and plain.n == 20_000 and plain.spec == wd
+        dist = wd.estimate(merged, method, postprocess="norm_sub")
+        np.testing.assert_allclose(dist.probabilities, simplex_projection(plain.probabilities))
         assert isinstance(dist, Distribution) and dist.buckets == 20
         assert dist.low == -5.0 and dist.high == 5.0
-        assert np.all(dist.probabilities >= 0)
+        assert np.all(dist.probabilities >= 0) and dist.postprocessing == ("norm_sub",)
         assert dist.probabilities.sum() == pytest.approx(1.0, abs=1e-12)
         assert abs(dist.mean() - values.mean()) < 0.2
     assert wd.randomize(values, rng=1).equals(rep)
-    oue = WienerDeconvolution(epsilon=0.5, bins=64)
+    oue = WienerDeconvolution(epsilon=0.5, buckets=64)
     assert oue.randomize([0.5], rng=0).fields == ("bits",)
 
 
 def test_validation():
-    with pytest.raises(ValueError, match="bins must be an integer >= 2"):
-        WienerDeconvolution(epsilon=1.0, bins=1)
+    with pytest.raises(ValueError, match="buckets must be an integer >= 2"):
+        WienerDeconvolution(epsilon=1.0, buckets=1)
     with pytest.raises(ValueError, match="oracle must be one of"):
         WienerDeconvolution(epsilon=1.0, oracle="olh")
     with pytest.raises(ValueError, match="epsilon must be"):
         WienerDeconvolution(epsilon=float("nan"))
-    wd = WienerDeconvolution(epsilon=1.0, bins=8)
+    wd = WienerDeconvolution(epsilon=1.0, buckets=8)
     with pytest.raises(ValueError, match=r"values must be real numbers in \[0, 1\]"):
         wd.randomize([1.5])
     s = wd.aggregate(wd.randomize(np.linspace(0, 1, 100), rng=0))
@@ -176,7 +180,7 @@ def test_validation():
     with pytest.raises(ValueError, match="stats must summarize at least one report"):
         wd.estimate(wd.empty_stats())
     with pytest.raises(ValueError, match="reports must come from"):
-        WienerDeconvolution(epsilon=1.0, bins=9).aggregate(wd.randomize([0.1], rng=0))
+        WienerDeconvolution(epsilon=1.0, buckets=9).aggregate(wd.randomize([0.1], rng=0))
     bad = Reports(wd, values=np.array([8], dtype=np.uint8))
     with pytest.raises(ValueError):
         wd.aggregate(bad)
@@ -189,7 +193,7 @@ def test_validation():
 
 
 def test_grr_and_oue_specs_are_the_library_oracles():
-    wd = WienerDeconvolution(epsilon=1.0, bins=8, oracle="grr")
+    wd = WienerDeconvolution(epsilon=1.0, buckets=8, oracle="grr")
     assert wd.oracle_spec == GRR(epsilon=1.0, domain_size=8)
-    wd = WienerDeconvolution(epsilon=1.0, bins=8, oracle="oue")
+    wd = WienerDeconvolution(epsilon=1.0, buckets=8, oracle="oue")
     assert wd.oracle_spec == OUE(epsilon=1.0, domain_size=8)

@@ -47,8 +47,8 @@ def test_em_never_decreases_likelihood_random_problems():
     rng = np.random.default_rng(5)
     for _ in range(20):
         dt, d = rng.integers(2, 30, size=2)
-        m = rng.random((dt, d)) ** 3
-        m /= m.sum(axis=0)
+        m = rng.random((d, dt)) ** 3
+        m /= m.sum(axis=1, keepdims=True)
         counts = rng.integers(0, 50, size=dt)
         counts[0] += 1
         _, info = em(counts, m, tol=0.0, max_iter=200, return_info=True)
@@ -58,9 +58,9 @@ def test_em_never_decreases_likelihood_random_problems():
 
 def test_em_recovers_exact_mle():
     """When the observed frequencies are exactly M theta* (theta* > 0), theta* is the MLE."""
-    m = np.array([[0.6, 0.2, 0.1], [0.3, 0.5, 0.2], [0.1, 0.3, 0.7]])
+    m = np.array([[0.6, 0.2, 0.1], [0.3, 0.5, 0.2], [0.1, 0.3, 0.7]]).T  # rows sum to 1
     theta = np.array([0.2, 0.5, 0.3])
-    counts = m @ theta * 1e6
+    counts = theta @ m * 1e6
     dist, info = em(counts, m, tol=1e-9, return_info=True)
     assert info.converged
     np.testing.assert_allclose(dist.probabilities, theta, atol=1e-4)
@@ -92,27 +92,27 @@ def test_merged_stats_estimate_the_same():
 def test_counts_and_matrix_interface():
     sw, _, s = sw_stats(n=20_000, buckets=32)
     a = ems(s)
-    b = ems(np.asarray(s.counts), sw.transition_matrix(), low=0.0, high=1.0)
+    b = ems(np.asarray(s.counts), sw.bucket_matrix(), low=0.0, high=1.0)
     assert a == b
-    c = ems(np.asarray(s.counts), sw.transition_matrix(), low=5.0, high=6.0)
+    c = ems(np.asarray(s.counts), sw.bucket_matrix(), low=5.0, high=6.0)
     assert (c.low, c.high) == (5.0, 6.0)
     np.testing.assert_array_equal(c.probabilities, a.probabilities)
 
 
 def test_validation():
-    m = np.array([[0.7, 0.2], [0.3, 0.8]])
+    m = np.array([[0.7, 0.3], [0.2, 0.8]])  # inputs x outputs
     with pytest.raises(TypeError, match="matrix must be given"):
         em([1, 2])
     with pytest.raises(ValueError, match="matrix must have shape"):
         em([1, 2, 3], m)
-    with pytest.raises(ValueError, match="columns .* must each sum to 1"):
+    with pytest.raises(ValueError, match="rows .* must each sum to 1"):
         em([1, 2], m * 0.9)
     with pytest.raises(ValueError, match="counts must be finite and >= 0"):
         em([1, -2], m)
     with pytest.raises(ValueError, match="at least one report"):
         em([0, 0], m)
     with pytest.raises(ValueError, match="counts must be 0 on outputs"):
-        em([1, 1], np.array([[1.0, 1.0], [0.0, 0.0]]))
+        em([1, 1], np.array([[1.0, 0.0], [1.0, 0.0]]))
     with pytest.raises(ValueError, match="init must be 2 non-negative"):
         em([1, 1], m, init=[0.5, 0.2, 0.3])
     with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
@@ -124,7 +124,7 @@ def test_validation():
 def test_zero_probability_outputs_are_handled():
     # an output nobody can produce, never observed: must not break logs or divisions
     m = np.array([[0.5, 0.0], [0.5, 0.5], [0.0, 0.5]])
-    m = np.vstack([m, np.zeros((1, 2))])
+    m = np.vstack([m, np.zeros((1, 2))]).T  # inputs x outputs
     dist = ems([10, 20, 10, 0], m)
     np.testing.assert_allclose(dist.probabilities, [0.5, 0.5], atol=1e-6)
 
@@ -183,7 +183,7 @@ def test_band_engine_on_dense_random_matrices():
         m /= m.sum(axis=0)
         counts = rng.integers(0, 100, size=dt) * (m.sum(axis=1) > 0)
         counts[0] += 1
-        (a, ia), (b, ib) = _both(counts, m, tol=0.0, max_iter=50)
+        (a, ia), (b, ib) = _both(counts, m.T, tol=0.0, max_iter=50)  # inputs x outputs
         np.testing.assert_allclose(a.probabilities, b.probabilities, rtol=1e-9, atol=1e-14)
         np.testing.assert_allclose(ia.log_likelihood, ib.log_likelihood, rtol=1e-12)
 

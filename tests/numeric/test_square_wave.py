@@ -67,7 +67,7 @@ def gw_cdf(y, v, eps, ratio, b=None):
 
 
 def grid_brute_matrix(spec):
-    """M[j, i] of the grid law by plain enumeration: average the exact cell laws of the grid
+    """M[i, j] of the grid law by plain enumeration: average the exact cell laws of the grid
     inputs inside input bucket i (trapezoid weights: v uniform on the bucket rounds to its
     interior grid points with weight 1/r, to its ends with 1/(2r)), then add up the cells
     whose centres fall in each output bucket."""
@@ -78,19 +78,19 @@ def grid_brute_matrix(spec):
     per_bucket = np.array(
         [np.bincount(bucket, spec.cell_probabilities(k), minlength=dt) for k in range(steps + 1)]
     )
-    m = np.zeros((dt, d))
+    m = np.zeros((d, dt))
     for i in range(d):
         weights = np.full(r + 1, 1.0 / r)
         weights[[0, -1]] = 0.5 / r
-        m[:, i] = weights @ per_bucket[i * r : (i + 1) * r + 1]
+        m[i] = weights @ per_bucket[i * r : (i + 1) * r + 1]
     return m
 
 
 def brute_matrix(cdf, b, d, dt):
-    """M[j, i] by adaptive quadrature of P[y in bucket j | v] over input bucket i."""
+    """M[i, j] by adaptive quadrature of P[y in bucket j | v] over input bucket i."""
     inp = np.linspace(0, 1, d + 1)
     out = np.linspace(-b, 1 + b, dt + 1)
-    m = np.empty((dt, d))
+    m = np.empty((d, dt))
     for i in range(d):
         s, t = inp[i], inp[i + 1]
         for j in range(dt):
@@ -105,7 +105,7 @@ def brute_matrix(cdf, b, d, dt):
                 epsrel=1e-12,
                 limit=200,
             )
-            m[j, i] = val / (t - s)
+            m[i, j] = val / (t - s)
     return m
 
 
@@ -145,10 +145,11 @@ def test_b_limits_and_monotone():
 @pytest.mark.parametrize("eps", [1e-6, 0.01, 0.5, 1.0, 4.0, 20.0, 40.0])
 def test_p_q_and_privacy(eps):
     sw = SquareWave(epsilon=eps)
-    assert sw.q * (1 + 2 * sw.b) + 2 * sw.b * (sw.p - sw.q) == pytest.approx(1.0, rel=1e-12)
+    lo, hi = sw.density_low, sw.density_high
+    assert lo * (1 + 2 * sw.b) + 2 * sw.b * (hi - lo) == pytest.approx(1.0, rel=1e-12)
     loss = sw.privacy_loss()
     assert loss <= eps and loss == pytest.approx(eps, rel=1e-7)
-    assert sw.p / sw.q == pytest.approx(math.exp(eps), rel=1e-7)
+    assert hi / lo == pytest.approx(math.exp(eps), rel=1e-7)
 
 
 def test_validation():
@@ -258,14 +259,15 @@ def test_aggregate_merge_and_round_trips():
         (0.001, 10, 3),
     ],
 )
-def test_columns_sum_to_one(eps, d, dt):
+def test_rows_sum_to_one(eps, d, dt):
     for spec in (
         SquareWave(epsilon=eps, buckets=d, output_buckets=dt),
         GeneralWave(epsilon=eps, buckets=d, output_buckets=dt, ratio=0.3),
     ):
-        m = spec.transition_matrix()
-        assert m.shape == (dt, d) and np.all(m >= 0)
-        np.testing.assert_allclose(m.sum(axis=0), 1.0, rtol=0, atol=1e-12)
+        m = spec.bucket_matrix()
+        assert m.shape == (d, dt) and np.all(m >= 0)
+        np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+        assert not hasattr(spec, "transition_matrix")  # continuous inputs: no finite law
         assert not m.flags.writeable
 
 
@@ -284,26 +286,26 @@ def test_columns_sum_to_one(eps, d, dt):
 def test_matrix_matches_brute_force_integration(eps, d, dt):
     sw = SquareWave(epsilon=eps, buckets=d, output_buckets=dt)
     # exact: the grid law's matrix, enumerated cell by cell
-    np.testing.assert_allclose(sw.transition_matrix(), grid_brute_matrix(sw), rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(sw.bucket_matrix(), grid_brute_matrix(sw), rtol=1e-9, atol=1e-13)
     # and close to SW20's continuous law (the grid is 2^14 steps fine)
     want = brute_matrix(lambda y, v: sw_cdf(y, v, eps), sw.nominal_b, d, dt)
-    np.testing.assert_allclose(sw.transition_matrix(), want, rtol=0, atol=2e-3)
+    np.testing.assert_allclose(sw.bucket_matrix(), want, rtol=0, atol=2e-3)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ratio", [0.0, 0.4])
 def test_general_wave_matrix_matches_brute_force(ratio):
     gw = GeneralWave(epsilon=2.0, ratio=ratio, buckets=4, output_buckets=9)
-    np.testing.assert_allclose(gw.transition_matrix(), grid_brute_matrix(gw), rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(gw.bucket_matrix(), grid_brute_matrix(gw), rtol=1e-9, atol=1e-13)
     want = brute_matrix(lambda y, v: gw_cdf(y, v, 2.0, ratio), gw.nominal_b, 4, 9)
-    np.testing.assert_allclose(gw.transition_matrix(), want, rtol=0, atol=2e-3)
+    np.testing.assert_allclose(gw.bucket_matrix(), want, rtol=0, atol=2e-3)
 
 
 def test_general_wave_ratio_one_is_square_wave():
     kw = dict(epsilon=1.3, buckets=50, output_buckets=70)
     np.testing.assert_allclose(
-        GeneralWave(ratio=1.0, **kw).transition_matrix(),
-        SquareWave(**kw).transition_matrix(),
+        GeneralWave(ratio=1.0, **kw).bucket_matrix(),
+        SquareWave(**kw).bucket_matrix(),
         rtol=1e-12,
         atol=0,
     )
@@ -316,10 +318,10 @@ def test_matrix_matches_monte_carlo(column):
     rng = np.random.default_rng(column)
     v = (column + rng.random(300_000)) / d  # uniform inside input bucket `column`
     counts = np.bincount(sw.bucket_index(sw.randomize(v, rng=rng)), minlength=dt)
-    p = chisquare_gof(counts, sw.transition_matrix()[:, column])
+    p = chisquare_gof(counts, sw.bucket_matrix()[column])
     assert p > ALPHA, f"Monte Carlo histogram rejected the exact column (p={p:.2e})"
     wrong = SquareWave(epsilon=1.3 * eps, buckets=d, output_buckets=dt, bandwidth=sw.b)
-    assert chisquare_gof(counts, wrong.transition_matrix()[:, column]) < ALPHA
+    assert chisquare_gof(counts, wrong.bucket_matrix()[column]) < ALPHA
 
 
 @pytest.mark.slow
@@ -343,7 +345,7 @@ def test_bucketized_privacy_loss():
     # the value itself, from an independently integrated matrix
     sw = SquareWave(epsilon=4.0, buckets=4, output_buckets=6)
     m = grid_brute_matrix(sw)
-    want = float(np.max(np.log(m.max(axis=1) / m.min(axis=1))))
+    want = float(np.max(np.log(m.max(axis=0) / m.min(axis=0))))
     assert sw.bucketized_privacy_loss() == pytest.approx(want, rel=1e-9)
     assert want < 4.0
 
@@ -351,7 +353,7 @@ def test_bucketized_privacy_loss():
 # -- discrete square wave ---------------------------------------------------------------------
 @pytest.mark.parametrize("eps, d", [(0.5, 2), (1.0, 16), (2.0, 100), (4.0, 1024), (40.0, 10)])
 def test_discrete_constants(eps, d):
-    dsw = DiscreteSquareWave(epsilon=eps, domain_size=d)
+    dsw = DiscreteSquareWave(epsilon=eps, buckets=d)
     bt = math.floor(b_reference(eps) * d) if eps < 700 else 0
     assert dsw.half_width == bt and dsw.n_outputs == d + 2 * bt
     e = math.exp(min(eps, 700.0))
@@ -359,28 +361,30 @@ def test_discrete_constants(eps, d):
         assert dsw.p == pytest.approx(e / ((2 * bt + 1) * e + d - 1), rel=1e-13)
         assert dsw.q == pytest.approx(1 / ((2 * bt + 1) * e + d - 1), rel=1e-13)
     m = dsw.transition_matrix()
-    np.testing.assert_allclose(m.sum(axis=0), 1.0, rtol=0, atol=1e-13)
+    assert m.shape == (d, dsw.n_outputs)
+    np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=0, atol=1e-13)
     assert set(np.unique(m)) == {dsw.p, dsw.q}
+    np.testing.assert_array_equal(dsw.bucket_matrix(), m)
     if eps < 700:
         assert dsw.privacy_loss() == pytest.approx(eps, rel=1e-12)
 
 
 @pytest.mark.parametrize("item", [0, 9, 19])
 def test_discrete_sampler_matches_matrix(item):
-    dsw = DiscreteSquareWave(epsilon=1.0, domain_size=20)
+    dsw = DiscreteSquareWave(epsilon=1.0, buckets=20)
     r = dsw.randomize(np.full(200_000, item), rng=item)
     counts = np.bincount(dsw.output_index(r), minlength=dsw.n_outputs)
-    p = chisquare_gof(counts, dsw.transition_matrix()[:, item])
+    p = chisquare_gof(counts, dsw.transition_matrix()[item])
     assert p > ALPHA, f"discrete SW sampler rejected (p={p:.2e})"
     # power: the same window with the probabilities of 1.3 eps is rejected
     e, w = math.exp(1.3), 2 * dsw.half_width + 1
-    wrong = np.where(dsw.transition_matrix()[:, item] == dsw.p, e, 1.0) / (w * e + 20 - 1)
+    wrong = np.where(dsw.transition_matrix()[item] == dsw.p, e, 1.0) / (w * e + 20 - 1)
     assert wrong.sum() == pytest.approx(1.0)
     assert chisquare_gof(counts, wrong) < ALPHA
 
 
 def test_discrete_flow():
-    dsw = DiscreteSquareWave(epsilon=2.0, domain_size=32, low=0.0, high=32.0)
+    dsw = DiscreteSquareWave(epsilon=2.0, buckets=32, low=0.0, high=32.0)
     values = np.random.default_rng(10).binomial(31, 0.3, 50_000)
     s = dsw.aggregate(dsw.randomize(values, rng=11))
     assert s.counts.sum() == 50_000 and s.counts.size == dsw.n_outputs

@@ -27,7 +27,7 @@ def _stream(n: int, seed: int = 0, bound: int = 100) -> np.ndarray:
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
 def test_square_wave_mean_constants_by_integration(epsilon: float) -> None:
     spec = SquareWave(epsilon=epsilon)
-    b, p, q = spec.b, spec.p, spec.q
+    b, p, q = spec.b, spec.density_high, spec.density_low
     a, c, worst = square_wave_mean_constants(spec)
     for v in (0.0, 0.3, 0.5, 1.0):
 

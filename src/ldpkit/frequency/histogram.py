@@ -22,7 +22,7 @@ from ..spec import Reports, Stats
 from ._base import FrequencyOracle
 from .unary import UnaryEncoding
 
-__all__ = ["SHE", "THE", "the_probabilities", "the_variance_star", "optimal_threshold"]
+__all__ = ["SHE", "THE", "the_probabilities", "the_variance_star", "optimal_cutoff"]
 
 # SHE reports are rounded to multiples of 2^-GRID_BITS, so that the server can sum them
 # exactly in int64 fixed point (merges are then exactly associative and commutative).
@@ -145,9 +145,7 @@ class SHE(FrequencyOracle):
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Mean noisy count per item: unbiased (FO17 Theorem 5)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         freq = stats.sums / _GRID / stats.n
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
         return FrequencyEstimate(freq, var, stats.n, spec=self)
@@ -165,29 +163,29 @@ class SHE(FrequencyOracle):
         return base / n
 
 
-def the_probabilities(epsilon: float, threshold: float) -> tuple[float, float]:
+def the_probabilities(epsilon: float, cutoff: float) -> tuple[float, float]:
     """THE's ``(p*, q*) = (P[1 + Lap > theta], P[Lap > theta])`` for 0 <= theta <= 1.
 
     With Lap of scale 2/eps: ``p* = 1 - e^(eps (theta - 1) / 2) / 2`` and
     ``q* = e^(-eps theta / 2) / 2`` (FO17 section 4.2).
     """
-    p = 1.0 - 0.5 * math.exp(0.5 * epsilon * (threshold - 1.0))
-    q = 0.5 * math.exp(-0.5 * epsilon * threshold)
+    p = 1.0 - 0.5 * math.exp(0.5 * epsilon * (cutoff - 1.0))
+    q = 0.5 * math.exp(-0.5 * epsilon * cutoff)
     return p, q
 
 
-def the_variance_star(epsilon: float, threshold: float) -> float:
+def the_variance_star(epsilon: float, cutoff: float) -> float:
     """THE's per-user ``n Var* = q*(1 - q*) / (p* - q*)^2`` at nominal p*, q*.
 
     Equal to ``(2 e^(eps theta/2) - 1) / (1 + e^(eps (theta - 1/2)) - 2 e^(eps theta/2))^2``
     (FO17 section 4.2).
     """
-    p, q = the_probabilities(epsilon, threshold)
+    p, q = the_probabilities(epsilon, cutoff)
     return q * (1.0 - q) / (p - q) ** 2
 
 
 @functools.lru_cache(maxsize=256)
-def optimal_threshold(epsilon: float) -> float:
+def optimal_cutoff(epsilon: float) -> float:
     """The theta in (1/2, 1) minimizing THE's Var* at this epsilon (bounded Brent search).
 
     FO17 section 4.2 shows numerically that the optimum lies in (1/2, 1) and tends to 1
@@ -214,9 +212,10 @@ class THE(UnaryEncoding):
         Privacy budget of the underlying histogram encoding (> 0).
     domain_size : int
         Number of items d (>= 2).
-    threshold : float or None
-        theta in [0, 1]. None (default) picks the theta in (1/2, 1) that minimizes the
-        variance (:func:`optimal_threshold`); FO17 Table 2 uses theta = 1.
+    cutoff : float or None
+        FO17's threshold theta in [0, 1] (named ``cutoff`` in ldpkit, where ``threshold``
+        is the clipping threshold of a stream release). None (default) picks the theta in (1/2, 1) that minimizes the
+        variance (:func:`optimal_cutoff`); FO17 Table 2 uses theta = 1.
 
     Notes
     -----
@@ -243,28 +242,28 @@ class THE(UnaryEncoding):
     Examples
     --------
     >>> the = THE(epsilon=1.0, domain_size=16)
-    >>> 0.5 < the.effective_threshold < 1.0
+    >>> 0.5 < the.effective_cutoff < 1.0
     True
     >>> the.privacy_loss() < 1.0
     True
-    >>> THE(epsilon=1.0, domain_size=16, threshold=1.0).randomize([2, 7], rng=0).bits.shape
+    >>> THE(epsilon=1.0, domain_size=16, cutoff=1.0).randomize([2, 7], rng=0).bits.shape
     (2, 2)
     """
 
-    threshold: float | None = None
+    cutoff: float | None = None
     exact_epsilon: ClassVar[bool] = False
 
     def _validate(self) -> None:
-        if self.threshold is not None:
-            self._set("threshold", check_real(self.threshold, "threshold", low=0.0, high=1.0))
+        if self.cutoff is not None:
+            self._set("cutoff", check_real(self.cutoff, "cutoff", low=0.0, high=1.0))
         super()._validate()
 
     @property
-    def effective_threshold(self) -> float:
-        """theta actually used: ``threshold``, or the variance-optimal one when None."""
-        if self.threshold is None:
-            return optimal_threshold(self.epsilon)
-        return self.threshold
+    def effective_cutoff(self) -> float:
+        """theta actually used: ``cutoff``, or the variance-optimal one when None."""
+        if self.cutoff is None:
+            return optimal_cutoff(self.epsilon)
+        return self.cutoff
 
     @property
     def noise_scale(self) -> float:
@@ -273,8 +272,8 @@ class THE(UnaryEncoding):
 
     @property
     def nominal_p(self) -> float:
-        return the_probabilities(self.epsilon, self.effective_threshold)[0]
+        return the_probabilities(self.epsilon, self.effective_cutoff)[0]
 
     @property
     def nominal_q(self) -> float:
-        return the_probabilities(self.epsilon, self.effective_threshold)[1]
+        return the_probabilities(self.epsilon, self.effective_cutoff)[1]

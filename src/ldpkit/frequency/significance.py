@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
-from .._validation import check_probability
+from .._validation import check_probability, check_real
 from ..estimate import FrequencyEstimate
 
-__all__ = ["significance_threshold", "heavy_hitters"]
+__all__ = ["significance_cutoff", "heavy_hitters"]
 
 
 def _check(estimate: FrequencyEstimate) -> FrequencyEstimate:
@@ -19,17 +20,41 @@ def _check(estimate: FrequencyEstimate) -> FrequencyEstimate:
     return estimate
 
 
-def significance_threshold(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.ndarray:
-    """Bonferroni threshold ``T_v = Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` on the frequency scale.
+def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.ndarray:
+    """Bonferroni cutoff ``T_v = Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` on the frequency scale.
 
-    An item whose estimate exceeds T has true frequency > 0 with family-wise error at most
-    alpha over all d items (one-sided z-test of f_v = 0 using the variance at f = 0).
-    CON20 (eq. 9) uses the same T with a larger alpha inside Base-Cut.
+    An item of true frequency 0 exceeds T with probability about ``alpha / d`` (one-sided
+    z-test of f_v = 0 with the variance at f = 0, ``estimate.variance_null``), so about
+    alpha false positives are expected over the d items; for alpha < 1 that bounds the
+    family-wise error (FO17 section 6.2). CON20's Base-Cut (eq. 9) uses the same T with
+    alpha = 2. When ``alpha >= d / 2`` the quantile is not positive and T is 0.
+
+    Parameters
+    ----------
+    estimate : FrequencyEstimate
+    alpha : float
+        Expected number of false positives, > 0 (a probability for heavy hitters).
+
+    Returns
+    -------
+    ndarray, shape (d,)
+        The cutoff for every item (constant for pure oracles).
+
+    Examples
+    --------
+    >>> T = significance_cutoff(FrequencyEstimate([0.5] * 4, 0.01, n=100), alpha=0.2)
+    >>> bool(np.isclose(T[0], 1.6448536 * 0.1))  # Phi^-1(1 - 0.2/4) * sqrt(0.01)
+    True
     """
     estimate = _check(estimate)
-    alpha = check_probability(alpha, "alpha")
-    z = sps.norm.isf(alpha / estimate.domain_size)
-    return z * np.sqrt(estimate.variance_null)
+    alpha = check_real(alpha, "alpha", low=0.0, low_inclusive=False)
+    var = np.asarray(estimate.variance_null, dtype=np.float64)
+    if not np.all(np.isfinite(var)) or np.any(var < 0):
+        raise ValueError("estimate.variance_null must be finite and >= 0")
+    d = estimate.domain_size
+    # Phi^-1(1 - a) = -Phi^-1(a), which stays accurate for tiny a = alpha / d.
+    z = float(-special.ndtri(alpha / d)) if alpha < d else 0.0
+    return max(z, 0.0) * np.sqrt(var)
 
 
 def heavy_hitters(
@@ -59,7 +84,7 @@ def heavy_hitters(
     alpha = check_probability(alpha, "alpha")
     f = estimate.frequencies
     if method == "bonferroni":
-        selected = np.flatnonzero(f > significance_threshold(estimate, alpha))
+        selected = np.flatnonzero(f > significance_cutoff(estimate, alpha))
     elif method == "bh":
         pvalues = sps.norm.sf(f / np.sqrt(estimate.variance_null))
         order = np.argsort(pvalues, kind="stable")

@@ -26,7 +26,7 @@ TABLE2_COLUMNS: dict[str, Callable[[float], float]] = {
     "DE (d=32)": lambda e: float(GRR(epsilon=e, domain_size=32).variance(1)),
     "DE (d=1024)": lambda e: float(GRR(epsilon=e, domain_size=1024).variance(1)),
     "SHE": lambda e: float(SHE(epsilon=e, domain_size=2).variance(1)),
-    "THE (theta=1)": lambda e: float(THE(epsilon=e, domain_size=2, threshold=1.0).variance(1)),
+    "THE (theta=1)": lambda e: float(THE(epsilon=e, domain_size=2, cutoff=1.0).variance(1)),
     "SUE": lambda e: float(SUE(epsilon=e, domain_size=2).variance(1)),
     "OUE": lambda e: float(OUE(epsilon=e, domain_size=2).variance(1)),
     "BLH": lambda e: float(BLH(epsilon=e, domain_size=2).variance(1)),

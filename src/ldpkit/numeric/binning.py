@@ -2,8 +2,8 @@
 
 The simplest way to estimate a numerical distribution under LDP: cut [low, high] into c
 equal bins, let each user report her bin through a frequency oracle (GRR when c is small,
-OLH otherwise), make the unbiased bin frequencies a probability vector with Norm-Sub, and
-spread each bin's mass uniformly inside the bin. The bin count trades noise (many bins)
+OLH otherwise), and spread each bin's unbiased mass uniformly inside the bin; SW20 then
+makes it a probability vector with Norm-Sub (``postprocess="norm_sub"``). The bin count trades noise (many bins)
 against bias (few bins); SW20 evaluates c = 16, 32 and 64.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_integer, check_numeric_values, check_real
+from .._validation import check_integer, check_numeric_values
 from ..frequency import ORACLES, FrequencyOracle
 from ..spec import Mechanism, Reports, Stats
-from .distribution import Distribution
+from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = ["CFOBinning", "cfo_oracle", "bucket_index"]
 
@@ -43,16 +43,6 @@ def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> F
     return ORACLES[oracle](epsilon=epsilon, domain_size=domain_size)
 
 
-def bucket_index(values: np.ndarray, low: float, high: float, buckets: int) -> np.ndarray:
-    """Index (0 .. buckets - 1) of the equal bucket of [low, high] holding each value.
-
-    Same convention as :meth:`Distribution.from_values`: ``high`` falls in the last bucket.
-    """
-    idx = ((values - low) * (buckets / (high - low))).astype(np.int64)
-    np.clip(idx, 0, buckets - 1, out=idx)
-    return idx
-
-
 def check_oracle_name(name: Any, allowed: tuple[str, ...] | None = None) -> str | None:
     """Validate an ``oracle=`` override (None, or a name of the oracle registry)."""
     choices = tuple(ORACLES) if allowed is None else allowed
@@ -65,12 +55,13 @@ def check_oracle_name(name: Any, allowed: tuple[str, ...] | None = None) -> str 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CFOBinning(Mechanism):
-    """Equal-width binning + a categorical frequency oracle + Norm-Sub (SW20 section 4.1).
+    """Equal-width binning + a categorical frequency oracle (SW20 section 4.1).
 
-    A value in [low, high] is mapped to one of ``bins`` equal bins, which the user reports
-    through :attr:`frequency_oracle` with the full budget. The server estimates unbiased
-    bin frequencies, projects them onto the probability simplex (Norm-Sub) and spreads each
-    bin's mass uniformly inside it, returned on ``buckets`` equal buckets.
+    A value in [low, high] is mapped to one of ``buckets`` equal buckets (SW20's bins),
+    which the user reports through :attr:`frequency_oracle` with the full budget. The
+    server estimates unbiased bucket frequencies and spreads each bucket's mass uniformly
+    inside it; SW20 then projects them onto the probability simplex (Norm-Sub,
+    ``estimate(stats, postprocess="norm_sub")``).
 
     Parameters
     ----------
@@ -78,11 +69,10 @@ class CFOBinning(Mechanism):
         Privacy budget (> 0).
     low, high : float
         The value domain (default [0, 1]).
-    bins : int
-        Number c of bins (>= 2; SW20 evaluates 16, 32 and 64). Default 32.
     buckets : int
-        Resolution d of the returned Distribution (default 1024). When c divides d each
-        bin covers d / c buckets; otherwise bucket masses are the exact overlaps.
+        Number c of equal buckets (SW20's bins; >= 2; SW20 evaluates 16, 32 and 64).
+        Default 32. The estimate is a Distribution on them; ``dist.rebin(k)`` spreads it
+        on k buckets.
     oracle : str, optional
         Name of the frequency oracle (:data:`ldpkit.frequency.ORACLES`). Default: SW20's
         choice, GRR when ``c < 3 e^eps + 2``, else OLH (:func:`cfo_oracle`).
@@ -104,46 +94,41 @@ class CFOBinning(Mechanism):
 
     Examples
     --------
-    >>> cfo = CFOBinning(epsilon=1.0, bins=16, buckets=64)
+    >>> cfo = CFOBinning(epsilon=1.0, buckets=16)
     >>> cfo.frequency_oracle.name
     'OLH'
     >>> values = np.random.default_rng(0).beta(5, 2, size=20_000)
     >>> dist = cfo.run(values, rng=0)
     >>> dist.buckets, bool(abs(dist.mean() - values.mean()) < 0.1)
-    (64, True)
+    (16, True)
     """
 
     low: float = 0.0
     high: float = 1.0
-    bins: int = 32
-    buckets: int = 1024
+    buckets: int = 32
     oracle: str | None = None
 
     def _validate(self) -> None:
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
-        self._set("bins", check_integer(self.bins, "bins", low=2))
-        self._set("buckets", check_integer(self.buckets, "buckets", low=1))
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
+        self._set("buckets", check_integer(self.buckets, "buckets", low=2))
         self._set("oracle", check_oracle_name(self.oracle))
 
     @property
     def frequency_oracle(self) -> FrequencyOracle:
-        """The categorical oracle over the ``bins`` bins (same epsilon)."""
-        return cfo_oracle(self.epsilon, self.bins, self.oracle)
+        """The categorical oracle over the ``buckets`` buckets (same epsilon)."""
+        return cfo_oracle(self.epsilon, self.buckets, self.oracle)
 
     # -- client ---------------------------------------------------------------------------
-    def bin_index(self, values: Any) -> np.ndarray:
-        """Bin (0 .. bins - 1) of each value; values must lie in [low, high]."""
+    def bucket_index(self, values: Any) -> np.ndarray:
+        """Bucket (0 .. buckets - 1) of each value; values must lie in [low, high]."""
         v = check_numeric_values(values, self.low, self.high, "values")
-        return bucket_index(v, self.low, self.high, self.bins)
+        return bucket_index(v, self.low, self.high, self.buckets)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Each user's bin, reported through the oracle (its report arrays, this spec)."""
-        inner = self.frequency_oracle.randomize(self.bin_index(values), rng=rng)
+        inner = self.frequency_oracle.randomize(self.bucket_index(values), rng=rng)
         return Reports(self, **inner.arrays)
 
     # -- server ---------------------------------------------------------------------------
@@ -151,25 +136,36 @@ class CFOBinning(Mechanism):
         reports = self.check_reports(reports)
         return Reports(self.frequency_oracle, **reports.arrays)
 
+    def privacy_loss(self) -> float:
+        """The oracle's loss: the bin is a function of the value, reported once."""
+        return self.frequency_oracle.privacy_loss()
+
     def empty_stats(self) -> Stats:
         return Stats(self, 0, **self.frequency_oracle.empty_stats().arrays)
 
     def aggregate(self, reports: Reports) -> Stats:
-        """The oracle's sufficient statistic (support ``counts``) over the bins."""
+        """The oracle's sufficient statistic (support ``counts``) over the buckets."""
         inner = self.frequency_oracle.aggregate(self._inner_reports(reports))
         return Stats(self, inner.n, **inner.arrays)
 
-    def bin_estimate(self, stats: Stats) -> Any:
-        """Unbiased bin frequencies with their variance (a FrequencyEstimate of the oracle)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+    def frequency_estimate(self, stats: Stats) -> Any:
+        """Unbiased bucket frequencies with their variance (the oracle's FrequencyEstimate)."""
+        stats = self.check_stats(stats, nonempty=True)
         oracle = self.frequency_oracle
         return oracle.estimate(Stats(oracle, stats.n, **stats.arrays))
 
-    def estimate(self, stats: Stats) -> Distribution:
-        """Norm-Sub on the bin frequencies, mass uniform inside each bin, on ``buckets`` buckets."""
-        from ..consistency import norm_sub  # server-side post-processing
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
+        """The unbiased bucket frequencies as a Distribution (mass uniform in each bucket).
 
-        bins = norm_sub(self.bin_estimate(stats)).frequencies
-        return Distribution(bins, self.low, self.high).rebin(self.buckets)
+        Parameters
+        ----------
+        stats : Stats
+            Aggregated (and possibly merged) reports of this spec.
+        postprocess : {None, "norm_sub", "norm_mul", "cdf"}
+            None (default): the plain estimate, the oracle's unbiased frequencies (a signed
+            Distribution when some are negative). ``"norm_sub"`` gives SW20's CFO binning
+            (Norm-Sub, CON20); see :meth:`Distribution.postprocess`.
+        """
+        est = self.frequency_estimate(stats)
+        dist = Distribution.from_estimate(est.frequencies, self.low, self.high, n=est.n, spec=self)
+        return dist if postprocess is None else dist.postprocess(postprocess)

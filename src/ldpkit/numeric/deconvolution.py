@@ -22,7 +22,7 @@ from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values, check_real
 from ..frequency import GRR, OUE, PureFrequencyOracle
 from ..spec import Mechanism, Reports, Stats
-from .distribution import Distribution
+from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = ["WienerInfo", "wiener_deconvolve", "WienerDeconvolution", "noise_power"]
 
@@ -167,7 +167,7 @@ def wiener_deconvolve(
 class WienerDeconvolution(Mechanism):
     """Binning + GRR/OUE + Wiener deconvolution (Fang et al. 2023; WAV25's "convolution").
 
-    Each value in [low, high] is mapped to one of ``bins`` equal bins and reported with
+    Each value in [low, high] is mapped to one of ``buckets`` equal buckets and reported with
     a pure frequency oracle; the server deconvolves the support frequencies with a Direct
     or Improved Iterative Wiener filter (:func:`wiener_deconvolve`) and projects the result
     onto the probability simplex.
@@ -176,8 +176,8 @@ class WienerDeconvolution(Mechanism):
     ----------
     epsilon : float
         Privacy budget (> 0).
-    bins : int
-        Number d of equal bins (>= 2; default 64, our choice: WAV25 runs its binning
+    buckets : int
+        Number d of equal buckets (>= 2; default 64, our choice: WAV25 runs its binning
         competitors at d = 8..64).
     low, high : float
         The value domain (default [0, 1]).
@@ -191,10 +191,11 @@ class WienerDeconvolution(Mechanism):
     post-processing). ``reports`` and ``Stats.counts`` are those of the oracle
     (:attr:`oracle_spec`), under this spec's fingerprint.
 
-    Post-processing (our choice; the authors' code leaves the filtered vector as is): the
-    zero frequency is fixed to 1, and the filtered vector is projected onto the simplex
-    (Norm-Sub, :func:`ldpkit.consistency.simplex_projection`) so that the result is a
-    Distribution (non-negative, summing to 1; mass uniform inside each bin).
+    Estimate: the zero frequency is fixed to 1 and the filtered vector is returned as is
+    (as the authors' code does), a Distribution that may hold negative masses (mass uniform
+    inside each bucket). ``estimate(stats, postprocess="norm_sub")`` projects it onto the
+    simplex (Norm-Sub, :func:`ldpkit.consistency.simplex_projection`; our choice in the
+    WAV25 reproduction).
 
     References
     ----------
@@ -205,7 +206,7 @@ class WienerDeconvolution(Mechanism):
 
     Examples
     --------
-    >>> wd = WienerDeconvolution(epsilon=1.0, bins=32)
+    >>> wd = WienerDeconvolution(epsilon=1.0, buckets=32)
     >>> wd.oracle_spec.name
     'OUE'
     >>> values = np.random.default_rng(0).beta(5, 2, size=50_000)
@@ -214,69 +215,66 @@ class WienerDeconvolution(Mechanism):
     (32, True)
     """
 
-    bins: int = 64
+    buckets: int = 64
     low: float = 0.0
     high: float = 1.0
     oracle: str = "auto"
 
     def _validate(self) -> None:
-        self._set("bins", check_integer(self.bins, "bins", low=2))
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        self._set("buckets", check_integer(self.buckets, "buckets", low=2))
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         if self.oracle not in ("auto", "grr", "oue"):
             raise ValueError(f"oracle must be one of 'auto', 'grr', 'oue', got {self.oracle!r}")
 
     @property
     def oracle_spec(self) -> PureFrequencyOracle:
-        """The GRR or OUE spec over the bins."""
+        """The GRR or OUE spec over the buckets."""
         name = self.oracle
         if name == "auto":
-            name = "grr" if self.bins < 3.0 * math.exp(min(self.epsilon, 700.0)) + 2.0 else "oue"
+            name = "grr" if self.buckets < 3.0 * math.exp(min(self.epsilon, 700.0)) + 2.0 else "oue"
         cls = GRR if name == "grr" else OUE
-        return cls(epsilon=self.epsilon, domain_size=self.bins)
+        return cls(epsilon=self.epsilon, domain_size=self.buckets)
+
+    def privacy_loss(self) -> float:
+        """The oracle's loss: the bin is a function of the value, reported once."""
+        return self.oracle_spec.privacy_loss()
 
     def noise_power(self, n: int) -> float:
         """P_n for n reports (:func:`noise_power` with the oracle's p*, q*)."""
         o = self.oracle_spec
-        return noise_power(o.p, o.q, self.bins, check_integer(n, "n", low=1))
+        return noise_power(o.p, o.q, self.buckets, check_integer(n, "n", low=1))
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
         return check_numeric_values(values, self.low, self.high, "values")
 
-    def bin_index(self, values: Any) -> np.ndarray:
-        """Bin of each value (``high`` itself falls in the last bin)."""
-        v = self.check_values(values)
-        idx = ((v - self.low) * (self.bins / (self.high - self.low))).astype(np.int64)
-        return np.minimum(idx, self.bins - 1)
+    def bucket_index(self, values: Any) -> np.ndarray:
+        """Bucket of each value (``high`` itself falls in the last bucket)."""
+        return bucket_index(self.check_values(values), self.low, self.high, self.buckets)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Bin each value and report the bin with the oracle (its report arrays)."""
-        inner = self.oracle_spec.randomize(self.bin_index(values), rng=rng)
+        """Bucket each value and report the bucket with the oracle (its report arrays)."""
+        inner = self.oracle_spec.randomize(self.bucket_index(values), rng=rng)
         return Reports(self, **inner.arrays)
 
     # -- server ------------------------------------------------------------------------------
     def empty_stats(self) -> Stats:
-        return Stats(self, 0, counts=np.zeros(self.bins, dtype=np.int64))
+        return Stats(self, 0, counts=np.zeros(self.buckets, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
-        """Support counts of the bins (``Stats.counts``), validated by the oracle."""
+        """Support counts of the buckets (``Stats.counts``), validated by the oracle."""
         reports = self.check_reports(reports)
         oracle = self.oracle_spec
         counts = oracle.support_counts(Reports(oracle, **reports.arrays))
         return Stats(self, len(reports), counts=np.asarray(counts, dtype=np.int64))
 
     def naive_estimate(self, stats: Stats) -> np.ndarray:
-        """The unbiased bin frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        """The unbiased bucket frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""
+        stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
-        return (stats.counts / stats.n - o.q) / (o.p - o.q)
+        return np.asarray(o.estimate(Stats(o, stats.n, counts=stats.counts)).frequencies)
 
     def estimate(
         self,
@@ -286,8 +284,9 @@ class WienerDeconvolution(Mechanism):
         max_iter: int = 100,
         tol: float = 1e-6,
         return_info: bool = False,
+        postprocess: str | None = None,
     ) -> Any:
-        """Deconvolve and project onto the simplex: a Distribution on ``bins`` buckets.
+        """Deconvolve: a Distribution on ``buckets`` buckets.
 
         Parameters
         ----------
@@ -299,12 +298,11 @@ class WienerDeconvolution(Mechanism):
             IIW stopping rule (at most ``max_iter`` updates; relative L2 change <= tol).
         return_info : bool
             Also return the :class:`WienerInfo`.
+        postprocess : {None, "norm_sub", "norm_mul", "cdf"}
+            None (default): the filtered vector itself (signed). Otherwise
+            :meth:`Distribution.postprocess` (``"norm_sub"``: the simplex projection).
         """
-        from ..consistency import simplex_projection  # server-side post-processing
-
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
         f, info = wiener_deconvolve(
             stats.counts / stats.n,
@@ -315,5 +313,7 @@ class WienerDeconvolution(Mechanism):
             max_iter=max_iter,
             tol=tol,
         )
-        dist = Distribution(simplex_projection(f), self.low, self.high)
+        dist = Distribution.from_estimate(f, self.low, self.high, n=stats.n, spec=self)
+        if postprocess is not None:
+            dist = dist.postprocess(postprocess)
         return (dist, info) if return_info else dist

@@ -1,8 +1,9 @@
 """Expectation maximization (EM) and EM with smoothing (EMS) on aggregated reports (SW20 5.5).
 
-Both work on the output histogram (``Stats.counts``) and a transition matrix ``M`` of shape
-``(n_outputs, n_inputs)`` with ``M[j, i] = P[output bucket j | input bucket i]`` (columns sum
-to 1), so reports aggregated on many machines are merged first and estimated once. Each
+Both work on the output histogram (``Stats.counts``) and a bucket matrix of shape
+``(n_inputs, n_outputs)``, ``matrix[i, j] = P[output bucket j | input bucket i]`` (rows sum
+to 1, the orientation of every transition matrix in ldpkit; internally the iteration uses
+its transpose ``M[j, i]``, SW20's notation), so reports aggregated on many machines are merged first and estimated once. Each
 iteration costs two matrix-vector products, in float64, done by a compiled loop (numba,
 single-threaded) that skips the constant part of the matrix: square-wave matrices are a
 constant plus a band, so an iteration costs O(band) rather than O(d~ d). Measured on this
@@ -79,9 +80,9 @@ def _inputs(
         counts = np.asarray(data.counts)
         spec = data.spec
         if matrix is None:
-            if not hasattr(spec, "transition_matrix"):
+            if not hasattr(spec, "bucket_matrix"):
                 raise TypeError(f"matrix must be given for stats of {spec.name}")
-            matrix = spec.transition_matrix()
+            matrix = spec.bucket_matrix()
         low = getattr(spec, "low", 0.0) if low is None else low
         high = getattr(spec, "high", 1.0) if high is None else high
     else:
@@ -91,12 +92,14 @@ def _inputs(
     if counts.dtype.kind not in "iuf":
         raise TypeError(f"counts must be non-negative numbers, got dtype {counts.dtype}")
     counts = counts.astype(np.float64)
-    m = np.asarray(matrix, dtype=np.float64)
+    # Callers give inputs x outputs (the transition-matrix orientation of ldpkit); the
+    # iteration works on the transpose (SW20's M[j, i], outputs x inputs).
+    m = np.asarray(matrix, dtype=np.float64).T
     if counts.ndim != 1:
         raise ValueError(f"counts must be a 1-D array, got shape {counts.shape}")
     if m.ndim != 2 or m.shape[0] != counts.size:
         raise ValueError(
-            f"matrix must have shape (n_outputs={counts.size}, n_inputs), got {m.shape}"
+            f"matrix must have shape (n_inputs, n_outputs={counts.size}), got {m.T.shape}"
         )
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise ValueError("counts must be finite and >= 0")
@@ -105,7 +108,7 @@ def _inputs(
     col = m.sum(axis=0)
     if not np.allclose(col, 1.0, rtol=0, atol=1e-6):
         raise ValueError(
-            "matrix columns (inputs) must each sum to 1 (matrix[j, i] = P[output j | input i]), "
+            "matrix rows (inputs) must each sum to 1 (matrix[i, j] = P[output j | input i]), "
             f"got sums in [{col.min():.6g}, {col.max():.6g}]"
         )
     lo = 0.0 if low is None else low
@@ -218,7 +221,10 @@ def _run(
         trace_arr = np.asarray(trace)
     else:
         raise ValueError(f"engine must be one of 'band', 'numpy', got {engine!r}")
-    dist = Distribution(theta, lo, hi)
+    if isinstance(data, Stats):  # the estimate carries its n and spec
+        dist = Distribution(theta, lo, hi, n=data.n, spec=data.spec)
+    else:
+        dist = Distribution(theta, lo, hi, n=round(total))
     if not return_info:
         return dist
     trace_arr.flags.writeable = False
@@ -241,11 +247,12 @@ def em(
     Parameters
     ----------
     data : Stats or array_like
-        ``Stats`` of a mechanism with ``counts`` and ``transition_matrix()`` (e.g.
+        ``Stats`` of a mechanism with ``counts`` and ``bucket_matrix()`` (e.g.
         :class:`~ldpkit.numeric.SquareWave`; merge statistics from many machines first), or
         the output histogram ``n_j`` itself.
-    matrix : array_like, shape (n_outputs, n_inputs), optional
-        ``P[output j | input i]``, columns summing to 1. Default: the spec's.
+    matrix : array_like, shape (n_inputs, n_outputs), optional
+        ``matrix[i, j] = P[output j | input i]``, rows summing to 1 (the orientation of
+        every transition matrix in ldpkit). Default: the spec's ``bucket_matrix()``.
     tol : float
         Stop when ``|L_t - L_{t-1}| < tol``, ``L = sum_j n_j log (M theta)_j`` (SW20 5.5;
         1e-3 as in the authors' code; SW20 6.1 used ``1e-3 e^eps`` for plain EM).

@@ -31,12 +31,12 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import stats as _sps
 
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_probability, check_real
 from ..spec import Mechanism, Reports, Stats
+from .distribution import check_bounds
 
 __all__ = [
     "HYBRID_THRESHOLD",
@@ -332,6 +332,8 @@ class MeanEstimate:
         self, alpha: float = 0.05, *, empirical: bool = False
     ) -> tuple[float, float]:
         """Normal-approximation two-sided ``1 - alpha`` interval for the mean."""
+        from scipy import stats as _sps  # server side: not loaded on the client path
+
         alpha = check_probability(alpha, "alpha")
         var = self.variance_empirical if empirical else self.variance
         half = float(_sps.norm.isf(alpha / 2.0)) * math.sqrt(var)
@@ -374,12 +376,9 @@ class _MeanMechanism(Mechanism):
     max_epsilon: ClassVar[float] = MAX_EPSILON
 
     def _validate(self) -> None:
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
 
     @property
     def half_span(self) -> float:
@@ -394,15 +393,22 @@ class _MeanMechanism(Mechanism):
         """Per-user variance of the report on the [-1, 1] scale at t (None: worst case)."""
         raise NotImplementedError
 
-    def variance(self, n: int, values: Any = None) -> float:
-        """Variance of the mean estimate from n reports, in the original units squared.
+    def variance(self, n: int) -> float:
+        """Worst-case variance of the mean estimate from n reports: ``(h/2)^2 V* / n``.
 
-        With ``values`` (the n true values) it is exact: ``(h/2)^2 sum_i V(t_i) / n^2``;
-        without, the worst case ``(h/2)^2 V* / n``.
+        In the original units squared; data-independent, like a frequency oracle's
+        ``variance(n)`` (Var*). :meth:`variance_at` gives it at given true values.
         """
         n = check_integer(n, "n", low=1)
-        if values is None:
-            return self.half_span**2 * float(self.unit_variance()) / n
+        return self.half_span**2 * float(self.unit_variance()) / n
+
+    def variance_at(self, n: int, values: Any) -> float:
+        """Exact variance of the mean estimate when the n users hold ``values``.
+
+        ``(h/2)^2 sum_i V(t_i) / n^2`` with V the per-user variance on the [-1, 1] scale
+        (:meth:`unit_variance`); at most :meth:`variance`.
+        """
+        n = check_integer(n, "n", low=1)
         t = self._to_unit(self.check_values(values))
         if t.size != n:
             raise ValueError(f"values must hold n = {n} values, got {t.size}")
@@ -616,12 +622,17 @@ class PiecewiseMechanism(_MeanMechanism):
         return float(max(-values[0], values[-1]))
 
     @property
-    def densities(self) -> tuple[float, float]:
-        """(high, low) probability per unit of the [-1, 1] scale of the grid law (cells of
-        width ``2 / (K A)``); they tend to PM's densities as the grid refines."""
+    def density_high(self) -> float:
+        """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law (cells
+        of width ``2 / (K A)``); tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid refines."""
         g = self._grid
-        width = 2.0 / (g.steps * g.slope)
-        return g.w_high / g.total / width, g.w_low / g.total / width
+        return g.w_high / g.total * (g.steps * g.slope) / 2.0
+
+    @property
+    def density_low(self) -> float:
+        """The same for the other cells; tends to PM's ``(E - 1)/(2 E (E + 1))``."""
+        g = self._grid
+        return g.w_low / g.total * (g.steps * g.slope) / 2.0
 
     def unit_variance(self, t: Any = None) -> Any:
         """Exact per-user variance of the grid law at t (None: an upper bound of the worst

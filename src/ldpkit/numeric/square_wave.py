@@ -1,10 +1,14 @@
 """Square Wave reporting (SW20 section 5): continuous, discrete, and general wave shapes.
 
-A user with value v (mapped to [0, 1]) reports a real number in [-b, 1 + b] whose density
-is high (``p``) within b of v and low (``q``) elsewhere, ``p / q = e^eps``. The server
-buckets the reports into ``output_buckets`` equal buckets of [-b, 1 + b] (the mergeable
+A user with value v (mapped to [0, 1]) reports a point of [-b, 1 + b] that is likely
+(``density_high``) within b of v and unlikely (``density_low``) elsewhere, their ratio
+``e^eps``. Since issue 11 the report is a cell of a fixed grid drawn from an exact integer
+law (:mod:`ldpkit._exact`; the float samplers leaked v through their last bits). The server
+buckets the reports into ``output_buckets`` buckets of [-b, 1 + b] (the mergeable
 ``Stats.counts``) and recovers a ``buckets``-bucket histogram of the inputs by EMS or EM
-(:mod:`ldpkit.numeric.em`) using the exact transition matrix built here.
+(:mod:`ldpkit.numeric.em`) using the grid law's exact bucket matrix
+(``P[output bucket | input uniform in input bucket]``, inputs x outputs).
+:func:`wave_bucket_matrix` is the same matrix for SW20's continuous law (reference).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from .._validation import (
 from ..frequency._base import index_dtype
 from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..spec import Mechanism, Reports, Stats
-from .distribution import Distribution
+from .distribution import Distribution, check_bounds
 
 __all__ = [
     "MAX_EPSILON",
@@ -37,7 +41,7 @@ __all__ = [
     "SquareWave",
     "GeneralWave",
     "DiscreteSquareWave",
-    "wave_transition_matrix",
+    "wave_bucket_matrix",
 ]
 
 #: Largest budget of the waves: their integer grid law needs ``2 w e^eps <= 2^62`` (w >= 1
@@ -120,10 +124,10 @@ def _smoothed_ramp(x: np.ndarray, h1: float, h2: float) -> np.ndarray:
     return out
 
 
-def wave_transition_matrix(
-    b: float, ratio: float, q: float, buckets: int, output_buckets: int
+def wave_bucket_matrix(
+    b: float, ratio: float, density_low: float, buckets: int, output_buckets: int
 ) -> np.ndarray:
-    """Exact ``M[j, i] = P[report in output bucket j | v uniform in input bucket i]``.
+    """Exact ``M[i, j] = P[report in output bucket j | v uniform in input bucket i]``.
 
     Parameters
     ----------
@@ -131,19 +135,20 @@ def wave_transition_matrix(
         Half-width of the wave on the unit scale (outputs in [-b, 1 + b]).
     ratio : float
         Top/bottom ratio r of the trapezoid (1: square wave, 0: triangle).
-    q : float
-        The low density (outside the wave).
+    density_low : float
+        The low density (outside the wave), on the unit scale.
     buckets, output_buckets : int
         d input buckets of [0, 1] and d~ output buckets of [-b, 1 + b] (any sizes).
 
     Returns
     -------
-    ndarray, shape (output_buckets, buckets)
-        Columns sum to 1 (up to ~1e-12).
+    ndarray, shape (buckets, output_buckets)
+        Rows (inputs) sum to 1 (up to ~1e-12), the orientation of every
+        ``transition_matrix()`` in ldpkit.
 
     Notes
     -----
-    The density is ``q`` everywhere on [-b, 1 + b] plus an excess of total mass
+    The density is ``q = density_low`` everywhere on [-b, 1 + b] plus an excess of total mass
     ``1 - q (1 + 2b)`` shaped like the wave, i.e. the law of ``v + Z`` with ``Z`` uniform
     on [-b, b] (square) or a sum of two uniforms (trapezoid). For input bucket [s, t] and
     output bucket [a, c], ``P[v + Z in [a, c]] = (S(c - s) - S(c - t) - S(a - s) +
@@ -153,13 +158,13 @@ def wave_transition_matrix(
     This holds for any d and d~ (the authors' fill does not when d~ > d or when 2b spans
     at most two output buckets).
     """
-    d, dt = int(buckets), int(output_buckets)
+    d, dt, q = int(buckets), int(output_buckets), float(density_low)
     inp = np.linspace(0.0, 1.0, d + 1)
     out = np.linspace(-b, 1.0 + b, dt + 1)
     h1, h2 = (1.0 + ratio) * b / 2.0, (1.0 - ratio) * b / 2.0
     excess = 1.0 - q * (1.0 + 2.0 * b)
     width_in = np.diff(inp)[None, :]
-    result = np.empty((dt, d))
+    result = np.empty((d, dt))
     # Blocks of output rows bound the temporaries (~10 arrays of block x d floats).
     step = max(1, (1 << 19) // (d + 1))
     for j0 in range(0, dt, step):
@@ -182,7 +187,7 @@ def wave_transition_matrix(
         wave = np.where((lo_x >= -top) & (hi_x <= top), area / (2.0 * h1), wave)
         wave /= width_in
         np.maximum(wave, 0.0, out=wave)
-        result[j0:j1] = q * np.diff(o)[:, None] + excess * wave
+        result[:, j0:j1] = (q * np.diff(o)[:, None] + excess * wave).T
     return result
 
 
@@ -243,7 +248,7 @@ def _cell_buckets(cells: np.ndarray, n_cells: int, n_buckets: int) -> np.ndarray
 
 
 def _grid_bucket_matrix(grid: _WaveGrid, buckets: int, output_buckets: int) -> np.ndarray:
-    """Exact ``M[j, i] = P[output bucket j | v uniform in input bucket i]`` of the grid law.
+    """Exact ``M[i, j] = P[output bucket j | v uniform in input bucket i]`` of the grid law.
 
     v uniform in ``[i/d, (i+1)/d]`` is rounded to ``k / L`` (L = r d): the r - 1 interior
     grid points with weight 1/r, the two ends with 1/(2r). Given k, output bucket j (cells
@@ -268,7 +273,7 @@ def _grid_bucket_matrix(grid: _WaveGrid, buckets: int, output_buckets: int) -> n
         rows[k0 : k0 + k.shape[0]] = (grid.w_low * sizes[None, :] + hi - lo) / total
     inner = rows[:steps].reshape(d, r, output_buckets).sum(axis=1)
     ends = 0.5 * (rows[0:steps:r] + rows[r : steps + 1 : r]) - rows[0:steps:r]
-    return np.ascontiguousarray(((inner + ends) / r).T)
+    return (inner + ends) / r  # (d, d~), rows sum to 1
 
 
 @functools.lru_cache(maxsize=16)
@@ -301,12 +306,9 @@ class _Wave(Mechanism):
     max_epsilon: ClassVar[float] = MAX_EPSILON
 
     def _validate(self) -> None:
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         self._set("buckets", check_integer(self.buckets, "buckets", low=1, high=1 << 20))
         if self.output_buckets is not None:
             self._set(
@@ -356,14 +358,16 @@ class _Wave(Mechanism):
         return self._grid.cells
 
     @property
-    def q(self) -> float:
-        """Low density on [-b, 1 + b] (unit scale): ``L w_low / T``."""
+    def density_low(self) -> float:
+        """Low density on [-b, 1 + b] (unit scale) of the grid law: ``L w_low / T`` (SW20's
+        q up to ~1/L; a density, not a probability)."""
         g = self._grid
         return g.steps * g.w_low / g.total
 
     @property
-    def p(self) -> float:
-        """High density (top of the wave): ``L (w_low + max bump) / T``, <= ``e^eps q``."""
+    def density_high(self) -> float:
+        """High density (top of the wave, unit scale): ``L (w_low + max bump) / T``, at most
+        ``e^eps density_low`` (SW20's p)."""
         g = self._grid
         return g.steps * (g.w_low + int(g.bump.max())) / g.total
 
@@ -438,12 +442,14 @@ class _Wave(Mechanism):
         counts = np.bincount(idx, minlength=self.n_output_buckets).astype(np.int64)
         return Stats(self, idx.size, counts=counts)
 
-    def transition_matrix(self) -> np.ndarray:
-        """Exact ``M[j, i] = P[output bucket j | input uniform in bucket i]``, shape (d~, d).
+    def bucket_matrix(self) -> np.ndarray:
+        """Exact ``M[i, j] = P[output bucket j | input uniform in bucket i]``, shape (d, d~).
 
-        Columns (inputs) sum to 1. Note the orientation: SW20's (outputs x inputs), the
-        transpose of :meth:`ldpkit.frequency.FrequencyOracle.transition_matrix`. Computed
-        from the grid law (:func:`_grid_bucket_matrix`). Cached and read-only.
+        Rows (inputs) sum to 1, as in every transition matrix of ldpkit. This is what EM
+        deconvolves: it is computed exactly from the grid law (:func:`_grid_bucket_matrix`),
+        averaging over each input bucket, so it is not the mechanism's law and
+        ``privacy_loss(bucket_matrix()) < epsilon`` (:meth:`bucketized_privacy_loss`); the
+        law itself is :meth:`cell_probabilities`. Cached and read-only.
         """
         return _cached_matrix(self)
 
@@ -465,7 +471,7 @@ class _Wave(Mechanism):
     def bucketized_privacy_loss(self) -> float:
         """Epsilon of the bucketized channel (input bucket -> output bucket), below
         :meth:`privacy_loss`: averaging within buckets pulls probabilities together."""
-        return _matrix_privacy_loss(np.asarray(self.transition_matrix()).T)
+        return _matrix_privacy_loss(self.bucket_matrix())
 
     def estimate(
         self,
@@ -477,37 +483,47 @@ class _Wave(Mechanism):
     ) -> Distribution:
         """Histogram of the inputs on ``buckets`` buckets of [low, high].
 
+        The plain estimate is SW20's: EMS, the estimator the paper proposes and evaluates
+        with SW (section 5.5); ``method="em"`` gives plain EM (maximum likelihood, which
+        over-fits the noise; section 6.1).
+
         Parameters
         ----------
         stats : Stats
             Aggregated (and possibly merged) reports of this spec.
         method : {"ems", "em"}
-            EMS (default, SW20's recommendation) or plain EM.
+            EMS (default, SW20's estimator) or plain EM.
         tol : float, optional
             Log-likelihood tolerance; default 1e-3 for EMS and ``1e-3 e^eps`` for EM
             (SW20 section 6.1).
         max_iter : int
             Iteration cap.
         """
-        from .em import em, ems  # server-side code: imported only when estimating
+        return _deconvolve(self, stats, method, tol, max_iter)
 
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
-        if method == "ems":
-            return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
-        if method == "em":
-            t = 1e-3 * math.exp(min(self.epsilon, 700.0)) if tol is None else tol
-            return em(stats, tol=t, max_iter=max_iter)
-        raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
+
+def _deconvolve(
+    spec: Mechanism, stats: Stats, method: str, tol: float | None, max_iter: int
+) -> Distribution:
+    """EMS or EM on the spec's bucket matrix (SW20 section 5.5), shared by all waves."""
+    from .em import em, ems  # server-side code: imported only when estimating
+
+    stats = spec.check_stats(stats, nonempty=True)
+    if method == "ems":
+        return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
+    if method == "em":
+        t = 1e-3 * math.exp(min(spec.epsilon, 700.0)) if tol is None else tol
+        return em(stats, tol=t, max_iter=max_iter)
+    raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SquareWave(_Wave):
     """Square Wave (SW) reporting for a numerical value in [low, high] (SW20 section 5.2).
 
-    With v mapped to [0, 1], the report has density ``p = e^eps / (2 b e^eps + 1)`` on
-    ``[v - b, v + b]`` and ``q = 1 / (2 b e^eps + 1)`` elsewhere on [-b, 1 + b], mapped
+    With v mapped to [0, 1], the report has density ``density_high = e^eps / (2 b e^eps +
+    1)`` on ``[v - b, v + b]`` and ``density_low = 1 / (2 b e^eps + 1)`` elsewhere on
+    [-b, 1 + b] (SW20's p and q), mapped
     back to the original units. The server histograms reports into ``output_buckets``
     buckets and estimates a ``buckets``-bucket input histogram with EMS (or EM).
 
@@ -533,7 +549,7 @@ class SquareWave(_Wave):
     ``L + 2w`` cells of width 1/L, the 2w cells within b' = w/L of ``k / L`` with integer
     weight ``w_high``, the others ``w_low``, ``w_high / w_low <= e^eps``: eps-LDP exactly for
     the values sent (``privacy_loss()`` is ``log(w_high / w_low)``, within ~1e-15 of eps).
-    ``p``, ``q`` and ``b`` are the grid law's (they differ from SW20's continuous ones by
+    ``density_high``, ``density_low`` and ``b`` are the grid law's (they differ from SW20's continuous ones by
     about 1/L). The EM/EMS matrix is the grid law's exact bucket matrix.
 
     References
@@ -563,7 +579,7 @@ class GeneralWave(_Wave):
 
     The output density on [-b, 1 + b] is q plus a symmetric trapezoid centred at v with
     bottom width 2b, top width ``2 ratio b`` and top height ``e^eps q``;
-    ``q = 1 / (1 + 2b + (e^eps - 1) b (1 + ratio))``. ``ratio = 1`` is the Square Wave,
+    ``q = density_low = 1 / (1 + 2b + (e^eps - 1) b (1 + ratio))``. ``ratio = 1`` is the Square Wave,
     ``ratio = 0`` the triangle.
 
     Parameters
@@ -588,7 +604,7 @@ class GeneralWave(_Wave):
     Examples
     --------
     >>> gw = GeneralWave(epsilon=1.0, ratio=0.0, buckets=32)
-    >>> round(gw.p / gw.q, 6) == round(math.e, 6)
+    >>> round(gw.density_high / gw.density_low, 6) == round(math.e, 6)
     True
     """
 
@@ -608,24 +624,25 @@ class GeneralWave(_Wave):
 class DiscreteSquareWave(Mechanism):
     """Square Wave on a discrete domain of d items ("bucketize before randomize", SW20 5.4).
 
-    Item v in {0..d-1} is reported as an item of {-b~ .. d - 1 + b~} (sent shifted, as
+    Bucket index v in {0..d-1} is reported as an item of {-b~ .. d - 1 + b~} (sent shifted, as
     ``v + b~`` in ``[0, d + 2 b~)``): the 2b~ + 1 items within b~ of v each with probability
     ``p = e^eps / ((2b~ + 1) e^eps + d - 1)``, every other one with ``q = p e^-eps``;
-    ``b~ = floor(b d)`` with SW20's b. Items usually index equal buckets of [low, high];
-    the estimate is a Distribution on them.
+    ``b~ = floor(b d)`` with SW20's b. The d items index the equal buckets of [low, high]
+    (the user bucketizes her value first); the estimate is a Distribution on them.
 
     Parameters
     ----------
     epsilon : float
         Privacy budget (> 0).
-    domain_size : int
-        Number of items d (>= 2).
+    buckets : int
+        Number d of buckets of [low, high], i.e. of input items (>= 2).
     low, high : float
         Interval the d items partition (for the estimated Distribution); default [0, 1].
 
     Notes
     -----
-    eps-LDP, tightly: every output column of the transition matrix holds p and q.
+    eps-LDP, tightly: every output column of the transition matrix (inputs x outputs)
+    holds p and q.
 
     References
     ----------
@@ -633,50 +650,45 @@ class DiscreteSquareWave(Mechanism):
 
     Examples
     --------
-    >>> dsw = DiscreteSquareWave(epsilon=1.0, domain_size=16)
+    >>> dsw = DiscreteSquareWave(epsilon=1.0, buckets=16)
     >>> dsw.half_width, dsw.n_outputs
     (4, 24)
     >>> round(dsw.privacy_loss(), 12)
     1.0
     """
 
-    domain_size: int
+    buckets: int
     low: float = 0.0
     high: float = 1.0
     #: The integer law needs ``(2 b~ + 1) e^eps + d <= 2^62`` (b~ = 0 at large epsilon).
     max_epsilon: ClassVar[float] = MAX_EPSILON
 
     def _validate(self) -> None:
-        self._set(
-            "domain_size", check_integer(self.domain_size, "domain_size", low=2, high=1 << 24)
-        )
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=1 << 24))
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
 
     @property
     def half_width(self) -> int:
         """b~ = floor(b d)."""
         b = 0.5 * _plateau_ratio(self.epsilon) * math.exp(-self.epsilon)
-        return math.floor(b * self.domain_size)
+        return math.floor(b * self.buckets)
 
     @property
     def n_outputs(self) -> int:
-        return self.domain_size + 2 * self.half_width
+        return self.buckets + 2 * self.half_width
 
     @property
     def _weights(self) -> tuple[int, int]:
         """Integer weights (w_low, w_high), ``w_high / w_low <= e^eps`` (:mod:`ldpkit._exact`)."""
         w = 2 * self.half_width + 1
-        return ratio_weights(self.epsilon, self.domain_size - 1, w)
+        return ratio_weights(self.epsilon, self.buckets - 1, w)
 
     @property
     def _total(self) -> int:
         w_low, w_high = self._weights
-        return (2 * self.half_width + 1) * w_high + (self.domain_size - 1) * w_low
+        return (2 * self.half_width + 1) * w_high + (self.buckets - 1) * w_low
 
     @property
     def p(self) -> float:
@@ -689,7 +701,7 @@ class DiscreteSquareWave(Mechanism):
         return self._weights[0] / self._total
 
     def check_values(self, values: Any) -> np.ndarray:
-        return check_categorical_values(values, self.domain_size, "values")
+        return check_categorical_values(values, self.buckets, "values")
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """``reports.values``: output items shifted by b~, in ``[0, d + 2 b~)``."""
@@ -715,11 +727,15 @@ class DiscreteSquareWave(Mechanism):
         return Stats(self, idx.size, counts=np.bincount(idx, minlength=self.n_outputs))
 
     def transition_matrix(self) -> np.ndarray:
-        """``M[j, i] = P[output j | item i]``, shape (d + 2b~, d) (SW20 orientation)."""
-        d, bt = self.domain_size, self.half_width
-        j = np.arange(self.n_outputs)[:, None]
-        i = np.arange(d)[None, :]
+        """``M[i, j] = P[output j | item i]``, shape (d, d + 2b~); rows sum to 1."""
+        d, bt = self.buckets, self.half_width
+        i = np.arange(d)[:, None]
+        j = np.arange(self.n_outputs)[None, :]
         return np.where(np.abs(j - bt - i) <= bt, self.p, self.q)
+
+    def bucket_matrix(self) -> np.ndarray:
+        """What EM deconvolves: the transition matrix itself (inputs are the buckets)."""
+        return self.transition_matrix()
 
     def privacy_loss(self) -> float:
         """``log(w_high / w_low)`` of the integer weights (every output column holds both)."""
@@ -728,15 +744,8 @@ class DiscreteSquareWave(Mechanism):
     def estimate(
         self, stats: Stats, method: str = "ems", *, tol: float | None = None, max_iter: int = 10_000
     ) -> Distribution:
-        """Distribution over the d items (as buckets of [low, high]) by EMS or EM."""
-        from .em import em, ems  # server-side code: imported only when estimating
+        """Distribution over the d buckets of [low, high] by EMS (default) or EM.
 
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
-        if method == "ems":
-            return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
-        if method == "em":
-            t = 1e-3 * math.exp(min(self.epsilon, 700.0)) if tol is None else tol
-            return em(stats, tol=t, max_iter=max_iter)
-        raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
+        Parameters as for :meth:`SquareWave.estimate`.
+        """
+        return _deconvolve(self, stats, method, tol, max_iter)

@@ -37,7 +37,7 @@ from ..frequency._base import MAX_DENSE_OUTPUTS
 from ..frequency._bits import _BIT_TABLE, check_packed, column_counts, packed_width
 from ..frequency.subset import _CHUNK_DRAWS, _sample_subsets
 from ..spec import Mechanism, Reports, Stats
-from .distribution import Distribution
+from .distribution import Distribution, check_bounds
 
 __all__ = [
     "MAX_LEVEL",
@@ -487,9 +487,7 @@ class SignedSubsetSelection(Mechanism):
         """Unbiased net frequencies ``sums / (n p (1 - e^-eps))`` with plug-in variance
         (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie in [-1, 1]
         and consistency post-processing does not apply."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         net = stats.sums / (stats.n * self.law.gain)
         var = self.variance(stats.n, np.clip(np.abs(net), 0.0, 1.0))
         return FrequencyEstimate(net, var, stats.n, spec=self)
@@ -779,12 +777,9 @@ class HaarWavelet(Mechanism):
     expected_n: int | None = None
 
     def _validate(self) -> None:
-        self._set("low", check_real(self.low, "low"))
-        self._set("high", check_real(self.high, "high"))
-        if not self.high > self.low:
-            raise ValueError(
-                f"high must be a finite number > low ({self.low:g}), got {self.high!r}"
-            )
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         if self.max_level is not None:
             self._set(
                 "max_level", check_integer(self.max_level, "max_level", low=0, high=MAX_LEVEL)
@@ -1014,12 +1009,10 @@ class HaarWavelet(Mechanism):
             expansion (other values re-bin it exactly, spreading mass uniformly inside
             each of the 2^(J+1) cells).
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         density = haar_reconstruct(self.coefficients(stats), clip=True)
         mass = density / density.size
-        dist = Distribution(mass / mass.sum(), self.low, self.high)
+        dist = Distribution(mass / mass.sum(), self.low, self.high, n=stats.n, spec=self)
         if buckets is not None:
             dist = dist.rebin(check_integer(buckets, "buckets", low=1))
         return dist

@@ -115,7 +115,8 @@ class DistributionMethod:
     """``mechanism(epsilon=, low=0, high=1, buckets=bench.buckets, **params)``, run end to end.
 
     Returns ``spec.estimate(spec.aggregate(spec.randomize(values)), **estimate_params)``,
-    a :class:`~ldpkit.numeric.Distribution` on the bench's d buckets.
+    a :class:`~ldpkit.numeric.Distribution` on the bench's d buckets (or on
+    ``params["buckets"]``, which overrides the bench's, e.g. CFO binning's c).
     """
 
     mechanism: type
@@ -123,9 +124,8 @@ class DistributionMethod:
     estimate_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def spec(self, bench: Bench, epsilon: float) -> Any:
-        return self.mechanism(
-            epsilon=epsilon, low=0.0, high=1.0, buckets=bench.buckets, **self.params
-        )
+        params = {"buckets": bench.buckets, **self.params}
+        return self.mechanism(epsilon=epsilon, low=0.0, high=1.0, **params)
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:
         spec = self.spec(data, epsilon)

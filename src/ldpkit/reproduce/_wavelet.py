@@ -211,7 +211,7 @@ class CompetitorMethod:
     """``mechanism(epsilon=, low=0, high=1, **params)`` run end to end on a :class:`Bench`.
 
     ``bench_buckets`` passes ``buckets=bench.buckets``; ``wav25_oracle`` (binning) passes
-    ``oracle=binning_oracle(epsilon, params["bins"])``. ``estimate_params`` go to
+    ``oracle=binning_oracle(epsilon, params["buckets"])``. ``estimate_params`` go to
     ``spec.estimate``.
     """
 
@@ -226,7 +226,7 @@ class CompetitorMethod:
         if self.bench_buckets:
             kwargs["buckets"] = data.buckets
         if self.wav25_oracle:
-            kwargs["oracle"] = binning_oracle(epsilon, int(self.params["bins"]))
+            kwargs["oracle"] = binning_oracle(epsilon, int(self.params["buckets"]))
         return self.mechanism(**kwargs)
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:

@@ -190,7 +190,7 @@ def table2_spec(row: str, epsilon: float, domain: int) -> FrequencyOracle:
         domain = min(domain, RAPPOR_TABLE_DOMAIN)
     builders: dict[str, Any] = {
         "SHE": lambda: SHE(epsilon=epsilon, domain_size=domain),
-        "THE (theta=1)": lambda: THE(epsilon=epsilon, domain_size=domain, threshold=1.0),
+        "THE (theta=1)": lambda: THE(epsilon=epsilon, domain_size=domain, cutoff=1.0),
         "SUE": lambda: SUE(epsilon=epsilon, domain_size=domain),
         "OUE": lambda: OUE(epsilon=epsilon, domain_size=domain),
         "BLH": lambda: BLH(epsilon=epsilon, domain_size=domain),
@@ -217,9 +217,8 @@ def oracle_spec(name: str, epsilon: float, domain: int) -> FrequencyOracle:
 
 
 def unbiased_estimate(spec: FrequencyOracle, stats: Any) -> Any:
-    """The oracle's unbiased estimate (RAPPOR: least squares over all candidates)."""
-    method = getattr(spec, "unbiased_estimate", None)
-    return method(stats) if method is not None else spec.estimate(stats)
+    """The oracle's unbiased estimate: its plain ``estimate`` (RAPPOR: least squares)."""
+    return spec.estimate(stats)
 
 
 # ---- (a) Table 2 -----------------------------------------------------------------------------

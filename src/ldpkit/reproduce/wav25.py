@@ -265,15 +265,27 @@ def make_method(name: str) -> Method:
         ),
         "SW-EM": CompetitorMethod(SquareWave, estimate_params={"method": "em"}, bench_buckets=True),
         "Binning-16": CompetitorMethod(
-            CFOBinning, {"bins": 16}, bench_buckets=True, wav25_oracle=True
+            CFOBinning, {"buckets": 16}, {"postprocess": "norm_sub"}, wav25_oracle=True
         ),
         "Binning-64": CompetitorMethod(
-            CFOBinning, {"bins": 64}, bench_buckets=True, wav25_oracle=True
+            CFOBinning, {"buckets": 64}, {"postprocess": "norm_sub"}, wav25_oracle=True
         ),
-        "HH": CompetitorMethod(HierarchicalHistogram, {"branching": 4}, bench_buckets=True),
-        "DW": CompetitorMethod(WienerDeconvolution, {"bins": 64}, {"method": "direct"}),
-        "IIW": CompetitorMethod(WienerDeconvolution, {"bins": 64}, {"method": "iterative"}),
-        "IIW-256": CompetitorMethod(WienerDeconvolution, {"bins": 256}, {"method": "iterative"}),
+        "HH": CompetitorMethod(
+            HierarchicalHistogram, {"branching": 4}, {"postprocess": "cdf"}, bench_buckets=True
+        ),
+        "DW": CompetitorMethod(
+            WienerDeconvolution, {"buckets": 64}, {"method": "direct", "postprocess": "norm_sub"}
+        ),
+        "IIW": CompetitorMethod(
+            WienerDeconvolution,
+            {"buckets": 64},
+            {"method": "iterative", "postprocess": "norm_sub"},
+        ),
+        "IIW-256": CompetitorMethod(
+            WienerDeconvolution,
+            {"buckets": 256},
+            {"method": "iterative", "postprocess": "norm_sub"},
+        ),
     }
     if name not in table:
         raise ValueError(f"method must be one of {list(table)}, got {name!r}")

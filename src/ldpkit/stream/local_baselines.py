@@ -117,14 +117,6 @@ class FixedDomainLDP(LocalStreamRelease):
         spec._unit_reports(reports)  # validates the range of every report
         return np.asarray(reports.values, dtype=np.float64)
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "mechanism": self.mechanism,
-            "block_size": self.block_size,
-        }
-
 
 def square_wave_mean_constants(spec: SquareWave) -> tuple[float, float, float]:
     """``(a, c, v*)`` of a Square Wave report u on the unit scale: ``E[u | v] = a + c v``, and
@@ -141,7 +133,7 @@ def square_wave_mean_constants(spec: SquareWave) -> tuple[float, float, float]:
     >>> round(a, 4), round(c, 4), round(worst, 2)
     (0.3161, 0.3679, 1.38)
     """
-    b, q, p = spec.b, spec.q, spec.p
+    b, q, p = spec.b, spec.density_low, spec.density_high
     a = q * (1.0 + 2.0 * b) / 2.0
     c = 1.0 - q * (1.0 + 2.0 * b)
     second = q * ((1.0 + b) ** 3 + b**3) / 3.0 + (p - q) * (2.0 * b**3 / 3.0)  # at v = 0
@@ -151,7 +143,7 @@ def square_wave_mean_constants(spec: SquareWave) -> tuple[float, float, float]:
 
 def square_wave_mean_variance(spec: SquareWave, v: Any) -> np.ndarray:
     """Exact per-user variance of the unbiased SW estimate at unit-scale values v."""
-    b, q, p = spec.b, spec.q, spec.p
+    b, q, p = spec.b, spec.density_low, spec.density_high
     a, c, _ = square_wave_mean_constants(spec)
     v = np.asarray(v, dtype=np.float64)
     second = q * ((1.0 + b) ** 3 + b**3) / 3.0 + (p - q) * (2.0 * b * v * v + 2.0 * b**3 / 3.0)
@@ -254,15 +246,6 @@ class SWOnly(LocalStreamRelease):
         if self.estimator == "distribution":
             return np.full(np.shape(starts), math.nan)
         return super()._range_variances(starts, stops)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "buckets": self.buckets,
-            "estimator": self.estimator,
-            "block_size": self.block_size,
-        }
 
     def _state(self) -> dict[str, Any]:
         return {**self._store_state(), "counts": self._counts.copy()}
