@@ -125,7 +125,7 @@ class UnaryEncoding(PureFrequencyOracle):
     """Unary encoding with independent bits (FO17 section 4.3); base of SUE, OUE and THE.
 
     Subclasses give the paper's real-valued ``nominal_p`` and ``nominal_q``; this class
-    rounds them to 32-bit thresholds (p down, q up), samples packed bits with a compiled
+    rounds them to 64-bit thresholds (p down, q up), samples packed bits with a compiled
     kernel, and counts supports column by column.
     """
 
