@@ -21,6 +21,14 @@ Derivations. SR outputs ``+-C`` with ``P[+C] = 1/2 + t / (2C)``: mean t, second 
 C^2. PM outputs uniform on ``[l, r] = [t - (1 - t)/(E - 1), t + (1 + t)/(E - 1)]`` with
 probability ``E / (E + 1)``, else uniform on ``[-s, l) U (r, s]``, ``s = (E + 1)/(E - 1)``;
 integrating y^2 against that density gives the formula above (Wang et al. 2019, Lemma 1).
+
+Reports on a grid (issue 11). The closed forms above are the papers'; the specs send a
+value of a fixed grid drawn from an exact integer law (:mod:`ldpkit._exact`), so that no
+float rounding reveals the input: SR rounds t (unbiasedly) to ``2^16`` steps and reports
+``+-C'`` with integer odds; PM reports one of ``report_cells`` (2^18) cells, m of them (PM's
+share ``1/(E + 1)``) with the high weight, decoded by an affine map that keeps the report
+unbiased; HM mixes the two. ``unit_variance`` is the grid law's exact variance (within ~1e-5
+of the closed forms for eps in [0.5, 8]); ``privacy_loss`` is the law's ``log(w_high/w_low)``.
 """
 
 from __future__ import annotations
@@ -121,48 +129,6 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
         return c2
     em1 = math.expm1(epsilon / 2.0)
     return (c2 + (em1 + 4.0) / (3.0 * em1)) * math.exp(-epsilon / 2.0)
-
-
-# --- samplers on the [-1, 1] scale ----------------------------------------------------------------
-def _sr_probabilities(epsilon: float) -> tuple[float, float]:
-    """(p, q) = (e^eps/(e^eps + 1), 1/(e^eps + 1)), written with e^-eps (no overflow, and q
-    keeps its relative precision at large eps)."""
-    x = math.exp(-epsilon)
-    return 1.0 / (1.0 + x), x / (1.0 + x)
-
-
-def _sr_sample(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
-    # P[+C] = q + (p - q)(1 + t)/2 = 1/2 + t/(2C), with p - q = tanh(eps/2) = 1/C
-    _, q = _sr_probabilities(epsilon)
-    c = _c(epsilon)
-    return np.where(u < q + math.tanh(epsilon / 2.0) * (1.0 + t) / 2.0, c, -c)
-
-
-def _pm_constants(epsilon: float) -> tuple[float, float, float, float]:
-    """(em1 = E - 1, s, plateau mass E/(E+1), low density (E-1)/(2E(E+1))).
-
-    ``1 - e^(-eps/2)`` is written ``-expm1(-eps/2)``: the plain difference cancels at tiny
-    epsilon (it made the continuous PM's loss exceed epsilon below 1e-6, issue 11).
-    """
-    em1 = math.expm1(epsilon / 2.0)
-    x = math.exp(-epsilon / 2.0)
-    return em1, 1.0 + 2.0 / em1, 1.0 / (1.0 + x), -0.5 * math.expm1(-epsilon / 2.0) * x / (1.0 + x)
-
-
-def _pm_sample(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF sampling of PM with one uniform per user."""
-    em1, s, plateau, q = _pm_constants(epsilon)
-    left = t + (t - 1.0) / em1  # l(t)
-    width = 2.0 / em1  # r(t) - l(t)
-    left_mass = q * (left + s)  # = (1 + t) x / (2 (1 + x))
-    y = np.empty_like(t)
-    lo = u < left_mass
-    mid = ~lo & (u < left_mass + plateau)
-    hi = ~(lo | mid)
-    y[lo] = -s + u[lo] / q
-    y[mid] = left[mid] + (u[mid] - left_mass[mid]) / plateau * width
-    y[hi] = left[hi] + width + (u[hi] - left_mass[hi] - plateau) / q
-    return np.clip(y, -s, s)
 
 
 # --- exact grid laws (issue 11) ---------------------------------------------------------------
