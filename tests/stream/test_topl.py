@@ -144,7 +144,8 @@ def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> N
             f = cut_tail(f, square_wave_detection_floor(1.0, m))
         elif cut == "authors":
             f = cut_tail(f, 1e-4)
-        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, f)
+        # Distribution() renormalizes the stored vector: equal up to that rounding
+        np.testing.assert_allclose(topl.threshold_distribution.probabilities, f, rtol=1e-13, atol=0)
         assert topl.threshold == choose_topl_threshold(f, 100.0, 1.0, 10_000)
         obj = topl.threshold_objective
         assert topl.threshold == obj.candidates[1 + np.argmin(obj.total[1:])]
@@ -441,7 +442,7 @@ def test_threshold_phase_accepts_merged_stats() -> None:
 
 
 def test_client_randomize_clips_and_validates() -> None:
-    spec = HybridMechanism(epsilon=200.0, low=0.0, high=10.0)  # huge epsilon: nearly exact
+    spec = HybridMechanism(epsilon=30.0, low=0.0, high=10.0)  # largest epsilon: nearly exact
     reports = client_randomize(spec, np.array([3.0, 250.0, -4.0]), rng=0)
     np.testing.assert_allclose(reports.values, [3.0, 10.0, 0.0], atol=1e-3)
     with pytest.raises(ValueError, match="finite"):
@@ -492,7 +493,8 @@ def test_detection_floor_closed_form() -> None:
         sw = SquareWave(epsilon=eps)
         p, q, b = sw.density_high, sw.density_low, sw.b
         want = z * math.sqrt(m * q * 2 * b) / ((p - q) * 2 * b * m)
-        assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=1e-12)
+        # the spec's b and densities are its grid law's (issue 11), within ~1/2^14 of SW20's
+        assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=1e-4)
     with pytest.raises(ValueError, match="reports must be"):
         square_wave_detection_floor(1.0, 0)
     with pytest.raises(ValueError, match="z must be"):
