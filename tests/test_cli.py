@@ -6,6 +6,7 @@ from ldpkit.cli import app
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_demo_runs_on_real_data(tmp_path, monkeypatch):
     monkeypatch.setenv("LDPKIT_CACHE", str(tmp_path / "cache"))
     result = runner.invoke(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+# Only typer and rich's console load with the app (typer needs them to render --help); numpy,
+# the library and rich's tables and progress bars load inside the command that uses them.
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Local differential privacy toolkit."
@@ -48,6 +48,10 @@ def demo(
 
 
 def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> None:
+    import numpy as np
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
     from .demo import plot_categorical, run_categorical, significant
 
     console.rule("[bold]Categorical frequencies: US baby names (SSA, 1880-2017)")
@@ -119,6 +123,8 @@ def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> No
 
 
 def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from .datasets import pos
     from .demo import plot_stream, run_stream
 
@@ -141,6 +147,8 @@ def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
 
 
 def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from . import metrics
     from .datasets import flights_departure_time
     from .demo import plot_numerical, run_numerical
@@ -148,11 +156,11 @@ def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
     data = flights_departure_time()
     assert data.domain is not None  # numerical data sets always carry their range
     low, high = data.domain
-    with console.status(f"Square Wave + EMS over {data.n:,} flights (one user each)"):
+    with console.status(f"Square Wave reports from {data.n:,} flights (one user each)"):
         result = run_numerical(data.values, low, high, epsilon=epsilon, buckets=288, rng=seed + 2)
     console.print(
         f"{data.n:,} users, epsilon = {epsilon:g}, 288 five-minute buckets: "
-        f"{result.seconds:.2f} s (randomize + aggregate + EMS)"
+        f"{result.seconds:.2f} s (randomize + aggregate + AutoDistribution's estimate)"
     )
     table = Table(title="Departure time (minutes after midnight)")
     for col in ("statistic", "estimate", "truth", "error"):

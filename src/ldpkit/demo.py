@@ -119,7 +119,7 @@ def significant(result: CategoricalDemo, alpha: float = 0.05) -> np.ndarray:
 
 @dataclass(frozen=True)
 class NumericalDemo:
-    """What the numerical demo computed: the true values and the SW-EMS estimate."""
+    """What the numerical demo computed: the true values and the AutoDistribution estimate."""
 
     values: np.ndarray
     estimate: Any  # ldpkit.numeric.Distribution
@@ -142,12 +142,17 @@ def run_numerical(
     buckets: int = 256,
     rng: RNGLike = None,
 ) -> NumericalDemo:
-    """Estimate the distribution of ``values`` on [low, high] with Square Wave + EMS (SW20)."""
+    """Estimate the distribution of ``values`` on [low, high] with
+    :class:`~ldpkit.numeric.AutoDistribution` (Square Wave reports, smoothing chosen from the
+    reports)."""
     import time
 
-    from .numeric import Distribution, SquareWave
+    from .numeric import AutoDistribution, Distribution
 
-    spec = SquareWave(epsilon=epsilon, low=low, high=high, buckets=buckets)
+    n = int(np.asarray(values).size)
+    spec = AutoDistribution(
+        epsilon=epsilon, low=low, high=high, expected_n=max(n, 1), buckets=buckets
+    )
     t0 = time.perf_counter()
     est = spec.run(values, rng=rng)
     seconds = time.perf_counter() - t0
@@ -168,7 +173,11 @@ def plot_numerical(result: NumericalDemo, path: str | Path, *, title: str, unit:
         truth.probabilities / truth.width, truth.edges, label="true density", color="k", lw=1.5
     )
     ax.stairs(
-        est.probabilities / est.width, est.edges, label="SW + EMS estimate", color="C1", lw=1.5
+        est.probabilities / est.width,
+        est.edges,
+        label="AutoDistribution estimate",
+        color="C1",
+        lw=1.5,
     )
     for q, qe, qt in result.quantile_errors():
         ax.axvline(qt, color="k", ls=":", lw=1)

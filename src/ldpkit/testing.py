@@ -183,11 +183,13 @@ def check_mechanism(
       variances of length ``domain_size``; a Distribution summing to 1; a finite mean),
       carries ``n`` and the spec where it has those attributes, and empty Stats are refused.
     - ``privacy``: ``privacy_loss()`` exists, is > 0 and <= epsilon, and equals epsilon
-      (up to the 2^-32 quantization of integer-threshold samplers) where the mechanism
+      (up to the 2^-64 quantization of integer-threshold samplers) where the mechanism
       declares ``exact_epsilon = True``.
     - ``transition_matrix``: where the mechanism defines one, it is inputs x outputs with
       rows summing to 1, and :func:`ldpkit.privacy.privacy_loss` of it equals
       ``spec.privacy_loss()``; ``output_index`` of real reports falls inside its columns.
+      A ``bucket_matrix()`` (the bucketized channel of a continuous mechanism) has rows
+      summing to 1 and a privacy loss <= epsilon.
 
     Parameters
     ----------
@@ -500,7 +502,10 @@ def _check_estimate(spec: Any, values: np.ndarray, seed: int) -> None:
     elif hasattr(est, "probabilities"):
         p = np.asarray(est.probabilities)
         assert p.ndim == 1 and p.dtype == np.float64, f"probabilities {p.shape} {p.dtype}"
-        assert np.all(p >= 0) and abs(float(p.sum()) - 1.0) < 1e-9, "not a distribution"
+        assert np.all(np.isfinite(p)), "probabilities are not finite"
+        # A plain linear estimate may be a signed Distribution (negative masses, sum 1).
+        assert getattr(est, "signed", False) or np.all(p >= 0), "negative masses, not signed"
+        assert abs(float(p.sum()) - 1.0) < 1e-9, "not a distribution"
         assert (est.low, est.high) == (spec.low, spec.high), (
             f"estimate on [{est.low}, {est.high}], spec on [{spec.low}, {spec.high}]"
         )
@@ -527,13 +532,21 @@ def _check_privacy(spec: Any, values: np.ndarray, seed: int) -> None:
     # 1e-9 relative: the loss is computed in floating point from the real probabilities.
     assert 0 < loss <= eps * (1 + 1e-9), f"privacy_loss() = {loss!r} for epsilon = {eps!r}"
     if getattr(spec, "exact_epsilon", False):
-        # Integer-threshold samplers realize multiples of 2^-32: ~1e-8 short, never over.
+        # Integer-threshold samplers (2^-64 units, integer grid weights): ~1e-8 short at most.
         assert abs(loss - eps) <= 1e-7 * max(1.0, eps), f"loss {loss!r} is not tight at {eps!r}"
 
 
 def _check_transition_matrix(spec: Any, values: np.ndarray, seed: int) -> None:
     from .privacy import privacy_loss
 
+    buckets_fn = getattr(spec, "bucket_matrix", None)
+    if buckets_fn is not None:  # the bucketized channel EM deconvolves: inputs x outputs too
+        bm = np.asarray(buckets_fn())
+        brows = bm.sum(axis=1)
+        assert bm.ndim == 2 and np.allclose(brows, 1.0, rtol=0, atol=1e-9), (
+            f"bucket_matrix() rows sum to {brows.min():.6g}..{brows.max():.6g}, not 1"
+        )
+        assert privacy_loss(bm) <= spec.epsilon * (1 + 1e-9), "bucket_matrix() loss > epsilon"
     fn = getattr(spec, "transition_matrix", None)
     if fn is None:
         return

@@ -14,27 +14,14 @@ import numpy as np
 import pytest
 
 from ldpkit import GRR, Reports, Stats
+from ldpkit.numeric import SquareWave
 from ldpkit.spec import mechanism_registry
 from ldpkit.testing import CONTRACT_CHECKS, check_mechanism, small_spec
 
 NAMES = sorted(name for name in mechanism_registry() if not name.startswith("_"))
 
-# (mechanism, check) pairs that do not pass yet, with the reason; not strict, so that the
-# fix landing elsewhere (issue 10, vocabulary) does not break the suite.
-PENDING: dict[tuple[str, str], str] = {
-    ("SquareWave", "transition_matrix"): (
-        "transition_matrix() is outputs x inputs over buckets (SW20's orientation) and is not "
-        "the mechanism's law; issue 10 renames it bucket_matrix(), inputs x outputs"
-    ),
-    ("GeneralWave", "transition_matrix"): (
-        "transition_matrix() is outputs x inputs over buckets (SW20's orientation) and is not "
-        "the mechanism's law; issue 10 renames it bucket_matrix(), inputs x outputs"
-    ),
-    ("DiscreteSquareWave", "transition_matrix"): (
-        "transition_matrix() is outputs x inputs (SW20's orientation); issue 10 turns it "
-        "inputs x outputs"
-    ),
-}
+# (mechanism, check) pairs that do not pass yet, with the reason (xfail, not strict).
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def test_registry_is_covered():
@@ -163,6 +150,16 @@ class _NoValidation(GRR):
         return GRR.randomize(self, v, rng=rng)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _TransposedBuckets(SquareWave):
+    """bucket_matrix() outputs x inputs (the orientation issue 10 removed)."""
+
+    name: ClassVar[str] = "_TransposedBuckets"
+
+    def bucket_matrix(self) -> np.ndarray:
+        return SquareWave.bucket_matrix(self).T
+
+
 @pytest.mark.parametrize(
     ("cls", "check", "message"),
     [
@@ -175,11 +172,12 @@ class _NoValidation(GRR):
         (_SwappedMatrix, "transition_matrix", "rows sum to"),
         (_BadEstimateShape, "estimate", "shape (5,)"),
         (_NoValidation, "validation", "values=[0, 6]: no error raised"),
+        (_TransposedBuckets, "transition_matrix", "bucket_matrix() rows sum to"),
     ],
 )
 def test_checks_catch_broken_mechanisms(cls, check, message):
-    spec = cls(epsilon=1.0, domain_size=6)
-    check_mechanism(GRR(epsilon=1.0, domain_size=6), checks=[check])  # the sound original
+    spec = small_spec(cls)
+    check_mechanism(small_spec(cls.__mro__[1]), checks=[check])  # the sound original
     with pytest.raises(AssertionError, match=f"fails the '{check}' check") as info:
         check_mechanism(spec, checks=[check])
     assert message in str(info.value)

@@ -558,12 +558,11 @@ def test_recommend_rules_and_validation():
         rec = recommend(2.0, 100_000, smooth=True, metric=metric)
         assert isinstance(rec.build(), SquareWave) and rec.params["buckets"] == 256
         assert rec.estimate_params == {"method": "ems"} and "smooth" in rec.reason
-    # W1 on spiky or unknown data: SW + plain EM on 1024 buckets
-    for smooth in (False, None):
-        rec = recommend(1.0, 100_000, smooth=smooth, low=0, high=150_000)
-        spec = rec.build()
-        assert isinstance(spec, SquareWave) and spec.high == 150_000 and spec.buckets == 1024
-        assert rec.estimate_params == {"method": "em"}
+    # W1 on spiky data: SW + plain EM on 1024 buckets
+    rec = recommend(1.0, 100_000, smooth=False, low=0, high=150_000)
+    spec = rec.build()
+    assert isinstance(spec, SquareWave) and spec.high == 150_000 and spec.buckets == 1024
+    assert rec.estimate_params == {"method": "em"}
     # KS on spiky data: the wavelet at J - 2 below eps = 2, HH from there on
     rec = recommend(1.0, 1_000_000, smooth=False, metric="ks", low=0, high=150_000)
     assert rec.method == "HaarWavelet" and rec.params["max_level"] == default_max_level(10**6) - 2
@@ -575,10 +574,14 @@ def test_recommend_rules_and_validation():
     assert (below.method, at.method) == ("HaarWavelet", "HierarchicalHistogram")
     spec = at.build()
     assert isinstance(spec, HierarchicalHistogram) and spec.branching == 4 and spec.buckets == 1024
-    # KS with unknown smoothness: HH at every epsilon
-    assert {recommend(e, 10_000, metric="ks").method for e in (0.5, 4.0)} == {
-        "HierarchicalHistogram"
-    }
+    # unknown smoothness (the default), whatever the metric: AutoDistribution
+    from ldpkit.numeric import AutoDistribution
+
+    for metric in ("w1", "ks"):
+        rec = recommend(1.0, 100_000, metric=metric, low=0, high=150_000)
+        spec = rec.build()
+        assert isinstance(spec, AutoDistribution) and spec.high == 150_000
+        assert spec.expected_n == 100_000 and rec.estimate_params == {}
     # every recommendation builds and runs end to end
     values = np.random.default_rng(0).beta(2, 5, size=2000)
     for smooth in (True, False, None):

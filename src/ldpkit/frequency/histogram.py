@@ -145,9 +145,7 @@ class SHE(FrequencyOracle):
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Mean noisy count per item: unbiased (FO17 Theorem 5)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         freq = stats.sums / _GRID / stats.n
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
         return FrequencyEstimate(freq, var, stats.n, spec=self)
@@ -228,7 +226,7 @@ class THE(UnaryEncoding):
     sample those Bernoulli bits directly with the exact 32-bit-threshold kernel of
     :class:`UnaryEncoding` (equal in law, faster, and free of floating-point noise);
     ``p`` and ``q`` are the realized probabilities (p* rounded down, q* up, to multiples of
-    2^-32), ``nominal_p``/``nominal_q`` the exact ones.
+    2^-64), ``nominal_p``/``nominal_q`` the exact ones.
 
     ``n Var* = q*(1-q*)/(p*-q*)^2`` (FO17 section 4.2). The report's true privacy loss,
     ``log(p*(1 - q*) / (q*(1 - p*)))``, is *strictly below* epsilon: the noise protects

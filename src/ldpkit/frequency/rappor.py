@@ -5,7 +5,8 @@ Erlingsson, Pihur and Korolova (CCS 2014); FO17 section 2.3. Each user belongs t
 ``H_{c,j}(v)`` of a ``num_bits``-bit filter. The filter goes through the permanent randomized
 response (PRR, parameter f) and, optionally, the instantaneous randomized response (IRR,
 parameters p and q). The server unbiases the bit counts of every cohort and regresses them
-on the candidates' Bloom patterns: LASSO picks the candidates, least squares estimates them.
+on the candidates' Bloom patterns by least squares (unbiased, the plain estimate); RAPPOR's
+LASSO candidate selection is an explicit post-processing (``postprocess="lasso_selection"``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 
 import numpy as np
-import scipy.sparse as sp
-from scipy import stats as _sps
 
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_probability, check_real
@@ -26,6 +25,9 @@ from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats
 from ._base import FrequencyOracle, index_dtype
 from ._bits import check_packed, pack_bits, packed_width, unpack_bits
+
+if TYPE_CHECKING:  # scipy loads with the server-side decoding, not with the client
+    import scipy.sparse as sp
 
 __all__ = ["RAPPOR", "RAPPORClient", "bloom_positions"]
 
@@ -101,6 +103,8 @@ def _design(d: int, k: int, h: int, m: int) -> _Design:
     pos = bloom_positions(np.arange(d)[None, :], np.arange(m)[:, None], num_bits=k, num_hashes=h)
     rows = (np.arange(m)[:, None, None] * k + pos).ravel()
     cols = np.broadcast_to(np.arange(d)[None, :, None], pos.shape).ravel()
+    import scipy.sparse as sp  # server side: the decoding's design matrix
+
     mat = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(m * k, d))
     mat.sum_duplicates()
     mat.data[:] = 1.0  # a bit hit by two hashes of one item is still one bit
@@ -239,11 +243,12 @@ class RAPPOR(FrequencyOracle):
     counts N, and ``E[N_c] = n_c f`` given the cohort sizes. The weighted least-squares
     estimate ``f = M^{-1} A^T y``, ``M = sum_c n_c A_c^T A_c`` (weights ``n_c`` are inverse
     to the per-row noise variance) is exactly unbiased whenever ``M`` is invertible, which
-    needs ``d <= m k`` at least (``selection="none"``). The default ``selection="lasso"``
+    needs ``d <= m k`` at least; this is what :meth:`estimate` returns by default.
+    ``postprocess="lasso_selection"`` (RAPPOR's decoder, Erlingsson et al. section 4)
     first solves a non-negative weighted LASSO, refits least squares on the selected
-    candidates and keeps the significant ones (Erlingsson et al. section 4); it scales to
-    ``d > m k`` but is biased by construction (missed items read 0, selected ones absorb
-    their mass), and the estimate says so (``postprocessing=("lasso_selection",)``).
+    candidates and keeps the significant ones; it scales to ``d > m k`` but is biased by
+    construction (missed items read 0, selected ones absorb their mass), and the estimate
+    says so (``postprocessing=("lasso_selection",)``).
 
     References
     ----------
@@ -259,6 +264,9 @@ class RAPPOR(FrequencyOracle):
     >>> reports.bits.shape, reports.cohorts.dtype
     ((1000, 16), dtype('uint8'))
     >>> est = rappor.estimate(rappor.aggregate(reports))
+    >>> est.unbiased, sorted(est.top(2).tolist())
+    (True, [3, 7])
+    >>> est = rappor.estimate(rappor.aggregate(reports), postprocess="lasso_selection")
     >>> sorted(est.top(2).tolist())
     [3, 7]
     >>> round(rappor.privacy_loss(), 12)
@@ -269,9 +277,9 @@ class RAPPOR(FrequencyOracle):
     num_hashes: int = 2
     num_cohorts: int = 8
     instantaneous: tuple[float, float] | None = None
-
-    #: ``estimate`` (LASSO selection) is biased; ``unbiased_estimate`` is not.
-    unbiased_by_default: ClassVar[bool] = False
+    # epsilon is the budget of 2h distinct Bloom bits; when two items' filters share bits
+    # (hash collisions, likely with few bits) the exact privacy_loss() is below it.
+    exact_epsilon: ClassVar[bool] = False
 
     def _validate(self) -> None:
         super()._validate()
@@ -482,15 +490,11 @@ class RAPPOR(FrequencyOracle):
             cohort_counts=np.bincount(cohorts, minlength=m).astype(np.int64),
         )
 
-    def unbiased_estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Least squares over all candidates: ``estimate(stats, selection="none")``."""
-        return self.estimate(stats, selection="none")
-
     def estimate(
         self,
         stats: Stats,
         *,
-        selection: Literal["lasso", "none"] = "lasso",
+        postprocess: Literal["lasso_selection"] | None = None,
         alpha: float = 0.05,
     ) -> FrequencyEstimate:
         """Frequencies of all candidates, with per-candidate variance.
@@ -499,15 +503,15 @@ class RAPPOR(FrequencyOracle):
         ----------
         stats : Stats
             Aggregated (and possibly merged) statistics of this spec.
-        selection : {"lasso", "none"}
-            ``"lasso"`` (RAPPOR's decoder, biased): a non-negative LASSO selects candidates,
-            least squares on the selected ones gives their estimates (keeping only the
-            significant ones), the others read 0.
-            ``"none"``: least squares over all candidates, unbiased; needs a design of full
-            column rank (``domain_size <= num_cohorts * num_bits`` and no two candidates
-            with identical patterns in every cohort).
+        postprocess : {None, "lasso_selection"}
+            None (default): least squares over all candidates, unbiased; needs a design of
+            full column rank (``domain_size <= num_cohorts * num_bits`` and no two
+            candidates with identical patterns in every cohort).
+            ``"lasso_selection"`` (RAPPOR's decoder, biased): a non-negative LASSO selects
+            candidates, least squares on the selected ones gives their estimates (keeping
+            only the significant ones), the others read 0.
         alpha : float
-            Significance level of the selection (``selection="lasso"`` only), with
+            Significance level of the selection (``"lasso_selection"`` only), with
             ``z = Phi^{-1}(1 - alpha / d)``. The LASSO penalty of candidate v is
             ``lambda_v = z * sigma0 * sqrt(M_vv)``, where ``sigma0^2 M_vv`` is the variance of
             its regression score ``(A^T y)_v`` when its bits are noise only: at the all-zero
@@ -528,11 +532,9 @@ class RAPPOR(FrequencyOracle):
         (``sigma0^2 / (M_vv - M_vS M_S^{-1} M_Sv)``): its error bar says how large its
         frequency could be while reading 0.
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
-        if selection not in ("lasso", "none"):
-            raise ValueError(f"selection must be 'lasso' or 'none', got {selection!r}")
+        stats = self.check_stats(stats, nonempty=True)
+        if postprocess not in (None, "lasso_selection"):
+            raise ValueError(f"postprocess must be None or 'lasso_selection', got {postprocess!r}")
         alpha = check_probability(alpha, "alpha")
         mat = self._design.matrix
         d, k = self.domain_size, self.num_bits
@@ -546,7 +548,7 @@ class RAPPOR(FrequencyOracle):
         # Plug-in per-row variance: q*(1-q*) per report plus the excess of the users whose
         # Bloom bit is set (estimated by y, clipped to [0, n_c]).
         row_var = (w * q1 * q0 + (p1 * p0 - q1 * q0) * np.clip(y, 0.0, w)) / gap**2
-        if selection == "none":
+        if postprocess is None:
             support = np.arange(d)
             if d > np.count_nonzero(w):  # rank <= rows with reports: no d x d matrix needed
                 _rank_error(d)
@@ -555,6 +557,8 @@ class RAPPOR(FrequencyOracle):
             freq, var_s = self._fit(support, gram, score, row_var, stats.n)
         else:
             sigma0 = math.sqrt(q1 * q0) / gap
+            from scipy import stats as _sps
+
             z = float(_sps.norm.isf(alpha / d))
             diag = mat.T @ w
             support = _nonnegative_lasso(mat, w, score, z * sigma0 * np.sqrt(diag), diag)
@@ -572,7 +576,7 @@ class RAPPOR(FrequencyOracle):
         rest = np.setdiff1d(np.arange(d), support)
         if rest.size:
             var[rest] = _added_variance(mat, w, support, rest, gram, q1 * q0 / gap**2)
-        post = ("lasso_selection",) if selection == "lasso" else ()
+        post = ("lasso_selection",) if postprocess else ()
         return FrequencyEstimate(freq, var, stats.n, spec=self, postprocessing=post)
 
     def _fit(
@@ -630,7 +634,7 @@ class RAPPOR(FrequencyOracle):
         return var
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """Variance of the least-squares frequency estimates (``selection="none"``).
+        """Variance of the least-squares frequency estimates (the plain estimate).
 
         Parameters
         ----------
@@ -703,6 +707,8 @@ def _gram(mat: sp.csc_array, w: np.ndarray, support: np.ndarray) -> np.ndarray:
     """``M_S = A_S^T diag(w) A_S`` as a dense matrix."""
     if not support.size:
         return np.zeros((0, 0))
+    import scipy.sparse as sp
+
     a_s = mat[:, support]
     return np.asarray((a_s.T @ sp.diags_array(w) @ a_s).toarray())
 
@@ -726,9 +732,9 @@ def _check_full_rank(gram: np.ndarray, d: int) -> None:
 
 def _rank_error(d: int) -> NoReturn:
     raise ValueError(
-        f"selection='none' needs a design of full column rank for the {d} candidates "
+        f"the unbiased least-squares estimate needs a design of full column rank for the {d} candidates "
         "(at most num_cohorts * num_bits of them, no two with identical Bloom patterns in "
-        "every cohort, no empty cohorts that break it); use selection='lasso'"
+        "every cohort, no empty cohorts that break it); use postprocess='lasso_selection'"
     )
 
 
@@ -807,6 +813,8 @@ def _added_variance(
     noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``."""
     diag = mat[:, rest].T @ w
     if support.size:
+        import scipy.sparse as sp
+
         cross = np.asarray((mat[:, support].T @ sp.diags_array(w) @ mat[:, rest]).toarray())
         try:
             sol = np.linalg.solve(gram, cross)

@@ -2,8 +2,8 @@
 
 The simplest way to estimate a numerical distribution under LDP: cut [low, high] into c
 equal bins, let each user report her bin through a frequency oracle (GRR when c is small,
-OLH otherwise), make the unbiased bin frequencies a probability vector with Norm-Sub, and
-spread each bin's mass uniformly inside the bin. The bin count trades noise (many bins)
+OLH otherwise), and spread each bin's unbiased mass uniformly inside the bin; SW20 then
+makes it a probability vector with Norm-Sub (``postprocess="norm_sub"``). The bin count trades noise (many bins)
 against bias (few bins); SW20 evaluates c = 16, 32 and 64.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values
-from ..frequency import ORACLES, FrequencyOracle
+from ..frequency._base import FrequencyOracle
 from ..spec import Mechanism, Reports, Stats
 from .distribution import Distribution, bucket_index, check_bounds
 
@@ -36,6 +36,8 @@ def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> F
     >>> cfo_oracle(1.0, 8).name, cfo_oracle(1.0, 16).name, cfo_oracle(1.0, 16, "OUE").name
     ('GRR', 'OLH', 'OUE')
     """
+    from ..frequency import ORACLES  # the registry imports every oracle: only when needed
+
     if oracle is None:
         # d < 3 e^eps + 2, without overflow for huge epsilon
         grr = epsilon > 50.0 or domain_size < 3.0 * math.exp(epsilon) + 2.0
@@ -45,6 +47,8 @@ def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> F
 
 def check_oracle_name(name: Any, allowed: tuple[str, ...] | None = None) -> str | None:
     """Validate an ``oracle=`` override (None, or a name of the oracle registry)."""
+    from ..frequency import ORACLES
+
     choices = tuple(ORACLES) if allowed is None else allowed
     if name is None:
         return None
@@ -55,12 +59,13 @@ def check_oracle_name(name: Any, allowed: tuple[str, ...] | None = None) -> str 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CFOBinning(Mechanism):
-    """Equal-width binning + a categorical frequency oracle + Norm-Sub (SW20 section 4.1).
+    """Equal-width binning + a categorical frequency oracle (SW20 section 4.1).
 
     A value in [low, high] is mapped to one of ``buckets`` equal buckets (SW20's bins),
     which the user reports through :attr:`frequency_oracle` with the full budget. The
-    server estimates unbiased bucket frequencies, projects them onto the probability
-    simplex (Norm-Sub) and spreads each bucket's mass uniformly inside it.
+    server estimates unbiased bucket frequencies and spreads each bucket's mass uniformly
+    inside it; SW20 then projects them onto the probability simplex (Norm-Sub,
+    ``estimate(stats, postprocess="norm_sub")``).
 
     Parameters
     ----------
@@ -149,15 +154,22 @@ class CFOBinning(Mechanism):
 
     def frequency_estimate(self, stats: Stats) -> Any:
         """Unbiased bucket frequencies with their variance (the oracle's FrequencyEstimate)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         oracle = self.frequency_oracle
         return oracle.estimate(Stats(oracle, stats.n, **stats.arrays))
 
-    def estimate(self, stats: Stats) -> Distribution:
-        """Norm-Sub on the bucket frequencies, mass uniform inside each bucket."""
-        from ..consistency import norm_sub  # server-side post-processing
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
+        """The unbiased bucket frequencies as a Distribution (mass uniform in each bucket).
 
-        freq = norm_sub(self.frequency_estimate(stats)).frequencies
-        return Distribution(freq, self.low, self.high)
+        Parameters
+        ----------
+        stats : Stats
+            Aggregated (and possibly merged) reports of this spec.
+        postprocess : {None, "norm_sub", "norm_mul", "cdf"}
+            None (default): the plain estimate, the oracle's unbiased frequencies (a signed
+            Distribution when some are negative). ``"norm_sub"`` gives SW20's CFO binning
+            (Norm-Sub, CON20); see :meth:`Distribution.postprocess`.
+        """
+        est = self.frequency_estimate(stats)
+        dist = Distribution.from_estimate(est.frequencies, self.low, self.high, n=est.n, spec=self)
+        return dist if postprocess is None else dist.postprocess(postprocess)

@@ -1,6 +1,10 @@
 """Which numerical-distribution method to run: advice from our own measurements.
 
-The rules rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (Markdown table in
+Unless the data are known to be smooth or spiky (from public knowledge), the advice is
+:class:`~ldpkit.numeric.AutoDistribution`, which decides from the reports themselves how
+much to smooth (``benchmarks/auto_distribution.py`` measures it against the best of SW-EMS,
+SW-EM, HH and the wavelet on every cell of the grid below). The rules for known smoothness
+rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (Markdown table in
 ``docs/results/wav25/wav25.md``: five data sets, ten methods, eps 0.5..4, 30 runs per cell,
 n from 26k to 330k), and on ``benchmarks/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
 1e6. The numbers quoted in :func:`recommend` come from those two runs (seed 0).
@@ -13,6 +17,7 @@ from typing import Any
 
 from .._validation import check_epsilon, check_integer
 from ..spec import Mechanism
+from .auto import AutoDistribution
 from .hierarchy import HierarchicalHistogram
 from .square_wave import SquareWave
 from .wavelet import HaarWavelet, default_max_level
@@ -30,8 +35,8 @@ class Recommendation:
     Attributes
     ----------
     method : str
-        Class name in :mod:`ldpkit.numeric`: "SquareWave", "HaarWavelet" or
-        "HierarchicalHistogram".
+        Class name in :mod:`ldpkit.numeric`: "AutoDistribution" (the default),
+        "SquareWave", "HaarWavelet" or "HierarchicalHistogram".
     params : dict
         Keyword arguments of the spec (epsilon included).
     estimate_params : dict
@@ -48,6 +53,7 @@ class Recommendation:
     def build(self) -> Mechanism:
         """The recommended spec."""
         classes: dict[str, type[Mechanism]] = {
+            "AutoDistribution": AutoDistribution,
             "SquareWave": SquareWave,
             "HaarWavelet": HaarWavelet,
             "HierarchicalHistogram": HierarchicalHistogram,
@@ -75,10 +81,13 @@ def recommend(
     smooth : bool or None
         True if the distribution is known to be smooth (no point masses, no heaping);
         False if it has spikes (values heaped at round numbers, point masses, steps);
-        None if unknown. Decide it from public knowledge, not from the private data.
+        None (default) if unknown: then :class:`AutoDistribution` is recommended, which
+        adapts its smoothing to the reports. Decide it from public knowledge, not from the
+        private data.
     metric : {"w1", "ks"}
-        What matters most: Wasserstein-1 (average CDF error; range queries behaved the
-        same way in every measurement) or KS (worst CDF error).
+        What matters most when ``smooth`` is given: Wasserstein-1 (average CDF error;
+        range queries behaved the same way in every measurement) or KS (worst CDF error).
+        AutoDistribution serves both.
     low, high : float
         The value domain, passed on to the spec.
 
@@ -115,7 +124,8 @@ def recommend(
       1.48x (1.78x) for the wavelet at J. Smoothing methods stall on point masses: SW + EMS was 11-25x off on
       weeks worked, SW + EM up to 9.5x at n = 1e6. -> ``HaarWavelet(max_level=J - 2)``
       below eps = 2 (:data:`KS_HH_EPSILON`), ``HierarchicalHistogram`` from there on.
-    - **Unknown smoothness**: the smallest worst case over all five data sets. W1: SW + EM
+    - **Unknown smoothness** (the default): :class:`AutoDistribution`. AUTO_EVIDENCE
+    - Fixed methods under unknown smoothness: the smallest worst case over all five data sets. W1: SW + EM
       (1.76x; 1.99x for range queries), against HH 2.21x, the wavelet 2.57x (J - 2) or
       2.88x (J), SW + EMS 3.13x. KS: HH (2.65x; 2.26x on the synthetic data), against
       SW + EM 2.55x here but 9.5x at n = 1e6, the wavelet 3.5-3.8x, SW + EMS 25x.
@@ -136,6 +146,10 @@ def recommend(
 
     Examples
     --------
+    >>> recommend(1.0, 100_000).method
+    'AutoDistribution'
+    >>> recommend(1.0, 100_000).build()
+    AutoDistribution(epsilon=1.0, low=0.0, high=1.0, expected_n=100000, buckets=1024)
     >>> recommend(1.0, 100_000, smooth=True).method
     'SquareWave'
     >>> rec = recommend(1.0, 1_000_000, smooth=False, metric="ks")
@@ -153,6 +167,14 @@ def recommend(
     if metric not in ("w1", "ks"):
         raise ValueError(f"metric must be one of 'w1', 'ks', got {metric!r}")
     domain = {"low": low, "high": high}
+    if smooth is None:
+        return Recommendation(
+            method="AutoDistribution",
+            params={"epsilon": epsilon, **domain, "expected_n": n},
+            estimate_params={},
+            reason="unknown smoothness: AutoDistribution chooses its smoothing from the "
+            "reports (held-out likelihood); AUTO_REASON",
+        )
     if smooth is True:
         return Recommendation(
             method="SquareWave",
@@ -162,24 +184,14 @@ def recommend(
             "smooth cell of the WAV25 comparison; the Haar wavelet lost them all by 1.4-3.8x",
         )
     if metric == "w1":
-        why = (
-            (
-                "spiky data: SW + EM was within 1.39x of the best in W1 (1.67x at n = 1e6); "
-                "SW + EMS smooths point masses away (3.1x)"
-            )
-            if smooth is False
-            else (
-                "unknown smoothness: SW + EM had the smallest worst case in W1 over smooth and "
-                "spiky data (1.76x of the best)"
-            )
-        )
         return Recommendation(
             method="SquareWave",
             params={"epsilon": epsilon, **domain, "buckets": 1024},
             estimate_params={"method": "em"},
-            reason=why,
+            reason="spiky data: SW + EM was within 1.39x of the best in W1 (1.67x at n = 1e6); "
+            "SW + EMS smooths point masses away (3.1x)",
         )
-    if smooth is False and epsilon < KS_HH_EPSILON:
+    if epsilon < KS_HH_EPSILON:
         return Recommendation(
             method="HaarWavelet",
             params={"epsilon": epsilon, **domain, "max_level": max(0, default_max_level(n) - 2)},
@@ -187,20 +199,10 @@ def recommend(
             reason="spiky data, KS, eps < 2: the Haar wavelet with J = ceil(log2(n)/2) - 2 was "
             "within 1.57x of the best (HH 2.01x, SW + EMS up to 19x)",
         )
-    why = (
-        (
-            "spiky data, KS, eps >= 2: HH was within 1.09x of the best (1.20x at n = 1e6); "
-            "the wavelet 1.48x, SW + EMS up to 25x"
-        )
-        if smooth is False
-        else (
-            "unknown smoothness, KS: HH had the smallest worst case (2.65x of the best); "
-            "SW + EMS stalls on point masses (25x)"
-        )
-    )
     return Recommendation(
         method="HierarchicalHistogram",
         params={"epsilon": epsilon, **domain, "buckets": 1024, "branching": 4},
-        estimate_params={},
-        reason=why,
+        estimate_params={"postprocess": "cdf"},
+        reason="spiky data, KS, eps >= 2: HH was within 1.09x of the best (1.20x at n = 1e6); "
+        "the wavelet 1.48x, SW + EMS up to 25x",
     )

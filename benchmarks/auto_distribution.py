@@ -1,0 +1,216 @@
+"""Accuracy and speed of AutoDistribution against the best of SW-EMS, SW-EM, HH and the wavelet.
+
+Run: ``nice python benchmarks/auto_distribution.py [--reps 3] [--epsilons 0.5 1 ...]
+[--large-reps 2] [--skip-large] [--skip-speed]``. Prints the tables and writes
+benchmarks/results/auto_distribution.json.
+
+Target (issue 17): on the WAV25 grid (its five data sets at full size, which include SW20's
+Beta(5, 2) and flights; eps = 0.5, 1, ..., 4) AutoDistribution's W1 and KS are within 10 % of
+the best of {SW-EMS, SW-EM, HH with the monotone-CDF fit, Haar wavelet at J - 2} in at least
+90 % of the (data set, eps, metric) cells, and never worse than 1.5x; at n = 1e6, its whole
+pipeline takes at most twice SW + EMS's.
+
+Per cell and repetition, every method sees the same values; the SW methods and
+AutoDistribution share one set of Square Wave reports (same seed), HH and the wavelet draw
+their own. Errors are WAV25's (:func:`ldpkit.reproduce._wavelet.grid_errors`: the CDF on the
+256-point grid, W1 = mean gap, KS = largest), averaged over the repetitions; a method's ratio
+is its mean error over the best competitor's mean error in the cell. The competitors run as
+``ldpkit reproduce wav25`` runs them (SW and HH with 256 buckets on Beta(5, 2), 1024 on real
+data; the wavelet at ``ceil(log2(n) / 2) - 2``).
+
+The large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
+regime where WAV25 reports the wavelet winning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+from ldpkit.reproduce._wavelet import grid_errors
+
+from _common import print_table, write_json
+from ldpkit.numeric import AutoDistribution, HaarWavelet, HierarchicalHistogram, SquareWave
+from ldpkit.reproduce import wav25
+
+COMPETITORS = ("SW-EMS", "SW-EM", "HH", "Wavelet J-2")
+METHODS = ("Auto", *COMPETITORS)
+DATASETS = tuple(wav25.DATASETS)
+
+
+def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int) -> dict[str, Any]:
+    """Mean W1 and KS of every method over ``reps`` repetitions (plus the chosen strengths)."""
+    srt = np.sort(values)
+    n = values.size
+    errors: dict[str, list[tuple[float, float]]] = {m: [] for m in METHODS}
+    chosen = []
+    level = max(0, HaarWavelet(epsilon=eps, expected_n=n).effective_max_level - 2)
+    for r in range(reps):
+        seed_r = np.random.SeedSequence([seed, r, int(eps * 100)])
+        sw = SquareWave(epsilon=eps, buckets=buckets)
+        st = sw.aggregate(sw.randomize(values, rng=seed_r))
+        errors["SW-EMS"].append(grid_errors(sw.estimate(st, "ems"), srt))
+        errors["SW-EM"].append(grid_errors(sw.estimate(st, "em"), srt))
+        auto = AutoDistribution(epsilon=eps, expected_n=n)
+        dist, info = auto.estimate(
+            auto.aggregate(auto.randomize(values, rng=seed_r)), return_info=True
+        )
+        errors["Auto"].append(grid_errors(dist, srt))
+        chosen.append(info.strength)
+        hh = HierarchicalHistogram(epsilon=eps, buckets=buckets, branching=4)
+        errors["HH"].append(
+            grid_errors(
+                hh.run(values, rng=np.random.SeedSequence([seed, r, int(eps * 100), 1])), srt
+            )
+        )
+        hw = HaarWavelet(epsilon=eps, max_level=level)
+        errors["Wavelet J-2"].append(
+            grid_errors(
+                hw.run(values, rng=np.random.SeedSequence([seed, r, int(eps * 100), 2])), srt
+            )
+        )
+    out: dict[str, Any] = {"strengths": chosen}
+    for m in METHODS:
+        arr = np.asarray(errors[m])
+        out[f"{m} W1"], out[f"{m} KS"] = float(arr[:, 0].mean()), float(arr[:, 1].mean())
+    for metric in ("W1", "KS"):
+        best = min(out[f"{m} {metric}"] for m in COMPETITORS)
+        out[f"best {metric}"] = best
+        out[f"best {metric} by"] = min(COMPETITORS, key=lambda m: out[f"{m} {metric}"])
+        for m in METHODS:
+            out[f"{m} {metric} ratio"] = out[f"{m} {metric}"] / best
+    return out
+
+
+def grid(epsilons: list[float], reps: int, seed: int) -> list[dict[str, Any]]:
+    rows = []
+    for name in DATASETS:
+        bench = wav25.load_bench(name, wav25.FULL, seed)
+        for eps in epsilons:
+            t0 = time.perf_counter()
+            row = {"data": name, "n": bench.n, "eps": eps}
+            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed))
+            row["seconds"] = time.perf_counter() - t0
+            print(
+                f"{name:18s} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
+                f"KS {row['Auto KS ratio']:.2f}  strengths {row['strengths']}  "
+                f"({row['seconds']:.0f} s)",
+                flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
+def large_n(
+    epsilons: list[float], reps: int, seed: int, n: int = 1_000_000
+) -> list[dict[str, Any]]:
+    bench = wav25.load_bench("weeks worked", wav25.FULL, seed)
+    gen = np.random.default_rng([seed, 17])
+    values = gen.choice(bench.values, size=n, replace=True)
+    rows = []
+    for eps in epsilons:
+        row = {"data": "weeks worked (resampled)", "n": n, "eps": eps}
+        row.update(run_cell(values, bench.buckets, eps, reps, seed))
+        print(
+            f"weeks worked n={n:,} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
+            f"KS {row['Auto KS ratio']:.2f}",
+            flush=True,
+        )
+        rows.append(row)
+    return rows
+
+
+def speed(n: int = 1_000_000, eps: float = 1.0, repeat: int = 3, seed: int = 0) -> dict[str, Any]:
+    """Median wall time of the whole pipeline (randomize, aggregate, estimate), same run."""
+    values = np.random.default_rng(seed).beta(5.0, 2.0, n)
+    sw = SquareWave(epsilon=eps, buckets=1024)
+    auto = AutoDistribution(epsilon=eps, expected_n=n)
+    sw.estimate(sw.aggregate(sw.randomize(values[:1000], rng=0)))  # warm: matrix, jit
+    auto.estimate(auto.aggregate(auto.randomize(values[:1000], rng=0)))
+    times: dict[str, list[float]] = {"SW-EMS": [], "Auto": []}
+    for r in range(repeat):
+        for name, run in (
+            ("SW-EMS", lambda r=r: sw.estimate(sw.aggregate(sw.randomize(values, rng=r)))),
+            ("Auto", lambda r=r: auto.estimate(auto.aggregate(auto.randomize(values, rng=r)))),
+        ):
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    sw_t, auto_t = float(np.median(times["SW-EMS"])), float(np.median(times["Auto"]))
+    return {"n": n, "eps": eps, "SW-EMS s": sw_t, "Auto s": auto_t, "ratio": auto_t / sw_t}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ratios = [(r, m, r[f"Auto {m} ratio"]) for r in rows for m in ("W1", "KS")]
+    within = sum(1 for *_, x in ratios if x <= 1.10)
+    misses = [
+        f"{r['data']} eps={r['eps']:g} {m}: {x:.2f} (best {r[f'best {m} by']})"
+        for r, m, x in ratios
+        if x > 1.10
+    ]
+    return {
+        "cells": len(ratios),
+        "within 10%": within,
+        "share within 10%": within / max(1, len(ratios)),
+        "worst ratio": max((x for *_, x in ratios), default=float("nan")),
+        "misses": misses,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--large-epsilons", type=float, nargs="+", default=[0.5, 1, 2, 4])
+    ap.add_argument("--large-reps", type=int, default=2)
+    ap.add_argument("--skip-large", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    rows = grid(args.epsilons, args.reps, args.seed)
+    columns = [("data", "data"), ("eps", "eps")]
+    for metric in ("W1", "KS"):
+        columns += [(f"best {metric}", f"best {metric}"), (f"best {metric} by", "by")]
+        columns += [(f"{m} {metric} ratio", f"{m} {metric}/best") for m in METHODS]
+    print_table(
+        f"Mean error over {args.reps} runs: the best competitor's, and each method's / the best's",
+        rows,
+        columns,
+    )
+    summary = summarize(rows)
+    print(
+        f"Auto within 10 % of the best in {summary['within 10%']} of {summary['cells']} cells "
+        f"({summary['share within 10%']:.0%}); worst ratio {summary['worst ratio']:.2f}"
+    )
+    for line in summary["misses"]:
+        print("  miss:", line)
+    large: list[dict[str, Any]] = []
+    if not args.skip_large:
+        large = large_n(args.large_epsilons, args.large_reps, args.seed)
+        print_table("weeks worked resampled to n = 1e6", large, columns)
+    timing = None if args.skip_speed else speed(seed=args.seed)
+    if timing:
+        print(
+            f"n = 1e6, eps = 1, randomize + aggregate + estimate: SW-EMS {timing['SW-EMS s']:.2f} s, "
+            f"Auto {timing['Auto s']:.2f} s, ratio {timing['ratio']:.2f}"
+        )
+    path = write_json(
+        "auto_distribution",
+        rows,
+        {
+            "reps": args.reps,
+            "summary": summary,
+            "large_n": large,
+            "speed": timing,
+            "seconds": time.perf_counter() - t0,
+        },
+    )
+    print(f"wrote {path} ({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

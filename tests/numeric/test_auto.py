@@ -1,0 +1,193 @@
+"""AutoDistribution: Square Wave reports, EM smoothing chosen by held-out likelihood."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
+from ldpkit.numeric.auto import (
+    _FOLD_MAX_ITER,
+    _Fitter,
+    _se,
+    _split,
+    default_buckets,
+)
+from ldpkit.spec import spec_from_dict
+
+
+def _spiky(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Half the mass on 5 point masses (mid-bucket at 256 buckets), the rest Beta(2, 5)."""
+    x = rng.beta(2.0, 5.0, n)
+    atoms = (np.array([26, 77, 128, 179, 230]) + 0.5) / 256
+    return np.where(rng.random(n) < 0.5, atoms[rng.integers(0, 5, n)], x)
+
+
+def _ks(dist: Distribution, values: np.ndarray) -> float:
+    grid = np.arange(1, 257) / 256
+    srt = np.sort(values)
+    truth = np.where(grid >= 1.0, 1.0, np.searchsorted(srt, grid, side="left") / srt.size)
+    return float(np.max(np.abs(dist.cdf(grid) - truth)))
+
+
+# -- the client side is SquareWave's --------------------------------------------------------
+def test_reports_and_stats_are_square_waves() -> None:
+    values = np.random.default_rng(1).random(5000)
+    auto = AutoDistribution(epsilon=1.5, low=0.0, high=1.0, buckets=128)
+    sw = SquareWave(epsilon=1.5, buckets=128)
+    rep_a, rep_s = auto.randomize(values, rng=3), sw.randomize(values, rng=3)
+    assert rep_a.spec == auto
+    np.testing.assert_array_equal(rep_a.values, rep_s.values)
+    st_a, st_s = auto.aggregate(rep_a), sw.aggregate(rep_s)
+    assert st_a.n == st_s.n == 5000
+    np.testing.assert_array_equal(st_a.counts, st_s.counts)
+    assert auto.privacy_loss() == sw.privacy_loss()
+    np.testing.assert_allclose(auto.bucket_matrix().sum(axis=1), 1.0, atol=1e-9)
+    # mergeable: two batches merged == one batch
+    merged = auto.aggregate(rep_a[:2000]).merge(auto.aggregate(rep_a[2000:]))
+    assert merged == st_a
+    assert auto.empty_stats().merge(st_a) == st_a
+
+
+def test_reports_of_another_spec_are_refused() -> None:
+    auto = AutoDistribution(epsilon=1.0, buckets=64)
+    sw = SquareWave(epsilon=1.0, buckets=64)
+    with pytest.raises(ValueError, match="reports must come from"):
+        auto.aggregate(sw.randomize([0.5], rng=0))
+    with pytest.raises(ValueError, match="stats must come from"):
+        auto.estimate(sw.aggregate(sw.randomize([0.5], rng=0)))
+
+
+def test_spec_round_trips() -> None:
+    auto = AutoDistribution(epsilon=2.0, low=-1.0, high=3.0, expected_n=5000)
+    assert auto.buckets == default_buckets(5000) == 512
+    assert spec_from_dict(auto.to_dict()) == auto
+    assert pickle.loads(pickle.dumps(auto)) == auto
+    assert AutoDistribution(epsilon=1.0).buckets == 1024
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 1.0, "expected_n": 0}, "expected_n"),
+        ({"epsilon": 1.0, "buckets": 1}, "buckets"),
+        ({"epsilon": 1.0, "low": 1.0, "high": 0.0}, "high"),
+    ],
+)
+def test_bad_parameters(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        AutoDistribution(**kwargs)
+
+
+def test_bad_estimate_arguments() -> None:
+    auto = AutoDistribution(epsilon=1.0, buckets=32)
+    stats = auto.aggregate(auto.randomize(np.full(100, 0.5), rng=0))
+    with pytest.raises(ValueError, match="folds"):
+        auto.estimate(stats, folds=1)
+    with pytest.raises(ValueError, match="strengths"):
+        auto.estimate(stats, strengths=[0.5, -1.0])
+    with pytest.raises(ValueError, match="strengths"):
+        auto.estimate(stats, strengths=[])
+    with pytest.raises(TypeError, match="strengths"):
+        auto.estimate(stats, strengths="ems")
+    with pytest.raises(TypeError, match="cross_validate"):
+        auto.estimate(stats, cross_validate="yes")
+    with pytest.raises(ValueError, match="n = 0"):
+        auto.estimate(auto.empty_stats())
+
+
+# -- the split --------------------------------------------------------------------------------
+def test_split_is_a_fair_multinomial_thinning() -> None:
+    counts = np.random.default_rng(0).integers(0, 50_000, 64)
+    total = int(counts.sum())
+    for folds in (2, 3, 5):
+        parts = _split(counts, folds, np.random.default_rng(folds))
+        np.testing.assert_array_equal(parts.sum(axis=0), counts)
+        assert parts.min() >= 0
+        # each fold's total ~ Binomial(N, 1/K): z-score against the right K ...
+        sd = math.sqrt(total * (1 / folds) * (1 - 1 / folds))
+        z = (parts.sum(axis=1) - total / folds) / sd
+        assert np.all(np.abs(z) < 5), z
+        # ... and it fails for a wrong K (the fold shares would have to be 1/(K+1))
+        z_wrong = (parts.sum(axis=1) - total / (folds + 1)) / sd
+        assert np.all(np.abs(z_wrong) > 20)
+
+
+def test_standard_error_of_a_score_difference() -> None:
+    # 1000 held-out reports on 2 outputs, per-report log-ratio +-log(1.5): the standard
+    # error is sqrt(sum (l - mean)^2) = sqrt(1000 * 0.96) * log(1.5) exactly
+    part = np.array([600, 400])
+    a, b = np.log([0.6, 0.4]), np.log([0.4, 0.6])
+    expected = math.sqrt(1000 * (1 - 0.2**2)) * math.log(1.5)
+    assert math.isclose(_se(part, a, b), expected, rel_tol=1e-12)
+    assert _se(np.zeros(2, dtype=np.int64), a, b) == 0.0
+
+
+# -- the fits ---------------------------------------------------------------------------------
+def test_strength_half_is_ems_and_zero_is_em() -> None:
+    sw = SquareWave(epsilon=1.0, buckets=64)
+    stats = sw.aggregate(sw.randomize(np.random.default_rng(2).beta(5, 2, 20_000), rng=2))
+    m = AutoDistribution(epsilon=1.0, buckets=64)._outputs_by_inputs()
+    counts = np.asarray(stats.counts)
+    fitter = _Fitter(m, counts)
+    theta_s, _ = fitter.fit(0.5, 1e-3, 10_000, None)
+    np.testing.assert_allclose(theta_s, ems(stats, tol=1e-3).probabilities, rtol=1e-9, atol=1e-12)
+    theta_e, _ = fitter.fit(0.0, 1e-3 * math.e, 10_000, None)
+    np.testing.assert_allclose(theta_e, em(stats, tol=1e-3 * math.e).probabilities, rtol=1e-9)
+    # stronger smoothing gives a smoother estimate (smaller total variation)
+    theta_32, _ = fitter.fit(32.0, 1e-3, 10_000, None)
+    assert np.abs(np.diff(theta_32)).sum() < np.abs(np.diff(theta_s)).sum()
+
+
+def test_estimate_is_deterministic_and_reports_its_choice() -> None:
+    auto = AutoDistribution(epsilon=2.0, buckets=128)
+    stats = auto.aggregate(auto.randomize(np.random.default_rng(4).beta(5, 2, 20_000), rng=4))
+    dist, info = auto.estimate(stats, return_info=True)
+    assert isinstance(dist, Distribution) and isinstance(info, AutoInfo)
+    assert dist.buckets == 128 and (dist.low, dist.high) == (0.0, 1.0)
+    assert auto.estimate(stats) == dist
+    assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
+    assert info.scores.shape == (len(info.strengths),)
+    assert info.strength == info.strengths[int(np.argmax(info.scores))]
+    # cross-validation holds out both halves: the scores then add up over two folds
+    _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
+    assert info_cv.cross_validate
+    finite = np.isfinite(info.scores) & np.isfinite(info_cv.scores)
+    assert np.all(info_cv.scores[finite] < 1.5 * info.scores[finite])  # log-liks are negative
+    # one candidate: no selection, that strength is used
+    _, info1 = auto.estimate(stats, strengths=[0.5], return_info=True)
+    assert info1.strength == 0.5 and np.isnan(info1.scores).all()
+    assert _FOLD_MAX_ITER >= 100
+
+
+def test_single_report_falls_back_to_ems_strength() -> None:
+    auto = AutoDistribution(epsilon=1.0, buckets=16)
+    dist, info = auto.estimate(auto.aggregate(auto.randomize([0.3], rng=0)), return_info=True)
+    assert info.strength == 0.5
+    assert math.isclose(float(dist.probabilities.sum()), 1.0)
+
+
+@pytest.mark.slow
+def test_chooses_em_on_point_masses_and_smoothing_on_smooth_data() -> None:
+    rng = np.random.default_rng(11)
+    n = 100_000
+    auto = AutoDistribution(epsilon=2.0, buckets=256)
+    spiky = _spiky(n, rng)
+    smooth = rng.beta(5.0, 2.0, n)
+    d_spiky, i_spiky = auto.estimate(auto.aggregate(auto.randomize(spiky, rng=1)), return_info=True)
+    d_smooth, i_smooth = auto.estimate(
+        auto.aggregate(auto.randomize(smooth, rng=2)), return_info=True
+    )
+    assert i_spiky.strength == 0.0, i_spiky
+    assert i_smooth.strength > 0.0, i_smooth
+    # the choice pays: on point masses Auto's KS is far below EMS's (same reports)
+    sw = SquareWave(epsilon=2.0, buckets=256)
+    ems_ks = _ks(sw.estimate(sw.aggregate(sw.randomize(spiky, rng=1)), "ems"), spiky)
+    assert _ks(d_spiky, spiky) < 0.85 * ems_ks
+    # and on smooth data it is not worse than plain EM by more than noise
+    em_ks = _ks(sw.estimate(sw.aggregate(sw.randomize(smooth, rng=2)), "em"), smooth)
+    assert _ks(d_smooth, smooth) < em_ks
