@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -277,6 +277,9 @@ class RAPPOR(FrequencyOracle):
     num_hashes: int = 2
     num_cohorts: int = 8
     instantaneous: tuple[float, float] | None = None
+    # epsilon is the budget of 2h distinct Bloom bits; when two items' filters share bits
+    # (hash collisions, likely with few bits) the exact privacy_loss() is below it.
+    exact_epsilon: ClassVar[bool] = False
 
     def _validate(self) -> None:
         super()._validate()
