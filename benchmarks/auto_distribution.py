@@ -40,7 +40,9 @@ METHODS = ("Auto", *COMPETITORS)
 DATASETS = tuple(wav25.DATASETS)
 
 
-def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int) -> dict[str, Any]:
+def run_cell(
+    values: np.ndarray, buckets: int, eps: float, reps: int, seed: int, cv: bool = False
+) -> dict[str, Any]:
     """Mean W1 and KS of every method over ``reps`` repetitions (plus the chosen strengths)."""
     srt = np.sort(values)
     n = values.size
@@ -55,16 +57,14 @@ def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int)
         errors["SW-EM"].append(grid_errors(sw.estimate(st, "em"), srt))
         auto = AutoDistribution(epsilon=eps, expected_n=n)
         dist, info = auto.estimate(
-            auto.aggregate(auto.randomize(values, rng=seed_r)), return_info=True
+            auto.aggregate(auto.randomize(values, rng=seed_r)), cross_validate=cv, return_info=True
         )
         errors["Auto"].append(grid_errors(dist, srt))
         chosen.append(info.strength)
         hh = HierarchicalHistogram(epsilon=eps, buckets=buckets, branching=4)
-        errors["HH"].append(
-            grid_errors(
-                hh.run(values, rng=np.random.SeedSequence([seed, r, int(eps * 100), 1])), srt
-            )
-        )
+        hh_rng = np.random.SeedSequence([seed, r, int(eps * 100), 1])
+        hh_stats = hh.aggregate(hh.randomize(values, rng=hh_rng))
+        errors["HH"].append(grid_errors(hh.estimate(hh_stats, postprocessing="cdf"), srt))
         hw = HaarWavelet(epsilon=eps, max_level=level)
         errors["Wavelet J-2"].append(
             grid_errors(
@@ -84,14 +84,16 @@ def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int)
     return out
 
 
-def grid(epsilons: list[float], reps: int, seed: int) -> list[dict[str, Any]]:
+def grid(
+    epsilons: list[float], reps: int, seed: int, datasets: tuple[str, ...], cv: bool
+) -> list[dict[str, Any]]:
     rows = []
-    for name in DATASETS:
+    for name in datasets:
         bench = wav25.load_bench(name, wav25.FULL, seed)
         for eps in epsilons:
             t0 = time.perf_counter()
             row = {"data": name, "n": bench.n, "eps": eps}
-            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed))
+            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed, cv))
             row["seconds"] = time.perf_counter() - t0
             print(
                 f"{name:18s} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
@@ -168,10 +170,14 @@ def main() -> None:
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    ap.add_argument(
+        "--cross-validate", action="store_true", help="AutoDistribution with cross_validate=True"
+    )
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    rows = grid(args.epsilons, args.reps, args.seed)
+    rows = grid(args.epsilons, args.reps, args.seed, tuple(args.datasets), args.cross_validate)
     columns = [("data", "data"), ("eps", "eps")]
     for metric in ("W1", "KS"):
         columns += [(f"best {metric}", f"best {metric}"), (f"best {metric} by", "by")]
@@ -203,6 +209,7 @@ def main() -> None:
         rows,
         {
             "reps": args.reps,
+            "cross_validate": args.cross_validate,
             "summary": summary,
             "large_n": large,
             "speed": timing,
