@@ -398,7 +398,7 @@ class AutoDistribution(Mechanism):
         fitter = _Fitter(m, counts)
         theta = np.zeros(m.shape[1])
         iterations = 0
-        for k in np.flatnonzero(weights):
+        for k in np.flatnonzero(weights).tolist():
             fit, it = fitter.fit(cand[k], tol(cand[k], 1.0), max_iter, None)
             theta += weights[k] * fit
             iterations += it
