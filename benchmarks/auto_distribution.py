@@ -64,7 +64,7 @@ def run_cell(
         hh = HierarchicalHistogram(epsilon=eps, buckets=buckets, branching=4)
         hh_rng = np.random.SeedSequence([seed, r, int(eps * 100), 1])
         hh_stats = hh.aggregate(hh.randomize(values, rng=hh_rng))
-        errors["HH"].append(grid_errors(hh.estimate(hh_stats, postprocessing="cdf"), srt))
+        errors["HH"].append(grid_errors(hh.estimate(hh_stats, postprocess="cdf"), srt))
         hw = HaarWavelet(epsilon=eps, max_level=level)
         errors["Wavelet J-2"].append(
             grid_errors(

@@ -74,9 +74,11 @@ def bench(d: int, n: int, epsilon: float, repeat: int) -> dict[str, Any]:
     t_agg, c_agg, stats = best_time(lambda: spec.aggregate(reports), repeat)
     t_sort, _, counts = best_time(lambda: sorted_column_counts(spec, reports), repeat)
     assert np.array_equal(counts, stats.bit_counts), "aggregation methods disagree"
-    t_lasso, c_lasso, est = best_time(lambda: spec.estimate(stats), repeat)
+    t_lasso, c_lasso, est = best_time(
+        lambda: spec.estimate(stats, postprocess="lasso_selection"), repeat
+    )
     try:
-        t_ls, _, _ = best_time(lambda: spec.unbiased_estimate(stats), 1)
+        t_ls, _, _ = best_time(lambda: spec.estimate(stats), 1)
     except ValueError:
         t_ls = None  # more candidates than the design's rank
     top = np.argsort(-truth)[:30]

@@ -142,7 +142,7 @@ def test_norm_is_noop_for_grr():
 
 
 @pytest.mark.parametrize("alpha", [0.05, 2.0, 10.0])
-def test_base_cut_threshold_formula(alpha):
+def test_base_cut_cutoff_formula(alpha):
     est, _ = grr_estimate(d=64, n=20_000, epsilon=1.0)
     var_star = est.spec.variance(est.n)  # Var* = q(1-q) / (n (p-q)^2), FO17 eq. 3
     p, q = est.spec.p, est.spec.q
@@ -165,7 +165,7 @@ def test_base_cut_default_alpha_is_two():
     ).sum()
 
 
-def test_base_cut_threshold_edge_cases():
+def test_base_cut_cutoff_edge_cases():
     est = make_est([0.5, 0.3, 0.2, 0.0])
     # alpha >= d/2: quantile <= 0, threshold 0 (Base-Pos)
     assert np.all(significance_cutoff(est, 2.0) == 0)
@@ -479,7 +479,7 @@ def brute_posterior_mean(c, sigma, alpha, n):
         (3000, 0.3, 2.0),  # nearly noiseless
         (400_000, 2500.0, 1.2),  # quadrature with exact small counts
         (400_000, 900.0, 2.8),
-        (2_000_000, 60_000.0, 0.7),  # window wider than the domain of small counts
+        pytest.param(2_000_000, 60_000.0, 0.7, marks=pytest.mark.slow),  # window > small counts
     ],
 )
 def test_posterior_mean_matches_brute_force(n, sigma, alpha):
@@ -511,7 +511,14 @@ def test_posterior_mean_matches_brute_force(n, sigma, alpha):
     np.testing.assert_allclose(slope[:8], fd, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize(("n", "alpha"), [(100_000, 50.0), (100_000, 1.8), (10**7, 1.6)])
+@pytest.mark.parametrize(
+    ("n", "alpha"),
+    [
+        pytest.param(100_000, 50.0, marks=pytest.mark.slow),
+        (100_000, 1.8),
+        pytest.param(10**7, 1.6, marks=pytest.mark.slow),
+    ],
+)
 def test_power_interpolation_matches_direct_evaluation(n, alpha):
     # Many distinct estimates take the adaptive-grid path; it must agree with direct
     # evaluation at every value (a steep prior makes the mean turn fast: alpha = 50).

@@ -105,3 +105,63 @@ def test_empty_input_and_bad_input():
         aggregate_dask("GRR", [])
     with pytest.raises(TypeError, match="partitions must be a list"):
         aggregate_dask(spec, 3)
+
+
+def test_fsspec_urls_and_arrow_tables(tmp_path):
+    import fsspec
+
+    from ldpkit.io import reports_to_arrow, reports_to_bytes
+
+    spec = OLH(epsilon=1.0, domain_size=64)
+    batches = _batches(spec, k=4, seed=5)
+    expected = _offline(spec, batches)
+    save_reports_parquet(batches[0], tmp_path / "a.parquet", row_group_size=40)
+    save_reports(batches[1], tmp_path / "b.npz")
+    mem = fsspec.filesystem("memory")
+    mem.pipe("/ldpkit-test/c.parquet", reports_to_bytes(batches[2], format="parquet"))
+    items = [
+        (tmp_path / "a.parquet").as_uri(),  # file://
+        f"file://{tmp_path / 'b.npz'}",
+        "memory://ldpkit-test/c.parquet",
+        reports_to_arrow(batches[3]),
+    ]
+    try:
+        assert aggregate_dask(spec, items, scheduler="threads", batch_size=17) == expected
+        other = OLH(epsilon=2.0, domain_size=64)
+        with pytest.raises(ValueError, match="reports must come from"):
+            aggregate_dask(other, items[:1], scheduler="synchronous")
+    finally:
+        mem.rm("/ldpkit-test", recursive=True)
+
+
+def test_dataframes_are_refused_with_type_error():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    spec = GRR(epsilon=1.0, domain_size=4)
+    frame = pd.DataFrame({"values": np.array([0, 1, 2], dtype=np.uint8)})
+    for bad in (frame, dd.from_pandas(frame, npartitions=1), [frame]):
+        with pytest.raises(TypeError, match="DataFrame has no spec or fingerprint"):
+            aggregate_dask(spec, bad, scheduler="synchronous")
+
+
+def test_on_a_real_local_cluster(tmp_path):
+    from distributed import Client, LocalCluster
+
+    spec = OUE(epsilon=1.0, domain_size=100)
+    batches = _batches(spec, k=6, seed=9)
+    urls = [
+        save_reports_parquet(b, tmp_path / f"p{i}.parquet", row_group_size=64).as_uri()
+        for i, b in enumerate(batches)
+    ]
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        # scheduler=None: Dask's default, i.e. the active distributed Client
+        got = aggregate_dask(spec, urls, split_every=2)
+        assert got == _offline(spec, batches)
+        lazy = aggregate_dask(spec, urls, compute=False)
+        assert client.compute(lazy).result() == got

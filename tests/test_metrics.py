@@ -48,6 +48,7 @@ def test_wasserstein_closed_forms():
     assert metrics.wasserstein(x, x2) == pytest.approx(0.6 * 0.75)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(on_unit(), on_unit())
 def test_exact_against_brute_force(a, b):
@@ -57,6 +58,7 @@ def test_exact_against_brute_force(a, b):
     assert metrics.ks_distance(a, b) >= ks - 1e-12  # exact max is never below a grid max
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(on_unit(), on_unit(), on_unit())
 def test_metric_axioms(a, b, c):

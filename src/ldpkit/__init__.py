@@ -1,17 +1,13 @@
-"""ldpkit: local differential privacy, fast, exact and tested."""
+"""ldpkit: local differential privacy, fast, exact and tested.
 
-from . import consistency, metrics, numeric, queries, stream
-from ._rng import as_generator, secure_generator, spawn
-from .accountant import BudgetExceededError, PrivacyAccountant
-from .aggregator import Aggregator
-from .encoder import Encoder
-from .estimate import FrequencyEstimate
-from .frequency import *  # noqa: F403 - every oracle and helper is public at top level
-from .frequency import __all__ as _frequency_all
-from .privacy import privacy_loss, shuffle_amplification, split_budget
-from .question import Question, load_questions, save_questions
-from .spec import Mechanism, Reports, Stats
-from .survey import Survey
+Names load on first use (see :mod:`ldpkit._lazy`): ``from ldpkit import GRR, OLH, OUE`` or
+``from ldpkit.numeric import SquareWave`` imports numpy and the mechanism's own module, not
+scipy, pandas, numba or pyarrow, so a device that only randomizes does not pay for the server.
+"""
+
+from typing import TYPE_CHECKING
+
+from ._lazy import attach
 
 __version__ = "0.1.0"
 
@@ -39,5 +35,107 @@ __all__ = [
     "stream",
     "metrics",
     "numeric",
+    # every frequency oracle and helper is public at top level too
+    "FrequencyOracle",
+    "PureFrequencyOracle",
+    "GRR",
+    "LocalHashing",
+    "BLH",
+    "OLH",
+    "SubsetSelection",
+    "HadamardResponse",
+    "HRR",
+    "fwht",
+    "choose_oracle",
+    "heavy_hitters",
+    "significance_cutoff",
+    "UnaryEncoding",
+    "SUE",
+    "OUE",
+    "SHE",
+    "THE",
+    "RAPPOR",
+    "RAPPORClient",
+    "bloom_positions",
+    # and so is every numerical mechanism
+    "SquareWave",
+    "GeneralWave",
+    "DiscreteSquareWave",
+    "CFOBinning",
+    "HierarchicalHistogram",
+    "HHADMM",
+    "HaarHRR",
+    "HaarWavelet",
+    "SignedSubsetSelection",
+    "WienerDeconvolution",
+    "StochasticRounding",
+    "PiecewiseMechanism",
+    "HybridMechanism",
 ]
-__all__ += [name for name in _frequency_all if name != "ORACLES"]
+
+# Further submodules reachable as attributes without an explicit import (``ldpkit.io``); not
+# those that need an optional extra (service, distributed), so dir() and getattr stay safe.
+_SUBMODULES = [
+    "aggregator",
+    "datasets",
+    "encoder",
+    "estimate",
+    "experiments",
+    "frequency",
+    "io",
+    "privacy",
+    "spec",
+    "testing",
+]
+
+__getattr__, __dir__ = attach(__name__, __file__, submodules=_SUBMODULES)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
+    from . import consistency, metrics, numeric, queries, stream
+    from ._rng import as_generator, secure_generator, spawn
+    from .accountant import BudgetExceededError, PrivacyAccountant
+    from .aggregator import Aggregator
+    from .encoder import Encoder
+    from .estimate import FrequencyEstimate
+    from .frequency import (
+        BLH,
+        GRR,
+        HRR,
+        OLH,
+        OUE,
+        RAPPOR,
+        SHE,
+        SUE,
+        THE,
+        FrequencyOracle,
+        HadamardResponse,
+        LocalHashing,
+        PureFrequencyOracle,
+        RAPPORClient,
+        SubsetSelection,
+        UnaryEncoding,
+        bloom_positions,
+        choose_oracle,
+        fwht,
+        heavy_hitters,
+        significance_cutoff,
+    )
+    from .numeric import (
+        HHADMM,
+        CFOBinning,
+        DiscreteSquareWave,
+        GeneralWave,
+        HaarHRR,
+        HaarWavelet,
+        HierarchicalHistogram,
+        HybridMechanism,
+        PiecewiseMechanism,
+        SignedSubsetSelection,
+        SquareWave,
+        StochasticRounding,
+        WienerDeconvolution,
+    )
+    from .privacy import privacy_loss, shuffle_amplification, split_budget
+    from .question import Question, load_questions, save_questions
+    from .spec import Mechanism, Reports, Stats
+    from .survey import Survey

@@ -10,12 +10,13 @@ thread-safe. Kernels that seed or count per row give results independent of the 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["WORKERS", "workers", "row_blocks", "run_blocks"]
+__all__ = ["WORKERS", "workers", "row_blocks", "run_blocks", "numba_available", "use_compiled"]
 
 #: Threads used for large batches; None means the CPUs this process may run on.
 WORKERS: int | None = None
@@ -49,7 +50,30 @@ def run_blocks(task: Callable[[int, int], Any], blocks: list[tuple[int, int]]) -
     """Run ``task(start, stop)`` for every block; on threads when there are several."""
     if len(blocks) <= 1:
         return [task(a, b) for a, b in blocks]
+    from concurrent.futures import ThreadPoolExecutor  # only for multi-block batches
+
     # A fresh pool per call: never inherited half-dead across fork(), and its cost
     # (~0.1 ms) is negligible next to blocks of >= 8192 rows.
     with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
         return list(pool.map(lambda ab: task(*ab), blocks))
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (without importing it)."""
+    if "numba" in sys.modules:
+        return sys.modules["numba"] is not None
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def use_compiled(work: int, min_work: int) -> bool:
+    """Whether a kernel with a bit-exact numpy twin should run compiled.
+
+    Yes when numba is installed and either it is already loaded (its import is paid) or
+    ``work >= min_work`` (the batch is large enough to repay loading it).
+    """
+    if not numba_available():
+        return False
+    return work >= min_work or sys.modules.get("numba") is not None

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+# Only typer and rich's console load with the app (typer needs them to render --help); numpy,
+# the library and rich's tables and progress bars load inside the command that uses them.
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Local differential privacy toolkit."
@@ -33,12 +33,34 @@ def demo(
     out: Annotated[Path, typer.Option(help="Where to write plots.")] = Path("results/demo"),
 ) -> None:
     """A tour of ldpkit on real data shipped with the install."""
+    from ._validation import check_epsilon, check_integer
+
+    try:  # bad options end in one line and exit status 2, as typer's own usage errors do
+        check_integer(users, "--users", low=1)
+        check_integer(names, "--names", low=2)
+        check_epsilon(epsilon, "--epsilon")
+        # Limits that depend on the data or the mechanisms (--names above the names on
+        # record, --epsilon beyond what a mechanism supports) surface as ValueError too.
+        _demo(users=users, names=names, epsilon=epsilon, seed=seed, out=out)
+    except (TypeError, ValueError) as exc:
+        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from exc
+
+
+def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> None:
+    import numpy as np
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
     from .demo import plot_categorical, run_categorical, significant
 
     console.rule("[bold]Categorical frequencies: US baby names (SSA, 1880-2017)")
     from .datasets import babynames
 
-    data = babynames(users, top_k=names, rng=seed)
+    try:
+        data = babynames(users, top_k=names, rng=seed)
+    except ValueError as exc:
+        raise ValueError(f"--names: {exc}") from exc
     assert data.labels is not None  # categorical data sets always carry labels
     labels = np.asarray(data.labels)
     batches = 20
@@ -64,10 +86,11 @@ def demo(
         f"({result.seconds:.2f} s for {users:,} users)"
     )
     lo, hi = est.confidence_interval(0.05)
-    table = Table(title=f"Top 20 names by estimate (n = {users:,}, epsilon = {epsilon:g})")
+    shown = min(20, est.domain_size)  # --names may be below 20
+    table = Table(title=f"Top {shown} names by estimate (n = {users:,}, epsilon = {epsilon:g})")
     for col in ("rank", "name", "estimate", "95% CI", "truth", "in CI"):
         table.add_column(col, justify="right")
-    for rank, i in enumerate(est.top(20), start=1):
+    for rank, i in enumerate(est.top(shown), start=1):
         inside = lo[i] <= result.truth[i] <= hi[i]
         table.add_row(
             str(rank),
@@ -100,6 +123,8 @@ def demo(
 
 
 def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from .datasets import pos
     from .demo import plot_stream, run_stream
 
@@ -122,6 +147,8 @@ def _stream_demo(*, epsilon: float, seed: int, out: Path) -> None:
 
 
 def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
+    from rich.table import Table
+
     from . import metrics
     from .datasets import flights_departure_time
     from .demo import plot_numerical, run_numerical
@@ -196,6 +223,15 @@ def serve(
         str, typer.Option(help="Interface to bind (localhost by default).")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (more than 1 needs a PostgreSQL database_url).")
+    ] = 1,
+    access_log: Annotated[
+        bool, typer.Option(help="Log one line per request (without client addresses).")
+    ] = True,
+    log_addresses: Annotated[
+        bool, typer.Option(help="Include client addresses in the access log.")
+    ] = False,
 ) -> None:
     """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
     try:
@@ -205,7 +241,18 @@ def serve(
             f"[red]the collector needs the service extra: pip install 'ldpkit[service]' ({exc})[/]"
         )
         raise typer.Exit(2) from exc
-    serve_main(config, host=host, port=port)
+    try:
+        serve_main(
+            config,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=access_log,
+            log_addresses=log_addresses,
+        )
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -30,33 +30,57 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["aggregate_dask", "aggregate_item"]
 
 
+def _is_frame(item: Any) -> bool:
+    """pandas or Dask DataFrames/Series: tables without the spec, refused with TypeError."""
+    module = type(item).__module__.split(".")[0]
+    return module in ("pandas", "dask") and type(item).__name__ in ("DataFrame", "Series")
+
+
+_FRAME_HINT = (
+    "a DataFrame has no spec or fingerprint: convert it with ldpkit.io.reports_to_arrow / "
+    "reports_from_arrow (the Arrow table carries the spec), or write it with "
+    "ldpkit.io.save_reports_parquet and pass the file's path or URL"
+)
+
+
 def aggregate_item(spec: Mechanism, item: Any, *, batch_size: int | None = None) -> Stats:
     """Stats of one partition element under ``spec``.
 
-    ``item`` is a :class:`~ldpkit.Reports`, a :class:`~ldpkit.Stats` (merged as is), or a
-    path to a reports file written by :mod:`ldpkit.io` (npz or Parquet). A Parquet file
-    is read one row group (or ``batch_size`` rows) at a time, so a worker's memory stays
-    bounded by one batch whatever the file size. Every element is checked against
-    ``spec`` (ValueError for another configuration).
+    ``item`` is a :class:`~ldpkit.Reports`, a :class:`~ldpkit.Stats` (merged as is), a
+    ``pyarrow.Table`` of reports written by :func:`ldpkit.io.reports_to_arrow` (its schema
+    carries the spec), or a path or fsspec URL (``file://``, ``s3://``, ``gs://``, ...)
+    of a reports file written by :mod:`ldpkit.io` (npz or Parquet). URLs are opened where
+    the task runs (remote protocols need their fsspec package, e.g. ``s3fs``). A Parquet
+    file is read one row group (or ``batch_size`` rows) at a time, so a worker's memory
+    stays bounded by one batch whatever the file size. Every element is checked against
+    ``spec`` (ValueError for another configuration). DataFrames are refused with
+    TypeError: they do not carry the spec.
     """
-    from .io import _sniff, iter_reports_parquet, load_reports
+    from .io import _sniff, iter_reports_parquet, reports_from_arrow, reports_from_bytes
 
     if isinstance(item, Reports):
         return spec.aggregate(item)
     if isinstance(item, Stats):
         return spec.check_stats(item)
+    if type(item).__module__.startswith("pyarrow") and type(item).__name__ == "Table":
+        return spec.aggregate(reports_from_arrow(item, expected=spec))
+    if _is_frame(item):
+        raise TypeError(f"partition elements must not be {type(item).__name__}s: {_FRAME_HINT}")
     if isinstance(item, (str, os.PathLike)):
-        with open(item, "rb") as fh:
+        import fsspec
+
+        with fsspec.open(os.fspath(item), "rb") as fh:
             kind = _sniff(fh.read(4))
-        if kind == "parquet":
-            stats = spec.empty_stats()
-            for batch in iter_reports_parquet(item, expected=spec, batch_size=batch_size):
-                stats = stats.merge(spec.aggregate(batch))
-            return stats
-        return spec.aggregate(load_reports(item, expected=spec))
+            fh.seek(0)
+            if kind == "parquet":
+                stats = spec.empty_stats()
+                for batch in iter_reports_parquet(fh, expected=spec, batch_size=batch_size):
+                    stats = stats.merge(spec.aggregate(batch))
+                return stats
+            return spec.aggregate(reports_from_bytes(fh.read(), expected=spec))
     raise TypeError(
-        "partition elements must be ldpkit.Reports, ldpkit.Stats or paths to reports files, "
-        f"got {type(item).__name__}"
+        "partition elements must be ldpkit.Reports, ldpkit.Stats, pyarrow Tables of reports, "
+        f"or paths/URLs of reports files, got {type(item).__name__}"
     )
 
 
@@ -76,6 +100,10 @@ def _singleton(item: Any) -> list[Any]:
 def _as_bag(partitions: Any) -> db.Bag:
     if isinstance(partitions, db.Bag):
         return partitions
+    if _is_frame(partitions):
+        raise TypeError(f"partitions must not be a {type(partitions).__name__}: {_FRAME_HINT}")
+    if type(partitions).__module__.startswith("pyarrow"):
+        partitions = [partitions]
     if isinstance(partitions, (Reports, Stats, str, os.PathLike, Delayed)):
         partitions = [partitions]
     if not isinstance(partitions, Iterable):
@@ -106,9 +134,11 @@ def aggregate_dask(
     spec : Mechanism
         The configuration every partition must have been made under.
     partitions : list, dask.bag.Bag, or one element
-        Elements are :class:`~ldpkit.Reports`, :class:`~ldpkit.Stats`, paths to reports
-        files (npz or Parquet, see :mod:`ldpkit.io`), or ``dask.delayed`` objects that
-        compute to one of those. A list gives one Dask partition per element; a Bag keeps
+        Elements are :class:`~ldpkit.Reports`, :class:`~ldpkit.Stats`, ``pyarrow.Table``
+        objects of reports, paths or fsspec URLs (``file://``, ``s3://``...) of reports
+        files (npz or Parquet, see :mod:`ldpkit.io`; read by the workers), or
+        ``dask.delayed`` objects that compute to one of those. pandas and Dask DataFrames
+        are refused with TypeError (they do not carry the spec). A list gives one Dask partition per element; a Bag keeps
         its own partitioning (each partition's elements are aggregated and merged).
     scheduler : str or None
         Passed to ``compute``: ``"synchronous"``, ``"threads"``, ``"processes"``, or None

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from .estimate import FrequencyEstimate
 
@@ -87,6 +86,8 @@ class Encoder:
             raise ValueError(
                 "categories must not contain missing values (None, NaN); use missing='item'"
             )
+        import pandas as pd  # the hash index; loaded with the first Encoder, not with ldpkit
+
         index = pd.Index(cats)
         if not index.is_unique:
             dupes = index[index.duplicated()].unique().tolist()[:5]
@@ -109,6 +110,8 @@ class Encoder:
         missing: Literal["error", "item"] = "error",
     ) -> Encoder:
         """Categories ordered by frequency in ``values`` (simulation only: not private)."""
+        import pandas as pd
+
         counts = pd.Series(
             list(values) if not isinstance(values, (np.ndarray, pd.Series)) else values
         ).value_counts(sort=True, dropna=True)
@@ -194,6 +197,8 @@ class Encoder:
         """Items (int64) for ``labels``; vectorized through a hash index."""
         if isinstance(labels, (str, bytes)):
             raise TypeError(f"labels must be a sequence of labels, got the string {labels!r}")
+        import pandas as pd
+
         arr = labels if isinstance(labels, (np.ndarray, pd.Series, pd.Index)) else list(labels)
         items = self._index.get_indexer(arr).astype(np.int64)
         unmatched = items < 0

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sps
 
 from ._validation import check_integer, check_probability
 
@@ -93,6 +92,8 @@ class FrequencyEstimate:
         The estimate is a mean of n independent bounded terms, so it is asymptotically
         normal; the interval is ``f ± z_{1-alpha/2} * std_error``.
         """
+        from scipy import stats as _sps  # server side: not loaded on the client path
+
         alpha = check_probability(alpha, "alpha")
         z = float(_sps.norm.ppf(1.0 - alpha / 2.0))
         half = z * self.std_error

@@ -26,8 +26,20 @@ __all__ = ["Mechanism", "Reports", "Stats", "mechanism_registry", "spec_from_dic
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
 
+def _load_mechanisms() -> None:
+    # Classes register when their module runs, and ldpkit.frequency / ldpkit.numeric load
+    # their modules lazily (ldpkit._lazy): touch every public name so all of them register.
+    import importlib
+
+    for package in ("ldpkit.frequency", "ldpkit.numeric"):
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            getattr(module, name)
+
+
 def mechanism_registry() -> Mapping[str, type[Mechanism]]:
     """All public concrete mechanism classes by name (read-only view)."""
+    _load_mechanisms()
     return MappingProxyType(
         {k: v for k, v in _REGISTRY.items() if not inspect.isabstract(v) and not k.startswith("_")}
     )
@@ -35,6 +47,8 @@ def mechanism_registry() -> Mapping[str, type[Mechanism]]:
 
 def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:
     """Rebuild a spec from :meth:`Mechanism.to_dict` output."""
+    if isinstance(data, Mapping) and data.get("mechanism") not in _REGISTRY:
+        _load_mechanisms()  # its module may not be imported yet
     try:
         cls = _REGISTRY[data["mechanism"]]
     except KeyError as exc:
@@ -133,11 +147,14 @@ class Mechanism(ABC):
         check_same_spec(self, reports.spec, "reports")
         return reports
 
-    def check_stats(self, stats: Any) -> Stats:
-        """Raise unless ``stats`` are Stats made under this exact configuration."""
+    def check_stats(self, stats: Any, *, nonempty: bool = False) -> Stats:
+        """Raise unless ``stats`` are Stats made under this exact configuration (and, with
+        ``nonempty``, summarize at least one report, as every estimate needs)."""
         if not isinstance(stats, Stats):
             raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
         check_same_spec(self, stats.spec, "stats")
+        if nonempty and stats.n == 0:
+            raise ValueError("stats must summarize at least one report, got n = 0")
         return stats
 
 

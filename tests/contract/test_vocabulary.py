@@ -69,6 +69,9 @@ def test_transition_matrix_orientation_and_privacy_loss(name, epsilon):
         np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=0, atol=1e-9)
         losses.append(privacy_loss(m))
     assert max(losses) == pytest.approx(spec.privacy_loss(), rel=1e-9, abs=1e-12)
+    # Power: the matrices of a 1.3x larger epsilon do not pass for this spec's loss.
+    louder = max(privacy_loss(m) for m in matrices(spec.replace(epsilon=1.3 * epsilon)))
+    assert louder != pytest.approx(spec.privacy_loss(), rel=1e-3)
 
 
 def test_orientation_check_detects_a_transposed_matrix():
@@ -102,3 +105,25 @@ def test_continuous_outputs_name_their_densities(name):
     for attr in ("p", "q"):
         if hasattr(spec, attr) and isinstance(getattr(type(spec), attr, None), property):
             assert 0.0 <= getattr(spec, attr) <= 1.0
+
+
+def sample_values(spec: Mechanism, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n valid inputs for the spec: items, bucket indices, codes or real values."""
+    if hasattr(spec, "domain_size"):
+        size = spec.domain_size * (2 if type(spec).__name__ == "SignedSubsetSelection" else 1)
+        return rng.integers(0, size, n)
+    if type(spec).__name__ == "DiscreteSquareWave":
+        return rng.integers(0, spec.buckets, n)
+    return spec.low + (spec.high - spec.low) * rng.beta(5.0, 2.0, n)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_estimate_carries_n_and_spec_and_is_plain(name):
+    """``estimate(stats)`` is the plain estimator: no post-processing by default, and the
+    estimate says how many reports it rests on and which spec produced it."""
+    spec = make(mechanism_registry()[name], 2.0)
+    rng = np.random.default_rng(1)
+    n = 3000
+    est = spec.estimate(spec.aggregate(spec.randomize(sample_values(spec, n, rng), rng=rng)))
+    assert est.n == n and est.spec == spec
+    assert getattr(est, "postprocessing", ()) == ()

@@ -81,6 +81,7 @@ def test_fertility_and_cpssw8_contents():
     assert np.median(earnings) == pytest.approx(16.25)
 
 
+@pytest.mark.slow
 def test_city_populations():
     data = D.city_populations()
     assert data.values.min() >= 1000 and data.domain[0] == 1000
@@ -116,6 +117,7 @@ def test_emoji_occurrences():
     assert (np.diff(counts) <= 0).all()  # the CSV is sorted by occurrences
 
 
+@pytest.mark.slow
 def test_babyname_counts():
     counts = D.babyname_counts()
     assert len(counts) == 97_310 and int(counts.sum()) == 348_120_517

@@ -373,10 +373,16 @@ def test_least_squares_is_unbiased_under_collisions(epsilon, irr):
     d, n = 24, 200_000
     spec = RAPPOR(epsilon=epsilon, domain_size=d, instantaneous=irr, **COLLIDING)
     values, truth = skewed(d, n, seed=2)
-    est = spec.unbiased_estimate(spec.aggregate(spec.randomize(values, rng=3)))
-    assert est.unbiased
-    z = (est.frequencies - truth) / np.sqrt(spec.variance(n, truth))
+    stats = spec.aggregate(spec.randomize(values, rng=3))
+    est = spec.estimate(stats)  # the default: RAPPOR's plain estimate is the unbiased one
+    assert est.unbiased and est.postprocessing == ()
+    sd = np.sqrt(spec.variance(n, truth))
+    z = (est.frequencies - truth) / sd
     assert np.max(np.abs(z)) < 6, f"max |z| = {np.max(np.abs(z)):.2f}"
+    # Power: the same counts decoded as if epsilon were 1.3x larger are rejected.
+    wrong = spec.replace(epsilon=1.3 * epsilon)
+    z_wrong = (wrong.estimate(Stats(wrong, stats.n, **stats.arrays)).frequencies - truth) / sd
+    assert np.max(np.abs(z_wrong)) > 6
 
 
 @pytest.mark.slow
@@ -391,7 +397,7 @@ def test_variance_matches_repeated_runs(epsilon, kw):
     spec = RAPPOR(epsilon=epsilon, domain_size=d, **kw)
     values, truth = skewed(d, n, seed=3)
     ests = [
-        spec.unbiased_estimate(spec.aggregate(spec.randomize(values, rng=g)))
+        spec.estimate(spec.aggregate(spec.randomize(values, rng=g)))
         for g in np.random.default_rng(9).spawn(runs)
     ]
     freqs = np.array([e.frequencies for e in ests])
@@ -414,7 +420,7 @@ def test_least_squares_needs_full_rank():
     spec = RAPPOR(epsilon=1.0, domain_size=1100)  # more candidates than 8 * 128 rows
     stats = spec.aggregate(spec.randomize(np.arange(1100), rng=0))
     with pytest.raises(ValueError, match="full column rank for the 1100 candidates"):
-        spec.unbiased_estimate(stats)
+        spec.estimate(stats)
     assert spec.variance(1000) == math.inf
     assert np.all(np.isinf(spec.variance(1000, np.zeros(1100))))
 
@@ -460,7 +466,8 @@ def test_lasso_recovers_sparse_support(d, epsilon, n):
     # (the population's shuffle and the randomizer use different seeds: the cohorts must
     # be independent of the values)
     est = spec.estimate(
-        spec.aggregate(spec.randomize(exact_population(heavy, n, seed=d), rng=d + 7))
+        spec.aggregate(spec.randomize(exact_population(heavy, n, seed=d), rng=d + 7)),
+        postprocess="lasso_selection",
     )
     assert est.postprocessing == ("lasso_selection",) and not est.unbiased
     selected = set(np.flatnonzero(est.frequencies != 0).tolist())
@@ -478,7 +485,9 @@ def test_lasso_scales_to_a_long_candidate_list():
     spec = RAPPOR(epsilon=1.0, domain_size=100_000)
     items = np.arange(20) * 4999 + 17
     values = items[np.random.default_rng(0).integers(0, 20, size=1_000_000)]
-    est = spec.estimate(spec.aggregate(spec.randomize(values, rng=1)))
+    est = spec.estimate(
+        spec.aggregate(spec.randomize(values, rng=1)), postprocess="lasso_selection"
+    )
     selected = set(np.flatnonzero(est.frequencies != 0).tolist())
     assert set(items.tolist()) <= selected and len(selected) <= 21
     truth = np.bincount(values, minlength=100_000) / 1_000_000
@@ -492,7 +501,8 @@ def test_lasso_false_positives_are_rare_under_a_point_mass():
     spurious = 0
     for seed in range(20):
         est = spec.estimate(
-            spec.aggregate(spec.randomize(np.zeros(20_000, dtype=np.int64), rng=seed))
+            spec.aggregate(spec.randomize(np.zeros(20_000, dtype=np.int64), rng=seed)),
+            postprocess="lasso_selection",
         )
         selected = np.flatnonzero(est.frequencies != 0)
         assert 0 in selected
@@ -503,12 +513,12 @@ def test_lasso_false_positives_are_rare_under_a_point_mass():
 def test_estimate_arguments():
     spec = RAPPOR(epsilon=1.0, domain_size=8)
     stats = spec.aggregate(spec.randomize(np.arange(8), rng=0))
-    with pytest.raises(ValueError, match="selection must be 'lasso' or 'none'"):
-        spec.estimate(stats, selection="ridge")
+    with pytest.raises(ValueError, match="postprocess must be None or 'lasso_selection'"):
+        spec.estimate(stats, postprocess="ridge")
     with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
         spec.estimate(stats, alpha=0.0)
     with pytest.raises(ValueError, match="at least one report"):
-        spec.estimate(Stats.empty(spec), selection="none")
+        spec.estimate(Stats.empty(spec))
 
 
 # -- the longitudinal client --------------------------------------------------------------------

@@ -128,7 +128,14 @@ def test_estimate_is_norm_sub_spread_uniformly(eps, bins, buckets):
     spec = CFOBinning(epsilon=eps, buckets=bins, low=-3.0, high=5.0)
     values = -3.0 + 8.0 * beta_values(20_000, 4)
     stats = spec.aggregate(spec.randomize(values, rng=3))
-    dist = spec.estimate(stats).rebin(buckets)
+    plain = spec.estimate(stats)  # the unbiased bucket frequencies, no post-processing
+    raw = spec.frequency_estimate(stats)
+    np.testing.assert_allclose(
+        plain.probabilities, raw.frequencies + (1 - raw.frequencies.sum()) / bins, atol=1e-15
+    )
+    assert plain.postprocessing == () and plain.n == 20_000 and plain.spec == spec
+    dist = spec.estimate(stats, postprocess="norm_sub").rebin(buckets)
+    assert dist.postprocessing == ("norm_sub",)
     assert isinstance(dist, Distribution)
     assert dist.buckets == buckets and (dist.low, dist.high) == (-3.0, 5.0)
     assert np.all(dist.probabilities >= 0) and abs(dist.probabilities.sum() - 1) < 1e-12
@@ -187,11 +194,13 @@ class _WrongEpsilonCFO(CFOBinning):
 @pytest.mark.parametrize("bins", [16, 32, 64])
 def test_w1_on_beta(bins):
     values = beta_values(100_000, 1000)
-    dist = CFOBinning(epsilon=1.0, buckets=bins).run(values, rng=0)
+    spec = CFOBinning(epsilon=1.0, buckets=bins)
+    dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=0)), postprocess="norm_sub")
     assert wasserstein(dist, values) <= W1_BOUNDS[bins]
 
 
 def test_w1_bound_fails_for_a_broken_estimator():
     values = beta_values(100_000, 1000)
-    dist = _WrongEpsilonCFO(epsilon=1.0, buckets=16).run(values, rng=0)
+    spec = _WrongEpsilonCFO(epsilon=1.0, buckets=16)
+    dist = spec.estimate(spec.aggregate(spec.randomize(values, rng=0)), postprocess="norm_sub")
     assert wasserstein(dist, values) > W1_BOUNDS[16]

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from ldpkit import GRR, OUE, Reports, Stats
+from ldpkit.consistency import simplex_projection
 from ldpkit.numeric import Distribution, WienerDeconvolution
 from ldpkit.numeric.deconvolution import noise_power, wiener_deconvolve
 
@@ -149,10 +150,13 @@ def test_spec_flow_merge_and_distribution():
     assert merged == wd.aggregate(rep)
     assert Stats.from_dict(merged.to_dict()) == merged
     for method in ("direct", "iterative"):
-        dist = wd.estimate(merged, method)
+        plain = wd.estimate(merged, method)
+        assert plain.postprocessing == () and plain.n == 20_000 and plain.spec == wd
+        dist = wd.estimate(merged, method, postprocess="norm_sub")
+        np.testing.assert_allclose(dist.probabilities, simplex_projection(plain.probabilities))
         assert isinstance(dist, Distribution) and dist.buckets == 20
         assert dist.low == -5.0 and dist.high == 5.0
-        assert np.all(dist.probabilities >= 0)
+        assert np.all(dist.probabilities >= 0) and dist.postprocessing == ("norm_sub",)
         assert dist.probabilities.sum() == pytest.approx(1.0, abs=1e-12)
         assert abs(dist.mean() - values.mean()) < 0.2
     assert wd.randomize(values, rng=1).equals(rep)

@@ -149,6 +149,7 @@ def test_moments_closed_forms():
     assert two.var() == pytest.approx(1.5**2 + 1.0 / 12.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(histograms(), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
 def test_quantile_inverts_cdf(dist, qs):
@@ -205,3 +206,88 @@ def test_sample_matches_cdf_ks():
     assert stats.kstest(x, shifted.cdf).pvalue < ALPHA  # the test has power
     np.testing.assert_array_equal(x, d.sample(100_000, rng=1))
     assert d.sample(0, rng=0).shape == (0,)
+
+
+# -- plain (signed) estimates, provenance and explicit post-processing ---------------------------
+SIGNED = [0.3, -0.05, 0.25, 0.4, 0.1]
+
+
+def test_signed_distribution_needs_the_flag_and_keeps_linear_queries_exact():
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        Distribution(SIGNED)
+    d = Distribution(SIGNED, 0.0, 5.0, signed=True)
+    assert d.signed and d.postprocessing == () and d.n is None and d.spec is None
+    # cdf, range and mean are the linear functionals of the masses, negatives included
+    assert d.cdf(2.0) == pytest.approx(0.25)
+    assert d.range(1.0, 2.0) == pytest.approx(-0.05)  # not clamped: stays unbiased
+    assert d.mean() == pytest.approx(float(np.dot(SIGNED, np.arange(5) + 0.5)))
+    with pytest.raises(ValueError, match="quantile needs non-negative probabilities"):
+        d.quantile(0.5)
+    with pytest.raises(ValueError, match="sample needs non-negative probabilities"):
+        d.sample(3, rng=0)
+    # a signed flag on masses that are all >= 0 is simply a proper distribution
+    assert not Distribution([0.5, 0.5], signed=True).signed
+
+
+def _pava(y):
+    """Least-squares non-decreasing fit by brute force over block merges (reference)."""
+    blocks = [[float(v), 1] for v in y]
+    i = 0
+    while i < len(blocks) - 1:
+        if blocks[i][0] / blocks[i][1] > blocks[i + 1][0] / blocks[i + 1][1]:
+            blocks[i][0] += blocks[i + 1][0]
+            blocks[i][1] += blocks[i + 1][1]
+            del blocks[i + 1]
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    return np.concatenate([np.full(c, s / c) for s, c in blocks])
+
+
+def test_postprocess_methods_do_what_they_say():
+    d = Distribution(SIGNED, 0.0, 5.0, n=1000, spec=None, signed=True)
+    x = np.asarray(SIGNED)
+    # norm_sub: the Euclidean projection onto the simplex, max(x + delta, 0) summing to 1
+    sub = d.postprocess("norm_sub")
+    delta = (sub.probabilities - x)[sub.probabilities > 0]
+    np.testing.assert_allclose(delta, delta[0], atol=1e-15)
+    assert np.all(sub.probabilities[sub.probabilities == 0] <= -delta[0] + x.max())
+    # norm_mul: negatives to 0, rescaled
+    mul = d.postprocess("norm_mul")
+    np.testing.assert_allclose(mul.probabilities, np.maximum(x, 0) / np.maximum(x, 0).sum())
+    # cdf: the cumulative masses replaced by their least-squares monotone fit, clipped
+    fit = d.postprocess("cdf")
+    want = np.clip(_pava(np.cumsum(x)), 0.0, 1.0)
+    want[-1] = 1.0
+    np.testing.assert_allclose(np.cumsum(fit.probabilities), want, atol=1e-15)
+    for out, name in ((sub, "norm_sub"), (mul, "norm_mul"), (fit, "cdf")):
+        assert not out.signed and np.all(out.probabilities >= 0)
+        assert out.postprocessing == (name,) and out.n == 1000
+        out.quantile(0.5)  # proper now
+    assert d.postprocess("cdf").postprocess("norm_sub").postprocessing == ("cdf", "norm_sub")
+    with pytest.raises(ValueError, match="postprocess must be one of"):
+        d.postprocess("magic")
+    # the fit moves a non-monotone CDF; a proper distribution is left unchanged by it
+    assert not np.allclose(fit.probabilities, x)
+    proper = Distribution([0.2, 0.3, 0.5])
+    np.testing.assert_allclose(proper.postprocess("cdf").probabilities, [0.2, 0.3, 0.5])
+
+
+def test_provenance_survives_rebin_pickle_and_json():
+    from ldpkit import GRR
+    from ldpkit.numeric import CFOBinning
+
+    spec = CFOBinning(epsilon=1.0, buckets=8)
+    d = Distribution.from_estimate([*SIGNED, 0.0, 0.0, 0.0], 0.0, 1.0, n=77, spec=spec)
+    assert d.signed and d.n == 77 and d.spec == spec
+    for copy in (
+        pickle.loads(pickle.dumps(d)),
+        Distribution.from_dict(json.loads(json.dumps(d.to_dict()))),
+        d.rebin(16).rebin(8),
+    ):
+        assert copy.n == 77 and copy.spec == spec and copy.signed
+        np.testing.assert_allclose(copy.probabilities, d.probabilities, atol=1e-15)
+    assert d.replace(n=5).n == 5 and d.replace(spec=GRR(epsilon=1.0, domain_size=2)).spec != spec
+    # from_estimate spreads the (zero-mean) missing mass evenly: total exactly 1
+    e = Distribution.from_estimate([0.5, 0.3], n=10)
+    np.testing.assert_allclose(e.probabilities, [0.6, 0.4])

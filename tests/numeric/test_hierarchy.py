@@ -222,8 +222,8 @@ def test_hh_validation():
         hh.aggregate(missing)
     with pytest.raises(ValueError, match="n = 0"):
         hh.estimate(hh.empty_stats())
-    with pytest.raises(ValueError, match="postprocessing must be one of"):
-        hh.estimate(hh.aggregate(reports), postprocessing="magic")
+    with pytest.raises(ValueError, match="postprocess must be one of"):
+        hh.estimate(hh.aggregate(reports), postprocess="magic")
 
 
 def test_hh_reports_layout():
@@ -322,15 +322,28 @@ def test_hh_estimate_is_a_distribution(postprocessing, buckets):
     hh = HierarchicalHistogram(epsilon=1.0, buckets=buckets, low=10.0, high=30.0)
     values = 10.0 + 20.0 * beta_values(20_000, 4)
     stats = hh.aggregate(hh.randomize(values, rng=5))
-    dist = hh.estimate(stats, postprocessing=postprocessing)
-    assert isinstance(dist, Distribution)
+    # The plain estimate: the consistent leaves, unbiased and signed; the padding leaves'
+    # mass (zero in expectation) is spread evenly over the real ones.
+    plain = hh.estimate(stats)
+    leaves = hh.tree(stats)[-1][:buckets]
+    np.testing.assert_allclose(
+        plain.probabilities, leaves + (1.0 - leaves.sum()) / buckets, rtol=0, atol=1e-14
+    )
+    assert plain.postprocessing == () and plain.n == 20_000 and plain.spec == hh
+    assert plain.signed and np.any(plain.probabilities < 0)
+    with pytest.raises(ValueError, match="quantile needs non-negative probabilities"):
+        plain.quantile(0.5)
+    dist = hh.estimate(stats, postprocess=postprocessing)
+    assert isinstance(dist, Distribution) and not dist.signed
+    assert dist.postprocessing == (postprocessing,) and dist.n == 20_000
     assert dist.buckets == buckets and (dist.low, dist.high) == (10.0, 30.0)
     assert np.all(dist.probabilities >= 0) and abs(dist.probabilities.sum() - 1.0) < 1e-12
     np.testing.assert_allclose(
-        dist.probabilities, leaves_to_probabilities(hh.tree(stats)[-1][:buckets], postprocessing)
+        dist.probabilities, leaves_to_probabilities(plain.probabilities, postprocessing)
     )
+    assert dist == plain.postprocess(postprocessing)
     if postprocessing == "norm_sub":
-        np.testing.assert_allclose(dist.probabilities, simplex_projection(hh.leaf_estimates(stats)))
+        np.testing.assert_allclose(dist.probabilities, simplex_projection(plain.probabilities))
 
 
 def test_postprocessing_helpers():
@@ -425,11 +438,14 @@ def test_admm_fixed_point_and_validation():
 def test_admm_estimate_is_a_distribution():
     spec = HHADMM(epsilon=1.0, buckets=20)
     stats = spec.aggregate(spec.randomize(beta_values(20_000, 4), rng=5))
-    dist = spec.estimate(stats)
+    plain = spec.estimate(stats)
+    tree, _ = spec.admm_tree(stats)
+    leaves = tree[-1][:20]
+    np.testing.assert_allclose(plain.probabilities, leaves + (1 - leaves.sum()) / 20, atol=1e-14)
+    dist = spec.estimate(stats, postprocess="norm_sub")
     assert dist.buckets == 20 and np.all(dist.probabilities >= 0)
     assert Stats.from_dict(json.loads(json.dumps(stats.to_dict()))) == stats
-    assert spec.estimate(stats, postprocessing="cdf").buckets == 20
-    tree, _ = spec.admm_tree(stats)
+    assert spec.estimate(stats, postprocess="cdf").buckets == 20
     # only the last <= 1e-4 violations (and the padded leaves) are removed
     assert np.max(np.abs(dist.probabilities - tree[-1][:20])) <= 2e-3
 
@@ -575,8 +591,16 @@ def test_haarhrr_estimate_is_a_distribution(buckets):
     full = inverse_haar_transform(2.0 ** (-haar.height / 2), haar.coefficient_estimates(stats))
     assert full.sum() == pytest.approx(1.0, abs=1e-12)
     np.testing.assert_array_equal(haar.leaf_estimates(stats), full[:buckets])
+    plain = haar.estimate(stats)  # the plain estimate: the inverse transform's leaves
+    np.testing.assert_allclose(
+        plain.probabilities,
+        full[:buckets] + (1 - full[:buckets].sum()) / buckets,
+        rtol=0,
+        atol=1e-14,
+    )
+    assert plain.postprocessing == () and plain.spec == haar and plain.n == 20_000
     for pp in ("norm_sub", "cdf"):
-        dist = haar.estimate(stats, postprocessing=pp)
+        dist = haar.estimate(stats, postprocess=pp)
         assert dist.buckets == buckets and (dist.low, dist.high) == (-1.0, 1.0)
         assert np.all(dist.probabilities >= 0) and abs(dist.probabilities.sum() - 1) < 1e-12
 
@@ -628,7 +652,7 @@ def _w1(cls, postprocessing):
     dist = (
         spec.estimate(stats)
         if postprocessing is None
-        else spec.estimate(stats, postprocessing=postprocessing)
+        else spec.estimate(stats, postprocess=postprocessing)
     )
     return wasserstein(dist, values)
 
@@ -648,3 +672,37 @@ def test_w1_on_beta(cls, broken, postprocessing):
     assert _w1(cls, postprocessing) <= bound
     if postprocessing != "norm_sub":  # Norm-Sub's own bias leaves too little room to test power
         assert _w1(broken, postprocessing) > bound
+
+
+# =========================================================================================
+# The plain estimate is unbiased (range queries), and the test has power
+# =========================================================================================
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("cls", "broken"),
+    [(HierarchicalHistogram, _WrongScalingHH), (HaarHRR, _WrongScalingHaar)],
+)
+def test_plain_estimate_is_unbiased_for_ranges(cls, broken):
+    """Over 150 runs the mean plain range answer matches the truth (|z| <= 5 with the
+    empirical standard error); the wrongly scaled variant fails the same test."""
+    values = beta_values(4000, 21)
+    truth = Distribution.from_values(values, 0.0, 1.0, 16)
+    ranges = [(0.0, 0.25), (0.25, 0.75), (0.5, 1.0), (0.8125, 0.9375)]
+    want = np.array([truth.range(a, b) for a, b in ranges])
+
+    def max_z(kind):
+        spec = kind(epsilon=2.0, buckets=16)
+        runs = np.array(
+            [
+                [d.range(a, b) for a, b in ranges]
+                for d in (
+                    spec.estimate(spec.aggregate(spec.randomize(values, rng=g)))
+                    for g in np.random.default_rng(5).spawn(150)
+                )
+            ]
+        )
+        se = runs.std(axis=0, ddof=1) / np.sqrt(runs.shape[0])
+        return float(np.max(np.abs(runs.mean(axis=0) - want) / se))
+
+    assert max_z(cls) <= 5.0
+    assert max_z(broken) > 5.0

@@ -62,6 +62,7 @@ def test_smooth_sensitivity_needs_the_wide_window() -> None:
     )
 
 
+@pytest.mark.slow
 def test_pak_threshold_law() -> None:
     values = np.arange(1, 2001) % 100.0  # 99.5th percentile = 99 (rank 1991)
     big = [pak_threshold(values, 1e9, 200, delta=1e-6, rng=s) for s in range(5)]
@@ -115,6 +116,7 @@ def test_baseline_structures_and_thresholds() -> None:
         HC16(1.0, 300, excess=3.0)
 
 
+@pytest.mark.slow
 def test_flat_laplace_adds_laplace_theta_over_epsilon_per_value() -> None:
     values = np.random.default_rng(0).integers(0, 20, 30_000).astype(float)
     flat = FlatLaplace(0.5, 20, threshold=8.0, threshold_size=0, rng=0).update(values)

@@ -119,6 +119,7 @@ def _noisy_max_law(scores: np.ndarray, scale: float) -> np.ndarray:
     return p / p.sum()
 
 
+@pytest.mark.slow
 def test_report_noisy_max_law_uses_laplace_one_over_epsilon() -> None:
     scores = np.array([0.0, -1.0, -2.0, -4.0])
     eps = 1.0

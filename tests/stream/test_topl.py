@@ -22,7 +22,9 @@ from ldpkit.stream import (
     ToPL,
     choose_topl_threshold,
     client_randomize,
+    cut_tail,
     random_ranges,
+    square_wave_detection_floor,
     stream_from_dict,
     topl_threshold_objective,
 )
@@ -121,17 +123,29 @@ def test_objective_input_validation() -> None:
 def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> None:
     values = _stream(30_000, seed=1)
     m = 20_000
-    for method in ("ems", "em"):
+    for method, cut in (("ems", "none"), ("em", "none"), ("em", "detection"), ("ems", "authors")):
         topl = ToPL(
-            1.0, 100, threshold_size=m, length=10_000, buckets=256, method=method, rng=3
+            1.0,
+            100,
+            threshold_size=m,
+            length=10_000,
+            buckets=256,
+            method=method,
+            tail_cut=cut,
+            rng=3,
         ).update(values)
         stats = topl.threshold_counts
         assert stats.n == m and topl.n_released == 10_000 and topl.n_seen == 30_000
         dist = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256).estimate(
             stats, method=method
         )
-        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, dist.probabilities)
-        assert topl.threshold == choose_topl_threshold(dist, 100.0, 1.0, 10_000)
+        f = dist.probabilities
+        if cut == "detection":
+            f = cut_tail(f, square_wave_detection_floor(1.0, m))
+        elif cut == "authors":
+            f = cut_tail(f, 1e-4)
+        np.testing.assert_array_equal(topl.threshold_distribution.probabilities, f)
+        assert topl.threshold == choose_topl_threshold(f, 100.0, 1.0, 10_000)
         obj = topl.threshold_objective
         assert topl.threshold == obj.candidates[1 + np.argmin(obj.total[1:])]
 
@@ -269,6 +283,7 @@ def _ingest_same(reports, g: int) -> ToPL:
     return topl
 
 
+@pytest.mark.slow
 def test_blocked_store_is_exact_on_block_boundaries_and_shares_cut_blocks() -> None:
     values = _stream(10_037, seed=2)
     reports = client_randomize(ToPL(1.0, 100, threshold=30.0).client_spec(), values, rng=3)
@@ -356,13 +371,13 @@ def test_resume_from_dict_and_pickle_gives_identical_answers(cut: int, g: int) -
 def test_same_seed_same_output_other_seed_differs() -> None:
     values = _stream(30_000, seed=2)
     a = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=5).update(values)
-    b = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128).extend(values, rng=5)
+    b = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128).simulate(values, rng=5)
     c = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=6).update(values)
     _assert_same_dict(a.to_dict()["state"], b.to_dict()["state"])
     assert not np.array_equal(a.to_dict()["state"]["prefix"], c.to_dict()["state"]["prefix"])
     gen = np.random.default_rng(0)
     before = gen.bit_generator.state["state"]["state"]
-    ToPL(1.0, 10, threshold=5.0).extend(np.ones(100), rng=gen)
+    ToPL(1.0, 10, threshold=5.0).simulate(np.ones(100), rng=gen)
     assert gen.bit_generator.state["state"]["state"] != before
 
 
@@ -467,3 +482,101 @@ def test_validation(kwargs: dict, exc: type, match: str) -> None:
 def test_simulated_values_outside_the_public_bound_are_rejected() -> None:
     with pytest.raises(ValueError, match="values must be real numbers in \\[0, 100\\]"):
         ToPL(1.0, 100, threshold=5.0).update([101.0])
+
+
+# ---------------------------------------------------------------- the tail cut
+
+
+def test_detection_floor_closed_form() -> None:
+    for eps, m, z in ((0.5, 65_536, 0.25), (1.0, 1000, 1.0), (4.0, 16_384, 3.0)):
+        sw = SquareWave(epsilon=eps)
+        p, q, b = sw.density_high, sw.density_low, sw.b
+        want = z * math.sqrt(m * q * 2 * b) / ((p - q) * 2 * b * m)
+        assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="reports must be"):
+        square_wave_detection_floor(1.0, 0)
+    with pytest.raises(ValueError, match="z must be"):
+        square_wave_detection_floor(1.0, 10, z=0.0)
+
+
+def test_cut_tail_exact() -> None:
+    f = np.array([0.1, 0.4, 0.2, 0.005, 0.1, 0.0, 0.0, 0.005, 0.19])
+    # 0.005 buckets are under the floor; the first run of 2 empties above the mode (1)
+    # starts at 5, so 0.19 at 8 goes; the isolated empty at 3 does not end the bulk
+    want = np.array([0.1, 0.4, 0.2, 0.0, 0.1, 0, 0, 0, 0]) / 0.8
+    np.testing.assert_allclose(cut_tail(f, 0.01, run=2), want, rtol=1e-15)
+    np.testing.assert_allclose(cut_tail(f, 0.01, run=3), want, rtol=1e-15)
+    np.testing.assert_allclose(cut_tail(f, 0.01, run=4), np.where(f < 0.01, 0, f) / 0.99)
+    # no floor: the exact zeros at 5 and 6 still end the bulk
+    np.testing.assert_allclose(cut_tail(f, 0.0, run=1), np.where(np.arange(9) < 5, f, 0) / 0.805)
+    # everything under the floor: the mode alone
+    np.testing.assert_array_equal(cut_tail([0.3, 0.7], 0.9), [0.0, 1.0])
+    with pytest.raises(ValueError, match="floor must be"):
+        cut_tail(f, -1.0)
+    with pytest.raises(ValueError, match="run must be"):
+        cut_tail(f, 0.1, run=0)
+
+
+def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:
+    """POS at eps = 2 (the issue's case): without the cut theta is ~25x the best threshold of
+    the objective on the true histogram (46.4); with it, within 2x."""
+    pos = streams["pos"]
+    m, bound = 65_536, 1638.0
+    n = pos.size - m
+    head = np.histogram(pos[:m], bins=1024, range=(0.0, bound))[0]
+    best = choose_topl_threshold(head / m, bound, 2.0, n)
+    spec = SquareWave(epsilon=2.0, low=0.0, high=bound, buckets=1024)
+    counts = spec.aggregate(client_randomize(spec, pos[:m], rng=11))
+    thetas = {}
+    for cut in ("detection", "none"):
+        topl = ToPL(2.0, bound, threshold_size=m, length=n, tail_cut=cut)
+        topl.ingest(counts)
+        thetas[cut] = topl.threshold
+    assert best / 2 <= thetas["detection"] <= 2 * best
+    assert thetas["none"] > 10 * best
+
+
+# ---------------------------------------------------------------- windows
+
+
+def test_windows_file_released_reports_per_day_and_answer_unbiased_sums() -> None:
+    """Three days of 6,000 users; the first 2,000 choose theta. Day sums of the clipped values
+    are within 5 standard errors; the answers equal those of aggregate_windows on the same
+    reports; the windows survive to_dict, and a per-day total matches the range sum."""
+    values = _stream(18_000, seed=9)
+    days = np.repeat(["2026-11-01", "2026-11-02", "2026-11-03"], 6000)
+    topl = ToPL(2.0, 100, threshold_size=2000, length=16_000, buckets=128)
+    device = np.random.default_rng(4)
+    pos = 0
+    for size in (1500, 500, 7000, 9000):  # batches across the phase and day boundaries
+        spec = topl.client_spec()
+        reports = client_randomize(spec, values[pos : pos + size], rng=device)
+        topl.ingest(reports, windows=days[pos : pos + size])
+        pos += size
+    assert topl.threshold_window_counts == {"2026-11-01": 2000}
+    out = topl.window_sums()
+    assert out.windows == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    assert out.n.tolist() == [4000, 6000, 6000]
+    clipped = np.minimum(values[2000:], topl.threshold)
+    truth = [clipped[:4000].sum(), clipped[4000:10_000].sum(), clipped[10_000:].sum()]
+    assert np.all(np.abs(out.estimate - truth) < 5 * out.std_error)
+    # the same as the released positions' range sums (one report per position)
+    est, se = topl.range_sums(np.array([0, 4000, 10_000]), np.array([4000, 10_000, 16_000]))
+    np.testing.assert_allclose(out.estimate, est, rtol=1e-9)
+    np.testing.assert_allclose(out.std_error, se, rtol=1e-12)
+    again = stream_from_dict(topl.to_dict())
+    assert again.window_stats == topl.window_stats
+    assert again.threshold_window_counts == topl.threshold_window_counts
+    with pytest.raises(ValueError, match="windows must hold one key per report"):
+        topl.ingest(client_randomize(topl.client_spec(), [1.0, 2.0], rng=0), windows=[0])
+    with pytest.raises(ValueError, match="window_sums needs"):
+        ToPL(1.0, 10, threshold=5.0).window_sums()
+
+
+def test_extend_keeps_its_base_meaning() -> None:
+    batches = np.array_split(_stream(6000, seed=3), 4)
+    a = ToPL(1.0, 100, threshold_size=1000, length=5000, buckets=64, rng=1).extend(batches)
+    b = ToPL(1.0, 100, threshold_size=1000, length=5000, buckets=64, rng=1)
+    for batch in batches:
+        b.update(batch)
+    _assert_same_dict(a.to_dict(), b.to_dict())

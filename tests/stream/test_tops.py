@@ -145,6 +145,7 @@ def _config(kind: str) -> dict:
 QUERIES = (np.array([0, 3, 5, 20, 140, 150, 0, 33]), np.array([151, 40, 6, 38, 151, 151, 1, 34]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kind", ["recent-uniform", "mean-last", "exponential-uniform", "moving-last", "no-consistency"]
 )

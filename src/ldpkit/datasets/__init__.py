@@ -14,21 +14,11 @@ Categorical: :func:`babynames` (with :func:`babyname_counts`), :func:`emoji`, :f
 :func:`gaussian_items`, :func:`uniform_items`.
 """
 
-from ._cache import DataPackageNotFoundError, cache_dir
-from ._dataset import Dataset
-from ._registry import DATASETS, DatasetInfo, list_datasets, load
-from .categorical import babyname_counts, babynames, emoji
-from .numerical import (
-    city_populations,
-    cpssw8_earnings,
-    fertility_weeks_worked,
-    flights_departure_delay,
-    flights_departure_time,
-    flights_distance,
-    salaries,
-)
-from .streams import dns_google, pos, retail, streams
-from .synthetic import beta, gaussian_items, uniform_items, zipf, zipf_probabilities
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
 
 __all__ = [
     "Dataset",
@@ -58,3 +48,22 @@ __all__ = [
     "gaussian_items",
     "uniform_items",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy (ldpkit._lazy)
+    from ._cache import DataPackageNotFoundError, cache_dir
+    from ._dataset import Dataset
+    from ._registry import DATASETS, DatasetInfo, list_datasets, load
+    from .categorical import babyname_counts, babynames, emoji
+    from .numerical import (
+        city_populations,
+        cpssw8_earnings,
+        fertility_weeks_worked,
+        flights_departure_delay,
+        flights_departure_time,
+        flights_distance,
+        salaries,
+    )
+    from .streams import dns_google, pos, retail, streams
+    from .synthetic import beta, gaussian_items, uniform_items, zipf, zipf_probabilities

@@ -8,8 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import categorical, numerical, streams, synthetic
+from . import categorical, numerical, synthetic
 from ._dataset import Dataset
+from .streams import dns_google, pos, retail  # the package's ``streams`` is the loader function
 
 __all__ = ["DatasetInfo", "DATASETS", "list_datasets", "load"]
 
@@ -108,7 +109,7 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "pos",
-            streams.pos,
+            pos,
             "numerical",
             515_597,
             "[2, 165] items",
@@ -118,7 +119,7 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "retail",
-            streams.retail,
+            retail,
             "numerical",
             88_162,
             "[1, 76] items",
@@ -128,7 +129,7 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "dns_google",
-            streams.dns_google,
+            dns_google,
             "numerical",
             355_872,
             "[1, 28] queries/s",

@@ -7,19 +7,11 @@ writes Parquet, a Markdown table and a PNG in the papers' figure shape
 (:func:`~ldpkit.experiments.plots.plot_error_vs_epsilon`).
 """
 
-from .grid import (
-    Cell,
-    ExperimentResult,
-    Grid,
-    Method,
-    Metric,
-    cell_seed,
-    default_truth,
-    run_grid,
-    summarize,
-)
-from .methods import MechanismMethod, frequency_mse
-from .results import markdown_table, save_results
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
 
 __all__ = [
     "Cell",
@@ -36,3 +28,20 @@ __all__ = [
     "markdown_table",
     "save_results",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy (ldpkit._lazy)
+    from .grid import (
+        Cell,
+        ExperimentResult,
+        Grid,
+        Method,
+        Metric,
+        cell_seed,
+        default_truth,
+        run_grid,
+        summarize,
+    )
+    from .methods import MechanismMethod, frequency_mse
+    from .results import markdown_table, save_results

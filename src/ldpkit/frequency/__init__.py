@@ -1,15 +1,14 @@
-"""Categorical frequency oracles (FO17) and their helpers."""
+"""Categorical frequency oracles (FO17) and their helpers.
 
-from ._base import FrequencyOracle, PureFrequencyOracle
-from .choose import choose_oracle
-from .grr import GRR
-from .hadamard import HRR, HadamardResponse, fwht
-from .hashing import BLH, OLH, LocalHashing
-from .histogram import SHE, THE
-from .rappor import RAPPOR, RAPPORClient, bloom_positions
-from .significance import heavy_hitters, significance_cutoff
-from .subset import SubsetSelection
-from .unary import OUE, SUE, UnaryEncoding
+Each name loads its own module on first use (see :mod:`ldpkit._lazy`): ``from
+ldpkit.frequency import OLH`` does not import RAPPOR's scipy or the numba kernels.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._lazy import attach
 
 __all__ = [
     "ORACLES",
@@ -36,17 +35,45 @@ __all__ = [
     "bloom_positions",
 ]
 
-#: Every frequency oracle by name; the contract suite runs over this registry.
-ORACLES: dict[str, type[FrequencyOracle]] = {
-    "GRR": GRR,
-    "BLH": BLH,
-    "OLH": OLH,
-    "SubsetSelection": SubsetSelection,
-    "HadamardResponse": HadamardResponse,
-    "HRR": HRR,
-    "SUE": SUE,
-    "OUE": OUE,
-    "SHE": SHE,
-    "THE": THE,
-    "RAPPOR": RAPPOR,
-}
+
+# Names of the oracles in ORACLES, in registry order.
+_ORACLE_NAMES = (
+    "GRR",
+    "BLH",
+    "OLH",
+    "SubsetSelection",
+    "HadamardResponse",
+    "HRR",
+    "SUE",
+    "OUE",
+    "SHE",
+    "THE",
+    "RAPPOR",
+)
+
+
+def _oracles() -> dict[str, Any]:
+    # Built on first access: the registry imports every oracle's module (RAPPOR's scipy too).
+    return {name: __getattr__(name) for name in _ORACLE_NAMES}
+
+
+__getattr__, __dir__ = attach(
+    __name__,
+    __file__,
+    factories={"ORACLES": _oracles},
+)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
+    from ._base import FrequencyOracle, PureFrequencyOracle
+    from .choose import choose_oracle
+    from .grr import GRR
+    from .hadamard import HRR, HadamardResponse, fwht
+    from .hashing import BLH, OLH, LocalHashing
+    from .histogram import SHE, THE
+    from .rappor import RAPPOR, RAPPORClient, bloom_positions
+    from .significance import heavy_hitters, significance_cutoff
+    from .subset import SubsetSelection
+    from .unary import OUE, SUE, UnaryEncoding
+
+    #: Every frequency oracle by name; the contract suite runs over this registry.
+    ORACLES: dict[str, type[FrequencyOracle]]

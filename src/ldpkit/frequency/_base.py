@@ -116,9 +116,7 @@ class PureFrequencyOracle(FrequencyOracle):
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Unbiased frequencies with plug-in variance and the spec attached."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         freq = (stats.counts / stats.n - self.q) / (self.p - self.q)
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
         return FrequencyEstimate(freq, var, stats.n, spec=self)

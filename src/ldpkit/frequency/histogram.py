@@ -145,9 +145,7 @@ class SHE(FrequencyOracle):
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Mean noisy count per item: unbiased (FO17 Theorem 5)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         freq = stats.sums / _GRID / stats.n
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
         return FrequencyEstimate(freq, var, stats.n, spec=self)

@@ -5,7 +5,8 @@ Erlingsson, Pihur and Korolova (CCS 2014); FO17 section 2.3. Each user belongs t
 ``H_{c,j}(v)`` of a ``num_bits``-bit filter. The filter goes through the permanent randomized
 response (PRR, parameter f) and, optionally, the instantaneous randomized response (IRR,
 parameters p and q). The server unbiases the bit counts of every cohort and regresses them
-on the candidates' Bloom patterns: LASSO picks the candidates, least squares estimates them.
+on the candidates' Bloom patterns by least squares (unbiased, the plain estimate); RAPPOR's
+LASSO candidate selection is an explicit post-processing (``postprocess="lasso_selection"``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, NamedTuple, NoReturn
+from typing import Any, Literal, NamedTuple, NoReturn
 
 import numpy as np
 import scipy.sparse as sp
@@ -239,11 +240,12 @@ class RAPPOR(FrequencyOracle):
     counts N, and ``E[N_c] = n_c f`` given the cohort sizes. The weighted least-squares
     estimate ``f = M^{-1} A^T y``, ``M = sum_c n_c A_c^T A_c`` (weights ``n_c`` are inverse
     to the per-row noise variance) is exactly unbiased whenever ``M`` is invertible, which
-    needs ``d <= m k`` at least (``selection="none"``). The default ``selection="lasso"``
+    needs ``d <= m k`` at least; this is what :meth:`estimate` returns by default.
+    ``postprocess="lasso_selection"`` (RAPPOR's decoder, Erlingsson et al. section 4)
     first solves a non-negative weighted LASSO, refits least squares on the selected
-    candidates and keeps the significant ones (Erlingsson et al. section 4); it scales to
-    ``d > m k`` but is biased by construction (missed items read 0, selected ones absorb
-    their mass), and the estimate says so (``postprocessing=("lasso_selection",)``).
+    candidates and keeps the significant ones; it scales to ``d > m k`` but is biased by
+    construction (missed items read 0, selected ones absorb their mass), and the estimate
+    says so (``postprocessing=("lasso_selection",)``).
 
     References
     ----------
@@ -259,6 +261,9 @@ class RAPPOR(FrequencyOracle):
     >>> reports.bits.shape, reports.cohorts.dtype
     ((1000, 16), dtype('uint8'))
     >>> est = rappor.estimate(rappor.aggregate(reports))
+    >>> est.unbiased, sorted(est.top(2).tolist())
+    (True, [3, 7])
+    >>> est = rappor.estimate(rappor.aggregate(reports), postprocess="lasso_selection")
     >>> sorted(est.top(2).tolist())
     [3, 7]
     >>> round(rappor.privacy_loss(), 12)
@@ -269,9 +274,6 @@ class RAPPOR(FrequencyOracle):
     num_hashes: int = 2
     num_cohorts: int = 8
     instantaneous: tuple[float, float] | None = None
-
-    #: ``estimate`` (LASSO selection) is biased; ``unbiased_estimate`` is not.
-    unbiased_by_default: ClassVar[bool] = False
 
     def _validate(self) -> None:
         super()._validate()
@@ -482,15 +484,11 @@ class RAPPOR(FrequencyOracle):
             cohort_counts=np.bincount(cohorts, minlength=m).astype(np.int64),
         )
 
-    def unbiased_estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Least squares over all candidates: ``estimate(stats, selection="none")``."""
-        return self.estimate(stats, selection="none")
-
     def estimate(
         self,
         stats: Stats,
         *,
-        selection: Literal["lasso", "none"] = "lasso",
+        postprocess: Literal["lasso_selection"] | None = None,
         alpha: float = 0.05,
     ) -> FrequencyEstimate:
         """Frequencies of all candidates, with per-candidate variance.
@@ -499,15 +497,15 @@ class RAPPOR(FrequencyOracle):
         ----------
         stats : Stats
             Aggregated (and possibly merged) statistics of this spec.
-        selection : {"lasso", "none"}
-            ``"lasso"`` (RAPPOR's decoder, biased): a non-negative LASSO selects candidates,
-            least squares on the selected ones gives their estimates (keeping only the
-            significant ones), the others read 0.
-            ``"none"``: least squares over all candidates, unbiased; needs a design of full
-            column rank (``domain_size <= num_cohorts * num_bits`` and no two candidates
-            with identical patterns in every cohort).
+        postprocess : {None, "lasso_selection"}
+            None (default): least squares over all candidates, unbiased; needs a design of
+            full column rank (``domain_size <= num_cohorts * num_bits`` and no two
+            candidates with identical patterns in every cohort).
+            ``"lasso_selection"`` (RAPPOR's decoder, biased): a non-negative LASSO selects
+            candidates, least squares on the selected ones gives their estimates (keeping
+            only the significant ones), the others read 0.
         alpha : float
-            Significance level of the selection (``selection="lasso"`` only), with
+            Significance level of the selection (``"lasso_selection"`` only), with
             ``z = Phi^{-1}(1 - alpha / d)``. The LASSO penalty of candidate v is
             ``lambda_v = z * sigma0 * sqrt(M_vv)``, where ``sigma0^2 M_vv`` is the variance of
             its regression score ``(A^T y)_v`` when its bits are noise only: at the all-zero
@@ -528,11 +526,9 @@ class RAPPOR(FrequencyOracle):
         (``sigma0^2 / (M_vv - M_vS M_S^{-1} M_Sv)``): its error bar says how large its
         frequency could be while reading 0.
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
-        if selection not in ("lasso", "none"):
-            raise ValueError(f"selection must be 'lasso' or 'none', got {selection!r}")
+        stats = self.check_stats(stats, nonempty=True)
+        if postprocess not in (None, "lasso_selection"):
+            raise ValueError(f"postprocess must be None or 'lasso_selection', got {postprocess!r}")
         alpha = check_probability(alpha, "alpha")
         mat = self._design.matrix
         d, k = self.domain_size, self.num_bits
@@ -546,7 +542,7 @@ class RAPPOR(FrequencyOracle):
         # Plug-in per-row variance: q*(1-q*) per report plus the excess of the users whose
         # Bloom bit is set (estimated by y, clipped to [0, n_c]).
         row_var = (w * q1 * q0 + (p1 * p0 - q1 * q0) * np.clip(y, 0.0, w)) / gap**2
-        if selection == "none":
+        if postprocess is None:
             support = np.arange(d)
             if d > np.count_nonzero(w):  # rank <= rows with reports: no d x d matrix needed
                 _rank_error(d)
@@ -572,7 +568,7 @@ class RAPPOR(FrequencyOracle):
         rest = np.setdiff1d(np.arange(d), support)
         if rest.size:
             var[rest] = _added_variance(mat, w, support, rest, gram, q1 * q0 / gap**2)
-        post = ("lasso_selection",) if selection == "lasso" else ()
+        post = ("lasso_selection",) if postprocess else ()
         return FrequencyEstimate(freq, var, stats.n, spec=self, postprocessing=post)
 
     def _fit(
@@ -630,7 +626,7 @@ class RAPPOR(FrequencyOracle):
         return var
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """Variance of the least-squares frequency estimates (``selection="none"``).
+        """Variance of the least-squares frequency estimates (the plain estimate).
 
         Parameters
         ----------
@@ -726,9 +722,9 @@ def _check_full_rank(gram: np.ndarray, d: int) -> None:
 
 def _rank_error(d: int) -> NoReturn:
     raise ValueError(
-        f"selection='none' needs a design of full column rank for the {d} candidates "
+        f"the unbiased least-squares estimate needs a design of full column rank for the {d} candidates "
         "(at most num_cohorts * num_bits of them, no two with identical Bloom patterns in "
-        "every cohort, no empty cohorts that break it); use selection='lasso'"
+        "every cohort, no empty cohorts that break it); use postprocess='lasso_selection'"
     )
 
 

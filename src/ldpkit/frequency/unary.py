@@ -26,7 +26,7 @@ from .._rng import RNGLike, as_generator, derive_seeds
 from ..spec import Reports
 from . import _bits
 from ._base import PureFrequencyOracle
-from ._kernels_unary import sample_unary_bits
+from ._unary_sampler import sample_unary_bits  # numba kernel or its bit-exact numpy twin
 
 __all__ = ["UnaryEncoding", "SUE", "OUE", "unary_thresholds", "unary_privacy_loss"]
 

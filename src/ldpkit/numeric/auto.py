@@ -402,7 +402,7 @@ class AutoDistribution(Mechanism):
             fit, it = fitter.fit(cand[k], tol(cand[k], 1.0), max_iter, None)
             theta += weights[k] * fit
             iterations += it
-        dist = Distribution(theta, self.low, self.high)
+        dist = Distribution(theta, self.low, self.high, n=stats.n, spec=self)
         if not return_info:
             return dist
         scores.flags.writeable = False

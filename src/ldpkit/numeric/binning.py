@@ -2,8 +2,8 @@
 
 The simplest way to estimate a numerical distribution under LDP: cut [low, high] into c
 equal bins, let each user report her bin through a frequency oracle (GRR when c is small,
-OLH otherwise), make the unbiased bin frequencies a probability vector with Norm-Sub, and
-spread each bin's mass uniformly inside the bin. The bin count trades noise (many bins)
+OLH otherwise), and spread each bin's unbiased mass uniformly inside the bin; SW20 then
+makes it a probability vector with Norm-Sub (``postprocess="norm_sub"``). The bin count trades noise (many bins)
 against bias (few bins); SW20 evaluates c = 16, 32 and 64.
 """
 
@@ -55,12 +55,13 @@ def check_oracle_name(name: Any, allowed: tuple[str, ...] | None = None) -> str 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CFOBinning(Mechanism):
-    """Equal-width binning + a categorical frequency oracle + Norm-Sub (SW20 section 4.1).
+    """Equal-width binning + a categorical frequency oracle (SW20 section 4.1).
 
     A value in [low, high] is mapped to one of ``buckets`` equal buckets (SW20's bins),
     which the user reports through :attr:`frequency_oracle` with the full budget. The
-    server estimates unbiased bucket frequencies, projects them onto the probability
-    simplex (Norm-Sub) and spreads each bucket's mass uniformly inside it.
+    server estimates unbiased bucket frequencies and spreads each bucket's mass uniformly
+    inside it; SW20 then projects them onto the probability simplex (Norm-Sub,
+    ``estimate(stats, postprocess="norm_sub")``).
 
     Parameters
     ----------
@@ -135,6 +136,10 @@ class CFOBinning(Mechanism):
         reports = self.check_reports(reports)
         return Reports(self.frequency_oracle, **reports.arrays)
 
+    def privacy_loss(self) -> float:
+        """The oracle's loss: the bin is a function of the value, reported once."""
+        return self.frequency_oracle.privacy_loss()
+
     def empty_stats(self) -> Stats:
         return Stats(self, 0, **self.frequency_oracle.empty_stats().arrays)
 
@@ -145,15 +150,22 @@ class CFOBinning(Mechanism):
 
     def frequency_estimate(self, stats: Stats) -> Any:
         """Unbiased bucket frequencies with their variance (the oracle's FrequencyEstimate)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         oracle = self.frequency_oracle
         return oracle.estimate(Stats(oracle, stats.n, **stats.arrays))
 
-    def estimate(self, stats: Stats) -> Distribution:
-        """Norm-Sub on the bucket frequencies, mass uniform inside each bucket."""
-        from ..consistency import norm_sub  # server-side post-processing
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
+        """The unbiased bucket frequencies as a Distribution (mass uniform in each bucket).
 
-        freq = norm_sub(self.frequency_estimate(stats)).frequencies
-        return Distribution(freq, self.low, self.high)
+        Parameters
+        ----------
+        stats : Stats
+            Aggregated (and possibly merged) reports of this spec.
+        postprocess : {None, "norm_sub", "norm_mul", "cdf"}
+            None (default): the plain estimate, the oracle's unbiased frequencies (a signed
+            Distribution when some are negative). ``"norm_sub"`` gives SW20's CFO binning
+            (Norm-Sub, CON20); see :meth:`Distribution.postprocess`.
+        """
+        est = self.frequency_estimate(stats)
+        dist = Distribution.from_estimate(est.frequencies, self.low, self.high, n=est.n, spec=self)
+        return dist if postprocess is None else dist.postprocess(postprocess)

@@ -191,10 +191,11 @@ class WienerDeconvolution(Mechanism):
     post-processing). ``reports`` and ``Stats.counts`` are those of the oracle
     (:attr:`oracle_spec`), under this spec's fingerprint.
 
-    Post-processing (our choice; the authors' code leaves the filtered vector as is): the
-    zero frequency is fixed to 1, and the filtered vector is projected onto the simplex
-    (Norm-Sub, :func:`ldpkit.consistency.simplex_projection`) so that the result is a
-    Distribution (non-negative, summing to 1; mass uniform inside each bin).
+    Estimate: the zero frequency is fixed to 1 and the filtered vector is returned as is
+    (as the authors' code does), a Distribution that may hold negative masses (mass uniform
+    inside each bucket). ``estimate(stats, postprocess="norm_sub")`` projects it onto the
+    simplex (Norm-Sub, :func:`ldpkit.consistency.simplex_projection`; our choice in the
+    WAV25 reproduction).
 
     References
     ----------
@@ -236,6 +237,10 @@ class WienerDeconvolution(Mechanism):
         cls = GRR if name == "grr" else OUE
         return cls(epsilon=self.epsilon, domain_size=self.buckets)
 
+    def privacy_loss(self) -> float:
+        """The oracle's loss: the bin is a function of the value, reported once."""
+        return self.oracle_spec.privacy_loss()
+
     def noise_power(self, n: int) -> float:
         """P_n for n reports (:func:`noise_power` with the oracle's p*, q*)."""
         o = self.oracle_spec
@@ -267,11 +272,9 @@ class WienerDeconvolution(Mechanism):
 
     def naive_estimate(self, stats: Stats) -> np.ndarray:
         """The unbiased bucket frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
-        return (stats.counts / stats.n - o.q) / (o.p - o.q)
+        return np.asarray(o.estimate(Stats(o, stats.n, counts=stats.counts)).frequencies)
 
     def estimate(
         self,
@@ -281,8 +284,9 @@ class WienerDeconvolution(Mechanism):
         max_iter: int = 100,
         tol: float = 1e-6,
         return_info: bool = False,
+        postprocess: str | None = None,
     ) -> Any:
-        """Deconvolve and project onto the simplex: a Distribution on ``buckets`` buckets.
+        """Deconvolve: a Distribution on ``buckets`` buckets.
 
         Parameters
         ----------
@@ -294,12 +298,11 @@ class WienerDeconvolution(Mechanism):
             IIW stopping rule (at most ``max_iter`` updates; relative L2 change <= tol).
         return_info : bool
             Also return the :class:`WienerInfo`.
+        postprocess : {None, "norm_sub", "norm_mul", "cdf"}
+            None (default): the filtered vector itself (signed). Otherwise
+            :meth:`Distribution.postprocess` (``"norm_sub"``: the simplex projection).
         """
-        from ..consistency import simplex_projection  # server-side post-processing
-
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
         f, info = wiener_deconvolve(
             stats.counts / stats.n,
@@ -310,5 +313,7 @@ class WienerDeconvolution(Mechanism):
             max_iter=max_iter,
             tol=tol,
         )
-        dist = Distribution(simplex_projection(f), self.low, self.high)
+        dist = Distribution.from_estimate(f, self.low, self.high, n=stats.n, spec=self)
+        if postprocess is not None:
+            dist = dist.postprocess(postprocess)
         return (dist, info) if return_info else dist

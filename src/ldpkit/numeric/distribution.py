@@ -59,11 +59,24 @@ class Distribution:
         sum to 1 exactly).
     low, high : float
         The interval, finite with ``low < high``.
+    n : int, optional
+        Number of reports behind it (set by every ``spec.estimate``).
+    spec : Mechanism, optional
+        The mechanism whose ``estimate`` produced it.
+    postprocessing : tuple of str
+        Post-processing steps applied to the plain estimate, in order (empty: none).
+    signed : bool
+        Allow negative masses (still summing to 1). A mechanism's plain linear estimate
+        (unbiased bucket masses, e.g. a hierarchical histogram's consistent leaves) is
+        signed; the linear queries ``cdf``, ``range``, ``mean`` stay unbiased on it, while
+        ``quantile`` and ``sample`` need a proper distribution: apply
+        :meth:`postprocess` first.
 
     Raises
     ------
     ValueError
-        On negative, non-finite or non-normalized probabilities, an empty array, or bad bounds.
+        On negative (unless ``signed``), non-finite or non-normalized probabilities, an
+        empty array, or bad bounds.
     TypeError
         On non-numeric input.
 
@@ -87,13 +100,27 @@ class Distribution:
     0.5
     """
 
-    __slots__ = ("_cum", "_high", "_low", "_prob")
+    __slots__ = ("_cum", "_high", "_low", "_n", "_post", "_prob", "_signed", "_spec")
     _prob: np.ndarray
     _cum: np.ndarray
     _low: float
     _high: float
+    _n: int | None
+    _spec: Any
+    _post: tuple[str, ...]
+    _signed: bool
 
-    def __init__(self, probabilities: Any, low: float = 0.0, high: float = 1.0) -> None:
+    def __init__(
+        self,
+        probabilities: Any,
+        low: float = 0.0,
+        high: float = 1.0,
+        *,
+        n: int | None = None,
+        spec: Any = None,
+        postprocessing: tuple[str, ...] = (),
+        signed: bool = False,
+    ) -> None:
         lo, hi = check_bounds(low, high)
         arr = np.asarray(probabilities)
         if arr.dtype.kind not in "iuf":
@@ -103,7 +130,10 @@ class Distribution:
         arr = np.array(arr, dtype=np.float64)  # private copy
         if arr.ndim != 1 or arr.size == 0:
             raise ValueError(f"probabilities must be a non-empty 1-D array, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("probabilities must be finite and >= 0")
+        signed = bool(signed) and bool(np.any(arr < 0))
+        if np.any(arr < 0) and not signed:
             raise ValueError("probabilities must be finite and >= 0")
         total = float(arr.sum())
         if abs(total - 1.0) > SUM_TOLERANCE:
@@ -114,7 +144,8 @@ class Distribution:
         cum = np.empty(arr.size + 1)
         cum[0] = 0.0
         np.cumsum(arr, out=cum[1:])
-        np.minimum(cum, 1.0, out=cum)
+        if not signed:
+            np.minimum(cum, 1.0, out=cum)
         cum[-1] = 1.0  # exact: quantile(1) and cdf(high) must be 1, not 1 - 1e-16
         arr.flags.writeable = False
         cum.flags.writeable = False
@@ -122,6 +153,10 @@ class Distribution:
         object.__setattr__(self, "_cum", cum)
         object.__setattr__(self, "_low", lo)
         object.__setattr__(self, "_high", hi)
+        object.__setattr__(self, "_n", None if n is None else check_integer(n, "n", low=0))
+        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "_post", tuple(postprocessing))
+        object.__setattr__(self, "_signed", signed)
 
     # -- constructors ---------------------------------------------------------------------
     @classmethod
@@ -130,6 +165,30 @@ class Distribution:
     ) -> Distribution:
         """Same as the constructor (named for symmetry with :meth:`from_values`)."""
         return cls(probabilities, low, high)
+
+    @classmethod
+    def from_estimate(
+        cls,
+        masses: Any,
+        low: float = 0.0,
+        high: float = 1.0,
+        *,
+        n: int | None = None,
+        spec: Any = None,
+    ) -> Distribution:
+        """A mechanism's plain estimate: bucket masses that may be negative.
+
+        Unbiased masses (a frequency oracle's, a tree's consistent leaves) sum to 1 only
+        in expectation; the difference ``1 - sum`` (zero
+        mean) is spread evenly over the buckets, which keeps every mass unbiased and makes
+        the total exactly 1. The result is ``signed`` when some mass is negative.
+        """
+        m = np.asarray(masses, dtype=np.float64)
+        if m.ndim != 1 or m.size == 0 or not np.all(np.isfinite(m)):
+            raise ValueError(
+                f"masses must be a non-empty 1-D array of finite numbers, got shape {m.shape}"
+            )
+        return cls(m + (1.0 - m.sum()) / m.size, low, high, n=n, spec=spec, signed=True)
 
     @classmethod
     def from_values(
@@ -186,6 +245,70 @@ class Distribution:
         return self._low
 
     @property
+    def n(self) -> int | None:
+        """Number of reports behind the estimate (None for a Distribution built by hand)."""
+        return self._n
+
+    @property
+    def spec(self) -> Any:
+        """The mechanism spec whose ``estimate`` produced it (None if built by hand)."""
+        return self._spec
+
+    @property
+    def postprocessing(self) -> tuple[str, ...]:
+        """Post-processing steps applied to the plain estimate, in order."""
+        return self._post
+
+    @property
+    def signed(self) -> bool:
+        """True when some bucket mass is negative (a plain linear estimate)."""
+        return self._signed
+
+    def replace(self, **changes: Any) -> Distribution:
+        """A copy with some of ``probabilities``, ``low``, ``high``, ``n``, ``spec``,
+        ``postprocessing``, ``signed`` changed."""
+        state = self.__getstate__()
+        state.update(changes)
+        return Distribution(
+            state.pop("probabilities"), state.pop("low"), state.pop("high"), **state
+        )
+
+    def postprocess(self, method: str) -> Distribution:
+        """A proper distribution from this one; ``method`` is appended to ``postprocessing``.
+
+        Parameters
+        ----------
+        method : {"norm_sub", "norm_mul", "cdf"}
+            * ``"norm_sub"``: the Euclidean projection of the masses onto the simplex
+              (Norm-Sub, CON20 section IV).
+            * ``"norm_mul"``: negative masses to 0, then rescale to sum 1.
+            * ``"cdf"``: the monotone CDF fit: the cumulative masses replaced by their
+              least-squares non-decreasing fit (isotonic regression), clipped to [0, 1];
+              it pools neighbouring buckets only, which is far kinder to W1 and KS than
+              the per-bucket projections (our choice for the tree mechanisms, see
+              METHODS.md).
+
+        Returns
+        -------
+        Distribution
+            Non-negative, with the same ``n`` and ``spec``.
+        """
+        from .hierarchy import leaves_to_probabilities  # server-side post-processing
+
+        return self.replace(
+            probabilities=leaves_to_probabilities(self._prob, method),
+            postprocessing=(*self._post, method),
+            signed=False,
+        )
+
+    def _check_proper(self, what: str) -> None:
+        if self._signed:
+            raise ValueError(
+                f"{what} needs non-negative probabilities; this plain estimate has negative "
+                "masses: use dist.postprocess('cdf' | 'norm_sub' | 'norm_mul') first"
+            )
+
+    @property
     def high(self) -> float:
         return self._high
 
@@ -219,10 +342,21 @@ class Distribution:
         raise AttributeError("Distribution is immutable")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"probabilities": np.array(self._prob), "low": self._low, "high": self._high}
+        return {
+            "probabilities": np.array(self._prob),
+            "low": self._low,
+            "high": self._high,
+            "n": self._n,
+            "spec": self._spec,
+            "postprocessing": self._post,
+            "signed": self._signed,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        Distribution.__init__(self, state["probabilities"], state["low"], state["high"])
+        state = dict(state)
+        Distribution.__init__(
+            self, state.pop("probabilities"), state.pop("low"), state.pop("high"), **state
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Distribution):
@@ -243,12 +377,39 @@ class Distribution:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (floats round-trip exactly through ``json``)."""
-        return {"low": self._low, "high": self._high, "probabilities": self._prob.tolist()}
+        """A JSON-safe dict (floats round-trip exactly through ``json``); the spec is
+        stored as its ``to_dict()``."""
+        out: dict[str, Any] = {
+            "low": self._low,
+            "high": self._high,
+            "probabilities": self._prob.tolist(),
+        }
+        if self._n is not None:
+            out["n"] = self._n
+        if self._spec is not None and hasattr(self._spec, "to_dict"):
+            out["spec"] = self._spec.to_dict()
+        if self._post:
+            out["postprocessing"] = list(self._post)
+        if self._signed:
+            out["signed"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Distribution:
-        return cls(data["probabilities"], data["low"], data["high"])
+        spec = data.get("spec")
+        if spec is not None:
+            from ..spec import spec_from_dict
+
+            spec = spec_from_dict(spec)
+        return cls(
+            data["probabilities"],
+            data["low"],
+            data["high"],
+            n=data.get("n"),
+            spec=spec,
+            postprocessing=tuple(data.get("postprocessing", ())),
+            signed=bool(data.get("signed", False)),
+        )
 
     # -- queries --------------------------------------------------------------------------
     def _bucket_of(self, x: np.ndarray) -> np.ndarray:
@@ -284,6 +445,7 @@ class Distribution:
         ValueError
             If any q is outside [0, 1] or NaN.
         """
+        self._check_proper("quantile")
         qa = np.asarray(q, dtype=np.float64)
         if not np.all((qa >= 0.0) & (qa <= 1.0)):
             raise ValueError(f"q must be probabilities in [0, 1], got {q!r}")
@@ -303,7 +465,8 @@ class Distribution:
         if np.any(~(aa <= ba)):
             raise ValueError(f"a must be <= b (and not NaN), got a={a!r}, b={b!r}")
         out = np.asarray(self.cdf(ba)) - np.asarray(self.cdf(aa))
-        out = np.maximum(out, 0.0)
+        if not self._signed:  # rounding only; a signed estimate keeps its unbiased value
+            out = np.maximum(out, 0.0)
         return float(out) if out.ndim == 0 else out
 
     def mean(self) -> float:
@@ -321,6 +484,7 @@ class Distribution:
     def sample(self, n: int, rng: RNGLike = None) -> np.ndarray:
         """Draw n values by inverse-transform sampling (exact for the histogram density)."""
         n = check_integer(n, "n", low=0)
+        self._check_proper("sample")
         gen = as_generator(rng)
         return np.asarray(self.quantile(gen.random(n)), dtype=np.float64).reshape(n)
 
@@ -334,5 +498,7 @@ class Distribution:
         if buckets == self.buckets:
             return self
         edges = np.linspace(self._low, self._high, buckets + 1)
-        mass = np.maximum(np.diff(np.asarray(self.cdf(edges))), 0.0)
-        return Distribution(mass / mass.sum(), self._low, self._high)
+        mass = np.diff(np.asarray(self.cdf(edges)))
+        if not self._signed:
+            mass = np.maximum(mass, 0.0)
+        return self.replace(probabilities=mass / mass.sum())

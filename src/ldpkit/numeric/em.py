@@ -221,7 +221,10 @@ def _run(
         trace_arr = np.asarray(trace)
     else:
         raise ValueError(f"engine must be one of 'band', 'numpy', got {engine!r}")
-    dist = Distribution(theta, lo, hi)
+    if isinstance(data, Stats):  # the estimate carries its n and spec
+        dist = Distribution(theta, lo, hi, n=data.n, spec=data.spec)
+    else:
+        dist = Distribution(theta, lo, hi, n=round(total))
     if not return_info:
         return dist
     trace_arr.flags.writeable = False

@@ -34,7 +34,14 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_real
 from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
-from ..frequency.hadamard import _check_signs, fwht, hadamard_sign, hrr_perturb_signs
+from ..frequency.hadamard import (
+    _check_signs,
+    _keep_flip,
+    fwht,
+    hadamard_sign,
+    hrr_perturb_signs,
+)
+from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats
 from .binning import cfo_oracle, check_oracle_name
 from .distribution import Distribution, bucket_index, check_bounds
@@ -360,14 +367,14 @@ def isotonic_regression(values: Any) -> np.ndarray:
     return np.repeat(np.asarray(sums) / np.asarray(counts), counts)
 
 
-def leaves_to_probabilities(leaves: Any, postprocessing: str = "norm_sub") -> np.ndarray:
+def leaves_to_probabilities(leaves: Any, postprocess: str = "norm_sub") -> np.ndarray:
     """Turn noisy leaf frequencies (which may be negative) into a probability vector.
 
     Parameters
     ----------
     leaves : array_like
         Leaf estimates, e.g. from constrained inference or an inverse Haar transform.
-    postprocessing : {"norm_sub", "norm_mul", "cdf"}
+    postprocess : {"norm_sub", "norm_mul", "cdf"}
         * ``"norm_sub"``: the Euclidean projection onto the simplex (Norm-Sub, CON20).
         * ``"norm_mul"``: negatives to 0, then rescale to sum 1 (clip and renormalize).
         * ``"cdf"``: the cumulative sums (a noisy CDF) replaced by their least-squares
@@ -390,19 +397,17 @@ def leaves_to_probabilities(leaves: Any, postprocessing: str = "norm_sub") -> np
         raise ValueError(
             f"leaves must be a non-empty 1-D array of finite numbers, got shape {x.shape}"
         )
-    if postprocessing == "norm_sub":
+    if postprocess == "norm_sub":
         return simplex_projection(x)
-    if postprocessing == "norm_mul":
+    if postprocess == "norm_mul":
         clipped = np.maximum(x, 0.0)
         total = clipped.sum()
         return clipped / total if total > 0 else np.full(x.size, 1.0 / x.size)
-    if postprocessing == "cdf":
+    if postprocess == "cdf":
         cdf = np.clip(isotonic_regression(np.cumsum(x)), 0.0, 1.0)
         cdf[-1] = 1.0  # clipping kept it non-decreasing; the total is 1
         return np.diff(cdf, prepend=0.0)
-    raise ValueError(
-        f"postprocessing must be one of {list(POSTPROCESSINGS)}, got {postprocessing!r}"
-    )
+    raise ValueError(f"postprocess must be one of {list(POSTPROCESSINGS)}, got {postprocess!r}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -453,11 +458,20 @@ class _TreeMechanism(Mechanism):
             )
         return lv
 
-    def _distribution(self, leaves: np.ndarray, postprocessing: str = "norm_sub") -> Distribution:
-        """The real (non-padding) leaves made a probability vector, as a Distribution."""
-        return Distribution(
-            leaves_to_probabilities(leaves[: self.buckets], postprocessing), self.low, self.high
+    def _distribution(
+        self, leaves: np.ndarray, stats: Stats, postprocess: str | None
+    ) -> Distribution:
+        """The plain estimate: the real (non-padding) leaves as a signed Distribution.
+
+        The mass the tree puts outside the real leaves (padding leaves, whose true mass is
+        0, or the last rounding of a fit) is spread evenly over the real ones: a zero-mean
+        correction, so the leaves stay unbiased and sum to 1. ``postprocess`` (None, or a
+        method of :meth:`Distribution.postprocess`) is applied last.
+        """
+        dist = Distribution.from_estimate(
+            leaves[: self.buckets], self.low, self.high, n=stats.n, spec=self
         )
+        return dist if postprocess is None else dist.postprocess(postprocess)
 
 
 # ---------------------------------------------------------------------------------------
@@ -503,15 +517,15 @@ class HierarchicalHistogram(_TreeMechanism):
     such field, e.g. ``seeds`` of GRR users). ``Stats.counts`` concatenates the support
     counts of levels 1..h; ``Stats.level_n`` holds n_k.
 
-    Post-processing: SW20 evaluates HH only on range queries because its consistent
-    leaves can be negative. :meth:`leaf_estimates` returns those consistent leaves;
-    :meth:`estimate` projects them onto the simplex (Norm-Sub, as SW20 does for CFO
-    binning) to return a valid :class:`Distribution` (our choice). Norm-Sub keeps the
-    positive noise of the many near-empty leaves, which costs a lot in W1:
-    ``estimate(stats, postprocessing="cdf")`` fits a monotone CDF instead
-    (:func:`leaves_to_probabilities`). Measured on Beta(5, 2), n = 1e5, eps = 1, 256
-    buckets, 30 seeds: W1 0.115 with Norm-Sub, 0.009 with the CDF fit. Levels without any
-    report get weight 0.
+    Estimate: SW20 evaluates HH only on range queries because its consistent leaves can be
+    negative. :meth:`estimate` returns those consistent leaves as a *signed*
+    :class:`Distribution` (the plain, unbiased estimate: ``cdf``, ``range`` and ``mean``
+    work on it). ``estimate(stats, postprocess=...)`` makes it a proper distribution:
+    ``"cdf"`` fits a monotone CDF (our recommendation), ``"norm_sub"`` projects the
+    leaves onto the simplex. Norm-Sub keeps the positive noise of the many near-empty
+    leaves, which costs a lot in W1: measured on Beta(5, 2), n = 1e5, eps = 1, 256
+    buckets, 30 seeds: W1 0.115 with Norm-Sub, 0.009 with the CDF fit. Levels without
+    any report get weight 0.
 
     With equal level variances the inference is exactly Hay et al.'s; weighting by
     ``Var*`` matters only where the oracle changes (GRR at the coarse levels is more
@@ -530,8 +544,10 @@ class HierarchicalHistogram(_TreeMechanism):
     (3, ['GRR', 'OLH', 'OLH'])
     >>> values = np.random.default_rng(0).beta(5, 2, size=20_000)
     >>> dist = hh.run(values, rng=0)
-    >>> dist.buckets, bool(abs(dist.mean() - values.mean()) < 0.1)
-    (64, True)
+    >>> dist.buckets, dist.n, dist.postprocessing, bool(abs(dist.mean() - values.mean()) < 0.1)
+    (64, 20000, (), True)
+    >>> float(dist.postprocess("cdf").quantile(0.5)) > 0.5
+    True
     """
 
     branching: int = 4
@@ -554,6 +570,11 @@ class HierarchicalHistogram(_TreeMechanism):
     def level_size(self, level: int) -> int:
         """Number of nodes ``B^k`` at depth k."""
         return self.branching**level
+
+    def privacy_loss(self) -> float:
+        """The largest loss of the level oracles: the level is drawn independently of the
+        value, and the user reports once, at that level, through its oracle."""
+        return max(self.level_oracle(k).privacy_loss() for k in range(1, self.height + 1))
 
     def level_oracle(self, level: int) -> FrequencyOracle:
         """The frequency oracle of depth k = 1..h (``B^k`` items, full epsilon)."""
@@ -628,9 +649,7 @@ class HierarchicalHistogram(_TreeMechanism):
         ``n = n_k``). A level without reports gets the uniform ``1 / B^k`` (and weight 0 in
         :meth:`tree`).
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         out = [np.ones(1)]
         for k, counts in enumerate(self._level_counts(stats), start=1):
             n_k = int(stats.level_n[k - 1])
@@ -666,12 +685,16 @@ class HierarchicalHistogram(_TreeMechanism):
         uses for range queries; may hold negative values)."""
         return self.tree(stats)[-1][: self.buckets]
 
-    def estimate(self, stats: Stats, *, postprocessing: str = "cdf") -> Distribution:
-        """Constrained inference, then the leaves as a Distribution.
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
+        """Constrained inference; the consistent leaves as a Distribution.
 
-        ``postprocessing`` picks how the consistent leaves become probabilities
-        (:func:`leaves_to_probabilities`): ``"cdf"`` (default: least-squares monotone fit
-        of the cumulative sums), ``"norm_sub"`` or ``"norm_mul"``.
+        Parameters
+        ----------
+        stats : Stats
+            Aggregated (and possibly merged) reports of this spec.
+        postprocess : {None, "cdf", "norm_sub", "norm_mul"}
+            None (default): the plain estimate, the consistent leaves (unbiased, signed:
+            some masses may be negative). Otherwise :meth:`Distribution.postprocess`.
 
         Notes
         -----
@@ -679,10 +702,10 @@ class HierarchicalHistogram(_TreeMechanism):
         never says how to make them a distribution. Norm-Sub on the leaves keeps the
         positive noise of the many near-empty leaves and moves mass onto them: measured on
         Beta(5,2) (n = 1e5, eps = 1, 256 buckets, 30 seeds) W1 is 0.115 with Norm-Sub and
-        0.009 with the monotone CDF fit, which is the projection of the leaves' own CDF
-        onto valid CDFs. We default to the latter so HH is compared at its best.
+        0.009 with the monotone CDF fit (``postprocess="cdf"``), which is the projection
+        of the leaves' own CDF onto valid CDFs; we recommend it.
         """
-        return self._distribution(self.tree(stats)[-1], postprocessing)
+        return self._distribution(self.tree(stats)[-1], stats, postprocess)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -703,9 +726,9 @@ class HHADMM(HierarchicalHistogram):
 
     Notes
     -----
-    The returned Distribution is the ADMM leaves projected onto the simplex: they satisfy
-    the constraints up to ``tol`` already, so this only removes those last ``1e-4``
-    violations (and the padding leaves, if any).
+    The plain estimate is the ADMM leaves (SW20's estimator). They satisfy the constraints
+    up to ``tol``, so the Distribution may hold tiny negative masses (~1e-4);
+    ``postprocess="norm_sub"`` removes them.
 
     References
     ----------
@@ -736,17 +759,18 @@ class HHADMM(HierarchicalHistogram):
         self,
         stats: Stats,
         *,
-        postprocessing: str = "norm_sub",
+        postprocess: str | None = None,
         max_iter: int = 500,
         tol: float = 1e-4,
     ) -> Distribution:
-        """ADMM on the noisy tree; its leaves as a Distribution.
+        """ADMM on the noisy tree (SW20 section 4.3); its leaves as a Distribution.
 
-        The ADMM leaves already satisfy the constraints up to ``tol``; ``postprocessing``
-        (:func:`leaves_to_probabilities`, default Norm-Sub) removes what is left.
+        The ADMM leaves satisfy the constraints up to ``tol``; ``postprocess``
+        (None by default, or a method of :meth:`Distribution.postprocess`, e.g.
+        ``"norm_sub"``) removes what is left.
         """
         tree, _ = self.admm_tree(stats, max_iter=max_iter, tol=tol)
-        return self._distribution(tree[-1], postprocessing)
+        return self._distribution(tree[-1], stats, postprocess)
 
 
 # ---------------------------------------------------------------------------------------
@@ -842,12 +866,12 @@ class HaarHRR(_TreeMechanism):
     ``Var[D~_a] = (1/(2p-1)^2 - m_a) / n_t`` with ``m_a`` the fraction of level-t users
     under a.
 
-    Post-processing: the reconstructed leaves sum to 1 but can be negative; SW20 evaluates
-    HaarHRR only on range queries (:meth:`leaf_estimates` gives those leaves).
-    :meth:`estimate` projects them onto the simplex (Norm-Sub) to give a valid Distribution
-    (our choice); ``postprocessing="cdf"`` fits a monotone CDF instead, which is far more
-    accurate in W1/KS (as for :class:`HierarchicalHistogram`: 0.118 vs 0.008 on Beta(5, 2),
-    n = 1e5, eps = 1, 256 buckets). Depths without reports contribute zero coefficients.
+    Estimate: the reconstructed leaves sum to 1 but can be negative; SW20 evaluates
+    HaarHRR only on range queries. :meth:`estimate` returns them as a signed
+    Distribution (the plain, unbiased estimate); ``postprocess="cdf"`` fits a monotone
+    CDF, far more accurate in W1/KS than ``"norm_sub"`` (as for
+    :class:`HierarchicalHistogram`: 0.008 vs 0.118 on Beta(5, 2), n = 1e5, eps = 1, 256
+    buckets). Depths without reports contribute zero coefficients.
 
     References
     ----------
@@ -874,6 +898,13 @@ class HaarHRR(_TreeMechanism):
     def keep_probability(self) -> float:
         """p = e^eps / (e^eps + 1), the probability that the sign is kept."""
         return 1.0 / (1.0 + math.exp(-self.epsilon))
+
+    def privacy_loss(self) -> float:
+        """Binary randomized response on the sign: log(p / (1 - p)), computed as
+        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws it; the depth and the
+        column are drawn independently of the value."""
+        keep, flip = _keep_flip(self.epsilon)
+        return ratio_privacy_loss(keep, flip)
 
     @property
     def signal(self) -> float:
@@ -930,9 +961,7 @@ class HaarHRR(_TreeMechanism):
 
     def differences(self, stats: Stats) -> list[np.ndarray]:
         """Unbiased child differences ``F_left - F_right`` of every node, by depth."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         out = []
         for t in range(self.height):
             n_t = int(stats.level_n[t])
@@ -957,10 +986,11 @@ class HaarHRR(_TreeMechanism):
         h = self.height
         return inverse_haar_transform(2.0 ** (-h / 2.0), self.coefficient_estimates(stats))
 
-    def estimate(self, stats: Stats, *, postprocessing: str = "cdf") -> Distribution:
-        """Inverse Haar transform, then the leaves as a Distribution.
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
+        """Inverse Haar transform; the leaves as a Distribution.
 
-        ``postprocessing`` as for :meth:`HierarchicalHistogram.estimate` (default
-        ``"cdf"``; W1 0.118 with Norm-Sub vs 0.008 on Beta(5,2), n = 1e5, eps = 1).
+        ``postprocess`` as for :meth:`HierarchicalHistogram.estimate` (None: the plain,
+        signed, unbiased leaves; ``"cdf"`` recommended for distribution metrics: W1 0.008
+        vs 0.118 with Norm-Sub on Beta(5,2), n = 1e5, eps = 1).
         """
-        return self._distribution(self._leaves(stats), postprocessing)
+        return self._distribution(self._leaves(stats), stats, postprocess)

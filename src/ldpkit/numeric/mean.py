@@ -30,7 +30,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sps
 
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_probability, check_real
@@ -197,6 +196,8 @@ class MeanEstimate:
         self, alpha: float = 0.05, *, empirical: bool = False
     ) -> tuple[float, float]:
         """Normal-approximation two-sided ``1 - alpha`` interval for the mean."""
+        from scipy import stats as _sps  # server side: not loaded on the client path
+
         alpha = check_probability(alpha, "alpha")
         var = self.variance_empirical if empirical else self.variance
         half = float(_sps.norm.isf(alpha / 2.0)) * math.sqrt(var)

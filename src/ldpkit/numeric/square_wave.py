@@ -374,9 +374,7 @@ def _deconvolve(
     """EMS or EM on the spec's bucket matrix (SW20 section 5.5), shared by all waves."""
     from .em import em, ems  # server-side code: imported only when estimating
 
-    stats = spec.check_stats(stats)
-    if stats.n == 0:
-        raise ValueError("stats must summarize at least one report, got n = 0")
+    stats = spec.check_stats(stats, nonempty=True)
     if method == "ems":
         return ems(stats, tol=1e-3 if tol is None else tol, max_iter=max_iter)
     if method == "em":

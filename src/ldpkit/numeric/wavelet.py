@@ -487,9 +487,7 @@ class SignedSubsetSelection(Mechanism):
         """Unbiased net frequencies ``sums / (n p (1 - e^-eps))`` with plug-in variance
         (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie in [-1, 1]
         and consistency post-processing does not apply."""
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         net = stats.sums / (stats.n * self.law.gain)
         var = self.variance(stats.n, np.clip(np.abs(net), 0.0, 1.0))
         return FrequencyEstimate(net, var, stats.n, spec=self)
@@ -1011,12 +1009,10 @@ class HaarWavelet(Mechanism):
             expansion (other values re-bin it exactly, spreading mass uniformly inside
             each of the 2^(J+1) cells).
         """
-        stats = self.check_stats(stats)
-        if stats.n == 0:
-            raise ValueError("stats must summarize at least one report, got n = 0")
+        stats = self.check_stats(stats, nonempty=True)
         density = haar_reconstruct(self.coefficients(stats), clip=True)
         mass = density / density.size
-        dist = Distribution(mass / mass.sum(), self.low, self.high)
+        dist = Distribution(mass / mass.sum(), self.low, self.high, n=stats.n, spec=self)
         if buckets is not None:
             dist = dist.rebin(check_integer(buckets, "buckets", low=1))
         return dist

@@ -217,9 +217,8 @@ def oracle_spec(name: str, epsilon: float, domain: int) -> FrequencyOracle:
 
 
 def unbiased_estimate(spec: FrequencyOracle, stats: Any) -> Any:
-    """The oracle's unbiased estimate (RAPPOR: least squares over all candidates)."""
-    method = getattr(spec, "unbiased_estimate", None)
-    return method(stats) if method is not None else spec.estimate(stats)
+    """The oracle's unbiased estimate: its plain ``estimate`` (RAPPOR: least squares)."""
+    return spec.estimate(stats)
 
 
 # ---- (a) Table 2 -----------------------------------------------------------------------------

@@ -264,12 +264,28 @@ def make_method(name: str) -> Method:
             SquareWave, estimate_params={"method": "ems"}, bench_buckets=True
         ),
         "SW-EM": CompetitorMethod(SquareWave, estimate_params={"method": "em"}, bench_buckets=True),
-        "Binning-16": CompetitorMethod(CFOBinning, {"buckets": 16}, wav25_oracle=True),
-        "Binning-64": CompetitorMethod(CFOBinning, {"buckets": 64}, wav25_oracle=True),
-        "HH": CompetitorMethod(HierarchicalHistogram, {"branching": 4}, bench_buckets=True),
-        "DW": CompetitorMethod(WienerDeconvolution, {"buckets": 64}, {"method": "direct"}),
-        "IIW": CompetitorMethod(WienerDeconvolution, {"buckets": 64}, {"method": "iterative"}),
-        "IIW-256": CompetitorMethod(WienerDeconvolution, {"buckets": 256}, {"method": "iterative"}),
+        "Binning-16": CompetitorMethod(
+            CFOBinning, {"buckets": 16}, {"postprocess": "norm_sub"}, wav25_oracle=True
+        ),
+        "Binning-64": CompetitorMethod(
+            CFOBinning, {"buckets": 64}, {"postprocess": "norm_sub"}, wav25_oracle=True
+        ),
+        "HH": CompetitorMethod(
+            HierarchicalHistogram, {"branching": 4}, {"postprocess": "cdf"}, bench_buckets=True
+        ),
+        "DW": CompetitorMethod(
+            WienerDeconvolution, {"buckets": 64}, {"method": "direct", "postprocess": "norm_sub"}
+        ),
+        "IIW": CompetitorMethod(
+            WienerDeconvolution,
+            {"buckets": 64},
+            {"method": "iterative", "postprocess": "norm_sub"},
+        ),
+        "IIW-256": CompetitorMethod(
+            WienerDeconvolution,
+            {"buckets": 256},
+            {"method": "iterative", "postprocess": "norm_sub"},
+        ),
     }
     if name not in table:
         raise ValueError(f"method must be one of {list(table)}, got {name!r}")

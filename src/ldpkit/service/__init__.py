@@ -1,4 +1,4 @@
-"""ldpkit's HTTP collector: ingest report batches, store their Stats durably, serve estimates.
+"""ldpkit's HTTP collector: ingest report batches, roll their Stats up durably, serve estimates.
 
 Needs the ``service`` extra (``pip install 'ldpkit[service]'``). Client code (randomizers)
 never imports this package; clients only need :mod:`ldpkit.io` to encode their reports.
@@ -6,14 +6,17 @@ never imports this package; clients only need :mod:`ldpkit.io` to encode their r
 >>> from ldpkit import GRR
 >>> from ldpkit.service import create_app
 >>> app = create_app({"colors": GRR(epsilon=1.0, domain_size=3)}, "sqlite://")  # in memory
->>> sorted(r.path for r in app.routes if "collections" in r.path)  # doctest: +NORMALIZE_WHITESPACE
-['/v1/collections', '/v1/collections/{collection}', '/v1/collections/{collection}/estimate',
- '/v1/collections/{collection}/stats']
+>>> sorted({r.path for r in app.routes if "collections" in r.path})  # doctest: +NORMALIZE_WHITESPACE
+['/v1/admin/collections/{collection}/batches', '/v1/collections',
+ '/v1/collections/{collection}', '/v1/collections/{collection}/buckets',
+ '/v1/collections/{collection}/estimate', '/v1/collections/{collection}/stats']
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -30,10 +33,35 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..encoder import Encoder
 from ..spec import spec_from_dict
-from .app import DEFAULT_DATABASE_URL, Collection, create_app
+from .app import DEFAULT_DATABASE_URL, Collection, Limits, create_app
+from .auth import Token, new_token, parse_tokens
 from .store import CollectorStore
 
-__all__ = ["Collection", "CollectorStore", "create_app", "app_from_config", "load_config", "main"]
+__all__ = [
+    "Collection",
+    "CollectorStore",
+    "Limits",
+    "Token",
+    "app_from_config",
+    "create_app",
+    "is_loopback",
+    "load_config",
+    "main",
+    "new_token",
+]
+
+log = logging.getLogger("ldpkit.service")
+
+_TOP_KEYS = {
+    "database_url",
+    "store_reports",
+    "bucket_seconds",
+    "cors_origins",
+    "limits",
+    "auth",
+    "collections",
+}
+_LIMIT_KEYS = {"max_body_bytes", "max_decoded_bytes"}  # accepted at top level too (older files)
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -43,6 +71,14 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 
         database_url = "sqlite:///collector.db"   # optional
         store_reports = false                      # optional
+        bucket_seconds = 3600                      # optional: roll-up bucket width
+        cors_origins = ["https://example.org"]     # optional: browsers allowed to call
+
+        [limits]                                   # optional: see ldpkit.service.Limits
+        max_reports_per_batch = 100000
+
+        [auth]                                     # optional: bearer tokens, by sha256
+        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "..." }]
 
         [collections.browsers]
         mechanism = "OLH"
@@ -78,24 +114,69 @@ def _collection(name: str, entry: Any) -> Collection:
     return Collection(spec, encoder=encoder, description=str(entry.get("description", "")))
 
 
-def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overrides: Any) -> Any:
-    """A collector app from a config file path or an already-parsed config mapping.
-
-    ``overrides`` (``database_url``, ``store_reports``, ``max_body_bytes``...) win over the
-    file's values.
-    """
-    data = dict(config) if isinstance(config, Mapping) else load_config(config)
+def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict[str, Any]]:
+    """Collections and ``create_app`` keyword arguments from a parsed config."""
+    unknown = set(data) - _TOP_KEYS - _LIMIT_KEYS
+    if unknown:
+        raise ValueError(f"config keys must be among {sorted(_TOP_KEYS)}, got {sorted(unknown)}")
     entries = data.get("collections")
     if not isinstance(entries, Mapping) or not entries:
         raise ValueError("config must define at least one collection under 'collections'")
     collections = {name: _collection(name, entry) for name, entry in entries.items()}
     options: dict[str, Any] = {
-        k: data[k]
-        for k in ("database_url", "store_reports", "max_body_bytes", "max_decoded_bytes")
-        if k in data
+        k: data[k] for k in ("database_url", "store_reports", "bucket_seconds") if k in data
     }
+    if "cors_origins" in data:
+        origins = data["cors_origins"]
+        if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+            raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+        options["cors_origins"] = origins
+    limits = dict(data.get("limits", {}))
+    limits.update({k: data[k] for k in _LIMIT_KEYS if k in data})
+    if limits:
+        try:
+            options["limits"] = Limits(**limits)
+        except TypeError as exc:
+            raise ValueError(
+                f"limits must only set fields of ldpkit.service.Limits, got {sorted(limits)}"
+            ) from exc
+    if "auth" in data:
+        auth = data["auth"]
+        if not isinstance(auth, Mapping) or set(auth) != {"tokens"}:
+            raise ValueError(f"auth must be a table with one key, tokens, got {auth!r}")
+        options["tokens"] = parse_tokens(auth["tokens"])
+    return collections, options
+
+
+def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overrides: Any) -> Any:
+    """A collector app from a config file path or an already-parsed config mapping.
+
+    ``overrides`` (``database_url``, ``store_reports``, ``limits``...) win over the
+    file's values.
+    """
+    data = dict(config) if isinstance(config, Mapping) else load_config(config)
+    collections, options = config_options(data)
     options.update(overrides)
     return create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _log_config(log_addresses: bool) -> dict[str, Any]:
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = json.loads(json.dumps(LOGGING_CONFIG))
+    if not log_addresses:  # privacy: the access log does not keep who sent what
+        config["formatters"]["access"]["fmt"] = '%(levelprefix)s "%(request_line)s" %(status_code)s'
+    return config
 
 
 def main(
@@ -103,15 +184,65 @@ def main(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    workers: int = 1,
     log_level: str = "info",
+    access_log: bool = True,
+    log_addresses: bool = False,
     **overrides: Any,
 ) -> None:
     """Serve the collector with uvicorn until interrupted (what ``ldpkit serve`` calls).
 
-    Binds to localhost by default; put a TLS-terminating reverse proxy in front of it
-    before exposing it (reports are private by design, but requests still carry metadata).
+    Binds to localhost by default. Without ``[auth]`` in the config the collector is open
+    to anyone who can reach it, so it then refuses any address but a loopback one. Put a
+    TLS-terminating reverse proxy in front of it before exposing it. ``workers > 1`` runs
+    that many processes (they share the database, so it must be PostgreSQL: SQLite allows
+    one writer process). The access log leaves client addresses out unless
+    ``log_addresses``.
     """
     import uvicorn
 
-    app = app_from_config(config, **overrides)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    from .store import make_url
+
+    data = dict(config) if isinstance(config, Mapping) else load_config(config)
+    collections, options = config_options(data)
+    options.update(overrides)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    url = options.get("database_url", DEFAULT_DATABASE_URL)
+    if workers > 1 and make_url(url).get_backend_name() == "sqlite":
+        raise ValueError(
+            f"workers must be 1 with SQLite (one writer process), got {workers}; use a "
+            "postgresql+psycopg:// database_url for several worker processes"
+        )
+    if options.get("tokens") is None:
+        if not is_loopback(host):
+            raise ValueError(
+                f"host must be a loopback address (127.0.0.1, ::1, localhost) when the config "
+                f"has no [auth] tokens, got {host!r}: anyone could post reports or read estimates"
+            )
+        log.warning(
+            "ldpkit collector: no [auth] configured, open to every local client on %s:%d "
+            "(add [auth] tokens before exposing it)",
+            host,
+            port,
+        )
+    kwargs: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "access_log": access_log,
+        "log_config": _log_config(log_addresses),
+    }
+    if workers == 1:
+        app = create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
+        uvicorn.run(app, **kwargs)
+        return
+    # Each worker process builds its own app from the same config (factory import string).
+    os.environ["LDPKIT_COLLECTOR_CONFIG"] = json.dumps(data)
+    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps(
+        {k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))}
+    )
+    # Fail here, once, on a bad config or database (and create the tables before the fork).
+    check = create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
+    check.state.collector.store.close()
+    uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)

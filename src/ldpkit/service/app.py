@@ -1,40 +1,98 @@
-"""The FastAPI collector: ingest report batches, keep their Stats, serve estimates.
+"""The FastAPI collector: ingest report batches, roll their Stats up, serve estimates.
 
-Endpoints (OpenAPI docs at ``/docs``):
+Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured):
 
-- ``POST /v1/reports/{collection}``: one batch of reports, as the npz or Parquet bytes of
-  :func:`ldpkit.io.reports_to_bytes`, or as the JSON of :func:`ldpkit.io.reports_to_dict`
-  (``dtype``/``shape``/``mechanism`` optional there, for small clients). Optional
-  ``Idempotency-Key`` header. 201 on success, 200 for a retried batch already stored.
-- ``GET /v1/collections``, ``GET /v1/collections/{collection}`` (spec, fingerprint, report
-  fields, n), ``GET /v1/collections/{collection}/estimate?alpha=0.05``,
-  ``GET /v1/collections/{collection}/stats`` (merged Stats JSON), ``GET /healthz``.
+- ``POST /v1/reports/{collection}`` (``ingest``): one batch of reports, as the npz or
+  Parquet bytes of :func:`ldpkit.io.reports_to_bytes`, or as the JSON of
+  :func:`ldpkit.io.reports_to_dict` (``dtype``/``shape``/``mechanism`` optional there).
+  Optional ``Idempotency-Key`` header (scoped to the token). 201 once the batch is
+  committed (group commit), 200 for a retried batch already stored.
+- ``GET /v1/collections``, ``GET /v1/collections/{c}`` (spec, fingerprint, encoder, report
+  fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=``,
+  ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
+- ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
+- ``GET /healthz`` (open), ``GET /metrics`` (``read``; Prometheus text).
 """
 
 import dataclasses
+import datetime as dt
+import io
 import json
+import logging
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import FastAPI, Header, HTTPException, Path, Query, Request, Response
+from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from .. import __version__
 from ..encoder import Encoder
 from ..estimate import FrequencyEstimate
-from ..io import _sniff, decoded_size, reports_from_bytes, reports_from_dict
-from ..spec import Mechanism, Reports, spec_from_dict
-from .store import CollectorStore, IdempotencyConflict
+from ..io import _sniff, decoded_size, iter_reports_parquet, reports_from_bytes, reports_from_dict
+from ..numeric.distribution import Distribution
+from ..numeric.mean import MeanEstimate
+from ..spec import Mechanism, Reports, Stats, spec_from_dict
+from .auth import Token, TokenAuth
+from .commit import SMALL_BATCH, AggregationError, GroupCommitter, aggregate_one
+from .metrics import Metrics
+from .store import CollectorStore, IdempotencyConflict, PendingBatch, ReportsDigest
 
-__all__ = ["Collection", "create_app", "DEFAULT_DATABASE_URL"]
+__all__ = ["Collection", "Limits", "create_app", "DEFAULT_DATABASE_URL"]
+
+log = logging.getLogger("ldpkit.service")
 
 DEFAULT_DATABASE_URL = "sqlite:///ldpkit-collector.db"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header values allow
+_ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
+QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Abuse limits of the ingest endpoint (defaults shown; every one is configurable).
+
+    Parameters
+    ----------
+    max_body_bytes : int
+        Largest request body (413 above): 16 MiB.
+    max_json_bytes : int
+        Largest JSON body (413 above): 1 MiB. JSON is for small clients; parsing it costs
+        ~30x its size in Python objects and holds the interpreter, so big batches must use
+        npz or Parquet.
+    max_decoded_bytes : int
+        Largest size an npz/Parquet body may declare once decompressed (413 above, checked
+        from the headers before decoding): 64 MiB.
+    max_reports_per_batch : int
+        Most reports in one batch (413 above): 1,000,000.
+    max_json_depth : int
+        Deepest JSON nesting accepted (422 above): 32. Valid batches nest at most 5 deep.
+    aggregate_chunk : int
+        Reports aggregated at a time, so the aggregation's scratch memory stays bounded
+        whatever the batch size: 65,536.
+    """
+
+    max_body_bytes: int = 16 * 2**20
+    max_json_bytes: int = 1 * 2**20
+    max_decoded_bytes: int = 64 * 2**20
+    max_reports_per_batch: int = 1_000_000
+    max_json_depth: int = 32
+    aggregate_chunk: int = 65_536
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{f.name} must be an integer >= 1, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +105,7 @@ class Collection:
         Every batch must be made under exactly this configuration (same fingerprint).
     encoder : Encoder or None
         Gives the estimate endpoint a label per item; its ``domain_size`` must match.
+        ``GET /v1/collections/{c}`` sends its categories and unknown policy to clients.
     description : str
         Free text shown by ``GET /v1/collections``.
     """
@@ -75,10 +134,11 @@ class Collection:
     def labels(self) -> list[Any] | None:
         if self.encoder is None:
             return None
-        return [
-            x if isinstance(x, (str, int, float, bool)) else str(x)
-            for x in self.encoder.labels.tolist()
-        ]
+        return [_plain_label(x) for x in self.encoder.labels.tolist()]
+
+
+def _plain_label(x: Any) -> Any:
+    return x if isinstance(x, (str, int, float, bool)) else str(x)
 
 
 # -- response models (they document the API in /docs) ---------------------------------------
@@ -87,16 +147,29 @@ class FieldInfo(BaseModel):
     shape: list[int] = Field(description="per-user shape (empty for one number per user)")
 
 
+class EncoderInfo(BaseModel):
+    categories: list[Any] = Field(description="label of item i is categories[i]")
+    unknown: str = Field(
+        description="'error' (unseen labels are refused) or 'other' (mapped to one extra last item)"
+    )
+
+
 class CollectionInfo(BaseModel):
     name: str
     description: str
+    kind: str = Field(description="'frequency', 'distribution' or 'mean': the estimate's shape")
     mechanism: dict[str, Any] = Field(
         description="the spec, rebuild it with ldpkit.spec.spec_from_dict"
     )
     fingerprint: str
     n: int = Field(description="reports stored so far")
     batches: int
+    bucket_seconds: int = Field(description="width of the roll-up time buckets")
+    last_bucket: str | None = Field(None, description="start of the latest bucket with data")
     labels: list[Any] | None = None
+    encoder: EncoderInfo | None = Field(
+        None, description="rebuild with ldpkit.Encoder(categories, unknown=unknown)"
+    )
     report_fields: dict[str, FieldInfo] | None = Field(
         None, description="the arrays a batch must hold (JSON clients use these dtypes)"
     )
@@ -116,19 +189,66 @@ class IngestResult(BaseModel):
     )
 
 
+class DistributionResult(BaseModel):
+    low: float
+    high: float
+    probabilities: list[float] = Field(description="mass of each of the equal-width buckets")
+    mean: float
+    quantiles: dict[str, float] = Field(description="q -> value, for q in 0.01 ... 0.99")
+
+
 class EstimateResult(BaseModel):
     collection: str
+    kind: str
     mechanism: dict[str, Any]
     fingerprint: str
     n: int
     batches: int
+    since: str | None = Field(description="start of the first whole bucket included")
+    until: str | None = Field(description="end of the last whole bucket included")
     alpha: float
     postprocessing: list[str]
     labels: list[Any] | None
-    frequencies: list[float] | None = Field(description="null while n = 0")
-    std_errors: list[float] | None
-    ci_low: list[float] | None = Field(description="normal-approximation (1 - alpha) interval")
-    ci_high: list[float] | None
+    frequencies: list[float] | None = Field(None, description="frequency oracles; null while n = 0")
+    std_errors: list[float] | None = None
+    ci_low: list[float] | None = Field(
+        None, description="normal-approximation (1 - alpha) interval (frequencies or the mean)"
+    )
+    ci_high: list[float] | None = None
+    distribution: DistributionResult | None = Field(None, description="numerical collections")
+    mean: float | None = Field(None, description="mean collections (and distributions' mean)")
+    std_error: float | None = None
+
+
+class BucketInfo(BaseModel):
+    start: str
+    end: str
+    n: int
+    batches: int
+
+
+class BucketList(BaseModel):
+    collection: str
+    bucket_seconds: int
+    buckets: list[BucketInfo]
+
+
+class BatchInfo(BaseModel):
+    batch_id: str
+    token: str
+    n: int
+    received_at: str
+
+
+class BatchList(BaseModel):
+    collection: str
+    batches: list[BatchInfo]
+
+
+class DeleteResult(BaseModel):
+    collection: str
+    deleted_batches: int
+    deleted_reports: int
 
 
 class Health(BaseModel):
@@ -183,13 +303,49 @@ _BODY_DOC = {
 }
 
 
-def _template(spec: Mechanism) -> dict[str, tuple[np.dtype, tuple[int, ...]]] | None:
-    """Field names, dtypes and per-user shapes of the spec's reports (one dummy user)."""
+def _sample_inputs(spec: Mechanism) -> list[Any]:
+    low, high = getattr(spec, "low", None), getattr(spec, "high", None)
+    out: list[Any] = []
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        out.append(np.linspace(float(low), float(high), 64))
+    out += [np.arange(64) % max(int(getattr(spec, "domain_size", 2) or 2), 1), np.zeros(64)]
+    return out
+
+
+def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]] | None, str]:
+    """Report template (field dtypes and per-user shapes) and estimate kind of ``spec``.
+
+    Raises ValueError for a spec whose estimate the collector cannot serve, so a config
+    naming one is refused when it is loaded, not after data has been ingested.
+    """
+    sample = None
+    for values in _sample_inputs(spec):
+        try:
+            sample = spec.randomize(values, rng=0)
+            break
+        except (ValueError, TypeError):
+            continue
+    if sample is None:
+        raise ValueError(
+            f"collections must use a spec whose randomize accepts values, got {spec!r}"
+        )
+    template = {k: (v.dtype, v.shape[1:]) for k, v in sample.arrays.items()}
     try:
-        sample = spec.randomize(np.zeros(1, dtype=np.int64), rng=0)
-    except Exception:  # a spec whose inputs are not items: no template, no field check
-        return None
-    return {k: (v.dtype, v.shape[1:]) for k, v in sample.arrays.items()}
+        est = spec.estimate(spec.aggregate(sample))
+    except Exception as exc:
+        raise ValueError(f"collection spec {spec!r} must produce an estimate, got {exc}") from exc
+    if isinstance(est, FrequencyEstimate):
+        kind = "frequency"
+    elif isinstance(est, Distribution):
+        kind = "distribution"
+    elif isinstance(est, MeanEstimate):
+        kind = "mean"
+    else:
+        raise ValueError(
+            f"collection spec {spec!r} must estimate frequencies, a distribution or a mean, "
+            f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
+        )
+    return template, kind
 
 
 def _normalize(collections: Any) -> dict[str, Collection]:
@@ -210,8 +366,45 @@ def _normalize(collections: Any) -> dict[str, Collection]:
     return out
 
 
+def _json_depth_ok(obj: Any, limit: int) -> bool:
+    """True if ``obj`` nests at most ``limit`` containers deep (iterative: no recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return True
+
+
+def _iso(ts: int | None) -> str | None:
+    return None if ts is None else dt.datetime.fromtimestamp(ts, dt.UTC).isoformat()
+
+
+def _parse_time(value: str | None, name: str) -> int | None:
+    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds."""
+    if value is None:
+        return None
+    try:
+        return math.floor(float(value))
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise HTTPException(
+            422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return math.floor(when.timestamp())
+
+
 class _Collector:
-    """The app's state: collections, their report templates and the store."""
+    """The app's state: collections, their report templates, the store and the committer."""
 
     def __init__(
         self,
@@ -219,15 +412,55 @@ class _Collector:
         store: CollectorStore,
         *,
         store_reports: bool,
-        max_body_bytes: int,
-        max_decoded_bytes: int,
+        limits: Limits,
+        auth: TokenAuth | None,
+        bucket_seconds: int,
     ) -> None:
         self.collections = collections
-        self.templates = {name: _template(c.spec) for name, c in collections.items()}
+        probes = {name: _probe(c.spec) for name, c in collections.items()}
+        self.templates = {name: p[0] for name, p in probes.items()}
+        self.kinds = {name: p[1] for name, p in probes.items()}
+        self.spec_dicts = {name: c.spec.to_dict() for name, c in collections.items()}
+        self.fingerprints = {name: c.spec.fingerprint for name, c in collections.items()}
+        self.fast_fields = {
+            name: {k: (dt_, shape, (dt_.str, dt_.name)) for k, (dt_, shape) in t.items()}
+            for name, t in self.templates.items()
+            if t is not None
+        }
         self.store = store
         self.store_reports = store_reports
-        self.max_body_bytes = max_body_bytes
-        self.max_decoded_bytes = max_decoded_bytes
+        self.limits = limits
+        self.auth = auth
+        self.bucket_seconds = bucket_seconds
+        self.metrics = Metrics()
+        # When a batch counts as received (whole seconds, UTC); tests replace it.
+        self.clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC).replace(
+            microsecond=0
+        )
+        self.committer = GroupCommitter(
+            store, {n: c.spec for n, c in collections.items()}, on_commit=self.metrics.commit
+        )
+
+    # -- access ----------------------------------------------------------------------------
+    def authorize(self, request: Request, scope: str) -> str:
+        """The calling token's name ("" when auth is off); 401/403 otherwise."""
+        if self.auth is None:
+            return ""
+        token: Token | None = self.auth.identify(request.headers.get("authorization"))
+        if token is None:
+            self.metrics.reject("unauthenticated", 401)
+            raise HTTPException(
+                401,
+                "Authorization must be 'Bearer <token>' with a configured token, got "
+                + ("none" if "authorization" not in request.headers else "an unknown token"),
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if not token.allows(scope):
+            self.metrics.reject("forbidden", 403)
+            raise HTTPException(
+                403, f"token {token.name!r} must have scope {scope!r}, got {sorted(token.scopes)}"
+            )
+        return token.name
 
     def get(self, name: str) -> Collection:
         try:
@@ -244,11 +477,20 @@ class _Collector:
         return CollectionInfo(
             name=name,
             description=c.description,
-            mechanism=c.spec.to_dict(),
+            kind=self.kinds[name],
+            mechanism=self.spec_dicts[name],
             fingerprint=c.spec.fingerprint,
             n=n,
             batches=batches,
+            bucket_seconds=self.bucket_seconds,
+            last_bucket=_iso(self.store.last_bucket(name)),
             labels=c.labels,
+            encoder=None
+            if c.encoder is None
+            else EncoderInfo(
+                categories=[_plain_label(x) for x in c.encoder.categories],
+                unknown=c.encoder.unknown,
+            ),
             report_fields=None
             if template is None
             else {
@@ -257,153 +499,321 @@ class _Collector:
             },
         )
 
-    # -- ingestion (runs in a worker thread: decoding and aggregation are CPU work) --------
-    def decode(self, name: str, body: bytes, content_type: str) -> tuple[Reports, str]:
-        collection = self.collections[name]
-        spec = collection.spec
-        kind = _sniff(body[:4])
-        if kind is not None:
-            try:
-                size = decoded_size(body)
-            except ValueError as exc:
-                raise HTTPException(
-                    422, f"body must be a readable {kind} reports payload: {exc}"
-                ) from exc
-            if size is not None and size > self.max_decoded_bytes:
-                raise HTTPException(
-                    413,
-                    f"batch must decode to at most {self.max_decoded_bytes} bytes, got {size}; send smaller batches",
-                )
-            try:
-                reports = reports_from_bytes(body)
-            except (ValueError, TypeError) as exc:
-                raise HTTPException(422, f"body must be valid {kind} reports: {exc}") from exc
-            self._check_spec(name, reports.spec)
-            return reports, kind
+    # -- decoding --------------------------------------------------------------------------
+    def _fail(self, status: int, reason: str, message: str) -> HTTPException:
+        self.metrics.reject(reason, status)
+        return HTTPException(status, message)
+
+    def decode_json(self, name: str, body: bytes, content_type: str) -> Reports:
+        spec = self.collections[name].spec
+        spec_fingerprint = self.fingerprints[name]
         if "json" not in content_type and not body.lstrip().startswith(b"{"):
-            raise HTTPException(
+            raise self._fail(
                 415,
+                "unsupported_media",
                 "body must be npz or Parquet reports (ldpkit.io.reports_to_bytes) or a JSON object "
                 f"(ldpkit.io.reports_to_dict), got Content-Type {content_type or 'none'!r} and "
                 f"bytes starting with {body[:8]!r}",
             )
+        if len(body) > self.limits.max_json_bytes:
+            raise self._fail(
+                413,
+                "too_large",
+                f"JSON body must be at most {self.limits.max_json_bytes} bytes, got {len(body)}; "
+                "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
+            )
         try:
             data = json.loads(body)
+        except RecursionError:
+            data = None
         except (ValueError, UnicodeDecodeError) as exc:
-            raise HTTPException(422, f"body must be valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise HTTPException(
+            raise self._fail(422, "malformed", f"body must be valid JSON: {exc}") from exc
+        limit = self.limits.max_json_depth
+        if data is None or (
+            # fewer opening brackets than the limit cannot nest deeper: skip the walk
+            body.count(b"[") + body.count(b"{") > limit and not _json_depth_ok(data, limit)
+        ):
+            raise self._fail(
                 422,
+                "malformed",
+                f"JSON body must nest at most {self.limits.max_json_depth} levels deep",
+            )
+        if not isinstance(data, dict):
+            raise self._fail(
+                422,
+                "malformed",
                 f"body must be a JSON object with 'fingerprint' and 'arrays', got {type(data).__name__}",
             )
-        if "mechanism" in data:
+        if "mechanism" in data and data["mechanism"] != self.spec_dicts[name]:
             try:
                 claimed = spec_from_dict(data["mechanism"])
             except (KeyError, TypeError, ValueError) as exc:
-                raise HTTPException(
-                    422, f"mechanism must be a spec dict (spec.to_dict()): {exc}"
+                raise self._fail(
+                    422, "malformed", f"mechanism must be a spec dict (spec.to_dict()): {exc}"
                 ) from exc
             self._check_spec(name, claimed)
         fingerprint = data.get("fingerprint")
-        if fingerprint != spec.fingerprint:
-            raise HTTPException(
+        if fingerprint != spec_fingerprint:
+            raise self._fail(
                 409 if isinstance(fingerprint, str) else 422,
+                "wrong_spec",
                 f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
-                f"{spec.fingerprint}), got fingerprint {fingerprint!r}; fetch the spec from "
+                f"{spec_fingerprint}), got fingerprint {fingerprint!r}; fetch the spec from "
                 f"GET /v1/collections/{name}",
             )
         template = self.templates[name] or {}
+        fast = _fast_json_reports(data, spec, self.fast_fields.get(name, {}))
+        if fast is not None:
+            return fast
         try:
-            reports = reports_from_dict(
+            data = {k: v for k, v in data.items() if k != "mechanism"}
+            return reports_from_dict(
                 data, expected=spec, dtypes={k: v[0] for k, v in template.items()}
             )
         except (ValueError, TypeError) as exc:
-            raise HTTPException(422, str(exc)) from exc
-        return reports, "json"
+            raise self._fail(422, "malformed", str(exc)) from exc
 
     def _check_spec(self, name: str, got: Mechanism) -> None:
         spec = self.collections[name].spec
         if got != spec:
-            raise HTTPException(
+            raise self._fail(
                 409,
+                "wrong_spec",
                 f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
                 f"{spec.fingerprint}), got reports made under {got!r} (fingerprint {got.fingerprint}); "
                 f"fetch the spec from GET /v1/collections/{name}",
             )
 
-    def ingest(self, name: str, body: bytes, content_type: str, key: str | None) -> IngestResult:
-        spec = self.collections[name].spec
-        reports, kind = self.decode(name, body, content_type)
+    def _check_fields(self, name: str, reports: Reports) -> None:
         template = self.templates[name]
         if template is not None and set(reports.fields) != set(template):
-            raise HTTPException(
+            raise self._fail(
                 422,
-                f"reports must have fields {sorted(template)} for {spec!r}, got {sorted(reports.fields)}",
+                "malformed",
+                f"reports must have fields {sorted(template)} for {self.collections[name].spec!r}, "
+                f"got {sorted(reports.fields)}",
             )
-        if len(reports) == 0:
-            raise HTTPException(422, "batch must hold at least one report, got 0")
+
+    def _check_count(self, n: int) -> None:
+        if n == 0:
+            raise self._fail(422, "malformed", "batch must hold at least one report, got 0")
+        if n > self.limits.max_reports_per_batch:
+            raise self._fail(
+                413,
+                "too_many_reports",
+                f"batch must hold at most {self.limits.max_reports_per_batch} reports, got {n}; "
+                "split it into several batches",
+            )
+
+    def prepare(
+        self, name: str, body: bytes, content_type: str, token: str, key: str | None
+    ) -> PendingBatch:
+        """Decode and check one batch; aggregate it unless it is small (see commit.py)."""
+        spec = self.collections[name].spec
+        kind = _sniff(body[:4])
+        digest = ReportsDigest() if key else None
+        if kind is None:
+            reports = self.decode_json(name, body, content_type)
+            self._check_fields(name, reports)
+            self._check_count(len(reports))
+            if digest is not None:
+                digest.update(reports)
+            stats = None
+            if len(reports) > SMALL_BATCH:
+                stats = self._aggregate(spec, reports)
+            return PendingBatch(
+                name,
+                len(reports),
+                stats=stats,
+                reports=None if stats is not None else reports,
+                token=token,
+                idempotency_key=key,
+                digest=None if digest is None else digest.hexdigest(),
+                raw=("json", body) if self.store_reports else None,
+                received_at=self.clock(),
+            )
         try:
-            stats = spec.aggregate(reports)  # the spec's own checks: dtypes, shapes, ranges
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise HTTPException(422, f"reports rejected by {spec!r}: {exc}") from exc
-        raw = (kind, body) if self.store_reports else None
+            size = decoded_size(body)
+        except ValueError as exc:
+            raise self._fail(
+                422, "malformed", f"body must be a readable {kind} reports payload: {exc}"
+            ) from exc
+        if size is not None and size > self.limits.max_decoded_bytes:
+            raise self._fail(
+                413,
+                "too_large",
+                f"batch must decode to at most {self.limits.max_decoded_bytes} bytes, got {size}; "
+                "send smaller batches",
+            )
         try:
-            record = self.store.add_batch(name, stats, idempotency_key=key, raw=raw)
-        except IdempotencyConflict as exc:
-            raise HTTPException(422, str(exc)) from exc
-        return IngestResult(
-            batch_id=record.batch_id,
-            collection=name,
-            n=record.n,
-            received_at=record.received_at.isoformat(),
-            duplicate=record.duplicate,
+            if kind == "parquet":
+                chunks = iter_reports_parquet(
+                    io.BytesIO(body), batch_size=self.limits.aggregate_chunk
+                )
+            else:
+                chunks = iter([reports_from_bytes(body)])
+            stats, n = spec.empty_stats(), 0
+            for i, chunk in enumerate(chunks):
+                if i == 0:
+                    self._check_spec(name, chunk.spec)
+                    self._check_fields(name, chunk)
+                n += len(chunk)
+                if n > self.limits.max_reports_per_batch:
+                    self._check_count(n)
+                if digest is not None:
+                    digest.update(chunk)
+                stats = stats.merge(self._aggregate(spec, chunk))
+        except (ValueError, TypeError) as exc:
+            raise self._fail(422, "malformed", f"body must be valid {kind} reports: {exc}") from exc
+        self._check_count(n)
+        return PendingBatch(
+            name,
+            n,
+            stats=stats,
+            token=token,
+            idempotency_key=key,
+            digest=None if digest is None else digest.hexdigest(),
+            raw=(kind, body) if self.store_reports else None,
+            received_at=self.clock(),
         )
 
-    def estimate(self, name: str, alpha: float, postprocessing: str | None) -> EstimateResult:
+    def _aggregate(self, spec: Mechanism, reports: Reports) -> Stats:
+        step = self.limits.aggregate_chunk
+        try:
+            if len(reports) <= step:
+                return aggregate_one(spec, reports)
+            # bounded scratch memory: aggregate a chunk at a time (merge is exact)
+            parts = [
+                aggregate_one(spec, reports[i : i + step]) for i in range(0, len(reports), step)
+            ]
+            return parts[0].merge(*parts[1:])
+        except AggregationError as exc:
+            raise self._fail(422, "rejected_by_spec", str(exc)) from exc
+
+    # -- estimates -------------------------------------------------------------------------
+    def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
+        s, u = _parse_time(since, "since"), _parse_time(until, "until")
+        w = self.bucket_seconds
+        if s is not None:
+            s = -(-s // w) * w  # first whole bucket
+        if u is not None:
+            u = u // w * w  # end of the last whole bucket
+        if s is not None and u is not None and u < s:
+            raise HTTPException(
+                422, f"until must be at or after since (whole {w} s buckets), got {since}..{until}"
+            )
+        return s, u
+
+    def estimate(
+        self,
+        name: str,
+        alpha: float,
+        postprocessing: str | None,
+        since: int | None,
+        until: int | None,
+    ) -> EstimateResult:
         from ..consistency import METHODS
 
         collection = self.collections[name]
         spec = collection.spec
-        stats, batches = self.store.merged(name, spec)
-        base: dict[str, Any] = {
-            "collection": name,
-            "mechanism": spec.to_dict(),
-            "fingerprint": spec.fingerprint,
-            "n": stats.n,
-            "batches": batches,
-            "alpha": alpha,
-            "labels": collection.labels,
-        }
-        if postprocessing is not None and postprocessing not in METHODS:
+        kind = self.kinds[name]
+        if postprocessing is not None and (kind != "frequency" or postprocessing not in METHODS):
             raise HTTPException(
-                422, f"postprocessing must be one of {sorted(METHODS)}, got {postprocessing!r}"
+                422,
+                f"postprocessing must be one of {sorted(METHODS)} (frequency collections only), "
+                f"got {postprocessing!r} for a {kind} collection",
             )
-        if stats.n == 0:
-            return EstimateResult(
-                **base,
-                postprocessing=[],
-                frequencies=None,
-                std_errors=None,
-                ci_low=None,
-                ci_high=None,
-            )
-        est = spec.estimate(stats)
-        if not isinstance(est, FrequencyEstimate):
-            raise HTTPException(
-                501,
-                f"the estimate endpoint serves frequency oracles; use /v1/collections/{name}/stats for {spec!r}",
-            )
-        if postprocessing is not None:
-            est = METHODS[postprocessing](est)
-        low, high = est.confidence_interval(alpha)
-        return EstimateResult(
-            **base,
-            postprocessing=list(est.postprocessing),
-            frequencies=est.frequencies.tolist(),
-            std_errors=est.std_error.tolist(),
-            ci_low=low.tolist(),
-            ci_high=high.tolist(),
+        stats, batches = self.store.merged(name, spec, since=since, until=until)
+        result = EstimateResult(
+            collection=name,
+            kind=kind,
+            mechanism=self.spec_dicts[name],
+            fingerprint=spec.fingerprint,
+            n=stats.n,
+            batches=batches,
+            since=_iso(since),
+            until=_iso(until),
+            alpha=alpha,
+            labels=collection.labels,
+            postprocessing=[],
+            frequencies=None,
+            ci_low=None,
+            distribution=None,
+            mean=None,
         )
+        if stats.n == 0:
+            return result
+        est = spec.estimate(stats)
+        if isinstance(est, FrequencyEstimate):
+            if postprocessing is not None:
+                est = METHODS[postprocessing](est)
+            low, high = est.confidence_interval(alpha)
+            result.postprocessing = list(est.postprocessing)
+            result.frequencies = est.frequencies.tolist()
+            result.std_errors = est.std_error.tolist()
+            result.ci_low = low.tolist()
+            result.ci_high = high.tolist()
+        elif isinstance(est, Distribution):
+            d = est.to_dict()
+            result.distribution = DistributionResult(
+                low=d["low"],
+                high=d["high"],
+                probabilities=d["probabilities"],
+                mean=est.mean(),
+                quantiles={f"{q:g}": float(est.quantile(q)) for q in QUANTILES},
+            )
+            result.mean = est.mean()
+        elif isinstance(est, MeanEstimate):
+            interval = est.confidence_interval(alpha)
+            result.mean = float(est.mean)
+            result.std_error = float(est.std_error)
+            result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
+        return result
+
+
+def _fast_json_reports(
+    data: dict[str, Any],
+    spec: Mechanism,
+    template: Mapping[str, tuple[np.dtype, tuple[int, ...], tuple[str, str]]],
+) -> Reports | None:
+    """Plain integer (or float) arrays of one-number-per-user fields, decoded without the
+    general path's per-value checks; None sends anything else to ``reports_from_dict``
+    (which gives the error messages), so both paths accept exactly the same bodies."""
+    arrays = data.get("arrays")
+    if not isinstance(arrays, dict) or set(arrays) != set(template) or not template:
+        return None
+    out = {}
+    for k, (dtype, shape, names) in template.items():
+        entry = arrays[k]
+        if isinstance(entry, dict):
+            if not _ENTRY_KEYS.issuperset(entry):
+                return None
+            if entry.get("dtype") is not None and entry["dtype"] not in names:
+                return None
+            values = entry.get("data")
+            if (
+                entry.get("shape") is not None
+                and isinstance(values, list)
+                and entry["shape"] != [len(values)]
+            ):
+                return None
+        else:
+            values = entry
+        if type(values) is not list or shape != () or not values:
+            return None
+        if dtype.kind in "iu":
+            if not all(type(x) is int for x in values):
+                return None
+        elif dtype.kind == "f":
+            if not all(type(x) is float or type(x) is int for x in values):
+                return None
+        else:
+            return None
+        try:
+            out[k] = np.array(values, dtype=dtype)
+        except (OverflowError, ValueError, TypeError):
+            return None
+    return Reports(spec, **out)
 
 
 def create_app(
@@ -411,55 +821,81 @@ def create_app(
     database_url: str = DEFAULT_DATABASE_URL,
     *,
     store_reports: bool = False,
-    max_body_bytes: int = 64 * 2**20,
-    max_decoded_bytes: int = 1 * 2**30,
+    limits: Limits | None = None,
+    tokens: list[Token] | None = None,
+    cors_origins: list[str] | None = None,
+    bucket_seconds: int = 3600,
+    max_body_bytes: int | None = None,
+    max_decoded_bytes: int | None = None,
 ) -> FastAPI:
     """Build the collector app.
 
     Parameters
     ----------
     collections : Mechanism, Collection, or mapping of name -> Mechanism or Collection
-        What to collect. A bare spec is served as collection ``"default"``.
+        What to collect. A bare spec is served as collection ``"default"``. Every spec
+        must give a frequency, distribution or mean estimate (ValueError otherwise).
     database_url : str
-        SQLAlchemy URL of the store: SQLite file by default (created if missing), or e.g.
-        ``postgresql+psycopg://user:pass@host/db``. Restarting on the same database keeps
-        every stored batch; a collection's spec cannot change while it holds data
-        (ValueError here).
+        SQLAlchemy URL of the store: SQLite file by default (created if missing), or
+        ``postgresql+psycopg://user:pass@host/db`` for several worker processes. Restarting
+        on the same database keeps every stored batch; a collection's spec and bucket
+        width cannot change while it holds data (ValueError here).
     store_reports : bool
         Also keep each batch's raw payload. Off by default: estimates need only the Stats
         (sufficient statistics), so raw reports add storage and a per-user record to
         protect (randomized, but linkable to request metadata) without adding accuracy.
-        Turn it on only to audit or re-process with a future aggregator.
-    max_body_bytes : int
-        Largest request body accepted (413 above).
-    max_decoded_bytes : int
-        Largest uncompressed size an npz/Parquet body may declare (413 above), so a small
-        compressed body cannot expand into gigabytes.
+    limits : Limits or None
+        Body, JSON, decoded-size, per-batch and nesting limits (:class:`Limits` defaults).
+    tokens : list of Token or None
+        Bearer tokens (:func:`ldpkit.service.auth.parse_tokens`); None serves everyone
+        (``main`` then refuses any non-loopback address).
+    cors_origins : list of str or None
+        Origins browsers may call from (``["*"]`` for any); None adds no CORS headers.
+    bucket_seconds : int
+        Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
+    max_body_bytes, max_decoded_bytes : int or None
+        Shortcuts overriding the same fields of ``limits``.
 
     Returns
     -------
     FastAPI
-        ``app.state.collector`` holds the collections and the store.
+        ``app.state.collector`` holds the collections, the store and the committer.
     """
+    limits = limits or Limits()
+    overrides = {
+        k: v
+        for k, v in (("max_body_bytes", max_body_bytes), ("max_decoded_bytes", max_decoded_bytes))
+        if v is not None
+    }
+    if overrides:
+        limits = dataclasses.replace(limits, **overrides)
+    if (
+        isinstance(bucket_seconds, bool)
+        or not isinstance(bucket_seconds, int)
+        or bucket_seconds < 1
+    ):
+        raise ValueError(f"bucket_seconds must be an integer >= 1, got {bucket_seconds!r}")
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     try:
+        collector = _Collector(
+            specs,
+            store,
+            store_reports=store_reports,
+            limits=limits,
+            auth=None if tokens is None else TokenAuth(tokens),
+            bucket_seconds=bucket_seconds,
+        )
         for name, c in specs.items():
-            store.register(name, c.spec)
+            store.register(name, c.spec, bucket_seconds)
     except Exception:
         store.close()
         raise
-    collector = _Collector(
-        specs,
-        store,
-        store_reports=store_reports,
-        max_body_bytes=max_body_bytes,
-        max_decoded_bytes=max_decoded_bytes,
-    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         yield
+        await collector.committer.close()
         store.close()
 
     app = FastAPI(
@@ -467,13 +903,44 @@ def create_app(
         version=__version__,
         description=(
             "Collects locally differentially private reports, keeps only their mergeable "
-            "statistics, and serves frequency estimates with standard errors."
+            "statistics rolled up per time bucket, and serves estimates with standard errors."
         ),
         lifespan=lifespan,
     )
     app.state.collector = collector
+    if cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
+            max_age=600,
+        )
+
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(PoolTimeout)
+    async def database_down(_request: Request, exc: Exception) -> JSONResponse:
+        collector.metrics.reject("database_unavailable", 503)
+        reason = "unavailable" if isinstance(exc, (OperationalError, PoolTimeout)) else "error"
+        log.error("database %s: %s", reason, exc)
+        return JSONResponse(
+            {"detail": f"database {reason}: {type(exc).__name__}; retry later"},
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        collector.metrics.reject("bad_parameters", 422)
+        return JSONResponse({"detail": jsonable_errors(exc)}, status_code=422)
 
     CollectionName = Annotated[str, Path(description="collection name")]
+    TimeParam = Annotated[
+        str | None,
+        Query(description="ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"),
+    ]
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
@@ -486,12 +953,23 @@ def create_app(
             )
         return Health(status="ok", database="ok", version=__version__)
 
+    @app.get("/metrics", response_class=PlainTextResponse, tags=["ops"])
+    def metrics(request: Request) -> PlainTextResponse:
+        """Prometheus text format: stored totals, accepted batches, rejects, commit latency."""
+        collector.authorize(request, "read")
+        stored = {name: store.summary(name) for name in collector.collections}
+        return PlainTextResponse(
+            collector.metrics.render(stored), media_type="text/plain; version=0.0.4"
+        )
+
     @app.get("/v1/collections", response_model=CollectionList, tags=["collections"])
-    def list_collections() -> CollectionList:
+    def list_collections(request: Request) -> CollectionList:
+        collector.authorize(request, "read")
         return CollectionList(collections=[collector.info(name) for name in collector.collections])
 
     @app.get("/v1/collections/{collection}", response_model=CollectionInfo, tags=["collections"])
-    def get_collection(collection: CollectionName) -> CollectionInfo:
+    def get_collection(collection: CollectionName, request: Request) -> CollectionInfo:
+        collector.authorize(request, "read")
         collector.get(collection)
         return collector.info(collection)
 
@@ -502,61 +980,74 @@ def create_app(
         tags=["reports"],
         openapi_extra=_BODY_DOC,
         responses={
-            200: {
-                "description": "retried batch (same Idempotency-Key): already stored, not counted again"
-            },
+            200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
+            401: {"description": "no valid bearer token (when [auth] is configured)"},
+            403: {"description": "the token lacks the ingest scope"},
             409: {"description": "reports made under another spec (fingerprint mismatch)"},
-            413: {"description": "body too large"},
+            413: {"description": "body, JSON, decoded size or report count over the limits"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
             422: {"description": "malformed reports, or Idempotency-Key reused for other data"},
+            503: {"description": "database unavailable; nothing was stored, retry"},
         },
     )
-    async def post_reports(
-        collection: CollectionName,
-        request: Request,
-        response: Response,
-        idempotency_key: Annotated[
-            str | None,
-            Header(
-                alias="Idempotency-Key",
-                description="client-chosen id of this batch; a retry with the same key is not counted twice",
-            ),
-        ] = None,
-    ) -> IngestResult:
+    async def post_reports(collection: CollectionName, request: Request) -> Response:
+        token = collector.authorize(request, "ingest")
         collector.get(collection)
-        if idempotency_key is not None and not _KEY.match(idempotency_key):
-            raise HTTPException(
+        key = request.headers.get("idempotency-key")
+        if key is not None and not _KEY.match(key):
+            raise collector._fail(
                 422,
-                f"Idempotency-Key must be 1-200 visible ASCII characters, got {idempotency_key!r}",
+                "malformed",
+                f"Idempotency-Key must be 1-200 visible ASCII characters, got {key!r}",
             )
+        max_body = limits.max_body_bytes
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            raise HTTPException(413, f"body must be at most {max_body_bytes} bytes, got {declared}")
+        if declared is not None and declared.isdigit() and int(declared) > max_body:
+            raise collector._fail(
+                413, "too_large", f"body must be at most {max_body} bytes, got {declared}"
+            )
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > max_body_bytes:
-                raise HTTPException(413, f"body must be at most {max_body_bytes} bytes")
+            if size > max_body:
+                raise collector._fail(413, "too_large", f"body must be at most {max_body} bytes")
             chunks.append(chunk)
         body = b"".join(chunks)
         if not body:
-            raise HTTPException(422, "body must hold a batch of reports, got an empty body")
-        result = await run_in_threadpool(
-            collector.ingest,
-            collection,
-            body,
-            request.headers.get("content-type", ""),
-            idempotency_key,
+            raise collector._fail(
+                422, "malformed", "body must hold a batch of reports, got an empty body"
+            )
+        ctype = request.headers.get("content-type", "")
+        if len(body) <= 16_384:  # small: decoding is cheaper than a thread hop
+            item = collector.prepare(collection, body, ctype, token, key)
+        else:
+            item = await run_in_threadpool(collector.prepare, collection, body, ctype, token, key)
+        try:
+            record = await collector.committer.commit(item)
+        except IdempotencyConflict as exc:
+            raise collector._fail(422, "idempotency_conflict", str(exc)) from exc
+        except AggregationError as exc:
+            raise collector._fail(422, "rejected_by_spec", str(exc)) from exc
+        collector.metrics.accept(collection, record.n, record.duplicate)
+        payload = {
+            "batch_id": record.batch_id,
+            "collection": collection,
+            "n": record.n,
+            "received_at": record.received_at.isoformat(),
+            "duplicate": record.duplicate,
+        }
+        return Response(
+            json.dumps(payload, separators=(",", ":")),
+            status_code=200 if record.duplicate else 201,
+            media_type="application/json",
         )
-        if result.duplicate:
-            response.status_code = 200
-        return result
 
     @app.get(
         "/v1/collections/{collection}/estimate", response_model=EstimateResult, tags=["collections"]
     )
     def get_estimate(
         collection: CollectionName,
+        request: Request,
         alpha: Annotated[
             float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
         ] = 0.05,
@@ -564,15 +1055,124 @@ def create_app(
             str | None,
             Query(description="a method of ldpkit.consistency.METHODS, e.g. norm_sub (biased)"),
         ] = None,
+        since: TimeParam = None,
+        until: TimeParam = None,
     ) -> EstimateResult:
+        """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
+        collector.authorize(request, "read")
         collector.get(collection)
-        return collector.estimate(collection, alpha, postprocessing)
+        s, u = collector.window(since, until)
+        return collector.estimate(collection, alpha, postprocessing, s, u)
+
+    @app.get(
+        "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]
+    )
+    def get_buckets(
+        collection: CollectionName,
+        request: Request,
+        since: TimeParam = None,
+        until: TimeParam = None,
+    ) -> BucketList:
+        """Reports and batches per roll-up bucket (a time series; estimate each with since/until)."""
+        collector.authorize(request, "read")
+        collector.get(collection)
+        s, u = collector.window(since, until)
+        w = collector.bucket_seconds
+        return BucketList(
+            collection=collection,
+            bucket_seconds=w,
+            buckets=[
+                BucketInfo(start=_iso(b) or "", end=_iso(b + w) or "", n=n, batches=c)
+                for b, n, c in store.buckets(collection, since=s, until=u)
+            ],
+        )
 
     @app.get("/v1/collections/{collection}/stats", tags=["collections"])
-    def get_stats(collection: CollectionName) -> dict[str, Any]:
-        """All batches merged: ``Stats.to_dict()`` (merge it with ``Stats.from_dict`` elsewhere)."""
+    def get_stats(
+        collection: CollectionName,
+        request: Request,
+        since: TimeParam = None,
+        until: TimeParam = None,
+    ) -> dict[str, Any]:
+        """Whole buckets merged: ``Stats.to_dict()`` (merge it with ``Stats.from_dict`` elsewhere)."""
+        collector.authorize(request, "read")
         c = collector.get(collection)
-        stats, _ = store.merged(collection, c.spec)
+        s, u = collector.window(since, until)
+        stats, _ = store.merged(collection, c.spec, since=s, until=u)
         return stats.to_dict()
 
+    def _admin_window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
+        w = collector.bucket_seconds
+        s, u = _parse_time(since, "since"), _parse_time(until, "until")
+        for name, value in (("since", s), ("until", u)):
+            if value is not None and value % w:
+                raise HTTPException(
+                    422,
+                    f"{name} must be a bucket boundary (a multiple of {w} s since the epoch), "
+                    f"got {_iso(value)}; batches are deleted by whole buckets",
+                )
+        return s, u
+
+    @app.get("/v1/admin/collections/{collection}/batches", response_model=BatchList, tags=["admin"])
+    def list_batches(
+        collection: CollectionName,
+        request: Request,
+        token: Annotated[
+            str | None, Query(description="only batches sent with this token name")
+        ] = None,
+        since: TimeParam = None,
+        until: TimeParam = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> BatchList:
+        """Stored batches (oldest first): id, token name, size, arrival time."""
+        collector.authorize(request, "admin")
+        collector.get(collection)
+        s, u = collector.window(since, until)
+        rows = store.list_batches(
+            collection, token=token, since=s, until=u, limit=limit, offset=offset
+        )
+        return BatchList(
+            collection=collection,
+            batches=[
+                BatchInfo(
+                    batch_id=r.batch_id, token=r.token, n=r.n, received_at=r.received_at.isoformat()
+                )
+                for r in rows
+            ],
+        )
+
+    @app.delete(
+        "/v1/admin/collections/{collection}/batches", response_model=DeleteResult, tags=["admin"]
+    )
+    def delete_batches(
+        collection: CollectionName,
+        request: Request,
+        token: Annotated[
+            str | None, Query(description="only batches sent with this token name")
+        ] = None,
+        since: TimeParam = None,
+        until: TimeParam = None,
+    ) -> DeleteResult:
+        """Delete the batches of a token and/or of whole buckets in ``[since, until)``.
+
+        The roll-ups are per (bucket, token), so the estimate afterwards is exactly the one
+        of the remaining batches.
+        """
+        collector.authorize(request, "admin")
+        collector.get(collection)
+        if token is None and since is None and until is None:
+            raise HTTPException(
+                422, "delete must name a token, a since/until range, or both, got none"
+            )
+        s, u = _admin_window(since, until)
+        batches, reports = store.delete_batches(collection, token=token, since=s, until=u)
+        return DeleteResult(collection=collection, deleted_batches=batches, deleted_reports=reports)
+
     return app
+
+
+def jsonable_errors(exc: RequestValidationError) -> Any:
+    from fastapi.encoders import jsonable_encoder
+
+    return jsonable_encoder(exc.errors())

@@ -25,9 +25,26 @@ from .smoothers import (
     make_smoother,
 )
 from .threshold import choose_threshold, exponential_mechanism, exponential_mechanism_probabilities
-from .topl import ThresholdObjective, ToPL, choose_topl_threshold, topl_threshold_objective
+from .topl import (
+    ThresholdObjective,
+    ToPL,
+    choose_topl_threshold,
+    cut_tail,
+    square_wave_detection_floor,
+    topl_threshold_objective,
+)
 from .topl_client import client_randomize
 from .tops import ToPS
+from .windows import (
+    WindowedStats,
+    WindowEstimates,
+    aggregate_windows,
+    count_windows,
+    window_frequencies,
+    window_keys,
+    window_means,
+    window_sums,
+)
 
 __all__ = [
     "ToPS",
@@ -41,6 +58,8 @@ __all__ = [
     "client_randomize",
     "topl_threshold_objective",
     "choose_topl_threshold",
+    "cut_tail",
+    "square_wave_detection_floor",
     "ThresholdObjective",
     "square_wave_mean_constants",
     "StreamRelease",
@@ -65,4 +84,12 @@ __all__ = [
     "range_errors",
     "evaluate_ranges",
     "METRICS",
+    "WindowedStats",
+    "WindowEstimates",
+    "aggregate_windows",
+    "count_windows",
+    "window_keys",
+    "window_means",
+    "window_sums",
+    "window_frequencies",
 ]

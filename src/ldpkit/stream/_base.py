@@ -14,6 +14,7 @@ API with standard errors, and ``to_dict``/``from_dict``.
 from __future__ import annotations
 
 import copy
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, ClassVar, NamedTuple
@@ -108,9 +109,29 @@ class StreamRelease(ABC):
     def _range_variance(self, start: int, stop: int) -> float:
         """Variance of the noise of the estimate over ``[start, stop)``."""
 
-    @abstractmethod
+    #: constructor argument -> the attribute that holds it, where the two names differ
+    _param_attributes: ClassVar[dict[str, str]] = {
+        "threshold_size": "_m",
+        "threshold": "_fixed_threshold",  # the fixed one; ``threshold`` is the chosen theta
+    }
+
+    def _signature_params(self, cls: type) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, par in inspect.signature(cls).parameters.items():
+            if name == "rng" or par.kind in (par.VAR_KEYWORD, par.VAR_POSITIONAL):
+                continue
+            value = getattr(self, self._param_attributes.get(name, name))
+            out[name] = value.to_dict() if hasattr(value, "to_dict") else value
+        return out
+
     def params(self) -> dict[str, Any]:
-        """Constructor arguments (JSON-able) that rebuild an equivalent fresh estimator."""
+        """Constructor arguments (JSON-able) that rebuild an equivalent fresh estimator.
+
+        Read from the constructor's signature: every argument but ``rng``, from the
+        attribute of the same name (or :attr:`_param_attributes`); objects with ``to_dict``
+        (smoothers) as their dict.
+        """
+        return self._signature_params(type(self))
 
     @abstractmethod
     def _state(self) -> dict[str, Any]:
@@ -207,7 +228,11 @@ class StreamRelease(ABC):
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
-        """Everything needed to resume: parameters, state arrays, and the Generator's state."""
+        """Everything needed to resume: parameters, state arrays, and the Generator's state.
+
+        For the central-DP streams (ToPS and its baselines) this is **secret**: it holds raw
+        values and the Generator state that produced (and so can remove) the noise.
+        """
         return {
             "class": self._registry_name,
             "params": self.params(),

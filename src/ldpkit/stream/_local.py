@@ -51,6 +51,13 @@ from .._validation import check_epsilon, check_integer, check_numeric_values, ch
 from ..spec import Mechanism, Reports, Stats
 from ._base import StreamRelease
 from .topl_client import client_randomize
+from .windows import (
+    WindowedStats,
+    WindowEstimates,
+    aggregate_windows,
+    check_window_keys,
+    window_sums,
+)
 
 __all__ = ["LocalStreamRelease"]
 
@@ -75,6 +82,8 @@ class LocalStreamRelease(StreamRelease):
         self.bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
         self.block_size = check_integer(block_size, "block_size", low=1)
         self._spec: Mechanism | None = None  # the perturbation spec, once theta is known
+        self._windows: WindowedStats | None = None
+        self._threshold_windows: dict[Any, int] = {}
         self._reset_store()
         super().__init__(threshold_size, rng)
         self._buffer = np.zeros(0)  # local DP: the server never holds raw values
@@ -123,15 +132,27 @@ class LocalStreamRelease(StreamRelease):
         return self._spec
 
     # ------------------------------------------------------------------ server side
-    def ingest(self, reports: Reports | Stats) -> LocalStreamRelease:
+    def ingest(self, reports: Reports | Stats, *, windows: Any = None) -> LocalStreamRelease:
         """Accept a batch of users' reports (vectorized) and return ``self``.
 
         Reports must come from :meth:`client_spec` of the current phase. During ToPL's
         threshold phase, aggregated ``Stats`` of the Square Wave spec are accepted too
         (merged from several collectors); released reports must be Reports, since their
         positions in the stream matter.
+
+        ``windows`` (optional, one key per report: a day from
+        :func:`ldpkit.stream.window_keys`, an index from :func:`ldpkit.stream.count_windows`)
+        also files every released report under its window (:attr:`window_stats`, answered
+        by :meth:`window_sums`); threshold-phase reports are counted per window
+        (:attr:`threshold_window_counts`), since they only choose theta.
         """
+        if windows is not None:
+            keys = self._check_windows(reports, windows)
         if self._threshold is None:
+            if windows is not None:
+                for key, count in zip(*np.unique(keys, return_counts=True)):
+                    k = key.item()
+                    self._threshold_windows[k] = self._threshold_windows.get(k, 0) + int(count)
             self._ingest_threshold_phase(reports)
             return self
         if not isinstance(reports, Reports):
@@ -145,9 +166,37 @@ class LocalStreamRelease(StreamRelease):
                 f"{spec.fingerprint}), got reports from {reports.spec!r}"
             )
         x = self._estimates(reports)
+        if windows is not None:
+            part = aggregate_windows(spec, reports, keys)
+            self._windows = part if self._windows is None else self._windows.merge(part)
         self._store(x)
         self._n_seen += x.size
         return self
+
+    @staticmethod
+    def _check_windows(reports: Reports | Stats, windows: Any) -> np.ndarray:
+        if not isinstance(reports, Reports):
+            raise TypeError("windows need Reports (one key per report), got aggregated Stats")
+        return check_window_keys(windows, len(reports))
+
+    # ------------------------------------------------------------------ windows
+    @property
+    def window_stats(self) -> WindowedStats | None:
+        """Released reports filed per window (None until reports arrive with ``windows=``):
+        mergeable per-window Stats of :meth:`client_spec` ``("perturb")``."""
+        return self._windows
+
+    @property
+    def threshold_window_counts(self) -> dict[Any, int]:
+        """Threshold-phase users per window (they choose theta and are not released)."""
+        return dict(self._threshold_windows)
+
+    def window_sums(self) -> WindowEstimates:
+        """Unbiased sum of the (clipped) released values per window, with standard errors
+        (:func:`ldpkit.stream.window_sums` of :attr:`window_stats`)."""
+        if self._windows is None:
+            raise ValueError("window_sums needs reports ingested with windows=")
+        return window_sums(self._windows)
 
     # ------------------------------------------------------------------ simulation
     def _check_items(self, items: Any) -> np.ndarray:
@@ -175,13 +224,14 @@ class LocalStreamRelease(StreamRelease):
         self._simulate(items, self._rng)
         return self
 
-    def extend(self, values: Any, rng: RNGLike = None) -> LocalStreamRelease:  # type: ignore[override]
+    def simulate(self, values: Any, *, rng: RNGLike = None) -> LocalStreamRelease:
         """Simulate the clients of ``values`` (one batch, or an iterable of batches) for experiments.
 
         Each value is one user, in stream order; users of the threshold phase report with
         Square Wave, later users clip and report with the perturbation spec, and the
         server ingests the reports. ``rng`` (default: the estimator's own Generator) is
         the simulated devices' randomness: the same seed and batches give the same output.
+        (:meth:`extend` is the base class's: several batches through :meth:`update`.)
         """
         gen = self._rng if rng is None else as_generator(rng)
         if isinstance(values, (np.ndarray, numbers.Real)) or (
@@ -332,13 +382,19 @@ class LocalStreamRelease(StreamRelease):
         """Parameters, the store (and ToPL's phase-1 statistics) and the Generator's state."""
         out = super().to_dict()
         out["state"] = self._state()  # phase-1 statistics too, unlike the central-DP streams
+        out["windows"] = None if self._windows is None else self._windows.to_dict()
+        out["threshold_windows"] = [[k, n] for k, n in self._threshold_windows.items()]
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StreamRelease:
         obj = super().from_dict(data)
+        assert isinstance(obj, LocalStreamRelease)
         if obj._threshold is None:
             obj._load_state(data["state"])
+        if data.get("windows") is not None:
+            obj._windows = WindowedStats.from_dict(data["windows"])
+        obj._threshold_windows = {k: int(n) for k, n in data.get("threshold_windows", [])}
         return obj
 
     def __repr__(self) -> str:

@@ -29,7 +29,7 @@ release is ``(epsilon, δ)``-DP (NRS Lemma 2.9). The authors' code uses
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -139,8 +139,16 @@ class _PAKThreshold:
         )
 
 
-def _binary_levels(length: int) -> int:
-    return hierarchy_levels(length, 1, 2)
+def _binary_tree(length: int) -> dict[str, Any]:
+    """ToPS arguments of a binary tree with one value per leaf and no consistency step."""
+    n = check_integer(length, "length", low=1)
+    return {
+        "length": n,
+        "branching": 2,
+        "leaf_size": 1,
+        "levels": hierarchy_levels(n, 1, 2),
+        "consistency": False,
+    }
 
 
 class PAK(_PAKThreshold, ToPS):
@@ -170,28 +178,9 @@ class PAK(_PAKThreshold, ToPS):
     ) -> None:
         self.percentile = check_probability(percentile, "percentile")
         self.delta = None if delta is None else check_probability(delta, "delta")
-        n = check_integer(length, "length", low=1)
         super().__init__(
-            epsilon,
-            bound,
-            threshold_size=threshold_size,
-            length=n,
-            branching=2,
-            leaf_size=1,
-            levels=_binary_levels(n),
-            consistency=False,
-            rng=rng,
+            epsilon, bound, threshold_size=threshold_size, **_binary_tree(length), rng=rng
         )
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "threshold_size": self._m,
-            "length": self.length,
-            "percentile": self.percentile,
-            "delta": self.delta,
-        }
 
 
 class NME(ToPS):
@@ -213,32 +202,16 @@ class NME(ToPS):
         threshold_method: Literal["gumbel", "noisy_max"] = "gumbel",
         rng: RNGLike = None,
     ) -> None:
-        n = check_integer(length, "length", low=1)
         super().__init__(
             epsilon,
             bound,
             threshold_size=threshold_size,
-            length=n,
-            branching=2,
-            leaf_size=1,
-            levels=_binary_levels(n),
+            **_binary_tree(length),
             excess=excess,
             step=step,
             threshold_method=threshold_method,
-            consistency=False,
             rng=rng,
         )
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "threshold_size": self._m,
-            "length": self.length,
-            "excess": self.excess,
-            "step": self.step,
-            "threshold_method": self.threshold_method,
-        }
 
 
 class HC16(_PAKThreshold, ToPS):
@@ -265,7 +238,7 @@ class HC16(_PAKThreshold, ToPS):
         super().__init__(epsilon, bound, **kwargs)
 
     def params(self) -> dict[str, Any]:
-        out = super().params()
+        out = self._signature_params(ToPS)  # the rest of the arguments pass through **kwargs
         for name in ("threshold", "threshold_method", "excess", "step"):
             out.pop(name)
         out["percentile"] = self.percentile
@@ -281,6 +254,11 @@ class FlatLaplace(ToPS):
     epsilon and length, so the two methods share theta's law), a fixed number, or ``None``
     for ``bound`` (no threshold phase with either).
     """
+
+    _param_attributes: ClassVar[dict[str, str]] = {
+        **ToPS._param_attributes,
+        "threshold": "threshold_rule",
+    }
 
     def __init__(
         self,
@@ -324,16 +302,3 @@ class FlatLaplace(ToPS):
         b = 16
         g = b ** choose_leaf_exponent(b, self.length, self.epsilon)
         return b, hierarchy_levels(self.length, g, b)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "threshold": self.threshold_rule,
-            "threshold_size": self._m,
-            "length": self.length,
-            "excess": self.excess,
-            "step": self.step,
-            "threshold_method": self.threshold_method,
-            "smoother": self.smoother.to_dict(),
-        }

@@ -117,14 +117,6 @@ class FixedDomainLDP(LocalStreamRelease):
         spec._unit_reports(reports)  # validates the range of every report
         return np.asarray(reports.values, dtype=np.float64)
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "mechanism": self.mechanism,
-            "block_size": self.block_size,
-        }
-
 
 def square_wave_mean_constants(spec: SquareWave) -> tuple[float, float, float]:
     """``(a, c, v*)`` of a Square Wave report u on the unit scale: ``E[u | v] = a + c v``, and
@@ -254,15 +246,6 @@ class SWOnly(LocalStreamRelease):
         if self.estimator == "distribution":
             return np.full(np.shape(starts), math.nan)
         return super()._range_variances(starts, stops)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "buckets": self.buckets,
-            "estimator": self.estimator,
-            "block_size": self.block_size,
-        }
 
     def _state(self) -> dict[str, Any]:
         return {**self._store_state(), "counts": self._counts.copy()}

@@ -25,6 +25,30 @@ n/16), which picks smaller thresholds; ``objective="authors"`` reproduces it.
 ``theta_0 = 0`` would clip every value to 0 and release nothing, so the minimum is taken
 over ``k >= 1`` (ties: the smallest theta).
 
+The tail cut (post-processing of the threshold phase)
+----------------------------------------------------
+The SW estimate of ``f`` leaves spurious mass far above the data: thin (1e-5 per bucket) but
+spread over hundreds of buckets, so it sums to ~1% and dominates ``delta(theta)``; the
+objective then pushes theta 5-200x above the best threshold. Before minimizing, ToPL removes
+that tail (:func:`cut_tail`): every bucket whose estimated mass is below a *detection floor*
+is zeroed, the estimate is cut at the first run of ``run = 5`` zeroed buckets above the mode,
+and the removed mass is given back to the rest (renormalization). The detection floor
+(:func:`square_wave_detection_floor`) is ``z`` standard deviations of the smallest point mass
+the m threshold reports can tell apart from no mass: a point mass ``w`` at ``x`` raises SW's
+report density on ``[x - b, x + b]`` by ``w (p - q)``, i.e. the expected count of the m
+reports in that window by ``m w (p - q) 2b``, against a count of standard deviation at most
+``sqrt(m q 2b)``, so ``w_min = z sqrt(q 2b / m) / ((p - q) 2b)`` (unit scale, SW20 §5.2's
+``p``, ``q``, ``b``). ``z = 1/4`` (:data:`TAIL_Z`) was chosen on the POS, retail and DNS
+streams (``benchmarks/topl_threshold.py``). ``tail_cut="authors"`` uses the authors' code's
+fixed floor 1e-4 with the same run rule, ``tail_cut="none"`` the raw estimate. The cut uses
+only the estimate, i.e. the reports: post-processing, no privacy budget.
+
+The threshold phase's estimator is plain EM by default: with the cut, EMS's smoothing blurs
+the bulk of skewed streams to the right (retail at eps = 1: 30% of the estimated mass above
+the best threshold, against <2% in the data) and loses to EM in most (stream, eps) cells
+(``benchmarks/topl_threshold.py``; SW20 recommends EMS for the *shape* of a distribution, not
+for its upper tail).
+
 The perturber is the real HM: PM with probability ``1 - e^(-eps/2)`` when eps > 0.61, else
 SR (the authors' code switches from SR to PM alone at 1.29 and its PM estimate is biased —
 a loop variable overwrites the domain's lower bound; ldpkit does neither).
@@ -32,6 +56,7 @@ a loop variable overwrites the domain's lower bound; ldpkit does neither).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -40,12 +65,16 @@ from .._rng import RNGLike
 from .._validation import check_epsilon, check_integer, check_real
 from ..numeric.distribution import Distribution
 from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
-from ..numeric.square_wave import SquareWave
+from ..numeric.square_wave import SquareWave, square_wave_bandwidth
 from ..spec import Mechanism, Reports, Stats
 from ._local import LocalStreamRelease
 
 __all__ = [
     "OBJECTIVES",
+    "TAIL_CUTS",
+    "TAIL_Z",
+    "square_wave_detection_floor",
+    "cut_tail",
     "ThresholdObjective",
     "topl_threshold_objective",
     "choose_topl_threshold",
@@ -54,6 +83,11 @@ __all__ = [
 
 OBJECTIVES = ("corrected", "authors")
 EM_METHODS = ("ems", "em")
+TAIL_CUTS = ("detection", "authors", "none")
+#: Standard deviations of the detection floor of the default tail cut (see the module notes).
+TAIL_Z = 0.25
+#: The authors' code's fixed floor on a bucket's estimated mass.
+AUTHORS_TAIL_FLOOR = 1e-4
 
 
 class ThresholdObjective(NamedTuple):
@@ -79,6 +113,70 @@ def _probabilities(distribution: Any) -> np.ndarray:
     if not np.all(np.isfinite(f)) or np.any(f < 0) or not f.sum() > 0:
         raise ValueError("probabilities must be finite, >= 0 and have positive total mass")
     return f / f.sum()
+
+
+def square_wave_detection_floor(epsilon: float, reports: int, z: float = TAIL_Z) -> float:
+    """``z`` standard deviations of the smallest point mass ``reports`` SW reports can detect.
+
+    ``w_min = z sqrt(q 2b / m) / ((p - q) 2b)`` with SW20's (§5.2-5.3) optimal ``b`` and
+    densities ``p = e^eps q``, ``q = 1 / (2 b e^eps + 1)`` on the unit scale and
+    ``m = reports`` (derivation in the module notes). Independent of the domain's units.
+
+    Examples
+    --------
+    >>> round(square_wave_detection_floor(1.0, 65_536, z=1.0), 5)
+    0.0049
+    """
+    eps = check_epsilon(epsilon)
+    m = check_integer(reports, "reports", low=1)
+    z = check_real(z, "z", low=0.0, low_inclusive=False)
+    b = square_wave_bandwidth(eps)
+    q = 1.0 / (2.0 * b * math.exp(min(eps, 700.0)) + 1.0)
+    excess = 1.0 - q * (1.0 + 2.0 * b)  # (p - q) 2b, without forming p
+    return float(z * math.sqrt(q * 2.0 * b / m) / excess)
+
+
+def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
+    """Remove the spurious upper tail of an estimated histogram (post-processing).
+
+    Buckets with mass below ``floor`` are zeroed; above the mode, the histogram is cut at
+    the first run of ``run`` zeroed buckets (everything from there up is zeroed); the
+    removed mass goes back to the rest by renormalization. The rule follows the authors'
+    code of STR21 (floor 1e-4, run 5); ToPL's default floor is
+    :func:`square_wave_detection_floor`.
+
+    Parameters
+    ----------
+    probabilities : array_like or Distribution
+        Bucket masses (normalized here).
+    floor : float
+        Bucket masses below it count as empty (>= 0).
+    run : int
+        Empty buckets in a row that end the bulk (>= 1).
+
+    Returns
+    -------
+    ndarray
+        The cut histogram, summing to 1.
+
+    Examples
+    --------
+    >>> cut_tail([0.5, 0.3, 0.1, 0.0, 0.001, 0.0, 0.099], 0.01, run=2).round(3).tolist()
+    [0.556, 0.333, 0.111, 0.0, 0.0, 0.0, 0.0]
+    """
+    f = _probabilities(probabilities)
+    floor = check_real(floor, "floor", low=0.0)
+    run = check_integer(run, "run", low=1)
+    g = np.where(f < floor, 0.0, f)
+    if not g.sum() > 0:  # everything under the floor: keep the mode alone
+        g = np.zeros_like(f)
+        g[int(np.argmax(f))] = 1.0
+        return g
+    mode = int(np.argmax(g))
+    empty = np.concatenate(((g[mode + 1 :] == 0).astype(np.int64), np.ones(run, np.int64)))
+    window = np.convolve(empty, np.ones(run, np.int64), mode="valid")  # empties in a run
+    g[mode + 1 + int(np.flatnonzero(window == run)[0]) :] = 0.0
+    return g / g.sum()
 
 
 def topl_threshold_objective(
@@ -174,8 +272,9 @@ class ToPL(LocalStreamRelease):
 
     Users hold values in ``[0, bound]`` and arrive in order. The first ``threshold_size``
     users report with Square Wave (:meth:`client_spec` ``("threshold")``); from their
-    reports the server estimates the value distribution (EMS on ``buckets`` buckets) and
-    chooses ``theta`` (:func:`choose_topl_threshold`). Every later user clips its value to
+    reports the server estimates the value distribution (EM on ``buckets`` buckets), cuts
+    its spurious upper tail (:func:`cut_tail`) and chooses ``theta``
+    (:func:`choose_topl_threshold`). Every later user clips its value to
     ``[0, theta]`` and reports with the Hybrid Mechanism on ``[0, theta]``
     (:meth:`client_spec` ``("perturb")``); its report ``x = (y + 1) theta / 2`` is an
     unbiased estimate of the clipped value. Range sums over released users are sums of
@@ -188,18 +287,25 @@ class ToPL(LocalStreamRelease):
     bound : float
         Public upper bound ``B`` of the values.
     threshold_size : int, optional
-        ``m``, users spent on the threshold (default 65,536 as the authors; 0 with a fixed
-        ``threshold``).
+        ``m``, users spent on the threshold (default ``length // 16``, the authors' ratio:
+        65,536 for their ``length = 2^20``; 0 with a fixed ``threshold``). Choose it from
+        the traffic you expect: the first m users only choose theta, so with m larger than
+        a day's users no user of the first day is released.
     length : int
         ``n``, the expected number of released users (authors: 2^20); it sets the balance
         of noise and bias in the objective. The stream may run longer.
     buckets : int
         ``d``, Square Wave's input (and output) buckets and the number of candidates
         (default 1024).
-    method : {"ems", "em"}
-        Distribution estimator of the threshold phase (SW20's EMS by default).
+    method : {"em", "ems"}
+        Distribution estimator of the threshold phase (plain EM by default; see the module
+        notes for why not EMS).
     objective : {"corrected", "authors"}
         The threshold objective; ``"authors"`` over-weights the noise 16x as their code.
+    tail_cut : {"detection", "authors", "none"}
+        Post-processing of the estimated distribution before theta is chosen
+        (:func:`cut_tail`): the detection floor :func:`square_wave_detection_floor`
+        (default), the authors' fixed floor 1e-4, or no cut.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
     block_size : int
@@ -247,7 +353,7 @@ class ToPL(LocalStreamRelease):
     >>> device = np.random.default_rng(0)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[:10_000], rng=device))
     >>> topl.phase, round(topl.threshold, 2)
-    ('perturb', 15.88)
+    ('perturb', 8.0)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[10_000:], rng=device))
     >>> est, se = topl.range_sum(0, 50_000)
     >>> clipped = np.minimum(values[10_000:], topl.threshold).sum()
@@ -263,8 +369,9 @@ class ToPL(LocalStreamRelease):
         threshold_size: int | None = None,
         length: int = 2**20,
         buckets: int = 1024,
-        method: Literal["ems", "em"] = "ems",
+        method: Literal["ems", "em"] = "em",
         objective: Literal["corrected", "authors"] = "corrected",
+        tail_cut: Literal["detection", "authors", "none"] = "detection",
         threshold: float | None = None,
         block_size: int = 1,
         rng: RNGLike = None,
@@ -277,10 +384,13 @@ class ToPL(LocalStreamRelease):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.objective = objective
+        if tail_cut not in TAIL_CUTS:
+            raise ValueError(f"tail_cut must be one of {TAIL_CUTS}, got {tail_cut!r}")
+        self.tail_cut = tail_cut
         bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
         if threshold is None:
             m = (
-                65_536
+                max(1, self.length // 16)
                 if threshold_size is None
                 else check_integer(threshold_size, "threshold_size", low=1)
             )
@@ -370,8 +480,12 @@ class ToPL(LocalStreamRelease):
 
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
         """theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
-        dist = self._estimate_distribution(items)
-        self._probabilities = dist.probabilities.copy()
+        f = self._estimate_distribution(items).probabilities
+        if self.tail_cut == "detection":
+            f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
+        elif self.tail_cut == "authors":
+            f = cut_tail(f, AUTHORS_TAIL_FLOOR)
+        self._probabilities = f.copy()
         return choose_topl_threshold(
             self._probabilities, self.bound, self.epsilon, self.length, objective=self.objective
         )
@@ -383,8 +497,8 @@ class ToPL(LocalStreamRelease):
 
     @property
     def threshold_distribution(self) -> Distribution | None:
-        """The estimated value distribution theta was chosen from (None with a fixed theta
-        or before the threshold phase is complete)."""
+        """The estimated value distribution theta was chosen from, after the tail cut (None
+        with a fixed theta or before the threshold phase is complete)."""
         if self._probabilities is None:
             return None
         return Distribution(self._probabilities, 0.0, self.bound)
@@ -407,19 +521,6 @@ class ToPL(LocalStreamRelease):
         return np.asarray(reports.values, dtype=np.float64)
 
     # ------------------------------------------------------------------ state
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "threshold_size": self._m,
-            "length": self.length,
-            "buckets": self.buckets,
-            "method": self.method,
-            "objective": self.objective,
-            "threshold": self._fixed_threshold,
-            "block_size": self.block_size,
-        }
-
     def _state(self) -> dict[str, Any]:
         out = {
             "threshold_counts": self._counts.copy(),

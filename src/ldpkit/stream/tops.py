@@ -109,6 +109,13 @@ class ToPS(StreamRelease):
     work is O(1), and the online consistency recomputes each leaf at most once per level
     above it. State: the tree arrays (O(n/g) nodes) plus buffers of fixed size.
 
+    *The state is secret* (central DP: a trusted curator): ``to_dict()`` and pickles hold
+    the raw values of the threshold phase (until theta is chosen), the clipped raw values of
+    the open leaf, and the Generator's full state, from which the noise can be recomputed
+    and removed. Keep them like the raw data; only the answers are differentially private.
+    ToPS is therefore not on the Reports/Stats contract (its own family, see
+    docs/design/ARCHITECTURE.md).
+
     References
     ----------
     T. Wang, J. Q. Chen, Z. Zhang, D. Su, Y. Cheng, Z. Li, N. Li, S. Jha. Continuous
@@ -290,22 +297,18 @@ class ToPS(StreamRelease):
             out[front] += k * leaves[tf] / g
         else:
             out[front] += leaves[tf] - (g - k) * p_front / g
+
+        def per_block(t: np.ndarray, predicted: Any) -> Any:
+            """A cut block's sum: its consistent leaf if complete, else the prediction."""
+            if self.block_correction == "last":
+                return predicted
+            complete = leaves[np.minimum(t, n_leaves - 1)] if n_leaves else 0.0
+            return np.where(t < n_leaves, complete, predicted)
+
         r = (stops - lj * g)[back].astype(np.float64)
-        tb = lj[back]
-        per = np.where(
-            tb < n_leaves, leaves[np.minimum(tb, n_leaves - 1)] if n_leaves else 0.0, p_back
-        )
-        if self.block_correction == "last":
-            per = p_back
-        out[back] += r * per / g
+        out[back] += r * per_block(lj[back], p_back) / g
         r = (stops - starts)[same].astype(np.float64)
-        ts = lj[same]
-        per = np.where(
-            ts < n_leaves, leaves[np.minimum(ts, n_leaves - 1)] if n_leaves else 0.0, p_same
-        )
-        if self.block_correction == "last":
-            per = p_same
-        out[same] += r * per / g
+        out[same] += r * per_block(lj[same], p_same) / g
         return out
 
     def _smoother_weights(self, t: int, coef: float, w: np.ndarray) -> bool:
@@ -369,25 +372,6 @@ class ToPS(StreamRelease):
         return float(self._range_estimates(np.array([p]), np.array([p + 1]))[0])
 
     # ------------------------------------------------------------------ state
-    def params(self) -> dict[str, Any]:
-        return {
-            "epsilon": self.epsilon,
-            "bound": self.bound,
-            "threshold_size": self._m,
-            "length": self.length,
-            "branching": self.branching,
-            "leaf_size": self.leaf_size,
-            "levels": self.levels,
-            "max_range": self.max_range,
-            "excess": self.excess,
-            "step": self.step,
-            "threshold_method": self.threshold_method,
-            "threshold": self._fixed_threshold,
-            "smoother": self.smoother.to_dict(),
-            "block_correction": self.block_correction,
-            "consistency": self.consistency,
-        }
-
     def _state(self) -> dict[str, Any]:
         return self.tree.state()
 

@@ -1,0 +1,373 @@
+"""The HTTP collector under load, against the bare stack, in one run (wrk on loopback).
+
+Run from the repository root (needs the ``service`` extra and ``wrk``; Debian: ``apt-get
+install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``)::
+
+    PYTHONPATH=src nice python benchmarks/collector.py [--seconds 8] [--connections 16]
+        [--estimate-batches 1000000] [--skip-postgres]
+
+1. Single-report POSTs (JSON body, one OLH d = 1024 report, the natural mode for devices)
+   per second and latency percentiles, for the collector (group commit, SQLite file, one
+   process) and for a bare FastAPI endpoint that only reads the body and answers 201
+   (same uvicorn, same process count, same run; the two are alternated ``--rounds``
+   times). Then the same on PostgreSQL with ``--workers`` processes against a bare
+   endpoint with as many processes. Every accepted request is checked to be stored:
+   the collection's n after the run is >= wrk's count of 2xx answers.
+2. Batched ingest: npz bodies of 10,000 OLH reports, in reports/s.
+3. Estimate latency (p50, p99 of 30 requests) against the number of stored batches, with
+   the stored state generated directly (batch rows + hourly roll-ups, one report per
+   batch, all in one bulk transaction).
+
+Both servers run with the access log off. Prints tables and writes
+benchmarks/results/collector.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _common import print_table, write_json
+from ldpkit import OLH
+from ldpkit.io import reports_to_bytes, reports_to_dict
+
+SPEC = OLH(epsilon=1.0, domain_size=1024)
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+BARE = """
+from fastapi import FastAPI, Request, Response
+
+app = FastAPI()
+
+
+@app.post("/v1/reports/{collection}")
+async def post(collection: str, request: Request) -> Response:
+    await request.body()
+    return Response(b'{"ok":true}', status_code=201, media_type="application/json")
+
+
+@app.get("/healthz")
+def healthz() -> dict:
+    return {"status": "ok"}
+"""
+
+LUA = """
+local f = io.open("{path}", "rb")
+wrk.method = "POST"
+wrk.body = f:read("*all")
+f:close()
+wrk.headers["Content-Type"] = "{ctype}"
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("server did not start")
+
+
+class Server:
+    """A server subprocess in its own process group (so its workers stop with it)."""
+
+    def __init__(self, argv: list[str], port: int, cwd: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.port = port
+        self.proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL
+        )
+        try:
+            _wait(port, self.proc)
+        except Exception:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+
+def bare_server(tmp: Path, workers: int) -> Server:
+    (tmp / "bare_app.py").write_text(BARE)
+    port = _free_port()
+    argv = [sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(port)]
+    argv += ["--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
+    if workers > 1:
+        argv += ["--workers", str(workers)]
+    return Server(argv, port, tmp)
+
+
+def collector_server(tmp: Path, database_url: str, workers: int) -> Server:
+    config = tmp / "collector.json"
+    config.write_text(
+        json.dumps(
+            {
+                "database_url": database_url,
+                "collections": {"olh": {"mechanism": "OLH", "params": SPEC.to_dict()["params"]}},
+            }
+        )
+    )
+    port = _free_port()
+    code = (
+        "import logging, sys; logging.basicConfig(level=logging.ERROR); "
+        "from ldpkit.service import main; "
+        f"main({str(config)!r}, port={port}, workers={workers}, access_log=False, "
+        "log_level='warning')"
+    )
+    return Server([sys.executable, "-c", code], port, tmp)
+
+
+def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> dict[str, Any]:
+    script = body.with_suffix(".lua")
+    script.write_text(LUA.replace("{path}", str(body)).replace("{ctype}", ctype))
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}/v1/reports/olh",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+
+    def pct(p: str) -> float:
+        m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", out)
+        if m is None:
+            return float("nan")
+        return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+
+    return {
+        "requests_per_s": rps,
+        "requests": total,
+        "ok": total - (int(non2xx.group(1)) if non2xx else 0),
+        "socket_errors": errors.group(1) if errors else "",
+        "p50_ms": pct("50"),
+        "p99_ms": pct("99"),
+    }
+
+
+def stored_n(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/collections/olh", timeout=30) as r:
+        return int(json.loads(r.read())["n"])
+
+
+def ingest_rows(
+    args: Any, tmp: Path, database_url: str, backend: str, workers: int
+) -> list[dict[str, Any]]:
+    one = tmp / "one.json"
+    one.write_text(json.dumps(reports_to_dict(SPEC.randomize([7], rng=0))))
+    batch = tmp / "batch.npz"
+    batch.write_bytes(reports_to_bytes(SPEC.randomize(np.arange(10_000) % 1024, rng=1)))
+    rows = []
+    bare_runs, coll_runs = [], []
+    for _ in range(args.rounds):
+        srv = bare_server(tmp, workers)
+        try:
+            bare_runs.append(wrk(srv.port, one, "application/json", args.seconds, args.connections))
+        finally:
+            srv.stop()
+        srv = collector_server(tmp, database_url, workers)
+        try:
+            before = stored_n(srv.port)
+            res = wrk(srv.port, one, "application/json", args.seconds, args.connections)
+            res["stored"] = stored_n(srv.port) - before
+            assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
+            coll_runs.append(res)
+        finally:
+            srv.stop()
+    for name, runs in (("bare FastAPI", bare_runs), ("collector", coll_runs)):
+        for i, r in enumerate(runs):
+            rows.append(
+                {
+                    "backend": backend,
+                    "workers": workers,
+                    "server": name,
+                    "round": i + 1,
+                    "body": "1 report, JSON",
+                    **r,
+                }
+            )
+    bare = statistics.median(r["requests_per_s"] for r in bare_runs)
+    coll = statistics.median(r["requests_per_s"] for r in coll_runs)
+    rows.append(
+        {
+            "backend": backend,
+            "workers": workers,
+            "server": "collector / bare",
+            "body": "median ratio",
+            "requests_per_s": coll / bare,
+        }
+    )
+    srv = collector_server(tmp, database_url, workers)
+    try:
+        before = stored_n(srv.port)
+        res = wrk(srv.port, batch, "application/x-npz", args.seconds, 4)
+        res["stored"] = stored_n(srv.port) - before
+        assert res["stored"] >= 10_000 * res["ok"], res
+        res["reports_per_s"] = res["requests_per_s"] * 10_000
+        rows.append(
+            {
+                "backend": backend,
+                "workers": workers,
+                "server": "collector",
+                "body": "10,000 reports, npz",
+                **res,
+            }
+        )
+    finally:
+        srv.stop()
+    return rows
+
+
+def estimate_rows(args: Any, tmp: Path) -> list[dict[str, Any]]:
+    from fastapi.testclient import TestClient
+
+    from ldpkit.service import create_app
+
+    rows = []
+    rng = np.random.default_rng(3)
+    for batches in sorted({100, 10_000, args.estimate_batches}):
+        db = tmp / f"est-{batches}.db"
+        app = create_app({"olh": SPEC}, f"sqlite:///{db}")
+        store = app.state.collector.store
+        t0 = time.perf_counter()
+        # One report per batch, spread over hourly buckets (at most 720: a month).
+        hours = min(720, batches)
+        start = 1_700_000_000 // 3600 * 3600
+        bucket_of = start + 3600 * (np.arange(batches) % hours)
+        reports = SPEC.randomize(rng.integers(0, 1024, size=batches), rng=rng)
+        rollups = []
+        for h in range(hours):
+            idx = np.flatnonzero(bucket_of == start + 3600 * h)
+            rollups.append((start + 3600 * h, "", SPEC.aggregate(reports[idx]), idx.size))
+        import datetime as dt
+
+        def rows_iter(batches: int = batches, bucket_of: Any = bucket_of) -> Any:
+            for i in range(batches):
+                b = int(bucket_of[i])
+                yield {
+                    "batch_id": f"{i:036d}",
+                    "token": "",
+                    "idempotency_key": None,
+                    "n": 1,
+                    "received_at": dt.datetime.fromtimestamp(b, dt.UTC),
+                    "bucket": b,
+                }
+
+        store.bulk_load("olh", rows_iter(), rollups)
+        load_s = time.perf_counter() - t0
+        with TestClient(app) as client:
+            times = []
+            for _ in range(30):
+                t = time.perf_counter()
+                body = client.get("/v1/collections/olh/estimate").json()
+                times.append(time.perf_counter() - t)
+            assert body["n"] == batches and body["batches"] == batches
+            t = time.perf_counter()
+            window = client.get(
+                "/v1/collections/olh/estimate",
+                params={"since": start, "until": start + 24 * 3600},
+            ).json()
+            window_ms = (time.perf_counter() - t) * 1e3
+        rows.append(
+            {
+                "stored batches": batches,
+                "roll-up rows": hours,
+                "generate s": load_s,
+                "estimate p50 ms": float(np.percentile(times, 50)) * 1e3,
+                "estimate p99 ms": float(np.percentile(times, 99)) * 1e3,
+                "one-day window ms": window_ms,
+                "window n": window["n"],
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="processes on PostgreSQL")
+    parser.add_argument("--estimate-batches", type=int, default=1_000_000)
+    parser.add_argument("--skip-postgres", action="store_true")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk must be installed (Debian: apt-get install wrk)")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        rows += ingest_rows(args, tmp, f"sqlite:///{tmp / 'bench.db'}", "SQLite", 1)
+        from ldpkit.service.pgtemp import TemporaryPostgres, find_pg_bin
+
+        if not args.skip_postgres and find_pg_bin() is not None:
+            with TemporaryPostgres() as pg:
+                rows += ingest_rows(args, tmp, pg.url, "PostgreSQL", args.workers)
+        columns = [
+            ("backend", "database"),
+            ("workers", "processes"),
+            ("server", "server"),
+            ("body", "body"),
+            ("requests_per_s", "requests/s"),
+            ("reports_per_s", "reports/s"),
+            ("p50_ms", "p50 ms"),
+            ("p99_ms", "p99 ms"),
+            ("ok", "2xx"),
+            ("stored", "stored"),
+        ]
+        print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)
+        est = estimate_rows(args, tmp)
+        print_table(
+            "Estimate latency (OLH d = 1024, SQLite, in process)",
+            est,
+            [(k, k) for k in est[0]],
+        )
+    path = write_json("collector", rows + est, {"args": vars(args)})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Unary-encoding bit sampler: the compiled kernel or its bit-exact numpy twin.
+
+:func:`sample_unary_bits` fills packed reports with the law documented in
+:mod:`._kernels_unary` (per-row xoshiro256** streams seeded through splitmix64, bit-sliced
+threshold comparisons). Two implementations produce the *same bytes* for the same
+seeds: the numba kernel (fast on large batches, but importing numba and loading its compiled
+code costs a few hundred milliseconds) and :func:`sample_unary_bits_numpy`, the same
+arithmetic vectorized over rows in numpy (uint64 arrays wrap modulo 2^64 like the kernel's
+words). Small batches, and every batch when numba is not installed, use numpy; so a device
+that randomizes a few values never loads numba, and reports never depend on what is
+installed. ``tests/frequency/test_unary_sampler.py`` checks the two byte for byte.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _parallel
+
+__all__ = ["sample_unary_bits", "sample_unary_bits_numpy", "COMPILED_MIN_BITS"]
+
+#: Batches of at least this many bits (rows x domain size) use the compiled kernel when numba
+#: is installed; smaller ones stay in numpy (same output, no numba import).
+COMPILED_MIN_BITS = 1 << 24
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_S = {k: np.uint64(k) for k in (5, 9, 17, 27, 30, 31)}
+
+# Rows per chunk: bounds the temporaries (a few uint64 vectors per row) for huge batches.
+_CHUNK_ROWS = 1 << 16
+
+
+def _splitmix64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = x + _GOLDEN
+    z = (x ^ (x >> _S[30])) * _MIX1
+    z = (z ^ (z >> _S[27])) * _MIX2
+    return x, z ^ (z >> _S[31])
+
+
+def _rotl(x: np.ndarray, k: int) -> np.ndarray:
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+def _seed_state(seeds: np.ndarray) -> list[np.ndarray]:
+    x, s0 = _splitmix64(seeds)
+    x, s1 = _splitmix64(x)
+    x, s2 = _splitmix64(x)
+    _, s3 = _splitmix64(x)
+    return [s0, s1, s2, s3]
+
+
+def _next(s: list[np.ndarray]) -> np.ndarray:
+    """xoshiro256** on every row's state ``s`` (advanced in place); the outputs."""
+    s0, s1, s2, s3 = s
+    result = _rotl(s1 * _S[5], 7) * _S[9]
+    t = s1 << _S[17]
+    s2 = s2 ^ s0
+    s3 = s3 ^ s1
+    s1 = s1 ^ s2
+    s0 = s0 ^ s3
+    s2 = s2 ^ t
+    s[:] = [s0, s1, s2, _rotl(s3, 45)]
+    return result
+
+
+def _sample_chunk(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+    resolution: int,
+) -> None:
+    n, width = out.shape
+    state = _seed_state(seeds)
+    t_bits = [(other_threshold >> b) & 1 for b in range(resolution - 1, -1, -1)]
+    for w in range((width + 7) // 8):
+        ones = np.zeros(n, dtype=np.uint64)
+        # Rows still drawing for this word, with their state and undecided lanes; a row
+        # leaves (and its state is written back) once its 64 comparisons are settled,
+        # exactly where the kernel's loop breaks.
+        rows = np.arange(n)
+        local = list(state)
+        open_lanes = np.full(n, _ALL, dtype=np.uint64)
+        for bit in t_bits:
+            r = _next(local)
+            if bit:
+                ones[rows] |= open_lanes & ~r
+                open_lanes &= r
+            else:
+                open_lanes &= ~r
+            done = open_lanes == 0
+            if done.any():
+                for k in range(4):
+                    state[k][rows[done]] = local[k][done]
+                keep = ~done
+                rows, open_lanes = rows[keep], open_lanes[keep]
+                local = [part[keep] for part in local]
+                if rows.size == 0:
+                    break
+        for k in range(4):  # rows whose U equals T on every bit
+            state[k][rows] = local[k]
+        base = 8 * w
+        for k in range(min(8, width - base)):
+            out[:, base + k] = ((ones >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
+    # The true item's bit: one more draw, its top `resolution` bits against the threshold.
+    r = _next(state)
+    byte = values >> 3
+    mask = (0x80 >> (values & 7)).astype(np.uint8)
+    hit = (r >> np.uint64(64 - resolution)) < np.uint64(true_threshold)
+    idx = np.arange(n)
+    out[idx, byte] = np.where(hit, out[idx, byte] | mask, out[idx, byte] & ~mask)
+    pad = 8 * width - domain_size
+    if pad:
+        out[:, width - 1] &= np.uint8((0xFF << pad) & 0xFF)
+
+
+def sample_unary_bits_numpy(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+) -> None:
+    """The compiled kernel's law and bytes, in numpy (see ``_kernels_unary._sample_rows``).
+
+    Fills ``out`` (uint8, shape (n, ceil(d/8))): row i's bit ``values[i]`` is 1 w.p.
+    ``true_threshold / S``, every other bit w.p. ``other_threshold / S``, from the
+    xoshiro256** stream seeded with ``seeds[i]``; padding bits are 0. ``S`` is
+    ``unary.THRESHOLD_SCALE``, the kernel's resolution: the bit-sliced comparison walks the
+    threshold's bits from bit ``log2(S) - 1`` down, as the kernel does.
+    """
+    from .unary import THRESHOLD_SCALE  # the kernel's resolution (2^32 or 2^64)
+
+    resolution = THRESHOLD_SCALE.bit_length() - 1
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    big, small = int(true_threshold), int(other_threshold)
+    for start in range(0, values.shape[0], _CHUNK_ROWS):
+        stop = start + _CHUNK_ROWS
+        _sample_chunk(
+            values[start:stop],
+            seeds[start:stop],
+            domain_size,
+            big,
+            small,
+            out[start:stop],
+            resolution,
+        )
+
+
+def sample_unary_bits(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+) -> None:
+    """Fill ``out`` with packed unary-encoding reports; identical bytes whichever path runs.
+
+    Uses the numba kernel (:func:`._kernels_unary.sample_unary_bits`) for batches of at least
+    :data:`COMPILED_MIN_BITS` bits when numba is installed, numpy otherwise.
+    """
+    if _parallel.use_compiled(values.shape[0] * domain_size, COMPILED_MIN_BITS):
+        from ._kernels_unary import sample_unary_bits as kernel  # numba: loaded on first use
+
+        kernel(values, seeds, domain_size, true_threshold, other_threshold, out)
+    else:
+        sample_unary_bits_numpy(values, seeds, domain_size, true_threshold, other_threshold, out)

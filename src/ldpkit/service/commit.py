@@ -1,0 +1,205 @@
+"""Group commit: requests wait for a shared transaction, then get their answer.
+
+Each worker process has one committer task on its event loop. A request hands its decoded
+batch to the committer and waits; the committer takes *everything* waiting (up to
+``max_group`` batches), writes it in one transaction, and only after the commit returns
+answers every waiting request. The statements run in the loop's thread (they only fill
+the transaction); the COMMIT, which waits for the disk, runs in a helper thread so the
+loop keeps reading requests for the next group meanwhile. So a 201 still means "on disk", but one fsync serves many requests: the
+more requests arrive while a commit runs, the larger the next group.
+
+Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive without
+Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
+them with one ``spec.aggregate`` call, which costs about as much as aggregating one of
+them. If that call refuses the group (a malformed report inside), each batch is aggregated
+alone so that only the bad one gets its 422.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..spec import Mechanism, Reports, Stats
+from .store import BatchRecord, CollectorStore, PendingBatch
+
+__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError"]
+
+SMALL_BATCH = 64
+
+
+class AggregationError(ValueError):
+    """The spec's ``aggregate`` refused a batch (its message says why)."""
+
+
+def _concat(spec: Mechanism, batches: Sequence[Reports]) -> Reports:
+    if len(batches) == 1:
+        return batches[0]
+    fields = batches[0].fields
+    return Reports(
+        spec, **{k: np.concatenate([np.asarray(b.arrays[k]) for b in batches]) for k in fields}
+    )
+
+
+def aggregate_one(spec: Mechanism, reports: Reports) -> Stats:
+    try:
+        return spec.aggregate(reports)  # the spec's own checks: dtypes, shapes, ranges
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
+
+
+@dataclasses.dataclass
+class _LoopState:
+    """The committer's queue and task on one event loop."""
+
+    queue: list[tuple[PendingBatch, asyncio.Future[Any]]]
+    wake: asyncio.Event
+    task: asyncio.Task[None] | None = None
+
+
+class GroupCommitter:
+    """Writes waiting batches in groups (see the module docstring).
+
+    One committer task per event loop (a server has one loop; test clients may run
+    several): it takes every batch waiting, runs the group's statements in the loop's
+    thread and the COMMIT in a dedicated thread, then answers the group's requests.
+    """
+
+    def __init__(
+        self,
+        store: CollectorStore,
+        specs: Mapping[str, Mechanism],
+        *,
+        max_group: int = 4096,
+        on_commit: Callable[[float, int], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.specs = dict(specs)
+        self.max_group = max_group
+        self.on_commit = on_commit
+        self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="ldpkit-commit"
+        )
+
+    async def commit(self, item: PendingBatch) -> BatchRecord:
+        """Queue one batch and wait until the transaction that stored it has committed."""
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None or state.task is None or state.task.done():
+            state = _LoopState([], asyncio.Event())
+            state.task = loop.create_task(self._run(state))
+            self._states[loop] = state
+        future: asyncio.Future[Any] = loop.create_future()
+        state.queue.append((item, future))
+        state.wake.set()
+        return await future  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        """Commit what this loop has queued, then stop its task."""
+        loop = asyncio.get_running_loop()
+        state = self._states.pop(loop, None)
+        if state is not None and state.task is not None:
+            while state.queue:
+                await asyncio.sleep(0.001)
+            state.task.cancel()
+            try:
+                await state.task
+            except asyncio.CancelledError:
+                pass
+        if not self._states:
+            self._executor.shutdown(wait=True)
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="ldpkit-commit"
+            )
+
+    async def _run(self, state: _LoopState) -> None:
+        loop = asyncio.get_running_loop()
+
+        def run_blocking(fn: Callable[[], Any]) -> Any:
+            return loop.run_in_executor(self._executor, fn)
+
+        while True:
+            await state.wake.wait()
+            state.wake.clear()
+            while state.queue:
+                group = state.queue[: self.max_group]
+                del state.queue[: self.max_group]
+                await self._process(group, run_blocking)
+
+    def _aggregate_small(
+        self, items: list[PendingBatch]
+    ) -> tuple[dict[int, Exception], dict[frozenset[int], Stats]]:
+        errors: dict[int, Exception] = {}
+        shared: dict[frozenset[int], Stats] = {}
+        pending: dict[tuple[str, str, int], list[int]] = defaultdict(list)
+        for i, item in enumerate(items):
+            if item.stats is None:
+                bucket = self.store.bucket_of(item.collection, item.received_at)
+                pending[(item.collection, item.token, bucket)].append(i)
+        for (collection, _, _), idx in pending.items():
+            spec = self.specs[collection]
+            try:
+                together = aggregate_one(spec, _concat(spec, [items[i].reports for i in idx]))  # type: ignore[misc]
+                shared[frozenset(id(items[i]) for i in idx)] = together
+            except (AggregationError, ValueError, TypeError):
+                for i in idx:  # find the bad batch(es); the others keep their own Stats
+                    try:
+                        items[i].stats = aggregate_one(spec, items[i].reports)  # type: ignore[arg-type]
+                    except AggregationError as exc:
+                        errors[i] = exc
+        return errors, shared
+
+    async def _process(
+        self,
+        group: list[tuple[PendingBatch, asyncio.Future[Any]]],
+        run_blocking: Callable[[Callable[[], Any]], Any],
+    ) -> None:
+        items = [item for item, _ in group]
+        try:
+            errors, shared = self._aggregate_small(items)
+            live = [i for i in range(len(items)) if i not in errors]
+
+            def combine(members: Sequence[PendingBatch]) -> Stats:
+                spec = self.specs[members[0].collection]
+                own = [m.stats for m in members if m.stats is not None]
+                rest = [m for m in members if m.stats is None]
+                if rest:
+                    key = frozenset(id(m) for m in rest)
+                    if key in shared:
+                        own.append(shared[key])
+                    else:  # a retry inside the group was dropped: aggregate the others again
+                        own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
+                return spec.empty_stats().merge(*own)
+
+            start = time.perf_counter()
+            results: list[Any] = []
+            if live:
+                results = await self.store.commit_group_async(
+                    [items[i] for i in live], combine, run_blocking
+                )
+                if self.on_commit is not None:
+                    self.on_commit(time.perf_counter() - start, len(live))
+        except Exception as exc:  # the database failed: nobody's batch is stored
+            for _, future in group:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for i, error in errors.items():
+            if not group[i][1].done():
+                group[i][1].set_exception(error)
+        for i, result in zip(live, results):
+            future = group[i][1]
+            if future.done():  # the client went away; its batch is stored all the same
+                continue
+            if isinstance(result, Exception):
+                future.set_exception(result)
+            else:
+                future.set_result(result)

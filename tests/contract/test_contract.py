@@ -1,0 +1,183 @@
+"""The shared contract (:func:`ldpkit.testing.check_mechanism`) on every registered mechanism.
+
+A mechanism added to the registry (any concrete ``Mechanism`` subclass with a public name) is
+picked up here automatically, with the small sizes of :func:`ldpkit.testing.small_spec`.
+The checks themselves are tested at the end: each must fail on a mechanism broken on purpose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from ldpkit import GRR, Reports, Stats
+from ldpkit.numeric import SquareWave
+from ldpkit.spec import mechanism_registry
+from ldpkit.testing import CONTRACT_CHECKS, check_mechanism, small_spec
+
+NAMES = sorted(name for name in mechanism_registry() if not name.startswith("_"))
+
+# (mechanism, check) pairs that do not pass yet, with the reason (xfail, not strict).
+PENDING: dict[tuple[str, str], str] = {}
+
+
+def test_registry_is_covered():
+    """Every family is here: at least the 24 mechanisms of issue 10."""
+    assert len(NAMES) >= 24
+    for name in ("GRR", "OLH", "RAPPOR", "SquareWave", "HaarWavelet", "HHADMM", "HybridMechanism"):
+        assert name in NAMES
+
+
+@pytest.mark.parametrize("check", CONTRACT_CHECKS)
+@pytest.mark.parametrize("name", NAMES)
+def test_contract(name, check, request):
+    if (name, check) in PENDING:
+        request.applymarker(pytest.mark.xfail(reason=PENDING[name, check], strict=False))
+    check_mechanism(small_spec(name), rng=3, checks=[check])
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 2.5, 7.0])
+@pytest.mark.parametrize("name", NAMES)
+def test_privacy_at_other_budgets(name, epsilon, request):
+    if (name, "transition_matrix") in PENDING:
+        request.applymarker(
+            pytest.mark.xfail(reason=PENDING[name, "transition_matrix"], strict=False)
+        )
+    try:
+        spec = small_spec(name, epsilon=epsilon)
+    except ValueError as exc:  # a documented upper limit on epsilon
+        assert "epsilon must be" in str(exc)
+        pytest.skip(str(exc))
+    check_mechanism(spec, rng=4, checks=["privacy", "transition_matrix", "estimate"])
+
+
+def test_check_mechanism_arguments():
+    spec = GRR(epsilon=1.0, domain_size=4)
+    with pytest.raises(ValueError, match="checks must be among"):
+        check_mechanism(spec, checks=["nope"])
+    with pytest.raises(TypeError, match="spec must be"):
+        check_mechanism("GRR")
+    with pytest.raises(ValueError, match="n must be an integer >= 6"):
+        check_mechanism(spec, n=2)
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        small_spec("NoSuchMechanism")
+    check_mechanism(spec, values=np.arange(12) % 4)
+
+
+# --- the checks must catch broken mechanisms ---------------------------------------------------
+# Subclasses of GRR, each broken in one way; registered under private names (leading "_"),
+# so they stay out of NAMES.
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _GlobalState(GRR):
+    name: ClassVar[str] = "_GlobalState"
+
+    def randomize(self, values: Any, *, rng: Any = None) -> Reports:
+        np.random.random()  # noqa: NPY002 - the bug under test
+        return GRR.randomize(self, values, rng=rng)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _IgnoresSeed(GRR):
+    name: ClassVar[str] = "_IgnoresSeed"
+
+    def randomize(self, values: Any, *, rng: Any = None) -> Reports:
+        return GRR.randomize(self, values, rng=None)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _LoudPrivacy(GRR):
+    name: ClassVar[str] = "_LoudPrivacy"
+
+    def privacy_loss(self) -> float:
+        return 1.3 * self.epsilon
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _QuietPrivacy(GRR):
+    """Claims exact epsilon but reports a looser value (wrong p/q in the audit)."""
+
+    name: ClassVar[str] = "_QuietPrivacy"
+
+    def privacy_loss(self) -> float:
+        return self.epsilon / 1.3
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _DropsFirst(GRR):
+    """Aggregates all reports but the first: vectorized != loop, merge != whole."""
+
+    name: ClassVar[str] = "_DropsFirst"
+
+    def aggregate(self, reports: Reports) -> Stats:
+        stats = GRR.aggregate(self, reports[1:] if len(reports) else reports)
+        return Stats(self, stats.n, **stats.arrays)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _SwappedMatrix(GRR):
+    name: ClassVar[str] = "_SwappedMatrix"
+
+    def transition_matrix(self) -> np.ndarray:
+        m = GRR.transition_matrix(self)
+        p, q = m[0, 0], m[0, 1]
+        return np.where(m == p, q, p)  # p and q swapped
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _BadEstimateShape(GRR):
+    name: ClassVar[str] = "_BadEstimateShape"
+
+    def estimate(self, stats: Stats) -> Any:
+        est = GRR.estimate(self, stats)
+        return dataclasses.replace(
+            est, frequencies=est.frequencies[:-1], variance=est.variance[:-1]
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _NoValidation(GRR):
+    """Accepts values outside the domain (clips them silently)."""
+
+    name: ClassVar[str] = "_NoValidation"
+
+    def randomize(self, values: Any, *, rng: Any = None) -> Reports:
+        v = np.clip(np.asarray(values, dtype=np.int64), 0, self.domain_size - 1)
+        return GRR.randomize(self, v, rng=rng)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _TransposedBuckets(SquareWave):
+    """bucket_matrix() outputs x inputs (the orientation issue 10 removed)."""
+
+    name: ClassVar[str] = "_TransposedBuckets"
+
+    def bucket_matrix(self) -> np.ndarray:
+        return SquareWave.bucket_matrix(self).T
+
+
+@pytest.mark.parametrize(
+    ("cls", "check", "message"),
+    [
+        (_GlobalState, "seeding", "global numpy random state"),
+        (_IgnoresSeed, "seeding", "same int seed gave different reports"),
+        (_LoudPrivacy, "privacy", "privacy_loss() = 1.3"),
+        (_QuietPrivacy, "privacy", "not tight"),
+        (_DropsFirst, "loop", "differs"),
+        (_DropsFirst, "merge", "differ"),
+        (_SwappedMatrix, "transition_matrix", "rows sum to"),
+        (_BadEstimateShape, "estimate", "shape (5,)"),
+        (_NoValidation, "validation", "values=[0, 6]: no error raised"),
+        (_TransposedBuckets, "transition_matrix", "bucket_matrix() rows sum to"),
+    ],
+)
+def test_checks_catch_broken_mechanisms(cls, check, message):
+    spec = small_spec(cls)
+    check_mechanism(small_spec(cls.__mro__[1]), checks=[check])  # the sound original
+    with pytest.raises(AssertionError, match=f"fails the '{check}' check") as info:
+        check_mechanism(spec, checks=[check])
+    assert message in str(info.value)
