@@ -11,6 +11,7 @@ import pytest
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
     _FOLD_MAX_ITER,
+    _MIN_WEIGHT,
     _Fitter,
     _se,
     _split,
@@ -155,12 +156,12 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
     assert info.scores.shape == (len(info.strengths),)
     assert info.strength == info.strengths[int(np.argmax(info.scores))]
-    # the average's weights: exp(score - best), tiny ones dropped, summing to 1
+    # the average's weights: exp(score - best), small ones dropped, summing to 1
     assert math.isclose(float(info.weights.sum()), 1.0)
     kept = info.weights > 0
     rel = np.exp(info.scores - info.scores.max())
     np.testing.assert_allclose(info.weights[kept], rel[kept] / rel[kept].sum(), rtol=1e-12)
-    assert np.all(rel[~kept] < 1e-3)
+    assert np.all(rel[~kept] < _MIN_WEIGHT) and np.all(rel[kept] >= _MIN_WEIGHT)
     best_only, info_b = auto.estimate(stats, combine="best", return_info=True)
     assert info_b.weights.max() == 1.0 and info_b.strength == info.strength
     fit = AutoDistribution(epsilon=2.0, buckets=128).estimate(stats, strengths=[info.strength])

@@ -39,8 +39,10 @@ _FOLD_MAX_ITER = 1000
 #: A candidate this many standard errors below the best one so far ends the path.
 _STOP_SE = 3.0
 
-#: Relative weight below which a candidate is left out of the average (and not refit).
-_MIN_WEIGHT = 1e-3
+#: Relative weight (to the best candidate's) below which a candidate is left out of the
+#: average and not refit: 3 nats behind the best. Refitting plain EM for a 0.3 % share cost
+#: more than all other fits together at n = 1e6.
+_MIN_WEIGHT = 0.05
 
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
@@ -317,10 +319,11 @@ class AutoDistribution(Mechanism):
            starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
            the log-likelihood of fold k's reports. Stop early once a strength scores 3
            standard errors below the best so far (the rest, weaker still, are skipped).
-        3. Weight each strength by ``exp(score - best score)`` (weights below 1e-3 are
-           dropped, the rest renormalized), refit the strengths with weight on all reports
-           from the uniform start, as SW20's EM and EMS start (strength 0 is then exactly
-           SW + EM, 0.5 exactly SW + EMS), and average the fits with those weights. The
+        3. Weight each strength by ``exp(score - best score)`` (weights below 0.05 are
+           dropped, the rest renormalized), refit the strengths with weight on all reports,
+           strongest first (plain EM from the uniform start, as SW20's EM starts; a smoothed
+           fit from the previous, stronger fit; alone, strength 0 is exactly SW + EM and 0.5
+           exactly SW + EMS), and average the fits with those weights. The
            held-out scores of neighbouring strengths on smooth data often differ by a few
            nats, less than their noise; averaging removes the arbitrary pick among them.
 
@@ -392,16 +395,21 @@ class AutoDistribution(Mechanism):
             weights = np.zeros(len(cand))
             weights[best] = 1.0
         weights /= weights.sum()
-        # Final fits start from the uniform distribution, as SW20's EM and EMS do, so that
-        # strength 0 gives exactly SW + EM and 0.5 exactly SW + EMS (a warm start from the
-        # fold fits would run EM longer, past the early stop that regularizes it).
+        # Final fits, strongest first. Plain EM starts from the uniform distribution, as
+        # SW20's EM does (its early stop is what regularizes it; a warm start would run it
+        # further); a smoothed fit starts from the previous, stronger one, which it reaches
+        # from the uniform start anyway, in fewer iterations. Alone, strength 0 is thus
+        # exactly SW + EM and 0.5 exactly SW + EMS.
         fitter = _Fitter(m, counts)
         theta = np.zeros(m.shape[1])
         iterations = 0
-        for k in np.flatnonzero(weights).tolist():
-            fit, it = fitter.fit(cand[k], tol(cand[k], 1.0), max_iter, None)
+        previous: np.ndarray | None = None
+        for k in sorted(np.flatnonzero(weights).tolist(), key=lambda k: -cand[k]):
+            start = previous if cand[k] > 0 else None
+            fit, it = fitter.fit(cand[k], tol(cand[k], 1.0), max_iter, start)
             theta += weights[k] * fit
             iterations += it
+            previous = fit
         dist = Distribution(theta, self.low, self.high, n=stats.n, spec=self)
         if not return_info:
             return dist
