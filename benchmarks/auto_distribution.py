@@ -1,7 +1,7 @@
 """Accuracy and speed of AutoDistribution against the best of SW-EMS, SW-EM, HH and the wavelet.
 
-Run: ``nice python benchmarks/auto_distribution.py [--reps 3] [--epsilons 0.5 1 ...]
-[--large-reps 2] [--skip-large] [--skip-speed]``. Prints the tables and writes
+Run: ``nice python benchmarks/auto_distribution.py [--reps 2] [--epsilons 0.5 1 ...]
+[--large-reps 1] [--skip-large] [--skip-speed]``. Prints the tables and writes
 benchmarks/results/auto_distribution.json.
 
 Target (issue 17): on the WAV25 grid (its five data sets at full size, which include SW20's
@@ -12,13 +12,14 @@ pipeline takes at most twice SW + EMS's.
 
 Per cell and repetition, every method sees the same values; the SW methods and
 AutoDistribution share one set of Square Wave reports (same seed), HH and the wavelet draw
-their own. Errors are WAV25's (:func:`ldpkit.reproduce._wavelet.grid_errors`: the CDF on the
+their own. Errors are WAV25's (:func:`ldpkit.experiments.numeric.grid_errors`: the CDF on the
 256-point grid, W1 = mean gap, KS = largest), averaged over the repetitions; a method's ratio
 is its mean error over the best competitor's mean error in the cell. The competitors run as
 ``ldpkit reproduce wav25`` runs them (SW and HH with 256 buckets on Beta(5, 2), 1024 on real
 data; the wavelet at ``ceil(log2(n) / 2) - 2``).
 
-The large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
+Defaults (2 runs per cell, 1 at n = 1e6) took 8 minutes on the shared 2-core machine. The
+large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
 regime where WAV25 reports the wavelet winning.
 """
 
@@ -29,9 +30,9 @@ import time
 from typing import Any
 
 import numpy as np
-from ldpkit.reproduce._wavelet import grid_errors
 
 from _common import print_table, write_json
+from ldpkit.experiments.numeric import grid_errors
 from ldpkit.numeric import AutoDistribution, HaarWavelet, HierarchicalHistogram, SquareWave
 from ldpkit.reproduce import wav25
 
@@ -164,9 +165,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--large-epsilons", type=float, nargs="+", default=[0.5, 1, 2, 4])
-    ap.add_argument("--large-reps", type=int, default=2)
+    ap.add_argument("--large-reps", type=int, default=1)
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
