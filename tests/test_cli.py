@@ -46,9 +46,9 @@ def test_demo_with_fewer_than_20_names(tmp_path, monkeypatch):
         (["--users", "0"], "--users must be an integer >= 1, got 0"),
         (["--users", "-5"], "--users must be an integer >= 1, got -5"),
         (["--names", "1"], "--names must be an integer >= 2, got 1"),
-        (["--epsilon", "nan"], "--epsilon must be a finite number > 0, got nan"),
-        (["--epsilon", "0"], "--epsilon must be a finite number > 0, got 0.0"),
-        (["--epsilon", "-inf"], "--epsilon must be a finite number > 0, got -inf"),
+        (["--epsilon", "nan"], "--epsilon must be a finite number >= 1e-06, got nan"),
+        (["--epsilon", "0"], "--epsilon must be a finite number >= 1e-06, got 0.0"),
+        (["--epsilon", "-inf"], "--epsilon must be a finite number >= 1e-06, got -inf"),
     ],
 )
 def test_demo_rejects_bad_options_in_one_line(args, message):

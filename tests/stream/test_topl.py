@@ -493,8 +493,8 @@ def test_detection_floor_closed_form() -> None:
         sw = SquareWave(epsilon=eps)
         p, q, b = sw.density_high, sw.density_low, sw.b
         want = z * math.sqrt(m * q * 2 * b) / ((p - q) * 2 * b * m)
-        # the spec's b and densities are its grid law's (issue 11), within ~1/2^14 of SW20's
-        assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=1e-4)
+        # the spec's b and densities are its grid law's (issue 11): b' = round(b L) / L
+        assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=2e-3)
     with pytest.raises(ValueError, match="reports must be"):
         square_wave_detection_floor(1.0, 0)
     with pytest.raises(ValueError, match="z must be"):
@@ -565,7 +565,8 @@ def test_windows_file_released_reports_per_day_and_answer_unbiased_sums() -> Non
     # the same as the released positions' range sums (one report per position)
     est, se = topl.range_sums(np.array([0, 4000, 10_000]), np.array([4000, 10_000, 16_000]))
     np.testing.assert_allclose(out.estimate, est, rtol=1e-9)
-    np.testing.assert_allclose(out.std_error, se, rtol=1e-12)
+    # (one side uses HM's closed-form variance, the other the grid law's: ~1e-6 apart)
+    np.testing.assert_allclose(out.std_error, se, rtol=1e-5)
     again = stream_from_dict(topl.to_dict())
     assert again.window_stats == topl.window_stats
     assert again.threshold_window_counts == topl.threshold_window_counts

@@ -122,6 +122,14 @@ def test_window_means_are_unbiased_with_their_standard_error(eps_factor: float) 
     reps = 300
     est = np.empty((reps, 3))
     se = np.zeros(3)
+    if eps_factor != 1.0:
+        # Issue 11: reports are values of the spec's exact grid, so reports of another
+        # budget are refused outright (they are off epsilon-HM's grid).
+        values_made = made.randomize(values, rng=100).values
+        rep = type(HM.randomize([0.0], rng=0))(HM, values=values_made)
+        with pytest.raises(ValueError, match="report grid"):
+            aggregate_windows(HM, rep, keys)
+        return
     for r in range(reps):
         values_made = made.randomize(values, rng=100 + r).values
         rep = type(HM.randomize([0.0], rng=0))(HM, values=values_made)  # read as HM(epsilon)
