@@ -9,7 +9,7 @@ Prints tables and writes benchmarks/results/numeric.json.
 The accuracy section (SW20 section 6, Beta(5, 2), n = 1e5, 256 buckets) reports the mean W1
 and KS over ``--accuracy-seeds`` seeds (fresh data and randomness per seed) for SW-EMS,
 CFO-16/32/64, HH, HH-ADMM and HaarHRR; HH and HaarHRR appear twice, with the monotone CDF
-fit (their default estimate) and with Norm-Sub on the leaves (``postprocessing="norm_sub"``).
+fit (``postprocess="cdf"``) and with Norm-Sub on the leaves (``postprocess="norm_sub"``).
 
 Target (issue 5, this 2-core machine): SW randomize + aggregate + EMS at n = 1e6 with 1024
 buckets in <= 2 s. The end-to-end time below also includes building the exact transition

@@ -558,18 +558,23 @@ def test_windows_file_released_reports_per_day_and_answer_unbiased_sums() -> Non
     assert topl.threshold_window_counts == {"2026-11-01": 2000}
     out = topl.window_sums()
     assert out.windows == ["2026-11-01", "2026-11-02", "2026-11-03"]
-    assert out.n.tolist() == [4000, 6000, 6000]
+    assert out.n.tolist() == [6000, 6000, 6000]  # day 1's threshold users count too
     clipped = np.minimum(values[2000:], topl.threshold)
-    truth = [clipped[:4000].sum(), clipped[4000:10_000].sum(), clipped[10_000:].sum()]
+    # day 1: 2,000 threshold users (unclipped, through Square Wave) + 4,000 released
+    truth = [values[:2000].sum() + clipped[:4000].sum(), clipped[4000:10_000].sum()]
+    truth.append(clipped[10_000:].sum())
     assert np.all(np.abs(out.estimate - truth) < 5 * out.std_error)
-    # the same as the released positions' range sums (one report per position)
+    # released part: the released positions' range sums (one report per position)
     est, se = topl.range_sums(np.array([0, 4000, 10_000]), np.array([4000, 10_000, 16_000]))
-    np.testing.assert_allclose(out.estimate, est, rtol=1e-9)
+    np.testing.assert_allclose(out.estimate[1:], est[1:], rtol=1e-9)
     # (one side uses HM's closed-form variance, the other the grid law's: ~1e-6 apart)
-    np.testing.assert_allclose(out.std_error, se, rtol=1e-5)
+    np.testing.assert_allclose(out.std_error[1:], se[1:], rtol=1e-5)
+    sw_var = 2000 * topl.threshold_per_user_variance
+    np.testing.assert_allclose(out.std_error[0] ** 2, se[0] ** 2 + sw_var, rtol=1e-5)
     again = stream_from_dict(topl.to_dict())
     assert again.window_stats == topl.window_stats
     assert again.threshold_window_counts == topl.threshold_window_counts
+    np.testing.assert_array_equal(again.window_sums().estimate, out.estimate)
     with pytest.raises(ValueError, match="windows must hold one key per report"):
         topl.ingest(client_randomize(topl.client_spec(), [1.0, 2.0], rng=0), windows=[0])
     with pytest.raises(ValueError, match="window_sums needs"):

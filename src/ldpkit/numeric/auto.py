@@ -365,7 +365,7 @@ class AutoDistribution(Mechanism):
         # strength 0 gives exactly SW + EM and 0.5 exactly SW + EMS (a warm start from the
         # fold fits would run EM longer, past the early stop that regularizes it).
         theta, iterations = _Fitter(m, counts).fit(cand[best], tol(cand[best], 1.0), max_iter, None)
-        dist = Distribution(theta, self.low, self.high)
+        dist = Distribution(theta, self.low, self.high, n=stats.n, spec=self)
         if not return_info:
             return dist
         scores.flags.writeable = False
