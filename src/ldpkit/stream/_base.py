@@ -41,13 +41,11 @@ def _generator_state(gen: np.random.Generator) -> dict[str, Any]:
 
 def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
     name = state["bit_generator"]
-    bit_gen_cls: Any
-    if name == "randomgen.aes.AESCounter":  # ldpkit's secure_generator() (rng=None)
+    bit_gen_cls = getattr(np.random, name, None)
+    if name in ("AESCounter", "randomgen.aes.AESCounter"):  # rng=None's secure generator
         from randomgen.aes import AESCounter
 
         bit_gen_cls = AESCounter
-    else:
-        bit_gen_cls = getattr(np.random, name, None)
     if bit_gen_cls is None or not isinstance(bit_gen_cls, type):
         raise ValueError(
             f"rng state must name a numpy bit generator or randomgen's AESCounter, got {name!r}"
