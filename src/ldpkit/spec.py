@@ -22,7 +22,22 @@ import numpy as np
 from ._rng import RNGLike
 from ._validation import check_epsilon, check_same_spec
 
-__all__ = ["Mechanism", "Reports", "Stats", "mechanism_registry", "spec_from_dict"]
+__all__ = [
+    "MAX_REPORTS",
+    "Mechanism",
+    "Reports",
+    "Stats",
+    "StatsField",
+    "mechanism_registry",
+    "spec_from_dict",
+]
+
+#: Largest number of reports one Stats may summarize (2^53: every count is then exact in
+#: float64, and any per-report bound up to 2^9 keeps int64 sums far from overflow).
+MAX_REPORTS = 2**53
+
+#: The only layout :meth:`Stats.to_dict` writes and :meth:`Stats.from_dict` reads.
+STATS_FORMAT = "ldpkit.stats/1"
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
@@ -135,6 +150,12 @@ class Mechanism(ABC):
     @abstractmethod
     def empty_stats(self) -> Stats:
         """The neutral element of :meth:`Stats.merge` for this spec."""
+
+    def stats_schema(self) -> Mapping[str, StatsField] | None:
+        """The fields of this spec's :class:`Stats`: name -> shape, kind and the range n
+        reports can produce. :class:`Stats` checks every construction against it (None:
+        unchecked, only for specs outside the registry)."""
+        return None
 
     @abstractmethod
     def estimate(self, stats: Stats) -> Any:
@@ -270,22 +291,127 @@ class Reports(_ArrayBundle):
         return f"Reports({self._spec!r}, n={len(self)}, fields={list(self._arrays)})"
 
 
+@dataclasses.dataclass(frozen=True)
+class StatsField:
+    """Schema of one :class:`Stats` array.
+
+    Every entry lies in ``[low * n, high * n]`` for a Stats of n reports (the most n
+    reports can contribute); with ``total`` set, the entries sum to exactly
+    ``total * n`` (e.g. one count per report). ``integer`` fields are stored as int64;
+    the others as finite float64 (bounds then checked with a relative slack of 1e-9 for
+    rounding).
+    """
+
+    shape: tuple[int, ...]
+    low: float = 0.0
+    high: float = 1.0
+    integer: bool = True
+    total: int | None = None
+
+    def check(self, name: str, value: Any, n: int) -> np.ndarray:
+        """Return ``value`` as this field's array for n reports, or raise ValueError/TypeError."""
+        arr = np.asarray(value)
+        kinds = "iu" if self.integer else "iuf"
+        want = "integers" if self.integer else "real numbers"
+        if arr.dtype.kind not in kinds:
+            raise TypeError(f"stats.{name} must be an array of {want}, got dtype {arr.dtype}")
+        if arr.shape != self.shape:
+            raise ValueError(
+                f"stats.{name} must have shape {self.shape} for this spec, got {arr.shape}"
+            )
+        lo, hi = self.low * n, self.high * n
+        if self.integer:
+            if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+                raise ValueError(
+                    f"stats.{name} must be integers in [{lo:g}, {hi:g}] for n = {n} reports, "
+                    f"got values in [{int(arr.min())}, {int(arr.max())}]"
+                )
+            out = arr.astype(np.int64, copy=False)
+            if self.total is not None and int(out.sum(dtype=np.int64)) != self.total * n:
+                raise ValueError(
+                    f"stats.{name} must sum to {self.total * n} for n = {n} reports, "
+                    f"got {int(out.sum(dtype=np.int64))}"
+                )
+            return out
+        out = arr.astype(np.float64, copy=False)
+        if not np.all(np.isfinite(out)):
+            raise ValueError(f"stats.{name} must be finite, got NaN or infinity")
+        slack = 1e-9 * max(abs(lo), abs(hi), 1.0)
+        if out.size and (float(out.min()) < lo - slack or float(out.max()) > hi + slack):
+            raise ValueError(
+                f"stats.{name} must be in [{lo:g}, {hi:g}] for n = {n} reports, "
+                f"got values in [{float(out.min()):g}, {float(out.max()):g}]"
+            )
+        return out
+
+
+#: dtypes a Stats array may have in a dict (what Stats.to_dict writes, either byte order).
+_DICT_DTYPES = {"<i8", ">i8", "<f8", ">f8"}
+
+
+def _array_from_dict(name: str, entry: Any) -> np.ndarray:
+    if not isinstance(entry, Mapping) or set(entry) != {"dtype", "shape", "data"}:
+        raise ValueError(f"stats.{name} must be an array dict {{'dtype', 'shape', 'data'}}")
+    if entry["dtype"] not in _DICT_DTYPES:
+        raise ValueError(
+            f"stats.{name} dtype must be one of {sorted(_DICT_DTYPES)}, got {entry['dtype']!r}"
+        )
+    shape, data = entry["shape"], entry["data"]
+    if not isinstance(shape, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_REPORTS for s in shape
+    ):
+        raise ValueError(f"stats.{name} shape must be a list of non-negative integers")
+    if not isinstance(data, list) or len(data) != math.prod(shape):
+        raise ValueError(
+            f"stats.{name} data must be a flat list of {math.prod(shape)} numbers for shape {shape}"
+        )
+    dtype = np.dtype(entry["dtype"])
+    kinds = (int,) if dtype.kind == "i" else (int, float)
+    if not all(isinstance(v, kinds) and not isinstance(v, bool) for v in data):
+        want = "integers" if dtype.kind == "i" else "numbers"
+        raise ValueError(f"stats.{name} data must hold only {want}")
+    try:
+        return np.asarray(data, dtype=dtype).reshape(shape)
+    except OverflowError:
+        raise ValueError(f"stats.{name} data must fit {dtype}") from None
+
+
+def _check_n(n: Any) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer in [0, {MAX_REPORTS}], got {n!r}")
+    if not 0 <= int(n) <= MAX_REPORTS:
+        raise ValueError(f"n must be an integer in [0, {MAX_REPORTS}], got {n!r}")
+    return int(n)
+
+
 class Stats(_ArrayBundle):
     """Mergeable sufficient statistics of a batch of reports.
 
     Every statistic in ldpkit is a sum over users (support counts, output histograms,
     per-level counts), so :meth:`merge` adds ``n`` and the arrays; it is associative and
     commutative, and refuses statistics made under another spec.
+
+    Construction checks the arrays against ``spec.stats_schema()``: field names, shapes,
+    dtypes, and the range n reports can produce (so an estimate never sees counts that no
+    batch of reports could have made).
     """
 
     __slots__ = ("_n",)
     _n: int
 
     def __init__(self, spec: Mechanism, n: int, **arrays: Any) -> None:
+        if not isinstance(spec, Mechanism):
+            raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
+        n = _check_n(n)
+        schema = spec.stats_schema()
+        if schema is not None:
+            if set(arrays) != set(schema):
+                raise ValueError(
+                    f"stats fields must be {sorted(schema)} for {spec.name}, got {sorted(arrays)}"
+                )
+            arrays = {k: field.check(k, arrays[k], n) for k, field in schema.items()}
         super().__init__(spec, arrays)
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        object.__setattr__(self, "_n", int(n))
+        object.__setattr__(self, "_n", n)
 
     @property
     def n(self) -> int:
@@ -305,9 +431,23 @@ class Stats(_ArrayBundle):
             if not isinstance(other, Stats):
                 raise TypeError(f"stats must be ldpkit.Stats, got {type(other).__name__}")
             check_same_spec(self._spec, other.spec, "stats")
-            for k in arrays:
-                arrays[k] = arrays[k] + other._arrays[k]
+            if other.fields != self.fields:
+                raise ValueError(f"stats must have fields {self.fields}, got {other.fields}")
             n += other.n
+            if n > MAX_REPORTS:
+                raise ValueError(
+                    f"merged stats must summarize at most {MAX_REPORTS} reports, got {n}"
+                )
+            for k in arrays:
+                a, b = arrays[k], other._arrays[k]
+                if a.dtype.kind in "iu" and a.size:
+                    # Refuse rather than wrap around: int64 sums are exact or rejected.
+                    bound = int(np.abs(a).max()) + int(np.abs(b).max())
+                    if bound > np.iinfo(np.int64).max:
+                        raise ValueError(
+                            f"stats.{k} would overflow int64 when merged (|sum| up to {bound})"
+                        )
+                arrays[k] = a + b
         return Stats(self._spec, n, **arrays)
 
     __add__ = merge
@@ -323,7 +463,7 @@ class Stats(_ArrayBundle):
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (exact: float64 values round-trip through ``json``)."""
         return {
-            "format": "ldpkit.stats/1",
+            "format": STATS_FORMAT,
             "mechanism": self._spec.to_dict(),
             "fingerprint": self.fingerprint,
             "n": self._n,
@@ -335,18 +475,34 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
-        """Inverse of :meth:`to_dict`; checks the fingerprint against the rebuilt spec."""
-        spec = spec_from_dict(data["mechanism"])
+        """Inverse of :meth:`to_dict`; checks the layout, the format version, the
+        fingerprint against the rebuilt spec, then the arrays against the spec's schema."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"stats dict must be a mapping, got {type(data).__name__}")
+        keys = {"format", "mechanism", "fingerprint", "n", "arrays"}
+        missing, extra = keys - {"fingerprint"} - set(data), set(data) - keys
+        if missing or extra:
+            raise ValueError(
+                f"stats dict must have keys {sorted(keys)} (fingerprint optional), "
+                f"got missing {sorted(missing)} and unknown {sorted(map(str, extra))}"
+            )
+        if data["format"] != STATS_FORMAT:
+            raise ValueError(f"stats format must be {STATS_FORMAT!r}, got {data['format']!r}")
+        mech = data["mechanism"]
+        if not isinstance(mech, Mapping) or set(mech) != {"mechanism", "params"}:
+            raise ValueError("stats mechanism must be a spec dict {'mechanism', 'params'}")
+        if not isinstance(mech["params"], Mapping):
+            raise ValueError("stats mechanism params must be a mapping")
+        spec = spec_from_dict(mech)
         if data.get("fingerprint") not in (None, spec.fingerprint):
             raise ValueError(
                 f"fingerprint must match the mechanism {spec!r} ({spec.fingerprint}), "
                 f"got {data['fingerprint']!r}"
             )
-        arrays = {
-            k: np.asarray(a["data"], dtype=np.dtype(a["dtype"])).reshape(a["shape"])
-            for k, a in data["arrays"].items()
-        }
-        return cls(spec, int(data["n"]), **arrays)
+        if not isinstance(data["arrays"], Mapping):
+            raise ValueError("stats arrays must be a mapping of field name to array dict")
+        arrays = {str(k): _array_from_dict(str(k), a) for k, a in data["arrays"].items()}
+        return cls(spec, _check_n(data["n"]), **arrays)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stats):

@@ -167,7 +167,9 @@ def check_mechanism(
     - ``validation``: a bad epsilon (0, -1, NaN, +-inf; a string, None, a bool) and a bad
       resolution field (``domain_size``, ``buckets``, ... : -1, 2.5, ``"8"``) raise
       ValueError / TypeError naming the parameter; out-of-range, NaN and 2-D values raise
-      ValueError / TypeError naming ``values``; foreign Reports and Stats are refused.
+      ValueError / TypeError naming ``values``; foreign Reports and Stats are refused;
+      ``stats_schema()`` exists and Stats refuse arrays of the wrong shape, dtype, a value
+      n reports cannot produce, NaN, a bad ``n`` and an unknown ``to_dict`` format.
     - ``seeding``: one int seed gives equal reports, another seed different ones (so use a
       moderate epsilon: at epsilon ~ 15 GRR hardly ever randomizes, whatever the seed); a
       ``Generator`` is accepted (and consumed like the int seed's); the global numpy random
@@ -355,6 +357,59 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
     )
     _raises(ValueError, "must come from", "concat(foreign reports)", lambda: mine.concat(theirs))
     _raises(TypeError, "reports must be", "aggregate(ndarray)", lambda: spec.aggregate(np.zeros(3)))
+    _check_stats_schema(spec, spec.aggregate(mine))
+
+
+def _check_stats_schema(spec: Any, stats: Any) -> None:
+    """Stats check their arrays against ``spec.stats_schema()`` (issue 12)."""
+    from .spec import Stats
+
+    schema = spec.stats_schema()
+    if schema is None:
+        raise AssertionError("stats_schema() is None: Stats contents would go unchecked")
+    if set(schema) != set(stats.fields):
+        raise AssertionError(f"stats_schema() names {sorted(schema)}, Stats has {stats.fields}")
+    n, arrays = stats.n, dict(stats.arrays)
+    for name, field in schema.items():
+
+        def build(value: Any, name: str = name) -> Any:
+            return Stats(spec, n, **{**arrays, name: value})
+
+        arr = arrays[name]
+        _raises(
+            ValueError,
+            f"stats.{name}",
+            f"stats.{name} reshaped",
+            lambda a=arr: build(np.append(a.ravel(), a.ravel()[:1])),
+        )
+        big = np.array(arr)
+        big.flat[0] = field.high * n + 1 if not field.integer else int(field.high * n) + 1
+        _raises(
+            ValueError, f"stats.{name}", f"stats.{name} above n reports", lambda b=big: build(b)
+        )
+        if field.integer:
+            _raises(
+                TypeError,
+                f"stats.{name}",
+                f"float stats.{name}",
+                lambda a=arr: build(a.astype(np.float64)),
+            )
+        else:
+            nan = np.array(arr)
+            nan.flat[0] = math.nan
+            _raises(ValueError, f"stats.{name}", f"NaN in stats.{name}", lambda b=nan: build(b))
+    missing = dict(arrays)
+    missing.pop(next(iter(missing)))
+    _raises(ValueError, "stats fields", "a missing field", lambda: Stats(spec, n, **missing))
+    for bad, exc in ((True, TypeError), (1.5, TypeError), (-1, ValueError), (2**60, ValueError)):
+        _raises(exc, "n must be", f"n={bad!r}", lambda b=bad: Stats(spec, b, **arrays))
+    data = stats.to_dict()
+    _raises(
+        ValueError,
+        "stats format",
+        "an unknown format version",
+        lambda: Stats.from_dict({**data, "format": "ldpkit.stats/999"}),
+    )
 
 
 def _check_seeding(spec: Any, values: np.ndarray, seed: int) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from .._validation import check_categorical_values, check_integer
 from ..estimate import FrequencyEstimate
 from ..privacy import privacy_loss as _matrix_privacy_loss
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 
 __all__ = ["FrequencyOracle", "PureFrequencyOracle", "index_dtype"]
 
@@ -105,6 +105,10 @@ class PureFrequencyOracle(FrequencyOracle):
     @abstractmethod
     def support_counts(self, reports: Reports) -> np.ndarray:
         """C_v: number of reports whose support contains v, for every v (int64, shape (d,))."""
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: support counts, each in [0, n]."""
+        return {"counts": StatsField((self.domain_size,))}
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, counts=np.zeros(self.domain_size, dtype=np.int64))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._rng import RNGLike, as_generator
 from ..privacy import ratio_privacy_loss
-from ..spec import Reports
+from ..spec import Reports, StatsField
 from ._base import PureFrequencyOracle, index_dtype
 
 __all__ = ["GRR", "grr_perturb"]
@@ -80,6 +80,10 @@ class GRR(PureFrequencyOracle):
         v = self.check_values(values)
         y = grr_perturb(v, self.domain_size, self.p, as_generator(rng))
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: one supported item per report, so they sum to n."""
+        return {"counts": StatsField((self.domain_size,), total=1)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
         y = reports.values

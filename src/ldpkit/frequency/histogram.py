@@ -18,7 +18,7 @@ import numpy as np
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_real
 from ..estimate import FrequencyEstimate
-from ..spec import Reports, Stats
+from ..spec import Reports, Stats, StatsField
 from ._base import FrequencyOracle
 from .unary import UnaryEncoding
 
@@ -108,6 +108,11 @@ class SHE(FrequencyOracle):
         np.rint(noisy, out=noisy)
         noisy /= _GRID
         return Reports(self, values=noisy)
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31."""
+        bound = _CLIP * _GRID
+        return {"sums": StatsField((self.domain_size,), low=-bound, high=bound)}
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64))

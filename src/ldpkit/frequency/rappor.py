@@ -22,7 +22,7 @@ import numpy as np
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_probability, check_real
 from ..estimate import FrequencyEstimate
-from ..spec import Reports, Stats
+from ..spec import Reports, Stats, StatsField
 from ._base import FrequencyOracle, index_dtype
 from ._bits import check_packed, pack_bits, packed_width, unpack_bits
 
@@ -460,6 +460,11 @@ class RAPPOR(FrequencyOracle):
         return Reports(self, bits=bits, cohorts=c.astype(index_dtype(self.num_cohorts)))
 
     # -- server ----------------------------------------------------------------------------
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``bit_counts`` (cohort x bit, each in [0, n]); ``cohort_counts`` (sum n)."""
+        m, k = self.num_cohorts, self.num_bits
+        return {"bit_counts": StatsField((m, k)), "cohort_counts": StatsField((m,), total=1)}
+
     def empty_stats(self) -> Stats:
         m, k = self.num_cohorts, self.num_bits
         return Stats(

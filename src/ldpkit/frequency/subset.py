@@ -15,7 +15,7 @@ import numpy as np
 from .. import _parallel
 from .._rng import RNGLike, as_generator
 from .._validation import check_epsilon, check_integer
-from ..spec import Reports
+from ..spec import Reports, StatsField
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle
 from ._bits import check_packed, column_counts, packed_width
 
@@ -170,6 +170,11 @@ class SubsetSelection(PureFrequencyOracle):
     # -- server ----------------------------------------------------------------------------
     def _check_bits(self, reports: Reports) -> np.ndarray:
         return check_packed(reports.bits, self.domain_size)
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: k supported items per report, so they sum to k n."""
+        k = self.effective_subset_size
+        return {"counts": StatsField((self.domain_size,), total=k)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
         d, k = self.domain_size, self.effective_subset_size

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_real
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution
 from .square_wave import SquareWave
 
@@ -244,6 +244,10 @@ class AutoDistribution(Mechanism):
         wave = self.wave
         stats = wave.aggregate(Reports(wave, **reports.arrays))
         return Stats(self, stats.n, **stats.arrays)
+
+    def stats_schema(self) -> Mapping[str, StatsField] | None:
+        """The wave's: histogram ``counts`` of the output buckets."""
+        return self.wave.stats_schema()
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, **self.wave.empty_stats().arrays)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values
 from ..frequency._base import FrequencyOracle
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = ["CFOBinning", "cfo_oracle", "bucket_index"]
@@ -143,6 +144,10 @@ class CFOBinning(Mechanism):
     def privacy_loss(self) -> float:
         """The oracle's loss: the bin is a function of the value, reported once."""
         return self.frequency_oracle.privacy_loss()
+
+    def stats_schema(self) -> Mapping[str, StatsField] | None:
+        """The frequency oracle's (support ``counts`` over the buckets)."""
+        return self.frequency_oracle.stats_schema()
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, **self.frequency_oracle.empty_stats().arrays)

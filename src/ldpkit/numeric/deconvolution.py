@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values, check_real
 from ..frequency import GRR, OUE, PureFrequencyOracle
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = ["WienerInfo", "wiener_deconvolve", "WienerDeconvolution", "noise_power"]
@@ -260,6 +261,10 @@ class WienerDeconvolution(Mechanism):
         return Reports(self, **inner.arrays)
 
     # -- server ------------------------------------------------------------------------------
+    def stats_schema(self) -> Mapping[str, StatsField] | None:
+        """The oracle's: support ``counts`` of the buckets."""
+        return self.oracle_spec.stats_schema()
+
     def empty_stats(self) -> Stats:
         return Stats(self, 0, counts=np.zeros(self.buckets, dtype=np.int64))
 

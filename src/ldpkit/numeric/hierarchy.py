@@ -42,7 +42,7 @@ from ..frequency.hadamard import (
     hrr_perturb_signs,
 )
 from ..privacy import ratio_privacy_loss
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .binning import cfo_oracle, check_oracle_name
 from .distribution import Distribution, bucket_index, check_bounds
 
@@ -606,6 +606,11 @@ class HierarchicalHistogram(_TreeMechanism):
         return Reports(self, levels=levels, **fields)
 
     # -- server ---------------------------------------------------------------------------
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts`` (levels 1..h concatenated, each in [0, n]); ``level_n`` (sum n)."""
+        total = sum(self.level_size(k) for k in range(1, self.height + 1))
+        return {"counts": StatsField((total,)), "level_n": StatsField((self.height,), total=1)}
+
     def empty_stats(self) -> Stats:
         total = sum(self.level_size(k) for k in range(1, self.height + 1))
         return Stats(
@@ -932,6 +937,14 @@ class HaarHRR(_TreeMechanism):
         )
 
     # -- server ---------------------------------------------------------------------------
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``sums`` (signed, heap layout, each in [-n, n]); ``level_n`` (sum n)."""
+        h = self.height
+        return {
+            "sums": StatsField(((1 << h) - 1,), low=-1.0),
+            "level_n": StatsField((h,), total=1),
+        }
+
     def empty_stats(self) -> Stats:
         h = self.height
         return Stats(

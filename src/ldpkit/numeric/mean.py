@@ -43,7 +43,7 @@ import numpy as np
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_probability, check_real
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import check_bounds
 
 __all__ = [
@@ -430,6 +430,14 @@ class _MeanMechanism(Mechanism):
 
     def _unit_reports(self, reports: Reports) -> np.ndarray:
         return self.unit_report_values()[self.report_cells_of(reports)]
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``sum`` and ``sum_squares`` of the [-1, 1]-scale reports (|report| <= bound)."""
+        b = self.output_bound
+        return {
+            "sum": StatsField((), low=-b, high=b, integer=False),
+            "sum_squares": StatsField((), low=0.0, high=b * b, integer=False),
+        }
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, sum=np.float64(0.0), sum_squares=np.float64(0.0))

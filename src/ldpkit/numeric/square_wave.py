@@ -32,7 +32,7 @@ from .._validation import (
 )
 from ..frequency._base import index_dtype
 from ..privacy import privacy_loss as _matrix_privacy_loss
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, check_bounds
 
 __all__ = [
@@ -433,6 +433,10 @@ class _Wave(Mechanism):
         cells = self.report_cells_of(reports)
         return _cell_buckets(cells, self.n_cells, self.n_output_buckets)
 
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: histogram of the reports over the output buckets (sum n)."""
+        return {"counts": StatsField((self.n_output_buckets,), total=1)}
+
     def empty_stats(self) -> Stats:
         return Stats(self, 0, counts=np.zeros(self.n_output_buckets, dtype=np.int64))
 
@@ -718,6 +722,10 @@ class DiscreteSquareWave(Mechanism):
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.n_outputs):
             raise ValueError(f"reports.values must be items in [0, {self.n_outputs})")
         return np.asarray(y, dtype=np.int64)
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: histogram of the reports over the outputs (sum n)."""
+        return {"counts": StatsField((self.n_outputs,), total=1)}
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, counts=np.zeros(self.n_outputs, dtype=np.int64))

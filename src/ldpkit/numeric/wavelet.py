@@ -36,7 +36,7 @@ from ..estimate import FrequencyEstimate
 from ..frequency._base import MAX_DENSE_OUTPUTS
 from ..frequency._bits import _BIT_TABLE, check_packed, column_counts, packed_width
 from ..frequency.subset import _CHUNK_DRAWS, _sample_subsets
-from ..spec import Mechanism, Reports, Stats
+from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, check_bounds
 
 __all__ = [
@@ -472,6 +472,10 @@ class SignedSubsetSelection(Mechanism):
         if sup.shape[0] and np.any(np.bitwise_count(sup).sum(axis=1, dtype=np.int64) != m):
             raise ValueError(f"reports.support must have exactly {m} bits set in every row")
         return sup, neg
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``sums``: signed column sums, each in [-n, n]."""
+        return {"sums": StatsField((self.domain_size,), low=-1.0)}
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64))
@@ -919,6 +923,14 @@ class HaarWavelet(Mechanism):
         return Reports(self, level=level, negative=negative, support=support)
 
     # -- server ------------------------------------------------------------------------------
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``sums`` (signed, per level, each in [-n, n]); ``level_counts`` (sum n)."""
+        top = self.effective_max_level
+        return {
+            "sums": StatsField((2 ** (top + 1) - 1,), low=-1.0),
+            "level_counts": StatsField((top + 1,), total=1),
+        }
+
     def empty_stats(self) -> Stats:
         top = self.effective_max_level
         return Stats(
