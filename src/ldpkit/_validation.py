@@ -21,6 +21,7 @@ __all__ = [
     "check_categorical_values",
     "check_numeric_values",
     "check_same_spec",
+    "check_frequencies",
 ]
 
 
@@ -164,3 +165,22 @@ def check_same_spec(expected: Any, got: Any, what: str) -> None:
             f"{what} must come from {expected!r} (fingerprint {expected.fingerprint}), "
             f"got {what} from {got!r} (fingerprint {getattr(got, 'fingerprint', '?')})"
         )
+
+
+def check_frequencies(f: Any, domain_size: int, name: str = "f") -> Any:
+    """Return true frequencies ``f`` (a number, or one per item) as float64 in [0, 1].
+
+    A scalar stays a float; an array must have shape ``(domain_size,)``.
+    """
+    arr = np.asarray(f)
+    requirement = f"frequencies in [0, 1] (a number or an array of shape ({domain_size},))"
+    if arr.dtype.kind not in "iuf" or isinstance(f, np.ma.MaskedArray):
+        raise TypeError(f"{name} must be {requirement}, got {_show(f)}")
+    if arr.shape not in ((), (domain_size,)):
+        raise ValueError(f"{name} must be {requirement}, got shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))  # catches NaN too
+    if bad.any():
+        example = float(arr[bad][0]) if arr.ndim else float(arr)
+        raise ValueError(f"{name} must be {requirement}, got {example!r}")
+    return float(arr) if arr.ndim == 0 else arr

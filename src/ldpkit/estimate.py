@@ -13,6 +13,17 @@ from ._validation import check_integer, check_probability
 __all__ = ["FrequencyEstimate"]
 
 
+def _real_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float64 array; TypeError (naming ``name``) for non-numbers."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf" or isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} must be an array of real numbers, got dtype {arr.dtype}"
+            + (" (a masked array)" if isinstance(value, np.ma.MaskedArray) else "")
+        )
+    return np.array(arr, dtype=np.float64)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class FrequencyEstimate:
     """Estimated frequency of every item of a categorical domain.
@@ -45,10 +56,42 @@ class FrequencyEstimate:
     postprocessing: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        freq = np.array(self.frequencies, dtype=np.float64)
-        var = np.broadcast_to(np.asarray(self.variance, dtype=np.float64), freq.shape).copy()
-        if freq.ndim != 1:
-            raise ValueError(f"frequencies must be a 1-D array, got shape {freq.shape}")
+        freq = _real_array(self.frequencies, "frequencies")
+        if freq.ndim != 1 or freq.size == 0:
+            raise ValueError(
+                f"frequencies must be a non-empty 1-D array of finite numbers, got shape "
+                f"{freq.shape}"
+            )
+        if not np.all(np.isfinite(freq)):
+            raise ValueError(
+                f"frequencies must be finite numbers, got {int((~np.isfinite(freq)).sum())} "
+                "NaN/inf value(s)"
+            )
+        var = _real_array(self.variance, "variance")
+        if var.shape not in ((), freq.shape):
+            raise ValueError(
+                f"variance must be a number or an array of shape {freq.shape} (one per "
+                f"item), got shape {var.shape}"
+            )
+        var = np.broadcast_to(var, freq.shape).copy()
+        if np.any(np.isnan(var)) or np.any(var < 0):
+            raise ValueError("variance must be >= 0 (no NaN), got a negative or NaN value")
+        if self.spec is not None:
+            from .spec import Mechanism
+
+            if not isinstance(self.spec, Mechanism):
+                raise TypeError(f"spec must be an ldpkit mechanism spec or None, got {self.spec!r}")
+            d = getattr(self.spec, "domain_size", None)
+            if isinstance(d, int) and d != freq.size:
+                raise ValueError(
+                    f"spec must have domain_size {freq.size} (one per frequency), got {self.spec!r}"
+                )
+        if not isinstance(self.postprocessing, tuple) or not all(
+            isinstance(step, str) for step in self.postprocessing
+        ):
+            raise TypeError(
+                f"postprocessing must be a tuple of step names, got {self.postprocessing!r}"
+            )
         for arr in (freq, var):
             arr.flags.writeable = False
         object.__setattr__(self, "frequencies", freq)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import check_categorical_values, check_integer
+from .._validation import check_categorical_values, check_frequencies, check_integer
 from ..estimate import FrequencyEstimate
 from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..spec import Mechanism, Reports, Stats, StatsField
@@ -99,7 +99,8 @@ class PureFrequencyOracle(FrequencyOracle):
         p, q = self.p, self.q
         base: Any = q * (1.0 - q)
         if f is not None:
-            base = base + np.asarray(f, dtype=np.float64) * (p - q) * (1.0 - p - q)
+            f = check_frequencies(f, self.domain_size)
+            base = base + f * (p - q) * (1.0 - p - q)
         return base / (n * (p - q) ** 2)
 
     @abstractmethod

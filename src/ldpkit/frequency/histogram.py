@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_real
+from .._validation import check_frequencies, check_integer, check_real
 from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats, StatsField
 from ._base import FrequencyOracle
@@ -163,7 +163,7 @@ class SHE(FrequencyOracle):
         n = check_integer(n, "n", low=1)
         base = 2.0 * self.noise_scale**2
         if f is not None:
-            f = np.asarray(f, dtype=np.float64)
+            f = check_frequencies(f, self.domain_size)
             base = base + f * (1.0 - f)
         return base / n
 

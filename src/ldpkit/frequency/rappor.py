@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_probability, check_real
+from .._validation import check_frequencies, check_integer, check_probability, check_real
 from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats, StatsField
 from ._base import FrequencyOracle, index_dtype
@@ -661,7 +661,7 @@ class RAPPOR(FrequencyOracle):
         n = check_integer(n, "n", low=1)
         d, m = self.domain_size, self.num_cohorts
         scalar = f is None
-        freq = np.zeros(d) if f is None else np.broadcast_to(np.asarray(f, np.float64), (d,))
+        freq = np.zeros(d) if f is None else np.broadcast_to(check_frequencies(f, d), (d,))
         design = self._design
         mat = design.matrix
         n_c = np.full(m, n / m)

@@ -28,6 +28,7 @@ import numpy as np
 from .._rng import RNGLike, as_generator
 from .._validation import (
     check_categorical_values,
+    check_frequencies,
     check_integer,
     check_numeric_values,
     check_real,
@@ -430,7 +431,7 @@ class SignedSubsetSelection(Mechanism):
         """
         n = check_integer(n, "n", low=1)
         law = self.law
-        f_arr = 0.0 if f is None else np.asarray(f, dtype=np.float64)
+        f_arr = 0.0 if f is None else check_frequencies(f, self.domain_size)
         per_user = f_arr * law.variance_true + (1.0 - f_arr) * law.variance_other
         return per_user / (n * law.gain**2)
 
