@@ -15,6 +15,7 @@ never touch Parquet do not pay for it.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -56,6 +57,8 @@ _NPZ_MAGIC = b"PK\x03\x04"
 _PARQUET_MAGIC = b"PAR1"
 #: Default target size of one Parquet row group (uncompressed), in bytes.
 _ROW_GROUP_BYTES = 64 * 2**20
+#: Largest Parquet row group written (rows): pyarrow's default cap on row groups.
+_MAX_ROW_GROUP = 2**20
 
 WireFormat = Literal["npz", "parquet"]
 Source = str | os.PathLike[str] | IO[bytes]
@@ -101,6 +104,56 @@ def _spec_from_header(meta: Any, source: str) -> Mechanism:
     return spec
 
 
+# -- integrity digest --------------------------------------------------------------------
+def _digest(arrays: Mapping[str, np.ndarray], start: int = 0, stop: int | None = None) -> str:
+    """SHA-256 of rows ``start:stop`` of every field (name, dtype, row shape and bytes).
+
+    Stored in the file's metadata and checked on load, so a corrupted file raises instead
+    of decoding to other reports (a format's own checksums do not cover everything).
+    """
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        arr = arrays[name][start:stop]
+        native = arr.astype(arr.dtype.newbyteorder("="), copy=False)
+        h.update(json.dumps([name, native.dtype.str, list(arr.shape[1:])]).encode())
+        h.update(np.ascontiguousarray(native).tobytes())
+    return h.hexdigest()
+
+
+def _block_digests(reports: Reports, rows: int) -> dict[str, Any]:
+    n, arrays = len(reports), dict(reports.arrays)
+    blocks = [_digest(arrays, s, s + rows) for s in range(0, n, rows)] or [_digest(arrays)]
+    return {"algorithm": "sha256", "rows": rows, "blocks": blocks}
+
+
+def _check_blocks(
+    arrays: Mapping[str, np.ndarray], digest: Any, first_row: int, total: int, source: str
+) -> None:
+    """Check rows ``first_row:first_row + len`` of a file of ``total`` rows against its
+    per-block digests; ValueError when a block differs or the layout is corrupt."""
+    try:
+        rows, blocks = digest["rows"], digest["blocks"]
+        valid = (
+            digest["algorithm"] == "sha256"
+            and isinstance(rows, int)
+            and rows >= 1
+            and isinstance(blocks, list)
+            and len(blocks) == max(1, -(-total // rows))
+            and first_row % rows == 0
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{source} has corrupt ldpkit metadata (digest): {exc}") from exc
+    if not valid:
+        raise ValueError(f"{source} has corrupt ldpkit metadata (digest layout)")
+    n = len(next(iter(arrays.values())))
+    for start in range(0, max(n, 1), rows):
+        if _digest(arrays, start, start + rows) != blocks[(first_row + start) // rows]:
+            raise ValueError(
+                f"{source} is corrupt: the digest of rows {first_row + start}.."
+                f"{first_row + min(n, start + rows) - 1} does not match the one stored"
+            )
+
+
 def _name(source: Any) -> str:
     return repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "the data"
 
@@ -110,33 +163,46 @@ def _write_npz(reports: Reports, fh: IO[bytes]) -> None:
     if _META in reports.fields:
         raise ValueError(f"reports must not have a field named {_META!r}")
     arrays: dict[str, Any] = dict(reports.arrays)
-    arrays[_META] = np.frombuffer(json.dumps(_header(reports)).encode(), dtype=np.uint8)
+    header = {**_header(reports), "digest": _digest(arrays)}
+    arrays[_META] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     np.savez_compressed(fh, **arrays)
 
 
 def _read_npz(source: Source, expected: Mechanism | None) -> Reports:
+    # A damaged zip can fail deep inside zipfile/zlib/numpy with any exception type
+    # (BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError...): this is a
+    # decode boundary, so every failure to decode becomes one ValueError naming the source.
     try:
         data = np.load(source, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+    except Exception as exc:
         raise ValueError(
             f"{_name(source)} must be an ldpkit reports file, got an error: {exc}"
         ) from exc
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise ValueError(f"{_name(source)} must be an ldpkit reports file, got a plain .npy array")
     with data:
-        if _META not in data:
+        try:
+            has_meta = _META in data.files
+            raw = data[_META] if has_meta else None
+        except Exception as exc:
+            raise ValueError(f"{_name(source)} has corrupt ldpkit metadata: {exc}") from exc
+        if raw is None:
             raise ValueError(f"path must be an ldpkit reports file, got {_name(source)}")
         try:
-            meta = json.loads(data[_META].tobytes().decode())
+            meta = json.loads(raw.tobytes().decode())
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"{_name(source)} has corrupt ldpkit metadata: {exc}") from exc
         spec = _spec_from_header(meta, _name(source))
         _check_expected(spec, expected, "reports")
         try:
             arrays = {k: data[k] for k in data.files if k != _META}
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        except Exception as exc:
             raise ValueError(f"{_name(source)} has a corrupt array: {exc}") from exc
-        return Reports(spec, **arrays)
+    if "digest" in meta and (not arrays or _digest(arrays) != meta["digest"]):
+        raise ValueError(
+            f"{_name(source)} is corrupt: the digest of its arrays does not match the one stored"
+        )
+    return Reports(spec, **arrays)
 
 
 # -- Arrow / Parquet ------------------------------------------------------------------------
@@ -174,20 +240,26 @@ def reports_to_arrow(reports: Reports) -> pa.Table:
     1-D fields become primitive columns of the same dtype; 2-D ``uint8`` fields (bit-packed
     unary reports, ``np.packbits(..., axis=1)``) become ``fixed_size_binary(width)``; other
     multi-column fields become ``fixed_size_list``. The metadata key ``b"ldpkit"`` holds
-    ``{"format", "mechanism", "fingerprint", "fields"}`` as JSON.
+    ``{"format", "mechanism", "fingerprint", "fields", "digest"}`` as JSON; ``digest``
+    holds the SHA-256 of every block of ``digest["rows"]`` rows (one block per Parquet row
+    group in files from :func:`save_reports_parquet`), checked on load.
     """
+    reports = _check_reports(reports)
+    return _to_arrow(reports, max(len(reports), 1))
+
+
+def _to_arrow(reports: Reports, rows: int) -> pa.Table:
     import pyarrow as pa
 
-    reports = _check_reports(reports)
     columns, fields = {}, {}
     for name, arr in reports.arrays.items():
         columns[name], fields[name] = _arrow_column(name, arr)
-    meta = {**_header(reports), "fields": fields}
+    meta = {**_header(reports), "fields": fields, "digest": _block_digests(reports, rows)}
     table = pa.table(columns)
     return table.replace_schema_metadata({PARQUET_META_KEY: json.dumps(meta).encode()})
 
 
-def _arrow_meta(schema: pa.Schema, source: str) -> tuple[Mechanism, dict[str, Any]]:
+def _arrow_meta(schema: pa.Schema, source: str) -> tuple[Mechanism, dict[str, Any], Any]:
     raw = (schema.metadata or {}).get(PARQUET_META_KEY)
     if raw is None:
         raise ValueError(
@@ -201,7 +273,7 @@ def _arrow_meta(schema: pa.Schema, source: str) -> tuple[Mechanism, dict[str, An
     fields = meta.get("fields") if isinstance(meta, Mapping) else None
     if not isinstance(fields, Mapping) or not fields:
         raise ValueError(f"{source} has corrupt ldpkit metadata: no report fields listed")
-    return spec, dict(fields)
+    return spec, dict(fields), meta.get("digest")
 
 
 def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) -> np.ndarray:
@@ -256,19 +328,30 @@ def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) 
 def reports_from_arrow(
     table: pa.Table, *, expected: Mechanism | None = None, source: str = "the table"
 ) -> Reports:
-    """Inverse of :func:`reports_to_arrow`; checks the fingerprint and ``expected``."""
-    spec, fields = _arrow_meta(table.schema, source)
+    """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
+    digest of the arrays."""
+    spec, fields, digest = _arrow_meta(table.schema, source)
     _check_expected(spec, expected, "reports")
-    return _table_reports(table, spec, fields, source)
+    return _table_reports(table, spec, fields, source, digest, 0, table.num_rows)
 
 
 def _table_reports(
-    table: pa.Table, spec: Mechanism, fields: Mapping[str, Any], source: str
+    table: pa.Table,
+    spec: Mechanism,
+    fields: Mapping[str, Any],
+    source: str,
+    digest: Any,
+    first_row: int,
+    total: int,
 ) -> Reports:
+    """Reports from rows ``first_row:`` of a file of ``total`` rows, checked against the
+    file's digest (files without one, written before it existed, are not checked)."""
     missing = [k for k in fields if k not in table.column_names]
     if missing:
         raise ValueError(f"{source} must have columns {list(fields)}, missing {missing}")
     arrays = {k: _numpy_column(k, table.column(k), info, source) for k, info in fields.items()}
+    if digest is not None:
+        _check_blocks(arrays, digest, first_row, total, source)
     return Reports(spec, **arrays)
 
 
@@ -307,10 +390,12 @@ def save_reports_parquet(
     import pyarrow.parquet as pq
 
     reports = _check_reports(reports)
-    table = reports_to_arrow(reports)
     size = _default_row_group(reports) if row_group_size is None else int(row_group_size)
     if size < 1:
         raise ValueError(f"row_group_size must be an integer >= 1, got {row_group_size!r}")
+    # pyarrow caps row groups at 2^20 rows by default; keep digest blocks = row groups.
+    size = min(size, _MAX_ROW_GROUP)
+    table = _to_arrow(reports, size)
     target = Path(path) if isinstance(path, (str, os.PathLike)) else path
     pq.write_table(table, target, row_group_size=size, compression=compression)
     return target
@@ -332,7 +417,7 @@ def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> 
 
     pf = _parquet_file(path)
     try:
-        spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
+        spec, fields, digest = _arrow_meta(pf.schema_arrow, _name(path))
         _check_expected(spec, expected, "reports")
         table = pf.read(columns=list(fields))
     except (OSError, pa.ArrowException) as exc:
@@ -341,7 +426,7 @@ def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> 
         ) from exc
     finally:
         pf.close()  # closes only a file it opened itself, never the caller's file object
-    return _table_reports(table, spec, fields, _name(path))
+    return _table_reports(table, spec, fields, _name(path), digest, 0, table.num_rows)
 
 
 def iter_reports_parquet(
@@ -372,24 +457,35 @@ def iter_reports_parquet(
         raise ValueError(f"batch_size must be an integer >= 1 or None, got {batch_size!r}")
     pf = _parquet_file(path)
     try:
-        spec, fields = _arrow_meta(pf.schema_arrow, _name(path))
+        spec, fields, digest = _arrow_meta(pf.schema_arrow, _name(path))
         _check_expected(spec, expected, "reports")
     except ValueError:
         pf.close()
         raise
     columns = list(fields)
+    total = pf.metadata.num_rows
+
+    def groups() -> Iterator[Reports]:
+        # Row groups, each checked against its digest block before it is handed out.
+        first = 0
+        for i in range(pf.num_row_groups):
+            table = pf.read_row_group(i, columns=columns)
+            yield _table_reports(table, spec, fields, _name(path), digest, first, total)
+            first += table.num_rows
 
     def batches() -> Iterator[Reports]:
         try:
             if batch_size is None:
-                for i in range(pf.num_row_groups):
-                    yield _table_reports(
-                        pf.read_row_group(i, columns=columns), spec, fields, _name(path)
-                    )
+                yield from groups()
             else:
-                for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
-                    table = pa.Table.from_batches([batch])
-                    yield _table_reports(table, spec, fields, _name(path))
+                pending: Reports | None = None
+                for group in groups():
+                    pending = group if pending is None else pending.concat(group)
+                    while len(pending) >= batch_size:
+                        yield pending[:batch_size]
+                        pending = pending[batch_size:]
+                if pending is not None and len(pending):
+                    yield pending
         except (OSError, pa.ArrowException) as exc:
             raise ValueError(
                 f"{_name(path)} must be a readable Parquet file, got an error: {exc}"
