@@ -194,7 +194,10 @@ class DistributionResult(BaseModel):
     high: float
     probabilities: list[float] = Field(description="mass of each of the equal-width buckets")
     mean: float
-    quantiles: dict[str, float] = Field(description="q -> value, for q in 0.01 ... 0.99")
+    quantiles: dict[str, float] = Field(
+        description="q -> value, for q in 0.01 ... 0.99; empty for a signed plain estimate "
+        "(some negative masses): ask with postprocessing=cdf or norm_sub"
+    )
 
 
 class EstimateResult(BaseModel):
@@ -717,11 +720,16 @@ class _Collector:
         collection = self.collections[name]
         spec = collection.spec
         kind = self.kinds[name]
-        if postprocessing is not None and (kind != "frequency" or postprocessing not in METHODS):
+        from ..numeric.hierarchy import POSTPROCESSINGS
+
+        allowed = {"frequency": sorted(METHODS), "distribution": list(POSTPROCESSINGS)}.get(
+            kind, []
+        )
+        if postprocessing is not None and postprocessing not in allowed:
             raise HTTPException(
                 422,
-                f"postprocessing must be one of {sorted(METHODS)} (frequency collections only), "
-                f"got {postprocessing!r} for a {kind} collection",
+                f"postprocessing must be one of {allowed} for a {kind} collection, "
+                f"got {postprocessing!r}",
             )
         stats, batches = self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(
@@ -754,13 +762,19 @@ class _Collector:
             result.ci_low = low.tolist()
             result.ci_high = high.tolist()
         elif isinstance(est, Distribution):
+            if postprocessing is not None:
+                est = est.postprocess(postprocessing)
+            result.postprocessing = list(est.postprocessing)
             d = est.to_dict()
             result.distribution = DistributionResult(
                 low=d["low"],
                 high=d["high"],
                 probabilities=d["probabilities"],
                 mean=est.mean(),
-                quantiles={f"{q:g}": float(est.quantile(q)) for q in QUANTILES},
+                # a signed plain estimate has no quantiles until it is post-processed
+                quantiles={}
+                if est.signed
+                else {f"{q:g}": float(est.quantile(q)) for q in QUANTILES},
             )
             result.mean = est.mean()
         elif isinstance(est, MeanEstimate):
@@ -1053,7 +1067,10 @@ def create_app(
         ] = 0.05,
         postprocessing: Annotated[
             str | None,
-            Query(description="a method of ldpkit.consistency.METHODS, e.g. norm_sub (biased)"),
+            Query(
+                description="frequencies: a method of ldpkit.consistency.METHODS, e.g. norm_sub; "
+                "distributions: cdf, norm_sub or norm_mul (Distribution.postprocess); biased"
+            ),
         ] = None,
         since: TimeParam = None,
         until: TimeParam = None,
