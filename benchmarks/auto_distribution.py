@@ -29,11 +29,11 @@ import time
 from typing import Any
 
 import numpy as np
+from ldpkit.reproduce._wavelet import grid_errors
 
 from _common import print_table, write_json
 from ldpkit.numeric import AutoDistribution, HaarWavelet, HierarchicalHistogram, SquareWave
 from ldpkit.reproduce import wav25
-from ldpkit.reproduce._wavelet import grid_errors
 
 COMPETITORS = ("SW-EMS", "SW-EM", "HH", "Wavelet J-2")
 METHODS = ("Auto", *COMPETITORS)

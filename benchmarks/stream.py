@@ -16,7 +16,7 @@ Accuracy: ToPS, PAK, NM-E, H^c_16 and flat Laplace on the POS, retail and DNS st
 against the unclipped truth. Public bounds B as in the authors' code (POS 1638, retail 16470,
 DNS google 500). The first m = 65,536 values choose theta (retail: 16,384, since it has only
 88,162 values); n is the number of values that remain. Streams, bounds, methods and queries
-are those of ``ldpkit reproduce tops21`` (``ldpkit.reproduce._stream``), which runs the full
+are those of ``ldpkit reproduce tops21`` (``ldpkit.experiments.streams``), which runs the full
 comparison with error bars and plots.
 
 ToPL (local DP): throughput of the server's ``ingest`` (reports made beforehand by the
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpkit.reproduce._stream import (
+from ldpkit.experiments.streams import (
     CENTRAL_METHODS,
     LOCAL_METHODS,
     StreamMethod,

@@ -10,7 +10,7 @@ as a salary on [0, 150k], then 35% of the values rounded to the nearest 5k (mult
 strongly spiky one: X ~ Beta(2, 5) with half of the values rounded to the nearest 0.1
 (11 point masses holding half of the mass).
 
-Metrics as WAV25 section 6.1 computes them (``ldpkit.reproduce._wavelet.grid_errors``, the
+Metrics as WAV25 section 6.1 computes them (``ldpkit.experiments.numeric.grid_errors``, the
 same code ``ldpkit reproduce wav25`` uses): the true empirical CDF and the estimated CDF at
 the M = 256 grid points i/256 (i = 1..256); W1 = mean |difference|, KS = max |difference|.
 One convention fixed: the truth at grid point x < 1 counts the values *below* x, because
@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ldpkit.experiments.numeric import grid_errors
 from ldpkit.numeric import HaarWavelet, HierarchicalHistogram, SquareWave, WienerDeconvolution
-from ldpkit.reproduce._wavelet import grid_errors
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

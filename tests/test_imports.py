@@ -85,6 +85,8 @@ print(json.dumps(sorted({{m.split(".")[0] for m, mod in sys.modules.items() if m
         "from ldpkit.numeric import SquareWave, GeneralWave, PiecewiseMechanism, HybridMechanism",
         "from ldpkit import Reports, Mechanism, Stats, as_generator, privacy_loss",
         "from ldpkit import Question, Survey, PrivacyAccountant, Encoder",
+        "from ldpkit import SubsetSelection, HaarWavelet, CFOBinning, HierarchicalHistogram, RAPPOR",
+        "from ldpkit import heavy_hitters, choose_oracle, significance_cutoff",
     ],
 )
 def test_client_imports_load_no_heavy_module(imports):
@@ -105,6 +107,33 @@ def test_randomize_loads_no_heavy_module_and_works_with_them_blocked():
     # Reports do not depend on what is installed: compiled kernel and numpy twin agree.
     assert blocked["digests"] == free["digests"]
     assert len(set(free["digests"])) == len(free["digests"])
+
+
+# Every other randomizer but RAPPOR (its client draws Bloom positions from the server's
+# design, built with scipy.sparse) and THE's default cutoff (a scipy optimizer) randomizes with
+# the heavy modules blocked.
+OTHERS = """
+import json
+from ldpkit import (BLH, HRR, SHE, SUE, THE, CFOBinning, HaarHRR, HaarWavelet,
+    HadamardResponse, HierarchicalHistogram, HybridMechanism, PiecewiseMechanism,
+    StochasticRounding, SubsetSelection, WienerDeconvolution)
+specs = [BLH(epsilon=1.0, domain_size=50), SUE(epsilon=1.0, domain_size=50),
+    SHE(epsilon=1.0, domain_size=50), THE(epsilon=1.0, domain_size=50, cutoff=0.6),
+    HRR(epsilon=1.0, domain_size=50), HadamardResponse(epsilon=1.0, domain_size=50),
+    SubsetSelection(epsilon=1.0, domain_size=50)]
+for spec in specs:
+    spec.randomize(list(range(50)) * 4, rng=0)
+numeric = [PiecewiseMechanism(epsilon=1.0), HybridMechanism(epsilon=1.0),
+    StochasticRounding(epsilon=1.0), CFOBinning(epsilon=1.0), HierarchicalHistogram(epsilon=1.0),
+    HaarHRR(epsilon=1.0), HaarWavelet(epsilon=1.0, max_level=3), WienerDeconvolution(epsilon=1.0)]
+for spec in numeric:
+    spec.randomize([0.1, 0.5, 0.9] * 50, rng=0)
+print(json.dumps(len(specs) + len(numeric)))
+"""
+
+
+def test_other_randomizers_work_with_heavy_modules_blocked():
+    assert _python(OTHERS, block=True) == 15
 
 
 def test_small_batches_never_load_numba():

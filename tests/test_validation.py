@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from ldpkit._validation import (
+    MIN_EPSILON,
     check_categorical_values,
     check_epsilon,
     check_integer,
@@ -12,16 +13,20 @@ from ldpkit._validation import (
 )
 
 
-@pytest.mark.parametrize("bad", [0, -0.5, math.nan, math.inf])
+@pytest.mark.parametrize("bad", [0, -0.5, 1e-7, 9.99e-7, 1e-170, math.nan, math.inf])
 def test_epsilon_values(bad):
-    with pytest.raises(ValueError, match=r"^epsilon must be a finite number > 0, got "):
+    with pytest.raises(ValueError, match=r"^epsilon must be a finite number >= 1e-06, got "):
         check_epsilon(bad)
 
 
 def test_epsilon_message_format():
     with pytest.raises(ValueError) as info:
         check_epsilon(-1)
-    assert str(info.value) == "epsilon must be a finite number > 0, got -1"
+    assert str(info.value) == "epsilon must be a finite number >= 1e-06, got -1"
+    with pytest.raises(ValueError) as info:
+        check_epsilon(31, high=30.0)
+    assert str(info.value) == "epsilon must be a finite number >= 1e-06 and <= 30, got 31"
+    assert check_epsilon(MIN_EPSILON) == 1e-6 and check_epsilon(30, high=30.0) == 30.0
 
 
 def test_epsilon_accepts_numpy_scalars():

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MIN_EPSILON",
     "check_epsilon",
     "check_integer",
     "check_real",
@@ -21,6 +22,14 @@ __all__ = [
     "check_numeric_values",
     "check_same_spec",
 ]
+
+
+#: Smallest privacy budget any mechanism accepts. Below it the mechanisms' probabilities
+#: differ from uniform by less than ~1e-6 and their estimators' variances exceed ~1e12 per
+#: user: no useful estimate, while the floating-point forms start to lose the difference
+#: between p and q (issue 11). One bound for every mechanism, so that a budget valid for
+#: one is valid for all (up to each mechanism's ``max_epsilon``).
+MIN_EPSILON = 1e-6
 
 
 def _show(value: Any) -> str:
@@ -66,9 +75,15 @@ def check_real(
     return x
 
 
-def check_epsilon(value: Any, name: str = "epsilon") -> float:
-    """Return the privacy budget as a float; it must be finite and > 0."""
-    return check_real(value, name, low=0.0, low_inclusive=False)
+def check_epsilon(value: Any, name: str = "epsilon", *, high: float = math.inf) -> float:
+    """Return the privacy budget as a float in ``[MIN_EPSILON, high]``.
+
+    ``high`` is the mechanism's ``max_epsilon``: the largest budget at which its sampler
+    still realizes the mechanism's probabilities exactly (see each class). The message
+    names the accepted range, e.g. ``epsilon must be a finite number >= 1e-06 and <= 30,
+    got 500.0``.
+    """
+    return check_real(value, name, low=MIN_EPSILON, high=None if math.isinf(high) else high)
 
 
 def check_probability(value: Any, name: str = "alpha") -> float:

@@ -62,7 +62,7 @@ class PrivacyAccountant:
     """
 
     def __init__(self, budget: float, *, period: float | None = None) -> None:
-        self.budget = check_epsilon(budget, "budget")
+        self.budget = check_real(budget, "budget", low=0.0, low_inclusive=False)
         self.period = (
             None if period is None else check_real(period, "period", low=0, low_inclusive=False)
         )

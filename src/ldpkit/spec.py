@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import inspect
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -84,6 +85,9 @@ class Mechanism(ABC):
 
     epsilon: float
     name: ClassVar[str] = "Mechanism"
+    #: Largest accepted epsilon: where the sampler still realizes the mechanism's law
+    #: exactly (issue 11). Every mechanism accepts ``[MIN_EPSILON, max_epsilon]``.
+    max_epsilon: ClassVar[float] = math.inf
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -92,7 +96,7 @@ class Mechanism(ABC):
         _REGISTRY[cls.name] = cls
 
     def __post_init__(self) -> None:
-        self._set("epsilon", check_epsilon(self.epsilon))
+        self._set("epsilon", check_epsilon(self.epsilon, high=type(self).max_epsilon))
         self._validate()
 
     def _validate(self) -> None:  # noqa: B027 - optional hook, not abstract

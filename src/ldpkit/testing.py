@@ -183,7 +183,7 @@ def check_mechanism(
       variances of length ``domain_size``; a Distribution summing to 1; a finite mean),
       carries ``n`` and the spec where it has those attributes, and empty Stats are refused.
     - ``privacy``: ``privacy_loss()`` exists, is > 0 and <= epsilon, and equals epsilon
-      (up to the 2^-32 quantization of integer-threshold samplers) where the mechanism
+      (up to the 2^-64 quantization of integer-threshold samplers) where the mechanism
       declares ``exact_epsilon = True``.
     - ``transition_matrix``: where the mechanism defines one, it is inputs x outputs with
       rows summing to 1, and :func:`ldpkit.privacy.privacy_loss` of it equals
@@ -532,7 +532,7 @@ def _check_privacy(spec: Any, values: np.ndarray, seed: int) -> None:
     # 1e-9 relative: the loss is computed in floating point from the real probabilities.
     assert 0 < loss <= eps * (1 + 1e-9), f"privacy_loss() = {loss!r} for epsilon = {eps!r}"
     if getattr(spec, "exact_epsilon", False):
-        # Integer-threshold samplers realize multiples of 2^-32: ~1e-8 short, never over.
+        # Integer-threshold samplers (2^-64 units, integer grid weights): ~1e-8 short at most.
         assert abs(loss - eps) <= 1e-7 * max(1.0, eps), f"loss {loss!r} is not tight at {eps!r}"
 
 

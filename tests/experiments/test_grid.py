@@ -120,6 +120,7 @@ def test_parallel_equals_serial_fork(quick_grid):
     assert serial.equals(parallel)
 
 
+@pytest.mark.slow  # starts spawn workers: ~20 s on 2 busy cores
 def test_parallel_equals_serial_spawn():
     # spawn pickles the grid: only importable objects (ldpkit's adapters and metrics)
     grid = Grid(
@@ -134,6 +135,7 @@ def test_parallel_equals_serial_spawn():
     assert serial.equals(parallel)
 
 
+@pytest.mark.slow  # starts a spawn worker
 def test_spawn_with_unimportable_method_fails_clearly(quick_grid):
     # test-module functions cannot be imported by a fresh interpreter: a clear error, no hang
     with pytest.raises(RuntimeError, match="picklable and importable"):

@@ -45,9 +45,43 @@ def test_plot_panels_and_png(result, tmp_path):
     assert len(axes) == 2  # one panel per data set
     assert [ax.get_title() for ax in axes] == ["zipf", "flat"]
     assert axes[0].get_yscale() == "log" and axes[0].get_xscale() == "linear"
-    assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["GRR", "biased"]
+    # one legend for the figure, beside the panels (never on the data)
+    assert axes[0].get_legend() is None and len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["GRR", "biased"]
+    right = max(ax.get_position().x1 for ax in axes)
+    legend_box = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    assert legend_box.x0 >= right * fig.bbox.width
+    # methods differ in colour, marker and line style; the axes say what they show
+    lines = [c.lines[0] for c in axes[0].containers]
+    assert len({(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in lines}) == 2
+    assert (
+        len({ln.get_marker() for ln in lines}) == 2
+        and len({ln.get_linestyle() for ln in lines}) == 2
+    )
+    assert axes[0].get_xlabel() == "privacy budget ε"
+    assert axes[0].get_ylabel() == "mean squared error (MSE)"
     data = path.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+    assert path.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_reference_values_are_overlaid(result):
+    reference = pd.DataFrame(
+        {
+            "dataset": "zipf",
+            "metric": "mse",
+            "method": "GRR",
+            "epsilon": [0.5, 1.0, 2.0, 4.0],
+            "value": [1e-3, 5e-4, 2e-4, 1e-4],
+            "source": "analytical",
+        }
+    )
+    fig = plot_error_vs_epsilon(result, reference=reference)
+    zipf, flat = fig.get_axes()
+    dotted = [ln for ln in zipf.get_lines() if ln.get_linestyle() == ":"]
+    assert len(dotted) == 1 and list(dotted[0].get_ydata()) == [1e-3, 5e-4, 2e-4, 1e-4]
+    assert not [ln for ln in flat.get_lines() if ln.get_linestyle() == ":"]
+    assert "analytical (dotted)" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 def test_plot_falls_back_to_linear_axis_for_zero_errors(tmp_path):
@@ -73,7 +107,7 @@ def test_plot_falls_back_to_linear_axis_for_zero_errors(tmp_path):
 
 def test_save_results_round_trip(result, tmp_path):
     paths = save_results(result, tmp_path / "out", "grr_zipf")
-    assert set(paths) == {"parquet", "markdown", "png"}
+    assert set(paths) == {"parquet", "markdown", "png", "pdf"}
     back = pd.read_parquet(paths["parquet"])
     pd.testing.assert_frame_equal(back, result.records, check_dtype=False)
     text = paths["markdown"].read_text(encoding="utf-8")
@@ -83,6 +117,7 @@ def test_save_results_round_trip(result, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "grr_zipf.md",
         "grr_zipf.parquet",
+        "grr_zipf.pdf",
         "grr_zipf.png",
     ]
     with pytest.raises(ValueError, match="file stem"):

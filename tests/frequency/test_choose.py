@@ -63,7 +63,7 @@ def test_report_budget():
     assert isinstance(choose_oracle(1.0, 1024, max_report_bits=10), GRR)
     with pytest.raises(ValueError, match="max_report_bits must be at least"):
         choose_oracle(4.0, 1 << 20, max_report_bits=1)
-    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         choose_oracle(0.0, 10)
 
 

@@ -248,7 +248,7 @@ def test_hrr_perturb_signs_law_and_validation():
         hrr_perturb_signs([1, 0], 1.0, rng=0)
     with pytest.raises(TypeError, match="signs must be integers"):
         hrr_perturb_signs([1.0, -1.0], 1.0, rng=0)
-    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         hrr_perturb_signs([1], 0.0, rng=0)
 
 

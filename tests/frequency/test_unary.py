@@ -49,17 +49,21 @@ def test_fo17_table2(epsilon, sue, oue):
 @pytest.mark.parametrize("epsilon", [1e-6, 0.01, *EPSILONS, 8.0, 16.0])
 def test_realized_probabilities_round_towards_privacy(cls, epsilon):
     spec = cls(epsilon=epsilon, domain_size=16)
-    big, small = spec.p * THRESHOLD_SCALE, spec.q * THRESHOLD_SCALE
-    assert big == int(big) and small == int(small)  # multiples of 2^-32
-    assert spec.nominal_p - 2.0**-32 < spec.p <= spec.nominal_p
-    assert spec.nominal_q <= spec.q < spec.nominal_q + 2.0**-32
+    big, small = spec._thresholds()  # the sampler's integer thresholds (multiples of 2^-64)
+    assert 0 < small < big < THRESHOLD_SCALE
+    assert spec.p == big / THRESHOLD_SCALE and spec.q == small / THRESHOLD_SCALE
+    # p rounds down and q up; the privacy repair may raise T_q by a few ulps of q more
+    assert big == math.floor(spec.nominal_p * THRESHOLD_SCALE)
+    assert math.ceil(spec.nominal_q * THRESHOLD_SCALE) <= small
+    # (p near 1 holds 1 - p only to ~1e-16 / q relative, which the repair absorbs in T_q)
+    assert small <= spec.nominal_q * THRESHOLD_SCALE * (1 + 1e-11) + 1
     loss = spec.privacy_loss()
     p, q = spec.p, spec.q
     assert loss == pytest.approx(math.log(p * (1 - q) / (q * (1 - p))), rel=1e-12)
     assert loss <= epsilon
-    # the shortfall is at most the first-order effect of two 2^-32 roundings
-    shortfall = 2.0**-32 * (1 / p + 1 / (1 - p) + 1 / q + 1 / (1 - q))
-    assert epsilon - loss <= 1.01 * shortfall + 1e-15
+    # the shortfall is the 4-ulp safety margin plus two 2^-64 roundings, first order
+    shortfall = 2.0**-64 * (1 / p + 1 / (1 - p) + 1 / q + 1 / (1 - q))
+    assert epsilon - loss <= 1.01 * shortfall + 8 * math.ulp(epsilon) + 1e-15
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)
@@ -68,28 +72,39 @@ def test_privacy_loss_within_1e8_of_epsilon(epsilon):
         assert 0 <= epsilon - cls(epsilon=epsilon, domain_size=8).privacy_loss() < 1e-8
     assert OUE(epsilon=epsilon, domain_size=8).p == 0.5
     sue = SUE(epsilon=epsilon, domain_size=8)
-    assert sue.p + sue.q == 1.0
+    assert sue.p + sue.q == pytest.approx(1.0, rel=0, abs=1e-14)
 
 
-def test_large_epsilon_keeps_every_bit_random():
-    for cls, cap in ((SUE, 2 * math.log(2.0**32 - 1)), (OUE, math.log(2.0**32 - 1))):
-        spec = cls(epsilon=60.0, domain_size=8)
-        assert 0 < spec.q < spec.p < 1
-        assert spec.privacy_loss() == pytest.approx(cap, rel=1e-12)
-        assert spec.privacy_loss() < 60.0
+@pytest.mark.parametrize(("cls", "top"), [(SUE, 50.0), (OUE, 30.0)])
+def test_largest_accepted_epsilon_is_realized_and_beyond_is_refused(cls, top):
+    # Issue 11: at 2^-32 resolution OUE(epsilon=500) really spent only 22.2 while claiming
+    # 500. Now the sampler's 2^-64 grid realizes epsilon up to max_epsilon, and beyond it
+    # the spec refuses instead of silently spending less.
+    spec = cls(epsilon=top, domain_size=8)
+    assert cls.max_epsilon == top
+    assert 0 < spec.q < spec.p < 1
+    assert 0 <= top - spec.privacy_loss() <= 1e-6 * top
+    for eps in (top * 1.01, 500.0):
+        with pytest.raises(
+            ValueError, match=f"epsilon must be a finite number >= 1e-06 and <= {top:g}"
+        ):
+            cls(epsilon=eps, domain_size=8)
 
 
 def test_thresholds_repair_an_overspending_pair():
-    # p = 0.6 with OUE's q at epsilon 1 would spend ~1.4: T_p must drop to fit epsilon.
+    # p = 0.6 with OUE's q at epsilon 1 would spend ~1.4: T_q must rise to fit epsilon.
     big, small = unary_thresholds(0.6, 1 / (math.e + 1), 1.0)
     assert unary_privacy_loss(big, small) <= 1.0
-    assert unary_privacy_loss(big + 1, small) > 1.0 - 8 * 2.0**-52
-    assert big == pytest.approx(2.0**31, rel=1e-8)
+    assert unary_privacy_loss(big, small - 1) > 1.0 - 4 * 2.0**-52
+    assert big == math.floor(0.6 * 2.0**64)
+    assert small / 2.0**64 == pytest.approx(0.6 / (0.6 + 0.4 * math.e), rel=1e-8)
 
 
 def test_tiny_epsilon_rejected():
-    with pytest.raises(ValueError, match="epsilon must be large enough"):
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         OUE(epsilon=1e-12, domain_size=4)
+    with pytest.raises(ValueError, match="epsilon must be large enough"):
+        unary_thresholds(0.5, 0.5 - 1e-20, 1e-19)
 
 
 @pytest.mark.parametrize("cls", [SUE, OUE])
@@ -179,11 +194,20 @@ def test_deterministic_threshold_edges():
 
 @pytest.mark.parametrize(
     "threshold",
-    [0x0000FFFF, 0x5A5A5A5A, 0xA5A5A5A5, 0xFFFF0000, THRESHOLD_SCALE // 3],
+    [
+        0x0000FFFF_FFFFFFFF,
+        0x5A5A5A5A_5A5A5A5A,
+        0xA5A5A5A5_A5A5A5A5,
+        0xFFFF0000_00000000,
+        0x80000000_0000FFFF,
+        THRESHOLD_SCALE // 3,
+    ],
 )
 def test_kernel_marginals_are_exact(threshold):
-    """Every non-true bit is 1 w.p. T / 2^32 exactly, T chosen so that a bug in the high or
-    in the low bits of the bit-sliced comparison would show."""
+    """Every non-true bit is 1 w.p. T / 2^64 exactly, T chosen so that a bug in the high or
+    in the low bits of the bit-sliced comparison would show (a bug in bits below ~2^-20
+    changes probabilities by too little for any sample to see: the exact-threshold edge
+    cases are checked in test_deterministic_threshold_edges)."""
     d, n = 130, 200_000  # three 64-lane words per row, the last one partial
     values = np.zeros(n, dtype=np.int64)
     packed = _kernel(values, d, THRESHOLD_SCALE // 2, threshold, seed=3)
@@ -195,8 +219,8 @@ def test_kernel_marginals_are_exact(threshold):
     limit = bonferroni_z(ALPHA, d)
     assert np.max(np.abs(z)) < limit and abs(total_z) < limit, (np.max(np.abs(z)), total_z)
     assert abs(binomial_z(counts[0], n, 0.5)) < limit
-    # the same counts reject a threshold off by half in its low 16 bits
-    if threshold == 0x0000FFFF:
+    # the same counts reject a threshold off by half in its low 48 bits
+    if threshold == 0x0000FFFF_FFFFFFFF:
         assert abs(binomial_z(counts[1:].sum(), n * (d - 1), prob * 1.5)) > limit
 
 

@@ -66,6 +66,26 @@ def gw_cdf(y, v, eps, ratio, b=None):
     return q * (y + b) + (1 - q * (1 + 2 * b)) * trapezoid_cdf(y - v, h1, h2)
 
 
+def grid_brute_matrix(spec):
+    """M[i, j] of the grid law by plain enumeration: average the exact cell laws of the grid
+    inputs inside input bucket i (trapezoid weights: v uniform on the bucket rounds to its
+    interior grid points with weight 1/r, to its ends with 1/(2r)), then add up the cells
+    whose centres fall in each output bucket."""
+    d, dt, steps, n = spec.buckets, spec.n_output_buckets, spec.input_steps, spec.n_cells
+    r = steps // d
+    centres = (np.arange(n) + 0.5) / n  # position of each cell's centre in [-b, 1 + b]
+    bucket = np.minimum((centres * dt).astype(int), dt - 1)
+    per_bucket = np.array(
+        [np.bincount(bucket, spec.cell_probabilities(k), minlength=dt) for k in range(steps + 1)]
+    )
+    m = np.zeros((d, dt))
+    for i in range(d):
+        weights = np.full(r + 1, 1.0 / r)
+        weights[[0, -1]] = 0.5 / r
+        m[i] = weights @ per_bucket[i * r : (i + 1) * r + 1]
+    return m
+
+
 def brute_matrix(cdf, b, d, dt):
     """M[i, j] by adaptive quadrature of P[y in bucket j | v] over input bucket i."""
     inp = np.linspace(0, 1, d + 1)
@@ -93,38 +113,53 @@ def brute_matrix(cdf, b, d, dt):
 @pytest.mark.parametrize("eps, want", [(0.5, 0.3582), (1.0, 0.2561), (2.0, 0.1293), (4.0, 0.0304)])
 def test_b_check_values(eps, want):
     assert round(square_wave_bandwidth(eps), 4) == want
-    assert SquareWave(epsilon=eps).b == pytest.approx(b_reference(eps), rel=1e-13)
+    sw = SquareWave(epsilon=eps)
+    assert sw.nominal_b == pytest.approx(b_reference(eps), rel=1e-13)
+    # the grid's b' = round(b L) / L
+    assert sw.b == round(sw.nominal_b * sw.input_steps) / sw.input_steps
 
 
 @pytest.mark.parametrize(
-    "eps", [1e-9, 1e-6, 1e-3, 0.05, 0.0999, 0.1, 0.1001, 0.7, 3.0, 12.0, 29.9, 30.1, 60.0]
+    "eps", [1e-6, 1.1e-6, 1e-3, 0.05, 0.0999, 0.1, 0.1001, 0.7, 3.0, 12.0, 29.9, 30.1, 60.0]
 )
 def test_b_is_stable(eps):
     assert square_wave_bandwidth(eps) == pytest.approx(b_reference(eps), rel=1e-12)
 
 
+@pytest.mark.parametrize("eps", [1e-170, 1e-9, 9.9e-7])
+def test_tiny_epsilon_is_refused_not_looped(eps):
+    # issue 11: square_wave_bandwidth(1e-170) looped forever (the series never converged)
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
+        square_wave_bandwidth(eps)
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
+        SquareWave(epsilon=eps)
+
+
 def test_b_limits_and_monotone():
-    eps = np.geomspace(1e-8, 700, 400)
+    eps = np.geomspace(1e-6, 700, 400)
     b = np.array([square_wave_bandwidth(e) for e in eps])
     assert np.all(np.diff(b) < 0) and b[0] == pytest.approx(0.5) and 0 < b[-1] < 1e-300
     assert square_wave_bandwidth(800.0) == 0.0  # hence SquareWave caps epsilon
 
 
-@pytest.mark.parametrize("eps", [0.01, 0.5, 1.0, 4.0, 50.0, 700.0])
+@pytest.mark.parametrize("eps", [1e-6, 0.01, 0.5, 1.0, 4.0, 20.0, 40.0])
 def test_p_q_and_privacy(eps):
     sw = SquareWave(epsilon=eps)
-    assert sw.density_low + 2 * sw.b * sw.density_high == pytest.approx(1.0, rel=1e-12)
-    assert sw.privacy_loss() == pytest.approx(eps, rel=1e-12, abs=1e-12)
+    lo, hi = sw.density_low, sw.density_high
+    assert lo * (1 + 2 * sw.b) + 2 * sw.b * (hi - lo) == pytest.approx(1.0, rel=1e-12)
+    loss = sw.privacy_loss()
+    assert loss <= eps and loss == pytest.approx(eps, rel=1e-7)
+    assert hi / lo == pytest.approx(math.exp(eps), rel=1e-7)
 
 
 def test_validation():
-    with pytest.raises(ValueError, match="epsilon must be a finite number > 0 and <= 700"):
-        SquareWave(epsilon=701.0)
-    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06 and <= 40"):
+        SquareWave(epsilon=41.0)
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         SquareWave(epsilon=0.0)
     with pytest.raises(ValueError, match="high must be a finite number > low"):
         SquareWave(epsilon=1.0, low=2.0, high=1.0)
-    with pytest.raises(ValueError, match="buckets must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"buckets must be an integer in \[1, 1048576\]"):
         SquareWave(epsilon=1.0, buckets=0)
     with pytest.raises(TypeError, match="output_buckets must be an integer"):
         SquareWave(epsilon=1.0, output_buckets=2.5)
@@ -183,7 +218,8 @@ def test_general_wave_sampler(ratio):
         y = gw.randomize(np.full(100_000, v), rng=11).values
         assert stats.kstest(y, lambda x, v=v: gw_cdf(x, v, 1.5, ratio)).pvalue > ALPHA
         assert stats.kstest(y, lambda x, v=v: gw_cdf(x, v, 1.5 * 1.3, ratio)).pvalue < ALPHA
-    assert gw.privacy_loss() == pytest.approx(1.5, rel=1e-12)
+    # the triangle (ratio 0) peaks between two cells' centres: slightly below epsilon
+    assert 1.5 - 1e-3 < gw.privacy_loss() <= 1.5
 
 
 def test_seeding_and_reports():
@@ -219,7 +255,7 @@ def test_aggregate_merge_and_round_trips():
         (4.0, 1024, 256),
         (4.0, 3, 64),
         (8.0, 64, 512),
-        (700.0, 16, 16),
+        (40.0, 16, 16),
         (0.001, 10, 3),
     ],
 )
@@ -239,25 +275,30 @@ def test_rows_sum_to_one(eps, d, dt):
     "eps, d, dt",
     [
         (1.0, 5, 7),
-        (0.5, 8, 3),
         # d~ > d and 2b spans less than one output bucket: the cases where a closed-form
         # fill that assumes the wave covers whole output buckets goes wrong
-        (4.0, 3, 16),
+        pytest.param(0.5, 8, 3, marks=pytest.mark.slow),
+        pytest.param(4.0, 3, 16, marks=pytest.mark.slow),
         (4.0, 4, 40),
-        (2.0, 2, 11),
+        pytest.param(2.0, 2, 11, marks=pytest.mark.slow),
     ],
 )
 def test_matrix_matches_brute_force_integration(eps, d, dt):
     sw = SquareWave(epsilon=eps, buckets=d, output_buckets=dt)
-    want = brute_matrix(lambda y, v: sw_cdf(y, v, eps), sw.b, d, dt)
-    np.testing.assert_allclose(sw.bucket_matrix(), want, rtol=1e-9, atol=1e-13)
+    # exact: the grid law's matrix, enumerated cell by cell
+    np.testing.assert_allclose(sw.bucket_matrix(), grid_brute_matrix(sw), rtol=1e-9, atol=1e-13)
+    # and close to SW20's continuous law (the grid is 2^14 steps fine)
+    want = brute_matrix(lambda y, v: sw_cdf(y, v, eps), sw.nominal_b, d, dt)
+    np.testing.assert_allclose(sw.bucket_matrix(), want, rtol=0, atol=2e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ratio", [0.0, 0.4])
 def test_general_wave_matrix_matches_brute_force(ratio):
     gw = GeneralWave(epsilon=2.0, ratio=ratio, buckets=4, output_buckets=9)
-    want = brute_matrix(lambda y, v: gw_cdf(y, v, 2.0, ratio), gw.b, 4, 9)
-    np.testing.assert_allclose(gw.bucket_matrix(), want, rtol=1e-8, atol=1e-13)
+    np.testing.assert_allclose(gw.bucket_matrix(), grid_brute_matrix(gw), rtol=1e-9, atol=1e-13)
+    want = brute_matrix(lambda y, v: gw_cdf(y, v, 2.0, ratio), gw.nominal_b, 4, 9)
+    np.testing.assert_allclose(gw.bucket_matrix(), want, rtol=0, atol=2e-3)
 
 
 def test_general_wave_ratio_one_is_square_wave():
@@ -283,6 +324,7 @@ def test_matrix_matches_monte_carlo(column):
     assert chisquare_gof(counts, wrong.bucket_matrix()[column]) < ALPHA
 
 
+@pytest.mark.slow
 def test_bucketized_privacy_loss():
     """The bucketized channel's epsilon: exactly eps once an output bucket can sit inside the
     wave for a whole input bucket (2b >= w_in + w_out), strictly less before."""
@@ -293,22 +335,23 @@ def test_bucketized_privacy_loss():
             loss = sw.bucketized_privacy_loss()
             b = sw.b
             w_in, w_out = 1.0 / d, (1.0 + 2.0 * b) / d
-            if 2 * b > w_in + w_out + 1e-9:
+            margin = 2.0 / sw.input_steps  # the grid blurs the condition by a cell or two
+            if 2 * b > w_in + w_out + margin:
                 assert loss == pytest.approx(eps, abs=1e-12)
-            else:
+            elif 2 * b < w_in + w_out - margin:
                 assert loss < eps - 1e-6
             assert loss >= previous - 1e-12  # finer buckets never lose privacy loss
             previous = loss
     # the value itself, from an independently integrated matrix
     sw = SquareWave(epsilon=4.0, buckets=4, output_buckets=6)
-    m = brute_matrix(lambda y, v: sw_cdf(y, v, 4.0), sw.b, 4, 6)
+    m = grid_brute_matrix(sw)
     want = float(np.max(np.log(m.max(axis=0) / m.min(axis=0))))
     assert sw.bucketized_privacy_loss() == pytest.approx(want, rel=1e-9)
     assert want < 4.0
 
 
 # -- discrete square wave ---------------------------------------------------------------------
-@pytest.mark.parametrize("eps, d", [(0.5, 2), (1.0, 16), (2.0, 100), (4.0, 1024), (800.0, 10)])
+@pytest.mark.parametrize("eps, d", [(0.5, 2), (1.0, 16), (2.0, 100), (4.0, 1024), (40.0, 10)])
 def test_discrete_constants(eps, d):
     dsw = DiscreteSquareWave(epsilon=eps, buckets=d)
     bt = math.floor(b_reference(eps) * d) if eps < 700 else 0

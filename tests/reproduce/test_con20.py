@@ -62,26 +62,24 @@ def test_grid_records_cover_every_method_and_query(data):
     assert not result.records["value"].equals(other.records["value"])
 
 
+@pytest.mark.slow  # end-to-end run with figures
 def test_run_writes_files_and_is_deterministic(tmp_path, monkeypatch):
     assert load("con20") is con20
     # one oracle keeps the figures (the slow part) few; the grid test covers both
     config = con20.Con20Config(**{**TINY.__dict__, "oracles": ("OLH",)})
-    first = con20.run(
-        quick=True, out=tmp_path / "a", seed=3, jobs=1, console=quiet(), config=config
-    )
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = con20.run(config, out=tmp_path / "a", seed=3, jobs=1, console=quiet())
     expected = {
         "con20_summary.md",
         "con20_OLH.parquet",
         "con20_OLH.md",
-        "con20_OLH_a.png",
-        "con20_OLH_b.png",
+        *(f"con20_OLH_{panel}.{ext}" for panel in "ab" for ext in ("png", "pdf")),
     }
     assert {p.name for p in first.iterdir()} == expected
     # the second run skips the figures: same seed, same tables
-    monkeypatch.setattr(con20, "save_figure", lambda *args, **kwargs: None)
-    second = con20.run(
-        quick=True, out=tmp_path / "b", seed=3, jobs=1, console=quiet(), config=config
-    )
+    monkeypatch.setattr(con20, "plot_error_vs_epsilon", lambda *args, **kwargs: None)
+    second = con20.run(config, out=tmp_path / "b", seed=3, jobs=1, console=quiet())
     a = pd.read_parquet(first / "con20_OLH.parquet")
     pd.testing.assert_frame_equal(a, pd.read_parquet(second / "con20_OLH.parquet"))
     assert set(a["method"]) == set(con20.LABELS.values())

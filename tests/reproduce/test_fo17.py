@@ -13,7 +13,6 @@ from rich.console import Console
 from ldpkit.experiments import run_grid
 from ldpkit.frequency.tables import FO17_TABLE2, TABLE2_COLUMNS
 from ldpkit.reproduce import fo17, load
-from ldpkit.reproduce._blas import single_threaded_blas
 
 # n * Var* does not depend on n, so small runs measure Table 2 as well as the paper's sizes;
 # 8,000 zero-frequency estimates per row give chi-square bounds of about +-10 %.
@@ -37,8 +36,7 @@ def quiet() -> Console:
 
 @pytest.fixture(scope="module")
 def table2_records() -> pd.DataFrame:
-    with single_threaded_blas():  # as fo17.run does (RAPPOR's small least squares)
-        return run_grid(fo17.table2_grid(TABLE), seed=11, progress=False).records
+    return run_grid(fo17.table2_grid(TABLE), seed=11, progress=False).records
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +44,22 @@ def table2_report(table2_records) -> pd.DataFrame:
     return fo17.table2_report(table2_records, TABLE)
 
 
+def test_table2_report_on_a_tiny_grid():
+    # fast: two rows, one epsilon, a few hundred estimates; the report's columns, paper values
+    # and bounds, and a formula 30 % off fails where the right one passes
+    config = fo17.Fo17Config(table_epsilons=(1.0,), table_n=500, table_cells=8, table_samples=2000)
+    grid = fo17.table2_grid(config, rows=["DE (d=2)", "OLH"])
+    records = run_grid(grid, seed=5, progress=False).records
+    report = fo17.table2_report(records, config, alpha=1e-3)
+    assert list(report["oracle"]) == ["DE (d=2)", "OLH"]
+    assert report.loc[0, "paper"] == FO17_TABLE2[1.0][0]
+    assert report["passed"].all()
+    assert (report["lower"] < 1).all() and (report["upper"] > 1).all()
+    high = {(r.oracle, 1.0): 1.3 * r.analytical for r in report.itertuples()}
+    assert not fo17.table2_report(records, config, analytical=high, alpha=1e-3)["passed"].any()
+
+
+@pytest.mark.slow  # Table 2 measured: 14 rows x 4 epsilons x 8,000 estimates
 def test_table2_rows_and_paper_values(table2_report):
     rows = [*fo17.TABLE2_ROWS, *fo17.EXTRA_ROWS]
     assert len(table2_report) == len(rows) * 4
@@ -63,6 +77,7 @@ def test_table2_rows_and_paper_values(table2_report):
     assert de2["samples"] == 16 * 500
 
 
+@pytest.mark.slow  # Table 2 measured: 14 rows x 4 epsilons x 8,000 estimates
 def test_table2_measured_within_chi_square_bounds(table2_report):
     failed = table2_report[~table2_report["passed"]]
     assert failed.empty, failed.to_string()
@@ -72,6 +87,7 @@ def test_table2_measured_within_chi_square_bounds(table2_report):
     assert (table2_report["dof"] <= table2_report["samples"]).all()
 
 
+@pytest.mark.slow  # Table 2 measured: 14 rows x 4 epsilons x 8,000 estimates
 def test_table2_check_fails_for_wrong_epsilon(table2_records, table2_report):
     # The same measurements tested against the formulas at epsilon * 1.3 must fail wherever
     # those differ from the right ones by clearly more than the bound's width.
@@ -95,6 +111,7 @@ def test_table2_check_fails_for_wrong_epsilon(table2_records, table2_report):
     assert not fo17.table2_report(table2_records, TABLE, analytical=high)["passed"].any()
 
 
+@pytest.mark.slow  # end-to-end run / statistical
 def test_mse_grid_measures_the_analytical_mse():
     data = fo17.mse_datasets(TINY, seed=0)
     assert {k: (v.n, v.domain_size) for k, v in data.items()} == {
@@ -113,31 +130,44 @@ def test_mse_grid_measures_the_analytical_mse():
     assert report["ratio"].between(0.5, 2.0).all(), report[["method", "epsilon", "ratio"]]
 
 
-def test_run_writes_files_and_is_deterministic(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fo17-a")
+    return fo17.run(TINY, out=out, seed=7, jobs=1, console=quiet())
+
+
+@pytest.mark.slow  # end-to-end run / statistical
+def test_run_writes_files(tiny_run):
     assert load("fo17") is fo17
-    first = fo17.run(quick=True, out=tmp_path / "a", seed=7, jobs=1, console=quiet(), config=TINY)
-    second = fo17.run(quick=True, out=tmp_path / "b", seed=7, jobs=1, console=quiet(), config=TINY)
     names = {
         "fo17_table2.parquet",
         "fo17_table2.md",
         "fo17_table2.png",
+        "fo17_table2.pdf",
         "fo17_table2_vs_paper.md",
         "fo17_mse.parquet",
         "fo17_mse.md",
         "fo17_mse.png",
+        "fo17_mse.pdf",
         "fo17_mse_vs_analytical.md",
     }
-    assert {p.name for p in first.iterdir()} == names
+    assert {p.name for p in tiny_run.iterdir()} == names
+    assert (tiny_run / "fo17_table2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (tiny_run / "fo17_table2_vs_paper.md").read_text()
+    assert "| DE (d=2) | 0.5 |" in text and "(3.92)" in text
+
+
+@pytest.mark.slow  # two more runs
+def test_run_is_deterministic(tiny_run, tmp_path):
+    for sub in "bc":
+        (tmp_path / sub).mkdir()
+    second = fo17.run(TINY, out=tmp_path / "b", seed=7, jobs=1, console=quiet())
     for name in ("fo17_table2.parquet", "fo17_mse.parquet"):
-        a, b = pd.read_parquet(first / name), pd.read_parquet(second / name)
+        a, b = pd.read_parquet(tiny_run / name), pd.read_parquet(second / name)
         pd.testing.assert_frame_equal(a, b)
     for name in ("fo17_table2_vs_paper.md", "fo17_mse_vs_analytical.md"):
-        assert (first / name).read_text() == (second / name).read_text()
-    assert (first / "fo17_table2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    text = (first / "fo17_table2_vs_paper.md").read_text()
-    assert "| DE (d=2) | 0.5 |" in text and "(3.92)" in text
+        assert (tiny_run / name).read_text() == (second / name).read_text()
     other = pd.read_parquet(
-        fo17.run(quick=True, out=tmp_path / "c", seed=8, jobs=1, console=quiet(), config=TINY)
-        / "fo17_mse.parquet"
+        fo17.run(TINY, out=tmp_path / "c", seed=8, jobs=1, console=quiet()) / "fo17_mse.parquet"
     )
-    assert not other["value"].equals(pd.read_parquet(first / "fo17_mse.parquet")["value"])
+    assert not other["value"].equals(pd.read_parquet(tiny_run / "fo17_mse.parquet")["value"])

@@ -4,7 +4,8 @@
 estimated time up front, optional worker processes, one independent seeded stream per
 cell) and returns tidy records plus a mean / standard-error summary; :func:`save_results`
 writes Parquet, a Markdown table and a PNG in the papers' figure shape
-(:func:`~ldpkit.experiments.plots.plot_error_vs_epsilon`).
+(:func:`~ldpkit.experiments.plots.plot_error_vs_epsilon`); :func:`compare_methods` says
+where one method wins, ties or loses against the best of the others.
 """
 
 from __future__ import annotations
@@ -27,11 +28,21 @@ __all__ = [
     "frequency_mse",
     "markdown_table",
     "save_results",
+    "timings_markdown",
+    "compare_methods",
+    "comparison_markdown",
+    "method_styles",
+    "plot_error_vs_epsilon",
+    "save_figure",
+    "save_metric_figures",
+    "single_threaded_blas",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy (ldpkit._lazy)
+    from ._blas import single_threaded_blas
+    from .compare import compare_methods, comparison_markdown
     from .grid import (
         Cell,
         ExperimentResult,
@@ -44,4 +55,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy (
         summarize,
     )
     from .methods import MechanismMethod, frequency_mse
-    from .results import markdown_table, save_results
+    from .plots import method_styles, plot_error_vs_epsilon, save_figure, save_metric_figures
+    from .results import markdown_table, save_results, timings_markdown

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_epsilon, check_integer
+from ._blas import single_threaded_blas
 
 __all__ = [
     "Method",
@@ -388,6 +389,12 @@ def run_grid(
         Time one pilot cell per (data set, method) first (methods with a declared ``cost``
         need none) and report the estimated total; the pilots' results are kept.
 
+    Notes
+    -----
+    BLAS runs single-threaded while the grid runs (:func:`single_threaded_blas`; forked
+    workers inherit it): cells do small dense algebra, where threads only spin, and the
+    parallelism comes from ``n_jobs``.
+
     Returns
     -------
     ExperimentResult
@@ -430,6 +437,8 @@ def run_grid(
     runner = _Runner(grid, seed)
     pool: ProcessPoolExecutor | None = None
     grid_file: str | None = None
+    blas = single_threaded_blas()
+    blas.__enter__()
     try:
         if n_jobs > 1:
             context = _mp_context(start_method)
@@ -501,6 +510,7 @@ def run_grid(
             pool.shutdown(wait=True, cancel_futures=True)
         if grid_file is not None:
             os.unlink(grid_file)
+        blas.__exit__(None, None, None)
 
     records, timings = _records(grid, outputs)
     return ExperimentResult(

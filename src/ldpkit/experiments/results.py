@@ -99,7 +99,7 @@ def _atomic_write(path: Path, write: Any) -> None:
 def save_results(
     results: Any, outdir: str | Path, name: str, *, title: str | None = None, plot: bool = True
 ) -> dict[str, Path]:
-    """Write ``<name>.parquet``, ``<name>.md`` and ``<name>.png`` into ``outdir``.
+    """Write ``<name>.parquet``, ``<name>.md``, ``<name>.png`` and ``<name>.pdf`` into ``outdir``.
 
     Parameters
     ----------
@@ -117,7 +117,8 @@ def save_results(
     Returns
     -------
     dict
-        ``{"parquet": path, "markdown": path, "png": path}`` (no ``png`` if ``plot`` is false).
+        ``{"parquet": path, "markdown": path, "png": path, "pdf": path}`` (no figures if
+        ``plot`` is false).
     """
     if not name or any(ch in name for ch in "/\\"):
         raise ValueError(f"name must be a plain file stem, got {name!r}")
@@ -136,5 +137,7 @@ def save_results(
     if plot:
         paths["png"] = out / f"{name}.png"
         fig = plot_error_vs_epsilon(frame, title=title)
+        paths["pdf"] = out / f"{name}.pdf"
         _atomic_write(paths["png"], lambda tmp: fig.savefig(tmp, dpi=150, format="png"))
+        _atomic_write(paths["pdf"], lambda tmp: fig.savefig(tmp, format="pdf"))
     return paths

@@ -41,7 +41,7 @@ class FrequencyOracle(Mechanism):
 
     domain_size: int
 
-    #: True when ``privacy_loss()`` equals ``epsilon`` (up to the sampler's 2^-32
+    #: True when ``privacy_loss()`` equals ``epsilon`` (up to the sampler's 2^-64
     #: quantization); False when the mechanism is strictly more private than its budget
     #: (e.g. THE, whose thresholded report discards part of what the noise protects).
     exact_epsilon: ClassVar[bool] = True

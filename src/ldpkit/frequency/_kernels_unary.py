@@ -6,16 +6,17 @@ state through splitmix64 (the seeding procedure recommended by xoshiro's authors
 never share a stream, so the output depends only on the seeds, never on the number of
 threads or on how rows are scheduled.
 
-Bernoulli bits: a bit that must be 1 with probability T / 2^32 (T an integer threshold)
-is ``[U < T]`` for a uniform 32-bit integer U, so the realized probability is exactly
-T / 2^32. The bulk sampler evaluates this comparison for 64 bits at a time, "bit-sliced":
-random word k supplies bit 31 - k of the 64 lanes' U's, most significant bit first, and a
+Bernoulli bits: a bit that must be 1 with probability T / 2^64 (T an integer threshold)
+is ``[U < T]`` for a uniform 64-bit integer U, so the realized probability is exactly
+T / 2^64. The bulk sampler evaluates this comparison for 64 bits at a time, "bit-sliced":
+random word k supplies bit 63 - k of the 64 lanes' U's, most significant bit first, and a
 lane's comparison is settled at the first bit where its U differs from T. Lanes are
 independent (each uses its own bit of every word), and words are drawn only until all 64
-comparisons are settled (about 7.3 words on average instead of the 32 that two 32-bit
-draws per 64-bit word would need). Stopping early does not change the law: each lane's
-result is a function of its own U, and the bits of U not drawn do not affect it. A lane
-still unsettled after 32 words has U == T, hence U < T is false.
+comparisons are settled (about 7.3 words on average, whatever the resolution, instead of
+the 64 that one draw per bit would need). Stopping early does not change the law: each
+lane's result is a function of its own U, and the bits of U not drawn do not affect it. A
+lane still unsettled after 64 words has U == T, hence U < T is false. (The resolution was
+2^-32 until issue 11: it capped OUE's realized loss at 22.2 whatever epsilon said.)
 
 Parallelism: the kernels are serial and release the GIL (``nogil=True``); large batches
 are split into row blocks run on a few Python threads. We do not use numba's
@@ -120,9 +121,9 @@ def _sample_rows(
 ) -> None:
     """Fill ``out`` (uint8, shape (n, ceil(d/8))) with packed unary-encoding reports.
 
-    Row i: bit ``values[i]`` is 1 w.p. ``true_threshold / 2^32``, every other bit of the
-    d is 1 w.p. ``other_threshold / 2^32``, all independent; padding bits are 0. Both
-    thresholds must lie in [0, 2^32 - 1]. Byte layout matches ``np.packbits(axis=1)``.
+    Row i: bit ``values[i]`` is 1 w.p. ``true_threshold / 2^64``, every other bit of the
+    d is 1 w.p. ``other_threshold / 2^64``, all independent; padding bits are 0. Both
+    thresholds must lie in [0, 2^64 - 1]. Byte layout matches ``np.packbits(axis=1)``.
     """
     n, width = out.shape
     n_words = (width + 7) // 8
@@ -134,7 +135,7 @@ def _sample_rows(
         for w in range(n_words):
             ones = _U64(0)
             open_lanes = _ALL  # lanes whose U still equals T on the bits drawn so far
-            for b in range(31, -1, -1):
+            for b in range(63, -1, -1):
                 r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
                 if (t >> _U64(b)) & _U64(1):
                     ones |= open_lanes & ~r  # U's bit 0 < T's bit 1: U < T
@@ -146,12 +147,12 @@ def _sample_rows(
             base = 8 * w
             for k in range(min(8, width - base)):
                 out[i, base + k] = np.uint8((ones >> _U64(8 * k)) & _U64(0xFF))
-        # The true item's bit: a separate 32-bit comparison against its own threshold.
+        # The true item's bit: a separate 64-bit comparison against its own threshold.
         r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
         v = values[i]
         byte = v >> 3
         mask = 0x80 >> (v & 7)
-        if (r >> _U64(32)) < true_threshold:
+        if r < true_threshold:
             out[i, byte] = np.uint8(out[i, byte] | mask)
         else:
             out[i, byte] = np.uint8(out[i, byte] & (0xFF ^ mask))
@@ -171,10 +172,10 @@ def sample_unary_bits(
 ) -> None:
     """Fill ``out`` (uint8, shape (n, ceil(d/8))) with packed unary-encoding reports.
 
-    Row i: bit ``values[i]`` (which must lie in [0, d)) is 1 w.p. ``true_threshold / 2^32``,
-    every other bit of the d is 1 w.p. ``other_threshold / 2^32``, all independent, from
+    Row i: bit ``values[i]`` (which must lie in [0, d)) is 1 w.p. ``true_threshold / 2^64``,
+    every other bit of the d is 1 w.p. ``other_threshold / 2^64``, all independent, from
     the generator seeded with ``seeds[i]``; padding bits are 0. Both thresholds must lie in
-    [0, 2^32 - 1]. Byte layout matches ``np.packbits(axis=1)``. The output does not
+    [0, 2^64 - 1]. Byte layout matches ``np.packbits(axis=1)``. The output does not
     depend on ``workers``.
     """
     values = np.ascontiguousarray(values, dtype=np.int64)

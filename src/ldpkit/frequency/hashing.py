@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from .._rng import RNGLike, as_generator
+from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
 from ..privacy import ratio_privacy_loss
 from ..spec import Reports
@@ -268,12 +268,18 @@ class LocalHashing(PureFrequencyOracle):
         return local_hash(seeds, items, self.range_size)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Draw a hash function per user, hash her item, perturb it with GRR over ``[g]``."""
+        """Draw a hash function per user, hash her item, perturb it with GRR over ``[g]``.
+
+        The seeds (sent in the clear) and the GRR coins (which must stay secret) come from
+        two independent streams derived from ``rng``, so the published seeds reveal
+        nothing about the coins even when the generator's raw output is predictable
+        (docs/design/THREAT_MODEL.md).
+        """
         v = self.check_values(values)
-        gen = as_generator(rng)
-        seeds = gen.integers(0, _U64_MAX, size=v.shape[0], dtype=np.uint64, endpoint=True)
+        seed_stream, coin_stream = independent_streams(as_generator(rng), 2)
+        seeds = seed_stream.integers(0, _U64_MAX, size=v.shape[0], dtype=np.uint64, endpoint=True)
         hashed = local_hash(seeds, v, self.range_size)
-        y = grr_perturb(hashed, self.range_size, self.p, gen)
+        y = grr_perturb(hashed, self.range_size, self.p, coin_stream)
         return Reports(self, seeds=seeds, values=y.astype(index_dtype(self.range_size)))
 
     def _report_arrays(self, reports: Reports) -> tuple[np.ndarray, np.ndarray]:

@@ -226,7 +226,7 @@ class THE(UnaryEncoding):
     sample those Bernoulli bits directly with the exact 32-bit-threshold kernel of
     :class:`UnaryEncoding` (equal in law, faster, and free of floating-point noise);
     ``p`` and ``q`` are the realized probabilities (p* rounded down, q* up, to multiples of
-    2^-32), ``nominal_p``/``nominal_q`` the exact ones.
+    2^-64), ``nominal_p``/``nominal_q`` the exact ones.
 
     ``n Var* = q*(1-q*)/(p*-q*)^2`` (FO17 section 4.2). The report's true privacy loss,
     ``log(p*(1 - q*) / (q*(1 - p*)))``, is *strictly below* epsilon: the noise protects

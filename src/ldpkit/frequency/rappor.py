@@ -15,11 +15,9 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 
 import numpy as np
-import scipy.sparse as sp
-from scipy import stats as _sps
 
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_probability, check_real
@@ -27,6 +25,9 @@ from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats
 from ._base import FrequencyOracle, index_dtype
 from ._bits import check_packed, pack_bits, packed_width, unpack_bits
+
+if TYPE_CHECKING:  # scipy loads with the server-side decoding, not with the client
+    import scipy.sparse as sp
 
 __all__ = ["RAPPOR", "RAPPORClient", "bloom_positions"]
 
@@ -102,6 +103,8 @@ def _design(d: int, k: int, h: int, m: int) -> _Design:
     pos = bloom_positions(np.arange(d)[None, :], np.arange(m)[:, None], num_bits=k, num_hashes=h)
     rows = (np.arange(m)[:, None, None] * k + pos).ravel()
     cols = np.broadcast_to(np.arange(d)[None, :, None], pos.shape).ravel()
+    import scipy.sparse as sp  # server side: the decoding's design matrix
+
     mat = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(m * k, d))
     mat.sum_duplicates()
     mat.data[:] = 1.0  # a bit hit by two hashes of one item is still one bit
@@ -274,6 +277,9 @@ class RAPPOR(FrequencyOracle):
     num_hashes: int = 2
     num_cohorts: int = 8
     instantaneous: tuple[float, float] | None = None
+    # epsilon is the budget of 2h distinct Bloom bits; when two items' filters share bits
+    # (hash collisions, likely with few bits) the exact privacy_loss() is below it.
+    exact_epsilon: ClassVar[bool] = False
 
     def _validate(self) -> None:
         super()._validate()
@@ -551,6 +557,8 @@ class RAPPOR(FrequencyOracle):
             freq, var_s = self._fit(support, gram, score, row_var, stats.n)
         else:
             sigma0 = math.sqrt(q1 * q0) / gap
+            from scipy import stats as _sps
+
             z = float(_sps.norm.isf(alpha / d))
             diag = mat.T @ w
             support = _nonnegative_lasso(mat, w, score, z * sigma0 * np.sqrt(diag), diag)
@@ -699,6 +707,8 @@ def _gram(mat: sp.csc_array, w: np.ndarray, support: np.ndarray) -> np.ndarray:
     """``M_S = A_S^T diag(w) A_S`` as a dense matrix."""
     if not support.size:
         return np.zeros((0, 0))
+    import scipy.sparse as sp
+
     a_s = mat[:, support]
     return np.asarray((a_s.T @ sp.diags_array(w) @ a_s).toarray())
 
@@ -803,6 +813,8 @@ def _added_variance(
     noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``."""
     diag = mat[:, rest].T @ w
     if support.size:
+        import scipy.sparse as sp
+
         cross = np.asarray((mat[:, support].T @ sp.diags_array(w) @ mat[:, rest]).toarray())
         try:
             sol = np.linalg.solve(gram, cross)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from scipy import special
-from scipy import stats as sps
 
 from .._validation import check_probability, check_real
 from ..estimate import FrequencyEstimate
@@ -51,6 +49,8 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
     var = np.asarray(estimate.variance_null, dtype=np.float64)
     if not np.all(np.isfinite(var)) or np.any(var < 0):
         raise ValueError("estimate.variance_null must be finite and >= 0")
+    from scipy import special  # server side: not loaded on the client path
+
     d = estimate.domain_size
     # Phi^-1(1 - a) = -Phi^-1(a), which stays accurate for tiny a = alpha / d.
     z = float(-special.ndtri(alpha / d)) if alpha < d else 0.0
@@ -86,6 +86,8 @@ def heavy_hitters(
     if method == "bonferroni":
         selected = np.flatnonzero(f > significance_cutoff(estimate, alpha))
     elif method == "bh":
+        from scipy import stats as sps
+
         pvalues = sps.norm.sf(f / np.sqrt(estimate.variance_null))
         order = np.argsort(pvalues, kind="stable")
         d = f.size

@@ -10,9 +10,9 @@ import itertools
 import math
 from typing import Any
 
-import numba
 import numpy as np
 
+from .. import _parallel
 from .._rng import RNGLike, as_generator
 from .._validation import check_epsilon, check_integer
 from ..spec import Reports
@@ -20,6 +20,10 @@ from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle
 from ._bits import check_packed, column_counts, packed_width
 
 __all__ = ["SubsetSelection", "default_subset_size"]
+
+#: Batches of at least this many Floyd steps (users x steps) run the compiled kernel when
+#: numba is installed; smaller ones its numpy twin (same bits, no numba import).
+_COMPILED_MIN_STEPS = 1 << 22
 
 #: Users per sampling chunk are chosen so that one chunk's random draws (int32, one per
 #: Floyd step per user) hold about this many entries (16 MiB), bounding memory at any n.
@@ -272,7 +276,12 @@ def _sample_subsets(
     draws = np.empty((steps, c), dtype=np.int32)
     for step in range(steps):
         draws[step] = gen.integers(0, others - steps + step + 1, size=c, dtype=np.int32)
-    _floyd_kernel(values, ~short, draws, others, out)
+    if _parallel.use_compiled(steps * c, _COMPILED_MIN_STEPS):
+        from ._kernels_subset import floyd_kernel  # numba: loaded on first use
+
+        floyd_kernel(values, ~short, draws, others, out)
+    else:
+        _floyd_numpy(values, ~short, draws, others, out)
     byte, mask = values >> 3, (128 >> (values & 7)).astype(np.uint8)
     if complement:
         np.invert(out, out=out)
@@ -282,25 +291,23 @@ def _sample_subsets(
     out[rows, byte] |= np.where(included, mask, np.uint8(0))
 
 
-@numba.njit(cache=True, nogil=True)
-def _floyd_kernel(
+def _floyd_numpy(
     values: np.ndarray, full: np.ndarray, draws: np.ndarray, others: int, out: np.ndarray
-) -> None:  # pragma: no cover - compiled; tested through _sample_subsets
-    """Floyd steps over users, setting bits in packed rows (step-major for locality).
+) -> None:
+    """The Floyd bookkeeping of ``_kernels_subset.floyd_kernel``, vectorized over users.
 
-    ``draws[s, i]`` is uniform in [0, others - steps + s]; users with ``full[i]`` False
-    skip step 0. Item positions skip ``values[i]`` (others space -> item space).
+    Each user only touches her own row, so running a step for all users at once gives the
+    kernel's bits exactly.
     """
     steps, c = draws.shape
+    rows = np.arange(c)
+    v = values.astype(np.int64)
     for s in range(steps):
         j = others - steps + s
-        for i in range(c):
-            if s == 0 and not full[i]:
-                continue
-            v = values[i]
-            t = np.int64(draws[s, i])
-            if t >= v:
-                t += 1
-            if out[i, t >> 3] & (128 >> (t & 7)):
-                t = j + 1 if j >= v else j
-            out[i, t >> 3] |= np.uint8(128 >> (t & 7))
+        active = rows if s else rows[full]
+        vi = v[active]
+        t = draws[s, active].astype(np.int64)
+        t += t >= vi
+        present = (out[active, t >> 3] & (128 >> (t & 7))) != 0
+        t = np.where(present, np.where(j >= vi, j + 1, j), t)
+        out[active, t >> 3] |= (128 >> (t & 7)).astype(np.uint8)

@@ -5,7 +5,7 @@ independently: bit v is 1 with probability p, every other bit with probability q
 are bit-packed (``reports.bits``: ``np.packbits(..., axis=1)`` layout, one row per user,
 ceil(d/8) bytes), on the wire and in memory.
 
-Sampling is exact: a bit with probability T / 2^32 is a comparison of a uniform 32-bit
+Sampling is exact: a bit with probability T / 2^64 is a comparison of a uniform 64-bit
 integer with the integer threshold T (a compiled kernel, see ``_kernels_unary``). The
 nominal probabilities of the paper are rounded to such thresholds *towards less privacy
 loss* (p down, q up), and ``p``, ``q``, ``variance``, ``estimate`` and ``privacy_loss``
@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import math
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,8 +30,9 @@ from ._unary_sampler import sample_unary_bits  # numba kernel or its bit-exact n
 
 __all__ = ["UnaryEncoding", "SUE", "OUE", "unary_thresholds", "unary_privacy_loss"]
 
-#: Sampling resolution: every realized bit probability is a multiple of 2^-32.
-THRESHOLD_SCALE = 1 << 32
+#: Sampling resolution: every realized bit probability is a multiple of 2^-64.
+THRESHOLD_SCALE = 1 << 64
+_U64_MAX = THRESHOLD_SCALE - 1
 
 #: Largest domain for which ``transition_matrix`` enumerates the 2^d outputs.
 MAX_ENUMERABLE_BITS = 12
@@ -47,14 +48,16 @@ def _reference_bits(
 ) -> np.ndarray:
     """Plain-numpy sampler of the kernel's law (slow; tests cross-check the kernel with it).
 
-    One uniform 32-bit integer per bit, compared with the bit's threshold; packed in
+    One uniform 64-bit integer per bit, compared with the bit's threshold; packed in
     chunks of rows so that no n x d matrix of wide values is ever held.
     """
     n = values.shape[0]
     out = np.empty((n, _bits.packed_width(domain_size)), dtype=np.uint8)
     for start in range(0, n, chunk_rows):
         v = values[start : start + chunk_rows]
-        u = rng.integers(0, THRESHOLD_SCALE, size=(v.shape[0], domain_size), dtype=np.uint64)
+        u = rng.integers(
+            0, _U64_MAX, size=(v.shape[0], domain_size), dtype=np.uint64, endpoint=True
+        )
         thresholds = np.full(u.shape, other_threshold, dtype=np.uint64)
         thresholds[np.arange(v.shape[0]), v] = true_threshold
         out[start : start + chunk_rows] = np.packbits(u < thresholds, axis=1)
@@ -62,54 +65,57 @@ def _reference_bits(
 
 
 def unary_privacy_loss(true_threshold: int, other_threshold: int) -> float:
-    """Exact epsilon of independent bits with P[bit = 1] = T / 2^32 (FO17 Theorem 6).
+    """Exact epsilon of independent bits with P[bit = 1] = T / 2^64 (FO17 Theorem 6).
 
     Two inputs' one-hot vectors differ in two coordinates; the worst output sets the
-    first one to 1 and the second to 0, giving ``log(p (1 - q) / (q (1 - p)))``. All four
-    factors are integers below 2^53, so they convert to float exactly.
+    first one to 1 and the second to 0, giving ``log(p (1 - q) / (q (1 - p)))`` =
+    ``log1p((num - den) / den)`` with the integers ``num = T_p (2^64 - T_q)`` and
+    ``den = T_q (2^64 - T_p)``. Python divides integers with correct rounding, so the
+    result has a relative error of a few ulps at every epsilon (no cancellation at tiny
+    epsilon, where four logs of ~44 would lose ~1e-14 absolute).
     """
     big, small = int(true_threshold), int(other_threshold)
     if small <= 0 or big >= THRESHOLD_SCALE:
         return math.inf
-    return (
-        math.log(big)
-        + math.log(THRESHOLD_SCALE - small)
-        - math.log(small)
-        - math.log(THRESHOLD_SCALE - big)
-    )
+    num = big * (THRESHOLD_SCALE - small)
+    den = small * (THRESHOLD_SCALE - big)
+    return math.log1p((num - den) / den)
 
 
 @functools.lru_cache(maxsize=256)
 def unary_thresholds(p: float, q: float, epsilon: float) -> tuple[int, int]:
-    """Integer thresholds (T_p, T_q) realizing p and q at resolution 2^-32 within epsilon.
+    """Integer thresholds (T_p, T_q) realizing p and q at resolution 2^-64 within epsilon.
 
-    ``T_p = floor(p 2^32)`` and ``T_q = ceil(q 2^32)``: lowering p and raising q can only
-    lower ``log(p (1-q) / (q (1-p)))``. Both are clipped to [1, 2^32 - 1] so that no bit is
-    deterministic (a deterministic bit would make the loss infinite); hence the realized
-    loss never exceeds ``2 log(2^32 - 1)`` ~ 44.36 even when epsilon is larger. Should the
-    loss still exceed epsilon (floating-point rounding of p or q, or a p and q that do not
-    fit epsilon at all), T_p is lowered to the largest value that satisfies it.
+    ``T_p = floor(p 2^64)`` and ``T_q = ceil(q 2^64)``: lowering p and raising q can only
+    lower ``log(p (1-q) / (q (1-p)))``. Both are clipped to [1, 2^64 - 1] so that no bit is
+    deterministic (a deterministic bit would make the loss infinite). Should the loss
+    still exceed epsilon (floating-point rounding of p or q, or a p and q that do not fit
+    epsilon at all), T_q is raised, by bisection, to the smallest value that satisfies it
+    (with a 4-ulp margin for the rounding of :func:`unary_privacy_loss`). The realized loss
+    falls short of epsilon by about the relative rounding of q, ``2^64 / T_q``: below 1e-8
+    relative within each class's ``max_epsilon``.
 
     Raises
     ------
     ValueError
-        If p - q is too small to survive the rounding (epsilon below about 1e-8).
+        If p - q is too small to survive the rounding (cannot happen for epsilon >= 1e-6).
     """
     big = min(math.floor(p * THRESHOLD_SCALE), THRESHOLD_SCALE - 1)
     small = max(math.ceil(q * THRESHOLD_SCALE), 1)
-    # A margin of a few ulps guards against the error of the four logs themselves.
-    limit = epsilon - 8.0 * math.ulp(max(epsilon, 1.0))
+    limit = epsilon - 4.0 * math.ulp(epsilon)
     if big > small and unary_privacy_loss(big, small) > limit:
-        # Largest T_p with T_p / (2^32 - T_p) <= e^limit T_q / (2^32 - T_q), then a few
-        # unit steps to absorb the rounding of that float computation.
-        ratio = math.exp(limit) * small / (THRESHOLD_SCALE - small)
-        big = min(big, math.floor(THRESHOLD_SCALE * ratio / (1.0 + ratio)))
-        while big > small and unary_privacy_loss(big, small) > limit:
-            big -= 1
+        lo, hi = small, big  # loss(lo) > limit >= loss(hi) = 0; loss decreases with T_q
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if unary_privacy_loss(big, mid) <= limit:
+                hi = mid
+            else:
+                lo = mid
+        small = hi
     if big <= small:
         raise ValueError(
-            "epsilon must be large enough for p > q to survive 32-bit quantization "
-            f"(about 1e-8 or more), got {epsilon!r}"
+            "epsilon must be large enough for p > q to survive 64-bit quantization, "
+            f"got {epsilon!r}"
         )
     return big, small
 
@@ -119,9 +125,13 @@ class UnaryEncoding(PureFrequencyOracle):
     """Unary encoding with independent bits (FO17 section 4.3); base of SUE, OUE and THE.
 
     Subclasses give the paper's real-valued ``nominal_p`` and ``nominal_q``; this class
-    rounds them to 32-bit thresholds (p down, q up), samples packed bits with a compiled
+    rounds them to 64-bit thresholds (p down, q up), samples packed bits with a compiled
     kernel, and counts supports column by column.
     """
+
+    #: q ~ e^-(eps/2) is still a 2^64-resolution probability with relative rounding
+    #: below 1e-6 (so the realized loss is within 1e-6 of epsilon).
+    max_epsilon: ClassVar[float] = 50.0
 
     def _validate(self) -> None:
         super()._validate()
@@ -130,24 +140,24 @@ class UnaryEncoding(PureFrequencyOracle):
     @property
     @abstractmethod
     def nominal_p(self) -> float:
-        """The paper's P[bit v = 1 | input v], before rounding to a multiple of 2^-32."""
+        """The paper's P[bit v = 1 | input v], before rounding to a multiple of 2^-64."""
 
     @property
     @abstractmethod
     def nominal_q(self) -> float:
-        """The paper's P[bit v = 1 | input v' != v], before rounding to a multiple of 2^-32."""
+        """The paper's P[bit v = 1 | input v' != v], before rounding to a multiple of 2^-64."""
 
     def _thresholds(self) -> tuple[int, int]:
         return unary_thresholds(self.nominal_p, self.nominal_q, self.epsilon)
 
     @property
     def p(self) -> float:
-        """Realized P[bit v = 1 | input v]: ``nominal_p`` rounded down to k 2^-32."""
+        """Realized P[bit v = 1 | input v]: ``nominal_p`` rounded down to k 2^-64."""
         return self._thresholds()[0] / THRESHOLD_SCALE
 
     @property
     def q(self) -> float:
-        """Realized P[bit v = 1 | input v' != v]: ``nominal_q`` rounded up to k 2^-32."""
+        """Realized P[bit v = 1 | input v' != v]: ``nominal_q`` rounded up to k 2^-64."""
         return self._thresholds()[1] / THRESHOLD_SCALE
 
     def privacy_loss(self) -> float:
@@ -229,11 +239,10 @@ class SUE(UnaryEncoding):
     estimate: ``n Var* = q (1 - q) / (p - q)^2 = e^(eps/2) / (e^(eps/2) - 1)^2``.
 
     ``p`` and ``q`` are the probabilities the sampler realizes: the nominal values rounded
-    to multiples of 2^-32, p down and q up, so ``privacy_loss()`` never exceeds epsilon
-    and falls short of it by less than 2e-9 for epsilon <= 4 (the relative rounding of q
-    grows as q shrinks: about 1e-8 at epsilon = 8). Since q >= 2^-32 and p <= 1 - 2^-32, the
-    realized loss is capped at ~44.36. ``nominal_p`` and ``nominal_q`` hold the unrounded
-    values.
+    to multiples of 2^-64, p down and q up, so ``privacy_loss()`` never exceeds epsilon
+    and falls short of it by less than 1e-15 for epsilon <= 8 (the relative rounding of q
+    grows as q shrinks: about 1e-8 at the largest accepted epsilon, 50).
+    ``nominal_p`` and ``nominal_q`` hold the unrounded values.
 
     References
     ----------
@@ -281,11 +290,11 @@ class OUE(UnaryEncoding):
     report. FO17 section 5 recommends OUE whenever d bits per report are affordable and
     ``d >= 3 e^eps + 2``.
 
-    ``p`` and ``q`` are the probabilities the sampler realizes (multiples of 2^-32; p =
+    ``p`` and ``q`` are the probabilities the sampler realizes (multiples of 2^-64; p =
     1/2 exactly, q rounded up), so ``privacy_loss()`` never exceeds epsilon and falls
-    short of it by less than 6e-9 for epsilon <= 4 (1.1e-7 at epsilon = 8, as the relative
-    rounding of a small q grows). Since q >= 2^-32, the realized loss is capped at
-    ``log(2^32 - 1)`` ~ 22.18. ``nominal_q`` holds the unrounded value.
+    short of it by less than 1e-14 for epsilon <= 8 (about 1e-6 at the largest accepted
+    epsilon, 30, as the relative rounding of a small q grows). ``nominal_q`` holds the
+    unrounded value.
 
     References
     ----------
@@ -302,6 +311,9 @@ class OUE(UnaryEncoding):
     >>> bool(abs(est.frequencies[5] - 1.0) < 6 * est.std_error[5])
     True
     """
+
+    #: q = 1/(e^eps + 1) >= 2^44 / 2^64 keeps the realized loss within 1e-6 of epsilon.
+    max_epsilon: ClassVar[float] = 30.0
 
     @property
     def nominal_p(self) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values
-from ..frequency import ORACLES, FrequencyOracle
+from ..frequency._base import FrequencyOracle
 from ..spec import Mechanism, Reports, Stats
 from .distribution import Distribution, bucket_index, check_bounds
 
@@ -36,6 +36,8 @@ def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> F
     >>> cfo_oracle(1.0, 8).name, cfo_oracle(1.0, 16).name, cfo_oracle(1.0, 16, "OUE").name
     ('GRR', 'OLH', 'OUE')
     """
+    from ..frequency import ORACLES  # the registry imports every oracle: only when needed
+
     if oracle is None:
         # d < 3 e^eps + 2, without overflow for huge epsilon
         grr = epsilon > 50.0 or domain_size < 3.0 * math.exp(epsilon) + 2.0
@@ -45,6 +47,8 @@ def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> F
 
 def check_oracle_name(name: Any, allowed: tuple[str, ...] | None = None) -> str | None:
     """Validate an ``oracle=`` override (None, or a name of the oracle registry)."""
+    from ..frequency import ORACLES
+
     choices = tuple(ORACLES) if allowed is None else allowed
     if name is None:
         return None

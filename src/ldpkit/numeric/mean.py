@@ -21,19 +21,28 @@ Derivations. SR outputs ``+-C`` with ``P[+C] = 1/2 + t / (2C)``: mean t, second 
 C^2. PM outputs uniform on ``[l, r] = [t - (1 - t)/(E - 1), t + (1 + t)/(E - 1)]`` with
 probability ``E / (E + 1)``, else uniform on ``[-s, l) U (r, s]``, ``s = (E + 1)/(E - 1)``;
 integrating y^2 against that density gives the formula above (Wang et al. 2019, Lemma 1).
+
+Reports on a grid (issue 11). The closed forms above are the papers'; the specs send a
+value of a fixed grid drawn from an exact integer law (:mod:`ldpkit._exact`), so that no
+float rounding reveals the input: SR rounds t (unbiasedly) to ``2^16`` steps and reports
+``+-C'`` with integer odds; PM reports one of ``report_cells`` (2^18) cells, m of them (PM's
+share ``1/(E + 1)``) with the high weight, decoded by an affine map that keeps the report
+unbiased; HM mixes the two. ``unit_variance`` is the grid law's exact variance (within ~1e-5
+of the closed forms for eps in [0.5, 8]); ``privacy_loss`` is the law's ``log(w_high/w_low)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_probability, check_real
-from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats
 from .distribution import check_bounds
 
@@ -54,8 +63,8 @@ __all__ = [
 #: HM uses SR alone at or below this budget (Wang et al. 2019, eps* ~ 0.61).
 HYBRID_THRESHOLD = 0.61
 
-#: Largest budget accepted (e^(eps/2) and friends stay finite with room to spare).
-MAX_EPSILON = 700.0
+#: Largest budget of SR and HM: their integer law needs 2^16 (1 + e^eps) <= 2^62.
+MAX_EPSILON = 30.0
 
 
 # --- closed forms on the [-1, 1] scale -----------------------------------------------------------
@@ -122,42 +131,135 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
     return (c2 + (em1 + 4.0) / (3.0 * em1)) * math.exp(-epsilon / 2.0)
 
 
-# --- samplers on the [-1, 1] scale ----------------------------------------------------------------
-def _sr_probabilities(epsilon: float) -> tuple[float, float]:
-    """(p, q) = (e^eps/(e^eps + 1), 1/(e^eps + 1)), written with e^-eps (no overflow, and q
-    keeps its relative precision at large eps)."""
-    x = math.exp(-epsilon)
-    return 1.0 / (1.0 + x), x / (1.0 + x)
+# --- exact grid laws (issue 11) ---------------------------------------------------------------
+#: Default number of cells of PM's report grid (``report_cells``).
+DEFAULT_REPORT_CELLS = 1 << 18
+#: Input grid of SR: t is rounded (unbiasedly) to ``-1 + 2 k / SR_INPUT_STEPS``.
+SR_INPUT_STEPS = 1 << 16
+#: Largest ``(input grid points) x (cells)`` for which ``transition_matrix()`` is built.
+_MAX_MATRIX = 1 << 22
 
 
-def _sr_sample(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
-    # P[+C] = q + (p - q)(1 + t)/2 = 1/2 + t/(2C), with p - q = tanh(eps/2) = 1/C
-    _, q = _sr_probabilities(epsilon)
-    c = _c(epsilon)
-    return np.where(u < q + math.tanh(epsilon / 2.0) * (1.0 + t) / 2.0, c, -c)
+@dataclasses.dataclass(frozen=True)
+class _PMGrid:
+    """PM on a grid: N report cells, a plateau of m cells, K = N - m input steps.
+
+    Grid input k (t_k = -1 + 2k/K) reports cell j with probability
+    ``(w_low + [k <= j < k + m] (w_high - w_low)) / T``. ``E[j | k] = A k + B``, so the
+    value ``y_j = -1 + (2/K)(j - B)/A`` is an unbiased estimate of t_k, hence of t.
+    """
+
+    cells: int
+    plateau: int
+    steps: int
+    w_low: int
+    w_high: int
+    total: int
+    slope: float
+    intercept: float
+
+    def values(self) -> np.ndarray:
+        j = np.arange(self.cells, dtype=np.float64)
+        return -1.0 + (2.0 / self.steps) * ((j - self.intercept) / self.slope)
+
+    def second_moment(self, k: np.ndarray) -> np.ndarray:
+        """E[y^2 | grid input k] from the exact law (float)."""
+        n, m = self.cells, self.plateau
+        k = np.asarray(k, dtype=np.float64)
+
+        def s1(x: Any) -> Any:  # sum_{j < x} j
+            return x * (x - 1.0) / 2.0
+
+        def s2(x: Any) -> Any:  # sum_{j < x} j^2
+            return (x - 1.0) * x * (2.0 * x - 1.0) / 6.0
+
+        bump = self.w_high - self.w_low
+        ej = (self.w_low * s1(n) + bump * (s1(k + m) - s1(k))) / self.total
+        ej2 = (self.w_low * s2(n) + bump * (s2(k + m) - s2(k))) / self.total
+        var_j = np.maximum(ej2 - ej * ej, 0.0)
+        scale = 2.0 / (self.steps * self.slope)
+        mean_y = -1.0 + 2.0 * k / self.steps
+        return scale * scale * var_j + mean_y * mean_y
 
 
-def _pm_constants(epsilon: float) -> tuple[float, float, float, float]:
-    """(em1 = E - 1, s, plateau mass E/(E+1), low density (E-1)/(2E(E+1)))."""
-    em1 = math.expm1(epsilon / 2.0)
-    x = math.exp(-epsilon / 2.0)
-    return em1, 1.0 + 2.0 / em1, 1.0 / (1.0 + x), 0.5 * (1.0 - x) * x / (1.0 + x)
+@functools.lru_cache(maxsize=64)
+def _pm_grid(epsilon: float, cells: int) -> _PMGrid:
+    # PM's plateau is 1/(E + 1) of its output range [-s, s] (E = e^(eps/2)); keep that share.
+    e_half = math.exp(min(epsilon / 2.0, 700.0))
+    plateau = min(max(1, round(cells / (e_half + 1.0))), cells - 1)
+    steps = cells - plateau
+    w_low, w_high = ratio_weights(epsilon, cells - plateau, plateau)
+    bump = w_high - w_low
+    total = cells * w_low + plateau * bump
+    slope = (bump * plateau) / total
+    intercept = (w_low * (cells * (cells - 1) // 2) + bump * (plateau * (plateau - 1) // 2)) / total
+    return _PMGrid(cells, plateau, steps, w_low, w_high, total, slope, intercept)
 
 
-def _pm_sample(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF sampling of PM with one uniform per user."""
-    em1, s, plateau, q = _pm_constants(epsilon)
-    left = t + (t - 1.0) / em1  # l(t)
-    width = 2.0 / em1  # r(t) - l(t)
-    left_mass = q * (left + s)  # = (1 + t) x / (2 (1 + x))
-    y = np.empty_like(t)
-    lo = u < left_mass
-    mid = ~lo & (u < left_mass + plateau)
-    hi = ~(lo | mid)
-    y[lo] = -s + u[lo] / q
-    y[mid] = left[mid] + (u[mid] - left_mass[mid]) / plateau * width
-    y[hi] = left[hi] + width + (u[hi] - left_mass[hi] - plateau) / q
-    return np.clip(y, -s, s)
+@dataclasses.dataclass(frozen=True)
+class _SRGrid:
+    """SR on a grid: input k of K steps reports +C' w.p. (w_low (K - k) + w_high k) / T."""
+
+    steps: int
+    w_low: int
+    w_high: int
+
+    @property
+    def total(self) -> int:
+        return self.steps * (self.w_low + self.w_high)
+
+    @property
+    def magnitude(self) -> float:
+        """C' = (w_low + w_high) / (w_high - w_low): |report| (unbiased: E[y | t] = t)."""
+        return (self.w_low + self.w_high) / (self.w_high - self.w_low)
+
+
+@functools.lru_cache(maxsize=64)
+def _sr_grid(epsilon: float) -> _SRGrid:
+    w_low, w_high = ratio_weights(epsilon, SR_INPUT_STEPS, SR_INPUT_STEPS)
+    return _SRGrid(SR_INPUT_STEPS, w_low, w_high)
+
+
+def _sr_grid_sample(t: np.ndarray, grid: _SRGrid, gen: np.random.Generator) -> np.ndarray:
+    """+-1 signs (int8) of SR reports, exact integer law."""
+    k = round_to_grid((t + 1.0) / 2.0, grid.steps, gen)
+    threshold = grid.w_low * (grid.steps - k) + grid.w_high * k  # < 2^62
+    u = gen.integers(0, grid.total, size=t.shape[0], dtype=np.int64)
+    return np.where(u < threshold, 1, -1).astype(np.int8)
+
+
+def _pm_grid_sample(t: np.ndarray, grid: _PMGrid, gen: np.random.Generator) -> np.ndarray:
+    """Report cells (int64) of PM on its grid, exact integer law."""
+    k = round_to_grid((t + 1.0) / 2.0, grid.steps, gen)
+    return sample_flat_bump(k, grid.cells, grid.w_low, grid.w_high - grid.w_low, grid.plateau, gen)
+
+
+def _grid_variance(grid: _PMGrid, t: Any) -> Any:
+    """Variance of PM's grid report at t: the two-point rounding mixture, exactly."""
+    steps = grid.steps
+    if t is None:
+        k = np.array([0, steps])  # E[y^2|k] - t_k^2 is a convex quadratic in k
+        tk = -1.0 + 2.0 * k / steps
+        return float(np.max(grid.second_moment(k) - tk * tk) + (2.0 / steps) ** 2 / 4.0)
+    t = np.asarray(t, dtype=np.float64)
+    x = np.clip((t + 1.0) / 2.0, 0.0, 1.0) * steps
+    lo = np.minimum(np.floor(x), steps - 1)
+    f = x - lo
+    second = (1.0 - f) * grid.second_moment(lo) + f * grid.second_moment(lo + 1)
+    return second - t * t
+
+
+@functools.lru_cache(maxsize=16)
+def _report_tables(spec: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values in cell order, values sorted, cell of each sorted value), original units."""
+    values = spec.low + (spec.unit_report_values() + 1.0) * spec.half_span
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    if not np.all(np.diff(ordered) > 0):
+        raise ValueError(f"{spec!r}'s report grid has coinciding values; change report_cells")
+    for arr in (values, ordered, order):
+        arr.flags.writeable = False
+    return values, ordered, order
 
 
 # --- estimates ------------------------------------------------------------------------------------
@@ -236,13 +338,10 @@ class _MeanMechanism(Mechanism):
 
     low: float = -1.0
     high: float = 1.0
+    #: SR's integer law needs ``2^16 (1 + e^eps) <= 2^62`` (see :mod:`ldpkit._exact`).
+    max_epsilon: ClassVar[float] = MAX_EPSILON
 
     def _validate(self) -> None:
-        if self.epsilon > MAX_EPSILON:
-            raise ValueError(
-                f"epsilon must be a finite number > 0 and <= {MAX_EPSILON:g} for {self.name}, "
-                f"got {self.epsilon!r}"
-            )
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
@@ -287,27 +386,50 @@ class _MeanMechanism(Mechanism):
     def _to_unit(self, v: np.ndarray) -> np.ndarray:
         return np.clip((v - self.low) / self.half_span - 1.0, -1.0, 1.0)
 
-    def _sample_unit(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        """Indices into :meth:`unit_report_values` drawn from the exact grid law."""
         raise NotImplementedError
 
-    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """``reports.values``: float64, each an unbiased estimate of the user's value
-        (in the original units; it lies outside [low, high] in general)."""
-        t = self._to_unit(self.check_values(values))
-        y = self._sample_unit(t, as_generator(rng))
-        return Reports(self, values=self.low + (y + 1.0) * self.half_span)
+    def unit_report_values(self) -> np.ndarray:
+        """Every value a report can take, on the [-1, 1] scale, sorted (the grid)."""
+        raise NotImplementedError
 
-    def _unit_reports(self, reports: Reports) -> np.ndarray:
+    def report_values(self) -> np.ndarray:
+        """Every value a report can take, in the original units, sorted (read-only).
+
+        Reports are the grid values of an exact discrete law (issue 11): the wire carries
+        one of these float64 numbers, the spec (``report_cells`` where it applies) says
+        which grid, and :meth:`aggregate` rejects anything off it.
+        """
+        return _report_tables(self)[1]
+
+    def report_cells_of(self, reports: Reports) -> np.ndarray:
+        """The cell of each report: its index into :meth:`unit_report_values` (validated)."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
-        t = (y - self.low) / self.half_span - 1.0
-        bound = self.output_bound * (1.0 + 1e-9)
-        if t.size and not np.all(np.abs(t) <= bound):  # NaN fails too
-            lo = self.low + (1.0 - self.output_bound) * self.half_span
-            hi = self.low + (1.0 + self.output_bound) * self.half_span
-            raise ValueError(f"reports.values must be real numbers in [{lo:g}, {hi:g}]")
-        return t
+        _, grid, order = _report_tables(self)
+        idx = np.clip(np.searchsorted(grid, y), 0, grid.size - 1)
+        if y.size and not np.array_equal(grid[idx], y):  # NaN fails too
+            raise ValueError(
+                f"reports.values must be real numbers in [{grid[0]:g}, {grid[-1]:g}] on "
+                f"{self.name}'s report grid (the {grid.size} values of report_values())"
+            )
+        return order[idx]
+
+    def _sample_unit(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        return self.unit_report_values()[self._sample_cells(t, gen)]
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """``reports.values``: float64, each an unbiased estimate of the user's value (in
+        the original units; it lies outside [low, high] in general), one of
+        :meth:`report_values` drawn with exact integer probabilities."""
+        t = self._to_unit(self.check_values(values))
+        cells = self._sample_cells(t, as_generator(rng))
+        return Reports(self, values=_report_tables(self)[0][cells])
+
+    def _unit_reports(self, reports: Reports) -> np.ndarray:
+        return self.unit_report_values()[self.report_cells_of(reports)]
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, sum=np.float64(0.0), sum_squares=np.float64(0.0))
@@ -375,19 +497,41 @@ class StochasticRounding(_MeanMechanism):
     """
 
     @property
+    def _grid(self) -> _SRGrid:
+        return _sr_grid(self.epsilon)
+
+    @property
     def output_bound(self) -> float:
-        return _c(self.epsilon)
+        """C' = (w_low + w_high)/(w_high - w_low), the realized C (within ~1e-15 of C)."""
+        return self._grid.magnitude
 
     def unit_variance(self, t: Any = None) -> Any:
-        return stochastic_rounding_variance(self.epsilon, t)
+        """``C'^2 - t^2``: y^2 = C'^2 always, and E[y | t] = t (grid rounding included)."""
+        c2 = self._grid.magnitude**2
+        if t is None:
+            return c2
+        return c2 - np.asarray(t, dtype=np.float64) ** 2
 
-    def _sample_unit(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        return _sr_sample(t, self.epsilon, gen.random(t.size))
+    def unit_report_values(self) -> np.ndarray:
+        c = self._grid.magnitude
+        return np.array([-c, c])
+
+    def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        return (_sr_grid_sample(t, self._grid, gen) > 0).astype(np.int64)
+
+    def transition_matrix(self) -> np.ndarray:
+        """Exact ``P[report | grid input k]``, shape (2^16 + 1, 2): columns -C', +C'.
+
+        Input t is first rounded (unbiasedly) to ``t_k = -1 + 2k / 2^16``.
+        """
+        g = self._grid
+        k = np.arange(g.steps + 1, dtype=np.float64)
+        plus = (g.w_low * (g.steps - k) + g.w_high * k) / g.total
+        return np.column_stack([1.0 - plus, plus])
 
     def privacy_loss(self) -> float:
-        # P[+C | t = 1] = p and P[+C | t = -1] = q; by symmetry the same ratio for -C
-        p, q = _sr_probabilities(self.epsilon)
-        return ratio_privacy_loss(p, q)
+        """``log(w_high / w_low)`` of the integer law (the two extreme inputs, either output)."""
+        return ratio_loss(self._grid.w_low, self._grid.w_high)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -423,29 +567,72 @@ class PiecewiseMechanism(_MeanMechanism):
     2.0
     """
 
+    report_cells: int = DEFAULT_REPORT_CELLS
+
+    #: The integer law needs ``(N - m) + m e^eps <= 2^62`` with m >= 1 plateau cells.
+    max_epsilon: ClassVar[float] = 40.0
+
+    def _validate(self) -> None:
+        super()._validate()
+        self._set(
+            "report_cells", check_integer(self.report_cells, "report_cells", low=4, high=1 << 24)
+        )
+
+    @property
+    def _grid(self) -> _PMGrid:
+        return _pm_grid(self.epsilon, self.report_cells)
+
     @property
     def output_bound(self) -> float:
-        return _pm_constants(self.epsilon)[1]
+        values = self.unit_report_values()
+        return float(max(-values[0], values[-1]))
 
     @property
     def density_high(self) -> float:
-        """Density of the report on ``[l(t), r(t)]`` ([-1, 1] scale): ``E (E - 1)/(2 (E + 1))``."""
-        em1, _, plateau, _ = _pm_constants(self.epsilon)
-        return plateau / (2.0 / em1)
+        """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law (cells
+        of width ``2 / (K A)``); tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid refines."""
+        g = self._grid
+        return g.w_high / g.total * (g.steps * g.slope) / 2.0
 
     @property
     def density_low(self) -> float:
-        """Density of the report elsewhere on [-s, s]: ``(E - 1)/(2 E (E + 1))``."""
-        return _pm_constants(self.epsilon)[3]
+        """The same for the other cells; tends to PM's ``(E - 1)/(2 E (E + 1))``."""
+        g = self._grid
+        return g.w_low / g.total * (g.steps * g.slope) / 2.0
 
     def unit_variance(self, t: Any = None) -> Any:
-        return piecewise_variance(self.epsilon, t)
+        """Exact per-user variance of the grid law at t (None: an upper bound of the worst
+        case, exceeding it by at most ``(2/K)^2 / 4``)."""
+        return _grid_variance(self._grid, t)
 
-    def _sample_unit(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        return _pm_sample(t, self.epsilon, gen.random(t.size))
+    def unit_report_values(self) -> np.ndarray:
+        return self._grid.values()
+
+    def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        return _pm_grid_sample(t, self._grid, gen)
+
+    def transition_matrix(self) -> np.ndarray:
+        """Exact ``P[cell | grid input k]``, shape (K + 1, report_cells), for small grids.
+
+        Input t is first rounded (unbiasedly) to ``t_k = -1 + 2k / K``, ``K = report_cells
+        - m`` with m the plateau cells. Raises NotImplementedError when the matrix would
+        exceed 2^22 entries (the default grid: use ``report_cells=64`` or so in tests).
+        """
+        g = self._grid
+        if (g.steps + 1) * g.cells > _MAX_MATRIX:
+            raise NotImplementedError(
+                f"{self.name}'s transition matrix has (K + 1) x report_cells = "
+                f"{(g.steps + 1) * g.cells} entries (> 2^22); use a smaller report_cells"
+            )
+        k = np.arange(g.steps + 1)[:, None]
+        j = np.arange(g.cells)[None, :]
+        plateau = (j >= k) & (j < k + g.plateau)
+        return np.where(plateau, g.w_high, g.w_low) / g.total
 
     def privacy_loss(self) -> float:
-        return ratio_privacy_loss(self.density_high, self.density_low)
+        """``log(w_high / w_low)`` of the integer law: every cell is a plateau cell for some
+        input and a base cell for another."""
+        return ratio_loss(self._grid.w_low, self._grid.w_high)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -479,32 +666,71 @@ class HybridMechanism(_MeanMechanism):
     0.6321
     """
 
+    report_cells: int = DEFAULT_REPORT_CELLS
+
+    def _validate(self) -> None:
+        super()._validate()
+        self._set(
+            "report_cells", check_integer(self.report_cells, "report_cells", low=4, high=1 << 24)
+        )
+
     @property
     def pm_probability(self) -> float:
         """Probability of using PM: ``1 - e^(-eps/2)`` when eps > 0.61, else 0."""
         return _hybrid_weight(self.epsilon)
 
     @property
+    def _pm(self) -> PiecewiseMechanism:
+        return PiecewiseMechanism(epsilon=self.epsilon, report_cells=self.report_cells)
+
+    @property
+    def _sr(self) -> StochasticRounding:
+        return StochasticRounding(epsilon=self.epsilon)
+
+    @property
     def output_bound(self) -> float:
         if self.pm_probability == 0.0:
-            return _c(self.epsilon)
-        return max(_pm_constants(self.epsilon)[1], _c(self.epsilon))
+            return self._sr.output_bound
+        return max(self._pm.output_bound, self._sr.output_bound)
 
     def unit_variance(self, t: Any = None) -> Any:
-        return hybrid_variance(self.epsilon, t)
+        """``a Var_PM(t) + (1 - a) Var_SR(t)`` of the two grid laws (None: an upper bound
+        of the worst case within ``(2/K)^2 / 4``)."""
+        a = self.pm_probability
+        if a == 0.0:
+            return self._sr.unit_variance(t)
+        if t is None:
+            g = self._pm._grid
+            k = np.arange(g.steps + 1)
+            tk = -1.0 + 2.0 * k / g.steps
+            pm = g.second_moment(k) - tk * tk
+            sr = self._sr.unit_variance(tk)
+            return float(np.max(a * pm + (1.0 - a) * sr) + (2.0 / g.steps) ** 2 / 4.0)
+        return a * self._pm.unit_variance(t) + (1.0 - a) * self._sr.unit_variance(t)
 
-    def _sample_unit(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        u = gen.random((2, t.size))
-        use_pm = u[0] < self.pm_probability
-        y = _sr_sample(t, self.epsilon, u[1])
+    def unit_report_values(self) -> np.ndarray:
+        """PM's grid values followed by SR's two values (sorted in :meth:`report_values`)."""
+        if self.pm_probability == 0.0:
+            return self._sr.unit_report_values()
+        return np.concatenate([self._pm.unit_report_values(), self._sr.unit_report_values()])
+
+    def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        # The branch coin does not depend on the value, so a float coin is harmless: each
+        # branch's law is within e^eps, and so is their mixture.
+        cells = self._sr._sample_cells(t, gen)
+        if self.pm_probability == 0.0:
+            return cells
+        use_pm = gen.random(t.size) < self.pm_probability
         if use_pm.any():
-            y[use_pm] = _pm_sample(t[use_pm], self.epsilon, u[1][use_pm])
-        return y
+            cells[use_pm] = self._pm._sample_cells(t[use_pm], gen)
+        cells[~use_pm] += self.report_cells
+        return cells
 
     def privacy_loss(self) -> float:
-        losses = [StochasticRounding(epsilon=self.epsilon).privacy_loss()]
+        """The larger of the two branches' losses (the coin is independent of the value)."""
+        losses = [self._sr.privacy_loss()]
         if self.pm_probability > 0.0:
-            losses.append(PiecewiseMechanism(epsilon=self.epsilon).privacy_loss())
+            losses.append(self._pm.privacy_loss())
         return max(losses)
 
 

@@ -1,11 +1,14 @@
 """Square Wave reporting (SW20 section 5): continuous, discrete, and general wave shapes.
 
-A user with value v (mapped to [0, 1]) reports a real number in [-b, 1 + b] whose density
-is high (``density_high``) within b of v and low (``density_low``) elsewhere, their ratio
-``e^eps``. The server buckets the reports into ``output_buckets`` equal buckets of
-[-b, 1 + b] (the mergeable ``Stats.counts``) and recovers a ``buckets``-bucket histogram of
-the inputs by EMS or EM (:mod:`ldpkit.numeric.em`) using the exact bucket matrix built
-here (``P[output bucket | input uniform in input bucket]``, inputs x outputs).
+A user with value v (mapped to [0, 1]) reports a point of [-b, 1 + b] that is likely
+(``density_high``) within b of v and unlikely (``density_low``) elsewhere, their ratio
+``e^eps``. Since issue 11 the report is a cell of a fixed grid drawn from an exact integer
+law (:mod:`ldpkit._exact`; the float samplers leaked v through their last bits). The server
+buckets the reports into ``output_buckets`` buckets of [-b, 1 + b] (the mergeable
+``Stats.counts``) and recovers a ``buckets``-bucket histogram of the inputs by EMS or EM
+(:mod:`ldpkit.numeric.em`) using the grid law's exact bucket matrix
+(``P[output bucket | input uniform in input bucket]``, inputs x outputs).
+:func:`wave_bucket_matrix` is the same matrix for SW20's continuous law (reference).
 """
 
 from __future__ import annotations
@@ -14,20 +17,21 @@ import dataclasses
 import functools
 import math
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_bump, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import (
     check_categorical_values,
+    check_epsilon,
     check_integer,
     check_numeric_values,
     check_real,
 )
 from ..frequency._base import index_dtype
 from ..privacy import privacy_loss as _matrix_privacy_loss
-from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats
 from .distribution import Distribution, check_bounds
 
@@ -40,18 +44,25 @@ __all__ = [
     "wave_bucket_matrix",
 ]
 
-#: Largest budget for the continuous waves: beyond it b = O(eps e^-eps) underflows.
-MAX_EPSILON = 700.0
+#: Largest budget of the waves: their integer grid law needs ``2 w e^eps <= 2^62`` (w >= 1
+#: plateau cells on each side of the input).
+MAX_EPSILON = 40.0
+
+#: Smallest number of input grid steps L of the waves (L is a multiple of ``buckets``).
+MIN_INPUT_STEPS = 1 << 14
 
 
 def _f(x: float) -> float:
-    """``e^x - 1 - x`` without cancellation near 0 (series) or overflow for large -x."""
+    """``e^x - 1 - x`` without cancellation near 0 (series) or overflow for large -x.
+
+    The series ``sum_{k>=2} x^k / k!`` is summed for |x| < 0.1 with a fixed number of terms
+    (12: the remainder is below 1e-16 relative there); it used to loop until the terms were
+    negligible, which never happened once x^2 / 2 underflowed (issue 11).
+    """
     if abs(x) < 0.1:
         term, total = x * x / 2.0, 0.0
-        k = 2
-        while abs(term) > 1e-18 * abs(total) or total == 0.0:
+        for k in range(3, 15):
             total += term
-            k += 1
             term *= x / k
         return total
     return math.expm1(x) - x
@@ -80,7 +91,7 @@ def square_wave_bandwidth(epsilon: float) -> float:
     >>> [round(square_wave_bandwidth(e), 4) for e in (0.5, 1, 2, 4)]
     [0.3582, 0.2561, 0.1293, 0.0304]
     """
-    epsilon = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    epsilon = check_epsilon(epsilon)
     return 0.5 * _plateau_ratio(epsilon) * math.exp(-epsilon)
 
 
@@ -180,48 +191,144 @@ def wave_bucket_matrix(
     return result
 
 
+# --- the waves' exact grid law (issue 11) ----------------------------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class _WaveGrid:
+    """A wave on a grid: L input steps, N = L + 2w report cells of width 1/L.
+
+    Grid input k (v_k = k / L) reports cell j (centre ``-b' + (j + 1/2) / L`` with
+    ``b' = w / L``) with probability ``(w_low + bump[j - k]) / T``; ``bump`` covers the 2w
+    cells ``k .. k + 2w - 1``, i.e. ``[v_k - b', v_k + b']``.
+    """
+
+    steps: int
+    half: int
+    w_low: int
+    bump: np.ndarray  # int64, read-only
+    cumulative: np.ndarray  # [0, bump[0], bump[0] + bump[1], ...], int64
+    total: int
+    flat: bool
+
+    @property
+    def cells(self) -> int:
+        return self.steps + 2 * self.half
+
+
+@functools.lru_cache(maxsize=32)
+def _wave_grid(epsilon: float, ratio: float, b: float, buckets: int) -> _WaveGrid:
+    steps = buckets * max(1, -(-MIN_INPUT_STEPS // buckets))
+    half = max(1, round(b * steps))
+    width = 2 * half
+    # The trapezoid's height at each bump cell's centre, in units of the top (SW: all 1).
+    x = np.abs((np.arange(width) + 0.5) / half - 1.0)  # |centre - v| / b', in (0, 1)
+    if ratio >= 1.0:
+        shape = np.ones(width)
+    else:
+        shape = np.clip((1.0 - x) / (1.0 - ratio), 0.0, 1.0)
+    w_low, w_high = ratio_weights(epsilon, steps + width, float(shape.sum()))
+    bump = np.floor((w_high - w_low) * shape).astype(np.int64)
+    cumulative = np.concatenate([[0], np.cumsum(bump)]).astype(np.int64)
+    total = (steps + width) * w_low + int(cumulative[-1])
+    for arr in (bump, cumulative):
+        arr.flags.writeable = False
+    flat = bool(np.all(bump == bump[0]))
+    return _WaveGrid(steps, half, w_low, bump, cumulative, total, flat)
+
+
 @functools.lru_cache(maxsize=4)  # a 4096 x 4096 matrix is 134 MB
 def _cached_matrix(spec: _Wave) -> np.ndarray:
-    m = wave_bucket_matrix(
-        spec.b, spec._ratio, spec.density_low, spec.buckets, spec.n_output_buckets
-    )
+    m = _grid_bucket_matrix(spec._grid, spec.buckets, spec.n_output_buckets)
     m.flags.writeable = False
     return m
+
+
+def _cell_buckets(cells: np.ndarray, n_cells: int, n_buckets: int) -> np.ndarray:
+    """Output bucket of each cell: the one holding the cell's centre (integer arithmetic)."""
+    return ((2 * cells + 1) * n_buckets) // (2 * n_cells)
+
+
+def _grid_bucket_matrix(grid: _WaveGrid, buckets: int, output_buckets: int) -> np.ndarray:
+    """Exact ``M[i, j] = P[output bucket j | v uniform in input bucket i]`` of the grid law.
+
+    v uniform in ``[i/d, (i+1)/d]`` is rounded to ``k / L`` (L = r d): the r - 1 interior
+    grid points with weight 1/r, the two ends with 1/(2r). Given k, output bucket j (cells
+    ``a_j .. b_j - 1``) has probability ``(w_low (b_j - a_j) + C(b_j - k) - C(a_j - k)) / T``
+    with C the bump's cumulative weights (clipped to its ends).
+    """
+    n, steps, d = grid.cells, grid.steps, buckets
+    r = steps // d
+    edges = np.searchsorted(
+        _cell_buckets(np.arange(n), n, output_buckets), np.arange(output_buckets + 1)
+    )
+    sizes = np.diff(edges).astype(np.float64)
+    cum = grid.cumulative.astype(np.float64)
+    width = cum.size - 1
+    total = float(grid.total)
+    rows = np.empty((steps + 1, output_buckets))
+    block = max(1, (1 << 20) // output_buckets)
+    for k0 in range(0, steps + 1, block):
+        k = np.arange(k0, min(steps + 1, k0 + block))[:, None]
+        hi = cum[np.clip(edges[None, 1:] - k, 0, width)]
+        lo = cum[np.clip(edges[None, :-1] - k, 0, width)]
+        rows[k0 : k0 + k.shape[0]] = (grid.w_low * sizes[None, :] + hi - lo) / total
+    inner = rows[:steps].reshape(d, r, output_buckets).sum(axis=1)
+    ends = 0.5 * (rows[0:steps:r] + rows[r : steps + 1 : r]) - rows[0:steps:r]
+    return (inner + ends) / r  # (d, d~), rows sum to 1
+
+
+@functools.lru_cache(maxsize=16)
+def _wave_values(spec: _Wave) -> np.ndarray:
+    g = spec._grid
+    centres = (np.arange(g.cells) + 0.5 - g.half) / g.steps  # unit scale
+    values = spec.low + centres * spec.span
+    values.flags.writeable = False
+    return values
 
 
 # --- continuous waves ------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Wave(Mechanism):
-    """Shared machinery of the continuous wave mechanisms (SW20 Definition 5.1)."""
+    """Shared machinery of the wave mechanisms (SW20 Definition 5.1) on an exact grid.
+
+    Reports are cells of a grid of width ``1 / L`` on ``[-b', 1 + b']`` (unit scale), with
+    ``L = buckets * ceil(2^14 / buckets)`` input steps and ``b' = max(1, round(b L)) / L``:
+    the user's value is rounded (unbiasedly) to the nearest grid points ``k / L`` and the
+    cell is drawn from the integer law of :mod:`ldpkit._exact`. On the wire a report is the
+    cell's centre in the original units (float64); the spec (``buckets``, ``epsilon``,
+    ``bandwidth``) determines the grid and the server rejects values off it (issue 11).
+    """
 
     low: float = 0.0
     high: float = 1.0
     buckets: int = 1024
     output_buckets: int | None = None
     bandwidth: float | None = None
+    max_epsilon: ClassVar[float] = MAX_EPSILON
 
     def _validate(self) -> None:
-        if self.epsilon > MAX_EPSILON:
-            raise ValueError(
-                f"epsilon must be a finite number > 0 and <= {MAX_EPSILON:g} for {self.name} "
-                f"(b underflows beyond), got {self.epsilon!r}"
-            )
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
-        self._set("buckets", check_integer(self.buckets, "buckets", low=1))
+        self._set("buckets", check_integer(self.buckets, "buckets", low=1, high=1 << 20))
         if self.output_buckets is not None:
-            self._set("output_buckets", check_integer(self.output_buckets, "output_buckets", low=1))
+            self._set(
+                "output_buckets",
+                check_integer(self.output_buckets, "output_buckets", low=1, high=1 << 20),
+            )
         if self.bandwidth is not None:
             self._set(
                 "bandwidth",
-                check_real(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False),
+                check_real(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False, high=1.0),
             )
 
     @property
     @abstractmethod
     def _ratio(self) -> float:
         """Top/bottom ratio r of the wave (1 = square)."""
+
+    @property
+    def _grid(self) -> _WaveGrid:
+        return _wave_grid(self.epsilon, self._ratio, self.nominal_b, self.buckets)
 
     # -- constants (unit scale: inputs [0, 1], outputs [-b, 1 + b]) ---------------------
     @property
@@ -230,24 +337,39 @@ class _Wave(Mechanism):
         return self.buckets if self.output_buckets is None else self.output_buckets
 
     @property
-    def b(self) -> float:
-        """Half-width of the wave on the unit scale: ``bandwidth`` or SW20's optimum."""
+    def nominal_b(self) -> float:
+        """``bandwidth`` or SW20's optimum, before rounding to the grid."""
         return square_wave_bandwidth(self.epsilon) if self.bandwidth is None else self.bandwidth
 
     @property
-    def density_low(self) -> float:
-        """Low density on [-b, 1 + b] (unit scale): ``1 / (1 + 2b + (e^eps - 1) b (1 + r))``.
+    def b(self) -> float:
+        """Half-width of the wave on the unit scale: ``w / L``, the nominal b on the grid."""
+        g = self._grid
+        return g.half / g.steps
 
-        SW20 writes it q (section 5.2); it is a density, not a probability.
-        """
-        b = self.b
-        # (e^eps - 1) b written as expm1(eps) b; huge eps stays finite because b ~ e^-eps.
-        return 1.0 / (1.0 + 2.0 * b + math.expm1(self.epsilon) * b * (1.0 + self._ratio))
+    @property
+    def input_steps(self) -> int:
+        """L: inputs are rounded to ``k / L`` (unit scale) before randomizing."""
+        return self._grid.steps
+
+    @property
+    def n_cells(self) -> int:
+        """Number of report cells, ``L + 2 w``."""
+        return self._grid.cells
+
+    @property
+    def density_low(self) -> float:
+        """Low density on [-b, 1 + b] (unit scale) of the grid law: ``L w_low / T`` (SW20's
+        q up to ~1/L; a density, not a probability)."""
+        g = self._grid
+        return g.steps * g.w_low / g.total
 
     @property
     def density_high(self) -> float:
-        """High density (top of the wave, unit scale), ``e^eps density_low`` (SW20's p)."""
-        return math.exp(self.epsilon) * self.density_low
+        """High density (top of the wave, unit scale): ``L (w_low + max bump) / T``, at most
+        ``e^eps density_low`` (SW20's p)."""
+        g = self._grid
+        return g.steps * (g.w_low + int(g.bump.max())) / g.total
 
     @property
     def span(self) -> float:
@@ -255,56 +377,61 @@ class _Wave(Mechanism):
 
     @property
     def output_low(self) -> float:
-        """Smallest possible report, ``low - b (high - low)``."""
+        """Smallest possible report (edge of the first cell), ``low - b (high - low)``."""
         return self.low - self.b * self.span
 
     @property
     def output_high(self) -> float:
-        """Largest possible report, ``high + b (high - low)``."""
+        """Largest possible report edge, ``high + b (high - low)``."""
         return self.high + self.b * self.span
 
     def output_edges(self) -> np.ndarray:
-        """Edges of the d~ output buckets, in the original units."""
+        """Edges of the d~ output buckets, in the original units (each bucket holds the
+        cells whose centres fall in it)."""
         return np.linspace(self.output_low, self.output_high, self.n_output_buckets + 1)
+
+    def report_values(self) -> np.ndarray:
+        """Every value a report can take (the cells' centres), original units, sorted."""
+        return _wave_values(self)
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
         return check_numeric_values(values, self.low, self.high, "values")
 
-    @abstractmethod
-    def _sample_unit(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        """Reports on the unit scale for inputs v in [0, 1]."""
+    def _sample_cells(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        g = self._grid
+        k = round_to_grid(v, g.steps, gen)
+        if g.flat:
+            return sample_flat_bump(k, g.cells, g.w_low, int(g.bump[0]), g.bump.size, gen)
+        return sample_bump(k, g.cells, g.w_low, g.cumulative, gen)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Report one real number per user; ``reports.values`` is float64 in
-        ``[output_low, output_high]``."""
+        """Report one grid cell per user; ``reports.values`` is its centre (float64) in
+        ``[output_low, output_high]``, one of :meth:`report_values`."""
         v = self.check_values(values)
-        gen = as_generator(rng)
-        y = self._sample_unit((v - self.low) / self.span, gen)
-        np.clip(y, -self.b, 1.0 + self.b, out=y)
-        y *= self.span
-        y += self.low
-        return Reports(self, values=y)
+        cells = self._sample_cells((v - self.low) / self.span, as_generator(rng))
+        return Reports(self, values=self.report_values()[cells])
 
     # -- server -------------------------------------------------------------------------------
-    def bucket_index(self, reports: Reports) -> np.ndarray:
-        """Output bucket (0 .. d~ - 1) of every report."""
+    def report_cells_of(self, reports: Reports) -> np.ndarray:
+        """The cell of each report (validated: values must lie on the grid exactly)."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
-        tol = 1e-9 * self.span
-        if y.size and not (
-            np.all(y >= self.output_low - tol) and np.all(y <= self.output_high + tol)
-        ):  # NaN fails too
+        grid = self.report_values()
+        idx = np.clip(np.searchsorted(grid, y), 0, grid.size - 1)
+        if y.size and not np.array_equal(grid[idx], y):  # NaN fails too
             raise ValueError(
                 f"reports.values must be real numbers in [{self.output_low:g}, "
-                f"{self.output_high:g}]"
+                f"{self.output_high:g}] on {self.name}'s report grid (the {grid.size} values "
+                "of report_values())"
             )
-        dt = self.n_output_buckets
-        scale = dt / (self.output_high - self.output_low)
-        idx = ((y - self.output_low) * scale).astype(np.int64)
-        np.clip(idx, 0, dt - 1, out=idx)
         return idx
+
+    def bucket_index(self, reports: Reports) -> np.ndarray:
+        """Output bucket (0 .. d~ - 1) of every report."""
+        cells = self.report_cells_of(reports)
+        return _cell_buckets(cells, self.n_cells, self.n_output_buckets)
 
     def empty_stats(self) -> Stats:
         return Stats(self, 0, counts=np.zeros(self.n_output_buckets, dtype=np.int64))
@@ -319,24 +446,31 @@ class _Wave(Mechanism):
         """Exact ``M[i, j] = P[output bucket j | input uniform in bucket i]``, shape (d, d~).
 
         Rows (inputs) sum to 1, as in every transition matrix of ldpkit. This is what EM
-        deconvolves; it is not the mechanism's law (inputs are continuous), so it has no
-        ``transition_matrix()`` and ``privacy_loss(bucket_matrix()) < epsilon``
-        (:meth:`bucketized_privacy_loss`). Cached and read-only.
+        deconvolves: it is computed exactly from the grid law (:func:`_grid_bucket_matrix`),
+        averaging over each input bucket, so it is not the mechanism's law and
+        ``privacy_loss(bucket_matrix()) < epsilon`` (:meth:`bucketized_privacy_loss`); the
+        law itself is :meth:`cell_probabilities`. Cached and read-only.
         """
         return _cached_matrix(self)
 
+    def cell_probabilities(self, k: int) -> np.ndarray:
+        """Exact ``P[cell | grid input k]`` (float64, length ``n_cells``): the mechanism's
+        law, one input at a time (v = k / L is reported without rounding)."""
+        g = self._grid
+        k = check_integer(k, "k", low=0, high=g.steps)
+        weights = np.full(g.cells, float(g.w_low))
+        weights[k : k + g.bump.size] += g.bump
+        return weights / g.total
+
     def privacy_loss(self) -> float:
-        """Epsilon of the continuous mechanism: ``log(density_high / density_low)``."""
-        return ratio_privacy_loss(self.density_high, self.density_low)
+        """``log((w_low + max bump) / w_low)``: every cell is under the top of the wave for
+        some grid input and outside it for another."""
+        g = self._grid
+        return ratio_loss(g.w_low, g.w_low + int(g.bump.max()))
 
     def bucketized_privacy_loss(self) -> float:
-        """Epsilon of the bucketized channel (input bucket -> output bucket).
-
-        Averaging over an input bucket and integrating over an output bucket both pull
-        the probabilities of one output bucket together, so this is < eps for finite
-        d, d~; it approaches eps as the buckets shrink. The continuous reports themselves
-        are exactly eps-LDP (:meth:`privacy_loss`).
-        """
+        """Epsilon of the bucketized channel (input bucket -> output bucket), below
+        :meth:`privacy_loss`: averaging within buckets pulls probabilities together."""
         return _matrix_privacy_loss(self.bucket_matrix())
 
     def estimate(
@@ -410,10 +544,13 @@ class SquareWave(_Wave):
 
     Notes
     -----
-    eps-LDP: every output density is p = density_high or q = density_low, ``p / q = e^eps``.
-    Sampling uses one uniform U
-    per user: ``U < q v`` gives ``-b + U/q``; ``U < q v + 2 b p`` gives
-    ``v - b + (U - q v)/p``; otherwise ``v + b + (U - q v - 2 b p)/q``.
+    Reports live on a grid (issue 11, see :class:`_Wave`): with ``L`` input steps and
+    ``w = round(b L)``, the value is rounded unbiasedly to ``k / L`` and the report is one of
+    ``L + 2w`` cells of width 1/L, the 2w cells within b' = w/L of ``k / L`` with integer
+    weight ``w_high``, the others ``w_low``, ``w_high / w_low <= e^eps``: eps-LDP exactly for
+    the values sent (``privacy_loss()`` is ``log(w_high / w_low)``, within ~1e-15 of eps).
+    ``density_high``, ``density_low`` and ``b`` are the grid law's (they differ from SW20's continuous ones by
+    about 1/L). The EM/EMS matrix is the grid law's exact bucket matrix.
 
     References
     ----------
@@ -435,21 +572,6 @@ class SquareWave(_Wave):
     def _ratio(self) -> float:
         return 1.0
 
-    def _sample_unit(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        b, q = self.b, self.density_low
-        plateau = 1.0 - q  # 2 b p (since q + 2 b p = 1), without forming p
-        u = gen.random(v.size)
-        left = q * v
-        y = np.empty_like(v)
-        lo = u < left
-        mid = ~lo & (u < left + plateau)
-        hi = ~(lo | mid)
-        y[lo] = u[lo] / q - b
-        # (U - q v) / p = (U - q v) 2b / (2 b p)
-        y[mid] = v[mid] - b + (u[mid] - left[mid]) * (2.0 * b / plateau)
-        y[hi] = v[hi] + b + (u[hi] - left[hi] - plateau) / q
-        return y
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GeneralWave(_Wave):
@@ -469,10 +591,11 @@ class GeneralWave(_Wave):
 
     Notes
     -----
-    eps-LDP: the density lies in ``[q, e^eps q]``. Sampler: with probability
-    ``q (1 + 2b)`` a uniform on [-b, 1 + b]; otherwise ``v + U1 + U2`` with U1 uniform on
-    ``[-(1+r)b/2, (1+r)b/2]`` and U2 on ``[-(1-r)b/2, (1-r)b/2]``, whose sum has exactly the
-    trapezoid's shape.
+    Reports live on the waves' grid (see :class:`_Wave`): the 2w cells within b' of the
+    (rounded) value get the base weight plus ``floor((w_high - w_low) h)``, h the
+    trapezoid's height at the cell's centre, so every cell's probability lies in
+    ``[w_low / T, w_high / T]`` and ``privacy_loss() <= eps`` (equal to it when some cell
+    centre lies on the top; ``ratio = 0`` peaks between two cells, slightly below eps).
 
     References
     ----------
@@ -494,16 +617,6 @@ class GeneralWave(_Wave):
     @property
     def _ratio(self) -> float:
         return self.ratio
-
-    def _sample_unit(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        b, q, r = self.b, self.density_low, self.ratio
-        n = v.size
-        u = gen.random((3, n))
-        uniform = u[0] < q * (1.0 + 2.0 * b)
-        h1, h2 = (1.0 + r) * b / 2.0, (1.0 - r) * b / 2.0
-        wave = v + (2.0 * u[1] - 1.0) * h1 + (2.0 * u[2] - 1.0) * h2
-        flat = -b + u[1] * (1.0 + 2.0 * b)
-        return np.where(uniform, flat, wave)
 
 
 # --- discrete square wave --------------------------------------------------------------------
@@ -547,9 +660,11 @@ class DiscreteSquareWave(Mechanism):
     buckets: int
     low: float = 0.0
     high: float = 1.0
+    #: The integer law needs ``(2 b~ + 1) e^eps + d <= 2^62`` (b~ = 0 at large epsilon).
+    max_epsilon: ClassVar[float] = MAX_EPSILON
 
     def _validate(self) -> None:
-        self._set("buckets", check_integer(self.buckets, "buckets", low=2))
+        self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=1 << 24))
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
@@ -565,13 +680,25 @@ class DiscreteSquareWave(Mechanism):
         return self.buckets + 2 * self.half_width
 
     @property
-    def p(self) -> float:
+    def _weights(self) -> tuple[int, int]:
+        """Integer weights (w_low, w_high), ``w_high / w_low <= e^eps`` (:mod:`ldpkit._exact`)."""
         w = 2 * self.half_width + 1
-        return 1.0 / (w + (self.buckets - 1) * math.exp(-self.epsilon))
+        return ratio_weights(self.epsilon, self.buckets - 1, w)
+
+    @property
+    def _total(self) -> int:
+        w_low, w_high = self._weights
+        return (2 * self.half_width + 1) * w_high + (self.buckets - 1) * w_low
+
+    @property
+    def p(self) -> float:
+        """``w_high / T``: SW20's ``e^eps / ((2b~ + 1) e^eps + d - 1)`` up to ~1e-16."""
+        return self._weights[1] / self._total
 
     @property
     def q(self) -> float:
-        return self.p * math.exp(-self.epsilon)
+        """``w_low / T``: SW20's ``p e^-eps`` up to ~1e-16."""
+        return self._weights[0] / self._total
 
     def check_values(self, values: Any) -> np.ndarray:
         return check_categorical_values(values, self.buckets, "values")
@@ -579,14 +706,11 @@ class DiscreteSquareWave(Mechanism):
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """``reports.values``: output items shifted by b~, in ``[0, d + 2 b~)``."""
         v = self.check_values(values)
-        u = as_generator(rng).random(v.size)
-        bt, p, q = self.half_width, self.p, self.q
-        w = 2 * bt + 1
-        near = u < w * p
-        k_near = v + np.minimum((u / p).astype(np.int64), w - 1)
-        other = np.minimum(np.maximum((u - w * p) / q, 0.0).astype(np.int64), self.buckets - 2)
-        k_far = np.where(other < v, other, other + w)
-        y = np.where(near, k_near, k_far)
+        w_low, w_high = self._weights
+        # Exact integer law: every output has weight w_low plus w_high - w_low on v's window.
+        y = sample_flat_bump(
+            v, self.n_outputs, w_low, w_high - w_low, 2 * self.half_width + 1, as_generator(rng)
+        )
         return Reports(self, values=y.astype(index_dtype(self.n_outputs)))
 
     def output_index(self, reports: Reports) -> np.ndarray:
@@ -614,7 +738,8 @@ class DiscreteSquareWave(Mechanism):
         return self.transition_matrix()
 
     def privacy_loss(self) -> float:
-        return _matrix_privacy_loss(self.transition_matrix())
+        """``log(w_high / w_low)`` of the integer weights (every output column holds both)."""
+        return ratio_loss(*self._weights)
 
     def estimate(
         self, stats: Stats, method: str = "ems", *, tol: float | None = None, max_iter: int = 10_000

@@ -2,10 +2,12 @@
 
 Each paper lives in its own module ``ldpkit.reproduce.<name>`` exposing
 
-``run(*, quick: bool, out: Path, seed: int, jobs: int, console: rich.console.Console) -> Path``
-
-which runs the paper's grid with :mod:`ldpkit.experiments`, prints its tables and returns
-the directory holding the saved results (Parquet + Markdown + PNG).
+``QUICK`` and ``FULL`` (its configurations: a reduced grid and the paper's) and
+``run(config, *, out: Path, seed: int, jobs: int, console: rich.console.Console) -> Path``,
+which runs the configured grids with :mod:`ldpkit.experiments` (progress bar and time
+estimate on ``console``; worker processes over grid cells with ``jobs``; the same seed gives
+the same records), prints its tables and writes its results into the existing directory
+``out`` (Parquet records, Markdown report, figures as PNG and PDF), which it returns.
 """
 
 from __future__ import annotations
@@ -54,4 +56,5 @@ def run(
     module = load(name)
     out = Path(out) if out is not None else Path("results") / (name + ("-quick" if quick else ""))
     out.mkdir(parents=True, exist_ok=True)
-    return module.run(quick=quick, out=out, seed=seed, jobs=jobs, console=console or Console())
+    config = module.QUICK if quick else module.FULL
+    return module.run(config, out=out, seed=seed, jobs=jobs, console=console or Console())

