@@ -102,7 +102,7 @@ def test_survey_validation():
         Survey([q, q], epsilon=1.0)
     with pytest.raises(ValueError, match="split must be"):
         Survey([q], epsilon=1.0, split="time")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         Survey([q], epsilon=0.0)
     with pytest.raises(ValueError, match="answers must have an entry per question"):
         _survey("users").randomize({"color": ["red"]}, rng=0)

@@ -107,7 +107,7 @@ def shuffle_amplification(epsilon0: float, n: int, delta: float) -> float:
     """
     from ._validation import check_probability
 
-    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    epsilon0 = check_epsilon(epsilon0, "epsilon0", low=0.0)  # accounting: any budget > 0
     n = check_integer(n, "n", low=1)
     delta = check_probability(delta, "delta")
     limit = math.log(n / (16.0 * math.log(2.0 / delta)))
