@@ -62,7 +62,7 @@ class PrivacyAccountant:
     """
 
     def __init__(self, budget: float, *, period: float | None = None) -> None:
-        self.budget = check_epsilon(budget, "budget", low=0.0)  # accounting: any budget > 0
+        self.budget = check_real(budget, "budget", low=0.0, low_inclusive=False)
         self.period = (
             None if period is None else check_real(period, "period", low=0, low_inclusive=False)
         )
@@ -100,7 +100,7 @@ class PrivacyAccountant:
         at: float | None = None,
     ) -> bool:
         """Whether :meth:`charge` would accept this report."""
-        epsilon = check_epsilon(epsilon, low=0.0)  # accounting: any budget > 0
+        epsilon = check_epsilon(epsilon)
         period = self._period_of(at)
         if self._is_memoized(user, question, value, period):
             return True
@@ -136,7 +136,7 @@ class PrivacyAccountant:
         BudgetExceededError
             If the report would take the user past the budget; nothing is recorded.
         """
-        epsilon = check_epsilon(epsilon, low=0.0)  # accounting: any budget > 0
+        epsilon = check_epsilon(epsilon)
         period = self._period_of(at)
         if self._is_memoized(user, question, value, period):
             return self.remaining(user, at=at)

@@ -105,9 +105,11 @@ def shuffle_amplification(epsilon0: float, n: int, delta: float) -> float:
     >>> round(shuffle_amplification(1.0, 1_000_000, 1e-8), 4)
     0.0268
     """
-    from ._validation import check_probability
+    from ._validation import check_probability, check_real
 
-    epsilon0 = check_epsilon(epsilon0, "epsilon0", low=0.0)  # accounting: any budget > 0
+    # Not check_epsilon: the bound holds for any positive local budget, also below the
+    # smallest budget a mechanism accepts.
+    epsilon0 = check_real(epsilon0, "epsilon0", low=0.0, low_inclusive=False)
     n = check_integer(n, "n", low=1)
     delta = check_probability(delta, "delta")
     limit = math.log(n / (16.0 * math.log(2.0 / delta)))

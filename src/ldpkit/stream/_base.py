@@ -47,7 +47,9 @@ def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
 
         bit_gen_cls = AESCounter
     if bit_gen_cls is None or not isinstance(bit_gen_cls, type):
-        raise ValueError(f"rng state must name a numpy bit generator, got {name!r}")
+        raise ValueError(
+            f"rng state must name a numpy bit generator or randomgen's AESCounter, got {name!r}"
+        )
     bit_gen = bit_gen_cls()
     bit_gen.state = copy.deepcopy(state)
     return np.random.Generator(bit_gen)
