@@ -1074,7 +1074,10 @@ def create_app(
         ] = 0.05,
         postprocessing: Annotated[
             str | None,
-            Query(description="a method of ldpkit.consistency.METHODS, e.g. norm_sub (biased)"),
+            Query(
+                description="frequencies: a method of ldpkit.consistency.METHODS, e.g. norm_sub; "
+                "distributions: cdf, norm_sub or norm_mul (Distribution.postprocess); biased"
+            ),
         ] = None,
         since: TimeParam = None,
         until: TimeParam = None,
