@@ -234,6 +234,16 @@ def serve(
     ] = False,
 ) -> None:
     """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
+    from ._validation import check_integer
+
+    try:  # bad options and configs end in one line and exit status 2
+        check_integer(port, "--port", low=1, high=65535)
+        check_integer(workers, "--workers", low=1)
+        if not config.is_file():
+            raise ValueError(f"config must be an existing TOML or JSON file, got {str(config)!r}")
+    except (TypeError, ValueError) as exc:
+        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from exc
     try:
         from .service import main as serve_main
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -250,8 +260,8 @@ def serve(
             access_log=access_log,
             log_addresses=log_addresses,
         )
-    except ValueError as exc:
-        console.print(f"[red]{exc}[/]")
+    except (TypeError, ValueError, OSError) as exc:
+        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
 
 

@@ -754,11 +754,13 @@ class CollectorStore:
             for row in rows:
                 by_bucket[int(row.bucket)].append(row)
             for bucket, part in by_bucket.items():
-                summed = layout.sum([bytes(r.arrays) for r in part], 0).arrays
+                n_bucket = sum(int(r.n) for r in part)
+                # The real n: Stats check their arrays against what n reports can produce.
+                summed = layout.sum([bytes(r.arrays) for r in part], n_bucket).arrays
                 cache.add(
                     bucket,
                     {k: np.asarray(v) for k, v in summed.items()},
-                    sum(int(r.n) for r in part),
+                    n_bucket,
                     sum(int(r.batches) for r in part),
                 )
             cache.until = closed
