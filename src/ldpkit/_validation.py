@@ -22,6 +22,8 @@ __all__ = [
     "check_numeric_values",
     "check_same_spec",
     "check_frequencies",
+    "MEMORY_BUDGET",
+    "check_memory",
 ]
 
 
@@ -190,3 +192,24 @@ def check_frequencies(f: Any, domain_size: int, name: str = "f") -> Any:
         example = float(arr[bad][0]) if arr.ndim else float(arr)
         raise ValueError(f"{name} must be {requirement}, got {example!r}")
     return float(arr) if arr.ndim == 0 else arr
+
+
+#: Largest memory (bytes) one spec's state may need: its Stats arrays (8 bytes per entry).
+#: Larger configurations are refused when the spec is built, with the estimate of what they
+#: would need, rather than exhausting memory (or hanging) later.
+MEMORY_BUDGET = 4 * 2**30
+
+
+def check_memory(nbytes: float, name: str, owner: str, *, budget: float | None = None) -> None:
+    """Raise ValueError when the parameters ``name`` make ``owner`` need more than the budget.
+
+    E.g. ``domain_size=4294967296 must keep the state of SUE within the memory budget of
+    4 GiB (ldpkit._validation.MEMORY_BUDGET), got a configuration needing about 32 GiB``.
+    """
+    limit = MEMORY_BUDGET if budget is None else budget
+    if nbytes > limit:
+        raise ValueError(
+            f"{name} must keep the state of {owner} within the memory budget of "
+            f"{limit / 2**30:g} GiB (ldpkit._validation.MEMORY_BUDGET), got a configuration "
+            f"needing about {nbytes / 2**30:.3g} GiB"
+        )

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._rng import RNGLike
-from ._validation import check_epsilon, check_same_spec
+from ._validation import check_epsilon, check_memory, check_same_spec
 
 __all__ = [
     "MAX_REPORTS",
@@ -35,6 +35,17 @@ __all__ = [
 #: Largest number of reports one Stats may summarize (2^53: every count is then exact in
 #: float64, and any per-report bound up to 2^9 keeps int64 sums far from overflow).
 MAX_REPORTS = 2**53
+
+#: Fields that size a spec's state (named when the state would exceed the memory budget).
+_SIZE_NAMES = (
+    "domain_size",
+    "buckets",
+    "max_level",
+    "expected_n",
+    "num_bits",
+    "num_cohorts",
+    "branching",
+)
 
 #: The only layout :meth:`Stats.to_dict` writes and :meth:`Stats.from_dict` reads.
 STATS_FORMAT = "ldpkit.stats/1"
@@ -113,6 +124,15 @@ class Mechanism(ABC):
     def __post_init__(self) -> None:
         self._set("epsilon", check_epsilon(self.epsilon, high=type(self).max_epsilon))
         self._validate()
+        schema = self.stats_schema()
+        if schema is not None:  # refuse up front what the server could never hold
+            entries = sum(math.prod(field.shape) for field in schema.values())
+            sizes = [
+                f"{f.name}={getattr(self, f.name)!r}"
+                for f in dataclasses.fields(self)
+                if f.name in _SIZE_NAMES and getattr(self, f.name) is not None
+            ]
+            check_memory(8.0 * entries, ", ".join(sizes) or "the configuration", self.name)
 
     def _validate(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Validate and normalize the subclass's own fields (override)."""

@@ -1,0 +1,35 @@
+"""Sizes whose state would exceed the memory budget are refused when the spec is built
+(issue 12), with the estimate of what they would need."""
+
+from __future__ import annotations
+
+import pytest
+
+from ldpkit import GRR, OUE, SUE
+from ldpkit._validation import MEMORY_BUDGET, check_memory
+from ldpkit.frequency import THE, SubsetSelection
+
+
+@pytest.mark.parametrize(
+    ("build", "words"),
+    [
+        (lambda: SUE(epsilon=1.0, domain_size=2**32), "about 32 GiB"),
+        (lambda: OUE(epsilon=1.0, domain_size=2**32), "about 32 GiB"),
+        (lambda: THE(epsilon=1.0, domain_size=2**32), "about 32 GiB"),
+        (lambda: SubsetSelection(epsilon=1.0, domain_size=2**31), "about 16 GiB"),
+        (lambda: GRR(epsilon=1.0, domain_size=2**31), "about 16 GiB"),
+    ],
+)
+def test_huge_sizes_are_refused_up_front(build, words):
+    with pytest.raises(ValueError, match=rf"domain_size=\d+ must keep the state of .*{words}"):
+        build()
+
+
+def test_budget_edge():
+    d = MEMORY_BUDGET // 8  # exactly the budget: accepted (nothing is allocated yet)
+    assert GRR(epsilon=1.0, domain_size=d).domain_size == d
+    with pytest.raises(ValueError, match="memory budget"):
+        GRR(epsilon=1.0, domain_size=d + 1)
+    check_memory(10.0, "x", "y", budget=10.0)
+    with pytest.raises(ValueError, match="x must keep the state of y within"):
+        check_memory(11.0, "x", "y", budget=10.0)
