@@ -618,6 +618,8 @@ class GeneralWave(_Wave):
     >>> gw = GeneralWave(epsilon=1.0, ratio=0.0, buckets=32)
     >>> bool(math.e * (1 - 1e-3) < gw.density_high / gw.density_low <= math.e)
     True
+    >>> bool(gw.privacy_loss() <= 1.0)
+    True
     """
 
     ratio: float = 1.0
