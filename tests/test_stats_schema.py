@@ -139,3 +139,28 @@ def test_estimate_only_sees_valid_stats(grr):
         grr.estimate(grr.empty_stats())
     with pytest.raises(ValueError, match="must come from"):
         grr.estimate(GRR(epsilon=1.0, domain_size=6).empty_stats())
+
+
+def test_spec_from_dict_builds_only_public_mechanisms():
+    from ldpkit.spec import spec_from_dict
+
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        spec_from_dict({"mechanism": "_MeanMechanism", "params": {"epsilon": 1.0}})
+    with pytest.raises(ValueError, match="params must be fields of GRR"):
+        spec_from_dict({"mechanism": "GRR", "params": {"epsilon": 1.0, "nope": 1}})
+    with pytest.raises(TypeError, match="spec dict must be a mapping"):
+        spec_from_dict(["GRR"])
+    grr = GRR(epsilon=1.0, domain_size=5)
+    assert spec_from_dict(grr.to_dict()) == grr
+
+
+def test_reports_concat_refuses_mixed_dtypes():
+    from ldpkit import Reports
+
+    grr = GRR(epsilon=1.0, domain_size=5)
+    a = grr.randomize([0, 1, 2], rng=0)
+    b = Reports(grr, values=np.asarray(a.values, dtype=np.int64))
+    assert a.values.dtype == np.uint8
+    with pytest.raises(ValueError, match="reports.values must have dtype uint8"):
+        a.concat(b)
+    assert a.concat(a).equals(Reports(grr, values=np.concatenate([a.values, a.values])))

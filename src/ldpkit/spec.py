@@ -74,15 +74,22 @@ def mechanism_registry() -> Mapping[str, type[Mechanism]]:
 
 def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:
     """Rebuild a spec from :meth:`Mechanism.to_dict` output."""
-    if isinstance(data, Mapping) and data.get("mechanism") not in _REGISTRY:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"spec dict must be a mapping, got {type(data).__name__}")
+    name = data.get("mechanism")
+    if name not in _REGISTRY:
         _load_mechanisms()  # its module may not be imported yet
-    try:
-        cls = _REGISTRY[data["mechanism"]]
-    except KeyError as exc:
-        raise ValueError(
-            f"mechanism must be one of {sorted(_REGISTRY)}, got {data.get('mechanism')!r}"
-        ) from exc
-    return cls(**data["params"])
+    public = mechanism_registry()  # private and abstract classes are not buildable from data
+    if not isinstance(name, str) or name not in public:
+        raise ValueError(f"mechanism must be one of {sorted(public)}, got {name!r}")
+    params = data.get("params")
+    if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise ValueError(f"params must be a mapping of field names, got {params!r}")
+    fields = {f.name for f in dataclasses.fields(public[name])}
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        raise ValueError(f"params must be fields of {name} {sorted(fields)}, got {unknown}")
+    return public[name](**params)
 
 
 def _plain(value: Any) -> Any:
@@ -295,6 +302,13 @@ class Reports(_ArrayBundle):
             check_same_spec(self._spec, other.spec, "reports")
             if other.fields != self.fields:
                 raise ValueError(f"reports must have fields {self.fields}, got {other.fields}")
+            for k, v in self._arrays.items():  # no silent upcast (e.g. uint8 bits -> int64)
+                w = other._arrays[k]
+                if w.dtype != v.dtype or w.shape[1:] != v.shape[1:]:
+                    raise ValueError(
+                        f"reports.{k} must have dtype {v.dtype} and row shape {v.shape[1:]} "
+                        f"in every batch, got {w.dtype} and {w.shape[1:]}"
+                    )
         return Reports(
             self._spec,
             **{
