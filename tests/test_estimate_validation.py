@@ -73,3 +73,16 @@ def test_variance_checks_f(spec):
     ok = spec.variance(100, np.full(4, 0.25))
     assert np.shape(ok) == (4,) and np.all(np.asarray(ok) >= 0)
     assert np.all(np.asarray(spec.variance(100, 0.25)) >= 0)
+
+
+def test_split_budget_never_returns_zero_budgets():
+    from ldpkit.privacy import split_budget
+
+    with pytest.raises(ValueError, match="parts must give every part a budget >= 1e-06"):
+        split_budget(1.0, [1e-300, 1.0])
+    with pytest.raises(ValueError, match="parts must be an integer in"):
+        split_budget(1.0, 10**7)
+    with pytest.raises(TypeError, match="parts must be"):
+        split_budget(1.0, "12")
+    assert split_budget(1.0, [1, 3]) == [0.25, 0.75]
+    assert split_budget(2.0, 4) == [0.5] * 4

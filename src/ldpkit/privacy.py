@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import check_epsilon, check_integer
+from ._validation import MIN_EPSILON, check_epsilon, check_integer
 
 __all__ = ["privacy_loss", "ratio_privacy_loss", "shuffle_amplification", "split_budget"]
 
@@ -49,10 +50,16 @@ def ratio_privacy_loss(largest: float, smallest: float) -> float:
 def split_budget(epsilon: float, parts: int | list[float]) -> list[float]:
     """Split a budget for sequential composition: evenly into ``parts`` or by weights."""
     epsilon = check_epsilon(epsilon)
-    if isinstance(parts, int):
-        parts = check_integer(parts, "parts", low=1)
+    if isinstance(parts, (int, np.integer)) and not isinstance(parts, (bool, np.bool_)):
+        # Every part must itself be a valid budget (>= MIN_EPSILON), never 0.
+        parts = check_integer(parts, "parts", low=1, high=max(1, int(epsilon / MIN_EPSILON)))
         return [epsilon / parts] * parts
-    weights = np.asarray(parts, dtype=np.float64)
+    if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence | np.ndarray):
+        raise TypeError(f"parts must be a positive int or positive finite weights, got {parts!r}")
+    weights = np.asarray(parts)
+    if weights.dtype.kind not in "iuf":
+        raise TypeError(f"parts must be a positive int or positive finite weights, got {parts!r}")
+    weights = weights.astype(np.float64)
     if (
         weights.ndim != 1
         or weights.size == 0
@@ -60,7 +67,13 @@ def split_budget(epsilon: float, parts: int | list[float]) -> list[float]:
         or np.any(weights <= 0)
     ):
         raise ValueError(f"parts must be a positive int or positive finite weights, got {parts!r}")
-    return list(epsilon * weights / weights.sum())
+    shares = epsilon * weights / weights.sum()
+    if np.any(shares < MIN_EPSILON):
+        raise ValueError(
+            f"parts must give every part a budget >= {MIN_EPSILON:g} (MIN_EPSILON), got weights "
+            f"whose smallest share is {float(shares.min()):g}"
+        )
+    return [float(s) for s in shares]
 
 
 def shuffle_amplification(epsilon0: float, n: int, delta: float) -> float:
