@@ -86,3 +86,14 @@ def test_split_budget_never_returns_zero_budgets():
         split_budget(1.0, "12")
     assert split_budget(1.0, [1, 3]) == [0.25, 0.75]
     assert split_budget(2.0, 4) == [0.5] * 4
+
+
+def test_smooth_refuses_weights_it_cannot_normalize():
+    from ldpkit.numeric.em import smooth
+
+    for bad in (np.zeros(4), [], [0.5, np.nan], [0.5, -0.1, 0.6], np.ones((2, 2))):
+        with pytest.raises(ValueError, match="theta must be a non-empty 1-D array"):
+            smooth(bad)
+    with pytest.raises(TypeError, match="theta must be"):
+        smooth(["a", "b"])
+    np.testing.assert_allclose(smooth([0.0, 1.0, 0.0]), [2 / 7, 3 / 7, 2 / 7], rtol=1e-15)

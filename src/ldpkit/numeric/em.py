@@ -63,7 +63,14 @@ def smooth(theta: np.ndarray) -> np.ndarray:
     The end weights are our choice (METHODS.md section 3): symmetric, and each end keeps
     the weight ratio 2:1 of the interior kernel. The result is renormalized to sum 1.
     """
-    t = np.asarray(theta, dtype=np.float64)
+    raw = np.asarray(theta)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"theta must be a 1-D array of weights >= 0, got dtype {raw.dtype}")
+    t = raw.astype(np.float64)
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or t.sum() <= 0:
+        raise ValueError(
+            "theta must be a non-empty 1-D array of finite weights >= 0 with a positive sum"
+        )
     if t.size < 2:
         return t / t.sum()
     out = np.empty_like(t)
