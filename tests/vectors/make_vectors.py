@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpkit.frequency import OLH, OUE, GRR, HadamardResponse
+from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
 from ldpkit.frequency.grr import grr_perturb
 from ldpkit.frequency.hashing import hash_parameters, local_hash, optimal_hash_range
 from ldpkit.io import reports_to_dict
