@@ -122,3 +122,82 @@ def test_js_secure_coins_give_unbiased_estimates(spec: Mechanism) -> None:
     counts = np.array([5000, 2000, 1500, 1000, 400, 100])
     reports = _js_reports(spec, counts, seed=None)
     assert _max_z(spec, reports, counts / counts.sum()) <= 5.5
+
+
+@pytest.fixture
+def live_collector(tmp_path: Path) -> Any:
+    """A collector on 127.0.0.1 (SQLite in tmp_path, one bearer token) in a thread."""
+    import socket
+    import threading
+    import time
+
+    uvicorn = pytest.importorskip("uvicorn")
+    import hashlib
+
+    from ldpkit.service.app import create_app
+    from ldpkit.service.auth import parse_tokens
+
+    app = create_app(
+        {s.name.lower(): s for s in SPECS},
+        f"sqlite:///{tmp_path / 'collector.db'}",
+        tokens=parse_tokens(
+            [
+                {
+                    "name": "js",
+                    "scopes": ["ingest", "read"],
+                    "sha256": hashlib.sha256(b"t0ken-js-test").hexdigest(),
+                }
+            ]
+        ),
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the collector did not start within 30 s")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@needs_node
+@pytest.mark.slow
+def test_fetch_spec_and_send_to_a_live_collector(live_collector: str) -> None:
+    import urllib.request
+
+    assert NODE is not None
+    counts = [600, 300, 200, 100, 50, 50]
+    for spec in SPECS:
+        name = spec.name.lower()
+        arg = {
+            "url": live_collector,
+            "collection": name,
+            "counts": counts,
+            "batch": 400,
+            "token": "t0ken-js-test",
+        }
+        done = subprocess.run(
+            [NODE, "tools/send.js", json.dumps(arg)],
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"stored": sum(counts)}
+        request = urllib.request.Request(
+            f"{live_collector}/v1/collections/{name}",
+            headers={"Authorization": "Bearer t0ken-js-test"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            info = json.loads(response.read())
+        assert (info["n"], info["batches"]) == (sum(counts), 4)
