@@ -10,7 +10,12 @@ import numpy as np
 
 from ._validation import check_integer, check_probability
 
-__all__ = ["FrequencyEstimate"]
+__all__ = ["FrequencyEstimate", "IntervalWarning"]
+
+
+class IntervalWarning(UserWarning):
+    """A confidence interval is not available (NaN) or only approximate: e.g. after a
+    biased post-processing (Norm-Sub, ...) or for a non-linear estimator (EM/EMS)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
