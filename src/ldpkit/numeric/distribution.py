@@ -625,6 +625,94 @@ class Distribution:
             highs[i] = _last_below(xs, band_lo, qi)
         return _shape(lows, qa), _shape(highs, qa)
 
+    def probability_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """``1 - alpha`` confidence interval of every bucket mass (clipped to [0, 1])."""
+        from ._intervals import normal_quantile
+
+        alpha = check_probability(alpha, "alpha")
+        half = normal_quantile(alpha) * self._query_std(np.eye(self.buckets))
+        return np.clip(self._prob - half, 0.0, 1.0), np.clip(self._prob + half, 0.0, 1.0)
+
+    def _maybe(self, compute: Callable[[], Any], size: int) -> Any:
+        """``compute()``, or NaN (quietly) when this Distribution has no spec or Stats."""
+        status = self.interval_status()
+        if status is not None and status.startswith("it has no"):
+            return np.full(size, np.nan), np.full(size, np.nan)
+        return compute()
+
+    def to_frame(self, alpha: float = 0.05) -> Any:
+        """A pandas DataFrame, one row per bucket, indexed by the bucket's interval.
+
+        Columns ``probability``, ``prob_low``/``prob_high`` (:meth:`probability_interval`),
+        ``cdf`` (at the bucket's right edge) and ``cdf_low``/``cdf_high`` (the pointwise
+        band of :meth:`cdf_band`). Interval columns are NaN when this estimate has no
+        interval (see :meth:`interval_status`; warned after post-processing).
+        """
+        import pandas as pd
+
+        b = self.buckets
+        p_lo, p_hi = self._maybe(lambda: self.probability_interval(alpha), b)
+        if self.buckets <= 4096:
+            c_lo, c_hi = self._maybe(lambda: self.cdf_interval(self.edges[1:], alpha), b)
+        else:
+            c_lo, c_hi = np.full(b, np.nan), np.full(b, np.nan)
+        index = pd.IntervalIndex.from_breaks(self.edges, closed="left", name="bucket")
+        frame = pd.DataFrame(
+            {
+                "probability": self._prob,
+                "prob_low": p_lo,
+                "prob_high": p_hi,
+                "cdf": self._cum[1:],
+                "cdf_low": c_lo,
+                "cdf_high": c_hi,
+            },
+            index=index,
+        )
+        frame.attrs["alpha"] = alpha
+        return frame
+
+    def plot(self, ax: Any = None, *, alpha: float = 0.05, kind: str = "density") -> Any:
+        """Plot with ``1 - alpha`` error bars (matplotlib); returns the Axes.
+
+        ``kind="density"``: the histogram density with error bars on every bucket;
+        ``kind="cdf"``: the CDF with its pointwise band shaded. Intervals are left out
+        when unavailable (see :meth:`interval_status`).
+        """
+        import matplotlib.pyplot as plt
+
+        if kind not in ("density", "cdf"):
+            raise ValueError(f"kind must be 'density' or 'cdf', got {kind!r}")
+        if ax is None:
+            _, ax = plt.subplots()
+        from ..estimate import IntervalWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IntervalWarning)
+            if kind == "density":
+                lo, hi = self._maybe(lambda: self.probability_interval(alpha), self.buckets)
+                dens = self._prob / self.width
+                # clipped to [0, 1]: a negative mass draws only the upper bar
+                err = np.maximum(np.vstack([self._prob - lo, hi - self._prob]), 0.0) / self.width
+                ax.bar(
+                    self.centers,
+                    dens,
+                    width=self.width,
+                    yerr=None if np.all(np.isnan(err)) else err,
+                    ecolor="gray",
+                    capsize=0,
+                )
+                ax.set_ylabel("density")
+            else:
+                xs = self.edges
+                lo, hi = self._maybe(lambda: self.cdf_interval(xs, alpha), xs.size)
+                ax.plot(xs, self._cum)
+                if not np.all(np.isnan(lo)):
+                    ax.fill_between(xs, lo, hi, alpha=0.3, lw=0)
+                ax.set_ylabel("CDF")
+        n = "" if self._n is None else f"n = {self._n}, "
+        ax.set_title(f"{n}{1 - alpha:.0%} intervals" if self.interval_status() is None else n)
+        return ax
+
     def sample(self, n: int, rng: RNGLike = None) -> np.ndarray:
         """Draw n values by inverse-transform sampling (exact for the histogram density)."""
         n = check_integer(n, "n", low=0)
