@@ -1,7 +1,7 @@
 """Accuracy and speed of AutoDistribution against the best of SW-EMS, SW-EM, HH and the wavelet.
 
-Run: ``nice python benchmarks/auto_distribution.py [--reps 3] [--epsilons 0.5 1 ...]
-[--large-reps 2] [--skip-large] [--skip-speed]``. Prints the tables and writes
+Run: ``nice python benchmarks/auto_distribution.py [--reps 2] [--epsilons 0.5 1 ...]
+[--large-reps 1] [--skip-large] [--skip-speed]``. Prints the tables and writes
 benchmarks/results/auto_distribution.json.
 
 Target (issue 17): on the WAV25 grid (its five data sets at full size, which include SW20's
@@ -12,13 +12,14 @@ pipeline takes at most twice SW + EMS's.
 
 Per cell and repetition, every method sees the same values; the SW methods and
 AutoDistribution share one set of Square Wave reports (same seed), HH and the wavelet draw
-their own. Errors are WAV25's (:func:`ldpkit.reproduce._wavelet.grid_errors`: the CDF on the
+their own. Errors are WAV25's (:func:`ldpkit.experiments.numeric.grid_errors`: the CDF on the
 256-point grid, W1 = mean gap, KS = largest), averaged over the repetitions; a method's ratio
 is its mean error over the best competitor's mean error in the cell. The competitors run as
 ``ldpkit reproduce wav25`` runs them (SW and HH with 256 buckets on Beta(5, 2), 1024 on real
 data; the wavelet at ``ceil(log2(n) / 2) - 2``).
 
-The large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
+Defaults (2 runs per cell, 1 at n = 1e6) took 8 minutes on the shared 2-core machine. The
+large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
 regime where WAV25 reports the wavelet winning.
 """
 
@@ -29,9 +30,9 @@ import time
 from typing import Any
 
 import numpy as np
-from ldpkit.reproduce._wavelet import grid_errors
 
 from _common import print_table, write_json
+from ldpkit.experiments.numeric import grid_errors
 from ldpkit.numeric import AutoDistribution, HaarWavelet, HierarchicalHistogram, SquareWave
 from ldpkit.reproduce import wav25
 
@@ -40,7 +41,9 @@ METHODS = ("Auto", *COMPETITORS)
 DATASETS = tuple(wav25.DATASETS)
 
 
-def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int) -> dict[str, Any]:
+def run_cell(
+    values: np.ndarray, buckets: int, eps: float, reps: int, seed: int, cv: bool = False
+) -> dict[str, Any]:
     """Mean W1 and KS of every method over ``reps`` repetitions (plus the chosen strengths)."""
     srt = np.sort(values)
     n = values.size
@@ -55,16 +58,14 @@ def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int)
         errors["SW-EM"].append(grid_errors(sw.estimate(st, "em"), srt))
         auto = AutoDistribution(epsilon=eps, expected_n=n)
         dist, info = auto.estimate(
-            auto.aggregate(auto.randomize(values, rng=seed_r)), return_info=True
+            auto.aggregate(auto.randomize(values, rng=seed_r)), cross_validate=cv, return_info=True
         )
         errors["Auto"].append(grid_errors(dist, srt))
         chosen.append(info.strength)
         hh = HierarchicalHistogram(epsilon=eps, buckets=buckets, branching=4)
-        errors["HH"].append(
-            grid_errors(
-                hh.run(values, rng=np.random.SeedSequence([seed, r, int(eps * 100), 1])), srt
-            )
-        )
+        hh_rng = np.random.SeedSequence([seed, r, int(eps * 100), 1])
+        hh_stats = hh.aggregate(hh.randomize(values, rng=hh_rng))
+        errors["HH"].append(grid_errors(hh.estimate(hh_stats, postprocess="cdf"), srt))
         hw = HaarWavelet(epsilon=eps, max_level=level)
         errors["Wavelet J-2"].append(
             grid_errors(
@@ -84,14 +85,16 @@ def run_cell(values: np.ndarray, buckets: int, eps: float, reps: int, seed: int)
     return out
 
 
-def grid(epsilons: list[float], reps: int, seed: int) -> list[dict[str, Any]]:
+def grid(
+    epsilons: list[float], reps: int, seed: int, datasets: tuple[str, ...], cv: bool
+) -> list[dict[str, Any]]:
     rows = []
-    for name in DATASETS:
+    for name in datasets:
         bench = wav25.load_bench(name, wav25.FULL, seed)
         for eps in epsilons:
             t0 = time.perf_counter()
             row = {"data": name, "n": bench.n, "eps": eps}
-            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed))
+            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed, cv))
             row["seconds"] = time.perf_counter() - t0
             print(
                 f"{name:18s} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
@@ -162,16 +165,20 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--large-epsilons", type=float, nargs="+", default=[0.5, 1, 2, 4])
-    ap.add_argument("--large-reps", type=int, default=2)
+    ap.add_argument("--large-reps", type=int, default=1)
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    ap.add_argument(
+        "--cross-validate", action="store_true", help="AutoDistribution with cross_validate=True"
+    )
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    rows = grid(args.epsilons, args.reps, args.seed)
+    rows = grid(args.epsilons, args.reps, args.seed, tuple(args.datasets), args.cross_validate)
     columns = [("data", "data"), ("eps", "eps")]
     for metric in ("W1", "KS"):
         columns += [(f"best {metric}", f"best {metric}"), (f"best {metric} by", "by")]
@@ -203,6 +210,7 @@ def main() -> None:
         rows,
         {
             "reps": args.reps,
+            "cross_validate": args.cross_validate,
             "summary": summary,
             "large_n": large,
             "speed": timing,

@@ -202,48 +202,45 @@ def ingest_rows(
     batch = tmp / "batch.npz"
     batch.write_bytes(reports_to_bytes(SPEC.randomize(np.arange(10_000) % 1024, rng=1)))
     rows = []
-    bare_runs, coll_runs = [], []
-    for _ in range(args.rounds):
-        srv = bare_server(tmp, workers)
-        try:
-            bare_runs.append(wrk(srv.port, one, "application/json", args.seconds, args.connections))
-        finally:
-            srv.stop()
-        srv = collector_server(tmp, database_url, workers)
-        try:
-            before = stored_n(srv.port)
-            res = wrk(srv.port, one, "application/json", args.seconds, args.connections)
-            res["stored"] = stored_n(srv.port) - before
-            assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
-            coll_runs.append(res)
-        finally:
-            srv.stop()
-    for name, runs in (("bare FastAPI", bare_runs), ("collector", coll_runs)):
-        for i, r in enumerate(runs):
-            rows.append(
-                {
-                    "backend": backend,
-                    "workers": workers,
-                    "server": name,
-                    "round": i + 1,
-                    "body": "1 report, JSON",
-                    **r,
-                }
-            )
-    bare = statistics.median(r["requests_per_s"] for r in bare_runs)
-    coll = statistics.median(r["requests_per_s"] for r in coll_runs)
-    rows.append(
-        {
-            "backend": backend,
-            "workers": workers,
-            "server": "collector / bare",
-            "body": "median ratio",
-            "requests_per_s": coll / bare,
-        }
-    )
+    for connections in args.connections:
+        bare_runs, coll_runs = [], []
+        for _ in range(args.rounds):
+            srv = bare_server(tmp, workers)
+            try:
+                wrk(srv.port, one, "application/json", 2, connections)  # warm-up, not counted
+                bare_runs.append(wrk(srv.port, one, "application/json", args.seconds, connections))
+            finally:
+                srv.stop()
+            srv = collector_server(tmp, database_url, workers)
+            try:
+                wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
+                before = stored_n(srv.port)
+                res = wrk(srv.port, one, "application/json", args.seconds, connections)
+                res["stored"] = stored_n(srv.port) - before
+                assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
+                coll_runs.append(res)
+            finally:
+                srv.stop()
+        common = {"backend": backend, "workers": workers, "connections": connections}
+        for name, runs in (("bare FastAPI", bare_runs), ("collector", coll_runs)):
+            for i, r in enumerate(runs):
+                rows.append(
+                    {**common, "server": name, "round": i + 1, "body": "1 report, JSON", **r}
+                )
+        bare = statistics.median(r["requests_per_s"] for r in bare_runs)
+        coll = statistics.median(r["requests_per_s"] for r in coll_runs)
+        rows.append(
+            {
+                **common,
+                "server": "collector / bare",
+                "body": "median ratio",
+                "requests_per_s": coll / bare,
+            }
+        )
     srv = collector_server(tmp, database_url, workers)
     try:
         before = stored_n(srv.port)
+        wrk(srv.port, batch, "application/x-npz", 2, 4)  # warm-up
         res = wrk(srv.port, batch, "application/x-npz", args.seconds, 4)
         res["stored"] = stored_n(srv.port) - before
         assert res["stored"] >= 10_000 * res["ok"], res
@@ -252,6 +249,7 @@ def ingest_rows(
             {
                 "backend": backend,
                 "workers": workers,
+                "connections": 4,
                 "server": "collector",
                 "body": "10,000 reports, npz",
                 **res,
@@ -329,7 +327,7 @@ def estimate_rows(args: Any, tmp: Path) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2, help="processes on PostgreSQL")
     parser.add_argument("--estimate-batches", type=int, default=1_000_000)
@@ -349,6 +347,7 @@ def main() -> None:
         columns = [
             ("backend", "database"),
             ("workers", "processes"),
+            ("connections", "conns"),
             ("server", "server"),
             ("body", "body"),
             ("requests_per_s", "requests/s"),

@@ -12,7 +12,7 @@ Run from the repository root (needs the ``distributed`` and ``service`` extras):
    equal).
 3. Collector: POST ``--batches`` batches of 10 000 OLH reports through FastAPI's
    TestClient (in process, SQLite file), reports/s and requests/s; then the latency of the
-   estimate endpoint, which merges every stored batch.
+   estimate endpoint (it sums the roll-up rows, one per hour and token here).
 
 Prints tables and writes benchmarks/results/server_side.json.
 """
@@ -192,7 +192,7 @@ def main() -> None:
                 ("ingest_s", "ingest s"),
                 ("requests_per_s", "requests/s"),
                 ("reports_per_s", "reports/s"),
-                ("estimate_s", "estimate s (merge all)"),
+                ("estimate_s", "estimate s (roll-ups)"),
             ],
         )
     path = write_json(

@@ -32,15 +32,21 @@ FRUITS = ["apple", "banana", "cherry", "durian", "elderberry", "fig", "grape", "
 
 
 # -- the server side -------------------------------------------------------------------------
-def start_server(db_path: Path) -> tuple[Any, threading.Thread, str]:
+def start_server(db_path: Path, token_sha256: str) -> tuple[Any, threading.Thread, str]:
     import uvicorn
 
     from ldpkit.service import Collection, create_app
+    from ldpkit.service.auth import parse_tokens
 
-    spec = ldpkit.OLH(epsilon=2.0, domain_size=len(FRUITS))
+    encoder = ldpkit.Encoder(FRUITS, unknown="other")  # unseen fruit count as "<other>"
+    spec = ldpkit.OLH(epsilon=2.0, domain_size=encoder.domain_size)
     app = create_app(
-        {"fruit": Collection(spec, encoder=ldpkit.Encoder(FRUITS), description="favourite fruit")},
+        {"fruit": Collection(spec, encoder=encoder, description="favourite fruit")},
         f"sqlite:///{db_path}",
+        # One token for everything here; a deployment gives devices an "ingest"-only token.
+        tokens=parse_tokens(
+            [{"name": "demo", "scopes": ["ingest", "admin"], "sha256": token_sha256}]
+        ),
     )
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -67,12 +73,14 @@ def http(
 
 
 def run_client(
-    base: str, name: str, true_values: np.ndarray, batch: int, rng: np.random.Generator
+    base: str, token: str, name: str, true_values: np.ndarray, batch: int, rng: np.random.Generator
 ) -> None:
-    # 1. Ask the collector which protocol to use: the spec travels as data, not code.
-    _, info = http("GET", f"{base}/v1/collections/fruit")
+    auth = {"Authorization": f"Bearer {token}"}
+    # 1. Ask the collector which protocol to use: spec and encoder travel as data, not code.
+    _, info = http("GET", f"{base}/v1/collections/fruit", headers=auth)
     spec = spec_from_dict(info["mechanism"])
-    encoder = ldpkit.Encoder(info["labels"])
+    encoder = ldpkit.Encoder(info["encoder"]["categories"], unknown=info["encoder"]["unknown"])
+    assert spec.fingerprint == info["fingerprint"]
     items = encoder.encode(true_values)
     # 2. Randomize on the device (a real client randomizes one user's value; here, a batch).
     for start in range(0, items.size, batch):
@@ -84,14 +92,14 @@ def run_client(
             "POST",
             f"{base}/v1/reports/fruit",
             body,
-            {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key},
+            {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key, **auth},
         )
         assert status == 201, reply
         status, reply = http(
             "POST",
             f"{base}/v1/reports/fruit",
             body,
-            {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key},
+            {"Content-Type": "application/vnd.apache.parquet", "Idempotency-Key": key, **auth},
         )
         assert status == 200 and reply["duplicate"], reply
 
@@ -109,16 +117,23 @@ def main() -> None:
     weights /= weights.sum()
     populations = {f"client-{i}": rng.choice(FRUITS, size=args.users, p=weights) for i in range(3)}
 
+    from ldpkit.service import new_token
+
+    token, token_sha256 = new_token()  # the config holds only the hash
     with tempfile.TemporaryDirectory() as tmp:
-        server, thread, base = start_server(Path(tmp) / "collector.db")
+        server, thread, base = start_server(Path(tmp) / "collector.db", token_sha256)
         watchdog = threading.Timer(args.timeout, lambda: setattr(server, "should_exit", True))
         watchdog.start()
         try:
             print(f"collector on {base} (OpenAPI docs at {base}/docs)")
             for name, values in populations.items():
-                run_client(base, name, values, batch=10_000, rng=rng)
+                run_client(base, token, name, values, batch=10_000, rng=rng)
             # 4. The analyst: merged estimate with 95% confidence intervals.
-            _, est = http("GET", f"{base}/v1/collections/fruit/estimate?alpha=0.05")
+            _, est = http(
+                "GET",
+                f"{base}/v1/collections/fruit/estimate?alpha=0.05",
+                headers={"Authorization": f"Bearer {token}"},
+            )
         finally:
             watchdog.cancel()
             server.should_exit = True
@@ -126,7 +141,7 @@ def main() -> None:
 
     truth = np.mean(
         [
-            ldpkit.Encoder(FRUITS).encode(v)[:, None] == np.arange(len(FRUITS))
+            ldpkit.Encoder(FRUITS, unknown="other").encode(v)[:, None] == np.arange(len(FRUITS) + 1)
             for v in populations.values()
         ],
         axis=(0, 1),

@@ -41,17 +41,18 @@ def test_demo_with_fewer_than_20_names(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "start", "end"),
     [
-        (["--users", "0"], "--users must be an integer >= 1, got 0"),
-        (["--users", "-5"], "--users must be an integer >= 1, got -5"),
-        (["--names", "1"], "--names must be an integer >= 2, got 1"),
-        (["--epsilon", "nan"], "--epsilon must be a finite number > 0, got nan"),
-        (["--epsilon", "0"], "--epsilon must be a finite number > 0, got 0.0"),
-        (["--epsilon", "-inf"], "--epsilon must be a finite number > 0, got -inf"),
+        (["--users", "0"], "--users must be an integer >= 1", "got 0"),
+        (["--users", "-5"], "--users must be an integer >= 1", "got -5"),
+        (["--names", "1"], "--names must be an integer >= 2", "got 1"),
+        (["--epsilon", "nan"], "--epsilon must be a finite number", "got nan"),
+        (["--epsilon", "0"], "--epsilon must be a finite number", "got 0.0"),
+        (["--epsilon", "-inf"], "--epsilon must be a finite number", "got -inf"),
     ],
 )
-def test_demo_rejects_bad_options_in_one_line(args, message):
+def test_demo_rejects_bad_options_in_one_line(args, start, end):
     result = runner.invoke(app, ["demo", *args])
     assert result.exit_code == 2
-    assert result.output.strip() == f"Error: {message}"
+    line = result.output.strip()
+    assert "\n" not in line and line.startswith(f"Error: {start}") and line.endswith(end), line

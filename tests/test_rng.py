@@ -43,3 +43,32 @@ def test_no_global_state_touched():
 
     GRR(epsilon=1.0, domain_size=5).randomize(np.arange(5), rng=None)
     assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002
+
+
+def test_default_is_the_secure_generator_and_seeds_stay_reproducible():
+    from ldpkit._rng import independent_streams, is_secure
+
+    # issue 11: rng=None is AES-CTR keyed from OS entropy, a seed is a reproducible PCG64
+    assert is_secure(as_generator(None)) and is_secure(secure_generator())
+    assert not is_secure(as_generator(0))
+    assert type(as_generator(0).bit_generator).__name__ == "PCG64"
+    # a secure generator's children are secure; a seeded one's are reproducible
+    assert all(is_secure(g) for g in independent_streams(secure_generator(), 2))
+    a = [g.random() for g in independent_streams(np.random.default_rng(5), 2)]
+    b = [g.random() for g in independent_streams(np.random.default_rng(5), 2)]
+    assert a == b and a[0] != a[1]
+
+
+def test_olh_seeds_are_not_the_coin_generators_raw_output():
+    """issue 11: OLH's seeds used to be default_rng(0).bit_generator.random_raw(n), the very
+    stream that then drew the coins. Now seeds and coins come from independent children."""
+    from ldpkit import OLH
+
+    n = 2000
+    raw = np.random.default_rng(0).bit_generator.random_raw(2 * n)
+    olh = OLH(epsilon=1.0, domain_size=16)
+    reports = olh.randomize(np.zeros(n, dtype=np.int64), rng=0)
+    assert not np.isin(reports.seeds, raw).any()
+    again = olh.randomize(np.zeros(n, dtype=np.int64), rng=0)
+    assert np.array_equal(reports.seeds, again.seeds)  # still reproducible from a seed
+    assert np.array_equal(reports.values, again.values)

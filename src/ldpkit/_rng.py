@@ -111,7 +111,7 @@ def independent_streams(gen: np.random.Generator, n: int) -> list[np.random.Gene
     """
     try:
         return list(gen.spawn(int(n)))
-    except (TypeError, AttributeError):  # a bit generator built without a SeedSequence
+    except (TypeError, AttributeError, NotImplementedError):  # no spawnable SeedSequence
         keys = gen.integers(0, 1 << 63, size=(int(n), 4), dtype=np.int64)
         return [np.random.default_rng(np.random.SeedSequence(k.tolist())) for k in keys]
 

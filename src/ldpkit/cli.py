@@ -202,7 +202,7 @@ def reproduce(
     seed: Annotated[int, typer.Option(help="Root seed of the experiment grid.")] = 0,
     jobs: Annotated[int, typer.Option(help="Worker processes over grid cells.")] = 1,
 ) -> None:
-    """Reproduce a paper's experiments: tables (Markdown), plots (PNG) and raw results (Parquet)."""
+    """Reproduce a paper's experiments: tables (Markdown), figures (PNG, PDF), raw results (Parquet)."""
     from . import reproduce as papers
 
     try:

@@ -168,7 +168,8 @@ def check_mechanism(
       resolution field (``domain_size``, ``buckets``, ... : -1, 2.5, ``"8"``) raise
       ValueError / TypeError naming the parameter; out-of-range, NaN and 2-D values raise
       ValueError / TypeError naming ``values``; foreign Reports and Stats are refused.
-    - ``seeding``: one int seed gives equal reports, another seed different ones; a
+    - ``seeding``: one int seed gives equal reports, another seed different ones (so use a
+      moderate epsilon: at epsilon ~ 15 GRR hardly ever randomizes, whatever the seed); a
       ``Generator`` is accepted (and consumed like the int seed's); the global numpy random
       state is left untouched; report arrays are read-only with one row per user.
     - ``round_trips``: pickle and JSON (``to_dict``) of the spec, pickle of Reports and
@@ -370,7 +371,12 @@ def _check_seeding(spec: Any, values: np.ndarray, seed: int) -> None:
     assert isinstance(a, Reports), f"randomize returned {type(a).__name__}, not Reports"
     assert len(a) == values.size, f"{len(a)} reports for {values.size} users"
     assert a.equals(b), "the same int seed gave different reports"
-    assert not a.equals(c), "different seeds gave identical reports"
+    if a.equals(c):  # at a large epsilon a few reports may coincide by chance: look wider
+        many = np.tile(values, 20)
+        base = spec.randomize(many, rng=seed)
+        assert any(not base.equals(spec.randomize(many, rng=seed + k)) for k in range(1, 6)), (
+            "different seeds gave identical reports"
+        )
     assert g1.equals(g2), "equal Generators gave different reports"
     assert after[0] == state[0] and np.array_equal(after[1], state[1]) and after[2:] == state[2:], (
         "the global numpy random state changed"

@@ -11,6 +11,7 @@ import pytest
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
     _FOLD_MAX_ITER,
+    _MIN_WEIGHT,
     _Fitter,
     _se,
     _split,
@@ -94,6 +95,8 @@ def test_bad_estimate_arguments() -> None:
         auto.estimate(stats, strengths=[])
     with pytest.raises(TypeError, match="strengths"):
         auto.estimate(stats, strengths="ems")
+    with pytest.raises(ValueError, match="combine"):
+        auto.estimate(stats, combine="mean")
     with pytest.raises(TypeError, match="cross_validate"):
         auto.estimate(stats, cross_validate="yes")
     with pytest.raises(ValueError, match="n = 0"):
@@ -153,6 +156,16 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
     assert info.scores.shape == (len(info.strengths),)
     assert info.strength == info.strengths[int(np.argmax(info.scores))]
+    # the average's weights: exp(score - best), small ones dropped, summing to 1
+    assert math.isclose(float(info.weights.sum()), 1.0)
+    kept = info.weights > 0
+    rel = np.exp(info.scores - info.scores.max())
+    np.testing.assert_allclose(info.weights[kept], rel[kept] / rel[kept].sum(), rtol=1e-12)
+    assert np.all(rel[~kept] < _MIN_WEIGHT) and np.all(rel[kept] >= _MIN_WEIGHT)
+    best_only, info_b = auto.estimate(stats, combine="best", return_info=True)
+    assert info_b.weights.max() == 1.0 and info_b.strength == info.strength
+    fit = AutoDistribution(epsilon=2.0, buckets=128).estimate(stats, strengths=[info.strength])
+    assert best_only == fit
     # cross-validation holds out both halves: the scores then add up over two folds
     _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
     assert info_cv.cross_validate

@@ -178,3 +178,20 @@ def test_range_queries_are_the_same_in_every_cell():
     metric = sw20.make_metrics(seed=5, n_queries=100)["range 0.1"]
     assert metric(est, truth) == metric(est, truth)
     assert metric(est, truth) != sw20.make_metrics(seed=6, n_queries=100)["range 0.1"](est, truth)
+
+
+@pytest.mark.slow  # an end-to-end run through the command's dispatcher
+def test_quick_flag_dispatches_to_the_quick_configuration(monkeypatch, tmp_path):
+    tiny = sw20.Config(
+        epsilons=(2.0,),
+        repetitions=2,
+        datasets=("Beta(5,2)",),
+        methods=("SW-EMS", "SR"),
+        beta_n=500,
+    )
+    monkeypatch.setattr(sw20, "QUICK", tiny)
+    buffer = io.StringIO()
+    out = reproduce.run("sw20", quick=True, out=tmp_path / "q", console=Console(file=buffer))
+    records = pd.read_parquet(out / "sw20.parquet")
+    assert set(records["method"]) == {"SW-EMS", "SR"} and set(records["epsilon"]) == {2.0}
+    assert "Grid: quick" in (out / "sw20.md").read_text(encoding="utf-8")

@@ -326,3 +326,60 @@ def test_store_reports_keeps_payloads_per_batch(tmp_path):
             "/v1/reports/default", content=body, headers={"Content-Type": "application/json"}
         ).json()["batch_id"]
     assert app.state.collector.store.raw_reports(batch_id) == ("json", body)
+
+
+def test_closed_bucket_cache_follows_deletes_and_late_writes_across_processes(db):
+    # Two apps on one database stand for two worker processes.
+    headers, config = _tokens()
+    a = create_app({"x": SPEC}, db, tokens=parse_tokens(config))
+    b = create_app({"x": SPEC}, db, tokens=parse_tokens(config))
+    old = SPEC.randomize(np.arange(40) % 50, rng=3)
+    with TestClient(a) as ca, TestClient(b) as cb:
+        for i in range(40):  # closed buckets (months ago), two tokens
+            _at(a, T0 + dt.timedelta(hours=i % 4))
+            who = headers["devices" if i % 2 else "other"]
+            assert (
+                ca.post(
+                    "/v1/reports/x", json=reports_to_dict(old[i : i + 1]), headers=who
+                ).status_code
+                == 201
+            )
+        _at(a, dt.datetime.now(dt.UTC).replace(microsecond=0))  # an open bucket too
+        fresh = SPEC.randomize([1, 2, 3], rng=4)
+        assert (
+            ca.post(
+                "/v1/reports/x", json=reports_to_dict(fresh), headers=headers["devices"]
+            ).status_code
+            == 201
+        )
+
+        def n_seen(client):
+            return client.get("/v1/collections/x/estimate", headers=headers["analyst"]).json()["n"]
+
+        assert n_seen(ca) == n_seen(cb) == 43  # both now cache the closed buckets
+        gone = cb.delete(
+            "/v1/admin/collections/x/batches", params={"token": "other"}, headers=headers["ops"]
+        )
+        assert gone.json()["deleted_reports"] == 20
+        assert n_seen(ca) == 23  # the other process's delete is seen
+        _at(b, T0 + dt.timedelta(minutes=5))  # a late write into a closed bucket
+        assert (
+            cb.post("/v1/reports/x", json=_one(9, 9), headers=headers["devices"]).status_code == 201
+        )
+        body = ca.get(
+            "/v1/collections/x/estimate",
+            params={"until": (T0 + dt.timedelta(hours=2)).isoformat()},
+            headers=headers["analyst"],
+        ).json()
+    # hours 0 and 1: hour 0 held only 'other' batches (deleted), hour 1 only 'devices' ones
+    kept = [old[i : i + 1] for i in range(40) if i % 4 == 1]
+    expected = SPEC.aggregate(kept[0].concat(*kept[1:], SPEC.randomize([9], rng=9)))
+    assert body["n"] == expected.n == 11
+    np.testing.assert_array_equal(body["frequencies"], SPEC.estimate(expected).frequencies)
+
+
+def test_access_log_format_leaves_client_addresses_out():
+    from ldpkit.service import _log_config
+
+    assert "client_addr" not in _log_config(False)["formatters"]["access"]["fmt"]
+    assert "client_addr" in _log_config(True)["formatters"]["access"]["fmt"]

@@ -136,7 +136,7 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
 DEFAULT_REPORT_CELLS = 1 << 18
 #: Input grid of SR: t is rounded (unbiasedly) to ``-1 + 2 k / SR_INPUT_STEPS``.
 SR_INPUT_STEPS = 1 << 16
-#: Largest ``(input grid points) x (cells)`` for which ``transition_matrix()`` is built.
+#: Largest ``(input grid points) x (cells)`` for which ``grid_matrix()`` is built.
 _MAX_MATRIX = 1 << 22
 
 
@@ -571,10 +571,12 @@ class StochasticRounding(_MeanMechanism):
     def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         return (_sr_grid_sample(t, self._grid, gen) > 0).astype(np.int64)
 
-    def transition_matrix(self) -> np.ndarray:
+    def grid_matrix(self) -> np.ndarray:
         """Exact ``P[report | grid input k]``, shape (2^16 + 1, 2): columns -C', +C'.
 
-        Input t is first rounded (unbiasedly) to ``t_k = -1 + 2k / 2^16``.
+        Input t is first rounded (unbiasedly) to ``t_k = -1 + 2k / 2^16``. Not named
+        ``transition_matrix``: the mechanism's inputs are real (ARCHITECTURE.md), this is its
+        law on the input grid, what the sampler draws from and ``privacy_loss`` is computed on.
         """
         g = self._grid
         k = np.arange(g.steps + 1, dtype=np.float64)
@@ -663,12 +665,13 @@ class PiecewiseMechanism(_MeanMechanism):
     def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         return _pm_grid_sample(t, self._grid, gen)
 
-    def transition_matrix(self) -> np.ndarray:
+    def grid_matrix(self) -> np.ndarray:
         """Exact ``P[cell | grid input k]``, shape (K + 1, report_cells), for small grids.
 
         Input t is first rounded (unbiasedly) to ``t_k = -1 + 2k / K``, ``K = report_cells
         - m`` with m the plateau cells. Raises NotImplementedError when the matrix would
         exceed 2^22 entries (the default grid: use ``report_cells=64`` or so in tests).
+        ``privacy.privacy_loss(grid_matrix())`` equals ``privacy_loss()``.
         """
         g = self._grid
         if (g.steps + 1) * g.cells > _MAX_MATRIX:

@@ -545,7 +545,8 @@ def run(config: Fo17Config, *, out: Path, seed: int, jobs: int, console: Any) ->
         "n_var",
         **{"FO17 Table 2": "paper", "analytical": "analytical"},
     )
-    plot_error_vs_epsilon(result, path=out / "fo17_table2.png", title=title, reference=reference)
+    path = out / "fo17_table2.png"
+    plot_error_vs_epsilon(result, path=path, title=title, reference=reference, panel_size=(5.5, 4))
     (out / "fo17_table2_vs_paper.md").write_text(text, encoding="utf-8")
 
     console.rule("FO17 (b): full-domain MSE vs epsilon (FO17 section 6.1, Figure 2)")

@@ -54,6 +54,8 @@ log = logging.getLogger("ldpkit.service")
 DEFAULT_DATABASE_URL = "sqlite:///ldpkit-collector.db"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header values allow
+# Distribution.postprocess methods (biased, but a proper distribution with quantiles).
+DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
 _ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
 QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
@@ -195,7 +197,11 @@ class DistributionResult(BaseModel):
     high: float
     probabilities: list[float] = Field(description="mass of each of the equal-width buckets")
     mean: float
-    quantiles: dict[str, float] = Field(description="q -> value, for q in 0.01 ... 0.99")
+    quantiles: dict[str, float] | None = Field(
+        description="q -> value, for q in 0.01 ... 0.99; null while the masses are signed "
+        "(an unbiased estimate with negative masses: ask with postprocessing=norm_sub or cdf)"
+    )
+    signed: bool = Field(False, description="true when some masses are negative (unbiased)")
 
 
 class EstimateResult(BaseModel):
@@ -718,11 +724,12 @@ class _Collector:
         collection = self.collections[name]
         spec = collection.spec
         kind = self.kinds[name]
-        if postprocessing is not None and (kind != "frequency" or postprocessing not in METHODS):
+        allowed = {"frequency": sorted(METHODS), "distribution": list(DISTRIBUTION_POSTPROCESS)}
+        if postprocessing is not None and postprocessing not in allowed.get(kind, []):
             raise HTTPException(
                 422,
-                f"postprocessing must be one of {sorted(METHODS)} (frequency collections only), "
-                f"got {postprocessing!r} for a {kind} collection",
+                f"postprocessing must be one of {allowed.get(kind, [])} for a {kind} collection, "
+                f"got {postprocessing!r}",
             )
         stats, batches = self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(
@@ -757,13 +764,27 @@ class _Collector:
             result.ci_low = low.tolist()
             result.ci_high = high.tolist()
         elif isinstance(est, Distribution):
-            d = est.to_dict()
+            if postprocessing is not None:
+                if not hasattr(est, "postprocess"):
+                    raise HTTPException(
+                        422, f"postprocessing is not available for {spec!r}'s distribution"
+                    )
+                est = est.postprocess(postprocessing)
+            signed = bool(getattr(est, "signed", False))
+            quantiles = None
+            if not signed:
+                try:
+                    quantiles = {f"{q:g}": float(est.quantile(q)) for q in QUANTILES}
+                except ValueError:  # masses that are not a distribution yet
+                    quantiles = None
+            result.postprocessing = list(getattr(est, "postprocessing", ()))
             result.distribution = DistributionResult(
-                low=d["low"],
-                high=d["high"],
-                probabilities=d["probabilities"],
+                low=float(est.low),
+                high=float(est.high),
+                probabilities=est.probabilities.tolist(),
                 mean=est.mean(),
-                quantiles={f"{q:g}": float(est.quantile(q)) for q in QUANTILES},
+                quantiles=quantiles,
+                signed=signed,
             )
             result.mean = est.mean()
         elif isinstance(est, MeanEstimate):
@@ -1056,7 +1077,10 @@ def create_app(
         ] = 0.05,
         postprocessing: Annotated[
             str | None,
-            Query(description="a method of ldpkit.consistency.METHODS, e.g. norm_sub (biased)"),
+            Query(
+                description="frequencies: a method of ldpkit.consistency.METHODS, e.g. norm_sub; "
+                "distributions: cdf, norm_sub or norm_mul (Distribution.postprocess); biased"
+            ),
         ] = None,
         since: TimeParam = None,
         until: TimeParam = None,
@@ -1065,7 +1089,9 @@ def create_app(
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
-        return collector.estimate(collection, alpha, postprocessing, s, u)
+        result = collector.estimate(collection, alpha, postprocessing, s, u)
+        # Serialized once here (the model is already validated), not again by FastAPI.
+        return Response(result.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
 
     @app.get(
         "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]

@@ -62,6 +62,7 @@ class _LoopState:
     queue: list[tuple[PendingBatch, asyncio.Future[Any]]]
     wake: asyncio.Event
     task: asyncio.Task[None] | None = None
+    busy: bool = False  # a group is being written (never cancel the task then)
 
 
 class GroupCommitter:
@@ -107,7 +108,7 @@ class GroupCommitter:
         loop = asyncio.get_running_loop()
         state = self._states.pop(loop, None)
         if state is not None and state.task is not None:
-            while state.queue:
+            while state.queue or state.busy:  # let the last group commit and answer
                 await asyncio.sleep(0.001)
             state.task.cancel()
             try:
@@ -132,7 +133,11 @@ class GroupCommitter:
             while state.queue:
                 group = state.queue[: self.max_group]
                 del state.queue[: self.max_group]
-                await self._process(group, run_blocking)
+                state.busy = True
+                try:
+                    await self._process(group, run_blocking)
+                finally:
+                    state.busy = False
 
     def _aggregate_small(
         self, items: list[PendingBatch]

@@ -84,6 +84,9 @@ collections_table = Table(
     Column("mechanism", Text, nullable=False),  # spec.to_dict() as JSON
     Column("bucket_seconds", Integer, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # Bumped by every change to a closed bucket (admin deletes, late writes): readers'
+    # caches of closed buckets are valid only for the generation they were read at.
+    Column("generation", BigInteger, nullable=False, default=0),
 )
 
 batches_table = Table(
@@ -297,6 +300,35 @@ def make_engine(database_url: str) -> Engine:
     return engine
 
 
+class _ClosedBuckets:
+    """Per-bucket sums of closed buckets of one collection (all tokens), in time order."""
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.until = -(2**62)  # every bucket before this one is in the cache
+        self.starts: list[int] = []
+        self.arrays: list[dict[str, np.ndarray]] = []
+        self.n: list[int] = []
+        self.batches: list[int] = []
+
+    def add(self, bucket: int, arrays: dict[str, np.ndarray], n: int, batches: int) -> None:
+        self.starts.append(bucket)
+        self.arrays.append(arrays)
+        self.n.append(n)
+        self.batches.append(batches)
+
+    def window(self, lo: int, hi: int) -> tuple[dict[str, np.ndarray], int, int]:
+        """Sums over cached buckets with ``lo <= start < hi`` (empty dict if none)."""
+        import bisect
+
+        i, j = bisect.bisect_left(self.starts, lo), bisect.bisect_left(self.starts, hi)
+        if i >= j:
+            return {}, 0, 0
+        keys = self.arrays[i].keys()
+        out = {k: np.sum([a[k] for a in self.arrays[i:j]], axis=0) for k in keys}
+        return out, sum(self.n[i:j]), sum(self.batches[i:j])
+
+
 class CollectorStore:
     """Roll-ups, batch metadata and optional raw reports in a SQL database.
 
@@ -316,6 +348,7 @@ class CollectorStore:
         self.specs: dict[str, Mechanism] = {}
         self.layouts: dict[str, _Layout] = {}
         self.bucket_seconds: dict[str, int] = {}
+        self._cache: dict[str, _ClosedBuckets] = {}
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()
@@ -349,6 +382,7 @@ class CollectorStore:
             "mechanism": json.dumps(spec.to_dict(), sort_keys=True),
             "bucket_seconds": int(bucket_seconds),
             "created_at": dt.datetime.now(dt.UTC),
+            "generation": 0,
         }
         try:
             with self.engine.begin() as conn:
@@ -559,6 +593,9 @@ class CollectorStore:
             for fold_key in sorted(groups):
                 members = groups[fold_key]
                 self._fold(conn, fold_key, combine(members), len(members))
+            late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
+            for c in sorted(late):  # a write into a bucket readers may have cached
+                self._bump(conn, c)
             for i in new:
                 results[i] = records[i]
         return [r if r is not None else RuntimeError("unreachable") for r in results]
@@ -674,25 +711,98 @@ class CollectorStore:
         until: int | None = None,
         token: str | None = None,
     ) -> tuple[Stats, int]:
-        """The roll-ups of whole buckets in ``[since, until)`` merged, and their batch count."""
-        query = select(rollups_table.c.arrays, rollups_table.c.n, rollups_table.c.batches).where(
-            self._rollup_filter(collection, since, until, token)
-        )
+        """The roll-ups of whole buckets in ``[since, until)`` merged, and their batch count.
+
+        Closed buckets (ended over five minutes ago) are summed once and kept in memory per
+        bucket, valid while the collection's ``generation`` is unchanged (any delete or late
+        write bumps it, in every process); only open buckets are read each time.
+        """
         layout = self.layouts[collection]
         if spec != layout.spec:
             raise ValueError(
                 f"spec must be collection {collection!r}'s {layout.spec!r}, got {spec!r}"
             )
-        total, count, n = spec.empty_stats(), 0, 0
+        if token is not None:
+            arrays, n, count = self._read_sum(collection, since, until, token)
+            return Stats(spec, n, **arrays), count
+        with self.engine.connect() as conn:
+            generation = conn.execute(
+                select(collections_table.c.generation).where(collections_table.c.name == collection)
+            ).scalar_one()
+        cache = self._cache.get(collection)
+        if cache is None or cache.generation != generation:
+            cache = self._cache[collection] = _ClosedBuckets(generation)
+        closed = self._closed_before(collection)
+        if cache.until < closed:  # read the buckets that closed since last time, per bucket
+            query = (
+                select(
+                    rollups_table.c.bucket,
+                    rollups_table.c.arrays,
+                    rollups_table.c.n,
+                    rollups_table.c.batches,
+                )
+                .where(
+                    rollups_table.c.collection == collection,
+                    rollups_table.c.bucket >= cache.until,
+                    rollups_table.c.bucket < closed,
+                )
+                .order_by(rollups_table.c.bucket)
+            )
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+            by_bucket: dict[int, list[Any]] = defaultdict(list)
+            for row in rows:
+                by_bucket[int(row.bucket)].append(row)
+            for bucket, part in by_bucket.items():
+                summed = layout.sum([bytes(r.arrays) for r in part], 0).arrays
+                cache.add(
+                    bucket,
+                    {k: np.asarray(v) for k, v in summed.items()},
+                    sum(int(r.n) for r in part),
+                    sum(int(r.batches) for r in part),
+                )
+            cache.until = closed
+        width = self.bucket_seconds[collection]
+        lo = since if since is not None else -(2**62)
+        hi = (until - width + 1) if until is not None else 2**62  # bucket + width <= until
+        cached_arrays, n, count = cache.window(lo, min(hi, cache.until))
+        open_since = max(lo, cache.until)
+        arrays, n2, count2 = self._read_sum(collection, open_since, until, None)
+        total = {k: arrays[k] + cached_arrays[k] for k in arrays} if cached_arrays else arrays
+        return Stats(spec, n + n2, **total), count + count2
+
+    def _read_sum(
+        self, collection: str, since: int | None, until: int | None, token: str | None
+    ) -> tuple[dict[str, np.ndarray], int, int]:
+        layout = self.layouts[collection]
+        query = select(rollups_table.c.arrays, rollups_table.c.n, rollups_table.c.batches).where(
+            self._rollup_filter(collection, since, until, token)
+        )
+        arrays = {k: np.array(v) for k, v in layout.spec.empty_stats().arrays.items()}
+        n = count = 0
         with self.engine.connect() as conn:
             result = conn.execution_options(yield_per=4096).execute(query)
             for part in result.partitions():
-                payloads = [bytes(r.arrays) for r in part]
                 rows_n = sum(int(r.n) for r in part)
                 count += sum(int(r.batches) for r in part)
-                total = total.merge(layout.sum(payloads, rows_n))
+                summed = layout.sum([bytes(r.arrays) for r in part], rows_n)
+                for k in arrays:
+                    arrays[k] = arrays[k] + summed.arrays[k]
                 n += rows_n
-        return total, count
+        return arrays, n, count
+
+    def _closed_before(self, collection: str) -> int:
+        """Start of the first bucket that may still receive batches (real time)."""
+        width = self.bucket_seconds[collection]
+        return (int(time.time()) - width - 300) // width * width
+
+    @staticmethod
+    def _bump(conn: Connection, collection: str) -> None:
+        conn.execute(
+            update(collections_table)
+            .where(collections_table.c.name == collection)
+            .values(generation=collections_table.c.generation + 1)
+        )
 
     def buckets(
         self, collection: str, *, since: int | None = None, until: int | None = None
@@ -783,6 +893,7 @@ class CollectorStore:
             )
             conn.execute(delete(batches_table).where(batch_cond))
             conn.execute(delete(rollups_table).where(rollup_cond))
+            self._bump(conn, collection)
         return int(count), int(n)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
@@ -801,15 +912,39 @@ class CollectorStore:
         rows: Iterable[dict[str, Any]],
         rollups: Iterable[tuple[int, str, Stats, int]],
     ) -> None:
-        """Insert prepared batch rows and roll-ups as is (benchmarks and migrations only)."""
+        """Insert prepared batch rows and roll-ups as is (benchmarks and migrations only).
+
+        Rows go through the DB-API's ``executemany`` with values converted by the column
+        types' own bind processors (what Core would do, without its per-row overhead).
+        """
+        names = ["batch_id", "collection", "token", "idempotency_key", "digest", "n"]
+        names += ["received_at", "bucket"]
+        process = batches_table.c.received_at.type.bind_processor(self.engine.dialect)
+        mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+        sql = (
+            f"INSERT INTO {batches_table.name} ({', '.join(names)}) "
+            f"VALUES ({', '.join([mark] * len(names))})"
+        )
         with self.engine.begin() as conn:
-            chunk: list[dict[str, Any]] = []
+            chunk: list[tuple[Any, ...]] = []
             for row in rows:
-                chunk.append({"collection": collection, "digest": None, **row})
+                when = row["received_at"]
+                chunk.append(
+                    (
+                        row["batch_id"],
+                        collection,
+                        row.get("token", ""),
+                        row.get("idempotency_key"),
+                        None,
+                        int(row["n"]),
+                        process(when) if process is not None else when,
+                        int(row["bucket"]),
+                    )
+                )
                 if len(chunk) == 50_000:
-                    conn.execute(insert(batches_table), chunk)
+                    conn.exec_driver_sql(sql, chunk)
                     chunk = []
             if chunk:
-                conn.execute(insert(batches_table), chunk)
+                conn.exec_driver_sql(sql, chunk)
             for bucket, token, stats, batches in rollups:
                 self._fold(conn, (collection, bucket, token), stats, batches)

@@ -42,8 +42,14 @@ def _generator_state(gen: np.random.Generator) -> dict[str, Any]:
 def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
     name = state["bit_generator"]
     bit_gen_cls = getattr(np.random, name, None)
+    if name in ("AESCounter", "randomgen.aes.AESCounter"):  # rng=None's secure generator
+        from randomgen.aes import AESCounter
+
+        bit_gen_cls = AESCounter
     if bit_gen_cls is None or not isinstance(bit_gen_cls, type):
-        raise ValueError(f"rng state must name a numpy bit generator, got {name!r}")
+        raise ValueError(
+            f"rng state must name a numpy bit generator or randomgen's AESCounter, got {name!r}"
+        )
     bit_gen = bit_gen_cls()
     bit_gen.state = copy.deepcopy(state)
     return np.random.Generator(bit_gen)

@@ -354,7 +354,7 @@ class ToPL(LocalStreamRelease):
     >>> device = np.random.default_rng(0)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[:10_000], rng=device))
     >>> topl.phase, round(topl.threshold, 2)
-    ('perturb', 8.0)
+    ('perturb', 10.0)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[10_000:], rng=device))
     >>> est, se = topl.range_sum(0, 50_000)
     >>> clipped = np.minimum(values[10_000:], topl.threshold).sum()
