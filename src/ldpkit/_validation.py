@@ -75,15 +75,21 @@ def check_real(
     return x
 
 
-def check_epsilon(value: Any, name: str = "epsilon", *, high: float = math.inf) -> float:
-    """Return the privacy budget as a float in ``[MIN_EPSILON, high]``.
+def check_epsilon(
+    value: Any, name: str = "epsilon", *, high: float = math.inf, low: float = MIN_EPSILON
+) -> float:
+    """Return the privacy budget as a float in ``[low, high]`` (default ``[MIN_EPSILON, inf]``).
 
     ``high`` is the mechanism's ``max_epsilon``: the largest budget at which its sampler
-    still realizes the mechanism's probabilities exactly (see each class). The message
-    names the accepted range, e.g. ``epsilon must be a finite number >= 1e-06 and <= 30,
-    got 500.0``.
+    still realizes the mechanism's law exactly (see each class). The message names the
+    accepted range, e.g. ``epsilon must be a finite number >= 1e-06 and <= 30, got 500.0``.
+    Pure accounting (budgets, composition, amplification bounds) may pass ``low=0`` to
+    accept any finite budget > 0: no mechanism runs at it.
     """
-    return check_real(value, name, low=MIN_EPSILON, high=None if math.isinf(high) else high)
+    top = None if math.isinf(high) else high
+    if low <= 0.0:
+        return check_real(value, name, low=0.0, low_inclusive=False, high=top)
+    return check_real(value, name, low=low, high=top)
 
 
 def check_probability(value: Any, name: str = "alpha") -> float:

@@ -16,9 +16,9 @@ from ldpkit.frequency import OUE, SUE, SubsetSelection, _unary_sampler, subset
 from ldpkit.frequency._kernels_subset import floyd_kernel
 from ldpkit.frequency._kernels_unary import sample_unary_bits as kernel
 from ldpkit.frequency._kernels_unary import xoshiro_uint64
-from ldpkit.frequency.unary import THRESHOLD_SCALE, unary_thresholds
+from ldpkit.frequency.unary import PROBABILITY_SCALE, unary_integer_probabilities
 
-S = THRESHOLD_SCALE  # the sampler's resolution: probabilities are multiples of 1 / S
+S = PROBABILITY_SCALE  # the sampler's resolution: probabilities are multiples of 1 / S
 
 
 def _both(values, seeds, d, big, small):
@@ -64,7 +64,7 @@ def test_numpy_twin_matches_kernel_across_chunks(monkeypatch):
     rng = np.random.default_rng(5)
     values = rng.integers(0, 100, 50)
     seeds = rng.integers(0, 2**64, 50, dtype=np.uint64)
-    big, small = unary_thresholds(0.5, 1 / (math.exp(1) + 1), 1.0)
+    big, small = unary_integer_probabilities(0.5, 1 / (math.exp(1) + 1), 1.0)
     a, b = _both(values, seeds, 100, big, small)
     np.testing.assert_array_equal(a, b)
 

@@ -17,10 +17,10 @@ from ldpkit.frequency._kernels_unary import (
     xoshiro_uint64,
 )
 from ldpkit.frequency.unary import (
-    THRESHOLD_SCALE,
+    PROBABILITY_SCALE,
     _reference_bits,
+    unary_integer_probabilities,
     unary_privacy_loss,
-    unary_thresholds,
 )
 from ldpkit.testing import binomial_z, bonferroni_z, chisquare_gof
 
@@ -50,13 +50,13 @@ def test_fo17_table2(epsilon, sue, oue):
 def test_realized_probabilities_round_towards_privacy(cls, epsilon):
     spec = cls(epsilon=epsilon, domain_size=16)
     big, small = spec._thresholds()  # the sampler's integer thresholds (multiples of 2^-64)
-    assert 0 < small < big < THRESHOLD_SCALE
-    assert spec.p == big / THRESHOLD_SCALE and spec.q == small / THRESHOLD_SCALE
+    assert 0 < small < big < PROBABILITY_SCALE
+    assert spec.p == big / PROBABILITY_SCALE and spec.q == small / PROBABILITY_SCALE
     # p rounds down and q up; the privacy repair may raise T_q by a few ulps of q more
-    assert big == math.floor(spec.nominal_p * THRESHOLD_SCALE)
-    assert math.ceil(spec.nominal_q * THRESHOLD_SCALE) <= small
+    assert big == math.floor(spec.nominal_p * PROBABILITY_SCALE)
+    assert math.ceil(spec.nominal_q * PROBABILITY_SCALE) <= small
     # (p near 1 holds 1 - p only to ~1e-16 / q relative, which the repair absorbs in T_q)
-    assert small <= spec.nominal_q * THRESHOLD_SCALE * (1 + 1e-11) + 1
+    assert small <= spec.nominal_q * PROBABILITY_SCALE * (1 + 1e-11) + 1
     loss = spec.privacy_loss()
     p, q = spec.p, spec.q
     assert loss == pytest.approx(math.log(p * (1 - q) / (q * (1 - p))), rel=1e-12)
@@ -93,7 +93,7 @@ def test_largest_accepted_epsilon_is_realized_and_beyond_is_refused(cls, top):
 
 def test_thresholds_repair_an_overspending_pair():
     # p = 0.6 with OUE's q at epsilon 1 would spend ~1.4: T_q must rise to fit epsilon.
-    big, small = unary_thresholds(0.6, 1 / (math.e + 1), 1.0)
+    big, small = unary_integer_probabilities(0.6, 1 / (math.e + 1), 1.0)
     assert unary_privacy_loss(big, small) <= 1.0
     assert unary_privacy_loss(big, small - 1) > 1.0 - 4 * 2.0**-52
     assert big == math.floor(0.6 * 2.0**64)
@@ -104,7 +104,7 @@ def test_tiny_epsilon_rejected():
     with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         OUE(epsilon=1e-12, domain_size=4)
     with pytest.raises(ValueError, match="epsilon must be large enough"):
-        unary_thresholds(0.5, 0.5 - 1e-20, 1e-19)
+        unary_integer_probabilities(0.5, 0.5 - 1e-20, 1e-19)
 
 
 @pytest.mark.parametrize("cls", [SUE, OUE])
@@ -186,7 +186,7 @@ def test_deterministic_threshold_edges():
     values = np.arange(200) % d
     zero = _kernel(values, d, 0, 0, seed=1)
     assert not zero.any()
-    only_true = _kernel(values, d, THRESHOLD_SCALE - 1, 0, seed=2)
+    only_true = _kernel(values, d, PROBABILITY_SCALE - 1, 0, seed=2)
     np.testing.assert_array_equal(
         _bits.unpack_bits(only_true, d), np.eye(d, dtype=np.uint8)[values]
     )
@@ -200,7 +200,7 @@ def test_deterministic_threshold_edges():
         0xA5A5A5A5_A5A5A5A5,
         0xFFFF0000_00000000,
         0x80000000_0000FFFF,
-        THRESHOLD_SCALE // 3,
+        PROBABILITY_SCALE // 3,
     ],
 )
 def test_kernel_marginals_are_exact(threshold):
@@ -210,10 +210,10 @@ def test_kernel_marginals_are_exact(threshold):
     cases are checked in test_deterministic_threshold_edges)."""
     d, n = 130, 200_000  # three 64-lane words per row, the last one partial
     values = np.zeros(n, dtype=np.int64)
-    packed = _kernel(values, d, THRESHOLD_SCALE // 2, threshold, seed=3)
+    packed = _kernel(values, d, PROBABILITY_SCALE // 2, threshold, seed=3)
     _bits.check_packed(packed, d)  # padding bits are zero
     counts = packed_column_counts(packed, d)
-    prob = threshold / THRESHOLD_SCALE
+    prob = threshold / PROBABILITY_SCALE
     z = binomial_z(counts[1:], n, np.full(d - 1, prob))
     total_z = binomial_z(counts[1:].sum(), n * (d - 1), prob)
     limit = bonferroni_z(ALPHA, d)

@@ -132,12 +132,12 @@ def sample_unary_bits_numpy(
     Fills ``out`` (uint8, shape (n, ceil(d/8))): row i's bit ``values[i]`` is 1 w.p.
     ``true_threshold / S``, every other bit w.p. ``other_threshold / S``, from the
     xoshiro256** stream seeded with ``seeds[i]``; padding bits are 0. ``S`` is
-    ``unary.THRESHOLD_SCALE``, the kernel's resolution: the bit-sliced comparison walks the
+    ``unary.PROBABILITY_SCALE``, the kernel's resolution: the bit-sliced comparison walks the
     threshold's bits from bit ``log2(S) - 1`` down, as the kernel does.
     """
-    from .unary import THRESHOLD_SCALE  # the kernel's resolution (2^32 or 2^64)
+    from .unary import PROBABILITY_SCALE  # the kernel's resolution (2^32 or 2^64)
 
-    resolution = THRESHOLD_SCALE.bit_length() - 1
+    resolution = PROBABILITY_SCALE.bit_length() - 1
     values = np.ascontiguousarray(values, dtype=np.int64)
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     big, small = int(true_threshold), int(other_threshold)

@@ -28,11 +28,11 @@ from . import _bits
 from ._base import PureFrequencyOracle
 from ._unary_sampler import sample_unary_bits  # numba kernel or its bit-exact numpy twin
 
-__all__ = ["UnaryEncoding", "SUE", "OUE", "unary_thresholds", "unary_privacy_loss"]
+__all__ = ["UnaryEncoding", "SUE", "OUE", "unary_integer_probabilities", "unary_privacy_loss"]
 
 #: Sampling resolution: every realized bit probability is a multiple of 2^-64.
-THRESHOLD_SCALE = 1 << 64
-_U64_MAX = THRESHOLD_SCALE - 1
+PROBABILITY_SCALE = 1 << 64
+_U64_MAX = PROBABILITY_SCALE - 1
 
 #: Largest domain for which ``transition_matrix`` enumerates the 2^d outputs.
 MAX_ENUMERABLE_BITS = 12
@@ -75,15 +75,15 @@ def unary_privacy_loss(true_threshold: int, other_threshold: int) -> float:
     epsilon, where four logs of ~44 would lose ~1e-14 absolute).
     """
     big, small = int(true_threshold), int(other_threshold)
-    if small <= 0 or big >= THRESHOLD_SCALE:
+    if small <= 0 or big >= PROBABILITY_SCALE:
         return math.inf
-    num = big * (THRESHOLD_SCALE - small)
-    den = small * (THRESHOLD_SCALE - big)
+    num = big * (PROBABILITY_SCALE - small)
+    den = small * (PROBABILITY_SCALE - big)
     return math.log1p((num - den) / den)
 
 
 @functools.lru_cache(maxsize=256)
-def unary_thresholds(p: float, q: float, epsilon: float) -> tuple[int, int]:
+def unary_integer_probabilities(p: float, q: float, epsilon: float) -> tuple[int, int]:
     """Integer thresholds (T_p, T_q) realizing p and q at resolution 2^-64 within epsilon.
 
     ``T_p = floor(p 2^64)`` and ``T_q = ceil(q 2^64)``: lowering p and raising q can only
@@ -100,8 +100,8 @@ def unary_thresholds(p: float, q: float, epsilon: float) -> tuple[int, int]:
     ValueError
         If p - q is too small to survive the rounding (cannot happen for epsilon >= 1e-6).
     """
-    big = min(math.floor(p * THRESHOLD_SCALE), THRESHOLD_SCALE - 1)
-    small = max(math.ceil(q * THRESHOLD_SCALE), 1)
+    big = min(math.floor(p * PROBABILITY_SCALE), PROBABILITY_SCALE - 1)
+    small = max(math.ceil(q * PROBABILITY_SCALE), 1)
     limit = epsilon - 4.0 * math.ulp(epsilon)
     if big > small and unary_privacy_loss(big, small) > limit:
         lo, hi = small, big  # loss(lo) > limit >= loss(hi) = 0; loss decreases with T_q
@@ -148,17 +148,17 @@ class UnaryEncoding(PureFrequencyOracle):
         """The paper's P[bit v = 1 | input v' != v], before rounding to a multiple of 2^-64."""
 
     def _thresholds(self) -> tuple[int, int]:
-        return unary_thresholds(self.nominal_p, self.nominal_q, self.epsilon)
+        return unary_integer_probabilities(self.nominal_p, self.nominal_q, self.epsilon)
 
     @property
     def p(self) -> float:
         """Realized P[bit v = 1 | input v]: ``nominal_p`` rounded down to k 2^-64."""
-        return self._thresholds()[0] / THRESHOLD_SCALE
+        return self._thresholds()[0] / PROBABILITY_SCALE
 
     @property
     def q(self) -> float:
         """Realized P[bit v = 1 | input v' != v]: ``nominal_q`` rounded up to k 2^-64."""
-        return self._thresholds()[1] / THRESHOLD_SCALE
+        return self._thresholds()[1] / PROBABILITY_SCALE
 
     def privacy_loss(self) -> float:
         """``log(p (1 - q) / (q (1 - p)))`` at the realized p and q (FO17 eq. 5)."""

@@ -128,13 +128,14 @@ def recommend(
       smoothing weighted by held-out likelihood). ``benchmarks/auto_distribution.py`` (the
       five data sets above at full size, eps = 0.5, 1, ..., 4, 2 runs per cell; W1 and KS,
       80 cells) against the best of SW + EMS, SW + EM, HH (monotone-CDF fit) and the
-      wavelet at J - 2: the smallest geometric-mean ratio of the five (1.18x; SW + EMS
-      1.60x, SW + EM 1.38x, HH 1.39x, the wavelet 1.55x) and the smallest worst case
-      (2.60x, tied with SW + EM in the cell where it picks EM; SW + EMS 28x, HH 3.85x, the
-      wavelet 3.75x); within 1.5x in 66 of the 80 cells, within 10 % in 45. Its misses are
-      mostly KS: on heaped data (weeks worked and salaries at every eps, earnings from
-      eps = 3), where HH and the wavelet beat every SW estimator, and on flights (1.2-1.45x;
-      it smooths more than SW + EMS there).
+      wavelet at J - 2: the smallest geometric-mean ratio of the five (1.19x; SW + EMS
+      1.63x, SW + EM 1.43x, HH 1.42x, the wavelet 1.61x) and the smallest worst case
+      (3.25x, tied with SW + EM in the cell where it picks EM; SW + EMS 33x, HH
+      3.92x, the wavelet 4.41x); within 1.5x in 66 of the 80 cells, within
+      10 % in 38. Its misses: KS on heaped data (weeks worked, salaries, earnings at
+      large eps), where HH and the wavelet beat every SW estimator; W1 on weeks worked
+      (1.1-1.3x, SW + EM's own loss); a few smooth cells (flights KS up to 1.7x, where it
+      smooths more than SW + EMS).
     - Fixed methods under unknown smoothness: the smallest worst case over all five data sets. W1: SW + EM
       (1.76x; 1.99x for range queries), against HH 2.21x, the wavelet 2.57x (J - 2) or
       2.88x (J), SW + EMS 3.13x. KS: HH (2.65x; 2.26x on the synthetic data), against
@@ -184,7 +185,7 @@ def recommend(
             estimate_params={},
             reason="unknown smoothness: AutoDistribution chooses its smoothing from the "
             "reports (held-out likelihood); over the WAV25 grid it had the smallest worst "
-            "case (2.60x of the best method) and geometric-mean ratio (1.18x) among SW + "
+            "case (3.25x of the best method) and geometric-mean ratio (1.19x) among SW + "
             "EMS, SW + EM, HH and the wavelet",
         )
     if smooth is True:

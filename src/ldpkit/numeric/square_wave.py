@@ -419,7 +419,15 @@ class _Wave(Mechanism):
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
         grid = self.report_values()
-        idx = np.clip(np.searchsorted(grid, y), 0, grid.size - 1)
+        g = self._grid
+        # The cell is an affine function of the value: one rint per report, then an exact
+        # membership check; the rare value that rint puts in a neighbour cell is looked up.
+        with np.errstate(invalid="ignore"):
+            guess = np.rint((y - self.low) / self.span * g.steps + (g.half - 0.5))
+        idx = np.clip(np.nan_to_num(guess, nan=0.0), 0, grid.size - 1).astype(np.int64)
+        miss = grid[idx] != y
+        if miss.any():
+            idx[miss] = np.clip(np.searchsorted(grid, y[miss]), 0, grid.size - 1)
         if y.size and not np.array_equal(grid[idx], y):  # NaN fails too
             raise ValueError(
                 f"reports.values must be real numbers in [{self.output_low:g}, "
@@ -604,7 +612,9 @@ class GeneralWave(_Wave):
     Examples
     --------
     >>> gw = GeneralWave(epsilon=1.0, ratio=0.0, buckets=32)
-    >>> round(gw.density_high / gw.density_low, 6) == round(math.e, 6)
+    >>> bool(math.e * (1 - 1e-3) < gw.density_high / gw.density_low <= math.e)
+    True
+    >>> bool(gw.privacy_loss() <= 1.0)
     True
     """
 
