@@ -36,4 +36,4 @@ def test_labels_attach_to_estimates():
     est = enc.label(spec.run(enc.encode(["x", "y", "y", "z", "z", "z"] * 100), rng=0))
     assert est.labels == ("z", "y", "x")
     frame = est.to_frame()
-    assert list(frame["label"]) == ["z", "y", "x"] and np.all(frame.ci_low < frame.ci_high)
+    assert list(frame.index) == ["z", "y", "x"] and np.all(frame.ci_low < frame.ci_high)

@@ -90,7 +90,7 @@ def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> No
     table = Table(title=f"Top {shown} names by estimate (n = {users:,}, epsilon = {epsilon:g})")
     for col in ("rank", "name", "estimate", "95% CI", "truth", "in CI"):
         table.add_column(col, justify="right")
-    for rank, i in enumerate(est.top(shown), start=1):
+    for rank, i in enumerate(est.top(shown, indices=True), start=1):
         inside = lo[i] <= result.truth[i] <= hi[i]
         table.add_row(
             str(rank),

@@ -114,7 +114,7 @@ def plot_categorical(result: CategoricalDemo, path: str | Path, *, top: int = 60
 
 def significant(result: CategoricalDemo, alpha: float = 0.05) -> np.ndarray:
     """Names significantly above zero (Bonferroni), largest first."""
-    return heavy_hitters(result.estimate, alpha)
+    return heavy_hitters(result.estimate, alpha, indices=True)
 
 
 @dataclass(frozen=True)

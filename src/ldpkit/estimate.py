@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +11,12 @@ import numpy as np
 
 from ._validation import check_integer, check_probability
 
-__all__ = ["FrequencyEstimate"]
+__all__ = ["FrequencyEstimate", "IntervalWarning"]
+
+
+class IntervalWarning(UserWarning):
+    """A confidence interval is not available (NaN) or only approximate: e.g. after a
+    biased post-processing (Norm-Sub, ...) or for a non-linear estimator (EM/EMS)."""
 
 
 def _real_array(value: Any, name: str) -> np.ndarray:
@@ -132,21 +138,46 @@ class FrequencyEstimate:
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Normal-approximation two-sided (1 - alpha) interval for each frequency.
 
-        The estimate is a mean of n independent bounded terms, so it is asymptotically
-        normal; the interval is ``f ± z_{1-alpha/2} * std_error``.
+        The unbiased estimate is a mean of n independent bounded terms, so it is
+        asymptotically normal; the interval is ``f ± z_{1-alpha/2} * std_error``. After
+        post-processing (:mod:`ldpkit.consistency`) the estimate is biased and this
+        interval would not cover the truth (an item set to 0 would get ``[-2.3 SE, +2.3
+        SE]``): both bounds are then NaN and an :class:`IntervalWarning` is issued.
         """
-        from scipy import stats as _sps  # server side: not loaded on the client path
-
         alpha = check_probability(alpha, "alpha")
-        z = float(_sps.norm.ppf(1.0 - alpha / 2.0))
+        if self.postprocessing:
+            warnings.warn(
+                f"confidence intervals are NaN: post-processing {list(self.postprocessing)} "
+                "biases the estimate (use the plain estimate for intervals)",
+                IntervalWarning,
+                stacklevel=2,
+            )
+            nan = np.full(self.domain_size, np.nan)
+            return nan, nan.copy()
+        from scipy import special  # server side: not loaded on the client path
+
+        z = float(-special.ndtri(alpha / 2.0))
         half = z * self.std_error
         return self.frequencies - half, self.frequencies + half
 
-    def top(self, k: int) -> np.ndarray:
-        """Indices of the k largest estimates, largest first."""
+    def top(self, k: int, *, indices: bool = False) -> Any:
+        """The k largest estimates, largest first.
+
+        Returns their labels (a list) when labels are attached (:meth:`Encoder.label
+        <ldpkit.Encoder.label>`), else, or with ``indices=True``, their item indices (an
+        int array).
+        """
         k = check_integer(k, "k", low=1, high=self.domain_size)
         idx = np.argpartition(-self.frequencies, k - 1)[:k]
-        return idx[np.argsort(-self.frequencies[idx], kind="stable")]
+        idx = idx[np.argsort(-self.frequencies[idx], kind="stable")]
+        return self.labels_of(idx) if (self.labels is not None and not indices) else idx
+
+    def labels_of(self, items: Any) -> list[Any]:
+        """The labels of some item indices (the indices themselves without labels)."""
+        idx = np.asarray(items, dtype=np.int64).reshape(-1)
+        if self.labels is None:
+            return idx.tolist()
+        return [self.labels[i] for i in idx.tolist()]
 
     def replace(self, **changes: Any) -> FrequencyEstimate:
         """A copy with some attributes changed."""
@@ -158,11 +189,16 @@ class FrequencyEstimate:
             self, frequencies=frequencies, postprocessing=(*self.postprocessing, step)
         )
 
-    def to_frame(self) -> Any:
-        """A pandas DataFrame with item, label, estimate, std_error and 95% interval."""
+    def to_frame(self, alpha: float = 0.05) -> Any:
+        """A pandas DataFrame: one row per item, indexed by label (or item index).
+
+        Columns ``item`` (the index, when labels are the DataFrame's index),
+        ``frequency``, ``std_error``, ``ci_low`` and ``ci_high`` (the ``1 - alpha``
+        interval of :meth:`confidence_interval`: NaN after post-processing).
+        """
         import pandas as pd
 
-        lo, hi = self.confidence_interval(0.05)
+        lo, hi = self.confidence_interval(alpha)
         data: dict[str, Any] = {
             "item": np.arange(self.domain_size),
             "frequency": self.frequencies,
@@ -170,9 +206,48 @@ class FrequencyEstimate:
             "ci_low": lo,
             "ci_high": hi,
         }
-        if self.labels is not None:
-            data["label"] = list(self.labels)
-        return pd.DataFrame(data)
+        if self.labels is None:
+            frame = pd.DataFrame(data).set_index("item")
+        else:
+            frame = pd.DataFrame(data, index=pd.Index(list(self.labels), name="label"))
+        frame.attrs["alpha"] = alpha
+        return frame
+
+    def plot(self, ax: Any = None, *, alpha: float = 0.05, top: int | None = None) -> Any:
+        """Bar chart of the estimates with ``1 - alpha`` error bars (matplotlib).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure's axes).
+        alpha : float
+            Error bars are the :meth:`confidence_interval` (none after post-processing).
+        top : int, optional
+            Only the ``top`` largest estimates, largest first (default: every item).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        idx = np.arange(self.domain_size) if top is None else self.top(top, indices=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IntervalWarning)  # NaN bars: drawn without
+            lo, hi = self.confidence_interval(alpha)
+        f = self.frequencies[idx]
+        err = np.vstack([f - lo[idx], hi[idx] - f])
+        pos = np.arange(idx.size)
+        ax.bar(pos, f, yerr=None if np.all(np.isnan(err)) else err, capsize=2)
+        ax.set_xticks(pos, [str(x) for x in self.labels_of(idx)])
+        ax.set_ylabel("estimated frequency")
+        ax.axhline(0.0, color="black", lw=0.5)
+        title = f"n = {self.n}"
+        title += f", {1 - alpha:.0%} intervals" if self.unbiased else f", {self.postprocessing}"
+        ax.set_title(title)
+        return ax
 
     def __repr__(self) -> str:
         spec = f", spec={self.spec!r}" if self.spec is not None else ""

@@ -101,6 +101,8 @@ def test_postprocessing_and_empty_collection(client):
     ).json()
     assert body["postprocessing"] == ["norm_sub"]
     assert min(body["frequencies"]) >= 0 and sum(body["frequencies"]) == pytest.approx(1.0)
+    # biased after Norm-Sub: no interval (JSON null), not the unbiased one around a 0
+    assert set(body["ci_low"]) == {None} and set(body["ci_high"]) == {None}
     resp = client.get("/v1/collections/colors/estimate", params={"postprocessing": "magic"})
     assert resp.status_code == 422 and "postprocessing must be one of" in resp.json()["detail"]
     assert client.get("/v1/collections/colors/estimate", params={"alpha": 1.5}).status_code == 422

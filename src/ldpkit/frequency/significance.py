@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -62,7 +62,8 @@ def heavy_hitters(
     alpha: float = 0.05,
     *,
     method: Literal["bonferroni", "bh"] = "bonferroni",
-) -> np.ndarray:
+    indices: bool = False,
+) -> Any:
     """Items whose frequency is significantly above zero, largest estimate first.
 
     Parameters
@@ -74,11 +75,14 @@ def heavy_hitters(
         (``"bh"``, Benjamini-Hochberg step-up, which finds more items at the price of
         controlling only the expected share of false discoveries).
     method : {"bonferroni", "bh"}
+    indices : bool
+        Return item indices even when the estimate has labels.
 
     Returns
     -------
-    ndarray of int
-        Item indices.
+    list or ndarray of int
+        The items' labels (a list) when the estimate has labels (attached by
+        :meth:`ldpkit.Encoder.label`) and ``indices`` is False; else item indices.
     """
     estimate = _check(estimate)
     alpha = check_probability(alpha, "alpha")
@@ -95,4 +99,5 @@ def heavy_hitters(
         selected = order[: passing[-1] + 1] if passing.size else np.array([], dtype=np.int64)
     else:
         raise ValueError(f"method must be 'bonferroni' or 'bh', got {method!r}")
-    return selected[np.argsort(-f[selected], kind="stable")].astype(np.int64)
+    items = selected[np.argsort(-f[selected], kind="stable")].astype(np.int64)
+    return items if (indices or estimate.labels is None) else estimate.labels_of(items)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._em_kernels import _band_matvec
+from ._em_kernels import _band_matvec, _em_step
 
 
 @numba.njit(cache=True, fastmath=True)
@@ -38,24 +38,7 @@ def _smoothed_em_loop(
     converged = False
     while it < max_iter:
         it += 1
-        shared = 0.0
-        for j in range(rows):
-            ratio[j] = nk[j] / mt[j]
-            shared += base[j] * ratio[j]
-        for i in range(d):
-            grad[i] = shared
-        for j in range(rows):
-            length, r = lengths[j], ratio[j]
-            row = data[offsets[j] : offsets[j] + length]
-            g = grad[starts[j] : starts[j] + length]
-            for k in range(length):
-                g[k] += row[k] * r
-        total = 0.0
-        for i in range(d):
-            theta[i] *= grad[i]
-            total += theta[i]
-        for i in range(d):
-            theta[i] /= total
+        _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
         if d >= 2:
             for _ in range(passes):
                 tmp[0] = (2.0 * theta[0] + theta[1]) / 3.0

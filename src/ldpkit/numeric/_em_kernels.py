@@ -28,6 +28,34 @@ def _band_matvec(base, data, offsets, starts, lengths, theta, out):  # pragma: n
 
 
 @numba.njit(cache=True, fastmath=True)
+def _em_step(
+    base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta
+):  # pragma: no cover - jit
+    """One E + M step in place on theta, from ``mt = M theta`` (SW20 section 5.2):
+    ``theta_i <- theta_i sum_j n_j M[j, i] / (M theta)_j``, then normalized. Shared by the
+    EM/EMS loop and AutoDistribution's smoothed loop."""
+    rows, d = base.size, theta.size
+    shared = 0.0
+    for j in range(rows):
+        ratio[j] = nk[j] / mt[j]
+        shared += base[j] * ratio[j]
+    for i in range(d):
+        grad[i] = shared
+    for j in range(rows):
+        length, r = lengths[j], ratio[j]
+        row = data[offsets[j] : offsets[j] + length]
+        g = grad[starts[j] : starts[j] + length]
+        for k in range(length):
+            g[k] += row[k] * r
+    total = 0.0
+    for i in range(d):
+        theta[i] *= grad[i]
+        total += theta[i]
+    for i in range(d):
+        theta[i] /= total
+
+
+@numba.njit(cache=True, fastmath=True)
 def _em_loop(
     base, data, offsets, starts, lengths, nk, theta, smoothing, tol, max_iter, tiny, trace
 ):  # pragma: no cover - jit (tested against the numpy reference loop)
@@ -48,25 +76,7 @@ def _em_loop(
     converged = False
     while it < max_iter:
         it += 1
-        # E + M step: theta_i <- theta_i * sum_j n_j M[j, i] / (M theta)_j, then normalize
-        shared = 0.0
-        for j in range(rows):
-            ratio[j] = nk[j] / mt[j]
-            shared += base[j] * ratio[j]
-        for i in range(d):
-            grad[i] = shared
-        for j in range(rows):
-            length, r = lengths[j], ratio[j]
-            row = data[offsets[j] : offsets[j] + length]
-            g = grad[starts[j] : starts[j] + length]
-            for k in range(length):
-                g[k] += row[k] * r
-        total = 0.0
-        for i in range(d):
-            theta[i] *= grad[i]
-            total += theta[i]
-        for i in range(d):
-            theta[i] /= total
+        _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
         if smoothing and d >= 2:
             tmp[0] = (2.0 * theta[0] + theta[1]) / 3.0
             tmp[d - 1] = (theta[d - 2] + 2.0 * theta[d - 1]) / 3.0

@@ -176,5 +176,7 @@ class CFOBinning(Mechanism):
             (Norm-Sub, CON20); see :meth:`Distribution.postprocess`.
         """
         est = self.frequency_estimate(stats)
-        dist = Distribution.from_estimate(est.frequencies, self.low, self.high, n=est.n, spec=self)
+        dist = Distribution.from_estimate(
+            est.frequencies, self.low, self.high, n=est.n, spec=self, stats=stats
+        )
         return dist if postprocess is None else dist.postprocess(postprocess)

@@ -10,13 +10,14 @@ exactly.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_numeric_values, check_real
+from .._validation import check_integer, check_numeric_values, check_probability, check_real
 
 __all__ = ["Distribution"]
 
@@ -65,6 +66,9 @@ class Distribution:
         The mechanism whose ``estimate`` produced it.
     postprocessing : tuple of str
         Post-processing steps applied to the plain estimate, in order (empty: none).
+    stats : Stats, optional
+        The aggregated reports behind a mechanism's estimate (set by ``spec.estimate``);
+        with ``spec`` it gives the confidence intervals (:meth:`cdf_interval`, ...).
     signed : bool
         Allow negative masses (still summing to 1). A mechanism's plain linear estimate
         (unbiased bucket masses, e.g. a hierarchical histogram's consistent leaves) is
@@ -100,7 +104,7 @@ class Distribution:
     0.5
     """
 
-    __slots__ = ("_cum", "_high", "_low", "_n", "_post", "_prob", "_signed", "_spec")
+    __slots__ = ("_cum", "_high", "_low", "_n", "_post", "_prob", "_signed", "_spec", "_stats")
     _prob: np.ndarray
     _cum: np.ndarray
     _low: float
@@ -109,6 +113,7 @@ class Distribution:
     _spec: Any
     _post: tuple[str, ...]
     _signed: bool
+    _stats: Any
 
     def __init__(
         self,
@@ -120,6 +125,7 @@ class Distribution:
         spec: Any = None,
         postprocessing: tuple[str, ...] = (),
         signed: bool = False,
+        stats: Any = None,
     ) -> None:
         lo, hi = check_bounds(low, high)
         arr = np.asarray(probabilities)
@@ -157,6 +163,7 @@ class Distribution:
         object.__setattr__(self, "_spec", spec)
         object.__setattr__(self, "_post", tuple(postprocessing))
         object.__setattr__(self, "_signed", signed)
+        object.__setattr__(self, "_stats", stats)
 
     # -- constructors ---------------------------------------------------------------------
     @classmethod
@@ -175,6 +182,7 @@ class Distribution:
         *,
         n: int | None = None,
         spec: Any = None,
+        stats: Any = None,
     ) -> Distribution:
         """A mechanism's plain estimate: bucket masses that may be negative.
 
@@ -188,7 +196,9 @@ class Distribution:
             raise ValueError(
                 f"masses must be a non-empty 1-D array of finite numbers, got shape {m.shape}"
             )
-        return cls(m + (1.0 - m.sum()) / m.size, low, high, n=n, spec=spec, signed=True)
+        return cls(
+            m + (1.0 - m.sum()) / m.size, low, high, n=n, spec=spec, signed=True, stats=stats
+        )
 
     @classmethod
     def from_values(
@@ -253,6 +263,11 @@ class Distribution:
     def spec(self) -> Any:
         """The mechanism spec whose ``estimate`` produced it (None if built by hand)."""
         return self._spec
+
+    @property
+    def stats(self) -> Any:
+        """The Stats behind the estimate (None if built by hand or loaded from a dict)."""
+        return self._stats
 
     @property
     def postprocessing(self) -> tuple[str, ...]:
@@ -350,6 +365,7 @@ class Distribution:
             "spec": self._spec,
             "postprocessing": self._post,
             "signed": self._signed,
+            "stats": self._stats,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -481,6 +497,222 @@ class Distribution:
     def std(self) -> float:
         return math.sqrt(self.var())
 
+    # -- confidence intervals -------------------------------------------------------------
+    def interval_status(self) -> str | None:
+        """None when this estimate has analytic confidence intervals, else why not.
+
+        Intervals exist for the plain (not post-processed) estimate of a mechanism whose
+        estimate is linear in the reports: :class:`~ldpkit.numeric.CFOBinning` (GRR,
+        OLH, BLH, OUE, SUE), :class:`~ldpkit.numeric.HierarchicalHistogram` (same oracles)
+        and :class:`~ldpkit.numeric.HaarHRR`.
+        """
+        from ._intervals import unsupported_reason
+
+        if self._post:
+            return (
+                f"post-processing {list(self._post)} biases the estimate; intervals of the "
+                "plain estimate (postprocess=None) would not cover it"
+            )
+        if self._spec is None:
+            return "it has no mechanism spec attached (built by hand)"
+        reason = unsupported_reason(self._spec)
+        if reason is None and self._stats is None:
+            reason = "it has no Stats attached (loaded from a dict, or rebinned)"
+        return reason
+
+    def _query_std(self, w: np.ndarray) -> np.ndarray:
+        """Standard error of ``w[:, i] . p`` for every column (NaN + warning if none)."""
+        from ..estimate import IntervalWarning
+
+        reason = self.interval_status()
+        if reason is not None:
+            if reason.startswith("it has no"):  # nothing to compute from: an error
+                raise ValueError(f"no confidence interval for this Distribution: {reason}")
+            warnings.warn(f"confidence intervals are NaN: {reason}", IntervalWarning, stacklevel=3)
+            return np.full(w.shape[1], np.nan)
+        from ._intervals import query_variances
+
+        return np.sqrt(query_variances(self._spec, self._stats, self._prob, w))
+
+    def _cdf_weights(self, x: np.ndarray) -> np.ndarray:
+        """(B, m): the fraction of each bucket below each x (``cdf(x) = w . p``)."""
+        frac = (x[None, :] - self.edges[:-1, None]) / self.width
+        return np.clip(frac, 0.0, 1.0)
+
+    def cdf_interval(self, x: Any, alpha: float = 0.05) -> tuple[Any, Any]:
+        """Two-sided ``1 - alpha`` confidence interval of ``cdf(x)`` (vectorized).
+
+        Normal approximation around the unbiased ``cdf(x)`` with the analytic standard
+        error of the plain linear estimate (see :meth:`interval_status`), clipped to
+        [0, 1]. NaN with an :class:`~ldpkit.estimate.IntervalWarning` after post-processing
+        or for a non-linear estimator.
+
+        Returns
+        -------
+        (low, high)
+            Floats for scalar x, else arrays of x's shape.
+        """
+        from ._intervals import normal_quantile
+
+        alpha = check_probability(alpha, "alpha")
+        xa = np.asarray(x, dtype=np.float64)
+        if np.any(np.isnan(xa)):
+            raise ValueError(f"x must be numbers (not NaN), got {x!r}")
+        flat = xa.reshape(-1)
+        half = normal_quantile(alpha) * self._query_std(self._cdf_weights(flat))
+        mid = np.asarray(self.cdf(flat), dtype=np.float64).reshape(-1)
+        lo, hi = np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
+        return _shape(lo, xa), _shape(hi, xa)
+
+    def range_interval(self, a: Any, b: Any, alpha: float = 0.05) -> tuple[Any, Any]:
+        """Two-sided ``1 - alpha`` confidence interval of ``range(a, b)`` (vectorized).
+
+        As :meth:`cdf_interval`, for the weights ``w(b) - w(a)``; clipped to [0, 1].
+        """
+        from ._intervals import normal_quantile
+
+        alpha = check_probability(alpha, "alpha")
+        aa, ba = np.broadcast_arrays(
+            np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        )
+        mid = np.asarray(self.range(aa, ba), dtype=np.float64).reshape(-1)
+        w = self._cdf_weights(ba.reshape(-1)) - self._cdf_weights(aa.reshape(-1))
+        half = normal_quantile(alpha) * self._query_std(w)
+        lo, hi = np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
+        return _shape(lo, aa), _shape(hi, aa)
+
+    def mean_interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """Two-sided ``1 - alpha`` confidence interval of :meth:`mean` (``w`` = centers)."""
+        from ._intervals import normal_quantile
+
+        alpha = check_probability(alpha, "alpha")
+        half = normal_quantile(alpha) * float(self._query_std(self.centers[:, None])[0])
+        m = self.mean()
+        return m - half, m + half
+
+    def cdf_band(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pointwise ``1 - alpha`` band of the CDF: ``(x, low, high)`` at the bucket edges
+        (at most 4097 evenly spaced edges for a finer histogram)."""
+        from ._intervals import normal_quantile
+
+        alpha = check_probability(alpha, "alpha")
+        step = max(1, -(-self.buckets // 4096))
+        idx = np.unique(np.append(np.arange(0, self.buckets + 1, step), self.buckets))
+        xs = self.edges[idx]
+        half = normal_quantile(alpha) * self._query_std(self._cdf_weights(xs))
+        mid = self._cum[idx]
+        return xs, np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
+
+    def quantile_interval(self, q: Any, alpha: float = 0.05) -> tuple[Any, Any]:
+        """Confidence interval of the q-quantile by inverting the pointwise CDF band.
+
+        ``low = inf{x: F_high(x) >= q}`` and ``high = sup{x: F_low(x) <= q}``: whenever the
+        band covers the true CDF at the true quantile, the interval covers the quantile,
+        so its coverage is at least the band's pointwise ``1 - alpha``. Works on a signed
+        (plain) estimate too.
+        """
+        qa = np.asarray(q, dtype=np.float64)
+        if not np.all((qa >= 0.0) & (qa <= 1.0)):
+            raise ValueError(f"q must be probabilities in [0, 1], got {q!r}")
+        xs, band_lo, band_hi = self.cdf_band(alpha)
+        flat = qa.reshape(-1)
+        if np.any(np.isnan(band_lo)):
+            nan = np.full(flat.shape, np.nan)
+            return _shape(nan, qa), _shape(nan, qa)
+        lows, highs = np.empty(flat.size), np.empty(flat.size)
+        for i, qi in enumerate(flat.tolist()):
+            lows[i] = _first_crossing(xs, band_hi, qi)
+            highs[i] = _last_below(xs, band_lo, qi)
+        return _shape(lows, qa), _shape(highs, qa)
+
+    def probability_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """``1 - alpha`` confidence interval of every bucket mass (clipped to [0, 1])."""
+        from ._intervals import normal_quantile
+
+        alpha = check_probability(alpha, "alpha")
+        half = normal_quantile(alpha) * self._query_std(np.eye(self.buckets))
+        return np.clip(self._prob - half, 0.0, 1.0), np.clip(self._prob + half, 0.0, 1.0)
+
+    def _maybe(self, compute: Callable[[], Any], size: int) -> Any:
+        """``compute()``, or NaN (quietly) when this Distribution has no spec or Stats."""
+        status = self.interval_status()
+        if status is not None and status.startswith("it has no"):
+            return np.full(size, np.nan), np.full(size, np.nan)
+        return compute()
+
+    def to_frame(self, alpha: float = 0.05) -> Any:
+        """A pandas DataFrame, one row per bucket, indexed by the bucket's interval.
+
+        Columns ``probability``, ``prob_low``/``prob_high`` (:meth:`probability_interval`),
+        ``cdf`` (at the bucket's right edge) and ``cdf_low``/``cdf_high`` (the pointwise
+        band of :meth:`cdf_band`). Interval columns are NaN when this estimate has no
+        interval (see :meth:`interval_status`; warned after post-processing).
+        """
+        import pandas as pd
+
+        b = self.buckets
+        p_lo, p_hi = self._maybe(lambda: self.probability_interval(alpha), b)
+        if self.buckets <= 4096:
+            c_lo, c_hi = self._maybe(lambda: self.cdf_interval(self.edges[1:], alpha), b)
+        else:
+            c_lo, c_hi = np.full(b, np.nan), np.full(b, np.nan)
+        index = pd.IntervalIndex.from_breaks(self.edges, closed="left", name="bucket")
+        frame = pd.DataFrame(
+            {
+                "probability": self._prob,
+                "prob_low": p_lo,
+                "prob_high": p_hi,
+                "cdf": self._cum[1:],
+                "cdf_low": c_lo,
+                "cdf_high": c_hi,
+            },
+            index=index,
+        )
+        frame.attrs["alpha"] = alpha
+        return frame
+
+    def plot(self, ax: Any = None, *, alpha: float = 0.05, kind: str = "density") -> Any:
+        """Plot with ``1 - alpha`` error bars (matplotlib); returns the Axes.
+
+        ``kind="density"``: the histogram density with error bars on every bucket;
+        ``kind="cdf"``: the CDF with its pointwise band shaded. Intervals are left out
+        when unavailable (see :meth:`interval_status`).
+        """
+        import matplotlib.pyplot as plt
+
+        if kind not in ("density", "cdf"):
+            raise ValueError(f"kind must be 'density' or 'cdf', got {kind!r}")
+        if ax is None:
+            _, ax = plt.subplots()
+        from ..estimate import IntervalWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IntervalWarning)
+            if kind == "density":
+                lo, hi = self._maybe(lambda: self.probability_interval(alpha), self.buckets)
+                dens = self._prob / self.width
+                # clipped to [0, 1]: a negative mass draws only the upper bar
+                err = np.maximum(np.vstack([self._prob - lo, hi - self._prob]), 0.0) / self.width
+                ax.bar(
+                    self.centers,
+                    dens,
+                    width=self.width,
+                    yerr=None if np.all(np.isnan(err)) else err,
+                    ecolor="gray",
+                    capsize=0,
+                )
+                ax.set_ylabel("density")
+            else:
+                xs = self.edges
+                lo, hi = self._maybe(lambda: self.cdf_interval(xs, alpha), xs.size)
+                ax.plot(xs, self._cum)
+                if not np.all(np.isnan(lo)):
+                    ax.fill_between(xs, lo, hi, alpha=0.3, lw=0)
+                ax.set_ylabel("CDF")
+        n = "" if self._n is None else f"n = {self._n}, "
+        ax.set_title(f"{n}{1 - alpha:.0%} intervals" if self.interval_status() is None else n)
+        return ax
+
     def sample(self, n: int, rng: RNGLike = None) -> np.ndarray:
         """Draw n values by inverse-transform sampling (exact for the histogram density)."""
         n = check_integer(n, "n", low=0)
@@ -501,4 +733,34 @@ class Distribution:
         mass = np.diff(np.asarray(self.cdf(edges)))
         if not self._signed:
             mass = np.maximum(mass, 0.0)
-        return self.replace(probabilities=mass / mass.sum())
+        # the intervals need the mechanism's own buckets: drop the stats
+        return self.replace(probabilities=mass / mass.sum(), stats=None)
+
+
+def _shape(values: np.ndarray, like: np.ndarray) -> Any:
+    out = values.reshape(like.shape)
+    return float(out) if out.ndim == 0 else out
+
+
+def _first_crossing(xs: np.ndarray, ys: np.ndarray, level: float) -> float:
+    """Smallest x with y(x) >= level, y linear between the points."""
+    above = np.flatnonzero(ys >= level)
+    if above.size == 0:
+        return float(xs[-1])
+    i = int(above[0])
+    if i == 0:
+        return float(xs[0])
+    y0, y1 = ys[i - 1], ys[i]
+    return float(xs[i - 1] + (level - y0) / (y1 - y0) * (xs[i] - xs[i - 1]))
+
+
+def _last_below(xs: np.ndarray, ys: np.ndarray, level: float) -> float:
+    """Largest x with y(x) <= level, y linear between the points."""
+    below = np.flatnonzero(ys <= level)
+    if below.size == 0:
+        return float(xs[0])
+    i = int(below[-1])
+    if i == xs.size - 1:
+        return float(xs[-1])
+    y0, y1 = ys[i], ys[i + 1]
+    return float(xs[i] + (level - y0) / (y1 - y0) * (xs[i + 1] - xs[i]))

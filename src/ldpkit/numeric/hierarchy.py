@@ -469,7 +469,7 @@ class _TreeMechanism(Mechanism):
         method of :meth:`Distribution.postprocess`) is applied last.
         """
         dist = Distribution.from_estimate(
-            leaves[: self.buckets], self.low, self.high, n=stats.n, spec=self
+            leaves[: self.buckets], self.low, self.high, n=stats.n, spec=self, stats=stats
         )
         return dist if postprocess is None else dist.postprocess(postprocess)
 

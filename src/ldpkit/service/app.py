@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -36,7 +37,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from .. import __version__
 from ..encoder import Encoder
-from ..estimate import FrequencyEstimate
+from ..estimate import FrequencyEstimate, IntervalWarning
 from ..io import _sniff, decoded_size, iter_reports_parquet, reports_from_bytes, reports_from_dict
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
@@ -754,7 +755,9 @@ class _Collector:
         if isinstance(est, FrequencyEstimate):
             if postprocessing is not None:
                 est = METHODS[postprocessing](est)
-            low, high = est.confidence_interval(alpha)
+            with warnings.catch_warnings():  # biased after post-processing: NaN -> null
+                warnings.simplefilter("ignore", IntervalWarning)
+                low, high = est.confidence_interval(alpha)
             result.postprocessing = list(est.postprocessing)
             result.frequencies = est.frequencies.tolist()
             result.std_errors = est.std_error.tolist()

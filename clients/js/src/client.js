@@ -1,0 +1,59 @@
+// Talking to an ldpkit collector (src/ldpkit/service/app.py): GET a collection's info,
+// randomize locally, POST the JSON reports.
+
+import { fromSpec } from './mechanisms.js';
+import { secureCoins } from './random.js';
+
+/** The JSON body ldpkit.io.reports_from_dict accepts, for raw (integer) values. */
+export function buildBody(info, values, coins = secureCoins) {
+  const mech = fromSpec(info.mechanism);
+  const arrays = mech.randomize(values, coins);
+  if (info.report_fields) {
+    for (const [k, f] of Object.entries(info.report_fields)) {
+      if (arrays[k] && arrays[k].dtype !== f.dtype) {
+        throw new Error(`field ${k}: collector expects dtype ${f.dtype}, client made ${arrays[k].dtype}`);
+      }
+    }
+  }
+  return {
+    format: 'ldpkit.reports/1',
+    mechanism: info.mechanism,
+    fingerprint: info.fingerprint,
+    arrays,
+  };
+}
+
+/** Map category labels to item indices with the collection's encoder, if it has one. */
+export function encodeValues(info, values) {
+  if (!info.encoder) return values;
+  const index = new Map(info.encoder.categories.map((c, i) => [String(c), i]));
+  return values.map((v) => {
+    if (Number.isInteger(v) && !index.has(String(v))) return v;
+    const i = index.get(String(v));
+    if (i === undefined) throw new RangeError(`value ${v} is not a category of this collection`);
+    return i;
+  });
+}
+
+function headers(token, extra = {}) {
+  return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
+}
+
+/** GET /v1/collections/{name}: spec, fingerprint, encoder and report fields. */
+export async function fetchSpec(baseUrl, collection, { token, fetchFn = globalThis.fetch } = {}) {
+  const url = `${baseUrl.replace(/\/$/, '')}/v1/collections/${encodeURIComponent(collection)}`;
+  const res = await fetchFn(url, { headers: headers(token) });
+  if (!res.ok) throw new Error(`GET ${url}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Randomize values (integers, or category labels) and POST them to /v1/reports/{name}. */
+export async function send(baseUrl, info, values, { token, idempotencyKey, fetchFn = globalThis.fetch, coins } = {}) {
+  const body = buildBody(info, encodeValues(info, values), coins);
+  const url = `${baseUrl.replace(/\/$/, '')}/v1/reports/${encodeURIComponent(info.name)}`;
+  const extra = { 'Content-Type': 'application/json' };
+  if (idempotencyKey) extra['Idempotency-Key'] = idempotencyKey;
+  const res = await fetchFn(url, { method: 'POST', headers: headers(token, extra), body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${await res.text()}`);
+  return res.json();
+}

@@ -1,0 +1,15 @@
+export { secureCoins } from './random.js';
+export { mix64, hashParameters, localHash, optimalHashRange } from './hashing.js';
+export {
+  GRR,
+  OUE,
+  OLH,
+  HadamardResponse,
+  MECHANISMS,
+  fromSpec,
+  grrPerturb,
+  indexDtype,
+  packBits,
+  unaryThresholds,
+} from './mechanisms.js';
+export { buildBody, encodeValues, fetchSpec, send } from './client.js';

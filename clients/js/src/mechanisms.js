@@ -1,0 +1,215 @@
+// The randomizers of ldpkit's frequency oracles, producing the arrays of the JSON wire
+// format (ldpkit.io.reports_to_dict). Each follows the Python randomizer coin for coin:
+// the same uniform doubles or 64-bit words give the same reports.
+
+import { localHash, optimalHashRange } from './hashing.js';
+import { secureCoins } from './random.js';
+
+const SCALE = 1n << 64n;
+
+/** numpy dtype string of the smallest unsigned type holding 0..size-1 (index_dtype). */
+export function indexDtype(size) {
+  if (size - 1 <= 0xff) return '|u1';
+  if (size - 1 <= 0xffff) return '<u2';
+  if (size - 1 <= 0xffffffff) return '<u4';
+  return '<u8';
+}
+
+function checkEpsilon(epsilon) {
+  if (typeof epsilon !== 'number' || !(epsilon > 0) || !Number.isFinite(epsilon)) {
+    throw new RangeError(`epsilon must be a finite number > 0, got ${epsilon}`);
+  }
+  return epsilon;
+}
+
+function checkDomain(d, high = 2 ** 32) {
+  if (!Number.isInteger(d) || d < 2 || d > high) {
+    throw new RangeError(`domain_size must be an integer in [2, ${high}], got ${d}`);
+  }
+  return d;
+}
+
+function checkValue(v, d) {
+  if (!Number.isInteger(v) || v < 0 || v >= d) {
+    throw new RangeError(`value must be an integer in [0, ${d}), got ${v}`);
+  }
+  return v;
+}
+
+/** GRR over [size] of item v with keep probability p, one uniform (as grr_perturb). */
+export function grrPerturb(v, size, p, u) {
+  const scale = p < 1 ? (size - 1) / (1 - p) : 0;
+  let other = Math.floor(Math.max((u - p) * scale, 0));
+  other = Math.min(other, size - 2);
+  if (other >= v) other += 1;
+  return u < p ? v : other;
+}
+
+/** Generalized randomized response (FO17 section 4.1). */
+export class GRR {
+  constructor({ epsilon, domain_size }) {
+    this.epsilon = checkEpsilon(epsilon);
+    this.domainSize = checkDomain(domain_size, 2 ** 53);
+    this.p = 1 / (1 + (this.domainSize - 1) * Math.exp(-this.epsilon));
+  }
+  randomize(values, coins = secureCoins) {
+    const data = values.map((v) =>
+      grrPerturb(checkValue(v, this.domainSize), this.domainSize, this.p, coins.uniform()),
+    );
+    return { values: { dtype: indexDtype(this.domainSize), shape: [data.length], data } };
+  }
+}
+
+/** log(p (1 - q) / (q (1 - p))) at thresholds (T_p, T_q), as unary_privacy_loss. */
+function unaryPrivacyLoss(big, small) {
+  if (small <= 0n || big >= SCALE) return Infinity;
+  const num = big * (SCALE - small);
+  const den = small * (SCALE - big);
+  return Math.log1p(ratio(num - den, den));
+}
+
+/** The correctly rounded double of a / b for BigInts (as Python's int / int). */
+function ratio(a, b) {
+  const neg = a < 0n !== b < 0n;
+  if (a < 0n) a = -a;
+  if (b < 0n) b = -b;
+  if (a === 0n) return 0;
+  // shift so the quotient has >= 66 bits; a sticky low bit keeps the rounding exact
+  const shift = BigInt(Math.max(0, 66 + b.toString(2).length - a.toString(2).length));
+  let q = (a << shift) / b;
+  if ((a << shift) % b !== 0n) q |= 1n;
+  const r = Number(q) / 2 ** Number(shift);
+  return neg ? -r : r;
+}
+
+/** Integer thresholds (T_p, T_q) at resolution 2^-64 within epsilon (unary_thresholds). */
+export function unaryThresholds(p, q, epsilon) {
+  let big = BigInt(Math.floor(p * 2 ** 64));
+  if (big > SCALE - 1n) big = SCALE - 1n;
+  let small = BigInt(Math.ceil(q * 2 ** 64));
+  if (small < 1n) small = 1n;
+  const limit = epsilon - 4 * ulp(epsilon);
+  if (big > small && unaryPrivacyLoss(big, small) > limit) {
+    let lo = small;
+    let hi = big;
+    while (hi - lo > 1n) {
+      const mid = (lo + hi) / 2n;
+      if (unaryPrivacyLoss(big, mid) <= limit) hi = mid;
+      else lo = mid;
+    }
+    small = hi;
+  }
+  if (big <= small) {
+    throw new RangeError(`epsilon ${epsilon} is too small for unary encoding at 2^-64 resolution`);
+  }
+  return [big, small];
+}
+
+function ulp(x) {
+  const buf = new DataView(new ArrayBuffer(8));
+  buf.setFloat64(0, x);
+  buf.setBigUint64(0, buf.getBigUint64(0) + 1n);
+  return buf.getFloat64(0) - x;
+}
+
+/** Pack 0/1 bits into bytes, first bit as the most significant (np.packbits). */
+export function packBits(bits) {
+  const out = new Array((bits.length + 7) >> 3).fill(0);
+  bits.forEach((b, i) => {
+    if (b) out[i >> 3] |= 0x80 >> (i & 7);
+  });
+  return out;
+}
+
+/** Optimized unary encoding (FO17 section 4.3): bit v kept w.p. 1/2, others set w.p. 1/(e^eps+1). */
+export class OUE {
+  constructor({ epsilon, domain_size }) {
+    this.epsilon = checkEpsilon(epsilon);
+    this.domainSize = checkDomain(domain_size, 2 ** 24);
+    const t = Math.exp(-this.epsilon);
+    [this.truePerm, this.otherPerm] = unaryThresholds(0.5, t / (1 + t), this.epsilon);
+  }
+  /** One report's packed bits from d uniform 64-bit words: bit j set iff word_j < T. */
+  bitsFromWords(v, words) {
+    const bits = new Array(this.domainSize);
+    for (let j = 0; j < this.domainSize; j++) {
+      bits[j] = words[j] < (j === v ? this.truePerm : this.otherPerm) ? 1 : 0;
+    }
+    return packBits(bits);
+  }
+  randomize(values, coins = secureCoins) {
+    const data = values.map((v) =>
+      this.bitsFromWords(checkValue(v, this.domainSize), coins.u64Array(this.domainSize)),
+    );
+    const width = (this.domainSize + 7) >> 3;
+    return { bits: { dtype: '|u1', shape: [data.length, width], data } };
+  }
+}
+
+/** Optimized local hashing (FO17 section 4.5): a fresh hash seed, then GRR over [g]. */
+export class OLH {
+  constructor({ epsilon, domain_size, hash_range = null }) {
+    this.epsilon = checkEpsilon(epsilon);
+    this.domainSize = checkDomain(domain_size);
+    this.g = hash_range == null ? optimalHashRange(this.epsilon) : hash_range;
+    this.p = 1 / (1 + (this.g - 1) * Math.exp(-this.epsilon));
+  }
+  randomize(values, coins = secureCoins) {
+    const seeds = [];
+    const data = [];
+    for (const v of values) {
+      checkValue(v, this.domainSize);
+      const seed = coins.u64();
+      seeds.push(seed.toString()); // decimal string: exact past 2^53
+      data.push(grrPerturb(localHash(seed, v, this.g), this.g, this.p, coins.uniform()));
+    }
+    return {
+      seeds: { dtype: '<u8', shape: [seeds.length], data: seeds },
+      values: { dtype: indexDtype(this.g), shape: [data.length], data },
+    };
+  }
+}
+
+function popcount32(x) {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+/** Hadamard response (Acharya, Sun, Zhang 2019): y uniform in C_v w.p. e^eps/(e^eps+1). */
+export class HadamardResponse {
+  constructor({ epsilon, domain_size }) {
+    this.epsilon = checkEpsilon(epsilon);
+    this.domainSize = checkDomain(domain_size, 2 ** 31 - 1);
+    this.size = 2 ** this.domainSize.toString(2).length; // K = 2^bit_length(d)
+    this.p = 1 / (1 + Math.exp(-this.epsilon));
+  }
+  /** y from a uniform index j in [K] and a uniform u (as HadamardResponse.randomize). */
+  respond(v, j, u) {
+    const row = v + 1;
+    const wantInside = u < this.p;
+    const inside = (popcount32(row & j) & 1) === 0;
+    return inside !== wantInside ? (j ^ (row & -row)) >>> 0 : j;
+  }
+  randomize(values, coins = secureCoins) {
+    const data = values.map((v) => {
+      checkValue(v, this.domainSize);
+      const j = Number(coins.u64() & BigInt(this.size - 1));
+      return this.respond(v, j, coins.uniform());
+    });
+    return { values: { dtype: indexDtype(this.size), shape: [data.length], data } };
+  }
+}
+
+export const MECHANISMS = { GRR, OUE, OLH, HadamardResponse };
+
+/** The randomizer for a spec dict {mechanism, params} (ldpkit Mechanism.to_dict()). */
+export function fromSpec(spec) {
+  const cls = MECHANISMS[spec.mechanism];
+  if (cls === undefined) {
+    throw new Error(
+      `mechanism must be one of ${Object.keys(MECHANISMS).join(', ')}, got ${spec.mechanism}`,
+    );
+  }
+  return new cls(spec.params);
+}

@@ -1,0 +1,169 @@
+"""Confidence intervals of numerical estimates: exact pieces and measured coverage."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from ldpkit.estimate import IntervalWarning
+from ldpkit.frequency import GRR, OUE
+from ldpkit.numeric import CFOBinning, Distribution, HaarHRR, HierarchicalHistogram, SquareWave
+from ldpkit.numeric._intervals import ci_adjoint, oracle_query_variances
+from ldpkit.numeric.hierarchy import constrained_inference
+from ldpkit.spec import Stats
+
+BETA = sps.beta(5, 2)
+
+
+# -- exact pieces ----------------------------------------------------------------------------
+def _exact_one_user_variance(support_law, f: np.ndarray, u: np.ndarray, p: float, q: float):
+    """Var[u . y] for one user with v ~ f, by enumerating every support set."""
+    first = second = 0.0
+    for v, fv in enumerate(f):
+        for support, prob in support_law(v):
+            y = (np.asarray(support, dtype=float) - q) / (p - q)
+            val = float(u @ y)
+            first += fv * prob * val
+            second += fv * prob * val * val
+    return second - first * first
+
+
+def test_grr_query_variance_is_exact() -> None:
+    grr = GRR(epsilon=1.0, domain_size=4)
+    p, q = grr.p, grr.q
+    f = np.array([0.1, 0.2, 0.3, 0.4])
+    u = np.array([0.3, -1.0, 2.0, 0.5])
+
+    def law(v):
+        for r in range(4):
+            yield np.eye(4)[r], p if r == v else q
+
+    exact = _exact_one_user_variance(law, f, u, p, q)
+    got = oracle_query_variances(grr, 7, f, u[:, None])[0]
+    assert got == pytest.approx(exact / 7, rel=1e-12)
+    # the same formula with the wrong keep probability is not exact
+    wrong = GRR(epsilon=1.3, domain_size=4)
+    assert oracle_query_variances(wrong, 7, f, u[:, None])[0] < 0.8 * exact / 7
+
+
+def test_oue_query_variance_is_exact() -> None:
+    oue = OUE(epsilon=1.0, domain_size=3)
+    p, q = oue.p, oue.q
+    f = np.array([0.5, 0.2, 0.3])
+    u = np.array([1.0, -0.5, 2.0])
+
+    def law(v):
+        for bits in itertools.product((0, 1), repeat=3):
+            prob = 1.0
+            for i, b in enumerate(bits):
+                pi = p if i == v else q
+                prob *= pi if b else 1.0 - pi
+            yield bits, prob
+
+    exact = _exact_one_user_variance(law, f, u, p, q)
+    assert oracle_query_variances(oue, 1, f, u[:, None])[0] == pytest.approx(exact, rel=1e-12)
+
+
+@pytest.mark.parametrize("branching", [2, 3, 4])
+def test_ci_adjoint_matches_constrained_inference(branching: int) -> None:
+    rng = np.random.default_rng(3)
+    h = 3
+    var = np.array([1.0, 0.5, 2.0, 0.7])
+    w = rng.normal(size=(branching**h, 2))
+    g = ci_adjoint(w, var, branching)
+    base = [rng.normal(size=branching**k) for k in range(h + 1)]
+    leaves0 = constrained_inference(base, branching, variances=var, root=1.0)[-1]
+    for k in range(1, h + 1):
+        for i in range(branching**k):
+            bumped = [x.copy() for x in base]
+            bumped[k][i] += 1.0
+            diff = constrained_inference(bumped, branching, variances=var, root=1.0)[-1] - leaves0
+            np.testing.assert_allclose(diff @ w, g[k][i], rtol=1e-9, atol=1e-12)
+
+
+# -- behaviour --------------------------------------------------------------------------------
+def _values(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).beta(5, 2, size=n)
+
+
+def test_intervals_shapes_and_order() -> None:
+    dist = HierarchicalHistogram(epsilon=1.0, buckets=64).run(_values(20_000, 0), rng=1)
+    lo, hi = dist.cdf_interval(0.5)
+    assert isinstance(lo, float) and lo <= dist.cdf(0.5) <= hi
+    lo, hi = dist.cdf_interval([[0.2, 0.5], [0.7, 1.0]])
+    assert lo.shape == (2, 2) and np.all(lo <= hi)
+    assert lo[1, 1] == hi[1, 1] == 1.0  # F(high) = 1 exactly
+    m_lo, m_hi = dist.mean_interval(0.05)
+    assert m_lo < dist.mean() < m_hi
+    wide = dist.mean_interval(0.01)
+    assert wide[0] < m_lo and wide[1] > m_hi
+    r_lo, r_hi = dist.range_interval([0.1, 0.5], 0.8)
+    assert r_lo.shape == (2,) and np.all(r_lo <= r_hi)
+    q_lo, q_hi = dist.quantile_interval([0.25, 0.5])
+    assert np.all(q_lo <= q_hi) and q_lo[0] < q_lo[1]
+    assert dist.interval_status() is None
+
+
+def test_intervals_nan_after_postprocessing_and_for_em() -> None:
+    dist = CFOBinning(epsilon=1.0, buckets=16).run(_values(5_000, 0), rng=1)
+    post = dist.postprocess("norm_sub")
+    with pytest.warns(IntervalWarning, match="post-processing"):
+        lo, hi = post.cdf_interval(0.5)
+    assert np.isnan(lo) and np.isnan(hi)
+    em = SquareWave(epsilon=1.0, buckets=32).run(_values(5_000, 0), rng=1)
+    with pytest.warns(IntervalWarning, match="not linear"):
+        assert np.isnan(em.mean_interval()[0])
+    with pytest.raises(ValueError, match="no confidence interval"):
+        Distribution([0.5, 0.5]).cdf_interval(0.3)
+    with pytest.raises(ValueError, match="alpha"):
+        dist.cdf_interval(0.5, alpha=1.5)
+    with pytest.raises(ValueError, match="no confidence interval"):
+        dist.rebin(8).mean_interval()
+
+
+# -- coverage on a reduced grid ---------------------------------------------------------------
+def _coverage(spec, epsilon_for_intervals=None, reps: int = 120, n: int = 20_000):
+    """Fraction of 95% intervals covering the truth and mean squared z-score."""
+    rng = np.random.default_rng(20_26)
+    truth = Distribution.from_cdf(BETA.cdf, 0.0, 1.0, spec.buckets)
+    xs = np.array([0.5, 0.7, 0.9])
+    hits, z2 = [], []
+    for _ in range(reps):
+        dist = spec.run(rng.beta(5, 2, size=n), rng=rng)
+        if epsilon_for_intervals is not None:
+            wrong = spec.replace(epsilon=epsilon_for_intervals)
+            stats = Stats(wrong, dist.stats.n, **dist.stats.arrays)
+            dist = dist.replace(spec=wrong, stats=stats)
+        lo, hi = dist.cdf_interval(xs)
+        se = (hi - lo) / (2 * 1.959963984540054)
+        est = dist.cdf(xs)
+        t = truth.cdf(xs)
+        m_lo, m_hi = dist.mean_interval()
+        hits.extend((lo <= t) & (t <= hi))
+        hits.append(m_lo <= truth.mean() <= m_hi)
+        z2.extend(((est - t) / se) ** 2)
+        z2.append(((dist.mean() - truth.mean()) / ((m_hi - m_lo) / 3.919927969080108)) ** 2)
+    return float(np.mean(hits)), float(np.mean(z2))
+
+
+SPECS = [
+    CFOBinning(epsilon=1.0, buckets=32),
+    CFOBinning(epsilon=2.0, buckets=32, oracle="OUE"),
+    HierarchicalHistogram(epsilon=1.0, buckets=64),
+    HaarHRR(epsilon=1.0, buckets=64),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{type(s).__name__}-{s.epsilon}")
+def test_coverage_of_linear_estimators(spec) -> None:
+    # 120 reps x 4 queries (correlated): coverage sd about 1.5%; z^2 mean sd about 0.07
+    cover, z2 = _coverage(spec)
+    assert 0.91 <= cover <= 0.985, cover
+    assert abs(z2 - 1.0) < 0.3, z2
+    # the same check fails when the intervals assume epsilon x 1.3 (too narrow)
+    bad_cover, bad_z2 = _coverage(spec, epsilon_for_intervals=spec.epsilon * 1.3)
+    assert not (abs(bad_z2 - 1.0) < 0.3 and 0.91 <= bad_cover <= 0.985), (bad_cover, bad_z2)

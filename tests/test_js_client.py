@@ -1,0 +1,209 @@
+"""The JavaScript client (clients/js) against the Python side.
+
+- the shared vectors (tests/vectors/*.json) are what ``make_vectors.py`` writes now;
+- ``node --test`` in clients/js passes (it checks the client against those vectors);
+- reports randomized by the client under node, decoded by ldpkit, give unbiased
+  frequency estimates (z-tests against the true histogram), and the same test fails
+  when the server decodes them with a wrong epsilon.
+
+The node parts skip (with the reason) when no ``node`` is on PATH, except in CI (``CI``
+set), where they fail instead: ``.ci/run`` installs Debian's nodejs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
+from ldpkit.io import reports_from_dict
+from ldpkit.spec import Mechanism, Reports
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIENT = ROOT / "clients" / "js"
+VECTORS = ROOT / "tests" / "vectors"
+NODE = shutil.which("node")
+
+needs_node = pytest.mark.skipif(
+    NODE is None and not os.environ.get("CI"),
+    reason="node is not on PATH (Debian: apt-get install nodejs); CI must have it",
+)
+
+
+def _make_vectors() -> Any:
+    spec = importlib.util.spec_from_file_location("make_vectors", VECTORS / "make_vectors.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vectors_are_current() -> None:
+    mv = _make_vectors()
+    for name, content in mv.vectors().items():
+        path = VECTORS / name
+        assert path.read_text() == mv.render(content), (
+            f"{path} is stale: run python tests/vectors/make_vectors.py"
+        )
+
+
+def test_vector_bodies_decode_in_python() -> None:
+    for case in json.loads((VECTORS / "bodies.json").read_text()):
+        reports = reports_from_dict(case["body"])
+        assert len(reports) == len(case["values"])
+
+
+@needs_node
+def test_node_test_suite() -> None:
+    assert NODE is not None, "node must be on PATH in CI (.ci/run installs nodejs)"
+    done = subprocess.run(
+        [NODE, "--test"], cwd=CLIENT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _js_reports(spec: Mechanism, counts: np.ndarray, seed: int | None) -> Reports:
+    assert NODE is not None
+    arg = {
+        "info": {"mechanism": spec.to_dict(), "fingerprint": spec.fingerprint},
+        "counts": counts.tolist(),
+        "seed": seed,
+    }
+    done = subprocess.run(
+        [NODE, "tools/simulate.js", json.dumps(arg)],
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return reports_from_dict(json.loads(done.stdout), expected=spec)
+
+
+def _max_z(spec: Mechanism, reports: Reports, truth: np.ndarray) -> float:
+    # the same arrays decoded under ``spec`` (which may differ from the one that made them)
+    decoded = Reports(spec, **reports.arrays)
+    est = spec.estimate(spec.aggregate(decoded))  # type: ignore[attr-defined]
+    z = (est.frequencies - truth) / np.sqrt(est.variance)
+    return float(np.max(np.abs(z)))
+
+
+SPECS = [
+    GRR(epsilon=1.0, domain_size=6),
+    OUE(epsilon=1.0, domain_size=6),
+    OLH(epsilon=1.0, domain_size=6),
+    HadamardResponse(epsilon=1.0, domain_size=6),
+]
+
+
+@needs_node
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_js_reports_give_unbiased_estimates(spec: Mechanism) -> None:
+    counts = np.array([14000, 3000, 1500, 1000, 400, 100])  # n = 20_000
+    truth = counts / counts.sum()
+    reports = _js_reports(spec, counts, seed=20261123)
+    assert len(reports) == counts.sum()
+    assert _max_z(spec, reports, truth) <= 5.0
+    # the check has power: decoding with epsilon x 1.3 is caught
+    wrong = spec.replace(epsilon=spec.epsilon * 1.3)  # type: ignore[attr-defined]
+    assert _max_z(wrong, reports, truth) > 6.0
+
+
+@needs_node
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_js_secure_coins_give_unbiased_estimates(spec: Mechanism) -> None:
+    # the production path (crypto.getRandomValues, not reproducible): |z| <= 5.5 for all
+    # 6 items fails by chance with probability < 3e-7
+    counts = np.array([5000, 2000, 1500, 1000, 400, 100])
+    reports = _js_reports(spec, counts, seed=None)
+    assert _max_z(spec, reports, counts / counts.sum()) <= 5.5
+
+
+@pytest.fixture
+def live_collector(tmp_path: Path) -> Any:
+    """A collector on 127.0.0.1 (SQLite in tmp_path, one bearer token) in a thread."""
+    import socket
+    import threading
+    import time
+
+    uvicorn = pytest.importorskip("uvicorn")
+    import hashlib
+
+    from ldpkit.service.app import create_app
+    from ldpkit.service.auth import parse_tokens
+
+    app = create_app(
+        {s.name.lower(): s for s in SPECS},
+        f"sqlite:///{tmp_path / 'collector.db'}",
+        tokens=parse_tokens(
+            [
+                {
+                    "name": "js",
+                    "scopes": ["ingest", "read"],
+                    "sha256": hashlib.sha256(b"t0ken-js-test").hexdigest(),
+                }
+            ]
+        ),
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the collector did not start within 30 s")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@needs_node
+@pytest.mark.slow
+def test_fetch_spec_and_send_to_a_live_collector(live_collector: str) -> None:
+    import urllib.request
+
+    assert NODE is not None
+    counts = [600, 300, 200, 100, 50, 50]
+    for spec in SPECS:
+        name = spec.name.lower()
+        arg = {
+            "url": live_collector,
+            "collection": name,
+            "counts": counts,
+            "batch": 400,
+            "token": "t0ken-js-test",
+        }
+        done = subprocess.run(
+            [NODE, "tools/send.js", json.dumps(arg)],
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"stored": sum(counts)}
+        request = urllib.request.Request(
+            f"{live_collector}/v1/collections/{name}",
+            headers={"Authorization": "Bearer t0ken-js-test"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            info = json.loads(response.read())
+        assert (info["n"], info["batches"]) == (sum(counts), 4)
