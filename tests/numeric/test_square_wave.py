@@ -283,6 +283,7 @@ def test_rows_sum_to_one(eps, d, dt):
         pytest.param(2.0, 2, 11, marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_matrix_matches_brute_force_integration(eps, d, dt):
     sw = SquareWave(epsilon=eps, buckets=d, output_buckets=dt)
     # exact: the grid law's matrix, enumerated cell by cell

@@ -110,6 +110,7 @@ def test_bad_input() -> None:
         ws[7]
 
 
+@pytest.mark.slow
 def test_window_means_are_unbiased_with_their_standard_error() -> None:
     """z-scores of every window's mean over repetitions, and the spread against the standard
     error (exact up to the report grid for HM at eps > 0.61: its variance does not depend on
@@ -128,6 +129,7 @@ def test_window_means_are_unbiased_with_their_standard_error() -> None:
     assert np.all(np.abs(z) < 5) and abs(ratio - 1) < 0.12
 
 
+@pytest.mark.slow
 def test_window_answers_fail_for_a_wrong_epsilon() -> None:
     """Reports made at 1.3 epsilon but filed as epsilon-HM: the spread check above fails
     (sd ratio sqrt(Var(1.3 eps) / Var(eps)) = 0.77), and on HM's report grid the reports do
