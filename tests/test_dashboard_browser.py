@@ -193,6 +193,7 @@ def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
     return float(np.max(np.abs((est.frequencies - truth) / np.sqrt(est.variance))))
 
 
+@pytest.mark.slow  # ~30 s: chromium start, 25,000 reports, three page loads
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
