@@ -101,6 +101,18 @@ def _plan() -> list[tuple[str, Any, np.ndarray, int | None, bool]]:
     ]
 
 
+def _numerical() -> dict[str, tuple[Any, np.ndarray]]:
+    """Collections of the other two kinds, filled from Python (the JS client has no
+    numerical mechanism here): their charts and numbers must render too."""
+    from ldpkit.numeric import PiecewiseMechanism, SquareWave
+
+    values = np.random.default_rng(SEED).beta(2.0, 5.0, 4000) * 100.0
+    return {
+        "sw": (SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=32), values),
+        "pm": (PiecewiseMechanism(epsilon=1.0, low=0.0, high=100.0), values),
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -143,6 +155,8 @@ def collector(tmp_path: Path, static_server: str) -> Iterator[str]:
     for name, spec, _counts, _seed, labels in _plan():
         encoder = Encoder([f"item-{c}" for c in "abcdef"]) if labels else None
         collections[name] = Collection(spec, encoder=encoder)
+    for name, (spec, _values) in _numerical().items():
+        collections[name] = Collection(spec)
     tokens = parse_tokens(
         [
             {
@@ -197,8 +211,17 @@ def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
+    from ldpkit.io import reports_to_bytes
     from ldpkit.spec import Stats
 
+    for name, (spec, values) in _numerical().items():
+        request = urllib.request.Request(
+            f"{collector}/v1/reports/{name}",
+            data=reports_to_bytes(spec.randomize(values, rng=SEED), format="npz"),
+            headers={"Authorization": f"Bearer {PAGE_TOKEN}", "Content-Type": "application/x-npz"},
+            method="POST",
+        )
+        urllib.request.urlopen(request, timeout=30).close()
     plan = _plan()
     steps = [
         {
@@ -220,7 +243,10 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
         "senderUrl": f"{static_server}/tests/browser/sender.html?{query}",
         "dashboardUrl": f"{collector}/",
         "readToken": READ_TOKEN,
-        "expected": {name: int(counts.sum()) for name, _s, counts, _seed, _l in plan},
+        "expected": {
+            **{name: int(counts.sum()) for name, _s, counts, _seed, _l in plan},
+            **{name: values.size for name, (_spec, values) in _numerical().items()},
+        },
         "screenshot": str(screenshot),
         "alpha": SIMULTANEOUS,
     }
@@ -242,6 +268,7 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert screenshot.stat().st_size > 10_000 and screenshot.read_bytes()[:4] == b"\x89PNG"
 
     table = {row["collection"]: row for row in out["table"]}
+    assert [row["collection"] for row in out["table"]] == ["grr", "olh", "oue", "sw", "pm"]
     for name, spec, counts, _seed, _labels in plan:
         n = int(counts.sum())
         batches = -(-n // 1000)
@@ -279,3 +306,20 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
         assert stats.n == n
         assert _max_z(spec, stats, truth) <= 5.5
         assert _max_z(spec.replace(epsilon=1.3), stats, truth) > 6.0, name
+
+    # a distribution: density with quantile lines, and the server's numbers
+    shown = out["estimates"]["sw"]
+    api = _get(f"{collector}/v1/collections/sw/estimate")["distribution"]
+    assert shown["kind"] == "distribution" and shown["n"] == 4000
+    numbers = {r["stat"]: r["value"] for r in shown["rows"]}
+    assert numbers["mean"] == pytest.approx(api["mean"], rel=1e-12)
+    assert numbers["q0.5"] == pytest.approx(api["quantiles"]["0.5"], rel=1e-12)
+    assert (out["charts"]["sw"]["areas"], out["charts"]["sw"]["quantileLines"]) == (1, 5)
+    # a mean: its interval, with the truth within 5.5 standard errors
+    (row,) = out["estimates"]["pm"]["rows"]
+    api = _get(f"{collector}/v1/collections/pm/estimate")
+    assert (row["estimate"], row["ciLow"], row["ciHigh"]) == pytest.approx(
+        (api["mean"], api["ci_low"][0], api["ci_high"][0]), rel=1e-12
+    )
+    assert abs(row["estimate"] - _numerical()["pm"][1].mean()) <= 5.5 * row["stdError"]
+    assert out["charts"]["pm"]["intervals"] == 1

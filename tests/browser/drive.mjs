@@ -73,6 +73,8 @@ try {
             stdError: Number(r.dataset.stdError),
             ciLow: Number(r.dataset.ciLow),
             ciHigh: Number(r.dataset.ciHigh),
+            stat: r.dataset.stat,
+            value: Number(r.dataset.value),
           })),
         },
       ]),
@@ -84,6 +86,9 @@ try {
       bars: c.querySelectorAll('.estimate-chart rect.bar').length,
       errorBars: c.querySelectorAll('.estimate-chart line.err').length,
       seriesPoints: c.querySelectorAll('.series-chart circle.pt').length,
+      areas: c.querySelectorAll('.estimate-chart path.area').length,
+      quantileLines: c.querySelectorAll('.estimate-chart line.quantile').length,
+      intervals: c.querySelectorAll('.estimate-chart line.err.wide').length,
     }])),
   );
   await page.screenshot({ path: args.screenshot, fullPage: true });
