@@ -31,10 +31,10 @@ STATIC = Path(__file__).resolve().parents[2] / "src" / "ldpkit" / "service" / "s
 TOKEN = "read-me"
 
 
-def _app(tmp_path: Path, tokens: bool = False):
+def _app(tmp_path: Path, tokens: bool = False, url: str | None = None):
     return create_app(
         {"browsers": GRR(epsilon=1.0, domain_size=4)},
-        f"sqlite:///{tmp_path / 'c.db'}",
+        url or f"sqlite:///{tmp_path / 'c.db'}",
         tokens=parse_tokens(
             [
                 {
@@ -89,8 +89,12 @@ def test_assets_load_nothing_from_another_origin() -> None:
             assert spec.startswith("./"), (path.name, spec)
 
 
-def test_collection_info_has_the_last_report_time(tmp_path: Path) -> None:
-    app = _app(tmp_path)
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_collection_info_has_the_last_report_time(
+    tmp_path: Path, database: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("fresh_postgres") if database == "postgresql" else None
+    app = _app(tmp_path, url=url)
     spec = GRR(epsilon=1.0, domain_size=4)
     times = iter(
         [

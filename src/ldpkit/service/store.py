@@ -706,7 +706,7 @@ class CollectorStore:
                     batches_table.c.collection == collection, batches_table.c.bucket == latest
                 )
             ).scalar()
-        return None if value is None else _utc(value)
+        return None if value is None else _utc(value).astimezone(dt.UTC)
 
     def last_bucket(self, collection: str) -> int | None:
         with self.engine.connect() as conn:
