@@ -11,6 +11,11 @@ field, and read back from the DOM. Checked:
   reproducible) or within 5.5 standard errors (crypto.getRandomValues coins);
 - the JS reports decoded by the Python server are unbiased (z-tests on the merged Stats),
   and the same test fails when they are decoded with epsilon x 1.3;
+- distribution and mean collections (filled from Python) render their density, quantiles
+  and interval; an empty collection says so, and a batch POSTed while the page is open
+  shows up by polling, without a reload;
+- the token is asked for (401), kept in sessionStorage across a reload, and ``?alpha=``
+  gives simultaneous (Bonferroni) intervals that hold the truth of every item;
 - the pages load nothing from another origin (works offline) and log no errors;
 - a screenshot is saved as ``results/dashboard.png``.
 
@@ -39,6 +44,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+
+from ldpkit.frequency import GRR
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER = ROOT / "tests" / "browser"
@@ -74,7 +81,7 @@ SIMULTANEOUS = 0.05 / 19
 
 
 def _plan() -> list[tuple[str, Any, np.ndarray, int | None, bool]]:
-    from ldpkit.frequency import GRR, OLH, OUE
+    from ldpkit.frequency import OLH, OUE
 
     return [
         (
@@ -99,6 +106,9 @@ def _plan() -> list[tuple[str, Any, np.ndarray, int | None, bool]]:
             False,
         ),
     ]
+
+
+LIVE = GRR(epsilon=1.0, domain_size=3)
 
 
 def _numerical() -> dict[str, tuple[Any, np.ndarray]]:
@@ -157,6 +167,7 @@ def collector(tmp_path: Path, static_server: str) -> Iterator[str]:
         collections[name] = Collection(spec, encoder=encoder)
     for name, (spec, _values) in _numerical().items():
         collections[name] = Collection(spec)
+    collections["live"] = Collection(LIVE)  # empty until the browser POSTs to it
     tokens = parse_tokens(
         [
             {
@@ -211,7 +222,7 @@ def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
-    from ldpkit.io import reports_to_bytes
+    from ldpkit.io import reports_to_bytes, reports_to_dict
     from ldpkit.spec import Stats
 
     for name, (spec, values) in _numerical().items():
@@ -241,14 +252,21 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     args = {
         "chromium": CHROMIUM,
         "senderUrl": f"{static_server}/tests/browser/sender.html?{query}",
-        "dashboardUrl": f"{collector}/",
+        "dashboardUrl": f"{collector}/?refresh=1",
         "readToken": READ_TOKEN,
         "expected": {
             **{name: int(counts.sum()) for name, _s, counts, _seed, _l in plan},
             **{name: values.size for name, (_spec, values) in _numerical().items()},
+            "live": 0,
         },
         "screenshot": str(screenshot),
         "alpha": SIMULTANEOUS,
+        "live": {
+            "collection": "live",
+            "body": reports_to_dict(LIVE.randomize(np.arange(300) % 3, rng=SEED)),
+            "token": PAGE_TOKEN,
+            "nAfter": 300,
+        },
     }
     done = subprocess.run(
         [NODE, "drive.mjs", json.dumps(args)],
@@ -268,7 +286,10 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert screenshot.stat().st_size > 10_000 and screenshot.read_bytes()[:4] == b"\x89PNG"
 
     table = {row["collection"]: row for row in out["table"]}
-    assert [row["collection"] for row in out["table"]] == ["grr", "olh", "oue", "sw", "pm"]
+    assert [row["collection"] for row in out["table"]] == ["grr", "olh", "oue", "sw", "pm", "live"]
+    # an empty collection, then live polling (?refresh=1): a new batch shows without reload
+    assert out["liveBefore"] == "no reports yet"
+    assert out["liveBars"] == 3 and out["liveSeconds"] < 20
     for name, spec, counts, _seed, _labels in plan:
         n = int(counts.sum())
         batches = -(-n // 1000)

@@ -1,10 +1,12 @@
 // Drives Debian's chromium (never a downloaded browser build) with playwright-core for
 // tests/test_dashboard_browser.py. Usage: node drive.mjs '<json>' with
-// {chromium, senderUrl, dashboardUrl, readToken, expected: {collection: n}, screenshot, alpha}.
+// {chromium, senderUrl, dashboardUrl, readToken, expected: {collection: n}, screenshot, alpha,
+//  live: {collection, body, token, nAfter}}.
 // 1. loads the sender page (clients/js randomizes and POSTs the reports) and waits for it;
 // 2. loads the collector's dashboard, enters the read token in its token field, waits until
 //    every collection shows its expected n, and reads the table and estimates off the DOM;
-// 3. saves a full-page screenshot, then reloads the dashboard with ?alpha= (intervals at
+// 3. saves a full-page screenshot, POSTs one more batch (args.live) and waits for the page
+//    to show it without a reload, then reloads the dashboard with ?alpha= (intervals at
 //    another level) and reads the estimates again. Prints one JSON object on stdout.
 import { chromium } from 'playwright-core';
 
@@ -92,9 +94,29 @@ try {
     }])),
   );
   await page.screenshot({ path: args.screenshot, fullPage: true });
+  if (args.live) {
+    // live refresh: a batch POSTed now must appear without reloading the page
+    const { collection, body, token, nAfter } = args.live;
+    out.liveBefore = await page.textContent(`section.card[data-collection="${collection}"] .estimate-chart`);
+    await page.evaluate(async ({ collection, body, token }) => {
+      const res = await fetch(`v1/reports/${collection}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${res.status} ${await res.text()}`);
+    }, { collection, body, token });
+    const start = Date.now();
+    await page.waitForSelector(`section.card[data-collection="${collection}"][data-rendered="${nAfter}"]`, { timeout: 30_000 });
+    await page.waitForSelector(`#collections tr[data-collection="${collection}"][data-n="${nAfter}"]`, { timeout: 30_000 });
+    out.liveSeconds = (Date.now() - start) / 1000;
+    out.liveBars = await page.$$eval(`section.card[data-collection="${collection}"] .estimate-chart rect.bar`, (b) => b.length);
+  }
   if (args.alpha) {
     // reloaded in the same tab: the token comes from sessionStorage, no prompt
-    await page.goto(`${args.dashboardUrl}?alpha=${args.alpha}`);
+    const url = new URL(args.dashboardUrl);
+    url.searchParams.set('alpha', String(args.alpha));
+    await page.goto(url.href);
     await page.waitForSelector('body[data-updated]', { timeout: 30_000 });
     out.authMessageAfterReload = await page.textContent('#auth-message');
     out.estimatesAtAlpha = await readEstimates();

@@ -52,7 +52,7 @@ function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === null || v === undefined) continue;
-    if (k.startsWith('data-') || k === 'class' || k === 'id' || k === 'title' || k === 'colspan') {
+    if (k.includes('-') || k === 'class' || k === 'id' || k === 'title' || k === 'colspan') {
       node.setAttribute(k, String(v));
     } else {
       node[k] = v;
@@ -269,6 +269,11 @@ async function renderSeries(node, info) {
   const q = encodeURIComponent(info.name);
   const { buckets } = await api(`v1/collections/${q}/buckets`);
   const recent = buckets.slice(-SERIES);
+  // forget buckets that scrolled out of the series (a long-open tab stays small)
+  const keep = new Set(recent.map((b) => `${info.name}|${b.start}`));
+  for (const key of bucketCache.keys()) {
+    if (key.startsWith(`${info.name}|`) && !keep.has(key)) bucketCache.delete(key);
+  }
   const points = await Promise.all(
     recent.map(async (b) => {
       const key = `${info.name}|${b.start}`;
@@ -318,6 +323,12 @@ let running = false;
 
 async function refresh() {
   if (running) return;
+  if (document.hidden) {
+    // a background tab does not poll; visibilitychange refreshes on return
+    clearTimeout(timer);
+    timer = setTimeout(refresh, REFRESH_MS);
+    return;
+  }
   running = true;
   clearTimeout(timer);
   const status = $('#status');
