@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -190,3 +191,21 @@ def test_demo_serve_refuses_bad_options() -> None:
     assert result.exit_code == 2 and "--rate" in result.output
     result = CliRunner().invoke(app, ["demo", "--serve", "--duration", "-1"])
     assert result.exit_code == 2 and "--duration must be > 0" in result.output
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None and not os.environ.get("CI"),
+    reason="node is not on PATH (Debian: apt-get install nodejs); CI must have it",
+)
+def test_chart_helpers_under_node() -> None:
+    node = shutil.which("node")
+    assert node is not None, "node must be on PATH in CI (.ci/run installs nodejs)"
+    done = subprocess.run(
+        [node, "--test", "charts.test.mjs"],
+        cwd=Path(__file__).resolve().parents[1] / "browser",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
