@@ -301,7 +301,7 @@ async function renderCollection(info) {
   const est = await api(`v1/collections/${q}/estimate?alpha=${ALPHA}`);
   node.querySelector('.summary').textContent =
     `${info.kind} · ${mechanismText(info.mechanism)} · n = ${est.n.toLocaleString('en-US')} in ` +
-    `${est.batches.toLocaleString('en-US')} batches · last report ${when(info.last_report)}` +
+    `${est.batches.toLocaleString('en-US')} batch${est.batches === 1 ? '' : 'es'} · last report ${when(info.last_report)}` +
     (info.description ? ` · ${info.description}` : '');
   if (est.n === 0) {
     node.querySelector('.estimate-chart').replaceChildren(h('p', { class: 'hint' }, 'no reports yet'));
