@@ -278,6 +278,7 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = json.loads(done.stdout)
+    print("sent from chromium:", json.dumps(out["sent"]))  # per collection: n, batches, seconds
     assert out["foreignRequests"] == [], "the pages must not load anything from another origin"
     assert out["consoleErrors"] == []
     assert "bearer token" in out["authPrompt"] and out["stored"], "token field (sessionStorage)"
