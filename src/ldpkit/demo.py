@@ -305,6 +305,7 @@ def serve_demo(
     ``announce`` is called with the dashboard URL once the server listens; ``duration``
     stops everything after that many seconds (None: until Ctrl-C).
     """
+    import socket
     import tempfile
     import threading
     import time
@@ -324,6 +325,11 @@ def serve_demo(
     check_integer(port, "port", low=1, high=65535)
     if not (isinstance(interval, (int, float)) and 0 < interval <= 3600):
         raise ValueError(f"interval must be a number of seconds in (0, 3600], got {interval!r}")
+    with socket.socket() as probe:  # a clear message now, not uvicorn's exit later
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ValueError(f"port must be free on {host}, got {port} ({exc.strerror})") from exc
     gen = as_generator(seed)
     people = babynames(200_000, top_k=names, rng=gen)
     assert people.labels is not None
@@ -357,6 +363,8 @@ def serve_demo(
             # each tick: `rate` users per collection randomize their value and POST it
             while not server.started and not stop.is_set():
                 time.sleep(0.05)
+            if stop.is_set():  # the server did not start
+                return
             announce(url + "/")
             started = time.monotonic()
             while not stop.is_set():

@@ -191,6 +191,12 @@ def test_demo_serve_refuses_bad_options() -> None:
     assert result.exit_code == 2 and "--rate" in result.output
     result = CliRunner().invoke(app, ["demo", "--serve", "--duration", "-1"])
     assert result.exit_code == 2 and "--duration must be > 0" in result.output
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(app, ["demo", "--serve", "--port", str(port)])
+    assert result.exit_code == 2 and f"port must be free on 127.0.0.1, got {port}" in result.output
 
 
 @pytest.mark.skipif(
