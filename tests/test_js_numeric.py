@@ -268,3 +268,95 @@ def test_js_secure_coins_pm_mean_unbiased() -> None:
     reports = _js_reports(spec, values.tolist(), seed=None)
     est = spec.estimate(spec.aggregate(reports))
     assert abs(est.mean - values.mean()) / np.sqrt(spec.variance_at(values.size, values)) <= 5.5
+
+
+def test_numeric_vector_bodies_are_on_the_python_grid() -> None:
+    # every report of the shared vectors decodes and aggregates (values exactly on the grid)
+    cases = json.loads((CLIENT.parents[1] / "tests" / "vectors" / "numeric.json").read_text())
+    for case in cases["bodies"]:
+        reports = reports_from_dict(case["body"])
+        assert reports.spec.aggregate(reports).n == len(case["values"])
+
+
+@pytest.fixture
+def numeric_collector(tmp_path: Path) -> Any:
+    """A collector on 127.0.0.1 with numerical collections and an encoder (no auth)."""
+    import socket
+    import threading
+    import time
+
+    uvicorn = pytest.importorskip("uvicorn")
+    from ldpkit import OLH, Encoder
+    from ldpkit.service.app import Collection, create_app
+
+    collections = {
+        "sw": SquareWave(epsilon=1.0, low=0.0, high=60.0, buckets=64),
+        "pm": PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0),
+        "hm": HybridMechanism(epsilon=2.0, low=-3.0, high=5.0),
+        "browser": Collection(
+            OLH(epsilon=1.0, domain_size=5),
+            encoder=Encoder(["chrome", "firefox", "safari"], unknown="other", missing="item"),
+        ),
+    }
+    app = create_app(collections, f"sqlite:///{tmp_path / 'collector.db'}")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the collector did not start within 30 s")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.mark.slow
+def test_send_numbers_and_labels_to_a_live_collector(numeric_collector: str) -> None:
+    import urllib.request
+
+    from ldpkit import OLH
+
+    assert NODE is not None
+    rng = np.random.default_rng(9)
+    sends: dict[str, list[Any]] = {
+        "sw": (60.0 * rng.beta(5.0, 2.0, 600)).tolist(),
+        "pm": (120.0 * rng.random(600)).tolist(),
+        "hm": (-3.0 + 8.0 * rng.random(600)).tolist(),
+        "browser": ["chrome", "lynx", None, "safari", "firefox", "chrome"] * 100,
+    }
+    for name, values in sends.items():
+        arg = {"url": numeric_collector, "collection": name, "values": values, "batch": 200}
+        done = subprocess.run(
+            [NODE, "tools/send.js", json.dumps(arg)],
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"stored": len(values)}
+        with urllib.request.urlopen(f"{numeric_collector}/v1/collections/{name}", timeout=30) as r:
+            info = json.loads(r.read())
+        assert (info["n"], info["batches"]) == (len(values), 3)
+    assert info["encoder"] == {
+        "categories": ["chrome", "firefox", "safari"],
+        "unknown": "other",
+        "missing": "item",
+    }
+    with urllib.request.urlopen(f"{numeric_collector}/v1/collections/browser/estimate") as r:
+        est = json.loads(r.read())
+    assert est["n"] == 600
+    assert est["labels"] == ["chrome", "firefox", "safari", "<other>", "<missing>"]
+    # "lynx" went to <other> and None to <missing> (1/6 each): |z| <= 5 for every item
+    truth = np.array([2, 1, 1, 1, 1]) / 6
+    freq = np.array(est["frequencies"])
+    sd = np.sqrt(OLH(epsilon=1.0, domain_size=5).variance(600))
+    assert np.max(np.abs(freq - truth)) / sd <= 5.0

@@ -15,7 +15,10 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   PiecewiseMechanism and HybridMechanism. The client draws the uniform integer U in [0, T)
   of a grid law from 64-bit words by rejection (``w < floor(2^64 / T) T`` gives
   ``U = w mod T``, else the next word); the Python samplers are replayed here with those U
-  and uniforms, user by user in the client's order.
+  and uniforms, user by user in the client's order;
+- ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
+  ``Encoder.encode`` gives them (or that it refuses them), and questions
+  (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpkit import Encoder, Question
 from ldpkit._exact import sample_flat_bump
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
 from ldpkit.frequency.grr import grr_perturb
@@ -309,6 +313,87 @@ def _numeric() -> dict[str, Any]:
     return {"grids": _numeric_grids(), "bodies": _numeric_bodies()}
 
 
+def _encoders() -> list[dict[str, Any]]:
+    cases: list[tuple[Encoder, list[Any]]] = [
+        (
+            Encoder(["chrome", "firefox", "safari"], unknown="other"),
+            ["chrome", "lynx", "safari", "Chrome", "", 1, "firefox"],
+        ),
+        (
+            Encoder(["a", "b", 1, 2.5], unknown="other", missing="item"),
+            [1, 1.0, True, "1", 2.5, "a", None, 0, False, "\u00e9", -0.0],
+        ),
+        (Encoder([True, "x"], unknown="other"), [1, True, 1.0, 0, "True", "x"]),
+        (Encoder([0, 1, 2]), [False, True, 0.0, 2.0, -0.0]),
+        (
+            Encoder(["caf\u00e9", "\u65e5\u672c"], unknown="other"),
+            ["caf\u00e9", "cafe", "\u65e5\u672c"],
+        ),
+        (Encoder(["x", "y"]), ["x", "z"]),
+        (Encoder(["x", "y"], unknown="other"), ["x", None]),
+    ]
+    out = []
+    for enc, labels in cases:
+        case: dict[str, Any] = {"encoder": enc.to_dict(), "labels": labels}
+        try:
+            case["items"] = enc.encode(labels).tolist()
+        except ValueError:
+            case["error"] = True
+        out.append(case)
+    return out
+
+
+def _questions() -> list[dict[str, Any]]:
+    questions: list[tuple[Question, list[Any]]] = [
+        (
+            Question(
+                name="browser",
+                spec=OLH(epsilon=1.0, domain_size=4),
+                encoder=Encoder(["chrome", "firefox", "safari"], unknown="other"),
+                description="Which browser do you use most?",
+            ),
+            ["chrome", "lynx", "safari"],
+        ),
+        (
+            Question(
+                name="minutes",
+                spec=PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0),
+                clip="clip",
+                description="Minutes online yesterday",
+            ),
+            [-3.0, 0.0, 59.5, 120.0, 1000.0],
+        ),
+        (
+            Question(
+                name="session.length",
+                spec=SquareWave(epsilon=0.5, low=-1e6, high=3e16, buckets=256, bandwidth=1.5e-7),
+            ),
+            [-1e6, 0.0, 3e16],
+        ),
+        (
+            Question(
+                name="cafe_2",
+                spec=GRR(epsilon=0.1, domain_size=4),
+                encoder=Encoder(["th\u00e9", "caf\u00e9", 7], unknown="error", missing="item"),
+                description="Caf\u00e9 \u2615 or th\u00e9?",
+            ),
+            ["caf\u00e9", 7, None],
+        ),
+        (Question(name="hm", spec=HybridMechanism(epsilon=2.0, low=-3.0, high=5.0)), [-3.0, 5.0]),
+        (Question(name="hr", spec=HadamardResponse(epsilon=1e-05, domain_size=1000)), [0, 999]),
+    ]
+    return [
+        {
+            "question": q.to_dict(),
+            "fingerprint": q.spec.fingerprint,
+            "question_fingerprint": q.fingerprint,
+            "answers": answers,
+            "prepared": q.prepare(answers).tolist(),
+        }
+        for q, answers in questions
+    ]
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
     return {
@@ -316,6 +401,7 @@ def vectors() -> dict[str, Any]:
         "unary.json": _unary(),
         "bodies.json": _bodies(),
         "numeric.json": _numeric(),
+        "encoding.json": {"encoders": _encoders(), "questions": _questions()},
     }
 
 

@@ -27,4 +27,18 @@ export {
   uniformBelow,
 } from './numeric.js';
 export { exactRatio } from './exact.js';
+export {
+  Encoder,
+  MISSING,
+  OTHER,
+  PARAMS,
+  checkCollection,
+  loadQuestions,
+  normalizeSpec,
+  prepare,
+  pyDumps,
+  pyFloatRepr,
+  questionInfo,
+  specFingerprint,
+} from './question.js';
 export { buildBody, encodeValues, fetchSpec, send } from './client.js';
