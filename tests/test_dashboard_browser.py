@@ -2,8 +2,8 @@
 
 One run (about 20-40 s): a collector on 127.0.0.1 with bearer tokens and CORS for the test
 page's origin; a static server on 127.0.0.1 serves ``tests/browser/sender.html``, which uses
-``clients/js`` (``fetchSpec`` + ``send``) to randomize and POST 25,000 reports to three
-collections; then the dashboard (``GET /``) is loaded, given a read token through its token
+``clients/js`` (``fetchSpec`` + ``send``) to randomize and POST 33,000 reports to five
+collections (GRR, OLH, OUE, Square Wave, PM); then the dashboard (``GET /``) is loaded, given a read token through its token
 field, and read back from the DOM. Checked:
 
 - the dashboard shows every collection with the right n and batches, and its estimates are
@@ -11,8 +11,9 @@ field, and read back from the DOM. Checked:
   reproducible) or within 5.5 standard errors (crypto.getRandomValues coins);
 - the JS reports decoded by the Python server are unbiased (z-tests on the merged Stats),
   and the same test fails when they are decoded with epsilon x 1.3;
-- distribution and mean collections (filled from Python) render their density, quantiles
-  and interval; an empty collection says so, and a batch POSTed while the page is open
+- distribution and mean collections (Square Wave, PM: numbers randomized by clients/js in
+  the page too) render their density, quantiles and interval, the mean within 5.5 standard
+  errors of the truth; an empty collection says so, and a batch POSTed while the page is open
   shows up by polling, without a reload;
 - the token is asked for (401), kept in sessionStorage across a reload, and ``?alpha=``
   gives simultaneous (Bonferroni) intervals that hold the truth of every item;
@@ -112,11 +113,12 @@ LIVE = GRR(epsilon=1.0, domain_size=3)
 
 
 def _numerical() -> dict[str, tuple[Any, np.ndarray]]:
-    """Collections of the other two kinds, filled from Python (the JS client has no
-    numerical mechanism here): their charts and numbers must render too."""
+    """Collections of the other two kinds (numbers randomized by clients/js in the page):
+    their charts and numbers must render too."""
     from ldpkit.numeric import PiecewiseMechanism, SquareWave
 
-    values = np.random.default_rng(SEED).beta(2.0, 5.0, 4000) * 100.0
+    # three decimals: the values travel in the page's URL fragment as JSON
+    values = (np.random.default_rng(SEED).beta(2.0, 5.0, 4000) * 100.0).round(3)
     return {
         "sw": (SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=32), values),
         "pm": (PiecewiseMechanism(epsilon=1.0, low=0.0, high=100.0), values),
@@ -222,17 +224,9 @@ def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
-    from ldpkit.io import reports_to_bytes, reports_to_dict
+    from ldpkit.io import reports_to_dict
     from ldpkit.spec import Stats
 
-    for name, (spec, values) in _numerical().items():
-        request = urllib.request.Request(
-            f"{collector}/v1/reports/{name}",
-            data=reports_to_bytes(spec.randomize(values, rng=SEED), format="npz"),
-            headers={"Authorization": f"Bearer {PAGE_TOKEN}", "Content-Type": "application/x-npz"},
-            method="POST",
-        )
-        urllib.request.urlopen(request, timeout=30).close()
     plan = _plan()
     steps = [
         {
@@ -244,14 +238,17 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
         }
         for name, _spec, counts, seed, labels in plan
     ]
-    query = urllib.parse.urlencode(
-        {"collector": collector, "token": PAGE_TOKEN, "plan": json.dumps(steps)}
-    )
+    steps += [
+        {"collection": name, "values": values.tolist(), "seed": SEED + 7, "batch": 1000}
+        for name, (_spec, values) in _numerical().items()
+    ]
+    query = urllib.parse.urlencode({"collector": collector, "token": PAGE_TOKEN})
+    fragment = urllib.parse.urlencode({"plan": json.dumps(steps)})
     screenshot = ROOT / "results" / "dashboard.png"
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     args = {
         "chromium": CHROMIUM,
-        "senderUrl": f"{static_server}/tests/browser/sender.html?{query}",
+        "senderUrl": f"{static_server}/tests/browser/sender.html?{query}#{fragment}",
         "dashboardUrl": f"{collector}/?refresh=1",
         "readToken": READ_TOKEN,
         "expected": {
@@ -329,6 +326,8 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
         assert _max_z(spec, stats, truth) <= 5.5
         assert _max_z(spec.replace(epsilon=1.3), stats, truth) > 6.0, name
 
+    for name, (_spec, values) in _numerical().items():
+        assert out["sent"][name]["stored"] == values.size
     # a distribution: density with quantile lines, and the server's numbers
     shown = out["estimates"]["sw"]
     api = _get(f"{collector}/v1/collections/sw/estimate")["distribution"]

@@ -1,8 +1,9 @@
 // The test page of tests/test_dashboard_browser.py: what a web page does to send reports
 // with clients/js (fetchSpec, then send), run by chromium. Parameters come in the query
-// string: collector (base URL), token (ingest + read), plan (JSON list of
-// {collection, counts, labels, seed, batch}). Item v is sent counts[v] times, as its label
-// when `labels` is true. With a `seed` the coins are a seeded splitmix64 stream (a
+// string: collector (base URL), token (ingest + read); the plan comes in the fragment
+// (#plan=JSON, never sent to a server, so it may be long): a list of
+// {collection, counts | values, labels, seed, batch}. Item v is sent counts[v] times, as its
+// label when `labels` is true; `values` (numbers, for numerical collections) are sent as given. With a `seed` the coins are a seeded splitmix64 stream (a
 // reproducible test); without one they come from crypto.getRandomValues, as in production.
 // The outcome goes to document.body.dataset.done (JSON) or .error.
 import { fetchSpec, mix64, secureCoins, send } from '../../clients/js/src/index.js';
@@ -25,20 +26,22 @@ function seededCoins(seed) {
 const params = new URLSearchParams(window.location.search);
 const collector = params.get('collector');
 const token = params.get('token') || undefined;
-const plan = JSON.parse(params.get('plan'));
+const plan = JSON.parse(new URLSearchParams(window.location.hash.slice(1)).get('plan'));
 const log = (line) => {
   document.getElementById('log').textContent += `${line}\n`;
 };
 
 try {
   const results = {};
-  for (const { collection, counts, labels = false, seed = null, batch = 500 } of plan) {
+  for (const { collection, counts, values: given, labels = false, seed = null, batch = 500 } of plan) {
     const info = await fetchSpec(collector, collection, { token });
     const coins = seed === null ? secureCoins : seededCoins(seed);
-    const values = [];
-    counts.forEach((c, v) => {
-      for (let i = 0; i < c; i++) values.push(labels ? info.encoder.categories[v] : v);
-    });
+    const values = given ?? [];
+    if (!given) {
+      counts.forEach((c, v) => {
+        for (let i = 0; i < c; i++) values.push(labels ? info.encoder.categories[v] : v);
+      });
+    }
     const start = performance.now();
     let stored = 0;
     let batches = 0;
