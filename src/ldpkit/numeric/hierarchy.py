@@ -563,6 +563,10 @@ class HierarchicalHistogram(_TreeMechanism):
                 f"{self.branching}, got {self.buckets}"
             )
         self._set("oracle", check_oracle_name(self.oracle, tuple(_REPORT_FIELDS)))
+        # Build the level oracles now: an epsilon above one's max_epsilon is refused here,
+        # with its message, not at the first randomize (issue 11).
+        for level in range(1, self.height + 1):
+            self.level_oracle(level)
 
     @property
     def _branching(self) -> int:
