@@ -45,14 +45,17 @@ class _NoiseLaw:
     ``P[N = k] ∝ g(|k|)`` with ``g(q B + t) = (V[B] / V[0])^q V[t]`` for ``0 <= t < B``:
     integer weights ``V[0..B]`` (``V[t] ~ W r^t``, ``r = e^(-eps / (2 s))``, one block of
     ``B`` cells) repeated geometrically. Sampling: the block q by exact integer coins
-    (continue w.p. ``V[B] / V[0]``), t by one uniform integer against the cumulative
-    weights, a uniform sign, and rejection of ``-0`` (so that 0 is not counted twice).
+    (continue w.p. ``V[B] / V[0]``), t by an integer Walker alias table (two uniform
+    integers; exact), a uniform sign, and rejection of ``-0`` (so that 0 is not counted
+    twice).
     """
 
     cells: int  # s: grid cells per unit of the one-hot vector (a power of two)
     block: int  # B
     weights: np.ndarray  # V[0..B], int64, non-increasing
     cumulative: np.ndarray  # [V[0], V[0] + V[1], ...] over the first B entries
+    alias_cut: np.ndarray  # Walker alias table over t in [0, B), integer cuts out of C
+    alias: np.ndarray
     coordinate_loss: float  # exact max over inputs of the loss of one coordinate
     variance_cells: float  # Var[N] in cells^2
 
@@ -66,6 +69,26 @@ def _window_loss(weights: list[int], block: int, s: int) -> float:
     reps = -(-s // block) + 1
     seq = np.concatenate([np.zeros(1), np.cumsum(np.tile(logs, reps))])
     return float(np.max(seq[s : s + block] - seq[:block]))
+
+
+def _alias_table(weights: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Walker's alias table with integers: ``P[t] = weights[t] / sum`` exactly.
+
+    Column c (uniform over B) keeps c when a uniform integer in ``[0, C)`` is below
+    ``cut[c]``, else gives ``alias[c]``; every column holds ``C = sum(weights)`` of the
+    ``B C`` total, i.e. the weights scaled by B (integer arithmetic throughout)."""
+    size, capacity = len(weights), sum(weights)
+    mass = [w * size for w in weights]
+    cut = [capacity] * size
+    alias = list(range(size))
+    small = [i for i, m in enumerate(mass) if m < capacity]
+    large = [i for i, m in enumerate(mass) if m >= capacity]
+    while small and large:
+        lo, hi = small.pop(), large.pop()
+        cut[lo], alias[lo] = mass[lo], hi
+        mass[hi] -= capacity - mass[lo]
+        (small if mass[hi] < capacity else large).append(hi)
+    return np.array(cut, dtype=np.int64), np.array(alias, dtype=np.int64), capacity
 
 
 @functools.lru_cache(maxsize=64)
@@ -94,9 +117,10 @@ def _noise_law(epsilon: float) -> _NoiseLaw:
     second = block * block * a2 * s0 + 2 * block * a1 * s1 + a0 * s2  # sum m^2 g(m)
     variance = 2 * second / (2 * mass - vf[0])
     cumulative = np.cumsum(v[:block])
-    for arr in (v, cumulative):
+    cut, alias, _ = _alias_table(ints[:block])
+    for arr in (v, cumulative, cut, alias):
         arr.flags.writeable = False
-    return _NoiseLaw(s, block, v, cumulative, loss, variance)
+    return _NoiseLaw(s, block, v, cumulative, cut, alias, loss, variance)
 
 
 def _sample_noise(law: _NoiseLaw, size: int, gen: np.random.Generator) -> np.ndarray:
@@ -106,10 +130,11 @@ def _sample_noise(law: _NoiseLaw, size: int, gen: np.random.Generator) -> np.nda
     total = int(law.cumulative[-1])
     cont, whole = int(law.weights[law.block]), int(law.weights[0])
     while todo.size:
-        u = np.asarray(gen.integers(0, 2 * total, size=todo.size, dtype=np.int64))
-        negative = u >= total
-        t = np.searchsorted(law.cumulative, u - np.where(negative, total, 0), side="right")
-        g = t.astype(np.int64)
+        # t by the integer alias table (P[t] = V[t] / total exactly), the sign with it
+        x = np.asarray(gen.integers(0, 2 * law.block, size=todo.size, dtype=np.int64))
+        column, negative = x >> 1, (x & 1).astype(bool)
+        u = np.asarray(gen.integers(0, total, size=todo.size, dtype=np.int64))
+        g = np.where(u < law.alias_cut[column], column, law.alias[column])
         active = np.arange(todo.size)
         while active.size:  # the block: geometric, continue w.p. V[B] / V[0]
             more = coin(gen, active.size, cont, whole)
