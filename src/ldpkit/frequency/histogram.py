@@ -95,7 +95,7 @@ def _alias_table(weights: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
 def _noise_law(epsilon: float) -> _NoiseLaw:
     s = 1 << max(0, min(20, math.floor(math.log2(max(epsilon * _TABLE_CELLS / 2, 1.0)))))
     block = max(1, math.ceil(2 * s / epsilon))
-    # W so that 2 sum(V) <= 2^62 (one uniform integer draws the sign and t together)
+    # W so that sum(V) and the alias masses V[t] B stay below 2^61 (exact int64 draws)
     top = (1 << 61) // (block + 1)
     margin = 1e-8 * epsilon + 1e-11
     for _ in range(20):
