@@ -56,6 +56,7 @@ _TOP_KEYS = {
     "database_url",
     "store_reports",
     "bucket_seconds",
+    "commit_window",
     "cors_origins",
     "limits",
     "auth",
@@ -72,6 +73,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         database_url = "sqlite:///collector.db"   # optional
         store_reports = false                      # optional
         bucket_seconds = 3600                      # optional: roll-up bucket width
+        commit_window = 0.001                      # optional: group-commit wait, seconds
         cors_origins = ["https://example.org"]     # optional: browsers allowed to call
 
         [limits]                                   # optional: see ldpkit.service.Limits
@@ -124,7 +126,9 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
         raise ValueError("config must define at least one collection under 'collections'")
     collections = {name: _collection(name, entry) for name, entry in entries.items()}
     options: dict[str, Any] = {
-        k: data[k] for k in ("database_url", "store_reports", "bucket_seconds") if k in data
+        k: data[k]
+        for k in ("database_url", "store_reports", "bucket_seconds", "commit_window")
+        if k in data
     }
     if "cors_origins" in data:
         origins = data["cors_origins"]
