@@ -18,6 +18,8 @@ import ipaddress
 import json
 import logging
 import os
+import shutil
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -242,11 +244,24 @@ def main(
         uvicorn.run(app, **kwargs)
         return
     # Each worker process builds its own app from the same config (factory import string).
+    # /metrics counters are shared through files in one directory (any worker may answer).
+    made_dir = None
+    metrics_dir = options.get("metrics_dir") or os.environ.get("LDPKIT_METRICS_DIR")
+    if metrics_dir is None:
+        metrics_dir = made_dir = tempfile.mkdtemp(prefix="ldpkit-metrics-")
+    shared = {
+        k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))
+    }
     os.environ["LDPKIT_COLLECTOR_CONFIG"] = json.dumps(data)
-    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps(
-        {k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))}
-    )
-    # Fail here, once, on a bad config or database (and create the tables before the fork).
-    check = create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
-    check.state.collector.store.close()
-    uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
+    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps({**shared, "metrics_dir": metrics_dir})
+    try:
+        # Fail here, once, on a bad config or database (and create the tables before the fork).
+        options.pop("metrics_dir", None)
+        check = create_app(
+            collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options
+        )
+        check.state.collector.store.close()
+        uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
+    finally:
+        if made_dir is not None:
+            shutil.rmtree(made_dir, ignore_errors=True)

@@ -424,6 +424,7 @@ class _Collector:
         auth: TokenAuth | None,
         bucket_seconds: int,
         commit_window: float = 0.001,
+        metrics_dir: str | None = None,
     ) -> None:
         self.collections = collections
         probes = {name: _probe(c.spec) for name, c in collections.items()}
@@ -441,7 +442,7 @@ class _Collector:
         self.limits = limits
         self.auth = auth
         self.bucket_seconds = bucket_seconds
-        self.metrics = Metrics()
+        self.metrics = Metrics(metrics_dir)
         # When a batch counts as received (whole seconds, UTC); tests replace it.
         self.clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC).replace(
             microsecond=0
@@ -1037,6 +1038,7 @@ def create_app(
     cors_origins: list[str] | None = None,
     bucket_seconds: int = 3600,
     commit_window: float = 0.001,
+    metrics_dir: str | None = None,
     max_body_bytes: int | None = None,
     max_decoded_bytes: int | None = None,
 ) -> FastAPI:
@@ -1068,6 +1070,9 @@ def create_app(
     commit_window : float
         Seconds the group committer waits before taking a group (0 to 1), so clients
         answered by the previous commit join the next group: 1 ms by default.
+    metrics_dir : str or None
+        Directory shared by the worker processes of one server for the ``/metrics``
+        counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
     max_body_bytes, max_decoded_bytes : int or None
         Shortcuts overriding the same fields of ``limits``.
 
@@ -1102,6 +1107,7 @@ def create_app(
             auth=None if tokens is None else TokenAuth(tokens),
             bucket_seconds=bucket_seconds,
             commit_window=commit_window,
+            metrics_dir=metrics_dir,
         )
         for name, c in specs.items():
             store.register(name, c.spec, bucket_seconds)
