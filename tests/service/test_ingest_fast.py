@@ -3,14 +3,16 @@ the FastAPI route it stands in for."""
 
 import json
 import re
+import tracemalloc
 
 import numpy as np
 import pytest
+from fastapi import HTTPException
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import OperationalError
 
-from ldpkit import GRR, OLH, OUE, PiecewiseMechanism, SquareWave
-from ldpkit.io import reports_from_dict, reports_to_dict
+from ldpkit import GRR, OLH, OUE, PiecewiseMechanism, Reports, SquareWave
+from ldpkit.io import reports_from_dict, reports_to_bytes, reports_to_dict
 from ldpkit.service import Limits, create_app, new_token
 from ldpkit.service.app import _fast_json_reports, _FastField
 from ldpkit.service.auth import parse_tokens
@@ -142,3 +144,39 @@ def test_values_outside_their_dtype_never_reach_the_group(db):
             assert resp.status_code == 422, (body["arrays"], resp.text)
         assert c.post("/v1/reports/x", json=_one(1, 1)).status_code == 201
         assert c.get("/v1/collections/x").json()["n"] == 1
+
+
+def _peak(fn):
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_npz_bodies_decode_in_bounded_memory_or_are_refused_unread(db):
+    spec = GRR(epsilon=1.0, domain_size=1000)
+    n = 4_000_000  # 8 MB of uint16 once decoded, ~10 KB on the wire
+    body = reports_to_bytes(Reports(spec, values=np.zeros(n, dtype=np.uint16)))
+    roomy = Limits(max_reports_per_batch=n, max_decoded_bytes=16 * 2**20)
+    collector = create_app({"g": spec}, db, limits=roomy).state.collector
+    items = []
+    peak = _peak(lambda: items.append(collector.prepare("g", body, "", "", None)))
+    assert items[0].n == n and items[0].stats.n == n
+    assert peak < 3 * 2**20  # 65,536 reports at a time, never the 8 MB array
+    # A body declaring more than max_decoded_bytes: 413 from the headers, nothing decoded.
+    tight_small = create_app({"g": spec}, db, max_decoded_bytes=4 * 2**20).state.collector
+    errors = []
+
+    def refused():
+        try:
+            tight_small.prepare("g", body, "", "", None)
+        except HTTPException as exc:
+            errors.append(exc)
+
+    assert _peak(refused) < 2**20
+    assert errors[0].status_code == 413 and "must decode to at most 4194304" in errors[0].detail
+    with TestClient(create_app({"g": spec}, db, max_decoded_bytes=4 * 2**20)) as c:
+        resp = c.post("/v1/reports/g", content=body, headers={"Content-Type": "application/x-npz"})
+        assert resp.status_code == 413 and resp.json()["detail"].startswith("batch must decode")

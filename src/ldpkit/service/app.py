@@ -39,7 +39,13 @@ from .. import __version__
 from .._validation import check_real
 from ..encoder import Encoder
 from ..estimate import FrequencyEstimate, IntervalWarning
-from ..io import _sniff, decoded_size, iter_reports_parquet, reports_from_bytes, reports_from_dict
+from ..io import (
+    _sniff,
+    decoded_size,
+    iter_reports_npz,
+    iter_reports_parquet,
+    reports_from_dict,
+)
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Reports, Stats, spec_from_dict
@@ -81,7 +87,8 @@ class Limits:
     max_json_depth : int
         Deepest JSON nesting accepted (422 above): 32. Valid batches nest at most 5 deep.
     aggregate_chunk : int
-        Reports aggregated at a time, so the aggregation's scratch memory stays bounded
+        Reports decoded and aggregated at a time: npz bodies are decompressed as streams
+        and Parquet bodies read by row blocks, so memory stays bounded by one chunk
         whatever the batch size: 65,536.
     """
 
@@ -723,8 +730,8 @@ class _Collector:
                 chunks = iter_reports_parquet(
                     io.BytesIO(body), batch_size=self.limits.aggregate_chunk
                 )
-            else:
-                chunks = iter([reports_from_bytes(body)])
+            else:  # decompressed as a stream, a block of rows at a time
+                chunks = iter_reports_npz(io.BytesIO(body), batch_size=self.limits.aggregate_chunk)
             stats, n = spec.empty_stats(), 0
             for i, chunk in enumerate(chunks):
                 if i == 0:
