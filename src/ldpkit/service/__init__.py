@@ -202,8 +202,9 @@ def main(
     to anyone who can reach it, so it then refuses any address but a loopback one. Put a
     TLS-terminating reverse proxy in front of it before exposing it. ``workers > 1`` runs
     that many processes (they share the database, so it must be PostgreSQL: SQLite allows
-    one writer process). The access log leaves client addresses out unless
-    ``log_addresses``.
+    one writer process). Their ``/metrics`` counters are shared through memory-mapped files
+    in ``LDPKIT_METRICS_DIR`` (a temporary directory, removed at exit, when unset). The
+    access log leaves client addresses out unless ``log_addresses``.
     """
     import uvicorn
 
