@@ -663,13 +663,19 @@ class CollectorStore:
             "arrays": packed,
         }
         first, read, write = self._fold_statements()
-        if first is not None and conn.execute(first, values).first() is not None:
-            return  # a new roll-up row
         where = {"w_collection": collection, "w_bucket": bucket, "w_token": token}
+        # Usually the row exists (one insert per bucket and token): read it under its row
+        # lock first, which saves the insert attempt on every later group.
         row = conn.execute(read, where).one_or_none()
-        if row is None:  # other backends: plain insert (a race raises IntegrityError: retried)
-            conn.execute(insert(rollups_table), values)
-            return
+        if row is None:
+            if first is None:  # other backends: plain insert (a race: IntegrityError, retried)
+                conn.execute(insert(rollups_table), values)
+                return
+            if conn.execute(first, values).first() is not None:
+                return  # a new roll-up row
+            # Another writer inserted it since (its transaction has committed: the insert
+            # waited for it); read it again, now locked.
+            row = conn.execute(read, where).one()
         merged = layout.sum([bytes(row.arrays), packed], int(row.n) + stats.n)
         conn.execute(
             write,
