@@ -197,7 +197,7 @@ def main(
     port: int = 8000,
     workers: int = 1,
     log_level: str = "info",
-    access_log: bool = True,
+    access_log: bool = False,
     log_addresses: bool = False,
     **overrides: Any,
 ) -> None:
@@ -209,7 +209,9 @@ def main(
     that many processes (they share the database, so it must be PostgreSQL: SQLite allows
     one writer process). Their ``/metrics`` counters are shared through memory-mapped files
     in ``LDPKIT_METRICS_DIR`` (a temporary directory, removed at exit, when unset). The
-    access log leaves client addresses out unless ``log_addresses``.
+    access log is off unless ``access_log`` (a line per report is a per-user record, and at
+    one report per request it costs more CPU than storing the report); it leaves client
+    addresses out unless ``log_addresses``.
     """
     import uvicorn
 
