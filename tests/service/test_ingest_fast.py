@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from ldpkit import GRR, OLH, OUE, PiecewiseMechanism, Reports, SquareWave
 from ldpkit.io import reports_from_dict, reports_to_bytes, reports_to_dict
-from ldpkit.service import Limits, create_app, new_token
+from ldpkit.service import Limits, app_from_config, create_app, new_token
 from ldpkit.service.app import _fast_json_reports, _FastField
 from ldpkit.service.auth import parse_tokens
 from ldpkit.service.commit import ReportRows
@@ -180,3 +180,21 @@ def test_npz_bodies_decode_in_bounded_memory_or_are_refused_unread(db):
     with TestClient(create_app({"g": spec}, db, max_decoded_bytes=4 * 2**20)) as c:
         resp = c.post("/v1/reports/g", content=body, headers={"Content-Type": "application/x-npz"})
         assert resp.status_code == 413 and resp.json()["detail"].startswith("batch must decode")
+
+
+def test_commit_window_is_configurable_and_checked(tmp_path):
+    config = {
+        "database_url": f"sqlite:///{tmp_path / 'w.db'}",
+        "commit_window": 0,
+        "collections": {"x": {"mechanism": "OLH", "params": {"epsilon": 2.0, "domain_size": 50}}},
+    }
+    app = app_from_config(config)
+    assert app.state.collector.committer.window == 0
+    with TestClient(app) as c:  # no waiting at all still commits and answers
+        assert c.post("/v1/reports/x", json=_one(1, 1)).status_code == 201
+    assert create_app({"x": SPEC}, "sqlite://").state.collector.committer.window == 0.001
+    for bad in (-0.001, 2, float("nan")):
+        with pytest.raises(ValueError, match="commit_window must be a finite number >= 0"):
+            app_from_config({**config, "commit_window": bad})
+    with pytest.raises(TypeError, match="commit_window"):
+        create_app({"x": SPEC}, "sqlite://", commit_window="1ms")
