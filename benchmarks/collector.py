@@ -18,8 +18,12 @@ install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``
    the stored state generated directly (batch rows + hourly roll-ups, one report per
    batch, all in one bulk transaction).
 
-Both servers run with the access log off. Prints tables and writes
-benchmarks/results/collector.json.
+Both servers run with the access log off. Besides requests/s and latency, each ingest row
+has the CPU time of the server's processes per request (robust on a shared machine,
+where requests/s mostly measures how much CPU the server got) and, for the collector, the
+mean group size and group-commit latency from /metrics; the fsync latency of the disk is
+measured before and after the run (the floor under one durable commit). Prints tables and
+writes benchmarks/results/collector.json.
 """
 
 from __future__ import annotations
