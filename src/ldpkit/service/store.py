@@ -479,11 +479,18 @@ class CollectorStore:
         combine: Callable[[Sequence[PendingBatch]], Stats] | None,
         run_blocking: Callable[[Callable[[], Any]], Any],
     ) -> list[BatchRecord | Exception]:
-        """:meth:`commit_group` for an event loop: the statements run in the loop's thread
-        (they only fill the transaction: fast), the COMMIT (the fsync) runs through
-        ``run_blocking`` (an executor), so the loop keeps serving requests meanwhile and no
-        second thread fights the loop's thread for the interpreter lock on every statement.
+        """:meth:`commit_group` for an event loop.
+
+        SQLite: the statements run in the loop's thread (in-process, they only fill the
+        transaction: fast), the COMMIT (the fsync) runs through ``run_blocking`` (an
+        executor), so the loop keeps serving requests meanwhile and no second thread
+        fights the loop's thread for the interpreter lock on every statement. A database
+        server: every statement is a network round trip, so the whole transaction runs
+        through ``run_blocking`` and the loop never waits for the server.
         """
+        if self.backend != "sqlite":
+            merge = combine or _merge_members
+            return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
         for attempt in range(3):
             conn = self.engine.connect()
             try:
