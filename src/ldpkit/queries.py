@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_real
+from ._validation import MAX_ENTRIES, check_integer, check_memory, check_real
 from .estimate import FrequencyEstimate
 
 __all__ = [
@@ -159,9 +159,10 @@ def random_subsets(
     >>> random_subsets(10, 0.3, 2, rng=0).shape
     (2, 3)
     """
-    d = check_integer(domain_size, "domain_size", low=1)
+    d = check_integer(domain_size, "domain_size", low=1, high=MAX_ENTRIES)
     rho = check_real(rho, "rho", low=0.0, high=1.0, low_inclusive=False)
-    m = check_integer(n_queries, "n_queries", low=1)
+    m = check_integer(n_queries, "n_queries", low=1, high=MAX_ENTRIES)
+    check_memory(8.0 * m * min(d, max(1, round(rho * d))), "n_queries", "random_subsets")
     gen = as_generator(rng)
     s = min(d, max(1, round(rho * d)))
     out = np.empty((m, s), dtype=np.int64)
@@ -249,8 +250,8 @@ def random_ranges(
     >>> bool(np.all(r[:, 1] - r[:, 0] == 10))
     True
     """
-    d = check_integer(domain_size, "domain_size", low=1)
-    m = check_integer(n_queries, "n_queries", low=1)
+    d = check_integer(domain_size, "domain_size", low=1, high=2**62)
+    m = check_integer(n_queries, "n_queries", low=1, high=MAX_ENTRIES // 2)
     gen = as_generator(rng)
     if length is None:
         a = gen.integers(0, d + 1, size=m)

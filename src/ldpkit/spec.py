@@ -190,7 +190,10 @@ class Mechanism(ABC):
 
     def run(self, values: Any, *, rng: RNGLike = None) -> Any:
         """Simulate the whole protocol on raw values: randomize, aggregate, estimate."""
-        return self.estimate(self.aggregate(self.randomize(values, rng=rng)))
+        reports = self.randomize(values, rng=rng)
+        if len(reports) == 0:  # no estimate from no user; say so in terms of the input
+            raise ValueError("values must hold at least one value to estimate from, got none")
+        return self.estimate(self.aggregate(reports))
 
     def check_reports(self, reports: Any) -> Reports:
         """Raise unless ``reports`` are Reports made under this exact configuration."""

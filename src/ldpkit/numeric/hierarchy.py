@@ -569,7 +569,7 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def level_size(self, level: int) -> int:
         """Number of nodes ``B^k`` at depth k."""
-        return self.branching**level
+        return int(self.branching ** check_integer(level, "level", low=0, high=self.height))
 
     def privacy_loss(self) -> float:
         """The largest loss of the level oracles: the level is drawn independently of the

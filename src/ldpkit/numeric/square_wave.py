@@ -24,6 +24,7 @@ import numpy as np
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_bump, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import (
+    MAX_ENTRIES,
     check_categorical_values,
     check_epsilon,
     check_integer,
@@ -158,7 +159,11 @@ def wave_bucket_matrix(
     This holds for any d and d~ (the authors' fill does not when d~ > d or when 2b spans
     at most two output buckets).
     """
-    d, dt, q = int(buckets), int(output_buckets), float(density_low)
+    b = check_real(b, "b", low=0.0, low_inclusive=False)
+    ratio = check_real(ratio, "ratio", low=0.0, high=1.0)
+    q = check_real(density_low, "density_low", low=0.0, high=1.0 / (1.0 + 2.0 * b))
+    d = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
+    dt = check_integer(output_buckets, "output_buckets", low=1, high=MAX_ENTRIES // d)
     inp = np.linspace(0.0, 1.0, d + 1)
     out = np.linspace(-b, 1.0 + b, dt + 1)
     h1, h2 = (1.0 + ratio) * b / 2.0, (1.0 - ratio) * b / 2.0
