@@ -83,7 +83,7 @@ def test_raw_values_and_resolution():
     # raw values must fit the Distribution's interval
     with pytest.raises(ValueError, match="values must be real numbers"):
         metrics.wasserstein(Distribution.uniform(0, 0.5, 4), values)
-    with pytest.raises(TypeError, match="at least one argument must be"):
+    with pytest.raises(TypeError, match="must be an ldpkit.numeric.Distribution"):
         metrics.ks_distance(values, values)
 
 

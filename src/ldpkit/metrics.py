@@ -53,10 +53,15 @@ def _is_raw(x: Any) -> bool:
     return not isinstance(x, Distribution)
 
 
-def _pair(a: Any, b: Any, resolution: int | None) -> tuple[Distribution, Distribution]:
+def _pair(
+    a: Any, b: Any, resolution: int | None, names: tuple[str, str] = ("a", "b")
+) -> tuple[Distribution, Distribution]:
     """Both arguments as Distributions (raw values binned on the other's interval)."""
     if _is_raw(a) and _is_raw(b):
-        raise TypeError("at least one argument must be an ldpkit.numeric.Distribution")
+        raise TypeError(
+            f"{names[0]} or {names[1]} must be an ldpkit.numeric.Distribution (the other may be "
+            f"raw values), got {type(a).__name__} and {type(b).__name__}"
+        )
     ref = b if _is_raw(a) else a
     if resolution is None:
         res = max(DEFAULT_RESOLUTION, ref.buckets)
@@ -131,7 +136,7 @@ def range_query_error(
     """
     alpha = check_real(alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
     n_queries = check_integer(n_queries, "n_queries", low=1)
-    de, dt = _pair(estimate, truth, resolution)
+    de, dt = _pair(estimate, truth, resolution, ("estimate", "truth"))
     ref = de if not _is_raw(estimate) else dt
     span = alpha * (ref.high - ref.low)
     starts = ref.low + as_generator(rng).random(n_queries) * (ref.high - ref.low - span)
@@ -153,7 +158,7 @@ def quantile_error(
     q = np.asarray(qs, dtype=np.float64)
     if q.ndim != 1 or q.size == 0:
         raise ValueError(f"qs must be a non-empty 1-D sequence of probabilities, got {qs!r}")
-    de, dt = _pair(estimate, truth, resolution)
+    de, dt = _pair(estimate, truth, resolution, ("estimate", "truth"))
     return float(np.mean(np.abs(np.asarray(de.quantile(q)) - np.asarray(dt.quantile(q)))))
 
 

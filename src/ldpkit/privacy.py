@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import MIN_EPSILON, check_epsilon, check_integer
+from ._validation import MIN_EPSILON, check_epsilon, check_integer, check_real
 
 __all__ = ["privacy_loss", "ratio_privacy_loss", "shuffle_amplification", "split_budget"]
 
@@ -42,6 +42,8 @@ def privacy_loss(matrix: np.ndarray) -> float:
 
 def ratio_privacy_loss(largest: float, smallest: float) -> float:
     """log(largest / smallest) for one output's extreme probabilities (inf if smallest = 0)."""
+    largest = check_real(largest, "largest", low=0.0, high=1.0, low_inclusive=False)
+    smallest = check_real(smallest, "smallest", low=0.0, high=largest)
     if smallest <= 0:
         return math.inf
     return math.log(largest) - math.log(smallest)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_numeric_values, check_real
+from .._validation import check_array, check_integer, check_numeric_values, check_real
 from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
 from ..frequency.hadamard import (
@@ -796,7 +796,7 @@ def haar_transform(leaves: Any) -> tuple[float, list[np.ndarray]]:
     >>> s, [np.round(c, 4).tolist() for c in d]
     (4.0, [[2.0], [1.4142, 0.0]])
     """
-    x = np.asarray(leaves, dtype=np.float64)
+    x = check_array(leaves, "leaves")
     size = x.size
     if x.ndim != 1 or size < 1 or size & (size - 1):
         raise ValueError(f"leaves must be a 1-D array of power-of-two length, got shape {x.shape}")
@@ -821,10 +821,15 @@ def inverse_haar_transform(scaling: float, details: Sequence[Any]) -> np.ndarray
     >>> inverse_haar_transform(*haar_transform([4.0, 2.0, 1.0, 1.0])).tolist()
     [4.0, 2.0, 1.0, 1.0]
     """
+    scaling = check_real(scaling, "scaling")
+    if isinstance(details, (str, bytes)) or not isinstance(details, Sequence):
+        raise TypeError(f"details must be a list of arrays (one per level), got {details!r:.60}")
     h = len(details)
-    totals = np.array([float(scaling) * 2.0 ** (h / 2.0)])
+    if h > 40:  # 2**h leaves
+        raise ValueError(f"details must hold at most 40 levels, got {h}")
+    totals = np.array([scaling * 2.0 ** (h / 2.0)])
     for t in range(h):
-        c = np.asarray(details[t], dtype=np.float64)
+        c = check_array(details[t], f"details[{t}]")
         if c.shape != (1 << t,):
             raise ValueError(f"details[{t}] must have shape ({1 << t},), got {c.shape}")
         diff = c * 2.0 ** ((h - t) / 2.0)
