@@ -24,6 +24,7 @@ __all__ = [
     "check_frequencies",
     "check_array",
     "check_not_masked",
+    "check_sequence",
     "MEMORY_BUDGET",
     "MAX_ENTRIES",
     "check_memory",
@@ -132,6 +133,16 @@ def check_not_masked(values: Any, name: str) -> None:
             f"{name} must be a plain array, not a masked array (its mask would be ignored; "
             f"pass {name}.compressed() or {name}.filled(...)), got {_show(np.asarray(values))}"
         )
+
+
+def check_sequence(values: Any, name: str, what: str = "values") -> list[Any]:
+    """Return the items of an iterable ``values`` as a list (not a string, not a masked array)."""
+    check_not_masked(values, name)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {what}, got {_show(values)}")
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        raise TypeError(f"{name} must be a sequence of {what}, got {_show(values)}")
+    return list(values)
 
 
 def check_array(

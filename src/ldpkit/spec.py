@@ -75,7 +75,7 @@ def mechanism_registry() -> Mapping[str, type[Mechanism]]:
 def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:
     """Rebuild a spec from :meth:`Mechanism.to_dict` output."""
     if not isinstance(data, Mapping):
-        raise TypeError(f"spec dict must be a mapping, got {type(data).__name__}")
+        raise TypeError(f"data (a spec dict) must be a mapping, got {type(data).__name__}")
     name = data.get("mechanism")
     if name not in _REGISTRY:
         _load_mechanisms()  # its module may not be imported yet
@@ -515,7 +515,7 @@ class Stats(_ArrayBundle):
         """Inverse of :meth:`to_dict`; checks the layout, the format version, the
         fingerprint against the rebuilt spec, then the arrays against the spec's schema."""
         if not isinstance(data, Mapping):
-            raise TypeError(f"stats dict must be a mapping, got {type(data).__name__}")
+            raise TypeError(f"data (a stats dict) must be a mapping, got {type(data).__name__}")
         keys = {"format", "mechanism", "fingerprint", "n", "arrays"}
         missing, extra = keys - {"fingerprint"} - set(data), set(data) - keys
         if missing or extra:

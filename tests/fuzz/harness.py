@@ -359,7 +359,7 @@ def build_registry() -> dict[str, Entry]:
         lambda epsilon, at: ldpkit.PrivacyAccountant(2.0).charge("u", epsilon, at=at),
         epsilon=0.5,
         at=None,
-    )
+    ).nullable = frozenset({"at"})
     add("ldpkit.Question", ldpkit.Question, name="q", spec=grr).strings_ok = frozenset({"name"})
     q = ldpkit.Question(name="q", spec=grr)
     add("ldpkit.Survey", ldpkit.Survey, questions=[q], epsilon=1.0)
@@ -397,7 +397,9 @@ def build_registry() -> dict[str, Entry]:
         spec=grr,
         values=reports.values,
     )
-    add("ldpkit.Reports.concat", lambda others: reports.concat(others), others=reports)
+    add("ldpkit.Reports.concat", lambda others: reports.concat(others), others=reports).aliases = {
+        "others": ("reports",)  # *others: the message names each one "reports"
+    }
     add(
         "ldpkit.Stats",
         lambda spec, n, counts: ldpkit.Stats(spec, n, counts=counts),
@@ -405,7 +407,9 @@ def build_registry() -> dict[str, Entry]:
         n=stats.n,
         counts=stats.counts,
     )
-    add("ldpkit.Stats.merge", lambda others: stats.merge(others), others=stats)
+    add("ldpkit.Stats.merge", lambda others: stats.merge(others), others=stats).aliases = {
+        "others": ("stats",)
+    }
     add("ldpkit.Stats.from_dict", ldpkit.Stats.from_dict, data=stats.to_dict())
     add("ldpkit.GRR.estimate", grr.estimate, stats=stats)
     add("ldpkit.fwht", ldpkit.fwht, x=np.arange(8.0), axis=-1)

@@ -31,6 +31,10 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
     hi = check_real(high, "high")
     if not hi > lo:
         raise ValueError(f"high must be a finite number > low ({lo:g}), got {hi!r}")
+    if not math.isfinite(hi - lo):  # e.g. [-1e308, 1e308]: the width overflows to inf
+        raise ValueError(
+            f"high - low must be a finite width, got [{lo:g}, {hi:g}] (width overflows)"
+        )
     return lo, hi
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_integer, check_real
+from .._validation import check_integer, check_not_masked, check_real
 from ..spec import Stats
 from .distribution import Distribution
 
@@ -93,23 +93,24 @@ def _inputs(
         low = getattr(spec, "low", 0.0) if low is None else low
         high = getattr(spec, "high", 1.0) if high is None else high
     else:
+        check_not_masked(data, "data")
         counts = np.asarray(data)
         if matrix is None:
             raise TypeError("matrix must be given when data is an array of counts")
     if counts.dtype.kind not in "iuf":
-        raise TypeError(f"counts must be non-negative numbers, got dtype {counts.dtype}")
+        raise TypeError(f"data must be counts (non-negative numbers), got dtype {counts.dtype}")
     counts = counts.astype(np.float64)
     # Callers give inputs x outputs (the transition-matrix orientation of ldpkit); the
     # iteration works on the transpose (SW20's M[j, i], outputs x inputs).
     m = np.asarray(matrix, dtype=np.float64).T
     if counts.ndim != 1:
-        raise ValueError(f"counts must be a 1-D array, got shape {counts.shape}")
+        raise ValueError(f"data must be a 1-D array of counts, got shape {counts.shape}")
     if m.ndim != 2 or m.shape[0] != counts.size:
         raise ValueError(
             f"matrix must have shape (n_inputs, n_outputs={counts.size}), got {m.T.shape}"
         )
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        raise ValueError("counts must be finite and >= 0")
+        raise ValueError("data must be counts that are finite and >= 0")
     if not np.all(np.isfinite(m)) or np.any(m < 0):
         raise ValueError("matrix must be finite and >= 0")
     col = m.sum(axis=0)

@@ -63,6 +63,10 @@ __all__ = [
 #: Largest number of leaves of a (padded) tree.
 MAX_LEAVES = 1 << 24
 
+#: Largest number of leaves of an HHADMM tree: its estimate runs up to 500 ADMM iterations
+#: over every node (~4 s of CPU at 2^16 leaves).
+MAX_ADMM_LEAVES = 1 << 16
+
 #: Oracles whose reports are 1-D arrays (one scalar per field and user), so that users of
 #: different levels can share one Reports object; with their report fields.
 _REPORT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -747,6 +751,17 @@ class HHADMM(HierarchicalHistogram):
     >>> dist.buckets, bool(abs(dist.mean() - values.mean()) < 0.1)
     (64, True)
     """
+
+    def _validate(self) -> None:
+        super()._validate()
+        # ADMM costs ~ 500 iterations x the tree's nodes: ~1 s of CPU at 2^14 leaves, about
+        # a minute at 2^20 (issue 12: accepted there, then hung). Refused up front instead.
+        if self.leaves > MAX_ADMM_LEAVES:
+            raise ValueError(
+                f"buckets must give at most {MAX_ADMM_LEAVES} leaves for HHADMM (its ADMM "
+                f"estimate takes minutes beyond), got {self.buckets} buckets = {self.leaves} "
+                "leaves; use HierarchicalHistogram (constrained inference) for finer trees"
+            )
 
     def admm_tree(
         self, stats: Stats, *, max_iter: int = 500, tol: float = 1e-4
