@@ -172,10 +172,11 @@ def check_array(
     elif high is not None:
         bounds = f" <= {high:g}"
     dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-    shape = (
-        f"a {dims[0]}-D array" if len(dims) == 1 else f"an array of {max(dims)} dimensions or fewer"
-    )
-    requirement = f"{shape} of finite {kind}{bounds}"
+    if len(dims) == 1:
+        shape = "a number" if dims[0] == 0 else f"a {dims[0]}-D array"
+    else:
+        shape = f"{'a number or ' if 0 in dims else ''}an array of up to {max(dims)} dimensions"
+    requirement = f"finite {kind}{bounds} ({shape})"
     try:
         arr = np.asarray(values)
     except (ValueError, TypeError):  # ragged nested sequences

@@ -71,7 +71,7 @@ from scipy import optimize as _opt
 
 from . import queries as _queries
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_real
+from ._validation import check_integer, check_real, check_sequence
 from .estimate import FrequencyEstimate
 from .frequency._base import PureFrequencyOracle
 from .frequency.significance import significance_cutoff
@@ -878,7 +878,11 @@ def compare(
     >>> sorted(res), sorted(res["base"])
     (['base', 'norm_sub'], ['full', 'set_10', 'set_50', 'set_90', 'top_10'])
     """
-    ests = [estimates] if isinstance(estimates, FrequencyEstimate) else list(estimates)
+    ests = (
+        [estimates]
+        if isinstance(estimates, FrequencyEstimate)
+        else check_sequence(estimates, "estimates", "FrequencyEstimate")
+    )
     if not ests:
         raise ValueError("estimates must hold at least one FrequencyEstimate")
     for e in ests:

@@ -154,6 +154,25 @@ def _check_blocks(
             )
 
 
+def _as_path(path: Any, name: str = "path") -> Path:
+    """``path`` (a str or os.PathLike) as a Path; anything else is a TypeError naming it."""
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path)
+    raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}")
+
+
+def _check_source(source: Any, name: str = "path") -> Any:
+    """A path (as a Path) or an open binary file object (as it is)."""
+    if hasattr(source, "read") or hasattr(source, "write"):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source)
+    raise TypeError(
+        f"{name} must be a file path (str or os.PathLike) or a binary file object, "
+        f"got {type(source).__name__}"
+    )
+
+
 def _name(source: Any) -> str:
     return repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "the data"
 
@@ -330,6 +349,10 @@ def reports_from_arrow(
 ) -> Reports:
     """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
     digest of the arrays."""
+    import pyarrow as pa
+
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"table must be a pyarrow.Table, got {type(table).__name__}")
     spec, fields, digest = _arrow_meta(table.schema, source)
     _check_expected(spec, expected, "reports")
     return _table_reports(table, spec, fields, source, digest, 0, table.num_rows)
@@ -405,6 +428,7 @@ def _parquet_file(source: Source) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    source = _check_source(source)
     try:
         return pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
@@ -514,22 +538,23 @@ def save_reports(
     ``.pq`` suffix and npz otherwise.
     """
     reports = _check_reports(reports)
-    path = Path(path)
+    target = _as_path(path)
     if format is None:
-        format = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "npz"
+        format = "parquet" if target.suffix.lower() in (".parquet", ".pq") else "npz"
     if format == "parquet":
-        save_reports_parquet(reports, path)
+        save_reports_parquet(reports, target)
     elif format == "npz":
-        with open(path, "wb") as fh:
+        with open(target, "wb") as fh:
             _write_npz(reports, fh)
     else:
         raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
-    return path
+    return target
 
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
     """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
     ``expected`` demands a configuration."""
+    path = _as_path(path)
     with open(path, "rb") as fh:
         kind = _sniff(fh.read(4))
     if kind == "parquet":
@@ -751,13 +776,18 @@ def save_stats(stats: Stats, path: str | os.PathLike[str]) -> Path:
     """Write stats to ``path`` as JSON (exact for float64)."""
     if not isinstance(stats, Stats):
         raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
-    path = Path(path)
-    path.write_text(json.dumps(stats.to_dict()))
-    return path
+    target = _as_path(path)
+    target.write_text(json.dumps(stats.to_dict()))
+    return target
 
 
 def load_stats(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Stats:
     """Read stats saved by :func:`save_stats`; ``expected`` demands a configuration."""
-    stats = Stats.from_dict(json.loads(Path(path).read_text()))
+    target = _as_path(path)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"path must be a stats file written by save_stats, got {exc}") from None
+    stats = Stats.from_dict(data)
     _check_expected(stats.spec, expected, "stats")
     return stats

@@ -103,7 +103,7 @@ def test_validation():
     m = np.array([[0.7, 0.3], [0.2, 0.8]])  # inputs x outputs
     with pytest.raises(TypeError, match="matrix must be given"):
         em([1, 2])
-    with pytest.raises(ValueError, match="matrix must have shape"):
+    with pytest.raises(ValueError, match="data must hold one count per output of matrix"):
         em([1, 2, 3], m)
     with pytest.raises(ValueError, match="rows .* must each sum to 1"):
         em([1, 2], m * 0.9)

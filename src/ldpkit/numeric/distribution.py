@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_numeric_values, check_probability, check_real
+from .._validation import (
+    check_array,
+    check_integer,
+    check_numeric_values,
+    check_probability,
+    check_real,
+)
 
 __all__ = ["Distribution"]
 
@@ -441,14 +447,14 @@ class Distribution:
 
         Returns a float for scalar input, else an array of x's shape.
         """
-        xa = np.asarray(x, dtype=np.float64)
+        xa = check_array(x, "x", ndim=(0, 1, 2))
         inside = (xa >= self._low) & (xa <= self._high)
         out = np.where(inside, self._prob[self._bucket_of(xa)] / self.width, 0.0)
         return float(out) if out.ndim == 0 else out
 
     def cdf(self, x: Any) -> Any:
         """P[X <= x]: 0 below ``low``, 1 above ``high``, linear inside each bucket."""
-        xa = np.asarray(x, dtype=np.float64)
+        xa = check_array(x, "x", ndim=(0, 1, 2))
         out = np.interp(xa, self.edges, self._cum, left=0.0, right=1.0)
         return float(out) if out.ndim == 0 else out
 
@@ -466,9 +472,7 @@ class Distribution:
             If any q is outside [0, 1] or NaN.
         """
         self._check_proper("quantile")
-        qa = np.asarray(q, dtype=np.float64)
-        if not np.all((qa >= 0.0) & (qa <= 1.0)):
-            raise ValueError(f"q must be probabilities in [0, 1], got {q!r}")
+        qa = check_array(q, "q", ndim=(0, 1, 2), low=0.0, high=1.0)
         k = np.searchsorted(self._cum, qa, side="left")  # first edge with F >= q
         k = np.maximum(k, 1)
         left = self._cum[k - 1]  # < q unless q == 0
@@ -480,8 +484,8 @@ class Distribution:
 
     def range(self, a: Any, b: Any) -> Any:
         """Mass of ``[a, b]``: ``F(b) - F(a)`` (vectorized; needs a <= b)."""
-        aa = np.asarray(a, dtype=np.float64)
-        ba = np.asarray(b, dtype=np.float64)
+        aa = check_array(a, "a", ndim=(0, 1, 2))
+        ba = check_array(b, "b", ndim=(0, 1, 2))
         if np.any(~(aa <= ba)):
             raise ValueError(f"a must be <= b (and not NaN), got a={a!r}, b={b!r}")
         out = np.asarray(self.cdf(ba)) - np.asarray(self.cdf(aa))
@@ -559,7 +563,7 @@ class Distribution:
         from ._intervals import normal_quantile
 
         alpha = check_probability(alpha, "alpha")
-        xa = np.asarray(x, dtype=np.float64)
+        xa = check_array(x, "x", ndim=(0, 1, 2))
         if np.any(np.isnan(xa)):
             raise ValueError(f"x must be numbers (not NaN), got {x!r}")
         flat = xa.reshape(-1)
@@ -615,9 +619,7 @@ class Distribution:
         so its coverage is at least the band's pointwise ``1 - alpha``. Works on a signed
         (plain) estimate too.
         """
-        qa = np.asarray(q, dtype=np.float64)
-        if not np.all((qa >= 0.0) & (qa <= 1.0)):
-            raise ValueError(f"q must be probabilities in [0, 1], got {q!r}")
+        qa = check_array(q, "q", ndim=(0, 1, 2), low=0.0, high=1.0)
         xs, band_lo, band_hi = self.cdf_band(alpha)
         flat = qa.reshape(-1)
         if np.any(np.isnan(band_lo)):

@@ -105,6 +105,10 @@ def _inputs(
     m = np.asarray(matrix, dtype=np.float64).T
     if counts.ndim != 1:
         raise ValueError(f"data must be a 1-D array of counts, got shape {counts.shape}")
+    if m.ndim == 2 and m.shape[0] != counts.size:
+        raise ValueError(
+            f"data must hold one count per output of matrix ({m.shape[0]}), got {counts.size}"
+        )
     if m.ndim != 2 or m.shape[0] != counts.size:
         raise ValueError(
             f"matrix must have shape (n_inputs, n_outputs={counts.size}), got {m.T.shape}"

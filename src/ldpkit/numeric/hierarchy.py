@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_array, check_integer, check_numeric_values, check_real
+from .._validation import (
+    check_array,
+    check_integer,
+    check_numeric_values,
+    check_real,
+    check_sequence,
+)
 from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
 from ..frequency.hadamard import (
@@ -88,7 +94,10 @@ def _tree_height(buckets: int, branching: int) -> int:
 
 
 def _check_levels(levels: Sequence[Any], branching: int) -> list[np.ndarray]:
-    out = [np.asarray(x, dtype=np.float64) for x in levels]
+    items = check_sequence(levels, "levels", "arrays (one per level)")
+    if len(items) > 64:
+        raise ValueError(f"levels must hold at most 64 levels, got {len(items)}")
+    out = [check_array(x, f"levels[{k}]") for k, x in enumerate(items)]
     for k, x in enumerate(out):
         if x.shape != (branching**k,):
             raise ValueError(
