@@ -233,6 +233,7 @@ class Encoder:
 
     def decode(self, items: Sequence[int] | np.ndarray) -> np.ndarray:
         """Labels for ``items``."""
+        check_not_masked(items, "items")
         idx = np.asarray(items)
         if idx.dtype.kind not in "iu":
             raise TypeError(

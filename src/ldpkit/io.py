@@ -65,6 +65,11 @@ Source = str | os.PathLike[str] | IO[bytes]
 
 
 def _check_expected(spec: Mechanism, expected: Mechanism | None, what: str) -> None:
+    if expected is not None and not isinstance(expected, Mechanism):
+        raise TypeError(
+            f"expected must be a mechanism spec (ldpkit.Mechanism) or None, "
+            f"got {type(expected).__name__}"
+        )
     if expected is not None and spec != expected:
         raise ValueError(
             f"{what} must come from {expected!r} (fingerprint {expected.fingerprint}), "
@@ -607,6 +612,9 @@ def decoded_size(data: bytes) -> int | None:
     fixed row width, or the declared uncompressed size if larger, for Parquet), so a server
     can refuse a small compressed body that would expand into gigabytes before decoding it.
     """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    data = bytes(data)
     kind = _sniff(data[:4])
     try:
         if kind == "npz":

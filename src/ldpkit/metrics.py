@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_real
+from ._validation import check_array, check_integer, check_not_masked, check_real
 from .numeric.distribution import Distribution
 from .numeric.mean import MeanEstimate, VarianceEstimate
 from .queries import mse
@@ -66,14 +66,20 @@ def _pair(
     if resolution is None:
         res = max(DEFAULT_RESOLUTION, ref.buckets)
     else:
-        res = check_integer(resolution, "resolution", low=1)
+        res = check_integer(resolution, "resolution", low=1, high=1 << 24)
 
-    def conv(x: Any) -> Distribution:
+    def conv(x: Any, name: str) -> Distribution:
         if isinstance(x, Distribution):
             return x
-        return Distribution.from_values(x, ref.low, ref.high, res)
+        values = check_array(x, name, nonempty=True)
+        if values.min() < ref.low or values.max() > ref.high:
+            raise ValueError(
+                f"{name} must be raw values in [{ref.low:g}, {ref.high:g}] (the other "
+                f"Distribution's interval), got one outside"
+            )
+        return Distribution.from_values(values, ref.low, ref.high, res)
 
-    return conv(a), conv(b)
+    return conv(a, names[0]), conv(b, names[1])
 
 
 def _cdf_gaps(a: Distribution, b: Distribution) -> tuple[np.ndarray, np.ndarray]:
@@ -176,6 +182,7 @@ def _moment(x: Any, which: str, name: str) -> float:
         return x.mean if which == "mean" else x.variance
     if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
         return check_real(x, name)
+    check_not_masked(x, name)
     arr = np.asarray(x)
     if arr.dtype.kind not in "iuf" or arr.ndim != 1 or arr.size == 0:
         raise TypeError(

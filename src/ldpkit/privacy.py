@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import MIN_EPSILON, check_epsilon, check_integer, check_real
+from ._validation import MIN_EPSILON, check_epsilon, check_integer, check_not_masked, check_real
 
 __all__ = ["privacy_loss", "ratio_privacy_loss", "shuffle_amplification", "split_budget"]
 
@@ -58,6 +58,7 @@ def split_budget(epsilon: float, parts: int | list[float]) -> list[float]:
         return [epsilon / parts] * parts
     if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence | np.ndarray):
         raise TypeError(f"parts must be a positive int or positive finite weights, got {parts!r}")
+    check_not_masked(parts, "parts")
     weights = np.asarray(parts)
     if weights.dtype.kind not in "iuf":
         raise TypeError(f"parts must be a positive int or positive finite weights, got {parts!r}")

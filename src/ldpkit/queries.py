@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import MAX_ENTRIES, check_integer, check_memory, check_real
+from ._validation import MAX_ENTRIES, check_integer, check_memory, check_not_masked, check_real
 from .estimate import FrequencyEstimate
 
 __all__ = [
@@ -122,6 +122,7 @@ def single_value_answers(
 
 
 def _items(items: Any, d: int, name: str = "items") -> np.ndarray:
+    check_not_masked(items, "items")
     arr = np.asarray(items)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be integers in [0, {d}), got dtype {arr.dtype}")
@@ -202,6 +203,7 @@ def set_answers(estimate: Any, subsets: Any, *, clamp: bool | None = None) -> np
 
 
 def _set_sums(f: np.ndarray, subsets: Any) -> np.ndarray:
+    check_not_masked(subsets, "subsets")
     sub = np.asarray(subsets)
     d = f.size
     if sub.ndim != 2:
@@ -278,6 +280,7 @@ def range_answers(estimate: Any, ranges: Any, *, clamp: bool | None = None) -> n
 
 
 def _range_sums(f: np.ndarray, ranges: Any) -> np.ndarray:
+    check_not_masked(ranges, "ranges")
     r = np.asarray(ranges)
     d = f.size
     if r.ndim != 2 or r.shape[1] != 2 or r.dtype.kind not in "iu":

@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._rng import RNGLike
-from ._validation import check_epsilon, check_memory, check_same_spec
+from ._validation import _show as _show_array
+from ._validation import check_epsilon, check_memory, check_not_masked, check_same_spec
 
 __all__ = [
     "MAX_REPORTS",
@@ -230,9 +231,14 @@ class _ArrayBundle:
         if not isinstance(spec, Mechanism):
             raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
         object.__setattr__(self, "_spec", spec)
-        object.__setattr__(
-            self, "_arrays", {k: _readonly(np.asarray(v)) for k, v in arrays.items()}
-        )
+        checked = {}
+        for k, v in arrays.items():
+            check_not_masked(v, k)  # np.asarray would drop the mask
+            arr = np.asarray(v)
+            if arr.dtype.kind not in "biuf":  # wire arrays are bits, integers or floats
+                raise TypeError(f"{k} must be an array of numbers, got {_show_array(arr)}")
+            checked[k] = _readonly(arr)
+        object.__setattr__(self, "_arrays", checked)
 
     @property
     def spec(self) -> Mechanism:

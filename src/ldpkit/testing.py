@@ -171,6 +171,12 @@ def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
         if mechanism not in registry:
             raise ValueError(f"mechanism must be one of {sorted(registry)}, got {mechanism!r}")
         mechanism = registry[mechanism]
+    from .spec import Mechanism
+
+    if not (isinstance(mechanism, type) and issubclass(mechanism, Mechanism)):
+        raise TypeError(
+            f"mechanism must be a registered name or a Mechanism class, got {mechanism!r:.60}"
+        )
     names = {f.name for f in dataclasses.fields(mechanism)}
     kwargs = {k: v for k, v in _SMALL.items() if k in names}
     kwargs.update(params)

@@ -245,6 +245,8 @@ class Entry:
     masks_ok: frozenset[str] = frozenset()
     #: parameters that accept strings
     strings_ok: frozenset[str] = frozenset()
+    #: integer-valued parameters that accept floats too (counts that may be weights)
+    floats_ok: frozenset[str] = frozenset()
 
     def params_nullable(self) -> set[str]:
         out = set(self.nullable)
@@ -290,10 +292,14 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
 
         top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
-        _add(
-            reg,
-            Entry(top, cls, kwargs, aliases={"low": ("high",), "high": ("low",)}, allow_inf=True),
-        )
+        aliases = {
+            "low": ("high",),
+            "high": ("low",),
+            # sizes are checked where they are used: by the inner oracle (its domain_size)
+            "buckets": ("domain_size", "leaves"),
+            "expected_n": ("max_level",),
+        }
+        _add(reg, Entry(top, cls, kwargs, aliases=aliases, allow_inf=True))
         values = _values(spec)
         _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
         _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
@@ -925,6 +931,24 @@ def build_registry() -> dict[str, Entry]:
     add("ldpkit.datasets.uniform_items", ds.uniform_items, d=16, n=100, rng=0)
     add("ldpkit.experiments.frequency_mse", ex.frequency_mse, estimate=est, truth=truth)
 
+    # a message naming a related parameter is clear: the relation is the requirement
+    related = {
+        "ldpkit.FrequencyEstimate": {"frequencies": ("variance",)},
+        "ldpkit.metrics.mse": {"estimate": ("truth",)},
+        "ldpkit.numeric.wave_bucket_matrix": {"b": ("density_low",)},
+        "ldpkit.privacy.ratio_privacy_loss": {"largest": ("smallest",)},
+        "ldpkit.stream.FlatLaplace": {"bound": ("threshold",)},
+    }
+    for name, aliases in related.items():
+        reg[name].aliases = {**reg[name].aliases, **aliases}
+    # counts that may be weights (floats are valid)
+    for name, param in (
+        ("ldpkit.numeric.em", "data"),
+        ("ldpkit.numeric.ems", "data"),
+        ("ldpkit.testing.chisquare_gof", "observed"),
+        ("ldpkit.testing.binomial_z", "count"),
+    ):
+        reg[name].floats_ok = frozenset({param})
     _REGISTRY = reg
     return reg
 
@@ -963,6 +987,18 @@ def _masked(arr: np.ndarray) -> np.ma.MaskedArray:
 
 def variants(base: Any) -> list[Variant]:
     """Hostile replacements for a parameter whose valid value is ``base``."""
+    if base is None:  # an optional parameter: its valid values are not known here
+        return [
+            ("str", "abc", True),
+            ("object", object(), True),
+            ("complex", 1j, True),
+            ("nan", math.nan, True),
+            ("inf", math.inf, True),
+            ("-1", -1, False),
+            ("1.5", 1.5, False),
+            ("2**63", 2**63, False),
+            ("masked", np.ma.masked_array([1], mask=[True]), True),
+        ]
     out: list[Variant] = [
         ("None", None, True),
         ("str", "abc", True),
@@ -1175,6 +1211,8 @@ def classify(entry: Entry, changed: Mapping[str, Variant]) -> Outcome:
         if label in ("str", "str-array") and param in entry.strings_ok:
             continue
         if label == "masked" and param in entry.masks_ok:
+            continue
+        if label in ("float-for-int", "1.5") and param in entry.floats_ok:
             continue
         if invalid:
             surely_invalid.append(f"{param}={label}")

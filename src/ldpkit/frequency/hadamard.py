@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import _show, check_epsilon
+from .._validation import _show, check_epsilon, check_not_masked
 from ..privacy import ratio_privacy_loss
 from ..spec import Reports
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
@@ -77,6 +77,7 @@ def fwht(x: Any, axis: int = -1) -> np.ndarray:
     >>> fwht([1, 2, 3, 4])
     array([10, -2, -4,  0])
     """
+    check_not_masked(x, "x")
     arr = np.asarray(x)
     if arr.dtype.kind in "biu":
         dtype = np.dtype(np.int64)

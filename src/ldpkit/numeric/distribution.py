@@ -18,8 +18,10 @@ import numpy as np
 
 from .._rng import RNGLike, as_generator
 from .._validation import (
+    MAX_ENTRIES,
     check_array,
     check_integer,
+    check_not_masked,
     check_numeric_values,
     check_probability,
     check_real,
@@ -138,6 +140,7 @@ class Distribution:
         stats: Any = None,
     ) -> None:
         lo, hi = check_bounds(low, high)
+        check_not_masked(probabilities, "probabilities")
         arr = np.asarray(probabilities)
         if arr.dtype.kind not in "iuf":
             raise TypeError(
@@ -219,7 +222,7 @@ class Distribution:
         Values must lie in ``[low, high]``; ``high`` itself counts in the last bucket.
         """
         lo, hi = check_bounds(low, high)
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         v = check_numeric_values(values, lo, hi, "values")
         if v.size == 0:
             raise ValueError("values must hold at least one value, got an empty array")
@@ -240,7 +243,7 @@ class Distribution:
         e.g. ``Distribution.from_cdf(scipy.stats.beta(5, 2).cdf, 0, 1, 256)``.
         """
         lo, hi = check_bounds(low, high)
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         f = np.asarray(cdf(np.linspace(lo, hi, buckets + 1)), dtype=np.float64)
         mass = np.diff(f)
         total = f[-1] - f[0]
@@ -251,7 +254,7 @@ class Distribution:
     @classmethod
     def uniform(cls, low: float = 0.0, high: float = 1.0, buckets: int = 1024) -> Distribution:
         """The uniform law on ``[low, high]`` as a B-bucket histogram."""
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         return cls(np.full(buckets, 1.0 / buckets), low, high)
 
     # -- attributes -----------------------------------------------------------------------
@@ -721,7 +724,7 @@ class Distribution:
 
     def sample(self, n: int, rng: RNGLike = None) -> np.ndarray:
         """Draw n values by inverse-transform sampling (exact for the histogram density)."""
-        n = check_integer(n, "n", low=0)
+        n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
         self._check_proper("sample")
         gen = as_generator(rng)
         return np.asarray(self.quantile(gen.random(n)), dtype=np.float64).reshape(n)
@@ -732,7 +735,7 @@ class Distribution:
         New masses are CDF differences at the new edges, which is exact (mass-preserving and
         uniform within old buckets); coarsening by an integer factor simply sums buckets.
         """
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         if buckets == self.buckets:
             return self
         edges = np.linspace(self._low, self._high, buckets + 1)

@@ -63,6 +63,7 @@ def smooth(theta: np.ndarray) -> np.ndarray:
     The end weights are our choice (METHODS.md section 3): symmetric, and each end keeps
     the weight ratio 2:1 of the interior kernel. The result is renormalized to sum 1.
     """
+    check_not_masked(theta, "theta")
     raw = np.asarray(theta)
     if raw.dtype.kind not in "iuf":
         raise TypeError(f"theta must be a 1-D array of weights >= 0, got dtype {raw.dtype}")

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_array, check_integer, check_real
+from .._validation import MAX_ENTRIES, check_array, check_integer, check_real
 
 __all__ = ["RangeSum", "StreamRelease", "stream_from_dict", "STREAM_CLASSES"]
 
@@ -85,7 +85,8 @@ class StreamRelease(ABC):
 
     def __init__(self, threshold_size: int, rng: RNGLike) -> None:
         self._rng = as_generator(rng)
-        self._m = int(threshold_size)
+        # the phase-1 buffer holds threshold_size floats: bounded by the memory budget
+        self._m = check_integer(threshold_size, "threshold_size", low=0, high=MAX_ENTRIES)
         self._buffer = np.zeros(self._m)  # phase-1 items, freed once theta is chosen
         self._buffer_fill = 0
         self._n_seen = 0
