@@ -71,7 +71,13 @@ from scipy import optimize as _opt
 
 from . import queries as _queries
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_not_masked, check_real, check_sequence
+from ._validation import (
+    check_array,
+    check_integer,
+    check_not_masked,
+    check_real,
+    check_sequence,
+)
 from .estimate import FrequencyEstimate
 from .frequency._base import PureFrequencyOracle
 from .frequency.significance import significance_cutoff
@@ -299,8 +305,7 @@ def simplex_projection(values: Any) -> np.ndarray:
     >>> simplex_projection([0.7, 0.5, -0.2, 0.0])
     array([0.6, 0.4, 0. , 0. ])
     """
-    check_not_masked(values, "values")
-    v = np.asarray(values, dtype=np.float64)
+    v = check_array(values, "values", ndim=(0, 1, 2))
     if v.ndim != 1 or v.size == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
@@ -502,7 +507,7 @@ def fit_power_law(counts: Any, n: int) -> float:
     """
     n = check_integer(n, "n", low=1)
     check_not_masked(counts, "counts")
-    c = np.asarray(counts, dtype=np.float64)
+    c = check_array(counts, "counts", ndim=(0, 1, 2))
     if c.size == 0 or not np.all(np.isfinite(c)):
         raise ValueError("counts must be a non-empty array of finite numbers")
     target = float(c.mean())
@@ -915,7 +920,7 @@ def compare(
             )
         prepared[qname] = kw
     check_not_masked(truth, "truth")
-    truth_arr = np.asarray(truth, dtype=np.float64)
+    truth_arr = check_array(truth, "truth")
     out = {name: dict.fromkeys(prepared, 0.0) for name in names}
     for est in ests:
         for name in names:

@@ -161,7 +161,7 @@ def quantile_error(
 
     Quantiles are :meth:`Distribution.quantile` (the generalized inverse CDF).
     """
-    q = np.asarray(qs, dtype=np.float64)
+    q = check_array(qs, "qs", ndim=(0, 1), low=0.0, high=1.0, nonempty=True)
     if q.ndim != 1 or q.size == 0:
         raise ValueError(f"qs must be a non-empty 1-D sequence of probabilities, got {qs!r}")
     de, dt = _pair(estimate, truth, resolution, ("estimate", "truth"))

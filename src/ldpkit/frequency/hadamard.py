@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import _show, check_epsilon, check_not_masked
+from .._validation import _show, check_epsilon, check_integer, check_not_masked
 from ..privacy import ratio_privacy_loss
 from ..spec import Reports
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
@@ -83,8 +83,11 @@ def fwht(x: Any, axis: int = -1) -> np.ndarray:
         dtype = np.dtype(np.int64)
     elif arr.dtype.kind in "fc":
         dtype = arr.dtype
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("x must hold finite numbers, got NaN or inf")
     else:
         raise TypeError(f"x must be a numeric array, got an array of dtype {arr.dtype}")
+    axis = check_integer(axis, "axis")
     if arr.ndim == 0:
         raise ValueError("x must have at least one dimension, got a scalar")
     if not -arr.ndim <= axis < arr.ndim:

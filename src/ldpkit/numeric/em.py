@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_integer, check_not_masked, check_real
+from .._validation import check_array, check_integer, check_not_masked, check_real
 from ..spec import Stats
 from .distribution import Distribution
 
@@ -103,7 +103,7 @@ def _inputs(
     counts = counts.astype(np.float64)
     # Callers give inputs x outputs (the transition-matrix orientation of ldpkit); the
     # iteration works on the transpose (SW20's M[j, i], outputs x inputs).
-    m = np.asarray(matrix, dtype=np.float64).T
+    m = check_array(matrix, "matrix", ndim=(1, 2, 3)).T
     if counts.ndim != 1:
         raise ValueError(f"data must be a 1-D array of counts, got shape {counts.shape}")
     if m.ndim == 2 and m.shape[0] != counts.size:

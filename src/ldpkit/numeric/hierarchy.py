@@ -34,6 +34,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import (
     check_array,
     check_integer,
+    check_not_masked,
     check_numeric_values,
     check_real,
     check_sequence,
@@ -177,7 +178,11 @@ def constrained_inference(
     if variances is None:
         var = np.ones(h + 1)
     else:
-        var = np.asarray(variances, dtype=np.float64)
+        check_not_masked(variances, "variances")
+        var = np.asarray(variances)
+        if var.dtype.kind not in "iuf":  # +inf is allowed: a level without information
+            raise TypeError(f"variances must be numbers >= 0 (inf allowed), got {var.dtype}")
+        var = var.astype(np.float64)
         if var.shape != (h + 1,) or np.any(np.isnan(var)) or np.any(var <= 0):
             raise ValueError(
                 f"variances must hold {h + 1} numbers > 0 (inf allowed), got {variances!r}"

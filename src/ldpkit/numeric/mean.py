@@ -259,7 +259,7 @@ def _grid_variance(grid: _PMGrid, t: Any) -> Any:
         k = np.array([0, steps])  # E[y^2|k] - t_k^2 is a convex quadratic in k
         tk = -1.0 + 2.0 * k / steps
         return float(np.max(grid.second_moment(k) - tk * tk) + (2.0 / steps) ** 2 / 4.0)
-    t = np.asarray(t, dtype=np.float64)
+    t = np.asarray(_check_t(t), dtype=np.float64)
     x = np.clip((t + 1.0) / 2.0, 0.0, 1.0) * steps
     lo = np.minimum(np.floor(x), steps - 1)
     f = x - lo

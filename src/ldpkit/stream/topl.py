@@ -62,7 +62,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_epsilon, check_integer, check_real
+from .._validation import check_array, check_epsilon, check_integer, check_real
 from ..numeric.distribution import Distribution
 from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
 from ..numeric.square_wave import SquareWave, square_wave_bandwidth
@@ -106,7 +106,7 @@ class ThresholdObjective(NamedTuple):
 
 def _probabilities(distribution: Any) -> np.ndarray:
     f = distribution.probabilities if isinstance(distribution, Distribution) else distribution
-    f = np.asarray(f, dtype=np.float64)
+    f = check_array(f, "probabilities")
     if f.ndim != 1 or f.size < 2:
         raise ValueError(
             f"probabilities must be a 1-D array of >= 2 bucket masses, got shape {f.shape}"

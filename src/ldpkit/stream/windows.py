@@ -285,7 +285,7 @@ class WindowEstimates(NamedTuple):
 
 def _estimates(wstats: WindowedStats) -> list[tuple[Hashable, int, Any]]:
     if not isinstance(wstats, WindowedStats):
-        raise TypeError(f"stats must be WindowedStats, got {type(wstats).__name__}")
+        raise TypeError(f"wstats must be WindowedStats, got {type(wstats).__name__}")
     return [(k, s.n, wstats.spec.estimate(s)) for k, s in wstats.items() if s.n > 0]
 
 
