@@ -938,6 +938,13 @@ def build_registry() -> dict[str, Entry]:
         "ldpkit.numeric.wave_bucket_matrix": {"b": ("density_low",)},
         "ldpkit.privacy.ratio_privacy_loss": {"largest": ("smallest",)},
         "ldpkit.stream.FlatLaplace": {"bound": ("threshold",)},
+        "ldpkit.stream.choose_threshold": {"bound": ("values",)},
+        "ldpkit.stream.pak_threshold": {"bound": ("values",)},
+        "ldpkit.stream.smooth_sensitivity_order_statistic": {"bound": ("values",)},
+        "ldpkit.stream.range_errors": {"estimates": ("truths", "starts", "stops")},
+        "ldpkit.stream.OnlineHierarchy.leaf_range_sums": {"values": ("lo", "hi")},
+        "ldpkit.stream.make_smoother": {"spec": ("smoother",)},
+        "ldpkit.numeric.Distribution.from_values": {"low": ("values",), "high": ("values",)},
     }
     for name, aliases in related.items():
         reg[name].aliases = {**reg[name].aliases, **aliases}

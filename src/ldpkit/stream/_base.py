@@ -226,8 +226,8 @@ class StreamRelease(ABC):
         The standard error is that of the privacy noise given the (clipped) data; it does
         not include clipping bias, nor the error of predicting not-yet-summarized items.
         """
-        start = check_integer(start, "start", low=0)
-        stop = check_integer(stop, "stop", low=0)
+        start = check_integer(start, "start", low=0, high=2**62)
+        stop = check_integer(stop, "stop", low=0, high=2**62)
         est, se = self.range_sums(np.array([start]), np.array([stop]))
         assert se is not None
         return RangeSum(float(est[0]), float(se[0]))

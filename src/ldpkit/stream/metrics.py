@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_array, check_integer
+from .._validation import MAX_ENTRIES, check_array, check_integer
 
 __all__ = ["random_ranges", "range_errors", "evaluate_ranges", "METRICS"]
 
@@ -31,8 +31,8 @@ def random_ranges(
     >>> bool(np.all(starts < stops)) and bool(np.all(stops <= 10))
     True
     """
-    n = check_integer(length, "length", low=1)
-    q = check_integer(count, "count", low=1)
+    n = check_integer(length, "length", low=1, high=2**62)
+    q = check_integer(count, "count", low=1, high=MAX_ENTRIES)
     gen = as_generator(rng)
     # a uniform unordered pair of distinct points of {0, ..., n}: draw a, then b != a
     a = gen.integers(0, n + 1, size=q)
@@ -88,6 +88,11 @@ def evaluate_ranges(
         Fixed queries (to compare several estimators on the same ranges).
     """
     v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not (hasattr(release, "n_released") and hasattr(release, "range_sums")):
+        raise TypeError(
+            f"release must be a stream estimator (n_released, range_sums), "
+            f"got {type(release).__name__}"
+        )
     n = int(release.n_released)
     if v.size != n:
         raise ValueError(f"values must hold the {n} released values, got {v.size}")

@@ -128,7 +128,9 @@ def square_wave_detection_floor(epsilon: float, reports: int, z: float = TAIL_Z)
     >>> round(square_wave_detection_floor(1.0, 65_536, z=1.0), 5)
     0.0049
     """
-    eps = check_epsilon(epsilon)
+    from ..numeric.square_wave import MAX_EPSILON as SW_MAX_EPSILON
+
+    eps = check_epsilon(epsilon, high=SW_MAX_EPSILON)  # the Square Wave's own range
     m = check_integer(reports, "reports", low=1)
     z = check_real(z, "z", low=0.0, low_inclusive=False)
     b = square_wave_bandwidth(eps)

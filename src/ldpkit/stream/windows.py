@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import check_integer, check_real
+from .._validation import MAX_ENTRIES, check_integer, check_real
 from ..spec import Mechanism, Reports, Stats
 
 __all__ = [
@@ -98,8 +98,8 @@ def count_windows(n: int, size: int, *, start: int = 0) -> np.ndarray:
     >>> count_windows(5, 2, start=3).tolist()
     [1, 2, 2, 3, 3]
     """
-    n = check_integer(n, "n", low=0)
-    size = check_integer(size, "size", low=1)
+    n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
+    size = check_integer(size, "size", low=1, high=2**62)
     start = check_integer(start, "start", low=0)
     return (np.arange(start, start + n, dtype=np.int64)) // size
 
@@ -128,6 +128,8 @@ class WindowedStats:
             raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
         self._spec = spec
         self._windows: dict[Hashable, Stats] = {}
+        if windows is not None and not isinstance(windows, Mapping):
+            raise TypeError(f"windows must be a mapping key -> Stats, got {type(windows).__name__}")
         for key, stats in (windows or {}).items():
             self._windows[_key(key)] = spec.check_stats(stats)
         if len({type(k) for k in self._windows}) > 1:
@@ -246,6 +248,8 @@ def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> Window
     WindowedStats
         Merge it with the statistics of other batches or collectors.
     """
+    if not isinstance(spec, Mechanism):
+        raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
     reports = spec.check_reports(reports)
     w = check_window_keys(windows, len(reports))
     keys, inverse = np.unique(w, return_inverse=True)
