@@ -186,7 +186,7 @@ def post_pos(estimate: Any) -> Any:
         )
     answers = answers.astype(np.float64)
     if not np.all(np.isfinite(answers)):
-        raise ValueError("query answers must be finite numbers, got NaN/inf")
+        raise ValueError("estimate (query answers) must be finite numbers, got NaN/inf")
     return np.maximum(answers, 0.0)
 
 
@@ -306,6 +306,8 @@ def simplex_projection(values: Any) -> np.ndarray:
     array([0.6, 0.4, 0. , 0. ])
     """
     v = check_array(values, "values", ndim=(0, 1, 2))
+    if not np.isfinite(v.sum()):
+        raise ValueError("values must have a finite sum (magnitudes below ~1e300)")
     if v.ndim != 1 or v.size == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
@@ -897,7 +899,9 @@ def compare(
     d = ests[0].domain_size
     if any(e.domain_size != d for e in ests):
         raise ValueError("estimates must all have the same domain size")
-    names = ["base", *METHODS] if methods is None else list(methods)
+    names = ["base", *METHODS] if methods is None else check_sequence(methods, "methods", "names")
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(f"methods must be a sequence of names (str), got {names!r:.60}")
     table: dict[str, Callable[[FrequencyEstimate], FrequencyEstimate]] = {"base": _identity}
     table.update(METHODS)
     for name in names:

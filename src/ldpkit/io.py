@@ -437,7 +437,9 @@ def _parquet_file(source: Source) -> Any:
     try:
         return pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
-        raise ValueError(f"{_name(source)} must be a Parquet file, got an error: {exc}") from exc
+        raise ValueError(
+            f"path must be a Parquet file, got {_name(source)} and the error: {exc}"
+        ) from exc
 
 
 def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> Reports:

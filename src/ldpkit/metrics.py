@@ -141,7 +141,7 @@ def range_query_error(
     width as a fraction of the domain (SW20 uses 0.1 and 0.4).
     """
     alpha = check_real(alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
-    n_queries = check_integer(n_queries, "n_queries", low=1)
+    n_queries = check_integer(n_queries, "n_queries", low=1, high=1 << 26)
     de, dt = _pair(estimate, truth, resolution, ("estimate", "truth"))
     ref = de if not _is_raw(estimate) else dt
     span = alpha * (ref.high - ref.low)

@@ -353,6 +353,7 @@ class StatsField:
 
     def check(self, name: str, value: Any, n: int) -> np.ndarray:
         """Return ``value`` as this field's array for n reports, or raise ValueError/TypeError."""
+        check_not_masked(value, f"stats.{name}")
         arr = np.asarray(value)
         kinds = "iu" if self.integer else "iuf"
         want = "integers" if self.integer else "real numbers"

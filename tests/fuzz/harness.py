@@ -247,6 +247,8 @@ class Entry:
     strings_ok: frozenset[str] = frozenset()
     #: integer-valued parameters that accept floats too (counts that may be weights)
     floats_ok: frozenset[str] = frozenset()
+    #: numeric parameters that accept booleans (as 0/1)
+    bools_ok: frozenset[str] = frozenset()
 
     def params_nullable(self) -> set[str]:
         out = set(self.nullable)
@@ -762,12 +764,14 @@ def build_registry() -> dict[str, Entry]:
         rng=0,
     ).strings_ok = frozenset({"mechanism"})
 
-    def _tops_extend(values: Any) -> Any:
+    def _tops_update(values: Any) -> Any:
         release = stream.ToPS(1.0, 10.0, threshold_size=16, length=256, rng=0)
-        release.extend(values)
-        return release.range_sums(np.array([0, 10]), np.array([20, 40]))
+        release.update(values)
+        return release.n_released, release.range_sums(np.array([0]), np.array([release.n_released]))
 
-    add("ldpkit.stream.ToPS.extend", _tops_extend, values=sv)
+    add("ldpkit.stream.ToPS.update", _tops_update, values=sv).aliases = {
+        "values": ("starts", "stops")  # no value released: no range to answer
+    }
     tops = stream.ToPS(1.0, 10.0, threshold_size=16, length=256, rng=0)
     tops.extend(sv)
     add("ldpkit.stream.ToPS.range_sum", tops.range_sum, start=0, stop=30)
@@ -948,6 +952,11 @@ def build_registry() -> dict[str, Entry]:
     }
     for name, aliases in related.items():
         reg[name].aliases = {**reg[name].aliases, **aliases}
+    reg["ldpkit.spawn"].nullable = frozenset({"rng"})
+    reg["ldpkit.stream.FlatLaplace"].nullable = frozenset({"threshold"})
+    reg["ldpkit.stream.window_keys"].strings_ok = frozenset({"times"})  # ISO dates
+    reg["ldpkit.stream.aggregate_windows"].strings_ok = frozenset({"windows"})  # string keys
+    reg["ldpkit.fwht"].bools_ok = frozenset({"x"})  # documented: booleans count as 0/1
     # counts that may be weights (floats are valid)
     for name, param in (
         ("ldpkit.numeric.em", "data"),
@@ -1220,6 +1229,8 @@ def classify(entry: Entry, changed: Mapping[str, Variant]) -> Outcome:
         if label == "masked" and param in entry.masks_ok:
             continue
         if label in ("float-for-int", "1.5") and param in entry.floats_ok:
+            continue
+        if label in ("bool-array", "True") and param in entry.bools_ok:
             continue
         if invalid:
             surely_invalid.append(f"{param}={label}")

@@ -68,7 +68,8 @@ def smooth(theta: np.ndarray) -> np.ndarray:
     if raw.dtype.kind not in "iuf":
         raise TypeError(f"theta must be a 1-D array of weights >= 0, got dtype {raw.dtype}")
     t = raw.astype(np.float64)
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or t.sum() <= 0:
+    total = t.sum()
+    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or not (np.isfinite(total) and total > 0):
         raise ValueError(
             "theta must be a non-empty 1-D array of finite weights >= 0 with a positive sum"
         )
@@ -175,6 +176,10 @@ def _numpy_loop(
     return theta, trace, it, converged
 
 
+#: Largest iteration cap of EM/EMS: the log-likelihood trace is kept (one float per step).
+MAX_ITERATIONS = 10_000_000
+
+
 def _run(
     data: Any,
     matrix: Any,
@@ -189,7 +194,7 @@ def _run(
     engine: str = "band",
 ) -> Any:
     tol = check_real(tol, "tol", low=0.0)
-    max_iter = check_integer(max_iter, "max_iter", low=0)
+    max_iter = check_integer(max_iter, "max_iter", low=0, high=MAX_ITERATIONS)
     counts, m, lo, hi = _inputs(data, matrix, low, high)
     d = m.shape[1]
     keep = counts > 0  # rows never observed do not enter the likelihood or the E-step

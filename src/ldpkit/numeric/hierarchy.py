@@ -314,7 +314,7 @@ def hh_admm(
     from ..consistency import simplex_projection  # server-side post-processing
 
     branching = check_integer(branching, "branching", low=2)
-    max_iter = check_integer(max_iter, "max_iter", low=1)
+    max_iter = check_integer(max_iter, "max_iter", low=1, high=10_000_000)
     tol = check_real(tol, "tol", low=0.0, low_inclusive=False)
     xt = _check_levels(levels, branching)
     sizes = [lv.size for lv in xt]
@@ -863,6 +863,8 @@ def inverse_haar_transform(scaling: float, details: Sequence[Any]) -> np.ndarray
             raise ValueError(f"details[{t}] must have shape ({1 << t},), got {c.shape}")
         diff = c * 2.0 ** ((h - t) / 2.0)
         totals = np.stack(((totals + diff) / 2.0, (totals - diff) / 2.0), axis=1).ravel()
+    if not np.all(np.isfinite(totals)):  # e.g. scaling 1e308: the leaves overflow
+        raise ValueError("scaling and details must be small enough that the leaves are finite")
     return totals
 
 

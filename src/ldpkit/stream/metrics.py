@@ -87,7 +87,7 @@ def evaluate_ranges(
     ranges : (starts, stops), optional
         Fixed queries (to compare several estimators on the same ranges).
     """
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = check_array(values, "values", ndim=(0, 1, 2)).reshape(-1)
     if not (hasattr(release, "n_released") and hasattr(release, "range_sums")):
         raise TypeError(
             f"release must be a stream estimator (n_released, range_sums), "

@@ -100,7 +100,7 @@ def count_windows(n: int, size: int, *, start: int = 0) -> np.ndarray:
     """
     n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
     size = check_integer(size, "size", low=1, high=2**62)
-    start = check_integer(start, "start", low=0)
+    start = check_integer(start, "start", low=0, high=2**62)
     return (np.arange(start, start + n, dtype=np.int64)) // size
 
 
