@@ -56,6 +56,7 @@ def _frequencies(estimate: Any, name: str = "estimate") -> np.ndarray:
     if isinstance(estimate, FrequencyEstimate):
         f = estimate.frequencies
     else:
+        check_not_masked(estimate, name)
         try:
             f = np.asarray(estimate)
         except Exception as exc:  # pragma: no cover - exotic inputs

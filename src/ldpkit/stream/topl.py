@@ -169,7 +169,7 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
     """
     f = _probabilities(probabilities)
     floor = check_real(floor, "floor", low=0.0)
-    run = check_integer(run, "run", low=1, high=2**31)
+    run = check_integer(run, "run", low=1, high=max(f.size, 1 << 20))
     g = np.where(f < floor, 0.0, f)
     if not g.sum() > 0:  # everything under the floor: keep the mode alone
         g = np.zeros_like(f)

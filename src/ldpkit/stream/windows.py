@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import MAX_ENTRIES, check_integer, check_real
+from .._validation import MAX_ENTRIES, check_integer, check_not_masked, check_real
 from ..spec import Mechanism, Reports, Stats
 
 __all__ = [
@@ -76,6 +76,7 @@ def window_keys(times: Any, unit: str = "D") -> np.ndarray:
     """
     if unit not in _UNITS:
         raise ValueError(f"unit must be one of {sorted(_UNITS)}, got {unit!r}")
+    check_not_masked(times, "times")
     t = np.asarray(times)
     if t.dtype.kind in "USO":
         try:
@@ -222,6 +223,7 @@ class WindowedStats:
 
 def check_window_keys(windows: Any, n: int) -> np.ndarray:
     """``windows`` as a 1-D array of ``n`` integer or string keys (raises otherwise)."""
+    check_not_masked(windows, "windows")
     w = np.asarray(windows)
     if w.ndim != 1 or w.size != n:
         raise ValueError(f"windows must hold one key per report ({n}), got shape {w.shape}")
