@@ -51,6 +51,7 @@ def test_registry_covers_every_public_name():
     assert len(registry) >= 250
 
 
+@pytest.mark.slow
 def test_baselines_are_valid(runner):
     """Every entry's own baseline call gives a valid answer (else its cases prove nothing)."""
     registry = harness.build_registry()
@@ -182,7 +183,32 @@ def _fuzz_once(data: Any, runner: Any) -> None:
     runner.run(name, changed)
 
 
+@pytest.mark.slow
 def test_hypothesis(hypothesis_findings):
+    """400 random cases (about 30 s on a loaded 2-core machine)."""
     r, _ = hypothesis_findings
     _fuzz_once(runner=r)
     _check(r, r.findings, "hypothesis")
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+@given(data=st.data())
+def _fuzz_smoke(data: Any, runner: Any) -> None:
+    _fuzz_once.hypothesis.inner_test(data, runner)
+
+
+def test_hypothesis_smoke():
+    """A quick sample of the random cases for the fast suite (make test-fast)."""
+    r = harness.Runner(timeout=20.0)
+    try:
+        _fuzz_smoke(runner=r)
+    finally:
+        r.close()
+    _check(r, r.findings, "hypothesis (smoke)")
