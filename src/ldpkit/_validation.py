@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "MIN_EPSILON",
+    "MAX_STREAM_EPSILON",
     "check_epsilon",
     "check_integer",
     "check_real",
@@ -37,6 +38,10 @@ __all__ = [
 #: between p and q (issue 11). One bound for every mechanism, so that a budget valid for
 #: one is valid for all (up to each mechanism's ``max_epsilon``).
 MIN_EPSILON = 1e-6
+
+#: Largest budget of the central-DP stream releases and their selection steps: far beyond any
+#: meaningful budget, and below where ``epsilon**2`` or ``epsilon * score`` overflow (issue 12).
+MAX_STREAM_EPSILON = 1e15
 
 
 def _show(value: Any) -> str:

@@ -35,6 +35,7 @@ import numpy as np
 
 from .._rng import RNGLike, as_generator
 from .._validation import (
+    MAX_STREAM_EPSILON,
     check_array,
     check_epsilon,
     check_integer,
@@ -109,7 +110,7 @@ def pak_threshold(
     The smooth sensitivity of a top percentile of a small sample is large (few values lie
     above it, and the bound is near): at epsilon = 1 the noise scale here is about 90.
     """
-    eps = check_epsilon(epsilon)
+    eps = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
     delta = check_probability(delta, "delta")
     p = check_probability(percentile, "percentile")
     bound = check_real(bound, "bound", low=0.0, low_inclusive=False)

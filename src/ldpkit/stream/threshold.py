@@ -45,7 +45,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_array, check_epsilon, check_integer, check_real
+from .._validation import (
+    MAX_STREAM_EPSILON,
+    check_array,
+    check_epsilon,
+    check_integer,
+    check_real,
+)
 
 __all__ = [
     "THRESHOLD_METHODS",
@@ -111,7 +117,7 @@ def tops_threshold_scores(values: Any, candidates: np.ndarray, lam: float) -> np
 
 
 def _coefficient(epsilon: float, sensitivity: float, monotone: bool) -> float:
-    eps = check_epsilon(epsilon)
+    eps = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
     delta = check_real(sensitivity, "sensitivity", low=0.0, low_inclusive=False)
     return eps / delta if monotone else eps / (2.0 * delta)
 
