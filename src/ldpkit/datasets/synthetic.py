@@ -60,7 +60,7 @@ def zipf_probabilities(s: float, d: int) -> np.ndarray:
     >>> zipf_probabilities(1.0, 3).round(4)
     array([0.5455, 0.2727, 0.1818])
     """
-    s = check_real(s, "s", low=0.0)
+    s = check_real(s, "s", low=0.0, high=1e6)  # beyond, s * log(d) loses all precision
     d = check_integer(d, "d", low=1, high=MAX_ENTRIES)
     # computed in log space so that a large s cannot underflow every weight to zero
     logw = -s * np.log(np.arange(1, d + 1, dtype=np.float64))

@@ -81,8 +81,11 @@ def window_keys(times: Any, unit: str = "D") -> np.ndarray:
     if t.dtype.kind in "USO":
         try:
             t = t.astype("datetime64[s]")
-        except ValueError as exc:
-            raise ValueError(f"times must be datetime64 or ISO date strings ({exc})") from None
+        except ValueError:
+            bad = t.ravel()[:1].tolist()
+            raise ValueError(
+                f"times must be datetime64 or ISO date strings, got {bad!r:.60}"
+            ) from None
     if t.dtype.kind != "M":
         raise TypeError(f"times must be datetime64 or ISO date strings, got dtype {t.dtype}")
     return np.datetime_as_string(t.astype(f"datetime64[{unit}]"))
