@@ -28,6 +28,7 @@ __all__ = [
     "check_sequence",
     "MEMORY_BUDGET",
     "MAX_ENTRIES",
+    "MAX_MAGNITUDE",
     "check_memory",
 ]
 
@@ -42,6 +43,13 @@ MIN_EPSILON = 1e-6
 #: Largest budget of the central-DP stream releases and their selection steps: far beyond any
 #: meaningful budget, and below where ``epsilon**2`` or ``epsilon * score`` overflow (issue 12).
 MAX_STREAM_EPSILON = 1e15
+
+
+#: Largest magnitude of the values that error metrics, sums of squares and weights accept
+#: (``bounded=True`` in :func:`check_array`): its square times MAX_ENTRIES values stays far
+#: below the float64 maximum (1.8e308), so no mean of squared errors, variance or weighted sum
+#: overflows to inf (issue 12). No meaningful frequency, count or measurement comes near it.
+MAX_MAGNITUDE = 1e100
 
 
 def _show(value: Any) -> str:
@@ -160,14 +168,20 @@ def check_array(
     high: float | None = None,
     size: int | None = None,
     nonempty: bool = False,
+    bounded: bool = False,
 ) -> np.ndarray:
     """Return ``values`` as a finite float64 (or int64 when ``integer``) array, checked.
 
     Refuses masked arrays, non-numeric dtypes (strings, objects, booleans, complex), NaN and
     +-inf, values outside ``[low, high]``, a wrong number of dimensions, an empty array (when
     ``nonempty``) and a length other than ``size``; each with one message naming ``name``.
+    ``bounded`` also refuses magnitudes above :data:`MAX_MAGNITUDE` (``low`` / ``high``
+    default to ``-MAX_MAGNITUDE`` / ``MAX_MAGNITUDE``): for inputs that are squared or summed.
     """
     check_not_masked(values, name)
+    if bounded:
+        low = -MAX_MAGNITUDE if low is None else max(low, -MAX_MAGNITUDE)
+        high = MAX_MAGNITUDE if high is None else min(high, MAX_MAGNITUDE)
     kind = "integers" if integer else "real numbers"
     bounds = ""
     if low is not None and high is not None:

@@ -227,3 +227,80 @@ def test_every_recommendation_builds(epsilon, n, smooth):
     spec = rec.build()
     assert spec.epsilon == epsilon
     assert (spec.low, spec.high) == (-3.0, 5.0)
+
+
+# --- issue 12, fuzz2: magnitudes whose squares or sums overflow are refused, never inf ----------
+_HUGE = np.array([1e308, 0.25, 0.25, 0.5])
+_FREQ = np.array([0.25, 0.25, 0.25, 0.25])
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: ldpkit.metrics.mse(_HUGE, _FREQ), r"estimate must hold frequencies in \[-1e\+100"),
+        (lambda: ldpkit.queries.mse(_FREQ, _HUGE), r"truth must hold frequencies in \[-1e\+100"),
+        (
+            lambda: ldpkit.metrics.variance_error(0.1, _HUGE),
+            r"truth must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: ldpkit.experiments.frequency_mse(_FREQ, _HUGE),
+            r"truth must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: stream.range_errors(_HUGE, _FREQ, [0, 0, 0, 0], [1, 1, 1, 1]),
+            r"estimates must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: stream.range_errors(_FREQ, _HUGE, [0, 0, 0, 0], [1, 1, 1, 1]),
+            r"truths must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: ldpkit.testing.chisquare_gof(_HUGE, _FREQ),
+            r"observed must be .*\[0, 1e\+100\]",
+        ),
+        (
+            lambda: numeric.em(_HUGE, np.full((4, 4), 0.25)),
+            r"data must be .*\[0, 1e\+100\]",
+        ),
+        (
+            lambda: numeric.ems(_HUGE, np.full((4, 4), 0.25)),
+            r"data must be .*\[0, 1e\+100\]",
+        ),
+    ],
+)
+def test_overflowing_magnitudes_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_bounded_metrics_still_score_large_finite_values():
+    # the bound refuses only magnitudes whose squares overflow: 1e90 still scores, exactly
+    est = np.array([1e90, 0.0])
+    assert ldpkit.metrics.mse(est, np.zeros(2)) == pytest.approx(0.5e180)
+    assert ldpkit.metrics.variance_error(0.0, est) == pytest.approx(0.25e180)
+    assert math.isfinite(stream.range_errors(est, np.zeros(2), [0, 0], [1, 1])["mse"])
+
+
+def test_consistency_compare_refuses_overflowing_truth():
+    f = np.array([0.5, 0.3, 0.2, 0.0])
+    est = GRR(domain_size=4, epsilon=1.0).run([0, 1, 2, 3] * 5, rng=0)
+    with pytest.raises(ValueError, match=r"truth must be .*1e\+100"):
+        ldpkit.consistency.compare(est, np.r_[1e308, f[1:]], methods=["base"], rng=0)
+
+
+def test_evaluate_ranges_refuses_overflowing_values():
+    rel = stream.ToPS(1.0, 10.0, threshold_size=4, length=16, rng=0)
+    rel.update(np.linspace(0, 10, 12))
+    values = np.zeros(rel.n_released)
+    values[0] = 1e308
+    with pytest.raises(ValueError, match=r"values must be .*1e\+100"):
+        stream.evaluate_ranges(rel, values, count=5, rng=0)
+
+
+def test_smooth_scales_huge_weights_instead_of_overflowing():
+    out = numeric.smooth(np.array([1e308, 1e308, 0.0]))
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, numeric.smooth(np.array([1.0, 1.0, 0.0])))
+    with pytest.raises(ValueError, match="theta must be"):
+        numeric.smooth(np.zeros(3))
