@@ -304,3 +304,48 @@ def test_smooth_scales_huge_weights_instead_of_overflowing():
     np.testing.assert_allclose(out, numeric.smooth(np.array([1.0, 1.0, 0.0])))
     with pytest.raises(ValueError, match="theta must be"):
         numeric.smooth(np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "cls", [numeric.StochasticRounding, numeric.PiecewiseMechanism, numeric.HybridMechanism]
+)
+def test_one_report_gives_the_worst_case_variance_not_nan(cls):
+    spec = cls(epsilon=1.0, low=0.0, high=1.0)
+    one = spec.run(0.3, rng=0)
+    assert one.n == 1 and one.variance_empirical == one.variance == spec.variance(1)
+    assert all(math.isfinite(x) for x in one.mean_interval())
+    # the tiny first group of estimate_variance holds one user: still finite
+    res = numeric.estimate_variance(spec, np.linspace(0, 1, 50), split=1e-300, rng=0)
+    assert res.first.n == 1 and math.isfinite(res.first.variance_empirical)
+
+
+def test_frequency_estimate_refuses_infinite_variance():
+    with pytest.raises(ValueError, match="variance must be finite numbers >= 0"):
+        ldpkit.FrequencyEstimate(np.full(3, 1 / 3), [0.1, math.inf, 0.1], 10)
+
+
+def test_subset_selection_huge_domain_names_domain_size():
+    with pytest.raises(ValueError, match=r"domain_size=9223372036854775808 must keep the state"):
+        ldpkit.SubsetSelection(epsilon=1.0, domain_size=2**63)
+
+
+@pytest.mark.parametrize("cls", [stream.PAK, stream.NME])
+def test_pak_nme_refuse_threshold_size_none(cls):
+    with pytest.raises(TypeError, match="threshold_size must be an integer >= 1, got None"):
+        cls(epsilon=1.0, bound=10.0, threshold_size=None, length=64, rng=0)
+    assert cls(epsilon=1.0, bound=10.0, threshold_size=8, length=64, rng=0).threshold_size == 8
+
+
+@pytest.mark.parametrize("times", [None, [None], ["2026-11-23", "NaT"], np.array(["NaT"], "M8[s]")])
+def test_window_keys_refuses_missing_times(times):
+    with pytest.raises((TypeError, ValueError), match="times must be datetime64 or ISO date"):
+        stream.window_keys(times)
+
+
+@pytest.mark.parametrize("fn", [stream.topl_threshold_objective, stream.choose_topl_threshold])
+def test_topl_threshold_refuses_overflowing_bound(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning on the way to the refusal
+        with pytest.raises(ValueError, match=r"bound must be a finite number > 0 and <= 1e\+100"):
+            fn([0.5, 0.5], 1e308, 1.0, 100)
+    assert math.isfinite(stream.choose_topl_threshold([0.5, 0.5], 1e100, 1.0, 100))
