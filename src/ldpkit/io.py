@@ -312,6 +312,7 @@ def iter_reports_npz(
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    source = _check_source(source, "source")  # up front: not a decode error later
     name = _name(source)
     return _decode_errors(_iter_npz(source, expected, batch_size, name), name)
 
@@ -324,7 +325,7 @@ def _decode_errors(batches: Iterator[Reports], name: str) -> Iterator[Reports]:
             batch = next(batches)
         except StopIteration:
             return
-        except ValueError:
+        except (ValueError, OSError):  # OSError: a missing or unreadable path, as in load_reports
             raise
         except Exception as exc:
             raise ValueError(f"{name} must be an ldpkit reports file, got an error: {exc}") from exc

@@ -349,3 +349,41 @@ def test_topl_threshold_refuses_overflowing_bound(fn):
         with pytest.raises(ValueError, match=r"bound must be a finite number > 0 and <= 1e\+100"):
             fn([0.5, 0.5], 1e308, 1.0, 100)
     assert math.isfinite(stream.choose_topl_threshold([0.5, 0.5], 1e100, 1.0, 100))
+
+
+@pytest.mark.parametrize(
+    ("spec", "values", "error", "match"),
+    [
+        (
+            GRR(epsilon=1.0, domain_size=4),
+            np.ones(3, bool),
+            TypeError,
+            "values must be an array of integers",
+        ),
+        (GRR(epsilon=1.0, domain_size=4), np.array([0.5, 1.5]), TypeError, "a report field of GRR"),
+        (
+            numeric.SquareWave(epsilon=1.0),
+            np.array([0.5, math.nan]),
+            ValueError,
+            "values must be an array of finite real numbers",
+        ),
+        (numeric.StochasticRounding(epsilon=1.0), np.ones(2, bool), TypeError, "finite real"),
+    ],
+)
+def test_reports_check_each_fields_dtype(spec, values, error, match):
+    with pytest.raises(error, match=match):
+        Reports(spec, values=values)
+
+
+def test_reports_still_accept_what_mechanisms_send():
+    for spec in (GRR(epsilon=1.0, domain_size=4), numeric.SquareWave(epsilon=1.0, buckets=8)):
+        values = [0, 1, 2, 3] if isinstance(spec, GRR) else [0.1, 0.5, 0.9, 0.3]
+        reports = spec.randomize(values, rng=0)
+        again = Reports(spec, **reports.arrays)
+        assert again.equals(reports) and len(spec.aggregate(again).counts) > 0
+
+
+@pytest.mark.parametrize("source", [None, 1.5, True, object()])
+def test_iter_reports_npz_names_a_bad_source(source):
+    with pytest.raises(TypeError, match="source must be a file path"):
+        ldpkit.io.iter_reports_npz(source)

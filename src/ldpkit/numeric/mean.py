@@ -411,6 +411,8 @@ class _MeanMechanism(Mechanism):
     high: float = 1.0
     #: SR's integer law needs ``2^16 (1 + e^eps) <= 2^62`` (see :mod:`ldpkit._exact`).
     max_epsilon: ClassVar[float] = MAX_EPSILON
+    #: Report fields sent as real numbers (float64); every other field holds integers.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
 
     def _validate(self) -> None:
         lo, hi = check_bounds(self.low, self.high)
