@@ -30,6 +30,8 @@ __all__ = [
     "MAX_ENTRIES",
     "MAX_MAGNITUDE",
     "check_memory",
+    "WORK_BUDGET",
+    "check_work",
 ]
 
 
@@ -328,4 +330,27 @@ def check_memory(nbytes: float, name: str, owner: str, *, budget: float | None =
             f"{name} must keep the state of {owner} within the memory budget of "
             f"{limit / 2**30:g} GiB (ldpkit._validation.MEMORY_BUDGET), got a configuration "
             f"needing about {nbytes / 2**30:.3g} GiB"
+        )
+
+
+#: Largest number of elementary operations (about a nanosecond each) one call may need:
+#: ~1 s of CPU on a fast core, a few seconds on a slow shared one. Calls whose cost is set by
+#: their parameters (not by the data's size) and would exceed it are refused up front with
+#: the estimate, rather than running for minutes (issue 12).
+WORK_BUDGET = 2**30
+
+
+def check_work(ops: float, name: str, owner: str, *, budget: float | None = None) -> None:
+    """Raise ValueError when the parameters ``name`` make ``owner`` need more than the budget.
+
+    E.g. ``buckets=1048576, max_iter=100 must keep the work of WienerDeconvolution.estimate
+    within the budget of 1.07e+09 operations (ldpkit._validation.WORK_BUDGET), got a
+    configuration needing about 2.1e+09``.
+    """
+    limit = WORK_BUDGET if budget is None else budget
+    if ops > limit:
+        raise ValueError(
+            f"{name} must keep the work of {owner} within the budget of {limit:.3g} "
+            f"operations (ldpkit._validation.WORK_BUDGET), got a configuration needing "
+            f"about {ops:.3g}"
         )

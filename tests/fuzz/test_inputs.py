@@ -387,3 +387,19 @@ def test_reports_still_accept_what_mechanisms_send():
 def test_iter_reports_npz_names_a_bad_source(source):
     with pytest.raises(TypeError, match="source must be a file path"):
         ldpkit.io.iter_reports_npz(source)
+
+
+def test_wiener_iterative_estimate_refuses_work_beyond_budget():
+    wd = numeric.WienerDeconvolution(epsilon=1.0, buckets=2**20)
+    counts = np.zeros(2**20, dtype=np.int64)
+    counts[7] = 1  # one report supporting bucket 7 (randomizing at 2^20 buckets is slow)
+    stats = ldpkit.Stats(wd, 1, counts=counts)
+    with pytest.raises(
+        ValueError, match=r"buckets=1048576, max_iter=100 must keep the work .* 2\.1e\+09"
+    ):
+        wd.estimate(stats)
+    # the direct filter (one update) and fewer updates stay within the budget
+    assert wd.estimate(stats, method="direct").buckets == 2**20
+    with pytest.raises(ValueError, match="max_iter=60 must keep the work"):
+        wd.estimate(stats, max_iter=60)
+    assert wd.estimate(stats, max_iter=1).buckets == 2**20
