@@ -10,8 +10,16 @@ from scipy import stats as sps
 
 from ldpkit.estimate import IntervalWarning
 from ldpkit.frequency import GRR, OUE
-from ldpkit.numeric import CFOBinning, Distribution, HaarHRR, HierarchicalHistogram, SquareWave
+from ldpkit.numeric import (
+    AutoDistribution,
+    CFOBinning,
+    Distribution,
+    HaarHRR,
+    HierarchicalHistogram,
+    SquareWave,
+)
 from ldpkit.numeric._intervals import ci_adjoint, oracle_query_variances
+from ldpkit.numeric.em import bootstrap, em, ems
 from ldpkit.numeric.hierarchy import constrained_inference
 from ldpkit.spec import Stats
 
@@ -107,21 +115,95 @@ def test_intervals_shapes_and_order() -> None:
     assert dist.interval_status() is None
 
 
-def test_intervals_nan_after_postprocessing_and_for_em() -> None:
+def test_intervals_nan_after_postprocessing_and_without_a_method() -> None:
     dist = CFOBinning(epsilon=1.0, buckets=16).run(_values(5_000, 0), rng=1)
     post = dist.postprocess("norm_sub")
     with pytest.warns(IntervalWarning, match="post-processing"):
         lo, hi = post.cdf_interval(0.5)
     assert np.isnan(lo) and np.isnan(hi)
-    em = SquareWave(epsilon=1.0, buckets=32).run(_values(5_000, 0), rng=1)
+    with pytest.warns(IntervalWarning, match="post-processing"):
+        assert np.isnan(post.rebin(8).mean_interval()[0])
+    auto = AutoDistribution(epsilon=1.0, buckets=16).run(_values(5_000, 0), rng=1)
+    assert auto.interval_method is None
     with pytest.warns(IntervalWarning, match="not linear"):
-        assert np.isnan(em.mean_interval()[0])
+        assert np.isnan(auto.mean_interval()[0])
     with pytest.raises(ValueError, match="no confidence interval"):
         Distribution([0.5, 0.5]).cdf_interval(0.3)
     with pytest.raises(ValueError, match="alpha"):
         dist.cdf_interval(0.5, alpha=1.5)
     with pytest.raises(ValueError, match="no confidence interval"):
-        dist.rebin(8).mean_interval()
+        Distribution.from_dict(dist.to_dict()).mean_interval()
+    with pytest.raises(ValueError, match="bootstrap"):
+        dist.bootstrap(10)
+
+
+@pytest.mark.parametrize("factor", [4, 0.5])
+def test_rebin_keeps_the_intervals(factor) -> None:
+    """A rebinned estimate's queries are queries of the original: same standard errors."""
+    dist = HierarchicalHistogram(epsilon=1.0, buckets=64).run(_values(20_000, 0), rng=1)
+    coarse = dist.rebin(int(64 / factor))
+    assert coarse.interval_method == "analytic" and coarse.stats is None
+    x = coarse.edges[[3, 7]]  # edges of both histograms: the same query
+    np.testing.assert_allclose(coarse.cdf_interval(x), dist.cdf_interval(x), rtol=1e-9)
+    lo, hi = coarse.quantile_interval([0.3, 0.8])
+    assert np.all(lo <= coarse.quantile([0.3, 0.8]) + 1e-12) if not coarse.signed else True
+    assert np.all(lo < hi)
+    # rebinning twice composes the maps
+    again = coarse.rebin(64)
+    np.testing.assert_allclose(again.cdf_interval(x), dist.cdf_interval(x), rtol=1e-9)
+
+
+# -- EM / EMS: parametric bootstrap -------------------------------------------------------------
+def test_bootstrap_reruns_the_same_estimator() -> None:
+    spec = SquareWave(epsilon=1.0, buckets=32)
+    stats = spec.aggregate(spec.randomize(_values(5_000, 0), rng=1))
+    for method in ("ems", "em"):
+        est = spec.estimate(stats, method=method)
+        assert est.interval_method == "bootstrap" and est.interval_status() is None
+        draws = bootstrap(stats, est.probabilities, method=method, tol=est._fit["tol"],
+                          replicates=3, rng=5)  # fmt: skip
+        counts = np.random.default_rng(5).multinomial(
+            stats.n, est.probabilities @ spec.bucket_matrix(), size=3
+        )
+        for b in range(3):
+            again = spec.estimate(Stats(spec, stats.n, counts=counts[b]), method=method)
+            np.testing.assert_allclose(draws.replicates[b], again.probabilities, atol=1e-12)
+        expected = stats.n * (est.probabilities @ spec.bucket_matrix())
+        np.testing.assert_allclose(
+            draws.fitted_mean, {"em": em, "ems": ems}[method](expected, spec.bucket_matrix(),
+            tol=est._fit["tol"]).probabilities, atol=1e-12,
+        )  # fmt: skip
+
+
+def test_bootstrap_intervals_behave() -> None:
+    spec = SquareWave(epsilon=1.0, buckets=32)
+    est = spec.run(_values(20_000, 0), rng=1)
+    a = est.bootstrap(30, rng=7)
+    b = est.bootstrap(30, rng=7)
+    assert a.mean_interval() == b.mean_interval()  # reproducible with a seed
+    assert a.mean_interval() != est.bootstrap(30, rng=8).mean_interval()
+    # the default (on first use): B = 200 with seed 0, kept
+    assert est.mean_interval() == est.bootstrap(rng=0).mean_interval()
+    lo, hi = a.cdf_interval([0.3, 0.7])
+    assert np.all((0 <= lo) & (lo < hi) & (hi <= 1))
+    q_lo, q_hi = a.quantile_interval([0.1, 0.5, 0.9])
+    assert np.all(q_lo < q_hi) and np.all(np.diff(q_lo) > 0)
+    assert np.all((q_lo < a.quantile([0.1, 0.5, 0.9])) | (q_hi > a.quantile([0.1, 0.5, 0.9])))
+    r_lo, r_hi = a.range_interval(0.5, 0.9, alpha=0.1)
+    w_lo, w_hi = a.range_interval(0.5, 0.9, alpha=0.01)
+    assert w_lo < r_lo < r_hi < w_hi
+    p_lo, p_hi = a.probability_interval()
+    assert p_lo.shape == (32,) and np.all(p_lo <= p_hi)
+    coarse = a.rebin(8)  # keeps the bootstrap of the original
+    assert coarse.interval_method == "bootstrap"
+    np.testing.assert_allclose(coarse.cdf_interval(0.5), a.cdf_interval(0.5), rtol=1e-9)
+    assert coarse.bootstrap(10, rng=1).interval_method == "bootstrap"
+    with pytest.raises(ValueError, match="replicates"):
+        est.bootstrap(1)
+    # a fit on a hand-given matrix is not the spec's pipeline: no interval
+    stats = est.stats
+    custom = ems(stats, spec.bucket_matrix())
+    assert custom.interval_method is None
 
 
 # -- coverage on a reduced grid ---------------------------------------------------------------
