@@ -203,17 +203,20 @@ class DistributionResult(BaseModel):
     )
     signed: bool = Field(False, description="true when some masses are negative (unbiased)")
     interval_method: str | None = Field(
-        None,
+        default=None,
         description="'analytic' (linear estimators), 'bootstrap' (EM/EMS, with bootstrap=B) "
         "or null: no intervals (interval_note says why)",
     )
-    interval_note: str | None = Field(None, description="why the intervals are null")
-    mean_ci: list[float] | None = Field(None, description="[low, high]: (1 - alpha) interval")
+    interval_note: str | None = Field(default=None, description="why the intervals are null")
+    mean_ci: list[float] | None = Field(
+        default=None, description="[low, high]: (1 - alpha) interval"
+    )
     quantile_ci: dict[str, list[float]] | None = Field(
-        None, description="q -> [low, high], for the q of quantiles"
+        default=None, description="q -> [low, high], for the q of quantiles"
     )
     cdf_low: list[float] | None = Field(
-        None, description="pointwise (1 - alpha) band of the CDF at each bucket's right edge"
+        default=None,
+        description="pointwise (1 - alpha) band of the CDF at each bucket's right edge",
     )
     cdf_high: list[float] | None = None
 
