@@ -207,7 +207,9 @@ class DistributionResult(BaseModel):
         description="'analytic' (linear estimators), 'bootstrap' (EM/EMS, with bootstrap=B) "
         "or null: no intervals (interval_note says why)",
     )
-    interval_note: str | None = Field(default=None, description="why the intervals are null")
+    interval_note: str | None = Field(
+        default=None, description="why the intervals are null, or approximate"
+    )
     mean_ci: list[float] | None = Field(
         default=None, description="[low, high]: (1 - alpha) interval"
     )
@@ -831,9 +833,14 @@ def _distribution_intervals(
             return
         est = est.bootstrap(bootstrap, rng=0)  # the same intervals for the same reports
     qs = np.asarray(QUANTILES)
-    q_lo, q_hi = est.quantile_interval(qs, alpha)
-    m_lo, m_hi = est.mean_interval(alpha)
-    c_lo, c_hi = est.cdf_interval(est.edges[1:], alpha)
+    with warnings.catch_warnings():  # "approximate": said in interval_note instead
+        warnings.simplefilter("ignore", IntervalWarning)
+        q_lo, q_hi = est.quantile_interval(qs, alpha)
+        m_lo, m_hi = est.mean_interval(alpha)
+        c_lo, c_hi = est.cdf_interval(est.edges[1:], alpha)
+    approximate = est.interval_approximate()
+    if approximate is not None:
+        out.interval_note = f"approximate: {approximate}"
     out.interval_method = method
     out.mean_ci = [float(m_lo), float(m_hi)]
     out.quantile_ci = {f"{q:g}": [float(a), float(b)] for q, a, b in zip(qs, q_lo, q_hi)}
