@@ -15,7 +15,7 @@ of 95% intervals that cover the truth, per query family:
 
 Run: ``nice python benchmarks/interval_coverage.py [--reps 100 25] [--only SW-EMS ...]
 [--boot 100] [--budget 600] [--jsonl FILE] [--out FILE]``; ``--pool FILE ...`` prints the
-pooled table of JSONL files written before. Progress goes to stderr. Every cell stops after
+pooled table of JSONL files written before (e.g. two runs with different ``--seed``). Progress goes to stderr. Every cell stops after
 ``--budget`` seconds of CPU time (the rows say how many runs it made), so the run time is
 bounded by the number of cells times the budget.
 """
@@ -145,6 +145,25 @@ def fmt(cell: dict[str, Any], key: str) -> str:
     return f"{100 * hit / count:.1f}"
 
 
+def merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the same cell (mechanism, data, n, eps) from several runs, counts summed."""
+    cells: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        key = (r["mechanism"], r["data"], r["n"], r["eps"])
+        cell = cells.setdefault(key, {**dict(zip(("mechanism", "data", "n", "eps"), key)),
+                                      "runs": 0, "cpu": 0.0})  # fmt: skip
+        cell["runs"] += r["runs"]
+        cell["cpu"] += r["cpu"]
+        for k in FAMILIES:
+            if k in r:
+                hit, count = cell.get(k, [0, 0])
+                cell[k] = [hit + r[k][0], count + r[k][1]]
+    order = {m: i for i, m in enumerate(dict.fromkeys(r["mechanism"] for r in rows))}
+    return sorted(
+        cells.values(), key=lambda c: (order[c["mechanism"]], c["n"], c["eps"], c["data"])
+    )
+
+
 def pooled(rows: list[dict[str, Any]]) -> list[str]:
     out = [
         "| mechanism | cdf | range | mean | quantile | lowest cell |",
@@ -175,10 +194,19 @@ def main() -> None:
     parser.add_argument("--jsonl", default=None, help="append one JSON line per cell")
     parser.add_argument("--out", default=None, help="write the Markdown tables")
     parser.add_argument("--pool", nargs="+", default=None, help="pool JSONL files and exit")
+    parser.add_argument("--seed", type=int, default=0, help="base seed (another: more runs)")
     args = parser.parse_args()
     if args.pool:
-        rows = [json.loads(line) for f in args.pool for line in open(f, encoding="utf-8")]
-        print("\n".join(pooled(rows)))
+        rows = merged([json.loads(line) for f in args.pool for line in open(f, encoding="utf-8")])
+        print("| mechanism | data | n | eps | runs | cdf | range | mean | quantile |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['mechanism']} | {r['data']} | {r['n']:.0e} | {r['eps']:g} | {r['runs']} | "
+                + " | ".join(fmt(r, k) for k in FAMILIES)
+                + " |"
+            )
+        print("\n" + "\n".join(pooled(rows)))
         return
     pops = populations()
     lines = [
@@ -188,7 +216,7 @@ def main() -> None:
     print("\n".join(lines), flush=True)
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    seed = 0
+    seed = args.seed
     for n in args.n:
         reps = args.reps[0] if n <= 100_000 else args.reps[1]
         for eps in args.eps:
