@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from . import _crmath
+
 __all__ = [
     "TOTAL_LIMIT",
     "ratio_weights",
@@ -54,21 +56,21 @@ def ratio_weights(epsilon: float, n_low: int, n_high: float) -> tuple[int, int]:
     ValueError
         When even ``w_low = 1`` overflows the total (epsilon too large for the grid).
     """
-    growth = math.exp(epsilon)
+    growth = _crmath.exp(epsilon)  # correctly rounded: the same law on every platform
     w_low = math.floor(TOTAL_LIMIT / (n_low + n_high * growth) * (1.0 - 1e-12))
     if w_low < 1:
         raise ValueError(f"epsilon must be small enough for the integer grid law, got {epsilon!r}")
     w_high = math.floor(w_low * growth)
     # The float product may round up past e^eps w_low: step down until the exact ratio
     # (log1p of an exact rational, correctly rounded) is within epsilon.
-    while w_high > w_low and math.log1p((w_high - w_low) / w_low) > epsilon:
+    while w_high > w_low and _crmath.log1p((w_high - w_low) / w_low) > epsilon:
         w_high -= max(1, w_high >> 50)
     return w_low, w_high
 
 
 def ratio_loss(w_low: int, w_high: int) -> float:
     """``log(w_high / w_low)`` from the exact integers (no cancellation at tiny epsilon)."""
-    return math.log1p((w_high - w_low) / w_low)
+    return _crmath.log1p((w_high - w_low) / w_low)
 
 
 def round_to_grid(x: np.ndarray, steps: int, gen: np.random.Generator) -> np.ndarray:

@@ -163,7 +163,8 @@ def test_collection_info_rebuilds_spec_and_encoder(tmp_path):
         info = c.get("/v1/collections/b").json()
         # What a client does: rebuild both from the collection info, encode unseen labels.
         client_spec = spec_from_dict(info["mechanism"])
-        client_enc = Encoder(info["encoder"]["categories"], unknown=info["encoder"]["unknown"])
+        client_enc = Encoder.from_dict(info["encoder"])
+        assert client_enc == enc
         assert client_spec.fingerprint == info["fingerprint"] == spec.fingerprint
         items = client_enc.encode(["safari", "opera", "chrome"])
         assert items.tolist() == [2, 3, 0]
@@ -173,4 +174,5 @@ def test_collection_info_rebuilds_spec_and_encoder(tmp_path):
         assert info["encoder"] == {
             "categories": ["chrome", "firefox", "safari"],
             "unknown": "other",
+            "missing": "error",
         }

@@ -8,7 +8,17 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   ``optimal_hash_range`` at given epsilons;
 - ``unary.json``: OUE's integer thresholds at given epsilons and ``np.packbits`` rows;
 - ``bodies.json``: per mechanism, values and fixed coins (uniform doubles, 64-bit words) and
-  the JSON body (``ldpkit.io.reports_to_dict``, seeds as decimal strings) those coins give.
+  the JSON body (``ldpkit.io.reports_to_dict``, seeds as decimal strings) those coins give;
+- ``numeric.json``: the exact grids of the numerical mechanisms (issue 11) over a sweep of
+  epsilons (integer weights as decimal strings, slopes, privacy losses), and bodies as in
+  ``bodies.json`` for SquareWave, DiscreteSquareWave, StochasticRounding,
+  PiecewiseMechanism and HybridMechanism. The client draws the uniform integer U in [0, T)
+  of a grid law from 64-bit words by rejection (``w < floor(2^64 / T) T`` gives
+  ``U = w mod T``, else the next word); the Python samplers are replayed here with those U
+  and uniforms, user by user in the client's order;
+- ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
+  ``Encoder.encode`` gives them (or that it refuses them), and questions
+  (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
 """
 
 from __future__ import annotations
@@ -20,11 +30,21 @@ from typing import Any
 
 import numpy as np
 
+from ldpkit import Encoder, Question
+from ldpkit._exact import sample_flat_bump
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
 from ldpkit.frequency.grr import grr_perturb
 from ldpkit.frequency.hashing import hash_parameters, local_hash, optimal_hash_range
 from ldpkit.io import reports_to_dict
-from ldpkit.spec import Reports
+from ldpkit.numeric import (
+    DiscreteSquareWave,
+    HybridMechanism,
+    PiecewiseMechanism,
+    SquareWave,
+    StochasticRounding,
+)
+from ldpkit.numeric.mean import _report_tables
+from ldpkit.spec import Mechanism, Reports
 
 HERE = Path(__file__).resolve().parent
 _U64 = np.iinfo(np.uint64).max
@@ -141,9 +161,248 @@ def _bodies() -> list[dict[str, Any]]:
     return out
 
 
+class _ReplayCoins:
+    """A Generator stand-in replaying the client's coins: ``random`` pops uniforms,
+    ``integers(0, T)`` makes each U from 64-bit words by the client's rejection rule."""
+
+    def __init__(self, uniforms: list[float], words: list[int]) -> None:
+        self.uniforms = list(uniforms)
+        self.words = list(words)
+
+    def random(self, n: int) -> np.ndarray:
+        out, self.uniforms = self.uniforms[:n], self.uniforms[n:]
+        assert len(out) == n, "ran out of uniforms"
+        return np.array(out, dtype=np.float64)
+
+    def below(self, total: int) -> int:
+        limit = ((1 << 64) // total) * total
+        while True:
+            w = self.words.pop(0)
+            if w < limit:
+                return w % total
+
+    def integers(self, low: int, high: int, size: int, dtype: Any = np.int64) -> np.ndarray:
+        assert low == 0
+        return np.array([self.below(int(high)) for _ in range(size)], dtype=np.int64)
+
+
+def _numeric_grids() -> dict[str, Any]:
+    eps = [1e-6, 1e-3, 0.05, 0.3, 0.5, 0.61, 0.6100001, 0.75, 1.0, 1.3, 2.0, 2.5, 3.7]
+    eps += [5.0, 8.0, 12.5, 20.0, 29.9, 30.0]
+    eps += [float(x) for x in np.round(np.random.default_rng(5).uniform(0.01, 10.0, 40), 6)]
+    sw, pm, hm, dsw = [], [], [], []
+    for e in [*eps, 35.0, 40.0]:
+        for params in ({}, {"buckets": 64}, {"buckets": 7, "bandwidth": 0.1}):
+            s = SquareWave(epsilon=e, **params)  # type: ignore[arg-type]
+            try:
+                g = s._grid
+            except ValueError:  # a wide explicit bandwidth at large epsilon overflows 2^62
+                sw.append({"params": s.to_dict()["params"], "error": True})
+                continue
+            sw.append(
+                {
+                    "params": s.to_dict()["params"],
+                    "steps": g.steps,
+                    "half": g.half,
+                    "w_low": str(g.w_low),
+                    "extra": str(int(g.bump[0])),
+                    "total": str(g.total),
+                    "privacy_loss": s.privacy_loss(),
+                }
+            )
+        for cells in (1 << 18, 64, 1000):
+            p = PiecewiseMechanism(epsilon=e, report_cells=cells)
+            g = p._grid
+            pm.append(
+                {
+                    "params": p.to_dict()["params"],
+                    "plateau": g.plateau,
+                    "w_low": str(g.w_low),
+                    "w_high": str(g.w_high),
+                    "slope": g.slope,
+                    "intercept": g.intercept,
+                    "privacy_loss": p.privacy_loss(),
+                }
+            )
+        dsw_spec = DiscreteSquareWave(epsilon=e, buckets=16)
+        w_low, w_high = dsw_spec._weights
+        dsw.append(
+            {
+                "params": dsw_spec.to_dict()["params"],
+                "half_width": dsw_spec.half_width,
+                "w_low": str(w_low),
+                "w_high": str(w_high),
+            }
+        )
+    for e in eps:
+        h = HybridMechanism(epsilon=e)
+        sr = h._sr._grid
+        hm.append(
+            {
+                "params": h.to_dict()["params"],
+                "pm_probability": h.pm_probability,
+                "sr_w_low": str(sr.w_low),
+                "sr_w_high": str(sr.w_high),
+                "sr_magnitude": sr.magnitude,
+                "privacy_loss": h.privacy_loss(),
+            }
+        )
+    return {"square_wave": sw, "piecewise": pm, "hybrid": hm, "discrete_square_wave": dsw}
+
+
+def _numeric_report(spec: Mechanism, v: float, coins: _ReplayCoins) -> Any:
+    """One user's report, the Python samplers driven in the client's coin order."""
+    x = np.array([v], dtype=np.float64)
+    if isinstance(spec, SquareWave):
+        cell = spec._sample_cells((x - spec.low) / spec.span, coins)  # type: ignore[arg-type]
+        return float(spec.report_values()[cell[0]])
+    if isinstance(spec, DiscreteSquareWave):
+        w_low, w_high = spec._weights
+        width = 2 * spec.half_width + 1
+        item = np.array([int(v)], dtype=np.int64)
+        cells = sample_flat_bump(item, spec.n_outputs, w_low, w_high - w_low, width, coins)  # type: ignore[arg-type]
+        return int(cells[0])
+    assert isinstance(spec, (StochasticRounding, PiecewiseMechanism, HybridMechanism))
+    t = spec._to_unit(x)
+    values = _report_tables(spec)[0]
+    if isinstance(spec, HybridMechanism) and spec.pm_probability > 0.0:
+        # the client flips the branch coin first, then draws only that branch
+        if coins.random(1)[0] < spec.pm_probability:
+            return float(values[spec._pm._sample_cells(t, coins)[0]])  # type: ignore[arg-type]
+        return float(values[spec._sr._sample_cells(t, coins)[0] + spec.report_cells])  # type: ignore[arg-type]
+    return float(values[spec._sample_cells(t, coins)[0]])  # type: ignore[arg-type]
+
+
+def _numeric_bodies() -> list[dict[str, Any]]:
+    rng = np.random.default_rng(13)
+    out = []
+    specs: list[Mechanism] = [
+        SquareWave(epsilon=1.0, buckets=64),
+        SquareWave(epsilon=0.5, low=-10.0, high=250.5, buckets=1000),
+        SquareWave(epsilon=4.0, bandwidth=0.1, buckets=7),
+        DiscreteSquareWave(epsilon=1.0, buckets=16),
+        StochasticRounding(epsilon=1.0, low=0.0, high=10.0),
+        PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0),
+        PiecewiseMechanism(epsilon=2.0, report_cells=64),
+        PiecewiseMechanism(epsilon=0.05, low=-1e6, high=3e6),
+        HybridMechanism(epsilon=2.0, low=-3.0, high=5.0),
+        HybridMechanism(epsilon=0.5),
+        HybridMechanism(epsilon=1.0, report_cells=100),
+    ]
+    for spec in specs:
+        n = 40
+        if isinstance(spec, DiscreteSquareWave):
+            values: list[Any] = rng.integers(0, spec.buckets, n).tolist()
+        else:
+            low, high = spec.low, spec.high  # type: ignore[attr-defined]
+            values = [low, high, low + (high - low) / 3.0]
+            values += (low + (high - low) * rng.random(n - 3)).tolist()
+        uniforms: list[float] = rng.random(3 * n).tolist()
+        words = rng.integers(0, _U64, 3 * n, dtype=np.uint64, endpoint=True).tolist()
+        coins = _ReplayCoins(uniforms, words)
+        data = [_numeric_report(spec, v, coins) for v in values]
+        dtype = spec.randomize([values[0]], rng=0).values.dtype
+        body = _body(Reports(spec, values=np.array(data, dtype=dtype)))
+        out.append(
+            {"values": values, "uniforms": uniforms, "words": [str(w) for w in words], "body": body}
+        )
+    return out
+
+
+def _numeric() -> dict[str, Any]:
+    return {"grids": _numeric_grids(), "bodies": _numeric_bodies()}
+
+
+def _encoders() -> list[dict[str, Any]]:
+    cases: list[tuple[Encoder, list[Any]]] = [
+        (
+            Encoder(["chrome", "firefox", "safari"], unknown="other"),
+            ["chrome", "lynx", "safari", "Chrome", "", 1, "firefox"],
+        ),
+        (
+            Encoder(["a", "b", 1, 2.5], unknown="other", missing="item"),
+            [1, 1.0, True, "1", 2.5, "a", None, 0, False, "\u00e9", -0.0],
+        ),
+        (Encoder([True, "x"], unknown="other"), [1, True, 1.0, 0, "True", "x"]),
+        (Encoder([0, 1, 2]), [False, True, 0.0, 2.0, -0.0]),
+        (
+            Encoder(["caf\u00e9", "\u65e5\u672c"], unknown="other"),
+            ["caf\u00e9", "cafe", "\u65e5\u672c"],
+        ),
+        (Encoder(["x", "y"]), ["x", "z"]),
+        (Encoder(["x", "y"], unknown="other"), ["x", None]),
+    ]
+    out = []
+    for enc, labels in cases:
+        case: dict[str, Any] = {"encoder": enc.to_dict(), "labels": labels}
+        try:
+            case["items"] = enc.encode(labels).tolist()
+        except ValueError:
+            case["error"] = True
+        out.append(case)
+    return out
+
+
+def _questions() -> list[dict[str, Any]]:
+    questions: list[tuple[Question, list[Any]]] = [
+        (
+            Question(
+                name="browser",
+                spec=OLH(epsilon=1.0, domain_size=4),
+                encoder=Encoder(["chrome", "firefox", "safari"], unknown="other"),
+                description="Which browser do you use most?",
+            ),
+            ["chrome", "lynx", "safari"],
+        ),
+        (
+            Question(
+                name="minutes",
+                spec=PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0),
+                clip="clip",
+                description="Minutes online yesterday",
+            ),
+            [-3.0, 0.0, 59.5, 120.0, 1000.0],
+        ),
+        (
+            Question(
+                name="session.length",
+                spec=SquareWave(epsilon=0.5, low=-1e6, high=3e16, buckets=256, bandwidth=1.5e-7),
+            ),
+            [-1e6, 0.0, 3e16],
+        ),
+        (
+            Question(
+                name="cafe_2",
+                spec=GRR(epsilon=0.1, domain_size=4),
+                encoder=Encoder(["th\u00e9", "caf\u00e9", 7], unknown="error", missing="item"),
+                description="Caf\u00e9 \u2615 or th\u00e9?",
+            ),
+            ["caf\u00e9", 7, None],
+        ),
+        (Question(name="hm", spec=HybridMechanism(epsilon=2.0, low=-3.0, high=5.0)), [-3.0, 5.0]),
+        (Question(name="hr", spec=HadamardResponse(epsilon=1e-05, domain_size=1000)), [0, 999]),
+    ]
+    return [
+        {
+            "question": q.to_dict(),
+            "fingerprint": q.spec.fingerprint,
+            "question_fingerprint": q.fingerprint,
+            "answers": answers,
+            "prepared": q.prepare(answers).tolist(),
+        }
+        for q, answers in questions
+    ]
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
-    return {"hashing.json": _hashing(), "unary.json": _unary(), "bodies.json": _bodies()}
+    return {
+        "hashing.json": _hashing(),
+        "unary.json": _unary(),
+        "bodies.json": _bodies(),
+        "numeric.json": _numeric(),
+        "encoding.json": {"encoders": _encoders(), "questions": _questions()},
+    }
 
 
 def render(content: Any) -> str:

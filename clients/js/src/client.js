@@ -2,6 +2,7 @@
 // randomize locally, POST the JSON reports.
 
 import { fromSpec } from './mechanisms.js';
+import { prepare } from './question.js';
 import { secureCoins } from './random.js';
 
 /** The JSON body ldpkit.io.reports_from_dict accepts, for raw (integer) values. */
@@ -23,16 +24,14 @@ export function buildBody(info, values, coins = secureCoins) {
   };
 }
 
-/** Map category labels to item indices with the collection's encoder, if it has one. */
+/**
+ * Raw answers -> the randomizer's input, as the Python side does it: category labels to
+ * items with the collection's encoder (ldpkit.Encoder: unseen labels to "<other>" when its
+ * unknown policy is "other", else an error; null/NaN to "<missing>" when its missing policy
+ * is "item"), numbers clipped or checked when the info comes from a Question (clip policy).
+ */
 export function encodeValues(info, values) {
-  if (!info.encoder) return values;
-  const index = new Map(info.encoder.categories.map((c, i) => [String(c), i]));
-  return values.map((v) => {
-    if (Number.isInteger(v) && !index.has(String(v))) return v;
-    const i = index.get(String(v));
-    if (i === undefined) throw new RangeError(`value ${v} is not a category of this collection`);
-    return i;
-  });
+  return prepare(info, values);
 }
 
 function headers(token, extra = {}) {
@@ -47,9 +46,12 @@ export async function fetchSpec(baseUrl, collection, { token, fetchFn = globalTh
   return res.json();
 }
 
-/** Randomize values (integers, or category labels) and POST them to /v1/reports/{name}. */
-export async function send(baseUrl, info, values, { token, idempotencyKey, fetchFn = globalThis.fetch, coins } = {}) {
-  const body = buildBody(info, encodeValues(info, values), coins);
+/**
+ * Randomize values (category labels, numbers, or items with `encoded: true`) and POST them
+ * to /v1/reports/{name}.
+ */
+export async function send(baseUrl, info, values, { token, idempotencyKey, fetchFn = globalThis.fetch, coins, encoded = false } = {}) {
+  const body = buildBody(info, encoded ? values : prepare(info, values), coins);
   const url = `${baseUrl.replace(/\/$/, '')}/v1/reports/${encodeURIComponent(info.name)}`;
   const extra = { 'Content-Type': 'application/json' };
   if (idempotencyKey) extra['Idempotency-Key'] = idempotencyKey;

@@ -12,4 +12,33 @@ export {
   packBits,
   unaryThresholds,
 } from './mechanisms.js';
+export {
+  DiscreteSquareWave,
+  HybridMechanism,
+  MIN_EPSILON,
+  PiecewiseMechanism,
+  SquareWave,
+  StochasticRounding,
+  ratioLoss,
+  ratioWeights,
+  roundHalfEven,
+  roundToGrid,
+  squareWaveBandwidth,
+  uniformBelow,
+} from './numeric.js';
+export { exactRatio } from './exact.js';
+export {
+  Encoder,
+  MISSING,
+  OTHER,
+  PARAMS,
+  checkCollection,
+  loadQuestions,
+  normalizeSpec,
+  prepare,
+  pyDumps,
+  pyFloatRepr,
+  questionInfo,
+  specFingerprint,
+} from './question.js';
 export { buildBody, encodeValues, fetchSpec, send } from './client.js';

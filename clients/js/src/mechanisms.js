@@ -3,6 +3,14 @@
 // the same uniform doubles or 64-bit words give the same reports.
 
 import { localHash, optimalHashRange } from './hashing.js';
+import { exactRatio } from './exact.js';
+import {
+  DiscreteSquareWave,
+  HybridMechanism,
+  PiecewiseMechanism,
+  SquareWave,
+  StochasticRounding,
+} from './numeric.js';
 import { secureCoins } from './random.js';
 
 const SCALE = 1n << 64n;
@@ -65,21 +73,7 @@ function unaryPrivacyLoss(big, small) {
   if (small <= 0n || big >= SCALE) return Infinity;
   const num = big * (SCALE - small);
   const den = small * (SCALE - big);
-  return Math.log1p(ratio(num - den, den));
-}
-
-/** The correctly rounded double of a / b for BigInts (as Python's int / int). */
-function ratio(a, b) {
-  const neg = a < 0n !== b < 0n;
-  if (a < 0n) a = -a;
-  if (b < 0n) b = -b;
-  if (a === 0n) return 0;
-  // shift so the quotient has >= 66 bits; a sticky low bit keeps the rounding exact
-  const shift = BigInt(Math.max(0, 66 + b.toString(2).length - a.toString(2).length));
-  let q = (a << shift) / b;
-  if ((a << shift) % b !== 0n) q |= 1n;
-  const r = Number(q) / 2 ** Number(shift);
-  return neg ? -r : r;
+  return Math.log1p(exactRatio(num - den, den));
 }
 
 /** Integer thresholds (T_p, T_q) at resolution 2^-64 within epsilon (unary_thresholds). */
@@ -201,7 +195,17 @@ export class HadamardResponse {
   }
 }
 
-export const MECHANISMS = { GRR, OUE, OLH, HadamardResponse };
+export const MECHANISMS = {
+  GRR,
+  OUE,
+  OLH,
+  HadamardResponse,
+  SquareWave,
+  DiscreteSquareWave,
+  StochasticRounding,
+  PiecewiseMechanism,
+  HybridMechanism,
+};
 
 /** The randomizer for a spec dict {mechanism, params} (ldpkit Mechanism.to_dict()). */
 export function fromSpec(spec) {

@@ -1,7 +1,7 @@
 // Randomness from crypto.getRandomValues (browsers, node); never Math.random.
 
 // node 18 exposes Web Crypto only as a module; browsers and node >= 19 as a global
-const cryptoObj = globalThis.crypto ?? (await import('node:crypto')).webcrypto;
+export const cryptoObj = globalThis.crypto ?? (await import('node:crypto')).webcrypto;
 
 // Words are drawn 16 KiB at a time (one getRandomValues call) and each used once.
 const POOL_WORDS = 4096;

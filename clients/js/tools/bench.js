@@ -1,4 +1,5 @@
-// Randomize speed (values/s, crypto.getRandomValues coins) and JSON sizes of the client.
+// Randomize speed (values per CPU second, crypto.getRandomValues coins; CPU time so that a
+// busy machine does not deflate it) and JSON sizes of the client.
 // Usage: node tools/bench.js [n]   (prints one JSON line per mechanism)
 import { buildBody } from '../src/index.js';
 
@@ -9,20 +10,32 @@ const cases = [
   { mechanism: 'OUE', params: { epsilon: 1, domain_size: 1024 } },
   { mechanism: 'OLH', params: { epsilon: 1, domain_size: 1024, hash_range: null } },
   { mechanism: 'HadamardResponse', params: { epsilon: 1, domain_size: 1024 } },
+  { mechanism: 'SquareWave', params: { epsilon: 1, low: 0, high: 3600, buckets: 1024 } },
+  { mechanism: 'DiscreteSquareWave', params: { epsilon: 1, buckets: 64 } },
+  { mechanism: 'StochasticRounding', params: { epsilon: 1, low: 0, high: 120 } },
+  { mechanism: 'PiecewiseMechanism', params: { epsilon: 1, low: 0, high: 120 } },
+  { mechanism: 'HybridMechanism', params: { epsilon: 2, low: 0, high: 120 } },
 ];
 for (const mechanism of cases) {
   const info = { mechanism, fingerprint: '0123456789abcdef' };
-  const d = mechanism.params.domain_size;
-  const values = Array.from({ length: n }, (_, i) => i % d);
+  const p = mechanism.params;
+  const d = p.domain_size ?? p.buckets;
+  // items for the oracles and DSW, spread values in [low, high] for the numerical ones
+  const numerical = p.high !== undefined && mechanism.mechanism !== 'DiscreteSquareWave';
+  const values = Array.from({ length: n }, (_, i) =>
+    numerical ? p.low + ((p.high - p.low) * ((i * 0.6180339887) % 1)) : i % d,
+  );
   const count = mechanism.mechanism === 'OUE' && d > 100 ? Math.min(n, 2000) : n;
-  const start = process.hrtime.bigint();
+  buildBody(info, values.slice(0, 100)); // builds the grid (once per spec) outside the timing
+  const start = process.cpuUsage();
   const body = buildBody(info, values.slice(0, count));
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  const one = JSON.stringify(buildBody(info, [0])).length;
+  const used = process.cpuUsage(start);
+  const seconds = (used.user + used.system) / 1e6;
+  const one = JSON.stringify(buildBody(info, [values[0]])).length;
   const perReport = (JSON.stringify(body).length - one) / (count - 1);
   console.log(JSON.stringify({
     mechanism: mechanism.mechanism,
-    d,
+    d: numerical ? null : d,
     values_per_s: Math.round(count / seconds),
     one_report_body_bytes: one,
     bytes_per_extra_report: Number(perReport.toFixed(1)),

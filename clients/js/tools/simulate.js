@@ -1,6 +1,7 @@
 // Randomize many values and print the JSON body (for the Python-side statistical tests).
 // Usage: node tools/simulate.js '{"info": {mechanism, fingerprint}, "counts": [c0, ...], "seed": s}'
-// Item v appears counts[v] times. With "seed" the coins come from a seeded splitmix64
+// Item v appears counts[v] times; or "values": [v0, v1, ...] (numbers, labels) are randomized
+// as given. Without an argument the JSON comes from stdin (long value lists). With "seed" the coins come from a seeded splitmix64
 // stream (reproducible tests); without it from crypto.getRandomValues, as in production.
 import { buildBody, mix64, secureCoins } from '../src/index.js';
 
@@ -20,11 +21,19 @@ function seededCoins(seed) {
   };
 }
 
-const { info, counts, seed } = JSON.parse(process.argv[2]);
-const values = [];
-counts.forEach((c, v) => {
-  for (let i = 0; i < c; i++) values.push(v);
-});
+async function readStdin() {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const { info, counts, values: given, seed } = JSON.parse(process.argv[2] ?? (await readStdin()));
+const values = given ?? [];
+if (!given) {
+  counts.forEach((c, v) => {
+    for (let i = 0; i < c; i++) values.push(v);
+  });
+}
 const coins = seed == null ? secureCoins : seededCoins(seed);
 const start = process.hrtime.bigint();
 const body = buildBody(info, values, coins);

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _crmath
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_probability, check_real
@@ -97,7 +98,7 @@ def piecewise_variance(epsilon: float, t: Any = None) -> Any:
 
 def _hybrid_weight(epsilon: float) -> float:
     """Probability that HM uses PM: ``1 - e^(-eps/2)`` above 0.61, else 0."""
-    return -math.expm1(-epsilon / 2.0) if epsilon > HYBRID_THRESHOLD else 0.0
+    return -_crmath.expm1(-epsilon / 2.0) if epsilon > HYBRID_THRESHOLD else 0.0
 
 
 def hybrid_variance(epsilon: float, t: Any = None) -> Any:
@@ -185,7 +186,7 @@ class _PMGrid:
 @functools.lru_cache(maxsize=64)
 def _pm_grid(epsilon: float, cells: int) -> _PMGrid:
     # PM's plateau is 1/(E + 1) of its output range [-s, s] (E = e^(eps/2)); keep that share.
-    e_half = math.exp(min(epsilon / 2.0, 700.0))
+    e_half = _crmath.exp(min(epsilon / 2.0, 700.0))
     plateau = min(max(1, round(cells / (e_half + 1.0))), cells - 1)
     steps = cells - plateau
     w_low, w_high = ratio_weights(epsilon, cells - plateau, plateau)

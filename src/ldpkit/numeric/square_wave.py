@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _crmath
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_bump, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import (
@@ -65,7 +66,7 @@ def _f(x: float) -> float:
             total += term
             term *= x / k
         return total
-    return math.expm1(x) - x
+    return _crmath.expm1(x) - x
 
 
 def _plateau_ratio(epsilon: float) -> float:
@@ -75,9 +76,9 @@ def _plateau_ratio(epsilon: float) -> float:
     (t ~ eps - 1 for large eps, t -> 1 as eps -> 0).
     """
     if epsilon > 30.0:
-        r = math.exp(-epsilon)
+        r = _crmath.exp(-epsilon)
         return (epsilon - 1.0 + r) / (1.0 - (1.0 + epsilon) * r)
-    return _f(-epsilon) * math.exp(epsilon) / _f(epsilon)
+    return _f(-epsilon) * _crmath.exp(epsilon) / _f(epsilon)
 
 
 def square_wave_bandwidth(epsilon: float) -> float:
@@ -92,7 +93,7 @@ def square_wave_bandwidth(epsilon: float) -> float:
     [0.3582, 0.2561, 0.1293, 0.0304]
     """
     epsilon = check_epsilon(epsilon)
-    return 0.5 * _plateau_ratio(epsilon) * math.exp(-epsilon)
+    return 0.5 * _plateau_ratio(epsilon) * _crmath.exp(-epsilon)
 
 
 # --- exact transition matrices ---------------------------------------------------------------
@@ -686,7 +687,7 @@ class DiscreteSquareWave(Mechanism):
     @property
     def half_width(self) -> int:
         """b~ = floor(b d)."""
-        b = 0.5 * _plateau_ratio(self.epsilon) * math.exp(-self.epsilon)
+        b = 0.5 * _plateau_ratio(self.epsilon) * _crmath.exp(-self.epsilon)
         return math.floor(b * self.buckets)
 
     @property

@@ -85,6 +85,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         params = { epsilon = 1.0 }                 # domain_size defaults to len(categories)
         categories = ["chrome", "firefox", "safari"]
         unknown = "other"                          # optional: adds an "<other>" item
+        missing = "item"                           # optional: adds a "<missing>" item
         description = "main browser"               # optional
     """
     path = Path(path)
@@ -108,7 +109,11 @@ def _collection(name: str, entry: Any) -> Collection:
     params = dict(entry.get("params", {}))
     encoder = None
     if entry.get("categories") is not None:
-        encoder = Encoder(entry["categories"], unknown=entry.get("unknown", "error"))
+        encoder = Encoder(
+            entry["categories"],
+            unknown=entry.get("unknown", "error"),
+            missing=entry.get("missing", "error"),
+        )
         params.setdefault("domain_size", encoder.domain_size)
     spec = spec_from_dict({"mechanism": entry["mechanism"], "params": params})
     return Collection(spec, encoder=encoder, description=str(entry.get("description", "")))

@@ -153,7 +153,12 @@ class FieldInfo(BaseModel):
 class EncoderInfo(BaseModel):
     categories: list[Any] = Field(description="label of item i is categories[i]")
     unknown: str = Field(
-        description="'error' (unseen labels are refused) or 'other' (mapped to one extra last item)"
+        description="'error' (unseen labels are refused) or 'other' (mapped to one extra item)"
+    )
+    missing: str = Field(
+        "error",
+        description="'error' (null/NaN refused) or 'item' (mapped to an extra last item "
+        "'<missing>')",
     )
 
 
@@ -171,7 +176,8 @@ class CollectionInfo(BaseModel):
     last_bucket: str | None = Field(None, description="start of the latest bucket with data")
     labels: list[Any] | None = None
     encoder: EncoderInfo | None = Field(
-        None, description="rebuild with ldpkit.Encoder(categories, unknown=unknown)"
+        None,
+        description="rebuild with ldpkit.Encoder(categories, unknown=unknown, missing=missing)",
     )
     report_fields: dict[str, FieldInfo] | None = Field(
         None, description="the arrays a batch must hold (JSON clients use these dtypes)"
@@ -516,6 +522,7 @@ class _Collector:
             else EncoderInfo(
                 categories=[_plain_label(x) for x in c.encoder.categories],
                 unknown=c.encoder.unknown,
+                missing=c.encoder.missing,
             ),
             report_fields=None
             if template is None

@@ -1,0 +1,114 @@
+// The numerical randomizers against the Python side's grids and reports (tests/vectors/numeric.json).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  buildBody,
+  DiscreteSquareWave,
+  HybridMechanism,
+  PiecewiseMechanism,
+  SquareWave,
+  uniformBelow,
+  roundHalfEven,
+} from '../src/index.js';
+
+const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
+const vectors = JSON.parse(readFileSync(dir + 'numeric.json', 'utf8'));
+
+test('SquareWave grids equal the Python ones over the epsilon sweep', () => {
+  for (const c of vectors.grids.square_wave) {
+    const where = JSON.stringify(c.params);
+    if (c.error) {
+      assert.throws(() => new SquareWave(c.params), /epsilon must be small enough/, where);
+      continue;
+    }
+    const s = new SquareWave(c.params);
+    assert.deepEqual(
+      [s.steps, s.half, s.wLow.toString(), s.extra.toString(), s.total.toString()],
+      [c.steps, c.half, c.w_low, c.extra, c.total],
+      where,
+    );
+    assert.equal(s.privacyLoss(), c.privacy_loss, where);
+    assert.ok(s.privacyLoss() <= c.params.epsilon, where);
+  }
+});
+
+test('PiecewiseMechanism grids equal the Python ones', () => {
+  for (const c of vectors.grids.piecewise) {
+    const where = JSON.stringify(c.params);
+    const g = new PiecewiseMechanism(c.params).grid;
+    assert.deepEqual(
+      [g.plateau, g.wLow.toString(), g.wHigh.toString(), g.slope, g.intercept],
+      [c.plateau, c.w_low, c.w_high, c.slope, c.intercept],
+      where,
+    );
+    assert.equal(new PiecewiseMechanism(c.params).privacyLoss(), c.privacy_loss, where);
+  }
+});
+
+test('HybridMechanism and DiscreteSquareWave constants equal the Python ones', () => {
+  for (const c of vectors.grids.hybrid) {
+    const h = new HybridMechanism(c.params);
+    const where = JSON.stringify(c.params);
+    assert.equal(h.pmProbability, c.pm_probability, where);
+    assert.deepEqual([h.sr.wLow.toString(), h.sr.wHigh.toString(), h.sr.magnitude], [c.sr_w_low, c.sr_w_high, c.sr_magnitude], where);
+    assert.equal(h.privacyLoss(), c.privacy_loss, where);
+  }
+  for (const c of vectors.grids.discrete_square_wave) {
+    const d = new DiscreteSquareWave(c.params);
+    assert.deepEqual([d.halfWidth, d.wLow.toString(), d.wHigh.toString()], [c.half_width, c.w_low, c.w_high], JSON.stringify(c.params));
+  }
+});
+
+/** Coins replayed from a vector: uniforms and 64-bit words in order. */
+function fixedCoins(c) {
+  let iu = 0;
+  let iw = 0;
+  return {
+    uniform: () => {
+      assert.ok(iu < c.uniforms.length, 'ran out of uniforms');
+      return c.uniforms[iu++];
+    },
+    u64: () => {
+      assert.ok(iw < c.words.length, 'ran out of words');
+      return BigInt(c.words[iw++]);
+    },
+  };
+}
+
+test('numerical reports from fixed coins equal the Python reports, value for value', () => {
+  for (const c of vectors.bodies) {
+    const info = { mechanism: c.body.mechanism, fingerprint: c.body.fingerprint };
+    const body = buildBody(info, c.values, fixedCoins(c));
+    assert.deepEqual(body, c.body, JSON.stringify(c.body.mechanism));
+  }
+});
+
+test('secure numerical reports are on the Python grid shape', () => {
+  for (const c of vectors.bodies) {
+    const info = { mechanism: c.body.mechanism, fingerprint: c.body.fingerprint };
+    const body = buildBody(info, c.values);
+    assert.equal(body.arrays.values.dtype, c.body.arrays.values.dtype);
+    assert.equal(body.arrays.values.data.length, c.values.length);
+  }
+});
+
+test('uniformBelow rejects the words past the last whole multiple of T', () => {
+  const total = 3n << 61n; // 2^64 / T = 2.67: limit = 2T, so words >= 2T are rejected
+  const words = [(2n * total) + 5n, total + 7n];
+  let i = 0;
+  assert.equal(uniformBelow(total, { u64: () => words[i++] }), 7n);
+  assert.equal(i, 2);
+});
+
+test('Python round() semantics and bad numerical input', () => {
+  assert.deepEqual([0.5, 1.5, 2.5, 2.4, 2.6].map(roundHalfEven), [0, 2, 2, 2, 3]);
+  const pm = { mechanism: 'PiecewiseMechanism', params: { epsilon: 1, low: 0, high: 10, report_cells: 64 } };
+  assert.throws(() => buildBody({ mechanism: pm, fingerprint: 'x' }, [11]), /value must be a real number in \[0, 10\]/);
+  assert.throws(() => buildBody({ mechanism: pm, fingerprint: 'x' }, [NaN]), /value must be a real number/);
+  const big = { mechanism: 'SquareWave', params: { epsilon: 41 } };
+  assert.throws(() => buildBody({ mechanism: big, fingerprint: 'x' }, [0.5]), /epsilon must be a number in \[0.000001, 40\]/);
+  const tiny = { mechanism: 'HybridMechanism', params: { epsilon: 1e-7 } };
+  assert.throws(() => buildBody({ mechanism: tiny, fingerprint: 'x' }, [0.5]), /epsilon must be/);
+});

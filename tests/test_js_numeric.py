@@ -1,0 +1,362 @@
+"""The JavaScript client's numerical randomizers (clients/js/src/numeric.js) against Python.
+
+Bit-exactness (same grid, same report for the same coins) is checked by the shared vectors
+(``tests/vectors/numeric.json``, run by ``node --test``). Here the *laws*: reports made by
+the client under node with seeded coins are
+
+- binned by value and compared (chi-square, alpha = 1e-6) with the exact law the Python
+  spec gives those inputs (the unbiased rounding to the input grid included); the same
+  test rejects the law of the spec at epsilon x 1.3;
+- decoded by ldpkit: PM/HM/SR means are unbiased (|z| <= 5 with the exact variance at the
+  true values), and a mirrored truth is rejected; SW's reports, aggregated by the Python
+  server code, are consistent with the truth's predicted output histogram.
+
+Skipped without ``node`` except in CI (see tests/test_js_client.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from ldpkit.io import reports_from_dict
+from ldpkit.numeric import (
+    DiscreteSquareWave,
+    HybridMechanism,
+    PiecewiseMechanism,
+    SquareWave,
+    StochasticRounding,
+)
+from ldpkit.numeric.mean import _report_tables
+from ldpkit.spec import Mechanism, Reports
+
+CLIENT = Path(__file__).resolve().parents[1] / "clients" / "js"
+NODE = shutil.which("node")
+
+pytestmark = pytest.mark.skipif(
+    NODE is None and not os.environ.get("CI"),
+    reason="node is not on PATH (Debian: apt-get install nodejs); CI must have it",
+)
+
+ALPHA = 1e-6
+
+
+def _js_reports(spec: Mechanism, values: list[Any], seed: int | None) -> Reports:
+    assert NODE is not None, "node must be on PATH in CI (.ci/run installs nodejs)"
+    arg = {
+        "info": {"mechanism": spec.to_dict(), "fingerprint": spec.fingerprint},
+        "values": values,
+        "seed": seed,
+    }
+    done = subprocess.run(
+        [NODE, "tools/simulate.js"],
+        input=json.dumps(arg),
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return reports_from_dict(json.loads(done.stdout), expected=spec)
+
+
+# --- the exact law of a spec's reports for given inputs (Python side) --------------------------
+def _rounding_weights(x: np.ndarray, steps: int) -> np.ndarray:
+    """Sum over users of P[grid input k] under round_to_grid (length steps + 1)."""
+    scaled = np.clip(x, 0.0, 1.0) * steps
+    low = np.floor(scaled)
+    frac = scaled - low
+    k = low.astype(np.int64)
+    out = np.bincount(k, weights=1.0 - frac, minlength=steps + 1)
+    out += np.bincount(np.minimum(k + 1, steps), weights=frac, minlength=steps + 1)
+    return out
+
+
+def _flat_bump_law(
+    kw: np.ndarray, cells: int, w_low: int, extra: int, width: int, total: int
+) -> np.ndarray:
+    """Sum over users of P[cell] for P[c | k] = (w_low + extra [k <= c < k + width]) / T."""
+    cums = np.concatenate([[0.0], np.cumsum(kw)])
+    c = np.arange(cells)
+    hi = np.clip(c + 1, 0, kw.size)
+    lo = np.clip(c - width + 1, 0, kw.size)
+    return (kw.sum() * float(w_low) + float(extra) * (cums[hi] - cums[lo])) / float(total)
+
+
+def _sr_law(spec: StochasticRounding, t: np.ndarray) -> np.ndarray:
+    g = spec._grid
+    kw = _rounding_weights((t + 1.0) / 2.0, g.steps)
+    k = np.arange(g.steps + 1, dtype=np.float64)
+    plus = float(np.sum(kw * (g.w_low * (g.steps - k) + g.w_high * k) / g.total))
+    return np.array([kw.sum() - plus, plus])
+
+
+def _pm_law(spec: PiecewiseMechanism, t: np.ndarray) -> np.ndarray:
+    g = spec._grid
+    kw = _rounding_weights((t + 1.0) / 2.0, g.steps)
+    return _flat_bump_law(kw, g.cells, g.w_low, g.w_high - g.w_low, g.plateau, g.total)
+
+
+def expected_law(spec: Mechanism, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(report value of each cell, expected number of reports in it) for these inputs."""
+    v = np.asarray(values, dtype=np.float64)
+    if isinstance(spec, SquareWave):
+        g = spec._grid
+        kw = _rounding_weights((v - spec.low) / spec.span, g.steps)
+        law = _flat_bump_law(kw, g.cells, g.w_low, int(g.bump[0]), g.bump.size, g.total)
+        return spec.report_values(), law
+    if isinstance(spec, DiscreteSquareWave):
+        w_low, w_high = spec._weights
+        kw = np.bincount(v.astype(np.int64), minlength=spec.n_outputs).astype(np.float64)
+        law = _flat_bump_law(
+            kw, spec.n_outputs, w_low, w_high - w_low, 2 * spec.half_width + 1, spec._total
+        )
+        return np.arange(spec.n_outputs, dtype=np.float64), law
+    assert isinstance(spec, (StochasticRounding, PiecewiseMechanism, HybridMechanism))
+    t = spec._to_unit(v)
+    values_of_cells = _report_tables(spec)[0]
+    if isinstance(spec, StochasticRounding):
+        return values_of_cells, _sr_law(spec, t)
+    if isinstance(spec, PiecewiseMechanism):
+        return values_of_cells, _pm_law(spec, t)
+    a = spec.pm_probability
+    sr = _sr_law(spec._sr, t)
+    if a == 0.0:
+        return values_of_cells, sr
+    return values_of_cells, np.concatenate([a * _pm_law(spec._pm, t), (1.0 - a) * sr])
+
+
+def chi_square_p(spec: Mechanism, reports: np.ndarray, inputs: np.ndarray, edges: Any) -> float:
+    """p-value of the reports' value histogram (bins ``edges``) under spec's exact law."""
+    cell_values, law = expected_law(spec, inputs)
+    expected = np.bincount(np.digitize(cell_values, edges), weights=law, minlength=len(edges) + 1)
+    observed = np.bincount(np.digitize(reports, edges), minlength=len(edges) + 1)
+    assert np.isclose(expected.sum(), observed.sum(), rtol=1e-9)
+    keep = expected > 0
+    if np.any(observed[~keep] > 0):
+        return 0.0  # reports where the law puts no mass
+    chi2 = float(np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep]))
+    return float(sps.chi2.sf(chi2, int(keep.sum()) - 1))
+
+
+def _edges(spec: Mechanism, bins: int) -> np.ndarray:
+    cell_values, _ = expected_law(spec, np.array([_domain(spec)[0]]))
+    lo, hi = float(cell_values.min()), float(cell_values.max())
+    return np.linspace(lo, hi, bins + 1)[1:-1]
+
+
+def _domain(spec: Mechanism) -> tuple[float, float]:
+    if isinstance(spec, DiscreteSquareWave):
+        return 0.0, float(spec.buckets - 1)
+    return float(spec.low), float(spec.high)  # type: ignore[attr-defined]
+
+
+_slow = pytest.mark.slow
+LAW_SPECS = [
+    pytest.param(SquareWave(epsilon=1.0, buckets=16), marks=_slow),
+    pytest.param(SquareWave(epsilon=3.0, low=-5.0, high=20.0, buckets=100), marks=_slow),
+    DiscreteSquareWave(
+        epsilon=1.0, buckets=16
+    ),  # the fast suite keeps one law test per sampler kind
+    pytest.param(StochasticRounding(epsilon=1.0, low=0.0, high=10.0), marks=_slow),
+    PiecewiseMechanism(epsilon=1.0, report_cells=64),
+    pytest.param(
+        PiecewiseMechanism(epsilon=2.0, low=0.0, high=120.0, report_cells=1000), marks=_slow
+    ),
+    pytest.param(HybridMechanism(epsilon=2.0, low=-3.0, high=5.0, report_cells=64), marks=_slow),
+    pytest.param(HybridMechanism(epsilon=0.5, report_cells=64), marks=_slow),
+]
+
+
+@pytest.mark.parametrize("spec", LAW_SPECS, ids=lambda s: f"{s.name}-{s.epsilon:g}")
+def test_js_sampler_law_matches_python(spec: Mechanism) -> None:
+    low, high = _domain(spec)
+    per_input = 25_000
+    if isinstance(spec, DiscreteSquareWave):
+        points = [0.0, 5.0, high]
+    else:
+        points = [low, high, low + (high - low) * 0.3141592653589793]  # the last one off-grid
+    inputs = np.repeat(points, per_input)
+    js_values = (
+        inputs.astype(int).tolist() if isinstance(spec, DiscreteSquareWave) else inputs.tolist()
+    )
+    reports = _js_reports(spec, js_values, seed=20261124)
+    y = np.asarray(reports.values, dtype=np.float64)
+    edges = _edges(spec, 40)
+    p_values = [
+        chi_square_p(
+            spec,
+            y[i * per_input : (i + 1) * per_input],
+            inputs[i * per_input : (i + 1) * per_input],
+            edges,
+        )
+        for i in range(len(points))
+    ]
+    assert min(p_values) > ALPHA / len(points), p_values
+    # power: the law of the same spec at epsilon x 1.3 is rejected
+    wrong = spec.replace(epsilon=spec.epsilon * 1.3)  # type: ignore[attr-defined]
+    p_wrong = [
+        chi_square_p(
+            wrong,
+            y[i * per_input : (i + 1) * per_input],
+            inputs[i * per_input : (i + 1) * per_input],
+            edges,
+        )
+        for i in range(len(points))
+    ]
+    assert min(p_wrong) < ALPHA, p_wrong
+
+
+MEAN_SPECS = [
+    PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0),
+    HybridMechanism(epsilon=2.0, low=-3.0, high=5.0),
+    HybridMechanism(epsilon=0.5, low=0.0, high=1.0),
+    StochasticRounding(epsilon=1.0, low=0.0, high=10.0),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", MEAN_SPECS, ids=lambda s: f"{s.name}-{s.epsilon:g}")
+def test_js_means_are_unbiased(spec: Any) -> None:
+    n = 20_000
+    values = spec.low + (spec.high - spec.low) * np.random.default_rng(3).beta(5.0, 2.0, n)
+    reports = _js_reports(spec, values.tolist(), seed=77)
+    est = spec.estimate(spec.aggregate(reports))
+    sd = np.sqrt(spec.variance_at(n, values))
+    assert abs(est.mean - values.mean()) / sd <= 5.0
+    # power: the mirrored truth (Beta(2, 5)) is rejected
+    mirrored = spec.low + spec.high - values.mean()
+    assert abs(est.mean - mirrored) / sd > 6.0
+
+
+@pytest.mark.slow
+def test_js_square_wave_histogram_matches_the_truth() -> None:
+    spec = SquareWave(epsilon=1.0, buckets=32)
+    n = 50_000
+    values = np.random.default_rng(4).beta(5.0, 2.0, n)
+    reports = _js_reports(spec, values.tolist(), seed=78)
+    stats = spec.aggregate(reports)  # the server's code path: output buckets on the grid
+    _, law = expected_law(spec, values)
+    buckets = ((2 * np.arange(spec.n_cells) + 1) * spec.n_output_buckets) // (2 * spec.n_cells)
+    expected = np.bincount(buckets, weights=law, minlength=spec.n_output_buckets)
+    chi2 = float(np.sum((stats.counts - expected) ** 2 / expected))
+    assert sps.chi2.sf(chi2, spec.n_output_buckets - 1) > ALPHA
+    # the estimate is a distribution close to the truth (EMS at n = 5e4: mean within 0.02)
+    dist = spec.estimate(stats)
+    assert abs(dist.mean() - values.mean()) < 0.02
+    # power: the truth mirrored (Beta(2, 5)) predicts a histogram that is rejected
+    _, law_m = expected_law(spec, 1.0 - values)
+    expected_m = np.bincount(buckets, weights=law_m, minlength=spec.n_output_buckets)
+    chi2_m = float(np.sum((stats.counts - expected_m) ** 2 / expected_m))
+    assert sps.chi2.sf(chi2_m, spec.n_output_buckets - 1) < ALPHA
+
+
+@pytest.mark.slow
+def test_js_secure_coins_pm_mean_unbiased() -> None:
+    # the production path (crypto.getRandomValues): |z| <= 5.5 fails by chance w.p. < 4e-8
+    spec = PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0)
+    values = 120.0 * np.random.default_rng(5).beta(5.0, 2.0, 10_000)
+    reports = _js_reports(spec, values.tolist(), seed=None)
+    est = spec.estimate(spec.aggregate(reports))
+    assert abs(est.mean - values.mean()) / np.sqrt(spec.variance_at(values.size, values)) <= 5.5
+
+
+def test_numeric_vector_bodies_are_on_the_python_grid() -> None:
+    # every report of the shared vectors decodes and aggregates (values exactly on the grid)
+    cases = json.loads((CLIENT.parents[1] / "tests" / "vectors" / "numeric.json").read_text())
+    for case in cases["bodies"]:
+        reports = reports_from_dict(case["body"])
+        assert reports.spec.aggregate(reports).n == len(case["values"])
+
+
+@pytest.fixture
+def numeric_collector(tmp_path: Path) -> Any:
+    """A collector on 127.0.0.1 with numerical collections and an encoder (no auth)."""
+    import socket
+    import threading
+    import time
+
+    uvicorn = pytest.importorskip("uvicorn")
+    from ldpkit import OLH, Encoder
+    from ldpkit.service.app import Collection, create_app
+
+    collections = {
+        "sw": SquareWave(epsilon=1.0, low=0.0, high=60.0, buckets=64),
+        "pm": PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0),
+        "hm": HybridMechanism(epsilon=2.0, low=-3.0, high=5.0),
+        "browser": Collection(
+            OLH(epsilon=1.0, domain_size=5),
+            encoder=Encoder(["chrome", "firefox", "safari"], unknown="other", missing="item"),
+        ),
+    }
+    app = create_app(collections, f"sqlite:///{tmp_path / 'collector.db'}")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the collector did not start within 30 s")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.mark.slow
+def test_send_numbers_and_labels_to_a_live_collector(numeric_collector: str) -> None:
+    import urllib.request
+
+    from ldpkit import OLH
+
+    assert NODE is not None
+    rng = np.random.default_rng(9)
+    sends: dict[str, list[Any]] = {
+        "sw": (60.0 * rng.beta(5.0, 2.0, 600)).tolist(),
+        "pm": (120.0 * rng.random(600)).tolist(),
+        "hm": (-3.0 + 8.0 * rng.random(600)).tolist(),
+        "browser": ["chrome", "lynx", None, "safari", "firefox", "chrome"] * 100,
+    }
+    for name, values in sends.items():
+        arg = {"url": numeric_collector, "collection": name, "values": values, "batch": 200}
+        done = subprocess.run(
+            [NODE, "tools/send.js", json.dumps(arg)],
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"stored": len(values)}
+        with urllib.request.urlopen(f"{numeric_collector}/v1/collections/{name}", timeout=30) as r:
+            info = json.loads(r.read())
+        assert (info["n"], info["batches"]) == (len(values), 3)
+    assert info["encoder"] == {
+        "categories": ["chrome", "firefox", "safari"],
+        "unknown": "other",
+        "missing": "item",
+    }
+    with urllib.request.urlopen(f"{numeric_collector}/v1/collections/browser/estimate") as r:
+        est = json.loads(r.read())
+    assert est["n"] == 600
+    assert est["labels"] == ["chrome", "firefox", "safari", "<other>", "<missing>"]
+    # "lynx" went to <other> and None to <missing> (1/6 each): |z| <= 5 for every item
+    truth = np.array([2, 1, 1, 1, 1]) / 6
+    freq = np.array(est["frequencies"])
+    sd = np.sqrt(OLH(epsilon=1.0, domain_size=5).variance(600))
+    assert np.max(np.abs(freq - truth)) / sd <= 5.0
