@@ -175,16 +175,23 @@ def test_bootstrap_reruns_the_same_estimator() -> None:
         )  # fmt: skip
 
 
-def test_bootstrap_intervals_behave() -> None:
-    spec = SquareWave(epsilon=1.0, buckets=128)
-    est = spec.run(_values(20_000, 0), rng=1)
-    assert est.interval_approximate() is None  # sqrt(n) / 128^2 = 0.0086
+def test_bootstrap_intervals_behave(monkeypatch) -> None:
+    import ldpkit.numeric.distribution as distribution_module
+
+    monkeypatch.setattr(distribution_module, "DEFAULT_REPLICATES", 20)  # cheaper than 200
+    spec = SquareWave(epsilon=2.0, buckets=64)
+    stats = spec.aggregate(spec.randomize(_values(5_000, 0), rng=1))
+    est = spec.estimate(stats, method="em")
+    assert est.interval_approximate() is None  # plain EM, sqrt(n) / 64^2 = 0.017
+    assert "EMS" in spec.estimate(stats).interval_approximate()  # EMS: approximate
     a = est.bootstrap(30, rng=7)
     b = est.bootstrap(30, rng=7)
     assert a.mean_interval() == b.mean_interval()  # reproducible with a seed
     assert a.mean_interval() != est.bootstrap(30, rng=8).mean_interval()
-    # the default (on first use): B = 200 with seed 0, kept
-    assert est.mean_interval() == est.bootstrap(rng=0).mean_interval()
+    # the default (on first use): DEFAULT_REPLICATES with seed 0, kept
+    first = est.mean_interval()
+    assert est._boot.replicates.shape == (20, 64) and est.mean_interval() == first
+    assert first == est.bootstrap(20, rng=0).mean_interval()
     lo, hi = a.cdf_interval([0.3, 0.7])
     assert np.all((0 <= lo) & (lo < hi) & (hi <= 1))
     q_lo, q_hi = a.quantile_interval([0.1, 0.5, 0.9])
@@ -194,7 +201,7 @@ def test_bootstrap_intervals_behave() -> None:
     w_lo, w_hi = a.range_interval(0.5, 0.9, alpha=0.01)
     assert w_lo < r_lo < r_hi < w_hi
     p_lo, p_hi = a.probability_interval()
-    assert p_lo.shape == (128,) and np.all(p_lo <= p_hi)
+    assert p_lo.shape == (64,) and np.all(p_lo <= p_hi)
     coarse = a.rebin(8)  # keeps the bootstrap of the original
     assert coarse.interval_method == "bootstrap"
     np.testing.assert_allclose(coarse.cdf_interval(0.5), a.cdf_interval(0.5), rtol=1e-9)
@@ -202,11 +209,12 @@ def test_bootstrap_intervals_behave() -> None:
     with pytest.raises(ValueError, match="replicates"):
         est.bootstrap(1)
     # a fit on a hand-given matrix is not the spec's pipeline: no interval
-    stats = est.stats
     custom = ems(stats, spec.bucket_matrix())
     assert custom.interval_method is None
     # coarse buckets for n: labelled approximate (a warning), numbers still given
-    coarse = SquareWave(epsilon=1.0, buckets=32).run(_values(20_000, 0), rng=1).bootstrap(5)
+    spec = SquareWave(epsilon=1.0, buckets=32)
+    coarse = spec.estimate(spec.aggregate(spec.randomize(_values(20_000, 0), rng=1)), method="em")
+    coarse = coarse.bootstrap(5)
     assert "sqrt(n) / buckets^2" in coarse.interval_approximate()
     with pytest.warns(IntervalWarning, match="approximate"):
         assert np.isfinite(coarse.mean_interval()[0])

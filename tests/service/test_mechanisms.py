@@ -129,7 +129,7 @@ def test_em_distribution_gets_bootstrap_intervals_on_request(tmp_path):
     assert plain["mean_ci"] is None and "bootstrap=B" in plain["interval_note"]
     offline = spec.estimate(spec.aggregate(reports)).bootstrap(20, rng=0)
     assert got["interval_method"] == "bootstrap"
-    assert got["interval_note"].startswith("approximate: sqrt(n)")  # 32 buckets, n = 2000
+    assert got["interval_note"].startswith("approximate: EMS")  # the default estimator
     with pytest.warns(IntervalWarning, match="approximate"):
         assert got["mean_ci"] == pytest.approx(offline.mean_interval(0.1), rel=1e-9)
     with pytest.warns(IntervalWarning, match="approximate"):
