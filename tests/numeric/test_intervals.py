@@ -184,10 +184,10 @@ def test_bootstrap_intervals_behave(monkeypatch) -> None:
     est = spec.estimate(stats, method="em")
     assert est.interval_approximate() is None  # plain EM, sqrt(n) / 64^2 = 0.017
     assert "EMS" in spec.estimate(stats).interval_approximate()  # EMS: approximate
-    a = est.bootstrap(30, rng=7)
-    b = est.bootstrap(30, rng=7)
+    a = est.bootstrap(15, rng=7)
+    b = est.bootstrap(15, rng=7)
     assert a.mean_interval() == b.mean_interval()  # reproducible with a seed
-    assert a.mean_interval() != est.bootstrap(30, rng=8).mean_interval()
+    assert a.mean_interval() != est.bootstrap(15, rng=8).mean_interval()
     # the default (on first use): DEFAULT_REPLICATES with seed 0, kept
     first = est.mean_interval()
     assert est._boot.replicates.shape == (20, 64) and est.mean_interval() == first
