@@ -146,8 +146,7 @@ def test_rebin_keeps_the_intervals(factor) -> None:
     x = coarse.edges[[3, 7]]  # edges of both histograms: the same query
     np.testing.assert_allclose(coarse.cdf_interval(x), dist.cdf_interval(x), rtol=1e-9)
     lo, hi = coarse.quantile_interval([0.3, 0.8])
-    assert np.all(lo <= coarse.quantile([0.3, 0.8]) + 1e-12) if not coarse.signed else True
-    assert np.all(lo < hi)
+    assert np.all(lo < hi) and lo[1] > hi[0]  # 30% and 80% quantiles apart at n = 20,000
     # rebinning twice composes the maps
     again = coarse.rebin(64)
     np.testing.assert_allclose(again.cdf_interval(x), dist.cdf_interval(x), rtol=1e-9)
