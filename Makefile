@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo demo-serve test test-fast lint bench clean browser-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ demo: $(PY)
 	$(PIP) -e ".[data]"
 	$(VENV)/bin/ldpkit demo
 
-test: $(PY)
+test: $(PY) browser-deps
 	$(PIP) -e ".[data,test,distributed,service]"
 	$(PY) -m pytest -n 2 src tests
 
@@ -28,9 +28,21 @@ lint: $(PY)
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy src
 
+# The live collector with simulated devices; prints the dashboard URL (Ctrl-C stops).
+demo-serve: $(PY)
+	$(PIP) -e ".[data,service]"
+	$(VENV)/bin/ldpkit demo --serve
+
+# playwright-core (pinned by tests/browser/package-lock.json) for the dashboard's browser
+# test; it drives the system's /usr/bin/chromium and downloads no browser.
+browser-deps:
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: tests/test_dashboard_browser.py will skip (CI installs npm)"; fi
+
 bench: $(PY)
 	$(PIP) -e ".[data]"
 	$(PY) benchmarks/frequency.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache results
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache results tests/browser/node_modules

@@ -24,6 +24,7 @@ bound, and a mixture over grid inputs (with any weights) stays within it.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -38,6 +39,10 @@ __all__ = [
     "sample_bump",
     "sample_flat_bump",
     "bump_law",
+    "rr_weights",
+    "rr_probabilities",
+    "coin",
+    "RR_MAX_EPSILON",
 ]
 
 #: Upper bound of the integer total T (so that every partial sum fits in int64).
@@ -59,7 +64,11 @@ def ratio_weights(epsilon: float, n_low: int, n_high: float) -> tuple[int, int]:
     growth = _crmath.exp(epsilon)  # correctly rounded: the same law on every platform
     w_low = math.floor(TOTAL_LIMIT / (n_low + n_high * growth) * (1.0 - 1e-12))
     if w_low < 1:
-        raise ValueError(f"epsilon must be small enough for the integer grid law, got {epsilon!r}")
+        limit = math.log(max(TOTAL_LIMIT - n_low, 1) / n_high) if n_high > 0 else math.inf
+        raise ValueError(
+            f"epsilon must be <= {limit:.4g} for this configuration (its integer law's "
+            f"total must stay below 2^62), got {epsilon!r}"
+        )
     w_high = math.floor(w_low * growth)
     # The float product may round up past e^eps w_low: step down until the exact ratio
     # (log1p of an exact rational, correctly rounded) is within epsilon.
@@ -156,3 +165,45 @@ def bump_law(
         weights[start + i] += int(extra)
     total = int(weights.sum()) if total is None else total
     return np.array([int(w) / total for w in weights], dtype=np.float64)
+
+
+#: Largest epsilon of the randomized-response coins (:func:`rr_weights`): the favoured
+#: output's weight ``~ e^eps`` plus up to 2^32 unit weights must stay below 2^62
+#: (``e^40 = 2.4e17 < 2^62 - 2^32``); a ClassVar ``max_epsilon`` of the categorical oracles.
+RR_MAX_EPSILON = 40.0
+
+
+@functools.lru_cache(maxsize=1024)
+def rr_weights(epsilon: float, n_others: int, n_favoured: int = 1) -> tuple[int, int]:
+    """Integer weights ``(w_keep, w_other)`` of randomized response, ratio ``<= e^eps``.
+
+    ``n_favoured`` outputs of weight ``w_keep`` (the true one(s)) and ``n_others`` of
+    weight ``w_other``; the total ``n_favoured w_keep + n_others w_other`` is at most 2^62,
+    so one exact uniform integer below it (:func:`coin`) realizes the law exactly, and
+    ``log(w_keep / w_other)`` (:func:`ratio_loss`) is the exact privacy loss, short of
+    epsilon by at most ``1 / w_keep`` relative (below 1e-15 inside ``RR_MAX_EPSILON``).
+    """
+    w_other, w_keep = ratio_weights(epsilon, int(n_others), float(n_favoured))
+    return w_keep, w_other
+
+
+def rr_probabilities(epsilon: float, n_others: int, n_favoured: int = 1) -> tuple[float, float]:
+    """``(P[one favoured output], P[one other output])`` of :func:`rr_weights`' law."""
+    w_keep, w_other = rr_weights(epsilon, n_others, n_favoured)
+    total = n_favoured * w_keep + n_others * w_other
+    return w_keep / total, w_other / total
+
+
+def coin(gen: np.random.Generator, n: int, heads: int, total: int) -> np.ndarray:
+    """``n`` independent booleans, each True with probability exactly ``heads / total``.
+
+    One uniform integer in ``[0, total)`` per coin (numpy's bounded integers are exactly
+    uniform: Lemire's rejection method), compared with ``heads``; ``total <= 2^62``.
+    Unlike ``random() < p``, whose probability is a multiple of 2^-53 near p (so a coin
+    of probability below 2^-53 never lands, and the realized p is not the one accounted).
+    """
+    if not 0 <= heads <= total <= TOTAL_LIMIT or total < 1:
+        raise ValueError(
+            f"heads and total must satisfy 0 <= heads <= total <= 2^62, got {heads}, {total}"
+        )
+    return np.asarray(gen.integers(0, total, size=n, dtype=np.int64)) < heads

@@ -27,24 +27,85 @@ def demo(
     users: Annotated[
         int, typer.Option(help="Number of simulated users (one per sampled birth).")
     ] = 1_000_000,
-    names: Annotated[int, typer.Option(help="Domain: the most common names.")] = 1024,
+    names: Annotated[
+        Optional[int],  # noqa: UP045 - typer needs Optional
+        typer.Option(help="Domain: the most common names (default 1024; 24 with --serve)."),
+    ] = None,
     epsilon: Annotated[float, typer.Option(help="Privacy budget per user.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of the simulation.")] = 0,
     out: Annotated[Path, typer.Option(help="Where to write plots.")] = Path("results/demo"),
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve",
+            help="Instead: run the collector on 127.0.0.1 with simulated devices sending "
+            "reports, and print its dashboard URL (needs the 'service' extra).",
+        ),
+    ] = False,
+    port: Annotated[int, typer.Option(help="--serve: TCP port.")] = 8000,
+    rate: Annotated[int, typer.Option(help="--serve: users per collection per second.")] = 500,
+    duration: Annotated[
+        Optional[float],  # noqa: UP045 - typer needs Optional
+        typer.Option(help="--serve: stop after this many seconds (default: until Ctrl-C)."),
+    ] = None,
 ) -> None:
-    """A tour of ldpkit on real data shipped with the install."""
+    """A tour of ldpkit on real data shipped with the install (--serve: a live collector)."""
     from ._validation import check_epsilon, check_integer
 
     try:  # bad options end in one line and exit status 2, as typer's own usage errors do
         check_integer(users, "--users", low=1)
+        if names is None:
+            names = 24 if serve else 1024
         check_integer(names, "--names", low=2)
         check_epsilon(epsilon, "--epsilon")
+        if serve:
+            check_integer(port, "--port", low=1, high=65535)
+            check_integer(rate, "--rate", low=1)
+            if duration is not None and not duration > 0:
+                raise ValueError(f"--duration must be > 0 seconds, got {duration}")
+            _serve_demo(
+                names=names, epsilon=epsilon, seed=seed, port=port, rate=rate, duration=duration
+            )
+            return
         # Limits that depend on the data or the mechanisms (--names above the names on
         # record, --epsilon beyond what a mechanism supports) surface as ValueError too.
         _demo(users=users, names=names, epsilon=epsilon, seed=seed, out=out)
     except (TypeError, ValueError) as exc:
         console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
+
+
+def _serve_demo(
+    *, names: int, epsilon: float, seed: int, port: int, rate: int, duration: float | None
+) -> None:
+    try:
+        from .demo import serve_demo
+        from .service import create_app  # noqa: F401 - fail early without the extra
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ValueError(
+            f"--serve needs the service extra: pip install 'ldpkit[service]' ({exc})"
+        ) from exc
+
+    def announce(url: str) -> None:
+        console.print(
+            f"dashboard: [bold]{url}[/]  (collector on 127.0.0.1:{port}; simulated devices send "
+            f"{rate} reports per collection per second; Ctrl-C stops)",
+            soft_wrap=True,
+        )
+
+    try:
+        serve_demo(
+            port=port,
+            epsilon=epsilon,
+            names=names,
+            rate=rate,
+            duration=duration,
+            seed=seed,
+            announce=announce,
+        )
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C once it has shut down cleanly
+        pass
+    console.print("collector stopped (its temporary database is deleted)")
 
 
 def _demo(*, users: int, names: int, epsilon: float, seed: int, out: Path) -> None:

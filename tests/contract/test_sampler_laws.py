@@ -70,3 +70,121 @@ def test_sampler_matches_transition_matrix(name, epsilon, d):
         wrong.output_index(wrong.randomize(np.full(n, 0), rng=99)), minlength=matrix.shape[1]
     )
     assert chisquare_gof(hist, matrix[0]) < ALPHA, "the sampler of epsilon x 1.3 passed"
+
+
+# -- the secure path (rng=None on a device) draws from the same law ----------------------------
+def _secure(seed: int) -> np.random.Generator:
+    """An AES-CTR Generator as ``rng=None`` builds, but keyed from a fixed seed (so that the
+    secure code paths, e.g. the unary bits read from the generator itself, are tested
+    reproducibly)."""
+    from randomgen.aes import AESCounter
+
+    from ldpkit._rng import is_secure
+
+    gen = np.random.Generator(AESCounter(seed))
+    assert is_secure(gen)
+    return gen
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_secure_sampler_matches_transition_matrix(name):
+    spec = _spec(name, 1.0, 4)
+    matrix = spec.transition_matrix()
+    n = 60_000
+    for u in range(matrix.shape[0]):
+        reports = spec.randomize(np.full(n, u), rng=_secure(u))
+        hist = np.bincount(spec.output_index(reports), minlength=matrix.shape[1])
+        p = chisquare_gof(hist, matrix[u])
+        assert p > ALPHA, f"input {u}: chi-square p = {p:.2e} < {ALPHA}"
+    wrong = spec.replace(epsilon=1.3)
+    reports = wrong.randomize(np.full(n, 0), rng=_secure(99))
+    hist = np.bincount(wrong.output_index(reports), minlength=matrix.shape[1])
+    assert chisquare_gof(hist, matrix[0]) < ALPHA, "the sampler of epsilon x 1.3 passed"
+
+
+# -- local hashing: the law of y given the (public) seed ----------------------------------------
+@pytest.mark.parametrize(("name", "params"), [("OLH", {}), ("OLH", {"hash_range": 5}), ("BLH", {})])
+@pytest.mark.parametrize("secure", [False, True])
+def test_local_hashing_law_given_the_seed(name, params, secure):
+    """``P[y | v, seed]`` is row v of ``transition_matrix(seed)``: GRR over [g] centred on
+    ``h_seed(v)``. So the offset ``(y - h_seed(v)) mod g`` has the fixed law
+    ``(p', q', ..., q')`` whatever the seed: chi-square on it, and on eps x 1.3."""
+    cls = mechanism_registry()[name]
+    spec = cls(epsilon=1.0, domain_size=50, **params)
+    g, n, v = spec.range_size, 60_000, 7
+    law = np.full(g, spec.other_probability)
+    law[0] = spec.p
+    for s in (0, 1, 2**63):  # the matrix of a few seeds says the same
+        row = spec.transition_matrix(seed=s)[v]
+        np.testing.assert_allclose(np.roll(row, -int(spec.hash_items(np.uint64(s), v))), law)
+    check_mechanism(spec, checks=["privacy"])
+
+    def offsets(mech, seed):
+        reports = mech.randomize(np.full(n, v), rng=_secure(seed) if secure else seed)
+        hashed = mech.hash_items(reports.seeds, np.full(n, v))
+        return np.bincount((reports.values.astype(np.int64) - hashed) % g, minlength=g)
+
+    assert chisquare_gof(offsets(spec, 3), law) > ALPHA
+    assert chisquare_gof(offsets(spec.replace(epsilon=1.3), 4), law) < ALPHA
+
+
+# -- SHE: the exact discrete Laplace noise -------------------------------------------------------
+def _she_bins(spec, edges: np.ndarray) -> np.ndarray:
+    """Exact probabilities of the noise (in cells) falling in [edges[i], edges[i+1]), plus
+    the two tails, from the integer weights (g(|k|) / Z)."""
+    from ldpkit.frequency.histogram import _noise_law
+
+    law = _noise_law(spec.epsilon)
+    v = law.weights.astype(np.float64)
+    rho = v[law.block] / v[0]
+    k = np.arange(edges[0], edges[-1])
+    m = np.abs(k)
+    g = rho ** (m // law.block) * v[m % law.block]
+    z = 2 * v[: law.block].sum() / (1 - rho) - v[0]
+    inside = np.add.reduceat(g, edges[:-1] - edges[0]) / z
+    tail = (1 - inside.sum()) / 2
+    return np.concatenate([[tail], inside, [tail]])
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_she_noise_matches_its_exact_law(epsilon):
+    spec = mechanism_registry()["SHE"](epsilon=epsilon, domain_size=2)
+    s = spec.grid_cells
+    edges = np.linspace(-6 * 2 * s / epsilon, 6 * 2 * s / epsilon, 61).astype(np.int64)
+    probs = _she_bins(spec, edges)
+    check_mechanism(spec, checks=["privacy"])
+
+    def hist(mech, seed):
+        cells = np.rint(mech.randomize(np.full(40_000, 1), rng=seed).values[:, 0] * s)
+        return np.bincount(np.searchsorted(edges, cells, side="right"), minlength=62)
+
+    assert chisquare_gof(hist(spec, 5), probs) > ALPHA
+    assert chisquare_gof(hist(spec.replace(epsilon=epsilon * 1.3), 6), probs) < ALPHA
+
+
+# -- every mechanism's sampler law is tested somewhere --------------------------------------
+#: Where the law of each registered mechanism's reports is checked against its exact
+#: probabilities (and rejected at epsilon x 1.3). A new mechanism fails this until listed.
+LAW_TESTS = {
+    **{name: "test_sampler_matches_transition_matrix (and the secure path)" for name in NAMES},
+    "OLH": "test_local_hashing_law_given_the_seed",
+    "BLH": "test_local_hashing_law_given_the_seed",
+    "SHE": "test_she_noise_matches_its_exact_law",
+    "SquareWave": "tests/test_privacy_grid.py::test_wave_sampler_matches_cell_law",
+    "GeneralWave": "tests/test_privacy_grid.py::test_wave_sampler_matches_cell_law",
+    "PiecewiseMechanism": "tests/test_privacy_grid.py::test_pm_sampler_matches_grid_matrix",
+    "StochasticRounding": "tests/test_privacy_grid.py::test_sr_sampler_matches_grid_matrix",
+    "HybridMechanism": "tests/test_privacy_grid.py::test_hm_sampler_matches_its_mixture_law",
+    "HaarHRR": "tests/frequency/test_hadamard.py (hrr_perturb_signs, its only coin)",
+    # Composites: their reports are those of a mechanism above.
+    "AutoDistribution": "SquareWave's reports",
+    "CFOBinning": "its frequency oracle's reports",
+    "WienerDeconvolution": "its frequency oracle's reports",
+    "HierarchicalHistogram": "its level oracles' reports",
+    "HHADMM": "its level oracles' reports",
+    "HaarWavelet": "SignedSubsetSelection's sampler, per level",
+}
+
+
+def test_every_registered_mechanism_has_a_law_test():
+    assert set(mechanism_registry()) == set(LAW_TESTS)

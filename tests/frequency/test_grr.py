@@ -27,11 +27,14 @@ def test_privacy_loss_tight(eps, d):
     assert privacy_loss(spec.transition_matrix()) == pytest.approx(eps, rel=1e-12)
 
 
-def test_huge_epsilon_is_stable():
-    spec = GRR(epsilon=1e4, domain_size=10)
-    assert spec.p == 1.0 and spec.q == 0.0
-    values = np.arange(10)
-    assert np.array_equal(spec.randomize(values, rng=0).values, values)
+def test_largest_epsilon_is_exact():
+    """Issue 11: at max_epsilon the coin is still random (integer weights, q > 0) and the
+    loss is tight; beyond it, refused (a float coin is deterministic above eps ~ 37 + ln d)."""
+    spec = GRR(epsilon=40.0, domain_size=10)
+    assert 0 < spec.q < 1e-17 and spec._weights()[1] >= 1  # p rounds to 1.0 as a float
+    assert 40.0 - 1e-12 < spec.privacy_loss() <= 40.0
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06 and <= 40"):
+        GRR(epsilon=1e4, domain_size=10)
 
 
 def test_heavy_hitters_find_the_planted_items():

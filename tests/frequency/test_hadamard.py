@@ -169,7 +169,9 @@ def test_large_epsilon_and_matrix_limit():
     for cls in (HadamardResponse, HRR):
         spec = cls(epsilon=30.0, domain_size=16)
         assert spec.privacy_loss() == pytest.approx(30.0, rel=1e-12)
-        assert np.isfinite(cls(epsilon=800.0, domain_size=4).variance(3))
+        assert np.isfinite(cls(epsilon=40.0, domain_size=4).variance(3))
+        with pytest.raises(ValueError, match="<= 40"):
+            cls(epsilon=800.0, domain_size=4)
         with pytest.raises(ValueError, match="transition_matrix must have at most"):
             cls(epsilon=1.0, domain_size=5000).transition_matrix()
 

@@ -134,10 +134,12 @@ def test_transition_matrix_and_exact_privacy(kw, irr):
 def test_collisions_lower_the_privacy_loss():
     """With one bit every item has the same filter: the report says nothing (loss 0)."""
     assert RAPPOR(epsilon=2.0, domain_size=3, num_bits=1, num_hashes=1).privacy_loss() == 0.0
-    huge = RAPPOR(epsilon=5000.0, domain_size=4)
-    assert huge.f == 0.0 and huge.privacy_loss() == math.inf  # f/2 underflows: deterministic
-    finite = RAPPOR(epsilon=800.0, domain_size=4)
-    assert math.isfinite(finite.privacy_loss()) and 0 < finite.q_star < 1e-80
+    # Issue 11: beyond max_epsilon f/2 is no longer a fine multiple of 2^-64: refused;
+    # at the largest accepted epsilon the realized loss is finite, tight and <= epsilon.
+    with pytest.raises(ValueError, match="epsilon must be .* <= 60"):
+        RAPPOR(epsilon=800.0, domain_size=4)
+    top = RAPPOR(epsilon=60.0, domain_size=4, num_hashes=1)
+    assert 0 < top.q_star < 1e-12 and 60.0 - 1e-5 < top.privacy_loss() <= 60.0
 
 
 def test_transition_matrix_only_for_tiny_configurations():
@@ -219,10 +221,12 @@ def test_two_stages_have_their_laws():
 
 @pytest.mark.parametrize("prob", [0.0, 1.0, 0.3, 100 / 256, 100.5 / 256, 1e-5, 1 - 1e-9])
 def test_bernoulli_bytes_are_exact(prob):
-    """One byte per draw plus a float for the ties: exact at every probability, including
-    a tie resolved half the time (100.5/256, which ignoring ties would turn into 100/256)."""
+    """One byte per draw plus a 56-bit integer for the ties: exact at every threshold,
+    including a tie resolved half the time (100.5/256, which ignoring ties would turn into
+    100/256)."""
     n = 8_000_000
-    count = int(_bernoulli(np.random.default_rng(4), (1000, n // 1000), prob).sum())
+    threshold = round(prob * 2**64)
+    count = int(_bernoulli(np.random.default_rng(4), (1000, n // 1000), threshold).sum())
     if prob in (0.0, 1.0):
         assert count == prob * n
         return

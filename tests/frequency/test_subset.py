@@ -49,7 +49,7 @@ def law_in_spec_order(spec: SubsetSelection, v: int, epsilon: float | None = Non
         (0.1, 10, 5),
         (2.0, 64, 8),
         (8.0, 64, 1),
-        (800.0, 10, 1),
+        (40.0, 10, 1),
     ],
 )
 def test_default_subset_size_table(epsilon, d, k):
@@ -120,8 +120,15 @@ def test_large_epsilon_constants_are_stable():
     spec = SubsetSelection(epsilon=30.0, domain_size=64, subset_size=5)
     assert 0 < 1 - spec.p < 1e-11 and np.isfinite(spec.variance(10))
     assert spec.privacy_loss() == pytest.approx(30.0, rel=1e-12)
-    huge = SubsetSelection(epsilon=800.0, domain_size=4, subset_size=2)
-    assert huge.p == 1.0 and np.isfinite(huge.q) and np.isfinite(huge.variance(5))
+    top = SubsetSelection(epsilon=40.0, domain_size=4, subset_size=2)
+    assert 0 < top._p_out < 1e-15 and np.isfinite(top.q) and np.isfinite(top.variance(5))
+    assert top.privacy_loss() == pytest.approx(40.0, rel=1e-12) and top.privacy_loss() <= 40.0
+    # Issue 11: beyond max_epsilon, or when k e^eps overflows the 2^62 integer total, the
+    # exact coin cannot be built: refused with the limit.
+    with pytest.raises(ValueError, match="epsilon must be"):
+        SubsetSelection(epsilon=800.0, domain_size=4, subset_size=2)
+    with pytest.raises(ValueError, match=r"epsilon must be <= 2\d\.\d+ for this configuration"):
+        SubsetSelection(epsilon=39.0, domain_size=1 << 22, subset_size=1 << 21)
 
 
 # -- exact law and privacy -----------------------------------------------------------------
@@ -220,10 +227,10 @@ def test_large_domain_marginals_and_pairs(d, k):
     assert abs(binomial_z(both, n, with_u)) < limit
 
 
-def _reference_floyd(values, d, k, p, gen):
+def _reference_floyd(values, d, k, odds, gen):
     """Plain-Python Floyd per user, consuming the generator exactly as _sample_subsets."""
     c = len(values)
-    included = gen.random(c) < p
+    included = gen.integers(0, odds[0] + odds[1], size=c, dtype=np.int64) < odds[0]
     others = d - 1
     complement = 2 * k > others + 1
     steps = others - k + 1 if complement else k
@@ -248,10 +255,10 @@ def _reference_floyd(values, d, k, p, gen):
 @pytest.mark.parametrize(("d", "k"), [(9, 3), (9, 6), (13, 12), (20, 1)])
 def test_kernel_matches_python_reference(d, k):
     values = np.random.default_rng(0).integers(0, d, 300)
-    p = SubsetSelection(epsilon=0.8, domain_size=d, subset_size=k).p
+    odds = SubsetSelection(epsilon=0.8, domain_size=d, subset_size=k)._odds_terms()
     out = np.zeros((300, (d + 7) // 8), dtype=np.uint8)
-    _sample_subsets(values, d, k, p, np.random.default_rng(5), out)
-    expected = _reference_floyd(values, d, k, p, np.random.default_rng(5))
+    _sample_subsets(values, d, k, odds, np.random.default_rng(5), out)
+    expected = _reference_floyd(values, d, k, odds, np.random.default_rng(5))
     np.testing.assert_array_equal(unpack_bits(out, d).astype(bool), expected)
     np.testing.assert_array_equal(out, pack_bits(expected))
 

@@ -65,9 +65,13 @@ def test_law_matches_lemmas_exactly(eps, d, m):
 
 
 def test_law_stable_at_huge_epsilon():
-    law = signed_subset_law(800.0, 1024, 1)
-    assert law.p == 1.0 and law.p_flip == 0.0 and law.q == 0.0 and law.gain == 1.0
+    """Issue 11: integer weights keep every probability positive up to the limit of the
+    2^62 total (here e^40), and the law refuses what it could not sample exactly."""
+    law = signed_subset_law(40.0, 1024, 1)
+    assert 0 < law.p_flip < 1e-17 and 0 < law.q < 1e-17 and law.gain <= 1.0
     assert math.isfinite(law.log_omega)
+    with pytest.raises(ValueError, match="epsilon must be <= 42.98 for this configuration"):
+        signed_subset_law(800.0, 1024, 1)
 
 
 def test_optimal_subset_size_minimizes_eq61_brute_force():
@@ -161,14 +165,12 @@ def test_unsigned_filler_variant_is_not_ldp(d, m):
 
 
 def test_privacy_loss_at_large_domain_and_huge_epsilon():
-    for eps in (0.5, 2.0, 4.0, 30.0, 700.0):
+    for eps in (0.5, 2.0, 4.0, 30.0, 40.0):
         spec = SignedSubsetSelection(epsilon=eps, domain_size=1024)
         assert spec.privacy_loss() == pytest.approx(eps, rel=1e-10)
-    for m in (1, 2):  # e^-800 underflows: flips become impossible, as for GRR
-        assert (
-            SignedSubsetSelection(epsilon=800.0, domain_size=2, subset_size=m).privacy_loss()
-            == math.inf
-        )
+    for m in (1, 2):  # beyond max_epsilon a flip would be rounded away: refused (issue 11)
+        with pytest.raises(ValueError, match="epsilon must be"):
+            SignedSubsetSelection(epsilon=800.0, domain_size=2, subset_size=m)
 
 
 # -- the sampler -------------------------------------------------------------------------------

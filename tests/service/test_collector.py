@@ -201,7 +201,7 @@ def test_bad_payloads_get_clear_4xx(db_url):
             (
                 post(
                     reports_to_bytes(
-                        GRR(epsilon=60.0, domain_size=300).randomize(np.zeros(150_000, int), rng=0)
+                        GRR(epsilon=40.0, domain_size=300).randomize(np.zeros(150_000, int), rng=0)
                     )
                 ),
                 413,

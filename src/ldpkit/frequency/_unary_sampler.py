@@ -17,7 +17,12 @@ import numpy as np
 
 from .. import _parallel
 
-__all__ = ["sample_unary_bits", "sample_unary_bits_numpy", "COMPILED_MIN_BITS"]
+__all__ = [
+    "sample_unary_bits",
+    "sample_unary_bits_numpy",
+    "sample_unary_bits_secure",
+    "COMPILED_MIN_BITS",
+]
 
 #: Batches of at least this many bits (rows x domain size) use the compiled kernel when numba
 #: is installed; smaller ones stay in numpy (same output, no numba import).
@@ -173,3 +178,66 @@ def sample_unary_bits(
         kernel(values, seeds, domain_size, true_threshold, other_threshold, out)
     else:
         sample_unary_bits_numpy(values, seeds, domain_size, true_threshold, other_threshold, out)
+
+
+def sample_unary_bits_secure(
+    values: np.ndarray,
+    gen: np.random.Generator,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+) -> None:
+    """The same law as :func:`sample_unary_bits`, every random bit read from ``gen``.
+
+    For deployment (``rng=None``, issue 11): the seeded path expands 64 bits per report
+    into all of its d bits with xoshiro256**, which is not a cryptographic generator, so
+    a report's bits would be only as unpredictable as 64 bits of seed through a
+    non-cryptographic map. Here the bit-sliced comparison ``U < T`` (64 lanes per word,
+    threshold bits from the top) takes each round's word straight from ``gen``'s bit
+    generator (AES-CTR for :func:`ldpkit._rng.secure_generator`), vectorized over all
+    (row, word) pairs still undecided; the true item's bit is one more raw word against
+    ``true_threshold``. Same probabilities ``T / 2^64`` as the seeded path, other bytes.
+    """
+    from .unary import PROBABILITY_SCALE
+
+    resolution = PROBABILITY_SCALE.bit_length() - 1
+    raw = gen.bit_generator.random_raw
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    n, width = out.shape
+    n_words = (width + 7) // 8
+    small = int(other_threshold)
+    t_bits = [(small >> b) & 1 for b in range(resolution - 1, -1, -1)]
+    shift = np.uint64(64 - resolution)
+    for start in range(0, n, _CHUNK_ROWS):
+        stop = min(n, start + _CHUNK_ROWS)
+        rows = stop - start
+        ones = np.zeros(rows * n_words, dtype=np.uint64)
+        active = np.arange(ones.size)
+        open_lanes = np.full(ones.size, _ALL, dtype=np.uint64)
+        for bit in t_bits:
+            r = np.asarray(raw(active.size), dtype=np.uint64)
+            if bit:
+                ones[active] |= open_lanes & ~r
+                open_lanes &= r
+            else:
+                open_lanes &= ~r
+            keep = open_lanes != 0
+            if not keep.all():
+                active, open_lanes = active[keep], open_lanes[keep]
+                if active.size == 0:
+                    break
+        # word w's little-endian bytes are output bytes 8w .. 8w + 7 (as the kernel writes)
+        block = ones.astype("<u8").view(np.uint8).reshape(rows, 8 * n_words)
+        part = out[start:stop]
+        part[:] = block[:, :width]
+        v = values[start:stop]
+        r = np.asarray(raw(rows), dtype=np.uint64) >> shift
+        hit = r < np.uint64(true_threshold)
+        idx = np.arange(rows)
+        byte = v >> 3
+        mask = (0x80 >> (v & 7)).astype(np.uint8)
+        part[idx, byte] = np.where(hit, part[idx, byte] | mask, part[idx, byte] & ~mask)
+        pad = 8 * width - domain_size
+        if pad:
+            part[:, width - 1] &= np.uint8((0xFF << pad) & 0xFF)

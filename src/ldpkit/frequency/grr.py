@@ -3,26 +3,46 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from ..privacy import ratio_privacy_loss
 from ..spec import Reports, StatsField
 from ._base import PureFrequencyOracle, index_dtype
 
-__all__ = ["GRR", "grr_perturb"]
+__all__ = ["GRR", "grr_perturb", "grr_sample"]
+
+
+def grr_sample(
+    values: np.ndarray, domain_size: int, weights: tuple[int, int], rng: np.random.Generator
+) -> np.ndarray:
+    """GRR with integer weights: report each value w.p. ``w_keep / T``, each other one
+    w.p. ``w_other / T``, ``T = w_keep + (d - 1) w_other <= 2^62`` (exactly).
+
+    One uniform integer ``u`` in ``[0, T)`` per user (numpy's bounded integers are exactly
+    uniform): ``u < w_keep`` keeps; otherwise ``(u - w_keep) // w_other`` is uniform over
+    the d - 1 other values. Shared by GRR and the hashing oracles (issue 11: no float
+    coin, whose probability would be rounded to 2^-53 and vanish at large epsilon).
+    """
+    w_keep, w_other = int(weights[0]), int(weights[1])
+    total = w_keep + (domain_size - 1) * w_other
+    u = np.asarray(rng.integers(0, total, size=values.shape[0], dtype=np.int64))
+    keep = u < w_keep
+    other = (u - w_keep) // w_other
+    other[keep] = 0
+    other += other >= values
+    return np.where(keep, values, other)
 
 
 def grr_perturb(
     values: np.ndarray, domain_size: int, p: float, rng: np.random.Generator
 ) -> np.ndarray:
-    """Keep each value w.p. ``p``, else replace it by a uniform *other* value.
+    """Float-coin GRR (keep w.p. ``p`` from one float uniform), kept only as the reference
+    of the JavaScript client's test vectors (tests/vectors/make_vectors.py).
 
-    One uniform per user: ``u < p`` keeps; otherwise ``(u - p) / (1 - p)`` is uniform on
-    [0, 1) and picks one of the d - 1 other values. Shared by GRR and the hashing oracles.
+    The mechanisms use :func:`grr_sample` (integer weights, exact at every epsilon).
     """
     u = rng.random(values.shape[0])
     scale = (domain_size - 1) / (1.0 - p) if p < 1.0 else 0.0
@@ -39,10 +59,17 @@ class GRR(PureFrequencyOracle):
     Each user reports her true item with probability ``p = e^eps / (e^eps + d - 1)`` and
     any other given item with probability ``q = 1 / (e^eps + d - 1)``.
 
+    Sampling is exact (issue 11): the law is the integer weights ``w_keep`` (true item)
+    and ``w_other`` (each other item) of :func:`ldpkit._exact.rr_weights`, with
+    ``w_keep / w_other <= e^eps`` and a total below 2^62, drawn with one uniform integer
+    per user. ``p``, ``q``, the estimator and ``privacy_loss()`` (``log(w_keep /
+    w_other)``, within 1e-15 of epsilon) use these realized probabilities.
+
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in ``[1e-6, 40]`` (``max_epsilon``: where ``e^eps`` integer weights
+        still fit the 2^62 total).
     domain_size : int
         Number of items d (>= 2).
 
@@ -65,20 +92,27 @@ class GRR(PureFrequencyOracle):
     (5, dtype('uint8'))
     """
 
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
+    def _weights(self) -> tuple[int, int]:
+        return rr_weights(self.epsilon, self.domain_size - 1)
+
     @property
     def p(self) -> float:
-        # e/(e+d-1) written with e^-eps so that huge epsilon neither overflows nor gives NaN
-        return 1.0 / (1.0 + (self.domain_size - 1) * math.exp(-self.epsilon))
+        """Realized P[report = v | v]: ``w_keep / T`` (the paper's e^eps / (e^eps + d - 1))."""
+        w_keep, w_other = self._weights()
+        return w_keep / (w_keep + (self.domain_size - 1) * w_other)
 
     @property
     def q(self) -> float:
-        t = math.exp(-self.epsilon)
-        return t / (1.0 + (self.domain_size - 1) * t)
+        """Realized P[report = v' | v] for each v' != v: ``w_other / T``."""
+        w_keep, w_other = self._weights()
+        return w_other / (w_keep + (self.domain_size - 1) * w_other)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Perturb each user's item; ``reports.values`` holds the reported items."""
         v = self.check_values(values)
-        y = grr_perturb(v, self.domain_size, self.p, as_generator(rng))
+        y = grr_sample(v, self.domain_size, self._weights(), as_generator(rng))
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
 
     def stats_schema(self) -> dict[str, StatsField]:
@@ -101,5 +135,5 @@ class GRR(PureFrequencyOracle):
         return np.asarray(self.check_reports(reports).values, dtype=np.int64)
 
     def privacy_loss(self) -> float:
-        # Every output column holds p once and q elsewhere: the ratio is p / q.
-        return ratio_privacy_loss(self.p, self.q)
+        # Every output column holds p once and q elsewhere: the ratio is w_keep / w_other.
+        return ratio_loss(*reversed(self._weights()))

@@ -10,14 +10,13 @@ balanced). Both oracles rest on that balance.
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import _show, check_epsilon
-from ..privacy import ratio_privacy_loss
 from ..spec import Reports
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
 
@@ -135,10 +134,26 @@ def _sign(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
 
 
 def _keep_flip(epsilon: float) -> tuple[float, float]:
-    """(e/(e+1), 1/(e+1)) computed with e^-eps, so huge epsilon neither overflows nor
-    leaves 1 - p to cancellation."""
-    t = math.exp(-epsilon)
-    return 1.0 / (1.0 + t), t / (1.0 + t)
+    """Realized ``(P[keep], P[flip])`` of the binary coin, ~ ``(e/(e+1), 1/(e+1))``.
+
+    The coin is the integer law ``(w_keep, w_flip)`` of :func:`ldpkit._exact.rr_weights`
+    (ratio ``<= e^eps``, total below 2^62), drawn exactly by :func:`_flip_coins`; both
+    probabilities come from the integers, so 1 - p never cancels.
+    """
+    w_keep, w_flip = rr_weights(epsilon, 1)
+    return w_keep / (w_keep + w_flip), w_flip / (w_keep + w_flip)
+
+
+def _coin_loss(epsilon: float) -> float:
+    """``log(w_keep / w_flip)``: the exact loss of one binary coin of :func:`_keep_flip`."""
+    w_keep, w_flip = rr_weights(epsilon, 1)
+    return ratio_loss(w_flip, w_keep)
+
+
+def _flip_coins(epsilon: float, n: int, gen: np.random.Generator, *, keep: bool) -> np.ndarray:
+    """``n`` exact coins: True w.p. ``P[keep]`` (``keep=True``) or ``P[flip]``."""
+    w_keep, w_flip = rr_weights(epsilon, 1)
+    return coin(gen, n, w_keep if keep else w_flip, w_keep + w_flip)
 
 
 def hrr_perturb_signs(signs: Any, epsilon: float, *, rng: RNGLike = None) -> np.ndarray:
@@ -170,10 +185,10 @@ def hrr_perturb_signs(signs: Any, epsilon: float, *, rng: RNGLike = None) -> np.
     >>> noisy.dtype, round(float(np.mean(noisy == -1)), 2)  # 1 / (e^2 + 1) = 0.119
     (dtype('int8'), 0.12)
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, high=RR_MAX_EPSILON)
     s = _check_signs(signs, "signs")
-    _, flip_prob = _keep_flip(epsilon)
-    flip = as_generator(rng).random(s.shape[0]) < flip_prob
+    # An exact integer coin (issue 11): P[flip] = w_flip / (w_keep + w_flip), no 2^-53 floor.
+    flip = _flip_coins(epsilon, s.shape[0], as_generator(rng), keep=False)
     return np.where(flip, -s, s).astype(np.int8)
 
 
@@ -260,6 +275,10 @@ class HadamardResponse(PureFrequencyOracle):
     as BLH, but with O(log K)-bit reports and O(n + K log K) aggregation:
     ``C_v = (n + (H h)[v + 1]) / 2`` with ``h`` the histogram of the reports.
 
+    The coin is exact (issue 11): integer weights with ratio ``<= e^eps`` (p and
+    ``privacy_loss()`` are the realized values, within 1e-15 of the paper's), epsilon in
+    ``[1e-6, 40]`` (``max_epsilon``).
+
     Sampling is loop-free: draw j uniform in [K] and, when it lands on the wrong side of
     ``C_v``, flip the lowest set bit of v+1 in j. That flip changes the parity of
     ``popcount((v+1) & j)``, so it is a bijection between ``C_v`` and its complement;
@@ -285,6 +304,8 @@ class HadamardResponse(PureFrequencyOracle):
     6
     """
 
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
     @property
     def hadamard_size(self) -> int:
         """K = 2^ceil(log2(d + 1)), the number of possible reports."""
@@ -305,7 +326,7 @@ class HadamardResponse(PureFrequencyOracle):
         size = self.hadamard_size
         row = v + 1
         y = np.asarray(gen.integers(0, size, size=v.shape[0]))
-        want_inside = gen.random(v.shape[0]) < self.p
+        want_inside = _flip_coins(self.epsilon, v.shape[0], gen, keep=True)
         inside = (np.bitwise_count(row & y) & 1) == 0
         lowest_bit = row & -row
         y ^= np.where(inside != want_inside, lowest_bit, 0)
@@ -333,8 +354,7 @@ class HadamardResponse(PureFrequencyOracle):
     def privacy_loss(self) -> float:
         # Every column holds 2p/K (on C_v) or 2(1-p)/K (off it); column 1 holds both
         # (H[1,1] = -1, H[2,1] = +1, and rows 1, 2 exist for d >= 2): loss = log(p/(1-p)).
-        keep, flip = _keep_flip(self.epsilon)
-        return ratio_privacy_loss(keep, flip)
+        return _coin_loss(self.epsilon)
 
 
 # ---------------------------------------------------------------------------------------
@@ -361,6 +381,8 @@ class HRR(PureFrequencyOracle):
     -----
     ``P[(j, s) | v] = p / K`` if ``s = H[v, j]`` else ``(1 - p) / K``: the ratio is at
     most ``e^eps``, exactly ``e^eps`` at column 1 (``H[0, 1] = 1``, ``H[1, 1] = -1``).
+    The flip is an exact integer coin (issue 11; p is the realized keep probability,
+    ``privacy_loss()`` its exact loss), epsilon in ``[1e-6, 40]`` (``max_epsilon``).
 
     Each report is an unbiased, scaled estimate of one Hadamard coefficient of the
     user's one-hot vector: ``E[H[v', j] s] = (2p - 1) [v' = v]``, so
@@ -390,6 +412,8 @@ class HRR(PureFrequencyOracle):
     >>> reports.values.dtype, reports.signs.dtype
     (dtype('uint8'), dtype('int8'))
     """
+
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
 
     @property
     def hadamard_size(self) -> int:
@@ -439,5 +463,4 @@ class HRR(PureFrequencyOracle):
 
     def privacy_loss(self) -> float:
         # Every column holds p/K or (1-p)/K; column (1, +1) holds both (rows 0 and 1).
-        keep, flip = _keep_flip(self.epsilon)
-        return ratio_privacy_loss(keep, flip)
+        return _coin_loss(self.epsilon)

@@ -48,16 +48,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
-from ..privacy import ratio_privacy_loss
 from ..spec import Reports
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
-from .grr import grr_perturb
+from .grr import grr_sample
 
 __all__ = [
     "LocalHashing",
@@ -236,7 +236,15 @@ class LocalHashing(PureFrequencyOracle):
     Reports are ``(seed, y)``: ``reports.seeds`` (uint64) names the user's hash function,
     ``reports.values`` (smallest unsigned dtype holding ``g - 1``) is GRR over ``[g]`` of
     the hashed item. Subclasses fix g: :class:`BLH` (g = 2) and :class:`OLH`.
+
+    The GRR step is exact (issue 11): integer weights ``w_keep`` (the hashed item) and
+    ``w_other`` (each other bucket) with ratio ``<= e^eps`` and total below 2^62, one
+    uniform integer per user (:func:`ldpkit.frequency.grr.grr_sample`); ``p``,
+    ``other_probability`` and ``privacy_loss()`` are the realized values. Epsilon is
+    accepted in ``[1e-6, 40]`` (``max_epsilon``).
     """
+
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
 
     def _validate(self) -> None:
         super()._validate()
@@ -247,16 +255,22 @@ class LocalHashing(PureFrequencyOracle):
     def range_size(self) -> int:
         """g, the size of the hash range ``[g]``."""
 
+    def _weights(self) -> tuple[int, int]:
+        return rr_weights(self.epsilon, self.range_size - 1)
+
     @property
     def p(self) -> float:
-        """``p* = e^eps / (e^eps + g - 1)``: the GRR keep probability over ``[g]``."""
-        return 1.0 / (1.0 + (self.range_size - 1) * math.exp(-self.epsilon))
+        """``p* = e^eps / (e^eps + g - 1)``: the GRR keep probability over ``[g]``
+        (realized: ``w_keep / T``)."""
+        w_keep, w_other = self._weights()
+        return w_keep / (w_keep + (self.range_size - 1) * w_other)
 
     @property
     def other_probability(self) -> float:
-        """``q' = 1 / (e^eps + g - 1)``: P[y = j | h(v) = x] for each j != x."""
-        t = math.exp(-self.epsilon)
-        return t / (1.0 + (self.range_size - 1) * t)
+        """``q' = 1 / (e^eps + g - 1)``: P[y = j | h(v) = x] for each j != x (realized:
+        ``w_other / T``)."""
+        w_keep, w_other = self._weights()
+        return w_other / (w_keep + (self.range_size - 1) * w_other)
 
     @property
     def q(self) -> float:
@@ -279,7 +293,7 @@ class LocalHashing(PureFrequencyOracle):
         seed_stream, coin_stream = independent_streams(as_generator(rng), 2)
         seeds = seed_stream.integers(0, _U64_MAX, size=v.shape[0], dtype=np.uint64, endpoint=True)
         hashed = local_hash(seeds, v, self.range_size)
-        y = grr_perturb(hashed, self.range_size, self.p, coin_stream)
+        y = grr_sample(hashed, self.range_size, self._weights(), coin_stream)
         return Reports(self, seeds=seeds, values=y.astype(index_dtype(self.range_size)))
 
     def _report_arrays(self, reports: Reports) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +353,8 @@ class LocalHashing(PureFrequencyOracle):
         most the loss of GRR over ``[g]``, whose every column holds p' once and q'
         elsewhere, and equal to it for any seed hashing two items apart.
         """
-        return ratio_privacy_loss(self.p, self.other_probability)
+        w_keep, w_other = self._weights()
+        return ratio_loss(w_other, w_keep)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

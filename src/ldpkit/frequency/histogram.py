@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import coin
 from .._rng import RNGLike, as_generator
 from .._validation import check_frequencies, check_integer, check_real
 from ..estimate import FrequencyEstimate
@@ -33,6 +34,116 @@ _CLIP = float(2**31)
 # Rows per aggregation chunk times d stays near this many elements (bounded temporaries).
 _CHUNK_ELEMENTS = 1 << 20
 _INT64_SAFE = float(2**62)
+# Noise cells per unit: a power of two s with 2 s / eps ~ 2^15 table entries (issue 11).
+_TABLE_CELLS = 1 << 15
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _NoiseLaw:
+    """SHE's exact discrete Laplace noise on the grid ``1/s`` (issue 11), in cells.
+
+    ``P[N = k] ∝ g(|k|)`` with ``g(q B + t) = (V[B] / V[0])^q V[t]`` for ``0 <= t < B``:
+    integer weights ``V[0..B]`` (``V[t] ~ W r^t``, ``r = e^(-eps / (2 s))``, one block of
+    ``B`` cells) repeated geometrically. Sampling: the block q by exact integer coins
+    (continue w.p. ``V[B] / V[0]``), t by an integer Walker alias table (two uniform
+    integers; exact), a uniform sign, and rejection of ``-0`` (so that 0 is not counted
+    twice).
+    """
+
+    cells: int  # s: grid cells per unit of the one-hot vector (a power of two)
+    block: int  # B
+    weights: np.ndarray  # V[0..B], int64, non-increasing
+    cumulative: np.ndarray  # [V[0], V[0] + V[1], ...] over the first B entries
+    alias_cut: np.ndarray  # Walker alias table over t in [0, B), integer cuts out of C
+    alias: np.ndarray
+    coordinate_loss: float  # exact max over inputs of the loss of one coordinate
+    variance_cells: float  # Var[N] in cells^2
+
+
+def _window_loss(weights: list[int], block: int, s: int) -> float:
+    """Largest ``log g(m) - log g(m + s)``: the sum of s consecutive exact log-ratios of the
+    periodic sequence ``V[t] / V[t + 1]`` (t mod B), the loss of a shift by s cells."""
+    logs = np.array(
+        [math.log1p((weights[t] - weights[t + 1]) / weights[t + 1]) for t in range(block)]
+    )
+    reps = -(-s // block) + 1
+    seq = np.concatenate([np.zeros(1), np.cumsum(np.tile(logs, reps))])
+    return float(np.max(seq[s : s + block] - seq[:block]))
+
+
+def _alias_table(weights: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Walker's alias table with integers: ``P[t] = weights[t] / sum`` exactly.
+
+    Column c (uniform over B) keeps c when a uniform integer in ``[0, C)`` is below
+    ``cut[c]``, else gives ``alias[c]``; every column holds ``C = sum(weights)`` of the
+    ``B C`` total, i.e. the weights scaled by B (integer arithmetic throughout)."""
+    size, capacity = len(weights), sum(weights)
+    mass = [w * size for w in weights]
+    cut = [capacity] * size
+    alias = list(range(size))
+    small = [i for i, m in enumerate(mass) if m < capacity]
+    large = [i for i, m in enumerate(mass) if m >= capacity]
+    while small and large:
+        lo, hi = small.pop(), large.pop()
+        cut[lo], alias[lo] = mass[lo], hi
+        mass[hi] -= capacity - mass[lo]
+        (small if mass[hi] < capacity else large).append(hi)
+    return np.array(cut, dtype=np.int64), np.array(alias, dtype=np.int64), capacity
+
+
+@functools.lru_cache(maxsize=64)
+def _noise_law(epsilon: float) -> _NoiseLaw:
+    s = 1 << max(0, min(20, math.floor(math.log2(max(epsilon * _TABLE_CELLS / 2, 1.0)))))
+    block = max(1, math.ceil(2 * s / epsilon))
+    # W so that sum(V) and the alias masses V[t] B stay below 2^61 (exact int64 draws)
+    top = (1 << 61) // (block + 1)
+    margin = 1e-8 * epsilon + 1e-11
+    for _ in range(20):
+        rate = (epsilon / 2 - margin) / s  # per-cell log-ratio, a little under eps / (2 s)
+        v = np.rint(top * np.exp(-rate * np.arange(block + 1))).astype(np.int64)
+        ints = [int(x) for x in v]
+        loss = _window_loss(ints, block, s)
+        if loss <= epsilon / 2 and ints[-1] >= 1:
+            break
+        margin *= 4
+    else:  # pragma: no cover - the margin grows geometrically
+        raise ValueError(f"epsilon must allow an exact noise table, got {epsilon!r}")
+    rho = ints[block] / ints[0]
+    t = np.arange(block, dtype=np.float64)
+    vf = v[:block].astype(np.float64)
+    s0, s1, s2 = vf.sum(), (t * vf).sum(), (t * t * vf).sum()
+    a0, a1, a2 = 1 / (1 - rho), rho / (1 - rho) ** 2, rho * (1 + rho) / (1 - rho) ** 3
+    mass = a0 * s0  # sum over m >= 0 of g(m)
+    second = block * block * a2 * s0 + 2 * block * a1 * s1 + a0 * s2  # sum m^2 g(m)
+    variance = 2 * second / (2 * mass - vf[0])
+    cumulative = np.cumsum(v[:block])
+    cut, alias, _ = _alias_table(ints[:block])
+    for arr in (v, cumulative, cut, alias):
+        arr.flags.writeable = False
+    return _NoiseLaw(s, block, v, cumulative, cut, alias, loss, variance)
+
+
+def _sample_noise(law: _NoiseLaw, size: int, gen: np.random.Generator) -> np.ndarray:
+    """``size`` draws of the noise law (int64 cells), exactly, vectorized."""
+    out = np.empty(size, dtype=np.int64)
+    todo = np.arange(size)
+    total = int(law.cumulative[-1])
+    cont, whole = int(law.weights[law.block]), int(law.weights[0])
+    while todo.size:
+        # t by the integer alias table (P[t] = V[t] / total exactly), the sign with it
+        x = np.asarray(gen.integers(0, 2 * law.block, size=todo.size, dtype=np.int64))
+        column, negative = x >> 1, (x & 1).astype(bool)
+        u = np.asarray(gen.integers(0, total, size=todo.size, dtype=np.int64))
+        g = np.where(u < law.alias_cut[column], column, law.alias[column])
+        active = np.arange(todo.size)
+        while active.size:  # the block: geometric, continue w.p. V[B] / V[0]
+            more = coin(gen, active.size, cont, whole)
+            active = active[more]
+            g[active] += law.block
+        bad = negative & (g == 0)  # -0: rejected, drawn again (P[N = 0] = g(0) / Z)
+        out[todo] = np.where(negative, -g, g)
+        todo = todo[bad]
+    return out
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,27 +160,30 @@ class SHE(FrequencyOracle):
     Notes
     -----
     Two inputs' one-hot vectors are at L1 distance 2, so Laplace noise of scale
-    ``2 / eps`` on every coordinate gives eps-LDP (FO17 Theorem 4); ``privacy_loss()``
-    returns ``2 / noise_scale``. The report (``reports.values``, float64, shape (n, d))
+    ``2 / eps`` on every coordinate gives eps-LDP (FO17 Theorem 4).
+
+    **Exact discrete noise** (issue 11). The noise is a discrete Laplace law on the grid
+    ``1/s`` (s a power of two, ``2 s / eps ~ 2^15``: s = 2^14 at eps = 1, 1 below eps
+    ~ 6e-5), drawn with integer arithmetic only (:func:`_sample_noise`): integer weights
+    ``V[t] ~ r^t`` (``r = e^(-eps/(2s))``) over one block of ``B ~ 2s/eps`` cells,
+    repeated geometrically (exact integer coins), a uniform sign. ``privacy_loss()`` is
+    twice the largest exact log-ratio of the weights over a shift of s cells (one
+    coordinate), <= eps and within ~1e-8 of it. Reports are multiples of ``1/s``; the
+    estimator stays the unbiased mean (the noise is symmetric) and ``variance`` uses the
+    law's exact variance (within ~1e-9 of ``8 / eps^2`` for eps <= 8; the continuous law's
+    at coarse grids only differs by the discretization). The report (``reports.values``, float64, shape (n, d))
     is summed by the server; the estimate is the mean, unbiased with
     ``Var = (8 / eps^2 + f (1 - f)) / n`` (FO17 Theorem 5; ``n Var* = 8 / eps^2``). SHE is
     not pure and is dominated by THE and OUE (FO17 section 5); it is here as a baseline.
 
-    Each coordinate is clipped to +-2^31 and rounded to a multiple of 2^-20, both
-    post-processing. The rounding lets the server sum reports exactly in int64 fixed
-    point (``stats.sums`` counts units of 2^-20), so merging statistics is exactly
-    associative; it adds a variance of about 2^-40 / 12 per coordinate, negligible
-    (< 1e-13) and left out of ``variance``. The clipping matters only when the noise
-    scale approaches 2^31 (epsilon below ~1e-8).
+    Each coordinate is clipped to +-2^31 (post-processing; it matters only for noise
+    beyond 1000 scales). Report values are multiples of ``1/s``, hence of 2^-20, so the
+    server sums them exactly in int64 fixed point (``stats.sums`` counts units of 2^-20)
+    and merging statistics is exactly associative.
 
-    Floating-point side channel: the Laplace noise comes from numpy's floating-point
-    sampler, and Mironov (2012) showed that the low-order bits of ``x + Lap`` computed in
-    floating point can reveal x, so textbook floating-point Laplace is not exactly
-    eps-DP. Rounding to the coarse 2^-20 grid discards those low-order bits, which defeats
-    that attack in practice, but we do not claim a proof (Mironov's snapping mechanism
-    rounds to a grid as coarse as the noise scale, with a slightly larger epsilon). For
-    deployments prefer THE or OUE: their reports are exact Bernoulli bits from integer
-    comparisons, with no floating-point noise at all.
+    Floating-point side channel: textbook floating-point Laplace leaks the input through
+    the low-order bits of ``x + Lap`` (Mironov 2012); the integer law above has no such
+    bits: every report value is reachable from every input with the accounted ratio.
 
     References
     ----------
@@ -88,25 +202,40 @@ class SHE(FrequencyOracle):
     (1.0, 2.0)
     """
 
+    #: Beyond it the noise block shrinks to a few cells of the 2^-20 grid.
+    max_epsilon: ClassVar[float] = 700.0
+
     @property
     def noise_scale(self) -> float:
-        """Scale b of the Laplace noise on each coordinate: ``2 / epsilon``."""
+        """Scale b of the (nominal) Laplace noise on each coordinate: ``2 / epsilon``."""
         return 2.0 / self.epsilon
 
+    @property
+    def grid_cells(self) -> int:
+        """s: the noise lives on the grid ``1/s`` (a power of two, at most 2^20)."""
+        return _noise_law(self.epsilon).cells
+
     def privacy_loss(self) -> float:
-        """``L1 sensitivity / noise_scale`` with L1 sensitivity 2 (real-arithmetic loss)."""
-        return 2.0 / self.noise_scale
+        """Exact loss of the discrete noise: two coordinates shift by one unit (s cells),
+        each costing the largest exact log-ratio over such a shift (<= epsilon / 2)."""
+        return 2.0 * _noise_law(self.epsilon).coordinate_loss
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Noisy one-hot vectors; ``reports.values`` is float64 of shape (n, d)."""
         v = self.check_values(values)
         gen = as_generator(rng)
-        noisy = gen.laplace(0.0, self.noise_scale, size=(v.shape[0], self.domain_size))
-        noisy[np.arange(v.shape[0]), v] += 1.0
-        np.clip(noisy, -_CLIP, _CLIP, out=noisy)
-        noisy *= _GRID  # exact (power of two); rint then rounds to the 2^-20 grid
-        np.rint(noisy, out=noisy)
-        noisy /= _GRID
+        law = _noise_law(self.epsilon)
+        n, d = v.shape[0], self.domain_size
+        cells = np.empty((n, d), dtype=np.int64)
+        rows = max(1, _CHUNK_ELEMENTS // d)
+        for start in range(0, n, rows):
+            part = cells[start : start + rows]
+            part[:] = _sample_noise(law, part.size, gen).reshape(part.shape)
+        cells[np.arange(n), v] += law.cells
+        bound = int(_CLIP) * law.cells
+        np.clip(cells, -bound, bound, out=cells)
+        noisy = cells.astype(np.float64)
+        noisy /= law.cells  # exact: a power of two, values multiples of 2^-20
         return Reports(self, values=noisy)
 
     def stats_schema(self) -> dict[str, StatsField]:
@@ -156,12 +285,14 @@ class SHE(FrequencyOracle):
         return FrequencyEstimate(freq, var, stats.n, spec=self)
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """``(2 b^2 + f (1 - f)) / n`` with b = 2/eps, i.e. ``(8/eps^2 + f(1-f)) / n``.
+        """``(Var[N] + f (1 - f)) / n``, Var[N] the exact discrete noise's (~ ``8/eps^2``,
+        FO17 Theorem 5's ``2 b^2``).
 
         With ``f=None`` only the noise term (FO17's Var*) is returned.
         """
         n = check_integer(n, "n", low=1)
-        base = 2.0 * self.noise_scale**2
+        law = _noise_law(self.epsilon)
+        base = law.variance_cells / law.cells**2
         if f is not None:
             f = check_frequencies(f, self.domain_size)
             base = base + f * (1.0 - f)

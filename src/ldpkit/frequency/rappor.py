@@ -38,6 +38,9 @@ _MAX_PATTERNS = 1 << 20
 # Byte value -> its 8 bits (big-endian, the np.packbits layout).
 _BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint8)[:, None], 8).astype(np.int64)
 
+#: Bit probabilities are multiples of 2^-64 (integer thresholds), issue 11.
+_SCALE = 1 << 64
+
 _U64 = np.uint64
 _MIX_1 = _U64(0xBF58476D1CE4E5B9)
 _MIX_2 = _U64(0x94D049BB133111EB)
@@ -158,27 +161,51 @@ def _block_differences(
     return table.reshape(h + 1, h + 1) > 0
 
 
-def _bernoulli(rng: np.random.Generator, shape: tuple[int, ...], prob: float) -> np.ndarray:
-    """A boolean array of independent Bernoulli(prob) draws, from one random byte per draw.
+def _bernoulli(rng: np.random.Generator, shape: tuple[int, ...], threshold: int) -> np.ndarray:
+    """Independent booleans, each True with probability exactly ``threshold / 2^64``.
 
-    With U uniform on [0, 1), ``U < prob`` iff ``floor(256 U) < floor(256 prob)`` or the two
-    are equal and the rest of U is below ``frac(256 prob)``: compare a random byte with the
-    first, and resolve the 1/256 ties with a float64 uniform. The result is exactly
-    Bernoulli(prob) up to float64 resolution, for an eighth of the random bits of one double
-    per draw.
+    With U a uniform 64-bit integer, ``U < T`` iff its top byte is below ``T >> 56``, or
+    equal to it and its low 56 bits are below ``T mod 2^56``: one random byte per draw,
+    and an exact 56-bit integer for the 1/256 ties. No float (issue 11).
     """
-    scaled = prob * 256.0  # exact: a power-of-two scaling
-    level = math.floor(scaled)
-    if level >= 256:
+    threshold = int(threshold)
+    if threshold >= _SCALE:
         return np.ones(shape, dtype=bool)
+    level, rest = threshold >> 56, threshold & ((1 << 56) - 1)
     count = math.prod(shape)
     raw = rng.bit_generator.random_raw((count + 7) // 8).view(np.uint8)[:count].reshape(shape)
     out = raw < level
-    frac = scaled - level
-    if frac > 0.0:
+    if rest:
         ties = np.flatnonzero(raw == level)
-        out.ravel()[ties] = rng.random(ties.size) < frac
+        low = rng.integers(0, 1 << 56, size=ties.size, dtype=np.int64)
+        out.ravel()[ties] = low < rest
     return out
+
+
+def _log_ratio(big: int, small: int) -> float:
+    """``log(big / small)`` of two positive integers (exact ratio, no cancellation)."""
+    if small <= 0:
+        return math.inf
+    return math.log1p((big - small) / small)
+
+
+@functools.lru_cache(maxsize=256)
+def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
+    """``(T_keep, T_flip)`` over 2^64: the PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up
+    (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``."""
+    budget = epsilon / (2 * num_hashes)
+    t = math.exp(-budget)
+    flip = min(max(math.ceil(t / (1.0 + t) * _SCALE), 1), _SCALE // 2)
+    while _log_ratio(_SCALE - flip, flip) > budget:
+        flip += max(1, flip >> 50)
+    return _SCALE - flip, flip
+
+
+def _irr_thresholds(irr: tuple[float, float] | None) -> tuple[int, int] | None:
+    """IRR ``(p, q)`` rounded to the nearest multiples of 2^-64 (as integers)."""
+    if irr is None:
+        return None
+    return round(irr[0] * _SCALE), round(irr[1] * _SCALE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -226,6 +253,13 @@ class RAPPOR(FrequencyOracle):
     leaks less (RAPPOR's eps_1; e.g. f = 1/2, (p, q) = (0.5, 0.75), h = 2 gives 1.0743 for
     epsilon = ln 81), while ``epsilon`` remains the bound for any number of reports of the
     same value (eps_infinity), provided the PRR is memoized.
+
+    **Exact sampling** (issue 11). Every bit probability is an integer threshold over
+    2^64 drawn exactly (:func:`_bernoulli`): the PRR's f/2 is rounded up (with
+    ``log((1 - f/2) / (f/2)) <= eps / (2h)``), the IRR's p and q to the nearest multiple
+    of 2^-64, and :meth:`randomize`'s composed channel to p* down and q* up from the exact
+    products. ``p_star``, ``q_star``, the decoder and :meth:`privacy_loss` use these
+    realized values. Epsilon is accepted in ``[1e-6, 60]`` (``max_epsilon``).
 
     **Deployment.** ``randomize`` simulates one fresh report per user: it draws the cohort
     uniformly from ``rng`` and samples each bit from the composed PRR+IRR channel (the same
@@ -280,6 +314,8 @@ class RAPPOR(FrequencyOracle):
     # epsilon is the budget of 2h distinct Bloom bits; when two items' filters share bits
     # (hash collisions, likely with few bits) the exact privacy_loss() is below it.
     exact_epsilon: ClassVar[bool] = False
+    #: With h = 1, f/2 = 1/(1 + e^30) is still ~2^20.7 units of 2^-64 (loss within ~1e-6).
+    max_epsilon: ClassVar[float] = 60.0
 
     def _validate(self) -> None:
         super()._validate()
@@ -297,16 +333,35 @@ class RAPPOR(FrequencyOracle):
                 raise TypeError(f"instantaneous must be {requirement}, got {irr!r}")
             p = check_real(irr[0], "instantaneous[0] (p)", low=0.0, high=1.0)
             q = check_real(irr[1], "instantaneous[1] (q)", low=0.0, high=1.0)
-            if not p < q:
-                raise ValueError(f"instantaneous must be {requirement}, got {irr!r}")
+            if not p < q or round(p * _SCALE) >= round(q * _SCALE):
+                raise ValueError(
+                    f"instantaneous must be {requirement} (distinct at 2^-64 resolution), "
+                    f"got {irr!r}"
+                )
             self._set("instantaneous", (p, q))
 
     # -- the protocol's constants ----------------------------------------------------------
     @property
     def _prr(self) -> tuple[float, float]:
-        """(1 - f/2, f/2), written with exp(-eps/(2h)) so huge epsilon stays finite."""
-        t = math.exp(-self.epsilon / (2 * self.num_hashes))
-        return 1.0 / (1.0 + t), t / (1.0 + t)
+        """Realized (1 - f/2, f/2): the integer thresholds of :meth:`_prr_thresholds` / 2^64."""
+        keep, flip = _prr_thresholds(self.epsilon, self.num_hashes)
+        return keep / _SCALE, flip / _SCALE
+
+    def _thresholds(self) -> tuple[int, int]:
+        """``(T_p*, T_q*)``: the composed PRR+IRR channel's bit probabilities over 2^64.
+
+        Exact products of the stages' integer thresholds, p* rounded down and q* up (so
+        the loss can only shrink); without IRR they are the PRR's ``(T_keep, T_flip)``.
+        """
+        keep, flip = _prr_thresholds(self.epsilon, self.num_hashes)
+        irr = _irr_thresholds(self.instantaneous)
+        if irr is None:
+            return keep, flip
+        p, q = irr
+        # P[S = 1 | Bloom bit set] = keep q + flip p; unset: flip q + keep p (over 2^128)
+        big = (keep * q + flip * p) >> 64
+        small = -((-(flip * q + keep * p)) >> 64)
+        return big, small
 
     @property
     def f(self) -> float:
@@ -314,18 +369,10 @@ class RAPPOR(FrequencyOracle):
         return 2.0 * self._prr[1]
 
     def _channel(self) -> tuple[float, float, float, float]:
-        """``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel, each complement
-        computed from positive terms (no cancellation when p* is close to 1)."""
-        keep, flip = self._prr
-        if self.instantaneous is None:
-            return keep, flip, flip, keep
-        p, q = self.instantaneous
-        return (
-            keep * q + flip * p,
-            keep * (1.0 - q) + flip * (1.0 - p),
-            flip * q + keep * p,
-            flip * (1.0 - q) + keep * (1.0 - p),
-        )
+        """``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel as sampled, each
+        complement from its integer (no cancellation when p* is close to 1)."""
+        big, small = self._thresholds()
+        return big / _SCALE, (_SCALE - big) / _SCALE, small / _SCALE, (_SCALE - small) / _SCALE
 
     @property
     def p_star(self) -> float:
@@ -339,11 +386,9 @@ class RAPPOR(FrequencyOracle):
 
     @property
     def _gap(self) -> float:
-        """p* - q* = (1 - f) (q - p) = tanh(eps / (4h)) (q - p), free of cancellation."""
-        gap = math.tanh(self.epsilon / (4 * self.num_hashes))
-        if self.instantaneous is not None:
-            gap *= self.instantaneous[1] - self.instantaneous[0]
-        return gap
+        """p* - q* (~ ``tanh(eps / (4h)) (q - p)``), exact from the integer thresholds."""
+        big, small = self._thresholds()
+        return (big - small) / _SCALE
 
     @property
     def _design(self) -> _Design:
@@ -358,21 +403,23 @@ class RAPPOR(FrequencyOracle):
         """Exact epsilon of one report: the max over cohorts and ordered candidate pairs
         (u, v) of ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not
         and v sets b bits u does not."""
-        p1, p0, q1, q0 = self._channel()
+        big, small = self._thresholds()
         a, b = np.nonzero(self._design.differences)
         if a.size == 0 or not (a.max() > 0 or b.max() > 0):
             return 0.0
-        if q1 == 0.0 or p0 == 0.0:  # epsilon so large that f/2 underflows: deterministic
-            return math.inf
-        # a bits set only by u (best reported 1), b bits set only by v (best reported 0)
-        return float(np.max(a * (math.log(p1) - math.log(q1)) + b * (math.log(q0) - math.log(p0))))
+        # a bits set only by u (best reported 1), b bits set only by v (best reported 0);
+        # both logs from the exact integer ratios of the sampled probabilities.
+        one = _log_ratio(big, small)
+        zero = _log_ratio(_SCALE - small, _SCALE - big)
+        return float(np.max(a * one + b * zero))
 
     def longitudinal_privacy_loss(self) -> float:
         """Exact epsilon of the memoized PRR, i.e. of any number of reports of one value
         (``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits)."""
         a, b = np.nonzero(self._design.differences)
         most = int(np.max(a + b)) if a.size else 0
-        return most * self.epsilon / (2 * self.num_hashes)
+        keep, flip = _prr_thresholds(self.epsilon, self.num_hashes)
+        return most * _log_ratio(keep, flip)
 
     # -- client ----------------------------------------------------------------------------
     def hash_positions(self, values: Any, cohorts: Any) -> np.ndarray:
@@ -401,11 +448,12 @@ class RAPPOR(FrequencyOracle):
         self,
         values: np.ndarray,
         cohorts: np.ndarray,
-        p_set: float,
-        p_unset: float,
+        p_set: int,
+        p_unset: int,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        """Packed bits: Bloom bits of (value, cohort) are 1 w.p. p_set, others w.p. p_unset."""
+        """Packed bits: Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p.
+        p_unset / 2^64 (integer thresholds)."""
         n, k = values.size, self.num_bits
         out = np.empty((n, packed_width(k)), dtype=np.uint8)
         positions = self._design.positions
@@ -416,7 +464,7 @@ class RAPPOR(FrequencyOracle):
             rows = np.arange(stop - start)[:, None]
             # Fresh draws overwrite the Bloom positions (a position hit twice is drawn twice,
             # the last draw stays: still one Bernoulli(p_set) bit).
-            bits[rows, pos] = rng.random(pos.shape) < p_set
+            bits[rows, pos] = _bernoulli(rng, pos.shape, p_set)
             out[start:stop] = pack_bits(bits)
         return out
 
@@ -430,7 +478,7 @@ class RAPPOR(FrequencyOracle):
         v = self.check_values(values)
         gen = as_generator(rng)
         cohorts = gen.integers(0, self.num_cohorts, size=v.size)
-        bits = self._sample(v, cohorts, self.p_star, self.q_star, gen)
+        bits = self._sample(v, cohorts, *self._thresholds(), gen)
         return Reports(self, bits=bits, cohorts=cohorts.astype(index_dtype(self.num_cohorts)))
 
     def permanent_response(self, values: Any, cohorts: Any, *, rng: RNGLike = None) -> np.ndarray:
@@ -441,7 +489,7 @@ class RAPPOR(FrequencyOracle):
         """
         v = self.check_values(values)
         c = self._check_cohorts(cohorts, v.size, "cohorts")
-        keep, flip = self._prr
+        keep, flip = _prr_thresholds(self.epsilon, self.num_hashes)
         return self._sample(v, c, keep, flip, as_generator(rng))
 
     def instantaneous_response(
@@ -454,9 +502,10 @@ class RAPPOR(FrequencyOracle):
         if self.instantaneous is None:
             bits = packed.copy()
         else:
-            p, q = self.instantaneous
+            p, q = _irr_thresholds(self.instantaneous)  # type: ignore[misc]
             prr = unpack_bits(packed, self.num_bits).astype(bool)
-            bits = pack_bits(gen.random(prr.shape) < np.where(prr, q, p))
+            ones, zeros = _bernoulli(gen, prr.shape, q), _bernoulli(gen, prr.shape, p)
+            bits = pack_bits(np.where(prr, ones, zeros))
         return Reports(self, bits=bits, cohorts=c.astype(index_dtype(self.num_cohorts)))
 
     # -- server ----------------------------------------------------------------------------

@@ -8,11 +8,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import _parallel
+from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import check_epsilon, check_integer
 from ..spec import Reports, StatsField
@@ -83,6 +84,12 @@ class SubsetSelection(PureFrequencyOracle):
     and per-user variance ``n Var* = q*(1-q*) / (p*-q*)^2`` (FO17 eq. 3). At the real
     optimum ``k = d/(e^eps+1)``, ``p* = 1/2``.
 
+    The law is exact (issue 11): a subset holding v has integer weight ``w_in``, one
+    missing it ``w_out``, ``w_in / w_out <= e^eps`` (:func:`ldpkit._exact.rr_weights`, total
+    ``k w_in + (d - k) w_out <= 2^62``); p*, q* and ``privacy_loss()`` (``log(w_in /
+    w_out)``) are the realized values. Epsilon is accepted up to 40, and up to
+    ``log(2^62 / k)`` for large k (refused at construction beyond).
+
     Sampling is vectorized over users in chunks: v joins S with probability p*; the
     other k-1 or k members are drawn without replacement from the d-1 other items by
     Floyd's algorithm (k steps, one exact bounded integer per step drawn by numpy from
@@ -114,6 +121,9 @@ class SubsetSelection(PureFrequencyOracle):
     """
 
     subset_size: int | None = None
+    #: Where ``k e^eps + (d - k)`` integer weights fit 2^62 for every k <= 2^21; larger
+    #: ``k e^eps`` is refused at construction with the limit of that configuration.
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
 
     def _validate(self) -> None:
         super()._validate()
@@ -122,6 +132,13 @@ class SubsetSelection(PureFrequencyOracle):
             self._set(
                 "subset_size", check_integer(self.subset_size, "subset_size", low=1, high=d - 1)
             )
+        self._weights()  # raises when k e^eps overflows the integer law (names the limit)
+
+    def _weights(self) -> tuple[int, int]:
+        """``(w_in, w_out)``: integer weight of a subset holding / missing the input, ratio
+        ``<= e^eps``; ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly."""
+        k = self.effective_subset_size
+        return rr_weights(self.epsilon, self.domain_size - k, k)
 
     # -- constants -------------------------------------------------------------------------
     @property
@@ -131,13 +148,15 @@ class SubsetSelection(PureFrequencyOracle):
             return self.subset_size
         return default_subset_size(self.epsilon, self.domain_size)
 
-    def _odds_terms(self) -> tuple[float, float]:
-        """(k, (d-k) e^-eps): p* = k / (k + (d-k) e^-eps), without overflow."""
+    def _odds_terms(self) -> tuple[int, int]:
+        """(k w_in, (d-k) w_out): p* = k w_in / (k w_in + (d-k) w_out), exact integers."""
         k = self.effective_subset_size
-        return float(k), (self.domain_size - k) * math.exp(-self.epsilon)
+        w_in, w_out = self._weights()
+        return k * w_in, (self.domain_size - k) * w_out
 
     @property
     def p(self) -> float:
+        """Realized ``p*`` (the paper's ``k e^eps / (k e^eps + d - k)``, from the weights)."""
         a, b = self._odds_terms()
         return a / (a + b)
 
@@ -157,14 +176,15 @@ class SubsetSelection(PureFrequencyOracle):
         """Each user's k-subset; ``reports.bits`` holds the packed indicator rows."""
         v = self.check_values(values)
         gen = as_generator(rng)
-        d, k, p = self.domain_size, self.effective_subset_size, self.p
+        d, k = self.domain_size, self.effective_subset_size
+        odds = self._odds_terms()
         n = v.shape[0]
         out = np.zeros((n, packed_width(d)), dtype=np.uint8)
         steps = min(k, d - k)  # Floyd steps per user (members or non-members, see below)
         chunk = max(1, _CHUNK_DRAWS // steps)
         for start in range(0, n, chunk):
             part = v[start : start + chunk]
-            _sample_subsets(part, d, k, p, gen, out[start : start + part.shape[0]])
+            _sample_subsets(part, d, k, odds, gen, out[start : start + part.shape[0]])
         return Reports(self, bits=out)
 
     # -- server ----------------------------------------------------------------------------
@@ -229,11 +249,9 @@ class SubsetSelection(PureFrequencyOracle):
 
     def privacy_loss(self) -> float:
         """log(max/min) of P[S | v] over inputs, for the worst S: every S is held by some
-        v and missed by another, so it is log P[S | v in S] - log P[S | v not in S]."""
-        log_in, log_out = self._log_output_probabilities()
-        if log_out == -math.inf or log_in == -math.inf:
-            return math.inf
-        return abs(log_in - log_out)
+        v and missed by another, so it is ``log(w_in / w_out)``, from the integers."""
+        w_in, w_out = self._weights()
+        return ratio_loss(w_out, w_in)
 
 
 def _log(x: float) -> float:
@@ -255,11 +273,16 @@ def _colex_rank(members: np.ndarray, k: int) -> np.ndarray:
 
 
 def _sample_subsets(
-    values: np.ndarray, d: int, k: int, p: float, gen: np.random.Generator, out: np.ndarray
+    values: np.ndarray,
+    d: int,
+    k: int,
+    odds: tuple[int, int],
+    gen: np.random.Generator,
+    out: np.ndarray,
 ) -> None:
     """Write each user's k-subset as a packed indicator row into ``out`` (zeroed, c x w).
 
-    v joins w.p. p; the remaining members come from the d-1 other items, indexed
+    v joins w.p. ``odds[0] / (odds[0] + odds[1])`` exactly (one uniform integer, issue 11); the remaining members come from the d-1 other items, indexed
     0..d-2 ("others space", item = t + (t >= v)). Floyd's algorithm draws a uniform
     m-subset of [0, N) in m steps: for j = N-m .. N-1, draw t uniform in [0, j] and add
     t, or j if t is already in (j never is); after the step for j the set is a uniform
@@ -270,7 +293,7 @@ def _sample_subsets(
     """
     c = values.shape[0]
     rows = np.arange(c)
-    included = np.asarray(gen.random(size=c) < p)
+    included = coin(gen, c, odds[0], odds[0] + odds[1])
     others = d - 1
     complement = 2 * k > others + 1
     if complement:

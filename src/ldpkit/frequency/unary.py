@@ -22,11 +22,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._rng import RNGLike, as_generator, derive_seeds
+from .._rng import RNGLike, as_generator, derive_seeds, is_secure
 from ..spec import Reports
 from . import _bits
 from ._base import PureFrequencyOracle
-from ._unary_sampler import sample_unary_bits  # numba kernel or its bit-exact numpy twin
+from ._unary_sampler import (  # numba kernel or its bit-exact numpy twin; secure path
+    sample_unary_bits,
+    sample_unary_bits_secure,
+)
 
 __all__ = ["UnaryEncoding", "SUE", "OUE", "unary_integer_probabilities", "unary_privacy_loss"]
 
@@ -165,9 +168,22 @@ class UnaryEncoding(PureFrequencyOracle):
         return unary_privacy_loss(*self._thresholds())
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Perturb each user's one-hot vector; ``reports.bits`` holds the packed bits."""
+        """Perturb each user's one-hot vector; ``reports.bits`` holds the packed bits.
+
+        With a secure generator (``rng=None``, deployment) every bit comes from it
+        (:func:`._unary_sampler.sample_unary_bits_secure`); with a seed or a statistical
+        Generator, from per-report xoshiro256** streams seeded from it (reproducible, and
+        the same bytes with or without numba). Both realize the same law.
+        """
         v = self.check_values(values)
-        seeds = derive_seeds(as_generator(rng), v.shape[0])
+        gen = as_generator(rng)
+        if is_secure(gen):
+            big, small = self._thresholds()
+            out = np.empty((v.shape[0], _bits.packed_width(self.domain_size)), dtype=np.uint8)
+            if v.shape[0]:
+                sample_unary_bits_secure(v, gen, self.domain_size, big, small, out)
+            return Reports(self, bits=out)
+        seeds = derive_seeds(gen, v.shape[0])
         return Reports(self, bits=self._sample(v, seeds))
 
     def _sample(self, values: np.ndarray, seeds: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_real
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution
+from .square_wave import MAX_EPSILON as SW_MAX_EPSILON
 from .square_wave import SquareWave
 
 __all__ = ["AutoDistribution", "AutoInfo", "DEFAULT_STRENGTHS", "default_buckets"]
@@ -213,6 +214,8 @@ class AutoDistribution(Mechanism):
     low: float = 0.0
     high: float = 1.0
     expected_n: int | None = None
+    #: Its reports are SquareWave's (exact grid law up to e^40).
+    max_epsilon: ClassVar[float] = SW_MAX_EPSILON
     buckets: int | None = None
 
     def _validate(self) -> None:

@@ -26,22 +26,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_numeric_values, check_real
 from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
 from ..frequency.hadamard import (
     _check_signs,
+    _coin_loss,
     _keep_flip,
     fwht,
     hadamard_sign,
     hrr_perturb_signs,
 )
-from ..privacy import ratio_privacy_loss
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .binning import cfo_oracle, check_oracle_name
 from .distribution import Distribution, bucket_index, check_bounds
@@ -562,6 +563,10 @@ class HierarchicalHistogram(_TreeMechanism):
                 f"{self.branching}, got {self.buckets}"
             )
         self._set("oracle", check_oracle_name(self.oracle, tuple(_REPORT_FIELDS)))
+        # Build the level oracles now: an epsilon above one's max_epsilon is refused here,
+        # with its message, not at the first randomize (issue 11).
+        for level in range(1, self.height + 1):
+            self.level_oracle(level)
 
     @property
     def _branching(self) -> int:
@@ -895,26 +900,30 @@ class HaarHRR(_TreeMechanism):
     (64, True)
     """
 
+    #: The sign's exact integer coin holds up to e^40 (ldpkit._exact.RR_MAX_EPSILON).
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
     @property
     def _branching(self) -> int:
         return 2
 
     @property
     def keep_probability(self) -> float:
-        """p = e^eps / (e^eps + 1), the probability that the sign is kept."""
-        return 1.0 / (1.0 + math.exp(-self.epsilon))
+        """p ~ e^eps / (e^eps + 1), the probability that the sign is kept (realized by
+        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin)."""
+        return _keep_flip(self.epsilon)[0]
 
     def privacy_loss(self) -> float:
-        """Binary randomized response on the sign: log(p / (1 - p)), computed as
-        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws it; the depth and the
-        column are drawn independently of the value."""
-        keep, flip = _keep_flip(self.epsilon)
-        return ratio_privacy_loss(keep, flip)
+        """Binary randomized response on the sign: log(p / (1 - p)), from the integer
+        weights :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth
+        and the column are drawn independently of the value."""
+        return _coin_loss(self.epsilon)
 
     @property
     def signal(self) -> float:
-        """``2p - 1 = tanh(eps / 2)``: E[reported sign x true sign]."""
-        return math.tanh(self.epsilon / 2.0)
+        """``2p - 1`` (~ ``tanh(eps / 2)``): E[reported sign x true sign], realized."""
+        keep, flip = _keep_flip(self.epsilon)
+        return keep - flip
 
     # -- client ---------------------------------------------------------------------------
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:

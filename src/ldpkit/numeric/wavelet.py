@@ -21,10 +21,11 @@ import dataclasses
 import functools
 import itertools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exact import RR_MAX_EPSILON, coin, ratio_weights
 from .._rng import RNGLike, as_generator
 from .._validation import (
     check_categorical_values,
@@ -119,23 +120,31 @@ class SignedSubsetLaw:
 
 
 @functools.lru_cache(maxsize=4096)
+def _weights(epsilon: float, d: int, m: int) -> tuple[int, int]:
+    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others
+    (issue 11): ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the
+    sampler's two coins (:func:`_sample`) are exact integer draws."""
+    w_lo, w_hi = ratio_weights(epsilon, m + 2 * (d - m), float(m))
+    return w_hi, w_lo
+
+
+@functools.lru_cache(maxsize=4096)
 def _law(epsilon: float, d: int, m: int) -> SignedSubsetLaw:
-    t = math.exp(-epsilon)
-    # Everything over C(d-1, m-1) 2^(m-1) e^eps, written with t = e^-eps (no overflow):
-    # Omega / (C(d-1,m-1) 2^(m-1) e^eps) = (1 + t) + 2 (d - m) t / m.
-    denom = m * (1.0 + t) + 2.0 * (d - m) * t
-    p = m / denom
-    included = m * (1.0 + t) / denom
+    # Eq. 45 with the integer weights (w_hi, w_lo) in place of (e^eps, 1); everything over
+    # C(d-1, m-1) 2^(m-1) / m: Omega -> denom = m (w_hi + w_lo) + 2 (d - m) w_lo.
+    w_hi, w_lo = _weights(epsilon, d, m)
+    denom = m * (w_hi + w_lo) + 2 * (d - m) * w_lo
+    p = m * w_hi / denom
+    included = m * (w_hi + w_lo) / denom
     # q = C(d-2,m-2) 2^(m-2) (e^eps + 1) + C(d-2,m-1) 2^(m-1), over Omega (eq. 54), i.e.
-    # m ((m-1)(1+t) + 2 (d-m) t) / (2 (d-1) denom); no other coordinate when d = 1.
-    q = m * ((m - 1) * (1.0 + t) + 2.0 * (d - m) * t) / (2.0 * (d - 1) * denom) if d > 1 else 0.0
-    log_omega = (
+    # m ((m-1)(w_hi + w_lo) + 2 (d-m) w_lo) / (2 (d-1) denom); no other coordinate at d = 1.
+    q = m * ((m - 1) * (w_hi + w_lo) + 2 * (d - m) * w_lo) / (2 * (d - 1) * denom) if d > 1 else 0.0
+    log_omega = (  # Omega in units of the low weight (eq. 46 when w_hi / w_lo = e^eps)
         math.lgamma(d)
         - math.lgamma(m)
         - math.lgamma(d - m + 1)
         + (m - 1) * math.log(2.0)
-        + epsilon
-        + math.log(denom / m)
+        + math.log(denom / (m * w_lo))
     )
     return SignedSubsetLaw(
         epsilon=epsilon,
@@ -143,10 +152,10 @@ def _law(epsilon: float, d: int, m: int) -> SignedSubsetLaw:
         subset_size=m,
         log_omega=log_omega,
         p=p,
-        p_flip=p * t,
+        p_flip=m * w_lo / denom,
         included=included,
         q=q,
-        gain=p * -math.expm1(-epsilon),
+        gain=m * (w_hi - w_lo) / denom,
     )
 
 
@@ -299,17 +308,20 @@ def _sample(
     """Unvalidated core of :func:`sample_signed_subsets` (inputs already checked)."""
     c, w = k.size, packed_width(d)
     last = _last_byte_mask(d)
+    w_hi, w_lo = _weights(law.epsilon, d, m)
     if m == d:
         # Every coordinate is non-zero (included = 1 exactly): nothing to sample.
         support = np.full((c, w), 0xFF, dtype=np.uint8)
         support[:, -1] = last
     else:
         support = np.zeros((c, w), dtype=np.uint8)
+        # P[true coordinate non-zero] = m (w_hi + w_lo) / denom, an exact integer coin
+        odds = (m * (w_hi + w_lo), 2 * (d - m) * w_lo)
         steps = max(1, min(m, d - m))
         chunk = max(1, _CHUNK_DRAWS // steps)
         for start in range(0, c, chunk):
             stop = min(c, start + chunk)
-            _sample_subsets(k[start:stop], d, m, law.included, gen, support[start:stop])
+            _sample_subsets(k[start:stop], d, m, odds, gen, support[start:stop])
     signs = gen.integers(0, 256, size=(c, w), dtype=np.uint8)
     signs &= support
     rows = np.arange(c)
@@ -317,9 +329,9 @@ def _sample(
     bit = (128 >> (k & 7)).astype(np.uint8)
     held = signs[rows, byte] & ~bit
     included = (support[rows, byte] & bit) != 0
-    # Given that the true coordinate is non-zero, it keeps v's sign w.p. e^eps/(e^eps + 1).
-    t = math.exp(-law.epsilon)
-    flip = gen.random(c) < t / (1.0 + t)
+    # Given that the true coordinate is non-zero, it keeps v's sign w.p. w_hi / (w_hi + w_lo)
+    # (~ e^eps / (e^eps + 1)): an exact integer coin.
+    flip = coin(gen, c, w_lo, w_hi + w_lo)
     true_negative = included & (neg_in ^ flip)
     signs[rows, byte] = held | np.where(true_negative, bit, np.uint8(0))
     return support, signs
@@ -350,7 +362,12 @@ class SignedSubsetSelection(Mechanism):
     Notes
     -----
     eps-LDP, tightly: every output has probability e^eps/Omega or 1/Omega, and each output
-    is at inner product 1 with some input and -1 with its negation.
+    is at inner product 1 with some input and -1 with its negation. The sampler realizes
+    this law exactly (issue 11) with integer weights ``w_hi / w_lo <= e^eps`` in place of
+    ``(e^eps, 1)`` and two exact integer coins (true coordinate kept non-zero, sign kept);
+    p, q, the estimator and ``privacy_loss()`` use the realized values (within ~1e-15 of
+    eq. 45-57). Epsilon is accepted in ``[1e-6, 40]``, and up to ``log(2^62 / m)`` for
+    large m (refused at construction beyond).
 
     Reports: ``reports.negative`` holds the -1 coordinates as bit-packed rows
     (``np.packbits`` layout, ceil(d/8) bytes per user) and ``reports.support`` the non-zero
@@ -383,6 +400,7 @@ class SignedSubsetSelection(Mechanism):
 
     domain_size: int
     subset_size: int | None = None
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
 
     def _validate(self) -> None:
         self._set(
@@ -393,6 +411,7 @@ class SignedSubsetSelection(Mechanism):
                 "subset_size",
                 check_integer(self.subset_size, "subset_size", low=1, high=self.domain_size),
             )
+        self.law  # noqa: B018 - raises when m e^eps overflows the integer law (names the limit)
 
     # -- constants ----------------------------------------------------------------------------
     @property
@@ -533,9 +552,9 @@ class SignedSubsetSelection(Mechanism):
         if m == d:
             return log_one, -math.inf, log_minus
         log_rest_out = math.lgamma(d) - math.lgamma(m + 1) - math.lgamma(d - m) + m * math.log(2)
-        # 1 - p (1 + e^-eps) = 2 (d - m) e^-eps / denom, without cancellation
-        t = math.exp(-self.epsilon)
-        log_zero = _log(2.0 * (d - m) * t / (m * (1.0 + t) + 2.0 * (d - m) * t))
+        # 1 - P[included] = 2 (d - m) w_lo / denom, from the integers (no cancellation)
+        w_hi, w_lo = _weights(self.epsilon, d, m)
+        log_zero = _log(2 * (d - m) * w_lo / (m * (w_hi + w_lo) + 2 * (d - m) * w_lo))
         return log_one, log_zero - log_rest_out, log_minus
 
     def transition_matrix(self) -> np.ndarray:
@@ -780,6 +799,8 @@ class HaarWavelet(Mechanism):
     high: float = 1.0
     max_level: int | None = None
     expected_n: int | None = None
+    #: Its levels report with signed subset selection's exact integer coins.
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
 
     def _validate(self) -> None:
         lo, hi = check_bounds(self.low, self.high)

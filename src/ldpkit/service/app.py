@@ -12,6 +12,10 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
   ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
 - ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
 - ``GET /healthz`` (open), ``GET /metrics`` (``read``; Prometheus text).
+- ``GET /`` (open): the dashboard, plain ES modules and hand-drawn SVG from
+  ``ldpkit/service/static/`` (no CDN); it reads the ``read`` routes above with the bearer
+  token the user enters. ``GET /docs`` (open): a plain listing of ``/openapi.json``
+  (Swagger UI is off: it loads its files from a CDN).
 """
 
 import dataclasses
@@ -24,13 +28,15 @@ import re
 import warnings
 from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path as Path_
 from typing import Annotated, Any
 
 import numpy as np
 from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -57,6 +63,13 @@ _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header valu
 # Distribution.postprocess methods (biased, but a proper distribution with quantiles).
 DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
 _ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
+STATIC = Path_(__file__).with_name("static")
+# The dashboard's pages load only their own files and call only this origin.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
 QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
@@ -174,6 +187,9 @@ class CollectionInfo(BaseModel):
     batches: int
     bucket_seconds: int = Field(description="width of the roll-up time buckets")
     last_bucket: str | None = Field(None, description="start of the latest bucket with data")
+    last_report: str | None = Field(
+        None, description="arrival time of the latest stored batch (whole seconds, UTC)"
+    )
     labels: list[Any] | None = None
     encoder: EncoderInfo | None = Field(
         None,
@@ -505,6 +521,7 @@ class _Collector:
     def info(self, name: str) -> CollectionInfo:
         c = self.collections[name]
         n, batches = self.store.summary(name)
+        last = self.store.last_received(name)
         template = self.templates[name]
         return CollectionInfo(
             name=name,
@@ -516,6 +533,7 @@ class _Collector:
             batches=batches,
             bucket_seconds=self.bucket_seconds,
             last_bucket=_iso(self.store.last_bucket(name)),
+            last_report=None if last is None else last.isoformat(),
             labels=c.labels,
             encoder=None
             if c.encoder is None
@@ -989,8 +1007,23 @@ def create_app(
             "statistics rolled up per time bucket, and serves estimates with standard errors."
         ),
         lifespan=lifespan,
+        # Swagger UI and ReDoc load their scripts from a CDN (blank offline): GET /docs is
+        # our own listing of /openapi.json instead.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.collector = collector
+    # Open like /healthz: the pages hold no data; what they show comes from the read routes.
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> FileResponse:
+        return FileResponse(STATIC / "docs.html", headers=PAGE_HEADERS)
+
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

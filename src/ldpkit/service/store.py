@@ -693,6 +693,21 @@ class CollectorStore:
             ).one()
         return int(n), int(count)
 
+    def last_received(self, collection: str) -> dt.datetime | None:
+        """Arrival time of the latest stored batch (read in the latest bucket: indexed)."""
+        latest = (
+            select(func.max(rollups_table.c.bucket))
+            .where(rollups_table.c.collection == collection)
+            .scalar_subquery()
+        )
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                select(func.max(batches_table.c.received_at)).where(
+                    batches_table.c.collection == collection, batches_table.c.bucket == latest
+                )
+            ).scalar()
+        return None if value is None else _utc(value).astimezone(dt.UTC)
+
     def last_bucket(self, collection: str) -> int | None:
         with self.engine.connect() as conn:
             value = conn.execute(

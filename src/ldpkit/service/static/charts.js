@@ -1,0 +1,199 @@
+// Hand-drawn SVG charts for the collector dashboard: no library, no network.
+// Every text node goes through textContent (labels come from the collection's config).
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function el(name, attrs = {}, parent = null) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function text(parent, x, y, content, attrs = {}) {
+  const node = el('text', { x, y, ...attrs }, parent);
+  node.textContent = content;
+  return node;
+}
+
+/** Short number for axes: 0.125 -> "0.125", 12345 -> "12.3k". */
+export function fmt(v, digits = 3) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '–';
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${(v / 1e6).toPrecision(3)}M`;
+  if (a >= 1e4) return `${(v / 1e3).toPrecision(3)}k`;
+  if (a >= 100 || Number.isInteger(v)) return String(Math.round(v * 100) / 100);
+  return v.toPrecision(digits);
+}
+
+/** About `count` round tick values covering [lo, hi]. */
+export function ticks(lo, hi, count = 5) {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
+  const out = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
+    out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+  }
+  return out;
+}
+
+function frame(width, height, title) {
+  const svg = el('svg', {
+    viewBox: `0 0 ${width} ${height}`,
+    width: '100%',
+    role: 'img',
+    class: 'chart',
+  });
+  if (title) el('title', {}, svg).textContent = title;
+  return svg;
+}
+
+function yAxis(svg, scale, lo, hi, left, right, fmtTick = fmt) {
+  for (const t of ticks(lo, hi)) {
+    const y = scale(t);
+    el('line', { x1: left, x2: right, y1: y, y2: y, class: t === 0 ? 'zero' : 'grid' }, svg);
+    text(svg, left - 4, y + 3, fmtTick(t), { 'text-anchor': 'end', class: 'tick' });
+  }
+}
+
+/**
+ * Bars with error bars: values[i] +- [low[i], high[i]], labelled labels[i].
+ */
+export function barChart({ labels, values, low, high, title = '', width = 640, height = 260 }) {
+  const svg = frame(width, height, title);
+  const m = { left: 52, right: 8, top: 10, bottom: 64 };
+  const lo = Math.min(0, ...low.filter(Number.isFinite), ...values);
+  const hi = Math.max(...high.filter(Number.isFinite), ...values, 1e-9);
+  const y = (v) => m.top + ((hi - v) / (hi - lo)) * (height - m.top - m.bottom);
+  yAxis(svg, y, lo, hi, m.left, width - m.right);
+  const slot = (width - m.left - m.right) / Math.max(values.length, 1);
+  values.forEach((v, i) => {
+    const cx = m.left + slot * (i + 0.5);
+    const bw = Math.max(slot * 0.6, 1);
+    const top = y(Math.max(v, 0));
+    const bar = el('rect', {
+      x: cx - bw / 2,
+      y: top,
+      width: bw,
+      height: Math.max(Math.abs(y(v) - y(0)), 0.5),
+      class: 'bar',
+    }, svg);
+    el('title', {}, bar).textContent = `${labels[i]}: ${fmt(v)} [${fmt(low[i])}, ${fmt(high[i])}]`;
+    if (Number.isFinite(low[i]) && Number.isFinite(high[i])) {
+      const cap = Math.min(bw / 2, 6);
+      el('line', { x1: cx, x2: cx, y1: y(low[i]), y2: y(high[i]), class: 'err' }, svg);
+      el('line', { x1: cx - cap, x2: cx + cap, y1: y(low[i]), y2: y(low[i]), class: 'err' }, svg);
+      el('line', { x1: cx - cap, x2: cx + cap, y1: y(high[i]), y2: y(high[i]), class: 'err' }, svg);
+    }
+    const lx = cx;
+    const ly = height - m.bottom + 10;
+    text(svg, lx, ly, String(labels[i]).slice(0, 14), {
+      transform: `rotate(-45 ${lx} ${ly})`,
+      'text-anchor': 'end',
+      class: 'tick',
+    });
+  });
+  return svg;
+}
+
+/**
+ * Density of a histogram estimate on [low, high] (masses per equal-width bucket), as a
+ * step line, with quantiles {q: value} as dashed vertical lines.
+ */
+export function densityChart({ low, high, probabilities, quantiles, title = '', width = 640, height = 240 }) {
+  const svg = frame(width, height, title);
+  const m = { left: 52, right: 8, top: 16, bottom: 28 };
+  const k = probabilities.length;
+  const w = (high - low) / k;
+  const dens = probabilities.map((p) => p / w);
+  const dlo = Math.min(0, ...dens);
+  const dhi = Math.max(...dens, 1e-12);
+  const x = (v) => m.left + ((v - low) / (high - low)) * (width - m.left - m.right);
+  const y = (v) => m.top + ((dhi - v) / (dhi - dlo)) * (height - m.top - m.bottom);
+  yAxis(svg, y, dlo, dhi, m.left, width - m.right, (t) => t.toPrecision(2));
+  for (const t of ticks(low, high, 6)) {
+    text(svg, x(t), height - m.bottom + 14, fmt(t), { 'text-anchor': 'middle', class: 'tick' });
+  }
+  let d = `M ${x(low)} ${y(0)}`;
+  dens.forEach((v, i) => {
+    d += ` L ${x(low + i * w)} ${y(v)} L ${x(low + (i + 1) * w)} ${y(v)}`;
+  });
+  d += ` L ${x(high)} ${y(0)} Z`;
+  el('path', { d, class: 'area' }, svg);
+  for (const [q, v] of Object.entries(quantiles || {})) {
+    if (!['0.05', '0.25', '0.5', '0.75', '0.95'].includes(q)) continue;
+    el('line', { x1: x(v), x2: x(v), y1: m.top, y2: height - m.bottom, class: 'quantile' }, svg);
+    text(svg, x(v), m.top - 4, `q${Math.round(Number(q) * 100)}`, { 'text-anchor': 'middle', class: 'qlabel' });
+  }
+  return svg;
+}
+
+/**
+ * A time series over roll-up buckets: bars of n per bucket (right axis, light) and the
+ * per-bucket estimate with its interval (points with error bars, left axis).
+ */
+export function seriesChart({ points, title = '', valueLabel = 'estimate', width = 640, height = 200 }) {
+  // points: [{t: Date, n, value, low, high}] (value may be null: no reports or no estimate)
+  const svg = frame(width, height, title);
+  const m = { left: 52, right: 64, top: 18, bottom: 34 };
+  if (!points.length) {
+    text(svg, width / 2, height / 2, 'no buckets yet', { 'text-anchor': 'middle', class: 'tick' });
+    return svg;
+  }
+  const slot = (width - m.left - m.right) / points.length;
+  const nmax = Math.max(...points.map((p) => p.n), 1);
+  const ny = (v) => height - m.bottom - (v / nmax) * (height - m.top - m.bottom);
+  const vals = points.flatMap((p) => [p.value, p.low, p.high]).filter(Number.isFinite);
+  const vlo = Math.min(...vals, 0);
+  const vhi = Math.max(...vals, 1e-12);
+  const vy = (v) => m.top + ((vhi - v) / (vhi - vlo)) * (height - m.top - m.bottom);
+  yAxis(svg, vy, vlo, vhi, m.left, width - m.right);
+  text(svg, width - m.right + 4, m.top + 4, `n ≤ ${fmt(nmax)}`, { class: 'tick' });
+  text(svg, 4, 10, valueLabel, { class: 'tick' });
+  let line = '';
+  points.forEach((p, i) => {
+    const cx = m.left + slot * (i + 0.5);
+    const nb = el('rect', {
+      x: cx - slot * 0.4,
+      y: ny(p.n),
+      width: slot * 0.8,
+      height: Math.max(height - m.bottom - ny(p.n), 0),
+      class: 'nbar',
+    }, svg);
+    el('title', {}, nb).textContent = `${p.t.toISOString()}: n = ${p.n}`;
+    if (Number.isFinite(p.value)) {
+      if (Number.isFinite(p.low) && Number.isFinite(p.high)) {
+        el('line', { x1: cx, x2: cx, y1: vy(p.low), y2: vy(p.high), class: 'err' }, svg);
+      }
+      el('circle', { cx, cy: vy(p.value), r: 2.5, class: 'pt' }, svg);
+      line += `${line ? 'L' : 'M'} ${cx} ${vy(p.value)} `;
+    }
+  });
+  if (line) el('path', { d: line, class: 'line' }, svg);
+  const every = Math.max(1, Math.ceil(points.length / 6));
+  points.forEach((p, i) => {
+    if (i % every) return;
+    const cx = m.left + slot * (i + 0.5);
+    const hh = p.t.toISOString().slice(11, 19);
+    text(svg, cx, height - m.bottom + 14, hh, { 'text-anchor': 'middle', class: 'tick' });
+  });
+  return svg;
+}
+
+/** One interval on a number line (mean collections). */
+export function intervalChart({ value, low, high, title = '', width = 640, height = 60 }) {
+  const svg = frame(width, height, title);
+  const pad = (high - low) * 0.5 || Math.abs(value) * 0.1 || 1;
+  const lo = low - pad;
+  const hi = high + pad;
+  const x = (v) => 20 + ((v - lo) / (hi - lo)) * (width - 40);
+  el('line', { x1: 20, x2: width - 20, y1: 30, y2: 30, class: 'grid' }, svg);
+  for (const t of ticks(lo, hi, 6)) {
+    text(svg, x(t), 52, fmt(t), { 'text-anchor': 'middle', class: 'tick' });
+  }
+  el('line', { x1: x(low), x2: x(high), y1: 30, y2: 30, class: 'err wide' }, svg);
+  el('circle', { cx: x(value), cy: 30, r: 5, class: 'pt' }, svg);
+  return svg;
+}

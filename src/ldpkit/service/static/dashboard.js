@@ -1,0 +1,361 @@
+// The collector's dashboard (GET /): collections, their estimates with 95% intervals, and a
+// time series over the roll-up buckets, polled every few seconds. Plain ES module; it
+// reads only this collector's JSON API (docs/collector.md), so it works offline.
+//
+// URL options: ?refresh=SECONDS (default 5), ?top=K items shown per frequency collection
+// (default 20), ?buckets=B buckets in the time series (default 24), ?alpha=A intervals at
+// confidence 1 - A (default 0.05: 95%; e.g. 0.05 / d for simultaneous intervals over d items).
+
+import { barChart, densityChart, fmt, intervalChart, seriesChart } from './charts.js';
+
+const params = new URLSearchParams(window.location.search);
+const REFRESH_MS = Math.max(1, Number(params.get('refresh')) || 5) * 1000;
+const TOP = Math.max(1, Math.floor(Number(params.get('top')) || 20));
+const SERIES = Math.max(1, Math.floor(Number(params.get('buckets')) || 24));
+const ALPHA = (() => {
+  const a = Number(params.get('alpha'));
+  return a > 0 && a < 1 ? a : 0.05;
+})();
+const LEVEL = `${Number((100 * (1 - ALPHA)).toPrecision(4))}%`;
+const TOKEN_KEY = 'ldpkit.collector.token';
+
+const $ = (sel) => document.querySelector(sel);
+const bucketCache = new Map(); // `${collection}|${start}` -> {n, estimate}: closed buckets are fetched once
+const selected = new Map(); // collection -> item index followed by its time series
+
+class AuthError extends Error {}
+
+function token() {
+  return window.sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+async function api(path) {
+  const t = token();
+  const res = await fetch(path, {
+    headers: t ? { Authorization: `Bearer ${t}` } : {},
+    cache: 'no-store',
+  });
+  if (res.status === 401 || res.status === 403) {
+    let detail = '';
+    try {
+      detail = (await res.json()).detail;
+    } catch {
+      detail = res.statusText;
+    }
+    throw new AuthError(`${res.status}: ${detail}`);
+  }
+  if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined) continue;
+    if (k.includes('-') || k === 'class' || k === 'id' || k === 'title' || k === 'colspan') {
+      node.setAttribute(k, String(v));
+    } else {
+      node[k] = v;
+    }
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+function when(iso) {
+  if (!iso) return '–';
+  const d = new Date(iso);
+  return `${d.toISOString().replace('T', ' ').slice(0, 19)} UTC`;
+}
+
+function mechanismText(m) {
+  const p = m.params || {};
+  const parts = [];
+  if (p.epsilon !== undefined) parts.push(`ε = ${p.epsilon}`);
+  if (p.domain_size !== undefined) parts.push(`d = ${p.domain_size}`);
+  if (p.low !== undefined && p.high !== undefined) parts.push(`[${p.low}, ${p.high}]`);
+  return `${m.mechanism} (${parts.join(', ')})`;
+}
+
+// -- token form ----------------------------------------------------------------------------
+function showTokenForm(message) {
+  const form = $('#auth');
+  form.hidden = false;
+  $('#auth-message').textContent = message;
+}
+
+function setupTokenForm() {
+  $('#auth').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const value = $('#token').value.trim();
+    if (value) window.sessionStorage.setItem(TOKEN_KEY, value);
+    $('#token').value = '';
+    bucketCache.clear();
+    refresh();
+  });
+  $('#forget').addEventListener('click', () => {
+    window.sessionStorage.removeItem(TOKEN_KEY);
+    bucketCache.clear();
+    refresh();
+  });
+}
+
+// -- collections table ---------------------------------------------------------------------
+function renderTable(collections) {
+  const body = $('#collections tbody');
+  body.replaceChildren(
+    ...collections.map((c) =>
+      h(
+        'tr',
+        { 'data-collection': c.name, 'data-n': c.n, 'data-batches': c.batches },
+        h('td', {}, h('a', { href: `#c-${c.name}` }, c.name)),
+        h('td', {}, c.kind),
+        h('td', {}, mechanismText(c.mechanism)),
+        h('td', { class: 'num' }, c.n.toLocaleString('en-US')),
+        h('td', { class: 'num' }, c.batches.toLocaleString('en-US')),
+        h('td', {}, when(c.last_report)),
+      ),
+    ),
+  );
+}
+
+// -- one collection ------------------------------------------------------------------------
+function card(name) {
+  let node = document.getElementById(`c-${name}`);
+  if (!node) {
+    node = h(
+      'section',
+      { class: 'card', id: `c-${name}`, 'data-collection': name },
+      h('h2', {}, name),
+      h('p', { class: 'summary' }),
+      h('div', { class: 'estimate-chart' }),
+      h('details', { class: 'numbers', open: true }, h('summary', {}, 'numbers'), h('div', { class: 'estimate-table' })),
+      h('h3', {}, 'over time (roll-up buckets)'),
+      h('div', { class: 'series-controls' }),
+      h('div', { class: 'series-chart' }),
+    );
+    $('#cards').appendChild(node);
+  }
+  return node;
+}
+
+function frequencyRows(est) {
+  const d = est.frequencies.length;
+  const labels = est.labels || Array.from({ length: d }, (_, i) => String(i));
+  const order = Array.from({ length: d }, (_, i) => i);
+  if (d > TOP) order.sort((a, b) => est.frequencies[b] - est.frequencies[a]);
+  return { labels, shown: d > TOP ? order.slice(0, TOP) : order };
+}
+
+function renderFrequency(node, info, est) {
+  const { labels, shown } = frequencyRows(est);
+  const note = shown.length < labels.length ? ` (top ${shown.length} of ${labels.length} by estimate)` : '';
+  node.querySelector('.estimate-chart').replaceChildren(
+    barChart({
+      labels: shown.map((i) => labels[i]),
+      values: shown.map((i) => est.frequencies[i]),
+      low: shown.map((i) => est.ci_low[i]),
+      high: shown.map((i) => est.ci_high[i]),
+      title: `${info.name}: estimated frequencies with ${LEVEL} intervals${note}`,
+    }),
+  );
+  const table = h(
+    'table',
+    { class: 'estimate', 'data-collection': info.name, 'data-kind': 'frequency', 'data-n': est.n, 'data-alpha': est.alpha },
+    h('thead', {}, h('tr', {}, ...['item', 'estimate', 'std error', `${LEVEL} low`, `${LEVEL} high`].map((t) => h('th', {}, t)))),
+    h(
+      'tbody',
+      {},
+      ...shown.map((i) =>
+        h(
+          'tr',
+          {
+            'data-index': i,
+            'data-label': labels[i],
+            'data-estimate': est.frequencies[i],
+            'data-std-error': est.std_errors[i],
+            'data-ci-low': est.ci_low[i],
+            'data-ci-high': est.ci_high[i],
+          },
+          h('td', {}, String(labels[i])),
+          h('td', { class: 'num' }, fmt(est.frequencies[i], 4)),
+          h('td', { class: 'num' }, fmt(est.std_errors[i], 3)),
+          h('td', { class: 'num' }, fmt(est.ci_low[i], 4)),
+          h('td', { class: 'num' }, fmt(est.ci_high[i], 4)),
+        ),
+      ),
+    ),
+  );
+  node.querySelector('.estimate-table').replaceChildren(table);
+  // the time series follows one item: the user's pick, else the largest estimate
+  const controls = node.querySelector('.series-controls');
+  let select = controls.querySelector('select');
+  if (!select || select.options.length !== labels.length) {
+    select = h('select', { 'aria-label': 'item followed over time' });
+    labels.forEach((l, i) => select.append(h('option', { value: String(i) }, String(l))));
+    select.addEventListener('change', () => {
+      selected.set(info.name, Number(select.value));
+      refresh();
+    });
+    controls.replaceChildren(h('label', {}, 'item: ', select));
+  }
+  if (!selected.has(info.name)) {
+    let best = 0;
+    est.frequencies.forEach((v, i) => {
+      if (v > est.frequencies[best]) best = i;
+    });
+    selected.set(info.name, best);
+  }
+  select.value = String(selected.get(info.name));
+}
+
+function renderDistribution(node, info, est) {
+  const dist = est.distribution;
+  const q = dist.quantiles;
+  node.querySelector('.estimate-chart').replaceChildren(
+    densityChart({
+      low: dist.low,
+      high: dist.high,
+      probabilities: dist.probabilities,
+      quantiles: q,
+      title: `${info.name}: estimated density${dist.signed ? ' (unbiased, signed masses)' : ''} and quantiles`,
+    }),
+  );
+  const rows = [['mean', dist.mean], ...Object.entries(q || {}).map(([k, v]) => [`q${k}`, v])];
+  node.querySelector('.estimate-table').replaceChildren(
+    h(
+      'table',
+      { class: 'estimate', 'data-collection': info.name, 'data-kind': 'distribution', 'data-n': est.n },
+      h('tbody', {}, ...rows.map(([k, v]) => h('tr', { 'data-stat': k, 'data-value': v }, h('td', {}, k), h('td', { class: 'num' }, fmt(v, 4))))),
+    ),
+  );
+  node.querySelector('.series-controls').replaceChildren(h('span', { class: 'hint' }, 'mean per bucket'));
+}
+
+function renderMean(node, info, est) {
+  node.querySelector('.estimate-chart').replaceChildren(
+    intervalChart({ value: est.mean, low: est.ci_low[0], high: est.ci_high[0], title: `${info.name}: mean with ${LEVEL} interval` }),
+  );
+  node.querySelector('.estimate-table').replaceChildren(
+    h(
+      'table',
+      { class: 'estimate', 'data-collection': info.name, 'data-kind': 'mean', 'data-n': est.n },
+      h(
+        'tbody',
+        {},
+        h('tr', { 'data-estimate': est.mean, 'data-std-error': est.std_error, 'data-ci-low': est.ci_low[0], 'data-ci-high': est.ci_high[0] },
+          h('td', {}, 'mean'),
+          h('td', { class: 'num' }, `${fmt(est.mean, 4)} ± ${fmt(est.std_error, 3)}`),
+          h('td', { class: 'num' }, `[${fmt(est.ci_low[0], 4)}, ${fmt(est.ci_high[0], 4)}]`),
+        ),
+      ),
+    ),
+  );
+  node.querySelector('.series-controls').replaceChildren(h('span', { class: 'hint' }, 'mean per bucket, 95% intervals'));
+}
+
+/** The value plotted for one bucket's estimate: the followed item, or the mean. */
+function pointOf(info, est) {
+  if (!est || est.n === 0) return { value: null, low: null, high: null };
+  if (est.kind === 'frequency') {
+    const i = selected.get(info.name) ?? 0;
+    return { value: est.frequencies[i], low: est.ci_low[i], high: est.ci_high[i] };
+  }
+  if (est.kind === 'mean') return { value: est.mean, low: est.ci_low[0], high: est.ci_high[0] };
+  return { value: est.distribution ? est.distribution.mean : est.mean, low: null, high: null };
+}
+
+async function renderSeries(node, info) {
+  const q = encodeURIComponent(info.name);
+  const { buckets } = await api(`v1/collections/${q}/buckets`);
+  const recent = buckets.slice(-SERIES);
+  // forget buckets that scrolled out of the series (a long-open tab stays small)
+  const keep = new Set(recent.map((b) => `${info.name}|${b.start}`));
+  for (const key of bucketCache.keys()) {
+    if (key.startsWith(`${info.name}|`) && !keep.has(key)) bucketCache.delete(key);
+  }
+  const points = await Promise.all(
+    recent.map(async (b) => {
+      const key = `${info.name}|${b.start}`;
+      let hit = bucketCache.get(key);
+      if (!hit || hit.n !== b.n) {
+        const since = encodeURIComponent(b.start);
+        const until = encodeURIComponent(b.end);
+        const estimate = await api(`v1/collections/${q}/estimate?alpha=${ALPHA}&since=${since}&until=${until}`);
+        hit = { n: b.n, estimate };
+        bucketCache.set(key, hit);
+      }
+      return { t: new Date(b.start), n: b.n, ...pointOf(info, hit.estimate) };
+    }),
+  );
+  const label = info.kind === 'frequency' ? 'frequency' : 'mean';
+  node.querySelector('.series-chart').replaceChildren(
+    seriesChart({ points, valueLabel: label, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` }),
+  );
+}
+
+async function renderCollection(info) {
+  const node = card(info.name);
+  node.dataset.n = info.n;
+  const q = encodeURIComponent(info.name);
+  const est = await api(`v1/collections/${q}/estimate?alpha=${ALPHA}`);
+  node.querySelector('.summary').textContent =
+    `${info.kind} · ${mechanismText(info.mechanism)} · n = ${est.n.toLocaleString('en-US')} in ` +
+    `${est.batches.toLocaleString('en-US')} batch${est.batches === 1 ? '' : 'es'} · last report ${when(info.last_report)}` +
+    (info.description ? ` · ${info.description}` : '');
+  if (est.n === 0) {
+    node.querySelector('.estimate-chart').replaceChildren(h('p', { class: 'hint' }, 'no reports yet'));
+    node.querySelector('.estimate-table').replaceChildren();
+  } else if (est.kind === 'frequency') {
+    renderFrequency(node, info, est);
+  } else if (est.kind === 'distribution') {
+    renderDistribution(node, info, est);
+  } else {
+    renderMean(node, info, est);
+  }
+  await renderSeries(node, info);
+  node.dataset.rendered = String(est.n);
+}
+
+// -- polling -------------------------------------------------------------------------------
+let timer = null;
+let running = false;
+
+async function refresh() {
+  if (running) return;
+  if (document.hidden) {
+    // a background tab does not poll; visibilitychange refreshes on return
+    clearTimeout(timer);
+    timer = setTimeout(refresh, REFRESH_MS);
+    return;
+  }
+  running = true;
+  clearTimeout(timer);
+  const status = $('#status');
+  try {
+    const { collections } = await api('v1/collections');
+    $('#auth').hidden = !token();
+    $('#auth-message').textContent = token() ? 'token set for this tab' : '';
+    renderTable(collections);
+    for (const c of collections) await renderCollection(c);
+    $('#level').textContent = LEVEL;
+    status.textContent = `updated ${new Date().toISOString().slice(11, 19)} UTC · every ${REFRESH_MS / 1000} s`;
+    status.className = 'ok';
+    document.body.dataset.updated = String(Date.now());
+  } catch (err) {
+    if (err instanceof AuthError) {
+      showTokenForm(`This collector needs a bearer token with the "read" scope (${err.message}).`);
+    }
+    status.textContent = `error: ${err.message}`;
+    status.className = 'error';
+  } finally {
+    running = false;
+    timer = setTimeout(refresh, REFRESH_MS);
+  }
+}
+
+setupTokenForm();
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden) refresh();
+});
+refresh();

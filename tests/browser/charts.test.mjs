@@ -1,0 +1,32 @@
+// Pure helpers of the dashboard's charts (src/ldpkit/service/static/charts.js), under node:
+// `node --test tests/browser/` (run by tests/service/test_dashboard.py).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+// charts.js sits in the Python package with no package.json saying "module"; a data: URL
+// is always an ES module, whatever node's version (18 has no module-syntax detection).
+const source = readFileSync(new URL('../../src/ldpkit/service/static/charts.js', import.meta.url));
+const { fmt, ticks } = await import(`data:text/javascript;base64,${source.toString('base64')}`);
+
+test('ticks are round, cover the range and include zero when it is inside', () => {
+  assert.deepEqual(ticks(0, 1).map((v) => +v.toFixed(12)), [0, 0.2, 0.4, 0.6, 0.8, 1]);
+  const t = ticks(-0.037, 0.71);
+  assert.ok(t.includes(0));
+  assert.ok(t[0] >= -0.037 && t.at(-1) <= 0.71 + 1e-12);
+  const steps = t.slice(1).map((v, i) => v - t[i]);
+  assert.ok(steps.every((s) => Math.abs(s - steps[0]) < 1e-12), 'evenly spaced');
+  assert.ok(t.length >= 3 && t.length <= 11);
+  assert.deepEqual(ticks(5, 5), [5]); // an empty range does not loop
+  assert.deepEqual(ticks(0, 1440, 6), [0, 250, 500, 750, 1000, 1250]);
+});
+
+test('fmt shortens large numbers and keeps small ones readable', () => {
+  assert.equal(fmt(12345), '12.3k');
+  assert.equal(fmt(2_500_000), '2.50M');
+  assert.equal(fmt(0.123456), '0.123');
+  assert.equal(fmt(0.123456, 4), '0.1235');
+  assert.equal(fmt(7), '7');
+  assert.equal(fmt(null), '–');
+  assert.equal(fmt(Number.NaN), '–');
+});

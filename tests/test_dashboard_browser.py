@@ -1,0 +1,346 @@
+"""The collector's dashboard and the JavaScript client in a real browser (Debian's chromium).
+
+One run (about 20-40 s): a collector on 127.0.0.1 with bearer tokens and CORS for the test
+page's origin; a static server on 127.0.0.1 serves ``tests/browser/sender.html``, which uses
+``clients/js`` (``fetchSpec`` + ``send``) to randomize and POST 33,000 reports to five
+collections (GRR, OLH, OUE, Square Wave, PM); then the dashboard (``GET /``) is loaded, given a read token through its token
+field, and read back from the DOM. Checked:
+
+- the dashboard shows every collection with the right n and batches, and its estimates are
+  the server's (same numbers) with the truth inside each 95% interval (seeded coins:
+  reproducible) or within 5.5 standard errors (crypto.getRandomValues coins);
+- the JS reports decoded by the Python server are unbiased (z-tests on the merged Stats),
+  and the same test fails when they are decoded with epsilon x 1.3;
+- distribution and mean collections (Square Wave, PM: numbers randomized by clients/js in
+  the page too) render their density, quantiles and interval, the mean within 5.5 standard
+  errors of the truth; an empty collection says so, and a batch POSTed while the page is open
+  shows up by polling, without a reload;
+- the token is asked for (401), kept in sessionStorage across a reload, and ``?alpha=``
+  gives simultaneous (Bonferroni) intervals that hold the truth of every item;
+- the pages load nothing from another origin (works offline) and log no errors;
+- a screenshot is saved as ``results/dashboard.png``.
+
+Needs node, ``/usr/bin/chromium`` (or ``$CHROMIUM``) and ``npm ci`` in tests/browser
+(playwright-core). Skips without them, except in CI (``CI`` set), where it fails:
+``.ci/run`` installs chromium and nodejs and ``make test`` runs ``npm ci``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from ldpkit.frequency import GRR
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSER = ROOT / "tests" / "browser"
+NODE = shutil.which("node")
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+PLAYWRIGHT = BROWSER / "node_modules" / "playwright-core"
+
+_missing = [
+    what
+    for what, ok in (
+        ("node", NODE is not None),
+        ("chromium", Path(CHROMIUM).is_file()),
+        ("tests/browser/node_modules/playwright-core (npm ci)", PLAYWRIGHT.is_dir()),
+    )
+    if not ok
+]
+pytestmark = pytest.mark.skipif(
+    bool(_missing) and not os.environ.get("CI"),
+    reason=f"missing {', '.join(_missing)} (apt-get install chromium nodejs; "
+    "npm ci --prefix tests/browser); CI must have them",
+)
+
+READ_TOKEN = "dashboard-read-token"
+PAGE_TOKEN = "sender-page-token"
+# (collection, spec, counts, seed, labels): seeded coins make the checks reproducible;
+# seed None exercises crypto.getRandomValues. Skewed counts give the epsilon x 1.3 check
+# power: over 20 simulated runs of each its max |z| was >= 7.5 (mean 9.3-10.7), against
+# <= 3.7 under the right epsilon.
+SEED = 20261123
+# Bonferroni over the 19 items of the three collections: intervals that hold all at once
+# with probability >= 95% (95% intervals item by item miss ~1 item in 20 by design).
+SIMULTANEOUS = 0.05 / 19
+
+
+def _plan() -> list[tuple[str, Any, np.ndarray, int | None, bool]]:
+    from ldpkit.frequency import OLH, OUE
+
+    return [
+        (
+            "grr",
+            GRR(epsilon=1.0, domain_size=6),
+            np.array([7000, 1500, 750, 500, 200, 50]),
+            SEED,
+            True,
+        ),
+        (
+            "olh",
+            OLH(epsilon=1.0, domain_size=8, hash_range=4),
+            np.array([6000, 1500, 1000, 700, 400, 250, 100, 50]),
+            SEED + 1,
+            False,
+        ),
+        (
+            "oue",
+            OUE(epsilon=1.0, domain_size=5),
+            np.array([3500, 700, 400, 300, 100]),
+            None,
+            False,
+        ),
+    ]
+
+
+LIVE = GRR(epsilon=1.0, domain_size=3)
+
+
+def _numerical() -> dict[str, tuple[Any, np.ndarray]]:
+    """Collections of the other two kinds (numbers randomized by clients/js in the page):
+    their charts and numbers must render too."""
+    from ldpkit.numeric import PiecewiseMechanism, SquareWave
+
+    # three decimals: the values travel in the page's URL fragment as JSON
+    values = (np.random.default_rng(SEED).beta(2.0, 5.0, 4000) * 100.0).round(3)
+    return {
+        "sw": (SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=32), values),
+        "pm": (PiecewiseMechanism(epsilon=1.0, low=0.0, high=100.0), values),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def static_server() -> Iterator[str]:
+    """The repository over HTTP on 127.0.0.1 (the sender page imports clients/js from it)."""
+    handler = functools.partial(_QuietHandler, directory=str(ROOT))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {
+        **SimpleHTTPRequestHandler.extensions_map,
+        ".js": "text/javascript",
+        ".mjs": "text/javascript",
+    }
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector(tmp_path: Path, static_server: str) -> Iterator[str]:
+    uvicorn = pytest.importorskip("uvicorn")
+    from ldpkit import Encoder
+    from ldpkit.service import Collection, create_app
+    from ldpkit.service.auth import parse_tokens
+
+    collections = {}
+    for name, spec, _counts, _seed, labels in _plan():
+        encoder = Encoder([f"item-{c}" for c in "abcdef"]) if labels else None
+        collections[name] = Collection(spec, encoder=encoder)
+    for name, (spec, _values) in _numerical().items():
+        collections[name] = Collection(spec)
+    collections["live"] = Collection(LIVE)  # empty until the browser POSTs to it
+    tokens = parse_tokens(
+        [
+            {
+                "name": "page",
+                "scopes": ["ingest", "read"],
+                "sha256": hashlib.sha256(PAGE_TOKEN.encode()).hexdigest(),
+            },
+            {
+                "name": "analyst",
+                "scopes": ["read"],
+                "sha256": hashlib.sha256(READ_TOKEN.encode()).hexdigest(),
+            },
+        ]
+    )
+    app = create_app(
+        collections,
+        f"sqlite:///{tmp_path / 'collector.db'}",
+        tokens=tokens,
+        cors_origins=[static_server],
+    )
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the collector did not start within 30 s")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def _get(url: str, token: str = READ_TOKEN) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
+    from ldpkit.spec import Stats
+
+    # the same sufficient statistics read under ``spec`` (which may not be the one used)
+    est = spec.estimate(Stats(spec, stats.n, **stats.arrays))
+    return float(np.max(np.abs((est.frequencies - truth) / np.sqrt(est.variance))))
+
+
+@pytest.mark.slow  # ~30 s: chromium start, 25,000 reports, three page loads
+def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
+    assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
+    assert NODE is not None
+    from ldpkit.io import reports_to_dict
+    from ldpkit.spec import Stats
+
+    plan = _plan()
+    steps = [
+        {
+            "collection": name,
+            "counts": counts.tolist(),
+            "seed": seed,
+            "labels": labels,
+            "batch": 1000,
+        }
+        for name, _spec, counts, seed, labels in plan
+    ]
+    steps += [
+        {"collection": name, "values": values.tolist(), "seed": SEED + 7, "batch": 1000}
+        for name, (_spec, values) in _numerical().items()
+    ]
+    query = urllib.parse.urlencode({"collector": collector, "token": PAGE_TOKEN})
+    fragment = urllib.parse.urlencode({"plan": json.dumps(steps)})
+    screenshot = ROOT / "results" / "dashboard.png"
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    args = {
+        "chromium": CHROMIUM,
+        "senderUrl": f"{static_server}/tests/browser/sender.html?{query}#{fragment}",
+        "dashboardUrl": f"{collector}/?refresh=1",
+        "readToken": READ_TOKEN,
+        "expected": {
+            **{name: int(counts.sum()) for name, _s, counts, _seed, _l in plan},
+            **{name: values.size for name, (_spec, values) in _numerical().items()},
+            "live": 0,
+        },
+        "screenshot": str(screenshot),
+        "alpha": SIMULTANEOUS,
+        "live": {
+            "collection": "live",
+            "body": reports_to_dict(LIVE.randomize(np.arange(300) % 3, rng=SEED)),
+            "token": PAGE_TOKEN,
+            "nAfter": 300,
+        },
+    }
+    done = subprocess.run(
+        [NODE, "drive.mjs", json.dumps(args)],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    print("sent from chromium:", json.dumps(out["sent"]))  # per collection: n, batches, seconds
+    assert out["foreignRequests"] == [], "the pages must not load anything from another origin"
+    assert out["consoleErrors"] == []
+    assert "bearer token" in out["authPrompt"] and out["stored"], "token field (sessionStorage)"
+    assert out["authMessageAfterReload"] == "token set for this tab"
+    assert out["docsTitle"].startswith(("GET ", "POST ", "DELETE ")), "GET /docs lists routes"
+    assert screenshot.stat().st_size > 10_000 and screenshot.read_bytes()[:4] == b"\x89PNG"
+
+    table = {row["collection"]: row for row in out["table"]}
+    assert [row["collection"] for row in out["table"]] == ["grr", "olh", "oue", "sw", "pm", "live"]
+    # an empty collection, then live polling (?refresh=1): a new batch shows without reload
+    assert out["liveBefore"] == "no reports yet"
+    assert out["liveBars"] == 3 and out["liveSeconds"] < 20
+    for name, spec, counts, _seed, _labels in plan:
+        n = int(counts.sum())
+        batches = -(-n // 1000)
+        assert out["sent"][name] == {**out["sent"][name], "stored": n, "batches": batches}
+        assert (table[name]["n"], table[name]["batches"]) == (n, batches)
+        shown = out["estimates"][name]
+        assert shown["kind"] == "frequency" and shown["n"] == n
+        rows = sorted(shown["rows"], key=lambda r: r["index"])
+        assert [r["index"] for r in rows] == list(range(counts.size))
+        est = np.array([r["estimate"] for r in rows])
+        se = np.array([r["stdError"] for r in rows])
+        low = np.array([r["ciLow"] for r in rows])
+        high = np.array([r["ciHigh"] for r in rows])
+        truth = counts / n
+        # the dashboard shows the server's estimate and its 95% intervals
+        api = _get(f"{collector}/v1/collections/{name}/estimate")
+        np.testing.assert_allclose(est, api["frequencies"], rtol=1e-12)
+        np.testing.assert_allclose(low, api["ci_low"], rtol=1e-12)
+        np.testing.assert_allclose(high, est + 1.959964 * se, rtol=1e-5, atol=1e-12)
+        assert np.max(np.abs(est - truth) / se) <= 5.5, (name, est, truth, se)
+        # the dashboard reloaded with ?alpha=: simultaneous intervals hold the truth
+        at = out["estimatesAtAlpha"][name]
+        assert at["alpha"] == pytest.approx(SIMULTANEOUS)
+        lo = np.array([r["ciLow"] for r in sorted(at["rows"], key=lambda r: r["index"])])
+        hi = np.array([r["ciHigh"] for r in sorted(at["rows"], key=lambda r: r["index"])])
+        assert np.all((lo <= truth) & (truth <= hi)), (name, est, lo, hi, truth)
+        assert np.all(lo < low) and np.all(hi > high)  # wider than the 95% ones
+        chart = out["charts"][name]
+        assert chart["bars"] == counts.size and chart["errorBars"] == 3 * counts.size
+        assert chart["seriesPoints"] >= 1
+
+        # unbiased decoding of the JS reports by the Python server, with power: the
+        # same statistics read with epsilon x 1.3 fail the test
+        stats = Stats.from_dict(_get(f"{collector}/v1/collections/{name}/stats"))
+        assert stats.n == n
+        assert _max_z(spec, stats, truth) <= 5.5
+        assert _max_z(spec.replace(epsilon=1.3), stats, truth) > 6.0, name
+
+    for name, (_spec, values) in _numerical().items():
+        assert out["sent"][name]["stored"] == values.size
+    # a distribution: density with quantile lines, and the server's numbers
+    shown = out["estimates"]["sw"]
+    api = _get(f"{collector}/v1/collections/sw/estimate")["distribution"]
+    assert shown["kind"] == "distribution" and shown["n"] == 4000
+    numbers = {r["stat"]: r["value"] for r in shown["rows"]}
+    assert numbers["mean"] == pytest.approx(api["mean"], rel=1e-12)
+    assert numbers["q0.5"] == pytest.approx(api["quantiles"]["0.5"], rel=1e-12)
+    assert (out["charts"]["sw"]["areas"], out["charts"]["sw"]["quantileLines"]) == (1, 5)
+    # a mean: its interval, with the truth within 5.5 standard errors
+    (row,) = out["estimates"]["pm"]["rows"]
+    api = _get(f"{collector}/v1/collections/pm/estimate")
+    assert (row["estimate"], row["ciLow"], row["ciHigh"]) == pytest.approx(
+        (api["mean"], api["ci_low"][0], api["ci_high"][0]), rel=1e-12
+    )
+    assert abs(row["estimate"] - _numerical()["pm"][1].mean()) <= 5.5 * row["stdError"]
+    assert out["charts"]["pm"]["intervals"] == 1
