@@ -621,7 +621,7 @@ class Distribution:
         Analytic intervals are never approximate. EM/EMS bootstrap intervals are, for a
         mechanism other than :class:`~ldpkit.numeric.SquareWave` (coverage not measured),
         for EMS (its smoothing bias on a peaked law is only partly corrected: measured
-        coverage fell to 70-80% on flights' departure times at n = 1e6; docs/intervals.md)
+        coverage fell to 37-77% on flights' departure times at n = 1e6; docs/intervals.md)
         and when ``sqrt(n) / buckets^2`` exceeds :data:`APPROXIMATE_ABOVE` (coarse buckets
         for the number of reports: the bias is then large against the standard error).
         Their interval methods then warn with an :class:`~ldpkit.estimate.IntervalWarning`
@@ -642,7 +642,7 @@ class Distribution:
         if (self._fit or {}).get("method") == "ems":
             return (
                 "EMS's smoothing bias is only partly corrected (measured coverage of 95% "
-                "intervals down to 70-80% on a peaked law, see docs/intervals.md); plain EM "
+                "intervals down to 37-77% on a peaked law, see docs/intervals.md); plain EM "
                 "(method='em') has intervals with measured coverage"
             )
         ratio = math.sqrt(self._stats.n) / self.buckets**2
