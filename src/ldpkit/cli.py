@@ -288,8 +288,12 @@ def serve(
         int, typer.Option(help="Worker processes (more than 1 needs a PostgreSQL database_url).")
     ] = 1,
     access_log: Annotated[
-        bool, typer.Option(help="Log one line per request (without client addresses).")
-    ] = True,
+        bool,
+        typer.Option(
+            help="Log one line per request (without client addresses); off by default: at "
+            "one report per request it costs more than storing the report."
+        ),
+    ] = False,
     log_addresses: Annotated[
         bool, typer.Option(help="Include client addresses in the access log.")
     ] = False,
