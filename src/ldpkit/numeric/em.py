@@ -24,7 +24,7 @@ from .._validation import check_integer, check_real
 from ..spec import Stats
 from .distribution import Distribution
 
-__all__ = ["EMInfo", "bootstrap", "em", "ems", "smooth"]
+__all__ = ["BootstrapDraws", "EMInfo", "bootstrap", "em", "ems", "smooth"]
 
 #: Floor for (M theta)_j: keeps divisions and logs finite if a fitted mass underflows.
 _TINY = 1e-300
