@@ -17,7 +17,8 @@ const MIN_INPUT_STEPS = 1 << 14; // square_wave.MIN_INPUT_STEPS
 const SR_INPUT_STEPS = 1 << 16; // mean.SR_INPUT_STEPS
 const HYBRID_THRESHOLD = 0.61;
 
-function checkEpsilon(epsilon, high) {
+/** The budget in [MIN_EPSILON, high] (high: the mechanism's max_epsilon), else RangeError. */
+export function checkEpsilon(epsilon, high) {
   if (typeof epsilon !== 'number' || !(epsilon >= MIN_EPSILON && epsilon <= high)) {
     throw new RangeError(`epsilon must be a number in [${MIN_EPSILON}, ${high}], got ${epsilon}`);
   }

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _crmath
 from .._exact import coin
 from .._rng import RNGLike, as_generator
 from .._validation import check_frequencies, check_integer, check_real
@@ -305,8 +306,9 @@ def the_probabilities(epsilon: float, cutoff: float) -> tuple[float, float]:
     With Lap of scale 2/eps: ``p* = 1 - e^(eps (theta - 1) / 2) / 2`` and
     ``q* = e^(-eps theta / 2) / 2`` (FO17 section 4.2).
     """
-    p = 1.0 - 0.5 * math.exp(0.5 * epsilon * (cutoff - 1.0))
-    q = 0.5 * math.exp(-0.5 * epsilon * cutoff)
+    # correctly rounded exp: THE's 2^-64 thresholds do not depend on the platform's libm
+    p = 1.0 - 0.5 * _crmath.exp(0.5 * epsilon * (cutoff - 1.0))
+    q = 0.5 * _crmath.exp(-0.5 * epsilon * cutoff)
     return p, q
 
 
