@@ -78,6 +78,7 @@ export class GRR {
     this.domainSize = checkDomain(domain_size, 2 ** 53);
     [this.wKeep, this.wOther] = rrWeights(this.epsilon, this.domainSize - 1);
     this.total = this.wKeep + BigInt(this.domainSize - 1) * this.wOther;
+    this.limit = ((1n << 64n) / this.total) * this.total; // rejection limit of the coin words
     // realized probabilities (what Python's p, q and privacy_loss() use)
     this.p = exactRatio(this.wKeep, this.total);
     this.q = exactRatio(this.wOther, this.total);
@@ -92,7 +93,7 @@ export class GRR {
         this.domainSize,
         this.wKeep,
         this.wOther,
-        uniformBelow(this.total, coins),
+        uniformBelow(this.total, coins, this.limit),
       ),
     );
     return { values: { dtype: indexDtype(this.domainSize), shape: [data.length], data } };
@@ -186,6 +187,7 @@ export class OLH {
     }
     [this.wKeep, this.wOther] = rrWeights(this.epsilon, this.g - 1);
     this.total = this.wKeep + BigInt(this.g - 1) * this.wOther;
+    this.limit = ((1n << 64n) / this.total) * this.total;
     this.p = exactRatio(this.wKeep, this.total);
   }
   privacyLoss() {
@@ -199,7 +201,7 @@ export class OLH {
       const seed = coins.u64();
       seeds.push(seed.toString()); // decimal string: exact past 2^53
       // the seed is public, the coin secret: independent words (crypto.getRandomValues)
-      const u = uniformBelow(this.total, coins);
+      const u = uniformBelow(this.total, coins, this.limit);
       data.push(grrFromUniform(localHash(seed, v, this.g), this.g, this.wKeep, this.wOther, u));
     }
     return {
@@ -223,6 +225,7 @@ export class HadamardResponse {
     this.size = 2 ** this.domainSize.toString(2).length; // K = 2^bit_length(d)
     [this.wKeep, this.wFlip] = rrWeights(this.epsilon, 1);
     this.total = this.wKeep + this.wFlip;
+    this.limit = ((1n << 64n) / this.total) * this.total;
     this.p = exactRatio(this.wKeep, this.total);
   }
   privacyLoss() {
@@ -239,7 +242,7 @@ export class HadamardResponse {
     const data = values.map((v) => {
       checkValue(v, this.domainSize);
       const j = Number(coins.u64() & BigInt(this.size - 1));
-      return this.respond(v, j, uniformBelow(this.total, coins));
+      return this.respond(v, j, uniformBelow(this.total, coins, this.limit));
     });
     return { values: { dtype: indexDtype(this.size), shape: [data.length], data } };
   }

@@ -77,9 +77,11 @@ export function ratioLoss(wLow, wHigh) {
   return crLog1p(exactRatio(wHigh - wLow, wLow));
 }
 
-/** A uniform integer in [0, total) (BigInt), exactly: rejection on 64-bit words. */
-export function uniformBelow(total, coins) {
-  const limit = (TWO64 / total) * total;
+/**
+ * A uniform integer in [0, total) (BigInt), exactly: rejection on 64-bit words. `limit`
+ * (floor(2^64 / total) total) may be passed precomputed by a caller that draws many.
+ */
+export function uniformBelow(total, coins, limit = (TWO64 / total) * total) {
   for (;;) {
     const w = coins.u64();
     if (w < limit) return w % total;

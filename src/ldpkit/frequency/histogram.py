@@ -101,8 +101,9 @@ def _noise_law(epsilon: float) -> _NoiseLaw:
     margin = 1e-8 * epsilon + 1e-11
     for _ in range(20):
         rate = (epsilon / 2 - margin) / s  # per-cell log-ratio, a little under eps / (2 s)
-        v = np.rint(top * np.exp(-rate * np.arange(block + 1))).astype(np.int64)
-        ints = [int(x) for x in v]
+        # V[t] = round(W e^(-rate t)) in integer arithmetic: the same table on every platform
+        ints = _crmath.exp_powers(-rate, block + 1, top)
+        v = np.array(ints, dtype=np.int64)
         loss = _window_loss(ints, block, s)
         if loss <= epsilon / 2 and ints[-1] >= 1:
             break
