@@ -110,6 +110,7 @@ def _unary() -> dict[str, Any]:
 
 def _coins() -> dict[str, Any]:
     others = [1, 2, 3, 5, 99, 255, 299, (1 << 20) - 1, (1 << 32) - 1, (1 << 40) - 1, 1 << 45]
+    others += [1 << 62]  # overflows the 2^62 total at every epsilon: an error case
     weights = []
     for e in [*_EPS_SWEEP, 33.3, 35.0, 39.9, RR_MAX_EPSILON]:
         for n_others in others:
