@@ -18,8 +18,12 @@ install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``
    the stored state generated directly (batch rows + hourly roll-ups, one report per
    batch, all in one bulk transaction).
 
-Both servers run with the access log off. Prints tables and writes
-benchmarks/results/collector.json.
+Both servers run with the access log off. Besides requests/s and latency, each ingest row
+has the CPU time of the server's processes per request (robust on a shared machine,
+where requests/s mostly measures how much CPU the server got) and, for the collector, the
+mean group size and group-commit latency from /metrics; the fsync latency of the disk is
+measured before and after the run (the floor under one durable commit). Prints tables and
+writes benchmarks/results/collector.json.
 """
 
 from __future__ import annotations
@@ -109,6 +113,21 @@ class Server:
             self.stop()
             raise
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by every process of the server's group."""
+        total = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == self.proc.pid:  # process group id
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -189,6 +208,22 @@ def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> di
     }
 
 
+def commit_stats(port: int) -> dict[str, float]:
+    """Mean group size and mean group-commit latency since the server started (/metrics)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+        text = r.read().decode()
+
+    def value(name: str) -> float:
+        m = re.search(rf"^{name} (\S+)$", text, re.M)
+        return float(m.group(1)) if m else float("nan")
+
+    groups = value("ldpkit_commit_seconds_count")
+    return {
+        "mean_group": value("ldpkit_committed_batches_total") / max(groups, 1),
+        "mean_commit_ms": value("ldpkit_commit_seconds_sum") * 1e3 / max(groups, 1),
+    }
+
+
 def stored_n(port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/collections/olh", timeout=30) as r:
         return int(json.loads(r.read())["n"])
@@ -208,15 +243,21 @@ def ingest_rows(
             srv = bare_server(tmp, workers)
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up, not counted
-                bare_runs.append(wrk(srv.port, one, "application/json", args.seconds, connections))
+                cpu = srv.cpu_seconds()
+                res = wrk(srv.port, one, "application/json", args.seconds, connections)
+                res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                bare_runs.append(res)
             finally:
                 srv.stop()
             srv = collector_server(tmp, database_url, workers)
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
                 before = stored_n(srv.port)
+                cpu = srv.cpu_seconds()
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
+                res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
                 res["stored"] = stored_n(srv.port) - before
+                res.update(commit_stats(srv.port))
                 assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
                 coll_runs.append(res)
             finally:
@@ -229,12 +270,15 @@ def ingest_rows(
                 )
         bare = statistics.median(r["requests_per_s"] for r in bare_runs)
         coll = statistics.median(r["requests_per_s"] for r in coll_runs)
+        bare_cpu = statistics.median(r["cpu_ms_per_request"] for r in bare_runs)
+        coll_cpu = statistics.median(r["cpu_ms_per_request"] for r in coll_runs)
         rows.append(
             {
                 **common,
                 "server": "collector / bare",
                 "body": "median ratio",
                 "requests_per_s": coll / bare,
+                "cpu_ms_per_request": coll_cpu / bare_cpu,
             }
         )
     srv = collector_server(tmp, database_url, workers)
@@ -324,6 +368,27 @@ def estimate_rows(args: Any, tmp: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def fsync_ms(directory: Path, count: int = 50) -> dict[str, float]:
+    """Latency of appending 8 KiB and fsyncing, in the database's directory (the floor
+    under one durable commit on this disk, right now)."""
+    path = directory / "fsync.probe"
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+    times = []
+    try:
+        for _ in range(count):
+            os.write(fd, b"x" * 8192)
+            t = time.perf_counter()
+            os.fsync(fd)
+            times.append((time.perf_counter() - t) * 1e3)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return {
+        "fsync_p50_ms": float(np.median(times)),
+        "fsync_p90_ms": float(np.percentile(times, 90)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=8)
@@ -338,6 +403,8 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        machine = {**fsync_ms(tmp), "load_average_1min": os.getloadavg()[0]}
+        print(f"machine before the run: {machine}")
         rows += ingest_rows(args, tmp, f"sqlite:///{tmp / 'bench.db'}", "SQLite", 1)
         from ldpkit.service.pgtemp import TemporaryPostgres, find_pg_bin
 
@@ -354,6 +421,9 @@ def main() -> None:
             ("reports_per_s", "reports/s"),
             ("p50_ms", "p50 ms"),
             ("p99_ms", "p99 ms"),
+            ("cpu_ms_per_request", "CPU ms/req"),
+            ("mean_group", "group"),
+            ("mean_commit_ms", "commit ms"),
             ("ok", "2xx"),
             ("stored", "stored"),
         ]
@@ -364,7 +434,16 @@ def main() -> None:
             est,
             [(k, k) for k in est[0]],
         )
-    path = write_json("collector", rows + est, {"args": vars(args)})
+    machine_after = {
+        **fsync_ms(Path(tempfile.gettempdir())),
+        "load_average_1min": os.getloadavg()[0],
+    }
+    print(f"machine after the run: {machine_after}")
+    path = write_json(
+        "collector",
+        rows + est,
+        {"args": vars(args), "machine_before": machine, "machine_after": machine_after},
+    )
     print(f"wrote {path}")
 
 

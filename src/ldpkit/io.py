@@ -38,6 +38,7 @@ __all__ = [
     "save_reports_parquet",
     "load_reports_parquet",
     "iter_reports_parquet",
+    "iter_reports_npz",
     "reports_to_arrow",
     "reports_from_arrow",
     "reports_to_bytes",
@@ -65,6 +66,11 @@ Source = str | os.PathLike[str] | IO[bytes]
 
 
 def _check_expected(spec: Mechanism, expected: Mechanism | None, what: str) -> None:
+    if expected is not None and not isinstance(expected, Mechanism):
+        raise TypeError(
+            f"expected must be a mechanism spec (ldpkit.Mechanism) or None, "
+            f"got {type(expected).__name__}"
+        )
     if expected is not None and spec != expected:
         raise ValueError(
             f"{what} must come from {expected!r} (fingerprint {expected.fingerprint}), "
@@ -154,6 +160,25 @@ def _check_blocks(
             )
 
 
+def _as_path(path: Any, name: str = "path") -> Path:
+    """``path`` (a str or os.PathLike) as a Path; anything else is a TypeError naming it."""
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path)
+    raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}")
+
+
+def _check_source(source: Any, name: str = "path") -> Any:
+    """A path (as a Path) or an open binary file object (as it is)."""
+    if hasattr(source, "read") or hasattr(source, "write"):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source)
+    raise TypeError(
+        f"{name} must be a file path (str or os.PathLike) or a binary file object, "
+        f"got {type(source).__name__}"
+    )
+
+
 def _name(source: Any) -> str:
     return repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "the data"
 
@@ -203,6 +228,165 @@ def _read_npz(source: Source, expected: Mechanism | None) -> Reports:
             f"{_name(source)} is corrupt: the digest of its arrays does not match the one stored"
         )
     return Reports(spec, **arrays)
+
+
+#: Largest metadata member of an npz reports file (JSON: spec, fingerprint, digest).
+_NPZ_META_MAX = 2**20
+
+
+def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, Fortran order and dtype of an npy stream, read from its header only."""
+    version = np.lib.format.read_magic(member)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"npy format version must be 1.0 or 2.0, got {version}")
+    read_header = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran, dtype = read_header(member)
+    if dtype.hasobject:
+        raise ValueError(f"arrays must hold numbers, got dtype {dtype}")
+    return tuple(shape), bool(fortran), dtype
+
+
+class _NpyRows:
+    """Reads an npy member of a zip a block of rows at a time (C order), or whole when it
+    is Fortran-ordered with several columns (rare: ldpkit writes C order)."""
+
+    def __init__(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+        self.stream = zf.open(info)
+        self.shape, fortran, self.dtype = _npy_header(self.stream)
+        if not self.shape:
+            raise ValueError(
+                f"report arrays must have one row per user, got a scalar {info.filename}"
+            )
+        self.n = self.shape[0]
+        self.row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
+        self.whole: np.ndarray | None = None
+        if fortran and len(self.shape) > 1:
+            data = self._read(self.n * self.row_bytes)
+            flat = np.frombuffer(data, dtype=self.dtype)
+            self.whole = flat.reshape(self.shape[::-1]).T
+        self.done = 0
+
+    def _read(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise ValueError(f"npy data must hold {size} more bytes, got {len(data)} (truncated)")
+        return data
+
+    def rows(self, count: int) -> np.ndarray:
+        start, self.done = self.done, self.done + count
+        if self.whole is not None:
+            return np.ascontiguousarray(self.whole[start : start + count])
+        flat = np.frombuffer(self._read(count * self.row_bytes), dtype=self.dtype)
+        return flat.reshape(count, *self.shape[1:])
+
+    def finish(self) -> None:
+        """Read to the end of the member, so zipfile checks its CRC-32."""
+        if self.stream.read(1):
+            raise ValueError("npy member must end after its array, got trailing bytes")
+        self.stream.close()
+
+
+def iter_reports_npz(
+    source: Source, *, expected: Mechanism | None = None, batch_size: int = 65_536
+) -> Iterator[Reports]:
+    """Read npz reports (:func:`save_reports`) ``batch_size`` rows at a time.
+
+    Memory stays bounded by one batch whatever the file's size: each array is decompressed
+    as a stream and read a block of rows at a time (the npy headers give shape and dtype
+    first). The metadata, ``expected`` and the digest of the arrays are checked before the
+    first batch is yielded (the digest in a first streaming pass, so a corrupted file
+    yields nothing); an empty file yields one empty batch.
+
+    Examples
+    --------
+    >>> import io
+    >>> from ldpkit import GRR
+    >>> spec = GRR(epsilon=1.0, domain_size=4)
+    >>> data = reports_to_bytes(spec.randomize([0, 1, 2, 3] * 25, rng=0))
+    >>> [len(b) for b in iter_reports_npz(io.BytesIO(data), expected=spec, batch_size=40)]
+    [40, 40, 20]
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    name = _name(source)
+    return _decode_errors(_iter_npz(source, expected, batch_size, name), name)
+
+
+def _decode_errors(batches: Iterator[Reports], name: str) -> Iterator[Reports]:
+    while True:
+        # A damaged zip can fail inside zipfile/zlib/numpy with any exception type: every
+        # failure to decode becomes one ValueError naming the source (as in _read_npz).
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise ValueError(f"{name} must be an ldpkit reports file, got an error: {exc}") from exc
+        yield batch
+
+
+def _iter_npz(
+    source: Source, expected: Mechanism | None, batch_size: int, name: str
+) -> Iterator[Reports]:
+    with zipfile.ZipFile(source) as zf:
+        members: dict[str, zipfile.ZipInfo] = {}
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                raise ValueError(f"{name} must hold only .npy arrays, got {info.filename!r}")
+            members[info.filename[:-4]] = info
+        if _META not in members:
+            raise ValueError(f"path must be an ldpkit reports file, got {name}")
+        with zf.open(members[_META]) as member:
+            shape, _, dtype = _npy_header(member)
+            if dtype != np.uint8 or len(shape) != 1 or shape[0] > _NPZ_META_MAX:
+                raise ValueError(
+                    f"{name} has corrupt ldpkit metadata: it must be at most {_NPZ_META_MAX} "
+                    f"bytes, got shape {shape} of {dtype}"
+                )
+            raw = member.read(shape[0])
+        try:
+            meta = json.loads(raw.decode())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{name} has corrupt ldpkit metadata: {exc}") from exc
+        spec = _spec_from_header(meta, name)
+        _check_expected(spec, expected, "reports")
+        fields = sorted(k for k in members if k != _META)
+        if not fields:
+            raise ValueError(f"{name} must hold at least one report array, got none")
+        if "digest" in meta:  # first pass: the digest of _digest, one field after the other
+            h = hashlib.sha256()
+            for k in fields:
+                reader = _NpyRows(zf, members[k])
+                native = reader.dtype.newbyteorder("=")
+                h.update(json.dumps([k, native.str, list(reader.shape[1:])]).encode())
+                while reader.done < reader.n:
+                    block = reader.rows(min(batch_size, reader.n - reader.done))
+                    h.update(np.ascontiguousarray(block.astype(native, copy=False)).tobytes())
+                reader.finish()
+            if h.hexdigest() != meta["digest"]:
+                raise ValueError(
+                    f"{name} is corrupt: the digest of its arrays does not match the one stored"
+                )
+        readers = {k: _NpyRows(zf, members[k]) for k in fields}
+        lengths = {k: r.n for k, r in readers.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"report arrays must all have one row per user, got lengths {lengths}")
+        n = next(iter(lengths.values()))
+        done = 0
+        while True:
+            count = min(batch_size, n - done)
+            yield Reports(spec, **{k: r.rows(count) for k, r in readers.items()})
+            done += count
+            if done >= n:
+                break
+        for r in readers.values():
+            r.finish()
 
 
 # -- Arrow / Parquet ------------------------------------------------------------------------
@@ -330,6 +514,10 @@ def reports_from_arrow(
 ) -> Reports:
     """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
     digest of the arrays."""
+    import pyarrow as pa
+
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"table must be a pyarrow.Table, got {type(table).__name__}")
     spec, fields, digest = _arrow_meta(table.schema, source)
     _check_expected(spec, expected, "reports")
     return _table_reports(table, spec, fields, source, digest, 0, table.num_rows)
@@ -405,10 +593,13 @@ def _parquet_file(source: Source) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    source = _check_source(source)
     try:
         return pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
-        raise ValueError(f"{_name(source)} must be a Parquet file, got an error: {exc}") from exc
+        raise ValueError(
+            f"path must be a Parquet file, got {_name(source)} and the error: {exc}"
+        ) from exc
 
 
 def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> Reports:
@@ -514,22 +705,23 @@ def save_reports(
     ``.pq`` suffix and npz otherwise.
     """
     reports = _check_reports(reports)
-    path = Path(path)
+    target = _as_path(path)
     if format is None:
-        format = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "npz"
+        format = "parquet" if target.suffix.lower() in (".parquet", ".pq") else "npz"
     if format == "parquet":
-        save_reports_parquet(reports, path)
+        save_reports_parquet(reports, target)
     elif format == "npz":
-        with open(path, "wb") as fh:
+        with open(target, "wb") as fh:
             _write_npz(reports, fh)
     else:
         raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
-    return path
+    return target
 
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
     """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
     ``expected`` demands a configuration."""
+    path = _as_path(path)
     with open(path, "rb") as fh:
         kind = _sniff(fh.read(4))
     if kind == "parquet":
@@ -582,6 +774,9 @@ def decoded_size(data: bytes) -> int | None:
     fixed row width, or the declared uncompressed size if larger, for Parquet), so a server
     can refuse a small compressed body that would expand into gigabytes before decoding it.
     """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    data = bytes(data)
     kind = _sniff(data[:4])
     try:
         if kind == "npz":
@@ -751,13 +946,18 @@ def save_stats(stats: Stats, path: str | os.PathLike[str]) -> Path:
     """Write stats to ``path`` as JSON (exact for float64)."""
     if not isinstance(stats, Stats):
         raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
-    path = Path(path)
-    path.write_text(json.dumps(stats.to_dict()))
-    return path
+    target = _as_path(path)
+    target.write_text(json.dumps(stats.to_dict()))
+    return target
 
 
 def load_stats(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Stats:
     """Read stats saved by :func:`save_stats`; ``expected`` demands a configuration."""
-    stats = Stats.from_dict(json.loads(Path(path).read_text()))
+    target = _as_path(path)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"path must be a stats file written by save_stats, got {exc}") from None
+    stats = Stats.from_dict(data)
     _check_expected(stats.spec, expected, "stats")
     return stats

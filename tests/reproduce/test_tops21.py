@@ -289,3 +289,23 @@ def test_oracle_diagnosis_reports_thresholds_and_mse_ratio() -> None:
         "pos: mean theta 600-800 vs 50-60 (oracle) over ε = 0.5, 1; MSE ×150 the oracle's (median over ε)"
     ]
     assert tops21.oracle_diagnosis(pd.DataFrame(rows[:2])) == []
+
+
+def test_objective_verdict_counts_lowest_wins_and_losses() -> None:
+    # eps 0.5: ToPL clearly lower; eps 1: clearly higher; eps 2: a tie with the lower mean
+    records = pd.DataFrame(
+        {
+            "dataset": "d",
+            "metric": "MSE",
+            "epsilon": np.repeat([0.5, 1.0, 2.0], 4),
+            "method": ["ToPL", "ToPL", "ToPL-authors", "ToPL-authors"] * 3,
+            "repetition": [0, 1] * 6,
+            "value": [1.0, 1.01, 2.0, 2.01, 3.0, 3.01, 1.0, 1.01, 1.0, 3.0, 1.1, 3.1],
+        }
+    )
+    cells = compare_methods(records, "ToPL", ["ToPL-authors"])
+    assert tops21.objective_verdict(cells) == (
+        "Objective verdict: the corrected objective (ToPL) has the lower mean error in 2 of 3 "
+        "(metric, stream, ε) cells against the authors' objective (ToPL-authors); clearly lower "
+        "(gap > 2 standard errors) in 1, clearly higher in 1."
+    )

@@ -194,3 +194,74 @@ def test_wavelet_method_levels():
     dist = wav25.make_method("Wavelet J-2")(bench, 1.0, np.random.default_rng(0))
     assert dist.buckets == 2 ** (3 + 1)
     assert HaarWavelet(epsilon=1.0, expected_n=1000).effective_max_level == 5
+
+
+def test_step_values_follow_eq_92():
+    # mass 0.75 on the odd steps (density 1.5), 0.25 on the even ones, for every h
+    for h in (1 / 2, 1 / 16):
+        v = wav25.step_values(h, 40_000, 0)
+        odd = (np.floor(v / h) % 2 == 1).mean()
+        # binomial sd sqrt(0.75 * 0.25 / 40000) = 0.0022: 5 sd
+        assert abs(odd - 0.75) < 0.011
+        assert v.min() >= 0.0 and v.max() <= 1.0
+    assert np.array_equal(wav25.step_values(0.25, 100, 3), wav25.step_values(0.25, 100, 3))
+    # a wrong density (equal steps) is caught by the same tolerance
+    flat = np.random.default_rng(0).random(40_000)
+    assert abs((np.floor(flat / 0.5) % 2 == 1).mean() - 0.75) > 0.011
+
+
+def test_config_checks_the_added_parts():
+    with pytest.raises(ValueError, match="fig5_methods"):
+        wav25.Config(epsilons=(1.0,), repetitions=1, fig5_methods=("nope",))
+    with pytest.raises(ValueError, match="large_datasets"):
+        wav25.Config(epsilons=(1.0,), repetitions=1, large_datasets=("Beta(5,2)",))
+    with pytest.raises(ValueError, match="fig5_hs"):
+        wav25.Config(epsilons=(1.0,), repetitions=1, fig5_hs=(0.3,))
+    assert wav25.FULL.fig5_hs == (1 / 2, 1 / 4, 1 / 8, 1 / 16)
+    assert "SW-EM*" in wav25.FULL.large_methods and "Auto" in wav25.FULL.fig5_methods
+
+
+@pytest.mark.slow  # three small grids end to end
+def test_added_parts_write_records_figures_and_sections(tmp_path):
+    cfg = wav25.Config(
+        epsilons=(1.0,),
+        repetitions=1,
+        datasets=("salaries",),
+        methods=("Wavelet", "SW-EM"),
+        max_n=2000,
+        n_queries=50,
+        j_levels=(),
+        fig5_hs=(1 / 2, 1 / 16),
+        fig5_n=2000,
+        fig5_epsilons=(1.0,),
+        fig5_repetitions=2,
+        fig5_methods=("Wavelet", "SW-EM", "SW-EM*", "Auto"),
+        large_datasets=("weeks worked",),
+        large_n=3000,
+        large_epsilons=(1.0,),
+        large_repetitions=1,
+        large_methods=("Wavelet", "SW-EM", "HH"),
+        stop_epsilons=(1.0,),
+        stop_repetitions=2,
+    )
+    wav25.run(cfg, out=tmp_path, seed=0, jobs=1, console=Console(file=io.StringIO(), width=140))
+    names = {p.name for p in tmp_path.iterdir()}
+    for key in ("fig5", "large", "stop"):
+        assert f"wav25-{key}.parquet" in names
+        assert f"wav25-{key}-w1.png" in names and f"wav25-{key}-ks.png" in names
+    fig5 = pd.read_parquet(tmp_path / "wav25-fig5.parquet")
+    # 2 densities x 4 methods x 1 epsilon x 2 repetitions x 2 metrics
+    assert len(fig5) == 2 * 4 * 1 * 2 * 2
+    assert set(fig5["dataset"]) == {"eq. 92, h=1/2", "eq. 92, h=1/16"}
+    large = pd.read_parquet(tmp_path / "wav25-large.parquet")
+    assert set(large["dataset"]) == {"weeks worked n=3,000"}
+    stop = pd.read_parquet(tmp_path / "wav25-stop.parquet")
+    assert set(stop["method"]) == {"SW-EM", "SW-EM*"}
+    md = (tmp_path / "wav25.md").read_text(encoding="utf-8")
+    for heading in (
+        "## Fig. 5: step densities",
+        "## The large-n spiky regime",
+        "## SW-EM under both stopping rules",
+        "### W1 on eq. 92, h=1/16",
+    ):
+        assert heading in md

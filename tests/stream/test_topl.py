@@ -63,11 +63,14 @@ def test_chooser_finds_the_brute_force_minimum_of_its_objective(
 ) -> None:
     f, bound = _known_f(), 1000.0
     d = f.size
-    x = np.array([k * bound / (d - 1) for k in range(d)])
+    w = bound / d
+    x = np.array([k * w for k in range(d + 1)])  # the bucket edges
     var = hybrid_worst_case_variance(epsilon)
-    brute = np.empty(d)
-    for k in range(d):  # delta(theta_k) = sum over x_i > theta_k of f_i (x_i - theta_k)
-        delta = float(np.sum(f[k + 1 :] * (x[k + 1 :] - x[k])))
+    brute = np.empty(d + 1)
+    for k in range(d + 1):
+        # delta(theta_k) = E[(X - theta_k)^+] with bucket i's mass uniform on [i w, (i+1) w):
+        # a bucket above the edge loses its mean, (i + 1/2) w, minus theta_k
+        delta = sum(f[i] * ((i + 0.5) * w - x[k]) for i in range(k, d))
         if objective == "corrected":
             brute[k] = length / 3 * x[k] ** 2 / 4 * var + length**2 / 6 * delta**2
         else:
@@ -77,7 +80,23 @@ def test_chooser_finds_the_brute_force_minimum_of_its_objective(
     np.testing.assert_allclose(obj.total, brute, rtol=1e-9)
     best = 1 + int(np.argmin(brute[1:]))  # theta_0 = 0 would release nothing
     assert choose_topl_threshold(f, bound, epsilon, length, objective=objective) == x[best]
-    assert 0 < best < d - 1  # an interior optimum: the test exercises the trade-off
+    assert 0 < best < d  # an interior optimum: the test exercises the trade-off
+
+
+def test_objective_bias_is_the_exact_clipping_loss_of_the_histogram() -> None:
+    # values at bucket centres: delta(theta_k) must be mean((v - theta_k)^+) exactly; a mass
+    # placed on one point per bucket (the left edge) would be half a bucket short
+    bound, d = 160.0, 10
+    w = bound / d
+    counts = np.array([50, 30, 10, 5, 0, 0, 3, 0, 0, 2])
+    v = np.repeat((np.arange(d) + 0.5) * w, counts)
+    n = 1_000
+    obj = topl_threshold_objective(counts / counts.sum(), bound, 1.0, n)
+    np.testing.assert_allclose(obj.candidates, np.arange(d + 1) * w, rtol=1e-15)
+    exact = np.array([np.mean(np.maximum(v - t, 0.0)) for t in obj.candidates])
+    np.testing.assert_allclose(obj.bias, n * n / 6 * exact**2, rtol=1e-12)
+    left_edge = np.array([np.mean(np.maximum(v - w / 2 - t, 0.0)) for t in obj.candidates])
+    assert not np.allclose(obj.bias[:-1], n * n / 6 * left_edge[:-1] ** 2, rtol=0.05)
 
 
 def test_authors_objective_overweights_the_noise_16_times() -> None:

@@ -21,7 +21,13 @@ import numpy as np
 
 from .. import _crmath
 from .._rng import RNGLike, as_generator
-from .._validation import check_frequencies, check_integer, check_probability, check_real
+from .._validation import (
+    check_array,
+    check_frequencies,
+    check_integer,
+    check_probability,
+    check_real,
+)
 from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats, StatsField
 from ._base import FrequencyOracle, index_dtype
@@ -81,7 +87,18 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     >>> bloom_positions([0, 1], 0, num_bits=128, num_hashes=2).shape
     (2, 2)
     """
-    v, c = np.broadcast_arrays(np.asarray(items), np.asarray(cohorts))
+    num_bits = check_integer(num_bits, "num_bits", low=1, high=2**62)
+    num_hashes = check_integer(num_hashes, "num_hashes", low=1, high=2**16)
+    dims = (0, 1, 2, 3, 4)
+    items_arr = check_array(items, "items", ndim=dims, integer=True, low=0)
+    cohorts_arr = check_array(cohorts, "cohorts", ndim=dims, integer=True, low=0, high=2**47)
+    try:
+        v, c = np.broadcast_arrays(items_arr, cohorts_arr)
+    except ValueError:
+        raise ValueError(
+            f"items and cohorts must have broadcastable shapes, got {items_arr.shape} and "
+            f"{cohorts_arr.shape}"
+        ) from None
     shape = v.shape
     # 1-D arrays throughout: numpy scalars would warn on the (intended) 64-bit wrap-around.
     v = v.reshape(-1).astype(np.uint64)

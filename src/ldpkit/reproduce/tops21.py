@@ -72,7 +72,16 @@ from ..experiments.streams import (
     threshold_metric,
 )
 
-__all__ = ["Tops21Config", "QUICK", "FULL", "ERROR_METRICS", "build_grids", "run"]
+__all__ = [
+    "Tops21Config",
+    "QUICK",
+    "FULL",
+    "ERROR_METRICS",
+    "build_grids",
+    "objective_verdict",
+    "oracle_diagnosis",
+    "run",
+]
 
 #: The error metrics (the grids also record ``theta``).
 ERROR_METRICS: tuple[str, ...] = tuple(RANGE_METRICS)
@@ -198,6 +207,20 @@ def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
     )
 
 
+def objective_verdict(cells: pd.DataFrame) -> str:
+    """One sentence on ToPL's corrected objective against the authors' (``cells`` from
+    ``compare_methods(errors, "ToPL", ["ToPL-authors"])``): wins, ties and losses."""
+    n = len(cells)
+    wins = int((cells["outcome"] == "win").sum())
+    losses = int((cells["outcome"] == "loss").sum())
+    lowest = int(cells["lowest"].sum())
+    return (
+        f"Objective verdict: the corrected objective (ToPL) has the lower mean error in {lowest} "
+        f"of {n} (metric, stream, ε) cells against the authors' objective (ToPL-authors); "
+        f"clearly lower (gap > 2 standard errors) in {wins}, clearly higher in {losses}."
+    )
+
+
 def oracle_diagnosis(
     summary: pd.DataFrame, method: str = "ToPL", oracle: str = "ToPL-oracle"
 ) -> list[str]:
@@ -320,6 +343,16 @@ def run(config: Tops21Config, *, out: Path, seed: int, jobs: int, console: Any) 
             console.print(Markdown(f"### {heading}\n\n{table}\n\n{sentence}"))
             sentences.append(sentence)
             verdict_sections += [f"### {heading}", "", table, "", sentence, ""]
+        if setting == "local" and {"ToPL", "ToPL-authors"} <= set(methods):
+            # the objective verdict: the corrected objective (ToPL) against the authors'
+            cells = compare_methods(errors, "ToPL", ["ToPL-authors"])
+            if not cells.empty:
+                heading = "Objective verdict: ToPL (corrected objective) vs ToPL-authors"
+                table = comparison_markdown(cells, "ToPL")
+                sentence = objective_verdict(cells)
+                console.print(Markdown(f"### {heading}\n\n{table}\n\n{sentence}"))
+                sentences.append(sentence)
+                verdict_sections += [f"### {heading}", "", table, "", sentence, ""]
         diagnosis = oracle_diagnosis(summary) if setting == "local" else []
         if diagnosis:
             intro = (

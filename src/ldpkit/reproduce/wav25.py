@@ -26,11 +26,19 @@ What runs:
   15 (about 9 minutes on two cores, one worker); ``--quick``: epsilon = 0.5, 1, 2, 4 with 3
   repetitions, J = 2..10 on Beta(5, 2) only at epsilon = 1 and 4 (under a minute).
 
+- added parts (``FULL``; ``QUICK`` runs them smaller): WAV25 Fig. 5 (section 6.4), the
+  step densities of eq. 92 with h = 1/2 .. 1/16 at n = 100,000; the large-n spiky regime,
+  weeks worked and salaries resampled to n = 1e6 (where WAV25 reports the wavelet winning
+  KS on spiky data); SW-EM under both stopping rules, SW20's ``1e-3 e^eps`` and
+  near-convergence ("SW-EM*"), on the comparison's data sets. These parts also run
+  :class:`~ldpkit.numeric.AutoDistribution` ("Auto").
+
 Written into ``out``: ``wav25.parquet`` and ``wav25-jsweep.parquet`` (every repetition),
 ``wav25.md`` (setup, WAV25's claims, the computed verdict, all tables, timings),
 ``wav25-verdict.csv``, ``wav25-jsweep.csv``, one figure per metric (``wav25-w1.png``,
 ``wav25-ks.png``, ``wav25-range-0.2.png``, ``wav25-range-0.4.png``: a panel per data set, a
-line per method, log error vs epsilon with standard-error bars) and ``wav25-w1-vs-j.png``.
+line per method, log error vs epsilon with standard-error bars) and ``wav25-w1-vs-j.png``; for the added parts ``wav25-fig5.parquet``, ``wav25-large.parquet``,
+``wav25-stop.parquet`` and their W1 and KS figures (``wav25-fig5-w1.png`` ...).
 """
 
 from __future__ import annotations
@@ -68,8 +76,9 @@ from ..experiments.numeric import (
     run_benches,
     save_report,
 )
-from ..experiments.plots import errorbar_line, method_styles, save_figure
+from ..experiments.plots import errorbar_line, method_styles, save_figure, save_metric_figures
 from ..numeric import (
+    AutoDistribution,
     CFOBinning,
     Distribution,
     HaarWavelet,
@@ -125,6 +134,17 @@ METHODS: dict[str, str] = {
     "IIW-256": "Improved Iterative Wiener deconvolution, 256 bins (our addition)",
 }
 
+#: Methods of the added parts only (Fig. 5, the large-n spiky regime, the stopping rules);
+#: name -> description.
+EXTRA_METHODS: dict[str, str] = {
+    "SW-EM*": "Square Wave + plain EM run to near-convergence: |ΔL| < 1e-6 or 20,000 iterations",
+    "Binning-8": "8 bins, kRR or OUE by WAV25's rule, Norm-Sub (WAV25 Fig. 5's binning)",
+    "Auto": "AutoDistribution: SW reports, smoothing chosen by held-out likelihood (ldpkit)",
+}
+
+#: Near-convergence of SW-EM*: absolute log-likelihood tolerance and iteration cap.
+NEAR_TOL, NEAR_MAX_ITER = 1e-6, 20_000
+
 #: Metric name -> (GridMetric kind, alpha, figure title).
 METRICS: dict[str, tuple[str, float, str]] = {
     "W1": ("w1", 0.2, "Wasserstein-1 on the 256-point grid (WAV25 Fig. 2)"),
@@ -170,14 +190,61 @@ class Config(BenchConfig):
     j_repetitions: int = 10
     j_beta_ns: tuple[int, ...] = (10_000, 100_000, 1_000_000)
     j_real: bool = True
+    fig5_hs: tuple[float, ...] = ()
+    fig5_n: int = 100_000
+    fig5_epsilons: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0, 4.0)
+    fig5_repetitions: int = 10
+    fig5_methods: tuple[str, ...] = (
+        "Wavelet",
+        "Wavelet J-2",
+        "SW-EMS",
+        "SW-EM",
+        "SW-EM*",
+        "Binning-8",
+        "HH",
+        "Auto",
+    )
+    large_datasets: tuple[str, ...] = ()
+    large_n: int = 1_000_000
+    large_epsilons: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    large_repetitions: int = 3
+    large_methods: tuple[str, ...] = (
+        "Wavelet",
+        "Wavelet J-2",
+        "SW-EMS",
+        "SW-EM",
+        "SW-EM*",
+        "HH",
+        "Auto",
+    )
+    stop_epsilons: tuple[float, ...] = ()
+    stop_repetitions: int = 5
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if any(not 0 <= j <= 20 for j in self.j_levels):
             raise ValueError(f"j_levels must be levels in [0, 20], got {self.j_levels}")
+        allowed = {**METHODS, **EXTRA_METHODS}
+        for what in ("fig5_methods", "large_methods"):
+            bad = [m for m in getattr(self, what) if m not in allowed]
+            if bad:
+                raise ValueError(f"{what} must be a subset of {list(allowed)}, got {bad}")
+        bad = [d for d in self.large_datasets if d not in DATASETS or d == "Beta(5,2)"]
+        if bad:
+            real = [d for d in DATASETS if d != "Beta(5,2)"]
+            raise ValueError(f"large_datasets must be a subset of {real}, got {bad}")
+        if any(not 0.0 < h <= 0.5 or abs(1.0 / h - round(1.0 / h)) > 1e-9 for h in self.fig5_hs):
+            raise ValueError(f"fig5_hs must be widths 1/k in (0, 1/2], got {self.fig5_hs}")
 
 
-FULL = Config(epsilons=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0), repetitions=30, j_repetitions=15)
+FULL = Config(
+    epsilons=(0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0),
+    repetitions=30,
+    j_repetitions=15,
+    fig5_hs=(1 / 2, 1 / 4, 1 / 8, 1 / 16),
+    large_datasets=("weeks worked", "salaries"),
+    stop_epsilons=(0.5, 1.0, 2.0, 4.0),
+)
 QUICK = Config(
     epsilons=(0.5, 1.0, 2.0, 4.0),
     repetitions=3,
@@ -186,6 +253,13 @@ QUICK = Config(
     j_repetitions=2,
     j_beta_ns=(100_000,),
     j_real=False,
+    fig5_hs=(1 / 2, 1 / 16),
+    fig5_epsilons=(1.0, 4.0),
+    fig5_repetitions=2,
+    large_datasets=("weeks worked",),
+    large_n=200_000,
+    large_epsilons=(1.0, 4.0),
+    large_repetitions=1,
 )
 
 
@@ -405,18 +479,80 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
     return bench
 
 
+def step_values(h: float, n: int, seed: int) -> np.ndarray:
+    """``n`` draws from WAV25's eq. 92 density: 1.5 on [kh, (k+1)h) for odd k, 0.5 for
+    even k (section 6.4, Fig. 5), seeded by ``seed`` and ``h``.
+
+    Examples
+    --------
+    >>> v = step_values(0.5, 100_000, 0)
+    >>> bool(abs((v >= 0.5).mean() - 0.75) < 0.01)
+    True
+    """
+    k = round(1.0 / h)
+    weight = np.where(np.arange(k) % 2 == 1, 1.5, 0.5)
+    gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_DATA_KEY, 92, k)))
+    piece = gen.choice(k, size=n, p=weight / weight.sum())
+    return np.minimum((piece + gen.random(n)) * h, 1.0)
+
+
+def fig5_benches(config: Config, seed: int) -> dict[str, Bench]:
+    """The eq. 92 data sets of WAV25 Fig. 5, one per h (``"eq. 92, h=1/k"``)."""
+    n = config.fig5_n if config.max_n is None else min(config.fig5_n, config.max_n)
+    out = {}
+    for h in config.fig5_hs:
+        k = round(1.0 / h)
+        out[f"eq. 92, h=1/{k}"] = Bench(
+            step_values(h, n, seed),
+            _BETA_BUCKETS,
+            smooth=False,
+            note=f"{n:,} draws from WAV25 eq. 92 with h = 1/{k} (steps 0.5 / 1.5)",
+        )
+    return out
+
+
+def large_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[str, Bench]:
+    """The spiky real data sets resampled with replacement to ``config.large_n`` users."""
+    out = {}
+    for name in config.large_datasets:
+        base = benches[name] if name in benches else load_bench(name, FULL, seed)
+        gen = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_DATA_KEY, 17)))
+        values = gen.choice(base.values, size=config.large_n, replace=True)
+        out[f"{name} n={config.large_n:,}"] = Bench(
+            values,
+            base.buckets,
+            smooth=False,
+            note=f"{name} resampled with replacement to {config.large_n:,}",
+        )
+    return out
+
+
 # ---- methods, metrics, grids -----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class AutoMethod:
+    """:class:`~ldpkit.numeric.AutoDistribution` with ``expected_n`` = the data's n."""
+
+    def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:
+        spec = AutoDistribution(epsilon=epsilon, expected_n=data.n)
+        return spec.estimate(spec.aggregate(spec.randomize(data.values, rng=rng)))  # type: ignore[no-any-return]
+
+
 NORM_SUB = {"postprocess": "norm_sub"}  # binning and the Wiener filters end with Norm-Sub
 RULE = binning_oracle
 
 
 def make_method(name: str) -> Method:
-    """The grid method called ``name`` (a key of :data:`METHODS`)."""
+    """The grid method called ``name`` (a key of :data:`METHODS` or :data:`EXTRA_METHODS`)."""
     table: dict[str, Method] = {
         "Wavelet": WaveletMethod(),
         "Wavelet J-2": WaveletMethod(level_offset=-2),
         "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
         "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
+        "SW-EM*": DistributionMethod(
+            SquareWave,
+            estimate_params={"method": "em", "tol": NEAR_TOL, "max_iter": NEAR_MAX_ITER},
+        ),
+        "Binning-8": DistributionMethod(CFOBinning, {"buckets": 8}, NORM_SUB, oracle_rule=RULE),
         "Binning-16": DistributionMethod(CFOBinning, {"buckets": 16}, NORM_SUB, oracle_rule=RULE),
         "Binning-64": DistributionMethod(CFOBinning, {"buckets": 64}, NORM_SUB, oracle_rule=RULE),
         "HH": DistributionMethod(HierarchicalHistogram, {"branching": 4}, {"postprocess": "cdf"}),
@@ -429,6 +565,7 @@ def make_method(name: str) -> Method:
         "IIW-256": DistributionMethod(
             WienerDeconvolution, {"buckets": 256}, {"method": "iterative", **NORM_SUB}, False
         ),
+        "Auto": AutoMethod(),
     }
     if name not in table:
         raise ValueError(f"method must be one of {list(table)}, got {name!r}")
@@ -476,6 +613,44 @@ def build_j_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Gri
         repetitions=config.j_repetitions,
         truth=bench_truth,
     )
+
+
+def extra_grid(
+    methods: tuple[str, ...],
+    benches: Mapping[str, Bench],
+    epsilons: tuple[float, ...],
+    repetitions: int,
+) -> Grid:
+    """W1 and KS of ``methods`` on ``benches`` (the added parts)."""
+    return Grid(
+        methods={m: make_method(m) for m in methods},
+        epsilons=epsilons,
+        datasets=dict(benches),
+        metrics={"W1": GridMetric("w1"), "KS": GridMetric("ks")},
+        repetitions=repetitions,
+        truth=bench_truth,
+    )
+
+
+def ratio_table(records: pd.DataFrame, method: str, against: str) -> pd.DataFrame:
+    """Mean error of ``method`` over ``against``'s per (data set, metric, epsilon) (< 1:
+    ``method`` is better), as a wide table (rows data set and metric, columns epsilon)."""
+    s = summarize(records)
+    wide = s.pivot_table(
+        index=["dataset", "metric"], columns=["method", "epsilon"], values="mean", sort=False
+    )
+    return (wide[method] / wide[against]).reset_index()
+
+
+def ratio_markdown(table: pd.DataFrame) -> str:
+    eps = [c for c in table.columns if c not in ("dataset", "metric")]
+    lines = [
+        "| data set | metric | " + " | ".join(f"ε={e:g}" for e in eps) + " |",
+        "|---|---|" + "---|" * len(eps),
+    ]
+    for r in table.itertuples(index=False):
+        lines.append(f"| {r[0]} | {r[1]} | " + " | ".join(f"{x:.2f}" for x in r[2:]) + " |")
+    return "\n".join(lines)
 
 
 # ---- the report ------------------------------------------------------------------------------
@@ -560,6 +735,125 @@ def _j_reading(table: pd.DataFrame) -> list[str]:
     ]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Part:
+    key: str
+    records: pd.DataFrame
+    lines: list[str]
+    titles: dict[str, str]
+
+
+def _fig5_lines(records: pd.DataFrame, config: Config) -> list[str]:
+    """Report section of WAV25 Fig. 5 (eq. 92 step densities)."""
+    others = [m for m in config.fig5_methods if m not in VARIANTS]
+    lines = [
+        "## Fig. 5: step densities (WAV25 section 6.4, eq. 92)",
+        "",
+        f"Density 1.5 on [kh, (k+1)h) for odd k, 0.5 for even k; {config.fig5_n:,} users "
+        f"(WAV25 does not state n; its Beta(5,2) size); {config.fig5_repetitions} repetitions; "
+        f"d = {_BETA_BUCKETS} for SW and HH. Figures wav25-fig5-w1.png, wav25-fig5-ks.png.",
+        "",
+        "WAV25: at h = 1/2 the wavelet is slightly better than SW + EM, at 1/4 and 1/8 it "
+        "begins to show an advantage, at h = 1/16 it significantly outperforms existing methods.",
+        "",
+    ]
+    if "Wavelet" in config.fig5_methods and "SW-EM" in config.fig5_methods:
+        lines += [
+            "Wavelet's mean error / SW-EM's (< 1: the wavelet is better):",
+            "",
+            ratio_markdown(ratio_table(records, "Wavelet", "SW-EM")),
+            "",
+        ]
+    if "Wavelet" in config.fig5_methods and len(others) > 0:
+        lines += [
+            "Wavelet against the best of " + ", ".join(others) + ":",
+            "",
+            comparison_markdown(compare_methods(records, "Wavelet", others), "Wavelet"),
+            "",
+        ]
+    lines += [markdown_table(records), ""]
+    return lines
+
+
+def _large_lines(records: pd.DataFrame, config: Config) -> list[str]:
+    others = [m for m in config.large_methods if m not in VARIANTS]
+    lines = [
+        "## The large-n spiky regime",
+        "",
+        f"{', '.join(config.large_datasets)} resampled with replacement to n = {config.large_n:,} "
+        f"(where WAV25 reports the wavelet winning KS on spiky data); {config.large_repetitions} "
+        "repetitions; wavelet J by the rule at this n.",
+        "",
+    ]
+    if "Wavelet" in config.large_methods and len(others) > 0:
+        lines += [
+            "Wavelet against the best of " + ", ".join(others) + ":",
+            "",
+            comparison_markdown(compare_methods(records, "Wavelet", others), "Wavelet"),
+            "",
+        ]
+    lines += [markdown_table(records), ""]
+    return lines
+
+
+def _stop_lines(records: pd.DataFrame, config: Config) -> list[str]:
+    return [
+        "## SW-EM under both stopping rules",
+        "",
+        f"SW20's rule stops plain EM when the log-likelihood changes by less than 1e-3 e^ε "
+        f"(SW-EM); SW-EM* runs on to |ΔL| < {NEAR_TOL:g} or {NEAR_MAX_ITER:,} iterations "
+        f"(near-convergence, the maximum-likelihood estimate). {config.stop_repetitions} "
+        "repetitions on the comparison's data sets.",
+        "",
+        "SW-EM*'s mean error / SW-EM's (> 1: running EM to convergence hurts):",
+        "",
+        ratio_markdown(ratio_table(records, "SW-EM*", "SW-EM")),
+        "",
+        markdown_table(records),
+        "",
+    ]
+
+
+def _run_extra_parts(
+    config: Config, benches: Mapping[str, Bench], *, seed: int, jobs: int, console: Any
+) -> list[_Part]:
+    """The parts added to WAV25 section 6: Fig. 5, the large-n spiky regime, SW-EM's
+    stopping rules (each only when configured)."""
+    parts: list[_Part] = []
+    titles = {m: t for m, (_, _, t) in METRICS.items()}
+    if config.fig5_hs:
+        console.print("[bold]Fig. 5[/bold] (eq. 92 step densities)")
+        grid = extra_grid(
+            config.fig5_methods,
+            fig5_benches(config, seed),
+            config.fig5_epsilons,
+            config.fig5_repetitions,
+        )
+        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
+        t = {k: f"{v} on eq. 92 step densities (WAV25 Fig. 5)" for k, v in titles.items()}
+        parts.append(_Part("fig5", rec, _fig5_lines(rec, config), t))
+    if config.large_datasets:
+        console.print(f"[bold]large n[/bold] (spiky data at n = {config.large_n:,})")
+        grid = extra_grid(
+            config.large_methods,
+            large_benches(config, benches, seed),
+            config.large_epsilons,
+            config.large_repetitions,
+        )
+        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
+        t = {k: f"{v}, spiky data at n = {config.large_n:,}" for k, v in titles.items()}
+        parts.append(_Part("large", rec, _large_lines(rec, config), t))
+    if config.stop_epsilons:
+        console.print("[bold]SW-EM stopping rules[/bold]")
+        grid = extra_grid(
+            ("SW-EM", "SW-EM*"), benches, config.stop_epsilons, config.stop_repetitions
+        )
+        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
+        t = {k: f"{v}: SW-EM stopping rules" for k, v in titles.items()}
+        parts.append(_Part("stop", rec, _stop_lines(rec, config), t))
+    return parts
+
+
 def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Path:
     """Run the WAV25 comparison and J sweep; save Parquet, Markdown and PNGs into ``out`` (see :func:`ldpkit.reproduce.run`)."""
     from rich.markdown import Markdown
@@ -597,6 +891,8 @@ def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Pat
         j_records = j_result.records
         j_table = j_sweep_table(j_records, sizes)
 
+    extra = _run_extra_parts(config, benches, seed=seed, jobs=jobs, console=console)
+
     lines = _setup_text(config, benches, seed, quick)
     lines += ["## What WAV25 reports", ""]
     lines += [f"- {c}" for c in PAPER_CLAIMS]
@@ -630,6 +926,8 @@ def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Pat
             *_j_reading(j_table),
             "",
         ]
+    for part in extra:
+        lines += part.lines
     lines += [
         "## Results",
         "",
@@ -652,6 +950,17 @@ def run(config: Config, *, out: Path, seed: int, jobs: int, console: Any) -> Pat
             title="Wavelet W1 vs expansion depth J (WAV25 section 6.3, Figure 4)",
         )
 
+    for part in extra:
+        part.records.to_parquet(out / f"{NAME}-{part.key}.parquet", index=False)
+        figures.update(
+            {
+                f"{part.key} {k}": v
+                for k, v in save_metric_figures(
+                    part.records, out, f"{NAME}-{part.key}", part.titles
+                ).items()
+            }
+        )
+        console.print(Markdown("\n".join(part.lines)))
     console.print(Markdown(markdown_table(records[records["metric"].isin(["W1", "KS"])])))
     if not cells.empty:
         console.print(

@@ -18,6 +18,8 @@ import ipaddress
 import json
 import logging
 import os
+import shutil
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,6 +58,7 @@ _TOP_KEYS = {
     "database_url",
     "store_reports",
     "bucket_seconds",
+    "commit_window",
     "cors_origins",
     "limits",
     "auth",
@@ -72,6 +75,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         database_url = "sqlite:///collector.db"   # optional
         store_reports = false                      # optional
         bucket_seconds = 3600                      # optional: roll-up bucket width
+        commit_window = 0.001                      # optional: group-commit wait, seconds
         cors_origins = ["https://example.org"]     # optional: browsers allowed to call
 
         [limits]                                   # optional: see ldpkit.service.Limits
@@ -129,7 +133,9 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
         raise ValueError("config must define at least one collection under 'collections'")
     collections = {name: _collection(name, entry) for name, entry in entries.items()}
     options: dict[str, Any] = {
-        k: data[k] for k in ("database_url", "store_reports", "bucket_seconds") if k in data
+        k: data[k]
+        for k in ("database_url", "store_reports", "bucket_seconds", "commit_window")
+        if k in data
     }
     if "cors_origins" in data:
         origins = data["cors_origins"]
@@ -191,7 +197,7 @@ def main(
     port: int = 8000,
     workers: int = 1,
     log_level: str = "info",
-    access_log: bool = True,
+    access_log: bool = False,
     log_addresses: bool = False,
     **overrides: Any,
 ) -> None:
@@ -201,8 +207,11 @@ def main(
     to anyone who can reach it, so it then refuses any address but a loopback one. Put a
     TLS-terminating reverse proxy in front of it before exposing it. ``workers > 1`` runs
     that many processes (they share the database, so it must be PostgreSQL: SQLite allows
-    one writer process). The access log leaves client addresses out unless
-    ``log_addresses``.
+    one writer process). Their ``/metrics`` counters are shared through memory-mapped files
+    in ``LDPKIT_METRICS_DIR`` (a temporary directory, removed at exit, when unset). The
+    access log is off unless ``access_log`` (a line per report is a per-user record, and at
+    one report per request it costs more CPU than storing the report); it leaves client
+    addresses out unless ``log_addresses``.
     """
     import uvicorn
 
@@ -243,11 +252,24 @@ def main(
         uvicorn.run(app, **kwargs)
         return
     # Each worker process builds its own app from the same config (factory import string).
+    # /metrics counters are shared through files in one directory (any worker may answer).
+    made_dir = None
+    metrics_dir = options.get("metrics_dir") or os.environ.get("LDPKIT_METRICS_DIR")
+    if metrics_dir is None:
+        metrics_dir = made_dir = tempfile.mkdtemp(prefix="ldpkit-metrics-")
+    shared = {
+        k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))
+    }
     os.environ["LDPKIT_COLLECTOR_CONFIG"] = json.dumps(data)
-    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps(
-        {k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))}
-    )
-    # Fail here, once, on a bad config or database (and create the tables before the fork).
-    check = create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
-    check.state.collector.store.close()
-    uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
+    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps({**shared, "metrics_dir": metrics_dir})
+    try:
+        # Fail here, once, on a bad config or database (and create the tables before the fork).
+        options.pop("metrics_dir", None)
+        check = create_app(
+            collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options
+        )
+        check.state.collector.store.close()
+        uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
+    finally:
+        if made_dir is not None:
+            shutil.rmtree(made_dir, ignore_errors=True)

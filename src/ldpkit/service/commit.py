@@ -3,10 +3,18 @@
 Each worker process has one committer task on its event loop. A request hands its decoded
 batch to the committer and waits; the committer takes *everything* waiting (up to
 ``max_group`` batches), writes it in one transaction, and only after the commit returns
-answers every waiting request. The statements run in the loop's thread (they only fill
-the transaction); the COMMIT, which waits for the disk, runs in a helper thread so the
-loop keeps reading requests for the next group meanwhile. So a 201 still means "on disk", but one fsync serves many requests: the
-more requests arrive while a commit runs, the larger the next group.
+answers every waiting request. On SQLite the statements run in the loop's thread (in
+process, they only fill the transaction) and the COMMIT, which waits for the disk, in a
+helper thread; on a database server (PostgreSQL) the whole transaction runs in the helper
+thread, since every statement waits for a network round trip. Either way the loop keeps
+reading requests for the next group meanwhile. So a 201 still means "on disk", but one
+fsync serves many requests: the more requests arrive while a commit runs, the larger the
+next group.
+
+Before taking a group the committer waits ``window`` seconds (1 ms by default): the
+clients answered by the previous commit send their next batch meanwhile and join this
+group. Without it a fixed set of clients splits into two halves that alternate, each
+waiting for the other's commit (twice the latency, half the group size).
 
 Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive without
 Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
@@ -30,7 +38,7 @@ import numpy as np
 from ..spec import Mechanism, Reports, Stats
 from .store import BatchRecord, CollectorStore, PendingBatch
 
-__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError"]
+__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError", "ReportRows"]
 
 SMALL_BATCH = 64
 
@@ -39,16 +47,56 @@ class AggregationError(ValueError):
     """The spec's ``aggregate`` refused a batch (its message says why)."""
 
 
-def _concat(spec: Mechanism, batches: Sequence[Reports]) -> Reports:
-    if len(batches) == 1:
-        return batches[0]
-    fields = batches[0].fields
+class ReportRows:
+    """A small JSON batch kept as Python lists (one number per user and field).
+
+    The decoder has already checked every value's type and that it fits the field's dtype,
+    so turning the lists into arrays cannot fail; the committer does it once for its whole
+    group (:func:`_concat`) instead of once per request.
+    """
+
+    __slots__ = ("columns", "dtypes")
+
+    def __init__(self, columns: dict[str, list[Any]], dtypes: Mapping[str, np.dtype]) -> None:
+        self.columns = columns
+        self.dtypes = dtypes
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(self.columns)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    def to_reports(self, spec: Mechanism) -> Reports:
+        return Reports(
+            spec, **{k: np.array(v, dtype=self.dtypes[k]) for k, v in self.columns.items()}
+        )
+
+
+def _concat(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Reports:
+    if all(isinstance(b, ReportRows) for b in batches):
+        rows: Sequence[ReportRows] = batches  # type: ignore[assignment]
+        first = rows[0]
+        return Reports(
+            spec,
+            **{
+                k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
+                for k in first.columns
+            },
+        )
+    whole = [b.to_reports(spec) if isinstance(b, ReportRows) else b for b in batches]
+    if len(whole) == 1:
+        return whole[0]
+    fields = whole[0].fields
     return Reports(
-        spec, **{k: np.concatenate([np.asarray(b.arrays[k]) for b in batches]) for k in fields}
+        spec, **{k: np.concatenate([np.asarray(b.arrays[k]) for b in whole]) for k in fields}
     )
 
 
-def aggregate_one(spec: Mechanism, reports: Reports) -> Stats:
+def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
+    if isinstance(reports, ReportRows):
+        reports = reports.to_reports(spec)
     try:
         return spec.aggregate(reports)  # the spec's own checks: dtypes, shapes, ranges
     except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
@@ -79,11 +127,13 @@ class GroupCommitter:
         specs: Mapping[str, Mechanism],
         *,
         max_group: int = 4096,
+        window: float = 0.001,
         on_commit: Callable[[float, int], None] | None = None,
     ) -> None:
         self.store = store
         self.specs = dict(specs)
         self.max_group = max_group
+        self.window = window
         self.on_commit = on_commit
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -131,6 +181,11 @@ class GroupCommitter:
             await state.wake.wait()
             state.wake.clear()
             while state.queue:
+                if self.window > 0 and len(state.queue) < self.max_group:
+                    # Let the clients answered by the last commit send their next batch, so
+                    # the group is not cut in two halves that alternate (each waiting for the
+                    # other's commit).
+                    await asyncio.sleep(self.window)
                 group = state.queue[: self.max_group]
                 del state.queue[: self.max_group]
                 state.busy = True

@@ -48,6 +48,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     and_,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -163,7 +164,7 @@ class PendingBatch:
     collection: str
     n: int
     stats: Stats | None = None
-    reports: Reports | None = None
+    reports: Any = None  # Reports, or commit.ReportRows for a small JSON batch
     token: str = ""
     idempotency_key: str | None = None
     digest: str | None = None
@@ -349,6 +350,7 @@ class CollectorStore:
         self.layouts: dict[str, _Layout] = {}
         self.bucket_seconds: dict[str, int] = {}
         self._cache: dict[str, _ClosedBuckets] = {}
+        self._fold_sql: tuple[Any, Any, Any] | None = None
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()
@@ -477,11 +479,18 @@ class CollectorStore:
         combine: Callable[[Sequence[PendingBatch]], Stats] | None,
         run_blocking: Callable[[Callable[[], Any]], Any],
     ) -> list[BatchRecord | Exception]:
-        """:meth:`commit_group` for an event loop: the statements run in the loop's thread
-        (they only fill the transaction: fast), the COMMIT (the fsync) runs through
-        ``run_blocking`` (an executor), so the loop keeps serving requests meanwhile and no
-        second thread fights the loop's thread for the interpreter lock on every statement.
+        """:meth:`commit_group` for an event loop.
+
+        SQLite: the statements run in the loop's thread (in-process, they only fill the
+        transaction: fast), the COMMIT (the fsync) runs through ``run_blocking`` (an
+        executor), so the loop keeps serving requests meanwhile and no second thread
+        fights the loop's thread for the interpreter lock on every statement. A database
+        server: every statement is a network round trip, so the whole transaction runs
+        through ``run_blocking`` and the loop never waits for the server.
         """
+        if self.backend != "sqlite":
+            merge = combine or _merge_members
+            return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
         for attempt in range(3):
             conn = self.engine.connect()
             try:
@@ -616,52 +625,73 @@ class CollectorStore:
             )
         return BatchRecord(batch_id, b.collection, n, received_at, duplicate=True, token=b.token)
 
+    def _fold_statements(self) -> tuple[Any, Any, Any]:
+        """The three statements of :meth:`_fold`, built once (they run once per roll-up row
+        per group: building and cache-keying them anew cost more than executing them)."""
+        if self._fold_sql is None:
+            c = rollups_table.c
+            where = and_(
+                c.collection == bindparam("w_collection"),
+                c.bucket == bindparam("w_bucket"),
+                c.token == bindparam("w_token"),
+            )
+            first: Any = None
+            if self.backend in ("postgresql", "sqlite"):
+                from sqlalchemy.dialects import postgresql, sqlite
+
+                dialect_insert: Any = (
+                    postgresql.insert if self.backend == "postgresql" else sqlite.insert
+                )
+                # RETURNING tells reliably whether the row was inserted (rowcount may be -1).
+                first = dialect_insert(rollups_table).on_conflict_do_nothing().returning(c.bucket)
+            read = select(c.arrays, c.n, c.batches).where(where).with_for_update()
+            write = (
+                update(rollups_table)
+                .where(where)
+                .values(
+                    n=bindparam("v_n"), batches=bindparam("v_batches"), arrays=bindparam("v_arrays")
+                )
+            )
+            self._fold_sql = (first, read, write)
+        return self._fold_sql
+
     def _fold(
         self, conn: Connection, key: tuple[str, int, str], stats: Stats, batches: int
     ) -> None:
         collection, bucket, token = key
-        where = and_(
-            rollups_table.c.collection == collection,
-            rollups_table.c.bucket == bucket,
-            rollups_table.c.token == token,
-        )
-        values = {
+        layout = self.layouts[collection]
+        packed = layout.pack(stats)
+        values: dict[str, Any] = {
             "collection": collection,
             "bucket": bucket,
             "token": token,
             "n": stats.n,
             "batches": batches,
-            "arrays": self.layouts[collection].pack(stats),
+            "arrays": packed,
         }
-        if self.backend in ("postgresql", "sqlite"):
-            from sqlalchemy.dialects import postgresql, sqlite
-
-            dialect_insert: Any = (
-                postgresql.insert if self.backend == "postgresql" else sqlite.insert
-            )
-            # RETURNING tells reliably whether the row was inserted (rowcount may be -1).
-            inserted = conn.execute(
-                dialect_insert(rollups_table)
-                .values(**values)
-                .on_conflict_do_nothing()
-                .returning(rollups_table.c.bucket)
-            ).first()
-            if inserted is not None:
+        first, read, write = self._fold_statements()
+        where = {"w_collection": collection, "w_bucket": bucket, "w_token": token}
+        # Usually the row exists (one insert per bucket and token): read it under its row
+        # lock first, which saves the insert attempt on every later group.
+        row = conn.execute(read, where).one_or_none()
+        if row is None:
+            if first is None:  # other backends: plain insert (a race: IntegrityError, retried)
+                conn.execute(insert(rollups_table), values)
                 return
-        row = conn.execute(
-            select(rollups_table.c.arrays, rollups_table.c.n, rollups_table.c.batches)
-            .where(where)
-            .with_for_update()
-        ).one_or_none()
-        if row is None:  # other backends: plain insert (a race raises IntegrityError: retried)
-            conn.execute(insert(rollups_table).values(**values))
-            return
-        layout = self.layouts[collection]
-        merged = layout.sum([bytes(row.arrays), layout.pack(stats)], int(row.n) + stats.n)
+            if conn.execute(first, values).first() is not None:
+                return  # a new roll-up row
+            # Another writer inserted it since (its transaction has committed: the insert
+            # waited for it); read it again, now locked.
+            row = conn.execute(read, where).one()
+        merged = layout.sum([bytes(row.arrays), packed], int(row.n) + stats.n)
         conn.execute(
-            update(rollups_table)
-            .where(where)
-            .values(n=merged.n, batches=int(row.batches) + batches, arrays=layout.pack(merged))
+            write,
+            {
+                **where,
+                "v_n": merged.n,
+                "v_batches": int(row.batches) + batches,
+                "v_arrays": layout.pack(merged),
+            },
         )
 
     # -- reading -----------------------------------------------------------------------------
