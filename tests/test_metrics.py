@@ -81,9 +81,9 @@ def test_raw_values_and_resolution():
     w = metrics.wasserstein(coarse, values)
     assert 0.0 < w < 0.5 / 16
     # raw values must fit the Distribution's interval
-    with pytest.raises(ValueError, match="values must be real numbers"):
+    with pytest.raises(ValueError, match="must be raw values in"):
         metrics.wasserstein(Distribution.uniform(0, 0.5, 4), values)
-    with pytest.raises(TypeError, match="at least one argument must be"):
+    with pytest.raises(TypeError, match="must be an ldpkit.numeric.Distribution"):
         metrics.ks_distance(values, values)
 
 
@@ -98,7 +98,7 @@ def test_range_query_error():
     assert metrics.range_query_error(truth, truth, 0.4, rng=0) == 0.0
     with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
         metrics.range_query_error(est, truth, 0.0, rng=0)
-    with pytest.raises(ValueError, match="n_queries must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"n_queries must be an integer in \[1, "):
         metrics.range_query_error(est, truth, 0.1, n_queries=0, rng=0)
 
 

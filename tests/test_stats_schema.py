@@ -117,7 +117,7 @@ def test_from_dict_round_trip_and_refusals():
             ValueError,
             "stats.counts data must be a flat list of 4",
         ),
-        "not a dict": ([1, 2], TypeError, "stats dict must be a mapping"),
+        "not a dict": ([1, 2], TypeError, "a stats dict. must be a mapping"),
         "huge count": (
             {
                 **data,
@@ -148,7 +148,7 @@ def test_spec_from_dict_builds_only_public_mechanisms():
         spec_from_dict({"mechanism": "_MeanMechanism", "params": {"epsilon": 1.0}})
     with pytest.raises(ValueError, match="params must be fields of GRR"):
         spec_from_dict({"mechanism": "GRR", "params": {"epsilon": 1.0, "nope": 1}})
-    with pytest.raises(TypeError, match="spec dict must be a mapping"):
+    with pytest.raises(TypeError, match="a spec dict. must be a mapping"):
         spec_from_dict(["GRR"])
     grr = GRR(epsilon=1.0, domain_size=5)
     assert spec_from_dict(grr.to_dict()) == grr

@@ -122,7 +122,9 @@ def spawn(rng: RNGLike, n: int) -> list[np.random.Generator]:
     Uses :meth:`numpy.random.Generator.spawn` (SeedSequence spawning, SPEC 7), so the
     children do not overlap with each other or with the parent.
     """
-    return independent_streams(as_generator(rng), n)
+    from ._validation import check_integer
+
+    return independent_streams(as_generator(rng), check_integer(n, "n", low=0, high=2**24))
 
 
 def derive_seeds(rng: RNGLike, n: int) -> np.ndarray:

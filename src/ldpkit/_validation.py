@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "MIN_EPSILON",
+    "MAX_STREAM_EPSILON",
     "check_epsilon",
     "check_integer",
     "check_real",
@@ -22,7 +23,11 @@ __all__ = [
     "check_numeric_values",
     "check_same_spec",
     "check_frequencies",
+    "check_array",
+    "check_not_masked",
+    "check_sequence",
     "MEMORY_BUDGET",
+    "MAX_ENTRIES",
     "check_memory",
 ]
 
@@ -33,6 +38,10 @@ __all__ = [
 #: between p and q (issue 11). One bound for every mechanism, so that a budget valid for
 #: one is valid for all (up to each mechanism's ``max_epsilon``).
 MIN_EPSILON = 1e-6
+
+#: Largest budget of the central-DP stream releases and their selection steps: far beyond any
+#: meaningful budget, and below where ``epsilon**2`` or ``epsilon * score`` overflow (issue 12).
+MAX_STREAM_EPSILON = 1e15
 
 
 def _show(value: Any) -> str:
@@ -118,12 +127,99 @@ def check_integer(value: Any, name: str, *, low: int | None = None, high: int | 
     return x
 
 
+def check_not_masked(values: Any, name: str) -> None:
+    """Refuse a numpy masked array: its mask would be dropped silently by ``np.asarray``.
+
+    Masked (missing) entries have no defined randomization; the caller decides what they mean
+    (drop them with ``values.compressed()`` or fill them with ``values.filled(x)``).
+    """
+    if isinstance(values, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} must be a plain array, not a masked array (its mask would be ignored; "
+            f"pass {name}.compressed() or {name}.filled(...)), got {_show(np.asarray(values))}"
+        )
+
+
+def check_sequence(values: Any, name: str, what: str = "values") -> list[Any]:
+    """Return the items of an iterable ``values`` as a list (not a string, not a masked array)."""
+    check_not_masked(values, name)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {what}, got {_show(values)}")
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        raise TypeError(f"{name} must be a sequence of {what}, got {_show(values)}")
+    return list(values)
+
+
+def check_array(
+    values: Any,
+    name: str,
+    *,
+    ndim: int | tuple[int, ...] = 1,
+    integer: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    size: int | None = None,
+    nonempty: bool = False,
+) -> np.ndarray:
+    """Return ``values`` as a finite float64 (or int64 when ``integer``) array, checked.
+
+    Refuses masked arrays, non-numeric dtypes (strings, objects, booleans, complex), NaN and
+    +-inf, values outside ``[low, high]``, a wrong number of dimensions, an empty array (when
+    ``nonempty``) and a length other than ``size``; each with one message naming ``name``.
+    """
+    check_not_masked(values, name)
+    kind = "integers" if integer else "real numbers"
+    bounds = ""
+    if low is not None and high is not None:
+        bounds = f" in [{low:g}, {high:g}]"
+    elif low is not None:
+        bounds = f" >= {low:g}"
+    elif high is not None:
+        bounds = f" <= {high:g}"
+    dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if len(dims) == 1:
+        shape = "a number" if dims[0] == 0 else f"a {dims[0]}-D array"
+    else:
+        shape = f"{'a number or ' if 0 in dims else ''}an array of up to {max(dims)} dimensions"
+    requirement = f"finite {kind}{bounds} ({shape})"
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError):  # ragged nested sequences
+        raise TypeError(f"{name} must be {requirement}, got {_show(values)}") from None
+    allowed = "iu" if integer else "iuf"
+    if arr.dtype.kind not in allowed:  # floats (even integral ones) are not items
+        raise TypeError(f"{name} must be {requirement}, got {_show(arr)}")
+    if arr.ndim not in dims:
+        raise ValueError(f"{name} must be {requirement}, got shape {arr.shape}")
+    if size is not None and arr.shape[:1] != (size,):
+        raise ValueError(f"{name} must be {requirement} of length {size}, got shape {arr.shape}")
+    if nonempty and arr.size == 0:
+        raise ValueError(f"{name} must be {requirement} with at least one value, got none")
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64, copy=False)
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"{name} must be {requirement}, got {float(arr[bad][0])!r}")
+    else:
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and arr.max() > 2**62:
+            raise ValueError(f"{name} must be {requirement}, got {int(arr.max())}")
+        arr = arr.astype(np.int64 if integer else np.float64, copy=False)
+    if arr.size:
+        if low is not None and arr.min() < low:
+            raise ValueError(f"{name} must be {requirement}, got {arr.min().item()!r}")
+        if high is not None and arr.max() > high:
+            raise ValueError(f"{name} must be {requirement}, got {arr.max().item()!r}")
+    return arr
+
+
 def check_categorical_values(values: Any, domain_size: int, name: str = "values") -> np.ndarray:
     """Return ``values`` as a 1-D int64 array of items in ``[0, domain_size)``.
 
     Floats (even integral ones), booleans, strings and objects are rejected with a
-    TypeError: map labels to integers with :class:`ldpkit.Encoder` first.
+    TypeError: map labels to integers with :class:`ldpkit.Encoder` first. Masked arrays are
+    refused (TypeError) rather than losing their mask.
     """
+    check_not_masked(values, name)
     arr = np.asarray(values)
     requirement = f"integers in [0, {domain_size})"
     if arr.dtype.kind not in "iu":
@@ -145,7 +241,8 @@ def check_categorical_values(values: Any, domain_size: int, name: str = "values"
 
 
 def check_numeric_values(values: Any, low: float, high: float, name: str = "values") -> np.ndarray:
-    """Return ``values`` as a 1-D float64 array inside ``[low, high]`` (no NaN)."""
+    """Return ``values`` as a 1-D float64 array inside ``[low, high]`` (no NaN; not masked)."""
+    check_not_masked(values, name)
     arr = np.asarray(values)
     requirement = f"real numbers in [{low:g}, {high:g}]"
     if arr.dtype.kind not in "iuf":
@@ -198,6 +295,11 @@ def check_frequencies(f: Any, domain_size: int, name: str = "f") -> Any:
 #: Larger configurations are refused when the spec is built, with the estimate of what they
 #: would need, rather than exhausting memory (or hanging) later.
 MEMORY_BUDGET = 4 * 2**30
+
+
+#: Largest number of 8-byte entries one array may hold within MEMORY_BUDGET (2**29): the
+#: upper bound of sizes (domain sizes, counts of queries or users) that allocate one entry each.
+MAX_ENTRIES = MEMORY_BUDGET // 8
 
 
 def check_memory(nbytes: float, name: str, owner: str, *, budget: float | None = None) -> None:

@@ -69,11 +69,12 @@ class PrivacyAccountant:
         self._users: dict[Hashable, _Ledger] = {}
 
     def _period_of(self, at: float | None) -> int:
+        when = None if at is None else check_real(at, "at")  # checked even when unused
         if self.period is None:
             return 0
-        if at is None:
+        if when is None:
             raise ValueError("at must be given (a time) when the accountant has a period")
-        return math.floor(check_real(at, "at") / self.period)
+        return math.floor(when / self.period)
 
     def spent(self, user: Hashable, *, at: float | None = None) -> float:
         """Epsilon spent by ``user`` (in the period of ``at`` when there are periods)."""

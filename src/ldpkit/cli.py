@@ -265,11 +265,16 @@ def reproduce(
 ) -> None:
     """Reproduce a paper's experiments: tables (Markdown), figures (PNG, PDF), raw results (Parquet)."""
     from . import reproduce as papers
+    from ._validation import check_integer
 
-    try:
+    try:  # bad options end in one line and exit status 2
+        check_integer(seed, "--seed", low=0)
+        check_integer(jobs, "--jobs", low=1)
+        if paper not in papers.PAPERS:
+            raise ValueError(f"paper must be one of {sorted(papers.PAPERS)}, got {paper!r}")
         path = papers.run(paper, quick=quick, out=out, seed=seed, jobs=jobs, console=console)
-    except (ValueError, NotImplementedError) as exc:
-        console.print(f"[red]{exc}[/]")
+    except (TypeError, ValueError, NotImplementedError) as exc:
+        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
     console.print(f"results in {path}")
 
@@ -330,9 +335,25 @@ def serve(
         raise typer.Exit(2) from exc
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: typer's app, with usage errors (unknown option, a value that is not
+    a number) on one line and exit status 2, like the commands' own validation errors."""
+    try:  # typer >= 0.20 vendors click
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover - older typer on click
+        from click import exceptions as cx  # type: ignore[no-redef]
+
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except cx.NoArgsIsHelpError:  # the help was printed
+        raise SystemExit(2) from None
+    except cx.UsageError as exc:
+        console.print(f"[red]Error: {exc.format_message()}[/]", soft_wrap=True)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    main()

@@ -71,7 +71,13 @@ from scipy import optimize as _opt
 
 from . import queries as _queries
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_real
+from ._validation import (
+    check_array,
+    check_integer,
+    check_not_masked,
+    check_real,
+    check_sequence,
+)
 from .estimate import FrequencyEstimate
 from .frequency._base import PureFrequencyOracle
 from .frequency.significance import significance_cutoff
@@ -180,7 +186,7 @@ def post_pos(estimate: Any) -> Any:
         )
     answers = answers.astype(np.float64)
     if not np.all(np.isfinite(answers)):
-        raise ValueError("query answers must be finite numbers, got NaN/inf")
+        raise ValueError("estimate (query answers) must be finite numbers, got NaN/inf")
     return np.maximum(answers, 0.0)
 
 
@@ -299,7 +305,9 @@ def simplex_projection(values: Any) -> np.ndarray:
     >>> simplex_projection([0.7, 0.5, -0.2, 0.0])
     array([0.6, 0.4, 0. , 0. ])
     """
-    v = np.asarray(values, dtype=np.float64)
+    v = check_array(values, "values", ndim=(0, 1, 2))
+    if v.size and np.abs(v).max() > 1e100:  # the sorted partial sums must stay exact enough
+        raise ValueError(f"values must have magnitudes <= 1e100, got {np.abs(v).max()!r}")
     if v.ndim != 1 or v.size == 0:
         raise ValueError(f"values must be a non-empty 1-D array, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
@@ -500,7 +508,8 @@ def fit_power_law(counts: Any, n: int) -> float:
     1.5
     """
     n = check_integer(n, "n", low=1)
-    c = np.asarray(counts, dtype=np.float64)
+    check_not_masked(counts, "counts")
+    c = check_array(counts, "counts", ndim=(0, 1, 2))
     if c.size == 0 or not np.all(np.isfinite(c)):
         raise ValueError("counts must be a non-empty array of finite numbers")
     target = float(c.mean())
@@ -878,7 +887,11 @@ def compare(
     >>> sorted(res), sorted(res["base"])
     (['base', 'norm_sub'], ['full', 'set_10', 'set_50', 'set_90', 'top_10'])
     """
-    ests = [estimates] if isinstance(estimates, FrequencyEstimate) else list(estimates)
+    ests = (
+        [estimates]
+        if isinstance(estimates, FrequencyEstimate)
+        else check_sequence(estimates, "estimates", "FrequencyEstimate")
+    )
     if not ests:
         raise ValueError("estimates must hold at least one FrequencyEstimate")
     for e in ests:
@@ -886,7 +899,9 @@ def compare(
     d = ests[0].domain_size
     if any(e.domain_size != d for e in ests):
         raise ValueError("estimates must all have the same domain size")
-    names = ["base", *METHODS] if methods is None else list(methods)
+    names = ["base", *METHODS] if methods is None else check_sequence(methods, "methods", "names")
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(f"methods must be a sequence of names (str), got {names!r:.60}")
     table: dict[str, Callable[[FrequencyEstimate], FrequencyEstimate]] = {"base": _identity}
     table.update(METHODS)
     for name in names:
@@ -908,7 +923,8 @@ def compare(
                 d, kw.pop("n_queries", n_queries), length=kw.pop("length", None), rng=gen
             )
         prepared[qname] = kw
-    truth_arr = np.asarray(truth, dtype=np.float64)
+    check_not_masked(truth, "truth")
+    truth_arr = check_array(truth, "truth")
     out = {name: dict.fromkeys(prepared, 0.0) for name in names}
     for est in ests:
         for name in names:

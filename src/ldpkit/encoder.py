@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._validation import check_not_masked, check_sequence
 from .estimate import FrequencyEstimate
 
 __all__ = ["Encoder"]
@@ -71,7 +72,7 @@ class Encoder:
     ) -> None:
         if isinstance(categories, (str, bytes)):
             raise TypeError(f"categories must be a sequence of labels, got {categories!r}")
-        cats = list(categories)
+        cats = check_sequence(categories, "categories", "labels")
         if unknown not in ("error", "other"):
             raise ValueError(f"unknown must be 'error' or 'other', got {unknown!r}")
         if missing not in ("error", "item"):
@@ -199,7 +200,14 @@ class Encoder:
             raise TypeError(f"labels must be a sequence of labels, got the string {labels!r}")
         import pandas as pd
 
-        arr = labels if isinstance(labels, (np.ndarray, pd.Series, pd.Index)) else list(labels)
+        check_not_masked(labels, "labels")
+        if isinstance(labels, np.ndarray) and labels.ndim != 1:
+            raise ValueError(f"labels must be a 1-D sequence of labels, got shape {labels.shape}")
+        arr = (
+            labels
+            if isinstance(labels, (np.ndarray, pd.Series, pd.Index))
+            else check_sequence(labels, "labels", "labels")
+        )
         items = self._index.get_indexer(arr).astype(np.int64)
         unmatched = items < 0
         if unmatched.any():
@@ -225,6 +233,7 @@ class Encoder:
 
     def decode(self, items: Sequence[int] | np.ndarray) -> np.ndarray:
         """Labels for ``items``."""
+        check_not_masked(items, "items")
         idx = np.asarray(items)
         if idx.dtype.kind not in "iu":
             raise TypeError(

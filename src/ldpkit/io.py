@@ -66,6 +66,11 @@ Source = str | os.PathLike[str] | IO[bytes]
 
 
 def _check_expected(spec: Mechanism, expected: Mechanism | None, what: str) -> None:
+    if expected is not None and not isinstance(expected, Mechanism):
+        raise TypeError(
+            f"expected must be a mechanism spec (ldpkit.Mechanism) or None, "
+            f"got {type(expected).__name__}"
+        )
     if expected is not None and spec != expected:
         raise ValueError(
             f"{what} must come from {expected!r} (fingerprint {expected.fingerprint}), "
@@ -153,6 +158,25 @@ def _check_blocks(
                 f"{source} is corrupt: the digest of rows {first_row + start}.."
                 f"{first_row + min(n, start + rows) - 1} does not match the one stored"
             )
+
+
+def _as_path(path: Any, name: str = "path") -> Path:
+    """``path`` (a str or os.PathLike) as a Path; anything else is a TypeError naming it."""
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path)
+    raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}")
+
+
+def _check_source(source: Any, name: str = "path") -> Any:
+    """A path (as a Path) or an open binary file object (as it is)."""
+    if hasattr(source, "read") or hasattr(source, "write"):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source)
+    raise TypeError(
+        f"{name} must be a file path (str or os.PathLike) or a binary file object, "
+        f"got {type(source).__name__}"
+    )
 
 
 def _name(source: Any) -> str:
@@ -490,6 +514,10 @@ def reports_from_arrow(
 ) -> Reports:
     """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
     digest of the arrays."""
+    import pyarrow as pa
+
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"table must be a pyarrow.Table, got {type(table).__name__}")
     spec, fields, digest = _arrow_meta(table.schema, source)
     _check_expected(spec, expected, "reports")
     return _table_reports(table, spec, fields, source, digest, 0, table.num_rows)
@@ -565,10 +593,13 @@ def _parquet_file(source: Source) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    source = _check_source(source)
     try:
         return pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
-        raise ValueError(f"{_name(source)} must be a Parquet file, got an error: {exc}") from exc
+        raise ValueError(
+            f"path must be a Parquet file, got {_name(source)} and the error: {exc}"
+        ) from exc
 
 
 def load_reports_parquet(path: Source, *, expected: Mechanism | None = None) -> Reports:
@@ -674,22 +705,23 @@ def save_reports(
     ``.pq`` suffix and npz otherwise.
     """
     reports = _check_reports(reports)
-    path = Path(path)
+    target = _as_path(path)
     if format is None:
-        format = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "npz"
+        format = "parquet" if target.suffix.lower() in (".parquet", ".pq") else "npz"
     if format == "parquet":
-        save_reports_parquet(reports, path)
+        save_reports_parquet(reports, target)
     elif format == "npz":
-        with open(path, "wb") as fh:
+        with open(target, "wb") as fh:
             _write_npz(reports, fh)
     else:
         raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
-    return path
+    return target
 
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
     """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
     ``expected`` demands a configuration."""
+    path = _as_path(path)
     with open(path, "rb") as fh:
         kind = _sniff(fh.read(4))
     if kind == "parquet":
@@ -742,6 +774,9 @@ def decoded_size(data: bytes) -> int | None:
     fixed row width, or the declared uncompressed size if larger, for Parquet), so a server
     can refuse a small compressed body that would expand into gigabytes before decoding it.
     """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    data = bytes(data)
     kind = _sniff(data[:4])
     try:
         if kind == "npz":
@@ -911,13 +946,18 @@ def save_stats(stats: Stats, path: str | os.PathLike[str]) -> Path:
     """Write stats to ``path`` as JSON (exact for float64)."""
     if not isinstance(stats, Stats):
         raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
-    path = Path(path)
-    path.write_text(json.dumps(stats.to_dict()))
-    return path
+    target = _as_path(path)
+    target.write_text(json.dumps(stats.to_dict()))
+    return target
 
 
 def load_stats(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Stats:
     """Read stats saved by :func:`save_stats`; ``expected`` demands a configuration."""
-    stats = Stats.from_dict(json.loads(Path(path).read_text()))
+    target = _as_path(path)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"path must be a stats file written by save_stats, got {exc}") from None
+    stats = Stats.from_dict(data)
     _check_expected(stats.spec, expected, "stats")
     return stats

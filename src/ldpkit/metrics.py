@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_real
+from ._validation import check_array, check_integer, check_not_masked, check_real
 from .numeric.distribution import Distribution
 from .numeric.mean import MeanEstimate, VarianceEstimate
 from .queries import mse
@@ -53,22 +53,33 @@ def _is_raw(x: Any) -> bool:
     return not isinstance(x, Distribution)
 
 
-def _pair(a: Any, b: Any, resolution: int | None) -> tuple[Distribution, Distribution]:
+def _pair(
+    a: Any, b: Any, resolution: int | None, names: tuple[str, str] = ("a", "b")
+) -> tuple[Distribution, Distribution]:
     """Both arguments as Distributions (raw values binned on the other's interval)."""
     if _is_raw(a) and _is_raw(b):
-        raise TypeError("at least one argument must be an ldpkit.numeric.Distribution")
+        raise TypeError(
+            f"{names[0]} or {names[1]} must be an ldpkit.numeric.Distribution (the other may be "
+            f"raw values), got {type(a).__name__} and {type(b).__name__}"
+        )
     ref = b if _is_raw(a) else a
     if resolution is None:
         res = max(DEFAULT_RESOLUTION, ref.buckets)
     else:
-        res = check_integer(resolution, "resolution", low=1)
+        res = check_integer(resolution, "resolution", low=1, high=1 << 24)
 
-    def conv(x: Any) -> Distribution:
+    def conv(x: Any, name: str) -> Distribution:
         if isinstance(x, Distribution):
             return x
-        return Distribution.from_values(x, ref.low, ref.high, res)
+        values = check_array(x, name, nonempty=True)
+        if values.min() < ref.low or values.max() > ref.high:
+            raise ValueError(
+                f"{name} must be raw values in [{ref.low:g}, {ref.high:g}] (the other "
+                f"Distribution's interval), got one outside"
+            )
+        return Distribution.from_values(values, ref.low, ref.high, res)
 
-    return conv(a), conv(b)
+    return conv(a, names[0]), conv(b, names[1])
 
 
 def _cdf_gaps(a: Distribution, b: Distribution) -> tuple[np.ndarray, np.ndarray]:
@@ -130,8 +141,8 @@ def range_query_error(
     width as a fraction of the domain (SW20 uses 0.1 and 0.4).
     """
     alpha = check_real(alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
-    n_queries = check_integer(n_queries, "n_queries", low=1)
-    de, dt = _pair(estimate, truth, resolution)
+    n_queries = check_integer(n_queries, "n_queries", low=1, high=1 << 26)
+    de, dt = _pair(estimate, truth, resolution, ("estimate", "truth"))
     ref = de if not _is_raw(estimate) else dt
     span = alpha * (ref.high - ref.low)
     starts = ref.low + as_generator(rng).random(n_queries) * (ref.high - ref.low - span)
@@ -150,10 +161,10 @@ def quantile_error(
 
     Quantiles are :meth:`Distribution.quantile` (the generalized inverse CDF).
     """
-    q = np.asarray(qs, dtype=np.float64)
+    q = check_array(qs, "qs", ndim=(0, 1), low=0.0, high=1.0, nonempty=True)
     if q.ndim != 1 or q.size == 0:
         raise ValueError(f"qs must be a non-empty 1-D sequence of probabilities, got {qs!r}")
-    de, dt = _pair(estimate, truth, resolution)
+    de, dt = _pair(estimate, truth, resolution, ("estimate", "truth"))
     return float(np.mean(np.abs(np.asarray(de.quantile(q)) - np.asarray(dt.quantile(q)))))
 
 
@@ -171,6 +182,7 @@ def _moment(x: Any, which: str, name: str) -> float:
         return x.mean if which == "mean" else x.variance
     if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
         return check_real(x, name)
+    check_not_masked(x, name)
     arr = np.asarray(x)
     if arr.dtype.kind not in "iuf" or arr.ndim != 1 or arr.size == 0:
         raise TypeError(

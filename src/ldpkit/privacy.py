@@ -7,7 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import MIN_EPSILON, check_epsilon, check_integer
+from ._validation import (
+    MIN_EPSILON,
+    check_array,
+    check_epsilon,
+    check_integer,
+    check_not_masked,
+    check_real,
+)
 
 __all__ = ["privacy_loss", "ratio_privacy_loss", "shuffle_amplification", "split_budget"]
 
@@ -27,7 +34,7 @@ def privacy_loss(matrix: np.ndarray) -> float:
         under some input; ``inf`` when an output is possible under one input and impossible
         under another.
     """
-    m = np.asarray(matrix, dtype=np.float64)
+    m = check_array(matrix, "matrix", ndim=2, low=0.0, high=1.0)
     if m.ndim != 2 or m.shape[0] < 2:
         raise ValueError(f"matrix must be 2-D with at least 2 rows, got shape {m.shape}")
     if np.any(m < 0) or not np.allclose(m.sum(axis=1), 1.0, atol=1e-9):
@@ -42,6 +49,8 @@ def privacy_loss(matrix: np.ndarray) -> float:
 
 def ratio_privacy_loss(largest: float, smallest: float) -> float:
     """log(largest / smallest) for one output's extreme probabilities (inf if smallest = 0)."""
+    largest = check_real(largest, "largest", low=0.0, high=1.0, low_inclusive=False)
+    smallest = check_real(smallest, "smallest", low=0.0, high=largest)
     if smallest <= 0:
         return math.inf
     return math.log(largest) - math.log(smallest)
@@ -52,10 +61,12 @@ def split_budget(epsilon: float, parts: int | list[float]) -> list[float]:
     epsilon = check_epsilon(epsilon)
     if isinstance(parts, (int, np.integer)) and not isinstance(parts, (bool, np.bool_)):
         # Every part must itself be a valid budget (>= MIN_EPSILON), never 0.
-        parts = check_integer(parts, "parts", low=1, high=max(1, int(epsilon / MIN_EPSILON)))
+        most = max(1, int(min(epsilon / MIN_EPSILON, 2**62)))
+        parts = check_integer(parts, "parts", low=1, high=most)
         return [epsilon / parts] * parts
     if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence | np.ndarray):
         raise TypeError(f"parts must be a positive int or positive finite weights, got {parts!r}")
+    check_not_masked(parts, "parts")
     weights = np.asarray(parts)
     if weights.dtype.kind not in "iuf":
         raise TypeError(f"parts must be a positive int or positive finite weights, got {parts!r}")

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import check_integer, check_real
+from ._validation import MAX_ENTRIES, check_integer, check_memory, check_not_masked, check_real
 from .estimate import FrequencyEstimate
 
 __all__ = [
@@ -56,6 +56,7 @@ def _frequencies(estimate: Any, name: str = "estimate") -> np.ndarray:
     if isinstance(estimate, FrequencyEstimate):
         f = estimate.frequencies
     else:
+        check_not_masked(estimate, name)
         try:
             f = np.asarray(estimate)
         except Exception as exc:  # pragma: no cover - exotic inputs
@@ -122,6 +123,7 @@ def single_value_answers(
 
 
 def _items(items: Any, d: int, name: str = "items") -> np.ndarray:
+    check_not_masked(items, "items")
     arr = np.asarray(items)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be integers in [0, {d}), got dtype {arr.dtype}")
@@ -159,9 +161,10 @@ def random_subsets(
     >>> random_subsets(10, 0.3, 2, rng=0).shape
     (2, 3)
     """
-    d = check_integer(domain_size, "domain_size", low=1)
+    d = check_integer(domain_size, "domain_size", low=1, high=MAX_ENTRIES)
     rho = check_real(rho, "rho", low=0.0, high=1.0, low_inclusive=False)
-    m = check_integer(n_queries, "n_queries", low=1)
+    m = check_integer(n_queries, "n_queries", low=1, high=MAX_ENTRIES)
+    check_memory(8.0 * m * min(d, max(1, round(rho * d))), "n_queries", "random_subsets")
     gen = as_generator(rng)
     s = min(d, max(1, round(rho * d)))
     out = np.empty((m, s), dtype=np.int64)
@@ -201,6 +204,7 @@ def set_answers(estimate: Any, subsets: Any, *, clamp: bool | None = None) -> np
 
 
 def _set_sums(f: np.ndarray, subsets: Any) -> np.ndarray:
+    check_not_masked(subsets, "subsets")
     sub = np.asarray(subsets)
     d = f.size
     if sub.ndim != 2:
@@ -249,8 +253,8 @@ def random_ranges(
     >>> bool(np.all(r[:, 1] - r[:, 0] == 10))
     True
     """
-    d = check_integer(domain_size, "domain_size", low=1)
-    m = check_integer(n_queries, "n_queries", low=1)
+    d = check_integer(domain_size, "domain_size", low=1, high=2**62)
+    m = check_integer(n_queries, "n_queries", low=1, high=MAX_ENTRIES // 2)
     gen = as_generator(rng)
     if length is None:
         a = gen.integers(0, d + 1, size=m)
@@ -277,6 +281,7 @@ def range_answers(estimate: Any, ranges: Any, *, clamp: bool | None = None) -> n
 
 
 def _range_sums(f: np.ndarray, ranges: Any) -> np.ndarray:
+    check_not_masked(ranges, "ranges")
     r = np.asarray(ranges)
     d = f.size
     if r.ndim != 2 or r.shape[1] != 2 or r.dtype.kind not in "iu":

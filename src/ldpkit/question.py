@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike
+from ._validation import check_sequence
 from .encoder import Encoder
 from .spec import Mechanism, Reports, spec_from_dict
 
@@ -218,13 +220,19 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
+def _as_path(path: Any) -> Path:
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path)
+    raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
+
+
 def save_questions(questions: Sequence[Question], path: str | Path) -> Path:
     """Write questions to a ``.toml`` (``[[question]]`` tables) or ``.json`` file."""
     from . import _toml
 
-    path = Path(path)
+    path = _as_path(path)
     suffix = _suffix(path)
-    items = list(questions)
+    items = check_sequence(questions, "questions", "Question")
     if not items or not all(isinstance(q, Question) for q in items):
         raise TypeError(f"questions must be a non-empty sequence of Question, got {questions!r}")
     names = [q.name for q in items]
@@ -244,7 +252,7 @@ def load_questions(path: str | Path) -> list[Question]:
     """
     import tomllib
 
-    path = Path(path)
+    path = _as_path(path)
     suffix = _suffix(path)
     if not path.is_file():
         raise ValueError(f"path must be an existing file, got {str(path)!r}")

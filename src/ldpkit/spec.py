@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._rng import RNGLike
-from ._validation import check_epsilon, check_memory, check_same_spec
+from ._validation import _show as _show_array
+from ._validation import check_epsilon, check_memory, check_not_masked, check_same_spec
 
 __all__ = [
     "MAX_REPORTS",
@@ -75,7 +76,7 @@ def mechanism_registry() -> Mapping[str, type[Mechanism]]:
 def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:
     """Rebuild a spec from :meth:`Mechanism.to_dict` output."""
     if not isinstance(data, Mapping):
-        raise TypeError(f"spec dict must be a mapping, got {type(data).__name__}")
+        raise TypeError(f"data (a spec dict) must be a mapping, got {type(data).__name__}")
     name = data.get("mechanism")
     if name not in _REGISTRY:
         _load_mechanisms()  # its module may not be imported yet
@@ -190,7 +191,10 @@ class Mechanism(ABC):
 
     def run(self, values: Any, *, rng: RNGLike = None) -> Any:
         """Simulate the whole protocol on raw values: randomize, aggregate, estimate."""
-        return self.estimate(self.aggregate(self.randomize(values, rng=rng)))
+        reports = self.randomize(values, rng=rng)
+        if len(reports) == 0:  # no estimate from no user; say so in terms of the input
+            raise ValueError("values must hold at least one value to estimate from, got none")
+        return self.estimate(self.aggregate(reports))
 
     def check_reports(self, reports: Any) -> Reports:
         """Raise unless ``reports`` are Reports made under this exact configuration."""
@@ -227,9 +231,14 @@ class _ArrayBundle:
         if not isinstance(spec, Mechanism):
             raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
         object.__setattr__(self, "_spec", spec)
-        object.__setattr__(
-            self, "_arrays", {k: _readonly(np.asarray(v)) for k, v in arrays.items()}
-        )
+        checked = {}
+        for k, v in arrays.items():
+            check_not_masked(v, k)  # np.asarray would drop the mask
+            arr = np.asarray(v)
+            if arr.dtype.kind not in "biuf":  # wire arrays are bits, integers or floats
+                raise TypeError(f"{k} must be an array of numbers, got {_show_array(arr)}")
+            checked[k] = _readonly(arr)
+        object.__setattr__(self, "_arrays", checked)
 
     @property
     def spec(self) -> Mechanism:
@@ -344,6 +353,7 @@ class StatsField:
 
     def check(self, name: str, value: Any, n: int) -> np.ndarray:
         """Return ``value`` as this field's array for n reports, or raise ValueError/TypeError."""
+        check_not_masked(value, f"stats.{name}")
         arr = np.asarray(value)
         kinds = "iu" if self.integer else "iuf"
         want = "integers" if self.integer else "real numbers"
@@ -512,7 +522,7 @@ class Stats(_ArrayBundle):
         """Inverse of :meth:`to_dict`; checks the layout, the format version, the
         fingerprint against the rebuilt spec, then the arrays against the spec's schema."""
         if not isinstance(data, Mapping):
-            raise TypeError(f"stats dict must be a mapping, got {type(data).__name__}")
+            raise TypeError(f"data (a stats dict) must be a mapping, got {type(data).__name__}")
         keys = {"format", "mechanism", "fingerprint", "n", "arrays"}
         missing, extra = keys - {"fingerprint"} - set(data), set(data) - keys
         if missing or extra:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import check_epsilon
+from ._validation import check_epsilon, check_sequence
 from .privacy import split_budget
 from .question import Question
 from .spec import Reports
@@ -72,7 +72,7 @@ class Survey:
         split: Literal["users", "epsilon"] = "users",
         weights: Sequence[float] | None = None,
     ) -> None:
-        items = list(questions)
+        items = check_sequence(questions, "questions", "Question")
         if not items or not all(isinstance(q, Question) for q in items):
             raise TypeError(
                 f"questions must be a non-empty sequence of Question, got {questions!r}"

@@ -37,8 +37,13 @@ def chisquare_gof(
     Bins with expected count below ``min_expected`` are pooled (smallest first) so the
     chi-square approximation holds. Bins with probability 0 must be empty, else p = 0.
     """
-    obs = np.asarray(observed, dtype=np.float64).ravel()
-    prob = np.asarray(probabilities, dtype=np.float64).ravel()
+    from ._validation import check_array, check_real
+
+    obs = check_array(observed, "observed", ndim=(1, 2), low=0.0, nonempty=True).ravel()
+    prob = check_array(probabilities, "probabilities", ndim=(1, 2), low=0.0, high=1.0).ravel()
+    min_expected = check_real(min_expected, "min_expected", low=0.0, low_inclusive=False)
+    if prob.sum() <= 0.0 or obs.sum() <= 0.0:
+        raise ValueError("observed and probabilities must each have a positive total, got 0")
     if obs.shape != prob.shape:
         raise ValueError(
             f"observed and probabilities must have one shape, got {obs.shape}, {prob.shape}"
@@ -69,7 +74,19 @@ def chisquare_gof(
 
 def binomial_z(count: np.ndarray, n: int, prob: np.ndarray) -> np.ndarray:
     """z-scores of binomial counts against their success probabilities."""
-    prob = np.asarray(prob, dtype=np.float64)
+    from ._validation import check_array, check_integer
+
+    n = check_integer(n, "n", low=1)
+    count = check_array(count, "count", ndim=(0, 1, 2), low=0, high=n)
+    prob = check_array(prob, "prob", ndim=(0, 1, 2), low=0.0, high=1.0)
+    if np.any((prob <= 0.0) | (prob >= 1.0)):
+        raise ValueError("prob must be probabilities strictly between 0 and 1, got 0 or 1")
+    try:
+        np.broadcast_shapes(count.shape, prob.shape)
+    except ValueError:
+        raise ValueError(
+            f"count and prob must have broadcastable shapes, got {count.shape} and {prob.shape}"
+        ) from None
     return (np.asarray(count, dtype=np.float64) - n * prob) / np.sqrt(n * prob * (1.0 - prob))
 
 
@@ -77,6 +94,10 @@ def bonferroni_z(alpha: float, m: int) -> float:
     """Two-sided |z| threshold for m simultaneous tests at family-wise level alpha."""
     from scipy import stats as sps
 
+    from ._validation import check_integer, check_probability
+
+    alpha = check_probability(alpha, "alpha")
+    m = check_integer(m, "m", low=1)
     return float(sps.norm.isf(alpha / (2.0 * m)))
 
 
@@ -84,6 +105,10 @@ def variance_ratio_bounds(dof: int, alpha: float) -> tuple[float, float]:
     """Bounds for sample variance / true variance with ``dof`` degrees of freedom (normal data)."""
     from scipy import stats as sps
 
+    from ._validation import check_integer, check_probability
+
+    dof = check_integer(dof, "dof", low=1)
+    alpha = check_probability(alpha, "alpha")
     return (
         float(sps.chi2.ppf(alpha / 2.0, dof) / dof),
         float(sps.chi2.isf(alpha / 2.0, dof) / dof),
@@ -146,6 +171,12 @@ def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
         if mechanism not in registry:
             raise ValueError(f"mechanism must be one of {sorted(registry)}, got {mechanism!r}")
         mechanism = registry[mechanism]
+    from .spec import Mechanism
+
+    if not (isinstance(mechanism, type) and issubclass(mechanism, Mechanism)):
+        raise TypeError(
+            f"mechanism must be a registered name or a Mechanism class, got {mechanism!r:.60}"
+        )
     names = {f.name for f in dataclasses.fields(mechanism)}
     kwargs = {k: v for k, v in _SMALL.items() if k in names}
     kwargs.update(params)

@@ -101,7 +101,7 @@ def test_from_values_counts_exactly():
         Distribution.from_values([0.5, 1.5], 0.0, 1.0, buckets=4)
     with pytest.raises(ValueError, match="at least one value"):
         Distribution.from_values([], 0.0, 1.0, buckets=4)
-    with pytest.raises(ValueError, match="buckets must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"buckets must be an integer in \[1, "):
         Distribution.from_values([0.5], 0.0, 1.0, buckets=0)
 
 
@@ -133,7 +133,7 @@ def test_quantile_closed_forms():
     np.testing.assert_allclose(d.quantile([0.0, 0.25, 0.5, 0.75, 1.0]), [0.0, 0.5, 1.0, 2.5, 3.0])
     assert isinstance(d.quantile(0.3), float)
     assert d.quantile(np.zeros((2, 3))).shape == (2, 3)
-    with pytest.raises(ValueError, match=r"q must be probabilities in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"q must be finite real numbers in \[0, 1\]"):
         d.quantile(1.5)
     with pytest.raises(ValueError, match="q must be"):
         d.quantile(math.nan)

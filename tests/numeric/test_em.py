@@ -103,11 +103,11 @@ def test_validation():
     m = np.array([[0.7, 0.3], [0.2, 0.8]])  # inputs x outputs
     with pytest.raises(TypeError, match="matrix must be given"):
         em([1, 2])
-    with pytest.raises(ValueError, match="matrix must have shape"):
+    with pytest.raises(ValueError, match="data must hold one count per output of matrix"):
         em([1, 2, 3], m)
     with pytest.raises(ValueError, match="rows .* must each sum to 1"):
         em([1, 2], m * 0.9)
-    with pytest.raises(ValueError, match="counts must be finite and >= 0"):
+    with pytest.raises(ValueError, match="counts that are finite and >= 0"):
         em([1, -2], m)
     with pytest.raises(ValueError, match="at least one report"):
         em([0, 0], m)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_real
+from .._validation import MAX_ENTRIES, check_integer, check_real
 from ._dataset import Dataset
 
 __all__ = ["beta", "zipf", "zipf_probabilities", "gaussian_items", "uniform_items"]
@@ -35,7 +35,7 @@ def beta(a: float = 5.0, b: float = 2.0, n: int = 100_000, *, rng: RNGLike = Non
     """
     a = check_real(a, "a", low=0.0, low_inclusive=False)
     b = check_real(b, "b", low=0.0, low_inclusive=False)
-    n = check_integer(n, "n", low=0)
+    n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
     values = as_generator(rng).beta(a, b, size=n)
     return Dataset(
         name="beta",
@@ -60,8 +60,8 @@ def zipf_probabilities(s: float, d: int) -> np.ndarray:
     >>> zipf_probabilities(1.0, 3).round(4)
     array([0.5455, 0.2727, 0.1818])
     """
-    s = check_real(s, "s", low=0.0)
-    d = check_integer(d, "d", low=1)
+    s = check_real(s, "s", low=0.0, high=1e6)  # beyond, s * log(d) loses all precision
+    d = check_integer(d, "d", low=1, high=MAX_ENTRIES)
     # computed in log space so that a large s cannot underflow every weight to zero
     logw = -s * np.log(np.arange(1, d + 1, dtype=np.float64))
     w = np.exp(logw - logw.max())
@@ -88,7 +88,7 @@ def zipf(s: float = 1.1, d: int = 1024, n: int = 10_000, *, rng: RNGLike = None)
     (16, 1000)
     """
     probs = zipf_probabilities(s, d)
-    n = check_integer(n, "n", low=0)
+    n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
     values = as_generator(rng).choice(d, size=n, p=probs)
     return Dataset(
         name="zipf",
@@ -120,8 +120,8 @@ def gaussian_items(
     """
     mean = check_real(mean, "mean")
     std = check_real(std, "std", low=0.0, low_inclusive=False)
-    d = check_integer(d, "d", low=2)
-    n = check_integer(n, "n", low=0)
+    d = check_integer(d, "d", low=2, high=MAX_ENTRIES)
+    n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
     x = as_generator(rng).normal(mean, std, size=n)
     values = np.clip(np.rint(x), 0, d - 1).astype(np.int64)
     return Dataset(
@@ -144,8 +144,8 @@ def uniform_items(d: int = 1024, n: int = 100_000, *, rng: RNGLike = None) -> Da
     >>> uniform_items(d=4, n=10, rng=0).n
     10
     """
-    d = check_integer(d, "d", low=1)
-    n = check_integer(n, "n", low=0)
+    d = check_integer(d, "d", low=1, high=MAX_ENTRIES)
+    n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
     values = as_generator(rng).integers(0, d, size=n)
     return Dataset(
         name="uniform_items",

@@ -72,8 +72,10 @@ def frequency_mse(estimate: Any, truth: Any) -> float:
     >>> frequency_mse(np.array([0.5, 0.5]), np.array([0.6, 0.4]))
     0.01
     """
-    est = np.asarray(getattr(estimate, "frequencies", estimate), dtype=np.float64)
-    true = np.asarray(truth, dtype=np.float64)
+    from .._validation import check_array
+
+    est = check_array(getattr(estimate, "frequencies", estimate), "estimate")
+    true = check_array(truth, "truth")
     if est.shape != true.shape:
         raise ValueError(f"estimate must have the shape of truth {true.shape}, got {est.shape}")
     return float(np.mean((est - true) ** 2))

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from .._validation import _show, check_epsilon
+from .._validation import _show, check_epsilon, check_integer, check_not_masked
 from ..spec import Reports
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
 
@@ -76,13 +76,17 @@ def fwht(x: Any, axis: int = -1) -> np.ndarray:
     >>> fwht([1, 2, 3, 4])
     array([10, -2, -4,  0])
     """
+    check_not_masked(x, "x")
     arr = np.asarray(x)
     if arr.dtype.kind in "biu":
         dtype = np.dtype(np.int64)
     elif arr.dtype.kind in "fc":
         dtype = arr.dtype
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("x must hold finite numbers, got NaN or inf")
     else:
         raise TypeError(f"x must be a numeric array, got an array of dtype {arr.dtype}")
+    axis = check_integer(axis, "axis")
     if arr.ndim == 0:
         raise ValueError("x must have at least one dimension, got a scalar")
     if not -arr.ndim <= axis < arr.ndim:

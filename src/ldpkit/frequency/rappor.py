@@ -19,8 +19,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 
 import numpy as np
 
+from .. import _crmath
 from .._rng import RNGLike, as_generator
-from .._validation import check_frequencies, check_integer, check_probability, check_real
+from .._validation import (
+    check_array,
+    check_frequencies,
+    check_integer,
+    check_probability,
+    check_real,
+)
 from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats, StatsField
 from ._base import FrequencyOracle, index_dtype
@@ -80,7 +87,18 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     >>> bloom_positions([0, 1], 0, num_bits=128, num_hashes=2).shape
     (2, 2)
     """
-    v, c = np.broadcast_arrays(np.asarray(items), np.asarray(cohorts))
+    num_bits = check_integer(num_bits, "num_bits", low=1, high=2**62)
+    num_hashes = check_integer(num_hashes, "num_hashes", low=1, high=2**16)
+    dims = (0, 1, 2, 3, 4)
+    items_arr = check_array(items, "items", ndim=dims, integer=True, low=0)
+    cohorts_arr = check_array(cohorts, "cohorts", ndim=dims, integer=True, low=0, high=2**47)
+    try:
+        v, c = np.broadcast_arrays(items_arr, cohorts_arr)
+    except ValueError:
+        raise ValueError(
+            f"items and cohorts must have broadcastable shapes, got {items_arr.shape} and "
+            f"{cohorts_arr.shape}"
+        ) from None
     shape = v.shape
     # 1-D arrays throughout: numpy scalars would warn on the (intended) 64-bit wrap-around.
     v = v.reshape(-1).astype(np.uint64)
@@ -186,7 +204,7 @@ def _log_ratio(big: int, small: int) -> float:
     """``log(big / small)`` of two positive integers (exact ratio, no cancellation)."""
     if small <= 0:
         return math.inf
-    return math.log1p((big - small) / small)
+    return _crmath.log1p((big - small) / small)  # correctly rounded: platform-independent
 
 
 @functools.lru_cache(maxsize=256)
@@ -194,7 +212,7 @@ def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
     """``(T_keep, T_flip)`` over 2^64: the PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up
     (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``."""
     budget = epsilon / (2 * num_hashes)
-    t = math.exp(-budget)
+    t = _crmath.exp(-budget)  # correctly rounded: the same thresholds on every platform
     flip = min(max(math.ceil(t / (1.0 + t) * _SCALE), 1), _SCALE // 2)
     while _log_ratio(_SCALE - flip, flip) > budget:
         flip += max(1, flip >> 50)

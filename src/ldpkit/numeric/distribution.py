@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_numeric_values, check_probability, check_real
+from .._validation import (
+    MAX_ENTRIES,
+    check_array,
+    check_integer,
+    check_not_masked,
+    check_numeric_values,
+    check_probability,
+    check_real,
+)
 
 __all__ = ["Distribution"]
 
@@ -40,6 +48,10 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
     hi = check_real(high, "high")
     if not hi > lo:
         raise ValueError(f"high must be a finite number > low ({lo:g}), got {hi!r}")
+    if not math.isfinite(hi - lo):  # e.g. [-1e308, 1e308]: the width overflows to inf
+        raise ValueError(
+            f"high - low must be a finite width, got [{lo:g}, {hi:g}] (width overflows)"
+        )
     return lo, hi
 
 
@@ -158,6 +170,7 @@ class Distribution:
         fit: dict[str, Any] | None = None,
     ) -> None:
         lo, hi = check_bounds(low, high)
+        check_not_masked(probabilities, "probabilities")
         arr = np.asarray(probabilities)
         if arr.dtype.kind not in "iuf":
             raise TypeError(
@@ -242,7 +255,7 @@ class Distribution:
         Values must lie in ``[low, high]``; ``high`` itself counts in the last bucket.
         """
         lo, hi = check_bounds(low, high)
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         v = check_numeric_values(values, lo, hi, "values")
         if v.size == 0:
             raise ValueError("values must hold at least one value, got an empty array")
@@ -263,7 +276,7 @@ class Distribution:
         e.g. ``Distribution.from_cdf(scipy.stats.beta(5, 2).cdf, 0, 1, 256)``.
         """
         lo, hi = check_bounds(low, high)
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         f = np.asarray(cdf(np.linspace(lo, hi, buckets + 1)), dtype=np.float64)
         mass = np.diff(f)
         total = f[-1] - f[0]
@@ -274,7 +287,7 @@ class Distribution:
     @classmethod
     def uniform(cls, low: float = 0.0, high: float = 1.0, buckets: int = 1024) -> Distribution:
         """The uniform law on ``[low, high]`` as a B-bucket histogram."""
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         return cls(np.full(buckets, 1.0 / buckets), low, high)
 
     # -- attributes -----------------------------------------------------------------------
@@ -472,14 +485,14 @@ class Distribution:
 
         Returns a float for scalar input, else an array of x's shape.
         """
-        xa = np.asarray(x, dtype=np.float64)
+        xa = check_array(x, "x", ndim=(0, 1, 2))
         inside = (xa >= self._low) & (xa <= self._high)
         out = np.where(inside, self._prob[self._bucket_of(xa)] / self.width, 0.0)
         return float(out) if out.ndim == 0 else out
 
     def cdf(self, x: Any) -> Any:
         """P[X <= x]: 0 below ``low``, 1 above ``high``, linear inside each bucket."""
-        xa = np.asarray(x, dtype=np.float64)
+        xa = check_array(x, "x", ndim=(0, 1, 2))
         out = np.interp(xa, self.edges, self._cum, left=0.0, right=1.0)
         return float(out) if out.ndim == 0 else out
 
@@ -497,9 +510,7 @@ class Distribution:
             If any q is outside [0, 1] or NaN.
         """
         self._check_proper("quantile")
-        qa = np.asarray(q, dtype=np.float64)
-        if not np.all((qa >= 0.0) & (qa <= 1.0)):
-            raise ValueError(f"q must be probabilities in [0, 1], got {q!r}")
+        qa = check_array(q, "q", ndim=(0, 1, 2), low=0.0, high=1.0)
         k = np.searchsorted(self._cum, qa, side="left")  # first edge with F >= q
         k = np.maximum(k, 1)
         left = self._cum[k - 1]  # < q unless q == 0
@@ -511,8 +522,8 @@ class Distribution:
 
     def range(self, a: Any, b: Any) -> Any:
         """Mass of ``[a, b]``: ``F(b) - F(a)`` (vectorized; needs a <= b)."""
-        aa = np.asarray(a, dtype=np.float64)
-        ba = np.asarray(b, dtype=np.float64)
+        aa = check_array(a, "a", ndim=(0, 1, 2))
+        ba = check_array(b, "b", ndim=(0, 1, 2))
         if np.any(~(aa <= ba)):
             raise ValueError(f"a must be <= b (and not NaN), got a={a!r}, b={b!r}")
         out = np.asarray(self.cdf(ba)) - np.asarray(self.cdf(aa))
@@ -750,7 +761,7 @@ class Distribution:
         from ._intervals import normal_quantile
 
         alpha = check_probability(alpha, "alpha")
-        xa = np.asarray(x, dtype=np.float64)
+        xa = check_array(x, "x", ndim=(0, 1, 2))
         if np.any(np.isnan(xa)):
             raise ValueError(f"x must be numbers (not NaN), got {x!r}")
         flat = xa.reshape(-1)
@@ -768,7 +779,7 @@ class Distribution:
 
         alpha = check_probability(alpha, "alpha")
         aa, ba = np.broadcast_arrays(
-            np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+            check_array(a, "a", ndim=(0, 1, 2)), check_array(b, "b", ndim=(0, 1, 2))
         )
         if np.any(~(aa <= ba)):
             raise ValueError(f"a must be <= b (and not NaN), got a={a!r}, b={b!r}")
@@ -815,9 +826,7 @@ class Distribution:
         """
         from ._intervals import normal_quantile
 
-        qa = np.asarray(q, dtype=np.float64)
-        if not np.all((qa >= 0.0) & (qa <= 1.0)):
-            raise ValueError(f"q must be probabilities in [0, 1], got {q!r}")
+        qa = check_array(q, "q", ndim=(0, 1, 2), low=0.0, high=1.0)
         flat = qa.reshape(-1)
         if self.interval_method == "bootstrap":
             alpha = check_probability(alpha, "alpha")
@@ -930,7 +939,7 @@ class Distribution:
 
     def sample(self, n: int, rng: RNGLike = None) -> np.ndarray:
         """Draw n values by inverse-transform sampling (exact for the histogram density)."""
-        n = check_integer(n, "n", low=0)
+        n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
         self._check_proper("sample")
         gen = as_generator(rng)
         return np.asarray(self.quantile(gen.random(n)), dtype=np.float64).reshape(n)
@@ -948,7 +957,7 @@ class Distribution:
         """
         from scipy import sparse
 
-        buckets = check_integer(buckets, "buckets", low=1)
+        buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         if buckets == self.buckets:
             return self
         edges = np.linspace(self._low, self._high, buckets + 1)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_real
+from .._validation import check_array, check_integer, check_not_masked, check_real
 from ..spec import Stats
 from .distribution import Distribution
 
@@ -64,11 +64,13 @@ def smooth(theta: np.ndarray) -> np.ndarray:
     The end weights are our choice (METHODS.md section 3): symmetric, and each end keeps
     the weight ratio 2:1 of the interior kernel. The result is renormalized to sum 1.
     """
+    check_not_masked(theta, "theta")
     raw = np.asarray(theta)
     if raw.dtype.kind not in "iuf":
         raise TypeError(f"theta must be a 1-D array of weights >= 0, got dtype {raw.dtype}")
     t = raw.astype(np.float64)
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or t.sum() <= 0:
+    total = t.sum()
+    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or not (np.isfinite(total) and total > 0):
         raise ValueError(
             "theta must be a non-empty 1-D array of finite weights >= 0 with a positive sum"
         )
@@ -94,23 +96,28 @@ def _inputs(
         low = getattr(spec, "low", 0.0) if low is None else low
         high = getattr(spec, "high", 1.0) if high is None else high
     else:
+        check_not_masked(data, "data")
         counts = np.asarray(data)
         if matrix is None:
             raise TypeError("matrix must be given when data is an array of counts")
     if counts.dtype.kind not in "iuf":
-        raise TypeError(f"counts must be non-negative numbers, got dtype {counts.dtype}")
+        raise TypeError(f"data must be counts (non-negative numbers), got dtype {counts.dtype}")
     counts = counts.astype(np.float64)
     # Callers give inputs x outputs (the transition-matrix orientation of ldpkit); the
     # iteration works on the transpose (SW20's M[j, i], outputs x inputs).
-    m = np.asarray(matrix, dtype=np.float64).T
+    m = check_array(matrix, "matrix", ndim=(1, 2, 3)).T
     if counts.ndim != 1:
-        raise ValueError(f"counts must be a 1-D array, got shape {counts.shape}")
+        raise ValueError(f"data must be a 1-D array of counts, got shape {counts.shape}")
+    if m.ndim == 2 and m.shape[0] != counts.size:
+        raise ValueError(
+            f"data must hold one count per output of matrix ({m.shape[0]}), got {counts.size}"
+        )
     if m.ndim != 2 or m.shape[0] != counts.size:
         raise ValueError(
             f"matrix must have shape (n_inputs, n_outputs={counts.size}), got {m.T.shape}"
         )
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        raise ValueError("counts must be finite and >= 0")
+        raise ValueError("data must be counts that are finite and >= 0")
     if not np.all(np.isfinite(m)) or np.any(m < 0):
         raise ValueError("matrix must be finite and >= 0")
     col = m.sum(axis=0)
@@ -170,6 +177,10 @@ def _numpy_loop(
     return theta, trace, it, converged
 
 
+#: Largest iteration cap of EM/EMS: the log-likelihood trace is kept (one float per step).
+MAX_ITERATIONS = 10_000_000
+
+
 def _run(
     data: Any,
     matrix: Any,
@@ -184,7 +195,7 @@ def _run(
     engine: str = "band",
 ) -> Any:
     tol = check_real(tol, "tol", low=0.0)
-    max_iter = check_integer(max_iter, "max_iter", low=0)
+    max_iter = check_integer(max_iter, "max_iter", low=0, high=MAX_ITERATIONS)
     counts, m, lo, hi = _inputs(data, matrix, low, high)
     d = m.shape[1]
     keep = counts > 0  # rows never observed do not enter the likelihood or the E-step

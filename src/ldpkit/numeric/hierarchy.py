@@ -32,7 +32,14 @@ import numpy as np
 
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_numeric_values, check_real
+from .._validation import (
+    check_array,
+    check_integer,
+    check_not_masked,
+    check_numeric_values,
+    check_real,
+    check_sequence,
+)
 from ..frequency import FrequencyOracle
 from ..frequency._base import index_dtype
 from ..frequency.hadamard import (
@@ -64,6 +71,10 @@ __all__ = [
 #: Largest number of leaves of a (padded) tree.
 MAX_LEAVES = 1 << 24
 
+#: Largest number of leaves of an HHADMM tree: its estimate runs up to 500 ADMM iterations
+#: over every node (~4 s of CPU at 2^16 leaves).
+MAX_ADMM_LEAVES = 1 << 16
+
 #: Oracles whose reports are 1-D arrays (one scalar per field and user), so that users of
 #: different levels can share one Reports object; with their report fields.
 _REPORT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -85,7 +96,10 @@ def _tree_height(buckets: int, branching: int) -> int:
 
 
 def _check_levels(levels: Sequence[Any], branching: int) -> list[np.ndarray]:
-    out = [np.asarray(x, dtype=np.float64) for x in levels]
+    items = check_sequence(levels, "levels", "arrays (one per level)")
+    if len(items) > 64:
+        raise ValueError(f"levels must hold at most 64 levels, got {len(items)}")
+    out = [check_array(x, f"levels[{k}]") for k, x in enumerate(items)]
     for k, x in enumerate(out):
         if x.shape != (branching**k,):
             raise ValueError(
@@ -165,7 +179,11 @@ def constrained_inference(
     if variances is None:
         var = np.ones(h + 1)
     else:
-        var = np.asarray(variances, dtype=np.float64)
+        check_not_masked(variances, "variances")
+        var = np.asarray(variances)
+        if var.dtype.kind not in "iuf":  # +inf is allowed: a level without information
+            raise TypeError(f"variances must be numbers >= 0 (inf allowed), got {var.dtype}")
+        var = var.astype(np.float64)
         if var.shape != (h + 1,) or np.any(np.isnan(var)) or np.any(var <= 0):
             raise ValueError(
                 f"variances must hold {h + 1} numbers > 0 (inf allowed), got {variances!r}"
@@ -297,7 +315,7 @@ def hh_admm(
     from ..consistency import simplex_projection  # server-side post-processing
 
     branching = check_integer(branching, "branching", low=2)
-    max_iter = check_integer(max_iter, "max_iter", low=1)
+    max_iter = check_integer(max_iter, "max_iter", low=1, high=10_000_000)
     tol = check_real(tol, "tol", low=0.0, low_inclusive=False)
     xt = _check_levels(levels, branching)
     sizes = [lv.size for lv in xt]
@@ -574,7 +592,7 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def level_size(self, level: int) -> int:
         """Number of nodes ``B^k`` at depth k."""
-        return self.branching**level
+        return int(self.branching ** check_integer(level, "level", low=0, high=self.height))
 
     def privacy_loss(self) -> float:
         """The largest loss of the level oracles: the level is drawn independently of the
@@ -753,6 +771,17 @@ class HHADMM(HierarchicalHistogram):
     (64, True)
     """
 
+    def _validate(self) -> None:
+        super()._validate()
+        # ADMM costs ~ 500 iterations x the tree's nodes: ~1 s of CPU at 2^14 leaves, about
+        # a minute at 2^20 (issue 12: accepted there, then hung). Refused up front instead.
+        if self.leaves > MAX_ADMM_LEAVES:
+            raise ValueError(
+                f"buckets must give at most {MAX_ADMM_LEAVES} leaves for HHADMM (its ADMM "
+                f"estimate takes minutes beyond), got {self.buckets} buckets = {self.leaves} "
+                "leaves; use HierarchicalHistogram (constrained inference) for finer trees"
+            )
+
     def admm_tree(
         self, stats: Stats, *, max_iter: int = 500, tol: float = 1e-4
     ) -> tuple[list[np.ndarray], ADMMInfo]:
@@ -801,7 +830,7 @@ def haar_transform(leaves: Any) -> tuple[float, list[np.ndarray]]:
     >>> s, [np.round(c, 4).tolist() for c in d]
     (4.0, [[2.0], [1.4142, 0.0]])
     """
-    x = np.asarray(leaves, dtype=np.float64)
+    x = check_array(leaves, "leaves")
     size = x.size
     if x.ndim != 1 or size < 1 or size & (size - 1):
         raise ValueError(f"leaves must be a 1-D array of power-of-two length, got shape {x.shape}")
@@ -826,14 +855,21 @@ def inverse_haar_transform(scaling: float, details: Sequence[Any]) -> np.ndarray
     >>> inverse_haar_transform(*haar_transform([4.0, 2.0, 1.0, 1.0])).tolist()
     [4.0, 2.0, 1.0, 1.0]
     """
+    scaling = check_real(scaling, "scaling")
+    if isinstance(details, (str, bytes)) or not isinstance(details, Sequence):
+        raise TypeError(f"details must be a list of arrays (one per level), got {details!r:.60}")
     h = len(details)
-    totals = np.array([float(scaling) * 2.0 ** (h / 2.0)])
+    if h > 40:  # 2**h leaves
+        raise ValueError(f"details must hold at most 40 levels, got {h}")
+    totals = np.array([scaling * 2.0 ** (h / 2.0)])
     for t in range(h):
-        c = np.asarray(details[t], dtype=np.float64)
+        c = check_array(details[t], f"details[{t}]")
         if c.shape != (1 << t,):
             raise ValueError(f"details[{t}] must have shape ({1 << t},), got {c.shape}")
         diff = c * 2.0 ** ((h - t) / 2.0)
         totals = np.stack(((totals + diff) / 2.0, (totals - diff) / 2.0), axis=1).ravel()
+    if not np.all(np.isfinite(totals)):  # e.g. scaling 1e308: the leaves overflow
+        raise ValueError("scaling and details must be small enough that the leaves are finite")
     return totals
 
 

@@ -43,7 +43,13 @@ import numpy as np
 from .. import _crmath
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_numeric_values, check_probability, check_real
+from .._validation import (
+    check_array,
+    check_epsilon,
+    check_integer,
+    check_numeric_values,
+    check_probability,
+)
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import check_bounds
 
@@ -74,13 +80,24 @@ def _c(epsilon: float) -> float:
     return 1.0 / math.tanh(epsilon / 2.0)
 
 
+#: The closed forms below hold at any budget; past 40 they only lose precision (e^-20 ~ 2e-9)
+#: and far past it overflow, so they accept the largest budget of any mean mechanism.
+_FORMULA_MAX_EPSILON = 40.0
+
+
+def _check_t(t: Any) -> Any:
+    """True values on the [-1, 1] scale (a number or an array), as float64."""
+    arr = check_array(t, "t", ndim=(0, 1, 2), low=-1.0, high=1.0)
+    return float(arr) if arr.ndim == 0 else arr
+
+
 def stochastic_rounding_variance(epsilon: float, t: Any = None) -> Any:
     """Per-user variance of SR's report on [-1, 1]: ``C^2 - t^2`` (worst case C^2 at t=None)."""
-    epsilon = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    epsilon = check_epsilon(epsilon, high=_FORMULA_MAX_EPSILON)
     c2 = _c(epsilon) ** 2
     if t is None:
         return c2
-    return c2 - np.asarray(t, dtype=np.float64) ** 2
+    return c2 - _check_t(t) ** 2
 
 
 def piecewise_variance(epsilon: float, t: Any = None) -> Any:
@@ -88,12 +105,12 @@ def piecewise_variance(epsilon: float, t: Any = None) -> Any:
 
     ``t=None`` gives the worst case over [-1, 1] (|t| = 1): ``4E / (3 (E - 1)^2)``.
     """
-    epsilon = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    epsilon = check_epsilon(epsilon, high=_FORMULA_MAX_EPSILON)
     em1 = math.expm1(epsilon / 2.0)
     base = (em1 + 4.0) / (3.0 * em1 * em1)
     if t is None:
         return 1.0 / em1 + base
-    return np.asarray(t, dtype=np.float64) ** 2 / em1 + base
+    return _check_t(t) ** 2 / em1 + base
 
 
 def _hybrid_weight(epsilon: float) -> float:
@@ -103,7 +120,7 @@ def _hybrid_weight(epsilon: float) -> float:
 
 def hybrid_variance(epsilon: float, t: Any = None) -> Any:
     """Per-user variance of HM's report at t (t=None: worst case over [-1, 1])."""
-    epsilon = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    epsilon = check_epsilon(epsilon, high=_FORMULA_MAX_EPSILON)
     a = _hybrid_weight(epsilon)
     if a == 0.0:
         return stochastic_rounding_variance(epsilon, t)
@@ -124,7 +141,7 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
     >>> round(hybrid_worst_case_variance(0.5), 4), round(hybrid_worst_case_variance(2.0), 4)
     (16.6708, 1.0423)
     """
-    epsilon = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    epsilon = check_epsilon(epsilon, high=_FORMULA_MAX_EPSILON)
     c2 = _c(epsilon) ** 2
     if epsilon <= HYBRID_THRESHOLD:
         return c2
@@ -242,7 +259,7 @@ def _grid_variance(grid: _PMGrid, t: Any) -> Any:
         k = np.array([0, steps])  # E[y^2|k] - t_k^2 is a convex quadratic in k
         tk = -1.0 + 2.0 * k / steps
         return float(np.max(grid.second_moment(k) - tk * tk) + (2.0 / steps) ** 2 / 4.0)
-    t = np.asarray(t, dtype=np.float64)
+    t = np.asarray(_check_t(t), dtype=np.float64)
     x = np.clip((t + 1.0) / 2.0, 0.0, 1.0) * steps
     lo = np.minimum(np.floor(x), steps - 1)
     f = x - lo
@@ -571,7 +588,7 @@ class StochasticRounding(_MeanMechanism):
         c2 = self._grid.magnitude**2
         if t is None:
             return c2
-        return c2 - np.asarray(t, dtype=np.float64) ** 2
+        return c2 - _check_t(t) ** 2
 
     def unit_report_values(self) -> np.ndarray:
         c = self._grid.magnitude

@@ -16,12 +16,13 @@ from __future__ import annotations
 import copy
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from .._rng import RNGLike, as_generator
+from .._validation import MAX_ENTRIES, check_array, check_integer, check_real
 
 __all__ = ["RangeSum", "StreamRelease", "stream_from_dict", "STREAM_CLASSES"]
 
@@ -55,8 +56,13 @@ def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
     return np.random.Generator(bit_gen)
 
 
+_DICT_KEYS = ("class", "params", "n_seen", "threshold", "buffer", "rng", "state")
+
+
 def stream_from_dict(data: dict[str, Any]) -> StreamRelease:
     """Rebuild any stream estimator from its :meth:`StreamRelease.to_dict` output."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"data must be a mapping (to_dict output), got {type(data).__name__}")
     name = data.get("class")
     if name not in STREAM_CLASSES:
         raise ValueError(f"class must be one of {sorted(STREAM_CLASSES)}, got {name!r}")
@@ -79,7 +85,8 @@ class StreamRelease(ABC):
 
     def __init__(self, threshold_size: int, rng: RNGLike) -> None:
         self._rng = as_generator(rng)
-        self._m = int(threshold_size)
+        # the phase-1 buffer holds threshold_size floats: bounded by the memory budget
+        self._m = check_integer(threshold_size, "threshold_size", low=0, high=MAX_ENTRIES)
         self._buffer = np.zeros(self._m)  # phase-1 items, freed once theta is chosen
         self._buffer_fill = 0
         self._n_seen = 0
@@ -195,18 +202,20 @@ class StreamRelease(ABC):
 
     # ------------------------------------------------------------------ answers
     def _check_range(self, starts: Any, stops: Any) -> tuple[np.ndarray, np.ndarray]:
-        i = np.asarray(starts)
-        j = np.asarray(stops)
-        for name, arr in (("start", i), ("stop", j)):
-            if arr.dtype.kind not in "iu":
-                raise TypeError(f"{name} must be integer positions, got dtype {arr.dtype}")
-        i, j = np.broadcast_arrays(i.astype(np.int64), j.astype(np.int64))
+        i = check_array(starts, "starts", ndim=(0, 1, 2), integer=True)
+        j = check_array(stops, "stops", ndim=(0, 1, 2), integer=True)
+        try:
+            i, j = np.broadcast_arrays(i, j)
+        except ValueError:
+            raise ValueError(
+                f"starts and stops must have broadcastable shapes, got {i.shape} and {j.shape}"
+            ) from None
         n = self.n_released
         bad = (i < 0) | (j < i) | (j > n)
         if np.any(bad):
             k = int(np.flatnonzero(bad.ravel())[0])
             raise ValueError(
-                f"ranges must satisfy 0 <= start <= stop <= n_released = {n}, "
+                f"starts and stops must satisfy 0 <= start <= stop <= n_released = {n}, "
                 f"got [{int(i.ravel()[k])}, {int(j.ravel()[k])})"
             )
         return i.ravel(), j.ravel()
@@ -217,6 +226,8 @@ class StreamRelease(ABC):
         The standard error is that of the privacy noise given the (clipped) data; it does
         not include clipping bias, nor the error of predicting not-yet-summarized items.
         """
+        start = check_integer(start, "start", low=0, high=2**62)
+        stop = check_integer(stop, "stop", low=0, high=2**62)
         est, se = self.range_sums(np.array([start]), np.array([stop]))
         assert se is not None
         return RangeSum(float(est[0]), float(se[0]))
@@ -252,21 +263,65 @@ class StreamRelease(ABC):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StreamRelease:
         """Rebuild an estimator from :meth:`to_dict` output; it continues where it stopped."""
-        target = STREAM_CLASSES.get(data.get("class", ""))
+        if not isinstance(data, Mapping):
+            raise TypeError(f"data must be a mapping (to_dict output), got {type(data).__name__}")
+        missing = [k for k in _DICT_KEYS if k not in data]
+        if missing:
+            raise ValueError(f"data must hold the keys {list(_DICT_KEYS)}, missing {missing}")
+        name = data["class"]
+        target = STREAM_CLASSES.get(name) if isinstance(name, str) else None
         if target is None or not issubclass(target, cls):
+            raise ValueError(f"class must name a subclass of {cls.__name__}, got {name!r}")
+        if not isinstance(data["params"], Mapping):
+            raise TypeError(f"params must be a mapping, got {type(data['params']).__name__}")
+        if not isinstance(data["rng"], Mapping) or "bit_generator" not in data["rng"]:
+            raise ValueError("rng must be a bit generator state (to_dict output)")
+        try:
+            gen = _generator_from_state(dict(data["rng"]))
+        except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(
-                f"class must name a subclass of {cls.__name__}, got {data.get('class')!r}"
-            )
-        obj = target(**data["params"], rng=_generator_from_state(data["rng"]))
-        buf = np.asarray(data["buffer"], dtype=np.float64)
+                f"rng must be a valid bit generator state, got an error: {exc}"
+            ) from None
+        obj = target(**data["params"], rng=gen)
+        buf = check_array(data["buffer"], "buffer")
+        # the phase-1 values were checked on entry: [0, bound] for every stream
+        bound = float(getattr(obj, "bound", np.inf))
+        if buf.size and (buf.min() < 0.0 or buf.max() > bound):
+            raise ValueError(f"buffer must hold values in [0, {bound:g}], got one outside")
+        threshold = data["threshold"]
+        if threshold is not None:
+            threshold = check_real(threshold, "threshold", low=0.0, high=bound)
+        n_seen = check_integer(data["n_seen"], "n_seen", low=0)
         if obj._threshold is None:
+            if buf.size > obj._m:
+                raise ValueError(
+                    f"buffer must hold at most threshold_size = {obj._m} values, got {buf.size}"
+                )
+            if threshold is None and not buf.size <= n_seen <= obj._m:
+                raise ValueError(
+                    f"n_seen must be in [{buf.size}, {obj._m}] (buffered values, threshold_size)"
+                    f" before the threshold is chosen, got {n_seen}"
+                )
             obj._buffer[: buf.size] = buf
             obj._buffer_fill = buf.size
-            if data["threshold"] is not None:
-                obj._set_threshold(float(data["threshold"]))
-        obj._n_seen = int(data["n_seen"])
+            if threshold is not None:
+                obj._set_threshold(threshold)
+        if obj._threshold is not None and n_seen < obj._m:
+            raise ValueError(
+                f"n_seen must be >= threshold_size = {obj._m} once the threshold is chosen, "
+                f"got {n_seen}"
+            )
+        obj._n_seen = n_seen
         if obj._threshold is not None:
-            obj._load_state(data["state"])
+            try:
+                obj._load_state(data["state"])
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                raise ValueError(f"state must be the to_dict output of {name}: {exc}") from None
+            if obj.n_released != n_seen - obj._m:
+                raise ValueError(
+                    f"state must hold the n_seen - threshold_size = {n_seen - obj._m} released "
+                    f"values, got {obj.n_released}"
+                )
         return obj
 
     def __getstate__(self) -> dict[str, Any]:

@@ -34,7 +34,14 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_epsilon, check_integer, check_probability, check_real
+from .._validation import (
+    MAX_STREAM_EPSILON,
+    check_array,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+)
 from .hierarchy import choose_leaf_exponent
 from .smoothers import Smoother
 from .tops import ToPS, hierarchy_levels
@@ -62,10 +69,10 @@ def smooth_sensitivity_order_statistic(values: Any, rank: int, bound: float, bet
     ``i > m``. The search stops once ``e^{-t beta} bound`` cannot beat the best value found,
     so the cost is O(m log m + t*^2) with ``t* ≈ ln(bound / S*) / beta``.
     """
-    x = np.sort(np.asarray(values, dtype=np.float64).reshape(-1))
+    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    x = np.sort(check_array(values, "values", low=0.0, high=bound, nonempty=True))
     m = x.size
     k = check_integer(rank, "rank", low=1, high=m)
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
     beta = check_real(beta, "beta", low=0.0, low_inclusive=False)
     # padded[p] = x_{p - m - 1} in 1-based terms: m + 1 zeros before, m + 1 bounds after
     padded = np.concatenate([np.zeros(m + 1), x, np.full(m + 2, bound)])
@@ -103,12 +110,11 @@ def pak_threshold(
     The smooth sensitivity of a top percentile of a small sample is large (few values lie
     above it, and the bound is near): at epsilon = 1 the noise scale here is about 90.
     """
-    eps = check_epsilon(epsilon)
+    eps = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
     delta = check_probability(delta, "delta")
     p = check_probability(percentile, "percentile")
-    x = np.sort(np.asarray(values, dtype=np.float64).reshape(-1))
-    if x.size == 0:
-        raise ValueError("values must hold at least one value to choose a threshold from")
+    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    x = np.sort(check_array(values, "values", low=0.0, high=bound, nonempty=True))
     k = _percentile_rank(x.size, p)
     beta = eps / (2.0 * math.log(2.0 / delta))
     ss = smooth_sensitivity_order_statistic(x, k, bound, beta)

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import MAX_ENTRIES, check_array, check_integer, check_memory, check_real
+
 __all__ = ["OnlineHierarchy", "hay_weights", "subtree_root_variances", "choose_leaf_exponent"]
 
 
@@ -141,10 +143,21 @@ class OnlineHierarchy:
     def __init__(
         self, branching: int, levels: int, leaf_size: int, scale: float, *, consistency: bool = True
     ) -> None:
-        self.branching = int(branching)
-        self.levels = int(levels)
-        self.leaf_size = int(leaf_size)
-        self.scale = float(scale)
+        self.branching = check_integer(branching, "branching", low=2, high=MAX_ENTRIES)
+        self.levels = check_integer(levels, "levels", low=1, high=64)
+        self.leaf_size = check_integer(leaf_size, "leaf_size", low=1, high=MAX_ENTRIES)
+        self.scale = check_real(scale, "scale", low=0.0)
+        # the fixed buffers below: one leaf and (levels x branching) children
+        check_memory(
+            8.0 * (self.leaf_size + self.levels * self.branching),
+            "branching, levels and leaf_size",
+            "OnlineHierarchy",
+        )
+        if self.branching ** (self.levels - 1) > 2**62:
+            raise ValueError(
+                f"levels must keep branching**(levels - 1) below 2**62, got levels = {self.levels}"
+                f" with branching = {self.branching}"
+            )
         self.consistency = bool(consistency)
         b, L, g = self.branching, self.levels, self.leaf_size
         self._a, self._c = hay_weights(b, L)
@@ -182,7 +195,7 @@ class OnlineHierarchy:
     def add(self, values: np.ndarray, rng: np.random.Generator) -> None:
         """Ingest clipped values (float64, 1-D); completes and releases nodes."""
         g, b, L = self.leaf_size, self.branching, self.levels
-        x = np.asarray(values, dtype=np.float64)
+        x = check_array(values, "values")
         if x.size == 0:
             return
         fill = self._leaf_fill
@@ -311,8 +324,13 @@ class OnlineHierarchy:
 
     def leaf_range_sums(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Estimated sums over the complete leaves ``[lo, hi)`` (vectorized over queries)."""
-        lo = np.asarray(lo, dtype=np.int64)
-        hi = np.asarray(hi, dtype=np.int64)
+        n = int(self._noisy[0].size)  # complete leaves
+        lo = check_array(lo, "lo", ndim=(0, 1), integer=True, low=0, high=n)
+        hi = check_array(hi, "hi", ndim=(0, 1), integer=True, low=0, high=n)
+        if lo.shape != hi.shape or np.any(hi < lo):
+            raise ValueError(
+                f"hi must be >= lo (same shape), got lo {lo.tolist()} and hi {hi.tolist()}"
+            )
         if self.consistency:
             self.refresh()
             cum = self._leafcum.view
@@ -452,15 +470,45 @@ class OnlineHierarchy:
         return out
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self._leaf_buf = np.array(state["leaf_buffer"], dtype=np.float64)
-        self._leaf_fill = int(state["leaf_fill"])
-        self._child_buf = np.array(state["child_buffer"], dtype=np.float64)
-        self._child_fill = np.array(state["child_fill"], dtype=np.int64)
-        for k in range(self.levels):
-            self._noisy[k] = _Grow(state[f"tree_noisy_{k}"])
-            self._hier[k] = _Grow(state[f"tree_bottom_up_{k}"])
-            self._cons[k] = _Grow(state[f"tree_consistent_{k}"])
+        """Restore :meth:`state` output; every array's shape is checked against the others."""
+        b, L, g = self.branching, self.levels, self.leaf_size
+
+        def arr(key: str, shape: tuple[int, ...] | None = None, integer: bool = False) -> Any:
+            if key not in state:
+                raise ValueError(f"state must hold {key!r} (OnlineHierarchy.state() output)")
+            out = check_array(
+                state[key], f"state {key}", ndim=len(shape) if shape else 1, integer=integer
+            )
+            if shape is not None and out.shape != shape:
+                raise ValueError(f"state {key} must have shape {shape}, got {out.shape}")
+            return out
+
+        leaf_buf = arr("leaf_buffer", (g,))
+        leaf_fill = check_integer(state.get("leaf_fill"), "state leaf_fill", low=0, high=g - 1)
+        child_buf = arr("child_buffer", (L, b))
+        child_fill = arr("child_fill", (L,), integer=True)
+        if child_fill.size and (child_fill.min() < 0 or child_fill.max() >= b):
+            raise ValueError(f"state child_fill must be in [0, {b - 1}], got {child_fill.tolist()}")
+        n_nodes = arr("tree_noisy_0").size  # complete leaves; level k has n_nodes // b**k
+        levels = []
+        for k in range(L):
+            size = n_nodes // b**k
+            levels.append(
+                (
+                    arr(f"tree_noisy_{k}", (size,)),
+                    arr(f"tree_bottom_up_{k}", (size,)),
+                    arr(f"tree_consistent_{k}"),
+                )
+            )
+            if levels[-1][2].size > size:
+                raise ValueError(f"state tree_consistent_{k} must have at most {size} entries")
+        self._leaf_buf, self._leaf_fill = leaf_buf, leaf_fill
+        self._child_buf, self._child_fill = child_buf, child_fill
+        for k, (noisy, hier, cons) in enumerate(levels):
+            self._noisy[k] = _Grow(noisy)
+            self._hier[k] = _Grow(hier)
+            self._cons[k] = _Grow(cons)
         if self.consistency:
             self._done = np.array([c.size for c in self._cons], dtype=np.int64)
-            self._leafcum = _Grow(state["tree_leaf_prefix"])
+            self._leafcum = _Grow(arr("tree_leaf_prefix", (n_nodes + 1,)))
         self._levelcum = None

@@ -133,6 +133,8 @@ def square_wave_mean_constants(spec: SquareWave) -> tuple[float, float, float]:
     >>> round(a, 4), round(c, 4), round(worst, 2)
     (0.3161, 0.3679, 1.38)
     """
+    if not isinstance(spec, SquareWave):
+        raise TypeError(f"spec must be a SquareWave, got {type(spec).__name__}")
     b, q, p = spec.b, spec.density_low, spec.density_high
     a = q * (1.0 + 2.0 * b) / 2.0
     c = 1.0 - q * (1.0 + 2.0 * b)

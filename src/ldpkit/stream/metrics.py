@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer
+from .._validation import MAX_ENTRIES, check_array, check_integer
 
 __all__ = ["random_ranges", "range_errors", "evaluate_ranges", "METRICS"]
 
@@ -31,8 +31,8 @@ def random_ranges(
     >>> bool(np.all(starts < stops)) and bool(np.all(stops <= 10))
     True
     """
-    n = check_integer(length, "length", low=1)
-    q = check_integer(count, "count", low=1)
+    n = check_integer(length, "length", low=1, high=2**62)
+    q = check_integer(count, "count", low=1, high=MAX_ENTRIES)
     gen = as_generator(rng)
     # a uniform unordered pair of distinct points of {0, ..., n}: draw a, then b != a
     a = gen.integers(0, n + 1, size=q)
@@ -43,11 +43,18 @@ def random_ranges(
 
 def range_errors(estimates: Any, truths: Any, starts: Any, stops: Any) -> dict[str, float]:
     """MAE, MSE, MMAE and MMSE of range-sum ``estimates`` against ``truths`` (STR21 App. F)."""
-    est = np.asarray(estimates, dtype=np.float64)
-    tru = np.asarray(truths, dtype=np.float64)
-    width = (np.asarray(stops) - np.asarray(starts)).astype(np.float64)
+    est = check_array(estimates, "estimates", nonempty=True)
+    size = est.size
+    tru = check_array(truths, "truths", size=size)
+    lo = check_array(starts, "starts", integer=True, low=0, size=size)
+    hi = check_array(stops, "stops", integer=True, low=0, size=size)
+    width = (hi - lo).astype(np.float64)
     if np.any(width <= 0):
-        raise ValueError("ranges must be non-empty (start < stop) for MMAE and MMSE")
+        k = int(np.flatnonzero(width <= 0)[0])
+        raise ValueError(
+            f"stops must be > starts (non-empty ranges for MMAE and MMSE), got the range "
+            f"[{int(lo[k])}, {int(hi[k])})"
+        )
     err = est - tru
     merr = err / width
     return {
@@ -80,7 +87,12 @@ def evaluate_ranges(
     ranges : (starts, stops), optional
         Fixed queries (to compare several estimators on the same ranges).
     """
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = check_array(values, "values", ndim=(0, 1, 2)).reshape(-1)
+    if not (hasattr(release, "n_released") and hasattr(release, "range_sums")):
+        raise TypeError(
+            f"release must be a stream estimator (n_released, range_sums), "
+            f"got {type(release).__name__}"
+        )
     n = int(release.n_released)
     if v.size != n:
         raise ValueError(f"values must hold the {n} released values, got {v.size}")

@@ -45,7 +45,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_epsilon, check_integer, check_real
+from .._validation import (
+    MAX_STREAM_EPSILON,
+    check_array,
+    check_epsilon,
+    check_integer,
+    check_real,
+)
 
 __all__ = [
     "THRESHOLD_METHODS",
@@ -111,7 +117,7 @@ def tops_threshold_scores(values: Any, candidates: np.ndarray, lam: float) -> np
 
 
 def _coefficient(epsilon: float, sensitivity: float, monotone: bool) -> float:
-    eps = check_epsilon(epsilon)
+    eps = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
     delta = check_real(sensitivity, "sensitivity", low=0.0, low_inclusive=False)
     return eps / delta if monotone else eps / (2.0 * delta)
 
@@ -120,7 +126,7 @@ def exponential_mechanism_probabilities(
     scores: Any, epsilon: float, *, sensitivity: float = 1.0, monotone: bool = True
 ) -> np.ndarray:
     """Exact selection probabilities ``∝ exp(epsilon q / Delta)`` (``/(2 Delta)`` if not monotone)."""
-    q = np.asarray(scores, dtype=np.float64).reshape(-1)
+    q = check_array(scores, "scores", nonempty=True)
     logits = _coefficient(epsilon, sensitivity, monotone) * (q - q.max())
     w = np.exp(logits)
     return w / w.sum()
@@ -158,9 +164,7 @@ def exponential_mechanism(
     >>> exponential_mechanism([0.0, -5.0, -50.0], epsilon=1.0, rng=0)
     0
     """
-    q = np.asarray(scores, dtype=np.float64).reshape(-1)
-    if q.size == 0 or not np.all(np.isfinite(q)):
-        raise ValueError("scores must be a non-empty array of finite numbers")
+    q = check_array(scores, "scores", nonempty=True)
     coef = _coefficient(epsilon, sensitivity, monotone)
     gen = as_generator(rng)
     if method == "gumbel":
@@ -214,9 +218,8 @@ def choose_threshold(
     >>> choose_threshold(v, 1e6, 60, length=100, branching=16, levels=4, range_epsilon=1.0, rng=0)
     4.0
     """
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if v.size == 0:
-        raise ValueError("values must hold at least one value to choose a threshold from")
+    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    v = check_array(values, "values", low=0.0, high=bound, nonempty=True)
     candidates = threshold_candidates(bound, step)
     lam = tops_lambda(
         v.size,

@@ -97,7 +97,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_epsilon, check_integer, check_real
+from .._validation import check_array, check_epsilon, check_integer, check_real
 from ..numeric.distribution import Distribution
 from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
 from ..numeric.square_wave import SquareWave, square_wave_bandwidth
@@ -141,7 +141,7 @@ class ThresholdObjective(NamedTuple):
 
 def _probabilities(distribution: Any) -> np.ndarray:
     f = distribution.probabilities if isinstance(distribution, Distribution) else distribution
-    f = np.asarray(f, dtype=np.float64)
+    f = check_array(f, "probabilities")
     if f.ndim != 1 or f.size < 2:
         raise ValueError(
             f"probabilities must be a 1-D array of >= 2 bucket masses, got shape {f.shape}"
@@ -163,7 +163,9 @@ def square_wave_detection_floor(epsilon: float, reports: int, z: float = TAIL_Z)
     >>> round(square_wave_detection_floor(1.0, 65_536, z=1.0), 5)
     0.0049
     """
-    eps = check_epsilon(epsilon)
+    from ..numeric.square_wave import MAX_EPSILON as SW_MAX_EPSILON
+
+    eps = check_epsilon(epsilon, high=SW_MAX_EPSILON)  # the Square Wave's own range
     m = check_integer(reports, "reports", low=1)
     z = check_real(z, "z", low=0.0, low_inclusive=False)
     b = square_wave_bandwidth(eps)
@@ -202,7 +204,7 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
     """
     f = _probabilities(probabilities)
     floor = check_real(floor, "floor", low=0.0)
-    run = check_integer(run, "run", low=1)
+    run = check_integer(run, "run", low=1, high=max(f.size, 1 << 20))
     g = np.where(f < floor, 0.0, f)
     if not g.sum() > 0:  # everything under the floor: keep the mode alone
         g = np.zeros_like(f)

@@ -12,7 +12,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_epsilon, check_integer, check_numeric_values, check_real
+from .._validation import (
+    MAX_STREAM_EPSILON,
+    check_epsilon,
+    check_integer,
+    check_numeric_values,
+    check_real,
+)
 from ._base import StreamRelease
 from .hierarchy import OnlineHierarchy, choose_leaf_exponent
 from .smoothers import Smoother, make_smoother
@@ -157,7 +163,7 @@ class ToPS(StreamRelease):
         consistency: bool = True,
         rng: RNGLike = None,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
         self.bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
         self.length = check_integer(length, "length", low=1)
         self.branching = check_integer(branching, "branching", low=2)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import check_integer, check_real
+from .._validation import MAX_ENTRIES, check_integer, check_not_masked, check_real
 from ..spec import Mechanism, Reports, Stats
 
 __all__ = [
@@ -76,12 +76,16 @@ def window_keys(times: Any, unit: str = "D") -> np.ndarray:
     """
     if unit not in _UNITS:
         raise ValueError(f"unit must be one of {sorted(_UNITS)}, got {unit!r}")
+    check_not_masked(times, "times")
     t = np.asarray(times)
     if t.dtype.kind in "USO":
         try:
             t = t.astype("datetime64[s]")
-        except ValueError as exc:
-            raise ValueError(f"times must be datetime64 or ISO date strings ({exc})") from None
+        except ValueError:
+            bad = t.ravel()[:1].tolist()
+            raise ValueError(
+                f"times must be datetime64 or ISO date strings, got {bad!r:.60}"
+            ) from None
     if t.dtype.kind != "M":
         raise TypeError(f"times must be datetime64 or ISO date strings, got dtype {t.dtype}")
     return np.datetime_as_string(t.astype(f"datetime64[{unit}]"))
@@ -98,9 +102,9 @@ def count_windows(n: int, size: int, *, start: int = 0) -> np.ndarray:
     >>> count_windows(5, 2, start=3).tolist()
     [1, 2, 2, 3, 3]
     """
-    n = check_integer(n, "n", low=0)
-    size = check_integer(size, "size", low=1)
-    start = check_integer(start, "start", low=0)
+    n = check_integer(n, "n", low=0, high=MAX_ENTRIES)
+    size = check_integer(size, "size", low=1, high=2**62)
+    start = check_integer(start, "start", low=0, high=2**62)
     return (np.arange(start, start + n, dtype=np.int64)) // size
 
 
@@ -128,6 +132,8 @@ class WindowedStats:
             raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
         self._spec = spec
         self._windows: dict[Hashable, Stats] = {}
+        if windows is not None and not isinstance(windows, Mapping):
+            raise TypeError(f"windows must be a mapping key -> Stats, got {type(windows).__name__}")
         for key, stats in (windows or {}).items():
             self._windows[_key(key)] = spec.check_stats(stats)
         if len({type(k) for k in self._windows}) > 1:
@@ -220,6 +226,7 @@ class WindowedStats:
 
 def check_window_keys(windows: Any, n: int) -> np.ndarray:
     """``windows`` as a 1-D array of ``n`` integer or string keys (raises otherwise)."""
+    check_not_masked(windows, "windows")
     w = np.asarray(windows)
     if w.ndim != 1 or w.size != n:
         raise ValueError(f"windows must hold one key per report ({n}), got shape {w.shape}")
@@ -246,6 +253,8 @@ def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> Window
     WindowedStats
         Merge it with the statistics of other batches or collectors.
     """
+    if not isinstance(spec, Mechanism):
+        raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
     reports = spec.check_reports(reports)
     w = check_window_keys(windows, len(reports))
     keys, inverse = np.unique(w, return_inverse=True)
@@ -285,7 +294,7 @@ class WindowEstimates(NamedTuple):
 
 def _estimates(wstats: WindowedStats) -> list[tuple[Hashable, int, Any]]:
     if not isinstance(wstats, WindowedStats):
-        raise TypeError(f"stats must be WindowedStats, got {type(wstats).__name__}")
+        raise TypeError(f"wstats must be WindowedStats, got {type(wstats).__name__}")
     return [(k, s.n, wstats.spec.estimate(s)) for k, s in wstats.items() if s.n > 0]
 
 
