@@ -714,8 +714,12 @@ class Distribution:
         corrected = 2.0 * f(reps) - f(rep_means)
         return center, corrected.std(axis=0, ddof=1)
 
-    def _moments(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Centre and standard error of the linear queries ``w[:, i] . p`` (no checks)."""
+    def _moments(self, w: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """Centre and standard error of the linear queries ``w[:, i] . p`` (no checks).
+
+        The centre is None for analytic intervals: the caller's own exact query value
+        (``cdf``, ``range``, ...) is the centre, which keeps e.g. ``cdf(high) = 1`` exact.
+        """
         if self._origin is not None:
             parent, r = self._origin
             return parent._moments(r.T @ w)
@@ -723,11 +727,12 @@ class Distribution:
             return self._bootstrap_functional(lambda rows: rows @ w)
         from ._intervals import query_variances
 
-        return self._prob @ w, np.sqrt(query_variances(self._spec, self._stats, self._prob, w))
+        return None, np.sqrt(query_variances(self._spec, self._stats, self._prob, w))
 
-    def _query(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _query(self, w: np.ndarray, exact: Any) -> tuple[np.ndarray, np.ndarray]:
         """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if
-        none): the estimate itself (analytic) or its bias-corrected value (bootstrap)."""
+        none): ``exact`` (the estimate's own value of the queries, analytic and no
+        interval) or the bias-corrected value (bootstrap)."""
         from ..estimate import IntervalWarning
 
         reason = self.interval_status()
@@ -735,9 +740,12 @@ class Distribution:
             if reason.startswith("it has no"):  # nothing to compute from: an error
                 raise ValueError(f"no confidence interval for this Distribution: {reason}")
             warnings.warn(f"confidence intervals are NaN: {reason}", IntervalWarning, stacklevel=3)
-            return self._prob @ w, np.full(w.shape[1], np.nan)
+            return np.asarray(exact, dtype=np.float64).reshape(-1), np.full(w.shape[1], np.nan)
         self._warn_approximate()
-        return self._moments(w)
+        center, std = self._moments(w)
+        if center is None:
+            center = np.asarray(exact, dtype=np.float64).reshape(-1)
+        return center, std
 
     def _cdf_weights(self, x: np.ndarray) -> np.ndarray:
         """(B, m): the fraction of each bucket below each x (``cdf(x) = w . p``)."""
@@ -765,7 +773,7 @@ class Distribution:
         if np.any(np.isnan(xa)):
             raise ValueError(f"x must be numbers (not NaN), got {x!r}")
         flat = xa.reshape(-1)
-        mid, std = self._query(self._cdf_weights(flat))
+        mid, std = self._query(self._cdf_weights(flat), self.cdf(flat))
         half = normal_quantile(alpha) * std
         lo, hi = np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
         return _shape(lo, xa), _shape(hi, xa)
@@ -784,7 +792,7 @@ class Distribution:
         if np.any(~(aa <= ba)):
             raise ValueError(f"a must be <= b (and not NaN), got a={a!r}, b={b!r}")
         w = self._cdf_weights(ba.reshape(-1)) - self._cdf_weights(aa.reshape(-1))
-        mid, std = self._query(w)
+        mid, std = self._query(w, self.range(aa, ba))
         half = normal_quantile(alpha) * std
         lo, hi = np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
         return _shape(lo, aa), _shape(hi, aa)
@@ -794,7 +802,7 @@ class Distribution:
         from ._intervals import normal_quantile
 
         alpha = check_probability(alpha, "alpha")
-        mid, std = self._query(self.centers[:, None])
+        mid, std = self._query(self.centers[:, None], self.mean())
         half = normal_quantile(alpha) * float(std[0])
         m = float(mid[0])
         return m - half, m + half
@@ -808,7 +816,7 @@ class Distribution:
         step = max(1, -(-self.buckets // 4096))
         idx = np.unique(np.append(np.arange(0, self.buckets + 1, step), self.buckets))
         xs = self.edges[idx]
-        mid, std = self._query(self._cdf_weights(xs))
+        mid, std = self._query(self._cdf_weights(xs), self._cum[idx])
         half = normal_quantile(alpha) * std
         return xs, np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
 
@@ -853,7 +861,7 @@ class Distribution:
         from ._intervals import normal_quantile
 
         alpha = check_probability(alpha, "alpha")
-        mid, std = self._query(np.eye(self.buckets))
+        mid, std = self._query(np.eye(self.buckets), self._prob)
         half = normal_quantile(alpha) * std
         return np.clip(mid - half, 0.0, 1.0), np.clip(mid + half, 0.0, 1.0)
 
