@@ -1222,11 +1222,12 @@ def create_app(
     # Open like /healthz: the pages hold no data; what they show comes from the read routes.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.get("/", include_in_schema=False)
+    # HEAD too: uptime probes and `curl -I` ask for the page without its body.
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def dashboard() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
 
-    @app.get("/docs", include_in_schema=False)
+    @app.api_route("/docs", methods=["GET", "HEAD"], include_in_schema=False)
     def api_docs() -> FileResponse:
         return FileResponse(STATIC / "docs.html", headers=PAGE_HEADERS)
 
