@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from decimal import Context, Decimal
 
-__all__ = ["exp", "expm1", "log1p"]
+__all__ = ["exp", "expm1", "log1p", "exp_powers"]
 
 _CTX = Context(prec=80, Emax=10**6, Emin=-(10**6))
 
@@ -41,3 +41,23 @@ def log1p(x: float) -> float:
     if x == 0.0:
         return 0.0
     return float(_CTX.ln(_CTX.add(Decimal(1), Decimal(x))))
+
+
+def exp_powers(x: float, count: int, scale: int) -> list[int]:
+    """``round(scale e^(t x))`` for ``t = 0 .. count - 1``, in integer arithmetic only.
+
+    ``e^x`` is evaluated once to 80 digits and held as a 160-bit fixed-point integer; its
+    powers are integer products (truncation error below ``count 2^-160`` relative), so the
+    table is the same on every platform, unlike ``np.exp`` of an array (the platform libm).
+    For x <= 0 and ``scale < 2^64`` each entry is within 1 of the exact value.
+    """
+    bits = 160
+    one = 1 << bits
+    factor = int(_CTX.multiply(_CTX.exp(Decimal(x)), Decimal(one)).to_integral_value())
+    out = []
+    power = one
+    half = one >> 1
+    for _ in range(count):
+        out.append((scale * power + half) >> bits)
+        power = (power * factor) >> bits
+    return out

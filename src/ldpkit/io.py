@@ -312,7 +312,15 @@ def iter_reports_npz(
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    source = _check_source(source, "source")  # up front: not a decode error later
+    # Checked here, before the lazy generator starts, so the error names the argument.
+    if isinstance(source, (str, os.PathLike)):
+        if not os.path.isfile(source):
+            raise FileNotFoundError(f"source {_name(source)} is not an existing file")
+    elif isinstance(source, bool) or not (hasattr(source, "read") and hasattr(source, "seek")):
+        raise TypeError(
+            "source must be a path or a binary file object with read() and seek(), "
+            f"got {type(source).__name__}"
+        )
     name = _name(source)
     return _decode_errors(_iter_npz(source, expected, batch_size, name), name)
 

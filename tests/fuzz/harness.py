@@ -679,7 +679,7 @@ def build_registry() -> dict[str, Entry]:
         "ldpkit.io.iter_reports_npz",
         lambda source, batch_size: list(io.iter_reports_npz(source, batch_size=batch_size)),
         source=str(files["load_reports"]),
-        batch_size=7,
+        batch_size=1000,
     )
     e.allowed, e.strings_ok = path_err, frozenset({"source"})
     for name, suffix in (("save_reports", "npz"), ("save_reports_parquet", "parquet")):

@@ -385,7 +385,7 @@ def test_reports_still_accept_what_mechanisms_send():
 
 @pytest.mark.parametrize("source", [None, 1.5, True, object()])
 def test_iter_reports_npz_names_a_bad_source(source):
-    with pytest.raises(TypeError, match="source must be a file path"):
+    with pytest.raises(TypeError, match="source must be a path"):
         ldpkit.io.iter_reports_npz(source)
 
 

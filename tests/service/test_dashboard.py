@@ -57,6 +57,9 @@ def test_pages_are_served_from_the_package_with_a_strict_policy(tmp_path: Path) 
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         csp = page.headers["content-security-policy"]
         assert "default-src 'self'" in csp
+        head = c.head("/")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["content-type"].startswith("text/html")
         assert 'src="static/dashboard.js"' in page.text and 'id="token"' in page.text
         for name in ("dashboard.js", "charts.js", "dashboard.css", "docs.js"):
             asset = c.get(f"/static/{name}")

@@ -6,9 +6,16 @@ are stale. Each file holds inputs and what the Python implementation makes of th
 
 - ``hashing.json``: OLH's hash parameters and hashes of given seeds and items, and
   ``optimal_hash_range`` at given epsilons;
-- ``unary.json``: OUE's integer thresholds at given epsilons and ``np.packbits`` rows;
-- ``bodies.json``: per mechanism, values and fixed coins (uniform doubles, 64-bit words) and
-  the JSON body (``ldpkit.io.reports_to_dict``, seeds as decimal strings) those coins give;
+- ``unary.json``: the unary samplers' resolution (``PROBABILITY_SCALE``), OUE's integer
+  thresholds and privacy losses over a sweep of epsilons, and ``np.packbits`` rows;
+- ``coins.json``: the exact randomized-response coins (issue 11): ``rr_weights`` over a
+  sweep of epsilons and numbers of other outputs (GRR's d - 1, OLH's g - 1, HR's 1), with
+  the realized loss (or an error where the weights do not fit 2^62), and the uniform
+  integer U in [0, T) that the client's rejection rule makes of given 64-bit words;
+- ``bodies.json``: per mechanism, values and fixed 64-bit words and the JSON body
+  (``ldpkit.io.reports_to_dict``, seeds as decimal strings) those words give, the Python
+  samplers replayed on them in the client's order (GRR: U per user; OLH: seed, then U;
+  HR: the column word, then U; OUE: one word per bit);
 - ``numeric.json``: the exact grids of the numerical mechanisms (issue 11) over a sweep of
   epsilons (integer weights as decimal strings, slopes, privacy losses), and bodies as in
   ``bodies.json`` for SquareWave, DiscreteSquareWave, StochasticRounding,
@@ -31,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from ldpkit import Encoder, Question
-from ldpkit._exact import sample_flat_bump
+from ldpkit._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights, sample_flat_bump
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
-from ldpkit.frequency.grr import grr_perturb
+from ldpkit.frequency.grr import grr_sample
 from ldpkit.frequency.hashing import hash_parameters, local_hash, optimal_hash_range
+from ldpkit.frequency.unary import PROBABILITY_SCALE
 from ldpkit.io import reports_to_dict
 from ldpkit.numeric import (
     DiscreteSquareWave,
@@ -48,17 +56,6 @@ from ldpkit.spec import Mechanism, Reports
 
 HERE = Path(__file__).resolve().parent
 _U64 = np.iinfo(np.uint64).max
-
-
-class _FixedUniforms:
-    """Stands in for a Generator whose ``random(n)`` returns the given doubles in order."""
-
-    def __init__(self, coins: list[float]) -> None:
-        self.coins = coins
-
-    def random(self, n: int) -> np.ndarray:
-        out, self.coins = self.coins[:n], self.coins[n:]
-        return np.array(out, dtype=np.float64)
 
 
 def _hashing() -> dict[str, Any]:
@@ -87,16 +84,66 @@ def _hashing() -> dict[str, Any]:
     }
 
 
+#: Budgets of the weight/threshold sweeps: the edges, round and awkward values, random ones.
+_EPS_SWEEP = [1e-6, 1.5e-6, 1e-4, 1e-3, 0.05, 0.1, 0.3, 0.5, 0.61, 0.75, 1.0, 1.3, 2.0, 2.5]
+_EPS_SWEEP += [3.7, 5.0, 8.0, 12.5, 20.0, 22.0, 23.0, 25.0, 29.9, 30.0]
+_EPS_SWEEP += [float(x) for x in np.round(np.random.default_rng(17).uniform(1e-6, 30.0, 40), 7)]
+
+
 def _unary() -> dict[str, Any]:
-    eps = [0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 30.0]
     thresholds = []
-    for e in eps:
-        big, small = OUE(epsilon=e, domain_size=4)._thresholds()
-        thresholds.append({"epsilon": e, "true": str(big), "other": str(small)})
+    for e in _EPS_SWEEP:
+        spec = OUE(epsilon=e, domain_size=4)
+        big, small = spec._thresholds()
+        loss = spec.privacy_loss()
+        thresholds.append({"epsilon": e, "true": str(big), "other": str(small), "loss": loss})
     rng = np.random.default_rng(7)
     rows = [rng.integers(0, 2, d).tolist() for d in (1, 7, 8, 9, 16, 23)]
     packed = [np.packbits(np.array(r, dtype=np.uint8)).tolist() for r in rows]
-    return {"thresholds": thresholds, "rows": rows, "packed": packed}
+    return {
+        "probability_scale": str(PROBABILITY_SCALE),
+        "thresholds": thresholds,
+        "rows": rows,
+        "packed": packed,
+    }
+
+
+def _coins() -> dict[str, Any]:
+    others = [1, 2, 3, 5, 99, 255, 299, (1 << 20) - 1, (1 << 32) - 1, (1 << 40) - 1, 1 << 45]
+    others += [1 << 62]  # overflows the 2^62 total at every epsilon: an error case
+    weights = []
+    for e in [*_EPS_SWEEP, 33.3, 35.0, 39.9, RR_MAX_EPSILON]:
+        for n_others in others:
+            case: dict[str, Any] = {"epsilon": e, "n_others": n_others}
+            try:
+                w_keep, w_other = rr_weights(e, n_others)
+            except ValueError:  # e^eps and n_others unit weights do not fit 2^62
+                case["error"] = True
+            else:
+                case.update(
+                    w_keep=str(w_keep), w_other=str(w_other), loss=ratio_loss(w_other, w_keep)
+                )
+            weights.append(case)
+    rng = np.random.default_rng(19)
+    totals = [1, 2, 3, 7, 1000, (1 << 32) + 1, (1 << 62) - 1, 1 << 62, 3 << 60]
+    totals += [int(x) for x in rng.integers(1, 1 << 62, 6, dtype=np.int64)]
+    draws = []
+    for total in totals:
+        # a few words at or above the rejection limit first, so that rejection is exercised
+        limit = ((1 << 64) // total) * total
+        words = [_U64, limit] if limit <= _U64 else []
+        words += [int(w) for w in rng.integers(0, _U64, 6, dtype=np.uint64, endpoint=True)]
+        replay = _ReplayCoins([], words)
+        got = []
+        while replay.words:
+            w = replay.words[0]
+            if w >= limit:
+                replay.words.pop(0)
+                got.append(None)  # rejected
+            else:
+                got.append(str(replay.below(total)))
+        draws.append({"total": str(total), "words": [str(w) for w in words], "u": got})
+    return {"rr_weights": weights, "uniform_below": draws}
 
 
 def _body(reports: Reports) -> dict[str, Any]:
@@ -113,48 +160,55 @@ def _bodies() -> list[dict[str, Any]]:
     for spec, n in (
         (GRR(epsilon=1.0, domain_size=5), 40),
         (GRR(epsilon=0.5, domain_size=300), 40),
+        (GRR(epsilon=35.0, domain_size=3), 20),
         (OUE(epsilon=1.0, domain_size=11), 6),
         (OUE(epsilon=2.0, domain_size=16), 6),
         (OLH(epsilon=1.0, domain_size=10), 40),
         (OLH(epsilon=3.0, domain_size=1000, hash_range=300), 40),
         (HadamardResponse(epsilon=1.0, domain_size=6), 40),
         (HadamardResponse(epsilon=0.7, domain_size=300), 40),
+        (HadamardResponse(epsilon=1e-6, domain_size=3), 20),
     ):
         d = spec.domain_size
         values = rng.integers(0, d, n)
-        uniforms: list[float] = rng.random(n).tolist()
-        words = rng.integers(
-            0, _U64, n * (d if isinstance(spec, OUE) else 1), dtype=np.uint64, endpoint=True
-        )
-        if isinstance(spec, GRR):
-            y = grr_perturb(values, d, spec.p, _FixedUniforms(uniforms))  # type: ignore[arg-type]
-            reports = Reports(spec, values=y.astype(spec.randomize([0], rng=0).values.dtype))
-        elif isinstance(spec, OUE):
+        words_per_user = d if isinstance(spec, OUE) else 3  # room for rejected words
+        words: list[int] = rng.integers(
+            0, _U64, n * words_per_user, dtype=np.uint64, endpoint=True
+        ).tolist()
+        if isinstance(spec, OUE):
             big, small = spec._thresholds()
-            w = words.reshape(n, d)
+            w = np.array(words, dtype=np.uint64).reshape(n, d)
             onehot = np.arange(d)[None, :] == values[:, None]
             thresholds = np.where(onehot, np.uint64(big), np.uint64(small))
             reports = Reports(spec, bits=np.packbits(w < thresholds, axis=1))
-        elif isinstance(spec, OLH):
-            g = spec.range_size
-            hashed = local_hash(words, values, g)
-            y = grr_perturb(hashed, g, spec.p, _FixedUniforms(uniforms))  # type: ignore[arg-type]
-            reports = Reports(
-                spec, seeds=words, values=y.astype(np.uint16 if g > 256 else np.uint8)
-            )
         else:
-            size = spec.hadamard_size
-            j = (words & np.uint64(size - 1)).astype(np.int64)
-            row = values + 1
-            want_inside = np.array(uniforms) < spec.p
-            inside = (np.bitwise_count(row & j) & 1) == 0
-            y = j ^ np.where(inside != want_inside, row & -row, 0)
-            reports = Reports(spec, values=y.astype(spec.randomize([0], rng=0).values.dtype))
+            coins = _ReplayCoins([], words)
+            ys, seeds = [], []
+            for v in values.tolist():
+                one = np.array([v], dtype=np.int64)
+                if isinstance(spec, GRR):
+                    ys.append(grr_sample(one, d, spec._weights(), coins)[0])  # type: ignore[arg-type]
+                elif isinstance(spec, OLH):
+                    seed = np.array([coins.words.pop(0)], dtype=np.uint64)
+                    hashed = local_hash(seed, one, spec.range_size)
+                    seeds.append(seed[0])
+                    ys.append(grr_sample(hashed, spec.range_size, spec._weights(), coins)[0])  # type: ignore[arg-type]
+                else:
+                    j = coins.words.pop(0) & (spec.hadamard_size - 1)
+                    w_keep, w_flip = rr_weights(spec.epsilon, 1)
+                    want_inside = bool(coin(coins, 1, w_keep, w_keep + w_flip)[0])  # type: ignore[arg-type]
+                    inside = (int(v + 1) & j).bit_count() % 2 == 0
+                    ys.append(j ^ ((v + 1) & -(v + 1)) if inside != want_inside else j)
+            dtype = spec.randomize([0], rng=0).values.dtype
+            y = np.array(ys, dtype=np.int64).astype(dtype)
+            if seeds:
+                reports = Reports(spec, seeds=np.array(seeds, dtype=np.uint64), values=y)
+            else:
+                reports = Reports(spec, values=y)
         out.append(
             {
                 "values": values.tolist(),
-                "uniforms": uniforms,
-                "words": [str(x) for x in words.tolist()],
+                "words": [str(x) for x in words],
                 "body": _body(reports),
             }
         )
@@ -399,6 +453,7 @@ def vectors() -> dict[str, Any]:
     return {
         "hashing.json": _hashing(),
         "unary.json": _unary(),
+        "coins.json": _coins(),
         "bodies.json": _bodies(),
         "numeric.json": _numeric(),
         "encoding.json": {"encoders": _encoders(), "questions": _questions()},

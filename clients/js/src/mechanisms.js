@@ -1,15 +1,23 @@
 // The randomizers of ldpkit's frequency oracles, producing the arrays of the JSON wire
-// format (ldpkit.io.reports_to_dict). Each follows the Python randomizer coin for coin:
-// the same uniform doubles or 64-bit words give the same reports.
+// format (ldpkit.io.reports_to_dict). Every coin is exact, as on the Python side (issue 11):
+// a randomized-response coin is one uniform integer below an integer total <= 2^62 (drawn
+// from 64-bit words by rejection) against the integer weights of _exact.rr_weights, and a
+// unary bit is a 64-bit word against an integer threshold T (P = T / 2^64). The weights and
+// thresholds come from correctly rounded constants (exact.js), so they equal Python's bit
+// for bit; the shared vectors (tests/vectors) check this and the reports of fixed words.
 
 import { localHash, optimalHashRange } from './hashing.js';
-import { exactRatio } from './exact.js';
+import { crExp, crLog1p, exactRatio } from './exact.js';
 import {
   DiscreteSquareWave,
   HybridMechanism,
   PiecewiseMechanism,
   SquareWave,
   StochasticRounding,
+  checkEpsilon,
+  ratioLoss,
+  ratioWeights,
+  uniformBelow,
 } from './numeric.js';
 import { secureCoins } from './random.js';
 
@@ -21,13 +29,6 @@ export function indexDtype(size) {
   if (size - 1 <= 0xffff) return '<u2';
   if (size - 1 <= 0xffffffff) return '<u4';
   return '<u8';
-}
-
-function checkEpsilon(epsilon) {
-  if (typeof epsilon !== 'number' || !(epsilon > 0) || !Number.isFinite(epsilon)) {
-    throw new RangeError(`epsilon must be a finite number > 0, got ${epsilon}`);
-  }
-  return epsilon;
 }
 
 function checkDomain(d, high = 2 ** 32) {
@@ -44,25 +45,56 @@ function checkValue(v, d) {
   return v;
 }
 
-/** GRR over [size] of item v with keep probability p, one uniform (as grr_perturb). */
-export function grrPerturb(v, size, p, u) {
-  const scale = p < 1 ? (size - 1) / (1 - p) : 0;
-  let other = Math.floor(Math.max((u - p) * scale, 0));
-  other = Math.min(other, size - 2);
-  if (other >= v) other += 1;
-  return u < p ? v : other;
+/** Largest epsilon of the randomized-response coins (_exact.RR_MAX_EPSILON). */
+export const RR_MAX_EPSILON = 40.0;
+
+/** Largest epsilon of OUE (unary.OUE.max_epsilon: q ~ e^-eps still has 2^44 / 2^64). */
+export const OUE_MAX_EPSILON = 30.0;
+
+/**
+ * _exact.rr_weights: BigInts [wKeep, wOther], wKeep / wOther <= e^eps, with
+ * nFavoured * wKeep + nOthers * wOther <= 2^62 (the same integers as Python's).
+ */
+export function rrWeights(epsilon, nOthers, nFavoured = 1) {
+  const [wOther, wKeep] = ratioWeights(epsilon, nOthers, nFavoured);
+  return [wKeep, wOther];
 }
 
-/** Generalized randomized response (FO17 section 4.1). */
+/**
+ * GRR over [size] with integer weights (grr.grr_sample) for one user: U uniform in
+ * [0, T), T = wKeep + (size - 1) wOther; U < wKeep keeps v, else (U - wKeep) // wOther
+ * indexes the size - 1 other items.
+ */
+export function grrFromUniform(v, size, wKeep, wOther, u) {
+  if (u < wKeep) return v;
+  const other = Number((u - wKeep) / wOther);
+  return other >= v ? other + 1 : other;
+}
+
+/** Generalized randomized response (FO17 section 4.1), exact integer coins. */
 export class GRR {
   constructor({ epsilon, domain_size }) {
-    this.epsilon = checkEpsilon(epsilon);
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size, 2 ** 53);
-    this.p = 1 / (1 + (this.domainSize - 1) * Math.exp(-this.epsilon));
+    [this.wKeep, this.wOther] = rrWeights(this.epsilon, this.domainSize - 1);
+    this.total = this.wKeep + BigInt(this.domainSize - 1) * this.wOther;
+    this.limit = ((1n << 64n) / this.total) * this.total; // rejection limit of the coin words
+    // realized probabilities (what Python's p, q and privacy_loss() use)
+    this.p = exactRatio(this.wKeep, this.total);
+    this.q = exactRatio(this.wOther, this.total);
+  }
+  privacyLoss() {
+    return ratioLoss(this.wOther, this.wKeep);
   }
   randomize(values, coins = secureCoins) {
     const data = values.map((v) =>
-      grrPerturb(checkValue(v, this.domainSize), this.domainSize, this.p, coins.uniform()),
+      grrFromUniform(
+        checkValue(v, this.domainSize),
+        this.domainSize,
+        this.wKeep,
+        this.wOther,
+        uniformBelow(this.total, coins, this.limit),
+      ),
     );
     return { values: { dtype: indexDtype(this.domainSize), shape: [data.length], data } };
   }
@@ -73,7 +105,7 @@ function unaryPrivacyLoss(big, small) {
   if (small <= 0n || big >= SCALE) return Infinity;
   const num = big * (SCALE - small);
   const den = small * (SCALE - big);
-  return Math.log1p(exactRatio(num - den, den));
+  return crLog1p(exactRatio(num - den, den)); // correctly rounded, as unary.py
 }
 
 /** Integer thresholds (T_p, T_q) at resolution 2^-64 within epsilon (unary_thresholds). */
@@ -118,10 +150,14 @@ export function packBits(bits) {
 /** Optimized unary encoding (FO17 section 4.3): bit v kept w.p. 1/2, others set w.p. 1/(e^eps+1). */
 export class OUE {
   constructor({ epsilon, domain_size }) {
-    this.epsilon = checkEpsilon(epsilon);
+    this.epsilon = checkEpsilon(epsilon, OUE_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size, 2 ** 24);
-    const t = Math.exp(-this.epsilon);
+    const t = crExp(-this.epsilon); // correctly rounded: Python's nominal_q, bit for bit
     [this.truePerm, this.otherPerm] = unaryThresholds(0.5, t / (1 + t), this.epsilon);
+  }
+  /** log(p (1 - q) / (q (1 - p))) at the realized thresholds (unary_privacy_loss). */
+  privacyLoss() {
+    return unaryPrivacyLoss(this.truePerm, this.otherPerm);
   }
   /** One report's packed bits from d uniform 64-bit words: bit j set iff word_j < T. */
   bitsFromWords(v, words) {
@@ -143,10 +179,19 @@ export class OUE {
 /** Optimized local hashing (FO17 section 4.5): a fresh hash seed, then GRR over [g]. */
 export class OLH {
   constructor({ epsilon, domain_size, hash_range = null }) {
-    this.epsilon = checkEpsilon(epsilon);
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size);
     this.g = hash_range == null ? optimalHashRange(this.epsilon) : hash_range;
-    this.p = 1 / (1 + (this.g - 1) * Math.exp(-this.epsilon));
+    if (!Number.isInteger(this.g) || this.g < 2 || this.g > 2 ** 32) {
+      throw new RangeError(`hash_range must be an integer in [2, ${2 ** 32}], got ${hash_range}`);
+    }
+    [this.wKeep, this.wOther] = rrWeights(this.epsilon, this.g - 1);
+    this.total = this.wKeep + BigInt(this.g - 1) * this.wOther;
+    this.limit = ((1n << 64n) / this.total) * this.total;
+    this.p = exactRatio(this.wKeep, this.total);
+  }
+  privacyLoss() {
+    return ratioLoss(this.wOther, this.wKeep);
   }
   randomize(values, coins = secureCoins) {
     const seeds = [];
@@ -155,7 +200,9 @@ export class OLH {
       checkValue(v, this.domainSize);
       const seed = coins.u64();
       seeds.push(seed.toString()); // decimal string: exact past 2^53
-      data.push(grrPerturb(localHash(seed, v, this.g), this.g, this.p, coins.uniform()));
+      // the seed is public, the coin secret: independent words (crypto.getRandomValues)
+      const u = uniformBelow(this.total, coins, this.limit);
+      data.push(grrFromUniform(localHash(seed, v, this.g), this.g, this.wKeep, this.wOther, u));
     }
     return {
       seeds: { dtype: '<u8', shape: [seeds.length], data: seeds },
@@ -173,15 +220,21 @@ function popcount32(x) {
 /** Hadamard response (Acharya, Sun, Zhang 2019): y uniform in C_v w.p. e^eps/(e^eps+1). */
 export class HadamardResponse {
   constructor({ epsilon, domain_size }) {
-    this.epsilon = checkEpsilon(epsilon);
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size, 2 ** 31 - 1);
     this.size = 2 ** this.domainSize.toString(2).length; // K = 2^bit_length(d)
-    this.p = 1 / (1 + Math.exp(-this.epsilon));
+    [this.wKeep, this.wFlip] = rrWeights(this.epsilon, 1);
+    this.total = this.wKeep + this.wFlip;
+    this.limit = ((1n << 64n) / this.total) * this.total;
+    this.p = exactRatio(this.wKeep, this.total);
   }
-  /** y from a uniform index j in [K] and a uniform u (as HadamardResponse.randomize). */
+  privacyLoss() {
+    return ratioLoss(this.wFlip, this.wKeep);
+  }
+  /** y from a uniform index j in [K] and U uniform in [0, wKeep + wFlip) (hadamard.py). */
   respond(v, j, u) {
     const row = v + 1;
-    const wantInside = u < this.p;
+    const wantInside = u < this.wKeep;
     const inside = (popcount32(row & j) & 1) === 0;
     return inside !== wantInside ? (j ^ (row & -row)) >>> 0 : j;
   }
@@ -189,7 +242,7 @@ export class HadamardResponse {
     const data = values.map((v) => {
       checkValue(v, this.domainSize);
       const j = Number(coins.u64() & BigInt(this.size - 1));
-      return this.respond(v, j, coins.uniform());
+      return this.respond(v, j, uniformBelow(this.total, coins, this.limit));
     });
     return { values: { dtype: indexDtype(this.size), shape: [data.length], data } };
   }

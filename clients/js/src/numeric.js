@@ -17,7 +17,8 @@ const MIN_INPUT_STEPS = 1 << 14; // square_wave.MIN_INPUT_STEPS
 const SR_INPUT_STEPS = 1 << 16; // mean.SR_INPUT_STEPS
 const HYBRID_THRESHOLD = 0.61;
 
-function checkEpsilon(epsilon, high) {
+/** The budget in [MIN_EPSILON, high] (high: the mechanism's max_epsilon), else RangeError. */
+export function checkEpsilon(epsilon, high) {
   if (typeof epsilon !== 'number' || !(epsilon >= MIN_EPSILON && epsilon <= high)) {
     throw new RangeError(`epsilon must be a number in [${MIN_EPSILON}, ${high}], got ${epsilon}`);
   }
@@ -76,9 +77,11 @@ export function ratioLoss(wLow, wHigh) {
   return crLog1p(exactRatio(wHigh - wLow, wLow));
 }
 
-/** A uniform integer in [0, total) (BigInt), exactly: rejection on 64-bit words. */
-export function uniformBelow(total, coins) {
-  const limit = (TWO64 / total) * total;
+/**
+ * A uniform integer in [0, total) (BigInt), exactly: rejection on 64-bit words. `limit`
+ * (floor(2^64 / total) total) may be passed precomputed by a caller that draws many.
+ */
+export function uniformBelow(total, coins, limit = (TWO64 / total) * total) {
   for (;;) {
     const w = coins.u64();
     if (w < limit) return w % total;

@@ -12,7 +12,7 @@ from .._rng import RNGLike, as_generator
 from ..spec import Reports, StatsField
 from ._base import PureFrequencyOracle, index_dtype
 
-__all__ = ["GRR", "grr_perturb", "grr_sample"]
+__all__ = ["GRR", "grr_sample"]
 
 
 def grr_sample(
@@ -34,22 +34,6 @@ def grr_sample(
     other[keep] = 0
     other += other >= values
     return np.where(keep, values, other)
-
-
-def grr_perturb(
-    values: np.ndarray, domain_size: int, p: float, rng: np.random.Generator
-) -> np.ndarray:
-    """Float-coin GRR (keep w.p. ``p`` from one float uniform), kept only as the reference
-    of the JavaScript client's test vectors (tests/vectors/make_vectors.py).
-
-    The mechanisms use :func:`grr_sample` (integer weights, exact at every epsilon).
-    """
-    u = rng.random(values.shape[0])
-    scale = (domain_size - 1) / (1.0 - p) if p < 1.0 else 0.0
-    other = np.maximum((u - p) * scale, 0.0).astype(np.int64)
-    np.minimum(other, domain_size - 2, out=other)  # guard the u -> 1 rounding edge
-    other += other >= values
-    return np.where(u < p, values, other)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

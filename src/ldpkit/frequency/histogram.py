@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _crmath
 from .._exact import coin
 from .._rng import RNGLike, as_generator
 from .._validation import check_frequencies, check_integer, check_real
@@ -100,8 +101,9 @@ def _noise_law(epsilon: float) -> _NoiseLaw:
     margin = 1e-8 * epsilon + 1e-11
     for _ in range(20):
         rate = (epsilon / 2 - margin) / s  # per-cell log-ratio, a little under eps / (2 s)
-        v = np.rint(top * np.exp(-rate * np.arange(block + 1))).astype(np.int64)
-        ints = [int(x) for x in v]
+        # V[t] = round(W e^(-rate t)) in integer arithmetic: the same table on every platform
+        ints = _crmath.exp_powers(-rate, block + 1, top)
+        v = np.array(ints, dtype=np.int64)
         loss = _window_loss(ints, block, s)
         if loss <= epsilon / 2 and ints[-1] >= 1:
             break
@@ -307,8 +309,9 @@ def the_probabilities(epsilon: float, cutoff: float) -> tuple[float, float]:
     With Lap of scale 2/eps: ``p* = 1 - e^(eps (theta - 1) / 2) / 2`` and
     ``q* = e^(-eps theta / 2) / 2`` (FO17 section 4.2).
     """
-    p = 1.0 - 0.5 * math.exp(0.5 * epsilon * (cutoff - 1.0))
-    q = 0.5 * math.exp(-0.5 * epsilon * cutoff)
+    # correctly rounded exp: THE's 2^-64 thresholds do not depend on the platform's libm
+    p = 1.0 - 0.5 * _crmath.exp(0.5 * epsilon * (cutoff - 1.0))
+    q = 0.5 * _crmath.exp(-0.5 * epsilon * cutoff)
     return p, q
 
 

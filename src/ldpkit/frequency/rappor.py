@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 
 import numpy as np
 
+from .. import _crmath
 from .._rng import RNGLike, as_generator
 from .._validation import (
     check_array,
@@ -203,7 +204,7 @@ def _log_ratio(big: int, small: int) -> float:
     """``log(big / small)`` of two positive integers (exact ratio, no cancellation)."""
     if small <= 0:
         return math.inf
-    return math.log1p((big - small) / small)
+    return _crmath.log1p((big - small) / small)  # correctly rounded: platform-independent
 
 
 @functools.lru_cache(maxsize=256)
@@ -211,7 +212,7 @@ def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
     """``(T_keep, T_flip)`` over 2^64: the PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up
     (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``."""
     budget = epsilon / (2 * num_hashes)
-    t = math.exp(-budget)
+    t = _crmath.exp(-budget)  # correctly rounded: the same thresholds on every platform
     flip = min(max(math.ceil(t / (1.0 + t) * _SCALE), 1), _SCALE // 2)
     while _log_ratio(_SCALE - flip, flip) > budget:
         flip += max(1, flip >> 50)

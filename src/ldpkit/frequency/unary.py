@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _crmath
 from .._rng import RNGLike, as_generator, derive_seeds, is_secure
 from ..spec import Reports
 from . import _bits
@@ -82,7 +83,8 @@ def unary_privacy_loss(true_threshold: int, other_threshold: int) -> float:
         return math.inf
     num = big * (PROBABILITY_SCALE - small)
     den = small * (PROBABILITY_SCALE - big)
-    return math.log1p((num - den) / den)
+    # correctly rounded (the JS client computes the same double: clients/js/src/exact.js)
+    return _crmath.log1p((num - den) / den)
 
 
 @functools.lru_cache(maxsize=256)
@@ -279,11 +281,11 @@ class SUE(UnaryEncoding):
     @property
     def nominal_p(self) -> float:
         # e^(eps/2) / (e^(eps/2) + 1) in the form that cannot overflow at huge epsilon
-        return 1.0 / (1.0 + math.exp(-self.epsilon / 2.0))
+        return 1.0 / (1.0 + _crmath.exp(-self.epsilon / 2.0))
 
     @property
     def nominal_q(self) -> float:
-        t = math.exp(-self.epsilon / 2.0)
+        t = _crmath.exp(-self.epsilon / 2.0)
         return t / (1.0 + t)
 
 
@@ -337,5 +339,7 @@ class OUE(UnaryEncoding):
 
     @property
     def nominal_q(self) -> float:
-        t = math.exp(-self.epsilon)
+        # correctly rounded: the thresholds are the same integers on every platform (and in
+        # the JS client), not one libm's
+        t = _crmath.exp(-self.epsilon)
         return t / (1.0 + t)
