@@ -273,6 +273,8 @@ class AutoDistribution(Mechanism):
     expected_n: int | None = None
     #: Its reports are SquareWave's (exact grid law up to e^40).
     max_epsilon: ClassVar[float] = SW_MAX_EPSILON
+    #: Report fields sent as real numbers (float64); every other field holds integers.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
     buckets: int | None = None
 
     def _validate(self) -> None:
