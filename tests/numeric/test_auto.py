@@ -12,12 +12,12 @@ from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave,
 from ldpkit.numeric.auto import (
     _FOLD_MAX_ITER,
     _MIN_WEIGHT,
-    _box_rows,
     _Fitter,
     _se,
     _split,
     default_buckets,
 )
+from ldpkit.numeric.em import _box_rows
 from ldpkit.spec import spec_from_dict
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._em_kernels import _band_matvec, _em_step
+from ._em_kernels import _band_matvec, _box_em_step, _box_matvec, _em_step
 
 
 @numba.njit(cache=True, fastmath=True)
@@ -64,70 +64,6 @@ def _smoothed_em_loop(
     return it, converged, ll
 
 
-# -- the same loop on a "box" band -------------------------------------------------------------
-# A Square Wave's residual row (M - base, see em._Banded) is a constant plateau (the wave's
-# height over the input buckets the wave covers whole) between a few partial-overlap entries at
-# each end (at most 4 measured). Prefix sums then give both products of an EM iteration in
-# O(d + rows + edges) instead of O(total band): about 40x fewer operations at d = 1024, eps = 1
-# (mean band 348 entries a row).
-
-
-@numba.njit(cache=True, fastmath=True)
-def _box_matvec(
-    base, data, offsets, starts, lengths, heads, tails, plateau, theta, prefix, out
-):  # pragma: no cover - jit
-    """``out = M theta`` with each band row = explicit head, constant plateau, explicit tail."""
-    d = theta.size
-    prefix[0] = 0.0
-    for i in range(d):
-        prefix[i + 1] = prefix[i] + theta[i]
-    total = prefix[d]
-    for j in range(base.size):
-        s, length, off = starts[j], lengths[j], offsets[j]
-        h, t = heads[j], tails[j]
-        acc = plateau[j] * (prefix[s + length - t] - prefix[s + h])
-        for k in range(h):
-            acc += data[off + k] * theta[s + k]
-        for k in range(length - t, length):
-            acc += data[off + k] * theta[s + k]
-        out[j] = base[j] * total + acc
-
-
-@numba.njit(cache=True, fastmath=True)
-def _box_em_step(
-    base, data, offsets, starts, lengths, heads, tails, plateau, nk, mt, ratio, grad, diff, theta
-):  # pragma: no cover - jit
-    """:func:`_em_step` on the box band: the plateau's share of ``M^T (n / M theta)`` is
-    added through a difference array (one +, one - per row) and a running sum."""
-    rows, d = base.size, theta.size
-    shared = 0.0
-    for i in range(d + 1):
-        diff[i] = 0.0
-    for i in range(d):
-        grad[i] = 0.0
-    for j in range(rows):
-        r = nk[j] / mt[j]
-        ratio[j] = r
-        shared += base[j] * r
-        s, length, off = starts[j], lengths[j], offsets[j]
-        h, t = heads[j], tails[j]
-        if length - t > h:
-            diff[s + h] += plateau[j] * r
-            diff[s + length - t] -= plateau[j] * r
-        for k in range(h):
-            grad[s + k] += data[off + k] * r
-        for k in range(length - t, length):
-            grad[s + k] += data[off + k] * r
-    run = 0.0
-    total = 0.0
-    for i in range(d):
-        run += diff[i]
-        theta[i] *= shared + run + grad[i]
-        total += theta[i]
-    for i in range(d):
-        theta[i] /= total
-
-
 @numba.njit(cache=True, fastmath=True)
 def _smoothed_box_loop(
     base,
@@ -146,7 +82,8 @@ def _smoothed_box_loop(
     max_iter,
     tiny,
 ):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
-    """:func:`_smoothed_em_loop` with the box-band products; same iterations, same stop."""
+    """:func:`_smoothed_em_loop` with the box-band products (:func:`ldpkit.numeric.em._box_rows`,
+    kernels shared with the EM/EMS loop); same iterations, same stop."""
     rows, d = base.size, theta.size
     mt = np.empty(rows)
     ratio = np.empty(rows)

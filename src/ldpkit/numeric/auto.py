@@ -125,7 +125,7 @@ class _Fitter:
     """EM with smoothing on one output histogram; the banded matrix is built once."""
 
     def __init__(self, matrix: np.ndarray, counts: np.ndarray) -> None:
-        from .em import _Banded  # server side: only when estimating
+        from .em import _Banded, _box_rows  # server side: only when estimating
 
         keep = counts > 0  # unobserved outputs leave the likelihood and the E-step
         self.nk = counts[keep].astype(np.float64)
@@ -177,39 +177,6 @@ class _Fitter:
             _TINY,
         )
         return theta, int(it)
-
-
-#: Entries of a band row within this relative distance of its middle entry count as its
-#: plateau (a Square Wave's plateau entries agree to rounding, about 1e-16).
-_PLATEAU_RTOL = 1e-12
-
-
-def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Each band row as (head length, tail length, plateau value) when every row is explicit
-    head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
-    plateau is the wave's height, the few edge entries its partial overlaps); None when the
-    plateaus would not make up at least half of the band (the band products are then as
-    cheap). Rows of at most 8 entries are kept whole in the head.
-    """
-    rows = band.lengths.size
-    heads = np.empty(rows, dtype=np.int64)
-    tails = np.zeros(rows, dtype=np.int64)
-    plateau = np.zeros(rows)
-    for j in range(rows):  # once per fit setup, O(total band); not a hot path
-        length = int(band.lengths[j])
-        row = band.data[band.offsets[j] : band.offsets[j] + length]
-        if length <= 8:
-            heads[j] = length
-            continue
-        c = row[length // 2]
-        flat = np.flatnonzero(np.abs(row - c) <= _PLATEAU_RTOL * abs(c))
-        h, t = int(flat[0]), length - 1 - int(flat[-1])
-        if flat.size != length - h - t:  # not one plateau: this matrix is not a box band
-            return None
-        heads[j], tails[j], plateau[j] = h, t, c
-    if 2 * int(heads.sum() + tails.sum()) > band.data.size:  # edges are most of the band
-        return None
-    return heads, tails, plateau
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -159,6 +159,39 @@ class _Banded:
         ).astype(np.float64)
 
 
+#: Entries of a band row within this relative distance of its middle entry count as its
+#: plateau (a Square Wave's plateau entries agree to rounding, about 1e-16).
+_PLATEAU_RTOL = 1e-12
+
+
+def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each band row as (head length, tail length, plateau value) when every row is explicit
+    head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
+    plateau is the wave's height, the few edge entries its partial overlaps); None when the
+    plateaus would not make up at least half of the band (the band products are then as
+    cheap). Rows of at most 8 entries are kept whole in the head.
+    """
+    rows = band.lengths.size
+    heads = np.empty(rows, dtype=np.int64)
+    tails = np.zeros(rows, dtype=np.int64)
+    plateau = np.zeros(rows)
+    for j in range(rows):  # once per fit setup, O(total band); not a hot path
+        length = int(band.lengths[j])
+        row = band.data[band.offsets[j] : band.offsets[j] + length]
+        if length <= 8:
+            heads[j] = length
+            continue
+        c = row[length // 2]
+        flat = np.flatnonzero(np.abs(row - c) <= _PLATEAU_RTOL * abs(c))
+        h, t = int(flat[0]), length - 1 - int(flat[-1])
+        if flat.size != length - h - t:  # not one plateau: this matrix is not a box band
+            return None
+        heads[j], tails[j], plateau[j] = h, t, c
+    if 2 * int(heads.sum() + tails.sum()) > band.data.size:  # edges are most of the band
+        return None
+    return heads, tails, plateau
+
+
 def _numpy_loop(
     mk: np.ndarray, nk: np.ndarray, theta: np.ndarray, smoothing: bool, tol: float, max_iter: int
 ) -> tuple[np.ndarray, list[float], int, bool]:
@@ -179,6 +212,33 @@ def _numpy_loop(
             converged = True
             break
     return theta, trace, it, converged
+
+
+def _fit_band(
+    band: _Banded,
+    box: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    nk: np.ndarray,
+    theta: np.ndarray,
+    smoothing: bool,
+    tol: float,
+    max_iter: int,
+    trace: np.ndarray,
+) -> tuple[int, bool]:
+    """EM/EMS in place on theta with the compiled loop: box products when ``box`` is given
+    (from :func:`_box_rows`), band products otherwise. Returns (iterations, converged)."""
+    from ._em_kernels import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
+
+    b = band
+    if box is not None:
+        heads, tails, plateau = box
+        return _em_box_loop(  # type: ignore[no-any-return]
+            b.base, b.data, b.offsets, b.starts, b.lengths, heads, tails, plateau,
+            nk, theta, smoothing, tol, max_iter, _TINY, trace,
+        )  # fmt: skip
+    return _em_loop(  # type: ignore[no-any-return]
+        b.base, b.data, b.offsets, b.starts, b.lengths,
+        nk, theta, smoothing, tol, max_iter, _TINY, trace,
+    )  # fmt: skip
 
 
 #: Largest iteration cap of EM/EMS: the log-likelihood trace is kept (one float per step).
@@ -219,31 +279,18 @@ def _run(
         if theta.sum() <= 0:
             raise ValueError("init must have positive mass")
         theta /= theta.sum()
-    if engine == "band":
-        from ._em_kernels import _em_loop  # numba: loaded on first estimate, not on import
-
+    if engine in ("band", "band-only"):
         band = _Banded(mk)
+        # box products (Square Wave rows) unless the caller asks for the plain band loop
+        box = _box_rows(band) if engine == "band" else None
         trace_arr = np.empty(max_iter + 1)
-        it, converged = _em_loop(
-            band.base,
-            band.data,
-            band.offsets,
-            band.starts,
-            band.lengths,
-            nk,
-            theta,
-            smoothing,
-            tol,
-            max_iter,
-            _TINY,
-            trace_arr,
-        )
+        it, converged = _fit_band(band, box, nk, theta, smoothing, tol, max_iter, trace_arr)
         trace_arr = trace_arr[: it + 1]
     elif engine == "numpy":
         theta, trace, it, converged = _numpy_loop(mk, nk, theta, smoothing, tol, max_iter)
         trace_arr = np.asarray(trace)
     else:
-        raise ValueError(f"engine must be one of 'band', 'numpy', got {engine!r}")
+        raise ValueError(f"engine must be one of 'band', 'band-only', 'numpy', got {engine!r}")
     if isinstance(data, Stats):  # the estimate carries its n, spec, Stats and recipe
         fit: dict[str, Any] | None = {
             "method": "ems" if smoothing else "em",
@@ -451,19 +498,16 @@ def bootstrap(
     if th.shape != (d,) or not np.all(np.isfinite(th)) or np.any(th < 0) or th.sum() <= 0:
         raise ValueError(f"theta must be {d} non-negative finite probabilities")
     from .._parallel import row_blocks, run_blocks
-    from ._em_kernels import _em_loop
 
     band = _Banded(np.ascontiguousarray(matrix.T))
+    box = _box_rows(band)  # once for the 2B + 1 fits
     smoothing = method == "ems"
 
     def fit(counts: np.ndarray) -> np.ndarray:
         # rows with zero counts drop out of both products: the same iterates as em()/ems()
         t = np.full(d, 1.0 / d)
         trace = np.empty(max_iter + 1)  # one per call: fits run on several threads
-        _em_loop(
-            band.base, band.data, band.offsets, band.starts, band.lengths,
-            counts, t, smoothing, tol, max_iter, _TINY, trace,
-        )  # fmt: skip
+        _fit_band(band, box, counts, t, smoothing, tol, max_iter, trace)
         return t
 
     def law(t: np.ndarray) -> np.ndarray:
