@@ -30,6 +30,7 @@ from .topl import (
     ToPL,
     choose_topl_threshold,
     cut_tail,
+    heldout_tail_log_ratio,
     square_wave_detection_floor,
     topl_threshold_objective,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "topl_threshold_objective",
     "choose_topl_threshold",
     "cut_tail",
+    "heldout_tail_log_ratio",
     "square_wave_detection_floor",
     "ThresholdObjective",
     "square_wave_mean_constants",
