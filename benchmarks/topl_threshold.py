@@ -13,7 +13,7 @@ simulated with several seeds, and theta is chosen by
 * ``before``: the former default (EMS, no tail cut);
 * ``floor-cut``: EM + the detection-floor tail cut alone (:func:`ldpkit.stream.cut_tail`);
 * ``after``: today's default (EM + the floor cut unless the held-out likelihood ratio
-  :func:`ldpkit.stream.heldout_tail_log_ratio` shows the tail is real);
+  test :func:`ldpkit.stream.heldout_tail_test` favours a longer tail);
 * ``authors-cut``: EMS + the authors' fixed floor 1e-4;
 * ``after/authors-obj``: today's default with the authors' threshold objective.
 

@@ -76,7 +76,7 @@ A real, long, thin upper tail falls below the floor too, bucket by bucket: on th
 delays (a stream the floor was not chosen on) the floor cut alone drops the delays' tail and
 theta falls to 0.3-0.6x the best threshold (MSE 22-33x the best's). So the default
 (``tail_cut="tested"``) keeps the cut only when the reports do not show that the tail is real:
-:func:`heldout_tail_log_ratio` splits the threshold reports into two random halves (seeded by
+:func:`heldout_tail_test` splits the threshold reports into two random halves (seeded by
 the counts, so a deterministic function of the reports), fits the uncut and the cut estimate
 on each half and scores them by the other half's log likelihood under the exact bucket matrix
 (two-fold cross-validated likelihood, Stone 1974). A spurious tail only fits the noise of the
@@ -122,7 +122,8 @@ __all__ = [
     "TAIL_Z",
     "square_wave_detection_floor",
     "cut_tail",
-    "heldout_tail_log_ratio",
+    "heldout_tail_test",
+    "TailTest",
     "ThresholdObjective",
     "topl_threshold_objective",
     "choose_topl_threshold",
@@ -232,20 +233,30 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
     return g / g.sum()
 
 
-def heldout_tail_log_ratio(
+class TailTest(NamedTuple):
+    """Result of :func:`heldout_tail_test`."""
+
+    #: Held-out log-likelihood ratio (natural log) of the best truncation over the floor cut.
+    log_ratio: float
+    #: Buckets the best truncation keeps (the raw estimate is zeroed from this bucket up).
+    keep: int
+
+
+def heldout_tail_test(
     sw: Any, counts: Any, *, method: Literal["ems", "em"] = "em", z: float = TAIL_Z
-) -> float:
-    """Two-fold held-out log-likelihood ratio of the uncut over the tail-cut SW estimate.
+) -> TailTest:
+    """Two-fold held-out likelihood of truncating the raw SW estimate against the floor cut.
 
     The ``counts`` (Square Wave output histogram of the threshold reports) are split into two
-    halves by a multivariate hypergeometric draw (the same split as dividing the users at
-    random), seeded by the counts themselves, so the result is a deterministic function of the
-    reports: post-processing. For each half, ``f`` = the EM (or EMS) estimate and ``g`` =
-    :func:`cut_tail` of ``f`` at :func:`square_wave_detection_floor` are fitted on it, and the
-    *other* half's log likelihood ``sum_j c_j log((f M)_j / (g M)_j)`` (``M`` the exact bucket
-    matrix) is added up. A spurious tail fits only the noise of the half it was fitted on and
-    lowers the other half's likelihood; a real tail raises it. Cross-validated likelihood
-    (Stone, J. R. Stat. Soc. B 36, 1974, §2) applied to the choice cut / no cut.
+    halves by a multivariate hypergeometric draw (the same as dividing the users at random),
+    seeded by the counts themselves, so the result is a deterministic function of the reports:
+    post-processing. On each half, ``f`` = the EM (or EMS) estimate, ``g`` = :func:`cut_tail`
+    of ``f`` at :func:`square_wave_detection_floor`, and ``f_c`` = ``f`` truncated to its
+    first ``c`` buckets and renormalized, for every ``c = 1..d``; each is scored by the *other*
+    half's log likelihood ``sum_j n_j log (h M)_j`` (``M`` the exact bucket matrix). A spurious
+    tail fits only the noise of the half it was fitted on and lowers the other half's
+    likelihood; a real tail raises it. Two-fold cross-validated likelihood (Stone, J. R. Stat.
+    Soc. B 36, 1974, §2) applied to where the estimate ends.
 
     Parameters
     ----------
@@ -260,28 +271,36 @@ def heldout_tail_log_ratio(
 
     Returns
     -------
-    float
-        The log ratio (natural log); > 0 favours keeping the tail.
+    TailTest
+        ``log_ratio`` = held-out log likelihood of the best ``f_c`` minus that of ``g``
+        (summed over both folds; > 0 favours ``f_c``) and ``keep`` = that ``c``.
     """
-    c = np.asarray(counts)
-    if c.ndim != 1 or c.size != sw.n_output_buckets or np.any(c < 0):
+    n = np.asarray(counts)
+    if n.ndim != 1 or n.size != sw.n_output_buckets or np.any(n < 0):
         raise ValueError(
-            f"counts must be {sw.n_output_buckets} non-negative report counts, got shape {c.shape}"
+            f"counts must be {sw.n_output_buckets} non-negative report counts, got shape {n.shape}"
         )
-    c = c.astype(np.int64)
-    total = int(c.sum())
+    n = n.astype(np.int64)
+    total = int(n.sum())
     if total < 2:
         raise ValueError(f"counts must hold at least 2 reports, got {total}")
-    split = np.random.default_rng(c.astype(np.uint64)).multivariate_hypergeometric(c, total // 2)
+    split = np.random.default_rng(n.astype(np.uint64)).multivariate_hypergeometric(n, total // 2)
     matrix = np.asarray(sw.bucket_matrix())
-    log_ratio = 0.0
-    for fit, held in ((split, c - split), (c - split, split)):
+    truncated = np.zeros(matrix.shape[0])
+    cut = 0.0
+    for fit, held in ((split, n - split), (n - split, split)):
         f = sw.estimate(Stats(sw, int(fit.sum()), counts=fit), method=method).probabilities
         g = cut_tail(f, square_wave_detection_floor(sw.epsilon, int(fit.sum()), z))
-        pf, pg = f @ matrix, g @ matrix
-        seen = held > 0  # pg > 0 wherever f's mass is, as every SW output has density >= q
-        log_ratio += float(held[seen] @ (np.log(pf[seen]) - np.log(pg[seen])))
-    return log_ratio
+        seen = held > 0  # every SW output has density >= q > 0 under any input
+        cut += float(held[seen] @ np.log((g @ matrix)[seen]))
+        # (f_c M)_j = sum_{i < c} f_i M_ij / F_c for every c at once: cumulative rows
+        rows = np.cumsum(f[:, None] * matrix[:, seen], axis=0)
+        mass = np.cumsum(f)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = np.log(rows) @ held[seen] - float(held.sum()) * np.log(mass)
+        truncated += np.where(mass > 0, ll, -np.inf)
+    keep = int(np.argmax(truncated))
+    return TailTest(float(truncated[keep] - cut), keep + 1)
 
 
 def topl_threshold_objective(
@@ -416,7 +435,7 @@ class ToPL(LocalStreamRelease):
     tail_cut : {"tested", "detection", "authors", "none"}
         Post-processing of the estimated distribution before theta is chosen
         (:func:`cut_tail`): the detection floor :func:`square_wave_detection_floor`
-        unless the held-out likelihood ratio :func:`heldout_tail_log_ratio` exceeds
+        unless the held-out likelihood ratio :func:`heldout_tail_test` exceeds
         :data:`TAIL_EVIDENCE` (then no cut; default), the detection floor alone, the
         authors' fixed floor 1e-4, or no cut.
     threshold : float, optional
@@ -466,7 +485,7 @@ class ToPL(LocalStreamRelease):
     >>> device = np.random.default_rng(0)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[:10_000], rng=device))
     >>> topl.phase, round(topl.threshold, 2)
-    ('perturb', 10.0)
+    ('perturb', 10.2)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[10_000:], rng=device))
     >>> est, se = topl.range_sum(0, 50_000)
     >>> clipped = np.minimum(values[10_000:], topl.threshold).sum()
@@ -607,10 +626,13 @@ class ToPL(LocalStreamRelease):
         """theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
         f = self._estimate_distribution(items).probabilities
         if self.tail_cut == "tested":
-            g = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
-            # keep the raw estimate (its tail) only on strong held-out evidence that it is real
-            evidence = heldout_tail_log_ratio(self._sw, items, method=self.method)
-            f = f if evidence > math.log(TAIL_EVIDENCE) else g
+            test = heldout_tail_test(self._sw, items, method=self.method)
+            # the floor cut, unless the held-out reports give strong evidence for a longer tail
+            if test.log_ratio > math.log(TAIL_EVIDENCE):
+                f = np.where(np.arange(f.size) < test.keep, f, 0.0)
+                f = f / f.sum()
+            else:
+                f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
         elif self.tail_cut == "detection":
             f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
         elif self.tail_cut == "authors":
