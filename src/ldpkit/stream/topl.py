@@ -75,14 +75,15 @@ threshold against ~3x at twice it).
 A real, long, thin upper tail falls below the floor too, bucket by bucket: on the NYC flight
 delays (a stream the floor was not chosen on) the floor cut alone drops the delays' tail and
 theta falls to 0.3-0.6x the best threshold (MSE 22-33x the best's). So the default
-(``tail_cut="tested"``) keeps the cut only when the reports do not show that the tail is real:
-:func:`heldout_tail_test` splits the threshold reports into two random halves (seeded by
-the counts, so a deterministic function of the reports), fits the uncut and the cut estimate
-on each half and scores them by the other half's log likelihood under the exact bucket matrix
-(two-fold cross-validated likelihood, Stone 1974). A spurious tail only fits the noise of the
-half it came from; a real one predicts the other half. The raw estimate is kept when the
-held-out likelihood ratio exceeds 32 (:data:`TAIL_EVIDENCE`, Royall 1997's "strong evidence"),
-otherwise the floor cut is used. Post-processing, no budget. Numbers in
+(``tail_cut="tested"``) checks the cut against the reports: :func:`heldout_tail_test` splits
+the threshold reports into two random halves (seeded by the counts, so a deterministic
+function of the reports), fits EM on each half and scores, by the other half's log likelihood
+under the exact bucket matrix, the floor-cut estimate and the raw estimate truncated at every
+bucket (two-fold cross-validated likelihood, Stone 1974). A spurious tail only fits the noise
+of the half it came from; a real one predicts the other half. When the best truncation beats
+the floor cut by a likelihood ratio above 32 (:data:`TAIL_EVIDENCE`, Royall 1997's "strong
+evidence"), theta is chosen from the full-data raw estimate truncated there; otherwise from
+the floor cut. Post-processing, no budget. Numbers in
 ``docs/results/tops21/topl_threshold.md``. Two tests that did not separate the streams: the
 total estimated mass above the cut (see there), and an exact one-sided test of "no mass above
 the cut" on the reports beyond the bulk's windows (under that null their count is at most
@@ -120,6 +121,7 @@ __all__ = [
     "OBJECTIVES",
     "TAIL_CUTS",
     "TAIL_Z",
+    "TAIL_EVIDENCE",
     "square_wave_detection_floor",
     "cut_tail",
     "heldout_tail_test",
@@ -435,9 +437,9 @@ class ToPL(LocalStreamRelease):
     tail_cut : {"tested", "detection", "authors", "none"}
         Post-processing of the estimated distribution before theta is chosen
         (:func:`cut_tail`): the detection floor :func:`square_wave_detection_floor`
-        unless the held-out likelihood ratio :func:`heldout_tail_test` exceeds
-        :data:`TAIL_EVIDENCE` (then no cut; default), the detection floor alone, the
-        authors' fixed floor 1e-4, or no cut.
+        unless :func:`heldout_tail_test` finds a truncation of the raw estimate with a
+        held-out likelihood ratio above :data:`TAIL_EVIDENCE` (then that truncation;
+        default), the detection floor alone, the authors' fixed floor 1e-4, or no cut.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
     block_size : int
