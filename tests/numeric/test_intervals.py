@@ -174,6 +174,22 @@ def test_bootstrap_reruns_the_same_estimator() -> None:
         )  # fmt: skip
 
 
+def test_bootstrap_is_the_same_on_one_or_several_threads(monkeypatch, capsys) -> None:
+    import ldpkit._parallel as parallel
+
+    spec = SquareWave(epsilon=1.0, buckets=32)
+    stats = spec.aggregate(spec.randomize(_values(5_000, 0), rng=1))
+    theta = spec.estimate(stats).probabilities
+    monkeypatch.setattr(parallel, "WORKERS", 1)
+    one = bootstrap(stats, theta, replicates=5, rng=7, progress=False)
+    monkeypatch.setattr(parallel, "WORKERS", 2)
+    two = bootstrap(stats, theta, replicates=5, rng=7, progress=True)  # bar on a fake stderr
+    np.testing.assert_array_equal(one.replicates, two.replicates)
+    np.testing.assert_array_equal(one.replicate_means, two.replicate_means)
+    with pytest.raises(TypeError, match="progress must be True, False or None"):
+        bootstrap(stats, theta, replicates=2, progress="yes")
+
+
 def test_bootstrap_intervals_behave(monkeypatch) -> None:
     import ldpkit.numeric.distribution as distribution_module
 

@@ -15,6 +15,7 @@ loop does not.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 import numpy as np
@@ -384,6 +385,7 @@ def bootstrap(
     max_iter: int = 10_000,
     replicates: int = 200,
     rng: RNGLike = None,
+    progress: bool | None = None,
 ) -> BootstrapDraws:
     """Parametric bootstrap of the whole EM/EMS pipeline from aggregated reports.
 
@@ -412,6 +414,9 @@ def bootstrap(
         Number B of bootstrap histograms (>= 2).
     rng : Generator, int or None
         Randomness of the draws.
+    progress : bool or None
+        Show a progress bar on stderr; None shows one for long runs (many replicates of a
+        fine grid) when stderr is a terminal.
 
     Returns
     -------
@@ -431,6 +436,8 @@ def bootstrap(
     replicates = check_integer(replicates, "replicates", low=2)
     tol = check_real(tol, "tol", low=0.0)
     max_iter = check_integer(max_iter, "max_iter", low=0)
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__}")
     gen = as_generator(rng)
     spec: Any = stats.spec
     if not hasattr(spec, "bucket_matrix"):
@@ -440,15 +447,16 @@ def bootstrap(
     th = np.asarray(theta, dtype=np.float64)
     if th.shape != (d,) or not np.all(np.isfinite(th)) or np.any(th < 0) or th.sum() <= 0:
         raise ValueError(f"theta must be {d} non-negative finite probabilities")
+    from .._parallel import row_blocks, run_blocks
     from ._em_kernels import _em_loop
 
     band = _Banded(np.ascontiguousarray(matrix.T))
-    trace = np.empty(max_iter + 1)
     smoothing = method == "ems"
 
     def fit(counts: np.ndarray) -> np.ndarray:
         # rows with zero counts drop out of both products: the same iterates as em()/ems()
         t = np.full(d, 1.0 / d)
+        trace = np.empty(max_iter + 1)  # one per call: fits run on several threads
         _em_loop(
             band.base, band.data, band.offsets, band.starts, band.lengths,
             counts, t, smoothing, tol, max_iter, _TINY, trace,
@@ -463,7 +471,30 @@ def bootstrap(
     draws = gen.multinomial(n, law(th / th.sum()), size=replicates).astype(np.float64)
     reps = np.empty((replicates, d))
     rep_means = np.empty((replicates, d))
-    for b in range(replicates):  # B independent fits; each is one compiled loop
-        reps[b] = fit(draws[b])
-        rep_means[b] = fit(n * law(reps[b]))
+
+    show = (
+        progress
+        if progress is not None
+        else (replicates * d >= 50_000 and hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+    )
+    bar: Any = None
+    if show:
+        from rich.progress import Progress  # only for long runs shown to a person
+
+        bar = Progress(transient=True)
+        task = bar.add_task(f"EM bootstrap ({replicates} replicates)", total=replicates)
+
+    def run(start: int, stop: int) -> None:
+        for b in range(start, stop):  # B independent fits; each is one compiled loop
+            reps[b] = fit(draws[b])
+            rep_means[b] = fit(n * law(reps[b]))
+            if bar is not None:
+                bar.advance(task)  # rich's Progress is thread-safe
+
+    # The draws are made above, so the result does not depend on how the fits are split.
+    if bar is None:
+        run_blocks(run, row_blocks(replicates, min_rows=1))
+    else:
+        with bar:
+            run_blocks(run, row_blocks(replicates, min_rows=1))
     return BootstrapDraws(reps, fit(n * law(th / th.sum())), rep_means)
