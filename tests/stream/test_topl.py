@@ -164,7 +164,8 @@ def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> N
         f = dist.probabilities
         spec = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256)
         test = heldout_tail_test(spec, stats.counts, method=method)
-        if cut == "tested" and test.log_ratio > math.log(32):  # truncated raw estimate
+        top = np.flatnonzero(cut_tail(f, square_wave_detection_floor(1.0, m)))[-1] + 1
+        if cut == "tested" and test.log_ratio > math.log(32) and test.keep > top:
             f = np.where(np.arange(f.size) < test.keep, f, 0.0)
             f = f / f.sum()
         elif cut in ("detection", "tested"):

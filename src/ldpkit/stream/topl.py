@@ -254,7 +254,8 @@ def heldout_tail_test(
     seeded by the counts themselves, so the result is a deterministic function of the reports:
     post-processing. On each half, ``f`` = the EM (or EMS) estimate, ``g`` = :func:`cut_tail`
     of ``f`` at :func:`square_wave_detection_floor`, and ``f_c`` = ``f`` truncated to its
-    first ``c`` buckets and renormalized, for every ``c = 1..d``; each is scored by the *other*
+    first ``c`` buckets and renormalized, for every ``c`` at least as long as both halves'
+    cuts (the test only lengthens the cut); each is scored by the *other*
     half's log likelihood ``sum_j n_j log (h M)_j`` (``M`` the exact bucket matrix). A spurious
     tail fits only the noise of the half it was fitted on and lowers the other half's
     likelihood; a real tail raises it. Two-fold cross-validated likelihood (Stone, J. R. Stat.
@@ -290,9 +291,11 @@ def heldout_tail_test(
     matrix = np.asarray(sw.bucket_matrix())
     truncated = np.zeros(matrix.shape[0])
     cut = 0.0
+    shortest = 0
     for fit, held in ((split, n - split), (n - split, split)):
         f = sw.estimate(Stats(sw, int(fit.sum()), counts=fit), method=method).probabilities
         g = cut_tail(f, square_wave_detection_floor(sw.epsilon, int(fit.sum()), z))
+        shortest = max(shortest, int(np.flatnonzero(g)[-1]))  # never shorter than the cut
         seen = held > 0  # every SW output has density >= q > 0 under any input
         cut += float(held[seen] @ np.log((g @ matrix)[seen]))
         # (f_c M)_j = sum_{i < c} f_i M_ij / F_c for every c at once: cumulative rows
@@ -301,7 +304,7 @@ def heldout_tail_test(
         with np.errstate(divide="ignore", invalid="ignore"):
             ll = np.log(rows) @ held[seen] - float(held.sum()) * np.log(mass)
         truncated += np.where(mass > 0, ll, -np.inf)
-    keep = int(np.argmax(truncated))
+    keep = shortest + int(np.argmax(truncated[shortest:]))
     return TailTest(float(truncated[keep] - cut), keep + 1)
 
 
@@ -630,11 +633,12 @@ class ToPL(LocalStreamRelease):
         if self.tail_cut == "tested":
             test = heldout_tail_test(self._sw, items, method=self.method)
             # the floor cut, unless the held-out reports give strong evidence for a longer tail
-            if test.log_ratio > math.log(TAIL_EVIDENCE):
+            g = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
+            if test.log_ratio > math.log(TAIL_EVIDENCE) and test.keep > np.flatnonzero(g)[-1] + 1:
                 f = np.where(np.arange(f.size) < test.keep, f, 0.0)
                 f = f / f.sum()
             else:
-                f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
+                f = g
         elif self.tail_cut == "detection":
             f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
         elif self.tail_cut == "authors":
