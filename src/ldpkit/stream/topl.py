@@ -74,12 +74,12 @@ threshold against ~3x at twice it).
 
 A real, long, thin upper tail falls below the floor too, bucket by bucket: on the NYC flight
 delays (a stream the floor was not chosen on) the floor cut alone drops the delays' tail and
-theta falls to 0.3-0.6x the best threshold (MSE 22-33x the best's). So the default
+theta falls to 0.4-0.6x the best threshold (MSE 22-33x the best's). So the default
 (``tail_cut="tested"``) checks the cut against the reports: :func:`heldout_tail_test` splits
 the threshold reports into two random halves (seeded by the counts, so a deterministic
 function of the reports), fits EM on each half and scores, by the other half's log likelihood
 under the exact bucket matrix, the floor-cut estimate and the raw estimate truncated at every
-bucket (two-fold cross-validated likelihood, Stone 1974). A spurious tail only fits the noise
+bucket above the cut (two-fold cross-validated likelihood, Stone 1974). A spurious tail only fits the noise
 of the half it came from; a real one predicts the other half. When the best truncation beats
 the floor cut by a likelihood ratio above 32 (:data:`TAIL_EVIDENCE`, Royall 1997's "strong
 evidence"), theta is chosen from the full-data raw estimate truncated there; otherwise from
