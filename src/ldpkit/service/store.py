@@ -704,6 +704,13 @@ class CollectorStore:
                 results[i] = records[i]
         return [r if r is not None else RuntimeError("unreachable") for r in results]
 
+    @staticmethod
+    def _sqlite_datetime(conn: Connection) -> Callable[[dt.datetime], Any]:
+        dialect = conn.dialect
+        column_type = batches_table.c.received_at.type
+        process = column_type.dialect_impl(dialect).bind_processor(dialect)
+        return process if process is not None else (lambda value: value)
+
     def _zero_row(self, collection: str) -> bytes:
         layout = self.layouts[collection]
         return layout.pack(layout.spec.empty_stats())
@@ -766,7 +773,32 @@ class CollectorStore:
                 new_batch_id(), b.collection, b.n, b.received_at, token=b.token
             )
             new.append(i)
-        if new:
+        if new and self.backend == "sqlite":
+            # One executemany of plain tuples: the ORM's per-row parameter processing cost
+            # ~1/3 of a one-report batch's share of the group. received_at goes through
+            # the dialect's own DateTime processor (once per distinct second), so the
+            # stored text is exactly what SQLAlchemy writes and reads back elsewhere.
+            to_text = self._sqlite_datetime(conn)
+            when: dict[dt.datetime, Any] = {}
+            conn.exec_driver_sql(
+                self._PG_INSERT_BATCH.replace("%s", "?"),
+                [
+                    (
+                        records[i].batch_id,
+                        items[i].collection,
+                        items[i].token,
+                        items[i].idempotency_key,
+                        digests.get(i),
+                        items[i].n,
+                        when[at_]
+                        if (at_ := items[i].received_at) in when
+                        else when.setdefault(at_, to_text(at_)),
+                        self.bucket_of(items[i].collection, at_),
+                    )
+                    for i in new
+                ],
+            )
+        elif new:
             conn.execute(
                 insert(batches_table),
                 [
@@ -783,6 +815,7 @@ class CollectorStore:
                     for i in new
                 ],
             )
+        if new:
             raw = [
                 {"batch_id": records[i].batch_id, "format": raw_[0], "payload": raw_[1]}
                 for i in new
