@@ -5,6 +5,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ldpkit import OLH, Encoder
+from ldpkit.estimate import IntervalWarning
 from ldpkit.io import reports_to_bytes, reports_to_dict
 from ldpkit.numeric.distribution import Distribution
 from ldpkit.service import Collection, create_app
@@ -76,6 +77,18 @@ def test_every_family_answers_the_offline_estimate(tmp_path, name, params, kind)
             assert got["quantiles"]["0.5"] == pytest.approx(
                 offline.quantile(0.5), rel=1e-9, abs=1e-12
             )
+        method = offline.interval_method
+        if method == "analytic":  # intervals of the linear estimators, as offline
+            assert got["interval_method"] == "analytic" and got["interval_note"] is None
+            assert got["mean_ci"] == pytest.approx(offline.mean_interval(0.1), rel=1e-9)
+            q_lo, q_hi = offline.quantile_interval(0.5, 0.1)
+            assert got["quantile_ci"]["0.5"] == pytest.approx([q_lo, q_hi], rel=1e-9)
+            c_lo, _ = offline.cdf_interval(offline.edges[1:], 0.1)
+            np.testing.assert_allclose(got["cdf_low"], c_lo, rtol=1e-9, atol=1e-12)
+        else:  # bootstrap only on request (bootstrap=B), none for the others: a note
+            assert got["interval_method"] is None and got["mean_ci"] is None
+            assert got["quantile_ci"] is None and got["cdf_low"] is None
+            assert got["interval_note"]
     elif kind == "mean":
         low, high = offline.confidence_interval(0.1)
         assert body["mean"] == pytest.approx(offline.mean, rel=1e-12)
@@ -101,6 +114,29 @@ def test_signed_distribution_gets_quantiles_after_postprocessing(tmp_path):
     assert got["distribution"]["signed"] is False
     np.testing.assert_allclose(got["distribution"]["probabilities"], fixed.probabilities)
     assert got["distribution"]["quantiles"]["0.5"] == pytest.approx(fixed.quantile(0.5))
+
+
+def test_em_distribution_gets_bootstrap_intervals_on_request(tmp_path):
+    spec = _spec("SquareWave", epsilon=1.0, buckets=32)
+    reports = spec.randomize(np.random.default_rng(1).beta(5, 2, size=2000), rng=2)
+    with TestClient(create_app(spec, f"sqlite:///{tmp_path / 'c.db'}")) as c:
+        assert c.post("/v1/reports/default", content=reports_to_bytes(reports)).status_code == 201
+        plain = c.get("/v1/collections/default/estimate").json()["distribution"]
+        got = c.get(
+            "/v1/collections/default/estimate", params={"bootstrap": 20, "alpha": 0.1}
+        ).json()["distribution"]
+        bad = c.get("/v1/collections/default/estimate", params={"bootstrap": -1})
+    assert plain["mean_ci"] is None and "bootstrap=B" in plain["interval_note"]
+    offline = spec.estimate(spec.aggregate(reports)).bootstrap(20, rng=0)
+    assert got["interval_method"] == "bootstrap"
+    assert got["interval_note"].startswith("approximate: EMS")  # the default estimator
+    with pytest.warns(IntervalWarning, match="approximate"):
+        assert got["mean_ci"] == pytest.approx(offline.mean_interval(0.1), rel=1e-9)
+    with pytest.warns(IntervalWarning, match="approximate"):
+        q_lo, q_hi = offline.quantile_interval(0.9, 0.1)
+    assert got["quantile_ci"]["0.9"] == pytest.approx([q_lo, q_hi], rel=1e-9)
+    assert len(got["cdf_low"]) == len(got["cdf_high"]) == 32
+    assert bad.status_code == 422
 
 
 def test_postprocessing_is_refused_for_numerical_collections(tmp_path):

@@ -55,7 +55,8 @@ def _em_step(
         theta[i] /= total
 
 
-@numba.njit(cache=True, fastmath=True)
+# nogil: the bootstrap runs its B independent fits on plain threads (ldpkit._parallel).
+@numba.njit(cache=True, fastmath=True, nogil=True)
 def _em_loop(
     base, data, offsets, starts, lengths, nk, theta, smoothing, tol, max_iter, tiny, trace
 ):  # pragma: no cover - jit (tested against the numpy reference loop)

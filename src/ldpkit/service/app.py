@@ -232,6 +232,25 @@ class DistributionResult(BaseModel):
         "(an unbiased estimate with negative masses: ask with postprocessing=norm_sub or cdf)"
     )
     signed: bool = Field(False, description="true when some masses are negative (unbiased)")
+    interval_method: str | None = Field(
+        default=None,
+        description="'analytic' (linear estimators), 'bootstrap' (EM/EMS, with bootstrap=B) "
+        "or null: no intervals (interval_note says why)",
+    )
+    interval_note: str | None = Field(
+        default=None, description="why the intervals are null, or approximate"
+    )
+    mean_ci: list[float] | None = Field(
+        default=None, description="[low, high]: (1 - alpha) interval"
+    )
+    quantile_ci: dict[str, list[float]] | None = Field(
+        default=None, description="q -> [low, high], for the q of quantiles"
+    )
+    cdf_low: list[float] | None = Field(
+        default=None,
+        description="pointwise (1 - alpha) band of the CDF at each bucket's right edge",
+    )
+    cdf_high: list[float] | None = None
 
 
 class EstimateResult(BaseModel):
@@ -816,6 +835,7 @@ class _Collector:
         postprocessing: str | None,
         since: int | None,
         until: int | None,
+        bootstrap: int = 0,
     ) -> EstimateResult:
         from ..consistency import METHODS
 
@@ -884,6 +904,7 @@ class _Collector:
                 quantiles=quantiles,
                 signed=signed,
             )
+            _distribution_intervals(result.distribution, est, alpha, bootstrap)
             result.mean = est.mean()
         elif isinstance(est, MeanEstimate):
             interval = est.confidence_interval(alpha)
@@ -891,6 +912,37 @@ class _Collector:
             result.std_error = float(est.std_error)
             result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
         return result
+
+
+def _distribution_intervals(
+    out: DistributionResult, est: Distribution, alpha: float, bootstrap: int
+) -> None:
+    """Fill the interval fields of ``out`` (left null, with a note, when there are none)."""
+    method = est.interval_method
+    if method is None:
+        out.interval_note = est.interval_status()
+        return
+    if method == "bootstrap":
+        if bootstrap < 2:
+            out.interval_note = (
+                "EM/EMS intervals come from a parametric bootstrap (2 B + 1 estimator runs): "
+                "ask with bootstrap=B, e.g. 200"
+            )
+            return
+        est = est.bootstrap(bootstrap, rng=0)  # the same intervals for the same reports
+    qs = np.asarray(QUANTILES)
+    with warnings.catch_warnings():  # "approximate": said in interval_note instead
+        warnings.simplefilter("ignore", IntervalWarning)
+        q_lo, q_hi = est.quantile_interval(qs, alpha)
+        m_lo, m_hi = est.mean_interval(alpha)
+        c_lo, c_hi = est.cdf_interval(est.edges[1:], alpha)
+    approximate = est.interval_approximate()
+    if approximate is not None:
+        out.interval_note = f"approximate: {approximate}"
+    out.interval_method = method
+    out.mean_ci = [float(m_lo), float(m_hi)]
+    out.quantile_ci = {f"{q:g}": [float(a), float(b)] for q, a, b in zip(qs, q_lo, q_hi)}
+    out.cdf_low, out.cdf_high = np.asarray(c_lo).tolist(), np.asarray(c_hi).tolist()
 
 
 class _FastField:
@@ -1292,12 +1344,21 @@ def create_app(
         ] = None,
         since: TimeParam = None,
         until: TimeParam = None,
+        bootstrap: Annotated[
+            int,
+            Query(
+                ge=0,
+                le=2000,
+                description="EM/EMS distributions (Square Wave): bootstrap replicates B for "
+                "the intervals (0: none; costs 2 B + 1 estimator runs)",
+            ),
+        ] = 0,
     ) -> EstimateResult:
         """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
-        result = collector.estimate(collection, alpha, postprocessing, s, u)
+        result = collector.estimate(collection, alpha, postprocessing, s, u, bootstrap)
         # Serialized once here (the model is already validated), not again by FastAPI.
         return Response(result.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
 
