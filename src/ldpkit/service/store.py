@@ -17,6 +17,8 @@ and their Stats folded into the roll-ups in **one transaction**, so a committed 
 counted exactly once and an uncommitted one not at all. Roll-up rows are updated under a
 row lock (``SELECT ... FOR UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a
 fixed order, so concurrent writer processes neither lose counts nor deadlock.
+On PostgreSQL the group committer uses :meth:`CollectorStore.commit_group_pg`: the same
+transaction in two network round trips (psycopg pipeline mode) instead of one per statement.
 ``Stats.merge`` is exact for integer counts, so the merge order does not matter.
 """
 
