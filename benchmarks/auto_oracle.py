@@ -156,6 +156,8 @@ def analyze(path: Path) -> None:
         "(0, 0.5, 2, 8) (now)": [0, 3, 4, 5],
         "(0, 0.125, 0.5, 2, 8)": [0, 2, 3, 4, 5],
         "(0, 0.125, 0.5): none to EMS": [0, 2, 3],
+        "(0, 0.5, 2, 8) + EM*": [0, 1, 3, 4, 5],
+        "(EM*, 0.5, 2, 8): EM* for EM": [1, 3, 4, 5],
         "all seven": list(range(len(CANDIDATES))),
     }
     for label, idx in sets.items():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ldpkit import GRR, OUE, SUE
@@ -33,3 +34,12 @@ def test_budget_edge():
     check_memory(10.0, "x", "y", budget=10.0)
     with pytest.raises(ValueError, match="x must keep the state of y within"):
         check_memory(11.0, "x", "y", budget=10.0)
+
+
+@pytest.mark.parametrize("cls", [OUE, SUE, THE])
+def test_report_batches_beyond_the_budget_are_refused_before_sampling(cls):
+    spec = cls(epsilon=1.0, domain_size=2**20)  # 128 KiB of packed bits per report
+    values = np.zeros(40_000, dtype=np.int64)  # 40,000 reports: about 4.9 GiB
+    with pytest.raises(ValueError, match=r"len\(values\)=40000 at domain_size=1048576 .*4\.88 GiB"):
+        spec.randomize(values, rng=0)
+    assert cls(epsilon=1.0, domain_size=64).randomize(values, rng=0).bits.shape == (40_000, 8)

@@ -28,7 +28,10 @@ __all__ = [
     "check_sequence",
     "MEMORY_BUDGET",
     "MAX_ENTRIES",
+    "MAX_MAGNITUDE",
     "check_memory",
+    "WORK_BUDGET",
+    "check_work",
 ]
 
 
@@ -42,6 +45,13 @@ MIN_EPSILON = 1e-6
 #: Largest budget of the central-DP stream releases and their selection steps: far beyond any
 #: meaningful budget, and below where ``epsilon**2`` or ``epsilon * score`` overflow (issue 12).
 MAX_STREAM_EPSILON = 1e15
+
+
+#: Largest magnitude of the values that error metrics, sums of squares and weights accept
+#: (``bounded=True`` in :func:`check_array`): its square times MAX_ENTRIES values stays far
+#: below the float64 maximum (1.8e308), so no mean of squared errors, variance or weighted sum
+#: overflows to inf (issue 12). No meaningful frequency, count or measurement comes near it.
+MAX_MAGNITUDE = 1e100
 
 
 def _show(value: Any) -> str:
@@ -160,14 +170,20 @@ def check_array(
     high: float | None = None,
     size: int | None = None,
     nonempty: bool = False,
+    bounded: bool = False,
 ) -> np.ndarray:
     """Return ``values`` as a finite float64 (or int64 when ``integer``) array, checked.
 
     Refuses masked arrays, non-numeric dtypes (strings, objects, booleans, complex), NaN and
     +-inf, values outside ``[low, high]``, a wrong number of dimensions, an empty array (when
     ``nonempty``) and a length other than ``size``; each with one message naming ``name``.
+    ``bounded`` also refuses magnitudes above :data:`MAX_MAGNITUDE` (``low`` / ``high``
+    default to ``-MAX_MAGNITUDE`` / ``MAX_MAGNITUDE``): for inputs that are squared or summed.
     """
     check_not_masked(values, name)
+    if bounded:
+        low = -MAX_MAGNITUDE if low is None else max(low, -MAX_MAGNITUDE)
+        high = MAX_MAGNITUDE if high is None else min(high, MAX_MAGNITUDE)
     kind = "integers" if integer else "real numbers"
     bounds = ""
     if low is not None and high is not None:
@@ -314,4 +330,27 @@ def check_memory(nbytes: float, name: str, owner: str, *, budget: float | None =
             f"{name} must keep the state of {owner} within the memory budget of "
             f"{limit / 2**30:g} GiB (ldpkit._validation.MEMORY_BUDGET), got a configuration "
             f"needing about {nbytes / 2**30:.3g} GiB"
+        )
+
+
+#: Largest number of elementary operations (about a nanosecond each) one call may need:
+#: ~1 s of CPU on a fast core, a few seconds on a slow shared one. Calls whose cost is set by
+#: their parameters (not by the data's size) and would exceed it are refused up front with
+#: the estimate, rather than running for minutes (issue 12).
+WORK_BUDGET = 2**30
+
+
+def check_work(ops: float, name: str, owner: str, *, budget: float | None = None) -> None:
+    """Raise ValueError when the parameters ``name`` make ``owner`` need more than the budget.
+
+    E.g. ``buckets=1048576, max_iter=100 must keep the work of WienerDeconvolution.estimate
+    within the budget of 1.07e+09 operations (ldpkit._validation.WORK_BUDGET), got a
+    configuration needing about 2.1e+09``.
+    """
+    limit = WORK_BUDGET if budget is None else budget
+    if ops > limit:
+        raise ValueError(
+            f"{name} must keep the work of {owner} within the budget of {limit:.3g} "
+            f"operations (ldpkit._validation.WORK_BUDGET), got a configuration needing "
+            f"about {ops:.3g}"
         )

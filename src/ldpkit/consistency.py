@@ -924,7 +924,7 @@ def compare(
             )
         prepared[qname] = kw
     check_not_masked(truth, "truth")
-    truth_arr = check_array(truth, "truth")
+    truth_arr = check_array(truth, "truth", bounded=True)
     out = {name: dict.fromkeys(prepared, 0.0) for name in names}
     for est in ests:
         for name in names:

@@ -80,8 +80,11 @@ class FrequencyEstimate:
                 f"item), got shape {var.shape}"
             )
         var = np.broadcast_to(var, freq.shape).copy()
-        if np.any(np.isnan(var)) or np.any(var < 0):
-            raise ValueError("variance must be >= 0 (no NaN), got a negative or NaN value")
+        bad = ~(np.isfinite(var) & (var >= 0))
+        if bad.any():  # an infinite variance makes every interval and test meaningless
+            raise ValueError(
+                f"variance must be finite numbers >= 0 (no NaN or inf), got {float(var[bad][0])!r}"
+            )
         if self.spec is not None:
             from .spec import Mechanism
 

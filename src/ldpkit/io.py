@@ -333,7 +333,7 @@ def _decode_errors(batches: Iterator[Reports], name: str) -> Iterator[Reports]:
             batch = next(batches)
         except StopIteration:
             return
-        except ValueError:
+        except (ValueError, OSError):  # OSError: a missing or unreadable path, as in load_reports
             raise
         except Exception as exc:
             raise ValueError(f"{name} must be an ldpkit reports file, got an error: {exc}") from exc

@@ -189,9 +189,8 @@ def _moment(x: Any, which: str, name: str) -> float:
             f"{name} must be a Distribution, a number, an estimate or a 1-D array of values, "
             f"got {type(x).__name__}"
         )
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must hold finite values")
+    # bounded: the variance of larger magnitudes overflows to inf
+    arr = check_array(arr, name, nonempty=True, bounded=True)
     return float(arr.mean()) if which == "mean" else float(arr.var())
 
 

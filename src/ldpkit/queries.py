@@ -31,7 +31,14 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import MAX_ENTRIES, check_integer, check_memory, check_not_masked, check_real
+from ._validation import (
+    MAX_ENTRIES,
+    MAX_MAGNITUDE,
+    check_integer,
+    check_memory,
+    check_not_masked,
+    check_real,
+)
 from .estimate import FrequencyEstimate
 
 __all__ = [
@@ -73,6 +80,13 @@ def _frequencies(estimate: Any, name: str = "estimate") -> np.ndarray:
     if bad.any():
         raise ValueError(
             f"{name} must hold finite frequencies, got {int(bad.sum())} NaN/inf value(s)"
+        )
+    # squared errors of larger magnitudes would overflow to inf
+    big = np.abs(f) > MAX_MAGNITUDE
+    if big.any():
+        raise ValueError(
+            f"{name} must hold frequencies in [{-MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}], "
+            f"got {float(f[big][0])!r}"
         )
     return f
 

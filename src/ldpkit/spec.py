@@ -122,6 +122,9 @@ class Mechanism(ABC):
     #: Largest accepted epsilon: where the sampler still realizes the mechanism's law
     #: exactly (issue 11). Every mechanism accepts ``[MIN_EPSILON, max_epsilon]``.
     max_epsilon: ClassVar[float] = math.inf
+    #: Report fields sent as real numbers (finite float64); every other report field holds
+    #: integers (indices, bits, seeds, signs). :class:`Reports` checks each field's dtype.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -296,6 +299,26 @@ class Reports(_ArrayBundle):
         lengths = {k: v.shape[0] if v.ndim else -1 for k, v in self._arrays.items()}
         if len(set(lengths.values())) != 1 or -1 in lengths.values():
             raise ValueError(f"report arrays must all have one row per user, got lengths {lengths}")
+        # Each field's dtype per the spec: what a mechanism sends is integers except its
+        # float_report_fields, which are finite reals; never booleans (issue 12).
+        floats = type(spec).float_report_fields
+        for k, arr in self._arrays.items():
+            if k in floats:
+                if arr.dtype.kind not in "iuf":
+                    raise TypeError(
+                        f"{k} must be an array of finite real numbers (a report field of "
+                        f"{spec.name}), got {_show_array(arr)}"
+                    )
+                if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+                    raise ValueError(
+                        f"{k} must be an array of finite real numbers (a report field of "
+                        f"{spec.name}), got {int((~np.isfinite(arr)).sum())} NaN/inf value(s)"
+                    )
+            elif arr.dtype.kind not in "iu":
+                raise TypeError(
+                    f"{k} must be an array of integers (a report field of {spec.name}), "
+                    f"got {_show_array(arr)}"
+                )
 
     def __len__(self) -> int:
         return int(next(iter(self._arrays.values())).shape[0])

@@ -39,7 +39,9 @@ def chisquare_gof(
     """
     from ._validation import check_array, check_real
 
-    obs = check_array(observed, "observed", ndim=(1, 2), low=0.0, nonempty=True).ravel()
+    obs = check_array(
+        observed, "observed", ndim=(1, 2), low=0.0, nonempty=True, bounded=True
+    ).ravel()
     prob = check_array(probabilities, "probabilities", ndim=(1, 2), low=0.0, high=1.0).ravel()
     min_expected = check_real(min_expected, "min_expected", low=0.0, low_inclusive=False)
     if prob.sum() <= 0.0 or obs.sum() <= 0.0:

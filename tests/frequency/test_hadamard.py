@@ -265,7 +265,7 @@ def test_hr_support_counts_brute_force_and_validation():
     np.testing.assert_array_equal(spec.support_counts(reports), brute)
     with pytest.raises(ValueError, match=r"reports.values must be .* in \[0, 16\)"):
         spec.support_counts(Reports(spec, values=np.array([3, 16], dtype=np.uint8)))
-    with pytest.raises(ValueError, match="reports.values"):
+    with pytest.raises(TypeError, match="values must be an array of integers"):
         spec.support_counts(Reports(spec, values=np.array([0.5, 1.0])))
     with pytest.raises(ValueError, match="reports.values"):
         spec.support_counts(Reports(spec, values=np.array([-1, 1], dtype=np.int8)))

@@ -245,11 +245,12 @@ def test_report_validation():
     good = spec.randomize(np.arange(10), rng=0)
     from ldpkit import Reports
 
+    with pytest.raises(TypeError, match="values must be an array of integers"):
+        Reports(spec, seeds=good.seeds, values=good.values.astype(np.float64))
     bad = [
         Reports(spec, seeds=good.seeds.astype(np.int64), values=good.values),
         Reports(spec, seeds=good.seeds, values=np.full(10, 5, dtype=np.uint8)),
         Reports(spec, seeds=good.seeds, values=np.full(10, -1, dtype=np.int64)),
-        Reports(spec, seeds=good.seeds, values=good.values.astype(np.float64)),
         Reports(spec, seeds=good.seeds[:, None], values=good.values),
         Reports(spec, values=good.values),
     ]

@@ -315,7 +315,7 @@ def test_report_validation():
         spec.aggregate(Reports(spec, bits=padded, cohorts=good.cohorts))
     with pytest.raises(ValueError, match=r"reports.cohorts must be cohorts in \[0, 5\)"):
         spec.aggregate(Reports(spec, bits=good.bits, cohorts=np.full(30, 5)))
-    with pytest.raises(ValueError, match="reports.cohorts must be a 1-D integer array"):
+    with pytest.raises(TypeError, match="cohorts must be an array of integers"):
         spec.aggregate(Reports(spec, bits=good.bits, cohorts=np.zeros(30)))
     with pytest.raises(ValueError, match="cohorts must be a 1-D integer array of 2"):
         spec.permanent_response([1, 2], [0], rng=0)

@@ -970,6 +970,7 @@ def build_registry() -> dict[str, Entry]:
         ("ldpkit.numeric.ems", "data"),
         ("ldpkit.testing.chisquare_gof", "observed"),
         ("ldpkit.testing.binomial_z", "count"),
+        ("ldpkit.consistency.fit_power_law", "counts"),  # estimated counts n * f (documented)
     ):
         reg[name].floats_ok = frozenset({param})
     _REGISTRY = reg

@@ -227,3 +227,179 @@ def test_every_recommendation_builds(epsilon, n, smooth):
     spec = rec.build()
     assert spec.epsilon == epsilon
     assert (spec.low, spec.high) == (-3.0, 5.0)
+
+
+# --- issue 12, fuzz2: magnitudes whose squares or sums overflow are refused, never inf ----------
+_HUGE = np.array([1e308, 0.25, 0.25, 0.5])
+_FREQ = np.array([0.25, 0.25, 0.25, 0.25])
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: ldpkit.metrics.mse(_HUGE, _FREQ), r"estimate must hold frequencies in \[-1e\+100"),
+        (lambda: ldpkit.queries.mse(_FREQ, _HUGE), r"truth must hold frequencies in \[-1e\+100"),
+        (
+            lambda: ldpkit.metrics.variance_error(0.1, _HUGE),
+            r"truth must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: ldpkit.experiments.frequency_mse(_FREQ, _HUGE),
+            r"truth must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: stream.range_errors(_HUGE, _FREQ, [0, 0, 0, 0], [1, 1, 1, 1]),
+            r"estimates must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: stream.range_errors(_FREQ, _HUGE, [0, 0, 0, 0], [1, 1, 1, 1]),
+            r"truths must be .*\[-1e\+100, 1e\+100\]",
+        ),
+        (
+            lambda: ldpkit.testing.chisquare_gof(_HUGE, _FREQ),
+            r"observed must be .*\[0, 1e\+100\]",
+        ),
+        (
+            lambda: numeric.em(_HUGE, np.full((4, 4), 0.25)),
+            r"data must be .*\[0, 1e\+100\]",
+        ),
+        (
+            lambda: numeric.ems(_HUGE, np.full((4, 4), 0.25)),
+            r"data must be .*\[0, 1e\+100\]",
+        ),
+    ],
+)
+def test_overflowing_magnitudes_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_bounded_metrics_still_score_large_finite_values():
+    # the bound refuses only magnitudes whose squares overflow: 1e90 still scores, exactly
+    est = np.array([1e90, 0.0])
+    assert ldpkit.metrics.mse(est, np.zeros(2)) == pytest.approx(0.5e180)
+    assert ldpkit.metrics.variance_error(0.0, est) == pytest.approx(0.25e180)
+    assert math.isfinite(stream.range_errors(est, np.zeros(2), [0, 0], [1, 1])["mse"])
+
+
+def test_consistency_compare_refuses_overflowing_truth():
+    f = np.array([0.5, 0.3, 0.2, 0.0])
+    est = GRR(domain_size=4, epsilon=1.0).run([0, 1, 2, 3] * 5, rng=0)
+    with pytest.raises(ValueError, match=r"truth must be .*1e\+100"):
+        ldpkit.consistency.compare(est, np.r_[1e308, f[1:]], methods=["base"], rng=0)
+
+
+def test_evaluate_ranges_refuses_overflowing_values():
+    rel = stream.ToPS(1.0, 10.0, threshold_size=4, length=16, rng=0)
+    rel.update(np.linspace(0, 10, 12))
+    values = np.zeros(rel.n_released)
+    values[0] = 1e308
+    with pytest.raises(ValueError, match=r"values must be .*1e\+100"):
+        stream.evaluate_ranges(rel, values, count=5, rng=0)
+
+
+def test_smooth_scales_huge_weights_instead_of_overflowing():
+    out = numeric.smooth(np.array([1e308, 1e308, 0.0]))
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, numeric.smooth(np.array([1.0, 1.0, 0.0])))
+    with pytest.raises(ValueError, match="theta must be"):
+        numeric.smooth(np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "cls", [numeric.StochasticRounding, numeric.PiecewiseMechanism, numeric.HybridMechanism]
+)
+def test_one_report_gives_the_worst_case_variance_not_nan(cls):
+    spec = cls(epsilon=1.0, low=0.0, high=1.0)
+    one = spec.run(0.3, rng=0)
+    assert one.n == 1 and one.variance_empirical == one.variance == spec.variance(1)
+    assert all(math.isfinite(x) for x in one.mean_interval())
+    # the tiny first group of estimate_variance holds one user: still finite
+    res = numeric.estimate_variance(spec, np.linspace(0, 1, 50), split=1e-300, rng=0)
+    assert res.first.n == 1 and math.isfinite(res.first.variance_empirical)
+
+
+def test_frequency_estimate_refuses_infinite_variance():
+    with pytest.raises(ValueError, match="variance must be finite numbers >= 0"):
+        ldpkit.FrequencyEstimate(np.full(3, 1 / 3), [0.1, math.inf, 0.1], 10)
+
+
+def test_subset_selection_huge_domain_names_domain_size():
+    with pytest.raises(ValueError, match=r"domain_size=9223372036854775808 must keep the state"):
+        ldpkit.SubsetSelection(epsilon=1.0, domain_size=2**63)
+
+
+@pytest.mark.parametrize("cls", [stream.PAK, stream.NME])
+def test_pak_nme_refuse_threshold_size_none(cls):
+    with pytest.raises(TypeError, match="threshold_size must be an integer >= 1, got None"):
+        cls(epsilon=1.0, bound=10.0, threshold_size=None, length=64, rng=0)
+    assert cls(epsilon=1.0, bound=10.0, threshold_size=8, length=64, rng=0).threshold_size == 8
+
+
+@pytest.mark.parametrize("times", [None, [None], ["2026-11-23", "NaT"], np.array(["NaT"], "M8[s]")])
+def test_window_keys_refuses_missing_times(times):
+    with pytest.raises((TypeError, ValueError), match="times must be datetime64 or ISO date"):
+        stream.window_keys(times)
+
+
+@pytest.mark.parametrize("fn", [stream.topl_threshold_objective, stream.choose_topl_threshold])
+def test_topl_threshold_refuses_overflowing_bound(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning on the way to the refusal
+        with pytest.raises(ValueError, match=r"bound must be a finite number > 0 and <= 1e\+100"):
+            fn([0.5, 0.5], 1e308, 1.0, 100)
+    assert math.isfinite(stream.choose_topl_threshold([0.5, 0.5], 1e100, 1.0, 100))
+
+
+@pytest.mark.parametrize(
+    ("spec", "values", "error", "match"),
+    [
+        (
+            GRR(epsilon=1.0, domain_size=4),
+            np.ones(3, bool),
+            TypeError,
+            "values must be an array of integers",
+        ),
+        (GRR(epsilon=1.0, domain_size=4), np.array([0.5, 1.5]), TypeError, "a report field of GRR"),
+        (
+            numeric.SquareWave(epsilon=1.0),
+            np.array([0.5, math.nan]),
+            ValueError,
+            "values must be an array of finite real numbers",
+        ),
+        (numeric.StochasticRounding(epsilon=1.0), np.ones(2, bool), TypeError, "finite real"),
+    ],
+)
+def test_reports_check_each_fields_dtype(spec, values, error, match):
+    with pytest.raises(error, match=match):
+        Reports(spec, values=values)
+
+
+def test_reports_still_accept_what_mechanisms_send():
+    for spec in (GRR(epsilon=1.0, domain_size=4), numeric.SquareWave(epsilon=1.0, buckets=8)):
+        values = [0, 1, 2, 3] if isinstance(spec, GRR) else [0.1, 0.5, 0.9, 0.3]
+        reports = spec.randomize(values, rng=0)
+        again = Reports(spec, **reports.arrays)
+        assert again.equals(reports) and len(spec.aggregate(again).counts) > 0
+
+
+@pytest.mark.parametrize("source", [None, 1.5, True, object()])
+def test_iter_reports_npz_names_a_bad_source(source):
+    with pytest.raises(TypeError, match="source must be a path"):
+        ldpkit.io.iter_reports_npz(source)
+
+
+def test_wiener_iterative_estimate_refuses_work_beyond_budget():
+    wd = numeric.WienerDeconvolution(epsilon=1.0, buckets=2**20)
+    counts = np.zeros(2**20, dtype=np.int64)
+    counts[7] = 1  # one report supporting bucket 7 (randomizing at 2^20 buckets is slow)
+    stats = ldpkit.Stats(wd, 1, counts=counts)
+    with pytest.raises(
+        ValueError, match=r"buckets=1048576, max_iter=100 must keep the work .* 2\.1e\+09"
+    ):
+        wd.estimate(stats)
+    # the direct filter (one update) and fewer updates stay within the budget
+    assert wd.estimate(stats, method="direct").buckets == 2**20
+    with pytest.raises(ValueError, match="max_iter=60 must keep the work"):
+        wd.estimate(stats, max_iter=60)
+    assert wd.estimate(stats, max_iter=1).buckets == 2**20

@@ -12,6 +12,7 @@ from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave,
 from ldpkit.numeric.auto import (
     _FOLD_MAX_ITER,
     _MIN_WEIGHT,
+    _box_rows,
     _Fitter,
     _se,
     _split,
@@ -144,6 +145,40 @@ def test_strength_half_is_ems_and_zero_is_em() -> None:
     # stronger smoothing gives a smoother estimate (smaller total variation)
     theta_32, _ = fitter.fit(32.0, 1e-3, 10_000, None)
     assert np.abs(np.diff(theta_32)).sum() < np.abs(np.diff(theta_s)).sum()
+
+
+@pytest.mark.parametrize(("eps", "d"), [(0.5, 256), (1.0, 100), (2.0, 512), (4.0, 1024)])
+def test_box_band_loop_is_the_band_loop(eps: float, d: int) -> None:
+    """The prefix-sum products (plateau + edges) give the band products' iterates: same
+    iteration count, same estimate to rounding, for plain EM and smoothed EM."""
+    auto = AutoDistribution(epsilon=eps, buckets=d)
+    stats = auto.aggregate(auto.randomize(_spiky(20_000, np.random.default_rng(5)), rng=5))
+    fitter = _Fitter(auto._outputs_by_inputs(), np.asarray(stats.counts))
+    assert fitter.box is not None  # Square Wave rows are edge entries around one plateau
+    heads, tails, _ = fitter.box
+    assert heads.max() <= 8 and tails.max() <= 4
+    for strength in (0.0, 0.5, 3.0):
+        fast, it_fast = fitter.fit(strength, 1e-3, 5000, None)
+        box, fitter.box = fitter.box, None
+        slow, it_slow = fitter.fit(strength, 1e-3, 5000, None)
+        fitter.box = box
+        assert it_fast == it_slow
+        np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)
+
+
+def test_box_rows_refuse_a_matrix_without_plateaus() -> None:
+    """Rows without a long constant run are not box rows: the band loop is kept."""
+    from ldpkit.numeric.em import _Banded
+
+    short = AutoDistribution(epsilon=8.0, buckets=32)._outputs_by_inputs()  # bands <= 8 wide
+    assert _Fitter(short, np.arange(1, short.shape[0] + 1)).box is None
+    m = np.random.default_rng(0).random((12, 12)) + 0.1
+    m /= m.sum(axis=0)
+    assert _box_rows(_Banded(m)) is None
+    fitter = _Fitter(m, np.arange(1, 13))
+    assert fitter.box is None
+    theta, _ = fitter.fit(0.5, 1e-6, 100, None)
+    assert np.isclose(theta.sum(), 1.0) and np.all(theta >= 0)
 
 
 def test_estimate_is_deterministic_and_reports_its_choice() -> None:

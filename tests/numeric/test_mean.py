@@ -235,7 +235,7 @@ def test_validation():
     with pytest.raises(ValueError, match="n = 0"):
         sr.estimate(sr.empty_stats())
     one = sr.run([0.3], rng=0)
-    assert math.isnan(one.variance_empirical)
+    assert one.variance_empirical == one.variance  # no sample variance: the worst-case bound
 
 
 # -- variance protocol (SW20 section 6.3) ------------------------------------------------------

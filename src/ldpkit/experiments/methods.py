@@ -74,8 +74,8 @@ def frequency_mse(estimate: Any, truth: Any) -> float:
     """
     from .._validation import check_array
 
-    est = check_array(getattr(estimate, "frequencies", estimate), "estimate")
-    true = check_array(truth, "truth")
+    est = check_array(getattr(estimate, "frequencies", estimate), "estimate", bounded=True)
+    true = check_array(truth, "truth", bounded=True)
     if est.shape != true.shape:
         raise ValueError(f"estimate must have the shape of truth {true.shape}, got {est.shape}")
     return float(np.mean((est - true) ** 2))

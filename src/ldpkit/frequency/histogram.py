@@ -206,6 +206,8 @@ class SHE(FrequencyOracle):
 
     #: Beyond it the noise block shrinks to a few cells of the 2^-20 grid.
     max_epsilon: ClassVar[float] = 700.0
+    #: Report fields sent as real numbers (float64); every other field holds integers.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
 
     @property
     def noise_scale(self) -> float:

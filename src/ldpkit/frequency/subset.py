@@ -15,7 +15,7 @@ import numpy as np
 from .. import _parallel
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from .._validation import check_epsilon, check_integer
+from .._validation import check_epsilon, check_integer, check_memory
 from ..spec import Reports, StatsField
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle
 from ._bits import check_packed, column_counts, packed_width
@@ -127,6 +127,10 @@ class SubsetSelection(PureFrequencyOracle):
 
     def _validate(self) -> None:
         super()._validate()
+        # The state (one count per item) is checked before the integer law: a domain_size too
+        # large to hold must be refused naming domain_size, not epsilon (issue 12).
+        d = self.domain_size
+        check_memory(8.0 * d, f"domain_size={d!r}", self.name)
         if self.subset_size is not None:
             d = self.domain_size
             self._set(

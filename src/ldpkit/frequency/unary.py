@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _crmath
 from .._rng import RNGLike, as_generator, derive_seeds, is_secure
+from .._validation import check_memory
 from ..spec import Reports
 from . import _bits
 from ._base import PureFrequencyOracle
@@ -178,6 +179,13 @@ class UnaryEncoding(PureFrequencyOracle):
         the same bytes with or without numba). Both realize the same law.
         """
         v = self.check_values(values)
+        width = _bits.packed_width(self.domain_size)
+        # n x ceil(d/8) bytes of reports: refused up front rather than exhausting memory
+        check_memory(
+            float(v.shape[0]) * width,
+            f"len(values)={v.shape[0]} at domain_size={self.domain_size}",
+            f"{self.name}.randomize",
+        )
         gen = as_generator(rng)
         if is_secure(gen):
             big, small = self._thresholds()

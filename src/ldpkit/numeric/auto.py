@@ -131,16 +131,37 @@ class _Fitter:
         self.nk = counts[keep].astype(np.float64)
         self.band = _Banded(np.ascontiguousarray(matrix[keep]))
         self.d = matrix.shape[1]
+        self.box = _box_rows(self.band)
 
     def fit(
         self, strength: float, tol: float, max_iter: int, init: np.ndarray | None
     ) -> tuple[np.ndarray, int]:
-        from ._auto_kernels import _smoothed_em_loop  # numba, loaded on first estimate
+        from ._auto_kernels import _smoothed_box_loop, _smoothed_em_loop  # numba, on first use
 
         passes = math.ceil(2.0 * strength) if strength > 0 else 0
         weight = 2.0 * strength / passes if passes else 0.0
         theta = np.full(self.d, 1.0 / self.d) if init is None else init / init.sum()
         b = self.band
+        if self.box is not None:
+            heads, tails, plateau = self.box
+            it, _, _ = _smoothed_box_loop(
+                b.base,
+                b.data,
+                b.offsets,
+                b.starts,
+                b.lengths,
+                heads,
+                tails,
+                plateau,
+                self.nk,
+                theta,
+                passes,
+                weight,
+                tol,
+                max_iter,
+                _TINY,
+            )
+            return theta, int(it)
         it, _, _ = _smoothed_em_loop(
             b.base,
             b.data,
@@ -156,6 +177,39 @@ class _Fitter:
             _TINY,
         )
         return theta, int(it)
+
+
+#: Entries of a band row within this relative distance of its middle entry count as its
+#: plateau (a Square Wave's plateau entries agree to rounding, about 1e-16).
+_PLATEAU_RTOL = 1e-12
+
+
+def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each band row as (head length, tail length, plateau value) when every row is explicit
+    head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
+    plateau is the wave's height, the few edge entries its partial overlaps); None when the
+    plateaus would not make up at least half of the band (the band products are then as
+    cheap). Rows of at most 8 entries are kept whole in the head.
+    """
+    rows = band.lengths.size
+    heads = np.empty(rows, dtype=np.int64)
+    tails = np.zeros(rows, dtype=np.int64)
+    plateau = np.zeros(rows)
+    for j in range(rows):  # once per fit setup, O(total band); not a hot path
+        length = int(band.lengths[j])
+        row = band.data[band.offsets[j] : band.offsets[j] + length]
+        if length <= 8:
+            heads[j] = length
+            continue
+        c = row[length // 2]
+        flat = np.flatnonzero(np.abs(row - c) <= _PLATEAU_RTOL * abs(c))
+        h, t = int(flat[0]), length - 1 - int(flat[-1])
+        if flat.size != length - h - t:  # not one plateau: this matrix is not a box band
+            return None
+        heads[j], tails[j], plateau[j] = h, t, c
+    if 2 * int(heads.sum() + tails.sum()) > band.data.size:  # edges are most of the band
+        return None
+    return heads, tails, plateau
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -219,6 +273,8 @@ class AutoDistribution(Mechanism):
     expected_n: int | None = None
     #: Its reports are SquareWave's (exact grid law up to e^40).
     max_epsilon: ClassVar[float] = SW_MAX_EPSILON
+    #: Report fields sent as real numbers (float64); every other field holds integers.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
     buckets: int | None = None
 
     def _validate(self) -> None:

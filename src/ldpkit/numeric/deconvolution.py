@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_integer, check_numeric_values, check_real
+from .._validation import check_integer, check_numeric_values, check_real, check_work
 from ..frequency import GRR, OUE, PureFrequencyOracle
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, bucket_index, check_bounds
@@ -301,6 +301,9 @@ class WienerDeconvolution(Mechanism):
             IIW (default) or DW (:func:`wiener_deconvolve`).
         max_iter, tol : int, float
             IIW stopping rule (at most ``max_iter`` updates; relative L2 change <= tol).
+            ``max_iter x buckets x log2(buckets)`` must stay within
+            :data:`ldpkit._validation.WORK_BUDGET` (2^30; e.g. 2^20 buckets x 100 updates is
+            refused, ValueError with the estimate): use fewer updates or ``"direct"``.
         return_info : bool
             Also return the :class:`WienerInfo`.
         postprocess : {None, "norm_sub", "norm_mul", "cdf"}
@@ -308,6 +311,16 @@ class WienerDeconvolution(Mechanism):
             :meth:`Distribution.postprocess` (``"norm_sub"``: the simplex projection).
         """
         stats = self.check_stats(stats, nonempty=True)
+        if method == "iterative":
+            # each IIW update is a few length-d FFTs: refuse what would run for minutes
+            # (2^20 buckets x 100 updates: ~10 s of CPU); method="direct" is one update
+            it = check_integer(max_iter, "max_iter", low=1)
+            d = self.buckets
+            check_work(
+                float(it) * d * max(1.0, math.log2(d)),
+                f"buckets={d}, max_iter={it}",
+                "WienerDeconvolution.estimate (method='iterative')",
+            )
         o = self.oracle_spec
         f, info = wiener_deconvolve(
             stats.counts / stats.n,

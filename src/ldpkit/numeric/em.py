@@ -70,11 +70,14 @@ def smooth(theta: np.ndarray) -> np.ndarray:
     if raw.dtype.kind not in "iuf":
         raise TypeError(f"theta must be a 1-D array of weights >= 0, got dtype {raw.dtype}")
     t = raw.astype(np.float64)
-    total = t.sum()
-    if t.ndim != 1 or t.size == 0 or np.any(t < 0) or not (np.isfinite(total) and total > 0):
+    top = t.max() if t.ndim == 1 and t.size else 0.0
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0) or top <= 0:
         raise ValueError(
             "theta must be a non-empty 1-D array of finite weights >= 0 with a positive sum"
         )
+    # Scale by the largest weight first: sums of weights near the float64 maximum would
+    # overflow to inf, weights in [0, 1] cannot (the result is renormalized anyway).
+    t = t / top
     if t.size < 2:
         return t / t.sum()
     out = np.empty_like(t)
@@ -117,8 +120,8 @@ def _inputs(
         raise ValueError(
             f"matrix must have shape (n_inputs, n_outputs={counts.size}), got {m.T.shape}"
         )
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        raise ValueError("data must be counts that are finite and >= 0")
+    # bounded: the iteration sums counts and counts x log-probabilities (no overflow)
+    counts = check_array(counts, "data", low=0.0, bounded=True)
     if not np.all(np.isfinite(m)) or np.any(m < 0):
         raise ValueError("matrix must be finite and >= 0")
     col = m.sum(axis=0)

@@ -302,7 +302,8 @@ class MeanEstimate:
     variance_empirical : float
         ``((high - low)/2)^2 s^2 / n`` with s^2 the sample variance of the reports: a
         consistent estimate of the actual variance that exceeds it by the spread of the true
-        values (also conservative). NaN when n < 2.
+        values (also conservative). When n < 2 there is no sample variance: it is then the
+        worst-case ``variance`` (finite, still a safe bound; never NaN).
     n : int
         Number of reports.
     spec : Mechanism
@@ -336,8 +337,8 @@ class MeanEstimate:
         The estimate is linear in the reports (a mean of n independent bounded terms), so
         the normal approximation is accurate. By default it uses ``variance_empirical``
         (consistent for the actual variance, hence close to the nominal coverage); with
-        ``empirical=False``, or when n < 2, the worst-case ``variance`` (a safe bound,
-        over-covering).
+        ``empirical=False`` the worst-case ``variance`` (a safe bound, over-covering), which is
+        also what ``variance_empirical`` holds when n < 2.
         """
         use_empirical = empirical and math.isfinite(self.variance_empirical)
         return self.confidence_interval(alpha, empirical=use_empirical)
@@ -410,6 +411,8 @@ class _MeanMechanism(Mechanism):
     high: float = 1.0
     #: SR's integer law needs ``2^16 (1 + e^eps) <= 2^62`` (see :mod:`ldpkit._exact`).
     max_epsilon: ClassVar[float] = MAX_EPSILON
+    #: Report fields sent as real numbers (float64); every other field holds integers.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
 
     def _validate(self) -> None:
         lo, hi = check_bounds(self.low, self.high)
@@ -528,8 +531,8 @@ class _MeanMechanism(Mechanism):
         if n > 1:
             s2 = max(squares - n * ybar * ybar, 0.0) / (n - 1)
             emp = self.half_span**2 * s2 / n
-        else:
-            emp = math.nan
+        else:  # one report has no sample variance: the worst-case bound stands in (not NaN)
+            emp = self.variance(n)
         return MeanEstimate(
             mean=self.low + (ybar + 1.0) * self.half_span,
             variance=self.variance(n),

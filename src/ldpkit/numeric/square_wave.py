@@ -354,6 +354,9 @@ class _Wave(Mechanism):
     ``bandwidth``) determines the grid and the server rejects values off it (issue 11).
     """
 
+    #: Report fields sent as real numbers (float64); every other field holds integers.
+    float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
+
     low: float = 0.0
     high: float = 1.0
     buckets: int = 1024

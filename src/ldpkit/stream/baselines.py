@@ -184,6 +184,8 @@ class PAK(_PAKThreshold, ToPS):
     ) -> None:
         self.percentile = check_probability(percentile, "percentile")
         self.delta = None if delta is None else check_probability(delta, "delta")
+        # checked here: the parent would read None as its own default silently
+        threshold_size = check_integer(threshold_size, "threshold_size", low=1)
         super().__init__(
             epsilon, bound, threshold_size=threshold_size, **_binary_tree(length), rng=rng
         )
@@ -208,6 +210,8 @@ class NME(ToPS):
         threshold_method: Literal["gumbel", "noisy_max"] = "gumbel",
         rng: RNGLike = None,
     ) -> None:
+        # checked here: the parent would read None as its own default silently
+        threshold_size = check_integer(threshold_size, "threshold_size", low=1)
         super().__init__(
             epsilon,
             bound,

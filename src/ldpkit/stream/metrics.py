@@ -43,9 +43,10 @@ def random_ranges(
 
 def range_errors(estimates: Any, truths: Any, starts: Any, stops: Any) -> dict[str, float]:
     """MAE, MSE, MMAE and MMSE of range-sum ``estimates`` against ``truths`` (STR21 App. F)."""
-    est = check_array(estimates, "estimates", nonempty=True)
+    # bounded: squared errors of magnitudes up to MAX_MAGNITUDE cannot overflow
+    est = check_array(estimates, "estimates", nonempty=True, bounded=True)
     size = est.size
-    tru = check_array(truths, "truths", size=size)
+    tru = check_array(truths, "truths", size=size, bounded=True)
     lo = check_array(starts, "starts", integer=True, low=0, size=size)
     hi = check_array(stops, "stops", integer=True, low=0, size=size)
     width = (hi - lo).astype(np.float64)
@@ -87,7 +88,7 @@ def evaluate_ranges(
     ranges : (starts, stops), optional
         Fixed queries (to compare several estimators on the same ranges).
     """
-    v = check_array(values, "values", ndim=(0, 1, 2)).reshape(-1)
+    v = check_array(values, "values", ndim=(0, 1, 2), bounded=True).reshape(-1)
     if not (hasattr(release, "n_released") and hasattr(release, "range_sums")):
         raise TypeError(
             f"release must be a stream estimator (n_released, range_sums), "

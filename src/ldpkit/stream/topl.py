@@ -109,7 +109,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_array, check_epsilon, check_integer, check_real
+from .._validation import MAX_MAGNITUDE, check_array, check_epsilon, check_integer, check_real
 from ..numeric.distribution import Distribution
 from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
 from ..numeric.square_wave import SquareWave, square_wave_bandwidth
@@ -348,9 +348,10 @@ def topl_threshold_objective(
     [2400.0, 337.5, 16.67, 0.0]
     """
     f = _probabilities(probabilities)
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    # bounded: the objective holds n^2 B^2 terms, which must not overflow to inf
+    bound = check_real(bound, "bound", low=0.0, low_inclusive=False, high=MAX_MAGNITUDE)
     eps = check_epsilon(epsilon)
-    n = float(check_integer(length, "length", low=1))
+    n = float(check_integer(length, "length", low=1, high=2**62))
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     d = f.size

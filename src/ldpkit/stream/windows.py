@@ -77,6 +77,8 @@ def window_keys(times: Any, unit: str = "D") -> np.ndarray:
     if unit not in _UNITS:
         raise ValueError(f"unit must be one of {sorted(_UNITS)}, got {unit!r}")
     check_not_masked(times, "times")
+    if times is None:
+        raise TypeError("times must be datetime64 or ISO date strings, got None")
     t = np.asarray(times)
     if t.dtype.kind in "USO":
         try:
@@ -88,6 +90,12 @@ def window_keys(times: Any, unit: str = "D") -> np.ndarray:
             ) from None
     if t.dtype.kind != "M":
         raise TypeError(f"times must be datetime64 or ISO date strings, got dtype {t.dtype}")
+    missing = np.isnat(t)
+    if missing.any():  # NaT (from None, "NaT" or "") has no window: it would key as "NaT"
+        raise ValueError(
+            f"times must be datetime64 or ISO date strings (no NaT, None or empty string), "
+            f"got {int(missing.sum())} missing timestamp(s)"
+        )
     return np.datetime_as_string(t.astype(f"datetime64[{unit}]"))
 
 
