@@ -582,9 +582,13 @@ def test_heldout_tail_ratio_keeps_a_real_thin_tail_and_drops_a_spurious_one() ->
             else:
                 assert theta["tested"] == theta["detection"]
     with pytest.raises(ValueError, match="counts must be"):
-        heldout_tail_test(sw, np.ones(10))
+        heldout_tail_test(sw, np.ones(10, dtype=np.int64))
+    with pytest.raises(TypeError, match="counts must"):
+        heldout_tail_test(sw, np.full(256, np.nan))
+    with pytest.raises(ValueError, match="counts must"):
+        heldout_tail_test(sw, -np.ones(256, dtype=np.int64))
     with pytest.raises(ValueError, match="counts must hold"):
-        heldout_tail_test(sw, np.eye(1, 256)[0])
+        heldout_tail_test(sw, np.eye(1, 256, dtype=np.int64)[0])
 
 
 def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:

@@ -278,12 +278,7 @@ def heldout_tail_test(
         ``log_ratio`` = held-out log likelihood of the best ``f_c`` minus that of ``g``
         (summed over both folds; > 0 favours ``f_c``) and ``keep`` = that ``c``.
     """
-    n = np.asarray(counts)
-    if n.ndim != 1 or n.size != sw.n_output_buckets or np.any(n < 0):
-        raise ValueError(
-            f"counts must be {sw.n_output_buckets} non-negative report counts, got shape {n.shape}"
-        )
-    n = n.astype(np.int64)
+    n = check_array(counts, "counts", integer=True, low=0, size=sw.n_output_buckets)
     total = int(n.sum())
     if total < 2:
         raise ValueError(f"counts must hold at least 2 reports, got {total}")
