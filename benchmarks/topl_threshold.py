@@ -5,12 +5,15 @@ Run from the repository root::
     PYTHONPATH=src python benchmarks/topl_threshold.py            # 5 seeds, ~1-2 min
     PYTHONPATH=src python benchmarks/topl_threshold.py --seeds 2  # quicker
 
-For each stream (POS, retail, DNS; bounds and m as in ``ldpkit reproduce tops21``) and
+For each stream (POS, retail, DNS and the NYC flight delays; bounds and m as in
+``ldpkit reproduce tops21``; the flight delays need ``pip install 'ldpkit[data]'``) and
 epsilon in {0.5, 1, 2, 4}, the threshold phase (the first m values, Square Wave reports) is
 simulated with several seeds, and theta is chosen by
 
 * ``before``: the former default (EMS, no tail cut);
-* ``after``: today's default (EM + the detection-floor tail cut, :func:`ldpkit.stream.cut_tail`);
+* ``floor-cut``: EM + the detection-floor tail cut alone (:func:`ldpkit.stream.cut_tail`);
+* ``after``: today's default (EM + the floor cut unless the held-out likelihood ratio
+  test :func:`ldpkit.stream.heldout_tail_test` favours a longer tail);
 * ``authors-cut``: EMS + the authors' fixed floor 1e-4;
 * ``after/authors-obj``: today's default with the authors' threshold objective.
 
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpkit.datasets.streams import streams as load_stream
+from ldpkit.experiments.streams import STREAM_BOUNDS, THRESHOLD_SIZES, stream_values
 from ldpkit.numeric import SquareWave, hybrid_worst_case_variance
 from ldpkit.stream import (
     ToPL,
@@ -42,20 +45,25 @@ from ldpkit.stream import (
     random_ranges,
 )
 
-#: stream -> (dataset name, public bound B, threshold users m), as ldpkit reproduce tops21.
+#: stream -> (stream name, public bound B, threshold users m), as ldpkit reproduce tops21.
 CASES = {
-    "pos": ("pos", 1638.0, 65_536),
-    "retail": ("retail", 16470.0, 16_384),
-    "dns": ("dns_google", 500.0, 65_536),
+    label: (name, STREAM_BOUNDS[name], THRESHOLD_SIZES[name])
+    for label, name in (
+        ("pos", "pos"),
+        ("retail", "retail"),
+        ("dns", "dns"),
+        ("flights", "flight_delays"),
+    )
 }
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 BUCKETS = 1024
 #: label -> (EM method, tail cut, objective)
 RULES = {
     "before": ("ems", "none", "corrected"),
-    "after": ("em", "detection", "corrected"),
+    "floor-cut": ("em", "detection", "corrected"),
+    "after": ("em", "tested", "corrected"),
     "authors-cut": ("ems", "authors", "corrected"),
-    "after/authors-obj": ("em", "detection", "authors"),
+    "after/authors-obj": ("em", "tested", "authors"),
 }
 
 
@@ -74,10 +82,11 @@ def expected_mse(released: np.ndarray, starts: np.ndarray, stops: np.ndarray, ep
     return mse
 
 
-def run(seeds: int) -> list[dict]:
+def run(seeds: int, streams: tuple[str, ...] = tuple(CASES)) -> list[dict]:
     rows = []
-    for label, (dataset, bound, m) in CASES.items():
-        values = np.asarray(load_stream(dataset).values, dtype=np.float64)
+    for label in streams:
+        dataset, bound, m = CASES[label]
+        values = stream_values(dataset)
         released = values[m:]
         n = released.size
         starts, stops = random_ranges(n, 200, rng=0)
@@ -139,7 +148,7 @@ def two_point_bound(eps: float = 0.5, scale: float = 2.5) -> str:
     reports has ``P(ok | P) + P(ok | Q) <= 1 + TV``.
     """
     dataset, bound, m = CASES["retail"]
-    values = np.asarray(load_stream(dataset).values, dtype=np.float64)
+    values = stream_values(dataset)
     starts, stops = random_ranges(values.size - m, 200, rng=0)
     grid = np.arange(1, 41) * bound / BUCKETS  # thresholds up to 40 buckets suffice here
     sw = SquareWave(epsilon=eps, low=0.0, high=bound, buckets=BUCKETS)
@@ -191,10 +200,11 @@ def markdown(rows: list[dict], seeds: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--streams", nargs="+", choices=tuple(CASES), default=tuple(CASES))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     start = time.perf_counter()
-    rows = run(args.seeds)
+    rows = run(args.seeds, tuple(args.streams))
     text = markdown(rows, args.seeds) + "\n\n" + two_point_bound()
     print("\n" + text)
     print(f"\n({time.perf_counter() - start:.0f} s)")

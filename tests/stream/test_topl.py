@@ -24,6 +24,7 @@ from ldpkit.stream import (
     choose_topl_threshold,
     client_randomize,
     cut_tail,
+    heldout_tail_test,
     random_ranges,
     square_wave_detection_floor,
     stream_from_dict,
@@ -143,7 +144,8 @@ def test_objective_input_validation() -> None:
 def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> None:
     values = _stream(30_000, seed=1)
     m = 20_000
-    for method, cut in (("ems", "none"), ("em", "none"), ("em", "detection"), ("ems", "authors")):
+    cases = (("ems", "none"), ("em", "none"), ("em", "detection"), ("ems", "authors"))
+    for method, cut in (*cases, ("em", "tested")):
         topl = ToPL(
             1.0,
             100,
@@ -160,7 +162,13 @@ def test_threshold_phase_estimates_f_with_square_wave_and_minimizes_on_it() -> N
             stats, method=method
         )
         f = dist.probabilities
-        if cut == "detection":
+        spec = SquareWave(epsilon=1.0, low=0.0, high=100.0, buckets=256)
+        test = heldout_tail_test(spec, stats.counts, method=method)
+        top = np.flatnonzero(cut_tail(f, square_wave_detection_floor(1.0, m)))[-1] + 1
+        if cut == "tested" and test.log_ratio > math.log(32) and test.keep > top:
+            f = np.where(np.arange(f.size) < test.keep, f, 0.0)
+            f = f / f.sum()
+        elif cut in ("detection", "tested"):
             f = cut_tail(f, square_wave_detection_floor(1.0, m))
         elif cut == "authors":
             f = cut_tail(f, 1e-4)
@@ -545,6 +553,44 @@ def test_cut_tail_exact() -> None:
         cut_tail(f, 0.1, run=0)
 
 
+def test_heldout_tail_ratio_keeps_a_real_thin_tail_and_drops_a_spurious_one() -> None:
+    """A bulk on [0, 12] of a [0, 100] domain, with and without 5% of the values spread
+    over [25, 100]: the held-out ratio is below log 32 (cut) without the tail and above it
+    (keep) with it, on every seed; theta follows (the floor cut alone drops the real tail)."""
+    rng = np.random.default_rng(5)
+    n = 40_000
+    bulk = rng.uniform(0.0, 12.0, n)
+    tail = bulk.copy()
+    moved = rng.random(n) < 0.05
+    tail[moved] = rng.uniform(25.0, 100.0, moved.sum())
+    sw = SquareWave(epsilon=2.0, low=0.0, high=100.0, buckets=256)
+    for seed in range(3):
+        for values, real in ((bulk, False), (tail, True)):
+            counts = sw.aggregate(client_randomize(sw, values, rng=seed))
+            ratio = heldout_tail_test(sw, counts.counts).log_ratio
+            assert (ratio > math.log(32)) is real, (seed, real, ratio)
+            # a deterministic function of the counts (post-processing, nothing drawn)
+            assert heldout_tail_test(sw, counts.counts).log_ratio == ratio
+            theta = {
+                cut: ToPL(2.0, 100, threshold_size=n, length=10**5, buckets=256, tail_cut=cut)
+                .ingest(counts)
+                .threshold
+                for cut in ("tested", "detection", "none")
+            }
+            if real:  # the truncated raw estimate keeps the tail; the floor cut drops it
+                assert theta["tested"] > 50 > 20 > theta["detection"]
+            else:
+                assert theta["tested"] == theta["detection"]
+    with pytest.raises(ValueError, match="counts must be"):
+        heldout_tail_test(sw, np.ones(10, dtype=np.int64))
+    with pytest.raises(TypeError, match="counts must"):
+        heldout_tail_test(sw, np.full(256, np.nan))
+    with pytest.raises(ValueError, match="counts must"):
+        heldout_tail_test(sw, -np.ones(256, dtype=np.int64))
+    with pytest.raises(ValueError, match="counts must hold"):
+        heldout_tail_test(sw, np.eye(1, 256, dtype=np.int64)[0])
+
+
 def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:
     """POS at eps = 2 (the issue's case): without the cut theta is ~25x the best threshold of
     the objective on the true histogram (46.4); with it, within 2x."""
@@ -556,11 +602,12 @@ def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:
     spec = SquareWave(epsilon=2.0, low=0.0, high=bound, buckets=1024)
     counts = spec.aggregate(client_randomize(spec, pos[:m], rng=11))
     thetas = {}
-    for cut in ("detection", "none"):
+    for cut in ("tested", "detection", "none"):
         topl = ToPL(2.0, bound, threshold_size=m, length=n, tail_cut=cut)
         topl.ingest(counts)
         thetas[cut] = topl.threshold
     assert best / 2 <= thetas["detection"] <= 2 * best
+    assert thetas["tested"] == thetas["detection"]  # no real tail: the held-out test cuts
     assert thetas["none"] > 10 * best
 
 

@@ -17,6 +17,8 @@ and their Stats folded into the roll-ups in **one transaction**, so a committed 
 counted exactly once and an uncommitted one not at all. Roll-up rows are updated under a
 row lock (``SELECT ... FOR UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a
 fixed order, so concurrent writer processes neither lose counts nor deadlock.
+On PostgreSQL the group committer uses :meth:`CollectorStore.commit_group_pg`: the same
+transaction in two network round trips (psycopg pipeline mode) instead of one per statement.
 ``Stats.merge`` is exact for integer counts, so the merge order does not matter.
 """
 
@@ -27,6 +29,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -351,6 +354,10 @@ class CollectorStore:
         self.bucket_seconds: dict[str, int] = {}
         self._cache: dict[str, _ClosedBuckets] = {}
         self._fold_sql: tuple[Any, Any, Any] | None = None
+        # PostgreSQL group commits: one connection kept by the committer thread (no pool
+        # checkout, no pre-ping round trip per group); see _commit_group_pg.
+        self._pg_raw: Any = None
+        self._pg_lock = threading.Lock()
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()
@@ -365,6 +372,8 @@ class CollectorStore:
                 )
 
     def close(self) -> None:
+        with self._pg_lock:
+            self._drop_pg_raw()
         self.engine.dispose()
 
     def ping(self) -> None:
@@ -488,6 +497,9 @@ class CollectorStore:
         server: every statement is a network round trip, so the whole transaction runs
         through ``run_blocking`` and the loop never waits for the server.
         """
+        if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
+            merge = combine or _merge_members
+            return await run_blocking(lambda: self.commit_group_pg(items, merge))  # type: ignore[no-any-return]
         if self.backend != "sqlite":
             merge = combine or _merge_members
             return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
@@ -509,6 +521,201 @@ class CollectorStore:
             finally:
                 conn.close()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- PostgreSQL: two round trips per group -------------------------------------------
+    _PG_INSERT_BATCH = (
+        "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
+        " received_at, bucket) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+    )
+    _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
+    _PG_ENSURE_ROLLUP = (
+        "INSERT INTO ldpkit_rollups (collection, bucket, token, n, batches, arrays)"
+        " VALUES (%s, %s, %s, 0, 0, %s) ON CONFLICT DO NOTHING"
+    )
+    _PG_UPDATE_ROLLUP = (
+        "UPDATE ldpkit_rollups SET n = %s, batches = %s, arrays = %s"
+        " WHERE collection = %s AND bucket = %s AND token = %s"
+    )
+    _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
+
+    def _drop_pg_raw(self) -> None:
+        if self._pg_raw is not None:
+            try:
+                self._pg_raw.invalidate()  # closes it; the pool forgets it
+            except Exception:  # already broken: nothing to release
+                pass
+            self._pg_raw = None
+
+    def commit_group_pg(
+        self,
+        items: Sequence[PendingBatch],
+        combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
+    ) -> list[BatchRecord | Exception]:
+        """:meth:`commit_group` on PostgreSQL (psycopg) in two network round trips.
+
+        The ORM path costs one round trip per statement (BEGIN, batch insert, roll-up
+        read, roll-up write, COMMIT, plus the pool's pre-ping): with the server a few
+        hundred microseconds away and each trip a wake-up of both processes, that was most
+        of a group's cost. Here the statements go through psycopg's pipeline mode on one
+        connection kept for the committer: (1) BEGIN, the key look-up when the group has
+        idempotency keys (an extra trip only then), the batch rows, an ``INSERT ... ON
+        CONFLICT DO NOTHING`` that makes sure each roll-up row exists, and ``SELECT ... FOR
+        UPDATE`` of those rows in a fixed order; (2) the roll-up updates and COMMIT. The
+        same transaction as :meth:`commit_group`, so the same guarantees: a 201 means
+        committed, and concurrent writers neither lose counts nor deadlock on roll-ups.
+        """
+        import psycopg
+        from sqlalchemy.exc import DBAPIError
+
+        merge = combine or _merge_members
+        with self._pg_lock:
+            for attempt in range(3):
+                try:
+                    if self._pg_raw is None:
+                        self._pg_raw = self.engine.raw_connection()
+                    raw = self._pg_raw.driver_connection
+                    try:
+                        with raw.pipeline():
+                            results = self._commit_group_pg(raw, items, merge)
+                            raw.commit()
+                        return results
+                    except BaseException:
+                        if raw.closed or raw.broken:
+                            self._drop_pg_raw()
+                        else:
+                            raw.rollback()
+                        raise
+                except psycopg.Error as exc:
+                    wrapped = DBAPIError.instance(
+                        None, None, exc, psycopg.Error, connection_invalidated=raw.broken
+                    )
+                    if isinstance(wrapped, IntegrityError) and attempt < 2:
+                        continue  # another process stored the same key first: look again
+                    raise wrapped from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _commit_group_pg(
+        self,
+        raw: Any,
+        items: Sequence[PendingBatch],
+        combine: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception]:
+        results: list[BatchRecord | Exception | None] = [None] * len(items)
+        digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
+        cur = raw.cursor()
+        prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        if digests:
+            keyed = sorted(
+                {(b.collection, b.token, b.idempotency_key) for b in items if b.idempotency_key}
+            )
+            cur.execute(
+                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at"
+                " FROM ldpkit_batches WHERE (collection, token, idempotency_key) IN ("
+                + ", ".join(["(%s, %s, %s)"] * len(keyed))
+                + ")",
+                [x for k in keyed for x in k],
+            )
+            for row in cur.fetchall():
+                prior[(row[0], row[1], row[2])] = row[3:]
+        new: list[int] = []
+        first_in_group: dict[tuple[str, str, str], int] = {}
+        records: dict[int, BatchRecord] = {}
+        for i, b in enumerate(items):
+            if b.idempotency_key:
+                ident = (b.collection, b.token, b.idempotency_key)
+                if ident in prior:
+                    digest, batch_id, n, received_at = prior[ident]
+                    results[i] = self._retry(
+                        b, digests[i], digest, batch_id, int(n), _utc(received_at)
+                    )
+                    continue
+                if ident in first_in_group:
+                    j = first_in_group[ident]
+                    r = records[j]
+                    results[i] = self._retry(
+                        b, digests[i], digests[j], r.batch_id, r.n, r.received_at
+                    )
+                    continue
+                first_in_group[ident] = i
+            records[i] = BatchRecord(
+                new_batch_id(), b.collection, b.n, b.received_at, token=b.token
+            )
+            new.append(i)
+        if new:
+            buckets = {i: self.bucket_of(items[i].collection, items[i].received_at) for i in new}
+            # Keyed rows in key order: two writers inserting the same keys wait for each
+            # other in the same order (no deadlock on the unique index).
+            order = sorted(
+                new,
+                key=lambda i: (items[i].collection, items[i].token, items[i].idempotency_key or ""),
+            )
+            cur.executemany(
+                self._PG_INSERT_BATCH,
+                [
+                    (
+                        records[i].batch_id,
+                        items[i].collection,
+                        items[i].token,
+                        items[i].idempotency_key,
+                        digests.get(i),
+                        items[i].n,
+                        items[i].received_at,
+                        buckets[i],
+                    )
+                    for i in order
+                ],
+            )
+            raw_rows = [
+                (records[i].batch_id, raw_[0], raw_[1])
+                for i in new
+                if (raw_ := items[i].raw) is not None
+            ]
+            if raw_rows:
+                cur.executemany(self._PG_INSERT_RAW, raw_rows)
+            groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
+            for i in new:
+                groups[(items[i].collection, buckets[i], items[i].token)].append(items[i])
+            keys = sorted(groups)
+            # Every roll-up row exists before it is locked: the update below never races
+            # another writer's first insert of the same row.
+            cur.executemany(
+                self._PG_ENSURE_ROLLUP,
+                [(c, b, t, self._zero_row(c)) for c, b, t in keys],
+            )
+            cur.execute(
+                "SELECT collection, bucket, token, n, batches, arrays FROM ldpkit_rollups"
+                " WHERE (collection, bucket, token) IN ("
+                + ", ".join(["(%s, %s, %s)"] * len(keys))
+                + ") ORDER BY collection, bucket, token FOR UPDATE",
+                [x for k in keys for x in k],
+            )
+            current = {(r[0], int(r[1]), r[2]): r[3:] for r in cur.fetchall()}
+            updates = []
+            for key in keys:
+                members = groups[key]
+                stats = combine(members)
+                layout = self.layouts[key[0]]
+                n0, batches0, arrays0 = current[key]
+                packed = layout.pack(stats)
+                merged = layout.sum([bytes(arrays0), packed], int(n0) + stats.n)
+                updates.append((merged.n, int(batches0) + len(members), layout.pack(merged), *key))
+            cur.executemany(self._PG_UPDATE_ROLLUP, updates)
+            for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
+                cur.execute(self._PG_BUMP, (c,))
+            for i in new:
+                results[i] = records[i]
+        return [r if r is not None else RuntimeError("unreachable") for r in results]
+
+    @staticmethod
+    def _sqlite_datetime(conn: Connection) -> Callable[[dt.datetime], Any]:
+        dialect = conn.dialect
+        column_type = batches_table.c.received_at.type
+        process = column_type.dialect_impl(dialect).bind_processor(dialect)
+        return process if process is not None else (lambda value: value)
+
+    def _zero_row(self, collection: str) -> bytes:
+        layout = self.layouts[collection]
+        return layout.pack(layout.spec.empty_stats())
 
     def _commit_group(
         self,
@@ -568,7 +775,32 @@ class CollectorStore:
                 new_batch_id(), b.collection, b.n, b.received_at, token=b.token
             )
             new.append(i)
-        if new:
+        if new and self.backend == "sqlite":
+            # One executemany of plain tuples: the ORM's per-row parameter processing cost
+            # ~1/3 of a one-report batch's share of the group. received_at goes through
+            # the dialect's own DateTime processor (once per distinct second), so the
+            # stored text is exactly what SQLAlchemy writes and reads back elsewhere.
+            to_text = self._sqlite_datetime(conn)
+            when: dict[dt.datetime, Any] = {}
+            conn.exec_driver_sql(
+                self._PG_INSERT_BATCH.replace("%s", "?"),
+                [
+                    (
+                        records[i].batch_id,
+                        items[i].collection,
+                        items[i].token,
+                        items[i].idempotency_key,
+                        digests.get(i),
+                        items[i].n,
+                        when[at_]
+                        if (at_ := items[i].received_at) in when
+                        else when.setdefault(at_, to_text(at_)),
+                        self.bucket_of(items[i].collection, at_),
+                    )
+                    for i in new
+                ],
+            )
+        elif new:
             conn.execute(
                 insert(batches_table),
                 [
@@ -585,6 +817,7 @@ class CollectorStore:
                     for i in new
                 ],
             )
+        if new:
             raw = [
                 {"batch_id": records[i].batch_id, "format": raw_[0], "payload": raw_[1]}
                 for i in new

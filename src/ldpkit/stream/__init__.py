@@ -26,10 +26,12 @@ from .smoothers import (
 )
 from .threshold import choose_threshold, exponential_mechanism, exponential_mechanism_probabilities
 from .topl import (
+    TailTest,
     ThresholdObjective,
     ToPL,
     choose_topl_threshold,
     cut_tail,
+    heldout_tail_test,
     square_wave_detection_floor,
     topl_threshold_objective,
 )
@@ -59,6 +61,8 @@ __all__ = [
     "topl_threshold_objective",
     "choose_topl_threshold",
     "cut_tail",
+    "heldout_tail_test",
+    "TailTest",
     "square_wave_detection_floor",
     "ThresholdObjective",
     "square_wave_mean_constants",
