@@ -135,6 +135,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.numeric.Recommendation",
             "ldpkit.stream.RangeSum",
             "ldpkit.stream.ThresholdObjective",
+            "ldpkit.stream.TailTest",
             "ldpkit.stream.WindowEstimates",
             "ldpkit.datasets.Dataset",
             "ldpkit.datasets.DatasetInfo",
@@ -822,6 +823,15 @@ def build_registry() -> dict[str, Entry]:
         z=0.25,
     )
     add("ldpkit.stream.square_wave_mean_constants", stream.square_wave_mean_constants, spec=sw)
+    tail_counts = np.asarray(sw.aggregate(sw.randomize(np.linspace(0.0, 1.0, 400), rng=0)).counts)
+    add(
+        "ldpkit.stream.heldout_tail_test",
+        stream.heldout_tail_test,
+        sw=sw,
+        counts=tail_counts,
+        method="em",
+        z=0.25,
+    )
     add(
         "ldpkit.stream.OnlineHierarchy",
         stream.OnlineHierarchy,

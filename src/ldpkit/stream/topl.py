@@ -278,10 +278,14 @@ def heldout_tail_test(
         ``log_ratio`` = held-out log likelihood of the best ``f_c`` minus that of ``g``
         (summed over both folds; > 0 favours ``f_c``) and ``keep`` = that ``c``.
     """
+    if not isinstance(sw, SquareWave):
+        raise TypeError(f"sw must be a SquareWave, got {type(sw).__name__}")
+    if method not in ("em", "ems"):
+        raise ValueError(f"method must be one of 'em', 'ems', got {method!r}")
     n = check_array(counts, "counts", integer=True, low=0, size=sw.n_output_buckets)
     total = int(n.sum())
-    if total < 2:
-        raise ValueError(f"counts must hold at least 2 reports, got {total}")
+    if not 2 <= total < 10**9:  # numpy's hypergeometric split takes fewer than 1e9 draws
+        raise ValueError(f"counts must hold at least 2 and fewer than 1e9 reports, got {total}")
     split = np.random.default_rng(n.astype(np.uint64)).multivariate_hypergeometric(n, total // 2)
     matrix = np.asarray(sw.bucket_matrix())
     truncated = np.zeros(matrix.shape[0])
