@@ -1,7 +1,10 @@
 """Test-suite settings: property tests are derandomized so a CI run is reproducible."""
 
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
+import pytest
 from hypothesis import settings
 
 # Same examples on every run (fixed seed): a red CI run can be replayed exactly, and a
@@ -9,3 +12,38 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def serve_app() -> Iterator[Callable[[Any], str]]:
+    """Start ASGI apps with uvicorn on 127.0.0.1 (a free port) in threads; returns their URLs.
+
+    Every server started through it is stopped when the test ends.
+    """
+    import socket
+    import threading
+    import time
+
+    uvicorn = pytest.importorskip("uvicorn")
+    running: list[tuple[Any, threading.Thread]] = []
+
+    def start(app: Any) -> str:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        running.append((server, thread))
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                pytest.fail("the server did not start within 30 s")
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread in running:
+        server.should_exit = True
+        thread.join(timeout=30)

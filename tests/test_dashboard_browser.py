@@ -35,7 +35,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -157,8 +156,8 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
-def collector(tmp_path: Path, static_server: str) -> Iterator[str]:
-    uvicorn = pytest.importorskip("uvicorn")
+def collector(tmp_path: Path, static_server: str, serve_app: Any) -> str:
+    pytest.importorskip("uvicorn")
     from ldpkit import Encoder
     from ldpkit.service import Collection, create_app
     from ldpkit.service.auth import parse_tokens
@@ -190,20 +189,7 @@ def collector(tmp_path: Path, static_server: str) -> Iterator[str]:
         tokens=tokens,
         cors_origins=[static_server],
     )
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the collector did not start within 30 s")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    return serve_app(app)
 
 
 def _get(url: str, token: str = READ_TOKEN) -> Any:

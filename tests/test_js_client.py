@@ -131,13 +131,9 @@ def test_js_secure_coins_give_unbiased_estimates(spec: Mechanism) -> None:
 
 
 @pytest.fixture
-def live_collector(tmp_path: Path) -> Any:
+def live_collector(tmp_path: Path, serve_app: Any) -> Any:
     """A collector on 127.0.0.1 (SQLite in tmp_path, one bearer token) in a thread."""
-    import socket
-    import threading
-    import time
-
-    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip("uvicorn")
     import hashlib
 
     from ldpkit.service.app import create_app
@@ -156,22 +152,7 @@ def live_collector(tmp_path: Path) -> Any:
             ]
         ),
     )
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the collector did not start within 30 s")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    return serve_app(app)
 
 
 @needs_node

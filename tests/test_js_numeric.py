@@ -279,13 +279,9 @@ def test_numeric_vector_bodies_are_on_the_python_grid() -> None:
 
 
 @pytest.fixture
-def numeric_collector(tmp_path: Path) -> Any:
+def numeric_collector(tmp_path: Path, serve_app: Any) -> Any:
     """A collector on 127.0.0.1 with numerical collections and an encoder (no auth)."""
-    import socket
-    import threading
-    import time
-
-    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip("uvicorn")
     from ldpkit import OLH, Encoder
     from ldpkit.service.app import Collection, create_app
 
@@ -299,22 +295,7 @@ def numeric_collector(tmp_path: Path) -> Any:
         ),
     }
     app = create_app(collections, f"sqlite:///{tmp_path / 'collector.db'}")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the collector did not start within 30 s")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    return serve_app(app)
 
 
 @pytest.mark.slow
