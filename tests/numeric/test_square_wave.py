@@ -135,6 +135,14 @@ def test_tiny_epsilon_is_refused_not_looped(eps):
         SquareWave(epsilon=eps)
 
 
+def test_a_grid_that_cannot_be_exact_is_refused_at_construction():
+    # a wide explicit bandwidth at large epsilon overflows the 2^62 integer law below
+    # max_epsilon: refused when the spec is built, not at the first randomize
+    with pytest.raises(ValueError, match=r"epsilon must be <= 34\.88 for this configuration"):
+        SquareWave(epsilon=35.0, bandwidth=0.1, buckets=7)
+    assert SquareWave(epsilon=34.0, bandwidth=0.1, buckets=7).privacy_loss() <= 34.0
+
+
 def test_b_limits_and_monotone():
     eps = np.geomspace(1e-6, 700, 400)
     b = np.array([square_wave_bandwidth(e) for e in eps])

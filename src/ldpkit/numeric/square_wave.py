@@ -379,6 +379,10 @@ class _Wave(Mechanism):
                 "bandwidth",
                 check_real(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False, high=1.0),
             )
+        # Build the exact integer grid now (cached): a configuration whose integer law would
+        # overflow 2^62 (e.g. a wide explicit bandwidth at large epsilon) is refused here,
+        # not at the first randomize.
+        self._grid  # noqa: B018
 
     @property
     @abstractmethod
@@ -699,8 +703,9 @@ class GeneralWave(_Wave):
     ratio: float = 1.0
 
     def _validate(self) -> None:
-        super()._validate()
+        # the ratio first: the base class builds the grid, which depends on it
         self._set("ratio", check_real(self.ratio, "ratio", low=0.0, high=1.0))
+        super()._validate()
 
     @property
     def _ratio(self) -> float:
