@@ -247,12 +247,13 @@ def _numeric_grids() -> dict[str, Any]:
     sw, pm, hm, dsw = [], [], [], []
     for e in [*eps, 35.0, 40.0]:
         for params in ({}, {"buckets": 64}, {"buckets": 7, "bandwidth": 0.1}):
-            s = SquareWave(epsilon=e, **params)  # type: ignore[arg-type]
             try:
-                g = s._grid
+                s = SquareWave(epsilon=e, **params)  # type: ignore[arg-type]
             except ValueError:  # a wide explicit bandwidth at large epsilon overflows 2^62
-                sw.append({"params": s.to_dict()["params"], "error": True})
+                refused = SquareWave(epsilon=1.0, **params).to_dict()["params"]  # type: ignore[arg-type]
+                sw.append({"params": {**refused, "epsilon": e}, "error": True})
                 continue
+            g = s._grid
             sw.append(
                 {
                     "params": s.to_dict()["params"],
