@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -164,7 +164,26 @@ class _Banded:
 _PLATEAU_RTOL = 1e-12
 
 
-def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+class _Box(NamedTuple):
+    """A box band (:func:`_box_rows`): each row = explicit head, constant plateau, explicit tail.
+
+    ``heads``, ``tails``: edge entries at each end of a row; ``plateau``: its value (0 when
+    the row is all edges); ``ps``, ``pe``: the plateau's input buckets ``[ps, pe)``; the edge
+    entries as one flat list in row order (``edge_rows``, ``edge_cols``, ``edge_values``),
+    each row's head before its tail, so the kernels add them in the order of the row.
+    """
+
+    heads: np.ndarray
+    tails: np.ndarray
+    plateau: np.ndarray
+    ps: np.ndarray
+    pe: np.ndarray
+    edge_rows: np.ndarray
+    edge_cols: np.ndarray
+    edge_values: np.ndarray
+
+
+def _box_rows(band: Any) -> _Box | None:
     """Each band row as (head length, tail length, plateau value) when every row is explicit
     head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
     plateau is the wave's height, the few edge entries its partial overlaps); None when the
@@ -189,7 +208,20 @@ def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         heads[j], tails[j], plateau[j] = h, t, c
     if 2 * int(heads.sum() + tails.sum()) > band.data.size:  # edges are most of the band
         return None
-    return heads, tails, plateau
+    starts, lengths, offsets = band.starts, band.lengths, band.offsets[:-1]
+    ps = starts + heads
+    pe = starts + lengths - tails
+    # the edge entries, row by row, head then tail: (row, position in the row)
+    count = heads + tails
+    edge_rows = np.repeat(np.arange(rows, dtype=np.int64), count)
+    within = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(count) - count, count
+    )
+    in_tail = within >= heads[edge_rows]
+    pos = np.where(in_tail, within - heads[edge_rows] + (lengths - tails)[edge_rows], within)
+    edge_cols = starts[edge_rows] + pos
+    edge_values = band.data[offsets[edge_rows] + pos].astype(np.float64)
+    return _Box(heads, tails, plateau, ps, pe, edge_rows, edge_cols, edge_values)
 
 
 def _numpy_loop(
@@ -216,7 +248,7 @@ def _numpy_loop(
 
 def _fit_band(
     band: _Banded,
-    box: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    box: _Box | None,
     nk: np.ndarray,
     theta: np.ndarray,
     smoothing: bool,
@@ -230,11 +262,22 @@ def _fit_band(
 
     b = band
     if box is not None:
-        heads, tails, plateau = box
         return _em_box_loop(  # type: ignore[no-any-return]
-            b.base, b.data, b.offsets, b.starts, b.lengths, heads, tails, plateau,
-            nk, theta, smoothing, tol, max_iter, _TINY, trace,
-        )  # fmt: skip
+            b.base,
+            box.plateau,
+            box.ps,
+            box.pe,
+            box.edge_rows,
+            box.edge_cols,
+            box.edge_values,
+            nk,
+            theta,
+            smoothing,
+            tol,
+            max_iter,
+            _TINY,
+            trace,
+        )
     return _em_loop(  # type: ignore[no-any-return]
         b.base, b.data, b.offsets, b.starts, b.lengths,
         nk, theta, smoothing, tol, max_iter, _TINY, trace,
