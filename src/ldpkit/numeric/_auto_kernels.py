@@ -26,7 +26,7 @@ from ._em_kernels import (
 _EPS = 2.220446049250313e-16
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
     """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
     error: returns (estimate, sum n u^4, sum n |u|, max |u| over observed rows, sum n) with
@@ -50,7 +50,7 @@ def _change(nk, mt, old):  # pragma: no cover - jit
     return a, q, s1, umax, total
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _settled(nk, mt, old, tol, s_old):  # pragma: no cover - jit
     """Whether ``|ll(mt) - ll(old)| >= tol`` is certain without computing either
     log-likelihood ``ll(x) = sum_j n_j log x_j``; returns (certain, bound on sum_j n_j
@@ -76,13 +76,13 @@ def _settled(nk, mt, old, tol, s_old):  # pragma: no cover - jit
     return abs(a) > tol + margin, s_new
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _magnitude(ll, total):  # pragma: no cover - jit
     """Bound on ``sum_j n_j |log mt_j|`` from ``ll`` (every ``mt_j <= 1`` up to rounding)."""
     return abs(ll) + 1e-12 * total + 1e-300
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _smoothed_em_loop(
     base, data, offsets, starts, lengths, nk, theta, passes, weight, tol, max_iter, tiny
 ):  # pragma: no cover - jit (tested against the numpy reference in the tests)
@@ -132,12 +132,14 @@ def _smoothed_em_loop(
     return it, converged, ll
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _smoothed_box_loop(
     base,
     plateau,
     ps,
     pe,
+    cover_lo,
+    cover_hi,
     edge_rows,
     edge_cols,
     edge_values,
@@ -156,7 +158,7 @@ def _smoothed_box_loop(
     old = np.empty(rows)
     ratio = np.empty(rows)
     grad = np.empty(d)
-    diff = np.empty(d + 1)
+    run = np.empty(rows + 1)
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
     total = 0.0
@@ -172,8 +174,8 @@ def _smoothed_box_loop(
     while it < max_iter:
         it += 1
         _box_em_step(
-            base, plateau, ps, pe, edge_rows, edge_cols, edge_values,
-            nk, mt, ratio, grad, diff, theta,
+            base, plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
+            nk, mt, ratio, grad, run, theta,
         )  # fmt: skip
         _smooth(theta, tmp, passes, weight)
         mt, old = old, mt

@@ -163,7 +163,8 @@ class _Fitter:
         if self.box is not None:
             x = self.box
             it, _, _ = _smoothed_box_loop(
-                b.base, x.plateau, x.ps, x.pe, x.edge_rows, x.edge_cols, x.edge_values, self.nk, theta,
+                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi, x.edge_rows, x.edge_cols,
+                x.edge_values, self.nk, theta,
                 passes, weight, tol, max_iter, _TINY,
             )  # fmt: skip
             return theta, int(it)
