@@ -202,7 +202,7 @@ def test_settled_is_only_certain_when_the_change_clears_tol() -> None:
             mt = old * np.exp(sign * scale * rng.standard_normal(500))
             mt /= mt.sum()
             change = abs(_loglik(nk, mt) - _loglik(nk, old))
-            certain, bound = _settled(nk, mt, old, tol, size)
+            certain, bound = _settled(nk, nk.sum(), mt, old, tol, size)
             if certain:
                 certain_count += 1
                 assert change >= tol, (scale, change)
@@ -214,8 +214,8 @@ def test_settled_is_only_certain_when_the_change_clears_tol() -> None:
     mt = old.copy()
     mt[100], mt[101] = old[100] * (1 + 1e-7), old[101]
     change = abs(_loglik(nk, mt) - _loglik(nk, old))
-    assert not _settled(nk, mt, old, change, size)[0]
-    assert _settled(nk, mt, old, change / 1.3, size)[0] or change / 1.3 < 1e-9
+    assert not _settled(nk, nk.sum(), mt, old, change, size)[0]
+    assert _settled(nk, nk.sum(), mt, old, change / 1.3, size)[0] or change / 1.3 < 1e-9
 
 
 def test_box_rows_refuse_a_matrix_without_plateaus() -> None:

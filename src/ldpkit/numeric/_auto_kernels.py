@@ -29,31 +29,29 @@ _EPS = 2.220446049250313e-16
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
     """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
-    error: returns (estimate, sum n u^4, sum n |u|, max |u| over observed rows, sum n) with
-    ``u = mt / old - 1``. No logarithm: the loop vectorizes."""
+    error: returns (estimate, sum n u^4, sum n |u|, max |u|) with ``u = mt / old - 1`` (the
+    max over every row, observed or not: only ever larger). No logarithm: the loop
+    vectorizes."""
     a = 0.0
     q = 0.0
     s1 = 0.0
     umax = 0.0
-    total = 0.0
     for j in range(nk.size):
         w = nk[j]
         u = mt[j] / old[j] - 1.0  # finite: old >= tiny and mt <= 1
-        au = abs(u)
-        umax = max(umax, au if w > 0.0 else 0.0)
+        umax = max(umax, abs(u))
         u = min(max(u, -1.0), 1.0)  # the estimate is only used when max |u| <= 1/2
         u2 = u * u
         a += w * (u - 0.5 * u2 + u2 * u / 3.0)
         q += w * (u2 * u2)
         s1 += w * abs(u)
-        total += w
-    return a, q, s1, umax, total
+    return a, q, s1, umax
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _settled(nk, mt, old, tol, s_old):  # pragma: no cover - jit
+def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
     """Whether ``|ll(mt) - ll(old)| >= tol`` is certain without computing either
-    log-likelihood ``ll(x) = sum_j n_j log x_j``; returns (certain, bound on sum_j n_j
+    log-likelihood ``ll(x) = sum_j n_j log x_j`` (``total = sum_j n_j``); returns (certain, bound on sum_j n_j
     |log mt_j|).
 
     The change is ``sum_j n_j log(1 + u_j)``, ``u = mt / old - 1``. For ``|u| <= 1/2`` the
@@ -64,7 +62,7 @@ def _settled(nk, mt, old, tol, s_old):  # pragma: no cover - jit
     computed log-likelihoods would differ by at least tol too: not converged, as the
     log-evaluating loop would decide. Otherwise the caller evaluates both exactly.
     """
-    a, q, s1, umax, total = _change(nk, mt, old)
+    a, q, s1, umax = _change(nk, mt, old)
     rows = nk.size
     if umax > 0.5:
         return False, 0.0  # the caller evaluates exactly and resets the bound
@@ -116,7 +114,7 @@ def _smoothed_em_loop(
         mt, old = old, mt
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
         _floor(mt, tiny)
-        certain, size = _settled(nk, mt, old, tol, size)
+        certain, size = _settled(nk, total, mt, old, tol, size)
         if certain:
             known = False
             continue
@@ -181,7 +179,7 @@ def _smoothed_box_loop(
         mt, old = old, mt
         _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
         _floor(mt, tiny)
-        certain, size = _settled(nk, mt, old, tol, size)
+        certain, size = _settled(nk, total, mt, old, tol, size)
         if certain:
             known = False
             continue

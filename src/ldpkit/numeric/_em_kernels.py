@@ -59,26 +59,44 @@ def _em_step(
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _pass(src, dst, weight):  # pragma: no cover - jit
+    """``dst = (1 - weight) src + weight S(src)``, unnormalized (S: EMS's kernel)."""
+    d = src.size
+    dst[0] = (2.0 * src[0] + src[1]) / 3.0
+    dst[d - 1] = (src[d - 2] + 2.0 * src[d - 1]) / 3.0
+    for i in range(1, d - 1):
+        dst[i] = 0.5 * src[i] + 0.25 * (src[i - 1] + src[i + 1])
+    if weight != 1.0:  # weight 1 (EMS, and every default strength) skips the mix
+        for i in range(d):
+            dst[i] = (1.0 - weight) * src[i] + weight * dst[i]
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _smooth(theta, tmp, passes, weight):  # pragma: no cover - jit
-    """``passes`` times ``theta <- (1 - weight) theta + weight S(theta)``, renormalized, in
-    place; S is EMS's kernel (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary rows
-    (2, 1) / 3). ``passes = 1, weight = 1`` is SW20's EMS step (section 5.5)."""
+    """``passes`` times ``theta <- (1 - weight) theta + weight S(theta)``, then renormalized,
+    in place; S is EMS's kernel (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary
+    rows (2, 1) / 3). ``passes = 1, weight = 1`` is SW20's EMS step (section 5.5). The
+    passes are linear, so one normalization at the end gives what normalizing after every
+    pass gives (to rounding), in one sum instead of ``passes``."""
     d = theta.size
-    if d < 2:
+    if d < 2 or passes == 0:
         return
-    for _ in range(passes):
-        tmp[0] = (2.0 * theta[0] + theta[1]) / 3.0
-        tmp[d - 1] = (theta[d - 2] + 2.0 * theta[d - 1]) / 3.0
-        for i in range(1, d - 1):
-            tmp[i] = 0.5 * theta[i] + 0.25 * (theta[i - 1] + theta[i + 1])
-        if weight != 1.0:  # weight 1 (EMS, and every default strength) skips the mix
-            for i in range(d):
-                tmp[i] = (1.0 - weight) * theta[i] + weight * tmp[i]
-        total = 0.0
+    for p in range(passes):  # theta -> tmp -> theta ...
+        if p % 2 == 0:
+            _pass(theta, tmp, weight)
+        else:
+            _pass(tmp, theta, weight)
+    total = 0.0
+    if passes % 2 == 1:  # the last pass wrote tmp
         for i in range(d):
             total += tmp[i]
         for i in range(d):
             theta[i] = tmp[i] / total
+    else:
+        for i in range(d):
+            total += theta[i]
+        for i in range(d):
+            theta[i] /= total
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
