@@ -19,6 +19,7 @@ from ._em_kernels import (
     _em_step,
     _floor,
     _loglik,
+    _ratios,
     _smooth,
 )
 
@@ -63,7 +64,12 @@ def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
     log-evaluating loop would decide. Otherwise the caller evaluates both exactly.
     """
     a, q, s1, umax = _change(nk, mt, old)
-    rows = nk.size
+    return _decide(a, q, s1, umax, nk.size, total, tol, s_old)
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _decide(a, q, s1, umax, rows, total, tol, s_old):  # pragma: no cover - jit
+    """:func:`_settled` from :func:`_change`'s sums."""
     if umax > 0.5:
         return False, 0.0  # the caller evaluates exactly and resets the bound
     rem = 0.5 * q * (1.0 + 1e-6)
@@ -72,6 +78,32 @@ def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
     rho_ll = (rows + 4.0) * _EPS * (s_old + s_new)
     margin = 2.0 * (rem + rho_a + rho_ll)
     return abs(a) > tol + margin, s_new
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
+    """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the
+    rows: returns (shared, estimate, sum n u^4, sum n |u|, max |u|)."""
+    shared = 0.0
+    a = 0.0
+    q = 0.0
+    s1 = 0.0
+    umax = 0.0
+    for j in range(nk.size):
+        m = max(mt[j], tiny)
+        mt[j] = m
+        w = nk[j]
+        r = w / m
+        ratio[j] = r
+        shared += base[j] * r
+        u = m / old[j] - 1.0
+        umax = max(umax, abs(u))
+        u = min(max(u, -1.0), 1.0)
+        u2 = u * u
+        a += w * (u - 0.5 * u2 + u2 * u / 3.0)
+        q += w * (u2 * u2)
+        s1 += w * abs(u)
+    return shared, a, q, s1, umax
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
@@ -163,7 +195,7 @@ def _smoothed_box_loop(
     for j in range(rows):
         total += nk[j]
     _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
-    _floor(mt, tiny)
+    shared = _ratios(base, nk, mt, ratio, tiny)
     ll = _loglik(nk, mt)
     known = True
     size = _magnitude(ll, total)
@@ -172,14 +204,14 @@ def _smoothed_box_loop(
     while it < max_iter:
         it += 1
         _box_em_step(
-            base, plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
-            nk, mt, ratio, grad, run, theta,
+            plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
+            ratio, shared, run, grad, theta, passes == 0,
         )  # fmt: skip
         _smooth(theta, tmp, passes, weight)
         mt, old = old, mt
         _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
-        _floor(mt, tiny)
-        certain, size = _settled(nk, total, mt, old, tol, size)
+        shared, a, q, s1, umax = _ratios_change(base, nk, mt, old, ratio, tiny)
+        certain, size = _decide(a, q, s1, umax, rows, total, tol, size)
         if certain:
             known = False
             continue

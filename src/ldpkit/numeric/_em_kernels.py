@@ -125,67 +125,78 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 # the rows covering each input bucket, and the edge entries as one flat list in row order
 # (edge_rows, edge_cols, edge_values): flat loops over them run without the mispredicted
 # branches of per-row loops of 0 to 8 entries, and the E-step gathers the plateaus' share
-# instead of scattering it (together about 25 % faster per iteration measured). Used by _em_box_loop below and by
-# AutoDistribution's smoothed loop (numeric/_auto_kernels.py).
+# instead of scattering it (together about 25 % faster per iteration measured). Used by
+# _em_box_loop below and by AutoDistribution's smoothed loop (numeric/_auto_kernels.py).
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _box_matvec(
     base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, out
 ):  # pragma: no cover - jit
-    """``out = M theta``: per row ``base total + plateau (prefix[pe] - prefix[ps])``, plus
-    the edge entries; each row's terms are added in the order of the row."""
+    """``out = M theta``: per row ``base total + plateau (prefix[pe] - prefix[ps])``, then
+    the edge entries, each row's in the order of the row."""
     d = theta.size
     prefix[0] = 0.0
     for i in range(d):
         prefix[i + 1] = prefix[i] + theta[i]
     total = prefix[d]
     for j in range(base.size):
-        out[j] = plateau[j] * (prefix[pe[j]] - prefix[ps[j]])
+        out[j] = base[j] * total + plateau[j] * (prefix[pe[j]] - prefix[ps[j]])
     for k in range(edge_rows.size):
         out[edge_rows[k]] += edge_values[k] * theta[edge_cols[k]]
-    for j in range(base.size):
-        out[j] = base[j] * total + out[j]
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
+    """One pass over the rows after ``mt = M theta``: floor ``mt`` at tiny (the
+    log-likelihood's floor), ``ratio = n / mt`` for the next E-step; returns
+    ``sum_j base_j ratio_j`` (the E-step's share of the constant part)."""
+    shared = 0.0
+    for j in range(nk.size):
+        m = max(mt[j], tiny)
+        mt[j] = m
+        r = nk[j] / m
+        ratio[j] = r
+        shared += base[j] * r
+    return shared
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _box_em_step(
-    base,
     plateau,
     cover_lo,
     cover_hi,
     edge_rows,
     edge_cols,
     edge_values,
-    nk,
-    mt,
     ratio,
-    grad,
+    shared,
     run,
+    grad,
     theta,
+    normalize,
 ):  # pragma: no cover - jit
-    """:func:`_em_step` on the box band. The plateaus' share of ``M^T (n / M theta)`` at
-    input bucket i is a difference of prefix sums over the rows covering i (``run``, rows
-    + 1 entries; no scatter), the edges' share is added entry by entry."""
-    rows, d = base.size, theta.size
-    for j in range(rows):
-        ratio[j] = nk[j] / mt[j]
-    shared = 0.0
-    for j in range(rows):
-        shared += base[j] * ratio[j]
+    """:func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared`` (see
+    :func:`_ratios`). The plateaus' share of ``M^T ratio`` at input bucket i is a
+    difference of prefix sums over the rows covering i (``run``, rows + 1 entries: a
+    gather, no scatter), the edges' share is added entry by entry. ``normalize=False``
+    leaves theta unnormalized for a smoothing step that normalizes anyway (its passes are
+    linear)."""
+    d = theta.size
     run[0] = 0.0
-    for j in range(rows):
+    for j in range(ratio.size):
         run[j + 1] = run[j] + plateau[j] * ratio[j]
     for i in range(d):
-        grad[i] = 0.0
+        grad[i] = shared + (run[cover_hi[i]] - run[cover_lo[i]])
     for k in range(edge_rows.size):
         grad[edge_cols[k]] += edge_values[k] * ratio[edge_rows[k]]
     total = 0.0
     for i in range(d):
-        theta[i] *= shared + (run[cover_hi[i]] - run[cover_lo[i]]) + grad[i]
+        theta[i] *= grad[i]
         total += theta[i]
-    for i in range(d):
-        theta[i] /= total
+    if normalize:
+        for i in range(d):
+            theta[i] /= total
 
 
 # nogil: the bootstrap runs its B independent fits on plain threads (ldpkit._parallel).
@@ -247,19 +258,19 @@ def _em_box_loop(
     tmp = np.empty(d)
     passes = 1 if smoothing else 0
     _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
-    _floor(mt, tiny)
+    shared = _ratios(base, nk, mt, ratio, tiny)
     trace[0] = _loglik(nk, mt)
     it = 0
     converged = False
     while it < max_iter:
         it += 1
         _box_em_step(
-            base, plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
-            nk, mt, ratio, grad, run, theta,
+            plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
+            ratio, shared, run, grad, theta, passes == 0,
         )  # fmt: skip
         _smooth(theta, tmp, passes, 1.0)
         _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
-        _floor(mt, tiny)
+        shared = _ratios(base, nk, mt, ratio, tiny)
         trace[it] = _loglik(nk, mt)
         if abs(trace[it] - trace[it - 1]) < tol:
             converged = True
