@@ -188,6 +188,7 @@ def _smoothed_box_loop(
     old = np.empty(rows)
     ratio = np.empty(rows)
     grad = np.empty(d)
+    plat = np.empty(rows)
     run = np.empty(rows + 1)
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
@@ -205,7 +206,7 @@ def _smoothed_box_loop(
         it += 1
         _box_em_step(
             plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
-            ratio, shared, run, grad, theta, passes == 0,
+            ratio, shared, plat, run, grad, theta, passes == 0,
         )  # fmt: skip
         _smooth(theta, tmp, passes, weight)
         mt, old = old, mt

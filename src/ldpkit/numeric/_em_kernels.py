@@ -130,16 +130,48 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _scan(x, out):  # pragma: no cover - jit
+    """``out[i] = x[0] + ... + x[i - 1]`` (``out[0] = 0``). Four quarters are summed as
+    independent chains, then offset: a single running sum waits on every add's latency,
+    four interleaved ones take half the time (measured at 1024 entries)."""
+    n = x.size
+    q = n // 4
+    out[0] = 0.0
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    for i in range(q):
+        a0 += x[i]
+        out[i + 1] = a0
+        a1 += x[q + i]
+        out[q + i + 1] = a1
+        a2 += x[2 * q + i]
+        out[2 * q + i + 1] = a2
+        a3 += x[3 * q + i]
+        out[3 * q + i + 1] = a3
+    for i in range(4 * q, n):
+        a3 += x[i]
+        out[i + 1] = a3
+    o1 = a0
+    o2 = o1 + a1
+    o3 = o2 + a2
+    for i in range(q + 1, 2 * q + 1):
+        out[i] += o1
+    for i in range(2 * q + 1, 3 * q + 1):
+        out[i] += o2
+    for i in range(3 * q + 1, n + 1):
+        out[i] += o3
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _box_matvec(
     base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, out
 ):  # pragma: no cover - jit
     """``out = M theta``: per row ``base total + plateau (prefix[pe] - prefix[ps])``, then
     the edge entries, each row's in the order of the row."""
-    d = theta.size
-    prefix[0] = 0.0
-    for i in range(d):
-        prefix[i + 1] = prefix[i] + theta[i]
-    total = prefix[d]
+    _scan(theta, prefix)
+    total = prefix[theta.size]
     for j in range(base.size):
         out[j] = base[j] * total + plateau[j] * (prefix[pe[j]] - prefix[ps[j]])
     for k in range(edge_rows.size):
@@ -171,6 +203,7 @@ def _box_em_step(
     edge_values,
     ratio,
     shared,
+    plat,
     run,
     grad,
     theta,
@@ -178,14 +211,14 @@ def _box_em_step(
 ):  # pragma: no cover - jit
     """:func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared`` (see
     :func:`_ratios`). The plateaus' share of ``M^T ratio`` at input bucket i is a
-    difference of prefix sums over the rows covering i (``run``, rows + 1 entries: a
-    gather, no scatter), the edges' share is added entry by entry. ``normalize=False``
-    leaves theta unnormalized for a smoothing step that normalizes anyway (its passes are
-    linear)."""
+    difference of prefix sums (``run``, rows + 1 entries, of ``plat = plateau ratio``) over
+    the rows covering i: a gather, no scatter; the edges' share is added entry by entry.
+    ``normalize=False`` leaves theta unnormalized for a smoothing step that normalizes
+    anyway (its passes are linear)."""
     d = theta.size
-    run[0] = 0.0
     for j in range(ratio.size):
-        run[j + 1] = run[j] + plateau[j] * ratio[j]
+        plat[j] = plateau[j] * ratio[j]
+    _scan(plat, run)
     for i in range(d):
         grad[i] = shared + (run[cover_hi[i]] - run[cover_lo[i]])
     for k in range(edge_rows.size):
@@ -253,6 +286,7 @@ def _em_box_loop(
     mt = np.empty(rows)
     ratio = np.empty(rows)
     grad = np.empty(d)
+    plat = np.empty(rows)
     run = np.empty(rows + 1)
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
@@ -266,7 +300,7 @@ def _em_box_loop(
         it += 1
         _box_em_step(
             plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
-            ratio, shared, run, grad, theta, passes == 0,
+            ratio, shared, plat, run, grad, theta, passes == 0,
         )  # fmt: skip
         _smooth(theta, tmp, passes, 1.0)
         _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
