@@ -170,9 +170,16 @@ def _smoothed_box_loop(
     pe,
     cover_lo,
     cover_hi,
-    edge_rows,
-    edge_cols,
-    edge_values,
+    row_slots,
+    row_weights,
+    row_spill_rows,
+    row_spill_cols,
+    row_spill_values,
+    col_slots,
+    col_weights,
+    col_spill_rows,
+    col_spill_cols,
+    col_spill_values,
     nk,
     theta,
     passes,
@@ -195,7 +202,20 @@ def _smoothed_box_loop(
     total = 0.0
     for j in range(rows):
         total += nk[j]
-    _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
+    _box_matvec(
+        base,
+        plateau,
+        ps,
+        pe,
+        row_slots,
+        row_weights,
+        row_spill_rows,
+        row_spill_cols,
+        row_spill_values,
+        theta,
+        prefix,
+        mt,
+    )
     shared = _ratios(base, nk, mt, ratio, tiny)
     ll = _loglik(nk, mt)
     known = True
@@ -205,12 +225,38 @@ def _smoothed_box_loop(
     while it < max_iter:
         it += 1
         _box_em_step(
-            plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
-            ratio, shared, plat, run, grad, theta, passes == 0,
-        )  # fmt: skip
+            plateau,
+            cover_lo,
+            cover_hi,
+            col_slots,
+            col_weights,
+            col_spill_rows,
+            col_spill_cols,
+            col_spill_values,
+            ratio,
+            shared,
+            plat,
+            run,
+            grad,
+            theta,
+            passes == 0,
+        )
         _smooth(theta, tmp, passes, weight)
         mt, old = old, mt
-        _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
+        _box_matvec(
+            base,
+            plateau,
+            ps,
+            pe,
+            row_slots,
+            row_weights,
+            row_spill_rows,
+            row_spill_cols,
+            row_spill_values,
+            theta,
+            prefix,
+            mt,
+        )
         shared, a, q, s1, umax = _ratios_change(base, nk, mt, old, ratio, tiny)
         certain, size = _decide(a, q, s1, umax, rows, total, tol, size)
         if certain:

@@ -163,8 +163,10 @@ class _Fitter:
         if self.box is not None:
             x = self.box
             it, _, _ = _smoothed_box_loop(
-                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi, x.edge_rows, x.edge_cols,
-                x.edge_values, self.nk, theta,
+                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi,
+                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
+                x.col_slots, x.col_weights, x.col_spill_rows, x.col_spill_cols, x.col_spill_values,
+                self.nk, theta,
                 passes, weight, tol, max_iter, _TINY,
             )  # fmt: skip
             return theta, int(it)
@@ -185,7 +187,8 @@ class _Fitter:
         if x is not None:
             prefix = np.empty(theta.size + 1)
             _box_matvec(
-                b.base, x.plateau, x.ps, x.pe, x.edge_rows, x.edge_cols, x.edge_values,
+                b.base, x.plateau, x.ps, x.pe,
+                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
                 theta, prefix, out,
             )  # fmt: skip
         else:
