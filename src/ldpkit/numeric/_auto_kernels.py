@@ -30,23 +30,24 @@ _EPS = 2.220446049250313e-16
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
     """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
-    error: returns (estimate, sum n u^4, sum n |u|, max |u|) with ``u = mt / old - 1`` (the
-    max over every row, observed or not: only ever larger). No logarithm: the loop
+    error: returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2)
+    with ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
     vectorizes."""
     a = 0.0
     q = 0.0
     s1 = 0.0
-    umax = 0.0
+    far = 0.0
     for j in range(nk.size):
         w = nk[j]
         u = mt[j] / old[j] - 1.0  # finite: old >= tiny and mt <= 1
-        umax = max(umax, abs(u))
-        u = min(max(u, -1.0), 1.0)  # the estimate is only used when max |u| <= 1/2
+        au = np.abs(u)
+        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
+        u = u if au <= 1.0 else 0.0  # bounded; the estimate is only used when far == 0
         u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u / 3.0)
+        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
         q += w * (u2 * u2)
-        s1 += w * abs(u)
-    return a, q, s1, umax
+        s1 += w * np.abs(u)
+    return a, q, s1, far
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
@@ -63,17 +64,17 @@ def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
     computed log-likelihoods would differ by at least tol too: not converged, as the
     log-evaluating loop would decide. Otherwise the caller evaluates both exactly.
     """
-    a, q, s1, umax = _change(nk, mt, old)
-    return _decide(a, q, s1, umax, nk.size, total, tol, s_old)
+    a, q, s1, far = _change(nk, mt, old)
+    return _decide(a, q, s1, far, nk.size, total, tol, s_old)
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _decide(a, q, s1, umax, rows, total, tol, s_old):  # pragma: no cover - jit
+def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
     """:func:`_settled` from :func:`_change`'s sums."""
-    if umax > 0.5:
+    if far > 0.0:
         return False, 0.0  # the caller evaluates exactly and resets the bound
     rem = 0.5 * q * (1.0 + 1e-6)
-    rho_a = 4.0 * _EPS * (total + (rows + 8.0) * s1)
+    rho_a = 6.0 * _EPS * (total + (rows + 8.0) * s1)
     s_new = s_old + abs(a) + rem + rho_a  # |ll(mt)| <= |ll(old)| + |change|
     rho_ll = (rows + 4.0) * _EPS * (s_old + s_new)
     margin = 2.0 * (rem + rho_a + rho_ll)
@@ -83,27 +84,28 @@ def _decide(a, q, s1, umax, rows, total, tol, s_old):  # pragma: no cover - jit
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
     """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the
-    rows: returns (shared, estimate, sum n u^4, sum n |u|, max |u|)."""
+    rows: returns (shared, estimate, sum n u^4, sum n |u|, rows far)."""
     shared = 0.0
     a = 0.0
     q = 0.0
     s1 = 0.0
-    umax = 0.0
+    far = 0.0
     for j in range(nk.size):
-        m = max(mt[j], tiny)
+        m = mt[j] if mt[j] > tiny else tiny
         mt[j] = m
         w = nk[j]
         r = w / m
         ratio[j] = r
         shared += base[j] * r
         u = m / old[j] - 1.0
-        umax = max(umax, abs(u))
-        u = min(max(u, -1.0), 1.0)
+        au = np.abs(u)
+        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
+        u = u if au <= 1.0 else 0.0
         u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u / 3.0)
+        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
         q += w * (u2 * u2)
-        s1 += w * abs(u)
-    return shared, a, q, s1, umax
+        s1 += w * np.abs(u)
+    return shared, a, q, s1, far
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
@@ -257,8 +259,8 @@ def _smoothed_box_loop(
             prefix,
             mt,
         )
-        shared, a, q, s1, umax = _ratios_change(base, nk, mt, old, ratio, tiny)
-        certain, size = _decide(a, q, s1, umax, rows, total, tol, size)
+        shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
+        certain, size = _decide(a, q, s1, far, rows, total, tol, size)
         if certain:
             known = False
             continue
