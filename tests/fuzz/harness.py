@@ -882,8 +882,39 @@ def build_registry() -> dict[str, Entry]:
         ("window_means", stream.window_means, {"wstats": wsm}),
         ("window_sums", stream.window_sums, {"wstats": wsm, "population": None}),
     ]
+    # each release run end to end with a hostile bound (values scaled into [0, bound]): a
+    # bound accepted at construction must not overflow later (it is squared and summed)
+    release_options: dict[str, dict[str, Any]] = {
+        "ToPS": {"threshold_size": 16, "length": 256, "rng": 0},
+        "PAK": {"threshold_size": 16, "length": 256, "rng": 0},
+        "NME": {"threshold_size": 16, "length": 256, "rng": 0},
+        "HC16": {"percentile": 0.9, "rng": 0},
+        "FlatLaplace": {"threshold": 5.0, "length": 256, "rng": 0},
+        "ToPL": {"threshold_size": 16, "length": 256, "buckets": 64, "rng": 0},
+        "SWOnly": {"buckets": 64, "rng": 0},
+        "FixedDomainLDP": {"mechanism": "pm", "rng": 0},
+    }
+
+    def _release_run(cls: Any, options: dict[str, Any]) -> Callable[..., Any]:
+        def run(bound: Any) -> Any:
+            release = cls(1.0, bound, **options)
+            release.extend(sv / 10.0 * release.bound)
+            return release.range_sums(np.array([0]), np.array([release.n_released]))
+
+        return run
+
+    stream_rows += [
+        (f"{name}.extend", _release_run(getattr(stream, name), options), {"bound": 10.0})
+        for name, options in release_options.items()
+    ]
+    stream_rows.append(
+        ("window_sums[population]", stream.window_sums, {"wstats": wsm, "population": 100.0})
+    )
     for name, call, kwargs in stream_rows:
         add(f"ldpkit.stream.{name}", call, **kwargs)
+    reg["ldpkit.stream.FlatLaplace.extend"].aliases = {
+        "bound": ("threshold",)
+    }  # threshold <= bound
     for name, param in [
         ("FixedDomainLDP", "mechanism"),
         ("make_smoother", "spec"),

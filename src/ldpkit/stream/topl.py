@@ -109,7 +109,13 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import MAX_MAGNITUDE, check_array, check_epsilon, check_integer, check_real
+from .._validation import (
+    check_array,
+    check_bound,
+    check_epsilon,
+    check_integer,
+    check_real,
+)
 from ..numeric.distribution import Distribution
 from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
 from ..numeric.square_wave import SquareWave, square_wave_bandwidth
@@ -348,7 +354,7 @@ def topl_threshold_objective(
     """
     f = _probabilities(probabilities)
     # bounded: the objective holds n^2 B^2 terms, which must not overflow to inf
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False, high=MAX_MAGNITUDE)
+    bound = check_bound(bound)
     eps = check_epsilon(epsilon)
     n = float(check_integer(length, "length", low=1, high=2**62))
     if objective not in OBJECTIVES:
@@ -524,7 +530,7 @@ class ToPL(LocalStreamRelease):
         if tail_cut not in TAIL_CUTS:
             raise ValueError(f"tail_cut must be one of {TAIL_CUTS}, got {tail_cut!r}")
         self.tail_cut = tail_cut
-        bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+        bound = check_bound(bound)
         if threshold is None:
             m = (
                 max(1, self.length // 16)
