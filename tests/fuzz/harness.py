@@ -371,6 +371,13 @@ def build_registry() -> dict[str, Entry]:
     ).nullable = frozenset({"at"})
     add("ldpkit.Question", ldpkit.Question, name="q", spec=grr).strings_ok = frozenset({"name"})
     q = ldpkit.Question(name="q", spec=grr)
+    dsw = numeric.DiscreteSquareWave(epsilon=1.0, buckets=8, low=0.0, high=60.0)
+    add("ldpkit.DiscreteSquareWave.bucketize", dsw.bucketize, values=np.linspace(0.0, 60.0, 9))
+    add(
+        "ldpkit.Question.prepare",
+        ldpkit.Question(name="wait", spec=dsw).prepare,
+        answers=np.linspace(0.0, 60.0, 9),
+    ).aliases = {"answers": ("values",)}
     add("ldpkit.Survey", ldpkit.Survey, questions=[q], epsilon=1.0)
     add(
         "ldpkit.shuffle_amplification",
