@@ -800,6 +800,11 @@ def build_registry() -> dict[str, Entry]:
             {"probabilities": np.full(64, 1 / 64), "floor": 0.001, "run": 5},
         ),
         (
+            "extend_tail",
+            stream.extend_tail,
+            {"probabilities": np.concatenate((np.full(32, 1 / 32), np.zeros(32))), "quantile": 0.9},
+        ),
+        (
             "square_wave_detection_floor",
             stream.square_wave_detection_floor,
             {"epsilon": 1.0, "reports": 1000, "z": 0.25},
