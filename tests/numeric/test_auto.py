@@ -284,6 +284,7 @@ def test_end_atoms_stay_out_on_smooth_data() -> None:
     dist, info = auto.estimate(stats, return_info=True)
     assert not info.end_atoms and info.end_z < 2.0
     assert np.isnan(info.end_scores[info.strengths.index(0.0)])
+    assert np.isfinite(info.end_scores).sum() == 1  # only the best smoothed strength ran
     assert not info.end_weights.any()
     assert dist == auto.estimate(stats, end_atoms=False)
     _, off = auto.estimate(stats, end_atoms=False, return_info=True)

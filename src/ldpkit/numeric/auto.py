@@ -102,8 +102,8 @@ class AutoInfo:
         EM iterations of the final fits on all reports (summed).
     end_scores : ndarray
         Held-out log-likelihood of each strength's end-atom variant (point masses at the
-        two end buckets, left out of the smoothing); NaN for strength 0 and when no such
-        candidate ran, -inf when skipped.
+        two end buckets, left out of the smoothing); NaN where no such fit ran (strength 0,
+        skipped strengths, and all but the best smoothed strength when the test failed).
     end_weights : ndarray
         Weight of each end-atom variant in the average (all 0 unless ``end_atoms``).
     end_z : float
@@ -441,12 +441,12 @@ class AutoDistribution(Mechanism):
            starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
            the log-likelihood of fold k's reports. Stop early once a strength scores 3
            standard errors below the best so far (the rest, weaker still, are skipped).
-        3. End atoms (``end_atoms=True``): for every strength > 0, also fit the same
-           smoothing with the first and last buckets left out of it (their own mass is
+        3. End atoms (``end_atoms=True``): for the best-scoring strength > 0, also fit the
+           same smoothing with the first and last buckets left out of it (their own mass is
            never smeared; the smooth part still spreads into them), from the plain fit, and
-           score it. These candidates join the pool only if the best of them beats the best
-           plain candidate by more than 2 standard errors of the score difference (held-out
-           folds added): a clipped end is a point mass that smoothing smears (47 % of weeks
+           score it. If it beats the best plain candidate by more than 2 standard errors of
+           the score difference (held-out folds added), the other strengths' end-atom
+           variants are fitted too and all of them join the pool; else none. A clipped end is a point mass that smoothing smears (47 % of weeks
            worked are 0), while on data without one the extra candidates would only add
            selection noise (measured on the 80 WAV25 cells: z > 2 only on weeks worked,
            eps <= 2).
@@ -502,9 +502,10 @@ class AutoDistribution(Mechanism):
         end_weights = np.zeros(len(cand))
         if total >= 2 and len(cand) > 1:
             scores[:] = 0.0
-            if with_ends:
-                end_scores[[k for k in range(len(cand)) if cand[k] > 0]] = 0.0
-            held: list[tuple[np.ndarray, dict[int, np.ndarray], dict[int, np.ndarray]]] = []
+            # per held-out fold: its histogram, the fitter on the other folds, the plain
+            # fits and the log-probabilities of every output under each fit
+            held: list[tuple[np.ndarray, _Fitter, dict[int, np.ndarray], dict[int, np.ndarray]]]
+            held = []
             parts = _split(counts, folds, gen)
             for part in parts if cross_validate else parts[:1]:
                 train = counts - part
@@ -513,20 +514,15 @@ class AutoDistribution(Mechanism):
                 fitter = _Fitter(m, train)
                 share = train.sum() / total
                 theta: np.ndarray | None = None
+                fits: dict[int, np.ndarray] = {}
                 lp: dict[int, np.ndarray] = {}
-                lp_end: dict[int, np.ndarray] = {}
                 fold_best: int | None = None
                 for pos, k in enumerate(order):
                     theta, _ = fitter.fit(cand[k], tol(cand[k], share), fold_iter, theta)
+                    fits[k] = theta
                     lp[k] = np.log(np.maximum(m @ theta, _TINY))
                     score = float(part @ lp[k])
                     scores[k] += score
-                    if with_ends and cand[k] > 0:
-                        # the same smoothing with the two end buckets left alone, from the
-                        # plain fit (they differ only near the ends)
-                        fit_e, _ = fitter.fit(cand[k], tol(cand[k], share), fold_iter, theta, ends)
-                        lp_end[k] = np.log(np.maximum(m @ fit_e, _TINY))
-                        end_scores[k] += float(part @ lp_end[k])
                     if fold_best is None or score > float(part @ lp[fold_best]):
                         fold_best = k
                     elif float(part @ lp[fold_best]) - score > _STOP_SE * _se(
@@ -535,18 +531,37 @@ class AutoDistribution(Mechanism):
                         # Clearly past the peak: weaker smoothing would fit noise even more
                         # (held-out likelihood is unimodal in the strength); skip the rest.
                         scores[order[pos + 1 :]] = -np.inf
-                        end_scores[[j for j in order[pos + 1 :] if cand[j] > 0]] = -np.inf
                         break
-                held.append((part, lp, lp_end))
+                held.append((part, fitter, fits, lp))
             best = int(np.argmax(scores))
-            if with_ends and np.any(np.isfinite(end_scores)):
-                best_end = int(np.nanargmax(np.where(np.isfinite(end_scores), end_scores, np.nan)))
-                # z of the best end-atom model against the best plain one, the held-out
-                # folds' score differences and variances added
-                gain = sum(float(p @ (le[best_end] - lp[best])) for p, lp, le in held)
-                var = sum(_se(p, le[best_end], lp[best]) ** 2 for p, lp, le in held)
+            smoothed = [k for k in range(len(cand)) if cand[k] > 0 and np.isfinite(scores[k])]
+            if with_ends and held and smoothed:
+                # The end-atom variant of the best smoothed strength first (one more fit per
+                # fold); the other strengths' only once that one passes the test.
+                lp_end: list[dict[int, np.ndarray]] = [{} for _ in held]
+
+                def score_ends(k: int) -> None:
+                    end_scores[k] = 0.0
+                    for (part, fitter, fits, _), le in zip(held, lp_end, strict=True):
+                        share = float(counts.sum() - part.sum()) / total
+                        fit_e, _ = fitter.fit(
+                            cand[k], tol(cand[k], share), fold_iter, fits[k], ends
+                        )
+                        le[k] = np.log(np.maximum(m @ fit_e, _TINY))
+                        end_scores[k] += float(part @ le[k])
+
+                first = max(smoothed, key=lambda k: scores[k])
+                score_ends(first)
+                # z of the end-atom model against the best plain one: the held-out folds'
+                # score differences and variances added
+                gain = sum(float(h[0] @ (le[first] - h[3][best])) for h, le in zip(held, lp_end))
+                var = sum(_se(h[0], le[first], h[3][best]) ** 2 for h, le in zip(held, lp_end))
                 end_z = gain / math.sqrt(var) if var > 0 else (math.inf if gain > 0 else 0.0)
                 admitted = end_z > _END_Z
+                if admitted:
+                    for k in smoothed:
+                        if k != first:
+                            score_ends(k)
             pool = np.concatenate([scores, end_scores if admitted else np.full(len(cand), -np.inf)])
             pool = np.where(np.isnan(pool), -np.inf, pool)
             top = int(np.argmax(pool))
