@@ -816,6 +816,12 @@ def build_registry() -> dict[str, Entry]:
         run=5,
     )
     add(
+        "ldpkit.stream.extend_tail",
+        stream.extend_tail,
+        probabilities=np.concatenate((np.full(32, 1 / 32), np.zeros(32))),
+        quantile=0.9,
+    )
+    add(
         "ldpkit.stream.square_wave_detection_floor",
         stream.square_wave_detection_floor,
         epsilon=1.0,
