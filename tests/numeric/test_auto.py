@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
 
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
+    _END_RESOLVED,
     _FOLD_MAX_ITER,
     _MIN_WEIGHT,
     _Fitter,
@@ -308,3 +310,22 @@ def test_end_atoms_are_admitted_for_clipped_values_and_pay() -> None:
     # Beta(2, 2) adds about 1e-4 to each)
     p = dist.probabilities
     assert abs(p[0] - 0.4) < 0.03 and abs(p[-1] - 0.15) < 0.03, (p[0], p[-1])
+    # plain EM (SW20's stop) gathered less than _END_RESOLVED of that end mass by itself
+    plain_em = em(stats, tol=1e-3 * math.e).probabilities
+    assert plain_em[0] + plain_em[-1] < _END_RESOLVED * (p[0] + p[-1])
+
+
+def test_end_atoms_dropped_when_plain_em_resolves_the_ends(monkeypatch: Any) -> None:
+    """If plain EM's own fit holds enough of the end mass, the end-atom variants are dropped
+    after the final fits and the estimate is exactly the plain choice (forced here by
+    setting the share to 0)."""
+    import ldpkit.numeric.auto as auto_module
+
+    values = _clipped(100_000, np.random.default_rng(9))
+    auto = AutoDistribution(epsilon=1.0, buckets=1024)
+    stats = auto.aggregate(auto.randomize(values, rng=9))
+    monkeypatch.setattr(auto_module, "_END_RESOLVED", 0.0)
+    dist, info = auto.estimate(stats, return_info=True)
+    assert info.end_z > 2.0 and not info.end_atoms and not info.end_weights.any()
+    assert math.isclose(float(info.weights.sum()), 1.0)
+    assert dist == auto.estimate(stats, end_atoms=False)
