@@ -12,6 +12,7 @@ import pytest
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
     _END_RESOLVED,
+    _END_Z,
     _FOLD_MAX_ITER,
     _MIN_WEIGHT,
     _Fitter,
@@ -284,7 +285,7 @@ def test_end_atoms_stay_out_on_smooth_data() -> None:
     auto = AutoDistribution(epsilon=1.0, buckets=128)
     stats = auto.aggregate(auto.randomize(np.random.default_rng(8).beta(5, 2, 20_000), rng=8))
     dist, info = auto.estimate(stats, return_info=True)
-    assert not info.end_atoms and info.end_z < 2.0
+    assert not info.end_atoms and info.end_z < _END_Z
     assert np.isnan(info.end_scores[info.strengths.index(0.0)])
     assert np.isfinite(info.end_scores).sum() == 1  # only the best smoothed strength ran
     assert not info.end_weights.any()
@@ -295,14 +296,14 @@ def test_end_atoms_stay_out_on_smooth_data() -> None:
 
 def test_end_atoms_are_admitted_for_clipped_values_and_pay() -> None:
     """40 % of the values at 0 and 15 % at 1: the end-atom candidates beat every plain one on
-    the held-out reports by more than 2 standard errors (here 3.3), get the weight, put the
+    the held-out reports by more than 3 standard errors (here 3.3), get the weight, put the
     clipped mass at the ends and cut the KS on the grid to well below the plain choice's."""
     values = _clipped(100_000, np.random.default_rng(9))
     auto = AutoDistribution(epsilon=1.0, buckets=1024)
     stats = auto.aggregate(auto.randomize(values, rng=9))
     dist, info = auto.estimate(stats, return_info=True)
     plain = auto.estimate(stats, end_atoms=False)
-    assert info.end_atoms and info.end_z > 2.0, info
+    assert info.end_atoms and info.end_z > _END_Z, info
     assert math.isclose(float(info.weights.sum() + info.end_weights.sum()), 1.0)
     assert info.end_weights.sum() > 0.5
     assert _ks(dist, values) < 0.7 * _ks(plain, values)
@@ -326,6 +327,6 @@ def test_end_atoms_dropped_when_plain_em_resolves_the_ends(monkeypatch: Any) -> 
     stats = auto.aggregate(auto.randomize(values, rng=9))
     monkeypatch.setattr(auto_module, "_END_RESOLVED", 0.0)
     dist, info = auto.estimate(stats, return_info=True)
-    assert info.end_z > 2.0 and not info.end_atoms and not info.end_weights.any()
+    assert info.end_z > _END_Z and not info.end_atoms and not info.end_weights.any()
     assert math.isclose(float(info.weights.sum()), 1.0)
     assert dist == auto.estimate(stats, end_atoms=False)

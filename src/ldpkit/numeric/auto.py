@@ -49,11 +49,12 @@ _STOP_SE = 3.0
 _MIN_WEIGHT = 0.05
 
 #: The end-atom candidates (:meth:`AutoDistribution.estimate`, ``end_atoms``) enter the
-#: choice only when the best of them beats the best plain candidate on the held-out reports
-#: by more than this many standard errors. Measured on the 80 WAV25 cells (2 runs each):
-#: z ranged from -9 to 1.1 on every data set but weeks worked, where it was 2.9 to 5.3 at
-#: eps <= 2 (47 % of the values at 0, 18.5 % at 1) and negative above.
-_END_Z = 2.0
+#: choice only when the variant of the best smoothed strength beats the best plain
+#: candidate on the held-out reports by more than this many standard errors. Measured on the
+#: 80 WAV25 cells (2 runs each): z ranged from -8 to 2.2 (flights, eps 3.5) on every data
+#: set but weeks worked, where it was 3.5 to 5.5 at eps <= 2 (47 % of the values at 0,
+#: 18.5 % at 1) and below 0.3 above.
+_END_Z = 3.0
 
 #: ... and only while plain EM's final fit holds less than this share of the mass that the
 #: end-atom fits put on the two end buckets. Measured on weeks worked (mass at 0 and 1):
@@ -117,7 +118,8 @@ class AutoInfo:
         Held-out score of the best end-atom variant minus the best plain candidate's, in
         standard errors (NaN when not computed).
     end_atoms : bool
-        Whether the end-atom variants were admitted (``end_z`` > 2).
+        Whether the end-atom variants were admitted (``end_z`` > 3 and plain EM's own fit
+        did not gather the end masses).
     """
 
     strengths: tuple[float, ...]
@@ -427,7 +429,7 @@ class AutoDistribution(Mechanism):
             point masses at the two end buckets (values clipped or censored at ``low`` or
             ``high``, such as 0 weeks worked), whose mass the smoothing leaves alone; they
             enter the choice only when the best of them beats the best plain fit on the
-            held-out reports by more than 2 standard errors.
+            held-out reports by more than 3 standard errors.
         rng : Generator, int or None
             Randomness of the split into folds (default 0: the estimate is a fixed function
             of the statistics).
@@ -451,12 +453,15 @@ class AutoDistribution(Mechanism):
         3. End atoms (``end_atoms=True``): for the best-scoring strength > 0, also fit the
            same smoothing with the first and last buckets left out of it (their own mass is
            never smeared; the smooth part still spreads into them), from the plain fit, and
-           score it. If it beats the best plain candidate by more than 2 standard errors of
+           score it. If it beats the best plain candidate by more than 3 standard errors of
            the score difference (held-out folds added), the other strengths' end-atom
-           variants are fitted too and all of them join the pool; else none. A clipped end is a point mass that smoothing smears (47 % of weeks
-           worked are 0), while on data without one the extra candidates would only add
-           selection noise (measured on the 80 WAV25 cells: z > 2 only on weeks worked,
-           eps <= 2).
+           variants are fitted too and all of them join the pool; else none. A clipped end
+           is a point mass that smoothing smears (47 % of weeks worked are 0), while on data
+           without one the extra candidates would only add selection noise (measured on the
+           80 WAV25 cells: z > 3 only on weeks worked, eps <= 2). After the final fits the
+           variants are dropped again (plain weights) if plain EM's own final fit holds at
+           least 0.9 of the mass they put on the two end buckets: it has then resolved the
+           end masses itself, and its sharper interior wins.
         4. Weight each candidate by ``exp(score - best score)`` (weights below 0.05 are
            dropped, the rest renormalized), refit the candidates with weight on all reports,
            strongest first, a plain fit before its end-atom variant (plain EM from the uniform start, as SW20's EM starts; a smoothed
