@@ -143,10 +143,15 @@ def test_strength_half_is_ems_and_zero_is_em() -> None:
     m = AutoDistribution(epsilon=1.0, buckets=64)._outputs_by_inputs()
     counts = np.asarray(stats.counts)
     fitter = _Fitter(m, counts)
-    theta_s, _ = fitter.fit(0.5, 1e-3, 10_000, None)
-    np.testing.assert_allclose(theta_s, ems(stats, tol=1e-3).probabilities, rtol=1e-9, atol=1e-12)
-    theta_e, _ = fitter.fit(0.0, 1e-3 * math.e, 10_000, None)
-    np.testing.assert_allclose(theta_e, em(stats, tol=1e-3 * math.e).probabilities, rtol=1e-9)
+    theta_s, it_s = fitter.fit(0.5, 1e-3, 10_000, None)
+    ref_s, info_s = ems(stats, tol=1e-3, return_info=True)
+    np.testing.assert_allclose(theta_s, ref_s.probabilities, rtol=1e-9, atol=1e-12)
+    theta_e, it_e = fitter.fit(0.0, 1e-3 * math.e, 10_000, None)
+    ref_e, info_e = em(stats, tol=1e-3 * math.e, return_info=True)
+    np.testing.assert_allclose(theta_e, ref_e.probabilities, rtol=1e-9)
+    # the smoothed loop's stopping test (logs only near the stop, _settled) stops where the
+    # EM/EMS loop, which takes the log-likelihood at every iteration, stops
+    assert (it_s, it_e) == (info_s.iterations, info_e.iterations)
     # stronger smoothing gives a smoother estimate (smaller total variation)
     theta_32, _ = fitter.fit(32.0, 1e-3, 10_000, None)
     assert np.abs(np.diff(theta_32)).sum() < np.abs(np.diff(theta_s)).sum()
@@ -160,7 +165,7 @@ def test_box_band_loop_is_the_band_loop(eps: float, d: int) -> None:
     stats = auto.aggregate(auto.randomize(_spiky(20_000, np.random.default_rng(5)), rng=5))
     fitter = _Fitter(auto._outputs_by_inputs(), np.asarray(stats.counts))
     assert fitter.box is not None  # Square Wave rows are edge entries around one plateau
-    heads, tails, _ = fitter.box
+    heads, tails = fitter.box.heads, fitter.box.tails
     assert heads.max() <= 8 and tails.max() <= 4
     for strength in (0.0, 0.5, 3.0):
         fast, it_fast = fitter.fit(strength, 1e-3, 5000, None)
@@ -169,6 +174,53 @@ def test_box_band_loop_is_the_band_loop(eps: float, d: int) -> None:
         fitter.box = box
         assert it_fast == it_slow
         np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)
+
+
+def test_predict_is_the_dense_product() -> None:
+    theta = np.random.default_rng(6).dirichlet(np.ones(100))
+    for auto in (
+        AutoDistribution(epsilon=1.0, buckets=100),
+        AutoDistribution(epsilon=8.0, buckets=32),
+    ):
+        m = auto._outputs_by_inputs()
+        fitter = _Fitter(m, np.ones(m.shape[0]))
+        t = theta[: m.shape[1]] / theta[: m.shape[1]].sum()
+        np.testing.assert_allclose(fitter.predict(t), m @ t, rtol=1e-12)
+        assert (fitter.box is None) == (auto.epsilon == 8.0)  # both products are checked
+
+
+def test_settled_is_only_certain_when_the_change_clears_tol() -> None:
+    """_settled may say "not converged" without logs only when the exact log-likelihoods
+    would differ by at least tol; near tol it must defer to them."""
+    from ldpkit.numeric._auto_kernels import _settled
+    from ldpkit.numeric._em_kernels import _loglik
+
+    rng = np.random.default_rng(8)
+    nk = rng.integers(0, 5000, 500).astype(np.float64)
+    nk[:20] = 0.0  # unobserved rows take no part
+    old = rng.dirichlet(np.ones(500))
+    size = abs(_loglik(nk, old))
+    tol = 1e-3
+    certain_count = 0
+    for scale in np.geomspace(1e-9, 1e-2, 60):
+        for sign in (1.0, -1.0):
+            mt = old * np.exp(sign * scale * rng.standard_normal(500))
+            mt /= mt.sum()
+            change = abs(_loglik(nk, mt) - _loglik(nk, old))
+            certain, bound = _settled(nk, nk.sum(), mt, old, tol, size)
+            if certain:
+                certain_count += 1
+                assert change >= tol, (scale, change)
+                assert bound >= abs(_loglik(nk, mt)) * (1 - 1e-12)  # up to its rounding
+            if change >= 3 * tol and scale < 0.1:
+                assert certain, (scale, change)  # clear changes need no logs
+    assert 20 < certain_count < 120
+    # a change of exactly tol (to rounding) is never decided without the logs
+    mt = old.copy()
+    mt[100], mt[101] = old[100] * (1 + 1e-7), old[101]
+    change = abs(_loglik(nk, mt) - _loglik(nk, old))
+    assert not _settled(nk, nk.sum(), mt, old, change, size)[0]
+    assert _settled(nk, nk.sum(), mt, old, change / 1.3, size)[0] or change / 1.3 < 1e-9
 
 
 def test_box_rows_refuse_a_matrix_without_plateaus() -> None:

@@ -13,6 +13,7 @@ it costs no privacy (post-processing of an eps-LDP output).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -152,17 +153,34 @@ def _split(counts: np.ndarray, folds: int, gen: np.random.Generator) -> np.ndarr
     return parts
 
 
+#: Banded forms of the last few read-only matrices fitted, by identity (the spec's matrix
+#: is cached per spec, so its band is built once, not twice per estimate).
+_PREPARED: list[tuple[np.ndarray, Any, Any]] = []
+
+
+def _prepared(matrix: np.ndarray) -> tuple[Any, Any]:
+    """``(em._Banded, em._Box or None)`` of ``matrix``, reused for a read-only matrix."""
+    from .em import _Banded, _box_rows  # server side: only when estimating
+
+    for m, band, box in _PREPARED:
+        if m is matrix:
+            return band, box
+    band = _Banded(np.ascontiguousarray(matrix, dtype=np.float64))
+    box = _box_rows(band)
+    if not matrix.flags.writeable:  # a writable array could change under the same identity
+        _PREPARED[:] = [(matrix, band, box), *_PREPARED[:3]]
+    return band, box
+
+
 class _Fitter:
     """EM with smoothing on one output histogram; the banded matrix is built once."""
 
     def __init__(self, matrix: np.ndarray, counts: np.ndarray) -> None:
-        from .em import _Banded, _box_rows  # server side: only when estimating
-
-        keep = counts > 0  # unobserved outputs leave the likelihood and the E-step
-        self.nk = counts[keep].astype(np.float64)
-        self.band = _Banded(np.ascontiguousarray(matrix[keep]))
+        # Every output row is kept: an unobserved one (count 0) adds exactly 0 to the E-step
+        # and to the log-likelihood, and the band is then the same for every histogram.
+        self.nk = np.asarray(counts, dtype=np.float64)
+        self.band, self.box = _prepared(matrix)
         self.d = matrix.shape[1]
-        self.box = _box_rows(self.band)
 
     def fit(
         self,
@@ -183,39 +201,17 @@ class _Fitter:
         if atoms is not None and passes:
             return self._fit_masked(atoms, passes, weight, tol, max_iter, theta)
         if self.box is not None:
-            heads, tails, plateau = self.box
+            x = self.box
             it, _, _ = _smoothed_box_loop(
-                b.base,
-                b.data,
-                b.offsets,
-                b.starts,
-                b.lengths,
-                heads,
-                tails,
-                plateau,
-                self.nk,
-                theta,
-                passes,
-                weight,
-                tol,
-                max_iter,
-                _TINY,
-            )
+                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi, x.edge_rows, x.edge_cols,
+                x.edge_values, self.nk, theta,
+                passes, weight, tol, max_iter, _TINY,
+            )  # fmt: skip
             return theta, int(it)
         it, _, _ = _smoothed_em_loop(
-            b.base,
-            b.data,
-            b.offsets,
-            b.starts,
-            b.lengths,
-            self.nk,
-            theta,
-            passes,
-            weight,
-            tol,
-            max_iter,
-            _TINY,
-        )
+            b.base, b.data, b.offsets, b.starts, b.lengths, self.nk, theta,
+            passes, weight, tol, max_iter, _TINY,
+        )  # fmt: skip
         return theta, int(it)
 
     def _fit_masked(
@@ -232,42 +228,43 @@ class _Fitter:
         b = self.band
         mask = np.ascontiguousarray(atoms, dtype=np.bool_)
         if self.box is not None:
-            heads, tails, plateau = self.box
+            x = self.box
             it, _, _ = _masked_box_loop(
-                b.base,
-                b.data,
-                b.offsets,
-                b.starts,
-                b.lengths,
-                heads,
-                tails,
-                plateau,
-                self.nk,
-                theta,
-                mask,
-                passes,
-                weight,
-                tol,
-                max_iter,
-                _TINY,
-            )
+                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi, x.edge_rows, x.edge_cols,
+                x.edge_values, self.nk, theta, mask,
+                passes, weight, tol, max_iter, _TINY,
+            )  # fmt: skip
             return theta, int(it)
         it, _, _ = _masked_em_loop(
-            b.base,
-            b.data,
-            b.offsets,
-            b.starts,
-            b.lengths,
-            self.nk,
-            theta,
-            mask,
-            passes,
-            weight,
-            tol,
-            max_iter,
-            _TINY,
-        )
+            b.base, b.data, b.offsets, b.starts, b.lengths, self.nk, theta, mask,
+            passes, weight, tol, max_iter, _TINY,
+        )  # fmt: skip
         return theta, int(it)
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        """``M theta`` over every output bucket, with the fits' compiled products (a dense
+        BLAS product is slower, and far slower on a loaded machine)."""
+        from ._em_kernels import _band_matvec, _box_matvec  # numba, on first use
+
+        b, x = self.band, self.box
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        out = np.empty(b.base.size)
+        if x is not None:
+            prefix = np.empty(theta.size + 1)
+            _box_matvec(
+                b.base, x.plateau, x.ps, x.pe, x.edge_rows, x.edge_cols, x.edge_values,
+                theta, prefix, out,
+            )  # fmt: skip
+        else:
+            _band_matvec(b.base, b.data, b.offsets, b.starts, b.lengths, theta, out)
+        return out
+
+
+@functools.lru_cache(maxsize=4)  # 8 MB each at d = 1024
+def _em_matrix(spec: AutoDistribution) -> np.ndarray:
+    m = np.ascontiguousarray(spec.bucket_matrix().T, dtype=np.float64)
+    m.flags.writeable = False
+    return m
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -386,8 +383,9 @@ class AutoDistribution(Mechanism):
         return self.wave.bucketized_privacy_loss()
 
     def _outputs_by_inputs(self) -> np.ndarray:
-        """``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation)."""
-        return np.ascontiguousarray(self.bucket_matrix().T, dtype=np.float64)
+        """``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation; read-only,
+        cached per spec)."""
+        return _em_matrix(self)
 
     # -- the estimator ------------------------------------------------------------------------
     def estimate(
@@ -532,7 +530,7 @@ class AutoDistribution(Mechanism):
                 for pos, k in enumerate(order):
                     theta, _ = fitter.fit(cand[k], tol(cand[k], share), fold_iter, theta)
                     fits[k] = theta
-                    lp[k] = np.log(np.maximum(m @ theta, _TINY))
+                    lp[k] = np.log(np.maximum(fitter.predict(theta), _TINY))
                     score = float(part @ lp[k])
                     scores[k] += score
                     if fold_best is None or score > float(part @ lp[fold_best]):
@@ -559,7 +557,7 @@ class AutoDistribution(Mechanism):
                         fit_e, _ = fitter.fit(
                             cand[k], tol(cand[k], share), fold_iter, fits[k], ends
                         )
-                        le[k] = np.log(np.maximum(m @ fit_e, _TINY))
+                        le[k] = np.log(np.maximum(fitter.predict(fit_e), _TINY))
                         end_scores[k] += float(part @ le[k])
 
                 first = max(smoothed, key=lambda k: scores[k])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -151,6 +151,7 @@ class _Banded:
         first = np.where(has, nz.argmax(axis=1), 0)
         last = np.where(has, mk.shape[1] - nz[:, ::-1].argmax(axis=1), 0)
         self.base = base
+        self.cols = mk.shape[1]
         self.starts = first.astype(np.int64)
         self.lengths = (last - first).astype(np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
@@ -164,12 +165,36 @@ class _Banded:
 _PLATEAU_RTOL = 1e-12
 
 
-def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+class _Box(NamedTuple):
+    """A box band (:func:`_box_rows`): each row = explicit head, constant plateau, explicit tail.
+
+    ``heads``, ``tails``: edge entries at each end of a row; ``plateau``: its value (0 when
+    the row is all edges); ``ps``, ``pe``: the plateau's input buckets ``[ps, pe)``, both
+    nondecreasing in the row; ``cover_lo``, ``cover_hi``: for each input bucket i, the rows
+    ``[cover_lo[i], cover_hi[i])`` whose plateau covers i; the edge entries as one flat list
+    in row order (``edge_rows``, ``edge_cols``, ``edge_values``), each row's head before its
+    tail, so the kernels add them in the order of the row.
+    """
+
+    heads: np.ndarray
+    tails: np.ndarray
+    plateau: np.ndarray
+    ps: np.ndarray
+    pe: np.ndarray
+    cover_lo: np.ndarray
+    cover_hi: np.ndarray
+    edge_rows: np.ndarray
+    edge_cols: np.ndarray
+    edge_values: np.ndarray
+
+
+def _box_rows(band: Any) -> _Box | None:
     """Each band row as (head length, tail length, plateau value) when every row is explicit
     head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
     plateau is the wave's height, the few edge entries its partial overlaps); None when the
     plateaus would not make up at least half of the band (the band products are then as
-    cheap). Rows of at most 8 entries are kept whole in the head.
+    cheap), or when the plateaus do not move right with the row. Rows of at most 8 entries
+    are kept whole in the head.
     """
     rows = band.lengths.size
     heads = np.empty(rows, dtype=np.int64)
@@ -189,7 +214,37 @@ def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         heads[j], tails[j], plateau[j] = h, t, c
     if 2 * int(heads.sum() + tails.sum()) > band.data.size:  # edges are most of the band
         return None
-    return heads, tails, plateau
+    starts, lengths, offsets = band.starts, band.lengths, band.offsets[:-1]
+    ps = starts + heads
+    pe = starts + lengths - tails
+    # The plateaus' share of M^T r at input bucket i sums plateau_j r_j over the rows whose
+    # plateau covers i; when plateaus start and end later on later rows (a wave moving right
+    # with its output bucket) those rows are one run, a difference of two prefix sums over the
+    # rows. A row without a plateau (value 0) takes its neighbours' bounds: it adds 0 anyway.
+    has = np.flatnonzero(plateau != 0)
+    if has.size:
+        nxt = np.searchsorted(has, np.arange(rows))  # next row with a plateau, at or after j
+        ps = np.where(nxt < has.size, ps[has[np.minimum(nxt, has.size - 1)]], pe[has[-1]])
+        before = np.searchsorted(has, np.arange(rows), side="right") - 1
+        pe = np.where(before >= 0, pe[has[np.maximum(before, 0)]], ps[has[0]])
+    if np.any(np.diff(ps) < 0) or np.any(np.diff(pe) < 0):
+        return None
+    cols = np.arange(band.cols)
+    cover_lo = np.searchsorted(pe, cols, side="right").astype(np.int64)
+    cover_hi = np.searchsorted(ps, cols, side="right").astype(np.int64)
+    # the edge entries, row by row, head then tail: (row, position in the row)
+    count = heads + tails
+    edge_rows = np.repeat(np.arange(rows, dtype=np.int64), count)
+    within = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(count) - count, count
+    )
+    in_tail = within >= heads[edge_rows]
+    pos = np.where(in_tail, within - heads[edge_rows] + (lengths - tails)[edge_rows], within)
+    edge_cols = starts[edge_rows] + pos
+    edge_values = band.data[offsets[edge_rows] + pos].astype(np.float64)
+    return _Box(
+        heads, tails, plateau, ps, pe, cover_lo, cover_hi, edge_rows, edge_cols, edge_values
+    )
 
 
 def _numpy_loop(
@@ -216,7 +271,7 @@ def _numpy_loop(
 
 def _fit_band(
     band: _Banded,
-    box: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    box: _Box | None,
     nk: np.ndarray,
     theta: np.ndarray,
     smoothing: bool,
@@ -230,11 +285,24 @@ def _fit_band(
 
     b = band
     if box is not None:
-        heads, tails, plateau = box
         return _em_box_loop(  # type: ignore[no-any-return]
-            b.base, b.data, b.offsets, b.starts, b.lengths, heads, tails, plateau,
-            nk, theta, smoothing, tol, max_iter, _TINY, trace,
-        )  # fmt: skip
+            b.base,
+            box.plateau,
+            box.ps,
+            box.pe,
+            box.cover_lo,
+            box.cover_hi,
+            box.edge_rows,
+            box.edge_cols,
+            box.edge_values,
+            nk,
+            theta,
+            smoothing,
+            tol,
+            max_iter,
+            _TINY,
+            trace,
+        )
     return _em_loop(  # type: ignore[no-any-return]
         b.base, b.data, b.offsets, b.starts, b.lengths,
         nk, theta, smoothing, tol, max_iter, _TINY, trace,

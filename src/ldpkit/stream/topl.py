@@ -133,7 +133,13 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import MAX_MAGNITUDE, check_array, check_epsilon, check_integer, check_real
+from .._validation import (
+    check_array,
+    check_bound,
+    check_epsilon,
+    check_integer,
+    check_real,
+)
 from ..numeric.distribution import Distribution
 from ..numeric.mean import HybridMechanism, hybrid_worst_case_variance
 from ..numeric.square_wave import SquareWave, square_wave_bandwidth
@@ -442,7 +448,7 @@ def topl_threshold_objective(
     """
     f = _probabilities(probabilities)
     # bounded: the objective holds n^2 B^2 terms, which must not overflow to inf
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False, high=MAX_MAGNITUDE)
+    bound = check_bound(bound)
     eps = check_epsilon(epsilon)
     n = float(check_integer(length, "length", low=1, high=2**62))
     if objective not in OBJECTIVES:
@@ -629,7 +635,7 @@ class ToPL(LocalStreamRelease):
                 f"tail_extension must be one of {TAIL_EXTENSIONS}, got {tail_extension!r}"
             )
         self.tail_extension = tail_extension
-        bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+        bound = check_bound(bound)
         if threshold is None:
             m = (
                 max(1, self.length // 16)
