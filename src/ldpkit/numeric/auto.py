@@ -6,8 +6,11 @@ smears point masses; plain EM keeps them but over-fits smooth data. Which one a 
 needs cannot be asked of a user collecting under LDP, so :class:`AutoDistribution` asks the
 reports: it splits the output histogram into folds by binomial thinning, fits EM with each
 candidate smoothing strength on the other folds, scores the held-out fold's likelihood,
-and averages the strengths' fits on all reports with weights ``exp(score)``. Choosing uses only the aggregated reports, so
-it costs no privacy (post-processing of an eps-LDP output).
+and averages the strengths' fits on all reports with weights ``exp(score)``. Values clipped
+at either end of the domain (0 weeks worked) are point masses that every smoothed fit
+smears; variants that keep the two end buckets out of the smoothing join the choice when
+the held-out reports favour them clearly. Choosing uses only the aggregated reports, so it
+costs no privacy (post-processing of an eps-LDP output).
 """
 
 from __future__ import annotations
