@@ -4,7 +4,9 @@
 Kept apart, like :mod:`ldpkit.numeric._em_kernels`, so that a client that only randomizes
 never loads numba. The products, the E + M step and the smoothing step are the EM/EMS
 loop's own (:mod:`ldpkit.numeric._em_kernels`); what differs is the stopping test, which
-these loops evaluate without a logarithm in most iterations (:func:`_settled`).
+these loops evaluate without a logarithm in most iterations (:func:`_settled`), and the
+smoothing's strength, and the end-atom variants' smoothing that leaves marked buckets alone
+(:func:`_masked_smooth`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,40 @@ from ._em_kernels import (
     _em_step,
     _floor,
     _loglik,
+    _pass,
     _ratios,
     _smooth,
 )
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cover - jit
+    """``passes`` smoothing passes on the part of theta outside the ``atom`` buckets, then
+    one renormalization, in place (the end-atom candidates of
+    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+
+    theta = a + s with a the mass on the atom buckets, s the rest; each pass is
+    ``s <- (1 - weight) s + weight S(s)`` (S the EMS kernel,
+    :func:`ldpkit.numeric._em_kernels._pass`) and theta = a + s. The smooth part still
+    spreads into atom buckets (a density there is not ruled out); only the atoms' own mass
+    is never smeared. With no bucket marked this is
+    :func:`ldpkit.numeric._em_kernels._smooth` to the bit.
+    """
+    d = theta.size
+    if d < 2 or passes == 0:
+        return
+    for _ in range(passes):
+        for i in range(d):
+            smooth[i] = 0.0 if atom[i] else theta[i]
+        _pass(smooth, tmp, weight)
+        for i in range(d):
+            theta[i] = tmp[i] + theta[i] if atom[i] else tmp[i]
+    total = 0.0
+    for i in range(d):
+        total += theta[i]
+    for i in range(d):
+        theta[i] /= total
+
 
 #: Machine epsilon of float64 (twice the unit roundoff: the error bounds below are generous).
 _EPS = 2.220446049250313e-16
@@ -116,13 +149,27 @@ def _magnitude(ll, total):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _smoothed_em_loop(
-    base, data, offsets, starts, lengths, nk, theta, passes, weight, tol, max_iter, tiny
+    base,
+    data,
+    offsets,
+    starts,
+    lengths,
+    nk,
+    theta,
+    atom,
+    masked,
+    passes,
+    weight,
+    tol,
+    max_iter,
+    tiny,
 ):  # pragma: no cover - jit (tested against the numpy reference in the tests)
     """EM updates in place on theta, each followed by ``passes`` smoothing passes.
 
     A pass is ``theta <- (1 - weight) theta + weight S(theta)`` with S the EMS kernel
     (:func:`ldpkit.numeric.em.smooth`), renormalized. ``passes = 1, weight = 1`` is EMS,
-    ``passes = 0`` plain EM. Stops when the log-likelihood changes by less than tol, tested
+    ``passes = 0`` plain EM. With ``masked``, the passes leave the mass on the ``atom``
+    buckets alone (:func:`_masked_smooth`). Stops when the log-likelihood changes by less than tol, tested
     as :func:`_settled` says. Returns (iterations, converged, final log-likelihood).
     """
     rows, d = base.size, theta.size
@@ -131,6 +178,7 @@ def _smoothed_em_loop(
     ratio = np.empty(rows)
     grad = np.empty(d)
     tmp = np.empty(d)
+    smooth = np.empty(d)
     total = 0.0
     for j in range(rows):
         total += nk[j]
@@ -144,7 +192,10 @@ def _smoothed_em_loop(
     while it < max_iter:
         it += 1
         _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
-        _smooth(theta, tmp, passes, weight)
+        if masked:
+            _masked_smooth(theta, atom, passes, weight, smooth, tmp)
+        else:
+            _smooth(theta, tmp, passes, weight)
         mt, old = old, mt
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
         _floor(mt, tiny)
@@ -184,6 +235,8 @@ def _smoothed_box_loop(
     col_spill_values,
     nk,
     theta,
+    atom,
+    masked,
     passes,
     weight,
     tol,
@@ -201,6 +254,7 @@ def _smoothed_box_loop(
     run = np.empty(rows + 1)
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
+    smooth = np.empty(d)
     total = 0.0
     for j in range(rows):
         total += nk[j]
@@ -243,7 +297,10 @@ def _smoothed_box_loop(
             theta,
             passes == 0,
         )
-        _smooth(theta, tmp, passes, weight)
+        if masked:
+            _masked_smooth(theta, atom, passes, weight, smooth, tmp)
+        else:
+            _smooth(theta, tmp, passes, weight)
         mt, old = old, mt
         _box_matvec(
             base,
