@@ -555,7 +555,7 @@ class StochasticRounding(_MeanMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget in (0, 700].
+        Privacy budget in [1e-6, 30] (``max_epsilon``: the exact integer law).
     low, high : float
         Value domain (default [-1, 1]).
 
@@ -630,7 +630,7 @@ class PiecewiseMechanism(_MeanMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget in (0, 700].
+        Privacy budget in [1e-6, 40] (``max_epsilon``: the exact integer law).
     low, high : float
         Value domain (default [-1, 1]).
 
@@ -731,7 +731,7 @@ class HybridMechanism(_MeanMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget in (0, 700].
+        Privacy budget in [1e-6, 30] (``max_epsilon``, that of SR).
     low, high : float
         Value domain (default [-1, 1]).
 
