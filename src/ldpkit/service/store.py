@@ -577,6 +577,12 @@ class CollectorStore:
         "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
         " received_at, bucket) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
     )
+    _PG_INSERT_BATCHES = (
+        "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
+        " received_at, bucket) SELECT * FROM unnest(%s::varchar[], %s::varchar[],"
+        " %s::varchar[], %s::varchar[], %s::varchar[], %s::bigint[], %s::timestamptz[],"
+        " %s::bigint[])"
+    )
     _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
     _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
 
@@ -713,22 +719,26 @@ class CollectorStore:
                 new,
                 key=lambda i: (items[i].collection, items[i].token, items[i].idempotency_key or ""),
             )
-            cur.executemany(
-                self._PG_INSERT_BATCH,
-                [
-                    (
-                        records[i].batch_id,
-                        items[i].collection,
-                        items[i].token,
-                        items[i].idempotency_key,
-                        digests.get(i),
-                        items[i].n,
-                        items[i].received_at,
-                        buckets[i],
+            # One statement for all rows (arrays unnested server-side): one Bind/Execute
+            # instead of one per batch, less CPU on both ends of the connection.
+            columns = list(
+                zip(
+                    *(
+                        (
+                            records[i].batch_id,
+                            items[i].collection,
+                            items[i].token,
+                            items[i].idempotency_key,
+                            digests.get(i),
+                            items[i].n,
+                            items[i].received_at,
+                            buckets[i],
+                        )
+                        for i in order
                     )
-                    for i in order
-                ],
+                )
             )
+            cur.execute(self._PG_INSERT_BATCHES, [list(c) for c in columns])
             raw_rows = [
                 (records[i].batch_id, raw_[0], raw_[1])
                 for i in new
