@@ -470,3 +470,20 @@ def test_batch_ids_are_unique_time_ordered_uuid7():
     store._id_state = (pid - 1, base, counter)
     other = store.new_batch_id()
     assert store._id_state[1] != base and other not in ids
+
+
+def test_parts_left_by_a_killed_process_are_folded_at_start(db):
+    from ldpkit.service.store import CollectorStore, PendingBatch, rollup_parts_table
+
+    store = CollectorStore(db)
+    store.register("x", SPEC, 3600)
+    r = SPEC.randomize([1, 2, 3], rng=7)
+    store.commit_group([PendingBatch("x", 3, stats=SPEC.aggregate(r), received_at=T0)])
+    store.engine.dispose()  # gone without compacting (as after kill -9)
+    app = create_app({"x": SPEC}, db)
+    with TestClient(app) as c:
+        with app.state.collector.store.engine.connect() as conn:
+            assert conn.execute(select(rollup_parts_table.c.id)).all() == []
+        body = c.get("/v1/collections/x/estimate").json()
+    assert (body["n"], body["batches"]) == (3, 1)
+    np.testing.assert_array_equal(body["frequencies"], SPEC.estimate(SPEC.aggregate(r)).frequencies)

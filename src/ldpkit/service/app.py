@@ -1202,6 +1202,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
+        try:  # fold parts an earlier process left (killed before its last compaction)
+            await run_in_threadpool(store.compact)
+        except Exception:  # e.g. the database is down: the committer retries later
+            log.exception("roll-up compaction at start failed (parts kept, folded later)")
         yield
         await collector.committer.close()
         store.close()
