@@ -3,10 +3,11 @@
 Each worker process has one committer task on its event loop. A request hands its decoded
 batch to the committer and waits; the committer takes *everything* waiting (up to
 ``max_group`` batches), writes it in one transaction, and only after the commit returns
-answers every waiting request. On SQLite the statements run in the loop's thread (in
-process, they only fill the transaction) and the COMMIT, which waits for the disk, in a
-helper thread; on a database server (PostgreSQL) the whole transaction runs in the helper
-thread, since every statement waits for a network round trip. Either way the loop keeps
+answers every waiting request. On SQLite the whole transaction runs in the loop's thread
+(in process, the statements only fill the transaction; the COMMIT blocks the loop for one
+fsync, which measured cheaper than handing it to a thread: see
+:meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
+helper thread, since every statement waits for a network round trip, and the loop keeps
 reading requests for the next group meanwhile. So a 201 still means "on disk", but one
 fsync serves many requests: the more requests arrive while a commit runs, the larger the
 next group.
