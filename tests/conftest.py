@@ -47,3 +47,22 @@ def serve_app() -> Iterator[Callable[[Any], str]]:
     for server, thread in running:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def _load_helpers(name: str) -> None:
+    # test modules cannot import each other under --import-mode=importlib: a shared helper
+    # module is loaded here once, under its own name, so that tests can import it
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_load_helpers("_jshelpers")

@@ -209,6 +209,12 @@ def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
 
 
 @pytest.mark.slow  # ~30 s: chromium start, 25,000 reports, three page loads
+def _tick_value(text: str) -> float:
+    """A tick label of charts.js's fmt ("750", "12.3k", "2.50M") as a number."""
+    scale = {"k": 1e3, "M": 1e6}.get(text[-1:], 1.0)
+    return float(text[:-1] if scale != 1.0 else text) * scale
+
+
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
@@ -306,6 +312,15 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
         chart = out["charts"][name]
         assert chart["bars"] == counts.size and chart["errorBars"] == 3 * counts.size
         assert chart["seriesPoints"] >= 1
+        # the time series has labelled scales: counts on the right (from 0, up to at least
+        # the bucket's n), the estimate on the left, bucket starts below
+        count_ticks = [_tick_value(t) for t in chart["seriesCountTicks"]]
+        most = max(b["n"] for b in _get(f"{collector}/v1/collections/{name}/buckets")["buckets"])
+        assert count_ticks[0] == 0 and count_ticks[-1] >= most and len(count_ticks) >= 2
+        assert chart["seriesTimeTicks"] >= 1
+        left, right, bottom = chart["seriesAxisTitles"]
+        assert (left, right) == ("frequency per bucket", "reports per bucket")
+        assert bottom.startswith("bucket start (UTC, ")
 
         # unbiased decoding of the JS reports by the Python server, with power: the
         # same statistics read with epsilon x 1.3 fail the test

@@ -14,61 +14,19 @@ Skipped without ``node`` except in CI (see tests/test_js_client.py).
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
+from _jshelpers import chi_square_p, js_reports, needs_node
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
-from ldpkit.io import reports_from_dict
-from ldpkit.spec import Mechanism, Reports
+from ldpkit.spec import Reports
 
-CLIENT = Path(__file__).resolve().parents[1] / "clients" / "js"
-NODE = shutil.which("node")
-
-pytestmark = pytest.mark.skipif(
-    NODE is None and not os.environ.get("CI"),
-    reason="node is not on PATH (Debian: apt-get install nodejs); CI must have it",
-)
+pytestmark = needs_node
 
 ALPHA = 1e-6
 PER_INPUT = 20_000
-
-
-def _js_reports(spec: Mechanism, values: list[int], seed: int) -> Reports:
-    assert NODE is not None, "node must be on PATH in CI (.ci/run installs nodejs)"
-    arg = {
-        "info": {"mechanism": spec.to_dict(), "fingerprint": spec.fingerprint},
-        "values": values,
-        "seed": seed,
-    }
-    done = subprocess.run(
-        [NODE, "tools/simulate.js"],
-        input=json.dumps(arg),
-        cwd=CLIENT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return reports_from_dict(json.loads(done.stdout), expected=spec)
-
-
-def _chi_square_p(observed: np.ndarray, expected: np.ndarray) -> float:
-    """p-value of observed counts (any shape) under expected counts with the same sums."""
-    observed, expected = observed.ravel(), expected.ravel()
-    keep = expected > 0
-    if np.any(observed[~keep] > 0):
-        return 0.0  # a report where the law puts no mass
-    chi2 = float(np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep]))
-    return float(sps.chi2.sf(chi2, int(keep.sum()) - 1))
 
 
 def law_p_value(spec: Any, reports: Reports, inputs: np.ndarray) -> float:
@@ -89,14 +47,14 @@ def law_p_value(spec: Any, reports: Reports, inputs: np.ndarray) -> float:
                 law = spec.transition_matrix(seed=int(seeds[rows[0]]))[int(v)]
                 observed.append(np.bincount(y[rows], minlength=g))
                 expected.append(rows.size * law)
-        return _chi_square_p(np.array(observed), np.array(expected))
+        return chi_square_p(np.array(observed), np.array(expected))
     matrix = spec.transition_matrix()
     index = spec.output_index(Reports(spec, **reports.arrays))
     observed = np.array(
         [np.bincount(index[inputs == v], minlength=matrix.shape[1]) for v in points]
     )
     expected = np.array([np.sum(inputs == v) * matrix[int(v)] for v in points])
-    return _chi_square_p(observed, expected)
+    return chi_square_p(observed, expected)
 
 
 SPECS = [
@@ -115,7 +73,7 @@ def test_js_categorical_law_matches_transition_matrix(spec: Any) -> None:
     d = spec.domain_size
     points = sorted({0, d // 2, d - 1})
     inputs = np.repeat(points, PER_INPUT)
-    reports = _js_reports(spec, inputs.tolist(), seed=20261125)
+    reports = js_reports(spec, values=inputs.tolist(), seed=20261125)
     assert len(reports) == inputs.size
     p_value = law_p_value(spec, reports, inputs)
     assert p_value > ALPHA, f"{spec.name}: the client's law differs from Python's (p={p_value})"

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,19 +21,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _jshelpers import CLIENT, NODE, js_reports, needs_node, send
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
 from ldpkit.io import reports_from_dict
 from ldpkit.spec import Mechanism, Reports
 
 ROOT = Path(__file__).resolve().parents[1]
-CLIENT = ROOT / "clients" / "js"
 VECTORS = ROOT / "tests" / "vectors"
-NODE = shutil.which("node")
-
-needs_node = pytest.mark.skipif(
-    NODE is None and not os.environ.get("CI"),
-    reason="node is not on PATH (Debian: apt-get install nodejs); CI must have it",
-)
 
 
 def _make_vectors() -> Any:
@@ -70,25 +62,6 @@ def test_node_test_suite() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _js_reports(spec: Mechanism, counts: np.ndarray, seed: int | None) -> Reports:
-    assert NODE is not None
-    arg = {
-        "info": {"mechanism": spec.to_dict(), "fingerprint": spec.fingerprint},
-        "counts": counts.tolist(),
-        "seed": seed,
-    }
-    done = subprocess.run(
-        [NODE, "tools/simulate.js", json.dumps(arg)],
-        cwd=CLIENT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return reports_from_dict(json.loads(done.stdout), expected=spec)
-
-
 def _max_z(spec: Mechanism, reports: Reports, truth: np.ndarray) -> float:
     # the same arrays decoded under ``spec`` (which may differ from the one that made them)
     decoded = Reports(spec, **reports.arrays)
@@ -111,7 +84,7 @@ SPECS = [
 def test_js_reports_give_unbiased_estimates(spec: Mechanism) -> None:
     counts = np.array([14000, 3000, 1500, 1000, 400, 100])  # n = 20_000
     truth = counts / counts.sum()
-    reports = _js_reports(spec, counts, seed=20261123)
+    reports = js_reports(spec, counts=counts, seed=20261123)
     assert len(reports) == counts.sum()
     assert _max_z(spec, reports, truth) <= 5.0
     # the check has power: decoding with epsilon x 1.3 is caught
@@ -126,7 +99,7 @@ def test_js_secure_coins_give_unbiased_estimates(spec: Mechanism) -> None:
     # the production path (crypto.getRandomValues, not reproducible): |z| <= 5.5 for all
     # 6 items fails by chance with probability < 3e-7
     counts = np.array([5000, 2000, 1500, 1000, 400, 100])
-    reports = _js_reports(spec, counts, seed=None)
+    reports = js_reports(spec, counts=counts, seed=None)
     assert _max_z(spec, reports, counts / counts.sum()) <= 5.5
 
 
@@ -160,7 +133,6 @@ def live_collector(tmp_path: Path, serve_app: Any) -> Any:
 def test_fetch_spec_and_send_to_a_live_collector(live_collector: str) -> None:
     import urllib.request
 
-    assert NODE is not None
     counts = [600, 300, 200, 100, 50, 50]
     for spec in SPECS:
         name = spec.name.lower()
@@ -171,16 +143,7 @@ def test_fetch_spec_and_send_to_a_live_collector(live_collector: str) -> None:
             "batch": 400,
             "token": "t0ken-js-test",
         }
-        done = subprocess.run(
-            [NODE, "tools/send.js", json.dumps(arg)],
-            cwd=CLIENT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout) == {"stored": sum(counts)}
+        assert send(arg) == {"stored": sum(counts)}
         request = urllib.request.Request(
             f"{live_collector}/v1/collections/{name}",
             headers={"Authorization": "Bearer t0ken-js-test"},

@@ -17,16 +17,13 @@ Skipped without ``node`` except in CI (see tests/test_js_client.py).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
+from _jshelpers import CLIENT, chi_square_p, js_reports, needs_node, send
 from ldpkit.io import reports_from_dict
 from ldpkit.numeric import (
     DiscreteSquareWave,
@@ -36,37 +33,11 @@ from ldpkit.numeric import (
     StochasticRounding,
 )
 from ldpkit.numeric.mean import _report_tables
-from ldpkit.spec import Mechanism, Reports
+from ldpkit.spec import Mechanism
 
-CLIENT = Path(__file__).resolve().parents[1] / "clients" / "js"
-NODE = shutil.which("node")
-
-pytestmark = pytest.mark.skipif(
-    NODE is None and not os.environ.get("CI"),
-    reason="node is not on PATH (Debian: apt-get install nodejs); CI must have it",
-)
+pytestmark = needs_node
 
 ALPHA = 1e-6
-
-
-def _js_reports(spec: Mechanism, values: list[Any], seed: int | None) -> Reports:
-    assert NODE is not None, "node must be on PATH in CI (.ci/run installs nodejs)"
-    arg = {
-        "info": {"mechanism": spec.to_dict(), "fingerprint": spec.fingerprint},
-        "values": values,
-        "seed": seed,
-    }
-    done = subprocess.run(
-        [NODE, "tools/simulate.js"],
-        input=json.dumps(arg),
-        cwd=CLIENT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return reports_from_dict(json.loads(done.stdout), expected=spec)
 
 
 # --- the exact law of a spec's reports for given inputs (Python side) --------------------------
@@ -135,17 +106,13 @@ def expected_law(spec: Mechanism, values: np.ndarray) -> tuple[np.ndarray, np.nd
     return values_of_cells, np.concatenate([a * _pm_law(spec._pm, t), (1.0 - a) * sr])
 
 
-def chi_square_p(spec: Mechanism, reports: np.ndarray, inputs: np.ndarray, edges: Any) -> float:
+def binned_p_value(spec: Mechanism, reports: np.ndarray, inputs: np.ndarray, edges: Any) -> float:
     """p-value of the reports' value histogram (bins ``edges``) under spec's exact law."""
     cell_values, law = expected_law(spec, inputs)
     expected = np.bincount(np.digitize(cell_values, edges), weights=law, minlength=len(edges) + 1)
     observed = np.bincount(np.digitize(reports, edges), minlength=len(edges) + 1)
     assert np.isclose(expected.sum(), observed.sum(), rtol=1e-9)
-    keep = expected > 0
-    if np.any(observed[~keep] > 0):
-        return 0.0  # reports where the law puts no mass
-    chi2 = float(np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep]))
-    return float(sps.chi2.sf(chi2, int(keep.sum()) - 1))
+    return chi_square_p(observed, expected)
 
 
 def _edges(spec: Mechanism, bins: int) -> np.ndarray:
@@ -189,11 +156,11 @@ def test_js_sampler_law_matches_python(spec: Mechanism) -> None:
     js_values = (
         inputs.astype(int).tolist() if isinstance(spec, DiscreteSquareWave) else inputs.tolist()
     )
-    reports = _js_reports(spec, js_values, seed=20261124)
+    reports = js_reports(spec, values=js_values, seed=20261124)
     y = np.asarray(reports.values, dtype=np.float64)
     edges = _edges(spec, 40)
     p_values = [
-        chi_square_p(
+        binned_p_value(
             spec,
             y[i * per_input : (i + 1) * per_input],
             inputs[i * per_input : (i + 1) * per_input],
@@ -205,7 +172,7 @@ def test_js_sampler_law_matches_python(spec: Mechanism) -> None:
     # power: the law of the same spec at epsilon x 1.3 is rejected
     wrong = spec.replace(epsilon=spec.epsilon * 1.3)  # type: ignore[attr-defined]
     p_wrong = [
-        chi_square_p(
+        binned_p_value(
             wrong,
             y[i * per_input : (i + 1) * per_input],
             inputs[i * per_input : (i + 1) * per_input],
@@ -229,7 +196,7 @@ MEAN_SPECS = [
 def test_js_means_are_unbiased(spec: Any) -> None:
     n = 20_000
     values = spec.low + (spec.high - spec.low) * np.random.default_rng(3).beta(5.0, 2.0, n)
-    reports = _js_reports(spec, values.tolist(), seed=77)
+    reports = js_reports(spec, values=values.tolist(), seed=77)
     est = spec.estimate(spec.aggregate(reports))
     sd = np.sqrt(spec.variance_at(n, values))
     assert abs(est.mean - values.mean()) / sd <= 5.0
@@ -243,21 +210,19 @@ def test_js_square_wave_histogram_matches_the_truth() -> None:
     spec = SquareWave(epsilon=1.0, buckets=32)
     n = 50_000
     values = np.random.default_rng(4).beta(5.0, 2.0, n)
-    reports = _js_reports(spec, values.tolist(), seed=78)
+    reports = js_reports(spec, values=values.tolist(), seed=78)
     stats = spec.aggregate(reports)  # the server's code path: output buckets on the grid
     _, law = expected_law(spec, values)
     buckets = ((2 * np.arange(spec.n_cells) + 1) * spec.n_output_buckets) // (2 * spec.n_cells)
     expected = np.bincount(buckets, weights=law, minlength=spec.n_output_buckets)
-    chi2 = float(np.sum((stats.counts - expected) ** 2 / expected))
-    assert sps.chi2.sf(chi2, spec.n_output_buckets - 1) > ALPHA
+    assert chi_square_p(stats.counts, expected) > ALPHA
     # the estimate is a distribution close to the truth (EMS at n = 5e4: mean within 0.02)
     dist = spec.estimate(stats)
     assert abs(dist.mean() - values.mean()) < 0.02
     # power: the truth mirrored (Beta(2, 5)) predicts a histogram that is rejected
     _, law_m = expected_law(spec, 1.0 - values)
     expected_m = np.bincount(buckets, weights=law_m, minlength=spec.n_output_buckets)
-    chi2_m = float(np.sum((stats.counts - expected_m) ** 2 / expected_m))
-    assert sps.chi2.sf(chi2_m, spec.n_output_buckets - 1) < ALPHA
+    assert chi_square_p(stats.counts, expected_m) < ALPHA
 
 
 @pytest.mark.slow
@@ -265,7 +230,7 @@ def test_js_secure_coins_pm_mean_unbiased() -> None:
     # the production path (crypto.getRandomValues): |z| <= 5.5 fails by chance w.p. < 4e-8
     spec = PiecewiseMechanism(epsilon=1.0, low=0.0, high=120.0)
     values = 120.0 * np.random.default_rng(5).beta(5.0, 2.0, 10_000)
-    reports = _js_reports(spec, values.tolist(), seed=None)
+    reports = js_reports(spec, values=values.tolist(), seed=None)
     est = spec.estimate(spec.aggregate(reports))
     assert abs(est.mean - values.mean()) / np.sqrt(spec.variance_at(values.size, values)) <= 5.5
 
@@ -304,7 +269,6 @@ def test_send_numbers_and_labels_to_a_live_collector(numeric_collector: str) -> 
 
     from ldpkit import OLH
 
-    assert NODE is not None
     rng = np.random.default_rng(9)
     sends: dict[str, list[Any]] = {
         "sw": (60.0 * rng.beta(5.0, 2.0, 600)).tolist(),
@@ -314,16 +278,7 @@ def test_send_numbers_and_labels_to_a_live_collector(numeric_collector: str) -> 
     }
     for name, values in sends.items():
         arg = {"url": numeric_collector, "collection": name, "values": values, "batch": 200}
-        done = subprocess.run(
-            [NODE, "tools/send.js", json.dumps(arg)],
-            cwd=CLIENT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout) == {"stored": len(values)}
+        assert send(arg) == {"stored": len(values)}
         with urllib.request.urlopen(f"{numeric_collector}/v1/collections/{name}", timeout=30) as r:
             info = json.loads(r.read())
         assert (info["n"], info["batches"]) == (len(values), 3)

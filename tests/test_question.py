@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -136,3 +137,80 @@ def test_encoder_equality_serialization_and_missing_policy():
         Encoder(["a", "b"], missing="drop")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="categories must be str, int, float or bool"):
         Encoder([(1, 2), (3, 4)]).to_dict()
+
+
+def _dsw_question() -> Question:
+    from ldpkit.numeric import DiscreteSquareWave
+
+    return Question(
+        name="wait", spec=DiscreteSquareWave(epsilon=1.0, buckets=16, low=0.0, high=60.0)
+    )
+
+
+def test_discrete_square_wave_answers_are_values_sent_as_their_buckets():
+    q = _dsw_question()
+    assert q.kind == "numerical"
+    answers = [0.0, 3.75, 3.7499999, 30.0, 59.99, 60.0]
+    assert q.prepare(answers).tolist() == [0, 1, 0, 8, 15, 15]
+    with pytest.raises(ValueError, match=r"answers must lie in \[0, 60\]"):
+        q.prepare([61.0])
+    clipped = dataclasses.replace(q, clip="clip")
+    assert clipped.prepare([-1.0, 75.0]).tolist() == [0, 15]
+    assert Question.from_dict(json.loads(json.dumps(q.to_dict()))) == q
+
+
+def test_discrete_square_wave_question_end_to_end_through_a_collector(tmp_path):
+    # Question -> randomize -> collector (POST, merged stats) -> estimate. The collector's
+    # counts follow the exact law of the answers' buckets (chi-square, alpha = 1e-6); the
+    # same counts reject the law at epsilon x 1.3 and the law of the mirrored answers.
+    from scipy import stats as sps
+
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from ldpkit import Stats
+    from ldpkit.io import reports_to_dict
+    from ldpkit.service import create_app
+
+    q = _dsw_question()
+    answers = 60.0 * np.random.default_rng(11).beta(5.0, 2.0, 20_000)
+    reports = q.randomize(answers, rng=12)
+    with TestClient(create_app({"wait": q.spec}, f"sqlite:///{tmp_path / 'c.db'}")) as client:
+        assert client.post("/v1/reports/wait", json=reports_to_dict(reports)).status_code == 201
+        stats = Stats.from_dict(client.get("/v1/collections/wait/stats").json())
+        body = client.get("/v1/collections/wait/estimate").json()
+    assert stats.n == answers.size
+
+    spec = q.spec
+
+    def p_value(values, matrix):
+        expected = np.bincount(spec.bucketize(values), minlength=spec.buckets) @ matrix
+        chi2 = float(np.sum((stats.counts - expected) ** 2 / expected))
+        return float(sps.chi2.sf(chi2, spec.n_outputs - 1))
+
+    law = spec.transition_matrix()
+    assert p_value(answers, law) > 1e-6
+    assert p_value(60.0 - answers, law) < 1e-6  # mirrored answers
+    # epsilon x 1.3 on the same window: p = e^eps / (w e^eps + d - 1), q = p e^-eps
+    e, w = math.exp(1.3 * spec.epsilon), 2 * spec.half_width + 1
+    wrong = np.where(law == law.max(), e, 1.0) / (w * e + spec.buckets - 1)
+    assert np.allclose(wrong.sum(axis=1), 1.0)
+    assert p_value(answers, wrong) < 1e-6
+    dist = q.estimate(stats)
+    assert (dist.low, dist.high, dist.buckets) == (0.0, 60.0, 16)
+    assert body["distribution"]["low"] == 0.0 and body["distribution"]["high"] == 60.0
+    # EMS over 16 buckets of 3.75 at n = 2e4: the mean within one bucket of the truth
+    assert abs(dist.mean() - answers.mean()) < 3.75
+    assert abs(body["distribution"]["mean"] - answers.mean()) < 3.75
+
+
+def test_numerical_answers_must_be_numbers():
+    # strings, booleans and masked arrays used to be converted (or unmasked) silently
+    q = _dsw_question()
+    for bad in (["1.5"], [True, False], 5, [[1.0]], [object()]):
+        with pytest.raises(TypeError, match="answers must be a sequence of numbers"):
+            q.prepare(bad)
+    with pytest.raises(TypeError, match="answers must be a plain array, not a masked array"):
+        q.prepare(np.ma.masked_array([1.0, 2.0], mask=[True, False]))
+    with pytest.raises(ValueError, match="must not be missing"):
+        q.prepare([1.0, None])

@@ -18,6 +18,7 @@ __all__ = [
     "check_epsilon",
     "check_integer",
     "check_real",
+    "check_bound",
     "check_probability",
     "check_categorical_values",
     "check_numeric_values",
@@ -95,6 +96,15 @@ def check_real(
     if high is not None and (x > high or (x == high and not high_inclusive)):
         _fail(name, requirement, value)
     return x
+
+
+def check_bound(value: Any, name: str = "bound") -> float:
+    """Return ``value`` as the positive bound of a stream's values, at most :data:`MAX_MAGNITUDE`.
+
+    Values up to the bound are summed over a stream and squared in variances and threshold
+    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf (issue 12).
+    """
+    return check_real(value, name, low=0.0, low_inclusive=False, high=MAX_MAGNITUDE)
 
 
 def check_epsilon(

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike
-from ._validation import check_sequence
+from ._validation import _is_real, _show, check_not_masked, check_sequence
 from .encoder import Encoder
 from .spec import Mechanism, Reports, spec_from_dict
 
@@ -38,6 +38,18 @@ def _kind(spec: Mechanism) -> Literal["categorical", "numerical"]:
     if hasattr(spec, "domain_size"):
         return "categorical"
     raise TypeError(f"spec must be a categorical or a numerical mechanism, got {spec!r}")
+
+
+def _numbers(answers: Any) -> np.ndarray:
+    """Numerical answers as float64 (None -> NaN: missing); strings, booleans, masked refused."""
+    requirement = "a sequence of numbers (None or NaN for missing)"
+    check_not_masked(answers, "answers")
+    arr = np.asarray(answers) if not np.isscalar(answers) else np.asarray([object()])
+    if arr.dtype.kind == "O" and all(x is None or _is_real(x) for x in arr.ravel()):
+        arr = np.array([np.nan if x is None else float(x) for x in arr.ravel()])
+    if arr.dtype.kind not in "iuf" or arr.ndim != 1:
+        raise TypeError(f"answers must be {requirement}, got {_show(answers)}")
+    return arr.astype(np.float64, copy=False)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=True)
@@ -58,7 +70,9 @@ class Question:
     clip : {"error", "clip"}
         For numerical questions: what an answer outside ``[spec.low, spec.high]`` does:
         raise ValueError, or be clipped to the range (a documented bias: clipping moves
-        mass to the ends). Missing numerical answers always raise.
+        mass to the ends). Missing numerical answers always raise. A DiscreteSquareWave question is
+        numerical too: answers are values of ``[low, high]``, and :meth:`prepare` turns each
+        into its bucket (``spec.bucketize``), the item the mechanism randomizes.
     description : str
         Free text shown to people (not part of the fingerprint).
 
@@ -115,14 +129,13 @@ class Question:
 
     # -- the client side ------------------------------------------------------------------
     def prepare(self, answers: Iterable[Any] | np.ndarray) -> np.ndarray:
-        """Turn raw answers into what ``spec.randomize`` takes (items or clipped values)."""
+        """Turn raw answers into what ``spec.randomize`` takes (items, checked or clipped values,
+        or for DiscreteSquareWave the values' buckets)."""
         if self.kind == "categorical":
             if self.encoder is not None:
                 return self.encoder.encode(answers)
             return np.asarray(answers)
-        values = np.asarray(answers, dtype=np.float64) if not np.isscalar(answers) else None
-        if values is None:
-            raise TypeError(f"answers must be a sequence of numbers, got {answers!r}")
+        values = _numbers(answers)
         if np.isnan(values).any():
             raise ValueError(
                 f"answers must not be missing (NaN) for the numerical question {self.name!r}, "
@@ -130,13 +143,18 @@ class Question:
             )
         low, high = float(self.spec.low), float(self.spec.high)  # type: ignore[attr-defined]
         if self.clip == "clip":
-            return np.clip(values, low, high)
+            values = np.clip(values, low, high)
         outside = (values < low) | (values > high)
         if outside.any():
             raise ValueError(
                 f"answers must lie in [{low:g}, {high:g}] for question {self.name!r}, got "
                 f"{int(outside.sum())} outside (e.g. {values[outside][0]:g}); use clip='clip'"
             )
+        from .numeric.square_wave import DiscreteSquareWave  # loaded already: spec is one
+
+        if isinstance(self.spec, DiscreteSquareWave):
+            # its inputs are the d buckets of [low, high]: the answer's bucket is sent
+            return self.spec.bucketize(values)
         return values
 
     def randomize(self, answers: Iterable[Any] | np.ndarray, *, rng: RNGLike = None) -> Reports:

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 // charts.js sits in the Python package with no package.json saying "module"; a data: URL
 // is always an ES module, whatever node's version (18 has no module-syntax detection).
 const source = readFileSync(new URL('../../src/ldpkit/service/static/charts.js', import.meta.url));
-const { fmt, ticks } = await import(`data:text/javascript;base64,${source.toString('base64')}`);
+const { countTicks, fmt, ticks } = await import(`data:text/javascript;base64,${source.toString('base64')}`);
 
 test('ticks are round, cover the range and include zero when it is inside', () => {
   assert.deepEqual(ticks(0, 1).map((v) => +v.toFixed(12)), [0, 0.2, 0.4, 0.6, 0.8, 1]);
@@ -29,4 +29,17 @@ test('fmt shortens large numbers and keeps small ones readable', () => {
   assert.equal(fmt(7), '7');
   assert.equal(fmt(null), '–');
   assert.equal(fmt(Number.NaN), '–');
+});
+
+test('count ticks are whole numbers from 0 to the first tick at or above the largest count', () => {
+  assert.deepEqual(countTicks(1), [0, 1]);
+  assert.deepEqual(countTicks(3), [0, 1, 2, 3]);
+  assert.deepEqual(countTicks(7), [0, 2, 4, 6, 8]);
+  assert.deepEqual(countTicks(1000), [0, 250, 500, 750, 1000]);
+  for (const nmax of [1, 2, 7, 13, 99, 1001, 123456]) {
+    const t = countTicks(nmax);
+    assert.ok(t.length >= 2 && t[0] === 0 && t.every(Number.isInteger), `${nmax}: ${t}`);
+    const step = t[1] - t[0];
+    assert.ok(t.at(-1) >= nmax && t.at(-1) < nmax + step, `${nmax}: ${t}`);
+  }
 });

@@ -371,6 +371,13 @@ def build_registry() -> dict[str, Entry]:
     ).nullable = frozenset({"at"})
     add("ldpkit.Question", ldpkit.Question, name="q", spec=grr).strings_ok = frozenset({"name"})
     q = ldpkit.Question(name="q", spec=grr)
+    dsw = numeric.DiscreteSquareWave(epsilon=1.0, buckets=8, low=0.0, high=60.0)
+    add("ldpkit.DiscreteSquareWave.bucketize", dsw.bucketize, values=np.linspace(0.0, 60.0, 9))
+    add(
+        "ldpkit.Question.prepare",
+        ldpkit.Question(name="wait", spec=dsw).prepare,
+        answers=np.linspace(0.0, 60.0, 9),
+    ).aliases = {"answers": ("values",)}
     add("ldpkit.Survey", ldpkit.Survey, questions=[q], epsilon=1.0)
     add(
         "ldpkit.shuffle_amplification",
@@ -722,227 +729,213 @@ def build_registry() -> dict[str, Entry]:
     ).strings_ok = frozenset({"mechanism"})
     add("ldpkit.testing.variance_ratio_bounds", testing.variance_ratio_bounds, dof=10, alpha=0.05)
 
-    # stream
+    # stream: one row per entry (name in ldpkit.stream or a method's label, callable, baseline
+    # kwargs); the releases share most of their arguments
     sv = np.random.default_rng(4).uniform(0, 10, size=64)
-    add(
-        "ldpkit.stream.ToPS",
-        stream.ToPS,
-        epsilon=1.0,
-        bound=10.0,
-        threshold_size=16,
-        length=256,
-        rng=0,
-    )
-    for name in ("PAK", "NME"):
-        add(
-            f"ldpkit.stream.{name}",
-            getattr(stream, name),
-            epsilon=1.0,
-            bound=10.0,
-            threshold_size=16,
-            length=256,
-            rng=0,
-        )
-    add("ldpkit.stream.HC16", stream.HC16, epsilon=1.0, bound=10.0, percentile=0.9)
-    add(
-        "ldpkit.stream.FlatLaplace",
-        stream.FlatLaplace,
-        epsilon=1.0,
-        bound=10.0,
-        threshold=5.0,
-        length=256,
-    )
-    add(
-        "ldpkit.stream.ToPL",
-        stream.ToPL,
-        epsilon=1.0,
-        bound=10.0,
-        threshold_size=16,
-        length=256,
-        buckets=64,
-        rng=0,
-    )
-    add("ldpkit.stream.SWOnly", stream.SWOnly, epsilon=1.0, bound=10.0, buckets=64, rng=0)
-    add(
-        "ldpkit.stream.FixedDomainLDP",
-        stream.FixedDomainLDP,
-        epsilon=1.0,
-        bound=10.0,
-        mechanism="pm",
-        rng=0,
-    ).strings_ok = frozenset({"mechanism"})
+    release = {"epsilon": 1.0, "bound": 10.0, "threshold_size": 16, "length": 256, "rng": 0}
+    objective = {"probabilities": np.full(64, 1 / 64), "bound": 10.0, "epsilon": 1.0, "length": 256}
+    scores = np.array([1.0, 3.0, 2.0])
 
     def _tops_update(values: Any) -> Any:
         release = stream.ToPS(1.0, 10.0, threshold_size=16, length=256, rng=0)
         release.update(values)
         return release.n_released, release.range_sums(np.array([0]), np.array([release.n_released]))
 
-    add("ldpkit.stream.ToPS.update", _tops_update, values=sv).aliases = {
-        "values": ("starts", "stops")  # no value released: no range to answer
-    }
-    tops = stream.ToPS(1.0, 10.0, threshold_size=16, length=256, rng=0)
-    tops.extend(sv)
-    add("ldpkit.stream.ToPS.range_sum", tops.range_sum, start=0, stop=30)
-    add(
-        "ldpkit.stream.ToPS.range_sums",
-        tops.range_sums,
-        starts=np.array([0, 5]),
-        stops=np.array([20, 40]),
-    )
-    add("ldpkit.stream.stream_from_dict", stream.stream_from_dict, data=tops.to_dict())
-    swspec = numeric.SquareWave(epsilon=1.0, low=0.0, high=10.0, buckets=64)
-    add("ldpkit.stream.client_randomize", stream.client_randomize, spec=swspec, values=sv, rng=0)
-    add(
-        "ldpkit.stream.topl_threshold_objective",
-        stream.topl_threshold_objective,
-        probabilities=np.full(64, 1 / 64),
-        bound=10.0,
-        epsilon=1.0,
-        length=256,
-    )
-    add(
-        "ldpkit.stream.choose_topl_threshold",
-        stream.choose_topl_threshold,
-        probabilities=np.full(64, 1 / 64),
-        bound=10.0,
-        epsilon=1.0,
-        length=256,
-    )
-    add(
-        "ldpkit.stream.cut_tail",
-        stream.cut_tail,
-        probabilities=np.full(64, 1 / 64),
-        floor=0.001,
-        run=5,
-    )
-    add(
-        "ldpkit.stream.square_wave_detection_floor",
-        stream.square_wave_detection_floor,
-        epsilon=1.0,
-        reports=1000,
-        z=0.25,
-    )
-    add("ldpkit.stream.square_wave_mean_constants", stream.square_wave_mean_constants, spec=sw)
-    tail_counts = np.asarray(sw.aggregate(sw.randomize(np.linspace(0.0, 1.0, 400), rng=0)).counts)
-    add(
-        "ldpkit.stream.heldout_tail_test",
-        stream.heldout_tail_test,
-        sw=sw,
-        counts=tail_counts,
-        method="em",
-        z=0.25,
-    )
-    add(
-        "ldpkit.stream.OnlineHierarchy",
-        stream.OnlineHierarchy,
-        branching=4,
-        levels=3,
-        leaf_size=2,
-        scale=1.0,
-    )
-
     def _hierarchy_range(values: Any, lo: Any, hi: Any) -> Any:
         h = stream.OnlineHierarchy(4, 3, 2, 1.0)
         h.add(values, np.random.default_rng(0))
         return h.leaf_range_sums(lo, hi)
 
-    add(
-        "ldpkit.stream.OnlineHierarchy.leaf_range_sums",
-        _hierarchy_range,
-        values=sv[:8],
-        lo=np.array([0, 1]),
-        hi=np.array([2, 3]),
-    ).aliases = {"lo": ("hi",), "hi": ("lo",)}
-    for name in ("RecentSmoother", "MeanSmoother", "MedianSmoother"):
-        add(f"ldpkit.stream.{name}", getattr(stream, name))
-    add("ldpkit.stream.MovingAverageSmoother", stream.MovingAverageSmoother, window=4)
-    add("ldpkit.stream.ExponentialSmoother", stream.ExponentialSmoother, alpha=0.6)
-    add("ldpkit.stream.make_smoother", stream.make_smoother, spec="recent").strings_ok = frozenset(
-        {"spec"}
-    )
-    add(
-        "ldpkit.stream.choose_threshold",
-        stream.choose_threshold,
-        values=sv,
-        epsilon=1.0,
-        bound=10.0,
-        length=256,
-        branching=4,
-        levels=3,
-        rng=0,
-    )
-    add(
-        "ldpkit.stream.exponential_mechanism",
-        stream.exponential_mechanism,
-        scores=np.array([1.0, 3.0, 2.0]),
-        epsilon=1.0,
-        rng=0,
-    )
-    add(
-        "ldpkit.stream.exponential_mechanism_probabilities",
-        stream.exponential_mechanism_probabilities,
-        scores=np.array([1.0, 3.0, 2.0]),
-        epsilon=1.0,
-        sensitivity=1.0,
-    )
-    add(
-        "ldpkit.stream.pak_threshold",
-        stream.pak_threshold,
-        values=sv,
-        epsilon=1.0,
-        bound=10.0,
-        delta=1e-4,
-        percentile=0.9,
-        rng=0,
-    )
-    add(
-        "ldpkit.stream.smooth_sensitivity_order_statistic",
-        stream.smooth_sensitivity_order_statistic,
-        values=sv,
-        rank=30,
-        bound=10.0,
-        beta=0.1,
-    )
-    add("ldpkit.stream.random_ranges", stream.random_ranges, length=64, count=5, rng=0)
-    starts, stops = np.array([0, 5]), np.array([10, 20])
-    add(
-        "ldpkit.stream.range_errors",
-        stream.range_errors,
-        estimates=np.array([10.0, 12.0]),
-        truths=np.array([9.0, 13.0]),
-        starts=starts,
-        stops=stops,
-    )
-    add(
-        "ldpkit.stream.evaluate_ranges",
-        stream.evaluate_ranges,
-        release=tops,
-        values=sv[16:],
-        count=5,
-        rng=0,
-    )
-    add("ldpkit.stream.WindowedStats", stream.WindowedStats, spec=grr, windows=None)
+    tops = stream.ToPS(1.0, 10.0, threshold_size=16, length=256, rng=0)
+    tops.extend(sv)
+    swspec = numeric.SquareWave(epsilon=1.0, low=0.0, high=10.0, buckets=64)
+    tail_counts = np.asarray(sw.aggregate(sw.randomize(np.linspace(0.0, 1.0, 400), rng=0)).counts)
     keys = np.repeat(np.arange(4), 10)
-    add(
-        "ldpkit.stream.aggregate_windows",
-        stream.aggregate_windows,
-        spec=grr,
-        reports=reports,
-        windows=keys,
-    )
-    add("ldpkit.stream.count_windows", stream.count_windows, n=40, size=10, start=0)
-    add(
-        "ldpkit.stream.window_keys",
-        stream.window_keys,
-        times=np.array(["2024-01-01", "2024-01-03"], dtype="datetime64[D]"),
-        unit="D",
-    ).strings_ok = frozenset({"unit"})
     ws = stream.aggregate_windows(grr, reports, keys)
-    add("ldpkit.stream.window_frequencies", stream.window_frequencies, wstats=ws)
-    srs = sr.randomize(np.linspace(-1, 1, 40), rng=0)
-    wsm = stream.aggregate_windows(sr, srs, keys)
-    add("ldpkit.stream.window_means", stream.window_means, wstats=wsm)
-    add("ldpkit.stream.window_sums", stream.window_sums, wstats=wsm, population=None)
+    wsm = stream.aggregate_windows(sr, sr.randomize(np.linspace(-1, 1, 40), rng=0), keys)
+    days = np.array(["2024-01-01", "2024-01-03"], dtype="datetime64[D]")
+    ranges = {"starts": np.array([0, 5]), "stops": np.array([10, 20])}
+    stream_rows: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
+        ("ToPS", stream.ToPS, release),
+        ("PAK", stream.PAK, release),
+        ("NME", stream.NME, release),
+        ("HC16", stream.HC16, {"epsilon": 1.0, "bound": 10.0, "percentile": 0.9}),
+        (
+            "FlatLaplace",
+            stream.FlatLaplace,
+            {"epsilon": 1.0, "bound": 10.0, "threshold": 5.0, "length": 256},
+        ),
+        (
+            "ToPL",
+            stream.ToPL,
+            {
+                "epsilon": 1.0,
+                "bound": 10.0,
+                "threshold_size": 16,
+                "length": 256,
+                "buckets": 64,
+                "rng": 0,
+            },
+        ),
+        ("SWOnly", stream.SWOnly, {"epsilon": 1.0, "bound": 10.0, "buckets": 64, "rng": 0}),
+        (
+            "FixedDomainLDP",
+            stream.FixedDomainLDP,
+            {"epsilon": 1.0, "bound": 10.0, "mechanism": "pm", "rng": 0},
+        ),
+        ("ToPS.update", _tops_update, {"values": sv}),
+        ("ToPS.range_sum", tops.range_sum, {"start": 0, "stop": 30}),
+        (
+            "ToPS.range_sums",
+            tops.range_sums,
+            {"starts": np.array([0, 5]), "stops": np.array([20, 40])},
+        ),
+        ("stream_from_dict", stream.stream_from_dict, {"data": tops.to_dict()}),
+        ("client_randomize", stream.client_randomize, {"spec": swspec, "values": sv, "rng": 0}),
+        ("topl_threshold_objective", stream.topl_threshold_objective, objective),
+        ("choose_topl_threshold", stream.choose_topl_threshold, objective),
+        (
+            "cut_tail",
+            stream.cut_tail,
+            {"probabilities": np.full(64, 1 / 64), "floor": 0.001, "run": 5},
+        ),
+        (
+            "extend_tail",
+            stream.extend_tail,
+            {"probabilities": np.concatenate((np.full(32, 1 / 32), np.zeros(32))), "quantile": 0.9},
+        ),
+        (
+            "square_wave_detection_floor",
+            stream.square_wave_detection_floor,
+            {"epsilon": 1.0, "reports": 1000, "z": 0.25},
+        ),
+        ("square_wave_mean_constants", stream.square_wave_mean_constants, {"spec": sw}),
+        (
+            "heldout_tail_test",
+            stream.heldout_tail_test,
+            {"sw": sw, "counts": tail_counts, "method": "em", "z": 0.25},
+        ),
+        (
+            "OnlineHierarchy",
+            stream.OnlineHierarchy,
+            {"branching": 4, "levels": 3, "leaf_size": 2, "scale": 1.0},
+        ),
+        (
+            "OnlineHierarchy.leaf_range_sums",
+            _hierarchy_range,
+            {"values": sv[:8], "lo": np.array([0, 1]), "hi": np.array([2, 3])},
+        ),
+        ("RecentSmoother", stream.RecentSmoother, {}),
+        ("MeanSmoother", stream.MeanSmoother, {}),
+        ("MedianSmoother", stream.MedianSmoother, {}),
+        ("MovingAverageSmoother", stream.MovingAverageSmoother, {"window": 4}),
+        ("ExponentialSmoother", stream.ExponentialSmoother, {"alpha": 0.6}),
+        ("make_smoother", stream.make_smoother, {"spec": "recent"}),
+        (
+            "choose_threshold",
+            stream.choose_threshold,
+            {
+                "values": sv,
+                "epsilon": 1.0,
+                "bound": 10.0,
+                "length": 256,
+                "branching": 4,
+                "levels": 3,
+                "rng": 0,
+            },
+        ),
+        (
+            "exponential_mechanism",
+            stream.exponential_mechanism,
+            {"scores": scores, "epsilon": 1.0, "rng": 0},
+        ),
+        (
+            "exponential_mechanism_probabilities",
+            stream.exponential_mechanism_probabilities,
+            {"scores": scores, "epsilon": 1.0, "sensitivity": 1.0},
+        ),
+        (
+            "pak_threshold",
+            stream.pak_threshold,
+            {
+                "values": sv,
+                "epsilon": 1.0,
+                "bound": 10.0,
+                "delta": 1e-4,
+                "percentile": 0.9,
+                "rng": 0,
+            },
+        ),
+        (
+            "smooth_sensitivity_order_statistic",
+            stream.smooth_sensitivity_order_statistic,
+            {"values": sv, "rank": 30, "bound": 10.0, "beta": 0.1},
+        ),
+        ("random_ranges", stream.random_ranges, {"length": 64, "count": 5, "rng": 0}),
+        (
+            "range_errors",
+            stream.range_errors,
+            {"estimates": np.array([10.0, 12.0]), "truths": np.array([9.0, 13.0]), **ranges},
+        ),
+        (
+            "evaluate_ranges",
+            stream.evaluate_ranges,
+            {"release": tops, "values": sv[16:], "count": 5, "rng": 0},
+        ),
+        ("WindowedStats", stream.WindowedStats, {"spec": grr, "windows": None}),
+        (
+            "aggregate_windows",
+            stream.aggregate_windows,
+            {"spec": grr, "reports": reports, "windows": keys},
+        ),
+        ("count_windows", stream.count_windows, {"n": 40, "size": 10, "start": 0}),
+        ("window_keys", stream.window_keys, {"times": days, "unit": "D"}),
+        ("window_frequencies", stream.window_frequencies, {"wstats": ws}),
+        ("window_means", stream.window_means, {"wstats": wsm}),
+        ("window_sums", stream.window_sums, {"wstats": wsm, "population": None}),
+    ]
+    # each release run end to end with a hostile bound (values scaled into [0, bound]): a
+    # bound accepted at construction must not overflow later (it is squared and summed)
+    release_options: dict[str, dict[str, Any]] = {
+        "ToPS": {"threshold_size": 16, "length": 256, "rng": 0},
+        "PAK": {"threshold_size": 16, "length": 256, "rng": 0},
+        "NME": {"threshold_size": 16, "length": 256, "rng": 0},
+        "HC16": {"percentile": 0.9, "rng": 0},
+        "FlatLaplace": {"threshold": 5.0, "length": 256, "rng": 0},
+        "ToPL": {"threshold_size": 16, "length": 256, "buckets": 64, "rng": 0},
+        "SWOnly": {"buckets": 64, "rng": 0},
+        "FixedDomainLDP": {"mechanism": "pm", "rng": 0},
+    }
+
+    def _release_run(cls: Any, options: dict[str, Any]) -> Callable[..., Any]:
+        def run(bound: Any) -> Any:
+            release = cls(1.0, bound, **options)
+            release.extend(sv / 10.0 * release.bound)
+            return release.range_sums(np.array([0]), np.array([release.n_released]))
+
+        return run
+
+    stream_rows += [
+        (f"{name}.extend", _release_run(getattr(stream, name), options), {"bound": 10.0})
+        for name, options in release_options.items()
+    ]
+    stream_rows.append(
+        ("window_sums[population]", stream.window_sums, {"wstats": wsm, "population": 100.0})
+    )
+    for name, call, kwargs in stream_rows:
+        add(f"ldpkit.stream.{name}", call, **kwargs)
+    reg["ldpkit.stream.FlatLaplace.extend"].aliases = {
+        "bound": ("threshold",)
+    }  # threshold <= bound
+    for name, param in [
+        ("FixedDomainLDP", "mechanism"),
+        ("make_smoother", "spec"),
+        ("window_keys", "unit"),
+    ]:
+        reg[f"ldpkit.stream.{name}"].strings_ok = frozenset({param})
+    # no value released: no range to answer
+    reg["ldpkit.stream.ToPS.update"].aliases = {"values": ("starts", "stops")}
+    reg["ldpkit.stream.OnlineHierarchy.leaf_range_sums"].aliases = {"lo": ("hi",), "hi": ("lo",)}
 
     # synthetic data sets and the one experiments metric on the data path
     add("ldpkit.datasets.beta", ds.beta, a=5.0, b=2.0, n=100, rng=0)

@@ -118,6 +118,14 @@ def _hostile(base: Any) -> st.SearchStrategy[Any]:
     return st.one_of(_SCALARS, _SCALARS, _arrays())
 
 
+def _dtype_kind(base: Any) -> str:
+    """numpy's dtype kind of ``base``; of its first element for a ragged list of arrays."""
+    try:
+        return np.asarray(base).dtype.kind
+    except ValueError:  # e.g. constrained_inference's levels: arrays of different lengths
+        return np.asarray(base[0]).dtype.kind
+
+
 def _label(value: Any, base: Any) -> tuple[str, bool]:
     """A label for ``value`` and whether no correct entry may accept it."""
     if value is None:
@@ -141,7 +149,7 @@ def _label(value: Any, base: Any) -> tuple[str, bool]:
     if arr.dtype.kind in "UO":
         return "str-array", arr.size > 0
     if arr.dtype.kind == "b":
-        return "bool-array", arr.size > 0 and np.asarray(base).dtype.kind in "iuf"
+        return "bool-array", arr.size > 0 and _dtype_kind(base) in "iuf"
     if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
         return "nan-in", True
     return f"array-{arr.dtype.kind}", False

@@ -127,3 +127,41 @@ def test_flat_laplace_adds_laplace_theta_over_epsilon_per_value() -> None:
     assert flat.range_sum(10, 110).std_error == pytest.approx(math.sqrt(100 * 2 * 16.0**2))
     none = FlatLaplace(0.5, 20, threshold=None, rng=0)
     assert none.threshold == 20.0 and none.threshold_size == 0
+
+
+_RELEASES = ["ToPS", "PAK", "NME", "HC16", "FlatLaplace", "FixedDomainLDP", "SWOnly", "ToPL"]
+
+
+@pytest.mark.parametrize("name", _RELEASES)
+def test_bound_is_capped_at_construction(name: str) -> None:
+    # the bound is squared (variances, the ToPL objective's n^2 B^2) and summed: 1e308 used
+    # to be accepted and overflow (or fail with a message naming another parameter) later
+    from ldpkit.stream import STREAM_CLASSES
+
+    cls = STREAM_CLASSES[name]
+    extra = {"threshold": 5.0} if name == "FlatLaplace" else {}
+    for bound in (1e308, 1.01e100, math.inf):
+        with pytest.raises(ValueError, match=r"bound must be a finite number > 0 and <= 1e\+100"):
+            cls(1.0, bound, **extra)
+    release = cls(1.0, 1e100, **extra)  # the cap itself works end to end
+    release.extend(np.linspace(0.0, 1e100, 64))
+    sums, se = release.range_sums(np.array([0]), np.array([release.n_released]))
+    assert np.all(np.isfinite(sums)) and np.all(np.isfinite(se))
+
+
+def test_threshold_helpers_cap_the_bound() -> None:
+    v = np.array([1.0, 2.0, 3.0])
+    calls = [
+        lambda b: choose_threshold(v, 1.0, b, length=100, branching=4, levels=3, rng=0),
+        lambda b: pak_threshold(v, 1.0, b, delta=1e-4, percentile=0.9, rng=0),
+        lambda b: smooth_sensitivity_order_statistic(v, 2, b, 0.1),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"bound must be .* <= 1e\+100, got 1e\+308"):
+            call(1e308)
+
+
+def test_flat_laplace_array_threshold_is_refused_by_name() -> None:
+    # threshold == "tops" on an array used to leak numpy's "truth value ... is ambiguous"
+    with pytest.raises(TypeError, match="threshold must be"):
+        FlatLaplace(1.0, 10, threshold=np.array([True, False]))  # type: ignore[arg-type]

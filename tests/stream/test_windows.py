@@ -169,3 +169,14 @@ def test_window_sums_and_frequencies() -> None:
         direct = olh.estimate(olh.aggregate(rep[k == w]))
         np.testing.assert_allclose(freq.estimate[w], direct.frequencies)
         np.testing.assert_allclose(cnt.std_error[w], 2000 * direct.std_error)
+
+
+def test_window_sums_caps_the_population() -> None:
+    spec = PiecewiseMechanism(epsilon=1.0, low=0.0, high=1e100)
+    keys = np.repeat(np.arange(2), 20)
+    ws = aggregate_windows(spec, spec.randomize(np.linspace(0.0, 1e100, 40), rng=0), keys)
+    assert np.all(np.isfinite(window_sums(ws, population=1e100).estimate))
+    with pytest.raises(ValueError, match=r"population must be .* <= 1e\+100, got 1e\+308"):
+        window_sums(ws, population=1e308)  # used to overflow (RuntimeWarning, inf)
+    with pytest.raises(ValueError, match="population must be"):
+        window_sums(ws, population={0: 10.0, 1: 1e200})

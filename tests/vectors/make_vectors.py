@@ -436,6 +436,22 @@ def _questions() -> list[dict[str, Any]]:
         ),
         (Question(name="hm", spec=HybridMechanism(epsilon=2.0, low=-3.0, high=5.0)), [-3.0, 5.0]),
         (Question(name="hr", spec=HadamardResponse(epsilon=1e-05, domain_size=1000)), [0, 999]),
+        # answers are values; prepared, their buckets (bucket edges where float rounding
+        # decides: 0.3 * 10 = 3.0000000000000004, 0.7 * 10 = 7.000000000000001)
+        (
+            Question(
+                name="dsw",
+                spec=DiscreteSquareWave(epsilon=1.0, buckets=10),
+                clip="clip",
+            ),
+            [-2.0, 0.0, 0.1, 0.3, 0.29999999999999993, 0.7, 0.9999999999999999, 1.0, 5.0],
+        ),
+        (
+            Question(
+                name="dsw-span", spec=DiscreteSquareWave(epsilon=2.0, buckets=7, low=-3.0, high=7.5)
+            ),
+            [-3.0, -1.5, -1.5000000000000002, 0.0, 4.5, 7.499999999999999, 7.5],
+        ),
     ]
     return [
         {

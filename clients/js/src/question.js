@@ -226,15 +226,24 @@ export function checkCollection(question, info) {
   }
 }
 
-/** Raw answers -> what the randomizer takes (Question.prepare): items, or checked/clipped numbers. */
+/**
+ * Raw answers -> what the randomizer takes (Question.prepare): items, checked/clipped numbers,
+ * or for DiscreteSquareWave the numbers' buckets.
+ */
 export function prepare(info, answers) {
   if (info.encoder) return new Encoder(info.encoder).encode(answers);
   if (info.clip === undefined || !isNumerical(info.mechanism)) return answers;
-  const { low, high } = normalizeSpec(info.mechanism).params;
-  return answers.map((v) => {
+  const spec = normalizeSpec(info.mechanism);
+  const { low, high } = spec.params;
+  const values = answers.map((v) => {
     if (typeof v !== 'number' || Number.isNaN(v)) throw new RangeError(`answers must be numbers (not missing), got ${v}`);
     if (info.clip === 'clip') return Math.min(Math.max(v, low), high);
     if (!(v >= low && v <= high)) throw new RangeError(`answers must lie in [${low}, ${high}], got ${v}; use clip = 'clip'`);
     return v;
   });
+  if (spec.mechanism !== 'DiscreteSquareWave') return values;
+  // its inputs are the d buckets of [low, high]: DiscreteSquareWave.bucketize, the same
+  // float64 operations in the same order (so the same bucket as Python)
+  const d = spec.params.buckets;
+  return values.map((v) => Math.min(Math.floor(((v - low) / (high - low)) * d), d - 1));
 }

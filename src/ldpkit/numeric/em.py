@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -151,6 +151,7 @@ class _Banded:
         first = np.where(has, nz.argmax(axis=1), 0)
         last = np.where(has, mk.shape[1] - nz[:, ::-1].argmax(axis=1), 0)
         self.base = base
+        self.cols = mk.shape[1]
         self.starts = first.astype(np.int64)
         self.lengths = (last - first).astype(np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
@@ -164,12 +165,66 @@ class _Banded:
 _PLATEAU_RTOL = 1e-12
 
 
-def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+#: Edge entries kept in fixed slots per row (M theta) and per input bucket (M^T r); the rest
+#: (a few % of them) in a spill list. 4 covers most rows and columns of a Square Wave.
+_SLOTS = 4
+
+
+class _Box(NamedTuple):
+    """A box band (:func:`_box_rows`): each row = explicit head, constant plateau, explicit tail.
+
+    ``heads``, ``tails``: edge entries at each end of a row; ``plateau``: its value (0 when
+    the row is all edges); ``ps``, ``pe``: the plateau's input buckets ``[ps, pe)``, both
+    nondecreasing in the row; ``cover_lo``, ``cover_hi``: for each input bucket i, the rows
+    ``[cover_lo[i], cover_hi[i])`` whose plateau covers i. The edge entries twice, for each
+    product: by row (``row_slots[k, j]``, ``row_weights[k, j]``: the column and value of row
+    j's k-th entry, value 0 past its last; entries past the slots in ``row_spill_*``, in row
+    order) and by input bucket (``col_slots``, ``col_weights``, ``col_spill_*``, each bucket's
+    entries in row order). The kernels' inner loops then run over rows (or buckets) with no
+    scatter, and every row's (bucket's) terms are added in the order of the row.
+    """
+
+    heads: np.ndarray
+    tails: np.ndarray
+    plateau: np.ndarray
+    ps: np.ndarray
+    pe: np.ndarray
+    cover_lo: np.ndarray
+    cover_hi: np.ndarray
+    row_slots: np.ndarray
+    row_weights: np.ndarray
+    row_spill_rows: np.ndarray
+    row_spill_cols: np.ndarray
+    row_spill_values: np.ndarray
+    col_slots: np.ndarray
+    col_weights: np.ndarray
+    col_spill_rows: np.ndarray
+    col_spill_cols: np.ndarray
+    col_spill_values: np.ndarray
+
+
+def _slots(
+    major: np.ndarray, minor: np.ndarray, values: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries sorted by ``major`` as ``_SLOTS`` slots per major index (``slots[k, i]``: the
+    minor index of i's k-th entry, 0 with weight 0 past its last), and which entries spill."""
+    start = np.searchsorted(major, np.arange(size))
+    slot = np.arange(major.size) - start[major]
+    fit = slot < _SLOTS
+    slots = np.zeros((_SLOTS, size), dtype=np.int64)
+    weights = np.zeros((_SLOTS, size))
+    slots[slot[fit], major[fit]] = minor[fit]
+    weights[slot[fit], major[fit]] = values[fit]
+    return slots, weights, ~fit
+
+
+def _box_rows(band: Any) -> _Box | None:
     """Each band row as (head length, tail length, plateau value) when every row is explicit
     head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
     plateau is the wave's height, the few edge entries its partial overlaps); None when the
     plateaus would not make up at least half of the band (the band products are then as
-    cheap). Rows of at most 8 entries are kept whole in the head.
+    cheap), or when the plateaus do not move right with the row. Rows of at most 8 entries
+    are kept whole in the head.
     """
     rows = band.lengths.size
     heads = np.empty(rows, dtype=np.int64)
@@ -189,7 +244,43 @@ def _box_rows(band: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         heads[j], tails[j], plateau[j] = h, t, c
     if 2 * int(heads.sum() + tails.sum()) > band.data.size:  # edges are most of the band
         return None
-    return heads, tails, plateau
+    starts, lengths, offsets = band.starts, band.lengths, band.offsets[:-1]
+    ps = starts + heads
+    pe = starts + lengths - tails
+    # The plateaus' share of M^T r at input bucket i sums plateau_j r_j over the rows whose
+    # plateau covers i; when plateaus start and end later on later rows (a wave moving right
+    # with its output bucket) those rows are one run, a difference of two prefix sums over the
+    # rows. A row without a plateau (value 0) takes its neighbours' bounds: it adds 0 anyway.
+    has = np.flatnonzero(plateau != 0)
+    if has.size:
+        nxt = np.searchsorted(has, np.arange(rows))  # next row with a plateau, at or after j
+        ps = np.where(nxt < has.size, ps[has[np.minimum(nxt, has.size - 1)]], pe[has[-1]])
+        before = np.searchsorted(has, np.arange(rows), side="right") - 1
+        pe = np.where(before >= 0, pe[has[np.maximum(before, 0)]], ps[has[0]])
+    if np.any(np.diff(ps) < 0) or np.any(np.diff(pe) < 0):
+        return None
+    cols = np.arange(band.cols)
+    cover_lo = np.searchsorted(pe, cols, side="right").astype(np.int64)
+    cover_hi = np.searchsorted(ps, cols, side="right").astype(np.int64)
+    # the edge entries, row by row, head then tail: (row, position in the row)
+    count = heads + tails
+    edge_rows = np.repeat(np.arange(rows, dtype=np.int64), count)
+    within = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(count) - count, count
+    )
+    in_tail = within >= heads[edge_rows]
+    pos = np.where(in_tail, within - heads[edge_rows] + (lengths - tails)[edge_rows], within)
+    edge_cols = starts[edge_rows] + pos
+    edge_values = band.data[offsets[edge_rows] + pos].astype(np.float64)
+    row_slots, row_weights, spill = _slots(edge_rows, edge_cols, edge_values, rows)
+    by_col = np.lexsort((edge_rows, edge_cols))  # by input bucket, then row
+    c_rows, c_cols, c_values = edge_rows[by_col], edge_cols[by_col], edge_values[by_col]
+    col_slots, col_weights, c_spill = _slots(c_cols, c_rows, c_values, band.cols)
+    return _Box(
+        heads, tails, plateau, ps, pe, cover_lo, cover_hi,
+        row_slots, row_weights, edge_rows[spill], edge_cols[spill], edge_values[spill],
+        col_slots, col_weights, c_rows[c_spill], c_cols[c_spill], c_values[c_spill],
+    )  # fmt: skip
 
 
 def _numpy_loop(
@@ -216,7 +307,7 @@ def _numpy_loop(
 
 def _fit_band(
     band: _Banded,
-    box: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    box: _Box | None,
     nk: np.ndarray,
     theta: np.ndarray,
     smoothing: bool,
@@ -230,11 +321,31 @@ def _fit_band(
 
     b = band
     if box is not None:
-        heads, tails, plateau = box
         return _em_box_loop(  # type: ignore[no-any-return]
-            b.base, b.data, b.offsets, b.starts, b.lengths, heads, tails, plateau,
-            nk, theta, smoothing, tol, max_iter, _TINY, trace,
-        )  # fmt: skip
+            b.base,
+            box.plateau,
+            box.ps,
+            box.pe,
+            box.cover_lo,
+            box.cover_hi,
+            box.row_slots,
+            box.row_weights,
+            box.row_spill_rows,
+            box.row_spill_cols,
+            box.row_spill_values,
+            box.col_slots,
+            box.col_weights,
+            box.col_spill_rows,
+            box.col_spill_cols,
+            box.col_spill_values,
+            nk,
+            theta,
+            smoothing,
+            tol,
+            max_iter,
+            _TINY,
+            trace,
+        )
     return _em_loop(  # type: ignore[no-any-return]
         b.base, b.data, b.offsets, b.starts, b.lengths,
         nk, theta, smoothing, tol, max_iter, _TINY, trace,

@@ -796,6 +796,18 @@ class DiscreteSquareWave(Mechanism):
     def check_values(self, values: Any) -> np.ndarray:
         return check_categorical_values(values, self.buckets, "values")
 
+    def bucketize(self, values: Any) -> np.ndarray:
+        """Bucket index in ``0..d-1`` of each value of ``[low, high]`` (what :meth:`randomize` takes).
+
+        Bucket ``k`` is ``[low + k w, low + (k + 1) w)`` with ``w = (high - low) / d``, the last
+        one closed: ``min(floor((x - low) / (high - low) * d), d - 1)``, SW20 section 5.4's
+        "bucketize before randomize". The same float64 operations in the same order as the
+        JavaScript client (clients/js/src/question.js), so both give the same bucket.
+        """
+        x = check_numeric_values(values, self.low, self.high, "values")
+        k = np.floor((x - self.low) / (self.high - self.low) * self.buckets).astype(np.int64)
+        return np.minimum(k, self.buckets - 1)
+
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """``reports.values``: output items shifted by b~, in ``[0, d + 2 b~)``."""
         v = self.check_values(values)

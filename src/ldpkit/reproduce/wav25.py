@@ -47,7 +47,7 @@ import dataclasses
 import functools
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -745,7 +745,6 @@ class _Part:
 
 def _fig5_lines(records: pd.DataFrame, config: Config) -> list[str]:
     """Report section of WAV25 Fig. 5 (eq. 92 step densities)."""
-    others = [m for m in config.fig5_methods if m not in VARIANTS]
     lines = [
         "## Fig. 5: step densities (WAV25 section 6.4, eq. 92)",
         "",
@@ -764,19 +763,25 @@ def _fig5_lines(records: pd.DataFrame, config: Config) -> list[str]:
             ratio_markdown(ratio_table(records, "Wavelet", "SW-EM")),
             "",
         ]
-    if "Wavelet" in config.fig5_methods and len(others) > 0:
+    return lines + _against_others_lines(records, config.fig5_methods)
+
+
+def _against_others_lines(records: pd.DataFrame, methods: Sequence[str]) -> list[str]:
+    """The wavelet against the best of the part's other methods (when both ran), then the
+    part's table."""
+    others = [m for m in methods if m not in VARIANTS]
+    lines: list[str] = []
+    if "Wavelet" in methods and len(others) > 0:
         lines += [
             "Wavelet against the best of " + ", ".join(others) + ":",
             "",
             comparison_markdown(compare_methods(records, "Wavelet", others), "Wavelet"),
             "",
         ]
-    lines += [markdown_table(records), ""]
-    return lines
+    return [*lines, markdown_table(records), ""]
 
 
 def _large_lines(records: pd.DataFrame, config: Config) -> list[str]:
-    others = [m for m in config.large_methods if m not in VARIANTS]
     lines = [
         "## The large-n spiky regime",
         "",
@@ -785,15 +790,7 @@ def _large_lines(records: pd.DataFrame, config: Config) -> list[str]:
         "repetitions; wavelet J by the rule at this n.",
         "",
     ]
-    if "Wavelet" in config.large_methods and len(others) > 0:
-        lines += [
-            "Wavelet against the best of " + ", ".join(others) + ":",
-            "",
-            comparison_markdown(compare_methods(records, "Wavelet", others), "Wavelet"),
-            "",
-        ]
-    lines += [markdown_table(records), ""]
-    return lines
+    return lines + _against_others_lines(records, config.large_methods)
 
 
 def _stop_lines(records: pd.DataFrame, config: Config) -> list[str]:
@@ -821,36 +818,57 @@ def _run_extra_parts(
     stopping rules (each only when configured)."""
     parts: list[_Part] = []
     titles = {m: t for m, (_, _, t) in METRICS.items()}
+
+    def run_part(
+        key: str,
+        banner: str,
+        methods: tuple[str, ...],
+        part_benches: Mapping[str, Bench],
+        epsilons: tuple[float, ...],
+        repetitions: int,
+        title: str,
+        text: Callable[[pd.DataFrame, Config], list[str]],
+    ) -> None:
+        # one part: its grid, its records, its report section, its figures' titles
+        console.print(banner)
+        grid = extra_grid(methods, part_benches, epsilons, repetitions)
+        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
+        t = {k: f"{v}{title}" for k, v in titles.items()}
+        parts.append(_Part(key, rec, text(rec, config), t))
+
     if config.fig5_hs:
-        console.print("[bold]Fig. 5[/bold] (eq. 92 step densities)")
-        grid = extra_grid(
+        run_part(
+            "fig5",
+            "[bold]Fig. 5[/bold] (eq. 92 step densities)",
             config.fig5_methods,
             fig5_benches(config, seed),
             config.fig5_epsilons,
             config.fig5_repetitions,
+            " on eq. 92 step densities (WAV25 Fig. 5)",
+            _fig5_lines,
         )
-        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
-        t = {k: f"{v} on eq. 92 step densities (WAV25 Fig. 5)" for k, v in titles.items()}
-        parts.append(_Part("fig5", rec, _fig5_lines(rec, config), t))
     if config.large_datasets:
-        console.print(f"[bold]large n[/bold] (spiky data at n = {config.large_n:,})")
-        grid = extra_grid(
+        run_part(
+            "large",
+            f"[bold]large n[/bold] (spiky data at n = {config.large_n:,})",
             config.large_methods,
             large_benches(config, benches, seed),
             config.large_epsilons,
             config.large_repetitions,
+            f", spiky data at n = {config.large_n:,}",
+            _large_lines,
         )
-        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
-        t = {k: f"{v}, spiky data at n = {config.large_n:,}" for k, v in titles.items()}
-        parts.append(_Part("large", rec, _large_lines(rec, config), t))
     if config.stop_epsilons:
-        console.print("[bold]SW-EM stopping rules[/bold]")
-        grid = extra_grid(
-            ("SW-EM", "SW-EM*"), benches, config.stop_epsilons, config.stop_repetitions
+        run_part(
+            "stop",
+            "[bold]SW-EM stopping rules[/bold]",
+            ("SW-EM", "SW-EM*"),
+            benches,
+            config.stop_epsilons,
+            config.stop_repetitions,
+            ": SW-EM stopping rules",
+            _stop_lines,
         )
-        rec = run_grid(grid, seed=seed, n_jobs=jobs, console=console).records
-        t = {k: f"{v}: SW-EM stopping rules" for k, v in titles.items()}
-        parts.append(_Part("stop", rec, _stop_lines(rec, config), t))
     return parts
 
 

@@ -47,7 +47,12 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
-from .._validation import check_epsilon, check_integer, check_numeric_values, check_real
+from .._validation import (
+    check_bound,
+    check_epsilon,
+    check_integer,
+    check_numeric_values,
+)
 from ..spec import Mechanism, Reports, Stats
 from ._base import StreamRelease
 from .topl_client import client_randomize
@@ -79,7 +84,7 @@ class LocalStreamRelease(StreamRelease):
         rng: RNGLike,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
-        self.bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+        self.bound = check_bound(bound)
         self.block_size = check_integer(block_size, "block_size", low=1)
         self._spec: Mechanism | None = None  # the perturbation spec, once theta is known
         self._windows: WindowedStats | None = None

@@ -37,6 +37,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_STREAM_EPSILON,
     check_array,
+    check_bound,
     check_epsilon,
     check_integer,
     check_probability,
@@ -69,7 +70,7 @@ def smooth_sensitivity_order_statistic(values: Any, rank: int, bound: float, bet
     ``i > m``. The search stops once ``e^{-t beta} bound`` cannot beat the best value found,
     so the cost is O(m log m + t*^2) with ``t* ≈ ln(bound / S*) / beta``.
     """
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    bound = check_bound(bound)
     x = np.sort(check_array(values, "values", low=0.0, high=bound, nonempty=True))
     m = x.size
     k = check_integer(rank, "rank", low=1, high=m)
@@ -113,7 +114,7 @@ def pak_threshold(
     eps = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
     delta = check_probability(delta, "delta")
     p = check_probability(percentile, "percentile")
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    bound = check_bound(bound)
     x = np.sort(check_array(values, "values", low=0.0, high=bound, nonempty=True))
     k = _percentile_rank(x.size, p)
     beta = eps / (2.0 * math.log(2.0 / delta))
@@ -286,8 +287,8 @@ class FlatLaplace(ToPS):
     ) -> None:
         self.threshold_rule = threshold
         if threshold is None:
-            fixed: float | None = check_real(bound, "bound", low=0.0, low_inclusive=False)
-        elif threshold == "tops":
+            fixed: float | None = check_bound(bound)
+        elif isinstance(threshold, str) and threshold == "tops":  # not == on an array
             fixed = None
         else:
             fixed = threshold  # validated by ToPS

@@ -48,6 +48,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_STREAM_EPSILON,
     check_array,
+    check_bound,
     check_epsilon,
     check_integer,
     check_real,
@@ -69,7 +70,7 @@ THRESHOLD_METHODS = ("gumbel", "noisy_max")
 
 def threshold_candidates(bound: float, step: float = 1.0) -> np.ndarray:
     """Candidate thresholds ``0, step, 2 step, ...`` below ``bound``, and ``bound`` itself."""
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    bound = check_bound(bound)
     step = check_real(step, "step", low=0.0, low_inclusive=False)
     count = math.ceil(bound / step - 1e-12)
     if count > 10_000_000:
@@ -218,7 +219,7 @@ def choose_threshold(
     >>> choose_threshold(v, 1e6, 60, length=100, branching=16, levels=4, range_epsilon=1.0, rng=0)
     4.0
     """
-    bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+    bound = check_bound(bound)
     v = check_array(values, "values", low=0.0, high=bound, nonempty=True)
     candidates = threshold_candidates(bound, step)
     lam = tops_lambda(

@@ -14,6 +14,7 @@ import numpy as np
 from .._rng import RNGLike
 from .._validation import (
     MAX_STREAM_EPSILON,
+    check_bound,
     check_epsilon,
     check_integer,
     check_numeric_values,
@@ -164,7 +165,7 @@ class ToPS(StreamRelease):
         rng: RNGLike = None,
     ) -> None:
         self.epsilon = check_epsilon(epsilon, high=MAX_STREAM_EPSILON)
-        self.bound = check_real(bound, "bound", low=0.0, low_inclusive=False)
+        self.bound = check_bound(bound)
         self.length = check_integer(length, "length", low=1)
         self.branching = check_integer(branching, "branching", low=2)
         self.max_range = (

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import MAX_ENTRIES, check_integer, check_not_masked, check_real
+from .._validation import MAX_ENTRIES, MAX_MAGNITUDE, check_integer, check_not_masked, check_real
 from ..spec import Mechanism, Reports, Stats
 
 __all__ = [
@@ -325,6 +325,11 @@ def window_means(wstats: WindowedStats) -> WindowEstimates:
     )
 
 
+def _population(value: Any) -> float:
+    # bounded: it multiplies a mean of up to MAX_MAGNITUDE (no overflow to inf)
+    return check_real(value, "population", low=0.0, high=MAX_MAGNITUDE)
+
+
 def window_sums(wstats: WindowedStats, population: Any = None) -> WindowEstimates:
     """Unbiased sum of the values of every window with its standard error.
 
@@ -341,9 +346,9 @@ def window_sums(wstats: WindowedStats, population: Any = None) -> WindowEstimate
     if population is None:
         scale = means.n.astype(np.float64)
     elif isinstance(population, Mapping):
-        scale = np.array([check_real(population[k], "population", low=0.0) for k in means.windows])
+        scale = np.array([_population(population[k]) for k in means.windows])
     else:
-        scale = np.full(means.n.size, check_real(population, "population", low=0.0))
+        scale = np.full(means.n.size, _population(population))
     return WindowEstimates(means.windows, means.n, scale * means.estimate, scale * means.std_error)
 
 

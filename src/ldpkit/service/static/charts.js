@@ -130,28 +130,54 @@ export function densityChart({ low, high, probabilities, quantiles, title = '', 
   return svg;
 }
 
+/** Whole-number ticks for a count axis, from 0 to the first tick at or above nmax. */
+export function countTicks(nmax, count = 4) {
+  const out = ticks(0, nmax, count).filter(Number.isInteger);
+  if (out.length < 2) return [0, Math.max(1, Math.ceil(nmax))];
+  if (out.at(-1) < nmax) out.push(out.at(-1) + (out[1] - out[0])); // the tallest bar fits
+  return out;
+}
+
+/** An axis title, rotated for the vertical axes. */
+function axisTitle(svg, x, y, content, rotate = 0) {
+  const attrs = { 'text-anchor': 'middle', class: 'axis-title' };
+  if (rotate) attrs.transform = `rotate(${rotate} ${x} ${y})`;
+  return text(svg, x, y, content, attrs);
+}
+
 /**
  * A time series over roll-up buckets: bars of n per bucket (right axis, light) and the
- * per-bucket estimate with its interval (points with error bars, left axis).
+ * per-bucket estimate with its interval (points with error bars, left axis). Both vertical
+ * axes have ticks and a title; the time axis shows bucket starts (UTC).
  */
 export function seriesChart({ points, title = '', valueLabel = 'estimate', width = 640, height = 200 }) {
   // points: [{t: Date, n, value, low, high}] (value may be null: no reports or no estimate)
   const svg = frame(width, height, title);
-  const m = { left: 52, right: 64, top: 18, bottom: 34 };
+  const m = { left: 64, right: 64, top: 18, bottom: 44 };
   if (!points.length) {
     text(svg, width / 2, height / 2, 'no buckets yet', { 'text-anchor': 'middle', class: 'tick' });
     return svg;
   }
   const slot = (width - m.left - m.right) / points.length;
-  const nmax = Math.max(...points.map((p) => p.n), 1);
+  const nTicks = countTicks(Math.max(...points.map((p) => p.n), 1));
+  const nmax = nTicks.at(-1); // the bars' scale ends on a labelled tick above every bar
   const ny = (v) => height - m.bottom - (v / nmax) * (height - m.top - m.bottom);
   const vals = points.flatMap((p) => [p.value, p.low, p.high]).filter(Number.isFinite);
   const vlo = Math.min(...vals, 0);
   const vhi = Math.max(...vals, 1e-12);
   const vy = (v) => m.top + ((vhi - v) / (vhi - vlo)) * (height - m.top - m.bottom);
   yAxis(svg, vy, vlo, vhi, m.left, width - m.right);
-  text(svg, width - m.right + 4, m.top + 4, `n ≤ ${fmt(nmax)}`, { class: 'tick' });
-  text(svg, 4, 10, valueLabel, { class: 'tick' });
+  // right axis: reports per bucket (the light bars)
+  const right = width - m.right;
+  el('line', { x1: right, x2: right, y1: m.top, y2: height - m.bottom, class: 'axis' }, svg);
+  for (const t of nTicks) {
+    el('line', { x1: right, x2: right + 3, y1: ny(t), y2: ny(t), class: 'axis' }, svg);
+    text(svg, right + 5, ny(t) + 3, fmt(t), { class: 'tick ntick' });
+  }
+  const mid = (m.top + height - m.bottom) / 2;
+  axisTitle(svg, 12, mid, valueLabel, -90);
+  axisTitle(svg, width - 10, mid, 'reports per bucket', 90);
+  el('line', { x1: m.left, x2: right, y1: height - m.bottom, y2: height - m.bottom, class: 'axis' }, svg);
   let line = '';
   points.forEach((p, i) => {
     const cx = m.left + slot * (i + 0.5);
@@ -177,8 +203,11 @@ export function seriesChart({ points, title = '', valueLabel = 'estimate', width
     if (i % every) return;
     const cx = m.left + slot * (i + 0.5);
     const hh = p.t.toISOString().slice(11, 19);
-    text(svg, cx, height - m.bottom + 14, hh, { 'text-anchor': 'middle', class: 'tick' });
+    el('line', { x1: cx, x2: cx, y1: height - m.bottom, y2: height - m.bottom + 3, class: 'axis' }, svg);
+    text(svg, cx, height - m.bottom + 14, hh, { 'text-anchor': 'middle', class: 'tick xtick' });
   });
+  const days = [...new Set([points[0], points.at(-1)].map((p) => p.t.toISOString().slice(0, 10)))];
+  axisTitle(svg, (m.left + right) / 2, height - 6, `bucket start (UTC, ${days.join(' to ')})`);
   return svg;
 }
 

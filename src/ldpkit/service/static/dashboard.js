@@ -290,7 +290,7 @@ async function renderSeries(node, info) {
   );
   const label = info.kind === 'frequency' ? 'frequency' : 'mean';
   node.querySelector('.series-chart').replaceChildren(
-    seriesChart({ points, valueLabel: label, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` }),
+    seriesChart({ points, valueLabel: `${label} per bucket`, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` }),
   );
 }
 
