@@ -676,6 +676,9 @@ class CollectorStore:
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
+        # First, in the same pipelined round trip: no admin delete of these collections
+        # runs while this transaction is open (see delete_batches).
+        self._lock_collections_shared(raw.execute, (b.collection for b in items))
         cur = raw.cursor()
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         if digests:
@@ -774,6 +777,8 @@ class CollectorStore:
         combine: Callable[[Sequence[PendingBatch]], Stats],
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
+        if self.backend == "postgresql":  # as in _commit_group_pg (see delete_batches)
+            self._lock_collections_shared(conn.exec_driver_sql, (b.collection for b in items))
         digests: dict[int, str] = {
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
@@ -992,6 +997,25 @@ class CollectorStore:
     # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
     # worker processes, and admin deletes wait for it.
     _COMPACT_LOCK = 0x6C64706B6974
+    # Per-collection advisory locks (PostgreSQL), in the two-int4 key space (apart from
+    # the one-bigint key above): every group commit takes its collections' lock in shared
+    # mode, an admin delete takes it exclusively. See delete_batches.
+    _COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
+    _PG_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(%s, %s)"
+
+    @staticmethod
+    def _collection_lock_id(collection: str) -> int:
+        """The collection's int4 advisory-lock key (first 4 bytes of sha256 of its name;
+        a collision only makes two collections' deletes wait for each other's writers)."""
+        return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big", signed=True)
+
+    def _lock_collections_shared(self, execute: Callable[[str, Any], Any], names: Any) -> None:
+        # Sorted: the same order in every transaction (shared locks do not conflict with
+        # each other, but a waiting exclusive request queues both behind it in order).
+        for c in sorted(set(names)):
+            execute(
+                self._PG_LOCK_SHARED, (self._COLLECTION_LOCK_CLASS, self._collection_lock_id(c))
+            )
 
     def compact(self, limit: int = 4096) -> int:
         """Fold roll-up parts into the roll-up rows; returns the number of parts folded.
@@ -1266,14 +1290,33 @@ class CollectorStore:
         Roll-ups are per (bucket, token), so removing whole roll-up rows removes exactly
         those batches' Stats: nothing is subtracted or approximated. Returns
         ``(batches, reports)`` deleted.
+
+        Exact under concurrent writers: the count and the deletes below are separate
+        statements, and at PostgreSQL's READ COMMITTED each sees the commits made before
+        it started, so a group commit landing between ``DELETE batches`` and ``DELETE
+        parts`` would leave batch rows without their Stats (and the count would miss
+        them). Hence every group commit takes its collections' advisory lock in shared
+        mode and this transaction takes it exclusively, after the compaction lock (one
+        compactor or delete at a time: both rewrite roll-up rows): it waits for the
+        commits in flight, new ones wait for it, and every statement here sees the same
+        rows. On SQLite the first statement is a write, which takes the database's single
+        writer lock for the whole transaction (a read first would run on an older
+        snapshot: pysqlite begins the transaction only at the first write).
         """
         rollup_cond = self._rollup_filter(collection, since, until, token)
         part_cond = self._rollup_filter(collection, since, until, token, table=rollup_parts_table)
         batch_cond = self._batch_filter(collection, token, since, until)
         u = self._sums(collection, since, until, token)
         with self.engine.begin() as conn:
-            if self.backend == "postgresql":  # no compaction halfway through (see compact)
+            if self.backend == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK})
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:c, :k)"),
+                    {"c": self._COLLECTION_LOCK_CLASS, "k": self._collection_lock_id(collection)},
+                )
+            # Readers' caches of closed buckets are stale from now on; on SQLite, this
+            # write comes first to take the writer lock (see above).
+            self._bump(conn, collection)
             n, count = conn.execute(
                 select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
             ).one()
@@ -1285,7 +1328,6 @@ class CollectorStore:
             conn.execute(delete(batches_table).where(batch_cond))
             conn.execute(delete(rollups_table).where(rollup_cond))
             conn.execute(delete(rollup_parts_table).where(part_cond))
-            self._bump(conn, collection)
         return int(count), int(n)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
