@@ -26,13 +26,17 @@ UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a fixed order. On 
 the group committer uses :meth:`CollectorStore.commit_group_pg`: the same transaction in one
 network round trip (psycopg pipeline mode; two when the group has idempotency keys)
 instead of one per statement. ``Stats.merge`` is exact for integer counts, so the merge
-order does not matter.
+order does not matter. An admin delete (:meth:`CollectorStore.delete_batches`) runs alone
+against the group commits of its collection: on PostgreSQL they take the collection's
+advisory lock in shared mode and the delete takes it exclusively; on SQLite the single
+writer lock serializes them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import itertools
 import json
@@ -380,6 +384,32 @@ class _ClosedBuckets:
         return out, sum(self.n[i:j]), sum(self.batches[i:j])
 
 
+# Per-collection advisory locks (PostgreSQL), keyed (class, collection) in the two-int4 key
+# space, apart from the one-bigint compaction lock: every group commit takes its collections'
+# locks in shared mode, an admin delete takes its collection's exclusively (delete_batches).
+_COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
+
+
+def _collection_lock_id(collection: str) -> int:
+    """The collection's int4 advisory-lock key: 31 bits of sha256 of its name (non-negative,
+    so the inlined literal is an int4; a collision only makes two collections' deletes wait
+    for each other's writers)."""
+    return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+@functools.lru_cache(maxsize=256)
+def _lock_shared_sql(names: frozenset[str]) -> str:
+    """One statement taking the shared lock of each collection in ``names`` (on the
+    PostgreSQL group-commit path: one more statement in the same pipelined round trip)."""
+    # Sorted: the same order in every transaction. Integer keys inlined and the text built
+    # once per set of names: nothing to adapt or hash per group commit.
+    calls = ", ".join(
+        f"pg_advisory_xact_lock_shared({_COLLECTION_LOCK_CLASS}, {_collection_lock_id(c)})"
+        for c in sorted(names)
+    )
+    return f"SELECT {calls}"
+
+
 class CollectorStore:
     """Roll-ups, batch metadata and optional raw reports in a SQL database.
 
@@ -678,8 +708,8 @@ class CollectorStore:
         digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
         # First, in the same pipelined round trip: no admin delete of these collections
         # runs while this transaction is open (see delete_batches).
-        self._lock_collections_shared(raw.execute, (b.collection for b in items))
         cur = raw.cursor()
+        cur.execute(_lock_shared_sql(frozenset(b.collection for b in items)))
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         if digests:
             keyed = sorted(
@@ -778,7 +808,7 @@ class CollectorStore:
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         if self.backend == "postgresql":  # as in _commit_group_pg (see delete_batches)
-            self._lock_collections_shared(conn.exec_driver_sql, (b.collection for b in items))
+            conn.exec_driver_sql(_lock_shared_sql(frozenset(b.collection for b in items)))
         digests: dict[int, str] = {
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
@@ -997,25 +1027,6 @@ class CollectorStore:
     # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
     # worker processes, and admin deletes wait for it.
     _COMPACT_LOCK = 0x6C64706B6974
-    # Per-collection advisory locks (PostgreSQL), in the two-int4 key space (apart from
-    # the one-bigint key above): every group commit takes its collections' lock in shared
-    # mode, an admin delete takes it exclusively. See delete_batches.
-    _COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
-    _PG_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(%s, %s)"
-
-    @staticmethod
-    def _collection_lock_id(collection: str) -> int:
-        """The collection's int4 advisory-lock key (first 4 bytes of sha256 of its name;
-        a collision only makes two collections' deletes wait for each other's writers)."""
-        return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big", signed=True)
-
-    def _lock_collections_shared(self, execute: Callable[[str, Any], Any], names: Any) -> None:
-        # Sorted: the same order in every transaction (shared locks do not conflict with
-        # each other, but a waiting exclusive request queues both behind it in order).
-        for c in sorted(set(names)):
-            execute(
-                self._PG_LOCK_SHARED, (self._COLLECTION_LOCK_CLASS, self._collection_lock_id(c))
-            )
 
     def compact(self, limit: int = 4096) -> int:
         """Fold roll-up parts into the roll-up rows; returns the number of parts folded.
@@ -1312,7 +1323,7 @@ class CollectorStore:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK})
                 conn.execute(
                     text("SELECT pg_advisory_xact_lock(:c, :k)"),
-                    {"c": self._COLLECTION_LOCK_CLASS, "k": self._collection_lock_id(collection)},
+                    {"c": _COLLECTION_LOCK_CLASS, "k": _collection_lock_id(collection)},
                 )
             # Readers' caches of closed buckets are stale from now on; on SQLite, this
             # write comes first to take the writer lock (see above).
