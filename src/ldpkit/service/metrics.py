@@ -121,6 +121,8 @@ class Metrics:
         self._local: dict[str, float] = defaultdict(float)
         self._mapped: _MappedCounters | None = None
         self._pid: int | None = None
+        # Per-collection keys of accept(), the call made for every accepted request.
+        self._accept_keys: dict[str, tuple[str, str, str]] = {}
 
     def _add(self, key: str, amount: float) -> None:
         if self.directory is None:
@@ -132,12 +134,19 @@ class Metrics:
         self._mapped.add(key, amount)
 
     def accept(self, collection: str, n: int, duplicate: bool) -> None:
+        keys = self._accept_keys.get(collection)
+        if keys is None:
+            keys = self._accept_keys[collection] = (
+                _key("duplicates", collection),
+                _key("batches", collection),
+                _key("reports", collection),
+            )
         with self._lock:
             if duplicate:
-                self._add(_key("duplicates", collection), 1)
+                self._add(keys[0], 1)
             else:
-                self._add(_key("batches", collection), 1)
-                self._add(_key("reports", collection), n)
+                self._add(keys[1], 1)
+                self._add(keys[2], n)
 
     def reject(self, reason: str, status: int) -> None:
         with self._lock:
