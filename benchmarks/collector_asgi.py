@@ -17,7 +17,8 @@ Rows, all in one run:
   that answers at once (the request path alone: headers, auth, JSON decoding and
   checks, response), and ``commit`` with the real group commit to a SQLite file.
 
-CPU time is what the request costs wherever it runs; on a shared machine it is far
+The loop thread's share is printed too (the rest is the committer's helper thread:
+COMMIT, fsync). CPU time is what the request costs wherever it runs; on a shared machine it is far
 steadier than requests/s (which mostly measures how much CPU the process got). ``--profile
 NAME`` prints the cProfile top of the ``request`` row of that mechanism (no auth;
 ``--profile-mode commit`` for the ``commit`` row).
@@ -91,8 +92,11 @@ async def drive(
     headers: list[tuple[bytes, bytes]],
     concurrency: int,
     prof: cProfile.Profile | None = None,
-) -> tuple[float, float, dict[int, int]]:
-    """Send every body (``concurrency`` clients in parallel): (CPU s, wall s, status counts)."""
+) -> tuple[float, float, float, dict[int, int]]:
+    """Send every body (``concurrency`` clients in parallel).
+
+    Returns the process's CPU seconds, the event loop thread's, wall seconds and the
+    count of each answer status."""
     statuses: dict[int, int] = {}
     per_client = [bodies[i::concurrency] for i in range(concurrency)]
 
@@ -119,12 +123,13 @@ async def drive(
     gc.collect()
     if prof is not None:
         prof.enable()
-    cpu, wall = time.process_time(), time.perf_counter()
+    cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
     await asyncio.gather(*(client(m) for m in per_client))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    loop = time.thread_time() - loop
     if prof is not None:
         prof.disable()
-    return cpu, wall, statuses
+    return cpu, loop, wall, statuses
 
 
 def _stub_commit(app: Any) -> None:
@@ -156,7 +161,7 @@ def main() -> None:
     async def run() -> None:
         n = args.requests
         sample = [json.dumps(reports_to_dict(SPECS["OLH"].randomize([1], rng=0))).encode()] * n
-        cpu, wall, st = await drive(
+        cpu, loop, wall, st = await drive(
             bare_app(), "/v1/reports/x", sample, json_type, args.concurrency
         )
         bare_us = cpu / n * 1e6
@@ -166,6 +171,7 @@ def main() -> None:
                 "mode": "-",
                 "auth": "-",
                 "cpu_us": round(bare_us, 1),
+                "loop_us": round(loop / n * 1e6, 1),
                 "x_bare": 1.0,
                 "req_s": round(n / wall),
                 "statuses": json.dumps(st),
@@ -188,7 +194,7 @@ def main() -> None:
                             args.profile == mech and mode == args.profile_mode and not with_auth
                         )
                         prof = cProfile.Profile() if profile else None
-                        cpu, wall, st = await drive(
+                        cpu, loop, wall, st = await drive(
                             app, "/v1/reports/x", bodies, headers, args.concurrency, prof
                         )
                         if prof is not None:
@@ -203,6 +209,7 @@ def main() -> None:
                                 "mode": mode,
                                 "auth": "bearer" if with_auth else "open",
                                 "cpu_us": round(us, 1),
+                                "loop_us": round(loop / n * 1e6, 1),
                                 "x_bare": round(us / bare_us, 2),
                                 "req_s": round(n / wall),
                                 "statuses": json.dumps(st),
@@ -219,6 +226,7 @@ def main() -> None:
             ("mode", "mode"),
             ("auth", "auth"),
             ("cpu_us", "CPU us/req"),
+            ("loop_us", "of it loop thread"),
             ("x_bare", "x bare"),
             ("req_s", "req/s"),
             ("statuses", "statuses"),
