@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
 
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
+    _END_RESOLVED,
+    _END_Z,
     _FOLD_MAX_ITER,
     _MIN_WEIGHT,
     _Fitter,
@@ -100,6 +103,8 @@ def test_bad_estimate_arguments() -> None:
         auto.estimate(stats, combine="mean")
     with pytest.raises(TypeError, match="cross_validate"):
         auto.estimate(stats, cross_validate="yes")
+    with pytest.raises(TypeError, match="end_atoms"):
+        auto.estimate(stats, end_atoms="yes")
     with pytest.raises(ValueError, match="n = 0"):
         auto.estimate(auto.empty_stats())
 
@@ -291,3 +296,89 @@ def test_chooses_em_on_point_masses_and_smoothing_on_smooth_data() -> None:
     # and on smooth data it is not worse than plain EM by more than noise
     em_ks = _ks(sw.estimate(sw.aggregate(sw.randomize(smooth, rng=2)), "em"), smooth)
     assert _ks(d_smooth, smooth) < em_ks
+
+
+# -- end atoms ----------------------------------------------------------------------------------
+def _clipped(n: int, rng: np.random.Generator) -> np.ndarray:
+    """40 % exactly at 0 and 15 % exactly at 1 (clipped values), the rest Beta(2, 2)."""
+    u = rng.random(n)
+    return np.where(u < 0.4, 0.0, np.where(u < 0.55, 1.0, rng.beta(2.0, 2.0, n)))
+
+
+@pytest.mark.parametrize(("eps", "d"), [(0.5, 64), (2.0, 256)])
+def test_masked_loops_without_atoms_are_the_smoothed_loops(eps: float, d: int) -> None:
+    """No bucket marked: the masked loops run the smoothed loops' iterates exactly (box and
+    band products); marked buckets keep more of their mass than under full smoothing."""
+    auto = AutoDistribution(epsilon=eps, buckets=d)
+    stats = auto.aggregate(auto.randomize(_clipped(20_000, np.random.default_rng(7)), rng=7))
+    fitter = _Fitter(auto._outputs_by_inputs(), np.asarray(stats.counts))
+    none = np.zeros(d, dtype=bool)
+    for use_box in (True, False):
+        box = fitter.box
+        if not use_box:
+            fitter.box = None
+        for strength in (0.5, 3.0):
+            ref, it_ref = fitter.fit(strength, 1e-3, 3000, None)
+            masked, it_masked = fitter.fit(strength, 1e-3, 3000, None, none)
+            assert it_ref == it_masked
+            np.testing.assert_allclose(masked, ref, rtol=1e-12, atol=1e-15)
+        fitter.box = box
+    ends = none.copy()
+    ends[[0, -1]] = True
+    smoothed, _ = fitter.fit(8.0, 1e-3, 3000, None)
+    kept, _ = fitter.fit(8.0, 1e-3, 3000, None, ends)
+    assert math.isclose(float(kept.sum()), 1.0) and kept.min() >= 0
+    assert kept[0] > 1.5 * smoothed[0] and kept[-1] > 1.5 * smoothed[-1]
+
+
+def test_end_atoms_stay_out_on_smooth_data() -> None:
+    """Without a point mass at an end the end-atom candidates are scored but not admitted,
+    and the estimate is exactly the one without them."""
+    auto = AutoDistribution(epsilon=1.0, buckets=128)
+    stats = auto.aggregate(auto.randomize(np.random.default_rng(8).beta(5, 2, 20_000), rng=8))
+    dist, info = auto.estimate(stats, return_info=True)
+    assert not info.end_atoms and info.end_z < _END_Z
+    assert np.isnan(info.end_scores[info.strengths.index(0.0)])
+    assert np.isfinite(info.end_scores).sum() == 1  # only the best smoothed strength ran
+    assert not info.end_weights.any()
+    assert dist == auto.estimate(stats, end_atoms=False)
+    _, off = auto.estimate(stats, end_atoms=False, return_info=True)
+    assert np.isnan(off.end_z) and np.isnan(off.end_scores).all()
+
+
+def test_end_atoms_are_admitted_for_clipped_values_and_pay() -> None:
+    """40 % of the values at 0 and 15 % at 1: the end-atom candidates beat every plain one on
+    the held-out reports by more than 3 standard errors (here 3.3), get the weight, put the
+    clipped mass at the ends and cut the KS on the grid to well below the plain choice's."""
+    values = _clipped(100_000, np.random.default_rng(9))
+    auto = AutoDistribution(epsilon=1.0, buckets=1024)
+    stats = auto.aggregate(auto.randomize(values, rng=9))
+    dist, info = auto.estimate(stats, return_info=True)
+    plain = auto.estimate(stats, end_atoms=False)
+    assert info.end_atoms and info.end_z > _END_Z, info
+    assert math.isclose(float(info.weights.sum() + info.end_weights.sum()), 1.0)
+    assert info.end_weights.sum() > 0.5
+    assert _ks(dist, values) < 0.7 * _ks(plain, values)
+    # the mass at the ends is found: bucket 0 and the last bucket near 0.4 and 0.15 (a
+    # Beta(2, 2) adds about 1e-4 to each)
+    p = dist.probabilities
+    assert abs(p[0] - 0.4) < 0.03 and abs(p[-1] - 0.15) < 0.03, (p[0], p[-1])
+    # plain EM (SW20's stop) gathered less than _END_RESOLVED of that end mass by itself
+    plain_em = em(stats, tol=1e-3 * math.e).probabilities
+    assert plain_em[0] + plain_em[-1] < _END_RESOLVED * (p[0] + p[-1])
+
+
+def test_end_atoms_dropped_when_plain_em_resolves_the_ends(monkeypatch: Any) -> None:
+    """If plain EM's own fit holds enough of the end mass, the end-atom variants are dropped
+    after the final fits and the estimate is exactly the plain choice (forced here by
+    setting the share to 0)."""
+    import ldpkit.numeric.auto as auto_module
+
+    values = _clipped(100_000, np.random.default_rng(9))
+    auto = AutoDistribution(epsilon=1.0, buckets=1024)
+    stats = auto.aggregate(auto.randomize(values, rng=9))
+    monkeypatch.setattr(auto_module, "_END_RESOLVED", 0.0)
+    dist, info = auto.estimate(stats, return_info=True)
+    assert info.end_z > _END_Z and not info.end_atoms and not info.end_weights.any()
+    assert math.isclose(float(info.weights.sum()), 1.0)
+    assert dist == auto.estimate(stats, end_atoms=False)
