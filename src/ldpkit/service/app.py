@@ -669,7 +669,12 @@ class _Collector:
                 "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
             )
         try:
-            data = json.loads(body)
+            # json.loads(bytes) sniffs the encoding first: a body opening with "{" and no
+            # NUL after it is UTF-8 by its rule, so decode it as json.loads would
+            if body[:1] == b"{" and body[1:2] not in (b"\x00", b""):
+                data = json.loads(body.decode("utf-8", "surrogatepass"))
+            else:
+                data = json.loads(body)
         except RecursionError:
             data = None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -1065,6 +1070,7 @@ def _database_error(
 
 
 _INGEST_PREFIX = "/v1/reports/"
+_JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 _FAST_HEADERS = {
     b"authorization": "authorization",
     b"idempotency-key": "key",
@@ -1135,13 +1141,11 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     except (DBAPIError, PoolTimeout) as exc:
         status, detail, headers = _database_error(collector, exc)
         payload = json.dumps(detail).encode()
-    response_headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode()),
-    ]
-    response_headers += [
-        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
-    ]
+    response_headers = [_JSON_CONTENT_TYPE, (b"content-length", b"%d" % len(payload))]
+    if headers:
+        response_headers += [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
+        ]
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
     await send({"type": "http.response.body", "body": payload})
     return True
