@@ -193,7 +193,7 @@ def main() -> None:
                         profile = (
                             args.profile == mech and mode == args.profile_mode and not with_auth
                         )
-                        prof = cProfile.Profile() if profile else None
+                        prof = cProfile.Profile(time.thread_time) if profile else None
                         cpu, loop, wall, st = await drive(
                             app, "/v1/reports/x", bodies, headers, args.concurrency, prof
                         )
