@@ -1,8 +1,10 @@
 """Accuracy and speed of AutoDistribution against the best of SW-EMS, SW-EM, HH and the wavelet.
 
 Run: ``nice python benchmarks/auto_distribution.py [--reps 2] [--epsilons 0.5 1 ...]
-[--large-reps 1] [--skip-large] [--skip-speed]``. Prints the tables and writes
-benchmarks/results/auto_distribution.json.
+[--large-reps 1] [--skip-large] [--skip-speed] [--speed-epsilons 0.5 1 2 4]``. Prints the
+tables and writes benchmarks/results/auto_distribution.json. ``--speed-only`` runs only the
+speed table (n = 1e6, CPU time of randomize + aggregate + estimate, Auto against SW + EMS in
+the same run, median of ``--speed-repeat`` runs) and writes auto_distribution_speed.json.
 
 Target (issue 17): on the WAV25 grid (its five data sets at full size, which include SW20's
 Beta(5, 2) and flights; eps = 0.5, 1, ..., 4) AutoDistribution's W1 and KS are within 10 % of
@@ -146,6 +148,29 @@ def speed(n: int = 1_000_000, eps: float = 1.0, repeat: int = 3, seed: int = 0) 
     return {"n": n, "eps": eps, "SW-EMS s": sw_t, "Auto s": auto_t, "ratio": auto_t / sw_t}
 
 
+def speed_table(epsilons: list[float], repeat: int, seed: int) -> list[dict[str, Any]]:
+    """:func:`speed` at each eps, printed as a table (the target: ratio <= 2)."""
+    rows = []
+    for eps in epsilons:
+        rows.append(speed(eps=eps, repeat=repeat, seed=seed))
+        print(
+            f"eps = {eps:g}: Auto {rows[-1]['Auto s']:.3f} s, SW-EMS {rows[-1]['SW-EMS s']:.3f} s,"
+            f" ratio {rows[-1]['ratio']:.2f}",
+            flush=True,
+        )
+    print_table(
+        f"n = 1e6, randomize + aggregate + estimate, CPU s (median of {repeat})",
+        rows,
+        [
+            ("eps", "eps"),
+            ("Auto s", "Auto s"),
+            ("SW-EMS s", "SW-EMS s"),
+            ("ratio", "Auto / SW-EMS"),
+        ],
+    )
+    return rows
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ratios = [(r, m, r[f"Auto {m} ratio"]) for r in rows for m in ("W1", "KS")]
     within = sum(1 for *_, x in ratios if x <= 1.10)
@@ -176,9 +201,17 @@ def main() -> None:
     ap.add_argument(
         "--cross-validate", action="store_true", help="AutoDistribution with cross_validate=True"
     )
+    ap.add_argument("--speed-epsilons", type=float, nargs="+", default=[0.5, 1, 2, 4])
+    ap.add_argument("--speed-repeat", type=int, default=3)
+    ap.add_argument("--speed-only", action="store_true", help="only the speed table")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
+    if args.speed_only:
+        timing = speed_table(args.speed_epsilons, args.speed_repeat, args.seed)
+        path = write_json("auto_distribution_speed", timing, {"repeat": args.speed_repeat})
+        print(f"wrote {path} ({time.perf_counter() - t0:.0f} s)")
+        return
     rows = grid(args.epsilons, args.reps, args.seed, tuple(args.datasets), args.cross_validate)
     columns = [("data", "data"), ("eps", "eps")]
     for metric in ("W1", "KS"):
@@ -200,12 +233,9 @@ def main() -> None:
     if not args.skip_large:
         large = large_n(args.large_epsilons, args.large_reps, args.seed)
         print_table("weeks worked resampled to n = 1e6", large, columns)
-    timing = None if args.skip_speed else speed(seed=args.seed)
-    if timing:
-        print(
-            f"n = 1e6, eps = 1, randomize + aggregate + estimate (CPU s): SW-EMS {timing['SW-EMS s']:.2f} s, "
-            f"Auto {timing['Auto s']:.2f} s, ratio {timing['ratio']:.2f}"
-        )
+    timing = (
+        None if args.skip_speed else speed_table(args.speed_epsilons, args.speed_repeat, args.seed)
+    )
     path = write_json(
         "auto_distribution",
         rows,

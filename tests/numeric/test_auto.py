@@ -215,6 +215,13 @@ def test_settled_is_only_certain_when_the_change_clears_tol() -> None:
             if change >= 3 * tol and scale < 0.1:
                 assert certain, (scale, change)  # clear changes need no logs
     assert 20 < certain_count < 120
+    # a row whose mass drops by more than half is outside the series' range: one falling
+    # 10x (log change -2.30, series -1.55) against ten rising 26 % (+2.30 in all) nets 0
+    nk2 = np.array([1.0] + [1.0] * 10)
+    old2 = np.full(11, 1e-3)
+    mt2 = old2 * np.array([0.1] + [math.exp(0.2302585)] * 10)
+    assert abs(_loglik(nk2, mt2) - _loglik(nk2, old2)) < 1e-3
+    assert not _settled(nk2, nk2.sum(), mt2, old2, 1e-2, 1e4)[0]
     # a change of exactly tol (to rounding) is never decided without the logs
     mt = old.copy()
     mt[100], mt[101] = old[100] * (1 + 1e-7), old[101]

@@ -253,3 +253,14 @@ def test_box_loop_on_other_waves():
             (a, ia), (b, ib) = _both(s, smoothing=smoothing)
             assert ia.iterations == ib.iterations
             np.testing.assert_allclose(a.probabilities, b.probabilities, rtol=1e-9, atol=1e-15)
+
+
+def test_prefix_scan_of_the_box_kernels():
+    """_scan (four interleaved running sums) is the cumulative sum, for every length."""
+    from ldpkit.numeric._em_kernels import _scan
+
+    x = np.random.default_rng(9).random(1030)
+    for n in (0, 1, 2, 3, 4, 5, 7, 8, 9, 1023, 1024, 1030):
+        out = np.full(n + 1, np.nan)
+        _scan(x[:n], out)
+        np.testing.assert_allclose(out, np.concatenate([[0.0], np.cumsum(x[:n])]), rtol=1e-13)

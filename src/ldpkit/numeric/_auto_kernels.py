@@ -4,7 +4,9 @@
 Kept apart, like :mod:`ldpkit.numeric._em_kernels`, so that a client that only randomizes
 never loads numba. The products, the E + M step and the smoothing step are the EM/EMS
 loop's own (:mod:`ldpkit.numeric._em_kernels`); what differs is the stopping test, which
-these loops evaluate without a logarithm in most iterations (:func:`_settled`).
+these loops evaluate without a logarithm in most iterations (:func:`_settled`), and the
+smoothing's strength, and the end-atom variants' smoothing that leaves marked buckets alone
+(:func:`_masked_smooth`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,40 @@ from ._em_kernels import (
     _em_step,
     _floor,
     _loglik,
+    _pass,
     _ratios,
     _smooth,
 )
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cover - jit
+    """``passes`` smoothing passes on the part of theta outside the ``atom`` buckets, then
+    one renormalization, in place (the end-atom candidates of
+    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+
+    theta = a + s with a the mass on the atom buckets, s the rest; each pass is
+    ``s <- (1 - weight) s + weight S(s)`` (S the EMS kernel,
+    :func:`ldpkit.numeric._em_kernels._pass`) and theta = a + s. The smooth part still
+    spreads into atom buckets (a density there is not ruled out); only the atoms' own mass
+    is never smeared. With no bucket marked this is
+    :func:`ldpkit.numeric._em_kernels._smooth` to the bit.
+    """
+    d = theta.size
+    if d < 2 or passes == 0:
+        return
+    for _ in range(passes):
+        for i in range(d):
+            smooth[i] = 0.0 if atom[i] else theta[i]
+        _pass(smooth, tmp, weight)
+        for i in range(d):
+            theta[i] = tmp[i] + theta[i] if atom[i] else tmp[i]
+    total = 0.0
+    for i in range(d):
+        total += theta[i]
+    for i in range(d):
+        theta[i] /= total
+
 
 #: Machine epsilon of float64 (twice the unit roundoff: the error bounds below are generous).
 _EPS = 2.220446049250313e-16
@@ -30,23 +63,24 @@ _EPS = 2.220446049250313e-16
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
     """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
-    error: returns (estimate, sum n u^4, sum n |u|, max |u|) with ``u = mt / old - 1`` (the
-    max over every row, observed or not: only ever larger). No logarithm: the loop
+    error: returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2)
+    with ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
     vectorizes."""
     a = 0.0
     q = 0.0
     s1 = 0.0
-    umax = 0.0
+    far = 0.0
     for j in range(nk.size):
         w = nk[j]
         u = mt[j] / old[j] - 1.0  # finite: old >= tiny and mt <= 1
-        umax = max(umax, abs(u))
-        u = min(max(u, -1.0), 1.0)  # the estimate is only used when max |u| <= 1/2
+        au = np.abs(u)
+        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
+        u = u if au <= 1.0 else 0.0  # bounded; the estimate is only used when far == 0
         u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u / 3.0)
+        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
         q += w * (u2 * u2)
-        s1 += w * abs(u)
-    return a, q, s1, umax
+        s1 += w * np.abs(u)
+    return a, q, s1, far
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
@@ -63,17 +97,17 @@ def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
     computed log-likelihoods would differ by at least tol too: not converged, as the
     log-evaluating loop would decide. Otherwise the caller evaluates both exactly.
     """
-    a, q, s1, umax = _change(nk, mt, old)
-    return _decide(a, q, s1, umax, nk.size, total, tol, s_old)
+    a, q, s1, far = _change(nk, mt, old)
+    return _decide(a, q, s1, far, nk.size, total, tol, s_old)
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _decide(a, q, s1, umax, rows, total, tol, s_old):  # pragma: no cover - jit
+def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
     """:func:`_settled` from :func:`_change`'s sums."""
-    if umax > 0.5:
+    if far > 0.0:
         return False, 0.0  # the caller evaluates exactly and resets the bound
     rem = 0.5 * q * (1.0 + 1e-6)
-    rho_a = 4.0 * _EPS * (total + (rows + 8.0) * s1)
+    rho_a = 6.0 * _EPS * (total + (rows + 8.0) * s1)
     s_new = s_old + abs(a) + rem + rho_a  # |ll(mt)| <= |ll(old)| + |change|
     rho_ll = (rows + 4.0) * _EPS * (s_old + s_new)
     margin = 2.0 * (rem + rho_a + rho_ll)
@@ -83,27 +117,28 @@ def _decide(a, q, s1, umax, rows, total, tol, s_old):  # pragma: no cover - jit
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
     """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the
-    rows: returns (shared, estimate, sum n u^4, sum n |u|, max |u|)."""
+    rows: returns (shared, estimate, sum n u^4, sum n |u|, rows far)."""
     shared = 0.0
     a = 0.0
     q = 0.0
     s1 = 0.0
-    umax = 0.0
+    far = 0.0
     for j in range(nk.size):
-        m = max(mt[j], tiny)
+        m = mt[j] if mt[j] > tiny else tiny
         mt[j] = m
         w = nk[j]
         r = w / m
         ratio[j] = r
         shared += base[j] * r
         u = m / old[j] - 1.0
-        umax = max(umax, abs(u))
-        u = min(max(u, -1.0), 1.0)
+        au = np.abs(u)
+        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
+        u = u if au <= 1.0 else 0.0
         u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u / 3.0)
+        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
         q += w * (u2 * u2)
-        s1 += w * abs(u)
-    return shared, a, q, s1, umax
+        s1 += w * np.abs(u)
+    return shared, a, q, s1, far
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
@@ -114,13 +149,27 @@ def _magnitude(ll, total):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _smoothed_em_loop(
-    base, data, offsets, starts, lengths, nk, theta, passes, weight, tol, max_iter, tiny
+    base,
+    data,
+    offsets,
+    starts,
+    lengths,
+    nk,
+    theta,
+    atom,
+    masked,
+    passes,
+    weight,
+    tol,
+    max_iter,
+    tiny,
 ):  # pragma: no cover - jit (tested against the numpy reference in the tests)
     """EM updates in place on theta, each followed by ``passes`` smoothing passes.
 
     A pass is ``theta <- (1 - weight) theta + weight S(theta)`` with S the EMS kernel
     (:func:`ldpkit.numeric.em.smooth`), renormalized. ``passes = 1, weight = 1`` is EMS,
-    ``passes = 0`` plain EM. Stops when the log-likelihood changes by less than tol, tested
+    ``passes = 0`` plain EM. With ``masked``, the passes leave the mass on the ``atom``
+    buckets alone (:func:`_masked_smooth`). Stops when the log-likelihood changes by less than tol, tested
     as :func:`_settled` says. Returns (iterations, converged, final log-likelihood).
     """
     rows, d = base.size, theta.size
@@ -129,6 +178,7 @@ def _smoothed_em_loop(
     ratio = np.empty(rows)
     grad = np.empty(d)
     tmp = np.empty(d)
+    smooth = np.empty(d)
     total = 0.0
     for j in range(rows):
         total += nk[j]
@@ -142,7 +192,10 @@ def _smoothed_em_loop(
     while it < max_iter:
         it += 1
         _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
-        _smooth(theta, tmp, passes, weight)
+        if masked:
+            _masked_smooth(theta, atom, passes, weight, smooth, tmp)
+        else:
+            _smooth(theta, tmp, passes, weight)
         mt, old = old, mt
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
         _floor(mt, tiny)
@@ -170,11 +223,20 @@ def _smoothed_box_loop(
     pe,
     cover_lo,
     cover_hi,
-    edge_rows,
-    edge_cols,
-    edge_values,
+    row_slots,
+    row_weights,
+    row_spill_rows,
+    row_spill_cols,
+    row_spill_values,
+    col_slots,
+    col_weights,
+    col_spill_rows,
+    col_spill_cols,
+    col_spill_values,
     nk,
     theta,
+    atom,
+    masked,
     passes,
     weight,
     tol,
@@ -188,13 +250,28 @@ def _smoothed_box_loop(
     old = np.empty(rows)
     ratio = np.empty(rows)
     grad = np.empty(d)
+    plat = np.empty(rows)
     run = np.empty(rows + 1)
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
+    smooth = np.empty(d)
     total = 0.0
     for j in range(rows):
         total += nk[j]
-    _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
+    _box_matvec(
+        base,
+        plateau,
+        ps,
+        pe,
+        row_slots,
+        row_weights,
+        row_spill_rows,
+        row_spill_cols,
+        row_spill_values,
+        theta,
+        prefix,
+        mt,
+    )
     shared = _ratios(base, nk, mt, ratio, tiny)
     ll = _loglik(nk, mt)
     known = True
@@ -204,14 +281,43 @@ def _smoothed_box_loop(
     while it < max_iter:
         it += 1
         _box_em_step(
-            plateau, cover_lo, cover_hi, edge_rows, edge_cols, edge_values,
-            ratio, shared, run, grad, theta, passes == 0,
-        )  # fmt: skip
-        _smooth(theta, tmp, passes, weight)
+            plateau,
+            cover_lo,
+            cover_hi,
+            col_slots,
+            col_weights,
+            col_spill_rows,
+            col_spill_cols,
+            col_spill_values,
+            ratio,
+            shared,
+            plat,
+            run,
+            grad,
+            theta,
+            passes == 0,
+        )
+        if masked:
+            _masked_smooth(theta, atom, passes, weight, smooth, tmp)
+        else:
+            _smooth(theta, tmp, passes, weight)
         mt, old = old, mt
-        _box_matvec(base, plateau, ps, pe, edge_rows, edge_cols, edge_values, theta, prefix, mt)
-        shared, a, q, s1, umax = _ratios_change(base, nk, mt, old, ratio, tiny)
-        certain, size = _decide(a, q, s1, umax, rows, total, tol, size)
+        _box_matvec(
+            base,
+            plateau,
+            ps,
+            pe,
+            row_slots,
+            row_weights,
+            row_spill_rows,
+            row_spill_cols,
+            row_spill_values,
+            theta,
+            prefix,
+            mt,
+        )
+        shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
+        certain, size = _decide(a, q, s1, far, rows, total, tol, size)
         if certain:
             known = False
             continue

@@ -184,6 +184,7 @@ class _Fitter:
         self.nk = np.asarray(counts, dtype=np.float64)
         self.band, self.box = _prepared(matrix)
         self.d = matrix.shape[1]
+        self._no_atoms = np.zeros(self.d, dtype=np.bool_)
 
     def fit(
         self,
@@ -201,45 +202,20 @@ class _Fitter:
         weight = 2.0 * strength / passes if passes else 0.0
         theta = np.full(self.d, 1.0 / self.d) if init is None else init / init.sum()
         b = self.band
-        if atoms is not None and passes:
-            return self._fit_masked(atoms, passes, weight, tol, max_iter, theta)
+        masked = atoms is not None and passes > 0
+        atom = np.ascontiguousarray(atoms if masked else self._no_atoms, dtype=np.bool_)
         if self.box is not None:
             x = self.box
             it, _, _ = _smoothed_box_loop(
-                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi, x.edge_rows, x.edge_cols,
-                x.edge_values, self.nk, theta,
+                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi,
+                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
+                x.col_slots, x.col_weights, x.col_spill_rows, x.col_spill_cols, x.col_spill_values,
+                self.nk, theta, atom, masked,
                 passes, weight, tol, max_iter, _TINY,
             )  # fmt: skip
             return theta, int(it)
         it, _, _ = _smoothed_em_loop(
-            b.base, b.data, b.offsets, b.starts, b.lengths, self.nk, theta,
-            passes, weight, tol, max_iter, _TINY,
-        )  # fmt: skip
-        return theta, int(it)
-
-    def _fit_masked(
-        self,
-        atoms: np.ndarray,
-        passes: int,
-        weight: float,
-        tol: float,
-        max_iter: int,
-        theta: np.ndarray,
-    ) -> tuple[np.ndarray, int]:
-        from ._atom_kernels import _masked_box_loop, _masked_em_loop  # numba, on first use
-
-        b = self.band
-        mask = np.ascontiguousarray(atoms, dtype=np.bool_)
-        if self.box is not None:
-            x = self.box
-            it, _, _ = _masked_box_loop(
-                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi, x.edge_rows, x.edge_cols,
-                x.edge_values, self.nk, theta, mask,
-                passes, weight, tol, max_iter, _TINY,
-            )  # fmt: skip
-            return theta, int(it)
-        it, _, _ = _masked_em_loop(
-            b.base, b.data, b.offsets, b.starts, b.lengths, self.nk, theta, mask,
+            b.base, b.data, b.offsets, b.starts, b.lengths, self.nk, theta, atom, masked,
             passes, weight, tol, max_iter, _TINY,
         )  # fmt: skip
         return theta, int(it)
@@ -255,7 +231,8 @@ class _Fitter:
         if x is not None:
             prefix = np.empty(theta.size + 1)
             _box_matvec(
-                b.base, x.plateau, x.ps, x.pe, x.edge_rows, x.edge_cols, x.edge_values,
+                b.base, x.plateau, x.ps, x.pe,
+                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
                 theta, prefix, out,
             )  # fmt: skip
         else:

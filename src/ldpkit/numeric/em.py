@@ -165,15 +165,23 @@ class _Banded:
 _PLATEAU_RTOL = 1e-12
 
 
+#: Edge entries kept in fixed slots per row (M theta) and per input bucket (M^T r); the rest
+#: (a few % of them) in a spill list. 4 covers most rows and columns of a Square Wave.
+_SLOTS = 4
+
+
 class _Box(NamedTuple):
     """A box band (:func:`_box_rows`): each row = explicit head, constant plateau, explicit tail.
 
     ``heads``, ``tails``: edge entries at each end of a row; ``plateau``: its value (0 when
     the row is all edges); ``ps``, ``pe``: the plateau's input buckets ``[ps, pe)``, both
     nondecreasing in the row; ``cover_lo``, ``cover_hi``: for each input bucket i, the rows
-    ``[cover_lo[i], cover_hi[i])`` whose plateau covers i; the edge entries as one flat list
-    in row order (``edge_rows``, ``edge_cols``, ``edge_values``), each row's head before its
-    tail, so the kernels add them in the order of the row.
+    ``[cover_lo[i], cover_hi[i])`` whose plateau covers i. The edge entries twice, for each
+    product: by row (``row_slots[k, j]``, ``row_weights[k, j]``: the column and value of row
+    j's k-th entry, value 0 past its last; entries past the slots in ``row_spill_*``, in row
+    order) and by input bucket (``col_slots``, ``col_weights``, ``col_spill_*``, each bucket's
+    entries in row order). The kernels' inner loops then run over rows (or buckets) with no
+    scatter, and every row's (bucket's) terms are added in the order of the row.
     """
 
     heads: np.ndarray
@@ -183,9 +191,31 @@ class _Box(NamedTuple):
     pe: np.ndarray
     cover_lo: np.ndarray
     cover_hi: np.ndarray
-    edge_rows: np.ndarray
-    edge_cols: np.ndarray
-    edge_values: np.ndarray
+    row_slots: np.ndarray
+    row_weights: np.ndarray
+    row_spill_rows: np.ndarray
+    row_spill_cols: np.ndarray
+    row_spill_values: np.ndarray
+    col_slots: np.ndarray
+    col_weights: np.ndarray
+    col_spill_rows: np.ndarray
+    col_spill_cols: np.ndarray
+    col_spill_values: np.ndarray
+
+
+def _slots(
+    major: np.ndarray, minor: np.ndarray, values: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entries sorted by ``major`` as ``_SLOTS`` slots per major index (``slots[k, i]``: the
+    minor index of i's k-th entry, 0 with weight 0 past its last), and which entries spill."""
+    start = np.searchsorted(major, np.arange(size))
+    slot = np.arange(major.size) - start[major]
+    fit = slot < _SLOTS
+    slots = np.zeros((_SLOTS, size), dtype=np.int64)
+    weights = np.zeros((_SLOTS, size))
+    slots[slot[fit], major[fit]] = minor[fit]
+    weights[slot[fit], major[fit]] = values[fit]
+    return slots, weights, ~fit
 
 
 def _box_rows(band: Any) -> _Box | None:
@@ -242,9 +272,15 @@ def _box_rows(band: Any) -> _Box | None:
     pos = np.where(in_tail, within - heads[edge_rows] + (lengths - tails)[edge_rows], within)
     edge_cols = starts[edge_rows] + pos
     edge_values = band.data[offsets[edge_rows] + pos].astype(np.float64)
+    row_slots, row_weights, spill = _slots(edge_rows, edge_cols, edge_values, rows)
+    by_col = np.lexsort((edge_rows, edge_cols))  # by input bucket, then row
+    c_rows, c_cols, c_values = edge_rows[by_col], edge_cols[by_col], edge_values[by_col]
+    col_slots, col_weights, c_spill = _slots(c_cols, c_rows, c_values, band.cols)
     return _Box(
-        heads, tails, plateau, ps, pe, cover_lo, cover_hi, edge_rows, edge_cols, edge_values
-    )
+        heads, tails, plateau, ps, pe, cover_lo, cover_hi,
+        row_slots, row_weights, edge_rows[spill], edge_cols[spill], edge_values[spill],
+        col_slots, col_weights, c_rows[c_spill], c_cols[c_spill], c_values[c_spill],
+    )  # fmt: skip
 
 
 def _numpy_loop(
@@ -292,9 +328,16 @@ def _fit_band(
             box.pe,
             box.cover_lo,
             box.cover_hi,
-            box.edge_rows,
-            box.edge_cols,
-            box.edge_values,
+            box.row_slots,
+            box.row_weights,
+            box.row_spill_rows,
+            box.row_spill_cols,
+            box.row_spill_values,
+            box.col_slots,
+            box.col_weights,
+            box.col_spill_rows,
+            box.col_spill_cols,
+            box.col_spill_values,
             nk,
             theta,
             smoothing,
