@@ -15,7 +15,9 @@ Rows, all in one run:
 * the collector for GRR (d = 64), OLH (d = 1024) and OUE (d = 1024), open and with a
   bearer token, each twice: ``request`` with the group committer replaced by a stub
   that answers at once (the request path alone: headers, auth, JSON decoding and
-  checks, response), and ``commit`` with the real group commit to a SQLite file.
+  checks, response), and ``commit`` with the real group commit to a SQLite file
+  (``--postgres``: also ``commit-pg``, to a throwaway PostgreSQL server; its own
+  processes' CPU is not counted).
 
 The loop thread's share is printed too (the rest is the committer's helper thread:
 COMMIT, fsync). CPU time is what the request costs wherever it runs; on a shared machine it is far
@@ -150,7 +152,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--profile", choices=sorted(SPECS), default=None)
-    parser.add_argument("--profile-mode", choices=["request", "commit"], default="request")
+    parser.add_argument(
+        "--profile-mode", choices=["request", "commit", "commit-pg"], default="request"
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="also commit to a throwaway PostgreSQL server (needs its binaries)",
+    )
     args = parser.parse_args()
     token, digest = new_token()
     tokens = parse_tokens([{"name": "devices", "scopes": ["ingest"], "sha256": digest}])
@@ -159,6 +168,18 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
 
     async def run() -> None:
+        pg = None
+        if args.postgres:
+            from ldpkit.service.pgtemp import TemporaryPostgres
+
+            pg = TemporaryPostgres().start()
+        try:
+            await measure(pg)
+        finally:
+            if pg is not None:
+                pg.stop()
+
+    async def measure(pg: Any) -> None:
         n = args.requests
         sample = [json.dumps(reports_to_dict(SPECS["OLH"].randomize([1], rng=0))).encode()] * n
         cpu, loop, wall, st = await drive(
@@ -177,16 +198,20 @@ def main() -> None:
                 "statuses": json.dumps(st),
             }
         )
+        modes = ["request", "commit"] + (["commit-pg"] if pg is not None else [])
         with tempfile.TemporaryDirectory() as tmp:
             for mech, spec in SPECS.items():
                 reports = spec.randomize([i % 7 for i in range(n)], rng=1)
                 bodies = [
                     json.dumps(reports_to_dict(reports[i : i + 1])).encode() for i in range(n)
                 ]
-                for mode in ("request", "commit"):
+                for mode in modes:
                     for with_auth in (False, True):
                         db = f"sqlite:///{tmp}/{mech}-{mode}-{with_auth}.db"
-                        app = create_app({"x": spec}, db, tokens=tokens if with_auth else None)
+                        if mode == "commit-pg":
+                            db = pg.url
+                        name = f"{mech.lower()}_{'bearer' if with_auth else 'open'}"
+                        app = create_app({name: spec}, db, tokens=tokens if with_auth else None)
                         if mode == "request":
                             _stub_commit(app)
                         headers = json_type + (auth if with_auth else [])
@@ -195,7 +220,7 @@ def main() -> None:
                         )
                         prof = cProfile.Profile(time.thread_time) if profile else None
                         cpu, loop, wall, st = await drive(
-                            app, "/v1/reports/x", bodies, headers, args.concurrency, prof
+                            app, f"/v1/reports/{name}", bodies, headers, args.concurrency, prof
                         )
                         if prof is not None:
                             prof.disable()
