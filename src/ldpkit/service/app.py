@@ -633,11 +633,15 @@ class _Collector:
         except AggregationError as exc:
             raise self._fail(422, "rejected_by_spec", str(exc)) from exc
         self.metrics.accept(name, record.n, record.duplicate)
-        when = self._iso_cache.get(record.received_at)
+        received = record.received_at
+        # Cached for UTC times only: equal datetimes in other zones print differently.
+        when = self._iso_cache.get(received) if received.tzinfo is dt.UTC else None
         if when is None:  # one new second per second under load; retries bring old ones
-            if len(self._iso_cache) > 256:
-                self._iso_cache.clear()
-            when = self._iso_cache[record.received_at] = record.received_at.isoformat()
+            when = received.isoformat()
+            if received.tzinfo is dt.UTC:
+                if len(self._iso_cache) > 256:
+                    self._iso_cache.clear()
+                self._iso_cache[received] = when
         payload = (
             f'{{"batch_id":"{record.batch_id}","collection":{self._name_json[name]},'
             f'"n":{record.n},"received_at":"{when}",'
