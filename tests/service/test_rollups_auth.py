@@ -442,3 +442,107 @@ def test_access_log_format_leaves_client_addresses_out():
 
     assert "client_addr" not in _log_config(False)["formatters"]["access"]["fmt"]
     assert "client_addr" in _log_config(True)["formatters"]["access"]["fmt"]
+
+
+def test_roll_up_parts_compaction_and_deletes_are_exact(db):
+    """Group commits append roll-up parts; compaction folds them into the roll-up rows
+    without changing any total; deletes take both; a database made before the parts table
+    existed gets it on open."""
+    from sqlalchemy import create_engine
+
+    from ldpkit.service.store import CollectorStore, PendingBatch, metadata, rollup_parts_table
+
+    engine = create_engine(db)  # the previous schema: everything but the parts table
+    metadata.create_all(
+        engine, tables=[t for t in metadata.sorted_tables if t is not rollup_parts_table]
+    )
+    engine.dispose()
+    store = CollectorStore(db)
+    store.register("x", SPEC, 3600)
+    sent = []
+
+    def write(i, token):
+        r = SPEC.randomize([i % 50, (3 * i) % 50, 7], rng=500 + i)
+        sent.append((i, token, r))
+        item = PendingBatch(
+            "x",
+            len(r),
+            stats=SPEC.aggregate(r),
+            token=token,
+            received_at=T0 + dt.timedelta(hours=i % 3, minutes=i),
+        )
+        (record,) = store.commit_group([item])
+        assert not isinstance(record, Exception)
+
+    def count(table):
+        with store.engine.connect() as conn:
+            return len(conn.execute(select(table.c.bucket)).all())
+
+    def check(keep):
+        kept = [r for i, t, r in sent if keep(i, t)]
+        expected = SPEC.aggregate(kept[0].concat(*kept[1:]))
+        stats, batches = store.merged("x", SPEC)
+        assert (stats.n, batches) == (expected.n, len(kept)) == store.summary("x")
+        for name, arr in expected.arrays.items():
+            np.testing.assert_array_equal(stats.arrays[name], arr)
+        per_bucket = [
+            sum(len(r) for i, t, r in sent if keep(i, t) and i % 3 == h) for h in range(3)
+        ]
+        assert [n for _, n, _ in store.buckets("x")] == [n for n in per_bucket if n]
+
+    try:
+        for i in range(12):
+            write(i, "a" if i % 2 else "b")
+        assert count(rollup_parts_table) == 12 and count(rollups_table) == 0
+        check(lambda i, t: True)
+        assert store.compact(limit=5) == 12  # three rounds of at most five parts
+        assert count(rollup_parts_table) == 0 and count(rollups_table) == 6  # 3 buckets x 2 tokens
+        check(lambda i, t: True)
+        for i in range(12, 18):  # new parts on top of folded roll-ups
+            write(i, "a" if i % 2 else "b")
+        check(lambda i, t: True)
+        assert store.delete_batches("x", token="b") == (9, 27)  # from roll-ups and parts alike
+        check(lambda i, t: t == "a")
+        since = int((T0 + dt.timedelta(hours=1)).timestamp())
+        assert store.delete_batches("x", since=since, until=since + 3600) == (3, 9)
+        check(lambda i, t: t == "a" and i % 3 != 1)
+        store.compact()
+        check(lambda i, t: t == "a" and i % 3 != 1)
+        assert count(rollup_parts_table) == 0
+    finally:
+        store.close()
+
+
+def test_batch_ids_are_unique_time_ordered_uuid7():
+    import uuid
+
+    from ldpkit.service import store
+
+    ids = [store.new_batch_id() for _ in range(5000)]
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)  # counter within the millisecond
+    parsed = [uuid.UUID(i) for i in ids]
+    assert all(
+        u.version == 7 and u.variant == uuid.RFC_4122 and str(u) == i for u, i in zip(parsed, ids)
+    )
+    # A new process (here: a changed pid) draws a new random base.
+    pid, base, counter = store._id_state
+    store._id_state = (pid - 1, base, counter)
+    other = store.new_batch_id()
+    assert store._id_state[1] != base and other not in ids
+
+
+def test_parts_left_by_a_killed_process_are_folded_at_start(db):
+    from ldpkit.service.store import CollectorStore, PendingBatch, rollup_parts_table
+
+    store = CollectorStore(db)
+    store.register("x", SPEC, 3600)
+    r = SPEC.randomize([1, 2, 3], rng=7)
+    store.commit_group([PendingBatch("x", 3, stats=SPEC.aggregate(r), received_at=T0)])
+    store.engine.dispose()  # gone without compacting (as after kill -9)
+    app = create_app({"x": SPEC}, db)
+    with TestClient(app) as c:
+        with app.state.collector.store.engine.connect() as conn:
+            assert conn.execute(select(rollup_parts_table.c.id)).all() == []
+        body = c.get("/v1/collections/x/estimate").json()
+    assert (body["n"], body["batches"]) == (3, 1)
+    np.testing.assert_array_equal(body["frequencies"], SPEC.estimate(SPEC.aggregate(r)).frequencies)

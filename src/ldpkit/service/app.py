@@ -1195,8 +1195,9 @@ def create_app(
     bucket_seconds : int
         Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
     commit_window : float
-        Seconds the group committer waits before taking a group (0 to 1), so clients
-        answered by the previous commit join the next group: 1 ms by default.
+        Longest the group committer waits before taking a group (seconds, 0 to 1), so
+        clients answered by the previous commit join the next group: 1 ms by default. It
+        stops waiting as soon as as many batches are queued as recent groups held.
     metrics_dir : str or None
         Directory shared by the worker processes of one server for the ``/metrics``
         counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
@@ -1244,6 +1245,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
+        try:  # fold parts an earlier process left (killed before its last compaction)
+            await run_in_threadpool(store.compact)
+        except Exception:  # e.g. the database is down: the committer retries later
+            log.exception("roll-up compaction at start failed (parts kept, folded later)")
         yield
         await collector.committer.close()
         store.close()
