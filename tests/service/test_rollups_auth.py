@@ -2,6 +2,7 @@
 
 import datetime as dt
 import hashlib
+import hmac
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +15,8 @@ from sqlalchemy.exc import OperationalError
 from ldpkit import GRR, OLH, OUE
 from ldpkit.io import reports_to_bytes, reports_to_dict
 from ldpkit.service import Limits, app_from_config, create_app, is_loopback, main, new_token
-from ldpkit.service.auth import parse_tokens
+from ldpkit.service.app import _whole_second_clock
+from ldpkit.service.auth import TokenAuth, parse_tokens
 from ldpkit.service.store import batches_table, rollups_table
 
 SPEC = OLH(epsilon=2.0, domain_size=50)
@@ -165,6 +167,63 @@ def test_token_config_is_validated():
         parse_tokens([])
     token, digest = new_token()
     assert hashlib.sha256(token.encode()).hexdigest() == digest and len(token) >= 40
+
+
+def test_token_lookup_identifies_each_configured_token_and_nothing_else(monkeypatch):
+    made = [new_token() for _ in range(4)]
+    scopes = [["ingest"], ["read"], ["admin"], ["ingest", "read"]]
+    auth = TokenAuth(
+        parse_tokens(
+            [
+                {"name": f"t{i}", "scopes": s, "sha256": h.upper() if i == 3 else h}
+                for i, ((_, h), s) in enumerate(zip(made, scopes))
+            ]
+        )
+    )
+    for i, (token, _) in enumerate(made):
+        for header in (f"Bearer {token}", f"bearer {token}", f"Bearer   {token}  "):
+            found = auth.identify(header)
+            assert found is not None and found.name == f"t{i}"
+    other, _ = new_token()
+    for header in (
+        None,
+        "",
+        "Bearer",
+        "Bearer  ",
+        f"Basic {made[0][0]}",
+        f"Bearer {other}",
+        f"Bearer {made[0][0]}x",
+        f"Bearer {made[0][0][:-1]}",
+        made[0][0],
+    ):
+        assert auth.identify(header) is None, header
+    # what scopes grant: admin implies read, nothing implies ingest
+    allowed = {(t.name, s) for t in auth.tokens for s in ("ingest", "read", "admin") if t.allows(s)}
+    assert allowed == {
+        ("t0", "ingest"),
+        ("t1", "read"),
+        ("t2", "admin"),
+        ("t2", "read"),
+        ("t3", "ingest"),
+        ("t3", "read"),
+    }
+    # the hash found is still confirmed with a constant-time comparison
+    calls = []
+    real = hmac.compare_digest
+    monkeypatch.setattr(
+        "ldpkit.service.auth.hmac.compare_digest", lambda a, b: calls.append(1) or real(a, b)
+    )
+    assert auth.identify(f"Bearer {made[1][0]}").name == "t1" and calls == [1]
+
+
+def test_receive_time_is_whole_seconds_utc():
+    clock = _whole_second_clock()
+    before = dt.datetime.now(dt.UTC)
+    got = clock()
+    after = dt.datetime.now(dt.UTC)
+    assert got.tzinfo is dt.UTC and got.microsecond == 0
+    assert before.replace(microsecond=0) <= got <= after
+    assert clock() is got or clock() > got  # the same object until the second changes
 
 
 def test_open_server_only_on_loopback(tmp_path):
