@@ -410,6 +410,19 @@ def _lock_shared_sql(names: frozenset[str]) -> str:
     return f"SELECT {calls}"
 
 
+@functools.lru_cache(maxsize=256)
+def _insert_batches_locked_sql(names: frozenset[str]) -> str:
+    """``CollectorStore._PG_INSERT_BATCHES`` taking the shared locks of ``names`` first.
+
+    The lock call is a volatile function in a CTE, hence evaluated (once) before the join
+    yields the first row to insert; the locks are taken in the statement that writes the
+    group's first row, so before its COMMIT, which is what delete_batches needs.
+    """
+    insert_ = CollectorStore._PG_INSERT_BATCHES
+    head, tail = insert_.split(" SELECT * FROM ", 1)
+    return f"WITH l AS ({_lock_shared_sql(names)}) {head} SELECT u.* FROM {tail} AS u, l"
+
+
 class CollectorStore:
     """Roll-ups, batch metadata and optional raw reports in a SQL database.
 
@@ -706,10 +719,7 @@ class CollectorStore:
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
-        # First, in the same pipelined round trip: no admin delete of these collections
-        # runs while this transaction is open (see delete_batches).
         cur = raw.cursor()
-        cur.execute(_lock_shared_sql(frozenset(b.collection for b in items)))
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         if digests:
             keyed = sorted(
@@ -775,7 +785,11 @@ class CollectorStore:
                     )
                 )
             )
-            cur.execute(self._PG_INSERT_BATCHES, [list(c) for c in columns])
+            # The insert itself takes the collections' shared locks first (no statement of
+            # its own), so no admin delete of them runs while this transaction is open (see
+            # delete_batches; a group with no new batch writes nothing).
+            names = frozenset(items[i].collection for i in new)
+            cur.execute(_insert_batches_locked_sql(names), [list(c) for c in columns])
             raw_rows = [
                 (records[i].batch_id, raw_[0], raw_[1])
                 for i in new
