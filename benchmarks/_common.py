@@ -43,22 +43,31 @@ def write_json(name: str, rows: list[dict[str, Any]], extra: dict[str, Any] | No
     return path
 
 
-def print_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> None:
+#: A table column: (row key, header) with the default cell format (:func:`_fmt`), or
+#: (row key, header, how) with ``how`` a format spec (e.g. ".3f") or a function of the value.
+Column = tuple[str, str] | tuple[str, str, str | Callable[[Any], str]]
+
+
+def print_table(title: str, rows: list[dict[str, Any]], columns: list[Column]) -> None:
     """Print rows with rich when available (it is a dependency), else plain text."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
-    for _, header in columns:
+    for _, header, *_how in columns:
         table.add_column(header, justify="right")
     for row in rows:
-        table.add_row(*[_fmt(row.get(key)) for key, _ in columns])
+        table.add_row(*[_fmt(row.get(key), *how) for key, _, *how in columns])
     Console(width=200).print(table)
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, how: str | Callable[[Any], str] | None = None) -> str:
     if value is None:
         return "-"
+    if callable(how):
+        return how(value)
+    if how is not None:
+        return format(value, how)
     if isinstance(value, str) and len(value) > 60:
         return value[:57] + "..."
     if isinstance(value, float):

@@ -4,7 +4,8 @@ Run from the repository root (needs the ``service`` extra and ``wrk``; Debian: `
 install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``)::
 
     PYTHONPATH=src nice python benchmarks/collector.py [--seconds 8] [--connections 16]
-        [--estimate-batches 1000000] [--skip-postgres]
+        [--estimate-batches 1000000] [--skip-postgres] [--skip-sqlite] [--workers 1 2]
+        [--skip-batched]
 
 1. Single-report POSTs (JSON body, one OLH d = 1024 report, the natural mode for devices)
    per second and latency percentiles, for the collector (group commit, SQLite file, one
@@ -244,8 +245,10 @@ def ingest_rows(
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up, not counted
                 cpu = srv.cpu_seconds()
+                load = os.getloadavg()[0]
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
                 res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                res["load"] = load
                 bare_runs.append(res)
             finally:
                 srv.stop()
@@ -254,8 +257,10 @@ def ingest_rows(
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
                 before = stored_n(srv.port)
                 cpu = srv.cpu_seconds()
+                load = os.getloadavg()[0]
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
                 res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                res["load"] = load
                 res["stored"] = stored_n(srv.port) - before
                 res.update(commit_stats(srv.port))
                 assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
@@ -281,6 +286,8 @@ def ingest_rows(
                 "cpu_ms_per_request": coll_cpu / bare_cpu,
             }
         )
+    if args.skip_batched:
+        return rows
     srv = collector_server(tmp, database_url, workers)
     try:
         before = stored_n(srv.port)
@@ -394,9 +401,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=2, help="processes on PostgreSQL")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[2], help="processes on PostgreSQL (each)"
+    )
     parser.add_argument("--estimate-batches", type=int, default=1_000_000)
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument("--skip-batched", action="store_true", help="no 10,000-report npz row")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk must be installed (Debian: apt-get install wrk)")
@@ -405,12 +416,14 @@ def main() -> None:
         tmp = Path(d)
         machine = {**fsync_ms(tmp), "load_average_1min": os.getloadavg()[0]}
         print(f"machine before the run: {machine}")
-        rows += ingest_rows(args, tmp, f"sqlite:///{tmp / 'bench.db'}", "SQLite", 1)
+        if not args.skip_sqlite:
+            rows += ingest_rows(args, tmp, f"sqlite:///{tmp / 'bench.db'}", "SQLite", 1)
         from ldpkit.service.pgtemp import TemporaryPostgres, find_pg_bin
 
         if not args.skip_postgres and find_pg_bin() is not None:
             with TemporaryPostgres() as pg:
-                rows += ingest_rows(args, tmp, pg.url, "PostgreSQL", args.workers)
+                for workers in args.workers:
+                    rows += ingest_rows(args, tmp, pg.url, "PostgreSQL", workers)
         columns = [
             ("backend", "database"),
             ("workers", "processes"),
@@ -426,6 +439,7 @@ def main() -> None:
             ("mean_commit_ms", "commit ms"),
             ("ok", "2xx"),
             ("stored", "stored"),
+            ("load", "load"),
         ]
         print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)
         est = estimate_rows(args, tmp)

@@ -25,13 +25,15 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Column, print_table, timed
 from ldpkit.metrics import ks_distance, wasserstein
 from ldpkit.numeric import (
     HHADMM,
@@ -53,13 +55,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_S = 2.0
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+def _met(meets_target: bool) -> str:
+    return "met" if meets_target else "MISSED"
 
 
 def bench_square_wave(
@@ -199,28 +196,17 @@ def print_competitors(rows: list[dict[str, Any]], accuracy: list[dict[str, Any]]
 
     console = Console(width=200)
     if rows:
-        t = Table(title=f"SW20 competitors at n = {rows[0]['n']:,}, {rows[0]['buckets']} buckets")
-        for col in (
-            "method",
-            "eps",
-            "randomize s",
-            "aggregate s",
-            "estimate s",
-            "end-to-end s",
-            "W1",
-        ):
-            t.add_column(col, justify="right")
-        for r in rows:
-            t.add_row(
-                r["method"],
-                f"{r['epsilon']:g}",
-                f"{r['randomize_s']:.3f}",
-                f"{r['aggregate_s']:.3f}",
-                f"{r['estimate_s']:.3f}",
-                f"{r['end_to_end_s']:.3f}",
-                f"{r['w1']:.4f}",
-            )
-        console.print(t)
+        title = f"SW20 competitors at n = {rows[0]['n']:,}, {rows[0]['buckets']} buckets"
+        columns: list[Column] = [
+            ("method", "method", ""),
+            ("epsilon", "eps", "g"),
+            ("randomize_s", "randomize s", ".3f"),
+            ("aggregate_s", "aggregate s", ".3f"),
+            ("estimate_s", "estimate s", ".3f"),
+            ("end_to_end_s", "end-to-end s", ".3f"),
+            ("w1", "W1", ".4f"),
+        ]
+        print_table(title, rows, columns)
     if accuracy:
         epsilons = sorted({r["epsilon"] for r in accuracy})
         first = accuracy[0]
@@ -323,119 +309,61 @@ def print_tables(
     wiener_rows: list[dict[str, Any]],
 ) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(width=200)
-    t = Table(
-        title=f"Square Wave at n = {sw_rows[0]['n']:,}, {sw_rows[0]['buckets']} buckets (target <= {TARGET_S} s)"
-    )
-    for col in (
-        "eps",
-        "randomize s",
-        "aggregate s",
-        "matrix s",
-        "EMS s",
-        "EMS iters",
-        "ms/iter",
-        "EM s",
-        "EM iters",
-        "end-to-end s",
-        "target",
-    ):
-        t.add_column(col, justify="right")
-    for r in sw_rows:
-        t.add_row(
-            f"{r['epsilon']:g}",
-            f"{r['randomize_s']:.3f}",
-            f"{r['aggregate_s']:.3f}",
-            f"{r['matrix_s']:.3f}",
-            f"{r['ems_s']:.3f}",
-            str(r["ems_iterations"]),
-            f"{r['ems_ms_per_iteration']:.3f}",
-            f"{r['em_s']:.3f}",
-            str(r["em_iterations"]),
-            f"{r['end_to_end_s']:.3f}",
-            "met" if r["meets_target"] else "MISSED",
-        )
-    console.print(t)
-    t = Table(
-        title=f"Haar wavelet (WAV25) at n = {wavelet_rows[0]['n']:,} (target <= {TARGET_S} s)"
-    )
-    for col in (
-        "eps",
-        "J",
-        "m* at J",
-        "randomize s",
-        "aggregate s",
-        "estimate s",
-        "end-to-end s",
-        "report bytes/user",
-        "target",
-    ):
-        t.add_column(col, justify="right")
-    for r in wavelet_rows:
-        t.add_row(
-            f"{r['epsilon']:g}",
-            str(r["max_level"]),
-            str(r["top_subset_size"]),
-            f"{r['randomize_s']:.3f}",
-            f"{r['aggregate_s']:.3f}",
-            f"{r['estimate_s']:.4f}",
-            f"{r['end_to_end_s']:.3f}",
-            f"{r['report_bytes_per_user']:.0f}",
-            "met" if r["meets_target"] else "MISSED",
-        )
-    console.print(t)
-    t = Table(
-        title=f"Wiener deconvolution at n = {wiener_rows[0]['n']:,}, {wiener_rows[0]['bins']} bins"
-    )
-    for col in (
-        "eps",
-        "oracle",
-        "randomize s",
-        "aggregate s",
-        "DW s",
-        "IIW s",
-        "IIW iters",
-        "end-to-end s",
-    ):
-        t.add_column(col, justify="right")
-    for r in wiener_rows:
-        t.add_row(
-            f"{r['epsilon']:g}",
-            r["oracle"],
-            f"{r['randomize_s']:.3f}",
-            f"{r['aggregate_s']:.3f}",
-            f"{r['dw_s']:.5f}",
-            f"{r['iiw_s']:.5f}",
-            str(r["iiw_iterations"]),
-            f"{r['end_to_end_s']:.3f}",
-        )
-    console.print(t)
-    t = Table(title=f"Mean mechanisms at n = {mean_rows[0]['n']:,} (values in [0, 1])")
-    for col in (
-        "method",
-        "eps",
-        "randomize s",
-        "aggregate s",
-        "estimate s",
-        "end-to-end s",
-        "|error|",
-        "std error",
-    ):
-        t.add_column(col, justify="right")
-    for r in mean_rows:
-        t.add_row(
-            r["method"],
-            f"{r['epsilon']:g}",
-            f"{r['randomize_s']:.4f}",
-            f"{r['aggregate_s']:.4f}",
-            f"{r['estimate_s']:.6f}",
-            f"{r['end_to_end_s']:.4f}",
-            f"{r['abs_error']:.2e}",
-            f"{r['std_error']:.2e}",
-        )
-    console.print(t)
+    sw = sw_rows[0]
+    title = f"Square Wave at n = {sw['n']:,}, {sw['buckets']} buckets (target <= {TARGET_S} s)"
+    columns: list[Column] = [
+        ("epsilon", "eps", "g"),
+        ("randomize_s", "randomize s", ".3f"),
+        ("aggregate_s", "aggregate s", ".3f"),
+        ("matrix_s", "matrix s", ".3f"),
+        ("ems_s", "EMS s", ".3f"),
+        ("ems_iterations", "EMS iters", ""),
+        ("ems_ms_per_iteration", "ms/iter", ".3f"),
+        ("em_s", "EM s", ".3f"),
+        ("em_iterations", "EM iters", ""),
+        ("end_to_end_s", "end-to-end s", ".3f"),
+        ("meets_target", "target", _met),
+    ]
+    print_table(title, sw_rows, columns)
+    title = f"Haar wavelet (WAV25) at n = {wavelet_rows[0]['n']:,} (target <= {TARGET_S} s)"
+    columns = [
+        ("epsilon", "eps", "g"),
+        ("max_level", "J", ""),
+        ("top_subset_size", "m* at J", ""),
+        ("randomize_s", "randomize s", ".3f"),
+        ("aggregate_s", "aggregate s", ".3f"),
+        ("estimate_s", "estimate s", ".4f"),
+        ("end_to_end_s", "end-to-end s", ".3f"),
+        ("report_bytes_per_user", "report bytes/user", ".0f"),
+        ("meets_target", "target", _met),
+    ]
+    print_table(title, wavelet_rows, columns)
+    title = f"Wiener deconvolution at n = {wiener_rows[0]['n']:,}, {wiener_rows[0]['bins']} bins"
+    columns = [
+        ("epsilon", "eps", "g"),
+        ("oracle", "oracle", ""),
+        ("randomize_s", "randomize s", ".3f"),
+        ("aggregate_s", "aggregate s", ".3f"),
+        ("dw_s", "DW s", ".5f"),
+        ("iiw_s", "IIW s", ".5f"),
+        ("iiw_iterations", "IIW iters", ""),
+        ("end_to_end_s", "end-to-end s", ".3f"),
+    ]
+    print_table(title, wiener_rows, columns)
+    title = f"Mean mechanisms at n = {mean_rows[0]['n']:,} (values in [0, 1])"
+    columns = [
+        ("method", "method", ""),
+        ("epsilon", "eps", "g"),
+        ("randomize_s", "randomize s", ".4f"),
+        ("aggregate_s", "aggregate s", ".4f"),
+        ("estimate_s", "estimate s", ".6f"),
+        ("end_to_end_s", "end-to-end s", ".4f"),
+        ("abs_error", "|error|", ".2e"),
+        ("std_error", "std error", ".2e"),
+    ]
+    print_table(title, mean_rows, columns)
     console.print(
         f"Reference, dense BLAS M @ theta and M.T @ x on {matvec['shape']} float64: "
         f"{matvec['matvec_pair_ms']:.3f} ms per pair (EMS ms/iter above is the whole "

@@ -66,3 +66,4 @@ def _load_helpers(name: str) -> None:
 
 
 _load_helpers("_jshelpers")
+_load_helpers("_streamhelpers")

@@ -324,6 +324,34 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             _add(reg, Entry(f"{top}.allocation_counts", spec.allocation_counts, {"n": 100}))
         if hasattr(spec, "level_size"):
             _add(reg, Entry(f"{top}.level_size", spec.level_size, {"level": 1}))
+        if {"low", "high"} <= set(kwargs):
+            # the domain end to end: bounds the constructor accepts must estimate finite
+            # answers (issue 12: high=1e300 was accepted, then estimating overflowed)
+            _add(
+                reg,
+                Entry(
+                    f"{top}.domain",
+                    lambda low, high, _cls=cls: _domain_answers(_cls, low, high),
+                    {"low": spec.low, "high": spec.high},
+                    aliases={"low": ("high",), "high": ("low",)},
+                ),
+            )
+
+
+def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
+    """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
+    from ldpkit.numeric import Distribution
+    from ldpkit.testing import small_spec
+
+    spec = small_spec(cls, low=low, high=high)
+    if type(spec).__name__ == "DiscreteSquareWave":
+        values = np.arange(40) % spec.buckets
+    else:
+        values = np.linspace(spec.low, spec.high, 40)
+    est = spec.run(values, rng=0)
+    if isinstance(est, Distribution):
+        return est.mean(), est.var()
+    return est.mean, est.variance
 
 
 def _estimate(d: int = 6, n: int = 300) -> Any:

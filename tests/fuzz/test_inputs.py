@@ -143,11 +143,77 @@ def test_wave_bucket_matrix_and_smooth_refuse_invalid_input():
         numeric.smooth(np.zeros(8))
 
 
-@pytest.mark.parametrize("mechanism", ["SquareWave", "StochasticRounding", "HHADMM"])
-def test_domains_whose_width_overflows_are_refused(mechanism):
-    cls = ldpkit.spec.mechanism_registry()[mechanism]
-    with pytest.raises(ValueError, match="high - low must be a finite width"):
-        cls(epsilon=1.0, low=-1e308, high=1e308)
+def _numerical_mechanisms():
+    import dataclasses
+
+    return sorted(
+        name
+        for name, cls in ldpkit.spec.mechanism_registry().items()
+        if {"low", "high"} <= {f.name for f in dataclasses.fields(cls)}
+    )
+
+
+_NUMERICAL = _numerical_mechanisms()
+
+
+def test_every_numerical_spec_is_checked_below():
+    # the bounds tests below cover every registered spec with a [low, high] domain
+    assert {"StochasticRounding", "PiecewiseMechanism", "HybridMechanism", "SquareWave"} <= set(
+        _NUMERICAL
+    )
+    assert {"DiscreteSquareWave", "HierarchicalHistogram", "HaarHRR", "HaarWavelet"} <= set(
+        _NUMERICAL
+    )
+    assert "AutoDistribution" in _NUMERICAL
+
+
+@pytest.mark.parametrize("mechanism", _NUMERICAL)
+@pytest.mark.parametrize(
+    ("low", "high", "match"),
+    [
+        # issue 12: 1e300 was accepted, then the squared half-span raised OverflowError
+        (0.0, 1e300, r"high must be a finite number >= -1e\+100 and <= 1e\+100, got 1e\+300"),
+        (-1e300, 0.0, r"low must be a finite number >= -1e\+100 and <= 1e\+100, got -1e\+300"),
+        (0.0, 1.01e100, r"high must be a finite number >= -1e\+100 and <= 1e\+100"),
+        (-1e308, 1e308, r"low must be a finite number >= -1e\+100"),
+        (-1e100, 1e100, r"high - low must be a width <= 1e\+100, got \[-1e\+100, 1e\+100\]"),
+    ],
+)
+def test_numerical_domains_beyond_max_magnitude_are_refused(mechanism, low, high, match):
+    with pytest.raises(ValueError, match=match):
+        ldpkit.testing.small_spec(mechanism, low=low, high=high)
+
+
+@pytest.mark.parametrize("mechanism", _NUMERICAL)
+def test_numerical_domains_at_max_magnitude_estimate_finite_answers(mechanism):
+    from ldpkit.numeric import Distribution
+
+    spec = ldpkit.testing.small_spec(mechanism, epsilon=1e-3, low=-5e99, high=5e99)
+    if mechanism == "DiscreteSquareWave":
+        values = np.arange(200) % spec.buckets
+    else:
+        values = np.linspace(-5e99, 5e99, 200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning is a failure too
+        est = spec.run(values, rng=0)
+        if isinstance(est, Distribution):
+            answers = [est.mean(), est.var(), est.cdf(np.array([0.0]))]
+        else:
+            answers = [est.mean, est.variance, *est.mean_interval(0.05)]
+    assert np.all(np.isfinite(np.concatenate([np.ravel(a) for a in answers])))
+
+
+@pytest.mark.parametrize("mechanism", ["StochasticRounding", "PiecewiseMechanism"])
+def test_estimate_variance_refuses_widths_whose_squares_exceed_max_magnitude(mechanism):
+    from ldpkit.numeric import estimate_variance
+
+    spec = ldpkit.testing.small_spec(mechanism, low=0.0, high=1e60)
+    with pytest.raises(ValueError, match=r"spec.high - spec.low must be < 1e\+50"):
+        estimate_variance(spec, np.linspace(0.0, 1e60, 10), rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = estimate_variance(spec.__class__(epsilon=1.0, low=0.0, high=9e49), [0.0, 9e49], rng=0)
+    assert math.isfinite(ok.variance)
 
 
 def test_masked_arrays_are_refused_not_unmasked():

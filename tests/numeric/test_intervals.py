@@ -329,3 +329,20 @@ def test_coverage_of_em_bootstrap_intervals(method) -> None:
     if method == "ems":  # and, for EMS, without the bias correction (smoothing bias left in)
         bad = _bootstrap_coverage(spec, method, bias_correction=False)
         assert not (0.90 <= bad[0] <= 0.985 and abs(bad[1] - 1.0) < 0.3), bad
+
+
+def test_em_bootstrap_caps_max_iter_as_em_does():
+    # max_iter sizes each fit's trace (one float per step): uncapped, 10**15 raised a
+    # MemoryError instead of naming the parameter
+    from ldpkit.numeric.em import MAX_ITERATIONS
+
+    spec = SquareWave(epsilon=1.0, buckets=16)
+    stats = spec.aggregate(spec.randomize(np.linspace(0.0, 1.0, 500), rng=0))
+    theta = em(stats).probabilities
+    for big in (MAX_ITERATIONS + 1, 10**15):
+        with pytest.raises(ValueError, match=r"max_iter must be an integer in \[0, 10000000\]"):
+            bootstrap(stats, theta, max_iter=big, replicates=2, rng=0)
+        with pytest.raises(ValueError, match=r"max_iter must be an integer in \[0, 10000000\]"):
+            em(stats, max_iter=big)
+    draws = bootstrap(stats, theta, max_iter=MAX_ITERATIONS, replicates=2, rng=0)
+    assert draws.replicates.shape == (2, 16)

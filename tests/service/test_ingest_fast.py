@@ -11,7 +11,7 @@ from fastapi import HTTPException
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import OperationalError
 
-from ldpkit import GRR, OLH, OUE, PiecewiseMechanism, Reports, SquareWave
+from ldpkit import GRR, OLH, OUE, PiecewiseMechanism, Reports, SquareWave, Stats
 from ldpkit.io import reports_from_dict, reports_to_bytes, reports_to_dict
 from ldpkit.service import Limits, app_from_config, create_app, new_token
 from ldpkit.service.app import _fast_json_reports, _FastField
@@ -115,10 +115,7 @@ def test_json_rows_decode_to_the_same_reports_as_the_general_decoder(spec):
     data = json.loads(json.dumps(reports_to_dict(reports)))
     template = {k: _FastField(v.dtype, v.shape[1:]) for k, v in reports.arrays.items()}
     fast = _fast_json_reports(data, spec, template)
-    if any(v.ndim > 1 for v in reports.arrays.values()):
-        assert fast is None  # multi-column fields take the general decoder
-        return
-    assert fast is not None
+    assert fast is not None  # fixed-width integer rows (OUE's packed bits) too
     got = fast.to_reports(spec) if isinstance(fast, ReportRows) else fast
     assert got.equals(reports_from_dict(data, expected=spec))
     assert got.equals(reports)
@@ -144,6 +141,62 @@ def test_values_outside_their_dtype_never_reach_the_group(db):
             assert resp.status_code == 422, (body["arrays"], resp.text)
         assert c.post("/v1/reports/x", json=_one(1, 1)).status_code == 201
         assert c.get("/v1/collections/x").json()["n"] == 1
+
+
+def _oue_rows_mutations():
+    ok = {"dtype": "|u1", "shape": [1, 2], "data": [[6, 35]]}
+    yield "ok", ok, True
+    yield "bare list", [[6, 35]], True
+    yield "no shape", {"data": [[6, 35]]}, True
+    yield "string entry", {**ok, "data": [["6", 35]]}, True  # the general decoder's leniency
+    yield "256", {**ok, "data": [[256, 35]]}, False
+    yield "-1", {**ok, "data": [[-1, 35]]}, False
+    yield "bool", {**ok, "data": [[True, 35]]}, False
+    yield "float", {**ok, "data": [[6.0, 35]]}, False
+    yield "short row", {"data": [[6]]}, False
+    yield "long row", {"data": [[6, 35, 1]]}, False
+    yield "ragged rows", {"data": [[6, 35], [1]]}, False
+    yield "flat", {"data": [6, 35]}, False
+    yield "wrong shape", {**ok, "shape": [2, 1]}, False
+    yield "wrong dtype", {**ok, "dtype": "<u2"}, False
+    yield "empty", {**ok, "shape": [0, 2], "data": []}, False
+
+
+@pytest.mark.parametrize("case", list(_oue_rows_mutations()), ids=lambda c: c[0])
+def test_fixed_width_rows_are_accepted_exactly_when_the_general_decoder_accepts(case, db):
+    _, entry, accepted = case
+    spec = OUE(epsilon=1.0, domain_size=16)  # 2 bytes of packed bits per report
+    body = {**reports_to_dict(spec.randomize([3], rng=1)), "arrays": {"bits": entry}}
+    template = {"bits": _FastField(np.dtype(np.uint8), (2,))}
+    fast = _fast_json_reports(json.loads(json.dumps(body)), spec, template)
+    try:
+        general = reports_from_dict(body, expected=spec, dtypes={"bits": np.dtype(np.uint8)})
+        spec.aggregate(general)
+    except (ValueError, TypeError):
+        general = None
+    assert (general is not None) == accepted
+    if fast is not None:  # what the fast path takes, the general path takes, same arrays
+        assert general is not None
+        got = fast.to_reports(spec) if isinstance(fast, ReportRows) else fast
+        assert got.equals(general)
+    with TestClient(create_app({"o": spec}, db)) as c:
+        resp = c.post("/v1/reports/o", json=body)
+        assert resp.status_code == (201 if accepted else 422), resp.text
+
+
+def test_fixed_width_rows_of_a_group_aggregate_like_one_batch(db):
+    spec = OUE(epsilon=1.0, domain_size=20)
+    reports = spec.randomize(np.arange(40) % 20, rng=5)
+    with TestClient(create_app({"o": spec}, db)) as c:
+        for i in range(len(reports)):
+            resp = c.post("/v1/reports/o", json=reports_to_dict(reports[i : i + 1]))
+            assert resp.status_code == 201
+        stats = c.get("/v1/collections/o/stats").json()
+    assert Stats.from_dict(stats) == spec.aggregate(reports)
+    # and not just any 40 reports: one flipped bit changes the stored Stats
+    other = reports.arrays["bits"].copy()
+    other[0, 0] ^= 1
+    assert Stats.from_dict(stats) != spec.aggregate(Reports(spec, bits=other))
 
 
 def _peak(fn):

@@ -2,6 +2,7 @@
 
 import datetime as dt
 import hashlib
+import hmac
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +15,8 @@ from sqlalchemy.exc import OperationalError
 from ldpkit import GRR, OLH, OUE
 from ldpkit.io import reports_to_bytes, reports_to_dict
 from ldpkit.service import Limits, app_from_config, create_app, is_loopback, main, new_token
-from ldpkit.service.auth import parse_tokens
+from ldpkit.service.app import _whole_second_clock
+from ldpkit.service.auth import TokenAuth, parse_tokens
 from ldpkit.service.store import batches_table, rollups_table
 
 SPEC = OLH(epsilon=2.0, domain_size=50)
@@ -165,6 +167,63 @@ def test_token_config_is_validated():
         parse_tokens([])
     token, digest = new_token()
     assert hashlib.sha256(token.encode()).hexdigest() == digest and len(token) >= 40
+
+
+def test_token_lookup_identifies_each_configured_token_and_nothing_else(monkeypatch):
+    made = [new_token() for _ in range(4)]
+    scopes = [["ingest"], ["read"], ["admin"], ["ingest", "read"]]
+    auth = TokenAuth(
+        parse_tokens(
+            [
+                {"name": f"t{i}", "scopes": s, "sha256": h.upper() if i == 3 else h}
+                for i, ((_, h), s) in enumerate(zip(made, scopes))
+            ]
+        )
+    )
+    for i, (token, _) in enumerate(made):
+        for header in (f"Bearer {token}", f"bearer {token}", f"Bearer   {token}  "):
+            found = auth.identify(header)
+            assert found is not None and found.name == f"t{i}"
+    other, _ = new_token()
+    for header in (
+        None,
+        "",
+        "Bearer",
+        "Bearer  ",
+        f"Basic {made[0][0]}",
+        f"Bearer {other}",
+        f"Bearer {made[0][0]}x",
+        f"Bearer {made[0][0][:-1]}",
+        made[0][0],
+    ):
+        assert auth.identify(header) is None, header
+    # what scopes grant: admin implies read, nothing implies ingest
+    allowed = {(t.name, s) for t in auth.tokens for s in ("ingest", "read", "admin") if t.allows(s)}
+    assert allowed == {
+        ("t0", "ingest"),
+        ("t1", "read"),
+        ("t2", "admin"),
+        ("t2", "read"),
+        ("t3", "ingest"),
+        ("t3", "read"),
+    }
+    # the hash found is still confirmed with a constant-time comparison
+    calls = []
+    real = hmac.compare_digest
+    monkeypatch.setattr(
+        "ldpkit.service.auth.hmac.compare_digest", lambda a, b: calls.append(1) or real(a, b)
+    )
+    assert auth.identify(f"Bearer {made[1][0]}").name == "t1" and calls == [1]
+
+
+def test_receive_time_is_whole_seconds_utc():
+    clock = _whole_second_clock()
+    before = dt.datetime.now(dt.UTC)
+    got = clock()
+    after = dt.datetime.now(dt.UTC)
+    assert got.tzinfo is dt.UTC and got.microsecond == 0
+    assert before.replace(microsecond=0) <= got <= after
+    assert clock() is got or clock() > got  # the same object until the second changes
 
 
 def test_open_server_only_on_loopback(tmp_path):
@@ -383,3 +442,107 @@ def test_access_log_format_leaves_client_addresses_out():
 
     assert "client_addr" not in _log_config(False)["formatters"]["access"]["fmt"]
     assert "client_addr" in _log_config(True)["formatters"]["access"]["fmt"]
+
+
+def test_roll_up_parts_compaction_and_deletes_are_exact(db):
+    """Group commits append roll-up parts; compaction folds them into the roll-up rows
+    without changing any total; deletes take both; a database made before the parts table
+    existed gets it on open."""
+    from sqlalchemy import create_engine
+
+    from ldpkit.service.store import CollectorStore, PendingBatch, metadata, rollup_parts_table
+
+    engine = create_engine(db)  # the previous schema: everything but the parts table
+    metadata.create_all(
+        engine, tables=[t for t in metadata.sorted_tables if t is not rollup_parts_table]
+    )
+    engine.dispose()
+    store = CollectorStore(db)
+    store.register("x", SPEC, 3600)
+    sent = []
+
+    def write(i, token):
+        r = SPEC.randomize([i % 50, (3 * i) % 50, 7], rng=500 + i)
+        sent.append((i, token, r))
+        item = PendingBatch(
+            "x",
+            len(r),
+            stats=SPEC.aggregate(r),
+            token=token,
+            received_at=T0 + dt.timedelta(hours=i % 3, minutes=i),
+        )
+        (record,) = store.commit_group([item])
+        assert not isinstance(record, Exception)
+
+    def count(table):
+        with store.engine.connect() as conn:
+            return len(conn.execute(select(table.c.bucket)).all())
+
+    def check(keep):
+        kept = [r for i, t, r in sent if keep(i, t)]
+        expected = SPEC.aggregate(kept[0].concat(*kept[1:]))
+        stats, batches = store.merged("x", SPEC)
+        assert (stats.n, batches) == (expected.n, len(kept)) == store.summary("x")
+        for name, arr in expected.arrays.items():
+            np.testing.assert_array_equal(stats.arrays[name], arr)
+        per_bucket = [
+            sum(len(r) for i, t, r in sent if keep(i, t) and i % 3 == h) for h in range(3)
+        ]
+        assert [n for _, n, _ in store.buckets("x")] == [n for n in per_bucket if n]
+
+    try:
+        for i in range(12):
+            write(i, "a" if i % 2 else "b")
+        assert count(rollup_parts_table) == 12 and count(rollups_table) == 0
+        check(lambda i, t: True)
+        assert store.compact(limit=5) == 12  # three rounds of at most five parts
+        assert count(rollup_parts_table) == 0 and count(rollups_table) == 6  # 3 buckets x 2 tokens
+        check(lambda i, t: True)
+        for i in range(12, 18):  # new parts on top of folded roll-ups
+            write(i, "a" if i % 2 else "b")
+        check(lambda i, t: True)
+        assert store.delete_batches("x", token="b") == (9, 27)  # from roll-ups and parts alike
+        check(lambda i, t: t == "a")
+        since = int((T0 + dt.timedelta(hours=1)).timestamp())
+        assert store.delete_batches("x", since=since, until=since + 3600) == (3, 9)
+        check(lambda i, t: t == "a" and i % 3 != 1)
+        store.compact()
+        check(lambda i, t: t == "a" and i % 3 != 1)
+        assert count(rollup_parts_table) == 0
+    finally:
+        store.close()
+
+
+def test_batch_ids_are_unique_time_ordered_uuid7():
+    import uuid
+
+    from ldpkit.service import store
+
+    ids = [store.new_batch_id() for _ in range(5000)]
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)  # counter within the millisecond
+    parsed = [uuid.UUID(i) for i in ids]
+    assert all(
+        u.version == 7 and u.variant == uuid.RFC_4122 and str(u) == i for u, i in zip(parsed, ids)
+    )
+    # A new process (here: a changed pid) draws a new random base.
+    pid, base, counter = store._id_state
+    store._id_state = (pid - 1, base, counter)
+    other = store.new_batch_id()
+    assert store._id_state[1] != base and other not in ids
+
+
+def test_parts_left_by_a_killed_process_are_folded_at_start(db):
+    from ldpkit.service.store import CollectorStore, PendingBatch, rollup_parts_table
+
+    store = CollectorStore(db)
+    store.register("x", SPEC, 3600)
+    r = SPEC.randomize([1, 2, 3], rng=7)
+    store.commit_group([PendingBatch("x", 3, stats=SPEC.aggregate(r), received_at=T0)])
+    store.engine.dispose()  # gone without compacting (as after kill -9)
+    app = create_app({"x": SPEC}, db)
+    with TestClient(app) as c:
+        with app.state.collector.store.engine.connect() as conn:
+            assert conn.execute(select(rollup_parts_table.c.id)).all() == []
+        body = c.get("/v1/collections/x/estimate").json()
+    assert (body["n"], body["batches"]) == (3, 1)
+    np.testing.assert_array_equal(body["frequencies"], SPEC.estimate(SPEC.aggregate(r)).frequencies)

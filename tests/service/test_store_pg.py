@@ -1,4 +1,4 @@
-"""The PostgreSQL group commit (CollectorStore.commit_group_pg, two round trips per group).
+"""The PostgreSQL group commit (CollectorStore.commit_group_pg, one round trip per group).
 
 Same contract as commit_group: new batches stored once, retries answered with the first
 record, reused keys for other content refused, totals exact with two writer processes'
@@ -82,6 +82,54 @@ def test_concurrent_writers_lose_nothing(fresh_postgres):
         assert not errors, errors
         # 3 writers x 15 unkeyed one-report batches + 15 shared two-report batches, once each.
         assert stores[0].summary("c") == (3 * 15 + 15 * 2, 3 * 15 + 15)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_compaction_racing_writers_and_compactors_is_exact(fresh_postgres):
+    """Two compactors (one per worker process in a server) and writers at once: every
+    part is folded exactly once, and readers see the same totals throughout."""
+    stores = [_store(fresh_postgres) for _ in range(3)]
+    errors: list[Exception] = []
+    stop = threading.Event()
+    everything = [_item([g % 8, (3 * g) % 8], rng=g) for g in range(40)]
+
+    def write(store, share):
+        try:
+            for g in range(0, 40, 2):
+                for r in store.commit_group_pg([everything[g + share]]):
+                    assert not isinstance(r, Exception), r
+        except Exception as exc:
+            errors.append(exc)
+
+    def compact(store):
+        try:
+            while not stop.is_set():
+                store.compact(limit=3)
+        except Exception as exc:
+            errors.append(exc)
+
+    writers = [threading.Thread(target=write, args=(stores[i], i)) for i in (0, 1)]
+    compactors = [threading.Thread(target=compact, args=(s,)) for s in stores[1:]]
+    for t in writers + compactors:
+        t.start()
+    for t in writers:
+        t.join(120)
+    stop.set()
+    for t in compactors:
+        t.join(120)
+    try:
+        assert not errors, errors
+        stores[0].compact()
+        with stores[0].engine.connect() as conn:
+            parts = conn.exec_driver_sql("SELECT count(*) FROM ldpkit_rollup_parts").scalar()
+        assert parts == 0
+        stats, batches = stores[0].merged("c", SPEC)
+        expected = SPEC.empty_stats().merge(*(i.stats for i in everything))
+        assert (stats.n, batches) == (80, 40) and stores[0].summary("c") == (80, 40)
+        for name, arr in expected.arrays.items():
+            np.testing.assert_array_equal(stats.arrays[name], arr)
     finally:
         for s in stores:
             s.close()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+from _streamhelpers import geometric_stream as _stream
 from ldpkit.numeric import PiecewiseMechanism, SquareWave, StochasticRounding, piecewise_variance
 from ldpkit.stream import (
     FixedDomainLDP,
@@ -18,10 +19,6 @@ from ldpkit.stream import (
     stream_from_dict,
 )
 from ldpkit.stream.local_baselines import square_wave_mean_variance
-
-
-def _stream(n: int, seed: int = 0, bound: int = 100) -> np.ndarray:
-    return np.minimum(np.random.default_rng(seed).geometric(0.15, n), bound).astype(float)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])

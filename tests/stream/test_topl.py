@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from _streamhelpers import assert_same_dict
+from _streamhelpers import geometric_stream as _stream
 from ldpkit.numeric import (
     HybridMechanism,
     PiecewiseMechanism,
@@ -32,21 +34,6 @@ from ldpkit.stream import (
     topl_threshold_objective,
 )
 from ldpkit.testing import binomial_z
-
-
-def _stream(n: int, seed: int = 0, bound: int = 100) -> np.ndarray:
-    return np.minimum(np.random.default_rng(seed).geometric(0.15, n), bound).astype(float)
-
-
-def _assert_same_dict(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for key in a:
-        if isinstance(a[key], dict):
-            _assert_same_dict(a[key], b[key])
-        elif isinstance(a[key], np.ndarray):
-            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-        else:
-            assert a[key] == b[key], key
 
 
 def _known_f(d: int = 1024) -> np.ndarray:
@@ -366,7 +353,7 @@ def test_ingest_batching_does_not_change_the_answers() -> None:
         for part in np.split(np.arange(5000), [1, 2, 63, 64, 65, 700, 4999]):
             pieces.ingest(reports[part])
         np.testing.assert_array_equal(whole.range_sums(*q)[0], pieces.range_sums(*q)[0])
-        _assert_same_dict(whole.to_dict()["state"], pieces.to_dict()["state"])
+        assert_same_dict(whole.to_dict()["state"], pieces.to_dict()["state"])
 
 
 def test_state_size_apart_from_the_store() -> None:
@@ -407,7 +394,7 @@ def test_resume_from_dict_and_pickle_gives_identical_answers(cut: int, g: int) -
         np.testing.assert_array_equal(ref[0], got[0])
         np.testing.assert_array_equal(ref[1], got[1])
         assert other.threshold == live.threshold
-        _assert_same_dict(live.to_dict(), other.to_dict())
+        assert_same_dict(live.to_dict(), other.to_dict())
 
 
 def test_same_seed_same_output_other_seed_differs() -> None:
@@ -415,7 +402,7 @@ def test_same_seed_same_output_other_seed_differs() -> None:
     a = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=5).update(values)
     b = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128).simulate(values, rng=5)
     c = ToPL(1.0, 100, threshold_size=4000, length=26_000, buckets=128, rng=6).update(values)
-    _assert_same_dict(a.to_dict()["state"], b.to_dict()["state"])
+    assert_same_dict(a.to_dict()["state"], b.to_dict()["state"])
     assert not np.array_equal(a.to_dict()["state"]["prefix"], c.to_dict()["state"]["prefix"])
     gen = np.random.default_rng(0)
     before = gen.bit_generator.state["state"]["state"]
@@ -728,7 +715,7 @@ def test_extend_keeps_its_base_meaning() -> None:
     b = ToPL(1.0, 100, threshold_size=1000, length=5000, buckets=64, rng=1)
     for batch in batches:
         b.update(batch)
-    _assert_same_dict(a.to_dict(), b.to_dict())
+    assert_same_dict(a.to_dict(), b.to_dict())
 
 
 def test_resume_with_the_default_secure_generator() -> None:

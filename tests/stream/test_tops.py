@@ -7,22 +7,12 @@ import pickle
 import numpy as np
 import pytest
 
+from _streamhelpers import assert_same_dict, geometric_stream
 from ldpkit.stream import NME, ToPS, evaluate_ranges, stream_from_dict
 
 
 def _stream(n: int, seed: int = 0, bound: int = 200) -> np.ndarray:
-    return np.minimum(np.random.default_rng(seed).geometric(0.1, n), bound).astype(float)
-
-
-def _assert_same_dict(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for key in a:
-        if isinstance(a[key], dict):
-            _assert_same_dict(a[key], b[key])
-        elif isinstance(a[key], np.ndarray):
-            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-        else:
-            assert a[key] == b[key], key
+    return geometric_stream(n, seed, bound, p=0.1)
 
 
 # ---------------------------------------------------------------- state
@@ -72,7 +62,7 @@ def test_resume_from_dict_and_pickle_gives_identical_answers(cut: int) -> None:
         np.testing.assert_array_equal(ref[0], got[0])
         np.testing.assert_array_equal(ref[1], got[1])
         assert other.value_at() == live.value_at()
-        _assert_same_dict(live.to_dict(), other.to_dict())
+        assert_same_dict(live.to_dict(), other.to_dict())
 
 
 def test_same_seed_same_output_and_batching_does_not_matter() -> None:
@@ -82,7 +72,7 @@ def test_same_seed_same_output_and_batching_does_not_matter() -> None:
     pieces = ToPS(1.0, 200, threshold_size=4000, length=25_000, rng=5).extend(
         np.split(values, cuts)
     )
-    _assert_same_dict(whole.to_dict(), pieces.to_dict())
+    assert_same_dict(whole.to_dict(), pieces.to_dict())
     other_seed = ToPS(1.0, 200, threshold_size=4000, length=25_000, rng=6).update(values)
     assert not np.array_equal(
         other_seed.to_dict()["state"]["tree_noisy_0"], whole.to_dict()["state"]["tree_noisy_0"]

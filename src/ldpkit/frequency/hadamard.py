@@ -246,11 +246,31 @@ def _check_dense(rows: int, columns: int) -> None:
         )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _HadamardCoin(PureFrequencyOracle):
+    """What HR and HRR share: one exact keep coin (:func:`_keep_flip`) and ``q* = 1/2``.
+
+    The true item is supported exactly when the coin keeps (``p* = P[keep]``, the realized
+    value); any other item with probability 1/2, as two rows of H agree on half the
+    columns (see each class).
+    """
+
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
+    @property
+    def p(self) -> float:
+        return _keep_flip(self.epsilon)[0]
+
+    @property
+    def q(self) -> float:
+        return 0.5
+
+
 # ---------------------------------------------------------------------------------------
 # Hadamard response
 # ---------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HadamardResponse(PureFrequencyOracle):
+class HadamardResponse(_HadamardCoin):
     """Hadamard response (HR): one index in [K] per user, aggregated by one FWHT.
 
     With ``K = 2^ceil(log2(d + 1))`` (the smallest power of two above d), item v owns
@@ -308,20 +328,10 @@ class HadamardResponse(PureFrequencyOracle):
     6
     """
 
-    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
-
     @property
     def hadamard_size(self) -> int:
         """K = 2^ceil(log2(d + 1)), the number of possible reports."""
         return 1 << self.domain_size.bit_length()
-
-    @property
-    def p(self) -> float:
-        return _keep_flip(self.epsilon)[0]
-
-    @property
-    def q(self) -> float:
-        return 0.5
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Each user's report y in [K]; ``reports.values`` holds y."""
@@ -365,7 +375,7 @@ class HadamardResponse(PureFrequencyOracle):
 # Hadamard randomized response
 # ---------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HRR(PureFrequencyOracle):
+class HRR(_HadamardCoin):
     """Hadamard randomized response: one random Hadamard coefficient, one noisy sign.
 
     With ``K = 2^ceil(log2 d)``, a user with item v draws a column j uniform in [K] and
@@ -417,20 +427,10 @@ class HRR(PureFrequencyOracle):
     (dtype('uint8'), dtype('int8'))
     """
 
-    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
-
     @property
     def hadamard_size(self) -> int:
         """K = 2^ceil(log2 d), the number of Hadamard coefficients."""
         return 1 << (self.domain_size - 1).bit_length()
-
-    @property
-    def p(self) -> float:
-        return _keep_flip(self.epsilon)[0]
-
-    @property
-    def q(self) -> float:
-        return 0.5
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Each user's ``(j, s)``; ``reports.values`` holds j and ``reports.signs`` s."""

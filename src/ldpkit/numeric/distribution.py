@@ -19,6 +19,7 @@ import numpy as np
 from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_ENTRIES,
+    MAX_MAGNITUDE,
     check_array,
     check_integer,
     check_not_masked,
@@ -43,14 +44,21 @@ APPROXIMATE_ABOVE = 0.02
 
 
 def check_bounds(low: Any, high: Any) -> tuple[float, float]:
-    """Validate an interval ``[low, high]`` of finite numbers with ``low < high``."""
-    lo = check_real(low, "low")
-    hi = check_real(high, "high")
+    """Validate an interval ``[low, high]`` of finite numbers with ``low < high``.
+
+    ``low``, ``high`` and the width ``high - low`` are at most :data:`MAX_MAGNITUDE` (1e100)
+    in magnitude: estimators square the (half-)width and the values (e.g. the mean
+    estimators' variances, :meth:`Distribution.var`), which overflowed for bounds near 1e300
+    (issue 12). Every numerical spec validates its domain here.
+    """
+    lo = check_real(low, "low", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE)
+    hi = check_real(high, "high", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE)
     if not hi > lo:
         raise ValueError(f"high must be a finite number > low ({lo:g}), got {hi!r}")
-    if not math.isfinite(hi - lo):  # e.g. [-1e308, 1e308]: the width overflows to inf
+    if hi - lo > MAX_MAGNITUDE:  # e.g. [-1e100, 1e100]: each end is fine, the width is not
         raise ValueError(
-            f"high - low must be a finite width, got [{lo:g}, {hi:g}] (width overflows)"
+            f"high - low must be a width <= {MAX_MAGNITUDE:g}, got [{lo:g}, {hi:g}] "
+            f"(width {hi - lo:g})"
         )
     return lo, hi
 

@@ -596,7 +596,7 @@ def bootstrap(
         raise ValueError(f"method must be one of 'ems', 'em', got {method!r}")
     replicates = check_integer(replicates, "replicates", low=2)
     tol = check_real(tol, "tol", low=0.0)
-    max_iter = check_integer(max_iter, "max_iter", low=0)
+    max_iter = check_integer(max_iter, "max_iter", low=0, high=MAX_ITERATIONS)  # as em, ems
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__}")
     gen = as_generator(rng)

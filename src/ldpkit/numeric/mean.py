@@ -44,6 +44,7 @@ from .. import _crmath
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import (
+    MAX_MAGNITUDE,
     check_array,
     check_epsilon,
     check_integer,
@@ -554,7 +555,7 @@ class StochasticRounding(_MeanMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget in (0, 700].
+        Privacy budget in [1e-6, 30] (``max_epsilon``: the exact integer law).
     low, high : float
         Value domain (default [-1, 1]).
 
@@ -629,7 +630,7 @@ class PiecewiseMechanism(_MeanMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget in (0, 700].
+        Privacy budget in [1e-6, 40] (``max_epsilon``: the exact integer law).
     low, high : float
         Value domain (default [-1, 1]).
 
@@ -730,7 +731,7 @@ class HybridMechanism(_MeanMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget in (0, 700].
+        Privacy budget in [1e-6, 30] (``max_epsilon``, that of SR).
     low, high : float
         Value domain (default [-1, 1]).
 
@@ -861,6 +862,12 @@ def estimate_variance(
             f"got {type(spec).__name__}"
         )
     split = check_probability(split, "split")
+    width = spec.high - spec.low
+    if width * width > MAX_MAGNITUDE:  # the second round's domain [0, width^2] is bounded too
+        raise ValueError(
+            f"spec.high - spec.low must be < {math.sqrt(MAX_MAGNITUDE):g} for "
+            f"estimate_variance (squared deviations are reported), got {width:g}"
+        )
     v = spec.check_values(values)
     n = v.size
     if n < 2:

@@ -620,7 +620,7 @@ class SquareWave(_Wave):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in (0, 700].
+        Privacy budget, in [1e-6, 40] (``max_epsilon``: the exact integer law).
     low, high : float
         The value domain (default [0, 1]).
     buckets : int

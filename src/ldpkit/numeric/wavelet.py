@@ -650,7 +650,7 @@ def haar_coefficients(
     values on 2^(J+1) equal buckets exactly (Lemma 1).
     """
     max_level = check_integer(max_level, "max_level", low=0, high=MAX_LEVEL)
-    lo, hi = check_real(low, "low"), check_real(high, "high")
+    lo, hi = check_bounds(low, high)
     v = check_numeric_values(values, lo, hi, "values")
     if v.size == 0:
         raise ValueError("values must hold at least one value, got an empty array")

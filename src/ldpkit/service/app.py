@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import re
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
@@ -440,6 +441,25 @@ def _iso(ts: int | None) -> str | None:
     return None if ts is None else dt.datetime.fromtimestamp(ts, dt.UTC).isoformat()
 
 
+def _whole_second_clock() -> Callable[[], dt.datetime]:
+    """``datetime.now(UTC)`` without its microseconds, built once per second (the same
+    object for every request of a second: one float read and a compare per call)."""
+    # One tuple, replaced whole: a thread (large bodies are decoded in the thread pool)
+    # never sees one second's number with another second's datetime.
+    last: list[tuple[int, dt.datetime]] = [(-1, dt.datetime.fromtimestamp(0, dt.UTC))]
+
+    def clock() -> dt.datetime:
+        second = math.floor(time.time())
+        cached = last[0]
+        if cached[0] == second:
+            return cached[1]
+        now = dt.datetime.fromtimestamp(second, dt.UTC)
+        last[0] = (second, now)
+        return now
+
+    return clock
+
+
 def _parse_time(value: str | None, name: str) -> int | None:
     """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds."""
     if value is None:
@@ -492,9 +512,10 @@ class _Collector:
         self.bucket_seconds = bucket_seconds
         self.metrics = Metrics(metrics_dir)
         # When a batch counts as received (whole seconds, UTC); tests replace it.
-        self.clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC).replace(
-            microsecond=0
-        )
+        self.clock: Callable[[], dt.datetime] = _whole_second_clock()
+        # Constant parts of the 201 answer, built once rather than per request.
+        self._name_json = {name: json.dumps(name) for name in collections}
+        self._iso_cache: dict[dt.datetime, str] = {}
         self.committer = GroupCommitter(
             store,
             {n: c.spec for n, c in collections.items()},
@@ -612,9 +633,18 @@ class _Collector:
         except AggregationError as exc:
             raise self._fail(422, "rejected_by_spec", str(exc)) from exc
         self.metrics.accept(name, record.n, record.duplicate)
+        received = record.received_at
+        # Cached for UTC times only: equal datetimes in other zones print differently.
+        when = self._iso_cache.get(received) if received.tzinfo is dt.UTC else None
+        if when is None:  # one new second per second under load; retries bring old ones
+            when = received.isoformat()
+            if received.tzinfo is dt.UTC:
+                if len(self._iso_cache) > 256:
+                    self._iso_cache.clear()
+                self._iso_cache[received] = when
         payload = (
-            f'{{"batch_id":"{record.batch_id}","collection":{json.dumps(name)},'
-            f'"n":{record.n},"received_at":"{record.received_at.isoformat()}",'
+            f'{{"batch_id":"{record.batch_id}","collection":{self._name_json[name]},'
+            f'"n":{record.n},"received_at":"{when}",'
             f'"duplicate":{"true" if record.duplicate else "false"}}}'
         )
         return (200 if record.duplicate else 201), payload.encode()
@@ -643,7 +673,12 @@ class _Collector:
                 "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
             )
         try:
-            data = json.loads(body)
+            # json.loads(bytes) sniffs the encoding first: a body opening with "{" and no
+            # NUL after it is UTF-8 by its rule, so decode it as json.loads would
+            if body[:1] == b"{" and body[1:2] not in (b"\x00", b""):
+                data = json.loads(body.decode("utf-8", "surrogatepass"))
+            else:
+                data = json.loads(body)
         except RecursionError:
             data = None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -735,19 +770,18 @@ class _Collector:
         if kind is None:
             reports = self.decode_json(name, body, content_type)
             self._check_fields(name, reports)
-            self._check_count(len(reports))
-            if isinstance(reports, ReportRows) and (
-                digest is not None or len(reports) > SMALL_BATCH
-            ):
+            n = len(reports)
+            self._check_count(n)
+            if isinstance(reports, ReportRows) and (digest is not None or n > SMALL_BATCH):
                 reports = reports.to_reports(spec)
             if digest is not None:
                 digest.update(reports)  # type: ignore[arg-type]
             stats = None
-            if len(reports) > SMALL_BATCH:
+            if n > SMALL_BATCH:
                 stats = self._aggregate(spec, reports)  # type: ignore[arg-type]
             return PendingBatch(
                 name,
-                len(reports),
+                n,
                 stats=stats,
                 reports=None if stats is not None else reports,
                 token=token,
@@ -960,52 +994,62 @@ class _FastField:
 def _fast_json_reports(
     data: dict[str, Any], spec: Mechanism, template: Mapping[str, _FastField]
 ) -> Reports | ReportRows | None:
-    """Plain integer (or float) arrays of one-number-per-user fields, decoded without the
-    general path's per-value checks; None sends anything else to ``reports_from_dict``
-    (which gives the error messages), so both paths accept exactly the same bodies.
+    """Plain integer (or float) arrays of the report fields, decoded without the general
+    path's per-value checks; None sends anything else to ``reports_from_dict`` (which
+    gives the error messages), so both paths accept exactly the same bodies.
 
-    Integer fields (and float64 fields of Python floats) come back as :class:`ReportRows`:
-    each value is checked to fit its dtype here, and the arrays are built once per commit
-    group rather than once per request.
+    A field holds one number per user, or (integer fields) a fixed-width row per user,
+    e.g. OUE's packed bits. Integer fields (and float64 fields of Python floats) come back
+    as :class:`ReportRows`: each value is checked to fit its dtype here, and the arrays
+    are built once per commit group rather than once per request.
     """
     arrays = data.get("arrays")
     if not isinstance(arrays, dict) or set(arrays) != set(template) or not template:
         return None
     columns: dict[str, list[Any]] = {}
     plain = True  # every field can stay a list until the group is aggregated
+    n = -1
     for k, field in template.items():
         entry = arrays[k]
+        values: Any
         if isinstance(entry, dict):
             if not _ENTRY_KEYS.issuperset(entry):
                 return None
             if entry.get("dtype") is not None and entry["dtype"] not in field.names:
                 return None
             values = entry.get("data")
-            if (
-                entry.get("shape") is not None
-                and isinstance(values, list)
-                and entry["shape"] != [len(values)]
-            ):
-                return None
+            declared = entry.get("shape")
         else:
-            values = entry
-        if type(values) is not list or field.shape != () or not values:
+            values, declared = entry, None
+        if type(values) is not list or not values or (n >= 0 and len(values) != n):
+            return None  # ragged fields too: let reports_from_dict explain
+        n = len(values)
+        if field.shape == ():
+            flat = values
+            if declared is not None and declared != [n]:
+                return None
+        elif len(field.shape) == 1 and field.low is not None and field.shape[0] > 0:
+            width = field.shape[0]
+            if declared is not None and declared != [n, width]:
+                return None
+            if not all(type(row) is list and len(row) == width for row in values):
+                return None
+            flat = values[0] if n == 1 else [x for row in values for x in row]
+        else:
             return None
         if field.low is not None:
-            if not all(type(x) is int for x in values):
+            if not all(type(x) is int for x in flat):
                 return None
-            if min(values) < field.low or max(values) > field.high:  # type: ignore[operator]
+            if min(flat) < field.low or max(flat) > field.high:  # type: ignore[operator]
                 return None
         elif field.dtype.kind == "f":
-            if not all(type(x) is float or type(x) is int for x in values):
+            if not all(type(x) is float or type(x) is int for x in flat):
                 return None
-            if field.dtype != np.float64 or not all(type(x) is float for x in values):
+            if field.dtype != np.float64 or not all(type(x) is float for x in flat):
                 plain = False  # numpy decides how ints or narrower floats convert
         else:
             return None
         columns[k] = values
-    if len({len(v) for v in columns.values()}) != 1:
-        return None  # ragged: let reports_from_dict explain
     dtypes = {k: f.dtype for k, f in template.items()}
     if plain:
         return ReportRows(columns, dtypes)
@@ -1030,6 +1074,7 @@ def _database_error(
 
 
 _INGEST_PREFIX = "/v1/reports/"
+_JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 _FAST_HEADERS = {
     b"authorization": "authorization",
     b"idempotency-key": "key",
@@ -1100,13 +1145,11 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     except (DBAPIError, PoolTimeout) as exc:
         status, detail, headers = _database_error(collector, exc)
         payload = json.dumps(detail).encode()
-    response_headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode()),
-    ]
-    response_headers += [
-        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
-    ]
+    response_headers = [_JSON_CONTENT_TYPE, (b"content-length", b"%d" % len(payload))]
+    if headers:
+        response_headers += [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
+        ]
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
     await send({"type": "http.response.body", "body": payload})
     return True
@@ -1152,8 +1195,9 @@ def create_app(
     bucket_seconds : int
         Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
     commit_window : float
-        Seconds the group committer waits before taking a group (0 to 1), so clients
-        answered by the previous commit join the next group: 1 ms by default.
+        Longest the group committer waits before taking a group (seconds, 0 to 1), so
+        clients answered by the previous commit join the next group: 1 ms by default. It
+        stops waiting as soon as as many batches are queued as recent groups held.
     metrics_dir : str or None
         Directory shared by the worker processes of one server for the ``/metrics``
         counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
@@ -1201,6 +1245,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
+        try:  # fold parts an earlier process left (killed before its last compaction)
+            await run_in_threadpool(store.compact)
+        except Exception:  # e.g. the database is down: the committer retries later
+            log.exception("roll-up compaction at start failed (parts kept, folded later)")
         yield
         await collector.committer.close()
         store.close()

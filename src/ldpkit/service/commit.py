@@ -3,18 +3,26 @@
 Each worker process has one committer task on its event loop. A request hands its decoded
 batch to the committer and waits; the committer takes *everything* waiting (up to
 ``max_group`` batches), writes it in one transaction, and only after the commit returns
-answers every waiting request. On SQLite the statements run in the loop's thread (in
-process, they only fill the transaction) and the COMMIT, which waits for the disk, in a
-helper thread; on a database server (PostgreSQL) the whole transaction runs in the helper
-thread, since every statement waits for a network round trip. Either way the loop keeps
+answers every waiting request. On SQLite the whole transaction runs in the loop's thread
+(in process, the statements only fill the transaction; the COMMIT blocks the loop for one
+fsync, which measured cheaper than handing it to a thread: see
+:meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
+helper thread, since every statement waits for a network round trip, and the loop keeps
 reading requests for the next group meanwhile. So a 201 still means "on disk", but one
 fsync serves many requests: the more requests arrive while a commit runs, the larger the
 next group.
 
-Before taking a group the committer waits ``window`` seconds (1 ms by default): the
-clients answered by the previous commit send their next batch meanwhile and join this
-group. Without it a fixed set of clients splits into two halves that alternate, each
-waiting for the other's commit (twice the latency, half the group size).
+Before taking a group the committer waits until as many batches are queued as recent
+groups held (a slowly decaying maximum of their sizes), but at most ``window`` seconds
+(1 ms by default): the clients answered by the previous commit send their next batch
+meanwhile and join this group. Without it a fixed set of clients splits into two halves
+that alternate, each waiting for the other's commit (twice the latency, half the group
+size); with a fixed sleep instead, every group would wait the whole window even once all
+its clients are in, and a lone request after a quiet spell would wait too.
+
+Group commits append roll-up *parts* (see :mod:`ldpkit.service.store`); between groups,
+about once every ``compact_interval`` seconds while parts were written, the committer
+folds them into the roll-up rows (:meth:`CollectorStore.compact`, in the helper thread).
 
 Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive without
 Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
@@ -28,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +50,8 @@ from .store import BatchRecord, CollectorStore, PendingBatch
 __all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError", "ReportRows"]
 
 SMALL_BATCH = 64
+
+logger = logging.getLogger("ldpkit.service")
 
 
 class AggregationError(ValueError):
@@ -111,6 +122,10 @@ class _LoopState:
     wake: asyncio.Event
     task: asyncio.Task[None] | None = None
     busy: bool = False  # a group is being written (never cancel the task then)
+    # The group size to wait for (a slowly decaying maximum of recent groups), and the
+    # future that commit() completes once the queue holds that many.
+    target: float = 1.0
+    full: asyncio.Future[None] | None = None
 
 
 class GroupCommitter:
@@ -129,11 +144,13 @@ class GroupCommitter:
         max_group: int = 4096,
         window: float = 0.001,
         on_commit: Callable[[float, int], None] | None = None,
+        compact_interval: float = 1.0,
     ) -> None:
         self.store = store
         self.specs = dict(specs)
         self.max_group = max_group
         self.window = window
+        self.compact_interval = compact_interval
         self.on_commit = on_commit
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -151,6 +168,9 @@ class GroupCommitter:
         future: asyncio.Future[Any] = loop.create_future()
         state.queue.append((item, future))
         state.wake.set()
+        full = state.full
+        if full is not None and len(state.queue) >= state.target and not full.done():
+            full.set_result(None)
         return await future  # type: ignore[no-any-return]
 
     async def close(self) -> None:
@@ -165,6 +185,11 @@ class GroupCommitter:
                 await state.task
             except asyncio.CancelledError:
                 pass
+            if self.store.needs_compaction:  # leave the roll-ups folded
+                try:
+                    await loop.run_in_executor(self._executor, self.store.compact)
+                except Exception:
+                    logger.exception("roll-up compaction failed (parts kept, folded later)")
         if not self._states:
             self._executor.shutdown(wait=True)
             self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -177,22 +202,58 @@ class GroupCommitter:
         def run_blocking(fn: Callable[[], Any]) -> Any:
             return loop.run_in_executor(self._executor, fn)
 
+        def release(full: asyncio.Future[None]) -> None:
+            if not full.done():
+                full.set_result(None)
+
+        last_compact = loop.time()
         while True:
-            await state.wake.wait()
-            state.wake.clear()
-            while state.queue:
-                if self.window > 0 and len(state.queue) < self.max_group:
-                    # Let the clients answered by the last commit send their next batch, so
-                    # the group is not cut in two halves that alternate (each waiting for the
-                    # other's commit).
-                    await asyncio.sleep(self.window)
-                group = state.queue[: self.max_group]
-                del state.queue[: self.max_group]
-                state.busy = True
+            if not state.queue:
+                due = None
+                if self.store.needs_compaction:
+                    due = max(0.0, last_compact + self.compact_interval - loop.time())
                 try:
-                    await self._process(group, run_blocking)
+                    await asyncio.wait_for(state.wake.wait(), due)
+                except TimeoutError:
+                    pass
+                state.wake.clear()
+            if self.store.needs_compaction and (
+                loop.time() - last_compact >= self.compact_interval
+            ):
+                state.busy = True
+                try:  # fold the roll-up parts; a failure leaves them for the next round
+                    await run_blocking(self.store.compact)
+                except Exception:
+                    logger.exception("roll-up compaction failed (parts kept, retried later)")
                 finally:
                     state.busy = False
+                    last_compact = loop.time()
+                continue
+            if not state.queue:
+                continue
+            want = min(self.max_group, state.target)
+            if self.window > 0 and len(state.queue) < want:
+                # Wait (at most `window`) until as many batches wait as recent groups held:
+                # the clients answered by the last commit send their next batch meanwhile
+                # and join this group, instead of the clients splitting into two halves
+                # that alternate (each waiting for the other's commit). A lone request
+                # after a quiet spell (target ~1) goes at once.
+                full: asyncio.Future[None] = loop.create_future()
+                state.full = full
+                timer = loop.call_later(self.window, release, full)
+                try:
+                    await full
+                finally:
+                    timer.cancel()
+                    state.full = None
+            group = state.queue[: self.max_group]
+            del state.queue[: self.max_group]
+            state.target = max(float(len(group)), state.target * 0.9)
+            state.busy = True
+            try:
+                await self._process(group, run_blocking)
+            finally:
+                state.busy = False
 
     def _aggregate_small(
         self, items: list[PendingBatch]

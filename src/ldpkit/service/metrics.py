@@ -38,6 +38,13 @@ _INITIAL_SIZE = 1 << 16
 _PREFIX = "ldpkit-metrics-"
 
 
+_F64 = struct.Struct("<d")
+# This process's id, kept current across fork() without a getpid() call per counter update.
+_PID = [os.getpid()]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
+
+
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
@@ -66,8 +73,8 @@ class _MappedCounters:
         offset = self._offsets.get(key)
         if offset is None:
             offset = self._append(key)
-        (value,) = struct.unpack_from("<d", self._map, offset)
-        struct.pack_into("<d", self._map, offset, value + amount)
+        (value,) = _F64.unpack_from(self._map, offset)
+        _F64.pack_into(self._map, offset, value + amount)
 
     def _append(self, key: str) -> int:
         raw = key.encode()
@@ -121,23 +128,32 @@ class Metrics:
         self._local: dict[str, float] = defaultdict(float)
         self._mapped: _MappedCounters | None = None
         self._pid: int | None = None
+        # Per-collection keys of accept(), the call made for every accepted request.
+        self._accept_keys: dict[str, tuple[str, str, str]] = {}
 
     def _add(self, key: str, amount: float) -> None:
         if self.directory is None:
             self._local[key] += amount
             return
-        if self._mapped is None or self._pid != os.getpid():  # new process (fork): own file
-            self._pid = os.getpid()
+        if self._mapped is None or self._pid != _PID[0]:  # new process (fork): own file
+            self._pid = _PID[0] = os.getpid()
             self._mapped = _MappedCounters(self.directory / f"{_PREFIX}{self._pid}.bin")
         self._mapped.add(key, amount)
 
     def accept(self, collection: str, n: int, duplicate: bool) -> None:
+        keys = self._accept_keys.get(collection)
+        if keys is None:
+            keys = self._accept_keys[collection] = (
+                _key("duplicates", collection),
+                _key("batches", collection),
+                _key("reports", collection),
+            )
         with self._lock:
             if duplicate:
-                self._add(_key("duplicates", collection), 1)
+                self._add(keys[0], 1)
             else:
-                self._add(_key("batches", collection), 1)
-                self._add(_key("reports", collection), n)
+                self._add(keys[1], 1)
+                self._add(keys[2], n)
 
     def reject(self, reason: str, status: int) -> None:
         with self._lock:

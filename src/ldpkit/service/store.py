@@ -1,10 +1,15 @@
 """Durable storage for the collector (SQLAlchemy Core; SQLite by default, PostgreSQL by URL).
 
-Three tables:
+Four tables:
 
 - ``ldpkit_rollups``: one row per (collection, time bucket, token) holding the merged
-  :class:`~ldpkit.Stats` of every batch received in that bucket from that token. This is
-  what estimates read: their cost depends on the number of buckets, not of batches.
+  :class:`~ldpkit.Stats` of every batch received in that bucket from that token (once
+  compacted, below). This is what estimates read: their cost depends on the number of
+  buckets, not of batches.
+- ``ldpkit_rollup_parts``: append-only deltas of the roll-ups, one row per (collection,
+  bucket, token) per group commit. :meth:`CollectorStore.compact` folds them into
+  ``ldpkit_rollups`` and deletes them in one transaction; readers sum both tables in one
+  statement, so compaction never changes what they see.
 - ``ldpkit_batches``: one row of *metadata* per batch (id, token name, idempotency key, n,
   arrival time to the second, bucket). No Stats: a one-report batch's Stats would be that
   user's report, stored individually; the roll-ups keep only sums. Used for idempotency,
@@ -13,25 +18,31 @@ Three tables:
   ``store_reports = true``.
 
 Writes come in groups (:meth:`CollectorStore.commit_group`): the batch rows are inserted
-and their Stats folded into the roll-ups in **one transaction**, so a committed batch is
-counted exactly once and an uncommitted one not at all. Roll-up rows are updated under a
-row lock (``SELECT ... FOR UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a
-fixed order, so concurrent writer processes neither lose counts nor deadlock.
-On PostgreSQL the group committer uses :meth:`CollectorStore.commit_group_pg`: the same
-transaction in two network round trips (psycopg pipeline mode) instead of one per statement.
-``Stats.merge`` is exact for integer counts, so the merge order does not matter.
+and the group's Stats appended as roll-up parts in **one transaction**, so a committed
+batch is counted exactly once and an uncommitted one not at all. Appending needs no read
+of the roll-up row and no row lock, so concurrent writer processes never wait for each
+other on roll-ups; the compactor updates roll-up rows under a row lock (``SELECT ... FOR
+UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a fixed order. On PostgreSQL
+the group committer uses :meth:`CollectorStore.commit_group_pg`: the same transaction in one
+network round trip (psycopg pipeline mode; two when the group has idempotency keys)
+instead of one per statement. ``Stats.merge`` is exact for integer counts, so the merge
+order does not matter. An admin delete (:meth:`CollectorStore.delete_batches`) runs alone
+against the group commits of its collection: on PostgreSQL they take the collection's
+advisory lock in shared mode and the delete takes it exclusively; on SQLite the single
+writer lock serializes them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
+import itertools
 import json
 import os
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -60,6 +71,7 @@ from sqlalchemy import (
     inspect,
     select,
     text,
+    union_all,
     update,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
@@ -127,6 +139,26 @@ rollups_table = Table(
     # (layout fixed by the collection's spec; see _Layout). Binary, so that summing
     # thousands of roll-ups is one numpy reduction instead of thousands of JSON parses.
     Column("arrays", LargeBinary, nullable=False),
+)
+
+rollup_parts_table = Table(
+    "ldpkit_rollup_parts",
+    metadata,
+    # Append-only deltas of the roll-ups: a group commit INSERTs one row per (collection,
+    # bucket, token) it touched (no read-modify-write of the roll-up row, so no row lock
+    # and no extra round trip), and the compactor (CollectorStore.compact) folds them into
+    # ldpkit_rollups, deleting the folded parts in the same transaction. Readers sum both
+    # tables in one statement (one snapshot).
+    Column(
+        "id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    ),
+    Column("collection", String(128), ForeignKey("ldpkit_collections.name"), nullable=False),
+    Column("bucket", BigInteger, nullable=False),
+    Column("token", String(64), nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Column("batches", BigInteger, nullable=False),
+    Column("arrays", LargeBinary, nullable=False),
+    Index("ix_ldpkit_rollup_parts_bucket", "collection", "bucket", "token"),
 )
 
 reports_table = Table(
@@ -217,13 +249,32 @@ def reports_digest(reports: Reports) -> str:
     return d.hexdigest()
 
 
+_ID_BITS = 2**74 - 1
+_id_state: tuple[int, int, Any] = (-1, 0, None)  # (pid, random base, counter)
+
+
 def new_batch_id() -> str:
-    """A UUID version 7 (RFC 9562): time-ordered, so new rows append to the index."""
+    """A UUID version 7 (RFC 9562): time-ordered, so new rows append to the index.
+
+    The 74 bits after the millisecond timestamp are a random base drawn once per process
+    plus a counter (RFC 9562 section 6.2 allows counters): unique within a process, and
+    across processes unless two random bases land within a few ids of each other (then
+    the unique index refuses the row and the group is retried). Batch ids are not secrets:
+    no route accepts one as a capability, so they need uniqueness, not unpredictability,
+    and one ``os.urandom`` call per process instead of per batch saves a system call.
+    """
+    global _id_state
+    pid, base, counter = _id_state
+    if pid != os.getpid():  # first call, or a forked child: a base of its own
+        base = int.from_bytes(os.urandom(10), "big") & _ID_BITS
+        counter = itertools.count()
+        _id_state = (os.getpid(), base, counter)
+    rand = (base + next(counter)) & _ID_BITS
     ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms & (2**48 - 1)) << 80 | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64
+    value = (ms & (2**48 - 1)) << 80 | (0x7 << 76) | ((rand >> 62) & 0xFFF) << 64
     value |= (0b10 << 62) | (rand & (2**62 - 1))
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"  # str(uuid.UUID(int=value)), without building the object
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
@@ -333,6 +384,45 @@ class _ClosedBuckets:
         return out, sum(self.n[i:j]), sum(self.batches[i:j])
 
 
+# Per-collection advisory locks (PostgreSQL), keyed (class, collection) in the two-int4 key
+# space, apart from the one-bigint compaction lock: every group commit takes its collections'
+# locks in shared mode, an admin delete takes its collection's exclusively (delete_batches).
+_COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
+
+
+def _collection_lock_id(collection: str) -> int:
+    """The collection's int4 advisory-lock key: 31 bits of sha256 of its name (non-negative,
+    so the inlined literal is an int4; a collision only makes two collections' deletes wait
+    for each other's writers)."""
+    return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+@functools.lru_cache(maxsize=256)
+def _lock_shared_sql(names: frozenset[str]) -> str:
+    """One statement taking the shared lock of each collection in ``names`` (on the
+    PostgreSQL group-commit path: one more statement in the same pipelined round trip)."""
+    # Sorted: the same order in every transaction. Integer keys inlined and the text built
+    # once per set of names: nothing to adapt or hash per group commit.
+    calls = ", ".join(
+        f"pg_advisory_xact_lock_shared({_COLLECTION_LOCK_CLASS}, {_collection_lock_id(c)})"
+        for c in sorted(names)
+    )
+    return f"SELECT {calls}"
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_batches_locked_sql(names: frozenset[str]) -> str:
+    """``CollectorStore._PG_INSERT_BATCHES`` taking the shared locks of ``names`` first.
+
+    The lock call is a volatile function in a CTE, hence evaluated (once) before the join
+    yields the first row to insert; the locks are taken in the statement that writes the
+    group's first row, so before its COMMIT, which is what delete_batches needs.
+    """
+    insert_ = CollectorStore._PG_INSERT_BATCHES
+    head, tail = insert_.split(" SELECT * FROM ", 1)
+    return f"WITH l AS ({_lock_shared_sql(names)}) {head} SELECT u.* FROM {tail} AS u, l"
+
+
 class CollectorStore:
     """Roll-ups, batch metadata and optional raw reports in a SQL database.
 
@@ -354,6 +444,9 @@ class CollectorStore:
         self.bucket_seconds: dict[str, int] = {}
         self._cache: dict[str, _ClosedBuckets] = {}
         self._fold_sql: tuple[Any, Any, Any] | None = None
+        # Roll-up parts may exist (written since the last compaction, or left by an earlier
+        # process): the committer compacts soon after it starts.
+        self._dirty = True
         # PostgreSQL group commits: one connection kept by the committer thread (no pool
         # checkout, no pre-ping round trip per group); see _commit_group_pg.
         self._pg_raw: Any = None
@@ -490,12 +583,16 @@ class CollectorStore:
     ) -> list[BatchRecord | Exception]:
         """:meth:`commit_group` for an event loop.
 
-        SQLite: the statements run in the loop's thread (in-process, they only fill the
-        transaction: fast), the COMMIT (the fsync) runs through ``run_blocking`` (an
-        executor), so the loop keeps serving requests meanwhile and no second thread
-        fights the loop's thread for the interpreter lock on every statement. A database
-        server: every statement is a network round trip, so the whole transaction runs
-        through ``run_blocking`` and the loop never waits for the server.
+        SQLite: the whole transaction, COMMIT (the fsync) included, runs in the loop's
+        thread. The statements only fill the transaction in-process (fast); the COMMIT
+        blocks the loop for one fsync, but handing it to a helper thread cost more: the
+        thread, once its fsync returned, waited for the interpreter lock while the loop
+        decoded requests (up to the 5 ms switch interval), and the two threads' wake-ups
+        cost CPU. Measured with ``benchmarks/collector.py`` at 16 connections (load 5-8,
+        fsync ~4 ms): group-commit latency 4.7-13 ms against 8.4-13, CPU per request
+        0.23-0.27 ms against 0.27-0.34; at 64 connections no worse. A database server:
+        every statement is a network round trip, so the whole transaction runs through
+        ``run_blocking`` (an executor) and the loop never waits for the server.
         """
         if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
             merge = combine or _merge_members
@@ -509,7 +606,7 @@ class CollectorStore:
                 trans = conn.begin()
                 try:
                     results = self._commit_group(conn, items, combine or _merge_members)
-                    await run_blocking(trans.commit)
+                    trans.commit()  # in this thread: see the docstring
                     return results
                 except BaseException:
                     if trans.is_active:
@@ -522,21 +619,42 @@ class CollectorStore:
                 conn.close()
         raise AssertionError("unreachable")  # pragma: no cover
 
-    # -- PostgreSQL: two round trips per group -------------------------------------------
+    # -- PostgreSQL: one round trip per group -------------------------------------------
     _PG_INSERT_BATCH = (
         "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
         " received_at, bucket) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
     )
+    _PG_INSERT_BATCHES = (
+        "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
+        " received_at, bucket) SELECT * FROM unnest(%s::varchar[], %s::varchar[],"
+        " %s::varchar[], %s::varchar[], %s::varchar[], %s::bigint[], %s::timestamptz[],"
+        " %s::bigint[])"
+    )
     _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
-    _PG_ENSURE_ROLLUP = (
-        "INSERT INTO ldpkit_rollups (collection, bucket, token, n, batches, arrays)"
-        " VALUES (%s, %s, %s, 0, 0, %s) ON CONFLICT DO NOTHING"
-    )
-    _PG_UPDATE_ROLLUP = (
-        "UPDATE ldpkit_rollups SET n = %s, batches = %s, arrays = %s"
-        " WHERE collection = %s AND bucket = %s AND token = %s"
-    )
     _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
+
+    _INSERT_PART = (
+        "INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
+        " VALUES (%s, %s, %s, %s, %s, %s)"
+    )
+
+    def _parts(
+        self,
+        items: Sequence[PendingBatch],
+        new: Sequence[int],
+        combine: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[tuple[str, int, str, int, int, bytes]]:
+        """One roll-up part per (collection, bucket, token) of the new batches, in key order."""
+        groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
+        for i in new:
+            b = items[i]
+            groups[(b.collection, self.bucket_of(b.collection, b.received_at), b.token)].append(b)
+        out = []
+        for key in sorted(groups):
+            members = groups[key]
+            stats = combine(members)
+            out.append((*key, stats.n, len(members), self.layouts[key[0]].pack(stats)))
+        return out
 
     def _drop_pg_raw(self) -> None:
         if self._pg_raw is not None:
@@ -551,18 +669,17 @@ class CollectorStore:
         items: Sequence[PendingBatch],
         combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
     ) -> list[BatchRecord | Exception]:
-        """:meth:`commit_group` on PostgreSQL (psycopg) in two network round trips.
+        """:meth:`commit_group` on PostgreSQL (psycopg) in one network round trip.
 
-        The ORM path costs one round trip per statement (BEGIN, batch insert, roll-up
-        read, roll-up write, COMMIT, plus the pool's pre-ping): with the server a few
-        hundred microseconds away and each trip a wake-up of both processes, that was most
-        of a group's cost. Here the statements go through psycopg's pipeline mode on one
-        connection kept for the committer: (1) BEGIN, the key look-up when the group has
-        idempotency keys (an extra trip only then), the batch rows, an ``INSERT ... ON
-        CONFLICT DO NOTHING`` that makes sure each roll-up row exists, and ``SELECT ... FOR
-        UPDATE`` of those rows in a fixed order; (2) the roll-up updates and COMMIT. The
-        same transaction as :meth:`commit_group`, so the same guarantees: a 201 means
-        committed, and concurrent writers neither lose counts nor deadlock on roll-ups.
+        The ORM path costs one round trip per statement (BEGIN, batch insert, part insert,
+        COMMIT, plus the pool's pre-ping): with the server a few hundred microseconds away
+        and each trip a wake-up of both processes, that was most of a group's cost. Here
+        the statements go through psycopg's pipeline mode on one connection kept for the
+        committer: BEGIN, the batch rows, the group's roll-up parts (appended: nothing is
+        read back) and COMMIT travel together, one round trip; a group with idempotency
+        keys first looks its keys up (one more trip). The same transaction as
+        :meth:`commit_group`, so the same guarantees: a 201 means committed, and
+        concurrent writers never lose counts (they touch no common roll-up row).
         """
         import psycopg
         from sqlalchemy.exc import DBAPIError
@@ -649,22 +766,30 @@ class CollectorStore:
                 new,
                 key=lambda i: (items[i].collection, items[i].token, items[i].idempotency_key or ""),
             )
-            cur.executemany(
-                self._PG_INSERT_BATCH,
-                [
-                    (
-                        records[i].batch_id,
-                        items[i].collection,
-                        items[i].token,
-                        items[i].idempotency_key,
-                        digests.get(i),
-                        items[i].n,
-                        items[i].received_at,
-                        buckets[i],
+            # One statement for all rows (arrays unnested server-side): one Bind/Execute
+            # instead of one per batch, less CPU on both ends of the connection.
+            columns = list(
+                zip(
+                    *(
+                        (
+                            records[i].batch_id,
+                            items[i].collection,
+                            items[i].token,
+                            items[i].idempotency_key,
+                            digests.get(i),
+                            items[i].n,
+                            items[i].received_at,
+                            buckets[i],
+                        )
+                        for i in order
                     )
-                    for i in order
-                ],
+                )
             )
+            # The insert itself takes the collections' shared locks first (no statement of
+            # its own), so no admin delete of them runs while this transaction is open (see
+            # delete_batches; a group with no new batch writes nothing).
+            names = frozenset(items[i].collection for i in new)
+            cur.execute(_insert_batches_locked_sql(names), [list(c) for c in columns])
             raw_rows = [
                 (records[i].batch_id, raw_[0], raw_[1])
                 for i in new
@@ -672,34 +797,10 @@ class CollectorStore:
             ]
             if raw_rows:
                 cur.executemany(self._PG_INSERT_RAW, raw_rows)
-            groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
-            for i in new:
-                groups[(items[i].collection, buckets[i], items[i].token)].append(items[i])
-            keys = sorted(groups)
-            # Every roll-up row exists before it is locked: the update below never races
-            # another writer's first insert of the same row.
-            cur.executemany(
-                self._PG_ENSURE_ROLLUP,
-                [(c, b, t, self._zero_row(c)) for c, b, t in keys],
-            )
-            cur.execute(
-                "SELECT collection, bucket, token, n, batches, arrays FROM ldpkit_rollups"
-                " WHERE (collection, bucket, token) IN ("
-                + ", ".join(["(%s, %s, %s)"] * len(keys))
-                + ") ORDER BY collection, bucket, token FOR UPDATE",
-                [x for k in keys for x in k],
-            )
-            current = {(r[0], int(r[1]), r[2]): r[3:] for r in cur.fetchall()}
-            updates = []
-            for key in keys:
-                members = groups[key]
-                stats = combine(members)
-                layout = self.layouts[key[0]]
-                n0, batches0, arrays0 = current[key]
-                packed = layout.pack(stats)
-                merged = layout.sum([bytes(arrays0), packed], int(n0) + stats.n)
-                updates.append((merged.n, int(batches0) + len(members), layout.pack(merged), *key))
-            cur.executemany(self._PG_UPDATE_ROLLUP, updates)
+            parts = self._parts(items, new, combine)
+            cur.executemany(self._INSERT_PART, parts)
+            keys = [(p[0], p[1], p[2]) for p in parts]
+            self._dirty = True
             for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
@@ -713,10 +814,6 @@ class CollectorStore:
         process = column_type.dialect_impl(dialect).bind_processor(dialect)
         return process if process is not None else (lambda value: value)
 
-    def _zero_row(self, collection: str) -> bytes:
-        layout = self.layouts[collection]
-        return layout.pack(layout.spec.empty_stats())
-
     def _commit_group(
         self,
         conn: Connection,
@@ -724,6 +821,8 @@ class CollectorStore:
         combine: Callable[[Sequence[PendingBatch]], Stats],
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
+        if self.backend == "postgresql":  # as in _commit_group_pg (see delete_batches)
+            conn.exec_driver_sql(_lock_shared_sql(frozenset(b.collection for b in items)))
         digests: dict[int, str] = {
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
@@ -825,16 +924,16 @@ class CollectorStore:
             ]
             if raw:
                 conn.execute(insert(reports_table), raw)
-            # 3. Fold the new batches into their roll-ups, in a fixed order (no deadlocks).
-            groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
-            for i in new:
-                b = items[i]
-                groups[(b.collection, self.bucket_of(b.collection, b.received_at), b.token)].append(
-                    b
-                )
-            for fold_key in sorted(groups):
-                members = groups[fold_key]
-                self._fold(conn, fold_key, combine(members), len(members))
+            # 3. The group's Stats as roll-up parts: one INSERT per (collection, bucket,
+            # token), no read of the roll-up row (the compactor folds parts in later).
+            parts = self._parts(items, new, combine)
+            if self.backend == "sqlite":
+                conn.exec_driver_sql(self._INSERT_PART.replace("%s", "?"), parts)
+            else:
+                names = ("collection", "bucket", "token", "n", "batches", "arrays")
+                conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
+            groups = {(p[0], p[1], p[2]) for p in parts}
+            self._dirty = True
             late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
@@ -889,23 +988,30 @@ class CollectorStore:
         return self._fold_sql
 
     def _fold(
-        self, conn: Connection, key: tuple[str, int, str], stats: Stats, batches: int
+        self,
+        conn: Connection,
+        key: tuple[str, int, str],
+        payloads: list[bytes],
+        n: int,
+        batches: int,
     ) -> None:
+        """Add packed Stats (``payloads``, ``n`` reports, ``batches`` batches) into one roll-up
+        row, under its row lock: the one fold of every write path (compaction, bulk loads)."""
         collection, bucket, token = key
         layout = self.layouts[collection]
-        packed = layout.pack(stats)
+        packed = payloads[0] if len(payloads) == 1 else layout.pack(layout.sum(payloads, n))
         values: dict[str, Any] = {
             "collection": collection,
             "bucket": bucket,
             "token": token,
-            "n": stats.n,
+            "n": n,
             "batches": batches,
             "arrays": packed,
         }
         first, read, write = self._fold_statements()
         where = {"w_collection": collection, "w_bucket": bucket, "w_token": token}
         # Usually the row exists (one insert per bucket and token): read it under its row
-        # lock first, which saves the insert attempt on every later group.
+        # lock first, which saves the insert attempt on every later fold.
         row = conn.execute(read, where).one_or_none()
         if row is None:
             if first is None:  # other backends: plain insert (a race: IntegrityError, retried)
@@ -916,7 +1022,7 @@ class CollectorStore:
             # Another writer inserted it since (its transaction has committed: the insert
             # waited for it); read it again, now locked.
             row = conn.execute(read, where).one()
-        merged = layout.sum([bytes(row.arrays), packed], int(row.n) + stats.n)
+        merged = layout.sum([bytes(row.arrays), packed], int(row.n) + n)
         conn.execute(
             write,
             {
@@ -927,6 +1033,63 @@ class CollectorStore:
             },
         )
 
+    @property
+    def needs_compaction(self) -> bool:
+        """Whether this process wrote roll-up parts since its last compaction."""
+        return self._dirty
+
+    # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
+    # worker processes, and admin deletes wait for it.
+    _COMPACT_LOCK = 0x6C64706B6974
+
+    def compact(self, limit: int = 4096) -> int:
+        """Fold roll-up parts into the roll-up rows; returns the number of parts folded.
+
+        Each round is one transaction that DELETEs up to ``limit`` parts (``RETURNING``
+        their contents: only rows this transaction really deleted, so two compactors can
+        never fold the same part twice) and adds them into their roll-up rows. The sums
+        readers see (roll-ups + parts, read in one statement) are the same before and
+        after: an acknowledged batch is never lost or counted twice. On PostgreSQL, a
+        compactor that finds another one running returns at once.
+        """
+        names = sorted(self.layouts)
+        if not names:
+            return 0
+        p = rollup_parts_table.c
+        oldest = select(p.id).where(p.collection.in_(names)).order_by(p.id).limit(limit)
+        take = (
+            delete(rollup_parts_table)
+            .where(p.id.in_(oldest.scalar_subquery()))
+            .returning(p.collection, p.bucket, p.token, p.n, p.batches, p.arrays)
+        )
+        total = 0
+        while True:
+            with self.engine.begin() as conn:
+                if (
+                    self.backend == "postgresql"
+                    and not conn.execute(
+                        text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK}
+                    ).scalar()
+                ):
+                    return total
+                rows = conn.execute(take).all()
+                by_key: dict[tuple[str, int, str], list[Any]] = defaultdict(list)
+                for r in rows:
+                    by_key[(r.collection, int(r.bucket), r.token)].append(r)
+                for key in sorted(by_key):  # fixed order: no deadlock between writers
+                    part = by_key[key]
+                    self._fold(
+                        conn,
+                        key,
+                        [bytes(r.arrays) for r in part],
+                        sum(int(r.n) for r in part),
+                        sum(int(r.batches) for r in part),
+                    )
+            self._dirty = False if len(rows) < limit else self._dirty
+            total += len(rows)
+            if len(rows) < limit:
+                return total
+
     # -- reading -----------------------------------------------------------------------------
     def _rollup_filter(
         self,
@@ -934,35 +1097,50 @@ class CollectorStore:
         since: int | None = None,
         until: int | None = None,
         token: str | None = None,
+        table: Table = rollups_table,
     ) -> Any:
-        cond = [rollups_table.c.collection == collection]
+        cond = [table.c.collection == collection]
         if since is not None:
-            cond.append(rollups_table.c.bucket >= since)
+            cond.append(table.c.bucket >= since)
         if until is not None:
             # whole buckets only: a bucket counts if it ends at or before `until`
-            cond.append(rollups_table.c.bucket + self.bucket_seconds[collection] <= until)
+            cond.append(table.c.bucket + self.bucket_seconds[collection] <= until)
         if token is not None:
-            cond.append(rollups_table.c.token == token)
+            cond.append(table.c.token == token)
         return and_(*cond)
+
+    def _sums(
+        self,
+        collection: str,
+        since: int | None = None,
+        until: int | None = None,
+        token: str | None = None,
+    ) -> Any:
+        """Roll-up rows and not yet folded parts in ``[since, until)``, as one subquery
+        (``bucket, token, n, batches, arrays``): read in one statement, hence one snapshot,
+        so a compaction running meanwhile is seen entirely or not at all."""
+        return union_all(
+            *(
+                select(t.c.bucket, t.c.token, t.c.n, t.c.batches, t.c.arrays).where(
+                    self._rollup_filter(collection, since, until, token, table=t)
+                )
+                for t in (rollups_table, rollup_parts_table)
+            )
+        ).subquery()
 
     def summary(self, collection: str) -> tuple[int, int]:
         """``(n, batches)``: total reports and number of stored batches."""
+        u = self._sums(collection)
         with self.engine.connect() as conn:
             n, count = conn.execute(
-                select(
-                    func.coalesce(func.sum(rollups_table.c.n), 0),
-                    func.coalesce(func.sum(rollups_table.c.batches), 0),
-                ).where(rollups_table.c.collection == collection)
+                select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
             ).one()
         return int(n), int(count)
 
     def last_received(self, collection: str) -> dt.datetime | None:
         """Arrival time of the latest stored batch (read in the latest bucket: indexed)."""
-        latest = (
-            select(func.max(rollups_table.c.bucket))
-            .where(rollups_table.c.collection == collection)
-            .scalar_subquery()
-        )
+        u = self._sums(collection)
+        latest = select(func.max(u.c.bucket)).scalar_subquery()
         with self.engine.connect() as conn:
             value = conn.execute(
                 select(func.max(batches_table.c.received_at)).where(
@@ -972,12 +1150,9 @@ class CollectorStore:
         return None if value is None else _utc(value).astimezone(dt.UTC)
 
     def last_bucket(self, collection: str) -> int | None:
+        u = self._sums(collection)
         with self.engine.connect() as conn:
-            value = conn.execute(
-                select(func.max(rollups_table.c.bucket)).where(
-                    rollups_table.c.collection == collection
-                )
-            ).scalar()
+            value = conn.execute(select(func.max(u.c.bucket))).scalar()
         return None if value is None else int(value)
 
     def merged(
@@ -1012,20 +1187,9 @@ class CollectorStore:
             cache = self._cache[collection] = _ClosedBuckets(generation)
         closed = self._closed_before(collection)
         if cache.until < closed:  # read the buckets that closed since last time, per bucket
-            query = (
-                select(
-                    rollups_table.c.bucket,
-                    rollups_table.c.arrays,
-                    rollups_table.c.n,
-                    rollups_table.c.batches,
-                )
-                .where(
-                    rollups_table.c.collection == collection,
-                    rollups_table.c.bucket >= cache.until,
-                    rollups_table.c.bucket < closed,
-                )
-                .order_by(rollups_table.c.bucket)
-            )
+            # Buckets before `closed` end before it too: until = closed keeps them all.
+            u = self._sums(collection, since=cache.until, until=closed)
+            query = select(u.c.bucket, u.c.arrays, u.c.n, u.c.batches).order_by(u.c.bucket)
             with self.engine.connect() as conn:
                 rows = conn.execute(query).all()
             by_bucket: dict[int, list[Any]] = defaultdict(list)
@@ -1055,9 +1219,8 @@ class CollectorStore:
         self, collection: str, since: int | None, until: int | None, token: str | None
     ) -> tuple[dict[str, np.ndarray], int, int]:
         layout = self.layouts[collection]
-        query = select(rollups_table.c.arrays, rollups_table.c.n, rollups_table.c.batches).where(
-            self._rollup_filter(collection, since, until, token)
-        )
+        u = self._sums(collection, since, until, token)
+        query = select(u.c.arrays, u.c.n, u.c.batches)
         arrays = {k: np.array(v) for k, v in layout.spec.empty_stats().arrays.items()}
         n = count = 0
         with self.engine.connect() as conn:
@@ -1088,15 +1251,11 @@ class CollectorStore:
         self, collection: str, *, since: int | None = None, until: int | None = None
     ) -> list[tuple[int, int, int]]:
         """``(bucket start, n, batches)`` per bucket (all tokens summed), in time order."""
+        u = self._sums(collection, since, until)
         query = (
-            select(
-                rollups_table.c.bucket,
-                func.sum(rollups_table.c.n),
-                func.sum(rollups_table.c.batches),
-            )
-            .where(self._rollup_filter(collection, since, until))
-            .group_by(rollups_table.c.bucket)
-            .order_by(rollups_table.c.bucket)
+            select(u.c.bucket, func.sum(u.c.n), func.sum(u.c.batches))
+            .group_by(u.c.bucket)
+            .order_by(u.c.bucket)
         )
         with self.engine.connect() as conn:
             return [(int(b), int(n), int(c)) for b, n, c in conn.execute(query)]
@@ -1156,15 +1315,35 @@ class CollectorStore:
         Roll-ups are per (bucket, token), so removing whole roll-up rows removes exactly
         those batches' Stats: nothing is subtracted or approximated. Returns
         ``(batches, reports)`` deleted.
+
+        Exact under concurrent writers: the count and the deletes below are separate
+        statements, and at PostgreSQL's READ COMMITTED each sees the commits made before
+        it started, so a group commit landing between ``DELETE batches`` and ``DELETE
+        parts`` would leave batch rows without their Stats (and the count would miss
+        them). Hence every group commit takes its collections' advisory lock in shared
+        mode and this transaction takes it exclusively, after the compaction lock (one
+        compactor or delete at a time: both rewrite roll-up rows): it waits for the
+        commits in flight, new ones wait for it, and every statement here sees the same
+        rows. On SQLite the first statement is a write, which takes the database's single
+        writer lock for the whole transaction (a read first would run on an older
+        snapshot: pysqlite begins the transaction only at the first write).
         """
         rollup_cond = self._rollup_filter(collection, since, until, token)
+        part_cond = self._rollup_filter(collection, since, until, token, table=rollup_parts_table)
         batch_cond = self._batch_filter(collection, token, since, until)
+        u = self._sums(collection, since, until, token)
         with self.engine.begin() as conn:
+            if self.backend == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK})
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:c, :k)"),
+                    {"c": _COLLECTION_LOCK_CLASS, "k": _collection_lock_id(collection)},
+                )
+            # Readers' caches of closed buckets are stale from now on; on SQLite, this
+            # write comes first to take the writer lock (see above).
+            self._bump(conn, collection)
             n, count = conn.execute(
-                select(
-                    func.coalesce(func.sum(rollups_table.c.n), 0),
-                    func.coalesce(func.sum(rollups_table.c.batches), 0),
-                ).where(rollup_cond)
+                select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
             ).one()
             conn.execute(
                 delete(reports_table).where(
@@ -1173,7 +1352,7 @@ class CollectorStore:
             )
             conn.execute(delete(batches_table).where(batch_cond))
             conn.execute(delete(rollups_table).where(rollup_cond))
-            self._bump(conn, collection)
+            conn.execute(delete(rollup_parts_table).where(part_cond))
         return int(count), int(n)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
@@ -1226,5 +1405,8 @@ class CollectorStore:
                     chunk = []
             if chunk:
                 conn.exec_driver_sql(sql, chunk)
+            layout = self.layouts[collection]
             for bucket, token, stats, batches in rollups:
-                self._fold(conn, (collection, bucket, token), stats, batches)
+                self._fold(
+                    conn, (collection, bucket, token), [layout.pack(stats)], stats.n, batches
+                )
