@@ -149,16 +149,17 @@ def bare_server(tmp: Path, workers: int) -> Server:
     return Server(argv, port, tmp)
 
 
-def collector_server(tmp: Path, database_url: str, workers: int) -> Server:
+def collector_server(
+    tmp: Path, database_url: str, workers: int, commit_window: float | None = None
+) -> Server:
     config = tmp / "collector.json"
-    config.write_text(
-        json.dumps(
-            {
-                "database_url": database_url,
-                "collections": {"olh": {"mechanism": "OLH", "params": SPEC.to_dict()["params"]}},
-            }
-        )
-    )
+    settings: dict[str, Any] = {
+        "database_url": database_url,
+        "collections": {"olh": {"mechanism": "OLH", "params": SPEC.to_dict()["params"]}},
+    }
+    if commit_window is not None:
+        settings["commit_window"] = commit_window
+    config.write_text(json.dumps(settings))
     port = _free_port()
     code = (
         "import logging, sys; logging.basicConfig(level=logging.ERROR); "
@@ -252,7 +253,7 @@ def ingest_rows(
                 bare_runs.append(res)
             finally:
                 srv.stop()
-            srv = collector_server(tmp, database_url, workers)
+            srv = collector_server(tmp, database_url, workers, args.commit_window)
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
                 before = stored_n(srv.port)
@@ -288,7 +289,7 @@ def ingest_rows(
         )
     if args.skip_batched:
         return rows
-    srv = collector_server(tmp, database_url, workers)
+    srv = collector_server(tmp, database_url, workers, args.commit_window)
     try:
         before = stored_n(srv.port)
         wrk(srv.port, batch, "application/x-npz", 2, 4)  # warm-up
@@ -408,6 +409,12 @@ def main() -> None:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-batched", action="store_true", help="no 10,000-report npz row")
+    parser.add_argument(
+        "--commit-window",
+        type=float,
+        default=None,
+        help="the collector's commit_window in seconds (default: the collector's own)",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk must be installed (Debian: apt-get install wrk)")
