@@ -92,6 +92,10 @@ def test_sample_and_normalized():
     unit = data.normalized()
     assert unit.domain == (0.0, 1.0)
     assert unit.values.tolist() == pytest.approx([i / 10 for i in range(10)])
+    # a domain whose width overflows to inf used to map every value to 0 silently
+    huge = numerical([-1e307, 0.0, 1e307], domain=(-1e308, 1e308))
+    with pytest.raises(ValueError, match="domain must have a finite width"):
+        huge.normalized()
 
 
 def test_repr_frame_and_pickle():

@@ -212,7 +212,13 @@ class Dataset:
         """Numerical data mapped affinely from ``domain`` onto ``[0, 1]`` (as SW20 does)."""
         self._need("numerical", "normalized")
         low, high = self.low, self.high
-        scaled = np.clip((self.values - low) / (high - low), 0.0, 1.0)
+        width = high - low
+        if not (math.isfinite(width) and width > 0):
+            # (-1e308, 1e308) overflows to an infinite width: every value would become 0
+            raise ValueError(
+                f"domain must have a finite width > 0 to be normalized, got ({low!r}, {high!r})"
+            )
+        scaled = np.clip((self.values - low) / width, 0.0, 1.0)
         return self._derive(scaled, self.timestamps, domain=(0.0, 1.0))
 
     def to_frame(self) -> Any:

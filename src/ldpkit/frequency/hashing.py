@@ -368,7 +368,8 @@ class BLH(LocalHashing):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
+        mechanism is tabulated in docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d, in ``[2, 2^32]``.
 
@@ -405,7 +406,8 @@ class OLH(LocalHashing):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
+        mechanism is tabulated in docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d, in ``[2, 2^32]``.
     hash_range : int or None

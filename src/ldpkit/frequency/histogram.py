@@ -155,7 +155,8 @@ class SHE(FrequencyOracle):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
+        mechanism is tabulated in docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 

@@ -254,7 +254,8 @@ class SUE(UnaryEncoding):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
+        mechanism is tabulated in docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 
@@ -304,7 +305,8 @@ class OUE(UnaryEncoding):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
+        mechanism is tabulated in docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 

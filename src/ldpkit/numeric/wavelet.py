@@ -353,7 +353,8 @@ class SignedSubsetSelection(Mechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0).
+        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
+        mechanism is tabulated in docs/design/THREAT_MODEL.md).
     domain_size : int
         d (>= 1; with d = 1 this is binary randomized response on the sign).
     subset_size : int or None
@@ -728,7 +729,7 @@ class HaarWavelet(Mechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget (> 0) of each user's single report.
+        Privacy budget of each user's single report, in [1e-6, ``max_epsilon``].
     low, high : float
         The value domain (default [0, 1]).
     max_level : int, optional
