@@ -652,14 +652,16 @@ def build_registry() -> dict[str, Entry]:
     add(
         "ldpkit.numeric.hybrid_worst_case_variance", numeric.hybrid_worst_case_variance, epsilon=1.0
     )
-    add(
+    e = add(
         "ldpkit.numeric.recommend",
         numeric.recommend,
         epsilon=1.0,
         n=10_000,
         smooth=None,
         metric="w1",
-    ).strings_ok = frozenset({"metric"})
+    )
+    # smooth is True, False or None (documented): a boolean is a valid value there
+    e.strings_ok, e.bools_ok = frozenset({"metric"}), frozenset({"smooth"})
     add(
         "ldpkit.numeric.recommend.build",
         lambda epsilon, n, low, high: numeric.recommend(epsilon, n, low=low, high=high).build(),
@@ -706,7 +708,7 @@ def build_registry() -> dict[str, Entry]:
         e.allowed, e.strings_ok = path_err, frozenset({"path"})
     e = add(
         "ldpkit.io.iter_reports_parquet",
-        lambda path, batch_size: list(io.iter_reports_parquet(path, batch_size=batch_size)),
+        lambda path, batch_size=None: list(io.iter_reports_parquet(path, batch_size=batch_size)),
         path=str(files["load_reports_parquet"]),
         batch_size=None,
     )
