@@ -180,11 +180,16 @@ class GroupCommitter:
         if state is not None and state.task is not None:
             while state.queue or state.busy:  # let the last group commit and answer
                 await asyncio.sleep(0.001)
-            state.task.cancel()
-            try:
-                await state.task
-            except asyncio.CancelledError:
-                pass
+            # Cancel until it ends: asyncio.wait_for (Python < 3.12) swallows a cancel that
+            # arrives just as the event it waits for is set, and the task would wait again,
+            # so a single cancel could leave close() waiting forever (found by helper pgpipe).
+            while not state.task.done():
+                state.task.cancel()
+                await asyncio.wait({state.task}, timeout=0.05)
+            if not state.task.cancelled() and state.task.exception() is not None:
+                logger.error(
+                    "the group committer stopped with an error", exc_info=state.task.exception()
+                )
             if self.store.needs_compaction:  # leave the roll-ups folded
                 try:
                     await loop.run_in_executor(self._executor, self.store.compact)
