@@ -44,7 +44,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -711,29 +711,21 @@ class CollectorStore:
                     raise wrapped from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _commit_group_pg(
+    def _decide(
         self,
-        raw: Any,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
-    ) -> list[BatchRecord | Exception]:
-        results: list[BatchRecord | Exception | None] = [None] * len(items)
-        digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
-        cur = raw.cursor()
-        prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
-        if digests:
-            keyed = sorted(
-                {(b.collection, b.token, b.idempotency_key) for b in items if b.idempotency_key}
-            )
-            cur.execute(
-                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at"
-                " FROM ldpkit_batches WHERE (collection, token, idempotency_key) IN ("
-                + ", ".join(["(%s, %s, %s)"] * len(keyed))
-                + ")",
-                [x for k in keyed for x in k],
-            )
-            for row in cur.fetchall():
-                prior[(row[0], row[1], row[2])] = row[3:]
+        digests: Mapping[int, str],
+        prior: Mapping[tuple[str, str, str], tuple[Any, ...]],
+        results: list[BatchRecord | Exception | None],
+    ) -> tuple[list[int], dict[int, BatchRecord]]:
+        """Sort a group's items into new batches and retries (both commit paths).
+
+        ``prior`` maps ``(collection, token, idempotency_key)`` of keys stored before this
+        group to ``(digest, batch_id, n, received_at)``. A retry of a stored key, or of a key
+        seen earlier in the group, gets its result (the first batch's record, or an
+        :class:`IdempotencyConflict`) in ``results``; returns the indices of the new batches
+        and their records.
+        """
         new: list[int] = []
         first_in_group: dict[tuple[str, str, str], int] = {}
         records: dict[int, BatchRecord] = {}
@@ -758,6 +750,32 @@ class CollectorStore:
                 new_batch_id(), b.collection, b.n, b.received_at, token=b.token
             )
             new.append(i)
+        return new, records
+
+    def _commit_group_pg(
+        self,
+        raw: Any,
+        items: Sequence[PendingBatch],
+        combine: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception]:
+        results: list[BatchRecord | Exception | None] = [None] * len(items)
+        digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
+        cur = raw.cursor()
+        prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        if digests:
+            keyed = sorted(
+                {(b.collection, b.token, b.idempotency_key) for b in items if b.idempotency_key}
+            )
+            cur.execute(
+                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at"
+                " FROM ldpkit_batches WHERE (collection, token, idempotency_key) IN ("
+                + ", ".join(["(%s, %s, %s)"] * len(keyed))
+                + ")",
+                [x for k in keyed for x in k],
+            )
+            for row in cur.fetchall():
+                prior[(row[0], row[1], row[2])] = row[3:]
+        new, records = self._decide(items, digests, prior, results)
         if new:
             buckets = {i: self.bucket_of(items[i].collection, items[i].received_at) for i in new}
             # Keyed rows in key order: two writers inserting the same keys wait for each
@@ -827,7 +845,7 @@ class CollectorStore:
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
         # 1. Keys stored before this group.
-        prior: dict[tuple[str, str, str], Any] = {}
+        prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         wanted: dict[tuple[str, str], list[str]] = defaultdict(list)
         for b in items:
             if b.idempotency_key:
@@ -847,33 +865,14 @@ class CollectorStore:
                 )
             ).all()
             for row in rows:
-                prior[(collection, token, row.idempotency_key)] = row
+                prior[(collection, token, row.idempotency_key)] = (
+                    row.digest,
+                    row.batch_id,
+                    row.n,
+                    row.received_at,
+                )
         # 2. Decide each item: new, duplicate or conflict.
-        new: list[int] = []
-        first_in_group: dict[tuple[str, str, str], int] = {}
-        records: dict[int, BatchRecord] = {}
-        for i, b in enumerate(items):
-            key = b.idempotency_key
-            if key:
-                ident = (b.collection, b.token, key)
-                if ident in prior:
-                    row = prior[ident]
-                    results[i] = self._retry(
-                        b, digests[i], row.digest, row.batch_id, int(row.n), _utc(row.received_at)
-                    )
-                    continue
-                if ident in first_in_group:
-                    j = first_in_group[ident]
-                    r = records[j]
-                    results[i] = self._retry(
-                        b, digests[i], digests[j], r.batch_id, r.n, r.received_at
-                    )
-                    continue
-                first_in_group[ident] = i
-            records[i] = BatchRecord(
-                new_batch_id(), b.collection, b.n, b.received_at, token=b.token
-            )
-            new.append(i)
+        new, records = self._decide(items, digests, prior, results)
         if new and self.backend == "sqlite":
             # One executemany of plain tuples: the ORM's per-row parameter processing cost
             # ~1/3 of a one-report batch's share of the group. received_at goes through
