@@ -447,9 +447,10 @@ class CollectorStore:
         # Roll-up parts may exist (written since the last compaction, or left by an earlier
         # process): the committer compacts soon after it starts.
         self._dirty = True
-        # PostgreSQL group commits: one connection kept by the committer thread (no pool
-        # checkout, no pre-ping round trip per group); see _commit_group_pg.
-        self._pg_raw: Any = None
+        # PostgreSQL group commits: connections kept by the committer threads (no pool
+        # checkout, no pre-ping round trip per group), one per group in flight; see
+        # commit_group_pg. _pg_lock guards the list of idle ones.
+        self._pg_idle: list[Any] = []
         self._pg_lock = threading.Lock()
 
     def _check_legacy_schema(self) -> None:
@@ -466,7 +467,9 @@ class CollectorStore:
 
     def close(self) -> None:
         with self._pg_lock:
-            self._drop_pg_raw()
+            idle, self._pg_idle = self._pg_idle, []
+        for conn in idle:
+            self._drop_pg_raw(conn)
         self.engine.dispose()
 
     def ping(self) -> None:
@@ -656,13 +659,12 @@ class CollectorStore:
             out.append((*key, stats.n, len(members), self.layouts[key[0]].pack(stats)))
         return out
 
-    def _drop_pg_raw(self) -> None:
-        if self._pg_raw is not None:
-            try:
-                self._pg_raw.invalidate()  # closes it; the pool forgets it
-            except Exception:  # already broken: nothing to release
-                pass
-            self._pg_raw = None
+    @staticmethod
+    def _drop_pg_raw(conn: Any) -> None:
+        try:
+            conn.invalidate()  # closes it; the pool forgets it
+        except Exception:  # already broken: nothing to release
+            pass
 
     def commit_group_pg(
         self,
@@ -685,12 +687,16 @@ class CollectorStore:
         from sqlalchemy.exc import DBAPIError
 
         merge = combine or _merge_members
+        # A kept connection of our own for this group (two groups of one process may be in
+        # flight, each in its own committer thread and transaction).
         with self._pg_lock:
+            kept: Any = self._pg_idle.pop() if self._pg_idle else None
+        try:
             for attempt in range(3):
                 try:
-                    if self._pg_raw is None:
-                        self._pg_raw = self.engine.raw_connection()
-                    raw = self._pg_raw.driver_connection
+                    if kept is None:
+                        kept = self.engine.raw_connection()
+                    raw: Any = kept.driver_connection
                     try:
                         with raw.pipeline():
                             results = self._commit_group_pg(raw, items, merge)
@@ -698,7 +704,8 @@ class CollectorStore:
                         return results
                     except BaseException:
                         if raw.closed or raw.broken:
-                            self._drop_pg_raw()
+                            self._drop_pg_raw(kept)
+                            kept = None
                         else:
                             raw.rollback()
                         raise
@@ -707,8 +714,14 @@ class CollectorStore:
                         None, None, exc, psycopg.Error, connection_invalidated=raw.broken
                     )
                     if isinstance(wrapped, IntegrityError) and attempt < 2:
-                        continue  # another process stored the same key first: look again
+                        # Another writer (process, or this process's other group in flight)
+                        # stored the same key first: look again.
+                        continue
                     raise wrapped from exc
+        finally:
+            if kept is not None:
+                with self._pg_lock:
+                    self._pg_idle.append(kept)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _decide(
