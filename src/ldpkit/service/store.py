@@ -627,11 +627,14 @@ class CollectorStore:
         "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
         " received_at, bucket) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
     )
+    # The group's batch rows travel as one JSON array of rows (one text parameter, built by
+    # json.dumps in C), unpacked server-side: psycopg adapts a Python list element by
+    # element in Python (eight column arrays cost ~0.3 ms of client CPU per group of 16).
     _PG_INSERT_BATCHES = (
         "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
-        " received_at, bucket) SELECT * FROM unnest(%s::varchar[], %s::varchar[],"
-        " %s::varchar[], %s::varchar[], %s::varchar[], %s::bigint[], %s::timestamptz[],"
-        " %s::bigint[])"
+        " received_at, bucket) SELECT * FROM (SELECT e->>0, e->>1, e->>2, e->>3, e->>4,"
+        " (e->>5)::bigint, (e->>6)::timestamptz, (e->>7)::bigint"
+        " FROM json_array_elements(%s::json) AS e)"
     )
     _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
     _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
@@ -797,30 +800,29 @@ class CollectorStore:
                 new,
                 key=lambda i: (items[i].collection, items[i].token, items[i].idempotency_key or ""),
             )
-            # One statement for all rows (arrays unnested server-side): one Bind/Execute
-            # instead of one per batch, less CPU on both ends of the connection.
-            columns = list(
-                zip(
-                    *(
-                        (
-                            records[i].batch_id,
-                            items[i].collection,
-                            items[i].token,
-                            items[i].idempotency_key,
-                            digests.get(i),
-                            items[i].n,
-                            items[i].received_at,
-                            buckets[i],
-                        )
-                        for i in order
+            # One statement for all rows (one JSON parameter unpacked server-side): one
+            # Bind/Execute instead of one per batch, less CPU on both ends of the connection.
+            rows = json.dumps(
+                [
+                    (
+                        records[i].batch_id,
+                        items[i].collection,
+                        items[i].token,
+                        items[i].idempotency_key,
+                        digests.get(i),
+                        items[i].n,
+                        items[i].received_at.isoformat(),
+                        buckets[i],
                     )
-                )
+                    for i in order
+                ],
+                separators=(",", ":"),
             )
             # The insert itself takes the collections' shared locks first (no statement of
             # its own), so no admin delete of them runs while this transaction is open (see
             # delete_batches; a group with no new batch writes nothing).
             names = frozenset(items[i].collection for i in new)
-            cur.execute(_insert_batches_locked_sql(names), [list(c) for c in columns])
+            cur.execute(_insert_batches_locked_sql(names), (rows,))
             raw_rows = [
                 (records[i].batch_id, raw_[0], raw_[1])
                 for i in new
