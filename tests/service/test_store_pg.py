@@ -193,3 +193,57 @@ def test_two_groups_in_flight_store_each_key_once(fresh_postgres):
             np.testing.assert_array_equal(stats.arrays[name], arr)
     finally:
         store.close()
+
+
+def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(
+    fresh_postgres, tmp_path
+):
+    """A group without keys or raw reports is one autocommitted statement
+    (commit_group_pg's single-statement path); a batch in a closed bucket sends its group
+    down the pipelined path, which bumps the collection's generation. Both store exactly
+    what the ORM path stores for the same groups (SQLite as the reference)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    late = now - dt.timedelta(days=2)  # a closed bucket
+
+    def groups():
+        def one(values, rng, token, when):
+            b = _item(values, rng=rng)
+            b.token, b.received_at = token, when
+            return b
+
+        return [
+            [one([1, 2], 1, "a", now), one([3], 2, "b", now), one([4, 4, 5], 3, "a", now)],
+            [one([6], 4, "b", now), one([7, 0], 5, "a", late)],  # pipelined: late bucket
+            [one([2], 6, "a", now)],
+        ]
+
+    def generation(store):
+        with store.engine.connect() as conn:
+            return conn.exec_driver_sql(
+                "SELECT generation FROM ldpkit_collections WHERE name = 'c'"
+            ).scalar()
+
+    pg, ref = _store(fresh_postgres), _store(f"sqlite:///{tmp_path / 'ref.db'}")
+    try:
+        gens = []
+        for group in groups():
+            assert all(not isinstance(r, Exception) for r in pg.commit_group_pg(group))
+            gens.append(generation(pg))
+        assert gens[1] == gens[0] + 1 and gens[2] == gens[1]  # only the late group bumped
+        for group in groups():
+            ref.commit_group(group)
+        assert pg.summary("c") == ref.summary("c") == (10, 6)
+        assert pg.buckets("c") == ref.buckets("c")
+        for token in ("a", "b"):
+            got = sorted((r.n, r.received_at) for r in pg.list_batches("c", token=token))
+            want = sorted((r.n, r.received_at) for r in ref.list_batches("c", token=token))
+            assert got == want
+        (s1, b1), (s2, b2) = pg.merged("c", SPEC), ref.merged("c", SPEC)
+        assert b1 == b2 == 6
+        for name, arr in s2.arrays.items():
+            np.testing.assert_array_equal(s1.arrays[name], arr)
+    finally:
+        pg.close()
+        ref.close()

@@ -423,6 +423,25 @@ def _insert_batches_locked_sql(names: frozenset[str]) -> str:
     return f"WITH l AS ({_lock_shared_sql(names)}) {head} SELECT u.* FROM {tail} AS u, l"
 
 
+@functools.lru_cache(maxsize=256)
+def _group_single_sql(names: frozenset[str]) -> str:
+    """A whole keyless group in one statement (``CollectorStore._commit_group_pg_single``).
+
+    Parameters: the batch rows (as for ``CollectorStore._PG_INSERT_BATCHES``) and the
+    roll-up parts, one JSON array each (a part's arrays hex-encoded). Both inserts join the
+    shared-lock CTE ``l`` (volatile, evaluated once, before either yields a row).
+    """
+    head, tail = CollectorStore._PG_INSERT_BATCHES.split(" SELECT * FROM ", 1)
+    return (
+        f"WITH l AS ({_lock_shared_sql(names)}),"
+        f" b AS ({head} SELECT u.* FROM {tail} AS u, l),"
+        " p AS (INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
+        " SELECT e->>0, (e->>1)::bigint, e->>2, (e->>3)::bigint, (e->>4)::bigint,"
+        " decode(e->>5, 'hex') FROM json_array_elements(%s::json) AS e, l)"
+        " SELECT 1"
+    )
+
+
 class CollectorStore:
     """Roll-ups, batch metadata and optional raw reports in a SQL database.
 
@@ -679,10 +698,11 @@ class CollectorStore:
         The ORM path costs one round trip per statement (BEGIN, batch insert, part insert,
         COMMIT, plus the pool's pre-ping): with the server a few hundred microseconds away
         and each trip a wake-up of both processes, that was most of a group's cost. Here
-        the statements go through psycopg's pipeline mode on one connection kept for the
-        committer: BEGIN, the batch rows, the group's roll-up parts (appended: nothing is
-        read back) and COMMIT travel together, one round trip; a group with idempotency
-        keys first looks its keys up (one more trip). The same transaction as
+        a group without keys or raw reports is one statement in autocommit
+        (:meth:`_commit_group_pg_single`); others go through psycopg's pipeline mode on one
+        connection kept for the committer: BEGIN, the batch rows, the group's roll-up parts
+        (appended: nothing is read back) and COMMIT travel together, one round trip; a
+        group with idempotency keys first looks its keys up (one more trip). The same transaction as
         :meth:`commit_group`, so the same guarantees: a 201 means committed, and
         concurrent writers never lose counts (they touch no common roll-up row).
         """
@@ -701,6 +721,9 @@ class CollectorStore:
                         kept = self.engine.raw_connection()
                     raw: Any = kept.driver_connection
                     try:
+                        single = self._commit_group_pg_single(raw, items, merge)
+                        if single is not None:
+                            return single
                         with raw.pipeline():
                             results = self._commit_group_pg(raw, items, merge)
                             raw.commit()
@@ -768,6 +791,74 @@ class CollectorStore:
             new.append(i)
         return new, records
 
+    @staticmethod
+    def _batch_rows_json(
+        items: Sequence[PendingBatch],
+        records: Mapping[int, BatchRecord],
+        buckets: Mapping[int, int],
+        digests: Mapping[int, str],
+        order: Sequence[int],
+    ) -> str:
+        """The batch rows of ``order`` as one JSON array (see ``_PG_INSERT_BATCHES``)."""
+        return json.dumps(
+            [
+                (
+                    records[i].batch_id,
+                    items[i].collection,
+                    items[i].token,
+                    items[i].idempotency_key,
+                    digests.get(i),
+                    items[i].n,
+                    items[i].received_at.isoformat(),
+                    buckets[i],
+                )
+                for i in order
+            ],
+            separators=(",", ":"),
+        )
+
+    def _commit_group_pg_single(
+        self,
+        raw: Any,
+        items: Sequence[PendingBatch],
+        combine: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception] | None:
+        """A group without idempotency keys or raw reports as ONE statement, in autocommit.
+
+        Nothing to look up and every batch is new, so the batch rows and the roll-up parts
+        go in one statement (data-modifying CTEs), which is its own transaction: one
+        Parse/Bind/Execute/Sync, no BEGIN/COMMIT nor pipeline (psycopg's pipeline costs
+        client CPU per statement and per result). Both inserts join the shared-lock CTE, so
+        the collections' locks are taken before any row is written, as on the pipelined
+        path. Returns None (nothing sent) when the pipelined path must be used instead: a
+        key to look up, raw reports to store, or a batch in a closed bucket (its collection's
+        generation is bumped there).
+        """
+        if any(b.idempotency_key or b.raw is not None for b in items):
+            return None
+        buckets = {i: self.bucket_of(b.collection, b.received_at) for i, b in enumerate(items)}
+        if any(buckets[i] < self._closed_before(b.collection) for i, b in enumerate(items)):
+            return None
+        results: list[BatchRecord | Exception | None] = [None] * len(items)
+        new, records = self._decide(items, {}, {}, results)
+        rows = self._batch_rows_json(items, records, buckets, {}, new)
+        parts = json.dumps(
+            [
+                (c, b, t, n, k, arrays.hex())
+                for c, b, t, n, k, arrays in self._parts(items, new, combine)
+            ],
+            separators=(",", ":"),
+        )
+        names = frozenset(b.collection for b in items)
+        self._dirty = True
+        raw.autocommit = True
+        try:
+            raw.execute(_group_single_sql(names), (rows, parts))  # committed once it returns
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+        return [records[i] for i in new]
+
     def _commit_group_pg(
         self,
         raw: Any,
@@ -802,22 +893,7 @@ class CollectorStore:
             )
             # One statement for all rows (one JSON parameter unpacked server-side): one
             # Bind/Execute instead of one per batch, less CPU on both ends of the connection.
-            rows = json.dumps(
-                [
-                    (
-                        records[i].batch_id,
-                        items[i].collection,
-                        items[i].token,
-                        items[i].idempotency_key,
-                        digests.get(i),
-                        items[i].n,
-                        items[i].received_at.isoformat(),
-                        buckets[i],
-                    )
-                    for i in order
-                ],
-                separators=(",", ":"),
-            )
+            rows = self._batch_rows_json(items, records, buckets, digests, order)
             # The insert itself takes the collections' shared locks first (no statement of
             # its own), so no admin delete of them runs while this transaction is open (see
             # delete_batches; a group with no new batch writes nothing).
