@@ -195,9 +195,7 @@ def test_two_groups_in_flight_store_each_key_once(fresh_postgres):
         store.close()
 
 
-def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(
-    fresh_postgres, tmp_path
-):
+def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(fresh_postgres, tmp_path):
     """A group without keys or raw reports is one autocommitted statement
     (commit_group_pg's single-statement path); a batch in a closed bucket sends its group
     down the pipelined path, which bumps the collection's generation. Both store exactly
