@@ -424,20 +424,22 @@ def _insert_batches_locked_sql(names: frozenset[str]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _group_single_sql(names: frozenset[str]) -> str:
+def _group_single_sql(names: frozenset[str], parts: int) -> str:
     """A whole keyless group in one statement (``CollectorStore._commit_group_pg_single``).
 
-    Parameters: the batch rows (as for ``CollectorStore._PG_INSERT_BATCHES``) and the
-    roll-up parts, one JSON array each (a part's arrays hex-encoded). Both inserts join the
-    shared-lock CTE ``l`` (volatile, evaluated once, before either yields a row).
+    Parameters: the batch rows (one JSON array, as for ``CollectorStore._PG_INSERT_BATCHES``),
+    then the ``parts`` roll-up parts' columns, each part a VALUES row (its arrays a bytea
+    parameter sent in binary: as JSON text they cost the server more than the rest of the
+    statement). Both inserts join the shared-lock CTE ``l`` (volatile, evaluated once,
+    before either yields a row).
     """
     head, tail = CollectorStore._PG_INSERT_BATCHES.split(" SELECT * FROM ", 1)
+    values = ", ".join(["(%s, %s::bigint, %s, %s::bigint, %s::bigint, %s::bytea)"] * parts)
     return (
         f"WITH l AS ({_lock_shared_sql(names)}),"
         f" b AS ({head} SELECT u.* FROM {tail} AS u, l),"
         " p AS (INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
-        " SELECT e->>0, (e->>1)::bigint, e->>2, (e->>3)::bigint, (e->>4)::bigint,"
-        " decode(e->>5, 'hex') FROM json_array_elements(%s::json) AS e, l)"
+        f" SELECT v.* FROM (VALUES {values}) AS v, l)"
         " SELECT 1"
     )
 
@@ -842,18 +844,14 @@ class CollectorStore:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         new, records = self._decide(items, {}, {}, results)
         rows = self._batch_rows_json(items, records, buckets, {}, new)
-        parts = json.dumps(
-            [
-                (c, b, t, n, k, arrays.hex())
-                for c, b, t, n, k, arrays in self._parts(items, new, combine)
-            ],
-            separators=(",", ":"),
-        )
+        parts = self._parts(items, new, combine)
         names = frozenset(b.collection for b in items)
         self._dirty = True
         raw.autocommit = True
         try:
-            raw.execute(_group_single_sql(names), (rows, parts))  # committed once it returns
+            raw.execute(
+                _group_single_sql(names, len(parts)), (rows, *(x for p in parts for x in p))
+            )  # committed once it returns
         finally:
             if not raw.closed:
                 raw.autocommit = False
