@@ -59,7 +59,7 @@ from ..spec import Mechanism, Reports, Stats, spec_from_dict
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
-from .store import CollectorStore, IdempotencyConflict, PendingBatch, ReportsDigest
+from .store import BatchDeleted, CollectorStore, IdempotencyConflict, PendingBatch, ReportsDigest
 
 __all__ = ["Collection", "CollectorApp", "Limits", "create_app", "DEFAULT_DATABASE_URL"]
 
@@ -630,6 +630,8 @@ class _Collector:
             record = await self.committer.commit(item)
         except IdempotencyConflict as exc:
             raise self._fail(422, "idempotency_conflict", str(exc)) from exc
+        except BatchDeleted as exc:
+            raise self._fail(409, "deleted_batch", str(exc)) from exc
         except AggregationError as exc:
             raise self._fail(422, "rejected_by_spec", str(exc)) from exc
         self.metrics.accept(name, record.n, record.duplicate)
@@ -1348,7 +1350,10 @@ def create_app(
             200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
             401: {"description": "no valid bearer token (when [auth] is configured)"},
             403: {"description": "the token lacks the ingest scope"},
-            409: {"description": "reports made under another spec (fingerprint mismatch)"},
+            409: {
+                "description": "reports made under another spec (fingerprint mismatch), or an "
+                "Idempotency-Key whose batch an admin deleted (not stored again)"
+            },
             413: {"description": "body, JSON, decoded size or report count over the limits"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
             422: {"description": "malformed reports, or Idempotency-Key reused for other data"},

@@ -1,6 +1,6 @@
 """Durable storage for the collector (SQLAlchemy Core; SQLite by default, PostgreSQL by URL).
 
-Four tables:
+Five tables:
 
 - ``ldpkit_rollups``: one row per (collection, time bucket, token) holding the merged
   :class:`~ldpkit.Stats` of every batch received in that bucket from that token (once
@@ -16,6 +16,8 @@ Four tables:
   the admin listing, and counting.
 - ``ldpkit_reports``: raw payloads, only when the app is configured with
   ``store_reports = true``.
+- ``ldpkit_deleted_keys``: idempotency keys of batches an admin deleted, so that a retry
+  cannot store a deleted batch again (:class:`BatchDeleted`).
 
 Writes come in groups (:meth:`CollectorStore.commit_group`): the batch rows are inserted
 and the group's Stats appended as roll-up parts in **one transaction**, so a committed
@@ -69,6 +71,7 @@ from sqlalchemy import (
     func,
     insert,
     inspect,
+    literal,
     select,
     text,
     union_all,
@@ -81,6 +84,7 @@ from sqlalchemy.pool import StaticPool
 from ..spec import Mechanism, Reports, Stats
 
 __all__ = [
+    "BatchDeleted",
     "BatchRecord",
     "CollectorStore",
     "IdempotencyConflict",
@@ -161,6 +165,20 @@ rollup_parts_table = Table(
     Index("ix_ldpkit_rollup_parts_bucket", "collection", "bucket", "token"),
 )
 
+deleted_keys_table = Table(
+    "ldpkit_deleted_keys",
+    metadata,
+    # Idempotency keys of batches an admin deleted (CollectorStore.delete_batches writes
+    # them in the delete's transaction). A retry carrying one is refused (BatchDeleted)
+    # rather than stored as a new batch: a client retrying after a lost answer must not
+    # undo a delete (e.g. of a leaked token's batches).
+    Column("collection", String(128), ForeignKey("ldpkit_collections.name"), primary_key=True),
+    Column("token", String(64), primary_key=True),
+    Column("idempotency_key", String(200), primary_key=True),
+    Column("batch_id", String(36), nullable=False),
+    Column("deleted_at", DateTime(timezone=True), nullable=False),
+)
+
 reports_table = Table(
     "ldpkit_reports",
     metadata,
@@ -172,6 +190,10 @@ reports_table = Table(
 
 class IdempotencyConflict(ValueError):
     """An idempotency key was reused for a batch with different content."""
+
+
+class BatchDeleted(ValueError):
+    """An idempotency key names a batch an admin deleted: it is not stored again."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -632,6 +654,7 @@ class CollectorStore:
     )
     _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
     _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
+    _SQLITE_WRITE_LOCK = "UPDATE ldpkit_collections SET generation = generation WHERE 0"
 
     _INSERT_PART = (
         "INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
@@ -717,14 +740,16 @@ class CollectorStore:
         digests: Mapping[int, str],
         prior: Mapping[tuple[str, str, str], tuple[Any, ...]],
         results: list[BatchRecord | Exception | None],
+        deleted: Mapping[tuple[str, str, str], tuple[str, Any]] | None = None,
     ) -> tuple[list[int], dict[int, BatchRecord]]:
         """Sort a group's items into new batches and retries (both commit paths).
 
         ``prior`` maps ``(collection, token, idempotency_key)`` of keys stored before this
-        group to ``(digest, batch_id, n, received_at)``. A retry of a stored key, or of a key
-        seen earlier in the group, gets its result (the first batch's record, or an
-        :class:`IdempotencyConflict`) in ``results``; returns the indices of the new batches
-        and their records.
+        group to ``(digest, batch_id, n, received_at)``, ``deleted`` those of deleted
+        batches to ``(batch_id, deleted_at)``. A retry of a stored key, or of a key seen
+        earlier in the group, gets its result (the first batch's record, or an
+        :class:`IdempotencyConflict`) in ``results``, a key of a deleted batch a
+        :class:`BatchDeleted`; returns the indices of the new batches and their records.
         """
         new: list[int] = []
         first_in_group: dict[tuple[str, str, str], int] = {}
@@ -732,6 +757,15 @@ class CollectorStore:
         for i, b in enumerate(items):
             if b.idempotency_key:
                 ident = (b.collection, b.token, b.idempotency_key)
+                if deleted and ident in deleted:
+                    gone_id, gone_at = deleted[ident]
+                    results[i] = BatchDeleted(
+                        f"Idempotency-Key {b.idempotency_key!r} must name a stored batch, but "
+                        f"its batch {gone_id} was deleted by an administrator at "
+                        f"{_utc(gone_at).isoformat()}; a deleted batch is not stored again "
+                        "(a retry must not undo a delete): send new data with a new key"
+                    )
+                    continue
                 if ident in prior:
                     digest, batch_id, n, received_at = prior[ident]
                     results[i] = self._retry(
@@ -762,20 +796,34 @@ class CollectorStore:
         digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
         cur = raw.cursor()
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        deleted: dict[tuple[str, str, str], tuple[str, Any]] = {}
         if digests:
             keyed = sorted(
                 {(b.collection, b.token, b.idempotency_key) for b in items if b.idempotency_key}
             )
-            cur.execute(
-                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at"
-                " FROM ldpkit_batches WHERE (collection, token, idempotency_key) IN ("
+            # The keys are read under the collections' shared locks, taken by a statement
+            # of their own before (same round trip): at READ COMMITTED a statement's
+            # snapshot predates any lock it waits for, and an admin delete in flight must be
+            # seen entirely (see delete_batches).
+            raw.cursor().execute(_lock_shared_sql(frozenset(k[0] for k in keyed)))
+            where = (
+                " WHERE (collection, token, idempotency_key) IN ("
                 + ", ".join(["(%s, %s, %s)"] * len(keyed))
-                + ")",
-                [x for k in keyed for x in k],
+                + ")"
+            )
+            cur.execute(
+                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at,"
+                " false FROM ldpkit_batches" + where + " UNION ALL SELECT collection, token,"
+                " idempotency_key, NULL, batch_id, 0, deleted_at, true FROM ldpkit_deleted_keys"
+                + where,
+                [x for k in keyed for x in k] * 2,
             )
             for row in cur.fetchall():
-                prior[(row[0], row[1], row[2])] = row[3:]
-        new, records = self._decide(items, digests, prior, results)
+                if row[7]:
+                    deleted[(row[0], row[1], row[2])] = (row[4], row[6])
+                else:
+                    prior[(row[0], row[1], row[2])] = row[3:7]
+        new, records = self._decide(items, digests, prior, results, deleted)
         if new:
             buckets = {i: self.bucket_of(items[i].collection, items[i].received_at) for i in new}
             # Keyed rows in key order: two writers inserting the same keys wait for each
@@ -844,8 +892,15 @@ class CollectorStore:
         digests: dict[int, str] = {
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
-        # 1. Keys stored before this group.
+        if digests and self.backend == "sqlite":
+            # Keys are looked up under the writer lock (a write that changes nothing takes
+            # it), as admin deletes hold it: a retry is decided before a delete or after
+            # it, never against a delete in flight (pysqlite would run the SELECT below
+            # outside the transaction, on the last committed state).
+            conn.exec_driver_sql(self._SQLITE_WRITE_LOCK)
+        # 1. Keys stored (or deleted) before this group.
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        deleted: dict[tuple[str, str, str], tuple[str, Any]] = {}
         wanted: dict[tuple[str, str], list[str]] = defaultdict(list)
         for b in items:
             if b.idempotency_key:
@@ -871,8 +926,20 @@ class CollectorStore:
                     row.n,
                     row.received_at,
                 )
-        # 2. Decide each item: new, duplicate or conflict.
-        new, records = self._decide(items, digests, prior, results)
+            k = deleted_keys_table.c
+            for gone in conn.execute(
+                select(k.idempotency_key, k.batch_id, k.deleted_at).where(
+                    k.collection == collection,
+                    k.token == token,
+                    k.idempotency_key.in_(sorted(set(keys))),
+                )
+            ):
+                deleted[(collection, token, gone.idempotency_key)] = (
+                    gone.batch_id,
+                    gone.deleted_at,
+                )
+        # 2. Decide each item: new, duplicate, conflict or deleted.
+        new, records = self._decide(items, digests, prior, results, deleted)
         if new and self.backend == "sqlite":
             # One executemany of plain tuples: the ORM's per-row parameter processing cost
             # ~1/3 of a one-report batch's share of the group. received_at goes through
@@ -1326,6 +1393,12 @@ class CollectorStore:
         rows. On SQLite the first statement is a write, which takes the database's single
         writer lock for the whole transaction (a read first would run on an older
         snapshot: pysqlite begins the transaction only at the first write).
+
+        The idempotency keys of the deleted batches are kept (``ldpkit_deleted_keys``): a
+        retry with one of them gets :class:`BatchDeleted` (HTTP 409) instead of being
+        stored as a new batch. Group commits read keys under the same locks, so a retry
+        racing this delete is decided either before it (a duplicate of a batch this delete
+        then removes) or after it (refused), never against a delete half done.
         """
         rollup_cond = self._rollup_filter(collection, since, until, token)
         part_cond = self._rollup_filter(collection, since, until, token, table=rollup_parts_table)
@@ -1347,6 +1420,19 @@ class CollectorStore:
             conn.execute(
                 delete(reports_table).where(
                     reports_table.c.batch_id.in_(select(batches_table.c.batch_id).where(batch_cond))
+                )
+            )
+            b = batches_table.c
+            conn.execute(  # the deleted batches' keys stay spent (see deleted_keys_table)
+                insert(deleted_keys_table).from_select(
+                    ["collection", "token", "idempotency_key", "batch_id", "deleted_at"],
+                    select(
+                        b.collection,
+                        b.token,
+                        b.idempotency_key,
+                        b.batch_id,
+                        literal(dt.datetime.now(dt.UTC), DateTime(timezone=True)),
+                    ).where(batch_cond, b.idempotency_key.is_not(None)),
                 )
             )
             conn.execute(delete(batches_table).where(batch_cond))
