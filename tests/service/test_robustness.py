@@ -2,10 +2,12 @@
 
 import threading
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 
-from ldpkit import GRR
+from ldpkit import GRR, Stats
 from ldpkit.io import reports_to_dict
 from ldpkit.service import create_app
 from ldpkit.service.store import (
@@ -14,6 +16,7 @@ from ldpkit.service.store import (
     CollectorStore,
     PendingBatch,
     reports_digest,
+    rollup_parts_table,
 )
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
@@ -140,3 +143,96 @@ def test_deleted_keys_are_per_token_and_new_keys_still_work(db):
         assert store.summary("c") == (4, 2)
     finally:
         store.close()
+
+
+# -- (2) roll-up parts piling up, compaction failing -----------------------------------------
+
+
+def _parts(store):
+    with store.engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(rollup_parts_table)).scalar()
+
+
+def _write_parts(url, count, seed=0):
+    """``count`` roll-up parts written by another process's store (one batch each)."""
+    other = _store(url)
+    try:
+        sent = []
+        for i in range(count):
+            r = SPEC.randomize([(seed + i) % 8], rng=seed + i)
+            sent.append(r)
+            other.commit_group([PendingBatch("c", 1, stats=SPEC.aggregate(r))])
+        return sent
+    finally:
+        other.close()
+
+
+def test_estimate_compacts_when_parts_pile_up(db):
+    app = create_app({"c": SPEC}, db, max_rollup_parts=5)
+    with TestClient(app) as c:
+        store = app.state.collector.store
+        sent = _write_parts(db, 5)
+        assert c.get("/v1/collections/c/estimate").json()["n"] == 5
+        assert _parts(store) == 5  # at the bound: nothing to do
+        sent += _write_parts(db, 3, seed=5)
+        assert c.get("/healthz").json()["compaction"].startswith("behind: more than 5")
+        body = c.get("/v1/collections/c/estimate").json()
+        assert _parts(store) == 0  # the estimate folded them first
+        health = c.get("/healthz").json()
+        assert (health["status"], health["compaction"]) == ("ok", "ok")
+        stats = c.get("/v1/collections/c/stats").json()
+        metrics = c.get("/metrics").text
+    expected = SPEC.aggregate(sent[0].concat(*sent[1:]))
+    assert body["n"] == 8 and body["batches"] == 8
+    np.testing.assert_allclose(body["frequencies"], SPEC.estimate(expected).frequencies)
+    got = Stats.from_dict(stats)
+    for name, arr in expected.arrays.items():
+        np.testing.assert_array_equal(got.arrays[name], arr)
+    assert "ldpkit_compacted_parts_total 8" in metrics
+
+
+def test_committer_compacts_when_its_parts_exceed_the_bound(db):
+    app = create_app({"c": SPEC}, db, max_rollup_parts=3)
+    with TestClient(app) as c:
+        collector = app.state.collector
+        collector.committer.compact_interval = 3600.0  # only the bound can trigger it
+        for i in range(7):
+            body = reports_to_dict(SPEC.randomize([i % 8], rng=i))
+            assert c.post("/v1/reports/c", json=body).status_code == 201
+        # Parts 1-4 were folded when the fifth batch arrived (4 > 3), before its group.
+        assert _parts(collector.store) == 3
+        assert c.get("/v1/collections/c").json()["n"] == 7
+
+
+def test_failing_compaction_degrades_healthz_and_is_counted(db, monkeypatch):
+    app = create_app({"c": SPEC}, db, max_rollup_parts=2)
+    with TestClient(app) as c:
+        store = app.state.collector.store
+        store.compact_retry_seconds = 0.0
+        sent = _write_parts(db, 4)
+        real = store.compact
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("disk full")
+
+        monkeypatch.setattr(store, "compact", broken)
+        for k in range(3):
+            body = c.get("/v1/collections/c/estimate").json()  # each tries and fails
+            assert body["n"] == 4  # still exact: readers sum the parts
+            health = c.get("/healthz")
+            assert health.status_code == 200 and health.json()["status"] == "degraded"
+            # Behind (4 parts > 2) at once; failing from the third failure in a row.
+            assert health.json()["compaction"].startswith("behind" if k < 2 else "failing")
+        health = c.get("/healthz").json()
+        assert health["compaction"].startswith("failing: 3 consecutive failures")
+        assert health["compaction"].endswith("behind: more than 2 roll-up parts wait in ['c']")
+        assert "RuntimeError: disk full" in health["compaction"]
+        assert "ldpkit_compaction_failures_total 3" in c.get("/metrics").text
+        monkeypatch.setattr(store, "compact", real)
+        assert c.get("/v1/collections/c/estimate").json()["n"] == 4
+        assert _parts(store) == 0
+        assert c.get("/healthz").json()["status"] == "ok"
+        metrics = c.get("/metrics").text
+    assert "ldpkit_compaction_failures_total 3" in metrics
+    assert "ldpkit_compactions_total 2" in metrics  # at start, and the last estimate's
+    assert len(sent) == 4

@@ -21,8 +21,10 @@ size); with a fixed sleep instead, every group would wait the whole window even 
 its clients are in, and a lone request after a quiet spell would wait too.
 
 Group commits append roll-up *parts* (see :mod:`ldpkit.service.store`); between groups,
-about once every ``compact_interval`` seconds while parts were written, the committer
-folds them into the roll-up rows (:meth:`CollectorStore.compact`, in the helper thread).
+about once every ``compact_interval`` seconds while parts were written, or at once when
+this process wrote more than ``store.max_parts`` since its last compaction, the committer
+folds them into the roll-up rows (:meth:`CollectorStore.try_compact`, in the helper thread;
+failures are counted for ``/healthz`` and ``/metrics``).
 
 Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive without
 Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
@@ -190,11 +192,8 @@ class GroupCommitter:
                 logger.error(
                     "the group committer stopped with an error", exc_info=state.task.exception()
                 )
-            if self.store.needs_compaction:  # leave the roll-ups folded
-                try:
-                    await loop.run_in_executor(self._executor, self.store.compact)
-                except Exception:
-                    logger.exception("roll-up compaction failed (parts kept, folded later)")
+            if self.store.needs_compaction:  # leave the roll-ups folded (failures: logged)
+                await loop.run_in_executor(self._executor, self.store.try_compact)
         if not self._states:
             self._executor.shutdown(wait=True)
             self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -222,14 +221,15 @@ class GroupCommitter:
                 except TimeoutError:
                     pass
                 state.wake.clear()
-            if self.store.needs_compaction and (
+            store = self.store
+            if store.needs_compaction and (
                 loop.time() - last_compact >= self.compact_interval
+                # more parts than readers should sum: now (unless it just failed)
+                or (store.parts_written > store.max_parts and store.compaction_due())
             ):
                 state.busy = True
-                try:  # fold the roll-up parts; a failure leaves them for the next round
-                    await run_blocking(self.store.compact)
-                except Exception:
-                    logger.exception("roll-up compaction failed (parts kept, retried later)")
+                try:  # fold the roll-up parts; a failure (counted) leaves them for later
+                    await run_blocking(store.try_compact)
                 finally:
                     state.busy = False
                     last_compact = loop.time()

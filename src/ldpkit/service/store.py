@@ -42,6 +42,7 @@ import functools
 import hashlib
 import itertools
 import json
+import logging
 import os
 import threading
 import time
@@ -82,6 +83,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
 from ..spec import Mechanism, Reports, Stats
+
+logger = logging.getLogger("ldpkit.service")
 
 __all__ = [
     "BatchDeleted",
@@ -186,6 +189,12 @@ reports_table = Table(
     Column("format", String(16), nullable=False),
     Column("payload", LargeBinary, nullable=False),
 )
+
+
+# Roll-up parts of one collection above which an estimate or the committer compacts at once
+# (normally the committer folds them about once a second, a few hundred at most); readers
+# sum parts one by one, so this bounds their cost when compaction falls behind.
+DEFAULT_MAX_PARTS = 4096
 
 
 class IdempotencyConflict(ValueError):
@@ -469,6 +478,17 @@ class CollectorStore:
         # Roll-up parts may exist (written since the last compaction, or left by an earlier
         # process): the committer compacts soon after it starts.
         self._dirty = True
+        # Compaction's bound and health (this process; see try_compact): more than
+        # `max_parts` unfolded parts in a collection make an estimate or the committer
+        # compact at once; failures are counted and reported by /healthz and /metrics.
+        self.max_parts = DEFAULT_MAX_PARTS
+        self.compact_retry_seconds = 1.0  # after a failure, no bound-triggered retry sooner
+        self.compaction_failures = 0  # consecutive
+        self.last_compaction_error: str | None = None
+        self.on_compaction: Callable[[int | None], None] | None = None
+        self.parts_written = 0  # by this process since its last compaction
+        self._last_failure = -float("inf")
+        self._compact_lock = threading.Lock()
         # PostgreSQL group commits: one connection kept by the committer thread (no pool
         # checkout, no pre-ping round trip per group); see _commit_group_pg.
         self._pg_raw: Any = None
@@ -867,6 +887,7 @@ class CollectorStore:
             cur.executemany(self._INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
             self._dirty = True
+            self.parts_written += len(parts)
             for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
@@ -1000,6 +1021,7 @@ class CollectorStore:
                 conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
             groups = {(p[0], p[1], p[2]) for p in parts}
             self._dirty = True
+            self.parts_written += len(parts)
             late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
@@ -1103,6 +1125,57 @@ class CollectorStore:
     def needs_compaction(self) -> bool:
         """Whether this process wrote roll-up parts since its last compaction."""
         return self._dirty
+
+    def try_compact(self, *, wait: bool = True) -> int | None:
+        """:meth:`compact` that records its outcome instead of raising.
+
+        Returns the number of parts folded, or None when it failed (logged; counted in
+        ``compaction_failures``, consecutive, reset by the next success) or when another
+        thread of this process was compacting and ``wait`` is false. ``on_compaction`` (the
+        app's metrics) gets the parts folded, or None for a failure.
+        """
+        if not self._compact_lock.acquire(blocking=wait):
+            return None
+        try:
+            before = self.parts_written
+            try:
+                folded = self.compact()
+            except Exception as exc:  # the parts stay, and every total with them
+                self.compaction_failures += 1
+                self.last_compaction_error = f"{type(exc).__name__}: {exc}"[:300]
+                self._last_failure = time.monotonic()
+                logger.exception(
+                    "roll-up compaction failed (%d in a row; parts kept, retried later)",
+                    self.compaction_failures,
+                )
+                if self.on_compaction is not None:
+                    self.on_compaction(None)
+                return None
+            self.compaction_failures = 0
+            self.last_compaction_error = None
+            self.parts_written = max(0, self.parts_written - before)
+            if self.on_compaction is not None:
+                self.on_compaction(folded)
+            return folded
+        finally:
+            self._compact_lock.release()
+
+    def compaction_due(self) -> bool:
+        """Whether a bound-triggered compaction may run now (not right after a failure)."""
+        return (
+            self.compaction_failures == 0
+            or time.monotonic() - self._last_failure >= self.compact_retry_seconds
+        )
+
+    def parts_over(self, collection: str, bound: int | None = None) -> bool:
+        """Whether more than ``bound`` (default ``max_parts``) roll-up parts of
+        ``collection`` wait to be folded (an index range read of at most bound + 1 rows,
+        whatever the number of parts)."""
+        bound = self.max_parts if bound is None else bound
+        p = rollup_parts_table.c
+        query = select(p.bucket).where(p.collection == collection).limit(1).offset(bound)
+        with self.engine.connect() as conn:
+            return conn.execute(query).first() is not None
 
     # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
     # worker processes, and admin deletes wait for it.
