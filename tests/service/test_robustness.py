@@ -236,3 +236,58 @@ def test_failing_compaction_degrades_healthz_and_is_counted(db, monkeypatch):
     assert "ldpkit_compaction_failures_total 3" in metrics
     assert "ldpkit_compactions_total 2" in metrics  # at start, and the last estimate's
     assert len(sent) == 4
+
+
+# -- (3) a stalled SQLite commit must not stall the event loop for long ----------------------
+
+
+def test_a_stalled_sqlite_commit_moves_the_next_ones_off_the_event_loop(db):
+    """The COMMIT of a group runs in the loop's thread (cheaper), so a disk that stalls
+    stalls every request; after one slow commit, the next ones run in the helper thread
+    and /healthz answers while a commit is stuck."""
+    import asyncio
+
+    import httpx
+    from sqlalchemy import event
+
+    app = create_app({"c": SPEC}, db)
+    collector = app.state.collector
+    collector.committer.compact_interval = 3600.0  # only group commits below
+    stuck, release, returned = threading.Event(), threading.Event(), threading.Event()
+    plan = ["slow", "stuck"]
+
+    @event.listens_for(collector.store.engine, "commit")
+    def stall(_conn):  # before the DB-API COMMIT, in the committing thread (a slow fsync)
+        step = plan.pop(0) if plan else None
+        if step == "slow":
+            threading.Event().wait(0.3)
+        elif step == "stuck":
+            stuck.set()
+            release.wait(5)
+            returned.set()
+
+    async def scenario():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            body = reports_to_dict(SPEC.randomize([1], rng=0))
+            first = await client.post("/v1/reports/c", json=body)  # held the loop 0.3 s
+            assert first.status_code == 201
+            second = asyncio.create_task(client.post("/v1/reports/c", json=body))
+            while not stuck.is_set():
+                await asyncio.sleep(0.01)
+            health = await asyncio.wait_for(client.get("/healthz"), 30)
+            answered_while_stuck = not returned.is_set()
+            release.set()
+            assert (await second).status_code == 201
+            n = (await client.get("/v1/collections/c")).json()["n"]
+        await collector.committer.close()
+        return health, answered_while_stuck, n
+
+    try:
+        health, answered_while_stuck, n = asyncio.run(scenario())
+    finally:
+        release.set()
+        collector.store.close()
+    assert health.status_code == 200
+    assert answered_while_stuck  # before: /healthz waited for the stuck COMMIT
+    assert n == 2 and plan == []

@@ -5,7 +5,8 @@ batch to the committer and waits; the committer takes *everything* waiting (up t
 ``max_group`` batches), writes it in one transaction, and only after the commit returns
 answers every waiting request. On SQLite the whole transaction runs in the loop's thread
 (in process, the statements only fill the transaction; the COMMIT blocks the loop for one
-fsync, which measured cheaper than handing it to a thread: see
+fsync, which measured cheaper than handing it to a thread, except for a few seconds after
+a commit that took over 0.1 s, e.g. a stalled disk: see
 :meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
 helper thread, since every statement waits for a network round trip, and the loop keeps
 reading requests for the next group meanwhile. So a 201 still means "on disk", but one
@@ -134,8 +135,9 @@ class GroupCommitter:
     """Writes waiting batches in groups (see the module docstring).
 
     One committer task per event loop (a server has one loop; test clients may run
-    several): it takes every batch waiting, runs the group's statements in the loop's
-    thread and the COMMIT in a dedicated thread, then answers the group's requests.
+    several): it takes every batch waiting, writes them in one transaction (SQLite: in the
+    loop's thread unless a commit was slow lately; a database server: in a helper thread),
+    then answers the group's requests.
     """
 
     def __init__(

@@ -489,6 +489,11 @@ class CollectorStore:
         self.parts_written = 0  # by this process since its last compaction
         self._last_failure = -float("inf")
         self._compact_lock = threading.Lock()
+        # SQLite group commits run in the event loop's thread unless one was slow lately
+        # (commit_group_async).
+        self.slow_commit_seconds = 0.1
+        self.off_loop_seconds = 3.0
+        self._off_loop_until = -float("inf")
         # PostgreSQL group commits: one connection kept by the committer thread (no pool
         # checkout, no pre-ping round trip per group); see _commit_group_pg.
         self._pg_raw: Any = None
@@ -635,20 +640,60 @@ class CollectorStore:
         0.23-0.27 ms against 0.27-0.34; at 64 connections no worse. A database server:
         every statement is a network round trip, so the whole transaction runs through
         ``run_blocking`` (an executor) and the loop never waits for the server.
+
+        But while the loop waits for SQLite, it serves nothing (``/healthz``, estimates,
+        other requests' bytes): a disk that stalls an fsync for seconds stalls the whole
+        process. So a SQLite group transaction that takes longer than
+        ``slow_commit_seconds`` (0.1 s; ~1-15 ms is usual) moves the following ones to
+        ``run_blocking`` for ``off_loop_seconds`` (3 s, renewed by every slow one there):
+        the first stalled commit still holds the loop, the next ones do not. The fast path
+        costs one clock read per group.
         """
         if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
             merge = combine or _merge_members
             return await run_blocking(lambda: self.commit_group_pg(items, merge))  # type: ignore[no-any-return]
+        merge = combine or _merge_members
         if self.backend != "sqlite":
-            merge = combine or _merge_members
             return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
+        if time.monotonic() < self._off_loop_until:  # a commit stalled lately: see above
+            return await run_blocking(lambda: self._timed(self.commit_group, items, merge))  # type: ignore[no-any-return]
+        return self._timed(self._commit_sqlite_here, items, merge)
+
+    def _timed(
+        self,
+        commit: Callable[..., list[BatchRecord | Exception]],
+        items: Sequence[PendingBatch],
+        merge: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception]:
+        """``commit(items, merge)``, noting a slow one (see :meth:`commit_group_async`)."""
+        start = time.perf_counter()
+        try:
+            return commit(items, merge)
+        finally:
+            took = time.perf_counter() - start
+            if took > self.slow_commit_seconds:
+                if time.monotonic() >= self._off_loop_until:
+                    logger.warning(
+                        "a SQLite group commit took %.3f s (> %.3f s): the next ones run off "
+                        "the event loop for %.0f s",
+                        took,
+                        self.slow_commit_seconds,
+                        self.off_loop_seconds,
+                    )
+                self._off_loop_until = time.monotonic() + self.off_loop_seconds
+
+    def _commit_sqlite_here(
+        self,
+        items: Sequence[PendingBatch],
+        merge: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception]:
         for attempt in range(3):
             conn = self.engine.connect()
             try:
                 trans = conn.begin()
                 try:
-                    results = self._commit_group(conn, items, combine or _merge_members)
-                    trans.commit()  # in this thread: see the docstring
+                    results = self._commit_group(conn, items, merge)
+                    trans.commit()  # in this thread: see commit_group_async
                     return results
                 except BaseException:
                     if trans.is_active:
