@@ -475,6 +475,7 @@ class CollectorStore:
         self.bucket_seconds: dict[str, int] = {}
         self._cache: dict[str, _ClosedBuckets] = {}
         self._fold_sql: tuple[Any, Any, Any] | None = None
+        self._key_sql: Any = None
         # Roll-up parts may exist (written since the last compaction, or left by an earlier
         # process): the committer compacts soon after it starts.
         self._dirty = True
@@ -971,39 +972,15 @@ class CollectorStore:
         for b in items:
             if b.idempotency_key:
                 wanted[(b.collection, b.token)].append(b.idempotency_key)
+        query = self._key_lookup_statement()
         for (collection, token), keys in wanted.items():
-            rows = conn.execute(
-                select(
-                    batches_table.c.batch_id,
-                    batches_table.c.idempotency_key,
-                    batches_table.c.digest,
-                    batches_table.c.n,
-                    batches_table.c.received_at,
-                ).where(
-                    batches_table.c.collection == collection,
-                    batches_table.c.token == token,
-                    batches_table.c.idempotency_key.in_(sorted(set(keys))),
-                )
-            ).all()
-            for row in rows:
-                prior[(collection, token, row.idempotency_key)] = (
-                    row.digest,
-                    row.batch_id,
-                    row.n,
-                    row.received_at,
-                )
-            k = deleted_keys_table.c
-            for gone in conn.execute(
-                select(k.idempotency_key, k.batch_id, k.deleted_at).where(
-                    k.collection == collection,
-                    k.token == token,
-                    k.idempotency_key.in_(sorted(set(keys))),
-                )
-            ):
-                deleted[(collection, token, gone.idempotency_key)] = (
-                    gone.batch_id,
-                    gone.deleted_at,
-                )
+            params = {"k_collection": collection, "k_token": token, "k_keys": sorted(set(keys))}
+            for row in conn.execute(query, params):
+                ident = (collection, token, row.idempotency_key)
+                if row.gone:
+                    deleted[ident] = (row.batch_id, row.received_at)
+                else:
+                    prior[ident] = (row.digest, row.batch_id, row.n, row.received_at)
         # 2. Decide each item: new, duplicate, conflict or deleted.
         new, records = self._decide(items, digests, prior, results, deleted)
         if new and self.backend == "sqlite":
@@ -1089,6 +1066,40 @@ class CollectorStore:
                 f"for batch {batch_id} with different reports; use a new key for new data"
             )
         return BatchRecord(batch_id, b.collection, n, received_at, duplicate=True, token=b.token)
+
+    def _key_lookup_statement(self) -> Any:
+        """Stored and deleted batches of some keys of one (collection, token), in one
+        statement (``gone`` tells them apart); built once, like :meth:`_fold_statements`."""
+        if self._key_sql is None:
+            bc, kc = batches_table.c, deleted_keys_table.c
+            keys: Any = bindparam("k_keys", expanding=True)
+            self._key_sql = union_all(
+                select(
+                    bc.idempotency_key,
+                    bc.batch_id,
+                    bc.digest,
+                    bc.n,
+                    bc.received_at,
+                    literal(0, Integer).label("gone"),
+                ).where(
+                    bc.collection == bindparam("k_collection"),
+                    bc.token == bindparam("k_token"),
+                    bc.idempotency_key.in_(keys),
+                ),
+                select(
+                    kc.idempotency_key,
+                    kc.batch_id,
+                    literal(None, String),
+                    literal(0, BigInteger),
+                    kc.deleted_at,
+                    literal(1, Integer),
+                ).where(
+                    kc.collection == bindparam("k_collection"),
+                    kc.token == bindparam("k_token"),
+                    kc.idempotency_key.in_(keys),
+                ),
+            )
+        return self._key_sql
 
     def _fold_statements(self) -> tuple[Any, Any, Any]:
         """The three statements of :meth:`_fold`, built once (they run once per roll-up row
