@@ -171,6 +171,7 @@ def test_estimate_compacts_when_parts_pile_up(db):
     app = create_app({"c": SPEC}, db, max_rollup_parts=5)
     with TestClient(app) as c:
         store = app.state.collector.store
+        app.state.collector.parts_check_interval = 0.0  # count at every estimate
         sent = _write_parts(db, 5)
         assert c.get("/v1/collections/c/estimate").json()["n"] == 5
         assert _parts(store) == 5  # at the bound: nothing to do
@@ -209,6 +210,7 @@ def test_failing_compaction_degrades_healthz_and_is_counted(db, monkeypatch):
     with TestClient(app) as c:
         store = app.state.collector.store
         store.compact_retry_seconds = 0.0
+        app.state.collector.parts_check_interval = 0.0
         sent = _write_parts(db, 4)
         real = store.compact
 
