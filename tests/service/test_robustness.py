@@ -293,3 +293,21 @@ def test_a_stalled_sqlite_commit_moves_the_next_ones_off_the_event_loop(db):
     assert health.status_code == 200
     assert answered_while_stuck  # before: /healthz waited for the stuck COMMIT
     assert n == 2 and plan == []
+
+
+def test_max_rollup_parts_is_validated_and_read_from_the_config(db):
+    from ldpkit.service import app_from_config
+
+    for bad in (0, -1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match=r"max_rollup_parts must be an integer >= 1, got"):
+            create_app({"c": SPEC}, db, max_rollup_parts=bad)
+    config = {
+        "database_url": db,
+        "max_rollup_parts": 7,
+        "collections": {"c": {"mechanism": "GRR", "params": {"epsilon": 1.0, "domain_size": 8}}},
+    }
+    app = app_from_config(config)
+    try:
+        assert app.state.collector.store.max_parts == 7
+    finally:
+        app.state.collector.store.close()
