@@ -488,6 +488,7 @@ class CollectorStore:
         self.last_compaction_error: str | None = None
         self.on_compaction: Callable[[int | None], None] | None = None
         self.parts_written = 0  # by this process since its last compaction
+        self._part_writes = 0  # group commits that wrote parts, ever (see compact)
         self._last_failure = -float("inf")
         self._compact_lock = threading.Lock()
         # SQLite group commits run in the event loop's thread unless one was slow lately
@@ -934,6 +935,7 @@ class CollectorStore:
             keys = [(p[0], p[1], p[2]) for p in parts]
             self._dirty = True
             self.parts_written += len(parts)
+            self._part_writes += 1
             for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
@@ -1044,6 +1046,7 @@ class CollectorStore:
             groups = {(p[0], p[1], p[2]) for p in parts}
             self._dirty = True
             self.parts_written += len(parts)
+            self._part_writes += 1
             late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
@@ -1259,6 +1262,9 @@ class CollectorStore:
         )
         total = 0
         while True:
+            # A part another thread of this process writes meanwhile (a group commit while
+            # an estimate compacts) may be missed by this round: then stay dirty.
+            writes = self._part_writes
             with self.engine.begin() as conn:
                 if (
                     self.backend == "postgresql"
@@ -1280,7 +1286,8 @@ class CollectorStore:
                         sum(int(r.n) for r in part),
                         sum(int(r.batches) for r in part),
                     )
-            self._dirty = False if len(rows) < limit else self._dirty
+            if len(rows) < limit and writes == self._part_writes:
+                self._dirty = False
             total += len(rows)
             if len(rows) < limit:
                 return total
