@@ -9,7 +9,8 @@ fsync, which measured cheaper than handing it to a thread, except for a few seco
 a commit that took over 0.1 s, e.g. a stalled disk: see
 :meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
 helper thread, since every statement waits for a network round trip, and the loop keeps
-reading requests for the next group meanwhile. So a 201 still means "on disk", but one
+reading requests for the next group meanwhile (up to two groups in flight, each in its own
+thread and connection). So a 201 still means "on disk", but one
 fsync serves many requests: the more requests arrive while a commit runs, the larger the
 next group.
 
