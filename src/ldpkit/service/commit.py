@@ -254,16 +254,10 @@ class GroupCommitter:
                 # Every slot busy: the queue keeps growing until one group has answered.
                 await asyncio.wait(state.inflight, return_when=asyncio.FIRST_COMPLETED)
             # The batches of the groups in flight come back once those commit: wait for
-            # the rest (with one group at a time, the whole target).
-            # With two slots (PostgreSQL), a group is half the clients: one half commits
-            # while the other is decoded (a whole-client group would leave the other slot
-            # idle: nobody sends while their group commits).
-            want = min(
-                self.max_group,
-                max(1.0, state.target / self.max_inflight)
-                if self.max_inflight > 1
-                else state.target - state.inflight_items,
-            )
+            # the rest (with one group at a time, the whole target). Waiting for only half
+            # the clients with two slots (so that the halves would alternate) measured
+            # worse: smaller groups, 25-35% more CPU per request, no overlap gained.
+            want = min(self.max_group, state.target - state.inflight_items)
             if self.window > 0 and len(state.queue) < want:
                 # Wait (at most `window`) until as many batches wait as recent groups held:
                 # the clients answered by the last commit send their next batch meanwhile
