@@ -338,6 +338,29 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             )
 
 
+def _hybrid_entries(reg: dict[str, Entry]) -> None:
+    """AutoDistribution with hh_share > 0 (issue 17): its own report and Stats layout."""
+    from ldpkit.numeric import AutoDistribution
+
+    spec = AutoDistribution(epsilon=1.0, buckets=16, hh_share=0.5)
+    top = "ldpkit.numeric.AutoDistribution[hybrid]"
+    kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(AutoDistribution)}
+    aliases = {"low": ("high",), "high": ("low",), "buckets": ("domain_size", "leaves")}
+    _add(reg, Entry(top, AutoDistribution, kwargs, aliases=aliases, allow_inf=True))
+    values = _values(spec, 40)
+    _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
+    _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
+    stats = spec.aggregate(spec.randomize(values, rng=0))
+    _add(
+        reg,
+        Entry(
+            f"{top}.estimate",
+            spec.estimate,
+            {"stats": stats, "strengths": (0.0, 0.5), "folds": 2, "rng": 0, "max_iter": 50},
+        ),
+    )
+
+
 def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
     """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
     from ldpkit.numeric import Distribution
@@ -373,6 +396,7 @@ def build_registry() -> dict[str, Entry]:
 
     reg: dict[str, Entry] = {}
     _mechanism_entries(reg)
+    _hybrid_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()

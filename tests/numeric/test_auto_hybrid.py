@@ -121,50 +121,67 @@ def test_levels_field_is_checked() -> None:
 
 
 # -- privacy: the composed law ---------------------------------------------------------------
-def _composed_law(auto: AutoDistribution, seeds: np.ndarray) -> np.ndarray:
-    """Exact law of one report, inputs (the SW grid points) x outputs: SW cells with
-    probability 1 - r, then per level k with probability r / h its oracle's outputs (GRR
-    items; OLH (seed, y) for each of the given seeds, the seed uniform over them)."""
+def _composed_rows(auto: AutoDistribution, seeds: np.ndarray, inputs: np.ndarray):
+    """Exact law of one report for each SW grid input k in ``inputs`` (a row over all
+    outputs): SW cells with probability 1 - r, then per level with probability r / h its
+    oracle's outputs (GRR items; OLH (seed, y) for each given seed, the seed uniform over
+    them)."""
     wave, tree, r = auto.wave, auto.tree, float(auto.hh_share or 0)
-    steps = wave.input_steps
-    grid = np.arange(steps + 1) / steps
-    leaf = bucket_index(grid, 0.0, 1.0, auto.buckets)
-    rows = []
-    for k_in, x in enumerate(grid):
-        parts = [(1 - r) * wave.cell_probabilities(k_in)]
-        for level in range(1, tree.height + 1):
-            oracle = tree.level_oracle(level)
-            node = leaf[k_in] // tree.branching ** (tree.height - level)
-            if oracle.name == "GRR":
-                parts.append(r / tree.height * oracle.transition_matrix()[node])
-            else:
-                g = oracle.range_size
-                hashed = oracle.hash_items(seeds, np.full(seeds.size, node))
-                law = np.full((seeds.size, g), oracle.other_probability)
-                law[np.arange(seeds.size), hashed] = oracle.p
-                parts.append(r / tree.height * law.ravel() / seeds.size)
-        rows.append(np.concatenate(parts))
-        assert x == grid[k_in]
-    return np.asarray(rows)
+    leaf = bucket_index(inputs / wave.input_steps, 0.0, 1.0, auto.buckets)
+    hh_rows = {}
+    for k_in, leaf_k in zip(inputs.tolist(), leaf.tolist(), strict=True):
+        if leaf_k not in hh_rows:  # the HH part depends on the leaf only
+            parts = []
+            for level in range(1, tree.height + 1):
+                oracle = tree.level_oracle(level)
+                node = leaf_k // tree.branching ** (tree.height - level)
+                if oracle.name == "GRR":
+                    parts.append(r / tree.height * oracle.transition_matrix()[node])
+                else:
+                    hashed = oracle.hash_items(seeds, np.full(seeds.size, node))
+                    law = np.full((seeds.size, oracle.range_size), oracle.other_probability)
+                    law[np.arange(seeds.size), hashed] = oracle.p
+                    parts.append(r / tree.height * law.ravel() / seeds.size)
+            hh_rows[leaf_k] = np.concatenate(parts)
+        yield np.concatenate([(1 - r) * wave.cell_probabilities(k_in), hh_rows[leaf_k]])
 
 
-@pytest.mark.parametrize("eps", [0.5, 1.0, 3.0])
+def _composed_loss(rows) -> float:
+    """``privacy_loss`` of the matrix of ``rows`` without storing it (16k inputs x 30k
+    outputs): the extremes of every output column over the inputs, streamed."""
+    hi = lo = None
+    for row in rows:
+        assert abs(float(row.sum()) - 1.0) < 1e-12
+        hi = row.copy() if hi is None else np.maximum(hi, row, out=hi)
+        lo = row.copy() if lo is None else np.minimum(lo, row, out=lo)
+    assert hi is not None and lo is not None
+    used = hi > 0
+    return float(np.max(np.log(hi[used]) - np.log(lo[used])))
+
+
+@pytest.mark.slow  # 16k inputs x 20-30k outputs: 7-11 s each
+@pytest.mark.parametrize("eps", [0.5, 3.0])
 def test_composed_law_is_exactly_eps_ldp(eps: float) -> None:
     auto = AutoDistribution(epsilon=eps, buckets=64, hh_share=0.4)
     seeds = np.arange(1, 9, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    law = _composed_law(auto, seeds)
-    np.testing.assert_allclose(law.sum(axis=1), 1.0, atol=1e-12)
-    loss = privacy_loss(law)
+    every = np.arange(auto.wave.input_steps + 1)
+    loss = _composed_loss(_composed_rows(auto, seeds, every))
     assert loss <= eps * (1 + 1e-9)
     assert loss == pytest.approx(auto.privacy_loss(), rel=1e-9)
     assert loss == pytest.approx(eps, rel=1e-6)  # tight: SW's and the oracles' own loss
-    # the same accounting rejects a law whose branch coin looks at the value: r from 0.4
-    # to 0.6 for the upper half of the inputs costs log(0.6 / 0.4) on top, in some output
+    # the project's accounting on a subset of the inputs (the matrix fits in memory)
+    some = np.union1d(every[:: max(1, every.size // 256)], [0, every[-1]])
+    sub = np.asarray(list(_composed_rows(auto, seeds, some)))
+    assert privacy_loss(sub) <= loss * (1 + 1e-12)
+    # the same accounting catches a branch coin that looks at the value: r from 0.4 to 0.6
+    # for the upper half of the inputs costs up to log(0.6 / 0.4) more in the HH outputs
     leaky = AutoDistribution(epsilon=eps, buckets=64, hh_share=0.6)
-    mixed = law.copy()
-    half = law.shape[0] // 2
-    mixed[half:] = _composed_law(leaky, seeds)[half:]
-    assert privacy_loss(mixed) > eps + 0.1
+    half = every.size // 2
+    mixed = [
+        *_composed_rows(auto, seeds, every[:half]),
+        *_composed_rows(leaky, seeds, every[half:]),
+    ]
+    assert _composed_loss(mixed) > eps + 0.1
 
 
 def _report_categories(auto: AutoDistribution, rep: Reports, x: float) -> np.ndarray:
@@ -295,3 +312,19 @@ def test_tree_of_the_hybrid_is_the_hh_spec() -> None:
         epsilon=1.0, low=-2.0, high=3.0, buckets=128, branching=4
     )
     assert auto.privacy_loss() == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("strength", [0.0, 2.0])
+def test_joint_fit_band_path_is_the_box_path(strength: float) -> None:
+    auto = AutoDistribution(epsilon=1.0, buckets=128, hh_share=0.3)
+    values = np.random.default_rng(12).beta(2, 5, 20_000)
+    st = auto.aggregate(auto.randomize(values, rng=13))
+    counts, wts, make = auto._model(st)
+    fitter = make(counts * wts)
+    assert fitter.sw.box is not None
+    fast, it_fast = fitter.fit(strength, 1e-3, 3000, None)
+    box, fitter.sw.box = fitter.sw.box, None
+    slow, it_slow = fitter.fit(strength, 1e-3, 3000, None)
+    fitter.sw.box = box
+    assert it_fast == it_slow
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)

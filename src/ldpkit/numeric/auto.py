@@ -49,13 +49,6 @@ __all__ = [
 #: 10 % of the best competitor against 46, and one fold fit less is run.
 DEFAULT_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0)
 
-#: Candidates of the hybrid design (``hh_share > 0``): 32 joins them. The HH levels' finest
-#: nodes (one bucket each, a few thousand reports per level) add noise at the scale of one
-#: bucket that SW reports alone do not have; measured on the 80 WAV25 cells at r = 0.25
-#: with the SW candidates, s = 8 (the strongest) was chosen in every Beta(5, 2) cell and its
-#: W1 was up to 1.65x the best competitor's.
-HYBRID_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0, 32.0)
-
 #: Iteration cap of the fold fits that only rank the candidates.
 _FOLD_MAX_ITER = 1000
 
@@ -109,22 +102,33 @@ def default_buckets(expected_n: int | None) -> int:
 HH_BRANCHING = 4
 
 
+#: The default rule's share r of HH users, and the epsilon from which it applies.
+DEFAULT_HH_SHARE = 0.25
+HH_MIN_EPSILON = 3.0
+
+
 def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
     """Share r of the users who send a hierarchical-histogram report (the rest send Square
-    Wave), for ``hh_share=None``.
+    Wave), for ``hh_share=None``: 0.25 from eps = 3 on, else 0 (Square Wave alone).
 
-    See :class:`AutoDistribution` (Notes, "Hybrid design") for the rule and the measurements
-    behind it.
+    Measured with benchmarks/auto_distribution.py (the 80 WAV25 cells, 2 runs each, ratio
+    to the best of SW-EMS, SW-EM, HH with the CDF fit and the wavelet J-2; within 10 %):
+    at eps >= 3 (30 cells) r = 0 has 16, r = 0.1 15, r = 0.25 20; at eps < 3 (50 cells)
+    r = 0 and r = 0.25 both 30, but r = 0.25 costs on smooth data (Beta(5, 2) W1 1.14-1.65x
+    at eps 1.5-3 against 1.0-1.01x) what it gains on heaped data. helper hybtune's
+    prototype runs (its own collapsed statistics) also found no gain below eps 3. No
+    dependence on n was identified (the five sets span n = 26k-329k): ``expected_n`` is
+    accepted for a rule that may use it.
 
     Examples
     --------
-    >>> default_hh_share(1.0, 100_000)
-    0.0
+    >>> default_hh_share(1.0, 100_000), default_hh_share(4.0, 100_000)
+    (0.0, 0.25)
     """
-    check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    eps = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
     if expected_n is not None:
         check_integer(expected_n, "expected_n", low=1)
-    return 0.0
+    return DEFAULT_HH_SHARE if eps >= HH_MIN_EPSILON else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,6 +393,28 @@ def _empty_box() -> Any:
     )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=64)
+def _tree_of(spec: AutoDistribution) -> HierarchicalHistogram:
+    """The hybrid's tree, built (and its level oracles validated) once per spec."""
+    assert spec.buckets is not None
+    return HierarchicalHistogram(
+        epsilon=spec.epsilon,
+        low=spec.low,
+        high=spec.high,
+        buckets=spec.buckets,
+        branching=HH_BRANCHING,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_fields_of(spec: AutoDistribution) -> tuple[str, ...]:
+    tree = _tree_of(spec)
+    names = {
+        f for k in range(1, tree.height + 1) for f in _REPORT_FIELDS[tree.level_oracle(k).name]
+    }
+    return tuple(sorted(names, key=lambda f: (f != "values", f)))
+
+
 @functools.lru_cache(maxsize=4)  # 8 MB each at d = 1024
 def _em_matrix(spec: AutoDistribution) -> np.ndarray:
     m = np.ascontiguousarray(spec.bucket_matrix().T, dtype=np.float64)
@@ -400,7 +426,9 @@ def _em_matrix(spec: AutoDistribution) -> np.ndarray:
 class AutoDistribution(Mechanism):
     """Distribution of a numerical value from Square Wave reports, with data-driven smoothing.
 
-    The client is exactly :class:`SquareWave` (same reports, same eps-LDP guarantee). The
+    With ``hh_share = 0`` the client is exactly :class:`SquareWave` (same reports, same
+    eps-LDP guarantee); with ``hh_share > 0`` a share of the users sends hierarchical-
+    histogram reports instead (the hybrid design, see Notes). The
     server fits EM (SW20 Algorithm 1) followed, after every update, by a smoothing step of
     strength ``s`` (the variance of the smoothing kernel in squared buckets: 0 is plain EM,
     0.5 is SW20's EMS) for several ``strengths``, and averages the fits with weights from
@@ -417,6 +445,11 @@ class AutoDistribution(Mechanism):
     buckets : int, optional
         Number d of histogram buckets of the estimate (and of the output histogram);
         default :func:`default_buckets` of ``expected_n`` (1024 when it is not given).
+    hh_share : float, optional
+        Share r in [0, 1] of the users who send a hierarchical-histogram report instead of
+        a Square Wave one (the hybrid design); default :func:`default_hh_share` of
+        ``(epsilon, expected_n)``. 0 is Square Wave alone (the reports and Stats of
+        :class:`SquareWave`).
 
     Notes
     -----
@@ -426,6 +459,30 @@ class AutoDistribution(Mechanism):
     the reports alone. A fold made by binomial thinning of the output histogram is an
     i.i.d. sample of the report distribution, exactly as if each report had been assigned
     to a fold by a coin (the split every cross-validation makes).
+
+    Hybrid design (``hh_share = r > 0``, issue 17). Each user draws HH with probability r,
+    independently of her value, and sends ONE report with the full epsilon: a Square Wave
+    report (SW20 section 5) or a hierarchical-histogram report (:attr:`tree`: B = 4 over the
+    same d buckets, a uniformly drawn level k and her node's report through that level's
+    oracle, GRR or OLH by SW20's rule; Kulkarni, Cormode, Srivastava 2019). Both branches
+    are eps-LDP and the coin ignores the value, so the report (branch included) is eps-LDP
+    (its exact loss is the larger of the two branches' losses). The Stats are O(d): the SW
+    output histogram, the HH support counts of every node, the users per branch. The
+    estimate runs ONE EM over both report sets on a common theta: the SW rows as above, an
+    HH node v of level k with model probability ``q_k + (p_k - q_k) a_v`` of being
+    supported (FO17's support probabilities; ``a_v`` the node's mass). For GRR this is the
+    exact multinomial likelihood of the counts; for OLH the support counts are not
+    sufficient, and the node terms form a composite (marginal) likelihood (Lindsay 1988)
+    with weight ``1 / (1 - q_k)``, which gives each node the Fisher information of OLH's
+    own estimate (``Var* = q (1 - q) / (n (p - q)^2)``, FO17 eq. 3). The EM update is
+    Dempster-Laird-Rubin's for the SW reports plus, per node, only the *signal* hits
+    (rate ``p_k - q_k``; the background rate ``q_k`` is known), the EM of a Poisson
+    intensity with known background (Shepp and Vardi 1982): assigning the background to
+    theta too slowed EM by the hits per report (~hundreds). Smoothing, held-out choice
+    (the support counts thinned like the SW counts) and end atoms are as for SW alone.
+    Measured against the exact per-report E-step (benchmarks/auto_hybrid_collapsed.py, r =
+    0.25, same reports, same strength and stop): error ratios collapsed / exact 0.91-1.13
+    on 22 of 24 (cell, s, metric) values, 1.31 at worst (weeks worked, eps 4, s = 0, KS).
 
     References
     ----------
@@ -438,8 +495,15 @@ class AutoDistribution(Mechanism):
     W. F. Eddy. A predictive approach to model selection. JASA 74(365), 1979, and Y. Yao,
     A. Vehtari, D. Simpson, A. Gelman. Using stacking to average Bayesian predictive
     distributions. Bayesian Analysis 13(3), 2018, section 3.1 (weights proportional to the
-    exponentiated held-out log-likelihood, "pseudo-BMA"). METHODS.md, section
-    "AutoDistribution".
+    exponentiated held-out log-likelihood, "pseudo-BMA"). Hybrid design: T. Kulkarni,
+    G. Cormode, D. Srivastava. Answering Range Queries Under Local Differential Privacy.
+    PVLDB 12(10), 2019 (HH); T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially
+    Private Protocols for Frequency Estimation. USENIX Security 2017 (FO17: GRR, OLH,
+    support probabilities p and q); A. P. Dempster, N. M. Laird, D. B. Rubin. Maximum
+    likelihood from incomplete data via the EM algorithm. JRSS-B 39(1), 1977; L. A. Shepp,
+    Y. Vardi. Maximum likelihood reconstruction for emission tomography. IEEE TMI 1(2),
+    1982; B. G. Lindsay. Composite likelihood methods. Contemporary Mathematics 80, 1988.
+    METHODS.md, section "AutoDistribution".
 
     Examples
     --------
@@ -494,22 +558,11 @@ class AutoDistribution(Mechanism):
         """The :class:`HierarchicalHistogram` whose reports the HH users send (B = 4, the
         same ``buckets`` equal buckets of [low, high] as the wave's; each level's oracle by
         SW20's rule, GRR or OLH)."""
-        assert self.buckets is not None
-        return HierarchicalHistogram(
-            epsilon=self.epsilon,
-            low=self.low,
-            high=self.high,
-            buckets=self.buckets,
-            branching=HH_BRANCHING,
-        )
+        return _tree_of(self)
 
     def _tree_fields(self) -> tuple[str, ...]:
         """The HH report fields besides ``levels`` (``values`` sent as ``items``)."""
-        tree = self.tree
-        names = {
-            f for k in range(1, tree.height + 1) for f in _REPORT_FIELDS[tree.level_oracle(k).name]
-        }
-        return tuple(sorted(names, key=lambda f: (f != "values", f)))
+        return _tree_fields_of(self)
 
     def check_values(self, values: Any) -> np.ndarray:
         return self.wave.check_values(values)
@@ -679,8 +732,7 @@ class AutoDistribution(Mechanism):
             Aggregated (and possibly merged) reports of this spec.
         strengths : sequence of float
             Candidate smoothing strengths (kernel variance in squared buckets, >= 0; 0 is
-            plain EM, 0.5 EMS). Default :data:`DEFAULT_STRENGTHS`, with ``hh_share > 0``
-            :data:`HYBRID_STRENGTHS`.
+            plain EM, 0.5 EMS). Default (None) :data:`DEFAULT_STRENGTHS`.
         folds : int
             Number K >= 2 of folds the reports are split into.
         cross_validate : bool
@@ -747,7 +799,7 @@ class AutoDistribution(Mechanism):
         if stats.n == 0:
             raise ValueError("stats must summarize at least one report, got n = 0")
         if strengths is None:
-            strengths = HYBRID_STRENGTHS if self.hybrid else DEFAULT_STRENGTHS
+            strengths = DEFAULT_STRENGTHS
         cand = _check_strengths(strengths)
         folds = check_integer(folds, "folds", low=2)
         if not isinstance(cross_validate, (bool, np.bool_)):
