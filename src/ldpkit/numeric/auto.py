@@ -801,14 +801,14 @@ class AutoDistribution(Mechanism):
         if strengths is None:
             strengths = DEFAULT_STRENGTHS
         cand = _check_strengths(strengths)
-        folds = check_integer(folds, "folds", low=2)
+        folds = check_integer(folds, "folds", low=2, high=1000)
         if not isinstance(cross_validate, (bool, np.bool_)):
             raise TypeError(f"cross_validate must be True or False, got {cross_validate!r}")
         if not isinstance(end_atoms, (bool, np.bool_)):
             raise TypeError(f"end_atoms must be True or False, got {end_atoms!r}")
         if combine not in ("average", "best"):
             raise ValueError(f"combine must be one of 'average', 'best', got {combine!r}")
-        max_iter = check_integer(max_iter, "max_iter", low=1)
+        max_iter = check_integer(max_iter, "max_iter", low=1, high=10_000_000)
         gen = as_generator(rng)
         # counts: every row's reports (SW output buckets; with hh_share > 0 also the HH
         # nodes' support counts), wts: each row's weight (1 for SW rows), make: the fitter
@@ -1007,7 +1007,8 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 def _check_strengths(strengths: Any) -> tuple[float, ...]:
     if isinstance(strengths, (str, bytes)) or not hasattr(strengths, "__iter__"):
         raise TypeError(f"strengths must be a sequence of numbers >= 0, got {strengths!r}")
-    out = tuple(check_real(s, "strengths", low=0.0) for s in strengths)
+    # above ~d^2 squared buckets every strength is the flat fit; 1e6 bounds the passes
+    out = tuple(check_real(s, "strengths", low=0.0, high=1e6) for s in strengths)
     if not out:
         raise ValueError("strengths must hold at least one number >= 0, got an empty sequence")
     return out
