@@ -587,18 +587,20 @@ class AutoDistribution(Mechanism):
         # The branch coin never looks at the value: each branch's report is eps-LDP, so the
         # pair (branch, report) is too (the HH spec's own argument for its level draw).
         to_hh = gen.random(n) < float(self.hh_share or 0.0)
-        sw = self.wave.randomize(v[~to_hh], rng=gen)
-        hh = self.tree.randomize(v[to_hh], rng=gen)
+        # index arrays: each is used several times, cheaper than boolean masks
+        i_hh, i_sw = np.flatnonzero(to_hh), np.flatnonzero(~to_hh)
+        sw = self.wave.randomize(v[i_sw], rng=gen)
+        hh = self.tree.randomize(v[i_hh], rng=gen)
         levels = np.zeros(n, dtype=np.uint8)
-        levels[to_hh] = hh.levels
+        levels[i_hh] = hh.levels
         out = np.zeros(n, dtype=np.float64)
-        out[~to_hh] = sw.values
+        out[i_sw] = sw.values
         fields: dict[str, np.ndarray] = {"levels": levels, "values": out}
         for name in self._tree_fields():
             src = hh.arrays[name]
             dtype = np.uint64 if name == "seeds" else np.int64
             full = np.zeros(n, dtype=dtype)
-            full[to_hh] = src
+            full[i_hh] = src
             fields["items" if name == "values" else name] = full
         return Reports(self, **fields)
 
@@ -626,12 +628,13 @@ class AutoDistribution(Mechanism):
             raise ValueError(
                 f"reports.levels must be a 1-D integer array of levels in [0, {tree.height}]"
             )
-        sw = lv == 0
-        sw_stats = wave.aggregate(Reports(wave, values=reports.values[sw]))
+        is_sw = lv == 0
+        i_sw, i_hh = np.flatnonzero(is_sw), np.flatnonzero(~is_sw)
+        sw_stats = wave.aggregate(Reports(wave, values=reports.values[i_sw]))
         hh_arrays = {
-            f: reports.arrays["items" if f == "values" else f][~sw] for f in self._tree_fields()
+            f: reports.arrays["items" if f == "values" else f][i_hh] for f in self._tree_fields()
         }
-        hh_stats = tree.aggregate(Reports(tree, levels=lv[~sw], **hh_arrays))
+        hh_stats = tree.aggregate(Reports(tree, levels=lv[i_hh], **hh_arrays))
         level_n = np.concatenate([[sw_stats.n], np.asarray(hh_stats.level_n)]).astype(np.int64)
         return Stats(
             self,
