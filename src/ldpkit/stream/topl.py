@@ -154,6 +154,8 @@ __all__ = [
     "TAIL_EVIDENCE",
     "TAIL_QUANTILE",
     "TAIL_EXTENSIONS",
+    "THRESHOLD_SCALES",
+    "LOG_BUCKETS",
     "square_wave_detection_floor",
     "cut_tail",
     "extend_tail",
@@ -177,6 +179,11 @@ TAIL_EVIDENCE = 32.0
 #: fitted to the cut estimate's mass above its 0.9-quantile (the top 10%).
 TAIL_QUANTILE = 0.9
 TAIL_EXTENSIONS = ("exponential", "none")
+THRESHOLD_SCALES = ("log", "linear")
+#: Square Wave buckets of the log-scale threshold phase (``threshold_scale="log"``): the
+#: estimate of ``log(1 + v / s)``, ``s = B / d``, before it is mapped to ToPL's d linear
+#: buckets; chosen among 128-1024 on held-out seeds (``benchmarks/topl_threshold.py``).
+LOG_BUCKETS = 128
 #: The authors' code's fixed floor on a bucket's estimated mass.
 AUTHORS_TAIL_FLOOR = 1e-4
 
@@ -342,6 +349,10 @@ class TailTest(NamedTuple):
     log_ratio: float
     #: Buckets the best truncation keeps (the raw estimate is zeroed from this bucket up).
     keep: int
+    #: The shortest truncation (buckets kept, at least as long as the cut) whose held-out
+    #: log likelihood is within ``log(TAIL_EVIDENCE)`` of the best one's: the shortest tail
+    #: the held-out reports do not strongly reject (ToPL's log-scale rule).
+    plausible: int
 
 
 def heldout_tail_test(
@@ -376,7 +387,9 @@ def heldout_tail_test(
     -------
     TailTest
         ``log_ratio`` = held-out log likelihood of the best ``f_c`` minus that of ``g``
-        (summed over both folds; > 0 favours ``f_c``) and ``keep`` = that ``c``.
+        (summed over both folds; > 0 favours ``f_c``), ``keep`` = that ``c``, and
+        ``plausible`` = the smallest ``c`` whose held-out log likelihood is within
+        ``log(TAIL_EVIDENCE)`` of the best's.
     """
     if not isinstance(sw, SquareWave):
         raise TypeError(f"sw must be a SquareWave, got {type(sw).__name__}")
@@ -404,7 +417,9 @@ def heldout_tail_test(
             ll = np.log(rows) @ held[seen] - float(held.sum()) * np.log(mass)
         truncated += np.where(mass > 0, ll, -np.inf)
     keep = shortest + int(np.argmax(truncated[shortest:]))
-    return TailTest(float(truncated[keep] - cut), keep + 1)
+    near = truncated[shortest:] >= truncated[keep] - math.log(TAIL_EVIDENCE)
+    plausible = shortest + int(np.flatnonzero(near)[0])
+    return TailTest(float(truncated[keep] - cut), keep + 1, plausible + 1)
 
 
 def topl_threshold_objective(
@@ -615,6 +630,7 @@ class ToPL(LocalStreamRelease):
         objective: Literal["corrected", "authors"] = "corrected",
         tail_cut: Literal["tested", "detection", "authors", "none"] = "tested",
         tail_extension: Literal["exponential", "none"] = "exponential",
+        threshold_scale: Literal["log", "linear"] = "log",
         threshold: float | None = None,
         block_size: int = 1,
         rng: RNGLike = None,
@@ -635,6 +651,11 @@ class ToPL(LocalStreamRelease):
                 f"tail_extension must be one of {TAIL_EXTENSIONS}, got {tail_extension!r}"
             )
         self.tail_extension = tail_extension
+        if threshold_scale not in THRESHOLD_SCALES:
+            raise ValueError(
+                f"threshold_scale must be one of {THRESHOLD_SCALES}, got {threshold_scale!r}"
+            )
+        self.threshold_scale = threshold_scale
         bound = check_bound(bound)
         if threshold is None:
             m = (
@@ -653,7 +674,18 @@ class ToPL(LocalStreamRelease):
             )
         self._fixed_threshold = threshold
         super().__init__(epsilon, bound, threshold_size=m, block_size=block_size, rng=rng)
-        self._sw = SquareWave(epsilon=self.epsilon, low=0.0, high=self.bound, buckets=self.buckets)
+        if threshold_scale == "log":
+            self._sw = SquareWave(
+                epsilon=self.epsilon,
+                low=0.0,
+                high=self.bound,
+                buckets=LOG_BUCKETS,
+                log_scale=self.bound / self.buckets,
+            )
+        else:
+            self._sw = SquareWave(
+                epsilon=self.epsilon, low=0.0, high=self.bound, buckets=self.buckets
+            )
         self._counts = np.zeros(self._sw.n_output_buckets, dtype=np.int64)
         self._count = 0
         self._probabilities: np.ndarray | None = None
@@ -694,13 +726,18 @@ class ToPL(LocalStreamRelease):
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
         """Unbiased per-user estimates from Square Wave reports, ``(y - a) / c`` in the
         original units (:func:`ldpkit.stream.square_wave_mean_constants`)."""
+        if self._sw.log_scale is not None:  # exact per-cell estimates of the value
+            return self._sw.value_estimates()[0][self._sw.report_cells_of(reports)]
         a, c, _ = square_wave_mean_constants(self._sw)
         y = np.asarray(reports.values, dtype=np.float64)
         return (y - a * self.bound) / c
 
     @property
     def threshold_per_user_variance(self) -> float:
-        """``B^2 v*``: the worst-case variance of one threshold-phase user's estimate."""
+        """The worst-case variance of one threshold-phase user's estimate: ``B^2 v*``
+        (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s (log scale)."""
+        if self._sw.log_scale is not None:
+            return self._sw.value_estimates()[1]
         return self.bound**2 * square_wave_mean_constants(self._sw)[2]
 
     def _threshold_count(self) -> int:
@@ -741,12 +778,16 @@ class ToPL(LocalStreamRelease):
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
         """theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
         f = self._estimate_distribution(items).probabilities
+        log_scale = self._sw.log_scale is not None
         if self.tail_cut == "tested":
             test = heldout_tail_test(self._sw, items, method=self.method)
-            # the floor cut, unless the held-out reports give strong evidence for a longer tail
+            # the floor cut, unless the held-out reports give strong evidence for a longer
+            # tail: then the best truncation (linear scale) or the shortest one they do not
+            # strongly reject (log scale, where a spurious clump lies at huge values)
+            keep = test.plausible if log_scale else test.keep
             g = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
-            if test.log_ratio > math.log(TAIL_EVIDENCE) and test.keep > np.flatnonzero(g)[-1] + 1:
-                f = np.where(np.arange(f.size) < test.keep, f, 0.0)
+            if test.log_ratio > math.log(TAIL_EVIDENCE) and keep > np.flatnonzero(g)[-1] + 1:
+                f = np.where(np.arange(f.size) < keep, f, 0.0)
                 f = f / f.sum()
             else:
                 f = g
@@ -754,6 +795,9 @@ class ToPL(LocalStreamRelease):
             f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
         elif self.tail_cut == "authors":
             f = cut_tail(f, AUTHORS_TAIL_FLOOR)
+        if log_scale:  # ToPL's candidates and objective live on d equal buckets of [0, B]
+            f = self._sw.linear_histogram(f, self.buckets)
+            f = f / f.sum()
         if self.tail_extension == "exponential" and self.tail_cut != "none":
             # the cut also zeroed the real thin tail above it: continue it (POT, shape 0)
             f = extend_tail(f)
