@@ -156,6 +156,8 @@ __all__ = [
     "TAIL_EXTENSIONS",
     "THRESHOLD_SCALES",
     "LOG_BUCKETS",
+    "LOG_CUT_QUANTILE",
+    "LOG_TAIL_QUANTILE",
     "square_wave_detection_floor",
     "cut_tail",
     "extend_tail",
@@ -182,8 +184,14 @@ TAIL_EXTENSIONS = ("exponential", "none")
 THRESHOLD_SCALES = ("log", "linear")
 #: Square Wave buckets of the log-scale threshold phase (``threshold_scale="log"``): the
 #: estimate of ``log(1 + v / s)``, ``s = B / d``, before it is mapped to ToPL's d linear
-#: buckets; chosen among 128-1024 on held-out seeds (``benchmarks/topl_threshold.py``).
-LOG_BUCKETS = 128
+#: buckets; chosen with :data:`LOG_TAIL_QUANTILE` among 64-1024 and 0.8-0.95 on seeds
+#: 1005-1019, not the 5 of ``docs/results/tops21/topl_threshold.md``.
+LOG_BUCKETS = 96
+#: Exceedance level of :func:`extend_tail` on the log scale (0.9 on the linear scale).
+LOG_TAIL_QUANTILE = 0.8
+#: On the log scale the tail cut scans from the bucket of this quantile of the floored
+#: estimate (not from the mode; :func:`cut_tail`'s ``start``), chosen on held-out seeds.
+LOG_CUT_QUANTILE = 0.5
 #: The authors' code's fixed floor on a bucket's estimated mass.
 AUTHORS_TAIL_FLOOR = 1e-4
 
@@ -236,7 +244,9 @@ def square_wave_detection_floor(epsilon: float, reports: int, z: float = TAIL_Z)
     return float(z * math.sqrt(q * 2.0 * b / m) / excess)
 
 
-def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
+def cut_tail(
+    probabilities: Any, floor: float, *, run: int = 5, start: float | None = None
+) -> np.ndarray:
     """Remove the spurious upper tail of an estimated histogram (post-processing).
 
     Buckets with mass below ``floor`` are zeroed; above the mode, the histogram is cut at
@@ -253,6 +263,11 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
         Bucket masses below it count as empty (>= 0).
     run : int
         Empty buckets in a row that end the bulk (>= 1).
+    start : float, optional
+        Scan for the run from the bucket holding this quantile of the floored mass when it
+        lies above the mode (default None: from the mode). ToPL's log scale uses
+        :data:`LOG_CUT_QUANTILE`: there an integer-valued stream's small values leave real
+        gaps of several buckets between 0, 1, 2, ... just above the mode.
 
     Returns
     -------
@@ -273,6 +288,8 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
         g[int(np.argmax(f))] = 1.0
         return g
     mode = int(np.argmax(g))
+    if start is not None:  # scan from the start-quantile's bucket when it lies above the mode
+        mode = max(mode, int(np.searchsorted(np.cumsum(g), start * g.sum())))
     empty = np.concatenate(((g[mode + 1 :] == 0).astype(np.int64), np.ones(run, np.int64)))
     window = np.convolve(empty, np.ones(run, np.int64), mode="valid")  # empties in a run
     g[mode + 1 + int(np.flatnonzero(window == run)[0]) :] = 0.0
@@ -356,7 +373,12 @@ class TailTest(NamedTuple):
 
 
 def heldout_tail_test(
-    sw: Any, counts: Any, *, method: Literal["ems", "em"] = "em", z: float = TAIL_Z
+    sw: Any,
+    counts: Any,
+    *,
+    method: Literal["ems", "em"] = "em",
+    z: float = TAIL_Z,
+    start: float | None = None,
 ) -> TailTest:
     """Two-fold held-out likelihood of truncating the raw SW estimate against the floor cut.
 
@@ -382,6 +404,8 @@ def heldout_tail_test(
         Distribution estimator.
     z : float
         Standard deviations of the detection floor.
+    start : float, optional
+        :func:`cut_tail`'s ``start`` (the quantile the cut's scan starts from).
 
     Returns
     -------
@@ -406,7 +430,7 @@ def heldout_tail_test(
     shortest = 0
     for fit, held in ((split, n - split), (n - split, split)):
         f = sw.estimate(Stats(sw, int(fit.sum()), counts=fit), method=method).probabilities
-        g = cut_tail(f, square_wave_detection_floor(sw.epsilon, int(fit.sum()), z))
+        g = cut_tail(f, square_wave_detection_floor(sw.epsilon, int(fit.sum()), z), start=start)
         shortest = max(shortest, int(np.flatnonzero(g)[-1]))  # never shorter than the cut
         seen = held > 0  # every SW output has density >= q > 0 under any input
         cut += float(held[seen] @ np.log((g @ matrix)[seen]))
@@ -563,6 +587,13 @@ class ToPL(LocalStreamRelease):
         last bucket with the exponential tail fitted to its top 10% (:func:`extend_tail`,
         default), or leave it cut (the default before issue 15's follow-up; theta then
         lands below the best threshold on POS and DNS at eps >= 2).
+    threshold_scale : {"log", "linear"}
+        How threshold-phase users report (default ``"log"``): Square Wave on
+        ``log(1 + v / s)``, ``s = bound / buckets`` (``SquareWave(log_scale=s)``, estimated
+        on :data:`LOG_BUCKETS` buckets and mapped back to the d linear buckets), or on
+        ``v`` itself (``"linear"``, the paper's and the default before issue 15's
+        follow-up; it cannot resolve a bulk that sits in a few of the d buckets, as
+        retail's at eps <= 1). Both are eps-LDP; see the module notes.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
     block_size : int
@@ -696,8 +727,10 @@ class ToPL(LocalStreamRelease):
     def client_spec(self, phase: str | None = None) -> Mechanism:
         """The spec users of ``phase`` randomize with (default: the current phase).
 
-        ``"threshold"``: ``SquareWave(epsilon, low=0, high=B, buckets=d)``, the value is
-        reported as is. ``"perturb"``: ``HybridMechanism(epsilon, low=0, high=theta)``, the
+        ``"threshold"``: ``SquareWave(epsilon, low=0, high=B, buckets=LOG_BUCKETS,
+        log_scale=B / d)`` (default; the spec maps the value to ``log(1 + v / s)`` on the
+        device) or ``SquareWave(epsilon, low=0, high=B, buckets=d)`` with
+        ``threshold_scale="linear"``; the client passes the raw value either way. ``"perturb"``: ``HybridMechanism(epsilon, low=0, high=theta)``, the
         value is clipped to ``[0, theta]`` first (:func:`ldpkit.stream.client_randomize`).
         """
         phase = self.phase if phase is None else phase
@@ -780,27 +813,30 @@ class ToPL(LocalStreamRelease):
         f = self._estimate_distribution(items).probabilities
         log_scale = self._sw.log_scale is not None
         if self.tail_cut == "tested":
-            test = heldout_tail_test(self._sw, items, method=self.method)
+            start = LOG_CUT_QUANTILE if log_scale else None
+            test = heldout_tail_test(self._sw, items, method=self.method, start=start)
             # the floor cut, unless the held-out reports give strong evidence for a longer
             # tail: then the best truncation (linear scale) or the shortest one they do not
             # strongly reject (log scale, where a spurious clump lies at huge values)
             keep = test.plausible if log_scale else test.keep
-            g = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
+            floor = square_wave_detection_floor(self.epsilon, int(items.sum()))
+            g = cut_tail(f, floor, start=start)
             if test.log_ratio > math.log(TAIL_EVIDENCE) and keep > np.flatnonzero(g)[-1] + 1:
                 f = np.where(np.arange(f.size) < keep, f, 0.0)
                 f = f / f.sum()
             else:
                 f = g
         elif self.tail_cut == "detection":
-            f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
+            floor = square_wave_detection_floor(self.epsilon, int(items.sum()))
+            f = cut_tail(f, floor, start=LOG_CUT_QUANTILE if log_scale else None)
         elif self.tail_cut == "authors":
-            f = cut_tail(f, AUTHORS_TAIL_FLOOR)
+            f = cut_tail(f, AUTHORS_TAIL_FLOOR, start=LOG_CUT_QUANTILE if log_scale else None)
         if log_scale:  # ToPL's candidates and objective live on d equal buckets of [0, B]
             f = self._sw.linear_histogram(f, self.buckets)
             f = f / f.sum()
         if self.tail_extension == "exponential" and self.tail_cut != "none":
             # the cut also zeroed the real thin tail above it: continue it (POT, shape 0)
-            f = extend_tail(f)
+            f = extend_tail(f, quantile=LOG_TAIL_QUANTILE if log_scale else TAIL_QUANTILE)
         self._probabilities = f.copy()
         return choose_topl_threshold(
             self._probabilities, self.bound, self.epsilon, self.length, objective=self.objective
