@@ -1,8 +1,10 @@
 """ToPL: continuous release of a numerical stream under local DP (STR21 §5).
 
-Threshold phase: the first m users report ``v / B`` with Square Wave; the server estimates
-their distribution ``f`` on d = 1024 buckets by EM (or EMS), cuts its spurious upper tail and
-picks the clipping threshold ``theta`` that minimizes the expected squared error of a random range query. Perturbation
+Threshold phase: the first m users report ``log(1 + v / s)`` (``s = B / d``; the paper:
+``v / B``) with Square Wave; the server estimates their distribution by EM (or EMS), cuts its
+spurious upper tail, maps it to ``f`` on d = 1024 equal buckets of ``[0, B]`` and picks the
+clipping threshold ``theta`` that minimizes the expected squared error of a random range
+query. Perturbation
 phase: every later user clips its value to ``[0, theta]`` and reports it with the Hybrid
 Mechanism on ``[0, theta]``; each report is an unbiased estimate of the clipped value, and a
 range sum is the sum of those. The two phases hold disjoint users, so each user spends the
@@ -93,26 +95,43 @@ seed) cells, against 57 without it (theta within 2x: 65 both); on 15 other seeds
 240 against 173 (theta 191 against 193). The fitted exceedance level was chosen among
 0.8-0.98 on those 15 seeds, not on the 5 of the table.
 
-Where the private threshold still misses (5 seeds, table in
-``docs/results/tops21/topl_threshold.md``): on retail at eps = 0.5 and 1 theta is 3-6x the
-best (MSE 8-32x). There the m = 16,384 Square Wave reports hardly resolve retail's bulk: the
-data sit in 3 buckets of width 16.1 while SW's window is 2b = 0.72 B (eps = 0.5) wide, and EM
-spreads them over ~10 buckets. A two-point (Le Cam) bound makes this precise at eps = 0.5 for
-rules that must work on more than retail: retail's threshold part P and the same values
-times 2.5, Q, give report laws (exact, over SW's report cells) whose m-fold total variation
-is at most 0.52 (Hellinger bound), while the thresholds with MSE within 3x of the best are
-[32.2, 48.3] for P and [64.3, 144.8] for Q, disjoint. So any rule on those reports has
-P(ok | P) + P(ok | Q) <= 1.52: none meets the 3x target with probability above 0.76 on both
-streams. It does not make retail alone unreachable (a constant theta = 32.2 meets it there);
-it says that a rule meeting it on retail must fail on a stream whose reports look much the
-same. At eps = 1 the same bound is weak (TV <= 0.88), so the miss there is not proven
-unavoidable. Every rule change that helped retail (a tighter EM tolerance, nearer the
-maximum-likelihood estimate, which concentrates mass) pushed theta below the best on POS and
-DNS, where the MSE rises much faster. On the flight delays at eps = 0.5 the held-out test
-finds the real tail in only 2 of 5 seeds (its log ratio is -1 to 13 at eps = 0.5 over 20
-seeds, against 5.5-365 at eps = 1-4 on 15 other seeds), and at eps = 1 one seed keeps a
-spurious clump far above the data (theta 3.8x the best, MSE 11x): the EM tail there is
-noisy; not proven unavoidable.
+The log-scale threshold phase (default, ``threshold_scale="log"``)
+-----------------------------------------------------------------
+On the paper's linear scale the m Square Wave reports cannot resolve a bulk that sits in a
+few of the d buckets: retail's values (99% below 39 of B = 16,470) fall in 3 buckets of
+width 16.1 while SW's window is 2b = 0.51 B wide at eps = 1; EM spreads them over ~10
+buckets and theta lands 3-6x above the best threshold at eps <= 1 (MSE 8-32x), whatever the
+cut. A two-point (Le Cam) bound (``benchmarks/topl_threshold.py``, ``two_point_bound``) shows
+that at eps = 0.5 no rule on *linear* reports can meet the 3x target with probability above
+0.76 on both retail and retail x 2.5 (TV of their 16,384-report laws <= 0.52): the linear
+reports carry too little information about where in [0, 160] the bulk lies. So by default the
+threshold users report ``u = log(1 + v / s) / log(1 + B / s)`` instead
+(:class:`ldpkit.numeric.SquareWave` with ``log_scale = s = B / d``): a monotone transform on
+the device before the same wave, so each user is eps-LDP exactly as before (SW20 Thm. 5.2
+holds for any input in [0, 1]); the resolution becomes relative above ``s`` (a factor 2.5 on
+retail moves ``u`` by 0.13 of the domain instead of 0.006). Geometric bucket grids for
+heavy-tailed data are standard (e.g. HDR histograms); the transform is pre-processing of the
+value, not a new mechanism. The server runs EM on :data:`LOG_BUCKETS` = 96 buckets of ``u``,
+applies the same tail cut and held-out test with two changes, maps the cut estimate to the d
+linear buckets (each log bucket's mass spread evenly over its interval of ``u``,
+:meth:`ldpkit.numeric.SquareWave.linear_histogram`), continues it with :func:`extend_tail`
+fitted to its top 20% (:data:`LOG_TAIL_QUANTILE`) and minimizes the same objective. The two
+changes: the cut's scan starts at the median (:data:`LOG_CUT_QUANTILE`; an integer-valued
+stream's small values 0, 1, 2, ... leave real gaps of several log buckets just above the
+mode), and when the held-out test fires it keeps the *shortest* truncation whose held-out
+likelihood is within a factor 32 of the best one (``TailTest.plausible``), not the best one:
+on the log scale spurious EM mass sits at enormous values (up to B), so a truncation that keeps
+it is catastrophic (with the best truncation, in a prototype on 128 log buckets: MSE 20x
+to 8e4x the best's in 4 of 70 seed-cells of POS, retail and DNS on seeds 1005-1009), while one that stops a little short only loses a thin tail that the
+continuation restores. Threshold-phase users still count in window sums: the rounding to
+the wave's grid is unbiased in the value's units and every report cell has an exact
+unbiased value estimate (:meth:`ldpkit.numeric.SquareWave.value_estimates`; worst-case
+standard deviation ~2x the linear wave's). Chosen on seeds 1005-1019 (96 log buckets and
+0.8 among 64-1024 and 0.8-0.95; the median start among mode, 0.25, 0.5, 0.75): theta within
+2x of the best in 240 of 240 (stream, eps, seed) cells and MSE within 3x in 233, against 191
+and 180 on the linear scale. On the 5 seeds of ``docs/results/tops21/topl_threshold.md``:
+see there (RESULTS5). The two-point bound above is a bound on *linear* reports; the log
+reports of retail and retail x 2.5 are far apart (it does not apply to them).
 
 The threshold phase's estimator is plain EM by default: with the cut, EMS's smoothing blurs
 the bulk of skewed streams to the right (retail at eps = 1: 76% of the EMS mass above the
