@@ -209,26 +209,25 @@ def markdown(rows: list[dict], seeds: int) -> str:
     """The table of docs/results/tops21/topl_threshold.md."""
     cols = (
         ("before", "before (no cut)"),
-        ("floor-cut", "floor cut"),
         ("tested", "tested"),
         ("linear", "linear scale"),
         ("after", "after"),
         ("after/authors-obj", "authors-obj"),
     )
     head = ["stream", "ε", "best θ", "best MSE"]
-    for _, name in cols:
+    for rule, name in cols:
         head += [f"{name} θ", f"{name} MSE (×best)"]
-        if name == "after":
-            head.append("after ok: θ within 2x, MSE within 3x")
+        if rule in ("linear", "after"):
+            head.append(f"{name} ok: θ within 2x, MSE within 3x")
     head.append("oracle θ (×best MSE)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["stream"], f"{r['epsilon']:g}", f"{r['best_theta']:.1f}", f"{r['best_mse']:.3g}"]
-        for rule, name in cols:
+        for rule, _ in cols:
             cells.append(_cell(r, rule))
-            if name == "after":
+            if rule in ("linear", "after"):
                 cells.append(
-                    f"{r['after_theta_within_2x']}/{seeds}, {r['after_mse_within_3x']}/{seeds}"
+                    f"{r[f'{rule}_theta_within_2x']}/{seeds}, {r[f'{rule}_mse_within_3x']}/{seeds}"
                 )
         cells.append(f"{r['oracle_theta']:.1f} (×{r['oracle_mse'] / r['best_mse']:.3g})")
         lines.append("| " + " | ".join(cells) + " |")
