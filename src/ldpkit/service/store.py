@@ -512,6 +512,7 @@ class CollectorStore:
         self._part_writes = 0  # group commits that wrote parts, ever (see compact)
         self._last_failure = -float("inf")
         self._compact_lock = threading.Lock()
+        self._count_lock = threading.Lock()  # PostgreSQL commits groups from two threads
         # SQLite group commits run in the event loop's thread unless one was slow lately
         # (commit_group_async).
         self.slow_commit_seconds = 0.1
@@ -755,6 +756,13 @@ class CollectorStore:
         " VALUES (%s, %s, %s, %s, %s, %s)"
     )
 
+    def _wrote_parts(self, count: int) -> None:
+        """Count a group's roll-up parts (for the bound and for compact's done check)."""
+        with self._count_lock:
+            self._dirty = True
+            self.parts_written += count
+            self._part_writes += 1
+
     def _parts(
         self,
         items: Sequence[PendingBatch],
@@ -947,9 +955,7 @@ class CollectorStore:
         rows = self._batch_rows_json(items, records, buckets, {}, new)
         parts = self._parts(items, new, combine)
         names = frozenset(b.collection for b in items)
-        self._dirty = True
-        self.parts_written += len(parts)
-        self._part_writes += 1
+        self._wrote_parts(len(parts))
         raw.autocommit = True
         try:
             raw.execute(
@@ -1024,9 +1030,7 @@ class CollectorStore:
             parts = self._parts(items, new, combine)
             cur.executemany(self._INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
-            self._dirty = True
-            self.parts_written += len(parts)
-            self._part_writes += 1
+            self._wrote_parts(len(parts))
             for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
@@ -1135,9 +1139,7 @@ class CollectorStore:
                 names = ("collection", "bucket", "token", "n", "batches", "arrays")
                 conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
             groups = {(p[0], p[1], p[2]) for p in parts}
-            self._dirty = True
-            self.parts_written += len(parts)
-            self._part_writes += 1
+            self._wrote_parts(len(parts))
             late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
@@ -1303,7 +1305,8 @@ class CollectorStore:
                 return None
             self.compaction_failures = 0
             self.last_compaction_error = None
-            self.parts_written = max(0, self.parts_written - before)
+            with self._count_lock:
+                self.parts_written = max(0, self.parts_written - before)
             if self.on_compaction is not None:
                 self.on_compaction(folded)
             return folded
