@@ -837,3 +837,37 @@ def test_log_scale_cut_starts_at_the_median_on_dns(streams, monkeypatch) -> None
     monkeypatch.setattr(topl_module, "LOG_CUT_QUANTILE", None)
     collapsed = ToPL(2.0, bound, threshold_size=m, length=n).ingest(counts).threshold
     assert collapsed < best / 2, (collapsed, best)
+
+
+#: The Square Wave output histogram (96 log buckets, 16,384 reports) of retail's threshold
+#: part at eps = 3 in repetition 1 of ``ldpkit reproduce tops21`` (seed 0): the held-out test
+#: fires and, without a reach limit, keeps EM's spurious clump at log buckets 62-63.
+_RETAIL_EPS3_REP1 = [
+    63, 126, 238, 378, 521, 627, 730, 864, 840, 963, 955, 1004, 954, 873, 692, 567, 489, 411,
+    314, 208, 168, 142, 108, 80, 74, 68, 48, 55, 54, 66, 57, 76, 53, 63, 62, 50, 39, 60, 48,
+    66, 34, 50, 59, 53, 61, 58, 64, 55, 44, 64, 43, 45, 44, 53, 49, 46, 57, 63, 58, 62, 57,
+    54, 63, 59, 53, 72, 67, 46, 67, 62, 51, 61, 62, 64, 64, 59, 61, 42, 45, 62, 53, 48, 55,
+    71, 54, 68, 54, 53, 60, 66, 50, 60, 44, 62, 49, 50,
+]  # fmt: skip
+
+
+def test_log_scale_test_reach_drops_a_far_spurious_clump(streams, monkeypatch) -> None:
+    """Retail at eps = 3, the grid's stray repetition (theta 1142 = 23.7x the threshold the
+    objective picks on the true histogram, 48.3): the held-out test's shortest plausible
+    truncation keeps spurious EM mass ~45 log buckets above the floor cut. Limited to
+    LOG_TEST_REACH buckets past the cut (default) theta lands within 2x; without the limit
+    the same check fails."""
+    import ldpkit.stream.topl as topl_module
+
+    retail = streams["retail"]
+    m, bound = 16_384, 16_470.0
+    n = retail.size - m
+    head = np.histogram(retail[:m], bins=1024, range=(0.0, bound))[0]
+    best = choose_topl_threshold(head / m, bound, 3.0, n)
+    spec = ToPL(3.0, bound, threshold_size=m, length=n).client_spec("threshold")
+    counts = Stats(spec, m, counts=np.array(_RETAIL_EPS3_REP1))
+    theta = ToPL(3.0, bound, threshold_size=m, length=n).ingest(counts).threshold
+    assert best / 2 <= theta <= 2 * best, (theta, best)
+    monkeypatch.setattr(topl_module, "LOG_TEST_REACH", LOG_BUCKETS)
+    unlimited = ToPL(3.0, bound, threshold_size=m, length=n).ingest(counts).threshold
+    assert unlimited > 10 * best, (unlimited, best)

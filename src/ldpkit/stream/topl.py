@@ -119,11 +119,19 @@ fitted to its top 20% (:data:`LOG_TAIL_QUANTILE`) and minimizes the same objecti
 changes: the cut's scan starts at the median (:data:`LOG_CUT_QUANTILE`; an integer-valued
 stream's small values 0, 1, 2, ... leave real gaps of several log buckets just above the
 mode), and when the held-out test fires it keeps the *shortest* truncation whose held-out
-likelihood is within a factor 32 of the best one (``TailTest.plausible``), not the best one:
+likelihood is within a factor 32 of the best one (``TailTest.plausible``), not the best one,
+and at most :data:`LOG_TEST_REACH` = 12 log buckets past the floor cut (below):
 on the log scale spurious EM mass sits at enormous values (up to B), so a truncation that keeps
 it is catastrophic (with the best truncation, in a prototype on 128 log buckets: MSE 20x
 to 8e4x the best's in 4 of 70 seed-cells of POS, retail and DNS on seeds 1005-1009), while one that stops a little short only loses a thin tail that the
-continuation restores. Threshold-phase users still count in window sums: the rounding to
+continuation restores. The reach limit: in ``ldpkit reproduce tops21`` (50 repetitions) the
+shortest plausible truncation still kept spurious clumps 13-45 log buckets above the cut in
+three repetitions (POS eps = 3: theta 2.6x the oracle's; retail eps = 3: 3.3x and 23.7x, the
+latter alone making that cell's mean MSE 3.7x the oracle's), and on the 5 seeds below (POS
+eps = 2: 3.7x); on seeds 1000-1019 the truncations that help (flight delays, DNS) reach 5-12
+buckets past the cut. Capped at 12 those strays land at 1.3-1.7x; 10 already costs a held-out cell (flight
+delays eps = 0.5: MSE 1.3x -> 2.9x), 16 leaves retail at 2.3x: a narrow margin, so the cap is
+a guard against far clumps, not a tuned optimum. Threshold-phase users still count in window sums: the rounding to
 the wave's grid is unbiased in the value's units and every report cell has an exact
 unbiased value estimate (:meth:`ldpkit.numeric.SquareWave.value_estimates`; worst-case
 standard deviation ~2x the linear wave's). Chosen on seeds 1005-1019 (96 log buckets and
@@ -181,6 +189,7 @@ __all__ = [
     "LOG_BUCKETS",
     "LOG_CUT_QUANTILE",
     "LOG_TAIL_QUANTILE",
+    "LOG_TEST_REACH",
     "square_wave_detection_floor",
     "cut_tail",
     "extend_tail",
@@ -205,6 +214,11 @@ TAIL_EVIDENCE = 32.0
 TAIL_QUANTILE = 0.9
 TAIL_EXTENSIONS = ("exponential", "none")
 THRESHOLD_SCALES = ("log", "linear")
+#: On the log scale the held-out test may lengthen the floor cut by at most this many of the
+#: :data:`LOG_BUCKETS` buckets (1/8 of the log domain, a factor ``(1 + d)^(1/8)`` ~ 2.4 in
+#: ``1 + v / s`` at d = 1024); the exponential continuation carries the tail beyond. Chosen
+#: on the grid's stray repetitions and checked on seeds 1000-1019 (module notes).
+LOG_TEST_REACH = 12
 #: Square Wave buckets of the log-scale threshold phase (``threshold_scale="log"``): the
 #: estimate of ``log(1 + v / s)``, ``s = B / d``, before it is mapped to ToPL's d linear
 #: buckets; chosen with :data:`LOG_TAIL_QUANTILE` among 64-1024 and 0.8-0.95 on seeds
@@ -605,8 +619,9 @@ class ToPL(LocalStreamRelease):
         Post-processing of the estimated distribution before theta is chosen
         (:func:`cut_tail`): the detection floor :func:`square_wave_detection_floor`
         unless :func:`heldout_tail_test` finds a truncation of the raw estimate with a
-        held-out likelihood ratio above :data:`TAIL_EVIDENCE` (then that truncation;
-        default), the detection floor alone, the authors' fixed floor 1e-4, or no cut.
+        held-out likelihood ratio above :data:`TAIL_EVIDENCE` (then that truncation; on the
+        log scale the shortest plausible one, at most :data:`LOG_TEST_REACH` buckets past
+        the cut; default), the detection floor alone, the authors' fixed floor 1e-4, or no cut.
     tail_extension : {"exponential", "none"}
         After a cut (any ``tail_cut`` but ``"none"``): continue the cut estimate above its
         last bucket with the exponential tail fitted to its top 10% (:func:`extend_tail`,
@@ -846,7 +861,10 @@ class ToPL(LocalStreamRelease):
             keep = test.plausible if log_scale else test.keep
             floor = square_wave_detection_floor(self.epsilon, int(items.sum()))
             g = cut_tail(f, floor, start=start)
-            if test.log_ratio > math.log(TAIL_EVIDENCE) and keep > np.flatnonzero(g)[-1] + 1:
+            last = int(np.flatnonzero(g)[-1]) + 1
+            if log_scale:  # a real tail adjoins the cut; EM's spurious clumps lie far above it
+                keep = min(keep, last + LOG_TEST_REACH)
+            if test.log_ratio > math.log(TAIL_EVIDENCE) and keep > last:
                 f = np.where(np.arange(f.size) < keep, f, 0.0)
                 f = f / f.sum()
             else:
