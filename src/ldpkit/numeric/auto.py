@@ -9,7 +9,9 @@ candidate smoothing strength on the other folds, scores the held-out fold's like
 and averages the strengths' fits on all reports with weights ``exp(score)``. Values clipped
 at either end of the domain (0 weeks worked) are point masses that every smoothed fit
 smears; variants that keep the two end buckets out of the smoothing join the choice when
-the held-out reports favour them clearly. Choosing uses only the aggregated reports, so it
+the held-out reports favour them clearly, and so does plain EM stopped early (continued
+for 10 to 300 iterations from the weakest smoothed fit), which keeps heaps that smoothing
+smears without following the noise as far as EM run to its stop. Choosing uses only the aggregated reports, so it
 costs no privacy (post-processing of an eps-LDP output).
 """
 
