@@ -1364,6 +1364,19 @@ def _recv(stream: Any) -> Any:
     return pickle.loads(stream.read(size))
 
 
+def _warm_kernels() -> None:
+    """Compile the numba kernels before any call is timed.
+
+    A first compile on a loaded machine can take longer than the per-call limit; it would be
+    reported as a hang, and the restarted worker would start compiling again. With the kernels'
+    on-disk cache later workers load them in well under a second.
+    """
+    from ldpkit.numeric import AutoDistribution
+
+    # The hybrid joint EM, the SW box loops and the held-out selection in one small call.
+    AutoDistribution(epsilon=1.0, buckets=16, hh_share=0.5).run(np.linspace(0.0, 1.0, 40), rng=0)
+
+
 def _serve() -> None:
     """Worker loop: read (entry, changed) requests, answer Outcomes."""
     import resource
@@ -1376,6 +1389,7 @@ def _serve() -> None:
     limit = int(os.environ.get("LDPKIT_FUZZ_MEMORY", str(6 * 2**30)))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     registry = build_registry()
+    _warm_kernels()
     _send(out, "ready")
     while True:
         try:
