@@ -408,14 +408,14 @@ def test_end_atoms_dropped_when_plain_em_resolves_the_ends(monkeypatch: Any) -> 
 
 
 # -- iteration budgets ----------------------------------------------------------------------------
-def test_budget_candidates_are_em_continued_from_the_weakest_smoothed_fit() -> None:
+def test_budget_candidates_are_em_continued_from_the_best_smoothed_fit() -> None:
     """The budget candidates' held-out scores and final fits, recomputed by hand: plain EM
-    from the weakest smoothed strength's fit for exactly k iterations, on the training fold
-    (scored on the held-out one) and on all reports (averaged with the info's weights)."""
-    auto = AutoDistribution(epsilon=2.0, buckets=64)
-    values = _spiky(20_000, np.random.default_rng(5))
-    stats = auto.aggregate(auto.randomize(values, rng=5))
-    kw: dict[str, Any] = {"strengths": (2.0, 0.5), "budgets": (30, 10), "end_atoms": False}
+    from the best-scoring smoothed strength's fit for exactly k iterations, on the training
+    fold (scored on the held-out one) and on all reports (averaged with the info's weights)."""
+    auto = AutoDistribution(epsilon=1.0, buckets=256)
+    values = np.random.default_rng(3).beta(5.0, 2.0, 20_000)
+    stats = auto.aggregate(auto.randomize(values, rng=3))
+    kw: dict[str, Any] = {"strengths": (8.0, 2.0), "budgets": (30, 10), "end_atoms": False}
     dist, info = auto.estimate(stats, return_info=True, **kw)
     assert info.budgets == (10, 30)  # sorted
     m = auto._outputs_by_inputs()
@@ -423,24 +423,37 @@ def test_budget_candidates_are_em_continued_from_the_weakest_smoothed_fit() -> N
     held = _split(counts, 2, np.random.default_rng(0))[0]
     fitter = _Fitter(m, counts - held)
     share = float((counts - held).sum()) / counts.sum()
-    theta, _ = fitter.fit(2.0, 1e-3 * share, _FOLD_MAX_ITER, None)
-    theta, _ = fitter.fit(0.5, 1e-3 * share, _FOLD_MAX_ITER, theta)
-    b10, it10 = fitter.fit(0.0, 0.0, 10, theta)
+
+    def score(fit: np.ndarray) -> float:
+        return float(held @ np.log(np.maximum(fitter.predict(fit), _TINY)))
+
+    s8, _ = fitter.fit(8.0, 1e-3 * share, _FOLD_MAX_ITER, None)
+    s2, _ = fitter.fit(2.0, 1e-3 * share, _FOLD_MAX_ITER, s8)
+    np.testing.assert_allclose(info.scores, [score(s8), score(s2)], rtol=1e-12)
+    # here the stronger strength scores higher: the budgets start from it, not from s = 2
+    best = 8.0
+    assert score(s8) > score(s2)
+    b10, it10 = fitter.fit(0.0, 0.0, 10, s8)
     b30, it30 = fitter.fit(0.0, 0.0, 20, b10)
     assert (it10, it30) == (10, 20)  # tolerance 0: exactly the budget
-    for k, fit in enumerate((b10, b30)):
-        score = float(held @ np.log(np.maximum(fitter.predict(fit), _TINY)))
-        assert math.isclose(info.budget_scores[k], score, rel_tol=1e-9), (k, info)
-    # the final average, refitted on all reports (strength 2 from uniform, 0.5 from it)
+    np.testing.assert_allclose(info.budget_scores, [score(b10), score(b30)], rtol=1e-12)
+    # the final average, refitted on all reports (each weighted strength from the previous
+    # one's fit), the budgets from the best strength's final fit
     full = _Fitter(m, counts)
-    fits = {}
-    fits[2.0], _ = full.fit(2.0, 1e-3, 10_000, None)
-    fits[0.5], _ = full.fit(0.5, 1e-3, 10_000, fits[2.0] if info.weights[0] > 0 else None)
-    on10, _ = full.fit(0.0, 0.0, 10, fits[0.5])
+    fits: dict[float, np.ndarray] = {}
+    previous = None
+    for k, s in enumerate(info.strengths):
+        if info.weights[k] > 0:
+            fits[s], _ = full.fit(s, 1e-3, 10_000, previous)
+            previous = fits[s]
+    start = fits[best] if best in fits else full.fit(best, 1e-3, 10_000, previous)[0]
+    on10, _ = full.fit(0.0, 0.0, 10, start)
     on30, _ = full.fit(0.0, 0.0, 20, on10)
-    assert info.budget_weights.sum() > 0.5, info  # point masses: the budgets weigh
-    expect = info.weights[0] * fits[2.0] + info.weights[1] * fits[0.5]
-    expect = expect + info.budget_weights[0] * on10 + info.budget_weights[1] * on30
+    assert info.budget_weights.all() and info.weights.all(), info  # all four weigh
+    expect = on10 * info.budget_weights[0] + on30 * info.budget_weights[1]
+    for k, s in enumerate(info.strengths):
+        if info.weights[k] > 0:
+            expect = expect + info.weights[k] * fits[s]
     np.testing.assert_allclose(dist.probabilities, expect / expect.sum(), rtol=1e-9, atol=1e-15)
     # without a strength > 0 there is no smoothed fit to continue: no budget candidates
     _, plain = auto.estimate(stats, strengths=(0.0,), budgets=(10,), return_info=True)

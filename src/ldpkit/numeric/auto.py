@@ -10,7 +10,7 @@ and averages the strengths' fits on all reports with weights ``exp(score)``. Val
 at either end of the domain (0 weeks worked) are point masses that every smoothed fit
 smears; variants that keep the two end buckets out of the smoothing join the choice when
 the held-out reports favour them clearly, and so does plain EM stopped early (continued
-for 10 to 300 iterations from the weakest smoothed fit), which keeps heaps that smoothing
+for 10 to 300 iterations from the best smoothed fit), which keeps heaps that smoothing
 smears without following the noise as far as EM run to its stop. Choosing uses only the aggregated reports, so it
 costs no privacy (post-processing of an eps-LDP output).
 """
@@ -52,7 +52,7 @@ __all__ = [
 #: 10 % of the best competitor against 46, and one fold fit less is run.
 DEFAULT_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0)
 
-#: Candidate iteration budgets: plain EM continued from the weakest smoothed fit for this
+#: Candidate iteration budgets: plain EM continued from the best smoothed fit for this
 #: many iterations (a geometric set). Early stopping of EM regularizes too (it stops before
 #: the fit follows the noise), and how far to go is a second knob next to the smoothing
 #: strength: on point masses the longer budgets keep the atoms that smoothing smears, on
@@ -183,7 +183,7 @@ class AutoInfo:
         did not gather the end masses).
     budgets : tuple of int
         The candidate iteration budgets: plain EM continued for that many iterations from
-        the weakest smoothed strength's fit (empty when none ran).
+        the best-scoring smoothed strength's fit (empty when none ran).
     budget_scores : ndarray
         Held-out log-likelihood of each budget candidate (as ``scores``).
     budget_weights : ndarray
@@ -785,7 +785,7 @@ class AutoDistribution(Mechanism):
             held-out reports by more than 3 standard errors.
         budgets : sequence of int
             Iteration budgets k (>= 1): candidates "plain EM continued for k iterations from
-            the weakest smoothed strength's fit" (early-stopped EM, which keeps point masses
+            the best-scoring smoothed strength's fit" (early-stopped EM, which keeps point masses
             that smoothing smears without following the noise as far as EM run to its stop).
             Default (None) :data:`DEFAULT_BUDGETS`; ``()`` for none. Ignored without a
             strength > 0.
@@ -809,9 +809,10 @@ class AutoDistribution(Mechanism):
            starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
            the log-likelihood of fold k's reports. Stop early once a strength scores 3
            standard errors below the best so far (the rest, weaker still, are skipped).
-           The path is: the strengths > 0, then plain EM continued from the weakest
+           The path is: the strengths > 0, then plain EM continued from the best
            smoothed fit, scored after each of the ``budgets`` (shortest first; one run of
-           the longest budget's iterations), then plain EM run to its stop from that fit.
+           the longest budget's iterations), then plain EM run to its stop from the
+           weakest smoothed fit.
         3. End atoms (``end_atoms=True``): for the best-scoring strength > 0, also fit the
            same smoothing with the first and last buckets left out of it (their own mass is
            never smeared; the smooth part still spreads into them), from the plain fit, and
@@ -828,7 +829,7 @@ class AutoDistribution(Mechanism):
            dropped, the rest renormalized), refit the candidates with weight on all reports,
            strongest first, a plain fit before its end-atom variant (plain EM from the uniform start, as SW20's EM starts; a smoothed
            fit from the previous, stronger fit; alone, strength 0 is exactly SW + EM and 0.5
-           exactly SW + EMS; a budget candidate continues the weakest smoothed strength's
+           exactly SW + EMS; a budget candidate continues the best smoothed strength's
            final fit for its k iterations), and average the fits with those weights. The
            held-out scores of neighbouring strengths on smooth data often differ by a few
            nats, less than their noise; averaging removes the arbitrary pick among them.
@@ -864,14 +865,15 @@ class AutoDistribution(Mechanism):
         total = int(counts.sum())
         d = self._outputs_by_inputs().shape[1]
         nc = len(cand)
-        # Budget candidates continue the weakest smoothed fit (none without one); a budget
+        # Budget candidates continue a smoothed fit (none without one); a budget
         # above max_iter is max_iter.
         smin = min((s for s in cand if s > 0), default=None)
         bud = tuple(sorted({min(b, max_iter) for b in bud_in})) if smin is not None else ()
         nu = nc + len(bud)  # candidate u: strength cand[u] for u < nc, else budget bud[u - nc]
         order = sorted(range(nc), key=lambda k: -cand[k])  # strongest first
         # the path of the held-out fits: smoothed strengths strongest first, then plain EM
-        # from the weakest smoothed fit, the budgets shortest first, then run to its stop
+        # from the best smoothed fit, the budgets shortest first, then run to its stop
+        # (from the weakest smoothed fit, as before the budgets)
         path = [k for k in order if cand[k] > 0] + list(range(nc, nu))
         path += [k for k in order if cand[k] == 0]
         ends = np.zeros(d, dtype=np.bool_)
@@ -923,20 +925,29 @@ class AutoDistribution(Mechanism):
                 fits: dict[int, np.ndarray] = {}
                 lp: dict[int, np.ndarray] = {}
                 fold_best: int | None = None
+                smooth_best: int | None = None  # the fold's best smoothed candidate
                 for pos, u in enumerate(path):
                     if u < nc:
                         fit, _ = fitter.fit(cand[u], tol(cand[u], share), fold_iter, theta)
                         if cand[u] > 0:
                             theta = fit
                     else:
-                        # exactly bud[u - nc] iterations of plain EM from the smoothed fit
-                        # (tolerance 0: no stop)
-                        on, _ = fitter.fit(0.0, 0.0, bud[u - nc] - done, on if done else theta)
+                        # exactly bud[u - nc] iterations of plain EM (tolerance 0: no stop)
+                        # from the fold's best smoothed fit
+                        assert smooth_best is not None  # the path has a strength > 0 first
+                        start = on if done else fits[smooth_best]
+                        on, _ = fitter.fit(0.0, 0.0, bud[u - nc] - done, start)
                         done, fit = bud[u - nc], on
                     fits[u] = fit
                     lp[u] = np.log(np.maximum(fitter.predict(fit), _TINY))
                     score = float(part @ lp[u])
                     scores[u] += score
+                    if (
+                        u < nc
+                        and cand[u] > 0
+                        and (smooth_best is None or score > float(part @ lp[smooth_best]))
+                    ):
+                        smooth_best = u
                     if fold_best is None or score > float(part @ lp[fold_best]):
                         fold_best = u
                     elif float(part @ lp[fold_best]) - score > _STOP_SE * _se(
@@ -992,8 +1003,13 @@ class AutoDistribution(Mechanism):
         # regularizes it; a warm start would run it further); a smoothed fit starts from the
         # previous, stronger one, which it reaches from the uniform start anyway, in fewer
         # iterations. Alone, strength 0 is thus exactly SW + EM and 0.5 exactly SW + EMS.
-        # The budget candidates continue the weakest smoothed strength's final fit.
+        # The budget candidates continue the best smoothed strength's final fit.
         fitter = make(wcounts)
+        # the budgets' start: the final fit of the best-scoring smoothed strength
+        sstart = smin
+        scored = [k for k in range(nc) if cand[k] > 0 and np.isfinite(scores[k])]
+        if scored:
+            sstart = cand[max(scored, key=lambda k: scores[k])]
         em_cache: dict[int, tuple[np.ndarray, int]] = {}  # plain EM: same fit in any order
 
         def final(
@@ -1004,7 +1020,7 @@ class AutoDistribution(Mechanism):
             out, out_end, its = np.zeros(d), np.zeros(d), 0
             previous: np.ndarray | None = None
             last_plain: np.ndarray | None = None  # the last smoothed fit without end atoms
-            smin_fit: np.ndarray | None = None
+            start_fit: np.ndarray | None = None  # the final fit of strength sstart
             jobs = [(k, False) for k in np.flatnonzero(w).tolist()]
             jobs += [(k, True) for k in np.flatnonzero(w_end).tolist()]
             for k, at_ends in sorted(jobs, key=lambda job: (-cand[job[0]], job[1])):
@@ -1021,17 +1037,17 @@ class AutoDistribution(Mechanism):
                     out_end += w_end[k] * fit
                 elif cand[k] > 0:
                     last_plain = fit
-                    if cand[k] == smin:
-                        smin_fit = fit
+                    if cand[k] == sstart:
+                        start_fit = fit
                 its += it
                 previous = fit
             if w_bud.any():
-                if smin_fit is None:
-                    smin_fit, it = fitter.fit(
-                        smin or 0.0, tol(smin or 0.0, 1.0), max_iter, last_plain
+                if start_fit is None:
+                    start_fit, it = fitter.fit(
+                        sstart or 0.0, tol(sstart or 0.0, 1.0), max_iter, last_plain
                     )
                     its += it
-                on, done = smin_fit, 0
+                on, done = start_fit, 0
                 for j in np.flatnonzero(w_bud).tolist():  # shortest first
                     on, it = fitter.fit(0.0, 0.0, bud[j] - done, on)
                     done = bud[j]
