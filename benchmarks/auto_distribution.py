@@ -44,7 +44,13 @@ DATASETS = tuple(wav25.DATASETS)
 
 
 def run_cell(
-    values: np.ndarray, buckets: int, eps: float, reps: int, seed: int, cv: bool = False
+    values: np.ndarray,
+    buckets: int,
+    eps: float,
+    reps: int,
+    seed: int,
+    cv: bool = False,
+    hh_share: float | None = None,
 ) -> dict[str, Any]:
     """Mean W1 and KS of every method over ``reps`` repetitions (plus the chosen strengths)."""
     srt = np.sort(values)
@@ -58,7 +64,7 @@ def run_cell(
         st = sw.aggregate(sw.randomize(values, rng=seed_r))
         errors["SW-EMS"].append(grid_errors(sw.estimate(st, "ems"), srt))
         errors["SW-EM"].append(grid_errors(sw.estimate(st, "em"), srt))
-        auto = AutoDistribution(epsilon=eps, expected_n=n)
+        auto = AutoDistribution(epsilon=eps, expected_n=n, hh_share=hh_share)
         dist, info = auto.estimate(
             auto.aggregate(auto.randomize(values, rng=seed_r)), cross_validate=cv, return_info=True
         )
@@ -88,7 +94,12 @@ def run_cell(
 
 
 def grid(
-    epsilons: list[float], reps: int, seed: int, datasets: tuple[str, ...], cv: bool
+    epsilons: list[float],
+    reps: int,
+    seed: int,
+    datasets: tuple[str, ...],
+    cv: bool,
+    hh_share: float | None = None,
 ) -> list[dict[str, Any]]:
     rows = []
     for name in datasets:
@@ -96,7 +107,7 @@ def grid(
         for eps in epsilons:
             t0 = time.perf_counter()
             row = {"data": name, "n": bench.n, "eps": eps}
-            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed, cv))
+            row.update(run_cell(bench.values, bench.buckets, eps, reps, seed, cv, hh_share))
             row["seconds"] = time.perf_counter() - t0
             print(
                 f"{name:18s} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
@@ -109,7 +120,11 @@ def grid(
 
 
 def large_n(
-    epsilons: list[float], reps: int, seed: int, n: int = 1_000_000
+    epsilons: list[float],
+    reps: int,
+    seed: int,
+    n: int = 1_000_000,
+    hh_share: float | None = None,
 ) -> list[dict[str, Any]]:
     bench = wav25.load_bench("weeks worked", wav25.FULL, seed)
     gen = np.random.default_rng([seed, 17])
@@ -117,7 +132,7 @@ def large_n(
     rows = []
     for eps in epsilons:
         row = {"data": "weeks worked (resampled)", "n": n, "eps": eps}
-        row.update(run_cell(values, bench.buckets, eps, reps, seed))
+        row.update(run_cell(values, bench.buckets, eps, reps, seed, hh_share=hh_share))
         print(
             f"weeks worked n={n:,} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
             f"KS {row['Auto KS ratio']:.2f}",
@@ -127,12 +142,18 @@ def large_n(
     return rows
 
 
-def speed(n: int = 1_000_000, eps: float = 1.0, repeat: int = 3, seed: int = 0) -> dict[str, Any]:
+def speed(
+    n: int = 1_000_000,
+    eps: float = 1.0,
+    repeat: int = 3,
+    seed: int = 0,
+    hh_share: float | None = None,
+) -> dict[str, Any]:
     """Median CPU time (``time.process_time``: the machine is shared, wall time is inflated)
     of the whole pipeline (randomize, aggregate, estimate), same run."""
     values = np.random.default_rng(seed).beta(5.0, 2.0, n)
     sw = SquareWave(epsilon=eps, buckets=1024)
-    auto = AutoDistribution(epsilon=eps, expected_n=n)
+    auto = AutoDistribution(epsilon=eps, expected_n=n, hh_share=hh_share)
     sw.estimate(sw.aggregate(sw.randomize(values[:1000], rng=0)))  # warm: matrix, jit
     auto.estimate(auto.aggregate(auto.randomize(values[:1000], rng=0)))
     times: dict[str, list[float]] = {"SW-EMS": [], "Auto": []}
@@ -148,11 +169,13 @@ def speed(n: int = 1_000_000, eps: float = 1.0, repeat: int = 3, seed: int = 0) 
     return {"n": n, "eps": eps, "SW-EMS s": sw_t, "Auto s": auto_t, "ratio": auto_t / sw_t}
 
 
-def speed_table(epsilons: list[float], repeat: int, seed: int) -> list[dict[str, Any]]:
+def speed_table(
+    epsilons: list[float], repeat: int, seed: int, hh_share: float | None = None
+) -> list[dict[str, Any]]:
     """:func:`speed` at each eps, printed as a table (the target: ratio <= 2)."""
     rows = []
     for eps in epsilons:
-        rows.append(speed(eps=eps, repeat=repeat, seed=seed))
+        rows.append(speed(eps=eps, repeat=repeat, seed=seed, hh_share=hh_share))
         print(
             f"eps = {eps:g}: Auto {rows[-1]['Auto s']:.3f} s, SW-EMS {rows[-1]['SW-EMS s']:.3f} s,"
             f" ratio {rows[-1]['ratio']:.2f}",
@@ -204,15 +227,31 @@ def main() -> None:
     ap.add_argument("--speed-epsilons", type=float, nargs="+", default=[0.5, 1, 2, 4])
     ap.add_argument("--speed-repeat", type=int, default=3)
     ap.add_argument("--speed-only", action="store_true", help="only the speed table")
+    ap.add_argument(
+        "--hh-share",
+        type=float,
+        default=None,
+        help="AutoDistribution's hh_share (default: its rule from expected_n and eps)",
+    )
+    ap.add_argument("--out", default="auto_distribution", help="name of the results JSON")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
     if args.speed_only:
-        timing = speed_table(args.speed_epsilons, args.speed_repeat, args.seed)
-        path = write_json("auto_distribution_speed", timing, {"repeat": args.speed_repeat})
+        timing = speed_table(args.speed_epsilons, args.speed_repeat, args.seed, args.hh_share)
+        path = write_json(
+            f"{args.out}_speed", timing, {"repeat": args.speed_repeat, "hh_share": args.hh_share}
+        )
         print(f"wrote {path} ({time.perf_counter() - t0:.0f} s)")
         return
-    rows = grid(args.epsilons, args.reps, args.seed, tuple(args.datasets), args.cross_validate)
+    rows = grid(
+        args.epsilons,
+        args.reps,
+        args.seed,
+        tuple(args.datasets),
+        args.cross_validate,
+        args.hh_share,
+    )
     columns = [("data", "data"), ("eps", "eps")]
     for metric in ("W1", "KS"):
         columns += [(f"best {metric}", f"best {metric}"), (f"best {metric} by", "by")]
@@ -231,15 +270,18 @@ def main() -> None:
         print("  miss:", line)
     large: list[dict[str, Any]] = []
     if not args.skip_large:
-        large = large_n(args.large_epsilons, args.large_reps, args.seed)
+        large = large_n(args.large_epsilons, args.large_reps, args.seed, hh_share=args.hh_share)
         print_table("weeks worked resampled to n = 1e6", large, columns)
     timing = (
-        None if args.skip_speed else speed_table(args.speed_epsilons, args.speed_repeat, args.seed)
+        None
+        if args.skip_speed
+        else speed_table(args.speed_epsilons, args.speed_repeat, args.seed, args.hh_share)
     )
     path = write_json(
-        "auto_distribution",
+        args.out,
         rows,
         {
+            "hh_share": args.hh_share,
             "reps": args.reps,
             "cross_validate": args.cross_validate,
             "summary": summary,

@@ -60,14 +60,15 @@ CASES = {
 }
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 BUCKETS = 1024
-#: label -> (EM method, tail cut, tail extension, objective)
+#: label -> (EM method, tail cut, tail extension, objective, threshold-phase scale)
 RULES = {
-    "before": ("ems", "none", "none", "corrected"),
-    "floor-cut": ("em", "detection", "none", "corrected"),
-    "tested": ("em", "tested", "none", "corrected"),
-    "after": ("em", "tested", "exponential", "corrected"),
-    "authors-cut": ("ems", "authors", "none", "corrected"),
-    "after/authors-obj": ("em", "tested", "exponential", "authors"),
+    "before": ("ems", "none", "none", "corrected", "linear"),
+    "floor-cut": ("em", "detection", "none", "corrected", "linear"),
+    "tested": ("em", "tested", "none", "corrected", "linear"),
+    "linear": ("em", "tested", "exponential", "corrected", "linear"),
+    "authors-cut": ("ems", "authors", "none", "corrected", "linear"),
+    "after": ("em", "tested", "exponential", "corrected", "log"),
+    "after/authors-obj": ("em", "tested", "exponential", "authors", "log"),
 }
 
 
@@ -86,7 +87,8 @@ def expected_mse(released: np.ndarray, starts: np.ndarray, stops: np.ndarray, ep
     return mse
 
 
-def run(seeds: int, streams: tuple[str, ...] = tuple(CASES)) -> list[dict]:
+def run(seeds: int, streams: tuple[str, ...] = tuple(CASES), first_seed: int = 1000) -> list[dict]:
+    seed_list = range(first_seed, first_seed + seeds)
     rows = []
     for label in streams:
         dataset, bound, m = CASES[label]
@@ -101,11 +103,10 @@ def run(seeds: int, streams: tuple[str, ...] = tuple(CASES)) -> list[dict]:
             curve = np.array([mse(t) for t in grid])
             best = float(grid[np.argmin(curve)])
             oracle = choose_topl_threshold(head, bound, eps, n)
-            sw = SquareWave(epsilon=eps, low=0.0, high=bound, buckets=BUCKETS)
             thetas: dict[str, list[float]] = {r: [] for r in RULES}
-            for seed in range(seeds):
-                counts = sw.aggregate(client_randomize(sw, values[:m], rng=1000 + seed))
-                for rule, (method, cut, extension, objective) in RULES.items():
+            for seed in seed_list:
+                counts = {}  # one set of threshold reports per scale and seed
+                for rule, (method, cut, extension, objective, scale) in RULES.items():
                     topl = ToPL(
                         eps,
                         bound,
@@ -115,8 +116,12 @@ def run(seeds: int, streams: tuple[str, ...] = tuple(CASES)) -> list[dict]:
                         tail_cut=cut,  # type: ignore[arg-type]
                         tail_extension=extension,  # type: ignore[arg-type]
                         objective=objective,  # type: ignore[arg-type]
+                        threshold_scale=scale,  # type: ignore[arg-type]
                     )
-                    topl.ingest(counts)
+                    if scale not in counts:
+                        spec = topl.client_spec("threshold")
+                        counts[scale] = spec.aggregate(client_randomize(spec, values[:m], rng=seed))
+                    topl.ingest(counts[scale])
                     assert topl.threshold is not None
                     thetas[rule].append(topl.threshold)
             row = {
@@ -204,30 +209,30 @@ def markdown(rows: list[dict], seeds: int) -> str:
     """The table of docs/results/tops21/topl_threshold.md."""
     cols = (
         ("before", "before (no cut)"),
-        ("floor-cut", "floor cut"),
         ("tested", "tested"),
+        ("linear", "linear scale"),
         ("after", "after"),
         ("after/authors-obj", "authors-obj"),
     )
     head = ["stream", "ε", "best θ", "best MSE"]
-    for _, name in cols:
+    for rule, name in cols:
         head += [f"{name} θ", f"{name} MSE (×best)"]
-        if name == "after":
-            head.append("after ok: θ within 2x, MSE within 3x")
+        if rule in ("linear", "after"):
+            head.append(f"{name} ok: θ within 2x, MSE within 3x")
     head.append("oracle θ (×best MSE)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["stream"], f"{r['epsilon']:g}", f"{r['best_theta']:.1f}", f"{r['best_mse']:.3g}"]
-        for rule, name in cols:
+        for rule, _ in cols:
             cells.append(_cell(r, rule))
-            if name == "after":
+            if rule in ("linear", "after"):
                 cells.append(
-                    f"{r['after_theta_within_2x']}/{seeds}, {r['after_mse_within_3x']}/{seeds}"
+                    f"{r[f'{rule}_theta_within_2x']}/{seeds}, {r[f'{rule}_mse_within_3x']}/{seeds}"
                 )
         cells.append(f"{r['oracle_theta']:.1f} (×{r['oracle_mse'] / r['best_mse']:.3g})")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    for rule in ("tested", "after"):
+    for rule in ("tested", "linear", "after"):
         per = {}
         for r in rows:
             a, b = per.get(r["stream"], (0, 0))
@@ -255,6 +260,12 @@ def markdown(rows: list[dict], seeds: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=1000,
+        help="held-out checks: e.g. 1005 (rules were chosen there)",
+    )
     parser.add_argument("--streams", nargs="+", choices=tuple(CASES), default=tuple(CASES))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--bound-only", action="store_true", help="only the two-point bounds")
@@ -263,7 +274,7 @@ def main() -> None:
     if args.bound_only:
         print(two_point_bound() + "\n" + two_point_bound(1.0))
         return
-    rows = run(args.seeds, tuple(args.streams))
+    rows = run(args.seeds, tuple(args.streams), args.first_seed)
     text = markdown(rows, args.seeds) + "\n\n" + two_point_bound() + "\n" + two_point_bound(1.0)
     print("\n" + text)
     print(f"\n({time.perf_counter() - start:.0f} s)")

@@ -177,7 +177,8 @@ LAW_TESTS = {
     "HybridMechanism": "tests/test_privacy_grid.py::test_hm_sampler_matches_its_mixture_law",
     "HaarHRR": "tests/frequency/test_hadamard.py (hrr_perturb_signs, its only coin)",
     # Composites: their reports are those of a mechanism above.
-    "AutoDistribution": "SquareWave's reports",
+    "AutoDistribution": "SquareWave's reports; hh_share > 0: tests/numeric/test_auto_hybrid.py"
+    "::test_sampler_matches_the_composed_law_and_rejects_eps_times_1_3",
     "CFOBinning": "its frequency oracle's reports",
     "WienerDeconvolution": "its frequency oracle's reports",
     "HierarchicalHistogram": "its level oracles' reports",

@@ -19,6 +19,7 @@ from ldpkit.numeric import (
     SquareWave,
     square_wave_bandwidth,
 )
+from ldpkit.spec import spec_from_dict
 from ldpkit.testing import chisquare_gof
 
 ALPHA = 1e-6
@@ -422,3 +423,58 @@ def test_estimate_returns_distribution_on_original_units():
         est = sw.estimate(s, method=method)
         assert (est.low, est.high, est.buckets) == (100.0, 200.0, 64)
         assert abs(est.mean() - values.mean()) < 1.0
+
+
+def test_log_scale_wave_keeps_epsilon_and_reports_unbiased_values():
+    """SquareWave(log_scale=s): the same wave on log(1 + v / s) (eps-LDP as the linear one);
+    value_estimates() is exactly unbiased at every grid input and, with the rounding in the
+    value's own units, for any value (z test); the same test fails with a wrong scale."""
+    s = 2.0
+    sw = SquareWave(epsilon=2.0, high=1000.0, buckets=64, log_scale=s)
+    assert abs(sw.privacy_loss() - 2.0) < 1e-9
+    est, worst = sw.value_estimates()
+    grid = sw.grid_values()
+    assert grid[0] == 0.0 and grid[-1] == pytest.approx(1000.0, rel=1e-12)
+    for k in (0, 1, 777, sw.input_steps // 2, sw.input_steps):
+        p = sw.cell_probabilities(k)
+        assert p @ est == pytest.approx(grid[k], rel=1e-9, abs=1e-9)
+        assert p @ (est - grid[k]) ** 2 <= worst * (1 + 1e-9)
+    values = np.full(200_000, 40.0)  # between grid values: the rounding must be unbiased
+    cells = sw.report_cells_of(sw.randomize(values, rng=3))
+    k = int(np.searchsorted(grid, 40.0))  # 40 is rounded to grid input k - 1 or k
+    var = max(sw.cell_probabilities(j) @ (est - grid[j]) ** 2 for j in (k - 1, k))
+    se = math.sqrt((var + (grid[k] - grid[k - 1]) ** 2 / 4) / values.size)
+    assert abs(est[cells].mean() - 40.0) < 5 * se
+    wrong = sw.replace(log_scale=2 * s).value_estimates()[0]  # same cells, wrong scale
+    assert abs(wrong[cells].mean() - 40.0) > 6 * se
+    # the estimate is the histogram of log(1 + v / s) on [0, log(1 + 1000 / s)]
+    dist = sw.estimate(sw.aggregate(sw.randomize(values, rng=4)), method="em")
+    assert dist.high == pytest.approx(math.log1p(500.0))
+    assert abs(dist.mean() - math.log1p(20.0)) < 0.1
+
+
+def test_log_scale_wave_linear_histogram_and_identity():
+    sw = SquareWave(epsilon=2.0, high=1000.0, buckets=64, log_scale=1.0)
+    lam = math.log1p(1000.0)
+    f = np.zeros(64)
+    f[40] = 1.0  # log bucket 40 holds values in [e^(40 lam / 64) - 1, e^(41 lam / 64) - 1]
+    lo, hi = math.expm1(40 * lam / 64), math.expm1(41 * lam / 64)
+    lin = sw.linear_histogram(f, 1000)  # unit-wide buckets of [0, 1000]
+    assert lin.sum() == pytest.approx(1.0)
+    support = np.flatnonzero(lin > 1e-12)
+    assert support[0] == math.floor(lo) and support[-1] == math.floor(hi)
+    # spread evenly in log(1 + v): the bucket [k, k + 1) gets log((k + 2) / (k + 1)) / (lam / 64)
+    k = support[1]
+    assert lin[k] == pytest.approx(math.log((k + 2) / (k + 1)) / (lam / 64))
+    # on the linear scale the re-binning is the even spread
+    flat = SquareWave(epsilon=2.0, high=1000.0, buckets=4)
+    assert flat.linear_histogram([0.5, 0.5, 0.0, 0.0], 8).tolist() == [0.25] * 4 + [0.0] * 4
+    # wire identity: the linear wave's params are unchanged; the log wave round-trips
+    assert "log_scale" not in SquareWave(epsilon=1.0).to_dict()["params"]
+    assert spec_from_dict(sw.to_dict()) == sw
+    with pytest.raises(ValueError, match="log_scale"):
+        SquareWave(epsilon=1.0, log_scale=0.0)
+    with pytest.raises(ValueError, match="needs log_scale"):
+        flat.value_estimates()
+    with pytest.raises(ValueError, match="probabilities must be 64"):
+        sw.linear_histogram(np.ones(3), 10)

@@ -319,7 +319,12 @@ def test_health_listing_openapi_and_config(tmp_path):
         'description = "main browser"\n'
     )
     with TestClient(app_from_config(config)) as c:
-        assert c.get("/healthz").json() == {"status": "ok", "database": "ok", "version": "0.1.0"}
+        assert c.get("/healthz").json() == {
+            "status": "ok",
+            "database": "ok",
+            "version": "0.1.0",
+            "compaction": "ok",
+        }
         (info,) = c.get("/v1/collections").json()["collections"]
         assert info["name"] == "browsers" and info["description"] == "main browser"
         assert info["mechanism"] == GRR(epsilon=1.5, domain_size=4).to_dict()

@@ -39,6 +39,8 @@ def test_window_keys_and_count_windows() -> None:
     assert count_windows(3, 3, start=5).tolist() == [1, 2, 2]
     with pytest.raises(ValueError, match="unit must be"):
         window_keys(t, "fortnight")
+    with pytest.raises(ValueError, match="unit must be"):  # unhashable, once a TypeError
+        window_keys(t, unit=np.array(["D"]))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="times must be"):
         window_keys([1.5, 2.5])
     with pytest.raises(ValueError, match="size must be"):

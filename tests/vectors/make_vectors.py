@@ -309,7 +309,8 @@ def _numeric_report(spec: Mechanism, v: float, coins: _ReplayCoins) -> Any:
     """One user's report, the Python samplers driven in the client's coin order."""
     x = np.array([v], dtype=np.float64)
     if isinstance(spec, SquareWave):
-        cell = spec._sample_cells((x - spec.low) / spec.span, coins)  # type: ignore[arg-type]
+        k = spec._grid_inputs(x, coins)  # type: ignore[arg-type]
+        cell = spec._sample_cells(k, coins)  # type: ignore[arg-type]
         return float(spec.report_values()[cell[0]])
     if isinstance(spec, DiscreteSquareWave):
         w_low, w_high = spec._weights

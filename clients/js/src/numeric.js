@@ -133,7 +133,22 @@ export function squareWaveBandwidth(epsilon) {
 
 /** Square Wave (SW20 section 5.2) on ldpkit's exact grid (square_wave._Wave). */
 export class SquareWave {
-  constructor({ epsilon, low = 0.0, high = 1.0, buckets = 1024, output_buckets = null, bandwidth = null }) {
+  constructor({
+    epsilon,
+    low = 0.0,
+    high = 1.0,
+    buckets = 1024,
+    output_buckets = null,
+    bandwidth = null,
+    log_scale = null,
+  }) {
+    if (log_scale != null) {
+      // ldpkit's log-scale wave (ToPL's default threshold phase) rounds in the value's units
+      // on a geometric grid; not implemented here: refuse rather than report on the wrong scale
+      throw new RangeError(
+        'log_scale is not supported by the JS client (use ToPL(threshold_scale="linear") or a Python client)',
+      );
+    }
     this.epsilon = checkEpsilon(epsilon, 40.0);
     checkBounds(low, high);
     this.low = low;

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   buildBody,
+  fromSpec,
   DiscreteSquareWave,
   HybridMechanism,
   PiecewiseMechanism,
@@ -111,4 +112,11 @@ test('Python round() semantics and bad numerical input', () => {
   assert.throws(() => buildBody({ mechanism: big, fingerprint: 'x' }, [0.5]), /epsilon must be a number in \[0.000001, 40\]/);
   const tiny = { mechanism: 'HybridMechanism', params: { epsilon: 1e-7 } };
   assert.throws(() => buildBody({ mechanism: tiny, fingerprint: 'x' }, [0.5]), /epsilon must be/);
+});
+
+test('SquareWave refuses a log-scale spec it cannot randomize', () => {
+  assert.throws(
+    () => fromSpec({ mechanism: 'SquareWave', params: { epsilon: 1, high: 100, buckets: 96, log_scale: 0.1 } }),
+    /log_scale is not supported/,
+  );
 });

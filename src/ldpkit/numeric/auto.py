@@ -27,10 +27,18 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_real
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution
+from .hierarchy import _REPORT_FIELDS, HierarchicalHistogram
 from .square_wave import MAX_EPSILON as SW_MAX_EPSILON
 from .square_wave import SquareWave
 
-__all__ = ["AutoDistribution", "AutoInfo", "DEFAULT_STRENGTHS", "default_buckets"]
+__all__ = [
+    "AutoDistribution",
+    "AutoInfo",
+    "DEFAULT_STRENGTHS",
+    "HH_BRANCHING",
+    "default_buckets",
+    "default_hh_share",
+]
 
 #: Candidate smoothing strengths: the variance, in squared buckets, of the kernel applied
 #: after each EM update. 0 is plain EM, 0.5 is one EMS pass (binomial (1, 2, 1)/4), and each
@@ -87,6 +95,45 @@ def default_buckets(expected_n: int | None) -> int:
     n = check_integer(expected_n, "expected_n", low=1)
     level = math.ceil(math.log2(n) / 2) + 2 if n > 1 else 0
     return 1 << min(10, max(6, level))
+
+
+#: Branching factor B of the hybrid design's hierarchical histogram (SW20 section 4.2 after
+#: Kulkarni et al.; the prototype benchmarks/auto_hybrid.py measured B = 4).
+HH_BRANCHING = 4
+
+
+#: The default rule's share r of HH users, and the epsilon from which it applies.
+DEFAULT_HH_SHARE = 0.25
+HH_MIN_EPSILON = 3.0
+
+
+def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
+    """Share r of the users who send a hierarchical-histogram report (the rest send Square
+    Wave), for ``hh_share=None``: 0.25 from eps = 3 on, else 0 (Square Wave alone).
+
+    Measured with benchmarks/auto_distribution.py (the 80 WAV25 cells, 2 runs each, ratio
+    to the best of SW-EMS, SW-EM, HH with the CDF fit and the wavelet J-2; within 10 %):
+    at eps >= 3 (30 cells) r = 0 has 16, r = 0.1 15, r = 0.25 20; at eps < 3 (50 cells)
+    r = 0 and r = 0.25 both 30, but r = 0.25 costs on smooth data (Beta(5, 2) W1 1.14-1.65x
+    at eps 1.5-3 against 1.0-1.01x) what it gains on heaped data. helper hybtune's
+    prototype runs (its own collapsed statistics) also found no gain below eps 3 at those
+    sizes (the five sets span n = 26k-329k). At n = 1e6 (resampled sets, 2 runs; W1 and KS
+    at r = 0.25 over r = 0) the HH reports pay at eps 1 and 2 on heaped data (salaries KS
+    0.40 and 0.39; weeks worked KS against the best competitor 1.52 and 1.08 instead of
+    1.65 and 2.99) and cost on smooth data (Beta(5, 2) W1 1.13 and 1.18, KS 0.97 and 1.29;
+    flights 0.83-1.17), but the pipeline then takes 2.2-4.2x SW + EMS's CPU time at eps
+    0.5-2 (issue 17 asks for 2x): pass ``hh_share=0.25`` for large heaped data sets.
+    ``expected_n`` is accepted for a rule that may use it.
+
+    Examples
+    --------
+    >>> default_hh_share(1.0, 100_000), default_hh_share(4.0, 100_000)
+    (0.0, 0.25)
+    """
+    eps = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    if expected_n is not None:
+        check_integer(expected_n, "expected_n", low=1)
+    return DEFAULT_HH_SHARE if eps >= HH_MIN_EPSILON else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,6 +287,139 @@ class _Fitter:
         return out
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _HybridModel:
+    """The joint model's constant parts (:meth:`AutoDistribution._model`)."""
+
+    matrix: np.ndarray  # SW: M[j, i] = P[output bucket j | input bucket i]
+    offsets: np.ndarray  # first row of each HH level among the HH rows
+    sizes: np.ndarray  # nodes per level, B^k
+    reps: np.ndarray  # leaves per node, B^(h - k)
+    p: np.ndarray  # P[report of level k supports i's node | i]
+    q: np.ndarray  # P[... supports another node | i]
+    weights: np.ndarray  # every row's weight: 1 (SW), w_k (HH level k)
+
+
+@functools.lru_cache(maxsize=8)
+def _hybrid_model(spec: AutoDistribution) -> _HybridModel:
+    tree = spec.tree
+    h = tree.height
+    sizes = np.array([tree.level_size(k) for k in range(1, h + 1)], dtype=np.int64)
+    reps = np.array([HH_BRANCHING ** (h - k) for k in range(1, h + 1)], dtype=np.int64)
+    from ..frequency._base import PureFrequencyOracle
+
+    oracles = [tree.level_oracle(k) for k in range(1, h + 1)]
+    # the tree's default oracles (GRR, OLH) are pure: support probabilities p and q
+    assert all(isinstance(o, PureFrequencyOracle) for o in oracles)
+    p = np.array([o.p for o in oracles if isinstance(o, PureFrequencyOracle)])
+    q = np.array([o.q for o in oracles if isinstance(o, PureFrequencyOracle)])
+    # GRR: the support counts are the multinomial's own counts (weight 1, exact). A hashing
+    # oracle's report supports p + (B^k - 1) q nodes: each node's count is binomial with
+    # variance n pi (1 - pi), pi ~ q; its Poisson term (mean = variance) gets 1 / (1 - q).
+    exact = np.array([o.name == "GRR" for o in oracles])
+    w = np.where(exact, 1.0, 1.0 / (1.0 - q))
+    m = _em_matrix(spec)
+    weights = np.concatenate([np.ones(m.shape[0]), np.repeat(w, sizes)])
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    for arr in (sizes, reps, p, q, weights, offsets):
+        arr.flags.writeable = False
+    return _HybridModel(m, offsets, sizes, reps, p, q, weights)
+
+
+class _JointFitter:
+    """EM with smoothing over SW output counts and HH support counts on one theta
+    (:func:`ldpkit.numeric._auto_kernels._hybrid_loop`); the same interface as
+    :class:`_Fitter`, on weighted counts (SW rows first, then the HH nodes)."""
+
+    def __init__(self, model: _HybridModel, counts: np.ndarray) -> None:
+        c = np.asarray(counts, dtype=np.float64)
+        rows = model.matrix.shape[0]
+        self.model = model
+        self.sw = _Fitter(model.matrix, c[:rows])
+        self.hk = np.ascontiguousarray(c[rows:])
+        self.d = model.matrix.shape[1]
+        self._no_atoms = np.zeros(self.d, dtype=np.bool_)
+
+    def fit(
+        self,
+        strength: float,
+        tol: float,
+        max_iter: int,
+        init: np.ndarray | None,
+        atoms: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, int]:
+        """Joint EM with ``strength`` smoothing from ``init`` (uniform if None); ``atoms``
+        as for :meth:`_Fitter.fit`."""
+        from ._auto_kernels import _hybrid_loop  # numba, on first use
+
+        passes = math.ceil(2.0 * strength) if strength > 0 else 0
+        weight = 2.0 * strength / passes if passes else 0.0
+        theta = np.full(self.d, 1.0 / self.d) if init is None else init / init.sum()
+        b, x, md = self.sw.band, self.sw.box, self.model
+        masked = atoms is not None and passes > 0
+        atom = np.ascontiguousarray(atoms if masked else self._no_atoms, dtype=np.bool_)
+        box = x if x is not None else _empty_box()
+        it, _, _ = _hybrid_loop(
+            x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
+            box.plateau, box.ps, box.pe, box.cover_lo, box.cover_hi,
+            box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
+            box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
+            box.col_spill_cols, box.col_spill_values,
+            self.sw.nk, self.hk, md.offsets, md.sizes, md.reps, md.p, md.q,
+            theta, atom, masked, passes, weight, tol, max_iter, _TINY,
+        )  # fmt: skip
+        return theta, int(it)
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        """The model probability of every row: ``M theta``, then ``q_k + (p_k - q_k) a_v``
+        for every HH node."""
+        md = self.model
+        prefix = np.concatenate([[0.0], np.cumsum(theta)])
+        parts = [self.sw.predict(theta)]
+        for size, rep, p, q in zip(md.sizes, md.reps, md.p, md.q, strict=True):
+            lo = np.minimum(np.arange(size) * rep, self.d)
+            hi = np.minimum(lo + rep, self.d)
+            parts.append(q + (p - q) * (prefix[hi] - prefix[lo]))
+        return np.concatenate(parts)
+
+
+@functools.lru_cache(maxsize=1)
+def _empty_box() -> Any:
+    """Box arrays of the right kinds and no entries, for a matrix without a box band."""
+    from .em import _Box
+
+    i1, f1 = np.zeros(0, dtype=np.int64), np.zeros(0)
+    i2, f2 = np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0))
+    return _Box(
+        heads=i1, tails=i1, plateau=f1, ps=i1, pe=i1, cover_lo=i1, cover_hi=i1,
+        row_slots=i2, row_weights=f2, row_spill_rows=i1, row_spill_cols=i1,
+        row_spill_values=f1, col_slots=i2, col_weights=f2, col_spill_rows=i1,
+        col_spill_cols=i1, col_spill_values=f1,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_of(spec: AutoDistribution) -> HierarchicalHistogram:
+    """The hybrid's tree, built (and its level oracles validated) once per spec."""
+    assert spec.buckets is not None
+    return HierarchicalHistogram(
+        epsilon=spec.epsilon,
+        low=spec.low,
+        high=spec.high,
+        buckets=spec.buckets,
+        branching=HH_BRANCHING,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_fields_of(spec: AutoDistribution) -> tuple[str, ...]:
+    tree = _tree_of(spec)
+    names = {
+        f for k in range(1, tree.height + 1) for f in _REPORT_FIELDS[tree.level_oracle(k).name]
+    }
+    return tuple(sorted(names, key=lambda f: (f != "values", f)))
+
+
 @functools.lru_cache(maxsize=4)  # 8 MB each at d = 1024
 def _em_matrix(spec: AutoDistribution) -> np.ndarray:
     m = np.ascontiguousarray(spec.bucket_matrix().T, dtype=np.float64)
@@ -251,7 +431,9 @@ def _em_matrix(spec: AutoDistribution) -> np.ndarray:
 class AutoDistribution(Mechanism):
     """Distribution of a numerical value from Square Wave reports, with data-driven smoothing.
 
-    The client is exactly :class:`SquareWave` (same reports, same eps-LDP guarantee). The
+    With ``hh_share = 0`` the client is exactly :class:`SquareWave` (same reports, same
+    eps-LDP guarantee); with ``hh_share > 0`` a share of the users sends hierarchical-
+    histogram reports instead (the hybrid design, see Notes). The
     server fits EM (SW20 Algorithm 1) followed, after every update, by a smoothing step of
     strength ``s`` (the variance of the smoothing kernel in squared buckets: 0 is plain EM,
     0.5 is SW20's EMS) for several ``strengths``, and averages the fits with weights from
@@ -268,6 +450,11 @@ class AutoDistribution(Mechanism):
     buckets : int, optional
         Number d of histogram buckets of the estimate (and of the output histogram);
         default :func:`default_buckets` of ``expected_n`` (1024 when it is not given).
+    hh_share : float, optional
+        Share r in [0, 1] of the users who send a hierarchical-histogram report instead of
+        a Square Wave one (the hybrid design); default :func:`default_hh_share` of
+        ``(epsilon, expected_n)``. 0 is Square Wave alone (the reports and Stats of
+        :class:`SquareWave`).
 
     Notes
     -----
@@ -277,6 +464,30 @@ class AutoDistribution(Mechanism):
     the reports alone. A fold made by binomial thinning of the output histogram is an
     i.i.d. sample of the report distribution, exactly as if each report had been assigned
     to a fold by a coin (the split every cross-validation makes).
+
+    Hybrid design (``hh_share = r > 0``, issue 17). Each user draws HH with probability r,
+    independently of her value, and sends ONE report with the full epsilon: a Square Wave
+    report (SW20 section 5) or a hierarchical-histogram report (:attr:`tree`: B = 4 over the
+    same d buckets, a uniformly drawn level k and her node's report through that level's
+    oracle, GRR or OLH by SW20's rule; Kulkarni, Cormode, Srivastava 2019). Both branches
+    are eps-LDP and the coin ignores the value, so the report (branch included) is eps-LDP
+    (its exact loss is the larger of the two branches' losses). The Stats are O(d): the SW
+    output histogram, the HH support counts of every node, the users per branch. The
+    estimate runs ONE EM over both report sets on a common theta: the SW rows as above, an
+    HH node v of level k with model probability ``q_k + (p_k - q_k) a_v`` of being
+    supported (FO17's support probabilities; ``a_v`` the node's mass). For GRR this is the
+    exact multinomial likelihood of the counts; for OLH the support counts are not
+    sufficient, and the node terms form a composite (marginal) likelihood (Lindsay 1988)
+    with weight ``1 / (1 - q_k)``, which gives each node the Fisher information of OLH's
+    own estimate (``Var* = q (1 - q) / (n (p - q)^2)``, FO17 eq. 3). The EM update is
+    Dempster-Laird-Rubin's for the SW reports plus, per node, only the *signal* hits
+    (rate ``p_k - q_k``; the background rate ``q_k`` is known), the EM of a Poisson
+    intensity with known background (Shepp and Vardi 1982): assigning the background to
+    theta too slowed EM by the hits per report (~hundreds). Smoothing, held-out choice
+    (the support counts thinned like the SW counts) and end atoms are as for SW alone.
+    Measured against the exact per-report E-step (benchmarks/auto_hybrid_collapsed.py, r =
+    0.25, same reports, same strength and stop): error ratios collapsed / exact 0.91-1.13
+    on 22 of 24 (cell, s, metric) values, 1.31 at worst (weeks worked, eps 4, s = 0, KS).
 
     References
     ----------
@@ -289,8 +500,15 @@ class AutoDistribution(Mechanism):
     W. F. Eddy. A predictive approach to model selection. JASA 74(365), 1979, and Y. Yao,
     A. Vehtari, D. Simpson, A. Gelman. Using stacking to average Bayesian predictive
     distributions. Bayesian Analysis 13(3), 2018, section 3.1 (weights proportional to the
-    exponentiated held-out log-likelihood, "pseudo-BMA"). METHODS.md, section
-    "AutoDistribution".
+    exponentiated held-out log-likelihood, "pseudo-BMA"). Hybrid design: T. Kulkarni,
+    G. Cormode, D. Srivastava. Answering Range Queries Under Local Differential Privacy.
+    PVLDB 12(10), 2019 (HH); T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially
+    Private Protocols for Frequency Estimation. USENIX Security 2017 (FO17: GRR, OLH,
+    support probabilities p and q); A. P. Dempster, N. M. Laird, D. B. Rubin. Maximum
+    likelihood from incomplete data via the EM algorithm. JRSS-B 39(1), 1977; L. A. Shepp,
+    Y. Vardi. Maximum likelihood reconstruction for emission tomography. IEEE TMI 1(2),
+    1982; B. G. Lindsay. Composite likelihood methods. Contemporary Mathematics 80, 1988.
+    METHODS.md, section "AutoDistribution".
 
     Examples
     --------
@@ -306,11 +524,12 @@ class AutoDistribution(Mechanism):
     low: float = 0.0
     high: float = 1.0
     expected_n: int | None = None
-    #: Its reports are SquareWave's (exact grid law up to e^40).
+    #: Its reports are SquareWave's and HierarchicalHistogram's (exact laws up to e^40).
     max_epsilon: ClassVar[float] = SW_MAX_EPSILON
     #: Report fields sent as real numbers (float64); every other field holds integers.
     float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
     buckets: int | None = None
+    hh_share: float | None = None
 
     def _validate(self) -> None:
         if self.expected_n is not None:
@@ -320,43 +539,153 @@ class AutoDistribution(Mechanism):
         else:
             self._set("buckets", check_integer(self.buckets, "buckets", low=2))
         self.wave  # validates epsilon, low and high the way SquareWave does  # noqa: B018
+        if self.hh_share is None:
+            self._set("hh_share", default_hh_share(self.epsilon, self.expected_n))
+        else:
+            self._set("hh_share", check_real(self.hh_share, "hh_share", low=0.0, high=1.0))
+        if self.hybrid:
+            self.tree  # validates the levels' oracles at this epsilon  # noqa: B018
 
-    # -- the randomizer: SquareWave's -------------------------------------------------------
+    # -- the randomizer: SquareWave's, or per user SW or HH by a coin ------------------------
     @property
     def wave(self) -> SquareWave:
         """The :class:`SquareWave` spec whose reports this spec sends."""
         assert self.buckets is not None
         return SquareWave(epsilon=self.epsilon, low=self.low, high=self.high, buckets=self.buckets)
 
+    @property
+    def hybrid(self) -> bool:
+        """Whether some users send hierarchical-histogram reports (``hh_share > 0``)."""
+        return bool(self.hh_share)
+
+    @property
+    def tree(self) -> HierarchicalHistogram:
+        """The :class:`HierarchicalHistogram` whose reports the HH users send (B = 4, the
+        same ``buckets`` equal buckets of [low, high] as the wave's; each level's oracle by
+        SW20's rule, GRR or OLH)."""
+        return _tree_of(self)
+
+    def _tree_fields(self) -> tuple[str, ...]:
+        """The HH report fields besides ``levels`` (``values`` sent as ``items``)."""
+        return _tree_fields_of(self)
+
     def check_values(self, values: Any) -> np.ndarray:
         return self.wave.check_values(values)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """SquareWave reports (:meth:`SquareWave.randomize`), labelled with this spec."""
-        return Reports(self, **self.wave.randomize(values, rng=rng).arrays)
+        """SquareWave reports (:meth:`SquareWave.randomize`), labelled with this spec; with
+        ``hh_share = r > 0`` each user first draws, independently of her value, HH with
+        probability r and then sends ONE report with the full epsilon: a Square Wave
+        report, or a :class:`HierarchicalHistogram` report (her level and her node's oracle
+        report at that level).
+
+        Fields with ``r > 0``: ``levels`` (0 for a Square Wave report, else the HH level
+        1..h), ``values`` (the Square Wave report; 0 for HH users), ``items`` (the HH
+        oracle's report; 0 for SW users) and, when some level uses a hashing oracle,
+        ``seeds`` (0 for the others).
+        """
+        if not self.hybrid:
+            return Reports(self, **self.wave.randomize(values, rng=rng).arrays)
+        v = self.check_values(values)
+        gen = as_generator(rng)
+        n = v.shape[0]
+        # The branch coin never looks at the value: each branch's report is eps-LDP, so the
+        # pair (branch, report) is too (the HH spec's own argument for its level draw).
+        to_hh = gen.random(n) < float(self.hh_share or 0.0)
+        # index arrays: each is used several times, cheaper than boolean masks
+        i_hh, i_sw = np.flatnonzero(to_hh), np.flatnonzero(~to_hh)
+        sw = self.wave.randomize(v[i_sw], rng=gen)
+        hh = self.tree.randomize(v[i_hh], rng=gen)
+        levels = np.zeros(n, dtype=np.uint8)
+        levels[i_hh] = hh.levels
+        out = np.zeros(n, dtype=np.float64)
+        out[i_sw] = sw.values
+        fields: dict[str, np.ndarray] = {"levels": levels, "values": out}
+        for name in self._tree_fields():
+            src = hh.arrays[name]
+            dtype = np.uint64 if name == "seeds" else np.int64
+            full = np.zeros(n, dtype=dtype)
+            full[i_hh] = src
+            fields["items" if name == "values" else name] = full
+        return Reports(self, **fields)
 
     def aggregate(self, reports: Reports) -> Stats:
-        """Histogram of the reports over the output buckets (``Stats.counts``)."""
+        """Histogram of the Square Wave reports over the output buckets (``Stats.counts``);
+        with ``hh_share > 0`` also the HH support counts of every node, levels 1..h
+        concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and
+        the users per branch (``Stats.level_n``: SW users, then HH users per level)."""
         reports = self.check_reports(reports)
         wave = self.wave
-        stats = wave.aggregate(Reports(wave, **reports.arrays))
-        return Stats(self, stats.n, **stats.arrays)
+        if not self.hybrid:
+            stats = wave.aggregate(Reports(wave, **reports.arrays))
+            return Stats(self, stats.n, **stats.arrays)
+        tree = self.tree
+        names = (
+            "levels",
+            "values",
+            *["items" if f == "values" else f for f in self._tree_fields()],
+        )
+        missing = [f for f in names if f not in reports.fields]
+        if missing:
+            raise ValueError(f"reports must have fields {names}, missing {missing}")
+        lv = reports.levels
+        if lv.ndim != 1 or lv.dtype.kind not in "iu" or (lv.size and int(lv.max()) > tree.height):
+            raise ValueError(
+                f"reports.levels must be a 1-D integer array of levels in [0, {tree.height}]"
+            )
+        is_sw = lv == 0
+        i_sw, i_hh = np.flatnonzero(is_sw), np.flatnonzero(~is_sw)
+        sw_stats = wave.aggregate(Reports(wave, values=reports.values[i_sw]))
+        hh_arrays = {
+            f: reports.arrays["items" if f == "values" else f][i_hh] for f in self._tree_fields()
+        }
+        hh_stats = tree.aggregate(Reports(tree, levels=lv[i_hh], **hh_arrays))
+        level_n = np.concatenate([[sw_stats.n], np.asarray(hh_stats.level_n)]).astype(np.int64)
+        return Stats(
+            self,
+            len(reports),
+            counts=sw_stats.counts,
+            hh_counts=hh_stats.counts,
+            level_n=level_n,
+        )
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The wave's: histogram ``counts`` of the output buckets."""
-        return self.wave.stats_schema()
+        """The wave's: histogram ``counts`` of the output buckets; with ``hh_share > 0``
+        those of the SW users only, plus ``hh_counts`` (the tree's support counts) and
+        ``level_n`` (SW users, then HH users per level; sum n)."""
+        if not self.hybrid:
+            return self.wave.stats_schema()
+        tree = self.tree
+        return {
+            "counts": StatsField((self.wave.n_output_buckets,)),
+            "hh_counts": tree.stats_schema()["counts"],
+            "level_n": StatsField((tree.height + 1,), total=1),
+        }
 
     def empty_stats(self) -> Stats:
-        return Stats(self, 0, **self.wave.empty_stats().arrays)
+        if not self.hybrid:
+            return Stats(self, 0, **self.wave.empty_stats().arrays)
+        tree = self.tree
+        return Stats(
+            self,
+            0,
+            counts=np.zeros(self.wave.n_output_buckets, dtype=np.int64),
+            hh_counts=np.zeros_like(tree.empty_stats().counts),
+            level_n=np.zeros(tree.height + 1, dtype=np.int64),
+        )
 
     def bucket_matrix(self) -> np.ndarray:
         """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum
-        to 1): the Square Wave's bucketized channel that the estimate inverts."""
+        to 1): the Square Wave's bucketized channel that the estimate inverts (that of the
+        SW branch when ``hh_share > 0``)."""
         return np.asarray(self.wave.bucket_matrix())
 
     def privacy_loss(self) -> float:
-        """Epsilon of the reports: the Square Wave's (:meth:`SquareWave.privacy_loss`)."""
-        return self.wave.privacy_loss()
+        """Epsilon of the reports: the Square Wave's (:meth:`SquareWave.privacy_loss`); with
+        ``hh_share > 0`` the larger of it and the tree's (the branch is drawn independently
+        of the value, so each output's probability ratio is one branch's ratio)."""
+        loss = self.wave.privacy_loss()
+        return max(loss, self.tree.privacy_loss()) if self.hybrid else loss
 
     def bucketized_privacy_loss(self) -> float:
         """Epsilon of the bucketized channel (:meth:`SquareWave.bucketized_privacy_loss`)."""
@@ -367,12 +696,33 @@ class AutoDistribution(Mechanism):
         cached per spec)."""
         return _em_matrix(self)
 
+    def _model(self, stats: Stats) -> tuple[np.ndarray, np.ndarray, Any]:
+        """The estimate's model: integer counts of every row (SW output buckets, then the
+        HH nodes), each row's weight, and a factory of fitters on weighted counts.
+
+        An HH row is a node v of level k; its count is v's support count C_v (reports of
+        level k whose support holds v) and its model probability ``q_k + (p_k - q_k) a_v``
+        (``p_k``, ``q_k``: the level oracle's support probabilities, FO17 section 3;
+        ``a_v``: the node's mass). Support counts are mergeable where per-report
+        likelihoods are not; with GRR they are the exact multinomial likelihood's sufficient
+        statistic, with OLH a report supports ``p_k + (B^k - 1) q_k`` nodes on average, so
+        its row weight ``w_k = 1 / (p_k + (B^k - 1) q_k)`` makes each report count once
+        (a composite likelihood: the hits of one report are treated as independent).
+        """
+        m = self._outputs_by_inputs()
+        counts = np.asarray(stats.counts, dtype=np.int64)
+        if not self.hybrid:
+            return counts, np.ones(counts.size), lambda c: _Fitter(m, c)
+        model = _hybrid_model(self)
+        counts = np.concatenate([counts, np.asarray(stats.hh_counts, dtype=np.int64)])
+        return counts, model.weights, lambda c: _JointFitter(model, c)
+
     # -- the estimator ------------------------------------------------------------------------
     def estimate(
         self,
         stats: Stats,
         *,
-        strengths: Sequence[float] = DEFAULT_STRENGTHS,
+        strengths: Sequence[float] | None = None,
         folds: int = 2,
         cross_validate: bool = False,
         combine: str = "average",
@@ -390,7 +740,7 @@ class AutoDistribution(Mechanism):
             Aggregated (and possibly merged) reports of this spec.
         strengths : sequence of float
             Candidate smoothing strengths (kernel variance in squared buckets, >= 0; 0 is
-            plain EM, 0.5 EMS). Default :data:`DEFAULT_STRENGTHS`.
+            plain EM, 0.5 EMS). Default (None) :data:`DEFAULT_STRENGTHS`.
         folds : int
             Number K >= 2 of folds the reports are split into.
         cross_validate : bool
@@ -456,20 +806,25 @@ class AutoDistribution(Mechanism):
         stats = self.check_stats(stats)
         if stats.n == 0:
             raise ValueError("stats must summarize at least one report, got n = 0")
+        if strengths is None:
+            strengths = DEFAULT_STRENGTHS
         cand = _check_strengths(strengths)
-        folds = check_integer(folds, "folds", low=2)
+        folds = check_integer(folds, "folds", low=2, high=1000)
         if not isinstance(cross_validate, (bool, np.bool_)):
             raise TypeError(f"cross_validate must be True or False, got {cross_validate!r}")
         if not isinstance(end_atoms, (bool, np.bool_)):
             raise TypeError(f"end_atoms must be True or False, got {end_atoms!r}")
         if combine not in ("average", "best"):
             raise ValueError(f"combine must be one of 'average', 'best', got {combine!r}")
-        max_iter = check_integer(max_iter, "max_iter", low=1)
+        max_iter = check_integer(max_iter, "max_iter", low=1, high=10_000_000)
         gen = as_generator(rng)
-        counts = np.asarray(stats.counts, dtype=np.int64)
-        m = self._outputs_by_inputs()
+        # counts: every row's reports (SW output buckets; with hh_share > 0 also the HH
+        # nodes' support counts), wts: each row's weight (1 for SW rows), make: the fitter
+        counts, wts, make = self._model(stats)
+        wcounts = counts * wts
+        wtotal = float(wcounts.sum())
         total = int(counts.sum())
-        d = m.shape[1]
+        d = self._outputs_by_inputs().shape[1]
         order = sorted(range(len(cand)), key=lambda k: -cand[k])  # strongest first
         ends = np.zeros(d, dtype=np.bool_)
         ends[[0, d - 1]] = True
@@ -497,12 +852,13 @@ class AutoDistribution(Mechanism):
             held: list[tuple[np.ndarray, _Fitter, dict[int, np.ndarray], dict[int, np.ndarray]]]
             held = []
             parts = _split(counts, folds, gen)
-            for part in parts if cross_validate else parts[:1]:
-                train = counts - part
-                if train.sum() == 0:
+            for ipart in parts if cross_validate else parts[:1]:
+                if int(ipart.sum()) == total:
                     continue
-                fitter = _Fitter(m, train)
-                share = train.sum() / total
+                part = ipart * wts
+                train = wcounts - part
+                fitter = make(train)
+                share = float(train.sum()) / wtotal
                 theta: np.ndarray | None = None
                 fits: dict[int, np.ndarray] = {}
                 lp: dict[int, np.ndarray] = {}
@@ -533,7 +889,7 @@ class AutoDistribution(Mechanism):
                 def score_ends(k: int) -> None:
                     end_scores[k] = 0.0
                     for (part, fitter, fits, _), le in zip(held, lp_end, strict=True):
-                        share = float(counts.sum() - part.sum()) / total
+                        share = float(wtotal - part.sum()) / wtotal
                         fit_e, _ = fitter.fit(
                             cand[k], tol(cand[k], share), fold_iter, fits[k], ends
                         )
@@ -573,7 +929,7 @@ class AutoDistribution(Mechanism):
         # regularizes it; a warm start would run it further); a smoothed fit starts from the
         # previous, stronger one, which it reaches from the uniform start anyway, in fewer
         # iterations. Alone, strength 0 is thus exactly SW + EM and 0.5 exactly SW + EMS.
-        fitter = _Fitter(m, counts)
+        fitter = make(wcounts)
         em_cache: dict[int, tuple[np.ndarray, int]] = {}  # plain EM: same fit in any order
 
         def final(w: np.ndarray, w_end: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
@@ -659,7 +1015,8 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 def _check_strengths(strengths: Any) -> tuple[float, ...]:
     if isinstance(strengths, (str, bytes)) or not hasattr(strengths, "__iter__"):
         raise TypeError(f"strengths must be a sequence of numbers >= 0, got {strengths!r}")
-    out = tuple(check_real(s, "strengths", low=0.0) for s in strengths)
+    # above ~d^2 squared buckets every strength is the flat fit; 1e6 bounds the passes
+    out = tuple(check_real(s, "strengths", low=0.0, high=1e6) for s in strengths)
     if not out:
         raise ValueError("strengths must hold at least one number >= 0, got an empty sequence")
     return out

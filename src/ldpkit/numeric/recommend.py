@@ -159,8 +159,9 @@ def recommend(
     --------
     >>> recommend(1.0, 100_000).method
     'AutoDistribution'
-    >>> recommend(1.0, 100_000).build()
-    AutoDistribution(epsilon=1.0, low=0.0, high=1.0, expected_n=100000, buckets=1024)
+    >>> spec = recommend(1.0, 100_000).build()
+    >>> spec.buckets, spec.hh_share, recommend(4.0, 100_000).build().hh_share
+    (1024, 0.0, 0.25)
     >>> recommend(1.0, 100_000, smooth=True).method
     'SquareWave'
     >>> rec = recommend(1.0, 1_000_000, smooth=False, metric="ks")

@@ -461,9 +461,12 @@ class _Wave(Mechanism):
     def check_values(self, values: Any) -> np.ndarray:
         return check_numeric_values(values, self.low, self.high, "values")
 
-    def _sample_cells(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    def _grid_inputs(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        """Grid input k of each value: unbiased randomized rounding to ``k / L`` (unit scale)."""
+        return round_to_grid((v - self.low) / self.span, self._grid.steps, gen)
+
+    def _sample_cells(self, k: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         g = self._grid
-        k = round_to_grid(v, g.steps, gen)
         if g.flat:
             return sample_flat_bump(k, g.cells, g.w_low, int(g.bump[0]), g.bump.size, gen)
         return sample_bump(k, g.cells, g.w_low, g.cumulative, gen)
@@ -472,7 +475,8 @@ class _Wave(Mechanism):
         """Report one grid cell per user; ``reports.values`` is its centre (float64) in
         ``[output_low, output_high]``, one of :meth:`report_values`."""
         v = self.check_values(values)
-        cells = self._sample_cells((v - self.low) / self.span, as_generator(rng))
+        gen = as_generator(rng)
+        cells = self._sample_cells(self._grid_inputs(v, gen), gen)
         return Reports(self, values=self.report_values()[cells])
 
     # -- server -------------------------------------------------------------------------------
@@ -631,9 +635,27 @@ class SquareWave(_Wave):
     bandwidth : float, optional
         b on the unit scale; default SW20's ``(eps e^eps - e^eps + 1) /
         (2 e^eps (e^eps - 1 - eps))`` (section 5.3).
+    log_scale : float, optional
+        Report on a logarithmic scale (default None: linear). With ``s = log_scale > 0``
+        (in the values' units) the wave runs on ``u = log(1 + (v - low) / s) / Lambda``,
+        ``Lambda = log(1 + (high - low) / s)``, instead of ``(v - low) / (high - low)``: the
+        same wave and the same epsilon, with a *relative* resolution (about ``Lambda / L``)
+        for values well above ``s`` and a linear one below it, for heavy-tailed values
+        whose bulk sits in a sliver of ``[low, high]``. The value is rounded unbiasedly
+        *in its own units* to the grid ``low + s (e^(Lambda k / L) - 1)`` (so reports
+        carry an exactly unbiased value estimate,
+        :meth:`value_estimates`), and :meth:`estimate` is
+        the histogram of ``log(1 + (v - low) / s)`` on ``[0, Lambda]``
+        (:meth:`linear_histogram` maps it back to equal buckets of ``[low, high]``).
 
     Notes
     -----
+    A monotone transform of the value before the wave is pre-processing on the device:
+    each report is still drawn from the wave's law for some grid input, so the
+    mechanism is eps-LDP exactly as the linear one (SW20 Thm. 5.2 holds for any input in
+    [0, 1]; here ``privacy_loss()`` is the same). Used by :class:`ldpkit.stream.ToPL`'s
+    threshold phase (issue 15).
+
     Reports live on a grid (issue 11, see :class:`_Wave`): with ``L`` input steps and
     ``w = round(b L)``, the value is rounded unbiasedly to ``k / L`` and the report is one of
     ``L + 2w`` cells of width 1/L, the 2w cells within b' = w/L of ``k / L`` with integer
@@ -656,11 +678,152 @@ class SquareWave(_Wave):
     >>> dist = sw.run(values, rng=0)
     >>> dist.buckets, bool(abs(dist.mean() - values.mean()) < 0.02)
     (64, True)
+
+    On a log scale, the estimate is the histogram of ``log(1 + v / s)``:
+
+    >>> lsw = SquareWave(epsilon=1.0, high=1000.0, buckets=64, log_scale=1.0)
+    >>> round(lsw.log_span, 3), lsw.run([1.0, 10.0, 100.0] * 5000, rng=0).high == lsw.log_span
+    (6.909, True)
     """
+
+    log_scale: float | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.log_scale is not None:
+            s = check_real(self.log_scale, "log_scale", low=0.0, low_inclusive=False)
+            if not math.isfinite(self.span / s) or not self.span / s > 0:
+                raise ValueError(
+                    f"log_scale must be a positive number with (high - low) / log_scale finite "
+                    f"and > 0, got {self.log_scale!r} for [{self.low:g}, {self.high:g}]"
+                )
+            self._set("log_scale", s)
+
+    def params(self) -> dict[str, Any]:
+        out = super().params()
+        if self.log_scale is None:  # the linear wave's wire identity is unchanged
+            del out["log_scale"]
+        return out
 
     @property
     def _ratio(self) -> float:
         return 1.0
+
+    @property
+    def log_span(self) -> float | None:
+        """``Lambda = log(1 + (high - low) / log_scale)`` (None on the linear scale)."""
+        return None if self.log_scale is None else math.log1p(self.span / self.log_scale)
+
+    def grid_values(self) -> np.ndarray:
+        """The ``L + 1`` values the inputs are rounded to, in the original units:
+        ``low + k (high - low) / L`` (linear) or ``low + s (e^(Lambda k / L) - 1)`` (log)."""
+        k = np.arange(self.input_steps + 1, dtype=np.float64) / self.input_steps
+        if self.log_scale is None:
+            return self.low + k * self.span
+        lam = self.log_span
+        assert lam is not None
+        return self.low + self.log_scale * np.expm1(lam * k)
+
+    def _grid_inputs(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        if self.log_scale is None:
+            return super()._grid_inputs(v, gen)
+        # unbiased in the value's own units: E[grid value] = v exactly (up to rounding)
+        steps = self.input_steps
+        lam = self.log_span
+        assert lam is not None
+        x = (v - self.low) / self.log_scale
+        k = np.clip(np.floor(np.log1p(x) / lam * steps), 0, steps - 1).astype(np.int64)
+        below = np.expm1(lam * k / steps)
+        above = np.expm1(lam * (k + 1) / steps)
+        k += gen.random(x.shape[0]) < np.clip((x - below) / (above - below), 0.0, 1.0)
+        return k
+
+    def estimate(
+        self,
+        stats: Stats,
+        method: str = "ems",
+        *,
+        tol: float | None = None,
+        max_iter: int = 10_000,
+    ) -> Distribution:
+        """Histogram of the inputs on ``buckets`` buckets of [low, high] (log scale: of
+        ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``). See :meth:`_Wave.estimate`."""
+        dist = _deconvolve(self, stats, method, tol, max_iter)
+        if self.log_scale is None:
+            return dist
+        return Distribution(dist.probabilities, 0.0, float(self.log_span or 1.0))
+
+    def value_estimates(self) -> tuple[np.ndarray, float]:
+        """Per-cell unbiased estimates of a log-scale report's value, and their worst variance.
+
+        A report in cell ``j`` estimates the value by ``low + g_j`` with
+        ``g_j = s (T e^(c j) - w_low E) / B_c - s``, ``c = Lambda / L``,
+        ``E = sum_{j < N} e^(c j)``, ``B_c = sum_t bump_t e^(c t)`` (``T``, ``w_low``,
+        ``bump`` the grid law's integer weights, :class:`_Wave`): for grid input ``k``,
+        ``E[g | k] = s (e^(c k) - 1)``, its value, exactly (the wave is a convolution and
+        ``e^(c j)`` its eigenfunction), and the rounding to the grid is unbiased in the
+        value's units, so ``E[low + g] = v`` for every v. The same construction as SW20's
+        unbiased mean from the linear wave (their §5.2), for the exponential of the
+        report. Post-processing of the reports.
+
+        Returns
+        -------
+        (ndarray, float)
+            ``low + g`` per report cell (length ``n_cells``; index with
+            :meth:`report_cells_of`) and ``max_k Var(g | k)``, the worst case over inputs
+            (the variance at the rounded inputs; a value between two grid points mixes
+            their laws, whose variance is at most the larger plus the rounding's, below
+            ``(e^(c) - 1)^2 v^2 / 4``).
+        """
+        if self.log_scale is None:
+            raise ValueError(
+                "value_estimates needs log_scale (linear Square Wave reports are affine in "
+                "the value: ldpkit.stream.square_wave_mean_constants)"
+            )
+        g = self._grid
+        lam = self.log_span
+        assert lam is not None
+        c = lam / g.steps
+        j = np.arange(g.cells, dtype=np.float64)
+        big_e = float(np.expm1(c * g.cells) / np.expm1(c))
+        b_c = float(g.bump.astype(np.float64) @ np.exp(c * np.arange(g.bump.size)))
+        s = self.log_scale
+        est = s * (float(g.total) * np.exp(c * j) - g.w_low * big_e) / b_c - s
+        sq = est * est
+        if g.flat:
+            csum = np.concatenate(([0.0], np.cumsum(sq)))
+            window = float(g.bump[0]) * (csum[g.bump.size :] - csum[: -g.bump.size])
+        else:
+            window = np.convolve(sq, g.bump[::-1].astype(np.float64), mode="valid")
+        window = window[: g.steps + 1]
+        truth = s * np.expm1(c * np.arange(g.steps + 1))
+        var = (g.w_low * float(sq.sum()) + window) / float(g.total) - truth * truth
+        return self.low + est, float(var.max())
+
+    def linear_histogram(self, probabilities: Any, buckets: int) -> np.ndarray:
+        """Masses of ``buckets`` equal buckets of [low, high] from an estimate on this
+        wave's buckets (post-processing). On the log scale each bucket's mass is spread
+        evenly over its interval of ``log(1 + (v - low) / s)``; on the linear scale the
+        histogram is re-binned the same way (even spread within a bucket)."""
+        f = (
+            probabilities.probabilities
+            if isinstance(probabilities, Distribution)
+            else probabilities
+        )
+        f = np.asarray(f, dtype=np.float64)
+        if f.shape != (self.buckets,) or not np.all(np.isfinite(f)) or np.any(f < 0):
+            raise ValueError(
+                f"probabilities must be {self.buckets} finite masses >= 0, got shape {f.shape}"
+            )
+        d = check_integer(buckets, "buckets", low=1, high=1 << 24)
+        edges = np.arange(d + 1, dtype=np.float64) / d  # unit scale of [low, high]
+        if self.log_scale is not None:
+            lam = self.log_span
+            assert lam is not None
+            edges = np.log1p(edges * self.span / self.log_scale) / lam
+        cdf = np.concatenate(([0.0], np.cumsum(f)))
+        out = np.diff(np.interp(edges, np.linspace(0.0, 1.0, f.size + 1), cdf))
+        return np.maximum(out, 0.0)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -59,6 +59,7 @@ _TOP_KEYS = {
     "store_reports",
     "bucket_seconds",
     "commit_window",
+    "max_rollup_parts",
     "cors_origins",
     "limits",
     "auth",
@@ -76,6 +77,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         store_reports = false                      # optional
         bucket_seconds = 3600                      # optional: roll-up bucket width
         commit_window = 0.001                      # optional: group-commit wait, seconds
+        max_rollup_parts = 4096                    # optional: unfolded parts -> compact now
         cors_origins = ["https://example.org"]     # optional: browsers allowed to call
 
         [limits]                                   # optional: see ldpkit.service.Limits
@@ -134,7 +136,13 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
     collections = {name: _collection(name, entry) for name, entry in entries.items()}
     options: dict[str, Any] = {
         k: data[k]
-        for k in ("database_url", "store_reports", "bucket_seconds", "commit_window")
+        for k in (
+            "database_url",
+            "store_reports",
+            "bucket_seconds",
+            "commit_window",
+            "max_rollup_parts",
+        )
         if k in data
     }
     if "cors_origins" in data:

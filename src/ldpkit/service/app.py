@@ -59,7 +59,14 @@ from ..spec import Mechanism, Reports, Stats, spec_from_dict
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
-from .store import CollectorStore, IdempotencyConflict, PendingBatch, ReportsDigest
+from .store import (
+    DEFAULT_MAX_PARTS,
+    BatchDeleted,
+    CollectorStore,
+    IdempotencyConflict,
+    PendingBatch,
+    ReportsDigest,
+)
 
 __all__ = ["Collection", "CollectorApp", "Limits", "create_app", "DEFAULT_DATABASE_URL"]
 
@@ -67,6 +74,9 @@ log = logging.getLogger("ldpkit.service")
 
 DEFAULT_DATABASE_URL = "sqlite:///ldpkit-collector.db"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+# Consecutive compaction failures from which /healthz says degraded (one failure may be
+# a passing lock timeout; the committer retries about once a second).
+COMPACTION_FAILURES_DEGRADED = 3
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header values allow
 # Distribution.postprocess methods (biased, but a proper distribution with quantiles).
 DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
@@ -309,9 +319,12 @@ class DeleteResult(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, degraded (compaction failing or behind) or unavailable")
     database: str
     version: str
+    compaction: str = Field(
+        default="ok", description="ok, or why roll-up compaction is failing or behind (degraded)"
+    )
 
 
 _BODY_DOC = {
@@ -516,6 +529,9 @@ class _Collector:
         # Constant parts of the 201 answer, built once rather than per request.
         self._name_json = {name: json.dumps(name) for name in collections}
         self._iso_cache: dict[dt.datetime, str] = {}
+        # When compact_if_behind last counted each collection's parts (monotonic seconds).
+        self._parts_checked: dict[str, float] = {}
+        self.parts_check_interval = 1.0
         self.committer = GroupCommitter(
             store,
             {n: c.spec for n, c in collections.items()},
@@ -630,6 +646,8 @@ class _Collector:
             record = await self.committer.commit(item)
         except IdempotencyConflict as exc:
             raise self._fail(422, "idempotency_conflict", str(exc)) from exc
+        except BatchDeleted as exc:
+            raise self._fail(409, "deleted_batch", str(exc)) from exc
         except AggregationError as exc:
             raise self._fail(422, "rejected_by_spec", str(exc)) from exc
         self.metrics.accept(name, record.n, record.duplicate)
@@ -861,6 +879,38 @@ class _Collector:
                 422, f"until must be at or after since (whole {w} s buckets), got {since}..{until}"
             )
         return s, u
+
+    def compact_if_behind(self, name: str) -> None:
+        """Fold roll-up parts now if more than ``max_rollup_parts`` of ``name`` wait (the
+        committer normally folds them every second; this covers a process that does not
+        ingest, or a committer that fell behind). Runs in the reader's thread, never twice
+        at once in a process, not right after a failure; a failure leaves every total
+        as it was (readers sum parts too)."""
+        store = self.store
+        now = time.monotonic()
+        # At most once a second per collection: the check is one more query (~0.5-1 ms
+        # here), and the committer folds parts about once a second anyway.
+        if now - self._parts_checked.get(name, -math.inf) < self.parts_check_interval:
+            return
+        self._parts_checked[name] = now
+        if store.compaction_due() and store.parts_over(name):
+            store.try_compact(wait=False)
+
+    def compaction_health(self) -> str:
+        """``ok``, or why compaction is failing or behind (``/healthz`` says degraded)."""
+        store = self.store
+        problems = []
+        if store.compaction_failures >= COMPACTION_FAILURES_DEGRADED:
+            problems.append(
+                f"failing: {store.compaction_failures} consecutive failures in this process "
+                f"(last: {store.last_compaction_error})"
+            )
+        behind = [name for name in self.collections if store.parts_over(name)]
+        if behind:
+            problems.append(
+                f"behind: more than {store.max_parts} roll-up parts wait in {sorted(behind)}"
+            )
+        return "; ".join(problems) or "ok"
 
     def estimate(
         self,
@@ -1168,6 +1218,7 @@ def create_app(
     metrics_dir: str | None = None,
     max_body_bytes: int | None = None,
     max_decoded_bytes: int | None = None,
+    max_rollup_parts: int = DEFAULT_MAX_PARTS,
 ) -> FastAPI:
     """Build the collector app.
 
@@ -1203,6 +1254,11 @@ def create_app(
         counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
     max_body_bytes, max_decoded_bytes : int or None
         Shortcuts overriding the same fields of ``limits``.
+    max_rollup_parts : int
+        Unfolded roll-up parts of one collection above which an estimate (or the group
+        committer, for the parts its process wrote) compacts at once, and ``/healthz``
+        says ``degraded`` (4096 by default; normally the committer folds them about once
+        a second).
 
     Returns
     -------
@@ -1224,8 +1280,15 @@ def create_app(
     ):
         raise ValueError(f"bucket_seconds must be an integer >= 1, got {bucket_seconds!r}")
     commit_window = check_real(commit_window, "commit_window", low=0, high=1)
+    if (
+        isinstance(max_rollup_parts, bool)
+        or not isinstance(max_rollup_parts, int)
+        or max_rollup_parts < 1
+    ):
+        raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
     specs = _normalize(collections)
     store = CollectorStore(database_url)
+    store.max_parts = max_rollup_parts
     try:
         collector = _Collector(
             specs,
@@ -1237,6 +1300,7 @@ def create_app(
             commit_window=commit_window,
             metrics_dir=metrics_dir,
         )
+        store.on_compaction = collector.metrics.compaction
         for name, c in specs.items():
             store.register(name, c.spec, bucket_seconds)
     except Exception:
@@ -1245,10 +1309,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
-        try:  # fold parts an earlier process left (killed before its last compaction)
-            await run_in_threadpool(store.compact)
-        except Exception:  # e.g. the database is down: the committer retries later
-            log.exception("roll-up compaction at start failed (parts kept, folded later)")
+        # Fold parts an earlier process left (killed before its last compaction); a failure
+        # (e.g. the database is down) is logged and counted, and retried later.
+        await run_in_threadpool(store.try_compact)
         yield
         await collector.committer.close()
         store.close()
@@ -1309,14 +1372,19 @@ def create_app(
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
+        """200 ``ok``; 200 ``degraded`` when roll-up compaction keeps failing or falls
+        behind (ingest and estimates still work, estimates get slower); 503 when the
+        database does not answer."""
         try:
             store.ping()
+            compaction = collector.compaction_health()
         except Exception as exc:  # any database failure means unhealthy
             response.status_code = 503
             return Health(
                 status="unavailable", database=f"error: {type(exc).__name__}", version=__version__
             )
-        return Health(status="ok", database="ok", version=__version__)
+        status = "ok" if compaction == "ok" else "degraded"
+        return Health(status=status, database="ok", version=__version__, compaction=compaction)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["ops"])
     def metrics(request: Request) -> PlainTextResponse:
@@ -1348,7 +1416,10 @@ def create_app(
             200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
             401: {"description": "no valid bearer token (when [auth] is configured)"},
             403: {"description": "the token lacks the ingest scope"},
-            409: {"description": "reports made under another spec (fingerprint mismatch)"},
+            409: {
+                "description": "reports made under another spec (fingerprint mismatch), or an "
+                "Idempotency-Key whose batch an admin deleted (not stored again)"
+            },
             413: {"description": "body, JSON, decoded size or report count over the limits"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
             422: {"description": "malformed reports, or Idempotency-Key reused for other data"},
@@ -1406,6 +1477,7 @@ def create_app(
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
+        collector.compact_if_behind(collection)
         result = collector.estimate(collection, alpha, postprocessing, s, u, bootstrap)
         # Serialized once here (the model is already validated), not again by FastAPI.
         return Response(result.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
@@ -1444,6 +1516,7 @@ def create_app(
         collector.authorize(request, "read")
         c = collector.get(collection)
         s, u = collector.window(since, until)
+        collector.compact_if_behind(collection)
         stats, _ = store.merged(collection, c.spec, since=s, until=u)
         return stats.to_dict()
 

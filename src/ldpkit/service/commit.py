@@ -5,7 +5,8 @@ batch to the committer and waits; the committer takes *everything* waiting (up t
 ``max_group`` batches), writes it in one transaction, and only after the commit returns
 answers every waiting request. On SQLite the whole transaction runs in the loop's thread
 (in process, the statements only fill the transaction; the COMMIT blocks the loop for one
-fsync, which measured cheaper than handing it to a thread: see
+fsync, which measured cheaper than handing it to a thread, except for a few seconds after
+a commit that took over 0.1 s, e.g. a stalled disk: see
 :meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
 helper thread, since every statement waits for a network round trip, and the loop keeps
 reading requests for the next group meanwhile. So a 201 still means "on disk", but one
@@ -21,8 +22,10 @@ size); with a fixed sleep instead, every group would wait the whole window even 
 its clients are in, and a lone request after a quiet spell would wait too.
 
 Group commits append roll-up *parts* (see :mod:`ldpkit.service.store`); between groups,
-about once every ``compact_interval`` seconds while parts were written, the committer
-folds them into the roll-up rows (:meth:`CollectorStore.compact`, in the helper thread).
+about once every ``compact_interval`` seconds while parts were written, or at once when
+this process wrote more than ``store.max_parts`` since its last compaction, the committer
+folds them into the roll-up rows (:meth:`CollectorStore.try_compact`, in the helper thread;
+failures are counted for ``/healthz`` and ``/metrics``).
 
 Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive without
 Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
@@ -132,8 +135,9 @@ class GroupCommitter:
     """Writes waiting batches in groups (see the module docstring).
 
     One committer task per event loop (a server has one loop; test clients may run
-    several): it takes every batch waiting, runs the group's statements in the loop's
-    thread and the COMMIT in a dedicated thread, then answers the group's requests.
+    several): it takes every batch waiting, writes them in one transaction (SQLite: in the
+    loop's thread unless a commit was slow lately; a database server: in a helper thread),
+    then answers the group's requests.
     """
 
     def __init__(
@@ -190,11 +194,8 @@ class GroupCommitter:
                 logger.error(
                     "the group committer stopped with an error", exc_info=state.task.exception()
                 )
-            if self.store.needs_compaction:  # leave the roll-ups folded
-                try:
-                    await loop.run_in_executor(self._executor, self.store.compact)
-                except Exception:
-                    logger.exception("roll-up compaction failed (parts kept, folded later)")
+            if self.store.needs_compaction:  # leave the roll-ups folded (failures: logged)
+                await loop.run_in_executor(self._executor, self.store.try_compact)
         if not self._states:
             self._executor.shutdown(wait=True)
             self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -222,14 +223,15 @@ class GroupCommitter:
                 except TimeoutError:
                     pass
                 state.wake.clear()
-            if self.store.needs_compaction and (
+            store = self.store
+            if store.needs_compaction and (
                 loop.time() - last_compact >= self.compact_interval
+                # more parts than readers should sum: now (unless it just failed)
+                or (store.parts_written > store.max_parts and store.compaction_due())
             ):
                 state.busy = True
-                try:  # fold the roll-up parts; a failure leaves them for the next round
-                    await run_blocking(self.store.compact)
-                except Exception:
-                    logger.exception("roll-up compaction failed (parts kept, retried later)")
+                try:  # fold the roll-up parts; a failure (counted) leaves them for later
+                    await run_blocking(store.try_compact)
                 finally:
                     state.busy = False
                     last_compact = loop.time()

@@ -166,6 +166,15 @@ class Metrics:
             self._add(_key("commit_sum"), seconds)
             self._add(_key("committed_batches"), batches)
 
+    def compaction(self, folded: int | None) -> None:
+        """One roll-up compaction: the parts it folded, or None when it failed."""
+        with self._lock:
+            if folded is None:
+                self._add(_key("compaction_failures"), 1)
+            else:
+                self._add(_key("compactions"), 1)
+                self._add(_key("compacted_parts"), folded)
+
     def totals(self) -> dict[tuple[Any, ...], float]:
         """Every counter, summed over the processes sharing the directory."""
         with self._lock:
@@ -241,4 +250,18 @@ class Metrics:
             "# TYPE ldpkit_committed_batches_total counter",
             f"ldpkit_committed_batches_total {int(totals.get(('committed_batches',), 0))}",
         ]
+        for kind, name, text in (
+            ("compactions", "ldpkit_compactions_total", "Roll-up compactions that succeeded."),
+            (
+                "compaction_failures",
+                "ldpkit_compaction_failures_total",
+                "Roll-up compactions that failed (parts kept; /healthz degraded from 3 in a row).",
+            ),
+            ("compacted_parts", "ldpkit_compacted_parts_total", "Roll-up parts folded."),
+        ):
+            lines += [
+                f"# HELP {name} {text}",
+                f"# TYPE {name} counter",
+                f"{name} {int(totals.get((kind,), 0))}",
+            ]
         return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """Durable storage for the collector (SQLAlchemy Core; SQLite by default, PostgreSQL by URL).
 
-Four tables:
+Five tables:
 
 - ``ldpkit_rollups``: one row per (collection, time bucket, token) holding the merged
   :class:`~ldpkit.Stats` of every batch received in that bucket from that token (once
@@ -16,6 +16,8 @@ Four tables:
   the admin listing, and counting.
 - ``ldpkit_reports``: raw payloads, only when the app is configured with
   ``store_reports = true``.
+- ``ldpkit_deleted_keys``: idempotency keys of batches an admin deleted, so that a retry
+  cannot store a deleted batch again (:class:`BatchDeleted`).
 
 Writes come in groups (:meth:`CollectorStore.commit_group`): the batch rows are inserted
 and the group's Stats appended as roll-up parts in **one transaction**, so a committed
@@ -40,6 +42,7 @@ import functools
 import hashlib
 import itertools
 import json
+import logging
 import os
 import threading
 import time
@@ -69,6 +72,7 @@ from sqlalchemy import (
     func,
     insert,
     inspect,
+    literal,
     select,
     text,
     union_all,
@@ -80,7 +84,10 @@ from sqlalchemy.pool import StaticPool
 
 from ..spec import Mechanism, Reports, Stats
 
+logger = logging.getLogger("ldpkit.service")
+
 __all__ = [
+    "BatchDeleted",
     "BatchRecord",
     "CollectorStore",
     "IdempotencyConflict",
@@ -161,6 +168,20 @@ rollup_parts_table = Table(
     Index("ix_ldpkit_rollup_parts_bucket", "collection", "bucket", "token"),
 )
 
+deleted_keys_table = Table(
+    "ldpkit_deleted_keys",
+    metadata,
+    # Idempotency keys of batches an admin deleted (CollectorStore.delete_batches writes
+    # them in the delete's transaction). A retry carrying one is refused (BatchDeleted)
+    # rather than stored as a new batch: a client retrying after a lost answer must not
+    # undo a delete (e.g. of a leaked token's batches).
+    Column("collection", String(128), ForeignKey("ldpkit_collections.name"), primary_key=True),
+    Column("token", String(64), primary_key=True),
+    Column("idempotency_key", String(200), primary_key=True),
+    Column("batch_id", String(36), nullable=False),
+    Column("deleted_at", DateTime(timezone=True), nullable=False),
+)
+
 reports_table = Table(
     "ldpkit_reports",
     metadata,
@@ -170,8 +191,18 @@ reports_table = Table(
 )
 
 
+# Roll-up parts of one collection above which an estimate or the committer compacts at once
+# (normally the committer folds them about once a second, a few hundred at most); readers
+# sum parts one by one, so this bounds their cost when compaction falls behind.
+DEFAULT_MAX_PARTS = 4096
+
+
 class IdempotencyConflict(ValueError):
     """An idempotency key was reused for a batch with different content."""
+
+
+class BatchDeleted(ValueError):
+    """An idempotency key names a batch an admin deleted: it is not stored again."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -444,9 +475,27 @@ class CollectorStore:
         self.bucket_seconds: dict[str, int] = {}
         self._cache: dict[str, _ClosedBuckets] = {}
         self._fold_sql: tuple[Any, Any, Any] | None = None
+        self._key_sql: Any = None
         # Roll-up parts may exist (written since the last compaction, or left by an earlier
         # process): the committer compacts soon after it starts.
         self._dirty = True
+        # Compaction's bound and health (this process; see try_compact): more than
+        # `max_parts` unfolded parts in a collection make an estimate or the committer
+        # compact at once; failures are counted and reported by /healthz and /metrics.
+        self.max_parts = DEFAULT_MAX_PARTS
+        self.compact_retry_seconds = 1.0  # after a failure, no bound-triggered retry sooner
+        self.compaction_failures = 0  # consecutive
+        self.last_compaction_error: str | None = None
+        self.on_compaction: Callable[[int | None], None] | None = None
+        self.parts_written = 0  # by this process since its last compaction
+        self._part_writes = 0  # group commits that wrote parts, ever (see compact)
+        self._last_failure = -float("inf")
+        self._compact_lock = threading.Lock()
+        # SQLite group commits run in the event loop's thread unless one was slow lately
+        # (commit_group_async).
+        self.slow_commit_seconds = 0.1
+        self.off_loop_seconds = 3.0
+        self._off_loop_until = -float("inf")
         # PostgreSQL group commits: one connection kept by the committer thread (no pool
         # checkout, no pre-ping round trip per group); see _commit_group_pg.
         self._pg_raw: Any = None
@@ -593,20 +642,60 @@ class CollectorStore:
         0.23-0.27 ms against 0.27-0.34; at 64 connections no worse. A database server:
         every statement is a network round trip, so the whole transaction runs through
         ``run_blocking`` (an executor) and the loop never waits for the server.
+
+        But while the loop waits for SQLite, it serves nothing (``/healthz``, estimates,
+        other requests' bytes): a disk that stalls an fsync for seconds stalls the whole
+        process. So a SQLite group transaction that takes longer than
+        ``slow_commit_seconds`` (0.1 s; ~1-15 ms is usual) moves the following ones to
+        ``run_blocking`` for ``off_loop_seconds`` (3 s, renewed by every slow one there):
+        the first stalled commit still holds the loop, the next ones do not. The fast path
+        costs one clock read per group.
         """
         if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
             merge = combine or _merge_members
             return await run_blocking(lambda: self.commit_group_pg(items, merge))  # type: ignore[no-any-return]
+        merge = combine or _merge_members
         if self.backend != "sqlite":
-            merge = combine or _merge_members
             return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
+        if time.monotonic() < self._off_loop_until:  # a commit stalled lately: see above
+            return await run_blocking(lambda: self._timed(self.commit_group, items, merge))  # type: ignore[no-any-return]
+        return self._timed(self._commit_sqlite_here, items, merge)
+
+    def _timed(
+        self,
+        commit: Callable[..., list[BatchRecord | Exception]],
+        items: Sequence[PendingBatch],
+        merge: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception]:
+        """``commit(items, merge)``, noting a slow one (see :meth:`commit_group_async`)."""
+        start = time.perf_counter()
+        try:
+            return commit(items, merge)
+        finally:
+            took = time.perf_counter() - start
+            if took > self.slow_commit_seconds:
+                if time.monotonic() >= self._off_loop_until:
+                    logger.warning(
+                        "a SQLite group commit took %.3f s (> %.3f s): the next ones run off "
+                        "the event loop for %.0f s",
+                        took,
+                        self.slow_commit_seconds,
+                        self.off_loop_seconds,
+                    )
+                self._off_loop_until = time.monotonic() + self.off_loop_seconds
+
+    def _commit_sqlite_here(
+        self,
+        items: Sequence[PendingBatch],
+        merge: Callable[[Sequence[PendingBatch]], Stats],
+    ) -> list[BatchRecord | Exception]:
         for attempt in range(3):
             conn = self.engine.connect()
             try:
                 trans = conn.begin()
                 try:
-                    results = self._commit_group(conn, items, combine or _merge_members)
-                    trans.commit()  # in this thread: see the docstring
+                    results = self._commit_group(conn, items, merge)
+                    trans.commit()  # in this thread: see commit_group_async
                     return results
                 except BaseException:
                     if trans.is_active:
@@ -632,6 +721,7 @@ class CollectorStore:
     )
     _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
     _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
+    _SQLITE_WRITE_LOCK = "UPDATE ldpkit_collections SET generation = generation WHERE 0"
 
     _INSERT_PART = (
         "INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
@@ -717,14 +807,16 @@ class CollectorStore:
         digests: Mapping[int, str],
         prior: Mapping[tuple[str, str, str], tuple[Any, ...]],
         results: list[BatchRecord | Exception | None],
+        deleted: Mapping[tuple[str, str, str], tuple[str, Any]] | None = None,
     ) -> tuple[list[int], dict[int, BatchRecord]]:
         """Sort a group's items into new batches and retries (both commit paths).
 
         ``prior`` maps ``(collection, token, idempotency_key)`` of keys stored before this
-        group to ``(digest, batch_id, n, received_at)``. A retry of a stored key, or of a key
-        seen earlier in the group, gets its result (the first batch's record, or an
-        :class:`IdempotencyConflict`) in ``results``; returns the indices of the new batches
-        and their records.
+        group to ``(digest, batch_id, n, received_at)``, ``deleted`` those of deleted
+        batches to ``(batch_id, deleted_at)``. A retry of a stored key, or of a key seen
+        earlier in the group, gets its result (the first batch's record, or an
+        :class:`IdempotencyConflict`) in ``results``, a key of a deleted batch a
+        :class:`BatchDeleted`; returns the indices of the new batches and their records.
         """
         new: list[int] = []
         first_in_group: dict[tuple[str, str, str], int] = {}
@@ -732,6 +824,15 @@ class CollectorStore:
         for i, b in enumerate(items):
             if b.idempotency_key:
                 ident = (b.collection, b.token, b.idempotency_key)
+                if deleted and ident in deleted:
+                    gone_id, gone_at = deleted[ident]
+                    results[i] = BatchDeleted(
+                        f"Idempotency-Key {b.idempotency_key!r} must name a stored batch, but "
+                        f"its batch {gone_id} was deleted by an administrator at "
+                        f"{_utc(gone_at).isoformat()}; a deleted batch is not stored again "
+                        "(a retry must not undo a delete): send new data with a new key"
+                    )
+                    continue
                 if ident in prior:
                     digest, batch_id, n, received_at = prior[ident]
                     results[i] = self._retry(
@@ -762,20 +863,34 @@ class CollectorStore:
         digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}
         cur = raw.cursor()
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        deleted: dict[tuple[str, str, str], tuple[str, Any]] = {}
         if digests:
             keyed = sorted(
                 {(b.collection, b.token, b.idempotency_key) for b in items if b.idempotency_key}
             )
-            cur.execute(
-                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at"
-                " FROM ldpkit_batches WHERE (collection, token, idempotency_key) IN ("
+            # The keys are read under the collections' shared locks, taken by a statement
+            # of their own before (same round trip): at READ COMMITTED a statement's
+            # snapshot predates any lock it waits for, and an admin delete in flight must be
+            # seen entirely (see delete_batches).
+            raw.cursor().execute(_lock_shared_sql(frozenset(k[0] for k in keyed)))
+            where = (
+                " WHERE (collection, token, idempotency_key) IN ("
                 + ", ".join(["(%s, %s, %s)"] * len(keyed))
-                + ")",
-                [x for k in keyed for x in k],
+                + ")"
+            )
+            cur.execute(
+                "SELECT collection, token, idempotency_key, digest, batch_id, n, received_at,"
+                " false FROM ldpkit_batches" + where + " UNION ALL SELECT collection, token,"
+                " idempotency_key, NULL, batch_id, 0, deleted_at, true FROM ldpkit_deleted_keys"
+                + where,
+                [x for k in keyed for x in k] * 2,
             )
             for row in cur.fetchall():
-                prior[(row[0], row[1], row[2])] = row[3:]
-        new, records = self._decide(items, digests, prior, results)
+                if row[7]:
+                    deleted[(row[0], row[1], row[2])] = (row[4], row[6])
+                else:
+                    prior[(row[0], row[1], row[2])] = row[3:7]
+        new, records = self._decide(items, digests, prior, results, deleted)
         if new:
             buckets = {i: self.bucket_of(items[i].collection, items[i].received_at) for i in new}
             # Keyed rows in key order: two writers inserting the same keys wait for each
@@ -819,6 +934,8 @@ class CollectorStore:
             cur.executemany(self._INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
             self._dirty = True
+            self.parts_written += len(parts)
+            self._part_writes += 1
             for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
@@ -844,35 +961,30 @@ class CollectorStore:
         digests: dict[int, str] = {
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
-        # 1. Keys stored before this group.
+        if digests and self.backend == "sqlite":
+            # Keys are looked up under the writer lock (a write that changes nothing takes
+            # it), as admin deletes hold it: a retry is decided before a delete or after
+            # it, never against a delete in flight (pysqlite would run the SELECT below
+            # outside the transaction, on the last committed state).
+            conn.exec_driver_sql(self._SQLITE_WRITE_LOCK)
+        # 1. Keys stored (or deleted) before this group.
         prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        deleted: dict[tuple[str, str, str], tuple[str, Any]] = {}
         wanted: dict[tuple[str, str], list[str]] = defaultdict(list)
         for b in items:
             if b.idempotency_key:
                 wanted[(b.collection, b.token)].append(b.idempotency_key)
+        query = self._key_lookup_statement()
         for (collection, token), keys in wanted.items():
-            rows = conn.execute(
-                select(
-                    batches_table.c.batch_id,
-                    batches_table.c.idempotency_key,
-                    batches_table.c.digest,
-                    batches_table.c.n,
-                    batches_table.c.received_at,
-                ).where(
-                    batches_table.c.collection == collection,
-                    batches_table.c.token == token,
-                    batches_table.c.idempotency_key.in_(sorted(set(keys))),
-                )
-            ).all()
-            for row in rows:
-                prior[(collection, token, row.idempotency_key)] = (
-                    row.digest,
-                    row.batch_id,
-                    row.n,
-                    row.received_at,
-                )
-        # 2. Decide each item: new, duplicate or conflict.
-        new, records = self._decide(items, digests, prior, results)
+            params = {"k_collection": collection, "k_token": token, "k_keys": sorted(set(keys))}
+            for row in conn.execute(query, params):
+                ident = (collection, token, row.idempotency_key)
+                if row.gone:
+                    deleted[ident] = (row.batch_id, row.received_at)
+                else:
+                    prior[ident] = (row.digest, row.batch_id, row.n, row.received_at)
+        # 2. Decide each item: new, duplicate, conflict or deleted.
+        new, records = self._decide(items, digests, prior, results, deleted)
         if new and self.backend == "sqlite":
             # One executemany of plain tuples: the ORM's per-row parameter processing cost
             # ~1/3 of a one-report batch's share of the group. received_at goes through
@@ -933,6 +1045,8 @@ class CollectorStore:
                 conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
             groups = {(p[0], p[1], p[2]) for p in parts}
             self._dirty = True
+            self.parts_written += len(parts)
+            self._part_writes += 1
             late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
@@ -955,6 +1069,40 @@ class CollectorStore:
                 f"for batch {batch_id} with different reports; use a new key for new data"
             )
         return BatchRecord(batch_id, b.collection, n, received_at, duplicate=True, token=b.token)
+
+    def _key_lookup_statement(self) -> Any:
+        """Stored and deleted batches of some keys of one (collection, token), in one
+        statement (``gone`` tells them apart); built once, like :meth:`_fold_statements`."""
+        if self._key_sql is None:
+            bc, kc = batches_table.c, deleted_keys_table.c
+            keys: Any = bindparam("k_keys", expanding=True)
+            self._key_sql = union_all(
+                select(
+                    bc.idempotency_key,
+                    bc.batch_id,
+                    bc.digest,
+                    bc.n,
+                    bc.received_at,
+                    literal(0, Integer).label("gone"),
+                ).where(
+                    bc.collection == bindparam("k_collection"),
+                    bc.token == bindparam("k_token"),
+                    bc.idempotency_key.in_(keys),
+                ),
+                select(
+                    kc.idempotency_key,
+                    kc.batch_id,
+                    literal(None, String),
+                    literal(0, BigInteger),
+                    kc.deleted_at,
+                    literal(1, Integer),
+                ).where(
+                    kc.collection == bindparam("k_collection"),
+                    kc.token == bindparam("k_token"),
+                    kc.idempotency_key.in_(keys),
+                ),
+            )
+        return self._key_sql
 
     def _fold_statements(self) -> tuple[Any, Any, Any]:
         """The three statements of :meth:`_fold`, built once (they run once per roll-up row
@@ -1037,6 +1185,57 @@ class CollectorStore:
         """Whether this process wrote roll-up parts since its last compaction."""
         return self._dirty
 
+    def try_compact(self, *, wait: bool = True) -> int | None:
+        """:meth:`compact` that records its outcome instead of raising.
+
+        Returns the number of parts folded, or None when it failed (logged; counted in
+        ``compaction_failures``, consecutive, reset by the next success) or when another
+        thread of this process was compacting and ``wait`` is false. ``on_compaction`` (the
+        app's metrics) gets the parts folded, or None for a failure.
+        """
+        if not self._compact_lock.acquire(blocking=wait):
+            return None
+        try:
+            before = self.parts_written
+            try:
+                folded = self.compact()
+            except Exception as exc:  # the parts stay, and every total with them
+                self.compaction_failures += 1
+                self.last_compaction_error = f"{type(exc).__name__}: {exc}"[:300]
+                self._last_failure = time.monotonic()
+                logger.exception(
+                    "roll-up compaction failed (%d in a row; parts kept, retried later)",
+                    self.compaction_failures,
+                )
+                if self.on_compaction is not None:
+                    self.on_compaction(None)
+                return None
+            self.compaction_failures = 0
+            self.last_compaction_error = None
+            self.parts_written = max(0, self.parts_written - before)
+            if self.on_compaction is not None:
+                self.on_compaction(folded)
+            return folded
+        finally:
+            self._compact_lock.release()
+
+    def compaction_due(self) -> bool:
+        """Whether a bound-triggered compaction may run now (not right after a failure)."""
+        return (
+            self.compaction_failures == 0
+            or time.monotonic() - self._last_failure >= self.compact_retry_seconds
+        )
+
+    def parts_over(self, collection: str, bound: int | None = None) -> bool:
+        """Whether more than ``bound`` (default ``max_parts``) roll-up parts of
+        ``collection`` wait to be folded (an index range read of at most bound + 1 rows,
+        whatever the number of parts)."""
+        bound = self.max_parts if bound is None else bound
+        p = rollup_parts_table.c
+        query = select(p.bucket).where(p.collection == collection).limit(1).offset(bound)
+        with self.engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
     # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
     # worker processes, and admin deletes wait for it.
     _COMPACT_LOCK = 0x6C64706B6974
@@ -1063,6 +1262,9 @@ class CollectorStore:
         )
         total = 0
         while True:
+            # A part another thread of this process writes meanwhile (a group commit while
+            # an estimate compacts) may be missed by this round: then stay dirty.
+            writes = self._part_writes
             with self.engine.begin() as conn:
                 if (
                     self.backend == "postgresql"
@@ -1084,7 +1286,8 @@ class CollectorStore:
                         sum(int(r.n) for r in part),
                         sum(int(r.batches) for r in part),
                     )
-            self._dirty = False if len(rows) < limit else self._dirty
+            if len(rows) < limit and writes == self._part_writes:
+                self._dirty = False
             total += len(rows)
             if len(rows) < limit:
                 return total
@@ -1326,6 +1529,12 @@ class CollectorStore:
         rows. On SQLite the first statement is a write, which takes the database's single
         writer lock for the whole transaction (a read first would run on an older
         snapshot: pysqlite begins the transaction only at the first write).
+
+        The idempotency keys of the deleted batches are kept (``ldpkit_deleted_keys``): a
+        retry with one of them gets :class:`BatchDeleted` (HTTP 409) instead of being
+        stored as a new batch. Group commits read keys under the same locks, so a retry
+        racing this delete is decided either before it (a duplicate of a batch this delete
+        then removes) or after it (refused), never against a delete half done.
         """
         rollup_cond = self._rollup_filter(collection, since, until, token)
         part_cond = self._rollup_filter(collection, since, until, token, table=rollup_parts_table)
@@ -1347,6 +1556,19 @@ class CollectorStore:
             conn.execute(
                 delete(reports_table).where(
                     reports_table.c.batch_id.in_(select(batches_table.c.batch_id).where(batch_cond))
+                )
+            )
+            b = batches_table.c
+            conn.execute(  # the deleted batches' keys stay spent (see deleted_keys_table)
+                insert(deleted_keys_table).from_select(
+                    ["collection", "token", "idempotency_key", "batch_id", "deleted_at"],
+                    select(
+                        b.collection,
+                        b.token,
+                        b.idempotency_key,
+                        b.batch_id,
+                        literal(dt.datetime.now(dt.UTC), DateTime(timezone=True)),
+                    ).where(batch_cond, b.idempotency_key.is_not(None)),
                 )
             )
             conn.execute(delete(batches_table).where(batch_cond))

@@ -1,8 +1,10 @@
 """ToPL: continuous release of a numerical stream under local DP (STR21 §5).
 
-Threshold phase: the first m users report ``v / B`` with Square Wave; the server estimates
-their distribution ``f`` on d = 1024 buckets by EM (or EMS), cuts its spurious upper tail and
-picks the clipping threshold ``theta`` that minimizes the expected squared error of a random range query. Perturbation
+Threshold phase: the first m users report ``log(1 + v / s)`` (``s = B / d``; the paper:
+``v / B``) with Square Wave; the server estimates their distribution by EM (or EMS), cuts its
+spurious upper tail, maps it to ``f`` on d = 1024 equal buckets of ``[0, B]`` and picks the
+clipping threshold ``theta`` that minimizes the expected squared error of a random range
+query. Perturbation
 phase: every later user clips its value to ``[0, theta]`` and reports it with the Hybrid
 Mechanism on ``[0, theta]``; each report is an unbiased estimate of the clipped value, and a
 range sum is the sum of those. The two phases hold disjoint users, so each user spends the
@@ -93,26 +95,47 @@ seed) cells, against 57 without it (theta within 2x: 65 both); on 15 other seeds
 240 against 173 (theta 191 against 193). The fitted exceedance level was chosen among
 0.8-0.98 on those 15 seeds, not on the 5 of the table.
 
-Where the private threshold still misses (5 seeds, table in
-``docs/results/tops21/topl_threshold.md``): on retail at eps = 0.5 and 1 theta is 3-6x the
-best (MSE 8-32x). There the m = 16,384 Square Wave reports hardly resolve retail's bulk: the
-data sit in 3 buckets of width 16.1 while SW's window is 2b = 0.72 B (eps = 0.5) wide, and EM
-spreads them over ~10 buckets. A two-point (Le Cam) bound makes this precise at eps = 0.5 for
-rules that must work on more than retail: retail's threshold part P and the same values
-times 2.5, Q, give report laws (exact, over SW's report cells) whose m-fold total variation
-is at most 0.52 (Hellinger bound), while the thresholds with MSE within 3x of the best are
-[32.2, 48.3] for P and [64.3, 144.8] for Q, disjoint. So any rule on those reports has
-P(ok | P) + P(ok | Q) <= 1.52: none meets the 3x target with probability above 0.76 on both
-streams. It does not make retail alone unreachable (a constant theta = 32.2 meets it there);
-it says that a rule meeting it on retail must fail on a stream whose reports look much the
-same. At eps = 1 the same bound is weak (TV <= 0.88), so the miss there is not proven
-unavoidable. Every rule change that helped retail (a tighter EM tolerance, nearer the
-maximum-likelihood estimate, which concentrates mass) pushed theta below the best on POS and
-DNS, where the MSE rises much faster. On the flight delays at eps = 0.5 the held-out test
-finds the real tail in only 2 of 5 seeds (its log ratio is -1 to 13 at eps = 0.5 over 20
-seeds, against 5.5-365 at eps = 1-4 on 15 other seeds), and at eps = 1 one seed keeps a
-spurious clump far above the data (theta 3.8x the best, MSE 11x): the EM tail there is
-noisy; not proven unavoidable.
+The log-scale threshold phase (default, ``threshold_scale="log"``)
+-----------------------------------------------------------------
+On the paper's linear scale the m Square Wave reports cannot resolve a bulk that sits in a
+few of the d buckets: retail's values (99% below 39 of B = 16,470) fall in 3 buckets of
+width 16.1 while SW's window is 2b = 0.51 B wide at eps = 1; EM spreads them over ~10
+buckets and theta lands 3-6x above the best threshold at eps <= 1 (MSE 8-32x), whatever the
+cut. A two-point (Le Cam) bound (``benchmarks/topl_threshold.py``, ``two_point_bound``) shows
+that at eps = 0.5 no rule on *linear* reports can meet the 3x target with probability above
+0.76 on both retail and retail x 2.5 (TV of their 16,384-report laws <= 0.52): the linear
+reports carry too little information about where in [0, 160] the bulk lies. So by default the
+threshold users report ``u = log(1 + v / s) / log(1 + B / s)`` instead
+(:class:`ldpkit.numeric.SquareWave` with ``log_scale = s = B / d``): a monotone transform on
+the device before the same wave, so each user is eps-LDP exactly as before (SW20 Thm. 5.2
+holds for any input in [0, 1]); the resolution becomes relative above ``s`` (a factor 2.5 on
+retail moves ``u`` by 0.13 of the domain instead of 0.006). Geometric bucket grids for
+heavy-tailed data are standard (e.g. HDR histograms); the transform is pre-processing of the
+value, not a new mechanism. The server runs EM on :data:`LOG_BUCKETS` = 96 buckets of ``u``,
+applies the same tail cut and held-out test with two changes, maps the cut estimate to the d
+linear buckets (each log bucket's mass spread evenly over its interval of ``u``,
+:meth:`ldpkit.numeric.SquareWave.linear_histogram`), continues it with :func:`extend_tail`
+fitted to its top 20% (:data:`LOG_TAIL_QUANTILE`) and minimizes the same objective. The two
+changes: the cut's scan starts at the median (:data:`LOG_CUT_QUANTILE`; an integer-valued
+stream's small values 0, 1, 2, ... leave real gaps of several log buckets just above the
+mode), and when the held-out test fires it keeps the *shortest* truncation whose held-out
+likelihood is within a factor 32 of the best one (``TailTest.plausible``), not the best one:
+on the log scale spurious EM mass sits at enormous values (up to B), so a truncation that keeps
+it is catastrophic (with the best truncation, in a prototype on 128 log buckets: MSE 20x
+to 8e4x the best's in 4 of 70 seed-cells of POS, retail and DNS on seeds 1005-1009), while one that stops a little short only loses a thin tail that the
+continuation restores. Threshold-phase users still count in window sums: the rounding to
+the wave's grid is unbiased in the value's units and every report cell has an exact
+unbiased value estimate (:meth:`ldpkit.numeric.SquareWave.value_estimates`; worst-case
+standard deviation ~2x the linear wave's). Chosen on seeds 1005-1019 (96 log buckets and
+0.8 among 64-1024 and 0.8-0.95; the median start among mode, 0.25, 0.5, 0.75): theta within
+2x of the best in 240 of 240 (stream, eps, seed) cells and MSE within 3x in 233, against 191
+and 180 on the linear scale. On the 5 seeds of ``docs/results/tops21/topl_threshold.md``: theta within 2x
+in 79 of 80 cells (linear scale 65), MSE within 3x in 76 (64); retail at eps = 0.5 and 1 goes
+from 0 of 5 to 5 of 5 on theta. Still missed there: POS at eps = 2 in 1 seed (the held-out
+test keeps a truncation with spurious mass up to 688: theta 3.7x, MSE 10.5x), the flight
+delays at eps = 0.5 in 2 seeds (theta 0.55-0.6x, MSE 4.9-6.8x) and retail at eps = 0.5 in 1
+(theta 2x, MSE 3.2x). The two-point bound above is a bound on *linear* reports; the log
+reports of retail and retail x 2.5 are far apart (it does not apply to them).
 
 The threshold phase's estimator is plain EM by default: with the cut, EMS's smoothing blurs
 the bulk of skewed streams to the right (retail at eps = 1: 76% of the EMS mass above the
@@ -154,6 +177,10 @@ __all__ = [
     "TAIL_EVIDENCE",
     "TAIL_QUANTILE",
     "TAIL_EXTENSIONS",
+    "THRESHOLD_SCALES",
+    "LOG_BUCKETS",
+    "LOG_CUT_QUANTILE",
+    "LOG_TAIL_QUANTILE",
     "square_wave_detection_floor",
     "cut_tail",
     "extend_tail",
@@ -177,6 +204,17 @@ TAIL_EVIDENCE = 32.0
 #: fitted to the cut estimate's mass above its 0.9-quantile (the top 10%).
 TAIL_QUANTILE = 0.9
 TAIL_EXTENSIONS = ("exponential", "none")
+THRESHOLD_SCALES = ("log", "linear")
+#: Square Wave buckets of the log-scale threshold phase (``threshold_scale="log"``): the
+#: estimate of ``log(1 + v / s)``, ``s = B / d``, before it is mapped to ToPL's d linear
+#: buckets; chosen with :data:`LOG_TAIL_QUANTILE` among 64-1024 and 0.8-0.95 on seeds
+#: 1005-1019, not the 5 of ``docs/results/tops21/topl_threshold.md``.
+LOG_BUCKETS = 96
+#: Exceedance level of :func:`extend_tail` on the log scale (0.9 on the linear scale).
+LOG_TAIL_QUANTILE = 0.8
+#: On the log scale the tail cut scans from the bucket of this quantile of the floored
+#: estimate (not from the mode; :func:`cut_tail`'s ``start``), chosen on held-out seeds.
+LOG_CUT_QUANTILE = 0.5
 #: The authors' code's fixed floor on a bucket's estimated mass.
 AUTHORS_TAIL_FLOOR = 1e-4
 
@@ -229,7 +267,9 @@ def square_wave_detection_floor(epsilon: float, reports: int, z: float = TAIL_Z)
     return float(z * math.sqrt(q * 2.0 * b / m) / excess)
 
 
-def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
+def cut_tail(
+    probabilities: Any, floor: float, *, run: int = 5, start: float | None = None
+) -> np.ndarray:
     """Remove the spurious upper tail of an estimated histogram (post-processing).
 
     Buckets with mass below ``floor`` are zeroed; above the mode, the histogram is cut at
@@ -246,6 +286,11 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
         Bucket masses below it count as empty (>= 0).
     run : int
         Empty buckets in a row that end the bulk (>= 1).
+    start : float, optional
+        Scan for the run from the bucket holding this quantile of the floored mass when it
+        lies above the mode (default None: from the mode). ToPL's log scale uses
+        :data:`LOG_CUT_QUANTILE`: there an integer-valued stream's small values leave real
+        gaps of several buckets between 0, 1, 2, ... just above the mode.
 
     Returns
     -------
@@ -266,6 +311,8 @@ def cut_tail(probabilities: Any, floor: float, *, run: int = 5) -> np.ndarray:
         g[int(np.argmax(f))] = 1.0
         return g
     mode = int(np.argmax(g))
+    if start is not None:  # scan from the start-quantile's bucket when it lies above the mode
+        mode = max(mode, int(np.searchsorted(np.cumsum(g), start * g.sum())))
     empty = np.concatenate(((g[mode + 1 :] == 0).astype(np.int64), np.ones(run, np.int64)))
     window = np.convolve(empty, np.ones(run, np.int64), mode="valid")  # empties in a run
     g[mode + 1 + int(np.flatnonzero(window == run)[0]) :] = 0.0
@@ -342,10 +389,19 @@ class TailTest(NamedTuple):
     log_ratio: float
     #: Buckets the best truncation keeps (the raw estimate is zeroed from this bucket up).
     keep: int
+    #: The shortest truncation (buckets kept, at least as long as the cut) whose held-out
+    #: log likelihood is within ``log(TAIL_EVIDENCE)`` of the best one's: the shortest tail
+    #: the held-out reports do not strongly reject (ToPL's log-scale rule).
+    plausible: int
 
 
 def heldout_tail_test(
-    sw: Any, counts: Any, *, method: Literal["ems", "em"] = "em", z: float = TAIL_Z
+    sw: Any,
+    counts: Any,
+    *,
+    method: Literal["ems", "em"] = "em",
+    z: float = TAIL_Z,
+    start: float | None = None,
 ) -> TailTest:
     """Two-fold held-out likelihood of truncating the raw SW estimate against the floor cut.
 
@@ -371,12 +427,16 @@ def heldout_tail_test(
         Distribution estimator.
     z : float
         Standard deviations of the detection floor.
+    start : float, optional
+        :func:`cut_tail`'s ``start`` (the quantile the cut's scan starts from).
 
     Returns
     -------
     TailTest
         ``log_ratio`` = held-out log likelihood of the best ``f_c`` minus that of ``g``
-        (summed over both folds; > 0 favours ``f_c``) and ``keep`` = that ``c``.
+        (summed over both folds; > 0 favours ``f_c``), ``keep`` = that ``c``, and
+        ``plausible`` = the smallest ``c`` whose held-out log likelihood is within
+        ``log(TAIL_EVIDENCE)`` of the best's.
     """
     if not isinstance(sw, SquareWave):
         raise TypeError(f"sw must be a SquareWave, got {type(sw).__name__}")
@@ -393,7 +453,7 @@ def heldout_tail_test(
     shortest = 0
     for fit, held in ((split, n - split), (n - split, split)):
         f = sw.estimate(Stats(sw, int(fit.sum()), counts=fit), method=method).probabilities
-        g = cut_tail(f, square_wave_detection_floor(sw.epsilon, int(fit.sum()), z))
+        g = cut_tail(f, square_wave_detection_floor(sw.epsilon, int(fit.sum()), z), start=start)
         shortest = max(shortest, int(np.flatnonzero(g)[-1]))  # never shorter than the cut
         seen = held > 0  # every SW output has density >= q > 0 under any input
         cut += float(held[seen] @ np.log((g @ matrix)[seen]))
@@ -404,7 +464,9 @@ def heldout_tail_test(
             ll = np.log(rows) @ held[seen] - float(held.sum()) * np.log(mass)
         truncated += np.where(mass > 0, ll, -np.inf)
     keep = shortest + int(np.argmax(truncated[shortest:]))
-    return TailTest(float(truncated[keep] - cut), keep + 1)
+    near = truncated[shortest:] >= truncated[keep] - math.log(TAIL_EVIDENCE)
+    plausible = shortest + int(np.flatnonzero(near)[0])
+    return TailTest(float(truncated[keep] - cut), keep + 1, plausible + 1)
 
 
 def topl_threshold_objective(
@@ -506,8 +568,9 @@ class ToPL(LocalStreamRelease):
     """Threshold-Perturber continuous release of a numerical stream under local DP (STR21 §5).
 
     Users hold values in ``[0, bound]`` and arrive in order. The first ``threshold_size``
-    users report with Square Wave (:meth:`client_spec` ``("threshold")``); from their
-    reports the server estimates the value distribution (EM on ``buckets`` buckets), cuts
+    users report with Square Wave (:meth:`client_spec` ``("threshold")``; on
+    ``log(1 + v / s)`` by default); from their reports the server estimates the value
+    distribution (EM, mapped to ``buckets`` equal buckets of ``[0, bound]``), cuts
     its spurious upper tail (:func:`cut_tail`), continues the real one (:func:`extend_tail`)
     and chooses ``theta`` (:func:`choose_topl_threshold`). Every later user clips its value to
     ``[0, theta]`` and reports with the Hybrid Mechanism on ``[0, theta]``
@@ -530,8 +593,9 @@ class ToPL(LocalStreamRelease):
         ``n``, the expected number of released users (authors: 2^20); it sets the balance
         of noise and bias in the objective. The stream may run longer.
     buckets : int
-        ``d``, Square Wave's input (and output) buckets and the number of candidates
-        (default 1024).
+        ``d``, the number of candidates ``k B / d`` and of the equal buckets the objective
+        uses (default 1024); also Square Wave's buckets with ``threshold_scale="linear"``
+        (the log scale estimates on :data:`LOG_BUCKETS` and uses ``s = B / d``).
     method : {"em", "ems"}
         Distribution estimator of the threshold phase (plain EM by default; see the module
         notes for why not EMS).
@@ -548,6 +612,13 @@ class ToPL(LocalStreamRelease):
         last bucket with the exponential tail fitted to its top 10% (:func:`extend_tail`,
         default), or leave it cut (the default before issue 15's follow-up; theta then
         lands below the best threshold on POS and DNS at eps >= 2).
+    threshold_scale : {"log", "linear"}
+        How threshold-phase users report (default ``"log"``): Square Wave on
+        ``log(1 + v / s)``, ``s = bound / buckets`` (``SquareWave(log_scale=s)``, estimated
+        on :data:`LOG_BUCKETS` buckets and mapped back to the d linear buckets), or on
+        ``v`` itself (``"linear"``, the paper's and the default before issue 15's
+        follow-up; it cannot resolve a bulk that sits in a few of the d buckets, as
+        retail's at eps <= 1). Both are eps-LDP; see the module notes.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
     block_size : int
@@ -595,7 +666,7 @@ class ToPL(LocalStreamRelease):
     >>> device = np.random.default_rng(0)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[:10_000], rng=device))
     >>> topl.phase, round(topl.threshold, 2)
-    ('perturb', 10.43)
+    ('perturb', 11.84)
     >>> _ = topl.ingest(client_randomize(topl.client_spec(), values[10_000:], rng=device))
     >>> est, se = topl.range_sum(0, 50_000)
     >>> clipped = np.minimum(values[10_000:], topl.threshold).sum()
@@ -615,6 +686,7 @@ class ToPL(LocalStreamRelease):
         objective: Literal["corrected", "authors"] = "corrected",
         tail_cut: Literal["tested", "detection", "authors", "none"] = "tested",
         tail_extension: Literal["exponential", "none"] = "exponential",
+        threshold_scale: Literal["log", "linear"] = "log",
         threshold: float | None = None,
         block_size: int = 1,
         rng: RNGLike = None,
@@ -635,6 +707,11 @@ class ToPL(LocalStreamRelease):
                 f"tail_extension must be one of {TAIL_EXTENSIONS}, got {tail_extension!r}"
             )
         self.tail_extension = tail_extension
+        if threshold_scale not in THRESHOLD_SCALES:
+            raise ValueError(
+                f"threshold_scale must be one of {THRESHOLD_SCALES}, got {threshold_scale!r}"
+            )
+        self.threshold_scale = threshold_scale
         bound = check_bound(bound)
         if threshold is None:
             m = (
@@ -653,7 +730,18 @@ class ToPL(LocalStreamRelease):
             )
         self._fixed_threshold = threshold
         super().__init__(epsilon, bound, threshold_size=m, block_size=block_size, rng=rng)
-        self._sw = SquareWave(epsilon=self.epsilon, low=0.0, high=self.bound, buckets=self.buckets)
+        if threshold_scale == "log":
+            self._sw = SquareWave(
+                epsilon=self.epsilon,
+                low=0.0,
+                high=self.bound,
+                buckets=LOG_BUCKETS,
+                log_scale=self.bound / self.buckets,
+            )
+        else:
+            self._sw = SquareWave(
+                epsilon=self.epsilon, low=0.0, high=self.bound, buckets=self.buckets
+            )
         self._counts = np.zeros(self._sw.n_output_buckets, dtype=np.int64)
         self._count = 0
         self._probabilities: np.ndarray | None = None
@@ -664,8 +752,10 @@ class ToPL(LocalStreamRelease):
     def client_spec(self, phase: str | None = None) -> Mechanism:
         """The spec users of ``phase`` randomize with (default: the current phase).
 
-        ``"threshold"``: ``SquareWave(epsilon, low=0, high=B, buckets=d)``, the value is
-        reported as is. ``"perturb"``: ``HybridMechanism(epsilon, low=0, high=theta)``, the
+        ``"threshold"``: ``SquareWave(epsilon, low=0, high=B, buckets=LOG_BUCKETS,
+        log_scale=B / d)`` (default; the spec maps the value to ``log(1 + v / s)`` on the
+        device) or ``SquareWave(epsilon, low=0, high=B, buckets=d)`` with
+        ``threshold_scale="linear"``; the client passes the raw value either way. ``"perturb"``: ``HybridMechanism(epsilon, low=0, high=theta)``, the
         value is clipped to ``[0, theta]`` first (:func:`ldpkit.stream.client_randomize`).
         """
         phase = self.phase if phase is None else phase
@@ -694,13 +784,18 @@ class ToPL(LocalStreamRelease):
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
         """Unbiased per-user estimates from Square Wave reports, ``(y - a) / c`` in the
         original units (:func:`ldpkit.stream.square_wave_mean_constants`)."""
+        if self._sw.log_scale is not None:  # exact per-cell estimates of the value
+            return self._sw.value_estimates()[0][self._sw.report_cells_of(reports)]
         a, c, _ = square_wave_mean_constants(self._sw)
         y = np.asarray(reports.values, dtype=np.float64)
         return (y - a * self.bound) / c
 
     @property
     def threshold_per_user_variance(self) -> float:
-        """``B^2 v*``: the worst-case variance of one threshold-phase user's estimate."""
+        """The worst-case variance of one threshold-phase user's estimate: ``B^2 v*``
+        (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s (log scale)."""
+        if self._sw.log_scale is not None:
+            return self._sw.value_estimates()[1]
         return self.bound**2 * square_wave_mean_constants(self._sw)[2]
 
     def _threshold_count(self) -> int:
@@ -741,22 +836,32 @@ class ToPL(LocalStreamRelease):
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
         """theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
         f = self._estimate_distribution(items).probabilities
+        log_scale = self._sw.log_scale is not None
         if self.tail_cut == "tested":
-            test = heldout_tail_test(self._sw, items, method=self.method)
-            # the floor cut, unless the held-out reports give strong evidence for a longer tail
-            g = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
-            if test.log_ratio > math.log(TAIL_EVIDENCE) and test.keep > np.flatnonzero(g)[-1] + 1:
-                f = np.where(np.arange(f.size) < test.keep, f, 0.0)
+            start = LOG_CUT_QUANTILE if log_scale else None
+            test = heldout_tail_test(self._sw, items, method=self.method, start=start)
+            # the floor cut, unless the held-out reports give strong evidence for a longer
+            # tail: then the best truncation (linear scale) or the shortest one they do not
+            # strongly reject (log scale, where a spurious clump lies at huge values)
+            keep = test.plausible if log_scale else test.keep
+            floor = square_wave_detection_floor(self.epsilon, int(items.sum()))
+            g = cut_tail(f, floor, start=start)
+            if test.log_ratio > math.log(TAIL_EVIDENCE) and keep > np.flatnonzero(g)[-1] + 1:
+                f = np.where(np.arange(f.size) < keep, f, 0.0)
                 f = f / f.sum()
             else:
                 f = g
         elif self.tail_cut == "detection":
-            f = cut_tail(f, square_wave_detection_floor(self.epsilon, int(items.sum())))
+            floor = square_wave_detection_floor(self.epsilon, int(items.sum()))
+            f = cut_tail(f, floor, start=LOG_CUT_QUANTILE if log_scale else None)
         elif self.tail_cut == "authors":
-            f = cut_tail(f, AUTHORS_TAIL_FLOOR)
+            f = cut_tail(f, AUTHORS_TAIL_FLOOR, start=LOG_CUT_QUANTILE if log_scale else None)
+        if log_scale:  # ToPL's candidates and objective live on d equal buckets of [0, B]
+            f = self._sw.linear_histogram(f, self.buckets)
+            f = f / f.sum()
         if self.tail_extension == "exponential" and self.tail_cut != "none":
             # the cut also zeroed the real thin tail above it: continue it (POT, shape 0)
-            f = extend_tail(f)
+            f = extend_tail(f, quantile=LOG_TAIL_QUANTILE if log_scale else TAIL_QUANTILE)
         self._probabilities = f.copy()
         return choose_topl_threshold(
             self._probabilities, self.bound, self.epsilon, self.length, objective=self.objective

@@ -74,7 +74,7 @@ def window_keys(times: Any, unit: str = "D") -> np.ndarray:
     >>> window_keys(["2026-11-23T08:15", "2026-11-23T23:59", "2026-11-24T00:01"]).tolist()
     ['2026-11-23', '2026-11-23', '2026-11-24']
     """
-    if unit not in _UNITS:
+    if not isinstance(unit, str) or unit not in _UNITS:
         raise ValueError(f"unit must be one of {sorted(_UNITS)}, got {unit!r}")
     check_not_masked(times, "times")
     if times is None:
