@@ -93,7 +93,8 @@ competitor's 30-run mean; 2 runs at r = 0 and for the exact E-step at eps 2-4, e
 * Collapsing the OLH support counts costs accuracy. Same reports, held-out-selected fit,
   25 pairs x 2 shares (eps 1.5, 2, 2.5, 3, 4; run 1): exact/collapsed error, geometric
   mean, W1 0.94, KS 0.83; within 10 % of the best: exact 75/100, collapsed 53/100 (e.g.
-  weeks worked eps 4, r = 0.25: 0.68/1.35 -> 0.55/0.60; salaries eps 3, r = 0.1: KS 1.37 -> 0.76; at n = 1e6,
+  weeks worked eps 4, r = 0.25: 0.68/1.35 -> 0.55/0.60; salaries eps 3, r = 0.1: KS 1.37 ->
+  0.76; at n = 1e6,
   eps 4: weeks worked r = 0.25 0.89/3.08 -> 0.71/1.27, salaries r = 0.1 1.00/1.47 ->
   0.78/0.85). The gap grows with plain-EM iterations (KS after 2000: salaries eps 4, r =
   0.25, 1.95 against 1.13). CPU per run (two paths, ~5-10k iterations) exact/collapsed:
