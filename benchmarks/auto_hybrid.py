@@ -88,11 +88,12 @@ channel is applied as floor + sparse band (same numbers, 2-16x faster than dense
 ``--analyze FILE...`` tallies selection variants and rules ``r = r_lo if eps < e1 else
 r_hi`` offline. No end-atom candidates here (AutoDistribution has them), so weeks worked at
 eps <= 1 is not representative (KS 6.4 / 2.3 at r = 0). What it showed (ratios to the best
-competitor's 30-run mean; 2 runs at r = 0 and for the exact E-step at eps 2-4, else 1):
+competitor's 30-run mean; 2 runs at r = 0, for the exact E-step (eps 1.5-4) and collapsed
+at eps 3-4, else 1):
 
 * Collapsing the OLH support counts costs accuracy. Same reports, held-out-selected fit,
-  25 pairs x 2 shares (eps 1.5, 2, 2.5, 3, 4; run 1): exact/collapsed error, geometric
-  mean, W1 0.94, KS 0.83; within 10 % of the best: exact 75/100, collapsed 53/100 (e.g.
+  90 runs (5 sets x eps 1.5-4 x r 0.1, 0.25): exact/collapsed error, geometric mean, W1
+  0.95, KS 0.84; within 10 % of the best: exact 131/180, collapsed 97/180 (e.g.
   weeks worked eps 4, r = 0.25: 0.68/1.35 -> 0.55/0.60; salaries eps 3, r = 0.1: KS 1.37 ->
   0.76; at n = 1e6,
   eps 4: weeks worked r = 0.25 0.89/3.08 -> 0.71/1.27, salaries r = 0.1 1.00/1.47 ->
@@ -100,24 +101,25 @@ competitor's 30-run mean; 2 runs at r = 0 and for the exact E-step at eps 2-4, e
   0.25, 1.95 against 1.13). CPU per run (two paths, ~5-10k iterations) exact/collapsed:
   1.2-6.4x at eps 3-4 (at most 15 s), up to 60 s at eps 1.5 on flights.
 * Rule (select; r = 0 rows shared, r > 0 exact at eps >= 1.5, collapsed below):
-  ``r = 0 if eps < 2 else 0.25``: 61/80 within 10 % ("average" 63/80; oracle 71/80);
-  ``eps < 3`` instead: 56/80; 0.1 instead of 0.25: 58/80; SW alone (r = 0): 49/80. With
-  the collapsed E-step (hyb_grid.json alone) the rules are within noise of each other:
-  0|3|0.25 52/80, 0|3|0.1 53/80, 0|2|0.25 49/80, r = 0 49/80. No n term was fitted (n
+  ``r = 0 if eps < 2 else 0.25``: 65/80 within 10 % ("average" 67/80; oracle 72/80;
+  without the iteration candidates 63/80); ``eps < 3`` instead: 60/80; 0.1 instead of
+  0.25: 58/80; SW alone (r = 0): 49/80. With the collapsed E-step (hyb_grid.json alone)
+  the rules are within noise of each other: 0|3|0.25 and 0|3|0.1 52/80, 0|2|0.25 49/80,
+  r = 0 49/80. No n term was fitted (n
   26k-329k); at n = 1e6, eps 4, r = 0.25 beat 0.1 (below).
-* Selection is the larger loss: select 61/80 against the oracle's 71/80 under the same rule.
+* Selection is the larger loss: select 65/80 against the oracle's 72/80 under the same rule.
   Most misses are KS on salaries (n = 26k), where the held-out scores of all candidates lie
   within a few nats and the choice falls on strong smoothing; preferring the weakest
   candidate within 2, 5 or 20 nats of the best did worse (r = 0: 37, 32, 22/80 against
-  select's 49/80; r = 0.25: 54, 53, 41 against 54).
+  select's 49/80, 1 run then).
 * n = 1e6 (resampled, 1 run, eps 1, 2, 4): with the collapsed E-step r = 0.25 beat r = 0.1
   and 0 at eps 4 (salaries 1.06/0.86; weeks worked 0.89/3.08, SW alone 1.90/3.67); weeks
   worked stays far off in KS (plain EM to 10,000 iterations changes nothing: 0.71/1.28 exact
   at r = 0.25), where the reference is full-n HH.
 
 Commands (``--select --strengths 8 2 0.5 0`` each): ``--reps 2 --shares 0 0.1 0.25 --out
-hyb_grid.json`` (rep 1 at r = 0 only); ``--reps 2 --estep exact --epsilons 4 3 2.5 2
-(--reps 1: 1.5) --shares 0.1 0.25 --out hyb_grid_exact.json``; ``--large --datasets "weeks
+hyb_grid.json`` (rep 1 at r = 0 and eps 3-4 only); ``--reps 2 --estep exact --epsilons 4
+3.5 3 2.5 2 1.5 --shares 0.1 0.25 --out hyb_grid_exact.json``; ``--large --datasets "weeks
 worked" salaries --epsilons 1 2 4 --shares 0 0.1 0.25 --out hyb_large.json`` (and
 ``--estep exact --epsilons 4 --shares 0.1 0.25``); ``--analyze`` on those files.
 """
