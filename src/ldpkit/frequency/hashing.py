@@ -199,11 +199,20 @@ def optimal_hash_range(epsilon: float) -> int:
     [3, 4, 8, 56]
     """
     eps = check_epsilon(epsilon)
+    cached = _HASH_RANGES.get(eps)
+    if cached is not None:  # OLH.range_size asks on every aggregate (a collector's group)
+        return cached
     if eps >= 32.0 * math.log(2.0):
         return MAX_HASH_RANGE
     low = max(2, math.floor(math.exp(eps) + 1.0))
-    best = min((low, low + 1), key=lambda g: olh_variance(eps, g))
-    return int(min(best, MAX_HASH_RANGE))
+    best = int(min(min((low, low + 1), key=lambda g: olh_variance(eps, g)), MAX_HASH_RANGE))
+    if len(_HASH_RANGES) >= 1024:  # bounded: a long-lived process may see many epsilons
+        _HASH_RANGES.clear()
+    _HASH_RANGES[eps] = best
+    return best
+
+
+_HASH_RANGES: dict[float, int] = {}
 
 
 def olh_variance(epsilon: float, hash_range: float | None = None) -> float:
