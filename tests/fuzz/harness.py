@@ -356,7 +356,14 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
         Entry(
             f"{top}.estimate",
             spec.estimate,
-            {"stats": stats, "strengths": (0.0, 0.5), "folds": 2, "rng": 0, "max_iter": 50},
+            {
+                "stats": stats,
+                "strengths": (0.0, 0.5),
+                "budgets": (10, 30),
+                "folds": 2,
+                "rng": 0,
+                "max_iter": 50,
+            },
             nullable=frozenset({"rng"}),  # None: fresh randomness for the split
         ),
     )

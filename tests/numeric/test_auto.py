@@ -15,6 +15,7 @@ from ldpkit.numeric.auto import (
     _END_Z,
     _FOLD_MAX_ITER,
     _MIN_WEIGHT,
+    _TINY,
     _Fitter,
     _se,
     _split,
@@ -105,6 +106,12 @@ def test_bad_estimate_arguments() -> None:
         auto.estimate(stats, cross_validate="yes")
     with pytest.raises(TypeError, match="end_atoms"):
         auto.estimate(stats, end_atoms="yes")
+    with pytest.raises(ValueError, match="budgets"):
+        auto.estimate(stats, budgets=[10, 0])
+    with pytest.raises(TypeError, match="budgets"):
+        auto.estimate(stats, budgets=10)
+    with pytest.raises(TypeError, match="budgets"):
+        auto.estimate(stats, budgets=[1.5])
     with pytest.raises(ValueError, match="n = 0"):
         auto.estimate(auto.empty_stats())
 
@@ -255,15 +262,21 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
     assert info.scores.shape == (len(info.strengths),)
     assert info.strength == info.strengths[int(np.argmax(info.scores))]
-    # the average's weights: exp(score - best), small ones dropped, summing to 1
-    assert math.isclose(float(info.weights.sum()), 1.0)
-    kept = info.weights > 0
-    rel = np.exp(info.scores - info.scores.max())
-    np.testing.assert_allclose(info.weights[kept], rel[kept] / rel[kept].sum(), rtol=1e-12)
+    # the average's weights: exp(score - best), small ones dropped, summing to 1 over the
+    # strengths and the iteration budgets together
+    scores = np.concatenate([info.scores, info.budget_scores])
+    weights = np.concatenate([info.weights, info.budget_weights])
+    assert math.isclose(float(weights.sum()), 1.0)
+    kept = weights > 0
+    rel = np.exp(scores - scores.max())
+    np.testing.assert_allclose(weights[kept], rel[kept] / rel[kept].sum(), rtol=1e-12)
     assert np.all(rel[~kept] < _MIN_WEIGHT) and np.all(rel[kept] >= _MIN_WEIGHT)
-    best_only, info_b = auto.estimate(stats, combine="best", return_info=True)
-    assert info_b.weights.max() == 1.0 and info_b.strength == info.strength
-    fit = AutoDistribution(epsilon=2.0, buckets=128).estimate(stats, strengths=[info.strength])
+    best_only, info_b = auto.estimate(stats, budgets=(), combine="best", return_info=True)
+    assert info_b.weights.max() == 1.0 and info_b.budget is None and info_b.budgets == ()
+    assert info_b.budget_scores.size == 0 and info_b.budget_weights.size == 0
+    fit = AutoDistribution(epsilon=2.0, buckets=128).estimate(
+        stats, strengths=[info_b.strength], budgets=()
+    )
     assert best_only == fit
     # cross-validation holds out both halves: the scores then add up over two folds
     _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
@@ -271,7 +284,7 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     finite = np.isfinite(info.scores) & np.isfinite(info_cv.scores)
     assert np.all(info_cv.scores[finite] < 1.5 * info.scores[finite])  # log-liks are negative
     # one candidate: no selection, that strength is used
-    _, info1 = auto.estimate(stats, strengths=[0.5], return_info=True)
+    _, info1 = auto.estimate(stats, strengths=[0.5], budgets=(), return_info=True)
     assert info1.strength == 0.5 and np.isnan(info1.scores).all()
     assert _FOLD_MAX_ITER >= 100
 
@@ -295,7 +308,10 @@ def test_chooses_em_on_point_masses_and_smoothing_on_smooth_data() -> None:
         auto.aggregate(auto.randomize(smooth, rng=2)), return_info=True
     )
     assert i_spiky.strength == 0.0, i_spiky
-    assert i_smooth.strength > 0.0, i_smooth
+    # smooth data: the top is a smoothed fit or a short budget from one (here 10 iterations
+    # from EMS's fit, a few nats ahead of s = 0.5, inside the noise); EM to its stop gets 0
+    assert i_smooth.strength > 0.0 or (i_smooth.budget or 10**9) <= 30, i_smooth
+    assert i_smooth.weights[i_smooth.strengths.index(0.0)] == 0.0
     # the choice pays: on point masses Auto's KS is far below EMS's (same reports)
     sw = SquareWave(epsilon=2.0, buckets=256)
     ems_ks = _ks(sw.estimate(sw.aggregate(sw.randomize(spiky, rng=1)), "ems"), spiky)
@@ -389,3 +405,77 @@ def test_end_atoms_dropped_when_plain_em_resolves_the_ends(monkeypatch: Any) -> 
     assert info.end_z > _END_Z and not info.end_atoms and not info.end_weights.any()
     assert math.isclose(float(info.weights.sum()), 1.0)
     assert dist == auto.estimate(stats, end_atoms=False)
+
+
+# -- iteration budgets ----------------------------------------------------------------------------
+def test_budget_candidates_are_em_continued_from_the_best_smoothed_fit() -> None:
+    """The budget candidates' held-out scores and final fits, recomputed by hand: plain EM
+    from the best-scoring smoothed strength's fit for exactly k iterations, on the training
+    fold (scored on the held-out one) and on all reports (averaged with the info's weights)."""
+    auto = AutoDistribution(epsilon=1.0, buckets=256)
+    values = np.random.default_rng(3).beta(5.0, 2.0, 20_000)
+    stats = auto.aggregate(auto.randomize(values, rng=3))
+    kw: dict[str, Any] = {"strengths": (8.0, 2.0), "budgets": (30, 10), "end_atoms": False}
+    dist, info = auto.estimate(stats, return_info=True, **kw)
+    assert info.budgets == (10, 30)  # sorted
+    m = auto._outputs_by_inputs()
+    counts = np.asarray(stats.counts)
+    held = _split(counts, 2, np.random.default_rng(0))[0]
+    fitter = _Fitter(m, counts - held)
+    share = float((counts - held).sum()) / counts.sum()
+
+    def score(fit: np.ndarray) -> float:
+        return float(held @ np.log(np.maximum(fitter.predict(fit), _TINY)))
+
+    s8, _ = fitter.fit(8.0, 1e-3 * share, _FOLD_MAX_ITER, None)
+    s2, _ = fitter.fit(2.0, 1e-3 * share, _FOLD_MAX_ITER, s8)
+    np.testing.assert_allclose(info.scores, [score(s8), score(s2)], rtol=1e-12)
+    # here the stronger strength scores higher: the budgets start from it, not from s = 2
+    best = 8.0
+    assert score(s8) > score(s2)
+    b10, it10 = fitter.fit(0.0, 0.0, 10, s8)
+    b30, it30 = fitter.fit(0.0, 0.0, 20, b10)
+    assert (it10, it30) == (10, 20)  # tolerance 0: exactly the budget
+    np.testing.assert_allclose(info.budget_scores, [score(b10), score(b30)], rtol=1e-12)
+    # the final average, refitted on all reports (each weighted strength from the previous
+    # one's fit), the budgets from the best strength's final fit
+    full = _Fitter(m, counts)
+    fits: dict[float, np.ndarray] = {}
+    previous = None
+    for k, s in enumerate(info.strengths):
+        if info.weights[k] > 0:
+            fits[s], _ = full.fit(s, 1e-3, 10_000, previous)
+            previous = fits[s]
+    start = fits[best] if best in fits else full.fit(best, 1e-3, 10_000, previous)[0]
+    on10, _ = full.fit(0.0, 0.0, 10, start)
+    on30, _ = full.fit(0.0, 0.0, 20, on10)
+    assert info.budget_weights.all() and info.weights.all(), info  # all four weigh
+    expect = on10 * info.budget_weights[0] + on30 * info.budget_weights[1]
+    for k, s in enumerate(info.strengths):
+        if info.weights[k] > 0:
+            expect = expect + info.weights[k] * fits[s]
+    np.testing.assert_allclose(dist.probabilities, expect / expect.sum(), rtol=1e-9, atol=1e-15)
+    # without a strength > 0 there is no smoothed fit to continue: no budget candidates
+    _, plain = auto.estimate(stats, strengths=(0.0,), budgets=(10,), return_info=True)
+    assert plain.budgets == () and plain.strength == 0.0 and plain.budget is None
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_budgets_follow_point_masses_and_stop_early_on_smooth_data(seed: int) -> None:
+    """On point masses (half the mass on 5 atoms) the held-out score rises with the budget
+    and plain EM (the longest budget or run to its stop) wins; on Beta(5, 2) a smoothed strength wins and the
+    longest budget scores far (> 3 nats) below it or is skipped (the path stopped)."""
+    auto = AutoDistribution(epsilon=2.0, buckets=256)
+    rng = np.random.default_rng(seed)
+    spiky = _spiky(50_000, rng)
+    _, i_spiky = auto.estimate(auto.aggregate(auto.randomize(spiky, rng=seed)), return_info=True)
+    assert np.all(np.diff(i_spiky.budget_scores) > 0), i_spiky
+    # the top is plain EM, the longest budget or run to its stop; no smoothed fit weighs
+    assert i_spiky.strength == 0.0 and i_spiky.budget in (None, i_spiky.budgets[-1])
+    assert not i_spiky.weights[np.asarray(i_spiky.strengths) > 0].any()
+    assert not i_spiky.budget_weights[:-1].any()
+    smooth = rng.beta(5.0, 2.0, 50_000)
+    _, i_smooth = auto.estimate(auto.aggregate(auto.randomize(smooth, rng=seed)), return_info=True)
+    assert i_smooth.strength > 0.0 and i_smooth.budget is None, i_smooth
+    assert i_smooth.budget_scores[-1] < i_smooth.scores.max() - 3.0, i_smooth
+    assert i_smooth.budget_weights[-1] == 0.0

@@ -299,7 +299,7 @@ def test_hybrid_estimate_is_deterministic_and_recovers_point_masses() -> None:
     # the atom at 0: its mass within 5 standard errors of SW + HH level-1-sized noise
     # (a smeared fit holds < 0.3 in the first bucket)
     assert float(dist.probabilities[0]) == pytest.approx(0.4, abs=0.05)
-    assert info.weights.sum() == pytest.approx(1.0)
+    assert info.weights.sum() + info.budget_weights.sum() == pytest.approx(1.0)
     # splitting the counts (SW rows and HH nodes alike) into folds is a fair thinning
     counts, _, _ = auto._model(st)
     parts = _split(counts, 2, np.random.default_rng(0))

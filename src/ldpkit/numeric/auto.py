@@ -9,7 +9,9 @@ candidate smoothing strength on the other folds, scores the held-out fold's like
 and averages the strengths' fits on all reports with weights ``exp(score)``. Values clipped
 at either end of the domain (0 weeks worked) are point masses that every smoothed fit
 smears; variants that keep the two end buckets out of the smoothing join the choice when
-the held-out reports favour them clearly. Choosing uses only the aggregated reports, so it
+the held-out reports favour them clearly, and so does plain EM stopped early (continued
+for 10 to 300 iterations from the best smoothed fit), which keeps heaps that smoothing
+smears without following the noise as far as EM run to its stop. Choosing uses only the aggregated reports, so it
 costs no privacy (post-processing of an eps-LDP output).
 """
 
@@ -34,6 +36,7 @@ from .square_wave import SquareWave
 __all__ = [
     "AutoDistribution",
     "AutoInfo",
+    "DEFAULT_BUDGETS",
     "DEFAULT_STRENGTHS",
     "HH_BRANCHING",
     "default_buckets",
@@ -48,6 +51,13 @@ __all__ = [
 #: the best candidate in few cells and a wrong pick in more; without it 49 cells are within
 #: 10 % of the best competitor against 46, and one fold fit less is run.
 DEFAULT_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0)
+
+#: Candidate iteration budgets: plain EM continued from the best smoothed fit for this
+#: many iterations (a geometric set). Early stopping of EM regularizes too (it stops before
+#: the fit follows the noise), and how far to go is a second knob next to the smoothing
+#: strength: on point masses the longer budgets keep the atoms that smoothing smears, on
+#: smooth data the held-out reports stop the path after the first budgets.
+DEFAULT_BUDGETS: tuple[int, ...] = (10, 30, 100, 300)
 
 #: Iteration cap of the fold fits that only rank the candidates.
 _FOLD_MAX_ITER = 1000
@@ -171,6 +181,16 @@ class AutoInfo:
     end_atoms : bool
         Whether the end-atom variants were admitted (``end_z`` > 3 and plain EM's own fit
         did not gather the end masses).
+    budgets : tuple of int
+        The candidate iteration budgets: plain EM continued for that many iterations from
+        the best-scoring smoothed strength's fit (empty when none ran).
+    budget_scores : ndarray
+        Held-out log-likelihood of each budget candidate (as ``scores``).
+    budget_weights : ndarray
+        Weight of each budget candidate's fit in the average.
+    budget : int or None
+        The budget of the highest-scoring candidate when that is a budget candidate (then
+        ``strength`` is 0.0), else None.
     """
 
     strengths: tuple[float, ...]
@@ -184,6 +204,10 @@ class AutoInfo:
     end_weights: np.ndarray
     end_z: float
     end_atoms: bool
+    budgets: tuple[int, ...] = ()
+    budget_scores: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    budget_weights: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    budget: int | None = None
 
 
 def _split(counts: np.ndarray, folds: int, gen: np.random.Generator) -> np.ndarray:
@@ -727,6 +751,7 @@ class AutoDistribution(Mechanism):
         cross_validate: bool = False,
         combine: str = "average",
         end_atoms: bool = True,
+        budgets: Sequence[int] | None = None,
         rng: RNGLike = 0,
         max_iter: int = 10_000,
         return_info: bool = False,
@@ -758,6 +783,12 @@ class AutoDistribution(Mechanism):
             ``high``, such as 0 weeks worked), whose mass the smoothing leaves alone; they
             enter the choice only when the best of them beats the best plain fit on the
             held-out reports by more than 3 standard errors.
+        budgets : sequence of int
+            Iteration budgets k (>= 1): candidates "plain EM continued for k iterations from
+            the best-scoring smoothed strength's fit" (early-stopped EM, which keeps point masses
+            that smoothing smears without following the noise as far as EM run to its stop).
+            Default (None) :data:`DEFAULT_BUDGETS`; ``()`` for none. Ignored without a
+            strength > 0.
         rng : Generator, int or None
             Randomness of the split into folds (default 0: the estimate is a fixed function
             of the statistics).
@@ -778,6 +809,10 @@ class AutoDistribution(Mechanism):
            starting from the previous one's result; score ``sum_j n_kj log (M theta)_j``,
            the log-likelihood of fold k's reports. Stop early once a strength scores 3
            standard errors below the best so far (the rest, weaker still, are skipped).
+           The path is: the strengths > 0, then plain EM continued from the best
+           smoothed fit, scored after each of the ``budgets`` (shortest first; one run of
+           the longest budget's iterations), then plain EM run to its stop from the
+           weakest smoothed fit.
         3. End atoms (``end_atoms=True``): for the best-scoring strength > 0, also fit the
            same smoothing with the first and last buckets left out of it (their own mass is
            never smeared; the smooth part still spreads into them), from the plain fit, and
@@ -794,7 +829,8 @@ class AutoDistribution(Mechanism):
            dropped, the rest renormalized), refit the candidates with weight on all reports,
            strongest first, a plain fit before its end-atom variant (plain EM from the uniform start, as SW20's EM starts; a smoothed
            fit from the previous, stronger fit; alone, strength 0 is exactly SW + EM and 0.5
-           exactly SW + EMS), and average the fits with those weights. The
+           exactly SW + EMS; a budget candidate continues the best smoothed strength's
+           final fit for its k iterations), and average the fits with those weights. The
            held-out scores of neighbouring strengths on smooth data often differ by a few
            nats, less than their noise; averaging removes the arbitrary pick among them.
 
@@ -809,6 +845,9 @@ class AutoDistribution(Mechanism):
         if strengths is None:
             strengths = DEFAULT_STRENGTHS
         cand = _check_strengths(strengths)
+        if budgets is None:
+            budgets = DEFAULT_BUDGETS
+        bud_in = _check_budgets(budgets)
         folds = check_integer(folds, "folds", low=2, high=1000)
         if not isinstance(cross_validate, (bool, np.bool_)):
             raise TypeError(f"cross_validate must be True or False, got {cross_validate!r}")
@@ -825,7 +864,18 @@ class AutoDistribution(Mechanism):
         wtotal = float(wcounts.sum())
         total = int(counts.sum())
         d = self._outputs_by_inputs().shape[1]
-        order = sorted(range(len(cand)), key=lambda k: -cand[k])  # strongest first
+        nc = len(cand)
+        # Budget candidates continue a smoothed fit (none without one); a budget
+        # above max_iter is max_iter.
+        smin = min((s for s in cand if s > 0), default=None)
+        bud = tuple(sorted({min(b, max_iter) for b in bud_in})) if smin is not None else ()
+        nu = nc + len(bud)  # candidate u: strength cand[u] for u < nc, else budget bud[u - nc]
+        order = sorted(range(nc), key=lambda k: -cand[k])  # strongest first
+        # the path of the held-out fits: smoothed strengths strongest first, then plain EM
+        # from the best smoothed fit, the budgets shortest first, then run to its stop
+        # (from the weakest smoothed fit, as before the budgets)
+        path = [k for k in order if cand[k] > 0] + list(range(nc, nu))
+        path += [k for k in order if cand[k] == 0]
         ends = np.zeros(d, dtype=np.bool_)
         ends[[0, d - 1]] = True
         # End atoms only change smoothed fits (plain EM smooths nothing), and need a bucket
@@ -839,13 +889,23 @@ class AutoDistribution(Mechanism):
         # Fold fits only rank the candidates: a cap bounds plain EM's slow tail (it can take
         # 10^4 iterations at n = 1e6) and acts on every candidate alike.
         fold_iter = min(max_iter, _FOLD_MAX_ITER)
-        scores = np.full(len(cand), np.nan)
-        end_scores = np.full(len(cand), np.nan)
+        scores = np.full(nu, np.nan)
+        end_scores = np.full(nc, np.nan)
         end_z = math.nan
         admitted = False
-        # weights[k]: plain fit of strength k; end_weights[k]: its end-atom variant
-        end_weights = np.zeros(len(cand))
-        if total >= 2 and len(cand) > 1:
+
+        def weigh(pool: np.ndarray) -> np.ndarray:
+            """Pseudo-BMA weights of the candidates' scores (-inf: not a candidate)."""
+            top = int(np.argmax(pool))
+            if combine == "average":
+                w = np.exp(pool - pool[top])
+                w[w < _MIN_WEIGHT] = 0.0
+            else:
+                w = np.zeros(pool.size)
+                w[top] = 1.0
+            return w / w.sum()
+
+        if total >= 2 and nu > 1:
             scores[:] = 0.0
             # per held-out fold: its histogram, the fitter on the other folds, the plain
             # fits and the log-probabilities of every output under each fit
@@ -859,28 +919,48 @@ class AutoDistribution(Mechanism):
                 train = wcounts - part
                 fitter = make(train)
                 share = float(train.sum()) / wtotal
-                theta: np.ndarray | None = None
+                theta: np.ndarray | None = None  # the last smoothed fit
+                on: np.ndarray | None = None  # plain EM along the budgets
+                done = 0
                 fits: dict[int, np.ndarray] = {}
                 lp: dict[int, np.ndarray] = {}
                 fold_best: int | None = None
-                for pos, k in enumerate(order):
-                    theta, _ = fitter.fit(cand[k], tol(cand[k], share), fold_iter, theta)
-                    fits[k] = theta
-                    lp[k] = np.log(np.maximum(fitter.predict(theta), _TINY))
-                    score = float(part @ lp[k])
-                    scores[k] += score
-                    if fold_best is None or score > float(part @ lp[fold_best]):
-                        fold_best = k
-                    elif float(part @ lp[fold_best]) - score > _STOP_SE * _se(
-                        part, lp[fold_best], lp[k]
+                smooth_best: int | None = None  # the fold's best smoothed candidate
+                for pos, u in enumerate(path):
+                    if u < nc:
+                        fit, _ = fitter.fit(cand[u], tol(cand[u], share), fold_iter, theta)
+                        if cand[u] > 0:
+                            theta = fit
+                    else:
+                        # exactly bud[u - nc] iterations of plain EM (tolerance 0: no stop)
+                        # from the fold's best smoothed fit
+                        assert smooth_best is not None  # the path has a strength > 0 first
+                        start = on if done else fits[smooth_best]
+                        on, _ = fitter.fit(0.0, 0.0, bud[u - nc] - done, start)
+                        done, fit = bud[u - nc], on
+                    fits[u] = fit
+                    lp[u] = np.log(np.maximum(fitter.predict(fit), _TINY))
+                    score = float(part @ lp[u])
+                    scores[u] += score
+                    if (
+                        u < nc
+                        and cand[u] > 0
+                        and (smooth_best is None or score > float(part @ lp[smooth_best]))
                     ):
-                        # Clearly past the peak: weaker smoothing would fit noise even more
-                        # (held-out likelihood is unimodal in the strength); skip the rest.
-                        scores[order[pos + 1 :]] = -np.inf
+                        smooth_best = u
+                    if fold_best is None or score > float(part @ lp[fold_best]):
+                        fold_best = u
+                    elif float(part @ lp[fold_best]) - score > _STOP_SE * _se(
+                        part, lp[fold_best], lp[u]
+                    ):
+                        # Clearly past the peak: weaker smoothing or longer plain EM would
+                        # fit noise even more (held-out likelihood is unimodal along the
+                        # path); skip the rest.
+                        scores[path[pos + 1 :]] = -np.inf
                         break
                 held.append((part, fitter, fits, lp))
             best = int(np.argmax(scores))
-            smoothed = [k for k in range(len(cand)) if cand[k] > 0 and np.isfinite(scores[k])]
+            smoothed = [k for k in range(nc) if cand[k] > 0 and np.isfinite(scores[k])]
             if with_ends and held and smoothed:
                 # The end-atom variant of the best smoothed strength first (one more fit per
                 # fold); the other strengths' only once that one passes the test.
@@ -908,35 +988,39 @@ class AutoDistribution(Mechanism):
                     for k in smoothed:
                         if k != first:
                             score_ends(k)
-            pool = np.concatenate([scores, end_scores if admitted else np.full(len(cand), -np.inf)])
+            pool = np.concatenate([scores, end_scores if admitted else np.full(nc, -np.inf)])
             pool = np.where(np.isnan(pool), -np.inf, pool)
             top = int(np.argmax(pool))
-            if combine == "average":
-                both = np.exp(pool - pool[top])
-                both[both < _MIN_WEIGHT] = 0.0
-            else:
-                both = np.zeros(2 * len(cand))
-                both[top] = 1.0
-            both /= both.sum()
-            weights, end_weights = both[: len(cand)], both[len(cand) :]
-            best = top % len(cand)
+            both = weigh(pool)
+            weights, bud_weights, end_weights = both[:nc], both[nc:nu], both[nu:]
         else:
-            best = min(range(len(cand)), key=lambda k: abs(cand[k] - 0.5))
-            weights = np.zeros(len(cand))
-            weights[best] = 1.0
+            top = min(range(nc), key=lambda k: abs(cand[k] - 0.5))
+            weights = np.zeros(nc)
+            weights[top] = 1.0
+            bud_weights, end_weights = np.zeros(len(bud)), np.zeros(nc)
         # Final fits, strongest first (a plain fit before its end-atom variant). Plain EM
         # starts from the uniform distribution, as SW20's EM does (its early stop is what
         # regularizes it; a warm start would run it further); a smoothed fit starts from the
         # previous, stronger one, which it reaches from the uniform start anyway, in fewer
         # iterations. Alone, strength 0 is thus exactly SW + EM and 0.5 exactly SW + EMS.
+        # The budget candidates continue the best smoothed strength's final fit.
         fitter = make(wcounts)
+        # the budgets' start: the final fit of the best-scoring smoothed strength
+        sstart = smin
+        scored = [k for k in range(nc) if cand[k] > 0 and np.isfinite(scores[k])]
+        if scored:
+            sstart = cand[max(scored, key=lambda k: scores[k])]
         em_cache: dict[int, tuple[np.ndarray, int]] = {}  # plain EM: same fit in any order
 
-        def final(w: np.ndarray, w_end: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+        def final(
+            w: np.ndarray, w_bud: np.ndarray, w_end: np.ndarray
+        ) -> tuple[np.ndarray, int, np.ndarray]:
             """The weighted average of the final fits, their iterations, and the end-atom
             variants' own weighted average (zeros without them)."""
             out, out_end, its = np.zeros(d), np.zeros(d), 0
             previous: np.ndarray | None = None
+            last_plain: np.ndarray | None = None  # the last smoothed fit without end atoms
+            start_fit: np.ndarray | None = None  # the final fit of strength sstart
             jobs = [(k, False) for k in np.flatnonzero(w).tolist()]
             jobs += [(k, True) for k in np.flatnonzero(w_end).tolist()]
             for k, at_ends in sorted(jobs, key=lambda job: (-cand[job[0]], job[1])):
@@ -951,11 +1035,27 @@ class AutoDistribution(Mechanism):
                 out += (w_end[k] if at_ends else w[k]) * fit
                 if at_ends:
                     out_end += w_end[k] * fit
+                elif cand[k] > 0:
+                    last_plain = fit
+                    if cand[k] == sstart:
+                        start_fit = fit
                 its += it
                 previous = fit
+            if w_bud.any():
+                if start_fit is None:
+                    start_fit, it = fitter.fit(
+                        sstart or 0.0, tol(sstart or 0.0, 1.0), max_iter, last_plain
+                    )
+                    its += it
+                on, done = start_fit, 0
+                for j in np.flatnonzero(w_bud).tolist():  # shortest first
+                    on, it = fitter.fit(0.0, 0.0, bud[j] - done, on)
+                    done = bud[j]
+                    out += w_bud[j] * on
+                    its += it
             return out, its, out_end
 
-        theta, iterations, theta_end = final(weights, end_weights)
+        theta, iterations, theta_end = final(weights, bud_weights, end_weights)
         if admitted and 0.0 in cand:
             # Plain EM, run to its own stop on all reports, may have gathered the end masses
             # by itself (at large eps or n it does, and then its sharper interior wins): keep
@@ -970,27 +1070,25 @@ class AutoDistribution(Mechanism):
                 admitted = False
                 pool = np.where(np.isfinite(scores), scores, -np.inf)
                 top = int(np.argmax(pool))
-                if combine == "average":
-                    weights = np.exp(pool - pool[top])
-                    weights[weights < _MIN_WEIGHT] = 0.0
-                else:
-                    weights = np.zeros(len(cand))
-                    weights[top] = 1.0
-                weights /= weights.sum()
-                end_weights = np.zeros(len(cand))
-                best = top
-                theta, its, _ = final(weights, end_weights)
+                both = weigh(pool)
+                weights, bud_weights = both[:nc], both[nc:]
+                end_weights = np.zeros(nc)
+                theta, its, _ = final(weights, bud_weights, end_weights)
                 iterations += its
         dist = Distribution(theta, self.low, self.high, n=stats.n, spec=self)
         if not return_info:
             return dist
-        for arr in (scores, weights, end_scores, end_weights):
+        # the top candidate: a strength, a budget (strength 0.0) or an end-atom variant
+        budget = bud[top - nc] if nc <= top < nu else None
+        strength = cand[top] if top < nc else (0.0 if budget is not None else cand[top - nu])
+        plain_scores, bud_scores = scores[:nc].copy(), scores[nc:].copy()
+        for arr in (plain_scores, weights, end_scores, end_weights, bud_scores, bud_weights):
             arr.flags.writeable = False
         return dist, AutoInfo(
             strengths=cand,
-            scores=scores,
+            scores=plain_scores,
             weights=weights,
-            strength=cand[best],
+            strength=strength,
             folds=folds,
             cross_validate=bool(cross_validate),
             iterations=iterations,
@@ -998,6 +1096,10 @@ class AutoDistribution(Mechanism):
             end_weights=end_weights,
             end_z=end_z,
             end_atoms=admitted,
+            budgets=bud,
+            budget_scores=bud_scores,
+            budget_weights=bud_weights,
+            budget=budget,
         )
 
 
@@ -1020,3 +1122,9 @@ def _check_strengths(strengths: Any) -> tuple[float, ...]:
     if not out:
         raise ValueError("strengths must hold at least one number >= 0, got an empty sequence")
     return out
+
+
+def _check_budgets(budgets: Any) -> tuple[int, ...]:
+    if isinstance(budgets, (str, bytes)) or not hasattr(budgets, "__iter__"):
+        raise TypeError(f"budgets must be a sequence of integers >= 1, got {budgets!r}")
+    return tuple(check_integer(b, "budgets", low=1, high=10_000_000) for b in budgets)
