@@ -6,7 +6,8 @@ the client under node with seeded coins are
 
 - binned by value and compared (chi-square, alpha = 1e-6) with the exact law the Python
   spec gives those inputs (the unbiased rounding to the input grid included); the same
-  test rejects the law of the spec at epsilon x 1.3;
+  test rejects the law of the spec at epsilon x 1.3 (and, for the log-scale Square Wave of
+  ToPL's threshold phase, at log_scale x 1.3 and on the linear scale);
 - decoded by ldpkit: PM/HM/SR means are unbiased (|z| <= 5 with the exact variance at the
   true values), and a mirrored truth is rejected; SW's reports, aggregated by the Python
   server code, are consistent with the truth's predicted output histogram.
@@ -52,6 +53,19 @@ def _rounding_weights(x: np.ndarray, steps: int) -> np.ndarray:
     return out
 
 
+def _log_rounding_weights(spec: SquareWave, v: np.ndarray) -> np.ndarray:
+    """Sum over users of P[grid input k] under the log-scale rounding (unbiased in the
+    value's units between ``s (e^(Lambda k / L) - 1)`` and the next grid value)."""
+    steps, lam, s = spec.input_steps, float(spec.log_span or 0.0), float(spec.log_scale or 0.0)
+    x = (v - spec.low) / s
+    k = np.clip(np.floor(np.log1p(x) / lam * steps), 0, steps - 1).astype(np.int64)
+    below, above = np.expm1(lam * k / steps), np.expm1(lam * (k + 1) / steps)
+    frac = np.clip((x - below) / (above - below), 0.0, 1.0)
+    out = np.bincount(k, weights=1.0 - frac, minlength=steps + 1)
+    out += np.bincount(k + 1, weights=frac, minlength=steps + 1)
+    return out
+
+
 def _flat_bump_law(
     kw: np.ndarray, cells: int, w_low: int, extra: int, width: int, total: int
 ) -> np.ndarray:
@@ -82,7 +96,10 @@ def expected_law(spec: Mechanism, values: np.ndarray) -> tuple[np.ndarray, np.nd
     v = np.asarray(values, dtype=np.float64)
     if isinstance(spec, SquareWave):
         g = spec._grid
-        kw = _rounding_weights((v - spec.low) / spec.span, g.steps)
+        if spec.log_scale is None:
+            kw = _rounding_weights((v - spec.low) / spec.span, g.steps)
+        else:
+            kw = _log_rounding_weights(spec, v)
         law = _flat_bump_law(kw, g.cells, g.w_low, int(g.bump[0]), g.bump.size, g.total)
         return spec.report_values(), law
     if isinstance(spec, DiscreteSquareWave):
@@ -131,6 +148,9 @@ _slow = pytest.mark.slow
 LAW_SPECS = [
     pytest.param(SquareWave(epsilon=1.0, buckets=16), marks=_slow),
     pytest.param(SquareWave(epsilon=3.0, low=-5.0, high=20.0, buckets=100), marks=_slow),
+    # ToPL's threshold phase: the log scale (its inputs include one near s, where a wrong
+    # scale moves the wave most)
+    SquareWave(epsilon=1.0, low=-2.0, high=998.0, buckets=64, log_scale=1.0),
     DiscreteSquareWave(
         epsilon=1.0, buckets=16
     ),  # the fast suite keeps one law test per sampler kind
@@ -144,12 +164,18 @@ LAW_SPECS = [
 ]
 
 
-@pytest.mark.parametrize("spec", LAW_SPECS, ids=lambda s: f"{s.name}-{s.epsilon:g}")
+@pytest.mark.parametrize(
+    "spec",
+    LAW_SPECS,
+    ids=lambda s: f"{s.name}-{s.epsilon:g}" + ("-log" if getattr(s, "log_scale", None) else ""),
+)
 def test_js_sampler_law_matches_python(spec: Mechanism) -> None:
     low, high = _domain(spec)
     per_input = 25_000
     if isinstance(spec, DiscreteSquareWave):
         points = [0.0, 5.0, high]
+    elif isinstance(spec, SquareWave) and spec.log_scale is not None:
+        points = [low, high, low + spec.log_scale * 3.141592653589793]  # off-grid, near s
     else:
         points = [low, high, low + (high - low) * 0.3141592653589793]  # the last one off-grid
     inputs = np.repeat(points, per_input)
@@ -181,6 +207,19 @@ def test_js_sampler_law_matches_python(spec: Mechanism) -> None:
         for i in range(len(points))
     ]
     assert min(p_wrong) < ALPHA, p_wrong
+    if isinstance(spec, SquareWave) and spec.log_scale is not None:
+        # power: the law of the same spec with the log scale x 1.3 (or linear) is rejected
+        for other in (spec.replace(log_scale=spec.log_scale * 1.3), spec.replace(log_scale=None)):
+            p_other = [
+                binned_p_value(
+                    other,
+                    y[i * per_input : (i + 1) * per_input],
+                    inputs[i * per_input : (i + 1) * per_input],
+                    edges,
+                )
+                for i in range(len(points))
+            ]
+            assert min(p_other) < ALPHA, (other, p_other)
 
 
 MEAN_SPECS = [
@@ -296,3 +335,25 @@ def test_send_numbers_and_labels_to_a_live_collector(numeric_collector: str) -> 
     freq = np.array(est["frequencies"])
     sd = np.sqrt(OLH(epsilon=1.0, domain_size=5).variance(600))
     assert np.max(np.abs(freq - truth)) / sd <= 5.0
+
+
+def test_js_topl_threshold_phase_reports_aggregate_in_python() -> None:
+    # a browser in ToPL's default (log-scale) threshold phase: its reports decode against the
+    # spec the collector serves and aggregate; mass sits near log(1 + v/s) of the values, not
+    # where the linear wave would put them (v = 20 of B = 16470 is ~ 0.3 on the log scale)
+    from ldpkit.stream import ToPL
+
+    spec = ToPL(epsilon=4.0, bound=16470.0, rng=0).client_spec("threshold")
+    assert isinstance(spec, SquareWave) and spec.log_scale is not None
+    reports = js_reports(spec, values=[20.0] * 2000, seed=81)
+    stats = spec.aggregate(reports)
+    lam, s = float(spec.log_span or 0.0), float(spec.log_scale)
+    u = np.log1p(20.0 / s) / lam  # the value's place on the wave's unit scale
+    top = (np.arange(spec.n_output_buckets) + 0.5) / spec.n_output_buckets * (1 + 2 * spec.b)
+    near = np.abs(top - spec.b - u) <= spec.b  # output buckets under the wave
+    # eps = 4: the wave holds 2b e^eps / (2b e^eps + 1) = 0.77 of the mass, ~0.70 in the 96
+    # buckets whose centres lie under it (Python's own randomize: 0.699); sd ~ 0.01 at n = 2000
+    frac = stats.counts[near].sum() / stats.n
+    assert frac > 0.6, frac
+    linear = np.abs(top - spec.b - 20.0 / 16470.0) <= spec.b
+    assert stats.counts[linear].sum() / stats.n < 0.3

@@ -17,7 +17,8 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   samplers replayed on them in the client's order (GRR: U per user; OLH: seed, then U;
   HR: the column word, then U; OUE: one word per bit);
 - ``numeric.json``: the exact grids of the numerical mechanisms (issue 11) over a sweep of
-  epsilons (integer weights as decimal strings, slopes, privacy losses), and bodies as in
+  epsilons (integer weights as decimal strings, slopes, privacy losses; the log-scale
+  SquareWave's ``log_span``), and bodies as in
   ``bodies.json`` for SquareWave, DiscreteSquareWave, StochasticRounding,
   PiecewiseMechanism and HybridMechanism. The client draws the uniform integer U in [0, T)
   of a grid law from 64-bit words by rejection (``w < floor(2^64 / T) T`` gives
@@ -302,7 +303,24 @@ def _numeric_grids() -> dict[str, Any]:
                 "privacy_loss": h.privacy_loss(),
             }
         )
-    return {"square_wave": sw, "piecewise": pm, "hybrid": hm, "discrete_square_wave": dsw}
+    # the log scale (ToPL's threshold phase): Lambda, correctly rounded on both sides
+    log = []
+    for e, low, high, scale in [
+        (1.0, 0.0, 1000.0, 1.0),
+        (0.5, 0.0, 16470.0, 16470.0 / 1024),
+        (2.0, -5.0, 3e5, 0.25),
+        (4.0, 0.0, 1.0, 3.0),
+        (0.05, 10.0, 1e12, 1e-3),
+    ]:
+        s = SquareWave(epsilon=e, low=low, high=high, buckets=64, log_scale=scale)
+        log.append({"params": s.to_dict()["params"], "log_span": s.log_span})
+    return {
+        "square_wave": sw,
+        "square_wave_log": log,
+        "piecewise": pm,
+        "hybrid": hm,
+        "discrete_square_wave": dsw,
+    }
 
 
 def _numeric_report(spec: Mechanism, v: float, coins: _ReplayCoins) -> Any:
@@ -344,11 +362,22 @@ def _numeric_bodies() -> list[dict[str, Any]]:
         HybridMechanism(epsilon=2.0, low=-3.0, high=5.0),
         HybridMechanism(epsilon=0.5),
         HybridMechanism(epsilon=1.0, report_cells=100),
+        # last: the vectors above keep their coins
+        SquareWave(epsilon=1.0, high=1000.0, buckets=64, log_scale=1.0),
+        SquareWave(epsilon=0.5, low=-5.0, high=16470.0, buckets=1024, log_scale=16470.0 / 1024),
     ]
     for spec in specs:
         n = 40
         if isinstance(spec, DiscreteSquareWave):
             values: list[Any] = rng.integers(0, spec.buckets, n).tolist()
+        elif isinstance(spec, SquareWave) and spec.log_scale is not None:
+            # spread on the log scale (the grid's own), plus the ends and two grid values
+            low, high, s = spec.low, spec.high, spec.log_scale
+            grid = spec.grid_values()
+            values = [low, high, float(grid[1]), float(grid[spec.input_steps // 2]), low + s]
+            lam = spec.log_span
+            assert lam is not None
+            values += (low + s * np.expm1(lam * rng.random(n - 5))).tolist()
         else:
             low, high = spec.low, spec.high  # type: ignore[attr-defined]
             values = [low, high, low + (high - low) / 3.0]
@@ -436,6 +465,14 @@ def _questions() -> list[dict[str, Any]]:
             ["caf\u00e9", 7, None],
         ),
         (Question(name="hm", spec=HybridMechanism(epsilon=2.0, low=-3.0, high=5.0)), [-3.0, 5.0]),
+        (
+            Question(
+                name="topl-threshold",
+                spec=SquareWave(epsilon=0.5, high=16470.0, buckets=1024, log_scale=16470.0 / 1024),
+                clip="clip",
+            ),
+            [-1.0, 0.0, 38.5, 16470.0, 1e6],
+        ),
         (Question(name="hr", spec=HadamardResponse(epsilon=1e-05, domain_size=1000)), [0, 999]),
         # answers are values; prepared, their buckets (bucket edges where float rounding
         # decides: 0.3 * 10 = 3.0000000000000004, 0.7 * 10 = 7.000000000000001)

@@ -142,18 +142,27 @@ export class SquareWave {
     bandwidth = null,
     log_scale = null,
   }) {
-    if (log_scale != null) {
-      // ldpkit's log-scale wave (ToPL's default threshold phase) rounds in the value's units
-      // on a geometric grid; not implemented here: refuse rather than report on the wrong scale
-      throw new RangeError(
-        'log_scale is not supported by the JS client (use ToPL(threshold_scale="linear") or a Python client)',
-      );
-    }
     this.epsilon = checkEpsilon(epsilon, 40.0);
     checkBounds(low, high);
     this.low = low;
     this.high = high;
     this.span = high - low;
+    this.logScale = null;
+    this.logSpan = null;
+    if (log_scale != null) {
+      // SquareWave._validate: s > 0 with (high - low) / s finite and > 0
+      const ratio = this.span / log_scale;
+      const positive = typeof log_scale === 'number' && log_scale > 0 && Number.isFinite(log_scale);
+      if (!positive || !(Number.isFinite(ratio) && ratio > 0)) {
+        throw new RangeError(
+          `log_scale must be a positive number with (high - low) / log_scale finite and > 0, got ${log_scale} for [${low}, ${high}]`,
+        );
+      }
+      this.logScale = log_scale;
+      // SquareWave.log_span, Lambda = log(1 + (high - low) / s): a grid constant, so
+      // correctly rounded on both sides (_crmath.log1p)
+      this.logSpan = crLog1p(ratio);
+    }
     this.buckets = checkInteger(buckets, 'buckets', 1, 1 << 20);
     if (output_buckets != null) checkInteger(output_buckets, 'output_buckets', 1, 1 << 20);
     if (bandwidth != null && !(typeof bandwidth === 'number' && bandwidth > 0 && bandwidth <= 1)) {
@@ -174,6 +183,25 @@ export class SquareWave {
   cellOf(k, u) {
     return flatBumpCell(k, this.cells, this.wLow, this.extra, u);
   }
+  /**
+   * Grid input k in [0, steps] of value v given one uniform u (_grid_inputs): unbiased
+   * randomized rounding, of (v - low) / span to k / L (linear), or on the log scale of v
+   * itself to the geometric grid low + s (e^(Lambda k / L) - 1) (SquareWave._grid_inputs,
+   * the same float operations in the same order). The per-user log1p/expm1 are the
+   * engine's (numpy's on the Python side): an ulp there moves the rounding probability by
+   * ~1e-12, never the law's weights nor the report grid.
+   */
+  gridInput(v, u) {
+    if (this.logScale === null) return roundToGrid((v - this.low) / this.span, this.steps, u);
+    const steps = this.steps;
+    const lam = this.logSpan;
+    const x = (v - this.low) / this.logScale;
+    const k = Math.min(Math.max(Math.floor((Math.log1p(x) / lam) * steps), 0), steps - 1);
+    const below = Math.expm1((lam * k) / steps);
+    const above = Math.expm1((lam * (k + 1)) / steps);
+    const p = Math.min(Math.max((x - below) / (above - below), 0.0), 1.0);
+    return k + (u < p ? 1 : 0);
+  }
   /** The report value of cell j: its centre in the original units (report_values()). */
   value(j) {
     return this.low + ((j + 0.5 - this.half) / this.steps) * this.span;
@@ -183,7 +211,7 @@ export class SquareWave {
   }
   randomizeOne(v, coins) {
     checkNumber(v, this.low, this.high);
-    const k = roundToGrid((v - this.low) / this.span, this.steps, coins.uniform());
+    const k = this.gridInput(v, coins.uniform());
     return this.value(this.cellOf(k, uniformBelow(this.total, coins)));
   }
   randomize(values, coins = secureCoins) {

@@ -7,8 +7,13 @@ import { cryptoObj } from './random.js';
 
 const F = 'float';
 const I = 'int';
+const OPTIONAL = true;
 
-/** Every supported mechanism's parameters: [name, Python type, default] (undefined: required). */
+/**
+ * Every supported mechanism's parameters: [name, Python type, default] (undefined: required);
+ * a 4th entry OPTIONAL marks a parameter that Python's to_dict() leaves out when it is None
+ * (SquareWave's log_scale: the linear wave's spec and fingerprint are unchanged).
+ */
 export const PARAMS = {
   GRR: [['epsilon', F], ['domain_size', I]],
   OUE: [['epsilon', F], ['domain_size', I]],
@@ -21,6 +26,7 @@ export const PARAMS = {
     ['buckets', I, 1024],
     ['output_buckets', I, null],
     ['bandwidth', F, null],
+    ['log_scale', F, null, OPTIONAL],
   ],
   DiscreteSquareWave: [['epsilon', F], ['buckets', I], ['low', F, 0.0], ['high', F, 1.0]],
   StochasticRounding: [['epsilon', F], ['low', F, -1.0], ['high', F, 1.0]],
@@ -39,9 +45,10 @@ export function normalizeSpec(spec) {
   const extra = Object.keys(given).filter((k) => !names.includes(k));
   if (extra.length) throw new Error(`params of ${spec.mechanism} must be among ${names.join(', ')}, got ${extra.join(', ')}`);
   const params = {};
-  for (const [name, type, fallback] of fields) {
+  for (const [name, type, fallback, optional] of fields) {
     let v = given[name] === undefined ? fallback : given[name];
     if (v === undefined) throw new Error(`params of ${spec.mechanism} must include ${name}`);
+    if (v === null && optional) continue;
     if (v !== null && (typeof v !== 'number' || !Number.isFinite(v) || (type === I && !Number.isInteger(v)))) {
       throw new TypeError(`${name} must be ${type === I ? 'an integer' : 'a finite number'}, got ${v}`);
     }
@@ -97,6 +104,7 @@ function typedSpec(spec) {
   const s = normalizeSpec(spec);
   const params = {};
   for (const [name, type] of PARAMS[s.mechanism]) {
+    if (!(name in s.params)) continue; // an optional parameter left out (None)
     const v = s.params[name];
     params[name] = type === F && v !== null ? new PyFloat(v) : v;
   }

@@ -114,9 +114,22 @@ test('Python round() semantics and bad numerical input', () => {
   assert.throws(() => buildBody({ mechanism: tiny, fingerprint: 'x' }, [0.5]), /epsilon must be/);
 });
 
-test('SquareWave refuses a log-scale spec it cannot randomize', () => {
-  assert.throws(
-    () => fromSpec({ mechanism: 'SquareWave', params: { epsilon: 1, high: 100, buckets: 96, log_scale: 0.1 } }),
-    /log_scale is not supported/,
-  );
+test('log-scale SquareWave: Lambda equals the Python one, bad scales are refused', () => {
+  for (const c of vectors.grids.square_wave_log) {
+    const s = new SquareWave(c.params);
+    assert.equal(s.logSpan, c.log_span, JSON.stringify(c.params));
+    // the log scale changes the rounding only: the grid law and report grid are the linear ones
+    const linear = new SquareWave({ ...c.params, log_scale: null });
+    assert.deepEqual([s.steps, s.half, s.total], [linear.steps, linear.half, linear.total]);
+  }
+  const spec = (log_scale, high = 100) => ({ mechanism: 'SquareWave', params: { epsilon: 1, high, buckets: 96, log_scale } });
+  for (const bad of [0, -1, NaN, Infinity, '1']) {
+    assert.throws(() => fromSpec(spec(bad)), /log_scale must be a positive number/, String(bad));
+  }
+  assert.throws(() => fromSpec(spec(1e-310, 1e300)), /log_scale must be a positive number/);
+  // the ends of [low, high] are the ends of the geometric grid, for any uniform
+  const s = fromSpec(spec(0.1));
+  for (const u of [0, 0.5, 1 - 2 ** -53]) {
+    assert.deepEqual([s.gridInput(0, u), s.gridInput(100, u)], [0, s.steps]);
+  }
 });

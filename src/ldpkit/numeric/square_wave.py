@@ -711,8 +711,11 @@ class SquareWave(_Wave):
 
     @property
     def log_span(self) -> float | None:
-        """``Lambda = log(1 + (high - low) / log_scale)`` (None on the linear scale)."""
-        return None if self.log_scale is None else math.log1p(self.span / self.log_scale)
+        """``Lambda = log(1 + (high - low) / log_scale)`` (None on the linear scale).
+
+        A grid constant: correctly rounded (:mod:`ldpkit._crmath`), so the JavaScript client
+        (clients/js/src/numeric.js) and every platform get the same double."""
+        return None if self.log_scale is None else _crmath.log1p(self.span / self.log_scale)
 
     def grid_values(self) -> np.ndarray:
         """The ``L + 1`` values the inputs are rounded to, in the original units:
