@@ -133,7 +133,11 @@ def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
     1.65 and 2.99) and cost on smooth data (Beta(5, 2) W1 1.13 and 1.18, KS 0.97 and 1.29;
     flights 0.83-1.17), but the pipeline then takes 2.2-4.2x SW + EMS's CPU time at eps
     0.5-2 (issue 17 asks for 2x): pass ``hh_share=0.25`` for large heaped data sets.
-    ``expected_n`` is accepted for a rule that may use it.
+    ``expected_n`` is accepted for a rule that may use it. These counts predate the
+    iteration budgets of :meth:`AutoDistribution.estimate` (57/80 with the rule); the rule
+    was not re-measured with them. hybtune's prototype with the exact per-report HH
+    likelihood (not storable as O(d) Stats) preferred r = 0.25 from eps = 2 (65/80 against
+    60/80 from eps = 3).
 
     Examples
     --------
