@@ -46,6 +46,7 @@ with a compiled kernel whose inner loop over items steps ``x`` by adding ``a``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from abc import abstractmethod
 from typing import Any, ClassVar
@@ -198,21 +199,18 @@ def optimal_hash_range(epsilon: float) -> int:
     >>> [optimal_hash_range(e) for e in (0.5, 1.0, 2.0, 4.0)]
     [3, 4, 8, 56]
     """
-    eps = check_epsilon(epsilon)
-    cached = _HASH_RANGES.get(eps)
-    if cached is not None:  # OLH.range_size asks on every aggregate (a collector's group)
-        return cached
+    return _optimal_hash_range(check_epsilon(epsilon))
+
+
+# Cached: OLH.range_size asks on every aggregate (every collector group); bounded because a
+# long-lived process may see many epsilons.
+@functools.lru_cache(maxsize=1024)
+def _optimal_hash_range(eps: float) -> int:
     if eps >= 32.0 * math.log(2.0):
         return MAX_HASH_RANGE
     low = max(2, math.floor(math.exp(eps) + 1.0))
-    best = int(min(min((low, low + 1), key=lambda g: olh_variance(eps, g)), MAX_HASH_RANGE))
-    if len(_HASH_RANGES) >= 1024:  # bounded: a long-lived process may see many epsilons
-        _HASH_RANGES.clear()
-    _HASH_RANGES[eps] = best
-    return best
-
-
-_HASH_RANGES: dict[float, int] = {}
+    best = min((low, low + 1), key=lambda g: olh_variance(eps, g))
+    return int(min(best, MAX_HASH_RANGE))
 
 
 def olh_variance(epsilon: float, hash_range: float | None = None) -> float:
