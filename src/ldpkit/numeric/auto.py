@@ -326,6 +326,10 @@ class _HybridModel:
     p: np.ndarray  # P[report of level k supports i's node | i]
     q: np.ndarray  # P[... supports another node | i]
     weights: np.ndarray  # every row's weight: 1 (SW), w_k (HH level k)
+    # the kernels' flat per-HH-row constants (:func:`._auto_kernels._hybrid_loop`)
+    row_q: np.ndarray  # q_k of the row's level
+    row_gain: np.ndarray  # p_k - q_k
+    parent: np.ndarray  # row of the node's parent among the HH rows; the row count for level 1
 
 
 @functools.lru_cache(maxsize=8)
@@ -349,9 +353,18 @@ def _hybrid_model(spec: AutoDistribution) -> _HybridModel:
     m = _em_matrix(spec)
     weights = np.concatenate([np.ones(m.shape[0]), np.repeat(w, sizes)])
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    for arr in (sizes, reps, p, q, weights, offsets):
+    row_q, row_gain = np.repeat(q, sizes), np.repeat(p - q, sizes)
+    hrows = int(sizes.sum())
+    parent = np.full(hrows, hrows, dtype=np.int64)  # level 1: the sentinel slot (0)
+    for k in range(1, h):
+        parent[offsets[k] : offsets[k] + sizes[k]] = offsets[k - 1] + np.arange(sizes[k]) // (
+            HH_BRANCHING
+        )
+    # the kernels take the deepest level's node i as bucket i
+    assert reps[-1] == 1 and sizes[-1] >= m.shape[1]
+    for arr in (sizes, reps, p, q, weights, offsets, row_q, row_gain, parent):
         arr.flags.writeable = False
-    return _HybridModel(m, offsets, sizes, reps, p, q, weights)
+    return _HybridModel(m, offsets, sizes, reps, p, q, weights, row_q, row_gain, parent)
 
 
 class _JointFitter:
@@ -393,8 +406,8 @@ class _JointFitter:
             box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
             box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
             box.col_spill_cols, box.col_spill_values,
-            self.sw.nk, self.hk, md.offsets, md.sizes, md.reps, md.p, md.q,
-            theta, atom, masked, passes, weight, tol, max_iter, _TINY,
+            self.sw.nk, self.hk, md.row_q, md.row_gain, md.parent, int(md.offsets[-1]),
+            HH_BRANCHING, theta, atom, masked, passes, weight, tol, max_iter, _TINY,
         )  # fmt: skip
         return theta, int(it)
 
