@@ -584,3 +584,172 @@ def _hybrid_loop(
     if not known:
         ll = _loglik(nk, mt) + _loglik(hk, hmt)
     return it, converged, ll
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _hybrid_map(
+    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
+    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
+    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+    nk, hk, row_q, row_gain, parent, leaf, branching, src, dst, atom, masked, passes, weight,
+    tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
+):  # fmt: skip  # pragma: no cover - jit
+    """One update of :func:`_hybrid_loop` from ``src`` into ``dst``; returns the joint
+    log-likelihood of ``src``."""
+    d, hrows = src.size, hk.size
+    if use_box:
+        _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
+                    row_spill_cols, row_spill_values, src, prefix, mt)  # fmt: skip
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, src, mt)
+    shared = _ratios(base, nk, mt, ratio, tiny)
+    _hh_masses(src, leaf, branching, acc[:hrows])
+    _hh_first(hk, acc, row_q, row_gain, hmt, hratio, tiny)
+    ll = _loglik(nk, mt) + _loglik(hk, hmt)
+    for i in range(d):
+        dst[i] = src[i]
+    if use_box:
+        _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
+                     col_spill_cols, col_spill_values, ratio, shared, plat, run, grad, dst,
+                     False)  # fmt: skip
+    else:
+        _band_grad(base, data, offsets, starts, lengths, ratio, grad)
+        for i in range(d):
+            dst[i] *= grad[i]
+    _hh_grad(hratio, row_gain, parent, acc)
+    _hybrid_finish(dst, src, acc, leaf, atom, masked, passes, weight, smooth, tmp)
+    return ll
+
+
+#: Halvings of the SQUAREM step length towards the plain double step before taking it.
+_SQUAREM_TRIES = 30
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _hybrid_squarem(
+    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
+    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
+    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+    nk, hk, row_q, row_gain, parent, leaf, branching, theta, atom, masked, passes, weight,
+    tol, max_iter, tiny,
+):  # fmt: skip  # pragma: no cover - jit (tested against _hybrid_loop in the tests)
+    """:func:`_hybrid_loop` accelerated by SQUAREM (Varadhan and Roland 2008, scheme S3 with
+    the step length bounded by -1 and a monotonicity safeguard), in place on theta.
+
+    A cycle takes two updates F from theta_0 (r = F(theta_0) - theta_0, v = F(F(theta_0))
+    - 2 F(theta_0) + theta_0), steps to ``theta_0 - 2 alpha r + alpha^2 v`` with alpha =
+    -|r| / |v| (at most -1; alpha = -1 is F(F(theta_0)) itself), halving alpha's excess
+    over -1 while the step leaves the positive orthant, and applies F once more. If the
+    log-likelihood fell, the cycle keeps F(F(theta_0)) instead (plain EM never lowers it).
+    The stop is EM's own test at every cycle's start: when the update F(theta_0) changes
+    the joint log-likelihood by less than tol, F(theta_0) is returned, as EM would stop
+    there (so the accelerated fit ends about where EM's early stop ends, not at the
+    limit); or after about ``max_iter`` updates. Returns (updates, converged, final
+    log-likelihood)."""
+    rows, d, hrows = base.size, theta.size, hk.size
+    mt = np.empty(rows)
+    ratio = np.empty(rows)
+    hmt = np.empty(hrows)
+    hratio = np.empty(hrows)
+    grad = np.empty(d)
+    acc = np.empty(hrows + 1)
+    plat = np.empty(rows)
+    run = np.empty(rows + 1)
+    prefix = np.empty(d + 1)
+    tmp = np.empty(d)
+    smooth = np.empty(d)
+    t1 = np.empty(d)
+    t2 = np.empty(d)
+    tp = np.empty(d)
+    tn = np.empty(d)
+    th0 = theta.copy()
+    ll0 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                      cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                      row_spill_cols, row_spill_values, col_slots, col_weights,
+                      col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                      row_gain, parent, leaf, branching, th0, t1, atom, masked, passes,
+                      weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
+                      tmp, smooth)  # fmt: skip
+    it = 1
+    converged = False
+    while it + 3 <= max_iter:
+        ll1 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                    row_spill_cols, row_spill_values, col_slots, col_weights,
+                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                    row_gain, parent, leaf, branching, t1, t2, atom, masked, passes,
+                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
+                    tmp, smooth)  # fmt: skip
+        it += 1
+        if abs(ll1 - ll0) < tol:
+            # EM's own test: one update from theta_0 changed the log-likelihood by less
+            # than tol; EM stops at that update, F(theta_0)
+            converged = True
+            for i in range(d):
+                th0[i] = t1[i]
+            ll0 = ll1
+            break
+        rr = 0.0
+        vv = 0.0
+        for i in range(d):
+            r = t1[i] - th0[i]
+            v = t2[i] - 2.0 * t1[i] + th0[i]
+            rr += r * r
+            vv += v * v
+        alpha = -np.sqrt(rr / vv) if vv > 0.0 else -1.0
+        alpha = min(alpha, -1.0)
+        for _ in range(_SQUAREM_TRIES):
+            ok = True
+            total = 0.0
+            for i in range(d):
+                r = t1[i] - th0[i]
+                v = t2[i] - 2.0 * t1[i] + th0[i]
+                x = th0[i] - 2.0 * alpha * r + alpha * alpha * v
+                if x < 0.0:
+                    ok = False
+                    break
+                tp[i] = x
+                total += x
+            if ok and total > 0.0:
+                break
+            alpha = 0.5 * (alpha - 1.0)
+        else:
+            alpha = -1.0
+        if alpha == -1.0 or not ok or total <= 0.0:
+            for i in range(d):
+                tp[i] = t2[i]
+        else:
+            for i in range(d):
+                tp[i] /= total
+        _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                    row_spill_cols, row_spill_values, col_slots, col_weights,
+                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                    row_gain, parent, leaf, branching, tp, tn, atom, masked, passes,
+                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
+                    tmp, smooth)  # fmt: skip
+        # ll of tn, and the next cycle's first update (into t1)
+        ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                         cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                         row_spill_cols, row_spill_values, col_slots, col_weights,
+                         col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                         row_gain, parent, leaf, branching, tn, t1, atom, masked, passes,
+                         weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run,
+                         prefix, tmp, smooth)  # fmt: skip
+        it += 2
+        if ll < ll0:  # the extrapolation overshot: keep the double EM step
+            for i in range(d):
+                tn[i] = t2[i]
+            ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps,
+                             pe, cover_lo, cover_hi, row_slots, row_weights,
+                             row_spill_rows, row_spill_cols, row_spill_values, col_slots,
+                             col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+                             nk, hk, row_q, row_gain, parent, leaf, branching, tn, t1,
+                             atom, masked, passes, weight, tiny, mt, ratio, hmt, hratio,
+                             grad, acc, plat, run, prefix, tmp, smooth)  # fmt: skip
+        for i in range(d):
+            th0[i] = tn[i]
+        ll0 = ll
+    for i in range(d):
+        theta[i] = th0[i]
+    return it, converged, ll0
