@@ -774,9 +774,10 @@ class AutoDistribution(Mechanism):
         (``p_k``, ``q_k``: the level oracle's support probabilities, FO17 section 3;
         ``a_v``: the node's mass). Support counts are mergeable where per-report
         likelihoods are not; with GRR they are the exact multinomial likelihood's sufficient
-        statistic, with OLH a report supports ``p_k + (B^k - 1) q_k`` nodes on average, so
-        its row weight ``w_k = 1 / (p_k + (B^k - 1) q_k)`` makes each report count once
-        (a composite likelihood: the hits of one report are treated as independent).
+        statistic (weight 1). With OLH they are not: each node's count enters as its own
+        Poisson term with weight ``w_k = 1 / (1 - q_k)`` (a composite likelihood, the hits
+        of one report treated as independent), which gives each node the Fisher information
+        of OLH's own estimate of it (:func:`_hybrid_model`).
         """
         m = self._outputs_by_inputs()
         counts = np.asarray(stats.counts, dtype=np.int64)
