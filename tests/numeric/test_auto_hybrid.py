@@ -363,3 +363,21 @@ def test_accelerated_fit_reaches_the_plain_fits_stop(
         assert np.abs(np.cumsum(fast) - np.cumsum(ref)).max() <= max(
             np.abs(np.cumsum(slow) - np.cumsum(ref)).max(), 1e-6
         )
+
+
+def test_accelerated_fit_respects_its_update_cap() -> None:
+    # the cap counts every update (a SQUAREM cycle takes 3-4): never more than max_iter,
+    # and a cap too small for a cycle still returns one EM update, not the start
+    auto = AutoDistribution(epsilon=1.0, buckets=64, hh_share=0.3)
+    values = np.random.default_rng(16).beta(2, 5, 20_000)
+    st = auto.aggregate(auto.randomize(values, rng=17))
+    counts, wts, make = auto._model(st)
+    fitter = make(counts * wts)
+    for cap in (1, 2, 3, 4, 5, 9, 40):
+        theta, it = fitter.fit(0.0, 1e-12, cap, None)
+        assert 1 <= it <= cap
+        assert abs(float(theta.sum()) - 1.0) < 1e-12
+    one, _ = fitter.fit(0.0, -1.0, 1, None)  # exactly one plain update
+    capped, it = fitter.fit(0.0, 1e-12, 3, None)
+    assert it == 1
+    np.testing.assert_allclose(capped, one, rtol=1e-12, atol=1e-15)

@@ -644,8 +644,9 @@ def _hybrid_squarem(
     The stop is EM's own test at every cycle's start: when the update F(theta_0) changes
     the joint log-likelihood by less than tol, F(theta_0) is returned, as EM would stop
     there (so the accelerated fit ends about where EM's early stop ends, not at the
-    limit); or after about ``max_iter`` updates. Returns (updates, converged, final
-    log-likelihood)."""
+    limit); or once fewer than the 4 updates of a cycle are left of ``max_iter``, with
+    F(theta_0). Returns (updates, converged, the log-likelihood of theta_0: the caller's
+    fits ignore it)."""
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     ratio = np.empty(rows)
@@ -672,7 +673,7 @@ def _hybrid_squarem(
                       tmp, smooth)  # fmt: skip
     it = 1
     converged = False
-    while it + 3 <= max_iter:
+    while it + 4 <= max_iter:  # a cycle takes at most 4 more updates
         ll1 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
                     cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
                     row_spill_cols, row_spill_values, col_slots, col_weights,
@@ -747,9 +748,14 @@ def _hybrid_squarem(
                              nk, hk, row_q, row_gain, parent, leaf, branching, tn, t1,
                              atom, masked, passes, weight, tiny, mt, ratio, hmt, hratio,
                              grad, acc, plat, run, prefix, tmp, smooth)  # fmt: skip
+            it += 1
         for i in range(d):
             th0[i] = tn[i]
         ll0 = ll
-    for i in range(d):
-        theta[i] = th0[i]
+    if converged:
+        for i in range(d):
+            theta[i] = th0[i]
+    else:  # out of updates: the last one, F(theta_0), already computed and counted
+        for i in range(d):
+            theta[i] = t1[i]
     return it, converged, ll0
