@@ -17,11 +17,20 @@ Skipped without ``node`` except in CI (see tests/test_js_client.py).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
 
-from _jshelpers import CLIENT, chi_square_p, flat_bump_law, js_reports, needs_node, rounding_weights
+from _jshelpers import (
+    CLIENT,
+    chi_square_p,
+    flat_bump_law,
+    js_reports,
+    needs_node,
+    rounding_weights,
+    send,
+)
 from ldpkit.frequency import GRR, OLH
 from ldpkit.frequency.hashing import local_hash
 from ldpkit.io import reports_from_dict
@@ -146,3 +155,29 @@ def test_auto_spec_from_json_integers_keeps_its_fingerprint() -> None:
     spec = AutoDistribution(epsilon=2.0, low=0, high=52, expected_n=1000)
     assert spec.fingerprint == AutoDistribution(epsilon=2.0, high=52.0, expected_n=1000).fingerprint
     assert isinstance(spec.low, float) and isinstance(spec.high, float)
+
+
+@pytest.mark.slow
+def test_js_auto_reports_to_a_live_collector(tmp_path: Any, serve_app: Any) -> None:
+    # the browser's path (fetchSpec, randomize, POST) into a collector on 127.0.0.1: the
+    # hybrid spec (default r = 0.25 at eps 2, integral bounds as JSON writes them), r = 0,
+    # and a HierarchicalHistogram collection are stored and aggregated
+    pytest.importorskip("uvicorn")
+    import urllib.request
+
+    from ldpkit.numeric import HierarchicalHistogram
+    from ldpkit.service.app import create_app
+
+    collections = {
+        "auto": AutoDistribution(epsilon=2.0, low=0, high=60, expected_n=1000),
+        "auto-sw": AutoDistribution(epsilon=1.0, high=60.0, buckets=64),
+        "hh": HierarchicalHistogram(epsilon=1.0, high=60.0, buckets=64),
+    }
+    url = serve_app(create_app(collections, f"sqlite:///{tmp_path / 'collector.db'}"))
+    values = (60.0 * np.random.default_rng(9).beta(5.0, 2.0, 600)).tolist()
+    for name in collections:
+        arg = {"url": url, "collection": name, "values": values, "batch": 200}
+        assert send(arg) == {"stored": len(values)}
+        with urllib.request.urlopen(f"{url}/v1/collections/{name}", timeout=30) as r:
+            info = json.loads(r.read())
+        assert (info["n"], info["batches"]) == (len(values), 3), name
