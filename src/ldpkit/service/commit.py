@@ -135,6 +135,9 @@ class _LoopState:
     target: float = 1.0
     full: asyncio.Future[None] | None = None
     want: float = 1.0
+    # PostgreSQL: this loop's idle asyncio connections for keyless groups (one per group
+    # in flight; CollectorStore._commit_group_pg_in_loop), closed by close().
+    connections: list[Any] = dataclasses.field(default_factory=list)
 
 
 class GroupCommitter:
@@ -210,6 +213,7 @@ class GroupCommitter:
                 )
             if self.store.needs_compaction:  # leave the roll-ups folded (failures: logged)
                 await loop.run_in_executor(self._executor, self.store.try_compact)
+            await self.store.close_loop_connections(state.connections)
         if not self._states:
             self._executor.shutdown(wait=True)
             self._executor = self._new_executor()
@@ -279,12 +283,12 @@ class GroupCommitter:
             if self.max_inflight == 1:  # SQLite: the group commits in this task
                 state.busy = True
                 try:
-                    await self._process(group, run_blocking)
+                    await self._process(group, run_blocking, state.connections)
                 finally:
                     state.busy = False
                 continue
             state.inflight_items += len(group)
-            task = loop.create_task(self._process(group, run_blocking))
+            task = loop.create_task(self._process(group, run_blocking, state.connections))
             state.inflight.add(task)
             self.peak_inflight = max(self.peak_inflight, len(state.inflight))
             task.add_done_callback(functools.partial(self._done, state, len(group)))
@@ -324,6 +328,7 @@ class GroupCommitter:
         self,
         group: list[tuple[PendingBatch, asyncio.Future[Any]]],
         run_blocking: Callable[[Callable[[], Any]], Any],
+        connections: list[Any] | None = None,
     ) -> None:
         items = [item for item, _ in group]
         try:
@@ -340,13 +345,15 @@ class GroupCommitter:
                         own.append(shared[key])
                     else:  # a retry inside the group was dropped: aggregate the others again
                         own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
+                if len(own) == 1:  # usually (one roll-up row per group): no copy to make
+                    return own[0]
                 return spec.empty_stats().merge(*own)
 
             start = time.perf_counter()
             results: list[Any] = []
             if live:
                 results = await self.store.commit_group_async(
-                    [items[i] for i in live], combine, run_blocking
+                    [items[i] for i in live], combine, run_blocking, connections
                 )
                 if self.on_commit is not None:
                     self.on_commit(time.perf_counter() - start, len(live))
