@@ -7,12 +7,13 @@ answers every waiting request. On SQLite the whole transaction runs in the loop'
 (in process, the statements only fill the transaction; the COMMIT blocks the loop for one
 fsync, which measured cheaper than handing it to a thread, except for a few seconds after
 a commit that took over 0.1 s, e.g. a stalled disk: see
-:meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
-helper thread, since every statement waits for a network round trip, and the loop keeps
-reading requests for the next group meanwhile (up to two groups in flight, each in its own
-thread and connection). So a 201 still means "on disk", but one
-fsync serves many requests: the more requests arrive while a commit runs, the larger the
-next group.
+:meth:`CollectorStore.commit_group_async`); on PostgreSQL the loop keeps reading requests
+for the next group while a group's statement waits for the server (up to two groups in
+flight, each on its own connection): a group without idempotency keys or raw reports (the
+usual one-report POST) is one statement sent and awaited by the loop itself on an asyncio
+connection of this loop's own (no thread), any other group runs in a helper thread. So a
+201 still means "on disk", but one fsync serves many requests: the more requests arrive
+while a commit runs, the larger the next group.
 
 Before taking a group the committer waits until as many batches are queued as recent
 groups held (a slowly decaying maximum of their sizes), but at most ``window`` seconds
@@ -145,8 +146,9 @@ class GroupCommitter:
 
     One committer task per event loop (a server has one loop; test clients may run
     several): it takes every batch waiting, writes them in one transaction (SQLite: in the
-    loop's thread unless a commit was slow lately; a database server: in a helper thread),
-    then answers the group's requests.
+    loop's thread unless a commit was slow lately; PostgreSQL: a keyless group awaited on
+    the loop's own asyncio connection, others in a helper thread), then answers the
+    group's requests.
     """
 
     def __init__(

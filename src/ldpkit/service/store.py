@@ -27,7 +27,8 @@ other on roll-ups; the compactor updates roll-up rows under a row lock (``SELECT
 UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a fixed order. On PostgreSQL
 the group committer uses :meth:`CollectorStore.commit_group_pg`: the same transaction in one
 network round trip (psycopg pipeline mode; two when the group has idempotency keys)
-instead of one per statement. ``Stats.merge`` is exact for integer counts, so the merge
+instead of one per statement; a keyless group is one statement, which the committer's
+event loop awaits itself on an asyncio connection (``commit_group_async``). ``Stats.merge`` is exact for integer counts, so the merge
 order does not matter. An admin delete (:meth:`CollectorStore.delete_batches`) runs alone
 against the group commits of its collection: on PostgreSQL they take the collection's
 advisory lock in shared mode and the delete takes it exclusively; on SQLite the single
@@ -667,7 +668,10 @@ class CollectorStore:
         fsync ~4 ms): group-commit latency 4.7-13 ms against 8.4-13, CPU per request
         0.23-0.27 ms against 0.27-0.34; at 64 connections no worse. A database server:
         every statement is a network round trip, so the whole transaction runs through
-        ``run_blocking`` (an executor) and the loop never waits for the server.
+        ``run_blocking`` (an executor) and the loop never waits for the server; except,
+        on PostgreSQL when the caller passes its loop's ``connections`` list, a group
+        that is one statement (:meth:`_single_statement`), which the loop sends and awaits
+        itself on an asyncio connection (:meth:`_commit_group_pg_in_loop`).
 
         But while the loop waits for SQLite, it serves nothing (``/healthz``, estimates,
         other requests' bytes): a disk that stalls an fsync for seconds stalls the whole
