@@ -249,8 +249,8 @@ def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(fresh_po
 
 def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(fresh_postgres):
     """Keyless groups go through the committer's asyncio connections (no executor thread:
-    CollectorStore._commit_group_pg_in_loop); keyed ones still through the pipelined
-    path. A connection killed by the server fails only the group in flight on it, with
+    CollectorStore._commit_group_pg_in_loop); keyed ones, and keyless ones larger than
+    ``in_loop_max_group``, through the committer's thread. A connection killed by the server fails only the group in flight on it, with
     the DBAPIError the app turns into a 503, nothing of it stored; the next group
     reconnects. close() closes the loop's connections."""
     import asyncio
@@ -266,6 +266,7 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
     store.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
     keyless = [_item([k % 8], rng=k) for k in range(30)]
     keyed = [_item([k % 8, 1], key=f"k{k}", rng=100 + k) for k in range(5)]
+    large = [_item([k % 8, 2, 3], rng=200 + k) for k in range(5)]
 
     async def run():
         first = await asyncio.gather(*(committer.commit(b) for b in keyless[:10]))
@@ -281,7 +282,10 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
         rest = await asyncio.gather(*(committer.commit(b) for b in keyless[11:]))
         assert state.connections and not threads  # reconnected
         rest += await asyncio.gather(*(committer.commit(b) for b in keyed))
-        assert threads  # a group with keys goes through the pipelined path
+        assert threads == ["pipelined"]  # a group with keys goes through the pipelined path
+        store.in_loop_max_group = 3  # a larger keyless group: in the committer's thread
+        rest += await asyncio.gather(*(committer.commit(b) for b in large))
+        assert threads == ["pipelined"] * 2
         conns = list(state.connections)
         await committer.close()
         assert conns and all(c.closed for c in conns) and not state.connections
@@ -289,11 +293,11 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
 
     try:
         out = asyncio.run(run())
-        assert len({r.batch_id for r in out}) == len(out) == 34
-        stored = [b for i, b in enumerate(keyless + keyed) if i != 10]  # #10 failed
+        assert len({r.batch_id for r in out}) == len(out) == 39
+        stored = [b for i, b in enumerate(keyless + keyed + large) if i != 10]  # #10 failed
         expected = SPEC.empty_stats().merge(*(b.stats for b in stored))
         stats, _ = store.merged("c", SPEC)
-        assert store.summary("c") == (expected.n, 34)
+        assert store.summary("c") == (expected.n, 39)
         for name, arr in expected.arrays.items():
             np.testing.assert_array_equal(stats.arrays[name], arr)
     finally:

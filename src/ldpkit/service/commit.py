@@ -10,8 +10,9 @@ a commit that took over 0.1 s, e.g. a stalled disk: see
 :meth:`CollectorStore.commit_group_async`); on PostgreSQL the loop keeps reading requests
 for the next group while a group's statement waits for the server (up to two groups in
 flight, each on its own connection): a group without idempotency keys or raw reports (the
-usual one-report POST) is one statement sent and awaited by the loop itself on an asyncio
-connection of this loop's own (no thread), any other group runs in a helper thread. So a
+usual one-report POST) of up to ``store.in_loop_max_group`` batches is one statement sent
+and awaited by the loop itself on an asyncio connection of this loop's own (no thread), any
+other group runs in a helper thread. So a
 201 still means "on disk", but one fsync serves many requests: the more requests arrive
 while a commit runs, the larger the next group.
 

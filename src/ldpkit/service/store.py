@@ -524,6 +524,10 @@ class CollectorStore:
         # commit_group_pg. _pg_lock guards the list of idle ones.
         self._pg_idle: list[Any] = []
         self._pg_lock = threading.Lock()
+        # Keyless groups up to this many batches are committed by the event loop itself
+        # (commit_group_async); larger ones in a committer thread, where building and
+        # sending their statement does not hold up the loop's reading of requests.
+        self.in_loop_max_group = 24
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()
@@ -683,7 +687,7 @@ class CollectorStore:
         """
         if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
             merge = combine or _merge_members
-            if connections is not None:
+            if connections is not None and len(items) <= self.in_loop_max_group:
                 try:
                     done = await self._commit_group_pg_in_loop(items, merge, connections)
                 except IntegrityError:  # a batch id taken (never, by design): the full path
