@@ -527,7 +527,7 @@ class CollectorStore:
         # Keyless groups up to this many batches are committed by the event loop itself
         # (commit_group_async); larger ones in a committer thread, where building and
         # sending their statement does not hold up the loop's reading of requests.
-        self.in_loop_max_group = 24
+        self.in_loop_max_group = 12
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()
