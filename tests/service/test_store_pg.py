@@ -250,9 +250,10 @@ def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(fresh_po
 def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(fresh_postgres):
     """Keyless groups go through the committer's asyncio connections (no executor thread:
     CollectorStore._commit_group_pg_in_loop); keyed ones, and keyless ones larger than
-    ``in_loop_max_group``, through the committer's thread. A connection killed by the server fails only the group in flight on it, with
-    the DBAPIError the app turns into a 503, nothing of it stored; the next group
-    reconnects. close() closes the loop's connections."""
+    ``in_loop_max_group``, through the committer's thread. A connection killed by the
+    server fails only the group in flight on it, with the DBAPIError the app turns into a
+    503, nothing of it stored; the next group reconnects. close() closes the loop's
+    connections."""
     import asyncio
 
     from sqlalchemy.exc import DBAPIError
@@ -260,6 +261,7 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
     from ldpkit.service.commit import GroupCommitter
 
     store = _store(fresh_postgres)
+    store.in_loop_max_group = 64  # every keyless group below in the loop, until lowered
     committer = GroupCommitter(store, {"c": SPEC}, window=0.0, compact_interval=3600.0)
     threads: list[str] = []
     real = store.commit_group_pg
