@@ -42,7 +42,9 @@ def _ks(dist: Distribution, values: np.ndarray) -> float:
 # -- the client side is SquareWave's --------------------------------------------------------
 def test_reports_and_stats_are_square_waves() -> None:
     values = np.random.default_rng(1).random(5000)
-    auto = AutoDistribution(epsilon=1.5, low=0.0, high=1.0, buckets=128)
+    # below eps = 1.5 (default_hh_share) or with hh_share=0 every user sends Square Wave
+    assert AutoDistribution(epsilon=1.4, buckets=128).hh_share == 0.0
+    auto = AutoDistribution(epsilon=1.5, low=0.0, high=1.0, buckets=128, hh_share=0.0)
     sw = SquareWave(epsilon=1.5, buckets=128)
     rep_a, rep_s = auto.randomize(values, rng=3), sw.randomize(values, rng=3)
     assert rep_a.spec == auto

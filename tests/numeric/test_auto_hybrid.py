@@ -322,9 +322,62 @@ def test_joint_fit_band_path_is_the_box_path(strength: float) -> None:
     counts, wts, make = auto._model(st)
     fitter = make(counts * wts)
     assert fitter.sw.box is not None
-    fast, it_fast = fitter.fit(strength, 1e-3, 3000, None)
+    fast, it_fast = fitter.fit(strength, -1.0, 300, None)  # tol < 0: 300 plain updates
     box, fitter.sw.box = fitter.sw.box, None
+    slow, it_slow = fitter.fit(strength, -1.0, 300, None)
+    fitter.sw.box = box
+    assert it_fast == it_slow == 300
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)
+    # run to the stop (SQUAREM): its step lengths amplify rounding, not more
+    fast, it_fast = fitter.fit(strength, 1e-3, 3000, None)
+    fitter.sw.box = None
     slow, it_slow = fitter.fit(strength, 1e-3, 3000, None)
     fitter.sw.box = box
-    assert it_fast == it_slow
-    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-15)
+    assert abs(it_fast - it_slow) <= 30
+    np.testing.assert_allclose(fast, slow, rtol=1e-3, atol=1e-9)
+
+
+@pytest.mark.parametrize("strength", [0.0, 0.5, 8.0])
+def test_accelerated_fit_reaches_the_plain_fits_stop(
+    strength: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQUAREM changes the path, not the destination: a smoothed fit converges to the same
+    # fixed point, plain EM to (about) where EM run to its stop ends, in far fewer updates
+    import ldpkit.numeric.auto as auto_module
+
+    auto = AutoDistribution(epsilon=1.0, buckets=64, hh_share=0.3)
+    values = np.random.default_rng(14).beta(2, 5, 50_000)
+    st = auto.aggregate(auto.randomize(values, rng=15))
+    counts, wts, make = auto._model(st)
+    fitter = make(counts * wts)
+    tol = 1e-3 * math.exp(1.0) if strength == 0 else 1e-3
+    fast, it_fast = fitter.fit(strength, tol, 100_000, None)
+    monkeypatch.setattr(auto_module, "_ACCELERATE", False)
+    slow, it_slow = fitter.fit(strength, tol, 100_000, None)
+    ref, _ = fitter.fit(strength, tol * 1e-4, 100_000, slow)  # the limit, closer
+    assert it_fast < it_slow / 3
+    gap = np.abs(np.cumsum(fast) - np.cumsum(slow)).max()
+    # both are within their stopping error of the limit; plain EM stops earlier
+    assert gap <= np.abs(np.cumsum(ref) - np.cumsum(slow)).max() + 1e-4
+    if strength > 0:  # a fixed point: the accelerated fit is at least as close to it
+        assert np.abs(np.cumsum(fast) - np.cumsum(ref)).max() <= max(
+            np.abs(np.cumsum(slow) - np.cumsum(ref)).max(), 1e-6
+        )
+
+
+def test_accelerated_fit_respects_its_update_cap() -> None:
+    # the cap counts every update (a SQUAREM cycle takes 3-4): never more than max_iter,
+    # and a cap too small for a cycle still returns one EM update, not the start
+    auto = AutoDistribution(epsilon=1.0, buckets=64, hh_share=0.3)
+    values = np.random.default_rng(16).beta(2, 5, 20_000)
+    st = auto.aggregate(auto.randomize(values, rng=17))
+    counts, wts, make = auto._model(st)
+    fitter = make(counts * wts)
+    for cap in (1, 2, 3, 4, 5, 9, 40):
+        theta, it = fitter.fit(0.0, 1e-12, cap, None)
+        assert 1 <= it <= cap
+        assert abs(float(theta.sum()) - 1.0) < 1e-12
+    one, _ = fitter.fit(0.0, -1.0, 1, None)  # exactly one plain update
+    capped, it = fitter.fit(0.0, 1e-12, 3, None)
+    assert it == 1
+    np.testing.assert_allclose(capped, one, rtol=1e-12, atol=1e-15)

@@ -23,7 +23,6 @@ from ._em_kernels import (
     _loglik,
     _pass,
     _ratios,
-    _scan,
     _smooth,
 )
 
@@ -336,41 +335,86 @@ def _smoothed_box_loop(
 
 # -- the hybrid design: Square Wave reports plus hierarchical-histogram level counts ----------
 # AutoDistribution(hh_share > 0). Rows of the joint model are the SW output buckets followed by
-# the nodes of every HH level (level k: B^k nodes, node v holding the leaves
-# [v rep_k, (v + 1) rep_k) of the d buckets; padding leaves past d hold no mass). An HH row's
-# "prediction" is the probability that a report of that level supports the node,
-# q_k + (p_k - q_k) a_v with a_v the node's mass, and its weight (nk) the node's support count
-# times w_k = 1 / (p_k + (B^k - 1) q_k) (see AutoDistribution._hybrid_model).
+# the nodes of every HH level, coarsest first (level k: B^k nodes, node v holding the leaves
+# [v B^(h-k), (v + 1) B^(h-k)) of the d buckets; the deepest level's node i is bucket i, and
+# its padding nodes past d hold no mass). An HH row's "prediction" is the probability that a
+# report of that level supports the node, q_k + (p_k - q_k) a_v with a_v the node's mass, and
+# its weight (nk) the node's support count times w_k (see AutoDistribution._hybrid_model).
+# The kernels run over the HH rows as one flat array with per-row constants (row_q = q_k,
+# row_gain = p_k - q_k, parent: the row of the node's parent, hrows for level 1), so that
+# every pass is one loop over 4^1 + ... + 4^h rows, not a loop per level.
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
-def _hh_predict(theta, prefix, lv_off, lv_size, lv_rep, lv_p, lv_q, out):  # pragma: no cover
-    """``out[off_k + v] = q_k + (p_k - q_k) a_v`` for every level k and node v (a_v from the
-    prefix sums of theta, which the caller fills)."""
+def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
+    """``mass[j] = a_v``, the mass of every HH node: the deepest level (rows ``leaf`` on)
+    is theta itself (0 on padding), every coarser node the sum of its B children (the rows
+    ``leaf`` - 1 down to 0, children before parents: levels are stored coarsest first and a
+    node's children are consecutive rows of the next level)."""
     d = theta.size
-    _scan(theta, prefix)
-    for k in range(lv_off.size):
-        off, size, rep = lv_off[k], lv_size[k], lv_rep[k]
-        p, q = lv_p[k], lv_q[k]
+    hrows = mass.size
+    for i in range(d):
+        mass[leaf + i] = theta[i]
+    for j in range(leaf + d, hrows):
+        mass[j] = 0.0
+    # node v of a level at offset o has its children at o' + B v, o' the next level's offset
+    hi = hrows
+    lo = leaf
+    while lo > 0:
+        size = (hi - lo) // branching  # nodes of the coarser level
+        up = lo - size
         for v in range(size):
-            lo = min(v * rep, d)
-            hi = min(lo + rep, d)
-            out[off + v] = q + (p - q) * (prefix[hi] - prefix[lo])
+            c = lo + branching * v
+            total = 0.0
+            for t in range(branching):
+                total += mass[c + t]
+            mass[up + v] = total
+        hi, lo = lo, up
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
-def _hh_ratios(nk, mt, ratio, tiny):  # pragma: no cover - jit
-    """Floor ``mt`` at tiny and ``ratio = nk / mt`` (no logarithm: see :func:`_settled`)."""
-    for j in range(nk.size):
-        m = max(mt[j], tiny)
-        mt[j] = m
-        ratio[j] = nk[j] / m
+def _hh_ratios_change(hk, mass, row_q, row_gain, hmt, hold, hratio, tiny):  # pragma: no cover
+    """From the node masses: ``hmt = max(q_k + (p_k - q_k) a_v, tiny)``, ``hratio = hk /
+    hmt``, and :func:`_change`'s sums of ``hk`` between ``hold`` and ``hmt``, in one pass
+    over the HH rows."""
+    a = 0.0
+    q4 = 0.0
+    s1 = 0.0
+    far = 0.0
+    for j in range(hk.size):
+        m = row_q[j] + row_gain[j] * mass[j]
+        m = m if m > tiny else tiny
+        hmt[j] = m
+        w = hk[j]
+        hratio[j] = w / m
+        u = m / hold[j] - 1.0
+        au = np.abs(u)
+        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
+        u = u if au <= 1.0 else 0.0
+        u2 = u * u
+        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
+        q4 += w * (u2 * u2)
+        s1 += w * np.abs(u)
+    return a, q4, s1, far
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
-def _hh_grad(ratio, lv_off, lv_rep, lv_p, lv_q, grad):  # pragma: no cover - jit
-    """``grad[i] += sum_k (p_k - q_k) ratio[off_k + i // rep_k]``: the HH levels' share of
-    the E-step, the expected number of *signal* hits of i's node per unit of theta_i.
+def _hh_first(hk, mass, row_q, row_gain, hmt, hratio, tiny):  # pragma: no cover - jit
+    """:func:`_hh_ratios_change` without a previous prediction (the loop's start)."""
+    for j in range(hk.size):
+        m = row_q[j] + row_gain[j] * mass[j]
+        m = m if m > tiny else tiny
+        hmt[j] = m
+        hratio[j] = hk[j] / m
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
+    """``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``; at the deepest
+    level (bucket i) this is the HH levels' share of the E-step, ``sum_k (p_k - q_k)
+    ratio[node_k(i)]``: the expected number of *signal* hits of i's nodes per unit of
+    theta_i. One pass down the tree (a node's sum is its parent's plus its own term;
+    ``acc`` has one more slot, 0, the parent of level 1), O(nodes) instead of O(levels d).
 
     A node's support count is background hits (rate q_k, whatever the value) plus signal
     hits (rate p_k - q_k from the node's own users); the complete data of this EM are the
@@ -380,14 +424,10 @@ def _hh_grad(ratio, lv_off, lv_rep, lv_p, lv_q, grad):  # pragma: no cover - jit
     would add the same term to every bucket and slow EM down by about the hits per report
     over ``p_k - q_k`` (hundreds for OLH at 1024 nodes; measured: no convergence in 1000
     iterations)."""
-    d = grad.size
-    for k in range(lv_off.size):
-        off, rep = lv_off[k], lv_rep[k]
-        gain = lv_p[k] - lv_q[k]
-        for v in range((d + rep - 1) // rep):  # nodes holding real buckets
-            r = gain * ratio[off + v]
-            for i in range(v * rep, min(v * rep + rep, d)):
-                grad[i] += r
+    hrows = ratio.size
+    acc[hrows] = 0.0
+    for j in range(hrows):
+        acc[j] = acc[parent[j]] + row_gain[j] * ratio[j]
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
@@ -409,12 +449,13 @@ def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hybrid_finish(
-    theta, th0, hgrad, atom, masked, passes, weight, smooth, tmp
+    theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp
 ):  # pragma: no cover
-    """``theta += th0 * hgrad`` (theta holding th0 times the SW gather), normalize, smooth."""
+    """``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH
+    gather of :func:`_hh_grad`), normalize, smooth."""
     total = 0.0
     for i in range(theta.size):
-        theta[i] += th0[i] * hgrad[i]
+        theta[i] += th0[i] * acc[leaf + i]
         total += theta[i]
     for i in range(theta.size):
         theta[i] /= total
@@ -449,11 +490,11 @@ def _hybrid_loop(
     col_spill_values,
     nk,
     hk,
-    lv_off,
-    lv_size,
-    lv_rep,
-    lv_p,
-    lv_q,
+    row_q,
+    row_gain,
+    parent,
+    leaf,
+    branching,
     theta,
     atom,
     masked,
@@ -463,10 +504,11 @@ def _hybrid_loop(
     max_iter,
     tiny,
 ):  # pragma: no cover - jit (tested against a numpy reference in the tests)
-    """Joint EM with smoothing over SW output counts ``nk`` and HH level rows ``hk`` (weighted
-    support counts), in place on theta; the SW products on the box band when ``use_box``,
-    else on the band. Stops when the joint log-likelihood changes by less than tol.
-    Returns (iterations, converged, final log-likelihood)."""
+    """Joint EM with smoothing over SW output counts ``nk`` and HH node rows ``hk`` (weighted
+    support counts; per-row constants as in the section's comment, ``leaf``: the first row
+    of the deepest level), in place on theta; the SW products on the box band when
+    ``use_box``, else on the band. Stops when the joint log-likelihood changes by less than
+    tol. Returns (iterations, converged, final log-likelihood)."""
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     old = np.empty(rows)
@@ -475,7 +517,7 @@ def _hybrid_loop(
     hold = np.empty(hrows)
     hratio = np.empty(hrows)
     grad = np.empty(d)
-    hgrad = np.empty(d)
+    acc = np.empty(hrows + 1)  # node masses, then the E-step's sums down the tree
     th0 = np.empty(d)
     plat = np.empty(rows)
     run = np.empty(rows + 1)
@@ -493,8 +535,8 @@ def _hybrid_loop(
     else:
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
-    _hh_predict(theta, prefix, lv_off, lv_size, lv_rep, lv_p, lv_q, hmt)
-    _hh_ratios(hk, hmt, hratio, tiny)
+    _hh_masses(theta, leaf, branching, acc[:hrows])
+    _hh_first(hk, acc, row_q, row_gain, hmt, hratio, tiny)
     ll = _loglik(nk, mt) + _loglik(hk, hmt)
     known = True  # ll is the log-likelihood of (mt, hmt)
     size = _magnitude(ll, total)
@@ -504,7 +546,6 @@ def _hybrid_loop(
         it += 1
         for i in range(d):
             th0[i] = theta[i]
-            hgrad[i] = 0.0
         if use_box:
             _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
                          col_spill_cols, col_spill_values, ratio, shared, plat, run, grad,
@@ -513,22 +554,21 @@ def _hybrid_loop(
             _band_grad(base, data, offsets, starts, lengths, ratio, grad)
             for i in range(d):
                 theta[i] *= grad[i]
-        _hh_grad(hratio, lv_off, lv_rep, lv_p, lv_q, hgrad)
-        _hybrid_finish(theta, th0, hgrad, atom, masked, passes, weight, smooth, tmp)
+        _hh_grad(hratio, row_gain, parent, acc)
+        _hybrid_finish(theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
         hmt, hold = hold, hmt
+        # SW20's stop on the joint log-likelihood, tested without logarithms while the
+        # change clearly exceeds tol (:func:`_settled`, both row sets' sums added); the
+        # ratios of the next E-step and the change's sums in one pass per row set
         if use_box:
             _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
                         row_spill_cols, row_spill_values, theta, prefix, mt)  # fmt: skip
         else:
             _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-        shared = _ratios(base, nk, mt, ratio, tiny)
-        _hh_predict(theta, prefix, lv_off, lv_size, lv_rep, lv_p, lv_q, hmt)
-        _hh_ratios(hk, hmt, hratio, tiny)
-        # SW20's stop on the joint log-likelihood, tested without logarithms while the
-        # change clearly exceeds tol (:func:`_settled`, both row sets' sums added)
-        a1, q1, s1, far1 = _change(nk, mt, old)
-        a2, q2, s2, far2 = _change(hk, hmt, hold)
+        shared, a1, q1, s1, far1 = _ratios_change(base, nk, mt, old, ratio, tiny)
+        _hh_masses(theta, leaf, branching, acc[:hrows])
+        a2, q2, s2, far2 = _hh_ratios_change(hk, acc, row_q, row_gain, hmt, hold, hratio, tiny)
         certain, size = _decide(a1 + a2, q1 + q2, s1 + s2, far1 + far2, rows + hrows, total,
                                 tol, size)  # fmt: skip
         if certain:
@@ -544,3 +584,178 @@ def _hybrid_loop(
     if not known:
         ll = _loglik(nk, mt) + _loglik(hk, hmt)
     return it, converged, ll
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _hybrid_map(
+    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
+    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
+    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+    nk, hk, row_q, row_gain, parent, leaf, branching, src, dst, atom, masked, passes, weight,
+    tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
+):  # fmt: skip  # pragma: no cover - jit
+    """One update of :func:`_hybrid_loop` from ``src`` into ``dst``; returns the joint
+    log-likelihood of ``src``."""
+    d, hrows = src.size, hk.size
+    if use_box:
+        _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
+                    row_spill_cols, row_spill_values, src, prefix, mt)  # fmt: skip
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, src, mt)
+    shared = _ratios(base, nk, mt, ratio, tiny)
+    _hh_masses(src, leaf, branching, acc[:hrows])
+    _hh_first(hk, acc, row_q, row_gain, hmt, hratio, tiny)
+    ll = _loglik(nk, mt) + _loglik(hk, hmt)
+    for i in range(d):
+        dst[i] = src[i]
+    if use_box:
+        _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
+                     col_spill_cols, col_spill_values, ratio, shared, plat, run, grad, dst,
+                     False)  # fmt: skip
+    else:
+        _band_grad(base, data, offsets, starts, lengths, ratio, grad)
+        for i in range(d):
+            dst[i] *= grad[i]
+    _hh_grad(hratio, row_gain, parent, acc)
+    _hybrid_finish(dst, src, acc, leaf, atom, masked, passes, weight, smooth, tmp)
+    return ll
+
+
+#: Halvings of the SQUAREM step length towards the plain double step before taking it.
+_SQUAREM_TRIES = 30
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _hybrid_squarem(
+    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
+    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
+    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+    nk, hk, row_q, row_gain, parent, leaf, branching, theta, atom, masked, passes, weight,
+    tol, max_iter, tiny,
+):  # fmt: skip  # pragma: no cover - jit (tested against _hybrid_loop in the tests)
+    """:func:`_hybrid_loop` accelerated by SQUAREM (Varadhan and Roland 2008, scheme S3 with
+    the step length bounded by -1 and a monotonicity safeguard), in place on theta.
+
+    A cycle takes two updates F from theta_0 (r = F(theta_0) - theta_0, v = F(F(theta_0))
+    - 2 F(theta_0) + theta_0), steps to ``theta_0 - 2 alpha r + alpha^2 v`` with alpha =
+    -|r| / |v| (at most -1; alpha = -1 is F(F(theta_0)) itself), halving alpha's excess
+    over -1 while the step leaves the positive orthant, and applies F once more. If the
+    log-likelihood fell, the cycle keeps F(F(theta_0)) instead (plain EM never lowers it).
+    The stop is EM's own test at every cycle's start: when the update F(theta_0) changes
+    the joint log-likelihood by less than tol, F(theta_0) is returned, as EM would stop
+    there (so the accelerated fit ends about where EM's early stop ends, not at the
+    limit); or once fewer than the 4 updates of a cycle are left of ``max_iter``, with
+    F(theta_0). Returns (updates, converged, the log-likelihood of theta_0: the caller's
+    fits ignore it)."""
+    rows, d, hrows = base.size, theta.size, hk.size
+    mt = np.empty(rows)
+    ratio = np.empty(rows)
+    hmt = np.empty(hrows)
+    hratio = np.empty(hrows)
+    grad = np.empty(d)
+    acc = np.empty(hrows + 1)
+    plat = np.empty(rows)
+    run = np.empty(rows + 1)
+    prefix = np.empty(d + 1)
+    tmp = np.empty(d)
+    smooth = np.empty(d)
+    t1 = np.empty(d)
+    t2 = np.empty(d)
+    tp = np.empty(d)
+    tn = np.empty(d)
+    th0 = theta.copy()
+    ll0 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                      cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                      row_spill_cols, row_spill_values, col_slots, col_weights,
+                      col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                      row_gain, parent, leaf, branching, th0, t1, atom, masked, passes,
+                      weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
+                      tmp, smooth)  # fmt: skip
+    it = 1
+    converged = False
+    while it + 4 <= max_iter:  # a cycle takes at most 4 more updates
+        ll1 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                    row_spill_cols, row_spill_values, col_slots, col_weights,
+                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                    row_gain, parent, leaf, branching, t1, t2, atom, masked, passes,
+                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
+                    tmp, smooth)  # fmt: skip
+        it += 1
+        if abs(ll1 - ll0) < tol:
+            # EM's own test: one update from theta_0 changed the log-likelihood by less
+            # than tol; EM stops at that update, F(theta_0)
+            converged = True
+            for i in range(d):
+                th0[i] = t1[i]
+            ll0 = ll1
+            break
+        rr = 0.0
+        vv = 0.0
+        for i in range(d):
+            r = t1[i] - th0[i]
+            v = t2[i] - 2.0 * t1[i] + th0[i]
+            rr += r * r
+            vv += v * v
+        alpha = -np.sqrt(rr / vv) if vv > 0.0 else -1.0
+        alpha = min(alpha, -1.0)
+        for _ in range(_SQUAREM_TRIES):
+            ok = True
+            total = 0.0
+            for i in range(d):
+                r = t1[i] - th0[i]
+                v = t2[i] - 2.0 * t1[i] + th0[i]
+                x = th0[i] - 2.0 * alpha * r + alpha * alpha * v
+                if x < 0.0:
+                    ok = False
+                    break
+                tp[i] = x
+                total += x
+            if ok and total > 0.0:
+                break
+            alpha = 0.5 * (alpha - 1.0)
+        else:
+            alpha = -1.0
+        if alpha == -1.0 or not ok or total <= 0.0:
+            for i in range(d):
+                tp[i] = t2[i]
+        else:
+            for i in range(d):
+                tp[i] /= total
+        _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                    row_spill_cols, row_spill_values, col_slots, col_weights,
+                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                    row_gain, parent, leaf, branching, tp, tn, atom, masked, passes,
+                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
+                    tmp, smooth)  # fmt: skip
+        # ll of tn, and the next cycle's first update (into t1)
+        ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
+                         cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
+                         row_spill_cols, row_spill_values, col_slots, col_weights,
+                         col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
+                         row_gain, parent, leaf, branching, tn, t1, atom, masked, passes,
+                         weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run,
+                         prefix, tmp, smooth)  # fmt: skip
+        it += 2
+        if ll < ll0:  # the extrapolation overshot: keep the double EM step
+            for i in range(d):
+                tn[i] = t2[i]
+            ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps,
+                             pe, cover_lo, cover_hi, row_slots, row_weights,
+                             row_spill_rows, row_spill_cols, row_spill_values, col_slots,
+                             col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+                             nk, hk, row_q, row_gain, parent, leaf, branching, tn, t1,
+                             atom, masked, passes, weight, tiny, mt, ratio, hmt, hratio,
+                             grad, acc, plat, run, prefix, tmp, smooth)  # fmt: skip
+            it += 1
+        for i in range(d):
+            th0[i] = tn[i]
+        ll0 = ll
+    if converged:
+        for i in range(d):
+            theta[i] = th0[i]
+    else:  # out of updates: the last one, F(theta_0), already computed and counted
+        for i in range(d):
+            theta[i] = t1[i]
+    return it, converged, ll0
