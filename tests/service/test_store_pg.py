@@ -5,6 +5,7 @@ record, reused keys for other content refused, totals exact with two writer proc
 worth of connections racing on the same roll-up rows and keys.
 """
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -302,5 +303,104 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
         assert store.summary("c") == (expected.n, 39)
         for name, arr in expected.arrays.items():
             np.testing.assert_array_equal(stats.arrays[name], arr)
+    finally:
+        store.close()
+
+
+def _pg_raw(url):
+    import psycopg
+
+    return psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+
+
+def _ingest_estimate_delete(store):
+    """Keyless and keyed groups on both paths, a retry, an estimate, a delete by token."""
+    a, b = _item([1, 2, 3], key="k1", rng=1), _item([4, 5], rng=2)
+    first = store.commit_group_pg([a, b])
+    assert store.commit_group_pg([_item([1, 2, 3], key="k1", rng=1)])[0].batch_id == (
+        first[0].batch_id
+    )
+    store.commit_group([_item([6], rng=3)])
+    store.compact()
+    stats, _ = store.merged("c", SPEC)
+    assert stats.n == 6 and store.summary("c") == (6, 3)
+    assert len(store.list_batches("c", token="")) == 3
+    store.delete_batches("c", token="")
+    assert store.summary("c") == (0, 0) and store.list_batches("c") == []
+
+
+def test_new_postgres_schema_is_lean_and_works(fresh_postgres):
+    """New PostgreSQL databases: the batch table's primary key, a partial unique index on
+    keyed rows and the two admin indexes; no foreign keys on the two
+    tables every group commit writes (see the schema comment in store.py)."""
+    store = _store(fresh_postgres)
+    try:
+        from sqlalchemy import inspect
+
+        insp = inspect(store.engine)
+        indexes = {i["name"]: i for i in insp.get_indexes("ldpkit_batches")}
+        assert set(indexes) == {
+            "uq_ldpkit_batches_key",
+            "ix_ldpkit_batches_bucket",
+            "ix_ldpkit_batches_token",
+        }
+        assert indexes["uq_ldpkit_batches_key"]["unique"]
+        assert insp.get_unique_constraints("ldpkit_batches") == []
+        assert insp.get_foreign_keys("ldpkit_batches") == []
+        assert insp.get_foreign_keys("ldpkit_rollup_parts") == []
+        _ingest_estimate_delete(store)
+    finally:
+        store.close()
+
+
+def test_batches_only_for_registered_collections(fresh_postgres):
+    """The invariant that replaces the dropped foreign keys: no batch row or roll-up part
+    without its collection row (register writes it; a group for another name is refused
+    before anything is written)."""
+    store = _store(fresh_postgres)
+    try:
+        stray = dataclasses.replace(_item([1]), collection="unregistered")
+        with pytest.raises((KeyError, ValueError)):
+            store.commit_group_pg([stray])
+        with pytest.raises((KeyError, ValueError)):
+            store.commit_group([stray])
+        with _pg_raw(fresh_postgres) as c:
+            orphans = c.execute(
+                "SELECT count(*) FROM ldpkit_batches b WHERE NOT EXISTS (SELECT 1 FROM"
+                " ldpkit_collections c WHERE c.name = b.collection) UNION ALL"
+                " SELECT count(*) FROM ldpkit_rollup_parts p WHERE NOT EXISTS (SELECT 1 FROM"
+                " ldpkit_collections c WHERE c.name = p.collection)"
+            ).fetchall()
+        assert orphans == [(0,), (0,)]
+    finally:
+        store.close()
+
+
+def test_database_of_the_earlier_schema_keeps_working(fresh_postgres):
+    """A database created before the lean schema (foreign keys, unique batch_id, full
+    idempotency constraint, two batch indexes) is used as it is: same results."""
+    store = _store(fresh_postgres)
+    store.close()
+    with _pg_raw(fresh_postgres) as c:
+        for q in [
+            "DROP INDEX uq_ldpkit_batches_key",
+            "ALTER TABLE ldpkit_batches ADD UNIQUE (batch_id)",
+            "ALTER TABLE ldpkit_batches ADD FOREIGN KEY (collection)"
+            " REFERENCES ldpkit_collections (name)",
+            "ALTER TABLE ldpkit_rollup_parts ADD FOREIGN KEY (collection)"
+            " REFERENCES ldpkit_collections (name)",
+            "ALTER TABLE ldpkit_batches ADD CONSTRAINT uq_ldpkit_batches_idempotency"
+            " UNIQUE (collection, token, idempotency_key)",
+        ]:
+            c.execute(q)
+    store = _store(fresh_postgres)
+    try:
+        from sqlalchemy import inspect
+
+        assert len(inspect(store.engine).get_foreign_keys("ldpkit_batches")) == 1
+        _ingest_estimate_delete(store)
+        # The earlier unique constraint still refuses another batch under a stored key.
+        store.commit_group_pg([_item([1], key="k2", rng=4)])
+        assert isinstance(store.commit_group_pg([_item([2], key="k2")])[0], IdempotencyConflict)
     finally:
         store.close()
