@@ -920,7 +920,7 @@ class AutoDistribution(Mechanism):
            dropped, the rest renormalized), refit the candidates with weight on all reports,
            strongest first, a plain fit before its end-atom variant (plain EM from the uniform start, as SW20's EM starts; a smoothed
            fit from the previous, stronger fit; alone, strength 0 is exactly SW + EM and 0.5
-           exactly SW + EMS; a budget candidate continues the best smoothed strength's
+           SW + EMS to its stopping error (final smoothed fits use SQUAREM); a budget candidate continues the best smoothed strength's
            final fit for its k iterations), and average the fits with those weights. The
            held-out scores of neighbouring strengths on smooth data often differ by a few
            nats, less than their noise; averaging removes the arbitrary pick among them.
@@ -1093,7 +1093,8 @@ class AutoDistribution(Mechanism):
         # starts from the uniform distribution, as SW20's EM does (its early stop is what
         # regularizes it; a warm start would run it further); a smoothed fit starts from the
         # previous, stronger one, which it reaches from the uniform start anyway, in fewer
-        # iterations. Alone, strength 0 is thus exactly SW + EM and 0.5 exactly SW + EMS.
+        # iterations. Alone, strength 0 is thus exactly SW + EM and 0.5 SW + EMS (to the
+        # stopping error: the final smoothed fits use SQUAREM, see _Fitter.fit).
         # The budget candidates continue the best smoothed strength's final fit.
         fitter = make(wcounts)
         # the budgets' start: the final fit of the best-scoring smoothed strength
