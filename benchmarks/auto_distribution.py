@@ -283,6 +283,8 @@ def main() -> None:
         {
             "hh_share": args.hh_share,
             "reps": args.reps,
+            "large_reps": args.large_reps,
+            "seed": args.seed,
             "cross_validate": args.cross_validate,
             "summary": summary,
             "large_n": large,

@@ -21,7 +21,9 @@ install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``
 
 Both servers run with the access log off. Besides requests/s and latency, each ingest row
 has the CPU time of the server's processes per request (robust on a shared machine,
-where requests/s mostly measures how much CPU the server got) and, for the collector, the
+where requests/s mostly measures how much CPU the server got), on PostgreSQL also that of
+the database server's processes ("DB CPU ms/req": they compete for the same cores; the
+ratio row gives collector + database against the bare endpoint) and, for the collector, the
 mean group size and group-commit latency from /metrics; the fsync latency of the disk is
 measured before and after the run (the floor under one durable commit). Prints tables and
 writes benchmarks/results/collector.json.
@@ -139,6 +141,37 @@ class Server:
                 self.proc.wait(5)
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """CPU time (user + system) of process ``root`` and its descendants, live or reaped.
+
+    For the PostgreSQL server: its backends compete with the collector for the same cores,
+    but are not in the collector's process group. A live process's ``cutime``/``cstime``
+    hold its reaped children (the postmaster's exited backends), so nothing is counted
+    twice.
+    """
+    parent: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        times[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    total = 0
+    for pid, ticks in times.items():
+        p = pid
+        while p > 1 and p != root:
+            p = parent.get(p, 0)
+        if p == root:
+            total += ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def bare_server(tmp: Path, workers: int) -> Server:
     (tmp / "bare_app.py").write_text(BARE)
     port = _free_port()
@@ -232,12 +265,23 @@ def stored_n(port: int) -> int:
 
 
 def ingest_rows(
-    args: Any, tmp: Path, database_url: str, backend: str, workers: int
+    args: Any,
+    tmp: Path,
+    database_url: str,
+    backend: str,
+    workers: int,
+    db_pid: int | None = None,
 ) -> list[dict[str, Any]]:
+    """``db_pid``: the database server's process (PostgreSQL), whose CPU per request is
+    reported too (``db_cpu_ms_per_request``; the bare endpoint's row: the idle server's)."""
     one = tmp / "one.json"
     one.write_text(json.dumps(reports_to_dict(SPEC.randomize([7], rng=0))))
     batch = tmp / "batch.npz"
     batch.write_bytes(reports_to_bytes(SPEC.randomize(np.arange(10_000) % 1024, rng=1)))
+
+    def db_seconds() -> float:
+        return tree_cpu_seconds(db_pid) if db_pid is not None else 0.0
+
     rows = []
     for connections in args.connections:
         bare_runs, coll_runs = [], []
@@ -245,10 +289,12 @@ def ingest_rows(
             srv = bare_server(tmp, workers)
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up, not counted
-                cpu = srv.cpu_seconds()
+                cpu, db_cpu = srv.cpu_seconds(), db_seconds()
                 load = os.getloadavg()[0]
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
                 res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                if db_pid is not None:
+                    res["db_cpu_ms_per_request"] = (db_seconds() - db_cpu) * 1e3 / res["requests"]
                 res["load"] = load
                 bare_runs.append(res)
             finally:
@@ -257,10 +303,12 @@ def ingest_rows(
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
                 before = stored_n(srv.port)
-                cpu = srv.cpu_seconds()
+                cpu, db_cpu = srv.cpu_seconds(), db_seconds()
                 load = os.getloadavg()[0]
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
                 res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                if db_pid is not None:
+                    res["db_cpu_ms_per_request"] = (db_seconds() - db_cpu) * 1e3 / res["requests"]
                 res["load"] = load
                 res["stored"] = stored_n(srv.port) - before
                 res.update(commit_stats(srv.port))
@@ -278,15 +326,17 @@ def ingest_rows(
         coll = statistics.median(r["requests_per_s"] for r in coll_runs)
         bare_cpu = statistics.median(r["cpu_ms_per_request"] for r in bare_runs)
         coll_cpu = statistics.median(r["cpu_ms_per_request"] for r in coll_runs)
-        rows.append(
-            {
-                **common,
-                "server": "collector / bare",
-                "body": "median ratio",
-                "requests_per_s": coll / bare,
-                "cpu_ms_per_request": coll_cpu / bare_cpu,
-            }
-        )
+        ratio = {
+            **common,
+            "server": "collector / bare",
+            "body": "median ratio",
+            "requests_per_s": coll / bare,
+            "cpu_ms_per_request": coll_cpu / bare_cpu,
+        }
+        if db_pid is not None:  # collector + its database against the bare endpoint alone
+            db = statistics.median(r["db_cpu_ms_per_request"] for r in coll_runs)
+            ratio["cpu_with_db_vs_bare"] = (coll_cpu + db) / bare_cpu
+        rows.append(ratio)
     if args.skip_batched:
         return rows
     srv = collector_server(tmp, database_url, workers, args.commit_window)
@@ -430,7 +480,8 @@ def main() -> None:
         if not args.skip_postgres and find_pg_bin() is not None:
             with TemporaryPostgres() as pg:
                 for workers in args.workers:
-                    rows += ingest_rows(args, tmp, pg.url, "PostgreSQL", workers)
+                    assert pg.proc is not None
+                    rows += ingest_rows(args, tmp, pg.url, "PostgreSQL", workers, pg.proc.pid)
         columns = [
             ("backend", "database"),
             ("workers", "processes"),
@@ -442,6 +493,8 @@ def main() -> None:
             ("p50_ms", "p50 ms"),
             ("p99_ms", "p99 ms"),
             ("cpu_ms_per_request", "CPU ms/req"),
+            ("db_cpu_ms_per_request", "DB CPU ms/req"),
+            ("cpu_with_db_vs_bare", "(CPU + DB) / bare"),
             ("mean_group", "group"),
             ("mean_commit_ms", "commit ms"),
             ("ok", "2xx"),

@@ -95,3 +95,26 @@ def chi_square_p(observed: np.ndarray, expected: np.ndarray) -> float:
         return 0.0  # a report where the law puts no mass
     chi2 = float(np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep]))
     return float(sps.chi2.sf(chi2, int(keep.sum()) - 1))
+
+
+# --- exact laws of the grid samplers (test_js_numeric, test_js_auto) ---------------------------
+def rounding_weights(x: np.ndarray, steps: int) -> np.ndarray:
+    """Sum over users of P[grid input k] under round_to_grid (length steps + 1)."""
+    scaled = np.clip(x, 0.0, 1.0) * steps
+    low = np.floor(scaled)
+    frac = scaled - low
+    k = low.astype(np.int64)
+    out = np.bincount(k, weights=1.0 - frac, minlength=steps + 1)
+    out += np.bincount(np.minimum(k + 1, steps), weights=frac, minlength=steps + 1)
+    return out
+
+
+def flat_bump_law(
+    kw: np.ndarray, cells: int, w_low: int, extra: int, width: int, total: int
+) -> np.ndarray:
+    """Sum over users of P[cell] for P[c | k] = (w_low + extra [k <= c < k + width]) / T."""
+    cums = np.concatenate([[0.0], np.cumsum(kw)])
+    c = np.arange(cells)
+    hi = np.clip(c + 1, 0, kw.size)
+    lo = np.clip(c - width + 1, 0, kw.size)
+    return (kw.sum() * float(w_low) + float(extra) * (cums[hi] - cums[lo])) / float(total)

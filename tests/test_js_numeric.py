@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _jshelpers import CLIENT, chi_square_p, js_reports, needs_node, send
+from _jshelpers import (
+    CLIENT,
+    chi_square_p,
+    flat_bump_law,
+    js_reports,
+    needs_node,
+    rounding_weights,
+    send,
+)
 from ldpkit.io import reports_from_dict
 from ldpkit.numeric import (
     DiscreteSquareWave,
@@ -42,17 +50,6 @@ ALPHA = 1e-6
 
 
 # --- the exact law of a spec's reports for given inputs (Python side) --------------------------
-def _rounding_weights(x: np.ndarray, steps: int) -> np.ndarray:
-    """Sum over users of P[grid input k] under round_to_grid (length steps + 1)."""
-    scaled = np.clip(x, 0.0, 1.0) * steps
-    low = np.floor(scaled)
-    frac = scaled - low
-    k = low.astype(np.int64)
-    out = np.bincount(k, weights=1.0 - frac, minlength=steps + 1)
-    out += np.bincount(np.minimum(k + 1, steps), weights=frac, minlength=steps + 1)
-    return out
-
-
 def _log_rounding_weights(spec: SquareWave, v: np.ndarray) -> np.ndarray:
     """Sum over users of P[grid input k] under the log-scale rounding (unbiased in the
     value's units between ``s (e^(Lambda k / L) - 1)`` and the next grid value)."""
@@ -66,20 +63,9 @@ def _log_rounding_weights(spec: SquareWave, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _flat_bump_law(
-    kw: np.ndarray, cells: int, w_low: int, extra: int, width: int, total: int
-) -> np.ndarray:
-    """Sum over users of P[cell] for P[c | k] = (w_low + extra [k <= c < k + width]) / T."""
-    cums = np.concatenate([[0.0], np.cumsum(kw)])
-    c = np.arange(cells)
-    hi = np.clip(c + 1, 0, kw.size)
-    lo = np.clip(c - width + 1, 0, kw.size)
-    return (kw.sum() * float(w_low) + float(extra) * (cums[hi] - cums[lo])) / float(total)
-
-
 def _sr_law(spec: StochasticRounding, t: np.ndarray) -> np.ndarray:
     g = spec._grid
-    kw = _rounding_weights((t + 1.0) / 2.0, g.steps)
+    kw = rounding_weights((t + 1.0) / 2.0, g.steps)
     k = np.arange(g.steps + 1, dtype=np.float64)
     plus = float(np.sum(kw * (g.w_low * (g.steps - k) + g.w_high * k) / g.total))
     return np.array([kw.sum() - plus, plus])
@@ -87,8 +73,8 @@ def _sr_law(spec: StochasticRounding, t: np.ndarray) -> np.ndarray:
 
 def _pm_law(spec: PiecewiseMechanism, t: np.ndarray) -> np.ndarray:
     g = spec._grid
-    kw = _rounding_weights((t + 1.0) / 2.0, g.steps)
-    return _flat_bump_law(kw, g.cells, g.w_low, g.w_high - g.w_low, g.plateau, g.total)
+    kw = rounding_weights((t + 1.0) / 2.0, g.steps)
+    return flat_bump_law(kw, g.cells, g.w_low, g.w_high - g.w_low, g.plateau, g.total)
 
 
 def expected_law(spec: Mechanism, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,15 +83,15 @@ def expected_law(spec: Mechanism, values: np.ndarray) -> tuple[np.ndarray, np.nd
     if isinstance(spec, SquareWave):
         g = spec._grid
         if spec.log_scale is None:
-            kw = _rounding_weights((v - spec.low) / spec.span, g.steps)
+            kw = rounding_weights((v - spec.low) / spec.span, g.steps)
         else:
             kw = _log_rounding_weights(spec, v)
-        law = _flat_bump_law(kw, g.cells, g.w_low, int(g.bump[0]), g.bump.size, g.total)
+        law = flat_bump_law(kw, g.cells, g.w_low, int(g.bump[0]), g.bump.size, g.total)
         return spec.report_values(), law
     if isinstance(spec, DiscreteSquareWave):
         w_low, w_high = spec._weights
         kw = np.bincount(v.astype(np.int64), minlength=spec.n_outputs).astype(np.float64)
-        law = _flat_bump_law(
+        law = flat_bump_law(
             kw, spec.n_outputs, w_low, w_high - w_low, 2 * spec.half_width + 1, spec._total
         )
         return np.arange(spec.n_outputs, dtype=np.float64), law

@@ -245,3 +245,62 @@ def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(fresh_po
     finally:
         pg.close()
         ref.close()
+
+
+def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(fresh_postgres):
+    """Keyless groups go through the committer's asyncio connections (no executor thread:
+    CollectorStore._commit_group_pg_in_loop); keyed ones, and keyless ones larger than
+    ``in_loop_max_group``, through the committer's thread. A connection killed by the
+    server fails only the group in flight on it, with the DBAPIError the app turns into a
+    503, nothing of it stored; the next group reconnects. close() closes the loop's
+    connections."""
+    import asyncio
+
+    from sqlalchemy.exc import DBAPIError
+
+    from ldpkit.service.commit import GroupCommitter
+
+    store = _store(fresh_postgres)
+    store.in_loop_max_group = 64  # every keyless group below in the loop, until lowered
+    committer = GroupCommitter(store, {"c": SPEC}, window=0.0, compact_interval=3600.0)
+    threads: list[str] = []
+    real = store.commit_group_pg
+    store.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
+    keyless = [_item([k % 8], rng=k) for k in range(30)]
+    keyed = [_item([k % 8, 1], key=f"k{k}", rng=100 + k) for k in range(5)]
+    large = [_item([k % 8, 2, 3], rng=200 + k) for k in range(5)]
+
+    async def run():
+        first = await asyncio.gather(*(committer.commit(b) for b in keyless[:10]))
+        state = next(iter(committer._states.values()))
+        assert state.connections and not threads  # in the loop, on a kept connection
+        pids = [c.info.backend_pid for c in state.connections]
+        with store.engine.connect() as conn:  # the server drops the loop's connections
+            for pid in pids:
+                conn.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
+        with pytest.raises(DBAPIError) as info:
+            await committer.commit(keyless[10])
+        assert info.value.connection_invalidated
+        rest = await asyncio.gather(*(committer.commit(b) for b in keyless[11:]))
+        assert state.connections and not threads  # reconnected
+        rest += await asyncio.gather(*(committer.commit(b) for b in keyed))
+        assert threads == ["pipelined"]  # a group with keys goes through the pipelined path
+        store.in_loop_max_group = 3  # a larger keyless group: in the committer's thread
+        rest += await asyncio.gather(*(committer.commit(b) for b in large))
+        assert threads == ["pipelined"] * 2
+        conns = list(state.connections)
+        await committer.close()
+        assert conns and all(c.closed for c in conns) and not state.connections
+        return first + rest
+
+    try:
+        out = asyncio.run(run())
+        assert len({r.batch_id for r in out}) == len(out) == 39
+        stored = [b for i, b in enumerate(keyless + keyed + large) if i != 10]  # #10 failed
+        expected = SPEC.empty_stats().merge(*(b.stats for b in stored))
+        stats, _ = store.merged("c", SPEC)
+        assert store.summary("c") == (expected.n, 39)
+        for name, arr in expected.arrays.items():
+            np.testing.assert_array_equal(stats.arrays[name], arr)
+    finally:
+        store.close()

@@ -46,7 +46,9 @@ from ldpkit.frequency.hashing import hash_parameters, local_hash, optimal_hash_r
 from ldpkit.frequency.unary import PROBABILITY_SCALE
 from ldpkit.io import reports_to_dict
 from ldpkit.numeric import (
+    AutoDistribution,
     DiscreteSquareWave,
+    HierarchicalHistogram,
     HybridMechanism,
     PiecewiseMechanism,
     SquareWave,
@@ -394,8 +396,86 @@ def _numeric_bodies() -> list[dict[str, Any]]:
     return out
 
 
+def _hh_report(tree: HierarchicalHistogram, v: float, coins: _ReplayCoins) -> tuple[int, int, int]:
+    """(level, item, seed) of one user's HH report, in the client's coin order: the level
+    (U below h), then the level oracle's report of her node (GRR: U; OLH: seed word, U)."""
+    leaf = int(tree.leaf_index(np.array([v]))[0])
+    k = 1 + coins.below(tree.height)
+    node = np.array([leaf // tree.branching ** (tree.height - k)], dtype=np.int64)
+    oracle = tree.level_oracle(k)
+    if isinstance(oracle, GRR):
+        return k, int(grr_sample(node, oracle.domain_size, oracle._weights(), coins)[0]), 0  # type: ignore[arg-type]
+    assert isinstance(oracle, OLH)
+    seed = np.array([coins.words.pop(0)], dtype=np.uint64)
+    hashed = local_hash(seed, node, oracle.range_size)
+    item = grr_sample(hashed, oracle.range_size, oracle._weights(), coins)[0]  # type: ignore[arg-type]
+    return k, int(item), int(seed[0])
+
+
+def _tree_body(
+    spec: HierarchicalHistogram | AutoDistribution, values: list[float], coins: _ReplayCoins
+) -> dict[str, Any]:
+    """The body of HierarchicalHistogram or (hybrid) AutoDistribution reports, user by user
+    in the client's order (AutoDistribution: the branch coin, a uniform against hh_share,
+    then the SW report or the HH report)."""
+    rows: list[tuple[int, float, int, int]] = []  # level, SW value, item, seed
+    for v in values:
+        if isinstance(spec, HierarchicalHistogram):
+            k, item, seed = _hh_report(spec, v, coins)
+            rows.append((k, 0.0, item, seed))
+        elif coins.random(1)[0] < float(spec.hh_share or 0.0):
+            k, item, seed = _hh_report(spec.tree, v, coins)
+            rows.append((k, 0.0, item, seed))
+        else:
+            rows.append((0, _numeric_report(spec.wave, v, coins), 0, 0))
+    template = spec.randomize([values[0]], rng=0).arrays  # the field names and dtypes
+    column = {"levels": 0, "values": 1, "items": 2, "seeds": 3}
+    if isinstance(spec, HierarchicalHistogram):
+        column["values"] = 2
+    arrays = {
+        name: np.array([row[column[name]] for row in rows], dtype=arr.dtype)
+        for name, arr in template.items()
+    }
+    return _body(Reports(spec, **arrays))
+
+
+def _tree_bodies() -> list[dict[str, Any]]:
+    """Bodies of AutoDistribution (r = 0: Square Wave alone; r = 0.25 with GRR and OLH
+    levels, with GRR levels only, padded trees; r = 1) and of HierarchicalHistogram."""
+    rng = np.random.default_rng(23)
+    specs: list[AutoDistribution | HierarchicalHistogram] = [
+        AutoDistribution(epsilon=1.0, buckets=64),  # default r = 0 below eps 1.5
+        AutoDistribution(epsilon=2.0, buckets=64),  # default r = 0.25: GRR, GRR, OLH
+        AutoDistribution(epsilon=0.5, low=-3.0, high=5.0, buckets=256, hh_share=0.25),
+        AutoDistribution(epsilon=4.0, buckets=16, hh_share=0.25),  # GRR levels only
+        AutoDistribution(epsilon=1.5, expected_n=1000, hh_share=1.0),  # 128 of 256 leaves
+        AutoDistribution(epsilon=3.0, low=0.0, high=52.0, expected_n=100_000),
+        HierarchicalHistogram(epsilon=1.0, buckets=64),
+        HierarchicalHistogram(epsilon=2.0, low=-1.0, high=9.0, buckets=100, branching=2),
+        HierarchicalHistogram(epsilon=0.7, buckets=1000, oracle="OLH"),
+    ]
+    out = []
+    for spec in specs:
+        n = 40
+        low, high = spec.low, spec.high
+        values = [low, high, low + (high - low) / 3.0]
+        values += (low + (high - low) * rng.random(n - 3)).tolist()
+        uniforms: list[float] = rng.random(3 * n).tolist()
+        words = rng.integers(0, _U64, 4 * n, dtype=np.uint64, endpoint=True).tolist()
+        coins = _ReplayCoins(uniforms, words)
+        if isinstance(spec, AutoDistribution) and not spec.hybrid:
+            data = [_numeric_report(spec.wave, v, coins) for v in values]
+            body = _body(Reports(spec, values=np.array(data, dtype=np.float64)))
+        else:
+            body = _tree_body(spec, values, coins)
+        out.append(
+            {"values": values, "uniforms": uniforms, "words": [str(w) for w in words], "body": body}
+        )
+    return out
+
+
 def _numeric() -> dict[str, Any]:
-    return {"grids": _numeric_grids(), "bodies": _numeric_bodies()}
+    return {"grids": _numeric_grids(), "bodies": _numeric_bodies(), "tree_bodies": _tree_bodies()}
 
 
 def _encoders() -> list[dict[str, Any]]:
@@ -489,6 +569,20 @@ def _questions() -> list[dict[str, Any]]:
                 name="dsw-span", spec=DiscreteSquareWave(epsilon=2.0, buckets=7, low=-3.0, high=7.5)
             ),
             [-3.0, -1.5, -1.5000000000000002, 0.0, 4.5, 7.499999999999999, 7.5],
+        ),
+        # AutoDistribution (the default numerical spec; hybrid from eps 1.5) and its tree
+        (
+            Question(
+                name="weeks",
+                spec=AutoDistribution(epsilon=2.0, high=52.0, expected_n=1000),
+                clip="clip",
+            ),
+            [-1.0, 0.0, 26.5, 52.0, 60.0],
+        ),
+        (Question(name="auto-sw", spec=AutoDistribution(epsilon=1.0, low=-5.0)), [-5.0, 1.0]),
+        (
+            Question(name="hh", spec=HierarchicalHistogram(epsilon=1.0, buckets=64, oracle="OLH")),
+            [0.0, 0.5],
         ),
     ]
     return [

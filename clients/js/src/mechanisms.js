@@ -14,7 +14,10 @@ import {
   PiecewiseMechanism,
   SquareWave,
   StochasticRounding,
+  checkBounds,
   checkEpsilon,
+  checkInteger,
+  checkNumber,
   ratioLoss,
   ratioWeights,
   uniformBelow,
@@ -248,6 +251,180 @@ export class HadamardResponse {
   }
 }
 
+// --- hierarchical histogram and AutoDistribution (src/ldpkit/numeric/hierarchy.py, auto.py) ---
+
+/** Largest number of (padded) leaves of a tree (hierarchy.MAX_LEAVES). */
+const MAX_LEAVES = 1 << 24;
+
+/** Oracles the JS client's hierarchical histogram can use at a level (SW20's two). */
+const LEVEL_ORACLES = { GRR, OLH };
+
+/** Smallest h with branching^h >= buckets (hierarchy._tree_height). */
+function treeHeight(buckets, branching) {
+  let h = 0;
+  for (let size = 1; size < buckets; size *= branching) h++;
+  return h;
+}
+
+/** SW20's oracle of a level of `size` nodes: GRR when size < 3 e^eps + 2, else OLH (binning.cfo_oracle). */
+function cfoOracleName(epsilon, size) {
+  // crExp: the same double as Python's math.exp at a boundary (size is an integer)
+  return epsilon > 50.0 || size < 3.0 * crExp(epsilon) + 2.0 ? 'GRR' : 'OLH';
+}
+
+/**
+ * Hierarchical histogram (Kulkarni, Cormode, Srivastava, PVLDB 2019; SW20 section 4.2;
+ * hierarchy.HierarchicalHistogram): a B-ary tree over `buckets` equal buckets of
+ * [low, high]; each user draws her level k in 1..h uniformly (independently of her value)
+ * and reports the node holding her value at that level through the level's oracle with
+ * the full budget: GRR or OLH by SW20's rule, or the one `oracle` names (GRR or OLH here;
+ * the Python side's other compact oracles are refused rather than sent wrong).
+ */
+export class HierarchicalHistogram {
+  constructor({ epsilon, low = 0.0, high = 1.0, buckets = 1024, branching = 4, oracle = null }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    checkBounds(low, high);
+    this.low = low;
+    this.high = high;
+    this.buckets = checkInteger(buckets, 'buckets', 2, MAX_LEAVES);
+    this.branching = checkInteger(branching, 'branching', 2, MAX_LEAVES);
+    if (oracle !== null && !(oracle in LEVEL_ORACLES)) {
+      throw new RangeError(`oracle must be null or one of ${Object.keys(LEVEL_ORACLES).join(', ')} in the JS client, got ${oracle}`);
+    }
+    this.height = treeHeight(this.buckets, this.branching);
+    if (this.branching ** this.height > MAX_LEAVES) {
+      throw new RangeError(`buckets must give at most ${MAX_LEAVES} (padded) leaves for branching ${this.branching}, got ${this.buckets}`);
+    }
+    // levels[k - 1]: the oracle of depth k (B^k nodes), built now so that a bad epsilon is
+    // refused here, as on the Python side
+    this.levels = [];
+    for (let k = 1; k <= this.height; k++) {
+      const size = this.branching ** k;
+      const name = oracle ?? cfoOracleName(this.epsilon, size);
+      const o = new LEVEL_ORACLES[name]({ epsilon: this.epsilon, domain_size: size });
+      o.name = name;
+      o.span = this.branching ** (this.height - k); // leaves per node
+      this.levels.push(o);
+    }
+    this.hasSeeds = this.levels.some((o) => o.name === 'OLH');
+    // numpy's result_type of the levels' report dtypes: the widest index dtype
+    this.valuesDtype = indexDtype(Math.max(...this.levels.map((o) => (o.name === 'OLH' ? o.g : o.domainSize))));
+  }
+  /** The leaf (equal bucket of [low, high]) of a checked value (distribution.bucket_index). */
+  leafIndex(v) {
+    const idx = Math.trunc((v - this.low) * (this.buckets / (this.high - this.low)));
+    return Math.min(Math.max(idx, 0), this.buckets - 1);
+  }
+  /** The loss of the level oracles' largest (the level is drawn independently of the value). */
+  privacyLoss() {
+    return Math.max(...this.levels.map((o) => o.privacyLoss()));
+  }
+  /**
+   * One user's report {level, item, seed} for a checked value: the level from one uniform
+   * integer below h (64-bit words by rejection), then the level oracle's report of her node
+   * (GRR: U; OLH: a fresh public seed word, then U), as GRR.randomize / OLH.randomize draw.
+   */
+  reportOne(v, coins) {
+    const k = 1 + Number(uniformBelow(BigInt(this.height), coins));
+    const o = this.levels[k - 1];
+    const node = Math.floor(this.leafIndex(v) / o.span);
+    if (o.name === 'GRR') {
+      const u = uniformBelow(o.total, coins, o.limit);
+      return { level: k, item: grrFromUniform(node, o.domainSize, o.wKeep, o.wOther, u), seed: '0' };
+    }
+    const seed = coins.u64();
+    const u = uniformBelow(o.total, coins, o.limit);
+    return { level: k, item: grrFromUniform(localHash(seed, node, o.g), o.g, o.wKeep, o.wOther, u), seed: seed.toString() };
+  }
+  randomize(values, coins = secureCoins) {
+    values.forEach((v) => checkNumber(v, this.low, this.high)); // all checked before any coin
+    const reports = values.map((v) => this.reportOne(v, coins));
+    const n = reports.length;
+    const out = {
+      levels: { dtype: '|u1', shape: [n], data: reports.map((r) => r.level) },
+      values: { dtype: this.valuesDtype, shape: [n], data: reports.map((r) => r.item) },
+    };
+    if (this.hasSeeds) out.seeds = { dtype: '<u8', shape: [n], data: reports.map((r) => r.seed) };
+    return out;
+  }
+}
+
+/** Branching factor of AutoDistribution's tree (auto.HH_BRANCHING). */
+export const HH_BRANCHING = 4;
+
+/** auto.default_buckets: 2^clip(ceil(log2(n) / 2) + 2, 6, 10); 1024 without n. */
+export function defaultBuckets(expectedN = null) {
+  if (expectedN === null) return 1024;
+  checkInteger(expectedN, 'expected_n', 1, Number.MAX_SAFE_INTEGER);
+  // ceil(log2(n) / 2) = the smallest m with 4^m >= n, in integers (no log2 rounding)
+  let m = 0;
+  while (4 ** m < expectedN) m++;
+  const level = expectedN > 1 ? m + 2 : 0;
+  return 1 << Math.min(10, Math.max(6, level));
+}
+
+/** auto.default_hh_share: 0.25 from epsilon 1.5 on, else 0 (Square Wave alone). */
+export function defaultHhShare(epsilon) {
+  checkEpsilon(epsilon, Infinity);
+  return epsilon >= 1.5 ? 0.25 : 0.0;
+}
+
+/**
+ * AutoDistribution's client (auto.AutoDistribution.randomize). With hh_share = 0 it is
+ * exactly SquareWave (same coins, same body: {values}). With hh_share = r > 0 every user
+ * first draws HH with probability r from one uniform that never sees her value, then sends
+ * ONE report with the full epsilon: a Square Wave report, or a hierarchical-histogram
+ * report (B = 4 over the same buckets). Fields: levels (0 for SW, else the HH level),
+ * values (the SW report; 0 for HH users), items (the level oracle's report; 0 for SW
+ * users) and, when some level uses OLH, seeds (decimal strings; 0 for the others).
+ */
+export class AutoDistribution {
+  constructor({ epsilon, low = 0.0, high = 1.0, expected_n = null, buckets = null, hh_share = null }) {
+    this.epsilon = checkEpsilon(epsilon, 40.0); // SquareWave's max_epsilon
+    if (expected_n !== null) checkInteger(expected_n, 'expected_n', 1, Number.MAX_SAFE_INTEGER);
+    this.buckets = buckets === null ? defaultBuckets(expected_n) : checkInteger(buckets, 'buckets', 2, 1 << 20);
+    this.wave = new SquareWave({ epsilon, low, high, buckets: this.buckets });
+    this.low = low;
+    this.high = high;
+    if (hh_share !== null && !(typeof hh_share === 'number' && hh_share >= 0 && hh_share <= 1)) {
+      throw new RangeError(`hh_share must be a number in [0, 1], got ${hh_share}`);
+    }
+    this.hhShare = hh_share === null ? defaultHhShare(this.epsilon) : hh_share;
+    this.tree = this.hhShare > 0
+      ? new HierarchicalHistogram({ epsilon, low, high, buckets: this.buckets, branching: HH_BRANCHING })
+      : null;
+  }
+  privacyLoss() {
+    const loss = this.wave.privacyLoss();
+    return this.tree ? Math.max(loss, this.tree.privacyLoss()) : loss;
+  }
+  randomize(values, coins = secureCoins) {
+    if (this.tree === null) return this.wave.randomize(values, coins);
+    values.forEach((v) => checkNumber(v, this.low, this.high)); // all checked before any coin
+    const n = values.length;
+    const levels = new Array(n);
+    const out = new Array(n);
+    const items = new Array(n);
+    const seeds = new Array(n);
+    values.forEach((v, i) => {
+      // the branch coin: a uniform double against r, drawn before and apart from the value
+      if (coins.uniform() < this.hhShare) {
+        const r = this.tree.reportOne(v, coins);
+        [levels[i], out[i], items[i], seeds[i]] = [r.level, 0.0, r.item, r.seed];
+      } else {
+        [levels[i], out[i], items[i], seeds[i]] = [0, this.wave.randomizeOne(v, coins), 0, '0'];
+      }
+    });
+    const fields = {
+      levels: { dtype: '|u1', shape: [n], data: levels },
+      values: { dtype: '<f8', shape: [n], data: out },
+      items: { dtype: '<i8', shape: [n], data: items },
+    };
+    if (this.tree.hasSeeds) fields.seeds = { dtype: '<u8', shape: [n], data: seeds };
+    return fields;
+  }
+}
+
 export const MECHANISMS = {
   GRR,
   OUE,
@@ -258,6 +435,8 @@ export const MECHANISMS = {
   StochasticRounding,
   PiecewiseMechanism,
   HybridMechanism,
+  HierarchicalHistogram,
+  AutoDistribution,
 };
 
 /** The randomizer for a spec dict {mechanism, params} (ldpkit Mechanism.to_dict()). */

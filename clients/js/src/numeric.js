@@ -25,14 +25,14 @@ export function checkEpsilon(epsilon, high) {
   return epsilon;
 }
 
-function checkInteger(x, name, low, high) {
+export function checkInteger(x, name, low, high) {
   if (!Number.isInteger(x) || x < low || x > high) {
     throw new RangeError(`${name} must be an integer in [${low}, ${high}], got ${x}`);
   }
   return x;
 }
 
-function checkBounds(low, high) {
+export function checkBounds(low, high) {
   if (typeof low !== 'number' || typeof high !== 'number' || !Number.isFinite(low) || !Number.isFinite(high) || !(low < high)) {
     throw new RangeError(`low and high must be finite numbers with low < high, got [${low}, ${high}]`);
   }
@@ -41,7 +41,7 @@ function checkBounds(low, high) {
   }
 }
 
-function checkNumber(v, low, high) {
+export function checkNumber(v, low, high) {
   // !(a && b) also refuses NaN, as check_numeric_values
   if (typeof v !== 'number' || !(v >= low && v <= high)) {
     throw new RangeError(`value must be a real number in [${low}, ${high}], got ${v}`);

@@ -3,10 +3,12 @@
 // labels to items (unknown -> "<other>", missing -> "<missing>"), numerical clipping, and
 // the fingerprints (sha256 of Python's canonical json.dumps, first 16 hex digits).
 
+import { defaultBuckets, defaultHhShare } from './mechanisms.js';
 import { cryptoObj } from './random.js';
 
 const F = 'float';
 const I = 'int';
+const S = 'str';
 const OPTIONAL = true;
 
 /**
@@ -32,6 +34,31 @@ export const PARAMS = {
   StochasticRounding: [['epsilon', F], ['low', F, -1.0], ['high', F, 1.0]],
   PiecewiseMechanism: [['epsilon', F], ['low', F, -1.0], ['high', F, 1.0], ['report_cells', I, 262144]],
   HybridMechanism: [['epsilon', F], ['low', F, -1.0], ['high', F, 1.0], ['report_cells', I, 262144]],
+  HierarchicalHistogram: [
+    ['epsilon', F],
+    ['low', F, 0.0],
+    ['high', F, 1.0],
+    ['buckets', I, 1024],
+    ['branching', I, 4],
+    ['oracle', S, null],
+  ],
+  // buckets and hh_share: null resolves to Python's defaults (to_dict() holds the resolved values)
+  AutoDistribution: [
+    ['epsilon', F],
+    ['low', F, 0.0],
+    ['high', F, 1.0],
+    ['expected_n', I, null],
+    ['buckets', I, null],
+    ['hh_share', F, null],
+  ],
+};
+
+/** Parameters whose null Python's _validate replaces by a default (so to_dict() never holds null). */
+const RESOLVED = {
+  AutoDistribution: {
+    buckets: (p) => defaultBuckets(p.expected_n),
+    hh_share: (p) => defaultHhShare(p.epsilon),
+  },
 };
 
 /** {mechanism, params} with every parameter present (Python's defaults filled in). */
@@ -49,10 +76,15 @@ export function normalizeSpec(spec) {
     let v = given[name] === undefined ? fallback : given[name];
     if (v === undefined) throw new Error(`params of ${spec.mechanism} must include ${name}`);
     if (v === null && optional) continue;
-    if (v !== null && (typeof v !== 'number' || !Number.isFinite(v) || (type === I && !Number.isInteger(v)))) {
+    if (type === S) {
+      if (v !== null && typeof v !== 'string') throw new TypeError(`${name} must be null or a string, got ${v}`);
+    } else if (v !== null && (typeof v !== 'number' || !Number.isFinite(v) || (type === I && !Number.isInteger(v)))) {
       throw new TypeError(`${name} must be ${type === I ? 'an integer' : 'a finite number'}, got ${v}`);
     }
     params[name] = v;
+  }
+  for (const [name, resolve] of Object.entries(RESOLVED[spec.mechanism] ?? {})) {
+    if (params[name] === null) params[name] = resolve(params);
   }
   return { mechanism: spec.mechanism, params };
 }

@@ -12,6 +12,9 @@ import {
   SquareWave,
   uniformBelow,
   roundHalfEven,
+  defaultBuckets,
+  defaultHhShare,
+  specFingerprint,
 } from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
@@ -132,4 +135,73 @@ test('log-scale SquareWave: Lambda equals the Python one, bad scales are refused
   for (const u of [0, 0.5, 1 - 2 ** -53]) {
     assert.deepEqual([s.gridInput(0, u), s.gridInput(100, u)], [0, s.steps]);
   }
+});
+
+test('AutoDistribution and HierarchicalHistogram reports from fixed coins equal the Python reports', () => {
+  assert.ok(vectors.tree_bodies.length >= 9);
+  for (const c of vectors.tree_bodies) {
+    const info = {
+      mechanism: c.body.mechanism,
+      fingerprint: c.body.fingerprint,
+      report_fields: Object.fromEntries(Object.entries(c.body.arrays).map(([k, a]) => [k, { dtype: a.dtype }])),
+    };
+    const body = buildBody(info, c.values, fixedCoins(c));
+    assert.deepEqual(body, c.body, JSON.stringify(c.body.mechanism));
+    // the spec dict as the collector sends it gives the same fingerprint here
+    const secure = buildBody(info, c.values);
+    assert.deepEqual(Object.keys(secure.arrays).sort(), Object.keys(c.body.arrays).sort());
+  }
+});
+
+test('AutoDistribution: defaults, fingerprints and bad input as on the Python side', async () => {
+  for (const c of vectors.tree_bodies) {
+    // buckets and hh_share left out resolve to Python's defaults (same fingerprint)
+    const p = { ...c.body.mechanism.params };
+    if (c.body.mechanism.mechanism === 'AutoDistribution' && p.expected_n !== null && p.buckets === defaultBuckets(p.expected_n)) {
+      delete p.buckets;
+    }
+    if (c.body.mechanism.mechanism === 'AutoDistribution' && p.hh_share === defaultHhShare(p.epsilon)) delete p.hh_share;
+    assert.equal(await specFingerprint({ mechanism: c.body.mechanism.mechanism, params: p }), c.body.fingerprint, JSON.stringify(p));
+  }
+  assert.deepEqual([null, 1, 1000, 4096, 4097, 10000, 1e6].map(defaultBuckets), [1024, 64, 128, 256, 512, 512, 1024]);
+  assert.deepEqual([1.0, 1.4999999, 1.5, 4].map(defaultHhShare), [0, 0, 0.25, 0.25]);
+  const auto = (params) => fromSpec({ mechanism: 'AutoDistribution', params: { epsilon: 2, ...params } });
+  assert.equal(auto({}).hhShare, 0.25);
+  assert.equal(auto({ epsilon: 1 }).tree, null);
+  assert.throws(() => auto({ hh_share: 1.5 }), /hh_share must be a number in \[0, 1\]/);
+  assert.throws(() => auto({ hh_share: NaN }), /hh_share must be a number in \[0, 1\]/);
+  assert.throws(() => auto({ buckets: 1 }), /buckets must be an integer in \[2, /);
+  assert.throws(() => auto({ expected_n: 0 }), /expected_n must be an integer in \[1, /);
+  assert.throws(() => auto({ epsilon: 41 }), /epsilon must be a number in \[0.000001, 40\]/);
+  assert.throws(() => auto({ low: 1, high: 0 }), /low and high must be finite numbers/);
+  for (const bad of [1.5, -0.1, NaN, '0.5']) {
+    assert.throws(() => auto({}).randomize([0.5, bad]), /value must be a real number in \[0, 1\]/, String(bad));
+  }
+  const hh = (params) => fromSpec({ mechanism: 'HierarchicalHistogram', params: { epsilon: 1, ...params } });
+  assert.throws(() => hh({ oracle: 'HRR' }), /oracle must be null or one of GRR, OLH/);
+  assert.throws(() => hh({ branching: 1 }), /branching must be an integer in \[2, /);
+  assert.throws(() => hh({ buckets: 1 }), /buckets must be an integer in \[2, /);
+  assert.deepEqual(hh({ buckets: 64 }).levels.map((o) => o.name), ['GRR', 'OLH', 'OLH']);
+  // the privacy loss is the larger of the branches' realized losses, never above epsilon
+  for (const e of [0.5, 1.5, 2, 4, 10]) {
+    const a = auto({ epsilon: e, hh_share: 0.25, buckets: 256 });
+    assert.ok(a.privacyLoss() <= e && a.privacyLoss() >= a.wave.privacyLoss(), String(e));
+  }
+});
+
+test('AutoDistribution: the branch coin is drawn before and apart from the value', () => {
+  // the same coins for two different values: the same branch, user by user
+  const a = fromSpec({ mechanism: 'AutoDistribution', params: { epsilon: 2, buckets: 64 } });
+  const coinsFor = () => {
+    let s = 0n;
+    return {
+      uniform: () => Number((s = (s * 6364136223846793005n + 1442695040888963407n) & ((1n << 64n) - 1n)) >> 11n) / 2 ** 53,
+      u64: () => (s = (s * 6364136223846793005n + 1442695040888963407n) & ((1n << 64n) - 1n)),
+    };
+  };
+  const branch = (v) => a.randomize(Array(400).fill(v), coinsFor()).levels.data.map((k) => k > 0);
+  const hh = branch(0).filter(Boolean).length;
+  assert.ok(hh > 50 && hh < 150, `${hh} of 400 HH users at r = 0.25`);
+  assert.deepEqual(branch(0), branch(1));
+  assert.deepEqual(branch(0), branch(0.37));
 });

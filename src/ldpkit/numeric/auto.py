@@ -28,7 +28,7 @@ import numpy as np
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_real
 from ..spec import Mechanism, Reports, Stats, StatsField
-from .distribution import Distribution
+from .distribution import Distribution, check_bounds
 from .hierarchy import _REPORT_FIELDS, HierarchicalHistogram
 from .square_wave import MAX_EPSILON as SW_MAX_EPSILON
 from .square_wave import SquareWave
@@ -646,6 +646,11 @@ class AutoDistribution(Mechanism):
     hh_share: float | None = None
 
     def _validate(self) -> None:
+        # low and high as floats (SquareWave's rule): a spec rebuilt from JSON that wrote
+        # 0.0 as 0 (a browser client's body) has the same fingerprint
+        lo, hi = check_bounds(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
         if self.expected_n is not None:
             self._set("expected_n", check_integer(self.expected_n, "expected_n", low=1))
         if self.buckets is None:

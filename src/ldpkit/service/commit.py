@@ -7,12 +7,14 @@ answers every waiting request. On SQLite the whole transaction runs in the loop'
 (in process, the statements only fill the transaction; the COMMIT blocks the loop for one
 fsync, which measured cheaper than handing it to a thread, except for a few seconds after
 a commit that took over 0.1 s, e.g. a stalled disk: see
-:meth:`CollectorStore.commit_group_async`); on a database server (PostgreSQL) it runs in a
-helper thread, since every statement waits for a network round trip, and the loop keeps
-reading requests for the next group meanwhile (up to two groups in flight, each in its own
-thread and connection). So a 201 still means "on disk", but one
-fsync serves many requests: the more requests arrive while a commit runs, the larger the
-next group.
+:meth:`CollectorStore.commit_group_async`); on PostgreSQL the loop keeps reading requests
+for the next group while a group's statement waits for the server (up to two groups in
+flight, each on its own connection): a group without idempotency keys or raw reports (the
+usual one-report POST) of up to ``store.in_loop_max_group`` batches is one statement sent
+and awaited by the loop itself on an asyncio connection of this loop's own (no thread), any
+other group runs in a helper thread. So a
+201 still means "on disk", but one fsync serves many requests: the more requests arrive
+while a commit runs, the larger the next group.
 
 Before taking a group the committer waits until as many batches are queued as recent
 groups held (a slowly decaying maximum of their sizes), but at most ``window`` seconds
@@ -135,6 +137,9 @@ class _LoopState:
     target: float = 1.0
     full: asyncio.Future[None] | None = None
     want: float = 1.0
+    # PostgreSQL: this loop's idle asyncio connections for keyless groups (one per group
+    # in flight; CollectorStore._commit_group_pg_in_loop), closed by close().
+    connections: list[Any] = dataclasses.field(default_factory=list)
 
 
 class GroupCommitter:
@@ -142,8 +147,9 @@ class GroupCommitter:
 
     One committer task per event loop (a server has one loop; test clients may run
     several): it takes every batch waiting, writes them in one transaction (SQLite: in the
-    loop's thread unless a commit was slow lately; a database server: in a helper thread),
-    then answers the group's requests.
+    loop's thread unless a commit was slow lately; PostgreSQL: a keyless group awaited on
+    the loop's own asyncio connection, others in a helper thread), then answers the
+    group's requests.
     """
 
     def __init__(
@@ -210,6 +216,7 @@ class GroupCommitter:
                 )
             if self.store.needs_compaction:  # leave the roll-ups folded (failures: logged)
                 await loop.run_in_executor(self._executor, self.store.try_compact)
+            await self.store.close_loop_connections(state.connections)
         if not self._states:
             self._executor.shutdown(wait=True)
             self._executor = self._new_executor()
@@ -279,12 +286,12 @@ class GroupCommitter:
             if self.max_inflight == 1:  # SQLite: the group commits in this task
                 state.busy = True
                 try:
-                    await self._process(group, run_blocking)
+                    await self._process(group, run_blocking, state.connections)
                 finally:
                     state.busy = False
                 continue
             state.inflight_items += len(group)
-            task = loop.create_task(self._process(group, run_blocking))
+            task = loop.create_task(self._process(group, run_blocking, state.connections))
             state.inflight.add(task)
             self.peak_inflight = max(self.peak_inflight, len(state.inflight))
             task.add_done_callback(functools.partial(self._done, state, len(group)))
@@ -324,6 +331,7 @@ class GroupCommitter:
         self,
         group: list[tuple[PendingBatch, asyncio.Future[Any]]],
         run_blocking: Callable[[Callable[[], Any]], Any],
+        connections: list[Any] | None = None,
     ) -> None:
         items = [item for item, _ in group]
         try:
@@ -340,13 +348,15 @@ class GroupCommitter:
                         own.append(shared[key])
                     else:  # a retry inside the group was dropped: aggregate the others again
                         own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
+                if len(own) == 1:  # usually (one roll-up row per group): no copy to make
+                    return own[0]
                 return spec.empty_stats().merge(*own)
 
             start = time.perf_counter()
             results: list[Any] = []
             if live:
                 results = await self.store.commit_group_async(
-                    [items[i] for i in live], combine, run_blocking
+                    [items[i] for i in live], combine, run_blocking, connections
                 )
                 if self.on_commit is not None:
                     self.on_commit(time.perf_counter() - start, len(live))
