@@ -654,7 +654,8 @@ def _hybrid_squarem(
     there (so the accelerated fit ends about where EM's early stop ends, not at the
     limit); or once fewer than the 4 updates of a cycle are left of ``max_iter``, with
     F(theta_0). Returns (updates, converged, the log-likelihood of theta_0: the caller's
-    fits ignore it)."""
+    fits ignore it). With no HH rows (``hk`` empty) it accelerates Square Wave alone
+    (:meth:`ldpkit.numeric.auto._Fitter.fit`'s final smoothed fits)."""
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     ratio = np.empty(rows)

@@ -259,7 +259,8 @@ def _prepared(matrix: np.ndarray) -> tuple[Any, Any]:
 
 
 class _Fitter:
-    """EM with smoothing on one output histogram; the banded matrix is built once."""
+    """EM with smoothing on one output histogram; the banded matrix is built once. The
+    final smoothed fits are accelerated (``fit(accelerate=True)``)."""
 
     def __init__(self, matrix: np.ndarray, counts: np.ndarray) -> None:
         # Every output row is kept: an unobserved one (count 0) adds exactly 0 to the E-step
