@@ -440,15 +440,18 @@ def test_budget_candidates_are_em_continued_from_the_best_smoothed_fit() -> None
     assert (it10, it30) == (10, 20)  # tolerance 0: exactly the budget
     np.testing.assert_allclose(info.budget_scores, [score(b10), score(b30)], rtol=1e-12)
     # the final average, refitted on all reports (each weighted strength from the previous
-    # one's fit), the budgets from the best strength's final fit
+    # one's fit; the final smoothed fits accelerated), the budgets from the best strength's
+    # final fit
     full = _Fitter(m, counts)
     fits: dict[float, np.ndarray] = {}
     previous = None
     for k, s in enumerate(info.strengths):
         if info.weights[k] > 0:
-            fits[s], _ = full.fit(s, 1e-3, 10_000, previous)
+            fits[s], _ = full.fit(s, 1e-3, 10_000, previous, accelerate=True)
             previous = fits[s]
-    start = fits[best] if best in fits else full.fit(best, 1e-3, 10_000, previous)[0]
+    start = (
+        fits[best] if best in fits else full.fit(best, 1e-3, 10_000, previous, accelerate=True)[0]
+    )
     on10, _ = full.fit(0.0, 0.0, 10, start)
     on30, _ = full.fit(0.0, 0.0, 20, on10)
     assert info.budget_weights.all() and info.weights.all(), info  # all four weigh
@@ -481,3 +484,47 @@ def test_budgets_follow_point_masses_and_stop_early_on_smooth_data(seed: int) ->
     assert i_smooth.strength > 0.0 and i_smooth.budget is None, i_smooth
     assert i_smooth.budget_scores[-1] < i_smooth.scores.max() - 3.0, i_smooth
     assert i_smooth.budget_weights[-1] == 0.0
+
+
+@pytest.mark.parametrize(("eps", "d"), [(0.5, 256), (2.0, 512)])
+def test_accelerated_smoothed_fit_reaches_the_plain_fits_stop(eps: float, d: int) -> None:
+    """The final smoothed fits' SQUAREM (the joint kernel without HH rows): its update is
+    the smoothed loop's (band and box products), it reaches the fixed point at least as
+    closely as EM run to its stop in far fewer updates, and plain EM, end-atom fits and
+    fits without ``accelerate`` are untouched."""
+    auto = AutoDistribution(epsilon=eps, buckets=d)
+    stats = auto.aggregate(auto.randomize(np.random.default_rng(8).beta(5, 2, 200_000), rng=8))
+    fitter = _Fitter(auto._outputs_by_inputs(), np.asarray(stats.counts))
+    assert fitter.box is not None
+
+    def ks(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.abs(np.cumsum(a) - np.cumsum(b)).max())
+
+    for use_box in (True, False):
+        box = fitter.box
+        if not use_box:
+            fitter.box = None
+        for strength in (0.5, 3.0):
+            # a cap of one update: F(uniform), the smoothed loop's first iterate
+            one, it1 = fitter.fit(strength, 1e-3, 1, None, accelerate=True)
+            ref1, _ = fitter.fit(strength, -1.0, 1, None)
+            assert it1 == 1
+            np.testing.assert_allclose(one, ref1, rtol=1e-9, atol=1e-15)
+            fast, it_fast = fitter.fit(strength, 1e-3, 10_000, None, accelerate=True)
+            slow, it_slow = fitter.fit(strength, 1e-3, 10_000, None)
+            limit, _ = fitter.fit(strength, 1e-7, 100_000, slow)
+            assert it_fast < it_slow / 3
+            # both stop on EM's test, within the same order of the fixed point (measured:
+            # 0.5-1.5 times EM's distance); a wrong step or stop lands far off
+            assert ks(fast, limit) <= 2.0 * ks(slow, limit) + 1e-6
+            assert abs(float(fast.sum()) - 1.0) < 1e-12 and fast.min() >= 0
+        fitter.box = box
+    tol0 = 1e-3 * math.exp(eps)
+    plain, it_p = fitter.fit(0.0, tol0, 10_000, None)
+    again, it_a = fitter.fit(0.0, tol0, 10_000, None, accelerate=True)
+    assert it_p == it_a and np.array_equal(plain, again)
+    ends = np.zeros(d, dtype=bool)
+    ends[[0, -1]] = True
+    masked, it_m = fitter.fit(2.0, 1e-3, 10_000, None, ends)
+    again, it_a = fitter.fit(2.0, 1e-3, 10_000, None, ends, accelerate=True)
+    assert it_m == it_a and np.array_equal(masked, again)

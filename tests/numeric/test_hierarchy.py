@@ -706,3 +706,32 @@ def test_plain_estimate_is_unbiased_for_ranges(cls, broken):
 
     assert max_z(cls) <= 5.0
     assert max_z(broken) > 5.0
+
+
+def test_aggregate_is_the_per_level_aggregates() -> None:
+    """The one-sort aggregate is, count for count, each level's oracle aggregate of that
+    level's reports in their order (GRR and OLH levels; a level nobody drew)."""
+    from ldpkit import Reports
+
+    hh = HierarchicalHistogram(epsilon=2.0, buckets=1024, branching=4)
+    reports = hh.randomize(np.random.default_rng(3).beta(2, 5, 30_000), rng=3)
+    keep = reports.levels != 2  # level 2 empty
+    reports = Reports(hh, **{f: a[keep] for f, a in reports.arrays.items()})
+    lv = reports.levels
+    stats = hh.aggregate(reports)
+    expect, sizes = [], []
+    for k in range(1, hh.height + 1):
+        oracle = hh.level_oracle(k)
+        mask = lv == k
+        sizes.append(int(mask.sum()))
+        if not mask.any():
+            expect.append(np.zeros(oracle.domain_size, dtype=np.int64))
+            continue
+        fields = {f: reports.arrays[f][mask] for f in reports.fields if f != "levels"}
+        if oracle.name == "GRR":
+            fields.pop("seeds", None)
+        expect.append(np.asarray(oracle.aggregate(Reports(oracle, **fields)).counts))
+    assert sizes[1] == 0 and {hh.level_oracle(k).name for k in (1, 5)} == {"GRR", "OLH"}
+    np.testing.assert_array_equal(stats.counts, np.concatenate(expect))
+    np.testing.assert_array_equal(stats.level_n, sizes)
+    assert stats.n == int(keep.sum())

@@ -452,10 +452,13 @@ def _hybrid_finish(
     theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp
 ):  # pragma: no cover
     """``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH
-    gather of :func:`_hh_grad`), normalize, smooth."""
+    gather of :func:`_hh_grad`), normalize, smooth. Without HH rows (``acc`` of size 1:
+    Square Wave alone) the first step is skipped: the SW E + M step, then the smoothing."""
     total = 0.0
+    if acc.size > 1:
+        for i in range(theta.size):
+            theta[i] += th0[i] * acc[leaf + i]
     for i in range(theta.size):
-        theta[i] += th0[i] * acc[leaf + i]
         total += theta[i]
     for i in range(theta.size):
         theta[i] /= total
@@ -595,7 +598,10 @@ def _hybrid_map(
     tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
 ):  # fmt: skip  # pragma: no cover - jit
     """One update of :func:`_hybrid_loop` from ``src`` into ``dst``; returns the joint
-    log-likelihood of ``src``."""
+    log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one update of
+    :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone; same
+    products, to rounding: the normalization comes after the gather instead of inside
+    it)."""
     d, hrows = src.size, hk.size
     if use_box:
         _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
@@ -603,9 +609,11 @@ def _hybrid_map(
     else:
         _band_matvec(base, data, offsets, starts, lengths, src, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
-    _hh_masses(src, leaf, branching, acc[:hrows])
-    _hh_first(hk, acc, row_q, row_gain, hmt, hratio, tiny)
-    ll = _loglik(nk, mt) + _loglik(hk, hmt)
+    ll = _loglik(nk, mt)
+    if hrows > 0:  # none: Square Wave alone (_Fitter's accelerated fits)
+        _hh_masses(src, leaf, branching, acc[:hrows])
+        _hh_first(hk, acc, row_q, row_gain, hmt, hratio, tiny)
+        ll += _loglik(hk, hmt)
     for i in range(d):
         dst[i] = src[i]
     if use_box:
@@ -646,7 +654,8 @@ def _hybrid_squarem(
     there (so the accelerated fit ends about where EM's early stop ends, not at the
     limit); or once fewer than the 4 updates of a cycle are left of ``max_iter``, with
     F(theta_0). Returns (updates, converged, the log-likelihood of theta_0: the caller's
-    fits ignore it)."""
+    fits ignore it). With no HH rows (``hk`` empty) it accelerates Square Wave alone
+    (:meth:`ldpkit.numeric.auto._Fitter.fit`'s final smoothed fits)."""
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     ratio = np.empty(rows)

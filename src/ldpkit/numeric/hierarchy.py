@@ -648,11 +648,17 @@ class HierarchicalHistogram(_TreeMechanism):
         reports = self.check_reports(reports)
         h = self.height
         levels = self._check_level_field(reports, 1, h)
-        counts, level_n = [], np.zeros(h, dtype=np.int64)
+        counts = []
+        level_n = np.bincount(levels, minlength=h + 1)[1:].astype(np.int64)
+        # One stable sort by level (a radix sort for these small integers), each field
+        # gathered once, a slice per level: not a boolean mask and gather per level and
+        # field. Stable: every level's reports keep their order, so the oracles see the
+        # same reports as with masks.
+        order = np.argsort(levels, kind="stable")
+        ends = np.cumsum(level_n)
+        sorted_fields: dict[str, np.ndarray] = {}
         for k in range(1, h + 1):
             oracle = self.level_oracle(k)
-            mask = levels == k
-            level_n[k - 1] = int(np.count_nonzero(mask))
             if level_n[k - 1] == 0:
                 counts.append(np.zeros(oracle.domain_size, dtype=np.int64))
                 continue
@@ -662,7 +668,11 @@ class HierarchicalHistogram(_TreeMechanism):
                 raise ValueError(
                     f"reports must have fields {names} for level {k}, missing {missing}"
                 )
-            inner = Reports(oracle, **{f: reports.arrays[f][mask] for f in names})
+            for f in names:
+                if f not in sorted_fields:
+                    sorted_fields[f] = reports.arrays[f][order]
+            lo, hi = int(ends[k - 1] - level_n[k - 1]), int(ends[k - 1])
+            inner = Reports(oracle, **{f: sorted_fields[f][lo:hi] for f in names})
             counts.append(np.asarray(oracle.aggregate(inner).counts, dtype=np.int64))
         return Stats(self, len(reports), counts=np.concatenate(counts), level_n=level_n)
 
