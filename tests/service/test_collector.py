@@ -350,14 +350,26 @@ def test_health_listing_openapi_and_config(tmp_path):
 
 def test_schema_compiles_for_postgresql_without_a_server():
     from sqlalchemy.dialects import postgresql
-    from sqlalchemy.schema import CreateTable
+    from sqlalchemy.schema import CreateIndex, CreateTable
 
     from ldpkit.service.store import metadata
 
     ddl = "\n".join(
         str(CreateTable(t).compile(dialect=postgresql.dialect())) for t in metadata.sorted_tables
     )
-    assert (
-        "id BIGSERIAL NOT NULL" in ddl and "CONSTRAINT uq_ldpkit_batches_idempotency UNIQUE" in ddl
+    assert "id BIGSERIAL NOT NULL" in ddl
+    # The lean PostgreSQL schema (store.py): the idempotency rule as a partial unique index,
+    # no foreign keys on the two tables every group commit writes.
+    assert "uq_ldpkit_batches_idempotency" not in ddl
+    batches = ddl.split("CREATE TABLE ldpkit_batches", 1)[1].split("CREATE TABLE", 1)[0]
+    parts = ddl.split("CREATE TABLE ldpkit_rollup_parts", 1)[1].split("CREATE TABLE", 1)[0]
+    assert "FOREIGN KEY" not in batches and "FOREIGN KEY" not in parts
+    assert "FOREIGN KEY" in ddl.split("CREATE TABLE ldpkit_rollups ", 1)[1]
+    index = str(
+        CreateIndex(next(i for i in metadata.tables["ldpkit_batches"].indexes if i.unique)).compile(
+            dialect=postgresql.dialect()
+        )
     )
+    assert index.startswith("CREATE UNIQUE INDEX uq_ldpkit_batches_key")
+    assert "WHERE idempotency_key IS NOT NULL" in index
     assert "received_at TIMESTAMP WITH TIME ZONE" in ddl and "payload BYTEA" in ddl
