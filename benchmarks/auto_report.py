@@ -100,9 +100,15 @@ def report(grid: dict[str, Any], large: dict[str, Any] | None, speed: dict[str, 
         f"({grid['reps']} runs per cell, {rule}, run of {grid['machine']['date']}). Cells: "
         "AutoDistribution's mean error over the best competitor's mean error in the cell "
         "(the best of SW + EMS, SW + EM, HH with the monotone-CDF fit and the Haar wavelet at "
-        "J - 2, WAV25's grid errors on the 256-point grid); bold: above 1.10.",
+        "J - 2, WAV25's grid errors on the 256-point grid); bold: above 1.10. Reproduce: "
+        f"`python benchmarks/auto_distribution.py --reps {grid['reps']} --seed "
+        f"{grid.get('seed', 0)} --out NAME`, then `python benchmarks/auto_report.py "
+        "benchmarks/results/NAME.json` (add `--large`/`--speed` with the JSON of a run with "
+        "the large-n part or of a `--speed-only` run).",
         "",
         summary_line(rows),
+        "",
+        "![Auto / best per cell](auto_distribution.png)",
         "",
         grid_table(rows),
         "",
@@ -130,6 +136,42 @@ def report(grid: dict[str, Any], large: dict[str, Any] | None, speed: dict[str, 
     return "\n".join(parts) + "\n"
 
 
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Heat map of Auto / best per (data set, metric) and eps, misses outlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    eps = sorted({r["eps"] for r in rows})
+    names = list(dict.fromkeys(r["data"] for r in rows))
+    by = {(r["data"], r["eps"]): r for r in rows}
+    labels = [f"{n} {m}" for n in names for m in ("W1", "KS")]
+    grid = np.array(
+        [[by[n, e][f"Auto {m} ratio"] for e in eps] for n in names for m in ("W1", "KS")]
+    )
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    im = ax.imshow(grid, cmap="RdYlGn_r", vmin=0.7, vmax=1.5, aspect="auto")
+    for (i, j), x in np.ndenumerate(grid):
+        ax.text(
+            j,
+            i,
+            f"{x:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            fontweight="bold" if x > TARGET else "normal",
+        )
+    ax.set_xticks(range(len(eps)), [f"ε={e:g}" for e in eps])
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_title("AutoDistribution's error over the best competitor's (bold: above 1.10)")
+    fig.colorbar(im, ax=ax, label="Auto / best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("grid", type=Path)
@@ -141,6 +183,7 @@ def main() -> None:
     text = report(load(args.grid), load(args.large), load(args.speed))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
+    plot(load(args.grid)["rows"], args.out.with_suffix(".png"))
     print(f"wrote {args.out}")
 
 
