@@ -153,11 +153,12 @@ batches_table = Table(
     Column("n", BigInteger, nullable=False),
     Column("received_at", DateTime(timezone=True), nullable=False),  # whole seconds
     Column("bucket", BigInteger, nullable=False),  # bucket start, Unix seconds
-    UniqueConstraint("batch_id").ddl_if(callable_=_not_pg),
-    ForeignKeyConstraint(["collection"], ["ldpkit_collections.name"]).ddl_if(callable_=_not_pg),
+    # (Same DDL as before on SQLite, constraints in the same order.)
     UniqueConstraint(
         "collection", "token", "idempotency_key", name="uq_ldpkit_batches_idempotency"
     ).ddl_if(callable_=_not_pg),
+    UniqueConstraint("batch_id").ddl_if(callable_=_not_pg),
+    ForeignKeyConstraint(["collection"], ["ldpkit_collections.name"]).ddl_if(callable_=_not_pg),
     # Admin filters: by bucket range (and last_received) and by token (a leaked token's
     # batches, with or without a range); neither index serves the other's queries.
     Index("ix_ldpkit_batches_bucket", "collection", "bucket"),
