@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +120,7 @@ class Server:
     def cpu_seconds(self) -> float:
         """CPU time (user + system) used so far by every process of the server's group."""
         total = 0
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
+        for _, fields in _proc_stats():
             if int(fields[2]) == self.proc.pid:  # process group id
                 total += int(fields[11]) + int(fields[12])
         return total / os.sysconf("SC_CLK_TCK")
@@ -141,6 +135,19 @@ class Server:
                 self.proc.wait(5)
 
 
+def _proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/<pid>/stat after the command name) of every live process."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                text = f.read()
+        except OSError:  # exited meanwhile
+            continue
+        yield int(entry.name), text.rsplit(")", 1)[1].split()
+
+
 def tree_cpu_seconds(root: int) -> float:
     """CPU time (user + system) of process ``root`` and its descendants, live or reaped.
 
@@ -151,15 +158,7 @@ def tree_cpu_seconds(root: int) -> float:
     """
     parent: dict[int, int] = {}
     times: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(entry.name)
+    for pid, fields in _proc_stats():
         parent[pid] = int(fields[1])
         times[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
     total = 0
