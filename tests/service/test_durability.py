@@ -1,7 +1,8 @@
 """kill -9 during ingest: every acknowledged batch is stored exactly once after a restart.
 
 The collector runs as a real server process (uvicorn, group commit). Client threads POST
-batches with idempotency keys; the server's whole process group is killed with SIGKILL
+batches with idempotency keys (and, in the last test, keyless one-report batches: PostgreSQL's
+in-loop group commit); the server's whole process group is killed with SIGKILL
 mid-stream; it is restarted on the same database and the clients retry every batch they
 have no answer for. Then the stored totals must equal the sum over all batches exactly:
 an acknowledged batch lost, or a retried one counted twice, would change them.
@@ -163,3 +164,80 @@ def test_kill_9_postgresql_two_workers_every_acknowledged_batch_exactly_once(
 ):
     acked, sent = _run(tmp_path, fresh_postgres, workers=2, kills=1, per_cycle=1.5)
     assert acked <= sent
+
+
+def _post_keyless(port, body, timeout=10):
+    """POST one JSON batch without an idempotency key; the batch id of a 2xx, else None."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/reports/c",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())["batch_id"] if resp.status in (200, 201) else None
+
+
+@pytest.mark.slow
+def test_kill_9_postgresql_keyless_one_report_batches_acknowledged_are_stored(
+    tmp_path, fresh_postgres
+):
+    """Keyless one-report POSTs (what devices send) take PostgreSQL's in-loop group commit;
+    after kill -9 every acknowledged batch id is stored, and the stored totals are exactly
+    the stored batches' (all batches are the same report, so totals = batches x report)."""
+    config = tmp_path / "collector.json"
+    config.write_text(
+        json.dumps(
+            {
+                "database_url": fresh_postgres,
+                "collections": {"c": {"mechanism": "GRR", "params": SPEC.to_dict()["params"]}},
+            }
+        )
+    )
+    one = SPEC.randomize(np.array([5]), rng=0)
+    body = json.dumps(reports_to_dict(one)).encode()
+    acked: set[str] = set()
+    lock = threading.Lock()
+    port = _free_port()
+    proc = _start(config, port, workers=2)
+    stop = threading.Event()
+
+    def client():
+        while not stop.is_set():
+            try:
+                batch_id = _post_keyless(port, body)
+            except OSError:  # no answer: not acknowledged (and never retried: no key)
+                continue
+            if batch_id is not None:
+                with lock:
+                    acked.add(batch_id)
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGKILL)  # mid-stream, no shutdown of any kind
+    stop.set()
+    for t in threads:
+        t.join(30)
+    proc.wait(10)
+    assert len(acked) > 20, "the server must have acknowledged batches before the kill"
+    port = _free_port()
+    proc = _start(config, port, workers=1)
+    try:
+        stored: list[str] = []
+        while True:
+            page = _get(port, f"/v1/admin/collections/c/batches?limit=10000&offset={len(stored)}")
+            stored += [b["batch_id"] for b in page["batches"]]
+            if len(page["batches"]) < 10000:
+                break
+        info = _get(port, "/v1/collections/c")
+        stats = _get(port, "/v1/collections/c/stats")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert len(set(stored)) == len(stored)
+    assert acked <= set(stored), f"{len(acked - set(stored))} acknowledged batches lost"
+    assert info["batches"] == len(stored) and info["n"] == len(stored)
+    expected = (SPEC.aggregate(one).counts * len(stored)).tolist()
+    assert stats["arrays"]["counts"]["data"] == expected
