@@ -300,27 +300,19 @@ class _Fitter:
             _smoothed_em_loop,
         )
 
-        passes = math.ceil(2.0 * strength) if strength > 0 else 0
-        weight = 2.0 * strength / passes if passes else 0.0
-        theta = np.full(self.d, 1.0 / self.d) if init is None else init / init.sum()
+        theta, atom, masked, passes, weight = _fit_start(
+            self.d, strength, init, atoms, self._no_atoms
+        )
         b = self.band
-        masked = atoms is not None and passes > 0
-        atom = np.ascontiguousarray(atoms if masked else self._no_atoms, dtype=np.bool_)
         if accelerate and tol > 0 and passes > 0 and not masked and _ACCELERATE:
             # a final smoothed fit run to its stop: SQUAREM with EM's own stop test, the
             # joint kernel without HH rows
-            x, none = self.box, _no_hh()
-            box = x if x is not None else _empty_box()
-            it, _, _ = _hybrid_squarem(
-                x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
-                box.plateau, box.ps, box.pe, box.cover_lo, box.cover_hi,
-                box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
-                box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
-                box.col_spill_cols, box.col_spill_values,
-                self.nk, none[0], none[1], none[1], none[2], 0,
-                HH_BRANCHING, theta, atom, masked, passes, weight, tol, max_iter, _TINY,
+            counts, consts, parent = _no_hh()
+            it = _joint_fit(
+                _hybrid_squarem, self, counts, consts, consts, parent, 0,
+                theta, atom, masked, passes, weight, tol, max_iter,
             )  # fmt: skip
-            return theta, int(it)
+            return theta, it
         if self.box is not None:
             x = self.box
             it, _, _ = _smoothed_box_loop(
@@ -451,26 +443,18 @@ class _JointFitter:
         reach their stop)."""
         from ._auto_kernels import _hybrid_loop, _hybrid_squarem  # numba, on first use
 
-        passes = math.ceil(2.0 * strength) if strength > 0 else 0
-        weight = 2.0 * strength / passes if passes else 0.0
-        theta = np.full(self.d, 1.0 / self.d) if init is None else init / init.sum()
-        b, x, md = self.sw.band, self.sw.box, self.model
-        masked = atoms is not None and passes > 0
-        atom = np.ascontiguousarray(atoms if masked else self._no_atoms, dtype=np.bool_)
-        box = x if x is not None else _empty_box()
+        theta, atom, masked, passes, weight = _fit_start(
+            self.d, strength, init, atoms, self._no_atoms
+        )
+        md = self.model
         # A fit run to its stop is accelerated (see the class docstring); a fixed number of
         # iterations (tol <= 0: the budget candidates, early-stopped EM) is not.
         loop = _hybrid_squarem if (tol > 0 and _ACCELERATE) else _hybrid_loop
-        it, _, _ = loop(
-            x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
-            box.plateau, box.ps, box.pe, box.cover_lo, box.cover_hi,
-            box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
-            box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
-            box.col_spill_cols, box.col_spill_values,
-            self.sw.nk, self.hk, md.row_q, md.row_gain, md.parent, int(md.offsets[-1]),
-            HH_BRANCHING, theta, atom, masked, passes, weight, tol, max_iter, _TINY,
+        it = _joint_fit(
+            loop, self.sw, self.hk, md.row_q, md.row_gain, md.parent, int(md.offsets[-1]),
+            theta, atom, masked, passes, weight, tol, max_iter,
         )  # fmt: skip
-        return theta, int(it)
+        return theta, it
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
         """The model probability of every row: ``M theta``, then ``q_k + (p_k - q_k) a_v``
@@ -487,6 +471,56 @@ class _JointFitter:
 
 #: Whether fits run to their stop use SQUAREM (see _Fitter and _JointFitter).
 _ACCELERATE = True
+
+
+def _fit_start(
+    d: int,
+    strength: float,
+    init: np.ndarray | None,
+    atoms: np.ndarray | None,
+    no_atoms: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, bool, int, float]:
+    """What every smoothed fit starts from: theta (uniform if ``init`` is None), the atom
+    mask and whether it applies, and the smoothing as ``passes`` binomial (1, 2, 1)/4 passes
+    of ``weight`` each (variance ``strength`` in squared buckets)."""
+    passes = math.ceil(2.0 * strength) if strength > 0 else 0
+    weight = 2.0 * strength / passes if passes else 0.0
+    theta = np.full(d, 1.0 / d) if init is None else init / init.sum()
+    masked = atoms is not None and passes > 0
+    atom = np.ascontiguousarray(atoms if masked else no_atoms, dtype=np.bool_)
+    return theta, atom, masked, passes, weight
+
+
+def _joint_fit(
+    loop: Any,
+    sw: _Fitter,
+    hk: np.ndarray,
+    row_q: np.ndarray,
+    row_gain: np.ndarray,
+    parent: np.ndarray,
+    n_hh: int,
+    theta: np.ndarray,
+    atom: np.ndarray,
+    masked: bool,
+    passes: int,
+    weight: float,
+    tol: float,
+    max_iter: int,
+) -> int:
+    """Run a joint kernel (``_hybrid_loop`` or ``_hybrid_squarem``) on ``sw``'s Square Wave
+    band and box and the given HH rows, updating ``theta`` in place; the update count."""
+    b, x = sw.band, sw.box
+    box = x if x is not None else _empty_box()
+    it, _, _ = loop(
+        x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
+        box.plateau, box.ps, box.pe, box.cover_lo, box.cover_hi,
+        box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
+        box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
+        box.col_spill_cols, box.col_spill_values,
+        sw.nk, hk, row_q, row_gain, parent, n_hh,
+        HH_BRANCHING, theta, atom, masked, passes, weight, tol, max_iter, _TINY,
+    )  # fmt: skip
+    return int(it)
 
 
 @functools.lru_cache(maxsize=1)
