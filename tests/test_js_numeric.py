@@ -171,40 +171,28 @@ def test_js_sampler_law_matches_python(spec: Mechanism) -> None:
     reports = js_reports(spec, values=js_values, seed=20261124)
     y = np.asarray(reports.values, dtype=np.float64)
     edges = _edges(spec, 40)
-    p_values = [
-        binned_p_value(
-            spec,
-            y[i * per_input : (i + 1) * per_input],
-            inputs[i * per_input : (i + 1) * per_input],
-            edges,
-        )
-        for i in range(len(points))
-    ]
+
+    def p_values_under(law):  # one p-value per input point, its reports against ``law``
+        return [
+            binned_p_value(
+                law,
+                y[i * per_input : (i + 1) * per_input],
+                inputs[i * per_input : (i + 1) * per_input],
+                edges,
+            )
+            for i in range(len(points))
+        ]
+
+    p_values = p_values_under(spec)
     assert min(p_values) > ALPHA / len(points), p_values
     # power: the law of the same spec at epsilon x 1.3 is rejected
     wrong = spec.replace(epsilon=spec.epsilon * 1.3)  # type: ignore[attr-defined]
-    p_wrong = [
-        binned_p_value(
-            wrong,
-            y[i * per_input : (i + 1) * per_input],
-            inputs[i * per_input : (i + 1) * per_input],
-            edges,
-        )
-        for i in range(len(points))
-    ]
+    p_wrong = p_values_under(wrong)
     assert min(p_wrong) < ALPHA, p_wrong
     if isinstance(spec, SquareWave) and spec.log_scale is not None:
         # power: the law of the same spec with the log scale x 1.3 (or linear) is rejected
         for other in (spec.replace(log_scale=spec.log_scale * 1.3), spec.replace(log_scale=None)):
-            p_other = [
-                binned_p_value(
-                    other,
-                    y[i * per_input : (i + 1) * per_input],
-                    inputs[i * per_input : (i + 1) * per_input],
-                    edges,
-                )
-                for i in range(len(points))
-            ]
+            p_other = p_values_under(other)
             assert min(p_other) < ALPHA, (other, p_other)
 
 
