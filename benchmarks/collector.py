@@ -24,7 +24,8 @@ has the CPU time of the server's processes per request (robust on a shared machi
 where requests/s mostly measures how much CPU the server got), on PostgreSQL also that of
 the database server's processes ("DB CPU ms/req": they compete for the same cores; the
 ratio row gives collector + database against the bare endpoint) and, for the collector, the
-mean group size and group-commit latency from /metrics; the fsync latency of the disk is
+mean group size and group-commit latency from /metrics, and how the connections were spread
+over the server's processes half-way through (``ss``); the fsync latency of the disk is
 measured before and after the run (the floor under one durable commit). Prints tables and
 writes benchmarks/results/collector.json.
 """
@@ -42,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -202,9 +204,30 @@ def collector_server(
     return Server([sys.executable, "-c", code], port, tmp)
 
 
+def connection_split(port: int) -> str:
+    """How the established connections to ``port`` are spread over the server's processes
+    (e.g. "9/7"; from ``ss``, empty without it): with several processes, one taking most
+    connections makes a "2 process" run measure one."""
+    if shutil.which("ss") is None:
+        return ""
+    out = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", out):
+        counts[pid] = counts.get(pid, 0) + 1
+    return "/".join(str(c) for c in sorted(counts.values(), reverse=True))
+
+
 def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> dict[str, Any]:
     script = body.with_suffix(".lua")
     script.write_text(LUA.replace("{path}", str(body)).replace("{ctype}", ctype))
+    split: list[str] = []
+    timer = threading.Timer(seconds / 2, lambda: split.append(connection_split(port)))
+    timer.start()
     out = subprocess.run(
         [
             "wrk",
@@ -221,6 +244,8 @@ def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> di
         check=True,
         timeout=seconds + 60,
     ).stdout
+    timer.cancel()
+    timer.join()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -239,6 +264,7 @@ def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> di
         "socket_errors": errors.group(1) if errors else "",
         "p50_ms": pct("50"),
         "p99_ms": pct("99"),
+        "split": split[0] if split else "",
     }
 
 
@@ -498,6 +524,7 @@ def main() -> None:
             ("mean_commit_ms", "commit ms"),
             ("ok", "2xx"),
             ("stored", "stored"),
+            ("split", "conns per process"),
             ("load", "load"),
         ]
         print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)
