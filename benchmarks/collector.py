@@ -10,7 +10,8 @@ install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``
 1. Single-report POSTs (JSON body, one OLH d = 1024 report, the natural mode for devices)
    per second and latency percentiles, for the collector (group commit, SQLite file, one
    process) and for a bare FastAPI endpoint that only reads the body and answers 201
-   (same uvicorn, same process count, same run; the two are alternated ``--rounds``
+   (same uvicorn, same process count and, on Linux, the same one-socket-per-process
+   supervisor, same run; the two are alternated ``--rounds``
    times). Then the same on PostgreSQL with ``--workers`` processes against a bare
    endpoint with as many processes. Every accepted request is checked to be stored:
    the collection's n after the run is >= wrk's count of 2xx answers.
@@ -74,6 +75,10 @@ async def post(collection: str, request: Request) -> Response:
 @app.get("/healthz")
 def healthz() -> dict:
     return {"status": "ok"}
+
+
+def make() -> FastAPI:
+    return app
 """
 
 LUA = """
@@ -179,6 +184,19 @@ def bare_server(tmp: Path, workers: int) -> Server:
     argv = [sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(port)]
     argv += ["--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
     if workers > 1:
+        from ldpkit.service._workers import reuse_port_supported
+
+        if reuse_port_supported():
+            # The collector's process model (one SO_REUSEPORT socket per process, see
+            # ldpkit.service._workers): with uvicorn's shared socket the bare endpoint's
+            # connections were as unevenly spread (16/0 ... 9/7), so the ratio would
+            # measure the accept lottery rather than the collector's work.
+            code = (
+                "from ldpkit.service._workers import serve_workers; "
+                f"serve_workers('bare_app:make', {workers}, '127.0.0.1', {port}, "
+                "log_level='warning', access_log=False)"
+            )
+            return Server([sys.executable, "-c", code], port, tmp)
         argv += ["--workers", str(workers)]
     return Server(argv, port, tmp)
 
