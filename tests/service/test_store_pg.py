@@ -473,3 +473,49 @@ def test_roll_up_arrays_compressed_with_lz4_and_old_rows_still_read(fresh_postgr
             np.testing.assert_array_equal(stats.arrays[name], arr)
     finally:
         store.close()
+
+
+def test_a_role_that_may_not_alter_the_tables_opens_the_store_with_a_warning(
+    fresh_postgres, caplog
+):
+    """Switching the arrays to lz4 needs the tables' owner; another role (granted only
+    what the collector needs) still opens the store and ingests, with a warning."""
+    from sqlalchemy import text
+
+    owner = _store(fresh_postgres)
+    try:
+        with owner.engine.begin() as conn:
+            if not conn.execute(
+                text(
+                    "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
+                    " WHERE name = 'default_toast_compression'"
+                )
+            ).scalar():
+                pytest.skip("PostgreSQL without lz4")
+            conn.execute(text("DROP ROLE IF EXISTS ldpkit_limited"))
+            conn.execute(text("CREATE ROLE ldpkit_limited LOGIN"))
+            conn.execute(
+                text(
+                    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public"
+                    " TO ldpkit_limited"
+                )
+            )
+            conn.execute(text("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ldpkit_limited"))
+            conn.execute(
+                text("ALTER TABLE ldpkit_rollup_parts ALTER COLUMN arrays SET COMPRESSION pglz")
+            )
+    finally:
+        owner.close()
+    limited_url = fresh_postgres.replace("//ldpkit@", "//ldpkit_limited@")
+    assert limited_url != fresh_postgres
+    with caplog.at_level("WARNING", logger="ldpkit.service"):
+        store = _store(limited_url)
+    try:
+        assert "keep PostgreSQL's default compression" in caplog.text
+        stored = store.commit_group_pg([_item([1, 2], rng=5)])
+        assert not stored[0].duplicate and store.summary("c") == (2, 1)
+    finally:
+        store.close()
+        with _pg_raw(fresh_postgres) as raw:
+            raw.execute("DROP OWNED BY ldpkit_limited")
+            raw.execute("DROP ROLE ldpkit_limited")

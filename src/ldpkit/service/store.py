@@ -584,8 +584,22 @@ class CollectorStore:
         for 1.6 KiB more WAL per group; every commit waits for it, and compaction and
         readers decompress faster too. Needs PostgreSQL >= 14 built with lz4 (Debian's
         is); otherwise nothing changes. Rows already stored keep their compression (both
-        read the same); a database made by an earlier version is switched when opened.
+        read the same); a database made by an earlier version is switched when opened. A
+        role that may not alter the tables (not their owner), or a lock not granted within
+        5 s, leaves the compression as it was, with a warning: the store works either way.
         """
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            self._set_lz4()
+        except DBAPIError as exc:
+            logger.warning(
+                "roll-up arrays keep PostgreSQL's default compression (%s); lz4 makes group "
+                "commits cheaper: let the tables' owner open the database once",
+                str(exc.orig).strip().splitlines()[0] if exc.orig is not None else exc,
+            )
+
+    def _set_lz4(self) -> None:
         with self.engine.begin() as conn:
             lz4 = conn.exec_driver_sql(
                 "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
@@ -599,6 +613,7 @@ class CollectorStore:
                 " AND a.attname = 'arrays' AND a.attcompression IS DISTINCT FROM 'l'",
                 {"names": list(self._ARRAY_TABLES)},
             ).scalars()
+            conn.exec_driver_sql("SET LOCAL lock_timeout = '5s'")  # not behind a long reader
             for table in sorted(tables):  # names from our own list: no quoting needed
                 conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN arrays SET COMPRESSION lz4")
 
