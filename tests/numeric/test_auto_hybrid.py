@@ -19,18 +19,29 @@ from ldpkit.testing import check_mechanism, chisquare_gof
 ALPHA = 1e-6
 
 
-def _smooth_ref(theta: np.ndarray, strength: float) -> np.ndarray:
-    """ceil(2 s) passes of (1 - w) theta + w S theta (S: EMS's kernel), renormalized."""
+def _smooth_ref(theta: np.ndarray, strength: float, window: int = 0) -> np.ndarray:
+    """ceil(2 s) passes of (1 - w) theta + w S theta (S: EMS's kernel), renormalized; the
+    first and last ``window`` buckets frozen (kept, receiving nothing; the passes see them
+    holding their nearest free neighbour's value)."""
     if strength <= 0:
         return theta
     passes = math.ceil(2 * strength)
     w = 2 * strength / passes
+    d = theta.size
     for _ in range(passes):
+        src = theta.copy()
+        if window:
+            src[:window] = theta[window]
+            src[d - window :] = theta[d - window - 1]
         s = np.empty_like(theta)
-        s[1:-1] = 0.25 * theta[:-2] + 0.5 * theta[1:-1] + 0.25 * theta[2:]
-        s[0] = (2 * theta[0] + theta[1]) / 3
-        s[-1] = (theta[-2] + 2 * theta[-1]) / 3
-        theta = (1 - w) * theta + w * s
+        s[1:-1] = 0.25 * src[:-2] + 0.5 * src[1:-1] + 0.25 * src[2:]
+        s[0] = (2 * src[0] + src[1]) / 3
+        s[-1] = (src[-2] + 2 * src[-1]) / 3
+        new = (1 - w) * src + w * s
+        if window:
+            new[:window] = theta[:window]
+            new[d - window :] = theta[d - window :]
+        theta = new
     return theta / theta.sum()
 
 
@@ -52,7 +63,7 @@ def _joint_em_ref(spec: AutoDistribution, stats: Stats, strength: float, iters: 
             ratio = hk[off : off + size] / np.maximum(q + (p - q) * a, 1e-300)
             grad += (p - q) * np.repeat(ratio, rep)[:d]
         theta = theta * grad
-        theta = _smooth_ref(theta / theta.sum(), strength)
+        theta = _smooth_ref(theta / theta.sum(), strength, model.window)
     return theta
 
 
@@ -261,6 +272,8 @@ def test_joint_fit_is_the_numpy_reference(eps: float, strength: float) -> None:
     counts, wts, make = auto._model(st)
     fitter = make(counts * wts)
     assert isinstance(fitter, _JointFitter)
+    # the end windows apply below eps 3 (the reference freezes them too)
+    assert (_hybrid_model(auto).window > 0) == (eps < 3)
     theta, it = fitter.fit(strength, -1.0, 25, None)  # tol < 0: exactly 25 iterations
     assert it == 25
     np.testing.assert_allclose(theta, _joint_em_ref(auto, st, strength, 25), rtol=1e-9, atol=1e-13)
@@ -271,6 +284,35 @@ def test_joint_fit_is_the_numpy_reference(eps: float, strength: float) -> None:
     md = _hybrid_model(auto)
     leaf_level = md.offsets[-1]
     np.testing.assert_allclose(pred[rows + leaf_level :], md.q[-1] + (md.p[-1] - md.q[-1]) * theta)
+
+
+@pytest.mark.parametrize("window", [0, 1, 5])
+def test_window_smoothing_freezes_the_end_buckets(window: int) -> None:
+    """The end windows' smoothing: no frozen bucket is the plain smoothing to the bit; the
+    frozen buckets keep their values (up to the one renormalization), the free ones are the
+    passes over the flat continuation (the numpy reference)."""
+    from ldpkit.numeric._auto_kernels import _smooth, _smooth_step
+
+    d = 40
+    theta = np.random.default_rng(3).random(d) ** 4
+    theta /= theta.sum()
+    frozen = np.zeros(d, dtype=np.bool_)
+    frozen[:window] = True
+    frozen[d - window :] = True
+    for strength in (0.5, 2.0, 1.25):
+        passes = math.ceil(2 * strength)
+        weight = 2 * strength / passes
+        got, tmp, smooth = theta.copy(), np.empty(d), np.empty(d)
+        _smooth_step(got, frozen, 2, passes, weight, smooth, tmp)
+        want = _smooth_ref(theta.copy(), strength, window)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-16)
+        if window == 0:
+            plain = theta.copy()
+            _smooth(plain, np.empty(d), passes, weight)
+            assert np.array_equal(got, plain)
+        else:
+            ratio = got[frozen] / theta[frozen]
+            np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
 
 
 def test_level_one_masses_within_their_standard_error() -> None:
