@@ -3,6 +3,7 @@ timed assertions (a wrong wait shows up as a group split in two, or as a commit 
 cannot finish within a generous bound while the window is minutes long)."""
 
 import asyncio
+import re
 
 import numpy as np
 
@@ -118,3 +119,42 @@ def test_freeze_gc_freezes_while_serving_and_main_sets_it(tmp_path, monkeypatch)
     assert gc.get_freeze_count() == 0  # unfrozen at shutdown
     with TestClient(create_app(SPEC, f"sqlite:///{tmp_path / 'd.db'}")):
         assert gc.get_freeze_count() == 0  # off by default
+
+
+def test_loop_stall_summary_when_asked(tmp_path, monkeypatch, caplog):
+    """LDPKIT_DEBUG_LOOP_STALLS=<ms>: a blocking call on the loop is counted as a stall
+    and summed up at shutdown; a bad value is refused; unset, nothing is logged."""
+    import logging
+    import time
+
+    import pytest
+    from fastapi.testclient import TestClient
+
+    from ldpkit.service import create_app
+
+    monkeypatch.setenv("LDPKIT_DEBUG_LOOP_STALLS", "5")
+    app = create_app(SPEC, f"sqlite:///{tmp_path / 'c.db'}")
+
+    @app.get("/block")
+    async def block() -> dict:
+        time.sleep(0.05)  # blocks the event loop 50 ms
+        return {}
+
+    with caplog.at_level(logging.WARNING, logger="ldpkit.service"):
+        with TestClient(app) as client:
+            client.get("/block")
+            time.sleep(0.05)  # the watcher wakes (late) and counts it
+    lines = [r.getMessage() for r in caplog.records if "loop stalls" in r.getMessage()]
+    assert len(lines) == 1
+    n, longest = re.search(r"loop stalls > 5 ms: (\d+) \(max ([\d.]+) ms", lines[0]).groups()
+    assert int(n) >= 1 and float(longest) >= 45
+    monkeypatch.setenv("LDPKIT_DEBUG_LOOP_STALLS", "soon")
+    with pytest.raises(ValueError, match="LDPKIT_DEBUG_LOOP_STALLS"):
+        with TestClient(create_app(SPEC, f"sqlite:///{tmp_path / 'd.db'}")):
+            pass
+    monkeypatch.delenv("LDPKIT_DEBUG_LOOP_STALLS")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ldpkit.service"):
+        with TestClient(create_app(SPEC, f"sqlite:///{tmp_path / 'e.db'}")):
+            pass
+    assert not [r for r in caplog.records if "loop stalls" in r.getMessage()]

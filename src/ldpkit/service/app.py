@@ -57,6 +57,7 @@ from ..io import (
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Reports, Stats, spec_from_dict
+from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
@@ -1321,13 +1322,18 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
+        stalls = LoopStalls.from_env()  # latency debugging only (LDPKIT_DEBUG_LOOP_STALLS)
         # Fold parts an earlier process left (killed before its last compaction); a failure
         # (e.g. the database is down) is logged and counted, and retried later.
         await run_in_threadpool(store.try_compact)
         if freeze_gc:  # see the docstring; uncollectable garbage made before it: none left
             gc.collect()
             gc.freeze()
+        if stalls is not None:
+            stalls.start()
         yield
+        if stalls is not None:
+            stalls.stop()
         await collector.committer.close()
         store.close()
         if freeze_gc:
