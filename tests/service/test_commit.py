@@ -140,7 +140,7 @@ def test_loop_stall_summary_when_asked(tmp_path, monkeypatch, caplog):
         time.sleep(0.05)  # blocks the event loop 50 ms
         return {}
 
-    with caplog.at_level(logging.WARNING, logger="ldpkit.service"):
+    with caplog.at_level(logging.WARNING, logger="ldpkit.service.stalls"):
         with TestClient(app) as client:
             client.get("/block")
             time.sleep(0.05)  # the watcher wakes (late) and counts it
@@ -154,7 +154,7 @@ def test_loop_stall_summary_when_asked(tmp_path, monkeypatch, caplog):
             pass
     monkeypatch.delenv("LDPKIT_DEBUG_LOOP_STALLS")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="ldpkit.service"):
+    with caplog.at_level(logging.WARNING, logger="ldpkit.service.stalls"):
         with TestClient(create_app(SPEC, f"sqlite:///{tmp_path / 'e.db'}")):
             pass
     assert not [r for r in caplog.records if "loop stalls" in r.getMessage()]

@@ -3,8 +3,8 @@
 With ``LDPKIT_DEBUG_LOOP_STALLS=<ms>`` in its environment, each collector process watches its
 event loop while it serves: a task that sleeps 1 ms measures how late it wakes (a stall: the
 loop ran something else that long without yielding), and :data:`gc.callbacks` time the
-garbage collector's pauses. At shutdown one log line (logger ``ldpkit.service``, WARNING)
-sums them up::
+garbage collector's pauses. At shutdown one WARNING log line
+sums them up (logger ``ldpkit.service.stalls``)::
 
     loop stalls > 5 ms: 12 (max 31.0 ms, total 0.20 s; 2 with a GC pause >= half of it);
     GC pauses: gen0 911 (max 0.6 ms), gen1 83 (max 1.2 ms), gen2 4 (max 149.6 ms)
@@ -24,7 +24,7 @@ import os
 import time
 from typing import Any
 
-logger = logging.getLogger("ldpkit.service")
+logger = logging.getLogger("ldpkit.service.stalls")
 
 ENV = "LDPKIT_DEBUG_LOOP_STALLS"
 
