@@ -1268,7 +1268,7 @@ def create_app(
         during ingest scan only what was made since. ``main`` (``ldpkit serve``) sets it: a
         full collection over the ~180,000 objects of the loaded libraries stopped the event
         loop 130-220 ms every 2-4 s at 64 connections (every request in flight waited), and
-        took 2-3 ms once they were frozen. Process-wide: leave it off when the app shares its
+        took 1-6 ms once they were frozen. Process-wide: leave it off when the app shares its
         process with other work (tests, an embedding server).
 
     Returns
@@ -1326,7 +1326,7 @@ def create_app(
         # Fold parts an earlier process left (killed before its last compaction); a failure
         # (e.g. the database is down) is logged and counted, and retried later.
         await run_in_threadpool(store.try_compact)
-        if freeze_gc:  # see the docstring; uncollectable garbage made before it: none left
+        if freeze_gc:  # see the docstring; collect first: frozen cyclic garbage would stay
             gc.collect()
             gc.freeze()
         if stalls is not None:
