@@ -56,6 +56,56 @@ def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cove
         theta[i] /= total
 
 
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no cover - jit
+    """``passes`` smoothing passes on the buckets outside ``frozen``, then one
+    renormalization, in place (the joint fits' end windows of
+    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+
+    A frozen bucket keeps its value and receives nothing: the passes act on a copy of theta
+    in which every frozen bucket holds the value of the nearest free bucket on its left (the
+    first free bucket for frozen ones before it), so at a window's edge the kernel sees a
+    flat continuation (a reflecting edge, to first order) and neither sends mass into the
+    window nor draws mass from it. EM alone moves the frozen buckets' mass.
+    """
+    d = theta.size
+    if d < 2 or passes == 0:
+        return
+    first = 0
+    while first < d - 1 and frozen[first]:
+        first += 1
+    for _ in range(passes):
+        last = theta[first]
+        for i in range(d):
+            if frozen[i]:
+                smooth[i] = last
+            else:
+                smooth[i] = theta[i]
+                last = theta[i]
+        _pass(smooth, tmp, weight)
+        for i in range(d):
+            if not frozen[i]:
+                theta[i] = tmp[i]
+    total = 0.0
+    for i in range(d):
+        total += theta[i]
+    for i in range(d):
+        theta[i] /= total
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _smooth_step(theta, atom, masked, passes, weight, smooth, tmp):  # pragma: no cover - jit
+    """The smoothing after an EM update: ``masked`` 0 plain (:func:`_smooth`), 1 end atoms
+    (:func:`_masked_smooth` on ``atom``), 2 end windows (:func:`_window_smooth` with
+    ``atom`` the frozen buckets)."""
+    if masked == 2:
+        _window_smooth(theta, atom, passes, weight, smooth, tmp)
+    elif masked == 1:
+        _masked_smooth(theta, atom, passes, weight, smooth, tmp)
+    else:
+        _smooth(theta, tmp, passes, weight)
+
+
 #: Machine epsilon of float64 (twice the unit roundoff: the error bounds below are generous).
 _EPS = 2.220446049250313e-16
 
@@ -192,10 +242,7 @@ def _smoothed_em_loop(
     while it < max_iter:
         it += 1
         _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
-        if masked:
-            _masked_smooth(theta, atom, passes, weight, smooth, tmp)
-        else:
-            _smooth(theta, tmp, passes, weight)
+        _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
         _floor(mt, tiny)
@@ -297,10 +344,7 @@ def _smoothed_box_loop(
             theta,
             passes == 0,
         )
-        if masked:
-            _masked_smooth(theta, atom, passes, weight, smooth, tmp)
-        else:
-            _smooth(theta, tmp, passes, weight)
+        _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
         _box_matvec(
             base,
@@ -462,10 +506,7 @@ def _hybrid_finish(
         total += theta[i]
     for i in range(theta.size):
         theta[i] /= total
-    if masked:
-        _masked_smooth(theta, atom, passes, weight, smooth, tmp)
-    else:
-        _smooth(theta, tmp, passes, weight)
+    _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
