@@ -10,7 +10,8 @@ install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``
 1. Single-report POSTs (JSON body, one OLH d = 1024 report, the natural mode for devices)
    per second and latency percentiles, for the collector (group commit, SQLite file, one
    process) and for a bare FastAPI endpoint that only reads the body and answers 201
-   (same uvicorn, same process count, same run; the two are alternated ``--rounds``
+   (same uvicorn, same process count and, on Linux, the same one-socket-per-process
+   supervisor, same run; the two are alternated ``--rounds``
    times). Then the same on PostgreSQL with ``--workers`` processes against a bare
    endpoint with as many processes. Every accepted request is checked to be stored:
    the collection's n after the run is >= wrk's count of 2xx answers.
@@ -24,7 +25,8 @@ has the CPU time of the server's processes per request (robust on a shared machi
 where requests/s mostly measures how much CPU the server got), on PostgreSQL also that of
 the database server's processes ("DB CPU ms/req": they compete for the same cores; the
 ratio row gives collector + database against the bare endpoint) and, for the collector, the
-mean group size and group-commit latency from /metrics, and where its tail comes from:
+mean group size and group-commit latency from /metrics, how the connections were spread
+over the server's processes half-way through (``ss``), and where its tail comes from:
 the event-loop stalls over 5 ms, the longest one and the longest full (gen-2) garbage
 collection in that server's life (``LDPKIT_DEBUG_LOOP_STALLS``, warm-up included; a stall
 with no GC pause in it is the loop's own work or the machine's); the fsync latency of the disk is
@@ -45,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -75,6 +78,10 @@ async def post(collection: str, request: Request) -> Response:
 @app.get("/healthz")
 def healthz() -> dict:
     return {"status": "ok"}
+
+
+def make() -> FastAPI:
+    return app
 """
 
 LUA = """
@@ -209,6 +216,19 @@ def bare_server(tmp: Path, workers: int) -> Server:
     argv = [sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(port)]
     argv += ["--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
     if workers > 1:
+        from ldpkit.service._workers import reuse_port_supported
+
+        if reuse_port_supported():
+            # The collector's process model (one SO_REUSEPORT socket per process, see
+            # ldpkit.service._workers): with uvicorn's shared socket the bare endpoint's
+            # connections were as unevenly spread (16/0 ... 9/7), so the ratio would
+            # measure the accept lottery rather than the collector's work.
+            code = (
+                "from ldpkit.service._workers import serve_workers; "
+                f"serve_workers('bare_app:make', {workers}, '127.0.0.1', {port}, "
+                "log_level='warning', access_log=False)"
+            )
+            return Server([sys.executable, "-c", code], port, tmp)
         argv += ["--workers", str(workers)]
     return Server(argv, port, tmp)
 
@@ -236,9 +256,30 @@ def collector_server(
     return Server([sys.executable, "-c", code], port, tmp, {"LDPKIT_DEBUG_LOOP_STALLS": "5"})
 
 
+def connection_split(port: int) -> str:
+    """How the established connections to ``port`` are spread over the server's processes
+    (e.g. "9/7"; from ``ss``, empty without it): with several processes, one taking most
+    connections makes a "2 process" run measure one."""
+    if shutil.which("ss") is None:
+        return ""
+    out = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", out):
+        counts[pid] = counts.get(pid, 0) + 1
+    return "/".join(str(c) for c in sorted(counts.values(), reverse=True))
+
+
 def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> dict[str, Any]:
     script = body.with_suffix(".lua")
     script.write_text(LUA.replace("{path}", str(body)).replace("{ctype}", ctype))
+    split: list[str] = []
+    timer = threading.Timer(seconds / 2, lambda: split.append(connection_split(port)))
+    timer.start()
     out = subprocess.run(
         [
             "wrk",
@@ -255,6 +296,8 @@ def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> di
         check=True,
         timeout=seconds + 60,
     ).stdout
+    timer.cancel()
+    timer.join()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -273,6 +316,7 @@ def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> di
         "socket_errors": errors.group(1) if errors else "",
         "p50_ms": pct("50"),
         "p99_ms": pct("99"),
+        "split": split[0] if split else "",
     }
 
 
@@ -533,6 +577,7 @@ def main() -> None:
             ("mean_commit_ms", "commit ms"),
             ("ok", "2xx"),
             ("stored", "stored"),
+            ("split", "conns per process"),
             ("load", "load"),
         ]
         print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)

@@ -441,4 +441,72 @@ def test_groups_commit_while_a_compaction_runs(fresh_postgres):
         assert not store.needs_compaction
     finally:
         release.set()
+
+
+def test_roll_up_arrays_compressed_with_lz4_and_old_rows_still_read(fresh_postgres):
+    """The roll-up tables' arrays use lz4 (cheaper for the group commit's statement than
+    pglz) where the server has it; a database made with pglz is switched when opened, and
+    its rows stored before read the same."""
+    from sqlalchemy import text
+
+    store = _store(fresh_postgres)
+    try:
+        with store.engine.begin() as conn:
+            lz4 = conn.execute(
+                text(
+                    "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
+                    " WHERE name = 'default_toast_compression'"
+                )
+            ).scalar()
+            if not lz4:
+                pytest.skip("PostgreSQL without lz4")
+            for table in ("ldpkit_rollup_parts", "ldpkit_rollups"):  # as an earlier version
+                conn.execute(text(f"ALTER TABLE {table} ALTER COLUMN arrays SET COMPRESSION pglz"))
+        big = GRR(epsilon=1.0, domain_size=4096)  # arrays large enough to be compressed
+        store.register("big", big)
+        before = [
+            big.aggregate(big.randomize(np.arange(k, 4096 + k) % 4096, rng=k)) for k in (1, 2)
+        ]
+        store.commit_group([PendingBatch("big", s.n, stats=s) for s in before[:1]])
+        store.compact()
+        store.commit_group([PendingBatch("big", s.n, stats=s) for s in before[1:]])
+    finally:
+        store.close()
+
+    def methods(store):
+        with store.engine.connect() as conn:
+            return {
+                table: conn.execute(
+                    text(f"SELECT DISTINCT pg_column_compression(arrays) FROM {table}")
+                )
+                .scalars()
+                .all()
+                for table in ("ldpkit_rollup_parts", "ldpkit_rollups")
+            }
+
+    store = _store(fresh_postgres)  # reopened: switched to lz4
+    try:
+        assert methods(store) == {"ldpkit_rollup_parts": ["pglz"], "ldpkit_rollups": ["pglz"]}
+        store.register("big", big)
+        after = big.aggregate(big.randomize(np.arange(4096) % 4096, rng=3))
+        store.commit_group([PendingBatch("big", after.n, stats=after)])
+        with store.engine.connect() as conn:
+            new = conn.execute(
+                text(
+                    "SELECT pg_column_compression(arrays) FROM ldpkit_rollup_parts"
+                    " ORDER BY id DESC LIMIT 1"
+                )
+            ).scalar()
+        assert new == "lz4"
+        expected = big.empty_stats().merge(*before, after)
+        stats, _ = store.merged("big", big)
+        assert stats.n == expected.n == 3 * 4096
+        for name, arr in expected.arrays.items():
+            np.testing.assert_array_equal(stats.arrays[name], arr)
+        store.compact()  # folded into the roll-up row, rewritten with lz4
+        assert methods(store)["ldpkit_rollups"] == ["lz4"]
+        stats, _ = store.merged("big", big)
+        for name, arr in expected.arrays.items():
+            np.testing.assert_array_equal(stats.arrays[name], arr)
+    finally:
         store.close()

@@ -215,7 +215,9 @@ def main(
     to anyone who can reach it, so it then refuses any address but a loopback one. Put a
     TLS-terminating reverse proxy in front of it before exposing it. ``workers > 1`` runs
     that many processes (they share the database, so it must be PostgreSQL: SQLite allows
-    one writer process). Their ``/metrics`` counters are shared through memory-mapped files
+    one writer process); on Linux each process accepts on a ``SO_REUSEPORT`` socket of
+    its own, so the kernel spreads connections over them (:mod:`ldpkit.service._workers`),
+    elsewhere they share uvicorn's one socket. Their ``/metrics`` counters are shared through memory-mapped files
     in ``LDPKIT_METRICS_DIR`` (a temporary directory, removed at exit, when unset). The
     access log is off unless ``access_log`` (a line per report is a per-user record, and at
     one report per request it costs more CPU than storing the report); it leaves client
@@ -223,6 +225,7 @@ def main(
     """
     import uvicorn
 
+    from ._workers import reuse_port_supported, serve_workers
     from .store import make_url
 
     data = dict(config) if isinstance(config, Mapping) else load_config(config)
@@ -280,7 +283,10 @@ def main(
             collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options
         )
         check.state.collector.store.close()
-        uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
+        if reuse_port_supported():  # one socket per process: connections spread evenly
+            serve_workers("ldpkit.service._worker:app", workers, **kwargs)
+        else:
+            uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
     finally:
         if made_dir is not None:
             shutil.rmtree(made_dir, ignore_errors=True)

@@ -533,6 +533,8 @@ class CollectorStore:
         self.backend = self.engine.dialect.name
         self._check_legacy_schema()
         metadata.create_all(self.engine)
+        if self.backend == "postgresql":
+            self._compress_arrays_lz4()
         self.specs: dict[str, Mechanism] = {}
         self.layouts: dict[str, _Layout] = {}
         self.bucket_seconds: dict[str, int] = {}
@@ -569,6 +571,36 @@ class CollectorStore:
         # (commit_group_async); larger ones in a committer thread, where building and
         # sending their statement does not hold up the loop's reading of requests.
         self.in_loop_max_group = 12
+
+    # The roll-up arrays' TOAST compression on PostgreSQL (see _compress_arrays_lz4).
+    _ARRAY_TABLES = ("ldpkit_rollup_parts", "ldpkit_rollups")
+
+    def _compress_arrays_lz4(self) -> None:
+        """Compress new roll-up arrays with lz4 instead of PostgreSQL's default pglz.
+
+        A group commit's roll-up part (OLH d = 1024: 8 KiB of arrays) is compressed by the
+        server inside the commit's statement; with pglz that took 0.21 of the statement's
+        0.39 ms (``EXPLAIN (ANALYZE, WAL)``, 8 one-report batches), with lz4 0.05 of 0.19,
+        for 1.6 KiB more WAL per group; every commit waits for it, and compaction and
+        readers decompress faster too. Needs PostgreSQL >= 14 built with lz4 (Debian's
+        is); otherwise nothing changes. Rows already stored keep their compression (both
+        read the same); a database made by an earlier version is switched when opened.
+        """
+        with self.engine.begin() as conn:
+            lz4 = conn.exec_driver_sql(
+                "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
+                " WHERE name = 'default_toast_compression'"
+            ).scalar()
+            if not lz4:  # PostgreSQL < 14, or built without lz4
+                return
+            tables = conn.exec_driver_sql(
+                "SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+                " WHERE c.relname = ANY(%(names)s) AND pg_table_is_visible(c.oid)"
+                " AND a.attname = 'arrays' AND a.attcompression IS DISTINCT FROM 'l'",
+                {"names": list(self._ARRAY_TABLES)},
+            ).scalars()
+            for table in sorted(tables):  # names from our own list: no quoting needed
+                conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN arrays SET COMPRESSION lz4")
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()

@@ -1,0 +1,143 @@
+"""``main(..., workers=2)`` on Linux: one SO_REUSEPORT socket per process (service._workers)."""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ldpkit import GRR
+from ldpkit.io import reports_to_dict
+from ldpkit.service._workers import reuse_port_supported
+from ldpkit.service.metrics import _read_file
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+SPEC = GRR(epsilon=1.0, domain_size=8)
+
+pytestmark = pytest.mark.skipif(not reuse_port_supported(), reason="SO_REUSEPORT (Linux) only")
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(tmp_path, url, port, shared):
+    config = tmp_path / "collector.json"
+    config.write_text(
+        json.dumps(
+            {
+                "database_url": url,
+                "collections": {"c": {"mechanism": "GRR", "params": SPEC.to_dict()["params"]}},
+            }
+        )
+    )
+    code = f"from ldpkit.service import main; main({str(config)!r}, port={port}, workers=2)"
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "LDPKIT_METRICS_DIR": str(shared),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.1)
+
+
+def _post_on(conns, start):
+    for k, conn in enumerate(conns):
+        body = json.dumps(reports_to_dict(SPEC.randomize([k % 8], rng=start + k)))
+        conn.request("POST", "/v1/reports/c", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 201
+
+
+def _per_process(shared):
+    return [_read_file(f).get('["batches","c"]', 0) for f in shared.glob("ldpkit-metrics-*.bin")]
+
+
+def _workers(pid):
+    """The server processes started by the supervisor ``pid`` (not multiprocessing's
+    resource tracker)."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    found = []
+    for child in out.split():
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:  # exited meanwhile
+            continue
+        if b"spawn_main" in cmdline:
+            found.append(int(child))
+    return found
+
+
+def test_two_workers_each_accept_their_share_and_a_dead_worker_is_replaced(
+    tmp_path, fresh_postgres
+):
+    """16 keep-alive connections opened at once (a proxy's pool, a load generator) reach
+    both processes: with uvicorn's one shared socket, one process often took all 16. The
+    kernel hashes each connection to one of the two sockets, so this fails by chance with
+    probability 2 / 2**16. A second server on the same port is refused (no silent
+    sharing), and a worker killed with SIGKILL is replaced on the same socket."""
+    port, shared = _free_port(), tmp_path / "metrics"
+    shared.mkdir()
+    proc = _serve(tmp_path, fresh_postgres, port, shared)
+    try:
+        conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(16)]
+        for conn in conns:
+            conn.connect()
+        _post_on(conns, 0)
+        counts = _per_process(shared)
+        assert len(counts) == 2 and min(counts) > 0 and sum(counts) == 16, counts
+
+        second = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from ldpkit.service._workers import serve_workers; "
+                f"serve_workers('ldpkit.service._worker:app', 2, '127.0.0.1', {port})",
+            ],
+            env={**os.environ, "PYTHONPATH": SRC},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode != 0 and "Address already in use" in second.stderr
+
+        children = _workers(proc.pid)
+        assert len(children) == 2, children
+        os.kill(children[0], signal.SIGKILL)
+        for conn in conns:
+            conn.close()
+        deadline = time.monotonic() + 60
+        while len(set(_workers(proc.pid)) - {children[0]}) < 2:
+            assert time.monotonic() < deadline, "the dead worker must be replaced"
+            time.sleep(0.1)
+        conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(16)]
+        _post_on(conns, 100)  # every connection answered, whichever socket it hashed to
+        for conn in conns:
+            conn.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert proc.returncode == 0
