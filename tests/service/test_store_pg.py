@@ -441,6 +441,7 @@ def test_groups_commit_while_a_compaction_runs(fresh_postgres):
         assert not store.needs_compaction
     finally:
         release.set()
+        store.close()  # its kept connections, before the next test's warnings check
 
 
 def test_roll_up_arrays_compressed_with_lz4_and_old_rows_still_read(fresh_postgres):
