@@ -7,7 +7,7 @@ by the client under node with seeded coins, per input value, are sorted into the
 outcomes (Square Wave branch: the report value binned; HH level k with GRR: the item; with
 OLH: whether the hash of the user's node under her seed equals her report) and compared
 (chi-square, alpha = 1e-6) with the exact law the Python spec gives: ``(1 - r)`` times the
-Square Wave law, ``r / h`` times the level oracle's (p at the node, q elsewhere; OLH supports
+Square Wave law, ``r`` times the level's share (``hh_level_shares``) times the level oracle's (p at the node, q elsewhere; OLH supports
 the node with probability p). The same test rejects the law at epsilon x 1.3 and at
 hh_share x 1.3 and / 1.3. The client's bodies decode and aggregate in ldpkit.
 
@@ -62,6 +62,7 @@ def _outcomes(spec: AutoDistribution, reports: Reports, v: float) -> tuple[np.nd
     # HH branch: per level, the oracle's law of the user's node
     leaf = int(tree.leaf_index(np.array([v]))[0])
     h = tree.height
+    shares = spec.hh_level_shares()  # level h's share moved to h - 1
     for k in range(1, h + 1):
         oracle = tree.level_oracle(k)
         node = leaf // tree.branching ** (h - k)
@@ -81,7 +82,7 @@ def _outcomes(spec: AutoDistribution, reports: Reports, v: float) -> tuple[np.nd
         if counts.size > probs.size:  # an item outside this spec's domain: impossible here
             return np.array([1.0]), np.array([0.0])
         observed.append(counts)
-        expected.append(n * r / h * probs)
+        expected.append(n * r * shares[k - 1] * probs)
     return np.concatenate(observed), np.concatenate(expected)
 
 

@@ -54,6 +54,7 @@ from ldpkit.numeric import (
     SquareWave,
     StochasticRounding,
 )
+from ldpkit.numeric.auto import hh_top_level
 from ldpkit.numeric.mean import _report_tables
 from ldpkit.spec import Mechanism, Reports
 
@@ -396,11 +397,14 @@ def _numeric_bodies() -> list[dict[str, Any]]:
     return out
 
 
-def _hh_report(tree: HierarchicalHistogram, v: float, coins: _ReplayCoins) -> tuple[int, int, int]:
+def _hh_report(
+    tree: HierarchicalHistogram, v: float, coins: _ReplayCoins, top: int | None = None
+) -> tuple[int, int, int]:
     """(level, item, seed) of one user's HH report, in the client's coin order: the level
-    (U below h), then the level oracle's report of her node (GRR: U; OLH: seed word, U)."""
+    (U below h, capped at ``top``: AutoDistribution's :func:`hh_top_level`), then the level
+    oracle's report of her node (GRR: U; OLH: seed word, U)."""
     leaf = int(tree.leaf_index(np.array([v]))[0])
-    k = 1 + coins.below(tree.height)
+    k = min(1 + coins.below(tree.height), tree.height if top is None else top)
     node = np.array([leaf // tree.branching ** (tree.height - k)], dtype=np.int64)
     oracle = tree.level_oracle(k)
     if isinstance(oracle, GRR):
@@ -424,7 +428,7 @@ def _tree_body(
             k, item, seed = _hh_report(spec, v, coins)
             rows.append((k, 0.0, item, seed))
         elif coins.random(1)[0] < float(spec.hh_share or 0.0):
-            k, item, seed = _hh_report(spec.tree, v, coins)
+            k, item, seed = _hh_report(spec.tree, v, coins, hh_top_level(spec.tree.height))
             rows.append((k, 0.0, item, seed))
         else:
             rows.append((0, _numeric_report(spec.wave, v, coins), 0, 0))

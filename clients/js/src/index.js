@@ -10,6 +10,8 @@ export {
   HH_BRANCHING,
   defaultBuckets,
   defaultHhShare,
+  hhTopLevel,
+  HH_MAX_NODES,
   MECHANISMS,
   fromSpec,
   OUE_MAX_EPSILON,

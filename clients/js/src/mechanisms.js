@@ -321,11 +321,12 @@ export class HierarchicalHistogram {
   }
   /**
    * One user's report {level, item, seed} for a checked value: the level from one uniform
-   * integer below h (64-bit words by rejection), then the level oracle's report of her node
-   * (GRR: U; OLH: a fresh public seed word, then U), as GRR.randomize / OLH.randomize draw.
+   * integer below h (64-bit words by rejection), capped at `top` (AutoDistribution's
+   * hybrid: hhTopLevel), then the level oracle's report of her node (GRR: U;
+   * OLH: a fresh public seed word, then U), as GRR.randomize / OLH.randomize draw.
    */
-  reportOne(v, coins) {
-    const k = 1 + Number(uniformBelow(BigInt(this.height), coins));
+  reportOne(v, coins, top = this.height) {
+    const k = Math.min(1 + Number(uniformBelow(BigInt(this.height), coins)), top);
     const o = this.levels[k - 1];
     const node = Math.floor(this.leafIndex(v) / o.span);
     if (o.name === 'GRR') {
@@ -363,6 +364,20 @@ export function defaultBuckets(expectedN = null) {
   return 1 << Math.min(10, Math.max(6, level));
 }
 
+/** auto.HH_MAX_NODES: the hybrid's HH users report at levels of at most this many nodes. */
+export const HH_MAX_NODES = 256;
+
+/**
+ * auto.hh_top_level: the finest level a hybrid HH user reports at, the finest of the tree's
+ * levels with at most HH_MAX_NODES nodes (at least 1): her level is uniform over 1..h with
+ * the finer levels' shares moved to that one (d = 1024: level 5's to level 4).
+ */
+export function hhTopLevel(height, branching = HH_BRANCHING) {
+  let top = 1;
+  while (top < height && branching ** (top + 1) <= HH_MAX_NODES) top++;
+  return top;
+}
+
 /** auto.default_hh_share: 0.25 from epsilon 1.5 on, else 0 (Square Wave alone). */
 export function defaultHhShare(epsilon) {
   checkEpsilon(epsilon, Infinity);
@@ -374,7 +389,7 @@ export function defaultHhShare(epsilon) {
  * exactly SquareWave (same coins, same body: {values}). With hh_share = r > 0 every user
  * first draws HH with probability r from one uniform that never sees her value, then sends
  * ONE report with the full epsilon: a Square Wave report, or a hierarchical-histogram
- * report (B = 4 over the same buckets). Fields: levels (0 for SW, else the HH level),
+ * report (B = 4 over the same buckets; levels up to hhTopLevel). Fields: levels (0 for SW, else the HH level),
  * values (the SW report; 0 for HH users), items (the level oracle's report; 0 for SW
  * users) and, when some level uses OLH, seeds (decimal strings; 0 for the others).
  */
@@ -409,7 +424,7 @@ export class AutoDistribution {
     values.forEach((v, i) => {
       // the branch coin: a uniform double against r, drawn before and apart from the value
       if (coins.uniform() < this.hhShare) {
-        const r = this.tree.reportOne(v, coins);
+        const r = this.tree.reportOne(v, coins, hhTopLevel(this.tree.height));
         [levels[i], out[i], items[i], seeds[i]] = [r.level, 0.0, r.item, r.seed];
       } else {
         [levels[i], out[i], items[i], seeds[i]] = [0, this.wave.randomizeOne(v, coins), 0, '0'];

@@ -609,9 +609,16 @@ class HierarchicalHistogram(_TreeMechanism):
         """Each user's level (``reports.levels``) and her oracle report at that level."""
         leaf = self.leaf_index(values)
         gen = as_generator(rng)
+        levels = np.asarray(gen.integers(1, self.height + 1, size=leaf.shape[0]), dtype=np.uint8)
+        return self._reports_at(leaf, levels, gen)
+
+    def _reports_at(
+        self, leaf: np.ndarray, levels: np.ndarray, gen: np.random.Generator
+    ) -> Reports:
+        """The reports of users with leaves ``leaf`` at the given ``levels`` (uint8, 1..h):
+        each user's node at her level through that level's oracle."""
         h = self.height
         n = leaf.shape[0]
-        levels = gen.integers(1, h + 1, size=n).astype(np.uint8)
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         for k in range(1, h + 1):
             idx = np.flatnonzero(levels == k)
