@@ -24,7 +24,10 @@ has the CPU time of the server's processes per request (robust on a shared machi
 where requests/s mostly measures how much CPU the server got), on PostgreSQL also that of
 the database server's processes ("DB CPU ms/req": they compete for the same cores; the
 ratio row gives collector + database against the bare endpoint) and, for the collector, the
-mean group size and group-commit latency from /metrics; the fsync latency of the disk is
+mean group size and group-commit latency from /metrics, and where its tail comes from:
+the event-loop stalls over 5 ms, the longest one and the longest full (gen-2) garbage
+collection in that server's life (``LDPKIT_DEBUG_LOOP_STALLS``, warm-up included; a stall
+with no GC pause in it is the loop's own work or the machine's); the fsync latency of the disk is
 measured before and after the run (the floor under one durable commit). Prints tables and
 writes benchmarks/results/collector.json.
 """
@@ -105,12 +108,22 @@ def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> No
 class Server:
     """A server subprocess in its own process group (so its workers stop with it)."""
 
-    def __init__(self, argv: list[str], port: int, cwd: Path) -> None:
+    def __init__(
+        self, argv: list[str], port: int, cwd: Path, extra_env: dict[str, str] | None = None
+    ) -> None:
         env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env.update(extra_env or {})
         self.port = port
-        self.proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL
-        )
+        self.log = cwd / f"server-{port}.log"  # stderr: warnings, the loop-stall summaries
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         try:
             _wait(port, self.proc)
         except Exception:
@@ -133,6 +146,25 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
+
+
+def loop_stalls(log: Path) -> dict[str, float]:
+    """The collector's loop-stall summaries (``LDPKIT_DEBUG_LOOP_STALLS``, one line per
+    process at shutdown; see ``ldpkit/service/_stalls.py``): stalls over the threshold,
+    the longest, and the longest full (gen-2) garbage collection, over all processes."""
+    text = log.read_text(errors="replace")
+    found = re.findall(
+        r"loop stalls > \S+ ms: (\d+) \(max ([\d.]+) ms.*?(\d+) with a GC.*gen2 \d+ \(max ([\d.]+) ms",
+        text,
+    )
+    if not found:
+        return {}
+    return {
+        "stalls": sum(int(n) for n, _, _, _ in found),
+        "stall_max_ms": max(float(m) for _, m, _, _ in found),
+        "stalls_gc": sum(int(n) for _, _, n, _ in found),
+        "gc2_max_ms": max(float(g) for _, _, _, g in found),
+    }
 
 
 def _proc_stats() -> Iterator[tuple[int, list[str]]]:
@@ -195,11 +227,13 @@ def collector_server(
     port = _free_port()
     code = (
         "import logging, sys; logging.basicConfig(level=logging.ERROR); "
+        "logging.getLogger('ldpkit.service.stalls').setLevel(logging.WARNING); "
         "from ldpkit.service import main; "
         f"main({str(config)!r}, port={port}, workers={workers}, access_log=False, "
         "log_level='warning')"
     )
-    return Server([sys.executable, "-c", code], port, tmp)
+    # Loop stalls over 5 ms and GC pauses, summed up at shutdown (a ~1 ms timer: ~1% CPU).
+    return Server([sys.executable, "-c", code], port, tmp, {"LDPKIT_DEBUG_LOOP_STALLS": "5"})
 
 
 def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> dict[str, Any]:
@@ -315,6 +349,7 @@ def ingest_rows(
                 coll_runs.append(res)
             finally:
                 srv.stop()
+            res.update(loop_stalls(srv.log))  # warm-up included
         common = {"backend": backend, "workers": workers, "connections": connections}
         for name, runs in (("bare FastAPI", bare_runs), ("collector", coll_runs)):
             for i, r in enumerate(runs):
@@ -501,6 +536,21 @@ def main() -> None:
             ("load", "load"),
         ]
         print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)
+        print_table(
+            "Where the collector's tail comes from: its event loop (LDPKIT_DEBUG_LOOP_STALLS=5)",
+            [r for r in rows if "stalls" in r],
+            [
+                ("backend", "database"),
+                ("workers", "processes"),
+                ("connections", "conns"),
+                ("round", "round"),
+                ("p99_ms", "p99 ms"),
+                ("stalls", "loop stalls > 5 ms"),
+                ("stall_max_ms", "longest stall ms"),
+                ("stalls_gc", "stalls mostly GC"),
+                ("gc2_max_ms", "longest gen-2 GC ms"),
+            ],
+        )
         est = estimate_rows(args, tmp)
         print_table(
             "Estimate latency (OLH d = 1024, SQLite, in process)",

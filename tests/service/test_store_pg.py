@@ -404,3 +404,41 @@ def test_database_of_the_earlier_schema_keeps_working(fresh_postgres):
         assert isinstance(store.commit_group_pg([_item([2], key="k2")])[0], IdempotencyConflict)
     finally:
         store.close()
+
+
+def test_groups_commit_while_a_compaction_runs(fresh_postgres):
+    """On PostgreSQL the committer folds roll-up parts in a helper thread while groups keep
+    committing: a group queued during a compaction that cannot finish yet is answered."""
+    import asyncio
+
+    from ldpkit.service.commit import GroupCommitter
+
+    store = _store(fresh_postgres)
+    committer = GroupCommitter(store, {"c": SPEC}, window=0.0, compact_interval=0.0)
+    entered, release = threading.Event(), threading.Event()
+    original = store.try_compact
+
+    def try_compact(**kwargs):
+        entered.set()
+        assert release.wait(120)
+        return original(**kwargs)
+
+    store.try_compact = try_compact
+
+    async def run():
+        await asyncio.wait_for(committer.commit(_item([1])), 60)  # writes a part
+        while not entered.is_set():  # the committer starts folding it
+            await asyncio.sleep(0.005)
+        try:  # the compaction is stuck: this group must still commit
+            await asyncio.wait_for(committer.commit(_item([2], rng=1)), 60)
+        finally:
+            release.set()
+        await committer.close()
+
+    try:
+        asyncio.run(run())
+        assert store.summary("c") == (2, 2)
+        assert not store.needs_compaction
+    finally:
+        release.set()
+        store.close()

@@ -255,6 +255,7 @@ def main(
         "access_log": access_log,
         "log_config": _log_config(log_addresses),
     }
+    options.setdefault("freeze_gc", True)  # a process of its own: see create_app
     if workers == 1:
         app = create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
         uvicorn.run(app, **kwargs)
@@ -269,7 +270,9 @@ def main(
         k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))
     }
     os.environ["LDPKIT_COLLECTOR_CONFIG"] = json.dumps(data)
-    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps({**shared, "metrics_dir": metrics_dir})
+    os.environ["LDPKIT_COLLECTOR_OVERRIDES"] = json.dumps(
+        {"freeze_gc": options["freeze_gc"], **shared, "metrics_dir": metrics_dir}
+    )
     try:
         # Fail here, once, on a bad config or database (and create the tables before the fork).
         options.pop("metrics_dir", None)

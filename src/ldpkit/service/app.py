@@ -20,6 +20,7 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
 
 import dataclasses
 import datetime as dt
+import gc
 import io
 import json
 import logging
@@ -56,6 +57,7 @@ from ..io import (
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Reports, Stats, spec_from_dict
+from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
@@ -1219,6 +1221,7 @@ def create_app(
     max_body_bytes: int | None = None,
     max_decoded_bytes: int | None = None,
     max_rollup_parts: int = DEFAULT_MAX_PARTS,
+    freeze_gc: bool = False,
 ) -> FastAPI:
     """Build the collector app.
 
@@ -1259,6 +1262,14 @@ def create_app(
         committer, for the parts its process wrote) compacts at once, and ``/healthz``
         says ``degraded`` (4096 by default; normally the committer folds them about once
         a second).
+    freeze_gc : bool
+        At start-up, after a full collection, move every object alive into the garbage
+        collector's permanent generation (:func:`gc.freeze`), so that its full collections
+        during ingest scan only what was made since. ``main`` (``ldpkit serve``) sets it: a
+        full collection over the ~180,000 objects of the loaded libraries stopped the event
+        loop 130-220 ms every 2-4 s at 64 connections (every request in flight waited), and
+        took 1-6 ms once they were frozen. Process-wide: leave it off when the app shares its
+        process with other work (tests, an embedding server).
 
     Returns
     -------
@@ -1286,6 +1297,8 @@ def create_app(
         or max_rollup_parts < 1
     ):
         raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
+    if not isinstance(freeze_gc, bool):
+        raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     store.max_parts = max_rollup_parts
@@ -1309,12 +1322,22 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
+        stalls = LoopStalls.from_env()  # latency debugging only (LDPKIT_DEBUG_LOOP_STALLS)
         # Fold parts an earlier process left (killed before its last compaction); a failure
         # (e.g. the database is down) is logged and counted, and retried later.
         await run_in_threadpool(store.try_compact)
+        if freeze_gc:  # see the docstring; collect first: frozen cyclic garbage would stay
+            gc.collect()
+            gc.freeze()
+        if stalls is not None:
+            stalls.start()
         yield
+        if stalls is not None:
+            stalls.stop()
         await collector.committer.close()
         store.close()
+        if freeze_gc:
+            gc.unfreeze()
 
     app = CollectorApp(
         title="ldpkit collector",

@@ -27,8 +27,10 @@ its clients are in, and a lone request after a quiet spell would wait too.
 Group commits append roll-up *parts* (see :mod:`ldpkit.service.store`); between groups,
 about once every ``compact_interval`` seconds while parts were written, or at once when
 this process wrote more than ``store.max_parts`` since its last compaction, the committer
-folds them into the roll-up rows (:meth:`CollectorStore.try_compact`, in the helper thread;
-failures are counted for ``/healthz`` and ``/metrics``).
+folds them into the roll-up rows (:meth:`CollectorStore.try_compact`; failures are counted
+for ``/healthz`` and ``/metrics``). On SQLite it does so in the loop's thread between two
+groups (:meth:`CollectorStore.try_compact_on_loop`: one writer, so no group could commit
+meanwhile anyway); on a database server in a helper thread while groups keep committing.
 
 Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive without
 Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
@@ -129,6 +131,9 @@ class _LoopState:
     wake: asyncio.Event
     task: asyncio.Task[None] | None = None
     busy: bool = False  # compacting (never cancel the task then)
+    # A database server: the compaction running in a helper thread while groups commit.
+    compacting: asyncio.Future[Any] | None = None
+    last_compact: float = 0.0  # loop time of the last compaction's end
     # Groups being written (their tasks) and how many batches they hold.
     inflight: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
     inflight_items: int = 0
@@ -177,8 +182,11 @@ class GroupCommitter:
         self.peak_inflight = 0  # most groups seen in flight at once (for tests)
 
     def _new_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        # A database server: one more thread for the compaction, which runs beside the
+        # groups in flight (SQLite: one writer, nothing runs beside a compaction).
+        workers = self.max_inflight + (self.max_inflight > 1)
         return concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.max_inflight, thread_name_prefix="ldpkit-commit"
+            max_workers=workers, thread_name_prefix="ldpkit-commit"
         )
 
     async def commit(self, item: PendingBatch) -> BatchRecord:
@@ -202,7 +210,8 @@ class GroupCommitter:
         loop = asyncio.get_running_loop()
         state = self._states.pop(loop, None)
         if state is not None and state.task is not None:
-            while state.queue or state.busy or state.inflight:  # let the last groups answer
+            # Let the last groups answer (and a compaction in its thread finish).
+            while state.queue or state.busy or state.inflight or state.compacting is not None:
                 await asyncio.sleep(0.001)
             # Cancel until it ends: asyncio.wait_for (Python < 3.12) swallows a cancel that
             # arrives just as the event it waits for is set, and the task would wait again,
@@ -231,30 +240,47 @@ class GroupCommitter:
             if not full.done():
                 full.set_result(None)
 
-        last_compact = loop.time()
+        state.last_compact = loop.time()
         while True:
             if not state.queue:
                 due = None
-                if self.store.needs_compaction:
-                    due = max(0.0, last_compact + self.compact_interval - loop.time())
+                if self.store.needs_compaction and state.compacting is None:
+                    due = max(0.0, state.last_compact + self.compact_interval - loop.time())
                 try:
                     await asyncio.wait_for(state.wake.wait(), due)
                 except TimeoutError:
                     pass
                 state.wake.clear()
             store = self.store
-            if store.needs_compaction and (
-                loop.time() - last_compact >= self.compact_interval
-                # more parts than readers should sum: now (unless it just failed)
-                or (store.parts_written > store.max_parts and store.compaction_due())
+            if (
+                store.needs_compaction
+                and state.compacting is None
+                and (
+                    loop.time() - state.last_compact >= self.compact_interval
+                    # more parts than readers should sum: now (unless it just failed)
+                    or (store.parts_written > store.max_parts and store.compaction_due())
+                )
             ):
-                state.busy = True
-                try:  # fold the roll-up parts; a failure (counted) leaves them for later
-                    await run_blocking(store.try_compact)
-                finally:
-                    state.busy = False
-                    last_compact = loop.time()
-                continue
+                # Fold the roll-up parts; a failure (counted) leaves them for later.
+                if store.compacts_on_loop:  # SQLite: in this thread, between two groups
+                    store.try_compact_on_loop()  # (why: its docstring)
+                    state.last_compact = loop.time()
+                elif self.max_inflight == 1:  # SQLite off the loop: no group commits meanwhile
+                    state.busy = True
+                    try:
+                        await run_blocking(store.try_compact)
+                    finally:
+                        state.busy = False
+                        state.last_compact = loop.time()
+                    continue
+                else:
+                    # A database server: in a helper thread while groups keep committing
+                    # (they only insert parts; the fold locks roll-up rows). Awaited in
+                    # turn, a fold stalled every request queued meanwhile (p99 at 64
+                    # connections).
+                    state.compacting = run_blocking(store.try_compact)
+                    state.compacting.add_done_callback(functools.partial(self._compacted, state))
+                    continue
             if not state.queue:
                 continue
             if len(state.inflight) >= self.max_inflight:
@@ -295,6 +321,14 @@ class GroupCommitter:
             state.inflight.add(task)
             self.peak_inflight = max(self.peak_inflight, len(state.inflight))
             task.add_done_callback(functools.partial(self._done, state, len(group)))
+
+    @staticmethod
+    def _compacted(state: _LoopState, future: asyncio.Future[Any]) -> None:
+        state.compacting = None
+        state.last_compact = future.get_loop().time()
+        if not future.cancelled() and future.exception() is not None:  # try_compact logs its own
+            logger.error("roll-up compaction task failed", exc_info=future.exception())
+        state.wake.set()
 
     @staticmethod
     def _done(state: _LoopState, n: int, task: asyncio.Task[None]) -> None:
