@@ -1065,6 +1065,12 @@ class AutoDistribution(Mechanism):
            held-out scores of neighbouring strengths on smooth data often differ by a few
            nats, less than their noise; averaging removes the arbitrary pick among them.
 
+        With HH reports (``hh_share > 0``) below eps 3, every smoothed fit without end atoms
+        leaves the first and last ``d / 64`` buckets out of its smoothing (end windows, see
+        ``_END_WINDOW``): near an end the Square Wave reports hardly tell where the mass
+        sits and a smoothed fit extrapolates the interior into it, while the HH levels'
+        fine nodes place a steep edge there.
+
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
         smoothed fits, ``1e-3 e^eps`` for plain EM; scaled by the share of reports a fold
         fit sees; fold fits stop after at most 1000 iterations). With fewer than two reports
