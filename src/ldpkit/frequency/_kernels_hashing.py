@@ -65,6 +65,8 @@ def support_counts_kernel(
     number of blocks or threads.
     """
     n = seeds.shape[0]
+    if n_blocks <= 1:  # small batches (collector groups): no block list, no extra sum
+        return _support_counts_block(seeds, values, g, d, 0, n)
     bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
     parts = _parallel.run_blocks(
         lambda a, b: _support_counts_block(seeds, values, g, d, a, b), bounds

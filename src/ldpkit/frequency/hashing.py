@@ -313,7 +313,12 @@ class LocalHashing(PureFrequencyOracle):
                 f"reports.seeds must be a 1-D array of uint64, got dtype {seeds.dtype} "
                 f"and shape {seeds.shape}"
             )
-        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and (y.min() < 0 or y.max() >= g)):
+        if (
+            y.ndim != 1
+            or y.dtype.kind not in "iu"
+            # (an unsigned array needs no lower-bound pass)
+            or (y.size and ((y.dtype.kind == "i" and y.min() < 0) or y.max() >= g))
+        ):
             raise ValueError(f"reports.values must be hashed values in [0, {g})")
         return seeds, y.astype(np.uint32, copy=False)
 
@@ -324,7 +329,9 @@ class LocalHashing(PureFrequencyOracle):
 
         seeds, y = self._report_arrays(self.check_reports(reports))
         # each report costs d steps: split once a block has >= ~2^20 (report, item) pairs
-        n_blocks = max(1, min(_parallel.workers(), seeds.shape[0] * self.domain_size >> 20))
+        # (a small batch, e.g. a collector group, skips the affinity syscall of workers())
+        work = seeds.shape[0] * self.domain_size >> 20
+        n_blocks = max(1, min(_parallel.workers(), work)) if work > 1 else 1
         return support_counts_kernel(seeds, y, self.range_size, self.domain_size, n_blocks)
 
     def transition_matrix(self, seed: int | None = None) -> np.ndarray:
@@ -461,5 +468,7 @@ class OLH(LocalHashing):
     @property
     def range_size(self) -> int:
         if self.hash_range is None:
-            return optimal_hash_range(self.epsilon)
+            # epsilon was checked at construction: skip check_epsilon (asked on every
+            # aggregate, several times; ~3 us each, a visible share of a small batch's)
+            return _optimal_hash_range(self.epsilon)
         return self.hash_range
