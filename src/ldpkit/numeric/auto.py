@@ -122,6 +122,7 @@ _END_WINDOW_MAX_EPS = 3.0
 #: Beta(5, 2) KS eps 3 (seed 1) 1.10 -> 1.07. With Square Wave reports alone (eps 0.5, 1) it
 #: did not gain on both seeds (17 -> 17 and 16 -> 17 of 20 within 10 %; salaries KS eps 1
 #: 1.16 -> 1.25 on seed 1, 0.5 1.24/1.07 -> 1.17/1.01), so there one fold stays held out.
+#: Cost: Auto / SW + EMS at n = 1e6 1.36-1.51 -> 1.40-1.80 at eps 1.5-3 (the fold fits twice).
 _CV_HYBRID = True
 
 
