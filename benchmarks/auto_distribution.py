@@ -51,7 +51,7 @@ def run_cell(
     eps: float,
     reps: int,
     seed: int,
-    cv: bool = False,
+    cv: bool | None = None,
     hh_share: float | None = None,
     cache: dict[str, Any] | None = None,
     tag: str = "",
@@ -114,7 +114,7 @@ def grid(
     reps: int,
     seed: int,
     datasets: tuple[str, ...],
-    cv: bool,
+    cv: bool | None,
     hh_share: float | None = None,
     cache: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
@@ -253,7 +253,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     ap.add_argument(
-        "--cross-validate", action="store_true", help="AutoDistribution with cross_validate=True"
+        "--cross-validate",
+        choices=("default", "on", "off"),
+        default="default",
+        help="AutoDistribution's cross_validate: its default (None: on with HH reports), on, off",
     )
     ap.add_argument("--speed-epsilons", type=float, nargs="+", default=[0.5, 1, 2, 4])
     ap.add_argument("--speed-repeat", type=int, default=3)
@@ -291,7 +294,7 @@ def main() -> None:
         args.reps,
         args.seed,
         tuple(args.datasets),
-        args.cross_validate,
+        {"default": None, "on": True, "off": False}[args.cross_validate],
         args.hh_share,
         cache,
     )

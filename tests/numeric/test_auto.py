@@ -258,12 +258,24 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     auto = AutoDistribution(epsilon=2.0, buckets=128)
     stats = auto.aggregate(auto.randomize(np.random.default_rng(4).beta(5, 2, 20_000), rng=4))
     dist, info = auto.estimate(stats, return_info=True)
+    sw_alone = AutoDistribution(epsilon=1.0, buckets=128)
+    stats_sw = sw_alone.aggregate(
+        sw_alone.randomize(np.random.default_rng(4).beta(5, 2, 2_000), rng=4)
+    )
     assert isinstance(dist, Distribution) and isinstance(info, AutoInfo)
     assert dist.buckets == 128 and (dist.low, dist.high) == (0.0, 1.0)
     assert auto.estimate(stats) == dist
-    assert info.strength in info.strengths and info.folds == 2 and not info.cross_validate
+    assert info.strength in info.strengths and info.folds == 2
+    # by default every fold is held out in turn with HH reports in the fit, one without
+    assert auto.hybrid and info.cross_validate
+    _, info_sw = sw_alone.estimate(stats_sw, return_info=True)
+    assert not info_sw.cross_validate
     assert info.scores.shape == (len(info.strengths),)
-    assert info.strength == info.strengths[int(np.argmax(info.scores))]
+    if info.budget is None:
+        assert info.strength == info.strengths[int(np.argmax(info.scores))]
+    else:  # an iteration budget (plain EM continued) scored best
+        assert info.strength == 0.0 and info.budget in info.budgets
+        assert np.nanmax(info.budget_scores) >= np.nanmax(info.scores)
     # the average's weights: exp(score - best), small ones dropped, summing to 1 over the
     # strengths and the iteration budgets together
     scores = np.concatenate([info.scores, info.budget_scores])
@@ -281,10 +293,10 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     )
     assert best_only == fit
     # cross-validation holds out both halves: the scores then add up over two folds
-    _, info_cv = auto.estimate(stats, cross_validate=True, return_info=True)
-    assert info_cv.cross_validate
-    finite = np.isfinite(info.scores) & np.isfinite(info_cv.scores)
-    assert np.all(info_cv.scores[finite] < 1.5 * info.scores[finite])  # log-liks are negative
+    _, info_one = auto.estimate(stats, cross_validate=False, return_info=True)
+    assert not info_one.cross_validate
+    finite = np.isfinite(info.scores) & np.isfinite(info_one.scores)
+    assert np.all(info.scores[finite] < 1.5 * info_one.scores[finite])  # log-liks are negative
     # one candidate: no selection, that strength is used
     _, info1 = auto.estimate(stats, strengths=[0.5], budgets=(), return_info=True)
     assert info1.strength == 0.5 and np.isnan(info1.scores).all()
@@ -468,7 +480,8 @@ def test_budget_candidates_are_em_continued_from_the_best_smoothed_fit() -> None
 @pytest.mark.parametrize("seed", [1, 2])
 def test_budgets_follow_point_masses_and_stop_early_on_smooth_data(seed: int) -> None:
     """On point masses (half the mass on 5 atoms) the held-out score rises with the budget
-    and plain EM (the longest budget or run to its stop) wins; on Beta(5, 2) a smoothed strength wins and the
+    and plain EM (the longest budget or run to its stop) wins; on Beta(5, 2) a smoothed strength (or a
+    short budget) wins and the
     longest budget scores far (> 3 nats) below it or is skipped (the path stopped)."""
     auto = AutoDistribution(epsilon=2.0, buckets=256)
     rng = np.random.default_rng(seed)
@@ -481,7 +494,9 @@ def test_budgets_follow_point_masses_and_stop_early_on_smooth_data(seed: int) ->
     assert not i_spiky.budget_weights[:-1].any()
     smooth = rng.beta(5.0, 2.0, 50_000)
     _, i_smooth = auto.estimate(auto.aggregate(auto.randomize(smooth, rng=seed)), return_info=True)
-    assert i_smooth.strength > 0.0 and i_smooth.budget is None, i_smooth
+    # (a short budget, a few plain EM steps from the smoothed fit, may tie it: cross-validated
+    # scores in the hybrid)
+    assert i_smooth.strength > 0.0 or (i_smooth.budget or 10**9) <= 30, i_smooth
     assert i_smooth.budget_scores[-1] < i_smooth.scores.max() - 3.0, i_smooth
     assert i_smooth.budget_weights[-1] == 0.0
 
