@@ -8,6 +8,7 @@ have no answer for. Then the stored totals must equal the sum over all batches e
 an acknowledged batch lost, or a retried one counted twice, would change them.
 """
 
+import http.client
 import json
 import os
 import signal
@@ -116,7 +117,9 @@ def _run(tmp_path, database_url, workers, kills, per_cycle=0.8):
                     next_batch[0] += 1
                 try:
                     status = _post(port, i)
-                except OSError:  # URLError, reset, refused: no answer, retried later
+                # URLError, reset, refused, or an answer cut off by the kill (IncompleteRead):
+                # no answer, retried later
+                except (OSError, http.client.HTTPException):
                     continue
                 if status in (200, 201):
                     with lock:
@@ -206,7 +209,9 @@ def test_kill_9_postgresql_keyless_one_report_batches_acknowledged_are_stored(
         while not stop.is_set():
             try:
                 batch_id = _post_keyless(port, body)
-            except OSError:  # no answer: not acknowledged (and never retried: no key)
+            # no answer, or one cut off by the kill (IncompleteRead): not acknowledged (and
+            # never retried: no key)
+            except (OSError, http.client.HTTPException):
                 continue
             if batch_id is not None:
                 with lock:
