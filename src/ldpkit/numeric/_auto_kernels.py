@@ -28,6 +28,17 @@ from ._em_kernels import (
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _renormalize(theta):  # pragma: no cover - jit
+    """Divide ``theta`` by its sum, in place (after the masked and windowed smoothing passes,
+    which move mass between buckets but not exactly preserve the total at the edges)."""
+    total = 0.0
+    for i in range(theta.size):
+        total += theta[i]
+    for i in range(theta.size):
+        theta[i] /= total
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cover - jit
     """``passes`` smoothing passes on the part of theta outside the ``atom`` buckets, then
     one renormalization, in place (the end-atom candidates of
@@ -49,11 +60,7 @@ def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cove
         _pass(smooth, tmp, weight)
         for i in range(d):
             theta[i] = tmp[i] + theta[i] if atom[i] else tmp[i]
-    total = 0.0
-    for i in range(d):
-        total += theta[i]
-    for i in range(d):
-        theta[i] /= total
+    _renormalize(theta)
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
@@ -86,11 +93,7 @@ def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no co
         for i in range(d):
             if not frozen[i]:
                 theta[i] = tmp[i]
-    total = 0.0
-    for i in range(d):
-        total += theta[i]
-    for i in range(d):
-        theta[i] /= total
+    _renormalize(theta)
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
