@@ -67,3 +67,4 @@ def _load_helpers(name: str) -> None:
 
 _load_helpers("_jshelpers")
 _load_helpers("_streamhelpers")
+_load_helpers("_servers")

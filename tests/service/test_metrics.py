@@ -5,20 +5,15 @@ import multiprocessing
 import os
 import re
 import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from _servers import free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
 from ldpkit.service.metrics import Metrics, _read_file
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _child(directory, k):
@@ -76,44 +71,12 @@ def test_many_keys_grow_the_file(tmp_path):
 
 @pytest.mark.slow
 def test_metrics_agree_whichever_worker_answers(fresh_postgres, tmp_path):
-    config = tmp_path / "c.json"
-    config.write_text(
-        json.dumps(
-            {
-                "database_url": fresh_postgres,
-                "collections": {
-                    "c": {"mechanism": "GRR", "params": {"epsilon": 1.0, "domain_size": 8}}
-                },
-            }
-        )
-    )
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    code = f"from ldpkit.service import main; main({str(config)!r}, port={port}, workers=2)"
-    shared = tmp_path / "metrics"
+    port, shared = free_port(), tmp_path / "metrics"
     shared.mkdir()
-    env = {
-        **os.environ,
-        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        "LDPKIT_METRICS_DIR": str(shared),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    proc = serve_two_workers(
+        tmp_path, fresh_postgres, port, shared, {"epsilon": 1.0, "domain_size": 8}
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         spec = GRR(epsilon=1.0, domain_size=8)
 
         def per_process():

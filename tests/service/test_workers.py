@@ -4,63 +4,22 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from _servers import SRC, free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
 from ldpkit.service._workers import reuse_port_supported
 from ldpkit.service.metrics import _read_file
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 SPEC = GRR(epsilon=1.0, domain_size=8)
 
 pytestmark = pytest.mark.skipif(not reuse_port_supported(), reason="SO_REUSEPORT (Linux) only")
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _serve(tmp_path, url, port, shared):
-    config = tmp_path / "collector.json"
-    config.write_text(
-        json.dumps(
-            {
-                "database_url": url,
-                "collections": {"c": {"mechanism": "GRR", "params": SPEC.to_dict()["params"]}},
-            }
-        )
-    )
-    code = f"from ldpkit.service import main; main({str(config)!r}, port={port}, workers=2)"
-    env = {
-        **os.environ,
-        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        "LDPKIT_METRICS_DIR": str(shared),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
-            return proc
-        except OSError:
-            time.sleep(0.1)
 
 
 def _post_on(conns, start):
@@ -99,9 +58,9 @@ def test_two_workers_each_accept_their_share_and_a_dead_worker_is_replaced(
     kernel hashes each connection to one of the two sockets, so this fails by chance with
     probability 2 / 2**16. A second server on the same port is refused (no silent
     sharing), and a worker killed with SIGKILL is replaced on the same socket."""
-    port, shared = _free_port(), tmp_path / "metrics"
+    port, shared = free_port(), tmp_path / "metrics"
     shared.mkdir()
-    proc = _serve(tmp_path, fresh_postgres, port, shared)
+    proc = serve_two_workers(tmp_path, fresh_postgres, port, shared, SPEC.to_dict()["params"])
     try:
         conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(16)]
         for conn in conns:
