@@ -11,8 +11,9 @@ its addresses and ports, whatever the processes are doing (Linux >= 3.9; splits 
 seen: 8/8, 9/7, 10/6).
 
 The supervisor (this process) listens on the sockets before it starts the processes and
-keeps them, so a connection assigned to a process still starting, or to one that died, waits in its socket's queue until the replacement process, which gets the same
-socket, accepts it. Before binding, the address is bound once *without* ``SO_REUSEPORT``:
+keeps them, so a connection assigned to a process still starting, or to one that died,
+waits in its socket's queue until the replacement process, which gets the same socket,
+accepts it. Before binding, the address is bound once *without* ``SO_REUSEPORT``:
 that fails if any other process listens there, so a second server on the same port is
 refused instead of silently sharing its connections (the kernel only lets processes of the
 same user share a port anyway).
