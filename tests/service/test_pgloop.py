@@ -13,13 +13,16 @@ import numpy as np
 import pytest
 
 from ldpkit import GRR
-from ldpkit.service._pgloop import encode_params, numbered_sql
 from ldpkit.service.store import (
     _COLLECTION_LOCK_CLASS,
     CollectorStore,
     PendingBatch,
     _collection_lock_id,
 )
+
+psycopg = pytest.importorskip("psycopg")  # the service extra; CI installs it
+
+from ldpkit.service._pgloop import encode_params, numbered_sql  # noqa: E402
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
 
@@ -59,7 +62,6 @@ def _blocked_pid(raw, timeout=30.0):
 
 
 def test_parameters_get_psycopgs_types_and_placeholders_are_numbered():
-    psycopg = pytest.importorskip("psycopg")
     from psycopg.adapt import PyFormat, Transformer
 
     params = ("[1]", "\u00e9", 0, -(2**15), 2**15, 2**31, -(2**63), 2**63, b"\x00\xff", None, "")
@@ -77,13 +79,11 @@ def test_parameters_get_psycopgs_types_and_placeholders_are_numbered():
     assert numbered_sql("SELECT %s, %s::bigint, '100%%'") == b"SELECT $1, $2::bigint, '100%'"
     for odd in ("SELECT %(a)s", "SELECT %b", "SELECT 5 %"):
         assert numbered_sql(odd) is None
-    assert psycopg  # imported for the skip
 
 
 def test_a_server_error_fails_the_whole_group_and_keeps_the_connection(fresh_postgres):
     from sqlalchemy.exc import DBAPIError
 
-    psycopg = pytest.importorskip("psycopg")
     from ldpkit.service.commit import GroupCommitter
 
     store = _store(fresh_postgres)
@@ -129,7 +129,6 @@ def test_a_server_error_fails_the_whole_group_and_keeps_the_connection(fresh_pos
 def test_a_connection_killed_in_flight_is_a_503_then_the_next_request_reconnects(
     fresh_postgres,
 ):
-    pytest.importorskip("psycopg")
     from fastapi.testclient import TestClient
 
     from ldpkit.io import reports_to_dict
@@ -165,7 +164,6 @@ def test_a_connection_killed_in_flight_is_a_503_then_the_next_request_reconnects
 
 
 def test_a_group_cancelled_in_flight_drops_its_connection(fresh_postgres):
-    pytest.importorskip("psycopg")
     store = _store(fresh_postgres)
     raw = _pg_raw(fresh_postgres)
 
@@ -216,7 +214,6 @@ def test_a_group_cancelled_in_flight_drops_its_connection(fresh_postgres):
 
 
 def test_a_connection_lost_while_idle_is_replaced_without_failing_a_group(fresh_postgres):
-    pytest.importorskip("psycopg")
     store = _store(fresh_postgres)
     raw = _pg_raw(fresh_postgres)
 

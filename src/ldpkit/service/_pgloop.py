@@ -33,12 +33,19 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
+from psycopg import pq
+
 __all__ = ["LoopConnection", "encode_params", "numbered_sql"]
 
 # psycopg's dumpers' OIDs (psycopg.adapt with PyFormat.AUTO): str as "unknown" (0), so the
 # server infers its type from the statement; int by its value's range; bytes as bytea.
 _UNKNOWN, _INT2, _INT4, _INT8, _NUMERIC, _BYTEA = 0, 21, 23, 20, 1700, 17
 _TEXT, _BINARY = 0, 1
+# Plain ints: compared on every result (an IntEnum's comparison costs more).
+_OK = int(pq.ConnStatus.OK)
+_TUPLES_OK, _COMMAND_OK = int(pq.ExecStatus.TUPLES_OK), int(pq.ExecStatus.COMMAND_OK)
+_SEVERITY = pq.DiagnosticField.SEVERITY_NONLOCALIZED
 # Prepared statements kept per connection; past it, statements go unnamed (parsed each time).
 MAX_PREPARED = 128
 
@@ -137,8 +144,6 @@ class LoopConnection:
     @classmethod
     async def connect(cls, *args: Any, **kwargs: Any) -> LoopConnection:
         """Open a connection (psycopg's ``AsyncConnection.connect`` arguments)."""
-        import psycopg
-
         conn = await psycopg.AsyncConnection.connect(*args, autocommit=True, **kwargs)
         try:
             if conn.info.encoding != "utf-8":  # encode_params sends UTF-8
@@ -158,9 +163,6 @@ class LoopConnection:
 
     def _readable(self) -> None:
         """The socket has data: read it, collect results, complete the waiter at the end."""
-        import psycopg
-        from psycopg import pq
-
         pg = self.pg
         try:
             pg.consume_input()
@@ -169,7 +171,7 @@ class LoopConnection:
                 if result is None:  # ReadyForQuery: the statement is over
                     waiter, self.waiter = self.waiter, None
                     error, self.error = self.error, None
-                    if pg.status != pq.ConnStatus.OK:
+                    if pg.status != _OK:
                         self._broke()
                     if not waiter.done():
                         if error is None:
@@ -178,19 +180,15 @@ class LoopConnection:
                             waiter.set_exception(error)
                     return
                 status = result.status
-                if (
-                    status != pq.ExecStatus.TUPLES_OK
-                    and status != pq.ExecStatus.COMMAND_OK
-                    and self.error is None
-                ):
+                if status != _TUPLES_OK and status != _COMMAND_OK and self.error is None:
                     error = psycopg.errors.error_from_result(result)
-                    if result.error_field(pq.DiagnosticField.SEVERITY_NONLOCALIZED) in (
+                    if result.error_field(_SEVERITY) in (
                         b"FATAL",
                         b"PANIC",
                     ):
                         self.broken = True  # the server ends the session
                     self.error = error
-            if pg.status != pq.ConnStatus.OK:
+            if pg.status != _OK:
                 raise psycopg.OperationalError("the connection to the server was lost")
         except psycopg.Error as exc:  # EOF, reset: nothing more will come
             self._broke()
@@ -223,9 +221,7 @@ class LoopConnection:
         """Run ``sql`` (``%s`` placeholders: :func:`numbered_sql` must accept it) with
         ``encoded`` (:func:`encode_params`) and return once the server has answered
         (autocommit: committed). Raises psycopg's error for an error result."""
-        import psycopg
-
-        if self.broken or self.closed:
+        if self.broken or self.pg.status != _OK:
             raise psycopg.OperationalError("the connection is broken")
         values, formats, oids = encoded
         pg = self.pg
