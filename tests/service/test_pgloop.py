@@ -6,6 +6,7 @@ the 503 and the next request reconnects; a group cancelled in flight drops its c
 """
 
 import asyncio
+import hashlib
 import threading
 import time
 
@@ -247,3 +248,41 @@ def test_a_connection_lost_while_idle_is_replaced_without_failing_a_group(fresh_
     finally:
         raw.close()
         store.close()
+
+
+def test_a_statement_larger_than_the_socket_buffer_waits_for_it(fresh_postgres):
+    """libpq keeps what the socket does not take (flush() == 1): sent as it drains."""
+    from ldpkit.service._pgloop import LoopConnection
+
+    url = fresh_postgres.replace("postgresql+psycopg", "postgresql")
+    raw = _pg_raw(fresh_postgres)
+    raw.execute("CREATE TABLE big (b bytea)")
+    blob = np.random.default_rng(0).bytes(24 * 2**20)
+
+    async def run():
+        conn = await LoopConnection.connect(url)
+        try:
+            flushes = []
+            real = conn.pg.flush
+
+            class Spy:  # PGconn's methods cannot be patched: wrap the handle
+                def __getattr__(self, name):
+                    return getattr(real.__self__, name)
+
+                def flush(self):
+                    flushes.append(real())
+                    return flushes[-1]
+
+            conn.pg = Spy()
+            for _ in range(2):  # prepared, then the prepared statement
+                await conn.execute("INSERT INTO big VALUES (%s)", encode_params((blob,)))
+            assert 1 in flushes  # it did have to wait for the socket
+        finally:
+            conn.drop()
+
+    try:
+        asyncio.run(run())
+        digest = hashlib.md5(blob).hexdigest()
+        assert raw.execute("SELECT count(*), min(md5(b)) FROM big").fetchone() == (2, digest)
+    finally:
+        raw.close()
