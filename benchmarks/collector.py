@@ -26,9 +26,10 @@ where requests/s mostly measures how much CPU the server got), on PostgreSQL als
 the database server's processes ("DB CPU ms/req": they compete for the same cores; the
 ratio row gives collector + database against the bare endpoint) and, for the collector, the
 mean group size and group-commit latency from /metrics, how the connections were spread
-over the server's processes half-way through (``ss``), and where its tail comes from:
-the event-loop stalls over 20 ms (at 64 connections one turn of the loop, ~64 requests
-and a commit, takes ~10 ms), the longest one and the longest full (gen-2) garbage
+over the server's processes half-way through (``ss``), the share of the machine's cores
+left idle during the run ("idle %": about 0 when a run is CPU-bound), and where its tail
+comes from: the event-loop stalls over 20 ms (at 64 connections one turn of the loop, ~64
+requests and a commit, takes ~10 ms), the longest one and the longest full (gen-2) garbage
 collection in that server's life (``LDPKIT_DEBUG_LOOP_STALLS``, warm-up included; a stall
 with no GC pause in it is the loop's own work or the machine's); the fsync latency of the disk is
 measured before and after the run (the floor under one durable commit). Prints tables and
@@ -211,6 +212,23 @@ def tree_cpu_seconds(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_jiffies() -> tuple[int, int]:
+    """(idle + iowait, total) jiffies of the whole machine so far (/proc/stat; zeros
+    elsewhere): their change over a run gives the share of the cores nobody used, i.e.
+    whether a run was CPU-bound (about 0) or waited (for commits, the disk)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    return fields[3] + fields[4], sum(fields[:8])
+
+
+def idle_pct(before: tuple[int, int]) -> float:
+    idle, total = cpu_jiffies()
+    return 100.0 * (idle - before[0]) / max(total - before[1], 1)
+
+
 def bare_server(tmp: Path, workers: int) -> Server:
     (tmp / "bare_app.py").write_text(BARE)
     port = _free_port()
@@ -367,10 +385,11 @@ def ingest_rows(
             srv = bare_server(tmp, workers)
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up, not counted
-                cpu, db_cpu = srv.cpu_seconds(), db_seconds()
+                cpu, db_cpu, jiffies = srv.cpu_seconds(), db_seconds(), cpu_jiffies()
                 load = os.getloadavg()[0]
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
                 res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                res["idle_pct"] = idle_pct(jiffies)
                 if db_pid is not None:
                     res["db_cpu_ms_per_request"] = (db_seconds() - db_cpu) * 1e3 / res["requests"]
                 res["load"] = load
@@ -381,10 +400,11 @@ def ingest_rows(
             try:
                 wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
                 before = stored_n(srv.port)
-                cpu, db_cpu = srv.cpu_seconds(), db_seconds()
+                cpu, db_cpu, jiffies = srv.cpu_seconds(), db_seconds(), cpu_jiffies()
                 load = os.getloadavg()[0]
                 res = wrk(srv.port, one, "application/json", args.seconds, connections)
                 res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+                res["idle_pct"] = idle_pct(jiffies)
                 if db_pid is not None:
                     res["db_cpu_ms_per_request"] = (db_seconds() - db_cpu) * 1e3 / res["requests"]
                 res["load"] = load
@@ -579,6 +599,7 @@ def main() -> None:
             ("ok", "2xx"),
             ("stored", "stored"),
             ("split", "conns per process"),
+            ("idle_pct", "idle %"),
             ("load", "load"),
         ]
         print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)

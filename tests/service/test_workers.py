@@ -14,7 +14,7 @@ import pytest
 from _servers import SRC, free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
-from ldpkit.service._workers import reuse_port_supported
+from ldpkit.service._workers import RestartBackoff, reuse_port_supported
 from ldpkit.service.metrics import _read_file
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
@@ -100,3 +100,44 @@ def test_two_workers_each_accept_their_share_and_a_dead_worker_is_replaced(
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
     assert proc.returncode == 0
+
+
+def test_restart_backoff_doubles_after_early_exits_and_resets_after_a_healthy_run():
+    backoff = RestartBackoff(initial=0.5, maximum=4.0, healthy_after=10.0)
+    assert [backoff.delay(1.0) for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    assert backoff.delay(10.0) == 0.0  # served a while: replaced at once, doubling reset
+    assert backoff.delay(0.1) == 0.5
+
+
+def test_a_worker_failing_at_start_up_is_restarted_with_a_growing_delay(tmp_path):
+    """An app factory that raises: the supervisor keeps trying, but waits 0.5 s, then 1 s
+    (on the old code it started the process again every 0.2 s, forever)."""
+    (tmp_path / "bad_app.py").write_text("def make():\n    raise RuntimeError('boom')\n")
+    code = (
+        "import logging; logging.basicConfig(level=logging.WARNING); "
+        "from ldpkit.service._workers import serve_workers; "
+        f"serve_workers('bad_app:make', 1, '127.0.0.1', {free_port()}, log_level='critical')"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        assert proc.stderr is not None
+        while sum("exited" in line for line in lines) < 2:
+            assert time.monotonic() < deadline, lines
+            lines.append(proc.stderr.readline())
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=30)  # and closes the pipe
+    exits = [line for line in lines if "exited" in line]
+    assert exits[0].rstrip().endswith("starting another in 0.5 s"), exits
+    assert exits[1].rstrip().endswith("starting another in 1.0 s"), exits

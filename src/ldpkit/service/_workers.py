@@ -17,6 +17,11 @@ accepts it. Before binding, the address is bound once *without* ``SO_REUSEPORT``
 that fails if any other process listens there, so a second server on the same port is
 refused instead of silently sharing its connections (the kernel only lets processes of the
 same user share a port anyway).
+
+A process that dies is started again on its socket at once if it had served a while; one
+that dies soon after its start (a bad config, a database that refuses it) is started again
+after a delay that doubles with each such exit (0.5 s up to 30 s, :class:`RestartBackoff`),
+so a crash at start-up costs a few processes a minute instead of five a second.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import socket
 import time
 from typing import Any
 
-__all__ = ["reuse_port_supported", "serve_workers"]
+__all__ = ["RestartBackoff", "reuse_port_supported", "serve_workers"]
 
 log = logging.getLogger("ldpkit.service")
 
@@ -37,6 +42,30 @@ log = logging.getLogger("ldpkit.service")
 def reuse_port_supported() -> bool:
     """True where ``SO_REUSEPORT`` spreads connections over the sockets (Linux)."""
     return hasattr(socket, "SO_REUSEPORT") and os.uname().sysname == "Linux"
+
+
+class RestartBackoff:
+    """When to start a worker process again after it exited.
+
+    A process that ran at least ``healthy_after`` seconds is replaced at once (a crash under
+    load, a kill -9: its socket's connections are waiting); one that exited sooner failed at
+    start-up or soon after, and the next start of that worker waits ``initial`` seconds,
+    then twice as long after each further early exit, at most ``maximum``.
+    """
+
+    def __init__(
+        self, initial: float = 0.5, maximum: float = 30.0, healthy_after: float = 10.0
+    ) -> None:
+        self.initial, self.maximum, self.healthy_after = initial, maximum, healthy_after
+        self._next = initial
+
+    def delay(self, ran_for: float) -> float:
+        """Seconds to wait before the next start, for a process that ran ``ran_for`` s."""
+        if ran_for >= self.healthy_after:
+            self._next = self.initial
+            return 0.0
+        delay, self._next = self._next, min(self.maximum, self._next * 2)
+        return delay
 
 
 def _bind(host: str, port: int, *, reuse_port: bool) -> socket.socket:
@@ -76,9 +105,15 @@ def serve_workers(app: str, workers: int, host: str, port: int, **kwargs: Any) -
     ctx = multiprocessing.get_context("spawn")
     args = {"host": host, "port": port, **kwargs}
 
+    started = [0.0] * workers  # monotonic start time of each worker's process
+    restart_at: list[float | None] = [None] * workers  # a dead worker's next start
+    backoff = [RestartBackoff() for _ in range(workers)]
+
     def start(i: int) -> Any:
         proc = ctx.Process(target=_child, args=(sockets[i], app, args), daemon=False)
         proc.start()
+        started[i] = time.monotonic()
+        restart_at[i] = None
         return proc
 
     stopping = False
@@ -93,13 +128,22 @@ def serve_workers(app: str, workers: int, host: str, port: int, **kwargs: Any) -
         procs = [start(i) for i in range(workers)]
         while not stopping:
             time.sleep(0.2)
+            now = time.monotonic()
             for i, proc in enumerate(procs):
-                if not stopping and not proc.is_alive():
+                if stopping or proc.is_alive():
+                    continue
+                at = restart_at[i]
+                if at is None:
+                    delay = backoff[i].delay(now - started[i])
+                    at = restart_at[i] = now + delay
                     log.warning(
-                        "worker process %d exited (code %s): starting another",
+                        "worker process %d exited (code %s) after %.1f s: starting another%s",
                         proc.pid,
                         proc.exitcode,
+                        now - started[i],
+                        f" in {delay:.1f} s" if delay else "",
                     )
+                if now >= at:
                     procs[i] = start(i)
     finally:
         for proc in procs:
