@@ -742,7 +742,21 @@ class CollectorStore:
     # -- writing -----------------------------------------------------------------------------
     def bucket_of(self, collection: str, when: dt.datetime) -> int:
         width = self.bucket_seconds[collection]
-        return int(when.timestamp()) // width * width
+        epoch = self._epochs.get(when)
+        if epoch is None:
+            epoch = self._epoch(when)
+        return epoch // width * width
+
+    def _epoch(self, when: dt.datetime) -> int:
+        """``int(when.timestamp())``, cached for whole-second times with a zone (the app's
+        clock hands out one such datetime per second; ``_single_statement`` relies on the
+        cache holding only those)."""
+        epoch = int(when.timestamp())
+        if when.tzinfo is not None and not when.microsecond:
+            if len(self._epochs) >= 256:  # one new second per second under load
+                self._epochs.clear()
+            self._epochs[when] = epoch
+        return epoch
 
     def add_batch(
         self,
@@ -1151,14 +1165,11 @@ class CollectorStore:
             if b.idempotency_key or b.raw is not None:
                 return None
             when = b.received_at
-            epoch = epochs.get(when)
+            epoch = epochs.get(when)  # only whole seconds with a zone (see _epoch)
             if epoch is None:
                 if when.tzinfo is None or when.microsecond:
                     return None
-                epoch = int(when.timestamp())
-                if len(epochs) >= 256:  # one new second per second under load
-                    epochs.clear()
-                epochs[when] = epoch
+                epoch = self._epoch(when)
             width = widths[b.collection]
             bucket = epoch // width * width
             limit = closed.get(b.collection)
