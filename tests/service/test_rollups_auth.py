@@ -546,3 +546,31 @@ def test_parts_left_by_a_killed_process_are_folded_at_start(db):
         body = c.get("/v1/collections/x/estimate").json()
     assert (body["n"], body["batches"]) == (3, 1)
     np.testing.assert_array_equal(body["frequencies"], SPEC.estimate(SPEC.aggregate(r)).frequencies)
+
+
+def test_bucket_of_is_the_same_for_every_kind_of_time():
+    """bucket_of caches Unix seconds of whole-second times with a zone (the app's clock);
+    other times (microseconds, naive) are computed each time and never cached, and every
+    answer is floor(timestamp / width) * width."""
+
+    from ldpkit.service.store import CollectorStore
+
+    store = CollectorStore("sqlite://")
+    try:
+        store.register("x", SPEC, 600)
+        now = dt.datetime(2026, 11, 24, 9, 59, 59, tzinfo=dt.UTC)
+        times = [
+            now,
+            now.astimezone(dt.timezone(dt.timedelta(hours=3))),  # same instant
+            now + dt.timedelta(seconds=1),  # the next bucket
+            now.replace(microsecond=999_999),
+            now.replace(tzinfo=None),
+        ]
+        for _ in range(2):  # the second pass from the cache
+            assert [store.bucket_of("x", t) for t in times] == [
+                int(t.timestamp()) // 600 * 600 for t in times
+            ]
+        assert all(t.tzinfo is not None and not t.microsecond for t in store._epochs)
+        assert len(store._epochs) == 2
+    finally:
+        store.close()

@@ -562,3 +562,136 @@ def test_a_role_that_may_not_alter_the_tables_opens_the_store_with_a_warning(
         with _pg_raw(fresh_postgres) as raw:
             raw.execute("DROP OWNED BY ldpkit_limited")
             raw.execute("DROP ROLE ldpkit_limited")
+
+
+def test_one_statement_rows_are_exact_for_any_names_and_times(fresh_postgres):
+    """The one-statement path sends the batch rows as array literals and arrival times as
+    Unix seconds: names with quotes, backslashes, commas, braces or spaces and the empty
+    token are stored as given, received_at and bucket exactly; a time with microseconds
+    (never from the app's clock) takes the pipelined path and is stored exactly too."""
+    import datetime as dt
+
+    from sqlalchemy import text
+
+    odd = 'we"ird\\, {c} x'
+    store = _store(fresh_postgres)
+    try:
+        store.register(odd, SPEC, 600)
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        shifted = now.astimezone(dt.timezone(dt.timedelta(hours=-5)))  # same instant
+        fine = now.replace(microsecond=123457)
+
+        def batch(collection, token, when, rng):
+            b = _item([rng % 8, 3], rng=rng)
+            b.collection, b.token, b.received_at = collection, token, when
+            return b
+
+        group = [
+            batch(odd, "", now, 1),
+            batch("c", 'to"k\\en,{}', shifted, 2),
+            batch(odd, "a b", shifted, 3),
+        ]
+        assert store._single_statement(group, lambda m: m[0].stats) is not None
+        records = store.commit_group_pg(group)
+        late = [batch(odd, "", fine, 4)]
+        assert store._single_statement(late, lambda m: m[0].stats) is None
+        records += store.commit_group_pg(late)
+        with store.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT batch_id, collection, token, idempotency_key, digest, n,"
+                    " received_at, bucket FROM ldpkit_batches ORDER BY id"
+                )
+            ).all()
+        want = [
+            (r.batch_id, b.collection, b.token, None, None, b.n, b.received_at)
+            for r, b in zip(records, group + late)
+        ]
+        assert [tuple(row[:7]) for row in rows] == want
+        assert [row[6].tzinfo is not None for row in rows] == [True] * 4
+        width = {odd: 600, "c": 3600}
+        assert [row[7] for row in rows] == [
+            int(b.received_at.timestamp()) // width[b.collection] * width[b.collection]
+            for b in group + late
+        ]
+        for name, members in ((odd, [group[0], group[2], late[0]]), ("c", [group[1]])):
+            stats, count = store.merged(name, SPEC)
+            expected = SPEC.empty_stats().merge(*[m.stats for m in members])
+            assert count == len(members) and stats.n == expected.n
+            for field, arr in expected.arrays.items():
+                np.testing.assert_array_equal(stats.arrays[field], arr)
+    finally:
+        store.close()
+
+
+def test_roll_up_arrays_stay_in_the_row_and_earlier_databases_are_switched(fresh_postgres):
+    """STORAGE MAIN on the roll-up arrays: a compressed part is kept in its row (no TOAST
+    rows to write and delete per group); a database made with the default (EXTENDED) is
+    switched when opened; arrays too large for a page still go out of line and every row,
+    old or new, reads the same."""
+    from sqlalchemy import text
+
+    def storage(store):
+        with store.engine.connect() as conn:
+            return dict(
+                conn.execute(
+                    text(
+                        "SELECT c.relname, a.attstorage FROM pg_attribute a JOIN pg_class c"
+                        " ON c.oid = a.attrelid WHERE a.attname = 'arrays'"
+                        " AND c.relname IN ('ldpkit_rollup_parts', 'ldpkit_rollups')"
+                    )
+                ).all()
+            )
+
+    def toasted(store):
+        with store.engine.connect() as conn:
+            toast = conn.execute(
+                text(
+                    "SELECT reltoastrelid::regclass::text FROM pg_class"
+                    " WHERE relname = 'ldpkit_rollup_parts'"
+                )
+            ).scalar()
+            return conn.execute(text(f"SELECT count(*) FROM {toast}")).scalar()
+
+    mid = GRR(epsilon=1.0, domain_size=1024)  # 8 KiB of counts: ~2-3 KiB compressed
+    big = GRR(epsilon=1.0, domain_size=65536)  # 512 KiB: does not fit a page compressed
+
+    def stats(spec, k):
+        return spec.aggregate(spec.randomize(np.arange(4 * k, 4 * k + 4000) % 1024, rng=k))
+
+    store = _store(fresh_postgres)
+    try:
+        assert storage(store) == {"ldpkit_rollup_parts": "m", "ldpkit_rollups": "m"}
+        with store.engine.begin() as conn:  # as an earlier version made them
+            for table in ("ldpkit_rollup_parts", "ldpkit_rollups"):
+                conn.execute(text(f"ALTER TABLE {table} ALTER COLUMN arrays SET STORAGE EXTENDED"))
+        store.register("mid", mid)
+        old = stats(mid, 1)
+        store.commit_group([PendingBatch("mid", old.n, stats=old)])
+        assert toasted(store) > 0  # out of line, as before
+    finally:
+        store.close()
+    store = _store(fresh_postgres)  # reopened: switched
+    try:
+        assert storage(store) == {"ldpkit_rollup_parts": "m", "ldpkit_rollups": "m"}
+        store.register("mid", mid)
+        store.register("big", big)
+        before = toasted(store)
+        new = [stats(mid, k) for k in (2, 3)]
+        for s in new:  # one-statement path, then the pipelined one
+            store.commit_group_pg([PendingBatch("mid", s.n, stats=s)])
+        assert toasted(store) == before  # in the row
+        huge = stats(big, 4)
+        store.commit_group_pg([PendingBatch("big", huge.n, stats=huge)])
+        assert toasted(store) > before  # too large for a page: out of line all the same
+        for compact in (False, True):
+            if compact:
+                store.compact()
+            for spec, members in ((mid, [old, *new]), (big, [huge])):
+                got, _ = store.merged("mid" if spec is mid else "big", spec)
+                expected = spec.empty_stats().merge(*members)
+                assert got.n == expected.n
+                for field, arr in expected.arrays.items():
+                    np.testing.assert_array_equal(got.arrays[field], arr)
+    finally:
+        store.close()

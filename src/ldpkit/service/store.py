@@ -336,18 +336,37 @@ def new_batch_id() -> str:
     no route accepts one as a capability, so they need uniqueness, not unpredictability,
     and one ``os.urandom`` call per process instead of per batch saves a system call.
     """
+    return new_batch_ids(1)[0]
+
+
+_LOW48 = 2**48 - 1
+
+
+def new_batch_ids(count: int) -> list[str]:
+    """``count`` ids of :func:`new_batch_id` (one clock read, the common digits formatted
+    once: a group commit names all its batches at once)."""
     global _id_state
     pid, base, counter = _id_state
     if pid != os.getpid():  # first call, or a forked child: a base of its own
         base = int.from_bytes(os.urandom(10), "big") & _ID_BITS
         counter = itertools.count()
         _id_state = (os.getpid(), base, counter)
-    rand = (base + next(counter)) & _ID_BITS
-    ms = time.time_ns() // 1_000_000
-    value = (ms & (2**48 - 1)) << 80 | (0x7 << 76) | ((rand >> 62) & 0xFFF) << 64
-    value |= (0b10 << 62) | (rand & (2**62 - 1))
-    h = f"{value:032x}"  # str(uuid.UUID(int=value)), without building the object
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    ms = (time.time_ns() // 1_000_000) & _LOW48
+    # Layout: 48 bits ms | version 7 | 12 bits rand | variant 0b10 | 62 bits rand, printed
+    # 8-4-4-4-12 hex digits; consecutive counters change only the last 12 digits (the
+    # others are formatted again when a carry reaches them). next(counter) is atomic:
+    # committer threads never share a value.
+    prefix = f"{ms >> 16:08x}-{ms & 0xFFFF:04x}-7"
+    out: list[str] = []
+    last, mid = -1, ""
+    for _ in range(count):
+        rand = (base + next(counter)) & _ID_BITS
+        high = rand >> 48  # 12 bits after the version, then 14 after the variant
+        if high != last:
+            last = high
+            mid = f"{prefix}{high >> 14:03x}-{0x8000 | (high & 0x3FFF):04x}-"
+        out.append(f"{mid}{rand & _LOW48:012x}")
+    return out
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
@@ -500,21 +519,37 @@ def _insert_batches_locked_sql(names: frozenset[str]) -> str:
 def _group_single_sql(names: frozenset[str], parts: int) -> str:
     """A whole keyless group in one statement (``CollectorStore._commit_group_pg_single``).
 
-    Parameters: the batch rows (one JSON array, as for ``CollectorStore._PG_INSERT_BATCHES``),
-    then the ``parts`` roll-up parts' columns, each part a VALUES row (its arrays a bytea
-    parameter sent in binary: as JSON text they cost the server more than the rest of the
-    statement). Both inserts join the shared-lock CTE ``l`` (volatile, evaluated once,
-    before either yields a row).
+    Parameters: the batch rows as six array literals (text, one per column: ids,
+    collections, tokens, n, ``received_at`` as Unix seconds, buckets; see
+    :func:`_array_literal`), then the ``parts`` roll-up parts' columns, each part a VALUES
+    row (its arrays a bytea parameter sent in binary: as JSON text they cost the server more
+    than the rest of the statement). Arrays cost the server less than the pipelined path's
+    one JSON array of rows (no JSON lexing, no timestamp text to parse: ``to_timestamp`` of
+    whole seconds is exact). Both inserts join the shared-lock CTE ``l`` (volatile,
+    evaluated once, before either yields a row).
     """
-    head, tail = CollectorStore._PG_INSERT_BATCHES.split(" SELECT * FROM ", 1)
     values = ", ".join(["(%s, %s::bigint, %s, %s::bigint, %s::bigint, %s::bytea)"] * parts)
     return (
         f"WITH l AS ({_lock_shared_sql(names)}),"
-        f" b AS ({head} SELECT u.* FROM {tail} AS u, l),"
+        " b AS (INSERT INTO ldpkit_batches (batch_id, collection, token, n, received_at, bucket)"
+        " SELECT u.i, u.c, u.t, u.n, to_timestamp(u.r), u.k FROM unnest(%s::text[], %s::text[],"
+        " %s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) AS u(i, c, t, n, r, k), l),"
         " p AS (INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
         f" SELECT v.* FROM (VALUES {values}) AS v, l)"
         " SELECT 1"
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _array_item(value: str) -> str:
+    """``value`` as one element of a PostgreSQL array literal (double-quoted, so that
+    empty strings, commas, braces and spaces stay text; backslash and quote escaped)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _array_literal(values: Iterable[str]) -> str:
+    """A PostgreSQL array literal (``'{a,b}'``) of already quoted or numeric elements."""
+    return "{" + ",".join(values) + "}"
 
 
 class CollectorStore:
@@ -571,22 +606,31 @@ class CollectorStore:
         # (commit_group_async); larger ones in a committer thread, where building and
         # sending their statement does not hold up the loop's reading of requests.
         self.in_loop_max_group = 12
+        # received_at -> Unix seconds (the app's clock hands out one datetime per second).
+        self._epochs: dict[dt.datetime, int] = {}
 
-    # The roll-up arrays' TOAST compression on PostgreSQL (see _compress_arrays_lz4).
+    # The roll-up arrays' TOAST settings on PostgreSQL (see _compress_arrays_lz4).
     _ARRAY_TABLES = ("ldpkit_rollup_parts", "ldpkit_rollups")
 
     def _compress_arrays_lz4(self) -> None:
-        """Compress new roll-up arrays with lz4 instead of PostgreSQL's default pglz.
+        """Compress new roll-up arrays with lz4 instead of PostgreSQL's default pglz, and keep
+        them in the row (``STORAGE MAIN``) instead of a TOAST table.
 
         A group commit's roll-up part (OLH d = 1024: 8 KiB of arrays) is compressed by the
         server inside the commit's statement; with pglz that took 0.21 of the statement's
         0.39 ms (``EXPLAIN (ANALYZE, WAL)``, 8 one-report batches), with lz4 0.05 of 0.19,
         for 1.6 KiB more WAL per group; every commit waits for it, and compaction and
         readers decompress faster too. Needs PostgreSQL >= 14 built with lz4 (Debian's
-        is); otherwise nothing changes. Rows already stored keep their compression (both
-        read the same); a database made by an earlier version is switched when opened. A
-        role that may not alter the tables (not their owner), or a lock not granted within
-        5 s, leaves the compression as it was, with a warning: the store works either way.
+        is); otherwise only the storage changes. Compressed, such a part is ~2.4 KiB: over
+        the 2 KiB above which the default (``EXTENDED``) moves it to the TOAST table (two
+        more heap rows and an index entry per part, written by the commit and deleted by
+        compaction); ``MAIN`` keeps it in the row while it fits a page (larger arrays still
+        go out of line), which cut the server's CPU per group of 7 one-report batches by
+        ~0.013 ms (docs/collector.md). Rows already stored keep their compression and
+        place (both read the same); a database made by an earlier version is switched
+        when opened. A role that may not alter the tables (not their owner), or a lock not
+        granted within 5 s, leaves them as they were, with a warning: the store works
+        either way.
         """
         from sqlalchemy.exc import DBAPIError
 
@@ -594,8 +638,9 @@ class CollectorStore:
             self._set_lz4()
         except DBAPIError as exc:
             logger.warning(
-                "roll-up arrays keep PostgreSQL's default compression (%s); lz4 makes group "
-                "commits cheaper: let the tables' owner open the database once",
+                "roll-up arrays keep PostgreSQL's default compression and storage (%s); lz4 "
+                "and STORAGE MAIN make group commits cheaper: let the tables' owner open the "
+                "database once",
                 str(exc.orig).strip().splitlines()[0] if exc.orig is not None else exc,
             )
 
@@ -605,17 +650,28 @@ class CollectorStore:
                 "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
                 " WHERE name = 'default_toast_compression'"
             ).scalar()
-            if not lz4:  # PostgreSQL < 14, or built without lz4
-                return
-            tables = conn.exec_driver_sql(
-                "SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
-                " WHERE c.relname = ANY(%(names)s) AND pg_table_is_visible(c.oid)"
-                " AND a.attname = 'arrays' AND a.attcompression IS DISTINCT FROM 'l'",
+            # (Without lz4, e.g. PostgreSQL < 14 and its catalog without attcompression: only
+            # the storage is checked.)
+            compression = "a.attcompression IS DISTINCT FROM 'l'" if lz4 else "false"
+            rows = conn.exec_driver_sql(
+                f"SELECT c.relname, {compression}, a.attstorage <> 'm' FROM pg_attribute a"
+                " JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = ANY(%(names)s)"
+                " AND pg_table_is_visible(c.oid) AND a.attname = 'arrays'",
                 {"names": list(self._ARRAY_TABLES)},
-            ).scalars()
+            ).all()
+            changes = {
+                table: [
+                    *(["ALTER COLUMN arrays SET COMPRESSION lz4"] if lz4 and recompress else []),
+                    *(["ALTER COLUMN arrays SET STORAGE MAIN"] if out_of_line else []),
+                ]
+                for table, recompress, out_of_line in rows
+            }
+            if not any(changes.values()):
+                return
             conn.exec_driver_sql("SET LOCAL lock_timeout = '5s'")  # not behind a long reader
-            for table in sorted(tables):  # names from our own list: no quoting needed
-                conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN arrays SET COMPRESSION lz4")
+            for table in sorted(changes):  # names from our own list: no quoting needed
+                if changes[table]:
+                    conn.exec_driver_sql(f"ALTER TABLE {table} {', '.join(changes[table])}")
 
     def _check_legacy_schema(self) -> None:
         names = inspect(self.engine).get_table_names()
@@ -686,7 +742,21 @@ class CollectorStore:
     # -- writing -----------------------------------------------------------------------------
     def bucket_of(self, collection: str, when: dt.datetime) -> int:
         width = self.bucket_seconds[collection]
-        return int(when.timestamp()) // width * width
+        epoch = self._epochs.get(when)
+        if epoch is None:
+            epoch = self._epoch(when)
+        return epoch // width * width
+
+    def _epoch(self, when: dt.datetime) -> int:
+        """``int(when.timestamp())``, cached for whole-second times with a zone (the app's
+        clock hands out one such datetime per second; ``_single_statement`` relies on the
+        cache holding only those)."""
+        epoch = int(when.timestamp())
+        if when.tzinfo is not None and not when.microsecond:
+            if len(self._epochs) >= 256:  # one new second per second under load
+                self._epochs.clear()
+            self._epochs[when] = epoch
+        return epoch
 
     def add_batch(
         self,
@@ -901,12 +971,17 @@ class CollectorStore:
         items: Sequence[PendingBatch],
         new: Sequence[int],
         combine: Callable[[Sequence[PendingBatch]], Stats],
+        buckets: Mapping[int, int] | Sequence[int] | None = None,
     ) -> list[tuple[str, int, str, int, int, bytes]]:
-        """One roll-up part per (collection, bucket, token) of the new batches, in key order."""
+        """One roll-up part per (collection, bucket, token) of the new batches, in key order
+        (``buckets``: the batches' buckets by index, when the caller has them)."""
         groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
         for i in new:
             b = items[i]
-            groups[(b.collection, self.bucket_of(b.collection, b.received_at), b.token)].append(b)
+            bucket = (
+                buckets[i] if buckets is not None else self.bucket_of(b.collection, b.received_at)
+            )
+            groups[(b.collection, bucket, b.token)].append(b)
         out = []
         for key in sorted(groups):
             members = groups[key]
@@ -1073,25 +1148,55 @@ class CollectorStore:
         Parse/Bind/Execute/Sync, no BEGIN/COMMIT nor pipeline (psycopg's pipeline costs
         client CPU per statement and per result). Both inserts join the shared-lock CTE, so
         the collections' locks are taken before any row is written, as on the pipelined
-        path. Returns the statement, its parameters and the group's results once it has
-        committed, or None when the pipelined path must be used instead: a key to look up,
-        raw reports to store, or a batch in a closed bucket (its collection's generation is
-        bumped there). The text depends only on the collections and the number of parts,
-        so psycopg prepares it server-side after a few executions (``prepare_threshold``).
+        path. Returns the statement, its parameters (str, int or bytes) and the group's
+        results once it has committed, or None when the pipelined path must be used
+        instead: a key to look up, raw reports to store, a batch in a closed bucket (its
+        collection's generation is bumped there), or an arrival time that is not a whole
+        second with a time zone (the app's clock always is; the statement sends Unix
+        seconds). The text depends only on the collections and the number of parts, so
+        psycopg prepares it server-side after a few executions (``prepare_threshold``).
         """
-        if any(b.idempotency_key or b.raw is not None for b in items):
-            return None
-        buckets = {i: self.bucket_of(b.collection, b.received_at) for i, b in enumerate(items)}
-        if any(buckets[i] < self._closed_before(b.collection) for i, b in enumerate(items)):
-            return None
-        results: list[BatchRecord | Exception | None] = [None] * len(items)
-        new, records = self._decide(items, {}, {}, results)
-        rows = self._batch_rows_json(items, records, buckets, {}, new)
-        parts = self._parts(items, new, combine)
-        names = frozenset(b.collection for b in items)
+        # One pass, no per-item method calls: this runs on the event loop once per group.
+        epochs, widths = self._epochs, self.bucket_seconds
+        closed: dict[str, int] = {}
+        seconds: list[int] = []
+        buckets: list[int] = []
+        for b in items:
+            if b.idempotency_key or b.raw is not None:
+                return None
+            when = b.received_at
+            epoch = epochs.get(when)  # only whole seconds with a zone (see _epoch)
+            if epoch is None:
+                if when.tzinfo is None or when.microsecond:
+                    return None
+                epoch = self._epoch(when)
+            width = widths[b.collection]
+            bucket = epoch // width * width
+            limit = closed.get(b.collection)
+            if limit is None:
+                limit = closed[b.collection] = self._closed_before(b.collection)
+            if bucket < limit:
+                return None
+            seconds.append(epoch)
+            buckets.append(bucket)
+        ids = new_batch_ids(len(items))
+        records: list[BatchRecord | Exception] = [
+            BatchRecord(i, b.collection, b.n, b.received_at, token=b.token)
+            for i, b in zip(ids, items)
+        ]
+        parts = self._parts(items, range(len(items)), combine, buckets)
         self._wrote_parts(len(parts))
-        params = (rows, *(x for p in parts for x in p))
-        return _group_single_sql(names, len(parts)), params, [records[i] for i in new]
+        params = (
+            _array_literal(ids),
+            _array_literal([_array_item(b.collection) for b in items]),
+            _array_literal([_array_item(b.token) for b in items]),
+            _array_literal([str(int(b.n)) for b in items]),
+            _array_literal(map(str, seconds)),
+            _array_literal(map(str, buckets)),
+            *(x for p in parts for x in p),
+        )
+        names = frozenset(b.collection for b in items)
+        return _group_single_sql(names, len(parts)), params, records
 
     def _commit_group_pg_single(
         self,
@@ -1586,24 +1691,47 @@ class CollectorStore:
                     ).scalar()
                 ):
                     return total
-                rows = conn.execute(take).all()
+                rows = self._take_parts(conn, take, names, limit)
                 by_key: dict[tuple[str, int, str], list[Any]] = defaultdict(list)
-                for r in rows:
-                    by_key[(r.collection, int(r.bucket), r.token)].append(r)
+                for r in rows:  # (collection, bucket, token, n, batches, arrays)
+                    by_key[(r[0], int(r[1]), r[2])].append(r)
                 for key in sorted(by_key):  # fixed order: no deadlock between writers
                     part = by_key[key]
                     self._fold(
                         conn,
                         key,
-                        [bytes(r.arrays) for r in part],
-                        sum(int(r.n) for r in part),
-                        sum(int(r.batches) for r in part),
+                        [bytes(r[5]) for r in part],
+                        sum(int(r[3]) for r in part),
+                        sum(int(r[4]) for r in part),
                     )
             if len(rows) < limit and writes == self._part_writes:
                 self._dirty = False
             total += len(rows)
             if len(rows) < limit:
                 return total
+
+    _PG_TAKE_PARTS = (
+        "DELETE FROM ldpkit_rollup_parts WHERE id IN (SELECT id FROM ldpkit_rollup_parts"
+        " WHERE collection = ANY(%s) ORDER BY id LIMIT %s)"
+        " RETURNING collection, bucket, token, n, batches, arrays"
+    )
+
+    def _take_parts(
+        self, conn: Connection, take: Any, names: list[str], limit: int
+    ) -> Sequence[Sequence[Any]]:
+        """Delete up to ``limit`` of the oldest parts of ``names`` and return their rows.
+
+        On PostgreSQL the rows come back in binary: in text, every part's arrays travel as
+        hex (8 KiB of OLH d = 1024 arrays: 16 KiB of text), which cost the server a
+        hex_encode and this process ~40 us of decoding per part, about one part per group
+        commit (``compact_bench``, docs/collector.md).
+        """
+        if self.backend != "postgresql":
+            return conn.execute(take).all()
+        raw: Any = conn.connection.driver_connection  # this transaction's connection
+        with raw.cursor(binary=True) as cur:
+            cur.execute(self._PG_TAKE_PARTS, (names, limit))
+            return cur.fetchall()
 
     # -- reading -----------------------------------------------------------------------------
     def _rollup_filter(
