@@ -47,6 +47,7 @@ from .. import __version__
 from .._validation import check_real
 from ..encoder import Encoder
 from ..estimate import FrequencyEstimate, IntervalWarning
+from ..io import _FORMAT as _REPORTS_FORMAT
 from ..io import (
     _sniff,
     decoded_size,
@@ -520,6 +521,13 @@ class _Collector:
             for name, t in self.templates.items()
             if t is not None
         }
+        # The usual one-report body, matched without json.loads (see _OneReport).
+        self.one_report = {
+            name: one
+            for name, fields in self.fast_fields.items()
+            if (one := _OneReport.build(self.spec_dicts[name], self.fingerprints[name], fields))
+            is not None
+        }
         self.store = store
         self.store_reports = store_reports
         self.limits = limits
@@ -692,6 +700,11 @@ class _Collector:
                 f"JSON body must be at most {self.limits.max_json_bytes} bytes, got {len(body)}; "
                 "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
             )
+        one = self.one_report.get(name)
+        if one is not None:
+            rows = one.match(body, self.limits.max_json_depth)
+            if rows is not None:
+                return rows
         try:
             # json.loads(bytes) sniffs the encoding first: a body opening with "{" and no
             # NUL after it is UTF-8 by its rule, so decode it as json.loads would
@@ -1041,6 +1054,156 @@ class _FastField:
         info = np.iinfo(dtype) if dtype.kind in "iu" else None
         self.low = None if info is None else int(info.min)
         self.high = None if info is None else int(info.max)
+
+
+# JSON whitespace (RFC 8259; what json.loads skips) and a JSON integer as json.loads reads
+# it (no leading zeros, no fraction or exponent; at most 26 digits: int() of them is cheap).
+_JW = rb"[ \t\n\r]*"
+_JINT = rb"-?(?:0|[1-9][0-9]{0,25})"
+
+
+class _OneReport:
+    """Decode the usual body, one report as ``json.dumps(reports_to_dict(r))`` writes it,
+    with one regular expression instead of ``json.loads`` and a walk of the parsed dict.
+
+    A body it matches decodes to exactly the :class:`ReportRows` the general path
+    (``json.loads`` + :func:`_fast_json_reports`) would give: the same keys in
+    ``reports_to_dict``'s order (``format`` and ``mechanism`` optional), the mechanism
+    written as ``json.dumps`` writes the collection's spec dict (default or compact
+    separators), this collection's fingerprint, each field's dtype name, shape ``[1]`` or
+    ``[1, width]``, and integers that fit the field's dtype. Anything else (other spacing
+    inside the mechanism, key order, a value out of range, float fields, ...) is None and
+    goes through the general path, which also gives every error message.
+    """
+
+    __slots__ = ("depth", "dtypes", "fields", "pattern")
+
+    def __init__(
+        self, pattern: re.Pattern[bytes], fields: list[tuple[str, _FastField]], depth: int
+    ) -> None:
+        self.pattern, self.fields, self.depth = pattern, fields, depth
+        self.dtypes = {k: f.dtype for k, f in fields}
+
+    @classmethod
+    def build(
+        cls, spec_dict: dict[str, Any], fingerprint: str, template: Mapping[str, _FastField]
+    ) -> "_OneReport | None":
+        """The matcher of one collection, or None when its reports do not qualify."""
+        w = _JW
+
+        def key(k: str) -> bytes:
+            return re.escape(json.dumps(k).encode()) + w + b":" + w
+
+        parts: list[bytes] = []
+        fields = list(template.items())
+        sample: dict[str, Any] = {}
+        for k, f in fields:
+            if f.low is None or json.dumps(k) != f'"{k}"' or len(f.shape) > 1:
+                return None  # floats keep the general path (numpy converts them)
+            names = b"|".join(re.escape(json.dumps(x).encode()) for x in f.names)
+            if f.shape == ():
+                shape = b"\\[" + w + b"1" + w + b"\\]"
+                data = b"\\[" + w + b"(" + _JINT + b")" + w + b"\\]"
+                sample[k] = {"data": [0]}
+            else:
+                width = f.shape[0]
+                if width < 1:
+                    return None
+                shape = b"\\[" + w + b"1" + w + b"," + w + str(width).encode() + w + b"\\]"
+                row = _JINT + (b"(?:" + w + b"," + w + _JINT + b")") * (width - 1)
+                data = b"\\[" + w + b"\\[" + w + b"(" + row + b")" + w + b"\\]" + w + b"\\]"
+                sample[k] = {"data": [[0]]}
+            parts.append(
+                key(k)
+                + b"\\{"
+                + w
+                + key("dtype")
+                + b"(?:"
+                + names
+                + b")"
+                + w
+                + b","
+                + w
+                + key("shape")
+                + shape
+                + w
+                + b","
+                + w
+                + key("data")
+                + data
+                + w
+                + b"\\}"
+            )
+        if not parts:
+            return None
+        # The mechanism as json.dumps writes the spec dict (default or compact separators),
+        # kept only if it reads back equal to it (what the general path compares).
+        texts = [json.dumps(spec_dict, separators=sep) for sep in ((", ", ": "), (",", ":"))]
+        mechanisms = [re.escape(t.encode()) for t in texts if json.loads(t) == spec_dict]
+        optional_mechanism = b""
+        if mechanisms:
+            optional_mechanism = (
+                b"(?:"
+                + key("mechanism")
+                + b"(?:"
+                + b"|".join(mechanisms)
+                + b")"
+                + w
+                + b","
+                + w
+                + b")?"
+            )
+        fmt = re.escape(json.dumps(_REPORTS_FORMAT).encode())
+        pattern = (
+            b"\\{"
+            + w
+            + b"(?:"
+            + key("format")
+            + fmt
+            + w
+            + b","
+            + w
+            + b")?"
+            + optional_mechanism
+            + key("fingerprint")
+            + re.escape(json.dumps(fingerprint).encode())
+            + w
+            + b","
+            + w
+            + key("arrays")
+            + b"\\{"
+            + w
+            + (w + b"," + w).join(parts)
+            + w
+            + b"\\}"
+            + w
+            + b"\\}"
+            + w
+        )
+        # How deep such a body nests (with the mechanism): matched only within the limit.
+        tree = {"mechanism": spec_dict, "arrays": sample}
+        depth = next(d for d in range(1, 10_000) if _json_depth_ok(tree, d))
+        return cls(re.compile(pattern), fields, depth)
+
+    def match(self, body: bytes, depth_limit: int) -> ReportRows | None:
+        if self.depth > depth_limit:
+            return None
+        m = self.pattern.fullmatch(body)
+        if m is None:
+            return None
+        columns: dict[str, list[Any]] = {}
+        for (k, f), text in zip(self.fields, m.groups()):
+            if f.shape == ():
+                value = int(text)
+                if value < f.low or value > f.high:  # type: ignore[operator]
+                    return None  # the general path explains
+                columns[k] = [value]
+            else:
+                row = [int(x) for x in text.split(b",")]
+                if min(row) < f.low or max(row) > f.high:  # type: ignore[operator]
+                    return None
+                columns[k] = [row]
+        return ReportRows(columns, self.dtypes)
 
 
 def _fast_json_reports(
