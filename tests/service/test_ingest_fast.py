@@ -265,6 +265,7 @@ def _one_report_bodies(spec):
     yield "JSON whitespace", json.dumps(d, indent="\t").replace(": ", ":\r\n ").encode() + b"\n"
     yield "other whitespace", plain.replace(": ", ":\x0b").encode()
     yield "leading space", b" " + plain.encode()
+    yield "long whitespace runs", plain.replace(": ", ": " + " \n" * 5000).encode()
     yield "no format", json.dumps({k: v for k, v in d.items() if k != "format"}).encode()
     yield "no mechanism", json.dumps({k: v for k, v in d.items() if k != "mechanism"}).encode()
     yield "other format", json.dumps({**d, "format": "ldpkit.reports/2"}).encode()
