@@ -279,7 +279,26 @@ def _one_report_bodies(spec):
     yield "other dtype", json.dumps(d).replace(f'"{entry["dtype"]}"', '"<i8"').encode()
     yield "extra entry key", json.dumps({**d, "arrays": {**d["arrays"], field: {**entry, "x": 1}}})
     flat = entry["data"][0]
-    if not isinstance(flat, list):
+    if isinstance(flat, list):  # a fixed-width row (OUE's packed bits)
+        row = json.dumps(flat)
+        rest = ", ".join(map(str, flat[1:]))
+        for name, text in [
+            ("row zero", "[0, " + rest + "]"),
+            ("row minus zero", "[-0, " + rest + "]"),
+            ("row 256", "[256, " + rest + "]"),
+            ("row negative", "[-1, " + rest + "]"),
+            ("row leading zero", "[01, " + rest + "]"),
+            ("row empty item", "[1,, " + rest + "]"),
+            ("row trailing comma", "[1, " + rest + ",]"),
+            ("row lone sign", "[-, " + rest + "]"),
+            ("row float", "[1.0, " + rest + "]"),
+            ("row short", "[" + rest + "]"),
+            ("row long", "[1, 2, " + rest + "]"),
+            ("row empty", "[]"),
+            ("row whitespace", row.replace(", ", " ,\n\t")),
+        ]:
+            yield name, plain.replace(f'"data": [{row}]', f'"data": [{text}]', 1)
+    else:
         for name, text in [
             ("zero", "0"),
             ("minus zero", "-0"),
