@@ -1090,7 +1090,10 @@ class _OneReport:
     ) -> None:
         self.exact, self.pattern, self.depth = exact, pattern, depth
         # (name, row width or 0 for one number per user, dtype range)
-        self.checks = [(k, f.shape[0] if f.shape else 0, f.low, f.high) for k, f in fields]
+        # (integer fields only, so low and high are set: see build)
+        self.checks: list[tuple[str, int, int, int]] = [
+            (k, f.shape[0] if f.shape else 0, f.low or 0, f.high or 0) for k, f in fields
+        ]
         self.dtypes = {k: f.dtype for k, f in fields}
 
     @classmethod
