@@ -1111,7 +1111,8 @@ class _OneReport:
         def key(k: str) -> bytes:
             return seq(lit(k), b":")
 
-        fields, sample = list(template.items()), {}
+        fields = list(template.items())
+        sample: dict[str, Any] = {}
         flexible: list[bytes] = []  # any JSON whitespace between tokens
         exact: list[bytes] = []  # json.dumps's spacing
         for k, f in fields:
