@@ -291,7 +291,7 @@ def check_numeric_values(values: Any, low: float, high: float, name: str = "valu
 
 def check_same_spec(expected: Any, got: Any, what: str) -> None:
     """Raise ValueError when ``got`` (a spec) is not the same configuration as ``expected``."""
-    if got != expected:
+    if got is not expected and got != expected:  # (the same object: skip the field compare)
         raise ValueError(
             f"{what} must come from {expected!r} (fingerprint {expected.fingerprint}), "
             f"got {what} from {got!r} (fingerprint {getattr(got, 'fingerprint', '?')})"

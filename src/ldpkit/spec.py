@@ -219,7 +219,7 @@ class Mechanism(ABC):
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
     view = arr.view()
-    view.flags.writeable = False
+    view.setflags(write=False)  # (cheaper than through the flags object)
     return view
 
 
@@ -476,8 +476,13 @@ class Stats(_ArrayBundle):
                 raise ValueError(
                     f"stats fields must be {sorted(schema)} for {spec.name}, got {sorted(arrays)}"
                 )
-            arrays = {k: field.check(k, arrays[k], n) for k, field in schema.items()}
-        super().__init__(spec, arrays)
+            # field.check returns plain int64/float64 arrays: _ArrayBundle's checks would
+            # only repeat themselves (a measurable share of a small aggregate)
+            object.__setattr__(self, "_spec", spec)
+            checked = {k: _readonly(field.check(k, arrays[k], n)) for k, field in schema.items()}
+            object.__setattr__(self, "_arrays", checked)
+        else:
+            super().__init__(spec, arrays)
         object.__setattr__(self, "_n", n)
 
     @property

@@ -251,3 +251,98 @@ def test_commit_window_is_configurable_and_checked(tmp_path):
             app_from_config({**config, "commit_window": bad})
     with pytest.raises(TypeError, match="commit_window"):
         create_app({"x": SPEC}, "sqlite://", commit_window="1ms")
+
+
+def _one_report_bodies(spec):
+    """A one-report body as json.dumps writes it, and variants around the matcher's edges."""
+    reports = spec.randomize([1] if not hasattr(spec, "low") else [0.5], rng=3)
+    d = reports_to_dict(reports)
+    field = next(iter(d["arrays"]))
+    entry = d["arrays"][field]
+    plain = json.dumps(d)
+    yield "default separators", plain.encode()
+    yield "compact", json.dumps(d, separators=(",", ":")).encode()
+    yield "JSON whitespace", json.dumps(d, indent="\t").replace(": ", ":\r\n ").encode() + b"\n"
+    yield "other whitespace", plain.replace(": ", ":\x0b").encode()
+    yield "leading space", b" " + plain.encode()
+    yield "long whitespace runs", plain.replace(": ", ": " + " \n" * 5000).encode()
+    yield "no format", json.dumps({k: v for k, v in d.items() if k != "format"}).encode()
+    yield "no mechanism", json.dumps({k: v for k, v in d.items() if k != "mechanism"}).encode()
+    yield "other format", json.dumps({**d, "format": "ldpkit.reports/2"}).encode()
+    yield "keys reordered", json.dumps(dict(reversed(list(d.items())))).encode()
+    yield "wrong fingerprint", json.dumps({**d, "fingerprint": "0" * 16}).encode()
+    other = spec.replace(epsilon=spec.epsilon * 1.3)
+    yield "other mechanism", json.dumps({**d, "mechanism": other.to_dict()}).encode()
+    yield "trailing data", plain.encode() + b"{}"
+    yield "duplicate key", plain.replace('{"format"', '{"fingerprint": "0", "format"', 1).encode()
+    yield "dtype by name", json.dumps(d).replace(entry["dtype"], np.dtype(entry["dtype"]).name)
+    yield "other dtype", json.dumps(d).replace(f'"{entry["dtype"]}"', '"<i8"').encode()
+    yield "extra entry key", json.dumps({**d, "arrays": {**d["arrays"], field: {**entry, "x": 1}}})
+    flat = entry["data"][0]
+    if isinstance(flat, list):  # a fixed-width row (OUE's packed bits)
+        row = json.dumps(flat)
+        rest = ", ".join(map(str, flat[1:]))
+        for name, text in [
+            ("row zero", "[0, " + rest + "]"),
+            ("row minus zero", "[-0, " + rest + "]"),
+            ("row 256", "[256, " + rest + "]"),
+            ("row negative", "[-1, " + rest + "]"),
+            ("row leading zero", "[01, " + rest + "]"),
+            ("row empty item", "[1,, " + rest + "]"),
+            ("row trailing comma", "[1, " + rest + ",]"),
+            ("row lone sign", "[-, " + rest + "]"),
+            ("row float", "[1.0, " + rest + "]"),
+            ("row short", "[" + rest + "]"),
+            ("row long", "[1, 2, " + rest + "]"),
+            ("row empty", "[]"),
+            ("row whitespace", row.replace(", ", " ,\n\t")),
+        ]:
+            yield name, plain.replace(f'"data": [{row}]', f'"data": [{text}]', 1)
+    else:
+        for name, text in [
+            ("zero", "0"),
+            ("minus zero", "-0"),
+            ("negative", "-1"),
+            ("leading zero", "01"),
+            ("float", "1.0"),
+            ("exponent", "1e2"),
+            ("2**64", str(2**64)),
+            ("u64 max", str(2**64 - 1)),
+            ("256", "256"),
+            ("many digits", "9" * 40),
+            ("string", '"1"'),
+            ("true", "true"),
+        ]:
+            yield name, plain.replace(f'"data": [{json.dumps(flat)}]', f'"data": [{text}]', 1)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: type(s).__name__)
+def test_one_report_matcher_decodes_exactly_like_json_loads(spec, db):
+    app = create_app({"x": spec}, db)
+    collector = app.state.collector
+    matcher = collector.one_report.get("x")
+    assert (matcher is not None) == (not hasattr(spec, "low"))  # integer fields only
+    if matcher is not None:  # the usual bodies take it (and so skip json.loads)
+        for i in range(3):
+            body = json.dumps(reports_to_dict(spec.randomize([i], rng=i))).encode()
+            assert matcher.match(body, 32) is not None
+
+    def decode(body, limits):
+        collector.limits = limits
+        try:
+            got = collector.decode_json("x", body, "application/json")
+        except HTTPException as exc:
+            return exc.status_code, exc.detail
+        return "ok", (got.to_reports(spec) if isinstance(got, ReportRows) else got)
+
+    for limits in (Limits(), Limits(max_json_depth=4), Limits(max_json_bytes=64)):
+        for name, body in _one_report_bodies(spec):
+            body = body.encode() if isinstance(body, str) else body
+            collector.one_report = {} if matcher is None else {"x": matcher}
+            fast = decode(body, limits)
+            collector.one_report = {}
+            general = decode(body, limits)
+            if general[0] == "ok":
+                assert fast[0] == "ok" and fast[1].equals(general[1]), name
+            else:
+                assert fast == general, name

@@ -184,6 +184,15 @@ def _support_counts_numpy(
     return counts
 
 
+@functools.cache
+def _support_kernel() -> Any:
+    """The compiled support-count kernel, imported on first use (numba: server side only;
+    an import statement in the hot function cost ~1 us per aggregate call)."""
+    from ._kernels_hashing import support_counts_kernel
+
+    return support_counts_kernel
+
+
 def optimal_hash_range(epsilon: float) -> int:
     """OLH's hash range: the integer g >= 2 minimizing the variance (FO17 eq. 10).
 
@@ -305,9 +314,10 @@ class LocalHashing(PureFrequencyOracle):
 
     def _report_arrays(self, reports: Reports) -> tuple[np.ndarray, np.ndarray]:
         g = self.range_size
-        if "seeds" not in reports.fields or "values" not in reports.fields:
+        arrays = reports.arrays  # (attribute access to a field goes through __getattr__)
+        seeds, y = arrays.get("seeds"), arrays.get("values")
+        if seeds is None or y is None:
             raise ValueError(f"reports must have fields ('seeds', 'values'), got {reports.fields}")
-        seeds, y = reports.seeds, reports.values
         if seeds.ndim != 1 or seeds.dtype != np.uint64:
             raise ValueError(
                 f"reports.seeds must be a 1-D array of uint64, got dtype {seeds.dtype} "
@@ -324,15 +334,16 @@ class LocalHashing(PureFrequencyOracle):
 
     def support_counts(self, reports: Reports) -> np.ndarray:
         """``C_v = #{i : h_{seed_i}(v) = y_i}`` for every item v (compiled, on all cores)."""
-        from .. import _parallel
-        from ._kernels_hashing import support_counts_kernel  # server side only
-
         seeds, y = self._report_arrays(self.check_reports(reports))
         # each report costs d steps: split once a block has >= ~2^20 (report, item) pairs
         # (a small batch, e.g. a collector group, skips the affinity syscall of workers())
         work = seeds.shape[0] * self.domain_size >> 20
-        n_blocks = max(1, min(_parallel.workers(), work)) if work > 1 else 1
-        return support_counts_kernel(seeds, y, self.range_size, self.domain_size, n_blocks)
+        n_blocks = 1
+        if work > 1:
+            from .. import _parallel
+
+            n_blocks = max(1, min(_parallel.workers(), work))
+        return _support_kernel()(seeds, y, self.range_size, self.domain_size, n_blocks)
 
     def transition_matrix(self, seed: int | None = None) -> np.ndarray:
         """Exact ``P[y | v, seed]``, shape (d, g), for one hash function.

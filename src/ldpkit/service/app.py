@@ -47,6 +47,7 @@ from .. import __version__
 from .._validation import check_real
 from ..encoder import Encoder
 from ..estimate import FrequencyEstimate, IntervalWarning
+from ..io import _FORMAT as _REPORTS_FORMAT
 from ..io import (
     _sniff,
     decoded_size,
@@ -520,6 +521,13 @@ class _Collector:
             for name, t in self.templates.items()
             if t is not None
         }
+        # The usual one-report body, matched without json.loads (see _OneReport).
+        self.one_report = {
+            name: one
+            for name, fields in self.fast_fields.items()
+            if (one := _OneReport.build(self.spec_dicts[name], self.fingerprints[name], fields))
+            is not None
+        }
         self.store = store
         self.store_reports = store_reports
         self.limits = limits
@@ -692,6 +700,11 @@ class _Collector:
                 f"JSON body must be at most {self.limits.max_json_bytes} bytes, got {len(body)}; "
                 "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
             )
+        one = self.one_report.get(name)
+        if one is not None:
+            rows = one.match(body, self.limits.max_json_depth)
+            if rows is not None:
+                return rows
         try:
             # json.loads(bytes) sniffs the encoding first: a body opening with "{" and no
             # NUL after it is UTF-8 by its rule, so decode it as json.loads would
@@ -1041,6 +1054,171 @@ class _FastField:
         info = np.iinfo(dtype) if dtype.kind in "iu" else None
         self.low = None if info is None else int(info.min)
         self.high = None if info is None else int(info.max)
+
+
+# JSON whitespace (RFC 8259; what json.loads skips) and a JSON integer as json.loads reads
+# it (no leading zeros, no fraction or exponent; at most 26 digits: int() of them is cheap).
+_JW = rb"[ \t\n\r]*+"
+_JINT = rb"-?(?:0|[1-9][0-9]{0,25})"
+# A fixed-width row's text: digits, signs, commas and whitespace (read by json, checked).
+_JROW = rb"([-0-9, \t\n\r]*+)"
+_ROW_DECODER = json.JSONDecoder()
+
+
+class _OneReport:
+    """Decode the usual body, one report as ``json.dumps(reports_to_dict(r))`` writes it,
+    with one regular expression instead of ``json.loads`` and a walk of the parsed dict.
+
+    A body it matches decodes to exactly the :class:`ReportRows` the general path
+    (``json.loads`` + :func:`_fast_json_reports`) would give: the same keys in
+    ``reports_to_dict``'s order (``format`` and ``mechanism`` optional), the mechanism
+    written as ``json.dumps`` writes the collection's spec dict (default or compact
+    separators), this collection's fingerprint, each field's dtype name, shape ``[1]`` or
+    ``[1, width]``, and integers that fit the field's dtype. Anything else (other spacing
+    inside the mechanism, key order, a value out of range, float fields, ...) is None and
+    goes through the general path, which also gives every error message.
+    """
+
+    __slots__ = ("checks", "depth", "dtypes", "exact", "pattern")
+
+    def __init__(
+        self,
+        exact: re.Pattern[bytes],
+        pattern: re.Pattern[bytes],
+        fields: list[tuple[str, _FastField]],
+        depth: int,
+    ) -> None:
+        self.exact, self.pattern, self.depth = exact, pattern, depth
+        # (name, row width or 0 for one number per user, dtype range)
+        # (integer fields only, so low and high are set: see build)
+        self.checks: list[tuple[str, int, int, int]] = [
+            (k, f.shape[0] if f.shape else 0, f.low or 0, f.high or 0) for k, f in fields
+        ]
+        self.dtypes = {k: f.dtype for k, f in fields}
+
+    @classmethod
+    def build(
+        cls, spec_dict: dict[str, Any], fingerprint: str, template: Mapping[str, _FastField]
+    ) -> "_OneReport | None":
+        """The matcher of one collection, or None when its reports do not qualify."""
+
+        def seq(*tokens: bytes) -> bytes:  # JSON tokens, optional whitespace between them
+            return _JW.join(tokens)
+
+        def lit(value: Any, separators: tuple[str, str] = (", ", ": ")) -> bytes:
+            return re.escape(json.dumps(value, separators=separators).encode())
+
+        def key(k: str) -> bytes:
+            return seq(lit(k), b":")
+
+        fields = list(template.items())
+        sample: dict[str, Any] = {}
+        flexible: list[bytes] = []  # any JSON whitespace between tokens
+        exact: list[bytes] = []  # json.dumps's spacing
+        for k, f in fields:
+            if f.low is None or len(f.shape) > 1 or (f.shape and f.shape[0] < 1):
+                return None  # floats keep the general path (numpy converts them)
+            dtype = b"(?:" + b"|".join(lit(x) for x in f.names) + b")"
+            if f.shape == ():
+                shape = seq(rb"\[", b"1", rb"\]")
+                data = seq(rb"\[", b"(" + _JINT + b")", rb"\]")
+                exact_shape, exact_data = rb"\[1\]", rb"\[(" + _JINT + rb")\]"
+                sample[k] = {"data": [0]}
+            else:
+                width = str(f.shape[0]).encode()
+                shape = seq(rb"\[", b"1", b",", width, rb"\]")
+                # a row's characters only: match() reads it as JSON (ints only then)
+                data = seq(rb"\[", rb"\[", _JROW, rb"\]", rb"\]")
+                exact_shape = rb"\[1, " + width + rb"\]"
+                exact_data = rb"\[\[" + _JROW + rb"\]\]"
+                sample[k] = {"data": [[0]]}
+            flexible.append(
+                seq(key(k), rb"\{", key("dtype"), dtype, b",", key("shape"), shape, b",")
+                + _JW
+                + seq(key("data"), data, rb"\}")
+            )
+            exact.append(
+                lit(k)
+                + rb': \{"dtype": '
+                + lit(f.dtype.str)
+                + rb', "shape": '
+                + exact_shape
+                + rb', "data": '
+                + exact_data
+                + rb"\}"
+            )
+        if not fields:
+            return None
+        # The mechanism as json.dumps writes the spec dict (default or compact separators),
+        # kept only if it reads back equal to it (what the general path compares).
+        mechanisms = [
+            lit(spec_dict, sep)
+            for sep in ((", ", ": "), (",", ":"))
+            if json.loads(json.dumps(spec_dict, separators=sep)) == spec_dict
+        ]
+        if not mechanisms:
+            return None
+        # Optional groups end with whitespace, so no two whitespace runs ever meet (a run
+        # is then scanned a bounded number of times: linear in the body, whatever it holds).
+        pattern = seq(
+            rb"\{",
+            b"(?:"
+            + seq(key("format"), lit(_REPORTS_FORMAT), b",")
+            + _JW
+            + b")?"
+            + b"(?:"
+            + seq(key("mechanism"), b"(?:" + b"|".join(mechanisms) + b")", b",")
+            + _JW
+            + b")?"
+            + key("fingerprint"),
+            lit(fingerprint),
+            b",",
+            key("arrays"),
+            rb"\{",
+            seq(b"", b",", b"").join(flexible),
+            rb"\}",
+            rb"\}",
+            b"",
+        )
+        exact_pattern = (
+            rb'\{"format": '
+            + lit(_REPORTS_FORMAT)
+            + rb', "mechanism": '
+            + mechanisms[0]
+            + rb', "fingerprint": '
+            + lit(fingerprint)
+            + rb', "arrays": \{'
+            + b", ".join(exact)
+            + rb"\}\}"
+        )
+        # How deep such a body nests (with the mechanism): matched only within the limit.
+        tree = {"mechanism": spec_dict, "arrays": sample}
+        depth = next(d for d in range(1, 10_000) if _json_depth_ok(tree, d))
+        return cls(re.compile(exact_pattern), re.compile(pattern), fields, depth)
+
+    def match(self, body: bytes, depth_limit: int) -> ReportRows | None:
+        if self.depth > depth_limit:
+            return None
+        # json.dumps's exact spacing first: a mostly literal pattern, about twice as fast
+        m = self.exact.fullmatch(body) or self.pattern.fullmatch(body)
+        if m is None:
+            return None
+        columns: dict[str, list[Any]] = {}
+        for (k, width, low, high), text in zip(self.checks, m.groups()):
+            if not width:
+                value = int(text)
+                if value < low or value > high:
+                    return None  # the general path explains
+                columns[k] = [value]
+            else:
+                try:  # (json's C decoder: several times faster than int() per value)
+                    row = _ROW_DECODER.decode("[" + text.decode("ascii") + "]")
+                except ValueError:
+                    return None  # e.g. "1,,2" or "01": not JSON integers
+                if len(row) != width or min(row) < low or max(row) > high:
+                    return None
+                columns[k] = [row]
+        return ReportRows(columns, self.dtypes)
 
 
 def _fast_json_reports(

@@ -11,7 +11,8 @@ a commit that took over 0.1 s, e.g. a stalled disk: see
 for the next group while a group's statement waits for the server (up to two groups in
 flight, each on its own connection): a group without idempotency keys or raw reports (the
 usual one-report POST) of up to ``store.in_loop_max_group`` batches is one statement sent
-and awaited by the loop itself on an asyncio connection of this loop's own (no thread), any
+and awaited by the loop itself on a connection of this loop's own (no thread; driven
+through libpq, :mod:`ldpkit.service._pgloop`), any
 other group runs in a helper thread. So a
 201 still means "on disk", but one fsync serves many requests: the more requests arrive
 while a commit runs, the larger the next group.
@@ -142,8 +143,9 @@ class _LoopState:
     target: float = 1.0
     full: asyncio.Future[None] | None = None
     want: float = 1.0
-    # PostgreSQL: this loop's idle asyncio connections for keyless groups (one per group
-    # in flight; CollectorStore._commit_group_pg_in_loop), closed by close().
+    # PostgreSQL: this loop's idle connections for keyless groups (one per group in
+    # flight; CollectorStore._commit_group_pg_in_loop, _pgloop.LoopConnection), closed by
+    # close().
     connections: list[Any] = dataclasses.field(default_factory=list)
 
 

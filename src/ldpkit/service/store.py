@@ -1222,53 +1222,72 @@ class CollectorStore:
         combine: Callable[[Sequence[PendingBatch]], Stats],
         connections: list[Any],
     ) -> list[BatchRecord | Exception] | None:
-        """:meth:`_single_statement` on an asyncio psycopg connection of the caller's loop.
+        """:meth:`_single_statement` on a PostgreSQL connection of the caller's loop.
 
         ``connections`` holds the loop's idle connections (the group committer keeps one
         list per loop and closes them in :meth:`close_loop_connections`). No thread: the
         statement is sent and its answer awaited by the event loop itself, so a group costs
         no executor hand-off, no wake-up of a committer thread, and no wait of that thread
-        for the interpreter lock while the loop decodes requests. Returns None (nothing
-        sent) when the group needs the pipelined path. Same statement, same transaction,
-        same locks as :meth:`_commit_group_pg_single`: the results come back only after it
-        has committed.
+        for the interpreter lock while the loop decodes requests. The connections are
+        psycopg's, driven through libpq (:class:`~ldpkit.service._pgloop.LoopConnection`:
+        the statement prepared once per connection, the parameters encoded by us, one
+        permanent socket reader), which measured ~0.1 ms of CPU per group less than
+        psycopg's ``AsyncConnection.execute``. Returns None (nothing sent) when the group
+        needs the pipelined path. Same statement, same transaction, same locks as
+        :meth:`_commit_group_pg_single`: the results come back only after it has
+        committed. A server error fails the group (DBAPIError, the connection kept); a
+        broken connection, or a group cancelled in flight, drops the connection (the next
+        group reconnects).
         """
         import psycopg
         from sqlalchemy.exc import DBAPIError
+
+        from ._pgloop import LoopConnection, encode_params, numbered_sql
 
         single = self._single_statement(items, combine)
         if single is None:
             return None
         sql, params, results = single
-        conn = connections.pop() if connections else None
+        encoded = encode_params(params)
+        if encoded is None or numbered_sql(sql) is None:
+            # Not for libpq as we drive it (never with _single_statement's parameters):
+            # the pipelined path (which counts the group's parts again, a harmless
+            # overcount that only brings the next compaction forward).
+            return None
+        conn: LoopConnection | None = None
+        while connections and conn is None:
+            conn = connections.pop()
+            if conn.broken or conn.closed:  # lost while idle
+                conn.drop()
+                conn = None
         try:
             if conn is None:
                 cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
                 cparams.pop("context", None)  # the sync engine's adapters
-                conn = await psycopg.AsyncConnection.connect(*cargs, autocommit=True, **cparams)
-            await conn.execute(sql, params)  # committed once it returns
+                conn = await LoopConnection.connect(*cargs, **cparams)
+            await conn.execute(sql, encoded)  # committed once it returns
         except psycopg.Error as exc:
             broken = conn is None or conn.broken or conn.closed
-            if conn is not None and not broken:
-                connections.append(conn)  # autocommit: nothing left open on it
+            if conn is not None:
+                if broken:
+                    conn.drop()
+                else:
+                    connections.append(conn)  # autocommit: nothing left open on it
             raise DBAPIError.instance(
                 None, None, exc, psycopg.Error, connection_invalidated=broken
             ) from exc
         except BaseException:  # cancelled mid-statement: its state is unknown, drop it
             if conn is not None:
-                conn.pgconn.finish()
+                conn.drop()
             raise
         connections.append(conn)
         return results
 
     @staticmethod
     async def close_loop_connections(connections: list[Any]) -> None:
-        """Close the idle asyncio connections of one loop (see _commit_group_pg_in_loop)."""
+        """Close the idle connections of one loop (see _commit_group_pg_in_loop)."""
         while connections:
-            try:
-                await connections.pop().close()
-            except Exception:  # already broken: nothing to release
-                pass
+            connections.pop().drop()
 
     def _commit_group_pg(
         self,
