@@ -530,6 +530,24 @@ def test_batch_ids_are_unique_time_ordered_uuid7():
     other = store.new_batch_id()
     assert store._id_state[1] != base and other not in ids
 
+    # A group's ids formatted together: RFC 9562's layout (rand_a, variant, rand_b after
+    # the 48-bit time), across carries into the digits formatted once per call (48 and 62
+    # bits of the counter) and the 74-bit wrap.
+    import itertools
+    import os
+
+    for start in (2**48 - 3, 2**62 - 2, 2**74 - 2):
+        store._id_state = (os.getpid(), start, itertools.count())
+        group = store.new_batch_ids(5)
+        rands = [(start + k) % 2**74 for k in range(5)]
+        want = [
+            uuid.UUID(int=(7 << 76) | (r >> 62) << 64 | (0b10 << 62) | (r % 2**62)) for r in rands
+        ]
+        assert [g[14:] for g in group] == [str(w)[14:] for w in want]  # after the time
+        assert all(
+            uuid.UUID(g).version == 7 and uuid.UUID(g).variant == uuid.RFC_4122 for g in group
+        )
+
 
 def test_parts_left_by_a_killed_process_are_folded_at_start(db):
     from ldpkit.service.store import CollectorStore, PendingBatch, rollup_parts_table

@@ -1078,6 +1078,7 @@ class CollectorStore:
         new: list[int] = []
         first_in_group: dict[tuple[str, str, str], int] = {}
         records: dict[int, BatchRecord] = {}
+        ids = new_batch_ids(len(items))  # one each (a retry's goes unused)
         for i, b in enumerate(items):
             if b.idempotency_key:
                 ident = (b.collection, b.token, b.idempotency_key)
@@ -1104,9 +1105,7 @@ class CollectorStore:
                     )
                     continue
                 first_in_group[ident] = i
-            records[i] = BatchRecord(
-                new_batch_id(), b.collection, b.n, b.received_at, token=b.token
-            )
+            records[i] = BatchRecord(ids[i], b.collection, b.n, b.received_at, token=b.token)
             new.append(i)
         return new, records
 
