@@ -5,7 +5,7 @@ a group's one statement and awaits its commit on the event loop. Through psycopg
 ``AsyncConnection.execute`` that cost ~130 us of CPU per statement (a cursor, the query's
 conversion, every parameter's adaptation, the prepare bookkeeping, and each wait adding
 and removing the socket's reader): measured 128 us against 47 us per call in
-/work/scratch/pgmicro.py, a 3-parameter statement with an 8 KiB bytea. Here the connection
+a micro-benchmark of a 3-parameter statement with an 8 KiB bytea. Here the connection
 is psycopg's (connect, authentication, TLS, close) but each statement goes through its
 libpq handle (``psycopg.pq.PGconn``):
 
