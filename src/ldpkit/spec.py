@@ -178,6 +178,16 @@ class Mechanism(ABC):
     def aggregate(self, reports: Reports) -> Stats:
         """Reduce reports to their mergeable sufficient statistic."""
 
+    def _aggregate_decoded(self, arrays: dict[str, np.ndarray]) -> Stats:
+        """:meth:`aggregate` of ``Reports(self, **arrays)`` for plain arrays built by the
+        collector's decoder (one row per user, each field of this spec's report dtype).
+
+        Same result and same errors as ``aggregate``; subclasses may skip checks that such
+        arrays make redundant (:class:`ldpkit.frequency.PureFrequencyOracle` does: a
+        collector group of a few reports spends most of its aggregate in them).
+        """
+        return self.aggregate(Reports(self, **arrays))
+
     @abstractmethod
     def empty_stats(self) -> Stats:
         """The neutral element of :meth:`Stats.merge` for this spec."""
@@ -319,6 +329,33 @@ class Reports(_ArrayBundle):
                     f"{k} must be an array of integers (a report field of {spec.name}), "
                     f"got {_show_array(arr)}"
                 )
+
+    @classmethod
+    def _from_decoded(cls, spec: Mechanism, arrays: dict[str, np.ndarray]) -> Reports:
+        """``Reports(spec, **arrays)`` for arrays made by the collector's decoder: the same
+        checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need no mask
+        or conversion pass). Anything unusual goes through ``__init__`` for its message.
+        The arrays become read-only in place (the caller hands them over)."""
+        floats = type(spec).float_report_fields
+        n = -1
+        for k, arr in arrays.items():
+            if (
+                type(arr) is not np.ndarray
+                or not arr.ndim
+                or (n >= 0 and arr.shape[0] != n)
+                or arr.dtype.kind not in ("iuf" if k in floats else "iu")
+                or (arr.dtype.kind == "f" and not np.all(np.isfinite(arr)))
+            ):
+                return cls(spec, **arrays)  # (raises, naming the field)
+            n = arr.shape[0]
+        if n < 0 or not isinstance(spec, Mechanism):
+            return cls(spec, **arrays)
+        for arr in arrays.values():
+            arr.setflags(write=False)
+        out = object.__new__(cls)
+        object.__setattr__(out, "_spec", spec)
+        object.__setattr__(out, "_arrays", arrays)
+        return out
 
     def __len__(self) -> int:
         return int(next(iter(self._arrays.values())).shape[0])
@@ -484,6 +521,18 @@ class Stats(_ArrayBundle):
         else:
             super().__init__(spec, arrays)
         object.__setattr__(self, "_n", n)
+
+    @classmethod
+    def _exact(cls, spec: Mechanism, n: int, arrays: dict[str, np.ndarray]) -> Stats:
+        """Stats without the schema check, for arrays that meet ``spec.stats_schema()`` by
+        construction (int64 counts of the right shape computed by ldpkit's own
+        aggregation from checked reports; the tests compare both paths). Not for arrays
+        from outside: those go through ``Stats(...)``."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "_spec", spec)
+        object.__setattr__(out, "_arrays", {k: _readonly(v) for k, v in arrays.items()})
+        object.__setattr__(out, "_n", n)
+        return out
 
     @property
     def n(self) -> int:

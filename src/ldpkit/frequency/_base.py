@@ -119,6 +119,22 @@ class PureFrequencyOracle(FrequencyOracle):
         counts = np.asarray(self.support_counts(reports), dtype=np.int64)
         return Stats(self, len(reports), counts=counts)
 
+    def _aggregate_decoded(self, arrays: dict[str, np.ndarray]) -> Stats:
+        # The collector's small groups: the same report checks (Reports' dtypes, then
+        # support_counts' own, e.g. OLH's value < g), without Reports.__init__'s conversion
+        # passes; ldpkit's own support_counts return int64 counts in [0, n] of shape (d,)
+        # (bincounts, compiled kernels), so the Stats schema check would only repeat itself.
+        reports = Reports._from_decoded(self, arrays)
+        counts = self.support_counts(reports)
+        if (
+            type(self).support_counts.__module__.startswith("ldpkit.")
+            and type(counts) is np.ndarray
+            and counts.dtype == np.int64
+            and counts.shape == (self.domain_size,)
+        ):
+            return Stats._exact(self, len(reports), {"counts": counts})
+        return Stats(self, len(reports), counts=np.asarray(counts, dtype=np.int64))
+
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Unbiased frequencies with plug-in variance and the spec attached."""
         stats = self.check_stats(stats, nonempty=True)

@@ -115,6 +115,25 @@ def _concat(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Reports
     )
 
 
+def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Stats:
+    """``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors; a group
+    of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``, which
+    skips the checks the decoder already made (about a third of the CPU time for a group
+    of seven one-report OLH batches, d = 1024)."""
+    if not all(isinstance(b, ReportRows) for b in batches):
+        return aggregate_one(spec, _concat(spec, batches))
+    rows: Sequence[ReportRows] = batches  # type: ignore[assignment]
+    first = rows[0]
+    arrays = {
+        k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
+        for k in first.columns
+    }
+    try:
+        return spec._aggregate_decoded(arrays)
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
+
+
 def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
     if isinstance(reports, ReportRows):
         reports = reports.to_reports(spec)
@@ -358,7 +377,7 @@ class GroupCommitter:
         for (collection, _, _), idx in pending.items():
             spec = self.specs[collection]
             try:
-                together = aggregate_one(spec, _concat(spec, [items[i].reports for i in idx]))  # type: ignore[misc]
+                together = _aggregate_group(spec, [items[i].reports for i in idx])  # type: ignore[misc]
                 shared[frozenset(id(items[i]) for i in idx)] = together
             except (AggregationError, ValueError, TypeError):
                 for i in idx:  # find the bad batch(es); the others keep their own Stats
