@@ -339,23 +339,20 @@ class Reports(_ArrayBundle):
         floats = type(spec).float_report_fields
         n = -1
         for k, arr in arrays.items():
-            if (
-                type(arr) is not np.ndarray
-                or not arr.ndim
-                or (n >= 0 and arr.shape[0] != n)
-                or arr.dtype.kind not in ("iuf" if k in floats else "iu")
-                or (arr.dtype.kind == "f" and not np.all(np.isfinite(arr)))
-            ):
-                return cls(spec, **arrays)  # (raises, naming the field)
+            if type(arr) is not np.ndarray or not arr.ndim or (n >= 0 and arr.shape[0] != n):
+                break
+            kind = arr.dtype.kind
+            if kind not in "iu" and (kind != "f" or k not in floats or not np.isfinite(arr).all()):
+                break
             n = arr.shape[0]
-        if n < 0 or not isinstance(spec, Mechanism):
-            return cls(spec, **arrays)
-        for arr in arrays.values():
             arr.setflags(write=False)
-        out = object.__new__(cls)
-        object.__setattr__(out, "_spec", spec)
-        object.__setattr__(out, "_arrays", arrays)
-        return out
+        else:
+            if n >= 0 and isinstance(spec, Mechanism):
+                out = object.__new__(cls)
+                object.__setattr__(out, "_spec", spec)
+                object.__setattr__(out, "_arrays", arrays)
+                return out
+        return cls(spec, **arrays)  # (raises, naming the field)
 
     def __len__(self) -> int:
         return int(next(iter(self._arrays.values())).shape[0])
@@ -527,10 +524,13 @@ class Stats(_ArrayBundle):
         """Stats without the schema check, for arrays that meet ``spec.stats_schema()`` by
         construction (int64 counts of the right shape computed by ldpkit's own
         aggregation from checked reports; the tests compare both paths). Not for arrays
-        from outside: those go through ``Stats(...)``."""
+        from outside: those go through ``Stats(...)``. The arrays become read-only in place
+        (the caller hands them over)."""
+        for v in arrays.values():
+            v.setflags(write=False)
         out = object.__new__(cls)
         object.__setattr__(out, "_spec", spec)
-        object.__setattr__(out, "_arrays", {k: _readonly(v) for k, v in arrays.items()})
+        object.__setattr__(out, "_arrays", arrays)
         object.__setattr__(out, "_n", n)
         return out
 

@@ -56,7 +56,7 @@ import numpy as np
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
-from ..spec import Reports
+from ..spec import Reports, Stats
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
 from .grr import grr_sample
 
@@ -314,7 +314,7 @@ class LocalHashing(PureFrequencyOracle):
 
     def _report_arrays(self, reports: Reports) -> tuple[np.ndarray, np.ndarray]:
         g = self.range_size
-        arrays = reports.arrays  # (attribute access to a field goes through __getattr__)
+        arrays = reports._arrays  # (attribute access to a field goes through __getattr__)
         seeds, y = arrays.get("seeds"), arrays.get("values")
         if seeds is None or y is None:
             raise ValueError(f"reports must have fields ('seeds', 'values'), got {reports.fields}")
@@ -338,6 +338,9 @@ class LocalHashing(PureFrequencyOracle):
     def support_counts(self, reports: Reports) -> np.ndarray:
         """``C_v = #{i : h_{seed_i}(v) = y_i}`` for every item v (compiled, on all cores)."""
         seeds, y = self._report_arrays(self.check_reports(reports))
+        return self._counts(seeds, y)
+
+    def _counts(self, seeds: np.ndarray, y: np.ndarray) -> np.ndarray:
         # each report costs d steps: split once a block has >= ~2^20 (report, item) pairs
         # (a small batch, e.g. a collector group, skips the affinity syscall of workers())
         work = seeds.shape[0] * self.domain_size >> 20
@@ -347,6 +350,27 @@ class LocalHashing(PureFrequencyOracle):
 
             n_blocks = max(1, min(_parallel.workers(), work))
         return _support_kernel()(seeds, y, self.range_size, self.domain_size, n_blocks)
+
+    def _aggregate_decoded(self, arrays: dict[str, np.ndarray]) -> Stats:
+        # A collector group of a few reports with the wire dtypes (uint64 seeds, unsigned
+        # values): the checks of Reports and _report_arrays in one pass, no Reports built.
+        # Anything else (including any bad report) takes the general path, which explains.
+        seeds, y = arrays.get("seeds"), arrays.get("values")
+        if (
+            len(arrays) == 2
+            and type(self).support_counts is LocalHashing.support_counts
+            and type(seeds) is np.ndarray
+            and type(y) is np.ndarray
+            and seeds.dtype == np.uint64
+            and seeds.ndim == 1
+            and y.shape == seeds.shape
+            and y.dtype.kind == "u"
+            and 0 < y.shape[0] <= 32
+            and max(y.tolist()) < self.range_size
+        ):
+            counts = self._counts(seeds, y.astype(np.uint32, copy=False))
+            return Stats._exact(self, seeds.shape[0], {"counts": counts})
+        return super()._aggregate_decoded(arrays)
 
     def transition_matrix(self, seed: int | None = None) -> np.ndarray:
         """Exact ``P[y | v, seed]``, shape (d, g), for one hash function.

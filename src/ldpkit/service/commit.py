@@ -48,7 +48,6 @@ import dataclasses
 import functools
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -369,16 +368,26 @@ class GroupCommitter:
     ) -> tuple[dict[int, Exception], dict[frozenset[int], Stats]]:
         errors: dict[int, Exception] = {}
         shared: dict[frozenset[int], Stats] = {}
-        pending: dict[tuple[str, str, int], list[int]] = defaultdict(list)
+        pending: dict[tuple[str, str, int], list[int]] = {}
+        collection, when, bucket = "", None, 0
         for i, item in enumerate(items):
             if item.stats is None:
-                bucket = self.store.bucket_of(item.collection, item.received_at)
-                pending[(item.collection, item.token, bucket)].append(i)
+                # (a group's batches usually share one per-second received_at object)
+                if item.received_at is not when or item.collection != collection:
+                    collection, when = item.collection, item.received_at
+                    bucket = self.store.bucket_of(collection, when)
+                key = (collection, item.token, bucket)
+                idx = pending.get(key)
+                if idx is None:
+                    pending[key] = [i]
+                else:
+                    idx.append(i)
         for (collection, _, _), idx in pending.items():
             spec = self.specs[collection]
             try:
-                together = _aggregate_group(spec, [items[i].reports for i in idx])  # type: ignore[misc]
-                shared[frozenset(id(items[i]) for i in idx)] = together
+                members = [items[i] for i in idx]
+                together = _aggregate_group(spec, [m.reports for m in members])
+                shared[frozenset(map(id, members))] = together
             except (AggregationError, ValueError, TypeError):
                 for i in idx:  # find the bad batch(es); the others keep their own Stats
                     try:
