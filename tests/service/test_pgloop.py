@@ -48,6 +48,20 @@ def _lock_sql(fn):
     return f"SELECT {fn}({_COLLECTION_LOCK_CLASS}, {_collection_lock_id('c')})"
 
 
+async def _first_group(store):
+    """Commit one group on this loop: its idle connections list (holding the connection
+    the group opened), the executor hand-off, and that connection."""
+    loop = asyncio.get_running_loop()
+    conns: list = []
+
+    def run_blocking(fn):
+        return loop.run_in_executor(None, fn)
+
+    await store.commit_group_async([_item(0, 0)], None, run_blocking, conns)
+    (first,) = conns
+    return conns, run_blocking, first
+
+
 def _blocked_pid(raw, timeout=30.0):
     """The backend whose group statement waits for the collection's lock."""
     end = time.monotonic() + timeout
@@ -170,13 +184,7 @@ def test_a_group_cancelled_in_flight_drops_its_connection(fresh_postgres):
 
     async def run():
         loop = asyncio.get_running_loop()
-        conns: list = []
-
-        def run_blocking(fn):
-            return loop.run_in_executor(None, fn)
-
-        await store.commit_group_async([_item(0, 0)], None, run_blocking, conns)
-        (first,) = conns
+        conns, run_blocking, first = await _first_group(store)
         pid = first.info.backend_pid
         raw.execute(_lock_sql("pg_advisory_lock"))
         try:
@@ -219,14 +227,7 @@ def test_a_connection_lost_while_idle_is_replaced_without_failing_a_group(fresh_
     raw = _pg_raw(fresh_postgres)
 
     async def run():
-        loop = asyncio.get_running_loop()
-        conns: list = []
-
-        def run_blocking(fn):
-            return loop.run_in_executor(None, fn)
-
-        await store.commit_group_async([_item(0, 0)], None, run_blocking, conns)
-        (first,) = conns
+        conns, run_blocking, first = await _first_group(store)
         pid = first.info.backend_pid
         raw.execute("SELECT pg_terminate_backend(%s)", (pid,))
         end = time.monotonic() + 30
