@@ -94,17 +94,18 @@ class ReportRows:
         )
 
 
+def _row_arrays(rows: Sequence[ReportRows]) -> dict[str, np.ndarray]:
+    """The columns of several ReportRows as one array per field (their decoded dtypes)."""
+    first = rows[0]
+    return {
+        k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
+        for k in first.columns
+    }
+
+
 def _concat(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Reports:
     if all(isinstance(b, ReportRows) for b in batches):
-        rows: Sequence[ReportRows] = batches  # type: ignore[assignment]
-        first = rows[0]
-        return Reports(
-            spec,
-            **{
-                k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
-                for k in first.columns
-            },
-        )
+        return Reports(spec, **_row_arrays(batches))  # type: ignore[arg-type]
     whole = [b.to_reports(spec) if isinstance(b, ReportRows) else b for b in batches]
     if len(whole) == 1:
         return whole[0]
@@ -121,14 +122,8 @@ def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -
     of seven one-report OLH batches, d = 1024)."""
     if not all(isinstance(b, ReportRows) for b in batches):
         return aggregate_one(spec, _concat(spec, batches))
-    rows: Sequence[ReportRows] = batches  # type: ignore[assignment]
-    first = rows[0]
-    arrays = {
-        k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
-        for k in first.columns
-    }
     try:
-        return spec._aggregate_decoded(arrays)
+        return spec._aggregate_decoded(_row_arrays(batches))  # type: ignore[arg-type]
     except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
         raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
 
