@@ -329,9 +329,9 @@ class LocalHashing(PureFrequencyOracle):
             # (a collector group holds a few reports: Python's min/max of the list is
             # ~4x cheaper than numpy's reductions there; an unsigned array has no low end)
             small = y.tolist() if y.size <= 32 else None
-            if y.dtype.kind == "i" and (min(small) if small is not None else y.min()) < 0:
-                raise ValueError(f"reports.values must be hashed values in [0, {g})")
-            if (max(small) if small is not None else y.max()) >= g:
+            low = 0 if y.dtype.kind == "u" else min(small) if small is not None else y.min()
+            high = max(small) if small is not None else y.max()
+            if low < 0 or high >= g:
                 raise ValueError(f"reports.values must be hashed values in [0, {g})")
         return seeds, y.astype(np.uint32, copy=False)
 
