@@ -253,8 +253,16 @@ def bare_server(tmp: Path, workers: int) -> Server:
 
 
 def collector_server(
-    tmp: Path, database_url: str, workers: int, commit_window: float | None = None
+    tmp: Path,
+    database_url: str,
+    workers: int,
+    commit_window: float | None = None,
+    stall_log: bool = False,
 ) -> Server:
+    """The collector on ``database_url``; ``stall_log``: with the loop-stall watcher
+    (``LDPKIT_DEBUG_LOOP_STALLS=20``, summed up at shutdown), whose ~1 ms timer runs even
+    while the server is idle, so the compared runs leave it off (it would tax the bare
+    endpoint running beside it)."""
     config = tmp / "collector.json"
     settings: dict[str, Any] = {
         "database_url": database_url,
@@ -271,8 +279,8 @@ def collector_server(
         f"main({str(config)!r}, port={port}, workers={workers}, access_log=False, "
         "log_level='warning')"
     )
-    # Loop stalls over 20 ms and GC pauses, summed up at shutdown (a ~1 ms timer: ~1% CPU).
-    return Server([sys.executable, "-c", code], port, tmp, {"LDPKIT_DEBUG_LOOP_STALLS": "20"})
+    env = {"LDPKIT_DEBUG_LOOP_STALLS": "20"} if stall_log else {}
+    return Server([sys.executable, "-c", code], port, tmp, env)
 
 
 def connection_split(port: int) -> str:
@@ -339,8 +347,9 @@ def wrk(port: int, body: Path, ctype: str, seconds: int, connections: int) -> di
     }
 
 
-def commit_stats(port: int) -> dict[str, float]:
-    """Mean group size and mean group-commit latency since the server started (/metrics)."""
+def commit_counters(port: int) -> tuple[float, float, float]:
+    """(groups, batches, seconds) committed since the server started (/metrics): the
+    difference over a run gives its mean group size and mean group-commit latency."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
         text = r.read().decode()
 
@@ -348,16 +357,82 @@ def commit_stats(port: int) -> dict[str, float]:
         m = re.search(rf"^{name} (\S+)$", text, re.M)
         return float(m.group(1)) if m else float("nan")
 
-    groups = value("ldpkit_commit_seconds_count")
+    return (
+        value("ldpkit_commit_seconds_count"),
+        value("ldpkit_committed_batches_total"),
+        value("ldpkit_commit_seconds_sum"),
+    )
+
+
+def commit_stats(before: tuple[float, float, float], port: int) -> dict[str, float]:
+    """Mean group size and group-commit latency since ``before`` (``commit_counters``)."""
+    after = commit_counters(port)
+    groups = max(after[0] - before[0], 1)
     return {
-        "mean_group": value("ldpkit_committed_batches_total") / max(groups, 1),
-        "mean_commit_ms": value("ldpkit_commit_seconds_sum") * 1e3 / max(groups, 1),
+        "mean_group": (after[1] - before[1]) / groups,
+        "mean_commit_ms": (after[2] - before[2]) * 1e3 / groups,
     }
 
 
 def stored_n(port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/collections/olh", timeout=30) as r:
         return int(json.loads(r.read())["n"])
+
+
+def _measure(
+    srv: Server,
+    body: Path,
+    connections: int,
+    seconds: int,
+    db_pid: int | None,
+    collector: bool,
+) -> dict[str, Any]:
+    """One wrk run against ``srv`` with its CPU, the database's, the idle share and, for
+    the collector, the stored count (every acknowledged report stored) and its groups."""
+    db = (lambda: tree_cpu_seconds(db_pid)) if db_pid is not None else (lambda: 0.0)
+    before = stored_n(srv.port) if collector else 0
+    counters = commit_counters(srv.port) if collector else None
+    cpu, db_cpu, jiffies = srv.cpu_seconds(), db(), cpu_jiffies()
+    load = os.getloadavg()[0]
+    res = wrk(srv.port, body, "application/json", seconds, connections)
+    res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
+    res["idle_pct"] = idle_pct(jiffies)
+    if db_pid is not None:
+        res["db_cpu_ms_per_request"] = (db() - db_cpu) * 1e3 / res["requests"]
+    res["load"] = load
+    if counters is not None:
+        res["stored"] = stored_n(srv.port) - before
+        res.update(commit_stats(counters, srv.port))
+        assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
+    return res
+
+
+def _summary(runs: list[dict[str, Any]], **common: Any) -> dict[str, Any]:
+    """Medians over a server's runs (p99: the largest); ``rounds``: how many."""
+    row: dict[str, Any] = {**common, "rounds": len(runs)}
+    for key in (
+        "requests_per_s",
+        "p50_ms",
+        "cpu_ms_per_request",
+        "db_cpu_ms_per_request",
+        "mean_group",
+        "mean_commit_ms",
+        "idle_pct",
+        "load",
+    ):
+        values = [r[key] for r in runs if key in r]
+        if values:
+            row[key] = statistics.median(values)
+    row["p99_ms"] = max(r["p99_ms"] for r in runs)
+    row["requests_per_s_range"] = "{:.0f}-{:.0f}".format(
+        min(r["requests_per_s"] for r in runs),
+        max(r["requests_per_s"] for r in runs),
+    )
+    for key in ("ok", "stored"):
+        if all(key in r for r in runs):
+            row[key] = sum(r[key] for r in runs)
+    row["split"] = " ".join(sorted({r["split"] for r in runs if r.get("split")}))
+    return row
 
 
 def ingest_rows(
@@ -368,74 +443,79 @@ def ingest_rows(
     workers: int,
     db_pid: int | None = None,
 ) -> list[dict[str, Any]]:
-    """``db_pid``: the database server's process (PostgreSQL), whose CPU per request is
-    reported too (``db_cpu_ms_per_request``; the bare endpoint's row: the idle server's)."""
+    """The collector against the bare endpoint, side by side, at each connection count.
+
+    Both servers run at once (the idle one waits in epoll and costs nothing) and wrk
+    alternates between them in ``args.rounds`` pairs of ``args.seconds`` runs (bare
+    first in odd pairs, collector first in even ones). The ratio is the median over the
+    pairs of collector / bare: on a shared virtual machine the CPU time per request of
+    *both* servers swings 30-40 % over tens of seconds (the host's, not the code's), so
+    runs far apart in time compare states of the machine as much as servers. A last run
+    of the collector alone, with the loop-stall watcher on, gives the tail table.
+
+    ``db_pid``: the database server's process (PostgreSQL), whose CPU per request is
+    reported too (``db_cpu_ms_per_request``; the bare endpoint's row: the idle server's).
+    """
     one = tmp / "one.json"
     one.write_text(json.dumps(reports_to_dict(SPEC.randomize([7], rng=0))))
     batch = tmp / "batch.npz"
     batch.write_bytes(reports_to_bytes(SPEC.randomize(np.arange(10_000) % 1024, rng=1)))
 
-    def db_seconds() -> float:
-        return tree_cpu_seconds(db_pid) if db_pid is not None else 0.0
-
     rows = []
     for connections in args.connections:
-        bare_runs, coll_runs = [], []
-        for _ in range(args.rounds):
-            srv = bare_server(tmp, workers)
-            try:
-                wrk(srv.port, one, "application/json", 2, connections)  # warm-up, not counted
-                cpu, db_cpu, jiffies = srv.cpu_seconds(), db_seconds(), cpu_jiffies()
-                load = os.getloadavg()[0]
-                res = wrk(srv.port, one, "application/json", args.seconds, connections)
-                res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
-                res["idle_pct"] = idle_pct(jiffies)
-                if db_pid is not None:
-                    res["db_cpu_ms_per_request"] = (db_seconds() - db_cpu) * 1e3 / res["requests"]
-                res["load"] = load
-                bare_runs.append(res)
-            finally:
-                srv.stop()
-            srv = collector_server(tmp, database_url, workers, args.commit_window)
-            try:
-                wrk(srv.port, one, "application/json", 2, connections)  # warm-up (JIT, caches)
-                before = stored_n(srv.port)
-                cpu, db_cpu, jiffies = srv.cpu_seconds(), db_seconds(), cpu_jiffies()
-                load = os.getloadavg()[0]
-                res = wrk(srv.port, one, "application/json", args.seconds, connections)
-                res["cpu_ms_per_request"] = (srv.cpu_seconds() - cpu) * 1e3 / res["requests"]
-                res["idle_pct"] = idle_pct(jiffies)
-                if db_pid is not None:
-                    res["db_cpu_ms_per_request"] = (db_seconds() - db_cpu) * 1e3 / res["requests"]
-                res["load"] = load
-                res["stored"] = stored_n(srv.port) - before
-                res.update(commit_stats(srv.port))
-                assert res["stored"] >= res["ok"], res  # every acknowledged report is stored
-                coll_runs.append(res)
-            finally:
-                srv.stop()
-            res.update(loop_stalls(srv.log))  # warm-up included
         common = {"backend": backend, "workers": workers, "connections": connections}
-        for name, runs in (("bare FastAPI", bare_runs), ("collector", coll_runs)):
-            for i, r in enumerate(runs):
-                rows.append(
-                    {**common, "server": name, "round": i + 1, "body": "1 report, JSON", **r}
-                )
-        bare = statistics.median(r["requests_per_s"] for r in bare_runs)
-        coll = statistics.median(r["requests_per_s"] for r in coll_runs)
-        bare_cpu = statistics.median(r["cpu_ms_per_request"] for r in bare_runs)
-        coll_cpu = statistics.median(r["cpu_ms_per_request"] for r in coll_runs)
+        bare_runs: list[dict[str, Any]] = []
+        coll_runs: list[dict[str, Any]] = []
+        bare = bare_server(tmp, workers)
+        try:
+            coll = collector_server(tmp, database_url, workers, args.commit_window)
+            try:
+                for srv in (bare, coll):  # warm-up (caches, connections), not counted
+                    wrk(srv.port, one, "application/json", 2, connections)
+                for i in range(args.rounds):
+                    order = [(bare, bare_runs), (coll, coll_runs)]
+                    for srv, runs in order if i % 2 == 0 else order[::-1]:
+                        runs.append(
+                            _measure(srv, one, connections, args.seconds, db_pid, srv is coll)
+                        )
+            finally:
+                coll.stop()
+        finally:
+            bare.stop()
+        rows.append(_summary(bare_runs, **common, server="bare FastAPI", body="1 report, JSON"))
+        rows.append(_summary(coll_runs, **common, server="collector", body="1 report, JSON"))
+        pairs = [c["requests_per_s"] / b["requests_per_s"] for b, c in zip(bare_runs, coll_runs)]
+        cpu_pairs = [
+            c["cpu_ms_per_request"] / b["cpu_ms_per_request"] for b, c in zip(bare_runs, coll_runs)
+        ]
         ratio = {
             **common,
             "server": "collector / bare",
-            "body": "median ratio",
-            "requests_per_s": coll / bare,
-            "cpu_ms_per_request": coll_cpu / bare_cpu,
+            "body": "median of pairs",
+            "rounds": len(pairs),
+            "requests_per_s": statistics.median(pairs),
+            "requests_per_s_range": f"{min(pairs):.2f}-{max(pairs):.2f}",
+            "cpu_ms_per_request": statistics.median(cpu_pairs),
+            "pairs": pairs,
         }
         if db_pid is not None:  # collector + its database against the bare endpoint alone
-            db = statistics.median(r["db_cpu_ms_per_request"] for r in coll_runs)
-            ratio["cpu_with_db_vs_bare"] = (coll_cpu + db) / bare_cpu
+            ratio["cpu_with_db_vs_bare"] = statistics.median(
+                (c["cpu_ms_per_request"] + c["db_cpu_ms_per_request"]) / b["cpu_ms_per_request"]
+                for b, c in zip(bare_runs, coll_runs)
+            )
         rows.append(ratio)
+        # The tail: the collector alone with the loop-stall watcher, one run.
+        srv = collector_server(tmp, database_url, workers, args.commit_window, stall_log=True)
+        try:
+            wrk(srv.port, one, "application/json", 2, connections)
+            tail = _measure(srv, one, connections, args.seconds, db_pid, True)
+        finally:
+            srv.stop()
+        tail.update(loop_stalls(srv.log))  # warm-up included
+        rows.append({**common, "server": "collector (stall watcher on)", **tail, "tail": True})
+        for server, runs in (("bare FastAPI", bare_runs), ("collector", coll_runs)):
+            for i, r in enumerate(runs):  # every run, for the JSON file
+                rows.append({**common, "server": server, "round": i + 1, "slice": True, **r})
     if args.skip_batched:
         return rows
     srv = collector_server(tmp, database_url, workers, args.commit_window)
@@ -548,9 +628,11 @@ def fsync_ms(directory: Path, count: int = 50) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--seconds", type=int, default=4, help="length of one wrk run")
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--rounds", type=int, default=6, help="alternated pairs of runs (bare, collector)"
+    )
     parser.add_argument(
         "--workers", type=int, nargs="+", default=[2], help="processes on PostgreSQL (each)"
     )
@@ -587,10 +669,12 @@ def main() -> None:
             ("connections", "conns"),
             ("server", "server"),
             ("body", "body"),
-            ("requests_per_s", "requests/s"),
+            ("rounds", "runs"),
+            ("requests_per_s", "requests/s (median)"),
+            ("requests_per_s_range", "range"),
             ("reports_per_s", "reports/s"),
             ("p50_ms", "p50 ms"),
-            ("p99_ms", "p99 ms"),
+            ("p99_ms", "p99 ms (max)"),
             ("cpu_ms_per_request", "CPU ms/req"),
             ("db_cpu_ms_per_request", "DB CPU ms/req"),
             ("cpu_with_db_vs_bare", "(CPU + DB) / bare"),
@@ -602,15 +686,21 @@ def main() -> None:
             ("idle_pct", "idle %"),
             ("load", "load"),
         ]
-        print_table(f"Ingest, wrk -c{args.connections} {args.seconds}s on 127.0.0.1", rows, columns)
         print_table(
-            "Where the collector's tail comes from: its event loop (LDPKIT_DEBUG_LOOP_STALLS=20)",
-            [r for r in rows if "stalls" in r],
+            f"Ingest, wrk -c{args.connections} on 127.0.0.1: {args.rounds} alternated pairs "
+            f"of {args.seconds} s runs, collector and bare endpoint side by side",
+            [r for r in rows if not r.get("slice") and not r.get("tail")],
+            columns,
+        )
+        print_table(
+            "Where the collector's tail comes from: its event loop (LDPKIT_DEBUG_LOOP_STALLS=20;"
+            " one run, the collector alone)",
+            [r for r in rows if r.get("tail")],
             [
                 ("backend", "database"),
                 ("workers", "processes"),
                 ("connections", "conns"),
-                ("round", "round"),
+                ("requests_per_s", "requests/s"),
                 ("p99_ms", "p99 ms"),
                 ("stalls", "loop stalls > 20 ms"),
                 ("stall_max_ms", "longest stall ms"),
