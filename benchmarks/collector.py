@@ -3,18 +3,21 @@
 Run from the repository root (needs the ``service`` extra and ``wrk``; Debian: ``apt-get
 install wrk``; PostgreSQL rows need its server binaries, Debian's ``postgresql``)::
 
-    PYTHONPATH=src nice python benchmarks/collector.py [--seconds 8] [--connections 16]
-        [--estimate-batches 1000000] [--skip-postgres] [--skip-sqlite] [--workers 1 2]
-        [--skip-batched]
+    PYTHONPATH=src nice python benchmarks/collector.py [--seconds 4] [--rounds 6]
+        [--connections 16 64] [--estimate-batches 1000000] [--skip-postgres]
+        [--skip-sqlite] [--workers 1 2] [--skip-batched]
 
 1. Single-report POSTs (JSON body, one OLH d = 1024 report, the natural mode for devices)
    per second and latency percentiles, for the collector (group commit, SQLite file, one
    process) and for a bare FastAPI endpoint that only reads the body and answers 201
    (same uvicorn, same process count and, on Linux, the same one-socket-per-process
-   supervisor, same run; the two are alternated ``--rounds``
-   times). Then the same on PostgreSQL with ``--workers`` processes against a bare
+   supervisor). The two servers run side by side and wrk alternates between them in
+   ``--rounds`` pairs of ``--seconds`` runs; the ratio is the median over the pairs (on a
+   shared virtual machine the speed of both servers drifts by 30-40 % over tens of
+   seconds, so only runs close in time compare the servers rather than the machine's
+   moments). Then the same on PostgreSQL with ``--workers`` processes against a bare
    endpoint with as many processes. Every accepted request is checked to be stored:
-   the collection's n after the run is >= wrk's count of 2xx answers.
+   the collection's n after each run grew by at least wrk's count of 2xx answers.
 2. Batched ingest: npz bodies of 10,000 OLH reports, in reports/s.
 3. Estimate latency (p50, p99 of 30 requests) against the number of stored batches, with
    the stored state generated directly (batch rows + hourly roll-ups, one report per
@@ -28,9 +31,11 @@ ratio row gives collector + database against the bare endpoint) and, for the col
 mean group size and group-commit latency from /metrics, how the connections were spread
 over the server's processes half-way through (``ss``), the share of the machine's cores
 left idle during the run ("idle %": about 0 when a run is CPU-bound), and where its tail
-comes from: the event-loop stalls over 20 ms (at 64 connections one turn of the loop, ~64
-requests and a commit, takes ~10 ms), the longest one and the longest full (gen-2) garbage
-collection in that server's life (``LDPKIT_DEBUG_LOOP_STALLS``, warm-up included; a stall
+comes from: in one more run of the collector alone, the event-loop stalls over 20 ms (at
+64 connections one turn of the loop, ~64 requests and a commit, takes ~10 ms), the longest
+one and the longest full (gen-2) garbage collection in that server's life
+(``LDPKIT_DEBUG_LOOP_STALLS``, warm-up included; off in the compared runs, since its ~1 ms
+timer also runs while the server waits beside the bare endpoint; a stall
 with no GC pause in it is the loop's own work or the machine's); the fsync latency of the disk is
 measured before and after the run (the floor under one durable commit). Prints tables and
 writes benchmarks/results/collector.json.

@@ -76,7 +76,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         database_url = "sqlite:///collector.db"   # optional
         store_reports = false                      # optional
         bucket_seconds = 3600                      # optional: roll-up bucket width
-        commit_window = 0.001                      # optional: group-commit wait, seconds
+        commit_window = 0.003                      # optional: group-commit wait, seconds
         max_rollup_parts = 4096                    # optional: unfolded parts -> compact now
         cors_origins = ["https://example.org"]     # optional: browsers allowed to call
 

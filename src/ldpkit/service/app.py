@@ -507,7 +507,7 @@ class _Collector:
         limits: Limits,
         auth: TokenAuth | None,
         bucket_seconds: int,
-        commit_window: float = 0.001,
+        commit_window: float = 0.003,
         metrics_dir: str | None = None,
     ) -> None:
         self.collections = collections
@@ -1428,8 +1428,9 @@ def create_app(
         Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
     commit_window : float
         Longest the group committer waits before taking a group (seconds, 0 to 1), so
-        clients answered by the previous commit join the next group: 1 ms by default. It
-        stops waiting as soon as as many batches are queued as recent groups held.
+        clients answered by the previous commit join the next group: 3 ms by default. It
+        stops waiting as soon as as many batches are queued as recent groups held (so the
+        cap only matters when fewer clients come back than before).
     metrics_dir : str or None
         Directory shared by the worker processes of one server for the ``/metrics``
         counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
