@@ -1394,7 +1394,7 @@ def create_app(
     tokens: list[Token] | None = None,
     cors_origins: list[str] | None = None,
     bucket_seconds: int = 3600,
-    commit_window: float = 0.001,
+    commit_window: float = 0.003,
     metrics_dir: str | None = None,
     max_body_bytes: int | None = None,
     max_decoded_bytes: int | None = None,
