@@ -245,7 +245,7 @@ def test_commit_window_is_configurable_and_checked(tmp_path):
     assert app.state.collector.committer.window == 0
     with TestClient(app) as c:  # no waiting at all still commits and answers
         assert c.post("/v1/reports/x", json=_one(1, 1)).status_code == 201
-    assert create_app({"x": SPEC}, "sqlite://").state.collector.committer.window == 0.001
+    assert create_app({"x": SPEC}, "sqlite://").state.collector.committer.window == 0.003
     for bad in (-0.001, 2, float("nan")):
         with pytest.raises(ValueError, match="commit_window must be a finite number >= 0"):
             app_from_config({**config, "commit_window": bad})
