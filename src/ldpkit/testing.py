@@ -227,6 +227,18 @@ def check_mechanism(
       A ``bucket_matrix()`` (the bucketized channel of a continuous mechanism) has rows
       summing to 1 and a privacy loss <= epsilon.
 
+    Mechanisms whose users hold something other than one item index or one real (strings,
+    sets, key-value pairs, tuples of attributes) declare three optional hooks, read here:
+
+    - ``spec._contract_values(n, gen) -> ndarray``: ``n`` valid inputs drawn with the
+      Generator ``gen`` (an object array of length ``n`` where the inputs are ragged);
+    - ``spec._contract_bad_values() -> (outside, wrong_type)``: lists of inputs that
+      ``randomize`` must refuse with ValueError (``outside``, including the wrong shapes) and
+      TypeError (``wrong_type``), each message naming ``values``;
+    - ``spec._contract_check_estimate(estimate, stats)``: asserts the shape and validity of
+      the mechanism's own result type (raising AssertionError), in place of the generic
+      frequency / distribution / mean checks.
+
     Parameters
     ----------
     spec : ldpkit.Mechanism
@@ -300,6 +312,9 @@ def _input_size(spec: Any) -> int:
 
 def _sample_values(spec: Any, n: int, seed: int) -> np.ndarray:
     gen = np.random.default_rng([seed, 0xC0FFEE])
+    hook = getattr(spec, "_contract_values", None)
+    if hook is not None:  # inputs that are not one item or one real per user (see CONTRACT_HOOKS)
+        return np.asarray(hook(n, gen))
     if _is_categorical(spec):
         d = _input_size(spec)
         items = gen.integers(0, d, n)
@@ -351,10 +366,15 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
                 f"{field}={bad!r}",
                 lambda f=field, b=bad: spec.replace(**{f: b}),
             )
-    if _is_categorical(spec):
+    outside: list[Any]
+    wrong_type: list[Any]
+    bad_hook = getattr(spec, "_contract_bad_values", None)
+    if bad_hook is not None:
+        outside, wrong_type = bad_hook()
+    elif _is_categorical(spec):
         d = _input_size(spec)
-        outside: list[Any] = [[0, d], [-1, 0]]
-        wrong_type: list[Any] = [[0.0, math.nan], ["a", "b"]]
+        outside = [[0, d], [-1, 0]]
+        wrong_type = [[0.0, math.nan], ["a", "b"]]
     else:
         span = spec.high - spec.low
         outside = [[spec.low, spec.high + span], [spec.low - span, spec.high]]
@@ -368,8 +388,9 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
         _raises(
             TypeError, "values must be", f"values={bad!r}", lambda b=bad: spec.randomize(b, rng=0)
         )
-    two_d = np.stack([values[:2], values[:2]])
-    _raises(ValueError, "values must be", "2-D values", lambda: spec.randomize(two_d, rng=0))
+    if bad_hook is None:  # the hook lists its own shape errors among ``outside``
+        two_d = np.stack([values[:2], values[:2]])
+        _raises(ValueError, "values must be", "2-D values", lambda: spec.randomize(two_d, rng=0))
     # Reports and Stats of another configuration are refused, not silently mixed.
     other = spec.replace(epsilon=spec.epsilon * 1.5)
     mine, theirs = spec.randomize(values, rng=seed), other.randomize(values, rng=seed)
@@ -584,7 +605,10 @@ def _check_estimate(spec: Any, values: np.ndarray, seed: int) -> None:
         assert est.n == stats.n, f"estimate.n = {est.n}, stats.n = {stats.n}"
     if hasattr(est, "spec"):
         assert est.spec == spec, f"estimate.spec is {est.spec!r}"
-    if hasattr(est, "frequencies"):
+    est_hook = getattr(spec, "_contract_check_estimate", None)
+    if est_hook is not None:  # a result type of its own (see CONTRACT_HOOKS)
+        est_hook(est, stats)
+    elif hasattr(est, "frequencies"):
         d = _domain_size(spec)
         for attr in ("frequencies", "variance"):
             arr = np.asarray(getattr(est, attr))
@@ -650,7 +674,7 @@ def _check_transition_matrix(spec: Any, values: np.ndarray, seed: int) -> None:
         return
     assert matrix.ndim == 2, f"transition matrix has shape {matrix.shape}"
     assert np.all((matrix >= 0) & (matrix <= 1)), "transition matrix entries outside [0, 1]"
-    if _is_categorical(spec):
+    if _is_categorical(spec) and getattr(spec, "_contract_values", None) is None:
         d = _input_size(spec)
         assert matrix.shape[0] == d, f"transition matrix has {matrix.shape[0]} rows, not {d} inputs"
     rows = matrix.sum(axis=1)
