@@ -24,8 +24,8 @@ test-fast: $(PY)
 
 lint: $(PY)
 	$(PIP) -e ".[data,test,distributed,service]"
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks studies examples
+	$(VENV)/bin/ruff format --check src tests benchmarks studies examples
 	$(VENV)/bin/mypy src
 
 # The live collector with simulated devices; prints the dashboard URL (Ctrl-C stops).
