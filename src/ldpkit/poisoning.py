@@ -47,7 +47,13 @@ from typing import Any
 import numpy as np
 
 from ._rng import RNGLike, as_generator
-from ._validation import check_categorical_values, check_integer, check_probability, check_real
+from ._validation import (
+    check_categorical_values,
+    check_integer,
+    check_memory,
+    check_probability,
+    check_real,
+)
 from .frequency import _bits
 from .frequency.grr import GRR
 from .frequency.hashing import LocalHashing, local_hash
@@ -81,8 +87,8 @@ def _check_spec(spec: Any) -> None:
         )
 
 
-def _check_targets(spec: Any, targets: Any) -> np.ndarray:
-    t = check_categorical_values(targets, spec.domain_size, "targets")
+def _check_targets(spec: Any, targets: Any, name: str = "targets") -> np.ndarray:
+    t = check_categorical_values(targets, spec.domain_size, name)
     if t.shape[0] < 1 or t.shape[0] > min(_MAX_TARGETS, spec.domain_size):
         raise ValueError(
             f"targets must hold 1 to {min(_MAX_TARGETS, spec.domain_size)} items, got {t.shape[0]}"
@@ -259,6 +265,9 @@ def mga_reports(
     if not isinstance(evasive, bool):
         raise TypeError(f"evasive must be True or False, got {evasive!r}")
     search = check_integer(search, "search", low=1, high=_MAX_SEARCH)
+    # the reports, plus a unary report's unpacked bits while it is built
+    per_report = spec.domain_size + 16 if isinstance(spec, UnaryEncoding) else 16
+    check_memory(float(n_fake) * per_report, f"n_fake={n_fake}", "mga_reports")
     gen = as_generator(rng)
     if isinstance(spec, GRR):
         return Reports(spec, values=t[gen.integers(0, t.shape[0], size=n_fake)])
@@ -441,7 +450,7 @@ def itemset_outliers(spec: Any, reports: Reports, items: Any, alpha: float = 1e-
             "spec must be a UnaryEncoding (OUE, SUE) or LocalHashing (OLH, BLH) spec, "
             f"got {type(spec).__name__}"
         )
-    t = _check_targets(spec, items)
+    t = _check_targets(spec, items, "items")
     alpha = check_probability(alpha, "alpha")
     reports = spec.check_reports(reports)
     if isinstance(spec, UnaryEncoding):
