@@ -186,3 +186,28 @@ def test_bad_input_is_refused_with_the_parameter_named():
         )
     with pytest.raises(ValueError, match="g must be"):
         max_load_distribution(3, 1)
+
+
+def _benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "poisoning.py"
+    spec = importlib.util.spec_from_file_location("bench_poisoning", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_threat_model_holds_the_benchmark_table():
+    bench = _benchmark()
+    text = bench.DOC.read_text()
+    block = text.split(bench.BEGIN)[1].split(bench.END)[0]
+    rows = [line for line in block.splitlines() if line.startswith(("| GRR", "| OUE", "| OLH"))]
+    assert len(rows) == 3 * len(bench.EPSILONS) * len(bench.BETAS)
+    # a small run of one row: the measured gain next to the closed form, the plain attack
+    # fully removed by the support-size test at this epsilon
+    row = bench.run_one(OUE, 1.0, 0.05, 3000, 0)
+    assert row["gain"] == pytest.approx(row["expected"], abs=0.05)
+    assert row["size_fake"] == 1.0 and row["size_gain"] == pytest.approx(0.0, abs=0.2)
+    assert bench.table([row])[2].startswith("| OUE | 1 | 0.05 |")

@@ -91,8 +91,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         batches_per_second = 1000
 
         [auth]                                     # optional: bearer tokens, by sha256
-        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "...",
-                    collections = ["browsers"] }]  # optional: only these collections
+        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "...", collections = ["browsers"] }]
 
         [collections.browsers]
         mechanism = "OLH"

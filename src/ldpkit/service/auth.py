@@ -14,8 +14,9 @@ Config (TOML)::
 may read ``GET /metrics``. A token may be limited to some collections, and carry its own
 quotas (:mod:`ldpkit.service.quotas`)::
 
-    { name = "web", scopes = ["ingest"], sha256 = "...", collections = ["browsers"],
-      reports_per_minute = 60000, batches_per_second = 200 }
+    tokens = [
+      { name = "web", scopes = ["ingest"], sha256 = "...", collections = ["browsers"], reports_per_minute = 60000 },
+    ]
 
 The safer form gives every token a ``collections`` list and one role: a web page holds an
 ``ingest`` token for its own collections only, never ``read`` (anyone can copy a token out

@@ -17,8 +17,9 @@ could never pass). Config::
     batches_per_second = 1000
 
     [auth]
-    tokens = [{ name = "web", scopes = ["ingest"], sha256 = "...",
-                collections = ["browsers"], reports_per_minute = 60000 }]
+    tokens = [
+      { name = "web", scopes = ["ingest"], sha256 = "...", collections = ["browsers"], reports_per_minute = 60000 },
+    ]
 
 ``"unlimited"`` turns a counter off. With ``[auth]`` every token is limited (by its own
 numbers, else ``[quotas]``, else the defaults above); without ``[auth]`` (loopback only)
