@@ -9,13 +9,14 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from _servers import free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
 from ldpkit.service import Quota, app_from_config, create_app, new_token
 from ldpkit.service.auth import parse_tokens
 from ldpkit.service.quotas import QuotaCounters, QuotaExceeded, parse_quota
 
-SPEC = GRR(epsilon=1.0, domain_size=4)
+SPEC = GRR(epsilon=1.0, domain_size=8)
 ORIGIN = "https://example.org"
 
 
@@ -206,7 +207,7 @@ def test_default_quotas_apply_with_auth_and_config_quotas_without(tmp_path):
     }
     assert Quota() == Quota(reports_per_minute=1_000_000, batches_per_second=1_000)
     assert create_app({"a": SPEC}, "sqlite://").state.collector.quotas.quotas == {}
-    base = {"collections": {"a": {"mechanism": "GRR", "params": {"epsilon": 1, "domain_size": 4}}}}
+    base = {"collections": {"a": {"mechanism": "GRR", "params": {"epsilon": 1, "domain_size": 8}}}}
     app = app_from_config(
         {**base, "quotas": {"reports_per_minute": 3, "batches_per_second": "unlimited"}},
         database_url="sqlite://",
@@ -282,3 +283,75 @@ def test_counters_are_shared_by_worker_processes(tmp_path):
     got = [int(p.communicate(timeout=60)[0]) for p in procs]
     # 600 attempts of 3 reports against 1000 a minute: exactly 333 pass over both processes.
     assert sum(got) == 333 and min(got) > 0
+
+
+def test_two_worker_processes_of_one_server_share_one_quota(tmp_path, fresh_postgres):
+    """``main(..., workers=2)`` with a quota: 16 connections spread over both processes,
+    and exactly the quota passes over both (a per-process count would let twice through)."""
+    import http.client
+    import json
+    import signal
+
+    from ldpkit.service._workers import reuse_port_supported
+    from ldpkit.service.metrics import _read_file
+
+    if not reuse_port_supported():
+        pytest.skip("SO_REUSEPORT (Linux) only")
+    port, shared = free_port(), tmp_path / "metrics"
+    shared.mkdir()
+    quotas = {"reports_per_minute": 24, "batches_per_second": "unlimited"}
+    proc = serve_two_workers(
+        tmp_path, fresh_postgres, port, shared, SPEC.to_dict()["params"], {"quotas": quotas}
+    )
+    try:
+        conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(16)]
+        for conn in conns:
+            conn.connect()
+        while time.time() % 60 > 40:  # the 48 requests must fall in one quota minute
+            time.sleep(0.5)
+        statuses = []
+        for k in range(48):
+            body = json.dumps(_batch(1, seed=k))
+            conn = conns[k % 16]
+            conn.request("POST", "/v1/reports/c", body, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            resp.read()
+            statuses.append(resp.status)
+        per_process = [
+            _read_file(f).get('["batches","c"]', 0) for f in shared.glob("ldpkit-metrics-*.bin")
+        ]
+        for conn in conns:
+            conn.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    assert len(per_process) == 2 and min(per_process) > 0, per_process  # both served
+    assert statuses.count(201) == 24 and statuses.count(429) == 24, statuses
+
+
+def test_the_browser_pattern_needs_no_read_scope(tmp_path):
+    """docs/collector.md: the page ships the collection's description (fetched once with a
+    read token on the operator's side) and holds an ingest-only token for its collection."""
+    from pathlib import Path
+
+    config, h = _made(("web", ["ingest"], {"collections": ["a"]}), ("ops", ["read"], {}))
+    app = create_app(
+        {"a": SPEC, "b": SPEC},
+        f"sqlite:///{tmp_path / 'c.db'}",
+        tokens=parse_tokens(config),
+        cors_origins=[ORIGIN],
+    )
+    page = {**h["web"], "Origin": ORIGIN}
+    with TestClient(app) as c:
+        info = c.get("/v1/collections/a", headers=h["ops"]).json()  # at deploy time
+        assert info["fingerprint"] == SPEC.fingerprint
+        for path in ("/v1/collections", "/v1/collections/a", "/v1/collections/a/estimate"):
+            assert c.get(path, headers=page).status_code == 403
+        assert c.get("/metrics", headers=page).status_code == 403
+        body = {"fingerprint": info["fingerprint"], **reports_to_dict(SPEC.randomize([3], rng=1))}
+        resp = c.post(f"/v1/reports/{info['name']}", json=body, headers=page)
+        assert resp.status_code == 201
+        assert resp.headers["access-control-allow-origin"] == ORIGIN
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "collector.md").read_text()
+    assert "a token with the `ingest` and `read` scopes" not in doc
+    assert "never `read`" in doc

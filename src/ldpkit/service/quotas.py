@@ -4,7 +4,7 @@ LDP cannot tell a fake report from a real one, so what one ingest token can add 
 collection is bounded only by how fast the collector accepts its batches. Each token gets
 two fixed-window counters, checked on every ingest request (regular and fast path):
 
-* ``batches_per_second``: batches (requests) a second, checked before the body is read;
+* ``batches_per_second``: batches (requests) a second, checked before the body is decoded;
 * ``reports_per_minute``: reports a minute, charged once the batch is decoded (a batch that
   would cross the quota is refused whole, nothing of it is stored).
 
