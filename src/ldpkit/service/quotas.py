@@ -53,8 +53,10 @@ __all__ = ["Quota", "QuotaCounters", "QuotaExceeded", "parse_quota"]
 
 QUOTA_KEYS = ("reports_per_minute", "batches_per_second")
 _FILE = "ldpkit-quotas.bin"
-# Per token: minute window, reports in it, second window, batches in it (int64 each).
-_SLOT = struct.Struct("<4q")
+# Per token two (window, count) pairs of int64: the minute and its reports, then the
+# second and its batches.
+_PAIR = struct.Struct("<2q")
+_SLOT_SIZE = 2 * _PAIR.size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,10 +134,14 @@ class QuotaCounters:
     ) -> None:
         self.quotas = dict(quotas)
         self.clock = clock
-        self._slots = {name: i for i, name in enumerate(sorted(self.quotas))}
+        # token -> (offset of its slot, batches_per_second, reports_per_minute)
+        self._limits = {
+            name: (i * _SLOT_SIZE, q.batches_per_second, q.reports_per_minute)
+            for i, (name, q) in enumerate(sorted(self.quotas.items()))
+        }
         self._lock = threading.Lock()
         self._fd: int | None = None
-        size = max(1, len(self._slots)) * _SLOT.size
+        size = max(1, len(self._limits)) * _SLOT_SIZE
         self._buffer: bytearray | mmap.mmap
         if directory is None or fcntl is None:
             self._buffer = bytearray(size)
@@ -160,59 +166,60 @@ class QuotaCounters:
             os.close(self._fd)
             self._fd = None
 
-    def _update(self, token: str, reports: int, batches: int) -> None:
-        quota = self.quotas.get(token)
-        if quota is None:
-            return
-        offset = self._slots[token] * _SLOT.size
-        now = self.clock()
-        minute, second = math.floor(now / 60), math.floor(now)
+    def _count(self, offset: int, window: int, amount: int, limit: int) -> int | None:
+        """Add ``amount`` to the counter at ``offset`` for ``window``; None if over ``limit``
+        (nothing added), else the new count. Under the locks (thread, then file)."""
         with self._lock:
-            if self._fd is not None:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
+            fd = self._fd
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                m_win, m_count, s_win, s_count = _SLOT.unpack_from(self._buffer, offset)
-                if m_win != minute:
-                    m_win, m_count = minute, 0
-                if s_win != second:
-                    s_win, s_count = second, 0
-                limit = quota.batches_per_second
-                if batches and limit is not None and s_count + batches > limit:
-                    raise QuotaExceeded(
-                        429,
-                        f"token {token!r} must send at most {limit} batches per second "
-                        "(quota batches_per_second); retry after the Retry-After seconds",
-                        1,
-                    )
-                limit = quota.reports_per_minute
-                if reports and limit is not None:
-                    if reports > limit:
-                        raise QuotaExceeded(
-                            413,
-                            f"batch must hold at most {limit} reports (token {token!r}'s "
-                            f"reports_per_minute), got {reports}; send smaller batches",
-                            None,
-                        )
-                    if m_count + reports > limit:
-                        wait = max(1, math.ceil((minute + 1) * 60 - now))
-                        raise QuotaExceeded(
-                            429,
-                            f"token {token!r} must add at most {limit} reports per minute "
-                            f"(quota reports_per_minute), got {m_count} + {reports}; "
-                            f"retry in {wait} s",
-                            wait,
-                        )
-                _SLOT.pack_into(
-                    self._buffer, offset, m_win, m_count + reports, s_win, s_count + batches
-                )
+                seen, count = _PAIR.unpack_from(self._buffer, offset)
+                if seen != window:
+                    count = 0
+                if count + amount > limit:
+                    return None
+                _PAIR.pack_into(self._buffer, offset, window, count + amount)
+                return count + amount
             finally:
-                if self._fd is not None:
-                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
 
     def admit_batch(self, token: str) -> None:
         """Count one request of ``token``; QuotaExceeded (429) over ``batches_per_second``."""
-        self._update(token, 0, 1)
+        found = self._limits.get(token)
+        if found is None or found[1] is None:
+            return
+        now = self.clock()
+        if self._count(found[0] + _PAIR.size, int(now // 1), 1, found[1]) is None:
+            raise QuotaExceeded(
+                429,
+                f"token {token!r} must send at most {found[1]} batches per second "
+                "(quota batches_per_second); retry after the Retry-After seconds",
+                1,
+            )
 
     def charge_reports(self, token: str, n: int) -> None:
-        """Count ``n`` reports of ``token``; QuotaExceeded over ``reports_per_minute``."""
-        self._update(token, int(n), 0)
+        """Count ``n`` reports of ``token``; QuotaExceeded over ``reports_per_minute``
+        (429, or 413 for a batch larger than the whole quota)."""
+        found = self._limits.get(token)
+        if found is None or found[2] is None:
+            return
+        n, limit = int(n), found[2]
+        if n > limit:
+            raise QuotaExceeded(
+                413,
+                f"batch must hold at most {limit} reports (token {token!r}'s "
+                f"reports_per_minute), got {n}; send smaller batches",
+                None,
+            )
+        now = self.clock()
+        minute = int(now // 60)
+        if self._count(found[0], minute, n, limit) is None:
+            wait = max(1, math.ceil((minute + 1) * 60 - now))
+            raise QuotaExceeded(
+                429,
+                f"token {token!r} must add at most {limit} reports per minute "
+                f"(quota reports_per_minute), got {n} more; retry in {wait} s",
+                wait,
+            )
