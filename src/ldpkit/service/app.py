@@ -1668,7 +1668,7 @@ def create_app(
         responses={
             200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
             401: {"description": "no valid bearer token (when [auth] is configured)"},
-            403: {"description": "the token lacks the ingest scope"},
+            403: {"description": "the token lacks the ingest scope or this collection"},
             409: {
                 "description": "reports made under another spec (fingerprint mismatch), or an "
                 "Idempotency-Key whose batch an admin deleted (not stored again)"
@@ -1676,6 +1676,10 @@ def create_app(
             413: {"description": "body, JSON, decoded size or report count over the limits"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
             422: {"description": "malformed reports, or Idempotency-Key reused for other data"},
+            429: {
+                "description": "over the token's quota (batches per second, reports per "
+                "minute): nothing was stored, retry after Retry-After seconds"
+            },
             503: {"description": "database unavailable; nothing was stored, retry"},
         },
     )
