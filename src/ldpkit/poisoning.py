@@ -378,8 +378,11 @@ def support_size_outliers(spec: Any, reports: Reports, alpha: float = 1e-6) -> n
     reports : Reports
         Reports of ``spec``.
     alpha : float
-        False-positive rate on genuine reports (for unary encoding; about it for local
-        hashing), in (0, 1).
+        False-positive rate on genuine reports, in (0, 1): exact for unary encoding; not
+        for local hashing, where the family's support sizes are not binomial (the map
+        ``v -> a v + b`` is affine: a multiplier close to a fraction of ``2^64`` with a
+        small denominator makes some buckets far larger), so 0.3-1% of genuine OLH
+        reports at d = 1024 are flagged whatever ``alpha`` (benchmarks/poisoning.py).
 
     Returns
     -------
