@@ -114,6 +114,10 @@ def run_one(cls, eps: float, beta: float, n: int, seed: int) -> dict:
     return row
 
 
+def _f(x: float) -> str:
+    return f"{round(x, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%" if x >= 0.001 or x == 0 else f"{100 * x:.2f}%"
 
@@ -127,18 +131,18 @@ def table(rows: list[dict]) -> list[str]:
     ]
     for r in rows:
         head = (
-            f"| {r['protocol']} | {r['eps']:g} | {r['beta']:g} | {r['expected']:.3f} | "
-            f"{r['gain']:.3f} | {r['per_pct']:.3f} | {r['norm_sub']:.3f} |"
+            f"| {r['protocol']} | {r['eps']:g} | {r['beta']:g} | {_f(r['expected'])} | "
+            f"{_f(r['gain'])} | {_f(r['per_pct'])} | {_f(r['norm_sub'])} |"
         )
         if r["protocol"] == "GRR":
             out.append(head + " n/a | (same attack) | n/a |")
             continue
         out.append(
-            head + f" {_pct(r['size_fake'])} / {_pct(r['size_genuine'])} -> {r['size_gain']:.3f} |"
-            f" {r['evasive_expected']:.3f} / {r['evasive_gain']:.3f} /"
-            f" {r['evasive_norm_sub']:.3f} ({_pct(r['evasive_size_fake'])}) |"
+            head + f" {_pct(r['size_fake'])} / {_pct(r['size_genuine'])} -> {_f(r['size_gain'])} |"
+            f" {_f(r['evasive_expected'])} / {_f(r['evasive_gain'])} /"
+            f" {_f(r['evasive_norm_sub'])} ({_pct(r['evasive_size_fake'])}) |"
             f" {r['top_hits']}, {_pct(r['itemset_fake'])} / {_pct(r['itemset_genuine'])} ->"
-            f" {r['itemset_gain']:.3f} |"
+            f" {_f(r['itemset_gain'])} |"
         )
     return out
 
