@@ -62,6 +62,7 @@ MODULES = (
     "ldpkit.datasets",
     "ldpkit.experiments",
     "ldpkit.reproduce",
+    "ldpkit.poisoning",
 )
 
 EXCLUDED_MODULES = {
@@ -1006,6 +1007,49 @@ def build_registry() -> dict[str, Entry]:
     add("ldpkit.datasets.gaussian_items", ds.gaussian_items, mean=8.0, std=2.0, d=16, n=100, rng=0)
     add("ldpkit.datasets.uniform_items", ds.uniform_items, d=16, n=100, rng=0)
     add("ldpkit.experiments.frequency_mse", ex.frequency_mse, estimate=est, truth=truth)
+
+    # poisoning attack and detectors (issue 27)
+    from ldpkit import poisoning as po
+
+    oue8 = ldpkit.OUE(epsilon=1.0, domain_size=8)
+    pair = np.array([1, 2])
+    add(
+        "ldpkit.poisoning.mga_reports",
+        po.mga_reports,
+        spec=grr,
+        n_fake=5,
+        targets=pair,
+        evasive=True,
+        search=10,
+        rng=0,
+    ).bools_ok = frozenset({"evasive"})
+    add(
+        "ldpkit.poisoning.mga_expected_gain",
+        po.mga_expected_gain,
+        spec=grr,
+        r=2,
+        beta=0.05,
+        target_frequency=0.1,
+        evasive=True,
+        search=10,
+    ).bools_ok = frozenset({"evasive"})
+    add("ldpkit.poisoning.max_load_distribution", po.max_load_distribution, r=3, g=4, search=2)
+    oue_reports = oue8.randomize(np.arange(8), rng=0)
+    add(
+        "ldpkit.poisoning.support_size_outliers",
+        po.support_size_outliers,
+        spec=oue8,
+        reports=oue_reports,
+        alpha=1e-3,
+    )
+    add(
+        "ldpkit.poisoning.itemset_outliers",
+        po.itemset_outliers,
+        spec=oue8,
+        reports=oue_reports,
+        items=pair,
+        alpha=1e-3,
+    )
 
     # a message naming a related parameter is clear: the relation is the requirement
     related = {

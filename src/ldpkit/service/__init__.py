@@ -37,12 +37,14 @@ from ..encoder import Encoder
 from ..spec import spec_from_dict
 from .app import DEFAULT_DATABASE_URL, Collection, Limits, create_app
 from .auth import Token, new_token, parse_tokens
+from .quotas import QUOTA_KEYS, Quota, parse_quota
 from .store import CollectorStore
 
 __all__ = [
     "Collection",
     "CollectorStore",
     "Limits",
+    "Quota",
     "Token",
     "app_from_config",
     "create_app",
@@ -62,6 +64,7 @@ _TOP_KEYS = {
     "max_rollup_parts",
     "cors_origins",
     "limits",
+    "quotas",
     "auth",
     "collections",
 }
@@ -83,8 +86,12 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         [limits]                                   # optional: see ldpkit.service.Limits
         max_reports_per_batch = 100000
 
+        [quotas]                                   # optional: per-token ingest quotas
+        reports_per_minute = 1000000               # (see ldpkit.service.quotas)
+        batches_per_second = 1000
+
         [auth]                                     # optional: bearer tokens, by sha256
-        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "..." }]
+        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "...", collections = ["browsers"] }]
 
         [collections.browsers]
         mechanism = "OLH"
@@ -159,11 +166,18 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
             raise ValueError(
                 f"limits must only set fields of ldpkit.service.Limits, got {sorted(limits)}"
             ) from exc
+    if "quotas" in data:
+        quotas = data["quotas"]
+        if not isinstance(quotas, Mapping) or set(quotas) - set(QUOTA_KEYS):
+            raise ValueError(
+                f"quotas must be a table with keys among {list(QUOTA_KEYS)}, got {quotas!r}"
+            )
+        options["quotas"] = parse_quota(quotas, "quotas")
     if "auth" in data:
         auth = data["auth"]
         if not isinstance(auth, Mapping) or set(auth) != {"tokens"}:
             raise ValueError(f"auth must be a table with one key, tokens, got {auth!r}")
-        options["tokens"] = parse_tokens(auth["tokens"])
+        options["tokens"] = parse_tokens(auth["tokens"], collections, options.get("quotas"))
     return collections, options
 
 

@@ -11,11 +11,14 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
   fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=``,
   ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
 - ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
-- ``GET /healthz`` (open), ``GET /metrics`` (``read``; Prometheus text).
+- ``GET /healthz`` (open), ``GET /metrics`` (``metrics``; Prometheus text).
 - ``GET /`` (open): the dashboard, plain ES modules and hand-drawn SVG from
   ``ldpkit/service/static/`` (no CDN); it reads the ``read`` routes above with the bearer
   token the user enters. ``GET /docs`` (open): a plain listing of ``/openapi.json``
   (Swagger UI is off: it loads its files from a CDN).
+
+Tokens may be limited to some collections and have ingest quotas (429 + Retry-After):
+:mod:`ldpkit.service.auth`, :mod:`ldpkit.service.quotas`.
 """
 
 import dataclasses
@@ -62,6 +65,7 @@ from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
+from .quotas import Quota, QuotaCounters, QuotaExceeded
 from .store import (
     DEFAULT_MAX_PARTS,
     BatchDeleted,
@@ -509,6 +513,7 @@ class _Collector:
         bucket_seconds: int,
         commit_window: float = 0.003,
         metrics_dir: str | None = None,
+        quotas: Quota | None = None,
     ) -> None:
         self.collections = collections
         probes = {name: _probe(c.spec) for name, c in collections.items()}
@@ -534,6 +539,7 @@ class _Collector:
         self.auth = auth
         self.bucket_seconds = bucket_seconds
         self.metrics = Metrics(metrics_dir)
+        self.quotas = QuotaCounters(_token_quotas(auth, quotas), metrics_dir)
         # When a batch counts as received (whole seconds, UTC); tests replace it.
         self.clock: Callable[[], dt.datetime] = _whole_second_clock()
         # Constant parts of the 201 answer, built once rather than per request.
@@ -554,9 +560,13 @@ class _Collector:
         """The calling token's name ("" when auth is off); 401/403 otherwise."""
         if self.auth is None:
             return ""
-        return self.authorize_header(request.headers.get("authorization"), scope)
+        return self.authorize_header(
+            request.headers.get("authorization"), scope, request.path_params.get("collection")
+        )
 
-    def authorize_header(self, header: str | None, scope: str) -> str:
+    def authorize_header(
+        self, header: str | None, scope: str, collection: str | None = None
+    ) -> str:
         """:meth:`authorize` from the ``Authorization`` header's value (None if absent)."""
         if self.auth is None:
             return ""
@@ -574,7 +584,33 @@ class _Collector:
             raise HTTPException(
                 403, f"token {token.name!r} must have scope {scope!r}, got {sorted(token.scopes)}"
             )
+        if not token.allows(scope, collection):
+            self.metrics.reject("forbidden", 403)
+            raise HTTPException(
+                403,
+                f"collection must be one of token {token.name!r}'s "
+                f"{sorted(token.collections or ())}, got {collection!r}",
+            )
         return token.name
+
+    def visible(self, token: str) -> list[str]:
+        """The collections the named token may see (all of them when auth is off)."""
+        found = None if self.auth is None else self.auth.by_name.get(token)
+        if found is None or found.collections is None:
+            return list(self.collections)
+        return [name for name in self.collections if name in found.collections]
+
+    def charge(self, token: str, n: int | None = None) -> None:
+        """Count a request (``n`` None) or ``n`` reports against the token's quota."""
+        try:
+            if n is None:
+                self.quotas.admit_batch(token)
+            else:
+                self.quotas.charge_reports(token, n)
+        except QuotaExceeded as exc:
+            self.metrics.reject("rate_limited" if exc.status == 429 else "too_large", exc.status)
+            headers = None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+            raise HTTPException(exc.status, str(exc), headers=headers) from None
 
     def get(self, name: str) -> Collection:
         try:
@@ -648,10 +684,12 @@ class _Collector:
             raise self._fail(
                 422, "malformed", "body must hold a batch of reports, got an empty body"
             )
+        self.charge(token)
         if len(body) <= 16_384:  # small: decoding is cheaper than a thread hop
             item = self.prepare(name, body, content_type, token, key)
         else:
             item = await run_in_threadpool(self.prepare, name, body, content_type, token, key)
+        self.charge(token, item.n)  # before the commit: a refused batch stores nothing
         try:
             record = await self.committer.commit(item)
         except IdempotencyConflict as exc:
@@ -1289,6 +1327,13 @@ def _fast_json_reports(
         return None
 
 
+def _token_quotas(auth: TokenAuth | None, default: Quota | None) -> dict[str, Quota]:
+    """Each token's quota (its own, else ``default``, else Quota()); "" when auth is off."""
+    if auth is None:
+        return {} if default is None else {"": default}
+    return {t.name: t.quota or default or Quota() for t in auth.tokens}
+
+
 def _database_error(
     collector: "_Collector", exc: Exception
 ) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -1351,7 +1396,7 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     collector: _Collector = app.state.collector
     headers: Mapping[str, str] = {}
     try:
-        token = collector.authorize_header(found.get("authorization"), "ingest")
+        token = collector.authorize_header(found.get("authorization"), "ingest", name)
         collector.get(name)
         key = found.get("key")
         collector.check_ingest_headers(key, found.get("length"))
@@ -1396,6 +1441,7 @@ def create_app(
     bucket_seconds: int = 3600,
     commit_window: float = 0.003,
     metrics_dir: str | None = None,
+    quotas: Quota | None = None,
     max_body_bytes: int | None = None,
     max_decoded_bytes: int | None = None,
     max_rollup_parts: int = DEFAULT_MAX_PARTS,
@@ -1434,6 +1480,10 @@ def create_app(
     metrics_dir : str or None
         Directory shared by the worker processes of one server for the ``/metrics``
         counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
+    quotas : Quota or None
+        Ingest quota of every token that sets none of its own (:class:`Quota`'s defaults
+        when None and ``tokens`` are given); without ``tokens``, None means no quota and a
+        Quota one budget shared by every client (:mod:`ldpkit.service.quotas`).
     max_body_bytes, max_decoded_bytes : int or None
         Shortcuts overriding the same fields of ``limits``.
     max_rollup_parts : int
@@ -1491,6 +1541,7 @@ def create_app(
             bucket_seconds=bucket_seconds,
             commit_window=commit_window,
             metrics_dir=metrics_dir,
+            quotas=quotas,
         )
         store.on_compaction = collector.metrics.compaction
         for name, c in specs.items():
@@ -1591,7 +1642,7 @@ def create_app(
     @app.get("/metrics", response_class=PlainTextResponse, tags=["ops"])
     def metrics(request: Request) -> PlainTextResponse:
         """Prometheus text format: stored totals, accepted batches, rejects, commit latency."""
-        collector.authorize(request, "read")
+        collector.authorize(request, "metrics")
         stored = {name: store.summary(name) for name in collector.collections}
         return PlainTextResponse(
             collector.metrics.render(stored), media_type="text/plain; version=0.0.4"
@@ -1599,8 +1650,8 @@ def create_app(
 
     @app.get("/v1/collections", response_model=CollectionList, tags=["collections"])
     def list_collections(request: Request) -> CollectionList:
-        collector.authorize(request, "read")
-        return CollectionList(collections=[collector.info(name) for name in collector.collections])
+        who = collector.authorize(request, "read")
+        return CollectionList(collections=[collector.info(name) for name in collector.visible(who)])
 
     @app.get("/v1/collections/{collection}", response_model=CollectionInfo, tags=["collections"])
     def get_collection(collection: CollectionName, request: Request) -> CollectionInfo:
@@ -1617,7 +1668,7 @@ def create_app(
         responses={
             200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
             401: {"description": "no valid bearer token (when [auth] is configured)"},
-            403: {"description": "the token lacks the ingest scope"},
+            403: {"description": "the token lacks the ingest scope or this collection"},
             409: {
                 "description": "reports made under another spec (fingerprint mismatch), or an "
                 "Idempotency-Key whose batch an admin deleted (not stored again)"
@@ -1625,6 +1676,10 @@ def create_app(
             413: {"description": "body, JSON, decoded size or report count over the limits"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
             422: {"description": "malformed reports, or Idempotency-Key reused for other data"},
+            429: {
+                "description": "over the token's quota (batches per second, reports per "
+                "minute): nothing was stored, retry after Retry-After seconds"
+            },
             503: {"description": "database unavailable; nothing was stored, retry"},
         },
     )
