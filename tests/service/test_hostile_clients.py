@@ -264,3 +264,40 @@ def test_a_nan_client_beside_eight_honest_ones_fails_none_of_theirs(tmp_path):
     assert len(statuses["honest"]) >= 8 and statuses["nan"]
     assert failed == []
     assert codes == [422]
+
+
+@pytest.mark.parametrize(
+    "value", ["1e300", "9999-12-31T23:59:59", "1e12", "-1e18", "inf", "-inf", "nan"]
+)
+@pytest.mark.parametrize("route", ["estimate", "buckets", "stats"])
+@pytest.mark.parametrize("param", ["since", "until"])
+def test_times_outside_the_representable_range_are_422(client, value, route, param):
+    g = GRR(epsilon=1.0, domain_size=4)
+    r = client.post("/v1/reports/g", json=reports_to_dict(g.randomize(np.arange(4), rng=0)))
+    assert r.status_code == 201
+    r = client.get(f"/v1/collections/g/{route}", params={param: value})
+    if param == "until" and value == "9999-12-31T23:59:59":  # a whole bucket ends before it
+        assert r.status_code == 200, r.text
+        return
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert detail.startswith(f"{param} must ") and repr(value) in detail
+    assert "9999-12-31T23:59:59" in detail
+
+
+def test_the_extreme_representable_times_are_served(client):
+    g = GRR(epsilon=1.0, domain_size=4)
+    assert (
+        client.post(
+            "/v1/reports/g", json=reports_to_dict(g.randomize(np.arange(4), rng=0))
+        ).status_code
+        == 201
+    )
+    for route in ["estimate", "buckets", "stats"]:
+        r = client.get(
+            f"/v1/collections/g/{route}",
+            params={"since": "0001-01-01T00:00:00", "until": "9999-12-31T23:00:00Z"},
+        )
+        assert r.status_code == 200, r.text
+    r = client.get("/v1/collections/g/estimate", params={"since": "-62135596800"})
+    assert r.json()["n"] == 4 and r.json()["since"].startswith("0001-01-01")

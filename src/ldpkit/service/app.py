@@ -476,23 +476,41 @@ def _whole_second_clock() -> Callable[[], dt.datetime]:
     return clock
 
 
+# The times a query may name: those datetime can print (years 1 to 9999, UTC); bucket
+# numbers stay far inside the database's 64-bit integers.
+TIME_MIN = -62135596800  # 0001-01-01T00:00:00Z
+TIME_MAX = 253402300799  # 9999-12-31T23:59:59Z
+_TIME_RANGE = (
+    "a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z "
+    f"(Unix seconds {TIME_MIN} to {TIME_MAX})"
+)
+
+
 def _parse_time(value: str | None, name: str) -> int | None:
-    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds."""
+    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
+    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500)."""
     if value is None:
         return None
     try:
-        return math.floor(float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise HTTPException(
-            422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return math.floor(when.timestamp())
+        seconds = None
+    if seconds is None:
+        try:
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise HTTPException(
+                422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
+            ) from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        try:
+            seconds = when.timestamp()
+        except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00:00+01:00
+            seconds = math.nan
+    if not TIME_MIN <= seconds <= TIME_MAX:  # (NaN too)
+        raise HTTPException(422, f"{name} must be {_TIME_RANGE}, got {value!r}")
+    return math.floor(seconds)
 
 
 class _Collector:
@@ -887,8 +905,18 @@ class _Collector:
         w = self.bucket_seconds
         if s is not None:
             s = -(-s // w) * w  # first whole bucket
+            if s > TIME_MAX:
+                raise HTTPException(
+                    422,
+                    f"since must leave a whole {w} s bucket before {_iso(TIME_MAX)}, got {since!r}",
+                )
         if u is not None:
             u = u // w * w  # end of the last whole bucket
+            if u < TIME_MIN:
+                raise HTTPException(
+                    422,
+                    f"until must end a whole {w} s bucket after {_iso(TIME_MIN)}, got {until!r}",
+                )
         if s is not None and u is not None and u < s:
             raise HTTPException(
                 422, f"until must be at or after since (whole {w} s buckets), got {since}..{until}"
