@@ -1024,10 +1024,13 @@ class CollectorStore:
             kept: Any = self._pg_idle.pop() if self._pg_idle else None
         try:
             for attempt in range(3):
+                # (bound before raw_connection(), which raises psycopg's own error when the
+                # server is down: issue 27, an UnboundLocalError made that a 500)
+                raw: Any = None
                 try:
                     if kept is None:
                         kept = self.engine.raw_connection()
-                    raw: Any = kept.driver_connection
+                    raw = kept.driver_connection
                     try:
                         single = self._commit_group_pg_single(raw, items, merge)
                         if single is not None:
@@ -1045,7 +1048,11 @@ class CollectorStore:
                         raise
                 except psycopg.Error as exc:
                     wrapped = DBAPIError.instance(
-                        None, None, exc, psycopg.Error, connection_invalidated=raw.broken
+                        None,
+                        None,
+                        exc,
+                        psycopg.Error,
+                        connection_invalidated=raw is None or raw.broken,
                     )
                     if isinstance(wrapped, IntegrityError) and attempt < 2:
                         # Another writer (process, or this process's other group in flight)
