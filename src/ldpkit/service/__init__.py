@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..encoder import Encoder
 from ..spec import spec_from_dict
-from .app import DEFAULT_DATABASE_URL, Collection, Limits, create_app
+from .app import DEFAULT_DATABASE_URL, Collection, Limits, _check_origins, create_app
 from .auth import Token, new_token, parse_tokens
 from .store import CollectorStore
 
@@ -149,6 +149,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
         origins = data["cors_origins"]
         if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
             raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+        _check_origins(origins)  # at load: "*" is refused with its reason (issue 27)
         options["cors_origins"] = origins
     limits = dict(data.get("limits", {}))
     limits.update({k: data[k] for k in _LIMIT_KEYS if k in data})

@@ -570,12 +570,16 @@ class _Collector:
     # -- access ----------------------------------------------------------------------------
     def authorize(self, request: Request, scope: str) -> str:
         """The calling token's name ("" when auth is off); 401/403 otherwise."""
-        if self.auth is None:
-            return ""
-        return self.authorize_header(request.headers.get("authorization"), scope)
+        found = request.headers.getlist("authorization")
+        return self.authorize_header(found[0] if found else None, scope, len(found))
 
-    def authorize_header(self, header: str | None, scope: str) -> str:
-        """:meth:`authorize` from the ``Authorization`` header's value (None if absent)."""
+    def authorize_header(self, header: str | None, scope: str, count: int = 1) -> str:
+        """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
+        ``count`` headers were sent: more than one is a 400 on every path (issue 27: the
+        fast path read the last, the FastAPI routes the first)."""
+        if count > 1:
+            self.metrics.reject("malformed", 400)
+            raise HTTPException(400, f"Authorization must be sent once, got {count} headers")
         if self.auth is None:
             return ""
         token: Token | None = self.auth.identify(header)
@@ -594,10 +598,14 @@ class _Collector:
             )
         return token.name
 
-    def get(self, name: str) -> Collection:
+    def get(self, name: str, *, listing: bool = True) -> Collection:
+        """The collection ``name``; 404 otherwise, naming the others only when ``listing``
+        (callers that may read; an ingest token must not learn them: issue 27)."""
         try:
             return self.collections[name]
         except KeyError:
+            if not listing:
+                raise HTTPException(404, f"collection {name!r} is not served here") from None
             raise HTTPException(
                 404, f"collection must be one of {sorted(self.collections)}, got {name!r}"
             ) from None
@@ -1374,17 +1382,22 @@ class CollectorApp(FastAPI):
 async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: Any) -> bool:
     """Serve one ingest request from raw ASGI messages; False hands it to FastAPI."""
     found: dict[str, str] = {}
+    authorizations = 0
     for raw_name, raw_value in scope["headers"]:
         field = _FAST_HEADERS.get(raw_name)
         if field is not None:
+            if field == "authorization":
+                authorizations += 1
+                if authorizations > 1:
+                    continue  # the first, as Starlette reads it (two: refused below)
             found[field] = raw_value.decode("latin-1")
     if "origin" in found:
         return False
     collector: _Collector = app.state.collector
     headers: Mapping[str, str] = {}
     try:
-        token = collector.authorize_header(found.get("authorization"), "ingest")
-        collector.get(name)
+        token = collector.authorize_header(found.get("authorization"), "ingest", authorizations)
+        collector.get(name, listing=False)
         key = found.get("key")
         collector.check_ingest_headers(key, found.get("length"))
         chunks, size, limit = [], 0, collector.limits.max_body_bytes
@@ -1415,6 +1428,26 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
     await send({"type": "http.response.body", "body": payload})
     return True
+
+
+def _check_origins(origins: Any) -> None:
+    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
+    if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
+        raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+    for origin in origins:
+        if "*" in origin:
+            raise ValueError(
+                "cors_origins must list each origin allowed to call the collector (e.g. "
+                f"'https://dash.example.org'), got {origin!r}: a wildcard would send "
+                "'Access-Control-Allow-Origin: *' on authenticated reads, so any web page "
+                "whose script holds a token could read every collection from its visitors' "
+                "browsers"
+            )
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s]+", origin):
+            raise ValueError(
+                "cors_origins must be origins written as scheme://host[:port] without a "
+                f"path (e.g. 'https://dash.example.org'), got {origin!r}"
+            )
 
 
 def create_app(
@@ -1455,7 +1488,10 @@ def create_app(
         Bearer tokens (:func:`ldpkit.service.auth.parse_tokens`); None serves everyone
         (``main`` then refuses any non-loopback address).
     cors_origins : list of str or None
-        Origins browsers may call from (``["*"]`` for any); None adds no CORS headers.
+        Origins browsers may call from, each written out (``"https://dash.example.org"``);
+        None adds no CORS headers. ``"*"`` is refused (ValueError): it would put
+        ``Access-Control-Allow-Origin: *`` on authenticated reads, so any web page holding
+        a token could read every estimate from its visitors' browsers.
     bucket_seconds : int
         Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
     commit_window : float
@@ -1579,6 +1615,8 @@ def create_app(
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
+        _check_origins(cors_origins)
+
         app.add_middleware(
             CORSMiddleware,
             allow_origins=list(cors_origins),
@@ -1665,7 +1703,7 @@ def create_app(
         # and serves requests the fast path hands on (browsers' CORS requests, root_path).
         headers = request.headers
         token = collector.authorize(request, "ingest")
-        collector.get(collection)
+        collector.get(collection, listing=False)
         key = headers.get("idempotency-key")
         collector.check_ingest_headers(key, headers.get("content-length"))
         chunks, size = [], 0
