@@ -17,6 +17,7 @@ from ldpkit import (
     StochasticRounding,
 )
 from ldpkit.io import reports_to_dict
+from ldpkit.numeric import AutoDistribution, GeneralWave
 from ldpkit.service import create_app
 from ldpkit.service.commit import AggregationError, GroupCommitter, ReportRows
 from ldpkit.service.store import CollectorStore, PendingBatch
@@ -27,6 +28,8 @@ FLOAT_SPECS = {
     "pm": PiecewiseMechanism(epsilon=1.0),
     "hm": HybridMechanism(epsilon=1.0),
     "she": SHE(epsilon=1.0, domain_size=3),
+    "gw": GeneralWave(epsilon=1.0),
+    "auto": AutoDistribution(epsilon=1.0),
 }
 
 
