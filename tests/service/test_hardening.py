@@ -442,3 +442,12 @@ def test_a_workers_server_killed_with_9_leaves_no_metrics_directory_behind(
         _stop(proc, "KILL" if round_ == 0 else "TERM")
     assert left[0] != left[1] and not left[0].exists()
     assert not left[1].exists()  # removed at a normal exit, as before
+
+
+def test_the_retry_window_is_read_from_the_config_and_validated(db):
+    config = {"database_url": db, "collections": {"c": SPEC.to_dict()}}
+    app = app_from_config({**config, "deleted_keys_seconds": 86400})
+    assert app.state.collector.store.deleted_keys_seconds == 86400.0
+    app.state.collector.store.close()
+    with pytest.raises(ValueError, match="deleted_keys_seconds must be a finite number >= 0"):
+        app_from_config({**config, "deleted_keys_seconds": -1})

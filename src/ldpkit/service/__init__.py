@@ -60,6 +60,7 @@ _TOP_KEYS = {
     "bucket_seconds",
     "commit_window",
     "max_rollup_parts",
+    "deleted_keys_seconds",
     "cors_origins",
     "limits",
     "auth",
@@ -78,6 +79,7 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         bucket_seconds = 3600                      # optional: roll-up bucket width
         commit_window = 0.003                      # optional: group-commit wait, seconds
         max_rollup_parts = 4096                    # optional: unfolded parts -> compact now
+        deleted_keys_seconds = 2592000             # optional: deleted batches' keys kept 30 days
         cors_origins = ["https://example.org"]     # optional: browsers allowed to call
 
         [limits]                                   # optional: see ldpkit.service.Limits
@@ -142,6 +144,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
             "bucket_seconds",
             "commit_window",
             "max_rollup_parts",
+            "deleted_keys_seconds",
         )
         if k in data
     }

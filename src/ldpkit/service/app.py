@@ -63,6 +63,7 @@ from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
 from .store import (
+    DEFAULT_DELETED_KEYS_SECONDS,
     DEFAULT_MAX_PARTS,
     BatchDeleted,
     CollectorStore,
@@ -1465,6 +1466,7 @@ def create_app(
     max_decoded_bytes: int | None = None,
     max_rollup_parts: int = DEFAULT_MAX_PARTS,
     freeze_gc: bool = False,
+    deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS,
 ) -> FastAPI:
     """Build the collector app.
 
@@ -1517,6 +1519,10 @@ def create_app(
         loop 130-220 ms every 2-4 s at 64 connections (every request in flight waited), and
         took 1-6 ms once they were frozen. Process-wide: leave it off when the app shares its
         process with other work (tests, an embedding server).
+    deleted_keys_seconds : float
+        The retry window: how long the idempotency keys of batches an admin deleted stay
+        refused (409) before they are forgotten (30 days by default); a retry arriving
+        later is stored as a new batch.
 
     Returns
     -------
@@ -1546,9 +1552,11 @@ def create_app(
         raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
     if not isinstance(freeze_gc, bool):
         raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
+    deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     store.max_parts = max_rollup_parts
+    store.deleted_keys_seconds = deleted_keys_seconds
     try:
         collector = _Collector(
             specs,
