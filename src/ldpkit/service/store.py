@@ -616,7 +616,7 @@ class CollectorStore:
         # The retry window: how long a deleted batch's idempotency key stays refused
         # (BatchDeleted). A client retries an unanswered batch within minutes to days (a
         # phone offline for a while); a retry older than this is stored as a new batch.
-        self.deleted_keys_seconds = DEFAULT_DELETED_KEYS_SECONDS
+        self.deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS
         self.expire_interval = 3600.0  # expire_deleted_keys from try_compact at most this often
         self._last_expire = -float("inf")
 
