@@ -125,20 +125,28 @@ def test_a_bad_batch_inside_a_group_fails_alone(tmp_path):
         store.close()
 
 
-def test_a_failing_group_transaction_is_retried_batch_by_batch(tmp_path, monkeypatch):
-    """Whatever makes a group's transaction fail (here: one batch's Stats cannot be
-    packed), only the batch that causes it fails; the others are committed alone."""
-    store = CollectorStore(f"sqlite:///{tmp_path / 'c.db'}")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_db(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'c.db'}"
+    return request.getfixturevalue("fresh_postgres")
+
+
+def test_a_failing_group_transaction_is_retried_batch_by_batch(any_db, monkeypatch):
+    """Whatever makes a group's transaction fail (here: one batch's roll-up part cannot be
+    built, on every commit path: SQLite, PostgreSQL in the loop or pipelined), only the
+    batch that causes it fails; the others are committed alone."""
+    store = CollectorStore(any_db)
     store.register("c", SW)
     poison = SW.aggregate(SW.randomize(np.array([0.5]), rng=0))
-    original = store._commit_group
+    original = store._parts
 
-    def commit_group(conn, items, combine):
-        if any(b.stats is poison for b in items):
+    def parts(items, new, combine, *args):
+        if any(items[i].stats is poison for i in new):
             raise RuntimeError("something in this batch breaks the transaction")
-        return original(conn, items, combine)
+        return original(items, new, combine, *args)
 
-    monkeypatch.setattr(store, "_commit_group", commit_group)
+    monkeypatch.setattr(store, "_parts", parts)
     try:
         good = [SW.aggregate(SW.randomize(np.array([0.5]), rng=s)) for s in range(1, 4)]
         items = [PendingBatch("c", 1, stats=s) for s in (good[0], poison, good[1], good[2])]
