@@ -312,3 +312,35 @@ def test_the_extreme_representable_times_are_served(client):
         assert r.status_code == 200, r.text
     r = client.get("/v1/collections/g/estimate", params={"since": "-62135596800"})
     assert r.json()["n"] == 4 and r.json()["since"].startswith("0001-01-01")
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_values_in_an_npz_body_are_422(client, bad):
+    """The binary path refuses them too (Reports' check while the body is decoded)."""
+    import io
+    import zipfile
+
+    from ldpkit.io import _digest, reports_to_bytes
+
+    def npy(array):
+        buf = io.BytesIO()
+        np.save(buf, array)
+        return buf.getvalue()
+
+    body = reports_to_bytes(SW.randomize(np.array([0.1, 0.2, 0.3]), rng=0))
+    src = zipfile.ZipFile(io.BytesIO(body))
+    values = np.load(io.BytesIO(src.read("values.npy")))
+    values[1] = bad
+    # a hostile client recomputes the integrity digest: the content check must still hold
+    meta = json.loads(bytes(np.load(io.BytesIO(src.read("__ldpkit_meta__.npy")))))
+    meta["digest"] = _digest({"values": values})
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        dst.writestr("values.npy", npy(values))
+        dst.writestr("__ldpkit_meta__.npy", npy(np.frombuffer(json.dumps(meta).encode(), np.uint8)))
+    r = client.post(
+        "/v1/reports/sw", content=out.getvalue(), headers={"Content-Type": "application/x-npz"}
+    )
+    assert r.status_code == 422, r.text
+    assert "finite" in r.json()["detail"]
+    assert client.get("/v1/collections/sw").json()["n"] == 0
