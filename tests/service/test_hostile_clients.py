@@ -344,3 +344,11 @@ def test_non_finite_values_in_an_npz_body_are_422(client, bad):
     assert r.status_code == 422, r.text
     assert "finite" in r.json()["detail"]
     assert client.get("/v1/collections/sw").json()["n"] == 0
+
+
+@pytest.mark.parametrize("origin", [None, "http://example.org"])
+def test_an_integer_beyond_any_float_in_a_float_field_is_422(client, origin):
+    headers = {"Content-Type": "application/json", **({"Origin": origin} if origin else {})}
+    body = '{"fingerprint": "FP", "arrays": {"values": [0.5, 1%s]}}' % ("0" * 400)
+    r = client.post("/v1/reports/sw", content=body.replace("FP", SW.fingerprint), headers=headers)
+    assert r.status_code == 422, r.text

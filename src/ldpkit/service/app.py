@@ -1314,7 +1314,10 @@ def _fast_json_reports(
                 return None
             # NaN and +-Infinity (json.loads reads them) are no report: the general path
             # refuses them with Reports' message, before the group committer (issue 27)
-            if not all(map(math.isfinite, flat)):
+            try:
+                if not all(map(math.isfinite, flat)):
+                    return None
+            except OverflowError:  # an integer beyond any float: the general path explains
                 return None
             if field.dtype != np.float64 or not all(type(x) is float for x in flat):
                 plain = False  # numpy decides how ints or narrower floats convert
