@@ -135,26 +135,33 @@ def any_db(request, tmp_path):
 def test_a_failing_group_transaction_is_retried_batch_by_batch(any_db, monkeypatch):
     """Whatever makes a group's transaction fail (here: one batch's roll-up part cannot be
     built, on every commit path: SQLite, PostgreSQL in the loop or pipelined), only the
-    batch that causes it fails; the others are committed alone."""
+    batch that causes it fails; the others are committed in halves (a few transactions,
+    not one per batch)."""
     store = CollectorStore(any_db)
     store.register("c", SW)
     poison = SW.aggregate(SW.randomize(np.array([0.5]), rng=0))
     original = store._parts
+    attempts = []
 
     def parts(items, new, combine, *args):
+        attempts.append(len(new))
         if any(items[i].stats is poison for i in new):
             raise RuntimeError("something in this batch breaks the transaction")
         return original(items, new, combine, *args)
 
-    monkeypatch.setattr(store, "_parts", parts)
     try:
-        good = [SW.aggregate(SW.randomize(np.array([0.5]), rng=s)) for s in range(1, 4)]
-        items = [PendingBatch("c", 1, stats=s) for s in (good[0], poison, good[1], good[2])]
+        good = [SW.aggregate(SW.randomize(np.array([0.5]), rng=s)) for s in range(1, 16)]
+        stats = [*good[:5], poison, *good[5:]]
+        items = [PendingBatch("c", 1, stats=s) for s in stats]
+        monkeypatch.setattr(store, "_parts", parts)
         out, sizes = _run_group(store, items)
-        assert isinstance(out[1], RuntimeError)
-        assert [type(o).__name__ for i, o in enumerate(out) if i != 1] == ["BatchRecord"] * 3
-        assert sizes == [1, 4]  # one group (retried inside), not four
-        assert store.summary("c") == (4, 4)
+        assert isinstance(out[5], RuntimeError)
+        assert [type(o).__name__ for i, o in enumerate(out) if i != 5] == ["BatchRecord"] * 15
+        assert sizes[-1] == 16  # one group (split inside), not sixteen
+        assert store.summary("c") == (16, 16)  # the lone first batch and the 15 good ones
+        # 16 at once; the failing half of each failing part split again: 9 transactions
+        # (2 log2(16) + 1), depth first (the first batch's own group came before)
+        assert attempts[-9:] == [16, 8, 4, 4, 2, 1, 1, 2, 8]
     finally:
         store.close()
 
@@ -352,3 +359,34 @@ def test_an_integer_beyond_any_float_in_a_float_field_is_422(client, origin):
     body = '{"fingerprint": "FP", "arrays": {"values": [0.5, 1%s]}}' % ("0" * 400)
     r = client.post("/v1/reports/sw", content=body.replace("FP", SW.fingerprint), headers=headers)
     assert r.status_code == 422, r.text
+
+
+def test_an_outage_while_a_failed_group_is_split_answers_each_half_truly(tmp_path, monkeypatch):
+    """The first half committed, then the database went away: the first half's requests
+    get their records (stored), the others the outage (503), not all of them the error."""
+    from sqlalchemy.exc import OperationalError
+
+    store = CollectorStore(f"sqlite:///{tmp_path / 'c.db'}")
+    store.register("c", SW)
+    poison = SW.aggregate(SW.randomize(np.array([0.5]), rng=0))
+    original = store._parts
+    attempts = []
+
+    def parts(items, new, combine, *args):
+        attempts.append(len(new))
+        if any(items[i].stats is poison for i in new):
+            if len(new) == 4:  # the second half's transaction: the database is gone
+                raise OperationalError("INSERT", {}, Exception("server closed the connection"))
+            raise RuntimeError("something in this batch breaks the transaction")
+        return original(items, new, combine, *args)
+
+    try:
+        good = [SW.aggregate(SW.randomize(np.array([0.5]), rng=s)) for s in range(1, 8)]
+        items = [PendingBatch("c", 1, stats=s) for s in [*good, poison]]
+        monkeypatch.setattr(store, "_parts", parts)
+        out, _ = _run_group(store, items)
+        assert attempts == [1, 8, 4, 4]  # the lone first batch, the group, its halves
+        assert [type(o).__name__ for o in out] == ["BatchRecord"] * 4 + ["OperationalError"] * 4
+        assert store.summary("c") == (5, 5)  # the lone first batch and the first half
+    finally:
+        store.close()

@@ -42,8 +42,8 @@ Stats; the committer concatenates those of one (collection, token, bucket) and a
 them with one ``spec.aggregate`` call, which costs about as much as aggregating one of
 them. If that call refuses the group (a malformed report inside), each batch is aggregated
 alone so that only the bad one gets its 422. Likewise, when a group's transaction fails
-for any reason but an unreachable database, its batches are committed one by one, so an
-error one batch causes fails that batch's request alone (issue 27).
+for any reason but an unreachable database, it is committed again in halves (and halves of a
+failing half), so an error one batch causes fails that batch's request alone (issue 27).
 """
 
 from __future__ import annotations
@@ -408,21 +408,32 @@ class GroupCommitter:
                         errors[i] = exc
         return errors, shared
 
-    async def _commit_alone(
+    async def _commit_split(
         self,
-        item: PendingBatch,
+        items: Sequence[PendingBatch],
         combine: Callable[[Sequence[PendingBatch]], Stats],
         run_blocking: Callable[[Callable[[], Any]], Any],
         connections: list[Any] | None,
-    ) -> Any:
-        """One batch's own transaction: its record, or the exception that failed it."""
-        try:
-            (result,) = await self.store.commit_group_async(
-                [item], combine, run_blocking, connections
-            )
-        except Exception as exc:
-            return exc
-        return result
+    ) -> list[Any]:
+        """Commit the two halves of a group that failed, each in its own transaction,
+        splitting again whichever fails: one result per item (a record, or the exception
+        that failed a batch alone). A bad batch costs about 2 log2(n) transactions, not n;
+        an unreachable database fails a whole part at once."""
+        half = len(items) // 2
+        results: list[Any] = []
+        for part in (items[:half], items[half:]):
+            try:
+                results += await self.store.commit_group_async(
+                    part, combine, run_blocking, connections
+                )
+            except Exception as exc:
+                if _is_outage(exc) or len(part) == 1:
+                    # (not raised: the other half may be committed already, and its
+                    # requests must hear so)
+                    results += [exc] * len(part)
+                else:
+                    results += await self._commit_split(part, combine, run_blocking, connections)
+        return results
 
     async def _process(
         self,
@@ -460,17 +471,17 @@ class GroupCommitter:
                     if len(live) == 1 or _is_outage(exc):
                         raise
                     # Nothing of the group is stored (one transaction). The cause may be
-                    # one batch: commit each alone, so that only a bad one fails.
+                    # one batch: commit halves, then halves of a failing half, so that only
+                    # a bad batch fails.
                     logger.warning(
-                        "a group commit of %d batches failed (%s: %s); committing them one by one",
+                        "a group commit of %d batches failed (%s: %s); committing it in parts",
                         len(live),
                         type(exc).__name__,
                         exc,
                     )
-                    results = [
-                        await self._commit_alone(items[i], combine, run_blocking, connections)
-                        for i in live
-                    ]
+                    results = await self._commit_split(
+                        [items[i] for i in live], combine, run_blocking, connections
+                    )
                 if self.on_commit is not None:
                     self.on_commit(time.perf_counter() - start, len(live))
         except Exception as exc:  # the database failed: nobody's batch is stored
