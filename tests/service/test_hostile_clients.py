@@ -209,11 +209,13 @@ def _server_helpers():
     return module._free_port, module._start
 
 
-def test_a_nan_client_beside_eight_honest_ones_fails_none_of_theirs(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_nan_client_beside_eight_honest_ones_fails_none_of_theirs(tmp_path, request, backend):
     """The issue's load: one client sending NaN bodies as fast as it can beside 8 honest
-    clients (one report per POST, keep-alive), on a real server on 127.0.0.1, for a few
-    seconds (at most 400 requests per client). Before the fix, 28 % of the honest
-    requests failed with 500 (the NaN batch failed every group it joined)."""
+    clients (one report per POST, keep-alive), on a real server on 127.0.0.1 (SQLite, one
+    process; PostgreSQL, 2 worker processes), for a few seconds (at most 400 requests per
+    client). Before the fix, 28 % of the honest requests failed with 500 (the NaN batch
+    failed every group it joined)."""
     import http.client
     import threading
     import time
@@ -223,11 +225,16 @@ def test_a_nan_client_beside_eight_honest_ones_fails_none_of_theirs(tmp_path):
     config = tmp_path / "collector.json"
     config.write_text(
         json.dumps(
-            {"database_url": f"sqlite:///{tmp_path / 'c.db'}", "collections": {"sw": SW.to_dict()}}
+            {
+                "database_url": f"sqlite:///{tmp_path / 'c.db'}"
+                if backend == "sqlite"
+                else request.getfixturevalue("fresh_postgres"),
+                "collections": {"sw": SW.to_dict()},
+            }
         )
     )
     port = _free_port()
-    proc = _start(config, port, 1)
+    proc = _start(config, port, 1 if backend == "sqlite" else 2)
     good = [json.dumps(reports_to_dict(SW.randomize(np.array([i / 8]), rng=i))) for i in range(8)]
     nan = '{"fingerprint": "FP", "arrays": {"values": [NaN]}}'.replace("FP", SW.fingerprint)
     statuses: dict[str, list[int]] = {"honest": [], "nan": []}
@@ -276,7 +283,7 @@ def test_a_nan_client_beside_eight_honest_ones_fails_none_of_theirs(tmp_path):
     failed = [s for s in statuses["honest"] if s != 201]
     codes = sorted(set(statuses["nan"]))
     print(
-        f"honest requests {len(statuses['honest'])}, failed {len(failed)}; "
+        f"{backend}: honest requests {len(statuses['honest'])}, failed {len(failed)}; "
         f"NaN requests {len(statuses['nan'])}, status codes {codes}"
     )
     assert len(statuses["honest"]) >= 8 and statuses["nan"]
