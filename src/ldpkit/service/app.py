@@ -67,6 +67,7 @@ from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, a
 from .metrics import Metrics
 from .quotas import Quota, QuotaCounters, QuotaExceeded
 from .store import (
+    DEFAULT_DELETED_KEYS_SECONDS,
     DEFAULT_MAX_PARTS,
     BatchDeleted,
     CollectorStore,
@@ -480,23 +481,41 @@ def _whole_second_clock() -> Callable[[], dt.datetime]:
     return clock
 
 
+# The times a query may name: those datetime can print (years 1 to 9999, UTC); bucket
+# numbers stay far inside the database's 64-bit integers.
+TIME_MIN = -62135596800  # 0001-01-01T00:00:00Z
+TIME_MAX = 253402300799  # 9999-12-31T23:59:59Z
+_TIME_RANGE = (
+    "a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z "
+    f"(Unix seconds {TIME_MIN} to {TIME_MAX})"
+)
+
+
 def _parse_time(value: str | None, name: str) -> int | None:
-    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds."""
+    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
+    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500)."""
     if value is None:
         return None
     try:
-        return math.floor(float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise HTTPException(
-            422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return math.floor(when.timestamp())
+        seconds = None
+    if seconds is None:
+        try:
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise HTTPException(
+                422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
+            ) from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        try:
+            seconds = when.timestamp()
+        except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00:00+01:00
+            seconds = math.nan
+    if not TIME_MIN <= seconds <= TIME_MAX:  # (NaN too)
+        raise HTTPException(422, f"{name} must be {_TIME_RANGE}, got {value!r}")
+    return math.floor(seconds)
 
 
 class _Collector:
@@ -558,16 +577,23 @@ class _Collector:
     # -- access ----------------------------------------------------------------------------
     def authorize(self, request: Request, scope: str) -> str:
         """The calling token's name ("" when auth is off); 401/403 otherwise."""
-        if self.auth is None:
-            return ""
+        found = request.headers.getlist("authorization")
         return self.authorize_header(
-            request.headers.get("authorization"), scope, request.path_params.get("collection")
+            found[0] if found else None,
+            scope,
+            request.path_params.get("collection"),
+            count=len(found),
         )
 
     def authorize_header(
-        self, header: str | None, scope: str, collection: str | None = None
+        self, header: str | None, scope: str, collection: str | None = None, count: int = 1
     ) -> str:
-        """:meth:`authorize` from the ``Authorization`` header's value (None if absent)."""
+        """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
+        ``count`` headers were sent: more than one is a 400 on every path (issue 27: the
+        fast path read the last, the FastAPI routes the first)."""
+        if count > 1:
+            self.metrics.reject("malformed", 400)
+            raise HTTPException(400, f"Authorization must be sent once, got {count} headers")
         if self.auth is None:
             return ""
         token: Token | None = self.auth.identify(header)
@@ -612,10 +638,14 @@ class _Collector:
             headers = None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
             raise HTTPException(exc.status, str(exc), headers=headers) from None
 
-    def get(self, name: str) -> Collection:
+    def get(self, name: str, *, listing: bool = True) -> Collection:
+        """The collection ``name``; 404 otherwise, naming the others only when ``listing``
+        (callers that may read; an ingest token must not learn them: issue 27)."""
         try:
             return self.collections[name]
         except KeyError:
+            if not listing:
+                raise HTTPException(404, f"collection {name!r} is not served here") from None
             raise HTTPException(
                 404, f"collection must be one of {sorted(self.collections)}, got {name!r}"
             ) from None
@@ -925,8 +955,18 @@ class _Collector:
         w = self.bucket_seconds
         if s is not None:
             s = -(-s // w) * w  # first whole bucket
+            if s > TIME_MAX:
+                raise HTTPException(
+                    422,
+                    f"since must leave a whole {w} s bucket before {_iso(TIME_MAX)}, got {since!r}",
+                )
         if u is not None:
             u = u // w * w  # end of the last whole bucket
+            if u < TIME_MIN:
+                raise HTTPException(
+                    422,
+                    f"until must end a whole {w} s bucket after {_iso(TIME_MIN)}, got {until!r}",
+                )
         if s is not None and u is not None and u < s:
             raise HTTPException(
                 422, f"until must be at or after since (whole {w} s buckets), got {since}..{until}"
@@ -1313,6 +1353,13 @@ def _fast_json_reports(
         elif field.dtype.kind == "f":
             if not all(type(x) is float or type(x) is int for x in flat):
                 return None
+            # NaN and +-Infinity (json.loads reads them) are no report: the general path
+            # refuses them with Reports' message, before the group committer (issue 27)
+            try:
+                if not all(map(math.isfinite, flat)):
+                    return None
+            except OverflowError:  # an integer beyond any float: the general path explains
+                return None
             if field.dtype != np.float64 or not all(type(x) is float for x in flat):
                 plain = False  # numpy decides how ints or narrower floats convert
         else:
@@ -1387,17 +1434,24 @@ class CollectorApp(FastAPI):
 async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: Any) -> bool:
     """Serve one ingest request from raw ASGI messages; False hands it to FastAPI."""
     found: dict[str, str] = {}
+    authorizations = 0
     for raw_name, raw_value in scope["headers"]:
         field = _FAST_HEADERS.get(raw_name)
         if field is not None:
+            if field == "authorization":
+                authorizations += 1
+                if authorizations > 1:
+                    continue  # the first, as Starlette reads it (two: refused below)
             found[field] = raw_value.decode("latin-1")
     if "origin" in found:
         return False
     collector: _Collector = app.state.collector
     headers: Mapping[str, str] = {}
     try:
-        token = collector.authorize_header(found.get("authorization"), "ingest", name)
-        collector.get(name)
+        token = collector.authorize_header(
+            found.get("authorization"), "ingest", name, count=authorizations
+        )
+        collector.get(name, listing=False)
         key = found.get("key")
         collector.check_ingest_headers(key, found.get("length"))
         chunks, size, limit = [], 0, collector.limits.max_body_bytes
@@ -1430,6 +1484,26 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     return True
 
 
+def _check_origins(origins: Any) -> None:
+    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
+    if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
+        raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+    for origin in origins:
+        if "*" in origin:
+            raise ValueError(
+                "cors_origins must list each origin allowed to call the collector (e.g. "
+                f"'https://dash.example.org'), got {origin!r}: a wildcard would send "
+                "'Access-Control-Allow-Origin: *' on authenticated reads, so any web page "
+                "whose script holds a token could read every collection from its visitors' "
+                "browsers"
+            )
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s]+", origin):
+            raise ValueError(
+                "cors_origins must be origins written as scheme://host[:port] without a "
+                f"path (e.g. 'https://dash.example.org'), got {origin!r}"
+            )
+
+
 def create_app(
     collections: Any,
     database_url: str = DEFAULT_DATABASE_URL,
@@ -1446,6 +1520,7 @@ def create_app(
     max_decoded_bytes: int | None = None,
     max_rollup_parts: int = DEFAULT_MAX_PARTS,
     freeze_gc: bool = False,
+    deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS,
 ) -> FastAPI:
     """Build the collector app.
 
@@ -1469,7 +1544,10 @@ def create_app(
         Bearer tokens (:func:`ldpkit.service.auth.parse_tokens`); None serves everyone
         (``main`` then refuses any non-loopback address).
     cors_origins : list of str or None
-        Origins browsers may call from (``["*"]`` for any); None adds no CORS headers.
+        Origins browsers may call from, each written out (``"https://dash.example.org"``);
+        None adds no CORS headers. ``"*"`` is refused (ValueError): it would put
+        ``Access-Control-Allow-Origin: *`` on authenticated reads, so any web page holding
+        a token could read every estimate from its visitors' browsers.
     bucket_seconds : int
         Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
     commit_window : float
@@ -1499,6 +1577,10 @@ def create_app(
         loop 130-220 ms every 2-4 s at 64 connections (every request in flight waited), and
         took 1-6 ms once they were frozen. Process-wide: leave it off when the app shares its
         process with other work (tests, an embedding server).
+    deleted_keys_seconds : float
+        The retry window: how long the idempotency keys of batches an admin deleted stay
+        refused (409) before they are forgotten (30 days by default); a retry arriving
+        later is stored as a new batch.
 
     Returns
     -------
@@ -1528,9 +1610,11 @@ def create_app(
         raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
     if not isinstance(freeze_gc, bool):
         raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
+    deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     store.max_parts = max_rollup_parts
+    store.deleted_keys_seconds = deleted_keys_seconds
     try:
         collector = _Collector(
             specs,
@@ -1597,6 +1681,8 @@ def create_app(
 
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
+
+        _check_origins(cors_origins)
 
         app.add_middleware(
             CORSMiddleware,
@@ -1688,7 +1774,7 @@ def create_app(
         # and serves requests the fast path hands on (browsers' CORS requests, root_path).
         headers = request.headers
         token = collector.authorize(request, "ingest")
-        collector.get(collection)
+        collector.get(collection, listing=False)
         key = headers.get("idempotency-key")
         collector.check_ingest_headers(key, headers.get("content-length"))
         chunks, size = [], 0
