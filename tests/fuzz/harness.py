@@ -143,6 +143,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.experiments.Cell",
             "ldpkit.experiments.ExperimentResult",
             "ldpkit.sets.SetFrequencyEstimate",
+            "ldpkit.sets.KeyValueEstimate",
         )
     },
     **{

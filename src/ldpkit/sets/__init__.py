@@ -19,10 +19,14 @@ __all__ = [
     "UserPairs",
     "PaddingSampling",
     "SetFrequencyEstimate",
+    "PCKV",
+    "PrivKV",
+    "KeyValueEstimate",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._input import UserPairs, UserSets
+    from .keyvalue import PCKV, KeyValueEstimate, PrivKV
     from .padding import PaddingSampling, SetFrequencyEstimate
