@@ -144,6 +144,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.experiments.ExperimentResult",
             "ldpkit.sets.SetFrequencyEstimate",
             "ldpkit.sets.KeyValueEstimate",
+            "ldpkit.sets.TopItems",
         )
     },
     **{
@@ -378,7 +379,7 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
 
 def _sets_entries(reg: dict[str, Entry]) -> None:
     """ldpkit.sets (issue 32): the CSR containers of users' sets and key-value pairs."""
-    from ldpkit.sets import UserPairs, UserSets
+    from ldpkit.sets import UserPairs, UserSets, restrict_sets, sample_one_item, svim
 
     _add(
         reg,
@@ -413,6 +414,30 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
                 "offsets": ("keys", "values"),
                 "values": ("keys",),
             },
+        ),
+    )
+    users = [[0, 1], [1, 2], [1], [0, 1, 3], [4], []] * 20
+    for name, call in (("svim", svim), ("sample_one_item", sample_one_item)):
+        _add(
+            reg,
+            Entry(
+                f"ldpkit.sets.{name}",
+                call,
+                {"users": users, "epsilon": 2.0, "domain_size": 6, "k": 2, "rng": 0},
+                aliases={"users": ("values",), "k": ("domain_size",), "domain_size": ("k",)},
+            ),
+        )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.restrict_sets",
+            restrict_sets,
+            {
+                "sets": UserSets.from_lists([[0, 3], [], [2]]),
+                "keep": np.array([3, 0]),
+                "domain_size": 4,
+            },
+            aliases={"domain_size": ("keep",), "keep": ("domain_size",)},
         ),
     )
     _add(

@@ -22,6 +22,10 @@ __all__ = [
     "PCKV",
     "PrivKV",
     "KeyValueEstimate",
+    "svim",
+    "sample_one_item",
+    "restrict_sets",
+    "TopItems",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
@@ -30,3 +34,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._input import UserPairs, UserSets
     from .keyvalue import PCKV, KeyValueEstimate, PrivKV
     from .padding import PaddingSampling, SetFrequencyEstimate
+    from .svim import TopItems, restrict_sets, sample_one_item, svim

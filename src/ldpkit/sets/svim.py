@@ -1,0 +1,206 @@
+"""Top-k frequent items of set-valued users: SVIM (Wang, Li, Jha, IEEE S&P 2018, section V).
+
+SVIM is interactive: three disjoint groups of users answer three questions, each on the
+contract (:class:`PaddingSampling`, :class:`ldpkit.GRR`), the later questions depending on the
+earlier answers. :func:`svim` simulates the rounds on given users (the server's side of
+each round is ``spec.aggregate`` + ``spec.estimate``; nothing else sees a raw set):
+
+1. group 1 reports one sampled item (padding-and-sampling with ``ell = 1``) over the whole
+   domain; the ``2k`` largest estimates are the candidates;
+2. group 2 reports ``min(|S & C|, 2k)``, the size of its set restricted to the candidates,
+   with GRR; ``ell`` is the 90th percentile of the estimated distribution;
+3. group 3 reports one sampled candidate with padding ``ell`` over the ``2k`` candidates;
+   the ``k`` largest estimates are the answer.
+
+:func:`sample_one_item` is the naive baseline the paper compares with: every user reports
+one sampled item (``ell = 1``) over the whole domain, one round.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .._rng import RNGLike, as_generator
+from .._validation import check_array, check_epsilon, check_integer, check_real
+from ..estimate import FrequencyEstimate
+from ._input import UserSets, as_user_sets
+from .padding import PaddingSampling, SetFrequencyEstimate
+
+__all__ = ["TopItems", "restrict_sets", "sample_one_item", "svim"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TopItems:
+    """The answer of :func:`svim` or :func:`sample_one_item`.
+
+    Attributes
+    ----------
+    items : ndarray
+        The k items found, most frequent first.
+    frequencies : ndarray
+        Their estimated (padded) frequencies, in the same order.
+    candidates : ndarray
+        The candidate items of round 1 (SVIM) or the whole domain's ranking (baseline).
+    padding : int
+        The padding length used in the final round.
+    length_estimate : ndarray or None
+        SVIM round 2: the estimated distribution of ``|S & C|`` (0 .. 2k).
+    estimate : SetFrequencyEstimate
+        The final round's estimate (over the candidates for SVIM).
+    """
+
+    items: np.ndarray
+    frequencies: np.ndarray
+    candidates: np.ndarray
+    padding: int
+    length_estimate: np.ndarray | None
+    estimate: SetFrequencyEstimate
+
+
+def restrict_sets(sets: UserSets, keep: Any, domain_size: int) -> UserSets:
+    """Each user's set restricted to the items ``keep``, renumbered ``0 .. len(keep) - 1``
+    (in the order of ``keep``); vectorized."""
+    domain_size = check_integer(domain_size, "domain_size", low=1)
+    if not isinstance(sets, UserSets):
+        raise TypeError(f"sets must be ldpkit.sets.UserSets, got {type(sets).__name__}")
+    keep = check_array(keep, "keep", integer=True, low=0, high=domain_size - 1)
+    if np.unique(keep).size != keep.size:
+        raise ValueError("keep must be distinct items, got a repeated one")
+    if sets.items.size and int(sets.items.max()) >= domain_size:
+        raise ValueError(f"domain_size must exceed every item, got {domain_size}")
+    # a sorted lookup, not a table of domain_size entries (the domain may be huge)
+    order = np.argsort(keep, kind="stable")
+    sorted_keep = keep[order]
+    at = np.minimum(np.searchsorted(sorted_keep, sets.items), max(keep.size - 1, 0))
+    kept = sorted_keep[at] == sets.items if keep.size else np.zeros(sets.items.size, bool)
+    mapped = order[at] if keep.size else at
+    rows = np.repeat(np.arange(len(sets)), sets.lengths)[kept]
+    lengths = np.bincount(rows, minlength=len(sets))
+    return UserSets(mapped[kept], np.concatenate([[0], np.cumsum(lengths)]))
+
+
+def _top(est: FrequencyEstimate, k: int) -> np.ndarray:
+    return np.asarray(est.top(min(k, est.domain_size), indices=True), dtype=np.int64)
+
+
+def _take(sets: UserSets, users: np.ndarray) -> UserSets:
+    """The sets of some users (vectorized gather in CSR)."""
+    lengths = sets.lengths[users]
+    starts = sets.offsets[:-1][users]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    pos = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+    return UserSets(sets.items[pos], offsets)
+
+
+def svim(
+    users: Any,
+    *,
+    epsilon: float,
+    domain_size: int,
+    k: int,
+    percentile: float = 0.9,
+    rng: RNGLike = None,
+) -> TopItems:
+    """Simulate SVIM's three rounds on ``users`` (lists of item ids or :class:`UserSets`).
+
+    Users are split uniformly at random into three groups of (nearly) equal size; each
+    user answers one question at the full budget ``epsilon``.
+
+    Parameters
+    ----------
+    users : list of item lists or UserSets
+    epsilon : float
+        Every report's budget.
+    domain_size : int
+        Number of items d.
+    k : int
+        Number of items to find (``2k`` candidates; ``1 <= k``, ``2k <= d``).
+    percentile : float
+        The padding length of round 3 is this percentile of the estimated lengths (0.9 in
+        the paper).
+    rng : Generator, int or None
+
+    Returns
+    -------
+    TopItems
+
+    References
+    ----------
+    T. Wang, N. Li, S. Jha. Locally Differentially Private Frequent Itemset Mining. IEEE
+    S&P 2018, section V (SVIM).
+
+    Examples
+    --------
+    >>> users = [[0, 1], [1, 2], [1], [0, 1, 3]] * 300
+    >>> top = svim(users, epsilon=3.0, domain_size=6, k=2, rng=0)
+    >>> sorted(top.items.tolist())
+    [0, 1]
+    """
+    from ..frequency.grr import GRR
+
+    epsilon = check_epsilon(epsilon)
+    domain_size = check_integer(domain_size, "domain_size", low=2)
+    k = check_integer(k, "k", low=1, high=domain_size // 2)
+    percentile = check_real(percentile, "percentile", low=0.0, high=1.0, low_inclusive=False)
+    sets = as_user_sets(users, domain_size)
+    if len(sets) < 3:
+        raise ValueError(f"users must hold at least 3 users (one per round), got {len(sets)}")
+    gen = as_generator(rng)
+    groups = np.array_split(gen.permutation(len(sets)), 3)
+    # round 1: candidates
+    first = PaddingSampling(epsilon=epsilon, domain_size=domain_size, padding=1)
+    est1 = first.run(_take(sets, groups[0]), rng=gen)
+    candidates = _top(est1, 2 * k)
+    c = candidates.size
+    # round 2: the lengths of the sets restricted to the candidates
+    second = restrict_sets(_take(sets, groups[1]), candidates, domain_size)
+    lengths = np.minimum(second.lengths, c)
+    grr = GRR(epsilon=epsilon, domain_size=c + 1)
+    dist = np.clip(grr.run(lengths, rng=gen).frequencies, 0.0, None)
+    dist = dist / dist.sum() if dist.sum() > 0 else np.full(c + 1, 1.0 / (c + 1))
+    ell = int(np.searchsorted(np.cumsum(dist), percentile - 1e-12) or 1)
+    ell = max(1, min(ell, c))
+    # round 3: frequencies of the candidates with padding ell
+    third = PaddingSampling(epsilon=epsilon, domain_size=max(c, 2), padding=ell)
+    est3 = third.run(restrict_sets(_take(sets, groups[2]), candidates, domain_size), rng=gen)
+    order = _top(est3, k)
+    return TopItems(
+        items=candidates[order],
+        frequencies=est3.frequencies[order],
+        candidates=candidates,
+        padding=ell,
+        length_estimate=dist,
+        estimate=est3,
+    )
+
+
+def sample_one_item(
+    users: Any, *, epsilon: float, domain_size: int, k: int, rng: RNGLike = None
+) -> TopItems:
+    """The naive baseline: every user reports one sampled item of her set (padding 1)
+    over the whole domain; the k largest estimates.
+
+    Examples
+    --------
+    >>> users = [[0, 1], [1, 2], [1], [0, 1, 3]] * 300
+    >>> top = sample_one_item(users, epsilon=3.0, domain_size=6, k=2, rng=0)
+    >>> top.items.size
+    2
+    """
+    epsilon = check_epsilon(epsilon)
+    domain_size = check_integer(domain_size, "domain_size", low=2)
+    k = check_integer(k, "k", low=1, high=domain_size)
+    spec = PaddingSampling(epsilon=epsilon, domain_size=domain_size, padding=1)
+    est = spec.run(as_user_sets(users, domain_size), rng=rng)
+    order = _top(est, k)
+    return TopItems(
+        items=order,
+        frequencies=est.frequencies[order],
+        candidates=_top(est, domain_size),
+        padding=1,
+        length_estimate=None,
+        estimate=est,
+    )
