@@ -172,7 +172,7 @@ def test_privkv_law_frequency_and_documented_mean_bias():
     spec = PrivKV(epsilon=2.0, domain_size=d)
     from ldpkit.privacy import privacy_loss
 
-    assert privacy_loss(spec.transition_matrix()) == spec.privacy_loss() < 2.0
+    assert privacy_loss(spec.pair_matrix()) == spec.privacy_loss() < 2.0
     pairs = _pairs(200_000, d, 3, seed=9)
     stats = spec.aggregate(spec.randomize(pairs, rng=10))
     est = spec.estimate(stats)

@@ -629,9 +629,10 @@ class PrivKV(_KeyValueMechanism):
         _, (k2, o2) = self._weights()
         return k2 / (k2 + o2)
 
-    def transition_matrix(self) -> np.ndarray:
-        """P[output | input] for one sampled key: inputs (holds it with v* = +1, with
-        v* = -1, does not hold it) x outputs (<0, 0>, <1, +1>, <1, -1>)."""
+    def pair_matrix(self) -> np.ndarray:
+        """P[output | input] for the sampled key: inputs (holds it with v* = +1, with
+        v* = -1, does not hold it) x outputs (<0, 0>, <1, +1>, <1, -1>). (Not a
+        ``transition_matrix``: its rows are these three cases, not the domain's keys.)"""
         p1, p2 = self.p1, self.p2
         return np.array(
             [
@@ -645,7 +646,7 @@ class PrivKV(_KeyValueMechanism):
         """The exact loss of the realized law (the sampled key is independent of the data)."""
         from ..privacy import privacy_loss
 
-        return float(privacy_loss(self.transition_matrix()))
+        return float(privacy_loss(self.pair_matrix()))
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Sample a key, perturb its pair (vectorized over users)."""
