@@ -145,6 +145,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.sets.SetFrequencyEstimate",
             "ldpkit.sets.KeyValueEstimate",
             "ldpkit.sets.TopItems",
+            "ldpkit.sets.TopItemsets",
         )
     },
     **{
@@ -379,7 +380,7 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
 
 def _sets_entries(reg: dict[str, Entry]) -> None:
     """ldpkit.sets (issue 32): the CSR containers of users' sets and key-value pairs."""
-    from ldpkit.sets import UserPairs, UserSets, restrict_sets, sample_one_item, svim
+    from ldpkit.sets import UserPairs, UserSets, restrict_sets, sample_one_item, svim, svsm
 
     _add(
         reg,
@@ -417,7 +418,7 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
         ),
     )
     users = [[0, 1], [1, 2], [1], [0, 1, 3], [4], []] * 20
-    for name, call in (("svim", svim), ("sample_one_item", sample_one_item)):
+    for name, call in (("svim", svim), ("sample_one_item", sample_one_item), ("svsm", svsm)):
         _add(
             reg,
             Entry(

@@ -69,3 +69,25 @@ def test_svim_and_naive_agree_when_lengths_do_not_depend_on_items():
     assert _ncr(top.items, truth) > 0.8 and top.items.size == k
     with pytest.raises(ValueError, match="k must be"):
         svim(sets, epsilon=3.0, domain_size=d, k=31)
+
+
+def test_svsm_finds_planted_itemsets():
+    """Pairs {0, 1} (40%) and {0, 2} (30%) planted in noise: the product guess makes them
+    candidates and the itemset round ranks them first, near their true shares."""
+    from ldpkit.sets import svsm
+
+    gen = np.random.default_rng(3)
+    n, d = 60_000, 30
+    kind = gen.choice(3, size=n, p=[0.40, 0.30, 0.30])
+    base = {0: [0, 1], 1: [0, 2], 2: []}
+    rows = []
+    for t in kind.tolist():  # (test data)
+        noise = (10 + gen.choice(20, size=int(gen.integers(0, 3)), replace=False)).tolist()
+        rows.append(base[t] + noise)
+    sets = UserSets.from_lists(rows)
+    top = svsm(sets, epsilon=4.0, domain_size=d, k=2, rng=1)
+    assert top.itemsets == [(0, 1), (0, 2)], top.itemsets
+    assert len(top.candidates) == 4 and top.padding >= 1
+    assert np.all(np.abs(top.frequencies - [0.40, 0.30]) < 0.06), top.frequencies
+    with pytest.raises(ValueError, match="max_size must be"):
+        svsm(sets, epsilon=4.0, domain_size=d, k=3, max_size=5)

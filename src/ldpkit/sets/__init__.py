@@ -26,6 +26,8 @@ __all__ = [
     "sample_one_item",
     "restrict_sets",
     "TopItems",
+    "svsm",
+    "TopItemsets",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
@@ -34,4 +36,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._input import UserPairs, UserSets
     from .keyvalue import PCKV, KeyValueEstimate, PrivKV
     from .padding import PaddingSampling, SetFrequencyEstimate
-    from .svim import TopItems, restrict_sets, sample_one_item, svim
+    from .svim import TopItems, TopItemsets, restrict_sets, sample_one_item, svim, svsm
