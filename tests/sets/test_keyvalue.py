@@ -164,7 +164,18 @@ def test_pckv_result_frame_intervals_and_long_share():
     ]
     f, s, _ = _padded(pairs, d, ell)
     lo, hi = est.mean_interval(0.001)
-    assert np.all((lo <= s / f) & (s / f <= hi))
+    assert np.all((lo <= s / f) & (s / f <= hi))  # every key is precise enough here
+
+
+def test_mean_intervals_are_refused_where_the_count_is_imprecise():
+    from ldpkit.estimate import IntervalWarning
+
+    pairs = _pairs(3000, 6, 4, seed=7)
+    est = PCKV(epsilon=0.5, domain_size=6, padding=2).run(pairs, rng=8)
+    with pytest.warns(IntervalWarning, match="relative standard error"):
+        lo, hi = est.mean_interval()
+    rel = np.sqrt(est.frequency_variance) / est.frequencies
+    assert np.all(np.isnan(lo[rel > 0.2])) and np.all(np.isnan(hi[rel > 0.2]))
 
 
 def test_privkv_law_frequency_and_documented_mean_bias():
