@@ -35,6 +35,7 @@ __all__ = [
     "stream",
     "metrics",
     "numeric",
+    "sets",
     # every frequency oracle and helper is public at top level too
     "FrequencyOracle",
     "PureFrequencyOracle",
@@ -91,7 +92,7 @@ _SUBMODULES = [
 __getattr__, __dir__ = attach(__name__, __file__, submodules=_SUBMODULES)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
-    from . import consistency, metrics, numeric, queries, stream
+    from . import consistency, metrics, numeric, queries, sets, stream
     from ._rng import as_generator, secure_generator, spawn
     from .accountant import BudgetExceededError, PrivacyAccountant
     from .aggregator import Aggregator

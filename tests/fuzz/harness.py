@@ -63,6 +63,7 @@ MODULES = (
     "ldpkit.experiments",
     "ldpkit.reproduce",
     "ldpkit.poisoning",
+    "ldpkit.sets",
 )
 
 EXCLUDED_MODULES = {
@@ -142,6 +143,10 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.datasets.DatasetInfo",
             "ldpkit.experiments.Cell",
             "ldpkit.experiments.ExperimentResult",
+            "ldpkit.sets.SetFrequencyEstimate",
+            "ldpkit.sets.KeyValueEstimate",
+            "ldpkit.sets.TopItems",
+            "ldpkit.sets.TopItemsets",
         )
     },
     **{
@@ -270,6 +275,8 @@ _REGISTRY: dict[str, Entry] | None = None
 def _values(spec: Any, n: int = 40) -> np.ndarray:
     """Valid inputs for ``spec``: items 0..d-1 or numbers inside [low, high]."""
     rng = np.random.default_rng(1)
+    if hasattr(spec, "_contract_values"):  # sets, key-value pairs (ldpkit.sets)
+        return spec._contract_values(n, rng)
     d = getattr(spec, "domain_size", None)
     if type(spec).__name__ == "DiscreteSquareWave":
         d = spec.buckets
@@ -295,6 +302,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
         import ldpkit
 
         top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
+        if cls.__module__.startswith("ldpkit.sets"):
+            top = f"ldpkit.sets.{name}"
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
         aliases = {
             "low": ("high",),
@@ -370,6 +379,80 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
     )
 
 
+def _sets_entries(reg: dict[str, Entry]) -> None:
+    """ldpkit.sets (issue 32): the CSR containers of users' sets and key-value pairs."""
+    from ldpkit.sets import UserPairs, UserSets, restrict_sets, sample_one_item, svim, svsm
+
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserSets",
+            UserSets,
+            {"items": np.array([0, 3, 2]), "offsets": np.array([0, 2, 2, 3])},
+            aliases={"items": ("offsets",), "offsets": ("items",)},
+        ),
+    )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserSets.from_lists",
+            UserSets.from_lists,
+            {"sets": [[0, 3], [], [2]]},
+            aliases={"sets": ("values",)},
+        ),
+    )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserPairs",
+            UserPairs,
+            {
+                "keys": np.array([0, 2, 1]),
+                "values": np.array([0.5, -1.0, 1.0]),
+                "offsets": np.array([0, 2, 3]),
+            },
+            aliases={
+                "keys": ("offsets", "values"),
+                "offsets": ("keys", "values"),
+                "values": ("keys",),
+            },
+        ),
+    )
+    users = [[0, 1], [1, 2], [1], [0, 1, 3], [4], []] * 20
+    for name, call in (("svim", svim), ("sample_one_item", sample_one_item), ("svsm", svsm)):
+        _add(
+            reg,
+            Entry(
+                f"ldpkit.sets.{name}",
+                call,
+                {"users": users, "epsilon": 2.0, "domain_size": 6, "k": 2, "rng": 0},
+                aliases={"users": ("values",), "k": ("domain_size",), "domain_size": ("k",)},
+            ),
+        )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.restrict_sets",
+            restrict_sets,
+            {
+                "sets": UserSets.from_lists([[0, 3], [], [2]]),
+                "keep": np.array([3, 0]),
+                "domain_size": 4,
+            },
+            aliases={"domain_size": ("keep",), "keep": ("domain_size",)},
+        ),
+    )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserPairs.from_lists",
+            UserPairs.from_lists,
+            {"pairs": [[(0, 0.5), (2, -1.0)], [(1, 1.0)]]},
+            aliases={"pairs": ("values",)},
+        ),
+    )
+
+
 def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
     """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
     from ldpkit.numeric import Distribution
@@ -406,6 +489,7 @@ def build_registry() -> dict[str, Entry]:
     reg: dict[str, Entry] = {}
     _mechanism_entries(reg)
     _hybrid_entries(reg)
+    _sets_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()
@@ -1161,6 +1245,19 @@ def variants(base: Any) -> list[Variant]:
             ("array1", np.array([base]), False),
             ("masked", np.ma.masked_array([base], mask=[True]), True),
         ]
+    if _ragged(base):  # one list per user (ldpkit.sets: sets, key-value pairs)
+        rows = list(base)
+        out += [
+            ("empty", [], False),
+            ("shorter", rows[:-1], False),
+            ("longer", [*rows, rows[-1]], False),
+            ("nan-in", [[math.nan], *rows[1:]], True),
+            ("str-in", ["abc", *rows[1:]], True),
+            ("none-in", [None, *rows[1:]], True),
+            ("flat-ints", list(range(len(rows))), True),
+            ("masked", _masked(np.arange(len(rows))), True),
+        ]
+        return out
     if isinstance(base, (list, tuple)) and any(isinstance(b, np.ndarray) for b in base):
         first = np.asarray(base[0], dtype=np.float64)
         out += [
@@ -1212,6 +1309,15 @@ def variants(base: Any) -> list[Variant]:
                     ("uint8", arr.astype(np.uint8), False),
                 ]
     return out
+
+
+def _ragged(base: Any) -> bool:
+    """A sequence of per-user lists (ragged: not one numeric array)."""
+    if isinstance(base, np.ndarray) and base.dtype != object:
+        return False
+    if not isinstance(base, (list, tuple, np.ndarray)) or len(base) == 0:
+        return False
+    return all(isinstance(b, (list, tuple)) for b in base)
 
 
 # ---------------------------------------------------------------------------------------------
