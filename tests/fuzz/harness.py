@@ -62,6 +62,7 @@ MODULES = (
     "ldpkit.datasets",
     "ldpkit.experiments",
     "ldpkit.reproduce",
+    "ldpkit.longitudinal",
 )
 
 EXCLUDED_MODULES = {
@@ -104,6 +105,7 @@ EXCLUDED: dict[str, str] = {
         f"ldpkit.{name}": _MODULE
         for name in ("consistency", "queries", "stream", "metrics", "numeric")
     },
+    "ldpkit.longitudinal": _MODULE,
     **{
         name: _EXCEPTION
         for name in (
@@ -122,6 +124,8 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.LocalHashing",
             "ldpkit.stream.Smoother",
             "ldpkit.stream.StreamRelease",
+            "ldpkit.longitudinal.LongitudinalOracle",
+            "ldpkit.longitudinal.LongitudinalUnary",
         )
     },
     **{
@@ -294,6 +298,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
         import ldpkit
 
         top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
+        if cls.__module__.startswith("ldpkit.longitudinal."):
+            top = f"ldpkit.longitudinal.{name}"
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
         aliases = {
             "low": ("high",),
@@ -303,6 +309,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             "expected_n": ("max_level",),
         }
         _add(reg, Entry(top, cls, kwargs, aliases=aliases, allow_inf=True))
+        if "epsilon_inf" in kwargs:  # None: the documented default, 3 x epsilon
+            reg[top].nullable = frozenset({"epsilon_inf"})
         values = _values(spec)
         _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
         _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
@@ -1038,6 +1046,22 @@ def build_registry() -> dict[str, Entry]:
         ("ldpkit.consistency.fit_power_law", "counts"),  # estimated counts n * f (documented)
     ):
         reg[name].floats_ok = frozenset({param})
+    # issue 30: a device whose memo file lives in a temporary directory (its constructor
+    # writes that file; secret and path are tested in tests/longitudinal/test_device.py)
+    from ldpkit.longitudinal import LGRR
+
+    lgrr = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6)
+    device = ldpkit.Device(
+        secret=bytes(range(32)),
+        path=os.path.join(tempfile.mkdtemp(prefix="ldpkit-fuzz-"), "device.json"),
+    )
+    add(
+        "ldpkit.Device.report",
+        lambda values, rng: device.report(lgrr, values, rng=rng),
+        values=_values(lgrr),
+        rng=0,
+    ).nullable = frozenset({"rng"})
+    add("ldpkit.Device.privacy_spent", device.privacy_spent, spec=lgrr)
     _REGISTRY = reg
     return reg
 
