@@ -1062,6 +1062,17 @@ def build_registry() -> dict[str, Entry]:
         rng=0,
     ).nullable = frozenset({"rng"})
     add("ldpkit.Device.privacy_spent", device.privacy_spent, spec=lgrr)
+    e = add(
+        "ldpkit.privacy.attack",
+        lambda spec, rounds, memoized, prior: privacy.attack(
+            spec, rounds=rounds, memoized=memoized, prior=prior, samples=200, rng=0
+        ),
+        spec=lgrr,
+        rounds=3,
+        memoized=True,
+        prior=np.full(6, 1 / 6),
+    )
+    e.nullable, e.bools_ok = frozenset({"prior"}), frozenset({"memoized"})
     _REGISTRY = reg
     return reg
 
