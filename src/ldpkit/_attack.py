@@ -268,7 +268,7 @@ def attack(
     >>> from ldpkit import GRR
     >>> r = attack(GRR(epsilon=1.0, domain_size=4), rounds=1)
     >>> round(r.success, 4), r.method
-    (0.4751, 'exact')
+    (0.4754, 'exact')
     """
     from .spec import Mechanism
 
@@ -297,7 +297,7 @@ def attack(
     limit: float | None = 1.0
     if kind == "whole":  # one report, repeated: T = 1
         if isinstance(law, tuple):
-            law = np.asarray(spec.transition_matrix())  # SUE / OUE, small d
+            law = np.asarray(spec.transition_matrix())  # type: ignore[attr-defined]
         p1, p2, rounds_seen = np.eye(d), np.asarray(law), 1
         limit = None
     elif kind == "matrix":
