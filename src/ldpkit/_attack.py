@@ -295,9 +295,20 @@ def attack(
     kind, law = _channels(spec, bool(memoized))
     gen = as_generator(rng)
     limit: float | None = 1.0
+    if kind == "whole" and isinstance(law, tuple):  # a unary report, repeated: T = 1
+        hits = _mc_bits(law, 1, prior_arr, samples, gen)
+        rate = hits / samples
+        return AttackResult(
+            rate,
+            _wilson(hits, samples, alpha),
+            rounds,
+            True,
+            "monte carlo",
+            samples,
+            baseline,
+            rate,
+        )
     if kind == "whole":  # one report, repeated: T = 1
-        if isinstance(law, tuple):
-            law = np.asarray(spec.transition_matrix())  # type: ignore[attr-defined]
         p1, p2, rounds_seen = np.eye(d), np.asarray(law), 1
         limit = None
     elif kind == "matrix":
