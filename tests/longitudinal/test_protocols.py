@@ -180,7 +180,7 @@ def _pair_z(spec, model, n=200_000, seed=4):
 def test_memoized_pairs_identify_epsilon_inf(cls):
     spec = cls(epsilon_inf=2.0, epsilon_1=0.7, domain_size=8)
     assert abs(_pair_z(spec, spec)) < 5
-    wrong = cls(epsilon_inf=2.6, epsilon_1=0.7, domain_size=8)
+    wrong = cls(epsilon_inf=3.0, epsilon_1=0.7, domain_size=8)
     assert abs(_pair_z(spec, wrong)) > 6
 
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 from abc import abstractmethod
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from .. import _crmath
+from .._rng import derive_seeds, is_secure
 from .._validation import check_memory
 from ..frequency import _bits
+from ..frequency._unary_sampler import sample_unary_bits, sample_unary_bits_secure
 from ..frequency.unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
 from ..spec import Reports
 from ._base import LongitudinalOracle, composite_loss
@@ -32,8 +34,6 @@ __all__ = ["LongitudinalUnary", "LOUE", "LOSUE", "LSUE", "LSOUE"]
 _SCALE = 1 << 64
 _SCALE2 = 1 << 128
 _U64_MAX = _SCALE - 1
-#: Rows per chunk of uniform draws, so that no n x d matrix of 64-bit words is held.
-_CHUNK_WORDS = 1 << 20
 
 
 def _first_round(kind: str, epsilon_inf: float) -> tuple[int, int]:
@@ -162,41 +162,40 @@ class LongitudinalUnary(LongitudinalOracle):
         return k * unary_privacy_loss(*self._rounds()[0])
 
     # -- sampling --------------------------------------------------------------------------
-    def _draw(self, thresholds: Any, gen: np.random.Generator) -> np.ndarray:
-        u = gen.integers(0, _U64_MAX, size=thresholds.shape, dtype=np.uint64, endpoint=True)
-        return np.packbits(u < thresholds, axis=1)
-
-    def _check_size(self, n: int) -> None:
+    def _bits(
+        self, values: np.ndarray, big: int, small: int, gen: np.random.Generator
+    ) -> np.ndarray:
+        """Packed bits: bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other
+        one w.p. ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit
+        word per bit against the integer threshold; secure generator or per-row xoshiro
+        streams seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does)."""
+        d = self.domain_size
         check_memory(
-            float(n) * _bits.packed_width(self.domain_size),
-            f"len(values)={n} at domain_size={self.domain_size}",
+            float(values.shape[0]) * _bits.packed_width(d),
+            f"len(values)={values.shape[0]} at domain_size={d}",
             f"{self.name}.randomize",
         )
-
-    def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        d = self.domain_size
-        self._check_size(values.shape[0])
-        tp1, tq1 = self._rounds()[0]
         out = np.empty((values.shape[0], _bits.packed_width(d)), dtype=np.uint8)
-        rows = max(1, _CHUNK_WORDS // d)
-        for start in range(0, values.shape[0], rows):  # chunks of users, not one per user
-            v = values[start : start + rows]
-            thresholds = np.full((v.shape[0], d), tq1, dtype=np.uint64)
-            thresholds[np.arange(v.shape[0]), v] = tp1
-            out[start : start + rows] = self._draw(thresholds, gen)
+        if values.shape[0]:
+            if is_secure(gen):
+                sample_unary_bits_secure(values, gen, d, big, small, out)
+            else:
+                sample_unary_bits(values, derive_seeds(gen, values.shape[0]), d, big, small, out)
         return out
 
+    def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        tp1, tq1 = self._rounds()[0]
+        return self._bits(np.asarray(values, dtype=np.int64), tp1, tq1, gen)
+
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
-        d = self.domain_size
-        perm = _bits.check_packed(np.asarray(permanent), d, "permanent")
+        perm = _bits.check_packed(np.asarray(permanent), self.domain_size, "permanent")
         tp2, tq2 = self._rounds()[1]
-        out = np.empty_like(perm)
-        rows = max(1, _CHUNK_WORDS // d)
-        high, low = np.uint64(tp2), np.uint64(tq2)
-        for start in range(0, perm.shape[0], rows):
-            bits = _bits.unpack_bits(perm[start : start + rows], d).astype(bool)
-            out[start : start + rows] = self._draw(np.where(bits, high, low), gen)
-        return Reports(self, bits=out)
+        zeros = np.zeros(perm.shape[0], dtype=np.int64)
+        # every bit: 1 w.p. p2 where the permanent bit is 1, q2 where it is 0; two i.i.d.
+        # bit matrices selected by the permanent bits (padding bits stay 0: both are 0 there)
+        ones_law = self._bits(zeros, tp2, tp2, gen)
+        zeros_law = self._bits(zeros, tq2, tq2, gen)
+        return Reports(self, bits=(perm & ones_law) | (~perm & zeros_law))
 
     def support_counts(self, reports: Reports) -> np.ndarray:
         """Number of reports with bit v set, for every v (validates shape and padding)."""
