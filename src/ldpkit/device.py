@@ -134,6 +134,7 @@ class Device:
             else secrets.token_bytes(32)
         )
         self._memo: dict[str, dict[str, Any]] = dict(stored["memo"]) if stored else {}
+        self._states: dict[str, Any] = dict(stored.get("states", {})) if stored else {}
         if stored is None:
             self._save()
 
@@ -166,7 +167,12 @@ class Device:
         return dict(data)
 
     def _save(self) -> None:
-        data = {"format": DEVICE_FORMAT, "secret": self._secret.hex(), "memo": self._memo}
+        data = {
+            "format": DEVICE_FORMAT,
+            "secret": self._secret.hex(),
+            "memo": self._memo,
+            "states": self._states,
+        }
         _write_atomic(self._path, json.dumps(data, sort_keys=True).encode())
 
     # -- derivation ----------------------------------------------------------------------------
@@ -177,13 +183,28 @@ class Device:
         digest = hmac.new(self._secret, message, hashlib.sha256).digest()
         return np.random.Generator(np.random.Philox(key=int.from_bytes(digest[:16], "big")))
 
+    def _state(self, spec: Any) -> np.ndarray | None:
+        """The spec's per-device permanent state (LOLOHA's hash seed), derived once."""
+        entry = self._states.get(spec.fingerprint)
+        if entry is None:
+            state = spec._device_state(self._generator(spec, b"state"))
+            if state is None:
+                return None
+            self._states[spec.fingerprint] = entry = _encode(state)
+        return _decode(entry)
+
     def _memoized(self, spec: Mechanism, value: Any) -> dict[str, Any]:
+        if _is_longitudinal(spec):
+            # memoized per key: the value, or what its permanent answer depends on (LOLOHA:
+            # its hashed value under the device's seed, so values hashing alike share it)
+            state = self._state(spec)
+            value = spec._memo_keys(np.asarray([value]), state)[0]  # type: ignore[attr-defined]
         text, key = _value_key(value)
         table = self._memo.setdefault(spec.fingerprint, {})
         if text not in table:
             gen = self._generator(spec, key)
             if _is_longitudinal(spec):
-                perm = spec._permanent_round(np.asarray([value]), gen)  # type: ignore[attr-defined]
+                perm = spec._permanent_from_keys(np.asarray([value]), gen, state)  # type: ignore[attr-defined]
                 table[text] = {"permanent": _encode(perm[0])}
             else:
                 rep = spec.randomize(np.asarray([value]), rng=gen)
@@ -218,9 +239,9 @@ class Device:
         answers are written to the memo file before anything is returned.
         """
         v = self._check_values(spec, values)
-        before = len(self._memo.get(spec.fingerprint, {}))
+        before = len(self._memo.get(spec.fingerprint, {})), len(self._states)
         entries = [self._memoized(spec, x) for x in v.tolist()]  # a device's few values
-        if len(self._memo.get(spec.fingerprint, {})) != before:
+        if (len(self._memo.get(spec.fingerprint, {})), len(self._states)) != before:
             self._save()
         if _is_longitudinal(spec):
             perm = np.stack([_decode(e["permanent"]) for e in entries]) if entries else None
@@ -235,7 +256,8 @@ class Device:
         )
 
     def distinct_values(self, spec: Mechanism) -> int:
-        """How many different values this device has reported under ``spec``."""
+        """How many different values (memo keys: LOLOHA's hashed values) this device has
+        reported under ``spec``."""
         _check_spec(spec)
         return len(self._memo.get(spec.fingerprint, {}))
 

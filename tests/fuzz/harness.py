@@ -309,8 +309,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             "expected_n": ("max_level",),
         }
         _add(reg, Entry(top, cls, kwargs, aliases=aliases, allow_inf=True))
-        if "epsilon_inf" in kwargs:  # None: the documented default, 3 x epsilon
-            reg[top].nullable = frozenset({"epsilon_inf"})
+        if "epsilon_inf" in kwargs:  # None: the documented defaults (3 x epsilon; LOLOHA's g)
+            reg[top].nullable = frozenset({"epsilon_inf", "hash_range"} & set(kwargs))
         values = _values(spec)
         _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
         _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
@@ -1062,6 +1062,15 @@ def build_registry() -> dict[str, Entry]:
         rng=0,
     ).nullable = frozenset({"rng"})
     add("ldpkit.Device.privacy_spent", device.privacy_spent, spec=lgrr)
+    from ldpkit.longitudinal import loloha_hash_range
+
+    add(
+        "ldpkit.longitudinal.loloha_hash_range",
+        loloha_hash_range,
+        epsilon_inf=2.0,
+        epsilon_1=1.0,
+        domain_size=32,
+    )
     e = add(
         "ldpkit.privacy.attack",
         lambda spec, rounds, memoized, prior: privacy.attack(

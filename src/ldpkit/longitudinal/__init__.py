@@ -20,6 +20,8 @@ __all__ = [
     "LOSUE",
     "LSUE",
     "LSOUE",
+    "LOLOHA",
+    "loloha_hash_range",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
@@ -27,4 +29,5 @@ __getattr__, __dir__ = attach(__name__, __file__)
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import LongitudinalOracle
     from .grr import LGRR
+    from .loloha import LOLOHA, loloha_hash_range
     from .unary import LOSUE, LOUE, LSOUE, LSUE, LongitudinalUnary

@@ -118,6 +118,22 @@ class LongitudinalOracle(PureFrequencyOracle):
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
         """One fresh report of each permanent answer."""
 
+    # -- what a device keeps (ldpkit.Device reads these) -----------------------------------
+    def _device_state(self, gen: np.random.Generator) -> np.ndarray | None:
+        """Per-device permanent state drawn once (LOLOHA: its hash seed); None here."""
+        return None
+
+    def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
+        """What the permanent answer of each value depends on (memoized per key): the value
+        itself here; LOLOHA's hashed value."""
+        return values
+
+    def _permanent_from_keys(
+        self, keys: np.ndarray, gen: np.random.Generator, state: np.ndarray | None
+    ) -> np.ndarray:
+        """The permanent answers of memo keys (the permanent round, here)."""
+        return self._permanent_round(keys, gen)
+
     @abstractmethod
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
         """Loss of any number of memoized reports by one device that reported
