@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpkit.longitudinal import LGRR, LOSUE, LOUE, LSOUE, LSUE
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
@@ -125,6 +125,70 @@ def throughput(spec: Any, name: str, values: np.ndarray, args: argparse.Namespac
     return rates
 
 
+def loloha_rows(
+    data_name: str, windows: list[Any], eps_inf: float, eps_1: float, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """LOLOHA (no peer implementation) against L-OSUE at the same budgets: MSE per window,
+    and how often a device changes its value before its loss passes 2 epsilon_inf.
+
+    A device's loss is ``epsilon_inf x`` its distinct memo keys: its values for L-OSUE
+    (memo per value), its hashed values for LOLOHA (memo per hashed value, g at most).
+    Counted on the users present in every window (all of them for the baby names)."""
+    from ldpkit.frequency.hashing import local_hash
+
+    n = min(w.size for w in windows)
+    seq = np.stack([w[:n] for w in windows], axis=1)  # users x windows
+    changes = (seq[:, 1:] != seq[:, :-1]).sum(axis=1)
+    seeds = np.random.default_rng(3).integers(0, 2**63, size=n, dtype=np.uint64)
+    out = []
+    specs = {
+        "L-OSUE": LOSUE(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d),
+        "BiLOLOHA": LOLOHA(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d, hash_range=2),
+        "OLOLOHA": LOLOHA(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d),
+    }
+    gen = np.random.default_rng(11)
+    for name, spec in specs.items():
+        keys = seq if name == "L-OSUE" else local_hash(seeds[:, None], seq, spec.hash_range)
+        # changes absorbed while at most 2 distinct keys have been used (loss <= 2 eps_inf)
+        absorbed, within = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+        for i in range(n):  # a per-user scan of a short history (windows), not a hot path
+            seen: set[int] = set()
+            for t in range(seq.shape[1]):
+                seen.add(int(keys[i, t]))
+                if len(seen) > 2:
+                    within[i] = False
+                    break
+                if t and seq[i, t] != seq[i, t - 1]:
+                    absorbed[i] += 1
+        mse, var = [], []
+        for values in windows:
+            f = np.bincount(values, minlength=args.d) / values.size
+            est = spec.estimate(spec.aggregate(spec.randomize(values, rng=gen)))
+            mse.append(float(np.mean((est.frequencies - f) ** 2)))
+            var.append(float(np.mean(spec.variance(values.size, f))))
+        movers = changes > 0
+        out.append(
+            {
+                "data": data_name,
+                "protocol": name,
+                "eps_inf": eps_inf,
+                "eps_1": eps_1,
+                "g": getattr(spec, "hash_range", None),
+                "MSE": float(np.mean(mse)),
+                "variance": float(np.mean(var)),
+                "devices that change": float(movers.mean()),
+                "changes per mover": float(changes[movers].mean()) if movers.any() else 0.0,
+                "changes absorbed <= 2 eps_inf": float(absorbed[movers].mean())
+                if movers.any()
+                else 0.0,
+                "movers never past 2 eps_inf": float(within[movers].mean())
+                if movers.any()
+                else 1.0,
+            }
+        )
+    return out
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from ldpkit.consistency import norm_sub
 
@@ -140,6 +204,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     gen = np.random.default_rng(7)
     for data_name, (windows, _labels) in data.items():
         for eps_inf, eps_1 in budgets:
+            if data_name.startswith("baby"):
+                args.loloha.extend(loloha_rows(data_name, windows, eps_inf, eps_1, args))
             for name, cls in PROTOCOLS.items():
                 spec = cls(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d)
                 client, agg = mfl_functions(name)
@@ -204,6 +270,21 @@ COLUMNS = [
 ]
 
 
+LOLOHA_COLUMNS = [
+    ("data", "data"),
+    ("protocol", "protocol"),
+    ("eps_inf", "eps_inf"),
+    ("eps_1", "eps_1"),
+    ("g", "g"),
+    ("MSE", "MSE/window", ".3e"),
+    ("variance", "variance", ".3e"),
+    ("devices that change", "share changing", ".3f"),
+    ("changes per mover", "changes/mover", ".2f"),
+    ("changes absorbed <= 2 eps_inf", "changes within 2 eps_inf", ".2f"),
+    ("movers never past 2 eps_inf", "movers never past 2 eps_inf", ".3f"),
+]
+
+
 def markdown(rows: list[dict[str, Any]], mode: str) -> str:
     from _common import _fmt
 
@@ -220,6 +301,18 @@ def markdown(rows: list[dict[str, Any]], mode: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table(rows: list[dict[str, Any]], columns: list[Any]) -> list[str]:
+    from _common import _fmt
+
+    lines = [
+        "| " + " | ".join(h for _, h, *_ in columns) + " |",
+        "| " + " | ".join("---" for _ in columns) + " |",
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(k), *how) for k, _, *how in columns) + " |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="every window, three budgets")
@@ -228,12 +321,17 @@ def main() -> None:
     parser.add_argument("--mfl-users", type=int, default=3_000, help="peer's timed users")
     parser.add_argument("--mfl-every", type=int, default=4, help="--full: peer every k-th window")
     args = parser.parse_args()
+    args.loloha = []
     rows = run(args)
     mode = "full" if args.full else "quick"
     print_table(f"longitudinal ({mode})", rows, COLUMNS)
-    write_json("longitudinal", rows, {"mode": mode})
+    print_table("LOLOHA vs L-OSUE: changes of value", args.loloha, LOLOHA_COLUMNS)
+    write_json("longitudinal", rows, {"mode": mode, "loloha": args.loloha})
     DOCS.mkdir(parents=True, exist_ok=True)
-    (DOCS / "longitudinal.md").write_text(markdown(rows, mode))
+    text = markdown(rows, mode) + "\n## LOLOHA vs L-OSUE: changes of value (baby names)\n\n"
+    (DOCS / "longitudinal.md").write_text(
+        text + "\n".join(table(args.loloha, LOLOHA_COLUMNS)) + "\n"
+    )
 
 
 if __name__ == "__main__":
