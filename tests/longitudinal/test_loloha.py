@@ -60,3 +60,26 @@ def test_a_device_memoizes_per_hashed_value(tmp_path):
     same = np.flatnonzero(buckets == buckets[0])
     assert again.permanent(spec, int(same[0])) == again.permanent(spec, int(same[-1]))
     assert spec.aggregate(reports).n == 50
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_law_given_the_seed(secure):
+    """``(y - H_seed(v)) mod g`` has the law ``(p*, q', ..., q')`` (L-GRR over [g]) whatever
+    the seed: chi-square on it, which rejects the sampler of epsilon_1 x 1.3."""
+    from ldpkit._rng import secure_generator
+    from ldpkit.frequency.hashing import local_hash
+    from ldpkit.testing import chisquare_gof
+
+    spec = LOLOHA(epsilon_inf=2.0, epsilon_1=1.0, domain_size=50, hash_range=5)
+    g, n, v = 5, 60_000, 7
+    law = np.full(g, (1 - spec.p) / (g - 1))
+    law[0] = spec.p
+
+    def offsets(mech, seed):
+        rng = secure_generator() if secure else seed
+        reports = mech.randomize(np.full(n, v), rng=rng)
+        hashed = local_hash(reports.seeds, np.full(n, v), g)
+        return np.bincount((reports.values.astype(np.int64) - hashed) % g, minlength=g)
+
+    assert chisquare_gof(offsets(spec, 3), law) > 1e-6
+    assert chisquare_gof(offsets(spec.replace(epsilon=1.3), 4), law) < 1e-6
