@@ -34,6 +34,7 @@ WHY = {
     "RAPPOR": "bits at 2^-64: f/2 keeps >= 2^20 units at h = 1",
     "SHE": "noise block of >= 2996 cells on the 2^-20 grid",
     "LGRR": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
+    "DBitFlipPM": "bits at 2^-64: q ~ e^(-eps/2) keeps >= 2^20 units",
     "LOLOHA": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
     "LOUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",
     "LOSUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",

@@ -21,6 +21,7 @@ __all__ = [
     "LSUE",
     "LSOUE",
     "LOLOHA",
+    "DBitFlipPM",
     "loloha_hash_range",
 ]
 
@@ -28,6 +29,7 @@ __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import LongitudinalOracle
+    from .dbitflip import DBitFlipPM
     from .grr import LGRR
     from .loloha import LOLOHA, loloha_hash_range
     from .unary import LOSUE, LOUE, LSOUE, LSUE, LongitudinalUnary
