@@ -14,7 +14,8 @@ Data that change over time and ship with the install:
   device, its value the destination of its first flight of the day among the d most
   common destinations; a day is a window.
 
-Per protocol and window: MSE of ldpkit's plain (unbiased) estimate and of multi-freq-ldpy's
+dBitFlipPM has one budget: it runs at epsilon = eps_inf with d = 4 sampled bits in both
+libraries. Per protocol and window: MSE of ldpkit's plain (unbiased) estimate and of multi-freq-ldpy's
 MI estimate (clipped at 0 and renormalized), both from the same users' values, against the
 analytical variance (FO17 eq. 2 at the chained p*, q*, averaged over the items; at f = 0 it
 is the paper's); client users/s and server reports/s of each library (multi-freq-ldpy's
@@ -33,13 +34,20 @@ from typing import Any
 
 import numpy as np
 
-from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE, DBitFlipPM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "results"
-PROTOCOLS = {"L-GRR": LGRR, "L-OUE": LOUE, "L-OSUE": LOSUE, "L-SUE": LSUE, "L-SOUE": LSOUE}
+PROTOCOLS = {
+    "L-GRR": LGRR,
+    "L-OUE": LOUE,
+    "L-OSUE": LOSUE,
+    "L-SUE": LSUE,
+    "L-SOUE": LSOUE,
+    "dBitFlipPM": DBitFlipPM,
+}
 
 
 def babyname_windows(d: int, n: int, years: list[int], seed: int) -> tuple[list[Any], list[str]]:
@@ -83,18 +91,22 @@ def flight_windows(d: int, days: int) -> tuple[list[Any], list[str]]:
     return windows, labels
 
 
-def mfl_functions(name: str) -> tuple[Any, Any]:
+def peer(spec: Any, name: str) -> tuple[Any, Any]:
+    """multi-freq-ldpy's client (one value -> one report) and MI aggregator (reports ->
+    frequencies) at ``spec``'s budgets."""
     import importlib
 
     module = importlib.import_module(f"multi_freq_ldpy.long_freq_est.{name.replace('-', '_')}")
     base = name.replace("-", "_")
-    return getattr(module, f"{base}_Client"), getattr(module, f"{base}_Aggregator_MI")
-
-
-def mfl_aggregate(agg: Any, name: str, reports: list[Any], d: int, ei: float, e1: float) -> Any:
+    client, agg = getattr(module, f"{base}_Client"), getattr(module, f"{base}_Aggregator_MI")
+    d = spec.domain_size
+    if name == "dBitFlipPM":
+        bits, eps = spec.sampled_bits, spec.epsilon
+        return (lambda v: client(v, d, d, bits, eps)), (lambda r: agg(r, d, bits, eps))
+    ei, e1 = spec.epsilon_inf, spec.epsilon
     if name == "L-GRR":
-        return agg(reports, d, ei, e1)
-    return agg(reports, ei, e1)
+        return (lambda v: client(v, d, ei, e1)), (lambda r: agg(r, d, ei, e1))
+    return (lambda v: client(v, d, ei, e1)), (lambda r: agg(r, ei, e1))
 
 
 def throughput(spec: Any, name: str, values: np.ndarray, args: argparse.Namespace) -> dict:
@@ -106,14 +118,13 @@ def throughput(spec: Any, name: str, values: np.ndarray, args: argparse.Namespac
     spec.aggregate(spec.randomize(big[:1000], rng=0))  # warm-up (numba kernels)
     t_client, reports = timed(lambda: spec.randomize(big, rng=1), repeat=3)
     t_server, _ = timed(lambda: spec.estimate(spec.aggregate(reports)), repeat=3)
-    client, agg = mfl_functions(name)
+    client, agg = peer(spec, name)
     small = [int(v) for v in values[: args.mfl_users]]
-    eps_inf, eps_1, d = spec.epsilon_inf, spec.epsilon, spec.domain_size
     np.random.seed(0)  # noqa: NPY002 - the peer draws from numpy's global state
     for v in small[:50]:  # warm-up: the peer's unary clients compile numba code on first use
-        client(v, d, eps_inf, eps_1)
-    t_mfl_client, theirs = timed(lambda: [client(v, d, eps_inf, eps_1) for v in small])
-    t_mfl_server, _ = timed(lambda: mfl_aggregate(agg, name, theirs, d, eps_inf, eps_1))
+        client(v)
+    t_mfl_client, theirs = timed(lambda: [client(v) for v in small])
+    t_mfl_server, _ = timed(lambda: agg(theirs))
     rates = {
         "client users/s": big.size / t_client,
         "mfl client users/s": len(small) / t_mfl_client,
@@ -207,8 +218,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             if data_name.startswith("baby"):
                 args.loloha.extend(loloha_rows(data_name, windows, eps_inf, eps_1, args))
             for name, cls in PROTOCOLS.items():
-                spec = cls(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d)
-                client, agg = mfl_functions(name)
+                if cls is DBitFlipPM:  # one budget: its memoized reports' (eps_inf)
+                    spec = cls(epsilon=eps_inf, domain_size=args.d, sampled_bits=4)
+                else:
+                    spec = cls(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d)
+                client, agg = peer(spec, name)
                 mse, var, mse_common, mse_ns, mse_mfl = [], [], [], [], []
                 users = 0
                 for w, values in enumerate(windows):
@@ -222,8 +236,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         continue
                     # the same window through multi-freq-ldpy: one client call per user
                     np.random.seed(1000 + w)  # noqa: NPY002 - the peer's global state
-                    theirs = [client(int(v), args.d, eps_inf, eps_1) for v in values]
-                    est_mfl = mfl_aggregate(agg, name, theirs, args.d, eps_inf, eps_1)
+                    theirs = [client(int(v)) for v in values]
+                    est_mfl = agg(theirs)
                     mse_mfl.append(float(np.mean((np.asarray(est_mfl) - f) ** 2)))
                     mse_common.append(mse[-1])
                     ns = norm_sub(est).frequencies
