@@ -35,6 +35,7 @@ WHY = {
     "SHE": "noise block of >= 2996 cells on the 2^-20 grid",
     "LGRR": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
     "DBitFlipPM": "bits at 2^-64: q ~ e^(-eps/2) keeps >= 2^20 units",
+    "OneBitMean": "`2^16 (1 + e^eps) <= 2^62` (SR's input grid)",
     "LOLOHA": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
     "LOUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",
     "LOSUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",

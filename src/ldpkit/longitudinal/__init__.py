@@ -22,6 +22,7 @@ __all__ = [
     "LSOUE",
     "LOLOHA",
     "DBitFlipPM",
+    "OneBitMean",
     "loloha_hash_range",
 ]
 
@@ -32,4 +33,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .dbitflip import DBitFlipPM
     from .grr import LGRR
     from .loloha import LOLOHA, loloha_hash_range
+    from .mean import OneBitMean
     from .unary import LOSUE, LOUE, LSOUE, LSUE, LongitudinalUnary
