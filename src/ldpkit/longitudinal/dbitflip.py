@@ -121,13 +121,19 @@ class DBitFlipPM(FrequencyOracle):
 
     # -- sampling ------------------------------------------------------------------------------
     def _sample_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        """d distinct buckets per device, uniform (public: independent of the value)."""
+        """d distinct buckets per device, uniform (public: independent of the value).
+
+        Floyd's algorithm, vectorized over devices (a loop over the d draws): for j = k - d
+        .. k - 1, draw t uniform in [0, j]; keep t unless already chosen, then j. Every
+        d-subset comes out with probability 1 / C(k, d), in O(n d) work.
+        """
         k, d = self.domain_size, self.sampled_bits
-        check_memory(8.0 * n * k, f"len(values)={n} at domain_size={k}", f"{self.name}.randomize")
-        keys = gen.integers(0, _U64_MAX, size=(n, k), dtype=np.uint64, endpoint=True)
-        chosen = (
-            np.argpartition(keys, d - 1, axis=1)[:, :d] if d < k else np.tile(np.arange(k), (n, 1))
-        )
+        check_memory(8.0 * n * d, f"len(values)={n} at sampled_bits={d}", f"{self.name}.randomize")
+        chosen = np.empty((n, d), dtype=np.int64)
+        for i, j in enumerate(range(k - d, k)):
+            t = gen.integers(0, j + 1, size=n, dtype=np.int64)
+            taken = (chosen[:, :i] == t[:, None]).any(axis=1)
+            chosen[:, i] = np.where(taken, j, t)
         return np.sort(chosen, axis=1).astype(index_dtype(k))
 
     def _bits(self, buckets: np.ndarray, keys: np.ndarray, gen: np.random.Generator) -> np.ndarray:
