@@ -87,8 +87,17 @@ def _channels(spec: Any, memoized: bool) -> tuple[str, Any]:
     ("whole", M) for a memoized whole report."""
     from .frequency.unary import UnaryEncoding
     from .longitudinal.grr import LGRR
+    from .longitudinal.loloha import LOLOHA
     from .longitudinal.unary import LongitudinalUnary
 
+    if isinstance(spec, LOLOHA):
+        if not memoized:
+            raise NotImplementedError(
+                "attack on fresh LOLOHA reports (a new hash seed per report) is not implemented"
+            )
+        g = spec.range_size
+        grr = LGRR(epsilon_inf=spec.epsilon_inf, epsilon_1=spec.epsilon, domain_size=g)
+        return "hashed", (grr.permanent_matrix(), grr.instantaneous_matrix())
     if isinstance(spec, LongitudinalUnary):
         if memoized:
             return "bits", (spec.p1, spec.q1, spec.p2, spec.q2)
@@ -174,6 +183,36 @@ def _mc_matrix(
     return hits
 
 
+def _mc_hashed(
+    spec: Any, p1: np.ndarray, p2: np.ndarray, rounds: int, prior: np.ndarray, n: int, gen: Any
+) -> tuple[int, int]:
+    """LOLOHA, memoized: the device's seed is public, its reports are L-GRR over [g] of
+    the hashed value. Values hashing alike are indistinguishable: the attacker picks the
+    most probable value among the most probable bucket's. Returns (hits, hits of an
+    attacker who sees the permanent answer itself: the limit)."""
+    from .frequency.hashing import local_hash
+
+    d, g = prior.size, p1.shape[0]
+    items = np.arange(d)
+    hits = limit_hits = 0
+    for start in range(0, n, 2048):
+        size = min(2048, n - start)
+        seeds = gen.integers(0, 2**63, size=size, dtype=np.uint64)
+        hashed = local_hash(seeds[:, None], items[None, :], g)  # (size, d)
+        v = gen.choice(d, size=size, p=prior)
+        x = hashed[np.arange(size), v]
+        cum = np.cumsum(p1[x], axis=1)
+        w = (gen.random(size)[:, None] > cum).sum(axis=1).clip(0, g - 1)
+        counts = gen.multinomial(rounds, p2[w])
+        bucket_ll = _log_likelihoods(counts, p1, p2)  # (size, g)
+        scores = np.take_along_axis(bucket_ll, hashed, axis=1) + _log(prior)[None, :]
+        hits += int((_pick(scores, gen) == v).sum())
+        known = _log(p1)[:, w].T  # log P[permanent w | bucket], (size, g)
+        scores = np.take_along_axis(known, hashed, axis=1) + _log(prior)[None, :]
+        limit_hits += int((_pick(scores, gen) == v).sum())
+    return hits, limit_hits
+
+
 def _mc_bits(
     law: tuple[float, float, float, float],
     rounds: int | None,
@@ -243,7 +282,8 @@ def attack(
     ----------
     spec : Mechanism
         A categorical spec with a finite law: GRR-like specs (``transition_matrix()``, up to
-        4096 outputs), SUE / OUE, and the longitudinal specs (:mod:`ldpkit.longitudinal`).
+        4096 outputs), SUE / OUE, and the longitudinal specs (:mod:`ldpkit.longitudinal`;
+        LOLOHA memoized only, its seed public: Monte Carlo over seeds).
     rounds : int
         Reports T of the same value the attacker sees (>= 1).
     memoized : bool
@@ -295,6 +335,19 @@ def attack(
     kind, law = _channels(spec, bool(memoized))
     gen = as_generator(rng)
     limit: float | None = 1.0
+    if kind == "hashed":
+        first, second = law
+        hits, limit_hits = _mc_hashed(spec, first, second, rounds, prior_arr, samples, gen)
+        return AttackResult(
+            hits / samples,
+            _wilson(hits, samples, alpha),
+            rounds,
+            True,
+            "monte carlo",
+            samples,
+            baseline,
+            limit_hits / samples,
+        )
     if kind == "whole" and isinstance(law, tuple):  # a unary report, repeated: T = 1
         hits = _mc_bits(law, 1, prior_arr, samples, gen)
         rate = hits / samples

@@ -82,3 +82,17 @@ def test_bad_inputs():
         attack(grr, rounds=1, prior=[0.5, 0.5])
     with pytest.raises(ValueError, match="prior must be"):
         attack(grr, rounds=1, prior=[0.5, 0.5, 0.5, 0.5])
+
+
+def test_loloha_memoized_stays_at_its_limit():
+    """BiLOLOHA: the public seed splits the 16 values into two buckets; however many
+    reports, the attacker at best learns the permanent answer's bucket: about p1 / 8."""
+    from ldpkit.longitudinal import LOLOHA
+
+    spec = LOLOHA(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16, hash_range=2)
+    p1 = math.e / (math.e + 1)
+    r = attack(spec, rounds=1000, rng=0, samples=4000)
+    assert r.interval[0] <= r.limit + 0.02 and r.success < 0.13
+    assert abs(r.limit - p1 / 8) < 0.02
+    with pytest.raises(NotImplementedError, match="fresh LOLOHA"):
+        attack(spec, rounds=3, memoized=False)
