@@ -36,6 +36,14 @@ WHY = {
     "PaddingSampling": _RR,
     "PCKV": _RR,
     "PrivKV": _RR,
+    "LGRR": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
+    "DBitFlipPM": "bits at 2^-64: q ~ e^(-eps/2) keeps >= 2^20 units",
+    "OneBitMean": "`2^16 (1 + e^eps) <= 2^62` (SR's input grid)",
+    "LOLOHA": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
+    "LOUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",
+    "LOSUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",
+    "LSUE": "epsilon_1 its chaining reaches at epsilon_inf = 50 (bits at 2^-64)",
+    "LSOUE": "epsilon_1 its chaining reaches at epsilon_inf = 50 (bits at 2^-64)",
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.
 INNER = {

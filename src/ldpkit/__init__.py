@@ -36,6 +36,8 @@ __all__ = [
     "metrics",
     "numeric",
     "sets",
+    "longitudinal",
+    "Device",
     # every frequency oracle and helper is public at top level too
     "FrequencyOracle",
     "PureFrequencyOracle",
@@ -92,10 +94,11 @@ _SUBMODULES = [
 __getattr__, __dir__ = attach(__name__, __file__, submodules=_SUBMODULES)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
-    from . import consistency, metrics, numeric, queries, sets, stream
+    from . import consistency, longitudinal, metrics, numeric, queries, sets, stream
     from ._rng import as_generator, secure_generator, spawn
     from .accountant import BudgetExceededError, PrivacyAccountant
     from .aggregator import Aggregator
+    from .device import Device
     from .encoder import Encoder
     from .estimate import FrequencyEstimate
     from .frequency import (

@@ -169,6 +169,8 @@ LAW_TESTS = {
     **{name: "test_sampler_matches_transition_matrix (and the secure path)" for name in NAMES},
     "OLH": "test_local_hashing_law_given_the_seed",
     "BLH": "test_local_hashing_law_given_the_seed",
+    "LOLOHA": "tests/longitudinal/test_loloha.py::test_law_given_the_seed",
+    "OneBitMean": "tests/longitudinal/test_mean.py::test_law_at_each_grid_point",
     "SHE": "test_she_noise_matches_its_exact_law",
     "SquareWave": "tests/test_privacy_grid.py::test_wave_sampler_matches_cell_law",
     "GeneralWave": "tests/test_privacy_grid.py::test_wave_sampler_matches_cell_law",

@@ -64,7 +64,11 @@ MODULES = (
     "ldpkit.reproduce",
     "ldpkit.poisoning",
     "ldpkit.sets",
+    "ldpkit.longitudinal",
 )
+
+#: Mechanism families whose specs are public in their own package only (not in ``ldpkit``).
+_FAMILY_PACKAGES = ("ldpkit.sets", "ldpkit.longitudinal")
 
 EXCLUDED_MODULES = {
     "ldpkit.service": "the HTTP collector (extra 'service'): its inputs are HTTP requests and "
@@ -106,6 +110,7 @@ EXCLUDED: dict[str, str] = {
         f"ldpkit.{name}": _MODULE
         for name in ("consistency", "queries", "stream", "metrics", "numeric")
     },
+    "ldpkit.longitudinal": _MODULE,
     **{
         name: _EXCEPTION
         for name in (
@@ -124,6 +129,8 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.LocalHashing",
             "ldpkit.stream.Smoother",
             "ldpkit.stream.StreamRelease",
+            "ldpkit.longitudinal.LongitudinalOracle",
+            "ldpkit.longitudinal.LongitudinalUnary",
         )
     },
     **{
@@ -302,8 +309,9 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
         import ldpkit
 
         top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
-        if cls.__module__.startswith("ldpkit.sets"):
-            top = f"ldpkit.sets.{name}"
+        package = ".".join(cls.__module__.split(".")[:2])
+        if package in _FAMILY_PACKAGES:  # the families that keep their names in their package
+            top = f"{package}.{name}"
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
         aliases = {
             "low": ("high",),
@@ -313,6 +321,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             "expected_n": ("max_level",),
         }
         _add(reg, Entry(top, cls, kwargs, aliases=aliases, allow_inf=True))
+        if "epsilon_inf" in kwargs:  # None: the documented defaults (3 x epsilon; LOLOHA's g)
+            reg[top].nullable = frozenset({"epsilon_inf", "hash_range"} & set(kwargs))
         values = _values(spec)
         _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
         _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
@@ -1166,6 +1176,42 @@ def build_registry() -> dict[str, Entry]:
         ("ldpkit.consistency.fit_power_law", "counts"),  # estimated counts n * f (documented)
     ):
         reg[name].floats_ok = frozenset({param})
+    # issue 30: a device whose memo file lives in a temporary directory (its constructor
+    # writes that file; secret and path are tested in tests/longitudinal/test_device.py)
+    from ldpkit.longitudinal import LGRR
+
+    lgrr = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6)
+    device = ldpkit.Device(
+        secret=bytes(range(32)),
+        path=os.path.join(tempfile.mkdtemp(prefix="ldpkit-fuzz-"), "device.json"),
+    )
+    add(
+        "ldpkit.Device.report",
+        lambda values, rng: device.report(lgrr, values, rng=rng),
+        values=_values(lgrr),
+        rng=0,
+    ).nullable = frozenset({"rng"})
+    add("ldpkit.Device.privacy_spent", device.privacy_spent, spec=lgrr)
+    from ldpkit.longitudinal import loloha_hash_range
+
+    add(
+        "ldpkit.longitudinal.loloha_hash_range",
+        loloha_hash_range,
+        epsilon_inf=2.0,
+        epsilon_1=1.0,
+        domain_size=32,
+    )
+    e = add(
+        "ldpkit.privacy.attack",
+        lambda spec, rounds, memoized, prior: privacy.attack(
+            spec, rounds=rounds, memoized=memoized, prior=prior, samples=200, rng=0
+        ),
+        spec=lgrr,
+        rounds=3,
+        memoized=True,
+        prior=np.full(6, 1 / 6),
+    )
+    e.nullable, e.bools_ok = frozenset({"prior"}), frozenset({"memoized"})
     _REGISTRY = reg
     return reg
 
