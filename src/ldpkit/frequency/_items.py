@@ -164,7 +164,12 @@ def candidate_list(candidates: Any, domain_size: int | None = None) -> list[Any]
             f"candidates must be a 1-D sequence of strings or integers, got {_show(candidates)}"
         )
     arr = np.asarray(candidates) if isinstance(candidates, np.ndarray) else None
-    items = arr.tolist() if arr is not None else list(candidates)
+    try:
+        items = arr.tolist() if arr is not None else list(candidates)
+    except TypeError:  # not iterable
+        raise TypeError(
+            f"candidates must be a 1-D sequence of strings or integers, got {_show(candidates)}"
+        ) from None
     if arr is not None and arr.ndim != 1:
         raise ValueError(f"candidates must be a 1-D sequence of items, got {_show(arr)}")
     if not items:

@@ -131,6 +131,25 @@ class OpenDomainOracle(Mechanism):
             raise ValueError("values must hold at least one value to estimate from, got none")
         return self.estimate(self.aggregate(reports), candidates=candidates)
 
+    # -- hooks of ldpkit.testing.check_mechanism (inputs that are strings or big integers) ---
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        if self.domain_size is not None:
+            items = gen.integers(0, self.domain_size, n)
+            items[:2] = [0, self.domain_size - 1]  # both ends of the domain
+            return items
+        pool = np.array(["a", "b", "zoë", "", 0, -1, 2**64, -(2**80)], dtype=object)
+        return pool[gen.integers(0, pool.size, n)]
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        two_d = np.array([["a", "b"], ["c", "d"]])
+        if self.domain_size is not None:
+            d = self.domain_size
+            return [[0, d], [-1, 0], np.zeros((2, 2), dtype=np.int64)], [
+                [0.0, float("nan")],
+                ["a", "b"],
+            ]
+        return [two_d, ["\ud800"]], [[0.5, 1.5], [None, "a"], [True, "a"], [b"a"]]
+
     def _check_rows(self, rows: Any, name: str = "reports.rows") -> np.ndarray:
         if not isinstance(rows, np.ndarray) or rows.ndim != 1 or rows.dtype.kind not in "iu":
             raise ValueError(f"{name} must be a 1-D array of row indices in [0, {self._rows})")
