@@ -59,6 +59,7 @@ __all__ = [
 #: Version of the item-key format (documented above; the JS client mirrors it).
 ITEM_KEY_FORMAT = "ldpkit.item/1"
 _PERSON = b"ldpkit.item.v1"
+_blake = hashlib.blake2b
 _REQUIREMENT = "strings or integers (a 1-D sequence of items)"
 
 
@@ -70,6 +71,13 @@ def item_key(item: Any) -> int:
     >>> item_key("hello") == item_key("hello"), item_key(1) == item_key("1")
     (True, False)
     """
+    if type(item) is str:  # the common case first: no UnicodeError, one concatenation
+        try:
+            data = b"s" + item.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return int.from_bytes(_blake(data, digest_size=8, person=_PERSON).digest(), "little")
     if isinstance(item, str):
         try:
             data = b"s" + item.encode("utf-8")
@@ -131,16 +139,17 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     kind = arr.dtype.kind
-    if kind in "iuU":  # numpy arrays of integers or of strings: sort-based distinct items
+    if kind in "iu":  # numpy integers: sort-based distinct items
         uniques, inverse = np.unique(arr, return_inverse=True)
         return keys_of(uniques.tolist())[inverse.reshape(-1)]
-    if kind != "O":
+    if kind not in "OU":
         raise TypeError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
-    items = arr.tolist()
-    try:
-        _check_types(set(map(type, items)))
-    except TypeError as exc:
-        raise TypeError(str(exc).replace("values must", f"{name} must", 1)) from None
+    items = arr.tolist()  # (numpy strings too: a dict finds distinct ones ~3x faster)
+    if kind == "O":
+        try:
+            _check_types(set(map(type, items)))
+        except TypeError as exc:
+            raise TypeError(str(exc).replace("values must", f"{name} must", 1)) from None
     # distinct items in first-seen order (dict: hashes, so 1 and "1" stay apart; bools
     # were refused above, since True == 1 would merge them)
     distinct = list(dict.fromkeys(items))
