@@ -45,6 +45,8 @@ MAX_WIDTH = 1 << 20
 MAX_DEPTH = 1 << 20
 
 _SCALE = 1 << 64
+#: Rows of a sketch row's block below which numpy's unpack-and-sum beats the compiled pass.
+_SMALL_BLOCK = 2048
 
 
 def _check_shape(spec: Any) -> None:
@@ -203,7 +205,10 @@ class CMS(OpenDomainOracle):
             bounds = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=self.depth))])
             for j in np.flatnonzero(np.diff(bounds)):  # a loop over used rows, not users
                 block = sorted_bits[bounds[j] : bounds[j + 1]]
-                ones[j] = _bits.column_counts(block, self.width)
+                if block.shape[0] < _SMALL_BLOCK:  # (the compiled pass has a fixed cost)
+                    ones[j] = np.unpackbits(block, axis=1, count=self.width).sum(axis=0)
+                else:
+                    ones[j] = _bits.column_counts(block, self.width)
         return Stats(self, rows.shape[0], ones=ones)
 
     def _frequencies(self, stats: Stats, keys: np.ndarray) -> np.ndarray:
