@@ -50,6 +50,28 @@ def test_item_keys_follow_the_documented_format():
     assert item_key(1 << 64) != item_key(0)  # no wrap-around of big integers
 
 
+def test_pinned_vectors():
+    """Literal values (for the JS client's shared vectors): a change is a new format version."""
+    pinned = {
+        "hello": 0x0F0DE17E8E2F078C,
+        "zoë": 0x74EF6E0EBCCFE6E8,
+        0: 0xE00D2C10CF66E5B2,
+        -1: 0xD1746FA69908CF57,
+        2**70: 0xCA4A41143B0FBD99,
+    }
+    assert {x: item_key(x) for x in pinned} == pinned
+    assert row_hash(np.arange(3), np.uint64(pinned["hello"]), 1024).tolist() == [154, 649, 211]
+
+
+def test_candidate_estimates_feed_heavy_hitters():
+    from ldpkit import heavy_hitters
+
+    spec = CMS(epsilon=4.0, width=256, depth=16)
+    values = ["a"] * 3000 + ["b"] * 1000 + [f"x{i}" for i in range(6000)]
+    est = spec.run(values, rng=0, candidates=["a", "b", "c", "x1"])
+    assert list(heavy_hitters(est, 0.05)) == ["a", "b"]
+
+
 def test_item_keys_agree_across_input_kinds():
     strings = ["b", "a", "b", "c"]
     expect = [reference_key(s) for s in strings]
