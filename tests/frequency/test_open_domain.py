@@ -87,6 +87,20 @@ def test_item_keys_agree_across_input_kinds():
     assert item_keys(mixed).tolist() == [reference_key(x) for x in mixed]
 
 
+def test_vectorized_string_path_is_exact():
+    """Large string inputs take a fingerprint-and-verify path: same keys as item by item."""
+    gen = np.random.default_rng(4)
+    words = ["", "a", "a\x00", "\x00", "zoë", "🙂x", "longer word here"] + [
+        f"w{i}" for i in range(3000)
+    ]
+    users = [words[i] for i in gen.integers(0, len(words), 20_000)]
+    expect = [reference_key(w) for w in users]
+    assert item_keys(users).tolist() == expect  # a list (NUL-ended strings: dict path)
+    plain = [w for w in users if not w.endswith("\x00")]
+    assert item_keys(np.array(plain)).tolist() == [reference_key(w) for w in plain]
+    assert item_keys(plain).tolist() == [reference_key(w) for w in plain]
+
+
 @pytest.mark.parametrize(
     "bad, exc",
     [
