@@ -405,7 +405,10 @@ class HCMS(OpenDomainOracle):
         from .hadamard import fwht
 
         m, n = self.width, stats.n
-        transformed = fwht(stats.sums, axis=1)  # exact in int64: |entries| <= n m
+        sums = stats.sums
+        if n * m >= 1 << 62:  # |entries| <= n m: beyond int64, transform in float64
+            sums = sums.astype(np.float64)
+        transformed = fwht(sums, axis=1)  # exact in int64 below that
         s = self.c * self._row_sums(transformed, keys)
         return m / (m - 1.0) * (s / n - 1.0 / m)
 
