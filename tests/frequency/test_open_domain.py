@@ -269,6 +269,20 @@ def test_sampler_matches_the_transition_matrix(spec):
         spec.transition_matrix()
 
 
+def test_cms_kernel_matches_numpy():
+    from ldpkit.frequency._kernels_sketch import row_bit_counts
+
+    spec = CMS(epsilon=1.0, width=75, depth=9)  # a width that pads its last byte
+    reports = spec.randomize([f"w{i % 300}" for i in range(9000)], rng=2)
+    rows = reports.rows.astype(np.int64)
+    expect = spec._row_counts_numpy(rows, reports.bits)
+    assert np.array_equal(row_bit_counts(rows, reports.bits, 9, 75), expect)
+    assert np.array_equal(spec.aggregate(reports).ones, expect)  # 9000 reports: the kernel
+    assert np.array_equal(
+        spec.aggregate(reports[:100]).ones, spec._row_counts_numpy(rows[:100], reports.bits[:100])
+    )
+
+
 def test_cms_bits_are_the_paper_law():
     """CMS's per-bit flip probability is 1 / (1 + e^(eps/2)) (Apple 2017, Algorithm 2)."""
     spec = CMS(epsilon=3.0, width=16, depth=2)
