@@ -87,8 +87,8 @@ def test_item_keys_agree_across_input_kinds():
     assert item_keys(mixed).tolist() == [reference_key(x) for x in mixed]
 
 
-def test_vectorized_string_path_is_exact():
-    """Large string inputs take a fingerprint-and-verify path: same keys as item by item."""
+def test_large_string_inputs_are_exact():
+    """Large inputs (lists, numpy strings, NUL-ended strings): the same keys item by item."""
     gen = np.random.default_rng(4)
     words = ["", "a", "a\x00", "\x00", "zoë", "🙂x", "longer word here"] + [
         f"w{i}" for i in range(3000)
