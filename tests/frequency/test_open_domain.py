@@ -243,7 +243,7 @@ def _output_index(spec, reports):
     [
         CMS(epsilon=1.5, width=4, depth=3, domain_size=5),
         HCMS(epsilon=1.5, width=4, depth=3, domain_size=5),
-        FLH(epsilon=1.5, num_hashes=3, domain_size=5),
+        FLH(epsilon=1.5, num_hashes=3, hash_range=6, domain_size=5),
     ],
     ids=["CMS", "HCMS", "FLH"],
 )
@@ -261,6 +261,12 @@ def test_sampler_matches_the_transition_matrix(spec):
             out = _output_index(spec, reports)[rows == row]
             observed = np.bincount(out, minlength=matrix.shape[1])
             assert chisquare_gof(observed, matrix[item]) > ALPHA
+    # the same check rejects the law of epsilon x 1.3
+    wrong = spec.replace(epsilon=spec.epsilon * 1.3).randomize(np.full(n, 3), rng=5)
+    rows = wrong.rows.astype(np.int64)
+    out = _output_index(spec, wrong)[rows == 0]
+    matrix = spec.transition_matrix(row=0)
+    assert chisquare_gof(np.bincount(out, minlength=matrix.shape[1]), matrix[3]) < ALPHA
     # some row hashes two items apart: there the loss is exactly privacy_loss()
     losses = [privacy_loss(spec.transition_matrix(row=r)) for r in range(3)]
     assert max(losses) == pytest.approx(spec.privacy_loss(), rel=1e-9)

@@ -31,6 +31,9 @@ __all__ = ["FLH"]
 
 #: Largest public family of FLH.
 MAX_HASHES = 1 << 20
+#: Cap of the default hash range (OLH's optimum e^eps + 1 passes it at eps ~ 8.3): the
+#: server's table is num_hashes x g, and past it the per-user variance is already < 1/4000.
+DEFAULT_MAX_RANGE = 1 << 12
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -45,7 +48,8 @@ class FLH(OpenDomainOracle):
         k, the size of the public hash family, in ``[1, 2^20]``. Default 1024.
     hash_range : int or None
         g, in ``[2, 2^32]``; None (default) is OLH's variance-optimal integer near
-        ``e^eps + 1`` (:func:`ldpkit.frequency.hashing.optimal_hash_range`).
+        ``e^eps + 1`` (:func:`ldpkit.frequency.hashing.optimal_hash_range`), capped at
+        4096 (the server's table is ``num_hashes x g``).
     domain_size : int or None
         None: open domain (estimate needs candidates); d: the integers ``0 .. d - 1``.
 
@@ -101,7 +105,7 @@ class FLH(OpenDomainOracle):
     def range_size(self) -> int:
         """g, the hash range in use."""
         if self.hash_range is None:
-            return _optimal_hash_range(self.epsilon)
+            return min(_optimal_hash_range(self.epsilon), DEFAULT_MAX_RANGE)
         return self.hash_range
 
     @property
