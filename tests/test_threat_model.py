@@ -44,6 +44,9 @@ WHY = {
     "LOSUE": "epsilon_1 its chaining reaches at epsilon_inf = 30 (bits at 2^-64)",
     "LSUE": "epsilon_1 its chaining reaches at epsilon_inf = 50 (bits at 2^-64)",
     "LSOUE": "epsilon_1 its chaining reaches at epsilon_inf = 50 (bits at 2^-64)",
+    "CMS": "bits at 2^-64: q ~ e^(-eps/2) keeps >= 2^20 units",
+    "HCMS": _RR,
+    "FLH": _RR,
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.
 INNER = {

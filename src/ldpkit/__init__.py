@@ -60,6 +60,9 @@ __all__ = [
     "RAPPOR",
     "RAPPORClient",
     "bloom_positions",
+    "CMS",
+    "HCMS",
+    "FLH",
     # and so is every numerical mechanism
     "SquareWave",
     "GeneralWave",
@@ -103,7 +106,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .estimate import FrequencyEstimate
     from .frequency import (
         BLH,
+        CMS,
+        FLH,
         GRR,
+        HCMS,
         HRR,
         OLH,
         OUE,

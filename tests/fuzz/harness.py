@@ -463,6 +463,29 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
     )
 
 
+def _open_domain_entries(reg: dict[str, Entry]) -> None:
+    """CMS, HCMS and FLH on an open domain (issue 29): string and big-integer items, and
+    the estimate of a candidate list chosen after the collection."""
+    import ldpkit
+
+    values = np.array(["ann", "bob", 2**70, 7, "ann", "zoë"] * 5, dtype=object)
+    for name, spec in (
+        ("CMS", ldpkit.CMS(epsilon=1.0, width=64, depth=8)),
+        ("HCMS", ldpkit.HCMS(epsilon=1.0, width=64, depth=8)),
+        ("FLH", ldpkit.FLH(epsilon=1.0, num_hashes=16)),
+    ):
+        top = f"ldpkit.{name}[open]"
+        entry = Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0})
+        entry.strings_ok = frozenset({"values"})
+        _add(reg, entry)
+        stats = spec.aggregate(spec.randomize(values, rng=0))
+        entry = Entry(
+            f"{top}.estimate", spec.estimate, {"stats": stats, "candidates": ["ann", 2**70, 3]}
+        )
+        entry.strings_ok = frozenset({"candidates"})
+        _add(reg, entry)
+
+
 def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
     """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
     from ldpkit.numeric import Distribution
@@ -500,6 +523,7 @@ def build_registry() -> dict[str, Entry]:
     _mechanism_entries(reg)
     _hybrid_entries(reg)
     _sets_entries(reg)
+    _open_domain_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()
