@@ -157,8 +157,8 @@ def grid(
 
 
 #: Seeds of the synthetic mixtures: the tuning set's and the test set's (never the same).
-TUNING_MIXTURE_SEEDS = (0, 1, 2)
-TEST_MIXTURE_SEEDS = (1000, 1001, 1002, 1003)
+TUNING_MIXTURE_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+TEST_MIXTURE_SEEDS = (1000, 1001, 1002, 1003, 2000, 2001, 2002, 2003, 2004, 2005)
 
 #: The test set's real data: loader, transform onto [0, 1] (from the documented domain).
 TEST_SETS = (
