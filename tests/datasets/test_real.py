@@ -15,6 +15,8 @@ from ldpkit.testing import chisquare_gof
 NUMERICAL = {
     "flights_departure_time": (328_521, (0.0, 1440.0)),
     "flights_distance": (336_776, (17.0, 4983.0)),
+    "flights_air_time": (327_346, (20.0, 695.0)),
+    "city_latitudes": (147_283, (-90.0, 90.0)),
     "flights_departure_delay": (328_521, (-43.0, 1301.0)),
     "salaries": (26_428, (0.0, 33_000_000.0)),
     "fertility_weeks_worked": (254_654, (0.0, 52.0)),

@@ -166,6 +166,8 @@ EXCLUDED: dict[str, str] = {
             "fertility_weeks_worked",
             "cpssw8_earnings",
             "city_populations",
+            "city_latitudes",
+            "flights_air_time",
             "pos",
             "retail",
             "dns_google",

@@ -8,7 +8,8 @@ inside ldpkit. :func:`list_datasets` lists every data set with its documented si
 
 Numerical: :func:`flights_departure_time`, :func:`flights_distance`,
 :func:`flights_departure_delay`, :func:`salaries`, :func:`fertility_weeks_worked`,
-:func:`cpssw8_earnings`, :func:`city_populations`, :func:`streams` (:func:`pos`,
+:func:`cpssw8_earnings`, :func:`city_populations`, :func:`city_latitudes`,
+:func:`flights_air_time`, :func:`streams` (:func:`pos`,
 :func:`retail`, :func:`dns_google`), :func:`beta`.
 Categorical: :func:`babynames` (with :func:`babyname_counts`), :func:`emoji`, :func:`zipf`,
 :func:`gaussian_items`, :func:`uniform_items`.
@@ -35,6 +36,8 @@ __all__ = [
     "fertility_weeks_worked",
     "cpssw8_earnings",
     "city_populations",
+    "city_latitudes",
+    "flights_air_time",
     "streams",
     "pos",
     "retail",
@@ -57,9 +60,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy (
     from ._registry import DATASETS, DatasetInfo, list_datasets, load
     from .categorical import babyname_counts, babynames, emoji
     from .numerical import (
+        city_latitudes,
         city_populations,
         cpssw8_earnings,
         fertility_weeks_worked,
+        flights_air_time,
         flights_departure_delay,
         flights_departure_time,
         flights_distance,

