@@ -62,6 +62,7 @@ MODULES = (
     "ldpkit.datasets",
     "ldpkit.experiments",
     "ldpkit.reproduce",
+    "ldpkit.discovery",
 )
 
 EXCLUDED_MODULES = {
@@ -84,6 +85,8 @@ _EXPERIMENT = (
 
 #: Public names that are not fuzzed, each with the reason.
 EXCLUDED: dict[str, str] = {
+    "ldpkit.discovery": _MODULE,
+    "ldpkit.discovery.HeavyHitters": _RESULT,
     **{
         name: _CONSTANT
         for name in (
@@ -269,6 +272,9 @@ _REGISTRY: dict[str, Entry] | None = None
 def _values(spec: Any, n: int = 40) -> np.ndarray:
     """Valid inputs for ``spec``: items 0..d-1 or numbers inside [low, high]."""
     rng = np.random.default_rng(1)
+    hook = getattr(spec, "_contract_values", None)
+    if hook is not None:  # strings, sets, ...: the mechanism's own valid inputs
+        return np.asarray(hook(n, rng))
     d = getattr(spec, "domain_size", None)
     if type(spec).__name__ == "DiscreteSquareWave":
         d = spec.buckets
@@ -405,6 +411,10 @@ def build_registry() -> dict[str, Entry]:
     reg: dict[str, Entry] = {}
     _mechanism_entries(reg)
     _hybrid_entries(reg)
+    for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs (issue 29)
+        reg[top].strings_ok = frozenset({"alphabet"})
+        reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
+        reg[f"{top}.run"].strings_ok = frozenset({"values"})
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()
