@@ -244,3 +244,35 @@ def test_control_drops_noise_items():
     lo_plain, hi_plain = plain.confidence_interval()
     lo, hi = strict.confidence_interval()
     assert np.all(hi[:4] - lo[:4] > hi_plain[:4] - lo_plain[:4])  # simultaneous: wider
+
+
+# --- consistency across levels: ended strings pooled over their groups ----------------------
+
+
+def _final_z(estimate_spec) -> tuple[np.ndarray, np.ndarray]:
+    values = _population(60_000, np.random.default_rng(21))
+    truth = _truth(values, 6)
+    spec = PEM(epsilon=3.0, max_length=6, top_k=4, keep=8, hash_range=16, hash_functions=64)
+    zs, stds = [], []
+    for seed in range(4):
+        stats = spec.aggregate(spec.randomize(values, rng=seed))
+        other = estimate_spec(spec)
+        hh = other.estimate(type(stats)(other, stats.n, counts=stats.counts))
+        planted = np.array([s in _PLANTED for s in hh.items])
+        f = np.array([truth.get(s, 0.0) for s in hh.items])
+        zs.append(((hh.frequencies - f) / hh.std_error)[planted])
+        stds.append(hh.std_error[planted])
+    return np.concatenate(zs), np.concatenate(stds)
+
+
+def test_pooled_estimates_are_unbiased_and_tighter():
+    z, std = _final_z(lambda s: s)
+    assert z.size >= 12 and np.all(np.abs(z) <= 5.0) and float(np.mean(z**2)) < 2.5, z
+    z1, std1 = _final_z(lambda s: s.replace(pool_ended=False))
+    assert np.all(np.abs(z1) <= 5.0), z1
+    assert float(np.median(std)) < 0.75 * float(np.median(std1))  # 3 groups pooled, not 1
+
+
+def test_pooled_check_fails_for_a_wrong_epsilon():
+    z, _ = _final_z(lambda s: s.replace(epsilon=1.4))
+    assert np.max(np.abs(z)) > 6.0

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import special
 
 from ..spec import Stats
-from ._strings import decode_symbols, empty_key, extend_keys, family_seeds, hash_keys
+from ._strings import decode_symbols, empty_key, extend_keys, family_seeds, hash_keys_u64
 from .result import HeavyHitters
 
 #: Extensions estimated above this many null standard errors enter the collision correction.
@@ -42,27 +42,37 @@ def estimate_level(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Corrected estimates, their standard errors and the null standard errors of the
     prefixes named by ``keys`` from group ``level``'s table (H x g counts)."""
+    f, n_l, family_var = _level_raw(spec, table, keys, level)
+    std, std0 = _errors(spec, f, n_l, family_var, n, table.shape[1])
+    return f, std, std0
+
+
+def _level_raw(
+    spec: Any, table: np.ndarray, keys: np.ndarray, level: int
+) -> tuple[np.ndarray, int, float]:
+    """Corrected estimates, the group's size and the variance of untested collisions."""
     h, g = table.shape
     n_l = int(table.sum())
     size = keys.shape[0]
     if n_l == 0 or size == 0:  # no report in this group: nothing is known
-        inf = np.full(size, np.inf)
-        return np.zeros(size), inf, inf.copy()
-    p = spec.p
-    gap = p - 1.0 / g
-    hashed = hash_keys(keys[None, :], family_seeds(level, h)[:, None], g)  # (H, C)
-    support = np.take_along_axis(table, hashed, axis=1).sum(axis=0)
+        return np.zeros(size), n_l, 0.0
+    gap = spec.p - 1.0 / g
+    # cell of candidate c under function j in the flattened (H, g) table: j g + h_j(c)
+    hashed = hash_keys_u64(keys[None, :], family_seeds(level, h)[:, None], g)  # (H, C)
+    hashed += (np.arange(h, dtype=np.uint64) * np.uint64(g))[:, None]
+    cells = hashed.view(np.int64)  # < H g < 2^63: the same bits as int64
+    support = table.ravel()[cells].sum(axis=0)
     raw = (support / n_l - 1.0 / g) / gap
     null_var = (1.0 / g) * (1.0 - 1.0 / g) / (n_l * gap * gap)
     significant = np.flatnonzero(raw > _Z_SIGNIFICANT * np.sqrt(null_var))
     f = raw
     if significant.size:
-        rows = (np.arange(h)[:, None] * g + hashed[:, significant]).ravel()
+        rows = cells[:, significant].ravel()
         for _ in range(_JACOBI_STEPS):
             w = np.clip(f[significant], 0.0, 1.0)
             weights = np.broadcast_to(w, (h, significant.size)).ravel()
-            spread = np.bincount(rows, weights=weights, minlength=h * g).reshape(h, g)
-            collided = np.take_along_axis(spread, hashed, axis=1).mean(axis=0)
+            spread = np.bincount(rows, weights=weights, minlength=h * g)
+            collided = spread[cells].mean(axis=0)
             own = np.zeros(size)
             own[significant] = w
             total = float(w.sum())
@@ -73,15 +83,56 @@ def estimate_level(
         tested_mass = 0.0
     untested = max(0.0, 1.0 - tested_mass)
     cut = min(untested, _Z_SIGNIFICANT * float(np.sqrt(null_var)))
-    family_var = untested * cut / ((g - 1.0) * h)
+    return f, n_l, untested * cut / ((g - 1.0) * h)
+
+
+def _errors(
+    spec: Any, f: np.ndarray, n_l: int, family_var: float | np.ndarray, n: int, g: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Standard errors at the estimates and at zero, from ``n_l`` reports."""
+    if n_l == 0:
+        inf = np.full(f.shape, np.inf)
+        return inf, inf.copy()
+    gap = spec.p - 1.0 / g
+    null_var = (1.0 / g) * (1.0 - 1.0 / g) / (n_l * gap * gap)
     fc = np.clip(f, 0.0, 1.0)
     hit = 1.0 / g + fc * gap
     oracle_var = hit * (1.0 - hit) / (n_l * gap * gap)
     # the group is a value-blind sample of the n users: its frequency differs from theirs
     sample_var = fc * (1.0 - fc) * max(0.0, 1.0 - n_l / n) / n_l
     std = np.sqrt(oracle_var + sample_var + family_var)
-    std0 = np.full(size, np.sqrt(null_var + family_var))
+    std0 = np.broadcast_to(np.sqrt(null_var + family_var), f.shape).astype(np.float64)
+    return std, std0
+
+
+def _pooled(
+    spec: Any, counts: np.ndarray, keys: np.ndarray, level: int, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimates of strings that ended by ``level`` (last symbol: the padding), pooled
+    over groups ``level .. max_length - 1``: each of them counts exactly the users holding
+    the string (padded with more end symbols), so the estimates are averaged with weights
+    n_l (as one group of all their users)."""
+    g = counts.shape[2]
+    total = np.zeros(keys.shape[0])
+    family = 0.0
+    users = 0
+    for deeper in range(level, spec.groups):  # a loop over levels, not over candidates
+        if deeper > level:
+            keys = extend_keys(keys, np.zeros(keys.shape[0], dtype=np.int64))
+        f, n_l, family_var = _level_raw(spec, counts[deeper], keys, deeper)
+        total += n_l * f
+        family += n_l * n_l * family_var
+        users += n_l
+    if users == 0:
+        return _pooled_empty(keys.shape[0])
+    f = total / users
+    std, std0 = _errors(spec, f, users, family / (users * users), n, g)
     return f, std, std0
+
+
+def _pooled_empty(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    inf = np.full(size, np.inf)
+    return np.zeros(size), inf, inf.copy()
 
 
 def discover(spec: Any, stats: Stats) -> HeavyHitters:
@@ -104,6 +155,20 @@ def discover(spec: Any, stats: Stats) -> HeavyHitters:
         )
         child_keys = extend_keys(keys[parent], symbol)
         f, std, std0 = estimate_level(spec, counts[level], child_keys, level, n)
+        if spec.pool_ended:
+            ended_child = np.flatnonzero(symbol == 0)
+            if ended_child.size:
+                rows = np.hstack(
+                    [prefixes[parent[ended_child]], np.zeros((ended_child.size, 1), np.uint16)]
+                )
+                lengths = np.count_nonzero(rows, axis=1)  # padding only trails
+                for m in np.unique(lengths).tolist():  # a loop over string lengths
+                    these = ended_child[lengths == m]
+                    start = empty_key(these.size)
+                    for pos in range(m + 1):  # the string, then one end symbol
+                        start = extend_keys(start, rows[lengths == m, pos])
+                    pooled = _pooled(spec, counts, start, m, n)
+                    f[these], std[these], std0[these] = pooled
         z = np.zeros(f.size)
         finite = np.isfinite(std0)
         z[finite] = f[finite] / std0[finite]

@@ -34,8 +34,10 @@ _FAMILY = np.uint64(0x6C64706B69742D68)  # "ldpkit-h": offset of the hash family
 def mix64(z: np.ndarray) -> np.ndarray:
     """splitmix64 finalizer on a uint64 array (arithmetic wraps modulo 2^64)."""
     z = (z ^ (z >> np.uint64(30))) * _MUL1
-    z = (z ^ (z >> np.uint64(27))) * _MUL2
-    return z ^ (z >> np.uint64(31))
+    z ^= z >> np.uint64(27)  # in place from here: the server mixes millions of keys
+    z *= _MUL2
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def extend_keys(keys: np.ndarray, symbols: np.ndarray) -> np.ndarray:
@@ -55,8 +57,16 @@ def family_seeds(level: int, hash_functions: int) -> np.ndarray:
 
 def hash_keys(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
     """``h(key)`` in ``[0, g)`` for broadcast keys and seeds (int64)."""
-    x = mix64(keys ^ seeds) >> np.uint64(32)
-    return ((x * np.uint64(hash_range)) >> np.uint64(32)).astype(np.int64)
+    return hash_keys_u64(keys, seeds, hash_range).astype(np.int64)
+
+
+def hash_keys_u64(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
+    """:func:`hash_keys` as uint64 (no conversion pass: the server's hot path)."""
+    x = mix64(keys ^ seeds)
+    x >>= np.uint64(32)
+    x *= np.uint64(hash_range)
+    x >>= np.uint64(32)
+    return x
 
 
 def _as_list(values: Any) -> list[Any] | np.ndarray:

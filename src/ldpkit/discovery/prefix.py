@@ -33,7 +33,7 @@ __all__ = ["PEM", "TreeHist"]
 #: Largest hash range g a discovery spec uses by default (OLH's optimum e^eps + 1 up to
 #: eps ~ 8.3; beyond it g stays here and the table stays small).
 MAX_DEFAULT_RANGE = 4096
-#: Default width ``H g`` of a group's table: H = this // g hash functions, in [16, 1024].
+#: Default width ``H g`` of a group's table: H = this // g hash functions, in [16, 256].
 TABLE_WIDTH = 1 << 14
 _CONTROLS = (None, "fwer", "fdr")
 
@@ -67,7 +67,7 @@ class PrefixDiscovery(Mechanism):
         capped at 4096.
     hash_functions : int or None
         H, the public hash functions per group, in ``[1, 4096]``; None: ``2^14 // g``
-        clipped to ``[16, 1024]``.
+        clipped to ``[16, 256]``.
     control : {None, "fwer", "fdr"}
         Error control over every candidate prefix the search tests (see
         :class:`ldpkit.discovery.HeavyHitters`): None returns the ``top_k`` largest with
@@ -76,6 +76,11 @@ class PrefixDiscovery(Mechanism):
         Benjamini-Hochberg selects at false discovery rate ``alpha``, with FCR intervals.
     alpha : float
         Error level of the control and the default level of the intervals, in (0, 1).
+    pool_ended : bool
+        True (default): a candidate that already ended (its last symbol is the padding) is
+        estimated from every group at its length and beyond, which all count exactly its
+        users (consistency across levels; a server-side choice, the reports are the same).
+        False: from its own level's group only, as the papers do.
     """
 
     max_length: int = 12
@@ -85,6 +90,7 @@ class PrefixDiscovery(Mechanism):
     hash_functions: int | None = None
     control: str | None = None
     alpha: float = 0.05
+    pool_ended: bool = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     name: ClassVar[str] = "_PrefixDiscovery"  # a base: out of the public registry
 
@@ -116,6 +122,9 @@ class PrefixDiscovery(Mechanism):
         if self.control not in _CONTROLS:
             raise ValueError(f"control must be None, 'fwer' or 'fdr', got {self.control!r}")
         self._set("alpha", check_probability(self.alpha, "alpha"))
+        if not isinstance(self.pool_ended, (bool, np.bool_)):
+            raise TypeError(f"pool_ended must be True or False, got {_show(self.pool_ended)}")
+        self._set("pool_ended", bool(self.pool_ended))
 
     # -- constants -----------------------------------------------------------------------
     @property
@@ -140,7 +149,7 @@ class PrefixDiscovery(Mechanism):
         """H in use."""
         if self.hash_functions is not None:
             return self.hash_functions
-        return int(min(1024, max(16, TABLE_WIDTH // self.range_size)))
+        return int(min(256, max(16, TABLE_WIDTH // self.range_size)))
 
     def _weights(self) -> tuple[int, int]:
         return rr_weights(self.epsilon, self.range_size - 1)
