@@ -190,12 +190,19 @@ def fmt(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def methods(eps: float, max_length: int, k: int) -> dict[str, Any]:
-    return {
-        "ldpkit PEM (paper: keep=k)": PEM(epsilon=eps, max_length=max_length, top_k=k),
-        "ldpkit PEM (keep=4k)": PEM(epsilon=eps, max_length=max_length, top_k=k, keep=4 * k),
-        "ldpkit TreeHist": TreeHist(epsilon=eps, max_length=max_length, top_k=k),
+def methods(eps: float, max_length: int, k: int, tune: bool) -> dict[str, Any]:
+    common = dict(epsilon=eps, max_length=max_length, top_k=k)
+    out = {
+        "PEM (paper)": PEM(**common, keep=k, pool_ended=False),
+        "TreeHist (paper)": TreeHist(**common, pool_ended=False),
+        "ldpkit default: PEM()": PEM(**common),
     }
+    if tune:
+        out["PEM pooled keep=k"] = PEM(**common, keep=k)
+        out["TreeHist pooled"] = TreeHist(**common)
+    else:  # the moonshot: the default at 0.6 x epsilon
+        out["ldpkit default at 0.6 eps"] = PEM(**{**common, "epsilon": 0.6 * eps})
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -217,7 +224,7 @@ def main(argv: list[str]) -> int:
         values = draw(names, weights, n, seed=1)
         truth = truth_of(values, 12)
         for eps in epsilons:
-            for name, spec in methods(eps, 12, K).items():
+            for name, spec in methods(eps, 12, K, args.tune).items():
                 row = run_ldpkit(spec, values, truth, seed=2)
                 rows.append(
                     {"data": label, "method": name, "eps": eps, "n": n, "max_len": 12, **row}

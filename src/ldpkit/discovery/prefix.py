@@ -272,6 +272,10 @@ class PrefixDiscovery(Mechanism):
 class PEM(PrefixDiscovery):
     """Prefix extension method: keep the ``keep`` largest prefixes at every length.
 
+    The defaults are ldpkit's tuned search (a beam of ``4 top_k`` and ended strings pooled
+    over their groups, :class:`PrefixDiscovery` ``pool_ended``); ``keep=top_k,
+    pool_ended=False`` is PEM as its paper specifies it.
+
     The server extends the survivors of length ``l`` by every symbol, estimates the
     extensions from group ``l + 1``'s table and keeps the ``keep`` largest; at the last
     length it returns the ``top_k`` largest (Wang, Li, Jha, "Locally Differentially
@@ -281,7 +285,9 @@ class PEM(PrefixDiscovery):
     Parameters
     ----------
     keep : int or None
-        Survivors per level, in ``[1, 4096]``; None (default): ``top_k``, as the paper.
+        Survivors per level, in ``[1, 4096]``; None (default): ``4 top_k`` (capped at
+        4096), tuned on girls' baby names (docs/results/heavy_hitters_discovery.md); the
+        paper keeps ``top_k``. ``PEM(keep=top_k, pool_ended=False)`` is the paper's PEM.
     See :class:`PrefixDiscovery` for the others.
 
     Notes
@@ -307,7 +313,7 @@ class PEM(PrefixDiscovery):
             self._set("keep", check_integer(self.keep, "keep", low=1, high=4096))
 
     def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
-        k = self.top_k if final else (self.keep or self.top_k)
+        k = self.top_k if final else (self.keep or min(4 * self.top_k, 4096))
         order = np.argsort(-f, kind="stable")
         return order[:k]
 
