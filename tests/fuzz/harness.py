@@ -413,6 +413,7 @@ def build_registry() -> dict[str, Entry]:
     _hybrid_entries(reg)
     for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs (issue 29)
         reg[top].strings_ok = frozenset({"alphabet"})
+        reg[top].bools_ok = frozenset({"pool_ended"})
         reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
         reg[f"{top}.run"].strings_ok = frozenset({"values"})
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
