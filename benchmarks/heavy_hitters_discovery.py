@@ -139,10 +139,10 @@ def run_pure_ldp(method: str, eps: float, values: np.ndarray, length: int, k: in
     np.random.seed(0)  # noqa: NPY002 - pure-ldp draws from numpy's global state
     alphabet = list(string.ascii_lowercase)
 
-    def index(x: str) -> int:  # a prefix as an integer below 27^length
-        return sum((alphabet.index(c) + 1) * 27**i for i, c in enumerate(x))
+    def index(x: str) -> int:  # a prefix of l letters as an integer below 26^l (its domain)
+        return sum(alphabet.index(c) * 26**i for i, c in enumerate(x))
 
-    data = ["".join(c for c in v if c in alphabet)[:length] or "a" for v in values]
+    data = [v[:length] for v in values]  # the caller passes strings of >= length letters
     common = dict(max_string_length=length, fragment_length=1, alphabet=alphabet)
     common.update(index_mapper=index, padding_char="*")
     t0 = time.perf_counter()
@@ -150,8 +150,14 @@ def run_pure_ldp(method: str, eps: float, values: np.ndarray, length: int, k: in
         client = PEMClient(epsilon=eps, start_length=0, **common)
         server: Any = PEMServer(epsilon=eps, start_length=0, **common)
     else:
-        client = TreeHistClient(epsilon=eps, **common)
-        server = TreeHistServer(epsilon=eps, **common)
+        # its default oracle calls np.zeros(None), which numpy 2 refuses: pass OLH explicitly
+        from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
+
+        d = 26**length
+        fo_client = LHClient(eps / 2, d=d, use_olh=True, index_mapper=index)
+        fo_server = LHServer(eps / 2, d=d, use_olh=True, index_mapper=index)
+        client = TreeHistClient(epsilon=eps, fo_client=fo_client, **common)
+        server = TreeHistServer(epsilon=eps, fo_server=fo_server, **common)
     private = [client.privatise(s) for s in data]
     t1 = time.perf_counter()
     for p in private:
@@ -210,10 +216,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--full", action="store_true", help="n = 10^6 (default 10^5)")
     parser.add_argument("--tune", action="store_true", help="the tuning runs (girls' names)")
     parser.add_argument("--no-peer", action="store_true", help="skip pure-ldp")
+    parser.add_argument("--peer-only", action="store_true", help="only the pure-ldp cell")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     n = 10**6 if args.full else 10**5
-    n_peer = 400 if args.full else 150
+    n_peer = 1000 if args.full else 150
     epsilons = (1.0, 2.0, 4.0, 8.0)
     rows: list[dict] = []
     if args.tune:
@@ -221,6 +228,8 @@ def main(argv: list[str]) -> int:
     else:
         data = {"baby names": baby_names(), "city names": city_names()}
     for label, (names, weights) in data.items():
+        if args.peer_only:
+            break
         values = draw(names, weights, n, seed=1)
         truth = truth_of(values, 12)
         for eps in epsilons:
@@ -234,7 +243,9 @@ def main(argv: list[str]) -> int:
         # the peer's cell: baby names, max_length 3, few users (its server is O(27^l) per report)
         names, weights = data["baby names"]
         values = draw(names, weights, n_peer, seed=3)
-        letters = np.array(["".join(c for c in v if c.isascii() and c.isalpha()) for v in values])
+        # pure-ldp's domain for length l is 26^l: names of >= 3 ASCII letters, cut at 3
+        letters = [v for v in values if len(v) >= 3 and v.isascii() and v.isalpha()]
+        letters = np.array([v[:3] for v in letters], dtype=object)
         truth = truth_of(letters, 3)
         for eps in epsilons:
             for method in ("PEM", "TreeHist"):
