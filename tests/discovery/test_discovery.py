@@ -28,6 +28,8 @@ def test_encoding_cuts_at_character_boundaries_and_pads():
     assert grid.tolist() == [[104, 195, 169], [226, 130, 172]]
     assert decode_symbols(grid[1], None) == "€"
     assert encode_strings([b"ab", "ab"], 3, None).tolist() == [[97, 98, 0]] * 2
+    assert encode_strings(["ab\x00cd"], 5, None).tolist() == [[97, 98, 0, 0, 0]]  # NUL ends
+    assert encode_strings(["a\x00b"], 3, "ab").tolist() == [[1, 0, 0]]
 
 
 def test_encoding_with_an_alphabet():

@@ -127,7 +127,15 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
         start = np.maximum(start - 1, 0)  # the lead byte itself goes too
         cols = np.arange(max_length)
         out[rows] = np.where(cols[None, :] < start[:, None], out[rows], 0)
-    return out
+    return _end_at_nul(out)
+
+
+def _end_at_nul(grid: np.ndarray) -> np.ndarray:
+    """A NUL ends the string: every symbol after the first 0 becomes padding too (so the
+    device's deeper prefixes are those the server tests for the shorter string)."""
+    ended = np.cumsum(grid == 0, axis=1, dtype=np.int32) > 0
+    grid[ended] = 0
+    return grid
 
 
 def _bytes_of(item: Any) -> bytes:
@@ -153,7 +161,7 @@ def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.n
     if not np.all(known | (codes == 0)):
         bad = sorted({chr(c) for c in codes[~known & (codes != 0)].tolist()})[:5]
         raise ValueError(f"values must use only the spec's alphabet characters, got {bad}")
-    return np.where(codes == 0, 0, symbol_of[pos_c]).astype(np.uint16)
+    return _end_at_nul(np.where(codes == 0, 0, symbol_of[pos_c]).astype(np.uint16))
 
 
 def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
