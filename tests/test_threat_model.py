@@ -33,6 +33,8 @@ WHY = {
     "THE": "bits at 2^-64: q ~ e^(-eps/2) keeps >= 2^20 units",
     "RAPPOR": "bits at 2^-64: f/2 keeps >= 2^20 units at h = 1",
     "SHE": "noise block of >= 2996 cells on the 2^-20 grid",
+    "PEM": _RR,
+    "TreeHist": _RR,
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.
 INNER = {

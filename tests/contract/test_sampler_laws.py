@@ -184,6 +184,8 @@ LAW_TESTS = {
     "HierarchicalHistogram": "its level oracles' reports",
     "HHADMM": "its level oracles' reports",
     "HaarWavelet": "SignedSubsetSelection's sampler, per level",
+    "PEM": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
+    "TreeHist": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
 }
 
 

@@ -111,6 +111,9 @@ def test_continuous_outputs_name_their_densities(name):
 
 def sample_values(spec: Mechanism, n: int, rng: np.random.Generator) -> np.ndarray:
     """n valid inputs for the spec: items, bucket indices, codes or real values."""
+    hook = getattr(spec, "_contract_values", None)
+    if hook is not None:  # strings, sets, ...: the mechanism's own valid inputs
+        return np.asarray(hook(n, rng))
     if hasattr(spec, "domain_size"):
         size = spec.domain_size * (2 if type(spec).__name__ == "SignedSubsetSelection" else 1)
         return rng.integers(0, size, n)

@@ -64,6 +64,32 @@ def test_report_law_is_exact_grr():
     assert spec.privacy_loss() <= 2.0 and spec.privacy_loss() == pytest.approx(2.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("cls", [PEM, TreeHist])
+def test_report_law_given_group_and_hash(cls):
+    """Given (group, hash index), y is GRR over [g] centred on h(prefix): the offset
+    (y - h) mod g is 0 w.p. p and each other value w.p. q; rejected at epsilon x 1.3."""
+    from ldpkit.testing import chisquare_gof
+
+    spec = cls(epsilon=1.5, max_length=3, hash_range=6, hash_functions=4)
+    values = ["héllo"] * 60_000
+    symbols = encode_strings(values[:1], 3, None)[0]
+    keys, key = [], empty_key(1)
+    for s in symbols:
+        key = extend_keys(key, np.array([s]))
+        keys.append(key[0])
+
+    def offsets(mech, seed):
+        r = mech.randomize(values, rng=seed)
+        groups, hashes = r.groups.astype(np.int64), r.hashes.astype(np.int64)
+        seeds = np.stack([family_seeds(level, 4) for level in range(3)])[groups, hashes]
+        h = hash_keys(np.array(keys, dtype=np.uint64)[groups], seeds, 6)
+        return np.bincount((r.values.astype(np.int64) - h) % 6, minlength=6)
+
+    law = np.array([spec.p] + [spec.q] * 5)
+    assert chisquare_gof(offsets(spec, 1), law) > 1e-6
+    assert chisquare_gof(offsets(spec.replace(epsilon=1.5 * 1.3), 2), law) < 1e-6
+
+
 def test_a_device_reports_the_hash_of_its_own_prefix():
     # at a huge epsilon the GRR keeps y = h_{l,j}(prefix): check against the server's keys
     spec = PEM(epsilon=38.0, max_length=3, hash_range=1024, hash_functions=8)
