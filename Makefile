@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: demo demo-serve test test-fast lint bench clean browser-deps
+.PHONY: demo demo-serve test test-fast lint bench bench-quick clean browser-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,8 @@ test-fast: $(PY)
 
 lint: $(PY)
 	$(PIP) -e ".[data,test,distributed,service]"
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks studies examples
+	$(VENV)/bin/ruff format --check src tests benchmarks studies examples
 	$(VENV)/bin/mypy src
 
 # The live collector with simulated devices; prints the dashboard URL (Ctrl-C stops).
@@ -40,9 +40,15 @@ browser-deps:
 		npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: tests/test_dashboard_browser.py will skip (CI installs npm)"; fi
 
+# The product benchmarks (benchmarks/run.py), each against its baseline in the same run;
+# bench-quick is the smoke run at small sizes. Research probes live in studies/.
 bench: $(PY)
-	$(PIP) -e ".[data]"
-	$(PY) benchmarks/frequency.py
+	$(PIP) -e ".[data,service,distributed,bench]"
+	$(PY) benchmarks/run.py
+
+bench-quick: $(PY)
+	$(PIP) -e ".[data,service,distributed,bench]"
+	$(PY) benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache results tests/browser/node_modules

@@ -20,14 +20,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_two_workers(tmp_path, url, port, shared, params) -> subprocess.Popen:
+def serve_two_workers(tmp_path, url, port, shared, params, extra=None) -> subprocess.Popen:
     """``main(config, port, workers=2)`` on 127.0.0.1 with one GRR collection ``c`` of
     ``params`` stored at ``url``, the processes' /metrics files in ``shared``; returns once
     /healthz answers (the process group is killed if it does not within 60 s)."""
     config = tmp_path / "collector.json"
     config.write_text(
         json.dumps(
-            {"database_url": url, "collections": {"c": {"mechanism": "GRR", "params": params}}}
+            {
+                "database_url": url,
+                "collections": {"c": {"mechanism": "GRR", "params": params}},
+                **(extra or {}),  # other config keys, e.g. quotas
+            }
         )
     )
     code = f"from ldpkit.service import main; main({str(config)!r}, port={port}, workers=2)"

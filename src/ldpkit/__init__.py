@@ -35,6 +35,9 @@ __all__ = [
     "stream",
     "metrics",
     "numeric",
+    "sets",
+    "longitudinal",
+    "Device",
     # every frequency oracle and helper is public at top level too
     "FrequencyOracle",
     "PureFrequencyOracle",
@@ -57,6 +60,9 @@ __all__ = [
     "RAPPOR",
     "RAPPORClient",
     "bloom_positions",
+    "CMS",
+    "HCMS",
+    "FLH",
     # and so is every numerical mechanism
     "SquareWave",
     "GeneralWave",
@@ -95,16 +101,20 @@ _SUBMODULES = [
 __getattr__, __dir__ = attach(__name__, __file__, submodules=_SUBMODULES)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
-    from . import consistency, discovery, metrics, numeric, queries, stream
+    from . import consistency, discovery, longitudinal, metrics, numeric, queries, sets, stream
     from ._rng import as_generator, secure_generator, spawn
     from .accountant import BudgetExceededError, PrivacyAccountant
     from .aggregator import Aggregator
+    from .device import Device
     from .discovery import PEM, TreeHist
     from .encoder import Encoder
     from .estimate import FrequencyEstimate
     from .frequency import (
         BLH,
+        CMS,
+        FLH,
         GRR,
+        HCMS,
         HRR,
         OLH,
         OUE,

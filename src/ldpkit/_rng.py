@@ -46,7 +46,7 @@ def secure_generator() -> np.random.Generator:
     works on it. Its outputs are AES encryptions of a counter under a secret key: seeing
     any number of them (e.g. hash seeds sent in the clear) tells nothing about the others
     unless AES itself is broken. Throughput is close to PCG64's with AES-NI
-    (benchmarks/randomness.py).
+    (studies/randomness.py).
 
     Examples
     --------

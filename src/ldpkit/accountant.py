@@ -153,3 +153,67 @@ class PrivacyAccountant:
         if question is not None and value is not None:
             ledger.answered[(question, value)] = period
         return self.remaining(user, at=at)
+
+    # -- issue 30: charges read from the spec ------------------------------------------------
+    def report_cost(self, spec: Any, *, memoized: bool = True) -> float:
+        """What one report of a new value costs under ``spec``.
+
+        Memoized (through :class:`ldpkit.Device`): a longitudinal spec's ``epsilon_inf``
+        (every later report of that value is covered), another spec's ``epsilon`` (its
+        whole report is repeated). Fresh: the spec's ``epsilon`` (``epsilon_1`` for a
+        longitudinal spec), every time.
+        """
+        from .spec import Mechanism
+
+        if not isinstance(spec, Mechanism):
+            raise TypeError(f"spec must be an ldpkit mechanism spec, got {type(spec).__name__}")
+        if not isinstance(memoized, bool):
+            raise TypeError(f"memoized must be True or False, got {memoized!r}")
+        inf = getattr(spec, "epsilon_inf", None)
+        return float(inf) if memoized and inf is not None else float(spec.epsilon)
+
+    def charge_report(
+        self,
+        user: Hashable,
+        spec: Any,
+        *,
+        value: Any,
+        question: str | None = None,
+        memoized: bool = True,
+        at: float | None = None,
+    ) -> float:
+        """Record one report of ``value`` under ``spec``; return the epsilon left.
+
+        Memoized: the first report of a (question, value) costs :meth:`report_cost`
+        (``epsilon_inf`` for a longitudinal spec), repeats of it are free, and a change to a
+        value not reported before costs its own ``epsilon_inf`` (sequential composition of
+        the permanent answers). Fresh: every report costs ``epsilon`` (``epsilon_1``).
+        ``question`` defaults to the spec's fingerprint.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the report would take the user past the budget (the device then refuses, or
+            resends a memoized report); nothing is recorded.
+
+        Examples
+        --------
+        >>> from ldpkit.longitudinal import LGRR
+        >>> spec = LGRR(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16)
+        >>> acc = PrivacyAccountant(budget=2.5)
+        >>> [acc.charge_report("bob", spec, value=3) for day in range(365)][-1]  # one value
+        1.5
+        >>> acc.charge_report("bob", spec, value=4)  # a change of value
+        0.5
+        """
+        cost = self.report_cost(spec, memoized=memoized)
+        if isinstance(value, (bool, float, int, str, bytes)) or value is None:
+            key = value
+        elif hasattr(value, "item"):  # numpy scalars: their Python value
+            key = value.item()
+        else:
+            key = value
+        name = spec.fingerprint if question is None else question
+        if not memoized:
+            return self.charge(user, cost, at=at)
+        return self.charge(user, cost, question=name, value=key, at=at)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape  # messages name config tables such as [auth]: not markup
 
 # Only typer and rich's console load with the app (typer needs them to render --help); numpy,
 # the library and rich's tables and progress bars load inside the command that uses them.
@@ -71,7 +72,7 @@ def demo(
         # record, --epsilon beyond what a mechanism supports) surface as ValueError too.
         _demo(users=users, names=names, epsilon=epsilon, seed=seed, out=out)
     except (TypeError, ValueError) as exc:
-        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        console.print(f"[red]Error: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
 
 
@@ -274,7 +275,7 @@ def reproduce(
             raise ValueError(f"paper must be one of {sorted(papers.PAPERS)}, got {paper!r}")
         path = papers.run(paper, quick=quick, out=out, seed=seed, jobs=jobs, console=console)
     except (TypeError, ValueError, NotImplementedError) as exc:
-        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        console.print(f"[red]Error: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
     console.print(f"results in {path}")
 
@@ -302,6 +303,18 @@ def serve(
     log_addresses: Annotated[
         bool, typer.Option(help="Include client addresses in the access log.")
     ] = False,
+    header_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request's head may take before the connection is closed."),
+    ] = 5.0,
+    ssl_keyfile: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional
+        typer.Option(help="Serve HTTPS: PEM private key (with --ssl-certfile)."),
+    ] = None,
+    ssl_certfile: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional
+        typer.Option(help="Serve HTTPS: PEM certificate chain (with --ssl-keyfile)."),
+    ] = None,
 ) -> None:
     """Run the HTTP report collector (needs the 'service' extra); see docs/collector.md."""
     from ._validation import check_integer
@@ -312,7 +325,7 @@ def serve(
         if not config.is_file():
             raise ValueError(f"config must be an existing TOML or JSON file, got {str(config)!r}")
     except (TypeError, ValueError) as exc:
-        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        console.print(f"[red]Error: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
     try:
         from .service import main as serve_main
@@ -329,9 +342,12 @@ def serve(
             workers=workers,
             access_log=access_log,
             log_addresses=log_addresses,
+            header_timeout=header_timeout,
+            ssl_keyfile=ssl_keyfile,
+            ssl_certfile=ssl_certfile,
         )
     except (TypeError, ValueError, OSError) as exc:
-        console.print(f"[red]Error: {exc}[/]", soft_wrap=True)
+        console.print(f"[red]Error: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
 
 
@@ -348,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     except cx.NoArgsIsHelpError:  # the help was printed
         raise SystemExit(2) from None
     except cx.UsageError as exc:
-        console.print(f"[red]Error: {exc.format_message()}[/]", soft_wrap=True)
+        console.print(f"[red]Error: {escape(exc.format_message())}[/]", soft_wrap=True)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

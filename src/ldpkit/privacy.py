@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -146,3 +147,26 @@ def shuffle_amplification(epsilon0: float, n: int, delta: float) -> float:
     # tanh(eps0/2) = (e^eps0 - 1) / (e^eps0 + 1), without cancellation at small eps0
     scale = math.tanh(epsilon0 / 2.0)
     return math.log1p(scale * (8.0 * math.sqrt(e0 * math.log(4.0 / delta) / n) + 8.0 * e0 / n))
+
+
+__all__ += ["attack"]
+
+
+def attack(
+    spec: Any, *, rounds: int, memoized: bool = True, prior: Any = None, **options: Any
+) -> Any:
+    """The Bayes-optimal attacker's success rate against one device's T reports.
+
+    See :func:`ldpkit._attack.attack` (``samples``, ``alpha`` and ``rng`` are the Monte
+    Carlo's options); returns an :class:`ldpkit._attack.AttackResult` with its interval.
+
+    Examples
+    --------
+    >>> from ldpkit.longitudinal import LGRR
+    >>> r = attack(LGRR(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16), rounds=1)
+    >>> r.method, round(r.limit, 4)
+    ('exact', 0.1534)
+    """
+    from ._attack import attack as _attack
+
+    return _attack(spec, rounds=rounds, memoized=memoized, prior=prior, **options)

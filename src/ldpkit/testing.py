@@ -149,6 +149,7 @@ _SMALL = {
     "max_level": 3,
     "num_bits": 16,
     "num_cohorts": 2,
+    "padding": 2,  # ldpkit.sets: the padding length of padding-and-sampling
     "max_length": 3,  # discovery specs (issue 29): a 3-level prefix tree
 }
 

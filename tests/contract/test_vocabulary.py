@@ -15,7 +15,7 @@ from ldpkit.spec import Mechanism, mechanism_registry
 
 #: Smallest required arguments per mechanism (everything else at its default); 16 buckets:
 #: the waves' EMS warns at <= 8 (issue 12).
-REQUIRED = {"domain_size": 5, "buckets": 16, "low": 0.0, "high": 1.0}
+REQUIRED = {"domain_size": 5, "buckets": 16, "low": 0.0, "high": 1.0, "padding": 2}
 
 
 def make(cls: type[Mechanism], epsilon: float) -> Mechanism:
@@ -111,9 +111,8 @@ def test_continuous_outputs_name_their_densities(name):
 
 def sample_values(spec: Mechanism, n: int, rng: np.random.Generator) -> np.ndarray:
     """n valid inputs for the spec: items, bucket indices, codes or real values."""
-    hook = getattr(spec, "_contract_values", None)
-    if hook is not None:  # strings, sets, ...: the mechanism's own valid inputs
-        return np.asarray(hook(n, rng))
+    if hasattr(spec, "_contract_values"):  # sets, key-value pairs (ldpkit.sets)
+        return spec._contract_values(n, rng)
     if hasattr(spec, "domain_size"):
         size = spec.domain_size * (2 if type(spec).__name__ == "SignedSubsetSelection" else 1)
         return rng.integers(0, size, n)

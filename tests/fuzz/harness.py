@@ -62,8 +62,14 @@ MODULES = (
     "ldpkit.datasets",
     "ldpkit.experiments",
     "ldpkit.reproduce",
+    "ldpkit.poisoning",
+    "ldpkit.sets",
+    "ldpkit.longitudinal",
     "ldpkit.discovery",
 )
+
+#: Mechanism families whose specs are public in their own package only (not in ``ldpkit``).
+_FAMILY_PACKAGES = ("ldpkit.sets", "ldpkit.longitudinal")
 
 EXCLUDED_MODULES = {
     "ldpkit.service": "the HTTP collector (extra 'service'): its inputs are HTTP requests and "
@@ -107,6 +113,7 @@ EXCLUDED: dict[str, str] = {
         f"ldpkit.{name}": _MODULE
         for name in ("consistency", "queries", "stream", "metrics", "numeric")
     },
+    "ldpkit.longitudinal": _MODULE,
     **{
         name: _EXCEPTION
         for name in (
@@ -125,6 +132,8 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.LocalHashing",
             "ldpkit.stream.Smoother",
             "ldpkit.stream.StreamRelease",
+            "ldpkit.longitudinal.LongitudinalOracle",
+            "ldpkit.longitudinal.LongitudinalUnary",
         )
     },
     **{
@@ -144,6 +153,10 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.datasets.DatasetInfo",
             "ldpkit.experiments.Cell",
             "ldpkit.experiments.ExperimentResult",
+            "ldpkit.sets.SetFrequencyEstimate",
+            "ldpkit.sets.KeyValueEstimate",
+            "ldpkit.sets.TopItems",
+            "ldpkit.sets.TopItemsets",
         )
     },
     **{
@@ -272,9 +285,8 @@ _REGISTRY: dict[str, Entry] | None = None
 def _values(spec: Any, n: int = 40) -> np.ndarray:
     """Valid inputs for ``spec``: items 0..d-1 or numbers inside [low, high]."""
     rng = np.random.default_rng(1)
-    hook = getattr(spec, "_contract_values", None)
-    if hook is not None:  # strings, sets, ...: the mechanism's own valid inputs
-        return np.asarray(hook(n, rng))
+    if hasattr(spec, "_contract_values"):  # sets, key-value pairs (ldpkit.sets)
+        return spec._contract_values(n, rng)
     d = getattr(spec, "domain_size", None)
     if type(spec).__name__ == "DiscreteSquareWave":
         d = spec.buckets
@@ -300,6 +312,9 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
         import ldpkit
 
         top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
+        package = ".".join(cls.__module__.split(".")[:2])
+        if package in _FAMILY_PACKAGES:  # the families that keep their names in their package
+            top = f"{package}.{name}"
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
         aliases = {
             "low": ("high",),
@@ -309,6 +324,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             "expected_n": ("max_level",),
         }
         _add(reg, Entry(top, cls, kwargs, aliases=aliases, allow_inf=True))
+        if "epsilon_inf" in kwargs:  # None: the documented defaults (3 x epsilon; LOLOHA's g)
+            reg[top].nullable = frozenset({"epsilon_inf", "hash_range"} & set(kwargs))
         values = _values(spec)
         _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
         _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
@@ -375,6 +392,103 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
     )
 
 
+def _sets_entries(reg: dict[str, Entry]) -> None:
+    """ldpkit.sets (issue 32): the CSR containers of users' sets and key-value pairs."""
+    from ldpkit.sets import UserPairs, UserSets, restrict_sets, sample_one_item, svim, svsm
+
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserSets",
+            UserSets,
+            {"items": np.array([0, 3, 2]), "offsets": np.array([0, 2, 2, 3])},
+            aliases={"items": ("offsets",), "offsets": ("items",)},
+        ),
+    )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserSets.from_lists",
+            UserSets.from_lists,
+            {"sets": [[0, 3], [], [2]]},
+            aliases={"sets": ("values",)},
+        ),
+    )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserPairs",
+            UserPairs,
+            {
+                "keys": np.array([0, 2, 1]),
+                "values": np.array([0.5, -1.0, 1.0]),
+                "offsets": np.array([0, 2, 3]),
+            },
+            aliases={
+                "keys": ("offsets", "values"),
+                "offsets": ("keys", "values"),
+                "values": ("keys",),
+            },
+        ),
+    )
+    users = [[0, 1], [1, 2], [1], [0, 1, 3], [4], []] * 20
+    for name, call in (("svim", svim), ("sample_one_item", sample_one_item), ("svsm", svsm)):
+        _add(
+            reg,
+            Entry(
+                f"ldpkit.sets.{name}",
+                call,
+                {"users": users, "epsilon": 2.0, "domain_size": 6, "k": 2, "rng": 0},
+                aliases={"users": ("values",), "k": ("domain_size",), "domain_size": ("k",)},
+            ),
+        )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.restrict_sets",
+            restrict_sets,
+            {
+                "sets": UserSets.from_lists([[0, 3], [], [2]]),
+                "keep": np.array([3, 0]),
+                "domain_size": 4,
+            },
+            aliases={"domain_size": ("keep",), "keep": ("domain_size",)},
+        ),
+    )
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.UserPairs.from_lists",
+            UserPairs.from_lists,
+            {"pairs": [[(0, 0.5), (2, -1.0)], [(1, 1.0)]]},
+            aliases={"pairs": ("values",)},
+        ),
+    )
+
+
+def _open_domain_entries(reg: dict[str, Entry]) -> None:
+    """CMS, HCMS and FLH on an open domain (issue 29): string and big-integer items, and
+    the estimate of a candidate list chosen after the collection."""
+    import ldpkit
+
+    values = np.array(["ann", "bob", 2**70, 7, "ann", "zoë"] * 5, dtype=object)
+    for name, spec in (
+        ("CMS", ldpkit.CMS(epsilon=1.0, width=64, depth=8)),
+        ("HCMS", ldpkit.HCMS(epsilon=1.0, width=64, depth=8)),
+        ("FLH", ldpkit.FLH(epsilon=1.0, num_hashes=16)),
+    ):
+        top = f"ldpkit.{name}[open]"
+        entry = Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0})
+        entry.strings_ok = frozenset({"values"})
+        _add(reg, entry)
+        stats = spec.aggregate(spec.randomize(values, rng=0))
+        entry = Entry(
+            f"{top}.estimate", spec.estimate, {"stats": stats, "candidates": ["ann", 2**70, 3]}
+        )
+        entry.strings_ok = frozenset({"candidates"})
+        _add(reg, entry)
+
+
 def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
     """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
     from ldpkit.numeric import Distribution
@@ -411,6 +525,8 @@ def build_registry() -> dict[str, Entry]:
     reg: dict[str, Entry] = {}
     _mechanism_entries(reg)
     _hybrid_entries(reg)
+    _sets_entries(reg)
+    _open_domain_entries(reg)
     for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs (issue 29)
         reg[top].strings_ok = frozenset({"alphabet"})
         reg[top].bools_ok = frozenset({"pool_ended"})
@@ -1018,6 +1134,49 @@ def build_registry() -> dict[str, Entry]:
     add("ldpkit.datasets.uniform_items", ds.uniform_items, d=16, n=100, rng=0)
     add("ldpkit.experiments.frequency_mse", ex.frequency_mse, estimate=est, truth=truth)
 
+    # poisoning attack and detectors (issue 27)
+    from ldpkit import poisoning as po
+
+    oue8 = ldpkit.OUE(epsilon=1.0, domain_size=8)
+    pair = np.array([1, 2])
+    add(
+        "ldpkit.poisoning.mga_reports",
+        po.mga_reports,
+        spec=grr,
+        n_fake=5,
+        targets=pair,
+        evasive=True,
+        search=10,
+        rng=0,
+    ).bools_ok = frozenset({"evasive"})
+    add(
+        "ldpkit.poisoning.mga_expected_gain",
+        po.mga_expected_gain,
+        spec=grr,
+        r=2,
+        beta=0.05,
+        target_frequency=0.1,
+        evasive=True,
+        search=10,
+    ).bools_ok = frozenset({"evasive"})
+    add("ldpkit.poisoning.max_load_distribution", po.max_load_distribution, r=3, g=4, search=2)
+    oue_reports = oue8.randomize(np.arange(8), rng=0)
+    add(
+        "ldpkit.poisoning.support_size_outliers",
+        po.support_size_outliers,
+        spec=oue8,
+        reports=oue_reports,
+        alpha=1e-3,
+    )
+    add(
+        "ldpkit.poisoning.itemset_outliers",
+        po.itemset_outliers,
+        spec=oue8,
+        reports=oue_reports,
+        items=pair,
+        alpha=1e-3,
+    )
+
     # a message naming a related parameter is clear: the relation is the requirement
     related = {
         "ldpkit.FrequencyEstimate": {"frequencies": ("variance",)},
@@ -1049,6 +1208,42 @@ def build_registry() -> dict[str, Entry]:
         ("ldpkit.consistency.fit_power_law", "counts"),  # estimated counts n * f (documented)
     ):
         reg[name].floats_ok = frozenset({param})
+    # issue 30: a device whose memo file lives in a temporary directory (its constructor
+    # writes that file; secret and path are tested in tests/longitudinal/test_device.py)
+    from ldpkit.longitudinal import LGRR
+
+    lgrr = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6)
+    device = ldpkit.Device(
+        secret=bytes(range(32)),
+        path=os.path.join(tempfile.mkdtemp(prefix="ldpkit-fuzz-"), "device.json"),
+    )
+    add(
+        "ldpkit.Device.report",
+        lambda values, rng: device.report(lgrr, values, rng=rng),
+        values=_values(lgrr),
+        rng=0,
+    ).nullable = frozenset({"rng"})
+    add("ldpkit.Device.privacy_spent", device.privacy_spent, spec=lgrr)
+    from ldpkit.longitudinal import loloha_hash_range
+
+    add(
+        "ldpkit.longitudinal.loloha_hash_range",
+        loloha_hash_range,
+        epsilon_inf=2.0,
+        epsilon_1=1.0,
+        domain_size=32,
+    )
+    e = add(
+        "ldpkit.privacy.attack",
+        lambda spec, rounds, memoized, prior: privacy.attack(
+            spec, rounds=rounds, memoized=memoized, prior=prior, samples=200, rng=0
+        ),
+        spec=lgrr,
+        rounds=3,
+        memoized=True,
+        prior=np.full(6, 1 / 6),
+    )
+    e.nullable, e.bools_ok = frozenset({"prior"}), frozenset({"memoized"})
     _REGISTRY = reg
     return reg
 
@@ -1128,6 +1323,19 @@ def variants(base: Any) -> list[Variant]:
             ("array1", np.array([base]), False),
             ("masked", np.ma.masked_array([base], mask=[True]), True),
         ]
+    if _ragged(base):  # one list per user (ldpkit.sets: sets, key-value pairs)
+        rows = list(base)
+        out += [
+            ("empty", [], False),
+            ("shorter", rows[:-1], False),
+            ("longer", [*rows, rows[-1]], False),
+            ("nan-in", [[math.nan], *rows[1:]], True),
+            ("str-in", ["abc", *rows[1:]], True),
+            ("none-in", [None, *rows[1:]], True),
+            ("flat-ints", list(range(len(rows))), True),
+            ("masked", _masked(np.arange(len(rows))), True),
+        ]
+        return out
     if isinstance(base, (list, tuple)) and any(isinstance(b, np.ndarray) for b in base):
         first = np.asarray(base[0], dtype=np.float64)
         out += [
@@ -1179,6 +1387,15 @@ def variants(base: Any) -> list[Variant]:
                     ("uint8", arr.astype(np.uint8), False),
                 ]
     return out
+
+
+def _ragged(base: Any) -> bool:
+    """A sequence of per-user lists (ragged: not one numeric array)."""
+    if isinstance(base, np.ndarray) and base.dtype != object:
+        return False
+    if not isinstance(base, (list, tuple, np.ndarray)) or len(base) == 0:
+        return False
+    return all(isinstance(b, (list, tuple)) for b in base)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def test_bad_payloads_get_clear_4xx(db_url):
             (
                 post(reports_to_bytes(good), collection="nope"),
                 404,
-                "collection must be one of ['colors', 'pages']",
+                "collection 'nope' is not served here",
             ),
             (post(b"x" * 100_001), 413, "body must be at most 100000 bytes"),
             # 150 000 identical uint16 reports compress to a few KB but declare 300 KB decoded:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpkit import Encoder, Question
+from ldpkit import Encoder, Question, _crmath
 from ldpkit._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights, sample_flat_bump
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
 from ldpkit.frequency.grr import grr_sample
@@ -380,7 +380,9 @@ def _numeric_bodies() -> list[dict[str, Any]]:
             values = [low, high, float(grid[1]), float(grid[spec.input_steps // 2]), low + s]
             lam = spec.log_span
             assert lam is not None
-            values += (low + s * np.expm1(lam * rng.random(n - 5))).tolist()
+            # correctly rounded expm1, never numpy's: its SIMD paths (AVX-512 vs AVX2) differ
+            # in the last bit, and the inputs must be the same on every CPU
+            values += [low + s * _crmath.expm1(lam * float(u)) for u in rng.random(n - 5)]
         else:
             low, high = spec.low, spec.high  # type: ignore[attr-defined]
             values = [low, high, low + (high - low) / 3.0]

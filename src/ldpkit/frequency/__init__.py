@@ -33,6 +33,9 @@ __all__ = [
     "RAPPOR",
     "RAPPORClient",
     "bloom_positions",
+    "CMS",
+    "HCMS",
+    "FLH",
 ]
 
 
@@ -66,12 +69,14 @@ __getattr__, __dir__ = attach(
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import FrequencyOracle, PureFrequencyOracle
     from .choose import choose_oracle
+    from .flh import FLH
     from .grr import GRR
     from .hadamard import HRR, HadamardResponse, fwht
     from .hashing import BLH, OLH, LocalHashing
     from .histogram import SHE, THE
     from .rappor import RAPPOR, RAPPORClient, bloom_positions
     from .significance import heavy_hitters, significance_cutoff
+    from .sketch import CMS, HCMS
     from .subset import SubsetSelection
     from .unary import OUE, SUE, UnaryEncoding
 

@@ -49,7 +49,7 @@ __all__ = [
 #: after each EM update. 0 is plain EM, 0.5 is one EMS pass (binomial (1, 2, 1)/4), and each
 #: further step multiplies the kernel's width by 2 (8: EMS at 1/4 of the resolution, which
 #: at d = 1024 behaves like EMS at d = 256). 32 was dropped: measured on the 80 WAV25 cells
-#: (benchmarks/auto_oracle.py, 2 runs each against the competitors' 30-run means) it was
+#: (studies/auto_oracle.py, 2 runs each against the competitors' 30-run means) it was
 #: the best candidate in few cells and a wrong pick in more; without it 49 cells are within
 #: 10 % of the best competitor against 46, and one fold fit less is run.
 DEFAULT_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0)
@@ -145,7 +145,7 @@ def default_buckets(expected_n: int | None) -> int:
 
 
 #: Branching factor B of the hybrid design's hierarchical histogram (SW20 section 4.2 after
-#: Kulkarni et al.; the prototype benchmarks/auto_hybrid.py measured B = 4).
+#: Kulkarni et al.; the prototype studies/auto_hybrid.py measured B = 4).
 HH_BRANCHING = 4
 
 
@@ -732,7 +732,7 @@ class AutoDistribution(Mechanism):
     intensity with known background (Shepp and Vardi 1982): assigning the background to
     theta too slowed EM by the hits per report (~hundreds). Smoothing, held-out choice
     (the support counts thinned like the SW counts) and end atoms are as for SW alone.
-    Measured against the exact per-report E-step (benchmarks/auto_hybrid_collapsed.py, r =
+    Measured against the exact per-report E-step (studies/auto_hybrid_collapsed.py, r =
     0.25, same reports, same strength and stop): error ratios collapsed / exact 0.91-1.13
     on 22 of 24 (cell, s, metric) values, 1.31 at worst (weeks worked, eps 4, s = 0, KS).
 

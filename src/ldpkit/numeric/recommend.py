@@ -6,7 +6,7 @@ much to smooth (``benchmarks/auto_distribution.py`` measures it against the best
 SW-EM, HH and the wavelet on every cell of the grid below). The rules for known smoothness
 rest on the full WAV25 comparison, ``ldpkit reproduce wav25`` (Markdown table in
 ``docs/results/wav25/wav25.md``: five data sets, ten methods, eps 0.5..4, 30 runs per cell,
-n from 26k to 330k), and on ``benchmarks/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
+n from 26k to 330k), and on ``studies/wavelet_accuracy.py`` for synthetic data at n = 1e5 and
 1e6. The numbers quoted in :func:`recommend` come from those two runs (seed 0).
 """
 
@@ -105,7 +105,7 @@ def recommend(
     n = 61,395, heaped), with ten methods: the Haar wavelet at WAV25's J and at J - 2,
     SW + EMS, SW + EM, binning (16, 64 bins), HH, DW, IIW (64, 256 bins). Checked at
     n = 1e5 and 1e6 on synthetic smooth, heaped and spiky data by
-    ``benchmarks/wavelet_accuracy.py`` (5 runs per cell). Below, "x" is a method's mean
+    ``studies/wavelet_accuracy.py`` (5 runs per cell). Below, "x" is a method's mean
     error over the best method's in a (data set, metric, eps) cell, worst case over the
     cells named.
 

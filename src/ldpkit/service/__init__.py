@@ -35,14 +35,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..encoder import Encoder
 from ..spec import spec_from_dict
-from .app import DEFAULT_DATABASE_URL, Collection, Limits, create_app
+from .app import DEFAULT_DATABASE_URL, Collection, Limits, _check_origins, create_app
 from .auth import Token, new_token, parse_tokens
+from .quotas import QUOTA_KEYS, Quota, parse_quota
 from .store import CollectorStore
 
 __all__ = [
     "Collection",
     "CollectorStore",
     "Limits",
+    "Quota",
     "Token",
     "app_from_config",
     "create_app",
@@ -60,8 +62,10 @@ _TOP_KEYS = {
     "bucket_seconds",
     "commit_window",
     "max_rollup_parts",
+    "deleted_keys_seconds",
     "cors_origins",
     "limits",
+    "quotas",
     "auth",
     "collections",
 }
@@ -78,13 +82,18 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         bucket_seconds = 3600                      # optional: roll-up bucket width
         commit_window = 0.003                      # optional: group-commit wait, seconds
         max_rollup_parts = 4096                    # optional: unfolded parts -> compact now
+        deleted_keys_seconds = 2592000             # optional: deleted batches' keys kept 30 days
         cors_origins = ["https://example.org"]     # optional: browsers allowed to call
 
         [limits]                                   # optional: see ldpkit.service.Limits
         max_reports_per_batch = 100000
 
+        [quotas]                                   # optional: per-token ingest quotas
+        reports_per_minute = 1000000               # (see ldpkit.service.quotas)
+        batches_per_second = 1000
+
         [auth]                                     # optional: bearer tokens, by sha256
-        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "..." }]
+        tokens = [{ name = "devices", scopes = ["ingest"], sha256 = "...", collections = ["browsers"] }]
 
         [collections.browsers]
         mechanism = "OLH"
@@ -142,6 +151,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
             "bucket_seconds",
             "commit_window",
             "max_rollup_parts",
+            "deleted_keys_seconds",
         )
         if k in data
     }
@@ -149,6 +159,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
         origins = data["cors_origins"]
         if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
             raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+        _check_origins(origins)  # at load: "*" is refused with its reason (issue 27)
         options["cors_origins"] = origins
     limits = dict(data.get("limits", {}))
     limits.update({k: data[k] for k in _LIMIT_KEYS if k in data})
@@ -159,11 +170,18 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
             raise ValueError(
                 f"limits must only set fields of ldpkit.service.Limits, got {sorted(limits)}"
             ) from exc
+    if "quotas" in data:
+        quotas = data["quotas"]
+        if not isinstance(quotas, Mapping) or set(quotas) - set(QUOTA_KEYS):
+            raise ValueError(
+                f"quotas must be a table with keys among {list(QUOTA_KEYS)}, got {quotas!r}"
+            )
+        options["quotas"] = parse_quota(quotas, "quotas")
     if "auth" in data:
         auth = data["auth"]
         if not isinstance(auth, Mapping) or set(auth) != {"tokens"}:
             raise ValueError(f"auth must be a table with one key, tokens, got {auth!r}")
-        options["tokens"] = parse_tokens(auth["tokens"])
+        options["tokens"] = parse_tokens(auth["tokens"], collections, options.get("quotas"))
     return collections, options
 
 
@@ -198,6 +216,38 @@ def _log_config(log_addresses: bool) -> dict[str, Any]:
     return config
 
 
+METRICS_DIR_PREFIX = "ldpkit-metrics-"
+METRICS_OWNER = "owner.pid"
+# The header read timeout (ldpkit.service._timeouts), carried to worker processes by this
+# environment variable.
+DEFAULT_HEADER_TIMEOUT = 5.0
+HEADER_TIMEOUT_ENV = "LDPKIT_HEADER_TIMEOUT"
+
+
+def remove_stale_metrics_dirs(root: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the ``ldpkit-metrics-*`` directories (in ``root``, the temporary directory by
+    default) whose owning server process no longer runs: ``main`` removes its own at exit,
+    but a server killed with -9 cannot (issue 27). Directories without an owner file, or
+    of a process still alive (or of another user), are kept. Returns those removed."""
+    removed = []
+    for path in Path(root or tempfile.gettempdir()).glob(f"{METRICS_DIR_PREFIX}*"):
+        try:
+            pid = int((path / METRICS_OWNER).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # alive (or a reused pid: keep it, to be safe)
+        except ProcessLookupError:
+            pass
+        except OSError:  # e.g. another user's process: alive
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    return removed
+
+
 def main(
     config: str | os.PathLike[str] | Mapping[str, Any],
     *,
@@ -207,13 +257,20 @@ def main(
     log_level: str = "info",
     access_log: bool = False,
     log_addresses: bool = False,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    ssl_keyfile: str | os.PathLike[str] | None = None,
+    ssl_certfile: str | os.PathLike[str] | None = None,
     **overrides: Any,
 ) -> None:
     """Serve the collector with uvicorn until interrupted (what ``ldpkit serve`` calls).
 
     Binds to localhost by default. Without ``[auth]`` in the config the collector is open
-    to anyone who can reach it, so it then refuses any address but a loopback one. Put a
-    TLS-terminating reverse proxy in front of it before exposing it. ``workers > 1`` runs
+    to anyone who can reach it, so it then refuses any address but a loopback one. Serve
+    TLS with ``ssl_keyfile`` and ``ssl_certfile`` (PEM files, both or neither), or put a
+    TLS-terminating reverse proxy in front of it (docs/collector.md) before exposing it. A
+    connection whose request head (request line and headers) has not arrived within
+    ``header_timeout`` seconds (5 by default) is closed
+    (:mod:`ldpkit.service._timeouts`). ``workers > 1`` runs
     that many processes (they share the database, so it must be PostgreSQL: SQLite allows
     one writer process); on Linux each process accepts on a ``SO_REUSEPORT`` socket of
     its own, so the kernel spreads connections over them (:mod:`ldpkit.service._workers`),
@@ -233,6 +290,22 @@ def main(
     options.update(overrides)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if (
+        isinstance(header_timeout, bool)
+        or not isinstance(header_timeout, (int, float))
+        or not 0 < header_timeout <= 3600
+    ):
+        raise ValueError(
+            f"header_timeout must be a number of seconds in (0, 3600], got {header_timeout!r}"
+        )
+    if (ssl_keyfile is None) != (ssl_certfile is None):
+        raise ValueError(
+            "ssl_keyfile and ssl_certfile must be given together (a PEM private key and its "
+            f"certificate chain), got ssl_keyfile={ssl_keyfile!r}, ssl_certfile={ssl_certfile!r}"
+        )
+    for name, path in (("ssl_keyfile", ssl_keyfile), ("ssl_certfile", ssl_certfile)):
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{name} must be an existing PEM file, got {os.fspath(path)!r}")
     url = options.get("database_url", DEFAULT_DATABASE_URL)
     if workers > 1 and make_url(url).get_backend_name() == "sqlite":
         raise ValueError(
@@ -257,7 +330,14 @@ def main(
         "log_level": log_level,
         "access_log": access_log,
         "log_config": _log_config(log_addresses),
+        # uvicorn's HTTP protocol plus a header read timeout (issue 27), read from the
+        # environment in every worker process
+        "http": "ldpkit.service._timeouts:HeaderTimeoutProtocol",
     }
+    os.environ[HEADER_TIMEOUT_ENV] = repr(float(header_timeout))
+    if ssl_keyfile is not None:
+        kwargs["ssl_keyfile"] = os.fspath(ssl_keyfile)
+        kwargs["ssl_certfile"] = os.fspath(ssl_certfile)  # type: ignore[arg-type]
     options.setdefault("freeze_gc", True)  # a process of its own: see create_app
     if workers == 1:
         app = create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
@@ -268,7 +348,10 @@ def main(
     made_dir = None
     metrics_dir = options.get("metrics_dir") or os.environ.get("LDPKIT_METRICS_DIR")
     if metrics_dir is None:
-        metrics_dir = made_dir = tempfile.mkdtemp(prefix="ldpkit-metrics-")
+        remove_stale_metrics_dirs()
+        metrics_dir = made_dir = tempfile.mkdtemp(prefix=METRICS_DIR_PREFIX)
+        # Who owns it: a server killed with -9 cannot remove it, the next one does.
+        (Path(metrics_dir) / METRICS_OWNER).write_text(str(os.getpid()))
     shared = {
         k: v for k, v in overrides.items() if isinstance(v, (str, int, float, bool, type(None)))
     }

@@ -11,11 +11,14 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
   fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=``,
   ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
 - ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
-- ``GET /healthz`` (open), ``GET /metrics`` (``read``; Prometheus text).
+- ``GET /healthz`` (open), ``GET /metrics`` (``metrics``; Prometheus text).
 - ``GET /`` (open): the dashboard, plain ES modules and hand-drawn SVG from
   ``ldpkit/service/static/`` (no CDN); it reads the ``read`` routes above with the bearer
   token the user enters. ``GET /docs`` (open): a plain listing of ``/openapi.json``
   (Swagger UI is off: it loads its files from a CDN).
+
+Tokens may be limited to some collections and have ingest quotas (429 + Retry-After):
+:mod:`ldpkit.service.auth`, :mod:`ldpkit.service.quotas`.
 """
 
 import dataclasses
@@ -62,7 +65,9 @@ from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
 from .metrics import Metrics
+from .quotas import Quota, QuotaCounters, QuotaExceeded
 from .store import (
+    DEFAULT_DELETED_KEYS_SECONDS,
     DEFAULT_MAX_PARTS,
     BatchDeleted,
     CollectorStore,
@@ -476,23 +481,41 @@ def _whole_second_clock() -> Callable[[], dt.datetime]:
     return clock
 
 
+# The times a query may name: those datetime can print (years 1 to 9999, UTC); bucket
+# numbers stay far inside the database's 64-bit integers.
+TIME_MIN = -62135596800  # 0001-01-01T00:00:00Z
+TIME_MAX = 253402300799  # 9999-12-31T23:59:59Z
+_TIME_RANGE = (
+    "a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z "
+    f"(Unix seconds {TIME_MIN} to {TIME_MAX})"
+)
+
+
 def _parse_time(value: str | None, name: str) -> int | None:
-    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds."""
+    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
+    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500)."""
     if value is None:
         return None
     try:
-        return math.floor(float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise HTTPException(
-            422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return math.floor(when.timestamp())
+        seconds = None
+    if seconds is None:
+        try:
+            when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise HTTPException(
+                422, f"{name} must be an ISO 8601 time or Unix seconds, got {value!r}"
+            ) from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        try:
+            seconds = when.timestamp()
+        except (OverflowError, ValueError):  # e.g. 0001-01-01T00:00:00+01:00
+            seconds = math.nan
+    if not TIME_MIN <= seconds <= TIME_MAX:  # (NaN too)
+        raise HTTPException(422, f"{name} must be {_TIME_RANGE}, got {value!r}")
+    return math.floor(seconds)
 
 
 class _Collector:
@@ -509,6 +532,7 @@ class _Collector:
         bucket_seconds: int,
         commit_window: float = 0.003,
         metrics_dir: str | None = None,
+        quotas: Quota | None = None,
     ) -> None:
         self.collections = collections
         probes = {name: _probe(c.spec) for name, c in collections.items()}
@@ -534,6 +558,7 @@ class _Collector:
         self.auth = auth
         self.bucket_seconds = bucket_seconds
         self.metrics = Metrics(metrics_dir)
+        self.quotas = QuotaCounters(_token_quotas(auth, quotas), metrics_dir)
         # When a batch counts as received (whole seconds, UTC); tests replace it.
         self.clock: Callable[[], dt.datetime] = _whole_second_clock()
         # Constant parts of the 201 answer, built once rather than per request.
@@ -552,12 +577,23 @@ class _Collector:
     # -- access ----------------------------------------------------------------------------
     def authorize(self, request: Request, scope: str) -> str:
         """The calling token's name ("" when auth is off); 401/403 otherwise."""
-        if self.auth is None:
-            return ""
-        return self.authorize_header(request.headers.get("authorization"), scope)
+        found = request.headers.getlist("authorization")
+        return self.authorize_header(
+            found[0] if found else None,
+            scope,
+            request.path_params.get("collection"),
+            count=len(found),
+        )
 
-    def authorize_header(self, header: str | None, scope: str) -> str:
-        """:meth:`authorize` from the ``Authorization`` header's value (None if absent)."""
+    def authorize_header(
+        self, header: str | None, scope: str, collection: str | None = None, count: int = 1
+    ) -> str:
+        """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
+        ``count`` headers were sent: more than one is a 400 on every path (issue 27: the
+        fast path read the last, the FastAPI routes the first)."""
+        if count > 1:
+            self.metrics.reject("malformed", 400)
+            raise HTTPException(400, f"Authorization must be sent once, got {count} headers")
         if self.auth is None:
             return ""
         token: Token | None = self.auth.identify(header)
@@ -574,12 +610,42 @@ class _Collector:
             raise HTTPException(
                 403, f"token {token.name!r} must have scope {scope!r}, got {sorted(token.scopes)}"
             )
+        if not token.allows(scope, collection):
+            self.metrics.reject("forbidden", 403)
+            raise HTTPException(
+                403,
+                f"collection must be one of token {token.name!r}'s "
+                f"{sorted(token.collections or ())}, got {collection!r}",
+            )
         return token.name
 
-    def get(self, name: str) -> Collection:
+    def visible(self, token: str) -> list[str]:
+        """The collections the named token may see (all of them when auth is off)."""
+        found = None if self.auth is None else self.auth.by_name.get(token)
+        if found is None or found.collections is None:
+            return list(self.collections)
+        return [name for name in self.collections if name in found.collections]
+
+    def charge(self, token: str, n: int | None = None) -> None:
+        """Count a request (``n`` None) or ``n`` reports against the token's quota."""
+        try:
+            if n is None:
+                self.quotas.admit_batch(token)
+            else:
+                self.quotas.charge_reports(token, n)
+        except QuotaExceeded as exc:
+            self.metrics.reject("rate_limited" if exc.status == 429 else "too_large", exc.status)
+            headers = None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+            raise HTTPException(exc.status, str(exc), headers=headers) from None
+
+    def get(self, name: str, *, listing: bool = True) -> Collection:
+        """The collection ``name``; 404 otherwise, naming the others only when ``listing``
+        (callers that may read; an ingest token must not learn them: issue 27)."""
         try:
             return self.collections[name]
         except KeyError:
+            if not listing:
+                raise HTTPException(404, f"collection {name!r} is not served here") from None
             raise HTTPException(
                 404, f"collection must be one of {sorted(self.collections)}, got {name!r}"
             ) from None
@@ -648,10 +714,12 @@ class _Collector:
             raise self._fail(
                 422, "malformed", "body must hold a batch of reports, got an empty body"
             )
+        self.charge(token)
         if len(body) <= 16_384:  # small: decoding is cheaper than a thread hop
             item = self.prepare(name, body, content_type, token, key)
         else:
             item = await run_in_threadpool(self.prepare, name, body, content_type, token, key)
+        self.charge(token, item.n)  # before the commit: a refused batch stores nothing
         try:
             record = await self.committer.commit(item)
         except IdempotencyConflict as exc:
@@ -887,8 +955,18 @@ class _Collector:
         w = self.bucket_seconds
         if s is not None:
             s = -(-s // w) * w  # first whole bucket
+            if s > TIME_MAX:
+                raise HTTPException(
+                    422,
+                    f"since must leave a whole {w} s bucket before {_iso(TIME_MAX)}, got {since!r}",
+                )
         if u is not None:
             u = u // w * w  # end of the last whole bucket
+            if u < TIME_MIN:
+                raise HTTPException(
+                    422,
+                    f"until must end a whole {w} s bucket after {_iso(TIME_MIN)}, got {until!r}",
+                )
         if s is not None and u is not None and u < s:
             raise HTTPException(
                 422, f"until must be at or after since (whole {w} s buckets), got {since}..{until}"
@@ -1275,6 +1353,13 @@ def _fast_json_reports(
         elif field.dtype.kind == "f":
             if not all(type(x) is float or type(x) is int for x in flat):
                 return None
+            # NaN and +-Infinity (json.loads reads them) are no report: the general path
+            # refuses them with Reports' message, before the group committer (issue 27)
+            try:
+                if not all(map(math.isfinite, flat)):
+                    return None
+            except OverflowError:  # an integer beyond any float: the general path explains
+                return None
             if field.dtype != np.float64 or not all(type(x) is float for x in flat):
                 plain = False  # numpy decides how ints or narrower floats convert
         else:
@@ -1287,6 +1372,13 @@ def _fast_json_reports(
         return Reports(spec, **{k: np.array(v, dtype=dtypes[k]) for k, v in columns.items()})
     except (OverflowError, ValueError, TypeError):
         return None
+
+
+def _token_quotas(auth: TokenAuth | None, default: Quota | None) -> dict[str, Quota]:
+    """Each token's quota (its own, else ``default``, else Quota()); "" when auth is off."""
+    if auth is None:
+        return {} if default is None else {"": default}
+    return {t.name: t.quota or default or Quota() for t in auth.tokens}
 
 
 def _database_error(
@@ -1342,17 +1434,24 @@ class CollectorApp(FastAPI):
 async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: Any) -> bool:
     """Serve one ingest request from raw ASGI messages; False hands it to FastAPI."""
     found: dict[str, str] = {}
+    authorizations = 0
     for raw_name, raw_value in scope["headers"]:
         field = _FAST_HEADERS.get(raw_name)
         if field is not None:
+            if field == "authorization":
+                authorizations += 1
+                if authorizations > 1:
+                    continue  # the first, as Starlette reads it (two: refused below)
             found[field] = raw_value.decode("latin-1")
     if "origin" in found:
         return False
     collector: _Collector = app.state.collector
     headers: Mapping[str, str] = {}
     try:
-        token = collector.authorize_header(found.get("authorization"), "ingest")
-        collector.get(name)
+        token = collector.authorize_header(
+            found.get("authorization"), "ingest", name, count=authorizations
+        )
+        collector.get(name, listing=False)
         key = found.get("key")
         collector.check_ingest_headers(key, found.get("length"))
         chunks, size, limit = [], 0, collector.limits.max_body_bytes
@@ -1385,6 +1484,26 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     return True
 
 
+def _check_origins(origins: Any) -> None:
+    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
+    if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
+        raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+    for origin in origins:
+        if "*" in origin:
+            raise ValueError(
+                "cors_origins must list each origin allowed to call the collector (e.g. "
+                f"'https://dash.example.org'), got {origin!r}: a wildcard would send "
+                "'Access-Control-Allow-Origin: *' on authenticated reads, so any web page "
+                "whose script holds a token could read every collection from its visitors' "
+                "browsers"
+            )
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s]+", origin):
+            raise ValueError(
+                "cors_origins must be origins written as scheme://host[:port] without a "
+                f"path (e.g. 'https://dash.example.org'), got {origin!r}"
+            )
+
+
 def create_app(
     collections: Any,
     database_url: str = DEFAULT_DATABASE_URL,
@@ -1396,10 +1515,12 @@ def create_app(
     bucket_seconds: int = 3600,
     commit_window: float = 0.003,
     metrics_dir: str | None = None,
+    quotas: Quota | None = None,
     max_body_bytes: int | None = None,
     max_decoded_bytes: int | None = None,
     max_rollup_parts: int = DEFAULT_MAX_PARTS,
     freeze_gc: bool = False,
+    deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS,
 ) -> FastAPI:
     """Build the collector app.
 
@@ -1423,7 +1544,10 @@ def create_app(
         Bearer tokens (:func:`ldpkit.service.auth.parse_tokens`); None serves everyone
         (``main`` then refuses any non-loopback address).
     cors_origins : list of str or None
-        Origins browsers may call from (``["*"]`` for any); None adds no CORS headers.
+        Origins browsers may call from, each written out (``"https://dash.example.org"``);
+        None adds no CORS headers. ``"*"`` is refused (ValueError): it would put
+        ``Access-Control-Allow-Origin: *`` on authenticated reads, so any web page holding
+        a token could read every estimate from its visitors' browsers.
     bucket_seconds : int
         Width of the roll-up time buckets (estimates' ``since``/``until`` resolution).
     commit_window : float
@@ -1434,6 +1558,10 @@ def create_app(
     metrics_dir : str or None
         Directory shared by the worker processes of one server for the ``/metrics``
         counters (``ldpkit serve --workers N`` makes one); None keeps them in memory.
+    quotas : Quota or None
+        Ingest quota of every token that sets none of its own (:class:`Quota`'s defaults
+        when None and ``tokens`` are given); without ``tokens``, None means no quota and a
+        Quota one budget shared by every client (:mod:`ldpkit.service.quotas`).
     max_body_bytes, max_decoded_bytes : int or None
         Shortcuts overriding the same fields of ``limits``.
     max_rollup_parts : int
@@ -1449,6 +1577,10 @@ def create_app(
         loop 130-220 ms every 2-4 s at 64 connections (every request in flight waited), and
         took 1-6 ms once they were frozen. Process-wide: leave it off when the app shares its
         process with other work (tests, an embedding server).
+    deleted_keys_seconds : float
+        The retry window: how long the idempotency keys of batches an admin deleted stay
+        refused (409) before they are forgotten (30 days by default); a retry arriving
+        later is stored as a new batch.
 
     Returns
     -------
@@ -1478,9 +1610,11 @@ def create_app(
         raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
     if not isinstance(freeze_gc, bool):
         raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
+    deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     store.max_parts = max_rollup_parts
+    store.deleted_keys_seconds = deleted_keys_seconds
     try:
         collector = _Collector(
             specs,
@@ -1491,6 +1625,7 @@ def create_app(
             bucket_seconds=bucket_seconds,
             commit_window=commit_window,
             metrics_dir=metrics_dir,
+            quotas=quotas,
         )
         store.on_compaction = collector.metrics.compaction
         for name, c in specs.items():
@@ -1547,6 +1682,8 @@ def create_app(
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
+        _check_origins(cors_origins)
+
         app.add_middleware(
             CORSMiddleware,
             allow_origins=list(cors_origins),
@@ -1591,7 +1728,7 @@ def create_app(
     @app.get("/metrics", response_class=PlainTextResponse, tags=["ops"])
     def metrics(request: Request) -> PlainTextResponse:
         """Prometheus text format: stored totals, accepted batches, rejects, commit latency."""
-        collector.authorize(request, "read")
+        collector.authorize(request, "metrics")
         stored = {name: store.summary(name) for name in collector.collections}
         return PlainTextResponse(
             collector.metrics.render(stored), media_type="text/plain; version=0.0.4"
@@ -1599,8 +1736,8 @@ def create_app(
 
     @app.get("/v1/collections", response_model=CollectionList, tags=["collections"])
     def list_collections(request: Request) -> CollectionList:
-        collector.authorize(request, "read")
-        return CollectionList(collections=[collector.info(name) for name in collector.collections])
+        who = collector.authorize(request, "read")
+        return CollectionList(collections=[collector.info(name) for name in collector.visible(who)])
 
     @app.get("/v1/collections/{collection}", response_model=CollectionInfo, tags=["collections"])
     def get_collection(collection: CollectionName, request: Request) -> CollectionInfo:
@@ -1617,7 +1754,7 @@ def create_app(
         responses={
             200: {"description": "retried batch (same Idempotency-Key and token): already stored"},
             401: {"description": "no valid bearer token (when [auth] is configured)"},
-            403: {"description": "the token lacks the ingest scope"},
+            403: {"description": "the token lacks the ingest scope or this collection"},
             409: {
                 "description": "reports made under another spec (fingerprint mismatch), or an "
                 "Idempotency-Key whose batch an admin deleted (not stored again)"
@@ -1625,6 +1762,10 @@ def create_app(
             413: {"description": "body, JSON, decoded size or report count over the limits"},
             415: {"description": "body is neither npz, Parquet nor JSON"},
             422: {"description": "malformed reports, or Idempotency-Key reused for other data"},
+            429: {
+                "description": "over the token's quota (batches per second, reports per "
+                "minute): nothing was stored, retry after Retry-After seconds"
+            },
             503: {"description": "database unavailable; nothing was stored, retry"},
         },
     )
@@ -1633,7 +1774,7 @@ def create_app(
         # and serves requests the fast path hands on (browsers' CORS requests, root_path).
         headers = request.headers
         token = collector.authorize(request, "ingest")
-        collector.get(collection)
+        collector.get(collection, listing=False)
         key = headers.get("idempotency-key")
         collector.check_ingest_headers(key, headers.get("content-length"))
         chunks, size = [], 0

@@ -41,7 +41,9 @@ Small batches (up to ``SMALL_BATCH`` reports, e.g. one report per device) arrive
 Stats; the committer concatenates those of one (collection, token, bucket) and aggregates
 them with one ``spec.aggregate`` call, which costs about as much as aggregating one of
 them. If that call refuses the group (a malformed report inside), each batch is aggregated
-alone so that only the bad one gets its 422.
+alone so that only the bad one gets its 422. Likewise, when a group's transaction fails
+for any reason but an unreachable database, it is committed again in halves (and halves of a
+failing half), so an error one batch causes fails that batch's request alone (issue 27).
 """
 
 from __future__ import annotations
@@ -128,17 +130,28 @@ def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -
         return aggregate_one(spec, _concat(spec, batches))
     try:
         return spec._aggregate_decoded(_row_arrays(batches))  # type: ignore[arg-type]
-    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError, ArithmeticError) as exc:
         raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
 
 
 def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
-    if isinstance(reports, ReportRows):
-        reports = reports.to_reports(spec)
     try:
+        if isinstance(reports, ReportRows):  # (Reports' own checks: dtypes, finite reals)
+            reports = reports.to_reports(spec)
         return spec.aggregate(reports)  # the spec's own checks: dtypes, shapes, ranges
-    except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError, ArithmeticError) as exc:
         raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """Whether a group's commit failed because the database is unreachable (every batch
+    would fail alike: answer them all 503 at once) rather than because of one batch."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    return isinstance(exc, (OperationalError, InterfaceError, PoolTimeout, OSError)) or bool(
+        getattr(exc, "connection_invalidated", False)
+    )
 
 
 @dataclasses.dataclass
@@ -387,13 +400,40 @@ class GroupCommitter:
                 members = [items[i] for i in idx]
                 together = _aggregate_group(spec, [m.reports for m in members])
                 shared[frozenset(map(id, members))] = together
-            except (AggregationError, ValueError, TypeError):
+            except Exception:  # whatever the cause: it must not fail the other batches
                 for i in idx:  # find the bad batch(es); the others keep their own Stats
                     try:
                         items[i].stats = aggregate_one(spec, items[i].reports)  # type: ignore[arg-type]
-                    except AggregationError as exc:
+                    except Exception as exc:  # AggregationError: 422; anything else: 500
                         errors[i] = exc
         return errors, shared
+
+    async def _commit_split(
+        self,
+        items: Sequence[PendingBatch],
+        combine: Callable[[Sequence[PendingBatch]], Stats],
+        run_blocking: Callable[[Callable[[], Any]], Any],
+        connections: list[Any] | None,
+    ) -> list[Any]:
+        """Commit the two halves of a group that failed, each in its own transaction,
+        splitting again whichever fails: one result per item (a record, or the exception
+        that failed a batch alone). A bad batch costs about 2 log2(n) transactions, not n;
+        an unreachable database fails a whole part at once."""
+        half = len(items) // 2
+        results: list[Any] = []
+        for part in (items[:half], items[half:]):
+            try:
+                results += await self.store.commit_group_async(
+                    part, combine, run_blocking, connections
+                )
+            except Exception as exc:
+                if _is_outage(exc) or len(part) == 1:
+                    # (not raised: the other half may be committed already, and its
+                    # requests must hear so)
+                    results += [exc] * len(part)
+                else:
+                    results += await self._commit_split(part, combine, run_blocking, connections)
+        return results
 
     async def _process(
         self,
@@ -423,9 +463,25 @@ class GroupCommitter:
             start = time.perf_counter()
             results: list[Any] = []
             if live:
-                results = await self.store.commit_group_async(
-                    [items[i] for i in live], combine, run_blocking, connections
-                )
+                try:
+                    results = await self.store.commit_group_async(
+                        [items[i] for i in live], combine, run_blocking, connections
+                    )
+                except Exception as exc:
+                    if len(live) == 1 or _is_outage(exc):
+                        raise
+                    # Nothing of the group is stored (one transaction). The cause may be
+                    # one batch: commit halves, then halves of a failing half, so that only
+                    # a bad batch fails.
+                    logger.warning(
+                        "a group commit of %d batches failed (%s: %s); committing it in parts",
+                        len(live),
+                        type(exc).__name__,
+                        exc,
+                    )
+                    results = await self._commit_split(
+                        [items[i] for i in live], combine, run_blocking, connections
+                    )
                 if self.on_commit is not None:
                     self.on_commit(time.perf_counter() - start, len(live))
         except Exception as exc:  # the database failed: nobody's batch is stored

@@ -17,7 +17,9 @@ Five tables:
 - ``ldpkit_reports``: raw payloads, only when the app is configured with
   ``store_reports = true``.
 - ``ldpkit_deleted_keys``: idempotency keys of batches an admin deleted, so that a retry
-  cannot store a deleted batch again (:class:`BatchDeleted`).
+  cannot store a deleted batch again (:class:`BatchDeleted`), kept for the retry window
+  (``CollectorStore.deleted_keys_seconds``, 30 days by default) and then expired
+  (:meth:`CollectorStore.expire_deleted_keys`), so the table does not grow forever.
 
 Writes come in groups (:meth:`CollectorStore.commit_group`): the batch rows are inserted
 and the group's Stats appended as roll-up parts in **one transaction**, so a committed
@@ -209,6 +211,9 @@ rollup_parts_table = Table(
     ForeignKeyConstraint(["collection"], ["ldpkit_collections.name"]).ddl_if(callable_=_not_pg),
     Index("ix_ldpkit_rollup_parts_bucket", "collection", "bucket", "token"),
 )
+
+# How long a deleted batch's idempotency key stays refused (CollectorStore.deleted_keys_seconds).
+DEFAULT_DELETED_KEYS_SECONDS = 30 * 86400
 
 deleted_keys_table = Table(
     "ldpkit_deleted_keys",
@@ -608,6 +613,12 @@ class CollectorStore:
         self.in_loop_max_group = 12
         # received_at -> Unix seconds (the app's clock hands out one datetime per second).
         self._epochs: dict[dt.datetime, int] = {}
+        # The retry window: how long a deleted batch's idempotency key stays refused
+        # (BatchDeleted). A client retries an unanswered batch within minutes to days (a
+        # phone offline for a while); a retry older than this is stored as a new batch.
+        self.deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS
+        self.expire_interval = 3600.0  # expire_deleted_keys from try_compact at most this often
+        self._last_expire = -float("inf")
 
     # The roll-up arrays' TOAST settings on PostgreSQL (see _compress_arrays_lz4).
     _ARRAY_TABLES = ("ldpkit_rollup_parts", "ldpkit_rollups")
@@ -1024,10 +1035,13 @@ class CollectorStore:
             kept: Any = self._pg_idle.pop() if self._pg_idle else None
         try:
             for attempt in range(3):
+                # (bound before raw_connection(), which raises psycopg's own error when the
+                # server is down: issue 27, an UnboundLocalError made that a 500)
+                raw: Any = None
                 try:
                     if kept is None:
                         kept = self.engine.raw_connection()
-                    raw: Any = kept.driver_connection
+                    raw = kept.driver_connection
                     try:
                         single = self._commit_group_pg_single(raw, items, merge)
                         if single is not None:
@@ -1045,7 +1059,11 @@ class CollectorStore:
                         raise
                 except psycopg.Error as exc:
                     wrapped = DBAPIError.instance(
-                        None, None, exc, psycopg.Error, connection_invalidated=raw.broken
+                        None,
+                        None,
+                        exc,
+                        psycopg.Error,
+                        connection_invalidated=raw is None or raw.broken,
                     )
                     if isinstance(wrapped, IntegrityError) and attempt < 2:
                         # Another writer (process, or this process's other group in flight)
@@ -1630,6 +1648,12 @@ class CollectorStore:
             self.last_compaction_error = None
             with self._count_lock:
                 self.parts_written = max(0, self.parts_written - before)
+            if time.monotonic() - self._last_expire >= self.expire_interval:
+                self._last_expire = time.monotonic()
+                try:  # (rarely anything: admins delete rarely)
+                    self.expire_deleted_keys()
+                except Exception:  # retried at the next interval; the keys stay meanwhile
+                    logger.exception("expiring deleted idempotency keys failed")
             if self.on_compaction is not None:
                 self.on_compaction(folded)
             return folded
@@ -2014,7 +2038,21 @@ class CollectorStore:
             conn.execute(delete(batches_table).where(batch_cond))
             conn.execute(delete(rollups_table).where(rollup_cond))
             conn.execute(delete(rollup_parts_table).where(part_cond))
+        self.expire_deleted_keys()  # past the retry window: see expire_deleted_keys
         return int(count), int(n)
+
+    def expire_deleted_keys(self, now: dt.datetime | None = None) -> int:
+        """Forget the idempotency keys of batches deleted more than ``deleted_keys_seconds``
+        before ``now`` (default: the current time); returns how many. A retry of such a key
+        is then stored as a new batch, so the retry window must outlast every client's
+        retries. Runs at each delete and about once an hour from the compaction."""
+        now = now or dt.datetime.now(dt.UTC)
+        cutoff = now - dt.timedelta(seconds=self.deleted_keys_seconds)
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                delete(deleted_keys_table).where(deleted_keys_table.c.deleted_at < cutoff)
+            )
+        return int(result.rowcount or 0)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
         """The stored payload of a batch (only when the app stores raw reports)."""

@@ -35,7 +35,7 @@ when the data sit in a few buckets (retail: bucket width 16.1, 99% of the values
 on the *true* histogram of retail's threshold part, the point placement picks theta = 32.2
 where the best threshold is 48.3, an MSE 7.9x the best's at eps = 4; with the mass spread
 over its bucket the objective on the true histogram lands within one bucket of the best
-threshold on every stream and epsilon of ``benchmarks/topl_threshold.py`` (MSE <= 1.2x the
+threshold on every stream and epsilon of ``studies/topl_threshold.py`` (MSE <= 1.2x the
 best's).
 
 The tail cut (post-processing of the threshold phase)
@@ -52,7 +52,7 @@ report density on ``[x - b, x + b]`` by ``w (p - q)``, i.e. the expected count o
 reports in that window by ``m w (p - q) 2b``, against a count of standard deviation at most
 ``sqrt(m q 2b)``, so ``w_min = z sqrt(q 2b / m) / ((p - q) 2b)`` (unit scale, SW20 §5.2's
 ``p``, ``q``, ``b``). ``z = 1/4`` (:data:`TAIL_Z`) was chosen on the POS, retail and DNS
-streams (``benchmarks/topl_threshold.py``). ``tail_cut="authors"`` uses the authors' code's
+streams (``studies/topl_threshold.py``). ``tail_cut="authors"`` uses the authors' code's
 fixed floor 1e-4 with the same run rule, ``tail_cut="none"`` the raw estimate. The cut uses
 only the estimate, i.e. the reports: post-processing, no privacy budget.
 
@@ -90,7 +90,7 @@ excess over the 0.9-quantile, measured on the cut estimate and so biased low). P
 no budget. It puts back the *shape* of the bulk's decay, not the estimate's mass above the
 cut (that mass is mostly spurious: 0.01-0.10 on retail, whose true mass there is 0; a
 variant that gave it back at the cut point lost retail at eps = 4). Measured on 5 seeds
-(``benchmarks/topl_threshold.py``): MSE within 3x of the best's in 64 of 80 (stream, eps,
+(``studies/topl_threshold.py``): MSE within 3x of the best's in 64 of 80 (stream, eps,
 seed) cells, against 57 without it (theta within 2x: 65 both); on 15 other seeds 180 of
 240 against 173 (theta 191 against 193). The fitted exceedance level was chosen among
 0.8-0.98 on those 15 seeds, not on the 5 of the table.
@@ -101,7 +101,7 @@ On the paper's linear scale the m Square Wave reports cannot resolve a bulk that
 few of the d buckets: retail's values (99% below 39 of B = 16,470) fall in 3 buckets of
 width 16.1 while SW's window is 2b = 0.51 B wide at eps = 1; EM spreads them over ~10
 buckets and theta lands 3-6x above the best threshold at eps <= 1 (MSE 8-32x), whatever the
-cut. A two-point (Le Cam) bound (``benchmarks/topl_threshold.py``, ``two_point_bound``) shows
+cut. A two-point (Le Cam) bound (``studies/topl_threshold.py``, ``two_point_bound``) shows
 that at eps = 0.5 no rule on *linear* reports can meet the 3x target with probability above
 0.76 on both retail and retail x 2.5 (TV of their 16,384-report laws <= 0.52): the linear
 reports carry too little information about where in [0, 160] the bulk lies. So by default the
@@ -147,7 +147,7 @@ reports of retail and retail x 2.5 are far apart (it does not apply to them).
 The threshold phase's estimator is plain EM by default: with the cut, EMS's smoothing blurs
 the bulk of skewed streams to the right (retail at eps = 1: 76% of the EMS mass above the
 best threshold 32.2, against 2.3% of the values) and loses to EM in most (stream, eps) cells
-(``benchmarks/topl_threshold.py``; SW20 recommends EMS for the *shape* of a distribution, not
+(``studies/topl_threshold.py``; SW20 recommends EMS for the *shape* of a distribution, not
 for its upper tail).
 
 The perturber is the real HM: PM with probability ``1 - e^(-eps/2)`` when eps > 0.61, else

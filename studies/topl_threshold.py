@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    PYTHONPATH=src python benchmarks/topl_threshold.py            # 5 seeds, ~1-2 min
-    PYTHONPATH=src python benchmarks/topl_threshold.py --seeds 2  # quicker
+    PYTHONPATH=src python studies/topl_threshold.py            # 5 seeds, ~1-2 min
+    PYTHONPATH=src python studies/topl_threshold.py --seeds 2  # quicker
 
 For each stream (POS, retail, DNS and the NYC flight delays; bounds and m as in
 ``ldpkit reproduce tops21``; the flight delays need ``pip install 'ldpkit[data]'``) and

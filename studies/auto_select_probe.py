@@ -1,6 +1,6 @@
 """Which smoothing strength would the CDF have wanted? Issue 17's Square-Wave-only cells.
 
-Run: ``nice python benchmarks/auto_select_probe.py --competitor-cache CACHE.json --seed 0
+Run: ``nice python studies/auto_select_probe.py --competitor-cache CACHE.json --seed 0
 [--reps 20] [--epsilons 0.5 1] [--datasets ...]`` (the cache: ``auto_distribution.py
 --competitor-cache``, same seed and reps). Per cell (eps < 1.5: AutoDistribution sends Square
 Wave reports only), prints the ratio to the best competitor (W1/KS, means over the runs) of

@@ -5,7 +5,7 @@ exact discrete law on a grid. Target: SW + EMS keeps W1 and KS within 2% of the 
 version on Beta(5, 2) and the flights departure times at n = 1e5 .. 1e6 (same data, same
 seeds); PM / HM / SR stay unbiased with the same variance.
 
-Run ``python benchmarks/grid_accuracy.py --compare OLD_SRC`` to run this file once with
+Run ``python studies/grid_accuracy.py --compare OLD_SRC`` to run this file once with
 ``PYTHONPATH=OLD_SRC`` (e.g. a checkout of the code before issue 11) and once with the
 current sources, and print the ratios; ``--measure`` (what the driver calls) prints one JSON
 line per configuration. Writes benchmarks/results/grid_accuracy.json. The number of seeds per

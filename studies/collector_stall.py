@@ -11,8 +11,8 @@ acknowledged batch must be stored.
 ``--src`` picks the ldpkit sources the server runs (default: this checkout's ``src``), so
 two versions can be compared in one sitting::
 
-    python benchmarks/collector_stall.py                      # this checkout
-    python benchmarks/collector_stall.py --src /path/to/other/src
+    python studies/collector_stall.py                      # this checkout
+    python studies/collector_stall.py --src /path/to/other/src
 
 Light on CPU (a few client threads, ~10 s); Linux with a C compiler only.
 """

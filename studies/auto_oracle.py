@@ -2,7 +2,7 @@
 held-out scores AutoDistribution chooses from, stored so that selection rules can be compared
 offline.
 
-Run: ``nice python benchmarks/auto_oracle.py [--reps 4] [--epsilons ...] [--datasets ...]``.
+Run: ``nice python studies/auto_oracle.py [--reps 4] [--epsilons ...] [--datasets ...]``.
 Writes benchmarks/results/auto_oracle.npz (per data set, eps, repetition: the CDF of every
 candidate fit at the 256 grid points, the truth there, the held-out score of every
 candidate on each of the two folds) and prints, per cell, each candidate's mean W1 and KS

@@ -1,7 +1,7 @@
 """Why AutoDistribution has no interior-atom candidate (issue 17): what an oracle atom set
 would gain, and what two detectors find from the reports.
 
-Run: ``nice python benchmarks/auto_atoms_probe.py [--reps 3]``. For a few WAV25 cells (the
+Run: ``nice python studies/auto_atoms_probe.py [--reps 3]``. For a few WAV25 cells (the
 benchmark's seeds, so the same Square Wave reports as benchmarks/auto_distribution.py's first
 repetitions) it prints, averaged over the repetitions:
 

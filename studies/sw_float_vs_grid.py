@@ -11,7 +11,7 @@ Beta(5, 2) (256 buckets) and the flights departure times (1024 buckets), n = 1e5
 Also times (CPU) the first and the second ``SquareWave.estimate`` at n = 1e6, 1024 buckets
 (after loading the compiled EM kernels): the first one builds the exact bucket matrix.
 
-Run ``python benchmarks/sw_float_vs_grid.py [--reps R] [--out FILE]``; prints one JSON line
+Run ``python studies/sw_float_vs_grid.py [--reps R] [--out FILE]``; prints one JSON line
 per run and a summary table (mean +- standard error over the repetitions).
 """
 

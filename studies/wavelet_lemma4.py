@@ -1,6 +1,6 @@
 """The Haar wavelet's coefficient variances, measured, against WAV25's Lemma 4 (eq. 59).
 
-Run: ``nice python benchmarks/wavelet_lemma4.py [--reps 100] [--epsilons 0.5 1 2 4]
+Run: ``nice python studies/wavelet_lemma4.py [--reps 100] [--epsilons 0.5 1 2 4]
 [--datasets "Beta(5,2)" "weeks worked"]``. Prints one row per (data set, eps, level) and
 writes benchmarks/results/wavelet_lemma4.json.
 

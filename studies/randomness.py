@@ -9,7 +9,7 @@
 * ``secure``: ``rng=None`` (the new default; the generator is created inside the call, so
   its ~0.15 s one-off import of randomgen is paid before timing by a warm-up call).
 
-Run: ``python benchmarks/randomness.py [--n 1000000] [--d 1024] [--repeat 3]``. Prints users/s
+Run: ``python studies/randomness.py [--n 1000000] [--d 1024] [--repeat 3]``. Prints users/s
 (best of ``--repeat``) and the ratio, and writes benchmarks/results/randomness.json.
 """
 

@@ -1,6 +1,6 @@
 """Accuracy check: Haar wavelet (WAV25) vs Square Wave + EMS/EM, HH and Wiener IIW on smooth and spiky data.
 
-Run: ``python benchmarks/wavelet_accuracy.py [--ns 100000 1000000] [--epsilons 0.5 1 2 4] [--reps 10]``.
+Run: ``python studies/wavelet_accuracy.py [--ns 100000 1000000] [--epsilons 0.5 1 2 4] [--reps 10]``.
 Prints a table and writes benchmarks/results/wavelet_accuracy.json.
 
 Data: Beta(5, 2) (smooth, WAV25's synthetic set) and a heaped distribution standing in for

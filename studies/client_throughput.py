@@ -7,7 +7,7 @@ from the secure generator itself when ``rng=None``. This measures ``randomize`` 
 in CPU time (``time.process_time``, robust to a loaded machine), for two source trees in
 the same run, alternating between them:
 
-    python benchmarks/client_throughput.py --compare OLD_SRC [--repeats 3]
+    python studies/client_throughput.py --compare OLD_SRC [--repeats 3]
 
 ``--measure`` (what the comparison runs in a subprocess per source tree) prints one JSON
 line per (mechanism, rng). The ratio new/old is what to read: both sides share the load.

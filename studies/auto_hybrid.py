@@ -1,10 +1,10 @@
 """Can a hybrid report design (some users send Square Wave, the others a hierarchical
 histogram report) reach issue 17's accuracy target? A measured prototype.
 
-Run: ``nice python benchmarks/auto_hybrid.py [--reps 2] [--shares 0 0.1 0.25 0.5]
+Run: ``nice python studies/auto_hybrid.py [--reps 2] [--shares 0 0.1 0.25 0.5]
 [--epsilons ...] [--datasets ...]``. Prints per cell and HH share r each design's W1 and KS
 over the best competitor's (the competitors' 30-repetition means of
-docs/results/wav25/wav25.md, as in benchmarks/auto_oracle.py) and writes
+docs/results/wav25/wav25.md, as in studies/auto_oracle.py) and writes
 benchmarks/results/auto_hybrid.json.
 
 Design. Each user draws "HH" with probability r, independently of her value, and sends ONE
@@ -29,7 +29,7 @@ argument for its level draw, one level up): privacy is unchanged. Two estimates:
   HH users alone; "split oracle" is the best of those per cell in hindsight (an upper bound
   for choosing between them by held-out likelihood, design (b) of the task).
 
-r = 0 is SW alone: its oracle is the SW-only oracle of benchmarks/auto_oracle.py (up to the
+r = 0 is SW alone: its oracle is the SW-only oracle of studies/auto_oracle.py (up to the
 seeds and the reduced set of strengths).
 
 What it showed (2026-11-24; 15 of the 40 (data set, eps) pairs: eps = 1, 2.5, 4 on all five

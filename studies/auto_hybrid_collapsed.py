@@ -1,12 +1,12 @@
 """Collapsed support counts against the exact per-report E-step, on the same hybrid reports.
 
-Run: ``nice python benchmarks/auto_hybrid_collapsed.py [--reps 2] [--epsilons 0.5 1 2.5 4]
+Run: ``nice python studies/auto_hybrid_collapsed.py [--reps 2] [--epsilons 0.5 1 2.5 4]
 [--datasets ...] [--share 0.25] [--strengths 2 0.5 0]``. Per cell and strength s, one
 :class:`~ldpkit.numeric.AutoDistribution` (``hh_share``) draws the reports; the fit of
 strength s from the uniform start is computed twice: by AutoDistribution's joint EM on the
 mergeable Stats (the HH levels' support counts, :meth:`AutoDistribution._model`) and by the
 prototype's joint EM with the exact per-report likelihood of every OLH report
-(benchmarks/auto_hybrid.py, ``JointEM``, no iteration cap here beyond ``--max-iter``).
+(studies/auto_hybrid.py, ``JointEM``, no iteration cap here beyond ``--max-iter``).
 Prints W1 and KS (WAV25's grid errors against the data) of both and their ratio
 (collapsed / exact); writes benchmarks/results/auto_hybrid_collapsed.json.
 """

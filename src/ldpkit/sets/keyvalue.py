@@ -1,0 +1,750 @@
+"""Key-value data: each user holds (key, value) pairs, values in [-1, 1]; the server estimates
+every key's frequency (share of users holding it) and mean value.
+
+:class:`PCKV` (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020): padding-and-sampling of one
+pair, then correlated perturbation of key and value (UE or GRR), with the tight budget
+composition and its budget allocation. :class:`PrivKV` (Ye, Hu, Meng, Zheng, IEEE S&P 2019):
+one key sampled uniformly from the domain, value and key perturbed by randomized response.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import _crmath
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._rng import RNGLike, as_generator
+from .._validation import check_array, check_integer, check_memory, check_probability
+from ..estimate import IntervalWarning
+from ..spec import Mechanism, Reports, Stats, StatsField
+from ._input import UserPairs, as_user_pairs, sample_padded
+
+__all__ = ["KeyValueEstimate", "PCKV", "PrivKV"]
+
+_METHODS = ("ue", "grr")
+#: Denominator of PCKV-UE's non-key coin (P[nonzero] = B / M for a non-sampled key).
+_UE_TOTAL = 1 << 52
+
+
+def _z(alpha: float) -> float:
+    from scipy import special  # server side only
+
+    return float(-special.ndtri(alpha / 2.0))
+
+
+def _index_dtype(size: int) -> np.dtype:
+    from ..frequency._base import index_dtype
+
+    return index_dtype(size)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class KeyValueEstimate:
+    """Per-key frequency and mean value, with their variances and intervals.
+
+    Attributes
+    ----------
+    frequencies : ndarray, shape (d,)
+        Share of users holding each key (PCKV: the padded share, unbiased; see
+        :class:`ldpkit.sets.SetFrequencyEstimate` for the padding's bias).
+    frequency_variance : ndarray, shape (d,)
+    means : ndarray, shape (d,)
+        Mean value of each key among its holders, in [-1, 1] (a ratio estimator:
+        consistent, not unbiased; 0 where the estimated count is not positive).
+    mean_variance : ndarray, shape (d,)
+        Delta-method variance of the mean (at the estimates).
+    n : int
+    spec : Mechanism
+    sums : ndarray or None
+        PCKV: unbiased estimate of ``(1/n) sum over holders of value * min(1, ell / L)``
+        per key (the numerator of the mean).
+    long_share : float or None
+        PCKV: unbiased estimate of the share of users with at least ``padding`` pairs
+        (bounds the padding's bias of every frequency), from the dummy keys.
+    labels : sequence or None
+    """
+
+    frequencies: np.ndarray
+    frequency_variance: np.ndarray
+    means: np.ndarray
+    mean_variance: np.ndarray
+    n: int
+    spec: Any = None
+    sums: np.ndarray | None = None
+    long_share: float | None = None
+    labels: Sequence[Any] | None = None
+
+    def __post_init__(self) -> None:
+        d = np.asarray(self.frequencies).shape
+        for name in ("frequencies", "frequency_variance", "means", "mean_variance"):
+            arr = np.array(getattr(self, name), dtype=np.float64)
+            if arr.shape != d or arr.ndim != 1 or not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name} must be a 1-D array of {d} finite numbers")
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+        if self.labels is not None and len(self.labels) != d[0]:
+            raise ValueError(f"labels must have one entry per key ({d[0]}), got {len(self.labels)}")
+
+    @property
+    def domain_size(self) -> int:
+        return int(self.frequencies.size)
+
+    def frequency_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """Normal two-sided ``1 - alpha`` interval of each frequency."""
+        half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.frequency_variance)
+        return self.frequencies - half, self.frequencies + half
+
+    #: Largest relative standard error of a key's frequency for which :meth:`mean_interval`
+    #: gives an interval: the mean is a ratio over that count, and its normal
+    #: approximation fails when the count is this uncertain (coverage fell to 0.5-0.8 in
+    #: benchmarks/sets.py for keys above it).
+    MAX_RELATIVE_ERROR: ClassVar[float] = 0.2
+
+    def mean_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """Normal two-sided ``1 - alpha`` interval of each mean (second-order delta method),
+        cut to [-1, 1]; NaN (with an IntervalWarning) where the key's estimated frequency
+        is not positive or its relative standard error exceeds ``MAX_RELATIVE_ERROR``."""
+        half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.mean_variance)
+        lo = np.clip(self.means - half, -1.0, 1.0)
+        hi = np.clip(self.means + half, -1.0, 1.0)
+        se = np.sqrt(self.frequency_variance)
+        none = ~(self.frequencies > 0) | (se > self.MAX_RELATIVE_ERROR * self.frequencies)
+        if none.any():
+            warnings.warn(
+                f"mean intervals are NaN for {int(none.sum())} key(s) whose estimated "
+                f"frequency is not positive or has a relative standard error above "
+                f"{self.MAX_RELATIVE_ERROR:g} (the ratio's normal approximation fails there)",
+                IntervalWarning,
+                stacklevel=2,
+            )
+            lo[none] = hi[none] = np.nan
+        return lo, hi
+
+    def top(self, k: int) -> Any:
+        """The k most frequent keys (labels when attached, else indices), largest first."""
+        k = check_integer(k, "k", low=1, high=self.domain_size)
+        idx = np.argsort(-self.frequencies, kind="stable")[:k]
+        return [self.labels[i] for i in idx.tolist()] if self.labels is not None else idx
+
+    def replace(self, **changes: Any) -> KeyValueEstimate:
+        return dataclasses.replace(self, **changes)
+
+    def to_frame(self, alpha: float = 0.05) -> Any:
+        """A pandas DataFrame, one row per key: frequency, its std error and interval,
+        mean, its std error and interval."""
+        import pandas as pd
+
+        flo, fhi = self.frequency_interval(alpha)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IntervalWarning)
+            mlo, mhi = self.mean_interval(alpha)
+        data = {
+            "frequency": self.frequencies,
+            "frequency_se": np.sqrt(self.frequency_variance),
+            "frequency_low": flo,
+            "frequency_high": fhi,
+            "mean": self.means,
+            "mean_se": np.sqrt(self.mean_variance),
+            "mean_low": mlo,
+            "mean_high": mhi,
+        }
+        index = (
+            pd.Index(list(self.labels), name="label")
+            if self.labels is not None
+            else pd.RangeIndex(self.domain_size, name="key")
+        )
+        frame = pd.DataFrame(data, index=index)
+        frame.attrs["alpha"] = alpha
+        return frame
+
+    def plot(self, ax: Any = None, *, alpha: float = 0.05, top: int | None = None) -> Any:
+        """Two panels (frequency, mean) with ``1 - alpha`` error bars; returns the axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(1, 2, figsize=(10, 4))
+        idx = np.arange(self.domain_size) if top is None else np.asarray(self._top_idx(top))
+        flo, fhi = self.frequency_interval(alpha)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IntervalWarning)
+            mlo, mhi = self.mean_interval(alpha)
+        pos = np.arange(idx.size)
+        names = [str(self.labels[i]) if self.labels is not None else str(i) for i in idx.tolist()]
+        f, m = self.frequencies[idx], self.means[idx]
+        ax[0].bar(pos, f, yerr=np.vstack([f - flo[idx], fhi[idx] - f]), capsize=2)
+        ax[0].set_ylabel("estimated frequency")
+        merr = np.nan_to_num(np.vstack([m - mlo[idx], mhi[idx] - m]))
+        ax[1].bar(pos, m, yerr=merr, capsize=2, color="tab:orange")
+        ax[1].set_ylabel("estimated mean value")
+        for a in ax[:2]:
+            a.set_xticks(pos, names)
+            a.axhline(0.0, color="black", lw=0.5)
+        ax[0].set_title(f"n = {self.n}, {1 - alpha:.0%} intervals")
+        return ax
+
+    def _top_idx(self, k: int) -> np.ndarray:
+        k = check_integer(k, "top", low=1, high=self.domain_size)
+        return np.argsort(-self.frequencies, kind="stable")[:k]
+
+    def __repr__(self) -> str:
+        return f"KeyValueEstimate(d={self.domain_size}, n={self.n}, spec={self.spec!r})"
+
+
+class _KeyValueMechanism(Mechanism):
+    """Shared input handling and contract hooks of the key-value mechanisms."""
+
+    domain_size: int
+
+    def check_values(self, values: Any) -> UserPairs:
+        """``values`` as :class:`UserPairs` over keys ``[0, domain_size)``."""
+        return as_user_pairs(values, self.domain_size)
+
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        out = np.empty(n, dtype=object)
+        d = self.domain_size
+        top = min(d, int(getattr(self, "padding", 2) or 2) + 2)
+        for i in range(n):
+            keys = gen.choice(d, size=int(gen.integers(0, top + 1)), replace=False)
+            out[i] = [(int(k), float(v)) for k, v in zip(keys, gen.uniform(-1, 1, keys.size))]
+        out[0], out[1] = [(0, 1.0), (d - 1, -1.0)], []
+        return out
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        d = self.domain_size
+        outside = [[[(d, 0.5)]], [[(0, 1.5)]], [[(0, math.nan)]], [[(1, 0.1), (1, 0.2)]]]
+        wrong_type = [[[0.5]], [[("a", 0.1)]], [1, 2], "ab", [[(0, "x")]]]
+        return outside, wrong_type
+
+    def _contract_check_estimate(self, est: Any, stats: Stats) -> None:
+        d = self.domain_size
+        assert isinstance(est, KeyValueEstimate), f"estimate is {type(est).__name__}"
+        for name in ("frequencies", "frequency_variance", "means", "mean_variance"):
+            arr = getattr(est, name)
+            assert arr.shape == (d,) and arr.dtype == np.float64, f"{name} {arr.shape}"
+            assert np.all(np.isfinite(arr)), f"{name} not finite"
+        assert np.all(est.frequency_variance >= 0) and np.all(est.mean_variance >= 0)
+        assert np.all(np.abs(est.means) <= 1.0), "means outside [-1, 1]"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PCKV(_KeyValueMechanism):
+    """PCKV: padding-and-sampling, then correlated key-value perturbation (UE or GRR).
+
+    A user pads her pairs with dummy keys ``d + L, ..., d + ell - 1`` (value 0) to ``ell``
+    slots and samples one slot uniformly (``max(L, ell)`` slots); the value is discretized to
+    ``v* = +1`` with probability ``(1 + v) / 2``, else -1; then:
+
+    - ``method="ue"`` (PCKV-UE): a vector over the ``d' = d + ell`` keys with entries in
+      {-1, 0, 1}: the sampled key's entry is ``v*`` w.p. ``a p``, ``-v*`` w.p. ``a (1 - p)``,
+      0 w.p. ``1 - a`` (``a = 1/2``, ``p = e^eps2 / (1 + e^eps2)``); every other entry is
+      +1 or -1 w.p. ``b / 2`` each, 0 otherwise (``b = 1 / (e^eps1 + 1)``). Sent as two
+      packed bit rows: ``bits`` (entry non-zero) and ``signs`` (entry +1).
+    - ``method="grr"`` (PCKV-GRR): one pair ``(key, sign)`` out of ``2 d'``: the sampled
+      pair w.p. ``w_keep / T``, each other w.p. ``w_other / T``; in the paper's terms the key
+      is kept w.p. ``a`` with its value kept w.p. ``p``, and each other key appears w.p.
+      ``b`` with a uniform sign. Sent as ``values = 2 key + (sign > 0)``.
+
+    Budget: the correlated perturbation composes to ``max(eps2, eps1 + log(2 e^eps2 /
+    (1 + e^eps2)))`` (PCKV Theorem 2), not ``eps1 + eps2``; the allocation used is the
+    paper's for UE, ``eps1 = log((e^eps + 1) / 2)``, ``eps2 = eps`` (section 5.2), which
+    spends the budget exactly. For GRR the same allocation makes the law randomized
+    response over the ``2 d'`` pairs. Both are sampled exactly with integer weights
+    (:mod:`ldpkit._exact`); ``privacy_loss()`` is computed from them.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget, in ``[1e-6, 40]``.
+    domain_size : int
+        Number of keys d (>= 2).
+    padding : int
+        The padding length ell (>= 1); sets with more pairs are sampled down (their keys'
+        frequencies are then biased low, by at most the share of such users, which the
+        estimate reports as ``long_share``).
+    method : {"ue", "grr"}
+        The perturbation. UE sends ``2 d'`` bits per user and is the more accurate for
+        large domains; GRR sends ``log2(2 d')`` bits.
+
+    Notes
+    -----
+    Estimation (PCKV section 4.3): with ``n1``, ``n2`` the reports supporting ``(k, +1)``,
+    ``(k, -1)``: ``S^ = (n1 + n2 - n b) / (a - b)`` users sampled k, ``D^ = (n1 - n2) / (a
+    (2p - 1))`` is the sum of their discretized values; ``f^_k = ell S^ / n`` (unbiased for
+    the padded frequency) and ``m^_k = D^ / S^`` cut to [-1, 1]. Variances: ``Var f^ = ell^2
+    (N p_h (1 - p_h) + (n - N) b (1 - b)) / (n^2 (a - b)^2)`` with ``N = n f``, ``p_h = b +
+    (a - b) / ell``; the mean's by the delta method (:meth:`mean_variance`).
+
+    References
+    ----------
+    X. Gu, M. Li, Y. Cheng, L. Xiong, Y. Cao. PCKV: Locally Differentially Private
+    Correlated Key-Value Data Collection with Optimized Utility. USENIX Security 2020,
+    sections 4 (Algorithms 1-3) and 5 (Theorem 2, budget allocation).
+
+    Examples
+    --------
+    >>> pckv = PCKV(epsilon=2.0, domain_size=4, padding=2, method="grr")
+    >>> users = [[(0, 0.5), (2, -1.0)], [(1, 1.0)], []]
+    >>> est = pckv.run(users, rng=0)
+    >>> est.frequencies.shape, est.means.shape
+    ((4,), (4,))
+    """
+
+    domain_size: int
+    padding: int
+    method: str = "ue"
+
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
+    def _validate(self) -> None:
+        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+        self._set("padding", check_integer(self.padding, "padding", low=1, high=1 << 20))
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be one of {list(_METHODS)}, got {self.method!r}")
+        if self.domain_size + self.padding > 1 << 31:
+            raise ValueError(
+                f"domain_size + padding must be <= 2^31, got {self.domain_size + self.padding}"
+            )
+
+    @property
+    def slots(self) -> int:
+        """``d' = d + ell``: real and dummy keys."""
+        return self.domain_size + self.padding
+
+    @property
+    def key_epsilon(self) -> float:
+        """eps1 = log((e^eps + 1) / 2) (PCKV section 5.2)."""
+        return math.log((math.exp(self.epsilon) + 1.0) / 2.0)
+
+    # -- the realized law ------------------------------------------------------------------
+    def _grr_weights(self) -> tuple[int, int]:
+        return rr_weights(self.epsilon, 2 * self.slots - 1)
+
+    def _ue_weights(self) -> tuple[int, int, int]:
+        """``(w_keep, w_other, B)``: the sampled key's entry is v* w.p. ``w_keep / 2T``,
+        -v* w.p. ``w_other / 2T`` (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is
+        +1 and -1 w.p. ``B / 2M`` each (``M = 2^52``), with ``log(2 p (1 - b) / b) <= eps``
+        checked on the exact integers."""
+        return _ue_law(self.epsilon)
+
+    @property
+    def a(self) -> float:
+        """P[the sampled key's entry is non-zero]."""
+        if self.method == "ue":
+            return 0.5
+        w_keep, w_other = self._grr_weights()
+        return (w_keep + w_other) / (w_keep + (2 * self.slots - 1) * w_other)
+
+    @property
+    def p(self) -> float:
+        """P[the sampled value is kept | the key's entry is non-zero]."""
+        if self.method == "ue":
+            w_keep, w_other, _ = self._ue_weights()
+        else:
+            w_keep, w_other = self._grr_weights()
+        return w_keep / (w_keep + w_other)
+
+    @property
+    def b(self) -> float:
+        """P[a non-sampled key's entry is non-zero] (either sign, equally likely)."""
+        if self.method == "ue":
+            return self._ue_weights()[2] / _UE_TOTAL
+        w_keep, w_other = self._grr_weights()
+        return 2 * w_other / (w_keep + (2 * self.slots - 1) * w_other)
+
+    @property
+    def exact_epsilon(self) -> bool:
+        """True for ell = 1; with ell > 1, sampling one of ell slots lowers the loss."""
+        return self.padding == 1
+
+    def privacy_loss(self) -> float:
+        """The loss of the perturbation of one sampled pair, from the integer weights.
+
+        GRR: the exact loss of the whole report, ``log(1 + (e^eps' - 1) / ell)`` with eps' the
+        realized ratio (an item is sampled w.p. at most 1 / ell, as in
+        :class:`PaddingSampling`). UE: ``max(log(p / (1 - p)), log(2 p (1 - b) / b))``, the
+        loss of the perturbation (PCKV Theorem 2), an upper bound for ell > 1.
+        """
+        if self.method == "grr":
+            w_keep, w_other = self._grr_weights()
+            return _crmath.log1p((w_keep - w_other) / (self.padding * w_other))
+        w_keep, w_other, big = self._ue_weights()
+        return max(ratio_loss(w_other, w_keep), _ue_cross_loss(w_keep, w_other, big))
+
+    # -- the flow ------------------------------------------------------------------------
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Pad, sample one pair, discretize its value, perturb (vectorized over users).
+
+        ``values``: one list of ``(key, value)`` pairs per user, or :class:`UserPairs`.
+        """
+        pairs = self.check_values(values)
+        n = len(pairs)
+        if self.method == "ue":  # n x 2 ceil(d'/8) bytes of reports
+            check_memory(
+                2.0 * n * ((self.slots + 7) // 8),
+                f"len(values)={n} at domain_size={self.domain_size}",
+                f"{self.name}.randomize",
+            )
+        gen = as_generator(rng)
+        key, positive = _sample_pairs(pairs, self.domain_size, self.padding, gen)
+        if self.method == "grr":
+            from ..frequency.grr import grr_sample
+
+            index = 2 * key + positive
+            out = grr_sample(index, 2 * self.slots, self._grr_weights(), gen)
+            return Reports(self, values=out.astype(_index_dtype(2 * self.slots)))
+        bits, signs = _ue_sample(key, positive, self.slots, self._ue_weights(), gen)
+        return Reports(self, bits=bits, signs=signs)
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``positive``, ``negative``: reports supporting ``(k, +1)`` and ``(k, -1)`` for every
+        real and dummy key (GRR: one pair per report, so they sum to n together)."""
+        shape = (self.slots,)
+        return {"positive": StatsField(shape), "negative": StatsField(shape)}
+
+    def empty_stats(self) -> Stats:
+        zero = np.zeros(self.slots, dtype=np.int64)
+        return Stats(self, 0, positive=zero, negative=zero.copy())
+
+    def aggregate(self, reports: Reports) -> Stats:
+        reports = self.check_reports(reports)
+        n, m = len(reports), self.slots
+        if self.method == "grr":
+            y = reports.arrays.get("values")
+            if y is None or y.ndim != 1 or (y.size and int(y.max()) >= 2 * m):
+                raise ValueError(f"reports.values must be pair indices in [0, {2 * m})")
+            counts = np.bincount(y, minlength=2 * m)
+            return Stats(self, n, positive=counts[1::2], negative=counts[0::2])
+        bits, signs = reports.arrays.get("bits"), reports.arrays.get("signs")
+        width = (m + 7) // 8
+        for name, arr in (("bits", bits), ("signs", signs)):
+            if arr is None or arr.shape != (n, width) or arr.dtype != np.uint8:
+                raise ValueError(f"reports.{name} must be uint8 of shape ({n}, {width})")
+        assert bits is not None and signs is not None
+        if np.any(signs & ~bits):
+            raise ValueError("reports.signs must be set only where reports.bits is")
+        pos = np.zeros(m, dtype=np.int64)
+        neg = np.zeros(m, dtype=np.int64)
+        for start in range(0, n, 1 << 14):  # bounded temporaries (rows x d' bytes)
+            nz = np.unpackbits(bits[start : start + (1 << 14)], axis=1)
+            sg = np.unpackbits(signs[start : start + (1 << 14)], axis=1)
+            if np.any(nz[:, m:]):
+                raise ValueError(f"reports.bits must be zero past the {m} keys")
+            p_rows = nz[:, :m] & sg[:, :m]
+            pos += p_rows.sum(axis=0, dtype=np.int64)
+            neg += (nz[:, :m] - p_rows).sum(axis=0, dtype=np.int64)
+        return Stats(self, n, positive=pos, negative=neg)
+
+    def frequency_variance(self, n: int, f: Any = None) -> Any:
+        """Variance of ``f^_k`` from n reports at (padded) frequency f (None: 0)."""
+        n = check_integer(n, "n", low=1)
+        a, b, ell = self.a, self.b, self.padding
+        f = 0.0 if f is None else check_array(f, "f", ndim=(0, 1), low=0.0, high=1.0)
+        held = n * f
+        p_h = b + (a - b) / ell
+        var_y = held * p_h * (1 - p_h) + (n - held) * b * (1 - b)
+        return ell**2 * var_y / (n**2 * (a - b) ** 2)
+
+    def variance(self, n: int) -> Any:
+        """:meth:`frequency_variance` at f = 0 (the data-independent part)."""
+        return self.frequency_variance(n)
+
+    def mean_variance(self, n: int, f: Any, mean: Any, mean_square: Any = None) -> Any:
+        """Variance of ``m^_k = D^ / S^`` from n reports, for a key held by a share f of the
+        users (sets no longer than ell) with mean value ``mean`` and mean squared value
+        ``mean_square`` (default ``mean^2``, its lower bound): the delta method ``A / S^2``
+        (``A = Var D - 2 m Cov + m^2 Var S``) to second order for near-normal (D, S),
+        ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``."""
+        n = check_integer(n, "n", low=1)
+        a, b, p, ell = self.a, self.b, self.p, self.padding
+        f = check_array(f, "f", ndim=(0, 1), low=0.0, high=1.0)
+        m = check_array(mean, "mean", ndim=(0, 1), low=-1.0, high=1.0)
+        m2 = (
+            m * m
+            if mean_square is None
+            else check_array(mean_square, "mean_square", ndim=(0, 1), low=0.0, high=1.0)
+        )
+        held = n * f
+        c = a * (2 * p - 1)
+        p_h = b + (a - b) / ell
+        var_y = held * p_h * (1 - p_h) + (n - held) * b * (1 - b)
+        var_x = held * p_h - (c / ell) ** 2 * held * m2 + (n - held) * b
+        cov_xy = (c / ell) * held * m * (1 - p_h)
+        var_s, var_d = var_y / (a - b) ** 2, var_x / c**2
+        cov_ds = cov_xy / ((a - b) * c)
+        s0 = np.maximum(held / ell, 1e-300)
+        first = (var_d - 2 * m * cov_ds + m * m * var_s) / s0**2
+        # second order of D/S for (D, S) near normal: the first-order (delta) term alone is
+        # ~8% low when S^ varies by ~15% (a rare key at moderate n)
+        b = cov_ds - m * var_s
+        out = first * (1.0 + 3.0 * var_s / s0**2) + 5.0 * b * b / s0**4
+        return np.maximum(out, 0.0)
+
+    def estimate(self, stats: Stats) -> KeyValueEstimate:
+        """Frequencies (unbiased), means (ratio, cut to [-1, 1]), their variances."""
+        stats = self.check_stats(stats, nonempty=True)
+        n, d, ell = stats.n, self.domain_size, self.padding
+        a, b, p = self.a, self.b, self.p
+        n1, n2 = stats.positive.astype(np.float64), stats.negative.astype(np.float64)
+        s = (n1 + n2 - n * b) / (a - b)
+        dsum = (n1 - n2) / (a * (2 * p - 1))
+        freq = ell * s / n
+        means = np.divide(dsum, s, out=np.zeros_like(s), where=s > 0)
+        means = np.clip(means, -1.0, 1.0)
+        fvar = self.frequency_variance(n, np.clip(freq, 0.0, 1.0))
+        with np.errstate(over="ignore"):
+            mvar = self.mean_variance(n, np.clip(freq, 1.0 / n, 1.0), means)
+        mvar = np.where(s > 0, np.minimum(mvar, 1e300), 1.0)  # no holder seen: the range's
+        return KeyValueEstimate(
+            freq[:d],
+            fvar[:d],
+            means[:d],
+            mvar[:d],
+            n,
+            spec=self,
+            sums=ell * dsum[:d] / n,
+            long_share=float(1.0 - freq[-1]),
+        )
+
+
+def _ue_cross_loss(w_keep: int, w_other: int, big: int) -> float:
+    """``log(2 p (1 - b) / b)`` on the exact integers (p = w_keep / T, b = big / M)."""
+    num = 2 * w_keep * (_UE_TOTAL - big)
+    den = (w_keep + w_other) * big
+    return _crmath.log1p((num - den) / den) if num > den else 0.0
+
+
+def _ue_law(epsilon: float) -> tuple[int, int, int]:
+    w_keep, w_other = rr_weights(epsilon, 1)
+    target = 2.0 / (_crmath.exp(epsilon) + 3.0)  # b of the paper's allocation
+    big = max(1, math.ceil(target * _UE_TOTAL))
+    while _ue_cross_loss(w_keep, w_other, big) > epsilon:  # raise b until exactly within
+        big += max(1, big >> 50)
+    return w_keep, w_other, min(big, _UE_TOTAL)
+
+
+def _sample_pairs(
+    pairs: UserPairs, d: int, ell: int, gen: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Padding-and-sampling of one pair and the value's discretization: (key, v* > 0)."""
+    slot, real = sample_padded(pairs.offsets, ell, gen)
+    key = d + slot
+    value = np.zeros(slot.shape[0])
+    pos = pairs.offsets[:-1][real] + slot[real]
+    key[real] = pairs.keys[pos]
+    value[real] = pairs.values[pos]
+    # v* = +1 w.p. (1 + v) / 2: a float coin is fine here (a mixture of the exact laws of
+    # v* = +1 and v* = -1 stays within their ratio bound, as _exact.round_to_grid argues)
+    positive = (gen.random(slot.shape[0]) < (1.0 + value) / 2.0).astype(np.int64)
+    return key, positive
+
+
+def _ue_sample(
+    key: np.ndarray,
+    positive: np.ndarray,
+    slots: int,
+    weights: tuple[int, int, int],
+    gen: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    w_keep, w_other, big = weights
+    n = key.shape[0]
+    width = (slots + 7) // 8
+    bits = np.zeros((n, width), dtype=np.uint8)
+    signs = np.zeros((n, width), dtype=np.uint8)
+    rows = max(1, (1 << 22) // max(slots, 1))
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        u = gen.integers(0, 2 * _UE_TOTAL, size=(stop - start, slots), dtype=np.int64)
+        nz = u < 2 * big
+        sg = u < big
+        r = np.arange(stop - start)
+        k = key[start:stop]
+        own = np.asarray(gen.integers(0, 2 * (w_keep + w_other), size=stop - start))
+        keep, flip = own < w_keep, (own >= w_keep) & (own < w_keep + w_other)
+        v_pos = positive[start:stop].astype(bool)
+        nz[r, k] = keep | flip
+        sg[r, k] = (keep & v_pos) | (flip & ~v_pos)
+        bits[start:stop] = np.packbits(nz, axis=1)
+        signs[start:stop] = np.packbits(sg & nz, axis=1)
+    return bits, signs
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PrivKV(_KeyValueMechanism):
+    """PrivKV: one key sampled uniformly, randomized response on its value, then its key.
+
+    Each user draws a key j uniformly from ``[0, d)`` (sent in the clear). If she holds j
+    with value v, v is discretized to ``v* = +-1`` (``P[+1] = (1 + v) / 2``), kept w.p.
+    ``p2 = e^eps2 / (1 + e^eps2)`` (VPM), and the pair ``<1, v*'>`` is sent w.p. ``p1 =
+    e^eps1 / (1 + e^eps1)``, else ``<0, 0>`` (LPM). If she does not hold j, she sends
+    ``<0, 0>`` w.p. p1, else ``<1, s>`` with a uniform sign s. ``eps1 = eps2 = eps / 2``
+    (sequential composition: eps = eps1 + eps2). Reports: ``keys`` (j), ``values`` in
+    {-1, 0, +1} (0 is ``<0, 0>``).
+
+    This is the one-round PrivKV; PrivKVM's iterations (rounds in which non-holders draw
+    the fake value from the previous round's mean) are interactive and not implemented.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget, in ``[1e-6, 40]``.
+    domain_size : int
+        Number of keys d (>= 2).
+
+    Notes
+    -----
+    Estimation (Ye et al. 2019, section IV): for key k with ``n_k`` reports, ``c+``, ``c-``
+    pairs ``<1, +1>``, ``<1, -1>``: ``f^ = ((c+ + c-) / n_k - (1 - p1)) / (2 p1 - 1)``
+    (unbiased given n_k) and ``m^ = (c+ - c-) / ((c+ + c-)(2 p2 - 1))`` cut to [-1, 1]. The
+    fake ``<1, s>`` pairs of non-holders count in the denominator, so m^ is pulled towards 0
+    by the factor ``f p1 / (f p1 + (1 - f)(1 - p1))`` (the bias PrivKVM iterates away).
+    ``privacy_loss()`` is the exact loss of the realized law (below eps: the correlated
+    outputs compose to less than eps1 + eps2).
+
+    References
+    ----------
+    Q. Ye, H. Hu, X. Meng, H. Zheng. PrivKV: Key-Value Data Collection with Local
+    Differential Privacy. IEEE S&P 2019, section IV (PrivKV, VPM and LPM).
+
+    Examples
+    --------
+    >>> pk = PrivKV(epsilon=2.0, domain_size=4)
+    >>> est = pk.run([[(0, 0.5), (2, -1.0)], [(1, 1.0)], []], rng=0)
+    >>> est.means.shape
+    (4,)
+    """
+
+    domain_size: int
+
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    exact_epsilon: ClassVar[bool] = False
+
+    def _validate(self) -> None:
+        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+
+    def _weights(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        half = self.epsilon / 2.0
+        return rr_weights(half, 1), rr_weights(half, 1)
+
+    @property
+    def p1(self) -> float:
+        """P[the key bit is kept]."""
+        (k1, o1), _ = self._weights()
+        return k1 / (k1 + o1)
+
+    @property
+    def p2(self) -> float:
+        """P[the discretized value is kept]."""
+        _, (k2, o2) = self._weights()
+        return k2 / (k2 + o2)
+
+    def pair_matrix(self) -> np.ndarray:
+        """P[output | input] for the sampled key: inputs (holds it with v* = +1, with
+        v* = -1, does not hold it) x outputs (<0, 0>, <1, +1>, <1, -1>). (Not a
+        ``transition_matrix``: its rows are these three cases, not the domain's keys.)"""
+        p1, p2 = self.p1, self.p2
+        return np.array(
+            [
+                [1 - p1, p1 * p2, p1 * (1 - p2)],
+                [1 - p1, p1 * (1 - p2), p1 * p2],
+                [p1, (1 - p1) / 2, (1 - p1) / 2],
+            ]
+        )
+
+    def privacy_loss(self) -> float:
+        """The exact loss of the realized law (the sampled key is independent of the data)."""
+        from ..privacy import privacy_loss
+
+        return float(privacy_loss(self.pair_matrix()))
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Sample a key, perturb its pair (vectorized over users)."""
+        pairs = self.check_values(values)
+        n, d = len(pairs), self.domain_size
+        gen = as_generator(rng)
+        j = np.asarray(gen.integers(0, d, size=n, dtype=np.int64))
+        # does user i hold j, and with which value: search j among her (unsorted) keys
+        lengths = pairs.lengths
+        rows = np.repeat(np.arange(n), lengths)
+        hit = pairs.keys == j[rows]
+        held = np.zeros(n, dtype=bool)
+        held[rows[hit]] = True
+        value = np.zeros(n)
+        value[rows[hit]] = pairs.values[hit]
+        v_pos = gen.random(n) < (1.0 + value) / 2.0  # float coin: see PCKV's _sample_pairs
+        (k1, o1), (k2, o2) = self._weights()
+        key_kept = np.asarray(gen.integers(0, k1 + o1, size=n)) < k1
+        value_kept = np.asarray(gen.integers(0, k2 + o2, size=n)) < k2
+        fair = np.asarray(gen.integers(0, 2, size=n)) == 1
+        sign_holder = np.where(value_kept == v_pos, 1, -1)
+        sign_fake = np.where(fair, 1, -1)
+        out = np.where(
+            held, np.where(key_kept, sign_holder, 0), np.where(key_kept, 0, sign_fake)
+        ).astype(np.int8)
+        return Reports(self, keys=j.astype(_index_dtype(d)), values=out)
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``sampled`` (reports per key, summing to n), ``positive`` / ``negative``
+        (pairs ``<1, +1>`` / ``<1, -1>`` per key)."""
+        shape = (self.domain_size,)
+        return {
+            "sampled": StatsField(shape, total=1),
+            "positive": StatsField(shape),
+            "negative": StatsField(shape),
+        }
+
+    def empty_stats(self) -> Stats:
+        z = np.zeros(self.domain_size, dtype=np.int64)
+        return Stats(self, 0, sampled=z, positive=z.copy(), negative=z.copy())
+
+    def aggregate(self, reports: Reports) -> Stats:
+        reports = self.check_reports(reports)
+        d = self.domain_size
+        keys, vals = reports.arrays.get("keys"), reports.arrays.get("values")
+        if keys is None or vals is None or keys.ndim != 1 or vals.ndim != 1:
+            raise ValueError(f"reports must have fields ('keys', 'values'), got {reports.fields}")
+        if keys.size and int(keys.max()) >= d:
+            raise ValueError(f"reports.keys must be keys in [0, {d})")
+        if vals.size and (int(vals.min()) < -1 or int(vals.max()) > 1):
+            raise ValueError("reports.values must be in {-1, 0, 1}")
+        return Stats(
+            self,
+            len(reports),
+            sampled=np.bincount(keys, minlength=d),
+            positive=np.bincount(keys[vals == 1], minlength=d),
+            negative=np.bincount(keys[vals == -1], minlength=d),
+        )
+
+    def variance(self, n: int) -> Any:
+        """Variance of ``f^`` at f = 0 with ``n / d`` reports per key."""
+        n = check_integer(n, "n", low=1)
+        p1 = self.p1
+        return p1 * (1 - p1) * self.domain_size / (n * (2 * p1 - 1) ** 2)
+
+    def estimate(self, stats: Stats) -> KeyValueEstimate:
+        """PrivKV's frequency (unbiased given the reports per key) and mean estimates."""
+        stats = self.check_stats(stats, nonempty=True)
+        p1, p2 = self.p1, self.p2
+        nk = stats.sampled.astype(np.float64)
+        ones = (stats.positive + stats.negative).astype(np.float64)
+        share = np.divide(ones, nk, out=np.full_like(nk, 1 - p1), where=nk > 0)
+        freq = (share - (1 - p1)) / (2 * p1 - 1)
+        r = np.clip(share, 0.0, 1.0)
+        fvar = r * (1 - r) / (np.maximum(nk, 1) * (2 * p1 - 1) ** 2)
+        fvar = np.where(nk > 0, fvar, 0.25 / (2 * p1 - 1) ** 2)  # no report: the worst case
+        diff = (stats.positive - stats.negative).astype(np.float64)
+        raw = np.divide(diff, ones * (2 * p2 - 1), out=np.zeros_like(ones), where=ones > 0)
+        means = np.clip(raw, -1.0, 1.0)
+        mu = np.clip(raw * (2 * p2 - 1), -1.0, 1.0)
+        mvar = np.divide(
+            1.0 - mu**2,
+            ones * (2 * p2 - 1) ** 2,
+            out=np.full_like(ones, 1.0),
+            where=ones > 0,
+        )
+        return KeyValueEstimate(freq, fvar, means, mvar, stats.n, spec=self)

@@ -1,0 +1,70 @@
+"""dBitFlipPM: exact bits, unbiased estimate, memoization on a Device (issue 30)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ldpkit import Device
+from ldpkit.longitudinal import DBitFlipPM
+
+
+def _z(spec, items, seed, est_spec=None):
+    n = items.size
+    stats = spec.aggregate(spec.randomize(items, rng=seed))
+    f = np.bincount(items, minlength=spec.domain_size) / n
+    e = est_spec or spec
+    scale = spec.domain_size / (n * spec.sampled_bits)
+    freq = scale * (stats.ones - e.q * stats.sampled) / (e.p - e.q)
+    return (freq - f) / np.sqrt(spec.variance(n, f))
+
+
+@pytest.mark.parametrize("d", [1, 4])
+def test_unbiased_and_fails_for_a_wrong_epsilon(d):
+    items = np.random.default_rng(1).choice(16, size=200_000, p=np.linspace(1, 3, 16) / 32)
+    spec = DBitFlipPM(epsilon=2.0, domain_size=16, sampled_bits=d)
+    assert np.max(np.abs(_z(spec, items, seed=2))) < 5
+    wrong = DBitFlipPM(epsilon=1.6, domain_size=16, sampled_bits=d)
+    assert np.max(np.abs(_z(spec, items, seed=2, est_spec=wrong))) > 6
+
+
+def test_empirical_variance_matches():
+    spec = DBitFlipPM(epsilon=1.0, domain_size=6, sampled_bits=2)
+    items = np.arange(1200) % 6
+    gen = np.random.default_rng(5)
+    est = np.array(
+        [
+            spec.estimate(spec.aggregate(spec.randomize(items, rng=gen))).frequencies
+            for _ in range(300)
+        ]
+    )
+    ratio = est.var(axis=0, ddof=1).mean() / spec.variance(1200, np.full(6, 1 / 6)).mean()
+    assert 0.85 < ratio < 1.15
+
+
+def test_losses():
+    e = 1.3
+    assert DBitFlipPM(epsilon=e, domain_size=8, sampled_bits=3).privacy_loss() == pytest.approx(e)
+    one = DBitFlipPM(epsilon=e, domain_size=8)
+    assert one.privacy_loss() == pytest.approx(e / 2)  # one bit: log(p/q) = eps/2
+    assert one.longitudinal_privacy_loss(50) == pytest.approx(2 * one.privacy_loss())
+    four = DBitFlipPM(epsilon=e, domain_size=8, sampled_bits=4)
+    assert four.longitudinal_privacy_loss(3) == pytest.approx(3 * e)
+    assert four.longitudinal_privacy_loss(8) == pytest.approx(5 * e)
+    assert math.isclose(four.p, math.exp(e / 2) / (math.exp(e / 2) + 1), rel_tol=1e-12)
+    with pytest.raises(ValueError, match="sampled_bits must be"):
+        DBitFlipPM(epsilon=1.0, domain_size=4, sampled_bits=5)
+
+
+def test_a_device_memoizes_per_sampled_bucket(tmp_path):
+    spec = DBitFlipPM(epsilon=1.0, domain_size=40, sampled_bits=3)
+    device = Device(secret=bytes(range(32)), path=tmp_path / "d.json")
+    reports = device.report(spec, np.arange(40), rng=0)  # every value once
+    assert len({tuple(b) for b in reports.buckets.tolist()}) == 1  # buckets kept for good
+    assert device.distinct_values(spec) == 4  # 3 sampled buckets + "none of them"
+    assert device.privacy_spent(spec) == pytest.approx(4 * spec.privacy_loss())
+    again = device.report(spec, np.arange(40), rng=1)
+    assert again.equals(reports)  # the whole report is memoized (a stable identifier)
+    assert spec.aggregate(reports).n == 40
