@@ -47,6 +47,8 @@ WHY = {
     "CMS": "bits at 2^-64: q ~ e^(-eps/2) keeps >= 2^20 units",
     "HCMS": _RR,
     "FLH": _RR,
+    "PEM": _RR,
+    "TreeHist": _RR,
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.
 INNER = {

@@ -77,6 +77,10 @@ __all__ = [
     "StochasticRounding",
     "PiecewiseMechanism",
     "HybridMechanism",
+    # open-vocabulary discovery (issue 29)
+    "discovery",
+    "PEM",
+    "TreeHist",
 ]
 
 # Further submodules reachable as attributes without an explicit import (``ldpkit.io``); not
@@ -97,11 +101,12 @@ _SUBMODULES = [
 __getattr__, __dir__ = attach(__name__, __file__, submodules=_SUBMODULES)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
-    from . import consistency, longitudinal, metrics, numeric, queries, sets, stream
+    from . import consistency, discovery, longitudinal, metrics, numeric, queries, sets, stream
     from ._rng import as_generator, secure_generator, spawn
     from .accountant import BudgetExceededError, PrivacyAccountant
     from .aggregator import Aggregator
     from .device import Device
+    from .discovery import PEM, TreeHist
     from .encoder import Encoder
     from .estimate import FrequencyEstimate
     from .frequency import (

@@ -68,6 +68,7 @@ def _load_mechanisms() -> None:
         module = importlib.import_module(package)
         for name in module.__all__:
             getattr(module, name)
+    importlib.import_module("ldpkit.discovery")  # PEM, TreeHist (issue 29): imported eagerly
 
 
 def mechanism_registry() -> Mapping[str, type[Mechanism]]:

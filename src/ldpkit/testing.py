@@ -150,6 +150,7 @@ _SMALL = {
     "num_bits": 16,
     "num_cohorts": 2,
     "padding": 2,  # ldpkit.sets: the padding length of padding-and-sampling
+    "max_length": 3,  # discovery specs (issue 29): a 3-level prefix tree
 }
 
 

@@ -197,6 +197,8 @@ LAW_TESTS = {
     " and ::test_grr_sampler_matches_its_law_and_fails_for_a_wrong_epsilon",
     "PrivKV": "tests/sets/test_keyvalue.py::test_privkv_law_frequency_and_documented_mean_bias"
     " (pair_matrix; the frequency z-test fails at eps x 1.3)",
+    "PEM": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
+    "TreeHist": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
 }
 
 

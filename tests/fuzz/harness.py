@@ -65,6 +65,7 @@ MODULES = (
     "ldpkit.poisoning",
     "ldpkit.sets",
     "ldpkit.longitudinal",
+    "ldpkit.discovery",
 )
 
 #: Mechanism families whose specs are public in their own package only (not in ``ldpkit``).
@@ -90,6 +91,8 @@ _EXPERIMENT = (
 
 #: Public names that are not fuzzed, each with the reason.
 EXCLUDED: dict[str, str] = {
+    "ldpkit.discovery": _MODULE,
+    "ldpkit.discovery.HeavyHitters": _RESULT,
     **{
         name: _CONSTANT
         for name in (
@@ -526,6 +529,11 @@ def build_registry() -> dict[str, Entry]:
     _hybrid_entries(reg)
     _sets_entries(reg)
     _open_domain_entries(reg)
+    for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs (issue 29)
+        reg[top].strings_ok = frozenset({"alphabet"})
+        reg[top].bools_ok = frozenset({"pool_ended"})
+        reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
+        reg[f"{top}.run"].strings_ok = frozenset({"values"})
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()

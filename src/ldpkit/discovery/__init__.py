@@ -1,0 +1,19 @@
+"""Open-vocabulary discovery: the frequent strings nobody listed in advance (issue 29).
+
+Devices answer one question about their own string (one round); every round of candidate
+extension runs on the server, over mergeable Stats of ``max_length x H x g`` integers:
+
+* :class:`PEM` - prefix extension, the ``keep`` largest prefixes per level (Wang, Li, Jha,
+  IEEE TDSC 2021);
+* :class:`TreeHist` - prefix tree pruned by a noise threshold (Bassily, Nissim, Stemmer,
+  Thakurta, NeurIPS 2017);
+* :class:`HeavyHitters` - their result: items, frequencies, intervals (with optional
+  family-wise or false-discovery control over every tested candidate).
+"""
+
+from __future__ import annotations
+
+from .prefix import PEM, TreeHist
+from .result import HeavyHitters
+
+__all__ = ["PEM", "TreeHist", "HeavyHitters"]

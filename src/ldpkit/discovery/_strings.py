@@ -1,0 +1,187 @@
+"""Strings to symbol grids and prefix keys: the client side of :mod:`ldpkit.discovery`.
+
+A string becomes a row of ``max_length`` symbols:
+
+* bytes alphabet (default): its UTF-8 bytes, cut at ``max_length`` bytes (at the last whole
+  character that fits: a multi-byte character is never split) and padded with the symbol 0
+  (the NUL byte ends a string; a string with an embedded NUL is counted as its part before it
+  would be, which the server cannot tell apart);
+* a given alphabet of ``A - 1`` characters: symbol ``1 + index`` of each character, cut at
+  ``max_length`` characters and padded with 0; a character outside the alphabet is refused.
+
+A prefix of ``l`` symbols is named by a 64-bit key, chained through the splitmix64
+finalizer (a bijection of 64-bit words): ``key_0 = K``, ``key_l = mix(key_{l-1} + (s_l +
+1) * gamma)``. Two different prefixes share a key with probability ~2^-64 per pair. Group
+``l`` hashes keys into ``[g]`` with the ``H`` public functions ``h_{l,j}(key) = ((mix(key
+^ seed_{l,j}) >> 32) * g) >> 32``, ``seed_{l,j} = mix((l H + j) gamma + F)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._validation import _show, check_not_masked
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
+_MUL2 = np.uint64(0x94D049BB133111EB)
+_KEY0 = np.uint64(0x6C64706B69742D70)  # "ldpkit-p": the key of the empty prefix
+_FAMILY = np.uint64(0x6C64706B69742D68)  # "ldpkit-h": offset of the hash family's seeds
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer on a uint64 array (arithmetic wraps modulo 2^64)."""
+    z = (z ^ (z >> np.uint64(30))) * _MUL1
+    z ^= z >> np.uint64(27)  # in place from here: the server mixes millions of keys
+    z *= _MUL2
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def extend_keys(keys: np.ndarray, symbols: np.ndarray) -> np.ndarray:
+    """Keys of the prefixes ``keys`` extended by one symbol each (broadcasting)."""
+    return mix64(keys + (symbols.astype(np.uint64) + np.uint64(1)) * _GAMMA)
+
+
+def empty_key(shape: Any = ()) -> np.ndarray:
+    return np.full(shape, _KEY0, dtype=np.uint64)
+
+
+def family_seeds(level: int, hash_functions: int) -> np.ndarray:
+    """The ``H`` public seeds of group ``level`` (0-based)."""
+    j = np.arange(hash_functions, dtype=np.uint64) + np.uint64(level * hash_functions)
+    return mix64(j * _GAMMA + _FAMILY)
+
+
+def hash_keys(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
+    """``h(key)`` in ``[0, g)`` for broadcast keys and seeds (int64)."""
+    return hash_keys_u64(keys, seeds, hash_range).astype(np.int64)
+
+
+def hash_keys_u64(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
+    """:func:`hash_keys` as uint64 (no conversion pass: the server's hot path)."""
+    x = mix64(keys ^ seeds)
+    x >>= np.uint64(32)
+    x *= np.uint64(hash_range)
+    x >>= np.uint64(32)
+    return x
+
+
+def _as_list(values: Any) -> list[Any] | np.ndarray:
+    check_not_masked(values, "values")
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"values must be a sequence of strings, got {_show(values)}")
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"values must be a 1-D sequence of strings, got shape {values.shape}")
+        if values.dtype.kind in "US":
+            return values
+        if values.dtype.kind != "O":
+            raise TypeError(f"values must be a sequence of strings, got {_show(values)}")
+    return list(values)
+
+
+def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.ndarray:
+    """Each user's string as ``max_length`` symbols (see the module docstring).
+
+    Returns
+    -------
+    ndarray of shape (n, max_length)
+        uint8 (bytes alphabet) or uint16 symbols; 0 is the padding.
+    """
+    items = _as_list(values)
+    n = len(items)
+    if alphabet is not None:
+        return _encode_alphabet(items, n, max_length, alphabet)
+    width = max_length + 1  # one byte more: a cut inside a character shows there
+    if isinstance(items, np.ndarray) and items.dtype.kind == "S":
+        raw = np.asarray(items, dtype=f"S{width}")
+    else:
+        try:
+            # str.encode per item is the fastest route numpy offers (np.char.encode loops too)
+            encoded = [s.encode("utf-8") if type(s) is str else _bytes_of(s) for s in items]
+        except UnicodeEncodeError:
+            raise ValueError(
+                "values must be strings encodable as UTF-8 (no lone surrogates)"
+            ) from None
+        raw = np.array(encoded, dtype=f"S{width}") if n else np.zeros(0, dtype=f"S{width}")
+    grid = np.zeros((n, width), dtype=np.uint8)
+    if n:
+        view = raw.view(np.uint8).reshape(n, -1)
+        grid[:, : view.shape[1]] = view
+    out = grid[:, :max_length].copy()
+    # A character cut at max_length leaves 1-3 bytes of it: drop them (back to its lead byte).
+    cont = (grid & 0xC0) == 0x80
+    cut = cont[:, max_length]
+    if cut.any():
+        rows = np.flatnonzero(cut)
+        start = np.full(rows.size, max_length, dtype=np.int64)
+        for back in range(1, 4):  # at most 3 continuation bytes precede a lead byte
+            pos = max_length - back
+            if pos < 0:
+                break
+            still = cont[rows, pos] & (start == pos + 1)
+            start[still] = pos
+        start = np.maximum(start - 1, 0)  # the lead byte itself goes too
+        cols = np.arange(max_length)
+        out[rows] = np.where(cols[None, :] < start[:, None], out[rows], 0)
+    return _end_at_nul(out)
+
+
+def _end_at_nul(grid: np.ndarray) -> np.ndarray:
+    """A NUL ends the string: every symbol after the first 0 becomes padding too (so the
+    device's deeper prefixes are those the server tests for the shorter string)."""
+    ended = np.cumsum(grid == 0, axis=1, dtype=np.int32) > 0
+    grid[ended] = 0
+    return grid
+
+
+def _bytes_of(item: Any) -> bytes:
+    if isinstance(item, (bytes, np.bytes_)):
+        return bytes(item)
+    if isinstance(item, np.str_):
+        return str(item).encode("utf-8")
+    raise TypeError(f"values must be a sequence of strings, got an item {_show(item)}")
+
+
+def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.ndarray:
+    if n and not (isinstance(items, np.ndarray) and items.dtype.kind == "U"):
+        if not all(isinstance(s, str) for s in items):
+            bad = next(s for s in items if not isinstance(s, str))
+            raise TypeError(f"values must be a sequence of strings, got an item {_show(bad)}")
+    text = np.asarray(items, dtype=f"U{max_length}") if n else np.zeros(0, f"U{max_length}")
+    codes = text.view(np.uint32).reshape(n, max_length)
+    table = np.array(sorted(ord(c) for c in alphabet), dtype=np.uint32)
+    symbol_of = np.array([1 + alphabet.index(chr(c)) for c in table.tolist()], dtype=np.uint16)
+    pos = np.searchsorted(table, codes)
+    pos_c = np.minimum(pos, table.size - 1)
+    known = table[pos_c] == codes
+    if not np.all(known | (codes == 0)):
+        bad = sorted({chr(c) for c in codes[~known & (codes != 0)].tolist()})[:5]
+        raise ValueError(f"values must use only the spec's alphabet characters, got {bad}")
+    return _end_at_nul(np.where(codes == 0, 0, symbol_of[pos_c]).astype(np.uint16))
+
+
+def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Key of each user's prefix of ``levels[i] + 1`` symbols (vectorized over users)."""
+    n, length = symbols.shape
+    key = empty_key(n)
+    out = np.zeros(n, dtype=np.uint64)
+    for pos in range(length):  # a loop over prefix positions, not over users
+        key = extend_keys(key, symbols[:, pos])
+        here = levels == pos
+        out[here] = key[here]
+    return out
+
+
+def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
+    """The string a row of symbols stands for (trailing padding dropped)."""
+    symbols = [int(s) for s in row]
+    while symbols and symbols[-1] == 0:
+        symbols.pop()
+    if alphabet is None:
+        # bytes the server assembled need not be valid UTF-8: keep them distinct and visible
+        return bytes(symbols).decode("utf-8", errors="backslashreplace")
+    return "".join("\\x00" if s == 0 else alphabet[s - 1] for s in symbols)

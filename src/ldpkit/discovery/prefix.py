@@ -1,0 +1,364 @@
+"""Prefix-tree discovery of frequent strings in one round: PEM and TreeHist.
+
+Both ask each device one question only: a value-blind coin puts the user in group ``l`` (one
+group per prefix length ``l + 1``, ``l = 0 .. max_length - 1``) and in one of the group's
+``H`` public hash functions ``j``; she reports ``(l, j, y)`` with ``y`` generalized
+randomized response over ``[g]`` of ``h_{l,j}(prefix of her string)``
+(:mod:`ldpkit.discovery._strings`). The server keeps the table ``counts[l, j, y]``
+(``max_length x H x g`` integers, whatever n), from which the frequency of ANY prefix can be
+estimated later. Every round of candidate extension then runs on the server
+(:mod:`ldpkit.discovery._search`): PEM keeps the ``keep`` largest candidates per level
+(Wang, Li, Jha, IEEE TDSC 2021), TreeHist those above a noise threshold (Bassily, Nissim,
+Stemmer, Thakurta, NeurIPS 2017).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._rng import RNGLike, as_generator
+from .._validation import _show, check_integer, check_probability, check_real
+from ..frequency.grr import grr_sample
+from ..frequency.hashing import optimal_hash_range
+from ..spec import Mechanism, Reports, Stats, StatsField
+from ._strings import encode_strings, family_seeds, hash_keys, level_keys
+
+__all__ = ["PEM", "TreeHist"]
+
+#: Largest hash range g a discovery spec uses by default (OLH's optimum e^eps + 1 up to
+#: eps ~ 8.3; beyond it g stays here and the table stays small).
+MAX_DEFAULT_RANGE = 4096
+#: Default width ``H g`` of a group's table: H = this // g hash functions, in [16, 256].
+TABLE_WIDTH = 1 << 14
+_CONTROLS = (None, "fwer", "fdr")
+
+
+def _uint_dtype(high: int) -> Any:
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if high <= np.iinfo(dt).max:
+            return dt
+    return np.uint64
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PrefixDiscovery(Mechanism):
+    """Base of the one-round prefix discovery specs (see the module docstring).
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget of the one report, in ``[1e-6, 40]``.
+    max_length : int
+        Symbols kept per string, in ``[1, 64]``: UTF-8 bytes (cut at the last whole
+        character that fits; a longer string is counted under that prefix) or characters
+        of ``alphabet``; shorter strings are padded with the end symbol 0.
+    top_k : int
+        Number of strings to return, in ``[1, 4096]``.
+    alphabet : str or None
+        None (default): UTF-8 bytes, 256 symbols. A string of distinct characters: those
+        characters only (a value using any other is refused).
+    hash_range : int or None
+        g, in ``[2, 2^16]``; None: OLH's optimum (:func:`ldpkit.frequency.optimal_hash_range`)
+        capped at 4096.
+    hash_functions : int or None
+        H, the public hash functions per group, in ``[1, 4096]``; None: ``2^14 // g``
+        clipped to ``[16, 256]``.
+    control : {None, "fwer", "fdr"}
+        Error control over every candidate prefix the search tests (see
+        :class:`ldpkit.discovery.HeavyHitters`): None returns the ``top_k`` largest with
+        marginal intervals; ``"fwer"`` only those significant at family-wise level
+        ``alpha`` (Bonferroni), with simultaneous intervals; ``"fdr"`` only those
+        Benjamini-Hochberg selects at false discovery rate ``alpha``, with FCR intervals.
+    alpha : float
+        Error level of the control and the default level of the intervals, in (0, 1).
+    pool_ended : bool
+        True (default): a candidate that already ended (its last symbol is the padding) is
+        estimated from every group at its length and beyond, which all count exactly its
+        users (consistency across levels; a server-side choice, the reports are the same).
+        False: from its own level's group only, as the papers do.
+    """
+
+    max_length: int = 12
+    top_k: int = 20
+    alphabet: str | None = None
+    hash_range: int | None = None
+    hash_functions: int | None = None
+    control: str | None = None
+    alpha: float = 0.05
+    pool_ended: bool = True
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    name: ClassVar[str] = "_PrefixDiscovery"  # a base: out of the public registry
+
+    def _validate(self) -> None:
+        self._set("max_length", check_integer(self.max_length, "max_length", low=1, high=64))
+        self._set("top_k", check_integer(self.top_k, "top_k", low=1, high=4096))
+        if self.alphabet is not None:
+            if not isinstance(self.alphabet, str):
+                raise TypeError(
+                    f"alphabet must be None or a string of distinct characters, got "
+                    f"{_show(self.alphabet)}"
+                )
+            if not 1 <= len(self.alphabet) <= 4095 or len(set(self.alphabet)) != len(self.alphabet):
+                raise ValueError(
+                    "alphabet must be None or a string of 1 to 4095 distinct characters, "
+                    f"got {self.alphabet[:40]!r}"
+                )
+            if "\x00" in self.alphabet:
+                raise ValueError("alphabet must not contain NUL (the padding), got '\\x00'")
+        if self.hash_range is not None:
+            self._set(
+                "hash_range", check_integer(self.hash_range, "hash_range", low=2, high=1 << 16)
+            )
+        if self.hash_functions is not None:
+            self._set(
+                "hash_functions",
+                check_integer(self.hash_functions, "hash_functions", low=1, high=4096),
+            )
+        if self.control not in _CONTROLS:
+            raise ValueError(f"control must be None, 'fwer' or 'fdr', got {self.control!r}")
+        self._set("alpha", check_probability(self.alpha, "alpha"))
+        if not isinstance(self.pool_ended, (bool, np.bool_)):
+            raise TypeError(f"pool_ended must be True or False, got {_show(self.pool_ended)}")
+        self._set("pool_ended", bool(self.pool_ended))
+
+    # -- constants -----------------------------------------------------------------------
+    @property
+    def symbols(self) -> int:
+        """A: the padding symbol 0 plus the alphabet (256 for bytes)."""
+        return 256 if self.alphabet is None else len(self.alphabet) + 1
+
+    @property
+    def groups(self) -> int:
+        """Number of groups: one per prefix length 1 .. max_length."""
+        return self.max_length
+
+    @property
+    def range_size(self) -> int:
+        """g in use."""
+        if self.hash_range is not None:
+            return self.hash_range
+        return min(optimal_hash_range(self.epsilon), MAX_DEFAULT_RANGE)
+
+    @property
+    def family_size(self) -> int:
+        """H in use."""
+        if self.hash_functions is not None:
+            return self.hash_functions
+        return int(min(256, max(16, TABLE_WIDTH // self.range_size)))
+
+    def _weights(self) -> tuple[int, int]:
+        return rr_weights(self.epsilon, self.range_size - 1)
+
+    @property
+    def p(self) -> float:
+        """Realized P[y = h(v) | v] (GRR keep probability over [g])."""
+        w_keep, w_other = self._weights()
+        return w_keep / (w_keep + (self.range_size - 1) * w_other)
+
+    @property
+    def q(self) -> float:
+        """Realized P[y = y' | v] for each y' != h(v)."""
+        w_keep, w_other = self._weights()
+        return w_other / (w_keep + (self.range_size - 1) * w_other)
+
+    def privacy_loss(self) -> float:
+        """``log(w_keep / w_other)``: group and hash index are value-blind, y is GRR over [g]."""
+        return ratio_loss(*reversed(self._weights()))
+
+    # -- client --------------------------------------------------------------------------
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """One report ``(groups, hashes, values)`` per user's string.
+
+        Examples
+        --------
+        >>> pem = PEM(epsilon=2.0, max_length=4, top_k=2)
+        >>> reports = pem.randomize(["ab", "abc", "b"], rng=0)
+        >>> reports.fields
+        ('groups', 'hashes', 'values')
+        """
+        symbols = encode_strings(values, self.max_length, self.alphabet)
+        gen = as_generator(rng)
+        n = symbols.shape[0]
+        groups = np.asarray(gen.integers(0, self.groups, size=n))
+        hashes = np.asarray(gen.integers(0, self.family_size, size=n))
+        keys = level_keys(symbols, groups)
+        seeds = np.zeros(n, dtype=np.uint64)
+        for level in range(self.groups):  # a loop over groups; users are vectorized
+            here = groups == level
+            seeds[here] = family_seeds(level, self.family_size)[hashes[here]]
+        hashed = hash_keys(keys, seeds, self.range_size)
+        y = grr_sample(hashed, self.range_size, self._weights(), gen)
+        return Reports(
+            self,
+            groups=groups.astype(_uint_dtype(self.groups - 1)),
+            hashes=hashes.astype(_uint_dtype(self.family_size - 1)),
+            values=y.astype(_uint_dtype(self.range_size - 1)),
+        )
+
+    # -- server --------------------------------------------------------------------------
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts[l, j, y]``: one report per user, so they sum to n."""
+        return {"counts": StatsField((self.groups, self.family_size, self.range_size), total=1)}
+
+    def empty_stats(self) -> Stats:
+        shape = (self.groups, self.family_size, self.range_size)
+        return Stats(self, 0, counts=np.zeros(shape, dtype=np.int64))
+
+    def aggregate(self, reports: Reports) -> Stats:
+        reports = self.check_reports(reports)
+        if set(reports.fields) != {"groups", "hashes", "values"}:
+            raise ValueError(
+                f"reports must have fields ['groups', 'hashes', 'values'], got {list(reports.fields)}"
+            )
+        limits = {"groups": self.groups, "hashes": self.family_size, "values": self.range_size}
+        for name, high in limits.items():
+            arr = getattr(reports, name)
+            if arr.ndim != 1 or (arr.size and int(arr.max()) >= high):
+                raise ValueError(f"reports.{name} must be integers in [0, {high}), got others")
+        h, g = self.family_size, self.range_size
+        flat = (reports.groups.astype(np.int64) * h + reports.hashes) * g + reports.values
+        counts = np.bincount(flat, minlength=self.groups * h * g).reshape(self.groups, h, g)
+        return Stats._exact(self, len(reports), {"counts": counts})
+
+    def estimate(self, stats: Stats) -> Any:
+        """Search the prefix tree on the server; a :class:`HeavyHitters` of the top items."""
+        from ._search import discover
+
+        stats = self.check_stats(stats, nonempty=True)
+        return discover(self, stats)
+
+    @abstractmethod
+    def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
+        """Indices of the candidates that survive a level (``final``: the returned ones)."""
+
+    # -- contract hooks ------------------------------------------------------------------
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        pool = ["ab", "abc", "b", "ba", "", "abcdefghijklmnop"]
+        if self.alphabet is not None:
+            chars = self.alphabet
+            pool = [chars[:1], chars[-1:] * 2, (chars * 3)[:5], ""]
+        out = np.empty(n, dtype=object)
+        out[:] = [pool[i] for i in gen.integers(0, len(pool), n)]
+        return out
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        outside: list[Any] = [np.array([["a", "b"], ["c", "d"]])]
+        if self.alphabet is not None:
+            outside.append(["\x00\x01 not in it"])
+        return outside, [[1, 2], ["a", 3.5], [None]]
+
+    def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
+        from .result import HeavyHitters
+
+        assert isinstance(estimate, HeavyHitters), f"estimate is {type(estimate).__name__}"
+        k = len(estimate.items)
+        assert k <= self.top_k, f"{k} items for top_k = {self.top_k}"
+        assert all(isinstance(s, str) for s in estimate.items), "items are not strings"
+        for name in ("frequencies", "std_error"):
+            arr = np.asarray(getattr(estimate, name))
+            assert arr.shape == (k,) and arr.dtype == np.float64, f"{name}: {arr.shape}"
+        assert np.all(np.isfinite(estimate.frequencies)), "frequencies are not finite"
+        assert np.all(np.diff(estimate.frequencies) <= 0), "items are not most frequent first"
+        lo, hi = estimate.confidence_interval()
+        assert np.all((lo <= hi) & (lo >= 0) & (hi <= 1)), "intervals outside [0, 1]"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PEM(PrefixDiscovery):
+    """Prefix extension method: keep the ``keep`` largest prefixes at every length.
+
+    The defaults are ldpkit's tuned search (a beam of ``4 top_k`` and ended strings pooled
+    over their groups, :class:`PrefixDiscovery` ``pool_ended``); ``keep=top_k,
+    pool_ended=False`` is PEM as its paper specifies it.
+
+    The server extends the survivors of length ``l`` by every symbol, estimates the
+    extensions from group ``l + 1``'s table and keeps the ``keep`` largest; at the last
+    length it returns the ``top_k`` largest (Wang, Li, Jha, "Locally Differentially
+    Private Heavy Hitter Identification", IEEE TDSC 2021, section 4, with one symbol per
+    step and OLH in every group).
+
+    Parameters
+    ----------
+    keep : int or None
+        Survivors per level, in ``[1, 4096]``; None (default): ``4 top_k`` (capped at
+        4096), tuned on girls' baby names (docs/results/heavy_hitters_discovery.md); the
+        paper keeps ``top_k``. ``PEM(keep=top_k, pool_ended=False)`` is the paper's PEM.
+    See :class:`PrefixDiscovery` for the others.
+
+    Notes
+    -----
+    Each group's estimate of a prefix c is OLH's (FO17 section 4.5) over its H public
+    functions: ``f = (S_c / n_l - 1/g) / (p - 1/g)``, ``S_c = sum_j counts[l, j,
+    h_{l,j}(c)]``; see docs/design/METHODS.md ("Open-vocabulary discovery") for the
+    variance and the correction of collisions with the known heavy prefixes.
+
+    Examples
+    --------
+    >>> strings = ["apple"] * 600 + ["apricot"] * 300 + ["banana"] * 100
+    >>> pem = PEM(epsilon=8.0, max_length=8, top_k=2)
+    >>> pem.run(strings, rng=0).items
+    ('apple', 'apricot')
+    """
+
+    keep: int | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.keep is not None:
+            self._set("keep", check_integer(self.keep, "keep", low=1, high=4096))
+
+    def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
+        k = self.top_k if final else (self.keep or min(4 * self.top_k, 4096))
+        order = np.argsort(-f, kind="stable")
+        return order[:k]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TreeHist(PrefixDiscovery):
+    """TreeHist: keep every prefix whose estimate clears a noise threshold.
+
+    The server walks the prefix tree one symbol at a time and keeps the extensions whose
+    estimate exceeds ``threshold`` standard errors of a zero frequency (at most
+    ``max_survivors`` of them, the largest); at the last length it returns the ``top_k``
+    largest of those (Bassily, Nissim, Stemmer, Thakurta, "Practical Locally Private
+    Heavy Hitters", NeurIPS 2017, section 3: a prefix tree pruned by a threshold of the
+    order of the oracle's noise; here with one symbol per level and OLH in every group).
+
+    Parameters
+    ----------
+    threshold : float
+        In standard errors of a zero frequency, in ``(0, 40]``; default 3.
+    max_survivors : int
+        Cap on the survivors per level, in ``[1, 4096]``; default 64 (bounds the server's
+        work when many prefixes clear the threshold).
+    See :class:`PrefixDiscovery` for the others.
+
+    Examples
+    --------
+    >>> strings = ["apple"] * 600 + ["apricot"] * 300 + ["banana"] * 100
+    >>> TreeHist(epsilon=8.0, max_length=8, top_k=2).run(strings, rng=0).items
+    ('apple', 'apricot')
+    """
+
+    threshold: float = 3.0
+    max_survivors: int = 64
+
+    def _validate(self) -> None:
+        super()._validate()
+        self._set(
+            "threshold",
+            check_real(self.threshold, "threshold", low=0.0, low_inclusive=False, high=40.0),
+        )
+        self._set(
+            "max_survivors", check_integer(self.max_survivors, "max_survivors", low=1, high=4096)
+        )
+
+    def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
+        above = np.flatnonzero(f > self.threshold * sigma0)
+        above = above[np.argsort(-f[above], kind="stable")]
+        return above[: self.top_k if final else self.max_survivors]
