@@ -60,6 +60,10 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], str]] = {
         [],
         "",
     ),
+    "heavy_hitters": (["--eps", "4", "--top", "20"], ["--full"], ""),
+    "longitudinal": ([], ["--full"], ""),
+    "sets": ([], ["--full"], ""),
+    "poisoning": (["--n", "5000"], [], ""),
     "auto_distribution": (
         [
             *("--epsilons", "1", "--reps", "1", "--skip-large", "--datasets", "Beta(5,2)"),
