@@ -519,6 +519,7 @@ def build_registry() -> dict[str, Entry]:
     add(
         "ldpkit.consistency.power_ns", consistency.power_ns, estimate=est, alpha=None, variance=None
     )
+    add("ldpkit.consistency.ibu", consistency.ibu, estimate=est, tol=1e-10, max_iter=200)
     add(
         "ldpkit.consistency.simplex_projection",
         consistency.simplex_projection,
