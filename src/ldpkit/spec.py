@@ -59,7 +59,7 @@ def _load_mechanisms() -> None:
     # their modules lazily (ldpkit._lazy): touch every public name so all of them register.
     import importlib
 
-    for package in ("ldpkit.frequency", "ldpkit.numeric"):
+    for package in ("ldpkit.frequency", "ldpkit.numeric", "ldpkit.multidim"):
         module = importlib.import_module(package)
         for name in module.__all__:
             getattr(module, name)

@@ -62,6 +62,7 @@ MODULES = (
     "ldpkit.datasets",
     "ldpkit.experiments",
     "ldpkit.reproduce",
+    "ldpkit.multidim",
 )
 
 EXCLUDED_MODULES = {
@@ -122,12 +123,14 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.LocalHashing",
             "ldpkit.stream.Smoother",
             "ldpkit.stream.StreamRelease",
+            "ldpkit.multidim.MultiAttributeMechanism",
         )
     },
     **{
         name: _RESULT
         for name in (
             "ldpkit.numeric.AutoInfo",
+            "ldpkit.multidim.MultiFrequencyEstimate",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",
@@ -269,6 +272,8 @@ _REGISTRY: dict[str, Entry] | None = None
 def _values(spec: Any, n: int = 40) -> np.ndarray:
     """Valid inputs for ``spec``: items 0..d-1 or numbers inside [low, high]."""
     rng = np.random.default_rng(1)
+    if hasattr(spec, "_contract_values"):  # tuples of attributes (ldpkit.multidim)
+        return np.asarray(spec._contract_values(n, rng))
     d = getattr(spec, "domain_size", None)
     if type(spec).__name__ == "DiscreteSquareWave":
         d = spec.buckets
@@ -294,6 +299,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
         import ldpkit
 
         top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
+        if cls.__module__.startswith("ldpkit.multidim."):
+            top = f"ldpkit.multidim.{name}"
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
         aliases = {
             "low": ("high",),
