@@ -131,6 +131,8 @@ EXCLUDED: dict[str, str] = {
         for name in (
             "ldpkit.numeric.AutoInfo",
             "ldpkit.multidim.MultiFrequencyEstimate",
+            "ldpkit.multidim.MarginalTable",
+            "ldpkit.multidim.MarginalsEstimate",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",

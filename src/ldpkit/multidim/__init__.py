@@ -6,11 +6,15 @@ indices; the schema is the spec's ``domain_sizes``, declared once). Mechanisms:
 * :class:`SPL` (budget splitting) and :class:`SMP` (attribute sampling), the single-spec
   forms of :class:`ldpkit.Survey`'s two splits for categorical attributes with GRR;
 * :class:`RSFD` (random sampling plus fake data, Arcolezi et al. CIKM 2021) with GRR or
-  OUE-z.
+  OUE-z;
+* :class:`CALM` (k-way marginals, Zhang et al. CCS 2018, with its consistency step) and the
+  :class:`FullDomain` baseline, whose :class:`MarginalsEstimate` answers any marginal they
+  contain (``result.marginal((i, j))``: a :class:`MarginalTable` with error bars per cell,
+  ``to_frame()``, a heat-map ``plot()``).
 
 Each returns a :class:`MultiFrequencyEstimate` (one :class:`ldpkit.FrequencyEstimate` per
-attribute, ``to_frame()`` in long format). Joint (k-way) marginals, numerical attributes and
-range queries are not implemented yet (issue 31).
+attribute, ``to_frame()`` in long format). Numerical attributes, the Fourier baseline,
+range queries (HDG/TDG) and group-by means are not implemented yet (issue 31).
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -21,11 +25,23 @@ from typing import TYPE_CHECKING
 
 from .._lazy import attach
 
-__all__ = ["MultiAttributeMechanism", "MultiFrequencyEstimate", "RSFD", "SMP", "SPL"]
+__all__ = [
+    "CALM",
+    "FullDomain",
+    "MarginalTable",
+    "MarginalsEstimate",
+    "MultiAttributeMechanism",
+    "MultiFrequencyEstimate",
+    "RSFD",
+    "SMP",
+    "SPL",
+]
 
 __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
+    from .calm import CALM, FullDomain
+    from .marginals import MarginalsEstimate, MarginalTable
     from .rsfd import RSFD
     from .split import SMP, SPL

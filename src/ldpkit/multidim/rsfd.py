@@ -40,7 +40,7 @@ import numpy as np
 from .._crmath import log1p as _log1p
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from .._validation import check_epsilon
+from .._validation import check_epsilon, check_integer
 from ..estimate import FrequencyEstimate
 from ..frequency import _bits
 from ..frequency._base import index_dtype
@@ -230,6 +230,7 @@ class RSFD(MultiAttributeMechanism):
 
     def cell_variance(self, j: int, n: int, f: Any) -> Any:
         """``d^2 P (1 - P) / (n (p - q)^2)`` for attribute j's items at frequency f."""
+        n = check_integer(n, "n", low=1)
         p, q = self.pq(j)
         prob = self._support_probability(j, f)
         return self.attributes**2 * prob * (1.0 - prob) / (n * (p - q) ** 2)
