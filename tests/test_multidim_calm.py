@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ldpkit import Stats
-from ldpkit.multidim import CALM, FullDomain, MarginalsEstimate, MarginalTable
+from ldpkit.multidim import CALM, Fourier, FullDomain, MarginalsEstimate, MarginalTable
 
 SIZES = (3, 5, 2, 4)
 PAIRS = [(0, 1), (1, 3), (2, 0), (3, 2)]
@@ -39,8 +39,9 @@ SPECS = [
     lambda eps: CALM(epsilon=eps, domain_sizes=SIZES, oracle="grr"),
     lambda eps: CALM(epsilon=eps, domain_sizes=SIZES),
     lambda eps: FullDomain(epsilon=eps, domain_sizes=SIZES),
+    lambda eps: Fourier(epsilon=eps, domain_sizes=SIZES),
 ]
-IDS = ["CALM-grr", "CALM-olh", "FullDomain-hr"]
+IDS = ["CALM-grr", "CALM-olh", "FullDomain-hr", "Fourier"]
 
 
 @pytest.mark.parametrize("make", SPECS, ids=IDS)
@@ -172,3 +173,31 @@ def test_validation():
         spec.estimate(lonely)
     with pytest.raises(ValueError, match="n must be"):
         spec.variance(0)
+
+
+def test_fourier_error_bars_cover():
+    spec = Fourier(epsilon=2.0, domain_sizes=SIZES)
+    n, reps = 4000, 100
+    x = population(n, seed=2)
+    gen = np.random.default_rng(4)
+    hits = []
+    for _ in range(reps):
+        est = spec.run(x, rng=gen)
+        for attrs in PAIRS:
+            m = est.marginal(attrs)
+            t = truth(x, attrs)
+            lo, hi = m.confidence_interval(0.05)
+            hits.append(((lo <= t) & (t <= hi)).ravel())
+    assert 0.93 <= float(np.mean(np.concatenate(hits))) <= 0.97
+
+
+def test_fourier_bit_sets_and_validation():
+    spec = Fourier(epsilon=1.0, domain_sizes=(3, 4, 2))
+    # bits: 2 + 2 + 1; pairs (0,1): 15 sets, (0,2): 7, (1,2): 7; the sets inside one
+    # attribute's bits (3, 3 and 1) are shared by two pairs and counted once
+    assert spec.coefficient_masks.size == 15 + 7 + 7 - 3 - 3 - 1
+    assert abs(spec.privacy_loss() - 1.0) < 1e-12
+    with pytest.raises(ValueError, match="domain_sizes must fit in 62 bits"):
+        Fourier(epsilon=1.0, domain_sizes=(64,) * 11)
+    with pytest.raises(ValueError, match="way must be"):
+        Fourier(epsilon=1.0, domain_sizes=(3, 4), way=3)

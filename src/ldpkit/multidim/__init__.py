@@ -8,13 +8,14 @@ indices; the schema is the spec's ``domain_sizes``, declared once). Mechanisms:
 * :class:`RSFD` (random sampling plus fake data, Arcolezi et al. CIKM 2021) with GRR or
   OUE-z;
 * :class:`CALM` (k-way marginals, Zhang et al. CCS 2018, with its consistency step) and the
-  :class:`FullDomain` baseline, whose :class:`MarginalsEstimate` answers any marginal they
+  :class:`FullDomain` and :class:`Fourier` (Cormode et al. SIGMOD 2018) baselines, whose
+  :class:`MarginalsEstimate` answers any marginal they
   contain (``result.marginal((i, j))``: a :class:`MarginalTable` with error bars per cell,
   ``to_frame()``, a heat-map ``plot()``).
 
-Each returns a :class:`MultiFrequencyEstimate` (one :class:`ldpkit.FrequencyEstimate` per
-attribute, ``to_frame()`` in long format). Numerical attributes, the Fourier baseline,
-range queries (HDG/TDG) and group-by means are not implemented yet (issue 31).
+SPL, SMP and RSFD return a :class:`MultiFrequencyEstimate` (one
+:class:`ldpkit.FrequencyEstimate` per attribute, ``to_frame()`` in long format). Numerical
+attributes, range queries (HDG/TDG) and group-by means are not implemented yet (issue 31).
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -27,6 +28,7 @@ from .._lazy import attach
 
 __all__ = [
     "CALM",
+    "Fourier",
     "FullDomain",
     "MarginalTable",
     "MarginalsEstimate",
@@ -42,6 +44,7 @@ __getattr__, __dir__ = attach(__name__, __file__)
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
     from .calm import CALM, FullDomain
+    from .fourier import Fourier
     from .marginals import MarginalsEstimate, MarginalTable
     from .rsfd import RSFD
     from .split import SMP, SPL
