@@ -66,7 +66,7 @@ def check_tuples(values: Any, domain_sizes: Sequence[int], name: str = "values")
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
             raise TypeError(f"{name} must be {want}, got non-integer reals")
-    out = arr.astype(np.int64)
+    out = arr.astype(np.int64, copy=False)
     if out.size:
         sizes = np.asarray(domain_sizes, dtype=np.int64)
         bad = (out < 0) | (out >= sizes[None, :])

@@ -182,10 +182,11 @@ class SMP(MultiAttributeMechanism):
         gen = as_generator(rng)
         n, d = x.shape
         which = np.asarray(gen.integers(0, d, size=n, dtype=np.int64))  # exactly uniform
+        v = x[np.arange(n), which]  # one gather (2-D boolean indexing per attribute is slow)
         out = np.empty(n, dtype=index_dtype(max(self.domain_sizes)))
         for j, k in enumerate(self.domain_sizes):
             mine = which == j
-            out[mine] = grr_sample(x[mine, j], k, self.oracle(j)._weights(), gen)
+            out[mine] = grr_sample(v[mine], k, self.oracle(j)._weights(), gen)
         return Reports(self, attributes=which.astype(index_dtype(d)), values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
