@@ -978,6 +978,10 @@ def compare(
     if not ests:
         raise ValueError("estimates must hold at least one FrequencyEstimate")
     for e in ests:
+        if not isinstance(e, FrequencyEstimate):  # (name the parameter the caller passed)
+            raise TypeError(
+                f"estimates must be FrequencyEstimates, got an item of type {type(e).__name__}"
+            )
         _check_estimate(e)
     d = ests[0].domain_size
     if any(e.domain_size != d for e in ests):

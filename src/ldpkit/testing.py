@@ -675,7 +675,7 @@ def _check_transition_matrix(spec: Any, values: np.ndarray, seed: int) -> None:
         return
     assert matrix.ndim == 2, f"transition matrix has shape {matrix.shape}"
     assert np.all((matrix >= 0) & (matrix <= 1)), "transition matrix entries outside [0, 1]"
-    if _is_categorical(spec) and getattr(spec, "_contract_values", None) is None:
+    if getattr(spec, "_contract_values", None) is None and _is_categorical(spec):
         d = _input_size(spec)
         assert matrix.shape[0] == d, f"transition matrix has {matrix.shape[0]} rows, not {d} inputs"
     rows = matrix.sum(axis=1)

@@ -133,6 +133,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.multidim.MultiFrequencyEstimate",
             "ldpkit.multidim.MarginalTable",
             "ldpkit.multidim.MarginalsEstimate",
+            "ldpkit.multidim.GroupMeans",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",
@@ -333,7 +334,7 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             _add(reg, Entry(f"{top}.allocation_counts", spec.allocation_counts, {"n": 100}))
         if hasattr(spec, "level_size"):
             _add(reg, Entry(f"{top}.level_size", spec.level_size, {"level": 1}))
-        if {"low", "high"} <= set(kwargs):
+        if {"low", "high"} <= set(kwargs) and not top.startswith("ldpkit.multidim."):
             # the domain end to end: bounds the constructor accepts must estimate finite
             # answers (issue 12: high=1e300 was accepted, then estimating overflowed)
             _add(

@@ -14,8 +14,9 @@ indices; the schema is the spec's ``domain_sizes``, declared once). Mechanisms:
   ``to_frame()``, a heat-map ``plot()``).
 
 SPL, SMP and RSFD return a :class:`MultiFrequencyEstimate` (one
-:class:`ldpkit.FrequencyEstimate` per attribute, ``to_frame()`` in long format). Numerical
-attributes, range queries (HDG/TDG) and group-by means are not implemented yet (issue 31).
+:class:`ldpkit.FrequencyEstimate` per attribute, ``to_frame()`` in long format).
+:class:`GroupMean` gives the mean of a value per group (with intervals). Numerical attributes
+in a tuple, range queries (HDG/TDG) and PM/HM sampling are not implemented yet (issue 31).
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -30,6 +31,8 @@ __all__ = [
     "CALM",
     "Fourier",
     "FullDomain",
+    "GroupMean",
+    "GroupMeans",
     "MarginalTable",
     "MarginalsEstimate",
     "MultiAttributeMechanism",
@@ -45,6 +48,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
     from .calm import CALM, FullDomain
     from .fourier import Fourier
+    from .groupby import GroupMean, GroupMeans
     from .marginals import MarginalsEstimate, MarginalTable
     from .rsfd import RSFD
     from .split import SMP, SPL
