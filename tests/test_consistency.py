@@ -27,6 +27,7 @@ NAMES = [
     "mle_apx",
     "power",
     "power_ns",
+    "ibu",
 ]
 # CON20 Table I: which outputs are non-negative and which sum to one.
 NON_NEGATIVE = {
@@ -38,8 +39,9 @@ NON_NEGATIVE = {
     "mle_apx",
     "power",
     "power_ns",
+    "ibu",
 }
-SUM_TO_ONE = {"norm", "norm_mul", "norm_sub", "mle_apx", "power_ns"}
+SUM_TO_ONE = {"norm", "norm_mul", "norm_sub", "mle_apx", "power_ns", "ibu"}
 
 
 def make_est(freqs, *, epsilon=1.0, n=10_000, spec=True):
@@ -587,7 +589,7 @@ def reachable(est):
 @given(estimates(), st.sampled_from(NAMES))
 def test_methods_consistency_properties(case, name):
     est, kind = case
-    if name == "mle_apx":
+    if name in ("mle_apx", "ibu"):
         assume(reachable(est))  # the Gaussian model needs estimates real counts can give
     out = C.METHODS[name](est)
     f = out.frequencies

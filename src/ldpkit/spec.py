@@ -64,6 +64,7 @@ def _load_mechanisms() -> None:
         "ldpkit.numeric",
         "ldpkit.sets",
         "ldpkit.longitudinal",
+        "ldpkit.multidim",
     ):
         module = importlib.import_module(package)
         for name in module.__all__:

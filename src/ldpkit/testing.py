@@ -151,6 +151,7 @@ _SMALL = {
     "num_cohorts": 2,
     "padding": 2,  # ldpkit.sets: the padding length of padding-and-sampling
     "max_length": 3,  # discovery specs (issue 29): a 3-level prefix tree
+    "domain_sizes": (3, 4),  # ldpkit.multidim: two attributes
 }
 
 
@@ -480,7 +481,7 @@ def _check_seeding(spec: Any, values: np.ndarray, seed: int) -> None:
     spec.estimate(spec.aggregate(spec.randomize(values, rng=None)))
     after: Any = np.random.get_state()  # noqa: NPY002
     assert isinstance(a, Reports), f"randomize returned {type(a).__name__}, not Reports"
-    assert len(a) == values.size, f"{len(a)} reports for {values.size} users"
+    assert len(a) == len(values), f"{len(a)} reports for {len(values)} users"
     assert a.equals(b), "the same int seed gave different reports"
     if a.equals(c):  # at a large epsilon a few reports may coincide by chance: look wider
         many = np.tile(values, 20)
@@ -493,7 +494,7 @@ def _check_seeding(spec: Any, values: np.ndarray, seed: int) -> None:
         "the global numpy random state changed"
     )
     for field, arr in a.arrays.items():
-        assert arr.shape[:1] == (values.size,), f"reports.{field} has shape {arr.shape}"
+        assert arr.shape[:1] == (len(values),), f"reports.{field} has shape {arr.shape}"
         assert not arr.flags.writeable, f"reports.{field} is writeable"
     empty = spec.randomize(values[:0], rng=seed)
     assert len(empty) == 0 and spec.aggregate(empty).n == 0, "no users must give n = 0"
@@ -676,7 +677,7 @@ def _check_transition_matrix(spec: Any, values: np.ndarray, seed: int) -> None:
         return
     assert matrix.ndim == 2, f"transition matrix has shape {matrix.shape}"
     assert np.all((matrix >= 0) & (matrix <= 1)), "transition matrix entries outside [0, 1]"
-    if _is_categorical(spec) and getattr(spec, "_contract_values", None) is None:
+    if getattr(spec, "_contract_values", None) is None and _is_categorical(spec):
         d = _input_size(spec)
         assert matrix.shape[0] == d, f"transition matrix has {matrix.shape[0]} rows, not {d} inputs"
     rows = matrix.sum(axis=1)
@@ -691,7 +692,7 @@ def _check_transition_matrix(spec: Any, values: np.ndarray, seed: int) -> None:
     index = getattr(spec, "output_index", None)
     if index is not None:
         idx = np.asarray(index(spec.randomize(values, rng=seed)))
-        assert idx.shape == (values.size,), f"output_index shape {idx.shape}"
+        assert idx.shape == (len(values),), f"output_index shape {idx.shape}"
         assert idx.min() >= 0 and idx.max() < matrix.shape[1], "output_index outside the columns"
 
 

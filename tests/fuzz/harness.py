@@ -66,10 +66,11 @@ MODULES = (
     "ldpkit.sets",
     "ldpkit.longitudinal",
     "ldpkit.discovery",
+    "ldpkit.multidim",
 )
 
 #: Mechanism families whose specs are public in their own package only (not in ``ldpkit``).
-_FAMILY_PACKAGES = ("ldpkit.sets", "ldpkit.longitudinal")
+_FAMILY_PACKAGES = ("ldpkit.sets", "ldpkit.longitudinal", "ldpkit.multidim")
 
 EXCLUDED_MODULES = {
     "ldpkit.service": "the HTTP collector (extra 'service'): its inputs are HTTP requests and "
@@ -134,12 +135,17 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.stream.StreamRelease",
             "ldpkit.longitudinal.LongitudinalOracle",
             "ldpkit.longitudinal.LongitudinalUnary",
+            "ldpkit.multidim.MultiAttributeMechanism",
         )
     },
     **{
         name: _RESULT
         for name in (
             "ldpkit.numeric.AutoInfo",
+            "ldpkit.multidim.MultiFrequencyEstimate",
+            "ldpkit.multidim.MarginalTable",
+            "ldpkit.multidim.MarginalsEstimate",
+            "ldpkit.multidim.GroupMeans",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",
@@ -287,7 +293,7 @@ _REGISTRY: dict[str, Entry] | None = None
 def _values(spec: Any, n: int = 40) -> np.ndarray:
     """Valid inputs for ``spec``: items 0..d-1 or numbers inside [low, high]."""
     rng = np.random.default_rng(1)
-    if hasattr(spec, "_contract_values"):  # sets, key-value pairs (ldpkit.sets)
+    if hasattr(spec, "_contract_values"):  # sets, key-value pairs, tuples of attributes
         return spec._contract_values(n, rng)
     d = getattr(spec, "domain_size", None)
     if type(spec).__name__ == "DiscreteSquareWave":
@@ -349,7 +355,7 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             _add(reg, Entry(f"{top}.allocation_counts", spec.allocation_counts, {"n": 100}))
         if hasattr(spec, "level_size"):
             _add(reg, Entry(f"{top}.level_size", spec.level_size, {"level": 1}))
-        if {"low", "high"} <= set(kwargs):
+        if {"low", "high"} <= set(kwargs) and not top.startswith("ldpkit.multidim."):
             # the domain end to end: bounds the constructor accepts must estimate finite
             # answers (issue 12: high=1e300 was accepted, then estimating overflowed)
             _add(
@@ -648,6 +654,7 @@ def build_registry() -> dict[str, Entry]:
     add(
         "ldpkit.consistency.power_ns", consistency.power_ns, estimate=est, alpha=None, variance=None
     )
+    add("ldpkit.consistency.ibu", consistency.ibu, estimate=est, tol=1e-10, max_iter=200)
     add(
         "ldpkit.consistency.simplex_projection",
         consistency.simplex_projection,

@@ -135,9 +135,21 @@ class PureFrequencyOracle(FrequencyOracle):
             return Stats._exact(self, len(reports), {"counts": counts})
         return Stats(self, len(reports), counts=np.asarray(counts, dtype=np.int64))
 
-    def estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Unbiased frequencies with plug-in variance and the spec attached."""
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> FrequencyEstimate:
+        """Unbiased frequencies with plug-in variance and the spec attached.
+
+        ``postprocess`` names a method of :data:`ldpkit.consistency.METHODS` (e.g.
+        ``"ibu"``, ``"norm_sub"``) to apply to it, recorded in ``postprocessing``.
+        """
+        if postprocess is not None:
+            from ..consistency import METHODS  # server side: consistency loads scipy
+
+            if postprocess not in METHODS:
+                raise ValueError(
+                    f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
+                )
         stats = self.check_stats(stats, nonempty=True)
         freq = (stats.counts / stats.n - self.q) / (self.p - self.q)
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
-        return FrequencyEstimate(freq, var, stats.n, spec=self)
+        est = FrequencyEstimate(freq, var, stats.n, spec=self)
+        return est if postprocess is None else METHODS[postprocess](est)

@@ -81,13 +81,14 @@ LABELS: dict[str, str] = {
     "mle_apx": "MLE-Apx",
     "power": "Power",
     "power_ns": "PowerNS",
+    "ibu": "IBU",
 }
 assert set(LABELS) == {"base", *METHODS}
 
 #: CON20 Figure 4's split of the methods over its left and right panels.
 PANELS: dict[str, tuple[str, ...]] = {
     "a": ("base", "base_pos", "post_pos", "norm", "norm_mul", "norm_sub"),
-    "b": ("norm_sub", "mle_apx", "base_cut", "norm_cut", "power", "power_ns"),
+    "b": ("norm_sub", "mle_apx", "base_cut", "norm_cut", "power", "power_ns", "ibu"),
 }
 
 # One style per method in every figure (Norm-Sub appears in both panels).

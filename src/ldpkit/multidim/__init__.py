@@ -1,0 +1,54 @@
+"""Several attributes per user: a tuple of categorical attributes under one budget.
+
+Users hold one item of each of d categorical attributes (an ``(n, d)`` array of item
+indices; the schema is the spec's ``domain_sizes``, declared once). Mechanisms:
+
+* :class:`SPL` (budget splitting) and :class:`SMP` (attribute sampling), the single-spec
+  forms of :class:`ldpkit.Survey`'s two splits for categorical attributes with GRR;
+* :class:`RSFD` (random sampling plus fake data, Arcolezi et al. CIKM 2021) with GRR or
+  OUE-z;
+* :class:`CALM` (k-way marginals, Zhang et al. CCS 2018, with its consistency step) and the
+  :class:`FullDomain` and :class:`Fourier` (Cormode et al. SIGMOD 2018) baselines, whose
+  :class:`MarginalsEstimate` answers any marginal they
+  contain (``result.marginal((i, j))``: a :class:`MarginalTable` with error bars per cell,
+  ``to_frame()``, a heat-map ``plot()``).
+
+SPL, SMP and RSFD return a :class:`MultiFrequencyEstimate` (one
+:class:`ldpkit.FrequencyEstimate` per attribute, ``to_frame()`` in long format).
+:class:`GroupMean` gives the mean of a value per group (with intervals). Numerical attributes
+in a tuple, range queries (HDG/TDG) and PM/HM sampling are not implemented yet (issue 31).
+
+Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+__all__ = [
+    "CALM",
+    "Fourier",
+    "FullDomain",
+    "GroupMean",
+    "GroupMeans",
+    "MarginalTable",
+    "MarginalsEstimate",
+    "MultiAttributeMechanism",
+    "MultiFrequencyEstimate",
+    "RSFD",
+    "SMP",
+    "SPL",
+]
+
+__getattr__, __dir__ = attach(__name__, __file__)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
+    from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
+    from .calm import CALM, FullDomain
+    from .fourier import Fourier
+    from .groupby import GroupMean, GroupMeans
+    from .marginals import MarginalsEstimate, MarginalTable
+    from .rsfd import RSFD
+    from .split import SMP, SPL

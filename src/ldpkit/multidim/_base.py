@@ -1,0 +1,262 @@
+"""Shared base of the multi-attribute mechanisms: a tuple of categorical attributes per user.
+
+Every user holds one item of each of ``d = len(domain_sizes)`` categorical attributes; a batch
+of users is an ``(n, d)`` integer array whose column j holds items in ``[0, domain_sizes[j])``
+(map raw categories with one :class:`ldpkit.Encoder` per attribute). The schema is declared
+once, in the spec's ``domain_sizes``.
+
+The estimate is a :class:`MultiFrequencyEstimate`: one :class:`ldpkit.FrequencyEstimate` per
+attribute (marginal frequencies with their variance and intervals) and a long-format
+``to_frame()``. Stats hold the concatenated per-attribute counts (``offsets`` locate each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._validation import check_integer, check_not_masked, check_sequence
+from ..estimate import FrequencyEstimate, IntervalWarning
+from ..spec import Mechanism, Stats
+
+__all__ = ["MultiAttributeMechanism", "MultiFrequencyEstimate", "check_tuples"]
+
+#: Most attributes a spec may declare (each is one column of every report).
+MAX_ATTRIBUTES = 64
+#: Largest total of the domain sizes (one count per item of every attribute in the Stats).
+MAX_TOTAL_ITEMS = 1 << 22
+#: Largest product of the domain sizes for which ``transition_matrix()`` enumerates tuples.
+MAX_ENUMERABLE_TUPLES = 4096
+
+
+def check_domain_sizes(value: Any, name: str = "domain_sizes") -> tuple[int, ...]:
+    """``value`` as a tuple of at least 2 domain sizes, each an integer >= 2."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        raise TypeError(
+            f"{name} must be a sequence of integers >= 2 (one per attribute), got {value!r}"
+        )
+    items = check_sequence(value, name, "integers >= 2 (one per attribute)")
+    if not 2 <= len(items) <= MAX_ATTRIBUTES:
+        raise ValueError(
+            f"{name} must hold 2 to {MAX_ATTRIBUTES} domain sizes (one per attribute), "
+            f"got {len(items)}"
+        )
+    sizes = tuple(check_integer(k, f"{name}[{j}]", low=2) for j, k in enumerate(items))
+    if sum(sizes) > MAX_TOTAL_ITEMS:
+        raise ValueError(f"{name} must total at most {MAX_TOTAL_ITEMS} items, got {sum(sizes)}")
+    return sizes
+
+
+def check_tuples(values: Any, domain_sizes: Sequence[int], name: str = "values") -> np.ndarray:
+    """``values`` as an int64 ``(n, d)`` array with column j in ``[0, domain_sizes[j])``."""
+    check_not_masked(values, name)
+    d = len(domain_sizes)
+    want = f"an (n, {d}) array of item indices (column j in [0, domain_sizes[j]))"
+    arr = np.asarray(values)
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {want}, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != d:
+        if arr.size == 0 and arr.ndim == 1:  # no users at all
+            return np.zeros((0, d), dtype=np.int64)
+        raise ValueError(f"{name} must be {want}, got shape {arr.shape}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+            raise TypeError(f"{name} must be {want}, got non-integer reals")
+    out = arr.astype(np.int64, copy=False)
+    if out.size:
+        sizes = np.asarray(domain_sizes, dtype=np.int64)
+        bad = (out < 0) | (out >= sizes[None, :])
+        if bad.any():
+            col = int(np.flatnonzero(bad.any(axis=0))[0])
+            raise ValueError(
+                f"{name} must be {want}, got column {col} with values in "
+                f"[{int(out[:, col].min())}, {int(out[:, col].max())}] for domain_sizes[{col}] "
+                f"= {domain_sizes[col]}"
+            )
+    return out
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MultiAttributeMechanism(Mechanism):
+    """A mechanism over a tuple of categorical attributes (one item of each per user).
+
+    Parameters
+    ----------
+    epsilon : float
+        What one user spends on her whole tuple (LDP for any two tuples).
+    domain_sizes : sequence of int
+        The number of items of each attribute (at least 2 attributes, each >= 2 items).
+    """
+
+    domain_sizes: tuple[int, ...]
+
+    exact_epsilon: ClassVar[bool] = True
+
+    def _validate(self) -> None:
+        self._set("domain_sizes", check_domain_sizes(self.domain_sizes))
+
+    @property
+    def attributes(self) -> int:
+        """The number of attributes d."""
+        return len(self.domain_sizes)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Where each attribute's items start in the concatenated counts (length d + 1)."""
+        return np.concatenate([[0], np.cumsum(self.domain_sizes)]).astype(np.int64)
+
+    def check_values(self, values: Any) -> np.ndarray:
+        return check_tuples(values, self.domain_sizes, "values")
+
+    def empty_stats(self) -> Stats:
+        schema = self.stats_schema() or {}
+        return Stats(self, 0, **{k: np.zeros(f.shape, dtype=np.int64) for k, f in schema.items()})
+
+    # -- exact law over tuples, for small domains ---------------------------------------
+    def _tuples(self) -> np.ndarray:
+        """Every input tuple, row-major (the last attribute varies fastest)."""
+        total = int(np.prod(self.domain_sizes))
+        if total > MAX_ENUMERABLE_TUPLES:
+            raise NotImplementedError(
+                f"{self.name} enumerates its input tuples only up to {MAX_ENUMERABLE_TUPLES}, "
+                f"got {total}"
+            )
+        grids = np.meshgrid(*[np.arange(k) for k in self.domain_sizes], indexing="ij")
+        return np.stack([g.ravel() for g in grids], axis=1)
+
+    def _tuple_index(self, tuples: np.ndarray) -> np.ndarray:
+        return np.ravel_multi_index(tuple(np.asarray(tuples, dtype=np.int64).T), self.domain_sizes)
+
+    # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        sizes = np.asarray(self.domain_sizes)
+        out = gen.integers(0, sizes[None, :], size=(n, self.attributes))
+        out[0] = 0
+        out[1] = sizes - 1  # both ends of every domain
+        return out
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        d, k = self.attributes, self.domain_sizes
+        ok = [0] * d
+        high = list(ok)
+        high[-1] = k[-1]
+        outside: list[Any] = [
+            [ok, high],
+            [ok, [-1, *ok[1:]]],
+            [0, 1],  # one item per user, not a tuple
+            [[*ok, 0]],  # one attribute too many
+        ]
+        wrong_type: list[Any] = [[ok, [0.5] * d], [["a"] * d], [[True] * d]]
+        return outside, wrong_type
+
+    def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
+        assert isinstance(estimate, MultiFrequencyEstimate), type(estimate).__name__
+        assert len(estimate) == self.attributes, f"{len(estimate)} attributes"
+        for j, (est, k) in enumerate(zip(estimate, self.domain_sizes, strict=True)):
+            f, v = est.frequencies, est.variance
+            assert f.shape == (k,) and v.shape == (k,), f"attribute {j}: shapes {f.shape}"
+            assert np.all(np.isfinite(f)) and np.all(v >= 0), f"attribute {j}: not finite"
+        total = int(sum(self.domain_sizes))
+        assert estimate.frequencies.shape == (total,), estimate.frequencies.shape
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MultiFrequencyEstimate:
+    """Marginal frequencies of every attribute of a tuple, each a :class:`FrequencyEstimate`.
+
+    Attributes
+    ----------
+    estimates : tuple of FrequencyEstimate
+        One per attribute, in the spec's order (``result[j]``).
+    n : int
+        Number of reports behind the estimate.
+    spec : Mechanism
+        The multi-attribute mechanism that produced it.
+    """
+
+    estimates: tuple[FrequencyEstimate, ...]
+    n: int
+    spec: Any = None
+
+    def __post_init__(self) -> None:
+        ests = tuple(self.estimates)
+        if not ests or not all(isinstance(e, FrequencyEstimate) for e in ests):
+            raise TypeError("estimates must be a non-empty tuple of FrequencyEstimate")
+        object.__setattr__(self, "estimates", ests)
+        object.__setattr__(self, "n", check_integer(self.n, "n", low=0))
+
+    def __len__(self) -> int:
+        return len(self.estimates)
+
+    def __getitem__(self, j: int) -> FrequencyEstimate:
+        return self.estimates[j]
+
+    def __iter__(self) -> Any:
+        return iter(self.estimates)
+
+    @property
+    def frequencies(self) -> np.ndarray:
+        """Every attribute's frequencies, concatenated (as the Stats' counts)."""
+        return np.concatenate([e.frequencies for e in self.estimates])
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Every attribute's per-item variance, concatenated."""
+        return np.concatenate([e.variance for e in self.estimates])
+
+    @property
+    def postprocessing(self) -> tuple[str, ...]:
+        return self.estimates[0].postprocessing
+
+    def postprocess(self, method: str | Callable[[FrequencyEstimate], FrequencyEstimate]) -> Any:
+        """Apply a consistency method (a name of :data:`ldpkit.consistency.METHODS`, e.g.
+        ``"ibu"`` or ``"norm_sub"``, or a function) to every attribute's estimate."""
+        from ..consistency import METHODS
+
+        if isinstance(method, str):
+            if method not in METHODS:
+                raise ValueError(
+                    f"postprocess must be None or one of {sorted(METHODS)}, got {method!r}"
+                )
+            fn = METHODS[method]
+        elif callable(method):
+            fn = method
+        else:
+            raise TypeError(f"method must be a method name or a function, got {method!r:.60}")
+        return dataclasses.replace(self, estimates=tuple(fn(e) for e in self.estimates))
+
+    def to_frame(self, alpha: float = 0.05) -> Any:
+        """A long pandas DataFrame: one row per (attribute, item), with columns
+        ``attribute``, ``item``, ``label``, ``estimate``, ``std_error``, ``low``, ``high``
+        (the ``1 - alpha`` normal interval; NaN after post-processing)."""
+        import pandas as pd
+
+        frames = []
+        for j, est in enumerate(self.estimates):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IntervalWarning)
+                lo, hi = est.confidence_interval(alpha)
+            labels = est.labels if est.labels is not None else range(est.domain_size)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "attribute": j,
+                        "item": np.arange(est.domain_size),
+                        "label": list(labels),
+                        "estimate": est.frequencies,
+                        "std_error": est.std_error,
+                        "low": lo,
+                        "high": hi,
+                    }
+                )
+            )
+        frame = pd.concat(frames, ignore_index=True)
+        frame.attrs["alpha"] = alpha
+        return frame
+
+    def __repr__(self) -> str:
+        return f"MultiFrequencyEstimate(d={len(self)}, n={self.n}, spec={self.spec!r})"
