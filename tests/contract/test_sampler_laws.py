@@ -25,10 +25,20 @@ def _spec(name: str, epsilon: float, d: int):
     """
     cls = mechanism_registry()[name]
     fields = {f.name for f in dataclasses.fields(cls)}
+    if "domain_sizes" in fields:  # a tuple of attributes: 2 x (d - 2) tuples, at least 2 x 2
+        return small_spec(cls, epsilon=epsilon, domain_sizes=(2, max(2, d - 2)))
     params = {"domain_size" if "domain_size" in fields else "buckets": d}
     if "num_bits" in fields:
         params["num_bits"] = 4
     return small_spec(cls, epsilon=epsilon, **params)
+
+
+def _inputs(spec, u: int, n: int) -> np.ndarray:
+    """n users holding input u: row u of the transition matrix (tuples row-major)."""
+    sizes = getattr(spec, "domain_sizes", None)
+    if sizes is not None:
+        return np.tile(np.array(np.unravel_index(u, sizes)), (n, 1))
+    return np.full(n, u)
 
 
 def _enumerable(name: str) -> bool:
@@ -61,13 +71,14 @@ def test_sampler_matches_transition_matrix(name, epsilon, d):
     n = 60_000
     for u in range(matrix.shape[0]):
         hist = np.bincount(
-            spec.output_index(spec.randomize(np.full(n, u), rng=u)), minlength=matrix.shape[1]
+            spec.output_index(spec.randomize(_inputs(spec, u, n), rng=u)), minlength=matrix.shape[1]
         )
         p = chisquare_gof(hist, matrix[u])
         assert p > ALPHA, f"input {u}: chi-square p = {p:.2e} < {ALPHA}"
     wrong = spec.replace(epsilon=epsilon * 1.3)
     hist = np.bincount(
-        wrong.output_index(wrong.randomize(np.full(n, 0), rng=99)), minlength=matrix.shape[1]
+        wrong.output_index(wrong.randomize(_inputs(wrong, 0, n), rng=99)),
+        minlength=matrix.shape[1],
     )
     assert chisquare_gof(hist, matrix[0]) < ALPHA, "the sampler of epsilon x 1.3 passed"
 
@@ -92,12 +103,12 @@ def test_secure_sampler_matches_transition_matrix(name):
     matrix = spec.transition_matrix()
     n = 60_000
     for u in range(matrix.shape[0]):
-        reports = spec.randomize(np.full(n, u), rng=_secure(u))
+        reports = spec.randomize(_inputs(spec, u, n), rng=_secure(u))
         hist = np.bincount(spec.output_index(reports), minlength=matrix.shape[1])
         p = chisquare_gof(hist, matrix[u])
         assert p > ALPHA, f"input {u}: chi-square p = {p:.2e} < {ALPHA}"
     wrong = spec.replace(epsilon=1.3)
-    reports = wrong.randomize(np.full(n, 0), rng=_secure(99))
+    reports = wrong.randomize(_inputs(wrong, 0, n), rng=_secure(99))
     hist = np.bincount(wrong.output_index(reports), minlength=matrix.shape[1])
     assert chisquare_gof(hist, matrix[0]) < ALPHA, "the sampler of epsilon x 1.3 passed"
 
@@ -197,6 +208,11 @@ LAW_TESTS = {
     " and ::test_grr_sampler_matches_its_law_and_fails_for_a_wrong_epsilon",
     "PrivKV": "tests/sets/test_keyvalue.py::test_privkv_law_frequency_and_documented_mean_bias"
     " (pair_matrix; the frequency z-test fails at eps x 1.3)",
+    # ldpkit.multidim (issue 31): OLH rows (CALM's default) and GroupMean's (group, bit) pairs
+    # have no enumerable law here; their reports are tested through the estimates' z-tests
+    # against the truth, which fail at epsilon x 1.3 (a law test given the seed is still owed)
+    "CALM": "tests/test_multidim_calm.py::test_marginals_z_fails_for_a_wrong_epsilon",
+    "GroupMean": "tests/test_multidim_groupby.py::test_group_means_z_fails_for_a_wrong_epsilon",
     "PEM": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
     "TreeHist": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
 }

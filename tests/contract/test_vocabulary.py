@@ -15,7 +15,14 @@ from ldpkit.spec import Mechanism, mechanism_registry
 
 #: Smallest required arguments per mechanism (everything else at its default); 16 buckets:
 #: the waves' EMS warns at <= 8 (issue 12).
-REQUIRED = {"domain_size": 5, "buckets": 16, "low": 0.0, "high": 1.0, "padding": 2}
+REQUIRED = {
+    "domain_size": 5,
+    "buckets": 16,
+    "low": 0.0,
+    "high": 1.0,
+    "padding": 2,
+    "domain_sizes": (3, 4),
+}
 
 
 def make(cls: type[Mechanism], epsilon: float) -> Mechanism:
