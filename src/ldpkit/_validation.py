@@ -66,6 +66,15 @@ def _fail(name: str, requirement: str, value: Any, exc: type[Exception] = ValueE
     raise exc(f"{name} must be {requirement}, got {_show(value)}")
 
 
+def _as_array(values: Any, name: str, requirement: str) -> np.ndarray:
+    """``np.asarray(values)``, with ragged nested sequences refused in the project's format
+    instead of numpy's "setting an array element with a sequence" (issue 27)."""
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError):
+        raise TypeError(f"{name} must be {requirement}, got {_show(values)}") from None
+
+
 def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
@@ -208,10 +217,7 @@ def check_array(
     else:
         shape = f"{'a number or ' if 0 in dims else ''}an array of up to {max(dims)} dimensions"
     requirement = f"finite {kind}{bounds} ({shape})"
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError):  # ragged nested sequences
-        raise TypeError(f"{name} must be {requirement}, got {_show(values)}") from None
+    arr = _as_array(values, name, requirement)
     allowed = "iu" if integer else "iuf"
     if arr.dtype.kind not in allowed:  # floats (even integral ones) are not items
         raise TypeError(f"{name} must be {requirement}, got {_show(arr)}")
@@ -246,8 +252,8 @@ def check_categorical_values(values: Any, domain_size: int, name: str = "values"
     refused (TypeError) rather than losing their mask.
     """
     check_not_masked(values, name)
-    arr = np.asarray(values)
     requirement = f"integers in [0, {domain_size})"
+    arr = _as_array(values, name, f"a 1-D array of {requirement}")
     if arr.dtype.kind not in "iu":
         hint = " (map labels with ldpkit.Encoder first)" if arr.dtype.kind in "USO" else ""
         raise TypeError(f"{name} must be {requirement}{hint}, got {_show(arr)}")
@@ -269,8 +275,8 @@ def check_categorical_values(values: Any, domain_size: int, name: str = "values"
 def check_numeric_values(values: Any, low: float, high: float, name: str = "values") -> np.ndarray:
     """Return ``values`` as a 1-D float64 array inside ``[low, high]`` (no NaN; not masked)."""
     check_not_masked(values, name)
-    arr = np.asarray(values)
     requirement = f"real numbers in [{low:g}, {high:g}]"
+    arr = _as_array(values, name, f"a 1-D array of {requirement}")
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be {requirement}, got {_show(arr)}")
     if arr.ndim == 0:

@@ -80,7 +80,7 @@ from ._validation import (
 )
 from .estimate import FrequencyEstimate
 from .frequency._base import PureFrequencyOracle
-from .frequency.significance import significance_cutoff
+from .frequency.significance import expected_false_positive_cutoff
 
 __all__ = [
     "METHODS",
@@ -193,7 +193,7 @@ def post_pos(estimate: Any) -> Any:
 def base_cut(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> FrequencyEstimate:
     """Base-Cut: set estimates below the significance cutoff to 0 (CON20 sec. IV-A).
 
-    The cutoff is :func:`ldpkit.frequency.significance_cutoff` (CON20 eq. 9) with ``alpha``
+    The cutoff is :func:`ldpkit.frequency.significance_cutoff`'s (CON20 eq. 9) with ``alpha``
     expected false positives; CON20 argues for ``alpha = 2`` (the default). Items above it
     keep their unbiased estimate, so the result is non-negative but does not sum to 1.
     CON20 recommends Base-Cut for single-value (full-domain) queries. The carried
@@ -207,7 +207,7 @@ def base_cut(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> F
     array([0.5 , 0.3 , 0.15, 0.05, 0.  ])
     """
     f = _check_estimate(estimate)
-    cutoff = significance_cutoff(estimate, alpha)
+    cutoff = expected_false_positive_cutoff(estimate, alpha)
     return estimate.with_postprocessing(np.where(f >= cutoff, f, 0.0), "base_cut")
 
 

@@ -73,7 +73,9 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     Parameters
     ----------
     items, cohorts : array_like of int
-        Broadcastable non-negative integers.
+        Broadcastable non-negative integers (e.g. a grid ``items[None, :]``,
+        ``cohorts[:, None]``); two 1-D lists must have the same length (a list of one
+        cohort is not stretched over many items: pass the number itself).
     num_bits, num_hashes : int
         Filter size k and number of hash functions h.
 
@@ -93,11 +95,15 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     items_arr = check_array(items, "items", ndim=dims, integer=True, low=0)
     cohorts_arr = check_array(cohorts, "cohorts", ndim=dims, integer=True, low=0, high=2**47)
     try:
+        # One cohort per item: a 1-D list of one stretched over a longer 1-D list is a
+        # caller's mismatched lengths, not an intended broadcast (issue 27).
+        if items_arr.ndim == cohorts_arr.ndim == 1 and items_arr.shape != cohorts_arr.shape:
+            raise ValueError
         v, c = np.broadcast_arrays(items_arr, cohorts_arr)
     except ValueError:
         raise ValueError(
-            f"items and cohorts must have broadcastable shapes, got {items_arr.shape} and "
-            f"{cohorts_arr.shape}"
+            f"items and cohorts must have broadcastable shapes (1-D: the same length), got "
+            f"{items_arr.shape} and {cohorts_arr.shape}"
         ) from None
     shape = v.shape
     # 1-D arrays throughout: numpy scalars would warn on the (intended) 64-bit wrap-around.
