@@ -149,3 +149,116 @@ def test_mean_on_narrow_resolvable_ranges_is_within_its_error_bars(make, low, hi
     est = spec.run(x, rng=2)
     z = (est.mean - x.mean()) / np.sqrt(spec.variance_at(x.size, x))
     assert abs(z) < 5
+
+
+# -- consistency --------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["norm", "norm_sub", "norm_mul", "base_pos"])
+def test_consistency_refuses_overflowing_magnitudes(method):
+    est = FrequencyEstimate([1e300, 0.2, 0.1], 0.01, n=100)
+    with pytest.raises(ValueError, match=r"estimate.frequencies must be numbers of magnitude"):
+        getattr(ldpkit.consistency, method)(est)
+
+
+# -- streams restored from dicts ----------------------------------------------------------------
+def _tops_dict():
+    from ldpkit import stream
+
+    release = stream.ToPS(1.0, 10.0, threshold_size=16, length=256, rng=0)
+    for v in np.linspace(0.0, 10.0, 100):
+        release.update(v)
+    return release.to_dict()
+
+
+def test_stream_state_with_nan_is_refused():
+    from ldpkit import stream
+
+    data = _tops_dict()
+    key = next(k for k, v in data["state"].items() if np.asarray(v).dtype.kind == "f")
+    bad = np.array(data["state"][key], dtype=np.float64, copy=True)
+    bad.flat[0] = np.nan
+    data["state"] = {**data["state"], key: bad}
+    with pytest.raises(ValueError, match=rf"data\.state\.{key} must hold finite numbers"):
+        stream.stream_from_dict(data)
+    data = _tops_dict()
+    data["threshold"] = float("nan")
+    with pytest.raises(ValueError, match=r"data\.threshold must be a finite number"):
+        stream.stream_from_dict(data)
+    stream.stream_from_dict(_tops_dict())  # the intact dict still loads
+
+
+def test_stream_dict_of_another_class_is_refused_by_name():
+    from ldpkit import stream
+
+    data = _tops_dict()
+    data["class"] = "PAK"  # PAK.__init__ takes no 'branching'
+    with pytest.raises(
+        ValueError, match=r"params must be parameters of PAK \[.*\], got \[.*'branching'"
+    ):
+        stream.stream_from_dict(data)
+
+
+# -- Stats whose n disagrees with their arrays --------------------------------------------------
+def _specs_without_fixed_totals():
+    from ldpkit.frequency import SHE
+    from ldpkit.numeric import CFOBinning, WienerDeconvolution
+
+    return [
+        StochasticRounding(epsilon=1.0),
+        PiecewiseMechanism(epsilon=1.0),
+        HybridMechanism(epsilon=1.0),
+        CFOBinning(epsilon=1.0, buckets=16),  # OLH: support counts vary per report
+        WienerDeconvolution(epsilon=1.0, buckets=32),  # OUE
+        SHE(epsilon=1.0, domain_size=4),
+    ]
+
+
+@pytest.mark.parametrize("spec", _specs_without_fixed_totals(), ids=lambda s: s.name)
+@pytest.mark.parametrize("n", [10**9, 1])
+def test_stats_with_an_n_other_than_their_reports_are_refused(spec, n):
+    from ldpkit import Stats
+
+    rng = np.random.default_rng(0)
+    if spec.name == "SHE":
+        values = rng.integers(0, 4, size=3000)
+    else:
+        values = spec.low + (spec.high - spec.low) * rng.random(3000)
+    stats = spec.aggregate(spec.randomize(values, rng=1))
+    assert stats.n == 3000
+    with pytest.raises(ValueError, match=r"stats\.\w+ must (be|sum to|be in|be integers)"):
+        spec.estimate(Stats(spec, n, **stats.arrays))
+    spec.estimate(Stats(spec, 3000, **stats.arrays))  # the true n is accepted
+    assert Stats.from_dict(stats.to_dict()) == stats
+    assert stats.merge(stats).n == 6000
+
+
+def test_stochastic_rounding_refuses_impossible_sums():
+    from ldpkit import Stats
+
+    sr = StochasticRounding(epsilon=0.1)  # reports are +-C' = +-20.02
+    c2 = sr.output_bound**2
+    # -5 per report with the squares of 0.5 per report: no n = 10 reports make this
+    with pytest.raises(ValueError, match=r"stats\.sum_squares must be in"):
+        Stats(sr, 10, sum=np.float64(-50.0), sum_squares=np.float64(2.5), count=np.int64(10))
+    ok = Stats(sr, 10, sum=np.float64(-50.0), sum_squares=np.float64(10 * c2), count=10)
+    assert sr.estimate(ok).n == 10
+
+
+def test_mean_stats_refuse_a_sum_beyond_cauchy_schwarz():
+    from ldpkit import Stats
+
+    pm = PiecewiseMechanism(epsilon=1.0)
+    # |sum| = 10 from 4 reports needs sum_squares >= 25
+    bad = Stats(pm, 4, sum=np.float64(10.0), sum_squares=np.float64(4.0), count=np.int64(4))
+    with pytest.raises(ValueError, match=r"stats\.sum must satisfy sum\^2 <= n \* sum_squares"):
+        pm.estimate(bad)
+    good = Stats(pm, 4, sum=np.float64(10.0), sum_squares=np.float64(25.0), count=np.int64(4))
+    assert pm.estimate(good).n == 4
+
+
+# -- the demo's numerical timing ----------------------------------------------------------------
+def test_numerical_demo_times_the_kernels_warm_up_apart():
+    from ldpkit.demo import run_numerical
+
+    values = np.random.default_rng(0).random(3000)
+    result = run_numerical(values, 0.0, 1.0, epsilon=1.0, buckets=32, rng=1)
+    assert result.warmup_seconds > 0.0 and result.seconds > 0.0

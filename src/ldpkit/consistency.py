@@ -72,6 +72,7 @@ from scipy import optimize as _opt
 from . import queries as _queries
 from ._rng import RNGLike, as_generator
 from ._validation import (
+    MAX_MAGNITUDE,
     check_array,
     check_integer,
     check_not_masked,
@@ -116,6 +117,14 @@ def _check_estimate(estimate: Any) -> np.ndarray:
     if bad.any():
         raise ValueError(
             f"estimate.frequencies must be finite numbers, got {int(bad.sum())} NaN/inf value(s)"
+        )
+    # Sums and squares of larger magnitudes overflow to inf in the projections (issue 27);
+    # no estimate of a frequency comes near it.
+    big = np.abs(f) > MAX_MAGNITUDE
+    if big.any():
+        raise ValueError(
+            f"estimate.frequencies must be numbers of magnitude <= {MAX_MAGNITUDE:g}, "
+            f"got {float(f[big][0])!r}"
         )
     return f
 

@@ -30,8 +30,10 @@ from .._validation import (
     check_categorical_values,
     check_epsilon,
     check_integer,
+    check_memory,
     check_numeric_values,
     check_real,
+    check_work,
 )
 from ..frequency._base import index_dtype
 from ..privacy import privacy_loss as _matrix_privacy_loss
@@ -387,6 +389,12 @@ class _Wave(Mechanism):
         # overflow 2^62 (e.g. a wide explicit bandwidth at large epsilon) is refused here,
         # not at the first randomize.
         self._grid  # noqa: B018
+        # Every estimate builds the d x d~ bucket matrix (a few operations per entry, 8
+        # bytes each): d = 1024, d~ = 2^20 would need 8 GiB and minutes (issue 27).
+        entries = float(self.buckets) * float(self.n_output_buckets)
+        sizes = f"buckets={self.buckets}, output_buckets={self.n_output_buckets}"
+        check_memory(8.0 * entries, sizes, f"{self.name}.bucket_matrix")
+        check_work(16.0 * entries, sizes, f"{self.name}.bucket_matrix")
 
     @property
     @abstractmethod
