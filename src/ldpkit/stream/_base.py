@@ -330,7 +330,10 @@ class StreamRelease(ABC):
             raise ValueError(
                 f"rng must be a valid bit generator state, got an error: {exc}"
             ) from None
-        obj = target(**data["params"], rng=gen)
+        try:
+            obj = target(**data["params"], rng=gen)
+        except TypeError as exc:  # e.g. HC16's "does not take": name the dict's part
+            raise ValueError(f"params must be valid parameters of {name}: {exc}") from None
         buf = check_array(data["buffer"], "buffer")
         # the phase-1 values were checked on entry: [0, bound] for every stream
         bound = float(getattr(obj, "bound", np.inf))
