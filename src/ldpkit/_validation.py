@@ -111,9 +111,10 @@ def check_bound(value: Any, name: str = "bound") -> float:
     """Return ``value`` as the positive bound of a stream's values, at most :data:`MAX_MAGNITUDE`.
 
     Values up to the bound are summed over a stream and squared in variances and threshold
-    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf (issue 12).
+    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf (issue 12), and one
+    below ``1 / MAX_MAGNITUDE`` would underflow to 0 (issue 27: bound = 1e-300).
     """
-    return check_real(value, name, low=0.0, low_inclusive=False, high=MAX_MAGNITUDE)
+    return check_real(value, name, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
 
 
 def check_epsilon(

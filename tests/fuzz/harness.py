@@ -250,6 +250,9 @@ class Entry:
     floats_ok: frozenset[str] = frozenset()
     #: numeric parameters that accept booleans (as 0/1)
     bools_ok: frozenset[str] = frozenset()
+    #: hostile values of one entry's parameters beyond the generic :func:`variants`
+    #: (offset and narrow ranges, n inconsistent with the Stats, cross-class dicts: issue 27)
+    extra_variants: Mapping[str, tuple[Variant, ...]] = dataclasses.field(default_factory=dict)
 
     def params_nullable(self) -> set[str]:
         out = set(self.nullable)
@@ -369,6 +372,106 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
     )
 
 
+class WrongAnswer(str):
+    """What an accuracy entry returns when the answer is valid-looking but wrong."""
+
+
+#: Hostile domains (issue 27): far from 0 (float cancellation), narrow (tiny widths whose
+#: squares underflow), huge.
+_OFFSETS: tuple[Variant, ...] = (
+    ("1e15", 1e15, False),
+    ("-1e15", -1e15, False),
+    ("3e9", 3e9, False),
+    ("1e99", 1e99, False),
+    ("-7.5e6", -7.5e6, False),
+)
+_WIDTHS: tuple[Variant, ...] = (
+    ("1e-12", 1e-12, False),
+    ("1e-120", 1e-120, False),
+    ("1e-3", 1e-3, False),
+    ("1e99", 1e99, False),
+)
+
+
+def _range_accuracy(cls: type, offset: Any, width: Any) -> Any:
+    """Estimate on ``[offset, offset + width]`` and compare with the truth (issue 27:
+    HaarHRR on [1e15, 1e15 + 1] gave means far outside their error bars)."""
+    from ldpkit.numeric import Distribution
+    from ldpkit.testing import small_spec
+
+    spec = small_spec(cls, low=offset, high=offset + width)
+    lo, hi = spec.low, spec.high
+    rng = np.random.default_rng(5)
+    if type(spec).__name__ == "DiscreteSquareWave":
+        u = rng.integers(0, spec.buckets, size=3000)
+        values, truth = u, lo + (hi - lo) * (float(u.mean()) + 0.5) / spec.buckets
+    else:
+        values = lo + (hi - lo) * rng.beta(2.0, 5.0, size=3000)
+        truth = float(values.mean())
+    est = spec.run(values, rng=6)
+    if isinstance(est, Distribution):
+        if (est.low, est.high) != (lo, hi):
+            return WrongAnswer(f"domain [{est.low!r}, {est.high!r}] for [{lo!r}, {hi!r}]")
+        error = abs(est.mean() - truth) / (hi - lo)
+        # Measured at the baseline [0, 1]: <= 0.06 of the width for every method (n = 3000)
+        return WrongAnswer(f"mean off by {error:.3g} of the width") if error > 0.25 else error
+    z = (est.mean - truth) / math.sqrt(est.variance)
+    return WrongAnswer(f"mean {z:.3g} standard errors off") if not abs(z) <= 6.0 else z
+
+
+def _hostile_entries(reg: dict[str, Entry]) -> None:
+    """Offset and narrow ranges, Stats inconsistent with their n, cross-class dicts."""
+    import ldpkit
+    from ldpkit import spec as spec_module
+    from ldpkit.spec import Stats, mechanism_registry
+    from ldpkit.testing import small_spec
+
+    for name, cls in sorted(mechanism_registry().items()):
+        spec = small_spec(cls)
+        top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
+        if hasattr(spec, "low") and hasattr(spec, "high"):
+            _add(
+                reg,
+                Entry(
+                    f"{top}.range_accuracy",
+                    lambda offset, width, _cls=cls: _range_accuracy(_cls, offset, width),
+                    {"offset": 0.0, "width": 1.0},
+                    fixed=frozenset({"offset", "width"}),  # only the hostile ranges below
+                    aliases={"offset": ("low", "high"), "width": ("low", "high")},
+                    extra_variants={"offset": _OFFSETS, "width": _WIDTHS},
+                ),
+            )
+        stats = spec.aggregate(spec.randomize(_values(spec), rng=0))
+        schema = spec.stats_schema() or {}
+        # Schemas that pin n (a count or a field summing to n per report) must refuse
+        # an n other than the reports' (issue 27); the others cannot tell.
+        pinned = getattr(spec_module, "REPORT_COUNT", "count") in schema or any(
+            f.total is not None for f in schema.values()
+        )
+        _add(
+            reg,
+            Entry(
+                f"{top}.estimate(Stats)",
+                lambda n, _spec=spec, **arrays: _spec.estimate(Stats(_spec, n, **arrays)),
+                {
+                    "n": stats.n,
+                    **{
+                        k: v.item() if v.ndim == 0 else np.array(v) for k, v in stats.arrays.items()
+                    },
+                },
+                aliases={"n": tuple(f"stats.{k}" for k in schema)},
+                extra_variants={
+                    "n": (
+                        ("n-1e9", 10**9, pinned),
+                        ("n=1", 1, pinned),
+                        ("n+1", stats.n + 1, pinned),
+                    )
+                },
+                allow_inf=True,
+            ),
+        )
+
+
 def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
     """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
     from ldpkit.numeric import Distribution
@@ -405,6 +508,7 @@ def build_registry() -> dict[str, Entry]:
     reg: dict[str, Entry] = {}
     _mechanism_entries(reg)
     _hybrid_entries(reg)
+    _hostile_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()
@@ -998,6 +1102,52 @@ def build_registry() -> dict[str, Entry]:
     # no value released: no range to answer
     reg["ldpkit.stream.ToPS.update"].aliases = {"values": ("starts", "stops")}
     reg["ldpkit.stream.OnlineHierarchy.leaf_range_sums"].aliases = {"lo": ("hi",), "hi": ("lo",)}
+    # cross-class and corrupted dicts (issue 27): a ToPS state relabelled as another
+    # class, NaN in the restored state or threshold, a Stats dict of another mechanism
+    tops_dict = tops.to_dict()
+    corrupted: list[Variant] = [
+        (f"class={other}", {**tops_dict, "class": other}, True)
+        for other in ("PAK", "NME", "HC16", "FlatLaplace", "ToPL", "SWOnly", "FixedDomainLDP")
+    ]
+    state_key = next(k for k, v in tops_dict["state"].items() if np.asarray(v).dtype.kind == "f")
+    nan_state = np.array(tops_dict["state"][state_key], dtype=np.float64, copy=True)
+    nan_state.flat[0] = math.nan
+    corrupted += [
+        ("nan-state", {**tops_dict, "state": {**tops_dict["state"], state_key: nan_state}}, True),
+        ("inf-threshold", {**tops_dict, "threshold": math.inf}, True),
+        ("nan-buffer", {**tops_dict, "buffer": np.array([math.nan])}, True),
+    ]
+    _add(
+        reg,
+        Entry(
+            "ldpkit.stream.stream_from_dict[corrupted]",
+            stream.stream_from_dict,
+            {"data": tops_dict},
+            aliases={"data": ("class", "params", "state", "threshold", "buffer")},
+            extra_variants={"data": tuple(corrupted)},
+        ),
+    )
+    sr_stats = sr.aggregate(sr.randomize(np.linspace(-1, 1, 40), rng=0)).to_dict()
+    other_specs = [numeric.PiecewiseMechanism(epsilon=1.0), numeric.HybridMechanism(epsilon=1.0)]
+    _add(
+        reg,
+        Entry(
+            "ldpkit.Stats.from_dict[corrupted]",
+            ldpkit.Stats.from_dict,
+            {"data": sr_stats},
+            aliases={"data": ("stats", "fingerprint", "n", "mechanism")},
+            extra_variants={
+                "data": (
+                    *(
+                        (f"mechanism={o.name}", {**sr_stats, "mechanism": o.to_dict()}, True)
+                        for o in other_specs
+                    ),
+                    ("n=1e9", {**sr_stats, "n": 10**9}, True),
+                    ("n=1", {**sr_stats, "n": 1}, True),
+                )
+            },
+        ),
+    )
 
     # synthetic data sets and the one experiments metric on the data path
     add("ldpkit.datasets.beta", ds.beta, a=5.0, b=2.0, n=100, rng=0)
@@ -1114,6 +1264,12 @@ def variants(base: Any) -> list[Variant]:
             ("-1e308", -1e308, False),
             ("1e-300", 1e-300, False),
             ("np.int64(-1)", np.int64(-1), False),
+            # sizes at their edges and budgets far out (issue 27: one or two buckets,
+            # 2^20 buckets or items that took minutes, epsilon = 1e4)
+            ("1", 1, False),
+            ("2", 2, False),
+            ("2**20", 2**20, False),
+            ("1e4", 1e4, int_like),
             ("array1", np.array([base]), False),
             ("masked", np.ma.masked_array([base], mask=[True]), True),
         ]
@@ -1330,6 +1486,8 @@ def classify(entry: Entry, changed: Mapping[str, Variant]) -> Outcome:
             return Outcome("unclear", f"MemoryError (no budget check): {exc}")
         except Exception as exc:
             return Outcome("unclear", f"{type(exc).__name__}: {str(exc)[:300]}")
+    if isinstance(result, WrongAnswer):  # an entry's own accuracy check failed
+        return Outcome("silent", str(result))
     leaked = [
         str(w.message)
         for w in caught
@@ -1509,9 +1667,9 @@ def sweep_cases(
             continue
         cases.append((name, {}))  # the baseline itself must give a valid answer
         for param, base in entry.kwargs.items():
-            if param in entry.fixed:
-                continue
-            for variant in variants(base):
+            # a fixed parameter still gets its entry's own hostile values
+            generic = [] if param in entry.fixed else variants(base)
+            for variant in [*generic, *entry.extra_variants.get(param, ())]:
                 cases.append((name, {param: variant}))
     return cases
 

@@ -344,6 +344,11 @@ class RAPPOR(FrequencyOracle):
     def _validate(self) -> None:
         super()._validate()
         self._set("num_bits", check_integer(self.num_bits, "num_bits", low=1, high=1 << 16))
+        if self.num_bits < 2 and self.num_hashes != 1:  # name both: the bound is num_bits
+            raise ValueError(
+                f"num_hashes must be an integer in [1, num_bits = {self.num_bits}], "
+                f"got {self.num_hashes!r}"
+            )
         self._set(
             "num_hashes", check_integer(self.num_hashes, "num_hashes", low=1, high=self.num_bits)
         )
