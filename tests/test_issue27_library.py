@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ldpkit
-from ldpkit import FrequencyEstimate
+from ldpkit import FrequencyEstimate, Stats
 from ldpkit.frequency import GRR, heavy_hitters, significance_cutoff
 from ldpkit.frequency.rappor import bloom_positions
 from ldpkit.frequency.significance import expected_false_positive_cutoff
@@ -75,7 +75,7 @@ def test_encoder_refuses_nested_labels():
     ],
 )
 def test_ragged_values_are_refused_in_the_project_format(spec, values):
-    with pytest.raises(TypeError, match=r"^values must be a 1-D array of .*, got \[\["):
+    with pytest.raises(TypeError, match=r"^values must be an array of numbers with rows of equal"):
         spec.randomize(values, rng=0)
 
 
@@ -328,3 +328,34 @@ def test_huge_domains_aggregate_in_seconds():
         # misses); ~1 s now on a loaded 2-core machine
         assert time.perf_counter() - start < 8.0
         assert stats.n == 40
+
+
+def test_estimates_beyond_memory_are_refused_at_construction():
+    from ldpkit.frequency import RAPPOR
+    from ldpkit.numeric import DiscreteSquareWave
+
+    with pytest.raises(ValueError, match=r"buckets=1048576 \(n_outputs=\d+\) must keep the state"):
+        DiscreteSquareWave(epsilon=1.0, buckets=2**20)
+    with pytest.raises(ValueError, match=r"domain_size=100000000000000000000, num_cohorts=2"):
+        RAPPOR(epsilon=1.0, domain_size=10**20, num_bits=16, num_hashes=2, num_cohorts=2)
+
+
+def test_ragged_arrays_are_refused_everywhere_in_the_project_format():
+    grr = GRR(epsilon=1.0, domain_size=4)
+    ragged = [[1, 2], [3]]
+    with pytest.raises(
+        TypeError, match=r"^stats.counts must be an array of numbers with rows of equal"
+    ):
+        Stats(grr, 3, counts=ragged)
+    with pytest.raises(TypeError, match=r"^frequencies must be"):
+        FrequencyEstimate(ragged, 0.1, n=10)
+    with pytest.raises(TypeError, match=r"^f must be frequencies in \[0, 1\]"):
+        grr.variance(10, ragged)
+
+
+def test_subset_selection_refuses_subsets_too_long_to_draw():
+    from ldpkit.frequency import SubsetSelection
+
+    with pytest.raises(ValueError, match=r"domain_size=1048576, subset_size=282006 must keep"):
+        SubsetSelection(epsilon=1.0, domain_size=2**20)
+    assert SubsetSelection(epsilon=1.0, domain_size=2**16).effective_subset_size == 17625

@@ -162,12 +162,19 @@ def check_not_masked(values: Any, name: str) -> None:
 
     Masked (missing) entries have no defined randomization; the caller decides what they mean
     (drop them with ``values.compressed()`` or fill them with ``values.filled(x)``).
+
+    Every array input passes here before ``np.asarray``, so it also refuses ragged nested
+    Python lists (rows of different lengths), which numpy would refuse with its own "setting
+    an array element with a sequence" (issue 27). Lists of arrays (e.g. one per level) are
+    left to their callers.
     """
     if isinstance(values, np.ma.MaskedArray):
         raise TypeError(
             f"{name} must be a plain array, not a masked array (its mask would be ignored; "
             f"pass {name}.compressed() or {name}.filled(...)), got {_show(np.asarray(values))}"
         )
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in values):
+        _as_array(values, name, "an array of numbers with rows of equal length")
 
 
 def check_sequence(values: Any, name: str, what: str = "values") -> list[Any]:
@@ -310,8 +317,8 @@ def check_frequencies(f: Any, domain_size: int, name: str = "f") -> Any:
 
     A scalar stays a float; an array must have shape ``(domain_size,)``.
     """
-    arr = np.asarray(f)
     requirement = f"frequencies in [0, 1] (a number or an array of shape ({domain_size},))"
+    arr = _as_array(f, name, requirement)
     if arr.dtype.kind not in "iuf" or isinstance(f, np.ma.MaskedArray):
         raise TypeError(f"{name} must be {requirement}, got {_show(f)}")
     if arr.shape not in ((), (domain_size,)):

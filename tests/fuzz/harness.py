@@ -276,7 +276,7 @@ def _values(spec: Any, n: int = 40) -> np.ndarray:
     if type(spec).__name__ == "DiscreteSquareWave":
         d = spec.buckets
     if d is not None:
-        return rng.integers(0, d, size=n)
+        return rng.integers(0, min(d, 2**62), size=n)
     low, high = float(getattr(spec, "low", 0.0)), float(getattr(spec, "high", 1.0))
     return rng.uniform(low, high, size=n)
 
@@ -393,6 +393,24 @@ _WIDTHS: tuple[Variant, ...] = (
 )
 
 
+#: Size fields run end to end at their edges and far out (see :func:`_hostile_entries`).
+_RUN_SIZES = ("domain_size", "buckets", "output_buckets", "expected_n", "max_level", "num_bits")
+_SIZES: tuple[Variant, ...] = (
+    ("1", 1, False),
+    ("2", 2, False),
+    ("3", 3, False),
+    ("2**20", 2**20, False),
+    ("10**20", 10**20, False),
+)
+
+
+def _sized_run(cls: type, size: dict[str, Any]) -> Any:
+    from ldpkit.testing import small_spec
+
+    spec = small_spec(cls, **size)
+    return spec.run(_values(spec), rng=0)
+
+
 def _range_accuracy(cls: type, offset: Any, width: Any) -> Any:
     """Estimate on ``[offset, offset + width]`` and compare with the truth (issue 27:
     HaarHRR on [1e15, 1e15 + 1] gave means far outside their error bars)."""
@@ -441,6 +459,21 @@ def _hostile_entries(reg: dict[str, Entry]) -> None:
                     extra_variants={"offset": _OFFSETS, "width": _WIDTHS},
                 ),
             )
+        # every size end to end (issue 27: SquareWave(output_buckets=2**20).run,
+        # SignedSubsetSelection(domain_size=2**20).run took minutes; 1 bucket failed)
+        for field in _RUN_SIZES:
+            if field in {f.name for f in dataclasses.fields(cls)}:
+                _add(
+                    reg,
+                    Entry(
+                        f"{top}.run[{field}]",
+                        lambda _cls=cls, **size: _sized_run(_cls, size),
+                        {field: getattr(spec, field) or 16},
+                        fixed=frozenset({field}),
+                        aliases={field: _RUN_SIZES},
+                        extra_variants={field: _SIZES},
+                    ),
+                )
         stats = spec.aggregate(spec.randomize(_values(spec), rng=0))
         schema = spec.stats_schema() or {}
         # Schemas that pin n (a count or a field summing to n per report) must refuse
@@ -1299,6 +1332,8 @@ def variants(base: Any) -> list[Variant]:
             ("bool-array", np.ones(arr.shape, dtype=bool), arr.dtype.kind in "iuf"),
             ("masked", _masked(arr), arr.size > 0),
         ]
+        if arr.ndim == 1 and arr.size >= 2:  # numpy's own "inhomogeneous shape" (issue 27)
+            out.append(("ragged", [arr[:1].tolist(), arr.tolist()], True))
         if arr.dtype.kind in "iuf":
             bad = arr.astype(np.float64).copy()
             neg = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float64)

@@ -25,6 +25,7 @@ from .._validation import (
     check_array,
     check_frequencies,
     check_integer,
+    check_memory,
     check_probability,
     check_real,
 )
@@ -354,6 +355,14 @@ class RAPPOR(FrequencyOracle):
         )
         self._set(
             "num_cohorts", check_integer(self.num_cohorts, "num_cohorts", low=1, high=1 << 16)
+        )
+        # The estimate's design holds every candidate's Bloom positions in every cohort
+        # (int64): domain_size = 10**20 passed, then numpy refused the size (issue 27).
+        check_memory(
+            8.0 * self.num_cohorts * self.domain_size * self.num_hashes,
+            f"domain_size={self.domain_size}, num_cohorts={self.num_cohorts}, "
+            f"num_hashes={self.num_hashes}",
+            "RAPPOR's candidate design (estimate)",
         )
         irr = self.instantaneous
         if irr is not None:

@@ -942,6 +942,11 @@ class DiscreteSquareWave(Mechanism):
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
+        # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets (issue 27).
+        entries = float(self.buckets) * float(self.n_outputs)
+        sizes = f"buckets={self.buckets} (n_outputs={self.n_outputs})"
+        check_memory(8.0 * entries, sizes, f"{self.name}.transition_matrix")
+        check_work(16.0 * entries, sizes, f"{self.name}.transition_matrix")
 
     @property
     def half_width(self) -> int:
