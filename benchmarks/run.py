@@ -61,7 +61,9 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], str]] = {
         "",
     ),
     "heavy_hitters": (["--eps", "4", "--top", "20"], ["--full"], ""),
+    "heavy_hitters_discovery": ([], ["--full"], ""),
     "longitudinal": ([], ["--full"], ""),
+    "multidim": ([], ["--full"], ""),
     "sets": ([], ["--full"], ""),
     "poisoning": (["--n", "5000"], [], ""),
     "auto_distribution": (

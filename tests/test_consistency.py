@@ -14,6 +14,7 @@ from scipy import optimize, stats
 from ldpkit import GRR, FrequencyEstimate
 from ldpkit import consistency as C
 from ldpkit.frequency import significance_cutoff
+from ldpkit.frequency.significance import expected_false_positive_cutoff
 from ldpkit.queries import mse, random_subsets, set_answers, single_value_answers
 
 NAMES = [
@@ -150,8 +151,10 @@ def test_base_cut_cutoff_formula(alpha):
     p, q = est.spec.p, est.spec.q
     assert var_star == pytest.approx(q * (1 - q) / (est.n * (p - q) ** 2), rel=1e-14)
     expected = stats.norm.ppf(1 - alpha / 64) * math.sqrt(var_star)
-    threshold = significance_cutoff(est, alpha)
+    threshold = expected_false_positive_cutoff(est, alpha)
     np.testing.assert_allclose(threshold, expected, rtol=1e-12)
+    if alpha < 1:  # a family-wise error probability: the same cutoff
+        np.testing.assert_array_equal(significance_cutoff(est, alpha), threshold)
     out = C.base_cut(est, alpha=alpha).frequencies
     f = est.frequencies
     assert np.array_equal(out, np.where(f >= expected, f, 0.0))
@@ -170,8 +173,8 @@ def test_base_cut_default_alpha_is_two():
 def test_base_cut_cutoff_edge_cases():
     est = make_est([0.5, 0.3, 0.2, 0.0])
     # alpha >= d/2: quantile <= 0, threshold 0 (Base-Pos)
-    assert np.all(significance_cutoff(est, 2.0) == 0)
-    assert np.all(significance_cutoff(est, 100.0) == 0)
+    assert np.all(expected_false_positive_cutoff(est, 2.0) == 0)
+    assert np.all(expected_false_positive_cutoff(est, 100.0) == 0)
     # tiny alpha/d stays accurate
     big = make_est(np.full(10, 0.1))
     t = significance_cutoff(big, 1e-12)[0]

@@ -65,12 +65,14 @@ def test_float_stats_finite_and_bounded():
     pm = PiecewiseMechanism(epsilon=1.0)
     b = pm.output_bound
     with pytest.raises(ValueError, match="stats.sum must be finite"):
-        Stats(pm, 2, sum=np.float64(np.nan), sum_squares=np.float64(1.0))
+        Stats(pm, 2, sum=np.float64(np.nan), sum_squares=np.float64(1.0), count=2)
     with pytest.raises(ValueError, match="stats.sum_squares must be in"):
-        Stats(pm, 2, sum=np.float64(0.0), sum_squares=np.float64(-1.0))
+        Stats(pm, 2, sum=np.float64(0.0), sum_squares=np.float64(-1.0), count=2)
     with pytest.raises(ValueError, match="stats.sum must be in"):
-        Stats(pm, 2, sum=np.float64(2 * b + 0.01), sum_squares=np.float64(1.0))
-    Stats(pm, 2, sum=np.float64(2 * b), sum_squares=np.float64(2 * b * b))  # the extreme
+        Stats(pm, 2, sum=np.float64(2 * b + 0.01), sum_squares=np.float64(1.0), count=2)
+    with pytest.raises(ValueError, match="stats.count must be 2 for n = 2 reports"):
+        Stats(pm, 2, sum=np.float64(0.0), sum_squares=np.float64(1.0), count=1)
+    Stats(pm, 2, sum=np.float64(2 * b), sum_squares=np.float64(2 * b * b), count=2)  # extreme
 
 
 def test_tree_level_n_must_sum_to_n():
@@ -85,7 +87,7 @@ def test_tree_level_n_must_sum_to_n():
 def test_merge_refuses_int64_overflow():
     she = SHE(epsilon=1.0, domain_size=2)
     # Each within what 2^12 reports can produce (|sum| <= 2^51 per report), but not both.
-    big = Stats(she, 2**12, sums=np.array([2**62, 0]))
+    big = Stats(she, 2**12, sums=np.array([2**62, 0]), count=2**12)
     with pytest.raises(ValueError, match="would overflow int64"):
         big.merge(big)
 

@@ -120,11 +120,12 @@ def spawn(rng: RNGLike, n: int) -> list[np.random.Generator]:
     """Return ``n`` statistically independent Generators derived from ``rng``.
 
     Uses :meth:`numpy.random.Generator.spawn` (SeedSequence spawning, SPEC 7), so the
-    children do not overlap with each other or with the parent.
+    children do not overlap with each other or with the parent. At most 2^16 of them: each
+    costs ~20 us, and 2^20 took over 20 s (issue 27); split a large job into batches.
     """
     from ._validation import check_integer
 
-    return independent_streams(as_generator(rng), check_integer(n, "n", low=0, high=2**24))
+    return independent_streams(as_generator(rng), check_integer(n, "n", low=0, high=2**16))
 
 
 def derive_seeds(rng: RNGLike, n: int) -> np.ndarray:

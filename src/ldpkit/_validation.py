@@ -66,6 +66,15 @@ def _fail(name: str, requirement: str, value: Any, exc: type[Exception] = ValueE
     raise exc(f"{name} must be {requirement}, got {_show(value)}")
 
 
+def _as_array(values: Any, name: str, requirement: str) -> np.ndarray:
+    """``np.asarray(values)``, with ragged nested sequences refused in the project's format
+    instead of numpy's "setting an array element with a sequence" (issue 27)."""
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError):
+        raise TypeError(f"{name} must be {requirement}, got {_show(values)}") from None
+
+
 def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
@@ -102,9 +111,10 @@ def check_bound(value: Any, name: str = "bound") -> float:
     """Return ``value`` as the positive bound of a stream's values, at most :data:`MAX_MAGNITUDE`.
 
     Values up to the bound are summed over a stream and squared in variances and threshold
-    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf (issue 12).
+    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf (issue 12), and one
+    below ``1 / MAX_MAGNITUDE`` would underflow to 0 (issue 27: bound = 1e-300).
     """
-    return check_real(value, name, low=0.0, low_inclusive=False, high=MAX_MAGNITUDE)
+    return check_real(value, name, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
 
 
 def check_epsilon(
@@ -152,12 +162,19 @@ def check_not_masked(values: Any, name: str) -> None:
 
     Masked (missing) entries have no defined randomization; the caller decides what they mean
     (drop them with ``values.compressed()`` or fill them with ``values.filled(x)``).
+
+    Every array input passes here before ``np.asarray``, so it also refuses ragged nested
+    Python lists (rows of different lengths), which numpy would refuse with its own "setting
+    an array element with a sequence" (issue 27). Lists of arrays (e.g. one per level) are
+    left to their callers.
     """
     if isinstance(values, np.ma.MaskedArray):
         raise TypeError(
             f"{name} must be a plain array, not a masked array (its mask would be ignored; "
             f"pass {name}.compressed() or {name}.filled(...)), got {_show(np.asarray(values))}"
         )
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in values):
+        _as_array(values, name, "an array of numbers with rows of equal length")
 
 
 def check_sequence(values: Any, name: str, what: str = "values") -> list[Any]:
@@ -208,10 +225,7 @@ def check_array(
     else:
         shape = f"{'a number or ' if 0 in dims else ''}an array of up to {max(dims)} dimensions"
     requirement = f"finite {kind}{bounds} ({shape})"
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError):  # ragged nested sequences
-        raise TypeError(f"{name} must be {requirement}, got {_show(values)}") from None
+    arr = _as_array(values, name, requirement)
     allowed = "iu" if integer else "iuf"
     if arr.dtype.kind not in allowed:  # floats (even integral ones) are not items
         raise TypeError(f"{name} must be {requirement}, got {_show(arr)}")
@@ -246,8 +260,8 @@ def check_categorical_values(values: Any, domain_size: int, name: str = "values"
     refused (TypeError) rather than losing their mask.
     """
     check_not_masked(values, name)
-    arr = np.asarray(values)
     requirement = f"integers in [0, {domain_size})"
+    arr = _as_array(values, name, f"a 1-D array of {requirement}")
     if arr.dtype.kind not in "iu":
         hint = " (map labels with ldpkit.Encoder first)" if arr.dtype.kind in "USO" else ""
         raise TypeError(f"{name} must be {requirement}{hint}, got {_show(arr)}")
@@ -269,8 +283,8 @@ def check_categorical_values(values: Any, domain_size: int, name: str = "values"
 def check_numeric_values(values: Any, low: float, high: float, name: str = "values") -> np.ndarray:
     """Return ``values`` as a 1-D float64 array inside ``[low, high]`` (no NaN; not masked)."""
     check_not_masked(values, name)
-    arr = np.asarray(values)
     requirement = f"real numbers in [{low:g}, {high:g}]"
+    arr = _as_array(values, name, f"a 1-D array of {requirement}")
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be {requirement}, got {_show(arr)}")
     if arr.ndim == 0:
@@ -303,8 +317,8 @@ def check_frequencies(f: Any, domain_size: int, name: str = "f") -> Any:
 
     A scalar stays a float; an array must have shape ``(domain_size,)``.
     """
-    arr = np.asarray(f)
     requirement = f"frequencies in [0, 1] (a number or an array of shape ({domain_size},))"
+    arr = _as_array(f, name, requirement)
     if arr.dtype.kind not in "iuf" or isinstance(f, np.ma.MaskedArray):
         raise TypeError(f"{name} must be {requirement}, got {_show(f)}")
     if arr.shape not in ((), (domain_size,)):

@@ -222,7 +222,9 @@ def _numerical_demo(*, epsilon: float, seed: int, out: Path) -> None:
         result = run_numerical(data.values, low, high, epsilon=epsilon, buckets=288, rng=seed + 2)
     console.print(
         f"{data.n:,} users, epsilon = {epsilon:g}, 288 five-minute buckets: "
-        f"{result.seconds:.2f} s (randomize + aggregate + AutoDistribution's estimate)"
+        f"{result.seconds:.2f} s (randomize + aggregate + AutoDistribution's estimate; "
+        f"loading the compiled numba kernels took {result.warmup_seconds:.2f} s before, "
+        "longer on the first run on a machine, which compiles them)"
     )
     table = Table(title="Departure time (minutes after midnight)")
     for col in ("statistic", "estimate", "truth", "error"):

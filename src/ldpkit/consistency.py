@@ -73,6 +73,7 @@ from scipy import optimize as _opt
 from . import queries as _queries
 from ._rng import RNGLike, as_generator
 from ._validation import (
+    MAX_MAGNITUDE,
     check_array,
     check_integer,
     check_not_masked,
@@ -81,7 +82,7 @@ from ._validation import (
 )
 from .estimate import FrequencyEstimate
 from .frequency._base import PureFrequencyOracle
-from .frequency.significance import significance_cutoff
+from .frequency.significance import expected_false_positive_cutoff
 
 __all__ = [
     "METHODS",
@@ -118,6 +119,14 @@ def _check_estimate(estimate: Any) -> np.ndarray:
     if bad.any():
         raise ValueError(
             f"estimate.frequencies must be finite numbers, got {int(bad.sum())} NaN/inf value(s)"
+        )
+    # Sums and squares of larger magnitudes overflow to inf in the projections (issue 27);
+    # no estimate of a frequency comes near it.
+    big = np.abs(f) > MAX_MAGNITUDE
+    if big.any():
+        raise ValueError(
+            f"estimate.frequencies must be numbers of magnitude <= {MAX_MAGNITUDE:g}, "
+            f"got {float(f[big][0])!r}"
         )
     return f
 
@@ -195,7 +204,7 @@ def post_pos(estimate: Any) -> Any:
 def base_cut(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> FrequencyEstimate:
     """Base-Cut: set estimates below the significance cutoff to 0 (CON20 sec. IV-A).
 
-    The cutoff is :func:`ldpkit.frequency.significance_cutoff` (CON20 eq. 9) with ``alpha``
+    The cutoff is :func:`ldpkit.frequency.significance_cutoff`'s (CON20 eq. 9) with ``alpha``
     expected false positives; CON20 argues for ``alpha = 2`` (the default). Items above it
     keep their unbiased estimate, so the result is non-negative but does not sum to 1.
     CON20 recommends Base-Cut for single-value (full-domain) queries. The carried
@@ -209,7 +218,7 @@ def base_cut(estimate: FrequencyEstimate, alpha: float = DEFAULT_CUT_ALPHA) -> F
     array([0.5 , 0.3 , 0.15, 0.05, 0.  ])
     """
     f = _check_estimate(estimate)
-    cutoff = significance_cutoff(estimate, alpha)
+    cutoff = expected_false_positive_cutoff(estimate, alpha)
     return estimate.with_postprocessing(np.where(f >= cutoff, f, 0.0), "base_cut")
 
 

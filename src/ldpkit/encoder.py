@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._validation import check_not_masked, check_sequence
+from ._validation import check_integer, check_not_masked, check_sequence
 from .estimate import FrequencyEstimate
 
 __all__ = ["Encoder"]
@@ -110,14 +110,20 @@ class Encoder:
         unknown: Literal["error", "other"] = "error",
         missing: Literal["error", "item"] = "error",
     ) -> Encoder:
-        """Categories ordered by frequency in ``values`` (simulation only: not private)."""
+        """Categories ordered by frequency in ``values`` (simulation only: not private).
+
+        ``top`` (an integer >= 1, or None for all) keeps the most frequent categories.
+        """
         import pandas as pd
+
+        if top is not None:  # top=0 would silently keep every category (issue 27)
+            top = check_integer(top, "top", low=1)
 
         counts = pd.Series(
             list(values) if not isinstance(values, (np.ndarray, pd.Series)) else values
         ).value_counts(sort=True, dropna=True)
         cats = counts.index.tolist()
-        return cls(cats[:top] if top else cats, unknown=unknown, missing=missing)
+        return cls(cats if top is None else cats[:top], unknown=unknown, missing=missing)
 
     # -- serialization -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -208,6 +214,14 @@ class Encoder:
             if isinstance(labels, (np.ndarray, pd.Series, pd.Index))
             else check_sequence(labels, "labels", "labels")
         )
+        if isinstance(arr, list):
+            # A label is one hashable scalar: nested sequences would reach pandas as a
+            # MultiIndex lookup and fail there with its own message (issue 27).
+            bad = next((x for x in arr if isinstance(x, (list, dict, set, np.ndarray))), None)
+            if bad is not None:
+                raise TypeError(
+                    f"labels must be a 1-D sequence of labels (scalars), got an element {bad!r}"
+                )
         items = self._index.get_indexer(arr).astype(np.int64)
         unmatched = items < 0
         if unmatched.any():

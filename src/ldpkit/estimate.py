@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_integer, check_probability
+from ._validation import check_integer, check_not_masked, check_probability
 
 __all__ = ["FrequencyEstimate", "IntervalWarning"]
 
@@ -21,6 +21,8 @@ class IntervalWarning(UserWarning):
 
 def _real_array(value: Any, name: str) -> np.ndarray:
     """``value`` as a float64 array; TypeError (naming ``name``) for non-numbers."""
+    if isinstance(value, (list, tuple)):
+        check_not_masked(value, name)  # refuses ragged nested lists in the project's words
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf" or isinstance(value, np.ma.MaskedArray):
         raise TypeError(

@@ -437,7 +437,8 @@ class StatsField:
             out = arr.astype(np.int64, copy=False)
             if self.total is not None and int(out.sum(dtype=np.int64)) != self.total * n:
                 raise ValueError(
-                    f"stats.{name} must sum to {self.total * n} for n = {n} reports, "
+                    f"stats.{name} must {'sum to' if self.shape else 'be'} {self.total * n} "
+                    f"for n = {n} reports, "
                     f"got {int(out.sum(dtype=np.int64))}"
                 )
             return out
@@ -451,6 +452,28 @@ class StatsField:
                 f"got values in [{float(out.min()):g}, {float(out.max()):g}]"
             )
         return out
+
+
+#: Name of the Stats field counting the reports, for specs whose other arrays do not fix n
+#: (sums of reals or of noisy counts, support counts that vary per report): it must equal
+#: n, so Stats whose n disagrees with their arrays (n = 10**9 beside the arrays of 3000
+#: reports, which understates the variance ~3e5 times) are refused (issue 27).
+REPORT_COUNT = "count"
+
+
+def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]:
+    """``schema`` plus a :data:`REPORT_COUNT` field equal to n, unless one of its fields
+    already sums to a multiple of n (``total``)."""
+    if any(field.total is not None for field in schema.values()):
+        return dict(schema)
+    return {**schema, REPORT_COUNT: StatsField((), total=1)}
+
+
+def report_count_arrays(spec: Mechanism, n: int) -> dict[str, np.ndarray]:
+    """``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``: what a
+    wrapper adds to an inner spec's arrays to make its own Stats."""
+    schema = spec.stats_schema()
+    return {REPORT_COUNT: np.array(n, dtype=np.int64)} if schema and REPORT_COUNT in schema else {}
 
 
 #: dtypes a Stats array may have in a dict (what Stats.to_dict writes, either byte order).

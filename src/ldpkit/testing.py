@@ -79,7 +79,8 @@ def binomial_z(count: np.ndarray, n: int, prob: np.ndarray) -> np.ndarray:
     from ._validation import check_array, check_integer
 
     n = check_integer(n, "n", low=1)
-    count = check_array(count, "count", ndim=(0, 1, 2), low=0, high=n)
+    # (the message names n: counts above it are impossible for n trials)
+    count = check_array(count, "count (at most n trials)", ndim=(0, 1, 2), low=0, high=n)
     prob = check_array(prob, "prob", ndim=(0, 1, 2), low=0.0, high=1.0)
     if np.any((prob <= 0.0) | (prob >= 1.0)):
         raise ValueError("prob must be probabilities strictly between 0 and 1, got 0 or 1")

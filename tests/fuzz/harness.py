@@ -274,6 +274,9 @@ class Entry:
     floats_ok: frozenset[str] = frozenset()
     #: numeric parameters that accept booleans (as 0/1)
     bools_ok: frozenset[str] = frozenset()
+    #: hostile values of one entry's parameters beyond the generic :func:`variants`
+    #: (offset and narrow ranges, n inconsistent with the Stats, cross-class dicts: issue 27)
+    extra_variants: Mapping[str, tuple[Variant, ...]] = dataclasses.field(default_factory=dict)
 
     def params_nullable(self) -> set[str]:
         out = set(self.nullable)
@@ -299,7 +302,7 @@ def _values(spec: Any, n: int = 40) -> np.ndarray:
     if type(spec).__name__ == "DiscreteSquareWave":
         d = spec.buckets
     if d is not None:
-        return rng.integers(0, d, size=n)
+        return rng.integers(0, min(d, 2**62), size=n)
     low, high = float(getattr(spec, "low", 0.0)), float(getattr(spec, "high", 1.0))
     return rng.uniform(low, high, size=n)
 
@@ -317,12 +320,8 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
         if name.startswith("_"):
             continue
         spec = small_spec(cls)
-        import ldpkit
 
-        top = f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
-        package = ".".join(cls.__module__.split(".")[:2])
-        if package in _FAMILY_PACKAGES:  # the families that keep their names in their package
-            top = f"{package}.{name}"
+        top = _entry_name(name, cls)
         kwargs = {f.name: getattr(spec, f.name) for f in dataclasses.fields(cls) if f.init}
         aliases = {
             "low": ("high",),
@@ -497,6 +496,148 @@ def _open_domain_entries(reg: dict[str, Entry]) -> None:
         _add(reg, entry)
 
 
+class WrongAnswer(str):
+    """What an accuracy entry returns when the answer is valid-looking but wrong."""
+
+
+#: Hostile domains (issue 27): far from 0 (float cancellation), narrow (tiny widths whose
+#: squares underflow), huge.
+_OFFSETS: tuple[Variant, ...] = (
+    ("1e15", 1e15, False),
+    ("-1e15", -1e15, False),
+    ("3e9", 3e9, False),
+    ("1e99", 1e99, False),
+    ("-7.5e6", -7.5e6, False),
+)
+_WIDTHS: tuple[Variant, ...] = (
+    ("1e-12", 1e-12, False),
+    ("1e-120", 1e-120, False),
+    ("1e-3", 1e-3, False),
+    ("1e99", 1e99, False),
+)
+
+
+#: Size fields run end to end at their edges and far out (see :func:`_hostile_entries`).
+_RUN_SIZES = ("domain_size", "buckets", "output_buckets", "expected_n", "max_level", "num_bits")
+_SIZES: tuple[Variant, ...] = (
+    ("1", 1, False),
+    ("2", 2, False),
+    ("3", 3, False),
+    ("2**20", 2**20, False),
+    ("10**20", 10**20, False),
+)
+
+
+def _sized_run(cls: type, size: dict[str, Any]) -> Any:
+    from ldpkit.testing import small_spec
+
+    spec = small_spec(cls, **size)
+    return spec.run(_values(spec), rng=0)
+
+
+def _range_accuracy(cls: type, offset: Any, width: Any) -> Any:
+    """Estimate on ``[offset, offset + width]`` and compare with the truth (issue 27:
+    HaarHRR on [1e15, 1e15 + 1] gave means far outside their error bars)."""
+    from ldpkit.numeric import Distribution
+    from ldpkit.testing import small_spec
+
+    spec = small_spec(cls, low=offset, high=offset + width)
+    lo, hi = spec.low, spec.high
+    rng = np.random.default_rng(5)
+    if type(spec).__name__ == "DiscreteSquareWave":
+        u = rng.integers(0, spec.buckets, size=3000)
+        values, truth = u, lo + (hi - lo) * (float(u.mean()) + 0.5) / spec.buckets
+    else:
+        values = lo + (hi - lo) * rng.beta(2.0, 5.0, size=3000)
+        truth = float(values.mean())
+    est = spec.run(values, rng=6)
+    if isinstance(est, Distribution):
+        if (est.low, est.high) != (lo, hi):
+            return WrongAnswer(f"domain [{est.low!r}, {est.high!r}] for [{lo!r}, {hi!r}]")
+        error = abs(est.mean() - truth) / (hi - lo)
+        # Measured at the baseline [0, 1]: <= 0.06 of the width for every method (n = 3000)
+        return WrongAnswer(f"mean off by {error:.3g} of the width") if error > 0.25 else error
+    z = (est.mean - truth) / math.sqrt(est.variance)
+    return WrongAnswer(f"mean {z:.3g} standard errors off") if not abs(z) <= 6.0 else z
+
+
+def _entry_name(name: str, cls: type) -> str:
+    """The public path of a registered mechanism, as its registry entries are named."""
+    import ldpkit
+
+    package = ".".join(cls.__module__.split(".")[:2])
+    if package in _FAMILY_PACKAGES:  # the families that keep their names in their package
+        return f"{package}.{name}"
+    return f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
+
+
+def _hostile_entries(reg: dict[str, Entry]) -> None:
+    """Offset and narrow ranges, Stats inconsistent with their n, cross-class dicts."""
+    from ldpkit import spec as spec_module
+    from ldpkit.spec import Stats, mechanism_registry
+    from ldpkit.testing import small_spec
+
+    for name, cls in sorted(mechanism_registry().items()):
+        spec = small_spec(cls)
+        top = _entry_name(name, cls)
+        if hasattr(spec, "low") and hasattr(spec, "high"):
+            _add(
+                reg,
+                Entry(
+                    f"{top}.range_accuracy",
+                    lambda offset, width, _cls=cls: _range_accuracy(_cls, offset, width),
+                    {"offset": 0.0, "width": 1.0},
+                    fixed=frozenset({"offset", "width"}),  # only the hostile ranges below
+                    aliases={"offset": ("low", "high"), "width": ("low", "high")},
+                    extra_variants={"offset": _OFFSETS, "width": _WIDTHS},
+                ),
+            )
+        # every size end to end (issue 27: SquareWave(output_buckets=2**20).run,
+        # SignedSubsetSelection(domain_size=2**20).run took minutes; 1 bucket failed)
+        for field in _RUN_SIZES:
+            if field in {f.name for f in dataclasses.fields(cls)}:
+                _add(
+                    reg,
+                    Entry(
+                        f"{top}.run[{field}]",
+                        lambda _cls=cls, **size: _sized_run(_cls, size),
+                        {field: getattr(spec, field) or 16},
+                        fixed=frozenset({field}),
+                        aliases={field: _RUN_SIZES},
+                        extra_variants={field: _SIZES},
+                    ),
+                )
+        stats = spec.aggregate(spec.randomize(_values(spec), rng=0))
+        schema = spec.stats_schema() or {}
+        # Schemas that pin n (a count or a field summing to n per report) must refuse
+        # an n other than the reports' (issue 27); the others cannot tell.
+        pinned = getattr(spec_module, "REPORT_COUNT", "count") in schema or any(
+            f.total is not None for f in schema.values()
+        )
+        _add(
+            reg,
+            Entry(
+                f"{top}.estimate(Stats)",
+                lambda n, _spec=spec, **arrays: _spec.estimate(Stats(_spec, n, **arrays)),
+                {
+                    "n": stats.n,
+                    **{
+                        k: v.item() if v.ndim == 0 else np.array(v) for k, v in stats.arrays.items()
+                    },
+                },
+                aliases={"n": tuple(f"stats.{k}" for k in schema)},
+                extra_variants={
+                    "n": (
+                        ("n-1e9", 10**9, pinned),
+                        ("n=1", 1, pinned),
+                        ("n+1", stats.n + 1, pinned),
+                    )
+                },
+                allow_inf=True,
+            ),
+        )
+
+
 def _domain_answers(cls: type, low: Any, high: Any) -> tuple[float, float]:
     """Run a numerical spec on [low, high] end to end: the mean and variance it estimates."""
     from ldpkit.numeric import Distribution
@@ -540,6 +681,7 @@ def build_registry() -> dict[str, Entry]:
         reg[top].bools_ok = frozenset({"pool_ended"})
         reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
         reg[f"{top}.run"].strings_ok = frozenset({"values"})
+    _hostile_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)
     est = _estimate()
@@ -1134,6 +1276,52 @@ def build_registry() -> dict[str, Entry]:
     # no value released: no range to answer
     reg["ldpkit.stream.ToPS.update"].aliases = {"values": ("starts", "stops")}
     reg["ldpkit.stream.OnlineHierarchy.leaf_range_sums"].aliases = {"lo": ("hi",), "hi": ("lo",)}
+    # cross-class and corrupted dicts (issue 27): a ToPS state relabelled as another
+    # class, NaN in the restored state or threshold, a Stats dict of another mechanism
+    tops_dict = tops.to_dict()
+    corrupted: list[Variant] = [
+        (f"class={other}", {**tops_dict, "class": other}, True)
+        for other in ("PAK", "NME", "HC16", "FlatLaplace", "ToPL", "SWOnly", "FixedDomainLDP")
+    ]
+    state_key = next(k for k, v in tops_dict["state"].items() if np.asarray(v).dtype.kind == "f")
+    nan_state = np.array(tops_dict["state"][state_key], dtype=np.float64, copy=True)
+    nan_state.flat[0] = math.nan
+    corrupted += [
+        ("nan-state", {**tops_dict, "state": {**tops_dict["state"], state_key: nan_state}}, True),
+        ("inf-threshold", {**tops_dict, "threshold": math.inf}, True),
+        ("nan-buffer", {**tops_dict, "buffer": np.array([math.nan])}, True),
+    ]
+    _add(
+        reg,
+        Entry(
+            "ldpkit.stream.stream_from_dict[corrupted]",
+            stream.stream_from_dict,
+            {"data": tops_dict},
+            aliases={"data": ("class", "params", "state", "threshold", "buffer")},
+            extra_variants={"data": tuple(corrupted)},
+        ),
+    )
+    sr_stats = sr.aggregate(sr.randomize(np.linspace(-1, 1, 40), rng=0)).to_dict()
+    other_specs = [numeric.PiecewiseMechanism(epsilon=1.0), numeric.HybridMechanism(epsilon=1.0)]
+    _add(
+        reg,
+        Entry(
+            "ldpkit.Stats.from_dict[corrupted]",
+            ldpkit.Stats.from_dict,
+            {"data": sr_stats},
+            aliases={"data": ("stats", "fingerprint", "n", "mechanism")},
+            extra_variants={
+                "data": (
+                    *(
+                        (f"mechanism={o.name}", {**sr_stats, "mechanism": o.to_dict()}, True)
+                        for o in other_specs
+                    ),
+                    ("n=1e9", {**sr_stats, "n": 10**9}, True),
+                    ("n=1", {**sr_stats, "n": 1}, True),
+                )
+            },
+        ),
+    )
 
     # synthetic data sets and the one experiments metric on the data path
     add("ldpkit.datasets.beta", ds.beta, a=5.0, b=2.0, n=100, rng=0)
@@ -1329,6 +1517,12 @@ def variants(base: Any) -> list[Variant]:
             ("-1e308", -1e308, False),
             ("1e-300", 1e-300, False),
             ("np.int64(-1)", np.int64(-1), False),
+            # sizes at their edges and budgets far out (issue 27: one or two buckets,
+            # 2^20 buckets or items that took minutes, epsilon = 1e4)
+            ("1", 1, False),
+            ("2", 2, False),
+            ("2**20", 2**20, False),
+            ("1e4", 1e4, int_like),
             ("array1", np.array([base]), False),
             ("masked", np.ma.masked_array([base], mask=[True]), True),
         ]
@@ -1371,6 +1565,8 @@ def variants(base: Any) -> list[Variant]:
             ("bool-array", np.ones(arr.shape, dtype=bool), arr.dtype.kind in "iuf"),
             ("masked", _masked(arr), arr.size > 0),
         ]
+        if arr.ndim == 1 and arr.size >= 2:  # numpy's own "inhomogeneous shape" (issue 27)
+            out.append(("ragged", [arr[:1].tolist(), arr.tolist()], True))
         if arr.dtype.kind in "iuf":
             bad = arr.astype(np.float64).copy()
             neg = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float64)
@@ -1567,6 +1763,8 @@ def classify(entry: Entry, changed: Mapping[str, Variant]) -> Outcome:
             return Outcome("unclear", f"MemoryError (no budget check): {exc}")
         except Exception as exc:
             return Outcome("unclear", f"{type(exc).__name__}: {str(exc)[:300]}")
+    if isinstance(result, WrongAnswer):  # an entry's own accuracy check failed
+        return Outcome("silent", str(result))
     leaked = [
         str(w.message)
         for w in caught
@@ -1746,9 +1944,9 @@ def sweep_cases(
             continue
         cases.append((name, {}))  # the baseline itself must give a valid answer
         for param, base in entry.kwargs.items():
-            if param in entry.fixed:
-                continue
-            for variant in variants(base):
+            # a fixed parameter still gets its entry's own hostile values
+            generic = [] if param in entry.fixed else variants(base)
+            for variant in [*generic, *entry.extra_variants.get(param, ())]:
                 cases.append((name, {param: variant}))
     return cases
 

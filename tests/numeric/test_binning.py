@@ -188,7 +188,7 @@ W1_BOUNDS = {16: 0.025, 32: 0.04, 64: 0.06}
 class _WrongEpsilonCFO(CFOBinning):
     def frequency_estimate(self, stats):
         wrong = cfo_oracle(self.epsilon * 1.3, self.buckets, self.oracle)
-        return wrong.estimate(Stats(wrong, stats.n, **stats.arrays))
+        return wrong.estimate(Stats(wrong, stats.n, counts=stats.counts))
 
 
 @pytest.mark.parametrize("bins", [16, 32, 64])

@@ -148,7 +148,8 @@ def test_b_limits_and_monotone():
     eps = np.geomspace(1e-6, 700, 400)
     b = np.array([square_wave_bandwidth(e) for e in eps])
     assert np.all(np.diff(b) < 0) and b[0] == pytest.approx(0.5) and 0 < b[-1] < 1e-300
-    assert square_wave_bandwidth(800.0) == 0.0  # hence SquareWave caps epsilon
+    with pytest.raises(ValueError, match=r"epsilon must be a finite number >= 1e-06 and <= 700"):
+        square_wave_bandwidth(800.0)  # b would underflow to 0 (issue 27)
 
 
 @pytest.mark.parametrize("eps", [1e-6, 0.01, 0.5, 1.0, 4.0, 20.0, 40.0])
@@ -168,7 +169,7 @@ def test_validation():
         SquareWave(epsilon=0.0)
     with pytest.raises(ValueError, match="high must be a finite number > low"):
         SquareWave(epsilon=1.0, low=2.0, high=1.0)
-    with pytest.raises(ValueError, match=r"buckets must be an integer in \[1, 1048576\]"):
+    with pytest.raises(ValueError, match=r"buckets must be an integer in \[2, 1048576\]"):
         SquareWave(epsilon=1.0, buckets=0)
     with pytest.raises(TypeError, match="output_buckets must be an integer"):
         SquareWave(epsilon=1.0, output_buckets=2.5)

@@ -141,7 +141,9 @@ def test_bound_is_capped_at_construction(name: str) -> None:
     cls = STREAM_CLASSES[name]
     extra = {"threshold": 5.0} if name == "FlatLaplace" else {}
     for bound in (1e308, 1.01e100, math.inf):
-        with pytest.raises(ValueError, match=r"bound must be a finite number > 0 and <= 1e\+100"):
+        with pytest.raises(
+            ValueError, match=r"bound must be a finite number >= 1e-100 and <= 1e\+100"
+        ):
             cls(1.0, bound, **extra)
     release = cls(1.0, 1e100, **extra)  # the cap itself works end to end
     release.extend(np.linspace(0.0, 1e100, 64))

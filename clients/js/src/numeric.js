@@ -163,8 +163,8 @@ export class SquareWave {
       // correctly rounded on both sides (_crmath.log1p)
       this.logSpan = crLog1p(ratio);
     }
-    this.buckets = checkInteger(buckets, 'buckets', 1, 1 << 20);
-    if (output_buckets != null) checkInteger(output_buckets, 'output_buckets', 1, 1 << 20);
+    this.buckets = checkInteger(buckets, 'buckets', 2, 1 << 20);
+    if (output_buckets != null) checkInteger(output_buckets, 'output_buckets', 2, 1 << 20);
     if (bandwidth != null && !(typeof bandwidth === 'number' && bandwidth > 0 && bandwidth <= 1)) {
       throw new RangeError(`bandwidth must be a number in (0, 1], got ${bandwidth}`);
     }

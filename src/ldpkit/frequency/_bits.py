@@ -45,10 +45,9 @@ def check_packed(packed: np.ndarray, d: int, name: str = "reports.bits") -> np.n
 def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
     """Number of 1 bits in each of the d columns of a packed matrix (int64, shape (d,)).
 
-    A compiled single pass builds a histogram of the 256 byte values per byte column
-    (``_kernels_unary.packed_column_counts``; ~20x faster than one ``bincount`` per
-    column), and a 256 x 8 table lookup turns it into bit counts, instead of unpacking
-    n x d bits.
+    A compiled pass builds, per tile of 64 byte columns (kept in cache), a histogram of the
+    256 byte values (``_kernels_unary.packed_column_counts``; ~20x faster than one
+    ``bincount`` per column) and spreads it to bit counts, instead of unpacking n x d bits.
     """
     from ._kernels_unary import packed_column_counts  # numba: imported on first use
 

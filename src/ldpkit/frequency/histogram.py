@@ -20,7 +20,7 @@ from .._exact import coin
 from .._rng import RNGLike, as_generator
 from .._validation import check_frequencies, check_integer, check_real
 from ..estimate import FrequencyEstimate
-from ..spec import Reports, Stats, StatsField
+from ..spec import Reports, Stats, StatsField, with_report_count
 from ._base import FrequencyOracle
 from .unary import UnaryEncoding
 
@@ -244,12 +244,13 @@ class SHE(FrequencyOracle):
         return Reports(self, values=noisy)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31."""
+        """``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31, and
+        their ``count`` (= n: the noisy sums alone do not fix it)."""
         bound = _CLIP * _GRID
-        return {"sums": StatsField((self.domain_size,), low=-bound, high=bound)}
+        return with_report_count({"sums": StatsField((self.domain_size,), low=-bound, high=bound)})
 
     def empty_stats(self) -> Stats:
-        return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64))
+        return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64), count=np.int64(0))
 
     def aggregate(self, reports: Reports) -> Stats:
         """Per-coordinate sums, exact, in units of 2^-20 (``stats.sums``, int64)."""
@@ -280,7 +281,7 @@ class SHE(FrequencyOracle):
                     "overflow the int64 fixed-point accumulator"
                 )
             sums += units.astype(np.int64).sum(axis=0)
-        return Stats(self, x.shape[0], sums=sums)
+        return Stats(self, x.shape[0], sums=sums, count=np.int64(x.shape[0]))
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Mean noisy count per item: unbiased (FO17 Theorem 5)."""

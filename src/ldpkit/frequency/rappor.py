@@ -25,6 +25,7 @@ from .._validation import (
     check_array,
     check_frequencies,
     check_integer,
+    check_memory,
     check_probability,
     check_real,
 )
@@ -73,7 +74,9 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     Parameters
     ----------
     items, cohorts : array_like of int
-        Broadcastable non-negative integers.
+        Broadcastable non-negative integers (e.g. a grid ``items[None, :]``,
+        ``cohorts[:, None]``); two 1-D lists must have the same length (a list of one
+        cohort is not stretched over many items: pass the number itself).
     num_bits, num_hashes : int
         Filter size k and number of hash functions h.
 
@@ -93,11 +96,15 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     items_arr = check_array(items, "items", ndim=dims, integer=True, low=0)
     cohorts_arr = check_array(cohorts, "cohorts", ndim=dims, integer=True, low=0, high=2**47)
     try:
+        # One cohort per item: a 1-D list of one stretched over a longer 1-D list is a
+        # caller's mismatched lengths, not an intended broadcast (issue 27).
+        if items_arr.ndim == cohorts_arr.ndim == 1 and items_arr.shape != cohorts_arr.shape:
+            raise ValueError
         v, c = np.broadcast_arrays(items_arr, cohorts_arr)
     except ValueError:
         raise ValueError(
-            f"items and cohorts must have broadcastable shapes, got {items_arr.shape} and "
-            f"{cohorts_arr.shape}"
+            f"items and cohorts must have broadcastable shapes (1-D: the same length), got "
+            f"{items_arr.shape} and {cohorts_arr.shape}"
         ) from None
     shape = v.shape
     # 1-D arrays throughout: numpy scalars would warn on the (intended) 64-bit wrap-around.
@@ -338,11 +345,24 @@ class RAPPOR(FrequencyOracle):
     def _validate(self) -> None:
         super()._validate()
         self._set("num_bits", check_integer(self.num_bits, "num_bits", low=1, high=1 << 16))
+        if self.num_bits < 2 and self.num_hashes != 1:  # name both: the bound is num_bits
+            raise ValueError(
+                f"num_hashes must be an integer in [1, num_bits = {self.num_bits}], "
+                f"got {self.num_hashes!r}"
+            )
         self._set(
             "num_hashes", check_integer(self.num_hashes, "num_hashes", low=1, high=self.num_bits)
         )
         self._set(
             "num_cohorts", check_integer(self.num_cohorts, "num_cohorts", low=1, high=1 << 16)
+        )
+        # The estimate's design holds every candidate's Bloom positions in every cohort
+        # (int64): domain_size = 10**20 passed, then numpy refused the size (issue 27).
+        check_memory(
+            8.0 * self.num_cohorts * self.domain_size * self.num_hashes,
+            f"domain_size={self.domain_size}, num_cohorts={self.num_cohorts}, "
+            f"num_hashes={self.num_hashes}",
+            "RAPPOR's candidate design (estimate)",
         )
         irr = self.instantaneous
         if irr is not None:

@@ -23,15 +23,16 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
 
     An item of true frequency 0 exceeds T with probability about ``alpha / d`` (one-sided
     z-test of f_v = 0 with the variance at f = 0, ``estimate.variance_null``), so about
-    alpha false positives are expected over the d items; for alpha < 1 that bounds the
-    family-wise error (FO17 section 6.2). CON20's Base-Cut (eq. 9) uses the same T with
-    alpha = 2. When ``alpha >= d / 2`` the quantile is not positive and T is 0.
+    alpha false positives are expected over the d items, which bounds the family-wise
+    error by alpha (FO17 section 6.2). CON20's Base-Cut (eq. 9) uses the same T with 2
+    expected false positives (:func:`expected_false_positive_cutoff`, which takes any
+    number). When ``alpha >= d / 2`` the quantile is not positive and T is 0.
 
     Parameters
     ----------
     estimate : FrequencyEstimate
     alpha : float
-        Expected number of false positives, > 0 (a probability for heavy hitters).
+        Family-wise error rate, a probability in (0, 1).
 
     Returns
     -------
@@ -43,6 +44,23 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
     >>> T = significance_cutoff(FrequencyEstimate([0.5] * 4, 0.01, n=100), alpha=0.2)
     >>> bool(np.isclose(T[0], 1.6448536 * 0.1))  # Phi^-1(1 - 0.2/4) * sqrt(0.01)
     True
+    """
+    estimate = _check(estimate)
+    # A family-wise error rate is a probability: alpha >= 1 bounds nothing (issue 27).
+    return expected_false_positive_cutoff(estimate, check_probability(alpha, "alpha"))
+
+
+def expected_false_positive_cutoff(estimate: FrequencyEstimate, alpha: float) -> np.ndarray:
+    """The cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` > 0 expected false
+    positives over the d items (any number, e.g. CON20's Base-Cut, eq. 9, takes 2).
+
+    When ``alpha >= d / 2`` the quantile is not positive and the cutoff is 0.
+
+    Examples
+    --------
+    >>> est = FrequencyEstimate([0.5] * 4, 0.01, n=100)
+    >>> float(expected_false_positive_cutoff(est, 2.0)[0])
+    0.0
     """
     estimate = _check(estimate)
     alpha = check_real(alpha, "alpha", low=0.0, low_inclusive=False)

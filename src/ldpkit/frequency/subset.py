@@ -15,7 +15,7 @@ import numpy as np
 from .. import _parallel
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from .._validation import check_epsilon, check_integer, check_memory
+from .._validation import check_epsilon, check_integer, check_memory, check_work
 from ..spec import Reports, StatsField
 from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle
 from ._bits import check_packed, column_counts, packed_width
@@ -138,6 +138,15 @@ class SubsetSelection(PureFrequencyOracle):
                 "subset_size", check_integer(self.subset_size, "subset_size", low=1, high=d - 1)
             )
         self._weights()  # raises when k e^eps overflows the integer law (names the limit)
+        # randomize draws the k-subsets in min(k, d - k) vectorized steps of ~50 us of
+        # Python each, whatever the number of users: d = 2^20 at eps = 1 spent 30 s in
+        # them for 40 users (issue 27). Refused beyond ~1 s of that overhead.
+        k = self.effective_subset_size
+        check_work(
+            _STEP_OPS * min(k, self.domain_size - k),
+            f"domain_size={self.domain_size}, subset_size={k}",
+            f"{self.name}.randomize",
+        )
 
     def _weights(self) -> tuple[int, int]:
         """``(w_in, w_out)``: integer weight of a subset holding / missing the input, ratio
@@ -275,6 +284,11 @@ def _colex_rank(members: np.ndarray, k: int) -> np.ndarray:
     order = np.cumsum(members, axis=1)  # 1-based member number at each set position
     contrib = table[np.arange(d)[None, :], np.minimum(order, k + 1)]
     return np.where(members, contrib, 0).sum(axis=1)
+
+
+#: Cost of one of :func:`_sample_subsets`'s steps (~50 us measured), in WORK_BUDGET
+#: operations (~1 ns each).
+_STEP_OPS = 50_000
 
 
 def _sample_subsets(

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _parallel
 
-__all__ = ["level_byte_histograms"]
+__all__ = ["level_bit_counts"]
 
 # Error codes returned by the kernel (0 = all rows valid).
 OK, BAD_SIGN, BAD_COUNT, BAD_PADDING = 0, 1, 2, 3
@@ -30,10 +30,14 @@ def _histograms(
     last_mask,
     sizes,
     popcount,
-    hist_support,
-    hist_negative,
+    bits_support,
+    bits_negative,
 ):  # pragma: no cover - compiled; tested through HaarWavelet.aggregate
-    """One pass over rows: per (level, byte column) histograms of the 256 byte values.
+    """One pass over rows: per (level, bit column) counts of the set bits (big-endian).
+
+    Bit counts (8 int64 per byte column) rather than histograms of the 256 byte values:
+    those were 2 KiB per byte column, 512 MiB at max_level 20, and took seconds to
+    allocate and sum even for a few rows (issue 27).
 
     Validates every row on the way: negative bits only where the support has bits, the
     support holds exactly ``sizes[level]`` bits, and every bit past the level's ``2^level``
@@ -60,15 +64,19 @@ def _histograms(
             if (g & (255 ^ s)) != 0:
                 return BAD_SIGN, i
             bits += popcount[s]
-            hist_negative[base + b, g] += 1
-            if has_support:
-                hist_support[base + b, s] += 1
+            first = 8 * (base + b)
+            if g:
+                for k in range(8):
+                    bits_negative[first + k] += (g >> (7 - k)) & 1
+            if has_support and s:
+                for k in range(8):
+                    bits_support[first + k] += (s >> (7 - k)) & 1
         if has_support and bits != sizes[j]:
             return BAD_COUNT, i
     return OK, -1
 
 
-def level_byte_histograms(
+def level_bit_counts(
     level: np.ndarray,
     support: np.ndarray | None,
     negative: np.ndarray,
@@ -78,10 +86,11 @@ def level_byte_histograms(
     sizes: np.ndarray,
     total_cols: int,
 ) -> tuple[np.ndarray | None, np.ndarray, int, int]:
-    """Byte-value histograms of the support and negative bitmaps, per level and byte.
+    """Set-bit counts of the support and negative bitmaps, per level and bit column
+    (``8 * total_cols`` each, big-endian within a byte as ``np.packbits``).
 
     Rows are split into blocks run on a few threads (integer counts: the result does not
-    depend on the split). Returns ``(hist_support or None, hist_negative, error, row)``.
+    depend on the split). Returns ``(bits_support or None, bits_negative, error, row)``.
     """
     has_support = support is not None
     sup = support if has_support else np.zeros((1, 1), dtype=np.uint8)
@@ -102,8 +111,8 @@ def level_byte_histograms(
         ),
         blocks,
     )
-    hs = np.zeros((total_cols, 256), dtype=np.int64)
-    hn = np.zeros((total_cols, 256), dtype=np.int64)
+    hs = np.zeros(8 * total_cols, dtype=np.int64)
+    hn = np.zeros(8 * total_cols, dtype=np.int64)
     for (start, _), (ps, pn, err, row) in zip(blocks, parts):
         if err:
             return None, hn, err, start + row
@@ -116,8 +125,8 @@ def level_byte_histograms(
 def _block(
     level, sup, negative, has_support, widths, col_offset, last_mask, sizes, total_cols, a, b
 ):
-    hs = np.zeros((total_cols if has_support else 1, 256), dtype=np.int64)
-    hn = np.zeros((total_cols, 256), dtype=np.int64)
+    hs = np.zeros(8 * total_cols if has_support else 1, dtype=np.int64)
+    hn = np.zeros(8 * total_cols, dtype=np.int64)
     err, row = _histograms(
         level[a:b],
         sup[a:b] if has_support else sup,

@@ -19,7 +19,15 @@ import numpy as np
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values
 from ..frequency._base import FrequencyOracle
-from ..spec import Mechanism, Reports, Stats, StatsField
+from ..spec import (
+    REPORT_COUNT,
+    Mechanism,
+    Reports,
+    Stats,
+    StatsField,
+    report_count_arrays,
+    with_report_count,
+)
 from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = ["CFOBinning", "cfo_oracle", "bucket_index"]
@@ -147,22 +155,27 @@ class CFOBinning(Mechanism):
         return self.frequency_oracle.privacy_loss()
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The frequency oracle's (support ``counts`` over the buckets)."""
-        return self.frequency_oracle.stats_schema()
+        """The frequency oracle's (support ``counts`` over the buckets), plus the reports'
+        ``count`` (= n) when the counts do not sum to n (OLH, OUE: issue 27)."""
+        inner = self.frequency_oracle.stats_schema()
+        return None if inner is None else with_report_count(inner)
+
+    def _own_stats(self, inner: Stats) -> Stats:
+        return Stats(self, inner.n, **inner.arrays, **report_count_arrays(self, inner.n))
 
     def empty_stats(self) -> Stats:
-        return Stats(self, 0, **self.frequency_oracle.empty_stats().arrays)
+        return self._own_stats(self.frequency_oracle.empty_stats())
 
     def aggregate(self, reports: Reports) -> Stats:
         """The oracle's sufficient statistic (support ``counts``) over the buckets."""
-        inner = self.frequency_oracle.aggregate(self._inner_reports(reports))
-        return Stats(self, inner.n, **inner.arrays)
+        return self._own_stats(self.frequency_oracle.aggregate(self._inner_reports(reports)))
 
     def frequency_estimate(self, stats: Stats) -> Any:
         """Unbiased bucket frequencies with their variance (the oracle's FrequencyEstimate)."""
         stats = self.check_stats(stats, nonempty=True)
         oracle = self.frequency_oracle
-        return oracle.estimate(Stats(oracle, stats.n, **stats.arrays))
+        arrays = {k: v for k, v in stats.arrays.items() if k != REPORT_COUNT}
+        return oracle.estimate(Stats(oracle, stats.n, **arrays))
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
         """The unbiased bucket frequencies as a Distribution (mass uniform in each bucket).

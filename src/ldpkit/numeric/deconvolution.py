@@ -22,7 +22,7 @@ import numpy as np
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values, check_real, check_work
 from ..frequency import GRR, OUE, PureFrequencyOracle
-from ..spec import Mechanism, Reports, Stats, StatsField
+from ..spec import Mechanism, Reports, Stats, StatsField, report_count_arrays, with_report_count
 from .distribution import Distribution, bucket_index, check_bounds
 
 __all__ = ["WienerInfo", "wiener_deconvolve", "WienerDeconvolution", "noise_power"]
@@ -263,18 +263,23 @@ class WienerDeconvolution(Mechanism):
 
     # -- server ------------------------------------------------------------------------------
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The oracle's: support ``counts`` of the buckets."""
-        return self.oracle_spec.stats_schema()
+        """The oracle's: support ``counts`` of the buckets, plus the reports' ``count``
+        (= n) when the counts do not sum to n (OUE: issue 27)."""
+        inner = self.oracle_spec.stats_schema()
+        return None if inner is None else with_report_count(inner)
 
     def empty_stats(self) -> Stats:
-        return Stats(self, 0, counts=np.zeros(self.buckets, dtype=np.int64))
+        zeros = np.zeros(self.buckets, dtype=np.int64)
+        return Stats(self, 0, counts=zeros, **report_count_arrays(self, 0))
 
     def aggregate(self, reports: Reports) -> Stats:
         """Support counts of the buckets (``Stats.counts``), validated by the oracle."""
         reports = self.check_reports(reports)
         oracle = self.oracle_spec
         counts = oracle.support_counts(Reports(oracle, **reports.arrays))
-        return Stats(self, len(reports), counts=np.asarray(counts, dtype=np.int64))
+        n = len(reports)
+        counts = np.asarray(counts, dtype=np.int64)
+        return Stats(self, n, counts=counts, **report_count_arrays(self, n))
 
     def naive_estimate(self, stats: Stats) -> np.ndarray:
         """The unbiased bucket frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""

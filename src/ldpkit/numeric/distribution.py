@@ -43,6 +43,16 @@ DEFAULT_REPLICATES = 200
 APPROXIMATE_ABOVE = 0.02
 
 
+#: Smallest width ``high - low`` of a numerical domain: its square (in the estimators'
+#: variances) stays far above float64's smallest normal number (issue 27).
+MIN_WIDTH = 1e-100
+
+#: Smallest width relative to ``max(|low|, |high|)`` (2^-30): float64 rounding of values
+#: near the bounds (about 2.2e-16 of their magnitude) then stays below 2.4e-7 of the width,
+#: far inside any estimate's error bars (issue 27).
+RESOLUTION = 2.0**-30
+
+
 def check_bounds(low: Any, high: Any) -> tuple[float, float]:
     """Validate an interval ``[low, high]`` of finite numbers with ``low < high``.
 
@@ -59,6 +69,17 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
         raise ValueError(
             f"high - low must be a width <= {MAX_MAGNITUDE:g}, got [{lo:g}, {hi:g}] "
             f"(width {hi - lo:g})"
+        )
+    # Estimates are reported in the original units (low + width * t): a width below
+    # MIN_WIDTH squares to underflow in the variances, and a width below RESOLUTION times
+    # the bounds' magnitude is lost to float64 rounding of low + width * t ([1e15, 1e15 + 1]
+    # would give means far outside their error bars; issue 27). Shift the values instead.
+    width, scale = hi - lo, max(abs(lo), abs(hi))
+    if width < MIN_WIDTH or width < RESOLUTION * scale:
+        raise ValueError(
+            f"high - low must be a width >= {MIN_WIDTH:g} and >= {RESOLUTION:.3g} * "
+            f"max(|low|, |high|) (float64 must resolve values in [low, high]; shift or "
+            f"rescale the values), got [{lo!r}, {hi!r}] (width {width:g})"
         )
     return lo, hi
 

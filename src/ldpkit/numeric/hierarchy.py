@@ -794,9 +794,10 @@ class HHADMM(HierarchicalHistogram):
         # a minute at 2^20 (issue 12: accepted there, then hung). Refused up front instead.
         if self.leaves > MAX_ADMM_LEAVES:
             raise ValueError(
-                f"buckets must give at most {MAX_ADMM_LEAVES} leaves for HHADMM (its ADMM "
-                f"estimate takes minutes beyond), got {self.buckets} buckets = {self.leaves} "
-                "leaves; use HierarchicalHistogram (constrained inference) for finer trees"
+                f"buckets and branching must give at most {MAX_ADMM_LEAVES} leaves for HHADMM "
+                f"(its ADMM estimate takes minutes beyond), got {self.buckets} buckets, "
+                f"branching={self.branching}: {self.leaves} leaves; use HierarchicalHistogram "
+                "(constrained inference) for finer trees"
             )
 
     def admm_tree(

@@ -51,7 +51,7 @@ from .._validation import (
     check_numeric_values,
     check_probability,
 )
-from ..spec import Mechanism, Reports, Stats, StatsField
+from ..spec import Mechanism, Reports, Stats, StatsField, with_report_count
 from .distribution import check_bounds
 
 __all__ = [
@@ -506,20 +506,34 @@ class _MeanMechanism(Mechanism):
         return self.unit_report_values()[self.report_cells_of(reports)]
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sum`` and ``sum_squares`` of the [-1, 1]-scale reports (|report| <= bound)."""
+        """``sum`` and ``sum_squares`` of the [-1, 1]-scale reports (|report| <= bound,
+        report^2 >= :attr:`_min_square`) and their ``count`` (= n)."""
         b = self.output_bound
-        return {
-            "sum": StatsField((), low=-b, high=b, integer=False),
-            "sum_squares": StatsField((), low=0.0, high=b * b, integer=False),
-        }
+        return with_report_count(
+            {
+                "sum": StatsField((), low=-b, high=b, integer=False),
+                "sum_squares": StatsField((), low=self._min_square, high=b * b, integer=False),
+            }
+        )
+
+    @property
+    def _min_square(self) -> float:
+        """A lower bound of every report's square on the [-1, 1] scale (0: none known)."""
+        return 0.0
 
     def empty_stats(self) -> Stats:
-        return Stats(self, 0, sum=np.float64(0.0), sum_squares=np.float64(0.0))
+        return Stats(self, 0, sum=np.float64(0.0), sum_squares=np.float64(0.0), count=np.int64(0))
 
     def aggregate(self, reports: Reports) -> Stats:
         """n, the sum and the sum of squares of the reports on the [-1, 1] scale."""
         t = self._unit_reports(reports)
-        return Stats(self, t.size, sum=np.float64(t.sum()), sum_squares=np.float64(t @ t))
+        return Stats(
+            self,
+            t.size,
+            sum=np.float64(t.sum()),
+            sum_squares=np.float64(t @ t),
+            count=np.int64(t.size),
+        )
 
     def estimate(self, stats: Stats) -> MeanEstimate:
         """Unbiased mean with worst-case and empirical variances."""
@@ -528,6 +542,12 @@ class _MeanMechanism(Mechanism):
         if n == 0:
             raise ValueError("stats must summarize at least one report, got n = 0")
         total, squares = float(stats.sum), float(stats.sum_squares)
+        # Cauchy-Schwarz: n reports with this sum of squares cannot sum to more (issue 27)
+        if total * total > n * squares * (1.0 + 1e-6) + 1e-300:
+            raise ValueError(
+                f"stats.sum must satisfy sum^2 <= n * sum_squares (as n = {n} reports do), "
+                f"got sum {total:g} with sum_squares {squares:g}"
+            )
         ybar = total / n
         if n > 1:
             s2 = max(squares - n * ybar * ybar, 0.0) / (n - 1)
@@ -586,6 +606,12 @@ class StochasticRounding(_MeanMechanism):
     def output_bound(self) -> float:
         """C' = (w_low + w_high)/(w_high - w_low), the realized C (within ~1e-15 of C)."""
         return self._grid.magnitude
+
+    @property
+    def _min_square(self) -> float:
+        # Every report is +-C': n reports have sum_squares n C'^2, up to float rounding of
+        # the sums (1e-6 relative covers 2^53 additions of the same term) (issue 27).
+        return self._grid.magnitude**2 * (1.0 - 1e-6)
 
     def unit_variance(self, t: Any = None) -> Any:
         """``C'^2 - t^2``: y^2 = C'^2 always, and E[y | t] = t (grid rounding included)."""

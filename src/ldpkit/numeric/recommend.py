@@ -179,6 +179,14 @@ def recommend(
     if metric not in ("w1", "ks"):
         raise ValueError(f"metric must be one of 'w1', 'ks', got {metric!r}")
     domain = {"low": low, "high": high}
+    rec = _recommend(epsilon, n, smooth, metric, domain)
+    rec.build()  # never recommend a spec that cannot be built (e.g. epsilon above its max)
+    return rec
+
+
+def _recommend(
+    epsilon: float, n: int, smooth: bool | None, metric: str, domain: dict[str, Any]
+) -> Recommendation:
     if smooth is None:
         return Recommendation(
             method="AutoDistribution",

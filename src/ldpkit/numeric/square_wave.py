@@ -30,8 +30,10 @@ from .._validation import (
     check_categorical_values,
     check_epsilon,
     check_integer,
+    check_memory,
     check_numeric_values,
     check_real,
+    check_work,
 )
 from ..frequency._base import index_dtype
 from ..privacy import privacy_loss as _matrix_privacy_loss
@@ -91,14 +93,17 @@ def square_wave_bandwidth(epsilon: float) -> float:
     """SW20's b: ``(eps e^eps - e^eps + 1) / (2 e^eps (e^eps - 1 - eps))`` (section 5.3).
 
     Maximizes an upper bound of the mutual information between input and output on [0, 1].
-    Decreases from 1/2 (eps -> 0) to 0 (eps -> inf); evaluated without cancellation.
+    Decreases from 1/2 (eps -> 0) to 0 (eps -> inf); evaluated without cancellation, for
+    eps up to 700 (beyond, b underflows to 0).
 
     Examples
     --------
     >>> [round(square_wave_bandwidth(e), 4) for e in (0.5, 1, 2, 4)]
     [0.3582, 0.2561, 0.1293, 0.0304]
     """
-    epsilon = check_epsilon(epsilon)
+    # Above 700, e^-eps nears float64's smallest number and b underflows to 0, outside
+    # (0, 1/2] (issue 27); SquareWave itself stops at MAX_EPSILON.
+    epsilon = check_epsilon(epsilon, high=700.0)
     return 0.5 * _plateau_ratio(epsilon) * _crmath.exp(-epsilon)
 
 
@@ -368,11 +373,12 @@ class _Wave(Mechanism):
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
-        self._set("buckets", check_integer(self.buckets, "buckets", low=1, high=1 << 20))
+        # One bucket (in or out) has nothing to estimate: the histogram is [1] (issue 27).
+        self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=1 << 20))
         if self.output_buckets is not None:
             self._set(
                 "output_buckets",
-                check_integer(self.output_buckets, "output_buckets", low=1, high=1 << 20),
+                check_integer(self.output_buckets, "output_buckets", low=2, high=1 << 20),
             )
         if self.bandwidth is not None:
             self._set(
@@ -383,6 +389,12 @@ class _Wave(Mechanism):
         # overflow 2^62 (e.g. a wide explicit bandwidth at large epsilon) is refused here,
         # not at the first randomize.
         self._grid  # noqa: B018
+        # Every estimate builds the d x d~ bucket matrix (a few operations per entry, 8
+        # bytes each): d = 1024, d~ = 2^20 would need 8 GiB and minutes (issue 27).
+        entries = float(self.buckets) * float(self.n_output_buckets)
+        sizes = f"buckets={self.buckets}, output_buckets={self.n_output_buckets}"
+        check_memory(8.0 * entries, sizes, f"{self.name}.bucket_matrix")
+        check_work(16.0 * entries, sizes, f"{self.name}.bucket_matrix")
 
     @property
     @abstractmethod
@@ -555,7 +567,7 @@ class _Wave(Mechanism):
     def estimate(
         self,
         stats: Stats,
-        method: str = "ems",
+        method: str | None = None,
         *,
         tol: float | None = None,
         max_iter: int = 10_000,
@@ -570,10 +582,10 @@ class _Wave(Mechanism):
         ----------
         stats : Stats
             Aggregated (and possibly merged) reports of this spec.
-        method : {"ems", "em"}
-            EMS (default, SW20's estimator) or plain EM. With ``buckets <= 8`` EMS's
-            smoothing is heavily biased towards uniform and a UserWarning says so: use
-            ``"em"`` there.
+        method : {"ems", "em"}, optional
+            EMS (SW20's estimator) or plain EM. Default: EMS, except with ``buckets <= 8``,
+            where EMS's smoothing is heavily biased towards uniform and the default is EM
+            (issue 27; asking for ``"ems"`` there gives a UserWarning).
         tol : float, optional
             Log-likelihood tolerance; default 1e-3 for EMS and ``1e-3 e^eps`` for EM
             (SW20 section 6.1).
@@ -584,13 +596,15 @@ class _Wave(Mechanism):
 
 
 def _deconvolve(
-    spec: Mechanism, stats: Stats, method: str, tol: float | None, max_iter: int
+    spec: Mechanism, stats: Stats, method: str | None, tol: float | None, max_iter: int
 ) -> Distribution:
     """EMS or EM on the spec's bucket matrix (SW20 section 5.5), shared by all waves."""
     from .em import em, ems  # server-side code: imported only when estimating
 
     stats = spec.check_stats(stats, nonempty=True)
     buckets = int(getattr(spec, "buckets", EMS_MIN_BUCKETS + 1))
+    if method is None:  # the default never takes the biased smoothing (issue 27)
+        method = "ems" if buckets > EMS_MIN_BUCKETS else "em"
     if method == "ems" and buckets <= EMS_MIN_BUCKETS:
         # The (1, 2, 1)/4 kernel moves a quarter of each bucket's mass to its neighbours at
         # every step: on a few buckets that is a large part of the domain, and the fixed
@@ -744,7 +758,7 @@ class SquareWave(_Wave):
     def estimate(
         self,
         stats: Stats,
-        method: str = "ems",
+        method: str | None = None,
         *,
         tol: float | None = None,
         max_iter: int = 10_000,
@@ -928,6 +942,11 @@ class DiscreteSquareWave(Mechanism):
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
+        # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets (issue 27).
+        entries = float(self.buckets) * float(self.n_outputs)
+        sizes = f"buckets={self.buckets} (n_outputs={self.n_outputs})"
+        check_memory(8.0 * entries, sizes, f"{self.name}.transition_matrix")
+        check_work(16.0 * entries, sizes, f"{self.name}.transition_matrix")
 
     @property
     def half_width(self) -> int:
@@ -1018,9 +1037,14 @@ class DiscreteSquareWave(Mechanism):
         return ratio_loss(*self._weights)
 
     def estimate(
-        self, stats: Stats, method: str = "ems", *, tol: float | None = None, max_iter: int = 10_000
+        self,
+        stats: Stats,
+        method: str | None = None,
+        *,
+        tol: float | None = None,
+        max_iter: int = 10_000,
     ) -> Distribution:
-        """Distribution over the d buckets of [low, high] by EMS (default) or EM.
+        """Distribution over the d buckets of [low, high] by EMS (default above 8 buckets) or EM.
 
         Parameters as for :meth:`SquareWave.estimate`.
         """

@@ -36,7 +36,7 @@ from .._validation import (
 )
 from ..estimate import FrequencyEstimate
 from ..frequency._base import MAX_DENSE_OUTPUTS
-from ..frequency._bits import _BIT_TABLE, check_packed, column_counts, packed_width
+from ..frequency._bits import check_packed, column_counts, packed_width
 from ..frequency.subset import _CHUNK_DRAWS, _sample_subsets
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, check_bounds
@@ -965,7 +965,7 @@ class HaarWavelet(Mechanism):
 
     def aggregate(self, reports: Reports) -> Stats:
         """Per-level sums of the reported vectors and group sizes (validating every row)."""
-        from ._wavelet_kernels import level_byte_histograms  # server side: compiled on use
+        from ._wavelet_kernels import level_bit_counts  # server side: compiled on use
 
         reports = self.check_reports(reports)
         top, width = self.effective_max_level, self.report_width
@@ -997,7 +997,7 @@ class HaarWavelet(Mechanism):
         col_offset = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
         last_mask = np.array([_last_byte_mask(2**j) for j in range(top + 1)], dtype=np.int64)
         sizes = np.array(self.subset_sizes, dtype=np.int64)
-        hs, hn, err, row = level_byte_histograms(
+        sup_bits, neg_bits, err, row = level_bit_counts(
             level,
             sup,
             np.ascontiguousarray(neg),
@@ -1010,8 +1010,6 @@ class HaarWavelet(Mechanism):
         if err:
             raise ValueError(f"{_REPORT_ERRORS[err]} (first bad row: {row})")
         counts = np.bincount(level, minlength=top + 1).astype(np.int64)
-        neg_bits = (hn @ _BIT_TABLE).ravel()
-        sup_bits = (hs @ _BIT_TABLE).ravel() if hs is not None else None
         sums = np.empty(2 ** (top + 1) - 1, dtype=np.int64)
         for j in range(top + 1):
             d, start = 2**j, 8 * col_offset[j]

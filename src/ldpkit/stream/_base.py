@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, NamedTuple
@@ -57,6 +58,51 @@ def _generator_from_state(state: dict[str, Any]) -> np.random.Generator:
 
 
 _DICT_KEYS = ("class", "params", "n_seen", "threshold", "buffer", "rng", "state")
+
+
+def _check_finite_tree(value: Any, path: str) -> None:
+    """Raise ValueError naming the first NaN or +-inf inside a to_dict structure.
+
+    A restored estimator carries its sums and noisy counts forward: one NaN in them makes
+    every later answer NaN (issue 27), so the whole state is checked on the way in.
+    """
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite_tree(v, f"{path}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_finite_tree(v, f"{path}[{i}]")
+    elif isinstance(value, np.ndarray):
+        if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+            raise ValueError(f"{path} must hold finite numbers, got NaN or infinity")
+        if value.dtype.kind == "O":
+            _check_finite_tree(value.tolist(), path)
+    elif isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        raise ValueError(f"{path} must be a finite number, got {value!r}")
+
+
+def _check_params(target: type, params: Mapping[str, Any]) -> None:
+    """Raise ValueError unless ``params`` are keyword arguments of ``target``: a dict whose
+    class was edited must not reach another class's constructor (issue 27)."""
+    accepted: list[str] = []
+    for klass in target.__mro__:  # a constructor taking **kwargs passes them to its base's
+        if "__init__" not in vars(klass):
+            continue
+        signature = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        accepted += [
+            p.name
+            for p in signature
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.name not in ("self", "rng")
+            and p.name not in accepted
+        ]
+        if not any(p.kind == p.VAR_KEYWORD for p in signature):
+            break
+    unknown = sorted(str(k) for k in params if k not in accepted)
+    if unknown:
+        raise ValueError(
+            f"params must be parameters of {target.__name__} {accepted}, got {unknown}"
+        )
 
 
 def stream_from_dict(data: dict[str, Any]) -> StreamRelease:
@@ -274,6 +320,8 @@ class StreamRelease(ABC):
             raise ValueError(f"class must name a subclass of {cls.__name__}, got {name!r}")
         if not isinstance(data["params"], Mapping):
             raise TypeError(f"params must be a mapping, got {type(data['params']).__name__}")
+        _check_params(target, data["params"])
+        _check_finite_tree({k: v for k, v in data.items() if k != "rng"}, "data")
         if not isinstance(data["rng"], Mapping) or "bit_generator" not in data["rng"]:
             raise ValueError("rng must be a bit generator state (to_dict output)")
         try:
@@ -282,7 +330,10 @@ class StreamRelease(ABC):
             raise ValueError(
                 f"rng must be a valid bit generator state, got an error: {exc}"
             ) from None
-        obj = target(**data["params"], rng=gen)
+        try:
+            obj = target(**data["params"], rng=gen)
+        except TypeError as exc:  # e.g. HC16's "does not take": name the dict's part
+            raise ValueError(f"params must be valid parameters of {name}: {exc}") from None
         buf = check_array(data["buffer"], "buffer")
         # the phase-1 values were checked on entry: [0, bound] for every stream
         bound = float(getattr(obj, "bound", np.inf))
