@@ -86,7 +86,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
-from ..spec import Mechanism, Reports, Stats
+from ..spec import REPORT_COUNT, Mechanism, Reports, Stats
 
 logger = logging.getLogger("ldpkit.service")
 
@@ -393,8 +393,13 @@ class _Layout:
     def __init__(self, spec: Mechanism) -> None:
         self.spec = spec
         empty = spec.empty_stats()
+        # A report count equal to n (spec.REPORT_COUNT) is not stored: the row's n column
+        # holds it, and rows written before that field existed keep their layout.
+        self.count = REPORT_COUNT if REPORT_COUNT in empty.arrays else None
         self.fields = [
-            (name, arr.dtype.newbyteorder("<"), arr.shape) for name, arr in empty.arrays.items()
+            (name, arr.dtype.newbyteorder("<"), arr.shape)
+            for name, arr in empty.arrays.items()
+            if name != self.count
         ]
         self.sizes = [
             int(np.prod(shape, dtype=np.int64)) * dt_.itemsize for _, dt_, shape in self.fields
@@ -421,6 +426,8 @@ class _Layout:
             arrays[name] = block.reshape(len(payloads), *shape).sum(axis=0, dtype=dtype)
             offset += size
         native = {k: v.astype(v.dtype.newbyteorder("="), copy=False) for k, v in arrays.items()}
+        if self.count is not None:
+            native[self.count] = np.array(n, dtype=np.int64)
         return Stats(self.spec, n, **native)
 
 
