@@ -157,7 +157,7 @@ def check_integer(value: Any, name: str, *, low: int | None = None, high: int | 
     return x
 
 
-def check_not_masked(values: Any, name: str) -> None:
+def check_not_masked(values: Any, name: str, *, ragged: bool = False) -> None:
     """Refuse a numpy masked array: its mask would be dropped silently by ``np.asarray``.
 
     Masked (missing) entries have no defined randomization; the caller decides what they mean
@@ -165,15 +165,20 @@ def check_not_masked(values: Any, name: str) -> None:
 
     Every array input passes here before ``np.asarray``, so it also refuses ragged nested
     Python lists (rows of different lengths), which numpy would refuse with its own "setting
-    an array element with a sequence" (issue 27). Lists of arrays (e.g. one per level) are
-    left to their callers.
+    an array element with a sequence" (issue 27), unless ``ragged`` is true: inputs that are
+    one sequence per user of any length (sets, key-value pairs), never made one array. Lists
+    of arrays (e.g. one per level) are left to their callers.
     """
     if isinstance(values, np.ma.MaskedArray):
         raise TypeError(
             f"{name} must be a plain array, not a masked array (its mask would be ignored; "
             f"pass {name}.compressed() or {name}.filled(...)), got {_show(np.asarray(values))}"
         )
-    if isinstance(values, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in values):
+    if (
+        not ragged
+        and isinstance(values, (list, tuple))
+        and any(isinstance(v, (list, tuple)) for v in values)
+    ):
         _as_array(values, name, "an array of numbers with rows of equal length")
 
 

@@ -46,6 +46,11 @@ _SIZE_NAMES = (
     "num_bits",
     "num_cohorts",
     "branching",
+    # the open-domain sketches (CMS, HCMS: depth x width; FLH: num_hashes x hash_range)
+    "depth",
+    "width",
+    "num_hashes",
+    "hash_range",
 )
 
 #: The only layout :meth:`Stats.to_dict` writes and :meth:`Stats.from_dict` reads.

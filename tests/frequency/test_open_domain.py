@@ -421,3 +421,17 @@ def test_unbiased_over_families():
     per_row_mean = 16 / 15 * (rho @ f - 1 / 16)  # E[f~ | one-row family]
     sd = per_row_mean.std(ddof=1) / math.sqrt(per_row_mean.size)
     assert abs(per_row_mean.mean() - 0.2) < 5 * sd
+
+
+@pytest.mark.parametrize("cls", [CMS, HCMS, FLH])
+def test_closed_domain_is_bounded_by_the_work_budget_and_int64(cls):
+    """The closed domain's estimate hashes every item under every row: a domain whose
+    estimate would run for minutes is refused at construction, naming domain_size; so is
+    one beyond int64 (its items would be an open-domain spec's)."""
+    with pytest.raises(ValueError, match=r"domain_size=1048576 at \d+ hash rows must keep"):
+        cls(epsilon=1.0, domain_size=2**20)
+    with pytest.raises(
+        ValueError, match=r"domain_size must be an integer in \[2, 4611686018427387904\]"
+    ):
+        cls(epsilon=1.0, domain_size=10**20)
+    assert cls(epsilon=1.0, domain_size=2**14).domain_size == 2**14

@@ -446,7 +446,12 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
                 f"ldpkit.sets.{name}",
                 call,
                 {"users": users, "epsilon": 2.0, "domain_size": 6, "k": 2, "rng": 0},
-                aliases={"users": ("values",), "k": ("domain_size",), "domain_size": ("k",)},
+                # a domain smaller than the users' items: "values must be items in [0, d)"
+                aliases={
+                    "users": ("values",),
+                    "k": ("domain_size",),
+                    "domain_size": ("k", "values"),
+                },
             ),
         )
     _add(
@@ -580,7 +585,8 @@ def _hostile_entries(reg: dict[str, Entry]) -> None:
     for name, cls in sorted(mechanism_registry().items()):
         spec = small_spec(cls)
         top = _entry_name(name, cls)
-        if hasattr(spec, "low") and hasattr(spec, "high"):
+        # one real per user only: (group, value) rows (GroupMean) have their own z-tests
+        if hasattr(spec, "low") and hasattr(spec, "high") and not hasattr(spec, "_contract_values"):
             _add(
                 reg,
                 Entry(

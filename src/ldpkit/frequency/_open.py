@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._rng import RNGLike
-from .._validation import check_array, check_integer
+from .._validation import check_array, check_integer, check_work
 from ..estimate import FrequencyEstimate
 from ..spec import Mechanism, Stats
 from ._items import candidate_list, item_keys, keys_of, row_hash
@@ -47,7 +47,21 @@ class OpenDomainOracle(Mechanism):
 
     def _validate(self) -> None:
         if self.domain_size is not None:
-            self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+            # int64 item indices (integers beyond it are items of an open-domain spec)
+            self._set(
+                "domain_size", check_integer(self.domain_size, "domain_size", low=2, high=2**62)
+            )
+
+    def _check_domain_work(self) -> None:
+        """Bound the closed domain's estimate, which hashes every item under every row
+        (about 16 word operations per hash: the multiply-add and mix64's rounds). Called
+        by the subclasses once their row count is validated."""
+        if self.domain_size is not None:
+            check_work(
+                16.0 * float(self.domain_size) * self._rows,
+                f"domain_size={self.domain_size} at {self._rows} hash rows",
+                f"{self.name}.estimate",
+            )
 
     def item_keys(self, values: Any) -> np.ndarray:
         """Each user's 64-bit item key (format ``ldpkit.item/1``, :mod:`._items`)."""

@@ -100,6 +100,7 @@ class FLH(OpenDomainOracle):
                 "hash_range",
                 check_integer(self.hash_range, "hash_range", low=2, high=MAX_HASH_RANGE),
             )
+        self._check_domain_work()
 
     @property
     def range_size(self) -> int:

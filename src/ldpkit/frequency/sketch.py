@@ -128,6 +128,7 @@ class CMS(OpenDomainOracle):
     def _validate(self) -> None:
         super()._validate()
         _check_shape(self)
+        self._check_domain_work()
         _cms_thresholds(self.epsilon)  # raises for an epsilon too small to represent
 
     @property
@@ -336,6 +337,7 @@ class HCMS(OpenDomainOracle):
         _check_shape(self)
         if self.width & (self.width - 1):
             raise ValueError(f"width must be a power of two in [2, {MAX_WIDTH}], got {self.width}")
+        self._check_domain_work()
 
     @property
     def _rows(self) -> int:

@@ -91,7 +91,7 @@ def _check_distinct(items: np.ndarray, offsets: np.ndarray, name: str) -> None:
 
 def _flatten(values: Any, name: str, what: str) -> tuple[list[Any], np.ndarray]:
     """A list of per-user sequences as (flat entries, offsets)."""
-    check_not_masked(values, name)
+    check_not_masked(values, name, ragged=True)
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a sequence of {what} (one per user), got {_show(values)}")
     if isinstance(values, np.ndarray) and values.ndim == 0:
