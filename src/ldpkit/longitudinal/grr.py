@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -170,6 +171,17 @@ class LGRR(LongitudinalOracle):
 
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
+
+    def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
+        """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`):
+        ``U = words.below(T)``, then :func:`grr_sample`'s rule (``U < w_keep`` keeps, else
+        ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation."""
+        a, b = self._rounds()[0]
+        u = words.below(a + (self.domain_size - 1) * b)
+        if u < a:
+            return np.asarray(value, dtype=np.int64)
+        other = (u - a) // b
+        return np.asarray(other + (other >= value), dtype=np.int64)
 
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
         perm = np.asarray(permanent, dtype=np.int64).reshape(-1)
