@@ -49,7 +49,9 @@ def lgrr_weights(
             f"{d} (the instantaneous round's ratio must stay below e^{RR_MAX_EPSILON:g}), "
             f"got {epsilon_1!r}"
         )
-    c, e = rr_weights(max(math.log(g), 1e-12), d - 1)
+    # log(g) correctly rounded (log1p of the exact g - 1): the JS client computes the same
+    # double, hence the same integer weights (libm's log may differ by an ulp)
+    c, e = rr_weights(max(_crmath.log1p(g - 1.0), 1e-12), d - 1)
     while c > e and _chained_loss(a, b, t1, c, e) > epsilon_1:
         c -= max(1, c >> 50)
     return (a, b), (c, e)
