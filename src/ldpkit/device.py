@@ -313,19 +313,22 @@ class Device:
         before = len(self._memo.get(spec.fingerprint, {})), len(self._states)
         if self._budget is not None:
             self._check_budget(spec, v)
-        entries = [self._memoized(spec, x) for x in v.tolist()]  # a device's few values
+        if v.shape[0] == 0:
+            return spec.randomize(v, rng=rng)
+        # one memo look-up per distinct value (a year of daily reports has a few), then
+        # every report gathers its row
+        distinct, inverse = np.unique(v, return_inverse=True)
+        entries = [self._memoized(spec, x) for x in distinct.tolist()]
         if (len(self._memo.get(spec.fingerprint, {})), len(self._states)) != before:
             self._save()
+        inverse = inverse.reshape(-1)
         if _is_longitudinal(spec):
-            perm = np.stack([_decode(e["permanent"]) for e in entries]) if entries else None
-            if perm is None:
-                return spec.randomize(v, rng=rng)
+            perm = np.stack([_decode(e["permanent"]) for e in entries])[inverse]
             return spec._instantaneous_round(perm, as_generator(rng))  # type: ignore[attr-defined]
-        if not entries:
-            return spec.randomize(v, rng=rng)
         fields = entries[0]["report"].keys()
         return Reports(
-            spec, **{k: np.stack([_decode(e["report"][k]) for e in entries]) for k in fields}
+            spec,
+            **{k: np.stack([_decode(e["report"][k]) for e in entries])[inverse] for k in fields},
         )
 
     @property
