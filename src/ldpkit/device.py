@@ -9,8 +9,9 @@
   64-bit words ``HMAC-SHA256(K, counter)`` (counter mode, :class:`DerivedWords`) with the
   exact integer samplers (a word below ``floor(2^64 / T) T`` gives ``U = word mod T``; a
   unary bit is ``word < threshold``), which the JS client (``clients/js/src/device.js``)
-  computes bit for bit (shared vectors); the other longitudinal specs key a Philox
-  generator with ``K`` (Python only). The answer is memoized per
+  computes bit for bit (shared vectors); so does LOLOHA (its hash seed: the first word of
+  the key of ``"state"``; its permanent GRR over ``[g]`` keyed by the hashed value). The
+  other longitudinal specs key a Philox generator with ``K`` (Python only). The answer is memoized per
   (fingerprint, value), and every report re-randomizes it with fresh randomness (``rng``,
   the secure generator by default), so two days' reports differ: not a stable identifier;
 * for any other spec (no two-round form), the whole report is derived and memoized the same
@@ -252,7 +253,11 @@ class Device:
         """The spec's per-device permanent state (LOLOHA's hash seed), derived once."""
         entry = self._states.get(spec.fingerprint)
         if entry is None:
-            state = spec._device_state(self._generator(spec, b"state"))
+            from_words = getattr(spec, "_device_state_from_words", None)
+            if from_words is not None:  # LOLOHA's seed: one word (as the JS client)
+                state = from_words(DerivedWords(self._key(spec, b"state")))
+            else:
+                state = spec._device_state(self._generator(spec, b"state"))
             if state is None:
                 return None
             self._states[spec.fingerprint] = entry = _encode(state)
@@ -269,8 +274,9 @@ class Device:
         table = self._memo.setdefault(spec.fingerprint, {})
         if text not in table:
             from_words = getattr(spec, "_permanent_from_words", None)
-            if from_words is not None and state is None:
-                perm_row = from_words(int(value), DerivedWords(self._key(spec, key)))
+            if from_words is not None:
+                words = DerivedWords(self._key(spec, key))
+                perm_row = from_words(int(value), words, *([] if state is None else [state]))
                 table[text] = {"permanent": _encode(perm_row)}
                 return table[text]
             gen = self._generator(spec, key)

@@ -112,3 +112,26 @@ def test_word_derivation_is_deterministic_and_follows_the_permanent_law(
     assert abs(z(spec)) < 5
     # the same check fails for a wrong law (eps_inf = 3 instead of 1)
     assert abs(z(cls(epsilon_inf=3.0, epsilon_1=0.5, domain_size=6))) > 5
+
+
+def test_loloha_word_derivation_follows_the_permanent_law(tmp_path: Path) -> None:
+    spec = LOLOHA(epsilon_inf=1.0, epsilon_1=0.5, domain_size=20, hash_range=4)
+    a = Device(SECRET, tmp_path / "a.json")
+    b = Device(SECRET, tmp_path / "b.json")
+    assert [a.permanent(spec, v)["data"] for v in range(20)] == [
+        b.permanent(spec, v)["data"] for v in range(20)
+    ]
+    assert len({tuple(a.report(spec, [v], rng=v).seeds) for v in range(20)}) == 1
+    n, hits = 3000, 0
+    for i in range(n):
+        row = spec._permanent_from_words(1, DerivedWords(i.to_bytes(32, "big")), np.uint64([7]))
+        assert int(row[0]) == 7
+        hits += int(row[1]) == 1
+
+    def z(s: LOLOHA) -> float:
+        x, y = s._rounds()[0]
+        p = x / (x + (s.range_size - 1) * y)
+        return float((hits - n * p) / np.sqrt(n * p * (1 - p)))
+
+    assert abs(z(spec)) < 5
+    assert abs(z(spec.replace(epsilon_inf=3.0))) > 5  # type: ignore[arg-type]

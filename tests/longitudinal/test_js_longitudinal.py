@@ -13,7 +13,7 @@ import pytest
 
 from _jshelpers import NODE, js_reports, needs_node
 from ldpkit.io import reports_from_dict
-from ldpkit.longitudinal import LGRR, LOSUE, LOUE, LSOUE, LSUE
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE
 from ldpkit.spec import Mechanism, Reports
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -37,6 +37,7 @@ SPECS = [
     LOSUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6),
     LSUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6),
     LSOUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6),
+    LOLOHA(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6, hash_range=3),
 ]
 
 

@@ -620,13 +620,15 @@ def _longitudinal() -> dict[str, Any]:
     import tempfile
 
     from ldpkit import Device
-    from ldpkit.longitudinal import LGRR, LOSUE, LOUE, LSOUE, LSUE
+    from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE
 
     specs: list[Any] = []
     for cls in (LGRR, LOUE, LOSUE, LSUE, LSOUE):
         for inf, one, d in ((2.0, 1.0, 8), (1.0, 0.25, 5), (6.0, 3.0, 3), (0.5, 0.1, 17)):
             specs.append(cls(epsilon_inf=inf, epsilon_1=one, domain_size=d))
     specs.append(LGRR(epsilon_inf=30.0, epsilon_1=10.0, domain_size=300))
+    for inf, one, d, g in ((2.0, 1.0, 100, None), (1.0, 0.5, 40, 2), (4.0, 1.0, 9, 5)):
+        specs.append(LOLOHA(epsilon_inf=inf, epsilon_1=one, domain_size=d, hash_range=g))
     specs.append(LSUE(epsilon_inf=40.0, epsilon_1=20.0, domain_size=9))
     laws = []
     for spec in specs:
@@ -644,26 +646,59 @@ def _longitudinal() -> dict[str, Any]:
     device_cases = []
     with tempfile.TemporaryDirectory() as tmp:
         device = Device(secret, Path(tmp) / "device.json")
-        for spec in specs[::3]:
+        for spec in [*specs[::3], *specs[-3:]]:
             values = list(range(min(spec.domain_size, 6)))
             device_cases.append(
                 {
                     "spec": spec.to_dict(),
                     "values": values,
-                    "permanent": [device.permanent(spec, v)["data"] for v in values],
+                    # uint64 rows (LOLOHA: seed, answer) as decimal strings: exact in JSON
+                    "permanent": [
+                        [str(x) for x in device.permanent(spec, v)["data"]]
+                        if isinstance(spec, LOLOHA)
+                        else device.permanent(spec, v)["data"]
+                        for v in values
+                    ],
                 }
             )
     rng = np.random.default_rng(30)
     bodies = []
-    for spec in specs[::2]:
+    for spec in [*specs[::2], *specs[-3:]]:
         d = spec.domain_size
         values = [int(v) for v in rng.integers(0, d, 4)]
         words = [
             int(w) for w in rng.integers(0, _U64, 4 * (2 * d + 4), dtype=np.uint64, endpoint=True)
         ]
         replay = _ReplayWords([], words)
-        permanent = [spec._permanent_from_words(v, replay) for v in values]
-        if isinstance(spec, LGRR):
+        if isinstance(spec, LOLOHA):  # fresh devices: per value a seed word, then U
+            permanent = []
+            for v in values:
+                seed = np.asarray([replay.u64()], dtype=np.uint64)
+                key = int(spec._memo_keys(np.asarray([v]), seed)[0])
+                permanent.append(spec._permanent_from_words(key, replay, seed))
+        else:
+            permanent = [spec._permanent_from_words(v, replay) for v in values]
+        if isinstance(spec, LOLOHA):
+            rows = np.asarray(permanent, dtype=np.uint64)
+            ys = [
+                int(
+                    grr_sample(
+                        rows[i : i + 1, 1].astype(np.int64),
+                        spec.range_size,
+                        spec._rounds()[1],
+                        replay,
+                    )[0]
+                )  # type: ignore[arg-type]
+                for i in range(4)
+            ]
+            body = _body(
+                Reports(
+                    spec,
+                    seeds=rows[:, 0].copy(),
+                    values=np.asarray(ys, dtype=index_dtype(spec.range_size)),
+                )
+            )
+        elif isinstance(spec, LGRR):
             perm = np.asarray(permanent, dtype=np.int64)
             ys = [
                 int(grr_sample(perm[i : i + 1], d, spec._rounds()[1], replay)[0]) for i in range(4)
@@ -682,7 +717,7 @@ def _longitudinal() -> dict[str, Any]:
                 "spec": spec.to_dict(),
                 "values": values,
                 "words": [str(w) for w in words[:used]],
-                "permanent": [np.asarray(p).tolist() for p in permanent],
+                "permanent": [np.asarray(p).astype(str).tolist() for p in permanent],
                 "body": body,
             }
         )

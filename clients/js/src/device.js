@@ -134,10 +134,11 @@ export class Device {
     }
     this.secret = secret ?? (stored ? fromHex(stored.secret) : cryptoObj.getRandomValues(new Uint8Array(32)));
     this.memo = stored ? stored.memo : {};
+    this.states = stored?.states ?? {};
     if (stored === null) this.save();
   }
   save() {
-    this.store.setItem(STORE_KEY, JSON.stringify({ format: DEVICE_FORMAT, secret: hex(this.secret), memo: this.memo }));
+    this.store.setItem(STORE_KEY, JSON.stringify({ format: DEVICE_FORMAT, secret: hex(this.secret), memo: this.memo, states: this.states }));
   }
   /** The memoized permanent answer of `value` (an item, or packed bits) under `spec`. */
   async permanent(spec, value) {
@@ -145,15 +146,31 @@ export class Device {
     const fp = await specFingerprint(spec);
     return this.#permanent(mech, fp, value);
   }
+  /** The spec's per-device state (LOLOHA's hash seed, a BigInt), derived once; else null. */
+  async #state(mech, fp) {
+    if (!('stateFromWords' in mech)) return null;
+    if (!(fp in this.states)) {
+      const key = await hmac(this.secret, concat(enc.encode(`${DEVICE_FORMAT}\0`), enc.encode(fp), new Uint8Array([0]), enc.encode('state')));
+      this.states[fp] = mech.stateFromWords(await derivedWords(key, 4)).toString();
+    }
+    return BigInt(this.states[fp]);
+  }
+  /** The memo key of a value: itself, or LOLOHA's hashed value under the device's seed. */
+  async #memoKey(mech, fp, value) {
+    if (!Number.isInteger(value) || value < 0 || value >= mech.domainSize) {
+      throw new RangeError(`value must be an integer in [0, ${mech.domainSize}), got ${value}`);
+    }
+    const state = await this.#state(mech, fp);
+    return state === null ? value : mech.memoKey(value, state);
+  }
   async #permanent(mech, fp, value) {
     const table = (this.memo[fp] ??= {});
-    const text = `i${value}`;
+    const key = await this.#memoKey(mech, fp, value);
+    const text = `i${key}`;
     if (!(text in table)) {
-      if (!Number.isInteger(value) || value < 0 || value >= mech.domainSize) {
-        throw new RangeError(`value must be an integer in [0, ${mech.domainSize}), got ${value}`);
-      }
-      const words = await derivedWords(await permanentKey(this.secret, fp, value), wordsNeeded(mech));
-      table[text] = mech.permanentFromWords(value, words);
+      const words = await derivedWords(await permanentKey(this.secret, fp, key), wordsNeeded(mech));
+      const state = await this.#state(mech, fp);
+      table[text] = state === null ? mech.permanentFromWords(key, words) : mech.permanentFromWords(key, words, state);
     }
     return table[text];
   }
@@ -173,8 +190,11 @@ export class Device {
   async report(spec, values, coins = secureCoins) {
     const mech = longitudinalFromSpec(spec);
     const fp = await specFingerprint(spec);
+    const nStates = Object.keys(this.states).length;
     const known = new Set(Object.keys(this.memo[fp] ?? {}));
-    const fresh = new Set(values.map((v) => `i${v}`).filter((t) => !known.has(t)));
+    const keys = [];
+    for (const v of values) keys.push(`i${await this.#memoKey(mech, fp, v)}`);
+    const fresh = new Set(keys.filter((t) => !known.has(t)));
     if (this.budget !== null && fresh.size) {
       const after = mech.longitudinalPrivacyLoss(known.size + fresh.size);
       if (after > this.budget * (1 + 1e-12)) {
@@ -185,7 +205,7 @@ export class Device {
     }
     const permanent = [];
     for (const v of values) permanent.push(await this.#permanent(mech, fp, v));
-    if (fresh.size) this.save();
+    if (fresh.size || Object.keys(this.states).length !== nStates) this.save();
     return mech.instantaneous(permanent, coins);
   }
 }

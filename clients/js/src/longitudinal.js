@@ -7,6 +7,7 @@
 // L-GRR one uniform U in [0, T) (rejection), a unary encoding one word per bit.
 
 import { crExp, crLog1p, exactRatio } from './exact.js';
+import { localHash } from './hashing.js';
 import {
   MECHANISMS,
   RR_MAX_EPSILON,
@@ -246,7 +247,69 @@ export class LSOUE extends LongitudinalUnary {
   }
 }
 
-export const LONGITUDINAL = { LGRR, LOUE, LOSUE, LSUE, LSOUE };
+/**
+ * LOLOHA (Arcolezi, Pinzón, Palamidessi, Gambs, EDBT 2023): one hash seed per device
+ * (kept), L-GRR over [g] of the hashed value, memoized per hashed value. The spec dict must
+ * carry hash_range (Python's to_dict() writes the resolved g). Reports {seeds, values}.
+ */
+export class LOLOHA {
+  constructor({ epsilon, epsilon_inf, domain_size, hash_range }) {
+    [this.epsilon, this.epsilonInf] = budgets({ epsilon, epsilon_inf }, RR_MAX_EPSILON, 30.0);
+    this.domainSize = checkDomain(domain_size, 2 ** 32);
+    if (!Number.isInteger(hash_range) || hash_range < 2 || hash_range > 2 ** 32) {
+      throw new RangeError(`hash_range must be an integer in [2, ${2 ** 32}], got ${hash_range}`);
+    }
+    this.g = hash_range;
+    const g1 = BigInt(this.g - 1);
+    [[this.a, this.b], [this.c, this.e]] = lgrrWeights(this.epsilonInf, this.epsilon, this.g);
+    this.t1 = this.a + g1 * this.b;
+    this.t2 = this.c + g1 * this.e;
+    this.keep = this.a * this.c + (this.t1 - this.a) * this.e;
+    this.other = this.b * this.c + (this.t1 - this.b) * this.e;
+    this.p = exactRatio(this.keep, this.t1 * this.t2);
+  }
+  privacyLoss() {
+    return ratioLoss(this.other, this.keep);
+  }
+  longitudinalPrivacyLoss(distinctValues = 1) {
+    return Math.min(distinctValues, this.g) * ratioLoss(this.b, this.a);
+  }
+  /** The device's hash seed (a BigInt) from its state words. */
+  stateFromWords(words) {
+    return words.u64();
+  }
+  /** The memo key of value v under the device's seed: its hashed value. */
+  memoKey(v, seed) {
+    return localHash(seed, checkValue(v, this.domainSize), this.g);
+  }
+  /** The permanent row [seed, answer] (decimal strings) of one hashed value. */
+  permanentFromWords(key, words, seed) {
+    const answer = grrFromUniform(key, this.g, this.a, this.b, uniformBelow(this.t1, words));
+    return [seed.toString(), String(answer)];
+  }
+  instantaneous(permanent, coins = secureCoins) {
+    const seeds = [];
+    const data = [];
+    for (const [seed, answer] of permanent) {
+      seeds.push(String(seed));
+      data.push(grrFromUniform(Number(answer), this.g, this.c, this.e, uniformBelow(this.t2, coins)));
+    }
+    return {
+      seeds: { dtype: '<u8', shape: [seeds.length], data: seeds },
+      values: { dtype: indexDtype(this.g), shape: [data.length], data },
+    };
+  }
+  /** Fresh devices: per value a seed word, then the permanent answer, then the instantaneous round. */
+  randomize(values, coins = secureCoins) {
+    const permanent = values.map((v) => {
+      const seed = coins.u64();
+      return this.permanentFromWords(this.memoKey(v, seed), coins, seed);
+    });
+    return this.instantaneous(permanent, coins);
+  }
+}
+
+export const LONGITUDINAL = { LGRR, LOUE, LOSUE, LSUE, LSOUE, LOLOHA };
 
 /** A longitudinal randomizer from a spec dict {mechanism, params} (Mechanism.to_dict()). */
 export function longitudinalFromSpec(spec) {

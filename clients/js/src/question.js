@@ -24,6 +24,7 @@ export const PARAMS = {
   LOSUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
   LSUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
   LSOUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
+  LOLOHA: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F], ['hash_range', I]],
   OLH: [['epsilon', F], ['domain_size', I], ['hash_range', I, null]],
   HadamardResponse: [['epsilon', F], ['domain_size', I]],
   SquareWave: [

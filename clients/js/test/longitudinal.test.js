@@ -26,7 +26,7 @@ test('integer laws, losses and fingerprints equal the Python ones', async () => 
   for (const c of v.laws) {
     const mech = longitudinalFromSpec(c.spec);
     const rounds =
-      c.spec.mechanism === 'LGRR'
+      c.spec.mechanism === 'LGRR' || c.spec.mechanism === 'LOLOHA'
         ? [
             [mech.a, mech.b],
             [mech.c, mech.e],
@@ -58,7 +58,9 @@ test('the device derives the permanent answers Python derives', async () => {
     for (const c of v.device.cases) {
       for (const [i, value] of c.values.entries()) {
         const got = await device.permanent(c.spec, value);
-        assert.deepEqual(Array.isArray(got) ? got : [got], c.permanent[i].length === undefined ? [c.permanent[i]] : c.permanent[i]);
+        const want = c.permanent[i];
+        const flat = (x) => (Array.isArray(x) ? x : [x]).map(String);
+        assert.deepEqual(flat(got), flat(want), JSON.stringify([c.spec, value]));
       }
     }
   }
@@ -72,6 +74,7 @@ test('a device reloaded from its store keeps its secret and memo; a lost store r
   const again = new Device({ store });
   assert.deepEqual(again.secret, first.secret);
   assert.deepEqual(again.memo, first.memo);
+  assert.deepEqual(again.states, first.states);
   const lost = new Device({ secret: first.secret, store: memoryStore() });
   assert.deepEqual(await lost.permanent(spec, 1), await first.permanent(spec, 1));
   assert.throws(() => new Device({ secret: new Uint8Array(32).fill(1), store }), /secret must be the one stored/);
@@ -94,4 +97,25 @@ test('memoized reports differ across days (fresh instantaneous coins)', async ()
   const reports = new Set();
   for (let day = 0; day < 10; day++) reports.add(JSON.stringify((await device.report(spec, [4])).bits.data));
   assert.ok(reports.size > 1);
+});
+
+test('a LOLOHA device keeps one hash seed and memoizes per hashed value', async () => {
+  const spec = { mechanism: 'LOLOHA', params: { epsilon: 0.5, domain_size: 40, epsilon_inf: 1.0, hash_range: 2 } };
+  const store = memoryStore();
+  const device = new Device({ store, budget: 1.0 + 1e-9 });
+  const seeds = new Set();
+  let refused = 0;
+  for (let v = 0; v < 40; v++) {
+    try {
+      const r = await device.report(spec, [v]);
+      seeds.add(r.seeds.data[0]);
+    } catch (e) {
+      assert.match(e.message, /budget must cover/);
+      refused++;
+    }
+  }
+  assert.equal(seeds.size, 1); // one seed, whatever the value
+  assert.ok(refused > 0 && refused < 40); // values hashing like 0 are free, the others refused
+  assert.equal(device.distinctValues(await specFingerprint(spec)), 1);
+  assert.deepEqual(new Device({ store }).states, device.states);
 });
