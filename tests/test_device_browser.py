@@ -3,7 +3,8 @@
 A static server on 127.0.0.1 serves ``tests/browser/device.html``; ``tests/browser/reload.mjs``
 loads it and reloads it 20 times in one browser context, so its localStorage persists (issue
 30: "the browser client holds the guarantee across reloads"). Each load opens the device from
-localStorage, reports a few values of an L-GRR and an L-OSUE question with secure coins, and
+localStorage, reports a few values of an L-GRR, an L-OSUE and a LOLOHA question (one hash
+seed per device, memoized per hashed value) with secure coins, and
 hands back its reports and the 64-bit words its coins gave. Checked:
 
 - the secret and the stored memo are the same on every load, and no reload writes to the
@@ -37,7 +38,7 @@ import numpy as np
 import pytest
 
 from ldpkit import Device
-from ldpkit.longitudinal import LGRR, LOSUE
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE
 from ldpkit.spec import Mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +66,7 @@ pytestmark = pytest.mark.skipif(
 PLAN: list[tuple[Mechanism, list[int]]] = [
     (LGRR(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16), [3, 7, 3]),
     (LOSUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=10), [4]),
+    (LOLOHA(epsilon_inf=2.0, epsilon_1=1.0, domain_size=50, hash_range=4), [10, 11]),
 ]
 
 
@@ -95,9 +97,9 @@ def static_server() -> Iterator[str]:
 def _replay(spec: Mechanism, permanent: list[Any], words: list[int]) -> Any:
     """The instantaneous round of the JS client on ``words`` (its draw order), in Python."""
     pending = list(words)
-    if isinstance(spec, LGRR):
+    if isinstance(spec, (LGRR, LOLOHA)):
         c, e = spec._rounds()[1]
-        d = spec.domain_size
+        d = spec.range_size if isinstance(spec, LOLOHA) else spec.domain_size
         total = c + (d - 1) * e
         limit = ((1 << 64) // total) * total
         out = []
@@ -155,10 +157,19 @@ def test_memoized_reports_across_reloads(static_server: str, tmp_path: Path) -> 
     for load in loads:
         for k, ((spec, values), result) in enumerate(zip(PLAN, load["results"], strict=True)):
             permanent = [device.permanent(spec, v)["data"] for v in values]
-            permanent = [p[0] if isinstance(spec, LGRR) else p for p in permanent]
-            assert [stored[spec.fingerprint][f"i{v}"] for v in values] == permanent
             words = [int(w) for w in result["words"]]
-            field = "values" if isinstance(spec, LGRR) else "bits"
+            if isinstance(spec, LOLOHA):  # rows (seed, answer): one seed for the device
+                seeds = {str(p[0]) for p in permanent}
+                assert seeds == set(result["report"]["seeds"]["data"]) and len(seeds) == 1
+                assert json.loads(first["storeAfter"])["states"][spec.fingerprint] == seeds.pop()
+                keys = spec._memo_keys(np.asarray(values), np.uint64([permanent[0][0]]))
+                memo = [stored[spec.fingerprint][f"i{k}"] for k in keys.tolist()]
+                assert [[int(x) for x in m] for m in memo] == permanent
+                permanent = [p[1] for p in permanent]
+            else:
+                permanent = [p[0] if isinstance(spec, LGRR) else p for p in permanent]
+                assert [stored[spec.fingerprint][f"i{v}"] for v in values] == permanent
+            field = "bits" if isinstance(spec, LOSUE) else "values"
             got = result["report"][field]["data"]
             assert got == _replay(spec, permanent, words), (spec, load)
             assert result["spent"] == pytest.approx(
@@ -167,6 +178,6 @@ def test_memoized_reports_across_reloads(static_server: str, tmp_path: Path) -> 
             )
             distinct_reports[k].add(json.dumps(got))
     # fresh instantaneous coins: the reports are not a stable identifier across loads
-    # (the L-OSUE report of one value repeats by chance with probability < 0.2 per pair)
+    # (the L-OSUE report of one value repeats by chance with probability < 0.03 per pair)
     assert all(len(seen) > 1 for seen in distinct_reports)
     assert len(distinct_reports[1]) >= RELOADS // 2
