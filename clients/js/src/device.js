@@ -72,7 +72,7 @@ export async function permanentKey(secret, fingerprint, value) {
 /**
  * The first n words HMAC-SHA256(K, counter) (DerivedWords), as a word source {u64()}
  * (precomputed: WebCrypto is async, the samplers are not). `n` must cover what the
- * sampler consumes; a rejection that runs past it (probability < 2^-40 per word) throws.
+ * sampler consumes; a sampler that runs past it throws (never a silently different answer).
  */
 export async function derivedWords(key, n) {
   const blocks = [];
@@ -95,9 +95,13 @@ export async function derivedWords(key, n) {
   };
 }
 
-/** Words the permanent round of `mech` may consume (plus a margin for rejections). */
+/**
+ * Words the permanent round of `mech` may consume: a unary encoding one per bit; a GRR
+ * coin one uniform below T <= 2^62 by rejection, each word rejected with probability
+ * (2^64 mod T) / 2^64 < 1/4, so 64 words run out with probability < 4^-64 = 2^-128.
+ */
 function wordsNeeded(mech) {
-  return 'tp1' in mech ? mech.domainSize : 8;
+  return 'tp1' in mech ? mech.domainSize : 64;
 }
 
 /** The device: a secret and a persistent memo of permanent answers per (question, value). */
@@ -137,13 +141,24 @@ export class Device {
     this.states = stored?.states ?? {};
     if (stored === null) this.save();
   }
+  /** The randomizer and fingerprint of a spec dict (built once per spec: the unary
+   * thresholds' bisection and the fingerprint's SHA-256 are not per-report work). */
+  async #question(spec) {
+    this.questions ??= new Map();
+    const text = JSON.stringify(spec);
+    let q = this.questions.get(text);
+    if (q === undefined) {
+      q = { mech: longitudinalFromSpec(spec), fp: await specFingerprint(spec) };
+      this.questions.set(text, q);
+    }
+    return q;
+  }
   save() {
     this.store.setItem(STORE_KEY, JSON.stringify({ format: DEVICE_FORMAT, secret: hex(this.secret), memo: this.memo, states: this.states }));
   }
   /** The memoized permanent answer of `value` (an item, or packed bits) under `spec`. */
   async permanent(spec, value) {
-    const mech = longitudinalFromSpec(spec);
-    const fp = await specFingerprint(spec);
+    const { mech, fp } = await this.#question(spec);
     return this.#permanent(mech, fp, value);
   }
   /** The spec's per-device state (LOLOHA's hash seed, a BigInt), derived once; else null. */
@@ -180,16 +195,16 @@ export class Device {
   }
   /** What this device's reports of `spec` cost: longitudinalPrivacyLoss(distinct values). */
   async privacySpent(spec) {
-    const k = this.distinctValues(await specFingerprint(spec));
-    return k === 0 ? 0 : longitudinalFromSpec(spec).longitudinalPrivacyLoss(k);
+    const { mech, fp } = await this.#question(spec);
+    const k = this.distinctValues(fp);
+    return k === 0 ? 0 : mech.longitudinalPrivacyLoss(k);
   }
   /**
    * Reports of `values` (the arrays of the wire format): each value's memoized permanent
    * answer, re-randomized with fresh `coins`. New answers are stored before returning.
    */
   async report(spec, values, coins = secureCoins) {
-    const mech = longitudinalFromSpec(spec);
-    const fp = await specFingerprint(spec);
+    const { mech, fp } = await this.#question(spec);
     const nStates = Object.keys(this.states).length;
     const known = new Set(Object.keys(this.memo[fp] ?? {}));
     const keys = [];
