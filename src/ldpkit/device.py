@@ -314,6 +314,13 @@ class Device:
         afresh (``rng``; the secure generator by default). Other specs: the memoized whole
         report (identical every time: a stable identifier, see the module doc). New
         answers are written to the memo file before anything is returned.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the device has a ``budget`` and ``values`` need new permanent answers that
+            would take :meth:`privacy_spent` past it (checked before anything is derived or
+            stored; the whole batch is refused).
         """
         v = self._check_values(spec, values)
         before = len(self._memo.get(spec.fingerprint, {})), len(self._states)

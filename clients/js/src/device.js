@@ -14,6 +14,14 @@ export const DEVICE_FORMAT = 'ldpkit.device/1';
 const STORE_KEY = 'ldpkit.device/1';
 const enc = new TextEncoder();
 
+/** A report that would take the device past its budget (nothing was derived, stored or sent). */
+export class BudgetExceededError extends RangeError {
+  constructor(message) {
+    super(message);
+    this.name = 'BudgetExceededError';
+  }
+}
+
 /** A store in memory with the localStorage interface. */
 export function memoryStore() {
   const items = new Map();
@@ -213,7 +221,7 @@ export class Device {
     if (this.budget !== null && fresh.size) {
       const after = mech.longitudinalPrivacyLoss(known.size + fresh.size);
       if (after > this.budget * (1 + 1e-12)) {
-        throw new RangeError(
+        throw new BudgetExceededError(
           `budget must cover this report: ${fresh.size} new value(s) would take question ${fp} to ${after} > budget = ${this.budget}`,
         );
       }

@@ -64,4 +64,4 @@ export {
   longitudinalFromSpec,
   unaryRoundThresholds,
 } from './longitudinal.js';
-export { DEVICE_FORMAT, Device, derivedWords, memoryStore, permanentKey, valueKey } from './device.js';
+export { BudgetExceededError, DEVICE_FORMAT, Device, derivedWords, memoryStore, permanentKey, valueKey } from './device.js';

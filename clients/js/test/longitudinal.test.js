@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Device, longitudinalFromSpec, memoryStore, specFingerprint } from '../src/index.js';
+import { BudgetExceededError, Device, longitudinalFromSpec, memoryStore, specFingerprint } from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
 const v = JSON.parse(readFileSync(dir + 'longitudinal.json', 'utf8'));
@@ -85,6 +85,7 @@ test('the device refuses a new value past its budget and answers memoized ones',
   const device = new Device({ store: memoryStore(), budget: 2.0 });
   await device.report(spec, [3]);
   await device.report(spec, [5, 3]);
+  await assert.rejects(device.report(spec, [7]), BudgetExceededError);
   await assert.rejects(device.report(spec, [7]), /budget must cover/);
   for (let day = 0; day < 20; day++) await device.report(spec, [3, 5]);
   assert.ok(Math.abs((await device.privacySpent(spec)) - 2.0) < 1e-12);
