@@ -4,8 +4,14 @@
 
 * for a longitudinal spec (:mod:`ldpkit.longitudinal`: a permanent and an instantaneous
   round), the permanent answer of each value is derived deterministically from the secret:
-  ``HMAC-SHA256(secret, "ldpkit.device/1" | spec fingerprint | value)`` keys a Philox
-  counter-based generator that draws that round only; the answer is memoized per
+  ``K = HMAC-SHA256(secret, "ldpkit.device/1" | spec fingerprint | value)`` keys the
+  permanent round's only randomness. L-GRR and the longitudinal unary encodings consume
+  64-bit words ``HMAC-SHA256(K, counter)`` (counter mode, :class:`DerivedWords`) with the
+  exact integer samplers (a word below ``floor(2^64 / T) T`` gives ``U = word mod T``; a
+  unary bit is ``word < threshold``), which the JS client (``clients/js/src/device.js``)
+  computes bit for bit (shared vectors); so does LOLOHA (its hash seed: the first word of
+  the key of ``"state"``; its permanent GRR over ``[g]`` keyed by the hashed value). The
+  other longitudinal specs key a Philox generator with ``K`` (Python only). The answer is memoized per
   (fingerprint, value), and every report re-randomizes it with fresh randomness (``rng``,
   the secure generator by default), so two days' reports differ: not a stable identifier;
 * for any other spec (no two-round form), the whole report is derived and memoized the same
@@ -18,6 +24,11 @@ leaking fresh ones. The file (JSON) holds the secret and the memo, in the user's
 directory by default; every write is atomic (temporary file, fsync, ``os.replace``, fsync of
 the directory), so a crash or ``kill -9`` leaves the old or the new file, never a torn one.
 No generator state is ever sent: a report is what the spec's ``randomize`` would send.
+
+``budget=`` caps each question's loss on this device (:meth:`Device.privacy_spent`): a
+report that would need a new permanent answer past it raises
+:class:`ldpkit.BudgetExceededError` before anything is derived, stored or returned; values
+already memoized are always answered (their reports cost nothing more).
 """
 
 from __future__ import annotations
@@ -35,9 +46,11 @@ from typing import Any
 import numpy as np
 
 from ._rng import RNGLike, as_generator
+from ._validation import check_real
+from .accountant import BudgetExceededError
 from .spec import Mechanism, Reports
 
-__all__ = ["Device", "default_device_path"]
+__all__ = ["Device", "DerivedWords", "default_device_path"]
 
 #: Layout written to and read from the memo file.
 DEVICE_FORMAT = "ldpkit.device/1"
@@ -63,6 +76,43 @@ def _value_key(value: Any) -> tuple[str, bytes]:
         return f"i{int(value)}", b"i" + int(value).to_bytes(16, "big", signed=True)
     as_float = float(value)
     return f"f{as_float.hex()}", b"f" + np.float64(as_float).tobytes()
+
+
+class DerivedWords:
+    """Uniform 64-bit words ``HMAC-SHA256(key, counter)`` in counter mode (counter: 8 bytes
+    big-endian from 0; each digest gives four big-endian words, in order): the permanent
+    round's randomness, computable exactly in any language (the JS client's
+    ``derivedWords``).
+
+    Examples
+    --------
+    >>> words = DerivedWords(bytes(32))
+    >>> a, b = words.u64(), words.below(10)
+    >>> 0 <= a < 2**64 and 0 <= b < 10
+    True
+    """
+
+    def __init__(self, key: bytes) -> None:
+        self._key = bytes(key)
+        self._counter = 0
+        self._pending: list[int] = []
+
+    def u64(self) -> int:
+        """The next word."""
+        if not self._pending:
+            block = hmac.new(self._key, self._counter.to_bytes(8, "big"), hashlib.sha256)
+            digest = block.digest()
+            self._counter += 1
+            self._pending = [int.from_bytes(digest[i : i + 8], "big") for i in (24, 16, 8, 0)]
+        return self._pending.pop()
+
+    def below(self, total: int) -> int:
+        """A uniform integer in ``[0, total)`` by rejection (the JS ``uniformBelow``)."""
+        limit = ((1 << 64) // total) * total
+        while True:
+            w = self.u64()
+            if w < limit:
+                return w % total
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -96,6 +146,11 @@ class Device:
     path : str or Path, optional
         The memo file; default :func:`default_device_path`. A secret that differs from the
         file's is refused (the file's answers were derived from its own secret).
+    budget : float, optional
+        The most each question (spec fingerprint) may cost this device, as
+        :meth:`privacy_spent` counts it; ``None`` (default): no cap. A report needing a new
+        permanent answer past it raises :class:`ldpkit.BudgetExceededError` (nothing is
+        stored or sent); memoized values are answered for free.
 
     Examples
     --------
@@ -112,7 +167,14 @@ class Device:
     (1, True, 1)
     """
 
-    def __init__(self, secret: bytes | None = None, path: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        secret: bytes | None = None,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        budget: float | None = None,
+    ):
+        self._budget = None if budget is None else check_real(budget, "budget", low=0.0)
         self._path = Path(default_device_path() if path is None else path)
         stored = self._load()
         if secret is not None:
@@ -176,24 +238,33 @@ class Device:
         _write_atomic(self._path, json.dumps(data, sort_keys=True).encode())
 
     # -- derivation ----------------------------------------------------------------------------
-    def _generator(self, spec: Mechanism, key: bytes) -> np.random.Generator:
-        """Philox keyed by HMAC-SHA256(secret, domain | fingerprint | value): the permanent
-        round's only randomness (a pseudorandom function of the secret)."""
+    def _key(self, spec: Mechanism, key: bytes) -> bytes:
+        """HMAC-SHA256(secret, domain | fingerprint | 0 | value key): the key of the
+        permanent round's randomness (a pseudorandom function of the secret)."""
         message = _DOMAIN + spec.fingerprint.encode() + b"\x00" + key
-        digest = hmac.new(self._secret, message, hashlib.sha256).digest()
+        return hmac.new(self._secret, message, hashlib.sha256).digest()
+
+    def _generator(self, spec: Mechanism, key: bytes) -> np.random.Generator:
+        """Philox keyed by :meth:`_key` (specs without a word-based permanent round)."""
+        digest = self._key(spec, key)
         return np.random.Generator(np.random.Philox(key=int.from_bytes(digest[:16], "big")))
 
     def _state(self, spec: Any) -> np.ndarray | None:
         """The spec's per-device permanent state (LOLOHA's hash seed), derived once."""
         entry = self._states.get(spec.fingerprint)
         if entry is None:
-            state = spec._device_state(self._generator(spec, b"state"))
+            from_words = getattr(spec, "_device_state_from_words", None)
+            if from_words is not None:  # LOLOHA's seed: one word (as the JS client)
+                state = from_words(DerivedWords(self._key(spec, b"state")))
+            else:
+                state = spec._device_state(self._generator(spec, b"state"))
             if state is None:
                 return None
             self._states[spec.fingerprint] = entry = _encode(state)
         return _decode(entry)
 
     def _memoized(self, spec: Mechanism, value: Any) -> dict[str, Any]:
+        state = None
         if _is_longitudinal(spec):
             # memoized per key: the value, or what its permanent answer depends on (LOLOHA:
             # its hashed value under the device's seed, so values hashing alike share it)
@@ -202,6 +273,12 @@ class Device:
         text, key = _value_key(value)
         table = self._memo.setdefault(spec.fingerprint, {})
         if text not in table:
+            from_words = getattr(spec, "_permanent_from_words", None)
+            if from_words is not None:
+                words = DerivedWords(self._key(spec, key))
+                perm_row = from_words(int(value), words, *([] if state is None else [state]))
+                table[text] = {"permanent": _encode(perm_row)}
+                return table[text]
             gen = self._generator(spec, key)
             if _is_longitudinal(spec):
                 perm = spec._permanent_from_keys(np.asarray([value]), gen, state)  # type: ignore[attr-defined]
@@ -237,23 +314,69 @@ class Device:
         afresh (``rng``; the secure generator by default). Other specs: the memoized whole
         report (identical every time: a stable identifier, see the module doc). New
         answers are written to the memo file before anything is returned.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the device has a ``budget`` and ``values`` need new permanent answers that
+            would take :meth:`privacy_spent` past it (checked before anything is derived or
+            stored; the whole batch is refused).
         """
         v = self._check_values(spec, values)
         before = len(self._memo.get(spec.fingerprint, {})), len(self._states)
-        entries = [self._memoized(spec, x) for x in v.tolist()]  # a device's few values
+        if self._budget is not None:
+            self._check_budget(spec, v)
+        if v.shape[0] == 0:
+            return spec.randomize(v, rng=rng)
+        # one memo look-up per distinct value (a year of daily reports has a few), then
+        # every report gathers its row
+        distinct, inverse = np.unique(v, return_inverse=True)
+        entries = [self._memoized(spec, x) for x in distinct.tolist()]
         if (len(self._memo.get(spec.fingerprint, {})), len(self._states)) != before:
             self._save()
+        inverse = inverse.reshape(-1)
         if _is_longitudinal(spec):
-            perm = np.stack([_decode(e["permanent"]) for e in entries]) if entries else None
-            if perm is None:
-                return spec.randomize(v, rng=rng)
+            perm = np.stack([_decode(e["permanent"]) for e in entries])[inverse]
             return spec._instantaneous_round(perm, as_generator(rng))  # type: ignore[attr-defined]
-        if not entries:
-            return spec.randomize(v, rng=rng)
         fields = entries[0]["report"].keys()
         return Reports(
-            spec, **{k: np.stack([_decode(e["report"][k]) for e in entries]) for k in fields}
+            spec,
+            **{k: np.stack([_decode(e["report"][k]) for e in entries])[inverse] for k in fields},
         )
+
+    @property
+    def budget(self) -> float | None:
+        """The per-question cap on :meth:`privacy_spent` (None: no cap)."""
+        return self._budget
+
+    def _keys(self, spec: Mechanism, values: np.ndarray) -> set[str]:
+        """The memo keys (file text) that ``values`` need."""
+        if _is_longitudinal(spec):
+            keys = spec._memo_keys(values, self._state(spec))  # type: ignore[attr-defined]
+        else:
+            keys = values
+        return {_value_key(x)[0] for x in np.asarray(keys).tolist()}
+
+    def _check_budget(self, spec: Mechanism, values: np.ndarray) -> None:
+        known = set(self._memo.get(spec.fingerprint, {}))
+        fresh = self._keys(spec, values) - known
+        if not fresh:
+            return  # memoized answers only: free
+        after = self._spent(spec, len(known) + len(fresh))
+        assert self._budget is not None
+        if after > self._budget * (1.0 + 1e-12):
+            raise BudgetExceededError(
+                f"budget must cover this report: {len(fresh)} new value(s) would take "
+                f"question {spec.fingerprint} to {after:.6g} > budget = {self._budget:g} "
+                f"(spent {self.privacy_spent(spec):.6g}); memoized values stay answerable"
+            )
+
+    def _spent(self, spec: Mechanism, k: int) -> float:
+        if k == 0:
+            return 0.0
+        if _is_longitudinal(spec):
+            return float(spec.longitudinal_privacy_loss(k))  # type: ignore[attr-defined]
+        return k * float(spec.privacy_loss())  # type: ignore[attr-defined]
 
     def distinct_values(self, spec: Mechanism) -> int:
         """How many different values (memo keys: LOLOHA's hashed values) this device has
@@ -265,12 +388,7 @@ class Device:
         """The loss of all this device's reports under ``spec``, whatever their number:
         ``spec.longitudinal_privacy_loss(distinct values)`` for a longitudinal spec, else
         ``distinct values x privacy_loss()`` (memoized whole reports)."""
-        k = self.distinct_values(spec)
-        if k == 0:
-            return 0.0
-        if _is_longitudinal(spec):
-            return float(spec.longitudinal_privacy_loss(k))  # type: ignore[attr-defined]
-        return k * float(spec.privacy_loss())  # type: ignore[attr-defined]
+        return self._spent(spec, self.distinct_values(spec))
 
     def __repr__(self) -> str:
         return f"Device(path={str(self._path)!r}, questions={len(self._memo)})"

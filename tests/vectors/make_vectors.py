@@ -24,6 +24,11 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   of a grid law from 64-bit words by rejection (``w < floor(2^64 / T) T`` gives
   ``U = w mod T``, else the next word); the Python samplers are replayed here with those U
   and uniforms, user by user in the client's order;
+- ``longitudinal.json`` (issue 30): the longitudinal specs' integer laws (L-GRR's weights,
+  the chained unary thresholds) and losses; a device secret and, per spec and value, the
+  permanent answer :class:`ldpkit.Device` derives (HMAC-SHA256 counter-mode words); and
+  reports of fixed words (permanent round from the first words, then the instantaneous
+  round: L-GRR one U, a unary encoding one word per bit);
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
   ``Encoder.encode`` gives them (or that it refuses them), and questions
   (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
@@ -41,6 +46,7 @@ import numpy as np
 from ldpkit import Encoder, Question, _crmath
 from ldpkit._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights, sample_flat_bump
 from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
+from ldpkit.frequency._base import index_dtype
 from ldpkit.frequency.grr import grr_sample
 from ldpkit.frequency.hashing import hash_parameters, local_hash, optimal_hash_range
 from ldpkit.frequency.unary import PROBABILITY_SCALE
@@ -603,6 +609,125 @@ def _questions() -> list[dict[str, Any]]:
     ]
 
 
+class _ReplayWords(_ReplayCoins):
+    """Words in order (the device's word source: ``u64``)."""
+
+    def u64(self) -> int:
+        return self.words.pop(0)
+
+
+def _longitudinal() -> dict[str, Any]:
+    import tempfile
+
+    from ldpkit import Device
+    from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE
+
+    specs: list[Any] = []
+    for cls in (LGRR, LOUE, LOSUE, LSUE, LSOUE):
+        for inf, one, d in ((2.0, 1.0, 8), (1.0, 0.25, 5), (6.0, 3.0, 3), (0.5, 0.1, 17)):
+            specs.append(cls(epsilon_inf=inf, epsilon_1=one, domain_size=d))
+    specs.append(LGRR(epsilon_inf=30.0, epsilon_1=10.0, domain_size=300))
+    for inf, one, d, g in ((2.0, 1.0, 100, None), (1.0, 0.5, 40, 2), (4.0, 1.0, 9, 5)):
+        specs.append(LOLOHA(epsilon_inf=inf, epsilon_1=one, domain_size=d, hash_range=g))
+    specs.append(LSUE(epsilon_inf=40.0, epsilon_1=20.0, domain_size=9))
+    laws = []
+    for spec in specs:
+        rounds = spec._rounds()
+        laws.append(
+            {
+                "spec": spec.to_dict(),
+                "fingerprint": spec.fingerprint,
+                "rounds": [[str(x) for x in r] for r in rounds],
+                "privacy_loss": spec.privacy_loss(),
+                "longitudinal_privacy_loss": [spec.longitudinal_privacy_loss(k) for k in (1, 2)],
+            }
+        )
+    secret = bytes(range(100, 132))
+    device_cases = []
+    with tempfile.TemporaryDirectory() as tmp:
+        device = Device(secret, Path(tmp) / "device.json")
+        for spec in [*specs[::3], *specs[-3:]]:
+            values = list(range(min(spec.domain_size, 6)))
+            device_cases.append(
+                {
+                    "spec": spec.to_dict(),
+                    "values": values,
+                    # uint64 rows (LOLOHA: seed, answer) as decimal strings: exact in JSON
+                    "permanent": [
+                        [str(x) for x in device.permanent(spec, v)["data"]]
+                        if isinstance(spec, LOLOHA)
+                        else device.permanent(spec, v)["data"]
+                        for v in values
+                    ],
+                }
+            )
+    rng = np.random.default_rng(30)
+    bodies = []
+    for spec in [*specs[::2], *specs[-3:]]:
+        d = spec.domain_size
+        values = [int(v) for v in rng.integers(0, d, 4)]
+        words = [
+            int(w) for w in rng.integers(0, _U64, 4 * (2 * d + 4), dtype=np.uint64, endpoint=True)
+        ]
+        replay = _ReplayWords([], words)
+        if isinstance(spec, LOLOHA):  # fresh devices: per value a seed word, then U
+            permanent = []
+            for v in values:
+                seed = np.asarray([replay.u64()], dtype=np.uint64)
+                key = int(spec._memo_keys(np.asarray([v]), seed)[0])
+                permanent.append(spec._permanent_from_words(key, replay, seed))
+        else:
+            permanent = [spec._permanent_from_words(v, replay) for v in values]
+        if isinstance(spec, LOLOHA):
+            rows = np.asarray(permanent, dtype=np.uint64)
+            ys = [
+                int(
+                    grr_sample(
+                        rows[i : i + 1, 1].astype(np.int64),
+                        spec.range_size,
+                        spec._rounds()[1],
+                        replay,
+                    )[0]
+                )  # type: ignore[arg-type]
+                for i in range(4)
+            ]
+            body = _body(
+                Reports(
+                    spec,
+                    seeds=rows[:, 0].copy(),
+                    values=np.asarray(ys, dtype=index_dtype(spec.range_size)),
+                )
+            )
+        elif isinstance(spec, LGRR):
+            perm = np.asarray(permanent, dtype=np.int64)
+            ys = [
+                int(grr_sample(perm[i : i + 1], d, spec._rounds()[1], replay)[0]) for i in range(4)
+            ]  # type: ignore[arg-type]
+            body = _body(Reports(spec, values=np.asarray(ys, dtype=index_dtype(d))))
+        else:
+            tp2, tq2 = spec._rounds()[1]
+            rows = []
+            for row in permanent:
+                bits = np.unpackbits(row)[:d]
+                rows.append(np.packbits([replay.u64() < (tp2 if b else tq2) for b in bits]))
+            body = _body(Reports(spec, bits=np.asarray(rows, dtype=np.uint8)))
+        used = len(words) - len(replay.words)
+        bodies.append(
+            {
+                "spec": spec.to_dict(),
+                "values": values,
+                "words": [str(w) for w in words[:used]],
+                "permanent": [np.asarray(p).astype(str).tolist() for p in permanent],
+                "body": body,
+            }
+        )
+    return {
+        "laws": laws,
+        "device": {"secret": secret.hex(), "cases": device_cases},
+        "bodies": bodies,
+    }
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
     return {
@@ -612,6 +737,7 @@ def vectors() -> dict[str, Any]:
         "bodies.json": _bodies(),
         "numeric.json": _numeric(),
         "encoding.json": {"encoders": _encoders(), "questions": _questions()},
+        "longitudinal.json": _longitudinal(),
     }
 
 

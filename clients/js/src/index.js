@@ -53,3 +53,15 @@ export {
   specFingerprint,
 } from './question.js';
 export { buildBody, encodeValues, fetchSpec, send } from './client.js';
+export {
+  LGRR,
+  LOUE,
+  LOSUE,
+  LSUE,
+  LSOUE,
+  LONGITUDINAL,
+  lgrrWeights,
+  longitudinalFromSpec,
+  unaryRoundThresholds,
+} from './longitudinal.js';
+export { BudgetExceededError, DEVICE_FORMAT, Device, derivedWords, memoryStore, permanentKey, valueKey } from './device.js';

@@ -19,6 +19,12 @@ const OPTIONAL = true;
 export const PARAMS = {
   GRR: [['epsilon', F], ['domain_size', I]],
   OUE: [['epsilon', F], ['domain_size', I]],
+  LGRR: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
+  LOUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
+  LOSUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
+  LSUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
+  LSOUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
+  LOLOHA: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F], ['hash_range', I]],
   OLH: [['epsilon', F], ['domain_size', I], ['hash_range', I, null]],
   HadamardResponse: [['epsilon', F], ['domain_size', I]],
   SquareWave: [

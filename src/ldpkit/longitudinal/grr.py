@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,9 @@ def lgrr_weights(
             f"{d} (the instantaneous round's ratio must stay below e^{RR_MAX_EPSILON:g}), "
             f"got {epsilon_1!r}"
         )
-    c, e = rr_weights(max(math.log(g), 1e-12), d - 1)
+    # log(g) correctly rounded (log1p of the exact g - 1): the JS client computes the same
+    # double, hence the same integer weights (libm's log may differ by an ulp)
+    c, e = rr_weights(max(_crmath.log1p(g - 1.0), 1e-12), d - 1)
     while c > e and _chained_loss(a, b, t1, c, e) > epsilon_1:
         c -= max(1, c >> 50)
     return (a, b), (c, e)
@@ -170,6 +173,17 @@ class LGRR(LongitudinalOracle):
 
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
+
+    def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
+        """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`):
+        ``U = words.below(T)``, then :func:`grr_sample`'s rule (``U < w_keep`` keeps, else
+        ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation."""
+        a, b = self._rounds()[0]
+        u = words.below(a + (self.domain_size - 1) * b)
+        if u < a:
+            return np.asarray(value, dtype=np.int64)
+        other = (u - a) // b
+        return np.asarray(other + (other >= value), dtype=np.int64)
 
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
         perm = np.asarray(permanent, dtype=np.int64).reshape(-1)

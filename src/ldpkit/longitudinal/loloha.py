@@ -11,6 +11,7 @@ where memoization per value (L-GRR, L-OSUE, RAPPOR) pays ``epsilon_inf`` per dis
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -157,6 +158,19 @@ class LOLOHA(LongitudinalOracle):
     def _device_state(self, gen: np.random.Generator) -> np.ndarray:
         """The device's hash seed (drawn once, kept)."""
         return gen.integers(0, _U64_MAX, size=1, dtype=np.uint64, endpoint=True)
+
+    def _device_state_from_words(self, words: Any) -> np.ndarray:
+        """The device's hash seed from one 64-bit word (:class:`ldpkit.device.DerivedWords`;
+        the JS client's derivation)."""
+        return np.asarray([words.u64()], dtype=np.uint64)
+
+    def _permanent_from_words(self, key: int, words: Any, state: np.ndarray) -> np.ndarray:
+        """The permanent row ``(seed, answer)`` of one hashed value ``key``: L-GRR's
+        permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's order)."""
+        a, b = self._rounds()[0]
+        u = words.below(a + (self.range_size - 1) * b)
+        answer = key if u < a else (u - a) // b + ((u - a) // b >= key)
+        return np.asarray([int(state[0]), answer], dtype=np.uint64)
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
         """What the permanent answer depends on: the hashed value under the device's seed."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from abc import abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -186,6 +186,14 @@ class LongitudinalUnary(LongitudinalOracle):
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         tp1, tq1 = self._rounds()[0]
         return self._bits(np.asarray(values, dtype=np.int64), tp1, tq1, gen)
+
+    def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
+        """One value's packed permanent bits from 64-bit words (:class:`ldpkit.device.DerivedWords`):
+        bit j is ``word_j < T_p1`` for j = value, ``< T_q1`` elsewhere, one word per bit in
+        order (the JS client's derivation)."""
+        tp1, tq1 = self._rounds()[0]
+        bits = [words.u64() < (tp1 if j == value else tq1) for j in range(self.domain_size)]
+        return np.packbits(np.asarray(bits, dtype=np.uint8))
 
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
         perm = _bits.check_packed(np.asarray(permanent), self.domain_size, "permanent")

@@ -1,0 +1,325 @@
+// The longitudinal randomizers of ldpkit.longitudinal (issue 30): L-GRR and the chained
+// unary encodings L-OUE, L-OSUE, L-SUE, L-SOUE. A report chains a *permanent* round (budget
+// epsilon_inf, memoized per value by a Device: device.js) and a fresh *instantaneous* round
+// (one report: epsilon_1). The integer laws are Python's bit for bit (lgrr_weights,
+// unary_round_thresholds: correctly rounded constants, exact BigInt losses), and the
+// permanent round consumes 64-bit words in the order of Python's _permanent_from_words:
+// L-GRR one uniform U in [0, T) (rejection), a unary encoding one word per bit.
+
+import { crExp, crLog1p, exactRatio } from './exact.js';
+import { localHash } from './hashing.js';
+import {
+  MECHANISMS,
+  RR_MAX_EPSILON,
+  grrFromUniform,
+  indexDtype,
+  packBits,
+  rrWeights,
+  unaryPrivacyLoss,
+  unaryThresholds,
+} from './mechanisms.js';
+import { checkEpsilon, ratioLoss, uniformBelow } from './numeric.js';
+import { secureCoins } from './random.js';
+
+const SCALE = 1n << 64n;
+const SCALE2 = 1n << 128n;
+
+function checkDomain(d, high) {
+  if (!Number.isInteger(d) || d < 2 || d > high) {
+    throw new RangeError(`domain_size must be an integer in [2, ${high}], got ${d}`);
+  }
+  return d;
+}
+
+function checkValue(v, d) {
+  if (!Number.isInteger(v) || v < 0 || v >= d) {
+    throw new RangeError(`value must be an integer in [0, ${d}), got ${v}`);
+  }
+  return v;
+}
+
+function ulp(x) {
+  const buf = new DataView(new ArrayBuffer(8));
+  buf.setFloat64(0, x);
+  buf.setBigUint64(0, buf.getBigUint64(0) + 1n);
+  return buf.getFloat64(0) - x;
+}
+
+/** The budgets (epsilon_1 < epsilon_inf) of a longitudinal spec's params. */
+function budgets({ epsilon, epsilon_inf }, maxInf, maxOne) {
+  const one = checkEpsilon(epsilon, maxOne);
+  const inf = checkEpsilon(epsilon_inf, maxInf);
+  if (!(one < inf)) {
+    throw new RangeError(`epsilon (epsilon_1) must be < epsilon_inf = ${inf}, got ${one}`);
+  }
+  return [one, inf];
+}
+
+/** log(P (1 - Q) / (Q (1 - P))) for P = big / scale, Q = small / scale (composite_loss). */
+function compositeLoss(big, small, scale) {
+  if (small <= 0n || big >= scale) return Infinity;
+  const num = big * (scale - small);
+  const den = small * (scale - big);
+  return crLog1p(exactRatio(num - den, den));
+}
+
+/** lgrr_weights: [[a, b], [c, e]] (BigInts) of L-GRR's permanent and instantaneous GRR. */
+export function lgrrWeights(epsilonInf, epsilon1, d) {
+  const [a, b] = rrWeights(epsilonInf, d - 1);
+  const t1 = a + BigInt(d - 1) * b;
+  const p1 = exactRatio(a, t1);
+  const q1 = exactRatio(b, t1);
+  const growth = crExp(epsilon1);
+  const denominator = p1 - growth * q1;
+  const g = denominator > 0 ? (growth * (1.0 - q1) - (1.0 - p1)) / denominator : Infinity;
+  if (!(g < crExp(RR_MAX_EPSILON))) {
+    throw new RangeError(
+      `epsilon (epsilon_1) must leave room below epsilon_inf = ${epsilonInf} at domain_size = ${d}, got ${epsilon1}`,
+    );
+  }
+  let [c, e] = rrWeights(Math.max(crLog1p(g - 1.0), 1e-12), d - 1);
+  const chainedLoss = (cc) => ratioLoss(b * cc + (t1 - b) * e, a * cc + (t1 - a) * e);
+  while (c > e && chainedLoss(c) > epsilon1) {
+    const step = c >> 50n;
+    c -= step > 1n ? step : 1n;
+  }
+  return [
+    [a, b],
+    [c, e],
+  ];
+}
+
+/** L-GRR: a memoized GRR answer at epsilon_inf, re-randomized by GRR (one report: epsilon_1). */
+export class LGRR {
+  constructor({ epsilon, epsilon_inf, domain_size }) {
+    [this.epsilon, this.epsilonInf] = budgets({ epsilon, epsilon_inf }, RR_MAX_EPSILON, 30.0);
+    this.domainSize = checkDomain(domain_size, 2 ** 53);
+    const d = BigInt(this.domainSize - 1);
+    [[this.a, this.b], [this.c, this.e]] = lgrrWeights(this.epsilonInf, this.epsilon, this.domainSize);
+    this.t1 = this.a + d * this.b;
+    this.t2 = this.c + d * this.e;
+    this.keep = this.a * this.c + (this.t1 - this.a) * this.e;
+    this.other = this.b * this.c + (this.t1 - this.b) * this.e;
+    this.p = exactRatio(this.keep, this.t1 * this.t2);
+    this.q = exactRatio(this.other, this.t1 * this.t2);
+  }
+  privacyLoss() {
+    return ratioLoss(this.other, this.keep);
+  }
+  longitudinalPrivacyLoss(distinctValues = 1) {
+    return Math.min(distinctValues, this.domainSize) * ratioLoss(this.b, this.a);
+  }
+  /** The permanent answer (an item) of value v from a word source {u64()}. */
+  permanentFromWords(v, words) {
+    return grrFromUniform(checkValue(v, this.domainSize), this.domainSize, this.a, this.b, uniformBelow(this.t1, words));
+  }
+  /** One fresh report of each permanent answer (the instantaneous GRR). */
+  instantaneous(permanent, coins = secureCoins) {
+    const data = permanent.map((y) =>
+      grrFromUniform(checkValue(y, this.domainSize), this.domainSize, this.c, this.e, uniformBelow(this.t2, coins)),
+    );
+    return { values: { dtype: indexDtype(this.domainSize), shape: [data.length], data } };
+  }
+  /** Fresh two-round reports (no memo): permanent then instantaneous, from `coins`. */
+  randomize(values, coins = secureCoins) {
+    return this.instantaneous(values.map((v) => this.permanentFromWords(v, coins)), coins);
+  }
+}
+
+function firstRound(kind, epsilonInf) {
+  if (kind === 'oue') {
+    const t = crExp(-epsilonInf);
+    return unaryThresholds(0.5, t / (1.0 + t), epsilonInf);
+  }
+  const t = crExp(-epsilonInf / 2.0);
+  return unaryThresholds(1.0 / (1.0 + t), t / (1.0 + t), epsilonInf);
+}
+
+/** unary_round_thresholds: [[Tp1, Tq1], [Tp2, Tq2]] (BigInts, units of 2^-64). */
+export function unaryRoundThresholds(first, second, epsilonInf, epsilon1) {
+  const [tp1, tq1] = firstRound(first, epsilonInf);
+  const limit = epsilon1 - 4 * ulp(epsilon1);
+  const loss = (tp2, tq2) =>
+    compositeLoss(tp1 * tp2 + (SCALE - tp1) * tq2, tq1 * tp2 + (SCALE - tq1) * tq2, SCALE2);
+  let top;
+  if (second === 'oue') {
+    const half = SCALE / 2n;
+    top = loss(half, 1n);
+    if (top > limit) {
+      let lo = 1n;
+      let hi = half;
+      while (hi - lo > 1n) {
+        const mid = (lo + hi) / 2n;
+        if (loss(half, mid) <= limit) hi = mid;
+        else lo = mid;
+      }
+      return [
+        [tp1, tq1],
+        [half, hi],
+      ];
+    }
+  } else {
+    top = loss(SCALE - 1n, 1n);
+    if (top > limit) {
+      let lo = SCALE / 2n;
+      let hi = SCALE - 1n;
+      while (hi - lo > 1n) {
+        const mid = (lo + hi) / 2n;
+        if (loss(mid, SCALE - mid) <= limit) lo = mid;
+        else hi = mid;
+      }
+      return [
+        [tp1, tq1],
+        [lo, SCALE - lo],
+      ];
+    }
+  }
+  throw new RangeError(
+    `epsilon (epsilon_1) must be < ${top} for epsilon_inf = ${epsilonInf} with this chaining, got ${epsilon1}`,
+  );
+}
+
+/** Two chained unary encodings; reports are packed bits (reports.bits). */
+class LongitudinalUnary {
+  constructor({ epsilon, epsilon_inf, domain_size }, [first, second], maxInf, maxOne) {
+    [this.epsilon, this.epsilonInf] = budgets({ epsilon, epsilon_inf }, maxInf, maxOne);
+    this.domainSize = checkDomain(domain_size, 2 ** 24);
+    [[this.tp1, this.tq1], [this.tp2, this.tq2]] = unaryRoundThresholds(first, second, this.epsilonInf, this.epsilon);
+    this.big = this.tp1 * this.tp2 + (SCALE - this.tp1) * this.tq2;
+    this.small = this.tq1 * this.tp2 + (SCALE - this.tq1) * this.tq2;
+    this.p = exactRatio(this.big, SCALE2);
+    this.q = exactRatio(this.small, SCALE2);
+  }
+  privacyLoss() {
+    return compositeLoss(this.big, this.small, SCALE2);
+  }
+  longitudinalPrivacyLoss(distinctValues = 1) {
+    return Math.min(distinctValues, this.domainSize) * unaryPrivacyLoss(this.tp1, this.tq1);
+  }
+  /** Packed permanent bits of value v: one word per bit, bit j = word < (j === v ? Tp1 : Tq1). */
+  permanentFromWords(v, words) {
+    checkValue(v, this.domainSize);
+    const bits = new Array(this.domainSize);
+    for (let j = 0; j < this.domainSize; j++) bits[j] = words.u64() < (j === v ? this.tp1 : this.tq1) ? 1 : 0;
+    return packBits(bits);
+  }
+  /** One fresh report of each packed permanent row: bit j = word < (permanent bit ? Tp2 : Tq2). */
+  instantaneous(permanent, coins = secureCoins) {
+    const width = (this.domainSize + 7) >> 3;
+    const data = permanent.map((row) => {
+      if (!Array.isArray(row) || row.length !== width) {
+        throw new RangeError(`permanent rows must be ${width} packed bytes, got ${row}`);
+      }
+      const words = coins.u64Array(this.domainSize);
+      const bits = new Array(this.domainSize);
+      for (let j = 0; j < this.domainSize; j++) {
+        const set = (row[j >> 3] >> (7 - (j & 7))) & 1;
+        bits[j] = words[j] < (set ? this.tp2 : this.tq2) ? 1 : 0;
+      }
+      return packBits(bits);
+    });
+    return { bits: { dtype: '|u1', shape: [data.length, width], data } };
+  }
+  randomize(values, coins = secureCoins) {
+    return this.instantaneous(values.map((v) => this.permanentFromWords(v, coins)), coins);
+  }
+}
+
+// max epsilon_inf and max epsilon_1 of each class, as the Python classes
+export class LOUE extends LongitudinalUnary {
+  constructor(params) {
+    super(params, ['oue', 'oue'], 30.0, 29.5);
+  }
+}
+export class LOSUE extends LongitudinalUnary {
+  constructor(params) {
+    super(params, ['oue', 'sue'], 30.0, 29.9);
+  }
+}
+export class LSUE extends LongitudinalUnary {
+  constructor(params) {
+    super(params, ['sue', 'sue'], 50.0, 49.9);
+  }
+}
+export class LSOUE extends LongitudinalUnary {
+  constructor(params) {
+    super(params, ['sue', 'oue'], 50.0, 25.5);
+  }
+}
+
+/**
+ * LOLOHA (Arcolezi, Pinzón, Palamidessi, Gambs, EDBT 2023): one hash seed per device
+ * (kept), L-GRR over [g] of the hashed value, memoized per hashed value. The spec dict must
+ * carry hash_range (Python's to_dict() writes the resolved g). Reports {seeds, values}.
+ */
+export class LOLOHA {
+  constructor({ epsilon, epsilon_inf, domain_size, hash_range }) {
+    [this.epsilon, this.epsilonInf] = budgets({ epsilon, epsilon_inf }, RR_MAX_EPSILON, 30.0);
+    this.domainSize = checkDomain(domain_size, 2 ** 32);
+    if (!Number.isInteger(hash_range) || hash_range < 2 || hash_range > 2 ** 32) {
+      throw new RangeError(`hash_range must be an integer in [2, ${2 ** 32}], got ${hash_range}`);
+    }
+    this.g = hash_range;
+    const g1 = BigInt(this.g - 1);
+    [[this.a, this.b], [this.c, this.e]] = lgrrWeights(this.epsilonInf, this.epsilon, this.g);
+    this.t1 = this.a + g1 * this.b;
+    this.t2 = this.c + g1 * this.e;
+    this.keep = this.a * this.c + (this.t1 - this.a) * this.e;
+    this.other = this.b * this.c + (this.t1 - this.b) * this.e;
+    this.p = exactRatio(this.keep, this.t1 * this.t2);
+  }
+  privacyLoss() {
+    return ratioLoss(this.other, this.keep);
+  }
+  longitudinalPrivacyLoss(distinctValues = 1) {
+    return Math.min(distinctValues, this.g) * ratioLoss(this.b, this.a);
+  }
+  /** The device's hash seed (a BigInt) from its state words. */
+  stateFromWords(words) {
+    return words.u64();
+  }
+  /** The memo key of value v under the device's seed: its hashed value. */
+  memoKey(v, seed) {
+    return localHash(seed, checkValue(v, this.domainSize), this.g);
+  }
+  /** The permanent row [seed, answer] (decimal strings) of one hashed value. */
+  permanentFromWords(key, words, seed) {
+    const answer = grrFromUniform(key, this.g, this.a, this.b, uniformBelow(this.t1, words));
+    return [seed.toString(), String(answer)];
+  }
+  instantaneous(permanent, coins = secureCoins) {
+    const seeds = [];
+    const data = [];
+    for (const [seed, answer] of permanent) {
+      seeds.push(String(seed));
+      data.push(grrFromUniform(Number(answer), this.g, this.c, this.e, uniformBelow(this.t2, coins)));
+    }
+    return {
+      seeds: { dtype: '<u8', shape: [seeds.length], data: seeds },
+      values: { dtype: indexDtype(this.g), shape: [data.length], data },
+    };
+  }
+  /** Fresh devices: per value a seed word, then the permanent answer, then the instantaneous round. */
+  randomize(values, coins = secureCoins) {
+    const permanent = values.map((v) => {
+      const seed = coins.u64();
+      return this.permanentFromWords(this.memoKey(v, seed), coins, seed);
+    });
+    return this.instantaneous(permanent, coins);
+  }
+}
+
+export const LONGITUDINAL = { LGRR, LOUE, LOSUE, LSUE, LSOUE, LOLOHA };
+
+/** A longitudinal randomizer from a spec dict {mechanism, params} (Mechanism.to_dict()). */
+export function longitudinalFromSpec(spec) {
+  const cls = LONGITUDINAL[spec?.mechanism];
+  if (cls === undefined) {
+    throw new Error(`mechanism must be one of ${Object.keys(LONGITUDINAL).join(', ')}, got ${spec?.mechanism}`);
+  }
+  return new cls(spec.params);
+}
+
+// fromSpec/buildBody (mechanisms.js) know them too: a fresh two-round report, as Python's
+// spec.randomize (a first day; memoized reporting goes through Device.report).
+Object.assign(MECHANISMS, LONGITUDINAL);

@@ -1,0 +1,183 @@
+"""A memoizing clients/js Device in a real browser (Debian's chromium), across 20 reloads.
+
+A static server on 127.0.0.1 serves ``tests/browser/device.html``; ``tests/browser/reload.mjs``
+loads it and reloads it 20 times in one browser context, so its localStorage persists (issue
+30: "the browser client holds the guarantee across reloads"). Each load opens the device from
+localStorage, reports a few values of an L-GRR, an L-OSUE and a LOLOHA question (one hash
+seed per device, memoized per hashed value) with secure coins, and
+hands back its reports and the 64-bit words its coins gave. Checked:
+
+- the secret and the stored memo are the same on every load, and no reload writes to the
+  store (every answer after the first load is a memoized one);
+- every report of every load is the instantaneous round, replayed here on those words, of the
+  permanent answer that *Python's* :class:`ldpkit.Device` derives from that secret: the
+  reports' permanent part is the memoized one, and Python and the browser derive it alike;
+- the reports still differ between loads (fresh instantaneous coins: no stable identifier),
+  and what the device says it spent stays ``longitudinal_privacy_loss(distinct values)``;
+- the page loads nothing from another origin and logs no errors.
+
+Needs node, ``/usr/bin/chromium`` (or ``$CHROMIUM``) and ``npm ci`` in tests/browser
+(playwright-core); skips without them, except in CI (``CI`` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from ldpkit import Device
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE
+from ldpkit.spec import Mechanism
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSER = ROOT / "tests" / "browser"
+NODE = shutil.which("node")
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+PLAYWRIGHT = BROWSER / "node_modules" / "playwright-core"
+RELOADS = 20
+
+_missing = [
+    what
+    for what, ok in (
+        ("node", NODE is not None),
+        ("chromium", Path(CHROMIUM).is_file()),
+        ("tests/browser/node_modules/playwright-core (npm ci)", PLAYWRIGHT.is_dir()),
+    )
+    if not ok
+]
+pytestmark = pytest.mark.skipif(
+    bool(_missing) and not os.environ.get("CI"),
+    reason=f"missing {', '.join(_missing)} (apt-get install chromium nodejs; "
+    "npm ci --prefix tests/browser); CI must have them",
+)
+
+PLAN: list[tuple[Mechanism, list[int]]] = [
+    (LGRR(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16), [3, 7, 3]),
+    (LOSUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=10), [4]),
+    (LOLOHA(epsilon_inf=2.0, epsilon_1=1.0, domain_size=50, hash_range=4), [10, 11]),
+]
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {
+        **SimpleHTTPRequestHandler.extensions_map,
+        ".js": "text/javascript",
+        ".mjs": "text/javascript",
+    }
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def static_server() -> Iterator[str]:
+    """The repository over HTTP on 127.0.0.1 (the page imports clients/js from it)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(ROOT)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _replay(spec: Mechanism, permanent: list[Any], words: list[int]) -> Any:
+    """The instantaneous round of the JS client on ``words`` (its draw order), in Python."""
+    pending = list(words)
+    if isinstance(spec, (LGRR, LOLOHA)):
+        c, e = spec._rounds()[1]
+        d = spec.range_size if isinstance(spec, LOLOHA) else spec.domain_size
+        total = c + (d - 1) * e
+        limit = ((1 << 64) // total) * total
+        out = []
+        for y in permanent:
+            while (w := pending.pop(0)) >= limit:
+                pass
+            u = w % total
+            other = (u - c) // e
+            out.append(int(y) if u < c else other + (other >= int(y)))
+        assert not pending
+        return out
+    assert isinstance(spec, LOSUE)
+    tp2, tq2 = spec._rounds()[1]
+    rows = []
+    for row in permanent:
+        bits = np.unpackbits(np.asarray(row, dtype=np.uint8))[: spec.domain_size]
+        rows.append(np.packbits([pending.pop(0) < (tp2 if b else tq2) for b in bits]).tolist())
+    assert not pending
+    return rows
+
+
+def test_memoized_reports_across_reloads(static_server: str, tmp_path: Path) -> None:
+    assert NODE is not None
+    plan = [{"spec": spec.to_dict(), "values": values} for spec, values in PLAN]
+    url = f"{static_server}/tests/browser/device.html#" + urllib.parse.urlencode(
+        {"plan": json.dumps(plan)}
+    )
+    args = {"chromium": CHROMIUM, "url": url, "reloads": RELOADS}
+    done = subprocess.run(
+        [NODE, "reload.mjs", json.dumps(args)],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    assert out["consoleErrors"] == [] and out["foreignRequests"] == []
+    loads = out["loads"]
+    assert len(loads) == RELOADS + 1
+
+    # one secret, one memo; the first load creates them, no reload writes anything
+    first = loads[0]
+    assert first["storeBefore"] is None
+    assert {load["secret"] for load in loads} == {first["secret"]}
+    assert all(load["storeBefore"] == first["storeAfter"] for load in loads[1:])
+    assert all(load["storeAfter"] == first["storeAfter"] for load in loads)
+
+    # Python's derivation from the browser's secret gives the permanent answers, and every
+    # report of every load is their instantaneous round on the words the page drew
+    device = Device(bytes.fromhex(first["secret"]), tmp_path / "device.json")
+    stored = json.loads(first["storeAfter"])["memo"]
+    distinct_reports: list[set[str]] = [set() for _ in PLAN]
+    for load in loads:
+        for k, ((spec, values), result) in enumerate(zip(PLAN, load["results"], strict=True)):
+            permanent = [device.permanent(spec, v)["data"] for v in values]
+            words = [int(w) for w in result["words"]]
+            if isinstance(spec, LOLOHA):  # rows (seed, answer): one seed for the device
+                seeds = {str(p[0]) for p in permanent}
+                assert seeds == set(result["report"]["seeds"]["data"]) and len(seeds) == 1
+                assert json.loads(first["storeAfter"])["states"][spec.fingerprint] == seeds.pop()
+                keys = spec._memo_keys(np.asarray(values), np.uint64([permanent[0][0]]))
+                memo = [stored[spec.fingerprint][f"i{k}"] for k in keys.tolist()]
+                assert [[int(x) for x in m] for m in memo] == permanent
+                permanent = [p[1] for p in permanent]
+            else:
+                permanent = [p[0] if isinstance(spec, LGRR) else p for p in permanent]
+                assert [stored[spec.fingerprint][f"i{v}"] for v in values] == permanent
+            field = "bits" if isinstance(spec, LOSUE) else "values"
+            got = result["report"][field]["data"]
+            assert got == _replay(spec, permanent, words), (spec, load)
+            assert result["spent"] == pytest.approx(
+                spec.longitudinal_privacy_loss(len(set(values))),  # type: ignore[attr-defined]
+                rel=1e-12,
+            )
+            distinct_reports[k].add(json.dumps(got))
+    # fresh instantaneous coins: the reports are not a stable identifier across loads
+    # (the L-OSUE report of one value repeats by chance with probability < 0.03 per pair)
+    assert all(len(seen) > 1 for seen in distinct_reports)
+    assert len(distinct_reports[1]) >= RELOADS // 2
