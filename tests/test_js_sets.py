@@ -15,21 +15,25 @@ computed from the truth and the spec's exact probabilities:
   of its mean, Ye et al. 2019, section IV).
 
 Each test also decodes the same reports with epsilon x 1.3 and requires that the z-test
-then fails (|z| > 6): the check has power. Skipped without ``node`` except in CI.
+then fails (|z| > 6): the check has power. The node tests skip without ``node`` except in
+CI (see tests/test_js_client.py).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from _jshelpers import js_reports, needs_node
+from ldpkit.io import reports_from_dict
 from ldpkit.sets import PCKV, PaddingSampling, PrivKV, UserPairs, UserSets
 from ldpkit.spec import Reports
 
-pytestmark = needs_node
+VECTORS = Path(__file__).resolve().parent / "vectors" / "sets.json"
 
 SEED = 20261207
 N = 30_000
@@ -78,6 +82,7 @@ def _padding_z(spec: PaddingSampling, reports: Reports, sets: UserSets) -> float
     return float(np.max(np.abs(got - truth) / np.sqrt(var)))
 
 
+@needs_node
 @pytest.mark.parametrize("oracle", ["grr", "olh"])
 def test_js_padding_sampling_is_unbiased(oracle: str) -> None:
     spec = PaddingSampling(epsilon=2.0, domain_size=8, padding=2, oracle=oracle)
@@ -118,6 +123,7 @@ def _pckv_z(spec: PCKV, reports: Reports, pairs: UserPairs) -> tuple[float, floa
     )
 
 
+@needs_node
 @pytest.mark.parametrize("method", ["ue", "grr"])
 def test_js_pckv_is_unbiased(method: str) -> None:
     spec = PCKV(epsilon=2.0, domain_size=6, padding=2, method=method)
@@ -152,6 +158,7 @@ def _privkv_z(spec: PrivKV, reports: Reports, pairs: UserPairs) -> tuple[float, 
     return float(np.max(np.abs(z_freq))), float(np.max(np.abs(z_fm)))
 
 
+@needs_node
 def test_js_privkv_is_unbiased() -> None:
     spec = PrivKV(epsilon=3.0, domain_size=6)
     users = _users_pairs(spec.domain_size, 2, N, SEED)
@@ -163,6 +170,7 @@ def test_js_privkv_is_unbiased() -> None:
     assert max(_privkv_z(wrong, reports, pairs)) > 6.0
 
 
+@needs_node
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "spec",
@@ -185,3 +193,15 @@ def test_js_secure_coins_sets_are_unbiased(spec: Any) -> None:
         users = _users_pairs(spec.domain_size, spec.padding, n, SEED + 2)
         reports = js_reports(spec, values=users, seed=None)
         assert max(_pckv_z(spec, reports, UserPairs.from_lists(users))[:2]) <= 5.5
+
+
+def test_set_vector_bodies_decode_and_aggregate_in_python() -> None:
+    cases = json.loads(VECTORS.read_text())
+    assert {c["body"]["mechanism"]["mechanism"] for c in cases} == {
+        "PaddingSampling",
+        "PCKV",
+        "PrivKV",
+    }
+    for case in cases:
+        reports = reports_from_dict(case["body"])
+        assert reports.spec.aggregate(reports).n == len(case["values"])
