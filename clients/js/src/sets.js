@@ -23,6 +23,7 @@ import { secureCoins } from './random.js';
 const MAX_PADDING = 2 ** 20; // the Python specs' bound on padding
 /** Denominator of PCKV-UE's non-key coin (keyvalue._UE_TOTAL). */
 const UE_TOTAL = 1n << 52n;
+const MASK53 = (1n << 53n) - 1n;
 
 function checkDomainSize(d) {
   return checkInteger(d, 'domain_size', 2, Number.MAX_SAFE_INTEGER);
@@ -198,8 +199,11 @@ export class PCKV {
     const nz = new Array(this.slots);
     const sg = new Array(this.slots);
     const twoBig = 2n * this.big;
+    // U below 2^53 per key: 2^64 is a multiple, so no word is rejected and U is the word's
+    // low 53 bits (uniformBelow's rule); one batch of words per report
+    const words = coins.u64Array(this.slots);
     for (let j = 0; j < this.slots; j++) {
-      const u = uniformBelow(2n * UE_TOTAL, coins); // 2^64 is a multiple: no rejection
+      const u = words[j] & MASK53;
       nz[j] = u < twoBig;
       sg[j] = u < this.big;
     }
