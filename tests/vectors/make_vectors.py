@@ -27,7 +27,8 @@ are stale. Each file holds inputs and what the Python implementation makes of th
 - ``sets.json``: bodies as in ``bodies.json`` for PaddingSampling (GRR, OLH), PCKV (UE,
   GRR) and PrivKV (:mod:`ldpkit.sets`): values (item lists, or ``[key, value]`` pairs),
   fixed uniforms and 64-bit words, and the body the Python samplers make of them, run on
-  one user at a time so that their draws come in the client's order;
+  one user at a time so that their draws come in the client's order; and the spec's
+  ``privacy_loss()`` (correctly rounded on exact rationals; not PrivKV's, a numpy log);
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
   ``Encoder.encode`` gives them (or that it refuses them), and questions
   (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
@@ -565,6 +566,8 @@ def _sets() -> list[dict[str, Any]]:
                 "uniforms": uniforms,
                 "words": [str(w) for w in words],
                 "body": _body(Reports(spec, **arrays)),
+                # PrivKV's loss comes out of numpy's log (SIMD-dependent bits): not a vector
+                "privacy_loss": None if isinstance(spec, PrivKV) else spec.privacy_loss(),
             }
         )
     return out
