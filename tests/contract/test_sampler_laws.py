@@ -190,6 +190,7 @@ LAW_TESTS = {
     " and ::test_grr_sampler_matches_its_law_and_fails_for_a_wrong_epsilon",
     "PrivKV": "tests/sets/test_keyvalue.py::test_privkv_law_frequency_and_documented_mean_bias"
     " (pair_matrix; the frequency z-test fails at eps x 1.3)",
+    "PrivSet": "tests/sets/test_privset.py::test_sampler_matches_the_law_and_fails_for_a_wrong_epsilon",
 }
 
 
