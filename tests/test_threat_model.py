@@ -36,6 +36,7 @@ WHY = {
     "PaddingSampling": _RR,
     "PCKV": _RR,
     "PrivKV": _RR,
+    "PrivSet": "branch coin `a / 2^62`, `a N_miss <= e^eps (2^62 - a) N_meet` on the integers",
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.
 INNER = {
