@@ -49,6 +49,11 @@ def _observed(spec: PrivSet, items: list[int], n: int, seed: int) -> np.ndarray:
         (PrivSet(epsilon=1.0, domain_size=4, padding=2, subset_size=2), [1]),
         (PrivSet(epsilon=2.0, domain_size=5, padding=2, subset_size=3), [0, 2, 4]),  # long
         (PrivSet(epsilon=1.5, domain_size=5, padding=1, subset_size=1), []),
+        # Floyd's sampler (k^2 <= D) with k - 1 >= 2 others and a sampled-down set
+        (PrivSet(epsilon=1.0, domain_size=9, padding=2, subset_size=3), [1, 4, 7]),
+        # k^2 > 8 D: the permutation sampler
+        (PrivSet(epsilon=1.0, domain_size=9, padding=1, subset_size=9), [3]),
+        (PrivSet(epsilon=2.0, domain_size=9, padding=1, subset_size=9), []),
     ],
 )
 def test_sampler_matches_the_law_and_fails_for_a_wrong_epsilon(

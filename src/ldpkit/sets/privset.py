@@ -63,6 +63,26 @@ def _branch_loss(a: int, meet: int, miss: int) -> float:
     return _crmath.log1p((num - den) / den)
 
 
+def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
+    """``rows`` uniform k-subsets of ``[0, m)`` (Floyd's algorithm: exact given exact
+    uniform integers), as a rows x k int64 array."""
+    out = np.empty((rows, k), dtype=np.int64)
+    for c, j in enumerate(range(m - k, m)):
+        t = np.asarray(gen.integers(0, j + 1, size=rows), dtype=np.int64)
+        seen = (out[:, :c] == t[:, None]).any(axis=1)
+        out[:, c] = np.where(seen, j, t)
+    return out
+
+
+def _skip(index: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    """Per row, the ``index``-th items of ``[0, D)`` that are not in ``excluded`` (sorted
+    ascending per row): each excluded item at or below the running item shifts it up."""
+    item = index.copy()
+    for j in range(excluded.shape[1]):
+        item += excluded[:, j, None] <= item
+    return item
+
+
 @functools.lru_cache(maxsize=64)
 def _law(epsilon: float, d: int, ell: int, subset_size: int | None) -> tuple[int, int, int, int]:
     """PrivSet's ``(a, N_meet, N_miss, k)`` (cached: the k scan and the binomials)."""
@@ -120,10 +140,11 @@ class PrivSet(Mechanism):
     L)``, with ``Var = (q (1 - q) + t (p - q)(1 - p - q)) / (n (p - q)^2)``. The dummies
     estimate the length CDF (a dummy ``d + j`` is held by the users with ``L <= j``).
 
-    Sampling is exact: the branch coin is an integer coin; a missing subset is the first k
-    items of a uniform permutation that are not hers; a meeting subset is one of her ell
-    items uniformly plus k - 1 other items, kept with probability ``1 / |z & x|`` (one
-    integer coin), else redrawn, which makes it uniform over the meeting subsets.
+    Sampling is exact: the branch coin is an integer coin; a missing subset is a uniform
+    k-subset of the items not hers; a meeting subset is one of her ell items uniformly plus
+    a uniform (k - 1)-subset of the others, kept with probability ``1 / |z & x|`` (one
+    integer coin), else redrawn, which makes it uniform over the meeting subsets. Uniform
+    subsets come from Floyd's algorithm (or, for ``k^2 > 8 D``, a uniform permutation).
     ``privacy_loss()`` is ``log(P N_miss / ((1 - P) N_meet))`` from the integers (a set
     sampled down mixes such laws, within the same ratio).
 
@@ -259,8 +280,14 @@ class PrivSet(Mechanism):
         mine[np.arange(n)[:, None], padded] = True
         meets = np.asarray(gen.integers(0, _BRANCH_TOTAL, size=n)) < a
         chosen = np.zeros((n, big), dtype=bool)
+        # Floyd's sampler (O(k^2) per user) unless k^2 > 8 D: the first items of a permutation
+        floyd = k * k <= 8 * big
         miss_rows = np.flatnonzero(~meets)
-        if miss_rows.size:  # the first k items of a uniform permutation that are not hers
+        if miss_rows.size and floyd:  # a uniform k-subset of the D - ell items not hers
+            index = _floyd(big - self.padding, k, miss_rows.size, gen)
+            items = _skip(index, np.sort(padded[miss_rows], axis=1))
+            chosen[miss_rows[:, None], items] = True
+        elif miss_rows.size:  # the first k items of a uniform permutation that are not hers
             perm = gen.permuted(np.broadcast_to(np.arange(big), (miss_rows.size, big)), axis=1)
             free = ~np.take_along_axis(mine[miss_rows], perm, axis=1)
             take = free & (np.cumsum(free, axis=1) <= k)
@@ -269,14 +296,18 @@ class PrivSet(Mechanism):
         todo = np.flatnonzero(meets)
         while todo.size:  # one of her items + k - 1 others, kept w.p. 1 / |z & x|
             first = padded[todo, gen.integers(0, self.padding, size=todo.size)]
-            perm = gen.permuted(np.broadcast_to(np.arange(big), (todo.size, big)), axis=1)
-            other = perm != first[:, None]
-            take = other & (np.cumsum(other, axis=1) <= k - 1)
             z = np.zeros((todo.size, big), dtype=bool)
             z[np.arange(todo.size), first] = True
-            r, c = np.nonzero(take)
-            z[r, perm[r, c]] = True
-            hits = (z & mine[todo]).sum(axis=1)
+            if floyd:
+                index = _floyd(big - 1, k - 1, todo.size, gen)
+                z[np.arange(todo.size)[:, None], _skip(index, first[:, None])] = True
+            else:
+                perm = gen.permuted(np.broadcast_to(np.arange(big), (todo.size, big)), axis=1)
+                other = perm != first[:, None]
+                take = other & (np.cumsum(other, axis=1) <= k - 1)
+                r, c = np.nonzero(take)
+                z[r, perm[r, c]] = True
+            hits = np.take_along_axis(z, padded[todo], axis=1).sum(axis=1)
             keep = np.asarray(gen.integers(0, hits)) == 0
             chosen[todo[keep]] = z[keep]
             todo = todo[~keep]
