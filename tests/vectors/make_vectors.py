@@ -29,6 +29,11 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   permanent answer :class:`ldpkit.Device` derives (HMAC-SHA256 counter-mode words); and
   reports of fixed words (permanent round from the first words, then the instantaneous
   round: L-GRR one U, a unary encoding one word per bit);
+- ``sets.json``: bodies as in ``bodies.json`` for PaddingSampling (GRR, OLH), PCKV (UE,
+  GRR) and PrivKV (:mod:`ldpkit.sets`): values (item lists, or ``[key, value]`` pairs),
+  fixed uniforms and 64-bit words, and the body the Python samplers make of them, run on
+  one user at a time so that their draws come in the client's order; and the spec's
+  ``privacy_loss()`` (correctly rounded on exact rationals; not PrivKV's, a numpy log);
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
   ``Encoder.encode`` gives them (or that it refuses them), and questions
   (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
@@ -62,6 +67,8 @@ from ldpkit.numeric import (
 )
 from ldpkit.numeric.auto import hh_top_level
 from ldpkit.numeric.mean import _report_tables
+from ldpkit.sets import PCKV, PaddingSampling, PrivKV, UserPairs, UserSets
+from ldpkit.sets._input import sample_padded
 from ldpkit.spec import Mechanism, Reports
 
 HERE = Path(__file__).resolve().parent
@@ -245,9 +252,15 @@ class _ReplayCoins:
             if w < limit:
                 return w % total
 
-    def integers(self, low: int, high: int, size: int, dtype: Any = np.int64) -> np.ndarray:
+    def integers(self, low: int, high: Any, size: Any = None, dtype: Any = np.int64) -> np.ndarray:
         assert low == 0
-        return np.array([self.below(int(high)) for _ in range(size)], dtype=np.int64)
+        if size is None:  # one U per entry of an array of totals (sample_padded), in order
+            return np.array([self.below(int(h)) for h in np.ravel(high)], dtype=np.int64)
+        shape = (size,) if isinstance(size, int) else tuple(size)
+        count = int(np.prod(shape))
+        return np.array([self.below(int(high)) for _ in range(count)], dtype=np.int64).reshape(
+            shape
+        )
 
 
 def _numeric_grids() -> dict[str, Any]:
@@ -482,6 +495,86 @@ def _tree_bodies() -> list[dict[str, Any]]:
             body = _tree_body(spec, values, coins)
         out.append(
             {"values": values, "uniforms": uniforms, "words": [str(w) for w in words], "body": body}
+        )
+    return out
+
+
+def _set_report(spec: Mechanism, value: list[Any], coins: _ReplayCoins) -> dict[str, np.ndarray]:
+    """One user's report arrays, the Python samplers run on that user alone (so that their
+    draws come in the client's order: see the header of clients/js/src/sets.js)."""
+    if isinstance(spec, PaddingSampling):
+        sets = UserSets.from_lists([value])
+        slot, real = sample_padded(sets.offsets, spec.padding, coins)  # type: ignore[arg-type]
+        picked = spec.domain_size + slot  # a dummy, or her item in that slot
+        if real[0]:
+            picked[0] = sets.items[slot[0]]
+        inner = spec.inner
+        if isinstance(inner, GRR):
+            y = grr_sample(picked, inner.domain_size, inner._weights(), coins)  # type: ignore[arg-type]
+            return {"values": y.astype(inner.randomize([0], rng=0).values.dtype)}
+        seed = np.array([coins.words.pop(0)], dtype=np.uint64)
+        hashed = local_hash(seed, picked, inner.range_size)
+        y = grr_sample(hashed, inner.range_size, inner._weights(), coins)  # type: ignore[arg-type]
+        return {"seeds": seed, "values": y.astype(inner.randomize([0], rng=0).values.dtype)}
+    # the key-value randomizers themselves, with the replayed coins as their generator
+    from unittest import mock
+
+    from ldpkit.sets import keyvalue
+
+    with mock.patch.object(keyvalue, "as_generator", lambda rng: rng):
+        return dict(spec.randomize(UserPairs.from_lists([value]), rng=coins).arrays)  # type: ignore[arg-type]
+
+
+def _sets() -> list[dict[str, Any]]:
+    """Bodies of PaddingSampling (GRR, OLH), PCKV (UE, GRR) and PrivKV from fixed words and
+    uniforms: sets with no item, fewer items than the padding, more (sampled down)."""
+    rng = np.random.default_rng(29)
+    specs: list[Mechanism] = [
+        PaddingSampling(epsilon=1.0, domain_size=6, padding=3),  # GRR over 9 items
+        PaddingSampling(epsilon=2.0, domain_size=300, padding=4, oracle="grr"),
+        PaddingSampling(epsilon=1.0, domain_size=50, padding=2),  # OLH
+        PaddingSampling(epsilon=0.5, domain_size=20, padding=1, oracle="olh"),
+        PCKV(epsilon=1.0, domain_size=6, padding=2),
+        PCKV(epsilon=3.0, domain_size=13, padding=4),
+        PCKV(epsilon=1.0, domain_size=6, padding=2, method="grr"),
+        PCKV(epsilon=0.5, domain_size=200, padding=3, method="grr"),
+        PrivKV(epsilon=1.0, domain_size=5),
+        PrivKV(epsilon=4.0, domain_size=300),
+    ]
+    out = []
+    for spec in specs:
+        n, d = 30, spec.domain_size  # type: ignore[attr-defined]
+        ell = int(getattr(spec, "padding", 3))
+        sizes = [0, 1, ell, ell + 2, min(d, 2 * ell + 3)]
+        sizes += rng.integers(0, min(d, ell + 3) + 1, n - len(sizes)).tolist()
+        # values on the float grid k / 8 (exact everywhere) and from rng.random (exact too)
+        values: list[Any] = []
+        for size in sizes:
+            items = rng.choice(d, size=size, replace=False).tolist()
+            if isinstance(spec, PaddingSampling):
+                values.append(items)
+            else:
+                reals = np.where(
+                    rng.random(size) < 0.3,
+                    rng.integers(-8, 9, size) / 8.0,
+                    2.0 * rng.random(size) - 1.0,
+                )
+                values.append([[k, float(v)] for k, v in zip(items, reals.tolist())])
+        uniforms: list[float] = rng.random(2 * n).tolist()
+        per_user = 4 + (d + ell if isinstance(spec, PCKV) and spec.method == "ue" else 0)
+        words = rng.integers(0, _U64, per_user * n, dtype=np.uint64, endpoint=True).tolist()
+        coins = _ReplayCoins(uniforms, words)
+        rows = [_set_report(spec, v, coins) for v in values]
+        arrays = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+        out.append(
+            {
+                "values": values,
+                "uniforms": uniforms,
+                "words": [str(w) for w in words],
+                "body": _body(Reports(spec, **arrays)),
+                # PrivKV's loss comes out of numpy's log (SIMD-dependent bits): not a vector
+                "privacy_loss": None if isinstance(spec, PrivKV) else spec.privacy_loss(),
+            }
         )
     return out
 
@@ -738,6 +831,7 @@ def vectors() -> dict[str, Any]:
         "numeric.json": _numeric(),
         "encoding.json": {"encoders": _encoders(), "questions": _questions()},
         "longitudinal.json": _longitudinal(),
+        "sets.json": _sets(),
     }
 
 

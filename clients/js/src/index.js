@@ -37,6 +37,7 @@ export {
   squareWaveBandwidth,
   uniformBelow,
 } from './numeric.js';
+export { PCKV, PaddingSampling, PrivKV, pckvUeLaw } from './sets.js';
 export { exactRatio } from './exact.js';
 export {
   Encoder,

@@ -23,6 +23,7 @@ import {
   uniformBelow,
 } from './numeric.js';
 import { secureCoins } from './random.js';
+import * as sets from './sets.js';
 
 const SCALE = 1n << 64n;
 
@@ -453,6 +454,11 @@ export const MECHANISMS = {
   HierarchicalHistogram,
   AutoDistribution,
 };
+// the set-valued family (sets.js builds on this module's oracles, so it is looked up when
+// used: either module may be imported first)
+for (const name of ['PaddingSampling', 'PCKV', 'PrivKV']) {
+  Object.defineProperty(MECHANISMS, name, { get: () => sets[name], enumerable: true });
+}
 
 /** The randomizer for a spec dict {mechanism, params} (ldpkit Mechanism.to_dict()). */
 export function fromSpec(spec) {

@@ -15,17 +15,32 @@ const cases = [
   { mechanism: 'StochasticRounding', params: { epsilon: 1, low: 0, high: 120 } },
   { mechanism: 'PiecewiseMechanism', params: { epsilon: 1, low: 0, high: 120 } },
   { mechanism: 'HybridMechanism', params: { epsilon: 2, low: 0, high: 120 } },
+  // ldpkit.sets: users hold 0-8 items (or key-value pairs) of d = 1024, padding 4
+  { mechanism: 'PaddingSampling', params: { epsilon: 1, domain_size: 1024, padding: 4, oracle: null } },
+  { mechanism: 'PaddingSampling', params: { epsilon: 4, domain_size: 16, padding: 4, oracle: null } },
+  { mechanism: 'PCKV', params: { epsilon: 1, domain_size: 1024, padding: 4, method: 'grr' } },
+  { mechanism: 'PCKV', params: { epsilon: 1, domain_size: 1024, padding: 4, method: 'ue' } },
+  { mechanism: 'PrivKV', params: { epsilon: 1, domain_size: 1024 } },
 ];
+const SETS = ['PaddingSampling', 'PCKV', 'PrivKV'];
+/** User i's set: (i mod 9) distinct items of [0, d) (pairs with values in [-1, 1] for key-value). */
+function userSet(i, d, pairs) {
+  const items = Array.from({ length: i % 9 }, (_, j) => (i * 7 + j * 131) % d);
+  return pairs ? items.map((k, j) => [k, ((i + j) % 17) / 8 - 1]) : items;
+}
 for (const mechanism of cases) {
   const info = { mechanism, fingerprint: '0123456789abcdef' };
   const p = mechanism.params;
   const d = p.domain_size ?? p.buckets;
   // items for the oracles and DSW, spread values in [low, high] for the numerical ones
   const numerical = p.high !== undefined && mechanism.mechanism !== 'DiscreteSquareWave';
-  const values = Array.from({ length: n }, (_, i) =>
-    numerical ? p.low + ((p.high - p.low) * ((i * 0.6180339887) % 1)) : i % d,
-  );
-  const count = mechanism.mechanism === 'OUE' && d > 100 ? Math.min(n, 2000) : n;
+  const sets = SETS.includes(mechanism.mechanism);
+  const values = Array.from({ length: n }, (_, i) => {
+    if (sets) return userSet(i, d, mechanism.mechanism !== 'PaddingSampling');
+    return numerical ? p.low + ((p.high - p.low) * ((i * 0.6180339887) % 1)) : i % d;
+  });
+  const unary = mechanism.mechanism === 'OUE' || p.method === 'ue';
+  const count = unary && d > 100 ? Math.min(n, 2000) : n;
   buildBody(info, values.slice(0, 100)); // builds the grid (once per spec) outside the timing
   const start = process.cpuUsage();
   const body = buildBody(info, values.slice(0, count));

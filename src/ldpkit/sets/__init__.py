@@ -1,6 +1,7 @@
 """Users who hold sets of items or key-value pairs (issue 32).
 
-Padding-and-sampling frequencies (:class:`PaddingSampling`, Wang, Li, Jha, IEEE S&P 2018)
+Padding-and-sampling frequencies (:class:`PaddingSampling`, Wang, Li, Jha, IEEE S&P 2018),
+PrivSet's k-subset mechanism (:class:`PrivSet`, Wang et al., INFOCOM 2018)
 and key-value collection (:class:`PCKV`, Gu et al., USENIX Security 2020). Users are given
 as lists (one list of item ids, or of ``(key, value)`` pairs, per user) or in CSR layout
 (:class:`UserSets`, :class:`UserPairs`: flat arrays + offsets, the fast path).
@@ -19,6 +20,7 @@ __all__ = [
     "UserPairs",
     "PaddingSampling",
     "SetFrequencyEstimate",
+    "PrivSet",
     "PCKV",
     "PrivKV",
     "KeyValueEstimate",
@@ -36,4 +38,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._input import UserPairs, UserSets
     from .keyvalue import PCKV, KeyValueEstimate, PrivKV
     from .padding import PaddingSampling, SetFrequencyEstimate
+    from .privset import PrivSet
     from .svim import TopItems, TopItemsets, restrict_sets, sample_one_item, svim, svsm

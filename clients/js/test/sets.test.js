@@ -1,0 +1,88 @@
+// The set-valued randomizers (src/sets.js) against tests/vectors/sets.json: the Python
+// samplers of ldpkit.sets replayed on fixed uniforms and 64-bit words give the same bodies.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { buildBody, fromSpec, PCKV, PaddingSampling, PrivKV } from '../src/index.js';
+
+const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
+const cases = JSON.parse(readFileSync(dir + 'sets.json', 'utf8'));
+
+/** Coins replayed from a vector: uniforms and 64-bit words, each in order. */
+function fixedCoins(c) {
+  let iu = 0;
+  let iw = 0;
+  return {
+    uniform: () => {
+      assert.ok(iu < c.uniforms.length, 'ran out of uniforms');
+      return c.uniforms[iu++];
+    },
+    u64: () => {
+      assert.ok(iw < c.words.length, 'ran out of words');
+      return BigInt(c.words[iw++]);
+    },
+    u64Array: (n) => BigUint64Array.from(c.words.slice(iw, (iw += n)).map(BigInt)),
+  };
+}
+
+const infoOf = (c) => ({
+  mechanism: c.body.mechanism,
+  fingerprint: c.body.fingerprint,
+  report_fields: Object.fromEntries(Object.entries(c.body.arrays).map(([k, a]) => [k, { dtype: a.dtype }])),
+});
+
+test('set and key-value bodies from fixed coins equal the Python reports', () => {
+  const seen = new Set();
+  for (const c of cases) {
+    const { mechanism, params } = c.body.mechanism;
+    seen.add(`${mechanism}-${params.method ?? fromSpec(c.body.mechanism).oracleName ?? ''}`);
+    assert.deepEqual(buildBody(infoOf(c), c.values, fixedCoins(c)), c.body, JSON.stringify(c.body.mechanism));
+  }
+  // every branch is covered: both oracles of PaddingSampling, both PCKV methods, PrivKV
+  assert.deepEqual([...seen].sort(), ['PCKV-grr', 'PCKV-ue', 'PaddingSampling-grr', 'PaddingSampling-olh', 'PrivKV-']);
+});
+
+test('secure randomization gives well-formed set and key-value reports', () => {
+  for (const c of cases) {
+    const body = buildBody({ mechanism: c.body.mechanism, fingerprint: c.body.fingerprint }, c.values);
+    for (const [k, a] of Object.entries(c.body.arrays)) {
+      assert.equal(body.arrays[k].dtype, a.dtype);
+      assert.deepEqual(body.arrays[k].shape, a.shape);
+    }
+  }
+});
+
+test('privacy losses equal the Python ones and stay within the budget', () => {
+  for (const c of cases) {
+    const m = fromSpec(c.body.mechanism);
+    const loss = m.privacyLoss();
+    const what = JSON.stringify(c.body.mechanism);
+    // PrivKV: the 3 x 3 law's loss takes a libm log on both sides (no vector)
+    if (c.privacy_loss !== null) assert.equal(loss, c.privacy_loss, what); // correctly rounded
+    assert.ok(loss > 0 && loss <= m.epsilon, `${what}: ${loss}`);
+  }
+  // padding-and-sampling with GRR: log(1 + (e^eps - 1) / ell) < eps for ell > 1
+  const ps = new PaddingSampling({ epsilon: 2, domain_size: 6, padding: 4, oracle: 'grr' });
+  assert.ok(Math.abs(ps.privacyLoss() - Math.log1p(Math.expm1(2) / 4)) < 1e-9);
+});
+
+test('bad sets, pairs and parameters are refused with a message naming them', () => {
+  const ps = new PaddingSampling({ epsilon: 1, domain_size: 4, padding: 2 });
+  assert.throws(() => ps.randomize([[0, 4]]), /values must be items in \[0, 4\), got 4/);
+  assert.throws(() => ps.randomize([[1, 1]]), /distinct/);
+  assert.throws(() => ps.randomize([3]), /values must be arrays of item ids/);
+  assert.throws(() => ps.randomize([[0.5]]), /values must be items/);
+  const kv = new PCKV({ epsilon: 1, domain_size: 4, padding: 2 });
+  assert.throws(() => kv.randomize([[[0, 1.5]]]), /values in \[-1, 1\], got 1.5/);
+  assert.throws(() => kv.randomize([[[0, NaN]]]), /values in \[-1, 1\]/);
+  assert.throws(() => kv.randomize([[[4, 0.1]]]), /keys in \[0, 4\)/);
+  assert.throws(() => kv.randomize([[[1, 0.1], [1, 0.2]]]), /distinct keys/);
+  assert.throws(() => kv.randomize([[0.5]]), /\[key, value\] pairs/);
+  assert.throws(() => new PrivKV({ epsilon: 1, domain_size: 4 }).randomize([[['a', 0.1]]]), /keys in/);
+  assert.throws(() => new PCKV({ epsilon: 1, domain_size: 4, padding: 2, method: 'oue' }), /method must be one of/);
+  assert.throws(() => new PaddingSampling({ epsilon: 1, domain_size: 4, padding: 0 }), /padding must be an integer/);
+  assert.throws(() => new PaddingSampling({ epsilon: 1, domain_size: 4, padding: 2, oracle: 'oue' }), /oracle must be one of/);
+  assert.throws(() => new PrivKV({ epsilon: 41, domain_size: 4 }), /epsilon must be a number in/);
+  assert.throws(() => new PrivKV({ epsilon: 1, domain_size: 1 }), /domain_size must be an integer/);
+});
