@@ -38,6 +38,17 @@ export {
   uniformBelow,
 } from './numeric.js';
 export { exactRatio } from './exact.js';
+export { blake2b } from './blake2b.js';
+export {
+  CMS,
+  FLH,
+  FLH_DEFAULT_MAX_RANGE,
+  HCMS,
+  ITEM_KEY_FORMAT,
+  itemBytes,
+  itemKey,
+  rowHash,
+} from './sketch.js';
 export {
   Encoder,
   MISSING,

@@ -104,7 +104,7 @@ export class GRR {
 }
 
 /** log(p (1 - q) / (q (1 - p))) at thresholds (T_p, T_q), as unary_privacy_loss. */
-function unaryPrivacyLoss(big, small) {
+export function unaryPrivacyLoss(big, small) {
   if (small <= 0n || big >= SCALE) return Infinity;
   const num = big * (SCALE - small);
   const den = small * (SCALE - big);
