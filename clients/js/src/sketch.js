@@ -16,7 +16,6 @@ import {
   RR_MAX_EPSILON,
   grrFromUniform,
   indexDtype,
-  packBits,
   rrWeights,
   unaryThresholds,
   unaryPrivacyLoss,
@@ -28,6 +27,11 @@ import { secureCoins } from './random.js';
 export const ITEM_KEY_FORMAT = 'ldpkit.item/1';
 const PERSON = new TextEncoder().encode('ldpkit.item.v1');
 const MASK64 = (1n << 64n) - 1n;
+
+// positions of a 64-bit word's high and low 32-bit halves in a Uint32Array view
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const HI = LITTLE_ENDIAN ? 1 : 0;
+const LO = 1 - HI;
 
 /** Largest sketch width and depth (sketch.MAX_WIDTH, MAX_DEPTH), FLH family (MAX_HASHES). */
 export const MAX_WIDTH = 1 << 20;
@@ -119,15 +123,32 @@ export class CMS extends OpenDomainOracle {
     [this.width, this.depth] = checkShape(width, depth);
     const t = crExp(-this.epsilon / 2.0); // correctly rounded, as _crmath.exp
     [this.truePerm, this.otherPerm] = unaryThresholds(1.0 / (1.0 + t), t / (1.0 + t), this.epsilon);
+    // thresholds < 2^64 as 32-bit halves (a word w < T iff (w_hi, w_lo) < (T_hi, T_lo))
+    this.trueHalves = [Number(this.truePerm >> 32n), Number(this.truePerm & 0xffffffffn)];
+    this.otherHalves = [Number(this.otherPerm >> 32n), Number(this.otherPerm & 0xffffffffn)];
   }
   privacyLoss() {
     return unaryPrivacyLoss(this.truePerm, this.otherPerm);
   }
-  /** One report's packed bits from `width` words: bit b set iff word_b < T (T_p at b = h). */
+  /**
+   * One report's packed bits (np.packbits order) from `width` 64-bit words (a
+   * BigUint64Array): bit b set iff word_b < T (T_p at b = h, T_q elsewhere). The words are
+   * compared as (high, low) 32-bit halves, exactly and without a BigInt per bit.
+   */
   bitsFromWords(h, words) {
-    const bits = new Array(this.width);
-    for (let b = 0; b < this.width; b++) bits[b] = words[b] < (b === h ? this.truePerm : this.otherPerm) ? 1 : 0;
-    return packBits(bits);
+    const w32 = new Uint32Array(words.buffer, words.byteOffset, 2 * this.width);
+    const out = new Array((this.width + 7) >> 3).fill(0);
+    const [qHi, qLo] = this.otherHalves;
+    for (let b = 0; b < this.width; b++) {
+      const hi = w32[2 * b + HI];
+      if (hi < qHi || (hi === qHi && w32[2 * b + LO] < qLo)) out[b >> 3] |= 0x80 >> (b & 7);
+    }
+    // the hashed bit against T_p instead (its word was compared with T_q above)
+    const [pHi, pLo] = this.trueHalves;
+    const hi = w32[2 * h + HI];
+    out[h >> 3] &= ~(0x80 >> (h & 7));
+    if (hi < pHi || (hi === pHi && w32[2 * h + LO] < pLo)) out[h >> 3] |= 0x80 >> (h & 7);
+    return out;
   }
   randomize(values, coins = secureCoins) {
     const keys = this.keys(values);

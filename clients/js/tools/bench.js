@@ -15,17 +15,24 @@ const cases = [
   { mechanism: 'StochasticRounding', params: { epsilon: 1, low: 0, high: 120 } },
   { mechanism: 'PiecewiseMechanism', params: { epsilon: 1, low: 0, high: 120 } },
   { mechanism: 'HybridMechanism', params: { epsilon: 2, low: 0, high: 120 } },
+  // open-domain oracles: strings, 1000 distinct ones (each hashed once per call)
+  { mechanism: 'CMS', params: { epsilon: 4, width: 1024, depth: 256, domain_size: null } },
+  { mechanism: 'HCMS', params: { epsilon: 4, width: 1024, depth: 256, domain_size: null } },
+  { mechanism: 'FLH', params: { epsilon: 4, num_hashes: 1024, hash_range: null, domain_size: null } },
 ];
+const OPEN = new Set(['CMS', 'HCMS', 'FLH']);
 for (const mechanism of cases) {
   const info = { mechanism, fingerprint: '0123456789abcdef' };
   const p = mechanism.params;
-  const d = p.domain_size ?? p.buckets;
+  const open = OPEN.has(mechanism.mechanism);
+  const d = open ? 1000 : p.domain_size ?? p.buckets;
   // items for the oracles and DSW, spread values in [low, high] for the numerical ones
   const numerical = p.high !== undefined && mechanism.mechanism !== 'DiscreteSquareWave';
   const values = Array.from({ length: n }, (_, i) =>
-    numerical ? p.low + ((p.high - p.low) * ((i * 0.6180339887) % 1)) : i % d,
+    numerical ? p.low + ((p.high - p.low) * ((i * 0.6180339887) % 1)) : open ? `word${i % d}` : i % d,
   );
-  const count = mechanism.mechanism === 'OUE' && d > 100 ? Math.min(n, 2000) : n;
+  const wide = (mechanism.mechanism === 'OUE' && d > 100) || mechanism.mechanism === 'CMS';
+  const count = wide ? Math.min(n, 2000) : n;
   buildBody(info, values.slice(0, 100)); // builds the grid (once per spec) outside the timing
   const start = process.cpuUsage();
   const body = buildBody(info, values.slice(0, count));
@@ -35,7 +42,7 @@ for (const mechanism of cases) {
   const perReport = (JSON.stringify(body).length - one) / (count - 1);
   console.log(JSON.stringify({
     mechanism: mechanism.mechanism,
-    d: numerical ? null : d,
+    d: numerical || open ? null : d,
     values_per_s: Math.round(count / seconds),
     one_report_body_bytes: one,
     bytes_per_extra_report: Number(perReport.toFixed(1)),
