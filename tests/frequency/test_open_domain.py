@@ -289,6 +289,22 @@ def test_cms_kernel_matches_numpy():
     )
 
 
+@pytest.mark.parametrize("width", [64, 192])
+def test_cms_bit_sliced_kernel_matches_numpy(width):
+    from ldpkit.frequency._kernels_sketch import row_bit_counts
+
+    # whole 64-bit words: the bit-sliced counters; ~2,000 reports per row, so every row's
+    # counters overflow into `ones` several times (every 255 reports) and once at the end
+    spec = CMS(epsilon=0.5, width=width, depth=5)
+    reports = spec.randomize([f"w{i % 300}" for i in range(10_000)], rng=3)
+    rows = reports.rows.astype(np.int64)
+    expect = spec._row_counts_numpy(rows, reports.bits)
+    assert np.bincount(rows).min() > 3 * 255
+    assert np.array_equal(row_bit_counts(rows, reports.bits, 5, width), expect)
+    few = spec._row_counts_numpy(rows[:7], reports.bits[:7])  # no row reaches 255
+    assert np.array_equal(row_bit_counts(rows[:7], reports.bits[:7], 5, width), few)
+
+
 def test_cms_bits_are_the_paper_law():
     """CMS's per-bit flip probability is 1 / (1 + e^(eps/2)) (Apple 2017, Algorithm 2)."""
     spec = CMS(epsilon=3.0, width=16, depth=2)
