@@ -87,6 +87,21 @@ def test_item_keys_agree_across_input_kinds():
     assert item_keys(mixed).tolist() == [reference_key(x) for x in mixed]
 
 
+@pytest.mark.parametrize(
+    "arr",
+    [
+        np.array([5, -3, 5, 0, -3, 7], dtype=np.int64),  # dense table
+        np.array([1, 200, 1], dtype=np.uint8),
+        np.array([2**64 - 1, 2**64 - 3, 2**64 - 1], dtype=np.uint64),  # dense, near the top
+        np.array([-(2**63), 2**63 - 1, 0, 0], dtype=np.int64),  # sparse: the sort
+        np.random.default_rng(6).integers(-50, 50, 5000),
+    ],
+)
+def test_integer_array_keys_are_exact(arr):
+    assert item_keys(arr).tolist() == [reference_key(int(x)) for x in arr]
+    assert item_keys(arr, domain_size=None).tolist() == item_keys(arr.tolist()).tolist()
+
+
 def test_large_string_inputs_are_exact():
     """Large inputs (lists, numpy strings, NUL-ended strings): the same keys item by item."""
     gen = np.random.default_rng(4)
