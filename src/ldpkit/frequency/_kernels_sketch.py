@@ -7,8 +7,9 @@ reports by row and one column-count pass per row (~4 s for 1e6 reports of 1024 b
   bit-sliced counters. Each sketch row keeps ``_LEVELS`` words per report word, level l
   holding bit l of every column's count; adding a report word is a ripple-carry add of 64
   columns at once (``sum = c ^ carry``, ``carry = c & carry``: ~2 word operations per word
-  amortized), and a row's counters are expanded into ``ones`` every ``2^_LEVELS - 1``
-  reports of it. ~3x faster than the table pass below at n = 1e6, width 1024.
+  amortized over one column, ~6 for 64 columns' longest carry), and a row's counters are
+  expanded into ``ones`` every ``2^_LEVELS - 1`` reports of it. ~4x faster than the table
+  pass below at n = 1e6, width 1024 (0.06 s vs 0.25 s on one quiet run).
 * Other widths: one pass over the packed bytes adds a 256 x 8 table row per byte to the
   report's sketch row (8 adds the compiler vectorizes).
 
@@ -61,14 +62,13 @@ def _flush_row(
     acc: np.ndarray, ones: np.ndarray, r: int, word_bit: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     for level in range(acc.shape[1]):
-        weight = 1 << level
         for w in range(acc.shape[2]):
             x = acc[r, level, w]
             if x:
                 base = 64 * w
-                for p in range(64):
-                    if (x >> np.uint64(p)) & np.uint64(1):
-                        ones[r, base + word_bit[p]] += weight
+                for p in range(64):  # branch-free: the bits are unpredictable
+                    bit = np.int64((x >> np.uint64(p)) & np.uint64(1))
+                    ones[r, base + word_bit[p]] += bit << level
                 acc[r, level, w] = 0
 
 
@@ -91,7 +91,15 @@ def _row_bits_sliced(
         r = rows[i]
         for w in range(n_words):
             carry = words[i, w]
-            level = 0
+            # levels 0 and 1 unconditionally (some lane almost always carries into them:
+            # no mispredicted branch), then as far as the carry goes
+            c = acc[r, 0, w]
+            acc[r, 0, w] = c ^ carry
+            carry = c & carry
+            c = acc[r, 1, w]
+            acc[r, 1, w] = c ^ carry
+            carry = c & carry
+            level = 2
             while carry:  # fill[r] < 2^levels - 1: the carry stops below level `levels`
                 c = acc[r, level, w]
                 acc[r, level, w] = c ^ carry
