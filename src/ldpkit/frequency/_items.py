@@ -32,8 +32,9 @@ two. As for OLH, this family's effect on privacy is nil (the row index is drawn
 independently of the item); the estimators treat ``h_j`` as a random function, which is
 what their unbiasedness (over the family) rests on.
 
-Vectorized over users: the distinct items are found once (``np.unique`` for arrays, a
-dict for Python sequences: both C loops) and only those are hashed.
+Vectorized over users: the distinct items are found once (integer arrays: a dense presence
+table when their span is small, else ``np.unique``; strings and Python sequences: a dict and
+one ``itemgetter`` call, C loops) and only those are hashed.
 """
 
 from __future__ import annotations
