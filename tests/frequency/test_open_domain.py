@@ -87,6 +87,21 @@ def test_item_keys_agree_across_input_kinds():
     assert item_keys(mixed).tolist() == [reference_key(x) for x in mixed]
 
 
+@pytest.mark.parametrize(
+    "arr",
+    [
+        np.array([5, -3, 5, 0, -3, 7], dtype=np.int64),  # dense table
+        np.array([1, 200, 1], dtype=np.uint8),
+        np.array([2**64 - 1, 2**64 - 3, 2**64 - 1], dtype=np.uint64),  # dense, near the top
+        np.array([-(2**63), 2**63 - 1, 0, 0], dtype=np.int64),  # sparse: the sort
+        np.random.default_rng(6).integers(-50, 50, 5000),
+    ],
+)
+def test_integer_array_keys_are_exact(arr):
+    assert item_keys(arr).tolist() == [reference_key(int(x)) for x in arr]
+    assert item_keys(arr, domain_size=None).tolist() == item_keys(arr.tolist()).tolist()
+
+
 def test_large_string_inputs_are_exact():
     """Large inputs (lists, numpy strings, NUL-ended strings): the same keys item by item."""
     gen = np.random.default_rng(4)
@@ -287,6 +302,22 @@ def test_cms_kernel_matches_numpy():
     assert np.array_equal(
         spec.aggregate(reports[:100]).ones, spec._row_counts_numpy(rows[:100], reports.bits[:100])
     )
+
+
+@pytest.mark.parametrize("width", [64, 192])
+def test_cms_bit_sliced_kernel_matches_numpy(width):
+    from ldpkit.frequency._kernels_sketch import row_bit_counts
+
+    # whole 64-bit words: the bit-sliced counters; ~2,000 reports per row, so every row's
+    # counters overflow into `ones` several times (every 255 reports) and once at the end
+    spec = CMS(epsilon=0.5, width=width, depth=5)
+    reports = spec.randomize([f"w{i % 300}" for i in range(10_000)], rng=3)
+    rows = reports.rows.astype(np.int64)
+    expect = spec._row_counts_numpy(rows, reports.bits)
+    assert np.bincount(rows).min() > 3 * 255
+    assert np.array_equal(row_bit_counts(rows, reports.bits, 5, width), expect)
+    few = spec._row_counts_numpy(rows[:7], reports.bits[:7])  # no row reaches 255
+    assert np.array_equal(row_bit_counts(rows[:7], reports.bits[:7], 5, width), few)
 
 
 def test_cms_bits_are_the_paper_law():

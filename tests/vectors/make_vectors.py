@@ -34,6 +34,12 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   fixed uniforms and 64-bit words, and the body the Python samplers make of them, run on
   one user at a time so that their draws come in the client's order; and the spec's
   ``privacy_loss()`` (correctly rounded on exact rationals; not PrivKV's, a numpy log);
+- ``sketch.json``: the open-domain oracles (CMS, HCMS, FLH; issue 29): BLAKE2b digests of
+  given bytes (hashlib), item keys (format ``ldpkit.item/1``: the tagged bytes and the key,
+  integers as decimal strings), the public row hashes, CMS's integer thresholds and losses
+  and FLH's default hash range over a sweep of epsilons, and bodies as in ``bodies.json``
+  (CMS: the row U, then one word per bit; HCMS: the row U, the coefficient U, then the keep
+  coin U; FLH: the row U, then GRR's U);
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
   ``Encoder.encode`` gives them (or that it refuses them), and questions
   (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
@@ -41,6 +47,7 @@ are stale. Each file holds inputs and what the Python implementation makes of th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -50,10 +57,12 @@ import numpy as np
 
 from ldpkit import Encoder, Question, _crmath
 from ldpkit._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights, sample_flat_bump
-from ldpkit.frequency import GRR, OLH, OUE, HadamardResponse
+from ldpkit.frequency import CMS, FLH, GRR, HCMS, OLH, OUE, HadamardResponse
 from ldpkit.frequency._base import index_dtype
+from ldpkit.frequency._items import ITEM_KEY_FORMAT, item_key, item_keys, row_hash
 from ldpkit.frequency.grr import grr_sample
 from ldpkit.frequency.hashing import hash_parameters, local_hash, optimal_hash_range
+from ldpkit.frequency.sketch import _cms_thresholds
 from ldpkit.frequency.unary import PROBABILITY_SCALE
 from ldpkit.io import reports_to_dict
 from ldpkit.numeric import (
@@ -821,6 +830,127 @@ def _longitudinal() -> dict[str, Any]:
     }
 
 
+def _item_case(item: Any) -> dict[str, Any]:
+    key = item_key(item)
+    data = (b"s" + item.encode()) if isinstance(item, str) else None
+    if data is None:
+        data = b"i" + item.to_bytes((item.bit_length() + 8) // 8, "big", signed=True)
+    kind = "str" if isinstance(item, str) else "int"
+    return {"kind": kind, "item": str(item), "bytes": data.hex(), "key": str(key)}
+
+
+def _sketch_body(spec: Mechanism, values: list[Any], words: list[int]) -> dict[str, Any]:
+    """The body of the client's reports for these values and words (its draw order)."""
+    coins = _ReplayCoins([], words)
+    keys = item_keys(np.array(values, dtype=object)).tolist()
+    rows, index, ys, packed = [], [], [], []
+    for key in keys:
+        k = np.array([key], dtype=np.uint64)
+        if isinstance(spec, CMS):
+            j = coins.below(spec.depth)
+            h = int(row_hash(np.array([j]), k, spec.width)[0])
+            w = np.array([coins.words.pop(0) for _ in range(spec.width)], dtype=np.uint64)
+            big, small = _cms_thresholds(spec.epsilon)
+            thresholds = np.where(np.arange(spec.width) == h, np.uint64(big), np.uint64(small))
+            packed.append(np.packbits(w < thresholds))
+        elif isinstance(spec, HCMS):
+            j, ell = coins.below(spec.depth), coins.below(spec.width)
+            h = int(row_hash(np.array([j]), k, spec.width)[0])
+            w_keep, w_other = spec._weights()
+            keep = bool(coin(coins, 1, w_keep, w_keep + w_other)[0])  # type: ignore[arg-type]
+            ys.append(int(((ell & h).bit_count() % 2 == 0) == keep))
+            index.append(ell)
+        else:
+            assert isinstance(spec, FLH)
+            j = coins.below(spec.num_hashes)
+            g = spec.range_size
+            hashed = row_hash(np.array([j]), k, g)
+            ys.append(int(grr_sample(hashed, g, spec._weights(), coins)[0]))  # type: ignore[arg-type]
+        rows.append(j)
+    template = spec.randomize(values[:1], rng=0).arrays  # the dtypes
+    arrays: dict[str, Any] = {"rows": np.array(rows).astype(template["rows"].dtype)}
+    if isinstance(spec, CMS):
+        arrays["bits"] = np.array(packed, dtype=np.uint8)
+    elif isinstance(spec, HCMS):
+        arrays["index"] = np.array(index).astype(template["index"].dtype)
+        arrays["bits"] = np.array(ys, dtype=np.uint8)
+    else:
+        arrays["values"] = np.array(ys).astype(template["values"].dtype)
+    return _body(Reports(spec, **arrays))
+
+
+def _sketch() -> dict[str, Any]:
+    rng = np.random.default_rng(29)
+    blake = []
+    for size, digest, person in (
+        (0, 8, b""),
+        (3, 64, b""),
+        (128, 8, b"ldpkit.item.v1"),
+        (129, 32, b"0123456789abcdef"),
+        (300, 8, b"ldpkit.item.v1"),
+    ):
+        data = bytes(rng.integers(0, 256, size).tolist())
+        blake.append(
+            {
+                "data": data.hex(),
+                "digest_size": digest,
+                "person": person.hex(),
+                "digest": hashlib.blake2b(data, digest_size=digest, person=person).hexdigest(),
+            }
+        )
+    items: list[Any] = ["", "a", "1", "zoë", "日本語", "🙂 emoji", "x" * 200]
+    items += [0, 1, -1, 127, 128, 255, 256, -128, -129, 2**53 + 1, 2**63, 2**64, -(2**80)]
+    keys = item_keys(np.array(items, dtype=object))
+    rows = [0, 1, 2, 255, 2**20 - 1]
+    widths = [2, 3, 64, 1000, 1024, 2**20]
+    hashes = [
+        {"width": m, "hashes": row_hash(np.array(rows)[:, None], keys[None, :], m).tolist()}
+        for m in widths
+    ]
+    eps = [1e-3, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0, 22.0, 40.0, 50.0]
+    cms = []
+    for e in eps:
+        big, small = _cms_thresholds(e)
+        cms.append(
+            {
+                "epsilon": e,
+                "true": str(big),
+                "other": str(small),
+                "loss": CMS(epsilon=e).privacy_loss(),
+            }
+        )
+    flh = [{"epsilon": e, "g": FLH(epsilon=e).range_size} for e in eps if e <= RR_MAX_EPSILON]
+    pool = np.array(["cat", "dog", "zoë", "", "日本", 0, 7, -3, 1000], dtype=object)
+    bodies = []
+    for spec, n in (
+        (CMS(epsilon=2.0, width=16, depth=8), 12),
+        (CMS(epsilon=1.0, width=20, depth=300), 12),
+        (HCMS(epsilon=1.0, width=64, depth=16), 40),
+        (HCMS(epsilon=4.0, width=1024, depth=300), 40),
+        (FLH(epsilon=1.0, num_hashes=64), 40),
+        (FLH(epsilon=3.0, num_hashes=1000, hash_range=300), 40),
+        (FLH(epsilon=2.0, num_hashes=16, domain_size=50), 20),
+    ):
+        if spec.domain_size is None:  # type: ignore[attr-defined]
+            values = pool[rng.integers(0, pool.size, n)].tolist()
+        else:
+            values = rng.integers(0, spec.domain_size, n).tolist()  # type: ignore[attr-defined]
+        per_user = spec.width + 2 if isinstance(spec, CMS) else 4  # room for rejected words
+        words = rng.integers(0, _U64, n * per_user, dtype=np.uint64, endpoint=True).tolist()
+        body = _sketch_body(spec, values, words)
+        bodies.append({"values": values, "words": [str(x) for x in words], "body": body})
+    return {
+        "item_key_format": ITEM_KEY_FORMAT,
+        "blake2b": blake,
+        "items": [_item_case(x) for x in items],
+        "rows": rows,
+        "row_hashes": hashes,
+        "cms_thresholds": cms,
+        "flh_range": flh,
+        "bodies": bodies,
+    }
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
     return {
@@ -829,6 +959,7 @@ def vectors() -> dict[str, Any]:
         "coins.json": _coins(),
         "bodies.json": _bodies(),
         "numeric.json": _numeric(),
+        "sketch.json": _sketch(),
         "encoding.json": {"encoders": _encoders(), "questions": _questions()},
         "longitudinal.json": _longitudinal(),
         "sets.json": _sets(),

@@ -39,6 +39,17 @@ export {
 } from './numeric.js';
 export { PCKV, PaddingSampling, PrivKV, pckvUeLaw } from './sets.js';
 export { exactRatio } from './exact.js';
+export { blake2b } from './blake2b.js';
+export {
+  CMS,
+  FLH,
+  FLH_DEFAULT_MAX_RANGE,
+  HCMS,
+  ITEM_KEY_FORMAT,
+  itemBytes,
+  itemKey,
+  rowHash,
+} from './sketch.js';
 export {
   Encoder,
   MISSING,

@@ -21,8 +21,13 @@ const cases = [
   { mechanism: 'PCKV', params: { epsilon: 1, domain_size: 1024, padding: 4, method: 'grr' } },
   { mechanism: 'PCKV', params: { epsilon: 1, domain_size: 1024, padding: 4, method: 'ue' } },
   { mechanism: 'PrivKV', params: { epsilon: 1, domain_size: 1024 } },
+  // open-domain oracles: strings, 1000 distinct ones (each hashed once per call)
+  { mechanism: 'CMS', params: { epsilon: 4, width: 1024, depth: 256, domain_size: null } },
+  { mechanism: 'HCMS', params: { epsilon: 4, width: 1024, depth: 256, domain_size: null } },
+  { mechanism: 'FLH', params: { epsilon: 4, num_hashes: 1024, hash_range: null, domain_size: null } },
 ];
 const SETS = ['PaddingSampling', 'PCKV', 'PrivKV'];
+const OPEN = new Set(['CMS', 'HCMS', 'FLH']);
 /** User i's set: (i mod 9) distinct items of [0, d) (pairs with values in [-1, 1] for key-value). */
 function userSet(i, d, pairs) {
   const items = Array.from({ length: i % 9 }, (_, j) => (i * 7 + j * 131) % d);
@@ -31,16 +36,19 @@ function userSet(i, d, pairs) {
 for (const mechanism of cases) {
   const info = { mechanism, fingerprint: '0123456789abcdef' };
   const p = mechanism.params;
-  const d = p.domain_size ?? p.buckets;
+  const open = OPEN.has(mechanism.mechanism);
+  const d = open ? 1000 : p.domain_size ?? p.buckets;
   // items for the oracles and DSW, spread values in [low, high] for the numerical ones
   const numerical = p.high !== undefined && mechanism.mechanism !== 'DiscreteSquareWave';
   const sets = SETS.includes(mechanism.mechanism);
   const values = Array.from({ length: n }, (_, i) => {
     if (sets) return userSet(i, d, mechanism.mechanism !== 'PaddingSampling');
+    if (open) return `word${i % d}`;
     return numerical ? p.low + ((p.high - p.low) * ((i * 0.6180339887) % 1)) : i % d;
   });
   const unary = mechanism.mechanism === 'OUE' || p.method === 'ue';
-  const count = unary && d > 100 ? Math.min(n, 2000) : n;
+  const wide = (unary && d > 100) || mechanism.mechanism === 'CMS';
+  const count = wide ? Math.min(n, 2000) : n;
   buildBody(info, values.slice(0, 100)); // builds the grid (once per spec) outside the timing
   const start = process.cpuUsage();
   const body = buildBody(info, values.slice(0, count));
@@ -50,7 +58,7 @@ for (const mechanism of cases) {
   const perReport = (JSON.stringify(body).length - one) / (count - 1);
   console.log(JSON.stringify({
     mechanism: mechanism.mechanism,
-    d: numerical ? null : d,
+    d: numerical || open ? null : d,
     values_per_s: Math.round(count / seconds),
     one_report_body_bytes: one,
     bytes_per_extra_report: Number(perReport.toFixed(1)),

@@ -32,14 +32,16 @@ two. As for OLH, this family's effect on privacy is nil (the row index is drawn
 independently of the item); the estimators treat ``h_j`` as a random function, which is
 what their unbiasedness (over the family) rests on.
 
-Vectorized over users: the distinct items are found once (``np.unique`` for arrays, a
-dict for Python sequences: both C loops) and only those are hashed.
+Vectorized over users: the distinct items are found once (integer arrays: a dense presence
+table when their span is small, else ``np.unique``; strings and Python sequences: a dict and
+one ``itemgetter`` call, C loops) and only those are hashed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import numbers
+import operator
 from typing import Any
 
 import numpy as np
@@ -121,9 +123,7 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
         closed domain.
     """
     if domain_size is not None:
-        arr = check_categorical_values(values, domain_size, name)
-        uniques, inverse = np.unique(arr, return_inverse=True)
-        return keys_of(uniques.tolist())[inverse]
+        return _integer_keys(check_categorical_values(values, domain_size, name))
     check_not_masked(values, name)
     if isinstance(values, np.ndarray):
         arr = values
@@ -139,9 +139,8 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     kind = arr.dtype.kind
-    if kind in "iu":  # numpy integers: sort-based distinct items
-        uniques, inverse = np.unique(arr, return_inverse=True)
-        return keys_of(uniques.tolist())[inverse.reshape(-1)]
+    if kind in "iu":  # numpy integers
+        return _integer_keys(arr)
     if kind not in "OU":
         raise TypeError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     items = arr.tolist()  # (numpy strings too: a dict finds distinct ones ~3x faster)
@@ -152,10 +151,38 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
             raise TypeError(str(exc).replace("values must", f"{name} must", 1)) from None
     # distinct items in first-seen order (dict: hashes, so 1 and "1" stay apart; bools
     # were refused above, since True == 1 would merge them)
-    distinct = list(dict.fromkeys(items))
-    position = {x: i for i, x in enumerate(distinct)}
-    codes = np.fromiter(map(position.__getitem__, items), dtype=np.int64, count=len(items))
-    return keys_of(distinct)[codes]
+    position: dict[Any, Any] = dict.fromkeys(items)
+    for i, x in enumerate(position):  # a loop over distinct items, not users
+        position[x] = i
+    if len(items) < 2:
+        codes = np.array([position[x] for x in items], dtype=np.int64)
+    else:  # one C call for all users (itemgetter: ~30% faster than map + fromiter)
+        codes = np.array(operator.itemgetter(*items)(position), dtype=np.int64)
+    return keys_of(list(position))[codes]
+
+
+#: Integer inputs spanning at most this many values times n are deduplicated by a dense
+#: table (O(n + span)) instead of a sort.
+_DENSE_SPAN = 4
+
+
+def _integer_keys(arr: np.ndarray) -> np.ndarray:
+    """Keys of a 1-D numpy integer array, each distinct value hashed once."""
+    arr = arr.reshape(-1)
+    if arr.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    low, high = int(arr.min()), int(arr.max())
+    span = high - low + 1
+    if span <= _DENSE_SPAN * arr.size + 1024:  # dense: one pass, no sort (~10x at n = 1e6)
+        offset = (arr - low).astype(np.intp) if low else arr.astype(np.intp, copy=False)
+        present = np.zeros(span, dtype=bool)
+        present[offset] = True
+        values = np.flatnonzero(present)
+        lookup = np.empty(span, dtype=np.uint64)
+        lookup[values] = keys_of((values.astype(arr.dtype) + arr.dtype.type(low)).tolist())
+        return lookup[offset]
+    uniques, inverse = np.unique(arr, return_inverse=True)
+    return keys_of(uniques.tolist())[inverse.reshape(-1)]
 
 
 def candidate_list(candidates: Any, domain_size: int | None = None) -> list[Any]:

@@ -1,0 +1,121 @@
+"""The JS client's open-domain oracles (clients/js/src/sketch.js) in a real browser.
+
+A page served from the repository on 127.0.0.1 imports ``clients/js`` in headless chromium
+(Debian's ``/usr/bin/chromium`` or ``$CHROMIUM``, no driver: ``--dump-dom`` after a virtual
+time budget) and checks, against ``tests/vectors/sketch.json`` (written by the Python side):
+BLAKE2b digests, item keys (``ldpkit.item/1``: non-ASCII, emoji, big integers as BigInts) and
+the CMS/HCMS/FLH bodies made from the vectors' fixed 64-bit words; then that
+``crypto.getRandomValues`` coins give well-formed bodies. The page writes its verdict into
+the DOM. Skips without chromium except in CI (``CI`` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).is_file() and not os.environ.get("CI"),
+    reason="chromium is not installed (apt-get install chromium); CI must have it",
+)
+
+PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
+<script type="module">
+import { blake2b, buildBody, itemKey } from '/clients/js/src/index.js';
+const out = document.getElementById('out');
+try {
+  const v = await (await fetch('/tests/vectors/sketch.json')).json();
+  const hex = (u) => Array.from(u, (b) => b.toString(16).padStart(2, '0')).join('');
+  const bytes = (h) => Uint8Array.from(h.match(/../g) ?? [], (x) => parseInt(x, 16));
+  const bad = [];
+  for (const c of v.blake2b) {
+    if (hex(blake2b(bytes(c.data), c.digest_size, bytes(c.person))) !== c.digest) bad.push(c.digest);
+  }
+  for (const c of v.items) {
+    if (itemKey(c.kind === 'str' ? c.item : BigInt(c.item)).toString() !== c.key) bad.push(c.item);
+  }
+  for (const c of v.bodies) {
+    let i = 0;
+    const coins = {
+      uniform: () => { throw new Error('float coin'); },
+      u64: () => BigInt(c.words[i++]),
+      u64Array: (n) => BigUint64Array.from(c.words.slice(i, (i += n)).map(BigInt)),
+    };
+    const info = { mechanism: c.body.mechanism, fingerprint: c.body.fingerprint };
+    if (JSON.stringify(buildBody(info, c.values, coins)) !== JSON.stringify(c.body)) {
+      bad.push(c.body.mechanism.mechanism);
+    }
+    const secure = buildBody(info, c.values); // crypto.getRandomValues
+    for (const [k, a] of Object.entries(c.body.arrays)) {
+      if (JSON.stringify(secure.arrays[k].shape) !== JSON.stringify(a.shape)) bad.push(k);
+    }
+  }
+  out.textContent = bad.length ? 'FAIL ' + JSON.stringify(bad) : `PASS ${v.items.length} ${v.bodies.length}`;
+} catch (e) {
+  out.textContent = 'ERROR ' + e;
+}
+</script></body></html>
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    """The repository over HTTP on 127.0.0.1, plus the test page at /__sketch_page.html."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/__sketch_page.html":
+                body = PAGE.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Handler, directory=str(ROOT))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path}",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            f"{server}/__sketch_page.html",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = re.search(r'<pre id="out">([^<]*)</pre>', done.stdout)
+    assert found is not None, done.stdout[-2000:] + done.stderr[-2000:]
+    assert found.group(1) == "PASS 20 7", found.group(1)
