@@ -15,7 +15,7 @@ from _servers import SRC, free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
 from ldpkit.service._workers import RestartBackoff, reuse_port_supported
-from ldpkit.service.metrics import _read_file
+from ldpkit.service.prometheus import _read_file
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
 

@@ -64,7 +64,7 @@ from ..spec import Mechanism, Reports, Stats, spec_from_dict
 from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
-from .metrics import Metrics
+from .prometheus import Metrics
 from .quotas import Quota, QuotaCounters, QuotaExceeded
 from .store import (
     DEFAULT_DELETED_KEYS_SECONDS,
