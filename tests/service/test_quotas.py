@@ -292,8 +292,8 @@ def test_two_worker_processes_of_one_server_share_one_quota(tmp_path, fresh_post
     import json
     import signal
 
-    from ldpkit.service._workers import reuse_port_supported
     from ldpkit.service.prometheus import _read_file
+    from ldpkit.service.supervisor import reuse_port_supported
 
     if not reuse_port_supported():
         pytest.skip("SO_REUSEPORT (Linux) only")

@@ -273,7 +273,7 @@ def main(
     (:mod:`ldpkit.service._timeouts`). ``workers > 1`` runs
     that many processes (they share the database, so it must be PostgreSQL: SQLite allows
     one writer process); on Linux each process accepts on a ``SO_REUSEPORT`` socket of
-    its own, so the kernel spreads connections over them (:mod:`ldpkit.service._workers`),
+    its own, so the kernel spreads connections over them (:mod:`ldpkit.service.supervisor`),
     elsewhere they share uvicorn's one socket. Their ``/metrics`` counters are shared through memory-mapped files
     in ``LDPKIT_METRICS_DIR`` (a temporary directory, removed at exit, when unset). The
     access log is off unless ``access_log`` (a line per report is a per-user record, and at
@@ -282,8 +282,8 @@ def main(
     """
     import uvicorn
 
-    from ._workers import reuse_port_supported, serve_workers
     from .store import make_url
+    from .supervisor import reuse_port_supported, serve_workers
 
     data = dict(config) if isinstance(config, Mapping) else load_config(config)
     collections, options = config_options(data)
@@ -367,9 +367,9 @@ def main(
         )
         check.state.collector.store.close()
         if reuse_port_supported():  # one socket per process: connections spread evenly
-            serve_workers("ldpkit.service._worker:app", workers, **kwargs)
+            serve_workers("ldpkit.service.worker_app:app", workers, **kwargs)
         else:
-            uvicorn.run("ldpkit.service._worker:app", factory=True, workers=workers, **kwargs)
+            uvicorn.run("ldpkit.service.worker_app:app", factory=True, workers=workers, **kwargs)
     finally:
         if made_dir is not None:
             shutil.rmtree(made_dir, ignore_errors=True)
