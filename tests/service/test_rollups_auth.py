@@ -438,7 +438,7 @@ def test_closed_bucket_cache_follows_deletes_and_late_writes_across_processes(db
 
 
 def test_access_log_format_leaves_client_addresses_out():
-    from ldpkit.service import _log_config
+    from ldpkit.service.serve import _log_config
 
     assert "client_addr" not in _log_config(False)["formatters"]["access"]["fmt"]
     assert "client_addr" in _log_config(True)["formatters"]["access"]["fmt"]
