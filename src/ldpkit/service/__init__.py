@@ -22,11 +22,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "ldpkit.service needs the service extra: pip install 'ldpkit[service]'"
     ) from exc
 
-from .app import Collection, Limits, create_app
+from .app import create_app
 from .auth import Token, new_token
-from .config import app_from_config, load_config
+from .config import Collection, Limits, load_config
 from .quotas import Quota
-from .serve import is_loopback, main
+from .serve import app_from_config, is_loopback, main
 from .store import CollectorStore
 
 __all__ = [

@@ -47,7 +47,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from .. import __version__
 from .._validation import check_real
-from ..encoder import Encoder
 from ..estimate import FrequencyEstimate, IntervalWarning
 from ..io import _FORMAT as _REPORTS_FORMAT
 from ..io import (
@@ -63,6 +62,14 @@ from ..spec import Mechanism, Reports, Stats, spec_from_dict
 from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
 from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
+from .config import (
+    DEFAULT_DATABASE_URL,
+    Collection,
+    Limits,
+    _check_origins,
+    _normalize,
+    _plain_label,
+)
 from .models import (
     _BODY_DOC,
     BatchInfo,
@@ -91,12 +98,10 @@ from .store import (
     ReportsDigest,
 )
 
-__all__ = ["Collection", "CollectorApp", "Limits", "create_app", "DEFAULT_DATABASE_URL"]
+__all__ = ["CollectorApp", "create_app"]
 
 log = logging.getLogger("ldpkit.service")
 
-DEFAULT_DATABASE_URL = "sqlite:///ldpkit-collector.db"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Consecutive compaction failures from which /healthz says degraded (one failure may be
 # a passing lock timeout; the committer retries about once a second).
 COMPACTION_FAILURES_DEGRADED = 3
@@ -112,91 +117,6 @@ PAGE_HEADERS = {
     "Cache-Control": "no-cache",
 }
 QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """Abuse limits of the ingest endpoint (defaults shown; every one is configurable).
-
-    Parameters
-    ----------
-    max_body_bytes : int
-        Largest request body (413 above): 16 MiB.
-    max_json_bytes : int
-        Largest JSON body (413 above): 1 MiB. JSON is for small clients; parsing it costs
-        ~30x its size in Python objects and holds the interpreter, so big batches must use
-        npz or Parquet.
-    max_decoded_bytes : int
-        Largest size an npz/Parquet body may declare once decompressed (413 above, checked
-        from the headers before decoding): 64 MiB.
-    max_reports_per_batch : int
-        Most reports in one batch (413 above): 1,000,000.
-    max_json_depth : int
-        Deepest JSON nesting accepted (422 above): 32. Valid batches nest at most 5 deep.
-    aggregate_chunk : int
-        Reports decoded and aggregated at a time: npz bodies are decompressed as streams
-        and Parquet bodies read by row blocks, so memory stays bounded by one chunk
-        whatever the batch size: 65,536.
-    """
-
-    max_body_bytes: int = 16 * 2**20
-    max_json_bytes: int = 1 * 2**20
-    max_decoded_bytes: int = 64 * 2**20
-    max_reports_per_batch: int = 1_000_000
-    max_json_depth: int = 32
-    aggregate_chunk: int = 65_536
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{f.name} must be an integer >= 1, got {value!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Collection:
-    """One collection: the spec its reports must use, and optional item labels.
-
-    Parameters
-    ----------
-    spec : Mechanism
-        Every batch must be made under exactly this configuration (same fingerprint).
-    encoder : Encoder or None
-        Gives the estimate endpoint a label per item; its ``domain_size`` must match.
-        ``GET /v1/collections/{c}`` sends its categories and unknown policy to clients.
-    description : str
-        Free text shown by ``GET /v1/collections``.
-    """
-
-    spec: Mechanism
-    encoder: Encoder | None = None
-    description: str = ""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.spec, Mechanism):
-            raise TypeError(
-                f"spec must be an ldpkit mechanism spec, got {type(self.spec).__name__}"
-            )
-        if self.encoder is not None:
-            if not isinstance(self.encoder, Encoder):
-                raise TypeError(
-                    f"encoder must be an ldpkit.Encoder, got {type(self.encoder).__name__}"
-                )
-            size = getattr(self.spec, "domain_size", None)
-            if size != self.encoder.domain_size:
-                raise ValueError(
-                    f"encoder must have the spec's domain_size {size}, got {self.encoder.domain_size}"
-                )
-
-    @property
-    def labels(self) -> list[Any] | None:
-        if self.encoder is None:
-            return None
-        return [_plain_label(x) for x in self.encoder.labels.tolist()]
-
-
-def _plain_label(x: Any) -> Any:
-    return x if isinstance(x, (str, int, float, bool)) else str(x)
 
 
 def _sample_inputs(spec: Mechanism) -> list[Any]:
@@ -242,24 +162,6 @@ def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]]
             f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
         )
     return template, kind
-
-
-def _normalize(collections: Any) -> dict[str, Collection]:
-    if isinstance(collections, (Mechanism, Collection)):
-        collections = {"default": collections}
-    if not isinstance(collections, Mapping) or not collections:
-        raise TypeError(
-            "collections must be a spec, a Collection, or a non-empty mapping name -> spec or "
-            f"Collection, got {type(collections).__name__}"
-        )
-    out = {}
-    for name, value in collections.items():
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ValueError(
-                f"collection names must be 1-128 letters, digits, '_', '.', '-' (not first), got {name!r}"
-            )
-        out[name] = value if isinstance(value, Collection) else Collection(value)
-    return out
 
 
 def _json_depth_ok(obj: Any, limit: int) -> bool:
@@ -1300,26 +1202,6 @@ async def _fast_ingest(app: FastAPI, name: str, scope: Any, receive: Any, send: 
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
     await send({"type": "http.response.body", "body": payload})
     return True
-
-
-def _check_origins(origins: Any) -> None:
-    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
-    if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
-        raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
-    for origin in origins:
-        if "*" in origin:
-            raise ValueError(
-                "cors_origins must list each origin allowed to call the collector (e.g. "
-                f"'https://dash.example.org'), got {origin!r}: a wildcard would send "
-                "'Access-Control-Allow-Origin: *' on authenticated reads, so any web page "
-                "whose script holds a token could read every collection from its visitors' "
-                "browsers"
-            )
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s]+", origin):
-            raise ValueError(
-                "cors_origins must be origins written as scheme://host[:port] without a "
-                f"path (e.g. 'https://dash.example.org'), got {origin!r}"
-            )
 
 
 def create_app(

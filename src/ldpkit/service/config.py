@@ -1,23 +1,153 @@
 """The collector's config file: read it (TOML or JSON), check its keys, and turn it into
 the collections and ``create_app`` keyword arguments (:func:`config_options`), or into an
-app (:func:`app_from_config`)."""
+app (:func:`ldpkit.service.serve.app_from_config`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..encoder import Encoder
-from ..spec import spec_from_dict
-from .app import DEFAULT_DATABASE_URL, Collection, Limits, _check_origins, create_app
+from ..spec import Mechanism, spec_from_dict
 from .auth import parse_tokens
 from .quotas import QUOTA_KEYS, parse_quota
 
-__all__ = ["app_from_config", "config_options", "load_config"]
+__all__ = ["Collection", "Limits", "config_options", "load_config"]
+
+DEFAULT_DATABASE_URL = "sqlite:///ldpkit-collector.db"
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Abuse limits of the ingest endpoint (defaults shown; every one is configurable).
+
+    Parameters
+    ----------
+    max_body_bytes : int
+        Largest request body (413 above): 16 MiB.
+    max_json_bytes : int
+        Largest JSON body (413 above): 1 MiB. JSON is for small clients; parsing it costs
+        ~30x its size in Python objects and holds the interpreter, so big batches must use
+        npz or Parquet.
+    max_decoded_bytes : int
+        Largest size an npz/Parquet body may declare once decompressed (413 above, checked
+        from the headers before decoding): 64 MiB.
+    max_reports_per_batch : int
+        Most reports in one batch (413 above): 1,000,000.
+    max_json_depth : int
+        Deepest JSON nesting accepted (422 above): 32. Valid batches nest at most 5 deep.
+    aggregate_chunk : int
+        Reports decoded and aggregated at a time: npz bodies are decompressed as streams
+        and Parquet bodies read by row blocks, so memory stays bounded by one chunk
+        whatever the batch size: 65,536.
+    """
+
+    max_body_bytes: int = 16 * 2**20
+    max_json_bytes: int = 1 * 2**20
+    max_decoded_bytes: int = 64 * 2**20
+    max_reports_per_batch: int = 1_000_000
+    max_json_depth: int = 32
+    aggregate_chunk: int = 65_536
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{f.name} must be an integer >= 1, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Collection:
+    """One collection: the spec its reports must use, and optional item labels.
+
+    Parameters
+    ----------
+    spec : Mechanism
+        Every batch must be made under exactly this configuration (same fingerprint).
+    encoder : Encoder or None
+        Gives the estimate endpoint a label per item; its ``domain_size`` must match.
+        ``GET /v1/collections/{c}`` sends its categories and unknown policy to clients.
+    description : str
+        Free text shown by ``GET /v1/collections``.
+    """
+
+    spec: Mechanism
+    encoder: Encoder | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, Mechanism):
+            raise TypeError(
+                f"spec must be an ldpkit mechanism spec, got {type(self.spec).__name__}"
+            )
+        if self.encoder is not None:
+            if not isinstance(self.encoder, Encoder):
+                raise TypeError(
+                    f"encoder must be an ldpkit.Encoder, got {type(self.encoder).__name__}"
+                )
+            size = getattr(self.spec, "domain_size", None)
+            if size != self.encoder.domain_size:
+                raise ValueError(
+                    f"encoder must have the spec's domain_size {size}, got {self.encoder.domain_size}"
+                )
+
+    @property
+    def labels(self) -> list[Any] | None:
+        if self.encoder is None:
+            return None
+        return [_plain_label(x) for x in self.encoder.labels.tolist()]
+
+
+def _plain_label(x: Any) -> Any:
+    return x if isinstance(x, (str, int, float, bool)) else str(x)
+
+
+def _normalize(collections: Any) -> dict[str, Collection]:
+    if isinstance(collections, (Mechanism, Collection)):
+        collections = {"default": collections}
+    if not isinstance(collections, Mapping) or not collections:
+        raise TypeError(
+            "collections must be a spec, a Collection, or a non-empty mapping name -> spec or "
+            f"Collection, got {type(collections).__name__}"
+        )
+    out = {}
+    for name, value in collections.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(
+                f"collection names must be 1-128 letters, digits, '_', '.', '-' (not first), got {name!r}"
+            )
+        out[name] = value if isinstance(value, Collection) else Collection(value)
+    return out
+
+
+def _check_origins(origins: Any) -> None:
+    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
+    if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
+        raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
+    for origin in origins:
+        if "*" in origin:
+            raise ValueError(
+                "cors_origins must list each origin allowed to call the collector (e.g. "
+                f"'https://dash.example.org'), got {origin!r}: a wildcard would send "
+                "'Access-Control-Allow-Origin: *' on authenticated reads, so any web page "
+                "whose script holds a token could read every collection from its visitors' "
+                "browsers"
+            )
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s]+", origin):
+            raise ValueError(
+                "cors_origins must be origins written as scheme://host[:port] without a "
+                f"path (e.g. 'https://dash.example.org'), got {origin!r}"
+            )
+
 
 _TOP_KEYS = {
     "database_url",
@@ -146,15 +276,3 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
             raise ValueError(f"auth must be a table with one key, tokens, got {auth!r}")
         options["tokens"] = parse_tokens(auth["tokens"], collections, options.get("quotas"))
     return collections, options
-
-
-def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overrides: Any) -> Any:
-    """A collector app from a config file path or an already-parsed config mapping.
-
-    ``overrides`` (``database_url``, ``store_reports``, ``limits``...) win over the
-    file's values.
-    """
-    data = dict(config) if isinstance(config, Mapping) else load_config(config)
-    collections, options = config_options(data)
-    options.update(overrides)
-    return create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)

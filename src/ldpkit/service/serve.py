@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .app import DEFAULT_DATABASE_URL, create_app
-from .config import config_options, load_config
+from .app import create_app
+from .config import DEFAULT_DATABASE_URL, config_options, load_config
 
-__all__ = ["is_loopback", "main", "remove_stale_metrics_dirs"]
+__all__ = ["app_from_config", "is_loopback", "main", "remove_stale_metrics_dirs"]
 
 log = logging.getLogger("ldpkit.service")
 
@@ -198,3 +198,15 @@ def main(
     finally:
         if made_dir is not None:
             shutil.rmtree(made_dir, ignore_errors=True)
+
+
+def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overrides: Any) -> Any:
+    """A collector app from a config file path or an already-parsed config mapping.
+
+    ``overrides`` (``database_url``, ``store_reports``, ``limits``...) win over the
+    file's values.
+    """
+    data = dict(config) if isinstance(config, Mapping) else load_config(config)
+    collections, options = config_options(data)
+    options.update(overrides)
+    return create_app(collections, options.pop("database_url", DEFAULT_DATABASE_URL), **options)
