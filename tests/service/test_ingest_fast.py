@@ -14,9 +14,9 @@ from sqlalchemy.exc import OperationalError
 from ldpkit import GRR, OLH, OUE, PiecewiseMechanism, Reports, SquareWave, Stats
 from ldpkit.io import reports_from_dict, reports_to_bytes, reports_to_dict
 from ldpkit.service import Limits, app_from_config, create_app, new_token
-from ldpkit.service.app import _fast_json_reports, _FastField
 from ldpkit.service.auth import parse_tokens
 from ldpkit.service.commit import ReportRows
+from ldpkit.service.decode import _fast_json_reports, _FastField
 
 SPEC = OLH(epsilon=2.0, domain_size=50)
 ORIGIN = "https://dashboard.example.org"
