@@ -184,7 +184,7 @@ def test_batches_per_second_gives_429_before_the_body_is_decoded(tmp_path, origi
             for _ in range(3)
         ]
         decoded = []
-        monkeypatch.setattr(collector, "prepare", lambda *a: decoded.append(a))
+        monkeypatch.setattr(collector.decoder, "prepare", lambda *a: decoded.append(a))
         over = c.post("/v1/reports/a", json=_batch(1), headers={**h["dev"], **extra})
         monkeypatch.undo()
         assert codes == [201] * 3 and over.status_code == 429 and not decoded

@@ -16,7 +16,7 @@ from ldpkit import GRR, OLH, OUE
 from ldpkit.io import reports_to_bytes, reports_to_dict
 from ldpkit.service import Limits, app_from_config, create_app, is_loopback, main, new_token
 from ldpkit.service.auth import TokenAuth, parse_tokens
-from ldpkit.service.collector import _whole_second_clock
+from ldpkit.service.decode import _whole_second_clock
 from ldpkit.service.store import batches_table, rollups_table
 
 SPEC = OLH(epsilon=2.0, domain_size=50)
@@ -41,7 +41,7 @@ def db(tmp_path):
 
 
 def _at(app, when):
-    app.state.collector.clock = lambda: when
+    app.state.collector.decoder.clock = lambda: when
 
 
 def _one(value, seed):

@@ -3,14 +3,12 @@ collections and their report templates, authorization and quotas, decoding and c
 one batch, handing it to the group committer, and the estimates."""
 
 import datetime as dt
-import io
 import json
 import logging
 import math
 import re
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,24 +18,17 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from ..estimate import FrequencyEstimate, IntervalWarning
-from ..io import (
-    _sniff,
-    decoded_size,
-    iter_reports_npz,
-    iter_reports_parquet,
-    reports_from_dict,
-)
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
-from ..spec import Mechanism, Reports, Stats, spec_from_dict
+from ..spec import Mechanism
 from .auth import Token, TokenAuth
-from .commit import SMALL_BATCH, AggregationError, GroupCommitter, ReportRows, aggregate_one
+from .commit import AggregationError, GroupCommitter
 from .config import (
     Collection,
     Limits,
     _plain_label,
 )
-from .decode import _fast_json_reports, _FastField, _json_depth_ok, _OneReport
+from .decode import BatchDecoder
 from .models import (
     CollectionInfo,
     DistributionResult,
@@ -51,8 +42,6 @@ from .store import (
     BatchDeleted,
     CollectorStore,
     IdempotencyConflict,
-    PendingBatch,
-    ReportsDigest,
 )
 
 log = logging.getLogger("ldpkit.service")
@@ -122,25 +111,6 @@ def _iso(ts: int | None) -> str | None:
     return None if ts is None else dt.datetime.fromtimestamp(ts, dt.UTC).isoformat()
 
 
-def _whole_second_clock() -> Callable[[], dt.datetime]:
-    """``datetime.now(UTC)`` without its microseconds, built once per second (the same
-    object for every request of a second: one float read and a compare per call)."""
-    # One tuple, replaced whole: a thread (large bodies are decoded in the thread pool)
-    # never sees one second's number with another second's datetime.
-    last: list[tuple[int, dt.datetime]] = [(-1, dt.datetime.fromtimestamp(0, dt.UTC))]
-
-    def clock() -> dt.datetime:
-        second = math.floor(time.time())
-        cached = last[0]
-        if cached[0] == second:
-            return cached[1]
-        now = dt.datetime.fromtimestamp(second, dt.UTC)
-        last[0] = (second, now)
-        return now
-
-    return clock
-
-
 # The times a query may name: those datetime can print (years 1 to 9999, UTC); bucket
 # numbers stay far inside the database's 64-bit integers.
 TIME_MIN = -62135596800  # 0001-01-01T00:00:00Z
@@ -204,18 +174,6 @@ class _Collector:
         self.kinds = {name: p[1] for name, p in probes.items()}
         self.spec_dicts = {name: c.spec.to_dict() for name, c in collections.items()}
         self.fingerprints = {name: c.spec.fingerprint for name, c in collections.items()}
-        self.fast_fields = {
-            name: {k: _FastField(dt_, shape) for k, (dt_, shape) in t.items()}
-            for name, t in self.templates.items()
-            if t is not None
-        }
-        # The usual one-report body, matched without json.loads (see _OneReport).
-        self.one_report = {
-            name: one
-            for name, fields in self.fast_fields.items()
-            if (one := _OneReport.build(self.spec_dicts[name], self.fingerprints[name], fields))
-            is not None
-        }
         self.store = store
         self.store_reports = store_reports
         self.limits = limits
@@ -223,8 +181,16 @@ class _Collector:
         self.bucket_seconds = bucket_seconds
         self.metrics = Metrics(metrics_dir)
         self.quotas = QuotaCounters(_token_quotas(auth, quotas), metrics_dir)
-        # When a batch counts as received (whole seconds, UTC); tests replace it.
-        self.clock: Callable[[], dt.datetime] = _whole_second_clock()
+        # Decodes and checks one batch: the one entry into ldpkit.io (tests replace its clock).
+        self.decoder = BatchDecoder(
+            collections,
+            self.templates,
+            self.spec_dicts,
+            self.fingerprints,
+            limits=limits,
+            metrics=self.metrics,
+            store_reports=store_reports,
+        )
         # Constant parts of the 201 answer, built once rather than per request.
         self._name_json = {name: json.dumps(name) for name in collections}
         self._iso_cache: dict[dt.datetime, str] = {}
@@ -380,9 +346,11 @@ class _Collector:
             )
         self.charge(token)
         if len(body) <= 16_384:  # small: decoding is cheaper than a thread hop
-            item = self.prepare(name, body, content_type, token, key)
+            item = self.decoder.prepare(name, body, content_type, token, key)
         else:
-            item = await run_in_threadpool(self.prepare, name, body, content_type, token, key)
+            item = await run_in_threadpool(
+                self.decoder.prepare, name, body, content_type, token, key
+            )
         self.charge(token, item.n)  # before the commit: a refused batch stores nothing
         try:
             record = await self.committer.commit(item)
@@ -409,209 +377,10 @@ class _Collector:
         )
         return (200 if record.duplicate else 201), payload.encode()
 
-    # -- decoding --------------------------------------------------------------------------
+    # -- rejections ----------------------------------------------------------------------
     def _fail(self, status: int, reason: str, message: str) -> HTTPException:
         self.metrics.reject(reason, status)
         return HTTPException(status, message)
-
-    def decode_json(self, name: str, body: bytes, content_type: str) -> Reports | ReportRows:
-        spec = self.collections[name].spec
-        spec_fingerprint = self.fingerprints[name]
-        if "json" not in content_type and not body.lstrip().startswith(b"{"):
-            raise self._fail(
-                415,
-                "unsupported_media",
-                "body must be npz or Parquet reports (ldpkit.io.reports_to_bytes) or a JSON object "
-                f"(ldpkit.io.reports_to_dict), got Content-Type {content_type or 'none'!r} and "
-                f"bytes starting with {body[:8]!r}",
-            )
-        if len(body) > self.limits.max_json_bytes:
-            raise self._fail(
-                413,
-                "too_large",
-                f"JSON body must be at most {self.limits.max_json_bytes} bytes, got {len(body)}; "
-                "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
-            )
-        one = self.one_report.get(name)
-        if one is not None:
-            rows = one.match(body, self.limits.max_json_depth)
-            if rows is not None:
-                return rows
-        try:
-            # json.loads(bytes) sniffs the encoding first: a body opening with "{" and no
-            # NUL after it is UTF-8 by its rule, so decode it as json.loads would
-            if body[:1] == b"{" and body[1:2] not in (b"\x00", b""):
-                data = json.loads(body.decode("utf-8", "surrogatepass"))
-            else:
-                data = json.loads(body)
-        except RecursionError:
-            data = None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise self._fail(422, "malformed", f"body must be valid JSON: {exc}") from exc
-        limit = self.limits.max_json_depth
-        if data is None or (
-            # fewer opening brackets than the limit cannot nest deeper: skip the walk
-            body.count(b"[") + body.count(b"{") > limit and not _json_depth_ok(data, limit)
-        ):
-            raise self._fail(
-                422,
-                "malformed",
-                f"JSON body must nest at most {self.limits.max_json_depth} levels deep",
-            )
-        if not isinstance(data, dict):
-            raise self._fail(
-                422,
-                "malformed",
-                f"body must be a JSON object with 'fingerprint' and 'arrays', got {type(data).__name__}",
-            )
-        if "mechanism" in data and data["mechanism"] != self.spec_dicts[name]:
-            try:
-                claimed = spec_from_dict(data["mechanism"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise self._fail(
-                    422, "malformed", f"mechanism must be a spec dict (spec.to_dict()): {exc}"
-                ) from exc
-            self._check_spec(name, claimed)
-        fingerprint = data.get("fingerprint")
-        if fingerprint != spec_fingerprint:
-            raise self._fail(
-                409 if isinstance(fingerprint, str) else 422,
-                "wrong_spec",
-                f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
-                f"{spec_fingerprint}), got fingerprint {fingerprint!r}; fetch the spec from "
-                f"GET /v1/collections/{name}",
-            )
-        template = self.templates[name] or {}
-        fast = _fast_json_reports(data, spec, self.fast_fields.get(name, {}))
-        if fast is not None:
-            return fast
-        try:
-            data = {k: v for k, v in data.items() if k != "mechanism"}
-            return reports_from_dict(
-                data, expected=spec, dtypes={k: v[0] for k, v in template.items()}
-            )
-        except (ValueError, TypeError) as exc:
-            raise self._fail(422, "malformed", str(exc)) from exc
-
-    def _check_spec(self, name: str, got: Mechanism) -> None:
-        spec = self.collections[name].spec
-        if got != spec:
-            raise self._fail(
-                409,
-                "wrong_spec",
-                f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
-                f"{spec.fingerprint}), got reports made under {got!r} (fingerprint {got.fingerprint}); "
-                f"fetch the spec from GET /v1/collections/{name}",
-            )
-
-    def _check_fields(self, name: str, reports: Reports | ReportRows) -> None:
-        template = self.templates[name]
-        if template is not None and set(reports.fields) != set(template):
-            raise self._fail(
-                422,
-                "malformed",
-                f"reports must have fields {sorted(template)} for {self.collections[name].spec!r}, "
-                f"got {sorted(reports.fields)}",
-            )
-
-    def _check_count(self, n: int) -> None:
-        if n == 0:
-            raise self._fail(422, "malformed", "batch must hold at least one report, got 0")
-        if n > self.limits.max_reports_per_batch:
-            raise self._fail(
-                413,
-                "too_many_reports",
-                f"batch must hold at most {self.limits.max_reports_per_batch} reports, got {n}; "
-                "split it into several batches",
-            )
-
-    def prepare(
-        self, name: str, body: bytes, content_type: str, token: str, key: str | None
-    ) -> PendingBatch:
-        """Decode and check one batch; aggregate it unless it is small (see commit.py)."""
-        spec = self.collections[name].spec
-        kind = _sniff(body[:4])
-        digest = ReportsDigest() if key else None
-        if kind is None:
-            reports = self.decode_json(name, body, content_type)
-            self._check_fields(name, reports)
-            n = len(reports)
-            self._check_count(n)
-            if isinstance(reports, ReportRows) and (digest is not None or n > SMALL_BATCH):
-                reports = reports.to_reports(spec)
-            if digest is not None:
-                digest.update(reports)  # type: ignore[arg-type]
-            stats = None
-            if n > SMALL_BATCH:
-                stats = self._aggregate(spec, reports)  # type: ignore[arg-type]
-            return PendingBatch(
-                name,
-                n,
-                stats=stats,
-                reports=None if stats is not None else reports,
-                token=token,
-                idempotency_key=key,
-                digest=None if digest is None else digest.hexdigest(),
-                raw=("json", body) if self.store_reports else None,
-                received_at=self.clock(),
-            )
-        try:
-            size = decoded_size(body)
-        except ValueError as exc:
-            raise self._fail(
-                422, "malformed", f"body must be a readable {kind} reports payload: {exc}"
-            ) from exc
-        if size is not None and size > self.limits.max_decoded_bytes:
-            raise self._fail(
-                413,
-                "too_large",
-                f"batch must decode to at most {self.limits.max_decoded_bytes} bytes, got {size}; "
-                "send smaller batches",
-            )
-        try:
-            if kind == "parquet":
-                chunks = iter_reports_parquet(
-                    io.BytesIO(body), batch_size=self.limits.aggregate_chunk
-                )
-            else:  # decompressed as a stream, a block of rows at a time
-                chunks = iter_reports_npz(io.BytesIO(body), batch_size=self.limits.aggregate_chunk)
-            stats, n = spec.empty_stats(), 0
-            for i, chunk in enumerate(chunks):
-                if i == 0:
-                    self._check_spec(name, chunk.spec)
-                    self._check_fields(name, chunk)
-                n += len(chunk)
-                if n > self.limits.max_reports_per_batch:
-                    self._check_count(n)
-                if digest is not None:
-                    digest.update(chunk)
-                stats = stats.merge(self._aggregate(spec, chunk))
-        except (ValueError, TypeError) as exc:
-            raise self._fail(422, "malformed", f"body must be valid {kind} reports: {exc}") from exc
-        self._check_count(n)
-        return PendingBatch(
-            name,
-            n,
-            stats=stats,
-            token=token,
-            idempotency_key=key,
-            digest=None if digest is None else digest.hexdigest(),
-            raw=(kind, body) if self.store_reports else None,
-            received_at=self.clock(),
-        )
-
-    def _aggregate(self, spec: Mechanism, reports: Reports) -> Stats:
-        step = self.limits.aggregate_chunk
-        try:
-            if len(reports) <= step:
-                return aggregate_one(spec, reports)
-            # bounded scratch memory: aggregate a chunk at a time (merge is exact)
-            parts = [
-                aggregate_one(spec, reports[i : i + step]) for i in range(0, len(reports), step)
-            ]
-            return parts[0].merge(*parts[1:])
-        except AggregationError as exc:
-            raise self._fail(422, "rejected_by_spec", str(exc)) from exc
 
     # -- estimates -------------------------------------------------------------------------
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:

@@ -1,18 +1,33 @@
-"""Request decoding: the JSON body of one report batch read without ``json.loads`` where it
-has the usual shape (one report, or columns of plain integers), else handed to
-:func:`ldpkit.io.reports_from_dict`."""
+"""Request decoding: one report batch's body (npz, Parquet or JSON) to a checked
+:class:`~ldpkit.service.store.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
+into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of plain
+integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`."""
 
+import datetime as dt
+import io
 import json
 import math
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from fastapi import HTTPException
 
 from ..io import _FORMAT as _REPORTS_FORMAT
-from ..spec import Mechanism, Reports
-from .commit import ReportRows
+from ..io import (
+    _sniff,
+    decoded_size,
+    iter_reports_npz,
+    iter_reports_parquet,
+    reports_from_dict,
+)
+from ..spec import Mechanism, Reports, Stats, spec_from_dict
+from .commit import SMALL_BATCH, AggregationError, ReportRows, aggregate_one
+from .config import Collection, Limits
+from .prometheus import Metrics
+from .store import PendingBatch, ReportsDigest
 
 _ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
 
@@ -287,3 +302,266 @@ def _fast_json_reports(
         return Reports(spec, **{k: np.array(v, dtype=dtypes[k]) for k, v in columns.items()})
     except (OverflowError, ValueError, TypeError):
         return None
+
+
+def _whole_second_clock() -> Callable[[], dt.datetime]:
+    """``datetime.now(UTC)`` without its microseconds, built once per second (the same
+    object for every request of a second: one float read and a compare per call)."""
+    # One tuple, replaced whole: a thread (large bodies are decoded in the thread pool)
+    # never sees one second's number with another second's datetime.
+    last: list[tuple[int, dt.datetime]] = [(-1, dt.datetime.fromtimestamp(0, dt.UTC))]
+
+    def clock() -> dt.datetime:
+        second = math.floor(time.time())
+        cached = last[0]
+        if cached[0] == second:
+            return cached[1]
+        now = dt.datetime.fromtimestamp(second, dt.UTC)
+        last[0] = (second, now)
+        return now
+
+    return clock
+
+
+class BatchDecoder:
+    """Decode and check one report batch of a collection, whatever its format, into a
+    :class:`~ldpkit.service.store.PendingBatch`; every refusal is an ``HTTPException``
+    (4xx) counted in ``metrics``. The regular route and the fast path both come here
+    (through ``_Collector.ingest``): the collector's one entry into :mod:`ldpkit.io`.
+    """
+
+    def __init__(
+        self,
+        collections: dict[str, Collection],
+        templates: dict[str, dict[str, tuple[np.dtype, tuple[int, ...]]] | None],
+        spec_dicts: dict[str, dict[str, Any]],
+        fingerprints: dict[str, str],
+        *,
+        limits: Limits,
+        metrics: Metrics,
+        store_reports: bool,
+    ) -> None:
+        self.collections = collections
+        self.templates = templates
+        self.spec_dicts = spec_dicts
+        self.fingerprints = fingerprints
+        self.limits = limits
+        self.metrics = metrics
+        self.store_reports = store_reports
+        self.fast_fields = {
+            name: {k: _FastField(dt_, shape) for k, (dt_, shape) in t.items()}
+            for name, t in self.templates.items()
+            if t is not None
+        }
+        # The usual one-report body, matched without json.loads (see _OneReport).
+        self.one_report = {
+            name: one
+            for name, fields in self.fast_fields.items()
+            if (one := _OneReport.build(self.spec_dicts[name], self.fingerprints[name], fields))
+            is not None
+        }
+        # When a batch counts as received (whole seconds, UTC); tests replace it.
+        self.clock: Callable[[], dt.datetime] = _whole_second_clock()
+
+    def _fail(self, status: int, reason: str, message: str) -> HTTPException:
+        self.metrics.reject(reason, status)
+        return HTTPException(status, message)
+
+    def decode_json(self, name: str, body: bytes, content_type: str) -> Reports | ReportRows:
+        spec = self.collections[name].spec
+        spec_fingerprint = self.fingerprints[name]
+        if "json" not in content_type and not body.lstrip().startswith(b"{"):
+            raise self._fail(
+                415,
+                "unsupported_media",
+                "body must be npz or Parquet reports (ldpkit.io.reports_to_bytes) or a JSON object "
+                f"(ldpkit.io.reports_to_dict), got Content-Type {content_type or 'none'!r} and "
+                f"bytes starting with {body[:8]!r}",
+            )
+        if len(body) > self.limits.max_json_bytes:
+            raise self._fail(
+                413,
+                "too_large",
+                f"JSON body must be at most {self.limits.max_json_bytes} bytes, got {len(body)}; "
+                "send larger batches as npz or Parquet (ldpkit.io.reports_to_bytes)",
+            )
+        one = self.one_report.get(name)
+        if one is not None:
+            rows = one.match(body, self.limits.max_json_depth)
+            if rows is not None:
+                return rows
+        try:
+            # json.loads(bytes) sniffs the encoding first: a body opening with "{" and no
+            # NUL after it is UTF-8 by its rule, so decode it as json.loads would
+            if body[:1] == b"{" and body[1:2] not in (b"\x00", b""):
+                data = json.loads(body.decode("utf-8", "surrogatepass"))
+            else:
+                data = json.loads(body)
+        except RecursionError:
+            data = None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise self._fail(422, "malformed", f"body must be valid JSON: {exc}") from exc
+        limit = self.limits.max_json_depth
+        if data is None or (
+            # fewer opening brackets than the limit cannot nest deeper: skip the walk
+            body.count(b"[") + body.count(b"{") > limit and not _json_depth_ok(data, limit)
+        ):
+            raise self._fail(
+                422,
+                "malformed",
+                f"JSON body must nest at most {self.limits.max_json_depth} levels deep",
+            )
+        if not isinstance(data, dict):
+            raise self._fail(
+                422,
+                "malformed",
+                f"body must be a JSON object with 'fingerprint' and 'arrays', got {type(data).__name__}",
+            )
+        if "mechanism" in data and data["mechanism"] != self.spec_dicts[name]:
+            try:
+                claimed = spec_from_dict(data["mechanism"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise self._fail(
+                    422, "malformed", f"mechanism must be a spec dict (spec.to_dict()): {exc}"
+                ) from exc
+            self._check_spec(name, claimed)
+        fingerprint = data.get("fingerprint")
+        if fingerprint != spec_fingerprint:
+            raise self._fail(
+                409 if isinstance(fingerprint, str) else 422,
+                "wrong_spec",
+                f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
+                f"{spec_fingerprint}), got fingerprint {fingerprint!r}; fetch the spec from "
+                f"GET /v1/collections/{name}",
+            )
+        template = self.templates[name] or {}
+        fast = _fast_json_reports(data, spec, self.fast_fields.get(name, {}))
+        if fast is not None:
+            return fast
+        try:
+            data = {k: v for k, v in data.items() if k != "mechanism"}
+            return reports_from_dict(
+                data, expected=spec, dtypes={k: v[0] for k, v in template.items()}
+            )
+        except (ValueError, TypeError) as exc:
+            raise self._fail(422, "malformed", str(exc)) from exc
+
+    def _check_spec(self, name: str, got: Mechanism) -> None:
+        spec = self.collections[name].spec
+        if got != spec:
+            raise self._fail(
+                409,
+                "wrong_spec",
+                f"reports must be made under collection {name!r}'s {spec!r} (fingerprint "
+                f"{spec.fingerprint}), got reports made under {got!r} (fingerprint {got.fingerprint}); "
+                f"fetch the spec from GET /v1/collections/{name}",
+            )
+
+    def _check_fields(self, name: str, reports: Reports | ReportRows) -> None:
+        template = self.templates[name]
+        if template is not None and set(reports.fields) != set(template):
+            raise self._fail(
+                422,
+                "malformed",
+                f"reports must have fields {sorted(template)} for {self.collections[name].spec!r}, "
+                f"got {sorted(reports.fields)}",
+            )
+
+    def _check_count(self, n: int) -> None:
+        if n == 0:
+            raise self._fail(422, "malformed", "batch must hold at least one report, got 0")
+        if n > self.limits.max_reports_per_batch:
+            raise self._fail(
+                413,
+                "too_many_reports",
+                f"batch must hold at most {self.limits.max_reports_per_batch} reports, got {n}; "
+                "split it into several batches",
+            )
+
+    def prepare(
+        self, name: str, body: bytes, content_type: str, token: str, key: str | None
+    ) -> PendingBatch:
+        """Decode and check one batch; aggregate it unless it is small (see commit.py)."""
+        spec = self.collections[name].spec
+        kind = _sniff(body[:4])
+        digest = ReportsDigest() if key else None
+        if kind is None:
+            reports = self.decode_json(name, body, content_type)
+            self._check_fields(name, reports)
+            n = len(reports)
+            self._check_count(n)
+            if isinstance(reports, ReportRows) and (digest is not None or n > SMALL_BATCH):
+                reports = reports.to_reports(spec)
+            if digest is not None:
+                digest.update(reports)  # type: ignore[arg-type]
+            stats = None
+            if n > SMALL_BATCH:
+                stats = self._aggregate(spec, reports)  # type: ignore[arg-type]
+            return PendingBatch(
+                name,
+                n,
+                stats=stats,
+                reports=None if stats is not None else reports,
+                token=token,
+                idempotency_key=key,
+                digest=None if digest is None else digest.hexdigest(),
+                raw=("json", body) if self.store_reports else None,
+                received_at=self.clock(),
+            )
+        try:
+            size = decoded_size(body)
+        except ValueError as exc:
+            raise self._fail(
+                422, "malformed", f"body must be a readable {kind} reports payload: {exc}"
+            ) from exc
+        if size is not None and size > self.limits.max_decoded_bytes:
+            raise self._fail(
+                413,
+                "too_large",
+                f"batch must decode to at most {self.limits.max_decoded_bytes} bytes, got {size}; "
+                "send smaller batches",
+            )
+        try:
+            if kind == "parquet":
+                chunks = iter_reports_parquet(
+                    io.BytesIO(body), batch_size=self.limits.aggregate_chunk
+                )
+            else:  # decompressed as a stream, a block of rows at a time
+                chunks = iter_reports_npz(io.BytesIO(body), batch_size=self.limits.aggregate_chunk)
+            stats, n = spec.empty_stats(), 0
+            for i, chunk in enumerate(chunks):
+                if i == 0:
+                    self._check_spec(name, chunk.spec)
+                    self._check_fields(name, chunk)
+                n += len(chunk)
+                if n > self.limits.max_reports_per_batch:
+                    self._check_count(n)
+                if digest is not None:
+                    digest.update(chunk)
+                stats = stats.merge(self._aggregate(spec, chunk))
+        except (ValueError, TypeError) as exc:
+            raise self._fail(422, "malformed", f"body must be valid {kind} reports: {exc}") from exc
+        self._check_count(n)
+        return PendingBatch(
+            name,
+            n,
+            stats=stats,
+            token=token,
+            idempotency_key=key,
+            digest=None if digest is None else digest.hexdigest(),
+            raw=(kind, body) if self.store_reports else None,
+            received_at=self.clock(),
+        )
+
+    def _aggregate(self, spec: Mechanism, reports: Reports) -> Stats:
+        step = self.limits.aggregate_chunk
+        try:
+            if len(reports) <= step:
+                return aggregate_one(spec, reports)
+            # bounded scratch memory: aggregate a chunk at a time (merge is exact)
+            parts = [
+                aggregate_one(spec, reports[i : i + step]) for i in range(0, len(reports), step)
+            ]
+            return parts[0].merge(*parts[1:])
+        except AggregationError as exc:
+            raise self._fail(422, "rejected_by_spec", str(exc)) from exc
