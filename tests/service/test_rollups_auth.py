@@ -516,7 +516,7 @@ def test_roll_up_parts_compaction_and_deletes_are_exact(db):
 def test_batch_ids_are_unique_time_ordered_uuid7():
     import uuid
 
-    from ldpkit.service import store
+    from ldpkit.service import batch_identity as store  # batch ids live there
 
     ids = [store.new_batch_id() for _ in range(5000)]
     assert len(set(ids)) == len(ids) and ids == sorted(ids)  # counter within the millisecond

@@ -106,8 +106,8 @@ def main(
     addresses out unless ``log_addresses``.
     """
     import uvicorn
+    from sqlalchemy.engine import make_url
 
-    from .store import make_url
     from .supervisor import reuse_port_supported, serve_workers
 
     data = dict(config) if isinstance(config, Mapping) else load_config(config)
