@@ -1,5 +1,5 @@
 """Request decoding: one report batch's body (npz, Parquet or JSON) to a checked
-:class:`~ldpkit.service.store.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
+:class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
 into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of plain
 integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`."""
 
@@ -325,7 +325,7 @@ def _whole_second_clock() -> Callable[[], dt.datetime]:
 
 class BatchDecoder:
     """Decode and check one report batch of a collection, whatever its format, into a
-    :class:`~ldpkit.service.store.PendingBatch`; every refusal is an ``HTTPException``
+    :class:`~ldpkit.service.batch_identity.PendingBatch`; every refusal is an ``HTTPException``
     (4xx) counted in ``metrics``. The regular route and the fast path both come here
     (through ``_Collector.ingest``): the collector's one entry into :mod:`ldpkit.io`.
     """
