@@ -4,6 +4,7 @@ roll-up's Stats are packed into one bytes column (:class:`_Layout`). What each t
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -243,3 +244,8 @@ def make_engine(database_url: str) -> Engine:
         cursor.close()
 
     return engine
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    # SQLite returns naive datetimes; everything stored is UTC.
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

@@ -52,13 +52,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from sqlalchemy import (
     BigInteger,
     DateTime,
     Integer,
     String,
-    Table,
     and_,
     bindparam,
     delete,
@@ -85,10 +83,12 @@ from .batch_identity import (
     reports_digest,
     stats_digest,
 )
+from .reads import StoreReader
 from .schema import (
     DEFAULT_DELETED_KEYS_SECONDS,
     DEFAULT_MAX_PARTS,
     _Layout,
+    _utc,
     batches_table,
     collections_table,
     deleted_keys_table,
@@ -120,46 +120,12 @@ __all__ = [
 ]
 
 
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite returns naive datetimes; everything stored is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
 def _merge_members(members: Sequence[PendingBatch]) -> Stats:
     stats = [m.stats for m in members]
     if any(s is None for s in stats):
         raise ValueError("every batch must carry its Stats when no combine function is given")
     first, *rest = stats
     return first.merge(*rest)  # type: ignore[union-attr, arg-type]
-
-
-class _ClosedBuckets:
-    """Per-bucket sums of closed buckets of one collection (all tokens), in time order."""
-
-    def __init__(self, generation: int) -> None:
-        self.generation = generation
-        self.until = -(2**62)  # every bucket before this one is in the cache
-        self.starts: list[int] = []
-        self.arrays: list[dict[str, np.ndarray]] = []
-        self.n: list[int] = []
-        self.batches: list[int] = []
-
-    def add(self, bucket: int, arrays: dict[str, np.ndarray], n: int, batches: int) -> None:
-        self.starts.append(bucket)
-        self.arrays.append(arrays)
-        self.n.append(n)
-        self.batches.append(batches)
-
-    def window(self, lo: int, hi: int) -> tuple[dict[str, np.ndarray], int, int]:
-        """Sums over cached buckets with ``lo <= start < hi`` (empty dict if none)."""
-        import bisect
-
-        i, j = bisect.bisect_left(self.starts, lo), bisect.bisect_left(self.starts, hi)
-        if i >= j:
-            return {}, 0, 0
-        keys = self.arrays[i].keys()
-        out = {k: np.sum([a[k] for a in self.arrays[i:j]], axis=0) for k in keys}
-        return out, sum(self.n[i:j]), sum(self.batches[i:j])
 
 
 # Per-collection advisory locks (PostgreSQL), keyed (class, collection) in the two-int4 key
@@ -259,7 +225,8 @@ class CollectorStore:
         self.specs: dict[str, Mechanism] = {}
         self.layouts: dict[str, _Layout] = {}
         self.bucket_seconds: dict[str, int] = {}
-        self._cache: dict[str, _ClosedBuckets] = {}
+        # Reads (estimates, listings) go through the reader; it shares these dicts.
+        self.reader = StoreReader(self.engine, self.layouts, self.bucket_seconds)
         self._fold_sql: tuple[Any, Any, Any] | None = None
         self._key_sql: Any = None
         # Roll-up parts may exist (written since the last compaction, or left by an earlier
@@ -872,7 +839,7 @@ class CollectorStore:
             bucket = epoch // width * width
             limit = closed.get(b.collection)
             if limit is None:
-                limit = closed[b.collection] = self._closed_before(b.collection)
+                limit = closed[b.collection] = self.reader.closed_before(b.collection)
             if bucket < limit:
                 return None
             seconds.append(epoch)
@@ -1053,7 +1020,7 @@ class CollectorStore:
             cur.executemany(self._INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
             self._wrote_parts(len(parts))
-            for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
+            for c in sorted({c for c, bucket, _ in keys if bucket < self.reader.closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
                 results[i] = records[i]
@@ -1162,7 +1129,7 @@ class CollectorStore:
                 conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
             groups = {(p[0], p[1], p[2]) for p in parts}
             self._wrote_parts(len(parts))
-            late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
+            late = {c for c, bucket, _ in groups if bucket < self.reader.closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
             for i in new:
@@ -1437,70 +1404,17 @@ class CollectorStore:
             cur.execute(self._PG_TAKE_PARTS, (names, limit))
             return cur.fetchall()
 
-    # -- reading -----------------------------------------------------------------------------
-    def _rollup_filter(
-        self,
-        collection: str,
-        since: int | None = None,
-        until: int | None = None,
-        token: str | None = None,
-        table: Table = rollups_table,
-    ) -> Any:
-        cond = [table.c.collection == collection]
-        if since is not None:
-            cond.append(table.c.bucket >= since)
-        if until is not None:
-            # whole buckets only: a bucket counts if it ends at or before `until`
-            cond.append(table.c.bucket + self.bucket_seconds[collection] <= until)
-        if token is not None:
-            cond.append(table.c.token == token)
-        return and_(*cond)
-
-    def _sums(
-        self,
-        collection: str,
-        since: int | None = None,
-        until: int | None = None,
-        token: str | None = None,
-    ) -> Any:
-        """Roll-up rows and not yet folded parts in ``[since, until)``, as one subquery
-        (``bucket, token, n, batches, arrays``): read in one statement, hence one snapshot,
-        so a compaction running meanwhile is seen entirely or not at all."""
-        return union_all(
-            *(
-                select(t.c.bucket, t.c.token, t.c.n, t.c.batches, t.c.arrays).where(
-                    self._rollup_filter(collection, since, until, token, table=t)
-                )
-                for t in (rollups_table, rollup_parts_table)
-            )
-        ).subquery()
-
+    # -- reading (the reader's, under the store's names) -----------------------------------
     def summary(self, collection: str) -> tuple[int, int]:
         """``(n, batches)``: total reports and number of stored batches."""
-        u = self._sums(collection)
-        with self.engine.connect() as conn:
-            n, count = conn.execute(
-                select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
-            ).one()
-        return int(n), int(count)
+        return self.reader.summary(collection)
 
     def last_received(self, collection: str) -> dt.datetime | None:
-        """Arrival time of the latest stored batch (read in the latest bucket: indexed)."""
-        u = self._sums(collection)
-        latest = select(func.max(u.c.bucket)).scalar_subquery()
-        with self.engine.connect() as conn:
-            value = conn.execute(
-                select(func.max(batches_table.c.received_at)).where(
-                    batches_table.c.collection == collection, batches_table.c.bucket == latest
-                )
-            ).scalar()
-        return None if value is None else _utc(value).astimezone(dt.UTC)
+        """Arrival time of the latest stored batch."""
+        return self.reader.last_received(collection)
 
     def last_bucket(self, collection: str) -> int | None:
-        u = self._sums(collection)
-        with self.engine.connect() as conn:
-            value = conn.execute(select(func.max(u.c.bucket))).scalar()
-        return None if value is None else int(value)
+        return self.reader.last_bucket(collection)
 
     def merged(
         self,
@@ -1511,101 +1425,14 @@ class CollectorStore:
         until: int | None = None,
         token: str | None = None,
     ) -> tuple[Stats, int]:
-        """The roll-ups of whole buckets in ``[since, until)`` merged, and their batch count.
-
-        Closed buckets (ended over five minutes ago) are summed once and kept in memory per
-        bucket, valid while the collection's ``generation`` is unchanged (any delete or late
-        write bumps it, in every process); only open buckets are read each time.
-        """
-        layout = self.layouts[collection]
-        if spec != layout.spec:
-            raise ValueError(
-                f"spec must be collection {collection!r}'s {layout.spec!r}, got {spec!r}"
-            )
-        if token is not None:
-            arrays, n, count = self._read_sum(collection, since, until, token)
-            return Stats(spec, n, **arrays), count
-        with self.engine.connect() as conn:
-            generation = conn.execute(
-                select(collections_table.c.generation).where(collections_table.c.name == collection)
-            ).scalar_one()
-        cache = self._cache.get(collection)
-        if cache is None or cache.generation != generation:
-            cache = self._cache[collection] = _ClosedBuckets(generation)
-        closed = self._closed_before(collection)
-        if cache.until < closed:  # read the buckets that closed since last time, per bucket
-            # Buckets before `closed` end before it too: until = closed keeps them all.
-            u = self._sums(collection, since=cache.until, until=closed)
-            query = select(u.c.bucket, u.c.arrays, u.c.n, u.c.batches).order_by(u.c.bucket)
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-            by_bucket: dict[int, list[Any]] = defaultdict(list)
-            for row in rows:
-                by_bucket[int(row.bucket)].append(row)
-            for bucket, part in by_bucket.items():
-                n_bucket = sum(int(r.n) for r in part)
-                # The real n: Stats check their arrays against what n reports can produce.
-                summed = layout.sum([bytes(r.arrays) for r in part], n_bucket).arrays
-                cache.add(
-                    bucket,
-                    {k: np.asarray(v) for k, v in summed.items()},
-                    n_bucket,
-                    sum(int(r.batches) for r in part),
-                )
-            cache.until = closed
-        width = self.bucket_seconds[collection]
-        lo = since if since is not None else -(2**62)
-        hi = (until - width + 1) if until is not None else 2**62  # bucket + width <= until
-        cached_arrays, n, count = cache.window(lo, min(hi, cache.until))
-        open_since = max(lo, cache.until)
-        arrays, n2, count2 = self._read_sum(collection, open_since, until, None)
-        total = {k: arrays[k] + cached_arrays[k] for k in arrays} if cached_arrays else arrays
-        return Stats(spec, n + n2, **total), count + count2
-
-    def _read_sum(
-        self, collection: str, since: int | None, until: int | None, token: str | None
-    ) -> tuple[dict[str, np.ndarray], int, int]:
-        layout = self.layouts[collection]
-        u = self._sums(collection, since, until, token)
-        query = select(u.c.arrays, u.c.n, u.c.batches)
-        arrays = {k: np.array(v) for k, v in layout.spec.empty_stats().arrays.items()}
-        n = count = 0
-        with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=4096).execute(query)
-            for part in result.partitions():
-                rows_n = sum(int(r.n) for r in part)
-                count += sum(int(r.batches) for r in part)
-                summed = layout.sum([bytes(r.arrays) for r in part], rows_n)
-                for k in arrays:
-                    arrays[k] = arrays[k] + summed.arrays[k]
-                n += rows_n
-        return arrays, n, count
-
-    def _closed_before(self, collection: str) -> int:
-        """Start of the first bucket that may still receive batches (real time)."""
-        width = self.bucket_seconds[collection]
-        return (int(time.time()) - width - 300) // width * width
-
-    @staticmethod
-    def _bump(conn: Connection, collection: str) -> None:
-        conn.execute(
-            update(collections_table)
-            .where(collections_table.c.name == collection)
-            .values(generation=collections_table.c.generation + 1)
-        )
+        """:meth:`StoreReader.merged <ldpkit.service.reads.StoreReader.merged>`."""
+        return self.reader.merged(collection, spec, since=since, until=until, token=token)
 
     def buckets(
         self, collection: str, *, since: int | None = None, until: int | None = None
     ) -> list[tuple[int, int, int]]:
         """``(bucket start, n, batches)`` per bucket (all tokens summed), in time order."""
-        u = self._sums(collection, since, until)
-        query = (
-            select(u.c.bucket, func.sum(u.c.n), func.sum(u.c.batches))
-            .group_by(u.c.bucket)
-            .order_by(u.c.bucket)
-        )
-        with self.engine.connect() as conn:
-            return [(int(b), int(n), int(c)) for b, n, c in conn.execute(query)]
+        return self.reader.buckets(collection, since=since, until=until)
 
     def list_batches(
         self,
@@ -1617,37 +1444,18 @@ class CollectorStore:
         limit: int = 1000,
         offset: int = 0,
     ) -> list[BatchRecord]:
-        """Batch metadata (oldest first), filtered by token name and bucket range."""
-        cond = self._batch_filter(collection, token, since, until)
-        query = (
-            select(
-                batches_table.c.batch_id,
-                batches_table.c.n,
-                batches_table.c.received_at,
-                batches_table.c.token,
-            )
-            .where(cond)
-            .order_by(batches_table.c.id)
-            .limit(limit)
-            .offset(offset)
+        """:meth:`StoreReader.list_batches <ldpkit.service.reads.StoreReader.list_batches>`."""
+        return self.reader.list_batches(
+            collection, token=token, since=since, until=until, limit=limit, offset=offset
         )
-        with self.engine.connect() as conn:
-            return [
-                BatchRecord(r.batch_id, collection, int(r.n), _utc(r.received_at), token=r.token)
-                for r in conn.execute(query)
-            ]
 
-    def _batch_filter(
-        self, collection: str, token: str | None, since: int | None, until: int | None
-    ) -> Any:
-        cond = [batches_table.c.collection == collection]
-        if token is not None:
-            cond.append(batches_table.c.token == token)
-        if since is not None:
-            cond.append(batches_table.c.bucket >= since)
-        if until is not None:
-            cond.append(batches_table.c.bucket + self.bucket_seconds[collection] <= until)
-        return and_(*cond)
+    @staticmethod
+    def _bump(conn: Connection, collection: str) -> None:
+        conn.execute(
+            update(collections_table)
+            .where(collections_table.c.name == collection)
+            .values(generation=collections_table.c.generation + 1)
+        )
 
     def delete_batches(
         self,
@@ -1681,10 +1489,12 @@ class CollectorStore:
         racing this delete is decided either before it (a duplicate of a batch this delete
         then removes) or after it (refused), never against a delete half done.
         """
-        rollup_cond = self._rollup_filter(collection, since, until, token)
-        part_cond = self._rollup_filter(collection, since, until, token, table=rollup_parts_table)
-        batch_cond = self._batch_filter(collection, token, since, until)
-        u = self._sums(collection, since, until, token)
+        rollup_cond = self.reader.rollup_filter(collection, since, until, token)
+        part_cond = self.reader.rollup_filter(
+            collection, since, until, token, table=rollup_parts_table
+        )
+        batch_cond = self.reader.batch_filter(collection, token, since, until)
+        u = self.reader.sums(collection, since, until, token)
         with self.engine.begin() as conn:
             if self.backend == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK})
