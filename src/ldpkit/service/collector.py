@@ -1,6 +1,7 @@
 """The collector's state and its work behind the routes (:class:`_Collector`): the
-collections and their report templates, authorization and quotas, decoding and checking
-one batch, handing it to the group committer, and the estimates."""
+collections and their report templates, authorization and quotas, one batch handed to
+its :class:`~ldpkit.service.decode.BatchDecoder` and then to the group committer, and the
+estimates."""
 
 import datetime as dt
 import json
