@@ -240,15 +240,15 @@ def bare_server(tmp: Path, workers: int) -> Server:
     argv = [sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(port)]
     argv += ["--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
     if workers > 1:
-        from ldpkit.service._workers import reuse_port_supported
+        from ldpkit.service.supervisor import reuse_port_supported
 
         if reuse_port_supported():
             # The collector's process model (one SO_REUSEPORT socket per process, see
-            # ldpkit.service._workers): with uvicorn's shared socket the bare endpoint's
+            # ldpkit.service.supervisor): with uvicorn's shared socket the bare endpoint's
             # connections were as unevenly spread (16/0 ... 9/7), so the ratio would
             # measure the accept lottery rather than the collector's work.
             code = (
-                "from ldpkit.service._workers import serve_workers; "
+                "from ldpkit.service.supervisor import serve_workers; "
                 f"serve_workers('bare_app:make', {workers}, '127.0.0.1', {port}, "
                 "log_level='warning', access_log=False)"
             )

@@ -261,7 +261,7 @@ def numeric_collector(tmp_path: Path, serve_app: Any) -> Any:
     """A collector on 127.0.0.1 with numerical collections and an encoder (no auth)."""
     pytest.importorskip("uvicorn")
     from ldpkit import OLH, Encoder
-    from ldpkit.service.app import Collection, create_app
+    from ldpkit.service import Collection, create_app
 
     collections = {
         "sw": SquareWave(epsilon=1.0, low=0.0, high=60.0, buckets=64),

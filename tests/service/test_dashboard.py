@@ -106,7 +106,7 @@ def test_collection_info_has_the_last_report_time(
             dt.datetime(2026, 1, 1, 12, 30, 7, tzinfo=dt.UTC),
         ]
     )
-    app.state.collector.clock = lambda: next(times)
+    app.state.collector.decoder.clock = lambda: next(times)
     with TestClient(app) as c:
         assert c.get("/v1/collections/browsers").json()["last_report"] is None
         for _ in range(2):

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
-from ldpkit.service import app_from_config, create_app, new_token, parse_tokens
+from ldpkit.service import app_from_config, create_app, new_token
+from ldpkit.service.auth import parse_tokens
 from ldpkit.service.store import BatchDeleted, CollectorStore, PendingBatch, reports_digest
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
@@ -408,7 +409,7 @@ def test_stale_metrics_directories_are_removed_and_live_ones_kept(tmp_path):
     import subprocess
     import sys
 
-    from ldpkit.service import METRICS_OWNER, remove_stale_metrics_dirs
+    from ldpkit.service.serve import METRICS_OWNER, remove_stale_metrics_dirs
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # (its pid is free now; reuse within this test is unlikely and only keeps it)

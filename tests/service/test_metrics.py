@@ -13,7 +13,7 @@ import pytest
 from _servers import free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
-from ldpkit.service.metrics import Metrics, _read_file
+from ldpkit.service.prometheus import Metrics, _read_file
 
 
 def _child(directory, k):

@@ -1,4 +1,4 @@
-"""``main(..., workers=2)`` on Linux: one SO_REUSEPORT socket per process (service._workers)."""
+"""``main(..., workers=2)`` on Linux: one SO_REUSEPORT socket per process (service.supervisor)."""
 
 import http.client
 import json
@@ -14,8 +14,8 @@ import pytest
 from _servers import SRC, free_port, serve_two_workers
 from ldpkit import GRR
 from ldpkit.io import reports_to_dict
-from ldpkit.service._workers import RestartBackoff, reuse_port_supported
-from ldpkit.service.metrics import _read_file
+from ldpkit.service.prometheus import _read_file
+from ldpkit.service.supervisor import RestartBackoff, reuse_port_supported
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
 
@@ -73,8 +73,8 @@ def test_two_workers_each_accept_their_share_and_a_dead_worker_is_replaced(
             [
                 sys.executable,
                 "-c",
-                "from ldpkit.service._workers import serve_workers; "
-                f"serve_workers('ldpkit.service._worker:app', 2, '127.0.0.1', {port})",
+                "from ldpkit.service.supervisor import serve_workers; "
+                f"serve_workers('ldpkit.service.worker_app:app', 2, '127.0.0.1', {port})",
             ],
             env={**os.environ, "PYTHONPATH": SRC},
             capture_output=True,
@@ -115,7 +115,7 @@ def test_a_worker_failing_at_start_up_is_restarted_with_a_growing_delay(tmp_path
     (tmp_path / "bad_app.py").write_text("def make():\n    raise RuntimeError('boom')\n")
     code = (
         "import logging; logging.basicConfig(level=logging.WARNING); "
-        "from ldpkit.service._workers import serve_workers; "
+        "from ldpkit.service.supervisor import serve_workers; "
         f"serve_workers('bad_app:make', 1, '127.0.0.1', {free_port()}, log_level='critical')"
     )
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + str(tmp_path)}

@@ -21,7 +21,7 @@ from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from . import DEFAULT_HEADER_TIMEOUT, HEADER_TIMEOUT_ENV
+from .serve import DEFAULT_HEADER_TIMEOUT, HEADER_TIMEOUT_ENV
 
 __all__ = ["HeaderTimeoutProtocol", "header_timeout"]
 

@@ -1,7 +1,9 @@
 """Durable storage for the collector (SQLAlchemy Core; SQLite by default, PostgreSQL by URL).
 
-Five tables:
+Six tables (defined in :mod:`ldpkit.service.schema`):
 
+- ``ldpkit_collections``: one row per collection (its spec as JSON, fingerprint, bucket
+  length, and a generation bumped by every change to a closed bucket).
 - ``ldpkit_rollups``: one row per (collection, time bucket, token) holding the merged
   :class:`~ldpkit.Stats` of every batch received in that bucket from that token (once
   compacted, below). This is what estimates read: their cost depends on the number of
@@ -39,40 +41,25 @@ writer lock serializes them.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 import hashlib
-import itertools
 import json
 import logging
-import os
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from sqlalchemy import (
     BigInteger,
-    Column,
     DateTime,
-    ForeignKey,
-    ForeignKeyConstraint,
-    Index,
     Integer,
-    LargeBinary,
-    MetaData,
     String,
-    Table,
-    Text,
-    UniqueConstraint,
     and_,
     bindparam,
-    create_engine,
     delete,
-    event,
     func,
     insert,
     inspect,
@@ -82,11 +69,35 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.pool import StaticPool
 
-from ..spec import REPORT_COUNT, Mechanism, Reports, Stats
+from ..spec import Mechanism, Stats
+from .batch_identity import (
+    BatchDeleted,
+    BatchRecord,
+    IdempotencyConflict,
+    PendingBatch,
+    ReportsDigest,
+    new_batch_ids,
+    reports_digest,
+    stats_digest,
+)
+from .reads import StoreReader
+from .schema import (
+    DEFAULT_DELETED_KEYS_SECONDS,
+    DEFAULT_MAX_PARTS,
+    _Layout,
+    _utc,
+    batches_table,
+    collections_table,
+    deleted_keys_table,
+    make_engine,
+    metadata,
+    reports_table,
+    rollup_parts_table,
+    rollups_table,
+)
 
 logger = logging.getLogger("ldpkit.service")
 
@@ -99,284 +110,14 @@ __all__ = [
     "ReportsDigest",
     "reports_digest",
     "stats_digest",
+    # the tables, for tests and tools that read them (defined in .schema)
+    "batches_table",
+    "deleted_keys_table",
+    "metadata",
+    "reports_table",
+    "rollup_parts_table",
+    "rollups_table",
 ]
-
-metadata = MetaData()
-
-collections_table = Table(
-    "ldpkit_collections",
-    metadata,
-    Column("name", String(128), primary_key=True),
-    Column("fingerprint", String(64), nullable=False),
-    Column("mechanism", Text, nullable=False),  # spec.to_dict() as JSON
-    Column("bucket_seconds", Integer, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    # Bumped by every change to a closed bucket (admin deletes, late writes): readers'
-    # caches of closed buckets are valid only for the generation they were read at.
-    Column("generation", BigInteger, nullable=False, default=0),
-)
-
-
-def _not_pg(
-    ddl: Any,
-    target: Any,
-    bind: Any,
-    tables: Any = None,
-    state: Any = None,
-    *,
-    dialect: Any,
-    compiler: Any = None,
-    checkfirst: bool = False,
-) -> bool:
-    """``ddl_if`` callable: emit this constraint or index on every backend but PostgreSQL."""
-    return bool(dialect.name != "postgresql")
-
-
-# The hot tables (ldpkit_batches, ldpkit_rollup_parts) are lean on PostgreSQL, where every
-# group commit is one statement and the server's CPU per group bounds throughput: no
-# foreign key to ldpkit_collections (two look-ups per group; the app guarantees the
-# collection row first, see CollectorStore.register), no unique index on batch_id (a
-# server-made uuid4 no query looks up), the idempotency index only over keyed rows. SQLite
-# keeps the original schema (its single writer is bounded by fsync, not by index upkeep).
-# Databases created
-# by an earlier version keep their extra indexes and keys; the code works with both.
-batches_table = Table(
-    "ldpkit_batches",
-    metadata,
-    # Integer on SQLite so the column is the rowid (auto-increment); BIGINT elsewhere.
-    Column(
-        "id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
-    ),
-    Column("batch_id", String(36), nullable=False),
-    Column("collection", String(128), nullable=False),
-    Column("token", String(64), nullable=False),  # token *name* ("" when auth is off)
-    Column("idempotency_key", String(200), nullable=True),
-    Column("digest", String(64), nullable=True),  # only for keyed batches (retry check)
-    Column("n", BigInteger, nullable=False),
-    Column("received_at", DateTime(timezone=True), nullable=False),  # whole seconds
-    Column("bucket", BigInteger, nullable=False),  # bucket start, Unix seconds
-    # (Same DDL as before on SQLite, constraints in the same order.)
-    UniqueConstraint(
-        "collection", "token", "idempotency_key", name="uq_ldpkit_batches_idempotency"
-    ).ddl_if(callable_=_not_pg),
-    UniqueConstraint("batch_id").ddl_if(callable_=_not_pg),
-    ForeignKeyConstraint(["collection"], ["ldpkit_collections.name"]).ddl_if(callable_=_not_pg),
-    # Admin filters: by bucket range (and last_received) and by token (a leaked token's
-    # batches, with or without a range); neither index serves the other's queries.
-    Index("ix_ldpkit_batches_bucket", "collection", "bucket"),
-    Index("ix_ldpkit_batches_token", "collection", "token", "bucket"),
-    # PostgreSQL: NULL keys never conflict, so a partial unique index enforces the same
-    # rule, and keyless inserts (most of them) skip it; look-ups by key can use it.
-    Index(
-        "uq_ldpkit_batches_key",
-        "collection",
-        "token",
-        "idempotency_key",
-        unique=True,
-        postgresql_where=text("idempotency_key IS NOT NULL"),
-    ).ddl_if(dialect="postgresql"),
-)
-
-rollups_table = Table(
-    "ldpkit_rollups",
-    metadata,
-    Column("collection", String(128), ForeignKey("ldpkit_collections.name"), primary_key=True),
-    Column("bucket", BigInteger, primary_key=True),  # bucket start, Unix seconds
-    Column("token", String(64), primary_key=True),
-    Column("n", BigInteger, nullable=False),
-    Column("batches", BigInteger, nullable=False),
-    # The merged Stats' arrays, little-endian, concatenated in the spec's field order
-    # (layout fixed by the collection's spec; see _Layout). Binary, so that summing
-    # thousands of roll-ups is one numpy reduction instead of thousands of JSON parses.
-    Column("arrays", LargeBinary, nullable=False),
-)
-
-rollup_parts_table = Table(
-    "ldpkit_rollup_parts",
-    metadata,
-    # Append-only deltas of the roll-ups: a group commit INSERTs one row per (collection,
-    # bucket, token) it touched (no read-modify-write of the roll-up row, so no row lock
-    # and no extra round trip), and the compactor (CollectorStore.compact) folds them into
-    # ldpkit_rollups, deleting the folded parts in the same transaction. Readers sum both
-    # tables in one statement (one snapshot).
-    Column(
-        "id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
-    ),
-    Column("collection", String(128), nullable=False),
-    Column("bucket", BigInteger, nullable=False),
-    Column("token", String(64), nullable=False),
-    Column("n", BigInteger, nullable=False),
-    Column("batches", BigInteger, nullable=False),
-    Column("arrays", LargeBinary, nullable=False),
-    ForeignKeyConstraint(["collection"], ["ldpkit_collections.name"]).ddl_if(callable_=_not_pg),
-    Index("ix_ldpkit_rollup_parts_bucket", "collection", "bucket", "token"),
-)
-
-# How long a deleted batch's idempotency key stays refused (CollectorStore.deleted_keys_seconds).
-DEFAULT_DELETED_KEYS_SECONDS = 30 * 86400
-
-deleted_keys_table = Table(
-    "ldpkit_deleted_keys",
-    metadata,
-    # Idempotency keys of batches an admin deleted (CollectorStore.delete_batches writes
-    # them in the delete's transaction). A retry carrying one is refused (BatchDeleted)
-    # rather than stored as a new batch: a client retrying after a lost answer must not
-    # undo a delete (e.g. of a leaked token's batches).
-    Column("collection", String(128), ForeignKey("ldpkit_collections.name"), primary_key=True),
-    Column("token", String(64), primary_key=True),
-    Column("idempotency_key", String(200), primary_key=True),
-    Column("batch_id", String(36), nullable=False),
-    Column("deleted_at", DateTime(timezone=True), nullable=False),
-)
-
-reports_table = Table(
-    "ldpkit_reports",
-    metadata,
-    Column("batch_id", String(36), primary_key=True),
-    Column("format", String(16), nullable=False),
-    Column("payload", LargeBinary, nullable=False),
-)
-
-
-# Roll-up parts of one collection above which an estimate or the committer compacts at once
-# (normally the committer folds them about once a second, a few hundred at most); readers
-# sum parts one by one, so this bounds their cost when compaction falls behind.
-DEFAULT_MAX_PARTS = 4096
-
-
-class IdempotencyConflict(ValueError):
-    """An idempotency key was reused for a batch with different content."""
-
-
-class BatchDeleted(ValueError):
-    """An idempotency key names a batch an admin deleted: it is not stored again."""
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchRecord:
-    """What the store knows about one stored batch."""
-
-    batch_id: str
-    collection: str
-    n: int
-    received_at: dt.datetime
-    duplicate: bool = False
-    token: str = ""
-
-
-@dataclasses.dataclass(eq=False)
-class PendingBatch:
-    """One batch waiting for the next group commit.
-
-    ``stats`` is the batch's aggregate, or None when the committer aggregates ``reports``
-    itself (small batches, aggregated together). ``digest`` identifies the content of a
-    keyed batch (:func:`reports_digest`), so a retry can be told from a key reused for
-    other data.
-    """
-
-    collection: str
-    n: int
-    stats: Stats | None = None
-    reports: Any = None  # Reports, or commit.ReportRows for a small JSON batch
-    token: str = ""
-    idempotency_key: str | None = None
-    digest: str | None = None
-    raw: tuple[str, bytes] | None = None
-    received_at: dt.datetime = dataclasses.field(
-        default_factory=lambda: dt.datetime.now(dt.UTC).replace(microsecond=0)
-    )
-
-
-def stats_digest(stats: Stats) -> str:
-    """sha256 of the canonical JSON of ``stats``."""
-    text_ = json.dumps(stats.to_dict(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text_.encode()).hexdigest()
-
-
-class ReportsDigest:
-    """sha256 of a batch's report arrays, fed in row chunks (same result for any chunking).
-
-    One hash per field over its C-order bytes, then one hash over the field names, dtypes,
-    per-user shapes and field hashes: independent of the wire format the batch came in.
-    """
-
-    def __init__(self) -> None:
-        self._fields: dict[str, Any] = {}
-        self._meta: dict[str, tuple[str, tuple[int, ...]]] = {}
-
-    def update(self, reports: Reports) -> None:
-        for name, arr in reports.arrays.items():
-            if name not in self._fields:
-                self._fields[name] = hashlib.sha256()
-                self._meta[name] = (arr.dtype.str, arr.shape[1:])
-            self._fields[name].update(np.ascontiguousarray(arr).tobytes())
-
-    def hexdigest(self) -> str:
-        outer = hashlib.sha256()
-        for name in sorted(self._fields):
-            dtype, shape = self._meta[name]
-            outer.update(f"{name}|{dtype}|{shape}|".encode())
-            outer.update(self._fields[name].digest())
-        return outer.hexdigest()
-
-
-def reports_digest(reports: Reports) -> str:
-    """:class:`ReportsDigest` of one Reports."""
-    d = ReportsDigest()
-    d.update(reports)
-    return d.hexdigest()
-
-
-_ID_BITS = 2**74 - 1
-_id_state: tuple[int, int, Any] = (-1, 0, None)  # (pid, random base, counter)
-
-
-def new_batch_id() -> str:
-    """A UUID version 7 (RFC 9562): time-ordered, so new rows append to the index.
-
-    The 74 bits after the millisecond timestamp are a random base drawn once per process
-    plus a counter (RFC 9562 section 6.2 allows counters): unique within a process, and
-    across processes unless two random bases land within a few ids of each other (then
-    the unique index refuses the row and the group is retried). Batch ids are not secrets:
-    no route accepts one as a capability, so they need uniqueness, not unpredictability,
-    and one ``os.urandom`` call per process instead of per batch saves a system call.
-    """
-    return new_batch_ids(1)[0]
-
-
-_LOW48 = 2**48 - 1
-
-
-def new_batch_ids(count: int) -> list[str]:
-    """``count`` ids of :func:`new_batch_id` (one clock read, the common digits formatted
-    once: a group commit names all its batches at once)."""
-    global _id_state
-    pid, base, counter = _id_state
-    if pid != os.getpid():  # first call, or a forked child: a base of its own
-        base = int.from_bytes(os.urandom(10), "big") & _ID_BITS
-        counter = itertools.count()
-        _id_state = (os.getpid(), base, counter)
-    ms = (time.time_ns() // 1_000_000) & _LOW48
-    # Layout: 48 bits ms | version 7 | 12 bits rand | variant 0b10 | 62 bits rand, printed
-    # 8-4-4-4-12 hex digits; consecutive counters change only the last 12 digits (the
-    # others are formatted again when a carry reaches them). next(counter) is atomic:
-    # committer threads never share a value.
-    prefix = f"{ms >> 16:08x}-{ms & 0xFFFF:04x}-7"
-    out: list[str] = []
-    last, mid = -1, ""
-    for _ in range(count):
-        rand = (base + next(counter)) & _ID_BITS
-        high = rand >> 48  # 12 bits after the version, then 14 after the variant
-        if high != last:
-            last = high
-            mid = f"{prefix}{high >> 14:03x}-{0x8000 | (high & 0x3FFF):04x}-"
-        out.append(f"{mid}{rand & _LOW48:012x}")
-    return out
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite returns naive datetimes; everything stored is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
 def _merge_members(members: Sequence[PendingBatch]) -> Stats:
@@ -385,107 +126,6 @@ def _merge_members(members: Sequence[PendingBatch]) -> Stats:
         raise ValueError("every batch must carry its Stats when no combine function is given")
     first, *rest = stats
     return first.merge(*rest)  # type: ignore[union-attr, arg-type]
-
-
-class _Layout:
-    """Byte layout of one spec's Stats arrays in a roll-up row."""
-
-    def __init__(self, spec: Mechanism) -> None:
-        self.spec = spec
-        empty = spec.empty_stats()
-        # A report count equal to n (spec.REPORT_COUNT) is not stored: the row's n column
-        # holds it, and rows written before that field existed keep their layout.
-        self.count = REPORT_COUNT if REPORT_COUNT in empty.arrays else None
-        self.fields = [
-            (name, arr.dtype.newbyteorder("<"), arr.shape)
-            for name, arr in empty.arrays.items()
-            if name != self.count
-        ]
-        self.sizes = [
-            int(np.prod(shape, dtype=np.int64)) * dt_.itemsize for _, dt_, shape in self.fields
-        ]
-        self.row_bytes = sum(self.sizes)
-
-    def pack(self, stats: Stats) -> bytes:
-        return b"".join(
-            np.ascontiguousarray(stats.arrays[name], dtype=dtype).tobytes()
-            for name, dtype, _ in self.fields
-        )
-
-    def sum(self, payloads: Sequence[bytes], n: int) -> Stats:
-        """The Stats of several packed rows added up (what ``Stats.merge`` computes)."""
-        if any(len(p) != self.row_bytes for p in payloads):
-            raise ValueError(
-                f"roll-up rows must hold {self.row_bytes} bytes for {self.spec!r}, got "
-                f"{sorted({len(p) for p in payloads})}"
-            )
-        rows = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), -1)
-        arrays, offset = {}, 0
-        for (name, dtype, shape), size in zip(self.fields, self.sizes):
-            block = np.ascontiguousarray(rows[:, offset : offset + size]).view(dtype)
-            arrays[name] = block.reshape(len(payloads), *shape).sum(axis=0, dtype=dtype)
-            offset += size
-        native = {k: v.astype(v.dtype.newbyteorder("="), copy=False) for k, v in arrays.items()}
-        if self.count is not None:
-            native[self.count] = np.array(n, dtype=np.int64)
-        return Stats(self.spec, n, **native)
-
-
-def make_engine(database_url: str) -> Engine:
-    """An engine for ``database_url``; SQLite gets WAL journaling and a busy timeout."""
-    url = make_url(database_url)
-    if url.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)
-    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
-    memory = url.database in (None, "", ":memory:")
-    if memory:
-        kwargs["poolclass"] = StaticPool  # one shared connection, or each would see its own DB
-    engine = create_engine(url, **kwargs)
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        if not memory:
-            # WAL: readers do not block the writer and vice versa. synchronous=FULL syncs
-            # the WAL at every commit, so an acknowledged batch survives a power cut.
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=FULL")
-            # Checkpoint the WAL into the database every ~40 MB instead of every ~4 MB:
-            # fewer extra fsyncs on the ingest path (a crash replays the WAL either way).
-            cursor.execute("PRAGMA wal_autocheckpoint=10000")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    return engine
-
-
-class _ClosedBuckets:
-    """Per-bucket sums of closed buckets of one collection (all tokens), in time order."""
-
-    def __init__(self, generation: int) -> None:
-        self.generation = generation
-        self.until = -(2**62)  # every bucket before this one is in the cache
-        self.starts: list[int] = []
-        self.arrays: list[dict[str, np.ndarray]] = []
-        self.n: list[int] = []
-        self.batches: list[int] = []
-
-    def add(self, bucket: int, arrays: dict[str, np.ndarray], n: int, batches: int) -> None:
-        self.starts.append(bucket)
-        self.arrays.append(arrays)
-        self.n.append(n)
-        self.batches.append(batches)
-
-    def window(self, lo: int, hi: int) -> tuple[dict[str, np.ndarray], int, int]:
-        """Sums over cached buckets with ``lo <= start < hi`` (empty dict if none)."""
-        import bisect
-
-        i, j = bisect.bisect_left(self.starts, lo), bisect.bisect_left(self.starts, hi)
-        if i >= j:
-            return {}, 0, 0
-        keys = self.arrays[i].keys()
-        out = {k: np.sum([a[k] for a in self.arrays[i:j]], axis=0) for k in keys}
-        return out, sum(self.n[i:j]), sum(self.batches[i:j])
 
 
 # Per-collection advisory locks (PostgreSQL), keyed (class, collection) in the two-int4 key
@@ -585,7 +225,8 @@ class CollectorStore:
         self.specs: dict[str, Mechanism] = {}
         self.layouts: dict[str, _Layout] = {}
         self.bucket_seconds: dict[str, int] = {}
-        self._cache: dict[str, _ClosedBuckets] = {}
+        # Reads (estimates, listings) go through the reader; it shares these dicts.
+        self.reader = StoreReader(self.engine, self.layouts, self.bucket_seconds)
         self._fold_sql: tuple[Any, Any, Any] | None = None
         self._key_sql: Any = None
         # Roll-up parts may exist (written since the last compaction, or left by an earlier
@@ -1198,7 +839,7 @@ class CollectorStore:
             bucket = epoch // width * width
             limit = closed.get(b.collection)
             if limit is None:
-                limit = closed[b.collection] = self._closed_before(b.collection)
+                limit = closed[b.collection] = self.reader.closed_before(b.collection)
             if bucket < limit:
                 return None
             seconds.append(epoch)
@@ -1379,7 +1020,7 @@ class CollectorStore:
             cur.executemany(self._INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
             self._wrote_parts(len(parts))
-            for c in sorted({c for c, bucket, _ in keys if bucket < self._closed_before(c)}):
+            for c in sorted({c for c, bucket, _ in keys if bucket < self.reader.closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
                 results[i] = records[i]
@@ -1488,7 +1129,7 @@ class CollectorStore:
                 conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
             groups = {(p[0], p[1], p[2]) for p in parts}
             self._wrote_parts(len(parts))
-            late = {c for c, bucket, _ in groups if bucket < self._closed_before(c)}
+            late = {c for c, bucket, _ in groups if bucket < self.reader.closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
                 self._bump(conn, c)
             for i in new:
@@ -1763,70 +1404,17 @@ class CollectorStore:
             cur.execute(self._PG_TAKE_PARTS, (names, limit))
             return cur.fetchall()
 
-    # -- reading -----------------------------------------------------------------------------
-    def _rollup_filter(
-        self,
-        collection: str,
-        since: int | None = None,
-        until: int | None = None,
-        token: str | None = None,
-        table: Table = rollups_table,
-    ) -> Any:
-        cond = [table.c.collection == collection]
-        if since is not None:
-            cond.append(table.c.bucket >= since)
-        if until is not None:
-            # whole buckets only: a bucket counts if it ends at or before `until`
-            cond.append(table.c.bucket + self.bucket_seconds[collection] <= until)
-        if token is not None:
-            cond.append(table.c.token == token)
-        return and_(*cond)
-
-    def _sums(
-        self,
-        collection: str,
-        since: int | None = None,
-        until: int | None = None,
-        token: str | None = None,
-    ) -> Any:
-        """Roll-up rows and not yet folded parts in ``[since, until)``, as one subquery
-        (``bucket, token, n, batches, arrays``): read in one statement, hence one snapshot,
-        so a compaction running meanwhile is seen entirely or not at all."""
-        return union_all(
-            *(
-                select(t.c.bucket, t.c.token, t.c.n, t.c.batches, t.c.arrays).where(
-                    self._rollup_filter(collection, since, until, token, table=t)
-                )
-                for t in (rollups_table, rollup_parts_table)
-            )
-        ).subquery()
-
+    # -- reading (the reader's, under the store's names) -----------------------------------
     def summary(self, collection: str) -> tuple[int, int]:
         """``(n, batches)``: total reports and number of stored batches."""
-        u = self._sums(collection)
-        with self.engine.connect() as conn:
-            n, count = conn.execute(
-                select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
-            ).one()
-        return int(n), int(count)
+        return self.reader.summary(collection)
 
     def last_received(self, collection: str) -> dt.datetime | None:
-        """Arrival time of the latest stored batch (read in the latest bucket: indexed)."""
-        u = self._sums(collection)
-        latest = select(func.max(u.c.bucket)).scalar_subquery()
-        with self.engine.connect() as conn:
-            value = conn.execute(
-                select(func.max(batches_table.c.received_at)).where(
-                    batches_table.c.collection == collection, batches_table.c.bucket == latest
-                )
-            ).scalar()
-        return None if value is None else _utc(value).astimezone(dt.UTC)
+        """Arrival time of the latest stored batch."""
+        return self.reader.last_received(collection)
 
     def last_bucket(self, collection: str) -> int | None:
-        u = self._sums(collection)
-        with self.engine.connect() as conn:
-            value = conn.execute(select(func.max(u.c.bucket))).scalar()
-        return None if value is None else int(value)
+        return self.reader.last_bucket(collection)
 
     def merged(
         self,
@@ -1837,101 +1425,14 @@ class CollectorStore:
         until: int | None = None,
         token: str | None = None,
     ) -> tuple[Stats, int]:
-        """The roll-ups of whole buckets in ``[since, until)`` merged, and their batch count.
-
-        Closed buckets (ended over five minutes ago) are summed once and kept in memory per
-        bucket, valid while the collection's ``generation`` is unchanged (any delete or late
-        write bumps it, in every process); only open buckets are read each time.
-        """
-        layout = self.layouts[collection]
-        if spec != layout.spec:
-            raise ValueError(
-                f"spec must be collection {collection!r}'s {layout.spec!r}, got {spec!r}"
-            )
-        if token is not None:
-            arrays, n, count = self._read_sum(collection, since, until, token)
-            return Stats(spec, n, **arrays), count
-        with self.engine.connect() as conn:
-            generation = conn.execute(
-                select(collections_table.c.generation).where(collections_table.c.name == collection)
-            ).scalar_one()
-        cache = self._cache.get(collection)
-        if cache is None or cache.generation != generation:
-            cache = self._cache[collection] = _ClosedBuckets(generation)
-        closed = self._closed_before(collection)
-        if cache.until < closed:  # read the buckets that closed since last time, per bucket
-            # Buckets before `closed` end before it too: until = closed keeps them all.
-            u = self._sums(collection, since=cache.until, until=closed)
-            query = select(u.c.bucket, u.c.arrays, u.c.n, u.c.batches).order_by(u.c.bucket)
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-            by_bucket: dict[int, list[Any]] = defaultdict(list)
-            for row in rows:
-                by_bucket[int(row.bucket)].append(row)
-            for bucket, part in by_bucket.items():
-                n_bucket = sum(int(r.n) for r in part)
-                # The real n: Stats check their arrays against what n reports can produce.
-                summed = layout.sum([bytes(r.arrays) for r in part], n_bucket).arrays
-                cache.add(
-                    bucket,
-                    {k: np.asarray(v) for k, v in summed.items()},
-                    n_bucket,
-                    sum(int(r.batches) for r in part),
-                )
-            cache.until = closed
-        width = self.bucket_seconds[collection]
-        lo = since if since is not None else -(2**62)
-        hi = (until - width + 1) if until is not None else 2**62  # bucket + width <= until
-        cached_arrays, n, count = cache.window(lo, min(hi, cache.until))
-        open_since = max(lo, cache.until)
-        arrays, n2, count2 = self._read_sum(collection, open_since, until, None)
-        total = {k: arrays[k] + cached_arrays[k] for k in arrays} if cached_arrays else arrays
-        return Stats(spec, n + n2, **total), count + count2
-
-    def _read_sum(
-        self, collection: str, since: int | None, until: int | None, token: str | None
-    ) -> tuple[dict[str, np.ndarray], int, int]:
-        layout = self.layouts[collection]
-        u = self._sums(collection, since, until, token)
-        query = select(u.c.arrays, u.c.n, u.c.batches)
-        arrays = {k: np.array(v) for k, v in layout.spec.empty_stats().arrays.items()}
-        n = count = 0
-        with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=4096).execute(query)
-            for part in result.partitions():
-                rows_n = sum(int(r.n) for r in part)
-                count += sum(int(r.batches) for r in part)
-                summed = layout.sum([bytes(r.arrays) for r in part], rows_n)
-                for k in arrays:
-                    arrays[k] = arrays[k] + summed.arrays[k]
-                n += rows_n
-        return arrays, n, count
-
-    def _closed_before(self, collection: str) -> int:
-        """Start of the first bucket that may still receive batches (real time)."""
-        width = self.bucket_seconds[collection]
-        return (int(time.time()) - width - 300) // width * width
-
-    @staticmethod
-    def _bump(conn: Connection, collection: str) -> None:
-        conn.execute(
-            update(collections_table)
-            .where(collections_table.c.name == collection)
-            .values(generation=collections_table.c.generation + 1)
-        )
+        """:meth:`StoreReader.merged <ldpkit.service.reads.StoreReader.merged>`."""
+        return self.reader.merged(collection, spec, since=since, until=until, token=token)
 
     def buckets(
         self, collection: str, *, since: int | None = None, until: int | None = None
     ) -> list[tuple[int, int, int]]:
         """``(bucket start, n, batches)`` per bucket (all tokens summed), in time order."""
-        u = self._sums(collection, since, until)
-        query = (
-            select(u.c.bucket, func.sum(u.c.n), func.sum(u.c.batches))
-            .group_by(u.c.bucket)
-            .order_by(u.c.bucket)
-        )
-        with self.engine.connect() as conn:
-            return [(int(b), int(n), int(c)) for b, n, c in conn.execute(query)]
+        return self.reader.buckets(collection, since=since, until=until)
 
     def list_batches(
         self,
@@ -1943,37 +1444,18 @@ class CollectorStore:
         limit: int = 1000,
         offset: int = 0,
     ) -> list[BatchRecord]:
-        """Batch metadata (oldest first), filtered by token name and bucket range."""
-        cond = self._batch_filter(collection, token, since, until)
-        query = (
-            select(
-                batches_table.c.batch_id,
-                batches_table.c.n,
-                batches_table.c.received_at,
-                batches_table.c.token,
-            )
-            .where(cond)
-            .order_by(batches_table.c.id)
-            .limit(limit)
-            .offset(offset)
+        """:meth:`StoreReader.list_batches <ldpkit.service.reads.StoreReader.list_batches>`."""
+        return self.reader.list_batches(
+            collection, token=token, since=since, until=until, limit=limit, offset=offset
         )
-        with self.engine.connect() as conn:
-            return [
-                BatchRecord(r.batch_id, collection, int(r.n), _utc(r.received_at), token=r.token)
-                for r in conn.execute(query)
-            ]
 
-    def _batch_filter(
-        self, collection: str, token: str | None, since: int | None, until: int | None
-    ) -> Any:
-        cond = [batches_table.c.collection == collection]
-        if token is not None:
-            cond.append(batches_table.c.token == token)
-        if since is not None:
-            cond.append(batches_table.c.bucket >= since)
-        if until is not None:
-            cond.append(batches_table.c.bucket + self.bucket_seconds[collection] <= until)
-        return and_(*cond)
+    @staticmethod
+    def _bump(conn: Connection, collection: str) -> None:
+        conn.execute(
+            update(collections_table)
+            .where(collections_table.c.name == collection)
+            .values(generation=collections_table.c.generation + 1)
+        )
 
     def delete_batches(
         self,
@@ -2007,10 +1489,12 @@ class CollectorStore:
         racing this delete is decided either before it (a duplicate of a batch this delete
         then removes) or after it (refused), never against a delete half done.
         """
-        rollup_cond = self._rollup_filter(collection, since, until, token)
-        part_cond = self._rollup_filter(collection, since, until, token, table=rollup_parts_table)
-        batch_cond = self._batch_filter(collection, token, since, until)
-        u = self._sums(collection, since, until, token)
+        rollup_cond = self.reader.rollup_filter(collection, since, until, token)
+        part_cond = self.reader.rollup_filter(
+            collection, since, until, token, table=rollup_parts_table
+        )
+        batch_cond = self.reader.batch_filter(collection, token, since, until)
+        u = self.reader.sums(collection, since, until, token)
         with self.engine.begin() as conn:
             if self.backend == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK})

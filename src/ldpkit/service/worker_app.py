@@ -9,7 +9,7 @@ from typing import Any
 
 def app() -> Any:
     """The collector app of the config that :func:`ldpkit.service.main` put in the environment."""
-    from . import app_from_config
+    from .serve import app_from_config
 
     config = json.loads(os.environ["LDPKIT_COLLECTOR_CONFIG"])
     overrides = json.loads(os.environ.get("LDPKIT_COLLECTOR_OVERRIDES", "{}"))

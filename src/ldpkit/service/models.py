@@ -1,0 +1,203 @@
+"""The collector's API models (pydantic): the JSON answer of each route, which also
+documents the API at ``/openapi.json``, and the ingest body's OpenAPI description."""
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+# -- response models (they document the API in /docs) ---------------------------------------
+class FieldInfo(BaseModel):
+    dtype: str = Field(description="numpy dtype string of the field, e.g. '|u1', '<u8'")
+    shape: list[int] = Field(description="per-user shape (empty for one number per user)")
+
+
+class EncoderInfo(BaseModel):
+    categories: list[Any] = Field(description="label of item i is categories[i]")
+    unknown: str = Field(
+        description="'error' (unseen labels are refused) or 'other' (mapped to one extra item)"
+    )
+    missing: str = Field(
+        "error",
+        description="'error' (null/NaN refused) or 'item' (mapped to an extra last item "
+        "'<missing>')",
+    )
+
+
+class CollectionInfo(BaseModel):
+    name: str
+    description: str
+    kind: str = Field(description="'frequency', 'distribution' or 'mean': the estimate's shape")
+    mechanism: dict[str, Any] = Field(
+        description="the spec, rebuild it with ldpkit.spec.spec_from_dict"
+    )
+    fingerprint: str
+    n: int = Field(description="reports stored so far")
+    batches: int
+    bucket_seconds: int = Field(description="width of the roll-up time buckets")
+    last_bucket: str | None = Field(None, description="start of the latest bucket with data")
+    last_report: str | None = Field(
+        None, description="arrival time of the latest stored batch (whole seconds, UTC)"
+    )
+    labels: list[Any] | None = None
+    encoder: EncoderInfo | None = Field(
+        None,
+        description="rebuild with ldpkit.Encoder(categories, unknown=unknown, missing=missing)",
+    )
+    report_fields: dict[str, FieldInfo] | None = Field(
+        None, description="the arrays a batch must hold (JSON clients use these dtypes)"
+    )
+
+
+class CollectionList(BaseModel):
+    collections: list[CollectionInfo]
+
+
+class IngestResult(BaseModel):
+    batch_id: str
+    collection: str
+    n: int = Field(description="reports in this batch")
+    received_at: str
+    duplicate: bool = Field(
+        description="true when the Idempotency-Key was seen before; nothing was added"
+    )
+
+
+class DistributionResult(BaseModel):
+    low: float
+    high: float
+    probabilities: list[float] = Field(description="mass of each of the equal-width buckets")
+    mean: float
+    quantiles: dict[str, float] | None = Field(
+        description="q -> value, for q in 0.01 ... 0.99; null while the masses are signed "
+        "(an unbiased estimate with negative masses: ask with postprocessing=norm_sub or cdf)"
+    )
+    signed: bool = Field(False, description="true when some masses are negative (unbiased)")
+    interval_method: str | None = Field(
+        default=None,
+        description="'analytic' (linear estimators), 'bootstrap' (EM/EMS, with bootstrap=B) "
+        "or null: no intervals (interval_note says why)",
+    )
+    interval_note: str | None = Field(
+        default=None, description="why the intervals are null, or approximate"
+    )
+    mean_ci: list[float] | None = Field(
+        default=None, description="[low, high]: (1 - alpha) interval"
+    )
+    quantile_ci: dict[str, list[float]] | None = Field(
+        default=None, description="q -> [low, high], for the q of quantiles"
+    )
+    cdf_low: list[float] | None = Field(
+        default=None,
+        description="pointwise (1 - alpha) band of the CDF at each bucket's right edge",
+    )
+    cdf_high: list[float] | None = None
+
+
+class EstimateResult(BaseModel):
+    collection: str
+    kind: str
+    mechanism: dict[str, Any]
+    fingerprint: str
+    n: int
+    batches: int
+    since: str | None = Field(description="start of the first whole bucket included")
+    until: str | None = Field(description="end of the last whole bucket included")
+    alpha: float
+    postprocessing: list[str]
+    labels: list[Any] | None
+    frequencies: list[float] | None = Field(None, description="frequency oracles; null while n = 0")
+    std_errors: list[float] | None = None
+    ci_low: list[float] | None = Field(
+        None, description="normal-approximation (1 - alpha) interval (frequencies or the mean)"
+    )
+    ci_high: list[float] | None = None
+    distribution: DistributionResult | None = Field(None, description="numerical collections")
+    mean: float | None = Field(None, description="mean collections (and distributions' mean)")
+    std_error: float | None = None
+
+
+class BucketInfo(BaseModel):
+    start: str
+    end: str
+    n: int
+    batches: int
+
+
+class BucketList(BaseModel):
+    collection: str
+    bucket_seconds: int
+    buckets: list[BucketInfo]
+
+
+class BatchInfo(BaseModel):
+    batch_id: str
+    token: str
+    n: int
+    received_at: str
+
+
+class BatchList(BaseModel):
+    collection: str
+    batches: list[BatchInfo]
+
+
+class DeleteResult(BaseModel):
+    collection: str
+    deleted_batches: int
+    deleted_reports: int
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok, degraded (compaction failing or behind) or unavailable")
+    database: str
+    version: str
+    compaction: str = Field(
+        default="ok", description="ok, or why roll-up compaction is failing or behind (degraded)"
+    )
+
+
+_BODY_DOC = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            "One batch of reports. Binary bodies are recognized by content (npz starts with "
+            "'PK', Parquet with 'PAR1'); any other body is read as JSON."
+        ),
+        "content": {
+            "application/x-npz": {"schema": {"type": "string", "format": "binary"}},
+            "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["fingerprint", "arrays"],
+                    "properties": {
+                        "fingerprint": {"type": "string"},
+                        "mechanism": {"type": "object"},
+                        "arrays": {
+                            "type": "object",
+                            "additionalProperties": {
+                                "oneOf": [
+                                    {"type": "array"},
+                                    {
+                                        "type": "object",
+                                        "properties": {
+                                            "dtype": {"type": "string"},
+                                            "shape": {
+                                                "type": "array",
+                                                "items": {"type": "integer"},
+                                            },
+                                            "data": {"type": "array"},
+                                        },
+                                        "required": ["data"],
+                                    },
+                                ]
+                            },
+                        },
+                    },
+                },
+                "example": {"fingerprint": "0123456789abcdef", "arrays": {"values": [3, 0, 1]}},
+            },
+        },
+    }
+}
