@@ -146,6 +146,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.multidim.MarginalTable",
             "ldpkit.multidim.MarginalsEstimate",
             "ldpkit.multidim.GroupMeans",
+            "ldpkit.multidim.RangeEstimate",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",

@@ -15,8 +15,10 @@ indices; the schema is the spec's ``domain_sizes``, declared once). Mechanisms:
 
 SPL, SMP and RSFD return a :class:`MultiFrequencyEstimate` (one
 :class:`ldpkit.FrequencyEstimate` per attribute, ``to_frame()`` in long format).
-:class:`GroupMean` gives the mean of a value per group (with intervals). Numerical attributes
-in a tuple, range queries (HDG/TDG) and PM/HM sampling are not implemented yet (issue 31).
+:class:`GroupMean` gives the mean of a value per group (with intervals). :class:`HDG`,
+:class:`TDG` (Yang et al. VLDB 2020) and the :class:`UniformGrid` baseline answer range
+queries over 1 to d numerical attributes (``result.range_query(((lo, hi), None, ...))``,
+a :class:`RangeEstimate`). PM/HM sampling is not implemented yet (issue 31).
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -33,13 +35,17 @@ __all__ = [
     "FullDomain",
     "GroupMean",
     "GroupMeans",
+    "HDG",
     "MarginalTable",
     "MarginalsEstimate",
     "MultiAttributeMechanism",
     "MultiFrequencyEstimate",
     "RSFD",
+    "RangeEstimate",
     "SMP",
     "SPL",
+    "TDG",
+    "UniformGrid",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
@@ -50,5 +56,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .fourier import Fourier
     from .groupby import GroupMean, GroupMeans
     from .marginals import MarginalsEstimate, MarginalTable
+    from .ranges import HDG, TDG, RangeEstimate, UniformGrid
     from .rsfd import RSFD
     from .split import SMP, SPL

@@ -1,0 +1,707 @@
+"""Range queries over numerical attributes: HDG, TDG (Yang et al. VLDB 2020), uniform grid.
+
+Every user holds d numerical attributes, each in its declared ``[low[j], high[j]]`` (an
+``(n, d)`` float array). The mechanisms split the users into groups, one per grid; each
+user reports the cell of her one grid through OLH at the whole budget (as CALM does with
+marginals), so every grid's frequencies are unbiased from its own group.
+
+* :class:`TDG` (two-dimensional grids): one ``g2 x g2`` grid per pair of attributes.
+* :class:`HDG` (hybrid-dimensional grids): TDG's grids plus one 1-D grid of ``g1`` cells per
+  attribute; the server builds, per pair, a ``max(g1, g2)``-square response matrix by the
+  paper's weighted update, so that 2-D answers use the finer 1-D information.
+* :class:`UniformGrid`: the baseline, one grid of ``g^d`` cells over all the attributes.
+
+Post-processing (VLDB 2020, sec. 5.3): Norm-Sub on every grid (non-negative, sums to 1),
+then the grids sharing an attribute are made consistent on it (inverse-variance weighted
+average of their projections at the coarser granularity, each grid shifted uniformly onto
+it), alternated a few times, Norm-Sub last. A query over lambda > 2 attributes is answered
+from its C(lambda, 2) pairwise answers (four quadrants each) by the weighted update on the
+2^lambda in/out combinations (sec. 5.4). Inside a cell, values are taken as uniform.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._exact import RR_MAX_EPSILON
+from .._rng import RNGLike, as_generator
+from .._validation import check_integer, check_not_masked, check_sequence
+from ..frequency._base import index_dtype
+from ..frequency.hashing import OLH
+from ..numeric.distribution import check_bounds
+from ..spec import Mechanism, Reports, Stats, StatsField
+
+__all__ = ["HDG", "TDG", "RangeEstimate", "UniformGrid"]
+
+#: Most attributes a grid spec may declare (TDG/HDG keep C(d, 2) grids).
+MAX_GRID_ATTRIBUTES = 16
+#: Largest granularity of one axis of a grid.
+MAX_GRANULARITY = 1024
+#: Largest number of cells of one grid (OLH's aggregation costs n x cells).
+MAX_GRID_CELLS = 1 << 16
+#: The paper's constants of the non-uniformity error (VLDB 2020, sec. 4.3 and 5.2).
+ALPHA_1, ALPHA_2 = 0.7, 0.03
+#: Rounds of Norm-Sub + consistency, and of the weighted updates.
+CONSISTENCY_ROUNDS = 5
+UPDATE_ROUNDS = 100
+
+
+def _power_of_two(g: float) -> int:
+    """The paper's rounding of a granularity: the nearest power of 2, at least 2."""
+    if not g > 2.0:
+        return 2
+    lower = 2 ** math.floor(math.log2(g))
+    out = lower if g - lower <= 2 * lower - g else 2 * lower
+    return int(min(out, MAX_GRANULARITY))
+
+
+def granularity_1d(epsilon: float, n: int, groups: int) -> int:
+    """HDG's 1-D granularity ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``m``
+    the number of groups (VLDB 2020, sec. 5.2), rounded to a power of 2."""
+    e = math.exp(epsilon)
+    return _power_of_two((n * (e - 1.0) ** 2 * ALPHA_1**2 / (2.0 * groups * e)) ** (1.0 / 3.0))
+
+
+def granularity_2d(epsilon: float, n: int, groups: int) -> int:
+    """The 2-D granularity ``g2 = sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))``
+    (VLDB 2020, sec. 4.3 for TDG, 5.2 for HDG), rounded to a power of 2."""
+    e = math.exp(epsilon)
+    return _power_of_two(math.sqrt(2.0 * ALPHA_2 * (e - 1.0) * math.sqrt(n / (groups * e))))
+
+
+def norm_sub(f: np.ndarray) -> np.ndarray:
+    """Norm-Sub: ``max(f - delta, 0)`` with the ``delta`` that makes it sum to 1."""
+    flat = np.ravel(f)
+    s = np.sort(flat)[::-1]
+    cums = np.cumsum(s) - 1.0
+    k = np.arange(1, s.size + 1)
+    ok = s - cums / k > 0
+    r = int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else s.size
+    delta = cums[r - 1] / r
+    return np.reshape(np.maximum(flat - delta, 0.0), np.shape(f))
+
+
+def _check_bounds_list(low: Any, high: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    want = "finite reals (one per attribute)"
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, (int, float, np.integer, np.floating)) or v is None:
+            raise TypeError(f"{name} must be a sequence of {want}, got {v!r:.60}")
+    lows = check_sequence(low, "low", want)
+    highs = check_sequence(high, "high", want)
+    if not 2 <= len(lows) <= MAX_GRID_ATTRIBUTES:
+        raise ValueError(
+            f"low must hold 2 to {MAX_GRID_ATTRIBUTES} bounds (one per attribute), got {len(lows)}"
+        )
+    if len(highs) != len(lows):
+        raise ValueError(f"high must hold {len(lows)} bounds (as low), got {len(highs)}")
+    pairs = [check_bounds(lo, hi) for lo, hi in zip(lows, highs, strict=True)]
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def _as_list(value: Any, name: str, what: str) -> list[Any]:
+    """``value``'s items (a sequence of possibly ragged entries, not a string)."""
+    zero_dim = isinstance(value, np.ndarray) and value.ndim == 0
+    if zero_dim or isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {what}, got {value!r:.60}")
+    return list(value)
+
+
+def _coverage(lo: float, hi: float, g: int) -> np.ndarray:
+    """Fraction of each of g equal cells of [0, 1] inside [lo, hi] (both in [0, 1])."""
+    edges = np.arange(g + 1) / g
+    return np.clip((np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo)) * g, 0.0, 1.0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _GridMechanism(Mechanism):
+    """Shared base: d numerical attributes, one group of users per grid, OLH per grid."""
+
+    low: tuple[float, ...] = (0.0, 0.0)
+    high: tuple[float, ...] = (1.0, 1.0)
+    population: int = 100_000
+
+    exact_epsilon: ClassVar[bool] = True
+    max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
+    def _validate(self) -> None:
+        lo, hi = _check_bounds_list(self.low, self.high)
+        self._set("low", lo)
+        self._set("high", hi)
+        self._set("population", check_integer(self.population, "population", low=1))
+
+    @property
+    def attributes(self) -> int:
+        """The number of attributes d."""
+        return len(self.low)
+
+    # -- grids: subclasses define them ---------------------------------------------------
+    @property
+    def grids(self) -> tuple[tuple[int, ...], ...]:
+        """The attributes of every grid, in group order."""
+        raise NotImplementedError
+
+    def grid_shape(self, m: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _check_cells(self) -> None:
+        for m in range(len(self.grids)):
+            cells = math.prod(self.grid_shape(m))
+            if cells > MAX_GRID_CELLS:
+                raise ValueError(
+                    f"the granularities must give grids of at most {MAX_GRID_CELLS} cells, "
+                    f"got {cells} for attributes {self.grids[m]}"
+                )
+
+    def cell_offsets(self) -> np.ndarray:
+        sizes = [math.prod(self.grid_shape(m)) for m in range(len(self.grids))]
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def grid_oracle(self, m: int) -> OLH:
+        """The OLH oracle of grid m (over its cells)."""
+        return OLH(epsilon=self.epsilon, domain_size=max(int(math.prod(self.grid_shape(m))), 2))
+
+    # -- client ----------------------------------------------------------------------------
+    def check_values(self, values: Any) -> np.ndarray:
+        check_not_masked(values, "values")
+        d = self.attributes
+        want = f"an (n, {d}) array of reals, column j in [low[j], high[j]]"
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "iuf" or arr.dtype.kind == "b":
+            raise TypeError(f"values must be {want}, got dtype {arr.dtype}")
+        if arr.ndim == 1 and arr.size == 0:
+            return np.zeros((0, d))
+        if arr.ndim != 2 or arr.shape[1] != d:
+            raise ValueError(f"values must be {want}, got shape {arr.shape}")
+        x = arr.astype(np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"values must be {want}, got NaN or infinity")
+        bad = (x < np.asarray(self.low)) | (x > np.asarray(self.high))
+        if bad.any():
+            col = int(np.flatnonzero(bad.any(axis=0))[0])
+            raise ValueError(
+                f"values must be {want}, got column {col} in [{x[:, col].min():g}, "
+                f"{x[:, col].max():g}] for [{self.low[col]:g}, {self.high[col]:g}]"
+            )
+        return x
+
+    def _cell(self, x: np.ndarray, attrs: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+        idx = []
+        for a, g in zip(attrs, shape, strict=True):
+            t = (x[:, a] - self.low[a]) / (self.high[a] - self.low[a])
+            idx.append(np.clip(np.floor(t * g), 0, g - 1).astype(np.int64))
+        return np.ravel_multi_index(tuple(idx), shape)
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Draw one grid per user and send her cell of it through OLH."""
+        x = self.check_values(values)
+        gen = as_generator(rng)
+        n, m_total = x.shape[0], len(self.grids)
+        which = np.asarray(gen.integers(0, m_total, size=n, dtype=np.int64))
+        fields: dict[str, np.ndarray] = {}
+        for m, attrs in enumerate(self.grids):  # a loop over grids, not users
+            mine = np.flatnonzero(which == m)
+            cell = self._cell(x[mine], attrs, self.grid_shape(m))
+            part = self.grid_oracle(m).randomize(cell, rng=gen)
+            for k, arr in part.arrays.items():
+                if k not in fields:
+                    dtype = np.uint64 if k == "seeds" else arr.dtype
+                    fields[k] = np.zeros(n, dtype=dtype)
+                fields[k][mine] = arr
+        return Reports(self, grids=which.astype(index_dtype(max(m_total, 2))), **fields)
+
+    # -- server ----------------------------------------------------------------------------
+    def stats_schema(self) -> dict[str, StatsField]:
+        """``counts``: every grid's OLH support counts, concatenated; ``sizes``: reports
+        per grid (sum to n)."""
+        total = int(self.cell_offsets()[-1])
+        return {
+            "counts": StatsField((total,)),
+            "sizes": StatsField((len(self.grids),), total=1),
+        }
+
+    def empty_stats(self) -> Stats:
+        schema = self.stats_schema()
+        return Stats(self, 0, **{k: np.zeros(f.shape, dtype=np.int64) for k, f in schema.items()})
+
+    def aggregate(self, reports: Reports) -> Stats:
+        r = self.check_reports(reports)
+        which = r.grids
+        m_total = len(self.grids)
+        if which.ndim != 1 or (which.size and int(which.max()) >= m_total):
+            raise ValueError(f"reports.grids must be grid indices in [0, {m_total})")
+        w64 = which.astype(np.int64)
+        order = np.argsort(w64, kind="stable")
+        sizes = np.bincount(w64, minlength=m_total)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        o = self.cell_offsets()
+        counts = np.zeros(int(o[-1]), dtype=np.int64)
+        fields = [k for k in r.fields if k != "grids"]
+        for m in range(m_total):
+            if not sizes[m]:
+                continue
+            rows = order[bounds[m] : bounds[m + 1]]
+            spec = self.grid_oracle(m)
+            part = {k: r.arrays[k][rows] for k in fields}  # (the oracle checks them)
+            counts[o[m] : o[m + 1]] = spec.support_counts(Reports(spec, **part))
+        return Stats(self, len(r), counts=counts, sizes=sizes)
+
+    def plain_grids(self, stats: Stats) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every grid's unbiased frequencies and their variance (FO17 eq. 2 at f = 0, the
+        group's size), before any post-processing."""
+        stats = self.check_stats(stats, nonempty=True)
+        o = self.cell_offsets()
+        out = []
+        for m, attrs in enumerate(self.grids):
+            n_m = int(stats.sizes[m])
+            if n_m == 0:
+                raise ValueError(
+                    f"stats must hold at least one report of every grid, got none of grid {attrs}"
+                )
+            spec = self.grid_oracle(m)
+            f = (stats.counts[o[m] : o[m + 1]] / n_m - spec.q) / (spec.p - spec.q)
+            var = np.full(f.shape, float(spec.variance(n_m)))
+            shape = self.grid_shape(m)
+            out.append((f.reshape(shape), var.reshape(shape)))
+        return out
+
+    def _consistent(self, grids: list[np.ndarray]) -> list[np.ndarray]:
+        """Norm-Sub, then consistency on every attribute, alternated; Norm-Sub last."""
+        tables = [norm_sub(t) for t in grids]
+        for _ in range(CONSISTENCY_ROUNDS):
+            for a in range(self.attributes):
+                holders = [m for m, attrs in enumerate(self.grids) if a in attrs]
+                if len(holders) < 2:
+                    continue
+                gran = min(self.grid_shape(m)[self.grids[m].index(a)] for m in holders)
+                projs, sums = [], []
+                for m in holders:
+                    ax = self.grids[m].index(a)
+                    t = np.moveaxis(tables[m], ax, 0)
+                    g = t.shape[0]
+                    s = g // gran * int(math.prod(t.shape[1:]))  # cells summed per value
+                    projs.append(t.reshape(gran, -1).sum(axis=1))
+                    sums.append(s)
+                w = 1.0 / np.asarray(sums, dtype=float)  # variance grows with cells summed
+                w /= w.sum()
+                target = sum(wi * p for wi, p in zip(w, projs, strict=True))
+                for m, p, s in zip(holders, projs, sums, strict=True):
+                    ax = self.grids[m].index(a)
+                    t = np.moveaxis(tables[m], ax, 0)
+                    shift = np.repeat((target - p) / s, t.shape[0] // gran)
+                    t = t + shift.reshape((-1,) + (1,) * (t.ndim - 1))
+                    tables[m] = np.moveaxis(t, 0, ax)
+            tables = [norm_sub(t) for t in tables]
+        return tables
+
+    def estimate(self, stats: Stats) -> RangeEstimate:
+        """The post-processed grids (sec. 5.3) as a :class:`RangeEstimate`."""
+        plain = self.plain_grids(stats)
+        tables = self._consistent([f for f, _ in plain])
+        return RangeEstimate(
+            tuple(tables), tuple(float(v.flat[0]) for _, v in plain), stats.n, spec=self
+        )
+
+    def variance(self, n: int) -> np.ndarray:
+        """Var* (f = 0) of every cell of every grid from n reports (``n / m`` per grid)."""
+        n = check_integer(n, "n", low=1)
+        m_total = len(self.grids)
+        o = self.cell_offsets()
+        return np.concatenate(
+            [
+                np.full(int(o[m + 1] - o[m]), m_total * float(self.grid_oracle(m).variance(n)))
+                for m in range(m_total)
+            ]
+        )
+
+    def privacy_loss(self) -> float:
+        return float(max(self.grid_oracle(m).privacy_loss() for m in range(len(self.grids))))
+
+    # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        lo, hi = np.asarray(self.low), np.asarray(self.high)
+        out = lo + (hi - lo) * gen.random((n, self.attributes))
+        out[0], out[1] = lo, hi  # both ends of every domain
+        return out
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        lo, hi = list(self.low), list(self.high)
+        above = list(lo)
+        above[-1] = hi[-1] + (hi[-1] - lo[-1])
+        nan = list(lo)
+        nan[0] = float("nan")
+        outside: list[Any] = [[lo, above], [lo, nan], [0.0, 1.0], [[*lo, lo[0]]]]
+        return outside, [[["a"] * self.attributes], [[True] * self.attributes]]
+
+    def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
+        assert isinstance(estimate, RangeEstimate), type(estimate).__name__
+        assert len(estimate.grids) == len(self.grids)
+        for m, t in enumerate(estimate.grids):
+            assert t.shape == self.grid_shape(m), t.shape
+            assert np.all(t >= 0) and abs(float(t.sum()) - 1.0) < 1e-9, "Norm-Sub"
+        full = tuple((lo, hi) for lo, hi in zip(self.low, self.high, strict=True))
+        assert abs(estimate.range_query(full) - 1.0) < 1e-6
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TDG(_GridMechanism):
+    """Two-dimensional grids (TDG, VLDB 2020 sec. 4): one ``g2 x g2`` grid per pair.
+
+    Parameters
+    ----------
+    epsilon : float
+        Each user's budget (she reports one cell of one grid; in ``[1e-6, 40]``).
+    low, high : sequence of float
+        Bounds of each of the d >= 2 attributes.
+    g2 : int or None
+        Cells per axis of every grid; None: the paper's rule (sec. 4.3)
+        ``sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))``, ``alpha2 = 0.03``,
+        ``m = C(d, 2)``, ``n = population``, rounded to a power of 2.
+    population : int
+        The expected number of users, for the rule.
+
+    Notes
+    -----
+    Reports: ``grids`` (the user's grid, public) and OLH's ``seeds`` and ``values``.
+    The plain grid frequencies (:meth:`plain_grids`) are unbiased, variance FO17 eq. 2 at
+    the group's size; the estimate post-processes them (Norm-Sub, consistency). A query's
+    ``std_error`` is the noise term of the paper's error analysis (the answer summed from
+    one grid's plain cells), without the non-uniformity error.
+
+    References
+    ----------
+    J. Yang, T. Wang, N. Li, X. Cheng, S. Su. Answering Multi-Dimensional Range Queries under
+    Local Differential Privacy. PVLDB 14(3), 2020, sections 4-5.
+
+    Examples
+    --------
+    >>> tdg = TDG(epsilon=2.0, low=(0, 0, 0), high=(1, 1, 1), g2=4)
+    >>> x = np.random.default_rng(0).random((6000, 3))
+    >>> est = tdg.run(x, rng=0)
+    >>> bool(abs(est.range_query(((0, 0.5), (0, 0.5), None)) - 0.25) < 0.1)
+    True
+    """
+
+    g2: int | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.g2 is None:
+            self._set("g2", granularity_2d(self.epsilon, self.population, len(self.grids)))
+        self._set("g2", check_integer(self.g2, "g2", low=2, high=MAX_GRANULARITY))
+        self._check_cells()
+
+    @property
+    def grids(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(itertools.combinations(range(self.attributes), 2))
+
+    def grid_shape(self, m: int) -> tuple[int, ...]:
+        assert self.g2 is not None
+        return (self.g2, self.g2)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HDG(_GridMechanism):
+    """Hybrid-dimensional grids (HDG, VLDB 2020 sec. 5): TDG's grids plus 1-D grids.
+
+    Parameters
+    ----------
+    epsilon : float
+        Each user's budget (in ``[1e-6, 40]``).
+    low, high : sequence of float
+        Bounds of each of the d >= 2 attributes.
+    g1, g2 : int or None
+        Cells of every 1-D grid and per axis of every 2-D grid; None: the paper's rules
+        (sec. 5.2) ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``alpha1 = 0.7``,
+        and TDG's ``g2`` with ``m = d + C(d, 2)`` groups, rounded to powers of 2. One must
+        divide the other.
+    population : int
+        The expected number of users, for the rules.
+
+    Notes
+    -----
+    After post-processing, each pair's response matrix (``max(g1, g2)`` cells per axis) is
+    built by the weighted update (sec. 5.3): starting uniform, scaled in turn to every
+    cell of the pair's 2-D grid and of both 1-D grids. Queries are answered from it.
+
+    Examples
+    --------
+    >>> hdg = HDG(epsilon=2.0, low=(0, 0), high=(10, 10), g1=8, g2=4)
+    >>> x = np.random.default_rng(0).uniform(0, 10, (6000, 2))
+    >>> bool(abs(hdg.run(x, rng=0).range_query(((0, 5), (0, 10))) - 0.5) < 0.1)
+    True
+    """
+
+    g1: int | None = None
+    g2: int | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        m = len(self.grids)
+        if self.g1 is None:
+            self._set("g1", granularity_1d(self.epsilon, self.population, m))
+        if self.g2 is None:
+            self._set("g2", granularity_2d(self.epsilon, self.population, m))
+        self._set("g1", check_integer(self.g1, "g1", low=2, high=MAX_GRANULARITY))
+        self._set("g2", check_integer(self.g2, "g2", low=2, high=MAX_GRANULARITY))
+        assert self.g1 is not None and self.g2 is not None
+        if max(self.g1, self.g2) % min(self.g1, self.g2):
+            raise ValueError(f"g1 must be a multiple or a divisor of g2 ({self.g2}), got {self.g1}")
+        self._check_cells()
+
+    @property
+    def grids(self) -> tuple[tuple[int, ...], ...]:
+        d = self.attributes
+        return tuple((a,) for a in range(d)) + tuple(itertools.combinations(range(d), 2))
+
+    def grid_shape(self, m: int) -> tuple[int, ...]:
+        assert self.g1 is not None and self.g2 is not None
+        return (self.g1,) if m < self.attributes else (self.g2, self.g2)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UniformGrid(_GridMechanism):
+    """The uniform-grid baseline: one grid of ``g^d`` cells over all the attributes.
+
+    Parameters
+    ----------
+    epsilon : float
+        Each user's budget (in ``[1e-6, 40]``).
+    low, high : sequence of float
+        Bounds of each of the d >= 2 attributes.
+    g : int or None
+        Cells per axis; None: TDG's rule for one group generalized to d axes,
+        ``(2 alpha2 (e^eps - 1) sqrt(n / e^eps))^(1/d)``, rounded to a power of 2 and
+        lowered until ``g^d <= 2^16`` (our heuristic: the paper has no rule for it).
+    population : int
+        The expected number of users, for the rule.
+
+    Examples
+    --------
+    >>> ug = UniformGrid(epsilon=2.0, low=(0, 0), high=(1, 1), g=4)
+    >>> x = np.random.default_rng(0).random((4000, 2))
+    >>> bool(abs(ug.run(x, rng=0).range_query(((0, 0.5), None)) - 0.5) < 0.1)
+    True
+    """
+
+    g: int | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.g is None:
+            e = math.exp(self.epsilon)
+            raw = (2.0 * ALPHA_2 * (e - 1.0) * math.sqrt(self.population / e)) ** (
+                1.0 / self.attributes
+            )
+            g = _power_of_two(raw)
+            while g > 2 and g**self.attributes > MAX_GRID_CELLS:
+                g //= 2
+            self._set("g", g)
+        self._set("g", check_integer(self.g, "g", low=2, high=MAX_GRANULARITY))
+        assert self.g is not None
+        if self.g**self.attributes > MAX_GRID_CELLS:
+            raise ValueError(
+                f"g must give a grid of at most {MAX_GRID_CELLS} cells over "
+                f"{self.attributes} attributes, got {self.g}"
+            )
+
+    @property
+    def grids(self) -> tuple[tuple[int, ...], ...]:
+        return (tuple(range(self.attributes)),)
+
+    def grid_shape(self, m: int) -> tuple[int, ...]:
+        assert self.g is not None
+        return (self.g,) * self.attributes
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RangeEstimate:
+    """Post-processed grids of a :class:`HDG`, :class:`TDG` or :class:`UniformGrid`.
+
+    Attributes
+    ----------
+    grids : tuple of ndarray
+        Every grid's frequencies after Norm-Sub and consistency (non-negative, sum 1).
+    cell_variance : tuple of float
+        Every grid's plain per-cell variance (FO17 eq. 2 at its group's size, f = 0).
+    n : int
+    spec : the grid mechanism
+    """
+
+    grids: tuple[np.ndarray, ...]
+    cell_variance: tuple[float, ...]
+    n: int
+    spec: Any = None
+
+    def _ranges(self, ranges: Any) -> dict[int, tuple[float, float]]:
+        """``ranges`` as {attribute: (lo, hi)} in [0, 1] units, the constrained ones."""
+        d = self.spec.attributes
+        if isinstance(ranges, Mapping):
+            items = list(ranges.items())
+        else:
+            seq = _as_list(ranges, "ranges", f"{d} (lo, hi) pairs or None")
+            if len(seq) != d:
+                raise ValueError(f"ranges must hold {d} (lo, hi) pairs or None, got {len(seq)}")
+            items = [(j, r) for j, r in enumerate(seq) if r is not None]
+        out: dict[int, tuple[float, float]] = {}
+        for j, r in items:
+            a = check_integer(j, "ranges' attribute", low=0, high=d - 1)
+            pair = _as_list(r, f"ranges[{a}]", "two reals (lo, hi)")
+            if len(pair) != 2:
+                raise ValueError(f"ranges[{a}] must be a (lo, hi) pair, got {r!r:.60}")
+            try:
+                lo, hi = (float(np.asarray(v, dtype=np.float64)) for v in pair)
+            except (TypeError, ValueError):
+                raise TypeError(f"ranges[{a}] must be two reals (lo, hi), got {r!r:.60}") from None
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+                raise ValueError(f"ranges[{a}] must be finite with lo <= hi, got {r!r:.60}")
+            low, high = self.spec.low[a], self.spec.high[a]
+            w = high - low
+            out[a] = (
+                float(np.clip((lo - low) / w, 0.0, 1.0)),
+                float(np.clip((hi - low) / w, 0.0, 1.0)),
+            )
+        if not out:
+            raise ValueError("ranges must constrain at least one attribute, got none")
+        return out
+
+    def _pair_matrix(self, a: int, b: int) -> np.ndarray:
+        """The response matrix of attributes a < b (rows a, columns b)."""
+        spec, grids = self.spec, self.grids
+        if isinstance(spec, UniformGrid):
+            t = grids[0]
+            keep = tuple(i for i in range(spec.attributes) if i not in (a, b))
+            return np.asarray(t.sum(axis=keep))
+        m2 = spec.grids.index((a, b))
+        t2 = grids[m2]
+        if isinstance(spec, TDG):
+            return t2
+        # HDG: the weighted update over the fine matrix (sec. 5.3)
+        f1a, f1b = grids[a], grids[b]
+        g1, g2 = spec.g1, spec.g2
+        fine = max(g1, g2)
+        r1, r2 = fine // g1, fine // g2
+        mat = np.full((fine, fine), 1.0 / fine**2)
+
+        def fit(mat: np.ndarray, target: np.ndarray, rb: int, cb: int) -> np.ndarray:
+            gr, gc = fine // rb, fine // cb
+            blocks = mat.reshape(gr, rb, gc, cb)
+            sums = blocks.sum(axis=(1, 3))
+            scale = np.where(sums > 0, target / np.where(sums > 0, sums, 1.0), 0.0)
+            filled = np.where(
+                (sums > 0)[:, None, :, None],
+                blocks * scale[:, None, :, None],
+                (target / (rb * cb))[:, None, :, None],
+            )
+            return filled.reshape(fine, fine)
+
+        for _ in range(UPDATE_ROUNDS):
+            old = mat
+            mat = fit(mat, t2, r2, r2)
+            mat = fit(mat, f1a[:, None], r1, fine)
+            mat = fit(mat, f1b[None, :], fine, r1)
+            if np.abs(mat - old).max() < 1e-10:
+                break
+        return mat
+
+    def _answer_pair(self, a: int, b: int, q: dict[int, tuple[float, float]]) -> np.ndarray:
+        """P[(in_a, in_b)] for the 4 combinations: [[out-out, out-in], [in-out, in-in]]."""
+        mat = self._pair_matrix(min(a, b), max(a, b))
+        if a > b:
+            mat = mat.T
+        ca = _coverage(*q[a], mat.shape[0])
+        cb = _coverage(*q[b], mat.shape[1])
+        inside = np.stack([1.0 - ca, ca])
+        across = np.stack([1.0 - cb, cb])
+        return np.asarray(inside @ mat @ across.T)
+
+    def _answer_one(self, a: int, q: dict[int, tuple[float, float]]) -> float:
+        spec = self.spec
+        if isinstance(spec, HDG):
+            t = self.grids[a]
+        else:
+            b = 1 if a == 0 else 0
+            mat = self._pair_matrix(min(a, b), max(a, b))
+            t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
+        return float(_coverage(*q[a], t.shape[0]) @ t)
+
+    def range_query(self, ranges: Any) -> float:
+        """The fraction of users inside a box.
+
+        Parameters
+        ----------
+        ranges : sequence or mapping
+            One ``(lo, hi)`` pair or None (unconstrained) per attribute, or a mapping
+            ``{attribute: (lo, hi)}``; bounds are clipped to the attribute's domain.
+
+        Returns
+        -------
+        float
+            One constrained attribute: its grid; two: the pair's response matrix; more:
+            the weighted update of the pairwise answers (VLDB 2020 sec. 5.4).
+        """
+        q = self._ranges(ranges)
+        attrs = sorted(q)
+        if isinstance(self.spec, UniformGrid):
+            t = self.grids[0]
+            for a in reversed(range(self.spec.attributes)):
+                lo, hi = q.get(a, (0.0, 1.0))
+                t = np.tensordot(t, _coverage(lo, hi, t.shape[a]), axes=([a], [0]))
+            return float(np.clip(t, 0.0, 1.0))
+        if len(attrs) == 1:
+            return float(np.clip(self._answer_one(attrs[0], q), 0.0, 1.0))
+        if len(attrs) == 2:
+            return float(np.clip(self._answer_pair(attrs[0], attrs[1], q)[1, 1], 0.0, 1.0))
+        lam = len(attrs)
+        z = np.full((2,) * lam, 1.0 / 2**lam)
+        pairs = [
+            (i, j, self._answer_pair(attrs[i], attrs[j], q))
+            for i, j in itertools.combinations(range(lam), 2)
+        ]
+        for _ in range(UPDATE_ROUNDS):
+            old = z
+            for i, j, target in pairs:
+                keep = tuple(k for k in range(lam) if k not in (i, j))
+                sums = z.sum(axis=keep)
+                scale = np.where(sums > 0, target / np.where(sums > 0, sums, 1.0), 0.0)
+                shape = [1] * lam
+                shape[i], shape[j] = 2, 2
+                z = z * scale.reshape(shape)
+            if np.abs(z - old).max() < 1e-12:
+                break
+        return float(np.clip(z[(1,) * lam], 0.0, 1.0))
+
+    def std_error(self, ranges: Any) -> float:
+        """The noise term of the paper's error analysis: the standard deviation of the
+        answer summed from one grid's plain cells (covered fractions times the cells'
+        variance), for queries over 1 or 2 attributes (UniformGrid: any); NaN for more
+        (the paper gives no formula). The non-uniformity error is not included."""
+        q = self._ranges(ranges)
+        spec, attrs = self.spec, sorted(q)
+        if isinstance(spec, UniformGrid):
+            g = spec.grid_shape(0)[0]
+            total = 1.0
+            for a in range(spec.attributes):
+                total *= float(np.sum(_coverage(*q.get(a, (0.0, 1.0)), g) ** 2))
+            return math.sqrt(total * self.cell_variance[0])
+        if len(attrs) > 2:
+            return math.nan
+        if len(attrs) == 1 and isinstance(spec, HDG):
+            c = _coverage(*q[attrs[0]], spec.grid_shape(attrs[0])[0])
+            return math.sqrt(float(np.sum(c**2)) * self.cell_variance[attrs[0]])
+        a = attrs[0]
+        b = attrs[1] if len(attrs) == 2 else (1 if a == 0 else 0)
+        m = spec.grids.index((min(a, b), max(a, b)))
+        g = spec.g2
+        full = (0.0, 1.0)
+        ca = np.sum(_coverage(*q.get(a, full), g) ** 2)
+        cb = np.sum(_coverage(*q.get(b, full), g) ** 2)
+        return math.sqrt(float(ca * cb) * self.cell_variance[m])
+
+    def __repr__(self) -> str:
+        return f"RangeEstimate(grids={len(self.grids)}, n={self.n}, spec={self.spec!r})"
