@@ -35,6 +35,7 @@ WHY = {
     "SHE": "noise block of >= 2996 cells on the 2^-20 grid",
     "PaddingSampling": _RR,
     **dict.fromkeys(("CALM", "FullDomain", "Fourier", "GroupMean", "RSFD", "SPL", "SMP"), _RR),
+    **dict.fromkeys(("HDG", "TDG", "UniformGrid"), _RR),
     "PCKV": _RR,
     "PrivKV": _RR,
     "LGRR": "epsilon_1 at epsilon_inf = 40: RR weights of both rounds within 2^62",
