@@ -537,6 +537,10 @@ class RangeEstimate:
     cell_variance: tuple[float, ...]
     n: int
     spec: Any = None
+    # the pairs' response matrices, built on first use (HDG's weighted update)
+    _matrices: dict[tuple[int, int], np.ndarray] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def _ranges(self, ranges: Any) -> dict[int, tuple[float, float]]:
         """``ranges`` as {attribute: (lo, hi)} in [0, 1] units, the constrained ones."""
@@ -572,6 +576,11 @@ class RangeEstimate:
 
     def _pair_matrix(self, a: int, b: int) -> np.ndarray:
         """The response matrix of attributes a < b (rows a, columns b)."""
+        if (a, b) not in self._matrices:
+            self._matrices[(a, b)] = self._build_pair_matrix(a, b)
+        return self._matrices[(a, b)]
+
+    def _build_pair_matrix(self, a: int, b: int) -> np.ndarray:
         spec, grids = self.spec, self.grids
         if isinstance(spec, UniformGrid):
             t = grids[0]
