@@ -171,6 +171,13 @@ def test_granularity_rules():
     assert TDG(epsilon=1.0, low=(0, 0, 0), high=(1, 1, 1), population=1_000_000).g2 == 8
 
 
+def test_single_bounds_stand_for_every_attribute():
+    assert HDG(epsilon=1.0, low=0.0, high=1.0, g1=4, g2=2).low == (0.0, 0.0)
+    assert TDG(epsilon=1.0, low=0.0, high=(1, 2, 3), g2=2).low == (0.0, 0.0, 0.0)
+    # the rules stop at 256 cells per axis of a 2-D grid
+    assert TDG(epsilon=40.0, low=LOW, high=HIGH, population=10**9).g2 == 256
+
+
 def test_norm_sub():
     np.testing.assert_allclose(norm_sub(np.array([0.6, 0.6, -0.2])), [0.5, 0.5, 0.0])
     np.testing.assert_allclose(norm_sub(np.array([0.2, 0.3, 0.5])), [0.2, 0.3, 0.5])
@@ -179,7 +186,8 @@ def test_norm_sub():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "name"),
     [
-        ({"low": 0.0, "high": 1.0}, TypeError, "low"),
+        ({"low": "ab", "high": 1.0}, TypeError, "low"),
+        ({"low": 0.0, "high": (1.0, "x")}, TypeError, "high"),
         ({"low": (0.0,), "high": (1.0,)}, ValueError, "low"),
         ({"low": (0.0, 0.0), "high": (1.0,)}, ValueError, "high"),
         ({"low": (0.0, 1.0), "high": (1.0, 1.0)}, ValueError, "high"),

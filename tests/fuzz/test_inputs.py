@@ -156,18 +156,6 @@ def _numerical_mechanisms():
 _NUMERICAL = _numerical_mechanisms()
 
 
-def _bounds(mechanism: str, low: float, high: float) -> dict:
-    """``low``/``high`` for the spec: one pair per attribute for the grid specs of
-    ldpkit.multidim (HDG, TDG, UniformGrid: two attributes with the same bounds)."""
-    import dataclasses
-
-    cls = ldpkit.spec.mechanism_registry()[mechanism]
-    default = {f.name: f.default for f in dataclasses.fields(cls)}["low"]
-    if isinstance(default, tuple):
-        return {"low": (low, low), "high": (high, high)}
-    return {"low": low, "high": high}
-
-
 def test_every_numerical_spec_is_checked_below():
     # the bounds tests below cover every registered spec with a [low, high] domain
     assert {"StochasticRounding", "PiecewiseMechanism", "HybridMechanism", "SquareWave"} <= set(
@@ -193,14 +181,14 @@ def test_every_numerical_spec_is_checked_below():
 )
 def test_numerical_domains_beyond_max_magnitude_are_refused(mechanism, low, high, match):
     with pytest.raises(ValueError, match=match):
-        ldpkit.testing.small_spec(mechanism, **_bounds(mechanism, low, high))
+        ldpkit.testing.small_spec(mechanism, low=low, high=high)
 
 
 @pytest.mark.parametrize("mechanism", _NUMERICAL)
 def test_numerical_domains_at_max_magnitude_estimate_finite_answers(mechanism):
     from ldpkit.numeric import Distribution
 
-    spec = ldpkit.testing.small_spec(mechanism, epsilon=1e-3, **_bounds(mechanism, -5e99, 5e99))
+    spec = ldpkit.testing.small_spec(mechanism, epsilon=1e-3, low=-5e99, high=5e99)
     if mechanism == "DiscreteSquareWave":
         values = np.arange(200) % spec.buckets
     elif hasattr(spec, "_contract_values"):  # not one real per user (e.g. (group, value) rows)

@@ -45,6 +45,8 @@ MAX_GRID_ATTRIBUTES = 16
 MAX_GRANULARITY = 1024
 #: Largest number of cells of one grid (OLH's aggregation costs n x cells).
 MAX_GRID_CELLS = 1 << 16
+#: Largest granularity of a 2-D grid (its square is MAX_GRID_CELLS); the rules stop there.
+MAX_2D_GRANULARITY = 1 << 8
 #: The paper's constants of the non-uniformity error (VLDB 2020, sec. 4.3 and 5.2).
 ALPHA_1, ALPHA_2 = 0.7, 0.03
 #: Rounds of Norm-Sub + consistency, and of the weighted updates.
@@ -89,9 +91,17 @@ def norm_sub(f: np.ndarray) -> np.ndarray:
 
 def _check_bounds_list(low: Any, high: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
     want = "finite reals (one per attribute)"
-    for name, v in (("low", low), ("high", high)):
-        if isinstance(v, (int, float, np.integer, np.floating)) or v is None:
-            raise TypeError(f"{name} must be a sequence of {want}, got {v!r:.60}")
+
+    def scalar(v: Any) -> bool:
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+    # one real stands for every attribute: as many as the other sequence holds, else 2
+    if scalar(low) and scalar(high):
+        low, high = (low, low), (high, high)
+    elif scalar(low):
+        low = [low] * len(check_sequence(high, "high", want))
+    elif scalar(high):
+        high = [high] * len(check_sequence(low, "low", want))
     lows = check_sequence(low, "low", want)
     highs = check_sequence(high, "high", want)
     if not 2 <= len(lows) <= MAX_GRID_ATTRIBUTES:
@@ -154,8 +164,8 @@ class _GridMechanism(Mechanism):
             cells = math.prod(self.grid_shape(m))
             if cells > MAX_GRID_CELLS:
                 raise ValueError(
-                    f"the granularities must give grids of at most {MAX_GRID_CELLS} cells, "
-                    f"got {cells} for attributes {self.grids[m]}"
+                    f"g2 must give grids of at most {MAX_GRID_CELLS} cells (g2 <= "
+                    f"{MAX_2D_GRANULARITY}), got {cells} for attributes {self.grids[m]}"
                 )
 
     def cell_offsets(self) -> np.ndarray:
@@ -357,7 +367,8 @@ class TDG(_GridMechanism):
     epsilon : float
         Each user's budget (she reports one cell of one grid; in ``[1e-6, 40]``).
     low, high : sequence of float
-        Bounds of each of the d >= 2 attributes.
+        Bounds of each of the d >= 2 attributes (a single float: the same for every
+        attribute; two attributes when both are single floats).
     g2 : int or None
         Cells per axis of every grid; None: the paper's rule (sec. 4.3)
         ``sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))``, ``alpha2 = 0.03``,
@@ -392,7 +403,8 @@ class TDG(_GridMechanism):
     def _validate(self) -> None:
         super()._validate()
         if self.g2 is None:
-            self._set("g2", granularity_2d(self.epsilon, self.population, len(self.grids)))
+            g2 = granularity_2d(self.epsilon, self.population, len(self.grids))
+            self._set("g2", min(g2, MAX_2D_GRANULARITY))
         self._set("g2", check_integer(self.g2, "g2", low=2, high=MAX_GRANULARITY))
         self._check_cells()
 
@@ -414,7 +426,8 @@ class HDG(_GridMechanism):
     epsilon : float
         Each user's budget (in ``[1e-6, 40]``).
     low, high : sequence of float
-        Bounds of each of the d >= 2 attributes.
+        Bounds of each of the d >= 2 attributes (a single float: the same for every
+        attribute; two attributes when both are single floats).
     g1, g2 : int or None
         Cells of every 1-D grid and per axis of every 2-D grid; None: the paper's rules
         (sec. 5.2) ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``alpha1 = 0.7``,
@@ -446,7 +459,9 @@ class HDG(_GridMechanism):
         if self.g1 is None:
             self._set("g1", granularity_1d(self.epsilon, self.population, m))
         if self.g2 is None:
-            self._set("g2", granularity_2d(self.epsilon, self.population, m))
+            self._set(
+                "g2", min(granularity_2d(self.epsilon, self.population, m), MAX_2D_GRANULARITY)
+            )
         self._set("g1", check_integer(self.g1, "g1", low=2, high=MAX_GRANULARITY))
         self._set("g2", check_integer(self.g2, "g2", low=2, high=MAX_GRANULARITY))
         assert self.g1 is not None and self.g2 is not None
@@ -473,7 +488,8 @@ class UniformGrid(_GridMechanism):
     epsilon : float
         Each user's budget (in ``[1e-6, 40]``).
     low, high : sequence of float
-        Bounds of each of the d >= 2 attributes.
+        Bounds of each of the d >= 2 attributes (a single float: the same for every
+        attribute; two attributes when both are single floats).
     g : int or None
         Cells per axis; None: TDG's rule for one group generalized to d axes,
         ``(2 alpha2 (e^eps - 1) sqrt(n / e^eps))^(1/d)``, rounded to a power of 2 and
