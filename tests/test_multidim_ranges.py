@@ -213,3 +213,12 @@ def test_bad_queries_name_ranges():
     ]:
         with pytest.raises(exc, match="ranges"):
             est.range_query(bad)
+
+
+def test_hdg_with_coarser_1d_grids():
+    # g1 < g2: the response matrix takes the 2-D grid's granularity, the 1-D grids fit rows
+    x = np.random.default_rng(0).random((20_000, 3))
+    est = HDG(epsilon=3.0, low=0.0, high=(1, 1, 1), g1=2, g2=8).run(x, rng=0)
+    assert est._pair_matrix(0, 1).shape == (8, 8)
+    assert abs(est.range_query(((0, 0.5), (0, 0.5), None)) - 0.25) < 0.03
+    assert abs(est.range_query(((0, 0.5), (0, 0.5), (0, 0.5))) - 0.125) < 0.03
