@@ -8,7 +8,9 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
   Optional ``Idempotency-Key`` header (scoped to the token). 201 once the batch is
   committed (group commit), 200 for a retried batch already stored.
 - ``GET /v1/collections``, ``GET /v1/collections/{c}`` (spec, fingerprint, encoder, report
-  fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=``,
+  fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=&top_k=``
+  (open-domain collections: ``&candidates=a,b,c``, or ``POST`` the same path with
+  ``{"candidates": [...]}``),
   ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
 - ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
 - ``GET /healthz`` (open), ``GET /metrics`` (``metrics``; Prometheus text).
@@ -48,12 +50,14 @@ from .config import (
     _normalize,
 )
 from .fast_ingest import CollectorApp
+from .kinds import MAX_CANDIDATES
 from .models import (
     _BODY_DOC,
     BatchInfo,
     BatchList,
     BucketInfo,
     BucketList,
+    CandidatesBody,
     CollectionInfo,
     CollectionList,
     DeleteResult,
@@ -365,6 +369,44 @@ def create_app(
         )
         return Response(payload, status_code=status, media_type="application/json")
 
+    TopK = Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_CANDIDATES,
+            description="frequencies: also answer the k most frequent items (of the domain, "
+            "or of the candidates for an open-domain collection) with their intervals",
+        ),
+    ]
+
+    def estimate_of(
+        collection: str,
+        request: Request,
+        alpha: float,
+        postprocessing: str | None,
+        since: str | None,
+        until: str | None,
+        bootstrap: int,
+        candidates: list[Any] | None,
+        top_k: int | None,
+    ) -> Response:
+        collector.authorize(request, "read")
+        collector.get(collection)
+        s, u = collector.window(since, until)
+        collector.compact_if_behind(collection)
+        result = collector.estimate(
+            collection,
+            alpha,
+            postprocessing,
+            s,
+            u,
+            bootstrap,
+            candidates=candidates,
+            top_k=top_k,
+        )
+        # Serialized once here (the model is already validated), not again by FastAPI.
+        return Response(result.model_dump_json(), media_type="application/json")
+
     @app.get(
         "/v1/collections/{collection}/estimate", response_model=EstimateResult, tags=["collections"]
     )
@@ -392,15 +434,43 @@ def create_app(
                 "the intervals (0: none; costs 2 B + 1 estimator runs)",
             ),
         ] = 0,
+        candidates: Annotated[
+            str | None,
+            Query(
+                description="open-domain collections (CMS, HCMS, FLH): the items to estimate, "
+                "comma-separated, each a UTF-8 string (items holding commas, and integer "
+                "items, go in the POST body instead)"
+            ),
+        ] = None,
+        top_k: TopK = None,
     ) -> EstimateResult:
         """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
-        collector.authorize(request, "read")
-        collector.get(collection)
-        s, u = collector.window(since, until)
-        collector.compact_if_behind(collection)
-        result = collector.estimate(collection, alpha, postprocessing, s, u, bootstrap)
-        # Serialized once here (the model is already validated), not again by FastAPI.
-        return Response(result.model_dump_json(), media_type="application/json")  # type: ignore[return-value]
+        items = None if candidates is None else candidates.split(",")
+        return estimate_of(  # type: ignore[return-value]
+            collection, request, alpha, postprocessing, since, until, bootstrap, items, top_k
+        )
+
+    @app.post(
+        "/v1/collections/{collection}/estimate",
+        response_model=EstimateResult,
+        tags=["collections"],
+    )
+    def post_estimate(
+        collection: CollectionName,
+        request: Request,
+        body: CandidatesBody,
+        alpha: Annotated[
+            float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
+        ] = 0.05,
+        since: TimeParam = None,
+        until: TimeParam = None,
+        top_k: TopK = None,
+    ) -> EstimateResult:
+        """The estimate of an open-domain collection for the body's candidates (JSON
+        strings and integers, as typed: ``"7"`` and ``7`` are different items)."""
+        return estimate_of(  # type: ignore[return-value]
+            collection, request, alpha, None, since, until, 0, body.candidates, top_k
+        )
 
     @app.get(
         "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]

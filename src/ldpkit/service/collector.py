@@ -9,7 +9,6 @@ import logging
 import math
 import re
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -18,9 +17,6 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from ..estimate import FrequencyEstimate, IntervalWarning
-from ..numeric.distribution import Distribution
-from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism
 from .auth import Token, TokenAuth
 from .commit import AggregationError, GroupCommitter
@@ -30,9 +26,9 @@ from .config import (
     _plain_label,
 )
 from .decode import BatchDecoder
+from .kinds import KINDS, EstimateQuery, kind_of, sample_inputs
 from .models import (
     CollectionInfo,
-    DistributionResult,
     EncoderInfo,
     EstimateResult,
     FieldInfo,
@@ -56,30 +52,15 @@ COMPACTION_FAILURES_DEGRADED = 3
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header values allow
 
 
-# Distribution.postprocess methods (biased, but a proper distribution with quantiles).
-DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
-
-
-QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-
-
-def _sample_inputs(spec: Mechanism) -> list[Any]:
-    low, high = getattr(spec, "low", None), getattr(spec, "high", None)
-    out: list[Any] = []
-    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
-        out.append(np.linspace(float(low), float(high), 64))
-    out += [np.arange(64) % max(int(getattr(spec, "domain_size", 2) or 2), 1), np.zeros(64)]
-    return out
-
-
 def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]] | None, str]:
-    """Report template (field dtypes and per-user shapes) and estimate kind of ``spec``.
+    """Report template (field dtypes and per-user shapes) and estimate kind of ``spec``
+    (:func:`.kinds.kind_of`).
 
     Raises ValueError for a spec whose estimate the collector cannot serve, so a config
     naming one is refused when it is loaded, not after data has been ingested.
     """
     sample = None
-    for values in _sample_inputs(spec):
+    for values in sample_inputs(spec):
         try:
             sample = spec.randomize(values, rng=0)
             break
@@ -90,22 +71,7 @@ def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]]
             f"collections must use a spec whose randomize accepts values, got {spec!r}"
         )
     template = {k: (v.dtype, v.shape[1:]) for k, v in sample.arrays.items()}
-    try:
-        est = spec.estimate(spec.aggregate(sample))
-    except Exception as exc:
-        raise ValueError(f"collection spec {spec!r} must produce an estimate, got {exc}") from exc
-    if isinstance(est, FrequencyEstimate):
-        kind = "frequency"
-    elif isinstance(est, Distribution):
-        kind = "distribution"
-    elif isinstance(est, MeanEstimate):
-        kind = "mean"
-    else:
-        raise ValueError(
-            f"collection spec {spec!r} must estimate frequencies, a distribution or a mean, "
-            f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
-        )
-    return template, kind
+    return template, kind_of(spec, spec.aggregate(sample)).name
 
 
 def _iso(ts: int | None) -> str | None:
@@ -447,23 +413,19 @@ class _Collector:
         since: int | None,
         until: int | None,
         bootstrap: int = 0,
+        *,
+        candidates: list[Any] | None = None,
+        top_k: int | None = None,
     ) -> EstimateResult:
-        from ..consistency import METHODS
-
         collection = self.collections[name]
         spec = collection.spec
-        kind = self.kinds[name]
-        allowed = {"frequency": sorted(METHODS), "distribution": list(DISTRIBUTION_POSTPROCESS)}
-        if postprocessing is not None and postprocessing not in allowed.get(kind, []):
-            raise HTTPException(
-                422,
-                f"postprocessing must be one of {allowed.get(kind, [])} for a {kind} collection, "
-                f"got {postprocessing!r}",
-            )
+        kind = KINDS[self.kinds[name]]
+        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k)
+        kind.check(spec, query)
         stats, batches = self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(
             collection=name,
-            kind=kind,
+            kind=kind.name,
             mechanism=self.spec_dicts[name],
             fingerprint=spec.fingerprint,
             n=stats.n,
@@ -480,80 +442,8 @@ class _Collector:
         )
         if stats.n == 0:
             return result
-        est = spec.estimate(stats)
-        if isinstance(est, FrequencyEstimate):
-            if postprocessing is not None:
-                est = METHODS[postprocessing](est)
-            with warnings.catch_warnings():  # biased after post-processing: NaN -> null
-                warnings.simplefilter("ignore", IntervalWarning)
-                low, high = est.confidence_interval(alpha)
-            result.postprocessing = list(est.postprocessing)
-            result.frequencies = est.frequencies.tolist()
-            result.std_errors = est.std_error.tolist()
-            result.ci_low = low.tolist()
-            result.ci_high = high.tolist()
-        elif isinstance(est, Distribution):
-            if postprocessing is not None:
-                if not hasattr(est, "postprocess"):
-                    raise HTTPException(
-                        422, f"postprocessing is not available for {spec!r}'s distribution"
-                    )
-                est = est.postprocess(postprocessing)
-            signed = bool(getattr(est, "signed", False))
-            quantiles = None
-            if not signed:
-                try:
-                    quantiles = {f"{q:g}": float(est.quantile(q)) for q in QUANTILES}
-                except ValueError:  # masses that are not a distribution yet
-                    quantiles = None
-            result.postprocessing = list(getattr(est, "postprocessing", ()))
-            result.distribution = DistributionResult(
-                low=float(est.low),
-                high=float(est.high),
-                probabilities=est.probabilities.tolist(),
-                mean=est.mean(),
-                quantiles=quantiles,
-                signed=signed,
-            )
-            _distribution_intervals(result.distribution, est, alpha, bootstrap)
-            result.mean = est.mean()
-        elif isinstance(est, MeanEstimate):
-            interval = est.confidence_interval(alpha)
-            result.mean = float(est.mean)
-            result.std_error = float(est.std_error)
-            result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
+        kind.fill(result, spec, stats, query)
         return result
-
-
-def _distribution_intervals(
-    out: DistributionResult, est: Distribution, alpha: float, bootstrap: int
-) -> None:
-    """Fill the interval fields of ``out`` (left null, with a note, when there are none)."""
-    method = est.interval_method
-    if method is None:
-        out.interval_note = est.interval_status()
-        return
-    if method == "bootstrap":
-        if bootstrap < 2:
-            out.interval_note = (
-                "EM/EMS intervals come from a parametric bootstrap (2 B + 1 estimator runs): "
-                "ask with bootstrap=B, e.g. 200"
-            )
-            return
-        est = est.bootstrap(bootstrap, rng=0)  # the same intervals for the same reports
-    qs = np.asarray(QUANTILES)
-    with warnings.catch_warnings():  # "approximate": said in interval_note instead
-        warnings.simplefilter("ignore", IntervalWarning)
-        q_lo, q_hi = est.quantile_interval(qs, alpha)
-        m_lo, m_hi = est.mean_interval(alpha)
-        c_lo, c_hi = est.cdf_interval(est.edges[1:], alpha)
-    approximate = est.interval_approximate()
-    if approximate is not None:
-        out.interval_note = f"approximate: {approximate}"
-    out.interval_method = method
-    out.mean_ci = [float(m_lo), float(m_hi)]
-    out.quantile_ci = {f"{q:g}": [float(a), float(b)] for q, a, b in zip(qs, q_lo, q_hi)}
-    out.cdf_low, out.cdf_high = np.asarray(c_lo).tolist(), np.asarray(c_hi).tolist()
 
 
 def _token_quotas(auth: TokenAuth | None, default: Quota | None) -> dict[str, Quota]:

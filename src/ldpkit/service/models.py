@@ -27,7 +27,10 @@ class EncoderInfo(BaseModel):
 class CollectionInfo(BaseModel):
     name: str
     description: str
-    kind: str = Field(description="'frequency', 'distribution' or 'mean': the estimate's shape")
+    kind: str = Field(
+        description="'frequency', 'distribution', 'mean' or 'open_frequency' (CMS, HCMS, "
+        "FLH over an open domain: estimates name candidates): the estimate's shape"
+    )
     mechanism: dict[str, Any] = Field(
         description="the spec, rebuild it with ldpkit.spec.spec_from_dict"
     )
@@ -94,6 +97,14 @@ class DistributionResult(BaseModel):
     cdf_high: list[float] | None = None
 
 
+class TopItem(BaseModel):
+    item: Any = Field(description="the item: its label, index, or the candidate as given")
+    frequency: float
+    std_error: float
+    ci_low: float | None
+    ci_high: float | None
+
+
 class EstimateResult(BaseModel):
     collection: str
     kind: str
@@ -115,6 +126,18 @@ class EstimateResult(BaseModel):
     distribution: DistributionResult | None = Field(None, description="numerical collections")
     mean: float | None = Field(None, description="mean collections (and distributions' mean)")
     std_error: float | None = None
+    top: list[TopItem] | None = Field(
+        default=None,
+        description="with top_k: the k most frequent items (of the domain, or of the "
+        "candidates of an open-domain collection), most frequent first",
+    )
+
+
+class CandidatesBody(BaseModel):
+    candidates: list[Any] = Field(
+        description="the items to estimate (open-domain collections): JSON strings and "
+        'integers, distinct; "7" and 7 are different items'
+    )
 
 
 class BucketInfo(BaseModel):

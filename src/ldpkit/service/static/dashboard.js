@@ -298,6 +298,18 @@ async function renderCollection(info) {
   const node = card(info.name);
   node.dataset.n = info.n;
   const q = encodeURIComponent(info.name);
+  if (info.kind === 'open_frequency') {
+    // open domain (CMS, HCMS, FLH): an estimate needs candidates, which the page does not know
+    node.querySelector('.summary').textContent =
+      `${info.kind} · ${mechanismText(info.mechanism)} · n = ${info.n.toLocaleString('en-US')} in ` +
+      `${info.batches.toLocaleString('en-US')} batch${info.batches === 1 ? '' : 'es'} · last report ${when(info.last_report)}`;
+    node.querySelector('.estimate-chart').replaceChildren(
+      h('p', { class: 'hint' }, 'open domain: ask GET /v1/collections/{c}/estimate?candidates=a,b,c (docs/collector.md)'),
+    );
+    node.querySelector('.estimate-table').replaceChildren();
+    node.dataset.rendered = String(info.n);
+    return;
+  }
   const est = await api(`v1/collections/${q}/estimate?alpha=${ALPHA}`);
   node.querySelector('.summary').textContent =
     `${info.kind} · ${mechanismText(info.mechanism)} · n = ${est.n.toLocaleString('en-US')} in ` +

@@ -1,0 +1,318 @@
+"""The kinds of collection the collector serves: one class per kind of estimate.
+
+A kind names itself from a spec (:meth:`Kind.serves`, asked once when the config is
+loaded, on the Stats of a small sample of reports) and fills the estimate's answer
+(:meth:`Kind.fill`, :class:`~ldpkit.service.models.EstimateResult`). Decoding, committing,
+storing and reading never look at the kind: they only see ``Reports`` and ``Stats``.
+
+Today's kinds: ``frequency`` (a closed domain's frequency oracle), ``distribution``,
+``mean``, and ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
+the candidates the reader names, issue 29). A new kind is one class here, added to
+:data:`KINDS`.
+"""
+
+import dataclasses
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+from fastapi import HTTPException
+
+from ..estimate import FrequencyEstimate, IntervalWarning
+from ..frequency._open import OpenDomainOracle
+from ..numeric.distribution import Distribution
+from ..numeric.mean import MeanEstimate
+from ..spec import Mechanism, Stats
+from .models import DistributionResult, EstimateResult, TopItem
+
+# Distribution.postprocess methods (biased, but a proper distribution with quantiles).
+DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
+
+
+QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
+
+
+#: Most candidates one estimate request may name (each costs one hash per sketch row).
+MAX_CANDIDATES = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateQuery:
+    """What a reader asked of an estimate, beyond the time window."""
+
+    alpha: float = 0.05
+    postprocessing: str | None = None
+    bootstrap: int = 0
+    candidates: list[Any] | None = None
+    top_k: int | None = None
+
+
+def sample_inputs(spec: Mechanism) -> list[Any]:
+    """Values to try on ``spec.randomize`` when probing it: 64 evenly spaced reals (for a
+    spec with ``low``/``high``), item numbers, or zeros."""
+    low, high = getattr(spec, "low", None), getattr(spec, "high", None)
+    out: list[Any] = []
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        out.append(np.linspace(float(low), float(high), 64))
+    out += [np.arange(64) % max(int(getattr(spec, "domain_size", 2) or 2), 1), np.zeros(64)]
+    return out
+
+
+class Kind:
+    """One kind of collection (abstract): how it is recognized and how it is answered."""
+
+    name: ClassVar[str]
+    #: Whether the reader may (or, for an open domain, must) name candidates.
+    takes_candidates: ClassVar[bool] = False
+    #: Whether the answer can list the ``top_k`` most frequent items.
+    has_top: ClassVar[bool] = False
+
+    def postprocessing(self) -> list[str]:
+        """Values of the ``postprocessing`` parameter this kind accepts."""
+        return []
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Whether this kind serves ``spec`` (``stats``: a small sample's Stats)."""
+        raise NotImplementedError
+
+    def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """422 for a query this kind cannot answer (before any read of the store)."""
+        allowed = self.postprocessing()
+        if query.postprocessing is not None and query.postprocessing not in allowed:
+            raise HTTPException(
+                422,
+                f"postprocessing must be one of {allowed} for a {self.name} "
+                f"collection, got {query.postprocessing!r}",
+            )
+        if query.candidates is not None and not self.takes_candidates:
+            raise HTTPException(
+                422,
+                f"candidates must be left out for a {self.name} collection (only open-domain "
+                f"collections take them), got {len(query.candidates)}",
+            )
+        if query.top_k is not None and not self.has_top:
+            raise HTTPException(
+                422, f"top_k must be left out for a {self.name} collection, got {query.top_k}"
+            )
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        """Estimate from ``stats`` (n > 0) and write the answer's fields into ``result``."""
+        raise NotImplementedError
+
+
+def _top(result: EstimateResult, est: FrequencyEstimate, items: list[Any], k: int | None) -> None:
+    """The k most frequent of ``items`` (by estimate; ties in item order), with intervals."""
+    if k is None:
+        return
+    assert result.ci_low is not None and result.ci_high is not None
+    order = np.argsort(-np.asarray(est.frequencies), kind="stable")[:k]
+    result.top = [
+        TopItem(
+            item=items[i],
+            frequency=float(est.frequencies[i]),
+            std_error=float(est.std_error[i]),
+            ci_low=result.ci_low[i],
+            ci_high=result.ci_high[i],
+        )
+        for i in order.tolist()
+    ]
+
+
+def _frequency_fields(result: EstimateResult, est: FrequencyEstimate, alpha: float) -> None:
+    with warnings.catch_warnings():  # biased after post-processing: NaN -> null
+        warnings.simplefilter("ignore", IntervalWarning)
+        low, high = est.confidence_interval(alpha)
+    result.postprocessing = list(est.postprocessing)
+    result.frequencies = est.frequencies.tolist()
+    result.std_errors = est.std_error.tolist()
+    result.ci_low = low.tolist()
+    result.ci_high = high.tolist()
+
+
+class FrequencyKind(Kind):
+    """A frequency oracle over a closed domain: one frequency per item (labels if any)."""
+
+    name = "frequency"
+    has_top = True
+
+    def postprocessing(self) -> list[str]:
+        from ..consistency import METHODS
+
+        return sorted(METHODS)
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        return isinstance(spec.estimate(stats), FrequencyEstimate)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        from ..consistency import METHODS
+
+        est = spec.estimate(stats)
+        if query.postprocessing is not None:
+            est = METHODS[query.postprocessing](est)
+        _frequency_fields(result, est, query.alpha)
+        if query.top_k is not None:
+            labels = result.labels or list(range(len(est.frequencies)))
+            _top(result, est, list(labels), query.top_k)
+
+
+class OpenFrequencyKind(Kind):
+    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``): the
+    reader names the candidates; the answer is their frequencies (``labels`` = the
+    candidates), intervals and, with ``top_k``, the most frequent of them."""
+
+    name = "open_frequency"
+    takes_candidates = True
+    has_top = True
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        if not isinstance(spec, OpenDomainOracle) or spec.domain_size is not None:
+            return False
+        spec.estimate(stats, candidates=[0, "a"])  # raises if it cannot answer
+        return True
+
+    def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        super().check(spec, query)
+        if query.candidates is None:
+            raise HTTPException(
+                422,
+                "candidates must be given for an open-domain collection (GET ?candidates=a,b,c "
+                "or POST a JSON list), got none",
+            )
+        if len(query.candidates) > MAX_CANDIDATES:
+            raise HTTPException(
+                422,
+                f"candidates must be at most {MAX_CANDIDATES} items, got {len(query.candidates)}",
+            )
+        from ..frequency._items import candidate_list
+
+        try:
+            candidate_list(query.candidates)
+        except (TypeError, ValueError) as exc:
+            raise HTTPException(422, str(exc)) from None
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        assert query.candidates is not None  # check() ran
+        est = spec.estimate(stats, candidates=query.candidates)  # type: ignore[call-arg]
+        _frequency_fields(result, est, query.alpha)
+        result.labels = list(query.candidates)
+        _top(result, est, list(query.candidates), query.top_k)
+
+
+class DistributionKind(Kind):
+    """A numerical distribution (masses of equal-width buckets, quantiles, intervals)."""
+
+    name = "distribution"
+
+    def postprocessing(self) -> list[str]:
+        return list(DISTRIBUTION_POSTPROCESS)
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        return isinstance(spec.estimate(stats), Distribution)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        est = spec.estimate(stats)
+        if query.postprocessing is not None:
+            if not hasattr(est, "postprocess"):
+                raise HTTPException(
+                    422, f"postprocessing is not available for {spec!r}'s distribution"
+                )
+            est = est.postprocess(query.postprocessing)
+        signed = bool(getattr(est, "signed", False))
+        quantiles = None
+        if not signed:
+            try:
+                quantiles = {f"{q:g}": float(est.quantile(q)) for q in QUANTILES}
+            except ValueError:  # masses that are not a distribution yet
+                quantiles = None
+        result.postprocessing = list(getattr(est, "postprocessing", ()))
+        result.distribution = DistributionResult(
+            low=float(est.low),
+            high=float(est.high),
+            probabilities=est.probabilities.tolist(),
+            mean=est.mean(),
+            quantiles=quantiles,
+            signed=signed,
+        )
+        _distribution_intervals(result.distribution, est, query.alpha, query.bootstrap)
+        result.mean = est.mean()
+
+
+class MeanKind(Kind):
+    """A mean with its normal-approximation interval."""
+
+    name = "mean"
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        return isinstance(spec.estimate(stats), MeanEstimate)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        est = spec.estimate(stats)
+        interval = est.confidence_interval(query.alpha)
+        result.mean = float(est.mean)
+        result.std_error = float(est.std_error)
+        result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
+
+
+#: Every kind, asked in this order (the open-domain kind first: its spec's plain
+#: ``estimate`` needs candidates).
+KINDS: dict[str, Kind] = {
+    k.name: k for k in (OpenFrequencyKind(), FrequencyKind(), DistributionKind(), MeanKind())
+}
+
+
+def kind_of(spec: Mechanism, stats: Stats) -> Kind:
+    """The kind serving ``spec``; ValueError naming what the collector can serve otherwise."""
+    if KINDS["open_frequency"].serves(spec, stats):
+        return KINDS["open_frequency"]
+    try:
+        est = spec.estimate(stats)
+    except Exception as exc:
+        raise ValueError(f"collection spec {spec!r} must produce an estimate, got {exc}") from exc
+    for kind in KINDS.values():
+        if kind.name != "open_frequency" and kind.serves(spec, stats):
+            return kind
+    raise ValueError(
+        f"collection spec {spec!r} must estimate frequencies, a distribution or a mean, "
+        f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
+    )
+
+
+def _distribution_intervals(
+    out: DistributionResult, est: Distribution, alpha: float, bootstrap: int
+) -> None:
+    """Fill the interval fields of ``out`` (left null, with a note, when there are none)."""
+    method = est.interval_method
+    if method is None:
+        out.interval_note = est.interval_status()
+        return
+    if method == "bootstrap":
+        if bootstrap < 2:
+            out.interval_note = (
+                "EM/EMS intervals come from a parametric bootstrap (2 B + 1 estimator runs): "
+                "ask with bootstrap=B, e.g. 200"
+            )
+            return
+        est = est.bootstrap(bootstrap, rng=0)  # the same intervals for the same reports
+    qs = np.asarray(QUANTILES)
+    with warnings.catch_warnings():  # "approximate": said in interval_note instead
+        warnings.simplefilter("ignore", IntervalWarning)
+        q_lo, q_hi = est.quantile_interval(qs, alpha)
+        m_lo, m_hi = est.mean_interval(alpha)
+        c_lo, c_hi = est.cdf_interval(est.edges[1:], alpha)
+    approximate = est.interval_approximate()
+    if approximate is not None:
+        out.interval_note = f"approximate: {approximate}"
+    out.interval_method = method
+    out.mean_ci = [float(m_lo), float(m_hi)]
+    out.quantile_ci = {f"{q:g}": [float(a), float(b)] for q, a, b in zip(qs, q_lo, q_hi)}
+    out.cdf_low, out.cdf_high = np.asarray(c_lo).tolist(), np.asarray(c_hi).tolist()
