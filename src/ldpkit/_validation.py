@@ -183,8 +183,12 @@ def check_not_masked(values: Any, name: str, *, ragged: bool = False) -> None:
 
 
 def check_sequence(values: Any, name: str, what: str = "values") -> list[Any]:
-    """Return the items of an iterable ``values`` as a list (not a string, not a masked array)."""
-    check_not_masked(values, name)
+    """Return the items of an iterable ``values`` as a list (not a string, not a masked array).
+
+    The items may be sequences of different lengths (e.g. one array per tree level): the
+    list is never made one array here.
+    """
+    check_not_masked(values, name, ragged=True)
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a sequence of {what}, got {_show(values)}")
     if isinstance(values, np.ndarray) and values.ndim == 0:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import RNGLike, as_generator
+from .._validation import MIN_EPSILON
 from ..estimate import FrequencyEstimate
 from ..frequency._base import index_dtype
 from ..frequency.grr import GRR, grr_sample
@@ -75,6 +76,22 @@ class SPL(MultiAttributeMechanism):
     """
 
     max_epsilon = 40.0
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.epsilon / self.attributes < MIN_EPSILON:
+            raise ValueError(
+                f"epsilon must be >= {self.min_epsilon!r} for {self.attributes} attributes "
+                f"(each attribute's GRR gets epsilon / d >= {MIN_EPSILON:g}), got {self.epsilon!r}"
+            )
+
+    @property
+    def min_epsilon(self) -> float:
+        """The smallest budget: each of the d attributes needs ``epsilon / d >= 1e-6``."""
+        low = MIN_EPSILON * self.attributes
+        while low / self.attributes < MIN_EPSILON:  # the rounding of the product
+            low = float(np.nextafter(low, np.inf))
+        return low
 
     def oracle(self, j: int) -> GRR:
         """The GRR spec that sends attribute j (at ``epsilon / d``)."""
