@@ -29,14 +29,13 @@ from ..spec import Reports
 from . import _bits
 from ._base import PureFrequencyOracle
 from ._unary_sampler import (  # numba kernel or its bit-exact numpy twin; secure path
+    PROBABILITY_SCALE,
     sample_unary_bits,
     sample_unary_bits_secure,
 )
 
 __all__ = ["UnaryEncoding", "SUE", "OUE", "unary_integer_probabilities", "unary_privacy_loss"]
 
-#: Sampling resolution: every realized bit probability is a multiple of 2^-64.
-PROBABILITY_SCALE = 1 << 64
 _U64_MAX = PROBABILITY_SCALE - 1
 
 #: Largest domain for which ``transition_matrix`` enumerates the 2^d outputs.
