@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._postprocess import leaves_to_probabilities
 from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_ENTRIES,
@@ -384,8 +385,6 @@ class Distribution:
         Distribution
             Non-negative, with the same ``n`` and ``spec``.
         """
-        from .hierarchy import leaves_to_probabilities  # server-side post-processing
-
         return self.replace(
             probabilities=leaves_to_probabilities(self._prob, method),
             postprocessing=(*self._post, method),
