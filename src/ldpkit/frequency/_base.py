@@ -19,6 +19,18 @@ __all__ = ["FrequencyOracle", "PureFrequencyOracle", "index_dtype"]
 MAX_DENSE_OUTPUTS = 1 << 22
 
 
+def independent_support_variance(p: float, q: float, u: np.ndarray) -> np.ndarray:
+    """``Var[u[:, i] . s | v]`` (rows v) when every support bit is independent.
+
+    The true item's bit is 1 w.p. ``p``, every other item's w.p. ``q``: unary encoding, and
+    local hashing under an ideal hash (each other item hashes to the reported bucket
+    independently w.p. 1/g); ``p(1-p) u_v^2 + q(1-q) (U2 - u_v^2)`` with ``U2 = sum u^2``
+    (FO17 section 4; the derivation is in ``ldpkit.numeric._intervals``).
+    """
+    sq = u * u
+    return p * (1.0 - p) * sq + q * (1.0 - q) * (sq.sum(axis=0) - sq)
+
+
 def index_dtype(size: int) -> np.dtype:
     """Smallest unsigned dtype holding 0..size-1 (keeps reports compact on the wire)."""
     for dt in (np.uint8, np.uint16, np.uint32):

@@ -501,6 +501,18 @@ class HierarchicalHistogram(_TreeMechanism):
     branching: int = 4
     oracle: str | None = None
 
+    def _interval_unsupported_reason(self) -> str | None:
+        """Why the plain estimate has no analytic interval (None: it has one)."""
+        from ._intervals import oracles_reason
+
+        return oracles_reason(self.level_oracle(k) for k in range(1, self.height + 1))
+
+    def _linear_query_variances(self, stats: Stats, masses: np.ndarray, w: np.ndarray) -> Any:
+        """Variances of the linear queries ``w[:, i] . p`` of the plain estimate."""
+        from ._intervals import tree_query_variances
+
+        return tree_query_variances(self, stats, masses, w)
+
     def _validate(self) -> None:
         super()._validate()
         self._set("branching", check_integer(self.branching, "branching", low=2))
@@ -717,6 +729,10 @@ class HHADMM(HierarchicalHistogram):
     (64, True)
     """
 
+    def _interval_unsupported_reason(self) -> str | None:
+        """HH-ADMM's estimate is not linear in the reports: no analytic interval."""
+        return "HH-ADMM is a non-linear (biased) post-processing"
+
     def _validate(self) -> None:
         super()._validate()
         # ADMM costs ~ 500 iterations x the tree's nodes: ~1 s of CPU at 2^14 leaves, about
@@ -886,6 +902,16 @@ class HaarHRR(_TreeMechanism):
 
     #: The sign's exact integer coin holds up to e^40 (ldpkit._exact.RR_MAX_EPSILON).
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
+    def _interval_unsupported_reason(self) -> str | None:
+        """None: the plain estimate is linear in the reports (analytic intervals)."""
+        return None
+
+    def _linear_query_variances(self, stats: Stats, masses: np.ndarray, w: np.ndarray) -> Any:
+        """Variances of the linear queries ``w[:, i] . p`` of the plain estimate."""
+        from ._intervals import haar_query_variances
+
+        return haar_query_variances(self, stats, masses, w)
 
     @property
     def _branching(self) -> int:
