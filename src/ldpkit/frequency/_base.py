@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._matrix_loss import privacy_loss as _matrix_privacy_loss
 from .._validation import check_categorical_values, check_frequencies, check_integer
 from ..estimate import FrequencyEstimate
-from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..spec import Mechanism, Reports, Stats, StatsField
 
 __all__ = ["FrequencyOracle", "PureFrequencyOracle", "index_dtype"]

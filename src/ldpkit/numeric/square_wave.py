@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _crmath
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_bump, sample_flat_bump
+from .._matrix_loss import privacy_loss as _matrix_privacy_loss
 from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_ENTRIES,
@@ -36,7 +37,6 @@ from .._validation import (
     check_work,
 )
 from ..frequency._base import index_dtype
-from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, check_bounds
 
