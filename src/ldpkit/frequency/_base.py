@@ -91,6 +91,10 @@ class PureFrequencyOracle(FrequencyOracle):
     (FO17 Theorem 2, eq. 2).
     """
 
+    #: Read by :mod:`ldpkit.consistency`, which imports no mechanism module (this one lazily
+    #: imports it for ``estimate(postprocess=)``): the reports' support law is ``(p, q)``.
+    _pure_oracle: ClassVar[bool] = True
+
     @property
     @abstractmethod
     def p(self) -> float:
