@@ -1,5 +1,10 @@
 """The house rules of docs/design/ARCHITECTURE.md, checked on the source (no import of ldpkit).
 
+* No import circle anywhere in ``src/ldpkit`` (the import graph's strongly connected
+  components of more than one module: 0), counting the imports inside functions too, so a
+  lazy import cannot hide a circle. ARCHITECTURE.md ("Import circles") records the circles
+  there were and the moves that opened them.
+* The result types (``Distribution``, ``FrequencyEstimate``) import no mechanism.
 * No import circle among the collector's modules (``ldpkit.service``), counting the imports
   inside functions too, and no module of it imports its own package (``from . import x``):
   parts are passed in, never imported back up.
@@ -102,6 +107,20 @@ def test_circle_finder_finds_a_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _circles(graph) == [["a", "b", "c"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_in_src():
+    graph = {m: _imports(m, p) for m, p in MODULES.items()}
+    assert _circles(graph) == []
+
+
+def test_result_types_import_no_mechanism():
+    """The result types (``Distribution``, ``FrequencyEstimate``) depend on no mechanism."""
+    mechanisms = ("ldpkit.numeric.", "ldpkit.frequency.", "ldpkit.consistency")
+    allowed = {"ldpkit.numeric._intervals"}  # variance algebra with no mechanism import
+    for name in ("ldpkit.numeric.distribution", "ldpkit.estimate"):
+        reached = _imports(name, MODULES[name])
+        assert {m for m in reached if m.startswith(mechanisms)} - allowed == set(), name
 
 
 def test_no_import_circle_in_the_collector():

@@ -71,6 +71,7 @@ import numpy as np
 from scipy import optimize as _opt
 
 from . import queries as _queries
+from ._postprocess import simplex_projection  # re-exported: shared with numeric/
 from ._rng import RNGLike, as_generator
 from ._validation import (
     MAX_MAGNITUDE,
@@ -81,7 +82,6 @@ from ._validation import (
     check_sequence,
 )
 from .estimate import FrequencyEstimate
-from .frequency._base import PureFrequencyOracle
 from .frequency.significance import expected_false_positive_cutoff
 
 __all__ = [
@@ -303,35 +303,6 @@ def norm_cut(estimate: FrequencyEstimate) -> FrequencyEstimate:
     return estimate.with_postprocessing(out, "norm_cut")
 
 
-def simplex_projection(values: Any) -> np.ndarray:
-    """Exact Euclidean projection of a vector onto the probability simplex.
-
-    Solves ``min ||x - v||_2`` subject to ``x >= 0, sum x = 1`` by sorting (O(d log d)): with
-    ``u`` sorted descending and ``rho = max{j : u_j + (1 - sum_{i<=j} u_i) / j > 0}``, the
-    solution is ``x = max(v + delta, 0)`` with ``delta = (1 - sum_{i<=rho} u_i) / rho``
-    (the KKT conditions of CON20 Appendix A; Held, Wolfe & Crowder 1974; Duchi et al. 2008).
-
-    Examples
-    --------
-    >>> simplex_projection([0.7, 0.5, -0.2, 0.0])
-    array([0.6, 0.4, 0. , 0. ])
-    """
-    v = check_array(values, "values", ndim=(0, 1, 2))
-    if v.size and np.abs(v).max() > 1e100:  # the sorted partial sums must stay exact enough
-        raise ValueError(f"values must have magnitudes <= 1e100, got {np.abs(v).max()!r}")
-    if v.ndim != 1 or v.size == 0:
-        raise ValueError(f"values must be a non-empty 1-D array, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values must be finite numbers, got NaN/inf")
-    u = -np.sort(-v)
-    css = np.cumsum(u)
-    j = np.arange(1, v.size + 1)
-    delta_j = (1.0 - css) / j
-    # u_j + delta_j > 0 holds for a prefix j = 1..rho (and j = 1 always).
-    rho = int(np.flatnonzero(u + delta_j > 0)[-1])
-    return np.maximum(v + delta_j[rho], 0.0)
-
-
 def norm_sub(estimate: FrequencyEstimate) -> FrequencyEstimate:
     """Norm-Sub: ``max(f~_v + delta, 0)`` with ``delta`` making the total 1 (CON20 sec. IV-B).
 
@@ -357,7 +328,7 @@ def norm_sub(estimate: FrequencyEstimate) -> FrequencyEstimate:
 
 def _pure_pq(estimate: FrequencyEstimate, method: str) -> tuple[float, float]:
     spec = estimate.spec
-    if not isinstance(spec, PureFrequencyOracle):
+    if not getattr(type(spec), "_pure_oracle", False):  # a PureFrequencyOracle
         raise ValueError(
             f"{method} needs an estimate from a pure frequency oracle (with p and q, e.g. "
             f"GRR, OUE, OLH), got spec {spec!r}"

@@ -8,15 +8,27 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._matrix_loss import privacy_loss as _matrix_privacy_loss
 from .._validation import check_categorical_values, check_frequencies, check_integer
 from ..estimate import FrequencyEstimate
-from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..spec import Mechanism, Reports, Stats, StatsField
 
 __all__ = ["FrequencyOracle", "PureFrequencyOracle", "index_dtype"]
 
 #: Largest domain for which transition_matrix() builds a dense matrix.
 MAX_DENSE_OUTPUTS = 1 << 22
+
+
+def independent_support_variance(p: float, q: float, u: np.ndarray) -> np.ndarray:
+    """``Var[u[:, i] . s | v]`` (rows v) when every support bit is independent.
+
+    The true item's bit is 1 w.p. ``p``, every other item's w.p. ``q``: unary encoding, and
+    local hashing under an ideal hash (each other item hashes to the reported bucket
+    independently w.p. 1/g); ``p(1-p) u_v^2 + q(1-q) (U2 - u_v^2)`` with ``U2 = sum u^2``
+    (FO17 section 4; the derivation is in ``ldpkit.numeric._intervals``).
+    """
+    sq = u * u
+    return p * (1.0 - p) * sq + q * (1.0 - q) * (sq.sum(axis=0) - sq)
 
 
 def index_dtype(size: int) -> np.dtype:
@@ -78,6 +90,10 @@ class PureFrequencyOracle(FrequencyOracle):
     the unbiased estimator ``f~_v = (C_v / n - q) / (p - q)`` and its variance
     (FO17 Theorem 2, eq. 2).
     """
+
+    #: Read by :mod:`ldpkit.consistency`, which imports no mechanism module (this one lazily
+    #: imports it for ``estimate(postprocess=)``): the reports' support law is ``(p, q)``.
+    _pure_oracle: ClassVar[bool] = True
 
     @property
     @abstractmethod

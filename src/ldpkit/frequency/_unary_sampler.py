@@ -24,6 +24,10 @@ __all__ = [
     "COMPILED_MIN_BITS",
 ]
 
+#: Sampling resolution: every realized bit probability is a multiple of 2^-64 (the kernels
+#: compare 64-bit uniforms with integer thresholds); ``unary`` re-exports it.
+PROBABILITY_SCALE = 1 << 64
+
 #: Batches of at least this many bits (rows x domain size) use the compiled kernel when numba
 #: is installed; smaller ones stay in numpy (same output, no numba import).
 COMPILED_MIN_BITS = 1 << 24
@@ -137,11 +141,9 @@ def sample_unary_bits_numpy(
     Fills ``out`` (uint8, shape (n, ceil(d/8))): row i's bit ``values[i]`` is 1 w.p.
     ``true_threshold / S``, every other bit w.p. ``other_threshold / S``, from the
     xoshiro256** stream seeded with ``seeds[i]``; padding bits are 0. ``S`` is
-    ``unary.PROBABILITY_SCALE``, the kernel's resolution: the bit-sliced comparison walks the
+    ``PROBABILITY_SCALE``, the kernel's resolution: the bit-sliced comparison walks the
     threshold's bits from bit ``log2(S) - 1`` down, as the kernel does.
     """
-    from .unary import PROBABILITY_SCALE  # the kernel's resolution (2^32 or 2^64)
-
     resolution = PROBABILITY_SCALE.bit_length() - 1
     values = np.ascontiguousarray(values, dtype=np.int64)
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
@@ -199,8 +201,6 @@ def sample_unary_bits_secure(
     (row, word) pairs still undecided; the true item's bit is one more raw word against
     ``true_threshold``. Same probabilities ``T / 2^64`` as the seeded path, other bytes.
     """
-    from .unary import PROBABILITY_SCALE
-
     resolution = PROBABILITY_SCALE.bit_length() - 1
     raw = gen.bit_generator.random_raw
     values = np.ascontiguousarray(values, dtype=np.int64)

@@ -118,6 +118,18 @@ class GRR(PureFrequencyOracle):
     def output_index(self, reports: Reports) -> np.ndarray:
         return np.asarray(self.check_reports(reports).values, dtype=np.int64)
 
+    def _support_variance(self, u: np.ndarray) -> np.ndarray:
+        """``Var[u[:, i] . s | v]`` for every true item v (rows): one item is reported.
+
+        ``p u_v^2 + q (U2 - u_v^2) - (p u_v + q (U1 - u_v))^2`` with ``U1 = sum u``,
+        ``U2 = sum u^2`` (FO17 section 4); used by the numeric intervals
+        (``ldpkit.numeric._intervals``) for linear queries of a GRR-based estimate.
+        """
+        p, q = float(self.p), float(self.q)
+        sq = u * u
+        mean_s = p * u + q * (u.sum(axis=0) - u)
+        return p * sq + q * (sq.sum(axis=0) - sq) - mean_s * mean_s
+
     def privacy_loss(self) -> float:
         # Every output column holds p once and q elsewhere: the ratio is w_keep / w_other.
         return ratio_loss(*reversed(self._weights()))

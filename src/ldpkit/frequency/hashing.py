@@ -57,7 +57,12 @@ from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
 from ..spec import Reports, Stats
-from ._base import MAX_DENSE_OUTPUTS, PureFrequencyOracle, index_dtype
+from ._base import (
+    MAX_DENSE_OUTPUTS,
+    PureFrequencyOracle,
+    independent_support_variance,
+    index_dtype,
+)
 from .grr import grr_sample
 
 __all__ = [
@@ -396,6 +401,10 @@ class LocalHashing(PureFrequencyOracle):
         matrix = np.full((d, g), self.other_probability)
         matrix[np.arange(d), hashed] = self.p
         return matrix
+
+    def _support_variance(self, u: np.ndarray) -> np.ndarray:
+        """``Var[u[:, i] . s | v]`` for every true item v (rows): independent support bits."""
+        return independent_support_variance(float(self.p), float(self.q), u)
 
     def privacy_loss(self) -> float:
         """``log(p' / q')`` of GRR over ``[g]``: the exact epsilon of the ``(seed, y)`` output.

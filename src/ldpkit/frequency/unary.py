@@ -27,16 +27,15 @@ from .._rng import RNGLike, as_generator, derive_seeds, is_secure
 from .._validation import check_memory
 from ..spec import Reports
 from . import _bits
-from ._base import PureFrequencyOracle
+from ._base import PureFrequencyOracle, independent_support_variance
 from ._unary_sampler import (  # numba kernel or its bit-exact numpy twin; secure path
+    PROBABILITY_SCALE,
     sample_unary_bits,
     sample_unary_bits_secure,
 )
 
 __all__ = ["UnaryEncoding", "SUE", "OUE", "unary_integer_probabilities", "unary_privacy_loss"]
 
-#: Sampling resolution: every realized bit probability is a multiple of 2^-64.
-PROBABILITY_SCALE = 1 << 64
 _U64_MAX = PROBABILITY_SCALE - 1
 
 #: Largest domain for which ``transition_matrix`` enumerates the 2^d outputs.
@@ -165,6 +164,10 @@ class UnaryEncoding(PureFrequencyOracle):
     def q(self) -> float:
         """Realized P[bit v = 1 | input v' != v]: ``nominal_q`` rounded up to k 2^-64."""
         return self._thresholds()[1] / PROBABILITY_SCALE
+
+    def _support_variance(self, u: np.ndarray) -> np.ndarray:
+        """``Var[u[:, i] . s | v]`` for every true item v (rows): independent support bits."""
+        return independent_support_variance(float(self.p), float(self.q), u)
 
     def privacy_loss(self) -> float:
         """``log(p (1 - q) / (q (1 - p)))`` at the realized p and q (FO17 eq. 5)."""

@@ -30,7 +30,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["query_variances", "unsupported_reason", "ci_adjoint", "oracle_query_variances"]
+__all__ = [
+    "ci_adjoint",
+    "cfo_query_variances",
+    "haar_query_variances",
+    "oracle_query_variances",
+    "oracle_supported",
+    "oracles_reason",
+    "tree_query_variances",
+]
 
 
 def _plugin(masses: np.ndarray, size: int) -> np.ndarray:
@@ -47,32 +55,19 @@ def oracle_query_variances(oracle: Any, n: int, f: np.ndarray, u: np.ndarray) ->
 
     ``f`` are the true (plug-in) item frequencies, ``u`` has shape (d, m).
     """
-    from ..frequency.grr import GRR
-    from ..frequency.hashing import LocalHashing
-    from ..frequency.unary import UnaryEncoding
-
-    p, q = float(oracle.p), float(oracle.q)
-    u1 = u.sum(axis=0)  # (m,)
-    u2 = (u * u).sum(axis=0)
-    sq = u * u  # u_v^2, (d, m)
-    if isinstance(oracle, GRR):
-        mean_s = p * u + q * (u1 - u)
-        var_s = p * sq + q * (u2 - sq) - mean_s * mean_s
-    elif isinstance(oracle, (LocalHashing, UnaryEncoding)):
-        var_s = p * (1.0 - p) * sq + q * (1.0 - q) * (u2 - sq)
-    else:  # pragma: no cover - guarded by unsupported_reason
+    if not oracle_supported(oracle):  # pragma: no cover - guarded by the specs' reasons
         raise TypeError(f"no analytic query variance for oracle {type(oracle).__name__}")
+    p, q = float(oracle.p), float(oracle.q)
+    sq = u * u  # u_v^2, (d, m)
+    var_s = oracle._support_variance(u)  # Var[u . s | v], the oracle's own law
     second = f @ (var_s / (p - q) ** 2 + sq)
     first = f @ u
     return np.maximum(second - first * first, 0.0) / n
 
 
-def _oracle_supported(oracle: Any) -> bool:
-    from ..frequency.grr import GRR
-    from ..frequency.hashing import LocalHashing
-    from ..frequency.unary import UnaryEncoding
-
-    return isinstance(oracle, (GRR, LocalHashing, UnaryEncoding))
+def oracle_supported(oracle: Any) -> bool:
+    """Whether ``oracle`` states the variance of its support indicator (``_support_variance``)."""
+    return callable(getattr(oracle, "_support_variance", None))
 
 
 def _ci_coefficients(variances: np.ndarray, branching: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,84 +122,76 @@ def ci_adjoint(w: np.ndarray, variances: Any, branching: int) -> list[np.ndarray
     return g_x
 
 
-def unsupported_reason(spec: Any) -> str | None:
-    """Why ``spec``'s plain estimate has no analytic interval (None when it has one)."""
-    from .binning import CFOBinning
-    from .hierarchy import HHADMM, HaarHRR, HierarchicalHistogram
-
-    if spec is None:
-        return "it has no mechanism spec attached (built by hand or loaded without stats)"
-    if isinstance(spec, HHADMM):
-        return "HH-ADMM is a non-linear (biased) post-processing"
-    if isinstance(spec, HaarHRR):
-        return None
-    if isinstance(spec, HierarchicalHistogram):
-        bad = [
-            spec.level_oracle(k).name
-            for k in range(1, spec.height + 1)
-            if not _oracle_supported(spec.level_oracle(k))
-        ]
-        return f"no analytic variance for oracles {sorted(set(bad))}" if bad else None
-    if isinstance(spec, CFOBinning):
-        o = spec.frequency_oracle
-        return None if _oracle_supported(o) else f"no analytic variance for oracle {o.name}"
-    return (
-        f"{type(spec).__name__}'s estimate is not linear in the reports (smoothing or "
-        "regularization biases it)"
-    )
+def oracles_reason(oracles: Any) -> str | None:
+    """Why the given frequency oracles have no analytic query variance (None when all do)."""
+    bad = sorted({o.name for o in oracles if not oracle_supported(o)})
+    return f"no analytic variance for oracles {bad}" if bad else None
 
 
-def query_variances(spec: Any, stats: Any, masses: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Variance of ``w[:, i] . p`` for the plain estimate p of ``spec`` from ``stats``.
+def _centered(w: Any) -> np.ndarray:
+    """The weights the raw leaves see: ``w - mean(w)``.
 
-    ``masses`` is the estimate itself (for the plug-in frequencies); ``w`` has shape (B, m)
-    with B = ``spec.buckets``. The estimate is ``m + (1 - sum m) / B`` for the raw leaves m
-    (:meth:`Distribution.from_estimate`), so the raw leaves see ``w - mean(w)``.
+    The estimate is ``m + (1 - sum m) / B`` for the raw leaves m
+    (:meth:`Distribution.from_estimate`).
     """
-    from .binning import CFOBinning
-    from .hierarchy import HaarHRR, HierarchicalHistogram
-
     w = np.asarray(w, dtype=np.float64)
-    w = w - w.mean(axis=0)
-    if isinstance(spec, CFOBinning):
-        f = _plugin(masses, spec.buckets)
-        return oracle_query_variances(spec.frequency_oracle, stats.n, f, w)
-    leaves = spec.leaves
-    wl = np.zeros((leaves, w.shape[1]))
+    return w - w.mean(axis=0)
+
+
+def cfo_query_variances(spec: Any, stats: Any, masses: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Variance of ``w[:, i] . p`` for CFO binning: one oracle over the B buckets.
+
+    ``masses`` is the estimate itself (for the plug-in frequencies); ``w`` has shape (B, m).
+    """
+    f = _plugin(masses, spec.buckets)
+    return oracle_query_variances(spec.frequency_oracle, stats.n, f, _centered(w))
+
+
+def _leaf_weights(spec: Any, w: np.ndarray) -> np.ndarray:
+    w = _centered(w)
+    wl = np.zeros((spec.leaves, w.shape[1]))
     wl[: w.shape[0]] = w
-    f_leaves = _plugin(masses, leaves)
-    total = np.zeros(w.shape[1])
-    if isinstance(spec, HaarHRR):
-        h = spec.height
-        signal = spec.signal
-        node_w = wl  # weight sums per node, from the leaves up
-        node_f = f_leaves
-        for t in range(h - 1, -1, -1):
-            pairs = node_w.reshape(-1, 2, wl.shape[1])
-            fpairs = node_f.reshape(-1, 2)
-            u = (pairs[:, 0] - pairs[:, 1]) / 2.0 ** (h - t)
-            d_true = fpairs[:, 0] - fpairs[:, 1]
-            n_t = int(stats.level_n[t])
-            if n_t > 0:
-                uu = (u * u).sum(axis=0)
-                ud = d_true @ u
-                total += np.maximum(uu / signal**2 - ud * ud, 0.0) / n_t
-            node_w = pairs.sum(axis=1)
-            node_f = fpairs.sum(axis=1)
-        return total
-    if isinstance(spec, HierarchicalHistogram):
-        var = spec.level_variances(stats)
-        var[0] = 1.0
-        g = ci_adjoint(wl, var, spec.branching)
-        h = spec.height
-        for k in range(1, h + 1):
-            n_k = int(stats.level_n[k - 1])
-            if n_k == 0:
-                continue
-            f_k = f_leaves.reshape(spec.level_size(k), -1).sum(axis=1)
-            total += oracle_query_variances(spec.level_oracle(k), n_k, f_k, g[k])
-        return total
-    raise TypeError(f"no analytic interval for {type(spec).__name__}")  # pragma: no cover
+    return wl
+
+
+def haar_query_variances(spec: Any, stats: Any, masses: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Variance of ``w[:, i] . p`` for HaarHRR (one depth per user, see the module notes)."""
+    wl = _leaf_weights(spec, w)
+    total = np.zeros(wl.shape[1])
+    h = spec.height
+    signal = spec.signal
+    node_w = wl  # weight sums per node, from the leaves up
+    node_f = _plugin(masses, spec.leaves)
+    for t in range(h - 1, -1, -1):
+        pairs = node_w.reshape(-1, 2, wl.shape[1])
+        fpairs = node_f.reshape(-1, 2)
+        u = (pairs[:, 0] - pairs[:, 1]) / 2.0 ** (h - t)
+        d_true = fpairs[:, 0] - fpairs[:, 1]
+        n_t = int(stats.level_n[t])
+        if n_t > 0:
+            uu = (u * u).sum(axis=0)
+            ud = d_true @ u
+            total += np.maximum(uu / signal**2 - ud * ud, 0.0) / n_t
+        node_w = pairs.sum(axis=1)
+        node_f = fpairs.sum(axis=1)
+    return total
+
+
+def tree_query_variances(spec: Any, stats: Any, masses: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Variance of ``w[:, i] . p`` for the hierarchical histogram with constrained inference."""
+    wl = _leaf_weights(spec, w)
+    f_leaves = _plugin(masses, spec.leaves)
+    total = np.zeros(wl.shape[1])
+    var = spec.level_variances(stats)
+    var[0] = 1.0
+    g = ci_adjoint(wl, var, spec.branching)
+    for k in range(1, spec.height + 1):
+        n_k = int(stats.level_n[k - 1])
+        if n_k == 0:
+            continue
+        f_k = f_leaves.reshape(spec.level_size(k), -1).sum(axis=1)
+        total += oracle_query_variances(spec.level_oracle(k), n_k, f_k, g[k])
+    return total
 
 
 def normal_quantile(alpha: float) -> float:

@@ -968,6 +968,12 @@ class AutoDistribution(Mechanism):
             level_n=np.zeros(tree.height + 1, dtype=np.int64),
         )
 
+    def _em_bootstrap(self, stats: Stats, theta: np.ndarray, **options: Any) -> Any:
+        """Parametric bootstrap of this spec's EM/EMS pipeline (:func:`.em.bootstrap`)."""
+        from .em import bootstrap  # server side: loaded when intervals are asked for
+
+        return bootstrap(stats, theta, **options)
+
     def bucket_matrix(self) -> np.ndarray:
         """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum
         to 1): the Square Wave's bucketized channel that the estimate inverts (that of the

@@ -122,6 +122,19 @@ class CFOBinning(Mechanism):
     buckets: int = 32
     oracle: str | None = None
 
+    def _interval_unsupported_reason(self) -> str | None:
+        """Why the plain estimate has no analytic interval (None: it has one)."""
+        from ._intervals import oracle_supported
+
+        o = self.frequency_oracle
+        return None if oracle_supported(o) else f"no analytic variance for oracle {o.name}"
+
+    def _linear_query_variances(self, stats: Stats, masses: np.ndarray, w: np.ndarray) -> Any:
+        """Variances of the linear queries ``w[:, i] . p`` of the plain estimate."""
+        from ._intervals import cfo_query_variances
+
+        return cfo_query_variances(self, stats, masses, w)
+
     def _validate(self) -> None:
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._postprocess import leaves_to_probabilities
 from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_ENTRIES,
@@ -384,8 +385,6 @@ class Distribution:
         Distribution
             Non-negative, with the same ``n`` and ``spec``.
         """
-        from .hierarchy import leaves_to_probabilities  # server-side post-processing
-
         return self.replace(
             probabilities=leaves_to_probabilities(self._prob, method),
             postprocessing=(*self._post, method),
@@ -583,8 +582,6 @@ class Distribution:
         Square Wave family (parametric bootstrap, :meth:`bootstrap`). A :meth:`rebin` of
         such an estimate keeps them.
         """
-        from ._intervals import unsupported_reason
-
         if self._origin is not None:
             return self._origin[0].interval_status()
         if self._post:
@@ -594,9 +591,18 @@ class Distribution:
             )
         if self._spec is None:
             return "it has no mechanism spec attached (built by hand)"
-        if self._fit is not None and hasattr(self._spec, "bucket_matrix"):
+        if self._fit is not None and hasattr(self._spec, "_em_bootstrap"):
             return None if self._stats is not None else "it has no Stats attached"
-        reason = unsupported_reason(self._spec)
+        # The spec answers for its own estimator (a method, not a table of classes here).
+        reason_of = getattr(self._spec, "_interval_unsupported_reason", None)
+        reason = (
+            reason_of()
+            if reason_of is not None
+            else (
+                f"{type(self._spec).__name__}'s estimate is not linear in the reports "
+                "(smoothing or regularization biases it)"
+            )
+        )
         if reason is None and self._stats is None:
             reason = "it has no Stats attached (loaded from a dict)"
         return reason
@@ -668,13 +674,12 @@ class Distribution:
         (the numbers are still given). Plain EM (``spec.estimate(stats, method="em")``)
         within that bound is not approximate.
         """
-        from .square_wave import SquareWave
-
         if self._origin is not None:
             return self._origin[0].interval_approximate()
         if self.interval_method != "bootstrap":
             return None
-        if type(self._spec) is not SquareWave:
+        # Declared by the class itself (not inherited): coverage measured for that class only.
+        if not vars(type(self._spec)).get("_bootstrap_coverage_measured", False):
             return (
                 f"coverage of the EM/EMS bootstrap is measured for SquareWave, not "
                 f"{type(self._spec).__name__}"
@@ -706,10 +711,8 @@ class Distribution:
             )
 
     def _draw_bootstrap(self, replicates: int, rng: RNGLike) -> Any:
-        from .em import bootstrap
-
         fit = self._fit or {}
-        return bootstrap(
+        return self._spec._em_bootstrap(  # the spec's own EM pipeline, resolved lazily
             self._stats,
             self._prob,
             method=fit.get("method", "ems"),
@@ -754,9 +757,8 @@ class Distribution:
             return parent._moments(r.T @ w)
         if self._fit is not None:
             return self._bootstrap_functional(lambda rows: rows @ w)
-        from ._intervals import query_variances
-
-        return None, np.sqrt(query_variances(self._spec, self._stats, self._prob, w))
+        variances = self._spec._linear_query_variances(self._stats, self._prob, w)
+        return None, np.sqrt(variances)
 
     def _query(self, w: np.ndarray, exact: Any) -> tuple[np.ndarray, np.ndarray]:
         """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if

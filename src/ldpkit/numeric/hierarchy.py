@@ -31,6 +31,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._exact import RR_MAX_EPSILON
+from .._postprocess import (  # re-exported: shared with consistency and the numeric family
+    POSTPROCESSINGS,  # noqa: F401 (re-exported)
+    isotonic_regression,
+    leaves_to_probabilities,
+    simplex_projection,
+)
 from .._rng import RNGLike, as_generator
 from .._validation import (
     check_array,
@@ -312,8 +318,6 @@ def hh_admm(
     >>> [np.round(level, 3).tolist() for level in tree]
     [[1.0], [1.0, 0.0], [0.5, 0.5, 0.0, 0.0]]
     """
-    from ..consistency import simplex_projection  # server-side post-processing
-
     branching = check_integer(branching, "branching", low=2)
     max_iter = check_integer(max_iter, "max_iter", low=1, high=10_000_000)
     tol = check_real(tol, "tol", low=0.0, low_inclusive=False)
@@ -352,81 +356,6 @@ def hh_admm(
         return out
     objective = 0.5 * float(np.sum((x - x_tilde) ** 2))
     return out, ADMMInfo(iterations, converged, violation, step, objective)
-
-
-# ---------------------------------------------------------------------------------------
-# From noisy leaves to a probability vector
-# ---------------------------------------------------------------------------------------
-#: Post-processings of noisy leaves accepted by :func:`leaves_to_probabilities`.
-POSTPROCESSINGS = ("norm_sub", "norm_mul", "cdf")
-
-
-def isotonic_regression(values: Any) -> np.ndarray:
-    """Least-squares non-decreasing fit of a sequence (pool adjacent violators, O(n)).
-
-    Examples
-    --------
-    >>> isotonic_regression([1.0, 3.0, 2.0, 4.0]).tolist()
-    [1.0, 2.5, 2.5, 4.0]
-    """
-    y = np.asarray(values, dtype=np.float64)
-    if y.ndim != 1:
-        raise ValueError(f"values must be a 1-D array, got shape {y.shape}")
-    # Blocks of pooled values as parallel stacks (sum, count); merging keeps block means
-    # non-decreasing, and each value is pushed and merged at most once.
-    sums: list[float] = []
-    counts: list[int] = []
-    for value in y.tolist():
-        total, count = value, 1
-        while sums and sums[-1] * count > total * counts[-1]:  # previous mean > this mean
-            total += sums.pop()
-            count += counts.pop()
-        sums.append(total)
-        counts.append(count)
-    return np.repeat(np.asarray(sums) / np.asarray(counts), counts)
-
-
-def leaves_to_probabilities(leaves: Any, postprocess: str = "norm_sub") -> np.ndarray:
-    """Turn noisy leaf frequencies (which may be negative) into a probability vector.
-
-    Parameters
-    ----------
-    leaves : array_like
-        Leaf estimates, e.g. from constrained inference or an inverse Haar transform.
-    postprocess : {"norm_sub", "norm_mul", "cdf"}
-        * ``"norm_sub"``: the Euclidean projection onto the simplex (Norm-Sub, CON20).
-        * ``"norm_mul"``: negatives to 0, then rescale to sum 1 (clip and renormalize).
-        * ``"cdf"``: the cumulative sums (a noisy CDF) replaced by their least-squares
-          non-decreasing fit (:func:`isotonic_regression`), clipped to [0, 1] with the last
-          value 1; probabilities are its differences. Leaf-wise projections keep the
-          positive noise of the many near-empty leaves and so move mass towards them; the
-          CDF fit only pools neighbouring leaves, which is far kinder to W1 and KS.
-
-    Examples
-    --------
-    >>> np.round(leaves_to_probabilities([0.6, -0.1, 0.3, 0.2], "norm_sub"), 4).tolist()
-    [0.5667, 0.0, 0.2667, 0.1667]
-    >>> np.round(leaves_to_probabilities([0.6, -0.1, 0.3, 0.2], "cdf"), 4).tolist()
-    [0.55, 0.0, 0.25, 0.2]
-    """
-    from ..consistency import simplex_projection  # server-side post-processing
-
-    x = np.asarray(leaves, dtype=np.float64)
-    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
-        raise ValueError(
-            f"leaves must be a non-empty 1-D array of finite numbers, got shape {x.shape}"
-        )
-    if postprocess == "norm_sub":
-        return simplex_projection(x)
-    if postprocess == "norm_mul":
-        clipped = np.maximum(x, 0.0)
-        total = clipped.sum()
-        return clipped / total if total > 0 else np.full(x.size, 1.0 / x.size)
-    if postprocess == "cdf":
-        cdf = np.clip(isotonic_regression(np.cumsum(x)), 0.0, 1.0)
-        cdf[-1] = 1.0  # clipping kept it non-decreasing; the total is 1
-        return np.diff(cdf, prepend=0.0)
-    raise ValueError(f"postprocess must be one of {list(POSTPROCESSINGS)}, got {postprocess!r}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -571,6 +500,18 @@ class HierarchicalHistogram(_TreeMechanism):
 
     branching: int = 4
     oracle: str | None = None
+
+    def _interval_unsupported_reason(self) -> str | None:
+        """Why the plain estimate has no analytic interval (None: it has one)."""
+        from ._intervals import oracles_reason
+
+        return oracles_reason(self.level_oracle(k) for k in range(1, self.height + 1))
+
+    def _linear_query_variances(self, stats: Stats, masses: np.ndarray, w: np.ndarray) -> Any:
+        """Variances of the linear queries ``w[:, i] . p`` of the plain estimate."""
+        from ._intervals import tree_query_variances
+
+        return tree_query_variances(self, stats, masses, w)
 
     def _validate(self) -> None:
         super()._validate()
@@ -788,6 +729,10 @@ class HHADMM(HierarchicalHistogram):
     (64, True)
     """
 
+    def _interval_unsupported_reason(self) -> str | None:
+        """HH-ADMM's estimate is not linear in the reports: no analytic interval."""
+        return "HH-ADMM is a non-linear (biased) post-processing"
+
     def _validate(self) -> None:
         super()._validate()
         # ADMM costs ~ 500 iterations x the tree's nodes: ~1 s of CPU at 2^14 leaves, about
@@ -957,6 +902,16 @@ class HaarHRR(_TreeMechanism):
 
     #: The sign's exact integer coin holds up to e^40 (ldpkit._exact.RR_MAX_EPSILON).
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+
+    def _interval_unsupported_reason(self) -> str | None:
+        """None: the plain estimate is linear in the reports (analytic intervals)."""
+        return None
+
+    def _linear_query_variances(self, stats: Stats, masses: np.ndarray, w: np.ndarray) -> Any:
+        """Variances of the linear queries ``w[:, i] . p`` of the plain estimate."""
+        from ._intervals import haar_query_variances
+
+        return haar_query_variances(self, stats, masses, w)
 
     @property
     def _branching(self) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _crmath
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_bump, sample_flat_bump
+from .._matrix_loss import privacy_loss as _matrix_privacy_loss
 from .._rng import RNGLike, as_generator
 from .._validation import (
     MAX_ENTRIES,
@@ -36,7 +37,6 @@ from .._validation import (
     check_work,
 )
 from ..frequency._base import index_dtype
-from ..privacy import privacy_loss as _matrix_privacy_loss
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, check_bounds
 
@@ -533,6 +533,12 @@ class _Wave(Mechanism):
         counts = np.bincount(idx, minlength=self.n_output_buckets).astype(np.int64)
         return Stats(self, idx.size, counts=counts)
 
+    def _em_bootstrap(self, stats: Stats, theta: np.ndarray, **options: Any) -> Any:
+        """Parametric bootstrap of this spec's EM/EMS pipeline (:func:`.em.bootstrap`)."""
+        from .em import bootstrap  # server side: loaded when intervals are asked for
+
+        return bootstrap(stats, theta, **options)
+
     def bucket_matrix(self) -> np.ndarray:
         """Exact ``M[i, j] = P[output bucket j | input uniform in bucket i]``, shape (d, d~).
 
@@ -699,6 +705,10 @@ class SquareWave(_Wave):
     >>> round(lsw.log_span, 3), lsw.run([1.0, 10.0, 100.0] * 5000, rng=0).high == lsw.log_span
     (6.909, True)
     """
+
+    #: Coverage of the EM/EMS bootstrap intervals was measured for this class (not for its
+    #: relatives): :meth:`Distribution.interval_approximate` reads it.
+    _bootstrap_coverage_measured: ClassVar[bool] = True
 
     log_scale: float | None = None
 
@@ -1027,6 +1037,12 @@ class DiscreteSquareWave(Mechanism):
         i = np.arange(d)[:, None]
         j = np.arange(self.n_outputs)[None, :]
         return np.where(np.abs(j - bt - i) <= bt, self.p, self.q)
+
+    def _em_bootstrap(self, stats: Stats, theta: np.ndarray, **options: Any) -> Any:
+        """Parametric bootstrap of this spec's EM/EMS pipeline (:func:`.em.bootstrap`)."""
+        from .em import bootstrap  # server side: loaded when intervals are asked for
+
+        return bootstrap(stats, theta, **options)
 
     def bucket_matrix(self) -> np.ndarray:
         """What EM deconvolves: the transition matrix itself (inputs are the buckets)."""
