@@ -31,7 +31,14 @@ import numpy as np
 from scipy import special
 
 from .._rng import RNGLike, as_generator, independent_streams
-from .._validation import _show, check_integer, check_probability, check_real
+from .._validation import (
+    MIN_EPSILON,
+    _show,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+)
 from ..frequency._items import keys_of
 from ..frequency.sketch import CMS, HCMS
 from ..spec import Mechanism, Reports, Stats, StatsField
@@ -46,7 +53,34 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 MAX_FRAGMENT_ITEMS = 1 << 22
 #: Largest number of whole strings assembled from one hash value.
 MAX_PER_HASH = 1024
-_SKETCHES = {"hcms": HCMS, "cms": CMS}
+
+
+class _PartHCMS(HCMS):
+    """HCMS at a share of an SFP budget (the SFP spec checked the total epsilon; a share
+    may fall below MIN_EPSILON when the total sits at it). Out of the public registry."""
+
+    name: ClassVar[str] = "_SFPPartHCMS"
+
+    def __post_init__(self) -> None:
+        low = MIN_EPSILON * _MIN_SHARE
+        self._set("epsilon", check_epsilon(self.epsilon, high=self.max_epsilon, low=low))
+        self._validate()
+
+
+class _PartCMS(CMS):
+    """CMS at a share of an SFP budget (see :class:`_PartHCMS`)."""
+
+    name: ClassVar[str] = "_SFPPartCMS"
+
+    def __post_init__(self) -> None:
+        low = MIN_EPSILON * _MIN_SHARE
+        self._set("epsilon", check_epsilon(self.epsilon, high=self.max_epsilon, low=low))
+        self._validate()
+
+
+#: Smallest share of epsilon either sketch may get.
+_MIN_SHARE = 1e-3
+_SKETCHES: dict[str, Any] = {"hcms": _PartHCMS, "cms": _PartCMS}
 _CONTROLS = (None, "fwer", "fdr")
 
 
@@ -76,7 +110,7 @@ class SFP(Mechanism):
     width, depth : int
         Sketch width m (a power of two for HCMS) and depth; defaults 1024 and 32.
     fragment_share : float
-        Share of epsilon spent on the fragment sketch, in (0, 1); default 0.5.
+        Share of epsilon spent on the fragment sketch, in ``[0.001, 0.999]``; default 0.5.
     keep : int or None
         Fragment items kept per position, in ``[1, 2^16]``; None: ``32 top_k`` (capped at
         2^16). The whole-string sketch scores what they assemble, so a wide net costs
@@ -167,11 +201,8 @@ class SFP(Mechanism):
                 f"{MAX_FRAGMENT_ITEMS} (the server enumerates them), got {items}"
             )
         share = self.fragment_share
-        if min(share, 1.0 - share) * self.epsilon < 1e-6:
-            raise ValueError(
-                "fragment_share must leave both sketches a budget epsilon * share >= 1e-06, "
-                f"got {share!r} at epsilon={self.epsilon!r}"
-            )
+        if not _MIN_SHARE <= share <= 1.0 - _MIN_SHARE:
+            raise ValueError(f"fragment_share must be in [0.001, 0.999], got {share!r}")
         self._fragment_spec()  # the inner sketches validate their own epsilon and width
         self._word_spec()
 
