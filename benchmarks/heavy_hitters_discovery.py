@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpkit import PEM, TreeHist
+from ldpkit import PEM, SFP, TreeHist
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "heavy_hitters_discovery.md"
 K = 20
@@ -123,9 +123,15 @@ def _pure_ldp_shim() -> None:
     def xxh32(data: Any, seed: int = 0) -> Any:
         return xxhash.xxh32(data.encode() if isinstance(data, str) else data, seed=seed)
 
-    shim = types.SimpleNamespace(xxh32=xxh32)
+    def xxh64(data: Any, seed: int = 0) -> Any:
+        return xxhash.xxh64(data.encode() if isinstance(data, str) else data, seed=seed)
+
+    shim = types.SimpleNamespace(xxh32=xxh32, xxh64=xxh64)
     client.xxhash = shim  # type: ignore[attr-defined]
     server.xxhash = shim  # type: ignore[attr-defined]
+    import pure_ldp.core as core  # SFP's 256-value hash of the whole string (xxh64)
+
+    core.xxhash = shim  # type: ignore[attr-defined]
 
 
 def run_pure_ldp(method: str, eps: float, values: np.ndarray, length: int, k: int) -> dict:
@@ -149,6 +155,8 @@ def run_pure_ldp(method: str, eps: float, values: np.ndarray, length: int, k: in
     if method == "PEM":
         client = PEMClient(epsilon=eps, start_length=0, **common)
         server: Any = PEMServer(epsilon=eps, start_length=0, **common)
+    elif method == "SFP":
+        client, server = _pure_ldp_sfp(eps, length, index)
     else:
         # its default oracle calls np.zeros(None), which numpy 2 refuses: pass OLH explicitly
         from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
@@ -162,7 +170,7 @@ def run_pure_ldp(method: str, eps: float, values: np.ndarray, length: int, k: in
     t1 = time.perf_counter()
     for p in private:
         server.aggregate(p)
-    if method == "PEM":
+    if method in ("PEM", "SFP"):
         found, freqs = server.find_heavy_hitters(k=k)
     else:
         # TreeHist prunes by a threshold: the paper's order of the noise, ~ 1/sqrt(n)
@@ -176,6 +184,32 @@ def run_pure_ldp(method: str, eps: float, values: np.ndarray, length: int, k: in
     row = metrics(found, freqs, truth, len(data), k)
     row.update(client_users_s=len(data) / (t1 - t0), server_s=t2 - t1, total_s=t2 - t0)
     return row
+
+
+def _pure_ldp_sfp(eps: float, length: int, index: Any) -> tuple[Any, Any]:
+    """pure-ldp's SFP (fragments of 1 letter, its 256-value hash, OLH at eps/2 each), with
+    the patches it needs to run here: its padding symbol in the index (27 symbols), a
+    ``sketch_based`` flag its LH oracles lack, a set as the server's alphabet, and the word
+    oracle's domain (it sizes it as the fragments'). Its output at this cell is still
+    mostly padding-led strings: reported as measured."""
+    from pure_ldp.frequency_oracles.local_hashing import LHClient, LHServer
+    from pure_ldp.heavy_hitters.apple_sfp import SFPClient, SFPServer
+
+    symbols = [*string.ascii_lowercase, "*"]
+
+    def index27(x: str) -> int:
+        return sum(symbols.index(c) * 27**i for i, c in enumerate(x))
+
+    d = 27**length
+    fo_client = LHClient(eps / 2, d=d, use_olh=True, index_mapper=index27)
+    fo_server = LHServer(eps / 2, d=d, use_olh=True, index_mapper=index27)
+    fo_client.sketch_based = fo_server.sketch_based = False
+    common: dict[str, Any] = dict(max_string_length=length, fragment_length=1)
+    common.update(index_mapper=index27, padding_char="*")
+    client = SFPClient(eps, fo_client=fo_client, alphabet=list(string.ascii_lowercase), **common)
+    server = SFPServer(eps, fo_server=fo_server, alphabet=set(string.ascii_lowercase), **common)
+    server.word_fo.update_params(d=d)
+    return client, server
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -196,11 +230,17 @@ def fmt(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def methods(eps: float, max_length: int, k: int, tune: bool) -> dict[str, Any]:
+def methods(
+    eps: float, max_length: int, k: int, tune: bool, letters: bool = True
+) -> dict[str, Any]:
     common = dict(epsilon=eps, max_length=max_length, top_k=k)
+    # SFP (Apple): 26 letters and fragments of 2 (lower-cased names); UTF-8 bytes need
+    # fragments of 1 to keep the server's 2^8 x 256^fl enumeration small
+    sfp = SFP(**common) if letters else SFP(**common, alphabet=None, fragment_length=1)
     out = {
         "PEM (paper)": PEM(**common, keep=k, pool_ended=False),
         "TreeHist (paper)": TreeHist(**common, pool_ended=False),
+        "SFP (Apple)": sfp,
         "ldpkit default: PEM()": PEM(**common),
     }
     if tune:
@@ -257,7 +297,8 @@ def main(argv: list[str]) -> int:
         values = draw(names, weights, n, seed=1)
         truth = truth_of(values, 12)
         for eps in epsilons:
-            for name, spec in methods(eps, 12, K, args.tune).items():
+            letters = label.startswith("baby")
+            for name, spec in methods(eps, 12, K, args.tune, letters).items():
                 row = run_ldpkit(spec, values, truth, seed=2)
                 rows.append(
                     {"data": label, "method": name, "eps": eps, "n": n, "max_len": 12, **row}
@@ -272,7 +313,7 @@ def main(argv: list[str]) -> int:
         letters = np.array([v[:3] for v in letters], dtype=object)
         truth = truth_of(letters, 3)
         for eps in epsilons:
-            for method in ("PEM", "TreeHist"):
+            for method in ("PEM", "TreeHist", "SFP"):
                 row = run_pure_ldp(method, eps, letters, 3, 5)
                 rows.append(
                     {
@@ -285,7 +326,9 @@ def main(argv: list[str]) -> int:
                     }
                 )
                 print(fmt(rows[-1:]).splitlines()[-1], flush=True)
-                cls = PEM if method == "PEM" else TreeHist  # the same 26 letters as the peer
+                cls = {"PEM": PEM, "TreeHist": TreeHist, "SFP": SFP}[
+                    method
+                ]  # the peer's 26 letters
                 spec = cls(epsilon=eps, max_length=3, top_k=5, alphabet=string.ascii_lowercase)
                 row = run_ldpkit(spec, letters, truth, seed=2)
                 rows.append(

@@ -51,6 +51,7 @@ WHY = {
     "FLH": _RR,
     "PEM": _RR,
     "TreeHist": _RR,
+    "SFP": "its two sketches' (HCMS: integer RR weights; CMS: bits at 2^-64)",
     "PrivSet": "branch coin `a / 2^62`, `a N_miss <= e^eps (2^62 - a) N_meet` on the integers",
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.

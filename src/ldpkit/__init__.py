@@ -81,6 +81,7 @@ __all__ = [
     "discovery",
     "PEM",
     "TreeHist",
+    "SFP",
 ]
 
 # Further submodules reachable as attributes without an explicit import (``ldpkit.io``); not
@@ -106,7 +107,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .accountant import BudgetExceededError, PrivacyAccountant
     from .aggregator import Aggregator
     from .device import Device
-    from .discovery import PEM, TreeHist
+    from .discovery import PEM, SFP, TreeHist
     from .encoder import Encoder
     from .estimate import FrequencyEstimate
     from .frequency import (

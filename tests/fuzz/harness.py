@@ -688,6 +688,9 @@ def build_registry() -> dict[str, Entry]:
         reg[top].bools_ok = frozenset({"pool_ended"})
         reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
         reg[f"{top}.run"].strings_ok = frozenset({"values"})
+    reg["ldpkit.SFP"].strings_ok = frozenset({"alphabet", "sketch"})  # issue 29: SFP
+    reg["ldpkit.SFP.randomize"].strings_ok = frozenset({"values"})
+    reg["ldpkit.SFP.run"].strings_ok = frozenset({"values"})
     _hostile_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)

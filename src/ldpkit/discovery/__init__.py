@@ -7,13 +7,16 @@ extension runs on the server, over mergeable Stats of ``max_length x H x g`` int
   IEEE TDSC 2021);
 * :class:`TreeHist` - prefix tree pruned by a noise threshold (Bassily, Nissim, Stemmer,
   Thakurta, NeurIPS 2017);
+* :class:`SFP` - Apple's sequence fragment puzzle: fragments tied by a hash of the whole
+  string, assembled and scored with a second sketch (Apple 2017, section 4);
 * :class:`HeavyHitters` - their result: items, frequencies, intervals (with optional
   family-wise or false-discovery control over every tested candidate).
 """
 
 from __future__ import annotations
 
+from .fragments import SFP
 from .prefix import PEM, TreeHist
 from .result import HeavyHitters
 
-__all__ = ["PEM", "TreeHist", "HeavyHitters"]
+__all__ = ["PEM", "TreeHist", "HeavyHitters", "SFP"]
