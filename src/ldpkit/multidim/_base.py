@@ -21,7 +21,7 @@ import numpy as np
 
 from .._validation import check_integer, check_not_masked, check_sequence
 from ..estimate import FrequencyEstimate, IntervalWarning
-from ..spec import Mechanism, Stats
+from ..spec import Mechanism, Reports, Stats
 
 __all__ = ["MultiAttributeMechanism", "MultiFrequencyEstimate", "check_tuples"]
 
@@ -260,3 +260,33 @@ class MultiFrequencyEstimate:
 
     def __repr__(self) -> str:
         return f"MultiFrequencyEstimate(d={len(self)}, n={self.n}, spec={self.spec!r})"
+
+
+def grouped_support_counts(
+    reports: Reports, group_field: str, offsets: np.ndarray, oracle_of: Callable[[int], Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Support counts of users split into groups, each group reporting through its own
+    oracle (CALM's marginals, HDG/TDG's grids): the groups' counts concatenated at
+    ``offsets`` (group m in ``counts[offsets[m]:offsets[m + 1]]``) and the group sizes.
+
+    ``reports.<group_field>`` holds each user's group; the other fields are the oracle's
+    report arrays (each group's oracle checks its own slice).
+    """
+    which = reports.arrays[group_field]
+    groups = len(offsets) - 1
+    if which.ndim != 1 or (which.size and int(which.max()) >= groups):
+        raise ValueError(f"reports.{group_field} must be indices in [0, {groups})")
+    w64 = which.astype(np.int64)
+    order = np.argsort(w64, kind="stable")  # one sort, then each group is a slice
+    sizes = np.bincount(w64, minlength=groups)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    counts = np.zeros(int(offsets[-1]), dtype=np.int64)
+    fields = [k for k in reports.fields if k != group_field]
+    for m in range(groups):  # a loop over groups, not users
+        if not sizes[m]:
+            continue
+        rows = order[bounds[m] : bounds[m + 1]]
+        spec = oracle_of(m)
+        part = {k: reports.arrays[k][rows] for k in fields}
+        counts[offsets[m] : offsets[m + 1]] = spec.support_counts(Reports(spec, **part))
+    return counts, sizes

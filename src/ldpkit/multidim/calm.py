@@ -31,7 +31,7 @@ from ..frequency.grr import GRR
 from ..frequency.hadamard import HadamardResponse
 from ..frequency.hashing import OLH
 from ..spec import Reports, Stats, StatsField
-from ._base import MultiAttributeMechanism
+from ._base import MultiAttributeMechanism, grouped_support_counts
 from .marginals import MarginalsEstimate, MarginalTable
 
 __all__ = ["CALM", "FullDomain"]
@@ -157,24 +157,9 @@ class CALM(MultiAttributeMechanism):
 
     def aggregate(self, reports: Reports) -> Stats:
         r = self.check_reports(reports)
-        which = r.marginals
-        m_total = len(self.marginal_sets)
-        if which.ndim != 1 or (which.size and int(which.max()) >= m_total):
-            raise ValueError(f"reports.marginals must be marginal indices in [0, {m_total})")
-        w64 = which.astype(np.int64)
-        order = np.argsort(w64, kind="stable")
-        sizes = np.bincount(w64, minlength=m_total)
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
-        o = self.cell_offsets()
-        counts = np.zeros(int(o[-1]), dtype=np.int64)
-        oracle_fields = [k for k in r.fields if k != "marginals"]
-        for m in range(m_total):
-            if not sizes[m]:
-                continue
-            rows = order[bounds[m] : bounds[m + 1]]
-            spec = self.marginal_oracle(m)
-            part = {k: r.arrays[k][rows] for k in oracle_fields}  # (the oracle checks them)
-            counts[o[m] : o[m + 1]] = spec.support_counts(Reports(spec, **part))
+        counts, sizes = grouped_support_counts(
+            r, "marginals", self.cell_offsets(), self.marginal_oracle
+        )
         return Stats(self, len(r), counts=counts, sizes=sizes)
 
     def plain_tables(self, stats: Stats) -> list[MarginalTable]:

@@ -36,6 +36,7 @@ from ..frequency._base import index_dtype
 from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
+from ._base import grouped_support_counts
 
 __all__ = ["HDG", "TDG", "RangeEstimate", "UniformGrid"]
 
@@ -241,24 +242,7 @@ class _GridMechanism(Mechanism):
 
     def aggregate(self, reports: Reports) -> Stats:
         r = self.check_reports(reports)
-        which = r.grids
-        m_total = len(self.grids)
-        if which.ndim != 1 or (which.size and int(which.max()) >= m_total):
-            raise ValueError(f"reports.grids must be grid indices in [0, {m_total})")
-        w64 = which.astype(np.int64)
-        order = np.argsort(w64, kind="stable")
-        sizes = np.bincount(w64, minlength=m_total)
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
-        o = self.cell_offsets()
-        counts = np.zeros(int(o[-1]), dtype=np.int64)
-        fields = [k for k in r.fields if k != "grids"]
-        for m in range(m_total):
-            if not sizes[m]:
-                continue
-            rows = order[bounds[m] : bounds[m + 1]]
-            spec = self.grid_oracle(m)
-            part = {k: r.arrays[k][rows] for k in fields}  # (the oracle checks them)
-            counts[o[m] : o[m + 1]] = spec.support_counts(Reports(spec, **part))
+        counts, sizes = grouped_support_counts(r, "grids", self.cell_offsets(), self.grid_oracle)
         return Stats(self, len(r), counts=counts, sizes=sizes)
 
     def plain_grids(self, stats: Stats) -> list[tuple[np.ndarray, np.ndarray]]:
