@@ -305,3 +305,27 @@ def sample_padded(
     slots = np.maximum(lengths, padding)
     u = np.asarray(gen.integers(0, slots, dtype=np.int64)) if slots.size else slots.copy()
     return u, u < lengths
+
+
+class SetContractHooks:
+    """The ``check_mechanism`` hooks of a spec whose users hold sets of items of
+    ``[0, domain_size)`` padded to ``padding`` (PaddingSampling, PrivSet): set sizes from 0
+    to ``padding + 2``, both ends of the domain and the empty set among them."""
+
+    domain_size: int
+    padding: int
+
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        out = np.empty(n, dtype=object)
+        d = self.domain_size
+        for i in range(n):  # test inputs, not a hot path
+            size = int(gen.integers(0, min(d, self.padding + 2) + 1))
+            out[i] = gen.choice(d, size=size, replace=False).tolist()
+        out[0], out[1] = [0, d - 1], []
+        return out
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        d = self.domain_size
+        outside = [[[0], [d]], [[-1, 0]], [[0, 0]], np.zeros((2, 2, 2), dtype=np.int64)]
+        wrong_type = [[[0.5]], [["a", "b"]], [1, 2], "ab", [[0], None]]
+        return outside, wrong_type

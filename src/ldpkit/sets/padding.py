@@ -20,7 +20,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_array, check_integer, check_probability
 from ..estimate import FrequencyEstimate, IntervalWarning
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._input import UserSets, as_user_sets, sample_padded
+from ._input import SetContractHooks, UserSets, as_user_sets, sample_padded
 
 __all__ = ["PaddingSampling", "SetFrequencyEstimate"]
 
@@ -95,7 +95,7 @@ class SetFrequencyEstimate(FrequencyEstimate):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PaddingSampling(Mechanism):
+class PaddingSampling(SetContractHooks, Mechanism):
     """Padding-and-sampling frequency oracle for users who hold sets of items.
 
     A user with set ``S`` (``L = |S|`` items from ``[0, d)``) pads it with dummy items
@@ -270,19 +270,3 @@ class PaddingSampling(Mechanism):
             long_share_variance=float(var[-1]),
             length_cdf=cdf,
         )
-
-    # -- contract hooks (ldpkit.testing.check_mechanism) ---------------------------------
-    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        out = np.empty(n, dtype=object)
-        d = self.domain_size
-        for i in range(n):
-            size = int(gen.integers(0, min(d, self.padding + 2) + 1))
-            out[i] = gen.choice(d, size=size, replace=False).tolist()
-        out[0], out[1] = [0, d - 1], []
-        return out
-
-    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        d = self.domain_size
-        outside = [[[0], [d]], [[-1, 0]], [[0, 0]], np.zeros((2, 2, 2), dtype=np.int64)]
-        wrong_type = [[[0.5]], [["a", "b"]], [1, 2], "ab", [[0], None]]
-        return outside, wrong_type

@@ -23,7 +23,7 @@ from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_array, check_integer, check_memory
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._input import UserSets, as_user_sets
+from ._input import SetContractHooks, UserSets, as_user_sets
 from .padding import SetFrequencyEstimate
 
 __all__ = ["PrivSet"]
@@ -107,7 +107,7 @@ def _law(epsilon: float, d: int, ell: int, subset_size: int | None) -> tuple[int
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PrivSet(Mechanism):
+class PrivSet(SetContractHooks, Mechanism):
     """PrivSet: each user reports a k-subset of the padded domain (exponential mechanism).
 
     With ``D = d + ell`` padded items, ``N = C(D, k)`` subsets, of which ``N_miss = C(d, k)``
@@ -355,19 +355,3 @@ class PrivSet(Mechanism):
             long_share_variance=float(var[-1]),
             length_cdf=cdf,
         )
-
-    # -- contract hooks (ldpkit.testing.check_mechanism) ---------------------------------
-    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        out = np.empty(n, dtype=object)
-        d = self.domain_size
-        for i in range(n):
-            size = int(gen.integers(0, min(d, self.padding + 2) + 1))
-            out[i] = gen.choice(d, size=size, replace=False).tolist()
-        out[0], out[1] = [0, d - 1], []
-        return out
-
-    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        d = self.domain_size
-        outside = [[[0], [d]], [[-1, 0]], [[0, 0]], np.zeros((2, 2, 2), dtype=np.int64)]
-        wrong_type = [[[0.5]], [["a", "b"]], [1, 2], "ab", [[0], None]]
-        return outside, wrong_type
