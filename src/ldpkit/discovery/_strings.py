@@ -185,3 +185,21 @@ def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
         # bytes the server assembled need not be valid UTF-8: keep them distinct and visible
         return bytes(symbols).decode("utf-8", errors="backslashreplace")
     return "".join("\\x00" if s == 0 else alphabet[s - 1] for s in symbols)
+
+
+def check_alphabet(alphabet: Any) -> None:
+    """Refuse an ``alphabet`` that is not None or a string of 1 to 4095 distinct characters
+    without NUL (NUL pads the strings)."""
+    if alphabet is None:
+        return
+    if not isinstance(alphabet, str):
+        raise TypeError(
+            f"alphabet must be None or a string of distinct characters, got {_show(alphabet)}"
+        )
+    if not 1 <= len(alphabet) <= 4095 or len(set(alphabet)) != len(alphabet):
+        raise ValueError(
+            "alphabet must be None or a string of 1 to 4095 distinct characters, "
+            f"got {alphabet[:40]!r}"
+        )
+    if "\x00" in alphabet:
+        raise ValueError("alphabet must not contain NUL (the padding), got '\\x00'")

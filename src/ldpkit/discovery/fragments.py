@@ -42,7 +42,7 @@ from .._validation import (
 from ..frequency._items import keys_of
 from ..frequency.sketch import CMS, HCMS
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._strings import decode_symbols, encode_strings, level_keys
+from ._strings import check_alphabet, decode_symbols, encode_strings, level_keys
 
 __all__ = ["SFP"]
 
@@ -159,19 +159,7 @@ class SFP(Mechanism):
             check_integer(self.fragment_length, "fragment_length", low=1, high=8),
         )
         self._set("top_k", check_integer(self.top_k, "top_k", low=1, high=4096))
-        if self.alphabet is not None:
-            if not isinstance(self.alphabet, str):
-                raise TypeError(
-                    f"alphabet must be None or a string of distinct characters, got "
-                    f"{_show(self.alphabet)}"
-                )
-            if not 1 <= len(self.alphabet) <= 4095 or len(set(self.alphabet)) != len(self.alphabet):
-                raise ValueError(
-                    "alphabet must be None or a string of 1 to 4095 distinct characters, "
-                    f"got {self.alphabet[:40]!r}"
-                )
-            if "\x00" in self.alphabet:
-                raise ValueError("alphabet must not contain NUL (the padding), got '\\x00'")
+        check_alphabet(self.alphabet)
         self._set("hash_bits", check_integer(self.hash_bits, "hash_bits", low=1, high=16))
         if self.sketch not in _SKETCHES:
             raise ValueError(f"sketch must be 'hcms' or 'cms', got {_show(self.sketch)}")

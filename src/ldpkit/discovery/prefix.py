@@ -26,7 +26,7 @@ from .._validation import _show, check_integer, check_probability, check_real
 from ..frequency.grr import grr_sample
 from ..frequency.hashing import optimal_hash_range
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._strings import encode_strings, family_seeds, hash_keys, level_keys
+from ._strings import check_alphabet, encode_strings, family_seeds, hash_keys, level_keys
 
 __all__ = ["PEM", "TreeHist"]
 
@@ -97,19 +97,7 @@ class PrefixDiscovery(Mechanism):
     def _validate(self) -> None:
         self._set("max_length", check_integer(self.max_length, "max_length", low=1, high=64))
         self._set("top_k", check_integer(self.top_k, "top_k", low=1, high=4096))
-        if self.alphabet is not None:
-            if not isinstance(self.alphabet, str):
-                raise TypeError(
-                    f"alphabet must be None or a string of distinct characters, got "
-                    f"{_show(self.alphabet)}"
-                )
-            if not 1 <= len(self.alphabet) <= 4095 or len(set(self.alphabet)) != len(self.alphabet):
-                raise ValueError(
-                    "alphabet must be None or a string of 1 to 4095 distinct characters, "
-                    f"got {self.alphabet[:40]!r}"
-                )
-            if "\x00" in self.alphabet:
-                raise ValueError("alphabet must not contain NUL (the padding), got '\\x00'")
+        check_alphabet(self.alphabet)
         if self.hash_range is not None:
             self._set(
                 "hash_range", check_integer(self.hash_range, "hash_range", low=2, high=1 << 16)
