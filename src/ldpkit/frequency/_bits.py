@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pack_bits", "unpack_bits", "column_counts", "check_packed"]
+__all__ = [
+    "check_packed",
+    "column_counts",
+    "independent_bits_matrix",
+    "pack_bits",
+    "packed_index",
+    "unpack_bits",
+]
 
 # _BIT_TABLE[b, k] = k-th bit (big-endian) of byte value b.
 _BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
@@ -56,3 +63,27 @@ def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
             f"packed must have {packed_width(d)} byte columns for {d} bits, got {packed.shape[1]}"
         )
     return packed_column_counts(np.asarray(packed, dtype=np.uint8), d)
+
+
+def independent_bits_matrix(domain_size: int, p: float, q: float) -> np.ndarray:
+    """P[bit vector | value], shape (d, 2^d), when bit v is 1 with probability ``p`` for the
+    user's value v and ``q`` for every other item, independently (unary encodings); the
+    outputs are the d-bit integers, item 0 the most significant bit. For small d only."""
+    d = int(domain_size)
+    outputs = np.arange(1 << d)
+    bits = (outputs[:, None] >> (d - 1 - np.arange(d))[None, :]) & 1  # (2^d, d)
+    matrix = np.empty((d, 1 << d))
+    for v in range(d):  # a loop over items of a small domain
+        ones = np.full(d, q)
+        ones[v] = p
+        matrix[v] = np.prod(np.where(bits == 1, ones, 1.0 - ones), axis=1)
+    return matrix
+
+
+def packed_index(packed: np.ndarray, domain_size: int) -> np.ndarray:
+    """Each row of ``np.packbits`` bits read as a ``domain_size``-bit integer, item 0 the
+    most significant bit (the column of :func:`independent_bits_matrix`)."""
+    index = np.zeros(packed.shape[0], dtype=np.int64)
+    for j in range(packed.shape[1]):  # a loop over bytes of one row, not over users
+        index = (index << 8) | packed[:, j]
+    return index >> (8 * packed.shape[1] - int(domain_size))

@@ -226,25 +226,13 @@ class UnaryEncoding(PureFrequencyOracle):
         Raises NotImplementedError for domain_size > 12.
         """
         self._check_enumerable()
-        d = self.domain_size
-        outputs = np.arange(1 << d)
-        bits = (outputs[:, None] >> (d - 1 - np.arange(d))[None, :]) & 1  # (2^d, d)
-        p, q = self.p, self.q
-        matrix = np.empty((d, 1 << d))
-        for v in range(d):
-            ones = np.full(d, q)
-            ones[v] = p
-            matrix[v] = np.prod(np.where(bits == 1, ones, 1.0 - ones), axis=1)
-        return matrix
+        return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
 
     def output_index(self, reports: Reports) -> np.ndarray:
         """Each report's bits read as a d-bit integer, item 0 most significant."""
         self._check_enumerable()
         packed = _bits.check_packed(self.check_reports(reports).bits, self.domain_size)
-        index = np.zeros(packed.shape[0], dtype=np.int64)
-        for j in range(packed.shape[1]):
-            index = (index << 8) | packed[:, j]
-        return index >> (8 * packed.shape[1] - self.domain_size)
+        return _bits.packed_index(packed, self.domain_size)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
