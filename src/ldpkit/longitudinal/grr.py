@@ -63,6 +63,15 @@ def _chained(a: int, b: int, t1: int, c: int, e: int) -> tuple[int, int]:
     return a * c + (t1 - a) * e, b * c + (t1 - b) * e
 
 
+def chained_rr(epsilon_inf: float, epsilon_1: float, k: int) -> tuple[int, int, int]:
+    """L-GRR over ``k`` outputs, both rounds chained: ``(keep, other, total)`` integer
+    weights of P[y = v | v] and P[y = w | v] (w != v), over ``total = t1 t2``."""
+    (a, b), (c, e) = lgrr_weights(epsilon_inf, epsilon_1, k)
+    t1, t2 = a + (k - 1) * b, c + (k - 1) * e
+    keep, other = _chained(a, b, t1, c, e)
+    return keep, other, t1 * t2
+
+
 def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
     keep, other = _chained(a, b, t1, c, e)
     return ratio_loss(other, keep)
@@ -124,11 +133,8 @@ class LGRR(LongitudinalOracle):
         return lgrr_weights(self.epsilon_inf, self.epsilon, self.domain_size)
 
     def _chained(self) -> tuple[int, int, int]:
-        (a, b), (c, e) = self._rounds()
-        d = self.domain_size
-        t1, t2 = a + (d - 1) * b, c + (d - 1) * e
-        keep, other = _chained(a, b, t1, c, e)
-        return keep, other, t1 * t2
+        assert self.epsilon_inf is not None
+        return chained_rr(self.epsilon_inf, self.epsilon, self.domain_size)
 
     @property
     def p(self) -> float:

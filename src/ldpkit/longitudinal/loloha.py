@@ -24,7 +24,7 @@ from ..frequency.grr import grr_sample
 from ..frequency.hashing import MAX_DOMAIN_SIZE, _support_kernel, local_hash
 from ..spec import Reports, Stats
 from ._base import LongitudinalOracle
-from .grr import _chained, lgrr_weights
+from .grr import chained_rr, lgrr_weights
 
 __all__ = ["LOLOHA", "loloha_hash_range"]
 
@@ -125,11 +125,8 @@ class LOLOHA(LongitudinalOracle):
         return lgrr_weights(self.epsilon_inf, self.epsilon, self.range_size)
 
     def _chained(self) -> tuple[int, int, int]:
-        (a, b), (c, e) = self._rounds()
-        g = self.range_size
-        t1, t2 = a + (g - 1) * b, c + (g - 1) * e
-        keep, other = _chained(a, b, t1, c, e)
-        return keep, other, t1 * t2
+        assert self.epsilon_inf is not None
+        return chained_rr(self.epsilon_inf, self.epsilon, self.range_size)
 
     @property
     def p(self) -> float:
