@@ -241,19 +241,9 @@ class PrefixDiscovery(Mechanism):
         return outside, [[1, 2], ["a", 3.5], [None]]
 
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
-        from .result import HeavyHitters
+        from .result import check_heavy_hitters  # server side: loaded by the check only
 
-        assert isinstance(estimate, HeavyHitters), f"estimate is {type(estimate).__name__}"
-        k = len(estimate.items)
-        assert k <= self.top_k, f"{k} items for top_k = {self.top_k}"
-        assert all(isinstance(s, str) for s in estimate.items), "items are not strings"
-        for name in ("frequencies", "std_error"):
-            arr = np.asarray(getattr(estimate, name))
-            assert arr.shape == (k,) and arr.dtype == np.float64, f"{name}: {arr.shape}"
-        assert np.all(np.isfinite(estimate.frequencies)), "frequencies are not finite"
-        assert np.all(np.diff(estimate.frequencies) <= 0), "items are not most frequent first"
-        lo, hi = estimate.confidence_interval()
-        assert np.all((lo <= hi) & (lo >= 0) & (hi <= 1)), "intervals outside [0, 1]"
+        check_heavy_hitters(estimate, self.top_k)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -121,3 +121,20 @@ class HeavyHitters:
         shown = ", ".join(repr(s) for s in self.items[:5])
         more = ", ..." if len(self.items) > 5 else ""
         return f"HeavyHitters([{shown}{more}], n={self.n}, spec={self.spec!r})"
+
+
+def check_heavy_hitters(estimate: Any, top_k: int) -> None:
+    """The contract's check of a discovery spec's result (``check_mechanism``'s estimate
+    hook): at most ``top_k`` string items, most frequent first, finite float64 frequencies
+    and standard errors, intervals inside [0, 1]; AssertionError otherwise."""
+    assert isinstance(estimate, HeavyHitters), f"estimate is {type(estimate).__name__}"
+    k = len(estimate.items)
+    assert k <= top_k, f"{k} items for top_k = {top_k}"
+    assert all(isinstance(s, str) for s in estimate.items), "items are not strings"
+    for name in ("frequencies", "std_error"):
+        arr = np.asarray(getattr(estimate, name))
+        assert arr.shape == (k,) and arr.dtype == np.float64, f"{name}: {arr.shape}"
+    assert np.all(np.isfinite(estimate.frequencies)), "frequencies are not finite"
+    assert np.all(np.diff(estimate.frequencies) <= 0), "items are not most frequent first"
+    lo, hi = estimate.confidence_interval()
+    assert np.all((lo <= hi) & (lo >= 0) & (hi <= 1)), "intervals outside [0, 1]"
