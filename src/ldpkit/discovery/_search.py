@@ -41,7 +41,8 @@ def estimate_level(
     spec: Any, table: np.ndarray, keys: np.ndarray, level: int, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Corrected estimates, their standard errors and the null standard errors of the
-    prefixes named by ``keys`` from group ``level``'s table (H x g counts)."""
+    prefixes named by ``keys`` from group ``level``'s table (H x g counts).
+    """
     f, n_l, family_var = _level_raw(spec, table, keys, level)
     std, std0 = _errors(spec, f, n_l, family_var, n, table.shape[1])
     return f, std, std0
@@ -111,7 +112,8 @@ def _pooled(
     """Estimates of strings that ended by ``level`` (last symbol: the padding), pooled
     over groups ``level .. max_length - 1``: each of them counts exactly the users holding
     the string (padded with more end symbols), so the estimates are averaged with weights
-    n_l (as one group of all their users)."""
+    n_l (as one group of all their users).
+    """
     g = counts.shape[2]
     total = np.zeros(keys.shape[0])
     family = 0.0

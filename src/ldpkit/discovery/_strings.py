@@ -132,7 +132,8 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
 
 def _end_at_nul(grid: np.ndarray) -> np.ndarray:
     """A NUL ends the string: every symbol after the first 0 becomes padding too (so the
-    device's deeper prefixes are those the server tests for the shorter string)."""
+    device's deeper prefixes are those the server tests for the shorter string).
+    """
     ended = np.cumsum(grid == 0, axis=1, dtype=np.int32) > 0
     grid[ended] = 0
     return grid
@@ -189,7 +190,8 @@ def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
 
 def check_alphabet(alphabet: Any) -> None:
     """Refuse an ``alphabet`` that is not None or a string of 1 to 4095 distinct characters
-    without NUL (NUL pads the strings)."""
+    without NUL (NUL pads the strings).
+    """
     if alphabet is None:
         return
     if not isinstance(alphabet, str):

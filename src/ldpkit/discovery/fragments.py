@@ -57,7 +57,8 @@ MAX_PER_HASH = 1024
 
 class _PartHCMS(HCMS):
     """HCMS at a share of an SFP budget (the SFP spec checked the total epsilon; a share
-    may fall below MIN_EPSILON when the total sits at it). Out of the public registry."""
+    may fall below MIN_EPSILON when the total sits at it). Out of the public registry.
+    """
 
     name: ClassVar[str] = "_SFPPartHCMS"
 
@@ -304,7 +305,8 @@ class SFP(Mechanism):
     def fragment_frequencies(self, stats: Stats, position: int) -> np.ndarray:
         """Estimated shares, among the users at ``position``, of every ``(hash, fragment)``
         item, shape ``(2^hash_bits, A^fragment_length)`` (unbiased: the fragment sketch's
-        estimate times P)."""
+        estimate times P).
+        """
         spec = self._fragment_spec()
         inner = self._inner_stats(stats, "fragment", spec)
         items = self._fragment_item(position, 0, 0) + np.arange(self.fragment_items)
@@ -320,7 +322,8 @@ class SFP(Mechanism):
 
     def estimate(self, stats: Stats) -> Any:
         """Assemble candidates from the frequent fragments and score them; a
-        :class:`HeavyHitters` of the top items."""
+        :class:`HeavyHitters` of the top items.
+        """
         from .result import HeavyHitters
 
         stats = self.check_stats(stats, nonempty=True)

@@ -127,7 +127,7 @@ class PrefixDiscovery(Mechanism):
 
     @property
     def range_size(self) -> int:
-        """g in use."""
+        """G in use."""
         if self.hash_range is not None:
             return self.hash_range
         return min(optimal_hash_range(self.epsilon), MAX_DEFAULT_RANGE)

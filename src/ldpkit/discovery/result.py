@@ -126,7 +126,8 @@ class HeavyHitters:
 def check_heavy_hitters(estimate: Any, top_k: int) -> None:
     """The contract's check of a discovery spec's result (``check_mechanism``'s estimate
     hook): at most ``top_k`` string items, most frequent first, finite float64 frequencies
-    and standard errors, intervals inside [0, 1]; AssertionError otherwise."""
+    and standard errors, intervals inside [0, 1]; AssertionError otherwise.
+    """
     assert isinstance(estimate, HeavyHitters), f"estimate is {type(estimate).__name__}"
     k = len(estimate.items)
     assert k <= top_k, f"{k} items for top_k = {top_k}"
