@@ -327,7 +327,8 @@ def load_bench(
 
 def load_benches(names: Any, load: Callable[[str], Bench], console: Any) -> dict[str, Bench]:
     """``{name: load(name)}``, skipping (with a note on ``console``) data sets whose package
-    is not installed; ValueError when none is left."""
+    is not installed; ValueError when none is left.
+    """
     from ..datasets import DataPackageNotFoundError
 
     benches: dict[str, Bench] = {}
@@ -380,7 +381,8 @@ def bench_grid(
 ) -> Grid:
     """The grid of ``config.methods`` (built by ``make_method``) x ``epsilons`` (default
     ``config.epsilons``) x ``benches`` x ``config.repetitions``, scored against
-    :func:`bench_truth`."""
+    :func:`bench_truth`.
+    """
     return Grid(
         methods={m: make_method(m) for m in config.methods},
         epsilons=config.epsilons if epsilons is None else epsilons,
@@ -428,7 +430,8 @@ def report_head(
     note: str = "",
 ) -> list[str]:
     """The opening of a report: title, grid, the ``data_table`` lines, the methods, and the
-    heading of the conventions."""
+    heading of the conventions.
+    """
     eps = ", ".join(f"{e:g}" for e in config.epsilons)
     size = "quick" if quick else "full"
     return [
@@ -460,7 +463,8 @@ def save_report(
     titles: Mapping[str, str],
 ) -> dict[str, Path]:
     """Write ``<name>.parquet`` (records), ``<name>-verdict.csv`` (``cells``, if any),
-    ``<name>.md`` (``lines``) and one figure per metric; returns the figures' paths."""
+    ``<name>.md`` (``lines``) and one figure per metric; returns the figures' paths.
+    """
     records.to_parquet(out / f"{name}.parquet", index=False)
     if len(cells):
         cells.to_csv(out / f"{name}-verdict.csv", index=False)

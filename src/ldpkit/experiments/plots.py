@@ -96,7 +96,8 @@ class Style(NamedTuple):
 
 def method_styles(methods: Sequence[str]) -> dict[str, Style]:
     """One :class:`Style` per method, by position: colour, marker and line style all differ
-    between any two of the first 12 methods (and colours between the first 14)."""
+    between any two of the first 12 methods (and colours between the first 14).
+    """
     return {
         m: Style(
             PALETTE[i % len(PALETTE)],
@@ -232,7 +233,8 @@ def errorbar_line(
     ax: Any, x: Any, y: np.ndarray, sem: Any, style: Style, *, log: bool, size: float = 4.5
 ) -> Any:
     """Draw means ``y`` with +- ``sem`` bars in ``style``; on a log axis a bar reaching below
-    zero is cut at 1 % of the mean."""
+    zero is cut at 1 % of the mean.
+    """
     err = np.nan_to_num(np.asarray(sem, dtype=np.float64), nan=0.0)
     lower = np.minimum(err, 0.99 * np.abs(y)) if log else err
     return ax.errorbar(
