@@ -188,7 +188,8 @@ class FLH(OpenDomainOracle):
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
         """Exact ``P[y | v, row]`` of a closed domain, shape (d, g); ``P[(row, y) | v]`` is
-        this over ``num_hashes`` (the row is independent of v)."""
+        this over ``num_hashes`` (the row is independent of v).
+        """
         row = self._check_row_arg(row)
         g, d = self.range_size, int(self.domain_size or 0)
         if d * g > MAX_DENSE_OUTPUTS:

@@ -216,7 +216,8 @@ def hrr_signed_sums(columns: Any, signs: Any, size: int) -> np.ndarray:
 
 def _check_signs(signs: Any, name: str) -> np.ndarray:
     """Signs as 1-D int8 of -1/+1. A non-integer dtype is a TypeError for a function
-    argument; report arrays (``name`` starting with "reports.") get ValueError, as GRR's."""
+    argument; report arrays (``name`` starting with "reports.") get ValueError, as GRR's.
+    """
     s = np.asarray(signs)
     if s.ndim == 0:
         s = s.reshape(1)

@@ -192,7 +192,8 @@ def _support_counts_numpy(
 @functools.cache
 def _support_kernel() -> Any:
     """The compiled support-count kernel, imported on first use (numba: server side only;
-    an import statement in the hot function cost ~1 us per aggregate call)."""
+    an import statement in the hot function cost ~1 us per aggregate call).
+    """
     from ._kernels_hashing import support_counts_kernel
 
     return support_counts_kernel
@@ -282,14 +283,16 @@ class LocalHashing(PureFrequencyOracle):
     @property
     def p(self) -> float:
         """``p* = e^eps / (e^eps + g - 1)``: the GRR keep probability over ``[g]``
-        (realized: ``w_keep / T``)."""
+        (realized: ``w_keep / T``).
+        """
         w_keep, w_other = self._weights()
         return w_keep / (w_keep + (self.range_size - 1) * w_other)
 
     @property
     def other_probability(self) -> float:
         """``q' = 1 / (e^eps + g - 1)``: P[y = j | h(v) = x] for each j != x (realized:
-        ``w_other / T``)."""
+        ``w_other / T``).
+        """
         w_keep, w_other = self._weights()
         return w_other / (w_keep + (self.range_size - 1) * w_other)
 

@@ -63,7 +63,8 @@ class _NoiseLaw:
 
 def _window_loss(weights: list[int], block: int, s: int) -> float:
     """Largest ``log g(m) - log g(m + s)``: the sum of s consecutive exact log-ratios of the
-    periodic sequence ``V[t] / V[t + 1]`` (t mod B), the loss of a shift by s cells."""
+    periodic sequence ``V[t] / V[t + 1]`` (t mod B), the loss of a shift by s cells.
+    """
     logs = np.array(
         [math.log1p((weights[t] - weights[t + 1]) / weights[t + 1]) for t in range(block)]
     )
@@ -77,7 +78,8 @@ def _alias_table(weights: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
 
     Column c (uniform over B) keeps c when a uniform integer in ``[0, C)`` is below
     ``cut[c]``, else gives ``alias[c]``; every column holds ``C = sum(weights)`` of the
-    ``B C`` total, i.e. the weights scaled by B (integer arithmetic throughout)."""
+    ``B C`` total, i.e. the weights scaled by B (integer arithmetic throughout).
+    """
     size, capacity = len(weights), sum(weights)
     mass = [w * size for w in weights]
     cut = [capacity] * size
@@ -222,7 +224,8 @@ class SHE(FrequencyOracle):
 
     def privacy_loss(self) -> float:
         """Exact loss of the discrete noise: two coordinates shift by one unit (s cells),
-        each costing the largest exact log-ratio over such a shift (<= epsilon / 2)."""
+        each costing the largest exact log-ratio over such a shift (<= epsilon / 2).
+        """
         return 2.0 * _noise_law(self.epsilon).coordinate_loss
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -245,7 +248,8 @@ class SHE(FrequencyOracle):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31, and
-        their ``count`` (= n: the noisy sums alone do not fix it)."""
+        their ``count`` (= n: the noisy sums alone do not fix it).
+        """
         bound = _CLIP * _GRID
         return with_report_count({"sums": StatsField((self.domain_size,), low=-bound, high=bound)})
 
@@ -403,7 +407,7 @@ class THE(UnaryEncoding):
 
     @property
     def effective_cutoff(self) -> float:
-        """theta actually used: ``cutoff``, or the variance-optimal one when None."""
+        """Theta actually used: ``cutoff``, or the variance-optimal one when None."""
         if self.cutoff is None:
             return optimal_cutoff(self.epsilon)
         return self.cutoff

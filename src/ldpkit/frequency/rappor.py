@@ -217,7 +217,8 @@ def _log_ratio(big: int, small: int) -> float:
 @functools.lru_cache(maxsize=256)
 def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
     """``(T_keep, T_flip)`` over 2^64: the PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up
-    (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``."""
+    (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``.
+    """
     budget = epsilon / (2 * num_hashes)
     t = _crmath.exp(-budget)  # correctly rounded: the same thresholds on every platform
     flip = min(max(math.ceil(t / (1.0 + t) * _SCALE), 1), _SCALE // 2)
@@ -408,7 +409,8 @@ class RAPPOR(FrequencyOracle):
 
     def _channel(self) -> tuple[float, float, float, float]:
         """``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel as sampled, each
-        complement from its integer (no cancellation when p* is close to 1)."""
+        complement from its integer (no cancellation when p* is close to 1).
+        """
         big, small = self._thresholds()
         return big / _SCALE, (_SCALE - big) / _SCALE, small / _SCALE, (_SCALE - small) / _SCALE
 
@@ -434,13 +436,15 @@ class RAPPOR(FrequencyOracle):
 
     def design_matrix(self) -> sp.csc_array:
         """The decoder's 0/1 design (``num_cohorts * num_bits`` x ``domain_size``, sparse):
-        row ``c * num_bits + i``, column v is 1 iff item v sets bit i in cohort c."""
+        row ``c * num_bits + i``, column v is 1 iff item v sets bit i in cohort c.
+        """
         return self._design.matrix.copy()
 
     def privacy_loss(self) -> float:
         """Exact epsilon of one report: the max over cohorts and ordered candidate pairs
         (u, v) of ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not
-        and v sets b bits u does not."""
+        and v sets b bits u does not.
+        """
         big, small = self._thresholds()
         a, b = np.nonzero(self._design.differences)
         if a.size == 0 or not (a.max() > 0 or b.max() > 0):
@@ -453,7 +457,8 @@ class RAPPOR(FrequencyOracle):
 
     def longitudinal_privacy_loss(self) -> float:
         """Exact epsilon of the memoized PRR, i.e. of any number of reports of one value
-        (``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits)."""
+        (``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits).
+        """
         a, b = np.nonzero(self._design.differences)
         most = int(np.max(a + b)) if a.size else 0
         keep, flip = _prr_thresholds(self.epsilon, self.num_hashes)
@@ -491,7 +496,8 @@ class RAPPOR(FrequencyOracle):
         rng: np.random.Generator,
     ) -> np.ndarray:
         """Packed bits: Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p.
-        p_unset / 2^64 (integer thresholds)."""
+        p_unset / 2^64 (integer thresholds).
+        """
         n, k = values.size, self.num_bits
         out = np.empty((n, packed_width(k)), dtype=np.uint8)
         positions = self._design.positions
@@ -769,7 +775,8 @@ class RAPPOR(FrequencyOracle):
     # -- enumerable output space (tiny configurations) ---------------------------------------
     def transition_matrix(self) -> np.ndarray:
         """Exact ``P[(cohort, bits) | item]``: shape (d, m 2^k), column ``c 2^k + b`` with b
-        the bits read as a big-endian integer (first bit most significant)."""
+        the bits read as a big-endian integer (first bit most significant).
+        """
         k, m, d = self.num_bits, self.num_cohorts, self.domain_size
         if m << k > _MAX_PATTERNS or d * (m << k) > 1 << 24:
             raise NotImplementedError(
@@ -902,7 +909,8 @@ def _added_variance(
     sigma2: float,
 ) -> np.ndarray:
     """Variance of candidate v's least-squares estimate if v joined the support S, under
-    noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``."""
+    noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``.
+    """
     diag = mat[:, rest].T @ w
     if support.size:
         import scipy.sparse as sp

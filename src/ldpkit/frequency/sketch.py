@@ -369,7 +369,8 @@ class HCMS(OpenDomainOracle):
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Row ``rows``, Hadamard coefficient ``index`` and the randomized sign ``bits``
-        (1 for +1) of each user; public indices and secret coins from independent streams."""
+        (1 for +1) of each user; public indices and secret coins from independent streams.
+        """
         from ._items import row_hash
 
         keys = self.item_keys(values)
@@ -444,7 +445,8 @@ class HCMS(OpenDomainOracle):
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
         """Exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width): column
-        ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``."""
+        ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``.
+        """
         from ._items import row_hash
 
         row = self._check_row_arg(row)

@@ -150,7 +150,8 @@ class SubsetSelection(PureFrequencyOracle):
 
     def _weights(self) -> tuple[int, int]:
         """``(w_in, w_out)``: integer weight of a subset holding / missing the input, ratio
-        ``<= e^eps``; ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly."""
+        ``<= e^eps``; ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly.
+        """
         k = self.effective_subset_size
         return rr_weights(self.epsilon, self.domain_size - k, k)
 
@@ -224,8 +225,9 @@ class SubsetSelection(PureFrequencyOracle):
 
     # -- exact law (small d) ---------------------------------------------------------------
     def _log_output_probabilities(self) -> tuple[float, float]:
-        """log P[S | v] for ``v in S`` and for ``v not in S``, from p* and the counts of
-        subsets on each side (C(d-1, k-1) and C(d-1, k))."""
+        """Log P[S | v] for ``v in S`` and for ``v not in S``, from p* and the counts of
+        subsets on each side (C(d-1, k-1) and C(d-1, k)).
+        """
         d, k = self.domain_size, self.effective_subset_size
         log_in = _log(self.p) - _log_comb(d - 1, k - 1)
         log_out = _log(self._p_out) - _log_comb(d - 1, k)
@@ -233,7 +235,8 @@ class SubsetSelection(PureFrequencyOracle):
 
     def transition_matrix(self) -> np.ndarray:
         """``P[S | v]`` over all C(d, k) subsets, columns in colexicographic order
-        (column of S = ``sum_i C(s_i, i + 1)`` over its sorted members s_0 < s_1 < ...)."""
+        (column of S = ``sum_i C(s_i, i + 1)`` over its sorted members s_0 < s_1 < ...).
+        """
         d, k = self.domain_size, self.effective_subset_size
         outputs = math.comb(d, k)
         if d * outputs > MAX_DENSE_OUTPUTS:
@@ -263,7 +266,8 @@ class SubsetSelection(PureFrequencyOracle):
 
     def privacy_loss(self) -> float:
         """log(max/min) of P[S | v] over inputs, for the worst S: every S is held by some
-        v and missed by another, so it is ``log(w_in / w_out)``, from the integers."""
+        v and missed by another, so it is ``log(w_in / w_out)``, from the integers.
+        """
         w_in, w_out = self._weights()
         return ratio_loss(w_out, w_in)
 
