@@ -125,7 +125,8 @@ class LongitudinalOracle(PureFrequencyOracle):
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
         """What the permanent answer of each value depends on (memoized per key): the value
-        itself here; LOLOHA's hashed value."""
+        itself here; LOLOHA's hashed value.
+        """
         return values
 
     def _permanent_from_keys(
@@ -138,11 +139,13 @@ class LongitudinalOracle(PureFrequencyOracle):
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
         """Loss of any number of memoized reports by one device that reported
         ``distinct_values`` different values (sequential composition of their permanent
-        answers: ``distinct_values x`` the realized permanent-round loss)."""
+        answers: ``distinct_values x`` the realized permanent-round loss).
+        """
 
     def change_privacy_loss(self) -> float:
         """What one change of value costs: the permanent-round loss of the new value (a
-        change back to an already memoized value costs nothing)."""
+        change back to an already memoized value costs nothing).
+        """
         return self.longitudinal_privacy_loss(1)
 
     def _check_distinct(self, distinct_values: int) -> int:
@@ -162,7 +165,8 @@ class LongitudinalOracle(PureFrequencyOracle):
 
 def composite_loss(big: int, small: int, scale: int) -> float:
     """``log(P (1 - Q) / (Q (1 - P)))`` for ``P = big / scale``, ``Q = small / scale``
-    exactly (integer cross products, then one correctly rounded log1p)."""
+    exactly (integer cross products, then one correctly rounded log1p).
+    """
     from .. import _crmath
 
     if small <= 0 or big >= scale:

@@ -103,7 +103,8 @@ class DBitFlipPM(FrequencyOracle):
 
     def privacy_loss(self) -> float:
         """``log(p (1-q) / (q (1-p)))`` for d >= 2 (two bits differ), ``log(p / q)`` for
-        d = 1, from the integer thresholds."""
+        d = 1, from the integer thresholds.
+        """
         big, small = self._thresholds()
         if self.sampled_bits >= 2:
             return unary_privacy_loss(big, small)
@@ -111,7 +112,8 @@ class DBitFlipPM(FrequencyOracle):
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
         """``min(distinct_values, d + 1) x privacy_loss()``: the memo holds one report per
-        sampled bucket holding the value, plus one for "none of them"."""
+        sampled bucket holding the value, plus one for "none of them".
+        """
         k = check_integer(distinct_values, "distinct_values", low=1)
         return min(k, self.sampled_bits + 1) * self.privacy_loss()
 
@@ -121,7 +123,7 @@ class DBitFlipPM(FrequencyOracle):
 
     # -- sampling ------------------------------------------------------------------------------
     def _sample_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        """d distinct buckets per device, uniform (public: independent of the value).
+        """D distinct buckets per device, uniform (public: independent of the value).
 
         Floyd's algorithm, vectorized over devices (a loop over the d draws): for j = k - d
         .. k - 1, draw t uniform in [0, j]; keep t unless already chosen, then j. Every
@@ -188,7 +190,8 @@ class DBitFlipPM(FrequencyOracle):
     # -- the server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
         """``ones`` per bucket (reports with that bucket sampled and its bit 1) and
-        ``sampled`` per bucket (d buckets per report, so they sum to d n)."""
+        ``sampled`` per bucket (d buckets per report, so they sum to d n).
+        """
         k, d = self.domain_size, self.sampled_bits
         return {"ones": StatsField((k,)), "sampled": StatsField((k,), total=d)}
 
@@ -245,7 +248,8 @@ class DBitFlipPM(FrequencyOracle):
 
     def transition_matrix(self) -> np.ndarray:
         """P[(buckets, bits) | value], shape (k, C(k, d) 2^d): subset rank x 2^d + bits
-        (first sampled bucket's bit most significant)."""
+        (first sampled bucket's bit most significant).
+        """
         subsets, d, p, q = self._subsets(), self.sampled_bits, self.p, self.q
         k = self.domain_size
         codes = (np.arange(1 << d)[:, None] >> (d - 1 - np.arange(d))[None, :]) & 1

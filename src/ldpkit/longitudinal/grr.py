@@ -65,7 +65,8 @@ def _chained(a: int, b: int, t1: int, c: int, e: int) -> tuple[int, int]:
 
 def chained_rr(epsilon_inf: float, epsilon_1: float, k: int) -> tuple[int, int, int]:
     """L-GRR over ``k`` outputs, both rounds chained: ``(keep, other, total)`` integer
-    weights of P[y = v | v] and P[y = w | v] (w != v), over ``total = t1 t2``."""
+    weights of P[y = v | v] and P[y = w | v] (w != v), over ``total = t1 t2``.
+    """
     (a, b), (c, e) = lgrr_weights(epsilon_inf, epsilon_1, k)
     t1, t2 = a + (k - 1) * b, c + (k - 1) * e
     keep, other = _chained(a, b, t1, c, e)
@@ -183,7 +184,8 @@ class LGRR(LongitudinalOracle):
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
         """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`):
         ``U = words.below(T)``, then :func:`grr_sample`'s rule (``U < w_keep`` keeps, else
-        ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation."""
+        ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation.
+        """
         a, b = self._rounds()[0]
         u = words.below(a + (self.domain_size - 1) * b)
         if u < a:

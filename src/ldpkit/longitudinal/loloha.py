@@ -146,7 +146,8 @@ class LOLOHA(LongitudinalOracle):
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
         """``min(distinct_values, g) x`` the permanent round's realized loss (the memo is
-        per hashed value: at most g permanent answers, however many values)."""
+        per hashed value: at most g permanent answers, however many values).
+        """
         k = min(self._check_distinct(distinct_values), self.range_size)
         a, b = self._rounds()[0]
         return k * ratio_loss(b, a)
@@ -158,12 +159,14 @@ class LOLOHA(LongitudinalOracle):
 
     def _device_state_from_words(self, words: Any) -> np.ndarray:
         """The device's hash seed from one 64-bit word (:class:`ldpkit.device.DerivedWords`;
-        the JS client's derivation)."""
+        the JS client's derivation).
+        """
         return np.asarray([words.u64()], dtype=np.uint64)
 
     def _permanent_from_words(self, key: int, words: Any, state: np.ndarray) -> np.ndarray:
         """The permanent row ``(seed, answer)`` of one hashed value ``key``: L-GRR's
-        permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's order)."""
+        permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's order).
+        """
         a, b = self._rounds()[0]
         u = words.below(a + (self.range_size - 1) * b)
         answer = key if u < a else (u - a) // b + ((u - a) // b >= key)

@@ -107,7 +107,8 @@ def unary_round_thresholds(
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LongitudinalUnary(LongitudinalOracle):
     """Two chained unary encodings (base of LOUE, LOSUE, LSUE, LSOUE); reports are packed
-    bits (``reports.bits``, the layout of :class:`ldpkit.OUE`)."""
+    bits (``reports.bits``, the layout of :class:`ldpkit.OUE`).
+    """
 
     @abstractmethod
     def _kinds(self) -> tuple[str, str]:
@@ -168,7 +169,8 @@ class LongitudinalUnary(LongitudinalOracle):
         """Packed bits: bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other
         one w.p. ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit
         word per bit against the integer threshold; secure generator or per-row xoshiro
-        streams seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does)."""
+        streams seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does).
+        """
         d = self.domain_size
         check_memory(
             float(values.shape[0]) * _bits.packed_width(d),
@@ -190,7 +192,8 @@ class LongitudinalUnary(LongitudinalOracle):
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
         """One value's packed permanent bits from 64-bit words (:class:`ldpkit.device.DerivedWords`):
         bit j is ``word_j < T_p1`` for j = value, ``< T_q1`` elsewhere, one word per bit in
-        order (the JS client's derivation)."""
+        order (the JS client's derivation).
+        """
         tp1, tq1 = self._rounds()[0]
         bits = [words.u64() < (tp1 if j == value else tq1) for j in range(self.domain_size)]
         return np.packbits(np.asarray(bits, dtype=np.uint8))
@@ -220,7 +223,8 @@ class LongitudinalUnary(LongitudinalOracle):
 
     def transition_matrix(self) -> np.ndarray:
         """P[report | value] of one report, shape (d, 2^d), item 0 the most significant bit
-        (both rounds chained; the bits are independent given the value)."""
+        (both rounds chained; the bits are independent given the value).
+        """
         self._check_enumerable()
         return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
 
