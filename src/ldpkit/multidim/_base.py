@@ -214,7 +214,8 @@ class MultiFrequencyEstimate:
 
     def postprocess(self, method: str | Callable[[FrequencyEstimate], FrequencyEstimate]) -> Any:
         """Apply a consistency method (a name of :data:`ldpkit.consistency.METHODS`, e.g.
-        ``"ibu"`` or ``"norm_sub"``, or a function) to every attribute's estimate."""
+        ``"ibu"`` or ``"norm_sub"``, or a function) to every attribute's estimate.
+        """
         from ..consistency import METHODS
 
         if isinstance(method, str):
@@ -232,7 +233,8 @@ class MultiFrequencyEstimate:
     def to_frame(self, alpha: float = 0.05) -> Any:
         """A long pandas DataFrame: one row per (attribute, item), with columns
         ``attribute``, ``item``, ``label``, ``estimate``, ``std_error``, ``low``, ``high``
-        (the ``1 - alpha`` normal interval; NaN after post-processing)."""
+        (the ``1 - alpha`` normal interval; NaN after post-processing).
+        """
         import pandas as pd
 
         frames = []

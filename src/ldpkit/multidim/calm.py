@@ -150,7 +150,8 @@ class CALM(MultiAttributeMechanism):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``counts``: each marginal's support counts, concatenated; ``sizes``: reports per
-        marginal (sum to n)."""
+        marginal (sum to n).
+        """
         total = int(self.cell_offsets()[-1])
         counts = StatsField((total,), total=1) if self.oracle == "grr" else StatsField((total,))
         return {"counts": counts, "sizes": StatsField((len(self.marginal_sets),), total=1)}
@@ -227,7 +228,8 @@ class CALM(MultiAttributeMechanism):
         ``-P_u P_v / (n_m (p-q)^2) + f_u f_v / n_m`` (multinomial outputs of fixed users)
         and OLH's gives 0 (its support indicators are pairwise uncorrelated for every
         user); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
-        (n_m (n - 1))``."""
+        (n_m (n - 1))``.
+        """
         f = np.clip(table.table, 0.0, 1.0)
         spec = self.marginal_oracle(m)
         fpc = (n - n_m) / max(n - 1, 1)
@@ -251,7 +253,8 @@ class CALM(MultiAttributeMechanism):
         ``f(u, v) + (t_a(u) - P_a(u)) / k_b + (t_b(v) - P_b(v)) / k_a`` with
         ``t_a = sum_m' w_m' P^m'_a`` over the marginals holding a: a linear map of
         independent groups, whose variance is computed exactly from each group's cell
-        covariance (:meth:`_cell_covariance`)."""
+        covariance (:meth:`_cell_covariance`).
+        """
         sets = self.marginal_sets
         n = stats.n
         cov = [self._cell_covariance(m, t, n, int(stats.sizes[m])) for m, t in enumerate(plain)]
@@ -324,7 +327,8 @@ class CALM(MultiAttributeMechanism):
 
     def transition_matrix(self) -> np.ndarray:
         """P[(marginal, cell report) | tuple] for GRR and small domains (columns:
-        ``cell_offsets()[m] + y``)."""
+        ``cell_offsets()[m] + y``).
+        """
         if self.oracle != "grr":
             raise NotImplementedError("CALM(oracle='olh') has no enumerable output space")
         tuples = self._tuples()

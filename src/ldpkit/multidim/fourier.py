@@ -164,7 +164,8 @@ class Fourier(MultiAttributeMechanism):
 
     def coefficients(self, stats: Stats) -> tuple[np.ndarray, np.ndarray]:
         """Unbiased ``theta_S`` of every needed bit set and its variance (a bit set with no
-        report: 0 with variance 1, a bound on its squared error, since |theta| <= 1)."""
+        report: 0 with variance 1, a bound on its squared error, since |theta| <= 1).
+        """
         stats = self.check_stats(stats, nonempty=True)
         sizes = stats.sizes.astype(np.float64)
         empty = sizes == 0

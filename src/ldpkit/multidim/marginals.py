@@ -98,7 +98,8 @@ class MarginalTable:
     def to_frame(self, alpha: float = 0.05) -> Any:
         """A long pandas DataFrame: one row per cell; a column per attribute
         (``attribute_<i>``: the item index), then ``estimate``, ``std_error``, ``low``,
-        ``high``."""
+        ``high``.
+        """
         import pandas as pd
 
         with warnings.catch_warnings():
@@ -118,7 +119,8 @@ class MarginalTable:
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, annotate: bool | None = None) -> Any:
         """Heat map of a 2-way marginal; each cell annotated ``estimate ± half-width`` of
-        its ``1 - alpha`` interval (by default when the table has at most 150 cells)."""
+        its ``1 - alpha`` interval (by default when the table has at most 150 cells).
+        """
         import matplotlib.pyplot as plt
 
         if self.table.ndim != 2:

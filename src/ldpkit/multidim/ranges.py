@@ -66,14 +66,16 @@ def _power_of_two(g: float) -> int:
 
 def granularity_1d(epsilon: float, n: int, groups: int) -> int:
     """HDG's 1-D granularity ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``m``
-    the number of groups (VLDB 2020, sec. 5.2), rounded to a power of 2."""
+    the number of groups (VLDB 2020, sec. 5.2), rounded to a power of 2.
+    """
     e = math.exp(epsilon)
     return _power_of_two((n * (e - 1.0) ** 2 * ALPHA_1**2 / (2.0 * groups * e)) ** (1.0 / 3.0))
 
 
 def granularity_2d(epsilon: float, n: int, groups: int) -> int:
     """The 2-D granularity ``g2 = sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))``
-    (VLDB 2020, sec. 4.3 for TDG, 5.2 for HDG), rounded to a power of 2."""
+    (VLDB 2020, sec. 4.3 for TDG, 5.2 for HDG), rounded to a power of 2.
+    """
     e = math.exp(epsilon)
     return _power_of_two(math.sqrt(2.0 * ALPHA_2 * (e - 1.0) * math.sqrt(n / (groups * e))))
 
@@ -229,7 +231,8 @@ class _GridMechanism(Mechanism):
     # -- server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
         """``counts``: every grid's OLH support counts, concatenated; ``sizes``: reports
-        per grid (sum to n)."""
+        per grid (sum to n).
+        """
         total = int(self.cell_offsets()[-1])
         return {
             "counts": StatsField((total,)),
@@ -247,7 +250,8 @@ class _GridMechanism(Mechanism):
 
     def plain_grids(self, stats: Stats) -> list[tuple[np.ndarray, np.ndarray]]:
         """Every grid's unbiased frequencies and their variance (FO17 eq. 2 at f = 0, the
-        group's size), before any post-processing."""
+        group's size), before any post-processing.
+        """
         stats = self.check_stats(stats, nonempty=True)
         o = self.cell_offsets()
         out = []
@@ -689,7 +693,8 @@ class RangeEstimate:
         """The noise term of the paper's error analysis: the standard deviation of the
         answer summed from one grid's plain cells (covered fractions times the cells'
         variance), for queries over 1 or 2 attributes (UniformGrid: any); NaN for more
-        (the paper gives no formula). The non-uniformity error is not included."""
+        (the paper gives no formula). The non-uniformity error is not included.
+        """
         q = self._ranges(ranges)
         spec, attrs = self.spec, sorted(q)
         if isinstance(spec, UniformGrid):

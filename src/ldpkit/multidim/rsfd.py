@@ -115,7 +115,8 @@ class RSFD(MultiAttributeMechanism):
         """The paper's configuration: local budget ``ln(d (e^eps - 1) + 1)`` (CIKM 2021,
         sec. 4.1), which protects tuples differing in one attribute at about ``eps``
         (:meth:`attribute_privacy_loss`; exactly for OUE-z). The spec's ``epsilon`` is
-        that local budget: the whole-tuple loss."""
+        that local budget: the whole-tuple loss.
+        """
         epsilon = check_epsilon(epsilon, high=RR_MAX_EPSILON)
         probe = cls(epsilon=1.0, domain_sizes=domain_sizes, protocol=protocol)
         d = probe.attributes
@@ -174,7 +175,8 @@ class RSFD(MultiAttributeMechanism):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``counts``: support counts of every item of every attribute, concatenated (GRR:
-        one item per attribute per report, so they sum to d n)."""
+        one item per attribute per report, so they sum to d n).
+        """
         shape = (int(sum(self.domain_sizes)),)
         if self.protocol == "grr":
             return {"counts": StatsField(shape, total=self.attributes)}
@@ -206,7 +208,8 @@ class RSFD(MultiAttributeMechanism):
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
         """Every attribute's unbiased frequencies (``postprocess``: a consistency method
-        that needs no oracle spec, e.g. ``"norm_sub"``, applied to each)."""
+        that needs no oracle spec, e.g. ``"norm_sub"``, applied to each).
+        """
         if postprocess is not None:
             from ..consistency import METHODS
 
@@ -244,7 +247,8 @@ class RSFD(MultiAttributeMechanism):
     # -- privacy ---------------------------------------------------------------------------
     def _mixture_ratios(self) -> list[tuple[float, float]]:
         """Per attribute, the largest and smallest likelihood ratio of its term of the
-        mixture ``P[y | x] = (1/d) sum_j r_j(y_j, x_j) prod_i P_fake(y_i)``."""
+        mixture ``P[y | x] = (1/d) sum_j r_j(y_j, x_j) prod_i P_fake(y_i)``.
+        """
         out = []
         for j, k in enumerate(self.domain_sizes):
             p, q = self.pq(j)
@@ -256,7 +260,8 @@ class RSFD(MultiAttributeMechanism):
 
     def privacy_loss(self) -> float:
         """Exact loss for any two tuples: ``log(sum_j hi_j / sum_j lo_j)``, every term at
-        its largest under one tuple and its smallest under the other (the local loss)."""
+        its largest under one tuple and its smallest under the other (the local loss).
+        """
         if self.protocol == "oue-z":
             return unary_privacy_loss(*self._thresholds())
         if len(set(self.domain_sizes)) == 1:  # one ratio w_keep / w_other: exactly
@@ -267,14 +272,16 @@ class RSFD(MultiAttributeMechanism):
 
     def attribute_privacy_loss(self) -> float:
         """Exact loss for two tuples that differ in one attribute (the paper's notion):
-        ``max_j log((hi_j + S_j) / (lo_j + S_j))``, ``S_j = sum_{i != j} lo_i``."""
+        ``max_j log((hi_j + S_j) / (lo_j + S_j))``, ``S_j = sum_{i != j} lo_i``.
+        """
         r = self._mixture_ratios()
         lows = sum(b for _, b in r)
         return max(_log1p((a - b) / lows) for a, b in r)
 
     def transition_matrix(self) -> np.ndarray:
         """P[report | input tuple] for small domains (GRR: output tuples row-major; OUE-z:
-        the bit vectors as integers, first bit most significant)."""
+        the bit vectors as integers, first bit most significant).
+        """
         tuples = self._tuples()
         d = self.attributes
         if self.protocol == "grr":

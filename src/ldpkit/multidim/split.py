@@ -124,7 +124,8 @@ class SPL(MultiAttributeMechanism):
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
         """Every attribute's unbiased GRR estimate (``postprocess``: a consistency method
-        applied to each)."""
+        applied to each).
+        """
         _check_postprocess(postprocess)
         stats = self.check_stats(stats, nonempty=True)
         o = self.offsets
@@ -251,7 +252,8 @@ class SMP(MultiAttributeMechanism):
     def _sampling_variance(est: FrequencyEstimate, n: int) -> np.ndarray:
         """The reporters of an attribute are a uniform sample of ``n_j`` of the n users:
         their own frequencies vary by ``f (1 - f) / n_j (n - n_j) / (n - 1)`` (sampling
-        without replacement) around the population's."""
+        without replacement) around the population's.
+        """
         f = np.clip(est.frequencies, 0.0, 1.0)
         n_j = est.n
         return f * (1.0 - f) / n_j * (n - n_j) / max(n - 1, 1)
