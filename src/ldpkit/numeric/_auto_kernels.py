@@ -30,7 +30,8 @@ from ._em_kernels import (
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _renormalize(theta):  # pragma: no cover - jit
     """Divide ``theta`` by its sum, in place (after the masked and windowed smoothing passes,
-    which move mass between buckets but not exactly preserve the total at the edges)."""
+    which move mass between buckets but not exactly preserve the total at the edges).
+    """
     total = 0.0
     for i in range(theta.size):
         total += theta[i]
@@ -100,7 +101,8 @@ def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no co
 def _smooth_step(theta, atom, masked, passes, weight, smooth, tmp):  # pragma: no cover - jit
     """The smoothing after an EM update: ``masked`` 0 plain (:func:`_smooth`), 1 end atoms
     (:func:`_masked_smooth` on ``atom``), 2 end windows (:func:`_window_smooth` with
-    ``atom`` the frozen buckets)."""
+    ``atom`` the frozen buckets).
+    """
     if masked == 2:
         _window_smooth(theta, atom, passes, weight, smooth, tmp)
     elif masked == 1:
@@ -118,7 +120,8 @@ def _change(nk, mt, old):  # pragma: no cover - jit
     """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
     error: returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2)
     with ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
-    vectorizes."""
+    vectorizes.
+    """
     a = 0.0
     q = 0.0
     s1 = 0.0
@@ -170,7 +173,8 @@ def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
     """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the
-    rows: returns (shared, estimate, sum n u^4, sum n |u|, rows far)."""
+    rows: returns (shared, estimate, sum n u^4, sum n |u|, rows far).
+    """
     shared = 0.0
     a = 0.0
     q = 0.0
@@ -294,7 +298,8 @@ def _smoothed_box_loop(
     tiny,
 ):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
     """:func:`_smoothed_em_loop` with the box-band products (:func:`ldpkit.numeric.em._box_rows`,
-    kernels shared with the EM/EMS loop); same iterations, same stop."""
+    kernels shared with the EM/EMS loop); same iterations, same stop.
+    """
     rows, d = base.size, theta.size
     mt = np.empty(rows)
     old = np.empty(rows)
@@ -397,7 +402,8 @@ def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
     """``mass[j] = a_v``, the mass of every HH node: the deepest level (rows ``leaf`` on)
     is theta itself (0 on padding), every coarser node the sum of its B children (the rows
     ``leaf`` - 1 down to 0, children before parents: levels are stored coarsest first and a
-    node's children are consecutive rows of the next level)."""
+    node's children are consecutive rows of the next level).
+    """
     d = theta.size
     hrows = mass.size
     for i in range(d):
@@ -423,7 +429,8 @@ def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
 def _hh_ratios_change(hk, mass, row_q, row_gain, hmt, hold, hratio, tiny):  # pragma: no cover
     """From the node masses: ``hmt = max(q_k + (p_k - q_k) a_v, tiny)``, ``hratio = hk /
     hmt``, and :func:`_change`'s sums of ``hk`` between ``hold`` and ``hmt``, in one pass
-    over the HH rows."""
+    over the HH rows.
+    """
     a = 0.0
     q4 = 0.0
     s1 = 0.0
@@ -470,7 +477,8 @@ def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
     the background to theta too (the full channel ``q_k + (p_k - q_k) [v = node(i)]``)
     would add the same term to every bucket and slow EM down by about the hits per report
     over ``p_k - q_k`` (hundreds for OLH at 1024 nodes; measured: no convergence in 1000
-    iterations)."""
+    iterations).
+    """
     hrows = ratio.size
     acc[hrows] = 0.0
     for j in range(hrows):
@@ -480,7 +488,8 @@ def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no cover - jit
     """``grad = M^T ratio`` on the band (:func:`ldpkit.numeric._em_kernels._em_step`'s
-    gather, without its update of theta)."""
+    gather, without its update of theta).
+    """
     shared = 0.0
     for j in range(base.size):
         shared += base[j] * ratio[j]
@@ -500,7 +509,8 @@ def _hybrid_finish(
 ):  # pragma: no cover
     """``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH
     gather of :func:`_hh_grad`), normalize, smooth. Without HH rows (``acc`` of size 1:
-    Square Wave alone) the first step is skipped: the SW E + M step, then the smoothing."""
+    Square Wave alone) the first step is skipped: the SW E + M step, then the smoothing.
+    """
     total = 0.0
     if acc.size > 1:
         for i in range(theta.size):
@@ -555,7 +565,8 @@ def _hybrid_loop(
     support counts; per-row constants as in the section's comment, ``leaf``: the first row
     of the deepest level), in place on theta; the SW products on the box band when
     ``use_box``, else on the band. Stops when the joint log-likelihood changes by less than
-    tol. Returns (iterations, converged, final log-likelihood)."""
+    tol. Returns (iterations, converged, final log-likelihood).
+    """
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     old = np.empty(rows)
@@ -645,7 +656,8 @@ def _hybrid_map(
     log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one update of
     :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone; same
     products, to rounding: the normalization comes after the gather instead of inside
-    it)."""
+    it).
+    """
     d, hrows = src.size, hk.size
     if use_box:
         _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
@@ -699,7 +711,8 @@ def _hybrid_squarem(
     limit); or once fewer than the 4 updates of a cycle are left of ``max_iter``, with
     F(theta_0). Returns (updates, converged, the log-likelihood of theta_0: the caller's
     fits ignore it). With no HH rows (``hk`` empty) it accelerates Square Wave alone
-    (:meth:`ldpkit.numeric.auto._Fitter.fit`'s final smoothed fits)."""
+    (:meth:`ldpkit.numeric.auto._Fitter.fit`'s final smoothed fits).
+    """
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     ratio = np.empty(rows)

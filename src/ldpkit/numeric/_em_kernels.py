@@ -33,7 +33,8 @@ def _em_step(
 ):  # pragma: no cover - jit
     """One E + M step in place on theta, from ``mt = M theta`` (SW20 section 5.2):
     ``theta_i <- theta_i sum_j n_j M[j, i] / (M theta)_j``, then normalized. Shared by the
-    EM/EMS loop and AutoDistribution's smoothed loop."""
+    EM/EMS loop and AutoDistribution's smoothed loop.
+    """
     rows, d = base.size, theta.size
     shared = 0.0
     for j in range(rows):
@@ -77,7 +78,8 @@ def _smooth(theta, tmp, passes, weight):  # pragma: no cover - jit
     in place; S is EMS's kernel (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary
     rows (2, 1) / 3). ``passes = 1, weight = 1`` is SW20's EMS step (section 5.5). The
     passes are linear, so one normalization at the end gives what normalizing after every
-    pass gives (to rounding), in one sum instead of ``passes``."""
+    pass gives (to rounding), in one sum instead of ``passes``.
+    """
     d = theta.size
     if d < 2 or passes == 0:
         return
@@ -134,7 +136,8 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 def _scan(x, out):  # pragma: no cover - jit
     """``out[i] = x[0] + ... + x[i - 1]`` (``out[0] = 0``). Four quarters are summed as
     independent chains, then offset: a single running sum waits on every add's latency,
-    four interleaved ones take half the time (measured at 1024 entries)."""
+    four interleaved ones take half the time (measured at 1024 entries).
+    """
     n = x.size
     q = n // 4
     out[0] = 0.0
@@ -181,7 +184,8 @@ def _box_matvec(
     out,
 ):  # pragma: no cover - jit
     """``out = M theta``: per row ``base total + plateau (prefix[pe] - prefix[ps])``, then
-    the edge entries, each row's in the order of the row (slots, then spill)."""
+    the edge entries, each row's in the order of the row (slots, then spill).
+    """
     _scan(theta, prefix)
     total = prefix[theta.size]
     for j in range(base.size):
@@ -199,7 +203,8 @@ def _box_matvec(
 def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
     """One pass over the rows after ``mt = M theta``: floor ``mt`` at tiny (the
     log-likelihood's floor), ``ratio = n / mt`` for the next E-step; returns
-    ``sum_j base_j ratio_j`` (the E-step's share of the constant part)."""
+    ``sum_j base_j ratio_j`` (the E-step's share of the constant part).
+    """
     shared = 0.0
     for j in range(nk.size):
         m = max(mt[j], tiny)
@@ -234,7 +239,8 @@ def _box_em_step(
     the rows covering i: a gather, no scatter; the edges' share by slots
     (a gather) and spill list.
     ``normalize=False`` leaves theta unnormalized for a smoothing step that normalizes
-    anyway (its passes are linear)."""
+    anyway (its passes are linear).
+    """
     d = theta.size
     for j in range(ratio.size):
         plat[j] = plateau[j] * ratio[j]

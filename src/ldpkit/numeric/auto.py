@@ -374,7 +374,8 @@ def _prepared(matrix: np.ndarray) -> tuple[Any, Any]:
 
 class _Fitter:
     """EM with smoothing on one output histogram; the banded matrix is built once. The
-    final smoothed fits are accelerated (``fit(accelerate=True)``)."""
+    final smoothed fits are accelerated (``fit(accelerate=True)``).
+    """
 
     def __init__(self, matrix: np.ndarray, counts: np.ndarray) -> None:
         # Every output row is kept: an unobserved one (count 0) adds exactly 0 to the E-step
@@ -407,7 +408,8 @@ class _Fitter:
         EM resolve the ends: weeks worked's KS at eps 0.5 went from 0.81 to 2.2 of the
         best competitor's). The end-atom fits' slow atom mass and the fold fits' 1000
         iteration cap (alike for every candidate) also keep plain EM: accelerated, they
-        changed the 20-run grid's choices (weeks worked eps 0.5 KS 0.81 -> 0.96)."""
+        changed the 20-run grid's choices (weeks worked eps 0.5 KS 0.81 -> 0.96).
+        """
         from ._auto_kernels import (  # numba, on first use
             _hybrid_squarem,
             _smoothed_box_loop,
@@ -445,7 +447,8 @@ class _Fitter:
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
         """``M theta`` over every output bucket, with the fits' compiled products (a dense
-        BLAS product is slower, and far slower on a loaded machine)."""
+        BLAS product is slower, and far slower on a loaded machine).
+        """
         from ._em_kernels import _band_matvec, _box_matvec  # numba, on first use
 
         b, x = self.band, self.box
@@ -565,7 +568,8 @@ class _JointFitter:
         """Joint EM with ``strength`` smoothing from ``init`` (uniform if None); ``atoms``
         as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated, whatever
         ``accelerate`` says (see the class docstring: unaccelerated, the joint fits did not
-        reach their stop)."""
+        reach their stop).
+        """
         from ._auto_kernels import _hybrid_loop, _hybrid_squarem  # numba, on first use
 
         theta, atom, masked, passes, weight = _fit_start(
@@ -585,7 +589,8 @@ class _JointFitter:
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
         """The model probability of every row: ``M theta``, then ``q_k + (p_k - q_k) a_v``
-        for every HH node."""
+        for every HH node.
+        """
         md = self.model
         prefix = np.concatenate([[0.0], np.cumsum(theta)])
         parts = [self.sw.predict(theta)]
@@ -609,7 +614,8 @@ def _fit_start(
 ) -> tuple[np.ndarray, np.ndarray, int, int, float]:
     """What every smoothed fit starts from: theta (uniform if ``init`` is None), the atom
     mask and whether it applies (1; 0 not), and the smoothing as ``passes`` binomial (1, 2, 1)/4 passes
-    of ``weight`` each (variance ``strength`` in squared buckets)."""
+    of ``weight`` each (variance ``strength`` in squared buckets).
+    """
     passes = math.ceil(2.0 * strength) if strength > 0 else 0
     weight = 2.0 * strength / passes if passes else 0.0
     theta = np.full(d, 1.0 / d) if init is None else init / init.sum()
@@ -635,7 +641,8 @@ def _joint_fit(
     max_iter: int,
 ) -> int:
     """Run a joint kernel (``_hybrid_loop`` or ``_hybrid_squarem``) on ``sw``'s Square Wave
-    band and box and the given HH rows, updating ``theta`` in place; the update count."""
+    band and box and the given HH rows, updating ``theta`` in place; the update count.
+    """
     b, x = sw.band, sw.box
     box = x if x is not None else _empty_box()
     it, _, _ = loop(
@@ -653,7 +660,8 @@ def _joint_fit(
 @functools.lru_cache(maxsize=1)
 def _no_hh() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Empty HH rows for the joint kernels on Square Wave alone: the counts, the per-row
-    constants and the parents, with the joint model's flags (one compiled kernel)."""
+    constants and the parents, with the joint model's flags (one compiled kernel).
+    """
     consts, parent = np.zeros(0), np.zeros(0, dtype=np.int64)
     consts.flags.writeable = parent.flags.writeable = False
     return np.zeros(0), consts, parent
@@ -843,12 +851,14 @@ class AutoDistribution(Mechanism):
     def tree(self) -> HierarchicalHistogram:
         """The :class:`HierarchicalHistogram` whose reports the HH users send (B = 4, the
         same ``buckets`` equal buckets of [low, high] as the wave's; each level's oracle by
-        SW20's rule, GRR or OLH)."""
+        SW20's rule, GRR or OLH).
+        """
         return _tree_of(self)
 
     def hh_level_shares(self) -> np.ndarray:
         """``P[level k | HH report]`` for k = 1..h (the tree's levels): 1/h each, with the
-        shares of the levels above 256 nodes moved to the finest below (:func:`hh_top_level`)."""
+        shares of the levels above 256 nodes moved to the finest below (:func:`hh_top_level`).
+        """
         h = self.tree.height
         shares = np.zeros(h)
         np.add.at(shares, np.minimum(np.arange(1, h + 1), hh_top_level(h)) - 1, 1.0 / h)
@@ -907,7 +917,8 @@ class AutoDistribution(Mechanism):
         """Histogram of the Square Wave reports over the output buckets (``Stats.counts``);
         with ``hh_share > 0`` also the HH support counts of every node, levels 1..h
         concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and
-        the users per branch (``Stats.level_n``: SW users, then HH users per level)."""
+        the users per branch (``Stats.level_n``: SW users, then HH users per level).
+        """
         reports = self.check_reports(reports)
         wave = self.wave
         if not self.hybrid:
@@ -946,7 +957,8 @@ class AutoDistribution(Mechanism):
     def stats_schema(self) -> Mapping[str, StatsField] | None:
         """The wave's: histogram ``counts`` of the output buckets; with ``hh_share > 0``
         those of the SW users only, plus ``hh_counts`` (the tree's support counts) and
-        ``level_n`` (SW users, then HH users per level; sum n)."""
+        ``level_n`` (SW users, then HH users per level; sum n).
+        """
         if not self.hybrid:
             return self.wave.stats_schema()
         tree = self.tree
@@ -977,13 +989,15 @@ class AutoDistribution(Mechanism):
     def bucket_matrix(self) -> np.ndarray:
         """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum
         to 1): the Square Wave's bucketized channel that the estimate inverts (that of the
-        SW branch when ``hh_share > 0``)."""
+        SW branch when ``hh_share > 0``).
+        """
         return np.asarray(self.wave.bucket_matrix())
 
     def privacy_loss(self) -> float:
         """Epsilon of the reports: the Square Wave's (:meth:`SquareWave.privacy_loss`); with
         ``hh_share > 0`` the larger of it and the tree's (the branch is drawn independently
-        of the value, so each output's probability ratio is one branch's ratio)."""
+        of the value, so each output's probability ratio is one branch's ratio).
+        """
         loss = self.wave.privacy_loss()
         return max(loss, self.tree.privacy_loss()) if self.hybrid else loss
 
@@ -993,7 +1007,8 @@ class AutoDistribution(Mechanism):
 
     def _outputs_by_inputs(self) -> np.ndarray:
         """``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation; read-only,
-        cached per spec)."""
+        cached per spec).
+        """
         return _em_matrix(self)
 
     def _model(self, stats: Stats) -> tuple[np.ndarray, np.ndarray, Any]:
@@ -1318,7 +1333,8 @@ class AutoDistribution(Mechanism):
             w: np.ndarray, w_bud: np.ndarray, w_end: np.ndarray
         ) -> tuple[np.ndarray, int, np.ndarray]:
             """The weighted average of the final fits, their iterations, and the end-atom
-            variants' own weighted average (zeros without them)."""
+            variants' own weighted average (zeros without them).
+            """
             out, out_end, its = np.zeros(d), np.zeros(d), 0
             previous: np.ndarray | None = None
             last_plain: np.ndarray | None = None  # the last smoothed fit without end atoms
@@ -1419,7 +1435,8 @@ class AutoDistribution(Mechanism):
 
 def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
     """Standard error of the held-out score difference ``sum_y log P_a(y) - log P_b(y)``
-    over the fold's reports (``part``: their histogram), from the reports' own spread."""
+    over the fold's reports (``part``: their histogram), from the reports' own spread.
+    """
     size = float(part.sum())
     if size == 0:
         return 0.0
@@ -1445,7 +1462,8 @@ def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.
     neighbours and :data:`_ATOM_EXCESS` / d above it, grown downhill over neighbours still
     above that ratio; the peaks are found on ``sharp`` (default ``theta``), the mass moved
     is ``theta``'s, into the bucket of the centroid of ``sharp``'s excess; the two end
-    buckets are left to the end atoms."""
+    buckets are left to the end atoms.
+    """
     d = theta.size
     h = _ATOM_HALF
     if d < 2 * h + 3:

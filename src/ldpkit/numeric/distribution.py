@@ -358,7 +358,8 @@ class Distribution:
     def replace(self, **changes: Any) -> Distribution:
         """A copy with some of ``probabilities``, ``low``, ``high``, ``n``, ``spec``,
         ``postprocessing``, ``signed``, ``stats``, ``fit`` changed (bootstrap replicates
-        and a rebinned estimate's link to its original are not carried over)."""
+        and a rebinned estimate's link to its original are not carried over).
+        """
         state = self.__getstate__()
         state.update(changes)
         return Distribution(
@@ -470,7 +471,8 @@ class Distribution:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (floats round-trip exactly through ``json``); the spec is
-        stored as its ``to_dict()``."""
+        stored as its ``to_dict()``.
+        """
         out: dict[str, Any] = {
             "low": self._low,
             "high": self._high,
@@ -763,7 +765,8 @@ class Distribution:
     def _query(self, w: np.ndarray, exact: Any) -> tuple[np.ndarray, np.ndarray]:
         """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if
         none): ``exact`` (the estimate's own value of the queries, analytic and no
-        interval) or the bias-corrected value (bootstrap)."""
+        interval) or the bias-corrected value (bootstrap).
+        """
         from ..estimate import IntervalWarning
 
         reason = self.interval_status()
@@ -840,7 +843,8 @@ class Distribution:
 
     def cdf_band(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pointwise ``1 - alpha`` band of the CDF: ``(x, low, high)`` at the bucket edges
-        (at most 4097 evenly spaced edges for a finer histogram)."""
+        (at most 4097 evenly spaced edges for a finer histogram).
+        """
         from ._intervals import normal_quantile
 
         alpha = check_probability(alpha, "alpha")

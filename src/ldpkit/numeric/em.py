@@ -207,7 +207,8 @@ def _slots(
     major: np.ndarray, minor: np.ndarray, values: np.ndarray, size: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entries sorted by ``major`` as ``_SLOTS`` slots per major index (``slots[k, i]``: the
-    minor index of i's k-th entry, 0 with weight 0 past its last), and which entries spill."""
+    minor index of i's k-th entry, 0 with weight 0 past its last), and which entries spill.
+    """
     start = np.searchsorted(major, np.arange(size))
     slot = np.arange(major.size) - start[major]
     fit = slot < _SLOTS
@@ -316,7 +317,8 @@ def _fit_band(
     trace: np.ndarray,
 ) -> tuple[int, bool]:
     """EM/EMS in place on theta with the compiled loop: box products when ``box`` is given
-    (from :func:`_box_rows`), band products otherwise. Returns (iterations, converged)."""
+    (from :func:`_box_rows`), band products otherwise. Returns (iterations, converged).
+    """
     from ._em_kernels import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
 
     b = band

@@ -537,7 +537,8 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def privacy_loss(self) -> float:
         """The largest loss of the level oracles: the level is drawn independently of the
-        value, and the user reports once, at that level, through its oracle."""
+        value, and the user reports once, at that level, through its oracle.
+        """
         return max(self.level_oracle(k).privacy_loss() for k in range(1, self.height + 1))
 
     def level_oracle(self, level: int) -> FrequencyOracle:
@@ -557,7 +558,8 @@ class HierarchicalHistogram(_TreeMechanism):
         self, leaf: np.ndarray, levels: np.ndarray, gen: np.random.Generator
     ) -> Reports:
         """The reports of users with leaves ``leaf`` at the given ``levels`` (uint8, 1..h):
-        each user's node at her level through that level's oracle."""
+        each user's node at her level through that level's oracle.
+        """
         h = self.height
         n = leaf.shape[0]
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -648,7 +650,8 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def level_variances(self, stats: Stats) -> np.ndarray:
         """Per level noise variance ``Var*(n_k)`` of :meth:`level_estimates` (root 0,
-        ``inf`` for a level without reports; the others at least 1e-300)."""
+        ``inf`` for a level without reports; the others at least 1e-300).
+        """
         stats = self.check_stats(stats)
         var = np.zeros(self.height + 1)
         for k in range(1, self.height + 1):
@@ -668,7 +671,8 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def leaf_estimates(self, stats: Stats) -> np.ndarray:
         """The consistent leaves on the ``buckets`` buckets, before Norm-Sub (what SW20
-        uses for range queries; may hold negative values)."""
+        uses for range queries; may hold negative values).
+        """
         return self.tree(stats)[-1][: self.buckets]
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
@@ -919,14 +923,16 @@ class HaarHRR(_TreeMechanism):
 
     @property
     def keep_probability(self) -> float:
-        """p ~ e^eps / (e^eps + 1), the probability that the sign is kept (realized by
-        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin)."""
+        """P ~ e^eps / (e^eps + 1), the probability that the sign is kept (realized by
+        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin).
+        """
         return _keep_flip(self.epsilon)[0]
 
     def privacy_loss(self) -> float:
         """Binary randomized response on the sign: log(p / (1 - p)), from the integer
         weights :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth
-        and the column are drawn independently of the value."""
+        and the column are drawn independently of the value.
+        """
         return _coin_loss(self.epsilon)
 
     @property
@@ -1011,7 +1017,8 @@ class HaarHRR(_TreeMechanism):
 
     def leaf_estimates(self, stats: Stats) -> np.ndarray:
         """Inverse Haar transform with total 1, on the ``buckets`` buckets, before
-        Norm-Sub (may hold negative values)."""
+        Norm-Sub (may hold negative values).
+        """
         return self._leaves(stats)[: self.buckets]
 
     def _leaves(self, stats: Stats) -> np.ndarray:

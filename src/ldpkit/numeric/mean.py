@@ -346,7 +346,8 @@ class MeanEstimate:
 
     def to_frame(self, alpha: float = 0.05) -> Any:
         """A one-row pandas DataFrame: mean, std_error, ci_low, ci_high (from
-        :meth:`mean_interval`) and n."""
+        :meth:`mean_interval`) and n.
+        """
         import pandas as pd
 
         lo, hi = self.mean_interval(alpha)
@@ -497,7 +498,8 @@ class _MeanMechanism(Mechanism):
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """``reports.values``: float64, each an unbiased estimate of the user's value (in
         the original units; it lies outside [low, high] in general), one of
-        :meth:`report_values` drawn with exact integer probabilities."""
+        :meth:`report_values` drawn with exact integer probabilities.
+        """
         t = self._to_unit(self.check_values(values))
         cells = self._sample_cells(t, as_generator(rng))
         return Reports(self, values=_report_tables(self)[0][cells])
@@ -507,7 +509,8 @@ class _MeanMechanism(Mechanism):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``sum`` and ``sum_squares`` of the [-1, 1]-scale reports (|report| <= bound,
-        report^2 >= :attr:`_min_square`) and their ``count`` (= n)."""
+        report^2 >= :attr:`_min_square`) and their ``count`` (= n).
+        """
         b = self.output_bound
         return with_report_count(
             {
@@ -700,7 +703,8 @@ class PiecewiseMechanism(_MeanMechanism):
     @property
     def density_high(self) -> float:
         """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law (cells
-        of width ``2 / (K A)``); tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid refines."""
+        of width ``2 / (K A)``); tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid refines.
+        """
         g = self._grid
         return g.w_high / g.total * (g.steps * g.slope) / 2.0
 
@@ -712,7 +716,8 @@ class PiecewiseMechanism(_MeanMechanism):
 
     def unit_variance(self, t: Any = None) -> Any:
         """Exact per-user variance of the grid law at t (None: an upper bound of the worst
-        case, exceeding it by at most ``(2/K)^2 / 4``)."""
+        case, exceeding it by at most ``(2/K)^2 / 4``).
+        """
         return _grid_variance(self._grid, t)
 
     def unit_report_values(self) -> np.ndarray:
@@ -742,7 +747,8 @@ class PiecewiseMechanism(_MeanMechanism):
 
     def privacy_loss(self) -> float:
         """``log(w_high / w_low)`` of the integer law: every cell is a plateau cell for some
-        input and a base cell for another."""
+        input and a base cell for another.
+        """
         return ratio_loss(self._grid.w_low, self._grid.w_high)
 
 
@@ -806,7 +812,8 @@ class HybridMechanism(_MeanMechanism):
 
     def unit_variance(self, t: Any = None) -> Any:
         """``a Var_PM(t) + (1 - a) Var_SR(t)`` of the two grid laws (None: an upper bound
-        of the worst case within ``(2/K)^2 / 4``)."""
+        of the worst case within ``(2/K)^2 / 4``).
+        """
         a = self.pm_probability
         if a == 0.0:
             return self._sr.unit_variance(t)

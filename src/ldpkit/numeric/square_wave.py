@@ -435,14 +435,16 @@ class _Wave(Mechanism):
     @property
     def density_low(self) -> float:
         """Low density on [-b, 1 + b] (unit scale) of the grid law: ``L w_low / T`` (SW20's
-        q up to ~1/L; a density, not a probability)."""
+        q up to ~1/L; a density, not a probability).
+        """
         g = self._grid
         return g.steps * g.w_low / g.total
 
     @property
     def density_high(self) -> float:
         """High density (top of the wave, unit scale): ``L (w_low + max bump) / T``, at most
-        ``e^eps density_low`` (SW20's p)."""
+        ``e^eps density_low`` (SW20's p).
+        """
         g = self._grid
         return g.steps * (g.w_low + int(g.bump.max())) / g.total
 
@@ -462,7 +464,8 @@ class _Wave(Mechanism):
 
     def output_edges(self) -> np.ndarray:
         """Edges of the d~ output buckets, in the original units (each bucket holds the
-        cells whose centres fall in it)."""
+        cells whose centres fall in it).
+        """
         return np.linspace(self.output_low, self.output_high, self.n_output_buckets + 1)
 
     def report_values(self) -> np.ndarray:
@@ -485,7 +488,8 @@ class _Wave(Mechanism):
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Report one grid cell per user; ``reports.values`` is its centre (float64) in
-        ``[output_low, output_high]``, one of :meth:`report_values`."""
+        ``[output_low, output_high]``, one of :meth:`report_values`.
+        """
         v = self.check_values(values)
         gen = as_generator(rng)
         cells = self._sample_cells(self._grid_inputs(v, gen), gen)
@@ -552,7 +556,8 @@ class _Wave(Mechanism):
 
     def cell_probabilities(self, k: int) -> np.ndarray:
         """Exact ``P[cell | grid input k]`` (float64, length ``n_cells``): the mechanism's
-        law, one input at a time (v = k / L is reported without rounding)."""
+        law, one input at a time (v = k / L is reported without rounding).
+        """
         g = self._grid
         k = check_integer(k, "k", low=0, high=g.steps)
         weights = np.full(g.cells, float(g.w_low))
@@ -561,13 +566,15 @@ class _Wave(Mechanism):
 
     def privacy_loss(self) -> float:
         """``log((w_low + max bump) / w_low)``: every cell is under the top of the wave for
-        some grid input and outside it for another."""
+        some grid input and outside it for another.
+        """
         g = self._grid
         return ratio_loss(g.w_low, g.w_low + int(g.bump.max()))
 
     def bucketized_privacy_loss(self) -> float:
         """Epsilon of the bucketized channel (input bucket -> output bucket), below
-        :meth:`privacy_loss`: averaging within buckets pulls probabilities together."""
+        :meth:`privacy_loss`: averaging within buckets pulls probabilities together.
+        """
         return _matrix_privacy_loss(self.bucket_matrix())
 
     def estimate(
@@ -738,12 +745,14 @@ class SquareWave(_Wave):
         """``Lambda = log(1 + (high - low) / log_scale)`` (None on the linear scale).
 
         A grid constant: correctly rounded (:mod:`ldpkit._crmath`), so the JavaScript client
-        (clients/js/src/numeric.js) and every platform get the same double."""
+        (clients/js/src/numeric.js) and every platform get the same double.
+        """
         return None if self.log_scale is None else _crmath.log1p(self.span / self.log_scale)
 
     def grid_values(self) -> np.ndarray:
         """The ``L + 1`` values the inputs are rounded to, in the original units:
-        ``low + k (high - low) / L`` (linear) or ``low + s (e^(Lambda k / L) - 1)`` (log)."""
+        ``low + k (high - low) / L`` (linear) or ``low + s (e^(Lambda k / L) - 1)`` (log).
+        """
         k = np.arange(self.input_steps + 1, dtype=np.float64) / self.input_steps
         if self.log_scale is None:
             return self.low + k * self.span
@@ -774,7 +783,8 @@ class SquareWave(_Wave):
         max_iter: int = 10_000,
     ) -> Distribution:
         """Histogram of the inputs on ``buckets`` buckets of [low, high] (log scale: of
-        ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``). See :meth:`_Wave.estimate`."""
+        ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``). See :meth:`_Wave.estimate`.
+        """
         dist = _deconvolve(self, stats, method, tol, max_iter)
         if self.log_scale is None:
             return dist
@@ -831,7 +841,8 @@ class SquareWave(_Wave):
         """Masses of ``buckets`` equal buckets of [low, high] from an estimate on this
         wave's buckets (post-processing). On the log scale each bucket's mass is spread
         evenly over its interval of ``log(1 + (v - low) / s)``; on the linear scale the
-        histogram is re-binned the same way (even spread within a bucket)."""
+        histogram is re-binned the same way (even spread within a bucket).
+        """
         f = (
             probabilities.probabilities
             if isinstance(probabilities, Distribution)

@@ -123,7 +123,8 @@ class SignedSubsetLaw:
 def _weights(epsilon: float, d: int, m: int) -> tuple[int, int]:
     """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others
     (issue 11): ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the
-    sampler's two coins (:func:`_sample`) are exact integer draws."""
+    sampler's two coins (:func:`_sample`) are exact integer draws.
+    """
     w_lo, w_hi = ratio_weights(epsilon, m + 2 * (d - m), float(m))
     return w_hi, w_lo
 
@@ -511,7 +512,8 @@ class SignedSubsetSelection(Mechanism):
     def estimate(self, stats: Stats) -> FrequencyEstimate:
         """Unbiased net frequencies ``sums / (n p (1 - e^-eps))`` with plug-in variance
         (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie in [-1, 1]
-        and consistency post-processing does not apply."""
+        and consistency post-processing does not apply.
+        """
         stats = self.check_stats(stats, nonempty=True)
         net = stats.sums / (stats.n * self.law.gain)
         var = self.variance(stats.n, np.clip(np.abs(net), 0.0, 1.0))
@@ -520,7 +522,8 @@ class SignedSubsetSelection(Mechanism):
     # -- exact law (small d) -----------------------------------------------------------------
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
         """All outputs as (support, negative) integer bitmasks (bit k = coordinate k),
-        sorted by ``support * 2^d + negative``."""
+        sorted by ``support * 2^d + negative``.
+        """
         d, m = self.domain_size, self.effective_subset_size
         count = math.comb(d, m) * 2**m
         if 2 * d * count > MAX_DENSE_OUTPUTS:
@@ -539,10 +542,11 @@ class SignedSubsetSelection(Mechanism):
         return sup_a[order], neg_a[order]
 
     def _log_output_probabilities(self) -> tuple[float, float, float]:
-        """log P[y | v] of one output y with ``<y, v>`` = 1, 0 and -1, from the sampler's
+        """Log P[y | v] of one output y with ``<y, v>`` = 1, 0 and -1, from the sampler's
         probabilities: the true coordinate's outcome (p, 1 - p (1 + e^-eps), p e^-eps) times
         one uniform choice of the other non-zeros and their signs. The middle entry is
-        -inf when m = d (every output is non-zero at the true coordinate)."""
+        -inf when m = d (every output is non-zero at the true coordinate).
+        """
         d, m = self.domain_size, self.effective_subset_size
         law = self.law
         log_rest_in = (
@@ -857,7 +861,8 @@ class HaarWavelet(Mechanism):
 
     def allocation_counts(self, n: int) -> np.ndarray:
         """Group sizes for ``assignment="split"``: ``floor(w_j n)`` plus one for the
-        largest remainders until they sum to n (eq. 83)."""
+        largest remainders until they sum to n (eq. 83).
+        """
         n = check_integer(n, "n", low=0)
         exact = self.allocation * n
         counts = np.floor(exact).astype(np.int64)
@@ -878,7 +883,8 @@ class HaarWavelet(Mechanism):
 
     def coefficient_variance(self, level: int, n_level: int, cell_mass: Any = None) -> Any:
         """``Var[a_jk | S_j]`` for a group of ``n_level`` users, of whom a fraction
-        ``cell_mass`` (per k; default 0) lies in cell k (2q-corrected eq. 59)."""
+        ``cell_mass`` (per k; default 0) lies in cell k (2q-corrected eq. 59).
+        """
         law = self.level_law(level)
         n_level = check_integer(n_level, "n_level", low=1)
         f = 0.0 if cell_mass is None else np.asarray(cell_mass, dtype=np.float64)
@@ -888,7 +894,8 @@ class HaarWavelet(Mechanism):
     def privacy_loss(self) -> float:
         """Exact epsilon of one report: the largest over levels of the signed-subset
         mechanism's loss (the level is drawn independently of the value, so it adds
-        nothing)."""
+        nothing).
+        """
         return max(
             SignedSubsetSelection(
                 epsilon=self.epsilon, domain_size=2**j, subset_size=m
