@@ -504,7 +504,8 @@ def mse_markdown(report: pd.DataFrame) -> str:
 
 def _reference(report: pd.DataFrame, dataset: str, metric: str, **sources: str) -> pd.DataFrame:
     """Overlay values for :func:`plot_error_vs_epsilon`: ``sources`` maps a label to a
-    column of ``report`` (rows without a value are left out)."""
+    column of ``report`` (rows without a value are left out).
+    """
     parts = [
         pd.DataFrame(
             {

@@ -154,7 +154,8 @@ _DATA_KEY = 2020  # spawn key of the synthetic data's stream (cells use 4-elemen
 @dataclasses.dataclass(frozen=True)
 class Config(BenchConfig):
     """The grid (:class:`~ldpkit.experiments.numeric.BenchConfig`); ``buckets`` overrides
-    SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for every data set."""
+    SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for every data set.
+    """
 
     DATASETS: ClassVar[Mapping[str, str]] = DATASETS
     METHODS: ClassVar[Mapping[str, str]] = METHODS
@@ -336,7 +337,8 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
 
 def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     """Records sorted by data set, method (grid order), epsilon, repetition; metrics keep
-    their order (stable sort)."""
+    their order (stable sort).
+    """
     rank_d = {d: i for i, d in enumerate(grid.datasets)}
     rank_m = {m: i for i, m in enumerate(grid.methods)}
     keyed = records.assign(_d=records["dataset"].map(rank_d), _m=records["method"].map(rank_m))

@@ -168,7 +168,8 @@ def build_grids(cases: dict[str, StreamCase], config: Tops21Config) -> dict[str,
 
 def _warm_up(grids: dict[str, Grid], seed: int) -> None:
     """Run every method once on a short prefix of one stream, so that one-time costs (loading
-    compiled kernels, first imports) do not inflate the pilot timings."""
+    compiled kernels, first imports) do not inflate the pilot timings.
+    """
     for grid in grids.values():
         name, case = next(iter(grid.datasets.items()))
         short = load_case(
@@ -190,7 +191,8 @@ def _seconds(s: float) -> str:
 # ---- where the paper's ordering holds ---------------------------------------------------------
 def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
     """One sentence: in how many cells ``proposed`` has the lowest mean error, and where it
-    clearly loses (``cells`` from :func:`~ldpkit.experiments.compare_methods`)."""
+    clearly loses (``cells`` from :func:`~ldpkit.experiments.compare_methods`).
+    """
     n, k = len(cells), int(cells["lowest"].sum())
     text = f"{proposed} is the most accurate of {rivals} in {k} of {n} (metric, stream, ε) cells"
     lost = cells[cells["outcome"] == "loss"]
@@ -210,7 +212,8 @@ def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
 
 def objective_verdict(cells: pd.DataFrame) -> str:
     """One sentence on ToPL's corrected objective against the authors' (``cells`` from
-    ``compare_methods(errors, "ToPL", ["ToPL-authors"])``): wins, ties and losses."""
+    ``compare_methods(errors, "ToPL", ["ToPL-authors"])``): wins, ties and losses.
+    """
     n = len(cells)
     wins = int((cells["outcome"] == "win").sum())
     losses = int((cells["outcome"] == "loss").sum())

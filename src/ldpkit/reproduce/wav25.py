@@ -338,7 +338,8 @@ def j_sweep_table(
     data set to its n): the rule's J ``ceil(log2(n)/2)``, the J minimizing
     :func:`wasserstein_bound` (``theory_J``), the best measured J, their mean errors, the
     error at the rule's J - 2, and the ratios ``rule_over_best`` and ``rule_over_minus2``
-    (> 1: the rule's J is worse)."""
+    (> 1: the rule's J is worse).
+    """
     summary = summarize(records[records["metric"] == metric])
     summary = summary.assign(level=[_level_of(m) for m in summary["method"]])
     rows = []
@@ -395,7 +396,8 @@ def plot_w1_vs_j(
 ) -> Path:
     """WAV25 Figure 4's check: error vs J, a panel per data set, a line per epsilon (log
     scale, standard-error bars); a dashed vertical line at the rule's J, a star on each
-    line's best J, a hollow diamond on each line's :func:`theory_level`. PNG and PDF."""
+    line's best J, a hollow diamond on each line's :func:`theory_level`. PNG and PDF.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -461,7 +463,8 @@ def _beta(n: int, seed: int) -> Bench:
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
     """The data set ``name`` on [0, 1] (raises DataPackageNotFoundError if its package is
-    not installed); at most ``config.max_n`` values (a seeded random subset)."""
+    not installed); at most ``config.max_n`` values (a seeded random subset).
+    """
     if name not in DATASETS:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
     if name == "Beta(5,2)":
@@ -591,7 +594,8 @@ def _j_name(name: str, n: int) -> str:
 
 def j_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[str, Bench]:
     """The data sets of the J sweep: Beta(5, 2) at each of ``j_beta_ns``, then the real
-    data sets of the comparison (if ``j_real``)."""
+    data sets of the comparison (if ``j_real``).
+    """
     out: dict[str, Bench] = {}
     for n in config.j_beta_ns:
         n = min(n, config.max_n) if config.max_n is not None else n
@@ -634,7 +638,8 @@ def extra_grid(
 
 def ratio_table(records: pd.DataFrame, method: str, against: str) -> pd.DataFrame:
     """Mean error of ``method`` over ``against``'s per (data set, metric, epsilon) (< 1:
-    ``method`` is better), as a wide table (rows data set and metric, columns epsilon)."""
+    ``method`` is better), as a wide table (rows data set and metric, columns epsilon).
+    """
     s = summarize(records)
     wide = s.pivot_table(
         index=["dataset", "metric"], columns=["method", "epsilon"], values="mean", sort=False
@@ -768,7 +773,8 @@ def _fig5_lines(records: pd.DataFrame, config: Config) -> list[str]:
 
 def _against_others_lines(records: pd.DataFrame, methods: Sequence[str]) -> list[str]:
     """The wavelet against the best of the part's other methods (when both ran), then the
-    part's table."""
+    part's table.
+    """
     others = [m for m in methods if m not in VARIANTS]
     lines: list[str] = []
     if "Wavelet" in methods and len(others) > 0:
@@ -815,7 +821,8 @@ def _run_extra_parts(
     config: Config, benches: Mapping[str, Bench], *, seed: int, jobs: int, console: Any
 ) -> list[_Part]:
     """The parts added to WAV25 section 6: Fig. 5, the large-n spiky regime, SW-EM's
-    stopping rules (each only when configured)."""
+    stopping rules (each only when configured).
+    """
     parts: list[_Part] = []
     titles = {m: t for m, (_, _, t) in METRICS.items()}
 
