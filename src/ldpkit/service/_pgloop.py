@@ -220,7 +220,8 @@ class LoopConnection:
     async def execute(self, sql: str, encoded: Encoded) -> None:
         """Run ``sql`` (``%s`` placeholders: :func:`numbered_sql` must accept it) with
         ``encoded`` (:func:`encode_params`) and return once the server has answered
-        (autocommit: committed). Raises psycopg's error for an error result."""
+        (autocommit: committed). Raises psycopg's error for an error result.
+        """
         if self.broken or self.pg.status != _OK:
             raise psycopg.OperationalError("the connection is broken")
         values, formats, oids = encoded

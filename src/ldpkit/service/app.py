@@ -294,7 +294,8 @@ def create_app(
     def healthz(response: Response) -> Health:
         """200 ``ok``; 200 ``degraded`` when roll-up compaction keeps failing or falls
         behind (ingest and estimates still work, estimates get slower); 503 when the
-        database does not answer."""
+        database does not answer.
+        """
         try:
             store.ping()
             compaction = collector.compaction_health()
@@ -467,7 +468,8 @@ def create_app(
         top_k: TopK = None,
     ) -> EstimateResult:
         """The estimate of an open-domain collection for the body's candidates (JSON
-        strings and integers, as typed: ``"7"`` and ``7`` are different items)."""
+        strings and integers, as typed: ``"7"`` and ``7`` are different items).
+        """
         return estimate_of(  # type: ignore[return-value]
             collection, request, alpha, None, since, until, 0, body.candidates, top_k
         )

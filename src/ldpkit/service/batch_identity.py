@@ -1,6 +1,7 @@
 """What a batch is to the store and how it is told apart: the pending batch and its stored
 record, batch ids, the digests that tell a retried batch from a different one under the
-same idempotency key, and the refusals of a reused or deleted key."""
+same idempotency key, and the refusals of a reused or deleted key.
+"""
 
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ _LOW48 = 2**48 - 1
 
 def new_batch_ids(count: int) -> list[str]:
     """``count`` ids of :func:`new_batch_id` (one clock read, the common digits formatted
-    once: a group commit names all its batches at once)."""
+    once: a group commit names all its batches at once).
+    """
     global _id_state
     pid, base, counter = _id_state
     if pid != os.getpid():  # first call, or a forked child: a base of its own

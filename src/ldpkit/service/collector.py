@@ -1,7 +1,8 @@
 """The collector's state and its work behind the routes (:class:`_Collector`): the
 collections and their report templates, authorization and quotas, one batch handed to
 its :class:`~ldpkit.service.decode.BatchDecoder` and then to the group committer, and the
-estimates."""
+estimates.
+"""
 
 import datetime as dt
 import json
@@ -94,7 +95,8 @@ _TIME_RANGE = (
 
 def _parse_time(value: str | None, name: str) -> int | None:
     """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
-    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500)."""
+    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500).
+    """
     if value is None:
         return None
     try:
@@ -187,7 +189,8 @@ class _Collector:
     ) -> str:
         """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
         ``count`` headers were sent: more than one is a 400 on every path (issue 27: the
-        fast path read the last, the FastAPI routes the first)."""
+        fast path read the last, the FastAPI routes the first).
+        """
         if count > 1:
             self.metrics.reject("malformed", 400)
             raise HTTPException(400, f"Authorization must be sent once, got {count} headers")
@@ -237,7 +240,8 @@ class _Collector:
 
     def get(self, name: str, *, listing: bool = True) -> Collection:
         """The collection ``name``; 404 otherwise, naming the others only when ``listing``
-        (callers that may read; an ingest token must not learn them: issue 27)."""
+        (callers that may read; an ingest token must not learn them: issue 27).
+        """
         try:
             return self.collections[name]
         except KeyError:
@@ -378,7 +382,8 @@ class _Collector:
         committer normally folds them every second; this covers a process that does not
         ingest, or a committer that fell behind). Runs in the reader's thread, never twice
         at once in a process, not right after a failure; a failure leaves every total
-        as it was (readers sum parts too)."""
+        as it was (readers sum parts too).
+        """
         store = self.store
         now = time.monotonic()
         # At most once a second per collection: the check is one more query (~0.5-1 ms

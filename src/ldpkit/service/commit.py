@@ -125,7 +125,8 @@ def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -
     """``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors; a group
     of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``, which
     skips the checks the decoder already made (about a third of the CPU time for a group
-    of seven one-report OLH batches, d = 1024)."""
+    of seven one-report OLH batches, d = 1024).
+    """
     if not all(isinstance(b, ReportRows) for b in batches):
         return aggregate_one(spec, _concat(spec, batches))
     try:
@@ -145,7 +146,8 @@ def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
 
 def _is_outage(exc: BaseException) -> bool:
     """Whether a group's commit failed because the database is unreachable (every batch
-    would fail alike: answer them all 503 at once) rather than because of one batch."""
+    would fail alike: answer them all 503 at once) rather than because of one batch.
+    """
     from sqlalchemy.exc import InterfaceError, OperationalError
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -418,7 +420,8 @@ class GroupCommitter:
         """Commit the two halves of a group that failed, each in its own transaction,
         splitting again whichever fails: one result per item (a record, or the exception
         that failed a batch alone). A bad batch costs about 2 log2(n) transactions, not n;
-        an unreachable database fails a whole part at once."""
+        an unreachable database fails a whole part at once.
+        """
         half = len(items) // 2
         results: list[Any] = []
         for part in (items[:half], items[half:]):

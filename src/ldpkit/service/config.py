@@ -1,6 +1,7 @@
 """The collector's config file: read it (TOML or JSON), check its keys, and turn it into
 the collections and ``create_app`` keyword arguments (:func:`config_options`), or into an
-app (:func:`ldpkit.service.serve.app_from_config`)."""
+app (:func:`ldpkit.service.serve.app_from_config`).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Request decoding: one report batch's body (npz, Parquet or JSON) to a checked
 :class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
 into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of plain
-integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`."""
+integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`.
+"""
 
 import datetime as dt
 import io
@@ -306,7 +307,8 @@ def _fast_json_reports(
 
 def _whole_second_clock() -> Callable[[], dt.datetime]:
     """``datetime.now(UTC)`` without its microseconds, built once per second (the same
-    object for every request of a second: one float read and a compare per call)."""
+    object for every request of a second: one float read and a compare per call).
+    """
     # One tuple, replaced whole: a thread (large bodies are decoded in the thread pool)
     # never sees one second's number with another second's datetime.
     last: list[tuple[int, dt.datetime]] = [(-1, dt.datetime.fromtimestamp(0, dt.UTC))]

@@ -1,5 +1,6 @@
 """The fast ingest path: ``POST /v1/reports/{c}`` served from the raw ASGI messages
-(:class:`CollectorApp`), with the same answers as the FastAPI route it stands in for."""
+(:class:`CollectorApp`), with the same answers as the FastAPI route it stands in for.
+"""
 
 import json
 from collections.abc import Mapping

@@ -168,7 +168,8 @@ class QuotaCounters:
 
     def _count(self, offset: int, window: int, amount: int, limit: int) -> int | None:
         """Add ``amount`` to the counter at ``offset`` for ``window``; None if over ``limit``
-        (nothing added), else the new count. Under the locks (thread, then file)."""
+        (nothing added), else the new count. Under the locks (thread, then file).
+        """
         with self._lock:
             fd = self._fd
             if fd is not None:
@@ -201,7 +202,8 @@ class QuotaCounters:
 
     def charge_reports(self, token: str, n: int) -> None:
         """Count ``n`` reports of ``token``; QuotaExceeded over ``reports_per_minute``
-        (429, or 413 for a batch larger than the whole quota)."""
+        (429, or 413 for a batch larger than the whole quota).
+        """
         found = self._limits.get(token)
         if found is None or found[2] is None:
             return

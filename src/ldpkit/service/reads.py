@@ -1,6 +1,7 @@
 """The store's reads: the sums of roll-ups and roll-up parts a collection's estimates
 and listings come from (:class:`StoreReader`), with a cache of closed buckets' sums that
-is valid for one generation of the collection."""
+is valid for one generation of the collection.
+"""
 
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ class StoreReader:
     ) -> Any:
         """Roll-up rows and not yet folded parts in ``[since, until)``, as one subquery
         (``bucket, token, n, batches, arrays``): read in one statement, hence one snapshot,
-        so a compaction running meanwhile is seen entirely or not at all."""
+        so a compaction running meanwhile is seen entirely or not at all.
+        """
         return union_all(
             *(
                 select(t.c.bucket, t.c.token, t.c.n, t.c.batches, t.c.arrays).where(

@@ -1,6 +1,7 @@
 """The collector's tables (SQLAlchemy Core, SQLite or PostgreSQL), the engine, and how a
 roll-up's Stats are packed into one bytes column (:class:`_Layout`). What each table holds:
-:mod:`ldpkit.service.store`."""
+:mod:`ldpkit.service.store`.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """``ldpkit serve``: check the serving options, then run the collector with uvicorn in one
 process or several (:func:`main`), and the housekeeping around it (the shared metrics
-directory, the header read timeout carried to worker processes, the access log format)."""
+directory, the header read timeout carried to worker processes, the access log format).
+"""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def remove_stale_metrics_dirs(root: str | os.PathLike[str] | None = None) -> lis
     """Remove the ``ldpkit-metrics-*`` directories (in ``root``, the temporary directory by
     default) whose owning server process no longer runs: ``main`` removes its own at exit,
     but a server killed with -9 cannot (issue 27). Directories without an owner file, or
-    of a process still alive (or of another user), are kept. Returns those removed."""
+    of a process still alive (or of another user), are kept. Returns those removed.
+    """
     removed = []
     for path in Path(root or tempfile.gettempdir()).glob(f"{METRICS_DIR_PREFIX}*"):
         try:

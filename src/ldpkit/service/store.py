@@ -137,14 +137,16 @@ _COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
 def _collection_lock_id(collection: str) -> int:
     """The collection's int4 advisory-lock key: 31 bits of sha256 of its name (non-negative,
     so the inlined literal is an int4; a collision only makes two collections' deletes wait
-    for each other's writers)."""
+    for each other's writers).
+    """
     return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
 @functools.lru_cache(maxsize=256)
 def _lock_shared_sql(names: frozenset[str]) -> str:
     """One statement taking the shared lock of each collection in ``names`` (on the
-    PostgreSQL group-commit path: one more statement in the same pipelined round trip)."""
+    PostgreSQL group-commit path: one more statement in the same pipelined round trip).
+    """
     # Sorted: the same order in every transaction. Integer keys inlined and the text built
     # once per set of names: nothing to adapt or hash per group commit.
     calls = ", ".join(
@@ -195,7 +197,8 @@ def _group_single_sql(names: frozenset[str], parts: int) -> str:
 @functools.lru_cache(maxsize=1024)
 def _array_item(value: str) -> str:
     """``value`` as one element of a PostgreSQL array literal (double-quoted, so that
-    empty strings, commas, braces and spaces stay text; backslash and quote escaped)."""
+    empty strings, commas, braces and spaces stay text; backslash and quote escaped).
+    """
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -409,7 +412,8 @@ class CollectorStore:
     def _epoch(self, when: dt.datetime) -> int:
         """``int(when.timestamp())``, cached for whole-second times with a zone (the app's
         clock hands out one such datetime per second; ``_single_statement`` relies on the
-        cache holding only those)."""
+        cache holding only those).
+        """
         epoch = int(when.timestamp())
         if when.tzinfo is not None and not when.microsecond:
             if len(self._epochs) >= 256:  # one new second per second under load
@@ -534,7 +538,8 @@ class CollectorStore:
 
     def _note_loop_time(self, took: float, what: str) -> None:
         """A SQLite transaction that took ``took`` s: past ``slow_commit_seconds``, the next
-        commits and compactions run off the event loop for ``off_loop_seconds``."""
+        commits and compactions run off the event loop for ``off_loop_seconds``.
+        """
         if took > self.slow_commit_seconds:
             if time.monotonic() >= self._off_loop_until:
                 logger.warning(
@@ -550,7 +555,8 @@ class CollectorStore:
     @property
     def compacts_on_loop(self) -> bool:
         """Whether the committer folds roll-up parts in its event loop's thread (SQLite, no
-        slow transaction lately): see :meth:`try_compact_on_loop`."""
+        slow transaction lately): see :meth:`try_compact_on_loop`.
+        """
         return self.backend == "sqlite" and time.monotonic() >= self._off_loop_until
 
     def try_compact_on_loop(self) -> int | None:
@@ -633,7 +639,8 @@ class CollectorStore:
         buckets: Mapping[int, int] | Sequence[int] | None = None,
     ) -> list[tuple[str, int, str, int, int, bytes]]:
         """One roll-up part per (collection, bucket, token) of the new batches, in key order
-        (``buckets``: the batches' buckets by index, when the caller has them)."""
+        (``buckets``: the batches' buckets by index, when the caller has them).
+        """
         groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
         for i in new:
             b = items[i]
@@ -1154,7 +1161,8 @@ class CollectorStore:
 
     def _key_lookup_statement(self) -> Any:
         """Stored and deleted batches of some keys of one (collection, token), in one
-        statement (``gone`` tells them apart); built once, like :meth:`_fold_statements`."""
+        statement (``gone`` tells them apart); built once, like :meth:`_fold_statements`.
+        """
         if self._key_sql is None:
             bc, kc = batches_table.c, deleted_keys_table.c
             keys: Any = bindparam("k_keys", expanding=True)
@@ -1188,7 +1196,8 @@ class CollectorStore:
 
     def _fold_statements(self) -> tuple[Any, Any, Any]:
         """The three statements of :meth:`_fold`, built once (they run once per roll-up row
-        per group: building and cache-keying them anew cost more than executing them)."""
+        per group: building and cache-keying them anew cost more than executing them).
+        """
         if self._fold_sql is None:
             c = rollups_table.c
             where = and_(
@@ -1225,7 +1234,8 @@ class CollectorStore:
         batches: int,
     ) -> None:
         """Add packed Stats (``payloads``, ``n`` reports, ``batches`` batches) into one roll-up
-        row, under its row lock: the one fold of every write path (compaction, bulk loads)."""
+        row, under its row lock: the one fold of every write path (compaction, bulk loads).
+        """
         collection, bucket, token = key
         layout = self.layouts[collection]
         packed = payloads[0] if len(payloads) == 1 else layout.pack(layout.sum(payloads, n))
@@ -1318,7 +1328,8 @@ class CollectorStore:
     def parts_over(self, collection: str, bound: int | None = None) -> bool:
         """Whether more than ``bound`` (default ``max_parts``) roll-up parts of
         ``collection`` wait to be folded (an index range read of at most bound + 1 rows,
-        whatever the number of parts)."""
+        whatever the number of parts).
+        """
         bound = self.max_parts if bound is None else bound
         p = rollup_parts_table.c
         query = select(p.bucket).where(p.collection == collection).limit(1).offset(bound)
@@ -1536,7 +1547,8 @@ class CollectorStore:
         """Forget the idempotency keys of batches deleted more than ``deleted_keys_seconds``
         before ``now`` (default: the current time); returns how many. A retry of such a key
         is then stored as a new batch, so the retry window must outlast every client's
-        retries. Runs at each delete and about once an hour from the compaction."""
+        retries. Runs at each delete and about once an hour from the compaction.
+        """
         now = now or dt.datetime.now(dt.UTC)
         cutoff = now - dt.timedelta(seconds=self.deleted_keys_seconds)
         with self.engine.begin() as conn:
