@@ -230,7 +230,8 @@ class UserPairs:
     @classmethod
     def from_lists(cls, pairs: Any, *, encoder: Any = None) -> UserPairs:
         """From one sequence of ``(key, value)`` pairs per user (keys as ids, or labels
-        with ``encoder``), values in [-1, 1]."""
+        with ``encoder``), values in [-1, 1].
+        """
         flat, offsets = _flatten(pairs, "values", "(key, value) pair lists")
         for pair in flat[:1] + flat[-1:]:  # cheap shape check; np.asarray does the rest
             if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
@@ -266,7 +267,8 @@ class UserPairs:
 
     def truth(self, domain_size: int) -> tuple[np.ndarray, np.ndarray]:
         """The true share of users holding each key and the mean value per key (0 where
-        no user holds it), for simulations."""
+        no user holds it), for simulations.
+        """
         n = max(len(self), 1)
         counts = np.bincount(self.keys, minlength=domain_size)[:domain_size]
         sums = np.bincount(self.keys, weights=self.values, minlength=domain_size)[:domain_size]
@@ -310,7 +312,8 @@ def sample_padded(
 class SetContractHooks:
     """The ``check_mechanism`` hooks of a spec whose users hold sets of items of
     ``[0, domain_size)`` padded to ``padding`` (PaddingSampling, PrivSet): set sizes from 0
-    to ``padding + 2``, both ends of the domain and the empty set among them."""
+    to ``padding + 2``, both ends of the domain and the empty set among them.
+    """
 
     domain_size: int
     padding: int

@@ -109,7 +109,8 @@ class KeyValueEstimate:
     def mean_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Normal two-sided ``1 - alpha`` interval of each mean (second-order delta method),
         cut to [-1, 1]; NaN (with an IntervalWarning) where the key's estimated frequency
-        is not positive or its relative standard error exceeds ``MAX_RELATIVE_ERROR``."""
+        is not positive or its relative standard error exceeds ``MAX_RELATIVE_ERROR``.
+        """
         half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.mean_variance)
         lo = np.clip(self.means - half, -1.0, 1.0)
         hi = np.clip(self.means + half, -1.0, 1.0)
@@ -137,7 +138,8 @@ class KeyValueEstimate:
 
     def to_frame(self, alpha: float = 0.05) -> Any:
         """A pandas DataFrame, one row per key: frequency, its std error and interval,
-        mean, its std error and interval."""
+        mean, its std error and interval.
+        """
         import pandas as pd
 
         flo, fhi = self.frequency_interval(alpha)
@@ -329,7 +331,8 @@ class PCKV(_KeyValueMechanism):
         """``(w_keep, w_other, B)``: the sampled key's entry is v* w.p. ``w_keep / 2T``,
         -v* w.p. ``w_other / 2T`` (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is
         +1 and -1 w.p. ``B / 2M`` each (``M = 2^52``), with ``log(2 p (1 - b) / b) <= eps``
-        checked on the exact integers."""
+        checked on the exact integers.
+        """
         return _ue_law(self.epsilon)
 
     @property
@@ -403,7 +406,8 @@ class PCKV(_KeyValueMechanism):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``positive``, ``negative``: reports supporting ``(k, +1)`` and ``(k, -1)`` for every
-        real and dummy key (GRR: one pair per report, so they sum to n together)."""
+        real and dummy key (GRR: one pair per report, so they sum to n together).
+        """
         shape = (self.slots,)
         return {"positive": StatsField(shape), "negative": StatsField(shape)}
 
@@ -459,7 +463,8 @@ class PCKV(_KeyValueMechanism):
         users (sets no longer than ell) with mean value ``mean`` and mean squared value
         ``mean_square`` (default ``mean^2``, its lower bound): the delta method ``A / S^2``
         (``A = Var D - 2 m Cov + m^2 Var S``) to second order for near-normal (D, S),
-        ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``."""
+        ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``.
+        """
         n = check_integer(n, "n", low=1)
         a, b, p, ell = self.a, self.b, self.p, self.padding
         f = check_array(f, "f", ndim=(0, 1), low=0.0, high=1.0)
@@ -646,7 +651,8 @@ class PrivKV(_KeyValueMechanism):
     def pair_matrix(self) -> np.ndarray:
         """P[output | input] for the sampled key: inputs (holds it with v* = +1, with
         v* = -1, does not hold it) x outputs (<0, 0>, <1, +1>, <1, -1>). (Not a
-        ``transition_matrix``: its rows are these three cases, not the domain's keys.)"""
+        ``transition_matrix``: its rows are these three cases, not the domain's keys.)
+        """
         p1, p2 = self.p1, self.p2
         return np.array(
             [
@@ -690,7 +696,8 @@ class PrivKV(_KeyValueMechanism):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``sampled`` (reports per key, summing to n), ``positive`` / ``negative``
-        (pairs ``<1, +1>`` / ``<1, -1>`` per key)."""
+        (pairs ``<1, +1>`` / ``<1, -1>`` per key).
+        """
         shape = (self.domain_size,)
         return {
             "sampled": StatsField(shape, total=1),

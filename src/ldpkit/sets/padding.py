@@ -64,7 +64,8 @@ class SetFrequencyEstimate(FrequencyEstimate):
 
     def bias_bound(self, alpha: float = 0.05) -> float:
         """A ``1 - alpha`` upper confidence bound on ``P[L >= ell]``, clipped to [0, 1]:
-        every true frequency exceeds the padded frequency by at most this much."""
+        every true frequency exceeds the padded frequency by at most this much.
+        """
         alpha = check_probability(alpha, "alpha")
         z = _z(2.0 * alpha)  # one-sided
         return float(np.clip(self.long_share + z * math.sqrt(self.long_share_variance), 0, 1))
@@ -72,14 +73,16 @@ class SetFrequencyEstimate(FrequencyEstimate):
     def padded_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """An interval for the *true* frequencies (not the padded ones): the
         ``1 - alpha / 2`` interval of the estimate, its upper end raised by
-        :meth:`bias_bound` at ``alpha / 2`` (Bonferroni: coverage >= 1 - alpha)."""
+        :meth:`bias_bound` at ``alpha / 2`` (Bonferroni: coverage >= 1 - alpha).
+        """
         alpha = check_probability(alpha, "alpha")
         lo, hi = self.confidence_interval(alpha / 2.0)
         return lo, hi + self.bias_bound(alpha / 2.0)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
         """:meth:`FrequencyEstimate.to_frame` plus ``ci_high_padded`` (the upper end of
-        :meth:`padded_interval`) and ``bias_bound`` (the same for every item)."""
+        :meth:`padded_interval`) and ``bias_bound`` (the same for every item).
+        """
         frame = super().to_frame(alpha)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", IntervalWarning)
@@ -205,7 +208,8 @@ class PaddingSampling(SetContractHooks, Mechanism):
     def variance(self, n: int, f: Any = None) -> Any:
         """Variance of one item's estimate from n reports (at padded frequencies f in
         [0, 1], a number or an array; f = None:
-        at 0, FO17's Var*), ``ell^2`` times the oracle's at ``f / ell``."""
+        at 0, FO17's Var*), ``ell^2`` times the oracle's at ``f / ell``.
+        """
         n = check_integer(n, "n", low=1)
         inner = self.inner
         p, q = inner.p, inner.q
@@ -218,7 +222,8 @@ class PaddingSampling(SetContractHooks, Mechanism):
     # -- the flow ------------------------------------------------------------------------
     def check_values(self, values: Any) -> UserSets:
         """``values`` as :class:`UserSets` over ``[0, domain_size)`` (a list of item lists
-        or a :class:`UserSets`); raises naming ``values``."""
+        or a :class:`UserSets`); raises naming ``values``.
+        """
         return as_user_sets(values, self.domain_size)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -237,7 +242,8 @@ class PaddingSampling(SetContractHooks, Mechanism):
 
     def stats_schema(self) -> dict[str, StatsField]:
         """``counts``: support counts of the oracle over the ``d + ell`` padded items (GRR:
-        one per report, summing to n)."""
+        one per report, summing to n).
+        """
         total = 1 if self.oracle_name == "grr" else None
         return {"counts": StatsField((self.domain_size + self.padding,), total=total)}
 
@@ -252,7 +258,8 @@ class PaddingSampling(SetContractHooks, Mechanism):
 
     def estimate(self, stats: Stats) -> SetFrequencyEstimate:
         """Unbiased padded frequencies, their variance, and the length information of the
-        dummies (:class:`SetFrequencyEstimate`)."""
+        dummies (:class:`SetFrequencyEstimate`).
+        """
         stats = self.check_stats(stats, nonempty=True)
         inner = self.inner
         p, q, ell, d = inner.p, inner.q, self.padding, self.domain_size

@@ -65,7 +65,8 @@ def _branch_loss(a: int, meet: int, miss: int) -> float:
 
 def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
     """``rows`` uniform k-subsets of ``[0, m)`` (Floyd's algorithm: exact given exact
-    uniform integers), as a rows x k int64 array."""
+    uniform integers), as a rows x k int64 array.
+    """
     out = np.empty((rows, k), dtype=np.int64)
     for c, j in enumerate(range(m - k, m)):
         t = np.asarray(gen.integers(0, j + 1, size=rows), dtype=np.int64)
@@ -76,7 +77,8 @@ def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
 
 def _skip(index: np.ndarray, excluded: np.ndarray) -> np.ndarray:
     """Per row, the ``index``-th items of ``[0, D)`` that are not in ``excluded`` (sorted
-    ascending per row): each excluded item at or below the running item shifts it up."""
+    ascending per row): each excluded item at or below the running item shifts it up.
+    """
     item = index.copy()
     for j in range(excluded.shape[1]):
         item += excluded[:, j, None] <= item
@@ -248,7 +250,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return as_user_sets(values, self.domain_size)
 
     def _padded(self, sets: UserSets, gen: np.random.Generator) -> np.ndarray:
-        """n x ell padded sets: her items and dummies, or ell of her items uniformly."""
+        """N x ell padded sets: her items and dummies, or ell of her items uniformly."""
         n, d, ell = len(sets), self.domain_size, self.padding
         lengths = sets.lengths
         width = max(ell, int(lengths.max()) if n else 0)

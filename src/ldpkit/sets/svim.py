@@ -62,7 +62,8 @@ class TopItems:
 
 def restrict_sets(sets: UserSets, keep: Any, domain_size: int) -> UserSets:
     """Each user's set restricted to the items ``keep``, renumbered ``0 .. len(keep) - 1``
-    (in the order of ``keep``); vectorized."""
+    (in the order of ``keep``); vectorized.
+    """
     domain_size = check_integer(domain_size, "domain_size", low=1)
     if not isinstance(sets, UserSets):
         raise TypeError(f"sets must be ldpkit.sets.UserSets, got {type(sets).__name__}")
@@ -238,7 +239,8 @@ def _candidate_itemsets(
     items: np.ndarray, freq: np.ndarray, count: int, max_size: int
 ) -> list[tuple[int, ...]]:
     """The ``count`` itemsets (2..max_size of ``items``) of largest guessed frequency: the
-    product of the items' estimated frequencies cut to [1e-6, 1] (an independence guess)."""
+    product of the items' estimated frequencies cut to [1e-6, 1] (an independence guess).
+    """
     from itertools import combinations
 
     p = dict(zip(items.tolist(), np.clip(freq, 1e-6, 1.0).tolist()))
@@ -253,7 +255,8 @@ def _candidate_itemsets(
 
 def _holdings(sets: UserSets, candidates: list[tuple[int, ...]], items: np.ndarray) -> UserSets:
     """Each user's set of candidate itemsets (indices into ``candidates``) she holds in full,
-    by bit masks over ``items`` (at most 62 of them)."""
+    by bit masks over ``items`` (at most 62 of them).
+    """
     bit = {int(v): 1 << j for j, v in enumerate(items.tolist())}
     restricted = restrict_sets(sets, items, int(max(items.max(), sets.items.max(initial=0))) + 1)
     rows = np.repeat(np.arange(len(sets)), restricted.lengths)
