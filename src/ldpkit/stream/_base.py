@@ -83,7 +83,8 @@ def _check_finite_tree(value: Any, path: str) -> None:
 
 def _check_params(target: type, params: Mapping[str, Any]) -> None:
     """Raise ValueError unless ``params`` are keyword arguments of ``target``: a dict whose
-    class was edited must not reach another class's constructor (issue 27)."""
+    class was edited must not reach another class's constructor (issue 27).
+    """
     accepted: list[str] = []
     for klass in target.__mro__:  # a constructor taking **kwargs passes them to its base's
         if "__init__" not in vars(klass):

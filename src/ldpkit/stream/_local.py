@@ -195,13 +195,15 @@ class LocalStreamRelease(StreamRelease):
     @property
     def window_stats(self) -> WindowedStats | None:
         """Released reports filed per window (None until reports arrive with ``windows=``):
-        mergeable per-window Stats of :meth:`client_spec` ``("perturb")``."""
+        mergeable per-window Stats of :meth:`client_spec` ``("perturb")``.
+        """
         return self._windows
 
     @property
     def threshold_window_counts(self) -> dict[Any, int]:
         """Threshold-phase users per window (they choose theta; :meth:`window_sums` counts
-        them through their threshold-phase reports)."""
+        them through their threshold-phase reports).
+        """
         return {k: int(v[0]) for k, v in self._threshold_windows.items()}
 
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
@@ -265,7 +267,8 @@ class LocalStreamRelease(StreamRelease):
 
     def update(self, items: Any) -> LocalStreamRelease:
         """Simulate one batch of users (client randomization + :meth:`ingest`) with the
-        estimator's own Generator. The values never reach the server's state."""
+        estimator's own Generator. The values never reach the server's state.
+        """
         self._simulate(items, self._rng)
         return self
 
@@ -386,7 +389,8 @@ class LocalStreamRelease(StreamRelease):
         self, starts: Any, stops: Any, *, std_error: bool = True
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Vectorized :meth:`range_sum`: ``(estimates, std_errors)`` (``None`` if not asked);
-        O(1) work per range."""
+        O(1) work per range.
+        """
         i, j = self._check_range(starts, stops)
         est = self._range_estimates(i, j)
         if not std_error:

@@ -797,7 +797,8 @@ class ToPL(LocalStreamRelease):
     # ------------------------------------------------------------------ threshold phase
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
         """Unbiased per-user estimates from Square Wave reports, ``(y - a) / c`` in the
-        original units (:func:`ldpkit.stream.square_wave_mean_constants`)."""
+        original units (:func:`ldpkit.stream.square_wave_mean_constants`).
+        """
         if self._sw.log_scale is not None:  # exact per-cell estimates of the value
             return self._sw.value_estimates()[0][self._sw.report_cells_of(reports)]
         a, c, _ = square_wave_mean_constants(self._sw)
@@ -807,7 +808,8 @@ class ToPL(LocalStreamRelease):
     @property
     def threshold_per_user_variance(self) -> float:
         """The worst-case variance of one threshold-phase user's estimate: ``B^2 v*``
-        (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s (log scale)."""
+        (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s (log scale).
+        """
         if self._sw.log_scale is not None:
             return self._sw.value_estimates()[1]
         return self.bound**2 * square_wave_mean_constants(self._sw)[2]
@@ -848,7 +850,7 @@ class ToPL(LocalStreamRelease):
         return dist
 
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
-        """theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
+        """Theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
         f = self._estimate_distribution(items).probabilities
         log_scale = self._sw.log_scale is not None
         if self.tail_cut == "tested":
@@ -892,7 +894,8 @@ class ToPL(LocalStreamRelease):
     @property
     def threshold_distribution(self) -> Distribution | None:
         """The estimated value distribution theta was chosen from, after the tail cut (None
-        with a fixed theta or before the threshold phase is complete)."""
+        with a fixed theta or before the threshold phase is complete).
+        """
         if self._probabilities is None:
             return None
         return Distribution(self._probabilities, 0.0, self.bound)

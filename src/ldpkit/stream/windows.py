@@ -278,7 +278,8 @@ def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> Window
 
 class WindowEstimates(NamedTuple):
     """Per-window answers: ``estimate[k]`` and ``std_error[k]`` for window ``windows[k]``
-    from ``n[k]`` reports (rows: windows; for frequencies a column per item)."""
+    from ``n[k]`` reports (rows: windows; for frequencies a column per item).
+    """
 
     windows: list[Hashable]
     n: np.ndarray
