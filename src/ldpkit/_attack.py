@@ -84,7 +84,8 @@ def _wilson(successes: int, n: int, alpha: float) -> tuple[float, float]:
 
 def _channels(spec: Any, memoized: bool) -> tuple[str, Any]:
     """The attack's view of a spec: ("matrix", (P1, P2)), ("bits", (p1, q1, p2, q2)) or
-    ("whole", M) for a memoized whole report."""
+    ("whole", M) for a memoized whole report.
+    """
     from .frequency.unary import UnaryEncoding
     from .longitudinal.grr import LGRR
     from .longitudinal.loloha import LOLOHA
@@ -139,7 +140,7 @@ def _log(m: np.ndarray) -> np.ndarray:
 
 
 def _log_likelihoods(counts: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
-    """log P[counts | v] up to the multinomial coefficient, shape (n_vectors, d)."""
+    """Log P[counts | v] up to the multinomial coefficient, shape (n_vectors, d)."""
     from scipy.special import logsumexp
 
     inner = counts @ np.nan_to_num(_log(p2), neginf=-1e300).T  # (N, m1): log P[c | w]
@@ -189,7 +190,8 @@ def _mc_hashed(
     """LOLOHA, memoized: the device's seed is public, its reports are L-GRR over [g] of
     the hashed value. Values hashing alike are indistinguishable: the attacker picks the
     most probable value among the most probable bucket's. Returns (hits, hits of an
-    attacker who sees the permanent answer itself: the limit)."""
+    attacker who sees the permanent answer itself: the limit).
+    """
     from .frequency.hashing import local_hash
 
     d, g = prior.size, p1.shape[0]
@@ -221,7 +223,8 @@ def _mc_bits(
     gen: Any,
 ) -> int:
     """Unary encodings: bit j's count of ones over the T reports, given whether j = v.
-    ``rounds=None``: the attacker sees the permanent bits themselves (the limit)."""
+    ``rounds=None``: the attacker sees the permanent bits themselves (the limit).
+    """
     from scipy.stats import binom
 
     p1, q1, p2, q2 = law

@@ -68,7 +68,8 @@ def _fail(name: str, requirement: str, value: Any, exc: type[Exception] = ValueE
 
 def _as_array(values: Any, name: str, requirement: str) -> np.ndarray:
     """``np.asarray(values)``, with ragged nested sequences refused in the project's format
-    instead of numpy's "setting an array element with a sequence" (issue 27)."""
+    instead of numpy's "setting an array element with a sequence" (issue 27).
+    """
     try:
         return np.asarray(values)
     except (ValueError, TypeError):

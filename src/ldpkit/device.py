@@ -60,7 +60,8 @@ _DOMAIN = DEVICE_FORMAT.encode() + b"\x00"
 def default_device_path() -> Path:
     """The memo file in the user's data directory (``$XDG_DATA_HOME/ldpkit/device.json``,
     ``~/.local/share`` by default; ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application
-    Support`` on macOS)."""
+    Support`` on macOS).
+    """
     if os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
     elif os.uname().sysname == "Darwin":
@@ -240,7 +241,8 @@ class Device:
     # -- derivation ----------------------------------------------------------------------------
     def _key(self, spec: Mechanism, key: bytes) -> bytes:
         """HMAC-SHA256(secret, domain | fingerprint | 0 | value key): the key of the
-        permanent round's randomness (a pseudorandom function of the secret)."""
+        permanent round's randomness (a pseudorandom function of the secret).
+        """
         message = _DOMAIN + spec.fingerprint.encode() + b"\x00" + key
         return hmac.new(self._secret, message, hashlib.sha256).digest()
 
@@ -380,14 +382,16 @@ class Device:
 
     def distinct_values(self, spec: Mechanism) -> int:
         """How many different values (memo keys: LOLOHA's hashed values) this device has
-        reported under ``spec``."""
+        reported under ``spec``.
+        """
         _check_spec(spec)
         return len(self._memo.get(spec.fingerprint, {}))
 
     def privacy_spent(self, spec: Mechanism) -> float:
         """The loss of all this device's reports under ``spec``, whatever their number:
         ``spec.longitudinal_privacy_loss(distinct values)`` for a longitudinal spec, else
-        ``distinct values x privacy_loss()`` (memoized whole reports)."""
+        ``distinct values x privacy_loss()`` (memoized whole reports).
+        """
         return self._spent(spec, self.distinct_values(spec))
 
     def __repr__(self) -> str:

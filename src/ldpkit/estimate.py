@@ -16,7 +16,8 @@ __all__ = ["FrequencyEstimate", "IntervalWarning"]
 
 class IntervalWarning(UserWarning):
     """A confidence interval is not available (NaN) or only approximate: e.g. after a
-    biased post-processing (Norm-Sub, ...) or for a non-linear estimator (EM/EMS)."""
+    biased post-processing (Norm-Sub, ...) or for a non-linear estimator (EM/EMS).
+    """
 
 
 def _real_array(value: Any, name: str) -> np.ndarray:

@@ -136,7 +136,8 @@ def _check_blocks(
     arrays: Mapping[str, np.ndarray], digest: Any, first_row: int, total: int, source: str
 ) -> None:
     """Check rows ``first_row:first_row + len`` of a file of ``total`` rows against its
-    per-block digests; ValueError when a block differs or the layout is corrupt."""
+    per-block digests; ValueError when a block differs or the layout is corrupt.
+    """
     try:
         rows, blocks = digest["rows"], digest["blocks"]
         valid = (
@@ -252,7 +253,8 @@ def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
 
 class _NpyRows:
     """Reads an npy member of a zip a block of rows at a time (C order), or whole when it
-    is Fortran-ordered with several columns (rare: ldpkit writes C order)."""
+    is Fortran-ordered with several columns (rare: ldpkit writes C order).
+    """
 
     def __init__(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
         self.stream = zf.open(info)
@@ -522,7 +524,8 @@ def reports_from_arrow(
     table: pa.Table, *, expected: Mechanism | None = None, source: str = "the table"
 ) -> Reports:
     """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
-    digest of the arrays."""
+    digest of the arrays.
+    """
     import pyarrow as pa
 
     if not isinstance(table, pa.Table):
@@ -542,7 +545,8 @@ def _table_reports(
     total: int,
 ) -> Reports:
     """Reports from rows ``first_row:`` of a file of ``total`` rows, checked against the
-    file's digest (files without one, written before it existed, are not checked)."""
+    file's digest (files without one, written before it existed, are not checked).
+    """
     missing = [k for k in fields if k not in table.column_names]
     if missing:
         raise ValueError(f"{source} must have columns {list(fields)}, missing {missing}")
@@ -729,7 +733,8 @@ def save_reports(
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
     """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
-    ``expected`` demands a configuration."""
+    ``expected`` demands a configuration.
+    """
     path = _as_path(path)
     with open(path, "rb") as fh:
         kind = _sniff(fh.read(4))

@@ -207,7 +207,8 @@ class Mechanism(ABC):
     def stats_schema(self) -> Mapping[str, StatsField] | None:
         """The fields of this spec's :class:`Stats`: name -> shape, kind and the range n
         reports can produce. :class:`Stats` checks every construction against it (None:
-        unchecked, only for specs outside the registry)."""
+        unchecked, only for specs outside the registry).
+        """
         return None
 
     @abstractmethod
@@ -230,7 +231,8 @@ class Mechanism(ABC):
 
     def check_stats(self, stats: Any, *, nonempty: bool = False) -> Stats:
         """Raise unless ``stats`` are Stats made under this exact configuration (and, with
-        ``nonempty``, summarize at least one report, as every estimate needs)."""
+        ``nonempty``, summarize at least one report, as every estimate needs).
+        """
         if not isinstance(stats, Stats):
             raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
         check_same_spec(self, stats.spec, "stats")
@@ -347,7 +349,8 @@ class Reports(_ArrayBundle):
         """``Reports(spec, **arrays)`` for arrays made by the collector's decoder: the same
         checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need no mask
         or conversion pass). Anything unusual goes through ``__init__`` for its message.
-        The arrays become read-only in place (the caller hands them over)."""
+        The arrays become read-only in place (the caller hands them over).
+        """
         floats = type(spec).float_report_fields
         n = -1
         for k, arr in arrays.items():
@@ -468,7 +471,8 @@ REPORT_COUNT = "count"
 
 def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]:
     """``schema`` plus a :data:`REPORT_COUNT` field equal to n, unless one of its fields
-    already sums to a multiple of n (``total``)."""
+    already sums to a multiple of n (``total``).
+    """
     if any(field.total is not None for field in schema.values()):
         return dict(schema)
     return {**schema, REPORT_COUNT: StatsField((), total=1)}
@@ -476,7 +480,8 @@ def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]
 
 def report_count_arrays(spec: Mechanism, n: int) -> dict[str, np.ndarray]:
     """``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``: what a
-    wrapper adds to an inner spec's arrays to make its own Stats."""
+    wrapper adds to an inner spec's arrays to make its own Stats.
+    """
     schema = spec.stats_schema()
     return {REPORT_COUNT: np.array(n, dtype=np.int64)} if schema and REPORT_COUNT in schema else {}
 
@@ -560,7 +565,8 @@ class Stats(_ArrayBundle):
         construction (int64 counts of the right shape computed by ldpkit's own
         aggregation from checked reports; the tests compare both paths). Not for arrays
         from outside: those go through ``Stats(...)``. The arrays become read-only in place
-        (the caller hands them over)."""
+        (the caller hands them over).
+        """
         for v in arrays.values():
             v.setflags(write=False)
         out = object.__new__(cls)
@@ -632,7 +638,8 @@ class Stats(_ArrayBundle):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
         """Inverse of :meth:`to_dict`; checks the layout, the format version, the
-        fingerprint against the rebuilt spec, then the arrays against the spec's schema."""
+        fingerprint against the rebuilt spec, then the arrays against the spec's schema.
+        """
         if not isinstance(data, Mapping):
             raise TypeError(f"data (a stats dict) must be a mapping, got {type(data).__name__}")
         keys = {"format", "mechanism", "fingerprint", "n", "arrays"}

@@ -302,7 +302,8 @@ def _is_categorical(spec: Any) -> bool:
 
 def _domain_size(spec: Any) -> int:
     """Length of a categorical estimate: ``domain_size`` (or ``buckets`` of a discrete
-    numerical mechanism)."""
+    numerical mechanism).
+    """
     d = getattr(spec, "domain_size", None)
     return int(d if d is not None else spec.buckets)
 
