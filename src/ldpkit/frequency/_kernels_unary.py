@@ -16,7 +16,7 @@ comparisons are settled (about 7.3 words on average, whatever the resolution, in
 the 64 that one draw per bit would need). Stopping early does not change the law: each
 lane's result is a function of its own U, and the bits of U not drawn do not affect it. A
 lane still unsettled after 64 words has U == T, hence U < T is false. (The resolution was
-2^-32 until issue 11: it capped OUE's realized loss at 22.2 whatever epsilon said.)
+2^-32 in an earlier version: it capped OUE's realized loss at 22.2 whatever epsilon said.)
 
 Parallelism: the kernels are serial and release the GIL (``nogil=True``); large batches
 are split into row blocks run on a few Python threads. We do not use numba's
@@ -189,7 +189,7 @@ def sample_unary_bits(
 
 #: Byte columns per tile of :func:`_tile_bit_counts`: its (tile, 256) histogram (128 KiB)
 #: stays in the core's cache. One histogram of all the columns (``width x 256`` int64) was
-#: 268 MB for 2^20 bits, every increment a cache miss: 14 s for 1,000 rows (issue 27).
+#: 268 MB for 2^20 bits, every increment a cache miss: 14 s for 1,000 rows.
 _TILE = 64
 
 

@@ -192,7 +192,7 @@ def sample_unary_bits_secure(
 ) -> None:
     """The same law as :func:`sample_unary_bits`, every random bit read from ``gen``.
 
-    For deployment (``rng=None``, issue 11): the seeded path expands 64 bits per report
+    For deployment (``rng=None``): the seeded path expands 64 bits per report
     into all of its d bits with xoshiro256**, which is not a cryptographic generator, so
     a report's bits would be only as unpredictable as 64 bits of seed through a
     non-cryptographic map. Here the bit-sliced comparison ``U < T`` (64 lanes per word,

@@ -23,7 +23,7 @@ def grr_sample(
 
     One uniform integer ``u`` in ``[0, T)`` per user (numpy's bounded integers are exactly
     uniform): ``u < w_keep`` keeps; otherwise ``(u - w_keep) // w_other`` is uniform over
-    the d - 1 other values. Shared by GRR and the hashing oracles (issue 11: no float
+    the d - 1 other values. Shared by GRR and the hashing oracles (no float
     coin, whose probability would be rounded to 2^-53 and vanish at large epsilon).
     """
     w_keep, w_other = int(weights[0]), int(weights[1])
@@ -43,7 +43,7 @@ class GRR(PureFrequencyOracle):
     Each user reports her true item with probability ``p = e^eps / (e^eps + d - 1)`` and
     any other given item with probability ``q = 1 / (e^eps + d - 1)``.
 
-    Sampling is exact (issue 11): the law is the integer weights ``w_keep`` (true item)
+    Sampling is exact: the law is the integer weights ``w_keep`` (true item)
     and ``w_other`` (each other item) of :func:`ldpkit._exact.rr_weights`, with
     ``w_keep / w_other <= e^eps`` and a total below 2^62, drawn with one uniform integer
     per user. ``p``, ``q``, the estimator and ``privacy_loss()`` (``log(w_keep /

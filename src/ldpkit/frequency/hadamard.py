@@ -192,7 +192,7 @@ def hrr_perturb_signs(signs: Any, epsilon: float, *, rng: RNGLike = None) -> np.
     """
     epsilon = check_epsilon(epsilon, high=RR_MAX_EPSILON)
     s = _check_signs(signs, "signs")
-    # An exact integer coin (issue 11): P[flip] = w_flip / (w_keep + w_flip), no 2^-53 floor.
+    # An exact integer coin: P[flip] = w_flip / (w_keep + w_flip), no 2^-53 floor.
     flip = _flip_coins(epsilon, s.shape[0], as_generator(rng), keep=False)
     return np.where(flip, -s, s).astype(np.int8)
 
@@ -302,7 +302,7 @@ class HadamardResponse(_HadamardCoin):
     as BLH, but with O(log K)-bit reports and O(n + K log K) aggregation:
     ``C_v = (n + (H h)[v + 1]) / 2`` with ``h`` the histogram of the reports.
 
-    The coin is exact (issue 11): integer weights with ratio ``<= e^eps`` (p and
+    The coin is exact: integer weights with ratio ``<= e^eps`` (p and
     ``privacy_loss()`` are the realized values, within 1e-15 of the paper's), epsilon in
     ``[1e-6, 40]`` (``max_epsilon``).
 
@@ -399,7 +399,7 @@ class HRR(_HadamardCoin):
     -----
     ``P[(j, s) | v] = p / K`` if ``s = H[v, j]`` else ``(1 - p) / K``: the ratio is at
     most ``e^eps``, exactly ``e^eps`` at column 1 (``H[0, 1] = 1``, ``H[1, 1] = -1``).
-    The flip is an exact integer coin (issue 11; p is the realized keep probability,
+    The flip is an exact integer coin (p is the realized keep probability,
     ``privacy_loss()`` its exact loss), epsilon in ``[1e-6, 40]`` (``max_epsilon``).
 
     Each report is an unbiased, scaled estimate of one Hadamard coefficient of the

@@ -259,7 +259,7 @@ class LocalHashing(PureFrequencyOracle):
     ``reports.values`` (smallest unsigned dtype holding ``g - 1``) is GRR over ``[g]`` of
     the hashed item. Subclasses fix g: :class:`BLH` (g = 2) and :class:`OLH`.
 
-    The GRR step is exact (issue 11): integer weights ``w_keep`` (the hashed item) and
+    The GRR step is exact: integer weights ``w_keep`` (the hashed item) and
     ``w_other`` (each other bucket) with ratio ``<= e^eps`` and total below 2^62, one
     uniform integer per user (:func:`ldpkit.frequency.grr.grr_sample`); ``p``,
     ``other_probability`` and ``privacy_loss()`` are the realized values. Epsilon is

@@ -35,13 +35,13 @@ _CLIP = float(2**31)
 # Rows per aggregation chunk times d stays near this many elements (bounded temporaries).
 _CHUNK_ELEMENTS = 1 << 20
 _INT64_SAFE = float(2**62)
-# Noise cells per unit: a power of two s with 2 s / eps ~ 2^15 table entries (issue 11).
+# Noise cells per unit: a power of two s with 2 s / eps ~ 2^15 table entries.
 _TABLE_CELLS = 1 << 15
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _NoiseLaw:
-    """SHE's exact discrete Laplace noise on the grid ``1/s`` (issue 11), in cells.
+    """SHE's exact discrete Laplace noise on the grid ``1/s``, in cells.
 
     ``P[N = k] ∝ g(|k|)`` with ``g(q B + t) = (V[B] / V[0])^q V[t]`` for ``0 <= t < B``:
     integer weights ``V[0..B]`` (``V[t] ~ W r^t``, ``r = e^(-eps / (2 s))``, one block of
@@ -167,7 +167,7 @@ class SHE(FrequencyOracle):
     Two inputs' one-hot vectors are at L1 distance 2, so Laplace noise of scale
     ``2 / eps`` on every coordinate gives eps-LDP (FO17 Theorem 4).
 
-    **Exact discrete noise** (issue 11). The noise is a discrete Laplace law on the grid
+    **Exact discrete noise**. The noise is a discrete Laplace law on the grid
     ``1/s`` (s a power of two, ``2 s / eps ~ 2^15``: s = 2^14 at eps = 1, 1 below eps
     ~ 6e-5), drawn with integer arithmetic only (:func:`_sample_noise`): integer weights
     ``V[t] ~ r^t`` (``r = e^(-eps/(2s))``) over one block of ``B ~ 2s/eps`` cells,

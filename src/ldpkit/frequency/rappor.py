@@ -46,7 +46,7 @@ _MAX_PATTERNS = 1 << 20
 # Byte value -> its 8 bits (big-endian, the np.packbits layout).
 _BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint8)[:, None], 8).astype(np.int64)
 
-#: Bit probabilities are multiples of 2^-64 (integer thresholds), issue 11.
+#: Bit probabilities are multiples of 2^-64 (exact integer thresholds).
 _SCALE = 1 << 64
 
 _U64 = np.uint64
@@ -97,7 +97,7 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     cohorts_arr = check_array(cohorts, "cohorts", ndim=dims, integer=True, low=0, high=2**47)
     try:
         # One cohort per item: a 1-D list of one stretched over a longer 1-D list is a
-        # caller's mismatched lengths, not an intended broadcast (issue 27).
+        # caller's mismatched lengths, not an intended broadcast.
         if items_arr.ndim == cohorts_arr.ndim == 1 and items_arr.shape != cohorts_arr.shape:
             raise ValueError
         v, c = np.broadcast_arrays(items_arr, cohorts_arr)
@@ -191,7 +191,7 @@ def _bernoulli(rng: np.random.Generator, shape: tuple[int, ...], threshold: int)
 
     With U a uniform 64-bit integer, ``U < T`` iff its top byte is below ``T >> 56``, or
     equal to it and its low 56 bits are below ``T mod 2^56``: one random byte per draw,
-    and an exact 56-bit integer for the 1/256 ties. No float (issue 11).
+    and an exact 56-bit integer for the 1/256 ties. No float.
     """
     threshold = int(threshold)
     if threshold >= _SCALE:
@@ -280,7 +280,7 @@ class RAPPOR(FrequencyOracle):
     epsilon = ln 81), while ``epsilon`` remains the bound for any number of reports of the
     same value (eps_infinity), provided the PRR is memoized.
 
-    **Exact sampling** (issue 11). Every bit probability is an integer threshold over
+    **Exact sampling**. Every bit probability is an integer threshold over
     2^64 drawn exactly (:func:`_bernoulli`): the PRR's f/2 is rounded up (with
     ``log((1 - f/2) / (f/2)) <= eps / (2h)``), the IRR's p and q to the nearest multiple
     of 2^-64, and :meth:`randomize`'s composed channel to p* down and q* up from the exact
@@ -358,7 +358,7 @@ class RAPPOR(FrequencyOracle):
             "num_cohorts", check_integer(self.num_cohorts, "num_cohorts", low=1, high=1 << 16)
         )
         # The estimate's design holds every candidate's Bloom positions in every cohort
-        # (int64): domain_size = 10**20 passed, then numpy refused the size (issue 27).
+        # (int64): domain_size = 10**20 passed, then numpy refused the size.
         check_memory(
             8.0 * self.num_cohorts * self.domain_size * self.num_hashes,
             f"domain_size={self.domain_size}, num_cohorts={self.num_cohorts}, "

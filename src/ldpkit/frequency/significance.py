@@ -46,7 +46,7 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
     True
     """
     estimate = _check(estimate)
-    # A family-wise error rate is a probability: alpha >= 1 bounds nothing (issue 27).
+    # A family-wise error rate is a probability: alpha >= 1 bounds nothing.
     return expected_false_positive_cutoff(estimate, check_probability(alpha, "alpha"))
 
 

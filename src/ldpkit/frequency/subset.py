@@ -85,7 +85,7 @@ class SubsetSelection(PureFrequencyOracle):
     and per-user variance ``n Var* = q*(1-q*) / (p*-q*)^2`` (FO17 eq. 3). At the real
     optimum ``k = d/(e^eps+1)``, ``p* = 1/2``.
 
-    The law is exact (issue 11): a subset holding v has integer weight ``w_in``, one
+    The law is exact: a subset holding v has integer weight ``w_in``, one
     missing it ``w_out``, ``w_in / w_out <= e^eps`` (:func:`ldpkit._exact.rr_weights`, total
     ``k w_in + (d - k) w_out <= 2^62``); p*, q* and ``privacy_loss()`` (``log(w_in /
     w_out)``) are the realized values. Epsilon is accepted up to 40, and up to
@@ -129,7 +129,7 @@ class SubsetSelection(PureFrequencyOracle):
     def _validate(self) -> None:
         super()._validate()
         # The state (one count per item) is checked before the integer law: a domain_size too
-        # large to hold must be refused naming domain_size, not epsilon (issue 12).
+        # large to hold must be refused naming domain_size, not epsilon.
         d = self.domain_size
         check_memory(8.0 * d, f"domain_size={d!r}", self.name)
         if self.subset_size is not None:
@@ -140,7 +140,7 @@ class SubsetSelection(PureFrequencyOracle):
         self._weights()  # raises when k e^eps overflows the integer law (names the limit)
         # randomize draws the k-subsets in min(k, d - k) vectorized steps of ~50 us of
         # Python each, whatever the number of users: d = 2^20 at eps = 1 spent 30 s in
-        # them for 40 users (issue 27). Refused beyond ~1 s of that overhead.
+        # them for 40 users. Refused beyond ~1 s of that overhead.
         k = self.effective_subset_size
         check_work(
             _STEP_OPS * min(k, self.domain_size - k),
@@ -305,7 +305,7 @@ def _sample_subsets(
 ) -> None:
     """Write each user's k-subset as a packed indicator row into ``out`` (zeroed, c x w).
 
-    v joins w.p. ``odds[0] / (odds[0] + odds[1])`` exactly (one uniform integer, issue 11); the remaining members come from the d-1 other items, indexed
+    v joins w.p. ``odds[0] / (odds[0] + odds[1])`` exactly (one uniform integer); the remaining members come from the d-1 other items, indexed
     0..d-2 ("others space", item = t + (t >= v)). Floyd's algorithm draws a uniform
     m-subset of [0, N) in m steps: for j = N-m .. N-1, draw t uniform in [0, j] and add
     t, or j if t is already in (j never is); after the step for j the set is a uniform
