@@ -37,7 +37,7 @@ def _histograms(
 
     Bit counts (8 int64 per byte column) rather than histograms of the 256 byte values:
     those were 2 KiB per byte column, 512 MiB at max_level 20, and took seconds to
-    allocate and sum even for a few rows (issue 27).
+    allocate and sum even for a few rows.
 
     Validates every row on the way: negative bits only where the support has bits, the
     support holds exactly ``sizes[level]`` bits, and every bit past the level's ``2^level``

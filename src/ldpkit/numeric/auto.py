@@ -13,7 +13,7 @@ the held-out reports favour them clearly, and so does plain EM stopped early (co
 for 10 to 300 iterations from the best smoothed fit), which keeps heaps that smoothing
 smears without following the noise as far as EM run to its stop. From eps 3.5 on, a clear
 interior peak of the result (a point mass that every fit splits between neighbouring
-buckets) goes whole into one bucket (issue 33, ``interior_atoms``). Choosing uses only the aggregated reports, so it
+buckets) goes whole into one bucket (``interior_atoms``). Choosing uses only the aggregated reports, so it
 costs no privacy (post-processing of an eps-LDP output).
 """
 
@@ -89,22 +89,22 @@ _END_Z = 3.0
 #: (n = 1e6, eps 2: 1.66x the best competitor against 2.69x with end atoms).
 _END_RESOLVED = 0.9
 
-#: Interior point masses (issue 33; ``estimate(interior_atoms=True)``, :func:`_snap_atoms`):
+#: Interior point masses (``estimate(interior_atoms=True)``, :func:`_snap_atoms`):
 #: plain EM continued for _ATOM_SHARP_ITER iterations from the final estimate is the sharp
 #: fit; a bucket of it holding more than _ATOM_RATIO times the median of its +-_ATOM_HALF
 #: neighbours and more than _ATOM_EXCESS / d above it marks a point mass; its run (it and
 #: the neighbours downhill from it still above _ATOM_RATIO times the median) gives the
 #: estimate's excess over that median to the bucket of the run's centroid. From eps
-#: _ATOM_MIN_EPS on only. Chosen on issue 33's tuning set (benchmarks/auto_distribution.py
+#: _ATOM_MIN_EPS on only. Chosen on a tuning set (benchmarks/auto_distribution.py
 #: --heldout: the five WAV25 data sets and 13 point-mass mixtures, n = 1e5, 2 runs; KS on
 #: the 1024-point grid over the best competitor's): at eps 4, excess 32 / d changed 6 of 18
-#: cells, 5 for the better (the issue's mixture 8.50 -> 0.72, others 2.20 -> 1.58, 3.80 ->
+#: cells, 5 for the better (the motivating mixture 8.50 -> 0.72, others 2.20 -> 1.58, 3.80 ->
 #: 3.16, 4.17 -> 2.57, 3.51 -> 1.81; one 4.70 -> 4.73); 16 / d lost on 8 cells (mixtures
-#: 2.01 -> 3.81, 2.66 -> 4.04, ...), 64 / d helped only the issue's mixture. At eps 3 the same
+#: 2.01 -> 3.81, 2.66 -> 4.04, ...), 64 / d helped only the motivating mixture. At eps 3 the same
 #: rule changed 6 cells, 4 for the worse (4.44 -> 7.03, 3.69 -> 4.52), and at eps 2 every
-#: threshold lost (the issue's mixture 3.93 -> 6.06: there the fits spread an atom over 3-5
+#: threshold lost (the motivating mixture 3.93 -> 6.06: there the fits spread an atom over 3-5
 #: buckets, lopsidedly, and the centroid misses its bucket), hence 3.5. Without the downhill
-#: rule two atoms 3 buckets apart formed one run placed between them (issue 33's first test
+#: rule two atoms 3 buckets apart formed one run placed between them (first test
 #: readout: a mixture's KS at eps 4 went 2.81 -> 11.63).
 _ATOM_RATIO = 3.0
 _ATOM_HALF = 8
@@ -115,7 +115,7 @@ _ATOM_SHARP_ITER = 1000
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
 
-#: End windows of the joint fits (issue 17, helper edge17): with HH reports in the fit and
+#: End windows of the joint fits: with HH reports in the fit and
 #: eps < :data:`_END_WINDOW_MAX_EPS`, the first and last ``round(_END_WINDOW * d)`` buckets
 #: (16 of 1024) are left out of every smoothing pass without atoms (they keep their value and
 #: receive nothing; the smoothed interior sees a flat continuation at the window's edge), so
@@ -139,8 +139,8 @@ _TINY = 1e-300
 _END_WINDOW = 1 / 64
 _END_WINDOW_MAX_EPS = 3.0
 
-#: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only
-#: (issue 17, helper sel17): holding out both folds in turn halves the noise of the held-out
+#: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only:
+#: holding out both folds in turn halves the noise of the held-out
 #: scores. Measured (20-run grid, seeds 0 and 1, eps 1.5-4, against one held-out fold): 55 ->
 #: 56 of 60 cells within 10 % on both seeds, no cell worse by 0.03 or more; flights KS eps
 #: 2.5 1.13 -> 0.99 and 1.22 -> 1.10, salaries KS eps 2 0.96 -> 0.89 and 1.01 -> 0.97,
@@ -235,7 +235,7 @@ def hh_top_level(height: int, branching: int = HH_BRANCHING) -> int:
     OLH (for eps < 5.8), whose variance per node does not depend on the number of nodes
     (FO17 eq. 3): a report there tells its parent's mass (the sum of B children) with B
     times the variance of a report at level 4, and the bucket-scale detail it adds the
-    smoothing and the Square Wave reports fit anyway. Measured (issue 17; 20 runs per cell
+    smoothing and the Square Wave reports fit anyway. Measured (20 runs per cell
     and seed, seeds 0 and 1, the same branch coins and Square Wave reports; error with the
     levels (1, 1, 1, 2, 0)/5 over that with uniform levels): salaries KS 0.88-0.93 at eps
     2-3 (0.99-1.03 at 1.5 and 3.5), flights KS 0.90-0.97 at eps 1.5-4, Beta(5, 2) W1
@@ -314,8 +314,8 @@ class AutoInfo:
         The budget of the highest-scoring candidate when that is a budget candidate (then
         ``strength`` is 0.0), else None.
     atoms : int
-        Interior point masses the estimate moved into one bucket each (issue 33,
-        ``estimate(interior_atoms=True)``; 0 when none was found or the rule is off).
+        Interior point masses the estimate moved into one bucket each
+        (``estimate(interior_atoms=True)``; 0 when none was found or the rule is off).
     """
 
     strengths: tuple[float, ...]
@@ -749,7 +749,7 @@ class AutoDistribution(Mechanism):
     i.i.d. sample of the report distribution, exactly as if each report had been assigned
     to a fold by a coin (the split every cross-validation makes).
 
-    Hybrid design (``hh_share = r > 0``, issue 17). Each user draws HH with probability r,
+    Hybrid design (``hh_share = r > 0``). Each user draws HH with probability r,
     independently of her value, and sends ONE report with the full epsilon: a Square Wave
     report (SW20 section 5) or a hierarchical-histogram report (:attr:`tree`: B = 4 over the
     same d buckets, a uniformly drawn level k and her node's report through that level's
@@ -1090,7 +1090,7 @@ class AutoDistribution(Mechanism):
         interior_atoms : bool
             True (default): from eps 3.5 on, move each clear peak of the estimate (a point
             mass that the fits split between neighbouring buckets) whole into the bucket of
-            its centroid (issue 33; see :func:`_snap_atoms` and ``_ATOM_EXCESS``). No
+            its centroid (see :func:`_snap_atoms` and ``_ATOM_EXCESS``). No
             effect below eps 3.5 or without such a peak.
         max_iter : int
             Iteration cap of every EM run.
@@ -1143,7 +1143,7 @@ class AutoDistribution(Mechanism):
         5. Interior atoms (``interior_atoms=True``, eps >= 3.5): plain EM continued for 1000
            iterations from the result marks the peaks (above 3 times their neighbourhood's
            median and 32 / d above it); each peak's excess in the result goes to the bucket
-           of its centroid. Chosen on issue 33's tuning set, not by the held-out likelihood,
+           of its centroid. Chosen on a tuning set of data sets and mixtures, not by the held-out likelihood,
            which prefers the split (its model is uniform within a bucket).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
@@ -1446,7 +1446,7 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 
 
 def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Issue 33: ``theta`` with the mass of each interior peak moved into one bucket, and
+    """Return ``theta`` with the mass of each interior peak moved into one bucket, and
     the number of such peaks.
 
     A point mass at a fraction f of bucket i's width is a mixture of the uniform-in-bucket
@@ -1457,7 +1457,7 @@ def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.
     of the split is the one holding the atom, so the peak's excess over the local level
     goes there: the likelihood of the reports prefers the split (the model is uniform
     within a bucket), the CDF at the bucket edges prefers the atom, which is why this is a
-    fixed rule (chosen on issue 33's tuning set) and not a held-out candidate. Peaks: runs
+    fixed rule (chosen on a tuning set of data sets and mixtures) and not a held-out candidate. Peaks: runs
     of buckets above :data:`_ATOM_RATIO` times the median of their +-:data:`_ATOM_HALF`
     neighbours and :data:`_ATOM_EXCESS` / d above it, grown downhill over neighbours still
     above that ratio; the peaks are found on ``sharp`` (default ``theta``), the mass moved

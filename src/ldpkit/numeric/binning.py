@@ -169,7 +169,7 @@ class CFOBinning(Mechanism):
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
         """The frequency oracle's (support ``counts`` over the buckets), plus the reports'
-        ``count`` (= n) when the counts do not sum to n (OLH, OUE: issue 27).
+        ``count`` (= n) when the counts do not sum to n (OLH, OUE).
         """
         inner = self.frequency_oracle.stats_schema()
         return None if inner is None else with_report_count(inner)

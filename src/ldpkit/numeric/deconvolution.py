@@ -264,7 +264,7 @@ class WienerDeconvolution(Mechanism):
     # -- server ------------------------------------------------------------------------------
     def stats_schema(self) -> Mapping[str, StatsField] | None:
         """The oracle's: support ``counts`` of the buckets, plus the reports' ``count``
-        (= n) when the counts do not sum to n (OUE: issue 27).
+        (= n) when the counts do not sum to n (OUE).
         """
         inner = self.oracle_spec.stats_schema()
         return None if inner is None else with_report_count(inner)

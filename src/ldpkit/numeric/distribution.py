@@ -45,12 +45,12 @@ APPROXIMATE_ABOVE = 0.02
 
 
 #: Smallest width ``high - low`` of a numerical domain: its square (in the estimators'
-#: variances) stays far above float64's smallest normal number (issue 27).
+#: variances) stays far above float64's smallest normal number.
 MIN_WIDTH = 1e-100
 
 #: Smallest width relative to ``max(|low|, |high|)`` (2^-30): float64 rounding of values
 #: near the bounds (about 2.2e-16 of their magnitude) then stays below 2.4e-7 of the width,
-#: far inside any estimate's error bars (issue 27).
+#: far inside any estimate's error bars.
 RESOLUTION = 2.0**-30
 
 
@@ -59,8 +59,8 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
 
     ``low``, ``high`` and the width ``high - low`` are at most :data:`MAX_MAGNITUDE` (1e100)
     in magnitude: estimators square the (half-)width and the values (e.g. the mean
-    estimators' variances, :meth:`Distribution.var`), which overflowed for bounds near 1e300
-    (issue 12). Every numerical spec validates its domain here.
+    estimators' variances, :meth:`Distribution.var`), which overflowed for bounds near 1e300.
+    Every numerical spec validates its domain here.
     """
     lo = check_real(low, "low", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE)
     hi = check_real(high, "high", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE)
@@ -74,7 +74,7 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
     # Estimates are reported in the original units (low + width * t): a width below
     # MIN_WIDTH squares to underflow in the variances, and a width below RESOLUTION times
     # the bounds' magnitude is lost to float64 rounding of low + width * t ([1e15, 1e15 + 1]
-    # would give means far outside their error bars; issue 27). Shift the values instead.
+    # would give means far outside their error bars). Shift the values instead.
     width, scale = hi - lo, max(abs(lo), abs(hi))
     if width < MIN_WIDTH or width < RESOLUTION * scale:
         raise ValueError(

@@ -523,7 +523,7 @@ class HierarchicalHistogram(_TreeMechanism):
             )
         self._set("oracle", check_oracle_name(self.oracle, tuple(_REPORT_FIELDS)))
         # Build the level oracles now: an epsilon above one's max_epsilon is refused here,
-        # with its message, not at the first randomize (issue 11).
+        # with its message, not at the first randomize.
         for level in range(1, self.height + 1):
             self.level_oracle(level)
 
@@ -740,7 +740,7 @@ class HHADMM(HierarchicalHistogram):
     def _validate(self) -> None:
         super()._validate()
         # ADMM costs ~ 500 iterations x the tree's nodes: ~1 s of CPU at 2^14 leaves, about
-        # a minute at 2^20 (issue 12: accepted there, then hung). Refused up front instead.
+        # a minute at 2^20 (accepted there, then hung). Refused up front instead.
         if self.leaves > MAX_ADMM_LEAVES:
             raise ValueError(
                 f"buckets and branching must give at most {MAX_ADMM_LEAVES} leaves for HHADMM "

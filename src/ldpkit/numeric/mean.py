@@ -22,7 +22,7 @@ C^2. PM outputs uniform on ``[l, r] = [t - (1 - t)/(E - 1), t + (1 + t)/(E - 1)]
 probability ``E / (E + 1)``, else uniform on ``[-s, l) U (r, s]``, ``s = (E + 1)/(E - 1)``;
 integrating y^2 against that density gives the formula above (Wang et al. 2019, Lemma 1).
 
-Reports on a grid (issue 11). The closed forms above are the papers'; the specs send a
+Reports on a grid. The closed forms above are the papers'; the specs send a
 value of a fixed grid drawn from an exact integer law (:mod:`ldpkit._exact`), so that no
 float rounding reveals the input: SR rounds t (unbiasedly) to ``2^16`` steps and reports
 ``+-C'`` with integer odds; PM reports one of ``report_cells`` (2^18) cells, m of them (PM's
@@ -150,7 +150,7 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
     return (c2 + (em1 + 4.0) / (3.0 * em1)) * math.exp(-epsilon / 2.0)
 
 
-# --- exact grid laws (issue 11) ---------------------------------------------------------------
+# --- exact grid laws ---------------------------------------------------------------
 #: Default number of cells of PM's report grid (``report_cells``).
 DEFAULT_REPORT_CELLS = 1 << 18
 #: Input grid of SR: t is rounded (unbiasedly) to ``-1 + 2 k / SR_INPUT_STEPS``.
@@ -472,7 +472,7 @@ class _MeanMechanism(Mechanism):
     def report_values(self) -> np.ndarray:
         """Every value a report can take, in the original units, sorted (read-only).
 
-        Reports are the grid values of an exact discrete law (issue 11): the wire carries
+        Reports are the grid values of an exact discrete law: the wire carries
         one of these float64 numbers, the spec (``report_cells`` where it applies) says
         which grid, and :meth:`aggregate` rejects anything off it.
         """
@@ -545,7 +545,7 @@ class _MeanMechanism(Mechanism):
         if n == 0:
             raise ValueError("stats must summarize at least one report, got n = 0")
         total, squares = float(stats.sum), float(stats.sum_squares)
-        # Cauchy-Schwarz: n reports with this sum of squares cannot sum to more (issue 27)
+        # Cauchy-Schwarz: n reports with this sum of squares cannot sum to more
         if total * total > n * squares * (1.0 + 1e-6) + 1e-300:
             raise ValueError(
                 f"stats.sum must satisfy sum^2 <= n * sum_squares (as n = {n} reports do), "
@@ -613,7 +613,7 @@ class StochasticRounding(_MeanMechanism):
     @property
     def _min_square(self) -> float:
         # Every report is +-C': n reports have sum_squares n C'^2, up to float rounding of
-        # the sums (1e-6 relative covers 2^53 additions of the same term) (issue 27).
+        # the sums (1e-6 relative covers 2^53 additions of the same term).
         return self._grid.magnitude**2 * (1.0 - 1e-6)
 
     def unit_variance(self, t: Any = None) -> Any:

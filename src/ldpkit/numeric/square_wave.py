@@ -2,7 +2,7 @@
 
 A user with value v (mapped to [0, 1]) reports a point of [-b, 1 + b] that is likely
 (``density_high``) within b of v and unlikely (``density_low``) elsewhere, their ratio
-``e^eps``. Since issue 11 the report is a cell of a fixed grid drawn from an exact integer
+``e^eps``. The report is a cell of a fixed grid drawn from an exact integer
 law (:mod:`ldpkit._exact`; the float samplers leaked v through their last bits). The server
 buckets the reports into ``output_buckets`` buckets of [-b, 1 + b] (the mergeable
 ``Stats.counts``) and recovers a ``buckets``-bucket histogram of the inputs by EMS or EM
@@ -54,7 +54,7 @@ __all__ = [
 MAX_EPSILON = 40.0
 
 #: Up to this many buckets, EMS's smoothing (kernel (1, 2, 1)/4) biases the estimate heavily
-#: towards uniform: estimating with method="ems" warns (issue 12).
+#: towards uniform: estimating with method="ems" warns.
 EMS_MIN_BUCKETS = 8
 
 #: Smallest number of input grid steps L of the waves (L is a multiple of ``buckets``).
@@ -66,7 +66,7 @@ def _f(x: float) -> float:
 
     The series ``sum_{k>=2} x^k / k!`` is summed for |x| < 0.1 with a fixed number of terms
     (12: the remainder is below 1e-16 relative there); it used to loop until the terms were
-    negligible, which never happened once x^2 / 2 underflowed (issue 11).
+    negligible, which never happened once x^2 / 2 underflowed.
     """
     if abs(x) < 0.1:
         term, total = x * x / 2.0, 0.0
@@ -102,7 +102,7 @@ def square_wave_bandwidth(epsilon: float) -> float:
     [0.3582, 0.2561, 0.1293, 0.0304]
     """
     # Above 700, e^-eps nears float64's smallest number and b underflows to 0, outside
-    # (0, 1/2] (issue 27); SquareWave itself stops at MAX_EPSILON.
+    # (0, 1/2]; SquareWave itself stops at MAX_EPSILON.
     epsilon = check_epsilon(epsilon, high=700.0)
     return 0.5 * _plateau_ratio(epsilon) * _crmath.exp(-epsilon)
 
@@ -207,7 +207,7 @@ def wave_bucket_matrix(
     return result
 
 
-# --- the waves' exact grid law (issue 11) ----------------------------------------------------
+# --- the waves' exact grid law ----------------------------------------------------
 @dataclasses.dataclass(frozen=True, eq=False)
 class _WaveGrid:
     """A wave on a grid: L input steps, N = L + 2w report cells of width 1/L.
@@ -356,7 +356,7 @@ class _Wave(Mechanism):
     the user's value is rounded (unbiasedly) to the nearest grid points ``k / L`` and the
     cell is drawn from the integer law of :mod:`ldpkit._exact`. On the wire a report is the
     cell's centre in the original units (float64); the spec (``buckets``, ``epsilon``,
-    ``bandwidth``) determines the grid and the server rejects values off it (issue 11).
+    ``bandwidth``) determines the grid and the server rejects values off it.
     """
 
     #: Report fields sent as real numbers (float64); every other field holds integers.
@@ -373,7 +373,7 @@ class _Wave(Mechanism):
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
-        # One bucket (in or out) has nothing to estimate: the histogram is [1] (issue 27).
+        # One bucket (in or out) has nothing to estimate: the histogram is [1].
         self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=1 << 20))
         if self.output_buckets is not None:
             self._set(
@@ -390,7 +390,7 @@ class _Wave(Mechanism):
         # not at the first randomize.
         self._grid  # noqa: B018
         # Every estimate builds the d x d~ bucket matrix (a few operations per entry, 8
-        # bytes each): d = 1024, d~ = 2^20 would need 8 GiB and minutes (issue 27).
+        # bytes each): d = 1024, d~ = 2^20 would need 8 GiB and minutes.
         entries = float(self.buckets) * float(self.n_output_buckets)
         sizes = f"buckets={self.buckets}, output_buckets={self.n_output_buckets}"
         check_memory(8.0 * entries, sizes, f"{self.name}.bucket_matrix")
@@ -598,7 +598,7 @@ class _Wave(Mechanism):
         method : {"ems", "em"}, optional
             EMS (SW20's estimator) or plain EM. Default: EMS, except with ``buckets <= 8``,
             where EMS's smoothing is heavily biased towards uniform and the default is EM
-            (issue 27; asking for ``"ems"`` there gives a UserWarning).
+            (asking for ``"ems"`` there gives a UserWarning).
         tol : float, optional
             Log-likelihood tolerance; default 1e-3 for EMS and ``1e-3 e^eps`` for EM
             (SW20 section 6.1).
@@ -616,13 +616,13 @@ def _deconvolve(
 
     stats = spec.check_stats(stats, nonempty=True)
     buckets = int(getattr(spec, "buckets", EMS_MIN_BUCKETS + 1))
-    if method is None:  # the default never takes the biased smoothing (issue 27)
+    if method is None:  # the default never takes the biased smoothing
         method = "ems" if buckets > EMS_MIN_BUCKETS else "em"
     if method == "ems" and buckets <= EMS_MIN_BUCKETS:
         # The (1, 2, 1)/4 kernel moves a quarter of each bucket's mass to its neighbours at
         # every step: on a few buckets that is a large part of the domain, and the fixed
         # point is pulled far towards uniform (SW eps = 8, 2 buckets: [0.61, 0.39] for a
-        # true [0.89, 0.11], issue 12). EM has no such bias.
+        # true [0.89, 0.11]). EM has no such bias.
         warnings.warn(
             f"method='ems' with buckets = {buckets} <= {EMS_MIN_BUCKETS} is heavily biased "
             "towards uniform (the smoothing kernel spans much of the domain); use "
@@ -681,9 +681,9 @@ class SquareWave(_Wave):
     each report is still drawn from the wave's law for some grid input, so the
     mechanism is eps-LDP exactly as the linear one (SW20 Thm. 5.2 holds for any input in
     [0, 1]; here ``privacy_loss()`` is the same). Used by :class:`ldpkit.stream.ToPL`'s
-    threshold phase (issue 15).
+    threshold phase.
 
-    Reports live on a grid (issue 11, see :class:`_Wave`): with ``L`` input steps and
+    Reports live on a grid (see :class:`_Wave`): with ``L`` input steps and
     ``w = round(b L)``, the value is rounded unbiasedly to ``k / L`` and the report is one of
     ``L + 2w`` cells of width 1/L, the 2w cells within b' = w/L of ``k / L`` with integer
     weight ``w_high``, the others ``w_low``, ``w_high / w_low <= e^eps``: eps-LDP exactly for
@@ -963,7 +963,7 @@ class DiscreteSquareWave(Mechanism):
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
-        # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets (issue 27).
+        # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets.
         entries = float(self.buckets) * float(self.n_outputs)
         sizes = f"buckets={self.buckets} (n_outputs={self.n_outputs})"
         check_memory(8.0 * entries, sizes, f"{self.name}.transition_matrix")

@@ -121,8 +121,8 @@ class SignedSubsetLaw:
 
 @functools.lru_cache(maxsize=4096)
 def _weights(epsilon: float, d: int, m: int) -> tuple[int, int]:
-    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others
-    (issue 11): ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the
+    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others:
+    ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the
     sampler's two coins (:func:`_sample`) are exact integer draws.
     """
     w_lo, w_hi = ratio_weights(epsilon, m + 2 * (d - m), float(m))
@@ -365,7 +365,7 @@ class SignedSubsetSelection(Mechanism):
     -----
     eps-LDP, tightly: every output has probability e^eps/Omega or 1/Omega, and each output
     is at inner product 1 with some input and -1 with its negation. The sampler realizes
-    this law exactly (issue 11) with integer weights ``w_hi / w_lo <= e^eps`` in place of
+    this law exactly with integer weights ``w_hi / w_lo <= e^eps`` in place of
     ``(e^eps, 1)`` and two exact integer coins (true coordinate kept non-zero, sign kept);
     p, q, the estimator and ``privacy_loss()`` use the realized values (within ~1e-15 of
     eq. 45-57). Epsilon is accepted in ``[1e-6, 40]``, and up to ``log(2^62 / m)`` for
