@@ -95,7 +95,7 @@ _TIME_RANGE = (
 
 def _parse_time(value: str | None, name: str) -> int | None:
     """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
-    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500).
+    outside [TIME_MIN, TIME_MAX] (``since=1e300`` was a 500).
     """
     if value is None:
         return None
@@ -188,7 +188,7 @@ class _Collector:
         self, header: str | None, scope: str, collection: str | None = None, count: int = 1
     ) -> str:
         """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
-        ``count`` headers were sent: more than one is a 400 on every path (issue 27: the
+        ``count`` headers were sent: more than one is a 400 on every path (the
         fast path read the last, the FastAPI routes the first).
         """
         if count > 1:
@@ -240,7 +240,7 @@ class _Collector:
 
     def get(self, name: str, *, listing: bool = True) -> Collection:
         """The collection ``name``; 404 otherwise, naming the others only when ``listing``
-        (callers that may read; an ingest token must not learn them: issue 27).
+        (callers that may read; an ingest token must not learn them).
         """
         try:
             return self.collections[name]

@@ -43,7 +43,7 @@ them with one ``spec.aggregate`` call, which costs about as much as aggregating 
 them. If that call refuses the group (a malformed report inside), each batch is aggregated
 alone so that only the bad one gets its 422. Likewise, when a group's transaction fails
 for any reason but an unreachable database, it is committed again in halves (and halves of a
-failing half), so an error one batch causes fails that batch's request alone (issue 27).
+failing half), so an error one batch causes fails that batch's request alone.
 """
 
 from __future__ import annotations

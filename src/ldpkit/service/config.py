@@ -131,7 +131,7 @@ def _normalize(collections: Any) -> dict[str, Collection]:
 
 
 def _check_origins(origins: Any) -> None:
-    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
+    """Refuse a wildcard or malformed CORS origin (``"*"`` was accepted)."""
     if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
         raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
     for origin in origins:
@@ -253,7 +253,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
         origins = data["cors_origins"]
         if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
             raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
-        _check_origins(origins)  # at load: "*" is refused with its reason (issue 27)
+        _check_origins(origins)  # at load: "*" is refused with its reason
         options["cors_origins"] = origins
     limits = dict(data.get("limits", {}))
     limits.update({k: data[k] for k in _LIMIT_KEYS if k in data})

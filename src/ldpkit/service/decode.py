@@ -285,7 +285,7 @@ def _fast_json_reports(
             if not all(type(x) is float or type(x) is int for x in flat):
                 return None
             # NaN and +-Infinity (json.loads reads them) are no report: the general path
-            # refuses them with Reports' message, before the group committer (issue 27)
+            # refuses them with Reports' message, before the group committer
             try:
                 if not all(map(math.isfinite, flat)):
                     return None

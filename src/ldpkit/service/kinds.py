@@ -7,7 +7,7 @@ storing and reading never look at the kind: they only see ``Reports`` and ``Stat
 
 Today's kinds: ``frequency`` (a closed domain's frequency oracle), ``distribution``,
 ``mean``, and ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
-the candidates the reader names, issue 29). A new kind is one class here, added to
+the candidates the reader names). A new kind is one class here, added to
 :data:`KINDS`.
 """
 

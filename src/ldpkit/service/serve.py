@@ -53,7 +53,7 @@ HEADER_TIMEOUT_ENV = "LDPKIT_HEADER_TIMEOUT"
 def remove_stale_metrics_dirs(root: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove the ``ldpkit-metrics-*`` directories (in ``root``, the temporary directory by
     default) whose owning server process no longer runs: ``main`` removes its own at exit,
-    but a server killed with -9 cannot (issue 27). Directories without an owner file, or
+    but a server killed with -9 cannot. Directories without an owner file, or
     of a process still alive (or of another user), are kept. Returns those removed.
     """
     removed = []
@@ -157,7 +157,7 @@ def main(
         "log_level": log_level,
         "access_log": access_log,
         "log_config": _log_config(log_addresses),
-        # uvicorn's HTTP protocol plus a header read timeout (issue 27), read from the
+        # uvicorn's HTTP protocol plus a header read timeout, read from the
         # environment in every worker process
         "http": "ldpkit.service._timeouts:HeaderTimeoutProtocol",
     }
