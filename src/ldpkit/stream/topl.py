@@ -624,14 +624,13 @@ class ToPL(LocalStreamRelease):
     tail_extension : {"exponential", "none"}
         After a cut (any ``tail_cut`` but ``"none"``): continue the cut estimate above its
         last bucket with the exponential tail fitted to its top 10% (:func:`extend_tail`,
-        default), or leave it cut (the default before issue 15's follow-up; theta then
+        default), or leave it cut (the former default; theta then
         lands below the best threshold on POS and DNS at eps >= 2).
     threshold_scale : {"log", "linear"}
         How threshold-phase users report (default ``"log"``): Square Wave on
         ``log(1 + v / s)``, ``s = bound / buckets`` (``SquareWave(log_scale=s)``, estimated
         on :data:`LOG_BUCKETS` buckets and mapped back to the d linear buckets), or on
-        ``v`` itself (``"linear"``, the paper's and the default before issue 15's
-        follow-up; it cannot resolve a bulk that sits in a few of the d buckets, as
+        ``v`` itself (``"linear"``, the paper's and the former default; it cannot resolve a bulk that sits in a few of the d buckets, as
         retail's at eps <= 1). Both are eps-LDP; see the module notes.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
