@@ -1,4 +1,4 @@
-"""The Bayes-optimal attacker against one device's repeated reports (issue 30).
+"""The Bayes-optimal attacker against one device's repeated reports.
 
 Given T reports of one device holding one value v drawn from a prior, the attacker that
 maximizes its chance of naming v picks ``argmax_v prior_v P[reports | v]``; its success rate

@@ -121,7 +121,7 @@ def spawn(rng: RNGLike, n: int) -> list[np.random.Generator]:
 
     Uses :meth:`numpy.random.Generator.spawn` (SeedSequence spawning, SPEC 7), so the
     children do not overlap with each other or with the parent. At most 2^16 of them: each
-    costs ~20 us, and 2^20 took over 20 s (issue 27); split a large job into batches.
+    costs ~20 us, and 2^20 took over 20 s; split a large job into batches.
     """
     from ._validation import check_integer
 

@@ -154,7 +154,7 @@ class PrivacyAccountant:
             ledger.answered[(question, value)] = period
         return self.remaining(user, at=at)
 
-    # -- issue 30: charges read from the spec ------------------------------------------------
+    # -- charges read from the spec ---------------------------------------------------------
     def report_cost(self, spec: Any, *, memoized: bool = True) -> float:
         """What one report of a new value costs under ``spec``.
 

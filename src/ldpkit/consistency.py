@@ -120,7 +120,7 @@ def _check_estimate(estimate: Any) -> np.ndarray:
         raise ValueError(
             f"estimate.frequencies must be finite numbers, got {int(bad.sum())} NaN/inf value(s)"
         )
-    # Sums and squares of larger magnitudes overflow to inf in the projections (issue 27);
+    # Sums and squares of larger magnitudes overflow to inf in the projections;
     # no estimate of a frequency comes near it.
     big = np.abs(f) > MAX_MAGNITUDE
     if big.any():

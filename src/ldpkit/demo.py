@@ -133,7 +133,7 @@ class NumericalDemo:
     seconds: float
     #: Seconds of a first run on a few values beforehand, which loads (or, the first time
     #: on a machine, compiles) the numba kernels, so that ``seconds`` is the steady-state
-    #: time (issue 27: the first demo showed 11.70 s, then 0.09 s).
+    #: time (the first demo showed 11.70 s, then 0.09 s).
     warmup_seconds: float = 0.0
 
     def quantile_errors(self, qs: Sequence[float] = (0.5, 0.9)) -> list[tuple[float, float, float]]:

@@ -1,4 +1,4 @@
-"""A device that memoizes its answers: repeated reports of one value leak no more (issue 30).
+"""A device that memoizes its answers: repeated reports of one value leak no more.
 
 :class:`Device` holds a secret and answers ``device.report(spec, values)``:
 

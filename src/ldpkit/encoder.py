@@ -116,7 +116,7 @@ class Encoder:
         """
         import pandas as pd
 
-        if top is not None:  # top=0 would silently keep every category (issue 27)
+        if top is not None:  # top=0 would silently keep every category
             top = check_integer(top, "top", low=1)
 
         counts = pd.Series(
@@ -216,7 +216,7 @@ class Encoder:
         )
         if isinstance(arr, list):
             # A label is one hashable scalar: nested sequences would reach pandas as a
-            # MultiIndex lookup and fail there with its own message (issue 27).
+            # MultiIndex lookup and fail there with its own message.
             bad = next((x for x in arr if isinstance(x, (list, dict, set, np.ndarray))), None)
             if bad is not None:
                 raise TypeError(

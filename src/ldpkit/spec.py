@@ -74,7 +74,7 @@ def _load_mechanisms() -> None:
         module = importlib.import_module(package)
         for name in module.__all__:
             getattr(module, name)
-    importlib.import_module("ldpkit.discovery")  # PEM, TreeHist (issue 29): imported eagerly
+    importlib.import_module("ldpkit.discovery")  # PEM, TreeHist: imported eagerly
 
 
 def mechanism_registry() -> Mapping[str, type[Mechanism]]:
@@ -132,7 +132,7 @@ class Mechanism(ABC):
     epsilon: float
     name: ClassVar[str] = "Mechanism"
     #: Largest accepted epsilon: where the sampler still realizes the mechanism's law
-    #: exactly (issue 11). Every mechanism accepts ``[MIN_EPSILON, max_epsilon]``.
+    #: exactly. Every mechanism accepts ``[MIN_EPSILON, max_epsilon]``.
     max_epsilon: ClassVar[float] = math.inf
     #: Report fields sent as real numbers (finite float64); every other report field holds
     #: integers (indices, bits, seeds, signs). :class:`Reports` checks each field's dtype.
@@ -324,7 +324,7 @@ class Reports(_ArrayBundle):
         if len(set(lengths.values())) != 1 or -1 in lengths.values():
             raise ValueError(f"report arrays must all have one row per user, got lengths {lengths}")
         # Each field's dtype per the spec: what a mechanism sends is integers except its
-        # float_report_fields, which are finite reals; never booleans (issue 12).
+        # float_report_fields, which are finite reals; never booleans.
         floats = type(spec).float_report_fields
         for k, arr in self._arrays.items():
             if k in floats:
@@ -465,7 +465,7 @@ class StatsField:
 #: Name of the Stats field counting the reports, for specs whose other arrays do not fix n
 #: (sums of reals or of noisy counts, support counts that vary per report): it must equal
 #: n, so Stats whose n disagrees with their arrays (n = 10**9 beside the arrays of 3000
-#: reports, which understates the variance ~3e5 times) are refused (issue 27).
+#: reports, which understates the variance ~3e5 times) are refused.
 REPORT_COUNT = "count"
 
 

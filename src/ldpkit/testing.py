@@ -151,7 +151,7 @@ _SMALL = {
     "num_bits": 16,
     "num_cohorts": 2,
     "padding": 2,  # ldpkit.sets: the padding length of padding-and-sampling
-    "max_length": 3,  # discovery specs (issue 29): a 3-level prefix tree
+    "max_length": 3,  # discovery specs: a 3-level prefix tree
     "domain_sizes": (3, 4),  # ldpkit.multidim: two attributes
 }
 
@@ -420,7 +420,7 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
 
 
 def _check_stats_schema(spec: Any, stats: Any) -> None:
-    """Stats check their arrays against ``spec.stats_schema()`` (issue 12)."""
+    """Stats check their arrays against ``spec.stats_schema()``."""
     from .spec import Stats
 
     schema = spec.stats_schema()
