@@ -90,7 +90,7 @@ def _level_raw(
 def _errors(
     spec: Any, f: np.ndarray, n_l: int, family_var: float | np.ndarray, n: int, g: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Standard errors at the estimates and at zero, from ``n_l`` reports."""
+    """Return the standard errors at the estimates and at zero, from ``n_l`` reports."""
     if n_l == 0:
         inf = np.full(f.shape, np.inf)
         return inf, inf.copy()

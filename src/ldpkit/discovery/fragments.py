@@ -222,7 +222,7 @@ class SFP(Mechanism):
         return cls(epsilon=eps, width=self.width, depth=self.depth)
 
     def privacy_loss(self) -> float:
-        """The sum of the two sketches' realized losses (sequential composition)."""
+        """Return the sum of the two sketches' realized losses (sequential composition)."""
         return float(self._fragment_spec().privacy_loss() + self._word_spec().privacy_loss())
 
     # -- client --------------------------------------------------------------------------
@@ -273,7 +273,7 @@ class SFP(Mechanism):
 
     # -- server --------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """The two sketches' tables, ``fragment_*`` and ``word_*``."""
+        """Return the two sketches' tables, ``fragment_*`` and ``word_*``."""
         out = {f"fragment_{k}": v for k, v in self._fragment_spec().stats_schema().items()}
         out.update({f"word_{k}": v for k, v in self._word_spec().stats_schema().items()})
         return out

@@ -64,7 +64,7 @@ class HeavyHitters:
         return self.spec.control
 
     def interval_level(self, alpha: float | None = None) -> float:
-        """The per-item error level the intervals use at overall level ``alpha``."""
+        """Return the per-item error level the intervals use at overall level ``alpha``."""
         a = self.spec.alpha if alpha is None else check_probability(alpha, "alpha")
         if self.control == "fwer":
             return a / max(self.tested, 1)
