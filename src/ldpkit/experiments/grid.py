@@ -57,7 +57,7 @@ Metric = Callable[[Any, Any], float]
 
 
 def default_truth(data: Any) -> Any:
-    """The ground truth metrics compare against, by default.
+    """Return the ground truth metrics compare against, by default.
 
     Categorical :class:`~ldpkit.datasets.Dataset`: its ``frequencies``; numerical: its
     ``values``; anything else: ``numpy.asarray(data)``.
@@ -86,7 +86,7 @@ def _key(text: str) -> int:
 
 
 def cell_seed(seed: int | np.random.SeedSequence, cell: Cell) -> np.random.SeedSequence:
-    """The SeedSequence of one cell: a spawned child of ``SeedSequence(seed)``.
+    """Return the SeedSequence of one cell: a spawned child of ``SeedSequence(seed)``.
 
     The child's spawn key is ``(key(dataset), key(method), key(repr(epsilon)), repetition)``
     appended to the root's, exactly the node :meth:`numpy.random.SeedSequence.spawn` would

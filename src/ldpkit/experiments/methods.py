@@ -45,7 +45,7 @@ class MechanismMethod:
     cost: float | None = None
 
     def spec(self, data: Any, epsilon: float) -> Any:
-        """The mechanism configured for ``data`` at ``epsilon``."""
+        """Return the mechanism configured for ``data`` at ``epsilon``."""
         fields = {f.name for f in dataclasses.fields(self.mechanism)}
         kwargs: dict[str, Any] = {"epsilon": epsilon}
         kind = getattr(data, "kind", None)

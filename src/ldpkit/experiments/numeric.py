@@ -64,7 +64,7 @@ GRID_POINTS = 256
 
 
 def cdf_grid(points: int = GRID_POINTS) -> np.ndarray:
-    """The grid ``i / points`` for i = 1..points (WAV25 section 6.1; x = 0 adds nothing)."""
+    """Return the grid ``i / points`` for i = 1..points (WAV25 section 6.1; x = 0 adds nothing)."""
     return np.arange(1, points + 1, dtype=np.float64) / points
 
 
@@ -161,7 +161,7 @@ class Truth:
 
 
 def bench_truth(bench: Bench) -> Truth:
-    """The :class:`Truth` of a :class:`Bench` (``Grid(truth=bench_truth)``)."""
+    """Return the :class:`Truth` of a :class:`Bench` (``Grid(truth=bench_truth)``)."""
     v = bench.values
     s = np.sort(v)
     return Truth(
@@ -200,7 +200,7 @@ class GridMetric:
             raise ValueError(f"alpha must be a number in (0, 1), got {self.alpha!r}")
 
     def queries(self) -> tuple[np.ndarray, np.ndarray]:
-        """The query ranges ``(a, a + alpha)``; a from a stream keyed by seed and alpha."""
+        """Return the query ranges ``(a, a + alpha)``; a from a stream keyed by seed and alpha."""
         key = round(self.alpha * 1e6)
         gen = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(25, key)))
         a = gen.random(self.n_queries) * (1.0 - self.alpha)
@@ -287,7 +287,7 @@ _SALARY_CAP = 2.0**24  # SW20 and WAV25 cut their income data at a power of two;
 def load_bench(
     name: str, *, seed: int, beta_n: int, beta_key: tuple[int, ...], buckets: int
 ) -> Bench:
-    """Data set ``name`` (a key of :data:`BENCHES`) on [0, 1] with ``buckets`` buckets.
+    """Return the data set ``name`` (a key of :data:`BENCHES`) on [0, 1] with ``buckets`` buckets.
 
     ``Beta(5,2)``: ``beta_n`` draws from ``SeedSequence(seed, spawn_key=beta_key)``; the
     others are real data from installable packages (DataPackageNotFoundError when missing):
@@ -346,8 +346,9 @@ def load_benches(names: Any, load: Callable[[str], Bench], console: Any) -> dict
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
-    """What a comparison on :class:`Bench` data sets runs; each paper subclasses it and sets
-    ``DATASETS`` and ``METHODS`` (name -> description).
+    """What a comparison on :class:`Bench` data sets runs.
+
+    Each paper subclasses it and sets ``DATASETS`` and ``METHODS`` (name -> description).
 
     ``datasets`` / ``methods``: subsets of those (empty: all); ``beta_n``: size of the
     synthetic Beta(5, 2) data set; ``n_queries``: random range queries per evaluation.
@@ -429,8 +430,9 @@ def report_head(
     *,
     note: str = "",
 ) -> list[str]:
-    """The opening of a report: title, grid, the ``data_table`` lines, the methods, and the
-    heading of the conventions.
+    """Return the opening of a report.
+
+    Title, grid, the ``data_table`` lines, the methods, and the heading of the conventions.
     """
     eps = ", ".join(f"{e:g}" for e in config.epsilons)
     size = "quick" if quick else "full"
