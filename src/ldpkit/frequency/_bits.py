@@ -50,7 +50,7 @@ def check_packed(packed: np.ndarray, d: int, name: str = "reports.bits") -> np.n
 
 
 def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
-    """Number of 1 bits in each of the d columns of a packed matrix (int64, shape (d,)).
+    """Return the number of 1 bits in each of the d columns of a packed matrix (int64, shape (d,)).
 
     A compiled pass builds, per tile of 64 byte columns (kept in cache), a histogram of the
     256 byte values (``_kernels_unary.packed_column_counts``; ~20x faster than one

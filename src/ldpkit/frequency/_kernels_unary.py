@@ -222,7 +222,7 @@ def _tile_bit_counts(packed: np.ndarray) -> np.ndarray:
 def packed_column_counts(
     packed: np.ndarray, domain_size: int, *, workers: int | None = None
 ) -> np.ndarray:
-    """Number of 1 bits in each of the first ``domain_size`` columns (int64, shape (d,)).
+    """Return the number of 1 bits in each of the first ``domain_size`` columns (int64, shape (d,)).
 
     Per tile of byte columns, a histogram of the 256 byte values over the rows (row blocks
     on a few threads, counts added), spread to bit counts. Integer arithmetic, so the

@@ -115,7 +115,7 @@ def choose_oracle(
     *,
     explain: bool = False,
 ) -> Any:
-    """The oracle with the smallest estimation variance that fits the report budget.
+    """Return the oracle with the smallest estimation variance that fits the report budget.
 
     Among GRR (ceil(log2 d) bits), OUE (d bits), OLH (a 64-bit seed plus ceil(log2 g)
     bits), HadamardResponse (ceil(log2(d + 1)) bits) and HRR (ceil(log2 d) + 1 bits), return

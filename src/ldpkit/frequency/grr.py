@@ -18,8 +18,10 @@ __all__ = ["GRR", "grr_sample"]
 def grr_sample(
     values: np.ndarray, domain_size: int, weights: tuple[int, int], rng: np.random.Generator
 ) -> np.ndarray:
-    """GRR with integer weights: report each value w.p. ``w_keep / T``, each other one
-    w.p. ``w_other / T``, ``T = w_keep + (d - 1) w_other <= 2^62`` (exactly).
+    """GRR with integer weights.
+
+    Report each value w.p. ``w_keep / T``, each other one w.p. ``w_other / T``,
+    ``T = w_keep + (d - 1) w_other <= 2^62`` (exactly).
 
     One uniform integer ``u`` in ``[0, T)`` per user (numpy's bounded integers are exactly
     uniform): ``u < w_keep`` keeps; otherwise ``(u - w_keep) // w_other`` is uniform over

@@ -1,5 +1,7 @@
-"""Hadamard-matrix frequency oracles: Hadamard response (HR) and Hadamard randomized
-response (HRR), with the fast Walsh-Hadamard transform both aggregate through.
+"""Hadamard-matrix frequency oracles.
+
+Hadamard response (HR) and Hadamard randomized response (HRR), with the fast Walsh-Hadamard
+transform both aggregate through.
 
 Throughout, ``H`` is the K x K Sylvester Hadamard matrix (K a power of two) in natural
 order, ``H[i, j] = (-1)^popcount(i & j)``: row 0 is all ones and any two distinct rows
@@ -215,8 +217,10 @@ def hrr_signed_sums(columns: Any, signs: Any, size: int) -> np.ndarray:
 
 
 def _check_signs(signs: Any, name: str) -> np.ndarray:
-    """Signs as 1-D int8 of -1/+1. A non-integer dtype is a TypeError for a function
-    argument; report arrays (``name`` starting with "reports.") get ValueError, as GRR's.
+    """Signs as 1-D int8 of -1/+1.
+
+    A non-integer dtype is a TypeError for a function argument; report arrays (``name``
+    starting with "reports.") get ValueError, as GRR's.
     """
     s = np.asarray(signs)
     if s.ndim == 0:

@@ -104,7 +104,7 @@ def _check_seeds(seeds: Any, name: str = "seeds") -> np.ndarray:
 
 
 def hash_parameters(seeds: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The multiplier ``a`` (odd) and increment ``b`` that each 64-bit seed names.
+    """Return the multiplier ``a`` (odd) and increment ``b`` that each 64-bit seed names.
 
     Parameters
     ----------
@@ -164,7 +164,7 @@ def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
 def _support_counts_numpy(
     seeds: np.ndarray, values: np.ndarray, g: int, d: int, *, block_elements: int = 1 << 16
 ) -> np.ndarray:
-    """Reference support counts in plain numpy: hash blocks of reports against all items.
+    """Return the reference support counts in plain numpy: hash blocks of reports against all items.
 
     Memory is bounded by ``block_elements`` 64-bit words per block. It evaluates the
     definition directly (no window trick), so tests use it to check the compiled kernel;
@@ -282,16 +282,18 @@ class LocalHashing(PureFrequencyOracle):
 
     @property
     def p(self) -> float:
-        """``p* = e^eps / (e^eps + g - 1)``: the GRR keep probability over ``[g]``
-        (realized: ``w_keep / T``).
+        """``p* = e^eps / (e^eps + g - 1)``.
+
+        The GRR keep probability over ``[g]`` (realized: ``w_keep / T``).
         """
         w_keep, w_other = self._weights()
         return w_keep / (w_keep + (self.range_size - 1) * w_other)
 
     @property
     def other_probability(self) -> float:
-        """``q' = 1 / (e^eps + g - 1)``: P[y = j | h(v) = x] for each j != x (realized:
-        ``w_other / T``).
+        """``q' = 1 / (e^eps + g - 1)``.
+
+        P[y = j | h(v) = x] for each j != x (realized: ``w_other / T``).
         """
         w_keep, w_other = self._weights()
         return w_other / (w_keep + (self.range_size - 1) * w_other)

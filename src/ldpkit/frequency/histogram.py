@@ -62,8 +62,10 @@ class _NoiseLaw:
 
 
 def _window_loss(weights: list[int], block: int, s: int) -> float:
-    """Largest ``log g(m) - log g(m + s)``: the sum of s consecutive exact log-ratios of the
-    periodic sequence ``V[t] / V[t + 1]`` (t mod B), the loss of a shift by s cells.
+    """Largest ``log g(m) - log g(m + s)``.
+
+    The sum of s consecutive exact log-ratios of the periodic sequence ``V[t] / V[t + 1]``
+    (t mod B), the loss of a shift by s cells.
     """
     logs = np.array(
         [math.log1p((weights[t] - weights[t + 1]) / weights[t + 1]) for t in range(block)]
@@ -223,8 +225,10 @@ class SHE(FrequencyOracle):
         return _noise_law(self.epsilon).cells
 
     def privacy_loss(self) -> float:
-        """Exact loss of the discrete noise: two coordinates shift by one unit (s cells),
-        each costing the largest exact log-ratio over such a shift (<= epsilon / 2).
+        """Exact loss of the discrete noise.
+
+        Two coordinates shift by one unit (s cells), each costing the largest exact
+        log-ratio over such a shift (<= epsilon / 2).
         """
         return 2.0 * _noise_law(self.epsilon).coordinate_loss
 
@@ -333,7 +337,7 @@ def the_variance_star(epsilon: float, cutoff: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def optimal_cutoff(epsilon: float) -> float:
-    """The theta in (1/2, 1) minimizing THE's Var* at this epsilon (bounded Brent search).
+    """Return the theta in (1/2, 1) minimizing THE's Var* at this epsilon (bounded Brent search).
 
     FO17 section 4.2 shows numerically that the optimum lies in (1/2, 1) and tends to 1
     as epsilon grows.

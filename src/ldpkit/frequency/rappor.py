@@ -57,7 +57,7 @@ _TWEAK = _U64(0xD1B54A32D192ED03)
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer on a uint64 array (wrapping arithmetic, vectorized)."""
+    """Return the splitmix64 finalizer on a uint64 array (wrapping arithmetic, vectorized)."""
     z = x + _GOLDEN
     z = (z ^ (z >> _U64(30))) * _MIX_1
     z = (z ^ (z >> _U64(27))) * _MIX_2
@@ -65,7 +65,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int) -> np.ndarray:
-    """The public RAPPOR hash: Bloom bit positions of ``items`` in ``cohorts``.
+    """Return the public RAPPOR hash: Bloom bit positions of ``items`` in ``cohorts``.
 
     ``H_{c,j}(v) = splitmix64(splitmix64(v) XOR (c * 2**16 + j) * K) mod num_bits`` with
     ``K = 0xD1B54A32D192ED03`` and 64-bit wrapping arithmetic. It is part of the protocol:
@@ -176,7 +176,7 @@ def _pair_differences(
 def _block_differences(
     x: np.ndarray, weight: np.ndarray, rows: np.ndarray | None, h: int
 ) -> np.ndarray:
-    """The (a, b) table for u in ``rows`` (all when None) and any v != u of ``x``."""
+    """Return the (a, b) table for u in ``rows`` (all when None) and any v != u of ``x``."""
     rows = np.arange(x.shape[0]) if rows is None else rows
     inter = x[rows] @ x.T
     a = np.rint(weight[rows, None] - inter).astype(np.int64)
@@ -216,8 +216,10 @@ def _log_ratio(big: int, small: int) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
-    """``(T_keep, T_flip)`` over 2^64: the PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up
-    (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``.
+    """``(T_keep, T_flip)`` over 2^64.
+
+    The PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up (and raised further if needed) so that
+    ``log(T_keep / T_flip) <= epsilon / (2h)``.
     """
     budget = epsilon / (2 * num_hashes)
     t = _crmath.exp(-budget)  # correctly rounded: the same thresholds on every platform
@@ -435,15 +437,18 @@ class RAPPOR(FrequencyOracle):
         return _design(self.domain_size, self.num_bits, self.num_hashes, self.num_cohorts)
 
     def design_matrix(self) -> sp.csc_array:
-        """The decoder's 0/1 design (``num_cohorts * num_bits`` x ``domain_size``, sparse):
-        row ``c * num_bits + i``, column v is 1 iff item v sets bit i in cohort c.
+        """Return the decoder's 0/1 design (``num_cohorts * num_bits`` x ``domain_size``, sparse).
+
+        Row ``c * num_bits + i``, column v is 1 iff item v sets bit i in cohort c.
         """
         return self._design.matrix.copy()
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report: the max over cohorts and ordered candidate pairs
-        (u, v) of ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not
-        and v sets b bits u does not.
+        """Exact epsilon of one report.
+
+        The max over cohorts and ordered candidate pairs (u, v) of
+        ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not and v
+        sets b bits u does not.
         """
         big, small = self._thresholds()
         a, b = np.nonzero(self._design.differences)
@@ -495,8 +500,10 @@ class RAPPOR(FrequencyOracle):
         p_unset: int,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        """Packed bits: Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p.
-        p_unset / 2^64 (integer thresholds).
+        """Packed bits.
+
+        Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p. p_unset / 2^64
+        (integer thresholds).
         """
         n, k = values.size, self.num_bits
         out = np.empty((n, packed_width(k)), dtype=np.uint8)
@@ -526,7 +533,7 @@ class RAPPOR(FrequencyOracle):
         return Reports(self, bits=bits, cohorts=cohorts.astype(index_dtype(self.num_cohorts)))
 
     def permanent_response(self, values: Any, cohorts: Any, *, rng: RNGLike = None) -> np.ndarray:
-        """The PRR stage: packed bits B' (shape (n, ceil(k/8))) of ``values`` in ``cohorts``.
+        """Return the PRR stage: packed bits B' (shape (n, ceil(k/8))) of ``values`` in ``cohorts``.
 
         Draw it once per (client, value), keep it secret on the client, and feed it to
         :meth:`instantaneous_response` for every report of that value.
@@ -539,7 +546,7 @@ class RAPPOR(FrequencyOracle):
     def instantaneous_response(
         self, permanent_bits: Any, cohorts: Any, *, rng: RNGLike = None
     ) -> Reports:
-        """The IRR stage: Reports from memoized PRR bits (a copy of them when IRR is off)."""
+        """Return the IRR stage: Reports from memoized PRR bits (a copy of them when IRR is off)."""
         packed = check_packed(np.asarray(permanent_bits), self.num_bits, "permanent_bits")
         c = self._check_cohorts(cohorts, packed.shape[0], "cohorts")
         gen = as_generator(rng)
@@ -774,8 +781,10 @@ class RAPPOR(FrequencyOracle):
 
     # -- enumerable output space (tiny configurations) ---------------------------------------
     def transition_matrix(self) -> np.ndarray:
-        """Exact ``P[(cohort, bits) | item]``: shape (d, m 2^k), column ``c 2^k + b`` with b
-        the bits read as a big-endian integer (first bit most significant).
+        """Exact ``P[(cohort, bits) | item]``.
+
+        Shape (d, m 2^k), column ``c 2^k + b`` with b the bits read as a big-endian integer
+        (first bit most significant).
         """
         k, m, d = self.num_bits, self.num_cohorts, self.domain_size
         if m << k > _MAX_PATTERNS or d * (m << k) > 1 << 24:

@@ -66,8 +66,10 @@ def _cms_thresholds(epsilon: float) -> tuple[int, int]:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CMS(OpenDomainOracle):
-    """Count-mean sketch (Apple 2017, section 3.1): one random hash row per user, ``width``
-    randomized bits per report, a ``depth x width`` sketch on the server.
+    """Count-mean sketch (Apple 2017, section 3.1).
+
+    One random hash row per user, ``width`` randomized bits per report, a ``depth x width``
+    sketch on the server.
 
     Parameters
     ----------
@@ -253,8 +255,9 @@ class CMS(OpenDomainOracle):
         return (m / (m - 1.0)) ** 2 * (f * s_p + (1.0 - f) * other) / n
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[bits | v, row]`` of a closed domain, shape (d, 2^width): the bits read
-        as a width-bit integer, bit 0 most significant (``width <= 12``).
+        """Exact ``P[bits | v, row]`` of a closed domain, shape (d, 2^width).
+
+        The bits read as a width-bit integer, bit 0 most significant (``width <= 12``).
 
         ``P[(row, bits) | v] = P[bits | v, row] / depth``, the row being drawn
         independently of v; ``row=None`` raises NotImplementedError (like OLH's seed).
@@ -280,8 +283,10 @@ class CMS(OpenDomainOracle):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HCMS(OpenDomainOracle):
-    """Hadamard count-mean sketch (Apple 2017, section 3.2): one random hash row and one
-    random Hadamard coefficient per user, a single randomized sign per report.
+    """Hadamard count-mean sketch (Apple 2017, section 3.2).
+
+    One random hash row and one random Hadamard coefficient per user, a single randomized
+    sign per report.
 
     Parameters
     ----------
@@ -444,8 +449,9 @@ class HCMS(OpenDomainOracle):
         return (m / (m - 1.0)) ** 2 * (c * c - f - (1.0 - f) / m**2) / n
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width): column
-        ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``.
+        """Exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width).
+
+        Column ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``.
         """
         from ._items import row_hash
 

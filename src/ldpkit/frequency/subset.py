@@ -149,8 +149,10 @@ class SubsetSelection(PureFrequencyOracle):
         )
 
     def _weights(self) -> tuple[int, int]:
-        """``(w_in, w_out)``: integer weight of a subset holding / missing the input, ratio
-        ``<= e^eps``; ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly.
+        """``(w_in, w_out)``.
+
+        Integer weight of a subset holding / missing the input, ratio ``<= e^eps``;
+        ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly.
         """
         k = self.effective_subset_size
         return rr_weights(self.epsilon, self.domain_size - k, k)
@@ -265,8 +267,10 @@ class SubsetSelection(PureFrequencyOracle):
         return _colex_rank(members, k)
 
     def privacy_loss(self) -> float:
-        """log(max/min) of P[S | v] over inputs, for the worst S: every S is held by some
-        v and missed by another, so it is ``log(w_in / w_out)``, from the integers.
+        """log(max/min) of P[S | v] over inputs, for the worst S.
+
+        Every S is held by some v and missed by another, so it is ``log(w_in / w_out)``,
+        from the integers.
         """
         w_in, w_out = self._weights()
         return ratio_loss(w_out, w_in)

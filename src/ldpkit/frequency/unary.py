@@ -220,8 +220,10 @@ class UnaryEncoding(PureFrequencyOracle):
             )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[output | input], shape (d, 2^d); output y's bits are y's binary digits with
-        item 0 as the most significant bit (as :meth:`output_index` numbers them).
+        """P[output | input], shape (d, 2^d).
+
+        Output y's bits are y's binary digits with item 0 as the most significant bit (as
+        :meth:`output_index` numbers them).
 
         Raises NotImplementedError for domain_size > 12.
         """
