@@ -108,11 +108,11 @@ class LongitudinalOracle(PureFrequencyOracle):
     # -- the two rounds (subclasses) -------------------------------------------------------
     @abstractmethod
     def _rounds(self) -> Any:
-        """The integer parameters of both rounds (cached per spec by the subclass)."""
+        """Return the integer parameters of both rounds (cached per spec by the subclass)."""
 
     @abstractmethod
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        """The permanent answer of each value (one row per value); what a device memoizes."""
+        """Return the permanent answer of each value (one row per value); what a device memoizes."""
 
     @abstractmethod
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
@@ -124,15 +124,16 @@ class LongitudinalOracle(PureFrequencyOracle):
         return None
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
-        """What the permanent answer of each value depends on (memoized per key): the value
-        itself here; LOLOHA's hashed value.
+        """Return what the permanent answer of each value depends on (memoized per key).
+
+        The value itself here; LOLOHA's hashed value.
         """
         return values
 
     def _permanent_from_keys(
         self, keys: np.ndarray, gen: np.random.Generator, state: np.ndarray | None
     ) -> np.ndarray:
-        """The permanent answers of memo keys (the permanent round, here)."""
+        """Return the permanent answers of memo keys (the permanent round, here)."""
         return self._permanent_round(keys, gen)
 
     @abstractmethod
@@ -143,8 +144,10 @@ class LongitudinalOracle(PureFrequencyOracle):
         """
 
     def change_privacy_loss(self) -> float:
-        """What one change of value costs: the permanent-round loss of the new value (a
-        change back to an already memoized value costs nothing).
+        """Return what one change of value costs.
+
+        The permanent-round loss of the new value (a change back to an already memoized
+        value costs nothing).
         """
         return self.longitudinal_privacy_loss(1)
 

@@ -111,14 +111,16 @@ class DBitFlipPM(FrequencyOracle):
         return _crmath.log1p((big - small) / small)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, d + 1) x privacy_loss()``: the memo holds one report per
-        sampled bucket holding the value, plus one for "none of them".
+        """``min(distinct_values, d + 1) x privacy_loss()``.
+
+        The memo holds one report per sampled bucket holding the value, plus one for "none
+        of them".
         """
         k = check_integer(distinct_values, "distinct_values", low=1)
         return min(k, self.sampled_bits + 1) * self.privacy_loss()
 
     def change_privacy_loss(self) -> float:
-        """What a change to a value with a new memo key costs: one report's loss."""
+        """Return what a change to a value with a new memo key costs: one report's loss."""
         return self.privacy_loss()
 
     # -- sampling ------------------------------------------------------------------------------
@@ -247,8 +249,9 @@ class DBitFlipPM(FrequencyOracle):
         return list(itertools.combinations(range(k), d))
 
     def transition_matrix(self) -> np.ndarray:
-        """P[(buckets, bits) | value], shape (k, C(k, d) 2^d): subset rank x 2^d + bits
-        (first sampled bucket's bit most significant).
+        """P[(buckets, bits) | value], shape (k, C(k, d) 2^d).
+
+        Subset rank x 2^d + bits (first sampled bucket's bit most significant).
         """
         subsets, d, p, q = self._subsets(), self.sampled_bits, self.p, self.q
         k = self.domain_size

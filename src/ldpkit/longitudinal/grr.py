@@ -64,8 +64,10 @@ def _chained(a: int, b: int, t1: int, c: int, e: int) -> tuple[int, int]:
 
 
 def chained_rr(epsilon_inf: float, epsilon_1: float, k: int) -> tuple[int, int, int]:
-    """L-GRR over ``k`` outputs, both rounds chained: ``(keep, other, total)`` integer
-    weights of P[y = v | v] and P[y = w | v] (w != v), over ``total = t1 t2``.
+    """L-GRR over ``k`` outputs, both rounds chained.
+
+    ``(keep, other, total)`` integer weights of P[y = v | v] and P[y = w | v] (w != v), over
+    ``total = t1 t2``.
     """
     (a, b), (c, e) = lgrr_weights(epsilon_inf, epsilon_1, k)
     t1, t2 = a + (k - 1) * b, c + (k - 1) * e
@@ -80,8 +82,10 @@ def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LGRR(LongitudinalOracle):
-    """Longitudinal GRR: a memoized GRR answer at ``epsilon_inf``, re-randomized by GRR
-    so that one report is ``epsilon_1``-LDP.
+    """Longitudinal GRR.
+
+    A memoized GRR answer at ``epsilon_inf``, re-randomized by GRR so that one report is
+    ``epsilon_1``-LDP.
 
     Round 1 (permanent, memoized per value by :class:`ldpkit.Device`): GRR with ``p1 =
     e^eps_inf / (e^eps_inf + d - 1)``. Round 2 (every report): GRR of its output with
@@ -182,7 +186,8 @@ class LGRR(LongitudinalOracle):
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
 
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
-        """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`):
+        """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`).
+
         ``U = words.below(T)``, then :func:`grr_sample`'s rule (``U < w_keep`` keeps, else
         ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation.
         """

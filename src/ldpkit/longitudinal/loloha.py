@@ -34,7 +34,7 @@ MAX_SEARCHED_RANGE = 1 << 12
 
 
 def loloha_hash_range(epsilon_inf: float, epsilon_1: float, domain_size: int) -> int:
-    """The g in ``[2, min(d, 4096)]`` minimizing LOLOHA's variance at f = 0 (OLOLOHA).
+    """Return the g in ``[2, min(d, 4096)]`` minimizing LOLOHA's variance at f = 0 (OLOLOHA).
 
     ``Var* = q (1 - q) / (p* - q)^2`` with ``q = 1/g`` and ``p*`` the chained keep
     probability of L-GRR over ``[g]`` (EDBT'23, section 4: OLOLOHA chooses g this way; we
@@ -154,7 +154,7 @@ class LOLOHA(LongitudinalOracle):
 
     # -- the rounds --------------------------------------------------------------------------
     def _device_state(self, gen: np.random.Generator) -> np.ndarray:
-        """The device's hash seed (drawn once, kept)."""
+        """Return the device's hash seed (drawn once, kept)."""
         return gen.integers(0, _U64_MAX, size=1, dtype=np.uint64, endpoint=True)
 
     def _device_state_from_words(self, words: Any) -> np.ndarray:
@@ -164,8 +164,10 @@ class LOLOHA(LongitudinalOracle):
         return np.asarray([words.u64()], dtype=np.uint64)
 
     def _permanent_from_words(self, key: int, words: Any, state: np.ndarray) -> np.ndarray:
-        """The permanent row ``(seed, answer)`` of one hashed value ``key``: L-GRR's
-        permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's order).
+        """Return the permanent row ``(seed, answer)`` of one hashed value ``key``.
+
+        L-GRR's permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's
+        order).
         """
         a, b = self._rounds()[0]
         u = words.below(a + (self.range_size - 1) * b)
@@ -173,7 +175,7 @@ class LOLOHA(LongitudinalOracle):
         return np.asarray([int(state[0]), answer], dtype=np.uint64)
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
-        """What the permanent answer depends on: the hashed value under the device's seed."""
+        """Return what the permanent answer depends on: the hashed value under the device's seed."""
         assert state is not None
         return local_hash(state[:1], np.asarray(values, dtype=np.int64), self.range_size)
 

@@ -106,13 +106,14 @@ def unary_round_thresholds(
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LongitudinalUnary(LongitudinalOracle):
-    """Two chained unary encodings (base of LOUE, LOSUE, LSUE, LSOUE); reports are packed
-    bits (``reports.bits``, the layout of :class:`ldpkit.OUE`).
+    """Two chained unary encodings (base of LOUE, LOSUE, LSUE, LSOUE).
+
+    Reports are packed bits (``reports.bits``, the layout of :class:`ldpkit.OUE`).
     """
 
     @abstractmethod
     def _kinds(self) -> tuple[str, str]:
-        """The permanent and the instantaneous encodings ("oue" or "sue")."""
+        """Return the permanent and the instantaneous encodings ("oue" or "sue")."""
 
     def _rounds(self) -> tuple[tuple[int, int], tuple[int, int]]:
         assert self.epsilon_inf is not None
@@ -166,10 +167,12 @@ class LongitudinalUnary(LongitudinalOracle):
     def _bits(
         self, values: np.ndarray, big: int, small: int, gen: np.random.Generator
     ) -> np.ndarray:
-        """Packed bits: bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other
-        one w.p. ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit
-        word per bit against the integer threshold; secure generator or per-row xoshiro
-        streams seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does).
+        """Packed bits.
+
+        Bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other one w.p.
+        ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit word per
+        bit against the integer threshold; secure generator or per-row xoshiro streams
+        seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does).
         """
         d = self.domain_size
         check_memory(
