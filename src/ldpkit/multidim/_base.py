@@ -231,9 +231,11 @@ class MultiFrequencyEstimate:
         return dataclasses.replace(self, estimates=tuple(fn(e) for e in self.estimates))
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A long pandas DataFrame: one row per (attribute, item), with columns
-        ``attribute``, ``item``, ``label``, ``estimate``, ``std_error``, ``low``, ``high``
-        (the ``1 - alpha`` normal interval; NaN after post-processing).
+        """Return a long pandas DataFrame.
+
+        One row per (attribute, item), with columns ``attribute``, ``item``, ``label``,
+        ``estimate``, ``std_error``, ``low``, ``high`` (the ``1 - alpha`` normal interval;
+        NaN after post-processing).
         """
         import pandas as pd
 

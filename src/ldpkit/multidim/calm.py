@@ -115,7 +115,7 @@ class CALM(MultiAttributeMechanism):
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     def marginal_oracle(self, m: int) -> GRR | OLH:
-        """The oracle of marginal m (over its cells)."""
+        """Return the oracle of marginal m (over its cells)."""
         cells = _cells(self.domain_sizes, self.marginal_sets[m])
         if self.oracle == "grr":
             return GRR(epsilon=self.epsilon, domain_size=cells)
@@ -184,7 +184,7 @@ class CALM(MultiAttributeMechanism):
         return out
 
     def estimate(self, stats: Stats) -> MarginalsEstimate:
-        """The consistent marginals (CALM sec. 4.4): one answer per shared attribute set."""
+        """Return the consistent marginals (CALM sec. 4.4): one answer per shared attribute set."""
         plain = self.plain_tables(stats)
         tables = [np.array(t.table) for t in plain]
         # Var* of one cell per marginal (f = 0): weights that do not depend on the data
@@ -399,7 +399,7 @@ class FullDomain(MultiAttributeMechanism):
             )
 
     def inner(self) -> HadamardResponse | OLH:
-        """The oracle over the product domain."""
+        """Return the oracle over the product domain."""
         cells = int(math.prod(self.domain_sizes))
         if self.oracle == "hr":
             return HadamardResponse(epsilon=self.epsilon, domain_size=cells)
@@ -420,7 +420,7 @@ class FullDomain(MultiAttributeMechanism):
         return Stats(self, stats.n, **stats.arrays)
 
     def estimate(self, stats: Stats) -> MarginalsEstimate:
-        """The product-domain estimate as one table over every attribute."""
+        """Return the product-domain estimate as one table over every attribute."""
         stats = self.check_stats(stats, nonempty=True)
         inner = self.inner()
         est = inner.estimate(Stats(inner, stats.n, **stats.arrays))

@@ -64,7 +64,7 @@ class GroupMeans:
         return np.sqrt(self.variance)
 
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval of every group's mean."""
+        """Return the normal two-sided ``1 - alpha`` interval of every group's mean."""
         alpha = check_probability(alpha, "alpha")
         from scipy import special
 
@@ -140,7 +140,7 @@ class GroupMean(Mechanism):
             raise ValueError(f"oracle must be 'olh' or 'grr', got {self.oracle!r}")
 
     def inner(self) -> GRR | OLH:
-        """The oracle over the ``2 k`` (group, bit) items."""
+        """Return the oracle over the ``2 k`` (group, bit) items."""
         if self.oracle == "grr":
             return GRR(epsilon=self.epsilon, domain_size=2 * self.domain_size)
         return OLH(epsilon=self.epsilon, domain_size=2 * self.domain_size)

@@ -96,9 +96,10 @@ class MarginalTable:
         return self.table - half, self.table + half
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A long pandas DataFrame: one row per cell; a column per attribute
-        (``attribute_<i>``: the item index), then ``estimate``, ``std_error``, ``low``,
-        ``high``.
+        """Return a long pandas DataFrame.
+
+        One row per cell; a column per attribute (``attribute_<i>``: the item index), then
+        ``estimate``, ``std_error``, ``low``, ``high``.
         """
         import pandas as pd
 
@@ -118,8 +119,10 @@ class MarginalTable:
         return frame
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, annotate: bool | None = None) -> Any:
-        """Heat map of a 2-way marginal; each cell annotated ``estimate ± half-width`` of
-        its ``1 - alpha`` interval (by default when the table has at most 150 cells).
+        """Heat map of a 2-way marginal.
+
+        Each cell annotated ``estimate ± half-width`` of its ``1 - alpha`` interval (by
+        default when the table has at most 150 cells).
         """
         import matplotlib.pyplot as plt
 
@@ -150,8 +153,9 @@ class MarginalTable:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MarginalsEstimate:
-    """Every collected marginal of a k-way marginal mechanism; answers any marginal that a
-    collected one contains (``marginal((i, j))``).
+    """Every collected marginal of a k-way marginal mechanism.
+
+    Answers any marginal that a collected one contains (``marginal((i, j))``).
 
     Attributes
     ----------
@@ -177,7 +181,7 @@ class MarginalsEstimate:
         return np.concatenate([t.variance.ravel() for t in self.tables])
 
     def marginal(self, attributes: Sequence[int]) -> MarginalTable:
-        """The marginal of ``attributes`` (any order; the table's axes follow it).
+        """Return the marginal of ``attributes`` (any order; the table's axes follow it).
 
         Summed from the collected table that contains the attributes (their average when
         several do); its variance is the sum of the summed cells' variances.

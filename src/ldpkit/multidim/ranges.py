@@ -56,7 +56,7 @@ UPDATE_ROUNDS = 100
 
 
 def _power_of_two(g: float) -> int:
-    """The paper's rounding of a granularity: the nearest power of 2, at least 2."""
+    """Return the paper's rounding of a granularity: the nearest power of 2, at least 2."""
     if not g > 2.0:
         return 2
     lower = 2 ** math.floor(math.log2(g))
@@ -176,7 +176,7 @@ class _GridMechanism(Mechanism):
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     def grid_oracle(self, m: int) -> OLH:
-        """The OLH oracle of grid m (over its cells)."""
+        """Return the OLH oracle of grid m (over its cells)."""
         return OLH(epsilon=self.epsilon, domain_size=max(int(math.prod(self.grid_shape(m))), 2))
 
     # -- client ----------------------------------------------------------------------------
@@ -298,7 +298,7 @@ class _GridMechanism(Mechanism):
         return tables
 
     def estimate(self, stats: Stats) -> RangeEstimate:
-        """The post-processed grids (sec. 5.3) as a :class:`RangeEstimate`."""
+        """Return the post-processed grids (sec. 5.3) as a :class:`RangeEstimate`."""
         plain = self.plain_grids(stats)
         tables = self._consistent([f for f, _ in plain])
         return RangeEstimate(
@@ -579,7 +579,7 @@ class RangeEstimate:
         return out
 
     def _pair_matrix(self, a: int, b: int) -> np.ndarray:
-        """The response matrix of attributes a < b (rows a, columns b)."""
+        """Return the response matrix of attributes a < b (rows a, columns b)."""
         if (a, b) not in self._matrices:
             self._matrices[(a, b)] = self._build_pair_matrix(a, b)
         return self._matrices[(a, b)]
@@ -644,7 +644,7 @@ class RangeEstimate:
         return float(_coverage(*q[a], t.shape[0]) @ t)
 
     def range_query(self, ranges: Any) -> float:
-        """The fraction of users inside a box.
+        """Return the fraction of users inside a box.
 
         Parameters
         ----------
@@ -690,10 +690,12 @@ class RangeEstimate:
         return float(np.clip(z[(1,) * lam], 0.0, 1.0))
 
     def std_error(self, ranges: Any) -> float:
-        """The noise term of the paper's error analysis: the standard deviation of the
-        answer summed from one grid's plain cells (covered fractions times the cells'
-        variance), for queries over 1 or 2 attributes (UniformGrid: any); NaN for more
-        (the paper gives no formula). The non-uniformity error is not included.
+        """Return the noise term of the paper's error analysis.
+
+        The standard deviation of the answer summed from one grid's plain cells (covered
+        fractions times the cells' variance), for queries over 1 or 2 attributes
+        (UniformGrid: any); NaN for more (the paper gives no formula). The non-uniformity
+        error is not included.
         """
         q = self._ranges(ranges)
         spec, attrs = self.spec, sorted(q)

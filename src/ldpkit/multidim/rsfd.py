@@ -112,10 +112,11 @@ class RSFD(MultiAttributeMechanism):
     def from_attribute_epsilon(
         cls, epsilon: float, *, domain_sizes: Any, protocol: Literal["grr", "oue-z"] = "grr"
     ) -> RSFD:
-        """The paper's configuration: local budget ``ln(d (e^eps - 1) + 1)`` (CIKM 2021,
-        sec. 4.1), which protects tuples differing in one attribute at about ``eps``
-        (:meth:`attribute_privacy_loss`; exactly for OUE-z). The spec's ``epsilon`` is
-        that local budget: the whole-tuple loss.
+        """Return the paper's configuration.
+
+        Local budget ``ln(d (e^eps - 1) + 1)`` (CIKM 2021, sec. 4.1), which protects tuples
+        differing in one attribute at about ``eps`` (:meth:`attribute_privacy_loss`; exactly
+        for OUE-z). The spec's ``epsilon`` is that local budget: the whole-tuple loss.
         """
         epsilon = check_epsilon(epsilon, high=RR_MAX_EPSILON)
         probe = cls(epsilon=1.0, domain_sizes=domain_sizes, protocol=protocol)
@@ -239,7 +240,7 @@ class RSFD(MultiAttributeMechanism):
         return self.attributes**2 * prob * (1.0 - prob) / (n * (p - q) ** 2)
 
     def variance(self, n: int) -> np.ndarray:
-        """The paper's variance (f = 0) of every item from n reports, concatenated."""
+        """Return the paper's variance (f = 0) of every item from n reports, concatenated."""
         return np.concatenate(
             [np.full(k, self.cell_variance(j, n, 0.0)) for j, k in enumerate(self.domain_sizes)]
         )
@@ -259,8 +260,10 @@ class RSFD(MultiAttributeMechanism):
         return out
 
     def privacy_loss(self) -> float:
-        """Exact loss for any two tuples: ``log(sum_j hi_j / sum_j lo_j)``, every term at
-        its largest under one tuple and its smallest under the other (the local loss).
+        """Exact loss for any two tuples.
+
+        ``log(sum_j hi_j / sum_j lo_j)``, every term at its largest under one tuple and its
+        smallest under the other (the local loss).
         """
         if self.protocol == "oue-z":
             return unary_privacy_loss(*self._thresholds())
@@ -271,7 +274,8 @@ class RSFD(MultiAttributeMechanism):
         return _log1p((hi - lo) / lo)
 
     def attribute_privacy_loss(self) -> float:
-        """Exact loss for two tuples that differ in one attribute (the paper's notion):
+        """Exact loss for two tuples that differ in one attribute (the paper's notion).
+
         ``max_j log((hi_j + S_j) / (lo_j + S_j))``, ``S_j = sum_{i != j} lo_i``.
         """
         r = self._mixture_ratios()

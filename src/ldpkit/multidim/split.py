@@ -94,7 +94,7 @@ class SPL(MultiAttributeMechanism):
         return low
 
     def oracle(self, j: int) -> GRR:
-        """The GRR spec that sends attribute j (at ``epsilon / d``)."""
+        """Return the GRR spec that sends attribute j (at ``epsilon / d``)."""
         return GRR(epsilon=self.epsilon / self.attributes, domain_size=self.domain_sizes[j])
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -160,8 +160,10 @@ class SPL(MultiAttributeMechanism):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SMP(MultiAttributeMechanism):
-    """Attribute sampling: one uniform attribute per user, by GRR at the whole budget
-    (Arcolezi et al. sec. 3.2; Wang et al. 2017 sec. 6).
+    """Attribute sampling.
+
+    One uniform attribute per user, by GRR at the whole budget (Arcolezi et al. sec. 3.2;
+    Wang et al. 2017 sec. 6).
 
     Parameters
     ----------
@@ -191,7 +193,7 @@ class SMP(MultiAttributeMechanism):
     max_epsilon = 40.0
 
     def oracle(self, j: int) -> GRR:
-        """The GRR spec that sends attribute j (at the whole epsilon)."""
+        """Return the GRR spec that sends attribute j (at the whole epsilon)."""
         return GRR(epsilon=self.epsilon, domain_size=self.domain_sizes[j])
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -250,8 +252,10 @@ class SMP(MultiAttributeMechanism):
 
     @staticmethod
     def _sampling_variance(est: FrequencyEstimate, n: int) -> np.ndarray:
-        """The reporters of an attribute are a uniform sample of ``n_j`` of the n users:
-        their own frequencies vary by ``f (1 - f) / n_j (n - n_j) / (n - 1)`` (sampling
+        """Return the sampling variance of each frequency of one attribute.
+
+        The reporters of an attribute are a uniform sample of ``n_j`` of the n users: their
+        own frequencies vary by ``f (1 - f) / n_j (n - n_j) / (n - 1)`` (sampling
         without replacement) around the population's.
         """
         f = np.clip(est.frequencies, 0.0, 1.0)
