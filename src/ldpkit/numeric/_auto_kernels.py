@@ -99,9 +99,10 @@ def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no co
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _smooth_step(theta, atom, masked, passes, weight, smooth, tmp):  # pragma: no cover - jit
-    """The smoothing after an EM update: ``masked`` 0 plain (:func:`_smooth`), 1 end atoms
-    (:func:`_masked_smooth` on ``atom``), 2 end windows (:func:`_window_smooth` with
-    ``atom`` the frozen buckets).
+    """Apply the smoothing after an EM update.
+
+    ``masked`` 0 plain (:func:`_smooth`), 1 end atoms (:func:`_masked_smooth` on ``atom``),
+    2 end windows (:func:`_window_smooth` with ``atom`` the frozen buckets).
     """
     if masked == 2:
         _window_smooth(theta, atom, passes, weight, smooth, tmp)
@@ -117,9 +118,10 @@ _EPS = 2.220446049250313e-16
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
-    """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
-    error: returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2)
-    with ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
+    """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its error.
+
+    Returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2) with
+    ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
     vectorizes.
     """
     a = 0.0
@@ -172,8 +174,9 @@ def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
-    """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the
-    rows: returns (shared, estimate, sum n u^4, sum n |u|, rows far).
+    """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the rows.
+
+    Returns (shared, estimate, sum n u^4, sum n |u|, rows far).
     """
     shared = 0.0
     a = 0.0
@@ -399,10 +402,12 @@ def _smoothed_box_loop(
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
-    """``mass[j] = a_v``, the mass of every HH node: the deepest level (rows ``leaf`` on)
-    is theta itself (0 on padding), every coarser node the sum of its B children (the rows
-    ``leaf`` - 1 down to 0, children before parents: levels are stored coarsest first and a
-    node's children are consecutive rows of the next level).
+    """``mass[j] = a_v``, the mass of every HH node.
+
+    The deepest level (rows ``leaf`` on) is theta itself (0 on padding), every coarser node
+    the sum of its B children (the rows ``leaf`` - 1 down to 0, children before parents:
+    levels are stored coarsest first and a node's children are consecutive rows of the next
+    level).
     """
     d = theta.size
     hrows = mass.size
@@ -427,9 +432,10 @@ def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_ratios_change(hk, mass, row_q, row_gain, hmt, hold, hratio, tiny):  # pragma: no cover
-    """From the node masses: ``hmt = max(q_k + (p_k - q_k) a_v, tiny)``, ``hratio = hk /
-    hmt``, and :func:`_change`'s sums of ``hk`` between ``hold`` and ``hmt``, in one pass
-    over the HH rows.
+    """Compute the HH rows' ratios and change sums from the node masses.
+
+    ``hmt = max(q_k + (p_k - q_k) a_v, tiny)``, ``hratio = hk / hmt``, and :func:`_change`'s
+    sums of ``hk`` between ``hold`` and ``hmt``, in one pass over the HH rows.
     """
     a = 0.0
     q4 = 0.0
@@ -464,11 +470,13 @@ def _hh_first(hk, mass, row_q, row_gain, hmt, hratio, tiny):  # pragma: no cover
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
-    """``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``; at the deepest
-    level (bucket i) this is the HH levels' share of the E-step, ``sum_k (p_k - q_k)
-    ratio[node_k(i)]``: the expected number of *signal* hits of i's nodes per unit of
-    theta_i. One pass down the tree (a node's sum is its parent's plus its own term;
-    ``acc`` has one more slot, 0, the parent of level 1), O(nodes) instead of O(levels d).
+    """``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``.
+
+    At the deepest level (bucket i) this is the HH levels' share of the E-step,
+    ``sum_k (p_k - q_k) ratio[node_k(i)]``: the expected number of *signal* hits of i's
+    nodes per unit of theta_i. One pass down the tree (a node's sum is its parent's plus its
+    own term; ``acc`` has one more slot, 0, the parent of level 1), O(nodes) instead of
+    O(levels d).
 
     A node's support count is background hits (rate q_k, whatever the value) plus signal
     hits (rate p_k - q_k from the node's own users); the complete data of this EM are the

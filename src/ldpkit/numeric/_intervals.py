@@ -130,7 +130,7 @@ def oracles_reason(oracles: Any) -> str | None:
 
 
 def _centered(w: Any) -> np.ndarray:
-    """The weights the raw leaves see: ``w - mean(w)``.
+    """Return the weights the raw leaves see: ``w - mean(w)``.
 
     The estimate is ``m + (1 - sum m) / B`` for the raw leaves m
     (:meth:`Distribution.from_estimate`).

@@ -1,5 +1,7 @@
-"""A numerical distribution whose smoothing adapts to the data: Square Wave reports, EM with
-smoothing strengths weighted by the held-out likelihood of the reports themselves.
+"""A numerical distribution whose smoothing adapts to the data.
+
+Square Wave reports, EM with smoothing strengths weighted by the held-out likelihood of the
+reports themselves.
 
 SW + EMS (SW20) is the best estimator we measured on smooth data, but its fixed smoothing
 smears point masses; plain EM keeps them but over-fits smooth data. Which one a data set
@@ -225,11 +227,12 @@ HH_MAX_NODES = 256
 
 
 def hh_top_level(height: int, branching: int = HH_BRANCHING) -> int:
-    """The finest level an HH user of the hybrid reports at: the finest of the tree's
-    ``height`` levels with at most :data:`HH_MAX_NODES` (256) nodes (at least level 1).
-    Her level is uniform over 1..h with the shares of the finer levels moved to that one:
-    at d = 1024 (h = 5, the default from n = 2^15) levels 1-3 get 1/5 each, level 4 (256
-    nodes) 2/5, level 5 none; at d <= 256 the levels stay uniform.
+    """Return the finest level an HH user of the hybrid reports at.
+
+    The finest of the tree's ``height`` levels with at most :data:`HH_MAX_NODES` (256) nodes
+    (at least level 1). Her level is uniform over 1..h with the shares of the finer levels
+    moved to that one: at d = 1024 (h = 5, the default from n = 2^15) levels 1-3 get 1/5
+    each, level 4 (256 nodes) 2/5, level 5 none; at d <= 256 the levels stay uniform.
 
     At d = 1024, level 5's nodes are single buckets of average mass 1/1024. Its oracle is
     OLH (for eps < 5.8), whose variance per node does not depend on the number of nodes
@@ -373,8 +376,9 @@ def _prepared(matrix: np.ndarray) -> tuple[Any, Any]:
 
 
 class _Fitter:
-    """EM with smoothing on one output histogram; the banded matrix is built once. The
-    final smoothed fits are accelerated (``fit(accelerate=True)``).
+    """EM with smoothing on one output histogram; the banded matrix is built once.
+
+    The final smoothed fits are accelerated (``fit(accelerate=True)``).
     """
 
     def __init__(self, matrix: np.ndarray, counts: np.ndarray) -> None:
@@ -394,8 +398,10 @@ class _Fitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """EM with ``strength`` smoothing from ``init`` (uniform if None); ``atoms``: a
-        boolean mask of buckets whose own mass the smoothing leaves alone (point masses).
+        """EM with ``strength`` smoothing from ``init`` (uniform if None).
+
+        ``atoms``: a boolean mask of buckets whose own mass the smoothing leaves alone
+        (point masses).
 
         ``accelerate`` (the final fits on all reports): a smoothed fit (strength > 0, no
         atoms) run to its stop (tol > 0) uses SQUAREM (Varadhan and Roland 2008,
@@ -565,10 +571,11 @@ class _JointFitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """Joint EM with ``strength`` smoothing from ``init`` (uniform if None); ``atoms``
-        as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated, whatever
-        ``accelerate`` says (see the class docstring: unaccelerated, the joint fits did not
-        reach their stop).
+        """Joint EM with ``strength`` smoothing from ``init`` (uniform if None).
+
+        ``atoms`` as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated,
+        whatever ``accelerate`` says (see the class docstring: unaccelerated, the joint fits
+        did not reach their stop).
         """
         from ._auto_kernels import _hybrid_loop, _hybrid_squarem  # numba, on first use
 
@@ -588,8 +595,9 @@ class _JointFitter:
         return theta, it
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
-        """The model probability of every row: ``M theta``, then ``q_k + (p_k - q_k) a_v``
-        for every HH node.
+        """Return the model probability of every row.
+
+        ``M theta``, then ``q_k + (p_k - q_k) a_v`` for every HH node.
         """
         md = self.model
         prefix = np.concatenate([[0.0], np.cumsum(theta)])
@@ -612,9 +620,11 @@ def _fit_start(
     atoms: np.ndarray | None,
     no_atoms: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, int, int, float]:
-    """What every smoothed fit starts from: theta (uniform if ``init`` is None), the atom
-    mask and whether it applies (1; 0 not), and the smoothing as ``passes`` binomial (1, 2, 1)/4 passes
-    of ``weight`` each (variance ``strength`` in squared buckets).
+    """Return what every smoothed fit starts from.
+
+    Theta (uniform if ``init`` is None), the atom mask and whether it applies (1; 0 not),
+    and the smoothing as ``passes`` binomial (1, 2, 1)/4 passes of ``weight`` each (variance
+    ``strength`` in squared buckets).
     """
     passes = math.ceil(2.0 * strength) if strength > 0 else 0
     weight = 2.0 * strength / passes if passes else 0.0
@@ -659,8 +669,10 @@ def _joint_fit(
 
 @functools.lru_cache(maxsize=1)
 def _no_hh() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Empty HH rows for the joint kernels on Square Wave alone: the counts, the per-row
-    constants and the parents, with the joint model's flags (one compiled kernel).
+    """Empty HH rows for the joint kernels on Square Wave alone.
+
+    The counts, the per-row constants and the parents, with the joint model's flags (one
+    compiled kernel).
     """
     consts, parent = np.zeros(0), np.zeros(0, dtype=np.int64)
     consts.flags.writeable = parent.flags.writeable = False
@@ -684,7 +696,7 @@ def _empty_box() -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _tree_of(spec: AutoDistribution) -> HierarchicalHistogram:
-    """The hybrid's tree, built (and its level oracles validated) once per spec."""
+    """Return the hybrid's tree, built (and its level oracles validated) once per spec."""
     assert spec.buckets is not None
     return HierarchicalHistogram(
         epsilon=spec.epsilon,
@@ -856,8 +868,10 @@ class AutoDistribution(Mechanism):
         return _tree_of(self)
 
     def hh_level_shares(self) -> np.ndarray:
-        """``P[level k | HH report]`` for k = 1..h (the tree's levels): 1/h each, with the
-        shares of the levels above 256 nodes moved to the finest below (:func:`hh_top_level`).
+        """``P[level k | HH report]`` for k = 1..h (the tree's levels).
+
+        1/h each, with the shares of the levels above 256 nodes moved to the finest below
+        (:func:`hh_top_level`).
         """
         h = self.tree.height
         shares = np.zeros(h)
@@ -865,18 +879,19 @@ class AutoDistribution(Mechanism):
         return shares
 
     def _tree_fields(self) -> tuple[str, ...]:
-        """The HH report fields besides ``levels`` (``values`` sent as ``items``)."""
+        """Return the HH report fields besides ``levels`` (``values`` sent as ``items``)."""
         return _tree_fields_of(self)
 
     def check_values(self, values: Any) -> np.ndarray:
         return self.wave.check_values(values)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """SquareWave reports (:meth:`SquareWave.randomize`), labelled with this spec; with
-        ``hh_share = r > 0`` each user first draws, independently of her value, HH with
-        probability r and then sends ONE report with the full epsilon: a Square Wave
-        report, or a :class:`HierarchicalHistogram` report (her level and her node's oracle
-        report at that level).
+        """SquareWave reports (:meth:`SquareWave.randomize`), labelled with this spec.
+
+        With ``hh_share = r > 0`` each user first draws, independently of her value, HH with
+        probability r and then sends ONE report with the full epsilon: a Square Wave report,
+        or a :class:`HierarchicalHistogram` report (her level and her node's oracle report
+        at that level).
 
         Fields with ``r > 0``: ``levels`` (0 for a Square Wave report, else the HH level
         1..h), ``values`` (the Square Wave report; 0 for HH users), ``items`` (the HH
@@ -914,10 +929,11 @@ class AutoDistribution(Mechanism):
         return Reports(self, **fields)
 
     def aggregate(self, reports: Reports) -> Stats:
-        """Histogram of the Square Wave reports over the output buckets (``Stats.counts``);
-        with ``hh_share > 0`` also the HH support counts of every node, levels 1..h
-        concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and
-        the users per branch (``Stats.level_n``: SW users, then HH users per level).
+        """Histogram of the Square Wave reports over the output buckets (``Stats.counts``).
+
+        With ``hh_share > 0`` also the HH support counts of every node, levels 1..h
+        concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and the
+        users per branch (``Stats.level_n``: SW users, then HH users per level).
         """
         reports = self.check_reports(reports)
         wave = self.wave
@@ -955,9 +971,11 @@ class AutoDistribution(Mechanism):
         )
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The wave's: histogram ``counts`` of the output buckets; with ``hh_share > 0``
-        those of the SW users only, plus ``hh_counts`` (the tree's support counts) and
-        ``level_n`` (SW users, then HH users per level; sum n).
+        """Return the Stats fields of the Square Wave (and HH) reports.
+
+        Histogram ``counts`` of the output buckets; with ``hh_share > 0`` those of the SW
+        users only, plus ``hh_counts`` (the tree's support counts) and ``level_n`` (SW
+        users, then HH users per level; sum n).
         """
         if not self.hybrid:
             return self.wave.stats_schema()
@@ -987,16 +1005,19 @@ class AutoDistribution(Mechanism):
         return bootstrap(stats, theta, **options)
 
     def bucket_matrix(self) -> np.ndarray:
-        """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum
-        to 1): the Square Wave's bucketized channel that the estimate inverts (that of the
-        SW branch when ``hh_share > 0``).
+        """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum to 1).
+
+        The Square Wave's bucketized channel that the estimate inverts (that of the SW
+        branch when ``hh_share > 0``).
         """
         return np.asarray(self.wave.bucket_matrix())
 
     def privacy_loss(self) -> float:
-        """Epsilon of the reports: the Square Wave's (:meth:`SquareWave.privacy_loss`); with
-        ``hh_share > 0`` the larger of it and the tree's (the branch is drawn independently
-        of the value, so each output's probability ratio is one branch's ratio).
+        """Epsilon of the reports.
+
+        The Square Wave's (:meth:`SquareWave.privacy_loss`); with ``hh_share > 0`` the
+        larger of it and the tree's (the branch is drawn independently of the value, so each
+        output's probability ratio is one branch's ratio).
         """
         loss = self.wave.privacy_loss()
         return max(loss, self.tree.privacy_loss()) if self.hybrid else loss
@@ -1012,8 +1033,10 @@ class AutoDistribution(Mechanism):
         return _em_matrix(self)
 
     def _model(self, stats: Stats) -> tuple[np.ndarray, np.ndarray, Any]:
-        """The estimate's model: integer counts of every row (SW output buckets, then the
-        HH nodes), each row's weight, and a factory of fitters on weighted counts.
+        """Return the estimate's model.
+
+        Integer counts of every row (SW output buckets, then the HH nodes), each row's
+        weight, and a factory of fitters on weighted counts.
 
         An HH row is a node v of level k; its count is v's support count C_v (reports of
         level k whose support holds v) and its model probability ``q_k + (p_k - q_k) a_v``
@@ -1049,8 +1072,7 @@ class AutoDistribution(Mechanism):
         max_iter: int = 10_000,
         return_info: bool = False,
     ) -> Any:
-        """Histogram of the inputs on ``buckets`` buckets, smoothed as much as the reports
-        support.
+        """Histogram of the inputs on ``buckets`` buckets, smoothed as much as the reports support.
 
         Parameters
         ----------

@@ -246,7 +246,7 @@ class Distribution:
     def from_probabilities(
         cls, probabilities: Any, low: float = 0.0, high: float = 1.0
     ) -> Distribution:
-        """Same as the constructor (named for symmetry with :meth:`from_values`)."""
+        """Return the same as the constructor (named for symmetry with :meth:`from_values`)."""
         return cls(probabilities, low, high)
 
     @classmethod
@@ -260,7 +260,7 @@ class Distribution:
         spec: Any = None,
         stats: Any = None,
     ) -> Distribution:
-        """A mechanism's plain estimate: bucket masses that may be negative.
+        """Return a mechanism's plain estimate: bucket masses that may be negative.
 
         Unbiased masses (a frequency oracle's, a tree's consistent leaves) sum to 1 only
         in expectation; the difference ``1 - sum`` (zero
@@ -280,7 +280,7 @@ class Distribution:
     def from_values(
         cls, values: Any, low: float = 0.0, high: float = 1.0, buckets: int = 1024
     ) -> Distribution:
-        """The histogram of raw values: bucket masses are the fractions of values inside.
+        """Return the histogram of raw values: bucket masses are the fractions of values inside.
 
         Values must lie in ``[low, high]``; ``high`` itself counts in the last bucket.
         """
@@ -316,7 +316,7 @@ class Distribution:
 
     @classmethod
     def uniform(cls, low: float = 0.0, high: float = 1.0, buckets: int = 1024) -> Distribution:
-        """The uniform law on ``[low, high]`` as a B-bucket histogram."""
+        """Return the uniform law on ``[low, high]`` as a B-bucket histogram."""
         buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         return cls(np.full(buckets, 1.0 / buckets), low, high)
 
@@ -367,7 +367,7 @@ class Distribution:
         )
 
     def postprocess(self, method: str) -> Distribution:
-        """A proper distribution from this one; ``method`` is appended to ``postprocessing``.
+        """Return a proper distribution from this one; ``method`` is appended to ``postprocessing``.
 
         Parameters
         ----------
@@ -470,8 +470,9 @@ class Distribution:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (floats round-trip exactly through ``json``); the spec is
-        stored as its ``to_dict()``.
+        """Return a JSON-safe dict (floats round-trip exactly through ``json``).
+
+        The spec is stored as its ``to_dict()``.
         """
         out: dict[str, Any] = {
             "low": self._low,
@@ -527,7 +528,7 @@ class Distribution:
         return float(out) if out.ndim == 0 else out
 
     def quantile(self, q: Any) -> Any:
-        """The generalized inverse CDF ``inf{x in [low, high]: F(x) >= q}`` (vectorized).
+        """Return the generalized inverse CDF ``inf{x in [low, high]: F(x) >= q}`` (vectorized).
 
         For q in (0, 1] this is the exact inverse of :meth:`cdf` wherever the density is
         positive; across empty buckets it takes the left end of the flat stretch.
@@ -763,9 +764,10 @@ class Distribution:
         return None, np.sqrt(variances)
 
     def _query(self, w: np.ndarray, exact: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if
-        none): ``exact`` (the estimate's own value of the queries, analytic and no
-        interval) or the bias-corrected value (bootstrap).
+        """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if none).
+
+        ``exact`` (the estimate's own value of the queries, analytic and no interval) or the
+        bias-corrected value (bootstrap).
         """
         from ..estimate import IntervalWarning
 
@@ -842,8 +844,10 @@ class Distribution:
         return m - half, m + half
 
     def cdf_band(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pointwise ``1 - alpha`` band of the CDF: ``(x, low, high)`` at the bucket edges
-        (at most 4097 evenly spaced edges for a finer histogram).
+        """Pointwise ``1 - alpha`` band of the CDF.
+
+        ``(x, low, high)`` at the bucket edges (at most 4097 evenly spaced edges for a finer
+        histogram).
         """
         from ._intervals import normal_quantile
 
@@ -908,7 +912,7 @@ class Distribution:
         return compute()
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A pandas DataFrame, one row per bucket, indexed by the bucket's interval.
+        """Return a pandas DataFrame, one row per bucket, indexed by the bucket's interval.
 
         Columns ``probability``, ``prob_low``/``prob_high`` (:meth:`probability_interval`),
         ``cdf`` (at the bucket's right edge) and ``cdf_low``/``cdf_high`` (the pointwise
@@ -988,7 +992,7 @@ class Distribution:
         return np.asarray(self.quantile(gen.random(n)), dtype=np.float64).reshape(n)
 
     def rebin(self, buckets: int) -> Distribution:
-        """The same density on another number of equal buckets.
+        """Return the same density on another number of equal buckets.
 
         New masses are CDF differences at the new edges, which is exact (mass-preserving and
         uniform within old buckets); coarsening by an integer factor simply sums buckets.

@@ -287,7 +287,7 @@ def _box_rows(band: Any) -> _Box | None:
 def _numpy_loop(
     mk: np.ndarray, nk: np.ndarray, theta: np.ndarray, smoothing: bool, tol: float, max_iter: int
 ) -> tuple[np.ndarray, list[float], int, bool]:
-    """Reference implementation with dense BLAS products (used by the tests)."""
+    """Run EM/EMS in numpy with dense BLAS products (the tests' reference implementation)."""
     mkt = np.ascontiguousarray(mk.T)
     mt = np.maximum(mk @ theta, _TINY)
     trace = [float(nk @ np.log(mt))]
@@ -316,8 +316,10 @@ def _fit_band(
     max_iter: int,
     trace: np.ndarray,
 ) -> tuple[int, bool]:
-    """EM/EMS in place on theta with the compiled loop: box products when ``box`` is given
-    (from :func:`_box_rows`), band products otherwise. Returns (iterations, converged).
+    """EM/EMS in place on theta with the compiled loop.
+
+    Box products when ``box`` is given (from :func:`_box_rows`), band products otherwise.
+    Returns (iterations, converged).
     """
     from ._em_kernels import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
 

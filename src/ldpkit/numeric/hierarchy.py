@@ -129,7 +129,7 @@ def constrained_inference(
     variances: Any = None,
     root: float | None = None,
 ) -> list[np.ndarray]:
-    """The least-squares consistent tree closest to noisy node estimates (Hay et al. 2010).
+    """Return the least-squares consistent tree closest to noisy node estimates (Hay et al. 2010).
 
     Given noisy estimates ``levels[k]`` of every node (depth k, ``B^k`` nodes) with
     independent noise of variance ``variances[k]`` (the same for all nodes of a level),
@@ -409,7 +409,7 @@ class _TreeMechanism(Mechanism):
     def _distribution(
         self, leaves: np.ndarray, stats: Stats, postprocess: str | None
     ) -> Distribution:
-        """The plain estimate: the real (non-padding) leaves as a signed Distribution.
+        """Return the plain estimate: the real (non-padding) leaves as a signed Distribution.
 
         The mass the tree puts outside the real leaves (padding leaves, whose true mass is
         0, or the last rounding of a fit) is spread evenly over the real ones: a zero-mean
@@ -532,17 +532,19 @@ class HierarchicalHistogram(_TreeMechanism):
         return self.branching
 
     def level_size(self, level: int) -> int:
-        """Number of nodes ``B^k`` at depth k."""
+        """Return the number of nodes ``B^k`` at depth k."""
         return int(self.branching ** check_integer(level, "level", low=0, high=self.height))
 
     def privacy_loss(self) -> float:
-        """The largest loss of the level oracles: the level is drawn independently of the
-        value, and the user reports once, at that level, through its oracle.
+        """Return the largest loss of the level oracles.
+
+        The level is drawn independently of the value, and the user reports once, at that
+        level, through its oracle.
         """
         return max(self.level_oracle(k).privacy_loss() for k in range(1, self.height + 1))
 
     def level_oracle(self, level: int) -> FrequencyOracle:
-        """The frequency oracle of depth k = 1..h (``B^k`` items, full epsilon)."""
+        """Return the frequency oracle of depth k = 1..h (``B^k`` items, full epsilon)."""
         level = check_integer(level, "level", low=1, high=self.height)
         return cfo_oracle(self.epsilon, self.level_size(level), self.oracle)
 
@@ -557,8 +559,9 @@ class HierarchicalHistogram(_TreeMechanism):
     def _reports_at(
         self, leaf: np.ndarray, levels: np.ndarray, gen: np.random.Generator
     ) -> Reports:
-        """The reports of users with leaves ``leaf`` at the given ``levels`` (uint8, 1..h):
-        each user's node at her level through that level's oracle.
+        """Return the reports of users with leaves ``leaf`` at the given ``levels`` (uint8, 1..h).
+
+        Each user's node at her level through that level's oracle.
         """
         h = self.height
         n = leaf.shape[0]
@@ -631,7 +634,7 @@ class HierarchicalHistogram(_TreeMechanism):
         return np.split(np.asarray(stats.counts), cuts)
 
     def level_estimates(self, stats: Stats) -> list[np.ndarray]:
-        """The noisy tree: root ``[1.0]``, then each level's unbiased frequencies.
+        """Return the noisy tree: root ``[1.0]``, then each level's unbiased frequencies.
 
         Level k's frequencies come from its own ``n_k`` users (oracle estimate with
         ``n = n_k``). A level without reports gets the uniform ``1 / B^k`` (and weight 0 in
@@ -662,7 +665,7 @@ class HierarchicalHistogram(_TreeMechanism):
         return var
 
     def tree(self, stats: Stats) -> list[np.ndarray]:
-        """The consistent tree by constrained inference (root exactly 1; may be negative)."""
+        """Return the consistent tree by constrained inference (root exactly 1; may be negative)."""
         var = self.level_variances(stats)
         var[0] = 1.0  # unused: the root is fixed to 1
         return constrained_inference(
@@ -752,7 +755,7 @@ class HHADMM(HierarchicalHistogram):
     def admm_tree(
         self, stats: Stats, *, max_iter: int = 500, tol: float = 1e-4
     ) -> tuple[list[np.ndarray], ADMMInfo]:
-        """The ADMM tree and its diagnostics."""
+        """Return the ADMM tree and its diagnostics."""
         return hh_admm(  # type: ignore[no-any-return]
             self.level_estimates(stats),
             self.branching,
@@ -929,9 +932,11 @@ class HaarHRR(_TreeMechanism):
         return _keep_flip(self.epsilon)[0]
 
     def privacy_loss(self) -> float:
-        """Binary randomized response on the sign: log(p / (1 - p)), from the integer
-        weights :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth
-        and the column are drawn independently of the value.
+        """Binary randomized response on the sign.
+
+        Log(p / (1 - p)), from the integer weights
+        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth and the
+        column are drawn independently of the value.
         """
         return _coin_loss(self.epsilon)
 

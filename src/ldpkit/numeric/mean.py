@@ -87,7 +87,7 @@ _FORMULA_MAX_EPSILON = 40.0
 
 
 def _check_t(t: Any) -> Any:
-    """True values on the [-1, 1] scale (a number or an array), as float64."""
+    """Check true values on the [-1, 1] scale (a number or an array); return them as float64."""
     arr = check_array(t, "t", ndim=(0, 1, 2), low=-1.0, high=1.0)
     return float(arr) if arr.ndim == 0 else arr
 
@@ -462,7 +462,7 @@ class _MeanMechanism(Mechanism):
         return np.clip((v - self.low) / self.half_span - 1.0, -1.0, 1.0)
 
     def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        """Indices into :meth:`unit_report_values` drawn from the exact grid law."""
+        """Return the indices into :meth:`unit_report_values` drawn from the exact grid law."""
         raise NotImplementedError
 
     def unit_report_values(self) -> np.ndarray:
@@ -479,7 +479,7 @@ class _MeanMechanism(Mechanism):
         return _report_tables(self)[1]
 
     def report_cells_of(self, reports: Reports) -> np.ndarray:
-        """The cell of each report: its index into :meth:`unit_report_values` (validated)."""
+        """Return the cell of each report: its index into :meth:`unit_report_values` (validated)."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
@@ -746,8 +746,9 @@ class PiecewiseMechanism(_MeanMechanism):
         return np.where(plateau, g.w_high, g.w_low) / g.total
 
     def privacy_loss(self) -> float:
-        """``log(w_high / w_low)`` of the integer law: every cell is a plateau cell for some
-        input and a base cell for another.
+        """``log(w_high / w_low)`` of the integer law.
+
+        Every cell is a plateau cell for some input and a base cell for another.
         """
         return ratio_loss(self._grid.w_low, self._grid.w_high)
 
@@ -845,7 +846,7 @@ class HybridMechanism(_MeanMechanism):
         return cells
 
     def privacy_loss(self) -> float:
-        """The larger of the two branches' losses (the coin is independent of the value)."""
+        """Return the larger of the two branches' losses (the coin is independent of the value)."""
         losses = [self._sr.privacy_loss()]
         if self.pm_probability > 0.0:
             losses.append(self._pm.privacy_loss())

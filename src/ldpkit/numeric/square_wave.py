@@ -434,16 +434,18 @@ class _Wave(Mechanism):
 
     @property
     def density_low(self) -> float:
-        """Low density on [-b, 1 + b] (unit scale) of the grid law: ``L w_low / T`` (SW20's
-        q up to ~1/L; a density, not a probability).
+        """Low density on [-b, 1 + b] (unit scale) of the grid law.
+
+        ``L w_low / T`` (SW20's q up to ~1/L; a density, not a probability).
         """
         g = self._grid
         return g.steps * g.w_low / g.total
 
     @property
     def density_high(self) -> float:
-        """High density (top of the wave, unit scale): ``L (w_low + max bump) / T``, at most
-        ``e^eps density_low`` (SW20's p).
+        """High density (top of the wave, unit scale).
+
+        ``L (w_low + max bump) / T``, at most ``e^eps density_low`` (SW20's p).
         """
         g = self._grid
         return g.steps * (g.w_low + int(g.bump.max())) / g.total
@@ -487,8 +489,10 @@ class _Wave(Mechanism):
         return sample_bump(k, g.cells, g.w_low, g.cumulative, gen)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Report one grid cell per user; ``reports.values`` is its centre (float64) in
-        ``[output_low, output_high]``, one of :meth:`report_values`.
+        """Report one grid cell per user.
+
+        ``reports.values`` is its centre (float64) in ``[output_low, output_high]``, one of
+        :meth:`report_values`.
         """
         v = self.check_values(values)
         gen = as_generator(rng)
@@ -497,7 +501,7 @@ class _Wave(Mechanism):
 
     # -- server -------------------------------------------------------------------------------
     def report_cells_of(self, reports: Reports) -> np.ndarray:
-        """The cell of each report (validated: values must lie on the grid exactly)."""
+        """Return the cell of each report (validated: values must lie on the grid exactly)."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
@@ -555,8 +559,9 @@ class _Wave(Mechanism):
         return _cached_matrix(self)
 
     def cell_probabilities(self, k: int) -> np.ndarray:
-        """Exact ``P[cell | grid input k]`` (float64, length ``n_cells``): the mechanism's
-        law, one input at a time (v = k / L is reported without rounding).
+        """Exact ``P[cell | grid input k]`` (float64, length ``n_cells``).
+
+        The mechanism's law, one input at a time (v = k / L is reported without rounding).
         """
         g = self._grid
         k = check_integer(k, "k", low=0, high=g.steps)
@@ -565,8 +570,10 @@ class _Wave(Mechanism):
         return weights / g.total
 
     def privacy_loss(self) -> float:
-        """``log((w_low + max bump) / w_low)``: every cell is under the top of the wave for
-        some grid input and outside it for another.
+        """``log((w_low + max bump) / w_low)``.
+
+        Every cell is under the top of the wave for some grid input and outside it for
+        another.
         """
         g = self._grid
         return ratio_loss(g.w_low, g.w_low + int(g.bump.max()))
@@ -750,7 +757,8 @@ class SquareWave(_Wave):
         return None if self.log_scale is None else _crmath.log1p(self.span / self.log_scale)
 
     def grid_values(self) -> np.ndarray:
-        """The ``L + 1`` values the inputs are rounded to, in the original units:
+        """Return the ``L + 1`` values the inputs are rounded to, in the original units.
+
         ``low + k (high - low) / L`` (linear) or ``low + s (e^(Lambda k / L) - 1)`` (log).
         """
         k = np.arange(self.input_steps + 1, dtype=np.float64) / self.input_steps
@@ -1056,7 +1064,7 @@ class DiscreteSquareWave(Mechanism):
         return bootstrap(stats, theta, **options)
 
     def bucket_matrix(self) -> np.ndarray:
-        """What EM deconvolves: the transition matrix itself (inputs are the buckets)."""
+        """Return what EM deconvolves: the transition matrix itself (inputs are the buckets)."""
         return self.transition_matrix()
 
     def privacy_loss(self) -> float:

@@ -121,9 +121,10 @@ class SignedSubsetLaw:
 
 @functools.lru_cache(maxsize=4096)
 def _weights(epsilon: float, d: int, m: int) -> tuple[int, int]:
-    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others:
-    ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the
-    sampler's two coins (:func:`_sample`) are exact integer draws.
+    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others.
+
+    Ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the sampler's
+    two coins (:func:`_sample`) are exact integer draws.
     """
     w_lo, w_hi = ratio_weights(epsilon, m + 2 * (d - m), float(m))
     return w_hi, w_lo
@@ -161,7 +162,7 @@ def _law(epsilon: float, d: int, m: int) -> SignedSubsetLaw:
 
 
 def signed_subset_law(epsilon: float, domain_size: int, subset_size: int) -> SignedSubsetLaw:
-    """The exact constants p, q, Omega of signed subset selection (WAV25 Lemmas 2-3).
+    """Return the exact constants p, q, Omega of signed subset selection (WAV25 Lemmas 2-3).
 
     Examples
     --------
@@ -563,8 +564,9 @@ class SignedSubsetSelection(Mechanism):
         return log_one, log_zero - log_rest_out, log_minus
 
     def transition_matrix(self) -> np.ndarray:
-        """``P[y | v]`` of the sampler, shape (2d, C(d, m) 2^m): rows are input codes,
-        columns outputs in :meth:`output_index` order.
+        """``P[y | v]`` of the sampler, shape (2d, C(d, m) 2^m).
+
+        Rows are input codes, columns outputs in :meth:`output_index` order.
 
         Built from the sampler's own decomposition (:meth:`_log_output_probabilities`),
         not from eq. 45; the tests check that it equals eq. 45 (``e^eps / Omega`` or
@@ -648,7 +650,7 @@ def haar_encode(u: Any, level: int) -> tuple[np.ndarray, np.ndarray]:
 def haar_coefficients(
     values: Any, max_level: int, low: float = 0.0, high: float = 1.0
 ) -> list[np.ndarray]:
-    """The exact (non-private) coefficients ``a*_jk = mean_i psi_jk(X_i)`` (eq. 37).
+    """Return the exact (non-private) coefficients ``a*_jk = mean_i psi_jk(X_i)`` (eq. 37).
 
     Returns one array per level j = 0..max_level (length 2^j), for values mapped from
     [low, high] to [0, 1]. With them :func:`haar_reconstruct` returns the histogram of the
@@ -838,7 +840,7 @@ class HaarWavelet(Mechanism):
         return tuple(_optimal_m(self.epsilon, 2**j) for j in range(self.effective_max_level + 1))
 
     def level_law(self, level: int) -> SignedSubsetLaw:
-        """The signed-subset constants used at ``level``."""
+        """Return the signed-subset constants used at ``level``."""
         level = check_integer(level, "level", low=0, high=self.effective_max_level)
         return _law(self.epsilon, 2**level, self.subset_sizes[level])
 
@@ -860,8 +862,9 @@ class HaarWavelet(Mechanism):
         return w / w.sum()
 
     def allocation_counts(self, n: int) -> np.ndarray:
-        """Group sizes for ``assignment="split"``: ``floor(w_j n)`` plus one for the
-        largest remainders until they sum to n (eq. 83).
+        """Group sizes for ``assignment="split"``.
+
+        ``floor(w_j n)`` plus one for the largest remainders until they sum to n (eq. 83).
         """
         n = check_integer(n, "n", low=0)
         exact = self.allocation * n
@@ -892,9 +895,10 @@ class HaarWavelet(Mechanism):
         return 2.0**level * per_user / (n_level * law.gain**2)
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report: the largest over levels of the signed-subset
-        mechanism's loss (the level is drawn independently of the value, so it adds
-        nothing).
+        """Exact epsilon of one report.
+
+        The largest over levels of the signed-subset mechanism's loss (the level is drawn
+        independently of the value, so it adds nothing).
         """
         return max(
             SignedSubsetSelection(
@@ -1038,7 +1042,7 @@ class HaarWavelet(Mechanism):
         return out
 
     def estimate(self, stats: Stats, *, buckets: int | None = None) -> Distribution:
-        """The clipped reconstruction as a Distribution on [low, high].
+        """Return the clipped reconstruction as a Distribution on [low, high].
 
         Parameters
         ----------
