@@ -196,7 +196,7 @@ class Pick:
 
 
 def datasets(config: Con20Config, seed: int) -> dict[str, Any]:
-    """The data sets: Zipf, baby names (top ``domain``) and emoji, as configured."""
+    """Return the data sets: Zipf, baby names (top ``domain``) and emoji, as configured."""
     from ..datasets import babynames, emoji, zipf
 
     zipf_seed, names_seed = np.random.SeedSequence([seed, 0xC020]).spawn(2)
@@ -209,7 +209,7 @@ def datasets(config: Con20Config, seed: int) -> dict[str, Any]:
 
 
 def grid(config: Con20Config, data: Mapping[str, Any]) -> Grid:
-    """Data sets x oracles x epsilons x repetitions; one metric per (method, query)."""
+    """Return the data sets x oracles x epsilons x repetitions; one metric per (method, query)."""
     pure = sorted(k for k, v in ORACLES.items() if issubclass(v, PureFrequencyOracle))
     unknown = [o for o in config.oracles if o not in pure]
     if unknown:
@@ -401,7 +401,7 @@ def summary_markdown(
     eps: float,
     paper: Mapping[str, Any] | None = None,
 ) -> str:
-    """The Markdown summary: MSE at ``eps`` per oracle and data set, winners, verdicts.
+    """Return the Markdown summary: MSE at ``eps`` per oracle and data set, winners, verdicts.
 
     ``paper`` is :func:`verdicts` restricted to CON20's own setting (OLH at ``eps``).
     """

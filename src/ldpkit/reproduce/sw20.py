@@ -153,8 +153,10 @@ _DATA_KEY = 2020  # spawn key of the synthetic data's stream (cells use 4-elemen
 
 @dataclasses.dataclass(frozen=True)
 class Config(BenchConfig):
-    """The grid (:class:`~ldpkit.experiments.numeric.BenchConfig`); ``buckets`` overrides
-    SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for every data set.
+    """The grid (:class:`~ldpkit.experiments.numeric.BenchConfig`).
+
+    ``buckets`` overrides SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for
+    every data set.
     """
 
     DATASETS: ClassVar[Mapping[str, str]] = DATASETS
@@ -175,7 +177,7 @@ CDF_FIT = {"postprocess": "cdf"}
 
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
-    """The data set ``name`` on [0, 1] with SW20's bucket count (or ``config.buckets``).
+    """Return the data set ``name`` on [0, 1] with SW20's bucket count (or ``config.buckets``).
 
     Raises DataPackageNotFoundError when a real data set's package is not installed.
     """
@@ -250,7 +252,7 @@ class DistributionMetric:
 
 # ---- methods and metrics ---------------------------------------------------------------------
 def make_method(name: str) -> Method:
-    """The grid method called ``name`` (a key of :data:`METHODS`)."""
+    """Return the grid method called ``name`` (a key of :data:`METHODS`)."""
     table: dict[str, Method] = {
         "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
         "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
@@ -280,7 +282,7 @@ def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, DistributionMetr
 
 
 def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
-    """The experiment grid of ``config`` over the loaded ``benches``.
+    """Return the experiment grid of ``config`` over the loaded ``benches``.
 
     The epsilons are listed with a middle one first: :func:`~ldpkit.experiments.run_grid`
     times its pilot cells at the first epsilon, and EM's running time falls with epsilon,

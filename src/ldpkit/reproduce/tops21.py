@@ -190,8 +190,10 @@ def _seconds(s: float) -> str:
 
 # ---- where the paper's ordering holds ---------------------------------------------------------
 def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
-    """One sentence: in how many cells ``proposed`` has the lowest mean error, and where it
-    clearly loses (``cells`` from :func:`~ldpkit.experiments.compare_methods`).
+    """Return one sentence on where ``proposed`` is the most accurate.
+
+    In how many cells ``proposed`` has the lowest mean error, and where it clearly loses
+    (``cells`` from :func:`~ldpkit.experiments.compare_methods`).
     """
     n, k = len(cells), int(cells["lowest"].sum())
     text = f"{proposed} is the most accurate of {rivals} in {k} of {n} (metric, stream, ε) cells"

@@ -265,8 +265,9 @@ QUICK = Config(
 
 # ---- the wavelet and the J check ---------------------------------------------------------------------------------
 def binning_oracle(epsilon: float, params: Mapping[str, Any]) -> str:
-    """WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins: kRR (GRR) if
-    ``d < 3 e^eps + 2``, else OUE.
+    """WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins.
+
+    KRR (GRR) if ``d < 3 e^eps + 2``, else OUE.
 
     Examples
     --------
@@ -300,8 +301,10 @@ class WaveletMethod:
 
 
 def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
-    """WAV25's bound on E[W1] without the O(): Lemma 5's bias ``2^-(J+1)`` plus Lemma 6's
-    ``sqrt(sum_j 2^-(2j+2) V_j / n_j)`` with the allocation of eq. 83 (``n_j = w_j n``).
+    """WAV25's bound on E[W1] without the O().
+
+    Lemma 5's bias ``2^-(J+1)`` plus Lemma 6's ``sqrt(sum_j 2^-(2j+2) V_j / n_j)`` with the
+    allocation of eq. 83 (``n_j = w_j n``).
 
     This is what section 6.3 minimizes for its "theoretical" J (Figure 4, green). The bias
     term is the worst case over all distributions, so on smooth data the bound's J is too
@@ -322,7 +325,7 @@ def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
 def theory_level(
     epsilon: float, n: int, levels: tuple[int, ...] = tuple(range(MAX_LEVEL + 1))
 ) -> int:
-    """The J among ``levels`` minimizing :func:`wasserstein_bound` (smallest on ties)."""
+    """Return the J among ``levels`` minimizing :func:`wasserstein_bound` (smallest on ties)."""
     bounds = [wasserstein_bound(epsilon, n, j) for j in levels]
     return int(levels[int(np.argmin(bounds))])
 
@@ -371,7 +374,7 @@ def j_sweep_table(
 
 
 def j_sweep_markdown(table: pd.DataFrame, metric: str = "W1") -> str:
-    """The :func:`j_sweep_table` as Markdown."""
+    """Return the :func:`j_sweep_table` as Markdown."""
     lines = [
         f"| data set | ε | rule J | {metric} at rule J | bound's J | {metric} at bound's J | best J | "
         f"{metric} at best J | {metric} at rule J - 2 | rule / best | rule / (J-2) |",
@@ -394,9 +397,11 @@ def plot_w1_vs_j(
     metric: str = "W1",
     title: str | None = None,
 ) -> Path:
-    """WAV25 Figure 4's check: error vs J, a panel per data set, a line per epsilon (log
-    scale, standard-error bars); a dashed vertical line at the rule's J, a star on each
-    line's best J, a hollow diamond on each line's :func:`theory_level`. PNG and PDF.
+    """WAV25 Figure 4's check.
+
+    Error vs J, a panel per data set, a line per epsilon (log scale, standard-error bars); a
+    dashed vertical line at the rule's J, a star on each line's best J, a hollow diamond on
+    each line's :func:`theory_level`. PNG and PDF.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -483,8 +488,10 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
 
 
 def step_values(h: float, n: int, seed: int) -> np.ndarray:
-    """``n`` draws from WAV25's eq. 92 density: 1.5 on [kh, (k+1)h) for odd k, 0.5 for
-    even k (section 6.4, Fig. 5), seeded by ``seed`` and ``h``.
+    """``n`` draws from WAV25's eq. 92 density.
+
+    1.5 on [kh, (k+1)h) for odd k, 0.5 for even k (section 6.4, Fig. 5), seeded by ``seed``
+    and ``h``.
 
     Examples
     --------
@@ -500,7 +507,7 @@ def step_values(h: float, n: int, seed: int) -> np.ndarray:
 
 
 def fig5_benches(config: Config, seed: int) -> dict[str, Bench]:
-    """The eq. 92 data sets of WAV25 Fig. 5, one per h (``"eq. 92, h=1/k"``)."""
+    """Return the eq. 92 data sets of WAV25 Fig. 5, one per h (``"eq. 92, h=1/k"``)."""
     n = config.fig5_n if config.max_n is None else min(config.fig5_n, config.max_n)
     out = {}
     for h in config.fig5_hs:
@@ -515,7 +522,7 @@ def fig5_benches(config: Config, seed: int) -> dict[str, Bench]:
 
 
 def large_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[str, Bench]:
-    """The spiky real data sets resampled with replacement to ``config.large_n`` users."""
+    """Return the spiky real data sets resampled with replacement to ``config.large_n`` users."""
     out = {}
     for name in config.large_datasets:
         base = benches[name] if name in benches else load_bench(name, FULL, seed)
@@ -584,7 +591,7 @@ def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, GridMetric]:
 
 
 def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
-    """The comparison grid over the loaded ``benches``."""
+    """Return the comparison grid over the loaded ``benches``."""
     return bench_grid(config, benches, make_method, make_metrics(seed, config.n_queries))
 
 
@@ -593,8 +600,10 @@ def _j_name(name: str, n: int) -> str:
 
 
 def j_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[str, Bench]:
-    """The data sets of the J sweep: Beta(5, 2) at each of ``j_beta_ns``, then the real
-    data sets of the comparison (if ``j_real``).
+    """Return the data sets of the J sweep.
+
+    Beta(5, 2) at each of ``j_beta_ns``, then the real data sets of the comparison (if
+    ``j_real``).
     """
     out: dict[str, Bench] = {}
     for n in config.j_beta_ns:
@@ -820,8 +829,9 @@ def _stop_lines(records: pd.DataFrame, config: Config) -> list[str]:
 def _run_extra_parts(
     config: Config, benches: Mapping[str, Bench], *, seed: int, jobs: int, console: Any
 ) -> list[_Part]:
-    """The parts added to WAV25 section 6: Fig. 5, the large-n spiky regime, SW-EM's
-    stopping rules (each only when configured).
+    """Run the parts added to WAV25 section 6.
+
+    Fig. 5, the large-n spiky regime, SW-EM's stopping rules (each only when configured).
     """
     parts: list[_Part] = []
     titles = {m: t for m, (_, _, t) in METRICS.items()}
