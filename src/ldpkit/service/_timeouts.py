@@ -1,5 +1,6 @@
-"""A header read timeout for uvicorn: connections whose request head does not arrive in time
-are closed.
+"""A header read timeout for uvicorn.
+
+Connections whose request head does not arrive in time are closed.
 
 uvicorn (0.55) closes a connection idle *after* a response (``timeout_keep_alive``) but
 waits forever for the head of a request: 200 clients that each send half a request line

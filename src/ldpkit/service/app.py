@@ -292,9 +292,10 @@ def create_app(
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
-        """200 ``ok``; 200 ``degraded`` when roll-up compaction keeps failing or falls
-        behind (ingest and estimates still work, estimates get slower); 503 when the
-        database does not answer.
+        """Report the collector's health: 200 ``ok``.
+
+        200 ``degraded`` when roll-up compaction keeps failing or falls behind (ingest and
+        estimates still work, estimates get slower); 503 when the database does not answer.
         """
         try:
             store.ping()
@@ -445,7 +446,7 @@ def create_app(
         ] = None,
         top_k: TopK = None,
     ) -> EstimateResult:
-        """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
+        """Return the estimate over whole buckets in ``[since, until)`` (everything by default)."""
         items = None if candidates is None else candidates.split(",")
         return estimate_of(  # type: ignore[return-value]
             collection, request, alpha, postprocessing, since, until, bootstrap, items, top_k

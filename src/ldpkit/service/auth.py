@@ -83,7 +83,7 @@ class Token:
 
 
 def new_token() -> tuple[str, str]:
-    """A fresh random token and the hex sha256 to put in the config: ``(token, sha256)``."""
+    """Return a fresh random token and the hex sha256 to put in the config: ``(token, sha256)``."""
     token = secrets.token_urlsafe(32)
     return token, hashlib.sha256(token.encode()).hexdigest()
 
@@ -167,7 +167,7 @@ class TokenAuth:
         self._by_digest = {token.sha256: token for token in self.tokens}
 
     def identify(self, authorization: str | None) -> Token | None:
-        """The token presented in the header, or None (missing, malformed or unknown).
+        """Return the token presented in the header, or None (missing, malformed or unknown).
 
         The presented token is hashed, and the hash looked up among the configured ones
         and confirmed with :func:`hmac.compare_digest`. The lookup is keyed by the sha256

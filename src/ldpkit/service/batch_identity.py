@@ -1,6 +1,8 @@
-"""What a batch is to the store and how it is told apart: the pending batch and its stored
-record, batch ids, the digests that tell a retried batch from a different one under the
-same idempotency key, and the refusals of a reused or deleted key.
+"""What a batch is to the store and how it is told apart.
+
+The pending batch and its stored record, batch ids, the digests that tell a retried batch
+from a different one under the same idempotency key, and the refusals of a reused or deleted
+key.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ _id_state: tuple[int, int, Any] = (-1, 0, None)  # (pid, random base, counter)
 
 
 def new_batch_id() -> str:
-    """A UUID version 7 (RFC 9562): time-ordered, so new rows append to the index.
+    """Return a UUID version 7 (RFC 9562): time-ordered, so new rows append to the index.
 
     The 74 bits after the millisecond timestamp are a random base drawn once per process
     plus a counter (RFC 9562 section 6.2 allows counters): unique within a process, and

@@ -1,5 +1,6 @@
-"""The collector's state and its work behind the routes (:class:`_Collector`): the
-collections and their report templates, authorization and quotas, one batch handed to
+"""The collector's state and its work behind the routes (:class:`_Collector`).
+
+The collections and their report templates, authorization and quotas, one batch handed to
 its :class:`~ldpkit.service.decode.BatchDecoder` and then to the group committer, and the
 estimates.
 """
@@ -94,8 +95,9 @@ _TIME_RANGE = (
 
 
 def _parse_time(value: str | None, name: str) -> int | None:
-    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
-    outside [TIME_MIN, TIME_MAX] (``since=1e300`` was a 500).
+    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds.
+
+    422 outside [TIME_MIN, TIME_MAX] (``since=1e300`` was a 500).
     """
     if value is None:
         return None
@@ -175,7 +177,7 @@ class _Collector:
 
     # -- access ----------------------------------------------------------------------------
     def authorize(self, request: Request, scope: str) -> str:
-        """The calling token's name ("" when auth is off); 401/403 otherwise."""
+        """Return the calling token's name ("" when auth is off); 401/403 otherwise."""
         found = request.headers.getlist("authorization")
         return self.authorize_header(
             found[0] if found else None,
@@ -187,9 +189,10 @@ class _Collector:
     def authorize_header(
         self, header: str | None, scope: str, collection: str | None = None, count: int = 1
     ) -> str:
-        """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
-        ``count`` headers were sent: more than one is a 400 on every path (the
-        fast path read the last, the FastAPI routes the first).
+        """:meth:`authorize` from the ``Authorization`` header's value (None if absent).
+
+        ``count`` headers were sent: more than one is a 400 on every path (the fast path
+        read the last, the FastAPI routes the first).
         """
         if count > 1:
             self.metrics.reject("malformed", 400)
@@ -220,7 +223,7 @@ class _Collector:
         return token.name
 
     def visible(self, token: str) -> list[str]:
-        """The collections the named token may see (all of them when auth is off)."""
+        """Return the collections the named token may see (all of them when auth is off)."""
         found = None if self.auth is None else self.auth.by_name.get(token)
         if found is None or found.collections is None:
             return list(self.collections)
@@ -239,8 +242,10 @@ class _Collector:
             raise HTTPException(exc.status, str(exc), headers=headers) from None
 
     def get(self, name: str, *, listing: bool = True) -> Collection:
-        """The collection ``name``; 404 otherwise, naming the others only when ``listing``
-        (callers that may read; an ingest token must not learn them).
+        """Return the collection ``name``.
+
+        404 otherwise, naming the others only when ``listing`` (callers that may read; an
+        ingest token must not learn them).
         """
         try:
             return self.collections[name]

@@ -101,7 +101,7 @@ class ReportRows:
 
 
 def _row_arrays(rows: Sequence[ReportRows]) -> dict[str, np.ndarray]:
-    """The columns of several ReportRows as one array per field (their decoded dtypes)."""
+    """Return the columns of several ReportRows as one array per field (their decoded dtypes)."""
     first = rows[0]
     return {
         k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
@@ -122,10 +122,11 @@ def _concat(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Reports
 
 
 def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Stats:
-    """``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors; a group
-    of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``, which
-    skips the checks the decoder already made (about a third of the CPU time for a group
-    of seven one-report OLH batches, d = 1024).
+    """``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors.
+
+    A group of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``,
+    which skips the checks the decoder already made (about a third of the CPU time for a
+    group of seven one-report OLH batches, d = 1024).
     """
     if not all(isinstance(b, ReportRows) for b in batches):
         return aggregate_one(spec, _concat(spec, batches))

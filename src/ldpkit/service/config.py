@@ -1,6 +1,8 @@
-"""The collector's config file: read it (TOML or JSON), check its keys, and turn it into
-the collections and ``create_app`` keyword arguments (:func:`config_options`), or into an
-app (:func:`ldpkit.service.serve.app_from_config`).
+"""The collector's config file.
+
+Read it (TOML or JSON), check its keys, and turn it into the collections and ``create_app``
+keyword arguments (:func:`config_options`), or into an app
+(:func:`ldpkit.service.serve.app_from_config`).
 """
 
 from __future__ import annotations
@@ -229,7 +231,7 @@ def _collection(name: str, entry: Any) -> Collection:
 
 
 def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict[str, Any]]:
-    """Collections and ``create_app`` keyword arguments from a parsed config."""
+    """Return the collections and ``create_app`` keyword arguments from a parsed config."""
     unknown = set(data) - _TOP_KEYS - _LIMIT_KEYS
     if unknown:
         raise ValueError(f"config keys must be among {sorted(_TOP_KEYS)}, got {sorted(unknown)}")

@@ -34,7 +34,7 @@ _ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
 
 
 def _json_depth_ok(obj: Any, limit: int) -> bool:
-    """True if ``obj`` nests at most ``limit`` containers deep (iterative: no recursion)."""
+    """Return True if ``obj`` nests at most ``limit`` containers deep (iterative: no recursion)."""
     stack = [(obj, 1)]
     while stack:
         node, depth = stack.pop()
@@ -109,7 +109,7 @@ class _OneReport:
     def build(
         cls, spec_dict: dict[str, Any], fingerprint: str, template: Mapping[str, _FastField]
     ) -> "_OneReport | None":
-        """The matcher of one collection, or None when its reports do not qualify."""
+        """Return the matcher of one collection, or None when its reports do not qualify."""
 
         def seq(*tokens: bytes) -> bytes:  # JSON tokens, optional whitespace between them
             return _JW.join(tokens)

@@ -1,5 +1,7 @@
-"""The fast ingest path: ``POST /v1/reports/{c}`` served from the raw ASGI messages
-(:class:`CollectorApp`), with the same answers as the FastAPI route it stands in for.
+"""The fast ingest path.
+
+``POST /v1/reports/{c}`` served from the raw ASGI messages (:class:`CollectorApp`), with the
+same answers as the FastAPI route it stands in for.
 """
 
 import json

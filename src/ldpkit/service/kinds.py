@@ -48,8 +48,9 @@ class EstimateQuery:
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
-    """Values to try on ``spec.randomize`` when probing it: 64 evenly spaced reals (for a
-    spec with ``low``/``high``), item numbers, or zeros.
+    """Values to try on ``spec.randomize`` when probing it.
+
+    64 evenly spaced reals (for a spec with ``low``/``high``), item numbers, or zeros.
     """
     low, high = getattr(spec, "low", None), getattr(spec, "high", None)
     out: list[Any] = []
@@ -161,8 +162,9 @@ class FrequencyKind(Kind):
 
 
 class OpenFrequencyKind(Kind):
-    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``): the
-    reader names the candidates; the answer is their frequencies (``labels`` = the
+    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``).
+
+    The reader names the candidates; the answer is their frequencies (``labels`` = the
     candidates), intervals and, with ``top_k``, the most frequent of them.
     """
 

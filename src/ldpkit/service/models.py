@@ -1,5 +1,7 @@
-"""The collector's API models (pydantic): the JSON answer of each route, which also
-documents the API at ``/openapi.json``, and the ingest body's OpenAPI description.
+"""The collector's API models (pydantic).
+
+The JSON answer of each route, which also documents the API at ``/openapi.json``, and the
+ingest body's OpenAPI description.
 """
 
 from typing import Any

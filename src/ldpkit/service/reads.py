@@ -1,6 +1,8 @@
-"""The store's reads: the sums of roll-ups and roll-up parts a collection's estimates
-and listings come from (:class:`StoreReader`), with a cache of closed buckets' sums that
-is valid for one generation of the collection.
+"""The store's reads.
+
+The sums of roll-ups and roll-up parts a collection's estimates and listings come from
+(:class:`StoreReader`), with a cache of closed buckets' sums that is valid for one
+generation of the collection.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class _ClosedBuckets:
         self.batches.append(batches)
 
     def window(self, lo: int, hi: int) -> tuple[dict[str, np.ndarray], int, int]:
-        """Sums over cached buckets with ``lo <= start < hi`` (empty dict if none)."""
+        """Return the sums over cached buckets with ``lo <= start < hi`` (empty dict if none)."""
         import bisect
 
         i, j = bisect.bisect_left(self.starts, lo), bisect.bisect_left(self.starts, hi)
@@ -157,7 +159,7 @@ class StoreReader:
         until: int | None = None,
         token: str | None = None,
     ) -> tuple[Stats, int]:
-        """The roll-ups of whole buckets in ``[since, until)`` merged, and their batch count.
+        """Return the roll-ups of whole buckets in ``[since, until)`` merged, and their batch count.
 
         Closed buckets (ended over five minutes ago) are summed once and kept in memory per
         bucket, valid while the collection's ``generation`` is unchanged (any delete or late

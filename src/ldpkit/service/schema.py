@@ -208,7 +208,7 @@ class _Layout:
         )
 
     def sum(self, payloads: Sequence[bytes], n: int) -> Stats:
-        """The Stats of several packed rows added up (what ``Stats.merge`` computes)."""
+        """Return the Stats of several packed rows added up (what ``Stats.merge`` computes)."""
         if any(len(p) != self.row_bytes for p in payloads):
             raise ValueError(
                 f"roll-up rows must hold {self.row_bytes} bytes for {self.spec!r}, got "
@@ -227,7 +227,7 @@ class _Layout:
 
 
 def make_engine(database_url: str) -> Engine:
-    """An engine for ``database_url``; SQLite gets WAL journaling and a busy timeout."""
+    """Return an engine for ``database_url``; SQLite gets WAL journaling and a busy timeout."""
     url = make_url(database_url)
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)

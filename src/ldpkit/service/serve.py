@@ -1,6 +1,8 @@
-"""``ldpkit serve``: check the serving options, then run the collector with uvicorn in one
-process or several (:func:`main`), and the housekeeping around it (the shared metrics
-directory, the header read timeout carried to worker processes, the access log format).
+"""``ldpkit serve``.
+
+Check the serving options, then run the collector with uvicorn in one process or several
+(:func:`main`), and the housekeeping around it (the shared metrics directory, the header
+read timeout carried to worker processes, the access log format).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ log = logging.getLogger("ldpkit.service")
 
 
 def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    """Return True for 127.0.0.0/8, ::1 and ``localhost``."""
     if host == "localhost":
         return True
     try:
@@ -203,7 +205,7 @@ def main(
 
 
 def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overrides: Any) -> Any:
-    """A collector app from a config file path or an already-parsed config mapping.
+    """Return a collector app from a config file path or an already-parsed config mapping.
 
     ``overrides`` (``database_url``, ``store_reports``, ``limits``...) win over the
     file's values.

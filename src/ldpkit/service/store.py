@@ -135,9 +135,10 @@ _COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
 
 
 def _collection_lock_id(collection: str) -> int:
-    """The collection's int4 advisory-lock key: 31 bits of sha256 of its name (non-negative,
-    so the inlined literal is an int4; a collision only makes two collections' deletes wait
-    for each other's writers).
+    """Return the collection's int4 advisory-lock key.
+
+    31 bits of sha256 of its name (non-negative, so the inlined literal is an int4; a
+    collision only makes two collections' deletes wait for each other's writers).
     """
     return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
@@ -171,7 +172,7 @@ def _insert_batches_locked_sql(names: frozenset[str]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _group_single_sql(names: frozenset[str], parts: int) -> str:
-    """A whole keyless group in one statement (``CollectorStore._commit_group_pg_single``).
+    """Return the SQL of ``CollectorStore._commit_group_pg_single`` (one keyless group).
 
     Parameters: the batch rows as six array literals (text, one per column: ids,
     collections, tokens, n, ``received_at`` as Unix seconds, buckets; see
@@ -203,7 +204,7 @@ def _array_item(value: str) -> str:
 
 
 def _array_literal(values: Iterable[str]) -> str:
-    """A PostgreSQL array literal (``'{a,b}'``) of already quoted or numeric elements."""
+    """Return a PostgreSQL array literal (``'{a,b}'``) of already quoted or numeric elements."""
     return "{" + ",".join(values) + "}"
 
 
@@ -790,7 +791,7 @@ class CollectorStore:
         digests: Mapping[int, str],
         order: Sequence[int],
     ) -> str:
-        """The batch rows of ``order`` as one JSON array (see ``_PG_INSERT_BATCHES``)."""
+        """Return the batch rows of ``order`` as one JSON array (see ``_PG_INSERT_BATCHES``)."""
         return json.dumps(
             [
                 (
@@ -813,7 +814,7 @@ class CollectorStore:
         items: Sequence[PendingBatch],
         combine: Callable[[Sequence[PendingBatch]], Stats],
     ) -> tuple[str, tuple[Any, ...], list[BatchRecord | Exception]] | None:
-        """A group without idempotency keys or raw reports as ONE statement, to autocommit.
+        """Build ONE autocommitted statement for a group without idempotency keys or raw reports.
 
         Nothing to look up and every batch is new, so the batch rows and the roll-up parts
         go in one statement (data-modifying CTEs), which is its own transaction: one
@@ -1558,7 +1559,7 @@ class CollectorStore:
         return int(result.rowcount or 0)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
-        """The stored payload of a batch (only when the app stores raw reports)."""
+        """Return the stored payload of a batch (only when the app stores raw reports)."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(reports_table.c.format, reports_table.c.payload).where(
