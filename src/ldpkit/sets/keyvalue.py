@@ -1,5 +1,7 @@
-"""Key-value data: each user holds (key, value) pairs, values in [-1, 1]; the server estimates
-every key's frequency (share of users holding it) and mean value.
+"""Key-value data.
+
+Each user holds (key, value) pairs, values in [-1, 1]; the server estimates every key's
+frequency (share of users holding it) and mean value.
 
 :class:`PCKV` (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020): padding-and-sampling of one
 pair, then correlated perturbation of key and value (UE or GRR), with the tight budget
@@ -96,7 +98,7 @@ class KeyValueEstimate:
         return int(self.frequencies.size)
 
     def frequency_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval of each frequency."""
+        """Return the normal two-sided ``1 - alpha`` interval of each frequency."""
         half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.frequency_variance)
         return self.frequencies - half, self.frequencies + half
 
@@ -128,7 +130,7 @@ class KeyValueEstimate:
         return lo, hi
 
     def top(self, k: int) -> Any:
-        """The k most frequent keys (labels when attached, else indices), largest first."""
+        """Return the k most frequent keys (labels when attached, else indices), largest first."""
         k = check_integer(k, "k", low=1, high=self.domain_size)
         idx = np.argsort(-self.frequencies, kind="stable")[:k]
         return [self.labels[i] for i in idx.tolist()] if self.labels is not None else idx
@@ -137,8 +139,9 @@ class KeyValueEstimate:
         return dataclasses.replace(self, **changes)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A pandas DataFrame, one row per key: frequency, its std error and interval,
-        mean, its std error and interval.
+        """Return a pandas DataFrame, one row per key.
+
+        Frequency, its std error and interval, mean, its std error and interval.
         """
         import pandas as pd
 
@@ -328,10 +331,12 @@ class PCKV(_KeyValueMechanism):
         return rr_weights(self.epsilon, 2 * self.slots - 1)
 
     def _ue_weights(self) -> tuple[int, int, int]:
-        """``(w_keep, w_other, B)``: the sampled key's entry is v* w.p. ``w_keep / 2T``,
-        -v* w.p. ``w_other / 2T`` (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is
-        +1 and -1 w.p. ``B / 2M`` each (``M = 2^52``), with ``log(2 p (1 - b) / b) <= eps``
-        checked on the exact integers.
+        """``(w_keep, w_other, B)``.
+
+        The sampled key's entry is v* w.p. ``w_keep / 2T``, -v* w.p. ``w_other / 2T``
+        (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is +1 and -1 w.p.
+        ``B / 2M`` each (``M = 2^52``), with ``log(2 p (1 - b) / b) <= eps`` checked on the
+        exact integers.
         """
         return _ue_law(self.epsilon)
 
@@ -366,7 +371,7 @@ class PCKV(_KeyValueMechanism):
         return self.padding == 1
 
     def privacy_loss(self) -> float:
-        """The loss of the perturbation of one sampled pair, from the integer weights.
+        """Return the loss of the perturbation of one sampled pair, from the integer weights.
 
         GRR: the exact loss of the whole report, ``log(1 + (e^eps' - 1) / ell)`` with eps' the
         realized ratio (an item is sampled w.p. at most 1 / ell, as in
@@ -405,8 +410,10 @@ class PCKV(_KeyValueMechanism):
         return Reports(self, bits=bits, signs=signs)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``positive``, ``negative``: reports supporting ``(k, +1)`` and ``(k, -1)`` for every
-        real and dummy key (GRR: one pair per report, so they sum to n together).
+        """``positive``, ``negative``.
+
+        Reports supporting ``(k, +1)`` and ``(k, -1)`` for every real and dummy key (GRR:
+        one pair per report, so they sum to n together).
         """
         shape = (self.slots,)
         return {"positive": StatsField(shape), "negative": StatsField(shape)}
@@ -649,9 +656,11 @@ class PrivKV(_KeyValueMechanism):
         return k2 / (k2 + o2)
 
     def pair_matrix(self) -> np.ndarray:
-        """P[output | input] for the sampled key: inputs (holds it with v* = +1, with
-        v* = -1, does not hold it) x outputs (<0, 0>, <1, +1>, <1, -1>). (Not a
-        ``transition_matrix``: its rows are these three cases, not the domain's keys.)
+        """P[output | input] for the sampled key.
+
+        Inputs (holds it with v* = +1, with v* = -1, does not hold it) x outputs (<0, 0>,
+        <1, +1>, <1, -1>). (Not a ``transition_matrix``: its rows are these three cases, not
+        the domain's keys.)
         """
         p1, p2 = self.p1, self.p2
         return np.array(

@@ -63,8 +63,9 @@ class SetFrequencyEstimate(FrequencyEstimate):
     length_cdf: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(1))
 
     def bias_bound(self, alpha: float = 0.05) -> float:
-        """A ``1 - alpha`` upper confidence bound on ``P[L >= ell]``, clipped to [0, 1]:
-        every true frequency exceeds the padded frequency by at most this much.
+        """Return a ``1 - alpha`` upper confidence bound on ``P[L >= ell]``, clipped to [0, 1].
+
+        Every true frequency exceeds the padded frequency by at most this much.
         """
         alpha = check_probability(alpha, "alpha")
         z = _z(2.0 * alpha)  # one-sided
@@ -195,7 +196,7 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return self.oracle_name == "olh" or self.padding == 1
 
     def privacy_loss(self) -> float:
-        """The exact loss of the sent report (see Notes), from the realized weights."""
+        """Return the exact loss of the sent report (see Notes), from the realized weights."""
         from .. import _crmath
 
         inner = self.inner

@@ -1,5 +1,7 @@
-"""PrivSet: set-valued frequencies by an exponential mechanism over k-subsets (Wang et al.,
-IEEE INFOCOM 2018).
+"""PrivSet.
+
+Set-valued frequencies by an exponential mechanism over k-subsets (Wang et al., IEEE INFOCOM
+2018).
 
 A user pads her set to exactly ``ell`` items (dummies ``d + L, ..., d + ell - 1``; a longer
 set is sampled down to ``ell`` of its items uniformly) and reports a subset ``z`` of ``k``
@@ -230,7 +232,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return self._pq()[1]
 
     def privacy_loss(self) -> float:
-        """The loss of the realized law, from the integers (see Notes)."""
+        """Return the loss of the realized law, from the integers (see Notes)."""
         a, meet, miss, _ = self._law()
         return _branch_loss(a, meet, miss)
 

@@ -88,7 +88,7 @@ def _top(est: FrequencyEstimate, k: int) -> np.ndarray:
 
 
 def _take(sets: UserSets, users: np.ndarray) -> UserSets:
-    """The sets of some users (vectorized gather in CSR)."""
+    """Return the sets of some users (vectorized gather in CSR)."""
     lengths = sets.lengths[users]
     starts = sets.offsets[:-1][users]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -181,8 +181,10 @@ def svim(
 def sample_one_item(
     users: Any, *, epsilon: float, domain_size: int, k: int, rng: RNGLike = None
 ) -> TopItems:
-    """The naive baseline: every user reports one sampled item of her set (padding 1)
-    over the whole domain; the k largest estimates.
+    """Estimate the top k items by the naive baseline.
+
+    Every user reports one sampled item of her set (padding 1) over the whole domain; the k
+    largest estimates.
 
     Examples
     --------
@@ -238,8 +240,10 @@ class TopItemsets:
 def _candidate_itemsets(
     items: np.ndarray, freq: np.ndarray, count: int, max_size: int
 ) -> list[tuple[int, ...]]:
-    """The ``count`` itemsets (2..max_size of ``items``) of largest guessed frequency: the
-    product of the items' estimated frequencies cut to [1e-6, 1] (an independence guess).
+    """Return the ``count`` itemsets (2..max_size of ``items``) of largest guessed frequency.
+
+    The product of the items' estimated frequencies cut to [1e-6, 1] (an independence
+    guess).
     """
     from itertools import combinations
 
