@@ -82,8 +82,9 @@ def _check_finite_tree(value: Any, path: str) -> None:
 
 
 def _check_params(target: type, params: Mapping[str, Any]) -> None:
-    """Raise ValueError unless ``params`` are keyword arguments of ``target``: a dict whose
-    class was edited must not reach another class's constructor.
+    """Raise ValueError unless ``params`` are keyword arguments of ``target``.
+
+    A dict whose class was edited must not reach another class's constructor.
     """
     accepted: list[str] = []
     for klass in target.__mro__:  # a constructor taking **kwargs passes them to its base's

@@ -97,7 +97,7 @@ class LocalStreamRelease(StreamRelease):
     # ------------------------------------------------------------------ to implement
     @abstractmethod
     def _perturb_spec(self, threshold: float) -> Mechanism:
-        """The spec released users randomize with, given the threshold."""
+        """Return the spec released users randomize with, given the threshold."""
 
     @abstractmethod
     def _estimates(self, reports: Reports) -> np.ndarray:
@@ -125,7 +125,7 @@ class LocalStreamRelease(StreamRelease):
         return "threshold" if self._threshold is None else "perturb"
 
     def client_spec(self, phase: str | None = None) -> Mechanism:
-        """The frozen spec users of ``phase`` (default: the current one) randomize with.
+        """Return the frozen spec users of ``phase`` (default: the current one) randomize with.
 
         Send ``spec.to_dict()`` to devices; they call
         :func:`ldpkit.stream.client_randomize` and send back the Reports.
@@ -194,8 +194,9 @@ class LocalStreamRelease(StreamRelease):
     # ------------------------------------------------------------------ windows
     @property
     def window_stats(self) -> WindowedStats | None:
-        """Released reports filed per window (None until reports arrive with ``windows=``):
-        mergeable per-window Stats of :meth:`client_spec` ``("perturb")``.
+        """Released reports filed per window (None until reports arrive with ``windows=``).
+
+        Mergeable per-window Stats of :meth:`client_spec` ``("perturb")``.
         """
         return self._windows
 
@@ -388,8 +389,9 @@ class LocalStreamRelease(StreamRelease):
     def range_sums(
         self, starts: Any, stops: Any, *, std_error: bool = True
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Vectorized :meth:`range_sum`: ``(estimates, std_errors)`` (``None`` if not asked);
-        O(1) work per range.
+        """Vectorized :meth:`range_sum`.
+
+        ``(estimates, std_errors)`` (``None`` if not asked); O(1) work per range.
         """
         i, j = self._check_range(starts, stops)
         est = self._range_estimates(i, j)

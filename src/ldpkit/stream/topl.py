@@ -559,7 +559,7 @@ def choose_topl_threshold(
     *,
     objective: Literal["corrected", "authors"] = "corrected",
 ) -> float:
-    """The candidate ``theta_k``, ``k >= 1``, minimizing :func:`topl_threshold_objective`.
+    """Return the candidate ``theta_k``, ``k >= 1``, minimizing :func:`topl_threshold_objective`.
 
     Post-processing of the (already private) distribution estimate: no extra budget.
 
@@ -763,7 +763,7 @@ class ToPL(LocalStreamRelease):
 
     # ------------------------------------------------------------------ specs
     def client_spec(self, phase: str | None = None) -> Mechanism:
-        """The spec users of ``phase`` randomize with (default: the current phase).
+        """Return the spec users of ``phase`` randomize with (default: the current phase).
 
         ``"threshold"``: ``SquareWave(epsilon, low=0, high=B, buckets=LOG_BUCKETS,
         log_scale=B / d)`` (default; the spec maps the value to ``log(1 + v / s)`` on the
@@ -806,8 +806,10 @@ class ToPL(LocalStreamRelease):
 
     @property
     def threshold_per_user_variance(self) -> float:
-        """The worst-case variance of one threshold-phase user's estimate: ``B^2 v*``
-        (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s (log scale).
+        """The worst-case variance of one threshold-phase user's estimate.
+
+        ``B^2 v*`` (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s
+        (log scale).
         """
         if self._sw.log_scale is not None:
             return self._sw.value_estimates()[1]

@@ -45,7 +45,7 @@ _UNITS = {"D": "day", "h": "hour", "m": "minute", "W": "week", "M": "month", "Y"
 
 
 def _key(value: Any) -> Hashable:
-    """A window key as a plain, JSON-able, sortable Python value (int or str)."""
+    """Return a window key as a plain, JSON-able, sortable Python value (int or str)."""
     if isinstance(value, (np.integer, int)) and not isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (str, np.str_)):
@@ -277,8 +277,10 @@ def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> Window
 
 
 class WindowEstimates(NamedTuple):
-    """Per-window answers: ``estimate[k]`` and ``std_error[k]`` for window ``windows[k]``
-    from ``n[k]`` reports (rows: windows; for frequencies a column per item).
+    """Per-window answers.
+
+    ``estimate[k]`` and ``std_error[k]`` for window ``windows[k]`` from ``n[k]`` reports
+    (rows: windows; for frequencies a column per item).
     """
 
     windows: list[Hashable]
@@ -287,7 +289,7 @@ class WindowEstimates(NamedTuple):
     std_error: np.ndarray
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame with one row per window (pandas is imported here)."""
+        """Return a pandas DataFrame with one row per window (pandas is imported here)."""
         import pandas as pd
 
         est = np.asarray(self.estimate)
