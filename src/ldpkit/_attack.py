@@ -83,8 +83,10 @@ def _wilson(successes: int, n: int, alpha: float) -> tuple[float, float]:
 
 
 def _channels(spec: Any, memoized: bool) -> tuple[str, Any]:
-    """The attack's view of a spec: ("matrix", (P1, P2)), ("bits", (p1, q1, p2, q2)) or
-    ("whole", M) for a memoized whole report.
+    """Return the attack's view of a spec.
+
+    ("matrix", (P1, P2)), ("bits", (p1, q1, p2, q2)) or ("whole", M) for a memoized whole
+    report.
     """
     from .frequency.unary import UnaryEncoding
     from .longitudinal.grr import LGRR
@@ -187,10 +189,12 @@ def _mc_matrix(
 def _mc_hashed(
     spec: Any, p1: np.ndarray, p2: np.ndarray, rounds: int, prior: np.ndarray, n: int, gen: Any
 ) -> tuple[int, int]:
-    """LOLOHA, memoized: the device's seed is public, its reports are L-GRR over [g] of
-    the hashed value. Values hashing alike are indistinguishable: the attacker picks the
-    most probable value among the most probable bucket's. Returns (hits, hits of an
-    attacker who sees the permanent answer itself: the limit).
+    """LOLOHA, memoized.
+
+    The device's seed is public, its reports are L-GRR over [g] of the hashed value. Values
+    hashing alike are indistinguishable: the attacker picks the most probable value among
+    the most probable bucket's. Returns (hits, hits of an attacker who sees the permanent
+    answer itself: the limit).
     """
     from .frequency.hashing import local_hash
 
@@ -223,6 +227,7 @@ def _mc_bits(
     gen: Any,
 ) -> int:
     """Unary encodings: bit j's count of ones over the T reports, given whether j = v.
+
     ``rounds=None``: the attacker sees the permanent bits themselves (the limit).
     """
     from scipy.stats import binom
@@ -279,7 +284,7 @@ def attack(
     alpha: float = 0.05,
     rng: RNGLike = None,
 ) -> AttackResult:
-    """The Bayes-optimal attacker's success at naming one device's value from T reports.
+    """Return the Bayes-optimal attacker's success at naming one device's value from T reports.
 
     Parameters
     ----------

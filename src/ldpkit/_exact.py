@@ -159,7 +159,7 @@ def sample_flat_bump(
 def bump_law(
     start: int, n_cells: int, w_low: int, bump: np.ndarray, total: int | None = None
 ) -> np.ndarray:
-    """The exact law of :func:`sample_bump` for one shift, as float64 probabilities."""
+    """Return the exact law of :func:`sample_bump` for one shift, as float64 probabilities."""
     weights = np.full(n_cells, w_low, dtype=object)
     for i, extra in enumerate(bump.tolist()):
         weights[start + i] += int(extra)

@@ -354,8 +354,10 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: typer's app, with usage errors (unknown option, a value that is not
-    a number) on one line and exit status 2, like the commands' own validation errors.
+    """Console entry point.
+
+    Typer's app, with usage errors (unknown option, a value that is not a number) on one
+    line and exit status 2, like the commands' own validation errors.
     """
     try:  # typer >= 0.20 vendors click
         from typer._click import exceptions as cx

@@ -111,7 +111,7 @@ DEFAULT_CUT_ALPHA = 2.0
 
 
 def _check_estimate(estimate: Any) -> np.ndarray:
-    """The estimate's frequencies after type and finiteness checks."""
+    """Return the estimate's frequencies after type and finiteness checks."""
     if not isinstance(estimate, FrequencyEstimate):
         raise TypeError(f"estimate must be a FrequencyEstimate, got {type(estimate).__name__}")
     f = estimate.frequencies

@@ -175,7 +175,7 @@ def run_numerical(
 
 
 def plot_numerical(result: NumericalDemo, path: str | Path, *, title: str, unit: str = "") -> Path:
-    """True vs estimated density (histograms on the same grid) with the quantiles marked."""
+    """Plot the true vs estimated density (histograms on one grid) with the quantiles marked."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -72,7 +72,7 @@ def default_device_path() -> Path:
 
 
 def _value_key(value: Any) -> tuple[str, bytes]:
-    """A canonical text key (for the file) and byte string (for the HMAC) of one value."""
+    """Return a canonical text key (for the file) and byte string (for the HMAC) of one value."""
     if isinstance(value, (np.integer, int)) and not isinstance(value, (bool, np.bool_)):
         return f"i{int(value)}", b"i" + int(value).to_bytes(16, "big", signed=True)
     as_float = float(value)
@@ -99,7 +99,7 @@ class DerivedWords:
         self._pending: list[int] = []
 
     def u64(self) -> int:
-        """The next word."""
+        """Return the next word."""
         if not self._pending:
             block = hmac.new(self._key, self._counter.to_bytes(8, "big"), hashlib.sha256)
             digest = block.digest()
@@ -108,7 +108,7 @@ class DerivedWords:
         return self._pending.pop()
 
     def below(self, total: int) -> int:
-        """A uniform integer in ``[0, total)`` by rejection (the JS ``uniformBelow``)."""
+        """Return a uniform integer in ``[0, total)`` by rejection (the JS ``uniformBelow``)."""
         limit = ((1 << 64) // total) * total
         while True:
             w = self.u64()
@@ -240,8 +240,9 @@ class Device:
 
     # -- derivation ----------------------------------------------------------------------------
     def _key(self, spec: Mechanism, key: bytes) -> bytes:
-        """HMAC-SHA256(secret, domain | fingerprint | 0 | value key): the key of the
-        permanent round's randomness (a pseudorandom function of the secret).
+        """HMAC-SHA256(secret, domain | fingerprint | 0 | value key).
+
+        The key of the permanent round's randomness (a pseudorandom function of the secret).
         """
         message = _DOMAIN + spec.fingerprint.encode() + b"\x00" + key
         return hmac.new(self._secret, message, hashlib.sha256).digest()
@@ -252,7 +253,7 @@ class Device:
         return np.random.Generator(np.random.Philox(key=int.from_bytes(digest[:16], "big")))
 
     def _state(self, spec: Any) -> np.ndarray | None:
-        """The spec's per-device permanent state (LOLOHA's hash seed), derived once."""
+        """Return the spec's per-device permanent state (LOLOHA's hash seed), derived once."""
         entry = self._states.get(spec.fingerprint)
         if entry is None:
             from_words = getattr(spec, "_device_state_from_words", None)
@@ -291,7 +292,7 @@ class Device:
         return table[text]
 
     def permanent(self, spec: Mechanism, value: Any) -> Any:
-        """The memoized permanent answer (or whole report) of ``value`` under ``spec``."""
+        """Return the memoized permanent answer (or whole report) of ``value`` under ``spec``."""
         self._check_values(spec, [value])
         entry = self._memoized(spec, value)
         return entry.get("permanent", entry.get("report"))
@@ -352,7 +353,7 @@ class Device:
         return self._budget
 
     def _keys(self, spec: Mechanism, values: np.ndarray) -> set[str]:
-        """The memo keys (file text) that ``values`` need."""
+        """Return the memo keys (file text) that ``values`` need."""
         if _is_longitudinal(spec):
             keys = spec._memo_keys(values, self._state(spec))  # type: ignore[attr-defined]
         else:
@@ -388,7 +389,8 @@ class Device:
         return len(self._memo.get(spec.fingerprint, {}))
 
     def privacy_spent(self, spec: Mechanism) -> float:
-        """The loss of all this device's reports under ``spec``, whatever their number:
+        """Return the loss of all this device's reports under ``spec``, whatever their number.
+
         ``spec.longitudinal_privacy_loss(distinct values)`` for a longitudinal spec, else
         ``distinct values x privacy_loss()`` (memoized whole reports).
         """

@@ -127,7 +127,7 @@ class Encoder:
 
     # -- serialization -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal encoder.
+        """Return a JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal encoder.
 
         Categories must then be JSON scalars (str, int, float, bool).
         """

@@ -15,8 +15,10 @@ __all__ = ["FrequencyEstimate", "IntervalWarning"]
 
 
 class IntervalWarning(UserWarning):
-    """A confidence interval is not available (NaN) or only approximate: e.g. after a
-    biased post-processing (Norm-Sub, ...) or for a non-linear estimator (EM/EMS).
+    """A confidence interval is not available (NaN) or only approximate.
+
+    E.g. after a biased post-processing (Norm-Sub, ...) or for a non-linear estimator
+    (EM/EMS).
     """
 
 
@@ -167,7 +169,7 @@ class FrequencyEstimate:
         return self.frequencies - half, self.frequencies + half
 
     def top(self, k: int, *, indices: bool = False) -> Any:
-        """The k largest estimates, largest first.
+        """Return the k largest estimates, largest first.
 
         Returns their labels (a list) when labels are attached (:meth:`Encoder.label
         <ldpkit.Encoder.label>`), else, or with ``indices=True``, their item indices (an
@@ -179,14 +181,14 @@ class FrequencyEstimate:
         return self.labels_of(idx) if (self.labels is not None and not indices) else idx
 
     def labels_of(self, items: Any) -> list[Any]:
-        """The labels of some item indices (the indices themselves without labels)."""
+        """Return the labels of some item indices (the indices themselves without labels)."""
         idx = np.asarray(items, dtype=np.int64).reshape(-1)
         if self.labels is None:
             return idx.tolist()
         return [self.labels[i] for i in idx.tolist()]
 
     def replace(self, **changes: Any) -> FrequencyEstimate:
-        """A copy with some attributes changed."""
+        """Return a copy with some attributes changed."""
         return dataclasses.replace(self, **changes)
 
     def with_postprocessing(self, frequencies: np.ndarray, step: str) -> FrequencyEstimate:
@@ -196,7 +198,7 @@ class FrequencyEstimate:
         )
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A pandas DataFrame: one row per item, indexed by label (or item index).
+        """Return a pandas DataFrame: one row per item, indexed by label (or item index).
 
         Columns ``item`` (the index, when labels are the DataFrame's index),
         ``frequency``, ``std_error``, ``ci_low`` and ``ci_high`` (the ``1 - alpha``

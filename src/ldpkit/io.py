@@ -169,7 +169,7 @@ def _as_path(path: Any, name: str = "path") -> Path:
 
 
 def _check_source(source: Any, name: str = "path") -> Any:
-    """A path (as a Path) or an open binary file object (as it is)."""
+    """Return a path (as a Path) or an open binary file object (as it is)."""
     if hasattr(source, "read") or hasattr(source, "write"):
         return source
     if isinstance(source, (str, os.PathLike)):
@@ -430,7 +430,7 @@ def _arrow_column(name: str, arr: np.ndarray) -> tuple[pa.Array, dict[str, Any]]
 
 
 def reports_to_arrow(reports: Reports) -> pa.Table:
-    """An Arrow table with one row per user and the spec in the schema metadata.
+    """Return an Arrow table with one row per user and the spec in the schema metadata.
 
     1-D fields become primitive columns of the same dtype; 2-D ``uint8`` fields (bit-packed
     unary reports, ``np.packbits(..., axis=1)``) become ``fixed_size_binary(width)``; other
@@ -523,8 +523,9 @@ def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) 
 def reports_from_arrow(
     table: pa.Table, *, expected: Mechanism | None = None, source: str = "the table"
 ) -> Reports:
-    """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
-    digest of the arrays.
+    """Inverse of :func:`reports_to_arrow`.
+
+    Checks the fingerprint, ``expected`` and the digest of the arrays.
     """
     import pyarrow as pa
 
@@ -732,7 +733,8 @@ def save_reports(
 
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
-    """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
+    """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content).
+
     ``expected`` demands a configuration.
     """
     path = _as_path(path)
@@ -744,7 +746,7 @@ def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = N
 
 
 def reports_to_bytes(reports: Reports, format: WireFormat = "npz") -> bytes:
-    """The bytes :func:`save_reports` would write (what a client POSTs to a collector).
+    """Return the bytes :func:`save_reports` would write (what a client POSTs to a collector).
 
     Examples
     --------
@@ -841,7 +843,7 @@ def reports_from_bytes(data: bytes, *, expected: Mechanism | None = None) -> Rep
 
 # -- JSON -------------------------------------------------------------------------------------
 def reports_to_dict(reports: Reports) -> dict[str, Any]:
-    """A JSON-safe dict: header plus ``arrays: {name: {"dtype", "shape", "data"}}``.
+    """Return a JSON-safe dict: header plus ``arrays: {name: {"dtype", "shape", "data"}}``.
 
     Exact for every dtype (``uint64`` seeds are Python ints; JSON readers in languages
     with 53-bit numbers should send them as decimal strings, which

@@ -172,7 +172,7 @@ class Question:
 
     # -- identity and files ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal question."""
+        """Return a JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal question."""
         out: dict[str, Any] = {"format": FORMAT, "name": self.name}
         if self.description:
             out["description"] = self.description

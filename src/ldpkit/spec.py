@@ -165,7 +165,7 @@ class Mechanism(ABC):
 
     # -- identity ------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
-        """The spec's fields as a plain dict (JSON-safe)."""
+        """Return the spec's fields as a plain dict (JSON-safe)."""
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class Mechanism(ABC):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def replace(self, **changes: Any) -> Mechanism:
-        """A copy with some fields changed (validated again)."""
+        """Return a copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
     # -- the flow ------------------------------------------------------------------------
@@ -202,12 +202,13 @@ class Mechanism(ABC):
 
     @abstractmethod
     def empty_stats(self) -> Stats:
-        """The neutral element of :meth:`Stats.merge` for this spec."""
+        """Return the neutral element of :meth:`Stats.merge` for this spec."""
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The fields of this spec's :class:`Stats`: name -> shape, kind and the range n
-        reports can produce. :class:`Stats` checks every construction against it (None:
-        unchecked, only for specs outside the registry).
+        """Return the fields of this spec's :class:`Stats`.
+
+        Name -> shape, kind and the range n reports can produce. :class:`Stats` checks every
+        construction against it (None: unchecked, only for specs outside the registry).
         """
         return None
 
@@ -346,10 +347,11 @@ class Reports(_ArrayBundle):
 
     @classmethod
     def _from_decoded(cls, spec: Mechanism, arrays: dict[str, np.ndarray]) -> Reports:
-        """``Reports(spec, **arrays)`` for arrays made by the collector's decoder: the same
-        checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need no mask
-        or conversion pass). Anything unusual goes through ``__init__`` for its message.
-        The arrays become read-only in place (the caller hands them over).
+        """``Reports(spec, **arrays)`` for arrays made by the collector's decoder.
+
+        The same checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need
+        no mask or conversion pass). Anything unusual goes through ``__init__`` for its
+        message. The arrays become read-only in place (the caller hands them over).
         """
         floats = type(spec).float_report_fields
         n = -1
@@ -399,7 +401,7 @@ class Reports(_ArrayBundle):
         )
 
     def equals(self, other: Reports) -> bool:
-        """True when both hold the same spec and identical arrays."""
+        """Return True when both hold the same spec and identical arrays."""
         return self._spec == other.spec and self._same_arrays(other)
 
     def __repr__(self) -> str:
@@ -479,8 +481,9 @@ def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]
 
 
 def report_count_arrays(spec: Mechanism, n: int) -> dict[str, np.ndarray]:
-    """``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``: what a
-    wrapper adds to an inner spec's arrays to make its own Stats.
+    """``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``.
+
+    What a wrapper adds to an inner spec's arrays to make its own Stats.
     """
     schema = spec.stats_schema()
     return {REPORT_COUNT: np.array(n, dtype=np.int64)} if schema and REPORT_COUNT in schema else {}
@@ -582,7 +585,7 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def empty(cls, spec: Mechanism) -> Stats:
-        """The neutral element for ``spec`` (n = 0, zero arrays)."""
+        """Return the neutral element for ``spec`` (n = 0, zero arrays)."""
         return spec.empty_stats()
 
     def merge(self, *others: Stats) -> Stats:
@@ -623,7 +626,7 @@ class Stats(_ArrayBundle):
         Stats.__init__(self, state["spec"], state["n"], **state["arrays"])
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (exact: float64 values round-trip through ``json``)."""
+        """Return a JSON-safe dict (exact: float64 values round-trip through ``json``)."""
         return {
             "format": STATS_FORMAT,
             "mechanism": self._spec.to_dict(),
@@ -637,8 +640,10 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
-        """Inverse of :meth:`to_dict`; checks the layout, the format version, the
-        fingerprint against the rebuilt spec, then the arrays against the spec's schema.
+        """Inverse of :meth:`to_dict`.
+
+        Checks the layout, the format version, the fingerprint against the rebuilt spec,
+        then the arrays against the spec's schema.
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"data (a stats dict) must be a mapping, got {type(data).__name__}")
