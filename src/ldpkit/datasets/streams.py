@@ -90,5 +90,5 @@ def retail() -> Dataset:
 
 
 def dns_google() -> Dataset:
-    """The google.com DNS stream (355,872 seconds, queries per second 1..28), in time order."""
+    """Return the google.com DNS stream (355,872 seconds, 1..28 queries per second)."""
     return streams("dns_google")
