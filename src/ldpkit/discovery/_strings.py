@@ -191,8 +191,9 @@ def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
 
 
 def check_alphabet(alphabet: Any) -> None:
-    """Refuse an ``alphabet`` that is not None or a string of 1 to 4095 distinct characters
-    without NUL (NUL pads the strings).
+    """Refuse an ``alphabet`` that is not None or 1 to 4095 distinct characters.
+
+    NUL is refused too: it pads the strings.
     """
     if alphabet is None:
         return

@@ -56,8 +56,10 @@ MAX_PER_HASH = 1024
 
 
 class _PartHCMS(HCMS):
-    """HCMS at a share of an SFP budget (the SFP spec checked the total epsilon; a share
-    may fall below MIN_EPSILON when the total sits at it). Out of the public registry.
+    """HCMS at a share of an SFP budget; out of the public registry.
+
+    The SFP spec checked the total epsilon; a share may fall below MIN_EPSILON when the
+    total sits at it.
     """
 
     name: ClassVar[str] = "_SFPPartHCMS"
@@ -303,9 +305,10 @@ class SFP(Mechanism):
         return Stats._exact(spec, stats.n, self._split(dict(stats.arrays), part))
 
     def fragment_frequencies(self, stats: Stats, position: int) -> np.ndarray:
-        """Estimated shares, among the users at ``position``, of every ``(hash, fragment)``
-        item, shape ``(2^hash_bits, A^fragment_length)`` (unbiased: the fragment sketch's
-        estimate times P).
+        """Estimate the share of every ``(hash, fragment)`` item among users at ``position``.
+
+        Shape ``(2^hash_bits, A^fragment_length)``; unbiased: the fragment sketch's
+        estimate times P.
         """
         spec = self._fragment_spec()
         inner = self._inner_stats(stats, "fragment", spec)
@@ -321,8 +324,9 @@ class SFP(Mechanism):
         return spec._frequencies(self._inner_stats(stats, "word", spec), keys_of(words.tolist()))
 
     def estimate(self, stats: Stats) -> Any:
-        """Assemble candidates from the frequent fragments and score them; a
-        :class:`HeavyHitters` of the top items.
+        """Assemble candidates from the frequent fragments and score them.
+
+        Returns a :class:`HeavyHitters` of the top items.
         """
         from .result import HeavyHitters
 

@@ -84,7 +84,7 @@ class HeavyHitters:
         return lo, np.maximum(hi, lo)
 
     def to_frame(self, alpha: float | None = None) -> Any:
-        """A pandas DataFrame: ``item``, ``frequency``, ``std_error``, ``ci_low``, ``ci_high``."""
+        """Return a DataFrame: ``item``, ``frequency``, ``std_error``, ``ci_low``, ``ci_high``."""
         import pandas as pd
 
         lo, hi = self.confidence_interval(alpha)
@@ -124,9 +124,10 @@ class HeavyHitters:
 
 
 def check_heavy_hitters(estimate: Any, top_k: int) -> None:
-    """The contract's check of a discovery spec's result (``check_mechanism``'s estimate
-    hook): at most ``top_k`` string items, most frequent first, finite float64 frequencies
-    and standard errors, intervals inside [0, 1]; AssertionError otherwise.
+    """Check a discovery spec's result for the contract (``check_mechanism``'s hook).
+
+    At most ``top_k`` string items, most frequent first, finite float64 frequencies and
+    standard errors, intervals inside [0, 1]; AssertionError otherwise.
     """
     assert isinstance(estimate, HeavyHitters), f"estimate is {type(estimate).__name__}"
     k = len(estimate.items)
