@@ -28,7 +28,7 @@ def compare_methods(
     z: float = 2.0,
     paired: bool = False,
 ) -> pd.DataFrame:
-    """``method`` against the most accurate of ``against`` in every setting.
+    """Compare ``method`` against the most accurate of ``against`` in every setting.
 
     Parameters
     ----------

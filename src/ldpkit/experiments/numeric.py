@@ -326,8 +326,9 @@ def load_bench(
 
 
 def load_benches(names: Any, load: Callable[[str], Bench], console: Any) -> dict[str, Bench]:
-    """``{name: load(name)}``, skipping (with a note on ``console``) data sets whose package
-    is not installed; ValueError when none is left.
+    """Return ``{name: load(name)}``, skipping data sets whose package is not installed.
+
+    Each skip is noted on ``console``; ValueError when none is left.
     """
     from ..datasets import DataPackageNotFoundError
 
@@ -380,9 +381,10 @@ def bench_grid(
     metrics: Mapping[str, Any],
     epsilons: Any = None,
 ) -> Grid:
-    """The grid of ``config.methods`` (built by ``make_method``) x ``epsilons`` (default
-    ``config.epsilons``) x ``benches`` x ``config.repetitions``, scored against
-    :func:`bench_truth`.
+    """Return the grid of methods x epsilons x benches x repetitions.
+
+    Methods are ``config.methods`` (built by ``make_method``), epsilons default to
+    ``config.epsilons``; scored against :func:`bench_truth`.
     """
     return Grid(
         methods={m: make_method(m) for m in config.methods},
@@ -464,8 +466,10 @@ def save_report(
     lines: list[str],
     titles: Mapping[str, str],
 ) -> dict[str, Path]:
-    """Write ``<name>.parquet`` (records), ``<name>-verdict.csv`` (``cells``, if any),
-    ``<name>.md`` (``lines``) and one figure per metric; returns the figures' paths.
+    """Write the records, verdict, Markdown report and one figure per metric.
+
+    Files: ``<name>.parquet`` (records), ``<name>-verdict.csv`` (``cells``, if any),
+    ``<name>.md`` (``lines``); returns the figures' paths.
     """
     records.to_parquet(out / f"{name}.parquet", index=False)
     if len(cells):

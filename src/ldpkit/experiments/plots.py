@@ -74,7 +74,7 @@ AXIS_LABELS: dict[str, str] = {
 
 
 def axis_label(metric: str) -> str:
-    """The y-axis label of ``metric``: words and symbol (``"range 0.1"`` -> MAE at α = 0.1)."""
+    """Return the y-axis label of ``metric`` (``"range 0.1"`` -> MAE at α = 0.1)."""
     if metric.startswith("range "):
         return f"range-query MAE (α = {metric.split(' ', 1)[1]})"
     if metric.startswith("set_"):
