@@ -126,7 +126,7 @@ class PureFrequencyOracle(FrequencyOracle):
         """C_v: number of reports whose support contains v, for every v (int64, shape (d,))."""
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: support counts, each in [0, n]."""
+        """Return the Stats fields: ``counts``, support counts, each in [0, n]."""
         return {"counts": StatsField((self.domain_size,))}
 
     def empty_stats(self) -> Stats:

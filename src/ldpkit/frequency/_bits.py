@@ -66,9 +66,11 @@ def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
 
 
 def independent_bits_matrix(domain_size: int, p: float, q: float) -> np.ndarray:
-    """P[bit vector | value], shape (d, 2^d), when bit v is 1 with probability ``p`` for the
-    user's value v and ``q`` for every other item, independently (unary encodings); the
-    outputs are the d-bit integers, item 0 the most significant bit. For small d only.
+    """Return P[bit vector | value] of independent bits, shape (d, 2^d); small d only.
+
+    Bit v is 1 with probability ``p`` for the user's value v and ``q`` for every other
+    item, independently (unary encodings); the outputs are the d-bit integers, item 0 the
+    most significant bit.
     """
     d = int(domain_size)
     outputs = np.arange(1 << d)
@@ -82,8 +84,9 @@ def independent_bits_matrix(domain_size: int, p: float, q: float) -> np.ndarray:
 
 
 def packed_index(packed: np.ndarray, domain_size: int) -> np.ndarray:
-    """Each row of ``np.packbits`` bits read as a ``domain_size``-bit integer, item 0 the
-    most significant bit (the column of :func:`independent_bits_matrix`).
+    """Read each row of ``np.packbits`` bits as a ``domain_size``-bit integer.
+
+    Item 0 is the most significant bit (the column of :func:`independent_bits_matrix`).
     """
     index = np.zeros(packed.shape[0], dtype=np.int64)
     for j in range(packed.shape[1]):  # a loop over bytes of one row, not over users

@@ -100,7 +100,7 @@ def _xoshiro_next(
 
 @numba.njit(cache=True)
 def xoshiro_uint64(seed: np.uint64, count: int) -> np.ndarray:
-    """The first ``count`` outputs of the per-row generator seeded with ``seed`` (for tests)."""
+    """Return the first ``count`` outputs of the per-row generator seeded with ``seed``."""
     s0, s1, s2, s3 = _seed_state(seed)
     out = np.empty(count, dtype=np.uint64)
     for k in range(count):

@@ -191,8 +191,10 @@ def _support_counts_numpy(
 
 @functools.cache
 def _support_kernel() -> Any:
-    """The compiled support-count kernel, imported on first use (numba: server side only;
-    an import statement in the hot function cost ~1 us per aggregate call).
+    """Return the compiled support-count kernel, imported on first use.
+
+    numba is server side only; an import statement in the hot function cost ~1 us per
+    aggregate call.
     """
     from ._kernels_hashing import support_counts_kernel
 

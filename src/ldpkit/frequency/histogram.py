@@ -251,8 +251,10 @@ class SHE(FrequencyOracle):
         return Reports(self, values=noisy)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31, and
-        their ``count`` (= n: the noisy sums alone do not fix it).
+        """Return the Stats fields: ``sums`` and ``count``.
+
+        ``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31; their
+        ``count`` (= n: the noisy sums alone do not fix it).
         """
         bound = _CLIP * _GRID
         return with_report_count({"sums": StatsField((self.domain_size,), low=-bound, high=bound)})
@@ -299,8 +301,9 @@ class SHE(FrequencyOracle):
         return FrequencyEstimate(freq, var, stats.n, spec=self)
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """``(Var[N] + f (1 - f)) / n``, Var[N] the exact discrete noise's (~ ``8/eps^2``,
-        FO17 Theorem 5's ``2 b^2``).
+        """Return the estimate's variance ``(Var[N] + f (1 - f)) / n``.
+
+        Var[N] is the exact discrete noise's (~ ``8/eps^2``, FO17 Theorem 5's ``2 b^2``).
 
         With ``f=None`` only the noise term (FO17's Var*) is returned.
         """

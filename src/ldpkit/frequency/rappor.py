@@ -146,8 +146,9 @@ def _design(d: int, k: int, h: int, m: int) -> _Design:
 def _pair_differences(
     pos: np.ndarray, mat: sp.csr_array, d: int, k: int, h: int, m: int
 ) -> np.ndarray:
-    """Boolean (h+1, h+1) table of the achievable ``(|B(u) - B(v)|, |B(v) - B(u)|)`` over
-    cohorts and ordered item pairs u != v.
+    """Return which ``(|B(u) - B(v)|, |B(v) - B(u)|)`` are achievable: a (h+1, h+1) table.
+
+    Over cohorts and ordered item pairs u != v.
 
     The privacy loss of a pair is ``a ln(p*/q*) + b ln((1-q*)/(1-p*))`` (the bits only u
     sets are best reported 1, those only v sets 0), so (h, h) dominates all others: stop
@@ -410,8 +411,9 @@ class RAPPOR(FrequencyOracle):
         return 2.0 * self._prr[1]
 
     def _channel(self) -> tuple[float, float, float, float]:
-        """``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel as sampled, each
-        complement from its integer (no cancellation when p* is close to 1).
+        """Return ``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel as sampled.
+
+        Each complement comes from its integer (no cancellation when p* is close to 1).
         """
         big, small = self._thresholds()
         return big / _SCALE, (_SCALE - big) / _SCALE, small / _SCALE, (_SCALE - small) / _SCALE
@@ -461,8 +463,9 @@ class RAPPOR(FrequencyOracle):
         return float(np.max(a * one + b * zero))
 
     def longitudinal_privacy_loss(self) -> float:
-        """Exact epsilon of the memoized PRR, i.e. of any number of reports of one value
-        (``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits).
+        """Return the exact epsilon of the memoized PRR (any number of reports of one value).
+
+        ``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits.
         """
         a, b = np.nonzero(self._design.differences)
         most = int(np.max(a + b)) if a.size else 0
@@ -917,8 +920,9 @@ def _added_variance(
     gram: np.ndarray,
     sigma2: float,
 ) -> np.ndarray:
-    """Variance of candidate v's least-squares estimate if v joined the support S, under
-    noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``.
+    """Return the variance of candidate v's least-squares estimate if v joined S.
+
+    Under noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``.
     """
     diag = mat[:, rest].T @ w
     if support.size:
@@ -975,7 +979,7 @@ class RAPPORClient:
         self._memo: dict[int, np.ndarray] = {}
 
     def permanent_bits(self, value: int) -> np.ndarray:
-        """The memoized PRR (packed, shape (1, ceil(k/8))) of ``value``; drawn on first use."""
+        """Return the memoized PRR (packed, shape (1, ceil(k/8))) of ``value``."""
         item = int(self.spec.check_values(np.asarray([value]))[0])
         if item not in self._memo:
             bits = self.spec.permanent_response([item], [self.cohort], rng=self._rng)

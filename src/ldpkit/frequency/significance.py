@@ -51,8 +51,10 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
 
 
 def expected_false_positive_cutoff(estimate: FrequencyEstimate, alpha: float) -> np.ndarray:
-    """The cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` > 0 expected false
-    positives over the d items (any number, e.g. CON20's Base-Cut, eq. 9, takes 2).
+    """Return the cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` false positives.
+
+    ``alpha`` > 0 is the expected number over the d items (any number, e.g. CON20's
+    Base-Cut, eq. 9, takes 2).
 
     When ``alpha >= d / 2`` the quantile is not positive and the cutoff is 0.
 

@@ -156,8 +156,9 @@ class CMS(OpenDomainOracle):
         return unary_privacy_loss(*_cms_thresholds(self.epsilon))
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """One row index and ``width`` randomized bits per user (``reports.rows``,
-        ``reports.bits`` packed as ``np.packbits(..., axis=1)``).
+        """Report one row index and ``width`` randomized bits per user.
+
+        ``reports.rows``, and ``reports.bits`` packed as ``np.packbits(..., axis=1)``.
 
         The public row indices and the secret bit coins come from independent streams of
         ``rng``; with a secure generator (``rng=None``) every coin is read from it.
@@ -373,8 +374,10 @@ class HCMS(OpenDomainOracle):
         return ratio_loss(w_other, w_keep)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Row ``rows``, Hadamard coefficient ``index`` and the randomized sign ``bits``
-        (1 for +1) of each user; public indices and secret coins from independent streams.
+        """Report a row, a Hadamard coefficient and its randomized sign per user.
+
+        ``rows``, ``index`` and ``bits`` (1 for +1); public indices and secret coins come
+        from independent streams.
         """
         from ._items import row_hash
 

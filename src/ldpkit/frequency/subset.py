@@ -209,7 +209,7 @@ class SubsetSelection(PureFrequencyOracle):
         return check_packed(reports.bits, self.domain_size)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: k supported items per report, so they sum to k n."""
+        """Return the Stats fields: ``counts``, k supported items per report (sum k n)."""
         k = self.effective_subset_size
         return {"counts": StatsField((self.domain_size,), total=k)}
 
@@ -227,8 +227,9 @@ class SubsetSelection(PureFrequencyOracle):
 
     # -- exact law (small d) ---------------------------------------------------------------
     def _log_output_probabilities(self) -> tuple[float, float]:
-        """Log P[S | v] for ``v in S`` and for ``v not in S``, from p* and the counts of
-        subsets on each side (C(d-1, k-1) and C(d-1, k)).
+        """Return log P[S | v] for ``v in S`` and for ``v not in S``.
+
+        From p* and the counts of subsets on each side (C(d-1, k-1) and C(d-1, k)).
         """
         d, k = self.domain_size, self.effective_subset_size
         log_in = _log(self.p) - _log_comb(d - 1, k - 1)
@@ -236,8 +237,9 @@ class SubsetSelection(PureFrequencyOracle):
         return log_in, log_out
 
     def transition_matrix(self) -> np.ndarray:
-        """``P[S | v]`` over all C(d, k) subsets, columns in colexicographic order
-        (column of S = ``sum_i C(s_i, i + 1)`` over its sorted members s_0 < s_1 < ...).
+        """Return ``P[S | v]`` over all C(d, k) subsets, columns in colexicographic order.
+
+        Column of S = ``sum_i C(s_i, i + 1)`` over its sorted members s_0 < s_1 < ....
         """
         d, k = self.domain_size, self.effective_subset_size
         outputs = math.comb(d, k)
@@ -349,7 +351,7 @@ def _sample_subsets(
 def _floyd_numpy(
     values: np.ndarray, full: np.ndarray, draws: np.ndarray, others: int, out: np.ndarray
 ) -> None:
-    """The Floyd bookkeeping of ``_kernels_subset.floyd_kernel``, vectorized over users.
+    """Run the Floyd bookkeeping of ``_kernels_subset.floyd_kernel``, vectorized over users.
 
     Each user only touches her own row, so running a step for all users at once gives the
     kernel's bits exactly.

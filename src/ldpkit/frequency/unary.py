@@ -207,7 +207,7 @@ class UnaryEncoding(PureFrequencyOracle):
         return out
 
     def support_counts(self, reports: Reports) -> np.ndarray:
-        """Number of reports with bit v set, for every v (validates shape and padding)."""
+        """Count the reports with bit v set, for every v (validates shape and padding)."""
         packed = _bits.check_packed(reports.bits, self.domain_size)
         return _bits.column_counts(packed, self.domain_size)
 
