@@ -34,8 +34,10 @@ __all__ = ["LongitudinalOracle"]
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LongitudinalOracle(PureFrequencyOracle):
-    """A frequency oracle whose reports chain a memoizable permanent round (budget
-    ``epsilon_inf``) and a fresh instantaneous round (one report: ``epsilon_1``).
+    """A frequency oracle whose reports chain a permanent and an instantaneous round.
+
+    The permanent round is memoizable (budget ``epsilon_inf``); the instantaneous round is
+    fresh (one report: ``epsilon_1``).
 
     The spec's ``epsilon`` *is* ``epsilon_1`` (the budget of one report, what the shared
     contract and :class:`ldpkit.PrivacyAccountant` read); the constructor accepts it under
@@ -138,9 +140,10 @@ class LongitudinalOracle(PureFrequencyOracle):
 
     @abstractmethod
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """Loss of any number of memoized reports by one device that reported
-        ``distinct_values`` different values (sequential composition of their permanent
-        answers: ``distinct_values x`` the realized permanent-round loss).
+        """Return the loss of one device's memoized reports of ``distinct_values`` values.
+
+        Any number of reports; sequential composition of their permanent answers:
+        ``distinct_values x`` the realized permanent-round loss.
         """
 
     def change_privacy_loss(self) -> float:
@@ -167,8 +170,9 @@ class LongitudinalOracle(PureFrequencyOracle):
 
 
 def composite_loss(big: int, small: int, scale: int) -> float:
-    """``log(P (1 - Q) / (Q (1 - P)))`` for ``P = big / scale``, ``Q = small / scale``
-    exactly (integer cross products, then one correctly rounded log1p).
+    """Return ``log(P (1 - Q) / (Q (1 - P)))`` for ``P = big / scale``, ``Q = small / scale``.
+
+    Exactly: integer cross products, then one correctly rounded log1p.
     """
     from .. import _crmath
 

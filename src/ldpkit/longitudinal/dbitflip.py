@@ -102,8 +102,9 @@ class DBitFlipPM(FrequencyOracle):
         return self._thresholds()[1] / _SCALE
 
     def privacy_loss(self) -> float:
-        """``log(p (1-q) / (q (1-p)))`` for d >= 2 (two bits differ), ``log(p / q)`` for
-        d = 1, from the integer thresholds.
+        """Return the realized loss, from the integer thresholds.
+
+        ``log(p (1-q) / (q (1-p)))`` for d >= 2 (two bits differ), ``log(p / q)`` for d = 1.
         """
         big, small = self._thresholds()
         if self.sampled_bits >= 2:
@@ -191,8 +192,10 @@ class DBitFlipPM(FrequencyOracle):
 
     # -- the server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``ones`` per bucket (reports with that bucket sampled and its bit 1) and
-        ``sampled`` per bucket (d buckets per report, so they sum to d n).
+        """Return the Stats fields: ``ones`` and ``sampled`` per bucket.
+
+        ``ones``: reports with that bucket sampled and its bit 1; ``sampled``: d buckets per
+        report, so they sum to d n.
         """
         k, d = self.domain_size, self.sampled_bits
         return {"ones": StatsField((k,)), "sampled": StatsField((k,), total=d)}

@@ -204,7 +204,7 @@ class LGRR(LongitudinalOracle):
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: one supported item per report, so they sum to n."""
+        """Return the Stats fields: ``counts``, one supported item per report (sum n)."""
         return {"counts": StatsField((self.domain_size,), total=1)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:

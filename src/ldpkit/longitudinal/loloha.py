@@ -145,8 +145,9 @@ class LOLOHA(LongitudinalOracle):
         return ratio_loss(other, keep)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, g) x`` the permanent round's realized loss (the memo is
-        per hashed value: at most g permanent answers, however many values).
+        """Return ``min(distinct_values, g) x`` the permanent round's realized loss.
+
+        The memo is per hashed value: at most g permanent answers, however many values.
         """
         k = min(self._check_distinct(distinct_values), self.range_size)
         a, b = self._rounds()[0]
@@ -158,8 +159,9 @@ class LOLOHA(LongitudinalOracle):
         return gen.integers(0, _U64_MAX, size=1, dtype=np.uint64, endpoint=True)
 
     def _device_state_from_words(self, words: Any) -> np.ndarray:
-        """The device's hash seed from one 64-bit word (:class:`ldpkit.device.DerivedWords`;
-        the JS client's derivation).
+        """Return the device's hash seed from one 64-bit word.
+
+        The words are :class:`ldpkit.device.DerivedWords` (the JS client's derivation).
         """
         return np.asarray([words.u64()], dtype=np.uint64)
 

@@ -29,8 +29,10 @@ _ALPHA_SCALE = 1 << 32
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OneBitMean(StochasticRounding):
-    """1BitMean (the SR law, one bit per report) with alpha-point rounding to ``points + 1``
-    grid points, memoized per grid point by :class:`ldpkit.Device`.
+    """1BitMean (the SR law, one bit per report) with alpha-point rounding.
+
+    Values are rounded to ``points + 1`` grid points, memoized per grid point by
+    :class:`ldpkit.Device`.
 
     Parameters
     ----------

@@ -193,9 +193,11 @@ class LongitudinalUnary(LongitudinalOracle):
         return self._bits(np.asarray(values, dtype=np.int64), tp1, tq1, gen)
 
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
-        """One value's packed permanent bits from 64-bit words (:class:`ldpkit.device.DerivedWords`):
-        bit j is ``word_j < T_p1`` for j = value, ``< T_q1`` elsewhere, one word per bit in
-        order (the JS client's derivation).
+        """Return one value's packed permanent bits from 64-bit words.
+
+        The words are :class:`ldpkit.device.DerivedWords`: bit j is ``word_j < T_p1`` for
+        j = value, ``< T_q1`` elsewhere, one word per bit in order (the JS client's
+        derivation).
         """
         tp1, tq1 = self._rounds()[0]
         bits = [words.u64() < (tp1 if j == value else tq1) for j in range(self.domain_size)]
@@ -212,7 +214,7 @@ class LongitudinalUnary(LongitudinalOracle):
         return Reports(self, bits=(perm & ones_law) | (~perm & zeros_law))
 
     def support_counts(self, reports: Reports) -> np.ndarray:
-        """Number of reports with bit v set, for every v (validates shape and padding)."""
+        """Count the reports with bit v set, for every v (validates shape and padding)."""
         packed = _bits.check_packed(reports.bits, self.domain_size)
         return _bits.column_counts(packed, self.domain_size)
 
@@ -225,8 +227,10 @@ class LongitudinalUnary(LongitudinalOracle):
             )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[report | value] of one report, shape (d, 2^d), item 0 the most significant bit
-        (both rounds chained; the bits are independent given the value).
+        """Return P[report | value] of one report, shape (d, 2^d).
+
+        Item 0 is the most significant bit; both rounds chained (the bits are independent
+        given the value).
         """
         self._check_enumerable()
         return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
