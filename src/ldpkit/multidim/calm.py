@@ -149,7 +149,9 @@ class CALM(MultiAttributeMechanism):
         return max(_cells(self.domain_sizes, a) for a in self.marginal_sets)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: each marginal's support counts, concatenated; ``sizes``: reports per
+        """Return the Stats fields: ``counts`` and ``sizes``.
+
+        ``counts``: each marginal's support counts, concatenated; ``sizes``: reports per
         marginal (sum to n).
         """
         total = int(self.cell_offsets()[-1])
@@ -223,8 +225,9 @@ class CALM(MultiAttributeMechanism):
     def _cell_covariance(
         self, m: int, table: MarginalTable, n: int, n_m: int
     ) -> tuple[np.ndarray, list[tuple[float, np.ndarray]]]:
-        """Marginal m's cell covariance as ``diag(s') + sum_i sign_i r_i r_i^T`` (its
-        diagonal is the plain variance). Off the diagonal, GRR's group of n_m users gives
+        """Return marginal m's cell covariance as ``diag(s') + sum_i sign_i r_i r_i^T``.
+
+        Its diagonal is the plain variance. Off the diagonal, GRR's group of n_m users gives
         ``-P_u P_v / (n_m (p-q)^2) + f_u f_v / n_m`` (multinomial outputs of fixed users)
         and OLH's gives 0 (its support indicators are pairwise uncorrelated for every
         user); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
@@ -248,8 +251,10 @@ class CALM(MultiAttributeMechanism):
     def _consistent_pair_variances(
         self, plain: list[MarginalTable], null: list[float], stats: Stats
     ) -> list[np.ndarray]:
-        """Per-cell variance of the consistent 2-way tables (way = 2: one shift per shared
-        attribute). Cell (u, v) of marginal (a, b) becomes
+        """Return the per-cell variance of the consistent 2-way tables.
+
+        With way = 2 there is one shift per shared attribute. Cell (u, v) of marginal (a, b)
+        becomes
         ``f(u, v) + (t_a(u) - P_a(u)) / k_b + (t_b(v) - P_b(v)) / k_a`` with
         ``t_a = sum_m' w_m' P^m'_a`` over the marginals holding a: a linear map of
         independent groups, whose variance is computed exactly from each group's cell
@@ -326,8 +331,9 @@ class CALM(MultiAttributeMechanism):
         )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[(marginal, cell report) | tuple] for GRR and small domains (columns:
-        ``cell_offsets()[m] + y``).
+        """Return P[(marginal, cell report) | tuple] for GRR and small domains.
+
+        Columns: ``cell_offsets()[m] + y``.
         """
         if self.oracle != "grr":
             raise NotImplementedError("CALM(oracle='olh') has no enumerable output space")

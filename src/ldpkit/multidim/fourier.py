@@ -163,8 +163,10 @@ class Fourier(MultiAttributeMechanism):
         return Stats(self, len(r), ones=ones, sizes=np.bincount(w, minlength=t))
 
     def coefficients(self, stats: Stats) -> tuple[np.ndarray, np.ndarray]:
-        """Unbiased ``theta_S`` of every needed bit set and its variance (a bit set with no
-        report: 0 with variance 1, a bound on its squared error, since |theta| <= 1).
+        """Estimate ``theta_S`` of every needed bit set (unbiased) and its variance.
+
+        A bit set with no report: 0 with variance 1, a bound on its squared error, since
+        |theta| <= 1.
         """
         stats = self.check_stats(stats, nonempty=True)
         sizes = stats.sizes.astype(np.float64)

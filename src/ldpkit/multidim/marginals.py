@@ -79,7 +79,7 @@ class MarginalTable:
         return np.sqrt(self.variance)
 
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval per cell (NaN after post-processing)."""
+        """Return the normal two-sided ``1 - alpha`` interval per cell (NaN if post-processed)."""
         alpha = check_probability(alpha, "alpha")
         if self.postprocessing:
             warnings.warn(

@@ -65,16 +65,20 @@ def _power_of_two(g: float) -> int:
 
 
 def granularity_1d(epsilon: float, n: int, groups: int) -> int:
-    """HDG's 1-D granularity ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``m``
-    the number of groups (VLDB 2020, sec. 5.2), rounded to a power of 2.
+    """Return HDG's 1-D granularity, rounded to a power of 2.
+
+    ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``m`` the number of groups
+    (VLDB 2020, sec. 5.2).
     """
     e = math.exp(epsilon)
     return _power_of_two((n * (e - 1.0) ** 2 * ALPHA_1**2 / (2.0 * groups * e)) ** (1.0 / 3.0))
 
 
 def granularity_2d(epsilon: float, n: int, groups: int) -> int:
-    """The 2-D granularity ``g2 = sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))``
-    (VLDB 2020, sec. 4.3 for TDG, 5.2 for HDG), rounded to a power of 2.
+    """Return the 2-D granularity, rounded to a power of 2.
+
+    ``g2 = sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))`` (VLDB 2020, sec. 4.3 for TDG,
+    5.2 for HDG).
     """
     e = math.exp(epsilon)
     return _power_of_two(math.sqrt(2.0 * ALPHA_2 * (e - 1.0) * math.sqrt(n / (groups * e))))
@@ -230,8 +234,10 @@ class _GridMechanism(Mechanism):
 
     # -- server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: every grid's OLH support counts, concatenated; ``sizes``: reports
-        per grid (sum to n).
+        """Return the Stats fields: ``counts`` and ``sizes``.
+
+        ``counts``: every grid's OLH support counts, concatenated; ``sizes``: reports per
+        grid (sum to n).
         """
         total = int(self.cell_offsets()[-1])
         return {
@@ -249,8 +255,9 @@ class _GridMechanism(Mechanism):
         return Stats(self, len(r), counts=counts, sizes=sizes)
 
     def plain_grids(self, stats: Stats) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Every grid's unbiased frequencies and their variance (FO17 eq. 2 at f = 0, the
-        group's size), before any post-processing.
+        """Return every grid's unbiased frequencies and their variance, before post-processing.
+
+        The variance is FO17 eq. 2 at f = 0 and the group's size.
         """
         stats = self.check_stats(stats, nonempty=True)
         o = self.cell_offsets()

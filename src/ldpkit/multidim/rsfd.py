@@ -175,8 +175,9 @@ class RSFD(MultiAttributeMechanism):
         return Reports(self, bits=packed)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: support counts of every item of every attribute, concatenated (GRR:
-        one item per attribute per report, so they sum to d n).
+        """Return the Stats fields: ``counts`` of every item of every attribute, concatenated.
+
+        GRR: one item per attribute per report, so they sum to d n.
         """
         shape = (int(sum(self.domain_sizes)),)
         if self.protocol == "grr":
@@ -208,8 +209,10 @@ class RSFD(MultiAttributeMechanism):
         return q + (p - q) * f / d
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
-        """Every attribute's unbiased frequencies (``postprocess``: a consistency method
-        that needs no oracle spec, e.g. ``"norm_sub"``, applied to each).
+        """Estimate every attribute's frequencies (unbiased unless ``postprocess``).
+
+        ``postprocess``: a consistency method that needs no oracle spec, e.g.
+        ``"norm_sub"``, applied to each.
         """
         if postprocess is not None:
             from ..consistency import METHODS
@@ -247,8 +250,9 @@ class RSFD(MultiAttributeMechanism):
 
     # -- privacy ---------------------------------------------------------------------------
     def _mixture_ratios(self) -> list[tuple[float, float]]:
-        """Per attribute, the largest and smallest likelihood ratio of its term of the
-        mixture ``P[y | x] = (1/d) sum_j r_j(y_j, x_j) prod_i P_fake(y_i)``.
+        """Return, per attribute, the extreme likelihood ratios of its term of the mixture.
+
+        The mixture is ``P[y | x] = (1/d) sum_j r_j(y_j, x_j) prod_i P_fake(y_i)``.
         """
         out = []
         for j, k in enumerate(self.domain_sizes):
@@ -283,8 +287,10 @@ class RSFD(MultiAttributeMechanism):
         return max(_log1p((a - b) / lows) for a, b in r)
 
     def transition_matrix(self) -> np.ndarray:
-        """P[report | input tuple] for small domains (GRR: output tuples row-major; OUE-z:
-        the bit vectors as integers, first bit most significant).
+        """Return P[report | input tuple] for small domains.
+
+        GRR: output tuples row-major; OUE-z: the bit vectors as integers, first bit most
+        significant.
         """
         tuples = self._tuples()
         d = self.attributes

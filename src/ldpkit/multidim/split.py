@@ -107,7 +107,7 @@ class SPL(MultiAttributeMechanism):
         return Reports(self, values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: the d per-attribute histograms, concatenated (they sum to d n)."""
+        """Return the Stats fields: ``counts``, the d per-attribute histograms (sum d n)."""
         return {"counts": StatsField((int(sum(self.domain_sizes)),), total=self.attributes)}
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -123,8 +123,9 @@ class SPL(MultiAttributeMechanism):
         return Stats(self, y.shape[0], counts=counts)
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
-        """Every attribute's unbiased GRR estimate (``postprocess``: a consistency method
-        applied to each).
+        """Estimate every attribute's frequencies by GRR (unbiased unless ``postprocess``).
+
+        ``postprocess``: a consistency method applied to each.
         """
         _check_postprocess(postprocess)
         stats = self.check_stats(stats, nonempty=True)
@@ -210,7 +211,7 @@ class SMP(MultiAttributeMechanism):
         return Reports(self, attributes=which.astype(index_dtype(d)), values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: per-attribute histograms of the sampled reports (sum to n)."""
+        """Return the Stats fields: ``counts``, per-attribute histograms (sum to n)."""
         return {"counts": StatsField((int(sum(self.domain_sizes)),), total=1)}
 
     def aggregate(self, reports: Reports) -> Stats:
