@@ -1,5 +1,6 @@
-"""Compiled EM iterations with a smoothing step of adjustable strength (see
-:mod:`ldpkit.numeric.auto`).
+"""Compiled EM iterations with a smoothing step of adjustable strength.
+
+See :mod:`ldpkit.numeric.auto`.
 
 Kept apart, like :mod:`ldpkit.numeric._em_kernels`, so that a client that only randomizes
 never loads numba. The products, the E + M step and the smoothing step are the EM/EMS
@@ -29,8 +30,10 @@ from ._em_kernels import (
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _renormalize(theta):  # pragma: no cover - jit
-    """Divide ``theta`` by its sum, in place (after the masked and windowed smoothing passes,
-    which move mass between buckets but not exactly preserve the total at the edges).
+    """Divide ``theta`` by its sum, in place.
+
+    Used after the masked and windowed smoothing passes, which move mass between buckets
+    but do not exactly preserve the total at the edges.
     """
     total = 0.0
     for i in range(theta.size):
@@ -41,9 +44,9 @@ def _renormalize(theta):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cover - jit
-    """``passes`` smoothing passes on the part of theta outside the ``atom`` buckets, then
-    one renormalization, in place (the end-atom candidates of
-    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+    """Smooth theta outside the ``atom`` buckets ``passes`` times, then renormalize.
+
+    In place; the end-atom candidates of :meth:`ldpkit.numeric.AutoDistribution.estimate`.
 
     theta = a + s with a the mass on the atom buckets, s the rest; each pass is
     ``s <- (1 - weight) s + weight S(s)`` (S the EMS kernel,
@@ -66,9 +69,10 @@ def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cove
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no cover - jit
-    """``passes`` smoothing passes on the buckets outside ``frozen``, then one
-    renormalization, in place (the joint fits' end windows of
-    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+    """Smooth the buckets outside ``frozen`` ``passes`` times, then renormalize.
+
+    In place; the joint fits' end windows of
+    :meth:`ldpkit.numeric.AutoDistribution.estimate`.
 
     A frozen bucket keeps its value and receives nothing: the passes act on a copy of theta
     in which every frozen bucket holds the value of the nearest free bucket on its left (the
@@ -143,9 +147,10 @@ def _change(nk, mt, old):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
-    """Whether ``|ll(mt) - ll(old)| >= tol`` is certain without computing either
-    log-likelihood ``ll(x) = sum_j n_j log x_j`` (``total = sum_j n_j``); returns (certain, bound on sum_j n_j
-    |log mt_j|).
+    """Tell whether ``|ll(mt) - ll(old)| >= tol`` is certain without either log-likelihood.
+
+    ``ll(x) = sum_j n_j log x_j`` (``total = sum_j n_j``); returns (certain, bound on
+    sum_j n_j |log mt_j|).
 
     The change is ``sum_j n_j log(1 + u_j)``, ``u = mt / old - 1``. For ``|u| <= 1/2`` the
     series ``u - u^2/2 + u^3/3`` leaves at most ``u^4 / (4 (1 - |u|)) <= u^4 / 2``; the
@@ -300,8 +305,10 @@ def _smoothed_box_loop(
     max_iter,
     tiny,
 ):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
-    """:func:`_smoothed_em_loop` with the box-band products (:func:`ldpkit.numeric.em._box_rows`,
-    kernels shared with the EM/EMS loop); same iterations, same stop.
+    """Run :func:`_smoothed_em_loop` with the box-band products.
+
+    The products are :func:`ldpkit.numeric.em._box_rows`, kernels shared with the EM/EMS
+    loop; same iterations, same stop.
     """
     rows, d = base.size, theta.size
     mt = np.empty(rows)
@@ -495,8 +502,9 @@ def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no cover - jit
-    """``grad = M^T ratio`` on the band (:func:`ldpkit.numeric._em_kernels._em_step`'s
-    gather, without its update of theta).
+    """Compute ``grad = M^T ratio`` on the band.
+
+    :func:`ldpkit.numeric._em_kernels._em_step`'s gather, without its update of theta.
     """
     shared = 0.0
     for j in range(base.size):
@@ -515,9 +523,11 @@ def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no
 def _hybrid_finish(
     theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp
 ):  # pragma: no cover
-    """``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH
-    gather of :func:`_hh_grad`), normalize, smooth. Without HH rows (``acc`` of size 1:
-    Square Wave alone) the first step is skipped: the SW E + M step, then the smoothing.
+    """Finish a joint update: add the HH gather, normalize, smooth.
+
+    ``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH gather
+    of :func:`_hh_grad`). Without HH rows (``acc`` of size 1: Square Wave alone) the first
+    step is skipped: the SW E + M step, then the smoothing.
     """
     total = 0.0
     if acc.size > 1:
@@ -569,8 +579,10 @@ def _hybrid_loop(
     max_iter,
     tiny,
 ):  # pragma: no cover - jit (tested against a numpy reference in the tests)
-    """Joint EM with smoothing over SW output counts ``nk`` and HH node rows ``hk`` (weighted
-    support counts; per-row constants as in the section's comment, ``leaf``: the first row
+    """Run joint EM with smoothing over SW output counts and HH node rows, in place.
+
+    ``nk`` are the SW counts, ``hk`` the HH node rows (weighted support counts; per-row
+    constants as in the section's comment, ``leaf``: the first row
     of the deepest level), in place on theta; the SW products on the box band when
     ``use_box``, else on the band. Stops when the joint log-likelihood changes by less than
     tol. Returns (iterations, converged, final log-likelihood).
@@ -660,8 +672,10 @@ def _hybrid_map(
     nk, hk, row_q, row_gain, parent, leaf, branching, src, dst, atom, masked, passes, weight,
     tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
 ):  # fmt: skip  # pragma: no cover - jit
-    """One update of :func:`_hybrid_loop` from ``src`` into ``dst``; returns the joint
-    log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one update of
+    """Do one update of :func:`_hybrid_loop` from ``src`` into ``dst``.
+
+    Returns the joint log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one
+    update of
     :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone; same
     products, to rounding: the normalization comes after the gather instead of inside
     it).
@@ -705,8 +719,10 @@ def _hybrid_squarem(
     nk, hk, row_q, row_gain, parent, leaf, branching, theta, atom, masked, passes, weight,
     tol, max_iter, tiny,
 ):  # fmt: skip  # pragma: no cover - jit (tested against _hybrid_loop in the tests)
-    """:func:`_hybrid_loop` accelerated by SQUAREM (Varadhan and Roland 2008, scheme S3 with
-    the step length bounded by -1 and a monotonicity safeguard), in place on theta.
+    """Run :func:`_hybrid_loop` accelerated by SQUAREM, in place on theta.
+
+    SQUAREM: Varadhan and Roland 2008, scheme S3 with the step length bounded by -1 and a
+    monotonicity safeguard.
 
     A cycle takes two updates F from theta_0 (r = F(theta_0) - theta_0, v = F(F(theta_0))
     - 2 F(theta_0) + theta_0), steps to ``theta_0 - 2 alpha r + alpha^2 v`` with alpha =

@@ -75,8 +75,10 @@ def _pass(src, dst, weight):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _smooth(theta, tmp, passes, weight):  # pragma: no cover - jit
-    """``passes`` times ``theta <- (1 - weight) theta + weight S(theta)``, then renormalized,
-    in place; S is EMS's kernel (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary
+    """Smooth theta ``passes`` times, then renormalize, in place.
+
+    Each pass is ``theta <- (1 - weight) theta + weight S(theta)``; S is EMS's kernel
+    (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary
     rows (2, 1) / 3). ``passes = 1, weight = 1`` is SW20's EMS step (section 5.5). The
     passes are linear, so one normalization at the end gives what normalizing after every
     pass gives (to rounding), in one sum instead of ``passes``.
@@ -239,8 +241,9 @@ def _box_em_step(
     theta,
     normalize,
 ):  # pragma: no cover - jit
-    """:func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared`` (see
-    :func:`_ratios`). The plateaus' share of ``M^T ratio`` at input bucket i is a
+    """Do :func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared``.
+
+    See :func:`_ratios`. The plateaus' share of ``M^T ratio`` at input bucket i is a
     difference of prefix sums (``run``, rows + 1 entries, of ``plat = plateau ratio``) over
     the rows covering i: a gather, no scatter; the edges' share by slots
     (a gather) and spill list.

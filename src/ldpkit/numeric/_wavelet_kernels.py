@@ -86,8 +86,9 @@ def level_bit_counts(
     sizes: np.ndarray,
     total_cols: int,
 ) -> tuple[np.ndarray | None, np.ndarray, int, int]:
-    """Set-bit counts of the support and negative bitmaps, per level and bit column
-    (``8 * total_cols`` each, big-endian within a byte as ``np.packbits``).
+    """Count the set bits of the support and negative bitmaps, per level and bit column.
+
+    ``8 * total_cols`` each, big-endian within a byte as ``np.packbits``.
 
     Rows are split into blocks run on a few threads (integer counts: the result does not
     depend on the split). Returns ``(bits_support or None, bits_negative, error, row)``.
