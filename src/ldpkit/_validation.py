@@ -67,8 +67,10 @@ def _fail(name: str, requirement: str, value: Any, exc: type[Exception] = ValueE
 
 
 def _as_array(values: Any, name: str, requirement: str) -> np.ndarray:
-    """``np.asarray(values)``, with ragged nested sequences refused in the project's format
-    instead of numpy's "setting an array element with a sequence".
+    """Return ``np.asarray(values)``, refusing ragged nested sequences.
+
+    The refusal is in the project's format instead of numpy's "setting an array element
+    with a sequence".
     """
     try:
         return np.asarray(values)

@@ -50,7 +50,7 @@ def demo(
         typer.Option(help="--serve: stop after this many seconds (default: until Ctrl-C)."),
     ] = None,
 ) -> None:
-    """A tour of ldpkit on real data shipped with the install (--serve: a live collector)."""
+    """Tour ldpkit on real data shipped with the install (--serve: a live collector)."""
     from ._validation import check_epsilon, check_integer
 
     try:  # bad options end in one line and exit status 2, as typer's own usage errors do

@@ -152,9 +152,11 @@ def run_numerical(
     buckets: int = 256,
     rng: RNGLike = None,
 ) -> NumericalDemo:
-    """Estimate the distribution of ``values`` on [low, high] with
-    :class:`~ldpkit.numeric.AutoDistribution` (Square Wave reports, from eps = 1.5 a quarter of
-    the users send hierarchical-histogram reports instead; the fit is chosen from the reports).
+    """Estimate the distribution of ``values`` on [low, high] with AutoDistribution.
+
+    :class:`~ldpkit.numeric.AutoDistribution`: Square Wave reports, from eps = 1.5 a quarter
+    of the users send hierarchical-histogram reports instead; the fit is chosen from the
+    reports.
     """
     import time
 
@@ -256,7 +258,7 @@ def run_stream(
 
 
 def plot_stream(result: StreamDemo, path: str | Path, *, window: int = 5_000) -> Path:
-    """True vs released sums over consecutive windows of ``window`` values, with 95% bands."""
+    """Plot true vs released sums over windows of ``window`` values, with 95% bands."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -58,9 +58,10 @@ _DOMAIN = DEVICE_FORMAT.encode() + b"\x00"
 
 
 def default_device_path() -> Path:
-    """The memo file in the user's data directory (``$XDG_DATA_HOME/ldpkit/device.json``,
-    ``~/.local/share`` by default; ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application
-    Support`` on macOS).
+    """Return the memo file's path in the user's data directory.
+
+    ``$XDG_DATA_HOME/ldpkit/device.json`` (``~/.local/share`` by default;
+    ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application Support`` on macOS).
     """
     if os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
@@ -80,10 +81,11 @@ def _value_key(value: Any) -> tuple[str, bytes]:
 
 
 class DerivedWords:
-    """Uniform 64-bit words ``HMAC-SHA256(key, counter)`` in counter mode (counter: 8 bytes
-    big-endian from 0; each digest gives four big-endian words, in order): the permanent
-    round's randomness, computable exactly in any language (the JS client's
-    ``derivedWords``).
+    """Uniform 64-bit words ``HMAC-SHA256(key, counter)`` in counter mode.
+
+    The counter is 8 bytes big-endian from 0; each digest gives four big-endian words, in
+    order. This is the permanent round's randomness, computable exactly in any language
+    (the JS client's ``derivedWords``).
 
     Examples
     --------
@@ -311,7 +313,7 @@ class Device:
 
     # -- reporting ----------------------------------------------------------------------------
     def report(self, spec: Mechanism, values: Any, rng: RNGLike = None) -> Reports:
-        """This device's reports of ``values`` (one report per value, in order).
+        """Report ``values`` from this device (one report per value, in order).
 
         Longitudinal specs: the memoized permanent answer of each value, re-randomized
         afresh (``rng``; the secure generator by default). Other specs: the memoized whole
@@ -382,8 +384,9 @@ class Device:
         return k * float(spec.privacy_loss())  # type: ignore[attr-defined]
 
     def distinct_values(self, spec: Mechanism) -> int:
-        """How many different values (memo keys: LOLOHA's hashed values) this device has
-        reported under ``spec``.
+        """Count the different values this device has reported under ``spec``.
+
+        Values are counted by memo key (LOLOHA: its hashed values).
         """
         _check_spec(spec)
         return len(self._memo.get(spec.fingerprint, {}))

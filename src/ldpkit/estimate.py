@@ -192,7 +192,7 @@ class FrequencyEstimate:
         return dataclasses.replace(self, **changes)
 
     def with_postprocessing(self, frequencies: np.ndarray, step: str) -> FrequencyEstimate:
-        """A post-processed copy: new frequencies, ``step`` appended to ``postprocessing``."""
+        """Return a post-processed copy: new frequencies, ``step`` added to ``postprocessing``."""
         return dataclasses.replace(
             self, frequencies=frequencies, postprocessing=(*self.postprocessing, step)
         )

@@ -135,8 +135,10 @@ def _block_digests(reports: Reports, rows: int) -> dict[str, Any]:
 def _check_blocks(
     arrays: Mapping[str, np.ndarray], digest: Any, first_row: int, total: int, source: str
 ) -> None:
-    """Check rows ``first_row:first_row + len`` of a file of ``total`` rows against its
-    per-block digests; ValueError when a block differs or the layout is corrupt.
+    """Check rows of a file against its per-block digests.
+
+    Rows ``first_row:first_row + len`` of a file of ``total`` rows; ValueError when a block
+    differs or the layout is corrupt.
     """
     try:
         rows, blocks = digest["rows"], digest["blocks"]
@@ -252,8 +254,10 @@ def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
 
 
 class _NpyRows:
-    """Reads an npy member of a zip a block of rows at a time (C order), or whole when it
-    is Fortran-ordered with several columns (rare: ldpkit writes C order).
+    """Reader of an npy member of a zip, a block of rows at a time (C order).
+
+    A Fortran-ordered member with several columns is read whole (rare: ldpkit writes C
+    order).
     """
 
     def __init__(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
@@ -545,8 +549,10 @@ def _table_reports(
     first_row: int,
     total: int,
 ) -> Reports:
-    """Reports from rows ``first_row:`` of a file of ``total`` rows, checked against the
-    file's digest (files without one, written before it existed, are not checked).
+    """Return Reports from rows ``first_row:`` of a file of ``total`` rows.
+
+    Checked against the file's digest (files without one, written before it existed, are
+    not checked).
     """
     missing = [k for k in fields if k not in table.column_names]
     if missing:
