@@ -14,13 +14,13 @@ __all__ = ["HeavyHitters"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class HeavyHitters:
-    """Discovered strings, most frequent first, with their estimated frequencies.
+    r"""Discovered strings, most frequent first, with their estimated frequencies.
 
     Attributes
     ----------
     items : tuple of str
         The strings (cut at the spec's ``max_length``; bytes that are not valid UTF-8
-        appear as ``\\xNN`` escapes).
+        appear as ``\xNN`` escapes).
     frequencies : ndarray
         Estimated share of the users holding each item (unbiased over the draw of the
         public hash family; see :mod:`ldpkit.discovery._search`).
