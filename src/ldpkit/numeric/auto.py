@@ -182,8 +182,10 @@ HH_MIN_EPSILON = 1.5
 
 
 def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
-    """Share r of the users who send a hierarchical-histogram report (the rest send Square
-    Wave), for ``hh_share=None``: 0.25 from eps = 1.5 on, else 0 (Square Wave alone).
+    """Return the share r of users who send a hierarchical-histogram report.
+
+    The rest send Square Wave. For ``hh_share=None``: 0.25 from eps = 1.5 on, else 0
+    (Square Wave alone).
 
     Measured with benchmarks/auto_distribution.py (the 80 WAV25 cells: Beta(5, 2),
     flights, salaries, weeks worked, earnings at n = 26k-329k, eps 0.5-4; 20 runs per cell
@@ -452,8 +454,9 @@ class _Fitter:
         return theta, int(it)
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
-        """``M theta`` over every output bucket, with the fits' compiled products (a dense
-        BLAS product is slower, and far slower on a loaded machine).
+        """Return ``M theta`` over every output bucket, with the fits' compiled products.
+
+        A dense BLAS product is slower, and far slower on a loaded machine.
         """
         from ._em_kernels import _band_matvec, _box_matvec  # numba, on first use
 
@@ -530,8 +533,9 @@ def _hybrid_model(spec: AutoDistribution) -> _HybridModel:
 
 
 class _JointFitter:
-    """EM with smoothing over SW output counts and HH support counts on one theta
-    (:func:`ldpkit.numeric._auto_kernels._hybrid_loop`); the same interface as
+    """EM with smoothing over SW output counts and HH support counts on one theta.
+
+    Runs :func:`ldpkit.numeric._auto_kernels._hybrid_loop`; the same interface as
     :class:`_Fitter`, on weighted counts (SW rows first, then the HH nodes).
 
     Fits run to their stop (tol > 0) are accelerated by SQUAREM (Varadhan and Roland
@@ -650,8 +654,10 @@ def _joint_fit(
     tol: float,
     max_iter: int,
 ) -> int:
-    """Run a joint kernel (``_hybrid_loop`` or ``_hybrid_squarem``) on ``sw``'s Square Wave
-    band and box and the given HH rows, updating ``theta`` in place; the update count.
+    """Run a joint kernel (``_hybrid_loop`` or ``_hybrid_squarem``), updating ``theta``.
+
+    On ``sw``'s Square Wave band and box and the given HH rows, in place; returns the update
+    count.
     """
     b, x = sw.band, sw.box
     box = x if x is not None else _empty_box()
@@ -861,9 +867,10 @@ class AutoDistribution(Mechanism):
 
     @property
     def tree(self) -> HierarchicalHistogram:
-        """The :class:`HierarchicalHistogram` whose reports the HH users send (B = 4, the
-        same ``buckets`` equal buckets of [low, high] as the wave's; each level's oracle by
-        SW20's rule, GRR or OLH).
+        """The :class:`HierarchicalHistogram` whose reports the HH users send.
+
+        B = 4, the same ``buckets`` equal buckets of [low, high] as the wave's; each level's
+        oracle by SW20's rule, GRR or OLH.
         """
         return _tree_of(self)
 
@@ -1027,8 +1034,9 @@ class AutoDistribution(Mechanism):
         return self.wave.bucketized_privacy_loss()
 
     def _outputs_by_inputs(self) -> np.ndarray:
-        """``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation; read-only,
-        cached per spec).
+        """Return ``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation).
+
+        Read-only, cached per spec.
         """
         return _em_matrix(self)
 
@@ -1354,8 +1362,9 @@ class AutoDistribution(Mechanism):
         def final(
             w: np.ndarray, w_bud: np.ndarray, w_end: np.ndarray
         ) -> tuple[np.ndarray, int, np.ndarray]:
-            """The weighted average of the final fits, their iterations, and the end-atom
-            variants' own weighted average (zeros without them).
+            """Return the weighted average of the final fits and their iterations.
+
+            Also the end-atom variants' own weighted average (zeros without them).
             """
             out, out_end, its = np.zeros(d), np.zeros(d), 0
             previous: np.ndarray | None = None
@@ -1456,8 +1465,10 @@ class AutoDistribution(Mechanism):
 
 
 def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
-    """Standard error of the held-out score difference ``sum_y log P_a(y) - log P_b(y)``
-    over the fold's reports (``part``: their histogram), from the reports' own spread.
+    """Return the standard error of the held-out score difference of two fits.
+
+    The difference is ``sum_y log P_a(y) - log P_b(y)`` over the fold's reports (``part``:
+    their histogram); the error comes from the reports' own spread.
     """
     size = float(part.sum())
     if size == 0:
@@ -1468,8 +1479,9 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 
 
 def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Return ``theta`` with the mass of each interior peak moved into one bucket, and
-    the number of such peaks.
+    """Move the mass of each interior peak of ``theta`` into one bucket.
+
+    Returns the new theta and the number of such peaks.
 
     A point mass at a fraction f of bucket i's width is a mixture of the uniform-in-bucket
     columns of the buckets whose centres enclose it, so even EM run to its stop splits it

@@ -168,8 +168,9 @@ class CFOBinning(Mechanism):
         return self.frequency_oracle.privacy_loss()
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The frequency oracle's (support ``counts`` over the buckets), plus the reports'
-        ``count`` (= n) when the counts do not sum to n (OLH, OUE).
+        """Return the oracle's Stats fields (support ``counts`` over the buckets).
+
+        Plus the reports' ``count`` (= n) when the counts do not sum to n (OLH, OUE).
         """
         inner = self.frequency_oracle.stats_schema()
         return None if inner is None else with_report_count(inner)

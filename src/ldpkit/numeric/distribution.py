@@ -356,9 +356,11 @@ class Distribution:
         return self._signed
 
     def replace(self, **changes: Any) -> Distribution:
-        """A copy with some of ``probabilities``, ``low``, ``high``, ``n``, ``spec``,
-        ``postprocessing``, ``signed``, ``stats``, ``fit`` changed (bootstrap replicates
-        and a rebinned estimate's link to its original are not carried over).
+        """Return a copy with some fields changed.
+
+        Fields: ``probabilities``, ``low``, ``high``, ``n``, ``spec``, ``postprocessing``,
+        ``signed``, ``stats``, ``fit``. Bootstrap replicates and a rebinned estimate's link
+        to its original are not carried over.
         """
         state = self.__getstate__()
         state.update(changes)
@@ -622,7 +624,7 @@ class Distribution:
     def bootstrap(
         self, replicates: int = DEFAULT_REPLICATES, *, rng: RNGLike = None
     ) -> Distribution:
-        """This EM/EMS estimate with a fresh parametric bootstrap for its intervals.
+        """Return this EM/EMS estimate with a fresh parametric bootstrap for its intervals.
 
         The interval methods of an EM/EMS estimate (Square Wave and relatives) use a
         parametric bootstrap of the whole pipeline (:func:`ldpkit.numeric.em.bootstrap`):

@@ -206,8 +206,10 @@ class _Box(NamedTuple):
 def _slots(
     major: np.ndarray, minor: np.ndarray, values: np.ndarray, size: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entries sorted by ``major`` as ``_SLOTS`` slots per major index (``slots[k, i]``: the
-    minor index of i's k-th entry, 0 with weight 0 past its last), and which entries spill.
+    """Lay entries sorted by ``major`` out as ``_SLOTS`` slots per major index.
+
+    ``slots[k, i]`` is the minor index of i's k-th entry, 0 with weight 0 past its last;
+    also returns which entries spill.
     """
     start = np.searchsorted(major, np.arange(size))
     slot = np.arange(major.size) - start[major]
@@ -220,8 +222,10 @@ def _slots(
 
 
 def _box_rows(band: Any) -> _Box | None:
-    """Each band row as (head length, tail length, plateau value) when every row is explicit
-    head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
+    """Return each band row as (head length, tail length, plateau value), or None.
+
+    Applies when every row is explicit head entries, a constant plateau and explicit tail
+    entries (a Square Wave's rows: the
     plateau is the wave's height, the few edge entries its partial overlaps); None when the
     plateaus would not make up at least half of the band (the band products are then as
     cheap), or when the plateaus do not move right with the row. Rows of at most 8 entries

@@ -583,7 +583,7 @@ class HierarchicalHistogram(_TreeMechanism):
 
     # -- server ---------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts`` (levels 1..h concatenated, each in [0, n]); ``level_n`` (sum n)."""
+        """Return the Stats fields: ``counts`` (levels 1..h, each in [0, n]), ``level_n``."""
         total = sum(self.level_size(k) for k in range(1, self.height + 1))
         return {"counts": StatsField((total,)), "level_n": StatsField((self.height,), total=1)}
 
@@ -652,8 +652,9 @@ class HierarchicalHistogram(_TreeMechanism):
         return out
 
     def level_variances(self, stats: Stats) -> np.ndarray:
-        """Per level noise variance ``Var*(n_k)`` of :meth:`level_estimates` (root 0,
-        ``inf`` for a level without reports; the others at least 1e-300).
+        """Return the per-level noise variance ``Var*(n_k)`` of :meth:`level_estimates`.
+
+        Root 0, ``inf`` for a level without reports; the others at least 1e-300.
         """
         stats = self.check_stats(stats)
         var = np.zeros(self.height + 1)
@@ -673,8 +674,9 @@ class HierarchicalHistogram(_TreeMechanism):
         )
 
     def leaf_estimates(self, stats: Stats) -> np.ndarray:
-        """The consistent leaves on the ``buckets`` buckets, before Norm-Sub (what SW20
-        uses for range queries; may hold negative values).
+        """Return the consistent leaves on the ``buckets`` buckets, before Norm-Sub.
+
+        What SW20 uses for range queries; may hold negative values.
         """
         return self.tree(stats)[-1][: self.buckets]
 
@@ -926,8 +928,9 @@ class HaarHRR(_TreeMechanism):
 
     @property
     def keep_probability(self) -> float:
-        """P ~ e^eps / (e^eps + 1), the probability that the sign is kept (realized by
-        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin).
+        """P ~ e^eps / (e^eps + 1), the probability that the sign is kept.
+
+        Realized by :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin.
         """
         return _keep_flip(self.epsilon)[0]
 
@@ -968,7 +971,7 @@ class HaarHRR(_TreeMechanism):
 
     # -- server ---------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums`` (signed, heap layout, each in [-n, n]); ``level_n`` (sum n)."""
+        """Return the Stats fields: ``sums`` (signed, heap layout), ``level_n`` (sum n)."""
         h = self.height
         return {
             "sums": StatsField(((1 << h) - 1,), low=-1.0),
@@ -1021,8 +1024,9 @@ class HaarHRR(_TreeMechanism):
         return [d / 2.0 ** ((h - t) / 2.0) for t, d in enumerate(self.differences(stats))]
 
     def leaf_estimates(self, stats: Stats) -> np.ndarray:
-        """Inverse Haar transform with total 1, on the ``buckets`` buckets, before
-        Norm-Sub (may hold negative values).
+        """Return the inverse Haar transform with total 1 on the buckets, before Norm-Sub.
+
+        May hold negative values.
         """
         return self._leaves(stats)[: self.buckets]
 

@@ -345,8 +345,9 @@ class MeanEstimate:
         return self.confidence_interval(alpha, empirical=use_empirical)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A one-row pandas DataFrame: mean, std_error, ci_low, ci_high (from
-        :meth:`mean_interval`) and n.
+        """Return a one-row DataFrame: mean, std_error, ci_low, ci_high and n.
+
+        The interval comes from :meth:`mean_interval`.
         """
         import pandas as pd
 
@@ -366,7 +367,7 @@ class MeanEstimate:
         return frame
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, label: str = "mean") -> Any:
-        """The mean as a point with its ``1 - alpha`` error bar (matplotlib); returns the Axes."""
+        """Plot the mean as a point with its ``1 - alpha`` error bar; return the Axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
@@ -496,9 +497,10 @@ class _MeanMechanism(Mechanism):
         return self.unit_report_values()[self._sample_cells(t, gen)]
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """``reports.values``: float64, each an unbiased estimate of the user's value (in
-        the original units; it lies outside [low, high] in general), one of
-        :meth:`report_values` drawn with exact integer probabilities.
+        """Report one grid value per user, an unbiased estimate of her value.
+
+        ``reports.values``: float64 in the original units (it lies outside [low, high] in
+        general), one of :meth:`report_values` drawn with exact integer probabilities.
         """
         t = self._to_unit(self.check_values(values))
         cells = self._sample_cells(t, as_generator(rng))
@@ -508,8 +510,9 @@ class _MeanMechanism(Mechanism):
         return self.unit_report_values()[self.report_cells_of(reports)]
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sum`` and ``sum_squares`` of the [-1, 1]-scale reports (|report| <= bound,
-        report^2 >= :attr:`_min_square`) and their ``count`` (= n).
+        """Return the Stats fields: ``sum``, ``sum_squares`` and ``count`` (= n).
+
+        Of the [-1, 1]-scale reports (|report| <= bound, report^2 >= :attr:`_min_square`).
         """
         b = self.output_bound
         return with_report_count(
@@ -702,8 +705,10 @@ class PiecewiseMechanism(_MeanMechanism):
 
     @property
     def density_high(self) -> float:
-        """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law (cells
-        of width ``2 / (K A)``); tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid refines.
+        """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law.
+
+        Cells have width ``2 / (K A)``; tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid
+        refines.
         """
         g = self._grid
         return g.w_high / g.total * (g.steps * g.slope) / 2.0
@@ -715,8 +720,9 @@ class PiecewiseMechanism(_MeanMechanism):
         return g.w_low / g.total * (g.steps * g.slope) / 2.0
 
     def unit_variance(self, t: Any = None) -> Any:
-        """Exact per-user variance of the grid law at t (None: an upper bound of the worst
-        case, exceeding it by at most ``(2/K)^2 / 4``).
+        """Return the exact per-user variance of the grid law at t.
+
+        None: an upper bound of the worst case, exceeding it by at most ``(2/K)^2 / 4``.
         """
         return _grid_variance(self._grid, t)
 
@@ -812,8 +818,9 @@ class HybridMechanism(_MeanMechanism):
         return max(self._pm.output_bound, self._sr.output_bound)
 
     def unit_variance(self, t: Any = None) -> Any:
-        """``a Var_PM(t) + (1 - a) Var_SR(t)`` of the two grid laws (None: an upper bound
-        of the worst case within ``(2/K)^2 / 4``).
+        """Return ``a Var_PM(t) + (1 - a) Var_SR(t)`` of the two grid laws.
+
+        None: an upper bound of the worst case within ``(2/K)^2 / 4``.
         """
         a = self.pm_probability
         if a == 0.0:

@@ -465,8 +465,9 @@ class _Wave(Mechanism):
         return self.high + self.b * self.span
 
     def output_edges(self) -> np.ndarray:
-        """Edges of the d~ output buckets, in the original units (each bucket holds the
-        cells whose centres fall in it).
+        """Return the edges of the d~ output buckets, in the original units.
+
+        Each bucket holds the cells whose centres fall in it.
         """
         return np.linspace(self.output_low, self.output_high, self.n_output_buckets + 1)
 
@@ -529,7 +530,7 @@ class _Wave(Mechanism):
         return _cell_buckets(cells, self.n_cells, self.n_output_buckets)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: histogram of the reports over the output buckets (sum n)."""
+        """Return the Stats fields: ``counts`` of the reports per output bucket (sum n)."""
         return {"counts": StatsField((self.n_output_buckets,), total=1)}
 
     def empty_stats(self) -> Stats:
@@ -579,8 +580,9 @@ class _Wave(Mechanism):
         return ratio_loss(g.w_low, g.w_low + int(g.bump.max()))
 
     def bucketized_privacy_loss(self) -> float:
-        """Epsilon of the bucketized channel (input bucket -> output bucket), below
-        :meth:`privacy_loss`: averaging within buckets pulls probabilities together.
+        """Return the epsilon of the bucketized channel (input bucket -> output bucket).
+
+        Below :meth:`privacy_loss`: averaging within buckets pulls probabilities together.
         """
         return _matrix_privacy_loss(self.bucket_matrix())
 
@@ -790,8 +792,10 @@ class SquareWave(_Wave):
         tol: float | None = None,
         max_iter: int = 10_000,
     ) -> Distribution:
-        """Histogram of the inputs on ``buckets`` buckets of [low, high] (log scale: of
-        ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``). See :meth:`_Wave.estimate`.
+        """Estimate the histogram of the inputs on ``buckets`` buckets of [low, high].
+
+        Log scale: of ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``. See
+        :meth:`_Wave.estimate`.
         """
         dist = _deconvolve(self, stats, method, tol, max_iter)
         if self.log_scale is None:
@@ -846,8 +850,10 @@ class SquareWave(_Wave):
         return self.low + est, float(var.max())
 
     def linear_histogram(self, probabilities: Any, buckets: int) -> np.ndarray:
-        """Masses of ``buckets`` equal buckets of [low, high] from an estimate on this
-        wave's buckets (post-processing). On the log scale each bucket's mass is spread
+        """Return the masses of ``buckets`` equal buckets of [low, high] from an estimate.
+
+        The estimate is on this wave's buckets (post-processing). On the log scale each
+        bucket's mass is spread
         evenly over its interval of ``log(1 + (v - low) / s)``; on the linear scale the
         histogram is re-binned the same way (even spread within a bucket).
         """
@@ -1040,7 +1046,7 @@ class DiscreteSquareWave(Mechanism):
         return np.asarray(y, dtype=np.int64)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: histogram of the reports over the outputs (sum n)."""
+        """Return the Stats fields: ``counts`` of the reports per output (sum n)."""
         return {"counts": StatsField((self.n_outputs,), total=1)}
 
     def empty_stats(self) -> Stats:

@@ -497,7 +497,7 @@ class SignedSubsetSelection(Mechanism):
         return sup, neg
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums``: signed column sums, each in [-n, n]."""
+        """Return the Stats fields: ``sums``, signed column sums, each in [-n, n]."""
         return {"sums": StatsField((self.domain_size,), low=-1.0)}
 
     def empty_stats(self) -> Stats:
@@ -511,9 +511,10 @@ class SignedSubsetSelection(Mechanism):
         return Stats(self, n, sums=nonzero - 2 * column_counts(neg, d))
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Unbiased net frequencies ``sums / (n p (1 - e^-eps))`` with plug-in variance
-        (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie in [-1, 1]
-        and consistency post-processing does not apply.
+        """Estimate the net frequencies ``sums / (n p (1 - e^-eps))`` (unbiased).
+
+        Plug-in variance (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie
+        in [-1, 1] and consistency post-processing does not apply.
         """
         stats = self.check_stats(stats, nonempty=True)
         net = stats.sums / (stats.n * self.law.gain)
@@ -522,8 +523,9 @@ class SignedSubsetSelection(Mechanism):
 
     # -- exact law (small d) -----------------------------------------------------------------
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
-        """All outputs as (support, negative) integer bitmasks (bit k = coordinate k),
-        sorted by ``support * 2^d + negative``.
+        """Return all outputs as (support, negative) integer bitmasks (bit k = coordinate k).
+
+        Sorted by ``support * 2^d + negative``.
         """
         d, m = self.domain_size, self.effective_subset_size
         count = math.comb(d, m) * 2**m
@@ -543,8 +545,10 @@ class SignedSubsetSelection(Mechanism):
         return sup_a[order], neg_a[order]
 
     def _log_output_probabilities(self) -> tuple[float, float, float]:
-        """Log P[y | v] of one output y with ``<y, v>`` = 1, 0 and -1, from the sampler's
-        probabilities: the true coordinate's outcome (p, 1 - p (1 + e^-eps), p e^-eps) times
+        """Return log P[y | v] of one output y with ``<y, v>`` = 1, 0 and -1.
+
+        From the sampler's probabilities: the true coordinate's outcome
+        (p, 1 - p (1 + e^-eps), p e^-eps) times
         one uniform choice of the other non-zeros and their signs. The middle entry is
         -inf when m = d (every output is non-zero at the true coordinate).
         """
@@ -599,8 +603,9 @@ class SignedSubsetSelection(Mechanism):
         return np.searchsorted(keys, sup * (1 << d) + neg)
 
     def privacy_loss(self) -> float:
-        """Exact epsilon from the sampler's output probabilities (inf once e^-eps
-        underflows, near eps = 745, as for the other oracles).
+        """Return the exact epsilon from the sampler's output probabilities.
+
+        Inf once e^-eps underflows, near eps = 745, as for the other oracles.
 
         Every output y is at inner product 1 with some input, -1 with its negation and,
         when m < d, 0 with an input on a zero coordinate of y; so the loss is the spread
@@ -885,8 +890,9 @@ class HaarWavelet(Mechanism):
         return any(m < 2**j for j, m in enumerate(self.subset_sizes))
 
     def coefficient_variance(self, level: int, n_level: int, cell_mass: Any = None) -> Any:
-        """``Var[a_jk | S_j]`` for a group of ``n_level`` users, of whom a fraction
-        ``cell_mass`` (per k; default 0) lies in cell k (2q-corrected eq. 59).
+        """Return ``Var[a_jk | S_j]`` for a group of ``n_level`` users (2q-corrected eq. 59).
+
+        A fraction ``cell_mass`` of them (per k; default 0) lies in cell k.
         """
         law = self.level_law(level)
         n_level = check_integer(n_level, "n_level", low=1)
@@ -958,7 +964,7 @@ class HaarWavelet(Mechanism):
 
     # -- server ------------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums`` (signed, per level, each in [-n, n]); ``level_counts`` (sum n)."""
+        """Return the Stats fields: ``sums`` (signed, per level), ``level_counts`` (sum n)."""
         top = self.effective_max_level
         return {
             "sums": StatsField((2 ** (top + 1) - 1,), low=-1.0),
