@@ -265,7 +265,7 @@ def setting_means(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _best_or_tied(frame: pd.DataFrame, method: str) -> pd.Series:
-    """Per setting: is ``method`` the best, or within 2 standard errors of the best?
+    """Tell per setting whether ``method`` is the best or within 2 standard errors of it.
 
     Paired (:func:`~ldpkit.experiments.compare_methods` with ``paired=True``): every method
     post-processed the same estimates, so the standard error is that of the per-repetition

@@ -338,8 +338,9 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
 
 
 def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
-    """Records sorted by data set, method (grid order), epsilon, repetition; metrics keep
-    their order (stable sort).
+    """Sort records by data set, method (grid order), epsilon, repetition.
+
+    Metrics keep their order (stable sort).
     """
     rank_d = {d: i for i, d in enumerate(grid.datasets)}
     rank_m = {m: i for i, m in enumerate(grid.methods)}

@@ -167,8 +167,10 @@ def build_grids(cases: dict[str, StreamCase], config: Tops21Config) -> dict[str,
 
 
 def _warm_up(grids: dict[str, Grid], seed: int) -> None:
-    """Run every method once on a short prefix of one stream, so that one-time costs (loading
-    compiled kernels, first imports) do not inflate the pilot timings.
+    """Run every method once on a short prefix of one stream.
+
+    So that one-time costs (loading compiled kernels, first imports) do not inflate the
+    pilot timings.
     """
     for grid in grids.values():
         name, case = next(iter(grid.datasets.items()))
@@ -213,8 +215,10 @@ def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
 
 
 def objective_verdict(cells: pd.DataFrame) -> str:
-    """One sentence on ToPL's corrected objective against the authors' (``cells`` from
-    ``compare_methods(errors, "ToPL", ["ToPL-authors"])``): wins, ties and losses.
+    """Return one sentence on ToPL's corrected objective against the authors'.
+
+    Wins, ties and losses; ``cells`` from ``compare_methods(errors, "ToPL",
+    ["ToPL-authors"])``.
     """
     n = len(cells)
     wins = int((cells["outcome"] == "win").sum())

@@ -337,8 +337,10 @@ def _level_of(method: str) -> int:
 def j_sweep_table(
     records: pd.DataFrame, sizes: Mapping[str, int], metric: str = "W1"
 ) -> pd.DataFrame:
-    """Per (data set, epsilon) of a J sweep (methods named ``"J=<j>"``; ``sizes`` maps each
-    data set to its n): the rule's J ``ceil(log2(n)/2)``, the J minimizing
+    """Tabulate a J sweep per (data set, epsilon).
+
+    Methods are named ``"J=<j>"``; ``sizes`` maps each data set to its n. Columns: the
+    rule's J ``ceil(log2(n)/2)``, the J minimizing
     :func:`wasserstein_bound` (``theory_J``), the best measured J, their mean errors, the
     error at the rule's J - 2, and the ratios ``rule_over_best`` and ``rule_over_minus2``
     (> 1: the rule's J is worse).
@@ -467,8 +469,10 @@ def _beta(n: int, seed: int) -> Bench:
 
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
-    """The data set ``name`` on [0, 1] (raises DataPackageNotFoundError if its package is
-    not installed); at most ``config.max_n`` values (a seeded random subset).
+    """Return the data set ``name`` on [0, 1], at most ``config.max_n`` values.
+
+    A seeded random subset; raises DataPackageNotFoundError if its package is not
+    installed.
     """
     if name not in DATASETS:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
@@ -552,7 +556,7 @@ RULE = binning_oracle
 
 
 def make_method(name: str) -> Method:
-    """The grid method called ``name`` (a key of :data:`METHODS` or :data:`EXTRA_METHODS`)."""
+    """Return the grid method ``name`` (a key of :data:`METHODS` or :data:`EXTRA_METHODS`)."""
     table: dict[str, Method] = {
         "Wavelet": WaveletMethod(),
         "Wavelet J-2": WaveletMethod(level_offset=-2),
@@ -646,8 +650,10 @@ def extra_grid(
 
 
 def ratio_table(records: pd.DataFrame, method: str, against: str) -> pd.DataFrame:
-    """Mean error of ``method`` over ``against``'s per (data set, metric, epsilon) (< 1:
-    ``method`` is better), as a wide table (rows data set and metric, columns epsilon).
+    """Return the ratio of ``method``'s mean error over ``against``'s, as a wide table.
+
+    Per (data set, metric, epsilon); < 1: ``method`` is better. Rows data set and metric,
+    columns epsilon.
     """
     s = summarize(records)
     wide = s.pivot_table(
@@ -704,7 +710,7 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
 def _claim_check(
     cells: pd.DataFrame, benches: Mapping[str, Bench], vs_sw: pd.DataFrame
 ) -> list[str]:
-    """Computed sentences: outcome counts per (smooth/spiky, metric), and against SW-EMS."""
+    """Write sentences: outcome counts per (smooth/spiky, metric), and against SW-EMS."""
     kinds = {name: ("smooth" if b.smooth else "spiky") for name, b in benches.items()}
     cells = cells.assign(kind=cells["dataset"].map(kinds))
     lines = []
@@ -728,7 +734,7 @@ def _claim_check(
 
 
 def _j_reading(table: pd.DataFrame) -> list[str]:
-    """Computed sentences on the J sweep."""
+    """Write sentences on the J sweep from its table."""
     if table.empty:
         return []
     n = len(table)
@@ -781,8 +787,9 @@ def _fig5_lines(records: pd.DataFrame, config: Config) -> list[str]:
 
 
 def _against_others_lines(records: pd.DataFrame, methods: Sequence[str]) -> list[str]:
-    """The wavelet against the best of the part's other methods (when both ran), then the
-    part's table.
+    """Compare the wavelet with the best of the part's other methods, then tabulate.
+
+    The comparison only when both ran.
     """
     others = [m for m in methods if m not in VARIANTS]
     lines: list[str] = []
