@@ -468,8 +468,9 @@ def create_app(
         until: TimeParam = None,
         top_k: TopK = None,
     ) -> EstimateResult:
-        """The estimate of an open-domain collection for the body's candidates (JSON
-        strings and integers, as typed: ``"7"`` and ``7`` are different items).
+        """Estimate an open-domain collection for the body's candidates.
+
+        JSON strings and integers, as typed: ``"7"`` and ``7`` are different items.
         """
         return estimate_of(  # type: ignore[return-value]
             collection, request, alpha, None, since, until, 0, body.candidates, top_k
@@ -484,7 +485,7 @@ def create_app(
         since: TimeParam = None,
         until: TimeParam = None,
     ) -> BucketList:
-        """Reports and batches per roll-up bucket (a time series; estimate each with since/until)."""
+        """List reports and batches per roll-up bucket (a time series)."""
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
@@ -537,7 +538,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> BatchList:
-        """Stored batches (oldest first): id, token name, size, arrival time."""
+        """List the stored batches (oldest first): id, token name, size, arrival time."""
         collector.authorize(request, "admin")
         collector.get(collection)
         s, u = collector.window(since, until)

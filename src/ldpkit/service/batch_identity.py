@@ -127,8 +127,9 @@ _LOW48 = 2**48 - 1
 
 
 def new_batch_ids(count: int) -> list[str]:
-    """``count`` ids of :func:`new_batch_id` (one clock read, the common digits formatted
-    once: a group commit names all its batches at once).
+    """Return ``count`` ids of :func:`new_batch_id` from one clock read.
+
+    The common digits are formatted once: a group commit names all its batches at once.
     """
     global _id_state
     pid, base, counter = _id_state

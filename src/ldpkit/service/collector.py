@@ -55,8 +55,9 @@ _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header valu
 
 
 def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]] | None, str]:
-    """Report template (field dtypes and per-user shapes) and estimate kind of ``spec``
-    (:func:`.kinds.kind_of`).
+    """Return the report template and the estimate kind of ``spec``.
+
+    The template: field dtypes and per-user shapes; the kind: :func:`.kinds.kind_of`.
 
     Raises ValueError for a spec whose estimate the collector cannot serve, so a config
     naming one is refused when it is loaded, not after data has been ingested.
@@ -383,8 +384,9 @@ class _Collector:
         return s, u
 
     def compact_if_behind(self, name: str) -> None:
-        """Fold roll-up parts now if more than ``max_rollup_parts`` of ``name`` wait (the
-        committer normally folds them every second; this covers a process that does not
+        """Fold roll-up parts now if more than ``max_rollup_parts`` of ``name`` wait.
+
+        The committer normally folds them every second; this covers a process that does not
         ingest, or a committer that fell behind). Runs in the reader's thread, never twice
         at once in a process, not right after a failure; a failure leaves every total
         as it was (readers sum parts too).

@@ -146,8 +146,10 @@ def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
 
 
 def _is_outage(exc: BaseException) -> bool:
-    """Whether a group's commit failed because the database is unreachable (every batch
-    would fail alike: answer them all 503 at once) rather than because of one batch.
+    """Tell whether a group's commit failed because the database is unreachable.
+
+    Then every batch would fail alike: answer them all 503 at once, rather than blame one
+    batch.
     """
     from sqlalchemy.exc import InterfaceError, OperationalError
     from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -418,8 +420,9 @@ class GroupCommitter:
         run_blocking: Callable[[Callable[[], Any]], Any],
         connections: list[Any] | None,
     ) -> list[Any]:
-        """Commit the two halves of a group that failed, each in its own transaction,
-        splitting again whichever fails: one result per item (a record, or the exception
+        """Commit the two halves of a group that failed, each in its own transaction.
+
+        Splits again whichever fails: one result per item (a record, or the exception
         that failed a batch alone). A bad batch costs about 2 log2(n) transactions, not n;
         an unreachable database fails a whole part at once.
         """

@@ -1,4 +1,6 @@
-"""Request decoding: one report batch's body (npz, Parquet or JSON) to a checked
+"""Request decoding: one report batch's body to a checked PendingBatch.
+
+The body is npz, Parquet or JSON; the result a
 :class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
 into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of plain
 integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`.
@@ -75,8 +77,9 @@ _ROW_DECODER = json.JSONDecoder()
 
 
 class _OneReport:
-    """Decode the usual body, one report as ``json.dumps(reports_to_dict(r))`` writes it,
-    with one regular expression instead of ``json.loads`` and a walk of the parsed dict.
+    """Decode the usual body, one report as ``json.dumps(reports_to_dict(r))`` writes it.
+
+    With one regular expression instead of ``json.loads`` and a walk of the parsed dict.
 
     A body it matches decodes to exactly the :class:`ReportRows` the general path
     (``json.loads`` + :func:`_fast_json_reports`) would give: the same keys in
@@ -233,8 +236,10 @@ class _OneReport:
 def _fast_json_reports(
     data: dict[str, Any], spec: Mechanism, template: Mapping[str, _FastField]
 ) -> Reports | ReportRows | None:
-    """Plain integer (or float) arrays of the report fields, decoded without the general
-    path's per-value checks; None sends anything else to ``reports_from_dict`` (which
+    """Decode plain integer (or float) arrays of the report fields, or return None.
+
+    Decoded without the general path's per-value checks; None sends anything else to
+    ``reports_from_dict`` (which
     gives the error messages), so both paths accept exactly the same bodies.
 
     A field holds one number per user, or (integer fields) a fixed-width row per user,
@@ -306,8 +311,9 @@ def _fast_json_reports(
 
 
 def _whole_second_clock() -> Callable[[], dt.datetime]:
-    """``datetime.now(UTC)`` without its microseconds, built once per second (the same
-    object for every request of a second: one float read and a compare per call).
+    """Return a clock of ``datetime.now(UTC)`` without microseconds, built once per second.
+
+    The same object for every request of a second: one float read and a compare per call.
     """
     # One tuple, replaced whole: a thread (large bodies are decoded in the thread pool)
     # never sees one second's number with another second's datetime.
@@ -326,8 +332,10 @@ def _whole_second_clock() -> Callable[[], dt.datetime]:
 
 
 class BatchDecoder:
-    """Decode and check one report batch of a collection, whatever its format, into a
-    :class:`~ldpkit.service.batch_identity.PendingBatch`; every refusal is an ``HTTPException``
+    """Decode and check one report batch of a collection, whatever its format.
+
+    The result is a :class:`~ldpkit.service.batch_identity.PendingBatch`; every refusal is
+    an ``HTTPException``
     (4xx) counted in ``metrics``. The regular route and the fast path both come here
     (through ``_Collector.ingest``): the collector's one entry into :mod:`ldpkit.io`.
     """

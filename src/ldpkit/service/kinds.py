@@ -105,7 +105,7 @@ class Kind:
 
 
 def _top(result: EstimateResult, est: FrequencyEstimate, items: list[Any], k: int | None) -> None:
-    """The k most frequent of ``items`` (by estimate; ties in item order), with intervals."""
+    """Fill in the k most frequent of ``items`` (ties in item order), with intervals."""
     if k is None:
         return
     assert result.ci_low is not None and result.ci_high is not None
@@ -275,7 +275,7 @@ KINDS: dict[str, Kind] = {
 
 
 def kind_of(spec: Mechanism, stats: Stats) -> Kind:
-    """The kind serving ``spec``; ValueError naming what the collector can serve otherwise."""
+    """Return the kind serving ``spec``; ValueError naming what the collector can serve."""
     if KINDS["open_frequency"].serves(spec, stats):
         return KINDS["open_frequency"]
     try:

@@ -189,7 +189,7 @@ class Metrics:
         return out
 
     def render(self, stored: dict[str, tuple[int, int]]) -> str:
-        """The exposition text; ``stored`` maps collection -> (reports, batches) in the DB."""
+        """Return the exposition text; ``stored``: collection -> (reports, batches) stored."""
         totals = self.totals()
 
         def series(kind: str) -> list[tuple[tuple[Any, ...], float]]:

@@ -69,8 +69,10 @@ class _ClosedBuckets:
 
 
 class StoreReader:
-    """Reads of roll-ups, roll-up parts and batch metadata. The
-    :class:`~ldpkit.service.store.CollectorStore` makes one and passes it its engine and its per-collection layouts and bucket lengths.
+    """Reads of roll-ups, roll-up parts and batch metadata.
+
+    The :class:`~ldpkit.service.store.CollectorStore` makes one and passes it its engine
+    and its per-collection layouts and bucket lengths.
     """
 
     def __init__(
@@ -110,8 +112,10 @@ class StoreReader:
         until: int | None = None,
         token: str | None = None,
     ) -> Any:
-        """Roll-up rows and not yet folded parts in ``[since, until)``, as one subquery
-        (``bucket, token, n, batches, arrays``): read in one statement, hence one snapshot,
+        """Return roll-up rows and not yet folded parts in ``[since, until)``, one subquery.
+
+        Columns ``bucket, token, n, batches, arrays``: read in one statement, hence one
+        snapshot,
         so a compaction running meanwhile is seen entirely or not at all.
         """
         return union_all(

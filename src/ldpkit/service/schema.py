@@ -1,5 +1,7 @@
-"""The collector's tables (SQLAlchemy Core, SQLite or PostgreSQL), the engine, and how a
-roll-up's Stats are packed into one bytes column (:class:`_Layout`). What each table holds:
+"""The collector's tables, the engine, and the packing of a roll-up's Stats.
+
+Tables in SQLAlchemy Core, SQLite or PostgreSQL; a roll-up's Stats are packed into one
+bytes column (:class:`_Layout`). What each table holds:
 :mod:`ldpkit.service.store`.
 """
 

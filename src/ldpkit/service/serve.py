@@ -53,8 +53,9 @@ HEADER_TIMEOUT_ENV = "LDPKIT_HEADER_TIMEOUT"
 
 
 def remove_stale_metrics_dirs(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Remove the ``ldpkit-metrics-*`` directories (in ``root``, the temporary directory by
-    default) whose owning server process no longer runs: ``main`` removes its own at exit,
+    """Remove the ``ldpkit-metrics-*`` directories whose owning server no longer runs.
+
+    In ``root``, the temporary directory by default. ``main`` removes its own at exit,
     but a server killed with -9 cannot. Directories without an owner file, or
     of a process still alive (or of another user), are kept. Returns those removed.
     """
