@@ -230,8 +230,9 @@ class UserPairs:
 
     @classmethod
     def from_lists(cls, pairs: Any, *, encoder: Any = None) -> UserPairs:
-        """From one sequence of ``(key, value)`` pairs per user (keys as ids, or labels
-        with ``encoder``), values in [-1, 1].
+        """Build from one sequence of ``(key, value)`` pairs per user, values in [-1, 1].
+
+        Keys as ids, or labels with ``encoder``.
         """
         flat, offsets = _flatten(pairs, "values", "(key, value) pair lists")
         for pair in flat[:1] + flat[-1:]:  # cheap shape check; np.asarray does the rest
@@ -267,8 +268,9 @@ class UserPairs:
         return np.diff(self.offsets)
 
     def truth(self, domain_size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The true share of users holding each key and the mean value per key (0 where
-        no user holds it), for simulations.
+        """Return the true share of users holding each key and the mean value per key.
+
+        The mean is 0 where no user holds the key; for simulations.
         """
         n = max(len(self), 1)
         counts = np.bincount(self.keys, minlength=domain_size)[:domain_size]
@@ -311,8 +313,10 @@ def sample_padded(
 
 
 class SetContractHooks:
-    """The ``check_mechanism`` hooks of a spec whose users hold sets of items of
-    ``[0, domain_size)`` padded to ``padding`` (PaddingSampling, PrivSet): set sizes from 0
+    """The ``check_mechanism`` hooks of a spec whose users hold sets of items.
+
+    Items of ``[0, domain_size)``, padded to ``padding`` (PaddingSampling, PrivSet): set
+    sizes from 0
     to ``padding + 2``, both ends of the domain and the empty set among them.
     """
 

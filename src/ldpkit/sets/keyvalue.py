@@ -109,8 +109,10 @@ class KeyValueEstimate:
     MAX_RELATIVE_ERROR: ClassVar[float] = 0.2
 
     def mean_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval of each mean (second-order delta method),
-        cut to [-1, 1]; NaN (with an IntervalWarning) where the key's estimated frequency
+        """Return the normal two-sided ``1 - alpha`` interval of each mean, cut to [-1, 1].
+
+        Second-order delta method; NaN (with an IntervalWarning) where the key's estimated
+        frequency
         is not positive or its relative standard error exceeds ``MAX_RELATIVE_ERROR``.
         """
         half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.mean_variance)
@@ -466,8 +468,10 @@ class PCKV(_KeyValueMechanism):
         return self.frequency_variance(n)
 
     def mean_variance(self, n: int, f: Any, mean: Any, mean_square: Any = None) -> Any:
-        """Variance of ``m^_k = D^ / S^`` from n reports, for a key held by a share f of the
-        users (sets no longer than ell) with mean value ``mean`` and mean squared value
+        """Return the variance of ``m^_k = D^ / S^`` from n reports.
+
+        For a key held by a share f of the users (sets no longer than ell) with mean value
+        ``mean`` and mean squared value
         ``mean_square`` (default ``mean^2``, its lower bound): the delta method ``A / S^2``
         (``A = Var D - 2 m Cov + m^2 Var S``) to second order for near-normal (D, S),
         ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``.
@@ -672,7 +676,7 @@ class PrivKV(_KeyValueMechanism):
         )
 
     def privacy_loss(self) -> float:
-        """The exact loss of the realized law (the sampled key is independent of the data)."""
+        """Return the exact loss of the realized law (the sampled key is data-independent)."""
         from ..privacy import privacy_loss
 
         return float(privacy_loss(self.pair_matrix()))
@@ -704,8 +708,10 @@ class PrivKV(_KeyValueMechanism):
         return Reports(self, keys=j.astype(_index_dtype(d)), values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sampled`` (reports per key, summing to n), ``positive`` / ``negative``
-        (pairs ``<1, +1>`` / ``<1, -1>`` per key).
+        """Return the Stats fields: ``sampled``, ``positive`` and ``negative`` per key.
+
+        ``sampled``: reports per key, summing to n; ``positive`` / ``negative``: pairs
+        ``<1, +1>`` / ``<1, -1>`` per key.
         """
         shape = (self.domain_size,)
         return {

@@ -72,8 +72,9 @@ class SetFrequencyEstimate(FrequencyEstimate):
         return float(np.clip(self.long_share + z * math.sqrt(self.long_share_variance), 0, 1))
 
     def padded_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """An interval for the *true* frequencies (not the padded ones): the
-        ``1 - alpha / 2`` interval of the estimate, its upper end raised by
+        """Return an interval for the *true* frequencies (not the padded ones).
+
+        The ``1 - alpha / 2`` interval of the estimate, its upper end raised by
         :meth:`bias_bound` at ``alpha / 2`` (Bonferroni: coverage >= 1 - alpha).
         """
         alpha = check_probability(alpha, "alpha")
@@ -81,8 +82,10 @@ class SetFrequencyEstimate(FrequencyEstimate):
         return lo, hi + self.bias_bound(alpha / 2.0)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """:meth:`FrequencyEstimate.to_frame` plus ``ci_high_padded`` (the upper end of
-        :meth:`padded_interval`) and ``bias_bound`` (the same for every item).
+        """Return :meth:`FrequencyEstimate.to_frame` plus the padded bound's columns.
+
+        ``ci_high_padded`` (the upper end of :meth:`padded_interval`) and ``bias_bound``
+        (the same for every item).
         """
         frame = super().to_frame(alpha)
         with warnings.catch_warnings():
@@ -207,9 +210,10 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return _crmath.log1p((w_keep - w_other) / (self.padding * w_other))
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """Variance of one item's estimate from n reports (at padded frequencies f in
-        [0, 1], a number or an array; f = None:
-        at 0, FO17's Var*), ``ell^2`` times the oracle's at ``f / ell``.
+        """Return the variance of one item's estimate from n reports.
+
+        At padded frequencies f in [0, 1], a number or an array (f = None: at 0, FO17's
+        Var*): ``ell^2`` times the oracle's at ``f / ell``.
         """
         n = check_integer(n, "n", low=1)
         inner = self.inner
@@ -222,8 +226,9 @@ class PaddingSampling(SetContractHooks, Mechanism):
 
     # -- the flow ------------------------------------------------------------------------
     def check_values(self, values: Any) -> UserSets:
-        """``values`` as :class:`UserSets` over ``[0, domain_size)`` (a list of item lists
-        or a :class:`UserSets`); raises naming ``values``.
+        """Return ``values`` as :class:`UserSets` over ``[0, domain_size)``.
+
+        ``values`` is a list of item lists or a :class:`UserSets`; raises naming ``values``.
         """
         return as_user_sets(values, self.domain_size)
 
@@ -242,8 +247,9 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return Reports(self, **inner.arrays)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: support counts of the oracle over the ``d + ell`` padded items (GRR:
-        one per report, summing to n).
+        """Return the Stats fields: the oracle's ``counts`` over the ``d + ell`` padded items.
+
+        GRR: one per report, summing to n.
         """
         total = 1 if self.oracle_name == "grr" else None
         return {"counts": StatsField((self.domain_size + self.padding,), total=total)}
@@ -258,8 +264,9 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return Stats(self, len(reports), counts=np.asarray(counts, dtype=np.int64))
 
     def estimate(self, stats: Stats) -> SetFrequencyEstimate:
-        """Unbiased padded frequencies, their variance, and the length information of the
-        dummies (:class:`SetFrequencyEstimate`).
+        """Estimate the padded frequencies (unbiased) and their variance.
+
+        With the length information of the dummies (:class:`SetFrequencyEstimate`).
         """
         stats = self.check_stats(stats, nonempty=True)
         inner = self.inner

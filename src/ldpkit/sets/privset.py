@@ -66,8 +66,9 @@ def _branch_loss(a: int, meet: int, miss: int) -> float:
 
 
 def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
-    """``rows`` uniform k-subsets of ``[0, m)`` (Floyd's algorithm: exact given exact
-    uniform integers), as a rows x k int64 array.
+    """Draw ``rows`` uniform k-subsets of ``[0, m)`` as a rows x k int64 array.
+
+    Floyd's algorithm: exact given exact uniform integers.
     """
     out = np.empty((rows, k), dtype=np.int64)
     for c, j in enumerate(range(m - k, m)):
@@ -78,8 +79,10 @@ def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
 
 
 def _skip(index: np.ndarray, excluded: np.ndarray) -> np.ndarray:
-    """Per row, the ``index``-th items of ``[0, D)`` that are not in ``excluded`` (sorted
-    ascending per row): each excluded item at or below the running item shifts it up.
+    """Return, per row, the ``index``-th items of ``[0, D)`` that are not in ``excluded``.
+
+    ``excluded`` is sorted ascending per row: each excluded item at or below the running
+    item shifts it up.
     """
     item = index.copy()
     for j in range(excluded.shape[1]):
@@ -206,7 +209,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return self._law()[3]
 
     def _law(self) -> tuple[int, int, int, int]:
-        """``(a, N_meet, N_miss, k)``: the branch coin ``a / 2^62`` and the subset counts."""
+        """Return ``(a, N_meet, N_miss, k)``: the branch coin ``a / 2^62``, subset counts."""
         return _law(self.epsilon, self.domain_size, self.padding, self.subset_size)
 
     def _pq(self) -> tuple[float, float]:
@@ -318,7 +321,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return Reports(self, bits=np.packbits(chosen, axis=1))
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: reports holding each padded item (k per report)."""
+        """Return the Stats fields: ``counts``, reports holding each padded item (k each)."""
         return {"counts": StatsField((self.items,), total=self.k)}
 
     def empty_stats(self) -> Stats:

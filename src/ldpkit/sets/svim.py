@@ -61,8 +61,9 @@ class TopItems:
 
 
 def restrict_sets(sets: UserSets, keep: Any, domain_size: int) -> UserSets:
-    """Each user's set restricted to the items ``keep``, renumbered ``0 .. len(keep) - 1``
-    (in the order of ``keep``); vectorized.
+    """Restrict each user's set to the items ``keep``, renumbered ``0 .. len(keep) - 1``.
+
+    In the order of ``keep``; vectorized.
     """
     domain_size = check_integer(domain_size, "domain_size", low=1)
     if not isinstance(sets, UserSets):
@@ -258,8 +259,9 @@ def _candidate_itemsets(
 
 
 def _holdings(sets: UserSets, candidates: list[tuple[int, ...]], items: np.ndarray) -> UserSets:
-    """Each user's set of candidate itemsets (indices into ``candidates``) she holds in full,
-    by bit masks over ``items`` (at most 62 of them).
+    """Return each user's set of the candidate itemsets she holds in full.
+
+    Indices into ``candidates``, found by bit masks over ``items`` (at most 62 of them).
     """
     bit = {int(v): 1 << j for j, v in enumerate(items.tolist())}
     restricted = restrict_sets(sets, items, int(max(items.max(), sets.items.max(initial=0))) + 1)
