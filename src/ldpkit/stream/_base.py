@@ -186,7 +186,7 @@ class StreamRelease(ABC):
         return out
 
     def params(self) -> dict[str, Any]:
-        """Constructor arguments (JSON-able) that rebuild an equivalent fresh estimator.
+        """Return the constructor arguments (JSON-able) of an equivalent fresh estimator.
 
         Read from the constructor's signature: every argument but ``rng``, from the
         attribute of the same name (or :attr:`_param_attributes`); objects with ``to_dict``

@@ -101,7 +101,7 @@ class LocalStreamRelease(StreamRelease):
 
     @abstractmethod
     def _estimates(self, reports: Reports) -> np.ndarray:
-        """Validated reports of the perturbation spec -> per-user unbiased estimates."""
+        """Turn validated reports of the perturbation spec into per-user unbiased estimates."""
 
     @property
     @abstractmethod
@@ -202,8 +202,10 @@ class LocalStreamRelease(StreamRelease):
 
     @property
     def threshold_window_counts(self) -> dict[Any, int]:
-        """Threshold-phase users per window (they choose theta; :meth:`window_sums` counts
-        them through their threshold-phase reports).
+        """Return the threshold-phase users per window.
+
+        They choose theta; :meth:`window_sums` counts them through their threshold-phase
+        reports.
         """
         return {k: int(v[0]) for k, v in self._threshold_windows.items()}
 
@@ -267,8 +269,9 @@ class LocalStreamRelease(StreamRelease):
         return 0
 
     def update(self, items: Any) -> LocalStreamRelease:
-        """Simulate one batch of users (client randomization + :meth:`ingest`) with the
-        estimator's own Generator. The values never reach the server's state.
+        """Simulate one batch of users with the estimator's own Generator.
+
+        Client randomization + :meth:`ingest`. The values never reach the server's state.
         """
         self._simulate(items, self._rng)
         return self

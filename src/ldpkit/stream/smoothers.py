@@ -228,7 +228,7 @@ SMOOTHERS: dict[str, type[Smoother]] = {
 
 
 def make_smoother(spec: str | dict[str, Any] | Smoother) -> Smoother:
-    """A smoother from its name (defaults of STR21 App. D: w = 4, alpha = 0.6), dict or instance."""
+    """Return a smoother from its name, a dict or an instance (STR21 App. D defaults)."""
     if isinstance(spec, Smoother):
         return spec
     if isinstance(spec, str):

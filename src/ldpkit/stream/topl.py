@@ -795,8 +795,9 @@ class ToPL(LocalStreamRelease):
 
     # ------------------------------------------------------------------ threshold phase
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
-        """Unbiased per-user estimates from Square Wave reports, ``(y - a) / c`` in the
-        original units (:func:`ldpkit.stream.square_wave_mean_constants`).
+        """Return unbiased per-user estimates ``(y - a) / c`` from Square Wave reports.
+
+        In the original units (:func:`ldpkit.stream.square_wave_mean_constants`).
         """
         if self._sw.log_scale is not None:  # exact per-cell estimates of the value
             return self._sw.value_estimates()[0][self._sw.report_cells_of(reports)]
@@ -894,8 +895,9 @@ class ToPL(LocalStreamRelease):
 
     @property
     def threshold_distribution(self) -> Distribution | None:
-        """The estimated value distribution theta was chosen from, after the tail cut (None
-        with a fixed theta or before the threshold phase is complete).
+        """The estimated value distribution theta was chosen from, after the tail cut.
+
+        None with a fixed theta or before the threshold phase is complete.
         """
         if self._probabilities is None:
             return None

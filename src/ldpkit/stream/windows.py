@@ -356,8 +356,9 @@ def window_sums(wstats: WindowedStats, population: Any = None) -> WindowEstimate
 
 
 def window_frequencies(wstats: WindowedStats, *, counts: bool = False) -> WindowEstimates:
-    """Unbiased frequency of every item in every window with standard errors (frequency
-    oracles: GRR, OLH, OUE, ...).
+    """Estimate the frequency of every item in every window, with standard errors.
+
+    Unbiased; for frequency oracles: GRR, OLH, OUE, ....
 
     ``counts=True`` gives estimated numbers of users (``n f``, standard error ``n se``),
     e.g. daily active users from a yes/no question.
