@@ -129,8 +129,9 @@ class Question:
 
     # -- the client side ------------------------------------------------------------------
     def prepare(self, answers: Iterable[Any] | np.ndarray) -> np.ndarray:
-        """Turn raw answers into what ``spec.randomize`` takes (items, checked or clipped values,
-        or for DiscreteSquareWave the values' buckets).
+        """Turn raw answers into what ``spec.randomize`` takes.
+
+        Items, checked or clipped values, or for DiscreteSquareWave the values' buckets.
         """
         if self.kind == "categorical":
             if self.encoder is not None:

@@ -191,8 +191,9 @@ class Mechanism(ABC):
         """Reduce reports to their mergeable sufficient statistic."""
 
     def _aggregate_decoded(self, arrays: dict[str, np.ndarray]) -> Stats:
-        """:meth:`aggregate` of ``Reports(self, **arrays)`` for plain arrays built by the
-        collector's decoder (one row per user, each field of this spec's report dtype).
+        """Aggregate ``Reports(self, **arrays)`` for plain arrays from the collector's decoder.
+
+        One row per user, each field of this spec's report dtype.
 
         Same result and same errors as ``aggregate``; subclasses may skip checks that such
         arrays make redundant (:class:`ldpkit.frequency.PureFrequencyOracle` does: a
@@ -231,8 +232,10 @@ class Mechanism(ABC):
         return reports
 
     def check_stats(self, stats: Any, *, nonempty: bool = False) -> Stats:
-        """Raise unless ``stats`` are Stats made under this exact configuration (and, with
-        ``nonempty``, summarize at least one report, as every estimate needs).
+        """Raise unless ``stats`` are Stats made under this exact configuration.
+
+        With ``nonempty``, they must also summarize at least one report, as every estimate
+        needs.
         """
         if not isinstance(stats, Stats):
             raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
@@ -472,8 +475,9 @@ REPORT_COUNT = "count"
 
 
 def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]:
-    """``schema`` plus a :data:`REPORT_COUNT` field equal to n, unless one of its fields
-    already sums to a multiple of n (``total``).
+    """Add a :data:`REPORT_COUNT` field equal to n to ``schema``, unless it is implied.
+
+    Implied when one of its fields already sums to a multiple of n (``total``).
     """
     if any(field.total is not None for field in schema.values()):
         return dict(schema)
@@ -564,8 +568,10 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def _exact(cls, spec: Mechanism, n: int, arrays: dict[str, np.ndarray]) -> Stats:
-        """Stats without the schema check, for arrays that meet ``spec.stats_schema()`` by
-        construction (int64 counts of the right shape computed by ldpkit's own
+        """Make Stats without the schema check, for arrays valid by construction.
+
+        Arrays that meet ``spec.stats_schema()`` by construction (int64 counts of the right
+        shape computed by ldpkit's own
         aggregation from checked reports; the tests compare both paths). Not for arrays
         from outside: those go through ``Stats(...)``. The arrays become read-only in place
         (the caller hands them over).
