@@ -281,6 +281,7 @@ class SFP(Mechanism):
         return out
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         arrays = {k: np.zeros(v.shape, dtype=np.int64) for k, v in self.stats_schema().items()}
         return Stats(self, 0, **arrays)
 
@@ -288,6 +289,7 @@ class SFP(Mechanism):
         return {k[len(part) + 1 :]: v for k, v in arrays.items() if k.startswith(part + "_")}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats (both sketches' fields)."""
         reports = self.check_reports(reports)
         expected = set(self.randomize([], rng=0).fields)
         if set(reports.fields) != expected:

@@ -57,10 +57,12 @@ class HeavyHitters:
     candidates_per_level: tuple[int, ...] = ()
 
     def __len__(self) -> int:
+        """Return the number of discovered strings."""
         return len(self.items)
 
     @property
     def control(self) -> str | None:
+        """The spec's ``control`` setting (how the false discoveries are bounded)."""
         return self.spec.control
 
     def interval_level(self, alpha: float | None = None) -> float:
@@ -118,6 +120,7 @@ class HeavyHitters:
         return ax
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         shown = ", ".join(repr(s) for s in self.items[:5])
         more = ", ..." if len(self.items) > 5 else ""
         return f"HeavyHitters([{shown}{more}], n={self.n}, spec={self.spec!r})"
