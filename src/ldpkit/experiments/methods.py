@@ -57,6 +57,7 @@ class MechanismMethod:
         return self.mechanism(**kwargs)
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Run the spec built for ``data`` and ``epsilon`` on the data's values."""
         values = data.values if hasattr(data, "values") and hasattr(data, "kind") else data
         return self.spec(data, epsilon).run(values, rng=rng)
 

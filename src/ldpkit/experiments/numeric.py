@@ -125,6 +125,7 @@ class Bench:
     note: str = ""
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         v = np.array(self.values, dtype=np.float64)
         if v.ndim != 1 or v.size == 0 or not np.all((v >= 0.0) & (v <= 1.0)):
             raise ValueError("values must be a non-empty 1-D array of numbers in [0, 1]")
@@ -135,6 +136,7 @@ class Bench:
 
     @property
     def n(self) -> int:
+        """Number of values."""
         return int(self.values.size)
 
 
@@ -194,6 +196,7 @@ class GridMetric:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         if self.kind not in ("w1", "ks", "range"):
             raise ValueError(f"kind must be one of 'w1', 'ks', 'range', got {self.kind!r}")
         if not 0.0 < self.alpha < 1.0:
@@ -207,6 +210,7 @@ class GridMetric:
         return a, np.minimum(a + self.alpha, 1.0)
 
     def __call__(self, result: Distribution, truth: Truth) -> float:
+        """Return the metric of ``result`` against ``truth``."""
         if not isinstance(result, Distribution):
             raise TypeError(f"result must be a Distribution, got {type(result).__name__}")
         if self.kind == "range":
@@ -241,6 +245,7 @@ class DistributionMethod:
     oracle_rule: Callable[[float, Mapping[str, Any]], str] | None = None
 
     def spec(self, data: Bench, epsilon: float) -> Any:
+        """Return the spec on [0, 1] at ``epsilon`` (with the bench's buckets if asked)."""
         kwargs: dict[str, Any] = {"epsilon": epsilon, "low": 0.0, "high": 1.0, **self.params}
         if self.bench_buckets:
             kwargs.setdefault("buckets", data.buckets)
@@ -249,6 +254,7 @@ class DistributionMethod:
         return self.mechanism(**kwargs)
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:
+        """Randomize, aggregate and estimate the bench's values."""
         spec = self.spec(data, epsilon)
         stats = spec.aggregate(spec.randomize(data.values, rng=rng))
         return spec.estimate(stats, **self.estimate_params)  # type: ignore[no-any-return]
@@ -267,6 +273,7 @@ class MomentMethod:
     mechanism: type
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Moments:
+        """Estimate the mean and the variance of the bench's values."""
         spec = self.mechanism(epsilon=epsilon, low=0.0, high=1.0)
         mean = spec.run(data.values, rng=rng).mean
         variance = estimate_variance(spec, data.values, rng=rng).variance
@@ -366,6 +373,7 @@ class BenchConfig:
     n_queries: int = 1000
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for what, allowed in (("datasets", self.DATASETS), ("methods", self.METHODS)):
             chosen = tuple(getattr(self, what)) or tuple(allowed)
             bad = [x for x in chosen if x not in allowed]

@@ -261,6 +261,7 @@ class StreamMethod:
         return self.cls(epsilon, case.bound, rng=rng, **kwargs)
 
     def __call__(self, case: StreamCase, epsilon: float, rng: np.random.Generator) -> StreamAnswers:
+        """Run the estimator on the case's stream and answer its range queries."""
         est = self.build(case, epsilon, rng)
         est.update(case.values if self.threshold_phase else case.released)
         answers, _ = est.range_sums(case.starts, case.stops, std_error=False)
@@ -283,6 +284,7 @@ class OracleToPL:
     buckets: int = 1024
 
     def __call__(self, case: StreamCase, epsilon: float, rng: np.random.Generator) -> StreamAnswers:
+        """Run ToPL with the threshold chosen from the true head of the stream."""
         head = Distribution.from_values(
             case.values[: case.threshold_size], 0.0, case.bound, self.buckets
         )
@@ -342,6 +344,7 @@ class RangeMetric:
     key: str
 
     def __call__(self, result: StreamAnswers, truth: RangeTruth) -> float:
+        """Return the range-query error ``key`` of ``result`` against ``truth``."""
         return range_errors(result.estimates, truth.sums, truth.starts, truth.stops)[self.key]
 
 
