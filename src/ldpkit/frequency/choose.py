@@ -64,6 +64,7 @@ class OracleChoice(NamedTuple):
     candidates: tuple[OracleCandidate, ...]
 
     def __str__(self) -> str:
+        """Return the candidates as a table, the chosen spec first."""
         lines = [f"chosen: {self.spec!r}", f"{'oracle':<18}{'bits':>8}{'n*Var':>14}  fits"]
         for c in self.candidates:
             lines.append(

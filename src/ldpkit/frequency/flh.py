@@ -152,10 +152,12 @@ class FLH(OpenDomainOracle):
         return {"counts": StatsField((self.num_hashes, self.range_size), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         shape = (self.num_hashes, self.range_size)
         return Stats(self, 0, counts=np.zeros(shape, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts per (row, hash value)."""
         reports = self.check_reports(reports)
         arrays = reports.arrays
         if set(arrays) != {"rows", "values"}:

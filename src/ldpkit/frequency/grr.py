@@ -106,18 +106,21 @@ class GRR(PureFrequencyOracle):
         return {"counts": StatsField((self.domain_size,), total=1)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count the reports of each item (one supported item per report)."""
         y = reports.values
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
             raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
         return np.bincount(y, minlength=self.domain_size)
 
     def transition_matrix(self) -> np.ndarray:
+        """Return the exact P[output | input], shape (d, n_outputs)."""
         d = self.domain_size
         m = np.full((d, d), self.q)
         np.fill_diagonal(m, self.p)
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         return np.asarray(self.check_reports(reports).values, dtype=np.int64)
 
     def _support_variance(self, u: np.ndarray) -> np.ndarray:
@@ -134,4 +137,5 @@ class GRR(PureFrequencyOracle):
 
     def privacy_loss(self) -> float:
         # Every output column holds p once and q elsewhere: the ratio is w_keep / w_other.
+        """Return the exact epsilon of one report, from the integer weights."""
         return ratio_loss(*reversed(self._weights()))

@@ -354,6 +354,7 @@ class HadamardResponse(_HadamardCoin):
         return Reports(self, values=y.astype(index_dtype(size)))
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count, for every item v, the reports whose Hadamard support contains v."""
         size = self.hadamard_size
         y = _check_outputs(reports.values, size, "reports.values")
         hist = np.bincount(y, minlength=size)
@@ -362,6 +363,7 @@ class HadamardResponse(_HadamardCoin):
         return (y.shape[0] + balance) // 2
 
     def transition_matrix(self) -> np.ndarray:
+        """Return the exact P[output | input], shape (d, n_outputs)."""
         d, size = self.domain_size, self.hadamard_size
         _check_dense(d, size)
         keep, flip = _keep_flip(self.epsilon)
@@ -369,12 +371,14 @@ class HadamardResponse(_HadamardCoin):
         return np.where(signs > 0, 2.0 * keep / size, 2.0 * flip / size)
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         y = self.check_reports(reports).values
         return np.asarray(_check_outputs(y, self.hadamard_size, "reports.values"), dtype=np.int64)
 
     def privacy_loss(self) -> float:
         # Every column holds 2p/K (on C_v) or 2(1-p)/K (off it); column 1 holds both
         # (H[1,1] = -1, H[2,1] = +1, and rows 1, 2 exist for d >= 2): loss = log(p/(1-p)).
+        """Return the exact epsilon of one report, from the integer coin."""
         return _coin_loss(self.epsilon)
 
 
@@ -450,6 +454,7 @@ class HRR(_HadamardCoin):
         return Reports(self, values=j.astype(index_dtype(size)), signs=s)
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count, for every item v, the reports whose sign supports v (one Walsh-Hadamard pass)."""
         size = self.hadamard_size
         j = _check_outputs(reports.values, size, "reports.values")
         sums = hrr_signed_sums(j, _check_signs(reports.signs, "reports.signs"), size)
@@ -468,6 +473,7 @@ class HRR(_HadamardCoin):
         return m.reshape(d, 2 * size)
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         reports = self.check_reports(reports)
         j = _check_outputs(reports.values, self.hadamard_size, "reports.values")
         s = _check_signs(reports.signs, "reports.signs")
@@ -475,4 +481,5 @@ class HRR(_HadamardCoin):
 
     def privacy_loss(self) -> float:
         # Every column holds p/K or (1-p)/K; column (1, +1) holds both (rows 0 and 1).
+        """Return the exact epsilon of one report, from the integer coin."""
         return _coin_loss(self.epsilon)

@@ -464,6 +464,7 @@ class BLH(LocalHashing):
 
     @property
     def range_size(self) -> int:
+        """Hash range g: 2 (binary local hashing)."""
         return 2
 
 
@@ -521,6 +522,7 @@ class OLH(LocalHashing):
 
     @property
     def range_size(self) -> int:
+        """Hash range g: ``hash_range``, or the optimal ``round(e^eps) + 1``."""
         if self.hash_range is None:
             # epsilon was checked at construction: skip check_epsilon (asked on every
             # aggregate, several times; ~3 us each, a visible share of a small batch's)

@@ -260,6 +260,7 @@ class SHE(FrequencyOracle):
         return with_report_count({"sums": StatsField((self.domain_size,), low=-bound, high=bound)})
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report: zero sums and count."""
         return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64), count=np.int64(0))
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -426,8 +427,10 @@ class THE(UnaryEncoding):
 
     @property
     def nominal_p(self) -> float:
+        """The nominal keep probability p of the paper's formula (before integer rounding)."""
         return the_probabilities(self.epsilon, self.effective_cutoff)[0]
 
     @property
     def nominal_q(self) -> float:
+        """The nominal probability q of the paper's formula (before integer rounding)."""
         return the_probabilities(self.epsilon, self.effective_cutoff)[1]

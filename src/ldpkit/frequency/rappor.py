@@ -569,6 +569,7 @@ class RAPPOR(FrequencyOracle):
         return {"bit_counts": StatsField((m, k)), "cohort_counts": StatsField((m,), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         m, k = self.num_cohorts, self.num_bits
         return Stats(
             self,
@@ -806,6 +807,7 @@ class RAPPOR(FrequencyOracle):
         return probs.transpose(1, 0, 2).reshape(d, m << k) / m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         reports = self.check_reports(reports)
         k = self.num_bits
         bits = unpack_bits(check_packed(reports.bits, k, "reports.bits"), k).astype(np.int64)

@@ -192,6 +192,7 @@ class CMS(OpenDomainOracle):
         return {"ones": StatsField((self.depth, self.width))}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, ones=np.zeros((self.depth, self.width), dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -403,9 +404,11 @@ class HCMS(OpenDomainOracle):
         return {"sums": StatsField((self.depth, self.width), low=-1.0)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, sums=np.zeros((self.depth, self.width), dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats (fields: :meth:`stats_schema`)."""
         reports = self.check_reports(reports)
         arrays = reports.arrays
         if set(arrays) != {"rows", "index", "bits"}:

@@ -185,6 +185,7 @@ class SubsetSelection(PureFrequencyOracle):
 
     @property
     def q(self) -> float:
+        """Probability q that a report's subset contains a given item other than v."""
         k, d = self.effective_subset_size, self.domain_size
         return (self.p * (k - 1) + self._p_out * k) / (d - 1)
 
@@ -214,6 +215,7 @@ class SubsetSelection(PureFrequencyOracle):
         return {"counts": StatsField((self.domain_size,), total=k)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count, for every item v, the reports whose subset contains v."""
         d, k = self.domain_size, self.effective_subset_size
         bits = self._check_bits(reports)
         counts = column_counts(bits, d)

@@ -283,10 +283,12 @@ class SUE(UnaryEncoding):
     @property
     def nominal_p(self) -> float:
         # e^(eps/2) / (e^(eps/2) + 1) in the form that cannot overflow at huge epsilon
+        """The nominal keep probability p of the paper's formula (before integer rounding)."""
         return 1.0 / (1.0 + _crmath.exp(-self.epsilon / 2.0))
 
     @property
     def nominal_q(self) -> float:
+        """The nominal probability q of the paper's formula (before integer rounding)."""
         t = _crmath.exp(-self.epsilon / 2.0)
         return t / (1.0 + t)
 
@@ -338,11 +340,13 @@ class OUE(UnaryEncoding):
 
     @property
     def nominal_p(self) -> float:
+        """The nominal keep probability p of the paper's formula (before integer rounding)."""
         return 0.5
 
     @property
     def nominal_q(self) -> float:
         # correctly rounded: the thresholds are the same integers on every platform (and in
         # the JS client), not one libm's
+        """The nominal probability q of the paper's formula (before integer rounding)."""
         t = _crmath.exp(-self.epsilon)
         return t / (1.0 + t)
