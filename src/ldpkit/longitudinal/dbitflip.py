@@ -201,10 +201,12 @@ class DBitFlipPM(FrequencyOracle):
         return {"ones": StatsField((k,)), "sampled": StatsField((k,), total=d)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         zeros = np.zeros(self.domain_size, dtype=np.int64)
         return Stats(self, 0, ones=zeros, sampled=zeros.copy())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats (fields: :meth:`stats_schema`)."""
         reports = self.check_reports(reports)
         k, d = self.domain_size, self.sampled_bits
         buckets, bits = reports._arrays.get("buckets"), reports._arrays.get("bits")
@@ -235,6 +237,7 @@ class DBitFlipPM(FrequencyOracle):
         return (f * own + (1 - f) * other) / n
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
+        """Estimate the bucket frequencies (unbiased) with their variance."""
         stats = self.check_stats(stats, nonempty=True)
         scale = self.domain_size / (stats.n * self.sampled_bits)
         freq = scale * (stats.ones - self.q * stats.sampled) / (self.p - self.q)
@@ -268,6 +271,7 @@ class DBitFlipPM(FrequencyOracle):
         return matrix
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         rank = {s: i for i, s in enumerate(self._subsets())}
         reports = self.check_reports(reports)
         d = self.sampled_bits

@@ -208,6 +208,7 @@ class LGRR(LongitudinalOracle):
         return {"counts": StatsField((self.domain_size,), total=1)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count the reports of each item (one supported item per report)."""
         y = reports.values
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
             raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
@@ -221,4 +222,5 @@ class LGRR(LongitudinalOracle):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         return np.asarray(self.check_reports(reports).values, dtype=np.int64)

@@ -223,4 +223,5 @@ class LOLOHA(LongitudinalOracle):
         return counts
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.domain_size, dtype=np.int64))
