@@ -111,6 +111,7 @@ class CALM(MultiAttributeMechanism):
         return tuple(itertools.combinations(range(self.attributes), self.way))
 
     def cell_offsets(self) -> np.ndarray:
+        """Return where each marginal's cells start in the concatenated counts."""
         sizes = [_cells(self.domain_sizes, a) for a in self.marginal_sets]
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -159,6 +160,7 @@ class CALM(MultiAttributeMechanism):
         return {"counts": counts, "sizes": StatsField((len(self.marginal_sets),), total=1)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts and sizes per marginal."""
         r = self.check_reports(reports)
         counts, sizes = grouped_support_counts(
             r, "marginals", self.cell_offsets(), self.marginal_oracle
@@ -326,6 +328,7 @@ class CALM(MultiAttributeMechanism):
         )
 
     def privacy_loss(self) -> float:
+        """Return the largest exact epsilon of the marginal oracles."""
         return float(
             max(self.marginal_oracle(m).privacy_loss() for m in range(len(self.marginal_sets)))
         )
@@ -347,6 +350,7 @@ class CALM(MultiAttributeMechanism):
         return mat
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         if self.oracle != "grr":
             raise NotImplementedError("CALM(oracle='olh') has no enumerable output space")
@@ -412,14 +416,17 @@ class FullDomain(MultiAttributeMechanism):
         return OLH(epsilon=self.epsilon, domain_size=cells)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Randomize each tuple as one cell of the product domain."""
         x = self.check_values(values)
         cell = np.ravel_multi_index(tuple(x.T), self.domain_sizes)
         return Reports(self, **self.inner().randomize(cell, rng=rng).arrays)
 
     def stats_schema(self) -> dict[str, StatsField]:
+        """Return the Stats fields of the product-domain oracle."""
         return dict(self.inner().stats_schema())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to the product-domain oracle's Stats."""
         r = self.check_reports(reports)
         inner = self.inner()
         stats = inner.aggregate(Reports(inner, **r.arrays))
@@ -439,15 +446,19 @@ class FullDomain(MultiAttributeMechanism):
         return MarginalsEstimate((table,), stats.n, spec=self)
 
     def variance(self, n: int) -> np.ndarray:
+        """Return the variance of every cell's estimate from n reports (f = 0)."""
         return np.full(int(math.prod(self.domain_sizes)), float(self.inner().variance(n)))
 
     def privacy_loss(self) -> float:
+        """Return the exact epsilon of the product-domain oracle."""
         return float(self.inner().privacy_loss())
 
     def transition_matrix(self) -> np.ndarray:
+        """Return the product-domain oracle's exact P[output | input]."""
         return self.inner().transition_matrix()
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the product-domain oracle's column of each report."""
         inner = self.inner()
         return inner.output_index(Reports(inner, **self.check_reports(reports).arrays))
 

@@ -63,6 +63,7 @@ class MarginalTable:
     postprocessing: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         t = np.array(self.table, dtype=np.float64)
         v = np.broadcast_to(np.asarray(self.variance, dtype=np.float64), t.shape).copy()
         if t.ndim != len(self.attributes) or not np.all(np.isfinite(t)):
@@ -76,6 +77,7 @@ class MarginalTable:
 
     @property
     def std_error(self) -> np.ndarray:
+        """Standard errors: the square roots of the variances."""
         return np.sqrt(self.variance)
 
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +150,7 @@ class MarginalTable:
         return ax
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"MarginalTable(attributes={self.attributes}, shape={self.table.shape}, n={self.n})"
 
 
@@ -178,6 +181,7 @@ class MarginalsEstimate:
 
     @property
     def variance(self) -> np.ndarray:
+        """Every cell's variance, the tables concatenated."""
         return np.concatenate([t.variance.ravel() for t in self.tables])
 
     def marginal(self, attributes: Sequence[int]) -> MarginalTable:
@@ -231,4 +235,5 @@ class MarginalsEstimate:
         return out
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"MarginalsEstimate({len(self.tables)} marginals, n={self.n}, spec={self.spec!r})"

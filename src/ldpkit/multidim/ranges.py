@@ -405,9 +405,11 @@ class TDG(_GridMechanism):
 
     @property
     def grids(self) -> tuple[tuple[int, ...], ...]:
+        """The attribute pairs of the 2-D grids."""
         return tuple(itertools.combinations(range(self.attributes), 2))
 
     def grid_shape(self, m: int) -> tuple[int, ...]:
+        """Return the shape of grid m: g2 x g2."""
         assert self.g2 is not None
         return (self.g2, self.g2)
 
@@ -466,10 +468,12 @@ class HDG(_GridMechanism):
 
     @property
     def grids(self) -> tuple[tuple[int, ...], ...]:
+        """The 1-D grids (one per attribute), then the 2-D grids (attribute pairs)."""
         d = self.attributes
         return tuple((a,) for a in range(d)) + tuple(itertools.combinations(range(d), 2))
 
     def grid_shape(self, m: int) -> tuple[int, ...]:
+        """Return the shape of grid m: g1 for a 1-D grid, g2 x g2 for a 2-D one."""
         assert self.g1 is not None and self.g2 is not None
         return (self.g1,) if m < self.attributes else (self.g2, self.g2)
 
@@ -523,9 +527,11 @@ class UniformGrid(_GridMechanism):
 
     @property
     def grids(self) -> tuple[tuple[int, ...], ...]:
+        """One grid over every attribute."""
         return (tuple(range(self.attributes)),)
 
     def grid_shape(self, m: int) -> tuple[int, ...]:
+        """Return the shape of the grid: g cells per attribute."""
         assert self.g is not None
         return (self.g,) * self.attributes
 
@@ -727,4 +733,5 @@ class RangeEstimate:
         return math.sqrt(float(ca * cb) * self.cell_variance[m])
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"RangeEstimate(grids={len(self.grids)}, n={self.n}, spec={self.spec!r})"

@@ -185,6 +185,7 @@ class RSFD(MultiAttributeMechanism):
         return {"counts": StatsField(shape)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts of every item of every attribute."""
         r = self.check_reports(reports)
         total = int(sum(self.domain_sizes))
         if self.protocol == "grr":
@@ -330,6 +331,7 @@ class RSFD(MultiAttributeMechanism):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         if self.protocol == "grr":
             return self._tuple_index(r.values)

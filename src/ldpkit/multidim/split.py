@@ -111,6 +111,7 @@ class SPL(MultiAttributeMechanism):
         return {"counts": StatsField((int(sum(self.domain_sizes)),), total=self.attributes)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: per-attribute histograms."""
         y = self.check_reports(reports).values
         d = self.attributes
         if y.ndim != 2 or y.shape[1] != d:
@@ -156,6 +157,7 @@ class SPL(MultiAttributeMechanism):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         return self._tuple_index(self.check_reports(reports).values)
 
 
@@ -215,6 +217,7 @@ class SMP(MultiAttributeMechanism):
         return {"counts": StatsField((int(sum(self.domain_sizes)),), total=1)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: histograms of the sampled attributes."""
         r = self.check_reports(reports)
         a, y = r.attributes, r.values
         if a.ndim != 1 or y.ndim != 1:
@@ -271,6 +274,7 @@ class SMP(MultiAttributeMechanism):
         )
 
     def privacy_loss(self) -> float:
+        """Return the largest exact epsilon of the per-attribute oracles."""
         return float(max(self.oracle(j).privacy_loss() for j in range(self.attributes)))
 
     def transition_matrix(self) -> np.ndarray:
@@ -285,5 +289,6 @@ class SMP(MultiAttributeMechanism):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         return self.offsets[r.attributes.astype(np.int64)] + r.values.astype(np.int64)
