@@ -890,6 +890,7 @@ class AutoDistribution(Mechanism):
         return _tree_fields_of(self)
 
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated values (the Square Wave's check)."""
         return self.wave.check_values(values)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -994,6 +995,7 @@ class AutoDistribution(Mechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         if not self.hybrid:
             return Stats(self, 0, **self.wave.empty_stats().arrays)
         tree = self.tree

@@ -179,6 +179,7 @@ class CFOBinning(Mechanism):
         return Stats(self, inner.n, **inner.arrays, **report_count_arrays(self, inner.n))
 
     def empty_stats(self) -> Stats:
+        """Return the oracle's Stats of no report, as this spec's."""
         return self._own_stats(self.frequency_oracle.empty_stats())
 
     def aggregate(self, reports: Reports) -> Stats:

@@ -250,6 +250,7 @@ class WienerDeconvolution(Mechanism):
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated values in [low, high]; raise naming ``values``."""
         return check_numeric_values(values, self.low, self.high, "values")
 
     def bucket_index(self, values: Any) -> np.ndarray:
@@ -272,6 +273,7 @@ class WienerDeconvolution(Mechanism):
         return None if inner is None else with_report_count(inner)
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         zeros = np.zeros(self.buckets, dtype=np.int64)
         return Stats(self, 0, counts=zeros, **report_count_arrays(self, 0))
 

@@ -328,6 +328,7 @@ class Distribution:
 
     @property
     def low(self) -> float:
+        """Lower end of the domain."""
         return self._low
 
     @property
@@ -403,6 +404,7 @@ class Distribution:
 
     @property
     def high(self) -> float:
+        """Upper end of the domain."""
         return self._high
 
     @property
@@ -432,9 +434,11 @@ class Distribution:
         return self._cum
 
     def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse: a Distribution is immutable."""
         raise AttributeError("Distribution is immutable")
 
     def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle."""
         return {
             "probabilities": np.array(self._prob),
             "low": self._low,
@@ -448,12 +452,14 @@ class Distribution:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore from a pickled state (validated again)."""
         state = dict(state)
         Distribution.__init__(
             self, state.pop("probabilities"), state.pop("low"), state.pop("high"), **state
         )
 
     def __eq__(self, other: object) -> bool:
+        """Compare domain and probabilities."""
         if not isinstance(other, Distribution):
             return NotImplemented
         return (
@@ -463,9 +469,11 @@ class Distribution:
         )
 
     def __hash__(self) -> int:
+        """Hash consistently with ``__eq__``."""
         return hash((self._low, self._high, self._prob.tobytes()))
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"Distribution(buckets={self.buckets}, low={self._low:g}, high={self._high:g}, "
             f"mean={self.mean():.4g})"
@@ -493,6 +501,7 @@ class Distribution:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Distribution:
+        """Rebuild a Distribution from :meth:`to_dict`'s output."""
         spec = data.get("spec")
         if spec is not None:
             from ..spec import spec_from_dict
@@ -574,6 +583,7 @@ class Distribution:
         return float(self._prob @ (c * c) + self.width**2 / 12.0)
 
     def std(self) -> float:
+        """Return the standard deviation, the square root of :meth:`var`."""
         return math.sqrt(self.var())
 
     # -- confidence intervals -------------------------------------------------------------

@@ -588,6 +588,7 @@ class HierarchicalHistogram(_TreeMechanism):
         return {"counts": StatsField((total,)), "level_n": StatsField((self.height,), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         total = sum(self.level_size(k) for k in range(1, self.height + 1))
         return Stats(
             self,
@@ -979,6 +980,7 @@ class HaarHRR(_TreeMechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         h = self.height
         return Stats(
             self,

@@ -319,6 +319,7 @@ class MeanEstimate:
 
     @property
     def std_error(self) -> float:
+        """Standard error: the square root of the variance."""
         return math.sqrt(self.variance)
 
     def confidence_interval(
@@ -402,6 +403,7 @@ class VarianceEstimate:
 
     @property
     def std_error(self) -> float:
+        """Standard error of the second moment's estimate."""
         return self.second.std_error
 
 
@@ -627,6 +629,7 @@ class StochasticRounding(_MeanMechanism):
         return c2 - _check_t(t) ** 2
 
     def unit_report_values(self) -> np.ndarray:
+        """Return the two report values ``-C`` and ``C`` on the [-1, 1] scale."""
         c = self._grid.magnitude
         return np.array([-c, c])
 
@@ -700,6 +703,7 @@ class PiecewiseMechanism(_MeanMechanism):
 
     @property
     def output_bound(self) -> float:
+        """Largest magnitude of a report on the [-1, 1] scale."""
         values = self.unit_report_values()
         return float(max(-values[0], values[-1]))
 
@@ -727,6 +731,7 @@ class PiecewiseMechanism(_MeanMechanism):
         return _grid_variance(self._grid, t)
 
     def unit_report_values(self) -> np.ndarray:
+        """Return the grid's report values on the [-1, 1] scale."""
         return self._grid.values()
 
     def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -813,6 +818,7 @@ class HybridMechanism(_MeanMechanism):
 
     @property
     def output_bound(self) -> float:
+        """Largest magnitude of a report of either branch on the [-1, 1] scale."""
         if self.pm_probability == 0.0:
             return self._sr.output_bound
         return max(self._pm.output_bound, self._sr.output_bound)

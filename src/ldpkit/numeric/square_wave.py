@@ -740,6 +740,7 @@ class SquareWave(_Wave):
             self._set("log_scale", s)
 
     def params(self) -> dict[str, Any]:
+        """Return the spec's fields as a plain dict (without ``log_scale`` when linear)."""
         out = super().params()
         if self.log_scale is None:  # the linear wave's wire identity is unchanged
             del out["log_scale"]
@@ -991,6 +992,7 @@ class DiscreteSquareWave(Mechanism):
 
     @property
     def n_outputs(self) -> int:
+        """Number of outputs: the buckets plus ``2 half_width``."""
         return self.buckets + 2 * self.half_width
 
     @property
@@ -1015,6 +1017,7 @@ class DiscreteSquareWave(Mechanism):
         return self._weights[0] / self._total
 
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated bucket indices; raise naming ``values``."""
         return check_categorical_values(values, self.buckets, "values")
 
     def bucketize(self, values: Any) -> np.ndarray:
@@ -1040,6 +1043,7 @@ class DiscreteSquareWave(Mechanism):
         return Reports(self, values=y.astype(index_dtype(self.n_outputs)))
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.n_outputs):
             raise ValueError(f"reports.values must be items in [0, {self.n_outputs})")
@@ -1050,9 +1054,11 @@ class DiscreteSquareWave(Mechanism):
         return {"counts": StatsField((self.n_outputs,), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.n_outputs, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts per output."""
         idx = self.output_index(reports)
         return Stats(self, idx.size, counts=np.bincount(idx, minlength=self.n_outputs))
 

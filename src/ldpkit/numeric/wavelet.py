@@ -426,6 +426,7 @@ class SignedSubsetSelection(Mechanism):
 
     @property
     def law(self) -> SignedSubsetLaw:
+        """The exact integer law of the sampler at this spec."""
         return _law(self.epsilon, self.domain_size, self.effective_subset_size)
 
     @property
@@ -459,6 +460,7 @@ class SignedSubsetSelection(Mechanism):
 
     # -- client ----------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated signed items in ``[0, 2 d)``; raise naming ``values``."""
         return check_categorical_values(values, 2 * self.domain_size, "values")
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -501,6 +503,7 @@ class SignedSubsetSelection(Mechanism):
         return {"sums": StatsField((self.domain_size,), low=-1.0)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -915,6 +918,7 @@ class HaarWavelet(Mechanism):
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated values in [low, high]; raise naming ``values``."""
         return check_numeric_values(values, self.low, self.high, "values")
 
     def randomize(self, values: Any, *, rng: RNGLike = None, assignment: str = "random") -> Reports:
@@ -972,6 +976,7 @@ class HaarWavelet(Mechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         top = self.effective_max_level
         return Stats(
             self,
