@@ -172,6 +172,7 @@ class ConsistencyCell:
     n_queries: int = 200
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Estimate with the oracle and compare the consistency methods."""
         spec = ORACLES[self.oracle](epsilon=epsilon, domain_size=data.domain_size)  # type: ignore[call-arg]
         estimate = spec.run(data.values, rng=rng)
         return compare(

@@ -240,6 +240,7 @@ class Table2Cell:
     runs: int
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> float:
+        """Return the measured variance of the Table 2 row at ``epsilon``."""
         spec = table2_spec(self.row, epsilon, self.domain)
         values = np.zeros(self.n, dtype=np.int64)
         total = 0.0
@@ -421,6 +422,7 @@ class OracleRun:
     name: str
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Return the oracle's unbiased estimate of ``data``."""
         spec = oracle_spec(self.name, epsilon, data.domain_size)
         return unbiased_estimate(spec, spec.aggregate(spec.randomize(data.values, rng=rng)))
 

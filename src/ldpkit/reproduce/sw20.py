@@ -221,10 +221,12 @@ class DistributionMetric:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         if self.kind not in METRIC_KINDS:
             raise ValueError(f"kind must be one of {list(METRIC_KINDS)}, got {self.kind!r}")
 
     def __call__(self, result: Any, truth: Truth) -> float:
+        """Return the metric of ``result`` against ``truth``."""
         if isinstance(result, Moments):
             if self.kind in ("mean", "variance"):
                 return abs(getattr(result, self.kind) - getattr(truth, self.kind))

@@ -119,6 +119,7 @@ class Tops21Config:
     threshold_size: int | None = None
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for name in self.streams:
             if name not in STREAMS:
                 raise ValueError(f"streams must be among {sorted(STREAMS)}, got {name!r}")

@@ -221,6 +221,7 @@ class Config(BenchConfig):
     stop_repetitions: int = 5
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         super().__post_init__()
         if any(not 0 <= j <= 20 for j in self.j_levels):
             raise ValueError(f"j_levels must be levels in [0, 20], got {self.j_levels}")
