@@ -70,6 +70,7 @@ class Token:
     granted: frozenset[str] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        """Expand the scopes to those they imply and validate the fields."""
         granted = frozenset().union(*(_IMPLIES.get(s, ()) for s in self.scopes))
         if self.collections is None and "read" in granted:
             granted |= {"metrics"}  # an unscoped read token kept /metrics (backwards compatible)

@@ -82,6 +82,7 @@ class ReportsDigest:
         self._meta: dict[str, tuple[str, tuple[int, ...]]] = {}
 
     def update(self, reports: Reports) -> None:
+        """Hash the arrays of ``reports`` into the per-field digests."""
         for name, arr in reports.arrays.items():
             if name not in self._fields:
                 self._fields[name] = hashlib.sha256()
@@ -89,6 +90,7 @@ class ReportsDigest:
             self._fields[name].update(np.ascontiguousarray(arr).tobytes())
 
     def hexdigest(self) -> str:
+        """Return the digest of every field (name, dtype, shape, bytes) as hex."""
         outer = hashlib.sha256()
         for name in sorted(self._fields):
             dtype, shape = self._meta[name]

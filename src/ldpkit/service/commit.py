@@ -89,12 +89,15 @@ class ReportRows:
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The report fields, in column order."""
         return tuple(self.columns)
 
     def __len__(self) -> int:
+        """Return the number of reports (rows)."""
         return len(next(iter(self.columns.values())))
 
     def to_reports(self, spec: Mechanism) -> Reports:
+        """Return the columns as Reports of ``spec``."""
         return Reports(
             spec, **{k: np.array(v, dtype=self.dtypes[k]) for k, v in self.columns.items()}
         )

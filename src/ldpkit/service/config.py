@@ -62,6 +62,7 @@ class Limits:
     aggregate_chunk: int = 65_536
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -88,6 +89,7 @@ class Collection:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         if not isinstance(self.spec, Mechanism):
             raise TypeError(
                 f"spec must be an ldpkit mechanism spec, got {type(self.spec).__name__}"
@@ -105,6 +107,7 @@ class Collection:
 
     @property
     def labels(self) -> list[Any] | None:
+        """The encoder's labels as plain JSON values, or None without an encoder."""
         if self.encoder is None:
             return None
         return [_plain_label(x) for x in self.encoder.labels.tolist()]

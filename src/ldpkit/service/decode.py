@@ -378,6 +378,7 @@ class BatchDecoder:
         return HTTPException(status, message)
 
     def decode_json(self, name: str, body: bytes, content_type: str) -> Reports | ReportRows:
+        """Decode a JSON body of collection ``name`` into Reports or ReportRows."""
         spec = self.collections[name].spec
         spec_fingerprint = self.fingerprints[name]
         if "json" not in content_type and not body.lstrip().startswith(b"{"):

@@ -44,6 +44,7 @@ class CollectorApp(FastAPI):
     """
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one ASGI request: report batches on the fast path, others to the app."""
         if (
             scope["type"] == "http"
             and scope["method"] == "POST"

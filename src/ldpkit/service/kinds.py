@@ -140,16 +140,19 @@ class FrequencyKind(Kind):
     has_top = True
 
     def postprocessing(self) -> list[str]:
+        """Return the consistency methods this kind accepts."""
         from ..consistency import METHODS
 
         return sorted(METHODS)
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a FrequencyEstimate."""
         return isinstance(spec.estimate(stats), FrequencyEstimate)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the frequency estimate, its intervals and top items into ``result``."""
         from ..consistency import METHODS
 
         est = spec.estimate(stats)
@@ -173,12 +176,14 @@ class OpenFrequencyKind(Kind):
     has_top = True
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec`` is an open-domain oracle that estimates candidates."""
         if not isinstance(spec, OpenDomainOracle) or spec.domain_size is not None:
             return False
         spec.estimate(stats, candidates=[0, "a"])  # raises if it cannot answer
         return True
 
     def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """Refuse a query without candidates (400)."""
         super().check(spec, query)
         if query.candidates is None:
             raise HTTPException(
@@ -201,6 +206,7 @@ class OpenFrequencyKind(Kind):
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the candidates' estimate, intervals and top items into ``result``."""
         assert query.candidates is not None  # check() ran
         est = spec.estimate(stats, candidates=query.candidates)  # type: ignore[call-arg]
         _frequency_fields(result, est, query.alpha)
@@ -214,14 +220,17 @@ class DistributionKind(Kind):
     name = "distribution"
 
     def postprocessing(self) -> list[str]:
+        """Return the distribution post-processing methods this kind accepts."""
         return list(DISTRIBUTION_POSTPROCESS)
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a Distribution."""
         return isinstance(spec.estimate(stats), Distribution)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the distribution, its mean and quantiles into ``result``."""
         est = spec.estimate(stats)
         if query.postprocessing is not None:
             if not hasattr(est, "postprocess"):
@@ -255,11 +264,13 @@ class MeanKind(Kind):
     name = "mean"
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a MeanEstimate."""
         return isinstance(spec.estimate(stats), MeanEstimate)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the mean and its interval into ``result``."""
         est = spec.estimate(stats)
         interval = est.confidence_interval(query.alpha)
         result.mean = float(est.mean)

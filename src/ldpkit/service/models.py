@@ -11,11 +11,15 @@ from pydantic import BaseModel, Field
 
 # -- response models (they document the API in /docs) ---------------------------------------
 class FieldInfo(BaseModel):
+    """One report field of a collection: its numpy dtype and per-user shape."""
+
     dtype: str = Field(description="numpy dtype string of the field, e.g. '|u1', '<u8'")
     shape: list[int] = Field(description="per-user shape (empty for one number per user)")
 
 
 class EncoderInfo(BaseModel):
+    """The label encoder of a categorical collection, as ldpkit.Encoder takes it."""
+
     categories: list[Any] = Field(description="label of item i is categories[i]")
     unknown: str = Field(
         description="'error' (unseen labels are refused) or 'other' (mapped to one extra item)"
@@ -28,6 +32,8 @@ class EncoderInfo(BaseModel):
 
 
 class CollectionInfo(BaseModel):
+    """A collection: its mechanism, estimate kind, counts so far and report fields."""
+
     name: str
     description: str
     kind: str = Field(
@@ -56,10 +62,14 @@ class CollectionInfo(BaseModel):
 
 
 class CollectionList(BaseModel):
+    """The collections the caller may see (``GET /collections``)."""
+
     collections: list[CollectionInfo]
 
 
 class IngestResult(BaseModel):
+    """The answer to one stored (or duplicate) report batch."""
+
     batch_id: str
     collection: str
     n: int = Field(description="reports in this batch")
@@ -70,6 +80,8 @@ class IngestResult(BaseModel):
 
 
 class DistributionResult(BaseModel):
+    """A numerical collection's estimate: bucket masses, mean, quantiles, CDF."""
+
     low: float
     high: float
     probabilities: list[float] = Field(description="mass of each of the equal-width buckets")
@@ -101,6 +113,8 @@ class DistributionResult(BaseModel):
 
 
 class TopItem(BaseModel):
+    """One of the most frequent items, with its estimate and interval."""
+
     item: Any = Field(description="the item: its label, index, or the candidate as given")
     frequency: float
     std_error: float
@@ -109,6 +123,8 @@ class TopItem(BaseModel):
 
 
 class EstimateResult(BaseModel):
+    """The estimate of a collection over whole roll-up buckets."""
+
     collection: str
     kind: str
     mechanism: dict[str, Any]
@@ -137,6 +153,8 @@ class EstimateResult(BaseModel):
 
 
 class CandidatesBody(BaseModel):
+    """The candidates to estimate in an open-domain collection (request body)."""
+
     candidates: list[Any] = Field(
         description="the items to estimate (open-domain collections): JSON strings and "
         'integers, distinct; "7" and 7 are different items'
@@ -144,6 +162,8 @@ class CandidatesBody(BaseModel):
 
 
 class BucketInfo(BaseModel):
+    """One roll-up bucket: its time span, reports and batches."""
+
     start: str
     end: str
     n: int
@@ -151,12 +171,16 @@ class BucketInfo(BaseModel):
 
 
 class BucketList(BaseModel):
+    """The roll-up buckets of a collection with data, oldest first."""
+
     collection: str
     bucket_seconds: int
     buckets: list[BucketInfo]
 
 
 class BatchInfo(BaseModel):
+    """One stored batch: id, token name, size and arrival time."""
+
     batch_id: str
     token: str
     n: int
@@ -164,17 +188,23 @@ class BatchInfo(BaseModel):
 
 
 class BatchList(BaseModel):
+    """The stored batches of a collection, oldest first."""
+
     collection: str
     batches: list[BatchInfo]
 
 
 class DeleteResult(BaseModel):
+    """What a delete removed: batches and reports."""
+
     collection: str
     deleted_batches: int
     deleted_reports: int
 
 
 class Health(BaseModel):
+    """The collector's health: status, database, version, compaction."""
+
     status: str = Field(description="ok, degraded (compaction failing or behind) or unavailable")
     database: str
     version: str

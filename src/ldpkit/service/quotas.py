@@ -78,6 +78,7 @@ class Quota:
     batches_per_second: int | None = 1_000
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for name in QUOTA_KEYS:
             value = getattr(self, name)
             if value is not None and (

@@ -95,6 +95,7 @@ class StoreReader:
         token: str | None = None,
         table: Table = rollups_table,
     ) -> Any:
+        """Return the WHERE clause of a collection's roll-up rows (time range, token)."""
         cond = [table.c.collection == collection]
         if since is not None:
             cond.append(table.c.bucket >= since)
@@ -149,6 +150,7 @@ class StoreReader:
         return None if value is None else _utc(value).astimezone(dt.UTC)
 
     def last_bucket(self, collection: str) -> int | None:
+        """Return the start of the latest bucket with data, or None."""
         u = self.sums(collection)
         with self.engine.connect() as conn:
             value = conn.execute(select(func.max(u.c.bucket))).scalar()
@@ -284,6 +286,7 @@ class StoreReader:
     def batch_filter(
         self, collection: str, token: str | None, since: int | None, until: int | None
     ) -> Any:
+        """Return the WHERE clause of a collection's batch rows (token, time range)."""
         cond = [batches_table.c.collection == collection]
         if token is not None:
             cond.append(batches_table.c.token == token)

@@ -355,6 +355,7 @@ class CollectorStore:
                 )
 
     def close(self) -> None:
+        """Close the pooled PostgreSQL connections and dispose of the engine."""
         with self._pg_lock:
             idle, self._pg_idle = self._pg_idle, []
         for conn in idle:
@@ -410,6 +411,7 @@ class CollectorStore:
 
     # -- writing -----------------------------------------------------------------------------
     def bucket_of(self, collection: str, when: dt.datetime) -> int:
+        """Return the start (Unix seconds) of the roll-up bucket holding ``when``."""
         width = self.bucket_seconds[collection]
         epoch = self._epochs.get(when)
         if epoch is None:
@@ -1447,6 +1449,7 @@ class CollectorStore:
         return self.reader.last_received(collection)
 
     def last_bucket(self, collection: str) -> int | None:
+        """Return the start of the latest bucket with data, or None."""
         return self.reader.last_bucket(collection)
 
     def merged(
