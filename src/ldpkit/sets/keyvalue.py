@@ -83,6 +83,7 @@ class KeyValueEstimate:
     labels: Sequence[Any] | None = None
 
     def __post_init__(self) -> None:
+        """Validate the arrays (finite float64, one value per key)."""
         d = np.asarray(self.frequencies).shape
         for name in ("frequencies", "frequency_variance", "means", "mean_variance"):
             arr = np.array(getattr(self, name), dtype=np.float64)
@@ -95,6 +96,7 @@ class KeyValueEstimate:
 
     @property
     def domain_size(self) -> int:
+        """Number of keys d."""
         return int(self.frequencies.size)
 
     def frequency_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +140,7 @@ class KeyValueEstimate:
         return [self.labels[i] for i in idx.tolist()] if self.labels is not None else idx
 
     def replace(self, **changes: Any) -> KeyValueEstimate:
+        """Return a copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
@@ -200,6 +203,7 @@ class KeyValueEstimate:
         return np.argsort(-self.frequencies, kind="stable")[:k]
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"KeyValueEstimate(d={self.domain_size}, n={self.n}, spec={self.spec!r})"
 
 
@@ -421,10 +425,12 @@ class PCKV(_KeyValueMechanism):
         return {"positive": StatsField(shape), "negative": StatsField(shape)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         zero = np.zeros(self.slots, dtype=np.int64)
         return Stats(self, 0, positive=zero, negative=zero.copy())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: positive and negative per slot."""
         reports = self.check_reports(reports)
         n, m = len(reports), self.slots
         if self.method == "grr":
@@ -721,10 +727,12 @@ class PrivKV(_KeyValueMechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         z = np.zeros(self.domain_size, dtype=np.int64)
         return Stats(self, 0, sampled=z, positive=z.copy(), negative=z.copy())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: sampled, positive, negative per key."""
         reports = self.check_reports(reports)
         d = self.domain_size
         keys, vals = reports.arrays.get("keys"), reports.arrays.get("values")

@@ -95,6 +95,7 @@ class SetFrequencyEstimate(FrequencyEstimate):
         return frame
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"SetFrequencyEstimate(d={self.domain_size}, n={self.n}, padding={self.padding}, "
             f"long_share={self.long_share:.4g})"
@@ -255,9 +256,11 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return {"counts": StatsField((self.domain_size + self.padding,), total=total)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.domain_size + self.padding, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to the oracle's counts over the padded items."""
         reports = self.check_reports(reports)
         inner = self.inner
         counts = inner.support_counts(Reports(inner, **reports.arrays))

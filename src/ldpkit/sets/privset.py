@@ -325,9 +325,11 @@ class PrivSet(SetContractHooks, Mechanism):
         return {"counts": StatsField((self.items,), total=self.k)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.items, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts per padded item."""
         reports = self.check_reports(reports)
         n, big = len(reports), self.items
         bits = reports.arrays.get("bits")
