@@ -107,6 +107,7 @@ class FixedDomainLDP(LocalStreamRelease):
 
     @property
     def per_user_variance(self) -> float | None:
+        """Worst-case variance of one user's estimate, in squared units."""
         spec = self._spec
         assert isinstance(spec, (PiecewiseMechanism, StochasticRounding, HybridMechanism))
         return spec.half_span**2 * float(spec.unit_variance())

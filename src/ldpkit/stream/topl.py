@@ -630,8 +630,8 @@ class ToPL(LocalStreamRelease):
         How threshold-phase users report (default ``"log"``): Square Wave on
         ``log(1 + v / s)``, ``s = bound / buckets`` (``SquareWave(log_scale=s)``, estimated
         on :data:`LOG_BUCKETS` buckets and mapped back to the d linear buckets), or on
-        ``v`` itself (``"linear"``, the paper's and the former default; it cannot resolve a bulk that sits in a few of the d buckets, as
-        retail's at eps <= 1). Both are eps-LDP; see the module notes.
+        ``v`` itself (``"linear"``, the paper's and the former default; it cannot resolve a
+        bulk that sits in a few of the d buckets, as retail's at eps <= 1). Both are eps-LDP; see the module notes.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
     block_size : int

@@ -268,6 +268,7 @@ class ToPS(StreamRelease):
 
     @property
     def n_released(self) -> int:
+        """Number of values released so far."""
         return 0 if self._tree is None else self._tree.n_values
 
     # ------------------------------------------------------------------ answers
@@ -386,6 +387,7 @@ class ToPS(StreamRelease):
         self.tree.load_state(state)
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"{type(self).__name__}(epsilon={self.epsilon}, bound={self.bound}, "
             f"threshold={self._threshold}, b={self.branching}, g={self.leaf_size}, "

@@ -149,6 +149,7 @@ class WindowedStats:
 
     @property
     def spec(self) -> Mechanism:
+        """The spec every window's Stats were made under."""
         return self._spec
 
     @property
@@ -162,12 +163,15 @@ class WindowedStats:
         return sum(s.n for s in self._windows.values())
 
     def __len__(self) -> int:
+        """Return the number of windows."""
         return len(self._windows)
 
     def __contains__(self, key: object) -> bool:
+        """Tell whether window ``key`` has Stats."""
         return key in self._windows
 
     def __getitem__(self, key: Any) -> Stats:
+        """Return the Stats of window ``key``; KeyError naming it otherwise."""
         try:
             return self._windows[_key(key)]
         except KeyError:
@@ -199,6 +203,7 @@ class WindowedStats:
     __add__ = merge
 
     def __eq__(self, other: object) -> bool:
+        """Compare spec and windows."""
         if not isinstance(other, WindowedStats):
             return NotImplemented
         return self._spec == other._spec and self._windows == other._windows
@@ -222,13 +227,16 @@ class WindowedStats:
         return cls(spec, {k: Stats.from_dict(s) for k, s in data["windows"]})
 
     def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle."""
         return {"spec": self._spec, "windows": self._windows}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore from a pickled state."""
         self._spec = state["spec"]
         self._windows = dict(state["windows"])
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"WindowedStats({self._spec!r}, windows={len(self)}, n={self.n})"
 
 
