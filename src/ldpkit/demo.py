@@ -40,6 +40,7 @@ class CategoricalDemo:
 
     @property
     def coverage(self) -> float:
+        """Share of items whose true frequency lies in the 95% interval."""
         lo, hi = self.estimate.confidence_interval(0.05)
         return float(np.mean((lo <= self.truth) & (self.truth <= hi)))
 

@@ -400,6 +400,7 @@ class Device:
         return self._spent(spec, self.distinct_values(spec))
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"Device(path={str(self._path)!r}, questions={len(self._memo)})"
 
 

@@ -166,6 +166,7 @@ class Encoder:
         )
 
     def __eq__(self, other: object) -> bool:
+        """Compare categories, ``unknown`` and ``missing``."""
         if not isinstance(other, Encoder):
             return NotImplemented
         return (
@@ -176,10 +177,12 @@ class Encoder:
         )
 
     def __hash__(self) -> int:
+        """Hash consistently with ``__eq__``."""
         return hash((tuple(self._index.tolist()), self.unknown, self.missing))
 
     @property
     def categories(self) -> list[Any]:
+        """The known labels, in item order."""
         return self._index.tolist()
 
     @property
@@ -189,10 +192,12 @@ class Encoder:
 
     @property
     def domain_size(self) -> int:
+        """Number of items, the extra items (other, missing) included."""
         return int(self._labels.size)
 
     @property
     def other_item(self) -> int | None:
+        """The item unseen labels map to (``unknown='other'``), else None."""
         return len(self._index) if self.unknown == "other" else None
 
     @property
@@ -268,9 +273,11 @@ class Encoder:
         return estimate.replace(labels=tuple(self._labels.tolist()))
 
     def __len__(self) -> int:
+        """Return the number of items (``domain_size``)."""
         return self.domain_size
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"Encoder({len(self._index)} categories, unknown={self.unknown!r}, "
             f"missing={self.missing!r})"

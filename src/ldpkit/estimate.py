@@ -67,6 +67,7 @@ class FrequencyEstimate:
     postprocessing: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         freq = _real_array(self.frequencies, "frequencies")
         if freq.ndim != 1 or freq.size == 0:
             raise ValueError(
@@ -118,6 +119,7 @@ class FrequencyEstimate:
 
     @property
     def domain_size(self) -> int:
+        """Number of items d."""
         return int(self.frequencies.size)
 
     @property
@@ -127,6 +129,7 @@ class FrequencyEstimate:
 
     @property
     def std_error(self) -> np.ndarray:
+        """Standard errors: the square roots of the variances."""
         return np.sqrt(self.variance)
 
     @property
@@ -258,6 +261,7 @@ class FrequencyEstimate:
         return ax
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         spec = f", spec={self.spec!r}" if self.spec is not None else ""
         post = f", postprocessing={self.postprocessing}" if self.postprocessing else ""
         return f"FrequencyEstimate(d={self.domain_size}, n={self.n}{spec}{post})"

@@ -96,6 +96,7 @@ class Question:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Validate the name, the spec and the encoder."""
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ValueError(
                 "name must be 1-64 letters, digits, '_', '.' or '-' (starting with a letter "

@@ -139,12 +139,14 @@ class Mechanism(ABC):
     float_report_fields: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Name the subclass (``name`` defaults to the class name)."""
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             cls.name = cls.__name__
         _REGISTRY[cls.name] = cls
 
     def __post_init__(self) -> None:
+        """Validate epsilon and the fields, then check the stats schema."""
         self._set("epsilon", check_epsilon(self.epsilon, high=type(self).max_epsilon))
         self._validate()
         schema = self.stats_schema()
@@ -169,6 +171,7 @@ class Mechanism(ABC):
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def to_dict(self) -> dict[str, Any]:
+        """Return ``{"mechanism": name, "params": params()}`` (JSON-safe)."""
         return {"mechanism": self.name, "params": self.params()}
 
     @property
@@ -375,9 +378,11 @@ class Reports(_ArrayBundle):
         return cls(spec, **arrays)  # (raises, naming the field)
 
     def __len__(self) -> int:
+        """Return the number of reports n."""
         return int(next(iter(self._arrays.values())).shape[0])
 
     def __getitem__(self, index: Any) -> Reports:
+        """Return the reports selected by ``index`` (the same spec)."""
         return Reports(self._spec, **{k: v[index] for k, v in self._arrays.items()})
 
     def concat(self, *others: Reports) -> Reports:
@@ -408,6 +413,7 @@ class Reports(_ArrayBundle):
         return self._spec == other.spec and self._same_arrays(other)
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"Reports({self._spec!r}, n={len(self)}, fields={list(self._arrays)})"
 
 
@@ -624,11 +630,13 @@ class Stats(_ArrayBundle):
     __add__ = merge
 
     def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle."""
         state = super().__getstate__()
         state["n"] = self._n
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore from a pickled state (validated again)."""
         Stats.__init__(self, state["spec"], state["n"], **state["arrays"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -679,6 +687,7 @@ class Stats(_ArrayBundle):
         return cls(spec, _check_n(data["n"]), **arrays)
 
     def __eq__(self, other: object) -> bool:
+        """Compare spec, n and arrays."""
         if not isinstance(other, Stats):
             return NotImplemented
         return self._spec == other.spec and self._n == other.n and self._same_arrays(other)
@@ -686,4 +695,5 @@ class Stats(_ArrayBundle):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        """Return a one-line summary: spec, n and fields."""
         return f"Stats({self._spec!r}, n={self._n}, fields={list(self._arrays)})"

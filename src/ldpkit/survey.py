@@ -108,6 +108,7 @@ class Survey:
         self._by_name = {q.name: q for q in self.questions}
 
     def __getitem__(self, name: str) -> Question:
+        """Return the question called ``name``; KeyError naming the others otherwise."""
         try:
             return self._by_name[name]
         except KeyError:
