@@ -95,7 +95,7 @@ class Style(NamedTuple):
 
 
 def method_styles(methods: Sequence[str]) -> dict[str, Style]:
-    """One :class:`Style` per method, by position.
+    """Return one :class:`Style` per method, by position.
 
     Colour, marker and line style all differ between any two of the first 12 methods (and
     colours between the first 14).
