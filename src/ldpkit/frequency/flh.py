@@ -189,7 +189,7 @@ class FLH(OpenDomainOracle):
         return (q * (1.0 - q) + f * (p - q) * (1.0 - p - q)) / (n * (p - q) ** 2)
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[y | v, row]`` of a closed domain, shape (d, g).
+        """Return the exact ``P[y | v, row]`` of a closed domain, shape (d, g).
 
         ``P[(row, y) | v]`` is this over ``num_hashes`` (the row is independent of v).
         """

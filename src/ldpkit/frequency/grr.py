@@ -18,7 +18,7 @@ __all__ = ["GRR", "grr_sample"]
 def grr_sample(
     values: np.ndarray, domain_size: int, weights: tuple[int, int], rng: np.random.Generator
 ) -> np.ndarray:
-    """GRR with integer weights.
+    """Sample GRR with integer weights.
 
     Report each value w.p. ``w_keep / T``, each other one w.p. ``w_other / T``,
     ``T = w_keep + (d - 1) w_other <= 2^62`` (exactly).

@@ -217,7 +217,7 @@ def hrr_signed_sums(columns: Any, signs: Any, size: int) -> np.ndarray:
 
 
 def _check_signs(signs: Any, name: str) -> np.ndarray:
-    """Signs as 1-D int8 of -1/+1.
+    """Return ``signs`` as 1-D int8 of -1/+1, validated.
 
     A non-integer dtype is a TypeError for a function argument; report arrays (``name``
     starting with "reports.") get ValueError, as GRR's.

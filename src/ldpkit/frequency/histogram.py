@@ -62,7 +62,7 @@ class _NoiseLaw:
 
 
 def _window_loss(weights: list[int], block: int, s: int) -> float:
-    """Largest ``log g(m) - log g(m + s)``.
+    """Return the largest ``log g(m) - log g(m + s)``.
 
     The sum of s consecutive exact log-ratios of the periodic sequence ``V[t] / V[t + 1]``
     (t mod B), the loss of a shift by s cells.
@@ -225,7 +225,7 @@ class SHE(FrequencyOracle):
         return _noise_law(self.epsilon).cells
 
     def privacy_loss(self) -> float:
-        """Exact loss of the discrete noise.
+        """Return the exact loss of the discrete noise.
 
         Two coordinates shift by one unit (s cells), each costing the largest exact
         log-ratio over such a shift (<= epsilon / 2).

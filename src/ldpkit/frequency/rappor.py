@@ -217,7 +217,7 @@ def _log_ratio(big: int, small: int) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
-    """``(T_keep, T_flip)`` over 2^64.
+    """Return the PRR's integer thresholds ``(T_keep, T_flip)`` over 2^64.
 
     The PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up (and raised further if needed) so that
     ``log(T_keep / T_flip) <= epsilon / (2h)``.
@@ -446,7 +446,7 @@ class RAPPOR(FrequencyOracle):
         return self._design.matrix.copy()
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report.
+        """Return the exact epsilon of one report.
 
         The max over cohorts and ordered candidate pairs (u, v) of
         ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not and v
@@ -503,7 +503,7 @@ class RAPPOR(FrequencyOracle):
         p_unset: int,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        """Packed bits.
+        """Sample packed bits.
 
         Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p. p_unset / 2^64
         (integer thresholds).
@@ -785,7 +785,7 @@ class RAPPOR(FrequencyOracle):
 
     # -- enumerable output space (tiny configurations) ---------------------------------------
     def transition_matrix(self) -> np.ndarray:
-        """Exact ``P[(cohort, bits) | item]``.
+        """Return the exact ``P[(cohort, bits) | item]``.
 
         Shape (d, m 2^k), column ``c 2^k + b`` with b the bits read as a big-endian integer
         (first bit most significant).

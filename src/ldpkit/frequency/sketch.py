@@ -257,7 +257,7 @@ class CMS(OpenDomainOracle):
         return (m / (m - 1.0)) ** 2 * (f * s_p + (1.0 - f) * other) / n
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[bits | v, row]`` of a closed domain, shape (d, 2^width).
+        """Return the exact ``P[bits | v, row]`` of a closed domain, shape (d, 2^width).
 
         The bits read as a width-bit integer, bit 0 most significant (``width <= 12``).
 
@@ -455,7 +455,7 @@ class HCMS(OpenDomainOracle):
         return (m / (m - 1.0)) ** 2 * (c * c - f - (1.0 - f) / m**2) / n
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width).
+        """Return the exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width).
 
         Column ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``.
         """

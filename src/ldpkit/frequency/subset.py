@@ -149,7 +149,7 @@ class SubsetSelection(PureFrequencyOracle):
         )
 
     def _weights(self) -> tuple[int, int]:
-        """``(w_in, w_out)``.
+        """Return the integer weights ``(w_in, w_out)``.
 
         Integer weight of a subset holding / missing the input, ratio ``<= e^eps``;
         ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly.
@@ -271,7 +271,7 @@ class SubsetSelection(PureFrequencyOracle):
         return _colex_rank(members, k)
 
     def privacy_loss(self) -> float:
-        """log(max/min) of P[S | v] over inputs, for the worst S.
+        """Return log(max/min) of P[S | v] over inputs, for the worst S.
 
         Every S is held by some v and missed by another, so it is ``log(w_in / w_out)``,
         from the integers.

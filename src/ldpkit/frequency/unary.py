@@ -220,7 +220,7 @@ class UnaryEncoding(PureFrequencyOracle):
             )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[output | input], shape (d, 2^d).
+        """Return P[output | input], shape (d, 2^d).
 
         Output y's bits are y's binary digits with item 0 as the most significant bit (as
         :meth:`output_index` numbers them).
