@@ -112,7 +112,7 @@ class DBitFlipPM(FrequencyOracle):
         return _crmath.log1p((big - small) / small)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, d + 1) x privacy_loss()``.
+        """Return ``min(distinct_values, d + 1) x privacy_loss()``.
 
         The memo holds one report per sampled bucket holding the value, plus one for "none
         of them".
@@ -126,7 +126,7 @@ class DBitFlipPM(FrequencyOracle):
 
     # -- sampling ------------------------------------------------------------------------------
     def _sample_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        """D distinct buckets per device, uniform (public: independent of the value).
+        """Draw d distinct buckets per device, uniform (public: independent of the value).
 
         Floyd's algorithm, vectorized over devices (a loop over the d draws): for j = k - d
         .. k - 1, draw t uniform in [0, j]; keep t unless already chosen, then j. Every
@@ -255,7 +255,7 @@ class DBitFlipPM(FrequencyOracle):
         return list(itertools.combinations(range(k), d))
 
     def transition_matrix(self) -> np.ndarray:
-        """P[(buckets, bits) | value], shape (k, C(k, d) 2^d).
+        """Return P[(buckets, bits) | value], shape (k, C(k, d) 2^d).
 
         Subset rank x 2^d + bits (first sampled bucket's bit most significant).
         """

@@ -64,7 +64,7 @@ def _chained(a: int, b: int, t1: int, c: int, e: int) -> tuple[int, int]:
 
 
 def chained_rr(epsilon_inf: float, epsilon_1: float, k: int) -> tuple[int, int, int]:
-    """L-GRR over ``k`` outputs, both rounds chained.
+    """Return the weights of L-GRR over ``k`` outputs, both rounds chained.
 
     ``(keep, other, total)`` integer weights of P[y = v | v] and P[y = w | v] (w != v), over
     ``total = t1 t2``.
@@ -186,7 +186,7 @@ class LGRR(LongitudinalOracle):
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
 
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
-        """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`).
+        """Return one value's permanent answer from 64-bit words (``DerivedWords``).
 
         ``U = words.below(T)``, then :func:`grr_sample`'s rule (``U < w_keep`` keeps, else
         ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation.

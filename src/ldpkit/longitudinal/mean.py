@@ -75,7 +75,7 @@ class OneBitMean(StochasticRounding):
         self._set("points", s)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, points + 1) x privacy_loss()`` (one memoized bit per grid point)."""
+        """Return ``min(distinct_values, points + 1) x privacy_loss()`` (one bit per grid point)."""
         k = check_integer(distinct_values, "distinct_values", low=1)
         return min(k, self.points + 1) * self.privacy_loss()
 

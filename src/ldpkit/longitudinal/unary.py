@@ -167,7 +167,7 @@ class LongitudinalUnary(LongitudinalOracle):
     def _bits(
         self, values: np.ndarray, big: int, small: int, gen: np.random.Generator
     ) -> np.ndarray:
-        """Packed bits.
+        """Sample packed bits.
 
         Bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other one w.p.
         ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit word per
