@@ -121,7 +121,7 @@ class MarginalTable:
         return frame
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, annotate: bool | None = None) -> Any:
-        """Heat map of a 2-way marginal.
+        """Plot a 2-way marginal as a heat map.
 
         Each cell annotated ``estimate ± half-width`` of its ``1 - alpha`` interval (by
         default when the table has at most 150 cells).

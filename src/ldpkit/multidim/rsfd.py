@@ -265,7 +265,7 @@ class RSFD(MultiAttributeMechanism):
         return out
 
     def privacy_loss(self) -> float:
-        """Exact loss for any two tuples.
+        """Return the exact loss for any two tuples.
 
         ``log(sum_j hi_j / sum_j lo_j)``, every term at its largest under one tuple and its
         smallest under the other (the local loss).
@@ -279,7 +279,7 @@ class RSFD(MultiAttributeMechanism):
         return _log1p((hi - lo) / lo)
 
     def attribute_privacy_loss(self) -> float:
-        """Exact loss for two tuples that differ in one attribute (the paper's notion).
+        """Return the exact loss for two tuples that differ in one attribute (the paper's notion).
 
         ``max_j log((hi_j + S_j) / (lo_j + S_j))``, ``S_j = sum_{i != j} lo_i``.
         """
