@@ -122,7 +122,7 @@ _EPS = 2.220446049250313e-16
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
-    """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its error.
+    """Estimate ``sum_j n_j log(mt_j / old_j)`` to third order, with a bound on its error.
 
     Returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2) with
     ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
@@ -179,7 +179,7 @@ def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
-    """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the rows.
+    """Do :func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass.
 
     Returns (shared, estimate, sum n u^4, sum n |u|, rows far).
     """
@@ -409,7 +409,7 @@ def _smoothed_box_loop(
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
-    """``mass[j] = a_v``, the mass of every HH node.
+    """Compute ``mass[j] = a_v``, the mass of every HH node.
 
     The deepest level (rows ``leaf`` on) is theta itself (0 on padding), every coarser node
     the sum of its B children (the rows ``leaf`` - 1 down to 0, children before parents:
@@ -477,7 +477,7 @@ def _hh_first(hk, mass, row_q, row_gain, hmt, hratio, tiny):  # pragma: no cover
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
-    """``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``.
+    """Compute ``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``.
 
     At the deepest level (bucket i) this is the HH levels' share of the E-step,
     ``sum_k (p_k - q_k) ratio[node_k(i)]``: the expected number of *signal* hits of i's

@@ -31,7 +31,7 @@ def _band_matvec(base, data, offsets, starts, lengths, theta, out):  # pragma: n
 def _em_step(
     base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta
 ):  # pragma: no cover - jit
-    """One E + M step in place on theta, from ``mt = M theta`` (SW20 section 5.2).
+    """Do one E + M step in place on theta, from ``mt = M theta`` (SW20 section 5.2).
 
     ``theta_i <- theta_i sum_j n_j M[j, i] / (M theta)_j``, then normalized. Shared by the
     EM/EMS loop and AutoDistribution's smoothed loop.
@@ -137,7 +137,7 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _scan(x, out):  # pragma: no cover - jit
-    """``out[i] = x[0] + ... + x[i - 1]`` (``out[0] = 0``).
+    """Compute ``out[i] = x[0] + ... + x[i - 1]`` (``out[0] = 0``).
 
     Four quarters are summed as independent chains, then offset: a single running sum waits
     on every add's latency, four interleaved ones take half the time (measured at 1024
@@ -188,7 +188,7 @@ def _box_matvec(
     prefix,
     out,
 ):  # pragma: no cover - jit
-    """``out = M theta``.
+    """Compute ``out = M theta``.
 
     Per row ``base total + plateau (prefix[pe] - prefix[ps])``, then the edge entries, each
     row's in the order of the row (slots, then spill).
@@ -208,7 +208,7 @@ def _box_matvec(
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
-    """One pass over the rows after ``mt = M theta``.
+    """Compute the ratios in one pass over the rows after ``mt = M theta``.
 
     Floor ``mt`` at tiny (the log-likelihood's floor), ``ratio = n / mt`` for the next
     E-step; returns ``sum_j base_j ratio_j`` (the E-step's share of the constant part).

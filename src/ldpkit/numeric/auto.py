@@ -400,7 +400,7 @@ class _Fitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """EM with ``strength`` smoothing from ``init`` (uniform if None).
+        """Run EM with ``strength`` smoothing from ``init`` (uniform if None).
 
         ``atoms``: a boolean mask of buckets whose own mass the smoothing leaves alone
         (point masses).
@@ -575,7 +575,7 @@ class _JointFitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """Joint EM with ``strength`` smoothing from ``init`` (uniform if None).
+        """Run joint EM with ``strength`` smoothing from ``init`` (uniform if None).
 
         ``atoms`` as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated,
         whatever ``accelerate`` says (see the class docstring: unaccelerated, the joint fits
@@ -675,7 +675,7 @@ def _joint_fit(
 
 @functools.lru_cache(maxsize=1)
 def _no_hh() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Empty HH rows for the joint kernels on Square Wave alone.
+    """Return empty HH rows for the joint kernels on Square Wave alone.
 
     The counts, the per-row constants and the parents, with the joint model's flags (one
     compiled kernel).
@@ -875,7 +875,7 @@ class AutoDistribution(Mechanism):
         return _tree_of(self)
 
     def hh_level_shares(self) -> np.ndarray:
-        """``P[level k | HH report]`` for k = 1..h (the tree's levels).
+        """Return ``P[level k | HH report]`` for k = 1..h (the tree's levels).
 
         1/h each, with the shares of the levels above 256 nodes moved to the finest below
         (:func:`hh_top_level`).
@@ -894,7 +894,7 @@ class AutoDistribution(Mechanism):
         return self.wave.check_values(values)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """SquareWave reports (:meth:`SquareWave.randomize`), labelled with this spec.
+        """Randomize by Square Wave (:meth:`SquareWave.randomize`), labelled with this spec.
 
         With ``hh_share = r > 0`` each user first draws, independently of her value, HH with
         probability r and then sends ONE report with the full epsilon: a Square Wave report,
@@ -937,7 +937,7 @@ class AutoDistribution(Mechanism):
         return Reports(self, **fields)
 
     def aggregate(self, reports: Reports) -> Stats:
-        """Histogram of the Square Wave reports over the output buckets (``Stats.counts``).
+        """Count the Square Wave reports per output bucket (``Stats.counts``).
 
         With ``hh_share > 0`` also the HH support counts of every node, levels 1..h
         concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and the
@@ -1014,7 +1014,7 @@ class AutoDistribution(Mechanism):
         return bootstrap(stats, theta, **options)
 
     def bucket_matrix(self) -> np.ndarray:
-        """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum to 1).
+        """Return ``P[output bucket | input uniform in input bucket]`` (rows sum to 1).
 
         The Square Wave's bucketized channel that the estimate inverts (that of the SW
         branch when ``hh_share > 0``).
@@ -1022,7 +1022,7 @@ class AutoDistribution(Mechanism):
         return np.asarray(self.wave.bucket_matrix())
 
     def privacy_loss(self) -> float:
-        """Epsilon of the reports.
+        """Return the exact epsilon of the reports.
 
         The Square Wave's (:meth:`SquareWave.privacy_loss`); with ``hh_share > 0`` the
         larger of it and the tree's (the branch is drawn independently of the value, so each
@@ -1082,7 +1082,7 @@ class AutoDistribution(Mechanism):
         max_iter: int = 10_000,
         return_info: bool = False,
     ) -> Any:
-        """Histogram of the inputs on ``buckets`` buckets, smoothed as much as the reports support.
+        """Estimate the histogram of the inputs, smoothed as much as the reports support.
 
         Parameters
         ----------

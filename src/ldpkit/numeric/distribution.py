@@ -776,7 +776,7 @@ class Distribution:
         return None, np.sqrt(variances)
 
     def _query(self, w: np.ndarray, exact: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if none).
+        """Return the centre and standard error of ``w[:, i] . p`` for every column.
 
         ``exact`` (the estimate's own value of the queries, analytic and no interval) or the
         bias-corrected value (bootstrap).
@@ -856,7 +856,7 @@ class Distribution:
         return m - half, m + half
 
     def cdf_band(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pointwise ``1 - alpha`` band of the CDF.
+        """Return the pointwise ``1 - alpha`` band of the CDF.
 
         ``(x, low, high)`` at the bucket edges (at most 4097 evenly spaced edges for a finer
         histogram).

@@ -320,7 +320,7 @@ def _fit_band(
     max_iter: int,
     trace: np.ndarray,
 ) -> tuple[int, bool]:
-    """EM/EMS in place on theta with the compiled loop.
+    """Run EM/EMS in place on theta with the compiled loop.
 
     Box products when ``box`` is given (from :func:`_box_rows`), band products otherwise.
     Returns (iterations, converged).

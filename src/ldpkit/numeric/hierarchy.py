@@ -936,7 +936,7 @@ class HaarHRR(_TreeMechanism):
         return _keep_flip(self.epsilon)[0]
 
     def privacy_loss(self) -> float:
-        """Binary randomized response on the sign.
+        """Return the loss of the binary randomized response on the sign.
 
         Log(p / (1 - p)), from the integer weights
         :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth and the

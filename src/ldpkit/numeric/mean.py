@@ -757,7 +757,7 @@ class PiecewiseMechanism(_MeanMechanism):
         return np.where(plateau, g.w_high, g.w_low) / g.total
 
     def privacy_loss(self) -> float:
-        """``log(w_high / w_low)`` of the integer law.
+        """Return ``log(w_high / w_low)`` of the integer law.
 
         Every cell is a plateau cell for some input and a base cell for another.
         """

@@ -560,7 +560,7 @@ class _Wave(Mechanism):
         return _cached_matrix(self)
 
     def cell_probabilities(self, k: int) -> np.ndarray:
-        """Exact ``P[cell | grid input k]`` (float64, length ``n_cells``).
+        """Return the exact ``P[cell | grid input k]`` (float64, length ``n_cells``).
 
         The mechanism's law, one input at a time (v = k / L is reported without rounding).
         """
@@ -571,7 +571,7 @@ class _Wave(Mechanism):
         return weights / g.total
 
     def privacy_loss(self) -> float:
-        """``log((w_low + max bump) / w_low)``.
+        """Return ``log((w_low + max bump) / w_low)``.
 
         Every cell is under the top of the wave for some grid input and outside it for
         another.

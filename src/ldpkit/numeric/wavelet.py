@@ -121,7 +121,7 @@ class SignedSubsetLaw:
 
 @functools.lru_cache(maxsize=4096)
 def _weights(epsilon: float, d: int, m: int) -> tuple[int, int]:
-    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others.
+    """Return the integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and others.
 
     Ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the sampler's
     two coins (:func:`_sample`) are exact integer draws.
@@ -571,7 +571,7 @@ class SignedSubsetSelection(Mechanism):
         return log_one, log_zero - log_rest_out, log_minus
 
     def transition_matrix(self) -> np.ndarray:
-        """``P[y | v]`` of the sampler, shape (2d, C(d, m) 2^m).
+        """Return ``P[y | v]`` of the sampler, shape (2d, C(d, m) 2^m).
 
         Rows are input codes, columns outputs in :meth:`output_index` order.
 
@@ -904,7 +904,7 @@ class HaarWavelet(Mechanism):
         return 2.0**level * per_user / (n_level * law.gain**2)
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report.
+        """Return the exact epsilon of one report.
 
         The largest over levels of the signed-subset mechanism's loss (the level is drawn
         independently of the value, so it adds nothing).
