@@ -505,7 +505,7 @@ def mse_markdown(report: pd.DataFrame) -> str:
 
 
 def _reference(report: pd.DataFrame, dataset: str, metric: str, **sources: str) -> pd.DataFrame:
-    """Overlay values for :func:`plot_error_vs_epsilon`.
+    """Return the overlay values for :func:`plot_error_vs_epsilon`.
 
     ``sources`` maps a label to a column of ``report`` (rows without a value are left out).
     """

@@ -266,7 +266,7 @@ QUICK = Config(
 
 # ---- the wavelet and the J check ---------------------------------------------------------------------------------
 def binning_oracle(epsilon: float, params: Mapping[str, Any]) -> str:
-    """WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins.
+    """Return WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins.
 
     KRR (GRR) if ``d < 3 e^eps + 2``, else OUE.
 
@@ -302,7 +302,7 @@ class WaveletMethod:
 
 
 def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
-    """WAV25's bound on E[W1] without the O().
+    """Return WAV25's bound on E[W1] without the O().
 
     Lemma 5's bias ``2^-(J+1)`` plus Lemma 6's ``sqrt(sum_j 2^-(2j+2) V_j / n_j)`` with the
     allocation of eq. 83 (``n_j = w_j n``).
@@ -400,7 +400,7 @@ def plot_w1_vs_j(
     metric: str = "W1",
     title: str | None = None,
 ) -> Path:
-    """WAV25 Figure 4's check.
+    """Plot WAV25 Figure 4's check.
 
     Error vs J, a panel per data set, a line per epsilon (log scale, standard-error bars); a
     dashed vertical line at the rule's J, a star on each line's best J, a hollow diamond on
@@ -493,7 +493,7 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
 
 
 def step_values(h: float, n: int, seed: int) -> np.ndarray:
-    """``n`` draws from WAV25's eq. 92 density.
+    """Draw ``n`` values from WAV25's eq. 92 density.
 
     1.5 on [kh, (k+1)h) for odd k, 0.5 for even k (section 6.4, Fig. 5), seeded by ``seed``
     and ``h``.
