@@ -96,7 +96,7 @@ _TIME_RANGE = (
 
 
 def _parse_time(value: str | None, name: str) -> int | None:
-    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds.
+    """Return Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds.
 
     422 outside [TIME_MIN, TIME_MAX] (``since=1e300`` was a 500).
     """
@@ -190,7 +190,7 @@ class _Collector:
     def authorize_header(
         self, header: str | None, scope: str, collection: str | None = None, count: int = 1
     ) -> str:
-        """:meth:`authorize` from the ``Authorization`` header's value (None if absent).
+        """Run :meth:`authorize` on the ``Authorization`` header's value (None if absent).
 
         ``count`` headers were sent: more than one is a 400 on every path (the fast path
         read the last, the FastAPI routes the first).

@@ -125,7 +125,7 @@ def _concat(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Reports
 
 
 def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Stats:
-    """``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors.
+    """Return ``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors.
 
     A group of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``,
     which skips the checks the decoder already made (about a third of the CPU time for a

@@ -48,7 +48,7 @@ class EstimateQuery:
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
-    """Values to try on ``spec.randomize`` when probing it.
+    """Return values to try on ``spec.randomize`` when probing it.
 
     64 evenly spaced reals (for a spec with ``low``/``high``), item numbers, or zeros.
     """
