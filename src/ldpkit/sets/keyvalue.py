@@ -337,7 +337,7 @@ class PCKV(_KeyValueMechanism):
         return rr_weights(self.epsilon, 2 * self.slots - 1)
 
     def _ue_weights(self) -> tuple[int, int, int]:
-        """``(w_keep, w_other, B)``.
+        """Return the integer weights ``(w_keep, w_other, B)``.
 
         The sampled key's entry is v* w.p. ``w_keep / 2T``, -v* w.p. ``w_other / 2T``
         (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is +1 and -1 w.p.
@@ -416,7 +416,7 @@ class PCKV(_KeyValueMechanism):
         return Reports(self, bits=bits, signs=signs)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``positive``, ``negative``.
+        """Return the Stats fields: ``positive`` and ``negative``.
 
         Reports supporting ``(k, +1)`` and ``(k, -1)`` for every real and dummy key (GRR:
         one pair per report, so they sum to n together).
@@ -666,7 +666,7 @@ class PrivKV(_KeyValueMechanism):
         return k2 / (k2 + o2)
 
     def pair_matrix(self) -> np.ndarray:
-        """P[output | input] for the sampled key.
+        """Return P[output | input] for the sampled key.
 
         Inputs (holds it with v* = +1, with v* = -1, does not hold it) x outputs (<0, 0>,
         <1, +1>, <1, -1>). (Not a ``transition_matrix``: its rows are these three cases, not

@@ -255,7 +255,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return as_user_sets(values, self.domain_size)
 
     def _padded(self, sets: UserSets, gen: np.random.Generator) -> np.ndarray:
-        """N x ell padded sets: her items and dummies, or ell of her items uniformly."""
+        """Return n x ell padded sets: her items and dummies, or ell of her items uniformly."""
         n, d, ell = len(sets), self.domain_size, self.padding
         lengths = sets.lengths
         width = max(ell, int(lengths.max()) if n else 0)
