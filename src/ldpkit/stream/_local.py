@@ -392,7 +392,7 @@ class LocalStreamRelease(StreamRelease):
     def range_sums(
         self, starts: Any, stops: Any, *, std_error: bool = True
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Vectorized :meth:`range_sum`.
+        """Answer many range sums at once (a vectorized :meth:`range_sum`).
 
         ``(estimates, std_errors)`` (``None`` if not asked); O(1) work per range.
         """

@@ -852,7 +852,7 @@ class ToPL(LocalStreamRelease):
         return dist
 
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
-        """Theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
+        """Select theta from the phase-1 output histogram ``items`` (post-processing)."""
         f = self._estimate_distribution(items).probabilities
         log_scale = self._sw.log_scale is not None
         if self.tail_cut == "tested":
