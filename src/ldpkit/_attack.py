@@ -142,7 +142,7 @@ def _log(m: np.ndarray) -> np.ndarray:
 
 
 def _log_likelihoods(counts: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
-    """Log P[counts | v] up to the multinomial coefficient, shape (n_vectors, d)."""
+    """Return log P[counts | v] up to the multinomial coefficient, shape (n_vectors, d)."""
     from scipy.special import logsumexp
 
     inner = counts @ np.nan_to_num(_log(p2), neginf=-1e300).T  # (N, m1): log P[c | w]
@@ -189,7 +189,7 @@ def _mc_matrix(
 def _mc_hashed(
     spec: Any, p1: np.ndarray, p2: np.ndarray, rounds: int, prior: np.ndarray, n: int, gen: Any
 ) -> tuple[int, int]:
-    """LOLOHA, memoized.
+    """Simulate the attack on memoized LOLOHA.
 
     The device's seed is public, its reports are L-GRR over [g] of the hashed value. Values
     hashing alike are indistinguishable: the attacker picks the most probable value among

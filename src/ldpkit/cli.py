@@ -354,7 +354,7 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point.
+    """Run the ``ldpkit`` command line (the console entry point).
 
     Typer's app, with usage errors (unknown option, a value that is not a number) on one
     line and exit status 2, like the commands' own validation errors.

@@ -242,7 +242,7 @@ class Device:
 
     # -- derivation ----------------------------------------------------------------------------
     def _key(self, spec: Mechanism, key: bytes) -> bytes:
-        """HMAC-SHA256(secret, domain | fingerprint | 0 | value key).
+        """Return HMAC-SHA256(secret, domain | fingerprint | 0 | value key).
 
         The key of the permanent round's randomness (a pseudorandom function of the secret).
         """

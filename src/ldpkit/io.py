@@ -527,7 +527,7 @@ def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) 
 def reports_from_arrow(
     table: pa.Table, *, expected: Mechanism | None = None, source: str = "the table"
 ) -> Reports:
-    """Inverse of :func:`reports_to_arrow`.
+    """Read Reports from an Arrow table (the inverse of :func:`reports_to_arrow`).
 
     Checks the fingerprint, ``expected`` and the digest of the arrays.
     """

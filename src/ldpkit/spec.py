@@ -353,7 +353,7 @@ class Reports(_ArrayBundle):
 
     @classmethod
     def _from_decoded(cls, spec: Mechanism, arrays: dict[str, np.ndarray]) -> Reports:
-        """``Reports(spec, **arrays)`` for arrays made by the collector's decoder.
+        """Return ``Reports(spec, **arrays)`` for arrays made by the collector's decoder.
 
         The same checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need
         no mask or conversion pass). Anything unusual goes through ``__init__`` for its
@@ -491,7 +491,7 @@ def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]
 
 
 def report_count_arrays(spec: Mechanism, n: int) -> dict[str, np.ndarray]:
-    """``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``.
+    """Return ``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``.
 
     What a wrapper adds to an inner spec's arrays to make its own Stats.
     """
@@ -654,7 +654,7 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
-        """Inverse of :meth:`to_dict`.
+        """Rebuild Stats from :meth:`to_dict`'s output.
 
         Checks the layout, the format version, the fingerprint against the rebuilt spec,
         then the arrays against the spec's schema.

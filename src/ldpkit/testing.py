@@ -301,7 +301,7 @@ def _is_categorical(spec: Any) -> bool:
 
 
 def _domain_size(spec: Any) -> int:
-    """Length of a categorical estimate.
+    """Return the length of a categorical estimate.
 
     ``domain_size`` (or ``buckets`` of a discrete numerical mechanism).
     """
@@ -421,7 +421,7 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
 
 
 def _check_stats_schema(spec: Any, stats: Any) -> None:
-    """Stats check their arrays against ``spec.stats_schema()``."""
+    """Check that Stats check their arrays against ``spec.stats_schema()``."""
     from .spec import Stats
 
     schema = spec.stats_schema()
