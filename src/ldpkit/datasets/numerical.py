@@ -133,7 +133,8 @@ def flights_distance(*, refresh: bool = False) -> Dataset:
 def flights_air_time(*, refresh: bool = False) -> Dataset:
     """Return the air time in minutes of the NYC 2013 flights that arrived.
 
-    A test set of :mod:`ldpkit.numeric.auto`.
+    In the held-out test set of :class:`~ldpkit.numeric.AutoDistribution`
+    (docs/results/auto/heldout.md).
 
     Returns
     -------
@@ -407,7 +408,8 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
 def city_latitudes(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
     """Return the latitudes of the world's cities from the GeoNames extract.
 
-    A test set of :mod:`ldpkit.numeric.auto`.
+    In the held-out test set of :class:`~ldpkit.numeric.AutoDistribution`
+    (docs/results/auto/heldout.md).
 
     Parameters
     ----------
