@@ -256,8 +256,7 @@ class CALM(MultiAttributeMechanism):
         """Return the per-cell variance of the consistent 2-way tables.
 
         With way = 2 there is one shift per shared attribute. Cell (u, v) of marginal (a, b)
-        becomes
-        ``f(u, v) + (t_a(u) - P_a(u)) / k_b + (t_b(v) - P_b(v)) / k_a`` with
+        becomes ``f(u, v) + (t_a(u) - P_a(u)) / k_b + (t_b(v) - P_b(v)) / k_a`` with
         ``t_a = sum_m' w_m' P^m'_a`` over the marginals holding a: a linear map of
         independent groups, whose variance is computed exactly from each group's cell
         covariance (:meth:`_cell_covariance`).
