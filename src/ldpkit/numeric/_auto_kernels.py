@@ -675,9 +675,8 @@ def _hybrid_map(
     """Do one update of :func:`_hybrid_loop` from ``src`` into ``dst``.
 
     Returns the joint log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one
-    update of
-    :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone; same
-    products, to rounding: the normalization comes after the gather instead of inside
+    update of :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone;
+    same products, to rounding: the normalization comes after the gather instead of inside
     it).
     """
     d, hrows = src.size, hk.size

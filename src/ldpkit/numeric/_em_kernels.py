@@ -245,10 +245,9 @@ def _box_em_step(
 
     See :func:`_ratios`. The plateaus' share of ``M^T ratio`` at input bucket i is a
     difference of prefix sums (``run``, rows + 1 entries, of ``plat = plateau ratio``) over
-    the rows covering i: a gather, no scatter; the edges' share by slots
-    (a gather) and spill list.
-    ``normalize=False`` leaves theta unnormalized for a smoothing step that normalizes
-    anyway (its passes are linear).
+    the rows covering i: a gather, no scatter; the edges' share by slots (a gather) and
+    spill list. ``normalize=False`` leaves theta unnormalized for a smoothing step that
+    normalizes anyway (its passes are linear).
     """
     d = theta.size
     for j in range(ratio.size):

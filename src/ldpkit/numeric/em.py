@@ -225,11 +225,10 @@ def _box_rows(band: Any) -> _Box | None:
     """Return each band row as (head length, tail length, plateau value), or None.
 
     Applies when every row is explicit head entries, a constant plateau and explicit tail
-    entries (a Square Wave's rows: the
-    plateau is the wave's height, the few edge entries its partial overlaps); None when the
-    plateaus would not make up at least half of the band (the band products are then as
-    cheap), or when the plateaus do not move right with the row. Rows of at most 8 entries
-    are kept whole in the head.
+    entries (a Square Wave's rows: the plateau is the wave's height, the few edge entries
+    its partial overlaps); None when the plateaus would not make up at least half of the
+    band (the band products are then as cheap), or when the plateaus do not move right with
+    the row. Rows of at most 8 entries are kept whole in the head.
     """
     rows = band.lengths.size
     heads = np.empty(rows, dtype=np.int64)

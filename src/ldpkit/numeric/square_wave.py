@@ -854,9 +854,9 @@ class SquareWave(_Wave):
         """Return the masses of ``buckets`` equal buckets of [low, high] from an estimate.
 
         The estimate is on this wave's buckets (post-processing). On the log scale each
-        bucket's mass is spread
-        evenly over its interval of ``log(1 + (v - low) / s)``; on the linear scale the
-        histogram is re-binned the same way (even spread within a bucket).
+        bucket's mass is spread evenly over its interval of ``log(1 + (v - low) / s)``; on
+        the linear scale the histogram is re-binned the same way (even spread within a
+        bucket).
         """
         f = (
             probabilities.probabilities
