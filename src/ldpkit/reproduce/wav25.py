@@ -341,10 +341,9 @@ def j_sweep_table(
     """Tabulate a J sweep per (data set, epsilon).
 
     Methods are named ``"J=<j>"``; ``sizes`` maps each data set to its n. Columns: the
-    rule's J ``ceil(log2(n)/2)``, the J minimizing
-    :func:`wasserstein_bound` (``theory_J``), the best measured J, their mean errors, the
-    error at the rule's J - 2, and the ratios ``rule_over_best`` and ``rule_over_minus2``
-    (> 1: the rule's J is worse).
+    rule's J ``ceil(log2(n)/2)``, the J minimizing :func:`wasserstein_bound` (``theory_J``),
+    the best measured J, their mean errors, the error at the rule's J - 2, and the ratios
+    ``rule_over_best`` and ``rule_over_minus2`` (> 1: the rule's J is worse).
     """
     summary = summarize(records[records["metric"] == metric])
     summary = summary.assign(level=[_level_of(m) for m in summary["method"]])
