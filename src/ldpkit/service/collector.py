@@ -387,7 +387,7 @@ class _Collector:
         """Fold roll-up parts now if more than ``max_rollup_parts`` of ``name`` wait.
 
         The committer normally folds them every second; this covers a process that does not
-        ingest, or a committer that fell behind). Runs in the reader's thread, never twice
+        ingest, or a committer that fell behind. Runs in the reader's thread, never twice
         at once in a process, not right after a failure; a failure leaves every total
         as it was (readers sum parts too).
         """

@@ -1,9 +1,10 @@
 """Request decoding: one report batch's body to a checked PendingBatch.
 
 The body is npz, Parquet or JSON; the result a
-:class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
-into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of plain
-integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`.
+:class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's
+one entry into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of
+plain integers) is read without ``json.loads``; others go to
+:func:`ldpkit.io.reports_from_dict`.
 """
 
 import datetime as dt
@@ -239,8 +240,8 @@ def _fast_json_reports(
     """Decode plain integer (or float) arrays of the report fields, or return None.
 
     Decoded without the general path's per-value checks; None sends anything else to
-    ``reports_from_dict`` (which
-    gives the error messages), so both paths accept exactly the same bodies.
+    ``reports_from_dict`` (which gives the error messages), so both paths accept exactly the
+    same bodies.
 
     A field holds one number per user, or (integer fields) a fixed-width row per user,
     e.g. OUE's packed bits. Integer fields (and float64 fields of Python floats) come back
@@ -335,9 +336,9 @@ class BatchDecoder:
     """Decode and check one report batch of a collection, whatever its format.
 
     The result is a :class:`~ldpkit.service.batch_identity.PendingBatch`; every refusal is
-    an ``HTTPException``
-    (4xx) counted in ``metrics``. The regular route and the fast path both come here
-    (through ``_Collector.ingest``): the collector's one entry into :mod:`ldpkit.io`.
+    an ``HTTPException`` (4xx) counted in ``metrics``. The regular route and the fast path
+    both come here (through ``_Collector.ingest``): the collector's one entry into
+    :mod:`ldpkit.io`.
     """
 
     def __init__(

@@ -116,8 +116,7 @@ class StoreReader:
         """Return roll-up rows and not yet folded parts in ``[since, until)``, one subquery.
 
         Columns ``bucket, token, n, batches, arrays``: read in one statement, hence one
-        snapshot,
-        so a compaction running meanwhile is seen entirely or not at all.
+        snapshot, so a compaction running meanwhile is seen entirely or not at all.
         """
         return union_all(
             *(

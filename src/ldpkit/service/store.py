@@ -422,8 +422,7 @@ class CollectorStore:
         """Return ``int(when.timestamp())``, cached for whole-second times with a zone.
 
         The app's clock hands out one such datetime per second; ``_single_statement`` relies
-        on the
-        cache holding only those).
+        on the cache holding only those.
         """
         epoch = int(when.timestamp())
         if when.tzinfo is not None and not when.microsecond:
@@ -1572,9 +1571,9 @@ class CollectorStore:
         """Forget the idempotency keys of batches deleted long enough ago.
 
         More than ``deleted_keys_seconds`` before ``now`` (default: the current time);
-        returns how many. A retry of such a key
-        is then stored as a new batch, so the retry window must outlast every client's
-        retries. Runs at each delete and about once an hour from the compaction.
+        returns how many. A retry of such a key is then stored as a new batch, so the retry
+        window must outlast every client's retries. Runs at each delete and about once an
+        hour from the compaction.
         """
         now = now or dt.datetime.now(dt.UTC)
         cutoff = now - dt.timedelta(seconds=self.deleted_keys_seconds)
