@@ -316,8 +316,7 @@ class SetContractHooks:
     """The ``check_mechanism`` hooks of a spec whose users hold sets of items.
 
     Items of ``[0, domain_size)``, padded to ``padding`` (PaddingSampling, PrivSet): set
-    sizes from 0
-    to ``padding + 2``, both ends of the domain and the empty set among them.
+    sizes from 0 to ``padding + 2``, both ends of the domain and the empty set among them.
     """
 
     domain_size: int

@@ -114,8 +114,8 @@ class KeyValueEstimate:
         """Return the normal two-sided ``1 - alpha`` interval of each mean, cut to [-1, 1].
 
         Second-order delta method; NaN (with an IntervalWarning) where the key's estimated
-        frequency
-        is not positive or its relative standard error exceeds ``MAX_RELATIVE_ERROR``.
+        frequency is not positive or its relative standard error exceeds
+        ``MAX_RELATIVE_ERROR``.
         """
         half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.mean_variance)
         lo = np.clip(self.means - half, -1.0, 1.0)
@@ -477,9 +477,9 @@ class PCKV(_KeyValueMechanism):
         """Return the variance of ``m^_k = D^ / S^`` from n reports.
 
         For a key held by a share f of the users (sets no longer than ell) with mean value
-        ``mean`` and mean squared value
-        ``mean_square`` (default ``mean^2``, its lower bound): the delta method ``A / S^2``
-        (``A = Var D - 2 m Cov + m^2 Var S``) to second order for near-normal (D, S),
+        ``mean`` and mean squared value ``mean_square`` (default ``mean^2``, its lower
+        bound): the delta method ``A / S^2`` (``A = Var D - 2 m Cov + m^2 Var S``) to second
+        order for near-normal (D, S),
         ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``.
         """
         n = check_integer(n, "n", low=1)
