@@ -577,10 +577,9 @@ class Stats(_ArrayBundle):
         """Make Stats without the schema check, for arrays valid by construction.
 
         Arrays that meet ``spec.stats_schema()`` by construction (int64 counts of the right
-        shape computed by ldpkit's own
-        aggregation from checked reports; the tests compare both paths). Not for arrays
-        from outside: those go through ``Stats(...)``. The arrays become read-only in place
-        (the caller hands them over).
+        shape computed by ldpkit's own aggregation from checked reports; the tests compare
+        both paths). Not for arrays from outside: those go through ``Stats(...)``. The
+        arrays become read-only in place (the caller hands them over).
         """
         for v in arrays.values():
             v.setflags(write=False)
