@@ -40,6 +40,7 @@ from .store import (
     CollectorStore,
     IdempotencyConflict,
 )
+from .windows import longitudinal_info
 
 log = logging.getLogger("ldpkit.service")
 
@@ -277,6 +278,7 @@ class _Collector:
                 k: FieldInfo(dtype=dtype.str, shape=list(shape))
                 for k, (dtype, shape) in template.items()
             },
+            longitudinal=longitudinal_info(c.spec),
         )
 
     # -- ingest ----------------------------------------------------------------------------
@@ -439,6 +441,7 @@ class _Collector:
             ci_low=None,
             distribution=None,
             mean=None,
+            longitudinal=longitudinal_info(spec),
         )
         if stats.n == 0:
             return result
