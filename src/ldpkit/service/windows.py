@@ -18,8 +18,6 @@ Each spec's longitudinal budgets travel with its answers
 of a change of value, and the most any device can lose.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import HTTPException, Query, Request
@@ -50,6 +48,11 @@ WIDTHS = {"hour": 3600, "day": 86_400, "week": 604_800}
 #: Most windows one series may hold (each is one estimate).
 MAX_WINDOWS = 2000
 
+_TimeParam = Annotated[
+    str | None,
+    Query(description="ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"),
+]
+
 #: Distinct values standing for "any number" when asking a spec its worst-case loss (every
 #: memo key count the library's specs cap at is far below it).
 _ANY_NUMBER = 1 << 40
@@ -73,17 +76,18 @@ class WindowList(BaseModel):
 
 
 def longitudinal_info(spec: Mechanism) -> LongitudinalInfo | None:
-    """The budgets of ``spec`` if it reports repeated answers (None otherwise).
+    """Return the budgets of ``spec`` if it reports repeated answers (None otherwise).
 
     A spec is longitudinal when it has ``longitudinal_privacy_loss`` (the L-protocols,
     LOLOHA, DBitFlipPM, OneBitMean).
     """
     loss = getattr(spec, "longitudinal_privacy_loss", None)
-    if loss is None:
+    one = getattr(spec, "privacy_loss", None)
+    if loss is None or one is None:
         return None
     change = getattr(spec, "change_privacy_loss", None)
     return LongitudinalInfo(
-        epsilon_1=float(spec.privacy_loss()),
+        epsilon_1=float(one()),
         epsilon_inf=float(loss(1)),
         epsilon_change=float(change() if change is not None else loss(1)),
         epsilon_max=float(loss(_ANY_NUMBER)),
@@ -91,8 +95,11 @@ def longitudinal_info(spec: Mechanism) -> LongitudinalInfo | None:
 
 
 def window_width(width: str, bucket_seconds: int) -> int:
-    """Seconds of ``width`` (``hour``, ``day``, ``week`` or a number of seconds); 422 unless
-    it is a positive multiple of ``bucket_seconds`` (windows are made of whole buckets)."""
+    """Return the seconds of ``width`` (``hour``, ``day``, ``week`` or seconds).
+
+    422 unless it is a positive multiple of ``bucket_seconds`` (windows are made of whole
+    buckets).
+    """
     seconds = WIDTHS.get(width)
     if seconds is None:
         try:
@@ -109,7 +116,7 @@ def window_width(width: str, bucket_seconds: int) -> int:
 
 
 def window_series(
-    collector: _Collector,
+    collector: "_Collector",
     name: str,
     width: int,
     alpha: float,
@@ -118,7 +125,7 @@ def window_series(
     until: int | None,
     candidates: list[Any] | None = None,
 ) -> WindowList:
-    """The estimate of every window of ``width`` seconds in ``[since, until)`` (whole buckets)."""
+    """Estimate every window of ``width`` seconds in ``[since, until)`` (whole buckets)."""
     spec = collector.collections[name].spec
     # 422 for a bad query even when the series is empty
     KINDS[collector.kinds[name]].check(
@@ -156,9 +163,8 @@ def window_series(
     )
 
 
-def add_window_routes(app: FastAPI, collector: _Collector) -> None:
+def add_window_routes(app: "FastAPI", collector: "_Collector") -> None:
     """Add ``GET /v1/collections/{collection}/windows`` to the collector ``app``."""
-    time_doc = "ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"
 
     @app.get(
         "/v1/collections/{collection}/windows", response_model=WindowList, tags=["collections"]
@@ -179,8 +185,8 @@ def add_window_routes(app: FastAPI, collector: _Collector) -> None:
         postprocessing: Annotated[
             str | None, Query(description="as for /estimate (biased)")
         ] = None,
-        since: Annotated[str | None, Query(description=time_doc)] = None,
-        until: Annotated[str | None, Query(description=time_doc)] = None,
+        since: _TimeParam = None,
+        until: _TimeParam = None,
         candidates: Annotated[
             str | None,
             Query(description="open-domain collections: the items, comma-separated"),
