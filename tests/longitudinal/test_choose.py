@@ -50,9 +50,10 @@ def test_closed_forms_at_epsilon_1_alone():
 def test_the_benchmark_budgets_pick_the_measured_best():
     """Check the picks at benchmarks/longitudinal.py's budgets (d = 32).
 
-    Its full run (docs/results/longitudinal.md) measured the lowest MSE per window for
-    L-OSUE at (1, 0.5), (2, 1) and (4, 2) on both data sets (OLOLOHA within 0.2% at (4, 2)
-    on baby names), and L-GRR beats every unary protocol only for small d.
+    Its full run (docs/results/longitudinal.md) measured the lowest MSE per window among
+    the L-protocols for L-OSUE at (1, 0.5), (2, 1) and (4, 2) on both data sets (OLOLOHA
+    within noise of it: 1-5% either way, its closed form within 1%), and L-GRR beats
+    every unary protocol only for small d.
     """
     for eps_inf, eps_1 in ((1.0, 0.5), (2.0, 1.0), (4.0, 2.0)):
         assert isinstance(choose_longitudinal(32, eps_inf, eps_1), LOSUE)
