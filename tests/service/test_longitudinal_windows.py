@@ -269,3 +269,45 @@ def test_live_collector_z_test_over_days_fails_at_a_wrong_epsilon_1(db, serve_ap
             est = wrong.estimate(Stats(wrong, stats.n, **stats.arrays))
             worst = max(worst, np.abs(_z_scores(est.frequencies, est.std_error, truth)).max())
         assert worst > 5.0, (wrong, worst)
+
+
+def test_memoized_devices_over_a_week_are_answered_per_day(db, tmp_path):
+    """Send a week of memoized reports from 60 devices (a third change value mid-week).
+
+    Each day's window is the offline estimate of that day's reports, and each device's
+    spend is epsilon_inf per value it held, whatever the number of days.
+    """
+    from ldpkit import Device
+
+    spec = LOLOHA(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6, hash_range=2)
+    app = create_app({"x": spec}, db)
+    devices = [Device(secret=bytes([i]) * 32, path=tmp_path / f"device{i}.json") for i in range(60)]
+    sent = []
+    with TestClient(app) as c:
+        for day in range(7):
+            values = [i % 6 if day < 3 or i % 3 else (i + 1) % 6 for i in range(60)]
+            day_reports = [
+                dev.report(spec, [v], rng=1000 * day + i)
+                for i, (dev, v) in enumerate(zip(devices, values))
+            ]
+            reports = day_reports[0].concat(*day_reports[1:])
+            sent.append(reports)
+            _at(app, T0 + dt.timedelta(days=day, hours=20))
+            assert c.post("/v1/reports/x", json=reports_to_dict(reports)).status_code == 201
+        body = c.get("/v1/collections/x/windows", params={"width": "day"}).json()
+    assert [w["n"] for w in body["windows"]] == [60] * 7
+    for w, reports in zip(body["windows"], sent):
+        offline = spec.estimate(spec.aggregate(reports))
+        np.testing.assert_array_equal(w["frequencies"], offline.frequencies)
+        np.testing.assert_array_equal(w["std_errors"], offline.std_error)
+    # a memoized device re-sends its permanent answer: the reports of an unchanged device
+    # differ only by the instantaneous round, and it has spent epsilon_inf per hashed value
+    spent = [dev.privacy_spent(spec) for dev in devices]
+    one = spec.longitudinal_privacy_loss(1)
+    for i, s in enumerate(spent):
+        if i % 3:  # never changed: one permanent answer for the week
+            assert s == pytest.approx(one)
+        else:  # changed once: a second answer unless both values hash alike (g = 2)
+            assert s == pytest.approx(one) or s == pytest.approx(2 * one)
+    assert sum(s > 1.5 * one for s in spent) >= 5  # some changes did cost a second answer
+    assert max(spent) <= body["longitudinal"]["epsilon_max"] + 1e-12
