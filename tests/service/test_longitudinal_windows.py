@@ -311,3 +311,42 @@ def test_memoized_devices_over_a_week_are_answered_per_day(db, tmp_path):
             assert s == pytest.approx(one) or s == pytest.approx(2 * one)
     assert sum(s > 1.5 * one for s in spent) >= 5  # some changes did cost a second answer
     assert max(spent) <= body["longitudinal"]["epsilon_max"] + 1e-12
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_windows_over_closed_and_open_buckets_equal_one_estimate_per_window(db, backend, request):
+    """Check the series against ``/estimate`` asked window by window.
+
+    Batches arrive now and over the last days: the series reads closed buckets from the
+    cache and open ones in one query.
+    """
+    if backend == "postgresql":
+        db = request.getfixturevalue("fresh_postgres")
+    spec = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=5)
+    app = create_app({"x": spec}, db, bucket_seconds=600)
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    with TestClient(app) as c:
+        for k, minutes in enumerate((0, 5, 15, 50, 130, 60 * 30, 60 * 50, 60 * 50 + 3)):
+            _at(app, now - dt.timedelta(minutes=minutes))
+            reports = spec.randomize(np.arange(40 + k) % 5, rng=k)
+            assert c.post("/v1/reports/x", json=reports_to_dict(reports)).status_code == 201
+        start = (now - dt.timedelta(days=3)).isoformat()
+        for width, params in (
+            ("hour", {}),
+            ("day", {}),
+            ("1800", {"since": start}),
+            ("day", {"since": int(now.timestamp()) - 7200, "until": int(now.timestamp()) + 600}),
+        ):
+            series = c.get("/v1/collections/x/windows", params={"width": width, **params})
+            assert series.status_code == 200, series.text
+            windows = series.json()["windows"]
+            assert windows and sum(w["n"] for w in windows) > 0
+            for w in windows:
+                one = c.get(
+                    "/v1/collections/x/estimate", params={"since": w["since"], "until": w["until"]}
+                ).json()
+                assert (w["n"], w["batches"]) == (one["n"], one["batches"]), (width, w["since"])
+                assert w["frequencies"] == one["frequencies"]
+                assert w["std_errors"] == one["std_errors"]
+        total = c.get("/v1/collections/x/windows", params={"width": "week"}).json()["windows"]
+        assert sum(w["n"] for w in total) == sum(40 + k for k in range(8))

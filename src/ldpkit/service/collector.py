@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from ..spec import Mechanism
+from ..spec import Mechanism, Stats
 from .auth import Token, TokenAuth
 from .commit import AggregationError, GroupCommitter
 from .config import (
@@ -418,13 +418,15 @@ class _Collector:
         *,
         candidates: list[Any] | None = None,
         top_k: int | None = None,
+        merged: tuple[Stats, int] | None = None,
     ) -> EstimateResult:
         collection = self.collections[name]
         spec = collection.spec
         kind = KINDS[self.kinds[name]]
         query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k)
         kind.check(spec, query)
-        stats, batches = self.store.merged(name, spec, since=since, until=until)
+        # merged: the window's (Stats, batches) when the caller read them already (windows.py)
+        stats, batches = merged or self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(
             collection=name,
             kind=kind.name,

@@ -145,13 +145,18 @@ def window_series(
             )
         starts = list(range(first, last + 1, width))
     collector.compact_if_behind(name)
-    windows = []
-    for start in starts:
-        lo = start if since is None else max(start, since)
-        hi = start + width if until is None else min(start + width, until)
-        windows.append(
-            collector.estimate(name, alpha, postprocessing, lo, hi, candidates=candidates)
+    bounds = [
+        (
+            start if since is None else max(start, since),
+            start + width if until is None else min(start + width, until),
         )
+        for start in starts
+    ]
+    merged = collector.store.reader.merged_windows(name, spec, bounds)
+    windows = [
+        collector.estimate(name, alpha, postprocessing, lo, hi, candidates=candidates, merged=m)
+        for (lo, hi), m in zip(bounds, merged)
+    ]
     return WindowList(
         collection=name,
         kind=collector.kinds[name],
