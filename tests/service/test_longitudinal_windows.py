@@ -350,3 +350,27 @@ def test_windows_over_closed_and_open_buckets_equal_one_estimate_per_window(db, 
                 assert w["std_errors"] == one["std_errors"]
         total = c.get("/v1/collections/x/windows", params={"width": "week"}).json()["windows"]
         assert sum(w["n"] for w in total) == sum(40 + k for k in range(8))
+
+
+def test_open_domain_windows_answer_the_named_candidates(db):
+    """Check that any kind reads per window: an open-domain sketch, with candidates."""
+    from ldpkit import CMS
+
+    spec = CMS(epsilon=2.0, width=64, depth=64)
+    app = create_app({"w": spec}, db, bucket_seconds=DAY)
+    sent = []
+    with TestClient(app) as c:
+        for day in range(2):
+            words = ["apple"] * 30 + ["pear"] * (10 + 20 * day)
+            reports = spec.randomize(words, rng=day)
+            sent.append(reports)
+            _at(app, T0 + dt.timedelta(days=day))
+            assert c.post("/v1/reports/w", json=reports_to_dict(reports)).status_code == 201
+        r = c.get("/v1/collections/w/windows")
+        assert r.status_code == 422 and "candidates must be given" in r.json()["detail"]
+        body = c.get("/v1/collections/w/windows", params={"candidates": "apple,pear,fig"}).json()
+    assert body["kind"] == "open_frequency" and body["longitudinal"] is None
+    for w, reports in zip(body["windows"], sent):
+        offline = spec.estimate(spec.aggregate(reports), candidates=["apple", "pear", "fig"])
+        assert w["labels"] == ["apple", "pear", "fig"]
+        np.testing.assert_array_equal(w["frequencies"], offline.frequencies)
