@@ -71,6 +71,7 @@ from .store import (
     DEFAULT_MAX_PARTS,
     CollectorStore,
 )
+from .windows import add_window_routes
 
 __all__ = ["CollectorApp", "create_app"]
 
@@ -582,6 +583,7 @@ def create_app(
         batches, reports = store.delete_batches(collection, token=token, since=s, until=u)
         return DeleteResult(collection=collection, deleted_batches=batches, deleted_reports=reports)
 
+    add_window_routes(app, collector)  # GET .../windows: per-window estimates (windows.py)
     return app
 
 

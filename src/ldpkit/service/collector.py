@@ -19,7 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from ..spec import Mechanism
+from ..spec import Mechanism, Stats
 from .auth import Token, TokenAuth
 from .commit import AggregationError, GroupCommitter
 from .config import (
@@ -42,6 +42,7 @@ from .store import (
     CollectorStore,
     IdempotencyConflict,
 )
+from .windows import longitudinal_info
 
 log = logging.getLogger("ldpkit.service")
 
@@ -287,6 +288,7 @@ class _Collector:
                 k: FieldInfo(dtype=dtype.str, shape=list(shape))
                 for k, (dtype, shape) in template.items()
             },
+            longitudinal=longitudinal_info(c.spec),
         )
 
     # -- ingest ----------------------------------------------------------------------------
@@ -428,13 +430,15 @@ class _Collector:
         *,
         candidates: list[Any] | None = None,
         top_k: int | None = None,
+        merged: tuple[Stats, int] | None = None,
     ) -> EstimateResult:
         collection = self.collections[name]
         spec = collection.spec
         kind = KINDS[self.kinds[name]]
         query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k)
         kind.check(spec, query)
-        stats, batches = self.store.merged(name, spec, since=since, until=until)
+        # merged: the window's (Stats, batches) when the caller read them already (windows.py)
+        stats, batches = merged or self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(
             collection=name,
             kind=kind.name,
@@ -451,6 +455,7 @@ class _Collector:
             ci_low=None,
             distribution=None,
             mean=None,
+            longitudinal=longitudinal_info(spec),
         )
         if stats.n == 0:
             return result

@@ -229,8 +229,24 @@ def _collection(name: str, entry: Any) -> Collection:
             missing=entry.get("missing", "error"),
         )
         params.setdefault("domain_size", encoder.domain_size)
+    _longitudinal_aliases(entry["mechanism"], params)
     spec = spec_from_dict({"mechanism": entry["mechanism"], "params": params})
     return Collection(spec, encoder=encoder, description=str(entry.get("description", "")))
+
+
+def _longitudinal_aliases(mechanism: Any, params: dict[str, Any]) -> None:
+    """Accept ``epsilon_1`` for the longitudinal specs (their papers' name of the field
+    ``epsilon``: :class:`ldpkit.longitudinal.LongitudinalOracle`), and only for them."""
+    from ..spec import mechanism_registry
+
+    cls = mechanism_registry().get(mechanism) if isinstance(mechanism, str) else None
+    if "epsilon_1" in params and isinstance(getattr(cls, "epsilon_1", None), property):
+        if "epsilon" in params:
+            raise ValueError(
+                f"params must give one of epsilon_1 and epsilon (one parameter of {mechanism}), "
+                "got both"
+            )
+        params["epsilon"] = params.pop("epsilon_1")
 
 
 def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict[str, Any]]:

@@ -31,6 +31,23 @@ class EncoderInfo(BaseModel):
     )
 
 
+class LongitudinalInfo(BaseModel):
+    """The budgets of a longitudinal spec, from its realized probabilities."""
+
+    epsilon_1: float = Field(description="loss of one report (privacy_loss())")
+    epsilon_inf: float = Field(
+        description="loss of any number of memoized reports of one value "
+        "(longitudinal_privacy_loss(1))"
+    )
+    epsilon_change: float = Field(
+        description="what one change to a new value costs (change_privacy_loss())"
+    )
+    epsilon_max: float = Field(
+        description="the most a device can lose, over any number of reports and values "
+        "(the memo holds at most this many permanent answers)"
+    )
+
+
 class CollectionInfo(BaseModel):
     """A collection: its mechanism, estimate kind, counts so far and report fields."""
 
@@ -58,6 +75,9 @@ class CollectionInfo(BaseModel):
     )
     report_fields: dict[str, FieldInfo] | None = Field(
         None, description="the arrays a batch must hold (JSON clients use these dtypes)"
+    )
+    longitudinal: LongitudinalInfo | None = Field(
+        None, description="repeated-report specs (ldpkit.longitudinal): their budgets"
     )
 
 
@@ -149,6 +169,9 @@ class EstimateResult(BaseModel):
         default=None,
         description="with top_k: the k most frequent items (of the domain, or of the "
         "candidates of an open-domain collection), most frequent first",
+    )
+    longitudinal: LongitudinalInfo | None = Field(
+        None, description="repeated-report specs (ldpkit.longitudinal): their budgets"
     )
 
 
