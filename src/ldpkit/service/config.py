@@ -235,8 +235,11 @@ def _collection(name: str, entry: Any) -> Collection:
 
 
 def _longitudinal_aliases(mechanism: Any, params: dict[str, Any]) -> None:
-    """Accept ``epsilon_1`` for the longitudinal specs (their papers' name of the field
-    ``epsilon``: :class:`ldpkit.longitudinal.LongitudinalOracle`), and only for them."""
+    """Accept ``epsilon_1`` for the longitudinal specs, and only for them.
+
+    ``epsilon_1`` is their papers' name of the field ``epsilon``
+    (:class:`ldpkit.longitudinal.LongitudinalOracle`).
+    """
     from ..spec import mechanism_registry
 
     cls = mechanism_registry().get(mechanism) if isinstance(mechanism, str) else None
