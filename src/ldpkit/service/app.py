@@ -10,7 +10,7 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
 - ``GET /v1/collections``, ``GET /v1/collections/{c}`` (spec, fingerprint, encoder, report
   fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=&top_k=``
   (open-domain collections: ``&candidates=a,b,c``, or ``POST`` the same path with
-  ``{"candidates": [...]}``),
+  ``{"candidates": [...]}``; heavy-hitter collections: ``&control=none|fwer|fdr``),
   ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
 - ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
 - ``GET /healthz`` (open), ``GET /metrics`` (``metrics``; Prometheus text).
@@ -389,6 +389,7 @@ def create_app(
         bootstrap: int,
         candidates: list[Any] | None,
         top_k: int | None,
+        control: str | None = None,
     ) -> Response:
         collector.authorize(request, "read")
         collector.get(collection)
@@ -403,6 +404,7 @@ def create_app(
             bootstrap,
             candidates=candidates,
             top_k=top_k,
+            control=control,
         )
         # Serialized once here (the model is already validated), not again by FastAPI.
         return Response(result.model_dump_json(), media_type="application/json")
@@ -443,11 +445,27 @@ def create_app(
             ),
         ] = None,
         top_k: TopK = None,
+        control: Annotated[
+            str | None,
+            Query(
+                description="heavy-hitter collections (PEM, TreeHist, SFP): the error control "
+                "of the discovered list, none, fwer or fdr at level alpha (default: the spec's)"
+            ),
+        ] = None,
     ) -> EstimateResult:
         """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
         items = None if candidates is None else candidates.split(",")
         return estimate_of(  # type: ignore[return-value]
-            collection, request, alpha, postprocessing, since, until, bootstrap, items, top_k
+            collection,
+            request,
+            alpha,
+            postprocessing,
+            since,
+            until,
+            bootstrap,
+            items,
+            top_k,
+            control,
         )
 
     @app.post(

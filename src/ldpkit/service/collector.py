@@ -416,11 +416,12 @@ class _Collector:
         *,
         candidates: list[Any] | None = None,
         top_k: int | None = None,
+        control: str | None = None,
     ) -> EstimateResult:
         collection = self.collections[name]
         spec = collection.spec
         kind = KINDS[self.kinds[name]]
-        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k)
+        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k, control)
         kind.check(spec, query)
         stats, batches = self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(

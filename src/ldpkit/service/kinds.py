@@ -6,8 +6,9 @@ loaded, on the Stats of a small sample of reports) and fills the estimate's answ
 storing and reading never look at the kind: they only see ``Reports`` and ``Stats``.
 
 Today's kinds: ``frequency`` (a closed domain's frequency oracle), ``distribution``,
-``mean``, and ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
-the candidates the reader names, issue 29). A new kind is one class here, added to
+``mean``, ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
+the candidates the reader names) and ``heavy_hitters`` (PEM, TreeHist, SFP: the answer is
+the strings the server's search discovers). A new kind is one class here, added to
 :data:`KINDS`.
 """
 
@@ -45,6 +46,7 @@ class EstimateQuery:
     bootstrap: int = 0
     candidates: list[Any] | None = None
     top_k: int | None = None
+    control: str | None = None
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
@@ -55,6 +57,9 @@ def sample_inputs(spec: Mechanism) -> list[Any]:
     if isinstance(low, (int, float)) and isinstance(high, (int, float)):
         out.append(np.linspace(float(low), float(high), 64))
     out += [np.arange(64) % max(int(getattr(spec, "domain_size", 2) or 2), 1), np.zeros(64)]
+    alphabet = getattr(spec, "alphabet", None)
+    chars = alphabet if isinstance(alphabet, str) and alphabet else "ab"
+    out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
     return out
 
 
@@ -93,6 +98,12 @@ class Kind:
         if query.top_k is not None and not self.has_top:
             raise HTTPException(
                 422, f"top_k must be left out for a {self.name} collection, got {query.top_k}"
+            )
+        if query.control is not None and not isinstance(self, HeavyHittersKind):
+            raise HTTPException(
+                422,
+                f"control must be left out for a {self.name} collection (only heavy-hitter "
+                f"collections take it), got {query.control!r}",
             )
 
     def fill(
@@ -204,6 +215,81 @@ class OpenFrequencyKind(Kind):
         _top(result, est, list(query.candidates), query.top_k)
 
 
+#: Values of the ``control`` query parameter: the error control of a discovery's list.
+CONTROLS = {"none": None, "fwer": "fwer", "fdr": "fdr"}
+
+
+class HeavyHittersKind(Kind):
+    """Open-vocabulary discovery (PEM, TreeHist, SFP): the strings the server finds.
+
+    The server searches the rolled-up Stats and answers the discovered strings, most
+    frequent first (``labels``, ``top``), with frequencies, standard errors and intervals.
+
+    The search runs on the server only, so the reader may change its server-side
+    parameters per request without touching the reports: ``top_k`` (how many strings),
+    ``alpha`` and ``control`` (``none``, ``fwer`` or ``fdr``: the error control over every
+    candidate the search tested, :class:`ldpkit.discovery.HeavyHitters`). The answer is
+    ``spec.replace(top_k=, alpha=, control=).estimate(stats)``, the offline estimate.
+    """
+
+    name = "heavy_hitters"
+    has_top = True
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Whether ``spec``'s estimate is a :class:`~ldpkit.discovery.HeavyHitters`."""
+        from ..discovery.result import HeavyHitters
+
+        return isinstance(spec.estimate(stats), HeavyHitters)
+
+    def query_spec(self, spec: Mechanism, query: EstimateQuery) -> Mechanism:
+        """Return the spec whose estimate answers ``query`` (422 if the spec refuses a value)."""
+        changes: dict[str, Any] = {"alpha": query.alpha}
+        if query.top_k is not None:
+            changes["top_k"] = query.top_k
+        if query.control is not None:
+            changes["control"] = CONTROLS[query.control]
+        try:
+            return dataclasses.replace(spec, **changes)  # type: ignore[type-var]
+        except (TypeError, ValueError) as exc:
+            raise HTTPException(422, str(exc)) from None
+
+    def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """422 for a query a discovery cannot answer (before any read of the store)."""
+        super().check(spec, query)
+        if query.control is not None and query.control not in CONTROLS:
+            raise HTTPException(
+                422, f"control must be one of {sorted(CONTROLS)}, got {query.control!r}"
+            )
+        self.query_spec(spec, query)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        """Run the search on ``stats`` under the query's spec; the found strings."""
+        asked = self.query_spec(spec, query)
+        # the reports do not depend on the server-side parameters: the same counts
+        found = asked.estimate(Stats._exact(asked, stats.n, dict(stats.arrays)))
+        low, high = found.confidence_interval()
+        result.labels = list(found.items)
+        result.frequencies = found.frequencies.tolist()
+        result.std_errors = found.std_error.tolist()
+        result.ci_low, result.ci_high = low.tolist(), high.tolist()
+        result.control = asked.control  # type: ignore[attr-defined]
+        result.tested = int(found.tested)
+        result.top = [
+            TopItem(
+                item=item,
+                frequency=float(f),
+                std_error=float(e),
+                ci_low=float(lo),
+                ci_high=float(hi),
+            )
+            for item, f, e, lo, hi in zip(
+                found.items, found.frequencies, found.std_error, low, high
+            )
+        ]
+
+
 class DistributionKind(Kind):
     """A numerical distribution (masses of equal-width buckets, quantiles, intervals)."""
 
@@ -266,7 +352,14 @@ class MeanKind(Kind):
 #: Every kind, asked in this order (the open-domain kind first: its spec's plain
 #: ``estimate`` needs candidates).
 KINDS: dict[str, Kind] = {
-    k.name: k for k in (OpenFrequencyKind(), FrequencyKind(), DistributionKind(), MeanKind())
+    k.name: k
+    for k in (
+        OpenFrequencyKind(),
+        FrequencyKind(),
+        DistributionKind(),
+        MeanKind(),
+        HeavyHittersKind(),
+    )
 }
 
 
@@ -282,7 +375,8 @@ def kind_of(spec: Mechanism, stats: Stats) -> Kind:
         if kind.name != "open_frequency" and kind.serves(spec, stats):
             return kind
     raise ValueError(
-        f"collection spec {spec!r} must estimate frequencies, a distribution or a mean, "
+        f"collection spec {spec!r} must estimate frequencies, a distribution, a mean or "
+        "heavy hitters, "
         f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
     )
 
