@@ -25,6 +25,7 @@ Tokens may be limited to some collections and have ingest quotas (429 + Retry-Af
 
 import dataclasses
 import gc
+import json
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path as Path_
@@ -35,6 +36,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -50,7 +52,7 @@ from .config import (
     _normalize,
 )
 from .fast_ingest import CollectorApp
-from .kinds import MAX_CANDIDATES
+from .kinds import MAX_CANDIDATES, MAX_CANDIDATES_BODY
 from .models import (
     _BODY_DOC,
     BatchInfo,
@@ -472,11 +474,17 @@ def create_app(
         "/v1/collections/{collection}/estimate",
         response_model=EstimateResult,
         tags=["collections"],
+        responses={413: {"description": f"body over {MAX_CANDIDATES_BODY} bytes"}},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": CandidatesBody.model_json_schema()}},
+            }
+        },
     )
-    def post_estimate(
+    async def post_estimate(
         collection: CollectionName,
         request: Request,
-        body: CandidatesBody,
         alpha: Annotated[
             float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
         ] = 0.05,
@@ -486,9 +494,41 @@ def create_app(
     ) -> EstimateResult:
         """The estimate of an open-domain collection for the body's candidates (JSON
         strings and integers, as typed: ``"7"`` and ``7`` are different items)."""
-        return estimate_of(  # type: ignore[return-value]
-            collection, request, alpha, None, since, until, 0, body.candidates, top_k
+        # The body is read here, under a size limit, before pydantic parses any of it.
+        collector.authorize(request, "read")
+        try:
+            body = CandidatesBody.model_validate(await _limited_json(request))
+        except ValidationError as exc:  # the same 422 as FastAPI's own body check
+            raise RequestValidationError(exc.errors(include_url=False)) from None
+        answer: Any = await run_in_threadpool(
+            estimate_of, collection, request, alpha, None, since, until, 0, body.candidates, top_k
         )
+        return answer  # type: ignore[no-any-return]
+
+    async def _limited_json(request: Request) -> Any:
+        """The request's JSON body; 413 past MAX_CANDIDATES_BODY bytes, 422 if not JSON."""
+        too_large = HTTPException(
+            413,
+            f"candidates body must be at most {MAX_CANDIDATES_BODY} bytes (at most "
+            f"{MAX_CANDIDATES} candidates), got more",
+        )
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_CANDIDATES_BODY:
+            collector.metrics.reject("too_large", 413)
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_CANDIDATES_BODY:
+                collector.metrics.reject("too_large", 413)
+                raise too_large
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except (ValueError, RecursionError):
+            raise HTTPException(
+                422, 'candidates body must be JSON {"candidates": [...]}, got other bytes'
+            ) from None
 
     @app.get(
         "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]

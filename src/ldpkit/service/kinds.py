@@ -35,6 +35,9 @@ QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 #: Most candidates one estimate request may name (each costs one hash per sketch row).
 MAX_CANDIDATES = 10_000
+#: Largest body (bytes) a POST of candidates may send: read under this cap before any
+#: parsing, so a huge JSON list costs the collector neither memory nor parse time.
+MAX_CANDIDATES_BODY = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
