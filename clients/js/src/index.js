@@ -64,6 +64,17 @@ export {
   questionInfo,
   specFingerprint,
 } from './question.js';
+export {
+  MAX_DEFAULT_RANGE,
+  PEM,
+  TABLE_WIDTH,
+  TreeHist,
+  encodeString,
+  extendKey,
+  familySeeds,
+  hashKey,
+  prefixKey,
+} from './discovery.js';
 export { buildBody, encodeValues, fetchSpec, send } from './client.js';
 export {
   LGRR,
