@@ -186,3 +186,28 @@ def test_heavy_hitters_queries_are_checked(tmp_path: Path) -> None:
         none = c.get("/v1/collections/w/estimate", params={"control": "none"}).json()
     assert fdr["control"] == "fdr" and none["control"] is None
     assert none["labels"][:2] == ["hello", "help"]
+
+
+def test_heavy_hitters_collection_from_a_config_file(tmp_path: Path) -> None:
+    """Load a TOML config naming a discovery spec (the docs' example): a heavy_hitters
+    collection whose spec is the one the config describes."""
+    from ldpkit.service.config import config_options, load_config
+
+    path = tmp_path / "collector.toml"
+    path.write_text(
+        'database_url = "sqlite:///unused.db"\n'
+        "[collections.typed_words]\n"
+        'mechanism = "PEM"\n'
+        'params = { epsilon = 4.0, max_length = 12, top_k = 20, control = "fdr" }\n'
+        "[collections.letters]\n"
+        'mechanism = "SFP"\n'
+        "params = { epsilon = 8.0, max_length = 6, top_k = 3, depth = 8 }\n",
+        encoding="utf-8",
+    )
+    collections, _options = config_options(load_config(path))
+    spec = collections["typed_words"].spec
+    assert spec == PEM(epsilon=4.0, max_length=12, top_k=20, control="fdr")
+    app = create_app(collections, f"sqlite:///{tmp_path / 'c.db'}")
+    with TestClient(app) as c:
+        kinds = {x["name"]: x["kind"] for x in c.get("/v1/collections").json()["collections"]}
+    assert kinds == {"typed_words": "heavy_hitters", "letters": "heavy_hitters"}

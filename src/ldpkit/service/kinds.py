@@ -239,9 +239,14 @@ class HeavyHittersKind(Kind):
     has_top = True
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
-        """Whether ``spec``'s estimate is a :class:`~ldpkit.discovery.HeavyHitters`."""
+        """Whether ``spec`` is a discovery spec whose estimate is a HeavyHitters."""
+        from ..discovery import SFP
+        from ..discovery.prefix import PrefixDiscovery
         from ..discovery.result import HeavyHitters
 
+        # by class first: a search is the costliest estimate, run once here, not per kind
+        if not isinstance(spec, (PrefixDiscovery, SFP)):
+            return False
         return isinstance(spec.estimate(stats), HeavyHitters)
 
     def query_spec(self, spec: Mechanism, query: EstimateQuery) -> Mechanism:
@@ -352,8 +357,8 @@ class MeanKind(Kind):
         result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
 
 
-#: Every kind, asked in this order (the open-domain kind first: its spec's plain
-#: ``estimate`` needs candidates).
+#: Every kind, asked in this order (the open-domain and discovery kinds first: the former's
+#: plain ``estimate`` needs candidates, the latter's is a search, run once).
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
@@ -368,14 +373,15 @@ KINDS: dict[str, Kind] = {
 
 def kind_of(spec: Mechanism, stats: Stats) -> Kind:
     """The kind serving ``spec``; ValueError naming what the collector can serve otherwise."""
-    if KINDS["open_frequency"].serves(spec, stats):
-        return KINDS["open_frequency"]
+    for first in ("open_frequency", "heavy_hitters"):  # their plain estimate is not reused
+        if KINDS[first].serves(spec, stats):
+            return KINDS[first]
     try:
         est = spec.estimate(stats)
     except Exception as exc:
         raise ValueError(f"collection spec {spec!r} must produce an estimate, got {exc}") from exc
     for kind in KINDS.values():
-        if kind.name != "open_frequency" and kind.serves(spec, stats):
+        if kind.name not in ("open_frequency", "heavy_hitters") and kind.serves(spec, stats):
             return kind
     raise ValueError(
         f"collection spec {spec!r} must estimate frequencies, a distribution, a mean or "
