@@ -1,4 +1,4 @@
-"""The JavaScript client's discovery randomizers (clients/js/src/discovery.js: PEM, TreeHist).
+"""The JavaScript client's discovery randomizers (clients/js/src/discovery.js: PEM, TreeHist, SFP).
 
 Bit-exactness (symbol grids, prefix keys, the public hash family, the integer GRR weights,
 the report for the same 64-bit words) is checked by the shared vectors
@@ -6,8 +6,9 @@ the report for the same 64-bit words) is checked by the shared vectors
 checks they are current and runs the node suite). Here: strings randomized by the client
 under node (seeded words, and once crypto.getRandomValues), aggregated and searched by
 ldpkit, give the frequent strings with unbiased frequencies (z-tests with the served
-standard errors), and the same check fails when the server decodes with 1.5x epsilon; and
-the client's reports sent to a live collector give its top-k.
+standard errors), and the same check fails when the server decodes with 1.5x epsilon (for
+SFP: the whole-string sketch's unbiased frequencies, and its found strings); and the
+client's reports sent to a live collector give its top-k.
 
 Skipped without ``node`` except in CI (see tests/test_js_client.py).
 """
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 from _jshelpers import js_reports, needs_node, send
-from ldpkit.discovery import PEM, TreeHist
+from ldpkit.discovery import PEM, SFP, TreeHist
 from ldpkit.service import create_app
 from ldpkit.spec import Mechanism, Reports
 
@@ -71,6 +72,38 @@ def test_js_secure_coins_are_discovered_without_bias() -> None:
     reports = js_reports(spec, values=_values(COUNTS), seed=None)
     items, z = _max_z(spec, reports)
     assert sorted(items) == sorted(WORDS) and z <= 5.5
+
+
+LETTER_WORDS = ["pear", "kiwi", "fig", "plum"]
+LETTER_COUNTS = [10000, 6000, 3000, 1000]  # n = 20_000
+
+
+@pytest.mark.slow
+def test_js_sfp_reports_are_unbiased() -> None:
+    """Estimate the client's SFP strings without bias from the whole-string sketch.
+
+    z-tests of ``word_frequencies`` with the sketch's variance over the held strings and
+    one nobody holds; the same check fails when the server decodes with 1.5x epsilon; at
+    epsilon 8 the search finds the two most frequent strings.
+    """
+    spec = SFP(epsilon=2.0, max_length=4, top_k=2, depth=8)
+    values = [w for w, c in zip(LETTER_WORDS, LETTER_COUNTS) for _ in range(c)]
+    reports = js_reports(spec, values=values, seed=20261208)
+    names = [*LETTER_WORDS, "zzz"]
+    truth = np.append(np.array(LETTER_COUNTS) / sum(LETTER_COUNTS), 0.0)
+
+    def max_z(served: Any) -> float:
+        stats = served.aggregate(Reports(served, **reports.arrays))
+        f = served.word_frequencies(stats, names)
+        var = served._word_spec().variance(stats.n, np.clip(truth, 0.0, 1.0))
+        return float(np.max(np.abs((f - truth) / np.sqrt(var))))
+
+    assert max_z(spec) <= 5.0
+    assert max_z(spec.replace(epsilon=spec.epsilon * 1.5)) > 6.0
+    # at epsilon 8 the fragments assemble the two most frequent strings
+    strong = spec.replace(epsilon=8.0)
+    reports = js_reports(strong, values=values[::2], seed=20261209)
+    assert strong.estimate(strong.aggregate(reports)).items == ("pear", "kiwi")
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ BLAKE2b digests, item keys (``ldpkit.item/1``: non-ASCII, emoji, big integers as
 the CMS/HCMS/FLH bodies made from the vectors' fixed 64-bit words; then that
 ``crypto.getRandomValues`` coins give well-formed bodies. The page writes its verdict into
 the DOM. A second page checks the discovery randomizers (``clients/js/src/discovery.js``:
-PEM, TreeHist) against ``tests/vectors/discovery.json`` the same way (symbol grids, prefix
+PEM, TreeHist, SFP) against ``tests/vectors/discovery.json`` the same way (symbol grids, prefix
 keys, bodies from fixed words, well-formed bodies from secure coins). Skips without
 chromium except in CI (``CI`` set), where it fails.
 """
@@ -173,6 +173,6 @@ def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
 
 
 def test_discovery_client_in_chromium(server: str, tmp_path: Path) -> None:
-    """The PEM and TreeHist randomizers reproduce the vectors in chromium."""
+    """The PEM, TreeHist and SFP randomizers reproduce the vectors in chromium."""
     verdict = _page_verdict(f"{server}/__discovery_page.html", tmp_path)
-    assert verdict == "PASS 7 4", verdict
+    assert verdict == "PASS 7 7", verdict

@@ -1,17 +1,22 @@
 // Open-vocabulary discovery on the device (ldpkit.discovery: prefix.py PEM and TreeHist,
-// _strings.py): a string becomes `max_length` symbols, a value-blind coin picks the group
-// (prefix length) and one of its public hash functions, and the device sends GRR over [g] of
-// that function's hash of its prefix. Bit for bit the Python side's grids and hashes, with
-// BigInt. Per user, the client draws from 64-bit words in this order
-// (tests/vectors/make_vectors.py replays it): the group U below max_length, the hash U below
-// H, then GRR's U below wKeep + (g - 1) wOther (U below T: a word w < floor(2^64 / T) T gives
-// w mod T, else the next word).
+// fragments.py SFP, _strings.py): a string becomes `max_length` symbols; for PEM and
+// TreeHist a value-blind coin picks the group (prefix length) and one of its public hash
+// functions, and the device sends GRR over [g] of that function's hash of its prefix; for SFP
+// it sends a fragment (tied to a hash of the string) and the whole string through two
+// sketches. Bit for bit the Python side's grids and hashes, with BigInt. Per user, the client
+// draws from 64-bit words in this order (tests/vectors/make_vectors.py replays it):
+//   PEM, TreeHist: the group U below max_length, the hash U below H, then GRR's U below
+//                  wKeep + (g - 1) wOther;
+//   SFP: the fragment position U below P, then the fragment sketch's draws, then the
+//        whole-string sketch's (sketch.js: CMS or HCMS, one user at a time).
+// (U below T: a word w < floor(2^64 / T) T gives w mod T, else the next word.)
 
 import { mix64, optimalHashRange } from './hashing.js';
 import { MECHANISMS, RR_MAX_EPSILON, grrFromUniform, indexDtype, rrWeights } from './mechanisms.js';
 import { checkEpsilon, checkInteger, ratioLoss, uniformBelow } from './numeric.js';
 import { exactRatio } from './exact.js';
 import { secureCoins } from './random.js';
+import { CMS, HCMS } from './sketch.js';
 
 const MASK64 = (1n << 64n) - 1n;
 const GAMMA = 0x9e3779b97f4a7c15n;
@@ -185,5 +190,97 @@ export class TreeHist extends PrefixDiscovery {
   }
 }
 
+/** Apple's SFP alphabet (fragments.LETTERS) and the server's enumeration cap. */
+export const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+export const MAX_FRAGMENT_ITEMS = 1 << 22;
+const MIN_SHARE = 1e-3;
+
+/** Apple's sequence fragment puzzle (fragments.SFP): the device side, two sketches. */
+export class SFP {
+  constructor(params) {
+    const {
+      epsilon,
+      max_length = 12,
+      fragment_length = 2,
+      top_k = 20,
+      alphabet = LETTERS,
+      hash_bits = 8,
+      sketch = 'hcms',
+      width = 1024,
+      depth = 32,
+      fragment_share = 0.5,
+      keep = null,
+      control = null,
+      alpha = 0.05,
+    } = params;
+    this.epsilon = checkEpsilon(epsilon, 40.0);
+    this.maxLength = checkInteger(max_length, 'max_length', 1, 64);
+    this.fragmentLength = checkInteger(fragment_length, 'fragment_length', 1, 8);
+    checkInteger(top_k, 'top_k', 1, 4096);
+    this.alphabet = checkAlphabet(alphabet);
+    this.hashBits = checkInteger(hash_bits, 'hash_bits', 1, 16);
+    if (sketch !== 'hcms' && sketch !== 'cms') throw new RangeError(`sketch must be 'hcms' or 'cms', got ${String(sketch)}`);
+    checkInteger(width, 'width', 2, 1 << 16);
+    checkInteger(depth, 'depth', 1, 4096);
+    if (typeof fragment_share !== 'number' || !(fragment_share >= MIN_SHARE && fragment_share <= 1 - MIN_SHARE)) {
+      throw new RangeError(`fragment_share must be in [0.001, 0.999], got ${fragment_share}`);
+    }
+    if (keep != null) checkInteger(keep, 'keep', 1, 1 << 16);
+    if (!CONTROLS.includes(control)) throw new RangeError(`control must be None, 'fwer' or 'fdr', got ${String(control)}`);
+    if (typeof alpha !== 'number' || !(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be a number in (0, 1), got ${alpha}`);
+    this.symbols = this.alphabet === null ? 256 : this.alphabet.length + 1;
+    this.positions = Math.ceil(this.maxLength / this.fragmentLength);
+    this.codes = this.symbols ** this.fragmentLength; // A^fl: fragment codes per hash
+    const items = this.positions * 2 ** this.hashBits * this.codes;
+    if (items > MAX_FRAGMENT_ITEMS) {
+      throw new RangeError(
+        `alphabet, max_length, fragment_length and hash_bits must keep positions * 2^hash_bits * symbols^fragment_length <= ${MAX_FRAGMENT_ITEMS} (the server enumerates them), got ${items}`,
+      );
+    }
+    // the same float products as Python's (one IEEE multiply each): the same budgets
+    const Sketch = sketch === 'hcms' ? HCMS : CMS;
+    this.fragment = new Sketch({ epsilon: epsilon * fragment_share, width, depth });
+    this.word = new Sketch({ epsilon: epsilon * (1.0 - fragment_share), width, depth });
+  }
+  /** The sum of the two sketches' realized losses (sequential composition). */
+  privacyLoss() {
+    return this.fragment.privacyLoss() + this.word.privacyLoss();
+  }
+  /** Fragment item (position, hash, code) and whole-string item of one string (BigInts). */
+  items(value, position) {
+    const row = encodeString(value, this.maxLength, this.alphabet);
+    const key = prefixKey(row, this.maxLength);
+    const hash = Number(key >> BigInt(64 - this.hashBits));
+    let code = 0;
+    for (let t = 0; t < this.fragmentLength; t++) {
+      const at = position * this.fragmentLength + t;
+      code = code * this.symbols + (at < this.maxLength ? row[at] : 0);
+    }
+    const fragment = (BigInt(position) * (1n << BigInt(this.hashBits)) + BigInt(hash)) * BigInt(this.codes) + BigInt(code);
+    return [fragment, key >> 1n];
+  }
+  /** Reports fragment_* and word_* (the two sketches' fields); every value checked first. */
+  randomize(values, coins = secureCoins) {
+    values.forEach((v) => encodeString(v, this.maxLength, this.alphabet));
+    const parts = { fragment: [], word: [] };
+    const bigP = BigInt(this.positions);
+    for (const v of values) {
+      const position = Number(uniformBelow(bigP, coins));
+      const [fragment, word] = this.items(v, position);
+      parts.fragment.push(this.fragment.randomize([fragment], coins));
+      parts.word.push(this.word.randomize([word], coins));
+    }
+    const template = { fragment: this.fragment.randomize([], coins), word: this.word.randomize([], coins) };
+    const out = {};
+    for (const part of ['fragment', 'word']) {
+      for (const [k, empty] of Object.entries(template[part])) {
+        const data = parts[part].flatMap((r) => r[k].data);
+        out[`${part}_${k}`] = { dtype: empty.dtype, shape: [values.length, ...empty.shape.slice(1)], data };
+      }
+    }
+    return out;
+  }
+}
+
 // fromSpec (mechanisms.js) finds them by name
-Object.assign(MECHANISMS, { PEM, TreeHist });
+Object.assign(MECHANISMS, { PEM, TreeHist, SFP });

@@ -65,8 +65,11 @@ export {
   specFingerprint,
 } from './question.js';
 export {
+  LETTERS,
   MAX_DEFAULT_RANGE,
+  MAX_FRAGMENT_ITEMS,
   PEM,
+  SFP,
   TABLE_WIDTH,
   TreeHist,
   encodeString,

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { PEM, TreeHist, buildBody, encodeString, familySeeds, fromSpec, hashKey, prefixKey } from '../src/index.js';
+import { PEM, SFP, TreeHist, buildBody, encodeString, familySeeds, fromSpec, hashKey, prefixKey } from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
 const v = JSON.parse(readFileSync(dir + 'discovery.json', 'utf8'));
@@ -43,6 +43,17 @@ test('g, H, integer weights and the realized loss equal the Python ones', () => 
   }
 });
 
+test('SFP: budget split and realized loss equal the Python ones', () => {
+  assert.ok(v.sfp_losses.length >= 3);
+  for (const c of v.sfp_losses) {
+    const spec = fromSpec(c.mechanism);
+    assert.ok(spec instanceof SFP);
+    assert.equal(spec.privacyLoss(), c.loss, JSON.stringify(c.mechanism));
+    assert.ok(spec.privacyLoss() <= c.mechanism.params.epsilon * (1 + 1e-12));
+  }
+  assert.equal(v.bodies.filter((c) => c.body.mechanism.mechanism === 'SFP').length, 3);
+});
+
 function fixedCoins(c) {
   let iw = 0;
   return {
@@ -55,7 +66,7 @@ function fixedCoins(c) {
 }
 
 test('JSON bodies from fixed coins equal the Python reports', () => {
-  assert.ok(v.bodies.length >= 4);
+  assert.ok(v.bodies.length >= 7);
   for (const c of v.bodies) {
     const info = {
       mechanism: c.body.mechanism,
@@ -82,6 +93,10 @@ test('bad input is refused with a message naming it', () => {
   assert.throws(() => new PEM({ epsilon: 2, alphabet: 'aa' }), /alphabet must be None or a string of 1 to 4095 distinct/);
   assert.throws(() => new PEM({ epsilon: 2, control: 'both' }), /control must be None, 'fwer' or 'fdr'/);
   assert.throws(() => new TreeHist({ epsilon: 2, threshold: 0 }), /threshold must be/);
+  assert.throws(() => new SFP({ epsilon: 2, sketch: 'olh' }), /sketch must be 'hcms' or 'cms'/);
+  assert.throws(() => new SFP({ epsilon: 2, fragment_share: 1 }), /fragment_share must be in \[0.001, 0.999\]/);
+  assert.throws(() => new SFP({ epsilon: 2, alphabet: null }), /positions \* 2\^hash_bits \* symbols\^fragment_length <= 4194304/);
+  assert.throws(() => new SFP({ epsilon: 2 }).randomize(['Hello']), /alphabet characters, got \["H"\]/);
   const pem = new PEM({ epsilon: 2 });
   assert.throws(() => pem.randomize([1]), /values must be a sequence of strings/);
   assert.throws(() => pem.randomize([null]), /values must be a sequence of strings/);
