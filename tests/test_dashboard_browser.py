@@ -183,6 +183,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def collector(tmp_path: Path, static_server: str, serve_app: Any) -> str:
+    """Serve every test collection on 127.0.0.1 with tokens and CORS for the sender page."""
     pytest.importorskip("uvicorn")
     from ldpkit import Encoder
     from ldpkit.service import Collection, create_app
@@ -242,6 +243,7 @@ def _tick_value(text: str) -> float:
 
 
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
+    """Show the JS clients' reports on the dashboard, as the module docstring lists."""
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
     from ldpkit.io import reports_to_dict

@@ -189,8 +189,10 @@ def test_heavy_hitters_queries_are_checked(tmp_path: Path) -> None:
 
 
 def test_heavy_hitters_collection_from_a_config_file(tmp_path: Path) -> None:
-    """Load a TOML config naming a discovery spec (the docs' example): a heavy_hitters
-    collection whose spec is the one the config describes."""
+    """Load a TOML config naming discovery specs (the docs' example).
+
+    Each is a heavy_hitters collection whose spec is the one the config describes.
+    """
     from ldpkit.service.config import config_options, load_config
 
     path = tmp_path / "collector.toml"
@@ -211,3 +213,35 @@ def test_heavy_hitters_collection_from_a_config_file(tmp_path: Path) -> None:
     with TestClient(app) as c:
         kinds = {x["name"]: x["kind"] for x in c.get("/v1/collections").json()["collections"]}
     assert kinds == {"typed_words": "heavy_hitters", "letters": "heavy_hitters"}
+
+
+def test_heavy_hitters_searches_are_cached_per_counts(tmp_path: Path, monkeypatch: Any) -> None:
+    """Run one search per spec and counts.
+
+    A poll of an unchanged window reuses it; new reports or another control search again.
+    """
+    import ldpkit.discovery._search as search
+
+    calls = []
+    real = search.discover
+
+    def counted(spec: Any, stats: Any) -> Any:
+        calls.append(spec.control)
+        return real(spec, stats)
+
+    monkeypatch.setattr(search, "discover", counted)
+    spec = PEM(epsilon=4.0, max_length=6, top_k=5, hash_range=48, hash_functions=64)
+    batches = _batches(spec, seed=31)
+    app = create_app({"w": spec}, f"sqlite:///{tmp_path / 'c.db'}")
+    with TestClient(app) as c:
+        assert c.post("/v1/reports/w", content=reports_to_bytes(batches[0])).status_code == 201
+        calls.clear()  # (the probe at start-up searched a sample)
+        first = c.get("/v1/collections/w/estimate").json()
+        again = c.get("/v1/collections/w/estimate").json()
+        assert (first, len(calls)) == (again, 1)
+        c.get("/v1/collections/w/estimate", params={"control": "fdr"})
+        assert calls == [None, "fdr"]
+        assert c.post("/v1/reports/w", content=reports_to_bytes(batches[1])).status_code == 201
+        more = c.get("/v1/collections/w/estimate").json()
+        assert len(calls) == 3 and more["n"] == first["n"] + len(batches[1])
+    _assert_same(more, spec.estimate(_merged(spec, batches[:2])))

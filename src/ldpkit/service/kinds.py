@@ -13,7 +13,10 @@ the strings the server's search discovers). A new kind is one class here, added 
 """
 
 import dataclasses
+import hashlib
+import threading
 import warnings
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 import numpy as np
@@ -220,6 +223,19 @@ class OpenFrequencyKind(Kind):
 
 #: Values of the ``control`` query parameter: the error control of a discovery's list.
 CONTROLS = {"none": None, "fwer": "fwer", "fdr": "fdr"}
+#: Searches kept per process: a dashboard polling an unchanged window asks for the same
+#: search every few seconds, and one search costs seconds of CPU.
+MAX_CACHED_SEARCHES = 32
+
+
+def _stats_digest(stats: Stats) -> bytes:
+    """Digest the Stats' counts (the search's only input besides the spec)."""
+    digest = hashlib.blake2b(str(stats.n).encode(), digest_size=16)
+    for name in sorted(stats.arrays):
+        arr = np.ascontiguousarray(stats.arrays[name])
+        digest.update(f"{name}{arr.dtype.str}{arr.shape}".encode())
+        digest.update(arr.tobytes())
+    return digest.digest()
 
 
 class HeavyHittersKind(Kind):
@@ -237,6 +253,26 @@ class HeavyHittersKind(Kind):
 
     name = "heavy_hitters"
     has_top = True
+
+    def __init__(self) -> None:
+        """Start with an empty cache of searches (keyed by the spec and the counts)."""
+        self._found: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def search(self, asked: Mechanism, stats: Stats) -> Any:
+        """Return ``asked.estimate`` of the counts of ``stats``, cached for equal counts."""
+        key = (asked.fingerprint, _stats_digest(stats))
+        with self._lock:
+            if key in self._found:
+                self._found.move_to_end(key)
+                return self._found[key]
+        # the reports do not depend on the server-side parameters: the same counts
+        found = asked.estimate(Stats._exact(asked, stats.n, dict(stats.arrays)))
+        with self._lock:
+            self._found[key] = found
+            while len(self._found) > MAX_CACHED_SEARCHES:
+                self._found.popitem(last=False)
+        return found
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
         """Whether ``spec`` is a discovery spec whose estimate is a HeavyHitters."""
@@ -275,8 +311,7 @@ class HeavyHittersKind(Kind):
     ) -> None:
         """Run the search on ``stats`` under the query's spec; the found strings."""
         asked = self.query_spec(spec, query)
-        # the reports do not depend on the server-side parameters: the same counts
-        found = asked.estimate(Stats._exact(asked, stats.n, dict(stats.arrays)))
+        found = self.search(asked, stats)
         low, high = found.confidence_interval()
         result.labels = list(found.items)
         result.frequencies = found.frequencies.tolist()
@@ -372,7 +407,7 @@ KINDS: dict[str, Kind] = {
 
 
 def kind_of(spec: Mechanism, stats: Stats) -> Kind:
-    """The kind serving ``spec``; ValueError naming what the collector can serve otherwise."""
+    """Return the kind serving ``spec``; ValueError naming what the collector serves else."""
     for first in ("open_frequency", "heavy_hitters"):  # their plain estimate is not reused
         if KINDS[first].serves(spec, stats):
             return KINDS[first]
