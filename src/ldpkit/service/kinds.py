@@ -419,9 +419,9 @@ def kind_of(spec: Mechanism, stats: Stats) -> Kind:
         if kind.name not in ("open_frequency", "heavy_hitters") and kind.serves(spec, stats):
             return kind
     raise ValueError(
-        f"collection spec {spec!r} must estimate frequencies, a distribution, a mean or "
-        "heavy hitters, "
-        f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
+        f"collection spec {spec!r} must estimate frequencies, a distribution or a mean "
+        f"(or discover heavy hitters), got {type(est).__name__}; aggregate it offline with "
+        "ldpkit.distributed instead"
     )
 
 
