@@ -151,13 +151,13 @@ _SMALL = {
     "num_bits": 16,
     "num_cohorts": 2,
     "padding": 2,  # ldpkit.sets: the padding length of padding-and-sampling
-    "max_length": 3,  # discovery specs (issue 29): a 3-level prefix tree
+    "max_length": 3,  # discovery specs: a 3-level prefix tree
     "domain_sizes": (3, 4),  # ldpkit.multidim: two attributes
 }
 
 
 def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
-    """A valid spec of ``mechanism`` (a registered name or class) with small sizes.
+    """Return a valid spec of ``mechanism`` (a registered name or class) with small sizes.
 
     Every size field the mechanism has (``domain_size`` 6, ``buckets`` 16, ``bins`` 8,
     ``max_level`` 3, RAPPOR's ``num_bits`` 16 and ``num_cohorts`` 2) is set small;
@@ -301,14 +301,16 @@ def _is_categorical(spec: Any) -> bool:
 
 
 def _domain_size(spec: Any) -> int:
-    """Length of a categorical estimate: ``domain_size`` (or ``buckets`` of a discrete
-    numerical mechanism)."""
+    """Return the length of a categorical estimate.
+
+    ``domain_size`` (or ``buckets`` of a discrete numerical mechanism).
+    """
     d = getattr(spec, "domain_size", None)
     return int(d if d is not None else spec.buckets)
 
 
 def _input_size(spec: Any) -> int:
-    """Number of valid inputs of a categorical mechanism."""
+    """Return the number of valid inputs of a categorical mechanism."""
     if type(spec).__name__ == "SignedSubsetSelection":
         return 2 * int(spec.domain_size)  # signed one-hot codes: +e_k as k, -e_k as d + k
     return _domain_size(spec)
@@ -419,7 +421,7 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
 
 
 def _check_stats_schema(spec: Any, stats: Any) -> None:
-    """Stats check their arrays against ``spec.stats_schema()`` (issue 12)."""
+    """Check that Stats check their arrays against ``spec.stats_schema()``."""
     from .spec import Stats
 
     schema = spec.stats_schema()

@@ -294,9 +294,11 @@ def create_app(
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
-        """200 ``ok``; 200 ``degraded`` when roll-up compaction keeps failing or falls
-        behind (ingest and estimates still work, estimates get slower); 503 when the
-        database does not answer."""
+        """Report the collector's health: 200 ``ok``.
+
+        200 ``degraded`` when roll-up compaction keeps failing or falls behind (ingest and
+        estimates still work, estimates get slower); 503 when the database does not answer.
+        """
         try:
             store.ping()
             compaction = collector.compaction_health()
@@ -455,7 +457,7 @@ def create_app(
             ),
         ] = None,
     ) -> EstimateResult:
-        """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
+        """Return the estimate over whole buckets in ``[since, until)`` (everything by default)."""
         items = None if candidates is None else candidates.split(",")
         return estimate_of(  # type: ignore[return-value]
             collection,
@@ -492,8 +494,10 @@ def create_app(
         until: TimeParam = None,
         top_k: TopK = None,
     ) -> EstimateResult:
-        """The estimate of an open-domain collection for the body's candidates (JSON
-        strings and integers, as typed: ``"7"`` and ``7`` are different items)."""
+        """Estimate an open-domain collection for the body's candidates.
+
+        JSON strings and integers, as typed: ``"7"`` and ``7`` are different items.
+        """
         # The body is read here, under a size limit, before pydantic parses any of it.
         collector.authorize(request, "read")
         try:
@@ -506,7 +510,7 @@ def create_app(
         return answer  # type: ignore[no-any-return]
 
     async def _limited_json(request: Request) -> Any:
-        """The request's JSON body; 413 past MAX_CANDIDATES_BODY bytes, 422 if not JSON."""
+        """Read the request's JSON body: 413 past MAX_CANDIDATES_BODY bytes, 422 if not JSON."""
         too_large = HTTPException(
             413,
             f"candidates body must be at most {MAX_CANDIDATES_BODY} bytes (at most "
@@ -539,7 +543,7 @@ def create_app(
         since: TimeParam = None,
         until: TimeParam = None,
     ) -> BucketList:
-        """Reports and batches per roll-up bucket (a time series; estimate each with since/until)."""
+        """List reports and batches per roll-up bucket (a time series)."""
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
@@ -592,7 +596,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> BatchList:
-        """Stored batches (oldest first): id, token name, size, arrival time."""
+        """List the stored batches (oldest first): id, token name, size, arrival time."""
         collector.authorize(request, "admin")
         collector.get(collection)
         s, u = collector.window(since, until)

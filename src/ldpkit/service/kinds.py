@@ -56,8 +56,10 @@ class EstimateQuery:
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
-    """Values to try on ``spec.randomize`` when probing it: 64 evenly spaced reals (for a
-    spec with ``low``/``high``), item numbers, or zeros."""
+    """Return values to try on ``spec.randomize`` when probing it.
+
+    64 evenly spaced reals (for a spec with ``low``/``high``), item numbers, or zeros.
+    """
     low, high = getattr(spec, "low", None), getattr(spec, "high", None)
     out: list[Any] = []
     if isinstance(low, (int, float)) and isinstance(high, (int, float)):
@@ -120,7 +122,7 @@ class Kind:
 
 
 def _top(result: EstimateResult, est: FrequencyEstimate, items: list[Any], k: int | None) -> None:
-    """The k most frequent of ``items`` (by estimate; ties in item order), with intervals."""
+    """Fill in the k most frequent of ``items`` (ties in item order), with intervals."""
     if k is None:
         return
     assert result.ci_low is not None and result.ci_high is not None
@@ -155,16 +157,19 @@ class FrequencyKind(Kind):
     has_top = True
 
     def postprocessing(self) -> list[str]:
+        """Return the consistency methods this kind accepts."""
         from ..consistency import METHODS
 
         return sorted(METHODS)
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a FrequencyEstimate."""
         return isinstance(spec.estimate(stats), FrequencyEstimate)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the frequency estimate, its intervals and top items into ``result``."""
         from ..consistency import METHODS
 
         est = spec.estimate(stats)
@@ -177,21 +182,25 @@ class FrequencyKind(Kind):
 
 
 class OpenFrequencyKind(Kind):
-    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``): the
-    reader names the candidates; the answer is their frequencies (``labels`` = the
-    candidates), intervals and, with ``top_k``, the most frequent of them."""
+    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``).
+
+    The reader names the candidates; the answer is their frequencies (``labels`` = the
+    candidates), intervals and, with ``top_k``, the most frequent of them.
+    """
 
     name = "open_frequency"
     takes_candidates = True
     has_top = True
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec`` is an open-domain oracle that estimates candidates."""
         if not isinstance(spec, OpenDomainOracle) or spec.domain_size is not None:
             return False
         spec.estimate(stats, candidates=[0, "a"])  # raises if it cannot answer
         return True
 
     def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """Refuse a query without candidates (400)."""
         super().check(spec, query)
         if query.candidates is None:
             raise HTTPException(
@@ -214,6 +223,7 @@ class OpenFrequencyKind(Kind):
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the candidates' estimate, intervals and top items into ``result``."""
         assert query.candidates is not None  # check() ran
         est = spec.estimate(stats, candidates=query.candidates)  # type: ignore[call-arg]
         _frequency_fields(result, est, query.alpha)
@@ -275,7 +285,7 @@ class HeavyHittersKind(Kind):
         return found
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
-        """Whether ``spec`` is a discovery spec whose estimate is a HeavyHitters."""
+        """Tell whether ``spec`` is a discovery spec whose estimate is a HeavyHitters."""
         from ..discovery import SFP
         from ..discovery.prefix import PrefixDiscovery
         from ..discovery.result import HeavyHitters
@@ -298,7 +308,7 @@ class HeavyHittersKind(Kind):
             raise HTTPException(422, str(exc)) from None
 
     def check(self, spec: Mechanism, query: EstimateQuery) -> None:
-        """422 for a query a discovery cannot answer (before any read of the store)."""
+        """Refuse (422) a query a discovery cannot answer, before any read of the store."""
         super().check(spec, query)
         if query.control is not None and query.control not in CONTROLS:
             raise HTTPException(
@@ -309,7 +319,7 @@ class HeavyHittersKind(Kind):
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
-        """Run the search on ``stats`` under the query's spec; the found strings."""
+        """Write the strings the query's search finds in ``stats`` into ``result``."""
         asked = self.query_spec(spec, query)
         found = self.search(asked, stats)
         low, high = found.confidence_interval()
@@ -339,14 +349,17 @@ class DistributionKind(Kind):
     name = "distribution"
 
     def postprocessing(self) -> list[str]:
+        """Return the distribution post-processing methods this kind accepts."""
         return list(DISTRIBUTION_POSTPROCESS)
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a Distribution."""
         return isinstance(spec.estimate(stats), Distribution)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the distribution, its mean and quantiles into ``result``."""
         est = spec.estimate(stats)
         if query.postprocessing is not None:
             if not hasattr(est, "postprocess"):
@@ -380,11 +393,13 @@ class MeanKind(Kind):
     name = "mean"
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a MeanEstimate."""
         return isinstance(spec.estimate(stats), MeanEstimate)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the mean and its interval into ``result``."""
         est = spec.estimate(stats)
         interval = est.confidence_interval(query.alpha)
         result.mean = float(est.mean)
@@ -407,7 +422,7 @@ KINDS: dict[str, Kind] = {
 
 
 def kind_of(spec: Mechanism, stats: Stats) -> Kind:
-    """Return the kind serving ``spec``; ValueError naming what the collector serves else."""
+    """Return the kind serving ``spec``; ValueError naming what the collector can serve."""
     for first in ("open_frequency", "heavy_hitters"):  # their plain estimate is not reused
         if KINDS[first].serves(spec, stats):
             return KINDS[first]
