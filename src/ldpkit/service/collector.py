@@ -431,11 +431,12 @@ class _Collector:
         candidates: list[Any] | None = None,
         top_k: int | None = None,
         merged: tuple[Stats, int] | None = None,
+        control: str | None = None,
     ) -> EstimateResult:
         collection = self.collections[name]
         spec = collection.spec
         kind = KINDS[self.kinds[name]]
-        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k)
+        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k, control)
         kind.check(spec, query)
         # merged: the window's (Stats, batches) when the caller read them already (windows.py)
         stats, batches = merged or self.store.merged(name, spec, since=since, until=until)
