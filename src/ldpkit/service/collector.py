@@ -28,7 +28,7 @@ from .config import (
     _plain_label,
 )
 from .decode import BatchDecoder
-from .kinds import KINDS, EstimateQuery, kind_of, sample_inputs
+from .kinds import KINDS, EstimateQuery, kind_of, longitudinal_info, sample_inputs
 from .models import (
     CollectionInfo,
     EncoderInfo,
@@ -42,7 +42,6 @@ from .store import (
     CollectorStore,
     IdempotencyConflict,
 )
-from .windows import longitudinal_info
 
 log = logging.getLogger("ldpkit.service")
 

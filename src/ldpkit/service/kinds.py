@@ -27,7 +27,7 @@ from ..frequency._open import OpenDomainOracle
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Stats
-from .models import DistributionResult, EstimateResult, TopItem
+from .models import DistributionResult, EstimateResult, LongitudinalInfo, TopItem
 
 # Distribution.postprocess methods (biased, but a proper distribution with quantiles).
 DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
@@ -469,3 +469,27 @@ def _distribution_intervals(
     out.mean_ci = [float(m_lo), float(m_hi)]
     out.quantile_ci = {f"{q:g}": [float(a), float(b)] for q, a, b in zip(qs, q_lo, q_hi)}
     out.cdf_low, out.cdf_high = np.asarray(c_lo).tolist(), np.asarray(c_hi).tolist()
+
+
+#: Distinct values standing for "any number" when asking a spec its worst-case loss (every
+#: memo key count the library's specs cap at is far below it).
+_ANY_NUMBER = 1 << 40
+
+
+def longitudinal_info(spec: Mechanism) -> LongitudinalInfo | None:
+    """Return the budgets of ``spec`` if it reports repeated answers (None otherwise).
+
+    A spec is longitudinal when it has ``longitudinal_privacy_loss`` (the L-protocols,
+    LOLOHA, DBitFlipPM, OneBitMean).
+    """
+    loss = getattr(spec, "longitudinal_privacy_loss", None)
+    one = getattr(spec, "privacy_loss", None)
+    if loss is None or one is None:
+        return None
+    change = getattr(spec, "change_privacy_loss", None)
+    return LongitudinalInfo(
+        epsilon_1=float(one()),
+        epsilon_inf=float(loss(1)),
+        epsilon_change=float(change() if change is not None else loss(1)),
+        epsilon_max=float(loss(_ANY_NUMBER)),
+    )
