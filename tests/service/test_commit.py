@@ -85,7 +85,8 @@ def test_sqlite_compacts_in_the_loop_thread_unless_a_transaction_was_slow(tmp_pa
         on_loop = list(threads)
         assert on_loop and set(on_loop) == {loop_thread}
         del threads[:]
-        store._off_loop_until = float("inf")  # as after a commit over slow_commit_seconds
+        # as after a commit over slow_commit_seconds
+        store.loop_guard.off_loop_until = float("inf")
         asyncio.run(run(3))
         assert threads and loop_thread not in threads
         asyncio.run(committer.close())

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
 import json
 import logging
 import threading
@@ -88,7 +87,6 @@ from .schema import (
     DEFAULT_DELETED_KEYS_SECONDS,
     DEFAULT_MAX_PARTS,
     _Layout,
-    _utc,
     batches_table,
     collections_table,
     deleted_keys_table,
@@ -97,6 +95,16 @@ from .schema import (
     reports_table,
     rollup_parts_table,
     rollups_table,
+)
+from .writes import (
+    COLLECTION_LOCK_CLASS,
+    COMPACT_LOCK,
+    LoopGuard,
+    RollupWrites,
+    bump_generation,
+    collection_lock_id,
+    lock_shared_sql,
+    merge_members,
 )
 
 logger = logging.getLogger("ldpkit.service")
@@ -120,40 +128,6 @@ __all__ = [
 ]
 
 
-def _merge_members(members: Sequence[PendingBatch]) -> Stats:
-    stats = [m.stats for m in members]
-    if any(s is None for s in stats):
-        raise ValueError("every batch must carry its Stats when no combine function is given")
-    first, *rest = stats
-    return first.merge(*rest)  # type: ignore[union-attr, arg-type]
-
-
-# Per-collection advisory locks (PostgreSQL), keyed (class, collection) in the two-int4 key
-# space, apart from the one-bigint compaction lock: every group commit takes its collections'
-# locks in shared mode, an admin delete takes its collection's exclusively (delete_batches).
-_COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
-
-
-def _collection_lock_id(collection: str) -> int:
-    """The collection's int4 advisory-lock key: 31 bits of sha256 of its name (non-negative,
-    so the inlined literal is an int4; a collision only makes two collections' deletes wait
-    for each other's writers)."""
-    return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big") & 0x7FFFFFFF
-
-
-@functools.lru_cache(maxsize=256)
-def _lock_shared_sql(names: frozenset[str]) -> str:
-    """One statement taking the shared lock of each collection in ``names`` (on the
-    PostgreSQL group-commit path: one more statement in the same pipelined round trip)."""
-    # Sorted: the same order in every transaction. Integer keys inlined and the text built
-    # once per set of names: nothing to adapt or hash per group commit.
-    calls = ", ".join(
-        f"pg_advisory_xact_lock_shared({_COLLECTION_LOCK_CLASS}, {_collection_lock_id(c)})"
-        for c in sorted(names)
-    )
-    return f"SELECT {calls}"
-
-
 @functools.lru_cache(maxsize=256)
 def _insert_batches_locked_sql(names: frozenset[str]) -> str:
     """``CollectorStore._PG_INSERT_BATCHES`` taking the shared locks of ``names`` first.
@@ -164,7 +138,7 @@ def _insert_batches_locked_sql(names: frozenset[str]) -> str:
     """
     insert_ = CollectorStore._PG_INSERT_BATCHES
     head, tail = insert_.split(" SELECT * FROM ", 1)
-    return f"WITH l AS ({_lock_shared_sql(names)}) {head} SELECT u.* FROM {tail} AS u, l"
+    return f"WITH l AS ({lock_shared_sql(names)}) {head} SELECT u.* FROM {tail} AS u, l"
 
 
 @functools.lru_cache(maxsize=256)
@@ -182,7 +156,7 @@ def _group_single_sql(names: frozenset[str], parts: int) -> str:
     """
     values = ", ".join(["(%s, %s::bigint, %s, %s::bigint, %s::bigint, %s::bytea)"] * parts)
     return (
-        f"WITH l AS ({_lock_shared_sql(names)}),"
+        f"WITH l AS ({lock_shared_sql(names)}),"
         " b AS (INSERT INTO ldpkit_batches (batch_id, collection, token, n, received_at, bucket)"
         " SELECT u.i, u.c, u.t, u.n, to_timestamp(u.r), u.k FROM unnest(%s::text[], %s::text[],"
         " %s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) AS u(i, c, t, n, r, k), l),"
@@ -229,9 +203,8 @@ class CollectorStore:
         self.reader = StoreReader(self.engine, self.layouts, self.bucket_seconds)
         self._fold_sql: tuple[Any, Any, Any] | None = None
         self._key_sql: Any = None
-        # Roll-up parts may exist (written since the last compaction, or left by an earlier
-        # process): the committer compacts soon after it starts.
-        self._dirty = True
+        # What every write path shares: buckets, roll-up parts and their count, retries.
+        self.writes = RollupWrites(self.layouts, self.bucket_seconds, self.reader)
         # Compaction's bound and health (this process; see try_compact): more than
         # `max_parts` unfolded parts in a collection make an estimate or the committer
         # compact at once; failures are counted and reported by /healthz and /metrics.
@@ -240,16 +213,11 @@ class CollectorStore:
         self.compaction_failures = 0  # consecutive
         self.last_compaction_error: str | None = None
         self.on_compaction: Callable[[int | None], None] | None = None
-        self.parts_written = 0  # by this process since its last compaction
-        self._part_writes = 0  # group commits that wrote parts, ever (see compact)
         self._last_failure = -float("inf")
         self._compact_lock = threading.Lock()
-        self._count_lock = threading.Lock()  # PostgreSQL commits groups from two threads
         # SQLite group commits run in the event loop's thread unless one was slow lately
         # (commit_group_async).
-        self.slow_commit_seconds = 0.1
-        self.off_loop_seconds = 3.0
-        self._off_loop_until = -float("inf")
+        self.loop_guard = LoopGuard()
         # PostgreSQL group commits: connections kept by the committer threads (no pool
         # checkout, no pre-ping round trip per group), one per group in flight; see
         # commit_group_pg. _pg_lock guards the list of idle ones.
@@ -259,8 +227,6 @@ class CollectorStore:
         # (commit_group_async); larger ones in a committer thread, where building and
         # sending their statement does not hold up the loop's reading of requests.
         self.in_loop_max_group = 12
-        # received_at -> Unix seconds (the app's clock hands out one datetime per second).
-        self._epochs: dict[dt.datetime, int] = {}
         # The retry window: how long a deleted batch's idempotency key stays refused
         # (BatchDeleted). A client retries an unanswered batch within minutes to days (a
         # phone offline for a while); a retry older than this is stored as a new batch.
@@ -400,22 +366,13 @@ class CollectorStore:
 
     # -- writing -----------------------------------------------------------------------------
     def bucket_of(self, collection: str, when: dt.datetime) -> int:
-        width = self.bucket_seconds[collection]
-        epoch = self._epochs.get(when)
-        if epoch is None:
-            epoch = self._epoch(when)
-        return epoch // width * width
+        """Return the start (Unix seconds) of the bucket of ``collection`` holding ``when``."""
+        return self.writes.bucket_of(collection, when)
 
-    def _epoch(self, when: dt.datetime) -> int:
-        """``int(when.timestamp())``, cached for whole-second times with a zone (the app's
-        clock hands out one such datetime per second; ``_single_statement`` relies on the
-        cache holding only those)."""
-        epoch = int(when.timestamp())
-        if when.tzinfo is not None and not when.microsecond:
-            if len(self._epochs) >= 256:  # one new second per second under load
-                self._epochs.clear()
-            self._epochs[when] = epoch
-        return epoch
+    @property
+    def parts_written(self) -> int:
+        """Roll-up parts this process wrote since its last compaction."""
+        return self.writes.parts_written
 
     def add_batch(
         self,
@@ -465,7 +422,7 @@ class CollectorStore:
         for attempt in range(3):
             try:
                 with self.engine.begin() as conn:
-                    return self._commit_group(conn, items, combine or _merge_members)
+                    return self._commit_group(conn, items, combine or merge_members)
             except IntegrityError:
                 if attempt == 2:
                     raise
@@ -503,7 +460,7 @@ class CollectorStore:
         costs one clock read per group.
         """
         if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
-            merge = combine or _merge_members
+            merge = combine or merge_members
             if connections is not None and len(items) <= self.in_loop_max_group:
                 try:
                     done = await self._commit_group_pg_in_loop(items, merge, connections)
@@ -512,46 +469,20 @@ class CollectorStore:
                 if done is not None:
                     return done
             return await run_blocking(lambda: self.commit_group_pg(items, merge))  # type: ignore[no-any-return]
-        merge = combine or _merge_members
+        merge = combine or merge_members
         if self.backend != "sqlite":
             return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
-        if time.monotonic() < self._off_loop_until:  # a commit stalled lately: see above
-            return await run_blocking(lambda: self._timed(self.commit_group, items, merge))  # type: ignore[no-any-return]
-        return self._timed(self._commit_sqlite_here, items, merge)
-
-    def _timed(
-        self,
-        commit: Callable[..., list[BatchRecord | Exception]],
-        items: Sequence[PendingBatch],
-        merge: Callable[[Sequence[PendingBatch]], Stats],
-    ) -> list[BatchRecord | Exception]:
-        """``commit(items, merge)``, noting a slow one (see :meth:`commit_group_async`)."""
-        start = time.perf_counter()
-        try:
-            return commit(items, merge)
-        finally:
-            self._note_loop_time(time.perf_counter() - start, "group commit")
-
-    def _note_loop_time(self, took: float, what: str) -> None:
-        """A SQLite transaction that took ``took`` s: past ``slow_commit_seconds``, the next
-        commits and compactions run off the event loop for ``off_loop_seconds``."""
-        if took > self.slow_commit_seconds:
-            if time.monotonic() >= self._off_loop_until:
-                logger.warning(
-                    "a SQLite %s took %.3f s (> %.3f s): the next ones run off the event "
-                    "loop for %.0f s",
-                    what,
-                    took,
-                    self.slow_commit_seconds,
-                    self.off_loop_seconds,
-                )
-            self._off_loop_until = time.monotonic() + self.off_loop_seconds
+        if not self.loop_guard.on_loop:  # a commit stalled lately: see above
+            return await run_blocking(
+                lambda: self.loop_guard.timed(self.commit_group, items, merge)
+            )  # type: ignore[no-any-return]
+        return self.loop_guard.timed(self._commit_sqlite_here, items, merge)
 
     @property
     def compacts_on_loop(self) -> bool:
         """Whether the committer folds roll-up parts in its event loop's thread (SQLite, no
         slow transaction lately): see :meth:`try_compact_on_loop`."""
-        return self.backend == "sqlite" and time.monotonic() >= self._off_loop_until
+        return self.backend == "sqlite" and self.loop_guard.on_loop
 
     def try_compact_on_loop(self) -> int | None:
         """:meth:`try_compact` in the calling (event loop's) thread, without waiting for
@@ -569,7 +500,7 @@ class CollectorStore:
         try:
             return self.try_compact(wait=False)
         finally:
-            self._note_loop_time(time.perf_counter() - start, "roll-up compaction")
+            self.loop_guard.note(time.perf_counter() - start, "roll-up compaction")
 
     def _commit_sqlite_here(
         self,
@@ -618,36 +549,6 @@ class CollectorStore:
         " VALUES (%s, %s, %s, %s, %s, %s)"
     )
 
-    def _wrote_parts(self, count: int) -> None:
-        """Count a group's roll-up parts (for the bound and for compact's done check)."""
-        with self._count_lock:
-            self._dirty = True
-            self.parts_written += count
-            self._part_writes += 1
-
-    def _parts(
-        self,
-        items: Sequence[PendingBatch],
-        new: Sequence[int],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
-        buckets: Mapping[int, int] | Sequence[int] | None = None,
-    ) -> list[tuple[str, int, str, int, int, bytes]]:
-        """One roll-up part per (collection, bucket, token) of the new batches, in key order
-        (``buckets``: the batches' buckets by index, when the caller has them)."""
-        groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
-        for i in new:
-            b = items[i]
-            bucket = (
-                buckets[i] if buckets is not None else self.bucket_of(b.collection, b.received_at)
-            )
-            groups[(b.collection, bucket, b.token)].append(b)
-        out = []
-        for key in sorted(groups):
-            members = groups[key]
-            stats = combine(members)
-            out.append((*key, stats.n, len(members), self.layouts[key[0]].pack(stats)))
-        return out
-
     @staticmethod
     def _drop_pg_raw(conn: Any) -> None:
         try:
@@ -676,7 +577,7 @@ class CollectorStore:
         import psycopg
         from sqlalchemy.exc import DBAPIError
 
-        merge = combine or _merge_members
+        merge = combine or merge_members
         # A kept connection of our own for this group (two groups of one process may be in
         # flight, each in its own committer thread and transaction).
         with self._pg_lock:
@@ -723,57 +624,6 @@ class CollectorStore:
                 with self._pg_lock:
                     self._pg_idle.append(kept)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _decide(
-        self,
-        items: Sequence[PendingBatch],
-        digests: Mapping[int, str],
-        prior: Mapping[tuple[str, str, str], tuple[Any, ...]],
-        results: list[BatchRecord | Exception | None],
-        deleted: Mapping[tuple[str, str, str], tuple[str, Any]] | None = None,
-    ) -> tuple[list[int], dict[int, BatchRecord]]:
-        """Sort a group's items into new batches and retries (both commit paths).
-
-        ``prior`` maps ``(collection, token, idempotency_key)`` of keys stored before this
-        group to ``(digest, batch_id, n, received_at)``, ``deleted`` those of deleted
-        batches to ``(batch_id, deleted_at)``. A retry of a stored key, or of a key seen
-        earlier in the group, gets its result (the first batch's record, or an
-        :class:`IdempotencyConflict`) in ``results``, a key of a deleted batch a
-        :class:`BatchDeleted`; returns the indices of the new batches and their records.
-        """
-        new: list[int] = []
-        first_in_group: dict[tuple[str, str, str], int] = {}
-        records: dict[int, BatchRecord] = {}
-        ids = new_batch_ids(len(items))  # one each (a retry's goes unused)
-        for i, b in enumerate(items):
-            if b.idempotency_key:
-                ident = (b.collection, b.token, b.idempotency_key)
-                if deleted and ident in deleted:
-                    gone_id, gone_at = deleted[ident]
-                    results[i] = BatchDeleted(
-                        f"Idempotency-Key {b.idempotency_key!r} must name a stored batch, but "
-                        f"its batch {gone_id} was deleted by an administrator at "
-                        f"{_utc(gone_at).isoformat()}; a deleted batch is not stored again "
-                        "(a retry must not undo a delete): send new data with a new key"
-                    )
-                    continue
-                if ident in prior:
-                    digest, batch_id, n, received_at = prior[ident]
-                    results[i] = self._retry(
-                        b, digests[i], digest, batch_id, int(n), _utc(received_at)
-                    )
-                    continue
-                if ident in first_in_group:
-                    j = first_in_group[ident]
-                    r = records[j]
-                    results[i] = self._retry(
-                        b, digests[i], digests[j], r.batch_id, r.n, r.received_at
-                    )
-                    continue
-                first_in_group[ident] = i
-            records[i] = BatchRecord(ids[i], b.collection, b.n, b.received_at, token=b.token)
-            new.append(i)
-        return new, records
 
     @staticmethod
     def _batch_rows_json(
@@ -822,7 +672,7 @@ class CollectorStore:
         psycopg prepares it server-side after a few executions (``prepare_threshold``).
         """
         # One pass, no per-item method calls: this runs on the event loop once per group.
-        epochs, widths = self._epochs, self.bucket_seconds
+        epochs, widths = self.writes.epochs, self.bucket_seconds
         closed: dict[str, int] = {}
         seconds: list[int] = []
         buckets: list[int] = []
@@ -830,11 +680,11 @@ class CollectorStore:
             if b.idempotency_key or b.raw is not None:
                 return None
             when = b.received_at
-            epoch = epochs.get(when)  # only whole seconds with a zone (see _epoch)
+            epoch = epochs.get(when)  # only whole seconds with a zone (see RollupWrites.epoch)
             if epoch is None:
                 if when.tzinfo is None or when.microsecond:
                     return None
-                epoch = self._epoch(when)
+                epoch = self.writes.epoch(when)
             width = widths[b.collection]
             bucket = epoch // width * width
             limit = closed.get(b.collection)
@@ -849,8 +699,8 @@ class CollectorStore:
             BatchRecord(i, b.collection, b.n, b.received_at, token=b.token)
             for i, b in zip(ids, items)
         ]
-        parts = self._parts(items, range(len(items)), combine, buckets)
-        self._wrote_parts(len(parts))
+        parts = self.writes.parts(items, range(len(items)), combine, buckets)
+        self.writes.wrote_parts(len(parts))
         params = (
             _array_literal(ids),
             _array_literal([_array_item(b.collection) for b in items]),
@@ -974,7 +824,7 @@ class CollectorStore:
             # of their own before (same round trip): at READ COMMITTED a statement's
             # snapshot predates any lock it waits for, and an admin delete in flight must be
             # seen entirely (see delete_batches).
-            raw.cursor().execute(_lock_shared_sql(frozenset(k[0] for k in keyed)))
+            raw.cursor().execute(lock_shared_sql(frozenset(k[0] for k in keyed)))
             where = (
                 " WHERE (collection, token, idempotency_key) IN ("
                 + ", ".join(["(%s, %s, %s)"] * len(keyed))
@@ -992,7 +842,7 @@ class CollectorStore:
                     deleted[(row[0], row[1], row[2])] = (row[4], row[6])
                 else:
                     prior[(row[0], row[1], row[2])] = row[3:7]
-        new, records = self._decide(items, digests, prior, results, deleted)
+        new, records = self.writes.decide(items, digests, prior, results, deleted)
         if new:
             buckets = {i: self.bucket_of(items[i].collection, items[i].received_at) for i in new}
             # Keyed rows in key order: two writers inserting the same keys wait for each
@@ -1016,10 +866,10 @@ class CollectorStore:
             ]
             if raw_rows:
                 cur.executemany(self._PG_INSERT_RAW, raw_rows)
-            parts = self._parts(items, new, combine)
+            parts = self.writes.parts(items, new, combine)
             cur.executemany(self._INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
-            self._wrote_parts(len(parts))
+            self.writes.wrote_parts(len(parts))
             for c in sorted({c for c, bucket, _ in keys if bucket < self.reader.closed_before(c)}):
                 cur.execute(self._PG_BUMP, (c,))
             for i in new:
@@ -1041,7 +891,7 @@ class CollectorStore:
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         if self.backend == "postgresql":  # as in _commit_group_pg (see delete_batches)
-            conn.exec_driver_sql(_lock_shared_sql(frozenset(b.collection for b in items)))
+            conn.exec_driver_sql(lock_shared_sql(frozenset(b.collection for b in items)))
         digests: dict[int, str] = {
             i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
         }
@@ -1068,7 +918,7 @@ class CollectorStore:
                 else:
                     prior[ident] = (row.digest, row.batch_id, row.n, row.received_at)
         # 2. Decide each item: new, duplicate, conflict or deleted.
-        new, records = self._decide(items, digests, prior, results, deleted)
+        new, records = self.writes.decide(items, digests, prior, results, deleted)
         if new and self.backend == "sqlite":
             # One executemany of plain tuples: the ORM's per-row parameter processing cost
             # ~1/3 of a one-report batch's share of the group. received_at goes through
@@ -1121,36 +971,20 @@ class CollectorStore:
                 conn.execute(insert(reports_table), raw)
             # 3. The group's Stats as roll-up parts: one INSERT per (collection, bucket,
             # token), no read of the roll-up row (the compactor folds parts in later).
-            parts = self._parts(items, new, combine)
+            parts = self.writes.parts(items, new, combine)
             if self.backend == "sqlite":
                 conn.exec_driver_sql(self._INSERT_PART.replace("%s", "?"), parts)
             else:
                 names = ("collection", "bucket", "token", "n", "batches", "arrays")
                 conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
             groups = {(p[0], p[1], p[2]) for p in parts}
-            self._wrote_parts(len(parts))
+            self.writes.wrote_parts(len(parts))
             late = {c for c, bucket, _ in groups if bucket < self.reader.closed_before(c)}
             for c in sorted(late):  # a write into a bucket readers may have cached
-                self._bump(conn, c)
+                bump_generation(conn, c)
             for i in new:
                 results[i] = records[i]
         return [r if r is not None else RuntimeError("unreachable") for r in results]
-
-    @staticmethod
-    def _retry(
-        b: PendingBatch,
-        digest: str,
-        stored_digest: str | None,
-        batch_id: str,
-        n: int,
-        received_at: dt.datetime,
-    ) -> BatchRecord | Exception:
-        if stored_digest != digest:
-            return IdempotencyConflict(
-                f"Idempotency-Key {b.idempotency_key!r} must identify one batch, but it was used "
-                f"for batch {batch_id} with different reports; use a new key for new data"
-            )
-        return BatchRecord(batch_id, b.collection, n, received_at, duplicate=True, token=b.token)
 
     def _key_lookup_statement(self) -> Any:
         """Stored and deleted batches of some keys of one (collection, token), in one
@@ -1265,7 +1099,7 @@ class CollectorStore:
     @property
     def needs_compaction(self) -> bool:
         """Whether this process wrote roll-up parts since its last compaction."""
-        return self._dirty
+        return self.writes.dirty
 
     def try_compact(self, *, wait: bool = True) -> int | None:
         """:meth:`compact` that records its outcome instead of raising.
@@ -1278,7 +1112,7 @@ class CollectorStore:
         if not self._compact_lock.acquire(blocking=wait):
             return None
         try:
-            before = self.parts_written
+            before = self.writes.parts_written
             try:
                 folded = self.compact()
             except Exception as exc:  # the parts stay, and every total with them
@@ -1294,8 +1128,8 @@ class CollectorStore:
                 return None
             self.compaction_failures = 0
             self.last_compaction_error = None
-            with self._count_lock:
-                self.parts_written = max(0, self.parts_written - before)
+            with self.writes.count_lock:
+                self.writes.parts_written = max(0, self.writes.parts_written - before)
             if time.monotonic() - self._last_expire >= self.expire_interval:
                 self._last_expire = time.monotonic()
                 try:  # (rarely anything: admins delete rarely)
@@ -1325,10 +1159,6 @@ class CollectorStore:
         with self.engine.connect() as conn:
             return conn.execute(query).first() is not None
 
-    # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
-    # worker processes, and admin deletes wait for it.
-    _COMPACT_LOCK = 0x6C64706B6974
-
     def compact(self, limit: int = 4096) -> int:
         """Fold roll-up parts into the roll-up rows; returns the number of parts folded.
 
@@ -1353,12 +1183,12 @@ class CollectorStore:
         while True:
             # A part another thread of this process writes meanwhile (a group commit while
             # an estimate compacts) may be missed by this round: then stay dirty.
-            writes = self._part_writes
+            writes = self.writes.part_writes
             with self.engine.begin() as conn:
                 if (
                     self.backend == "postgresql"
                     and not conn.execute(
-                        text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK}
+                        text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": COMPACT_LOCK}
                     ).scalar()
                 ):
                     return total
@@ -1375,8 +1205,8 @@ class CollectorStore:
                         sum(int(r[3]) for r in part),
                         sum(int(r[4]) for r in part),
                     )
-            if len(rows) < limit and writes == self._part_writes:
-                self._dirty = False
+            if len(rows) < limit and writes == self.writes.part_writes:
+                self.writes.dirty = False
             total += len(rows)
             if len(rows) < limit:
                 return total
@@ -1449,14 +1279,6 @@ class CollectorStore:
             collection, token=token, since=since, until=until, limit=limit, offset=offset
         )
 
-    @staticmethod
-    def _bump(conn: Connection, collection: str) -> None:
-        conn.execute(
-            update(collections_table)
-            .where(collections_table.c.name == collection)
-            .values(generation=collections_table.c.generation + 1)
-        )
-
     def delete_batches(
         self,
         collection: str,
@@ -1497,14 +1319,14 @@ class CollectorStore:
         u = self.reader.sums(collection, since, until, token)
         with self.engine.begin() as conn:
             if self.backend == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._COMPACT_LOCK})
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": COMPACT_LOCK})
                 conn.execute(
                     text("SELECT pg_advisory_xact_lock(:c, :k)"),
-                    {"c": _COLLECTION_LOCK_CLASS, "k": _collection_lock_id(collection)},
+                    {"c": COLLECTION_LOCK_CLASS, "k": collection_lock_id(collection)},
                 )
             # Readers' caches of closed buckets are stale from now on; on SQLite, this
             # write comes first to take the writer lock (see above).
-            self._bump(conn, collection)
+            bump_generation(conn, collection)
             n, count = conn.execute(
                 select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
             ).one()
