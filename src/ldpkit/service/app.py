@@ -66,11 +66,8 @@ from .models import (
     IngestResult,
 )
 from .quotas import Quota
-from .store import (
-    DEFAULT_DELETED_KEYS_SECONDS,
-    DEFAULT_MAX_PARTS,
-    CollectorStore,
-)
+from .schema import DEFAULT_DELETED_KEYS_SECONDS, DEFAULT_MAX_PARTS
+from .store import CollectorStore
 
 __all__ = ["CollectorApp", "create_app"]
 
@@ -195,7 +192,7 @@ def create_app(
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     store.max_parts = max_rollup_parts
-    store.deleted_keys_seconds = deleted_keys_seconds
+    store.deletes.deleted_keys_seconds = deleted_keys_seconds
     try:
         collector = _Collector(
             specs,

@@ -53,13 +53,11 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
-    DateTime,
     Integer,
     String,
     and_,
     bindparam,
     delete,
-    func,
     insert,
     inspect,
     literal,
@@ -82,9 +80,9 @@ from .batch_identity import (
     reports_digest,
     stats_digest,
 )
+from .deletes import BatchDeletes
 from .reads import StoreReader
 from .schema import (
-    DEFAULT_DELETED_KEYS_SECONDS,
     DEFAULT_MAX_PARTS,
     _Layout,
     batches_table,
@@ -97,12 +95,10 @@ from .schema import (
     rollups_table,
 )
 from .writes import (
-    COLLECTION_LOCK_CLASS,
     COMPACT_LOCK,
     LoopGuard,
     RollupWrites,
     bump_generation,
-    collection_lock_id,
     lock_shared_sql,
     merge_members,
 )
@@ -227,10 +223,8 @@ class CollectorStore:
         # (commit_group_async); larger ones in a committer thread, where building and
         # sending their statement does not hold up the loop's reading of requests.
         self.in_loop_max_group = 12
-        # The retry window: how long a deleted batch's idempotency key stays refused
-        # (BatchDeleted). A client retries an unanswered batch within minutes to days (a
-        # phone offline for a while); a retry older than this is stored as a new batch.
-        self.deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS
+        # Admin deletes, and the retry window of the keys they leave spent.
+        self.deletes = BatchDeletes(self.engine, self.reader)
         self.expire_interval = 3600.0  # expire_deleted_keys from try_compact at most this often
         self._last_expire = -float("inf")
 
@@ -1133,7 +1127,7 @@ class CollectorStore:
             if time.monotonic() - self._last_expire >= self.expire_interval:
                 self._last_expire = time.monotonic()
                 try:  # (rarely anything: admins delete rarely)
-                    self.expire_deleted_keys()
+                    self.deletes.expire_deleted_keys()
                 except Exception:  # retried at the next interval; the keys stay meanwhile
                     logger.exception("expiring deleted idempotency keys failed")
             if self.on_compaction is not None:
@@ -1287,95 +1281,16 @@ class CollectorStore:
         since: int | None = None,
         until: int | None = None,
     ) -> tuple[int, int]:
-        """Delete every batch of whole buckets in ``[since, until)`` (and of ``token``).
-
-        Roll-ups are per (bucket, token), so removing whole roll-up rows removes exactly
-        those batches' Stats: nothing is subtracted or approximated. Returns
-        ``(batches, reports)`` deleted.
-
-        Exact under concurrent writers: the count and the deletes below are separate
-        statements, and at PostgreSQL's READ COMMITTED each sees the commits made before
-        it started, so a group commit landing between ``DELETE batches`` and ``DELETE
-        parts`` would leave batch rows without their Stats (and the count would miss
-        them). Hence every group commit takes its collections' advisory lock in shared
-        mode and this transaction takes it exclusively, after the compaction lock (one
-        compactor or delete at a time: both rewrite roll-up rows): it waits for the
-        commits in flight, new ones wait for it, and every statement here sees the same
-        rows. On SQLite the first statement is a write, which takes the database's single
-        writer lock for the whole transaction (a read first would run on an older
-        snapshot: pysqlite begins the transaction only at the first write).
-
-        The idempotency keys of the deleted batches are kept (``ldpkit_deleted_keys``): a
-        retry with one of them gets :class:`BatchDeleted` (HTTP 409) instead of being
-        stored as a new batch. Group commits read keys under the same locks, so a retry
-        racing this delete is decided either before it (a duplicate of a batch this delete
-        then removes) or after it (refused), never against a delete half done.
-        """
-        rollup_cond = self.reader.rollup_filter(collection, since, until, token)
-        part_cond = self.reader.rollup_filter(
-            collection, since, until, token, table=rollup_parts_table
-        )
-        batch_cond = self.reader.batch_filter(collection, token, since, until)
-        u = self.reader.sums(collection, since, until, token)
-        with self.engine.begin() as conn:
-            if self.backend == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": COMPACT_LOCK})
-                conn.execute(
-                    text("SELECT pg_advisory_xact_lock(:c, :k)"),
-                    {"c": COLLECTION_LOCK_CLASS, "k": collection_lock_id(collection)},
-                )
-            # Readers' caches of closed buckets are stale from now on; on SQLite, this
-            # write comes first to take the writer lock (see above).
-            bump_generation(conn, collection)
-            n, count = conn.execute(
-                select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
-            ).one()
-            conn.execute(
-                delete(reports_table).where(
-                    reports_table.c.batch_id.in_(select(batches_table.c.batch_id).where(batch_cond))
-                )
-            )
-            b = batches_table.c
-            conn.execute(  # the deleted batches' keys stay spent (see deleted_keys_table)
-                insert(deleted_keys_table).from_select(
-                    ["collection", "token", "idempotency_key", "batch_id", "deleted_at"],
-                    select(
-                        b.collection,
-                        b.token,
-                        b.idempotency_key,
-                        b.batch_id,
-                        literal(dt.datetime.now(dt.UTC), DateTime(timezone=True)),
-                    ).where(batch_cond, b.idempotency_key.is_not(None)),
-                )
-            )
-            conn.execute(delete(batches_table).where(batch_cond))
-            conn.execute(delete(rollups_table).where(rollup_cond))
-            conn.execute(delete(rollup_parts_table).where(part_cond))
-        self.expire_deleted_keys()  # past the retry window: see expire_deleted_keys
-        return int(count), int(n)
+        """:meth:`BatchDeletes.delete_batches <ldpkit.service.deletes.BatchDeletes.delete_batches>`."""
+        return self.deletes.delete_batches(collection, token=token, since=since, until=until)
 
     def expire_deleted_keys(self, now: dt.datetime | None = None) -> int:
-        """Forget the idempotency keys of batches deleted more than ``deleted_keys_seconds``
-        before ``now`` (default: the current time); returns how many. A retry of such a key
-        is then stored as a new batch, so the retry window must outlast every client's
-        retries. Runs at each delete and about once an hour from the compaction."""
-        now = now or dt.datetime.now(dt.UTC)
-        cutoff = now - dt.timedelta(seconds=self.deleted_keys_seconds)
-        with self.engine.begin() as conn:
-            result = conn.execute(
-                delete(deleted_keys_table).where(deleted_keys_table.c.deleted_at < cutoff)
-            )
-        return int(result.rowcount or 0)
+        """:meth:`BatchDeletes.expire_deleted_keys <ldpkit.service.deletes.BatchDeletes.expire_deleted_keys>`."""
+        return self.deletes.expire_deleted_keys(now)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
         """The stored payload of a batch (only when the app stores raw reports)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(reports_table.c.format, reports_table.c.payload).where(
-                    reports_table.c.batch_id == batch_id
-                )
-            ).one_or_none()
-        return None if row is None else (row.format, bytes(row.payload))
+        return self.reader.raw_reports(batch_id)
 
     def bulk_load(
         self,
