@@ -167,7 +167,7 @@ def test_the_compaction_expires_deleted_keys_about_once_an_hour(db, monkeypatch)
             store.commit_group([_keyed(f"k{i}", i)])
             store.try_compact()
         assert calls == [1]  # the first compaction, not the next ones within the hour
-        store._last_expire -= 3600
+        store.compaction._last_expire -= 3600
         store.try_compact()
         assert calls == [1, 1]
     finally:

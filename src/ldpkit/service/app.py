@@ -191,7 +191,7 @@ def create_app(
     deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
     specs = _normalize(collections)
     store = CollectorStore(database_url)
-    store.max_parts = max_rollup_parts
+    store.compaction.max_parts = max_rollup_parts
     store.deletes.deleted_keys_seconds = deleted_keys_seconds
     try:
         collector = _Collector(
@@ -205,7 +205,7 @@ def create_app(
             metrics_dir=metrics_dir,
             quotas=quotas,
         )
-        store.on_compaction = collector.metrics.compaction
+        store.compaction.on_compaction = collector.metrics.compaction
         for name, c in specs.items():
             store.register(name, c.spec, bucket_seconds)
     except Exception:

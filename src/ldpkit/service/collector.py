@@ -393,15 +393,15 @@ class _Collector:
         """``ok``, or why compaction is failing or behind (``/healthz`` says degraded)."""
         store = self.store
         problems = []
-        if store.compaction_failures >= COMPACTION_FAILURES_DEGRADED:
+        if store.compaction.compaction_failures >= COMPACTION_FAILURES_DEGRADED:
             problems.append(
-                f"failing: {store.compaction_failures} consecutive failures in this process "
-                f"(last: {store.last_compaction_error})"
+                f"failing: {store.compaction.compaction_failures} consecutive failures in this process "
+                f"(last: {store.compaction.last_compaction_error})"
             )
         behind = [name for name in self.collections if store.parts_over(name)]
         if behind:
             problems.append(
-                f"behind: more than {store.max_parts} roll-up parts wait in {sorted(behind)}"
+                f"behind: more than {store.compaction.max_parts} roll-up parts wait in {sorted(behind)}"
             )
         return "; ".join(problems) or "ok"
 

@@ -31,7 +31,7 @@ its clients are in, and a lone request after a quiet spell would wait too.
 
 Group commits append roll-up *parts* (see :mod:`ldpkit.service.store`); between groups,
 about once every ``compact_interval`` seconds while parts were written, or at once when
-this process wrote more than ``store.max_parts`` since its last compaction, the committer
+this process wrote more than ``store.compaction.max_parts`` since its last compaction, the committer
 folds them into the roll-up rows (:meth:`CollectorStore.try_compact`; failures are counted
 for ``/healthz`` and ``/metrics``). On SQLite it does so in the loop's thread between two
 groups (:meth:`CollectorStore.try_compact_on_loop`: one writer, so no group could commit
@@ -295,7 +295,7 @@ class GroupCommitter:
                 and (
                     loop.time() - state.last_compact >= self.compact_interval
                     # more parts than readers should sum: now (unless it just failed)
-                    or (store.parts_written > store.max_parts and store.compaction_due())
+                    or (store.parts_written > store.compaction.max_parts and store.compaction_due())
                 )
             ):
                 # Fold the roll-up parts; a failure (counted) leaves them for later.
