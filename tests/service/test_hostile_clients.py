@@ -183,7 +183,7 @@ def test_a_database_outage_still_fails_the_whole_group_at_once(tmp_path, monkeyp
 
         async def run():
             await asyncio.wait_for(committer.commit(PendingBatch("c", 1, reports=_rows(0.5))), 60)
-            monkeypatch.setattr(store, "_commit_group", commit_group)
+            monkeypatch.setattr(store.sqlite, "_commit_group", commit_group)
             out = await asyncio.wait_for(
                 asyncio.gather(*(committer.commit(i) for i in items), return_exceptions=True), 60
             )

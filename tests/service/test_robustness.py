@@ -79,14 +79,14 @@ def _race_retry_with_delete(writer, deleter, commit):
     (stored,) = commit([_keyed("k", 1)])
     assert isinstance(stored, BatchRecord) and not stored.duplicate
     paused, release = threading.Event(), threading.Event()
-    bump = deleter._bump
+    bump = deleter.deletes._bump
 
     def slow_bump(conn, collection):  # the delete holds its locks from here to its COMMIT
         bump(conn, collection)
         paused.set()
         release.wait(20)
 
-    deleter._bump = slow_bump
+    deleter.deletes._bump = slow_bump
     deleted = []
     t = threading.Thread(target=lambda: deleted.append(deleter.delete_batches("c", token="t")))
     t.start()

@@ -319,7 +319,7 @@ def test_database_outage_is_a_json_503(db, monkeypatch):
         raise OperationalError("SELECT 1", {}, Exception("connection refused"))
 
     with TestClient(app) as c:
-        monkeypatch.setattr(store, "_commit_group", down)
+        monkeypatch.setattr(store.sqlite, "_commit_group", down)
         monkeypatch.setattr(store, "merged", down)
         monkeypatch.setattr(store, "ping", down)
         resp = c.post("/v1/reports/x", json=_one(1, 1))

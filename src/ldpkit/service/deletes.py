@@ -48,6 +48,9 @@ class BatchDeletes:
         # phone offline for a while); a retry older than this is stored as a new batch.
         self.deleted_keys_seconds: float = DEFAULT_DELETED_KEYS_SECONDS
 
+    # (an attribute, so that a test can pause a delete inside its transaction)
+    _bump = staticmethod(bump_generation)
+
     def delete_batches(
         self,
         collection: str,
@@ -95,7 +98,7 @@ class BatchDeletes:
                 )
             # Readers' caches of closed buckets are stale from now on; on SQLite, this
             # write comes first to take the writer lock (see above).
-            bump_generation(conn, collection)
+            self._bump(conn, collection)
             n, count = conn.execute(
                 select(func.coalesce(func.sum(u.c.n), 0), func.coalesce(func.sum(u.c.batches), 0))
             ).one()

@@ -46,23 +46,15 @@ import functools
 import json
 import logging
 import threading
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    Integer,
-    String,
-    bindparam,
     insert,
     inspect,
-    literal,
     select,
     text,
-    union_all,
 )
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from ..spec import Mechanism, Stats
@@ -90,10 +82,11 @@ from .schema import (
     rollup_parts_table,
     rollups_table,
 )
+from .sqlite_writer import SQLiteWriter
 from .writes import (
+    INSERT_PART,
     LoopGuard,
     RollupWrites,
-    bump_generation,
     lock_shared_sql,
     merge_members,
 )
@@ -192,7 +185,6 @@ class CollectorStore:
         self.bucket_seconds: dict[str, int] = {}
         # Reads (estimates, listings) go through the reader; it shares these dicts.
         self.reader = StoreReader(self.engine, self.layouts, self.bucket_seconds)
-        self._key_sql: Any = None
         # What every write path shares: buckets, roll-up parts and their count, retries.
         self.writes = RollupWrites(self.layouts, self.bucket_seconds, self.reader)
         # SQLite group commits run in the event loop's thread unless one was slow lately
@@ -207,6 +199,8 @@ class CollectorStore:
         # (commit_group_async); larger ones in a committer thread, where building and
         # sending their statement does not hold up the loop's reading of requests.
         self.in_loop_max_group = 12
+        # The SQLite commit path (and any backend's plain SQLAlchemy Core transaction).
+        self.sqlite = SQLiteWriter(self.engine, self.writes)
         # Admin deletes, and the retry window of the keys they leave spent.
         self.deletes = BatchDeletes(self.engine, self.reader)
         # Folds the roll-up parts into the roll-up rows (and expires spent keys hourly).
@@ -384,27 +378,8 @@ class CollectorStore:
         items: Sequence[PendingBatch],
         combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
     ) -> list[BatchRecord | Exception]:
-        """Store several batches in one transaction; one result per item, in order.
-
-        A batch whose ``(token, idempotency_key)`` was already stored for its collection
-        (earlier, or earlier in this group) is not stored again: the first batch's record
-        comes back with ``duplicate=True``; reusing a key for different content gives an
-        :class:`IdempotencyConflict` for that item only. Database errors propagate (nothing
-        of the group is stored). A unique-constraint race with another writer process
-        retries the whole group, which then sees the other process's rows.
-
-        ``combine(members)`` gives the merged Stats of the new batches of one roll-up row
-        (default: merge their ``stats``); the group committer passes one that reuses Stats
-        it aggregated for several small batches at once.
-        """
-        for attempt in range(3):
-            try:
-                with self.engine.begin() as conn:
-                    return self._commit_group(conn, items, combine or merge_members)
-            except IntegrityError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        """:meth:`SQLiteWriter.commit_group <ldpkit.service.sqlite_writer.SQLiteWriter.commit_group>`."""
+        return self.sqlite.commit_group(items, combine)
 
     async def commit_group_async(
         self,
@@ -449,42 +424,14 @@ class CollectorStore:
             return await run_blocking(lambda: self.commit_group_pg(items, merge))  # type: ignore[no-any-return]
         merge = combine or merge_members
         if self.backend != "sqlite":
-            return await run_blocking(lambda: self.commit_group(items, merge))  # type: ignore[no-any-return]
+            return await run_blocking(lambda: self.sqlite.commit_group(items, merge))  # type: ignore[no-any-return]
         if not self.loop_guard.on_loop:  # a commit stalled lately: see above
             return await run_blocking(
-                lambda: self.loop_guard.timed(self.commit_group, items, merge)
+                lambda: self.loop_guard.timed(self.sqlite.commit_group, items, merge)
             )  # type: ignore[no-any-return]
-        return self.loop_guard.timed(self._commit_sqlite_here, items, merge)
-
-    def _commit_sqlite_here(
-        self,
-        items: Sequence[PendingBatch],
-        merge: Callable[[Sequence[PendingBatch]], Stats],
-    ) -> list[BatchRecord | Exception]:
-        for attempt in range(3):
-            conn = self.engine.connect()
-            try:
-                trans = conn.begin()
-                try:
-                    results = self._commit_group(conn, items, merge)
-                    trans.commit()  # in this thread: see commit_group_async
-                    return results
-                except BaseException:
-                    if trans.is_active:
-                        trans.rollback()
-                    raise
-            except IntegrityError:
-                if attempt == 2:
-                    raise
-            finally:
-                conn.close()
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self.loop_guard.timed(self.sqlite.commit_here, items, merge)
 
     # -- PostgreSQL: one round trip per group -------------------------------------------
-    _PG_INSERT_BATCH = (
-        "INSERT INTO ldpkit_batches (batch_id, collection, token, idempotency_key, digest, n,"
-        " received_at, bucket) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-    )
     # The group's batch rows travel as one JSON array of rows (one text parameter, built by
     # json.dumps in C), unpacked server-side: psycopg adapts a Python list element by
     # element in Python (eight column arrays cost ~0.3 ms of client CPU per group of 16).
@@ -496,12 +443,6 @@ class CollectorStore:
     )
     _PG_INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
     _PG_BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
-    _SQLITE_WRITE_LOCK = "UPDATE ldpkit_collections SET generation = generation WHERE 0"
-
-    _INSERT_PART = (
-        "INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
-        " VALUES (%s, %s, %s, %s, %s, %s)"
-    )
 
     @staticmethod
     def _drop_pg_raw(conn: Any) -> None:
@@ -821,7 +762,7 @@ class CollectorStore:
             if raw_rows:
                 cur.executemany(self._PG_INSERT_RAW, raw_rows)
             parts = self.writes.parts(items, new, combine)
-            cur.executemany(self._INSERT_PART, parts)
+            cur.executemany(INSERT_PART, parts)
             keys = [(p[0], p[1], p[2]) for p in parts]
             self.writes.wrote_parts(len(parts))
             for c in sorted({c for c, bucket, _ in keys if bucket < self.reader.closed_before(c)}):
@@ -829,150 +770,6 @@ class CollectorStore:
             for i in new:
                 results[i] = records[i]
         return [r if r is not None else RuntimeError("unreachable") for r in results]
-
-    @staticmethod
-    def _sqlite_datetime(conn: Connection) -> Callable[[dt.datetime], Any]:
-        dialect = conn.dialect
-        column_type = batches_table.c.received_at.type
-        process = column_type.dialect_impl(dialect).bind_processor(dialect)
-        return process if process is not None else (lambda value: value)
-
-    def _commit_group(
-        self,
-        conn: Connection,
-        items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
-    ) -> list[BatchRecord | Exception]:
-        results: list[BatchRecord | Exception | None] = [None] * len(items)
-        if self.backend == "postgresql":  # as in _commit_group_pg (see delete_batches)
-            conn.exec_driver_sql(lock_shared_sql(frozenset(b.collection for b in items)))
-        digests: dict[int, str] = {
-            i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key
-        }
-        if digests and self.backend == "sqlite":
-            # Keys are looked up under the writer lock (a write that changes nothing takes
-            # it), as admin deletes hold it: a retry is decided before a delete or after
-            # it, never against a delete in flight (pysqlite would run the SELECT below
-            # outside the transaction, on the last committed state).
-            conn.exec_driver_sql(self._SQLITE_WRITE_LOCK)
-        # 1. Keys stored (or deleted) before this group.
-        prior: dict[tuple[str, str, str], tuple[Any, ...]] = {}
-        deleted: dict[tuple[str, str, str], tuple[str, Any]] = {}
-        wanted: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for b in items:
-            if b.idempotency_key:
-                wanted[(b.collection, b.token)].append(b.idempotency_key)
-        query = self._key_lookup_statement()
-        for (collection, token), keys in wanted.items():
-            params = {"k_collection": collection, "k_token": token, "k_keys": sorted(set(keys))}
-            for row in conn.execute(query, params):
-                ident = (collection, token, row.idempotency_key)
-                if row.gone:
-                    deleted[ident] = (row.batch_id, row.received_at)
-                else:
-                    prior[ident] = (row.digest, row.batch_id, row.n, row.received_at)
-        # 2. Decide each item: new, duplicate, conflict or deleted.
-        new, records = self.writes.decide(items, digests, prior, results, deleted)
-        if new and self.backend == "sqlite":
-            # One executemany of plain tuples: the ORM's per-row parameter processing cost
-            # ~1/3 of a one-report batch's share of the group. received_at goes through
-            # the dialect's own DateTime processor (once per distinct second), so the
-            # stored text is exactly what SQLAlchemy writes and reads back elsewhere.
-            to_text = self._sqlite_datetime(conn)
-            when: dict[dt.datetime, Any] = {}
-            conn.exec_driver_sql(
-                self._PG_INSERT_BATCH.replace("%s", "?"),
-                [
-                    (
-                        records[i].batch_id,
-                        items[i].collection,
-                        items[i].token,
-                        items[i].idempotency_key,
-                        digests.get(i),
-                        items[i].n,
-                        when[at_]
-                        if (at_ := items[i].received_at) in when
-                        else when.setdefault(at_, to_text(at_)),
-                        self.bucket_of(items[i].collection, at_),
-                    )
-                    for i in new
-                ],
-            )
-        elif new:
-            conn.execute(
-                insert(batches_table),
-                [
-                    {
-                        "batch_id": records[i].batch_id,
-                        "collection": items[i].collection,
-                        "token": items[i].token,
-                        "idempotency_key": items[i].idempotency_key,
-                        "digest": digests.get(i),
-                        "n": items[i].n,
-                        "received_at": items[i].received_at,
-                        "bucket": self.bucket_of(items[i].collection, items[i].received_at),
-                    }
-                    for i in new
-                ],
-            )
-        if new:
-            raw = [
-                {"batch_id": records[i].batch_id, "format": raw_[0], "payload": raw_[1]}
-                for i in new
-                if (raw_ := items[i].raw) is not None
-            ]
-            if raw:
-                conn.execute(insert(reports_table), raw)
-            # 3. The group's Stats as roll-up parts: one INSERT per (collection, bucket,
-            # token), no read of the roll-up row (the compactor folds parts in later).
-            parts = self.writes.parts(items, new, combine)
-            if self.backend == "sqlite":
-                conn.exec_driver_sql(self._INSERT_PART.replace("%s", "?"), parts)
-            else:
-                names = ("collection", "bucket", "token", "n", "batches", "arrays")
-                conn.execute(insert(rollup_parts_table), [dict(zip(names, p)) for p in parts])
-            groups = {(p[0], p[1], p[2]) for p in parts}
-            self.writes.wrote_parts(len(parts))
-            late = {c for c, bucket, _ in groups if bucket < self.reader.closed_before(c)}
-            for c in sorted(late):  # a write into a bucket readers may have cached
-                bump_generation(conn, c)
-            for i in new:
-                results[i] = records[i]
-        return [r if r is not None else RuntimeError("unreachable") for r in results]
-
-    def _key_lookup_statement(self) -> Any:
-        """Stored and deleted batches of some keys of one (collection, token), in one
-        statement (``gone`` tells them apart); built once, like :meth:`_fold_statements`."""
-        if self._key_sql is None:
-            bc, kc = batches_table.c, deleted_keys_table.c
-            keys: Any = bindparam("k_keys", expanding=True)
-            self._key_sql = union_all(
-                select(
-                    bc.idempotency_key,
-                    bc.batch_id,
-                    bc.digest,
-                    bc.n,
-                    bc.received_at,
-                    literal(0, Integer).label("gone"),
-                ).where(
-                    bc.collection == bindparam("k_collection"),
-                    bc.token == bindparam("k_token"),
-                    bc.idempotency_key.in_(keys),
-                ),
-                select(
-                    kc.idempotency_key,
-                    kc.batch_id,
-                    literal(None, String),
-                    literal(0, BigInteger),
-                    kc.deleted_at,
-                    literal(1, Integer),
-                ).where(
-                    kc.collection == bindparam("k_collection"),
-                    kc.token == bindparam("k_token"),
-                    kc.idempotency_key.in_(keys),
-                ),
-            )
-        return self._key_sql
 
     # -- reading (the reader's, under the store's names) -----------------------------------
     def summary(self, collection: str) -> tuple[int, int]:

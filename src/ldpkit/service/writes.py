@@ -46,6 +46,7 @@ logger = logging.getLogger("ldpkit.service")
 __all__ = [
     "COLLECTION_LOCK_CLASS",
     "COMPACT_LOCK",
+    "INSERT_PART",
     "LoopGuard",
     "RollupWrites",
     "bump_generation",
@@ -72,6 +73,13 @@ COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
 # A PostgreSQL advisory lock key ("ldpkit compact"): one compactor at a time across
 # worker processes, and admin deletes wait for it.
 COMPACT_LOCK = 0x6C64706B6974
+
+
+# One roll-up part (DB-API paramstyle "format"; SQLite's writer swaps in "?").
+INSERT_PART = (
+    "INSERT INTO ldpkit_rollup_parts (collection, bucket, token, n, batches, arrays)"
+    " VALUES (%s, %s, %s, %s, %s, %s)"
+)
 
 
 def collection_lock_id(collection: str) -> int:
