@@ -174,7 +174,7 @@ class _LoopState:
     full: asyncio.Future[None] | None = None
     want: float = 1.0
     # PostgreSQL: this loop's idle connections for keyless groups (one per group in
-    # flight; CollectorStore._commit_group_pg_in_loop, _pgloop.LoopConnection), closed by
+    # flight; PostgresWriter.commit_in_loop, _pgloop.LoopConnection), closed by
     # close().
     connections: list[Any] = dataclasses.field(default_factory=list)
 
