@@ -23,20 +23,17 @@ Six tables (defined in :mod:`ldpkit.service.schema`):
   (``CollectorStore.deleted_keys_seconds``, 30 days by default) and then expired
   (:meth:`CollectorStore.expire_deleted_keys`), so the table does not grow forever.
 
-Writes come in groups (:meth:`CollectorStore.commit_group`): the batch rows are inserted
-and the group's Stats appended as roll-up parts in **one transaction**, so a committed
-batch is counted exactly once and an uncommitted one not at all. Appending needs no read
-of the roll-up row and no row lock, so concurrent writer processes never wait for each
-other on roll-ups; the compactor updates roll-up rows under a row lock (``SELECT ... FOR
-UPDATE`` on PostgreSQL, the single writer lock on SQLite), in a fixed order. On PostgreSQL
-the group committer uses :meth:`CollectorStore.commit_group_pg`: the same transaction in one
-network round trip (psycopg pipeline mode; two when the group has idempotency keys)
-instead of one per statement; a keyless group is one statement, which the committer's
-event loop awaits itself on an asyncio connection (``commit_group_async``). ``Stats.merge`` is exact for integer counts, so the merge
-order does not matter. An admin delete (:meth:`CollectorStore.delete_batches`) runs alone
-against the group commits of its collection: on PostgreSQL they take the collection's
-advisory lock in shared mode and the delete takes it exclusively; on SQLite the single
-writer lock serializes them.
+Writes come in groups: the batch rows are inserted and the group's Stats appended as
+roll-up parts in **one transaction**, so a committed batch is counted exactly once and an
+uncommitted one not at all; appending reads and locks no roll-up row, so writer processes
+never wait for each other; the compactor folds parts under row locks, in a fixed order.
+An admin delete runs alone against the group commits of its collection (PostgreSQL: the
+collection's advisory lock, shared by commits, exclusive for the delete; SQLite: the one
+writer lock). :class:`CollectorStore` is the facade over the parts it builds and hands
+their dependencies: :class:`~ldpkit.service.sqlite_writer.SQLiteWriter` and
+:class:`~ldpkit.service.postgres_writer.PostgresWriter` (the commit paths, sharing one
+:class:`~ldpkit.service.writes.RollupWrites`), :class:`~ldpkit.service.compaction.Compactor`,
+:class:`~ldpkit.service.deletes.BatchDeletes` and :class:`~ldpkit.service.reads.StoreReader`.
 """
 
 from __future__ import annotations
@@ -47,12 +44,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import (
-    insert,
-    inspect,
-    select,
-    text,
-)
+from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from ..spec import Mechanism, Stats
@@ -72,6 +64,7 @@ from .reads import StoreReader
 from .schema import (
     _Layout,
     batches_table,
+    check_legacy_schema,
     collections_table,
     deleted_keys_table,
     make_engine,
@@ -81,11 +74,7 @@ from .schema import (
     rollups_table,
 )
 from .sqlite_writer import SQLiteWriter
-from .writes import (
-    LoopGuard,
-    RollupWrites,
-    merge_members,
-)
+from .writes import LoopGuard, RollupWrites, merge_members
 
 logger = logging.getLogger("ldpkit.service")
 
@@ -122,7 +111,7 @@ class CollectorStore:
         self.database_url = database_url
         self.engine = make_engine(database_url)
         self.backend = self.engine.dialect.name
-        self._check_legacy_schema()
+        check_legacy_schema(self.engine)
         metadata.create_all(self.engine)
         self.specs: dict[str, Mechanism] = {}
         self.layouts: dict[str, _Layout] = {}
@@ -145,19 +134,8 @@ class CollectorStore:
         # Folds the roll-up parts into the roll-up rows (and expires spent keys hourly).
         self.compaction = Compactor(self.engine, self.writes, self.deletes, self.loop_guard)
 
-    def _check_legacy_schema(self) -> None:
-        names = inspect(self.engine).get_table_names()
-        if "ldpkit_batches" in names:
-            columns = {c["name"] for c in inspect(self.engine).get_columns("ldpkit_batches")}
-            if "stats" in columns:
-                raise ValueError(
-                    f"database {self.engine.url.render_as_string()} must use the roll-up schema, "
-                    "got the per-batch schema of an earlier ldpkit collector (table "
-                    "ldpkit_batches has a stats column); export its Stats with the earlier "
-                    "version (GET .../stats) and start on a new database"
-                )
-
     def close(self) -> None:
+        """Drop the kept connections and the engine's pool."""
         self.postgres.close()
         self.engine.dispose()
 
