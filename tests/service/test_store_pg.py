@@ -13,6 +13,7 @@ import pytest
 
 from ldpkit import GRR
 from ldpkit.service.store import CollectorStore, IdempotencyConflict, PendingBatch, stats_digest
+from ldpkit.service.writes import MERGE_STATS
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
 
@@ -591,10 +592,10 @@ def test_one_statement_rows_are_exact_for_any_names_and_times(fresh_postgres):
             batch("c", 'to"k\\en,{}', shifted, 2),
             batch(odd, "a b", shifted, 3),
         ]
-        assert store.postgres._single_statement(group, lambda m: m[0].stats) is not None
+        assert store.postgres._single_statement(group, MERGE_STATS) is not None
         records = store.commit_group_pg(group)
         late = [batch(odd, "", fine, 4)]
-        assert store.postgres._single_statement(late, lambda m: m[0].stats) is None
+        assert store.postgres._single_statement(late, MERGE_STATS) is None
         records += store.commit_group_pg(late)
         with store.engine.connect() as conn:
             rows = conn.execute(

@@ -60,9 +60,10 @@ from typing import Any
 import numpy as np
 
 from ..spec import Mechanism, Reports, Stats
+from .batch_identity import GroupStats
 from .store import BatchRecord, CollectorStore, PendingBatch
 
-__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError", "ReportRows"]
+__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError", "GroupAggregates", "ReportRows"]
 
 SMALL_BATCH = 64
 
@@ -141,6 +142,43 @@ def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
         return spec.aggregate(reports)  # the spec's own checks: dtypes, shapes, ranges
     except (ValueError, TypeError, AttributeError, IndexError, KeyError, ArithmeticError) as exc:
         raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
+
+
+class GroupAggregates:
+    """The committer's :class:`~ldpkit.service.batch_identity.GroupStats` for one group.
+
+    The writers ask it for the merged Stats of the new batches of each roll-up row; it
+    reuses the Stats the committer aggregated for several small batches at once
+    (``shared``, keyed by the ids of those batches) and merges in the batches that came
+    with their own.
+
+    Parameters
+    ----------
+    specs : Mapping[str, Mechanism]
+        Collection name -> its spec.
+    shared : dict[frozenset[int], Stats]
+        The Stats of small batches aggregated together, keyed by ``frozenset`` of the
+        ``id`` of each batch.
+    """
+
+    def __init__(self, specs: Mapping[str, Mechanism], shared: dict[frozenset[int], Stats]):
+        self.specs = specs
+        self.shared = shared
+
+    def combine(self, members: Sequence[PendingBatch]) -> Stats:
+        """Return the merged Stats of ``members`` (batches of one roll-up row)."""
+        spec = self.specs[members[0].collection]
+        own = [m.stats for m in members if m.stats is not None]
+        rest = [m for m in members if m.stats is None]
+        if rest:
+            key = frozenset(id(m) for m in rest)
+            if key in self.shared:
+                own.append(self.shared[key])
+            else:  # a retry inside the group was dropped: aggregate the others again
+                own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
+        if len(own) == 1:  # usually (one roll-up row per group): no copy to make
+            return own[0]
+        return spec.empty_stats().merge(*own)
 
 
 def _is_outage(exc: BaseException) -> bool:
@@ -411,7 +449,7 @@ class GroupCommitter:
     async def _commit_split(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
         run_blocking: Callable[[Callable[[], Any]], Any],
         connections: list[Any] | None,
     ) -> list[Any]:
@@ -445,21 +483,7 @@ class GroupCommitter:
         try:
             errors, shared = self._aggregate_small(items)
             live = [i for i in range(len(items)) if i not in errors]
-
-            def combine(members: Sequence[PendingBatch]) -> Stats:
-                spec = self.specs[members[0].collection]
-                own = [m.stats for m in members if m.stats is not None]
-                rest = [m for m in members if m.stats is None]
-                if rest:
-                    key = frozenset(id(m) for m in rest)
-                    if key in shared:
-                        own.append(shared[key])
-                    else:  # a retry inside the group was dropped: aggregate the others again
-                        own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
-                if len(own) == 1:  # usually (one roll-up row per group): no copy to make
-                    return own[0]
-                return spec.empty_stats().merge(*own)
-
+            combine = GroupAggregates(self.specs, shared)
             start = time.perf_counter()
             results: list[Any] = []
             if live:

@@ -19,15 +19,14 @@ import functools
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from ..spec import Stats
-from .batch_identity import BatchRecord, PendingBatch, new_batch_ids
-from .writes import INSERT_PART, RollupWrites, lock_shared_sql, merge_members
+from .batch_identity import BatchRecord, GroupStats, PendingBatch, new_batch_ids
+from .writes import INSERT_PART, MERGE_STATS, RollupWrites, lock_shared_sql
 
 logger = logging.getLogger("ldpkit.service")
 
@@ -207,7 +206,7 @@ class PostgresWriter:
     def commit_group_pg(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
+        combine: GroupStats | None = None,
     ) -> list[BatchRecord | Exception]:
         """:meth:`commit_group` on PostgreSQL (psycopg) in one network round trip.
 
@@ -225,7 +224,7 @@ class PostgresWriter:
         import psycopg
         from sqlalchemy.exc import DBAPIError
 
-        merge = combine or merge_members
+        merge = combine or MERGE_STATS
         # A kept connection of our own for this group (two groups of one process may be in
         # flight, each in its own committer thread and transaction).
         with self._pg_lock:
@@ -302,7 +301,7 @@ class PostgresWriter:
     def _single_statement(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
     ) -> tuple[str, tuple[Any, ...], list[BatchRecord | Exception]] | None:
         """Build a group without idempotency keys or raw reports as ONE autocommit statement.
 
@@ -365,7 +364,7 @@ class PostgresWriter:
         self,
         raw: Any,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
     ) -> list[BatchRecord | Exception] | None:
         """:meth:`_single_statement` run on ``raw`` (in autocommit); None: nothing sent."""
         single = self._single_statement(items, combine)
@@ -383,7 +382,7 @@ class PostgresWriter:
     async def commit_in_loop(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
         connections: list[Any],
     ) -> list[BatchRecord | Exception] | None:
         """:meth:`_single_statement` on a PostgreSQL connection of the caller's loop.
@@ -457,7 +456,7 @@ class PostgresWriter:
         self,
         raw: Any,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         digests = {i: b.digest or "" for i, b in enumerate(items) if b.idempotency_key}

@@ -21,10 +21,9 @@ from sqlalchemy import BigInteger, Integer, String, bindparam, insert, literal, 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from ..spec import Stats
-from .batch_identity import BatchRecord, PendingBatch
+from .batch_identity import BatchRecord, GroupStats, PendingBatch
 from .schema import batches_table, deleted_keys_table, reports_table, rollup_parts_table
-from .writes import INSERT_PART, RollupWrites, bump_generation, lock_shared_sql, merge_members
+from .writes import INSERT_PART, MERGE_STATS, RollupWrites, bump_generation, lock_shared_sql
 
 __all__ = ["SQLiteWriter"]
 
@@ -56,7 +55,7 @@ class SQLiteWriter:
     def commit_group(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
+        combine: GroupStats | None = None,
     ) -> list[BatchRecord | Exception]:
         """Store several batches in one transaction; one result per item, in order.
 
@@ -67,14 +66,15 @@ class SQLiteWriter:
         of the group is stored). A unique-constraint race with another writer process
         retries the whole group, which then sees the other process's rows.
 
-        ``combine(members)`` gives the merged Stats of the new batches of one roll-up row
-        (default: merge their ``stats``); the group committer passes one that reuses Stats
-        it aggregated for several small batches at once.
+        ``combine.combine(members)`` (a :class:`GroupStats`) gives the merged Stats of the
+        new batches of one roll-up row (default: merge their ``stats``); the group
+        committer passes one that reuses Stats it aggregated for several small batches at
+        once.
         """
         for attempt in range(3):
             try:
                 with self.engine.begin() as conn:
-                    return self._commit_group(conn, items, combine or merge_members)
+                    return self._commit_group(conn, items, combine or MERGE_STATS)
             except IntegrityError:
                 if attempt == 2:
                     raise
@@ -83,7 +83,7 @@ class SQLiteWriter:
     def commit_here(
         self,
         items: Sequence[PendingBatch],
-        merge: Callable[[Sequence[PendingBatch]], Stats],
+        merge: GroupStats,
     ) -> list[BatchRecord | Exception]:
         """Run :meth:`commit_group`'s transaction, COMMIT included, in the calling thread."""
         for attempt in range(3):
@@ -116,7 +116,7 @@ class SQLiteWriter:
         self,
         conn: Connection,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
     ) -> list[BatchRecord | Exception]:
         results: list[BatchRecord | Exception | None] = [None] * len(items)
         if self.backend == "postgresql":  # as in PostgresWriter (see BatchDeletes.delete_batches)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -51,6 +50,7 @@ from ..spec import Mechanism, Stats
 from .batch_identity import (
     BatchDeleted,
     BatchRecord,
+    GroupStats,
     IdempotencyConflict,
     PendingBatch,
     ReportsDigest,
@@ -74,14 +74,13 @@ from .schema import (
     rollups_table,
 )
 from .sqlite_writer import SQLiteWriter
-from .writes import LoopGuard, RollupWrites, merge_members
-
-logger = logging.getLogger("ldpkit.service")
+from .writes import MERGE_STATS, LoopGuard, RollupWrites
 
 __all__ = [
     "BatchDeleted",
     "BatchRecord",
     "CollectorStore",
+    "GroupStats",
     "IdempotencyConflict",
     "PendingBatch",
     "ReportsDigest",
@@ -186,7 +185,6 @@ class CollectorStore:
         self.layouts[name] = _Layout(spec)
         self.bucket_seconds[name] = int(bucket_seconds)
 
-    # -- writing -----------------------------------------------------------------------------
     def bucket_of(self, collection: str, when: dt.datetime) -> int:
         """Return the start (Unix seconds) of the bucket of ``collection`` holding ``when``."""
         return self.writes.bucket_of(collection, when)
@@ -226,7 +224,7 @@ class CollectorStore:
     def commit_group(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
+        combine: GroupStats | None = None,
     ) -> list[BatchRecord | Exception]:
         """:meth:`SQLiteWriter.commit_group <ldpkit.service.sqlite_writer.SQLiteWriter.commit_group>`."""
         return self.sqlite.commit_group(items, combine)
@@ -234,7 +232,7 @@ class CollectorStore:
     async def commit_group_async(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats] | None,
+        combine: GroupStats | None,
         run_blocking: Callable[[Callable[[], Any]], Any],
         connections: list[Any] | None = None,
     ) -> list[BatchRecord | Exception]:
@@ -264,7 +262,7 @@ class CollectorStore:
         costs one clock read per group.
         """
         if self.backend == "postgresql" and self.engine.dialect.driver == "psycopg":
-            merge = combine or merge_members
+            merge = combine or MERGE_STATS
             if connections is not None and len(items) <= self.postgres.in_loop_max_group:
                 try:
                     done = await self.postgres.commit_in_loop(items, merge, connections)
@@ -273,7 +271,7 @@ class CollectorStore:
                 if done is not None:
                     return done
             return await run_blocking(lambda: self.postgres.commit_group_pg(items, merge))  # type: ignore[no-any-return]
-        merge = combine or merge_members
+        merge = combine or MERGE_STATS
         if self.backend != "sqlite":
             return await run_blocking(lambda: self.sqlite.commit_group(items, merge))  # type: ignore[no-any-return]
         if not self.loop_guard.on_loop:  # a commit stalled lately: see above
@@ -285,7 +283,7 @@ class CollectorStore:
     def commit_group_pg(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats] | None = None,
+        combine: GroupStats | None = None,
     ) -> list[BatchRecord | Exception]:
         """:meth:`PostgresWriter.commit_group_pg <ldpkit.service.postgres_writer.PostgresWriter.commit_group_pg>`."""
         return self.postgres.commit_group_pg(items, combine)

@@ -34,6 +34,7 @@ from ..spec import Stats
 from .batch_identity import (
     BatchDeleted,
     BatchRecord,
+    GroupStats,
     IdempotencyConflict,
     PendingBatch,
     new_batch_ids,
@@ -48,21 +49,28 @@ __all__ = [
     "COMPACT_LOCK",
     "INSERT_PART",
     "LoopGuard",
+    "MERGE_STATS",
+    "MergeStats",
     "RollupWrites",
     "bump_generation",
     "collection_lock_id",
     "lock_shared_sql",
-    "merge_members",
 ]
 
 
-def merge_members(members: Sequence[PendingBatch]) -> Stats:
-    """Merge the ``stats`` of ``members`` (the default way to combine a roll-up row's batches)."""
-    stats = [m.stats for m in members]
-    if any(s is None for s in stats):
-        raise ValueError("every batch must carry its Stats when no combine function is given")
-    first, *rest = stats
-    return first.merge(*rest)  # type: ignore[union-attr, arg-type]
+class MergeStats:
+    """The default :class:`~ldpkit.service.batch_identity.GroupStats`: merge the batches' Stats."""
+
+    def combine(self, members: Sequence[PendingBatch]) -> Stats:
+        """Merge the ``stats`` of ``members`` (each must carry its own)."""
+        stats = [m.stats for m in members]
+        if any(s is None for s in stats):
+            raise ValueError("every batch must carry its Stats when no combine function is given")
+        first, *rest = stats
+        return first.merge(*rest)  # type: ignore[union-attr, arg-type]
+
+
+MERGE_STATS = MergeStats()
 
 
 # Per-collection advisory locks (PostgreSQL), keyed (class, collection) in the two-int4 key
@@ -179,7 +187,7 @@ class RollupWrites:
         self,
         items: Sequence[PendingBatch],
         new: Sequence[int],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
         buckets: Mapping[int, int] | Sequence[int] | None = None,
     ) -> list[tuple[str, int, str, int, int, bytes]]:
         """Return one roll-up part per (collection, bucket, token) of the new batches.
@@ -196,7 +204,7 @@ class RollupWrites:
         out = []
         for key in sorted(groups):
             members = groups[key]
-            stats = combine(members)
+            stats = combine.combine(members)
             out.append((*key, stats.n, len(members), self.layouts[key[0]].pack(stats)))
         return out
 
@@ -291,7 +299,7 @@ class LoopGuard:
         self,
         commit: Callable[..., list[BatchRecord | Exception]],
         items: Sequence[PendingBatch],
-        merge: Callable[[Sequence[PendingBatch]], Stats],
+        merge: GroupStats,
     ) -> list[BatchRecord | Exception]:
         """Run ``commit(items, merge)``, noting a slow one."""
         start = time.perf_counter()
