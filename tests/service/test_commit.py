@@ -49,17 +49,17 @@ def test_lone_batches_do_not_wait_and_full_groups_go_at_once(tmp_path):
 
 
 def _recording_compactions(store):
-    """Wrap ``store.try_compact``: the names of the threads that ran it, in order."""
+    """Wrap ``store.compaction.try_compact``: the names of the threads that ran it, in order."""
     import threading
 
     threads: list[str] = []
-    original = store.try_compact
+    original = store.compaction.try_compact
 
     def try_compact(**kwargs):
         threads.append(threading.current_thread().name)
         return original(**kwargs)
 
-    store.try_compact = try_compact
+    store.compaction.try_compact = try_compact
     return threads
 
 

@@ -104,8 +104,8 @@ def test_a_server_error_fails_the_whole_group_and_keeps_the_connection(fresh_pos
     store = _store(fresh_postgres)
     committer = GroupCommitter(store, {"c": SPEC}, window=0.05, compact_interval=3600.0)
     threads: list[str] = []
-    real = store.commit_group_pg
-    store.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
+    real = store.postgres.commit_group_pg
+    store.postgres.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
     raw = _pg_raw(fresh_postgres)
 
     async def run():

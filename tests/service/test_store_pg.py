@@ -267,8 +267,8 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
     store.postgres.in_loop_max_group = 64  # every keyless group below in the loop, until lowered
     committer = GroupCommitter(store, {"c": SPEC}, window=0.0, compact_interval=3600.0)
     threads: list[str] = []
-    real = store.commit_group_pg
-    store.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
+    real = store.postgres.commit_group_pg
+    store.postgres.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
     keyless = [_item([k % 8], rng=k) for k in range(30)]
     keyed = [_item([k % 8, 1], key=f"k{k}", rng=100 + k) for k in range(5)]
     large = [_item([k % 8, 2, 3], rng=200 + k) for k in range(5)]

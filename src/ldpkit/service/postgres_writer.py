@@ -30,7 +30,7 @@ from .writes import INSERT_PART, MERGE_STATS, RollupWrites, lock_shared_sql
 
 logger = logging.getLogger("ldpkit.service")
 
-__all__ = ["PostgresWriter"]
+__all__ = ["PostgresWriter", "compress_arrays_lz4"]
 
 # The group's batch rows travel as one JSON array of rows (one text parameter, built by
 # json.dumps in C), unpacked server-side: psycopg adapts a Python list element by
@@ -43,7 +43,7 @@ _INSERT_BATCHES = (
 )
 _INSERT_RAW = "INSERT INTO ldpkit_reports (batch_id, format, payload) VALUES (%s, %s, %s)"
 _BUMP = "UPDATE ldpkit_collections SET generation = generation + 1 WHERE name = %s"
-# The roll-up arrays' TOAST settings (see PostgresWriter.compress_arrays_lz4).
+# The roll-up arrays' TOAST settings (see compress_arrays_lz4).
 _ARRAY_TABLES = ("ldpkit_rollup_parts", "ldpkit_rollups")
 
 
@@ -100,6 +100,70 @@ def _array_literal(values: Iterable[str]) -> str:
     return "{" + ",".join(values) + "}"
 
 
+def compress_arrays_lz4(engine: Engine) -> None:
+    """Compress new roll-up arrays with lz4 and keep them in the row.
+
+    lz4 instead of PostgreSQL's default pglz, and ``STORAGE MAIN`` instead of a TOAST
+    table.
+
+    A group commit's roll-up part (OLH d = 1024: 8 KiB of arrays) is compressed by the
+    server inside the commit's statement; with pglz that took 0.21 of the statement's
+    0.39 ms (``EXPLAIN (ANALYZE, WAL)``, 8 one-report batches), with lz4 0.05 of 0.19,
+    for 1.6 KiB more WAL per group; every commit waits for it, and compaction and
+    readers decompress faster too. Needs PostgreSQL >= 14 built with lz4 (Debian's
+    is); otherwise only the storage changes. Compressed, such a part is ~2.4 KiB: over
+    the 2 KiB above which the default (``EXTENDED``) moves it to the TOAST table (two
+    more heap rows and an index entry per part, written by the commit and deleted by
+    compaction); ``MAIN`` keeps it in the row while it fits a page (larger arrays still
+    go out of line), which cut the server's CPU per group of 7 one-report batches by
+    ~0.013 ms (docs/collector.md). Rows already stored keep their compression and
+    place (both read the same); a database made by an earlier version is switched
+    when opened. A role that may not alter the tables (not their owner), or a lock not
+    granted within 5 s, leaves them as they were, with a warning: the store works
+    either way.
+    """
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        _set_lz4(engine)
+    except DBAPIError as exc:
+        logger.warning(
+            "roll-up arrays keep PostgreSQL's default compression and storage (%s); lz4 "
+            "and STORAGE MAIN make group commits cheaper: let the tables' owner open the "
+            "database once",
+            str(exc.orig).strip().splitlines()[0] if exc.orig is not None else exc,
+        )
+
+
+def _set_lz4(engine: Engine) -> None:
+    with engine.begin() as conn:
+        lz4 = conn.exec_driver_sql(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        ).scalar()
+        # (Without lz4, e.g. PostgreSQL < 14 and its catalog without attcompression: only
+        # the storage is checked.)
+        compression = "a.attcompression IS DISTINCT FROM 'l'" if lz4 else "false"
+        rows = conn.exec_driver_sql(
+            f"SELECT c.relname, {compression}, a.attstorage <> 'm' FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = ANY(%(names)s)"
+            " AND pg_table_is_visible(c.oid) AND a.attname = 'arrays'",
+            {"names": list(_ARRAY_TABLES)},
+        ).all()
+        changes = {
+            table: [
+                *(["ALTER COLUMN arrays SET COMPRESSION lz4"] if lz4 and recompress else []),
+                *(["ALTER COLUMN arrays SET STORAGE MAIN"] if out_of_line else []),
+            ]
+            for table, recompress, out_of_line in rows
+        }
+        if not any(changes.values()):
+            return
+        conn.exec_driver_sql("SET LOCAL lock_timeout = '5s'")  # not behind a long reader
+        for table in sorted(changes):  # names from our own list: no quoting needed
+            if changes[table]:
+                conn.exec_driver_sql(f"ALTER TABLE {table} {', '.join(changes[table])}")
+
+
 class PostgresWriter:
     """Commit groups of batches to PostgreSQL (psycopg) in one round trip each.
 
@@ -132,69 +196,6 @@ class PostgresWriter:
             idle, self._pg_idle = self._pg_idle, []
         for conn in idle:
             self._drop_pg_raw(conn)
-
-    def compress_arrays_lz4(self) -> None:
-        """Compress new roll-up arrays with lz4 and keep them in the row.
-
-        lz4 instead of PostgreSQL's default pglz, and ``STORAGE MAIN`` instead of a TOAST
-        table.
-
-        A group commit's roll-up part (OLH d = 1024: 8 KiB of arrays) is compressed by the
-        server inside the commit's statement; with pglz that took 0.21 of the statement's
-        0.39 ms (``EXPLAIN (ANALYZE, WAL)``, 8 one-report batches), with lz4 0.05 of 0.19,
-        for 1.6 KiB more WAL per group; every commit waits for it, and compaction and
-        readers decompress faster too. Needs PostgreSQL >= 14 built with lz4 (Debian's
-        is); otherwise only the storage changes. Compressed, such a part is ~2.4 KiB: over
-        the 2 KiB above which the default (``EXTENDED``) moves it to the TOAST table (two
-        more heap rows and an index entry per part, written by the commit and deleted by
-        compaction); ``MAIN`` keeps it in the row while it fits a page (larger arrays still
-        go out of line), which cut the server's CPU per group of 7 one-report batches by
-        ~0.013 ms (docs/collector.md). Rows already stored keep their compression and
-        place (both read the same); a database made by an earlier version is switched
-        when opened. A role that may not alter the tables (not their owner), or a lock not
-        granted within 5 s, leaves them as they were, with a warning: the store works
-        either way.
-        """
-        from sqlalchemy.exc import DBAPIError
-
-        try:
-            self._set_lz4()
-        except DBAPIError as exc:
-            logger.warning(
-                "roll-up arrays keep PostgreSQL's default compression and storage (%s); lz4 "
-                "and STORAGE MAIN make group commits cheaper: let the tables' owner open the "
-                "database once",
-                str(exc.orig).strip().splitlines()[0] if exc.orig is not None else exc,
-            )
-
-    def _set_lz4(self) -> None:
-        with self.engine.begin() as conn:
-            lz4 = conn.exec_driver_sql(
-                "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
-                " WHERE name = 'default_toast_compression'"
-            ).scalar()
-            # (Without lz4, e.g. PostgreSQL < 14 and its catalog without attcompression: only
-            # the storage is checked.)
-            compression = "a.attcompression IS DISTINCT FROM 'l'" if lz4 else "false"
-            rows = conn.exec_driver_sql(
-                f"SELECT c.relname, {compression}, a.attstorage <> 'm' FROM pg_attribute a"
-                " JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = ANY(%(names)s)"
-                " AND pg_table_is_visible(c.oid) AND a.attname = 'arrays'",
-                {"names": list(_ARRAY_TABLES)},
-            ).all()
-            changes = {
-                table: [
-                    *(["ALTER COLUMN arrays SET COMPRESSION lz4"] if lz4 and recompress else []),
-                    *(["ALTER COLUMN arrays SET STORAGE MAIN"] if out_of_line else []),
-                ]
-                for table, recompress, out_of_line in rows
-            }
-            if not any(changes.values()):
-                return
-            conn.exec_driver_sql("SET LOCAL lock_timeout = '5s'")  # not behind a long reader
-            for table in sorted(changes):  # names from our own list: no quoting needed
-                if changes[table]:
-                    conn.exec_driver_sql(f"ALTER TABLE {table} {', '.join(changes[table])}")
 
     @staticmethod
     def _drop_pg_raw(conn: Any) -> None:

@@ -59,7 +59,7 @@ from .batch_identity import (
 )
 from .compaction import Compactor
 from .deletes import BatchDeletes
-from .postgres_writer import PostgresWriter
+from .postgres_writer import PostgresWriter, compress_arrays_lz4
 from .reads import StoreReader
 from .schema import (
     _Layout,
@@ -125,7 +125,7 @@ class CollectorStore:
         # The PostgreSQL (psycopg) commit paths: one round trip per group.
         self.postgres = PostgresWriter(self.engine, self.writes)
         if self.backend == "postgresql":
-            self.postgres.compress_arrays_lz4()
+            compress_arrays_lz4(self.engine)
         # The SQLite commit path (and any backend's plain SQLAlchemy Core transaction).
         self.sqlite = SQLiteWriter(self.engine, self.writes)
         # Admin deletes, and the retry window of the keys they leave spent.
