@@ -23,7 +23,6 @@ Tokens may be limited to some collections and have ingest quotas (429 + Retry-Af
 :mod:`ldpkit.service.auth`, :mod:`ldpkit.service.quotas`.
 """
 
-import dataclasses
 import gc
 import logging
 from contextlib import asynccontextmanager
@@ -39,13 +38,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from .. import __version__
-from .._validation import check_real
 from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
-from .collector import _Collector, _database_error, _iso, _parse_time
+from .collector import _Collector, _database_error, _iso
 from .config import (
     DEFAULT_DATABASE_URL,
     Limits,
+    _check_app_options,
     _check_origins,
     _normalize,
 )
@@ -165,30 +164,16 @@ def create_app(
     FastAPI
         ``app.state.collector`` holds the collections, the store and the committer.
     """
-    limits = limits or Limits()
-    overrides = {
-        k: v
-        for k, v in (("max_body_bytes", max_body_bytes), ("max_decoded_bytes", max_decoded_bytes))
-        if v is not None
-    }
-    if overrides:
-        limits = dataclasses.replace(limits, **overrides)
-    if (
-        isinstance(bucket_seconds, bool)
-        or not isinstance(bucket_seconds, int)
-        or bucket_seconds < 1
-    ):
-        raise ValueError(f"bucket_seconds must be an integer >= 1, got {bucket_seconds!r}")
-    commit_window = check_real(commit_window, "commit_window", low=0, high=1)
-    if (
-        isinstance(max_rollup_parts, bool)
-        or not isinstance(max_rollup_parts, int)
-        or max_rollup_parts < 1
-    ):
-        raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
-    if not isinstance(freeze_gc, bool):
-        raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
-    deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
+    limits, commit_window, deleted_keys_seconds = _check_app_options(
+        limits,
+        max_body_bytes,
+        max_decoded_bytes,
+        bucket_seconds,
+        commit_window,
+        max_rollup_parts,
+        freeze_gc,
+        deleted_keys_seconds,
+    )
     specs = _normalize(collections)
     store = CollectorStore(database_url)
     store.compaction.max_parts = max_rollup_parts
@@ -212,13 +197,56 @@ def create_app(
         store.close()
         raise
 
+    app = CollectorApp(
+        title="ldpkit collector",
+        version=__version__,
+        description=(
+            "Collects locally differentially private reports, keeps only their mergeable "
+            "statistics rolled up per time bucket, and serves estimates with standard errors."
+        ),
+        lifespan=_lifespan(collector, store, freeze_gc),
+        # Swagger UI and ReDoc load their scripts from a CDN (blank offline): GET /docs is
+        # our own listing of /openapi.json instead.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.collector = collector
+    # The routes, in the order the OpenAPI document lists them.
+    _page_routes(app, cors_origins)
+    _ops_routes(app, collector, store)
+    _collection_routes(app, collector)
+    _ingest_routes(app, collector, limits)
+    _read_routes(app, collector, store)
+    _admin_routes(app, collector, store)
+    return app
+
+
+CollectionName = Annotated[str, Path(description="collection name")]
+TimeParam = Annotated[
+    str | None,
+    Query(description="ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"),
+]
+TopK = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=MAX_CANDIDATES,
+        description="frequencies: also answer the k most frequent items (of the domain, "
+        "or of the candidates for an open-domain collection) with their intervals",
+    ),
+]
+
+
+def _lifespan(collector: _Collector, store: CollectorStore, freeze_gc: bool) -> Any:
+    """Return the app's lifespan: compact and freeze at start-up, close the committer at exit."""
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         stalls = LoopStalls.from_env()  # latency debugging only (LDPKIT_DEBUG_LOOP_STALLS)
         # Fold parts an earlier process left (killed before its last compaction); a failure
         # (e.g. the database is down) is logged and counted, and retried later.
         await run_in_threadpool(store.try_compact)
-        if freeze_gc:  # see the docstring; collect first: frozen cyclic garbage would stay
+        if freeze_gc:  # see create_app; collect first: frozen cyclic garbage would stay
             gc.collect()
             gc.freeze()
         if stalls is not None:
@@ -231,20 +259,11 @@ def create_app(
         if freeze_gc:
             gc.unfreeze()
 
-    app = CollectorApp(
-        title="ldpkit collector",
-        version=__version__,
-        description=(
-            "Collects locally differentially private reports, keeps only their mergeable "
-            "statistics rolled up per time bucket, and serves estimates with standard errors."
-        ),
-        lifespan=lifespan,
-        # Swagger UI and ReDoc load their scripts from a CDN (blank offline): GET /docs is
-        # our own listing of /openapi.json instead.
-        docs_url=None,
-        redoc_url=None,
-    )
-    app.state.collector = collector
+    return lifespan
+
+
+def _page_routes(app: FastAPI, cors_origins: list[str] | None) -> None:
+    """Add the dashboard's static files and pages, and the CORS middleware if configured."""
     # Open like /healthz: the pages hold no data; what they show comes from the read routes.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -270,6 +289,10 @@ def create_app(
             max_age=600,
         )
 
+
+def _ops_routes(app: FastAPI, collector: _Collector, store: CollectorStore) -> None:
+    """Add the error handlers, ``/healthz`` and ``/metrics``."""
+
     @app.exception_handler(DBAPIError)
     @app.exception_handler(PoolTimeout)
     async def database_down(_request: Request, exc: Exception) -> JSONResponse:
@@ -280,12 +303,6 @@ def create_app(
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
         collector.metrics.reject("bad_parameters", 422)
         return JSONResponse({"detail": jsonable_errors(exc)}, status_code=422)
-
-    CollectionName = Annotated[str, Path(description="collection name")]
-    TimeParam = Annotated[
-        str | None,
-        Query(description="ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"),
-    ]
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
@@ -312,6 +329,10 @@ def create_app(
             collector.metrics.render(stored), media_type="text/plain; version=0.0.4"
         )
 
+
+def _collection_routes(app: FastAPI, collector: _Collector) -> None:
+    """Add the listing of collections and the description of one."""
+
     @app.get("/v1/collections", response_model=CollectionList, tags=["collections"])
     def list_collections(request: Request) -> CollectionList:
         who = collector.authorize(request, "read")
@@ -322,6 +343,10 @@ def create_app(
         collector.authorize(request, "read")
         collector.get(collection)
         return collector.info(collection)
+
+
+def _ingest_routes(app: FastAPI, collector: _Collector, limits: Limits) -> None:
+    """Add ``POST /v1/reports/{collection}`` (the fast path serves most requests)."""
 
     @app.post(
         "/v1/reports/{collection}",
@@ -366,15 +391,9 @@ def create_app(
         )
         return Response(payload, status_code=status, media_type="application/json")
 
-    TopK = Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=MAX_CANDIDATES,
-            description="frequencies: also answer the k most frequent items (of the domain, "
-            "or of the candidates for an open-domain collection) with their intervals",
-        ),
-    ]
+
+def _read_routes(app: FastAPI, collector: _Collector, store: CollectorStore) -> None:
+    """Add the estimate (GET and POST), bucket and Stats routes of a collection."""
 
     def estimate_of(
         collection: str,
@@ -507,17 +526,9 @@ def create_app(
         stats, _ = store.merged(collection, c.spec, since=s, until=u)
         return stats.to_dict()
 
-    def _admin_window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
-        w = collector.bucket_seconds
-        s, u = _parse_time(since, "since"), _parse_time(until, "until")
-        for name, value in (("since", s), ("until", u)):
-            if value is not None and value % w:
-                raise HTTPException(
-                    422,
-                    f"{name} must be a bucket boundary (a multiple of {w} s since the epoch), "
-                    f"got {_iso(value)}; batches are deleted by whole buckets",
-                )
-        return s, u
+
+def _admin_routes(app: FastAPI, collector: _Collector, store: CollectorStore) -> None:
+    """Add the admin listing and deletion of a collection's batches."""
 
     @app.get("/v1/admin/collections/{collection}/batches", response_model=BatchList, tags=["admin"])
     def list_batches(
@@ -571,11 +582,9 @@ def create_app(
             raise HTTPException(
                 422, "delete must name a token, a since/until range, or both, got none"
             )
-        s, u = _admin_window(since, until)
+        s, u = collector.admin_window(since, until)
         batches, reports = store.delete_batches(collection, token=token, since=s, until=u)
         return DeleteResult(collection=collection, deleted_batches=batches, deleted_reports=reports)
-
-    return app
 
 
 def jsonable_errors(exc: RequestValidationError) -> Any:

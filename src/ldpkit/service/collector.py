@@ -350,6 +350,19 @@ class _Collector:
         return HTTPException(status, message)
 
     # -- estimates -------------------------------------------------------------------------
+    def admin_window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
+        """Parse an admin delete's ``[since, until)``: both must be bucket boundaries."""
+        w = self.bucket_seconds
+        s, u = _parse_time(since, "since"), _parse_time(until, "until")
+        for name, value in (("since", s), ("until", u)):
+            if value is not None and value % w:
+                raise HTTPException(
+                    422,
+                    f"{name} must be a bucket boundary (a multiple of {w} s since the epoch), "
+                    f"got {_iso(value)}; batches are deleted by whole buckets",
+                )
+        return s, u
+
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
         s, u = _parse_time(since, "since"), _parse_time(until, "until")
         w = self.bucket_seconds
