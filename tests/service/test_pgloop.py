@@ -14,12 +14,8 @@ import numpy as np
 import pytest
 
 from ldpkit import GRR
-from ldpkit.service.store import (
-    _COLLECTION_LOCK_CLASS,
-    CollectorStore,
-    PendingBatch,
-    _collection_lock_id,
-)
+from ldpkit.service.store import CollectorStore, PendingBatch
+from ldpkit.service.writes import COLLECTION_LOCK_CLASS, collection_lock_id
 
 psycopg = pytest.importorskip("psycopg")  # the service extra; CI installs it
 
@@ -45,7 +41,7 @@ def _pg_raw(url):
 
 
 def _lock_sql(fn):
-    return f"SELECT {fn}({_COLLECTION_LOCK_CLASS}, {_collection_lock_id('c')})"
+    return f"SELECT {fn}({COLLECTION_LOCK_CLASS}, {collection_lock_id('c')})"
 
 
 async def _first_group(store):

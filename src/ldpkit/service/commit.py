@@ -10,7 +10,7 @@ a commit that took over 0.1 s, e.g. a stalled disk: see
 :meth:`CollectorStore.commit_group_async`); on PostgreSQL the loop keeps reading requests
 for the next group while a group's statement waits for the server (up to two groups in
 flight, each on its own connection): a group without idempotency keys or raw reports (the
-usual one-report POST) of up to ``store.in_loop_max_group`` batches is one statement sent
+usual one-report POST) of up to ``store.postgres.in_loop_max_group`` batches is one statement sent
 and awaited by the loop itself on a connection of this loop's own (no thread; driven
 through libpq, :mod:`ldpkit.service._pgloop`), any
 other group runs in a helper thread. So a
