@@ -303,6 +303,7 @@ class CollectorStore:
         return self.reader.last_received(collection)
 
     def last_bucket(self, collection: str) -> int | None:
+        """Start of the latest bucket holding data."""
         return self.reader.last_bucket(collection)
 
     def merged(
@@ -354,7 +355,7 @@ class CollectorStore:
         return self.deletes.expire_deleted_keys(now)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
-        """The stored payload of a batch (only when the app stores raw reports)."""
+        """Return the stored payload of a batch (only when the app stores raw reports)."""
         return self.reader.raw_reports(batch_id)
 
     # -- compaction (the compactor's, under the store's names) -------------------------------
