@@ -233,7 +233,7 @@ class PostgresWriter:
         try:
             for attempt in range(3):
                 # (bound before raw_connection(), which raises psycopg's own error when the
-                # server is down: issue 27, an UnboundLocalError made that a 500)
+                # server is down: unbound, the error handler raised an UnboundLocalError, a 500)
                 raw: Any = None
                 try:
                     if kept is None:
