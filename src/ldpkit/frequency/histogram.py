@@ -401,6 +401,13 @@ class THE(UnaryEncoding):
             self._set("cutoff", check_real(self.cutoff, "cutoff", low=0.0, high=1.0))
         super()._validate()
 
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return None: the privacy attack reads THE's ``transition_matrix()``.
+
+        Its realized bit law is not the plain ``(p, q)`` of :class:`UnaryEncoding`'s view.
+        """
+        return None
+
     @property
     def effective_cutoff(self) -> float:
         """theta actually used: ``cutoff``, or the variance-optimal one when None."""

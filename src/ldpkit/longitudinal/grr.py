@@ -177,6 +177,17 @@ class LGRR(LongitudinalOracle):
         np.fill_diagonal(m, c / t2)
         return m
 
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return the privacy attack's view of this spec's reports, or None for the default.
+
+        Read by :func:`ldpkit.privacy.attack`, which imports no mechanism: it takes
+        ``(kind, law)`` from here, else the spec's ``transition_matrix()``. Memoized: ``("matrix", (P1, P2))``, the permanent and the
+        instantaneous rounds; fresh reports: the default (one GRR round each).
+        """
+        if memoized:
+            return "matrix", (self.permanent_matrix(), self.instantaneous_matrix())
+        return None
+
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
 
