@@ -24,18 +24,20 @@ from .smoothers import (
     Smoother,
     make_smoother,
 )
-from .threshold import choose_threshold, exponential_mechanism, exponential_mechanism_probabilities
-from .topl import (
+from .threshold import (
     TailTest,
     ThresholdObjective,
-    ToPL,
+    choose_threshold,
     choose_topl_threshold,
     cut_tail,
+    exponential_mechanism,
+    exponential_mechanism_probabilities,
     extend_tail,
     heldout_tail_test,
     square_wave_detection_floor,
     topl_threshold_objective,
 )
+from .topl import ToPL
 from .topl_client import client_randomize
 from .tops import ToPS
 from .windows import (
