@@ -40,6 +40,13 @@ from ..frequency._bits import check_packed, column_counts, packed_width
 from ..frequency.subset import _CHUNK_DRAWS, _sample_subsets
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .distribution import Distribution, check_bounds
+from .haar import (  # re-exported: the Haar transform's one home is haar.py
+    MAX_LEVEL,
+    default_max_level,
+    haar_coefficients,
+    haar_encode,
+    haar_reconstruct,
+)
 
 __all__ = [
     "MAX_LEVEL",
@@ -56,8 +63,6 @@ __all__ = [
     "HaarWavelet",
 ]
 
-#: Largest Haar level J: a report at level J carries two bitmaps of 2^J bits (2 x 128 KiB).
-MAX_LEVEL = 20
 
 #: Largest signed-subset domain: beyond it one report is absurdly large.
 _MAX_DOMAIN = 1 << MAX_LEVEL
@@ -611,96 +616,6 @@ class SignedSubsetSelection(Mechanism):
 
 def _log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf
-
-
-# --------------------------------------------------------------------------------------------
-# Haar wavelet pieces
-# --------------------------------------------------------------------------------------------
-def default_max_level(n: int) -> int:
-    """WAV25 section 5.4: ``J = ceil(log2(n) / 2)`` (at least 0, at most :data:`MAX_LEVEL`).
-
-    Examples
-    --------
-    >>> default_max_level(100_000), default_max_level(1_000_000)
-    (9, 10)
-    """
-    n = check_integer(n, "n", low=1)
-    return min(MAX_LEVEL, max(0, math.ceil(math.log2(n) / 2.0)))
-
-
-def haar_encode(u: Any, level: int) -> tuple[np.ndarray, np.ndarray]:
-    """WAV25 eq. 39 for values u in [0, 1]: the level-j cell ``k = floor(2^j u)`` and the sign.
-
-    Returns ``(k, negative)``: ``negative`` is True in the right half of the cell (where
-    ``psi_jk = -2^(j/2)``). u = 1 belongs to the last cell's right half, as ``psi``
-    (eq. 11) puts 1 there.
-    """
-    level = check_integer(level, "level", low=0, high=MAX_LEVEL)
-    u = np.asarray(u, dtype=np.float64)
-    half = np.minimum((u * 2.0 ** (level + 1)).astype(np.int64), 2 ** (level + 1) - 1)
-    return half >> 1, (half & 1).astype(bool)
-
-
-def haar_coefficients(
-    values: Any, max_level: int, low: float = 0.0, high: float = 1.0
-) -> list[np.ndarray]:
-    """The exact (non-private) coefficients ``a*_jk = mean_i psi_jk(X_i)`` (eq. 37).
-
-    Returns one array per level j = 0..max_level (length 2^j), for values mapped from
-    [low, high] to [0, 1]. With them :func:`haar_reconstruct` returns the histogram of the
-    values on 2^(J+1) equal buckets exactly (Lemma 1).
-    """
-    max_level = check_integer(max_level, "max_level", low=0, high=MAX_LEVEL)
-    lo, hi = check_bounds(low, high)
-    v = check_numeric_values(values, lo, hi, "values")
-    if v.size == 0:
-        raise ValueError("values must hold at least one value, got an empty array")
-    u = (v - lo) / (hi - lo)
-    out = []
-    for j in range(max_level + 1):
-        k, neg = haar_encode(u, j)
-        sums = np.bincount(k, weights=np.where(neg, -1.0, 1.0), minlength=2**j)
-        out.append(2.0 ** (j / 2.0) * sums / v.size)
-    return out
-
-
-def haar_reconstruct(coefficients: Any, *, clip: bool = True) -> np.ndarray:
-    """Density ``f_J = 1 + sum_jk a_jk psi_jk`` on the 2^(J+1) cells of [0, 1] (eq. 67).
-
-    Parameters
-    ----------
-    coefficients : sequence of arrays
-        ``a_j`` of length 2^j for j = 0..J.
-    clip : bool
-        Clip level by level so that the density stays non-negative (WAV25 section 4.7 as
-        METHODS.md reads it): at level j, ``|a_jk|`` is bounded by ``2^(-j/2)`` times the
-        density that levels < j give psi_jk's own cell (a single value: that density is
-        constant on level-j cells). Both halves of the cell then stay >= 0 and the cell's
-        mass is unchanged. (Eq. 69 literally takes the minimum over this cell and the next,
-        which wipes out spikes; a final projection onto the simplex ruins W1.)
-
-    Returns
-    -------
-    ndarray, shape (2^(J+1),)
-        Density values (mean exactly 1 up to rounding: every level keeps each cell's
-        mass); multiply by 2^-(J+1) for bucket masses.
-    """
-    coefs = [np.asarray(a, dtype=np.float64) for a in coefficients]
-    if not coefs:
-        raise ValueError("coefficients must hold at least level 0")
-    density = np.ones(1)
-    for j, a in enumerate(coefs):
-        if a.shape != (2**j,):
-            raise ValueError(f"coefficients[{j}] must have shape ({2**j},), got {a.shape}")
-        # a_jk psi_jk adds +-a_jk 2^(j/2) to the two halves of cell k.
-        b = a * 2.0 ** (j / 2.0)
-        if clip:
-            b = np.clip(b, -density, density)
-        nxt = np.empty(2 ** (j + 1))
-        nxt[0::2] = density + b
-        nxt[1::2] = density - b
-        density = nxt
-    return density
 
 
 # --------------------------------------------------------------------------------------------
