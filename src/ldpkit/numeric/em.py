@@ -317,7 +317,7 @@ def _fit_band(
 ) -> tuple[int, bool]:
     """EM/EMS in place on theta with the compiled loop: box products when ``box`` is given
     (from :func:`_box_rows`), band products otherwise. Returns (iterations, converged)."""
-    from ._em_kernels import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
+    from ._kernels_em import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
 
     b = band
     if box is not None:

@@ -331,7 +331,7 @@ class HaarWavelet(Mechanism):
 
     def aggregate(self, reports: Reports) -> Stats:
         """Per-level sums of the reported vectors and group sizes (validating every row)."""
-        from ._wavelet_kernels import level_bit_counts  # server side: compiled on use
+        from ._kernels_wavelet import level_bit_counts  # server side: compiled on use
 
         reports = self.check_reports(reports)
         top, width = self.effective_max_level, self.report_width
