@@ -2,7 +2,7 @@
 their baselines, on one base class (:class:`StreamRelease`), with shared metrics.
 """
 
-from ._base import STREAM_CLASSES, RangeSum, StreamRelease, stream_from_dict
+from ._release import STREAM_CLASSES, RangeSum, StreamRelease, stream_from_dict
 from .baselines import (
     HC16,
     NME,
@@ -11,9 +11,9 @@ from .baselines import (
     pak_threshold,
     smooth_sensitivity_order_statistic,
 )
-from .hierarchy import OnlineHierarchy
+from .errors import METRICS, evaluate_ranges, random_ranges, range_errors
 from .local_baselines import FixedDomainLDP, SWOnly, square_wave_mean_constants
-from .metrics import METRICS, evaluate_ranges, random_ranges, range_errors
+from .online_hierarchy import OnlineHierarchy
 from .smoothers import (
     SMOOTHERS,
     ExponentialSmoother,
