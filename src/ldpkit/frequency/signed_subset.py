@@ -344,8 +344,7 @@ class SignedSubsetSelection(Mechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         d (>= 1; with d = 1 this is binary randomized response on the sign).
     subset_size : int or None
