@@ -12,8 +12,8 @@ import numpy as np
 from .. import _crmath
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from ..frequency._base import index_dtype
-from ..frequency.grr import grr_sample
-from ..spec import Reports, StatsField
+from ..frequency.grr import OneItemReports, grr_sample
+from ..spec import Reports
 from ._base import LongitudinalOracle
 
 __all__ = ["LGRR"]
@@ -78,7 +78,7 @@ def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
-class LGRR(LongitudinalOracle):
+class LGRR(OneItemReports, LongitudinalOracle):
     """Longitudinal GRR: a memoized GRR answer at ``epsilon_inf``, re-randomized by GRR
     so that one report is ``epsilon_1``-LDP.
 
@@ -206,23 +206,3 @@ class LGRR(LongitudinalOracle):
         perm = np.asarray(permanent, dtype=np.int64).reshape(-1)
         y = grr_sample(perm, self.domain_size, self._rounds()[1], gen)
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
-
-    def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: one supported item per report, so they sum to n."""
-        return {"counts": StatsField((self.domain_size,), total=1)}
-
-    def support_counts(self, reports: Reports) -> np.ndarray:
-        y = reports.values
-        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
-            raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
-        return np.bincount(y, minlength=self.domain_size)
-
-    def transition_matrix(self) -> np.ndarray:
-        """P[report | value] of one report, d x d (both rounds chained)."""
-        d = self.domain_size
-        m = np.full((d, d), self.q)
-        np.fill_diagonal(m, self.p)
-        return m
-
-    def output_index(self, reports: Reports) -> np.ndarray:
-        return np.asarray(self.check_reports(reports).values, dtype=np.int64)
