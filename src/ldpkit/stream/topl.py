@@ -50,9 +50,7 @@ from .threshold import (  # threshold selection, re-exported: its one home
     TAIL_EVIDENCE,
     TAIL_EXTENSIONS,
     TAIL_QUANTILE,
-    TAIL_Z,
     THRESHOLD_SCALES,
-    TailTest,
     ThresholdObjective,
     choose_topl_threshold,
     cut_tail,
@@ -61,29 +59,10 @@ from .threshold import (  # threshold selection, re-exported: its one home
     square_wave_detection_floor,
     topl_threshold_objective,
 )
+from .threshold import TAIL_Z as TAIL_Z  # re-exported, unused here
+from .threshold import TailTest as TailTest  # re-exported, unused here
 
-__all__ = [
-    "OBJECTIVES",
-    "TAIL_CUTS",
-    "TAIL_Z",
-    "TAIL_EVIDENCE",
-    "TAIL_QUANTILE",
-    "TAIL_EXTENSIONS",
-    "THRESHOLD_SCALES",
-    "LOG_BUCKETS",
-    "LOG_CUT_QUANTILE",
-    "LOG_TAIL_QUANTILE",
-    "LOG_TEST_REACH",
-    "square_wave_detection_floor",
-    "cut_tail",
-    "extend_tail",
-    "heldout_tail_test",
-    "TailTest",
-    "ThresholdObjective",
-    "topl_threshold_objective",
-    "choose_topl_threshold",
-    "ToPL",
-]
+__all__ = ["ToPL"]  # the threshold names above stay importable from here
 
 
 class ToPL(LocalStreamRelease):
