@@ -147,6 +147,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.multidim.MarginalsEstimate",
             "ldpkit.multidim.GroupMeans",
             "ldpkit.multidim.RangeEstimate",
+            "ldpkit.multidim.TupleMeans",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",
