@@ -992,6 +992,21 @@ def build_registry() -> dict[str, Entry]:
         high=1.0,
     ).aliases = {"low": ("high",), "high": ("low",)}
 
+    # ldpkit.multidim's default (a spec from the declared attributes and the query)
+    from ldpkit import multidim
+
+    add(
+        "ldpkit.multidim.auto",
+        multidim.auto,
+        epsilon=1.0,
+        query="frequencies",
+        domain_sizes=(3, 4),
+        low=(),
+        high=(),
+        population=1000,
+        way=2,
+    ).strings_ok = frozenset({"query"})
+
     # privacy, spec, io, testing
     add(
         "ldpkit.privacy.ratio_privacy_loss", privacy.ratio_privacy_loss, largest=0.6, smallest=0.2

@@ -22,6 +22,7 @@ a :class:`RangeEstimate`). Numerical attributes: :class:`AttributeSampling` (k o
 attributes per user with PM/HM or GRR at ``epsilon / k``, Wang et al. ICDE 2019, numerical
 and categorical columns in one tuple) and :class:`DuchiMean` (Duchi et al. JASA 2018's
 hypercube-vertex mechanism), both returning a :class:`TupleMeans` with intervals.
+:func:`auto` picks the spec from the declared attributes and the query.
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -34,6 +35,7 @@ from .._lazy import attach
 
 __all__ = [
     "AttributeSampling",
+    "auto",
     "CALM",
     "DuchiMean",
     "Fourier",
@@ -59,6 +61,7 @@ __getattr__, __dir__ = attach(__name__, __file__)
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
     from ._tuples import TupleMeans
+    from .auto import auto
     from .calm import CALM, FullDomain
     from .duchi import DuchiMean
     from .fourier import Fourier
