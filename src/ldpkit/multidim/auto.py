@@ -15,8 +15,8 @@ the question she will ask, and returns the spec with the smallest error for it:
   uniformity error that no variance formula covers: chosen by its paper's results (VLDB
   2020, sec. 6) and the benchmark (HDG < TDG < uniform grid at every epsilon);
 * ``"means"`` (each numerical attribute's mean, categorical shares alongside):
-  :class:`AttributeSampling` with HM or PM against :class:`DuchiMean` (only attribute
-  sampling takes categorical attributes), by their exact variances at ``t^2 = 1/3`` on the
+  :class:`AttributeSampling` with HM or PM against :class:`DuchiMean` and
+  :class:`LaplaceMean` (only attribute sampling takes categorical attributes), by their exact variances at ``t^2 = 1/3`` on the
   ``[-1, 1]`` scale (the variances are linear in ``t^2``: this is their mean over uniform
   values);
 * ``"group_means"`` (the mean of the one numerical attribute per category of the one
@@ -180,6 +180,7 @@ def _means(
     n: int,
 ) -> Mechanism:
     from .duchi import DuchiMean
+    from .laplace import MIN_ATTRIBUTE_EPSILON, LaplaceMean
     from .sampling import AttributeSampling
 
     candidates: list[Any] = [
@@ -188,6 +189,8 @@ def _means(
     ]
     if not sizes and len(low) >= 2:
         candidates.append(DuchiMean(epsilon=epsilon, low=low, high=high))
+    if not sizes and epsilon / len(low) >= MIN_ATTRIBUTE_EPSILON:
+        candidates.append(LaplaceMean(epsilon=epsilon, low=low, high=high))
     # the exact variance where every value sits at t = +-1/sqrt(3) on the [-1, 1] scale
     # (t^2 = 1/3, the mean square of uniform values): the variances are linear in t^2, so
     # this is their average over uniform data; the worst case (t^2 = 0 or 1) would pick
@@ -200,7 +203,7 @@ def _means(
     scores = [
         float(
             np.sum(
-                c.variance_at(2, x[:, : len(low)] if isinstance(c, DuchiMean) else x)
+                c.variance_at(2, x if isinstance(c, AttributeSampling) else x[:, : len(low)])
                 / ((hi - lo) / 2.0) ** 2
             )
         )
