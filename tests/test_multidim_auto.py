@@ -25,7 +25,7 @@ def test_numerical_picks():
     picks = [auto(eps, query="means", low=low, high=high) for eps in (0.5, 2.0, 4.0)]
     assert all(isinstance(p, AttributeSampling) for p in picks)
     assert [p.mechanism for p in picks] == ["hm", "pm", "pm"]  # PM wins inside the domain
-    for d in (2, 3, 8):  # Duchi's vertex loses inside the domain (ICDE 2019, sec. VI)
+    for d in (2, 3, 8):  # Duchi's vertex loses inside the domain (ICDE 2019's experiments)
         assert not isinstance(auto(2.0, query="means", low=(0.0,) * d, high=(1.0,) * d), DuchiMean)
     mixed = auto(2.0, query="means", low=(0.0,), high=(1.0,), domain_sizes=(3,))
     assert isinstance(mixed, AttributeSampling) and mixed.domain_sizes == (3,)

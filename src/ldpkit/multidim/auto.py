@@ -21,7 +21,7 @@ the question she will ask, and returns the spec with the smallest error for it:
   values);
 * ``"group_means"`` (the mean of the one numerical attribute per category of the one
   categorical attribute): :class:`GroupMean` with GRR when ``2 k < 3 e^eps + 2`` (the
-  frequency-oracle rule of Wang et al. USENIX Security 2017, sec. 4.4, for its ``2 k``
+  frequency-oracle rule of Wang et al. USENIX Security 2017, for its ``2 k``
   items), else OLH.
 """
 

@@ -78,8 +78,7 @@ class DuchiMean(Mechanism):
     Reports: ``signs``, an ``(n, d)`` array of bits (1 for ``+B``). Stats: the count of
     ``+B`` per attribute (``positives``), so the unit-scale mean of attribute j is
     ``B (2 P_j - n) / n``, unbiased with variance ``sum_i (B^2 - t_ij^2) / n^2``
-    (Duchi et al. 2018, Proposition 3's construction; Wang et al. 2019, Lemma 4's
-    ``B^2`` bound), in the attribute's units times ``((high - low) / 2)^2``. The estimate's
+    (Duchi et al. 2018, section 4.2.3; Wang et al. 2019, section IV-A), in the attribute's units times ``((high - low) / 2)^2``. The estimate's
     variance is the empirical one, ``(B^2 - ybar^2) / (n - 1)`` on the unit scale (every
     report has ``z_j^2 = B^2``). ``privacy_loss()`` is ``log(w_high / w_low)``.
 

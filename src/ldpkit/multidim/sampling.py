@@ -7,14 +7,14 @@ a numerical attribute with the Piecewise or the Hybrid Mechanism
 here with their exact grid laws), a categorical one with a frequency oracle. The server
 scales every report by ``d / k``, so that each user's term ``X_ij = (d / k) 1[j sampled]
 y_ij`` is unbiased for her own value and the means (frequencies) are averages over all n
-users. The paper's rule for k (its eq. 12) is ``k = max(1, min(d, floor(epsilon / 2.5)))``.
+users. The paper's rule for k (section IV) is ``k = max(1, min(d, floor(epsilon / 2.5)))``.
 
 Categorical attributes use GRR at ``epsilon / k`` (the paper uses OUE; GRR keeps one
 integer per report and an exact integer law, and is the better oracle for the small
 domains of a tuple's categorical columns when ``e^(eps/k) > k_j - 2``).
 
 Variance. ``Var X_ij = (d / k) (V(t) + t^2) - t^2`` with ``V`` the mechanism's per-user
-variance (the paper's Lemma 5): the mean of attribute j has variance ``sum_i Var X_ij /
+variance (the paper's section IV analysis): the mean of attribute j has variance ``sum_i Var X_ij /
 n^2``. The estimate reports the empirical version, ``(sum X^2 - n Xbar^2) / ((n - 1) n)``,
 computed from the Stats (the sum and the sum of squares of each attribute's reports), so
 its intervals need no knowledge of the values.
@@ -39,12 +39,12 @@ from ._tuples import TupleMeans, check_mixed_values, check_numeric_bounds
 
 __all__ = ["AttributeSampling", "sampled_attributes"]
 
-#: The paper's constant in k = floor(epsilon / 2.5) (ICDE 2019, eq. 12).
+#: The paper's constant in k = floor(epsilon / 2.5) (ICDE 2019, section IV).
 EPSILON_PER_ATTRIBUTE = 2.5
 
 
 def sampled_attributes(epsilon: float, d: int) -> int:
-    """Return the paper's k: ``max(1, min(d, floor(epsilon / 2.5)))`` (ICDE 2019, eq. 12).
+    """Return the paper's k: ``max(1, min(d, floor(epsilon / 2.5)))`` (ICDE 2019, section IV).
 
     Examples
     --------
@@ -85,8 +85,8 @@ class AttributeSampling(Mechanism):
     References
     ----------
     T. Wang, J. Zhao, X. Yang, X. Xiao et al. Collecting and analyzing multidimensional
-    data with local differential privacy. ICDE 2019, section IV (Algorithm 4, Lemma 5,
-    eq. 12).
+    data with local differential privacy. ICDE 2019, section IV (Algorithm 4 and its
+    variance analysis).
 
     Examples
     --------
