@@ -109,7 +109,7 @@ export async function derivedWords(key, n) {
  * (2^64 mod T) / 2^64 < 1/4, so 64 words run out with probability < 4^-64 = 2^-128.
  */
 function wordsNeeded(mech) {
-  return 'tp1' in mech ? mech.domainSize : 64;
+  return mech.permanentWords ?? ('tp1' in mech ? mech.domainSize : 64);
 }
 
 /** The device: a secret and a persistent memo of permanent answers per (question, value). */
@@ -169,18 +169,27 @@ export class Device {
     const { mech, fp } = await this.#question(spec);
     return this.#permanent(mech, fp, value);
   }
-  /** The spec's per-device state (LOLOHA's hash seed, a BigInt), derived once; else null. */
+  /**
+   * The spec's per-device state, derived once; else null: LOLOHA's hash seed (a BigInt,
+   * stored as its decimal string), dBitFlipPM's sampled buckets, 1BitMean's alpha.
+   */
   async #state(mech, fp) {
     if (!('stateFromWords' in mech)) return null;
     if (!(fp in this.states)) {
       const key = await hmac(this.secret, concat(enc.encode(`${DEVICE_FORMAT}\0`), enc.encode(fp), new Uint8Array([0]), enc.encode('state')));
-      this.states[fp] = mech.stateFromWords(await derivedWords(key, 4)).toString();
+      const state = mech.stateFromWords(await derivedWords(key, mech.stateWords ?? 1));
+      this.states[fp] = typeof state === 'bigint' ? state.toString() : state;
     }
-    return BigInt(this.states[fp]);
+    const entry = this.states[fp];
+    return typeof entry === 'string' ? BigInt(entry) : entry;
   }
-  /** The memo key of a value: itself, or LOLOHA's hashed value under the device's seed. */
+  /**
+   * The memo key of a value: itself, or what its permanent answer depends on under the
+   * device's state (LOLOHA: its hashed value; dBitFlipPM: its sampled bucket; 1BitMean: its
+   * alpha-rounded grid point). The spec validates the value.
+   */
   async #memoKey(mech, fp, value) {
-    if (!Number.isInteger(value) || value < 0 || value >= mech.domainSize) {
+    if (!('memoKey' in mech) && (!Number.isInteger(value) || value < 0 || value >= mech.domainSize)) {
       throw new RangeError(`value must be an integer in [0, ${mech.domainSize}), got ${value}`);
     }
     const state = await this.#state(mech, fp);
