@@ -79,4 +79,14 @@ export {
   longitudinalFromSpec,
   unaryRoundThresholds,
 } from './longitudinal.js';
-export { BudgetExceededError, DEVICE_FORMAT, Device, derivedWords, memoryStore, permanentKey, valueKey } from './device.js';
+export {
+  BudgetExceededError,
+  DEVICE_FORMAT,
+  Device,
+  defaultStore,
+  derivedWords,
+  indexedDBStore,
+  memoryStore,
+  permanentKey,
+  valueKey,
+} from './device.js';
