@@ -43,3 +43,40 @@ test('count ticks are whole numbers from 0 to the first tick at or above the lar
     assert.ok(t.at(-1) >= nmax && t.at(-1) < nmax + step, `${nmax}: ${t}`);
   }
 });
+
+const { windowSeries } = await import(`data:text/javascript;base64,${source.toString('base64')}`);
+
+function win(day, n, body) {
+  const since = new Date(Date.UTC(2026, 2, 2 + day)).toISOString();
+  return { since, n, ...body };
+}
+
+test('a frequency series: the top items by the given order, one point per window, gaps kept', () => {
+  const list = {
+    kind: 'frequency',
+    windows: [
+      win(0, 100, { labels: ['a', 'b', 'c'], frequencies: [0.5, 0.3, 0.2], ci_low: [0.4, 0.2, 0.1], ci_high: [0.6, 0.4, 0.3] }),
+      win(1, 0, { labels: ['a', 'b', 'c'], frequencies: null, ci_low: null, ci_high: null }),
+      win(2, 50, { labels: ['a', 'b', 'c'], frequencies: [0.1, 0.2, 0.7], ci_low: [0, 0.1, 0.6], ci_high: [0.2, 0.3, 0.8] }),
+    ],
+  };
+  const { starts, series } = windowSeries(list, { top: 2 });
+  assert.deepEqual(starts.map((d) => d.toISOString().slice(0, 10)), ['2026-03-02', '2026-03-03', '2026-03-04']);
+  // by report-weighted mean: a 55, c 55 (tie: index order), b 40
+  assert.deepEqual(series.map((s) => s.label), ['a', 'c']);
+  assert.deepEqual(series[1].points, [{ value: 0.2, low: 0.1, high: 0.3 }, null, { value: 0.7, low: 0.6, high: 0.8 }]);
+  // the whole collection's estimate decides when given
+  assert.deepEqual(windowSeries(list, { top: 1, order: [0.1, 0.6, 0.3] }).series.map((s) => s.label), ['b']);
+  assert.equal(windowSeries(list, { top: 10 }).series.length, 3);
+  assert.deepEqual(windowSeries({ kind: 'frequency', windows: [] }), { starts: [], series: [] });
+});
+
+test('a mean series: one line, null where a window has no reports', () => {
+  const list = {
+    kind: 'mean',
+    windows: [win(0, 10, { mean: 3.5, ci_low: [3], ci_high: [4] }), win(1, 0, { mean: null, ci_low: null, ci_high: null })],
+  };
+  const { series } = windowSeries(list);
+  assert.equal(series.length, 1);
+  assert.deepEqual(series[0].points, [{ value: 3.5, low: 3, high: 4 }, null]);
+});
