@@ -54,8 +54,9 @@ class CollectionInfo(BaseModel):
     name: str
     description: str
     kind: str = Field(
-        description="'frequency', 'distribution', 'mean' or 'open_frequency' (CMS, HCMS, "
-        "FLH over an open domain: estimates name candidates): the estimate's shape"
+        description="'frequency', 'distribution', 'mean', 'open_frequency' (CMS, HCMS, "
+        "FLH over an open domain: estimates name candidates) or 'heavy_hitters' (PEM, "
+        "TreeHist, SFP: estimates discover the top strings): the estimate's shape"
     )
     mechanism: dict[str, Any] = Field(
         description="the spec, rebuild it with ldpkit.spec.spec_from_dict"
@@ -168,7 +169,16 @@ class EstimateResult(BaseModel):
     top: list[TopItem] | None = Field(
         default=None,
         description="with top_k: the k most frequent items (of the domain, or of the "
-        "candidates of an open-domain collection), most frequent first",
+        "candidates of an open-domain collection), most frequent first; heavy-hitter "
+        "collections: the discovered strings",
+    )
+    control: str | None = Field(
+        default=None,
+        description="heavy-hitter collections: the error control of the list (null, 'fwer' "
+        "or 'fdr'), over the 'tested' candidates the search estimated",
+    )
+    tested: int | None = Field(
+        default=None, description="heavy-hitter collections: candidates the search estimated"
     )
     longitudinal: LongitudinalInfo | None = Field(
         None, description="repeated-report specs (ldpkit.longitudinal): their budgets"

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
-from ..spec import Mechanism
-from .kinds import KINDS, EstimateQuery
+from .kinds import KINDS, EstimateQuery, longitudinal_info
 from .models import EstimateResult, LongitudinalInfo
 
 if TYPE_CHECKING:
@@ -53,10 +52,6 @@ _TimeParam = Annotated[
     Query(description="ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"),
 ]
 
-#: Distinct values standing for "any number" when asking a spec its worst-case loss (every
-#: memo key count the library's specs cap at is far below it).
-_ANY_NUMBER = 1 << 40
-
 
 class WindowList(BaseModel):
     """A per-window series of estimates."""
@@ -72,25 +67,6 @@ class WindowList(BaseModel):
     windows: list[EstimateResult] = Field(
         description="one estimate per window, oldest first: since/until are the window's "
         "bounds; n = 0 (no estimate) for a window without reports"
-    )
-
-
-def longitudinal_info(spec: Mechanism) -> LongitudinalInfo | None:
-    """Return the budgets of ``spec`` if it reports repeated answers (None otherwise).
-
-    A spec is longitudinal when it has ``longitudinal_privacy_loss`` (the L-protocols,
-    LOLOHA, DBitFlipPM, OneBitMean).
-    """
-    loss = getattr(spec, "longitudinal_privacy_loss", None)
-    one = getattr(spec, "privacy_loss", None)
-    if loss is None or one is None:
-        return None
-    change = getattr(spec, "change_privacy_loss", None)
-    return LongitudinalInfo(
-        epsilon_1=float(one()),
-        epsilon_inf=float(loss(1)),
-        epsilon_change=float(change() if change is not None else loss(1)),
-        epsilon_max=float(loss(_ANY_NUMBER)),
     )
 
 
