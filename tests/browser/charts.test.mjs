@@ -137,3 +137,33 @@ test('topChart draws one horizontal bar per item, most frequent on top, with whi
     delete globalThis.document;
   }
 });
+
+test('windowsChart draws a band and a line per run of days, a point per window, a legend', () => {
+  globalThis.document = fakeDocument();
+  try {
+    const { windowsChart } = charts;
+    const starts = [0, 1, 2, 3].map((k) => new Date(Date.UTC(2026, 2, 2 + k)));
+    const p = (value) => ({ value, low: value - 0.1, high: value + 0.1 });
+    const series = [
+      { label: 'linux', points: [p(0.5), p(0.4), null, p(0.45)] },
+      { label: 'mac', points: [p(0.2), p(0.3), null, null] },
+    ];
+    const svg = windowsChart({ starts, series, title: 'per day' });
+    const groups = all(svg, (n) => n.name === 'g');
+    assert.deepEqual(groups.map((g) => g.attrs['data-label']), ['linux', 'mac']);
+    const count = (g, name, cls) => all(g, (n) => n.name === name && n.attrs.class === cls).length;
+    assert.deepEqual(groups.map((g) => count(g, 'path', 'band')), [2, 1]); // broken at the empty day
+    assert.deepEqual(groups.map((g) => count(g, 'circle', 'wpt')), [3, 2]);
+    const days = all(groups[0], (n) => n.name === 'circle').map((c) => c.attrs['data-day']);
+    assert.deepEqual(days, ['2026-03-02', '2026-03-03', '2026-03-05']);
+    // a higher value is drawn higher (smaller y)
+    const ys = all(groups[0], (n) => n.name === 'circle').map((c) => Number(c.attrs.cy));
+    assert.ok(ys[0] < ys[2] && ys[2] < ys[1]);
+    const legend = all(svg, (n) => n.name === 'text' && n.attrs.class === 'tick legend').map((t) => t.textContent);
+    assert.deepEqual(legend, ['linux', 'mac']);
+    const empty = windowsChart({ starts: [], series: [] });
+    assert.deepEqual(all(empty, (n) => n.name === 'text').map((t) => t.textContent), ['no windows yet']);
+  } finally {
+    delete globalThis.document;
+  }
+});
