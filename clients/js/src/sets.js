@@ -14,7 +14,7 @@
 // The integer weights come from rrWeights and correctly rounded constants (exact.js), so
 // they equal Python's bit for bit.
 
-import { crExp, crLog1p, exactRatio } from './exact.js';
+import { crExp, crExpm1, crLog1p, exactRatio } from './exact.js';
 import { GRR, OLH, RR_MAX_EPSILON, grrFromUniform, indexDtype, packBits, rrWeights } from './mechanisms.js';
 import { localHash } from './hashing.js';
 import { checkEpsilon, checkInteger, ratioLoss, uniformBelow } from './numeric.js';
@@ -143,6 +143,20 @@ function ueCrossLoss(wKeep, wOther, big) {
   return num > den ? crLog1p(exactRatio(num - den, den)) : 0;
 }
 
+/**
+ * keyvalue._grr_law: PCKV-GRR's weights at the amplified budget log(1 + ell (e^eps - 1))
+ * (the paper's GRR allocation), lowered by a few ulps until the realized loss is within eps.
+ */
+export function pckvGrrLaw(epsilon, ell, nOthers) {
+  if (ell === 1) return rrWeights(epsilon, nOthers);
+  let target = Math.min(crLog1p(ell * crExpm1(epsilon)), RR_MAX_EPSILON);
+  for (;;) {
+    const [wKeep, wOther] = rrWeights(target, nOthers);
+    if (crLog1p(exactRatio(wKeep - wOther, BigInt(ell) * wOther)) <= epsilon) return [wKeep, wOther];
+    target -= target * 2 ** -50;
+  }
+}
+
 /** keyvalue._ue_law: [wKeep, wOther, B] (BigInts) of PCKV-UE at epsilon. */
 export function pckvUeLaw(epsilon) {
   const [wKeep, wOther] = rrWeights(epsilon, 1);
@@ -173,7 +187,7 @@ export class PCKV {
     this.slots = this.domainSize + this.padding; // d'
     if (this.slots > 2 ** 31) throw new RangeError(`domain_size + padding must be <= 2^31, got ${this.slots}`);
     if (method === 'grr') {
-      [this.wKeep, this.wOther] = rrWeights(this.epsilon, 2 * this.slots - 1);
+      [this.wKeep, this.wOther] = pckvGrrLaw(this.epsilon, this.padding, 2 * this.slots - 1);
       this.total = this.wKeep + BigInt(2 * this.slots - 1) * this.wOther;
       this.limit = ((1n << 64n) / this.total) * this.total;
     } else {
