@@ -155,7 +155,7 @@ def test_open_domain_queries_are_checked(tmp_path: Path) -> None:
 def test_every_kind_is_named_and_the_mean_refuses_top_k(tmp_path: Path) -> None:
     from ldpkit import StochasticRounding
 
-    assert sorted(KINDS) == ["distribution", "frequency", "mean", "open_frequency"]
+    assert sorted(KINDS) == ["distribution", "frequency", "key_value", "mean", "open_frequency"]
     spec = StochasticRounding(epsilon=1.0)
     sample = spec.aggregate(spec.randomize(np.zeros(8), rng=0))
     assert kind_of(spec, sample).name == "mean"
