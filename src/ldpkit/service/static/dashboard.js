@@ -257,7 +257,8 @@ function renderMean(node, info, est) {
 /** The value plotted for one bucket's estimate: the followed item, or the mean. */
 function pointOf(info, est) {
   if (!est || est.n === 0) return { value: null, low: null, high: null };
-  if (est.kind === 'frequency') {
+  if (est.kind === 'frequency' || est.kind === 'key_value') {
+    // key-value collections: the followed key's frequency (its mean is in the JSON)
     const i = selected.get(info.name) ?? 0;
     return { value: est.frequencies[i], low: est.ci_low[i], high: est.ci_high[i] };
   }
@@ -288,7 +289,7 @@ async function renderSeries(node, info) {
       return { t: new Date(b.start), n: b.n, ...pointOf(info, hit.estimate) };
     }),
   );
-  const label = info.kind === 'frequency' ? 'frequency' : 'mean';
+  const label = info.kind === 'frequency' || info.kind === 'key_value' ? 'frequency' : 'mean';
   node.querySelector('.series-chart').replaceChildren(
     seriesChart({ points, valueLabel: `${label} per bucket`, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` }),
   );
@@ -318,7 +319,7 @@ async function renderCollection(info) {
   if (est.n === 0) {
     node.querySelector('.estimate-chart').replaceChildren(h('p', { class: 'hint' }, 'no reports yet'));
     node.querySelector('.estimate-table').replaceChildren();
-  } else if (est.kind === 'frequency') {
+  } else if (est.kind === 'frequency' || est.kind === 'key_value') {
     renderFrequency(node, info, est);
   } else if (est.kind === 'distribution') {
     renderDistribution(node, info, est);
