@@ -89,9 +89,11 @@ def zipf_pairs(n: int, d: int, max_len: int, gen: np.random.Generator) -> UserPa
 
 
 def paper_pairs(n: int, d: int, gen: np.random.Generator) -> UserPairs:
-    """PCKV's synthetic regime (its section 6.1): one pair per user over d = 100 keys, keys
-    from a discretized Gaussian (sd d / 2 around the middle), each key's values around a
-    mean uniform in [-1, 1]."""
+    """Draw PCKV's synthetic regime (its section 6.1): one pair per user over d keys.
+
+    Keys from a discretized Gaussian (sd d / 2 around the middle), each key's values around
+    a mean uniform in [-1, 1].
+    """
     keys = np.clip(np.rint(gen.normal(d / 2, d / 2, n)), 0, d - 1).astype(np.int64)
     centre = gen.uniform(-1, 1, d)
     values = np.clip(centre[keys] + gen.normal(0, 0.2, n), -1, 1)
@@ -158,6 +160,7 @@ def _kv_truth(pairs: UserPairs, d: int, ell: int | None) -> tuple[np.ndarray, np
 def keyvalue(
     pairs: UserPairs, d: int, ell: int, epsilons: list[float], repeats: int, data: str
 ) -> list[dict[str, Any]]:
+    """Score PCKV-UE, PCKV-GRR, PrivKV and PrivKVM on ``pairs``: MSE, coverage, time."""
     f_true, m_true = _kv_truth(pairs, d, None)
     f_pad, m_pad = _kv_truth(pairs, d, ell)
     held = f_true > 0
@@ -234,6 +237,7 @@ def _ncr_f1(found: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
 def topk(
     sets: UserSets, d: int, ks: list[int], epsilons: list[float], repeats: int, data: str
 ) -> list[dict[str, Any]]:
+    """Score SVIM and the naive ranking: NCR, F1 and the recall of their first 2k."""
     freq = sets.frequencies(d)
     rows = []
     for k in ks:
@@ -332,7 +336,7 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def orderings(kv: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (data, epsilon): does PCKV-UE <= PCKV-GRR <= PrivKV(M) hold on the scored keys?"""
+    """Check PCKV-UE <= PCKV-GRR <= PrivKV(M) per (data, epsilon) on the top-50 keys."""
     out = []
     for data in dict.fromkeys(r["data"] for r in kv):
         for eps in dict.fromkeys(r["epsilon"] for r in kv if r["data"] == data):
