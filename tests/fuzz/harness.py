@@ -458,6 +458,23 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
                 },
             ),
         )
+    from ldpkit.sets import privkvm
+
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.privkvm",
+            privkvm,
+            {
+                "values": [[(0, 0.5), (2, -1.0)], [(1, 1.0)], []] * 10,
+                "epsilon": 2.0,
+                "domain_size": 4,
+                "rounds": 2,
+                "rng": 0,
+            },
+            aliases={"domain_size": ("values",)},
+        ),
+    )
     _add(
         reg,
         Entry(

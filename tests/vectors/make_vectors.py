@@ -559,6 +559,10 @@ def _sets() -> list[dict[str, Any]]:
         PCKV(epsilon=0.5, domain_size=200, padding=3, method="grr"),
         PrivKV(epsilon=1.0, domain_size=5),
         PrivKV(epsilon=4.0, domain_size=300),
+        PrivKV(epsilon=3.0, domain_size=5, rounds=3),  # PrivKVM round 0
+        PrivKV(  # a later round: fair key bit, fakes from the previous means
+            epsilon=3.0, domain_size=5, rounds=3, round=2, fake_means=(0.5, -1.0, 0.0, 0.25, 1.0)
+        ),
     ]
     out = []
     for spec in specs:

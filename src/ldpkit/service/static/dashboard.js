@@ -349,7 +349,8 @@ function renderMean(node, info, est) {
 /** The value plotted for one bucket's estimate: the followed item, or the mean. */
 function pointOf(info, est) {
   if (!est || est.n === 0) return { value: null, low: null, high: null };
-  if (est.kind === 'frequency') {
+  if (est.kind === 'frequency' || est.kind === 'key_value') {
+    // key-value collections: the followed key's frequency (its mean is in the JSON)
     const i = selected.get(info.name) ?? 0;
     return { value: est.frequencies[i], low: est.ci_low[i], high: est.ci_high[i] };
   }
@@ -384,7 +385,7 @@ async function renderSeries(node, info) {
       return { t: new Date(b.start), n: b.n, ...pointOf(info, hit.estimate) };
     }),
   );
-  const label = info.kind === 'frequency' ? 'frequency' : 'mean';
+  const label = info.kind === 'frequency' || info.kind === 'key_value' ? 'frequency' : 'mean';
   const chart = perBucket
     ? seriesChart({ points, valueLabel: `${label} per bucket`, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` })
     : seriesChart({ points, countsOnly: true, title: `${info.name}: reports per bucket (${info.bucket_seconds} s buckets)` });
@@ -450,7 +451,7 @@ async function renderCollection(info) {
   if (est.n === 0) {
     node.querySelector('.estimate-chart').replaceChildren(h('p', { class: 'hint' }, 'no reports yet'));
     node.querySelector('.estimate-table').replaceChildren();
-  } else if (est.kind === 'frequency') {
+  } else if (est.kind === 'frequency' || est.kind === 'key_value') {
     renderFrequency(node, info, est);
   } else if (est.kind === 'heavy_hitters' || est.kind === 'open_frequency') {
     renderTop(node, info, est);
