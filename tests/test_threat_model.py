@@ -52,6 +52,9 @@ WHY = {
     "PEM": _RR,
     "TreeHist": _RR,
     "SFP": "its two sketches' (HCMS: integer RR weights; CMS: bits at 2^-64)",
+    "AttributeSampling": "its attributes' PM/HM grid laws (integer weights within 2^62) and GRR",
+    "DuchiMean": "integer vertex weights `w_high ~ e^eps w_low` within 2^62",
+    "LaplaceMean": "geometric-noise coins on integers; eps/d >= 1e-3 per attribute",
     "PrivSet": "branch coin `a / 2^62`, `a N_miss <= e^eps (2^62 - a) N_meet` on the integers",
 }
 #: Composites without a maximum of their own: the inner mechanism refuses at construction.
