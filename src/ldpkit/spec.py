@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ._constraints import Alternatives, Epsilon, check_parameter, size_fields
 from ._rng import RNGLike
 from ._validation import _show as _show_array
-from ._validation import check_epsilon, check_memory, check_not_masked, check_same_spec
+from ._validation import check_memory, check_not_masked, check_same_spec
 
 __all__ = [
     "MAX_REPORTS",
@@ -37,26 +38,11 @@ __all__ = [
 #: float64, and any per-report bound up to 2^9 keeps int64 sums far from overflow).
 MAX_REPORTS = 2**53
 
-#: Fields that size a spec's state (named when the state would exceed the memory budget).
-_SIZE_NAMES = (
-    "domain_size",
-    "buckets",
-    "max_level",
-    "expected_n",
-    "num_bits",
-    "num_cohorts",
-    "branching",
-    # the open-domain sketches (CMS, HCMS: depth x width; FLH: num_hashes x hash_range)
-    "depth",
-    "width",
-    "num_hashes",
-    "hash_range",
-)
-
 #: The only layout :meth:`Stats.to_dict` writes and :meth:`Stats.from_dict` reads.
 STATS_FORMAT = "ldpkit.stats/1"
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
+_CONSTRAINTS: dict[type, dict[str, Alternatives]] = {}
 
 
 def _load_mechanisms() -> None:
@@ -137,6 +123,9 @@ class Mechanism(ABC):
     #: Report fields sent as real numbers (finite float64); every other report field holds
     #: integers (indices, bits, seeds, signs). :class:`Reports` checks each field's dtype.
     float_report_fields: ClassVar[frozenset[str]] = frozenset()
+    #: Each init field's accepted values (see :mod:`ldpkit._constraints`): subclasses
+    #: declare their own fields; :meth:`parameter_constraints` merges the classes' dicts.
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"epsilon": [Epsilon()]}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -144,8 +133,26 @@ class Mechanism(ABC):
             cls.name = cls.__name__
         _REGISTRY[cls.name] = cls
 
+    @classmethod
+    def parameter_constraints(cls) -> dict[str, Alternatives]:
+        """Return each declared field's accepted alternatives, subclasses overriding bases."""
+        merged = _CONSTRAINTS.get(cls)
+        if merged is None:
+            merged = {}
+            for klass in reversed(cls.__mro__):
+                merged.update(klass.__dict__.get("_parameter_constraints", {}))
+            _CONSTRAINTS[cls] = merged
+        return merged
+
     def __post_init__(self) -> None:
-        self._set("epsilon", check_epsilon(self.epsilon, high=type(self).max_epsilon))
+        constraints = type(self).parameter_constraints()
+        for f in dataclasses.fields(self):  # the declared checks, in field order
+            if f.name in constraints:
+                # (self: a Ref bound reads the fields checked before this one)
+                self._set(
+                    f.name,
+                    check_parameter(getattr(self, f.name), f.name, constraints[f.name], self),
+                )
         self._validate()
         schema = self.stats_schema()
         if schema is not None:  # refuse up front what the server could never hold
@@ -153,7 +160,7 @@ class Mechanism(ABC):
             sizes = [
                 f"{f.name}={getattr(self, f.name)!r}"
                 for f in dataclasses.fields(self)
-                if f.name in _SIZE_NAMES and getattr(self, f.name) is not None
+                if f.name in size_fields(type(self)) and getattr(self, f.name) is not None
             ]
             check_memory(8.0 * entries, ", ".join(sizes) or "the configuration", self.name)
 
