@@ -24,13 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import MIN_EPSILON, _show, check_epsilon, check_integer, check_real
+from ._validation import MAX_MAGNITUDE, MIN_EPSILON, _show, check_epsilon, check_integer, check_real
 
 __all__ = [
     "Boolean",
     "Check",
     "Constraint",
     "Epsilon",
+    "FINITE_BOUND",
     "Integer",
     "Options",
     "Real",
@@ -284,11 +285,10 @@ class Options(Constraint):
         return str(value)
 
     def describe(self, owner: Any) -> str:
-        """Return e.g. ``'grr' or 'olh'``, or ``one of 'a', 'b', 'c'``."""
-        quoted = [repr(o) for o in self.options]
-        if len(quoted) == 2:
-            return f"{quoted[0]} or {quoted[1]}"
-        return "one of " + ", ".join(quoted)
+        """Return e.g. ``'grr' or 'olh'``, or ``one of ['a', 'b', 'c']``."""
+        if len(self.options) == 2:
+            return f"{self.options[0]!r} or {self.options[1]!r}"
+        return f"one of {list(self.options)}"
 
     def hostile(self, owner: Any) -> list[Any]:
         """Return a string that is no option, an int and a bool."""
@@ -370,6 +370,10 @@ class Check(Constraint):
         return self._kind
 
 
+#: An end of a numerical domain ``[low, high]`` (``check_bounds`` then checks the pair:
+#: ``low < high``, a width float64 resolves).
+FINITE_BOUND = Real(-MAX_MAGNITUDE, MAX_MAGNITUDE)
+
 #: What a field's declaration holds: the accepted alternatives, None meaning "None is accepted".
 Alternatives = Sequence[Constraint | None]
 
@@ -384,7 +388,8 @@ def check_parameter(value: Any, name: str, alternatives: Alternatives, owner: An
     ``owner`` is the spec being built (its earlier fields already checked, for the
     :class:`Ref` bounds) or its class. With one constraint (besides None) its own checker
     raises, so the message is the one :func:`ldpkit._validation.check_integer` (or
-    ``check_real``, ...) gives. With several, the message lists them all; the error is a
+    ``check_real``, ...) gives, unless None is listed first (then the message begins
+    ``None or``). With several, the message lists them all; the error is a
     TypeError when no alternative accepts the value's type.
     """
     nullable = None in alternatives
@@ -392,7 +397,13 @@ def check_parameter(value: Any, name: str, alternatives: Alternatives, owner: An
         return None
     real = [c for c in alternatives if c is not None]
     if len(real) == 1:
-        return real[0].convert(value, name, owner)
+        if alternatives[0] is not None or isinstance(real[0], Check):
+            return real[0].convert(value, name, owner)
+        try:  # None listed first: the message says so ("None or one of [...]")
+            return real[0].convert(value, name, owner)
+        except (TypeError, ValueError) as exc:
+            requirement = _describe(alternatives, owner)
+            raise type(exc)(f"{name} must be {requirement}, got {_show(value)}") from None
     for constraint in real:
         if constraint.accepts_type(value):
             try:
