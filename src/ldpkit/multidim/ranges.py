@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Check, Integer
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_not_masked, check_sequence
@@ -90,6 +91,25 @@ def norm_sub(f: np.ndarray) -> np.ndarray:
     return np.reshape(np.maximum(flat - delta, 0.0), np.shape(f))
 
 
+def _check_bound_side(value: Any, name: str) -> Any:
+    """Refuse a ``low`` or ``high`` that is not one finite real or a sequence of them."""
+    want = "a finite real or a sequence of finite reals (one per attribute)"
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be {want}, got {value!r}")
+    items = [value] if isinstance(value, (int, float, np.integer, np.floating)) else None
+    for j, v in enumerate(items if items is not None else check_sequence(value, name, want)):
+        FINITE_BOUND.convert(v, name if items is not None else f"{name}[{j}]", None)
+    return value  # (normalized with the other end by _check_bounds_list)
+
+
+_BOUNDS = Check(
+    _check_bound_side,
+    f"a finite real or a sequence of 2 to {MAX_GRID_ATTRIBUTES} finite reals (one per attribute)",
+    kind="float or tuple[float, ...]",
+    hostile_values=["a", True, math.nan, (0.0, math.inf), [0.0, "a"]],
+)
+
+
 def _check_bounds_list(low: Any, high: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
     want = "finite reals (one per attribute)"
 
@@ -139,12 +159,16 @@ class _GridMechanism(Mechanism):
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [_BOUNDS],
+        "high": [_BOUNDS],
+        "population": [Integer(1)],
+    }
 
     def _validate(self) -> None:
-        lo, hi = _check_bounds_list(self.low, self.high)
+        lo, hi = _check_bounds_list(self.low, self.high)  # the pairs: low < high per attribute
         self._set("low", lo)
         self._set("high", hi)
-        self._set("population", check_integer(self.population, "population", low=1))
 
     @property
     def attributes(self) -> int:
@@ -383,6 +407,9 @@ class TDG(_GridMechanism):
     """
 
     g2: int | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "g2": [Integer(2, MAX_GRANULARITY), None]
+    }
 
     def _validate(self) -> None:
         super()._validate()
@@ -436,6 +463,10 @@ class HDG(_GridMechanism):
 
     g1: int | None = None
     g2: int | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "g1": [Integer(2, MAX_GRANULARITY), None],
+        "g2": [Integer(2, MAX_GRANULARITY), None],
+    }
 
     def _validate(self) -> None:
         super()._validate()
@@ -490,6 +521,9 @@ class UniformGrid(_GridMechanism):
     """
 
     g: int | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "g": [Integer(2, MAX_GRANULARITY), None]
+    }
 
     def _validate(self) -> None:
         super()._validate()
