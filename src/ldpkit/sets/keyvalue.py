@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Options, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import check_array, check_integer, check_memory, check_probability
@@ -300,12 +301,13 @@ class PCKV(_KeyValueMechanism):
     method: str = "ue"
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, small=6)],
+        "padding": [Size(1, 1 << 20, small=2)],
+        "method": [Options(*_METHODS)],
+    }
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        self._set("padding", check_integer(self.padding, "padding", low=1, high=1 << 20))
-        if self.method not in _METHODS:
-            raise ValueError(f"method must be one of {list(_METHODS)}, got {self.method!r}")
         if self.domain_size + self.padding > 1 << 31:
             raise ValueError(
                 f"domain_size + padding must be <= 2^31, got {self.domain_size + self.padding}"
@@ -623,9 +625,7 @@ class PrivKV(_KeyValueMechanism):
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     exact_epsilon: ClassVar[bool] = False
-
-    def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"domain_size": [Size(2, small=6)]}
 
     def _weights(self) -> tuple[tuple[int, int], tuple[int, int]]:
         half = self.epsilon / 2.0
