@@ -220,6 +220,9 @@ EXCLUDED: dict[str, str] = {
     "ldpkit.spec.mechanism_registry": "takes no argument",
     "ldpkit.testing.check_mechanism": "raises AssertionError by design (a test helper); its "
     "inputs are specs, fuzzed through their constructors",
+    "ldpkit.testing.parametrize_with_checks": "builds a pytest decorator over check_mechanism "
+    "(a test helper; its specs are fuzzed through their constructors); tested in "
+    "tests/contract/test_contract.py",
     "ldpkit.spec.StatsField": "a schema declaration written by mechanism authors, checked by "
     "tests/test_stats_schema.py; the values it checks are fuzzed through Stats",
 }

@@ -47,7 +47,7 @@ class OpenDomainOracle(Mechanism):
     exact_epsilon: ClassVar[bool] = True
     # int64 item indices (integers beyond it are items of an open-domain spec)
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
-        "domain_size": [Size(2, 2**62), None]
+        "domain_size": [Size(2, 2**62, small=6), None]
     }
 
     def _check_domain_work(self) -> None:
