@@ -514,11 +514,11 @@ def parameter_table(registry: Mapping[str, Any] | None = None) -> str:
             kinds = " or ".join(
                 dict.fromkeys("None" if c is None else c.kind() for c in alternatives)
             )
-            default = repr(defaults[field.name]) if field.name in defaults else "required"
+            default = f"`{defaults[field.name]!r}`" if field.name in defaults else "required"
             size = "size" if any(c is not None and c.size for c in alternatives) else ""
             lines.append(
                 f"| `{field.name}` | {kinds} | {_cell(_describe(alternatives, cls))} | "
-                f"`{_cell(default)}` | {size} |"
+                f"{_cell(default)} | {size} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -143,7 +143,7 @@ class CFOBinning(Mechanism):
         "oracle": [
             Check(
                 lambda value, _: check_oracle_name(value),
-                "None or one of the names of ldpkit.frequency.ORACLES",
+                "one of the names of ldpkit.frequency.ORACLES",
                 kind="str",
                 hostile_values=["nope", 3],
             ),
