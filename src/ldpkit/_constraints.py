@@ -134,10 +134,16 @@ class Integer(Constraint):
         return _is_int(value)
 
     def convert(self, value: Any, name: str, owner: Any) -> int:
-        """Return ``value`` as an int inside the bounds."""
-        return check_integer(
-            value, name, low=_bound(self.low, owner), high=_bound(self.high, owner)
-        )
+        """Return ``value`` as an int inside the bounds (a :class:`Ref` bound is named)."""
+        low, high = _bound(self.low, owner), _bound(self.high, owner)
+        refs = [str(b) for b in (self.low, self.high) if isinstance(b, Ref)]
+        try:
+            return check_integer(value, name, low=low, high=high)
+        except ValueError as exc:
+            if not refs:
+                raise
+            # name the other field too: changing it is what moved the bound
+            raise ValueError(f"{exc} (the bound is {' and '.join(refs)})") from None
 
     def describe(self, owner: Any) -> str:
         """Return e.g. ``an integer in [2, 1024]``, as :func:`check_integer` words it."""
