@@ -19,7 +19,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._constraints import Alternatives, Epsilon, check_parameter, size_fields
+from ._constraints import (
+    Alternatives,
+    Boolean,
+    Check,
+    Epsilon,
+    Integer,
+    Options,
+    Real,
+    Ref,
+    Size,
+    check_parameter,
+    size_fields,
+)
 from ._rng import RNGLike
 from ._validation import _show as _show_array
 from ._validation import check_memory, check_not_masked, check_same_spec
@@ -32,6 +44,15 @@ __all__ = [
     "StatsField",
     "mechanism_registry",
     "spec_from_dict",
+    # the constraint kinds a spec declares its fields with (``_parameter_constraints``)
+    "Boolean",
+    "Check",
+    "Epsilon",
+    "Integer",
+    "Options",
+    "Real",
+    "Ref",
+    "Size",
 ]
 
 #: Largest number of reports one Stats may summarize (2^53: every count is then exact in

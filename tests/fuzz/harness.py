@@ -220,6 +220,14 @@ EXCLUDED: dict[str, str] = {
     "ldpkit.spec.mechanism_registry": "takes no argument",
     "ldpkit.testing.check_mechanism": "raises AssertionError by design (a test helper); its "
     "inputs are specs, fuzzed through their constructors",
+    **dict.fromkeys(
+        (
+            f"ldpkit.spec.{kind}"
+            for kind in ("Boolean", "Check", "Epsilon", "Integer", "Options", "Real", "Ref", "Size")
+        ),
+        "a parameter constraint declared by mechanism authors (_parameter_constraints); its "
+        "checks are fuzzed through every spec constructor and tested in tests/test_constraints.py",
+    ),
     "ldpkit.testing.parametrize_with_checks": "builds a pytest decorator over check_mechanism "
     "(a test helper; its specs are fuzzed through their constructors); tested in "
     "tests/contract/test_contract.py",
