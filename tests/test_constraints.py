@@ -29,7 +29,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "reference" / "parameters.m
 
 
 def undeclared_fields(cls: type) -> list[str]:
-    """The init fields of ``cls`` that its ``_parameter_constraints`` do not declare."""
+    """Return the init fields of ``cls`` that its ``_parameter_constraints`` do not declare."""
     declared = cls.parameter_constraints()
     return [f.name for f in dataclasses.fields(cls) if f.init and f.name not in declared]
 
@@ -46,6 +46,8 @@ def test_every_registered_spec_declares_each_init_field():
 
 
 def test_an_undeclared_field_is_caught():
+    """A field added without a declaration is listed (and so fails the test above)."""
+
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class _Extra(GRR):
         name: ClassVar[str] = "_ExtraFieldForTheConstraintTest"
@@ -56,6 +58,7 @@ def test_an_undeclared_field_is_caught():
 
 
 def test_parameter_table_is_current():
+    """docs/reference/parameters.md equals the table generated from the declarations."""
     assert DOC.read_text() == parameter_table(), (
         "docs/reference/parameters.md is stale: run "
         "PYTHONPATH=src python -m ldpkit._constraints --write"
@@ -63,6 +66,7 @@ def test_parameter_table_is_current():
 
 
 def test_messages_and_error_types():
+    """One message format; TypeError for a wrong type, ValueError for a wrong value."""
     owner = GRR
     assert check_parameter(3, "k", [Integer(1, 5)], owner) == 3
     with pytest.raises(ValueError, match=r"^k must be an integer in \[1, 5\], got 6$"):
@@ -95,6 +99,7 @@ def test_messages_and_error_types():
 
 
 def test_ref_bounds_read_the_spec():
+    """A Ref bound reads the field of the spec being built and is named in the message."""
     spec = RAPPOR(epsilon=1.0, domain_size=6, num_bits=8, num_hashes=2)
     with pytest.raises(ValueError, match=r"num_hashes must be an integer in \[1, 8\], got 9"):
         spec.replace(num_hashes=9)
@@ -103,6 +108,7 @@ def test_ref_bounds_read_the_spec():
 
 
 def test_hostile_values_are_refused_with_the_declared_type():
+    """Every derived hostile value is refused by the spec with the predicted error type."""
     spec = OLH(epsilon=1.0, domain_size=6)
     rows = hostile_values(spec)
     assert set(rows) == {"epsilon", "domain_size", "hash_range"}
@@ -116,6 +122,7 @@ def test_hostile_values_are_refused_with_the_declared_type():
 
 
 def test_sizes_and_small_values_come_from_the_declaration():
+    """The size fields and small_spec's values are the declared ones."""
     assert size_fields(RAPPOR) == ("domain_size", "num_bits", "num_hashes", "num_cohorts")
     assert small_values(RAPPOR) == {"domain_size": 6, "num_bits": 16, "num_cohorts": 2}
     from ldpkit.sets import PaddingSampling

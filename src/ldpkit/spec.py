@@ -166,6 +166,7 @@ class Mechanism(ABC):
         return merged
 
     def __post_init__(self) -> None:
+        """Check the declared fields, then ``_validate``, then the state's memory budget."""
         constraints = type(self).parameter_constraints()
         for f in dataclasses.fields(self):  # the declared checks, in field order
             if f.name in constraints:

@@ -140,7 +140,7 @@ CONTRACT_CHECKS: tuple[str, ...] = (
 
 
 def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
-    """A valid spec of ``mechanism`` (a registered name or class) with small sizes.
+    """Return a valid spec of ``mechanism`` (a registered name or class) with small sizes.
 
     Every field whose declared constraint names a small value (``Size(..., small=...)`` in
     the class's ``_parameter_constraints``: ``domain_size`` 6, ``buckets`` 16,
