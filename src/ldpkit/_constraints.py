@@ -135,8 +135,10 @@ class Integer(Constraint):
 
     def convert(self, value: Any, name: str, owner: Any) -> int:
         """Return ``value`` as an int inside the bounds (a :class:`Ref` bound is named)."""
-        low, high = _bound(self.low, owner), _bound(self.high, owner)
         refs = [str(b) for b in (self.low, self.high) if isinstance(b, Ref)]
+        if not refs:  # (every construction passes here: the plain bounds directly)
+            return check_integer(value, name, low=self.low, high=self.high)  # type: ignore[arg-type]
+        low, high = _bound(self.low, owner), _bound(self.high, owner)
         try:
             return check_integer(value, name, low=low, high=high)
         except ValueError as exc:
@@ -398,8 +400,9 @@ def check_parameter(value: Any, name: str, alternatives: Alternatives, owner: An
     ``None or``). With several, the message lists them all; the error is a
     TypeError when no alternative accepts the value's type.
     """
-    nullable = None in alternatives
-    if value is None and nullable:
+    if len(alternatives) == 1 and alternatives[0] is not None:  # the common case, fast
+        return alternatives[0].convert(value, name, owner)
+    if value is None and None in alternatives:
         return None
     real = [c for c in alternatives if c is not None]
     if len(real) == 1:

@@ -64,6 +64,25 @@ STATS_FORMAT = "ldpkit.stats/1"
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 _CONSTRAINTS: dict[type, dict[str, Alternatives]] = {}
+_DECLARED: dict[type, tuple[tuple[tuple[str, Alternatives], ...], tuple[str, ...]]] = {}
+
+
+def _declared(cls: type[Mechanism]) -> tuple[tuple[tuple[str, Alternatives], ...], tuple[str, ...]]:
+    """Return the declared fields of ``cls`` (with their alternatives) and its size fields.
+
+    Both in field order, computed once per class: every construction reads them.
+    """
+    got = _DECLARED.get(cls)
+    if got is None:
+        constraints = cls.parameter_constraints()
+        names = [f.name for f in dataclasses.fields(cls)]
+        sizes = set(size_fields(cls))
+        got = (
+            tuple((n, constraints[n]) for n in names if n in constraints),
+            tuple(n for n in names if n in sizes),
+        )
+        _DECLARED[cls] = got
+    return got
 
 
 def _load_mechanisms() -> None:
@@ -167,22 +186,17 @@ class Mechanism(ABC):
 
     def __post_init__(self) -> None:
         """Check the declared fields, then ``_validate``, then the state's memory budget."""
-        constraints = type(self).parameter_constraints()
-        for f in dataclasses.fields(self):  # the declared checks, in field order
-            if f.name in constraints:
-                # (self: a Ref bound reads the fields checked before this one)
-                self._set(
-                    f.name,
-                    check_parameter(getattr(self, f.name), f.name, constraints[f.name], self),
-                )
+        checks, size_names = _declared(type(self))
+        for name, alternatives in checks:  # in field order: a Ref bound reads earlier fields
+            self._set(name, check_parameter(getattr(self, name), name, alternatives, self))
         self._validate()
         schema = self.stats_schema()
         if schema is not None:  # refuse up front what the server could never hold
             entries = sum(math.prod(field.shape) for field in schema.values())
             sizes = [
-                f"{f.name}={getattr(self, f.name)!r}"
-                for f in dataclasses.fields(self)
-                if f.name in size_fields(type(self)) and getattr(self, f.name) is not None
+                f"{name}={getattr(self, name)!r}"
+                for name in size_names
+                if getattr(self, name) is not None
             ]
             check_memory(8.0 * entries, ", ".join(sizes) or "the configuration", self.name)
 
