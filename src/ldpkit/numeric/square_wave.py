@@ -369,7 +369,7 @@ class _Wave(Mechanism):
     output_buckets: int | None = None
     bandwidth: float | None = None
     max_epsilon: ClassVar[float] = MAX_EPSILON
-    # One bucket (in or out) has nothing to estimate: the histogram is [1] (issue 27).
+    # buckets >= 2: one bucket (in or out) has nothing to estimate (the histogram is [1]).
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
         "low": [FINITE_BOUND],
         "high": [FINITE_BOUND],
