@@ -10,9 +10,12 @@
   parts are passed in, never imported back up.
 * Every module of the packages listed in ``MAPPED`` is named in ARCHITECTURE.md's module map.
 * No module of ``ldpkit.service`` is longer than ``MAX_SERVICE_LINES``.
+* No comment or docstring in ``src/`` or ``clients/js/src`` names a tracker issue or a work
+  branch.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,20 @@ def test_collector_modules_stay_small():
     over = {m: n for m, n in sizes.items() if n > MAX_SERVICE_LINES and m not in OVERSIZED}
     assert over == {}
     assert all(m in SERVICE for m in OVERSIZED)  # a stale entry fails: remove it
+
+
+# A comment that points at a tracker issue ("issue 27", possibly wrapped over two lines) or
+# at a work branch ("i28-docstyle", "w2-...") means nothing to a reader of the repository.
+_TRACKER_REFERENCE = re.compile(r"\b[Ii]ssues?(?:\s|#|//)*\d|(?<![\w-])(?:i\d\d|w\d+)-[a-z]")
+
+
+def test_no_comment_refers_to_an_issue_or_a_work_branch():
+    clients = ROOT / "clients" / "js" / "src"
+    paths = [*sorted((SRC / "ldpkit").rglob("*.py")), *sorted((SRC / "ldpkit").rglob("*.js"))]
+    paths += sorted(clients.rglob("*.js"))
+    found = [
+        f"{p.relative_to(ROOT)}: {m.group(0)!r}"
+        for p in paths
+        for m in _TRACKER_REFERENCE.finditer(p.read_text(encoding="utf-8"))
+    ]
+    assert found == []

@@ -15,6 +15,10 @@ field, and read back from the DOM. Checked:
   the page too) render their density, quantiles and interval, the mean within 5.5 standard
   errors of the truth; an empty collection says so, and a batch POSTed while the page is open
   shows up by polling, without a reload;
+- a heavy-hitter collection (PEM: strings randomized by clients/js in the page) shows its
+  discovered top-k as horizontal bars with interval whiskers, the server's numbers, the
+  frequent strings found; an open-domain collection (HCMS) does the same for the candidates
+  named in the dashboard's URL (``?candidates.NAME=``), the truth within 5.5 standard errors;
 - the token is asked for (401), kept in sessionStorage across a reload, and ``?alpha=``
   gives simultaneous (Bonferroni, family-wise 1e-6) intervals that hold the truth of every item;
 - the pages load nothing from another origin (works offline) and log no errors;
@@ -126,6 +130,26 @@ def _numerical() -> dict[str, tuple[Any, np.ndarray]]:
     }
 
 
+WORDS = ["hello", "help", "world", "zoë", "🙂"]
+WORD_COUNTS = [1600, 1000, 700, 400, 300]  # n = 4000
+CANDIDATES = ["hello", "zoë", "🙂", "nobody"]
+
+
+def _strings() -> dict[str, Any]:
+    """Return the open-vocabulary collections' specs.
+
+    Their strings are randomized by clients/js in the page: WORDS[v] sent WORD_COUNTS[v]
+    times.
+    """
+    from ldpkit.discovery import PEM
+    from ldpkit.frequency import HCMS
+
+    return {
+        "words": PEM(epsilon=4.0, max_length=8, top_k=3),
+        "sketch": HCMS(epsilon=2.0, width=64, depth=256),
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -159,6 +183,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def collector(tmp_path: Path, static_server: str, serve_app: Any) -> str:
+    """Serve every test collection on 127.0.0.1 with tokens and CORS for the sender page."""
     pytest.importorskip("uvicorn")
     from ldpkit import Encoder
     from ldpkit.service import Collection, create_app
@@ -169,6 +194,8 @@ def collector(tmp_path: Path, static_server: str, serve_app: Any) -> str:
         encoder = Encoder([f"item-{c}" for c in "abcdef"]) if labels else None
         collections[name] = Collection(spec, encoder=encoder)
     for name, (spec, _values) in _numerical().items():
+        collections[name] = Collection(spec)
+    for name, spec in _strings().items():
         collections[name] = Collection(spec)
     collections["live"] = Collection(LIVE)  # empty until the browser POSTs to it
     tokens = parse_tokens(
@@ -216,6 +243,7 @@ def _tick_value(text: str) -> float:
 
 
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
+    """Show the JS clients' reports on the dashboard, as the module docstring lists."""
     assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
     assert NODE is not None
     from ldpkit.io import reports_to_dict
@@ -236,6 +264,16 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
         {"collection": name, "values": values.tolist(), "seed": SEED + 7, "batch": 1000}
         for name, (_spec, values) in _numerical().items()
     ]
+    steps += [
+        {
+            "collection": name,
+            "counts": WORD_COUNTS,
+            "words": WORDS,
+            "seed": SEED + 9,
+            "batch": 1000,
+        }
+        for name in _strings()
+    ]
     query = urllib.parse.urlencode({"collector": collector, "token": PAGE_TOKEN})
     fragment = urllib.parse.urlencode({"plan": json.dumps(steps)})
     screenshot = ROOT / "results" / "dashboard.png"
@@ -243,11 +281,13 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     args = {
         "chromium": CHROMIUM,
         "senderUrl": f"{static_server}/tests/browser/sender.html?{query}#{fragment}",
-        "dashboardUrl": f"{collector}/?refresh=1",
+        "dashboardUrl": f"{collector}/?refresh=1&"
+        + urllib.parse.urlencode({"candidates.sketch": ",".join(CANDIDATES)}),
         "readToken": READ_TOKEN,
         "expected": {
             **{name: int(counts.sum()) for name, _s, counts, _seed, _l in plan},
             **{name: values.size for name, (_spec, values) in _numerical().items()},
+            **{name: sum(WORD_COUNTS) for name in _strings()},
             "live": 0,
         },
         "screenshot": str(screenshot),
@@ -278,7 +318,16 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert screenshot.stat().st_size > 10_000 and screenshot.read_bytes()[:4] == b"\x89PNG"
 
     table = {row["collection"]: row for row in out["table"]}
-    assert [row["collection"] for row in out["table"]] == ["grr", "olh", "oue", "sw", "pm", "live"]
+    assert [row["collection"] for row in out["table"]] == [
+        "grr",
+        "olh",
+        "oue",
+        "sw",
+        "pm",
+        "words",
+        "sketch",
+        "live",
+    ]
     # an empty collection, then live polling (?refresh=1): a new batch shows without reload
     assert out["liveBefore"] == "no reports yet"
     assert out["liveBars"] == 3 and out["liveSeconds"] < 20
@@ -347,3 +396,33 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     )
     assert abs(row["estimate"] - _numerical()["pm"][1].mean()) <= 5.5 * row["stdError"]
     assert out["charts"]["pm"]["intervals"] == 1
+    # heavy hitters: the discovered top-k, the server's numbers, as bars with whiskers
+    shown = out["estimates"]["words"]
+    api = _get(f"{collector}/v1/collections/words/estimate")
+    assert shown["kind"] == "heavy_hitters" and shown["n"] == sum(WORD_COUNTS)
+    assert [r["label"] for r in shown["rows"]] == api["labels"] == WORDS[:3]
+    np.testing.assert_allclose([r["estimate"] for r in shown["rows"]], api["frequencies"])
+    np.testing.assert_allclose([r["ciHigh"] for r in shown["rows"]], api["ci_high"])
+    assert out["charts"]["words"]["bars"] == 3 and out["charts"]["words"]["errorBars"] == 9
+    truth = np.array(WORD_COUNTS[:3]) / sum(WORD_COUNTS)
+    se = np.array([r["stdError"] for r in shown["rows"]])
+    assert np.max(np.abs(np.array(api["frequencies"]) - truth) / se) <= 5.5
+    # an open domain: the candidates named in the URL, ranked, with their intervals
+    shown = out["estimates"]["sketch"]
+    assert shown["kind"] == "open_frequency" and shown["n"] == sum(WORD_COUNTS)
+    request = urllib.request.Request(
+        f"{collector}/v1/collections/sketch/estimate?top_k=20",
+        data=json.dumps({"candidates": CANDIDATES}).encode(),
+        headers={"Authorization": f"Bearer {READ_TOKEN}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        top = json.loads(response.read())["top"]
+    assert [r["label"] for r in shown["rows"]] == [t["item"] for t in top]
+    assert [t["item"] for t in top][:3] == ["hello", "zoë", "🙂"]
+    np.testing.assert_allclose(
+        [r["estimate"] for r in shown["rows"]], [t["frequency"] for t in top]
+    )
+    truth = {w: c / sum(WORD_COUNTS) for w, c in zip(WORDS, WORD_COUNTS)}
+    for r in shown["rows"]:
+        assert abs(r["estimate"] - truth.get(r["label"], 0.0)) <= 5.5 * r["stdError"], r
+    assert out["charts"]["sketch"]["bars"] == 4 and out["charts"]["sketch"]["errorBars"] == 12

@@ -6,7 +6,10 @@ time budget) and checks, against ``tests/vectors/sketch.json`` (written by the P
 BLAKE2b digests, item keys (``ldpkit.item/1``: non-ASCII, emoji, big integers as BigInts) and
 the CMS/HCMS/FLH bodies made from the vectors' fixed 64-bit words; then that
 ``crypto.getRandomValues`` coins give well-formed bodies. The page writes its verdict into
-the DOM. Skips without chromium except in CI (``CI`` set), where it fails.
+the DOM. A second page checks the discovery randomizers (``clients/js/src/discovery.js``:
+PEM, TreeHist, SFP) against ``tests/vectors/discovery.json`` the same way (symbol grids, prefix
+keys, bodies from fixed words, well-formed bodies from secure coins). Skips without
+chromium except in CI (``CI`` set), where it fails.
 """
 
 from __future__ import annotations
@@ -69,14 +72,55 @@ try {
 """
 
 
+DISCOVERY_PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
+<script type="module">
+import { buildBody, encodeString, prefixKey } from '/clients/js/src/index.js';
+const out = document.getElementById('out');
+try {
+  const v = await (await fetch('/tests/vectors/discovery.json')).json();
+  const bad = [];
+  for (const c of v.grids) {
+    const alphabet = c.alphabet === null ? null : Array.from(c.alphabet);
+    c.strings.forEach((s, i) => {
+      const row = encodeString(s, c.max_length, alphabet);
+      if (JSON.stringify(row) !== JSON.stringify(c.symbols[i])) bad.push(s);
+      const last = c.max_length - 1;
+      if (prefixKey(row, last + 1).toString() !== c.keys[last][i]) bad.push('key ' + s);
+    });
+  }
+  for (const c of v.bodies) {
+    let i = 0;
+    const coins = {
+      uniform: () => { throw new Error('float coin'); },
+      u64: () => BigInt(c.words[i++]),
+      u64Array: (n) => BigUint64Array.from(c.words.slice(i, (i += n)).map(BigInt)),
+    };
+    const info = { mechanism: c.body.mechanism, fingerprint: c.body.fingerprint };
+    if (JSON.stringify(buildBody(info, c.values, coins)) !== JSON.stringify(c.body)) {
+      bad.push(c.body.mechanism.mechanism);
+    }
+    const secure = buildBody(info, c.values); // crypto.getRandomValues
+    for (const [k, a] of Object.entries(c.body.arrays)) {
+      if (JSON.stringify(secure.arrays[k].shape) !== JSON.stringify(a.shape)) bad.push(k);
+    }
+  }
+  out.textContent = bad.length ? 'FAIL ' + JSON.stringify(bad) : `PASS ${v.grids.length} ${v.bodies.length}`;
+} catch (e) {
+  out.textContent = 'ERROR ' + e;
+}
+</script></body></html>
+"""
+PAGES = {"/__sketch_page.html": PAGE, "/__discovery_page.html": DISCOVERY_PAGE}
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
-    """The repository over HTTP on 127.0.0.1, plus the test page at /__sketch_page.html."""
+    """Serve the repository over HTTP on 127.0.0.1, plus the test pages of PAGES."""
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path == "/__sketch_page.html":
-                body = PAGE.encode()
+            if self.path in PAGES:
+                body = PAGES[self.path].encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
@@ -99,7 +143,8 @@ def server() -> Iterator[str]:
         httpd.server_close()
 
 
-def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
+def _page_verdict(url: str, tmp_path: Path) -> str:
+    """Return what the page at ``url`` wrote into ``<pre id="out">`` (headless chromium)."""
     done = subprocess.run(
         [
             CHROMIUM,
@@ -109,7 +154,7 @@ def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
             f"--user-data-dir={tmp_path}",
             "--virtual-time-budget=20000",
             "--dump-dom",
-            f"{server}/__sketch_page.html",
+            url,
         ],
         capture_output=True,
         text=True,
@@ -118,4 +163,16 @@ def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
     )
     found = re.search(r'<pre id="out">([^<]*)</pre>', done.stdout)
     assert found is not None, done.stdout[-2000:] + done.stderr[-2000:]
-    assert found.group(1) == "PASS 20 7", found.group(1)
+    return found.group(1)
+
+
+def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
+    """The CMS, HCMS and FLH randomizers reproduce the vectors in chromium."""
+    verdict = _page_verdict(f"{server}/__sketch_page.html", tmp_path)
+    assert verdict == "PASS 20 7", verdict
+
+
+def test_discovery_client_in_chromium(server: str, tmp_path: Path) -> None:
+    """The PEM, TreeHist and SFP randomizers reproduce the vectors in chromium."""
+    verdict = _page_verdict(f"{server}/__discovery_page.html", tmp_path)
+    assert verdict == "PASS 7 7", verdict

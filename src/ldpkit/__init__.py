@@ -77,7 +77,7 @@ __all__ = [
     "StochasticRounding",
     "PiecewiseMechanism",
     "HybridMechanism",
-    # open-vocabulary discovery (issue 29)
+    # open-vocabulary discovery
     "discovery",
     "PEM",
     "TreeHist",

@@ -1,4 +1,4 @@
-"""The Bayes-optimal attacker against one device's repeated reports (issue 30).
+"""The Bayes-optimal attacker against one device's repeated reports.
 
 Given T reports of one device holding one value v drawn from a prior, the attacker that
 maximizes its chance of naming v picks ``argmax_v prior_v P[reports | v]``; its success rate
@@ -83,8 +83,11 @@ def _wilson(successes: int, n: int, alpha: float) -> tuple[float, float]:
 
 
 def _channels(spec: Any, memoized: bool) -> tuple[str, Any]:
-    """The attack's view of a spec: ("matrix", (P1, P2)), ("bits", (p1, q1, p2, q2)) or
-    ("whole", M) for a memoized whole report."""
+    """Return the attack's view of a spec.
+
+    ("matrix", (P1, P2)), ("bits", (p1, q1, p2, q2)) or ("whole", M) for a memoized whole
+    report.
+    """
     from .frequency.unary import UnaryEncoding
     from .longitudinal.grr import LGRR
     from .longitudinal.loloha import LOLOHA
@@ -139,7 +142,7 @@ def _log(m: np.ndarray) -> np.ndarray:
 
 
 def _log_likelihoods(counts: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
-    """log P[counts | v] up to the multinomial coefficient, shape (n_vectors, d)."""
+    """Return log P[counts | v] up to the multinomial coefficient, shape (n_vectors, d)."""
     from scipy.special import logsumexp
 
     inner = counts @ np.nan_to_num(_log(p2), neginf=-1e300).T  # (N, m1): log P[c | w]
@@ -186,10 +189,13 @@ def _mc_matrix(
 def _mc_hashed(
     spec: Any, p1: np.ndarray, p2: np.ndarray, rounds: int, prior: np.ndarray, n: int, gen: Any
 ) -> tuple[int, int]:
-    """LOLOHA, memoized: the device's seed is public, its reports are L-GRR over [g] of
-    the hashed value. Values hashing alike are indistinguishable: the attacker picks the
-    most probable value among the most probable bucket's. Returns (hits, hits of an
-    attacker who sees the permanent answer itself: the limit)."""
+    """Simulate the attack on memoized LOLOHA.
+
+    The device's seed is public, its reports are L-GRR over [g] of the hashed value. Values
+    hashing alike are indistinguishable: the attacker picks the most probable value among
+    the most probable bucket's. Returns (hits, hits of an attacker who sees the permanent
+    answer itself: the limit).
+    """
     from .frequency.hashing import local_hash
 
     d, g = prior.size, p1.shape[0]
@@ -221,7 +227,9 @@ def _mc_bits(
     gen: Any,
 ) -> int:
     """Unary encodings: bit j's count of ones over the T reports, given whether j = v.
-    ``rounds=None``: the attacker sees the permanent bits themselves (the limit)."""
+
+    ``rounds=None``: the attacker sees the permanent bits themselves (the limit).
+    """
     from scipy.stats import binom
 
     p1, q1, p2, q2 = law
@@ -276,7 +284,7 @@ def attack(
     alpha: float = 0.05,
     rng: RNGLike = None,
 ) -> AttackResult:
-    """The Bayes-optimal attacker's success at naming one device's value from T reports.
+    """Return the Bayes-optimal attacker's success at naming one device's value from T reports.
 
     Parameters
     ----------

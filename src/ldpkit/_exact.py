@@ -1,6 +1,6 @@
 """Exact discrete laws for the numerical mechanisms: integer weights, integer sampling.
 
-Issue 11: a report computed in floating point (``v - b + U / p``) has a support that
+Why: a report computed in floating point (``v - b + U / p``) has a support that
 depends on v at the level of the last bits, so an observer can rule inputs out with
 certainty (Mironov 2012's attack on floating-point Laplace). The numerical mechanisms
 therefore report a *cell* of a finite grid, drawn from a law whose probabilities are
@@ -159,7 +159,7 @@ def sample_flat_bump(
 def bump_law(
     start: int, n_cells: int, w_low: int, bump: np.ndarray, total: int | None = None
 ) -> np.ndarray:
-    """The exact law of :func:`sample_bump` for one shift, as float64 probabilities."""
+    """Return the exact law of :func:`sample_bump` for one shift, as float64 probabilities."""
     weights = np.full(n_cells, w_low, dtype=object)
     for i, extra in enumerate(bump.tolist()):
         weights[start + i] += int(extra)

@@ -18,7 +18,7 @@ __all__ = ["privacy_loss"]
 
 
 def privacy_loss(matrix: np.ndarray) -> float:
-    """The exact epsilon of a discrete mechanism from its transition matrix.
+    """Return the exact epsilon of a discrete mechanism from its transition matrix.
 
     Parameters
     ----------

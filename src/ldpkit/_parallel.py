@@ -26,7 +26,7 @@ MIN_BLOCK_ROWS = 8192
 
 
 def workers() -> int:
-    """Number of threads for large batches (``WORKERS`` or the usable CPUs)."""
+    """Return the number of threads for large batches (``WORKERS`` or the usable CPUs)."""
     if WORKERS is not None:
         return max(1, int(WORKERS))
     try:

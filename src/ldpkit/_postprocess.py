@@ -1,5 +1,6 @@
-"""Post-processing shared by several families: simplex projection, isotonic regression,
-and noisy leaves to a probability vector.
+"""Post-processing shared by several families.
+
+Simplex projection, isotonic regression, and noisy leaves to a probability vector.
 
 It sits below the families (it imports only numpy and ``_validation``) so that
 ``consistency`` (frequency estimates), ``numeric.hierarchy`` and the result type

@@ -39,7 +39,7 @@ __all__ = [
 
 
 def secure_generator() -> np.random.Generator:
-    """A cryptographically secure Generator, for deployment (the ``rng=None`` default).
+    """Return a cryptographically secure Generator, for deployment (the ``rng=None`` default).
 
     AES-128 in counter mode (``randomgen.AESCounter``) keyed through a SeedSequence from
     256 bits of operating-system entropy (:mod:`secrets`). Every numpy distribution method
@@ -62,7 +62,7 @@ def secure_generator() -> np.random.Generator:
 
 
 def is_secure(gen: np.random.Generator) -> bool:
-    """True when ``gen`` draws from a cryptographically secure bit generator (ours)."""
+    """Return True when ``gen`` draws from a cryptographically secure bit generator (ours)."""
     bit_gen = gen.bit_generator
     return type(bit_gen).__name__ == "AESCounter" and type(bit_gen).__module__.startswith(
         "randomgen"
@@ -121,7 +121,7 @@ def spawn(rng: RNGLike, n: int) -> list[np.random.Generator]:
 
     Uses :meth:`numpy.random.Generator.spawn` (SeedSequence spawning, SPEC 7), so the
     children do not overlap with each other or with the parent. At most 2^16 of them: each
-    costs ~20 us, and 2^20 took over 20 s (issue 27); split a large job into batches.
+    costs ~20 us, and 2^20 took over 20 s; split a large job into batches.
     """
     from ._validation import check_integer
 

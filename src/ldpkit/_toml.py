@@ -77,7 +77,7 @@ def _emit(table: Mapping[str, Any], path: list[str], out: list[str]) -> None:
 
 
 def dumps(document: Mapping[str, Any]) -> str:
-    """The TOML text of ``document`` (a mapping of tables and values)."""
+    """Return the TOML text of ``document`` (a mapping of tables and values)."""
     if not isinstance(document, Mapping):
         raise TypeError(f"document must be a mapping, got {document!r}")
     out: list[str] = []

@@ -39,19 +39,19 @@ __all__ = [
 #: Smallest privacy budget any mechanism accepts. Below it the mechanisms' probabilities
 #: differ from uniform by less than ~1e-6 and their estimators' variances exceed ~1e12 per
 #: user: no useful estimate, while the floating-point forms start to lose the difference
-#: between p and q (issue 11). One bound for every mechanism, so that a budget valid for
+#: between p and q. One bound for every mechanism, so that a budget valid for
 #: one is valid for all (up to each mechanism's ``max_epsilon``).
 MIN_EPSILON = 1e-6
 
 #: Largest budget of the central-DP stream releases and their selection steps: far beyond any
-#: meaningful budget, and below where ``epsilon**2`` or ``epsilon * score`` overflow (issue 12).
+#: meaningful budget, and below where ``epsilon**2`` or ``epsilon * score`` overflow.
 MAX_STREAM_EPSILON = 1e15
 
 
 #: Largest magnitude of the values that error metrics, sums of squares and weights accept
 #: (``bounded=True`` in :func:`check_array`): its square times MAX_ENTRIES values stays far
 #: below the float64 maximum (1.8e308), so no mean of squared errors, variance or weighted sum
-#: overflows to inf (issue 12). No meaningful frequency, count or measurement comes near it.
+#: overflows to inf. No meaningful frequency, count or measurement comes near it.
 MAX_MAGNITUDE = 1e100
 
 
@@ -67,8 +67,11 @@ def _fail(name: str, requirement: str, value: Any, exc: type[Exception] = ValueE
 
 
 def _as_array(values: Any, name: str, requirement: str) -> np.ndarray:
-    """``np.asarray(values)``, with ragged nested sequences refused in the project's format
-    instead of numpy's "setting an array element with a sequence" (issue 27)."""
+    """Return ``np.asarray(values)``, refusing ragged nested sequences.
+
+    The refusal is in the project's format instead of numpy's "setting an array element
+    with a sequence".
+    """
     try:
         return np.asarray(values)
     except (ValueError, TypeError):
@@ -111,8 +114,8 @@ def check_bound(value: Any, name: str = "bound") -> float:
     """Return ``value`` as the positive bound of a stream's values, at most :data:`MAX_MAGNITUDE`.
 
     Values up to the bound are summed over a stream and squared in variances and threshold
-    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf (issue 12), and one
-    below ``1 / MAX_MAGNITUDE`` would underflow to 0 (issue 27: bound = 1e-300).
+    objectives (``n^2 B^2`` terms): a larger bound would overflow to inf, and one
+    below ``1 / MAX_MAGNITUDE`` would underflow to 0 (bound = 1e-300).
     """
     return check_real(value, name, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
 
@@ -165,7 +168,7 @@ def check_not_masked(values: Any, name: str, *, ragged: bool = False) -> None:
 
     Every array input passes here before ``np.asarray``, so it also refuses ragged nested
     Python lists (rows of different lengths), which numpy would refuse with its own "setting
-    an array element with a sequence" (issue 27), unless ``ragged`` is true: inputs that are
+    an array element with a sequence", unless ``ragged`` is true: inputs that are
     one sequence per user of any length (sets, key-value pairs), never made one array. Lists
     of arrays (e.g. one per level) are left to their callers.
     """
@@ -369,7 +372,7 @@ def check_memory(nbytes: float, name: str, owner: str, *, budget: float | None =
 #: Largest number of elementary operations (about a nanosecond each) one call may need:
 #: ~1 s of CPU on a fast core, a few seconds on a slow shared one. Calls whose cost is set by
 #: their parameters (not by the data's size) and would exceed it are refused up front with
-#: the estimate, rather than running for minutes (issue 12).
+#: the estimate, rather than running for minutes.
 WORK_BUDGET = 2**30
 
 

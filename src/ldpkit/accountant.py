@@ -154,9 +154,9 @@ class PrivacyAccountant:
             ledger.answered[(question, value)] = period
         return self.remaining(user, at=at)
 
-    # -- issue 30: charges read from the spec ------------------------------------------------
+    # -- charges read from the spec ---------------------------------------------------------
     def report_cost(self, spec: Any, *, memoized: bool = True) -> float:
-        """What one report of a new value costs under ``spec``.
+        """Return what one report of a new value costs under ``spec``.
 
         Memoized (through :class:`ldpkit.Device`): a longitudinal spec's ``epsilon_inf``
         (every later report of that value is covered), another spec's ``epsilon`` (its

@@ -32,10 +32,12 @@ class Aggregator:
 
     @property
     def stats(self) -> Stats:
+        """The Stats of every report added so far."""
         return self._stats
 
     @property
     def n(self) -> int:
+        """Number of reports added so far."""
         return self._stats.n
 
     def add(self, reports: Reports) -> Aggregator:
@@ -49,7 +51,9 @@ class Aggregator:
         return self
 
     def estimate(self, **kwargs: Any) -> Any:
+        """Estimate from the Stats so far (``spec.estimate``; keyword arguments pass through)."""
         return self.spec.estimate(self._stats, **kwargs)
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"Aggregator({self.spec!r}, n={self.n})"

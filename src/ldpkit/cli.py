@@ -50,7 +50,7 @@ def demo(
         typer.Option(help="--serve: stop after this many seconds (default: until Ctrl-C)."),
     ] = None,
 ) -> None:
-    """A tour of ldpkit on real data shipped with the install (--serve: a live collector)."""
+    """Tour ldpkit on real data shipped with the install (--serve: a live collector)."""
     from ._validation import check_epsilon, check_integer
 
     try:  # bad options end in one line and exit status 2, as typer's own usage errors do
@@ -354,8 +354,11 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: typer's app, with usage errors (unknown option, a value that is not
-    a number) on one line and exit status 2, like the commands' own validation errors."""
+    """Run the ``ldpkit`` command line (the console entry point).
+
+    Typer's app, with usage errors (unknown option, a value that is not a number) on one
+    line and exit status 2, like the commands' own validation errors.
+    """
     try:  # typer >= 0.20 vendors click
         from typer._click import exceptions as cx
     except ImportError:  # pragma: no cover - older typer on click

@@ -111,7 +111,7 @@ DEFAULT_CUT_ALPHA = 2.0
 
 
 def _check_estimate(estimate: Any) -> np.ndarray:
-    """The estimate's frequencies after type and finiteness checks."""
+    """Return the estimate's frequencies after type and finiteness checks."""
     if not isinstance(estimate, FrequencyEstimate):
         raise TypeError(f"estimate must be a FrequencyEstimate, got {type(estimate).__name__}")
     f = estimate.frequencies
@@ -120,7 +120,7 @@ def _check_estimate(estimate: Any) -> np.ndarray:
         raise ValueError(
             f"estimate.frequencies must be finite numbers, got {int(bad.sum())} NaN/inf value(s)"
         )
-    # Sums and squares of larger magnitudes overflow to inf in the projections (issue 27);
+    # Sums and squares of larger magnitudes overflow to inf in the projections;
     # no estimate of a frequency comes near it.
     big = np.abs(f) > MAX_MAGNITUDE
     if big.any():

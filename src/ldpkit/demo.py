@@ -40,6 +40,7 @@ class CategoricalDemo:
 
     @property
     def coverage(self) -> float:
+        """Share of items whose true frequency lies in the 95% interval."""
         lo, hi = self.estimate.confidence_interval(0.05)
         return float(np.mean((lo <= self.truth) & (self.truth <= hi)))
 
@@ -133,7 +134,7 @@ class NumericalDemo:
     seconds: float
     #: Seconds of a first run on a few values beforehand, which loads (or, the first time
     #: on a machine, compiles) the numba kernels, so that ``seconds`` is the steady-state
-    #: time (issue 27: the first demo showed 11.70 s, then 0.09 s).
+    #: time (the first demo showed 11.70 s, then 0.09 s).
     warmup_seconds: float = 0.0
 
     def quantile_errors(self, qs: Sequence[float] = (0.5, 0.9)) -> list[tuple[float, float, float]]:
@@ -152,9 +153,12 @@ def run_numerical(
     buckets: int = 256,
     rng: RNGLike = None,
 ) -> NumericalDemo:
-    """Estimate the distribution of ``values`` on [low, high] with
-    :class:`~ldpkit.numeric.AutoDistribution` (Square Wave reports, from eps = 1.5 a quarter of
-    the users send hierarchical-histogram reports instead; the fit is chosen from the reports)."""
+    """Estimate the distribution of ``values`` on [low, high] with AutoDistribution.
+
+    :class:`~ldpkit.numeric.AutoDistribution`: Square Wave reports, from eps = 1.5 a quarter
+    of the users send hierarchical-histogram reports instead; the fit is chosen from the
+    reports.
+    """
     import time
 
     from .numeric import AutoDistribution, Distribution
@@ -174,7 +178,7 @@ def run_numerical(
 
 
 def plot_numerical(result: NumericalDemo, path: str | Path, *, title: str, unit: str = "") -> Path:
-    """True vs estimated density (histograms on the same grid) with the quantiles marked."""
+    """Plot the true vs estimated density (histograms on one grid) with the quantiles marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -255,7 +259,7 @@ def run_stream(
 
 
 def plot_stream(result: StreamDemo, path: str | Path, *, window: int = 5_000) -> Path:
-    """True vs released sums over consecutive windows of ``window`` values, with 95% bands."""
+    """Plot true vs released sums over windows of ``window`` values, with 95% bands."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""A device that memoizes its answers: repeated reports of one value leak no more (issue 30).
+"""A device that memoizes its answers: repeated reports of one value leak no more.
 
 :class:`Device` holds a secret and answers ``device.report(spec, values)``:
 
@@ -58,9 +58,11 @@ _DOMAIN = DEVICE_FORMAT.encode() + b"\x00"
 
 
 def default_device_path() -> Path:
-    """The memo file in the user's data directory (``$XDG_DATA_HOME/ldpkit/device.json``,
-    ``~/.local/share`` by default; ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application
-    Support`` on macOS)."""
+    """Return the memo file's path in the user's data directory.
+
+    ``$XDG_DATA_HOME/ldpkit/device.json`` (``~/.local/share`` by default;
+    ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application Support`` on macOS).
+    """
     if os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
     elif os.uname().sysname == "Darwin":
@@ -71,7 +73,7 @@ def default_device_path() -> Path:
 
 
 def _value_key(value: Any) -> tuple[str, bytes]:
-    """A canonical text key (for the file) and byte string (for the HMAC) of one value."""
+    """Return a canonical text key (for the file) and byte string (for the HMAC) of one value."""
     if isinstance(value, (np.integer, int)) and not isinstance(value, (bool, np.bool_)):
         return f"i{int(value)}", b"i" + int(value).to_bytes(16, "big", signed=True)
     as_float = float(value)
@@ -79,10 +81,11 @@ def _value_key(value: Any) -> tuple[str, bytes]:
 
 
 class DerivedWords:
-    """Uniform 64-bit words ``HMAC-SHA256(key, counter)`` in counter mode (counter: 8 bytes
-    big-endian from 0; each digest gives four big-endian words, in order): the permanent
-    round's randomness, computable exactly in any language (the JS client's
-    ``derivedWords``).
+    """Uniform 64-bit words ``HMAC-SHA256(key, counter)`` in counter mode.
+
+    The counter is 8 bytes big-endian from 0; each digest gives four big-endian words, in
+    order. This is the permanent round's randomness, computable exactly in any language
+    (the JS client's ``derivedWords``).
 
     Examples
     --------
@@ -98,7 +101,7 @@ class DerivedWords:
         self._pending: list[int] = []
 
     def u64(self) -> int:
-        """The next word."""
+        """Return the next word."""
         if not self._pending:
             block = hmac.new(self._key, self._counter.to_bytes(8, "big"), hashlib.sha256)
             digest = block.digest()
@@ -107,7 +110,7 @@ class DerivedWords:
         return self._pending.pop()
 
     def below(self, total: int) -> int:
-        """A uniform integer in ``[0, total)`` by rejection (the JS ``uniformBelow``)."""
+        """Return a uniform integer in ``[0, total)`` by rejection (the JS ``uniformBelow``)."""
         limit = ((1 << 64) // total) * total
         while True:
             w = self.u64()
@@ -239,8 +242,10 @@ class Device:
 
     # -- derivation ----------------------------------------------------------------------------
     def _key(self, spec: Mechanism, key: bytes) -> bytes:
-        """HMAC-SHA256(secret, domain | fingerprint | 0 | value key): the key of the
-        permanent round's randomness (a pseudorandom function of the secret)."""
+        """Return HMAC-SHA256(secret, domain | fingerprint | 0 | value key).
+
+        The key of the permanent round's randomness (a pseudorandom function of the secret).
+        """
         message = _DOMAIN + spec.fingerprint.encode() + b"\x00" + key
         return hmac.new(self._secret, message, hashlib.sha256).digest()
 
@@ -250,7 +255,7 @@ class Device:
         return np.random.Generator(np.random.Philox(key=int.from_bytes(digest[:16], "big")))
 
     def _state(self, spec: Any) -> np.ndarray | None:
-        """The spec's per-device permanent state (LOLOHA's hash seed), derived once."""
+        """Return the spec's per-device permanent state (LOLOHA's hash seed), derived once."""
         entry = self._states.get(spec.fingerprint)
         if entry is None:
             from_words = getattr(spec, "_device_state_from_words", None)
@@ -289,7 +294,7 @@ class Device:
         return table[text]
 
     def permanent(self, spec: Mechanism, value: Any) -> Any:
-        """The memoized permanent answer (or whole report) of ``value`` under ``spec``."""
+        """Return the memoized permanent answer (or whole report) of ``value`` under ``spec``."""
         self._check_values(spec, [value])
         entry = self._memoized(spec, value)
         return entry.get("permanent", entry.get("report"))
@@ -308,7 +313,7 @@ class Device:
 
     # -- reporting ----------------------------------------------------------------------------
     def report(self, spec: Mechanism, values: Any, rng: RNGLike = None) -> Reports:
-        """This device's reports of ``values`` (one report per value, in order).
+        """Report ``values`` from this device (one report per value, in order).
 
         Longitudinal specs: the memoized permanent answer of each value, re-randomized
         afresh (``rng``; the secure generator by default). Other specs: the memoized whole
@@ -350,7 +355,7 @@ class Device:
         return self._budget
 
     def _keys(self, spec: Mechanism, values: np.ndarray) -> set[str]:
-        """The memo keys (file text) that ``values`` need."""
+        """Return the memo keys (file text) that ``values`` need."""
         if _is_longitudinal(spec):
             keys = spec._memo_keys(values, self._state(spec))  # type: ignore[attr-defined]
         else:
@@ -379,18 +384,23 @@ class Device:
         return k * float(spec.privacy_loss())  # type: ignore[attr-defined]
 
     def distinct_values(self, spec: Mechanism) -> int:
-        """How many different values (memo keys: LOLOHA's hashed values) this device has
-        reported under ``spec``."""
+        """Count the different values this device has reported under ``spec``.
+
+        Values are counted by memo key (LOLOHA: its hashed values).
+        """
         _check_spec(spec)
         return len(self._memo.get(spec.fingerprint, {}))
 
     def privacy_spent(self, spec: Mechanism) -> float:
-        """The loss of all this device's reports under ``spec``, whatever their number:
+        """Return the loss of all this device's reports under ``spec``, whatever their number.
+
         ``spec.longitudinal_privacy_loss(distinct values)`` for a longitudinal spec, else
-        ``distinct values x privacy_loss()`` (memoized whole reports)."""
+        ``distinct values x privacy_loss()`` (memoized whole reports).
+        """
         return self._spent(spec, self.distinct_values(spec))
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"Device(path={str(self._path)!r}, questions={len(self._memo)})"
 
 

@@ -31,7 +31,7 @@ __all__ = ["aggregate_dask", "aggregate_item"]
 
 
 def _is_frame(item: Any) -> bool:
-    """pandas or Dask DataFrames/Series: tables without the spec, refused with TypeError."""
+    """Tell whether ``item`` is a pandas or Dask DataFrame/Series (refused: no spec)."""
     module = type(item).__module__.split(".")[0]
     return module in ("pandas", "dask") and type(item).__name__ in ("DataFrame", "Series")
 

@@ -116,7 +116,7 @@ class Encoder:
         """
         import pandas as pd
 
-        if top is not None:  # top=0 would silently keep every category (issue 27)
+        if top is not None:  # top=0 would silently keep every category
             top = check_integer(top, "top", low=1)
 
         counts = pd.Series(
@@ -127,7 +127,7 @@ class Encoder:
 
     # -- serialization -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal encoder.
+        """Return a JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal encoder.
 
         Categories must then be JSON scalars (str, int, float, bool).
         """
@@ -166,6 +166,7 @@ class Encoder:
         )
 
     def __eq__(self, other: object) -> bool:
+        """Compare categories, ``unknown`` and ``missing``."""
         if not isinstance(other, Encoder):
             return NotImplemented
         return (
@@ -176,10 +177,12 @@ class Encoder:
         )
 
     def __hash__(self) -> int:
+        """Hash consistently with ``__eq__``."""
         return hash((tuple(self._index.tolist()), self.unknown, self.missing))
 
     @property
     def categories(self) -> list[Any]:
+        """The known labels, in item order."""
         return self._index.tolist()
 
     @property
@@ -189,10 +192,12 @@ class Encoder:
 
     @property
     def domain_size(self) -> int:
+        """Number of items, the extra items (other, missing) included."""
         return int(self._labels.size)
 
     @property
     def other_item(self) -> int | None:
+        """The item unseen labels map to (``unknown='other'``), else None."""
         return len(self._index) if self.unknown == "other" else None
 
     @property
@@ -216,7 +221,7 @@ class Encoder:
         )
         if isinstance(arr, list):
             # A label is one hashable scalar: nested sequences would reach pandas as a
-            # MultiIndex lookup and fail there with its own message (issue 27).
+            # MultiIndex lookup and fail there with its own message.
             bad = next((x for x in arr if isinstance(x, (list, dict, set, np.ndarray))), None)
             if bad is not None:
                 raise TypeError(
@@ -268,9 +273,11 @@ class Encoder:
         return estimate.replace(labels=tuple(self._labels.tolist()))
 
     def __len__(self) -> int:
+        """Return the number of items (``domain_size``)."""
         return self.domain_size
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"Encoder({len(self._index)} categories, unknown={self.unknown!r}, "
             f"missing={self.missing!r})"

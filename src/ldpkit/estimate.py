@@ -15,8 +15,11 @@ __all__ = ["FrequencyEstimate", "IntervalWarning"]
 
 
 class IntervalWarning(UserWarning):
-    """A confidence interval is not available (NaN) or only approximate: e.g. after a
-    biased post-processing (Norm-Sub, ...) or for a non-linear estimator (EM/EMS)."""
+    """A confidence interval is not available (NaN) or only approximate.
+
+    E.g. after a biased post-processing (Norm-Sub, ...) or for a non-linear estimator
+    (EM/EMS).
+    """
 
 
 def _real_array(value: Any, name: str) -> np.ndarray:
@@ -64,6 +67,7 @@ class FrequencyEstimate:
     postprocessing: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         freq = _real_array(self.frequencies, "frequencies")
         if freq.ndim != 1 or freq.size == 0:
             raise ValueError(
@@ -115,6 +119,7 @@ class FrequencyEstimate:
 
     @property
     def domain_size(self) -> int:
+        """Number of items d."""
         return int(self.frequencies.size)
 
     @property
@@ -124,6 +129,7 @@ class FrequencyEstimate:
 
     @property
     def std_error(self) -> np.ndarray:
+        """Standard errors: the square roots of the variances."""
         return np.sqrt(self.variance)
 
     @property
@@ -166,7 +172,7 @@ class FrequencyEstimate:
         return self.frequencies - half, self.frequencies + half
 
     def top(self, k: int, *, indices: bool = False) -> Any:
-        """The k largest estimates, largest first.
+        """Return the k largest estimates, largest first.
 
         Returns their labels (a list) when labels are attached (:meth:`Encoder.label
         <ldpkit.Encoder.label>`), else, or with ``indices=True``, their item indices (an
@@ -178,24 +184,24 @@ class FrequencyEstimate:
         return self.labels_of(idx) if (self.labels is not None and not indices) else idx
 
     def labels_of(self, items: Any) -> list[Any]:
-        """The labels of some item indices (the indices themselves without labels)."""
+        """Return the labels of some item indices (the indices themselves without labels)."""
         idx = np.asarray(items, dtype=np.int64).reshape(-1)
         if self.labels is None:
             return idx.tolist()
         return [self.labels[i] for i in idx.tolist()]
 
     def replace(self, **changes: Any) -> FrequencyEstimate:
-        """A copy with some attributes changed."""
+        """Return a copy with some attributes changed."""
         return dataclasses.replace(self, **changes)
 
     def with_postprocessing(self, frequencies: np.ndarray, step: str) -> FrequencyEstimate:
-        """A post-processed copy: new frequencies, ``step`` appended to ``postprocessing``."""
+        """Return a post-processed copy: new frequencies, ``step`` added to ``postprocessing``."""
         return dataclasses.replace(
             self, frequencies=frequencies, postprocessing=(*self.postprocessing, step)
         )
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A pandas DataFrame: one row per item, indexed by label (or item index).
+        """Return a pandas DataFrame: one row per item, indexed by label (or item index).
 
         Columns ``item`` (the index, when labels are the DataFrame's index),
         ``frequency``, ``std_error``, ``ci_low`` and ``ci_high`` (the ``1 - alpha``
@@ -255,6 +261,7 @@ class FrequencyEstimate:
         return ax
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         spec = f", spec={self.spec!r}" if self.spec is not None else ""
         post = f", postprocessing={self.postprocessing}" if self.postprocessing else ""
         return f"FrequencyEstimate(d={self.domain_size}, n={self.n}{spec}{post})"

@@ -135,8 +135,11 @@ def _block_digests(reports: Reports, rows: int) -> dict[str, Any]:
 def _check_blocks(
     arrays: Mapping[str, np.ndarray], digest: Any, first_row: int, total: int, source: str
 ) -> None:
-    """Check rows ``first_row:first_row + len`` of a file of ``total`` rows against its
-    per-block digests; ValueError when a block differs or the layout is corrupt."""
+    """Check rows of a file against its per-block digests.
+
+    Rows ``first_row:first_row + len`` of a file of ``total`` rows; ValueError when a block
+    differs or the layout is corrupt.
+    """
     try:
         rows, blocks = digest["rows"], digest["blocks"]
         valid = (
@@ -168,7 +171,7 @@ def _as_path(path: Any, name: str = "path") -> Path:
 
 
 def _check_source(source: Any, name: str = "path") -> Any:
-    """A path (as a Path) or an open binary file object (as it is)."""
+    """Return a path (as a Path) or an open binary file object (as it is)."""
     if hasattr(source, "read") or hasattr(source, "write"):
         return source
     if isinstance(source, (str, os.PathLike)):
@@ -251,8 +254,11 @@ def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
 
 
 class _NpyRows:
-    """Reads an npy member of a zip a block of rows at a time (C order), or whole when it
-    is Fortran-ordered with several columns (rare: ldpkit writes C order)."""
+    """Reader of an npy member of a zip, a block of rows at a time (C order).
+
+    A Fortran-ordered member with several columns is read whole (rare: ldpkit writes C
+    order).
+    """
 
     def __init__(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
         self.stream = zf.open(info)
@@ -428,7 +434,7 @@ def _arrow_column(name: str, arr: np.ndarray) -> tuple[pa.Array, dict[str, Any]]
 
 
 def reports_to_arrow(reports: Reports) -> pa.Table:
-    """An Arrow table with one row per user and the spec in the schema metadata.
+    """Return an Arrow table with one row per user and the spec in the schema metadata.
 
     1-D fields become primitive columns of the same dtype; 2-D ``uint8`` fields (bit-packed
     unary reports, ``np.packbits(..., axis=1)``) become ``fixed_size_binary(width)``; other
@@ -521,8 +527,10 @@ def _numpy_column(name: str, column: Any, info: Mapping[str, Any], source: str) 
 def reports_from_arrow(
     table: pa.Table, *, expected: Mechanism | None = None, source: str = "the table"
 ) -> Reports:
-    """Inverse of :func:`reports_to_arrow`; checks the fingerprint, ``expected`` and the
-    digest of the arrays."""
+    """Read Reports from an Arrow table (the inverse of :func:`reports_to_arrow`).
+
+    Checks the fingerprint, ``expected`` and the digest of the arrays.
+    """
     import pyarrow as pa
 
     if not isinstance(table, pa.Table):
@@ -541,8 +549,11 @@ def _table_reports(
     first_row: int,
     total: int,
 ) -> Reports:
-    """Reports from rows ``first_row:`` of a file of ``total`` rows, checked against the
-    file's digest (files without one, written before it existed, are not checked)."""
+    """Return Reports from rows ``first_row:`` of a file of ``total`` rows.
+
+    Checked against the file's digest (files without one, written before it existed, are
+    not checked).
+    """
     missing = [k for k in fields if k not in table.column_names]
     if missing:
         raise ValueError(f"{source} must have columns {list(fields)}, missing {missing}")
@@ -728,8 +739,10 @@ def save_reports(
 
 
 def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = None) -> Reports:
-    """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content);
-    ``expected`` demands a configuration."""
+    """Read reports saved by :func:`save_reports` (npz or Parquet, told apart by content).
+
+    ``expected`` demands a configuration.
+    """
     path = _as_path(path)
     with open(path, "rb") as fh:
         kind = _sniff(fh.read(4))
@@ -739,7 +752,7 @@ def load_reports(path: str | os.PathLike[str], *, expected: Mechanism | None = N
 
 
 def reports_to_bytes(reports: Reports, format: WireFormat = "npz") -> bytes:
-    """The bytes :func:`save_reports` would write (what a client POSTs to a collector).
+    """Return the bytes :func:`save_reports` would write (what a client POSTs to a collector).
 
     Examples
     --------
@@ -836,7 +849,7 @@ def reports_from_bytes(data: bytes, *, expected: Mechanism | None = None) -> Rep
 
 # -- JSON -------------------------------------------------------------------------------------
 def reports_to_dict(reports: Reports) -> dict[str, Any]:
-    """A JSON-safe dict: header plus ``arrays: {name: {"dtype", "shape", "data"}}``.
+    """Return a JSON-safe dict: header plus ``arrays: {name: {"dtype", "shape", "data"}}``.
 
     Exact for every dtype (``uint64`` seeds are Python ints; JSON readers in languages
     with 53-bit numbers should send them as decimal strings, which

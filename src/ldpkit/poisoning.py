@@ -172,7 +172,7 @@ def mga_expected_gain(
     evasive: bool = False,
     search: int = 1000,
 ) -> float:
-    """Expected frequency gain of the maximal-gain attack on ``r`` targets.
+    """Return the expected frequency gain of the maximal-gain attack on ``r`` targets.
 
     ``G = beta ((E[S] - r q) / (p - q) - f_T)`` with the spec's realized ``p`` and ``q``
     (module docstring; Cao, Jia & Gong, USENIX Security 2021, Theorems 1-3, where OLH
@@ -224,7 +224,7 @@ def mga_reports(
     search: int = 1000,
     rng: RNGLike = None,
 ) -> Reports:
-    """The reports of ``n_fake`` fake users running the maximal-gain attack.
+    """Return the reports of ``n_fake`` fake users running the maximal-gain attack.
 
     Parameters
     ----------
@@ -360,7 +360,7 @@ def _hashing_fake(
 
 
 def support_size_outliers(spec: Any, reports: Reports, alpha: float = 1e-6) -> np.ndarray:
-    """Reports that support a number of items a genuine user would rarely produce.
+    """Return the reports that support a number of items a genuine user would rarely produce.
 
     A genuine unary-encoding report has ``Bernoulli(p) + Binomial(d - 1, q)`` ones; a
     genuine local-hashing report supports its user's item with probability ``p`` and each
@@ -420,7 +420,7 @@ def support_size_outliers(spec: Any, reports: Reports, alpha: float = 1e-6) -> n
 
 
 def itemset_outliers(spec: Any, reports: Reports, items: Any, alpha: float = 1e-3) -> np.ndarray:
-    """Reports that support more of ``items`` than a genuine user plausibly would.
+    """Return the reports that support more of ``items`` than a genuine user plausibly would.
 
     A genuine report supports each item other than its user's with probability ``q``
     independently (unary bits; OLH for a hash independent over the items), and its

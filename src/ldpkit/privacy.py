@@ -127,7 +127,7 @@ __all__ += ["attack"]
 def attack(
     spec: Any, *, rounds: int, memoized: bool = True, prior: Any = None, **options: Any
 ) -> Any:
-    """The Bayes-optimal attacker's success rate against one device's T reports.
+    """Return the Bayes-optimal attacker's success rate against one device's T reports.
 
     See :func:`ldpkit._attack.attack` (``samples``, ``alpha`` and ``rng`` are the Monte
     Carlo's options); returns an :class:`ldpkit._attack.AttackResult` with its interval.

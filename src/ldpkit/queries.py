@@ -59,7 +59,7 @@ _CHUNK_ELEMENTS = 1 << 22
 
 
 def _frequencies(estimate: Any, name: str = "estimate") -> np.ndarray:
-    """The frequency vector of an estimate or array, as finite float64 (validated)."""
+    """Return the frequency vector of an estimate or array, as finite float64 (validated)."""
     if isinstance(estimate, FrequencyEstimate):
         f = estimate.frequencies
     else:
@@ -308,7 +308,7 @@ def _range_sums(f: np.ndarray, ranges: Any) -> np.ndarray:
 
 
 def top_k_items(truth: Any, k: int) -> np.ndarray:
-    """The k truly most frequent items, most frequent first (ties: smaller index first).
+    """Return the k truly most frequent items, most frequent first (ties: smaller index first).
 
     Examples
     --------

@@ -96,6 +96,7 @@ class Question:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Validate the name, the spec and the encoder."""
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ValueError(
                 "name must be 1-64 letters, digits, '_', '.' or '-' (starting with a letter "
@@ -129,8 +130,10 @@ class Question:
 
     # -- the client side ------------------------------------------------------------------
     def prepare(self, answers: Iterable[Any] | np.ndarray) -> np.ndarray:
-        """Turn raw answers into what ``spec.randomize`` takes (items, checked or clipped values,
-        or for DiscreteSquareWave the values' buckets)."""
+        """Turn raw answers into what ``spec.randomize`` takes.
+
+        Items, checked or clipped values, or for DiscreteSquareWave the values' buckets.
+        """
         if self.kind == "categorical":
             if self.encoder is not None:
                 return self.encoder.encode(answers)
@@ -171,7 +174,7 @@ class Question:
 
     # -- identity and files ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal question."""
+        """Return a JSON/TOML-safe description; :meth:`from_dict` rebuilds an equal question."""
         out: dict[str, Any] = {"format": FORMAT, "name": self.name}
         if self.description:
             out["description"] = self.description

@@ -100,7 +100,7 @@ def _load_mechanisms() -> None:
         module = importlib.import_module(package)
         for name in module.__all__:
             getattr(module, name)
-    importlib.import_module("ldpkit.discovery")  # PEM, TreeHist (issue 29): imported eagerly
+    importlib.import_module("ldpkit.discovery")  # PEM, TreeHist: imported eagerly
 
 
 def mechanism_registry() -> Mapping[str, type[Mechanism]]:
@@ -158,7 +158,7 @@ class Mechanism(ABC):
     epsilon: float
     name: ClassVar[str] = "Mechanism"
     #: Largest accepted epsilon: where the sampler still realizes the mechanism's law
-    #: exactly (issue 11). Every mechanism accepts ``[MIN_EPSILON, max_epsilon]``.
+    #: exactly. Every mechanism accepts ``[MIN_EPSILON, max_epsilon]``.
     max_epsilon: ClassVar[float] = math.inf
     #: Report fields sent as real numbers (finite float64); every other report field holds
     #: integers (indices, bits, seeds, signs). :class:`Reports` checks each field's dtype.
@@ -168,6 +168,7 @@ class Mechanism(ABC):
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"epsilon": [Epsilon()]}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Name the subclass (``name`` defaults to the class name)."""
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             cls.name = cls.__name__
@@ -208,10 +209,11 @@ class Mechanism(ABC):
 
     # -- identity ------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
-        """The spec's fields as a plain dict (JSON-safe)."""
+        """Return the spec's fields as a plain dict (JSON-safe)."""
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def to_dict(self) -> dict[str, Any]:
+        """Return ``{"mechanism": name, "params": params()}`` (JSON-safe)."""
         return {"mechanism": self.name, "params": self.params()}
 
     @property
@@ -221,7 +223,7 @@ class Mechanism(ABC):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def replace(self, **changes: Any) -> Mechanism:
-        """A copy with some fields changed (validated again)."""
+        """Return a copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
     # -- the flow ------------------------------------------------------------------------
@@ -234,8 +236,9 @@ class Mechanism(ABC):
         """Reduce reports to their mergeable sufficient statistic."""
 
     def _aggregate_decoded(self, arrays: dict[str, np.ndarray]) -> Stats:
-        """:meth:`aggregate` of ``Reports(self, **arrays)`` for plain arrays built by the
-        collector's decoder (one row per user, each field of this spec's report dtype).
+        """Aggregate ``Reports(self, **arrays)`` for plain arrays from the collector's decoder.
+
+        One row per user, each field of this spec's report dtype.
 
         Same result and same errors as ``aggregate``; subclasses may skip checks that such
         arrays make redundant (:class:`ldpkit.frequency.PureFrequencyOracle` does: a
@@ -245,12 +248,14 @@ class Mechanism(ABC):
 
     @abstractmethod
     def empty_stats(self) -> Stats:
-        """The neutral element of :meth:`Stats.merge` for this spec."""
+        """Return the neutral element of :meth:`Stats.merge` for this spec."""
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The fields of this spec's :class:`Stats`: name -> shape, kind and the range n
-        reports can produce. :class:`Stats` checks every construction against it (None:
-        unchecked, only for specs outside the registry)."""
+        """Return the fields of this spec's :class:`Stats`.
+
+        Name -> shape, kind and the range n reports can produce. :class:`Stats` checks every
+        construction against it (None: unchecked, only for specs outside the registry).
+        """
         return None
 
     @abstractmethod
@@ -272,8 +277,11 @@ class Mechanism(ABC):
         return reports
 
     def check_stats(self, stats: Any, *, nonempty: bool = False) -> Stats:
-        """Raise unless ``stats`` are Stats made under this exact configuration (and, with
-        ``nonempty``, summarize at least one report, as every estimate needs)."""
+        """Raise unless ``stats`` are Stats made under this exact configuration.
+
+        With ``nonempty``, they must also summarize at least one report, as every estimate
+        needs.
+        """
         if not isinstance(stats, Stats):
             raise TypeError(f"stats must be ldpkit.Stats, got {type(stats).__name__}")
         check_same_spec(self, stats.spec, "stats")
@@ -365,7 +373,7 @@ class Reports(_ArrayBundle):
         if len(set(lengths.values())) != 1 or -1 in lengths.values():
             raise ValueError(f"report arrays must all have one row per user, got lengths {lengths}")
         # Each field's dtype per the spec: what a mechanism sends is integers except its
-        # float_report_fields, which are finite reals; never booleans (issue 12).
+        # float_report_fields, which are finite reals; never booleans.
         floats = type(spec).float_report_fields
         for k, arr in self._arrays.items():
             if k in floats:
@@ -387,10 +395,12 @@ class Reports(_ArrayBundle):
 
     @classmethod
     def _from_decoded(cls, spec: Mechanism, arrays: dict[str, np.ndarray]) -> Reports:
-        """``Reports(spec, **arrays)`` for arrays made by the collector's decoder: the same
-        checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need no mask
-        or conversion pass). Anything unusual goes through ``__init__`` for its message.
-        The arrays become read-only in place (the caller hands them over)."""
+        """Return ``Reports(spec, **arrays)`` for arrays made by the collector's decoder.
+
+        The same checks on what :meth:`__init__` checks, in fewer steps (plain ndarrays need
+        no mask or conversion pass). Anything unusual goes through ``__init__`` for its
+        message. The arrays become read-only in place (the caller hands them over).
+        """
         floats = type(spec).float_report_fields
         n = -1
         for k, arr in arrays.items():
@@ -410,9 +420,11 @@ class Reports(_ArrayBundle):
         return cls(spec, **arrays)  # (raises, naming the field)
 
     def __len__(self) -> int:
+        """Return the number of reports n."""
         return int(next(iter(self._arrays.values())).shape[0])
 
     def __getitem__(self, index: Any) -> Reports:
+        """Return the reports selected by ``index`` (the same spec)."""
         return Reports(self._spec, **{k: v[index] for k, v in self._arrays.items()})
 
     def concat(self, *others: Reports) -> Reports:
@@ -439,10 +451,11 @@ class Reports(_ArrayBundle):
         )
 
     def equals(self, other: Reports) -> bool:
-        """True when both hold the same spec and identical arrays."""
+        """Return True when both hold the same spec and identical arrays."""
         return self._spec == other.spec and self._same_arrays(other)
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"Reports({self._spec!r}, n={len(self)}, fields={list(self._arrays)})"
 
 
@@ -505,21 +518,25 @@ class StatsField:
 #: Name of the Stats field counting the reports, for specs whose other arrays do not fix n
 #: (sums of reals or of noisy counts, support counts that vary per report): it must equal
 #: n, so Stats whose n disagrees with their arrays (n = 10**9 beside the arrays of 3000
-#: reports, which understates the variance ~3e5 times) are refused (issue 27).
+#: reports, which understates the variance ~3e5 times) are refused.
 REPORT_COUNT = "count"
 
 
 def with_report_count(schema: Mapping[str, StatsField]) -> dict[str, StatsField]:
-    """``schema`` plus a :data:`REPORT_COUNT` field equal to n, unless one of its fields
-    already sums to a multiple of n (``total``)."""
+    """Add a :data:`REPORT_COUNT` field equal to n to ``schema``, unless it is implied.
+
+    Implied when one of its fields already sums to a multiple of n (``total``).
+    """
     if any(field.total is not None for field in schema.values()):
         return dict(schema)
     return {**schema, REPORT_COUNT: StatsField((), total=1)}
 
 
 def report_count_arrays(spec: Mechanism, n: int) -> dict[str, np.ndarray]:
-    """``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``: what a
-    wrapper adds to an inner spec's arrays to make its own Stats."""
+    """Return ``{REPORT_COUNT: n}`` when ``spec``'s schema has that field, else ``{}``.
+
+    What a wrapper adds to an inner spec's arrays to make its own Stats.
+    """
     schema = spec.stats_schema()
     return {REPORT_COUNT: np.array(n, dtype=np.int64)} if schema and REPORT_COUNT in schema else {}
 
@@ -599,11 +616,13 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def _exact(cls, spec: Mechanism, n: int, arrays: dict[str, np.ndarray]) -> Stats:
-        """Stats without the schema check, for arrays that meet ``spec.stats_schema()`` by
-        construction (int64 counts of the right shape computed by ldpkit's own
-        aggregation from checked reports; the tests compare both paths). Not for arrays
-        from outside: those go through ``Stats(...)``. The arrays become read-only in place
-        (the caller hands them over)."""
+        """Make Stats without the schema check, for arrays valid by construction.
+
+        Arrays that meet ``spec.stats_schema()`` by construction (int64 counts of the right
+        shape computed by ldpkit's own aggregation from checked reports; the tests compare
+        both paths). Not for arrays from outside: those go through ``Stats(...)``. The
+        arrays become read-only in place (the caller hands them over).
+        """
         for v in arrays.values():
             v.setflags(write=False)
         out = object.__new__(cls)
@@ -619,7 +638,7 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def empty(cls, spec: Mechanism) -> Stats:
-        """The neutral element for ``spec`` (n = 0, zero arrays)."""
+        """Return the neutral element for ``spec`` (n = 0, zero arrays)."""
         return spec.empty_stats()
 
     def merge(self, *others: Stats) -> Stats:
@@ -652,15 +671,17 @@ class Stats(_ArrayBundle):
     __add__ = merge
 
     def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle."""
         state = super().__getstate__()
         state["n"] = self._n
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore from a pickled state (validated again)."""
         Stats.__init__(self, state["spec"], state["n"], **state["arrays"])
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (exact: float64 values round-trip through ``json``)."""
+        """Return a JSON-safe dict (exact: float64 values round-trip through ``json``)."""
         return {
             "format": STATS_FORMAT,
             "mechanism": self._spec.to_dict(),
@@ -674,8 +695,11 @@ class Stats(_ArrayBundle):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stats:
-        """Inverse of :meth:`to_dict`; checks the layout, the format version, the
-        fingerprint against the rebuilt spec, then the arrays against the spec's schema."""
+        """Rebuild Stats from :meth:`to_dict`'s output.
+
+        Checks the layout, the format version, the fingerprint against the rebuilt spec,
+        then the arrays against the spec's schema.
+        """
         if not isinstance(data, Mapping):
             raise TypeError(f"data (a stats dict) must be a mapping, got {type(data).__name__}")
         keys = {"format", "mechanism", "fingerprint", "n", "arrays"}
@@ -704,6 +728,7 @@ class Stats(_ArrayBundle):
         return cls(spec, _check_n(data["n"]), **arrays)
 
     def __eq__(self, other: object) -> bool:
+        """Compare spec, n and arrays."""
         if not isinstance(other, Stats):
             return NotImplemented
         return self._spec == other.spec and self._n == other.n and self._same_arrays(other)
@@ -711,4 +736,5 @@ class Stats(_ArrayBundle):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        """Return a one-line summary: spec, n and fields."""
         return f"Stats({self._spec!r}, n={self._n}, fields={list(self._arrays)})"

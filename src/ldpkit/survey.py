@@ -108,13 +108,14 @@ class Survey:
         self._by_name = {q.name: q for q in self.questions}
 
     def __getitem__(self, name: str) -> Question:
+        """Return the question called ``name``; KeyError naming the others otherwise."""
         try:
             return self._by_name[name]
         except KeyError:
             raise KeyError(f"question must be one of {list(self._by_name)}, got {name!r}") from None
 
     def epsilon_per_user(self) -> float:
-        """What one user spends on the survey (sequential composition): ``epsilon``."""
+        """Return what one user spends on the survey (sequential composition): ``epsilon``."""
         if self.split == "users":
             return self.epsilon
         return float(sum(q.spec.epsilon for q in self.questions))
@@ -127,7 +128,7 @@ class Survey:
         return gen.choice(len(self.questions), size=int(n), p=self.weights)
 
     def randomize(self, answers: Mapping[str, Any], *, rng: RNGLike = None) -> dict[str, Reports]:
-        """Reports per question from every user's raw answers (one array per question).
+        """Return the reports per question from every user's raw answers (one array per question).
 
         ``answers[name][i]`` is user i's true answer to question ``name`` (all arrays have
         one entry per user). With ``split="users"`` each user's one question is drawn
@@ -161,7 +162,7 @@ class Survey:
         return {q.name: q.spec.aggregate(reports[q.name]) for q in self.questions}
 
     def estimate(self, stats: Mapping[str, Any]) -> dict[str, Any]:
-        """The estimate of every question (labelled when it has an encoder).
+        """Return the estimate of every question (labelled when it has an encoder).
 
         Under ``split="users"`` each estimate's ``n`` is the number of users who answered
         that question; its frequencies / distribution are unbiased for the population

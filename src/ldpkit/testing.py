@@ -359,14 +359,16 @@ def _is_categorical(spec: Any) -> bool:
 
 
 def _domain_size(spec: Any) -> int:
-    """Length of a categorical estimate: ``domain_size`` (or ``buckets`` of a discrete
-    numerical mechanism)."""
+    """Return the length of a categorical estimate.
+
+    ``domain_size`` (or ``buckets`` of a discrete numerical mechanism).
+    """
     d = getattr(spec, "domain_size", None)
     return int(d if d is not None else spec.buckets)
 
 
 def _input_size(spec: Any) -> int:
-    """Number of valid inputs of a categorical mechanism."""
+    """Return the number of valid inputs of a categorical mechanism."""
     if type(spec).__name__ == "SignedSubsetSelection":
         return 2 * int(spec.domain_size)  # signed one-hot codes: +e_k as k, -e_k as d + k
     return _domain_size(spec)
@@ -478,7 +480,7 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
 
 
 def _check_stats_schema(spec: Any, stats: Any) -> None:
-    """Stats check their arrays against ``spec.stats_schema()`` (issue 12)."""
+    """Check that Stats check their arrays against ``spec.stats_schema()``."""
     from .spec import Stats
 
     schema = spec.stats_schema()

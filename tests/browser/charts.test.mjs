@@ -7,7 +7,8 @@ import { test } from 'node:test';
 // charts.js sits in the Python package with no package.json saying "module"; a data: URL
 // is always an ES module, whatever node's version (18 has no module-syntax detection).
 const source = readFileSync(new URL('../../src/ldpkit/service/static/charts.js', import.meta.url));
-const { countTicks, fmt, ticks } = await import(`data:text/javascript;base64,${source.toString('base64')}`);
+const charts = await import(`data:text/javascript;base64,${source.toString('base64')}`);
+const { countTicks, fmt, ticks } = charts;
 
 test('ticks are round, cover the range and include zero when it is inside', () => {
   assert.deepEqual(ticks(0, 1).map((v) => +v.toFixed(12)), [0, 0.2, 0.4, 0.6, 0.8, 1]);
@@ -41,5 +42,61 @@ test('count ticks are whole numbers from 0 to the first tick at or above the lar
     assert.ok(t.length >= 2 && t[0] === 0 && t.every(Number.isInteger), `${nmax}: ${t}`);
     const step = t[1] - t[0];
     assert.ok(t.at(-1) >= nmax && t.at(-1) < nmax + step, `${nmax}: ${t}`);
+  }
+});
+
+// A minimal SVG DOM for topChart under node: elements with attributes, children and text.
+function fakeDocument() {
+  const make = (name) => ({
+    name,
+    attrs: {},
+    children: [],
+    textContent: '',
+    setAttribute(k, v) {
+      this.attrs[k] = v;
+    },
+    appendChild(c) {
+      this.children.push(c);
+      return c;
+    },
+  });
+  return { createElementNS: (_ns, name) => make(name) };
+}
+
+const all = (node, pred) => [node, ...node.children.flatMap((c) => all(c, () => true))].filter(pred);
+
+test('topChart draws one horizontal bar per item, most frequent on top, with whiskers', () => {
+  globalThis.document = fakeDocument();
+  try {
+    const { topChart } = charts;
+    const items = ['hello', 'help', 'a very long string of words that goes on'];
+    const values = [0.3, 0.2, 0.05];
+    const low = [0.25, 0.16, -0.01];
+    const high = [0.35, 0.24, 0.11];
+    const svg = topChart({ items, values, low, high, title: 'words' });
+    const bars = all(svg, (n) => n.name === 'rect' && n.attrs.class === 'bar');
+    assert.equal(bars.length, 3);
+    const ys = bars.map((b) => Number(b.attrs.y));
+    assert.ok(ys[0] < ys[1] && ys[1] < ys[2], 'ranked top to bottom');
+    const widths = bars.map((b) => Number(b.attrs.width));
+    assert.ok(Math.abs(widths[0] / widths[1] - 1.5) < 1e-9, 'lengths proportional to the estimates');
+    const x0 = Number(bars[0].attrs.x);
+    const scale = widths[0] / 0.3;
+    // whiskers: a horizontal line from low to high and two caps, per item
+    const err = all(svg, (n) => n.name === 'line' && n.attrs.class === 'err');
+    assert.equal(err.length, 9);
+    const spans = err.filter((l) => l.attrs.y1 === l.attrs.y2);
+    spans.forEach((l, i) => {
+      assert.ok(Math.abs(Number(l.attrs.x1) - (x0 + low[i] * scale)) < 1e-6, `low ${i}`);
+      assert.ok(Math.abs(Number(l.attrs.x2) - (x0 + high[i] * scale)) < 1e-6, `high ${i}`);
+    });
+    const labels = all(svg, (n) => n.name === 'text' && n.attrs.class === 'tick ylabel').map((t) => t.textContent);
+    assert.deepEqual(labels.slice(0, 2), ['hello', 'help']);
+    assert.ok(labels[2].endsWith('…') && labels[2].length === 24, 'long items are cut');
+    assert.equal(all(svg, (n) => n.name === 'title')[0].textContent, 'words');
+    const empty = topChart({ items: [], values: [], low: [], high: [] });
+    assert.deepEqual(all(empty, (n) => n.name === 'text').map((t) => t.textContent), ['nothing found']);
+  } finally {
+    delete globalThis.document;
   }
 });

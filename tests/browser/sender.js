@@ -3,7 +3,7 @@
 // string: collector (base URL), token (ingest + read); the plan comes in the fragment
 // (#plan=JSON, never sent to a server, so it may be long): a list of
 // {collection, counts | values, labels, seed, batch}. Item v is sent counts[v] times, as its
-// label when `labels` is true; `values` (numbers, for numerical collections) are sent as given. With a `seed` the coins are a seeded splitmix64 stream (a
+// label when `labels` is true, as the string words[v] when `words` is given; `values` (numbers, for numerical collections) are sent as given. With a `seed` the coins are a seeded splitmix64 stream (a
 // reproducible test); without one they come from crypto.getRandomValues, as in production.
 // The outcome goes to document.body.dataset.done (JSON) or .error.
 import { fetchSpec, mix64, secureCoins, send } from '../../clients/js/src/index.js';
@@ -33,13 +33,13 @@ const log = (line) => {
 
 try {
   const results = {};
-  for (const { collection, counts, values: given, labels = false, seed = null, batch = 500 } of plan) {
+  for (const { collection, counts, values: given, labels = false, words = null, seed = null, batch = 500 } of plan) {
     const info = await fetchSpec(collector, collection, { token });
     const coins = seed === null ? secureCoins : seededCoins(seed);
     const values = given ?? [];
     if (!given) {
       counts.forEach((c, v) => {
-        for (let i = 0; i < c; i++) values.push(labels ? info.encoder.categories[v] : v);
+        for (let i = 0; i < c; i++) values.push(words ? words[v] : labels ? info.encoder.categories[v] : v);
       });
     }
     const start = performance.now();

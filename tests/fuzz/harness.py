@@ -94,6 +94,8 @@ _EXPERIMENT = (
 EXCLUDED: dict[str, str] = {
     "ldpkit.discovery": _MODULE,
     "ldpkit.discovery.HeavyHitters": _RESULT,
+    "ldpkit.longitudinal.LongitudinalCandidate": _RESULT,
+    "ldpkit.longitudinal.LongitudinalChoice": _RESULT,
     **{
         name: _CONSTANT
         for name in (
@@ -1478,6 +1480,16 @@ def build_registry() -> dict[str, Entry]:
         epsilon_1=1.0,
         domain_size=32,
     )
+    from ldpkit.longitudinal import choose_longitudinal
+
+    add(
+        "ldpkit.longitudinal.choose_longitudinal",
+        choose_longitudinal,
+        domain_size=32,
+        epsilon_inf=4.0,
+        epsilon_1=1.0,
+        changes_per_year=2,
+    ).nullable = frozenset({"changes_per_year"})
     e = add(
         "ldpkit.privacy.attack",
         lambda spec, rounds, memoized, prior: privacy.attack(

@@ -155,7 +155,13 @@ def test_open_domain_queries_are_checked(tmp_path: Path) -> None:
 def test_every_kind_is_named_and_the_mean_refuses_top_k(tmp_path: Path) -> None:
     from ldpkit import StochasticRounding
 
-    assert sorted(KINDS) == ["distribution", "frequency", "mean", "open_frequency"]
+    assert sorted(KINDS) == [
+        "distribution",
+        "frequency",
+        "heavy_hitters",
+        "mean",
+        "open_frequency",
+    ]
     spec = StochasticRounding(epsilon=1.0)
     sample = spec.aggregate(spec.randomize(np.zeros(8), rng=0))
     assert kind_of(spec, sample).name == "mean"
@@ -232,3 +238,39 @@ def test_sketch_rollups_survive_compaction_and_windows(
         np.testing.assert_allclose(got["frequencies"], whole.frequencies, rtol=1e-12, atol=1e-15)
     assert (first["n"], first["batches"]) == (len(batches[0]) + len(batches[1]), 2)
     np.testing.assert_allclose(first["frequencies"], part.frequencies, rtol=1e-12, atol=1e-15)
+
+
+def test_candidates_body_is_limited_before_parsing(tmp_path: Path) -> None:
+    """A POST of candidates over MAX_CANDIDATES_BODY bytes is a 413 naming the limit (read
+    under the cap, never parsed), declared or streamed; malformed bodies are 422s."""
+    from ldpkit.service.kinds import MAX_CANDIDATES_BODY
+
+    spec = SPECS[0]
+    app = create_app({"w": spec}, f"sqlite:///{tmp_path / 'c.db'}")
+    huge = json.dumps({"candidates": ["x" * 1000] * (MAX_CANDIDATES_BODY // 1000)}).encode()
+    assert len(huge) > MAX_CANDIDATES_BODY
+    with TestClient(app) as c:
+        b = _batches(spec)[0]
+        assert c.post("/v1/reports/w", content=reports_to_bytes(b)).status_code == 201
+        got = c.post(
+            "/v1/collections/w/estimate",
+            content=huge,
+            headers={"Content-Type": "application/json"},
+        )
+        assert got.status_code == 413
+        assert f"at most {MAX_CANDIDATES_BODY} bytes" in got.json()["detail"]
+
+        def chunks() -> Any:  # no Content-Length: the cap holds while streaming
+            yield huge[: len(huge) // 2]
+            yield huge[len(huge) // 2 :]
+
+        streamed = c.post("/v1/collections/w/estimate", content=chunks())
+        assert streamed.status_code == 413
+        not_json = c.post("/v1/collections/w/estimate", content=b"{candidates")
+        assert not_json.status_code == 422 and "must be JSON" in not_json.text
+        missing = c.post("/v1/collections/w/estimate", json={"items": ["a"]})
+        assert missing.status_code == 422 and "candidates" in missing.text
+        fine = c.post("/v1/collections/w/estimate", json={"candidates": ["the"]})
+        assert fine.status_code == 200 and fine.json()["labels"] == ["the"]
+        metrics = c.get("/metrics").text
+    assert 'reason="too_large"' in metrics

@@ -40,6 +40,14 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   and FLH's default hash range over a sweep of epsilons, and bodies as in ``bodies.json``
   (CMS: the row U, then one word per bit; HCMS: the row U, the coefficient U, then the keep
   coin U; FLH: the row U, then GRR's U);
+- ``discovery.json``: the one-round discovery specs (PEM, TreeHist, SFP;
+  :mod:`ldpkit.discovery`): strings to symbol grids (UTF-8 cut at a whole character, or a
+  given alphabet; padding and NUL), the 64-bit key of each prefix, the public seeds of a
+  group's hash family and hashes of keys, each prefix spec's g, H, integer GRR weights and
+  loss, SFP's realized loss, and bodies as in ``bodies.json`` (PEM, TreeHist: the group U,
+  the hash U, then GRR's U; SFP: the position U, then the fragment sketch's words, then
+  the whole-string sketch's, as in ``sketch.json``); integer arithmetic only (splitmix64,
+  exact weights, BLAKE2b), so the same on every CPU;
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
   ``Encoder.encode`` gives them (or that it refuses them), and questions
   (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
@@ -839,44 +847,45 @@ def _item_case(item: Any) -> dict[str, Any]:
     return {"kind": kind, "item": str(item), "bytes": data.hex(), "key": str(key)}
 
 
+def _sketch_user(spec: Mechanism, key: int, coins: _ReplayCoins) -> dict[str, Any]:
+    """One user's report fields for an item key, the words replayed in the client's order."""
+    k = np.array([key], dtype=np.uint64)
+    if isinstance(spec, CMS):
+        j = coins.below(spec.depth)
+        h = int(row_hash(np.array([j]), k, spec.width)[0])
+        w = np.array([coins.words.pop(0) for _ in range(spec.width)], dtype=np.uint64)
+        big, small = _cms_thresholds(spec.epsilon)
+        thresholds = np.where(np.arange(spec.width) == h, np.uint64(big), np.uint64(small))
+        return {"rows": j, "bits": np.packbits(w < thresholds)}
+    if isinstance(spec, HCMS):
+        j, ell = coins.below(spec.depth), coins.below(spec.width)
+        h = int(row_hash(np.array([j]), k, spec.width)[0])
+        w_keep, w_other = spec._weights()
+        keep = bool(coin(coins, 1, w_keep, w_keep + w_other)[0])  # type: ignore[arg-type]
+        return {"rows": j, "index": ell, "bits": int(((ell & h).bit_count() % 2 == 0) == keep)}
+    assert isinstance(spec, FLH)
+    j = coins.below(spec.num_hashes)
+    g = spec.range_size
+    hashed = row_hash(np.array([j]), k, g)
+    y = int(grr_sample(hashed, g, spec._weights(), coins)[0])  # type: ignore[arg-type]
+    return {"rows": j, "values": y}
+
+
+def _sketch_arrays(spec: Mechanism, users: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The users' fields as arrays of the dtypes the spec's own reports have."""
+    template = spec.randomize([0], rng=0).arrays
+    return {
+        k: np.array([u[k] for u in users]).astype(v.dtype).reshape(len(users), *v.shape[1:])
+        for k, v in template.items()
+    }
+
+
 def _sketch_body(spec: Mechanism, values: list[Any], words: list[int]) -> dict[str, Any]:
     """The body of the client's reports for these values and words (its draw order)."""
     coins = _ReplayCoins([], words)
     keys = item_keys(np.array(values, dtype=object)).tolist()
-    rows, index, ys, packed = [], [], [], []
-    for key in keys:
-        k = np.array([key], dtype=np.uint64)
-        if isinstance(spec, CMS):
-            j = coins.below(spec.depth)
-            h = int(row_hash(np.array([j]), k, spec.width)[0])
-            w = np.array([coins.words.pop(0) for _ in range(spec.width)], dtype=np.uint64)
-            big, small = _cms_thresholds(spec.epsilon)
-            thresholds = np.where(np.arange(spec.width) == h, np.uint64(big), np.uint64(small))
-            packed.append(np.packbits(w < thresholds))
-        elif isinstance(spec, HCMS):
-            j, ell = coins.below(spec.depth), coins.below(spec.width)
-            h = int(row_hash(np.array([j]), k, spec.width)[0])
-            w_keep, w_other = spec._weights()
-            keep = bool(coin(coins, 1, w_keep, w_keep + w_other)[0])  # type: ignore[arg-type]
-            ys.append(int(((ell & h).bit_count() % 2 == 0) == keep))
-            index.append(ell)
-        else:
-            assert isinstance(spec, FLH)
-            j = coins.below(spec.num_hashes)
-            g = spec.range_size
-            hashed = row_hash(np.array([j]), k, g)
-            ys.append(int(grr_sample(hashed, g, spec._weights(), coins)[0]))  # type: ignore[arg-type]
-        rows.append(j)
-    template = spec.randomize(values[:1], rng=0).arrays  # the dtypes
-    arrays: dict[str, Any] = {"rows": np.array(rows).astype(template["rows"].dtype)}
-    if isinstance(spec, CMS):
-        arrays["bits"] = np.array(packed, dtype=np.uint8)
-    elif isinstance(spec, HCMS):
-        arrays["index"] = np.array(index).astype(template["index"].dtype)
-        arrays["bits"] = np.array(ys, dtype=np.uint8)
-    else:
-        arrays["values"] = np.array(ys).astype(template["values"].dtype)
-    return _body(Reports(spec, **arrays))
+    users = [_sketch_user(spec, key, coins) for key in keys]
+    return _body(Reports(spec, **_sketch_arrays(spec, users)))
 
 
 def _sketch() -> dict[str, Any]:
@@ -951,6 +960,175 @@ def _sketch() -> dict[str, Any]:
     }
 
 
+def _discovery_body(spec: Mechanism, values: list[str], words: list[int]) -> dict[str, Any]:
+    """The body of the client's reports for these strings and words (its draw order)."""
+    from ldpkit.discovery._strings import encode_strings, family_seeds, hash_keys, level_keys
+
+    coins = _ReplayCoins([], words)
+    grid = encode_strings(values, spec.max_length, spec.alphabet)  # type: ignore[attr-defined]
+    h, g = spec.family_size, spec.range_size  # type: ignore[attr-defined]
+    groups, hashes, ys = [], [], []
+    for row in grid:
+        level = coins.below(spec.groups)  # type: ignore[attr-defined]
+        j = coins.below(h)
+        key = level_keys(row[None, :], np.array([level]))
+        hashed = hash_keys(key, family_seeds(level, h)[j : j + 1], g)
+        ys.append(int(grr_sample(hashed, g, spec._weights(), coins)[0]))  # type: ignore[arg-type,attr-defined]
+        groups.append(level)
+        hashes.append(j)
+    template = spec.randomize(values[:1], rng=0).arrays  # the dtypes
+    arrays = {
+        "groups": np.array(groups).astype(template["groups"].dtype),
+        "hashes": np.array(hashes).astype(template["hashes"].dtype),
+        "values": np.array(ys).astype(template["values"].dtype),
+    }
+    return _body(Reports(spec, **arrays))
+
+
+def _sfp_body(spec: Any, values: list[str], words: list[int]) -> dict[str, Any]:
+    """The body of the client's SFP reports: per user the position U, then the fragment
+    sketch's words, then the whole-string sketch's (its draw order)."""
+    coins = _ReplayCoins([], words)
+    grid = spec._grid(values)
+    items, hashes = spec._word_items(grid)
+    inner = {"fragment": spec._fragment_spec(), "word": spec._word_spec()}
+    users: dict[str, list[dict[str, Any]]] = {"fragment": [], "word": []}
+    for i in range(grid.shape[0]):
+        position = coins.below(spec.positions)
+        code = int(spec._fragment_codes(grid[i : i + 1], np.array([position]))[0])
+        fragment = spec._fragment_item(position, int(hashes[i]), code)
+        for part, item in (("fragment", fragment), ("word", int(items[i]))):
+            key = int(item_keys(np.array([item], dtype=object))[0])
+            users[part].append(_sketch_user(inner[part], key, coins))
+    arrays = {}
+    for part, sketch in inner.items():
+        for k, v in _sketch_arrays(sketch, users[part]).items():
+            arrays[f"{part}_{k}"] = v
+    return _body(Reports(spec, **arrays))
+
+
+def _discovery() -> dict[str, Any]:
+    from ldpkit.discovery import PEM, SFP, TreeHist
+    from ldpkit.discovery._strings import encode_strings, family_seeds, hash_keys, level_keys
+
+    rng = np.random.default_rng(2029)
+    strings = ["", "a", "hello", "zoë", "日本語", "🙂 emoji", "a\x00b", "x" * 70, "éééé"]
+    cases = []
+    for max_length, alphabet in ((1, None), (3, None), (4, None), (5, None), (12, None)):
+        grid = encode_strings(strings, max_length, alphabet)
+        keys = [
+            [str(k) for k in level_keys(grid, np.full(len(strings), level)).tolist()]
+            for level in range(max_length)
+        ]
+        cases.append(
+            {
+                "max_length": max_length,
+                "alphabet": alphabet,
+                "strings": strings,
+                "symbols": grid.tolist(),
+                "keys": keys,  # keys[l][i]: string i's prefix of l + 1 symbols
+            }
+        )
+    for max_length, alphabet, given in (
+        (4, "abcdefghijklmnopqrstuvwxyz", ["", "abc", "zzzzzz", "a\x00b"]),
+        (3, "é🙂日x", ["🙂", "é🙂x日", "xx"]),
+    ):
+        grid = encode_strings(given, max_length, alphabet)
+        keys = [
+            [str(k) for k in level_keys(grid, np.full(len(given), level)).tolist()]
+            for level in range(max_length)
+        ]
+        cases.append(
+            {
+                "max_length": max_length,
+                "alphabet": alphabet,
+                "strings": given,
+                "symbols": grid.tolist(),
+                "keys": keys,
+            }
+        )
+    seeds = [
+        {"level": level, "h": h, "seeds": [str(x) for x in family_seeds(level, h).tolist()]}
+        for level, h in ((0, 1), (0, 16), (5, 40), (63, 4096))
+    ]
+    keys = rng.integers(0, _U64, 6, dtype=np.uint64, endpoint=True)
+    some_seeds = family_seeds(3, 5)
+    hashes = [
+        {
+            "g": g,
+            "hashes": hash_keys(keys[:, None], some_seeds[None, :], g).tolist(),
+        }
+        for g in (2, 3, 55, 4096, 1 << 16)
+    ]
+    pool = ["hello", "help", "zoë", "日本語", "", "🙂", "a longer string here", "héllo wörld"]
+    letters = ["abc", "ab", "", "zzz", "cab"]
+    specs: list[tuple[Mechanism, list[str], int]] = [
+        (PEM(epsilon=2.0, max_length=6, top_k=3), pool, 30),
+        (PEM(epsilon=1.0, max_length=12, hash_range=300, hash_functions=1000), pool, 30),
+        (TreeHist(epsilon=4.0, max_length=5, alphabet="abcz"), letters, 30),
+        (TreeHist(epsilon=0.5, max_length=64, hash_functions=3, pool_ended=False), pool, 20),
+    ]
+    laws, bodies = [], []
+    for spec, chosen, n in specs:
+        w_keep, w_other = spec._weights()  # type: ignore[attr-defined]
+        laws.append(
+            {
+                "mechanism": spec.to_dict(),
+                "g": spec.range_size,  # type: ignore[attr-defined]
+                "h": spec.family_size,  # type: ignore[attr-defined]
+                "w_keep": str(w_keep),
+                "w_other": str(w_other),
+                "loss": spec.privacy_loss(),
+            }
+        )
+        values = [chosen[i] for i in rng.integers(0, len(chosen), n).tolist()]
+        words = rng.integers(0, _U64, n * 4, dtype=np.uint64, endpoint=True).tolist()
+        body = _discovery_body(spec, values, words)
+        bodies.append({"values": values, "words": [str(x) for x in words], "body": body})
+    # SFP: fragments tied to a hash of the string, two sketches (HCMS, CMS) one user at a time
+    sfp_losses = []
+    for spec, chosen, n in (
+        (SFP(epsilon=4.0, max_length=6, depth=8, width=64), [*letters, "abcdefgh", "zz"], 20),
+        (
+            SFP(
+                epsilon=2.0,
+                max_length=5,
+                fragment_length=3,
+                hash_bits=4,
+                sketch="cms",
+                width=16,
+                depth=5,
+                fragment_share=0.3,
+            ),
+            letters,
+            10,
+        ),
+        (
+            SFP(epsilon=1.0, max_length=3, alphabet="é🙂日x", width=32, depth=300),
+            ["🙂", "é🙂x日", "xx", ""],
+            20,
+        ),
+    ):
+        sfp_losses.append({"mechanism": spec.to_dict(), "loss": spec.privacy_loss()})
+        values = [chosen[i] for i in rng.integers(0, len(chosen), n).tolist()]
+        per_user = (2 * spec.width if spec.sketch == "cms" else 0) + 8  # with rejected words
+        words = rng.integers(0, _U64, n * per_user, dtype=np.uint64, endpoint=True).tolist()
+        body = _sfp_body(spec, values, words)
+        bodies.append({"values": values, "words": [str(x) for x in words], "body": body})
+    return {
+        "sfp_losses": sfp_losses,
+        "grids": cases,
+        "family_seeds": seeds,
+        "hash_keys": {
+            "keys": [str(k) for k in keys.tolist()],
+            "seeds": [str(x) for x in some_seeds.tolist()],
+            "cases": hashes,
+        },
+        "laws": laws,
+        "bodies": bodies,
+    }
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
     return {
@@ -960,6 +1138,7 @@ def vectors() -> dict[str, Any]:
         "bodies.json": _bodies(),
         "numeric.json": _numeric(),
         "sketch.json": _sketch(),
+        "discovery.json": _discovery(),
         "encoding.json": {"encoders": _encoders(), "questions": _questions()},
         "longitudinal.json": _longitudinal(),
         "sets.json": _sets(),

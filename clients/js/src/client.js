@@ -5,6 +5,7 @@ import { fromSpec } from './mechanisms.js';
 import { prepare } from './question.js';
 import { secureCoins } from './random.js';
 import './sketch.js'; // registers CMS, HCMS, FLH with fromSpec
+import './discovery.js'; // registers PEM, TreeHist with fromSpec
 
 /** The JSON body ldpkit.io.reports_from_dict accepts, for raw (integer) values. */
 export function buildBody(info, values, coins = secureCoins) {

@@ -1,4 +1,4 @@
-// A device that memoizes its permanent answers (ldpkit.Device's derivation, issue 30):
+// A device that memoizes its permanent answers (ldpkit.Device's derivation):
 // K = HMAC-SHA256(secret, "ldpkit.device/1\0" | spec fingerprint | "\0" | "i" | value as 16
 // bytes big-endian), then 64-bit words HMAC-SHA256(K, counter as 8 bytes big-endian), four
 // big-endian words per digest, consumed by the longitudinal spec's permanentFromWords. A

@@ -64,6 +64,20 @@ export {
   questionInfo,
   specFingerprint,
 } from './question.js';
+export {
+  LETTERS,
+  MAX_DEFAULT_RANGE,
+  MAX_FRAGMENT_ITEMS,
+  PEM,
+  SFP,
+  TABLE_WIDTH,
+  TreeHist,
+  encodeString,
+  extendKey,
+  familySeeds,
+  hashKey,
+  prefixKey,
+} from './discovery.js';
 export { buildBody, encodeValues, fetchSpec, send } from './client.js';
 export {
   LGRR,

@@ -1,4 +1,4 @@
-// The longitudinal randomizers of ldpkit.longitudinal (issue 30): L-GRR and the chained
+// The longitudinal randomizers of ldpkit.longitudinal: L-GRR and the chained
 // unary encodings L-OUE, L-OSUE, L-SUE, L-SOUE. A report chains a *permanent* round (budget
 // epsilon_inf, memoized per value by a Device: device.js) and a fresh *instantaneous* round
 // (one report: epsilon_1). The integer laws are Python's bit for bit (lgrr_weights,

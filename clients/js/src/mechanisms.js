@@ -1,5 +1,5 @@
 // The randomizers of ldpkit's frequency oracles, producing the arrays of the JSON wire
-// format (ldpkit.io.reports_to_dict). Every coin is exact, as on the Python side (issue 11):
+// format (ldpkit.io.reports_to_dict). Every coin is exact, as on the Python side:
 // a randomized-response coin is one uniform integer below an integer total <= 2^62 (drawn
 // from 64-bit words by rejection) against the integer weights of _exact.rr_weights, and a
 // unary bit is a 64-bit word against an integer threshold T (P = T / 2^64). The weights and

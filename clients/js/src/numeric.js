@@ -1,4 +1,4 @@
-// The numerical randomizers of ldpkit as they are on the wire since issue 11: a report is
+// The numerical randomizers of ldpkit as they are on the wire: a report is
 // one value of a fixed finite grid, drawn from an exact integer law (src/ldpkit/_exact.py).
 // The grid constants are computed here with the very float operations of the Python side
 // (numeric/square_wave.py, numeric/mean.py; exp, expm1 and log1p correctly rounded on

@@ -35,7 +35,7 @@ class DataPackageNotFoundError(ModuleNotFoundError):
 
 
 def cache_dir() -> Path:
-    """The cache directory: ``$LDPKIT_CACHE`` if set, else ``~/.cache/ldpkit``.
+    """Return the cache directory: ``$LDPKIT_CACHE`` if set, else ``~/.cache/ldpkit``.
 
     Read at every call, so changing the environment variable takes effect immediately.
     """

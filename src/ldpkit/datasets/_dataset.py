@@ -174,7 +174,7 @@ class Dataset:
         return dataclasses.replace(self, values=values, timestamps=timestamps, **changes)
 
     def sample(self, n: int, *, replace: bool = False, rng: RNGLike = None) -> Dataset:
-        """A random subset of ``n`` users (uniform, without replacement by default).
+        """Return a random subset of ``n`` users (uniform, without replacement by default).
 
         Sampling without replacement keeps the original order of the chosen users, so a
         time-ordered data set stays time-ordered.
@@ -222,7 +222,7 @@ class Dataset:
         return self._derive(scaled, self.timestamps, domain=(0.0, 1.0))
 
     def to_frame(self) -> Any:
-        """The values (and timestamps, labels) as a pandas DataFrame."""
+        """Return the values (and timestamps, labels) as a pandas DataFrame."""
         import pandas as pd
 
         columns: dict[str, Any] = {"value": self.values}

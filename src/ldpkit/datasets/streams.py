@@ -80,15 +80,15 @@ def streams(name: str) -> Dataset:
 
 
 def pos() -> Dataset:
-    """The BMS-POS stream (515,597 transactions, items per transaction 2..165)."""
+    """Return the BMS-POS stream (515,597 transactions, items per transaction 2..165)."""
     return streams("pos")
 
 
 def retail() -> Dataset:
-    """The FIMI retail stream (88,162 baskets, items per basket 1..76)."""
+    """Return the FIMI retail stream (88,162 baskets, items per basket 1..76)."""
     return streams("retail")
 
 
 def dns_google() -> Dataset:
-    """The google.com DNS stream (355,872 seconds, queries per second 1..28), in time order."""
+    """Return the google.com DNS stream (355,872 seconds, 1..28 queries per second)."""
     return streams("dns_google")

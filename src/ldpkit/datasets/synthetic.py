@@ -53,7 +53,7 @@ def beta(a: float = 5.0, b: float = 2.0, n: int = 100_000, *, rng: RNGLike = Non
 
 
 def zipf_probabilities(s: float, d: int) -> np.ndarray:
-    """Truncated Zipf law on d items: ``P[i] = (i + 1)^-s / H(d, s)`` for ``i = 0..d-1``.
+    """Return the truncated Zipf law on d items: ``P[i] = (i + 1)^-s / H(d, s)`` for ``i = 0..d-1``.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Open-vocabulary discovery: the frequent strings nobody listed in advance (issue 29).
+"""Open-vocabulary discovery: the frequent strings nobody listed in advance.
 
 Devices answer one question about their own string (one round); every round of candidate
 extension runs on the server, over mergeable Stats of ``max_length x H x g`` integers:

@@ -40,8 +40,10 @@ _JACOBI_STEPS = 2
 def estimate_level(
     spec: Any, table: np.ndarray, keys: np.ndarray, level: int, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Corrected estimates, their standard errors and the null standard errors of the
-    prefixes named by ``keys`` from group ``level``'s table (H x g counts)."""
+    """Estimate the prefixes named by ``keys`` from group ``level``'s table (H x g counts).
+
+    Returns the corrected estimates, their standard errors and the null standard errors.
+    """
     f, n_l, family_var = _level_raw(spec, table, keys, level)
     std, std0 = _errors(spec, f, n_l, family_var, n, table.shape[1])
     return f, std, std0
@@ -89,7 +91,7 @@ def _level_raw(
 def _errors(
     spec: Any, f: np.ndarray, n_l: int, family_var: float | np.ndarray, n: int, g: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Standard errors at the estimates and at zero, from ``n_l`` reports."""
+    """Return the standard errors at the estimates and at zero, from ``n_l`` reports."""
     if n_l == 0:
         inf = np.full(f.shape, np.inf)
         return inf, inf.copy()
@@ -108,10 +110,13 @@ def _errors(
 def _pooled(
     spec: Any, counts: np.ndarray, keys: np.ndarray, level: int, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Estimates of strings that ended by ``level`` (last symbol: the padding), pooled
-    over groups ``level .. max_length - 1``: each of them counts exactly the users holding
-    the string (padded with more end symbols), so the estimates are averaged with weights
-    n_l (as one group of all their users)."""
+    """Estimate the strings that ended by ``level``, pooled over the deeper groups.
+
+    A string ended when its last symbol is the padding. Each of the groups ``level ..
+    max_length - 1`` counts exactly the users holding the string (padded with more end
+    symbols), so the estimates are averaged with weights n_l (as one group of all their
+    users).
+    """
     g = counts.shape[2]
     total = np.zeros(keys.shape[0])
     family = 0.0

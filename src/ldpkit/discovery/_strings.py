@@ -51,7 +51,7 @@ def empty_key(shape: Any = ()) -> np.ndarray:
 
 
 def family_seeds(level: int, hash_functions: int) -> np.ndarray:
-    """The ``H`` public seeds of group ``level`` (0-based)."""
+    """Return the ``H`` public seeds of group ``level`` (0-based)."""
     j = np.arange(hash_functions, dtype=np.uint64) + np.uint64(level * hash_functions)
     return mix64(j * _GAMMA + _FAMILY)
 
@@ -132,8 +132,11 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
 
 
 def _end_at_nul(grid: np.ndarray) -> np.ndarray:
-    """A NUL ends the string: every symbol after the first 0 becomes padding too (so the
-    device's deeper prefixes are those the server tests for the shorter string)."""
+    """Make a NUL symbol end the string (in place).
+
+    Every symbol after the first 0 becomes padding too (so the device's deeper prefixes are
+    those the server tests for the shorter string).
+    """
     ended = np.cumsum(grid == 0, axis=1, dtype=np.int32) > 0
     grid[ended] = 0
     return grid
@@ -178,7 +181,7 @@ def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
 
 
 def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
-    """The string a row of symbols stands for (trailing padding dropped)."""
+    """Return the string a row of symbols stands for (trailing padding dropped)."""
     symbols = [int(s) for s in row]
     while symbols and symbols[-1] == 0:
         symbols.pop()
@@ -195,8 +198,10 @@ def checked_alphabet(alphabet: Any, name: str = "alphabet") -> Any:
 
 
 def check_alphabet(alphabet: Any) -> None:
-    """Refuse an ``alphabet`` that is not None or a string of 1 to 4095 distinct characters
-    without NUL (NUL pads the strings)."""
+    """Refuse an ``alphabet`` that is not None or 1 to 4095 distinct characters.
+
+    NUL is refused too: it pads the strings.
+    """
     if alphabet is None:
         return
     if not isinstance(alphabet, str):

@@ -53,8 +53,11 @@ MAX_PER_HASH = 1024
 
 
 class _PartHCMS(HCMS):
-    """HCMS at a share of an SFP budget (the SFP spec checked the total epsilon; a share
-    may fall below MIN_EPSILON when the total sits at it). Out of the public registry."""
+    """HCMS at a share of an SFP budget; out of the public registry.
+
+    The SFP spec checked the total epsilon; a share may fall below MIN_EPSILON when the
+    total sits at it.
+    """
 
     name: ClassVar[str] = "_SFPPartHCMS"
 
@@ -201,7 +204,7 @@ class SFP(Mechanism):
         return cls(epsilon=eps, width=self.width, depth=self.depth)
 
     def privacy_loss(self) -> float:
-        """The sum of the two sketches' realized losses (sequential composition)."""
+        """Return the sum of the two sketches' realized losses (sequential composition)."""
         return float(self._fragment_spec().privacy_loss() + self._word_spec().privacy_loss())
 
     # -- client --------------------------------------------------------------------------
@@ -252,12 +255,13 @@ class SFP(Mechanism):
 
     # -- server --------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """The two sketches' tables, ``fragment_*`` and ``word_*``."""
+        """Return the two sketches' tables, ``fragment_*`` and ``word_*``."""
         out = {f"fragment_{k}": v for k, v in self._fragment_spec().stats_schema().items()}
         out.update({f"word_{k}": v for k, v in self._word_spec().stats_schema().items()})
         return out
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         arrays = {k: np.zeros(v.shape, dtype=np.int64) for k, v in self.stats_schema().items()}
         return Stats(self, 0, **arrays)
 
@@ -265,6 +269,7 @@ class SFP(Mechanism):
         return {k[len(part) + 1 :]: v for k, v in arrays.items() if k.startswith(part + "_")}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats (both sketches' fields)."""
         reports = self.check_reports(reports)
         expected = set(self.randomize([], rng=0).fields)
         if set(reports.fields) != expected:
@@ -282,9 +287,11 @@ class SFP(Mechanism):
         return Stats._exact(spec, stats.n, self._split(dict(stats.arrays), part))
 
     def fragment_frequencies(self, stats: Stats, position: int) -> np.ndarray:
-        """Estimated shares, among the users at ``position``, of every ``(hash, fragment)``
-        item, shape ``(2^hash_bits, A^fragment_length)`` (unbiased: the fragment sketch's
-        estimate times P)."""
+        """Estimate the share of every ``(hash, fragment)`` item among users at ``position``.
+
+        Shape ``(2^hash_bits, A^fragment_length)``; unbiased: the fragment sketch's
+        estimate times P.
+        """
         spec = self._fragment_spec()
         inner = self._inner_stats(stats, "fragment", spec)
         items = self._fragment_item(position, 0, 0) + np.arange(self.fragment_items)
@@ -299,8 +306,10 @@ class SFP(Mechanism):
         return spec._frequencies(self._inner_stats(stats, "word", spec), keys_of(words.tolist()))
 
     def estimate(self, stats: Stats) -> Any:
-        """Assemble candidates from the frequent fragments and score them; a
-        :class:`HeavyHitters` of the top items."""
+        """Assemble candidates from the frequent fragments and score them.
+
+        Returns a :class:`HeavyHitters` of the top items.
+        """
         from .result import HeavyHitters
 
         stats = self.check_stats(stats, nonempty=True)

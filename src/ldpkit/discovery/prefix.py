@@ -117,7 +117,7 @@ class PrefixDiscovery(Mechanism):
 
     @property
     def range_size(self) -> int:
-        """g in use."""
+        """G in use."""
         if self.hash_range is not None:
             return self.hash_range
         return min(optimal_hash_range(self.epsilon), MAX_DEFAULT_RANGE)
@@ -212,7 +212,7 @@ class PrefixDiscovery(Mechanism):
 
     @abstractmethod
     def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
-        """Indices of the candidates that survive a level (``final``: the returned ones)."""
+        """Return the indices of the candidates that survive a level (``final``: the last)."""
 
     # -- contract hooks ------------------------------------------------------------------
     def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:

@@ -14,13 +14,13 @@ __all__ = ["HeavyHitters"]
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class HeavyHitters:
-    """Discovered strings, most frequent first, with their estimated frequencies.
+    r"""Discovered strings, most frequent first, with their estimated frequencies.
 
     Attributes
     ----------
     items : tuple of str
         The strings (cut at the spec's ``max_length``; bytes that are not valid UTF-8
-        appear as ``\\xNN`` escapes).
+        appear as ``\xNN`` escapes).
     frequencies : ndarray
         Estimated share of the users holding each item (unbiased over the draw of the
         public hash family; see :mod:`ldpkit.discovery._search`).
@@ -57,14 +57,16 @@ class HeavyHitters:
     candidates_per_level: tuple[int, ...] = ()
 
     def __len__(self) -> int:
+        """Return the number of discovered strings."""
         return len(self.items)
 
     @property
     def control(self) -> str | None:
+        """The spec's ``control`` setting (how the false discoveries are bounded)."""
         return self.spec.control
 
     def interval_level(self, alpha: float | None = None) -> float:
-        """The per-item error level the intervals use at overall level ``alpha``."""
+        """Return the per-item error level the intervals use at overall level ``alpha``."""
         a = self.spec.alpha if alpha is None else check_probability(alpha, "alpha")
         if self.control == "fwer":
             return a / max(self.tested, 1)
@@ -84,7 +86,7 @@ class HeavyHitters:
         return lo, np.maximum(hi, lo)
 
     def to_frame(self, alpha: float | None = None) -> Any:
-        """A pandas DataFrame: ``item``, ``frequency``, ``std_error``, ``ci_low``, ``ci_high``."""
+        """Return a DataFrame: ``item``, ``frequency``, ``std_error``, ``ci_low``, ``ci_high``."""
         import pandas as pd
 
         lo, hi = self.confidence_interval(alpha)
@@ -118,15 +120,18 @@ class HeavyHitters:
         return ax
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         shown = ", ".join(repr(s) for s in self.items[:5])
         more = ", ..." if len(self.items) > 5 else ""
         return f"HeavyHitters([{shown}{more}], n={self.n}, spec={self.spec!r})"
 
 
 def check_heavy_hitters(estimate: Any, top_k: int) -> None:
-    """The contract's check of a discovery spec's result (``check_mechanism``'s estimate
-    hook): at most ``top_k`` string items, most frequent first, finite float64 frequencies
-    and standard errors, intervals inside [0, 1]; AssertionError otherwise."""
+    """Check a discovery spec's result for the contract (``check_mechanism``'s hook).
+
+    At most ``top_k`` string items, most frequent first, finite float64 frequencies and
+    standard errors, intervals inside [0, 1]; AssertionError otherwise.
+    """
     assert isinstance(estimate, HeavyHitters), f"estimate is {type(estimate).__name__}"
     k = len(estimate.items)
     assert k <= top_k, f"{k} items for top_k = {top_k}"

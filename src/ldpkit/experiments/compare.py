@@ -28,7 +28,7 @@ def compare_methods(
     z: float = 2.0,
     paired: bool = False,
 ) -> pd.DataFrame:
-    """``method`` against the most accurate of ``against`` in every setting.
+    """Compare ``method`` against the most accurate of ``against`` in every setting.
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ def compare_methods(
 
 
 def comparison_markdown(cells: pd.DataFrame, method: str) -> str:
-    """A Markdown table of :func:`compare_methods` (settings by data set and metric).
+    """Return a Markdown table of :func:`compare_methods` (settings by data set and metric).
 
     Per (data set, metric): the epsilons where ``method`` wins (with its ratio), ties, and
     loses (to whom, with its ratio), then one sentence with the counts. Ratio ``×r``:

@@ -49,7 +49,8 @@ class Method(Protocol):
     ``cost`` (expected seconds per cell, a number), which replaces the pilot timing.
     """
 
-    def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any: ...
+    def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Run the method on ``data`` at ``epsilon``, drawing from ``rng``; return its result."""
 
 
 #: ``metric(result, truth) -> float``; ``truth`` is ``grid.truth(data)``.
@@ -57,7 +58,7 @@ Metric = Callable[[Any, Any], float]
 
 
 def default_truth(data: Any) -> Any:
-    """The ground truth metrics compare against, by default.
+    """Return the ground truth metrics compare against, by default.
 
     Categorical :class:`~ldpkit.datasets.Dataset`: its ``frequencies``; numerical: its
     ``values``; anything else: ``numpy.asarray(data)``.
@@ -86,7 +87,7 @@ def _key(text: str) -> int:
 
 
 def cell_seed(seed: int | np.random.SeedSequence, cell: Cell) -> np.random.SeedSequence:
-    """The SeedSequence of one cell: a spawned child of ``SeedSequence(seed)``.
+    """Return the SeedSequence of one cell: a spawned child of ``SeedSequence(seed)``.
 
     The child's spawn key is ``(key(dataset), key(method), key(repr(epsilon)), repetition)``
     appended to the root's, exactly the node :meth:`numpy.random.SeedSequence.spawn` would
@@ -138,6 +139,7 @@ class Grid:
     truth: Callable[[Any], Any] = default_truth
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for what in ("methods", "datasets", "metrics"):
             mapping = getattr(self, what)
             if not isinstance(mapping, Mapping) or not mapping:
@@ -176,6 +178,7 @@ class Grid:
 
     @property
     def n_cells(self) -> int:
+        """Number of runs: data sets x methods x epsilons x repetitions."""
         return len(self.datasets) * len(self.methods) * len(self.epsilons) * self.repetitions
 
     def run(self, **kwargs: Any) -> ExperimentResult:

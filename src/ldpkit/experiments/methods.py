@@ -45,7 +45,7 @@ class MechanismMethod:
     cost: float | None = None
 
     def spec(self, data: Any, epsilon: float) -> Any:
-        """The mechanism configured for ``data`` at ``epsilon``."""
+        """Return the mechanism configured for ``data`` at ``epsilon``."""
         fields = {f.name for f in dataclasses.fields(self.mechanism)}
         kwargs: dict[str, Any] = {"epsilon": epsilon}
         kind = getattr(data, "kind", None)
@@ -57,6 +57,7 @@ class MechanismMethod:
         return self.mechanism(**kwargs)
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Run the spec built for ``data`` and ``epsilon`` on the data's values."""
         values = data.values if hasattr(data, "values") and hasattr(data, "kind") else data
         return self.spec(data, epsilon).run(values, rng=rng)
 

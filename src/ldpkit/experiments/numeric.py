@@ -64,7 +64,7 @@ GRID_POINTS = 256
 
 
 def cdf_grid(points: int = GRID_POINTS) -> np.ndarray:
-    """The grid ``i / points`` for i = 1..points (WAV25 section 6.1; x = 0 adds nothing)."""
+    """Return the grid ``i / points`` for i = 1..points (WAV25 section 6.1; x = 0 adds nothing)."""
     return np.arange(1, points + 1, dtype=np.float64) / points
 
 
@@ -125,6 +125,7 @@ class Bench:
     note: str = ""
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         v = np.array(self.values, dtype=np.float64)
         if v.ndim != 1 or v.size == 0 or not np.all((v >= 0.0) & (v <= 1.0)):
             raise ValueError("values must be a non-empty 1-D array of numbers in [0, 1]")
@@ -135,6 +136,7 @@ class Bench:
 
     @property
     def n(self) -> int:
+        """Number of values."""
         return int(self.values.size)
 
 
@@ -161,7 +163,7 @@ class Truth:
 
 
 def bench_truth(bench: Bench) -> Truth:
-    """The :class:`Truth` of a :class:`Bench` (``Grid(truth=bench_truth)``)."""
+    """Return the :class:`Truth` of a :class:`Bench` (``Grid(truth=bench_truth)``)."""
     v = bench.values
     s = np.sort(v)
     return Truth(
@@ -194,19 +196,21 @@ class GridMetric:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         if self.kind not in ("w1", "ks", "range"):
             raise ValueError(f"kind must be one of 'w1', 'ks', 'range', got {self.kind!r}")
         if not 0.0 < self.alpha < 1.0:
             raise ValueError(f"alpha must be a number in (0, 1), got {self.alpha!r}")
 
     def queries(self) -> tuple[np.ndarray, np.ndarray]:
-        """The query ranges ``(a, a + alpha)``; a from a stream keyed by seed and alpha."""
+        """Return the query ranges ``(a, a + alpha)``; a from a stream keyed by seed and alpha."""
         key = round(self.alpha * 1e6)
         gen = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(25, key)))
         a = gen.random(self.n_queries) * (1.0 - self.alpha)
         return a, np.minimum(a + self.alpha, 1.0)
 
     def __call__(self, result: Distribution, truth: Truth) -> float:
+        """Return the metric of ``result`` against ``truth``."""
         if not isinstance(result, Distribution):
             raise TypeError(f"result must be a Distribution, got {type(result).__name__}")
         if self.kind == "range":
@@ -241,6 +245,7 @@ class DistributionMethod:
     oracle_rule: Callable[[float, Mapping[str, Any]], str] | None = None
 
     def spec(self, data: Bench, epsilon: float) -> Any:
+        """Return the spec on [0, 1] at ``epsilon`` (with the bench's buckets if asked)."""
         kwargs: dict[str, Any] = {"epsilon": epsilon, "low": 0.0, "high": 1.0, **self.params}
         if self.bench_buckets:
             kwargs.setdefault("buckets", data.buckets)
@@ -249,6 +254,7 @@ class DistributionMethod:
         return self.mechanism(**kwargs)
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Distribution:
+        """Randomize, aggregate and estimate the bench's values."""
         spec = self.spec(data, epsilon)
         stats = spec.aggregate(spec.randomize(data.values, rng=rng))
         return spec.estimate(stats, **self.estimate_params)  # type: ignore[no-any-return]
@@ -267,6 +273,7 @@ class MomentMethod:
     mechanism: type
 
     def __call__(self, data: Bench, epsilon: float, rng: np.random.Generator) -> Moments:
+        """Estimate the mean and the variance of the bench's values."""
         spec = self.mechanism(epsilon=epsilon, low=0.0, high=1.0)
         mean = spec.run(data.values, rng=rng).mean
         variance = estimate_variance(spec, data.values, rng=rng).variance
@@ -287,7 +294,7 @@ _SALARY_CAP = 2.0**24  # SW20 and WAV25 cut their income data at a power of two;
 def load_bench(
     name: str, *, seed: int, beta_n: int, beta_key: tuple[int, ...], buckets: int
 ) -> Bench:
-    """Data set ``name`` (a key of :data:`BENCHES`) on [0, 1] with ``buckets`` buckets.
+    """Return the data set ``name`` (a key of :data:`BENCHES`) on [0, 1] with ``buckets`` buckets.
 
     ``Beta(5,2)``: ``beta_n`` draws from ``SeedSequence(seed, spawn_key=beta_key)``; the
     others are real data from installable packages (DataPackageNotFoundError when missing):
@@ -326,8 +333,10 @@ def load_bench(
 
 
 def load_benches(names: Any, load: Callable[[str], Bench], console: Any) -> dict[str, Bench]:
-    """``{name: load(name)}``, skipping (with a note on ``console``) data sets whose package
-    is not installed; ValueError when none is left."""
+    """Return ``{name: load(name)}``, skipping data sets whose package is not installed.
+
+    Each skip is noted on ``console``; ValueError when none is left.
+    """
     from ..datasets import DataPackageNotFoundError
 
     benches: dict[str, Bench] = {}
@@ -345,8 +354,9 @@ def load_benches(names: Any, load: Callable[[str], Bench], console: Any) -> dict
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig:
-    """What a comparison on :class:`Bench` data sets runs; each paper subclasses it and sets
-    ``DATASETS`` and ``METHODS`` (name -> description).
+    """What a comparison on :class:`Bench` data sets runs.
+
+    Each paper subclasses it and sets ``DATASETS`` and ``METHODS`` (name -> description).
 
     ``datasets`` / ``methods``: subsets of those (empty: all); ``beta_n``: size of the
     synthetic Beta(5, 2) data set; ``n_queries``: random range queries per evaluation.
@@ -363,6 +373,7 @@ class BenchConfig:
     n_queries: int = 1000
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for what, allowed in (("datasets", self.DATASETS), ("methods", self.METHODS)):
             chosen = tuple(getattr(self, what)) or tuple(allowed)
             bad = [x for x in chosen if x not in allowed]
@@ -378,9 +389,11 @@ def bench_grid(
     metrics: Mapping[str, Any],
     epsilons: Any = None,
 ) -> Grid:
-    """The grid of ``config.methods`` (built by ``make_method``) x ``epsilons`` (default
-    ``config.epsilons``) x ``benches`` x ``config.repetitions``, scored against
-    :func:`bench_truth`."""
+    """Return the grid of methods x epsilons x benches x repetitions.
+
+    Methods are ``config.methods`` (built by ``make_method``), epsilons default to
+    ``config.epsilons``; scored against :func:`bench_truth`.
+    """
     return Grid(
         methods={m: make_method(m) for m in config.methods},
         epsilons=config.epsilons if epsilons is None else epsilons,
@@ -427,8 +440,10 @@ def report_head(
     *,
     note: str = "",
 ) -> list[str]:
-    """The opening of a report: title, grid, the ``data_table`` lines, the methods, and the
-    heading of the conventions."""
+    """Return the opening of a report.
+
+    Title, grid, the ``data_table`` lines, the methods, and the heading of the conventions.
+    """
     eps = ", ".join(f"{e:g}" for e in config.epsilons)
     size = "quick" if quick else "full"
     return [
@@ -459,8 +474,11 @@ def save_report(
     lines: list[str],
     titles: Mapping[str, str],
 ) -> dict[str, Path]:
-    """Write ``<name>.parquet`` (records), ``<name>-verdict.csv`` (``cells``, if any),
-    ``<name>.md`` (``lines``) and one figure per metric; returns the figures' paths."""
+    """Write the records, verdict, Markdown report and one figure per metric.
+
+    Files: ``<name>.parquet`` (records), ``<name>-verdict.csv`` (``cells``, if any),
+    ``<name>.md`` (``lines``); returns the figures' paths.
+    """
     records.to_parquet(out / f"{name}.parquet", index=False)
     if len(cells):
         cells.to_csv(out / f"{name}-verdict.csv", index=False)

@@ -74,7 +74,7 @@ AXIS_LABELS: dict[str, str] = {
 
 
 def axis_label(metric: str) -> str:
-    """The y-axis label of ``metric``: words and symbol (``"range 0.1"`` -> MAE at α = 0.1)."""
+    """Return the y-axis label of ``metric`` (``"range 0.1"`` -> MAE at α = 0.1)."""
     if metric.startswith("range "):
         return f"range-query MAE (α = {metric.split(' ', 1)[1]})"
     if metric.startswith("set_"):
@@ -95,8 +95,11 @@ class Style(NamedTuple):
 
 
 def method_styles(methods: Sequence[str]) -> dict[str, Style]:
-    """One :class:`Style` per method, by position: colour, marker and line style all differ
-    between any two of the first 12 methods (and colours between the first 14)."""
+    """Return one :class:`Style` per method, by position.
+
+    Colour, marker and line style all differ between any two of the first 12 methods (and
+    colours between the first 14).
+    """
     return {
         m: Style(
             PALETTE[i % len(PALETTE)],
@@ -108,7 +111,7 @@ def method_styles(methods: Sequence[str]) -> dict[str, Style]:
 
 
 def as_summary(frame: Any) -> pd.DataFrame:
-    """A summary frame (``mean``/``sem`` columns) from records, a summary or a result."""
+    """Return a summary frame (``mean``/``sem`` columns) from records, a summary or a result."""
     if hasattr(frame, "records") and hasattr(frame, "summary"):
         return frame.summary
     if "mean" in frame.columns:
@@ -231,8 +234,10 @@ def plot_error_vs_epsilon(
 def errorbar_line(
     ax: Any, x: Any, y: np.ndarray, sem: Any, style: Style, *, log: bool, size: float = 4.5
 ) -> Any:
-    """Draw means ``y`` with +- ``sem`` bars in ``style``; on a log axis a bar reaching below
-    zero is cut at 1 % of the mean."""
+    """Draw means ``y`` with +- ``sem`` bars in ``style``.
+
+    On a log axis a bar reaching below zero is cut at 1 % of the mean.
+    """
     err = np.nan_to_num(np.asarray(sem, dtype=np.float64), nan=0.0)
     lower = np.minimum(err, 0.99 * np.abs(y)) if log else err
     return ax.errorbar(

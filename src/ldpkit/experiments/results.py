@@ -29,7 +29,7 @@ def _eps(e: float) -> str:
 
 
 def markdown_table(results: Any, *, title: str | None = None) -> str:
-    """A Markdown report: one table per (metric, data set); rows methods, columns epsilons.
+    """Return a Markdown report: one table per (metric, data set); rows methods, columns epsilons.
 
     Each entry is ``mean ± standard error`` over repetitions.
 

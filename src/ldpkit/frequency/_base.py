@@ -76,14 +76,16 @@ class FrequencyOracle(Mechanism):
         raise NotImplementedError(f"{self.name} has no enumerable output space")
 
     def privacy_loss(self) -> float:
-        """The exact epsilon of the mechanism, computed from its output probabilities."""
+        """Return the exact epsilon of the mechanism, computed from its output probabilities."""
         return _matrix_privacy_loss(self.transition_matrix())
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PureFrequencyOracle(FrequencyOracle):
-    """A *pure* protocol (FO17 Definition 2): each report supports a set of items, with
-    ``P[v in Support(y) | v] = p`` and ``P[v in Support(y) | v' != v] = q``.
+    """A *pure* protocol (FO17 Definition 2).
+
+    Each report supports a set of items, with ``P[v in Support(y) | v] = p`` and
+    ``P[v in Support(y) | v' != v] = q``.
 
     Subclasses provide ``p``, ``q``, ``randomize`` and ``support_counts``; this class gives
     the unbiased estimator ``f~_v = (C_v / n - q) / (p - q)`` and its variance
@@ -123,7 +125,7 @@ class PureFrequencyOracle(FrequencyOracle):
         """C_v: number of reports whose support contains v, for every v (int64, shape (d,))."""
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: support counts, each in [0, n]."""
+        """Return the Stats fields: ``counts``, support counts, each in [0, n]."""
         return {"counts": StatsField((self.domain_size,))}
 
     def empty_stats(self) -> Stats:

@@ -50,7 +50,7 @@ def check_packed(packed: np.ndarray, d: int, name: str = "reports.bits") -> np.n
 
 
 def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
-    """Number of 1 bits in each of the d columns of a packed matrix (int64, shape (d,)).
+    """Return the number of 1 bits in each of the d columns of a packed matrix (int64, shape (d,)).
 
     A compiled pass builds, per tile of 64 byte columns (kept in cache), a histogram of the
     256 byte values (``_kernels_unary.packed_column_counts``; ~20x faster than one
@@ -66,9 +66,12 @@ def column_counts(packed: np.ndarray, d: int) -> np.ndarray:
 
 
 def independent_bits_matrix(domain_size: int, p: float, q: float) -> np.ndarray:
-    """P[bit vector | value], shape (d, 2^d), when bit v is 1 with probability ``p`` for the
-    user's value v and ``q`` for every other item, independently (unary encodings); the
-    outputs are the d-bit integers, item 0 the most significant bit. For small d only."""
+    """Return P[bit vector | value] of independent bits, shape (d, 2^d); small d only.
+
+    Bit v is 1 with probability ``p`` for the user's value v and ``q`` for every other
+    item, independently (unary encodings); the outputs are the d-bit integers, item 0 the
+    most significant bit.
+    """
     d = int(domain_size)
     outputs = np.arange(1 << d)
     bits = (outputs[:, None] >> (d - 1 - np.arange(d))[None, :]) & 1  # (2^d, d)
@@ -81,8 +84,10 @@ def independent_bits_matrix(domain_size: int, p: float, q: float) -> np.ndarray:
 
 
 def packed_index(packed: np.ndarray, domain_size: int) -> np.ndarray:
-    """Each row of ``np.packbits`` bits read as a ``domain_size``-bit integer, item 0 the
-    most significant bit (the column of :func:`independent_bits_matrix`)."""
+    """Read each row of ``np.packbits`` bits as a ``domain_size``-bit integer.
+
+    Item 0 is the most significant bit (the column of :func:`independent_bits_matrix`).
+    """
     index = np.zeros(packed.shape[0], dtype=np.int64)
     for j in range(packed.shape[1]):  # a loop over bytes of one row, not over users
         index = (index << 8) | packed[:, j]

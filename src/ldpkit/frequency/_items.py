@@ -66,7 +66,7 @@ _REQUIREMENT = "strings or integers (a 1-D sequence of items)"
 
 
 def item_key(item: Any) -> int:
-    """The 64-bit key of one item (a str or an int; format ``ldpkit.item/1``).
+    """Return the 64-bit key of one item (a str or an int; format ``ldpkit.item/1``).
 
     Examples
     --------

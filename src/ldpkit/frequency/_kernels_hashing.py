@@ -42,9 +42,11 @@ def _mix64(z: np.uint64) -> np.uint64:  # pragma: no cover - compiled
 
 @nb.njit(cache=True, inline="always")
 def _bucket_window(y: np.uint64, g: np.uint64) -> tuple[np.uint64, np.uint64]:  # pragma: no cover
-    """The h32 values that range-reduce to y form [lo, hi) with lo = ceil(y 2^32 / g);
-    returned as (lo << 32, (hi - lo) << 32) so that x >> 32 in [lo, hi) becomes one
-    unsigned compare ``(x - start) < width`` on the full 64-bit word."""
+    """Return the window of h32 values that range-reduce to y: [lo, hi), lo = ceil(y 2^32 / g).
+
+    Returned as (lo << 32, (hi - lo) << 32) so that x >> 32 in [lo, hi) becomes one unsigned
+    compare ``(x - start) < width`` on the full 64-bit word.
+    """
     lo = ((y << _S32) + g - _ONE) // g
     y1 = y + _ONE
     if y1 == g:

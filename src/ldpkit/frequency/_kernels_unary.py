@@ -16,7 +16,7 @@ comparisons are settled (about 7.3 words on average, whatever the resolution, in
 the 64 that one draw per bit would need). Stopping early does not change the law: each
 lane's result is a function of its own U, and the bits of U not drawn do not affect it. A
 lane still unsettled after 64 words has U == T, hence U < T is false. (The resolution was
-2^-32 until issue 11: it capped OUE's realized loss at 22.2 whatever epsilon said.)
+2^-32 in an earlier version: it capped OUE's realized loss at 22.2 whatever epsilon said.)
 
 Parallelism: the kernels are serial and release the GIL (``nogil=True``); large batches
 are split into row blocks run on a few Python threads. We do not use numba's
@@ -100,7 +100,7 @@ def _xoshiro_next(
 
 @numba.njit(cache=True)
 def xoshiro_uint64(seed: np.uint64, count: int) -> np.ndarray:
-    """The first ``count`` outputs of the per-row generator seeded with ``seed`` (for tests)."""
+    """Return the first ``count`` outputs of the per-row generator seeded with ``seed``."""
     s0, s1, s2, s3 = _seed_state(seed)
     out = np.empty(count, dtype=np.uint64)
     for k in range(count):
@@ -189,7 +189,7 @@ def sample_unary_bits(
 
 #: Byte columns per tile of :func:`_tile_bit_counts`: its (tile, 256) histogram (128 KiB)
 #: stays in the core's cache. One histogram of all the columns (``width x 256`` int64) was
-#: 268 MB for 2^20 bits, every increment a cache miss: 14 s for 1,000 rows (issue 27).
+#: 268 MB for 2^20 bits, every increment a cache miss: 14 s for 1,000 rows.
 _TILE = 64
 
 
@@ -222,7 +222,7 @@ def _tile_bit_counts(packed: np.ndarray) -> np.ndarray:
 def packed_column_counts(
     packed: np.ndarray, domain_size: int, *, workers: int | None = None
 ) -> np.ndarray:
-    """Number of 1 bits in each of the first ``domain_size`` columns (int64, shape (d,)).
+    """Return the number of 1 bits in each of the first ``domain_size`` columns (int64, shape (d,)).
 
     Per tile of byte columns, a histogram of the 256 byte values over the rows (row blocks
     on a few threads, counts added), spread to bit counts. Integer arithmetic, so the

@@ -51,9 +51,11 @@ class OpenDomainOracle(Mechanism):
     }
 
     def _check_domain_work(self) -> None:
-        """Bound the closed domain's estimate, which hashes every item under every row
-        (about 16 word operations per hash: the multiply-add and mix64's rounds). Called
-        by the subclasses once their row count is validated."""
+        """Bound the closed domain's estimate, which hashes every item under every row.
+
+        About 16 word operations per hash (the multiply-add and mix64's rounds). Called by
+        the subclasses once their row count is validated.
+        """
         if self.domain_size is not None:
             check_work(
                 16.0 * float(self.domain_size) * self._rows,

@@ -136,7 +136,7 @@ def sample_unary_bits_numpy(
     other_threshold: int,
     out: np.ndarray,
 ) -> None:
-    """The compiled kernel's law and bytes, in numpy (see ``_kernels_unary._sample_rows``).
+    """Sample the compiled kernel's law and bytes in numpy (``_kernels_unary._sample_rows``).
 
     Fills ``out`` (uint8, shape (n, ceil(d/8))): row i's bit ``values[i]`` is 1 w.p.
     ``true_threshold / S``, every other bit w.p. ``other_threshold / S``, from the
@@ -190,9 +190,9 @@ def sample_unary_bits_secure(
     other_threshold: int,
     out: np.ndarray,
 ) -> None:
-    """The same law as :func:`sample_unary_bits`, every random bit read from ``gen``.
+    """Sample the law of :func:`sample_unary_bits`, every random bit read from ``gen``.
 
-    For deployment (``rng=None``, issue 11): the seeded path expands 64 bits per report
+    For deployment (``rng=None``): the seeded path expands 64 bits per report
     into all of its d bits with xoshiro256**, which is not a cryptographic generator, so
     a report's bits would be only as unpredictable as 64 bits of seed through a
     non-cryptographic map. Here the bit-sliced comparison ``U < T`` (64 lanes per word,

@@ -64,6 +64,7 @@ class OracleChoice(NamedTuple):
     candidates: tuple[OracleCandidate, ...]
 
     def __str__(self) -> str:
+        """Return the candidates as a table, the chosen spec first."""
         lines = [f"chosen: {self.spec!r}", f"{'oracle':<18}{'bits':>8}{'n*Var':>14}  fits"]
         for c in self.candidates:
             lines.append(
@@ -115,7 +116,7 @@ def choose_oracle(
     *,
     explain: bool = False,
 ) -> Any:
-    """The oracle with the smallest estimation variance that fits the report budget.
+    """Return the oracle with the smallest estimation variance that fits the report budget.
 
     Among GRR (ceil(log2 d) bits), OUE (d bits), OLH (a 64-bit seed plus ceil(log2 g)
     bits), HadamardResponse (ceil(log2(d + 1)) bits) and HRR (ceil(log2 d) + 1 bits), return

@@ -133,7 +133,7 @@ class FLH(OpenDomainOracle):
         return ratio_loss(w_other, w_keep)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """The public row index ``rows`` and the randomized hash ``values`` of each user."""
+        """Return the public row index ``rows`` and the randomized hash ``values`` of each user."""
         keys = self.item_keys(values)
         g = self.range_size
         row_stream, coin_stream = independent_streams(as_generator(rng), 2)
@@ -148,10 +148,12 @@ class FLH(OpenDomainOracle):
         return {"counts": StatsField((self.num_hashes, self.range_size), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         shape = (self.num_hashes, self.range_size)
         return Stats(self, 0, counts=np.zeros(shape, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts per (row, hash value)."""
         reports = self.check_reports(reports)
         arrays = reports.arrays
         if set(arrays) != {"rows", "values"}:
@@ -183,8 +185,10 @@ class FLH(OpenDomainOracle):
         return (q * (1.0 - q) + f * (p - q) * (1.0 - p - q)) / (n * (p - q) ** 2)
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[y | v, row]`` of a closed domain, shape (d, g); ``P[(row, y) | v]`` is
-        this over ``num_hashes`` (the row is independent of v)."""
+        """Return the exact ``P[y | v, row]`` of a closed domain, shape (d, g).
+
+        ``P[(row, y) | v]`` is this over ``num_hashes`` (the row is independent of v).
+        """
         row = self._check_row_arg(row)
         g, d = self.range_size, int(self.domain_size or 0)
         if d * g > MAX_DENSE_OUTPUTS:

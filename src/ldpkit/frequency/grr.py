@@ -18,12 +18,14 @@ __all__ = ["GRR", "grr_sample"]
 def grr_sample(
     values: np.ndarray, domain_size: int, weights: tuple[int, int], rng: np.random.Generator
 ) -> np.ndarray:
-    """GRR with integer weights: report each value w.p. ``w_keep / T``, each other one
-    w.p. ``w_other / T``, ``T = w_keep + (d - 1) w_other <= 2^62`` (exactly).
+    """Sample GRR with integer weights.
+
+    Report each value w.p. ``w_keep / T``, each other one w.p. ``w_other / T``,
+    ``T = w_keep + (d - 1) w_other <= 2^62`` (exactly).
 
     One uniform integer ``u`` in ``[0, T)`` per user (numpy's bounded integers are exactly
     uniform): ``u < w_keep`` keeps; otherwise ``(u - w_keep) // w_other`` is uniform over
-    the d - 1 other values. Shared by GRR and the hashing oracles (issue 11: no float
+    the d - 1 other values. Shared by GRR and the hashing oracles (no float
     coin, whose probability would be rounded to 2^-53 and vanish at large epsilon).
     """
     w_keep, w_other = int(weights[0]), int(weights[1])
@@ -43,7 +45,7 @@ class GRR(PureFrequencyOracle):
     Each user reports her true item with probability ``p = e^eps / (e^eps + d - 1)`` and
     any other given item with probability ``q = 1 / (e^eps + d - 1)``.
 
-    Sampling is exact (issue 11): the law is the integer weights ``w_keep`` (true item)
+    Sampling is exact: the law is the integer weights ``w_keep`` (true item)
     and ``w_other`` (each other item) of :func:`ldpkit._exact.rr_weights`, with
     ``w_keep / w_other <= e^eps`` and a total below 2^62, drawn with one uniform integer
     per user. ``p``, ``q``, the estimator and ``privacy_loss()`` (``log(w_keep /
@@ -100,22 +102,25 @@ class GRR(PureFrequencyOracle):
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: one supported item per report, so they sum to n."""
+        """Return the Stats fields: ``counts``, one supported item per report (sum n)."""
         return {"counts": StatsField((self.domain_size,), total=1)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count the reports of each item (one supported item per report)."""
         y = reports.values
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
             raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
         return np.bincount(y, minlength=self.domain_size)
 
     def transition_matrix(self) -> np.ndarray:
+        """Return the exact P[output | input], shape (d, n_outputs)."""
         d = self.domain_size
         m = np.full((d, d), self.q)
         np.fill_diagonal(m, self.p)
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         return np.asarray(self.check_reports(reports).values, dtype=np.int64)
 
     def _support_variance(self, u: np.ndarray) -> np.ndarray:
@@ -132,4 +137,5 @@ class GRR(PureFrequencyOracle):
 
     def privacy_loss(self) -> float:
         # Every output column holds p once and q elsewhere: the ratio is w_keep / w_other.
+        """Return the exact epsilon of one report, from the integer weights."""
         return ratio_loss(*reversed(self._weights()))

@@ -1,5 +1,7 @@
-"""Hadamard-matrix frequency oracles: Hadamard response (HR) and Hadamard randomized
-response (HRR), with the fast Walsh-Hadamard transform both aggregate through.
+"""Hadamard-matrix frequency oracles.
+
+Hadamard response (HR) and Hadamard randomized response (HRR), with the fast Walsh-Hadamard
+transform both aggregate through.
 
 Throughout, ``H`` is the K x K Sylvester Hadamard matrix (K a power of two) in natural
 order, ``H[i, j] = (-1)^popcount(i & j)``: row 0 is all ones and any two distinct rows
@@ -192,7 +194,7 @@ def hrr_perturb_signs(signs: Any, epsilon: float, *, rng: RNGLike = None) -> np.
     """
     epsilon = check_epsilon(epsilon, high=RR_MAX_EPSILON)
     s = _check_signs(signs, "signs")
-    # An exact integer coin (issue 11): P[flip] = w_flip / (w_keep + w_flip), no 2^-53 floor.
+    # An exact integer coin: P[flip] = w_flip / (w_keep + w_flip), no 2^-53 floor.
     flip = _flip_coins(epsilon, s.shape[0], as_generator(rng), keep=False)
     return np.where(flip, -s, s).astype(np.int8)
 
@@ -215,8 +217,11 @@ def hrr_signed_sums(columns: Any, signs: Any, size: int) -> np.ndarray:
 
 
 def _check_signs(signs: Any, name: str) -> np.ndarray:
-    """Signs as 1-D int8 of -1/+1. A non-integer dtype is a TypeError for a function
-    argument; report arrays (``name`` starting with "reports.") get ValueError, as GRR's."""
+    """Return ``signs`` as 1-D int8 of -1/+1, validated.
+
+    A non-integer dtype is a TypeError for a function argument; report arrays (``name``
+    starting with "reports.") get ValueError, as GRR's.
+    """
     s = np.asarray(signs)
     if s.ndim == 0:
         s = s.reshape(1)
@@ -301,7 +306,7 @@ class HadamardResponse(_HadamardCoin):
     as BLH, but with O(log K)-bit reports and O(n + K log K) aggregation:
     ``C_v = (n + (H h)[v + 1]) / 2`` with ``h`` the histogram of the reports.
 
-    The coin is exact (issue 11): integer weights with ratio ``<= e^eps`` (p and
+    The coin is exact: integer weights with ratio ``<= e^eps`` (p and
     ``privacy_loss()`` are the realized values, within 1e-15 of the paper's), epsilon in
     ``[1e-6, 40]`` (``max_epsilon``).
 
@@ -349,6 +354,7 @@ class HadamardResponse(_HadamardCoin):
         return Reports(self, values=y.astype(index_dtype(size)))
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count, for every item v, the reports whose Hadamard support contains v."""
         size = self.hadamard_size
         y = _check_outputs(reports.values, size, "reports.values")
         hist = np.bincount(y, minlength=size)
@@ -357,6 +363,7 @@ class HadamardResponse(_HadamardCoin):
         return (y.shape[0] + balance) // 2
 
     def transition_matrix(self) -> np.ndarray:
+        """Return the exact P[output | input], shape (d, n_outputs)."""
         d, size = self.domain_size, self.hadamard_size
         _check_dense(d, size)
         keep, flip = _keep_flip(self.epsilon)
@@ -364,12 +371,14 @@ class HadamardResponse(_HadamardCoin):
         return np.where(signs > 0, 2.0 * keep / size, 2.0 * flip / size)
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         y = self.check_reports(reports).values
         return np.asarray(_check_outputs(y, self.hadamard_size, "reports.values"), dtype=np.int64)
 
     def privacy_loss(self) -> float:
         # Every column holds 2p/K (on C_v) or 2(1-p)/K (off it); column 1 holds both
         # (H[1,1] = -1, H[2,1] = +1, and rows 1, 2 exist for d >= 2): loss = log(p/(1-p)).
+        """Return the exact epsilon of one report, from the integer coin."""
         return _coin_loss(self.epsilon)
 
 
@@ -398,7 +407,7 @@ class HRR(_HadamardCoin):
     -----
     ``P[(j, s) | v] = p / K`` if ``s = H[v, j]`` else ``(1 - p) / K``: the ratio is at
     most ``e^eps``, exactly ``e^eps`` at column 1 (``H[0, 1] = 1``, ``H[1, 1] = -1``).
-    The flip is an exact integer coin (issue 11; p is the realized keep probability,
+    The flip is an exact integer coin (p is the realized keep probability,
     ``privacy_loss()`` its exact loss), epsilon in ``[1e-6, 40]`` (``max_epsilon``).
 
     Each report is an unbiased, scaled estimate of one Hadamard coefficient of the
@@ -445,6 +454,7 @@ class HRR(_HadamardCoin):
         return Reports(self, values=j.astype(index_dtype(size)), signs=s)
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count, for every item v, the reports whose sign supports v (one Walsh-Hadamard pass)."""
         size = self.hadamard_size
         j = _check_outputs(reports.values, size, "reports.values")
         sums = hrr_signed_sums(j, _check_signs(reports.signs, "reports.signs"), size)
@@ -463,6 +473,7 @@ class HRR(_HadamardCoin):
         return m.reshape(d, 2 * size)
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         reports = self.check_reports(reports)
         j = _check_outputs(reports.values, self.hadamard_size, "reports.values")
         s = _check_signs(reports.signs, "reports.signs")
@@ -470,4 +481,5 @@ class HRR(_HadamardCoin):
 
     def privacy_loss(self) -> float:
         # Every column holds p/K or (1-p)/K; column (1, +1) holds both (rows 0 and 1).
+        """Return the exact epsilon of one report, from the integer coin."""
         return _coin_loss(self.epsilon)

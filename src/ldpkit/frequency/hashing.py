@@ -105,7 +105,7 @@ def _check_seeds(seeds: Any, name: str = "seeds") -> np.ndarray:
 
 
 def hash_parameters(seeds: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The multiplier ``a`` (odd) and increment ``b`` that each 64-bit seed names.
+    """Return the multiplier ``a`` (odd) and increment ``b`` that each 64-bit seed names.
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
 def _support_counts_numpy(
     seeds: np.ndarray, values: np.ndarray, g: int, d: int, *, block_elements: int = 1 << 16
 ) -> np.ndarray:
-    """Reference support counts in plain numpy: hash blocks of reports against all items.
+    """Return the reference support counts in plain numpy: hash blocks of reports against all items.
 
     Memory is bounded by ``block_elements`` 64-bit words per block. It evaluates the
     definition directly (no window trick), so tests use it to check the compiled kernel;
@@ -192,8 +192,11 @@ def _support_counts_numpy(
 
 @functools.cache
 def _support_kernel() -> Any:
-    """The compiled support-count kernel, imported on first use (numba: server side only;
-    an import statement in the hot function cost ~1 us per aggregate call)."""
+    """Return the compiled support-count kernel, imported on first use.
+
+    numba is server side only; an import statement in the hot function cost ~1 us per
+    aggregate call.
+    """
     from ._kernels_hashing import support_counts_kernel
 
     return support_counts_kernel
@@ -259,7 +262,7 @@ class LocalHashing(PureFrequencyOracle):
     ``reports.values`` (smallest unsigned dtype holding ``g - 1``) is GRR over ``[g]`` of
     the hashed item. Subclasses fix g: :class:`BLH` (g = 2) and :class:`OLH`.
 
-    The GRR step is exact (issue 11): integer weights ``w_keep`` (the hashed item) and
+    The GRR step is exact: integer weights ``w_keep`` (the hashed item) and
     ``w_other`` (each other bucket) with ratio ``<= e^eps`` and total below 2^62, one
     uniform integer per user (:func:`ldpkit.frequency.grr.grr_sample`); ``p``,
     ``other_probability`` and ``privacy_loss()`` are the realized values. Epsilon is
@@ -281,15 +284,19 @@ class LocalHashing(PureFrequencyOracle):
 
     @property
     def p(self) -> float:
-        """``p* = e^eps / (e^eps + g - 1)``: the GRR keep probability over ``[g]``
-        (realized: ``w_keep / T``)."""
+        """``p* = e^eps / (e^eps + g - 1)``.
+
+        The GRR keep probability over ``[g]`` (realized: ``w_keep / T``).
+        """
         w_keep, w_other = self._weights()
         return w_keep / (w_keep + (self.range_size - 1) * w_other)
 
     @property
     def other_probability(self) -> float:
-        """``q' = 1 / (e^eps + g - 1)``: P[y = j | h(v) = x] for each j != x (realized:
-        ``w_other / T``)."""
+        """``q' = 1 / (e^eps + g - 1)``.
+
+        P[y = j | h(v) = x] for each j != x (realized: ``w_other / T``).
+        """
         w_keep, w_other = self._weights()
         return w_other / (w_keep + (self.range_size - 1) * w_other)
 
@@ -457,6 +464,7 @@ class BLH(LocalHashing):
 
     @property
     def range_size(self) -> int:
+        """Hash range g: 2 (binary local hashing)."""
         return 2
 
 
@@ -509,6 +517,7 @@ class OLH(LocalHashing):
 
     @property
     def range_size(self) -> int:
+        """Hash range g: ``hash_range``, or the optimal ``round(e^eps) + 1``."""
         if self.hash_range is None:
             # epsilon was checked at construction: skip check_epsilon (asked on every
             # aggregate, several times; ~3 us each, a visible share of a small batch's)

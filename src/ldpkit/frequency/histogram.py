@@ -36,13 +36,13 @@ _CLIP = float(2**31)
 # Rows per aggregation chunk times d stays near this many elements (bounded temporaries).
 _CHUNK_ELEMENTS = 1 << 20
 _INT64_SAFE = float(2**62)
-# Noise cells per unit: a power of two s with 2 s / eps ~ 2^15 table entries (issue 11).
+# Noise cells per unit: a power of two s with 2 s / eps ~ 2^15 table entries.
 _TABLE_CELLS = 1 << 15
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _NoiseLaw:
-    """SHE's exact discrete Laplace noise on the grid ``1/s`` (issue 11), in cells.
+    """SHE's exact discrete Laplace noise on the grid ``1/s``, in cells.
 
     ``P[N = k] ∝ g(|k|)`` with ``g(q B + t) = (V[B] / V[0])^q V[t]`` for ``0 <= t < B``:
     integer weights ``V[0..B]`` (``V[t] ~ W r^t``, ``r = e^(-eps / (2 s))``, one block of
@@ -63,8 +63,11 @@ class _NoiseLaw:
 
 
 def _window_loss(weights: list[int], block: int, s: int) -> float:
-    """Largest ``log g(m) - log g(m + s)``: the sum of s consecutive exact log-ratios of the
-    periodic sequence ``V[t] / V[t + 1]`` (t mod B), the loss of a shift by s cells."""
+    """Return the largest ``log g(m) - log g(m + s)``.
+
+    The sum of s consecutive exact log-ratios of the periodic sequence ``V[t] / V[t + 1]``
+    (t mod B), the loss of a shift by s cells.
+    """
     logs = np.array(
         [math.log1p((weights[t] - weights[t + 1]) / weights[t + 1]) for t in range(block)]
     )
@@ -78,7 +81,8 @@ def _alias_table(weights: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
 
     Column c (uniform over B) keeps c when a uniform integer in ``[0, C)`` is below
     ``cut[c]``, else gives ``alias[c]``; every column holds ``C = sum(weights)`` of the
-    ``B C`` total, i.e. the weights scaled by B (integer arithmetic throughout)."""
+    ``B C`` total, i.e. the weights scaled by B (integer arithmetic throughout).
+    """
     size, capacity = len(weights), sum(weights)
     mass = [w * size for w in weights]
     cut = [capacity] * size
@@ -166,7 +170,7 @@ class SHE(FrequencyOracle):
     Two inputs' one-hot vectors are at L1 distance 2, so Laplace noise of scale
     ``2 / eps`` on every coordinate gives eps-LDP (FO17 Theorem 4).
 
-    **Exact discrete noise** (issue 11). The noise is a discrete Laplace law on the grid
+    **Exact discrete noise**. The noise is a discrete Laplace law on the grid
     ``1/s`` (s a power of two, ``2 s / eps ~ 2^15``: s = 2^14 at eps = 1, 1 below eps
     ~ 6e-5), drawn with integer arithmetic only (:func:`_sample_noise`): integer weights
     ``V[t] ~ r^t`` (``r = e^(-eps/(2s))``) over one block of ``B ~ 2s/eps`` cells,
@@ -222,8 +226,11 @@ class SHE(FrequencyOracle):
         return _noise_law(self.epsilon).cells
 
     def privacy_loss(self) -> float:
-        """Exact loss of the discrete noise: two coordinates shift by one unit (s cells),
-        each costing the largest exact log-ratio over such a shift (<= epsilon / 2)."""
+        """Return the exact loss of the discrete noise.
+
+        Two coordinates shift by one unit (s cells), each costing the largest exact
+        log-ratio over such a shift (<= epsilon / 2).
+        """
         return 2.0 * _noise_law(self.epsilon).coordinate_loss
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -245,12 +252,16 @@ class SHE(FrequencyOracle):
         return Reports(self, values=noisy)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31, and
-        their ``count`` (= n: the noisy sums alone do not fix it)."""
+        """Return the Stats fields: ``sums`` and ``count``.
+
+        ``sums``: per-coordinate sums in units of 2^-20, each report within +-2^31; their
+        ``count`` (= n: the noisy sums alone do not fix it).
+        """
         bound = _CLIP * _GRID
         return with_report_count({"sums": StatsField((self.domain_size,), low=-bound, high=bound)})
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report: zero sums and count."""
         return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64), count=np.int64(0))
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -292,8 +303,9 @@ class SHE(FrequencyOracle):
         return FrequencyEstimate(freq, var, stats.n, spec=self)
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """``(Var[N] + f (1 - f)) / n``, Var[N] the exact discrete noise's (~ ``8/eps^2``,
-        FO17 Theorem 5's ``2 b^2``).
+        """Return the estimate's variance ``(Var[N] + f (1 - f)) / n``.
+
+        Var[N] is the exact discrete noise's (~ ``8/eps^2``, FO17 Theorem 5's ``2 b^2``).
 
         With ``f=None`` only the noise term (FO17's Var*) is returned.
         """
@@ -330,7 +342,7 @@ def the_variance_star(epsilon: float, cutoff: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def optimal_cutoff(epsilon: float) -> float:
-    """The theta in (1/2, 1) minimizing THE's Var* at this epsilon (bounded Brent search).
+    """Return the theta in (1/2, 1) minimizing THE's Var* at this epsilon (bounded Brent search).
 
     FO17 section 4.2 shows numerically that the optimum lies in (1/2, 1) and tends to 1
     as epsilon grows.
@@ -400,7 +412,7 @@ class THE(UnaryEncoding):
 
     @property
     def effective_cutoff(self) -> float:
-        """theta actually used: ``cutoff``, or the variance-optimal one when None."""
+        """Theta actually used: ``cutoff``, or the variance-optimal one when None."""
         if self.cutoff is None:
             return optimal_cutoff(self.epsilon)
         return self.cutoff
@@ -412,8 +424,10 @@ class THE(UnaryEncoding):
 
     @property
     def nominal_p(self) -> float:
+        """The nominal keep probability p of the paper's formula (before integer rounding)."""
         return the_probabilities(self.epsilon, self.effective_cutoff)[0]
 
     @property
     def nominal_q(self) -> float:
+        """The nominal probability q of the paper's formula (before integer rounding)."""
         return the_probabilities(self.epsilon, self.effective_cutoff)[1]

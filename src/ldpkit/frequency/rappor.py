@@ -47,7 +47,7 @@ _MAX_PATTERNS = 1 << 20
 # Byte value -> its 8 bits (big-endian, the np.packbits layout).
 _BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint8)[:, None], 8).astype(np.int64)
 
-#: Bit probabilities are multiples of 2^-64 (integer thresholds), issue 11.
+#: Bit probabilities are multiples of 2^-64 (exact integer thresholds).
 _SCALE = 1 << 64
 
 _U64 = np.uint64
@@ -58,7 +58,7 @@ _TWEAK = _U64(0xD1B54A32D192ED03)
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer on a uint64 array (wrapping arithmetic, vectorized)."""
+    """Return the splitmix64 finalizer on a uint64 array (wrapping arithmetic, vectorized)."""
     z = x + _GOLDEN
     z = (z ^ (z >> _U64(30))) * _MIX_1
     z = (z ^ (z >> _U64(27))) * _MIX_2
@@ -66,7 +66,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int) -> np.ndarray:
-    """The public RAPPOR hash: Bloom bit positions of ``items`` in ``cohorts``.
+    """Return the public RAPPOR hash: Bloom bit positions of ``items`` in ``cohorts``.
 
     ``H_{c,j}(v) = splitmix64(splitmix64(v) XOR (c * 2**16 + j) * K) mod num_bits`` with
     ``K = 0xD1B54A32D192ED03`` and 64-bit wrapping arithmetic. It is part of the protocol:
@@ -98,7 +98,7 @@ def bloom_positions(items: Any, cohorts: Any, *, num_bits: int, num_hashes: int)
     cohorts_arr = check_array(cohorts, "cohorts", ndim=dims, integer=True, low=0, high=2**47)
     try:
         # One cohort per item: a 1-D list of one stretched over a longer 1-D list is a
-        # caller's mismatched lengths, not an intended broadcast (issue 27).
+        # caller's mismatched lengths, not an intended broadcast.
         if items_arr.ndim == cohorts_arr.ndim == 1 and items_arr.shape != cohorts_arr.shape:
             raise ValueError
         v, c = np.broadcast_arrays(items_arr, cohorts_arr)
@@ -147,8 +147,9 @@ def _design(d: int, k: int, h: int, m: int) -> _Design:
 def _pair_differences(
     pos: np.ndarray, mat: sp.csr_array, d: int, k: int, h: int, m: int
 ) -> np.ndarray:
-    """Boolean (h+1, h+1) table of the achievable ``(|B(u) - B(v)|, |B(v) - B(u)|)`` over
-    cohorts and ordered item pairs u != v.
+    """Return which ``(|B(u) - B(v)|, |B(v) - B(u)|)`` are achievable: a (h+1, h+1) table.
+
+    Over cohorts and ordered item pairs u != v.
 
     The privacy loss of a pair is ``a ln(p*/q*) + b ln((1-q*)/(1-p*))`` (the bits only u
     sets are best reported 1, those only v sets 0), so (h, h) dominates all others: stop
@@ -177,7 +178,7 @@ def _pair_differences(
 def _block_differences(
     x: np.ndarray, weight: np.ndarray, rows: np.ndarray | None, h: int
 ) -> np.ndarray:
-    """The (a, b) table for u in ``rows`` (all when None) and any v != u of ``x``."""
+    """Return the (a, b) table for u in ``rows`` (all when None) and any v != u of ``x``."""
     rows = np.arange(x.shape[0]) if rows is None else rows
     inter = x[rows] @ x.T
     a = np.rint(weight[rows, None] - inter).astype(np.int64)
@@ -192,7 +193,7 @@ def _bernoulli(rng: np.random.Generator, shape: tuple[int, ...], threshold: int)
 
     With U a uniform 64-bit integer, ``U < T`` iff its top byte is below ``T >> 56``, or
     equal to it and its low 56 bits are below ``T mod 2^56``: one random byte per draw,
-    and an exact 56-bit integer for the 1/256 ties. No float (issue 11).
+    and an exact 56-bit integer for the 1/256 ties. No float.
     """
     threshold = int(threshold)
     if threshold >= _SCALE:
@@ -217,8 +218,11 @@ def _log_ratio(big: int, small: int) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _prr_thresholds(epsilon: float, num_hashes: int) -> tuple[int, int]:
-    """``(T_keep, T_flip)`` over 2^64: the PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up
-    (and raised further if needed) so that ``log(T_keep / T_flip) <= epsilon / (2h)``."""
+    """Return the PRR's integer thresholds ``(T_keep, T_flip)`` over 2^64.
+
+    The PRR's ``1 - f/2`` and ``f/2``, f/2 rounded up (and raised further if needed) so that
+    ``log(T_keep / T_flip) <= epsilon / (2h)``.
+    """
     budget = epsilon / (2 * num_hashes)
     t = _crmath.exp(-budget)  # correctly rounded: the same thresholds on every platform
     flip = min(max(math.ceil(t / (1.0 + t) * _SCALE), 1), _SCALE // 2)
@@ -296,7 +300,7 @@ class RAPPOR(FrequencyOracle):
     epsilon = ln 81), while ``epsilon`` remains the bound for any number of reports of the
     same value (eps_infinity), provided the PRR is memoized.
 
-    **Exact sampling** (issue 11). Every bit probability is an integer threshold over
+    **Exact sampling**. Every bit probability is an integer threshold over
     2^64 drawn exactly (:func:`_bernoulli`): the PRR's f/2 is rounded up (with
     ``log((1 - f/2) / (f/2)) <= eps / (2h)``), the IRR's p and q to the nearest multiple
     of 2^-64, and :meth:`randomize`'s composed channel to p* down and q* up from the exact
@@ -376,7 +380,7 @@ class RAPPOR(FrequencyOracle):
     def _validate(self) -> None:
         super()._validate()
         # The estimate's design holds every candidate's Bloom positions in every cohort
-        # (int64): domain_size = 10**20 passed, then numpy refused the size (issue 27).
+        # (int64): domain_size = 10**20 passed, then numpy refused the size.
         check_memory(
             8.0 * self.num_cohorts * self.domain_size * self.num_hashes,
             f"domain_size={self.domain_size}, num_cohorts={self.num_cohorts}, "
@@ -413,8 +417,10 @@ class RAPPOR(FrequencyOracle):
         return 2.0 * self._prr[1]
 
     def _channel(self) -> tuple[float, float, float, float]:
-        """``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel as sampled, each
-        complement from its integer (no cancellation when p* is close to 1)."""
+        """Return ``(p*, 1 - p*, q*, 1 - q*)`` of the composed per-bit channel as sampled.
+
+        Each complement comes from its integer (no cancellation when p* is close to 1).
+        """
         big, small = self._thresholds()
         return big / _SCALE, (_SCALE - big) / _SCALE, small / _SCALE, (_SCALE - small) / _SCALE
 
@@ -439,14 +445,19 @@ class RAPPOR(FrequencyOracle):
         return _design(self.domain_size, self.num_bits, self.num_hashes, self.num_cohorts)
 
     def design_matrix(self) -> sp.csc_array:
-        """The decoder's 0/1 design (``num_cohorts * num_bits`` x ``domain_size``, sparse):
-        row ``c * num_bits + i``, column v is 1 iff item v sets bit i in cohort c."""
+        """Return the decoder's 0/1 design (``num_cohorts * num_bits`` x ``domain_size``, sparse).
+
+        Row ``c * num_bits + i``, column v is 1 iff item v sets bit i in cohort c.
+        """
         return self._design.matrix.copy()
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report: the max over cohorts and ordered candidate pairs
-        (u, v) of ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not
-        and v sets b bits u does not."""
+        """Return the exact epsilon of one report.
+
+        The max over cohorts and ordered candidate pairs (u, v) of
+        ``a ln(p*/q*) + b ln((1-q*)/(1-p*))``, where u sets a Bloom bits v does not and v
+        sets b bits u does not.
+        """
         big, small = self._thresholds()
         a, b = np.nonzero(self._design.differences)
         if a.size == 0 or not (a.max() > 0 or b.max() > 0):
@@ -458,8 +469,10 @@ class RAPPOR(FrequencyOracle):
         return float(np.max(a * one + b * zero))
 
     def longitudinal_privacy_loss(self) -> float:
-        """Exact epsilon of the memoized PRR, i.e. of any number of reports of one value
-        (``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits)."""
+        """Return the exact epsilon of the memoized PRR (any number of reports of one value).
+
+        ``D * eps / (2h)``; equals ``epsilon`` when two candidates can differ in 2h bits.
+        """
         a, b = np.nonzero(self._design.differences)
         most = int(np.max(a + b)) if a.size else 0
         keep, flip = _prr_thresholds(self.epsilon, self.num_hashes)
@@ -496,8 +509,11 @@ class RAPPOR(FrequencyOracle):
         p_unset: int,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        """Packed bits: Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p.
-        p_unset / 2^64 (integer thresholds)."""
+        """Sample packed bits.
+
+        Bloom bits of (value, cohort) are 1 w.p. p_set / 2^64, others w.p. p_unset / 2^64
+        (integer thresholds).
+        """
         n, k = values.size, self.num_bits
         out = np.empty((n, packed_width(k)), dtype=np.uint8)
         positions = self._design.positions
@@ -526,7 +542,7 @@ class RAPPOR(FrequencyOracle):
         return Reports(self, bits=bits, cohorts=cohorts.astype(index_dtype(self.num_cohorts)))
 
     def permanent_response(self, values: Any, cohorts: Any, *, rng: RNGLike = None) -> np.ndarray:
-        """The PRR stage: packed bits B' (shape (n, ceil(k/8))) of ``values`` in ``cohorts``.
+        """Return the PRR stage: packed bits B' (shape (n, ceil(k/8))) of ``values`` in ``cohorts``.
 
         Draw it once per (client, value), keep it secret on the client, and feed it to
         :meth:`instantaneous_response` for every report of that value.
@@ -539,7 +555,7 @@ class RAPPOR(FrequencyOracle):
     def instantaneous_response(
         self, permanent_bits: Any, cohorts: Any, *, rng: RNGLike = None
     ) -> Reports:
-        """The IRR stage: Reports from memoized PRR bits (a copy of them when IRR is off)."""
+        """Return the IRR stage: Reports from memoized PRR bits (a copy of them when IRR is off)."""
         packed = check_packed(np.asarray(permanent_bits), self.num_bits, "permanent_bits")
         c = self._check_cohorts(cohorts, packed.shape[0], "cohorts")
         gen = as_generator(rng)
@@ -559,6 +575,7 @@ class RAPPOR(FrequencyOracle):
         return {"bit_counts": StatsField((m, k)), "cohort_counts": StatsField((m,), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         m, k = self.num_cohorts, self.num_bits
         return Stats(
             self,
@@ -774,8 +791,11 @@ class RAPPOR(FrequencyOracle):
 
     # -- enumerable output space (tiny configurations) ---------------------------------------
     def transition_matrix(self) -> np.ndarray:
-        """Exact ``P[(cohort, bits) | item]``: shape (d, m 2^k), column ``c 2^k + b`` with b
-        the bits read as a big-endian integer (first bit most significant)."""
+        """Return the exact ``P[(cohort, bits) | item]``.
+
+        Shape (d, m 2^k), column ``c 2^k + b`` with b the bits read as a big-endian integer
+        (first bit most significant).
+        """
         k, m, d = self.num_bits, self.num_cohorts, self.domain_size
         if m << k > _MAX_PATTERNS or d * (m << k) > 1 << 24:
             raise NotImplementedError(
@@ -793,6 +813,7 @@ class RAPPOR(FrequencyOracle):
         return probs.transpose(1, 0, 2).reshape(d, m << k) / m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         reports = self.check_reports(reports)
         k = self.num_bits
         bits = unpack_bits(check_packed(reports.bits, k, "reports.bits"), k).astype(np.int64)
@@ -907,8 +928,10 @@ def _added_variance(
     gram: np.ndarray,
     sigma2: float,
 ) -> np.ndarray:
-    """Variance of candidate v's least-squares estimate if v joined the support S, under
-    noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``."""
+    """Return the variance of candidate v's least-squares estimate if v joined S.
+
+    Under noise-only rows (Cov(A^T y) = sigma2 M): ``sigma2 / (M_vv - M_vS M_S^{-1} M_Sv)``.
+    """
     diag = mat[:, rest].T @ w
     if support.size:
         import scipy.sparse as sp
@@ -964,7 +987,7 @@ class RAPPORClient:
         self._memo: dict[int, np.ndarray] = {}
 
     def permanent_bits(self, value: int) -> np.ndarray:
-        """The memoized PRR (packed, shape (1, ceil(k/8))) of ``value``; drawn on first use."""
+        """Return the memoized PRR (packed, shape (1, ceil(k/8))) of ``value``."""
         item = int(self.spec.check_values(np.asarray([value]))[0])
         if item not in self._memo:
             bits = self.spec.permanent_response([item], [self.cohort], rng=self._rng)

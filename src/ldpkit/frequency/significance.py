@@ -46,13 +46,15 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
     True
     """
     estimate = _check(estimate)
-    # A family-wise error rate is a probability: alpha >= 1 bounds nothing (issue 27).
+    # A family-wise error rate is a probability: alpha >= 1 bounds nothing.
     return expected_false_positive_cutoff(estimate, check_probability(alpha, "alpha"))
 
 
 def expected_false_positive_cutoff(estimate: FrequencyEstimate, alpha: float) -> np.ndarray:
-    """The cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` > 0 expected false
-    positives over the d items (any number, e.g. CON20's Base-Cut, eq. 9, takes 2).
+    """Return the cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` false positives.
+
+    ``alpha`` > 0 is the expected number over the d items (any number, e.g. CON20's
+    Base-Cut, eq. 9, takes 2).
 
     When ``alpha >= d / 2`` the quantile is not positive and the cutoff is 0.
 

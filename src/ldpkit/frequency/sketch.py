@@ -62,8 +62,10 @@ def _cms_thresholds(epsilon: float) -> tuple[int, int]:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CMS(OpenDomainOracle):
-    """Count-mean sketch (Apple 2017, section 3.1): one random hash row per user, ``width``
-    randomized bits per report, a ``depth x width`` sketch on the server.
+    """Count-mean sketch (Apple 2017, section 3.1).
+
+    One random hash row per user, ``width`` randomized bits per report, a ``depth x width``
+    sketch on the server.
 
     Parameters
     ----------
@@ -153,8 +155,9 @@ class CMS(OpenDomainOracle):
         return unary_privacy_loss(*_cms_thresholds(self.epsilon))
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """One row index and ``width`` randomized bits per user (``reports.rows``,
-        ``reports.bits`` packed as ``np.packbits(..., axis=1)``).
+        """Report one row index and ``width`` randomized bits per user.
+
+        ``reports.rows``, and ``reports.bits`` packed as ``np.packbits(..., axis=1)``.
 
         The public row indices and the secret bit coins come from independent streams of
         ``rng``; with a secure generator (``rng=None``) every coin is read from it.
@@ -188,6 +191,7 @@ class CMS(OpenDomainOracle):
         return {"ones": StatsField((self.depth, self.width))}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, ones=np.zeros((self.depth, self.width), dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -252,8 +256,9 @@ class CMS(OpenDomainOracle):
         return (m / (m - 1.0)) ** 2 * (f * s_p + (1.0 - f) * other) / n
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[bits | v, row]`` of a closed domain, shape (d, 2^width): the bits read
-        as a width-bit integer, bit 0 most significant (``width <= 12``).
+        """Return the exact ``P[bits | v, row]`` of a closed domain, shape (d, 2^width).
+
+        The bits read as a width-bit integer, bit 0 most significant (``width <= 12``).
 
         ``P[(row, bits) | v] = P[bits | v, row] / depth``, the row being drawn
         independently of v; ``row=None`` raises NotImplementedError (like OLH's seed).
@@ -279,8 +284,10 @@ class CMS(OpenDomainOracle):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HCMS(OpenDomainOracle):
-    """Hadamard count-mean sketch (Apple 2017, section 3.2): one random hash row and one
-    random Hadamard coefficient per user, a single randomized sign per report.
+    """Hadamard count-mean sketch (Apple 2017, section 3.2).
+
+    One random hash row and one random Hadamard coefficient per user, a single randomized
+    sign per report.
 
     Parameters
     ----------
@@ -370,8 +377,11 @@ class HCMS(OpenDomainOracle):
         return ratio_loss(w_other, w_keep)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Row ``rows``, Hadamard coefficient ``index`` and the randomized sign ``bits``
-        (1 for +1) of each user; public indices and secret coins from independent streams."""
+        """Report a row, a Hadamard coefficient and its randomized sign per user.
+
+        ``rows``, ``index`` and ``bits`` (1 for +1); public indices and secret coins come
+        from independent streams.
+        """
         from ._items import row_hash
 
         keys = self.item_keys(values)
@@ -396,9 +406,11 @@ class HCMS(OpenDomainOracle):
         return {"sums": StatsField((self.depth, self.width), low=-1.0)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, sums=np.zeros((self.depth, self.width), dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats (fields: :meth:`stats_schema`)."""
         reports = self.check_reports(reports)
         arrays = reports.arrays
         if set(arrays) != {"rows", "index", "bits"}:
@@ -445,8 +457,10 @@ class HCMS(OpenDomainOracle):
         return (m / (m - 1.0)) ** 2 * (c * c - f - (1.0 - f) / m**2) / n
 
     def transition_matrix(self, row: int | None = None) -> np.ndarray:
-        """Exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width): column
-        ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``."""
+        """Return the exact ``P[(index, bit) | v, row]`` of a closed domain, shape (d, 2 width).
+
+        Column ``2 index + bit``. ``P[(row, index, bit) | v]`` is this over ``depth``.
+        """
         from ._items import row_hash
 
         row = self._check_row_arg(row)

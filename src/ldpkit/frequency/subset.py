@@ -86,7 +86,7 @@ class SubsetSelection(PureFrequencyOracle):
     and per-user variance ``n Var* = q*(1-q*) / (p*-q*)^2`` (FO17 eq. 3). At the real
     optimum ``k = d/(e^eps+1)``, ``p* = 1/2``.
 
-    The law is exact (issue 11): a subset holding v has integer weight ``w_in``, one
+    The law is exact: a subset holding v has integer weight ``w_in``, one
     missing it ``w_out``, ``w_in / w_out <= e^eps`` (:func:`ldpkit._exact.rr_weights`, total
     ``k w_in + (d - k) w_out <= 2^62``); p*, q* and ``privacy_loss()`` (``log(w_in /
     w_out)``) are the realized values. Epsilon is accepted up to 40, and up to
@@ -133,13 +133,13 @@ class SubsetSelection(PureFrequencyOracle):
     def _validate(self) -> None:
         super()._validate()
         # The state (one count per item) is checked before the integer law: a domain_size too
-        # large to hold must be refused naming domain_size, not epsilon (issue 12).
+        # large to hold must be refused naming domain_size, not epsilon.
         d = self.domain_size
         check_memory(8.0 * d, f"domain_size={d!r}", self.name)
         self._weights()  # raises when k e^eps overflows the integer law (names the limit)
         # randomize draws the k-subsets in min(k, d - k) vectorized steps of ~50 us of
         # Python each, whatever the number of users: d = 2^20 at eps = 1 spent 30 s in
-        # them for 40 users (issue 27). Refused beyond ~1 s of that overhead.
+        # them for 40 users. Refused beyond ~1 s of that overhead.
         k = self.effective_subset_size
         check_work(
             _STEP_OPS * min(k, self.domain_size - k),
@@ -148,8 +148,11 @@ class SubsetSelection(PureFrequencyOracle):
         )
 
     def _weights(self) -> tuple[int, int]:
-        """``(w_in, w_out)``: integer weight of a subset holding / missing the input, ratio
-        ``<= e^eps``; ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly."""
+        """Return the integer weights ``(w_in, w_out)``.
+
+        Integer weight of a subset holding / missing the input, ratio ``<= e^eps``;
+        ``P[v in S | v] = k w_in / (k w_in + (d - k) w_out)`` exactly.
+        """
         k = self.effective_subset_size
         return rr_weights(self.epsilon, self.domain_size - k, k)
 
@@ -181,6 +184,7 @@ class SubsetSelection(PureFrequencyOracle):
 
     @property
     def q(self) -> float:
+        """Probability q that a report's subset contains a given item other than v."""
         k, d = self.effective_subset_size, self.domain_size
         return (self.p * (k - 1) + self._p_out * k) / (d - 1)
 
@@ -205,11 +209,12 @@ class SubsetSelection(PureFrequencyOracle):
         return check_packed(reports.bits, self.domain_size)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: k supported items per report, so they sum to k n."""
+        """Return the Stats fields: ``counts``, k supported items per report (sum k n)."""
         k = self.effective_subset_size
         return {"counts": StatsField((self.domain_size,), total=k)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count, for every item v, the reports whose subset contains v."""
         d, k = self.domain_size, self.effective_subset_size
         bits = self._check_bits(reports)
         counts = column_counts(bits, d)
@@ -223,16 +228,20 @@ class SubsetSelection(PureFrequencyOracle):
 
     # -- exact law (small d) ---------------------------------------------------------------
     def _log_output_probabilities(self) -> tuple[float, float]:
-        """log P[S | v] for ``v in S`` and for ``v not in S``, from p* and the counts of
-        subsets on each side (C(d-1, k-1) and C(d-1, k))."""
+        """Return log P[S | v] for ``v in S`` and for ``v not in S``.
+
+        From p* and the counts of subsets on each side (C(d-1, k-1) and C(d-1, k)).
+        """
         d, k = self.domain_size, self.effective_subset_size
         log_in = _log(self.p) - _log_comb(d - 1, k - 1)
         log_out = _log(self._p_out) - _log_comb(d - 1, k)
         return log_in, log_out
 
     def transition_matrix(self) -> np.ndarray:
-        """``P[S | v]`` over all C(d, k) subsets, columns in colexicographic order
-        (column of S = ``sum_i C(s_i, i + 1)`` over its sorted members s_0 < s_1 < ...)."""
+        """Return ``P[S | v]`` over all C(d, k) subsets, columns in colexicographic order.
+
+        Column of S = ``sum_i C(s_i, i + 1)`` over its sorted members s_0 < s_1 < ....
+        """
         d, k = self.domain_size, self.effective_subset_size
         outputs = math.comb(d, k)
         if d * outputs > MAX_DENSE_OUTPUTS:
@@ -261,8 +270,11 @@ class SubsetSelection(PureFrequencyOracle):
         return _colex_rank(members, k)
 
     def privacy_loss(self) -> float:
-        """log(max/min) of P[S | v] over inputs, for the worst S: every S is held by some
-        v and missed by another, so it is ``log(w_in / w_out)``, from the integers."""
+        """Return log(max/min) of P[S | v] over inputs, for the worst S.
+
+        Every S is held by some v and missed by another, so it is ``log(w_in / w_out)``,
+        from the integers.
+        """
         w_in, w_out = self._weights()
         return ratio_loss(w_out, w_in)
 
@@ -300,7 +312,7 @@ def _sample_subsets(
 ) -> None:
     """Write each user's k-subset as a packed indicator row into ``out`` (zeroed, c x w).
 
-    v joins w.p. ``odds[0] / (odds[0] + odds[1])`` exactly (one uniform integer, issue 11); the remaining members come from the d-1 other items, indexed
+    v joins w.p. ``odds[0] / (odds[0] + odds[1])`` exactly (one uniform integer); the remaining members come from the d-1 other items, indexed
     0..d-2 ("others space", item = t + (t >= v)). Floyd's algorithm draws a uniform
     m-subset of [0, N) in m steps: for j = N-m .. N-1, draw t uniform in [0, j] and add
     t, or j if t is already in (j never is); after the step for j the set is a uniform
@@ -340,7 +352,7 @@ def _sample_subsets(
 def _floyd_numpy(
     values: np.ndarray, full: np.ndarray, draws: np.ndarray, others: int, out: np.ndarray
 ) -> None:
-    """The Floyd bookkeeping of ``_kernels_subset.floyd_kernel``, vectorized over users.
+    """Run the Floyd bookkeeping of ``_kernels_subset.floyd_kernel``, vectorized over users.
 
     Each user only touches her own row, so running a step for all users at once gives the
     kernel's bits exactly.

@@ -207,7 +207,7 @@ class UnaryEncoding(PureFrequencyOracle):
         return out
 
     def support_counts(self, reports: Reports) -> np.ndarray:
-        """Number of reports with bit v set, for every v (validates shape and padding)."""
+        """Count the reports with bit v set, for every v (validates shape and padding)."""
         packed = _bits.check_packed(reports.bits, self.domain_size)
         return _bits.column_counts(packed, self.domain_size)
 
@@ -220,8 +220,10 @@ class UnaryEncoding(PureFrequencyOracle):
             )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[output | input], shape (d, 2^d); output y's bits are y's binary digits with
-        item 0 as the most significant bit (as :meth:`output_index` numbers them).
+        """Return P[output | input], shape (d, 2^d).
+
+        Output y's bits are y's binary digits with item 0 as the most significant bit (as
+        :meth:`output_index` numbers them).
 
         Raises NotImplementedError for domain_size > 12.
         """
@@ -281,10 +283,12 @@ class SUE(UnaryEncoding):
     @property
     def nominal_p(self) -> float:
         # e^(eps/2) / (e^(eps/2) + 1) in the form that cannot overflow at huge epsilon
+        """The nominal keep probability p of the paper's formula (before integer rounding)."""
         return 1.0 / (1.0 + _crmath.exp(-self.epsilon / 2.0))
 
     @property
     def nominal_q(self) -> float:
+        """The nominal probability q of the paper's formula (before integer rounding)."""
         t = _crmath.exp(-self.epsilon / 2.0)
         return t / (1.0 + t)
 
@@ -336,11 +340,13 @@ class OUE(UnaryEncoding):
 
     @property
     def nominal_p(self) -> float:
+        """The nominal keep probability p of the paper's formula (before integer rounding)."""
         return 0.5
 
     @property
     def nominal_q(self) -> float:
         # correctly rounded: the thresholds are the same integers on every platform (and in
         # the JS client), not one libm's
+        """The nominal probability q of the paper's formula (before integer rounding)."""
         t = _crmath.exp(-self.epsilon)
         return t / (1.0 + t)

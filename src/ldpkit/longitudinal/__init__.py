@@ -24,12 +24,16 @@ __all__ = [
     "DBitFlipPM",
     "OneBitMean",
     "loloha_hash_range",
+    "choose_longitudinal",
+    "LongitudinalCandidate",
+    "LongitudinalChoice",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import LongitudinalOracle
+    from .choose import LongitudinalCandidate, LongitudinalChoice, choose_longitudinal
     from .dbitflip import DBitFlipPM
     from .grr import LGRR
     from .loloha import LOLOHA, loloha_hash_range

@@ -35,8 +35,10 @@ __all__ = ["LongitudinalOracle"]
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LongitudinalOracle(PureFrequencyOracle):
-    """A frequency oracle whose reports chain a memoizable permanent round (budget
-    ``epsilon_inf``) and a fresh instantaneous round (one report: ``epsilon_1``).
+    """A frequency oracle whose reports chain a permanent and an instantaneous round.
+
+    The permanent round is memoizable (budget ``epsilon_inf``); the instantaneous round is
+    fresh (one report: ``epsilon_1``).
 
     The spec's ``epsilon`` *is* ``epsilon_1`` (the budget of one report, what the shared
     contract and :class:`ldpkit.PrivacyAccountant` read); the constructor accepts it under
@@ -111,11 +113,11 @@ class LongitudinalOracle(PureFrequencyOracle):
     # -- the two rounds (subclasses) -------------------------------------------------------
     @abstractmethod
     def _rounds(self) -> Any:
-        """The integer parameters of both rounds (cached per spec by the subclass)."""
+        """Return the integer parameters of both rounds (cached per spec by the subclass)."""
 
     @abstractmethod
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        """The permanent answer of each value (one row per value); what a device memoizes."""
+        """Return the permanent answer of each value (one row per value); what a device memoizes."""
 
     @abstractmethod
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
@@ -127,25 +129,32 @@ class LongitudinalOracle(PureFrequencyOracle):
         return None
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
-        """What the permanent answer of each value depends on (memoized per key): the value
-        itself here; LOLOHA's hashed value."""
+        """Return what the permanent answer of each value depends on (memoized per key).
+
+        The value itself here; LOLOHA's hashed value.
+        """
         return values
 
     def _permanent_from_keys(
         self, keys: np.ndarray, gen: np.random.Generator, state: np.ndarray | None
     ) -> np.ndarray:
-        """The permanent answers of memo keys (the permanent round, here)."""
+        """Return the permanent answers of memo keys (the permanent round, here)."""
         return self._permanent_round(keys, gen)
 
     @abstractmethod
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """Loss of any number of memoized reports by one device that reported
-        ``distinct_values`` different values (sequential composition of their permanent
-        answers: ``distinct_values x`` the realized permanent-round loss)."""
+        """Return the loss of one device's memoized reports of ``distinct_values`` values.
+
+        Any number of reports; sequential composition of their permanent answers:
+        ``distinct_values x`` the realized permanent-round loss.
+        """
 
     def change_privacy_loss(self) -> float:
-        """What one change of value costs: the permanent-round loss of the new value (a
-        change back to an already memoized value costs nothing)."""
+        """Return what one change of value costs.
+
+        The permanent-round loss of the new value (a change back to an already memoized
+        value costs nothing).
+        """
         return self.longitudinal_privacy_loss(1)
 
     def _check_distinct(self, distinct_values: int) -> int:
@@ -164,8 +173,10 @@ class LongitudinalOracle(PureFrequencyOracle):
 
 
 def composite_loss(big: int, small: int, scale: int) -> float:
-    """``log(P (1 - Q) / (Q (1 - P)))`` for ``P = big / scale``, ``Q = small / scale``
-    exactly (integer cross products, then one correctly rounded log1p)."""
+    """Return ``log(P (1 - Q) / (Q (1 - P)))`` for ``P = big / scale``, ``Q = small / scale``.
+
+    Exactly: integer cross products, then one correctly rounded log1p.
+    """
     from .. import _crmath
 
     if small <= 0 or big >= scale:

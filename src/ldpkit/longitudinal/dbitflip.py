@@ -102,26 +102,31 @@ class DBitFlipPM(FrequencyOracle):
         return self._thresholds()[1] / _SCALE
 
     def privacy_loss(self) -> float:
-        """``log(p (1-q) / (q (1-p)))`` for d >= 2 (two bits differ), ``log(p / q)`` for
-        d = 1, from the integer thresholds."""
+        """Return the realized loss, from the integer thresholds.
+
+        ``log(p (1-q) / (q (1-p)))`` for d >= 2 (two bits differ), ``log(p / q)`` for d = 1.
+        """
         big, small = self._thresholds()
         if self.sampled_bits >= 2:
             return unary_privacy_loss(big, small)
         return _crmath.log1p((big - small) / small)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, d + 1) x privacy_loss()``: the memo holds one report per
-        sampled bucket holding the value, plus one for "none of them"."""
+        """Return ``min(distinct_values, d + 1) x privacy_loss()``.
+
+        The memo holds one report per sampled bucket holding the value, plus one for "none
+        of them".
+        """
         k = check_integer(distinct_values, "distinct_values", low=1)
         return min(k, self.sampled_bits + 1) * self.privacy_loss()
 
     def change_privacy_loss(self) -> float:
-        """What a change to a value with a new memo key costs: one report's loss."""
+        """Return what a change to a value with a new memo key costs: one report's loss."""
         return self.privacy_loss()
 
     # -- sampling ------------------------------------------------------------------------------
     def _sample_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        """d distinct buckets per device, uniform (public: independent of the value).
+        """Draw d distinct buckets per device, uniform (public: independent of the value).
 
         Floyd's algorithm, vectorized over devices (a loop over the d draws): for j = k - d
         .. k - 1, draw t uniform in [0, j]; keep t unless already chosen, then j. Every
@@ -187,16 +192,21 @@ class DBitFlipPM(FrequencyOracle):
 
     # -- the server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``ones`` per bucket (reports with that bucket sampled and its bit 1) and
-        ``sampled`` per bucket (d buckets per report, so they sum to d n)."""
+        """Return the Stats fields: ``ones`` and ``sampled`` per bucket.
+
+        ``ones``: reports with that bucket sampled and its bit 1; ``sampled``: d buckets per
+        report, so they sum to d n.
+        """
         k, d = self.domain_size, self.sampled_bits
         return {"ones": StatsField((k,)), "sampled": StatsField((k,), total=d)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         zeros = np.zeros(self.domain_size, dtype=np.int64)
         return Stats(self, 0, ones=zeros, sampled=zeros.copy())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats (fields: :meth:`stats_schema`)."""
         reports = self.check_reports(reports)
         k, d = self.domain_size, self.sampled_bits
         buckets, bits = reports._arrays.get("buckets"), reports._arrays.get("bits")
@@ -227,6 +237,7 @@ class DBitFlipPM(FrequencyOracle):
         return (f * own + (1 - f) * other) / n
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
+        """Estimate the bucket frequencies (unbiased) with their variance."""
         stats = self.check_stats(stats, nonempty=True)
         scale = self.domain_size / (stats.n * self.sampled_bits)
         freq = scale * (stats.ones - self.q * stats.sampled) / (self.p - self.q)
@@ -244,8 +255,10 @@ class DBitFlipPM(FrequencyOracle):
         return list(itertools.combinations(range(k), d))
 
     def transition_matrix(self) -> np.ndarray:
-        """P[(buckets, bits) | value], shape (k, C(k, d) 2^d): subset rank x 2^d + bits
-        (first sampled bucket's bit most significant)."""
+        """Return P[(buckets, bits) | value], shape (k, C(k, d) 2^d).
+
+        Subset rank x 2^d + bits (first sampled bucket's bit most significant).
+        """
         subsets, d, p, q = self._subsets(), self.sampled_bits, self.p, self.q
         k = self.domain_size
         codes = (np.arange(1 << d)[:, None] >> (d - 1 - np.arange(d))[None, :]) & 1
@@ -258,6 +271,7 @@ class DBitFlipPM(FrequencyOracle):
         return matrix
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         rank = {s: i for i, s in enumerate(self._subsets())}
         reports = self.check_reports(reports)
         d = self.sampled_bits

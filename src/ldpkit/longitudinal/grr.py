@@ -64,8 +64,11 @@ def _chained(a: int, b: int, t1: int, c: int, e: int) -> tuple[int, int]:
 
 
 def chained_rr(epsilon_inf: float, epsilon_1: float, k: int) -> tuple[int, int, int]:
-    """L-GRR over ``k`` outputs, both rounds chained: ``(keep, other, total)`` integer
-    weights of P[y = v | v] and P[y = w | v] (w != v), over ``total = t1 t2``."""
+    """Return the weights of L-GRR over ``k`` outputs, both rounds chained.
+
+    ``(keep, other, total)`` integer weights of P[y = v | v] and P[y = w | v] (w != v), over
+    ``total = t1 t2``.
+    """
     (a, b), (c, e) = lgrr_weights(epsilon_inf, epsilon_1, k)
     t1, t2 = a + (k - 1) * b, c + (k - 1) * e
     keep, other = _chained(a, b, t1, c, e)
@@ -79,8 +82,10 @@ def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LGRR(LongitudinalOracle):
-    """Longitudinal GRR: a memoized GRR answer at ``epsilon_inf``, re-randomized by GRR
-    so that one report is ``epsilon_1``-LDP.
+    """Longitudinal GRR.
+
+    A memoized GRR answer at ``epsilon_inf``, re-randomized by GRR so that one report is
+    ``epsilon_1``-LDP.
 
     Round 1 (permanent, memoized per value by :class:`ldpkit.Device`): GRR with ``p1 =
     e^eps_inf / (e^eps_inf + d - 1)``. Round 2 (every report): GRR of its output with
@@ -181,9 +186,11 @@ class LGRR(LongitudinalOracle):
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
 
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
-        """One value's permanent answer from 64-bit words (:class:`ldpkit.device.DerivedWords`):
+        """Return one value's permanent answer from 64-bit words (``DerivedWords``).
+
         ``U = words.below(T)``, then :func:`grr_sample`'s rule (``U < w_keep`` keeps, else
-        ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation."""
+        ``(U - w_keep) // w_other`` indexes the other items); the JS client's derivation.
+        """
         a, b = self._rounds()[0]
         u = words.below(a + (self.domain_size - 1) * b)
         if u < a:
@@ -197,10 +204,11 @@ class LGRR(LongitudinalOracle):
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: one supported item per report, so they sum to n."""
+        """Return the Stats fields: ``counts``, one supported item per report (sum n)."""
         return {"counts": StatsField((self.domain_size,), total=1)}
 
     def support_counts(self, reports: Reports) -> np.ndarray:
+        """Count the reports of each item (one supported item per report)."""
         y = reports.values
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
             raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
@@ -214,4 +222,5 @@ class LGRR(LongitudinalOracle):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         return np.asarray(self.check_reports(reports).values, dtype=np.int64)

@@ -35,7 +35,7 @@ MAX_SEARCHED_RANGE = 1 << 12
 
 
 def loloha_hash_range(epsilon_inf: float, epsilon_1: float, domain_size: int) -> int:
-    """The g in ``[2, min(d, 4096)]`` minimizing LOLOHA's variance at f = 0 (OLOLOHA).
+    """Return the g in ``[2, min(d, 4096)]`` minimizing LOLOHA's variance at f = 0 (OLOLOHA).
 
     ``Var* = q (1 - q) / (p* - q)^2`` with ``q = 1/g`` and ``p*`` the chained keep
     probability of L-GRR over ``[g]`` (EDBT'23, section 4: OLOLOHA chooses g this way; we
@@ -148,32 +148,39 @@ class LOLOHA(LongitudinalOracle):
         return ratio_loss(other, keep)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, g) x`` the permanent round's realized loss (the memo is
-        per hashed value: at most g permanent answers, however many values)."""
+        """Return ``min(distinct_values, g) x`` the permanent round's realized loss.
+
+        The memo is per hashed value: at most g permanent answers, however many values.
+        """
         k = min(self._check_distinct(distinct_values), self.range_size)
         a, b = self._rounds()[0]
         return k * ratio_loss(b, a)
 
     # -- the rounds --------------------------------------------------------------------------
     def _device_state(self, gen: np.random.Generator) -> np.ndarray:
-        """The device's hash seed (drawn once, kept)."""
+        """Return the device's hash seed (drawn once, kept)."""
         return gen.integers(0, _U64_MAX, size=1, dtype=np.uint64, endpoint=True)
 
     def _device_state_from_words(self, words: Any) -> np.ndarray:
-        """The device's hash seed from one 64-bit word (:class:`ldpkit.device.DerivedWords`;
-        the JS client's derivation)."""
+        """Return the device's hash seed from one 64-bit word.
+
+        The words are :class:`ldpkit.device.DerivedWords` (the JS client's derivation).
+        """
         return np.asarray([words.u64()], dtype=np.uint64)
 
     def _permanent_from_words(self, key: int, words: Any, state: np.ndarray) -> np.ndarray:
-        """The permanent row ``(seed, answer)`` of one hashed value ``key``: L-GRR's
-        permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's order)."""
+        """Return the permanent row ``(seed, answer)`` of one hashed value ``key``.
+
+        L-GRR's permanent GRR over ``[g]`` from ``U = words.below(T)`` (the JS client's
+        order).
+        """
         a, b = self._rounds()[0]
         u = words.below(a + (self.range_size - 1) * b)
         answer = key if u < a else (u - a) // b + ((u - a) // b >= key)
         return np.asarray([int(state[0]), answer], dtype=np.uint64)
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
-        """What the permanent answer depends on: the hashed value under the device's seed."""
+        """Return what the permanent answer depends on: the hashed value under the device's seed."""
         assert state is not None
         return local_hash(state[:1], np.asarray(values, dtype=np.int64), self.range_size)
 
@@ -219,4 +226,5 @@ class LOLOHA(LongitudinalOracle):
         return counts
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.domain_size, dtype=np.int64))

@@ -30,8 +30,10 @@ _ALPHA_SCALE = 1 << 32
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OneBitMean(StochasticRounding):
-    """1BitMean (the SR law, one bit per report) with alpha-point rounding to ``points + 1``
-    grid points, memoized per grid point by :class:`ldpkit.Device`.
+    """1BitMean (the SR law, one bit per report) with alpha-point rounding.
+
+    Values are rounded to ``points + 1`` grid points, memoized per grid point by
+    :class:`ldpkit.Device`.
 
     Parameters
     ----------
@@ -76,13 +78,12 @@ class OneBitMean(StochasticRounding):
             raise ValueError(f"points must be a power of two in [1, {SR_INPUT_STEPS}], got {s}")
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
-        """``min(distinct_values, points + 1) x privacy_loss()`` (one memoized bit per grid
-        point)."""
+        """Return ``min(distinct_values, points + 1) x privacy_loss()`` (one bit per grid point)."""
         k = check_integer(distinct_values, "distinct_values", low=1)
         return min(k, self.points + 1) * self.privacy_loss()
 
     def change_privacy_loss(self) -> float:
-        """What a move to a new grid point costs: one report's loss."""
+        """Return what a move to a new grid point costs: one report's loss."""
         return self.privacy_loss()
 
     # -- rounds (ldpkit.Device reads these) ---------------------------------------------------
@@ -90,7 +91,7 @@ class OneBitMean(StochasticRounding):
         return (self._to_unit(np.asarray(values, dtype=np.float64)) + 1.0) / 2.0  # in [0, 1]
 
     def _device_state(self, gen: np.random.Generator) -> np.ndarray:
-        """The device's alpha, an integer in ``[0, 2^32)`` (alpha = state / 2^32)."""
+        """Return the device's alpha, an integer in ``[0, 2^32)`` (alpha = state / 2^32)."""
         return gen.integers(0, _ALPHA_SCALE, size=1, dtype=np.int64)
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:

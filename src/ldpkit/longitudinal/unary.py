@@ -106,12 +106,14 @@ def unary_round_thresholds(
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LongitudinalUnary(LongitudinalOracle):
-    """Two chained unary encodings (base of LOUE, LOSUE, LSUE, LSOUE); reports are packed
-    bits (``reports.bits``, the layout of :class:`ldpkit.OUE`)."""
+    """Two chained unary encodings (base of LOUE, LOSUE, LSUE, LSOUE).
+
+    Reports are packed bits (``reports.bits``, the layout of :class:`ldpkit.OUE`).
+    """
 
     @abstractmethod
     def _kinds(self) -> tuple[str, str]:
-        """The permanent and the instantaneous encodings ("oue" or "sue")."""
+        """Return the permanent and the instantaneous encodings ("oue" or "sue")."""
 
     def _rounds(self) -> tuple[tuple[int, int], tuple[int, int]]:
         assert self.epsilon_inf is not None
@@ -165,10 +167,13 @@ class LongitudinalUnary(LongitudinalOracle):
     def _bits(
         self, values: np.ndarray, big: int, small: int, gen: np.random.Generator
     ) -> np.ndarray:
-        """Packed bits: bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other
-        one w.p. ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit
-        word per bit against the integer threshold; secure generator or per-row xoshiro
-        streams seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does)."""
+        """Sample packed bits.
+
+        Bit ``values[i]`` of row i is 1 w.p. ``big / 2^64``, every other one w.p.
+        ``small / 2^64`` (the unary encodings' exact sampler: one uniform 64-bit word per
+        bit against the integer threshold; secure generator or per-row xoshiro streams
+        seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does).
+        """
         d = self.domain_size
         check_memory(
             float(values.shape[0]) * _bits.packed_width(d),
@@ -188,9 +193,12 @@ class LongitudinalUnary(LongitudinalOracle):
         return self._bits(np.asarray(values, dtype=np.int64), tp1, tq1, gen)
 
     def _permanent_from_words(self, value: int, words: Any) -> np.ndarray:
-        """One value's packed permanent bits from 64-bit words (:class:`ldpkit.device.DerivedWords`):
-        bit j is ``word_j < T_p1`` for j = value, ``< T_q1`` elsewhere, one word per bit in
-        order (the JS client's derivation)."""
+        """Return one value's packed permanent bits from 64-bit words.
+
+        The words are :class:`ldpkit.device.DerivedWords`: bit j is ``word_j < T_p1`` for
+        j = value, ``< T_q1`` elsewhere, one word per bit in order (the JS client's
+        derivation).
+        """
         tp1, tq1 = self._rounds()[0]
         bits = [words.u64() < (tp1 if j == value else tq1) for j in range(self.domain_size)]
         return np.packbits(np.asarray(bits, dtype=np.uint8))
@@ -206,7 +214,7 @@ class LongitudinalUnary(LongitudinalOracle):
         return Reports(self, bits=(perm & ones_law) | (~perm & zeros_law))
 
     def support_counts(self, reports: Reports) -> np.ndarray:
-        """Number of reports with bit v set, for every v (validates shape and padding)."""
+        """Count the reports with bit v set, for every v (validates shape and padding)."""
         packed = _bits.check_packed(reports.bits, self.domain_size)
         return _bits.column_counts(packed, self.domain_size)
 
@@ -219,8 +227,11 @@ class LongitudinalUnary(LongitudinalOracle):
             )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[report | value] of one report, shape (d, 2^d), item 0 the most significant bit
-        (both rounds chained; the bits are independent given the value)."""
+        """Return P[report | value] of one report, shape (d, 2^d).
+
+        Item 0 is the most significant bit; both rounds chained (the bits are independent
+        given the value).
+        """
         self._check_enumerable()
         return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
 

@@ -18,7 +18,7 @@ SPL, SMP and RSFD return a :class:`MultiFrequencyEstimate` (one
 :class:`GroupMean` gives the mean of a value per group (with intervals). :class:`HDG`,
 :class:`TDG` (Yang et al. VLDB 2020) and the :class:`UniformGrid` baseline answer range
 queries over 1 to d numerical attributes (``result.range_query(((lo, hi), None, ...))``,
-a :class:`RangeEstimate`). PM/HM sampling is not implemented yet (issue 31).
+a :class:`RangeEstimate`). PM/HM sampling is not implemented yet.
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """

@@ -224,8 +224,11 @@ class MultiFrequencyEstimate:
         return self.estimates[0].postprocessing
 
     def postprocess(self, method: str | Callable[[FrequencyEstimate], FrequencyEstimate]) -> Any:
-        """Apply a consistency method (a name of :data:`ldpkit.consistency.METHODS`, e.g.
-        ``"ibu"`` or ``"norm_sub"``, or a function) to every attribute's estimate."""
+        """Apply a consistency method to every attribute's estimate.
+
+        ``method`` is a name of :data:`ldpkit.consistency.METHODS` (e.g. ``"ibu"`` or
+        ``"norm_sub"``) or a function.
+        """
         from ..consistency import METHODS
 
         if isinstance(method, str):
@@ -241,9 +244,12 @@ class MultiFrequencyEstimate:
         return dataclasses.replace(self, estimates=tuple(fn(e) for e in self.estimates))
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A long pandas DataFrame: one row per (attribute, item), with columns
-        ``attribute``, ``item``, ``label``, ``estimate``, ``std_error``, ``low``, ``high``
-        (the ``1 - alpha`` normal interval; NaN after post-processing)."""
+        """Return a long pandas DataFrame.
+
+        One row per (attribute, item), with columns ``attribute``, ``item``, ``label``,
+        ``estimate``, ``std_error``, ``low``, ``high`` (the ``1 - alpha`` normal interval;
+        NaN after post-processing).
+        """
         import pandas as pd
 
         frames = []
@@ -276,9 +282,11 @@ class MultiFrequencyEstimate:
 def grouped_support_counts(
     reports: Reports, group_field: str, offsets: np.ndarray, oracle_of: Callable[[int], Any]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Support counts of users split into groups, each group reporting through its own
-    oracle (CALM's marginals, HDG/TDG's grids): the groups' counts concatenated at
-    ``offsets`` (group m in ``counts[offsets[m]:offsets[m + 1]]``) and the group sizes.
+    """Count the support of users split into groups, each with its own oracle.
+
+    Groups are CALM's marginals or HDG/TDG's grids. Returns the groups' counts
+    concatenated at ``offsets`` (group m in ``counts[offsets[m]:offsets[m + 1]]``) and
+    the group sizes.
 
     ``reports.<group_field>`` holds each user's group; the other fields are the oracle's
     report arrays (each group's oracle checks its own slice).

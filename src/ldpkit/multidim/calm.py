@@ -113,11 +113,12 @@ class CALM(MultiAttributeMechanism):
         return tuple(itertools.combinations(range(self.attributes), self.way))
 
     def cell_offsets(self) -> np.ndarray:
+        """Return where each marginal's cells start in the concatenated counts."""
         sizes = [_cells(self.domain_sizes, a) for a in self.marginal_sets]
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     def marginal_oracle(self, m: int) -> GRR | OLH:
-        """The oracle of marginal m (over its cells)."""
+        """Return the oracle of marginal m (over its cells)."""
         cells = _cells(self.domain_sizes, self.marginal_sets[m])
         if self.oracle == "grr":
             return GRR(epsilon=self.epsilon, domain_size=cells)
@@ -151,13 +152,17 @@ class CALM(MultiAttributeMechanism):
         return max(_cells(self.domain_sizes, a) for a in self.marginal_sets)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: each marginal's support counts, concatenated; ``sizes``: reports per
-        marginal (sum to n)."""
+        """Return the Stats fields: ``counts`` and ``sizes``.
+
+        ``counts``: each marginal's support counts, concatenated; ``sizes``: reports per
+        marginal (sum to n).
+        """
         total = int(self.cell_offsets()[-1])
         counts = StatsField((total,), total=1) if self.oracle == "grr" else StatsField((total,))
         return {"counts": counts, "sizes": StatsField((len(self.marginal_sets),), total=1)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts and sizes per marginal."""
         r = self.check_reports(reports)
         counts, sizes = grouped_support_counts(
             r, "marginals", self.cell_offsets(), self.marginal_oracle
@@ -185,7 +190,7 @@ class CALM(MultiAttributeMechanism):
         return out
 
     def estimate(self, stats: Stats) -> MarginalsEstimate:
-        """The consistent marginals (CALM sec. 4.4): one answer per shared attribute set."""
+        """Return the consistent marginals (CALM sec. 4.4): one answer per shared attribute set."""
         plain = self.plain_tables(stats)
         tables = [np.array(t.table) for t in plain]
         # Var* of one cell per marginal (f = 0): weights that do not depend on the data
@@ -224,12 +229,14 @@ class CALM(MultiAttributeMechanism):
     def _cell_covariance(
         self, m: int, table: MarginalTable, n: int, n_m: int
     ) -> tuple[np.ndarray, list[tuple[float, np.ndarray]]]:
-        """Marginal m's cell covariance as ``diag(s') + sum_i sign_i r_i r_i^T`` (its
-        diagonal is the plain variance). Off the diagonal, GRR's group of n_m users gives
+        """Return marginal m's cell covariance as ``diag(s') + sum_i sign_i r_i r_i^T``.
+
+        Its diagonal is the plain variance. Off the diagonal, GRR's group of n_m users gives
         ``-P_u P_v / (n_m (p-q)^2) + f_u f_v / n_m`` (multinomial outputs of fixed users)
         and OLH's gives 0 (its support indicators are pairwise uncorrelated for every
         user); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
-        (n_m (n - 1))``."""
+        (n_m (n - 1))``.
+        """
         f = np.clip(table.table, 0.0, 1.0)
         spec = self.marginal_oracle(m)
         fpc = (n - n_m) / max(n - 1, 1)
@@ -248,12 +255,14 @@ class CALM(MultiAttributeMechanism):
     def _consistent_pair_variances(
         self, plain: list[MarginalTable], null: list[float], stats: Stats
     ) -> list[np.ndarray]:
-        """Per-cell variance of the consistent 2-way tables (way = 2: one shift per shared
-        attribute). Cell (u, v) of marginal (a, b) becomes
-        ``f(u, v) + (t_a(u) - P_a(u)) / k_b + (t_b(v) - P_b(v)) / k_a`` with
+        """Return the per-cell variance of the consistent 2-way tables.
+
+        With way = 2 there is one shift per shared attribute. Cell (u, v) of marginal (a, b)
+        becomes ``f(u, v) + (t_a(u) - P_a(u)) / k_b + (t_b(v) - P_b(v)) / k_a`` with
         ``t_a = sum_m' w_m' P^m'_a`` over the marginals holding a: a linear map of
         independent groups, whose variance is computed exactly from each group's cell
-        covariance (:meth:`_cell_covariance`)."""
+        covariance (:meth:`_cell_covariance`).
+        """
         sets = self.marginal_sets
         n = stats.n
         cov = [self._cell_covariance(m, t, n, int(stats.sizes[m])) for m, t in enumerate(plain)]
@@ -320,13 +329,16 @@ class CALM(MultiAttributeMechanism):
         )
 
     def privacy_loss(self) -> float:
+        """Return the largest exact epsilon of the marginal oracles."""
         return float(
             max(self.marginal_oracle(m).privacy_loss() for m in range(len(self.marginal_sets)))
         )
 
     def transition_matrix(self) -> np.ndarray:
-        """P[(marginal, cell report) | tuple] for GRR and small domains (columns:
-        ``cell_offsets()[m] + y``)."""
+        """Return P[(marginal, cell report) | tuple] for GRR and small domains.
+
+        Columns: ``cell_offsets()[m] + y``.
+        """
         if self.oracle != "grr":
             raise NotImplementedError("CALM(oracle='olh') has no enumerable output space")
         tuples = self._tuples()
@@ -339,6 +351,7 @@ class CALM(MultiAttributeMechanism):
         return mat
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         if self.oracle != "grr":
             raise NotImplementedError("CALM(oracle='olh') has no enumerable output space")
@@ -396,28 +409,31 @@ class FullDomain(MultiAttributeMechanism):
             )
 
     def inner(self) -> HadamardResponse | OLH:
-        """The oracle over the product domain."""
+        """Return the oracle over the product domain."""
         cells = int(math.prod(self.domain_sizes))
         if self.oracle == "hr":
             return HadamardResponse(epsilon=self.epsilon, domain_size=cells)
         return OLH(epsilon=self.epsilon, domain_size=cells)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """Randomize each tuple as one cell of the product domain."""
         x = self.check_values(values)
         cell = np.ravel_multi_index(tuple(x.T), self.domain_sizes)
         return Reports(self, **self.inner().randomize(cell, rng=rng).arrays)
 
     def stats_schema(self) -> dict[str, StatsField]:
+        """Return the Stats fields of the product-domain oracle."""
         return dict(self.inner().stats_schema())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to the product-domain oracle's Stats."""
         r = self.check_reports(reports)
         inner = self.inner()
         stats = inner.aggregate(Reports(inner, **r.arrays))
         return Stats(self, stats.n, **stats.arrays)
 
     def estimate(self, stats: Stats) -> MarginalsEstimate:
-        """The product-domain estimate as one table over every attribute."""
+        """Return the product-domain estimate as one table over every attribute."""
         stats = self.check_stats(stats, nonempty=True)
         inner = self.inner()
         est = inner.estimate(Stats(inner, stats.n, **stats.arrays))
@@ -430,15 +446,19 @@ class FullDomain(MultiAttributeMechanism):
         return MarginalsEstimate((table,), stats.n, spec=self)
 
     def variance(self, n: int) -> np.ndarray:
+        """Return the variance of every cell's estimate from n reports (f = 0)."""
         return np.full(int(math.prod(self.domain_sizes)), float(self.inner().variance(n)))
 
     def privacy_loss(self) -> float:
+        """Return the exact epsilon of the product-domain oracle."""
         return float(self.inner().privacy_loss())
 
     def transition_matrix(self) -> np.ndarray:
+        """Return the product-domain oracle's exact P[output | input]."""
         return self.inner().transition_matrix()
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the product-domain oracle's column of each report."""
         inner = self.inner()
         return inner.output_index(Reports(inner, **self.check_reports(reports).arrays))
 

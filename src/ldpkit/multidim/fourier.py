@@ -93,14 +93,17 @@ class Fourier(MultiAttributeMechanism):
 
     @property
     def bit_widths(self) -> tuple[int, ...]:
+        """Bits per attribute (at least 1)."""
         return tuple(max(1, (k - 1).bit_length()) for k in self.domain_sizes)
 
     @property
     def bit_offsets(self) -> tuple[int, ...]:
+        """First bit of each attribute in the concatenated code."""
         return tuple(int(v) for v in np.concatenate([[0], np.cumsum(self.bit_widths)[:-1]]))
 
     @property
     def marginal_sets(self) -> tuple[tuple[int, ...], ...]:
+        """Every set of ``way`` attributes, in lexicographic order."""
         return tuple(itertools.combinations(range(self.attributes), self.way))
 
     def _local_masks(self, attrs: tuple[int, ...]) -> np.ndarray:
@@ -154,6 +157,7 @@ class Fourier(MultiAttributeMechanism):
         return {"ones": StatsField((t,)), "sizes": StatsField((t,), total=1)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: sums and counts per coefficient."""
         r = self.check_reports(reports)
         t = int(self.coefficient_masks.size)
         which, y = r.coefficients, r.values
@@ -166,8 +170,11 @@ class Fourier(MultiAttributeMechanism):
         return Stats(self, len(r), ones=ones, sizes=np.bincount(w, minlength=t))
 
     def coefficients(self, stats: Stats) -> tuple[np.ndarray, np.ndarray]:
-        """Unbiased ``theta_S`` of every needed bit set and its variance (a bit set with no
-        report: 0 with variance 1, a bound on its squared error, since |theta| <= 1)."""
+        """Estimate ``theta_S`` of every needed bit set (unbiased) and its variance.
+
+        A bit set with no report: 0 with variance 1, a bound on its squared error, since
+        |theta| <= 1.
+        """
         stats = self.check_stats(stats, nonempty=True)
         sizes = stats.sizes.astype(np.float64)
         empty = sizes == 0
@@ -210,6 +217,7 @@ class Fourier(MultiAttributeMechanism):
         return np.full(t, t * (1.0 - gain**2) / (n * gain**2))
 
     def privacy_loss(self) -> float:
+        """Return the exact epsilon of one report, from the integer weights."""
         return ratio_loss(*reversed(self._weights()))
 
     def transition_matrix(self) -> np.ndarray:
@@ -224,6 +232,7 @@ class Fourier(MultiAttributeMechanism):
         return out
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         return 2 * r.coefficients.astype(np.int64) + r.values.astype(np.int64)
 

@@ -62,10 +62,11 @@ class GroupMeans:
 
     @property
     def std_error(self) -> np.ndarray:
+        """Standard errors: the square roots of the variances."""
         return np.sqrt(self.variance)
 
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval of every group's mean."""
+        """Return the normal two-sided ``1 - alpha`` interval of every group's mean."""
         alpha = check_probability(alpha, "alpha")
         from scipy import special
 
@@ -144,12 +145,13 @@ class GroupMean(Mechanism):
         self._set("high", hi)
 
     def inner(self) -> GRR | OLH:
-        """The oracle over the ``2 k`` (group, bit) items."""
+        """Return the oracle over the ``2 k`` (group, bit) items."""
         if self.oracle == "grr":
             return GRR(epsilon=self.epsilon, domain_size=2 * self.domain_size)
         return OLH(epsilon=self.epsilon, domain_size=2 * self.domain_size)
 
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated (group, value) rows; raise naming ``values``."""
         check_not_masked(values, "values")
         want = (
             f"an (n, 2) array of (group in [0, {self.domain_size}), value in "
@@ -181,12 +183,15 @@ class GroupMean(Mechanism):
         return Reports(self, **self.inner().randomize(item, rng=gen).arrays)
 
     def stats_schema(self) -> dict[str, StatsField]:
+        """Return the Stats fields of the (group, bit) oracle."""
         return dict(self.inner().stats_schema())
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(2 * self.domain_size, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to the (group, bit) oracle's counts."""
         r = self.check_reports(reports)
         inner = self.inner()
         stats = inner.aggregate(Reports(inner, **r.arrays))
@@ -222,6 +227,7 @@ class GroupMean(Mechanism):
         )
 
     def privacy_loss(self) -> float:
+        """Return the exact epsilon of the (group, bit) oracle."""
         return float(self.inner().privacy_loss())
 
     def transition_matrix(self) -> np.ndarray:
@@ -231,6 +237,7 @@ class GroupMean(Mechanism):
         return self.inner().transition_matrix()
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the (group, bit) oracle's column of each report (GRR only)."""
         if self.oracle != "grr":
             raise NotImplementedError("GroupMean(oracle='olh') has no enumerable output space")
         inner = self.inner()

@@ -63,6 +63,7 @@ class MarginalTable:
     postprocessing: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         t = np.array(self.table, dtype=np.float64)
         v = np.broadcast_to(np.asarray(self.variance, dtype=np.float64), t.shape).copy()
         if t.ndim != len(self.attributes) or not np.all(np.isfinite(t)):
@@ -76,10 +77,11 @@ class MarginalTable:
 
     @property
     def std_error(self) -> np.ndarray:
+        """Standard errors: the square roots of the variances."""
         return np.sqrt(self.variance)
 
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval per cell (NaN after post-processing)."""
+        """Return the normal two-sided ``1 - alpha`` interval per cell (NaN if post-processed)."""
         alpha = check_probability(alpha, "alpha")
         if self.postprocessing:
             warnings.warn(
@@ -96,9 +98,11 @@ class MarginalTable:
         return self.table - half, self.table + half
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A long pandas DataFrame: one row per cell; a column per attribute
-        (``attribute_<i>``: the item index), then ``estimate``, ``std_error``, ``low``,
-        ``high``."""
+        """Return a long pandas DataFrame.
+
+        One row per cell; a column per attribute (``attribute_<i>``: the item index), then
+        ``estimate``, ``std_error``, ``low``, ``high``.
+        """
         import pandas as pd
 
         with warnings.catch_warnings():
@@ -117,8 +121,11 @@ class MarginalTable:
         return frame
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, annotate: bool | None = None) -> Any:
-        """Heat map of a 2-way marginal; each cell annotated ``estimate ± half-width`` of
-        its ``1 - alpha`` interval (by default when the table has at most 150 cells)."""
+        """Plot a 2-way marginal as a heat map.
+
+        Each cell annotated ``estimate ± half-width`` of its ``1 - alpha`` interval (by
+        default when the table has at most 150 cells).
+        """
         import matplotlib.pyplot as plt
 
         if self.table.ndim != 2:
@@ -143,13 +150,15 @@ class MarginalTable:
         return ax
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"MarginalTable(attributes={self.attributes}, shape={self.table.shape}, n={self.n})"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MarginalsEstimate:
-    """Every collected marginal of a k-way marginal mechanism; answers any marginal that a
-    collected one contains (``marginal((i, j))``).
+    """Every collected marginal of a k-way marginal mechanism.
+
+    Answers any marginal that a collected one contains (``marginal((i, j))``).
 
     Attributes
     ----------
@@ -172,10 +181,11 @@ class MarginalsEstimate:
 
     @property
     def variance(self) -> np.ndarray:
+        """Every cell's variance, the tables concatenated."""
         return np.concatenate([t.variance.ravel() for t in self.tables])
 
     def marginal(self, attributes: Sequence[int]) -> MarginalTable:
-        """The marginal of ``attributes`` (any order; the table's axes follow it).
+        """Return the marginal of ``attributes`` (any order; the table's axes follow it).
 
         Summed from the collected table that contains the attributes (their average when
         several do); its variance is the sum of the summed cells' variances.
@@ -225,4 +235,5 @@ class MarginalsEstimate:
         return out
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"MarginalsEstimate({len(self.tables)} marginals, n={self.n}, spec={self.spec!r})"

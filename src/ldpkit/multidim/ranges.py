@@ -57,7 +57,7 @@ UPDATE_ROUNDS = 100
 
 
 def _power_of_two(g: float) -> int:
-    """The paper's rounding of a granularity: the nearest power of 2, at least 2."""
+    """Return the paper's rounding of a granularity: the nearest power of 2, at least 2."""
     if not g > 2.0:
         return 2
     lower = 2 ** math.floor(math.log2(g))
@@ -66,15 +66,21 @@ def _power_of_two(g: float) -> int:
 
 
 def granularity_1d(epsilon: float, n: int, groups: int) -> int:
-    """HDG's 1-D granularity ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``m``
-    the number of groups (VLDB 2020, sec. 5.2), rounded to a power of 2."""
+    """Return HDG's 1-D granularity, rounded to a power of 2.
+
+    ``g1 = (n (e^eps - 1)^2 alpha1^2 / (2 m e^eps))^(1/3)``, ``m`` the number of groups
+    (VLDB 2020, sec. 5.2).
+    """
     e = math.exp(epsilon)
     return _power_of_two((n * (e - 1.0) ** 2 * ALPHA_1**2 / (2.0 * groups * e)) ** (1.0 / 3.0))
 
 
 def granularity_2d(epsilon: float, n: int, groups: int) -> int:
-    """The 2-D granularity ``g2 = sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))``
-    (VLDB 2020, sec. 4.3 for TDG, 5.2 for HDG), rounded to a power of 2."""
+    """Return the 2-D granularity, rounded to a power of 2.
+
+    ``g2 = sqrt(2 alpha2 (e^eps - 1) sqrt(n / (m e^eps)))`` (VLDB 2020, sec. 4.3 for TDG,
+    5.2 for HDG).
+    """
     e = math.exp(epsilon)
     return _power_of_two(math.sqrt(2.0 * ALPHA_2 * (e - 1.0) * math.sqrt(n / (groups * e))))
 
@@ -198,7 +204,7 @@ class _GridMechanism(Mechanism):
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     def grid_oracle(self, m: int) -> OLH:
-        """The OLH oracle of grid m (over its cells)."""
+        """Return the OLH oracle of grid m (over its cells)."""
         return OLH(epsilon=self.epsilon, domain_size=max(int(math.prod(self.grid_shape(m))), 2))
 
     # -- client ----------------------------------------------------------------------------
@@ -252,8 +258,11 @@ class _GridMechanism(Mechanism):
 
     # -- server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: every grid's OLH support counts, concatenated; ``sizes``: reports
-        per grid (sum to n)."""
+        """Return the Stats fields: ``counts`` and ``sizes``.
+
+        ``counts``: every grid's OLH support counts, concatenated; ``sizes``: reports per
+        grid (sum to n).
+        """
         total = int(self.cell_offsets()[-1])
         return {
             "counts": StatsField((total,)),
@@ -270,8 +279,10 @@ class _GridMechanism(Mechanism):
         return Stats(self, len(r), counts=counts, sizes=sizes)
 
     def plain_grids(self, stats: Stats) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Every grid's unbiased frequencies and their variance (FO17 eq. 2 at f = 0, the
-        group's size), before any post-processing."""
+        """Return every grid's unbiased frequencies and their variance, before post-processing.
+
+        The variance is FO17 eq. 2 at f = 0 and the group's size.
+        """
         stats = self.check_stats(stats, nonempty=True)
         o = self.cell_offsets()
         out = []
@@ -318,7 +329,7 @@ class _GridMechanism(Mechanism):
         return tables
 
     def estimate(self, stats: Stats) -> RangeEstimate:
-        """The post-processed grids (sec. 5.3) as a :class:`RangeEstimate`."""
+        """Return the post-processed grids (sec. 5.3) as a :class:`RangeEstimate`."""
         plain = self.plain_grids(stats)
         tables = self._consistent([f for f, _ in plain])
         return RangeEstimate(
@@ -421,9 +432,11 @@ class TDG(_GridMechanism):
 
     @property
     def grids(self) -> tuple[tuple[int, ...], ...]:
+        """The attribute pairs of the 2-D grids."""
         return tuple(itertools.combinations(range(self.attributes), 2))
 
     def grid_shape(self, m: int) -> tuple[int, ...]:
+        """Return the shape of grid m: g2 x g2."""
         assert self.g2 is not None
         return (self.g2, self.g2)
 
@@ -486,10 +499,12 @@ class HDG(_GridMechanism):
 
     @property
     def grids(self) -> tuple[tuple[int, ...], ...]:
+        """The 1-D grids (one per attribute), then the 2-D grids (attribute pairs)."""
         d = self.attributes
         return tuple((a,) for a in range(d)) + tuple(itertools.combinations(range(d), 2))
 
     def grid_shape(self, m: int) -> tuple[int, ...]:
+        """Return the shape of grid m: g1 for a 1-D grid, g2 x g2 for a 2-D one."""
         assert self.g1 is not None and self.g2 is not None
         return (self.g1,) if m < self.attributes else (self.g2, self.g2)
 
@@ -546,9 +561,11 @@ class UniformGrid(_GridMechanism):
 
     @property
     def grids(self) -> tuple[tuple[int, ...], ...]:
+        """One grid over every attribute."""
         return (tuple(range(self.attributes)),)
 
     def grid_shape(self, m: int) -> tuple[int, ...]:
+        """Return the shape of the grid: g cells per attribute."""
         assert self.g is not None
         return (self.g,) * self.attributes
 
@@ -609,7 +626,7 @@ class RangeEstimate:
         return out
 
     def _pair_matrix(self, a: int, b: int) -> np.ndarray:
-        """The response matrix of attributes a < b (rows a, columns b)."""
+        """Return the response matrix of attributes a < b (rows a, columns b)."""
         if (a, b) not in self._matrices:
             self._matrices[(a, b)] = self._build_pair_matrix(a, b)
         return self._matrices[(a, b)]
@@ -674,7 +691,7 @@ class RangeEstimate:
         return float(_coverage(*q[a], t.shape[0]) @ t)
 
     def range_query(self, ranges: Any) -> float:
-        """The fraction of users inside a box.
+        """Return the fraction of users inside a box.
 
         Parameters
         ----------
@@ -720,10 +737,13 @@ class RangeEstimate:
         return float(np.clip(z[(1,) * lam], 0.0, 1.0))
 
     def std_error(self, ranges: Any) -> float:
-        """The noise term of the paper's error analysis: the standard deviation of the
-        answer summed from one grid's plain cells (covered fractions times the cells'
-        variance), for queries over 1 or 2 attributes (UniformGrid: any); NaN for more
-        (the paper gives no formula). The non-uniformity error is not included."""
+        """Return the noise term of the paper's error analysis.
+
+        The standard deviation of the answer summed from one grid's plain cells (covered
+        fractions times the cells' variance), for queries over 1 or 2 attributes
+        (UniformGrid: any); NaN for more (the paper gives no formula). The non-uniformity
+        error is not included.
+        """
         q = self._ranges(ranges)
         spec, attrs = self.spec, sorted(q)
         if isinstance(spec, UniformGrid):
@@ -747,4 +767,5 @@ class RangeEstimate:
         return math.sqrt(float(ca * cb) * self.cell_variance[m])
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"RangeEstimate(grids={len(self.grids)}, n={self.n}, spec={self.spec!r})"

@@ -114,10 +114,12 @@ class RSFD(MultiAttributeMechanism):
     def from_attribute_epsilon(
         cls, epsilon: float, *, domain_sizes: Any, protocol: Literal["grr", "oue-z"] = "grr"
     ) -> RSFD:
-        """The paper's configuration: local budget ``ln(d (e^eps - 1) + 1)`` (CIKM 2021,
-        sec. 4.1), which protects tuples differing in one attribute at about ``eps``
-        (:meth:`attribute_privacy_loss`; exactly for OUE-z). The spec's ``epsilon`` is
-        that local budget: the whole-tuple loss."""
+        """Return the paper's configuration.
+
+        Local budget ``ln(d (e^eps - 1) + 1)`` (CIKM 2021, sec. 4.1), which protects tuples
+        differing in one attribute at about ``eps`` (:meth:`attribute_privacy_loss`; exactly
+        for OUE-z). The spec's ``epsilon`` is that local budget: the whole-tuple loss.
+        """
         epsilon = check_epsilon(epsilon, high=RR_MAX_EPSILON)
         probe = cls(epsilon=1.0, domain_sizes=domain_sizes, protocol=protocol)
         d = probe.attributes
@@ -175,14 +177,17 @@ class RSFD(MultiAttributeMechanism):
         return Reports(self, bits=packed)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: support counts of every item of every attribute, concatenated (GRR:
-        one item per attribute per report, so they sum to d n)."""
+        """Return the Stats fields: ``counts`` of every item of every attribute, concatenated.
+
+        GRR: one item per attribute per report, so they sum to d n.
+        """
         shape = (int(sum(self.domain_sizes)),)
         if self.protocol == "grr":
             return {"counts": StatsField(shape, total=self.attributes)}
         return {"counts": StatsField(shape)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts of every item of every attribute."""
         r = self.check_reports(reports)
         total = int(sum(self.domain_sizes))
         if self.protocol == "grr":
@@ -207,8 +212,11 @@ class RSFD(MultiAttributeMechanism):
         return q + (p - q) * f / d
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
-        """Every attribute's unbiased frequencies (``postprocess``: a consistency method
-        that needs no oracle spec, e.g. ``"norm_sub"``, applied to each)."""
+        """Estimate every attribute's frequencies (unbiased unless ``postprocess``).
+
+        ``postprocess``: a consistency method that needs no oracle spec, e.g.
+        ``"norm_sub"``, applied to each.
+        """
         if postprocess is not None:
             from ..consistency import METHODS
 
@@ -238,15 +246,17 @@ class RSFD(MultiAttributeMechanism):
         return self.attributes**2 * prob * (1.0 - prob) / (n * (p - q) ** 2)
 
     def variance(self, n: int) -> np.ndarray:
-        """The paper's variance (f = 0) of every item from n reports, concatenated."""
+        """Return the paper's variance (f = 0) of every item from n reports, concatenated."""
         return np.concatenate(
             [np.full(k, self.cell_variance(j, n, 0.0)) for j, k in enumerate(self.domain_sizes)]
         )
 
     # -- privacy ---------------------------------------------------------------------------
     def _mixture_ratios(self) -> list[tuple[float, float]]:
-        """Per attribute, the largest and smallest likelihood ratio of its term of the
-        mixture ``P[y | x] = (1/d) sum_j r_j(y_j, x_j) prod_i P_fake(y_i)``."""
+        """Return, per attribute, the extreme likelihood ratios of its term of the mixture.
+
+        The mixture is ``P[y | x] = (1/d) sum_j r_j(y_j, x_j) prod_i P_fake(y_i)``.
+        """
         out = []
         for j, k in enumerate(self.domain_sizes):
             p, q = self.pq(j)
@@ -257,8 +267,11 @@ class RSFD(MultiAttributeMechanism):
         return out
 
     def privacy_loss(self) -> float:
-        """Exact loss for any two tuples: ``log(sum_j hi_j / sum_j lo_j)``, every term at
-        its largest under one tuple and its smallest under the other (the local loss)."""
+        """Return the exact loss for any two tuples.
+
+        ``log(sum_j hi_j / sum_j lo_j)``, every term at its largest under one tuple and its
+        smallest under the other (the local loss).
+        """
         if self.protocol == "oue-z":
             return unary_privacy_loss(*self._thresholds())
         if len(set(self.domain_sizes)) == 1:  # one ratio w_keep / w_other: exactly
@@ -268,15 +281,20 @@ class RSFD(MultiAttributeMechanism):
         return _log1p((hi - lo) / lo)
 
     def attribute_privacy_loss(self) -> float:
-        """Exact loss for two tuples that differ in one attribute (the paper's notion):
-        ``max_j log((hi_j + S_j) / (lo_j + S_j))``, ``S_j = sum_{i != j} lo_i``."""
+        """Return the exact loss for two tuples that differ in one attribute (the paper's notion).
+
+        ``max_j log((hi_j + S_j) / (lo_j + S_j))``, ``S_j = sum_{i != j} lo_i``.
+        """
         r = self._mixture_ratios()
         lows = sum(b for _, b in r)
         return max(_log1p((a - b) / lows) for a, b in r)
 
     def transition_matrix(self) -> np.ndarray:
-        """P[report | input tuple] for small domains (GRR: output tuples row-major; OUE-z:
-        the bit vectors as integers, first bit most significant)."""
+        """Return P[report | input tuple] for small domains.
+
+        GRR: output tuples row-major; OUE-z: the bit vectors as integers, first bit most
+        significant.
+        """
         tuples = self._tuples()
         d = self.attributes
         if self.protocol == "grr":
@@ -315,6 +333,7 @@ class RSFD(MultiAttributeMechanism):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         if self.protocol == "grr":
             return self._tuple_index(r.values)

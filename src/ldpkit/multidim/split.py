@@ -94,7 +94,7 @@ class SPL(MultiAttributeMechanism):
         return low
 
     def oracle(self, j: int) -> GRR:
-        """The GRR spec that sends attribute j (at ``epsilon / d``)."""
+        """Return the GRR spec that sends attribute j (at ``epsilon / d``)."""
         return GRR(epsilon=self.epsilon / self.attributes, domain_size=self.domain_sizes[j])
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -107,10 +107,11 @@ class SPL(MultiAttributeMechanism):
         return Reports(self, values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: the d per-attribute histograms, concatenated (they sum to d n)."""
+        """Return the Stats fields: ``counts``, the d per-attribute histograms (sum d n)."""
         return {"counts": StatsField((int(sum(self.domain_sizes)),), total=self.attributes)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: per-attribute histograms."""
         y = self.check_reports(reports).values
         d = self.attributes
         if y.ndim != 2 or y.shape[1] != d:
@@ -123,8 +124,10 @@ class SPL(MultiAttributeMechanism):
         return Stats(self, y.shape[0], counts=counts)
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
-        """Every attribute's unbiased GRR estimate (``postprocess``: a consistency method
-        applied to each)."""
+        """Estimate every attribute's frequencies by GRR (unbiased unless ``postprocess``).
+
+        ``postprocess``: a consistency method applied to each.
+        """
         _check_postprocess(postprocess)
         stats = self.check_stats(stats, nonempty=True)
         o = self.offsets
@@ -154,13 +157,16 @@ class SPL(MultiAttributeMechanism):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         return self._tuple_index(self.check_reports(reports).values)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SMP(MultiAttributeMechanism):
-    """Attribute sampling: one uniform attribute per user, by GRR at the whole budget
-    (Arcolezi et al. sec. 3.2; Wang et al. 2017 sec. 6).
+    """Attribute sampling.
+
+    One uniform attribute per user, by GRR at the whole budget (Arcolezi et al. sec. 3.2;
+    Wang et al. 2017 sec. 6).
 
     Parameters
     ----------
@@ -190,7 +196,7 @@ class SMP(MultiAttributeMechanism):
     max_epsilon = 40.0
 
     def oracle(self, j: int) -> GRR:
-        """The GRR spec that sends attribute j (at the whole epsilon)."""
+        """Return the GRR spec that sends attribute j (at the whole epsilon)."""
         return GRR(epsilon=self.epsilon, domain_size=self.domain_sizes[j])
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -207,10 +213,11 @@ class SMP(MultiAttributeMechanism):
         return Reports(self, attributes=which.astype(index_dtype(d)), values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: per-attribute histograms of the sampled reports (sum to n)."""
+        """Return the Stats fields: ``counts``, per-attribute histograms (sum to n)."""
         return {"counts": StatsField((int(sum(self.domain_sizes)),), total=1)}
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: histograms of the sampled attributes."""
         r = self.check_reports(reports)
         a, y = r.attributes, r.values
         if a.ndim != 1 or y.ndim != 1:
@@ -249,9 +256,12 @@ class SMP(MultiAttributeMechanism):
 
     @staticmethod
     def _sampling_variance(est: FrequencyEstimate, n: int) -> np.ndarray:
-        """The reporters of an attribute are a uniform sample of ``n_j`` of the n users:
-        their own frequencies vary by ``f (1 - f) / n_j (n - n_j) / (n - 1)`` (sampling
-        without replacement) around the population's."""
+        """Return the sampling variance of each frequency of one attribute.
+
+        The reporters of an attribute are a uniform sample of ``n_j`` of the n users: their
+        own frequencies vary by ``f (1 - f) / n_j (n - n_j) / (n - 1)`` (sampling
+        without replacement) around the population's.
+        """
         f = np.clip(est.frequencies, 0.0, 1.0)
         n_j = est.n
         return f * (1.0 - f) / n_j * (n - n_j) / max(n - 1, 1)
@@ -264,6 +274,7 @@ class SMP(MultiAttributeMechanism):
         )
 
     def privacy_loss(self) -> float:
+        """Return the largest exact epsilon of the per-attribute oracles."""
         return float(max(self.oracle(j).privacy_loss() for j in range(self.attributes)))
 
     def transition_matrix(self) -> np.ndarray:
@@ -278,5 +289,6 @@ class SMP(MultiAttributeMechanism):
         return m
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         r = self.check_reports(reports)
         return self.offsets[r.attributes.astype(np.int64)] + r.values.astype(np.int64)

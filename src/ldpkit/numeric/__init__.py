@@ -1,5 +1,7 @@
-"""Numerical attributes: distributions (Square Wave + EM/EMS, CFO binning, hierarchies, Haar
-wavelets, Wiener deconvolution) and means (SR, PM, HM).
+"""Numerical attributes.
+
+Distributions (Square Wave + EM/EMS, CFO binning, hierarchies, Haar wavelets, Wiener
+deconvolution) and means (SR, PM, HM).
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`): ``from
 ldpkit.numeric import SquareWave`` imports neither scipy nor the numba kernels.

@@ -1,5 +1,6 @@
-"""Compiled EM iterations with a smoothing step of adjustable strength (see
-:mod:`ldpkit.numeric.auto`).
+"""Compiled EM iterations with a smoothing step of adjustable strength.
+
+See :mod:`ldpkit.numeric.auto`.
 
 Kept apart, like :mod:`ldpkit.numeric._em_kernels`, so that a client that only randomizes
 never loads numba. The products, the E + M step and the smoothing step are the EM/EMS
@@ -29,8 +30,11 @@ from ._em_kernels import (
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _renormalize(theta):  # pragma: no cover - jit
-    """Divide ``theta`` by its sum, in place (after the masked and windowed smoothing passes,
-    which move mass between buckets but not exactly preserve the total at the edges)."""
+    """Divide ``theta`` by its sum, in place.
+
+    Used after the masked and windowed smoothing passes, which move mass between buckets
+    but do not exactly preserve the total at the edges.
+    """
     total = 0.0
     for i in range(theta.size):
         total += theta[i]
@@ -40,9 +44,9 @@ def _renormalize(theta):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cover - jit
-    """``passes`` smoothing passes on the part of theta outside the ``atom`` buckets, then
-    one renormalization, in place (the end-atom candidates of
-    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+    """Smooth theta outside the ``atom`` buckets ``passes`` times, then renormalize.
+
+    In place; the end-atom candidates of :meth:`ldpkit.numeric.AutoDistribution.estimate`.
 
     theta = a + s with a the mass on the atom buckets, s the rest; each pass is
     ``s <- (1 - weight) s + weight S(s)`` (S the EMS kernel,
@@ -65,9 +69,10 @@ def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cove
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no cover - jit
-    """``passes`` smoothing passes on the buckets outside ``frozen``, then one
-    renormalization, in place (the joint fits' end windows of
-    :meth:`ldpkit.numeric.AutoDistribution.estimate`).
+    """Smooth the buckets outside ``frozen`` ``passes`` times, then renormalize.
+
+    In place; the joint fits' end windows of
+    :meth:`ldpkit.numeric.AutoDistribution.estimate`.
 
     A frozen bucket keeps its value and receives nothing: the passes act on a copy of theta
     in which every frozen bucket holds the value of the nearest free bucket on its left (the
@@ -98,9 +103,11 @@ def _window_smooth(theta, frozen, passes, weight, smooth, tmp):  # pragma: no co
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _smooth_step(theta, atom, masked, passes, weight, smooth, tmp):  # pragma: no cover - jit
-    """The smoothing after an EM update: ``masked`` 0 plain (:func:`_smooth`), 1 end atoms
-    (:func:`_masked_smooth` on ``atom``), 2 end windows (:func:`_window_smooth` with
-    ``atom`` the frozen buckets)."""
+    """Apply the smoothing after an EM update.
+
+    ``masked`` 0 plain (:func:`_smooth`), 1 end atoms (:func:`_masked_smooth` on ``atom``),
+    2 end windows (:func:`_window_smooth` with ``atom`` the frozen buckets).
+    """
     if masked == 2:
         _window_smooth(theta, atom, passes, weight, smooth, tmp)
     elif masked == 1:
@@ -115,10 +122,12 @@ _EPS = 2.220446049250313e-16
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
-    """Third-order Taylor estimate of ``sum_j n_j log(mt_j / old_j)`` and what bounds its
-    error: returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2)
-    with ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
-    vectorizes."""
+    """Estimate ``sum_j n_j log(mt_j / old_j)`` to third order, with a bound on its error.
+
+    Returns (estimate, sum n u^4, sum n |u|, number of observed rows with |u| > 1/2) with
+    ``u = mt / old - 1``. No logarithm, and counts and sums only (no max): the loop
+    vectorizes.
+    """
     a = 0.0
     q = 0.0
     s1 = 0.0
@@ -138,9 +147,10 @@ def _change(nk, mt, old):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _settled(nk, total, mt, old, tol, s_old):  # pragma: no cover - jit
-    """Whether ``|ll(mt) - ll(old)| >= tol`` is certain without computing either
-    log-likelihood ``ll(x) = sum_j n_j log x_j`` (``total = sum_j n_j``); returns (certain, bound on sum_j n_j
-    |log mt_j|).
+    """Tell whether ``|ll(mt) - ll(old)| >= tol`` is certain without either log-likelihood.
+
+    ``ll(x) = sum_j n_j log x_j`` (``total = sum_j n_j``); returns (certain, bound on
+    sum_j n_j |log mt_j|).
 
     The change is ``sum_j n_j log(1 + u_j)``, ``u = mt / old - 1``. For ``|u| <= 1/2`` the
     series ``u - u^2/2 + u^3/3`` leaves at most ``u^4 / (4 (1 - |u|)) <= u^4 / 2``; the
@@ -169,8 +179,10 @@ def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
-    """:func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass over the
-    rows: returns (shared, estimate, sum n u^4, sum n |u|, rows far)."""
+    """Do :func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass.
+
+    Returns (shared, estimate, sum n u^4, sum n |u|, rows far).
+    """
     shared = 0.0
     a = 0.0
     q = 0.0
@@ -293,8 +305,11 @@ def _smoothed_box_loop(
     max_iter,
     tiny,
 ):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
-    """:func:`_smoothed_em_loop` with the box-band products (:func:`ldpkit.numeric.em._box_rows`,
-    kernels shared with the EM/EMS loop); same iterations, same stop."""
+    """Run :func:`_smoothed_em_loop` with the box-band products.
+
+    The products are :func:`ldpkit.numeric.em._box_rows`, kernels shared with the EM/EMS
+    loop; same iterations, same stop.
+    """
     rows, d = base.size, theta.size
     mt = np.empty(rows)
     old = np.empty(rows)
@@ -394,10 +409,13 @@ def _smoothed_box_loop(
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
-    """``mass[j] = a_v``, the mass of every HH node: the deepest level (rows ``leaf`` on)
-    is theta itself (0 on padding), every coarser node the sum of its B children (the rows
-    ``leaf`` - 1 down to 0, children before parents: levels are stored coarsest first and a
-    node's children are consecutive rows of the next level)."""
+    """Compute ``mass[j] = a_v``, the mass of every HH node.
+
+    The deepest level (rows ``leaf`` on) is theta itself (0 on padding), every coarser node
+    the sum of its B children (the rows ``leaf`` - 1 down to 0, children before parents:
+    levels are stored coarsest first and a node's children are consecutive rows of the next
+    level).
+    """
     d = theta.size
     hrows = mass.size
     for i in range(d):
@@ -421,9 +439,11 @@ def _hh_masses(theta, leaf, branching, mass):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_ratios_change(hk, mass, row_q, row_gain, hmt, hold, hratio, tiny):  # pragma: no cover
-    """From the node masses: ``hmt = max(q_k + (p_k - q_k) a_v, tiny)``, ``hratio = hk /
-    hmt``, and :func:`_change`'s sums of ``hk`` between ``hold`` and ``hmt``, in one pass
-    over the HH rows."""
+    """Compute the HH rows' ratios and change sums from the node masses.
+
+    ``hmt = max(q_k + (p_k - q_k) a_v, tiny)``, ``hratio = hk / hmt``, and :func:`_change`'s
+    sums of ``hk`` between ``hold`` and ``hmt``, in one pass over the HH rows.
+    """
     a = 0.0
     q4 = 0.0
     s1 = 0.0
@@ -457,11 +477,13 @@ def _hh_first(hk, mass, row_q, row_gain, hmt, hratio, tiny):  # pragma: no cover
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
-    """``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``; at the deepest
-    level (bucket i) this is the HH levels' share of the E-step, ``sum_k (p_k - q_k)
-    ratio[node_k(i)]``: the expected number of *signal* hits of i's nodes per unit of
-    theta_i. One pass down the tree (a node's sum is its parent's plus its own term;
-    ``acc`` has one more slot, 0, the parent of level 1), O(nodes) instead of O(levels d).
+    """Compute ``acc[j] = sum over j and its ancestors a of (p_a - q_a) ratio[a]``.
+
+    At the deepest level (bucket i) this is the HH levels' share of the E-step,
+    ``sum_k (p_k - q_k) ratio[node_k(i)]``: the expected number of *signal* hits of i's
+    nodes per unit of theta_i. One pass down the tree (a node's sum is its parent's plus its
+    own term; ``acc`` has one more slot, 0, the parent of level 1), O(nodes) instead of
+    O(levels d).
 
     A node's support count is background hits (rate q_k, whatever the value) plus signal
     hits (rate p_k - q_k from the node's own users); the complete data of this EM are the
@@ -470,7 +492,8 @@ def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
     the background to theta too (the full channel ``q_k + (p_k - q_k) [v = node(i)]``)
     would add the same term to every bucket and slow EM down by about the hits per report
     over ``p_k - q_k`` (hundreds for OLH at 1024 nodes; measured: no convergence in 1000
-    iterations)."""
+    iterations).
+    """
     hrows = ratio.size
     acc[hrows] = 0.0
     for j in range(hrows):
@@ -479,8 +502,10 @@ def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no cover - jit
-    """``grad = M^T ratio`` on the band (:func:`ldpkit.numeric._em_kernels._em_step`'s
-    gather, without its update of theta)."""
+    """Compute ``grad = M^T ratio`` on the band.
+
+    :func:`ldpkit.numeric._em_kernels._em_step`'s gather, without its update of theta.
+    """
     shared = 0.0
     for j in range(base.size):
         shared += base[j] * ratio[j]
@@ -498,9 +523,12 @@ def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no
 def _hybrid_finish(
     theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp
 ):  # pragma: no cover
-    """``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH
-    gather of :func:`_hh_grad`), normalize, smooth. Without HH rows (``acc`` of size 1:
-    Square Wave alone) the first step is skipped: the SW E + M step, then the smoothing."""
+    """Finish a joint update: add the HH gather, normalize, smooth.
+
+    ``theta += th0 * acc[leaf:]`` (theta holding th0 times the SW gather, acc the HH gather
+    of :func:`_hh_grad`). Without HH rows (``acc`` of size 1: Square Wave alone) the first
+    step is skipped: the SW E + M step, then the smoothing.
+    """
     total = 0.0
     if acc.size > 1:
         for i in range(theta.size):
@@ -551,11 +579,14 @@ def _hybrid_loop(
     max_iter,
     tiny,
 ):  # pragma: no cover - jit (tested against a numpy reference in the tests)
-    """Joint EM with smoothing over SW output counts ``nk`` and HH node rows ``hk`` (weighted
-    support counts; per-row constants as in the section's comment, ``leaf``: the first row
+    """Run joint EM with smoothing over SW output counts and HH node rows, in place.
+
+    ``nk`` are the SW counts, ``hk`` the HH node rows (weighted support counts; per-row
+    constants as in the section's comment, ``leaf``: the first row
     of the deepest level), in place on theta; the SW products on the box band when
     ``use_box``, else on the band. Stops when the joint log-likelihood changes by less than
-    tol. Returns (iterations, converged, final log-likelihood)."""
+    tol. Returns (iterations, converged, final log-likelihood).
+    """
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     old = np.empty(rows)
@@ -641,11 +672,13 @@ def _hybrid_map(
     nk, hk, row_q, row_gain, parent, leaf, branching, src, dst, atom, masked, passes, weight,
     tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
 ):  # fmt: skip  # pragma: no cover - jit
-    """One update of :func:`_hybrid_loop` from ``src`` into ``dst``; returns the joint
-    log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one update of
-    :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone; same
-    products, to rounding: the normalization comes after the gather instead of inside
-    it)."""
+    """Do one update of :func:`_hybrid_loop` from ``src`` into ``dst``.
+
+    Returns the joint log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one
+    update of :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone;
+    same products, to rounding: the normalization comes after the gather instead of inside
+    it).
+    """
     d, hrows = src.size, hk.size
     if use_box:
         _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
@@ -685,8 +718,10 @@ def _hybrid_squarem(
     nk, hk, row_q, row_gain, parent, leaf, branching, theta, atom, masked, passes, weight,
     tol, max_iter, tiny,
 ):  # fmt: skip  # pragma: no cover - jit (tested against _hybrid_loop in the tests)
-    """:func:`_hybrid_loop` accelerated by SQUAREM (Varadhan and Roland 2008, scheme S3 with
-    the step length bounded by -1 and a monotonicity safeguard), in place on theta.
+    """Run :func:`_hybrid_loop` accelerated by SQUAREM, in place on theta.
+
+    SQUAREM: Varadhan and Roland 2008, scheme S3 with the step length bounded by -1 and a
+    monotonicity safeguard.
 
     A cycle takes two updates F from theta_0 (r = F(theta_0) - theta_0, v = F(F(theta_0))
     - 2 F(theta_0) + theta_0), steps to ``theta_0 - 2 alpha r + alpha^2 v`` with alpha =
@@ -699,7 +734,8 @@ def _hybrid_squarem(
     limit); or once fewer than the 4 updates of a cycle are left of ``max_iter``, with
     F(theta_0). Returns (updates, converged, the log-likelihood of theta_0: the caller's
     fits ignore it). With no HH rows (``hk`` empty) it accelerates Square Wave alone
-    (:meth:`ldpkit.numeric.auto._Fitter.fit`'s final smoothed fits)."""
+    (:meth:`ldpkit.numeric.auto._Fitter.fit`'s final smoothed fits).
+    """
     rows, d, hrows = base.size, theta.size, hk.size
     mt = np.empty(rows)
     ratio = np.empty(rows)

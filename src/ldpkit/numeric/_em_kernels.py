@@ -31,9 +31,11 @@ def _band_matvec(base, data, offsets, starts, lengths, theta, out):  # pragma: n
 def _em_step(
     base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta
 ):  # pragma: no cover - jit
-    """One E + M step in place on theta, from ``mt = M theta`` (SW20 section 5.2):
+    """Do one E + M step in place on theta, from ``mt = M theta`` (SW20 section 5.2).
+
     ``theta_i <- theta_i sum_j n_j M[j, i] / (M theta)_j``, then normalized. Shared by the
-    EM/EMS loop and AutoDistribution's smoothed loop."""
+    EM/EMS loop and AutoDistribution's smoothed loop.
+    """
     rows, d = base.size, theta.size
     shared = 0.0
     for j in range(rows):
@@ -73,11 +75,14 @@ def _pass(src, dst, weight):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _smooth(theta, tmp, passes, weight):  # pragma: no cover - jit
-    """``passes`` times ``theta <- (1 - weight) theta + weight S(theta)``, then renormalized,
-    in place; S is EMS's kernel (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary
+    """Smooth theta ``passes`` times, then renormalize, in place.
+
+    Each pass is ``theta <- (1 - weight) theta + weight S(theta)``; S is EMS's kernel
+    (:func:`ldpkit.numeric.em.smooth`: (1, 2, 1) / 4, boundary
     rows (2, 1) / 3). ``passes = 1, weight = 1`` is SW20's EMS step (section 5.5). The
     passes are linear, so one normalization at the end gives what normalizing after every
-    pass gives (to rounding), in one sum instead of ``passes``."""
+    pass gives (to rounding), in one sum instead of ``passes``.
+    """
     d = theta.size
     if d < 2 or passes == 0:
         return
@@ -132,9 +137,12 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _scan(x, out):  # pragma: no cover - jit
-    """``out[i] = x[0] + ... + x[i - 1]`` (``out[0] = 0``). Four quarters are summed as
-    independent chains, then offset: a single running sum waits on every add's latency,
-    four interleaved ones take half the time (measured at 1024 entries)."""
+    """Compute ``out[i] = x[0] + ... + x[i - 1]`` (``out[0] = 0``).
+
+    Four quarters are summed as independent chains, then offset: a single running sum waits
+    on every add's latency, four interleaved ones take half the time (measured at 1024
+    entries).
+    """
     n = x.size
     q = n // 4
     out[0] = 0.0
@@ -180,8 +188,11 @@ def _box_matvec(
     prefix,
     out,
 ):  # pragma: no cover - jit
-    """``out = M theta``: per row ``base total + plateau (prefix[pe] - prefix[ps])``, then
-    the edge entries, each row's in the order of the row (slots, then spill)."""
+    """Compute ``out = M theta``.
+
+    Per row ``base total + plateau (prefix[pe] - prefix[ps])``, then the edge entries, each
+    row's in the order of the row (slots, then spill).
+    """
     _scan(theta, prefix)
     total = prefix[theta.size]
     for j in range(base.size):
@@ -197,9 +208,11 @@ def _box_matvec(
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
-    """One pass over the rows after ``mt = M theta``: floor ``mt`` at tiny (the
-    log-likelihood's floor), ``ratio = n / mt`` for the next E-step; returns
-    ``sum_j base_j ratio_j`` (the E-step's share of the constant part)."""
+    """Compute the ratios in one pass over the rows after ``mt = M theta``.
+
+    Floor ``mt`` at tiny (the log-likelihood's floor), ``ratio = n / mt`` for the next
+    E-step; returns ``sum_j base_j ratio_j`` (the E-step's share of the constant part).
+    """
     shared = 0.0
     for j in range(nk.size):
         m = max(mt[j], tiny)
@@ -228,13 +241,14 @@ def _box_em_step(
     theta,
     normalize,
 ):  # pragma: no cover - jit
-    """:func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared`` (see
-    :func:`_ratios`). The plateaus' share of ``M^T ratio`` at input bucket i is a
+    """Do :func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared``.
+
+    See :func:`_ratios`. The plateaus' share of ``M^T ratio`` at input bucket i is a
     difference of prefix sums (``run``, rows + 1 entries, of ``plat = plateau ratio``) over
-    the rows covering i: a gather, no scatter; the edges' share by slots
-    (a gather) and spill list.
-    ``normalize=False`` leaves theta unnormalized for a smoothing step that normalizes
-    anyway (its passes are linear)."""
+    the rows covering i: a gather, no scatter; the edges' share by slots (a gather) and
+    spill list. ``normalize=False`` leaves theta unnormalized for a smoothing step that
+    normalizes anyway (its passes are linear).
+    """
     d = theta.size
     for j in range(ratio.size):
         plat[j] = plateau[j] * ratio[j]

@@ -71,8 +71,10 @@ def oracle_supported(oracle: Any) -> bool:
 
 
 def _ci_coefficients(variances: np.ndarray, branching: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per level k < h: z[k] = a_k x[k] + b_k S z[k+1] (the bottom-up pass of
-    :func:`~ldpkit.numeric.hierarchy.constrained_inference`)."""
+    """Return per level k < h the coefficients of z[k] = a_k x[k] + b_k S z[k+1].
+
+    The bottom-up pass of :func:`~ldpkit.numeric.hierarchy.constrained_inference`.
+    """
     h = variances.size - 1
     prec = np.where(np.isinf(variances), 0.0, 1.0 / variances)
     a, b = np.zeros(h), np.zeros(h)
@@ -129,7 +131,7 @@ def oracles_reason(oracles: Any) -> str | None:
 
 
 def _centered(w: Any) -> np.ndarray:
-    """The weights the raw leaves see: ``w - mean(w)``.
+    """Return the weights the raw leaves see: ``w - mean(w)``.
 
     The estimate is ``m + (1 - sum m) / B`` for the raw leaves m
     (:meth:`Distribution.from_estimate`).

@@ -37,7 +37,7 @@ def _histograms(
 
     Bit counts (8 int64 per byte column) rather than histograms of the 256 byte values:
     those were 2 KiB per byte column, 512 MiB at max_level 20, and took seconds to
-    allocate and sum even for a few rows (issue 27).
+    allocate and sum even for a few rows.
 
     Validates every row on the way: negative bits only where the support has bits, the
     support holds exactly ``sizes[level]`` bits, and every bit past the level's ``2^level``
@@ -86,8 +86,9 @@ def level_bit_counts(
     sizes: np.ndarray,
     total_cols: int,
 ) -> tuple[np.ndarray | None, np.ndarray, int, int]:
-    """Set-bit counts of the support and negative bitmaps, per level and bit column
-    (``8 * total_cols`` each, big-endian within a byte as ``np.packbits``).
+    """Count the set bits of the support and negative bitmaps, per level and bit column.
+
+    ``8 * total_cols`` each, big-endian within a byte as ``np.packbits``.
 
     Rows are split into blocks run on a few threads (integer counts: the result does not
     depend on the split). Returns ``(bits_support or None, bits_negative, error, row)``.

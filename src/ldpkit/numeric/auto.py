@@ -1,5 +1,7 @@
-"""A numerical distribution whose smoothing adapts to the data: Square Wave reports, EM with
-smoothing strengths weighted by the held-out likelihood of the reports themselves.
+"""A numerical distribution whose smoothing adapts to the data.
+
+Square Wave reports, EM with smoothing strengths weighted by the held-out likelihood of the
+reports themselves.
 
 SW + EMS (SW20) is the best estimator we measured on smooth data, but its fixed smoothing
 smears point masses; plain EM keeps them but over-fits smooth data. Which one a data set
@@ -13,7 +15,7 @@ the held-out reports favour them clearly, and so does plain EM stopped early (co
 for 10 to 300 iterations from the best smoothed fit), which keeps heaps that smoothing
 smears without following the noise as far as EM run to its stop. From eps 3.5 on, a clear
 interior peak of the result (a point mass that every fit splits between neighbouring
-buckets) goes whole into one bucket (issue 33, ``interior_atoms``). Choosing uses only the aggregated reports, so it
+buckets) goes whole into one bucket (``interior_atoms``). Choosing uses only the aggregated reports, so it
 costs no privacy (post-processing of an eps-LDP output).
 """
 
@@ -90,22 +92,22 @@ _END_Z = 3.0
 #: (n = 1e6, eps 2: 1.66x the best competitor against 2.69x with end atoms).
 _END_RESOLVED = 0.9
 
-#: Interior point masses (issue 33; ``estimate(interior_atoms=True)``, :func:`_snap_atoms`):
+#: Interior point masses (``estimate(interior_atoms=True)``, :func:`_snap_atoms`):
 #: plain EM continued for _ATOM_SHARP_ITER iterations from the final estimate is the sharp
 #: fit; a bucket of it holding more than _ATOM_RATIO times the median of its +-_ATOM_HALF
 #: neighbours and more than _ATOM_EXCESS / d above it marks a point mass; its run (it and
 #: the neighbours downhill from it still above _ATOM_RATIO times the median) gives the
 #: estimate's excess over that median to the bucket of the run's centroid. From eps
-#: _ATOM_MIN_EPS on only. Chosen on issue 33's tuning set (benchmarks/auto_distribution.py
+#: _ATOM_MIN_EPS on only. Chosen on a tuning set (benchmarks/auto_distribution.py
 #: --heldout: the five WAV25 data sets and 13 point-mass mixtures, n = 1e5, 2 runs; KS on
 #: the 1024-point grid over the best competitor's): at eps 4, excess 32 / d changed 6 of 18
-#: cells, 5 for the better (the issue's mixture 8.50 -> 0.72, others 2.20 -> 1.58, 3.80 ->
+#: cells, 5 for the better (the motivating mixture 8.50 -> 0.72, others 2.20 -> 1.58, 3.80 ->
 #: 3.16, 4.17 -> 2.57, 3.51 -> 1.81; one 4.70 -> 4.73); 16 / d lost on 8 cells (mixtures
-#: 2.01 -> 3.81, 2.66 -> 4.04, ...), 64 / d helped only the issue's mixture. At eps 3 the same
+#: 2.01 -> 3.81, 2.66 -> 4.04, ...), 64 / d helped only the motivating mixture. At eps 3 the same
 #: rule changed 6 cells, 4 for the worse (4.44 -> 7.03, 3.69 -> 4.52), and at eps 2 every
-#: threshold lost (the issue's mixture 3.93 -> 6.06: there the fits spread an atom over 3-5
+#: threshold lost (the motivating mixture 3.93 -> 6.06: there the fits spread an atom over 3-5
 #: buckets, lopsidedly, and the centroid misses its bucket), hence 3.5. Without the downhill
-#: rule two atoms 3 buckets apart formed one run placed between them (issue 33's first test
+#: rule two atoms 3 buckets apart formed one run placed between them (first test
 #: readout: a mixture's KS at eps 4 went 2.81 -> 11.63).
 _ATOM_RATIO = 3.0
 _ATOM_HALF = 8
@@ -116,7 +118,7 @@ _ATOM_SHARP_ITER = 1000
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
 
-#: End windows of the joint fits (issue 17, helper edge17): with HH reports in the fit and
+#: End windows of the joint fits: with HH reports in the fit and
 #: eps < :data:`_END_WINDOW_MAX_EPS`, the first and last ``round(_END_WINDOW * d)`` buckets
 #: (16 of 1024) are left out of every smoothing pass without atoms (they keep their value and
 #: receive nothing; the smoothed interior sees a flat continuation at the window's edge), so
@@ -140,8 +142,8 @@ _TINY = 1e-300
 _END_WINDOW = 1 / 64
 _END_WINDOW_MAX_EPS = 3.0
 
-#: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only
-#: (issue 17, helper sel17): holding out both folds in turn halves the noise of the held-out
+#: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only:
+#: holding out both folds in turn halves the noise of the held-out
 #: scores. Measured (20-run grid, seeds 0 and 1, eps 1.5-4, against one held-out fold): 55 ->
 #: 56 of 60 cells within 10 % on both seeds, no cell worse by 0.03 or more; flights KS eps
 #: 2.5 1.13 -> 0.99 and 1.22 -> 1.10, salaries KS eps 2 0.96 -> 0.89 and 1.01 -> 0.97,
@@ -181,8 +183,10 @@ HH_MIN_EPSILON = 1.5
 
 
 def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
-    """Share r of the users who send a hierarchical-histogram report (the rest send Square
-    Wave), for ``hh_share=None``: 0.25 from eps = 1.5 on, else 0 (Square Wave alone).
+    """Return the share r of users who send a hierarchical-histogram report.
+
+    The rest send Square Wave. For ``hh_share=None``: 0.25 from eps = 1.5 on, else 0
+    (Square Wave alone).
 
     Measured with benchmarks/auto_distribution.py (the 80 WAV25 cells: Beta(5, 2),
     flights, salaries, weeks worked, earnings at n = 26k-329k, eps 0.5-4; 20 runs per cell
@@ -226,17 +230,18 @@ HH_MAX_NODES = 256
 
 
 def hh_top_level(height: int, branching: int = HH_BRANCHING) -> int:
-    """The finest level an HH user of the hybrid reports at: the finest of the tree's
-    ``height`` levels with at most :data:`HH_MAX_NODES` (256) nodes (at least level 1).
-    Her level is uniform over 1..h with the shares of the finer levels moved to that one:
-    at d = 1024 (h = 5, the default from n = 2^15) levels 1-3 get 1/5 each, level 4 (256
-    nodes) 2/5, level 5 none; at d <= 256 the levels stay uniform.
+    """Return the finest level an HH user of the hybrid reports at.
+
+    The finest of the tree's ``height`` levels with at most :data:`HH_MAX_NODES` (256) nodes
+    (at least level 1). Her level is uniform over 1..h with the shares of the finer levels
+    moved to that one: at d = 1024 (h = 5, the default from n = 2^15) levels 1-3 get 1/5
+    each, level 4 (256 nodes) 2/5, level 5 none; at d <= 256 the levels stay uniform.
 
     At d = 1024, level 5's nodes are single buckets of average mass 1/1024. Its oracle is
     OLH (for eps < 5.8), whose variance per node does not depend on the number of nodes
     (FO17 eq. 3): a report there tells its parent's mass (the sum of B children) with B
     times the variance of a report at level 4, and the bucket-scale detail it adds the
-    smoothing and the Square Wave reports fit anyway. Measured (issue 17; 20 runs per cell
+    smoothing and the Square Wave reports fit anyway. Measured (20 runs per cell
     and seed, seeds 0 and 1, the same branch coins and Square Wave reports; error with the
     levels (1, 1, 1, 2, 0)/5 over that with uniform levels): salaries KS 0.88-0.93 at eps
     2-3 (0.99-1.03 at 1.5 and 3.5), flights KS 0.90-0.97 at eps 1.5-4, Beta(5, 2) W1
@@ -315,8 +320,8 @@ class AutoInfo:
         The budget of the highest-scoring candidate when that is a budget candidate (then
         ``strength`` is 0.0), else None.
     atoms : int
-        Interior point masses the estimate moved into one bucket each (issue 33,
-        ``estimate(interior_atoms=True)``; 0 when none was found or the rule is off).
+        Interior point masses the estimate moved into one bucket each
+        (``estimate(interior_atoms=True)``; 0 when none was found or the rule is off).
     """
 
     strengths: tuple[float, ...]
@@ -374,8 +379,10 @@ def _prepared(matrix: np.ndarray) -> tuple[Any, Any]:
 
 
 class _Fitter:
-    """EM with smoothing on one output histogram; the banded matrix is built once. The
-    final smoothed fits are accelerated (``fit(accelerate=True)``)."""
+    """EM with smoothing on one output histogram; the banded matrix is built once.
+
+    The final smoothed fits are accelerated (``fit(accelerate=True)``).
+    """
 
     def __init__(self, matrix: np.ndarray, counts: np.ndarray) -> None:
         # Every output row is kept: an unobserved one (count 0) adds exactly 0 to the E-step
@@ -394,8 +401,10 @@ class _Fitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """EM with ``strength`` smoothing from ``init`` (uniform if None); ``atoms``: a
-        boolean mask of buckets whose own mass the smoothing leaves alone (point masses).
+        """Run EM with ``strength`` smoothing from ``init`` (uniform if None).
+
+        ``atoms``: a boolean mask of buckets whose own mass the smoothing leaves alone
+        (point masses).
 
         ``accelerate`` (the final fits on all reports): a smoothed fit (strength > 0, no
         atoms) run to its stop (tol > 0) uses SQUAREM (Varadhan and Roland 2008,
@@ -408,7 +417,8 @@ class _Fitter:
         EM resolve the ends: weeks worked's KS at eps 0.5 went from 0.81 to 2.2 of the
         best competitor's). The end-atom fits' slow atom mass and the fold fits' 1000
         iteration cap (alike for every candidate) also keep plain EM: accelerated, they
-        changed the 20-run grid's choices (weeks worked eps 0.5 KS 0.81 -> 0.96)."""
+        changed the 20-run grid's choices (weeks worked eps 0.5 KS 0.81 -> 0.96).
+        """
         from ._auto_kernels import (  # numba, on first use
             _hybrid_squarem,
             _smoothed_box_loop,
@@ -445,8 +455,10 @@ class _Fitter:
         return theta, int(it)
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
-        """``M theta`` over every output bucket, with the fits' compiled products (a dense
-        BLAS product is slower, and far slower on a loaded machine)."""
+        """Return ``M theta`` over every output bucket, with the fits' compiled products.
+
+        A dense BLAS product is slower, and far slower on a loaded machine.
+        """
         from ._em_kernels import _band_matvec, _box_matvec  # numba, on first use
 
         b, x = self.band, self.box
@@ -522,8 +534,9 @@ def _hybrid_model(spec: AutoDistribution) -> _HybridModel:
 
 
 class _JointFitter:
-    """EM with smoothing over SW output counts and HH support counts on one theta
-    (:func:`ldpkit.numeric._auto_kernels._hybrid_loop`); the same interface as
+    """EM with smoothing over SW output counts and HH support counts on one theta.
+
+    Runs :func:`ldpkit.numeric._auto_kernels._hybrid_loop`; the same interface as
     :class:`_Fitter`, on weighted counts (SW rows first, then the HH nodes).
 
     Fits run to their stop (tol > 0) are accelerated by SQUAREM (Varadhan and Roland
@@ -563,10 +576,12 @@ class _JointFitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """Joint EM with ``strength`` smoothing from ``init`` (uniform if None); ``atoms``
-        as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated, whatever
-        ``accelerate`` says (see the class docstring: unaccelerated, the joint fits did not
-        reach their stop)."""
+        """Run joint EM with ``strength`` smoothing from ``init`` (uniform if None).
+
+        ``atoms`` as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated,
+        whatever ``accelerate`` says (see the class docstring: unaccelerated, the joint fits
+        did not reach their stop).
+        """
         from ._auto_kernels import _hybrid_loop, _hybrid_squarem  # numba, on first use
 
         theta, atom, masked, passes, weight = _fit_start(
@@ -585,8 +600,10 @@ class _JointFitter:
         return theta, it
 
     def predict(self, theta: np.ndarray) -> np.ndarray:
-        """The model probability of every row: ``M theta``, then ``q_k + (p_k - q_k) a_v``
-        for every HH node."""
+        """Return the model probability of every row.
+
+        ``M theta``, then ``q_k + (p_k - q_k) a_v`` for every HH node.
+        """
         md = self.model
         prefix = np.concatenate([[0.0], np.cumsum(theta)])
         parts = [self.sw.predict(theta)]
@@ -608,9 +625,12 @@ def _fit_start(
     atoms: np.ndarray | None,
     no_atoms: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, int, int, float]:
-    """What every smoothed fit starts from: theta (uniform if ``init`` is None), the atom
-    mask and whether it applies (1; 0 not), and the smoothing as ``passes`` binomial (1, 2, 1)/4 passes
-    of ``weight`` each (variance ``strength`` in squared buckets)."""
+    """Return what every smoothed fit starts from.
+
+    Theta (uniform if ``init`` is None), the atom mask and whether it applies (1; 0 not),
+    and the smoothing as ``passes`` binomial (1, 2, 1)/4 passes of ``weight`` each (variance
+    ``strength`` in squared buckets).
+    """
     passes = math.ceil(2.0 * strength) if strength > 0 else 0
     weight = 2.0 * strength / passes if passes else 0.0
     theta = np.full(d, 1.0 / d) if init is None else init / init.sum()
@@ -635,8 +655,11 @@ def _joint_fit(
     tol: float,
     max_iter: int,
 ) -> int:
-    """Run a joint kernel (``_hybrid_loop`` or ``_hybrid_squarem``) on ``sw``'s Square Wave
-    band and box and the given HH rows, updating ``theta`` in place; the update count."""
+    """Run a joint kernel (``_hybrid_loop`` or ``_hybrid_squarem``), updating ``theta``.
+
+    On ``sw``'s Square Wave band and box and the given HH rows, in place; returns the update
+    count.
+    """
     b, x = sw.band, sw.box
     box = x if x is not None else _empty_box()
     it, _, _ = loop(
@@ -653,8 +676,11 @@ def _joint_fit(
 
 @functools.lru_cache(maxsize=1)
 def _no_hh() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Empty HH rows for the joint kernels on Square Wave alone: the counts, the per-row
-    constants and the parents, with the joint model's flags (one compiled kernel)."""
+    """Return empty HH rows for the joint kernels on Square Wave alone.
+
+    The counts, the per-row constants and the parents, with the joint model's flags (one
+    compiled kernel).
+    """
     consts, parent = np.zeros(0), np.zeros(0, dtype=np.int64)
     consts.flags.writeable = parent.flags.writeable = False
     return np.zeros(0), consts, parent
@@ -677,7 +703,7 @@ def _empty_box() -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _tree_of(spec: AutoDistribution) -> HierarchicalHistogram:
-    """The hybrid's tree, built (and its level oracles validated) once per spec."""
+    """Return the hybrid's tree, built (and its level oracles validated) once per spec."""
     assert spec.buckets is not None
     return HierarchicalHistogram(
         epsilon=spec.epsilon,
@@ -742,7 +768,7 @@ class AutoDistribution(Mechanism):
     i.i.d. sample of the report distribution, exactly as if each report had been assigned
     to a fold by a coin (the split every cross-validation makes).
 
-    Hybrid design (``hh_share = r > 0``, issue 17). Each user draws HH with probability r,
+    Hybrid design (``hh_share = r > 0``). Each user draws HH with probability r,
     independently of her value, and sends ONE report with the full epsilon: a Square Wave
     report (SW20 section 5) or a hierarchical-histogram report (:attr:`tree`: B = 4 over the
     same d buckets, a uniformly drawn level k and her node's report through that level's
@@ -843,32 +869,39 @@ class AutoDistribution(Mechanism):
 
     @property
     def tree(self) -> HierarchicalHistogram:
-        """The :class:`HierarchicalHistogram` whose reports the HH users send (B = 4, the
-        same ``buckets`` equal buckets of [low, high] as the wave's; each level's oracle by
-        SW20's rule, GRR or OLH)."""
+        """The :class:`HierarchicalHistogram` whose reports the HH users send.
+
+        B = 4, the same ``buckets`` equal buckets of [low, high] as the wave's; each level's
+        oracle by SW20's rule, GRR or OLH.
+        """
         return _tree_of(self)
 
     def hh_level_shares(self) -> np.ndarray:
-        """``P[level k | HH report]`` for k = 1..h (the tree's levels): 1/h each, with the
-        shares of the levels above 256 nodes moved to the finest below (:func:`hh_top_level`)."""
+        """Return ``P[level k | HH report]`` for k = 1..h (the tree's levels).
+
+        1/h each, with the shares of the levels above 256 nodes moved to the finest below
+        (:func:`hh_top_level`).
+        """
         h = self.tree.height
         shares = np.zeros(h)
         np.add.at(shares, np.minimum(np.arange(1, h + 1), hh_top_level(h)) - 1, 1.0 / h)
         return shares
 
     def _tree_fields(self) -> tuple[str, ...]:
-        """The HH report fields besides ``levels`` (``values`` sent as ``items``)."""
+        """Return the HH report fields besides ``levels`` (``values`` sent as ``items``)."""
         return _tree_fields_of(self)
 
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated values (the Square Wave's check)."""
         return self.wave.check_values(values)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """SquareWave reports (:meth:`SquareWave.randomize`), labelled with this spec; with
-        ``hh_share = r > 0`` each user first draws, independently of her value, HH with
-        probability r and then sends ONE report with the full epsilon: a Square Wave
-        report, or a :class:`HierarchicalHistogram` report (her level and her node's oracle
-        report at that level).
+        """Randomize by Square Wave (:meth:`SquareWave.randomize`), labelled with this spec.
+
+        With ``hh_share = r > 0`` each user first draws, independently of her value, HH with
+        probability r and then sends ONE report with the full epsilon: a Square Wave report,
+        or a :class:`HierarchicalHistogram` report (her level and her node's oracle report
+        at that level).
 
         Fields with ``r > 0``: ``levels`` (0 for a Square Wave report, else the HH level
         1..h), ``values`` (the Square Wave report; 0 for HH users), ``items`` (the HH
@@ -906,10 +939,12 @@ class AutoDistribution(Mechanism):
         return Reports(self, **fields)
 
     def aggregate(self, reports: Reports) -> Stats:
-        """Histogram of the Square Wave reports over the output buckets (``Stats.counts``);
-        with ``hh_share > 0`` also the HH support counts of every node, levels 1..h
-        concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and
-        the users per branch (``Stats.level_n``: SW users, then HH users per level)."""
+        """Count the Square Wave reports per output bucket (``Stats.counts``).
+
+        With ``hh_share > 0`` also the HH support counts of every node, levels 1..h
+        concatenated (``Stats.hh_counts``, :meth:`HierarchicalHistogram.aggregate`), and the
+        users per branch (``Stats.level_n``: SW users, then HH users per level).
+        """
         reports = self.check_reports(reports)
         wave = self.wave
         if not self.hybrid:
@@ -946,9 +981,12 @@ class AutoDistribution(Mechanism):
         )
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The wave's: histogram ``counts`` of the output buckets; with ``hh_share > 0``
-        those of the SW users only, plus ``hh_counts`` (the tree's support counts) and
-        ``level_n`` (SW users, then HH users per level; sum n)."""
+        """Return the Stats fields of the Square Wave (and HH) reports.
+
+        Histogram ``counts`` of the output buckets; with ``hh_share > 0`` those of the SW
+        users only, plus ``hh_counts`` (the tree's support counts) and ``level_n`` (SW
+        users, then HH users per level; sum n).
+        """
         if not self.hybrid:
             return self.wave.stats_schema()
         tree = self.tree
@@ -959,6 +997,7 @@ class AutoDistribution(Mechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         if not self.hybrid:
             return Stats(self, 0, **self.wave.empty_stats().arrays)
         tree = self.tree
@@ -977,15 +1016,20 @@ class AutoDistribution(Mechanism):
         return bootstrap(stats, theta, **options)
 
     def bucket_matrix(self) -> np.ndarray:
-        """``P[output bucket | input uniform in input bucket]``, inputs x outputs (rows sum
-        to 1): the Square Wave's bucketized channel that the estimate inverts (that of the
-        SW branch when ``hh_share > 0``)."""
+        """Return ``P[output bucket | input uniform in input bucket]`` (rows sum to 1).
+
+        The Square Wave's bucketized channel that the estimate inverts (that of the SW
+        branch when ``hh_share > 0``).
+        """
         return np.asarray(self.wave.bucket_matrix())
 
     def privacy_loss(self) -> float:
-        """Epsilon of the reports: the Square Wave's (:meth:`SquareWave.privacy_loss`); with
-        ``hh_share > 0`` the larger of it and the tree's (the branch is drawn independently
-        of the value, so each output's probability ratio is one branch's ratio)."""
+        """Return the exact epsilon of the reports.
+
+        The Square Wave's (:meth:`SquareWave.privacy_loss`); with ``hh_share > 0`` the
+        larger of it and the tree's (the branch is drawn independently of the value, so each
+        output's probability ratio is one branch's ratio).
+        """
         loss = self.wave.privacy_loss()
         return max(loss, self.tree.privacy_loss()) if self.hybrid else loss
 
@@ -994,13 +1038,17 @@ class AutoDistribution(Mechanism):
         return self.wave.bucketized_privacy_loss()
 
     def _outputs_by_inputs(self) -> np.ndarray:
-        """``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation; read-only,
-        cached per spec)."""
+        """Return ``M[j, i] = P[output bucket j | input bucket i]`` (the EM orientation).
+
+        Read-only, cached per spec.
+        """
         return _em_matrix(self)
 
     def _model(self, stats: Stats) -> tuple[np.ndarray, np.ndarray, Any]:
-        """The estimate's model: integer counts of every row (SW output buckets, then the
-        HH nodes), each row's weight, and a factory of fitters on weighted counts.
+        """Return the estimate's model.
+
+        Integer counts of every row (SW output buckets, then the HH nodes), each row's
+        weight, and a factory of fitters on weighted counts.
 
         An HH row is a node v of level k; its count is v's support count C_v (reports of
         level k whose support holds v) and its model probability ``q_k + (p_k - q_k) a_v``
@@ -1036,8 +1084,7 @@ class AutoDistribution(Mechanism):
         max_iter: int = 10_000,
         return_info: bool = False,
     ) -> Any:
-        """Histogram of the inputs on ``buckets`` buckets, smoothed as much as the reports
-        support.
+        """Estimate the histogram of the inputs, smoothed as much as the reports support.
 
         Parameters
         ----------
@@ -1077,7 +1124,7 @@ class AutoDistribution(Mechanism):
         interior_atoms : bool
             True (default): from eps 3.5 on, move each clear peak of the estimate (a point
             mass that the fits split between neighbouring buckets) whole into the bucket of
-            its centroid (issue 33; see :func:`_snap_atoms` and ``_ATOM_EXCESS``). No
+            its centroid (see :func:`_snap_atoms` and ``_ATOM_EXCESS``). No
             effect below eps 3.5 or without such a peak.
         max_iter : int
             Iteration cap of every EM run.
@@ -1130,7 +1177,7 @@ class AutoDistribution(Mechanism):
         5. Interior atoms (``interior_atoms=True``, eps >= 3.5): plain EM continued for 1000
            iterations from the result marks the peaks (above 3 times their neighbourhood's
            median and 32 / d above it); each peak's excess in the result goes to the bucket
-           of its centroid. Chosen on issue 33's tuning set, not by the held-out likelihood,
+           of its centroid. Chosen on a tuning set of data sets and mixtures, not by the held-out likelihood,
            which prefers the split (its model is uniform within a bucket).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
@@ -1319,8 +1366,10 @@ class AutoDistribution(Mechanism):
         def final(
             w: np.ndarray, w_bud: np.ndarray, w_end: np.ndarray
         ) -> tuple[np.ndarray, int, np.ndarray]:
-            """The weighted average of the final fits, their iterations, and the end-atom
-            variants' own weighted average (zeros without them)."""
+            """Return the weighted average of the final fits and their iterations.
+
+            Also the end-atom variants' own weighted average (zeros without them).
+            """
             out, out_end, its = np.zeros(d), np.zeros(d), 0
             previous: np.ndarray | None = None
             last_plain: np.ndarray | None = None  # the last smoothed fit without end atoms
@@ -1420,8 +1469,11 @@ class AutoDistribution(Mechanism):
 
 
 def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
-    """Standard error of the held-out score difference ``sum_y log P_a(y) - log P_b(y)``
-    over the fold's reports (``part``: their histogram), from the reports' own spread."""
+    """Return the standard error of the held-out score difference of two fits.
+
+    The difference is ``sum_y log P_a(y) - log P_b(y)`` over the fold's reports (``part``:
+    their histogram); the error comes from the reports' own spread.
+    """
     size = float(part.sum())
     if size == 0:
         return 0.0
@@ -1431,8 +1483,9 @@ def _se(part: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> float:
 
 
 def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Issue 33: ``theta`` with the mass of each interior peak moved into one bucket, and
-    the number of such peaks.
+    """Move the mass of each interior peak of ``theta`` into one bucket.
+
+    Returns the new theta and the number of such peaks.
 
     A point mass at a fraction f of bucket i's width is a mixture of the uniform-in-bucket
     columns of the buckets whose centres enclose it, so even EM run to its stop splits it
@@ -1442,12 +1495,13 @@ def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.
     of the split is the one holding the atom, so the peak's excess over the local level
     goes there: the likelihood of the reports prefers the split (the model is uniform
     within a bucket), the CDF at the bucket edges prefers the atom, which is why this is a
-    fixed rule (chosen on issue 33's tuning set) and not a held-out candidate. Peaks: runs
+    fixed rule (chosen on a tuning set of data sets and mixtures) and not a held-out candidate. Peaks: runs
     of buckets above :data:`_ATOM_RATIO` times the median of their +-:data:`_ATOM_HALF`
     neighbours and :data:`_ATOM_EXCESS` / d above it, grown downhill over neighbours still
     above that ratio; the peaks are found on ``sharp`` (default ``theta``), the mass moved
     is ``theta``'s, into the bucket of the centroid of ``sharp``'s excess; the two end
-    buckets are left to the end atoms."""
+    buckets are left to the end atoms.
+    """
     d = theta.size
     h = _ATOM_HALF
     if d < 2 * h + 3:

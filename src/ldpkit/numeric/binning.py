@@ -35,7 +35,7 @@ __all__ = ["CFOBinning", "cfo_oracle", "bucket_index"]
 
 
 def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> FrequencyOracle:
-    """The frequency oracle SW20 uses for ``domain_size`` items: GRR or OLH.
+    """Return the frequency oracle SW20 uses for ``domain_size`` items: GRR or OLH.
 
     GRR when ``domain_size < 3 e^eps + 2``, else OLH (the variance comparison of FO17
     section 5 restricted to the two compact oracles, as SW20 section 4.1 does). ``oracle``
@@ -178,12 +178,14 @@ class CFOBinning(Mechanism):
         return Reports(self.frequency_oracle, **reports.arrays)
 
     def privacy_loss(self) -> float:
-        """The oracle's loss: the bin is a function of the value, reported once."""
+        """Return the oracle's loss: the bin is a function of the value, reported once."""
         return self.frequency_oracle.privacy_loss()
 
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The frequency oracle's (support ``counts`` over the buckets), plus the reports'
-        ``count`` (= n) when the counts do not sum to n (OLH, OUE: issue 27)."""
+        """Return the oracle's Stats fields (support ``counts`` over the buckets).
+
+        Plus the reports' ``count`` (= n) when the counts do not sum to n (OLH, OUE).
+        """
         inner = self.frequency_oracle.stats_schema()
         return None if inner is None else with_report_count(inner)
 
@@ -191,10 +193,11 @@ class CFOBinning(Mechanism):
         return Stats(self, inner.n, **inner.arrays, **report_count_arrays(self, inner.n))
 
     def empty_stats(self) -> Stats:
+        """Return the oracle's Stats of no report, as this spec's."""
         return self._own_stats(self.frequency_oracle.empty_stats())
 
     def aggregate(self, reports: Reports) -> Stats:
-        """The oracle's sufficient statistic (support ``counts``) over the buckets."""
+        """Return the oracle's sufficient statistic (support ``counts``) over the buckets."""
         return self._own_stats(self.frequency_oracle.aggregate(self._inner_reports(reports)))
 
     def frequency_estimate(self, stats: Stats) -> Any:
@@ -205,7 +208,7 @@ class CFOBinning(Mechanism):
         return oracle.estimate(Stats(oracle, stats.n, **arrays))
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
-        """The unbiased bucket frequencies as a Distribution (mass uniform in each bucket).
+        """Return the unbiased bucket frequencies as a Distribution (mass uniform in each bucket).
 
         Parameters
         ----------

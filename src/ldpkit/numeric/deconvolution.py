@@ -244,7 +244,7 @@ class WienerDeconvolution(Mechanism):
         return cls(epsilon=self.epsilon, domain_size=self.buckets)
 
     def privacy_loss(self) -> float:
-        """The oracle's loss: the bin is a function of the value, reported once."""
+        """Return the oracle's loss: the bin is a function of the value, reported once."""
         return self.oracle_spec.privacy_loss()
 
     def noise_power(self, n: int) -> float:
@@ -254,6 +254,7 @@ class WienerDeconvolution(Mechanism):
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated values in [low, high]; raise naming ``values``."""
         return check_numeric_values(values, self.low, self.high, "values")
 
     def bucket_index(self, values: Any) -> np.ndarray:
@@ -267,12 +268,16 @@ class WienerDeconvolution(Mechanism):
 
     # -- server ------------------------------------------------------------------------------
     def stats_schema(self) -> Mapping[str, StatsField] | None:
-        """The oracle's: support ``counts`` of the buckets, plus the reports' ``count``
-        (= n) when the counts do not sum to n (OUE: issue 27)."""
+        """Return the oracle's Stats fields.
+
+        Support ``counts`` of the buckets, plus the reports' ``count`` (= n) when the counts
+        do not sum to n (OUE).
+        """
         inner = self.oracle_spec.stats_schema()
         return None if inner is None else with_report_count(inner)
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         zeros = np.zeros(self.buckets, dtype=np.int64)
         return Stats(self, 0, counts=zeros, **report_count_arrays(self, 0))
 
@@ -286,7 +291,7 @@ class WienerDeconvolution(Mechanism):
         return Stats(self, n, counts=counts, **report_count_arrays(self, n))
 
     def naive_estimate(self, stats: Stats) -> np.ndarray:
-        """The unbiased bucket frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""
+        """Return the unbiased bucket frequencies ``(C_i / n - q*) / (p* - q*)`` (no filtering)."""
         stats = self.check_stats(stats, nonempty=True)
         o = self.oracle_spec
         return np.asarray(o.estimate(Stats(o, stats.n, counts=stats.counts)).frequencies)

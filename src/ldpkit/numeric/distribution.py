@@ -45,12 +45,12 @@ APPROXIMATE_ABOVE = 0.02
 
 
 #: Smallest width ``high - low`` of a numerical domain: its square (in the estimators'
-#: variances) stays far above float64's smallest normal number (issue 27).
+#: variances) stays far above float64's smallest normal number.
 MIN_WIDTH = 1e-100
 
 #: Smallest width relative to ``max(|low|, |high|)`` (2^-30): float64 rounding of values
 #: near the bounds (about 2.2e-16 of their magnitude) then stays below 2.4e-7 of the width,
-#: far inside any estimate's error bars (issue 27).
+#: far inside any estimate's error bars.
 RESOLUTION = 2.0**-30
 
 
@@ -59,8 +59,8 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
 
     ``low``, ``high`` and the width ``high - low`` are at most :data:`MAX_MAGNITUDE` (1e100)
     in magnitude: estimators square the (half-)width and the values (e.g. the mean
-    estimators' variances, :meth:`Distribution.var`), which overflowed for bounds near 1e300
-    (issue 12). Every numerical spec validates its domain here.
+    estimators' variances, :meth:`Distribution.var`), which overflowed for bounds near 1e300.
+    Every numerical spec validates its domain here.
     """
     lo = check_real(low, "low", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE)
     hi = check_real(high, "high", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE)
@@ -74,7 +74,7 @@ def check_bounds(low: Any, high: Any) -> tuple[float, float]:
     # Estimates are reported in the original units (low + width * t): a width below
     # MIN_WIDTH squares to underflow in the variances, and a width below RESOLUTION times
     # the bounds' magnitude is lost to float64 rounding of low + width * t ([1e15, 1e15 + 1]
-    # would give means far outside their error bars; issue 27). Shift the values instead.
+    # would give means far outside their error bars). Shift the values instead.
     width, scale = hi - lo, max(abs(lo), abs(hi))
     if width < MIN_WIDTH or width < RESOLUTION * scale:
         raise ValueError(
@@ -246,7 +246,7 @@ class Distribution:
     def from_probabilities(
         cls, probabilities: Any, low: float = 0.0, high: float = 1.0
     ) -> Distribution:
-        """Same as the constructor (named for symmetry with :meth:`from_values`)."""
+        """Return the same as the constructor (named for symmetry with :meth:`from_values`)."""
         return cls(probabilities, low, high)
 
     @classmethod
@@ -260,7 +260,7 @@ class Distribution:
         spec: Any = None,
         stats: Any = None,
     ) -> Distribution:
-        """A mechanism's plain estimate: bucket masses that may be negative.
+        """Return a mechanism's plain estimate: bucket masses that may be negative.
 
         Unbiased masses (a frequency oracle's, a tree's consistent leaves) sum to 1 only
         in expectation; the difference ``1 - sum`` (zero
@@ -280,7 +280,7 @@ class Distribution:
     def from_values(
         cls, values: Any, low: float = 0.0, high: float = 1.0, buckets: int = 1024
     ) -> Distribution:
-        """The histogram of raw values: bucket masses are the fractions of values inside.
+        """Return the histogram of raw values: bucket masses are the fractions of values inside.
 
         Values must lie in ``[low, high]``; ``high`` itself counts in the last bucket.
         """
@@ -316,7 +316,7 @@ class Distribution:
 
     @classmethod
     def uniform(cls, low: float = 0.0, high: float = 1.0, buckets: int = 1024) -> Distribution:
-        """The uniform law on ``[low, high]`` as a B-bucket histogram."""
+        """Return the uniform law on ``[low, high]`` as a B-bucket histogram."""
         buckets = check_integer(buckets, "buckets", low=1, high=MAX_ENTRIES)
         return cls(np.full(buckets, 1.0 / buckets), low, high)
 
@@ -328,6 +328,7 @@ class Distribution:
 
     @property
     def low(self) -> float:
+        """Lower end of the domain."""
         return self._low
 
     @property
@@ -356,9 +357,12 @@ class Distribution:
         return self._signed
 
     def replace(self, **changes: Any) -> Distribution:
-        """A copy with some of ``probabilities``, ``low``, ``high``, ``n``, ``spec``,
-        ``postprocessing``, ``signed``, ``stats``, ``fit`` changed (bootstrap replicates
-        and a rebinned estimate's link to its original are not carried over)."""
+        """Return a copy with some fields changed.
+
+        Fields: ``probabilities``, ``low``, ``high``, ``n``, ``spec``, ``postprocessing``,
+        ``signed``, ``stats``, ``fit``. Bootstrap replicates and a rebinned estimate's link
+        to its original are not carried over.
+        """
         state = self.__getstate__()
         state.update(changes)
         return Distribution(
@@ -366,7 +370,7 @@ class Distribution:
         )
 
     def postprocess(self, method: str) -> Distribution:
-        """A proper distribution from this one; ``method`` is appended to ``postprocessing``.
+        """Return a proper distribution from this one; ``method`` is appended to ``postprocessing``.
 
         Parameters
         ----------
@@ -400,6 +404,7 @@ class Distribution:
 
     @property
     def high(self) -> float:
+        """Upper end of the domain."""
         return self._high
 
     @property
@@ -429,9 +434,11 @@ class Distribution:
         return self._cum
 
     def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse: a Distribution is immutable."""
         raise AttributeError("Distribution is immutable")
 
     def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle."""
         return {
             "probabilities": np.array(self._prob),
             "low": self._low,
@@ -445,12 +452,14 @@ class Distribution:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore from a pickled state (validated again)."""
         state = dict(state)
         Distribution.__init__(
             self, state.pop("probabilities"), state.pop("low"), state.pop("high"), **state
         )
 
     def __eq__(self, other: object) -> bool:
+        """Compare domain and probabilities."""
         if not isinstance(other, Distribution):
             return NotImplemented
         return (
@@ -460,17 +469,21 @@ class Distribution:
         )
 
     def __hash__(self) -> int:
+        """Hash consistently with ``__eq__``."""
         return hash((self._low, self._high, self._prob.tobytes()))
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"Distribution(buckets={self.buckets}, low={self._low:g}, high={self._high:g}, "
             f"mean={self.mean():.4g})"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (floats round-trip exactly through ``json``); the spec is
-        stored as its ``to_dict()``."""
+        """Return a JSON-safe dict (floats round-trip exactly through ``json``).
+
+        The spec is stored as its ``to_dict()``.
+        """
         out: dict[str, Any] = {
             "low": self._low,
             "high": self._high,
@@ -488,6 +501,7 @@ class Distribution:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Distribution:
+        """Rebuild a Distribution from :meth:`to_dict`'s output."""
         spec = data.get("spec")
         if spec is not None:
             from ..spec import spec_from_dict
@@ -525,7 +539,7 @@ class Distribution:
         return float(out) if out.ndim == 0 else out
 
     def quantile(self, q: Any) -> Any:
-        """The generalized inverse CDF ``inf{x in [low, high]: F(x) >= q}`` (vectorized).
+        """Return the generalized inverse CDF ``inf{x in [low, high]: F(x) >= q}`` (vectorized).
 
         For q in (0, 1] this is the exact inverse of :meth:`cdf` wherever the density is
         positive; across empty buckets it takes the left end of the flat stretch.
@@ -569,6 +583,7 @@ class Distribution:
         return float(self._prob @ (c * c) + self.width**2 / 12.0)
 
     def std(self) -> float:
+        """Return the standard deviation, the square root of :meth:`var`."""
         return math.sqrt(self.var())
 
     # -- confidence intervals -------------------------------------------------------------
@@ -619,7 +634,7 @@ class Distribution:
     def bootstrap(
         self, replicates: int = DEFAULT_REPLICATES, *, rng: RNGLike = None
     ) -> Distribution:
-        """This EM/EMS estimate with a fresh parametric bootstrap for its intervals.
+        """Return this EM/EMS estimate with a fresh parametric bootstrap for its intervals.
 
         The interval methods of an EM/EMS estimate (Square Wave and relatives) use a
         parametric bootstrap of the whole pipeline (:func:`ldpkit.numeric.em.bootstrap`):
@@ -761,9 +776,11 @@ class Distribution:
         return None, np.sqrt(variances)
 
     def _query(self, w: np.ndarray, exact: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Centre and standard error of ``w[:, i] . p`` for every column (NaN + warning if
-        none): ``exact`` (the estimate's own value of the queries, analytic and no
-        interval) or the bias-corrected value (bootstrap)."""
+        """Return the centre and standard error of ``w[:, i] . p`` for every column.
+
+        ``exact`` (the estimate's own value of the queries, analytic and no interval) or the
+        bias-corrected value (bootstrap).
+        """
         from ..estimate import IntervalWarning
 
         reason = self.interval_status()
@@ -839,8 +856,11 @@ class Distribution:
         return m - half, m + half
 
     def cdf_band(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pointwise ``1 - alpha`` band of the CDF: ``(x, low, high)`` at the bucket edges
-        (at most 4097 evenly spaced edges for a finer histogram)."""
+        """Return the pointwise ``1 - alpha`` band of the CDF.
+
+        ``(x, low, high)`` at the bucket edges (at most 4097 evenly spaced edges for a finer
+        histogram).
+        """
         from ._intervals import normal_quantile
 
         alpha = check_probability(alpha, "alpha")
@@ -904,7 +924,7 @@ class Distribution:
         return compute()
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A pandas DataFrame, one row per bucket, indexed by the bucket's interval.
+        """Return a pandas DataFrame, one row per bucket, indexed by the bucket's interval.
 
         Columns ``probability``, ``prob_low``/``prob_high`` (:meth:`probability_interval`),
         ``cdf`` (at the bucket's right edge) and ``cdf_low``/``cdf_high`` (the pointwise
@@ -984,7 +1004,7 @@ class Distribution:
         return np.asarray(self.quantile(gen.random(n)), dtype=np.float64).reshape(n)
 
     def rebin(self, buckets: int) -> Distribution:
-        """The same density on another number of equal buckets.
+        """Return the same density on another number of equal buckets.
 
         New masses are CDF differences at the new edges, which is exact (mass-preserving and
         uniform within old buckets); coarsening by an integer factor simply sums buckets.

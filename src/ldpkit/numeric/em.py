@@ -206,8 +206,11 @@ class _Box(NamedTuple):
 def _slots(
     major: np.ndarray, minor: np.ndarray, values: np.ndarray, size: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Entries sorted by ``major`` as ``_SLOTS`` slots per major index (``slots[k, i]``: the
-    minor index of i's k-th entry, 0 with weight 0 past its last), and which entries spill."""
+    """Lay entries sorted by ``major`` out as ``_SLOTS`` slots per major index.
+
+    ``slots[k, i]`` is the minor index of i's k-th entry, 0 with weight 0 past its last;
+    also returns which entries spill.
+    """
     start = np.searchsorted(major, np.arange(size))
     slot = np.arange(major.size) - start[major]
     fit = slot < _SLOTS
@@ -219,12 +222,13 @@ def _slots(
 
 
 def _box_rows(band: Any) -> _Box | None:
-    """Each band row as (head length, tail length, plateau value) when every row is explicit
-    head entries, a constant plateau and explicit tail entries (a Square Wave's rows: the
-    plateau is the wave's height, the few edge entries its partial overlaps); None when the
-    plateaus would not make up at least half of the band (the band products are then as
-    cheap), or when the plateaus do not move right with the row. Rows of at most 8 entries
-    are kept whole in the head.
+    """Return each band row as (head length, tail length, plateau value), or None.
+
+    Applies when every row is explicit head entries, a constant plateau and explicit tail
+    entries (a Square Wave's rows: the plateau is the wave's height, the few edge entries
+    its partial overlaps); None when the plateaus would not make up at least half of the
+    band (the band products are then as cheap), or when the plateaus do not move right with
+    the row. Rows of at most 8 entries are kept whole in the head.
     """
     rows = band.lengths.size
     heads = np.empty(rows, dtype=np.int64)
@@ -286,7 +290,7 @@ def _box_rows(band: Any) -> _Box | None:
 def _numpy_loop(
     mk: np.ndarray, nk: np.ndarray, theta: np.ndarray, smoothing: bool, tol: float, max_iter: int
 ) -> tuple[np.ndarray, list[float], int, bool]:
-    """Reference implementation with dense BLAS products (used by the tests)."""
+    """Run EM/EMS in numpy with dense BLAS products (the tests' reference implementation)."""
     mkt = np.ascontiguousarray(mk.T)
     mt = np.maximum(mk @ theta, _TINY)
     trace = [float(nk @ np.log(mt))]
@@ -315,8 +319,11 @@ def _fit_band(
     max_iter: int,
     trace: np.ndarray,
 ) -> tuple[int, bool]:
-    """EM/EMS in place on theta with the compiled loop: box products when ``box`` is given
-    (from :func:`_box_rows`), band products otherwise. Returns (iterations, converged)."""
+    """Run EM/EMS in place on theta with the compiled loop.
+
+    Box products when ``box`` is given (from :func:`_box_rows`), band products otherwise.
+    Returns (iterations, converged).
+    """
     from ._em_kernels import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
 
     b = band

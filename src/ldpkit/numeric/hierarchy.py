@@ -130,7 +130,7 @@ def constrained_inference(
     variances: Any = None,
     root: float | None = None,
 ) -> list[np.ndarray]:
-    """The least-squares consistent tree closest to noisy node estimates (Hay et al. 2010).
+    """Return the least-squares consistent tree closest to noisy node estimates (Hay et al. 2010).
 
     Given noisy estimates ``levels[k]`` of every node (depth k, ``B^k`` nodes) with
     independent noise of variance ``variances[k]`` (the same for all nodes of a level),
@@ -414,7 +414,7 @@ class _TreeMechanism(Mechanism):
     def _distribution(
         self, leaves: np.ndarray, stats: Stats, postprocess: str | None
     ) -> Distribution:
-        """The plain estimate: the real (non-padding) leaves as a signed Distribution.
+        """Return the plain estimate: the real (non-padding) leaves as a signed Distribution.
 
         The mass the tree puts outside the real leaves (padding leaves, whose true mass is
         0, or the last rounding of a fit) is spread evenly over the real ones: a zero-mean
@@ -530,7 +530,7 @@ class HierarchicalHistogram(_TreeMechanism):
                 f"{self.branching}, got {self.buckets}"
             )
         # Build the level oracles now: an epsilon above one's max_epsilon is refused here,
-        # with its message, not at the first randomize (issue 11).
+        # with its message, not at the first randomize.
         for level in range(1, self.height + 1):
             self.level_oracle(level)
 
@@ -539,16 +539,19 @@ class HierarchicalHistogram(_TreeMechanism):
         return self.branching
 
     def level_size(self, level: int) -> int:
-        """Number of nodes ``B^k`` at depth k."""
+        """Return the number of nodes ``B^k`` at depth k."""
         return int(self.branching ** check_integer(level, "level", low=0, high=self.height))
 
     def privacy_loss(self) -> float:
-        """The largest loss of the level oracles: the level is drawn independently of the
-        value, and the user reports once, at that level, through its oracle."""
+        """Return the largest loss of the level oracles.
+
+        The level is drawn independently of the value, and the user reports once, at that
+        level, through its oracle.
+        """
         return max(self.level_oracle(k).privacy_loss() for k in range(1, self.height + 1))
 
     def level_oracle(self, level: int) -> FrequencyOracle:
-        """The frequency oracle of depth k = 1..h (``B^k`` items, full epsilon)."""
+        """Return the frequency oracle of depth k = 1..h (``B^k`` items, full epsilon)."""
         level = check_integer(level, "level", low=1, high=self.height)
         return cfo_oracle(self.epsilon, self.level_size(level), self.oracle)
 
@@ -563,8 +566,10 @@ class HierarchicalHistogram(_TreeMechanism):
     def _reports_at(
         self, leaf: np.ndarray, levels: np.ndarray, gen: np.random.Generator
     ) -> Reports:
-        """The reports of users with leaves ``leaf`` at the given ``levels`` (uint8, 1..h):
-        each user's node at her level through that level's oracle."""
+        """Return the reports of users with leaves ``leaf`` at the given ``levels`` (uint8, 1..h).
+
+        Each user's node at her level through that level's oracle.
+        """
         h = self.height
         n = leaf.shape[0]
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -585,11 +590,12 @@ class HierarchicalHistogram(_TreeMechanism):
 
     # -- server ---------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts`` (levels 1..h concatenated, each in [0, n]); ``level_n`` (sum n)."""
+        """Return the Stats fields: ``counts`` (levels 1..h, each in [0, n]), ``level_n``."""
         total = sum(self.level_size(k) for k in range(1, self.height + 1))
         return {"counts": StatsField((total,)), "level_n": StatsField((self.height,), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         total = sum(self.level_size(k) for k in range(1, self.height + 1))
         return Stats(
             self,
@@ -636,7 +642,7 @@ class HierarchicalHistogram(_TreeMechanism):
         return np.split(np.asarray(stats.counts), cuts)
 
     def level_estimates(self, stats: Stats) -> list[np.ndarray]:
-        """The noisy tree: root ``[1.0]``, then each level's unbiased frequencies.
+        """Return the noisy tree: root ``[1.0]``, then each level's unbiased frequencies.
 
         Level k's frequencies come from its own ``n_k`` users (oracle estimate with
         ``n = n_k``). A level without reports gets the uniform ``1 / B^k`` (and weight 0 in
@@ -654,8 +660,10 @@ class HierarchicalHistogram(_TreeMechanism):
         return out
 
     def level_variances(self, stats: Stats) -> np.ndarray:
-        """Per level noise variance ``Var*(n_k)`` of :meth:`level_estimates` (root 0,
-        ``inf`` for a level without reports; the others at least 1e-300)."""
+        """Return the per-level noise variance ``Var*(n_k)`` of :meth:`level_estimates`.
+
+        Root 0, ``inf`` for a level without reports; the others at least 1e-300.
+        """
         stats = self.check_stats(stats)
         var = np.zeros(self.height + 1)
         for k in range(1, self.height + 1):
@@ -666,7 +674,7 @@ class HierarchicalHistogram(_TreeMechanism):
         return var
 
     def tree(self, stats: Stats) -> list[np.ndarray]:
-        """The consistent tree by constrained inference (root exactly 1; may be negative)."""
+        """Return the consistent tree by constrained inference (root exactly 1; may be negative)."""
         var = self.level_variances(stats)
         var[0] = 1.0  # unused: the root is fixed to 1
         return constrained_inference(
@@ -674,8 +682,10 @@ class HierarchicalHistogram(_TreeMechanism):
         )
 
     def leaf_estimates(self, stats: Stats) -> np.ndarray:
-        """The consistent leaves on the ``buckets`` buckets, before Norm-Sub (what SW20
-        uses for range queries; may hold negative values)."""
+        """Return the consistent leaves on the ``buckets`` buckets, before Norm-Sub.
+
+        What SW20 uses for range queries; may hold negative values.
+        """
         return self.tree(stats)[-1][: self.buckets]
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> Distribution:
@@ -743,7 +753,7 @@ class HHADMM(HierarchicalHistogram):
     def _validate(self) -> None:
         super()._validate()
         # ADMM costs ~ 500 iterations x the tree's nodes: ~1 s of CPU at 2^14 leaves, about
-        # a minute at 2^20 (issue 12: accepted there, then hung). Refused up front instead.
+        # a minute at 2^20 (accepted there, then hung). Refused up front instead.
         if self.leaves > MAX_ADMM_LEAVES:
             raise ValueError(
                 f"buckets and branching must give at most {MAX_ADMM_LEAVES} leaves for HHADMM "
@@ -755,7 +765,7 @@ class HHADMM(HierarchicalHistogram):
     def admm_tree(
         self, stats: Stats, *, max_iter: int = 500, tol: float = 1e-4
     ) -> tuple[list[np.ndarray], ADMMInfo]:
-        """The ADMM tree and its diagnostics."""
+        """Return the ADMM tree and its diagnostics."""
         return hh_admm(  # type: ignore[no-any-return]
             self.level_estimates(stats),
             self.branching,
@@ -926,14 +936,19 @@ class HaarHRR(_TreeMechanism):
 
     @property
     def keep_probability(self) -> float:
-        """p ~ e^eps / (e^eps + 1), the probability that the sign is kept (realized by
-        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin)."""
+        """P ~ e^eps / (e^eps + 1), the probability that the sign is kept.
+
+        Realized by :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs`' exact integer coin.
+        """
         return _keep_flip(self.epsilon)[0]
 
     def privacy_loss(self) -> float:
-        """Binary randomized response on the sign: log(p / (1 - p)), from the integer
-        weights :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth
-        and the column are drawn independently of the value."""
+        """Return the loss of the binary randomized response on the sign.
+
+        Log(p / (1 - p)), from the integer weights
+        :func:`~ldpkit.frequency.hadamard.hrr_perturb_signs` draws with; the depth and the
+        column are drawn independently of the value.
+        """
         return _coin_loss(self.epsilon)
 
     @property
@@ -964,7 +979,7 @@ class HaarHRR(_TreeMechanism):
 
     # -- server ---------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums`` (signed, heap layout, each in [-n, n]); ``level_n`` (sum n)."""
+        """Return the Stats fields: ``sums`` (signed, heap layout), ``level_n`` (sum n)."""
         h = self.height
         return {
             "sums": StatsField(((1 << h) - 1,), low=-1.0),
@@ -972,6 +987,7 @@ class HaarHRR(_TreeMechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         h = self.height
         return Stats(
             self,
@@ -1017,8 +1033,10 @@ class HaarHRR(_TreeMechanism):
         return [d / 2.0 ** ((h - t) / 2.0) for t, d in enumerate(self.differences(stats))]
 
     def leaf_estimates(self, stats: Stats) -> np.ndarray:
-        """Inverse Haar transform with total 1, on the ``buckets`` buckets, before
-        Norm-Sub (may hold negative values)."""
+        """Return the inverse Haar transform with total 1 on the buckets, before Norm-Sub.
+
+        May hold negative values.
+        """
         return self._leaves(stats)[: self.buckets]
 
     def _leaves(self, stats: Stats) -> np.ndarray:

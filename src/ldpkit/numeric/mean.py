@@ -22,7 +22,7 @@ C^2. PM outputs uniform on ``[l, r] = [t - (1 - t)/(E - 1), t + (1 + t)/(E - 1)]
 probability ``E / (E + 1)``, else uniform on ``[-s, l) U (r, s]``, ``s = (E + 1)/(E - 1)``;
 integrating y^2 against that density gives the formula above (Wang et al. 2019, Lemma 1).
 
-Reports on a grid (issue 11). The closed forms above are the papers'; the specs send a
+Reports on a grid. The closed forms above are the papers'; the specs send a
 value of a fixed grid drawn from an exact integer law (:mod:`ldpkit._exact`), so that no
 float rounding reveals the input: SR rounds t (unbiasedly) to ``2^16`` steps and reports
 ``+-C'`` with integer odds; PM reports one of ``report_cells`` (2^18) cells, m of them (PM's
@@ -88,7 +88,7 @@ _FORMULA_MAX_EPSILON = 40.0
 
 
 def _check_t(t: Any) -> Any:
-    """True values on the [-1, 1] scale (a number or an array), as float64."""
+    """Check true values on the [-1, 1] scale (a number or an array); return them as float64."""
     arr = check_array(t, "t", ndim=(0, 1, 2), low=-1.0, high=1.0)
     return float(arr) if arr.ndim == 0 else arr
 
@@ -151,7 +151,7 @@ def hybrid_worst_case_variance(epsilon: float) -> float:
     return (c2 + (em1 + 4.0) / (3.0 * em1)) * math.exp(-epsilon / 2.0)
 
 
-# --- exact grid laws (issue 11) ---------------------------------------------------------------
+# --- exact grid laws ---------------------------------------------------------------
 #: Default number of cells of PM's report grid (``report_cells``).
 DEFAULT_REPORT_CELLS = 1 << 18
 #: Input grid of SR: t is rounded (unbiasedly) to ``-1 + 2 k / SR_INPUT_STEPS``.
@@ -320,6 +320,7 @@ class MeanEstimate:
 
     @property
     def std_error(self) -> float:
+        """Standard error: the square root of the variance."""
         return math.sqrt(self.variance)
 
     def confidence_interval(
@@ -346,8 +347,10 @@ class MeanEstimate:
         return self.confidence_interval(alpha, empirical=use_empirical)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A one-row pandas DataFrame: mean, std_error, ci_low, ci_high (from
-        :meth:`mean_interval`) and n."""
+        """Return a one-row DataFrame: mean, std_error, ci_low, ci_high and n.
+
+        The interval comes from :meth:`mean_interval`.
+        """
         import pandas as pd
 
         lo, hi = self.mean_interval(alpha)
@@ -366,7 +369,7 @@ class MeanEstimate:
         return frame
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, label: str = "mean") -> Any:
-        """The mean as a point with its ``1 - alpha`` error bar (matplotlib); returns the Axes."""
+        """Plot the mean as a point with its ``1 - alpha`` error bar; return the Axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
@@ -401,6 +404,7 @@ class VarianceEstimate:
 
     @property
     def std_error(self) -> float:
+        """Standard error of the second moment's estimate."""
         return self.second.std_error
 
 
@@ -466,7 +470,7 @@ class _MeanMechanism(Mechanism):
         return np.clip((v - self.low) / self.half_span - 1.0, -1.0, 1.0)
 
     def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-        """Indices into :meth:`unit_report_values` drawn from the exact grid law."""
+        """Return the indices into :meth:`unit_report_values` drawn from the exact grid law."""
         raise NotImplementedError
 
     def unit_report_values(self) -> np.ndarray:
@@ -476,14 +480,14 @@ class _MeanMechanism(Mechanism):
     def report_values(self) -> np.ndarray:
         """Every value a report can take, in the original units, sorted (read-only).
 
-        Reports are the grid values of an exact discrete law (issue 11): the wire carries
+        Reports are the grid values of an exact discrete law: the wire carries
         one of these float64 numbers, the spec (``report_cells`` where it applies) says
         which grid, and :meth:`aggregate` rejects anything off it.
         """
         return _report_tables(self)[1]
 
     def report_cells_of(self, reports: Reports) -> np.ndarray:
-        """The cell of each report: its index into :meth:`unit_report_values` (validated)."""
+        """Return the cell of each report: its index into :meth:`unit_report_values` (validated)."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
@@ -500,9 +504,11 @@ class _MeanMechanism(Mechanism):
         return self.unit_report_values()[self._sample_cells(t, gen)]
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """``reports.values``: float64, each an unbiased estimate of the user's value (in
-        the original units; it lies outside [low, high] in general), one of
-        :meth:`report_values` drawn with exact integer probabilities."""
+        """Report one grid value per user, an unbiased estimate of her value.
+
+        ``reports.values``: float64 in the original units (it lies outside [low, high] in
+        general), one of :meth:`report_values` drawn with exact integer probabilities.
+        """
         t = self._to_unit(self.check_values(values))
         cells = self._sample_cells(t, as_generator(rng))
         return Reports(self, values=_report_tables(self)[0][cells])
@@ -511,8 +517,10 @@ class _MeanMechanism(Mechanism):
         return self.unit_report_values()[self.report_cells_of(reports)]
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sum`` and ``sum_squares`` of the [-1, 1]-scale reports (|report| <= bound,
-        report^2 >= :attr:`_min_square`) and their ``count`` (= n)."""
+        """Return the Stats fields: ``sum``, ``sum_squares`` and ``count`` (= n).
+
+        Of the [-1, 1]-scale reports (|report| <= bound, report^2 >= :attr:`_min_square`).
+        """
         b = self.output_bound
         return with_report_count(
             {
@@ -547,7 +555,7 @@ class _MeanMechanism(Mechanism):
         if n == 0:
             raise ValueError("stats must summarize at least one report, got n = 0")
         total, squares = float(stats.sum), float(stats.sum_squares)
-        # Cauchy-Schwarz: n reports with this sum of squares cannot sum to more (issue 27)
+        # Cauchy-Schwarz: n reports with this sum of squares cannot sum to more
         if total * total > n * squares * (1.0 + 1e-6) + 1e-300:
             raise ValueError(
                 f"stats.sum must satisfy sum^2 <= n * sum_squares (as n = {n} reports do), "
@@ -615,7 +623,7 @@ class StochasticRounding(_MeanMechanism):
     @property
     def _min_square(self) -> float:
         # Every report is +-C': n reports have sum_squares n C'^2, up to float rounding of
-        # the sums (1e-6 relative covers 2^53 additions of the same term) (issue 27).
+        # the sums (1e-6 relative covers 2^53 additions of the same term).
         return self._grid.magnitude**2 * (1.0 - 1e-6)
 
     def unit_variance(self, t: Any = None) -> Any:
@@ -626,6 +634,7 @@ class StochasticRounding(_MeanMechanism):
         return c2 - _check_t(t) ** 2
 
     def unit_report_values(self) -> np.ndarray:
+        """Return the two report values ``-C`` and ``C`` on the [-1, 1] scale."""
         c = self._grid.magnitude
         return np.array([-c, c])
 
@@ -696,13 +705,17 @@ class PiecewiseMechanism(_MeanMechanism):
 
     @property
     def output_bound(self) -> float:
+        """Largest magnitude of a report on the [-1, 1] scale."""
         values = self.unit_report_values()
         return float(max(-values[0], values[-1]))
 
     @property
     def density_high(self) -> float:
-        """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law (cells
-        of width ``2 / (K A)``); tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid refines."""
+        """Probability per unit of the [-1, 1] scale of a plateau cell of the grid law.
+
+        Cells have width ``2 / (K A)``; tends to PM's ``E (E - 1)/(2 (E + 1))`` as the grid
+        refines.
+        """
         g = self._grid
         return g.w_high / g.total * (g.steps * g.slope) / 2.0
 
@@ -713,11 +726,14 @@ class PiecewiseMechanism(_MeanMechanism):
         return g.w_low / g.total * (g.steps * g.slope) / 2.0
 
     def unit_variance(self, t: Any = None) -> Any:
-        """Exact per-user variance of the grid law at t (None: an upper bound of the worst
-        case, exceeding it by at most ``(2/K)^2 / 4``)."""
+        """Return the exact per-user variance of the grid law at t.
+
+        None: an upper bound of the worst case, exceeding it by at most ``(2/K)^2 / 4``.
+        """
         return _grid_variance(self._grid, t)
 
     def unit_report_values(self) -> np.ndarray:
+        """Return the grid's report values on the [-1, 1] scale."""
         return self._grid.values()
 
     def _sample_cells(self, t: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -743,8 +759,10 @@ class PiecewiseMechanism(_MeanMechanism):
         return np.where(plateau, g.w_high, g.w_low) / g.total
 
     def privacy_loss(self) -> float:
-        """``log(w_high / w_low)`` of the integer law: every cell is a plateau cell for some
-        input and a base cell for another."""
+        """Return ``log(w_high / w_low)`` of the integer law.
+
+        Every cell is a plateau cell for some input and a base cell for another.
+        """
         return ratio_loss(self._grid.w_low, self._grid.w_high)
 
 
@@ -799,13 +817,16 @@ class HybridMechanism(_MeanMechanism):
 
     @property
     def output_bound(self) -> float:
+        """Largest magnitude of a report of either branch on the [-1, 1] scale."""
         if self.pm_probability == 0.0:
             return self._sr.output_bound
         return max(self._pm.output_bound, self._sr.output_bound)
 
     def unit_variance(self, t: Any = None) -> Any:
-        """``a Var_PM(t) + (1 - a) Var_SR(t)`` of the two grid laws (None: an upper bound
-        of the worst case within ``(2/K)^2 / 4``)."""
+        """Return ``a Var_PM(t) + (1 - a) Var_SR(t)`` of the two grid laws.
+
+        None: an upper bound of the worst case within ``(2/K)^2 / 4``.
+        """
         a = self.pm_probability
         if a == 0.0:
             return self._sr.unit_variance(t)
@@ -837,7 +858,7 @@ class HybridMechanism(_MeanMechanism):
         return cells
 
     def privacy_loss(self) -> float:
-        """The larger of the two branches' losses (the coin is independent of the value)."""
+        """Return the larger of the two branches' losses (the coin is independent of the value)."""
         losses = [self._sr.privacy_loss()]
         if self.pm_probability > 0.0:
             losses.append(self._pm.privacy_loss())

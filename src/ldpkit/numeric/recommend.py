@@ -51,7 +51,7 @@ class Recommendation:
     reason: str
 
     def build(self) -> Mechanism:
-        """The recommended spec."""
+        """Return the recommended spec."""
         classes: dict[str, type[Mechanism]] = {
             "AutoDistribution": AutoDistribution,
             "SquareWave": SquareWave,

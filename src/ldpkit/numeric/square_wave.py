@@ -2,7 +2,7 @@
 
 A user with value v (mapped to [0, 1]) reports a point of [-b, 1 + b] that is likely
 (``density_high``) within b of v and unlikely (``density_low``) elsewhere, their ratio
-``e^eps``. Since issue 11 the report is a cell of a fixed grid drawn from an exact integer
+``e^eps``. The report is a cell of a fixed grid drawn from an exact integer
 law (:mod:`ldpkit._exact`; the float samplers leaked v through their last bits). The server
 buckets the reports into ``output_buckets`` buckets of [-b, 1 + b] (the mergeable
 ``Stats.counts``) and recovers a ``buckets``-bucket histogram of the inputs by EMS or EM
@@ -55,7 +55,7 @@ __all__ = [
 MAX_EPSILON = 40.0
 
 #: Up to this many buckets, EMS's smoothing (kernel (1, 2, 1)/4) biases the estimate heavily
-#: towards uniform: estimating with method="ems" warns (issue 12).
+#: towards uniform: estimating with method="ems" warns.
 EMS_MIN_BUCKETS = 8
 
 #: Smallest number of input grid steps L of the waves (L is a multiple of ``buckets``).
@@ -67,7 +67,7 @@ def _f(x: float) -> float:
 
     The series ``sum_{k>=2} x^k / k!`` is summed for |x| < 0.1 with a fixed number of terms
     (12: the remainder is below 1e-16 relative there); it used to loop until the terms were
-    negligible, which never happened once x^2 / 2 underflowed (issue 11).
+    negligible, which never happened once x^2 / 2 underflowed.
     """
     if abs(x) < 0.1:
         term, total = x * x / 2.0, 0.0
@@ -103,7 +103,7 @@ def square_wave_bandwidth(epsilon: float) -> float:
     [0.3582, 0.2561, 0.1293, 0.0304]
     """
     # Above 700, e^-eps nears float64's smallest number and b underflows to 0, outside
-    # (0, 1/2] (issue 27); SquareWave itself stops at MAX_EPSILON.
+    # (0, 1/2]; SquareWave itself stops at MAX_EPSILON.
     epsilon = check_epsilon(epsilon, high=700.0)
     return 0.5 * _plateau_ratio(epsilon) * _crmath.exp(-epsilon)
 
@@ -208,7 +208,7 @@ def wave_bucket_matrix(
     return result
 
 
-# --- the waves' exact grid law (issue 11) ----------------------------------------------------
+# --- the waves' exact grid law ----------------------------------------------------
 @dataclasses.dataclass(frozen=True, eq=False)
 class _WaveGrid:
     """A wave on a grid: L input steps, N = L + 2w report cells of width 1/L.
@@ -357,7 +357,7 @@ class _Wave(Mechanism):
     the user's value is rounded (unbiasedly) to the nearest grid points ``k / L`` and the
     cell is drawn from the integer law of :mod:`ldpkit._exact`. On the wire a report is the
     cell's centre in the original units (float64); the spec (``buckets``, ``epsilon``,
-    ``bandwidth``) determines the grid and the server rejects values off it (issue 11).
+    ``bandwidth``) determines the grid and the server rejects values off it.
     """
 
     #: Report fields sent as real numbers (float64); every other field holds integers.
@@ -387,7 +387,7 @@ class _Wave(Mechanism):
         # not at the first randomize.
         self._grid  # noqa: B018
         # Every estimate builds the d x d~ bucket matrix (a few operations per entry, 8
-        # bytes each): d = 1024, d~ = 2^20 would need 8 GiB and minutes (issue 27).
+        # bytes each): d = 1024, d~ = 2^20 would need 8 GiB and minutes.
         entries = float(self.buckets) * float(self.n_output_buckets)
         sizes = f"buckets={self.buckets}, output_buckets={self.n_output_buckets}"
         check_memory(8.0 * entries, sizes, f"{self.name}.bucket_matrix")
@@ -431,15 +431,19 @@ class _Wave(Mechanism):
 
     @property
     def density_low(self) -> float:
-        """Low density on [-b, 1 + b] (unit scale) of the grid law: ``L w_low / T`` (SW20's
-        q up to ~1/L; a density, not a probability)."""
+        """Low density on [-b, 1 + b] (unit scale) of the grid law.
+
+        ``L w_low / T`` (SW20's q up to ~1/L; a density, not a probability).
+        """
         g = self._grid
         return g.steps * g.w_low / g.total
 
     @property
     def density_high(self) -> float:
-        """High density (top of the wave, unit scale): ``L (w_low + max bump) / T``, at most
-        ``e^eps density_low`` (SW20's p)."""
+        """High density (top of the wave, unit scale).
+
+        ``L (w_low + max bump) / T``, at most ``e^eps density_low`` (SW20's p).
+        """
         g = self._grid
         return g.steps * (g.w_low + int(g.bump.max())) / g.total
 
@@ -458,8 +462,10 @@ class _Wave(Mechanism):
         return self.high + self.b * self.span
 
     def output_edges(self) -> np.ndarray:
-        """Edges of the d~ output buckets, in the original units (each bucket holds the
-        cells whose centres fall in it)."""
+        """Return the edges of the d~ output buckets, in the original units.
+
+        Each bucket holds the cells whose centres fall in it.
+        """
         return np.linspace(self.output_low, self.output_high, self.n_output_buckets + 1)
 
     def report_values(self) -> np.ndarray:
@@ -481,8 +487,11 @@ class _Wave(Mechanism):
         return sample_bump(k, g.cells, g.w_low, g.cumulative, gen)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
-        """Report one grid cell per user; ``reports.values`` is its centre (float64) in
-        ``[output_low, output_high]``, one of :meth:`report_values`."""
+        """Report one grid cell per user.
+
+        ``reports.values`` is its centre (float64) in ``[output_low, output_high]``, one of
+        :meth:`report_values`.
+        """
         v = self.check_values(values)
         gen = as_generator(rng)
         cells = self._sample_cells(self._grid_inputs(v, gen), gen)
@@ -490,7 +499,7 @@ class _Wave(Mechanism):
 
     # -- server -------------------------------------------------------------------------------
     def report_cells_of(self, reports: Reports) -> np.ndarray:
-        """The cell of each report (validated: values must lie on the grid exactly)."""
+        """Return the cell of each report (validated: values must lie on the grid exactly)."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind != "f":
             raise ValueError("reports.values must be a 1-D float array")
@@ -518,7 +527,7 @@ class _Wave(Mechanism):
         return _cell_buckets(cells, self.n_cells, self.n_output_buckets)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: histogram of the reports over the output buckets (sum n)."""
+        """Return the Stats fields: ``counts`` of the reports per output bucket (sum n)."""
         return {"counts": StatsField((self.n_output_buckets,), total=1)}
 
     def empty_stats(self) -> Stats:
@@ -548,8 +557,10 @@ class _Wave(Mechanism):
         return _cached_matrix(self)
 
     def cell_probabilities(self, k: int) -> np.ndarray:
-        """Exact ``P[cell | grid input k]`` (float64, length ``n_cells``): the mechanism's
-        law, one input at a time (v = k / L is reported without rounding)."""
+        """Return the exact ``P[cell | grid input k]`` (float64, length ``n_cells``).
+
+        The mechanism's law, one input at a time (v = k / L is reported without rounding).
+        """
         g = self._grid
         k = check_integer(k, "k", low=0, high=g.steps)
         weights = np.full(g.cells, float(g.w_low))
@@ -557,14 +568,19 @@ class _Wave(Mechanism):
         return weights / g.total
 
     def privacy_loss(self) -> float:
-        """``log((w_low + max bump) / w_low)``: every cell is under the top of the wave for
-        some grid input and outside it for another."""
+        """Return ``log((w_low + max bump) / w_low)``.
+
+        Every cell is under the top of the wave for some grid input and outside it for
+        another.
+        """
         g = self._grid
         return ratio_loss(g.w_low, g.w_low + int(g.bump.max()))
 
     def bucketized_privacy_loss(self) -> float:
-        """Epsilon of the bucketized channel (input bucket -> output bucket), below
-        :meth:`privacy_loss`: averaging within buckets pulls probabilities together."""
+        """Return the epsilon of the bucketized channel (input bucket -> output bucket).
+
+        Below :meth:`privacy_loss`: averaging within buckets pulls probabilities together.
+        """
         return _matrix_privacy_loss(self.bucket_matrix())
 
     def estimate(
@@ -588,7 +604,7 @@ class _Wave(Mechanism):
         method : {"ems", "em"}, optional
             EMS (SW20's estimator) or plain EM. Default: EMS, except with ``buckets <= 8``,
             where EMS's smoothing is heavily biased towards uniform and the default is EM
-            (issue 27; asking for ``"ems"`` there gives a UserWarning).
+            (asking for ``"ems"`` there gives a UserWarning).
         tol : float, optional
             Log-likelihood tolerance; default 1e-3 for EMS and ``1e-3 e^eps`` for EM
             (SW20 section 6.1).
@@ -606,13 +622,13 @@ def _deconvolve(
 
     stats = spec.check_stats(stats, nonempty=True)
     buckets = int(getattr(spec, "buckets", EMS_MIN_BUCKETS + 1))
-    if method is None:  # the default never takes the biased smoothing (issue 27)
+    if method is None:  # the default never takes the biased smoothing
         method = "ems" if buckets > EMS_MIN_BUCKETS else "em"
     if method == "ems" and buckets <= EMS_MIN_BUCKETS:
         # The (1, 2, 1)/4 kernel moves a quarter of each bucket's mass to its neighbours at
         # every step: on a few buckets that is a large part of the domain, and the fixed
         # point is pulled far towards uniform (SW eps = 8, 2 buckets: [0.61, 0.39] for a
-        # true [0.89, 0.11], issue 12). EM has no such bias.
+        # true [0.89, 0.11]). EM has no such bias.
         warnings.warn(
             f"method='ems' with buckets = {buckets} <= {EMS_MIN_BUCKETS} is heavily biased "
             "towards uniform (the smoothing kernel spans much of the domain); use "
@@ -671,9 +687,9 @@ class SquareWave(_Wave):
     each report is still drawn from the wave's law for some grid input, so the
     mechanism is eps-LDP exactly as the linear one (SW20 Thm. 5.2 holds for any input in
     [0, 1]; here ``privacy_loss()`` is the same). Used by :class:`ldpkit.stream.ToPL`'s
-    threshold phase (issue 15).
+    threshold phase.
 
-    Reports live on a grid (issue 11, see :class:`_Wave`): with ``L`` input steps and
+    Reports live on a grid (see :class:`_Wave`): with ``L`` input steps and
     ``w = round(b L)``, the value is rounded unbiasedly to ``k / L`` and the report is one of
     ``L + 2w`` cells of width 1/L, the 2w cells within b' = w/L of ``k / L`` with integer
     weight ``w_high``, the others ``w_low``, ``w_high / w_low <= e^eps``: eps-LDP exactly for
@@ -723,6 +739,7 @@ class SquareWave(_Wave):
                 )
 
     def params(self) -> dict[str, Any]:
+        """Return the spec's fields as a plain dict (without ``log_scale`` when linear)."""
         out = super().params()
         if self.log_scale is None:  # the linear wave's wire identity is unchanged
             del out["log_scale"]
@@ -737,12 +754,15 @@ class SquareWave(_Wave):
         """``Lambda = log(1 + (high - low) / log_scale)`` (None on the linear scale).
 
         A grid constant: correctly rounded (:mod:`ldpkit._crmath`), so the JavaScript client
-        (clients/js/src/numeric.js) and every platform get the same double."""
+        (clients/js/src/numeric.js) and every platform get the same double.
+        """
         return None if self.log_scale is None else _crmath.log1p(self.span / self.log_scale)
 
     def grid_values(self) -> np.ndarray:
-        """The ``L + 1`` values the inputs are rounded to, in the original units:
-        ``low + k (high - low) / L`` (linear) or ``low + s (e^(Lambda k / L) - 1)`` (log)."""
+        """Return the ``L + 1`` values the inputs are rounded to, in the original units.
+
+        ``low + k (high - low) / L`` (linear) or ``low + s (e^(Lambda k / L) - 1)`` (log).
+        """
         k = np.arange(self.input_steps + 1, dtype=np.float64) / self.input_steps
         if self.log_scale is None:
             return self.low + k * self.span
@@ -772,8 +792,11 @@ class SquareWave(_Wave):
         tol: float | None = None,
         max_iter: int = 10_000,
     ) -> Distribution:
-        """Histogram of the inputs on ``buckets`` buckets of [low, high] (log scale: of
-        ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``). See :meth:`_Wave.estimate`."""
+        """Estimate the histogram of the inputs on ``buckets`` buckets of [low, high].
+
+        Log scale: of ``log(1 + (v - low) / log_scale)`` on ``[0, log_span]``. See
+        :meth:`_Wave.estimate`.
+        """
         dist = _deconvolve(self, stats, method, tol, max_iter)
         if self.log_scale is None:
             return dist
@@ -827,10 +850,13 @@ class SquareWave(_Wave):
         return self.low + est, float(var.max())
 
     def linear_histogram(self, probabilities: Any, buckets: int) -> np.ndarray:
-        """Masses of ``buckets`` equal buckets of [low, high] from an estimate on this
-        wave's buckets (post-processing). On the log scale each bucket's mass is spread
-        evenly over its interval of ``log(1 + (v - low) / s)``; on the linear scale the
-        histogram is re-binned the same way (even spread within a bucket)."""
+        """Return the masses of ``buckets`` equal buckets of [low, high] from an estimate.
+
+        The estimate is on this wave's buckets (post-processing). On the log scale each
+        bucket's mass is spread evenly over its interval of ``log(1 + (v - low) / s)``; on
+        the linear scale the histogram is re-binned the same way (even spread within a
+        bucket).
+        """
         f = (
             probabilities.probabilities
             if isinstance(probabilities, Distribution)
@@ -951,7 +977,7 @@ class DiscreteSquareWave(Mechanism):
         lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets (issue 27).
+        # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets.
         entries = float(self.buckets) * float(self.n_outputs)
         sizes = f"buckets={self.buckets} (n_outputs={self.n_outputs})"
         check_memory(8.0 * entries, sizes, f"{self.name}.transition_matrix")
@@ -965,6 +991,7 @@ class DiscreteSquareWave(Mechanism):
 
     @property
     def n_outputs(self) -> int:
+        """Number of outputs: the buckets plus ``2 half_width``."""
         return self.buckets + 2 * self.half_width
 
     @property
@@ -989,6 +1016,7 @@ class DiscreteSquareWave(Mechanism):
         return self._weights[0] / self._total
 
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated bucket indices; raise naming ``values``."""
         return check_categorical_values(values, self.buckets, "values")
 
     def bucketize(self, values: Any) -> np.ndarray:
@@ -1014,19 +1042,22 @@ class DiscreteSquareWave(Mechanism):
         return Reports(self, values=y.astype(index_dtype(self.n_outputs)))
 
     def output_index(self, reports: Reports) -> np.ndarray:
+        """Return the column of :meth:`transition_matrix` that each report is."""
         y = self.check_reports(reports).values
         if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.n_outputs):
             raise ValueError(f"reports.values must be items in [0, {self.n_outputs})")
         return np.asarray(y, dtype=np.int64)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: histogram of the reports over the outputs (sum n)."""
+        """Return the Stats fields: ``counts`` of the reports per output (sum n)."""
         return {"counts": StatsField((self.n_outputs,), total=1)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.n_outputs, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts per output."""
         idx = self.output_index(reports)
         return Stats(self, idx.size, counts=np.bincount(idx, minlength=self.n_outputs))
 
@@ -1044,7 +1075,7 @@ class DiscreteSquareWave(Mechanism):
         return bootstrap(stats, theta, **options)
 
     def bucket_matrix(self) -> np.ndarray:
-        """What EM deconvolves: the transition matrix itself (inputs are the buckets)."""
+        """Return what EM deconvolves: the transition matrix itself (inputs are the buckets)."""
         return self.transition_matrix()
 
     def privacy_loss(self) -> float:

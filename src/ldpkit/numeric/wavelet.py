@@ -122,9 +122,11 @@ class SignedSubsetLaw:
 
 @functools.lru_cache(maxsize=4096)
 def _weights(epsilon: float, d: int, m: int) -> tuple[int, int]:
-    """Integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and of the others
-    (issue 11): ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the
-    sampler's two coins (:func:`_sample`) are exact integer draws."""
+    """Return the integer weights ``(w_hi, w_lo)`` of outputs with ``<y, v> = 1`` and others.
+
+    Ratio ``<= e^eps`` and ``m (w_hi + w_lo) + 2 (d - m) w_lo <= 2^62``, so the sampler's
+    two coins (:func:`_sample`) are exact integer draws.
+    """
     w_lo, w_hi = ratio_weights(epsilon, m + 2 * (d - m), float(m))
     return w_hi, w_lo
 
@@ -161,7 +163,7 @@ def _law(epsilon: float, d: int, m: int) -> SignedSubsetLaw:
 
 
 def signed_subset_law(epsilon: float, domain_size: int, subset_size: int) -> SignedSubsetLaw:
-    """The exact constants p, q, Omega of signed subset selection (WAV25 Lemmas 2-3).
+    """Return the exact constants p, q, Omega of signed subset selection (WAV25 Lemmas 2-3).
 
     Examples
     --------
@@ -365,7 +367,7 @@ class SignedSubsetSelection(Mechanism):
     -----
     eps-LDP, tightly: every output has probability e^eps/Omega or 1/Omega, and each output
     is at inner product 1 with some input and -1 with its negation. The sampler realizes
-    this law exactly (issue 11) with integer weights ``w_hi / w_lo <= e^eps`` in place of
+    this law exactly with integer weights ``w_hi / w_lo <= e^eps`` in place of
     ``(e^eps, 1)`` and two exact integer coins (true coordinate kept non-zero, sign kept);
     p, q, the estimator and ``privacy_loss()`` use the realized values (within ~1e-15 of
     eq. 45-57). Epsilon is accepted in ``[1e-6, 40]``, and up to ``log(2^62 / m)`` for
@@ -421,6 +423,7 @@ class SignedSubsetSelection(Mechanism):
 
     @property
     def law(self) -> SignedSubsetLaw:
+        """The exact integer law of the sampler at this spec."""
         return _law(self.epsilon, self.domain_size, self.effective_subset_size)
 
     @property
@@ -454,6 +457,7 @@ class SignedSubsetSelection(Mechanism):
 
     # -- client ----------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated signed items in ``[0, 2 d)``; raise naming ``values``."""
         return check_categorical_values(values, 2 * self.domain_size, "values")
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -492,10 +496,11 @@ class SignedSubsetSelection(Mechanism):
         return sup, neg
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums``: signed column sums, each in [-n, n]."""
+        """Return the Stats fields: ``sums``, signed column sums, each in [-n, n]."""
         return {"sums": StatsField((self.domain_size,), low=-1.0)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, sums=np.zeros(self.domain_size, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
@@ -506,9 +511,11 @@ class SignedSubsetSelection(Mechanism):
         return Stats(self, n, sums=nonzero - 2 * column_counts(neg, d))
 
     def estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Unbiased net frequencies ``sums / (n p (1 - e^-eps))`` with plug-in variance
-        (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie in [-1, 1]
-        and consistency post-processing does not apply."""
+        """Estimate the net frequencies ``sums / (n p (1 - e^-eps))`` (unbiased).
+
+        Plug-in variance (f = |estimate| clipped to [0, 1]). Not a distribution: entries lie
+        in [-1, 1] and consistency post-processing does not apply.
+        """
         stats = self.check_stats(stats, nonempty=True)
         net = stats.sums / (stats.n * self.law.gain)
         var = self.variance(stats.n, np.clip(np.abs(net), 0.0, 1.0))
@@ -516,8 +523,10 @@ class SignedSubsetSelection(Mechanism):
 
     # -- exact law (small d) -----------------------------------------------------------------
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
-        """All outputs as (support, negative) integer bitmasks (bit k = coordinate k),
-        sorted by ``support * 2^d + negative``."""
+        """Return all outputs as (support, negative) integer bitmasks (bit k = coordinate k).
+
+        Sorted by ``support * 2^d + negative``.
+        """
         d, m = self.domain_size, self.effective_subset_size
         count = math.comb(d, m) * 2**m
         if 2 * d * count > MAX_DENSE_OUTPUTS:
@@ -536,10 +545,13 @@ class SignedSubsetSelection(Mechanism):
         return sup_a[order], neg_a[order]
 
     def _log_output_probabilities(self) -> tuple[float, float, float]:
-        """log P[y | v] of one output y with ``<y, v>`` = 1, 0 and -1, from the sampler's
-        probabilities: the true coordinate's outcome (p, 1 - p (1 + e^-eps), p e^-eps) times
+        """Return log P[y | v] of one output y with ``<y, v>`` = 1, 0 and -1.
+
+        From the sampler's probabilities: the true coordinate's outcome
+        (p, 1 - p (1 + e^-eps), p e^-eps) times
         one uniform choice of the other non-zeros and their signs. The middle entry is
-        -inf when m = d (every output is non-zero at the true coordinate)."""
+        -inf when m = d (every output is non-zero at the true coordinate).
+        """
         d, m = self.domain_size, self.effective_subset_size
         law = self.law
         log_rest_in = (
@@ -556,8 +568,9 @@ class SignedSubsetSelection(Mechanism):
         return log_one, log_zero - log_rest_out, log_minus
 
     def transition_matrix(self) -> np.ndarray:
-        """``P[y | v]`` of the sampler, shape (2d, C(d, m) 2^m): rows are input codes,
-        columns outputs in :meth:`output_index` order.
+        """Return ``P[y | v]`` of the sampler, shape (2d, C(d, m) 2^m).
+
+        Rows are input codes, columns outputs in :meth:`output_index` order.
 
         Built from the sampler's own decomposition (:meth:`_log_output_probabilities`),
         not from eq. 45; the tests check that it equals eq. 45 (``e^eps / Omega`` or
@@ -590,8 +603,9 @@ class SignedSubsetSelection(Mechanism):
         return np.searchsorted(keys, sup * (1 << d) + neg)
 
     def privacy_loss(self) -> float:
-        """Exact epsilon from the sampler's output probabilities (inf once e^-eps
-        underflows, near eps = 745, as for the other oracles).
+        """Return the exact epsilon from the sampler's output probabilities.
+
+        Inf once e^-eps underflows, near eps = 745, as for the other oracles.
 
         Every output y is at inner product 1 with some input, -1 with its negation and,
         when m < d, 0 with an input on a zero coordinate of y; so the loss is the spread
@@ -641,7 +655,7 @@ def haar_encode(u: Any, level: int) -> tuple[np.ndarray, np.ndarray]:
 def haar_coefficients(
     values: Any, max_level: int, low: float = 0.0, high: float = 1.0
 ) -> list[np.ndarray]:
-    """The exact (non-private) coefficients ``a*_jk = mean_i psi_jk(X_i)`` (eq. 37).
+    """Return the exact (non-private) coefficients ``a*_jk = mean_i psi_jk(X_i)`` (eq. 37).
 
     Returns one array per level j = 0..max_level (length 2^j), for values mapped from
     [low, high] to [0, 1]. With them :func:`haar_reconstruct` returns the histogram of the
@@ -831,7 +845,7 @@ class HaarWavelet(Mechanism):
         return tuple(_optimal_m(self.epsilon, 2**j) for j in range(self.effective_max_level + 1))
 
     def level_law(self, level: int) -> SignedSubsetLaw:
-        """The signed-subset constants used at ``level``."""
+        """Return the signed-subset constants used at ``level``."""
         level = check_integer(level, "level", low=0, high=self.effective_max_level)
         return _law(self.epsilon, 2**level, self.subset_sizes[level])
 
@@ -853,8 +867,10 @@ class HaarWavelet(Mechanism):
         return w / w.sum()
 
     def allocation_counts(self, n: int) -> np.ndarray:
-        """Group sizes for ``assignment="split"``: ``floor(w_j n)`` plus one for the
-        largest remainders until they sum to n (eq. 83)."""
+        """Group sizes for ``assignment="split"``.
+
+        ``floor(w_j n)`` plus one for the largest remainders until they sum to n (eq. 83).
+        """
         n = check_integer(n, "n", low=0)
         exact = self.allocation * n
         counts = np.floor(exact).astype(np.int64)
@@ -874,8 +890,10 @@ class HaarWavelet(Mechanism):
         return any(m < 2**j for j, m in enumerate(self.subset_sizes))
 
     def coefficient_variance(self, level: int, n_level: int, cell_mass: Any = None) -> Any:
-        """``Var[a_jk | S_j]`` for a group of ``n_level`` users, of whom a fraction
-        ``cell_mass`` (per k; default 0) lies in cell k (2q-corrected eq. 59)."""
+        """Return ``Var[a_jk | S_j]`` for a group of ``n_level`` users (2q-corrected eq. 59).
+
+        A fraction ``cell_mass`` of them (per k; default 0) lies in cell k.
+        """
         law = self.level_law(level)
         n_level = check_integer(n_level, "n_level", low=1)
         f = 0.0 if cell_mass is None else np.asarray(cell_mass, dtype=np.float64)
@@ -883,9 +901,11 @@ class HaarWavelet(Mechanism):
         return 2.0**level * per_user / (n_level * law.gain**2)
 
     def privacy_loss(self) -> float:
-        """Exact epsilon of one report: the largest over levels of the signed-subset
-        mechanism's loss (the level is drawn independently of the value, so it adds
-        nothing)."""
+        """Return the exact epsilon of one report.
+
+        The largest over levels of the signed-subset mechanism's loss (the level is drawn
+        independently of the value, so it adds nothing).
+        """
         return max(
             SignedSubsetSelection(
                 epsilon=self.epsilon, domain_size=2**j, subset_size=m
@@ -895,6 +915,7 @@ class HaarWavelet(Mechanism):
 
     # -- client ------------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
+        """Return the validated values in [low, high]; raise naming ``values``."""
         return check_numeric_values(values, self.low, self.high, "values")
 
     def randomize(self, values: Any, *, rng: RNGLike = None, assignment: str = "random") -> Reports:
@@ -944,7 +965,7 @@ class HaarWavelet(Mechanism):
 
     # -- server ------------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sums`` (signed, per level, each in [-n, n]); ``level_counts`` (sum n)."""
+        """Return the Stats fields: ``sums`` (signed, per level), ``level_counts`` (sum n)."""
         top = self.effective_max_level
         return {
             "sums": StatsField((2 ** (top + 1) - 1,), low=-1.0),
@@ -952,6 +973,7 @@ class HaarWavelet(Mechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         top = self.effective_max_level
         return Stats(
             self,
@@ -1028,7 +1050,7 @@ class HaarWavelet(Mechanism):
         return out
 
     def estimate(self, stats: Stats, *, buckets: int | None = None) -> Distribution:
-        """The clipped reconstruction as a Distribution on [low, high].
+        """Return the clipped reconstruction as a Distribution on [low, high].
 
         Parameters
         ----------

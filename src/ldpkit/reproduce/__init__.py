@@ -30,7 +30,7 @@ PAPERS: dict[str, str] = {
 
 
 def load(name: str) -> ModuleType:
-    """The module reproducing ``name``; ValueError for unknown names."""
+    """Return the module reproducing ``name``; ValueError for unknown names."""
     if name not in PAPERS:
         raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {name!r}")
     try:

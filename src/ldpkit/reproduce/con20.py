@@ -172,6 +172,7 @@ class ConsistencyCell:
     n_queries: int = 200
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Estimate with the oracle and compare the consistency methods."""
         spec = ORACLES[self.oracle](epsilon=epsilon, domain_size=data.domain_size)  # type: ignore[call-arg]
         estimate = spec.run(data.values, rng=rng)
         return compare(
@@ -196,7 +197,7 @@ class Pick:
 
 
 def datasets(config: Con20Config, seed: int) -> dict[str, Any]:
-    """The data sets: Zipf, baby names (top ``domain``) and emoji, as configured."""
+    """Return the data sets: Zipf, baby names (top ``domain``) and emoji, as configured."""
     from ..datasets import babynames, emoji, zipf
 
     zipf_seed, names_seed = np.random.SeedSequence([seed, 0xC020]).spawn(2)
@@ -209,7 +210,7 @@ def datasets(config: Con20Config, seed: int) -> dict[str, Any]:
 
 
 def grid(config: Con20Config, data: Mapping[str, Any]) -> Grid:
-    """Data sets x oracles x epsilons x repetitions; one metric per (method, query)."""
+    """Return the data sets x oracles x epsilons x repetitions; one metric per (method, query)."""
     pure = sorted(k for k, v in ORACLES.items() if issubclass(v, PureFrequencyOracle))
     unknown = [o for o in config.oracles if o not in pure]
     if unknown:
@@ -265,7 +266,7 @@ def setting_means(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _best_or_tied(frame: pd.DataFrame, method: str) -> pd.Series:
-    """Per setting: is ``method`` the best, or within 2 standard errors of the best?
+    """Tell per setting whether ``method`` is the best or within 2 standard errors of it.
 
     Paired (:func:`~ldpkit.experiments.compare_methods` with ``paired=True``): every method
     post-processed the same estimates, so the standard error is that of the per-repetition
@@ -401,7 +402,7 @@ def summary_markdown(
     eps: float,
     paper: Mapping[str, Any] | None = None,
 ) -> str:
-    """The Markdown summary: MSE at ``eps`` per oracle and data set, winners, verdicts.
+    """Return the Markdown summary: MSE at ``eps`` per oracle and data set, winners, verdicts.
 
     ``paper`` is :func:`verdicts` restricted to CON20's own setting (OLH at ``eps``).
     """

@@ -183,7 +183,7 @@ def rappor_cohorts(domain: int) -> int:
 
 
 def table2_spec(row: str, epsilon: float, domain: int) -> FrequencyOracle:
-    """The oracle measured in Table 2 row ``row`` (a column of FO17 Table 2 or an extra).
+    """Return the oracle measured in Table 2 row ``row`` (a column of FO17 Table 2 or an extra).
 
     DE columns fix their own domain, RAPPOR uses ``min(domain, RAPPOR_TABLE_DOMAIN)``
     candidates, every other row ``domain`` items.
@@ -221,7 +221,7 @@ def oracle_spec(name: str, epsilon: float, domain: int) -> FrequencyOracle:
 
 
 def unbiased_estimate(spec: FrequencyOracle, stats: Any) -> Any:
-    """The oracle's unbiased estimate: its plain ``estimate`` (RAPPOR: least squares)."""
+    """Return the oracle's unbiased estimate: its plain ``estimate`` (RAPPOR: least squares)."""
     return spec.estimate(stats)
 
 
@@ -240,6 +240,7 @@ class Table2Cell:
     runs: int
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> float:
+        """Return the measured variance of the Table 2 row at ``epsilon``."""
         spec = table2_spec(self.row, epsilon, self.domain)
         values = np.zeros(self.n, dtype=np.int64)
         total = 0.0
@@ -264,7 +265,7 @@ def _runs_per_cell(row: str, config: Fo17Config) -> int:
 
 
 def table2_grid(config: Fo17Config, rows: Sequence[str] | None = None) -> Grid:
-    """The grid of (a): one method per row, ``table_cells`` cells per (row, epsilon)."""
+    """Return the grid of (a): one method per row, ``table_cells`` cells per (row, epsilon)."""
     rows = [*TABLE2_ROWS, *EXTRA_ROWS] if rows is None else list(rows)
     methods = {
         row: Table2Cell(row, config.table_domain, config.table_n, _runs_per_cell(row, config))
@@ -421,12 +422,13 @@ class OracleRun:
     name: str
 
     def __call__(self, data: Any, epsilon: float, rng: np.random.Generator) -> Any:
+        """Return the oracle's unbiased estimate of ``data``."""
         spec = oracle_spec(self.name, epsilon, data.domain_size)
         return unbiased_estimate(spec, spec.aggregate(spec.randomize(data.values, rng=rng)))
 
 
 def mse_datasets(config: Fo17Config, seed: int) -> dict[str, Any]:
-    """The data sets of (b): Zipf(s) and the ``domain`` most common baby names."""
+    """Return the data sets of (b): Zipf(s) and the ``domain`` most common baby names."""
     from ..datasets import babynames, zipf
 
     zipf_seed, names_seed = np.random.SeedSequence([seed, 0xF017]).spawn(2)
@@ -439,7 +441,7 @@ def mse_datasets(config: Fo17Config, seed: int) -> dict[str, Any]:
 def mse_grid(
     config: Fo17Config, datasets: Mapping[str, Any], oracles: Sequence[str] | None = None
 ) -> Grid:
-    """The grid of (b): every oracle x data set x epsilon x repetition, metric ``mse``."""
+    """Return the grid of (b): every oracle x data set x epsilon x repetition, metric ``mse``."""
     names = list(ORACLES) if oracles is None else list(oracles)
     return Grid(
         methods={name: OracleRun(name) for name in names},
@@ -503,8 +505,10 @@ def mse_markdown(report: pd.DataFrame) -> str:
 
 
 def _reference(report: pd.DataFrame, dataset: str, metric: str, **sources: str) -> pd.DataFrame:
-    """Overlay values for :func:`plot_error_vs_epsilon`: ``sources`` maps a label to a
-    column of ``report`` (rows without a value are left out)."""
+    """Return the overlay values for :func:`plot_error_vs_epsilon`.
+
+    ``sources`` maps a label to a column of ``report`` (rows without a value are left out).
+    """
     parts = [
         pd.DataFrame(
             {

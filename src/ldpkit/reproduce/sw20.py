@@ -153,8 +153,11 @@ _DATA_KEY = 2020  # spawn key of the synthetic data's stream (cells use 4-elemen
 
 @dataclasses.dataclass(frozen=True)
 class Config(BenchConfig):
-    """The grid (:class:`~ldpkit.experiments.numeric.BenchConfig`); ``buckets`` overrides
-    SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for every data set."""
+    """The grid (:class:`~ldpkit.experiments.numeric.BenchConfig`).
+
+    ``buckets`` overrides SW20's bucket counts (256 for Beta(5, 2), 1024 for real data) for
+    every data set.
+    """
 
     DATASETS: ClassVar[Mapping[str, str]] = DATASETS
     METHODS: ClassVar[Mapping[str, str]] = METHODS
@@ -174,7 +177,7 @@ CDF_FIT = {"postprocess": "cdf"}
 
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
-    """The data set ``name`` on [0, 1] with SW20's bucket count (or ``config.buckets``).
+    """Return the data set ``name`` on [0, 1] with SW20's bucket count (or ``config.buckets``).
 
     Raises DataPackageNotFoundError when a real data set's package is not installed.
     """
@@ -218,10 +221,12 @@ class DistributionMetric:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         if self.kind not in METRIC_KINDS:
             raise ValueError(f"kind must be one of {list(METRIC_KINDS)}, got {self.kind!r}")
 
     def __call__(self, result: Any, truth: Truth) -> float:
+        """Return the metric of ``result`` against ``truth``."""
         if isinstance(result, Moments):
             if self.kind in ("mean", "variance"):
                 return abs(getattr(result, self.kind) - getattr(truth, self.kind))
@@ -249,7 +254,7 @@ class DistributionMetric:
 
 # ---- methods and metrics ---------------------------------------------------------------------
 def make_method(name: str) -> Method:
-    """The grid method called ``name`` (a key of :data:`METHODS`)."""
+    """Return the grid method called ``name`` (a key of :data:`METHODS`)."""
     table: dict[str, Method] = {
         "SW-EMS": DistributionMethod(SquareWave, estimate_params={"method": "ems"}),
         "SW-EM": DistributionMethod(SquareWave, estimate_params={"method": "em"}),
@@ -279,7 +284,7 @@ def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, DistributionMetr
 
 
 def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
-    """The experiment grid of ``config`` over the loaded ``benches``.
+    """Return the experiment grid of ``config`` over the loaded ``benches``.
 
     The epsilons are listed with a middle one first: :func:`~ldpkit.experiments.run_grid`
     times its pilot cells at the first epsilon, and EM's running time falls with epsilon,
@@ -335,8 +340,10 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
 
 
 def _in_epsilon_order(records: pd.DataFrame, grid: Grid) -> pd.DataFrame:
-    """Records sorted by data set, method (grid order), epsilon, repetition; metrics keep
-    their order (stable sort)."""
+    """Sort records by data set, method (grid order), epsilon, repetition.
+
+    Metrics keep their order (stable sort).
+    """
     rank_d = {d: i for i, d in enumerate(grid.datasets)}
     rank_m = {m: i for i, m in enumerate(grid.methods)}
     keyed = records.assign(_d=records["dataset"].map(rank_d), _m=records["method"].map(rank_m))

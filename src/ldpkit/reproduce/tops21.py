@@ -119,6 +119,7 @@ class Tops21Config:
     threshold_size: int | None = None
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for name in self.streams:
             if name not in STREAMS:
                 raise ValueError(f"streams must be among {sorted(STREAMS)}, got {name!r}")
@@ -167,8 +168,11 @@ def build_grids(cases: dict[str, StreamCase], config: Tops21Config) -> dict[str,
 
 
 def _warm_up(grids: dict[str, Grid], seed: int) -> None:
-    """Run every method once on a short prefix of one stream, so that one-time costs (loading
-    compiled kernels, first imports) do not inflate the pilot timings."""
+    """Run every method once on a short prefix of one stream.
+
+    So that one-time costs (loading compiled kernels, first imports) do not inflate the
+    pilot timings.
+    """
     for grid in grids.values():
         name, case = next(iter(grid.datasets.items()))
         short = load_case(
@@ -189,8 +193,11 @@ def _seconds(s: float) -> str:
 
 # ---- where the paper's ordering holds ---------------------------------------------------------
 def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
-    """One sentence: in how many cells ``proposed`` has the lowest mean error, and where it
-    clearly loses (``cells`` from :func:`~ldpkit.experiments.compare_methods`)."""
+    """Return one sentence on where ``proposed`` is the most accurate.
+
+    In how many cells ``proposed`` has the lowest mean error, and where it clearly loses
+    (``cells`` from :func:`~ldpkit.experiments.compare_methods`).
+    """
     n, k = len(cells), int(cells["lowest"].sum())
     text = f"{proposed} is the most accurate of {rivals} in {k} of {n} (metric, stream, ε) cells"
     lost = cells[cells["outcome"] == "loss"]
@@ -209,8 +216,11 @@ def _summary_sentence(cells: pd.DataFrame, proposed: str, rivals: str) -> str:
 
 
 def objective_verdict(cells: pd.DataFrame) -> str:
-    """One sentence on ToPL's corrected objective against the authors' (``cells`` from
-    ``compare_methods(errors, "ToPL", ["ToPL-authors"])``): wins, ties and losses."""
+    """Return one sentence on ToPL's corrected objective against the authors'.
+
+    Wins, ties and losses; ``cells`` from ``compare_methods(errors, "ToPL",
+    ["ToPL-authors"])``.
+    """
     n = len(cells)
     wins = int((cells["outcome"] == "win").sum())
     losses = int((cells["outcome"] == "loss").sum())

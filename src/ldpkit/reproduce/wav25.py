@@ -221,6 +221,7 @@ class Config(BenchConfig):
     stop_repetitions: int = 5
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         super().__post_init__()
         if any(not 0 <= j <= 20 for j in self.j_levels):
             raise ValueError(f"j_levels must be levels in [0, 20], got {self.j_levels}")
@@ -265,8 +266,9 @@ QUICK = Config(
 
 # ---- the wavelet and the J check ---------------------------------------------------------------------------------
 def binning_oracle(epsilon: float, params: Mapping[str, Any]) -> str:
-    """WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins: kRR (GRR) if
-    ``d < 3 e^eps + 2``, else OUE.
+    """Return WAV25 section 6.1's oracle for binning on ``params["buckets"]`` = d bins.
+
+    KRR (GRR) if ``d < 3 e^eps + 2``, else OUE.
 
     Examples
     --------
@@ -300,8 +302,10 @@ class WaveletMethod:
 
 
 def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
-    """WAV25's bound on E[W1] without the O(): Lemma 5's bias ``2^-(J+1)`` plus Lemma 6's
-    ``sqrt(sum_j 2^-(2j+2) V_j / n_j)`` with the allocation of eq. 83 (``n_j = w_j n``).
+    """Return WAV25's bound on E[W1] without the O().
+
+    Lemma 5's bias ``2^-(J+1)`` plus Lemma 6's ``sqrt(sum_j 2^-(2j+2) V_j / n_j)`` with the
+    allocation of eq. 83 (``n_j = w_j n``).
 
     This is what section 6.3 minimizes for its "theoretical" J (Figure 4, green). The bias
     term is the worst case over all distributions, so on smooth data the bound's J is too
@@ -322,7 +326,7 @@ def wasserstein_bound(epsilon: float, n: int, max_level: int) -> float:
 def theory_level(
     epsilon: float, n: int, levels: tuple[int, ...] = tuple(range(MAX_LEVEL + 1))
 ) -> int:
-    """The J among ``levels`` minimizing :func:`wasserstein_bound` (smallest on ties)."""
+    """Return the J among ``levels`` minimizing :func:`wasserstein_bound` (smallest on ties)."""
     bounds = [wasserstein_bound(epsilon, n, j) for j in levels]
     return int(levels[int(np.argmin(bounds))])
 
@@ -334,11 +338,13 @@ def _level_of(method: str) -> int:
 def j_sweep_table(
     records: pd.DataFrame, sizes: Mapping[str, int], metric: str = "W1"
 ) -> pd.DataFrame:
-    """Per (data set, epsilon) of a J sweep (methods named ``"J=<j>"``; ``sizes`` maps each
-    data set to its n): the rule's J ``ceil(log2(n)/2)``, the J minimizing
-    :func:`wasserstein_bound` (``theory_J``), the best measured J, their mean errors, the
-    error at the rule's J - 2, and the ratios ``rule_over_best`` and ``rule_over_minus2``
-    (> 1: the rule's J is worse)."""
+    """Tabulate a J sweep per (data set, epsilon).
+
+    Methods are named ``"J=<j>"``; ``sizes`` maps each data set to its n. Columns: the
+    rule's J ``ceil(log2(n)/2)``, the J minimizing :func:`wasserstein_bound` (``theory_J``),
+    the best measured J, their mean errors, the error at the rule's J - 2, and the ratios
+    ``rule_over_best`` and ``rule_over_minus2`` (> 1: the rule's J is worse).
+    """
     summary = summarize(records[records["metric"] == metric])
     summary = summary.assign(level=[_level_of(m) for m in summary["method"]])
     rows = []
@@ -370,7 +376,7 @@ def j_sweep_table(
 
 
 def j_sweep_markdown(table: pd.DataFrame, metric: str = "W1") -> str:
-    """The :func:`j_sweep_table` as Markdown."""
+    """Return the :func:`j_sweep_table` as Markdown."""
     lines = [
         f"| data set | ε | rule J | {metric} at rule J | bound's J | {metric} at bound's J | best J | "
         f"{metric} at best J | {metric} at rule J - 2 | rule / best | rule / (J-2) |",
@@ -393,9 +399,12 @@ def plot_w1_vs_j(
     metric: str = "W1",
     title: str | None = None,
 ) -> Path:
-    """WAV25 Figure 4's check: error vs J, a panel per data set, a line per epsilon (log
-    scale, standard-error bars); a dashed vertical line at the rule's J, a star on each
-    line's best J, a hollow diamond on each line's :func:`theory_level`. PNG and PDF."""
+    """Plot WAV25 Figure 4's check.
+
+    Error vs J, a panel per data set, a line per epsilon (log scale, standard-error bars); a
+    dashed vertical line at the rule's J, a star on each line's best J, a hollow diamond on
+    each line's :func:`theory_level`. PNG and PDF.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -460,8 +469,11 @@ def _beta(n: int, seed: int) -> Bench:
 
 
 def load_bench(name: str, config: Config, seed: int) -> Bench:
-    """The data set ``name`` on [0, 1] (raises DataPackageNotFoundError if its package is
-    not installed); at most ``config.max_n`` values (a seeded random subset)."""
+    """Return the data set ``name`` on [0, 1], at most ``config.max_n`` values.
+
+    A seeded random subset; raises DataPackageNotFoundError if its package is not
+    installed.
+    """
     if name not in DATASETS:
         raise ValueError(f"dataset must be one of {list(DATASETS)}, got {name!r}")
     if name == "Beta(5,2)":
@@ -480,8 +492,10 @@ def load_bench(name: str, config: Config, seed: int) -> Bench:
 
 
 def step_values(h: float, n: int, seed: int) -> np.ndarray:
-    """``n`` draws from WAV25's eq. 92 density: 1.5 on [kh, (k+1)h) for odd k, 0.5 for
-    even k (section 6.4, Fig. 5), seeded by ``seed`` and ``h``.
+    """Draw ``n`` values from WAV25's eq. 92 density.
+
+    1.5 on [kh, (k+1)h) for odd k, 0.5 for even k (section 6.4, Fig. 5), seeded by ``seed``
+    and ``h``.
 
     Examples
     --------
@@ -497,7 +511,7 @@ def step_values(h: float, n: int, seed: int) -> np.ndarray:
 
 
 def fig5_benches(config: Config, seed: int) -> dict[str, Bench]:
-    """The eq. 92 data sets of WAV25 Fig. 5, one per h (``"eq. 92, h=1/k"``)."""
+    """Return the eq. 92 data sets of WAV25 Fig. 5, one per h (``"eq. 92, h=1/k"``)."""
     n = config.fig5_n if config.max_n is None else min(config.fig5_n, config.max_n)
     out = {}
     for h in config.fig5_hs:
@@ -512,7 +526,7 @@ def fig5_benches(config: Config, seed: int) -> dict[str, Bench]:
 
 
 def large_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[str, Bench]:
-    """The spiky real data sets resampled with replacement to ``config.large_n`` users."""
+    """Return the spiky real data sets resampled with replacement to ``config.large_n`` users."""
     out = {}
     for name in config.large_datasets:
         base = benches[name] if name in benches else load_bench(name, FULL, seed)
@@ -542,7 +556,7 @@ RULE = binning_oracle
 
 
 def make_method(name: str) -> Method:
-    """The grid method called ``name`` (a key of :data:`METHODS` or :data:`EXTRA_METHODS`)."""
+    """Return the grid method ``name`` (a key of :data:`METHODS` or :data:`EXTRA_METHODS`)."""
     table: dict[str, Method] = {
         "Wavelet": WaveletMethod(),
         "Wavelet J-2": WaveletMethod(level_offset=-2),
@@ -581,7 +595,7 @@ def make_metrics(seed: int, n_queries: int = 1000) -> dict[str, GridMetric]:
 
 
 def build_grid(config: Config, benches: Mapping[str, Bench], seed: int) -> Grid:
-    """The comparison grid over the loaded ``benches``."""
+    """Return the comparison grid over the loaded ``benches``."""
     return bench_grid(config, benches, make_method, make_metrics(seed, config.n_queries))
 
 
@@ -590,8 +604,11 @@ def _j_name(name: str, n: int) -> str:
 
 
 def j_benches(config: Config, benches: Mapping[str, Bench], seed: int) -> dict[str, Bench]:
-    """The data sets of the J sweep: Beta(5, 2) at each of ``j_beta_ns``, then the real
-    data sets of the comparison (if ``j_real``)."""
+    """Return the data sets of the J sweep.
+
+    Beta(5, 2) at each of ``j_beta_ns``, then the real data sets of the comparison (if
+    ``j_real``).
+    """
     out: dict[str, Bench] = {}
     for n in config.j_beta_ns:
         n = min(n, config.max_n) if config.max_n is not None else n
@@ -633,8 +650,11 @@ def extra_grid(
 
 
 def ratio_table(records: pd.DataFrame, method: str, against: str) -> pd.DataFrame:
-    """Mean error of ``method`` over ``against``'s per (data set, metric, epsilon) (< 1:
-    ``method`` is better), as a wide table (rows data set and metric, columns epsilon)."""
+    """Return the ratio of ``method``'s mean error over ``against``'s, as a wide table.
+
+    Per (data set, metric, epsilon); < 1: ``method`` is better. Rows data set and metric,
+    columns epsilon.
+    """
     s = summarize(records)
     wide = s.pivot_table(
         index=["dataset", "metric"], columns=["method", "epsilon"], values="mean", sort=False
@@ -690,7 +710,7 @@ def _setup_text(config: Config, benches: Mapping[str, Bench], seed: int, quick: 
 def _claim_check(
     cells: pd.DataFrame, benches: Mapping[str, Bench], vs_sw: pd.DataFrame
 ) -> list[str]:
-    """Computed sentences: outcome counts per (smooth/spiky, metric), and against SW-EMS."""
+    """Write sentences: outcome counts per (smooth/spiky, metric), and against SW-EMS."""
     kinds = {name: ("smooth" if b.smooth else "spiky") for name, b in benches.items()}
     cells = cells.assign(kind=cells["dataset"].map(kinds))
     lines = []
@@ -714,7 +734,7 @@ def _claim_check(
 
 
 def _j_reading(table: pd.DataFrame) -> list[str]:
-    """Computed sentences on the J sweep."""
+    """Write sentences on the J sweep from its table."""
     if table.empty:
         return []
     n = len(table)
@@ -767,8 +787,10 @@ def _fig5_lines(records: pd.DataFrame, config: Config) -> list[str]:
 
 
 def _against_others_lines(records: pd.DataFrame, methods: Sequence[str]) -> list[str]:
-    """The wavelet against the best of the part's other methods (when both ran), then the
-    part's table."""
+    """Compare the wavelet with the best of the part's other methods, then tabulate.
+
+    The comparison only when both ran.
+    """
     others = [m for m in methods if m not in VARIANTS]
     lines: list[str] = []
     if "Wavelet" in methods and len(others) > 0:
@@ -814,8 +836,10 @@ def _stop_lines(records: pd.DataFrame, config: Config) -> list[str]:
 def _run_extra_parts(
     config: Config, benches: Mapping[str, Bench], *, seed: int, jobs: int, console: Any
 ) -> list[_Part]:
-    """The parts added to WAV25 section 6: Fig. 5, the large-n spiky regime, SW-EM's
-    stopping rules (each only when configured)."""
+    """Run the parts added to WAV25 section 6.
+
+    Fig. 5, the large-n spiky regime, SW-EM's stopping rules (each only when configured).
+    """
     parts: list[_Part] = []
     titles = {m: t for m, (_, _, t) in METRICS.items()}
 

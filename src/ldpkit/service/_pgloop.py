@@ -101,7 +101,7 @@ _PLACEHOLDER = re.compile(r"(%%|%s)")
 
 @functools.lru_cache(maxsize=256)
 def numbered_sql(sql: str) -> bytes | None:
-    """``sql`` with its ``%s`` placeholders numbered ``$1, $2, ...`` (``%%``: ``%``).
+    """Return ``sql`` with its ``%s`` placeholders numbered ``$1, $2, ...`` (``%%``: ``%``).
 
     None when it holds another ``%`` sequence (``%(name)s``, ``%b``, ...): psycopg's job.
     """
@@ -162,7 +162,7 @@ class LoopConnection:
         return self.conn.info
 
     def _readable(self) -> None:
-        """The socket has data: read it, collect results, complete the waiter at the end."""
+        """Read the socket's data, collect results, complete the waiter at the end."""
         pg = self.pg
         try:
             pg.consume_input()
@@ -218,9 +218,12 @@ class LoopConnection:
             self.waiter = None
 
     async def execute(self, sql: str, encoded: Encoded) -> None:
-        """Run ``sql`` (``%s`` placeholders: :func:`numbered_sql` must accept it) with
-        ``encoded`` (:func:`encode_params`) and return once the server has answered
-        (autocommit: committed). Raises psycopg's error for an error result."""
+        """Run ``sql`` with ``encoded`` and return once the server has answered.
+
+        ``%s`` placeholders (:func:`numbered_sql` must accept it); ``encoded`` from
+        :func:`encode_params`; autocommit: committed. Raises psycopg's error for an error
+        result.
+        """
         if self.broken or self.pg.status != _OK:
             raise psycopg.OperationalError("the connection is broken")
         values, formats, oids = encoded

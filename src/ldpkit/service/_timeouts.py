@@ -1,10 +1,11 @@
-"""A header read timeout for uvicorn: connections whose request head does not arrive in time
-are closed.
+"""A header read timeout for uvicorn.
+
+Connections whose request head does not arrive in time are closed.
 
 uvicorn (0.55) closes a connection idle *after* a response (``timeout_keep_alive``) but
 waits forever for the head of a request: 200 clients that each send half a request line
-held 200 connections (and their file descriptors and buffers) open indefinitely (issue
-27). :class:`HeaderTimeoutProtocol` is uvicorn's own HTTP protocol (httptools when
+held 200 connections (and their file descriptors and buffers) open indefinitely.
+:class:`HeaderTimeoutProtocol` is uvicorn's own HTTP protocol (httptools when
 installed, else h11) plus one timer per connection: armed when the connection opens and
 whenever the bytes of a new request start arriving, cancelled once the request's head is
 complete (uvicorn then starts a request cycle), firing after

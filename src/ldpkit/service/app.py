@@ -10,7 +10,7 @@ Endpoints (OpenAPI docs at ``/docs``; scopes apply when ``[auth]`` is configured
 - ``GET /v1/collections``, ``GET /v1/collections/{c}`` (spec, fingerprint, encoder, report
   fields, n), ``GET /v1/collections/{c}/estimate?alpha=&since=&until=&top_k=``
   (open-domain collections: ``&candidates=a,b,c``, or ``POST`` the same path with
-  ``{"candidates": [...]}``),
+  ``{"candidates": [...]}``; heavy-hitter collections: ``&control=none|fwer|fdr``),
   ``GET /v1/collections/{c}/buckets``, ``GET /v1/collections/{c}/stats`` (``read``).
 - ``GET /v1/admin/collections/{c}/batches``, ``DELETE`` the same (``admin``).
 - ``GET /healthz`` (open), ``GET /metrics`` (``metrics``; Prometheus text).
@@ -25,6 +25,7 @@ Tokens may be limited to some collections and have ingest quotas (429 + Retry-Af
 
 import dataclasses
 import gc
+import json
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path as Path_
@@ -35,6 +36,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -50,7 +52,7 @@ from .config import (
     _normalize,
 )
 from .fast_ingest import CollectorApp
-from .kinds import MAX_CANDIDATES
+from .kinds import MAX_CANDIDATES, MAX_CANDIDATES_BODY
 from .models import (
     _BODY_DOC,
     BatchInfo,
@@ -71,6 +73,7 @@ from .store import (
     DEFAULT_MAX_PARTS,
     CollectorStore,
 )
+from .windows import add_window_routes
 
 __all__ = ["CollectorApp", "create_app"]
 
@@ -292,9 +295,11 @@ def create_app(
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
-        """200 ``ok``; 200 ``degraded`` when roll-up compaction keeps failing or falls
-        behind (ingest and estimates still work, estimates get slower); 503 when the
-        database does not answer."""
+        """Report the collector's health: 200 ``ok``.
+
+        200 ``degraded`` when roll-up compaction keeps failing or falls behind (ingest and
+        estimates still work, estimates get slower); 503 when the database does not answer.
+        """
         try:
             store.ping()
             compaction = collector.compaction_health()
@@ -389,6 +394,7 @@ def create_app(
         bootstrap: int,
         candidates: list[Any] | None,
         top_k: int | None,
+        control: str | None = None,
     ) -> Response:
         collector.authorize(request, "read")
         collector.get(collection)
@@ -403,6 +409,7 @@ def create_app(
             bootstrap,
             candidates=candidates,
             top_k=top_k,
+            control=control,
         )
         # Serialized once here (the model is already validated), not again by FastAPI.
         return Response(result.model_dump_json(), media_type="application/json")
@@ -443,22 +450,44 @@ def create_app(
             ),
         ] = None,
         top_k: TopK = None,
+        control: Annotated[
+            str | None,
+            Query(
+                description="heavy-hitter collections (PEM, TreeHist, SFP): the error control "
+                "of the discovered list, none, fwer or fdr at level alpha (default: the spec's)"
+            ),
+        ] = None,
     ) -> EstimateResult:
-        """The estimate over whole buckets in ``[since, until)`` (everything by default)."""
+        """Return the estimate over whole buckets in ``[since, until)`` (everything by default)."""
         items = None if candidates is None else candidates.split(",")
         return estimate_of(  # type: ignore[return-value]
-            collection, request, alpha, postprocessing, since, until, bootstrap, items, top_k
+            collection,
+            request,
+            alpha,
+            postprocessing,
+            since,
+            until,
+            bootstrap,
+            items,
+            top_k,
+            control,
         )
 
     @app.post(
         "/v1/collections/{collection}/estimate",
         response_model=EstimateResult,
         tags=["collections"],
+        responses={413: {"description": f"body over {MAX_CANDIDATES_BODY} bytes"}},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": CandidatesBody.model_json_schema()}},
+            }
+        },
     )
-    def post_estimate(
+    async def post_estimate(
         collection: CollectionName,
         request: Request,
-        body: CandidatesBody,
         alpha: Annotated[
             float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
         ] = 0.05,
@@ -466,11 +495,45 @@ def create_app(
         until: TimeParam = None,
         top_k: TopK = None,
     ) -> EstimateResult:
-        """The estimate of an open-domain collection for the body's candidates (JSON
-        strings and integers, as typed: ``"7"`` and ``7`` are different items)."""
-        return estimate_of(  # type: ignore[return-value]
-            collection, request, alpha, None, since, until, 0, body.candidates, top_k
+        """Estimate an open-domain collection for the body's candidates.
+
+        JSON strings and integers, as typed: ``"7"`` and ``7`` are different items.
+        """
+        # The body is read here, under a size limit, before pydantic parses any of it.
+        collector.authorize(request, "read")
+        try:
+            body = CandidatesBody.model_validate(await _limited_json(request))
+        except ValidationError as exc:  # the same 422 as FastAPI's own body check
+            raise RequestValidationError(exc.errors(include_url=False)) from None
+        answer: Any = await run_in_threadpool(
+            estimate_of, collection, request, alpha, None, since, until, 0, body.candidates, top_k
         )
+        return answer  # type: ignore[no-any-return]
+
+    async def _limited_json(request: Request) -> Any:
+        """Read the request's JSON body: 413 past MAX_CANDIDATES_BODY bytes, 422 if not JSON."""
+        too_large = HTTPException(
+            413,
+            f"candidates body must be at most {MAX_CANDIDATES_BODY} bytes (at most "
+            f"{MAX_CANDIDATES} candidates), got more",
+        )
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_CANDIDATES_BODY:
+            collector.metrics.reject("too_large", 413)
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_CANDIDATES_BODY:
+                collector.metrics.reject("too_large", 413)
+                raise too_large
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except (ValueError, RecursionError):
+            raise HTTPException(
+                422, 'candidates body must be JSON {"candidates": [...]}, got other bytes'
+            ) from None
 
     @app.get(
         "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]
@@ -481,7 +544,7 @@ def create_app(
         since: TimeParam = None,
         until: TimeParam = None,
     ) -> BucketList:
-        """Reports and batches per roll-up bucket (a time series; estimate each with since/until)."""
+        """List reports and batches per roll-up bucket (a time series)."""
         collector.authorize(request, "read")
         collector.get(collection)
         s, u = collector.window(since, until)
@@ -534,7 +597,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> BatchList:
-        """Stored batches (oldest first): id, token name, size, arrival time."""
+        """List the stored batches (oldest first): id, token name, size, arrival time."""
         collector.authorize(request, "admin")
         collector.get(collection)
         s, u = collector.window(since, until)
@@ -578,6 +641,7 @@ def create_app(
         batches, reports = store.delete_batches(collection, token=token, since=s, until=u)
         return DeleteResult(collection=collection, deleted_batches=batches, deleted_reports=reports)
 
+    add_window_routes(app, collector)  # GET .../windows: per-window estimates (windows.py)
     return app
 
 

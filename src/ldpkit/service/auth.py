@@ -70,6 +70,7 @@ class Token:
     granted: frozenset[str] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        """Expand the scopes to those they imply and validate the fields."""
         granted = frozenset().union(*(_IMPLIES.get(s, ()) for s in self.scopes))
         if self.collections is None and "read" in granted:
             granted |= {"metrics"}  # an unscoped read token kept /metrics (backwards compatible)
@@ -83,7 +84,7 @@ class Token:
 
 
 def new_token() -> tuple[str, str]:
-    """A fresh random token and the hex sha256 to put in the config: ``(token, sha256)``."""
+    """Return a fresh random token and the hex sha256 to put in the config: ``(token, sha256)``."""
     token = secrets.token_urlsafe(32)
     return token, hashlib.sha256(token.encode()).hexdigest()
 
@@ -167,7 +168,7 @@ class TokenAuth:
         self._by_digest = {token.sha256: token for token in self.tokens}
 
     def identify(self, authorization: str | None) -> Token | None:
-        """The token presented in the header, or None (missing, malformed or unknown).
+        """Return the token presented in the header, or None (missing, malformed or unknown).
 
         The presented token is hashed, and the hash looked up among the configured ones
         and confirmed with :func:`hmac.compare_digest`. The lookup is keyed by the sha256

@@ -1,6 +1,9 @@
-"""What a batch is to the store and how it is told apart: the pending batch and its stored
-record, batch ids, the digests that tell a retried batch from a different one under the
-same idempotency key, and the refusals of a reused or deleted key."""
+"""What a batch is to the store and how it is told apart.
+
+The pending batch and its stored record, batch ids, the digests that tell a retried batch
+from a different one under the same idempotency key, and the refusals of a reused or deleted
+key.
+"""
 
 from __future__ import annotations
 
@@ -79,6 +82,7 @@ class ReportsDigest:
         self._meta: dict[str, tuple[str, tuple[int, ...]]] = {}
 
     def update(self, reports: Reports) -> None:
+        """Hash the arrays of ``reports`` into the per-field digests."""
         for name, arr in reports.arrays.items():
             if name not in self._fields:
                 self._fields[name] = hashlib.sha256()
@@ -86,6 +90,7 @@ class ReportsDigest:
             self._fields[name].update(np.ascontiguousarray(arr).tobytes())
 
     def hexdigest(self) -> str:
+        """Return the digest of every field (name, dtype, shape, bytes) as hex."""
         outer = hashlib.sha256()
         for name in sorted(self._fields):
             dtype, shape = self._meta[name]
@@ -108,7 +113,7 @@ _id_state: tuple[int, int, Any] = (-1, 0, None)  # (pid, random base, counter)
 
 
 def new_batch_id() -> str:
-    """A UUID version 7 (RFC 9562): time-ordered, so new rows append to the index.
+    """Return a UUID version 7 (RFC 9562): time-ordered, so new rows append to the index.
 
     The 74 bits after the millisecond timestamp are a random base drawn once per process
     plus a counter (RFC 9562 section 6.2 allows counters): unique within a process, and
@@ -124,8 +129,10 @@ _LOW48 = 2**48 - 1
 
 
 def new_batch_ids(count: int) -> list[str]:
-    """``count`` ids of :func:`new_batch_id` (one clock read, the common digits formatted
-    once: a group commit names all its batches at once)."""
+    """Return ``count`` ids of :func:`new_batch_id` from one clock read.
+
+    The common digits are formatted once: a group commit names all its batches at once.
+    """
     global _id_state
     pid, base, counter = _id_state
     if pid != os.getpid():  # first call, or a forked child: a base of its own

@@ -1,7 +1,9 @@
-"""The collector's state and its work behind the routes (:class:`_Collector`): the
-collections and their report templates, authorization and quotas, one batch handed to
+"""The collector's state and its work behind the routes (:class:`_Collector`).
+
+The collections and their report templates, authorization and quotas, one batch handed to
 its :class:`~ldpkit.service.decode.BatchDecoder` and then to the group committer, and the
-estimates."""
+estimates.
+"""
 
 import datetime as dt
 import json
@@ -17,7 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from ..spec import Mechanism
+from ..spec import Mechanism, Stats
 from .auth import Token, TokenAuth
 from .commit import AggregationError, GroupCommitter
 from .config import (
@@ -26,7 +28,7 @@ from .config import (
     _plain_label,
 )
 from .decode import BatchDecoder
-from .kinds import KINDS, EstimateQuery, kind_of, sample_inputs
+from .kinds import KINDS, EstimateQuery, kind_of, longitudinal_info, sample_inputs
 from .models import (
     CollectionInfo,
     EncoderInfo,
@@ -53,8 +55,9 @@ _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as HTTP header valu
 
 
 def _probe(spec: Mechanism) -> tuple[dict[str, tuple[np.dtype, tuple[int, ...]]] | None, str]:
-    """Report template (field dtypes and per-user shapes) and estimate kind of ``spec``
-    (:func:`.kinds.kind_of`).
+    """Return the report template and the estimate kind of ``spec``.
+
+    The template: field dtypes and per-user shapes; the kind: :func:`.kinds.kind_of`.
 
     Raises ValueError for a spec whose estimate the collector cannot serve, so a config
     naming one is refused when it is loaded, not after data has been ingested.
@@ -93,8 +96,10 @@ _TIME_RANGE = (
 
 
 def _parse_time(value: str | None, name: str) -> int | None:
-    """Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds; 422
-    outside [TIME_MIN, TIME_MAX] (issue 27: ``since=1e300`` was a 500)."""
+    """Return Unix seconds from an ISO 8601 time (naive = UTC) or a number of seconds.
+
+    422 outside [TIME_MIN, TIME_MAX] (``since=1e300`` was a 500).
+    """
     if value is None:
         return None
     try:
@@ -173,7 +178,7 @@ class _Collector:
 
     # -- access ----------------------------------------------------------------------------
     def authorize(self, request: Request, scope: str) -> str:
-        """The calling token's name ("" when auth is off); 401/403 otherwise."""
+        """Return the calling token's name ("" when auth is off); 401/403 otherwise."""
         found = request.headers.getlist("authorization")
         return self.authorize_header(
             found[0] if found else None,
@@ -185,9 +190,11 @@ class _Collector:
     def authorize_header(
         self, header: str | None, scope: str, collection: str | None = None, count: int = 1
     ) -> str:
-        """:meth:`authorize` from the ``Authorization`` header's value (None if absent);
-        ``count`` headers were sent: more than one is a 400 on every path (issue 27: the
-        fast path read the last, the FastAPI routes the first)."""
+        """Run :meth:`authorize` on the ``Authorization`` header's value (None if absent).
+
+        ``count`` headers were sent: more than one is a 400 on every path (the fast path
+        read the last, the FastAPI routes the first).
+        """
         if count > 1:
             self.metrics.reject("malformed", 400)
             raise HTTPException(400, f"Authorization must be sent once, got {count} headers")
@@ -217,7 +224,7 @@ class _Collector:
         return token.name
 
     def visible(self, token: str) -> list[str]:
-        """The collections the named token may see (all of them when auth is off)."""
+        """Return the collections the named token may see (all of them when auth is off)."""
         found = None if self.auth is None else self.auth.by_name.get(token)
         if found is None or found.collections is None:
             return list(self.collections)
@@ -236,8 +243,11 @@ class _Collector:
             raise HTTPException(exc.status, str(exc), headers=headers) from None
 
     def get(self, name: str, *, listing: bool = True) -> Collection:
-        """The collection ``name``; 404 otherwise, naming the others only when ``listing``
-        (callers that may read; an ingest token must not learn them: issue 27)."""
+        """Return the collection ``name``.
+
+        404 otherwise, naming the others only when ``listing`` (callers that may read; an
+        ingest token must not learn them).
+        """
         try:
             return self.collections[name]
         except KeyError:
@@ -277,6 +287,7 @@ class _Collector:
                 k: FieldInfo(dtype=dtype.str, shape=list(shape))
                 for k, (dtype, shape) in template.items()
             },
+            longitudinal=longitudinal_info(c.spec),
         )
 
     # -- ingest ----------------------------------------------------------------------------
@@ -374,11 +385,13 @@ class _Collector:
         return s, u
 
     def compact_if_behind(self, name: str) -> None:
-        """Fold roll-up parts now if more than ``max_rollup_parts`` of ``name`` wait (the
-        committer normally folds them every second; this covers a process that does not
-        ingest, or a committer that fell behind). Runs in the reader's thread, never twice
+        """Fold roll-up parts now if more than ``max_rollup_parts`` of ``name`` wait.
+
+        The committer normally folds them every second; this covers a process that does not
+        ingest, or a committer that fell behind. Runs in the reader's thread, never twice
         at once in a process, not right after a failure; a failure leaves every total
-        as it was (readers sum parts too)."""
+        as it was (readers sum parts too).
+        """
         store = self.store
         now = time.monotonic()
         # At most once a second per collection: the check is one more query (~0.5-1 ms
@@ -416,13 +429,16 @@ class _Collector:
         *,
         candidates: list[Any] | None = None,
         top_k: int | None = None,
+        merged: tuple[Stats, int] | None = None,
+        control: str | None = None,
     ) -> EstimateResult:
         collection = self.collections[name]
         spec = collection.spec
         kind = KINDS[self.kinds[name]]
-        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k)
+        query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k, control)
         kind.check(spec, query)
-        stats, batches = self.store.merged(name, spec, since=since, until=until)
+        # merged: the window's (Stats, batches) when the caller read them already (windows.py)
+        stats, batches = merged or self.store.merged(name, spec, since=since, until=until)
         result = EstimateResult(
             collection=name,
             kind=kind.name,
@@ -439,6 +455,7 @@ class _Collector:
             ci_low=None,
             distribution=None,
             mean=None,
+            longitudinal=longitudinal_info(spec),
         )
         if stats.n == 0:
             return result

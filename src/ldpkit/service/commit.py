@@ -43,7 +43,7 @@ them with one ``spec.aggregate`` call, which costs about as much as aggregating 
 them. If that call refuses the group (a malformed report inside), each batch is aggregated
 alone so that only the bad one gets its 422. Likewise, when a group's transaction fails
 for any reason but an unreachable database, it is committed again in halves (and halves of a
-failing half), so an error one batch causes fails that batch's request alone (issue 27).
+failing half), so an error one batch causes fails that batch's request alone.
 """
 
 from __future__ import annotations
@@ -89,19 +89,22 @@ class ReportRows:
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The report fields, in column order."""
         return tuple(self.columns)
 
     def __len__(self) -> int:
+        """Return the number of reports (rows)."""
         return len(next(iter(self.columns.values())))
 
     def to_reports(self, spec: Mechanism) -> Reports:
+        """Return the columns as Reports of ``spec``."""
         return Reports(
             spec, **{k: np.array(v, dtype=self.dtypes[k]) for k, v in self.columns.items()}
         )
 
 
 def _row_arrays(rows: Sequence[ReportRows]) -> dict[str, np.ndarray]:
-    """The columns of several ReportRows as one array per field (their decoded dtypes)."""
+    """Return the columns of several ReportRows as one array per field (their decoded dtypes)."""
     first = rows[0]
     return {
         k: np.array([x for b in rows for x in b.columns[k]], dtype=first.dtypes[k])
@@ -122,10 +125,12 @@ def _concat(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Reports
 
 
 def _aggregate_group(spec: Mechanism, batches: Sequence[Reports | ReportRows]) -> Stats:
-    """``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors; a group
-    of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``, which
-    skips the checks the decoder already made (about a third of the CPU time for a group
-    of seven one-report OLH batches, d = 1024)."""
+    """Return ``aggregate_one(spec, _concat(spec, batches))``, the same Stats and errors.
+
+    A group of ReportRows (the JSON fast path) goes straight to ``spec._aggregate_decoded``,
+    which skips the checks the decoder already made (about a third of the CPU time for a
+    group of seven one-report OLH batches, d = 1024).
+    """
     if not all(isinstance(b, ReportRows) for b in batches):
         return aggregate_one(spec, _concat(spec, batches))
     try:
@@ -144,8 +149,11 @@ def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
 
 
 def _is_outage(exc: BaseException) -> bool:
-    """Whether a group's commit failed because the database is unreachable (every batch
-    would fail alike: answer them all 503 at once) rather than because of one batch."""
+    """Tell whether a group's commit failed because the database is unreachable.
+
+    Then every batch would fail alike: answer them all 503 at once, rather than blame one
+    batch.
+    """
     from sqlalchemy.exc import InterfaceError, OperationalError
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -415,10 +423,12 @@ class GroupCommitter:
         run_blocking: Callable[[Callable[[], Any]], Any],
         connections: list[Any] | None,
     ) -> list[Any]:
-        """Commit the two halves of a group that failed, each in its own transaction,
-        splitting again whichever fails: one result per item (a record, or the exception
+        """Commit the two halves of a group that failed, each in its own transaction.
+
+        Splits again whichever fails: one result per item (a record, or the exception
         that failed a batch alone). A bad batch costs about 2 log2(n) transactions, not n;
-        an unreachable database fails a whole part at once."""
+        an unreachable database fails a whole part at once.
+        """
         half = len(items) // 2
         results: list[Any] = []
         for part in (items[:half], items[half:]):

@@ -1,6 +1,9 @@
-"""The collector's config file: read it (TOML or JSON), check its keys, and turn it into
-the collections and ``create_app`` keyword arguments (:func:`config_options`), or into an
-app (:func:`ldpkit.service.serve.app_from_config`)."""
+"""The collector's config file.
+
+Read it (TOML or JSON), check its keys, and turn it into the collections and ``create_app``
+keyword arguments (:func:`config_options`), or into an app
+(:func:`ldpkit.service.serve.app_from_config`).
+"""
 
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ class Limits:
     aggregate_chunk: int = 65_536
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -85,6 +89,7 @@ class Collection:
     description: str = ""
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         if not isinstance(self.spec, Mechanism):
             raise TypeError(
                 f"spec must be an ldpkit mechanism spec, got {type(self.spec).__name__}"
@@ -102,6 +107,7 @@ class Collection:
 
     @property
     def labels(self) -> list[Any] | None:
+        """The encoder's labels as plain JSON values, or None without an encoder."""
         if self.encoder is None:
             return None
         return [_plain_label(x) for x in self.encoder.labels.tolist()]
@@ -130,7 +136,7 @@ def _normalize(collections: Any) -> dict[str, Collection]:
 
 
 def _check_origins(origins: Any) -> None:
-    """Refuse a wildcard or malformed CORS origin (issue 27: ``"*"`` was accepted)."""
+    """Refuse a wildcard or malformed CORS origin (``"*"`` was accepted)."""
     if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
         raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
     for origin in origins:
@@ -223,12 +229,31 @@ def _collection(name: str, entry: Any) -> Collection:
             missing=entry.get("missing", "error"),
         )
         params.setdefault("domain_size", encoder.domain_size)
+    _longitudinal_aliases(entry["mechanism"], params)
     spec = spec_from_dict({"mechanism": entry["mechanism"], "params": params})
     return Collection(spec, encoder=encoder, description=str(entry.get("description", "")))
 
 
+def _longitudinal_aliases(mechanism: Any, params: dict[str, Any]) -> None:
+    """Accept ``epsilon_1`` for the longitudinal specs, and only for them.
+
+    ``epsilon_1`` is their papers' name of the field ``epsilon``
+    (:class:`ldpkit.longitudinal.LongitudinalOracle`).
+    """
+    from ..spec import mechanism_registry
+
+    cls = mechanism_registry().get(mechanism) if isinstance(mechanism, str) else None
+    if "epsilon_1" in params and isinstance(getattr(cls, "epsilon_1", None), property):
+        if "epsilon" in params:
+            raise ValueError(
+                f"params must give one of epsilon_1 and epsilon (one parameter of {mechanism}), "
+                "got both"
+            )
+        params["epsilon"] = params.pop("epsilon_1")
+
+
 def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict[str, Any]]:
-    """Collections and ``create_app`` keyword arguments from a parsed config."""
+    """Return the collections and ``create_app`` keyword arguments from a parsed config."""
     unknown = set(data) - _TOP_KEYS - _LIMIT_KEYS
     if unknown:
         raise ValueError(f"config keys must be among {sorted(_TOP_KEYS)}, got {sorted(unknown)}")
@@ -252,7 +277,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
         origins = data["cors_origins"]
         if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
             raise ValueError(f"cors_origins must be a list of origin strings, got {origins!r}")
-        _check_origins(origins)  # at load: "*" is refused with its reason (issue 27)
+        _check_origins(origins)  # at load: "*" is refused with its reason
         options["cors_origins"] = origins
     limits = dict(data.get("limits", {}))
     limits.update({k: data[k] for k in _LIMIT_KEYS if k in data})

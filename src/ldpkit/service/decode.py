@@ -1,7 +1,11 @@
-"""Request decoding: one report batch's body (npz, Parquet or JSON) to a checked
-:class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's one entry
-into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of plain
-integers) is read without ``json.loads``; others go to :func:`ldpkit.io.reports_from_dict`."""
+"""Request decoding: one report batch's body to a checked PendingBatch.
+
+The body is npz, Parquet or JSON; the result a
+:class:`~ldpkit.service.batch_identity.PendingBatch` (:class:`BatchDecoder`, the collector's
+one entry into :mod:`ldpkit.io`). A JSON body of the usual shape (one report, or columns of
+plain integers) is read without ``json.loads``; others go to
+:func:`ldpkit.io.reports_from_dict`.
+"""
 
 import datetime as dt
 import io
@@ -33,7 +37,7 @@ _ENTRY_KEYS = frozenset({"dtype", "shape", "data"})
 
 
 def _json_depth_ok(obj: Any, limit: int) -> bool:
-    """True if ``obj`` nests at most ``limit`` containers deep (iterative: no recursion)."""
+    """Return True if ``obj`` nests at most ``limit`` containers deep (iterative: no recursion)."""
     stack = [(obj, 1)]
     while stack:
         node, depth = stack.pop()
@@ -74,8 +78,9 @@ _ROW_DECODER = json.JSONDecoder()
 
 
 class _OneReport:
-    """Decode the usual body, one report as ``json.dumps(reports_to_dict(r))`` writes it,
-    with one regular expression instead of ``json.loads`` and a walk of the parsed dict.
+    """Decode the usual body, one report as ``json.dumps(reports_to_dict(r))`` writes it.
+
+    With one regular expression instead of ``json.loads`` and a walk of the parsed dict.
 
     A body it matches decodes to exactly the :class:`ReportRows` the general path
     (``json.loads`` + :func:`_fast_json_reports`) would give: the same keys in
@@ -108,7 +113,7 @@ class _OneReport:
     def build(
         cls, spec_dict: dict[str, Any], fingerprint: str, template: Mapping[str, _FastField]
     ) -> "_OneReport | None":
-        """The matcher of one collection, or None when its reports do not qualify."""
+        """Return the matcher of one collection, or None when its reports do not qualify."""
 
         def seq(*tokens: bytes) -> bytes:  # JSON tokens, optional whitespace between them
             return _JW.join(tokens)
@@ -232,9 +237,11 @@ class _OneReport:
 def _fast_json_reports(
     data: dict[str, Any], spec: Mechanism, template: Mapping[str, _FastField]
 ) -> Reports | ReportRows | None:
-    """Plain integer (or float) arrays of the report fields, decoded without the general
-    path's per-value checks; None sends anything else to ``reports_from_dict`` (which
-    gives the error messages), so both paths accept exactly the same bodies.
+    """Decode plain integer (or float) arrays of the report fields, or return None.
+
+    Decoded without the general path's per-value checks; None sends anything else to
+    ``reports_from_dict`` (which gives the error messages), so both paths accept exactly the
+    same bodies.
 
     A field holds one number per user, or (integer fields) a fixed-width row per user,
     e.g. OUE's packed bits. Integer fields (and float64 fields of Python floats) come back
@@ -284,7 +291,7 @@ def _fast_json_reports(
             if not all(type(x) is float or type(x) is int for x in flat):
                 return None
             # NaN and +-Infinity (json.loads reads them) are no report: the general path
-            # refuses them with Reports' message, before the group committer (issue 27)
+            # refuses them with Reports' message, before the group committer
             try:
                 if not all(map(math.isfinite, flat)):
                     return None
@@ -305,8 +312,10 @@ def _fast_json_reports(
 
 
 def _whole_second_clock() -> Callable[[], dt.datetime]:
-    """``datetime.now(UTC)`` without its microseconds, built once per second (the same
-    object for every request of a second: one float read and a compare per call)."""
+    """Return a clock of ``datetime.now(UTC)`` without microseconds, built once per second.
+
+    The same object for every request of a second: one float read and a compare per call.
+    """
     # One tuple, replaced whole: a thread (large bodies are decoded in the thread pool)
     # never sees one second's number with another second's datetime.
     last: list[tuple[int, dt.datetime]] = [(-1, dt.datetime.fromtimestamp(0, dt.UTC))]
@@ -324,10 +333,12 @@ def _whole_second_clock() -> Callable[[], dt.datetime]:
 
 
 class BatchDecoder:
-    """Decode and check one report batch of a collection, whatever its format, into a
-    :class:`~ldpkit.service.batch_identity.PendingBatch`; every refusal is an ``HTTPException``
-    (4xx) counted in ``metrics``. The regular route and the fast path both come here
-    (through ``_Collector.ingest``): the collector's one entry into :mod:`ldpkit.io`.
+    """Decode and check one report batch of a collection, whatever its format.
+
+    The result is a :class:`~ldpkit.service.batch_identity.PendingBatch`; every refusal is
+    an ``HTTPException`` (4xx) counted in ``metrics``. The regular route and the fast path
+    both come here (through ``_Collector.ingest``): the collector's one entry into
+    :mod:`ldpkit.io`.
     """
 
     def __init__(
@@ -368,6 +379,7 @@ class BatchDecoder:
         return HTTPException(status, message)
 
     def decode_json(self, name: str, body: bytes, content_type: str) -> Reports | ReportRows:
+        """Decode a JSON body of collection ``name`` into Reports or ReportRows."""
         spec = self.collections[name].spec
         spec_fingerprint = self.fingerprints[name]
         if "json" not in content_type and not body.lstrip().startswith(b"{"):

@@ -1,5 +1,8 @@
-"""The fast ingest path: ``POST /v1/reports/{c}`` served from the raw ASGI messages
-(:class:`CollectorApp`), with the same answers as the FastAPI route it stands in for."""
+"""The fast ingest path.
+
+``POST /v1/reports/{c}`` served from the raw ASGI messages (:class:`CollectorApp`), with the
+same answers as the FastAPI route it stands in for.
+"""
 
 import json
 from collections.abc import Mapping
@@ -41,6 +44,7 @@ class CollectorApp(FastAPI):
     """
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one ASGI request: report batches on the fast path, others to the app."""
         if (
             scope["type"] == "http"
             and scope["method"] == "POST"

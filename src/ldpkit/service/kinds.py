@@ -6,13 +6,17 @@ loaded, on the Stats of a small sample of reports) and fills the estimate's answ
 storing and reading never look at the kind: they only see ``Reports`` and ``Stats``.
 
 Today's kinds: ``frequency`` (a closed domain's frequency oracle), ``distribution``,
-``mean``, and ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
-the candidates the reader names, issue 29). A new kind is one class here, added to
+``mean``, ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
+the candidates the reader names) and ``heavy_hitters`` (PEM, TreeHist, SFP: the answer is
+the strings the server's search discovers). A new kind is one class here, added to
 :data:`KINDS`.
 """
 
 import dataclasses
+import hashlib
+import threading
 import warnings
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +27,7 @@ from ..frequency._open import OpenDomainOracle
 from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Stats
-from .models import DistributionResult, EstimateResult, TopItem
+from .models import DistributionResult, EstimateResult, LongitudinalInfo, TopItem
 
 # Distribution.postprocess methods (biased, but a proper distribution with quantiles).
 DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
@@ -34,6 +38,9 @@ QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 #: Most candidates one estimate request may name (each costs one hash per sketch row).
 MAX_CANDIDATES = 10_000
+#: Largest body (bytes) a POST of candidates may send: read under this cap before any
+#: parsing, so a huge JSON list costs the collector neither memory nor parse time.
+MAX_CANDIDATES_BODY = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,16 +52,22 @@ class EstimateQuery:
     bootstrap: int = 0
     candidates: list[Any] | None = None
     top_k: int | None = None
+    control: str | None = None
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
-    """Values to try on ``spec.randomize`` when probing it: 64 evenly spaced reals (for a
-    spec with ``low``/``high``), item numbers, or zeros."""
+    """Return values to try on ``spec.randomize`` when probing it.
+
+    64 evenly spaced reals (for a spec with ``low``/``high``), item numbers, or zeros.
+    """
     low, high = getattr(spec, "low", None), getattr(spec, "high", None)
     out: list[Any] = []
     if isinstance(low, (int, float)) and isinstance(high, (int, float)):
         out.append(np.linspace(float(low), float(high), 64))
     out += [np.arange(64) % max(int(getattr(spec, "domain_size", 2) or 2), 1), np.zeros(64)]
+    alphabet = getattr(spec, "alphabet", None)
+    chars = alphabet if isinstance(alphabet, str) and alphabet else "ab"
+    out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
     return out
 
 
@@ -94,6 +107,12 @@ class Kind:
             raise HTTPException(
                 422, f"top_k must be left out for a {self.name} collection, got {query.top_k}"
             )
+        if query.control is not None and not isinstance(self, HeavyHittersKind):
+            raise HTTPException(
+                422,
+                f"control must be left out for a {self.name} collection (only heavy-hitter "
+                f"collections take it), got {query.control!r}",
+            )
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
@@ -103,7 +122,7 @@ class Kind:
 
 
 def _top(result: EstimateResult, est: FrequencyEstimate, items: list[Any], k: int | None) -> None:
-    """The k most frequent of ``items`` (by estimate; ties in item order), with intervals."""
+    """Fill in the k most frequent of ``items`` (ties in item order), with intervals."""
     if k is None:
         return
     assert result.ci_low is not None and result.ci_high is not None
@@ -138,16 +157,19 @@ class FrequencyKind(Kind):
     has_top = True
 
     def postprocessing(self) -> list[str]:
+        """Return the consistency methods this kind accepts."""
         from ..consistency import METHODS
 
         return sorted(METHODS)
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a FrequencyEstimate."""
         return isinstance(spec.estimate(stats), FrequencyEstimate)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the frequency estimate, its intervals and top items into ``result``."""
         from ..consistency import METHODS
 
         est = spec.estimate(stats)
@@ -160,21 +182,25 @@ class FrequencyKind(Kind):
 
 
 class OpenFrequencyKind(Kind):
-    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``): the
-    reader names the candidates; the answer is their frequencies (``labels`` = the
-    candidates), intervals and, with ``top_k``, the most frequent of them."""
+    """An open-domain frequency oracle (CMS, HCMS, FLH with ``domain_size=None``).
+
+    The reader names the candidates; the answer is their frequencies (``labels`` = the
+    candidates), intervals and, with ``top_k``, the most frequent of them.
+    """
 
     name = "open_frequency"
     takes_candidates = True
     has_top = True
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec`` is an open-domain oracle that estimates candidates."""
         if not isinstance(spec, OpenDomainOracle) or spec.domain_size is not None:
             return False
         spec.estimate(stats, candidates=[0, "a"])  # raises if it cannot answer
         return True
 
     def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """Refuse a query without candidates (400)."""
         super().check(spec, query)
         if query.candidates is None:
             raise HTTPException(
@@ -197,11 +223,124 @@ class OpenFrequencyKind(Kind):
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the candidates' estimate, intervals and top items into ``result``."""
         assert query.candidates is not None  # check() ran
         est = spec.estimate(stats, candidates=query.candidates)  # type: ignore[call-arg]
         _frequency_fields(result, est, query.alpha)
         result.labels = list(query.candidates)
         _top(result, est, list(query.candidates), query.top_k)
+
+
+#: Values of the ``control`` query parameter: the error control of a discovery's list.
+CONTROLS = {"none": None, "fwer": "fwer", "fdr": "fdr"}
+#: Searches kept per process: a dashboard polling an unchanged window asks for the same
+#: search every few seconds, and one search costs seconds of CPU.
+MAX_CACHED_SEARCHES = 32
+
+
+def _stats_digest(stats: Stats) -> bytes:
+    """Digest the Stats' counts (the search's only input besides the spec)."""
+    digest = hashlib.blake2b(str(stats.n).encode(), digest_size=16)
+    for name in sorted(stats.arrays):
+        arr = np.ascontiguousarray(stats.arrays[name])
+        digest.update(f"{name}{arr.dtype.str}{arr.shape}".encode())
+        digest.update(arr.tobytes())
+    return digest.digest()
+
+
+class HeavyHittersKind(Kind):
+    """Open-vocabulary discovery (PEM, TreeHist, SFP): the strings the server finds.
+
+    The server searches the rolled-up Stats and answers the discovered strings, most
+    frequent first (``labels``, ``top``), with frequencies, standard errors and intervals.
+
+    The search runs on the server only, so the reader may change its server-side
+    parameters per request without touching the reports: ``top_k`` (how many strings),
+    ``alpha`` and ``control`` (``none``, ``fwer`` or ``fdr``: the error control over every
+    candidate the search tested, :class:`ldpkit.discovery.HeavyHitters`). The answer is
+    ``spec.replace(top_k=, alpha=, control=).estimate(stats)``, the offline estimate.
+    """
+
+    name = "heavy_hitters"
+    has_top = True
+
+    def __init__(self) -> None:
+        """Start with an empty cache of searches (keyed by the spec and the counts)."""
+        self._found: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def search(self, asked: Mechanism, stats: Stats) -> Any:
+        """Return ``asked.estimate`` of the counts of ``stats``, cached for equal counts."""
+        key = (asked.fingerprint, _stats_digest(stats))
+        with self._lock:
+            if key in self._found:
+                self._found.move_to_end(key)
+                return self._found[key]
+        # the reports do not depend on the server-side parameters: the same counts
+        found = asked.estimate(Stats._exact(asked, stats.n, dict(stats.arrays)))
+        with self._lock:
+            self._found[key] = found
+            while len(self._found) > MAX_CACHED_SEARCHES:
+                self._found.popitem(last=False)
+        return found
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec`` is a discovery spec whose estimate is a HeavyHitters."""
+        from ..discovery import SFP
+        from ..discovery.prefix import PrefixDiscovery
+        from ..discovery.result import HeavyHitters
+
+        # by class first: a search is the costliest estimate, run once here, not per kind
+        if not isinstance(spec, (PrefixDiscovery, SFP)):
+            return False
+        return isinstance(spec.estimate(stats), HeavyHitters)
+
+    def query_spec(self, spec: Mechanism, query: EstimateQuery) -> Mechanism:
+        """Return the spec whose estimate answers ``query`` (422 if the spec refuses a value)."""
+        changes: dict[str, Any] = {"alpha": query.alpha}
+        if query.top_k is not None:
+            changes["top_k"] = query.top_k
+        if query.control is not None:
+            changes["control"] = CONTROLS[query.control]
+        try:
+            return dataclasses.replace(spec, **changes)  # type: ignore[type-var]
+        except (TypeError, ValueError) as exc:
+            raise HTTPException(422, str(exc)) from None
+
+    def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """Refuse (422) a query a discovery cannot answer, before any read of the store."""
+        super().check(spec, query)
+        if query.control is not None and query.control not in CONTROLS:
+            raise HTTPException(
+                422, f"control must be one of {sorted(CONTROLS)}, got {query.control!r}"
+            )
+        self.query_spec(spec, query)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        """Write the strings the query's search finds in ``stats`` into ``result``."""
+        asked = self.query_spec(spec, query)
+        found = self.search(asked, stats)
+        low, high = found.confidence_interval()
+        result.labels = list(found.items)
+        result.frequencies = found.frequencies.tolist()
+        result.std_errors = found.std_error.tolist()
+        result.ci_low, result.ci_high = low.tolist(), high.tolist()
+        result.control = asked.control  # type: ignore[attr-defined]
+        result.tested = int(found.tested)
+        result.top = [
+            TopItem(
+                item=item,
+                frequency=float(f),
+                std_error=float(e),
+                ci_low=float(lo),
+                ci_high=float(hi),
+            )
+            for item, f, e, lo, hi in zip(
+                found.items, found.frequencies, found.std_error, low, high
+            )
+        ]
 
 
 class DistributionKind(Kind):
@@ -210,14 +349,17 @@ class DistributionKind(Kind):
     name = "distribution"
 
     def postprocessing(self) -> list[str]:
+        """Return the distribution post-processing methods this kind accepts."""
         return list(DISTRIBUTION_POSTPROCESS)
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a Distribution."""
         return isinstance(spec.estimate(stats), Distribution)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the distribution, its mean and quantiles into ``result``."""
         est = spec.estimate(stats)
         if query.postprocessing is not None:
             if not hasattr(est, "postprocess"):
@@ -251,11 +393,13 @@ class MeanKind(Kind):
     name = "mean"
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a MeanEstimate."""
         return isinstance(spec.estimate(stats), MeanEstimate)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
+        """Write the mean and its interval into ``result``."""
         est = spec.estimate(stats)
         interval = est.confidence_interval(query.alpha)
         result.mean = float(est.mean)
@@ -263,27 +407,36 @@ class MeanKind(Kind):
         result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
 
 
-#: Every kind, asked in this order (the open-domain kind first: its spec's plain
-#: ``estimate`` needs candidates).
+#: Every kind, asked in this order (the open-domain and discovery kinds first: the former's
+#: plain ``estimate`` needs candidates, the latter's is a search, run once).
 KINDS: dict[str, Kind] = {
-    k.name: k for k in (OpenFrequencyKind(), FrequencyKind(), DistributionKind(), MeanKind())
+    k.name: k
+    for k in (
+        OpenFrequencyKind(),
+        FrequencyKind(),
+        DistributionKind(),
+        MeanKind(),
+        HeavyHittersKind(),
+    )
 }
 
 
 def kind_of(spec: Mechanism, stats: Stats) -> Kind:
-    """The kind serving ``spec``; ValueError naming what the collector can serve otherwise."""
-    if KINDS["open_frequency"].serves(spec, stats):
-        return KINDS["open_frequency"]
+    """Return the kind serving ``spec``; ValueError naming what the collector can serve."""
+    for first in ("open_frequency", "heavy_hitters"):  # their plain estimate is not reused
+        if KINDS[first].serves(spec, stats):
+            return KINDS[first]
     try:
         est = spec.estimate(stats)
     except Exception as exc:
         raise ValueError(f"collection spec {spec!r} must produce an estimate, got {exc}") from exc
     for kind in KINDS.values():
-        if kind.name != "open_frequency" and kind.serves(spec, stats):
+        if kind.name not in ("open_frequency", "heavy_hitters") and kind.serves(spec, stats):
             return kind
     raise ValueError(
-        f"collection spec {spec!r} must estimate frequencies, a distribution or a mean, "
-        f"got {type(est).__name__}; aggregate it offline with ldpkit.distributed instead"
+        f"collection spec {spec!r} must estimate frequencies, a distribution or a mean "
+        f"(or discover heavy hitters), got {type(est).__name__}; aggregate it offline with "
+        "ldpkit.distributed instead"
     )
 
 
@@ -316,3 +469,27 @@ def _distribution_intervals(
     out.mean_ci = [float(m_lo), float(m_hi)]
     out.quantile_ci = {f"{q:g}": [float(a), float(b)] for q, a, b in zip(qs, q_lo, q_hi)}
     out.cdf_low, out.cdf_high = np.asarray(c_lo).tolist(), np.asarray(c_hi).tolist()
+
+
+#: Distinct values standing for "any number" when asking a spec its worst-case loss (every
+#: memo key count the library's specs cap at is far below it).
+_ANY_NUMBER = 1 << 40
+
+
+def longitudinal_info(spec: Mechanism) -> LongitudinalInfo | None:
+    """Return the budgets of ``spec`` if it reports repeated answers (None otherwise).
+
+    A spec is longitudinal when it has ``longitudinal_privacy_loss`` (the L-protocols,
+    LOLOHA, DBitFlipPM, OneBitMean).
+    """
+    loss = getattr(spec, "longitudinal_privacy_loss", None)
+    one = getattr(spec, "privacy_loss", None)
+    if loss is None or one is None:
+        return None
+    change = getattr(spec, "change_privacy_loss", None)
+    return LongitudinalInfo(
+        epsilon_1=float(one()),
+        epsilon_inf=float(loss(1)),
+        epsilon_change=float(change() if change is not None else loss(1)),
+        epsilon_max=float(loss(_ANY_NUMBER)),
+    )

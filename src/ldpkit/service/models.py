@@ -1,5 +1,8 @@
-"""The collector's API models (pydantic): the JSON answer of each route, which also
-documents the API at ``/openapi.json``, and the ingest body's OpenAPI description."""
+"""The collector's API models (pydantic).
+
+The JSON answer of each route, which also documents the API at ``/openapi.json``, and the
+ingest body's OpenAPI description.
+"""
 
 from typing import Any
 
@@ -8,11 +11,15 @@ from pydantic import BaseModel, Field
 
 # -- response models (they document the API in /docs) ---------------------------------------
 class FieldInfo(BaseModel):
+    """One report field of a collection: its numpy dtype and per-user shape."""
+
     dtype: str = Field(description="numpy dtype string of the field, e.g. '|u1', '<u8'")
     shape: list[int] = Field(description="per-user shape (empty for one number per user)")
 
 
 class EncoderInfo(BaseModel):
+    """The label encoder of a categorical collection, as ldpkit.Encoder takes it."""
+
     categories: list[Any] = Field(description="label of item i is categories[i]")
     unknown: str = Field(
         description="'error' (unseen labels are refused) or 'other' (mapped to one extra item)"
@@ -24,12 +31,32 @@ class EncoderInfo(BaseModel):
     )
 
 
+class LongitudinalInfo(BaseModel):
+    """The budgets of a longitudinal spec, from its realized probabilities."""
+
+    epsilon_1: float = Field(description="loss of one report (privacy_loss())")
+    epsilon_inf: float = Field(
+        description="loss of any number of memoized reports of one value "
+        "(longitudinal_privacy_loss(1))"
+    )
+    epsilon_change: float = Field(
+        description="what one change to a new value costs (change_privacy_loss())"
+    )
+    epsilon_max: float = Field(
+        description="the most a device can lose, over any number of reports and values "
+        "(the memo holds at most this many permanent answers)"
+    )
+
+
 class CollectionInfo(BaseModel):
+    """A collection: its mechanism, estimate kind, counts so far and report fields."""
+
     name: str
     description: str
     kind: str = Field(
-        description="'frequency', 'distribution', 'mean' or 'open_frequency' (CMS, HCMS, "
-        "FLH over an open domain: estimates name candidates): the estimate's shape"
+        description="'frequency', 'distribution', 'mean', 'open_frequency' (CMS, HCMS, "
+        "FLH over an open domain: estimates name candidates) or 'heavy_hitters' (PEM, "
+        "TreeHist, SFP: estimates discover the top strings): the estimate's shape"
     )
     mechanism: dict[str, Any] = Field(
         description="the spec, rebuild it with ldpkit.spec.spec_from_dict"
@@ -50,13 +77,20 @@ class CollectionInfo(BaseModel):
     report_fields: dict[str, FieldInfo] | None = Field(
         None, description="the arrays a batch must hold (JSON clients use these dtypes)"
     )
+    longitudinal: LongitudinalInfo | None = Field(
+        None, description="repeated-report specs (ldpkit.longitudinal): their budgets"
+    )
 
 
 class CollectionList(BaseModel):
+    """The collections the caller may see (``GET /collections``)."""
+
     collections: list[CollectionInfo]
 
 
 class IngestResult(BaseModel):
+    """The answer to one stored (or duplicate) report batch."""
+
     batch_id: str
     collection: str
     n: int = Field(description="reports in this batch")
@@ -67,6 +101,8 @@ class IngestResult(BaseModel):
 
 
 class DistributionResult(BaseModel):
+    """A numerical collection's estimate: bucket masses, mean, quantiles, CDF."""
+
     low: float
     high: float
     probabilities: list[float] = Field(description="mass of each of the equal-width buckets")
@@ -98,6 +134,8 @@ class DistributionResult(BaseModel):
 
 
 class TopItem(BaseModel):
+    """One of the most frequent items, with its estimate and interval."""
+
     item: Any = Field(description="the item: its label, index, or the candidate as given")
     frequency: float
     std_error: float
@@ -106,6 +144,8 @@ class TopItem(BaseModel):
 
 
 class EstimateResult(BaseModel):
+    """The estimate of a collection over whole roll-up buckets."""
+
     collection: str
     kind: str
     mechanism: dict[str, Any]
@@ -129,11 +169,25 @@ class EstimateResult(BaseModel):
     top: list[TopItem] | None = Field(
         default=None,
         description="with top_k: the k most frequent items (of the domain, or of the "
-        "candidates of an open-domain collection), most frequent first",
+        "candidates of an open-domain collection), most frequent first; heavy-hitter "
+        "collections: the discovered strings",
+    )
+    control: str | None = Field(
+        default=None,
+        description="heavy-hitter collections: the error control of the list (null, 'fwer' "
+        "or 'fdr'), over the 'tested' candidates the search estimated",
+    )
+    tested: int | None = Field(
+        default=None, description="heavy-hitter collections: candidates the search estimated"
+    )
+    longitudinal: LongitudinalInfo | None = Field(
+        None, description="repeated-report specs (ldpkit.longitudinal): their budgets"
     )
 
 
 class CandidatesBody(BaseModel):
+    """The candidates to estimate in an open-domain collection (request body)."""
+
     candidates: list[Any] = Field(
         description="the items to estimate (open-domain collections): JSON strings and "
         'integers, distinct; "7" and 7 are different items'
@@ -141,6 +195,8 @@ class CandidatesBody(BaseModel):
 
 
 class BucketInfo(BaseModel):
+    """One roll-up bucket: its time span, reports and batches."""
+
     start: str
     end: str
     n: int
@@ -148,12 +204,16 @@ class BucketInfo(BaseModel):
 
 
 class BucketList(BaseModel):
+    """The roll-up buckets of a collection with data, oldest first."""
+
     collection: str
     bucket_seconds: int
     buckets: list[BucketInfo]
 
 
 class BatchInfo(BaseModel):
+    """One stored batch: id, token name, size and arrival time."""
+
     batch_id: str
     token: str
     n: int
@@ -161,17 +221,23 @@ class BatchInfo(BaseModel):
 
 
 class BatchList(BaseModel):
+    """The stored batches of a collection, oldest first."""
+
     collection: str
     batches: list[BatchInfo]
 
 
 class DeleteResult(BaseModel):
+    """What a delete removed: batches and reports."""
+
     collection: str
     deleted_batches: int
     deleted_reports: int
 
 
 class Health(BaseModel):
+    """The collector's health: status, database, version, compaction."""
+
     status: str = Field(description="ok, degraded (compaction failing or behind) or unavailable")
     database: str
     version: str

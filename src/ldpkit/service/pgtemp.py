@@ -72,6 +72,7 @@ class TemporaryPostgres:
 
     @property
     def url(self) -> str:
+        """The SQLAlchemy URL of the server."""
         return f"postgresql+psycopg://ldpkit@127.0.0.1:{self.port}/postgres"
 
     def _cmd(self, *args: str) -> list[str]:
@@ -80,6 +81,7 @@ class TemporaryPostgres:
         return ["runuser", "-u", self.user, "--", *args]
 
     def start(self, timeout: float = 30.0) -> TemporaryPostgres:
+        """Create the cluster and start the server; wait until it accepts connections."""
         data = self.root / "data"
         subprocess.run(
             self._cmd(
@@ -143,6 +145,7 @@ class TemporaryPostgres:
         raise RuntimeError(f"postgres must accept connections within {timeout} s")
 
     def stop(self) -> None:
+        """Stop the server and remove its files."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()  # smart shutdown of our own server process
             try:
@@ -154,7 +157,9 @@ class TemporaryPostgres:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> TemporaryPostgres:
+        """Start the server."""
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
+        """Stop the server."""
         self.stop()

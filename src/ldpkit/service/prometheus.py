@@ -141,6 +141,7 @@ class Metrics:
         self._mapped.add(key, amount)
 
     def accept(self, collection: str, n: int, duplicate: bool) -> None:
+        """Count an accepted (or duplicate) batch of ``n`` reports of ``collection``."""
         keys = self._accept_keys.get(collection)
         if keys is None:
             keys = self._accept_keys[collection] = (
@@ -156,10 +157,12 @@ class Metrics:
                 self._add(keys[2], n)
 
     def reject(self, reason: str, status: int) -> None:
+        """Count a rejected request by reason and status."""
         with self._lock:
             self._add(_key("rejects", reason, status), 1)
 
     def commit(self, seconds: float, batches: int) -> None:
+        """Count one group commit of ``batches`` batches that took ``seconds``."""
         i = next((k for k, b in enumerate(_BUCKETS) if seconds <= b), len(_BUCKETS))
         with self._lock:
             self._add(_key("commit_bucket", i), 1)
@@ -189,7 +192,7 @@ class Metrics:
         return out
 
     def render(self, stored: dict[str, tuple[int, int]]) -> str:
-        """The exposition text; ``stored`` maps collection -> (reports, batches) in the DB."""
+        """Return the exposition text; ``stored``: collection -> (reports, batches) stored."""
         totals = self.totals()
 
         def series(kind: str) -> list[tuple[tuple[Any, ...], float]]:

@@ -78,6 +78,7 @@ class Quota:
     batches_per_second: int | None = 1_000
 
     def __post_init__(self) -> None:
+        """Validate and normalize the fields."""
         for name in QUOTA_KEYS:
             value = getattr(self, name)
             if value is not None and (
@@ -87,7 +88,7 @@ class Quota:
 
 
 def parse_quota(entry: Mapping[str, Any], where: str, base: Quota | None = None) -> Quota:
-    """A :class:`Quota` from the config keys of ``entry`` (others ignored), over ``base``."""
+    """Return a :class:`Quota` from the config keys of ``entry`` (others ignored), over ``base``."""
     base = base or Quota()
     values: dict[str, Any] = {}
     for name in QUOTA_KEYS:
@@ -167,8 +168,11 @@ class QuotaCounters:
             self._fd = None
 
     def _count(self, offset: int, window: int, amount: int, limit: int) -> int | None:
-        """Add ``amount`` to the counter at ``offset`` for ``window``; None if over ``limit``
-        (nothing added), else the new count. Under the locks (thread, then file)."""
+        """Add ``amount`` to the counter at ``offset`` for ``window``.
+
+        None if over ``limit`` (nothing added), else the new count. Under the locks (thread,
+        then file).
+        """
         with self._lock:
             fd = self._fd
             if fd is not None:
@@ -200,8 +204,11 @@ class QuotaCounters:
             )
 
     def charge_reports(self, token: str, n: int) -> None:
-        """Count ``n`` reports of ``token``; QuotaExceeded over ``reports_per_minute``
-        (429, or 413 for a batch larger than the whole quota)."""
+        """Count ``n`` reports of ``token``.
+
+        QuotaExceeded over ``reports_per_minute`` (429, or 413 for a batch larger than the
+        whole quota).
+        """
         found = self._limits.get(token)
         if found is None or found[2] is None:
             return

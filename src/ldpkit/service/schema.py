@@ -1,6 +1,9 @@
-"""The collector's tables (SQLAlchemy Core, SQLite or PostgreSQL), the engine, and how a
-roll-up's Stats are packed into one bytes column (:class:`_Layout`). What each table holds:
-:mod:`ldpkit.service.store`."""
+"""The collector's tables, the engine, and the packing of a roll-up's Stats.
+
+Tables in SQLAlchemy Core, SQLite or PostgreSQL; a roll-up's Stats are packed into one
+bytes column (:class:`_Layout`). What each table holds:
+:mod:`ldpkit.service.store`.
+"""
 
 from __future__ import annotations
 
@@ -207,7 +210,7 @@ class _Layout:
         )
 
     def sum(self, payloads: Sequence[bytes], n: int) -> Stats:
-        """The Stats of several packed rows added up (what ``Stats.merge`` computes)."""
+        """Return the Stats of several packed rows added up (what ``Stats.merge`` computes)."""
         if any(len(p) != self.row_bytes for p in payloads):
             raise ValueError(
                 f"roll-up rows must hold {self.row_bytes} bytes for {self.spec!r}, got "
@@ -226,7 +229,7 @@ class _Layout:
 
 
 def make_engine(database_url: str) -> Engine:
-    """An engine for ``database_url``; SQLite gets WAL journaling and a busy timeout."""
+    """Return an engine for ``database_url``; SQLite gets WAL journaling and a busy timeout."""
     url = make_url(database_url)
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=8)

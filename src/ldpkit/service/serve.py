@@ -1,6 +1,9 @@
-"""``ldpkit serve``: check the serving options, then run the collector with uvicorn in one
-process or several (:func:`main`), and the housekeeping around it (the shared metrics
-directory, the header read timeout carried to worker processes, the access log format)."""
+"""``ldpkit serve``.
+
+Check the serving options, then run the collector with uvicorn in one process or several
+(:func:`main`), and the housekeeping around it (the shared metrics directory, the header
+read timeout carried to worker processes, the access log format).
+"""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ log = logging.getLogger("ldpkit.service")
 
 
 def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    """Return True for 127.0.0.0/8, ::1 and ``localhost``."""
     if host == "localhost":
         return True
     try:
@@ -50,10 +53,12 @@ HEADER_TIMEOUT_ENV = "LDPKIT_HEADER_TIMEOUT"
 
 
 def remove_stale_metrics_dirs(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Remove the ``ldpkit-metrics-*`` directories (in ``root``, the temporary directory by
-    default) whose owning server process no longer runs: ``main`` removes its own at exit,
-    but a server killed with -9 cannot (issue 27). Directories without an owner file, or
-    of a process still alive (or of another user), are kept. Returns those removed."""
+    """Remove the ``ldpkit-metrics-*`` directories whose owning server no longer runs.
+
+    In ``root``, the temporary directory by default. ``main`` removes its own at exit,
+    but a server killed with -9 cannot. Directories without an owner file, or
+    of a process still alive (or of another user), are kept. Returns those removed.
+    """
     removed = []
     for path in Path(root or tempfile.gettempdir()).glob(f"{METRICS_DIR_PREFIX}*"):
         try:
@@ -155,7 +160,7 @@ def main(
         "log_level": log_level,
         "access_log": access_log,
         "log_config": _log_config(log_addresses),
-        # uvicorn's HTTP protocol plus a header read timeout (issue 27), read from the
+        # uvicorn's HTTP protocol plus a header read timeout, read from the
         # environment in every worker process
         "http": "ldpkit.service._timeouts:HeaderTimeoutProtocol",
     }
@@ -201,7 +206,7 @@ def main(
 
 
 def app_from_config(config: str | os.PathLike[str] | Mapping[str, Any], **overrides: Any) -> Any:
-    """A collector app from a config file path or an already-parsed config mapping.
+    """Return a collector app from a config file path or an already-parsed config mapping.
 
     ``overrides`` (``database_url``, ``store_reports``, ``limits``...) win over the
     file's values.

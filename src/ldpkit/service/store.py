@@ -135,16 +135,21 @@ _COLLECTION_LOCK_CLASS = 0x6C64706B  # "ldpk"
 
 
 def _collection_lock_id(collection: str) -> int:
-    """The collection's int4 advisory-lock key: 31 bits of sha256 of its name (non-negative,
-    so the inlined literal is an int4; a collision only makes two collections' deletes wait
-    for each other's writers)."""
+    """Return the collection's int4 advisory-lock key.
+
+    31 bits of sha256 of its name (non-negative, so the inlined literal is an int4; a
+    collision only makes two collections' deletes wait for each other's writers).
+    """
     return int.from_bytes(hashlib.sha256(collection.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
 @functools.lru_cache(maxsize=256)
 def _lock_shared_sql(names: frozenset[str]) -> str:
-    """One statement taking the shared lock of each collection in ``names`` (on the
-    PostgreSQL group-commit path: one more statement in the same pipelined round trip)."""
+    """Return one statement taking the shared lock of each collection in ``names``.
+
+    On the PostgreSQL group-commit path: one more statement in the same pipelined round
+    trip.
+    """
     # Sorted: the same order in every transaction. Integer keys inlined and the text built
     # once per set of names: nothing to adapt or hash per group commit.
     calls = ", ".join(
@@ -169,7 +174,7 @@ def _insert_batches_locked_sql(names: frozenset[str]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _group_single_sql(names: frozenset[str], parts: int) -> str:
-    """A whole keyless group in one statement (``CollectorStore._commit_group_pg_single``).
+    """Return the SQL of ``CollectorStore._commit_group_pg_single`` (one keyless group).
 
     Parameters: the batch rows as six array literals (text, one per column: ids,
     collections, tokens, n, ``received_at`` as Unix seconds, buckets; see
@@ -194,13 +199,16 @@ def _group_single_sql(names: frozenset[str], parts: int) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _array_item(value: str) -> str:
-    """``value`` as one element of a PostgreSQL array literal (double-quoted, so that
-    empty strings, commas, braces and spaces stay text; backslash and quote escaped)."""
+    """Quote ``value`` as one element of a PostgreSQL array literal.
+
+    Double-quoted, so that empty strings, commas, braces and spaces stay text; backslash
+    and quote escaped.
+    """
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _array_literal(values: Iterable[str]) -> str:
-    """A PostgreSQL array literal (``'{a,b}'``) of already quoted or numeric elements."""
+    """Return a PostgreSQL array literal (``'{a,b}'``) of already quoted or numeric elements."""
     return "{" + ",".join(values) + "}"
 
 
@@ -272,8 +280,10 @@ class CollectorStore:
     _ARRAY_TABLES = ("ldpkit_rollup_parts", "ldpkit_rollups")
 
     def _compress_arrays_lz4(self) -> None:
-        """Compress new roll-up arrays with lz4 instead of PostgreSQL's default pglz, and keep
-        them in the row (``STORAGE MAIN``) instead of a TOAST table.
+        """Compress new roll-up arrays with lz4 and keep them in the row.
+
+        lz4 instead of PostgreSQL's default pglz; in the row (``STORAGE MAIN``) instead of
+        a TOAST table.
 
         A group commit's roll-up part (OLH d = 1024: 8 KiB of arrays) is compressed by the
         server inside the commit's statement; with pglz that took 0.21 of the statement's
@@ -345,6 +355,7 @@ class CollectorStore:
                 )
 
     def close(self) -> None:
+        """Close the pooled PostgreSQL connections and dispose of the engine."""
         with self._pg_lock:
             idle, self._pg_idle = self._pg_idle, []
         for conn in idle:
@@ -400,6 +411,7 @@ class CollectorStore:
 
     # -- writing -----------------------------------------------------------------------------
     def bucket_of(self, collection: str, when: dt.datetime) -> int:
+        """Return the start (Unix seconds) of the roll-up bucket holding ``when``."""
         width = self.bucket_seconds[collection]
         epoch = self._epochs.get(when)
         if epoch is None:
@@ -407,9 +419,11 @@ class CollectorStore:
         return epoch // width * width
 
     def _epoch(self, when: dt.datetime) -> int:
-        """``int(when.timestamp())``, cached for whole-second times with a zone (the app's
-        clock hands out one such datetime per second; ``_single_statement`` relies on the
-        cache holding only those)."""
+        """Return ``int(when.timestamp())``, cached for whole-second times with a zone.
+
+        The app's clock hands out one such datetime per second; ``_single_statement`` relies
+        on the cache holding only those.
+        """
         epoch = int(when.timestamp())
         if when.tzinfo is not None and not when.microsecond:
             if len(self._epochs) >= 256:  # one new second per second under load
@@ -533,8 +547,11 @@ class CollectorStore:
             self._note_loop_time(time.perf_counter() - start, "group commit")
 
     def _note_loop_time(self, took: float, what: str) -> None:
-        """A SQLite transaction that took ``took`` s: past ``slow_commit_seconds``, the next
-        commits and compactions run off the event loop for ``off_loop_seconds``."""
+        """Note a SQLite transaction that took ``took`` s.
+
+        Past ``slow_commit_seconds``, the next commits and compactions run off the event
+        loop for ``off_loop_seconds``.
+        """
         if took > self.slow_commit_seconds:
             if time.monotonic() >= self._off_loop_until:
                 logger.warning(
@@ -549,13 +566,17 @@ class CollectorStore:
 
     @property
     def compacts_on_loop(self) -> bool:
-        """Whether the committer folds roll-up parts in its event loop's thread (SQLite, no
-        slow transaction lately): see :meth:`try_compact_on_loop`."""
+        """Tell whether the committer folds roll-up parts in its event loop's thread.
+
+        SQLite with no slow transaction lately; see :meth:`try_compact_on_loop`.
+        """
         return self.backend == "sqlite" and time.monotonic() >= self._off_loop_until
 
     def try_compact_on_loop(self) -> int | None:
-        """:meth:`try_compact` in the calling (event loop's) thread, without waiting for
-        another thread's compaction (None then: the committer tries again later).
+        """Run :meth:`try_compact` in the calling (event loop's) thread.
+
+        Without waiting for another thread's compaction (None then: the committer tries
+        again later).
 
         SQLite has one writer, so no group can commit while a compaction runs, wherever it
         runs. In a helper thread a fold of ~100 parts (one second of one-report POSTs at
@@ -632,8 +653,10 @@ class CollectorStore:
         combine: Callable[[Sequence[PendingBatch]], Stats],
         buckets: Mapping[int, int] | Sequence[int] | None = None,
     ) -> list[tuple[str, int, str, int, int, bytes]]:
-        """One roll-up part per (collection, bucket, token) of the new batches, in key order
-        (``buckets``: the batches' buckets by index, when the caller has them)."""
+        """Return one roll-up part per (collection, bucket, token) of the new batches.
+
+        In key order; ``buckets``: the batches' buckets by index, when the caller has them.
+        """
         groups: dict[tuple[str, int, str], list[PendingBatch]] = defaultdict(list)
         for i in new:
             b = items[i]
@@ -684,7 +707,7 @@ class CollectorStore:
         try:
             for attempt in range(3):
                 # (bound before raw_connection(), which raises psycopg's own error when the
-                # server is down: issue 27, an UnboundLocalError made that a 500)
+                # server is down; unbound, an UnboundLocalError made that a 500)
                 raw: Any = None
                 try:
                     if kept is None:
@@ -783,7 +806,7 @@ class CollectorStore:
         digests: Mapping[int, str],
         order: Sequence[int],
     ) -> str:
-        """The batch rows of ``order`` as one JSON array (see ``_PG_INSERT_BATCHES``)."""
+        """Return the batch rows of ``order`` as one JSON array (see ``_PG_INSERT_BATCHES``)."""
         return json.dumps(
             [
                 (
@@ -806,7 +829,7 @@ class CollectorStore:
         items: Sequence[PendingBatch],
         combine: Callable[[Sequence[PendingBatch]], Stats],
     ) -> tuple[str, tuple[Any, ...], list[BatchRecord | Exception]] | None:
-        """A group without idempotency keys or raw reports as ONE statement, to autocommit.
+        """Build ONE autocommitted statement for a group without idempotency keys or raw reports.
 
         Nothing to look up and every batch is new, so the batch rows and the roll-up parts
         go in one statement (data-modifying CTEs), which is its own transaction: one
@@ -1153,8 +1176,11 @@ class CollectorStore:
         return BatchRecord(batch_id, b.collection, n, received_at, duplicate=True, token=b.token)
 
     def _key_lookup_statement(self) -> Any:
-        """Stored and deleted batches of some keys of one (collection, token), in one
-        statement (``gone`` tells them apart); built once, like :meth:`_fold_statements`."""
+        """Return the statement looking up the batches of some keys of one collection.
+
+        Stored and deleted batches of one (collection, token), in one statement (``gone``
+        tells them apart); built once, like :meth:`_fold_statements`.
+        """
         if self._key_sql is None:
             bc, kc = batches_table.c, deleted_keys_table.c
             keys: Any = bindparam("k_keys", expanding=True)
@@ -1187,8 +1213,11 @@ class CollectorStore:
         return self._key_sql
 
     def _fold_statements(self) -> tuple[Any, Any, Any]:
-        """The three statements of :meth:`_fold`, built once (they run once per roll-up row
-        per group: building and cache-keying them anew cost more than executing them)."""
+        """Return the three statements of :meth:`_fold`, built once.
+
+        They run once per roll-up row per group: building and cache-keying them anew cost
+        more than executing them.
+        """
         if self._fold_sql is None:
             c = rollups_table.c
             where = and_(
@@ -1224,8 +1253,11 @@ class CollectorStore:
         n: int,
         batches: int,
     ) -> None:
-        """Add packed Stats (``payloads``, ``n`` reports, ``batches`` batches) into one roll-up
-        row, under its row lock: the one fold of every write path (compaction, bulk loads)."""
+        """Add packed Stats into one roll-up row, under its row lock.
+
+        ``payloads``, ``n`` reports, ``batches`` batches; the one fold of every write path
+        (compaction, bulk loads).
+        """
         collection, bucket, token = key
         layout = self.layouts[collection]
         packed = payloads[0] if len(payloads) == 1 else layout.pack(layout.sum(payloads, n))
@@ -1316,9 +1348,11 @@ class CollectorStore:
         )
 
     def parts_over(self, collection: str, bound: int | None = None) -> bool:
-        """Whether more than ``bound`` (default ``max_parts``) roll-up parts of
-        ``collection`` wait to be folded (an index range read of at most bound + 1 rows,
-        whatever the number of parts)."""
+        """Tell whether more than ``bound`` roll-up parts of ``collection`` wait.
+
+        ``bound`` defaults to ``max_parts``; an index range read of at most bound + 1 rows,
+        whatever the number of parts.
+        """
         bound = self.max_parts if bound is None else bound
         p = rollup_parts_table.c
         query = select(p.bucket).where(p.collection == collection).limit(1).offset(bound)
@@ -1414,6 +1448,7 @@ class CollectorStore:
         return self.reader.last_received(collection)
 
     def last_bucket(self, collection: str) -> int | None:
+        """Return the start of the latest bucket with data, or None."""
         return self.reader.last_bucket(collection)
 
     def merged(
@@ -1533,10 +1568,13 @@ class CollectorStore:
         return int(count), int(n)
 
     def expire_deleted_keys(self, now: dt.datetime | None = None) -> int:
-        """Forget the idempotency keys of batches deleted more than ``deleted_keys_seconds``
-        before ``now`` (default: the current time); returns how many. A retry of such a key
-        is then stored as a new batch, so the retry window must outlast every client's
-        retries. Runs at each delete and about once an hour from the compaction."""
+        """Forget the idempotency keys of batches deleted long enough ago.
+
+        More than ``deleted_keys_seconds`` before ``now`` (default: the current time);
+        returns how many. A retry of such a key is then stored as a new batch, so the retry
+        window must outlast every client's retries. Runs at each delete and about once an
+        hour from the compaction.
+        """
         now = now or dt.datetime.now(dt.UTC)
         cutoff = now - dt.timedelta(seconds=self.deleted_keys_seconds)
         with self.engine.begin() as conn:
@@ -1546,7 +1584,7 @@ class CollectorStore:
         return int(result.rowcount or 0)
 
     def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
-        """The stored payload of a batch (only when the app stores raw reports)."""
+        """Return the stored payload of a batch (only when the app stores raw reports)."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(reports_table.c.format, reports_table.c.payload).where(

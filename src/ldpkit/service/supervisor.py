@@ -40,7 +40,7 @@ log = logging.getLogger("ldpkit.service")
 
 
 def reuse_port_supported() -> bool:
-    """True where ``SO_REUSEPORT`` spreads connections over the sockets (Linux)."""
+    """Return True where ``SO_REUSEPORT`` spreads connections over the sockets (Linux)."""
     return hasattr(socket, "SO_REUSEPORT") and os.uname().sysname == "Linux"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 
 def app() -> Any:
-    """The collector app of the config that :func:`ldpkit.service.main` put in the environment."""
+    """Return the collector app of the config :func:`ldpkit.service.main` put in the env."""
     from .serve import app_from_config
 
     config = json.loads(os.environ["LDPKIT_COLLECTOR_CONFIG"])

@@ -1,4 +1,4 @@
-"""Users who hold sets of items or key-value pairs (issue 32).
+"""Users who hold sets of items or key-value pairs.
 
 Padding-and-sampling frequencies (:class:`PaddingSampling`, Wang, Li, Jha, IEEE S&P 2018),
 PrivSet's k-subset mechanism (:class:`PrivSet`, Wang et al., INFOCOM 2018)

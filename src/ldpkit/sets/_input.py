@@ -42,7 +42,7 @@ def _check_offsets(offsets: Any, name: str = "offsets") -> np.ndarray:
 
 
 def _row_ids(offsets: np.ndarray) -> np.ndarray:
-    """The user of every flat entry (int64, length ``offsets[-1]``)."""
+    """Return the user of every flat entry (int64, length ``offsets[-1]``)."""
     return np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
 
 
@@ -90,7 +90,7 @@ def _check_distinct(items: np.ndarray, offsets: np.ndarray, name: str) -> None:
 
 
 def _flatten(values: Any, name: str, what: str) -> tuple[list[Any], np.ndarray]:
-    """A list of per-user sequences as (flat entries, offsets)."""
+    """Return a list of per-user sequences as (flat entries, offsets)."""
     check_not_masked(values, name, ragged=True)
     if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a sequence of {what} (one per user), got {_show(values)}")
@@ -180,7 +180,7 @@ class UserSets:
         return UserSets(self.items[off[0] : off[-1]], off - off[0])
 
     def frequencies(self, domain_size: int) -> np.ndarray:
-        """The true share of users holding each item (for simulations)."""
+        """Return the true share of users holding each item (for simulations)."""
         if len(self) == 0:
             return np.zeros(domain_size)
         return np.bincount(self.items, minlength=domain_size)[:domain_size] / len(self)
@@ -188,8 +188,9 @@ class UserSets:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class UserPairs:
-    """Each user's key-value pairs, in CSR layout: user i holds
-    ``zip(keys[offsets[i]:offsets[i+1]], values[offsets[i]:offsets[i+1]])``.
+    """Each user's key-value pairs, in CSR layout.
+
+    User i holds ``zip(keys[offsets[i]:offsets[i+1]], values[offsets[i]:offsets[i+1]])``.
 
     Keys are integers ``>= 0``, distinct within a user; values are reals in ``[-1, 1]``.
 
@@ -229,8 +230,10 @@ class UserPairs:
 
     @classmethod
     def from_lists(cls, pairs: Any, *, encoder: Any = None) -> UserPairs:
-        """From one sequence of ``(key, value)`` pairs per user (keys as ids, or labels
-        with ``encoder``), values in [-1, 1]."""
+        """Build from one sequence of ``(key, value)`` pairs per user, values in [-1, 1].
+
+        Keys as ids, or labels with ``encoder``.
+        """
         flat, offsets = _flatten(pairs, "values", "(key, value) pair lists")
         for pair in flat[:1] + flat[-1:]:  # cheap shape check; np.asarray does the rest
             if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
@@ -265,8 +268,10 @@ class UserPairs:
         return np.diff(self.offsets)
 
     def truth(self, domain_size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The true share of users holding each key and the mean value per key (0 where
-        no user holds it), for simulations."""
+        """Return the true share of users holding each key and the mean value per key.
+
+        The mean is 0 where no user holds the key; for simulations.
+        """
         n = max(len(self), 1)
         counts = np.bincount(self.keys, minlength=domain_size)[:domain_size]
         sums = np.bincount(self.keys, weights=self.values, minlength=domain_size)[:domain_size]
@@ -308,9 +313,11 @@ def sample_padded(
 
 
 class SetContractHooks:
-    """The ``check_mechanism`` hooks of a spec whose users hold sets of items of
-    ``[0, domain_size)`` padded to ``padding`` (PaddingSampling, PrivSet): set sizes from 0
-    to ``padding + 2``, both ends of the domain and the empty set among them."""
+    """The ``check_mechanism`` hooks of a spec whose users hold sets of items.
+
+    Items of ``[0, domain_size)``, padded to ``padding`` (PaddingSampling, PrivSet): set
+    sizes from 0 to ``padding + 2``, both ends of the domain and the empty set among them.
+    """
 
     domain_size: int
     padding: int

@@ -1,5 +1,7 @@
-"""Key-value data: each user holds (key, value) pairs, values in [-1, 1]; the server estimates
-every key's frequency (share of users holding it) and mean value.
+"""Key-value data.
+
+Each user holds (key, value) pairs, values in [-1, 1]; the server estimates every key's
+frequency (share of users holding it) and mean value.
 
 :class:`PCKV` (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020): padding-and-sampling of one
 pair, then correlated perturbation of key and value (UE or GRR), with the tight budget
@@ -82,6 +84,7 @@ class KeyValueEstimate:
     labels: Sequence[Any] | None = None
 
     def __post_init__(self) -> None:
+        """Validate the arrays (finite float64, one value per key)."""
         d = np.asarray(self.frequencies).shape
         for name in ("frequencies", "frequency_variance", "means", "mean_variance"):
             arr = np.array(getattr(self, name), dtype=np.float64)
@@ -94,10 +97,11 @@ class KeyValueEstimate:
 
     @property
     def domain_size(self) -> int:
+        """Number of keys d."""
         return int(self.frequencies.size)
 
     def frequency_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval of each frequency."""
+        """Return the normal two-sided ``1 - alpha`` interval of each frequency."""
         half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.frequency_variance)
         return self.frequencies - half, self.frequencies + half
 
@@ -108,9 +112,12 @@ class KeyValueEstimate:
     MAX_RELATIVE_ERROR: ClassVar[float] = 0.2
 
     def mean_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Normal two-sided ``1 - alpha`` interval of each mean (second-order delta method),
-        cut to [-1, 1]; NaN (with an IntervalWarning) where the key's estimated frequency
-        is not positive or its relative standard error exceeds ``MAX_RELATIVE_ERROR``."""
+        """Return the normal two-sided ``1 - alpha`` interval of each mean, cut to [-1, 1].
+
+        Second-order delta method; NaN (with an IntervalWarning) where the key's estimated
+        frequency is not positive or its relative standard error exceeds
+        ``MAX_RELATIVE_ERROR``.
+        """
         half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.mean_variance)
         lo = np.clip(self.means - half, -1.0, 1.0)
         hi = np.clip(self.means + half, -1.0, 1.0)
@@ -128,17 +135,20 @@ class KeyValueEstimate:
         return lo, hi
 
     def top(self, k: int) -> Any:
-        """The k most frequent keys (labels when attached, else indices), largest first."""
+        """Return the k most frequent keys (labels when attached, else indices), largest first."""
         k = check_integer(k, "k", low=1, high=self.domain_size)
         idx = np.argsort(-self.frequencies, kind="stable")[:k]
         return [self.labels[i] for i in idx.tolist()] if self.labels is not None else idx
 
     def replace(self, **changes: Any) -> KeyValueEstimate:
+        """Return a copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """A pandas DataFrame, one row per key: frequency, its std error and interval,
-        mean, its std error and interval."""
+        """Return a pandas DataFrame, one row per key.
+
+        Frequency, its std error and interval, mean, its std error and interval.
+        """
         import pandas as pd
 
         flo, fhi = self.frequency_interval(alpha)
@@ -194,6 +204,7 @@ class KeyValueEstimate:
         return np.argsort(-self.frequencies, kind="stable")[:k]
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"KeyValueEstimate(d={self.domain_size}, n={self.n}, spec={self.spec!r})"
 
 
@@ -328,10 +339,13 @@ class PCKV(_KeyValueMechanism):
         return rr_weights(self.epsilon, 2 * self.slots - 1)
 
     def _ue_weights(self) -> tuple[int, int, int]:
-        """``(w_keep, w_other, B)``: the sampled key's entry is v* w.p. ``w_keep / 2T``,
-        -v* w.p. ``w_other / 2T`` (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is
-        +1 and -1 w.p. ``B / 2M`` each (``M = 2^52``), with ``log(2 p (1 - b) / b) <= eps``
-        checked on the exact integers."""
+        """Return the integer weights ``(w_keep, w_other, B)``.
+
+        The sampled key's entry is v* w.p. ``w_keep / 2T``, -v* w.p. ``w_other / 2T``
+        (``T = w_keep + w_other``), 0 w.p. 1/2; every other entry is +1 and -1 w.p.
+        ``B / 2M`` each (``M = 2^52``), with ``log(2 p (1 - b) / b) <= eps`` checked on the
+        exact integers.
+        """
         return _ue_law(self.epsilon)
 
     @property
@@ -365,7 +379,7 @@ class PCKV(_KeyValueMechanism):
         return self.padding == 1
 
     def privacy_loss(self) -> float:
-        """The loss of the perturbation of one sampled pair, from the integer weights.
+        """Return the loss of the perturbation of one sampled pair, from the integer weights.
 
         GRR: the exact loss of the whole report, ``log(1 + (e^eps' - 1) / ell)`` with eps' the
         realized ratio (an item is sampled w.p. at most 1 / ell, as in
@@ -404,16 +418,21 @@ class PCKV(_KeyValueMechanism):
         return Reports(self, bits=bits, signs=signs)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``positive``, ``negative``: reports supporting ``(k, +1)`` and ``(k, -1)`` for every
-        real and dummy key (GRR: one pair per report, so they sum to n together)."""
+        """Return the Stats fields: ``positive`` and ``negative``.
+
+        Reports supporting ``(k, +1)`` and ``(k, -1)`` for every real and dummy key (GRR:
+        one pair per report, so they sum to n together).
+        """
         shape = (self.slots,)
         return {"positive": StatsField(shape), "negative": StatsField(shape)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         zero = np.zeros(self.slots, dtype=np.int64)
         return Stats(self, 0, positive=zero, negative=zero.copy())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: positive and negative per slot."""
         reports = self.check_reports(reports)
         n, m = len(reports), self.slots
         if self.method == "grr":
@@ -457,11 +476,14 @@ class PCKV(_KeyValueMechanism):
         return self.frequency_variance(n)
 
     def mean_variance(self, n: int, f: Any, mean: Any, mean_square: Any = None) -> Any:
-        """Variance of ``m^_k = D^ / S^`` from n reports, for a key held by a share f of the
-        users (sets no longer than ell) with mean value ``mean`` and mean squared value
-        ``mean_square`` (default ``mean^2``, its lower bound): the delta method ``A / S^2``
-        (``A = Var D - 2 m Cov + m^2 Var S``) to second order for near-normal (D, S),
-        ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``."""
+        """Return the variance of ``m^_k = D^ / S^`` from n reports.
+
+        For a key held by a share f of the users (sets no longer than ell) with mean value
+        ``mean`` and mean squared value ``mean_square`` (default ``mean^2``, its lower
+        bound): the delta method ``A / S^2`` (``A = Var D - 2 m Cov + m^2 Var S``) to second
+        order for near-normal (D, S),
+        ``A / S^2 (1 + 3 Var S / S^2) + 5 (Cov - m Var S)^2 / S^4``.
+        """
         n = check_integer(n, "n", low=1)
         a, b, p, ell = self.a, self.b, self.p, self.padding
         f = check_array(f, "f", ndim=(0, 1), low=0.0, high=1.0)
@@ -644,9 +666,12 @@ class PrivKV(_KeyValueMechanism):
         return k2 / (k2 + o2)
 
     def pair_matrix(self) -> np.ndarray:
-        """P[output | input] for the sampled key: inputs (holds it with v* = +1, with
-        v* = -1, does not hold it) x outputs (<0, 0>, <1, +1>, <1, -1>). (Not a
-        ``transition_matrix``: its rows are these three cases, not the domain's keys.)"""
+        """Return P[output | input] for the sampled key.
+
+        Inputs (holds it with v* = +1, with v* = -1, does not hold it) x outputs (<0, 0>,
+        <1, +1>, <1, -1>). (Not a ``transition_matrix``: its rows are these three cases, not
+        the domain's keys.)
+        """
         p1, p2 = self.p1, self.p2
         return np.array(
             [
@@ -657,7 +682,7 @@ class PrivKV(_KeyValueMechanism):
         )
 
     def privacy_loss(self) -> float:
-        """The exact loss of the realized law (the sampled key is independent of the data)."""
+        """Return the exact loss of the realized law (the sampled key is data-independent)."""
         from ..privacy import privacy_loss
 
         return float(privacy_loss(self.pair_matrix()))
@@ -689,8 +714,11 @@ class PrivKV(_KeyValueMechanism):
         return Reports(self, keys=j.astype(_index_dtype(d)), values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``sampled`` (reports per key, summing to n), ``positive`` / ``negative``
-        (pairs ``<1, +1>`` / ``<1, -1>`` per key)."""
+        """Return the Stats fields: ``sampled``, ``positive`` and ``negative`` per key.
+
+        ``sampled``: reports per key, summing to n; ``positive`` / ``negative``: pairs
+        ``<1, +1>`` / ``<1, -1>`` per key.
+        """
         shape = (self.domain_size,)
         return {
             "sampled": StatsField(shape, total=1),
@@ -699,10 +727,12 @@ class PrivKV(_KeyValueMechanism):
         }
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         z = np.zeros(self.domain_size, dtype=np.int64)
         return Stats(self, 0, sampled=z, positive=z.copy(), negative=z.copy())
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: sampled, positive, negative per key."""
         reports = self.check_reports(reports)
         d = self.domain_size
         keys, vals = reports.arrays.get("keys"), reports.arrays.get("values")

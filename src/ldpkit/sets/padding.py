@@ -64,23 +64,30 @@ class SetFrequencyEstimate(FrequencyEstimate):
     length_cdf: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(1))
 
     def bias_bound(self, alpha: float = 0.05) -> float:
-        """A ``1 - alpha`` upper confidence bound on ``P[L >= ell]``, clipped to [0, 1]:
-        every true frequency exceeds the padded frequency by at most this much."""
+        """Return a ``1 - alpha`` upper confidence bound on ``P[L >= ell]``, clipped to [0, 1].
+
+        Every true frequency exceeds the padded frequency by at most this much.
+        """
         alpha = check_probability(alpha, "alpha")
         z = _z(2.0 * alpha)  # one-sided
         return float(np.clip(self.long_share + z * math.sqrt(self.long_share_variance), 0, 1))
 
     def padded_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """An interval for the *true* frequencies (not the padded ones): the
-        ``1 - alpha / 2`` interval of the estimate, its upper end raised by
-        :meth:`bias_bound` at ``alpha / 2`` (Bonferroni: coverage >= 1 - alpha)."""
+        """Return an interval for the *true* frequencies (not the padded ones).
+
+        The ``1 - alpha / 2`` interval of the estimate, its upper end raised by
+        :meth:`bias_bound` at ``alpha / 2`` (Bonferroni: coverage >= 1 - alpha).
+        """
         alpha = check_probability(alpha, "alpha")
         lo, hi = self.confidence_interval(alpha / 2.0)
         return lo, hi + self.bias_bound(alpha / 2.0)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
-        """:meth:`FrequencyEstimate.to_frame` plus ``ci_high_padded`` (the upper end of
-        :meth:`padded_interval`) and ``bias_bound`` (the same for every item)."""
+        """Return :meth:`FrequencyEstimate.to_frame` plus the padded bound's columns.
+
+        ``ci_high_padded`` (the upper end of :meth:`padded_interval`) and ``bias_bound``
+        (the same for every item).
+        """
         frame = super().to_frame(alpha)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", IntervalWarning)
@@ -89,6 +96,7 @@ class SetFrequencyEstimate(FrequencyEstimate):
         return frame
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"SetFrequencyEstimate(d={self.domain_size}, n={self.n}, padding={self.padding}, "
             f"long_share={self.long_share:.4g})"
@@ -194,7 +202,7 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return self.oracle_name == "olh" or self.padding == 1
 
     def privacy_loss(self) -> float:
-        """The exact loss of the sent report (see Notes), from the realized weights."""
+        """Return the exact loss of the sent report (see Notes), from the realized weights."""
         from .. import _crmath
 
         inner = self.inner
@@ -205,9 +213,11 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return _crmath.log1p((w_keep - w_other) / (self.padding * w_other))
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """Variance of one item's estimate from n reports (at padded frequencies f in
-        [0, 1], a number or an array; f = None:
-        at 0, FO17's Var*), ``ell^2`` times the oracle's at ``f / ell``."""
+        """Return the variance of one item's estimate from n reports.
+
+        At padded frequencies f in [0, 1], a number or an array (f = None: at 0, FO17's
+        Var*): ``ell^2`` times the oracle's at ``f / ell``.
+        """
         n = check_integer(n, "n", low=1)
         inner = self.inner
         p, q = inner.p, inner.q
@@ -219,8 +229,10 @@ class PaddingSampling(SetContractHooks, Mechanism):
 
     # -- the flow ------------------------------------------------------------------------
     def check_values(self, values: Any) -> UserSets:
-        """``values`` as :class:`UserSets` over ``[0, domain_size)`` (a list of item lists
-        or a :class:`UserSets`); raises naming ``values``."""
+        """Return ``values`` as :class:`UserSets` over ``[0, domain_size)``.
+
+        ``values`` is a list of item lists or a :class:`UserSets`; raises naming ``values``.
+        """
         return as_user_sets(values, self.domain_size)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -238,23 +250,29 @@ class PaddingSampling(SetContractHooks, Mechanism):
         return Reports(self, **inner.arrays)
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: support counts of the oracle over the ``d + ell`` padded items (GRR:
-        one per report, summing to n)."""
+        """Return the Stats fields: the oracle's ``counts`` over the ``d + ell`` padded items.
+
+        GRR: one per report, summing to n.
+        """
         total = 1 if self.oracle_name == "grr" else None
         return {"counts": StatsField((self.domain_size + self.padding,), total=total)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.domain_size + self.padding, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to the oracle's counts over the padded items."""
         reports = self.check_reports(reports)
         inner = self.inner
         counts = inner.support_counts(Reports(inner, **reports.arrays))
         return Stats(self, len(reports), counts=np.asarray(counts, dtype=np.int64))
 
     def estimate(self, stats: Stats) -> SetFrequencyEstimate:
-        """Unbiased padded frequencies, their variance, and the length information of the
-        dummies (:class:`SetFrequencyEstimate`)."""
+        """Estimate the padded frequencies (unbiased) and their variance.
+
+        With the length information of the dummies (:class:`SetFrequencyEstimate`).
+        """
         stats = self.check_stats(stats, nonempty=True)
         inner = self.inner
         p, q, ell, d = inner.p, inner.q, self.padding, self.domain_size

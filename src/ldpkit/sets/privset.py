@@ -1,5 +1,7 @@
-"""PrivSet: set-valued frequencies by an exponential mechanism over k-subsets (Wang et al.,
-IEEE INFOCOM 2018).
+"""PrivSet.
+
+Set-valued frequencies by an exponential mechanism over k-subsets (Wang et al., IEEE INFOCOM
+2018).
 
 A user pads her set to exactly ``ell`` items (dummies ``d + L, ..., d + ell - 1``; a longer
 set is sampled down to ``ell`` of its items uniformly) and reports a subset ``z`` of ``k``
@@ -65,8 +67,10 @@ def _branch_loss(a: int, meet: int, miss: int) -> float:
 
 
 def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
-    """``rows`` uniform k-subsets of ``[0, m)`` (Floyd's algorithm: exact given exact
-    uniform integers), as a rows x k int64 array."""
+    """Draw ``rows`` uniform k-subsets of ``[0, m)`` as a rows x k int64 array.
+
+    Floyd's algorithm: exact given exact uniform integers.
+    """
     out = np.empty((rows, k), dtype=np.int64)
     for c, j in enumerate(range(m - k, m)):
         t = np.asarray(gen.integers(0, j + 1, size=rows), dtype=np.int64)
@@ -76,8 +80,11 @@ def _floyd(m: int, k: int, rows: int, gen: np.random.Generator) -> np.ndarray:
 
 
 def _skip(index: np.ndarray, excluded: np.ndarray) -> np.ndarray:
-    """Per row, the ``index``-th items of ``[0, D)`` that are not in ``excluded`` (sorted
-    ascending per row): each excluded item at or below the running item shifts it up."""
+    """Return, per row, the ``index``-th items of ``[0, D)`` that are not in ``excluded``.
+
+    ``excluded`` is sorted ascending per row: each excluded item at or below the running
+    item shifts it up.
+    """
     item = index.copy()
     for j in range(excluded.shape[1]):
         item += excluded[:, j, None] <= item
@@ -205,7 +212,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return self._law()[3]
 
     def _law(self) -> tuple[int, int, int, int]:
-        """``(a, N_meet, N_miss, k)``: the branch coin ``a / 2^62`` and the subset counts."""
+        """Return ``(a, N_meet, N_miss, k)``: the branch coin ``a / 2^62``, subset counts."""
         return _law(self.epsilon, self.domain_size, self.padding, self.subset_size)
 
     def _pq(self) -> tuple[float, float]:
@@ -231,7 +238,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return self._pq()[1]
 
     def privacy_loss(self) -> float:
-        """The loss of the realized law, from the integers (see Notes)."""
+        """Return the loss of the realized law, from the integers (see Notes)."""
         a, meet, miss, _ = self._law()
         return _branch_loss(a, meet, miss)
 
@@ -251,7 +258,7 @@ class PrivSet(SetContractHooks, Mechanism):
         return as_user_sets(values, self.domain_size)
 
     def _padded(self, sets: UserSets, gen: np.random.Generator) -> np.ndarray:
-        """n x ell padded sets: her items and dummies, or ell of her items uniformly."""
+        """Return n x ell padded sets: her items and dummies, or ell of her items uniformly."""
         n, d, ell = len(sets), self.domain_size, self.padding
         lengths = sets.lengths
         width = max(ell, int(lengths.max()) if n else 0)
@@ -317,13 +324,15 @@ class PrivSet(SetContractHooks, Mechanism):
         return Reports(self, bits=np.packbits(chosen, axis=1))
 
     def stats_schema(self) -> dict[str, StatsField]:
-        """``counts``: reports holding each padded item (k per report)."""
+        """Return the Stats fields: ``counts``, reports holding each padded item (k each)."""
         return {"counts": StatsField((self.items,), total=self.k)}
 
     def empty_stats(self) -> Stats:
+        """Return the Stats of no report (zero arrays): the neutral element of merge."""
         return Stats(self, 0, counts=np.zeros(self.items, dtype=np.int64))
 
     def aggregate(self, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: counts per padded item."""
         reports = self.check_reports(reports)
         n, big = len(reports), self.items
         bits = reports.arrays.get("bits")

@@ -61,8 +61,10 @@ class TopItems:
 
 
 def restrict_sets(sets: UserSets, keep: Any, domain_size: int) -> UserSets:
-    """Each user's set restricted to the items ``keep``, renumbered ``0 .. len(keep) - 1``
-    (in the order of ``keep``); vectorized."""
+    """Restrict each user's set to the items ``keep``, renumbered ``0 .. len(keep) - 1``.
+
+    In the order of ``keep``; vectorized.
+    """
     domain_size = check_integer(domain_size, "domain_size", low=1)
     if not isinstance(sets, UserSets):
         raise TypeError(f"sets must be ldpkit.sets.UserSets, got {type(sets).__name__}")
@@ -87,7 +89,7 @@ def _top(est: FrequencyEstimate, k: int) -> np.ndarray:
 
 
 def _take(sets: UserSets, users: np.ndarray) -> UserSets:
-    """The sets of some users (vectorized gather in CSR)."""
+    """Return the sets of some users (vectorized gather in CSR)."""
     lengths = sets.lengths[users]
     starts = sets.offsets[:-1][users]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -180,8 +182,10 @@ def svim(
 def sample_one_item(
     users: Any, *, epsilon: float, domain_size: int, k: int, rng: RNGLike = None
 ) -> TopItems:
-    """The naive baseline: every user reports one sampled item of her set (padding 1)
-    over the whole domain; the k largest estimates.
+    """Estimate the top k items by the naive baseline.
+
+    Every user reports one sampled item of her set (padding 1) over the whole domain; the k
+    largest estimates.
 
     Examples
     --------
@@ -237,8 +241,11 @@ class TopItemsets:
 def _candidate_itemsets(
     items: np.ndarray, freq: np.ndarray, count: int, max_size: int
 ) -> list[tuple[int, ...]]:
-    """The ``count`` itemsets (2..max_size of ``items``) of largest guessed frequency: the
-    product of the items' estimated frequencies cut to [1e-6, 1] (an independence guess)."""
+    """Return the ``count`` itemsets (2..max_size of ``items``) of largest guessed frequency.
+
+    The product of the items' estimated frequencies cut to [1e-6, 1] (an independence
+    guess).
+    """
     from itertools import combinations
 
     p = dict(zip(items.tolist(), np.clip(freq, 1e-6, 1.0).tolist()))
@@ -252,8 +259,10 @@ def _candidate_itemsets(
 
 
 def _holdings(sets: UserSets, candidates: list[tuple[int, ...]], items: np.ndarray) -> UserSets:
-    """Each user's set of candidate itemsets (indices into ``candidates``) she holds in full,
-    by bit masks over ``items`` (at most 62 of them)."""
+    """Return each user's set of the candidate itemsets she holds in full.
+
+    Indices into ``candidates``, found by bit masks over ``items`` (at most 62 of them).
+    """
     bit = {int(v): 1 << j for j, v in enumerate(items.tolist())}
     restricted = restrict_sets(sets, items, int(max(items.max(), sets.items.max(initial=0))) + 1)
     rows = np.repeat(np.arange(len(sets)), restricted.lengths)

@@ -1,5 +1,7 @@
-"""Continuous release of numerical streams (STR21): ToPS (central DP), ToPL (local DP) and
-their baselines, on one base class (:class:`StreamRelease`), with shared metrics.
+"""Continuous release of numerical streams (STR21).
+
+ToPS (central DP), ToPL (local DP) and their baselines, on one base class
+(:class:`StreamRelease`), with shared metrics.
 """
 
 from ._base import STREAM_CLASSES, RangeSum, StreamRelease, stream_from_dict

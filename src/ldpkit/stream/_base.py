@@ -64,7 +64,7 @@ def _check_finite_tree(value: Any, path: str) -> None:
     """Raise ValueError naming the first NaN or +-inf inside a to_dict structure.
 
     A restored estimator carries its sums and noisy counts forward: one NaN in them makes
-    every later answer NaN (issue 27), so the whole state is checked on the way in.
+    every later answer NaN, so the whole state is checked on the way in.
     """
     if isinstance(value, Mapping):
         for k, v in value.items():
@@ -82,8 +82,10 @@ def _check_finite_tree(value: Any, path: str) -> None:
 
 
 def _check_params(target: type, params: Mapping[str, Any]) -> None:
-    """Raise ValueError unless ``params`` are keyword arguments of ``target``: a dict whose
-    class was edited must not reach another class's constructor (issue 27)."""
+    """Raise ValueError unless ``params`` are keyword arguments of ``target``.
+
+    A dict whose class was edited must not reach another class's constructor.
+    """
     accepted: list[str] = []
     for klass in target.__mro__:  # a constructor taking **kwargs passes them to its base's
         if "__init__" not in vars(klass):
@@ -184,7 +186,7 @@ class StreamRelease(ABC):
         return out
 
     def params(self) -> dict[str, Any]:
-        """Constructor arguments (JSON-able) that rebuild an equivalent fresh estimator.
+        """Return the constructor arguments (JSON-able) of an equivalent fresh estimator.
 
         Read from the constructor's signature: every argument but ``rng``, from the
         attribute of the same name (or :attr:`_param_attributes`); objects with ``to_dict``

@@ -97,11 +97,11 @@ class LocalStreamRelease(StreamRelease):
     # ------------------------------------------------------------------ to implement
     @abstractmethod
     def _perturb_spec(self, threshold: float) -> Mechanism:
-        """The spec released users randomize with, given the threshold."""
+        """Return the spec released users randomize with, given the threshold."""
 
     @abstractmethod
     def _estimates(self, reports: Reports) -> np.ndarray:
-        """Validated reports of the perturbation spec -> per-user unbiased estimates."""
+        """Turn validated reports of the perturbation spec into per-user unbiased estimates."""
 
     @property
     @abstractmethod
@@ -125,7 +125,7 @@ class LocalStreamRelease(StreamRelease):
         return "threshold" if self._threshold is None else "perturb"
 
     def client_spec(self, phase: str | None = None) -> Mechanism:
-        """The frozen spec users of ``phase`` (default: the current one) randomize with.
+        """Return the frozen spec users of ``phase`` (default: the current one) randomize with.
 
         Send ``spec.to_dict()`` to devices; they call
         :func:`ldpkit.stream.client_randomize` and send back the Reports.
@@ -194,14 +194,19 @@ class LocalStreamRelease(StreamRelease):
     # ------------------------------------------------------------------ windows
     @property
     def window_stats(self) -> WindowedStats | None:
-        """Released reports filed per window (None until reports arrive with ``windows=``):
-        mergeable per-window Stats of :meth:`client_spec` ``("perturb")``."""
+        """Released reports filed per window (None until reports arrive with ``windows=``).
+
+        Mergeable per-window Stats of :meth:`client_spec` ``("perturb")``.
+        """
         return self._windows
 
     @property
     def threshold_window_counts(self) -> dict[Any, int]:
-        """Threshold-phase users per window (they choose theta; :meth:`window_sums` counts
-        them through their threshold-phase reports)."""
+        """Return the threshold-phase users per window.
+
+        They choose theta; :meth:`window_sums` counts them through their threshold-phase
+        reports.
+        """
         return {k: int(v[0]) for k, v in self._threshold_windows.items()}
 
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
@@ -264,8 +269,10 @@ class LocalStreamRelease(StreamRelease):
         return 0
 
     def update(self, items: Any) -> LocalStreamRelease:
-        """Simulate one batch of users (client randomization + :meth:`ingest`) with the
-        estimator's own Generator. The values never reach the server's state."""
+        """Simulate one batch of users with the estimator's own Generator.
+
+        Client randomization + :meth:`ingest`. The values never reach the server's state.
+        """
         self._simulate(items, self._rng)
         return self
 
@@ -385,8 +392,10 @@ class LocalStreamRelease(StreamRelease):
     def range_sums(
         self, starts: Any, stops: Any, *, std_error: bool = True
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Vectorized :meth:`range_sum`: ``(estimates, std_errors)`` (``None`` if not asked);
-        O(1) work per range."""
+        """Answer many range sums at once (a vectorized :meth:`range_sum`).
+
+        ``(estimates, std_errors)`` (``None`` if not asked); O(1) work per range.
+        """
         i, j = self._check_range(starts, stops)
         est = self._range_estimates(i, j)
         if not std_error:

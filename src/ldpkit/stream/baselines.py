@@ -249,6 +249,7 @@ class HC16(_PAKThreshold, ToPS):
         super().__init__(epsilon, bound, **kwargs)
 
     def params(self) -> dict[str, Any]:
+        """Return the constructor arguments (those of ToPS that HC16 takes)."""
         out = self._signature_params(ToPS)  # the rest of the arguments pass through **kwargs
         for name in ("threshold", "threshold_method", "excess", "step"):
             out.pop(name)

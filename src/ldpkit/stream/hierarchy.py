@@ -49,7 +49,7 @@ __all__ = ["OnlineHierarchy", "hay_weights", "subtree_root_variances", "choose_l
 
 
 def hay_weights(branching: int, levels: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(a, c)`` per level (0 = leaves) of the bottom-up weighted average (STR21 App. C)."""
+    """Return ``(a, c)`` per level (0 = leaves) of the bottom-up average (STR21 App. C)."""
     b = float(branching)
     lv = np.arange(1, levels + 1, dtype=np.float64)  # the paper's l
     num = b**lv - 1.0
@@ -316,7 +316,7 @@ class OnlineHierarchy:
 
     # ------------------------------------------------------------------ answers
     def leaf_estimates(self) -> np.ndarray:
-        """The leaves the answers use: consistent ``Nbar`` (or the noisy sums without consistency)."""
+        """Return the leaves the answers use: consistent ``Nbar`` (or the noisy sums)."""
         if self.consistency:
             self.refresh()
             return self._cons[0].view

@@ -107,6 +107,7 @@ class FixedDomainLDP(LocalStreamRelease):
 
     @property
     def per_user_variance(self) -> float | None:
+        """Worst-case variance of one user's estimate, in squared units."""
         spec = self._spec
         assert isinstance(spec, (PiecewiseMechanism, StochasticRounding, HybridMechanism))
         return spec.half_span**2 * float(spec.unit_variance())
@@ -119,8 +120,10 @@ class FixedDomainLDP(LocalStreamRelease):
 
 
 def square_wave_mean_constants(spec: SquareWave) -> tuple[float, float, float]:
-    """``(a, c, v*)`` of a Square Wave report u on the unit scale: ``E[u | v] = a + c v``, and
-    the worst-case per-user variance ``v*`` of the unbiased estimate ``(u - a) / c``.
+    """Return ``(a, c, v*)`` of a Square Wave report u on the unit scale.
+
+    ``E[u | v] = a + c v``, and ``v*`` is the worst-case per-user variance of the unbiased
+    estimate ``(u - a) / c``.
 
     With density q on ``[-b, 1 + b]`` plus ``p - q`` on ``[v - b, v + b]``:
     ``E[u^2] = q ((1 + b)^3 + b^3) / 3 + (p - q)(2 b v^2 + 2 b^3 / 3)``, so

@@ -75,15 +75,19 @@ class Smoother(ABC):
         raise NotImplementedError(f"the {self.name} smoother is not linear in the leaves")
 
     def to_dict(self) -> dict[str, Any]:
+        """Return ``{"name": name}`` plus the smoother's parameters."""
         return {"name": self.name}
 
     def __eq__(self, other: object) -> bool:
+        """Compare type and parameters."""
         return type(other) is type(self) and other.to_dict() == self.to_dict()
 
     def __hash__(self) -> int:
+        """Hash consistently with ``__eq__``."""
         return hash(tuple(sorted(self.to_dict().items())))
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         params = {k: v for k, v in self.to_dict().items() if k != "name"}
         inner = ", ".join(f"{k}={v!r}" for k, v in params.items())
         return f"{type(self).__name__}({inner})"
@@ -103,6 +107,7 @@ class RecentSmoother(Smoother):
     name = "recent"
 
     def predict(self, leaves: np.ndarray, blocks: np.ndarray, prior: float) -> np.ndarray:
+        """Predict each block as the last released leaf before it (``prior`` at 0)."""
         leaves, t = _as_blocks(leaves, blocks)
         out = np.full(t.shape, float(prior))
         has = t > 0
@@ -110,6 +115,7 @@ class RecentSmoother(Smoother):
         return out
 
     def weights(self, t: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Return the leaf indices and weights of the prediction at t, and the prior's weight."""
         if t == 0:
             return np.zeros(0, np.int64), np.zeros(0), 1.0
         return np.array([t - 1]), np.array([1.0]), 0.0
@@ -121,6 +127,7 @@ class MeanSmoother(Smoother):
     name = "mean"
 
     def predict(self, leaves: np.ndarray, blocks: np.ndarray, prior: float) -> np.ndarray:
+        """Predict each block as the mean of the released leaves before it."""
         leaves, t = _as_blocks(leaves, blocks)
         cum = np.concatenate([[0.0], np.cumsum(leaves)])
         out = np.full(t.shape, float(prior))
@@ -129,6 +136,7 @@ class MeanSmoother(Smoother):
         return out
 
     def weights(self, t: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Return the leaf indices and weights of the prediction at t, and the prior's weight."""
         if t == 0:
             return np.zeros(0, np.int64), np.zeros(0), 1.0
         return np.arange(t), np.full(t, 1.0 / t), 0.0
@@ -141,6 +149,7 @@ class MedianSmoother(Smoother):
     linear = False
 
     def predict(self, leaves: np.ndarray, blocks: np.ndarray, prior: float) -> np.ndarray:
+        """Predict each block as the median of the released leaves before it."""
         leaves, t = _as_blocks(leaves, blocks)
         out = np.full(t.shape, float(prior))
         for k, tk in enumerate(t.tolist()):  # one median per requested block (a handful)
@@ -158,6 +167,7 @@ class MovingAverageSmoother(Smoother):
         self.window = check_integer(window, "window", low=1)
 
     def predict(self, leaves: np.ndarray, blocks: np.ndarray, prior: float) -> np.ndarray:
+        """Predict each block as the mean of the last ``window`` leaves before it."""
         leaves, t = _as_blocks(leaves, blocks)
         cum = np.concatenate([[0.0], np.cumsum(leaves)])
         out = np.full(t.shape, float(prior))
@@ -168,12 +178,14 @@ class MovingAverageSmoother(Smoother):
         return out
 
     def weights(self, t: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Return the leaf indices and weights of the prediction at t, and the prior's weight."""
         if t == 0:
             return np.zeros(0, np.int64), np.zeros(0), 1.0
         lo = max(t - self.window, 0)
         return np.arange(lo, t), np.full(t - lo, 1.0 / (t - lo)), 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """Return ``{"name": name, "window": window}``."""
         return {"name": self.name, "window": self.window}
 
 
@@ -199,6 +211,7 @@ class ExponentialSmoother(Smoother):
         return min(t, math.ceil(math.log(1e-20) / math.log(decay)) + 1)
 
     def weights(self, t: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Return the leaf indices and weights of the prediction at t, and the prior's weight."""
         k = self._horizon(t)
         decay = 1.0 - self.alpha
         lags = np.arange(k)
@@ -207,6 +220,7 @@ class ExponentialSmoother(Smoother):
         return (t - 1 - lags)[::-1].copy(), coef[::-1].copy(), float(prior_coef)
 
     def predict(self, leaves: np.ndarray, blocks: np.ndarray, prior: float) -> np.ndarray:
+        """Predict each block by exponential smoothing of the leaves before it."""
         leaves, t = _as_blocks(leaves, blocks)
         out = np.empty(t.shape)
         for k, tk in enumerate(t.tolist()):
@@ -215,6 +229,7 @@ class ExponentialSmoother(Smoother):
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """Return ``{"name": name, "alpha": alpha}``."""
         return {"name": self.name, "alpha": self.alpha}
 
 
@@ -228,7 +243,7 @@ SMOOTHERS: dict[str, type[Smoother]] = {
 
 
 def make_smoother(spec: str | dict[str, Any] | Smoother) -> Smoother:
-    """A smoother from its name (defaults of STR21 App. D: w = 4, alpha = 0.6), dict or instance."""
+    """Return a smoother from its name, a dict or an instance (STR21 App. D defaults)."""
     if isinstance(spec, Smoother):
         return spec
     if isinstance(spec, str):

@@ -113,7 +113,7 @@ def tops_lambda(
 
 
 def tops_threshold_scores(values: Any, candidates: np.ndarray, lam: float) -> np.ndarray:
-    """The sensitivity-1 quality ``q(theta) = -#{v > theta} - lambda theta`` per candidate."""
+    """Return the quality ``q(theta) = -#{v > theta} - lambda theta`` per candidate."""
     return -exceed_counts(values, candidates).astype(np.float64) - float(lam) * candidates
 
 

@@ -559,7 +559,7 @@ def choose_topl_threshold(
     *,
     objective: Literal["corrected", "authors"] = "corrected",
 ) -> float:
-    """The candidate ``theta_k``, ``k >= 1``, minimizing :func:`topl_threshold_objective`.
+    """Return the candidate ``theta_k``, ``k >= 1``, minimizing :func:`topl_threshold_objective`.
 
     Post-processing of the (already private) distribution estimate: no extra budget.
 
@@ -624,15 +624,14 @@ class ToPL(LocalStreamRelease):
     tail_extension : {"exponential", "none"}
         After a cut (any ``tail_cut`` but ``"none"``): continue the cut estimate above its
         last bucket with the exponential tail fitted to its top 10% (:func:`extend_tail`,
-        default), or leave it cut (the default before issue 15's follow-up; theta then
+        default), or leave it cut (the former default; theta then
         lands below the best threshold on POS and DNS at eps >= 2).
     threshold_scale : {"log", "linear"}
         How threshold-phase users report (default ``"log"``): Square Wave on
         ``log(1 + v / s)``, ``s = bound / buckets`` (``SquareWave(log_scale=s)``, estimated
         on :data:`LOG_BUCKETS` buckets and mapped back to the d linear buckets), or on
-        ``v`` itself (``"linear"``, the paper's and the default before issue 15's
-        follow-up; it cannot resolve a bulk that sits in a few of the d buckets, as
-        retail's at eps <= 1). Both are eps-LDP; see the module notes.
+        ``v`` itself (``"linear"``, the paper's and the former default; it cannot resolve a
+        bulk that sits in a few of the d buckets, as retail's at eps <= 1). Both are eps-LDP; see the module notes.
     threshold : float, optional
         A fixed public threshold in ``(0, bound]``: skips the threshold phase.
     block_size : int
@@ -764,7 +763,7 @@ class ToPL(LocalStreamRelease):
 
     # ------------------------------------------------------------------ specs
     def client_spec(self, phase: str | None = None) -> Mechanism:
-        """The spec users of ``phase`` randomize with (default: the current phase).
+        """Return the spec users of ``phase`` randomize with (default: the current phase).
 
         ``"threshold"``: ``SquareWave(epsilon, low=0, high=B, buckets=LOG_BUCKETS,
         log_scale=B / d)`` (default; the spec maps the value to ``log(1 + v / s)`` on the
@@ -796,8 +795,10 @@ class ToPL(LocalStreamRelease):
 
     # ------------------------------------------------------------------ threshold phase
     def _threshold_estimates(self, reports: Reports) -> np.ndarray:
-        """Unbiased per-user estimates from Square Wave reports, ``(y - a) / c`` in the
-        original units (:func:`ldpkit.stream.square_wave_mean_constants`)."""
+        """Return unbiased per-user estimates ``(y - a) / c`` from Square Wave reports.
+
+        In the original units (:func:`ldpkit.stream.square_wave_mean_constants`).
+        """
         if self._sw.log_scale is not None:  # exact per-cell estimates of the value
             return self._sw.value_estimates()[0][self._sw.report_cells_of(reports)]
         a, c, _ = square_wave_mean_constants(self._sw)
@@ -806,8 +807,11 @@ class ToPL(LocalStreamRelease):
 
     @property
     def threshold_per_user_variance(self) -> float:
-        """The worst-case variance of one threshold-phase user's estimate: ``B^2 v*``
-        (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s (log scale)."""
+        """The worst-case variance of one threshold-phase user's estimate.
+
+        ``B^2 v*`` (linear scale) or :meth:`ldpkit.numeric.SquareWave.value_estimates`'s
+        (log scale).
+        """
         if self._sw.log_scale is not None:
             return self._sw.value_estimates()[1]
         return self.bound**2 * square_wave_mean_constants(self._sw)[2]
@@ -848,7 +852,7 @@ class ToPL(LocalStreamRelease):
         return dist
 
     def _select_threshold(self, items: np.ndarray, rng: np.random.Generator) -> float:
-        """theta from the phase-1 output histogram ``items`` (deterministic post-processing)."""
+        """Select theta from the phase-1 output histogram ``items`` (post-processing)."""
         f = self._estimate_distribution(items).probabilities
         log_scale = self._sw.log_scale is not None
         if self.tail_cut == "tested":
@@ -891,8 +895,10 @@ class ToPL(LocalStreamRelease):
 
     @property
     def threshold_distribution(self) -> Distribution | None:
-        """The estimated value distribution theta was chosen from, after the tail cut (None
-        with a fixed theta or before the threshold phase is complete)."""
+        """The estimated value distribution theta was chosen from, after the tail cut.
+
+        None with a fixed theta or before the threshold phase is complete.
+        """
         if self._probabilities is None:
             return None
         return Distribution(self._probabilities, 0.0, self.bound)

@@ -268,6 +268,7 @@ class ToPS(StreamRelease):
 
     @property
     def n_released(self) -> int:
+        """Number of values released so far."""
         return 0 if self._tree is None else self._tree.n_values
 
     # ------------------------------------------------------------------ answers
@@ -306,7 +307,7 @@ class ToPS(StreamRelease):
             out[front] += leaves[tf] - (g - k) * p_front / g
 
         def per_block(t: np.ndarray, predicted: Any) -> Any:
-            """A cut block's sum: its consistent leaf if complete, else the prediction."""
+            """Return a cut block's sum: its consistent leaf if complete, else the prediction."""
             if self.block_correction == "last":
                 return predicted
             complete = leaves[np.minimum(t, n_leaves - 1)] if n_leaves else 0.0
@@ -362,7 +363,7 @@ class ToPS(StreamRelease):
         return tree.weights_variance(w, lo, hi)
 
     def value_at(self, position: int | None = None) -> float:
-        """The smoothed estimate of one released value.
+        """Return the smoothed estimate of one released value.
 
         ``position=None`` gives the current prediction: the smoother's per-value estimate
         for the leaf now being filled (the "value now" of a live dashboard). A position of
@@ -386,6 +387,7 @@ class ToPS(StreamRelease):
         self.tree.load_state(state)
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return (
             f"{type(self).__name__}(epsilon={self.epsilon}, bound={self.bound}, "
             f"threshold={self._threshold}, b={self.branching}, g={self.leaf_size}, "

@@ -45,7 +45,7 @@ _UNITS = {"D": "day", "h": "hour", "m": "minute", "W": "week", "M": "month", "Y"
 
 
 def _key(value: Any) -> Hashable:
-    """A window key as a plain, JSON-able, sortable Python value (int or str)."""
+    """Return a window key as a plain, JSON-able, sortable Python value (int or str)."""
     if isinstance(value, (np.integer, int)) and not isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (str, np.str_)):
@@ -149,6 +149,7 @@ class WindowedStats:
 
     @property
     def spec(self) -> Mechanism:
+        """The spec every window's Stats were made under."""
         return self._spec
 
     @property
@@ -162,12 +163,15 @@ class WindowedStats:
         return sum(s.n for s in self._windows.values())
 
     def __len__(self) -> int:
+        """Return the number of windows."""
         return len(self._windows)
 
     def __contains__(self, key: object) -> bool:
+        """Tell whether window ``key`` has Stats."""
         return key in self._windows
 
     def __getitem__(self, key: Any) -> Stats:
+        """Return the Stats of window ``key``; KeyError naming it otherwise."""
         try:
             return self._windows[_key(key)]
         except KeyError:
@@ -199,6 +203,7 @@ class WindowedStats:
     __add__ = merge
 
     def __eq__(self, other: object) -> bool:
+        """Compare spec and windows."""
         if not isinstance(other, WindowedStats):
             return NotImplemented
         return self._spec == other._spec and self._windows == other._windows
@@ -222,13 +227,16 @@ class WindowedStats:
         return cls(spec, {k: Stats.from_dict(s) for k, s in data["windows"]})
 
     def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle."""
         return {"spec": self._spec, "windows": self._windows}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore from a pickled state."""
         self._spec = state["spec"]
         self._windows = dict(state["windows"])
 
     def __repr__(self) -> str:
+        """Return a one-line summary."""
         return f"WindowedStats({self._spec!r}, windows={len(self)}, n={self.n})"
 
 
@@ -277,8 +285,11 @@ def aggregate_windows(spec: Mechanism, reports: Reports, windows: Any) -> Window
 
 
 class WindowEstimates(NamedTuple):
-    """Per-window answers: ``estimate[k]`` and ``std_error[k]`` for window ``windows[k]``
-    from ``n[k]`` reports (rows: windows; for frequencies a column per item)."""
+    """Per-window answers.
+
+    ``estimate[k]`` and ``std_error[k]`` for window ``windows[k]`` from ``n[k]`` reports
+    (rows: windows; for frequencies a column per item).
+    """
 
     windows: list[Hashable]
     n: np.ndarray
@@ -286,7 +297,7 @@ class WindowEstimates(NamedTuple):
     std_error: np.ndarray
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame with one row per window (pandas is imported here)."""
+        """Return a pandas DataFrame with one row per window (pandas is imported here)."""
         import pandas as pd
 
         est = np.asarray(self.estimate)
@@ -353,8 +364,9 @@ def window_sums(wstats: WindowedStats, population: Any = None) -> WindowEstimate
 
 
 def window_frequencies(wstats: WindowedStats, *, counts: bool = False) -> WindowEstimates:
-    """Unbiased frequency of every item in every window with standard errors (frequency
-    oracles: GRR, OLH, OUE, ...).
+    """Estimate the frequency of every item in every window, with standard errors.
+
+    Unbiased; for frequency oracles: GRR, OLH, OUE, ....
 
     ``counts=True`` gives estimated numbers of users (``n f``, standard error ``n se``),
     e.g. daily active users from a yes/no question.

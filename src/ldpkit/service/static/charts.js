@@ -150,8 +150,9 @@ function axisTitle(svg, x, y, content, rotate = 0) {
  * per-bucket estimate with its interval (points with error bars, left axis). Both vertical
  * axes have ticks and a title; the time axis shows bucket starts (UTC).
  */
-export function seriesChart({ points, title = '', valueLabel = 'estimate', width = 640, height = 200 }) {
-  // points: [{t: Date, n, value, low, high}] (value may be null: no reports or no estimate)
+export function seriesChart({ points, title = '', valueLabel = 'estimate', width = 640, height = 200, countsOnly = false }) {
+  // points: [{t: Date, n, value, low, high}] (value may be null: no reports or no estimate);
+  // countsOnly: the reports per bucket alone (no estimate axis)
   const svg = frame(width, height, title);
   const m = { left: 64, right: 64, top: 18, bottom: 44 };
   if (!points.length) {
@@ -166,7 +167,7 @@ export function seriesChart({ points, title = '', valueLabel = 'estimate', width
   const vlo = Math.min(...vals, 0);
   const vhi = Math.max(...vals, 1e-12);
   const vy = (v) => m.top + ((vhi - v) / (vhi - vlo)) * (height - m.top - m.bottom);
-  yAxis(svg, vy, vlo, vhi, m.left, width - m.right);
+  if (!countsOnly) yAxis(svg, vy, vlo, vhi, m.left, width - m.right);
   // right axis: reports per bucket (the light bars)
   const right = width - m.right;
   el('line', { x1: right, x2: right, y1: m.top, y2: height - m.bottom, class: 'axis' }, svg);
@@ -175,7 +176,7 @@ export function seriesChart({ points, title = '', valueLabel = 'estimate', width
     text(svg, right + 5, ny(t) + 3, fmt(t), { class: 'tick ntick' });
   }
   const mid = (m.top + height - m.bottom) / 2;
-  axisTitle(svg, 12, mid, valueLabel, -90);
+  if (!countsOnly) axisTitle(svg, 12, mid, valueLabel, -90);
   axisTitle(svg, width - 10, mid, 'reports per bucket', 90);
   el('line', { x1: m.left, x2: right, y1: height - m.bottom, y2: height - m.bottom, class: 'axis' }, svg);
   let line = '';
@@ -224,5 +225,53 @@ export function intervalChart({ value, low, high, title = '', width = 640, heigh
   }
   el('line', { x1: x(low), x2: x(high), y1: 30, y2: 30, class: 'err wide' }, svg);
   el('circle', { cx: x(value), cy: 30, r: 5, class: 'pt' }, svg);
+  return svg;
+}
+
+/**
+ * The top items of a discovery or of named candidates as horizontal bars, most frequent on
+ * top, each with its interval as a whisker: items[i] at values[i] in [low[i], high[i]].
+ */
+export function topChart({ items, values, low, high, title = '', width = 640 }) {
+  const row = 22;
+  const m = { left: 150, right: 16, top: 10, bottom: 30 };
+  const height = m.top + m.bottom + row * Math.max(items.length, 1);
+  const svg = frame(width, height, title);
+  if (!items.length) {
+    text(svg, width / 2, m.top + row / 2 + 4, 'nothing found', { 'text-anchor': 'middle', class: 'tick' });
+    return svg;
+  }
+  const lo = Math.min(0, ...low.filter(Number.isFinite), ...values);
+  const hi = Math.max(...high.filter(Number.isFinite), ...values, 1e-9);
+  const x = (v) => m.left + ((v - lo) / (hi - lo)) * (width - m.left - m.right);
+  const bottom = height - m.bottom;
+  for (const t of ticks(lo, hi, 5)) {
+    el('line', { x1: x(t), x2: x(t), y1: m.top, y2: bottom, class: t === 0 ? 'zero' : 'grid' }, svg);
+    text(svg, x(t), bottom + 14, fmt(t), { 'text-anchor': 'middle', class: 'tick xtick' });
+  }
+  axisTitle(svg, (m.left + width - m.right) / 2, height - 2, 'estimated frequency');
+  items.forEach((item, i) => {
+    const cy = m.top + row * (i + 0.5);
+    const v = values[i];
+    const bar = el('rect', {
+      x: Math.min(x(0), x(v)),
+      y: cy - row * 0.35,
+      width: Math.max(Math.abs(x(v) - x(0)), 0.5),
+      height: row * 0.7,
+      class: 'bar',
+    }, svg);
+    el('title', {}, bar).textContent = `${item}: ${fmt(v)} [${fmt(low[i])}, ${fmt(high[i])}]`;
+    if (Number.isFinite(low[i]) && Number.isFinite(high[i])) {
+      const cap = row * 0.25;
+      el('line', { x1: x(low[i]), x2: x(high[i]), y1: cy, y2: cy, class: 'err' }, svg);
+      el('line', { x1: x(low[i]), x2: x(low[i]), y1: cy - cap, y2: cy + cap, class: 'err' }, svg);
+      el('line', { x1: x(high[i]), x2: x(high[i]), y1: cy - cap, y2: cy + cap, class: 'err' }, svg);
+    }
+    const label = String(item);
+    text(svg, m.left - 6, cy + 4, label.length > 24 ? `${label.slice(0, 23)}…` : label, {
+      'text-anchor': 'end',
+      class: 'tick ylabel',
+    });
+  });
   return svg;
 }

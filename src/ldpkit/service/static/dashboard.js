@@ -3,10 +3,13 @@
 // reads only this collector's JSON API (docs/collector.md), so it works offline.
 //
 // URL options: ?refresh=SECONDS (default 5), ?top=K items shown per frequency collection
-// (default 20), ?buckets=B buckets in the time series (default 24), ?alpha=A intervals at
-// confidence 1 - A (default 0.05: 95%; e.g. 0.05 / d for simultaneous intervals over d items).
+// (default 20; for a heavy-hitter collection, given: the search's top_k, else the spec's), ?buckets=B buckets in the time series (default 24), ?alpha=A intervals at
+// confidence 1 - A (default 0.05: 95%; e.g. 0.05 / d for simultaneous intervals over d items),
+// ?candidates.NAME=a,b,c the candidates estimated for the open-domain collection NAME (also
+// typed into its card). Heavy-hitter and open-domain collections show their top items as
+// horizontal bars with interval whiskers.
 
-import { barChart, densityChart, fmt, intervalChart, seriesChart } from './charts.js';
+import { barChart, densityChart, fmt, intervalChart, seriesChart, topChart } from './charts.js';
 
 const params = new URLSearchParams(window.location.search);
 const REFRESH_MS = Math.max(1, Number(params.get('refresh')) || 5) * 1000;
@@ -22,6 +25,11 @@ const TOKEN_KEY = 'ldpkit.collector.token';
 const $ = (sel) => document.querySelector(sel);
 const bucketCache = new Map(); // `${collection}|${start}` -> {n, estimate}: closed buckets are fetched once
 const selected = new Map(); // collection -> item index followed by its time series
+// open-domain collection -> the candidates the reader named (?candidates.NAME=a,b,c or its card)
+const candidates = new Map();
+for (const [k, v] of params) {
+  if (k.startsWith('candidates.') && v) candidates.set(k.slice('candidates.'.length), v.split(','));
+}
 
 class AuthError extends Error {}
 
@@ -29,10 +37,14 @@ function token() {
   return window.sessionStorage.getItem(TOKEN_KEY) || '';
 }
 
-async function api(path) {
+async function api(path, body = undefined) {
   const t = token();
+  const headers = t ? { Authorization: `Bearer ${t}` } : {};
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, {
-    headers: t ? { Authorization: `Bearer ${t}` } : {},
+    method: body === undefined ? 'GET' : 'POST',
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
     cache: 'no-store',
   });
   if (res.status === 401 || res.status === 403) {
@@ -44,7 +56,7 @@ async function api(path) {
     }
     throw new AuthError(`${res.status}: ${detail}`);
   }
-  if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+  if (!res.ok) throw new Error(`${body === undefined ? 'GET' : 'POST'} ${path}: ${res.status} ${await res.text()}`);
   return res.json();
 }
 
@@ -72,7 +84,7 @@ function mechanismText(m) {
   const p = m.params || {};
   const parts = [];
   if (p.epsilon !== undefined) parts.push(`ε = ${p.epsilon}`);
-  if (p.domain_size !== undefined) parts.push(`d = ${p.domain_size}`);
+  if (p.domain_size != null) parts.push(`d = ${p.domain_size}`);
   if (p.low !== undefined && p.high !== undefined) parts.push(`[${p.low}, ${p.high}]`);
   return `${m.mechanism} (${parts.join(', ')})`;
 }
@@ -209,6 +221,78 @@ function renderFrequency(node, info, est) {
   select.value = String(selected.get(info.name));
 }
 
+/** Heavy hitters (discovered strings) or an open domain's top candidates: est.top. */
+function renderTop(node, info, est) {
+  const top = est.top || [];
+  const what = est.kind === 'heavy_hitters'
+    ? `top ${top.length} discovered${est.control ? ` (${est.control} control over ${est.tested} tested)` : ''}`
+    : `top ${top.length} of ${est.labels.length} candidates`;
+  node.querySelector('.estimate-chart').replaceChildren(
+    topChart({
+      items: top.map((t) => t.item),
+      values: top.map((t) => t.frequency),
+      low: top.map((t) => t.ci_low),
+      high: top.map((t) => t.ci_high),
+      title: `${info.name}: ${what}, estimated frequencies with ${LEVEL} intervals`,
+    }),
+  );
+  const table = h(
+    'table',
+    { class: 'estimate', 'data-collection': info.name, 'data-kind': est.kind, 'data-n': est.n, 'data-alpha': est.alpha },
+    h('thead', {}, h('tr', {}, ...['rank', 'item', 'estimate', 'std error', `${LEVEL} low`, `${LEVEL} high`].map((t) => h('th', {}, t)))),
+    h(
+      'tbody',
+      {},
+      ...top.map((t, i) =>
+        h(
+          'tr',
+          {
+            'data-index': i,
+            'data-label': String(t.item),
+            'data-estimate': t.frequency,
+            'data-std-error': t.std_error,
+            'data-ci-low': t.ci_low,
+            'data-ci-high': t.ci_high,
+          },
+          h('td', { class: 'num' }, String(i + 1)),
+          h('td', {}, String(t.item)),
+          h('td', { class: 'num' }, fmt(t.frequency, 4)),
+          h('td', { class: 'num' }, fmt(t.std_error, 3)),
+          h('td', { class: 'num' }, fmt(t.ci_low, 4)),
+          h('td', { class: 'num' }, fmt(t.ci_high, 4)),
+        ),
+      ),
+    ),
+  );
+  node.querySelector('.estimate-table').replaceChildren(table);
+  if (est.kind === 'heavy_hitters') {
+    node.querySelector('.series-controls').replaceChildren(
+      h('span', { class: 'hint' }, 'the search runs over the whole window: reports per bucket below'),
+    );
+  }
+}
+
+/** The candidates field of an open-domain card (comma-separated; kept for this page). */
+function candidatesField(node, info) {
+  const controls = node.querySelector('.series-controls');
+  if (controls.querySelector('input.candidates')) return;
+  const input = h('input', {
+    class: 'candidates',
+    type: 'text',
+    size: 48,
+    placeholder: 'candidates, comma-separated',
+    'aria-label': 'candidates estimated',
+    value: (candidates.get(info.name) || []).join(','),
+  });
+  input.addEventListener('change', () => {
+    const items = input.value.split(',').map((x) => x.trim()).filter(Boolean);
+    if (items.length) candidates.set(info.name, items);
+    else candidates.delete(info.name);
+    refresh();
+  });
+  controls.replaceChildren(h('label', {}, 'candidates: ', input));
+}
+
 function renderDistribution(node, info, est) {
   const dist = est.distribution;
   const q = dist.quantiles;
@@ -267,6 +351,9 @@ function pointOf(info, est) {
 
 async function renderSeries(node, info) {
   const q = encodeURIComponent(info.name);
+  // a discovery (or an open domain's candidates) is answered over the whole window: the
+  // series shows the reports per bucket only
+  const perBucket = info.kind !== 'heavy_hitters' && info.kind !== 'open_frequency';
   const { buckets } = await api(`v1/collections/${q}/buckets`);
   const recent = buckets.slice(-SERIES);
   // forget buckets that scrolled out of the series (a long-open tab stays small)
@@ -278,6 +365,7 @@ async function renderSeries(node, info) {
     recent.map(async (b) => {
       const key = `${info.name}|${b.start}`;
       let hit = bucketCache.get(key);
+      if (!perBucket) return { t: new Date(b.start), n: b.n, value: null, low: null, high: null };
       if (!hit || hit.n !== b.n) {
         const since = encodeURIComponent(b.start);
         const until = encodeURIComponent(b.end);
@@ -289,28 +377,32 @@ async function renderSeries(node, info) {
     }),
   );
   const label = info.kind === 'frequency' ? 'frequency' : 'mean';
-  node.querySelector('.series-chart').replaceChildren(
-    seriesChart({ points, valueLabel: `${label} per bucket`, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` }),
-  );
+  const chart = perBucket
+    ? seriesChart({ points, valueLabel: `${label} per bucket`, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` })
+    : seriesChart({ points, countsOnly: true, title: `${info.name}: reports per bucket (${info.bucket_seconds} s buckets)` });
+  node.querySelector('.series-chart').replaceChildren(chart);
 }
 
 async function renderCollection(info) {
   const node = card(info.name);
   node.dataset.n = info.n;
   const q = encodeURIComponent(info.name);
-  if (info.kind === 'open_frequency') {
-    // open domain (CMS, HCMS, FLH): an estimate needs candidates, which the page does not know
+  if (info.kind === 'open_frequency') candidatesField(node, info);
+  if (info.kind === 'open_frequency' && !candidates.has(info.name)) {
+    // open domain (CMS, HCMS, FLH): an estimate needs candidates, which the reader names
     node.querySelector('.summary').textContent =
       `${info.kind} · ${mechanismText(info.mechanism)} · n = ${info.n.toLocaleString('en-US')} in ` +
       `${info.batches.toLocaleString('en-US')} batch${info.batches === 1 ? '' : 'es'} · last report ${when(info.last_report)}`;
     node.querySelector('.estimate-chart').replaceChildren(
-      h('p', { class: 'hint' }, 'open domain: ask GET /v1/collections/{c}/estimate?candidates=a,b,c (docs/collector.md)'),
+      h('p', { class: 'hint' }, 'open domain: type candidates below, or open this page with ?candidates.NAME=a,b,c (docs/collector.md)'),
     );
     node.querySelector('.estimate-table').replaceChildren();
     node.dataset.rendered = String(info.n);
     return;
   }
-  const est = await api(`v1/collections/${q}/estimate?alpha=${ALPHA}`);
+  const est = info.kind === 'open_frequency'
+    ? await api(`v1/collections/${q}/estimate?alpha=${ALPHA}&top_k=${TOP}`, { candidates: candidates.get(info.name) })
+    : await api(`v1/collections/${q}/estimate?alpha=${ALPHA}${info.kind === 'heavy_hitters' && params.has('top') ? `&top_k=${TOP}` : ''}`);
   node.querySelector('.summary').textContent =
     `${info.kind} · ${mechanismText(info.mechanism)} · n = ${est.n.toLocaleString('en-US')} in ` +
     `${est.batches.toLocaleString('en-US')} batch${est.batches === 1 ? '' : 'es'} · last report ${when(info.last_report)}` +
@@ -320,6 +412,8 @@ async function renderCollection(info) {
     node.querySelector('.estimate-table').replaceChildren();
   } else if (est.kind === 'frequency') {
     renderFrequency(node, info, est);
+  } else if (est.kind === 'heavy_hitters' || est.kind === 'open_frequency') {
+    renderTop(node, info, est);
   } else if (est.kind === 'distribution') {
     renderDistribution(node, info, est);
   } else {
