@@ -8,7 +8,7 @@ a list of accepted alternatives (a :class:`Constraint` or ``None`` for "None is 
 declaration gives the size fields (named when a configuration exceeds the memory budget),
 the small sizes of :func:`ldpkit.testing.small_spec`, the hostile values of the contract's
 validation check and of the fuzz registry, and the generated parameter table of the docs
-(``docs/reference/parameters.md``, written by ``python -m ldpkit._constraints --write``).
+(``docs/reference/parameters.md``, written by ``tests/test_constraints.py --write``).
 
 The scheme follows scikit-learn's ``_parameter_constraints`` (``Interval``, ``StrOptions``,
 type lists): a value is valid when one alternative accepts it. A wrong *type* for every
@@ -480,23 +480,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def parameter_table(registry: Mapping[str, Any] | None = None) -> str:
-    """Return the Markdown parameter table of every registered spec (type and range).
+def parameter_table(registry: Mapping[str, Any]) -> str:
+    """Return the Markdown parameter table of the specs of ``registry`` (type and range).
 
-    ``docs/reference/parameters.md`` holds this text; a test keeps it current.
+    ``registry`` is :func:`ldpkit.spec.mechanism_registry` (passed in: this module sits
+    below spec.py). ``docs/reference/parameters.md`` holds this text for ldpkit's registry;
+    ``tests/test_constraints.py`` keeps it current and writes it (``--write``).
     """
     import dataclasses
 
-    if registry is None:
-        from .spec import mechanism_registry
-
-        registry = mechanism_registry()
     lines = [
         "# Parameters of the mechanism specs",
         "",
         "Generated from each spec's `_parameter_constraints` by "
-        "`PYTHONPATH=src python -m ldpkit._constraints --write`; "
-        "`tests/test_constraints.py` checks that it is current. A field accepts a value when "
+        "`PYTHONPATH=src python tests/test_constraints.py --write`, "
+        "which checks that it is current. A field accepts a value when "
         "one of the listed alternatives does; *size* marks the fields that size the state "
         "(named when a configuration exceeds the memory budget).",
         "",
@@ -531,23 +529,3 @@ def parameter_table(registry: Mapping[str, Any] | None = None) -> str:
             )
         lines.append("")
     return "\n".join(lines)
-
-
-def _main(argv: Sequence[str]) -> int:
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "docs" / "reference" / "parameters.md"
-    text = parameter_table()
-    if "--write" in argv:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path}")
-    else:
-        print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))
