@@ -14,7 +14,8 @@ data:
    naive single-item sampling.
 
 Quick mode (default) uses n = 1e5 and few repeats; ``--full`` the real run (n = 1e6).
-Writes benchmarks/results/sets.json and docs/results/sets/sets.md.
+Writes benchmarks/results/sets.json and, with --full, docs/results/sets/sets_full.md (quick
+mode never rewrites docs/results).
 """
 
 from __future__ import annotations
@@ -363,6 +364,8 @@ def main() -> None:
 
     mode = "full" if args.full else "quick"
     write_json(f"sets_{mode}", tp + kv + tk, {"mode": mode, "n": n, "repeats": repeats})
+    if not args.full:  # quick mode never rewrites docs/results
+        return
     DOCS.mkdir(parents=True, exist_ok=True)
     text = (
         f"# Sets and key-value pairs ({mode} run: n = {n}, {repeats} repeats)\n\n"

@@ -160,8 +160,7 @@ class SHE(FrequencyOracle):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 
@@ -409,6 +408,13 @@ class THE(UnaryEncoding):
     cutoff: float | None = None
     exact_epsilon: ClassVar[bool] = False
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"cutoff": [Real(0.0, 1.0), None]}
+
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return None: the privacy attack reads THE's ``transition_matrix()``.
+
+        Its realized bit law is not the plain ``(p, q)`` of :class:`UnaryEncoding`'s view.
+        """
+        return None
 
     @property
     def effective_cutoff(self) -> float:
