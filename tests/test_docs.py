@@ -9,6 +9,8 @@ in a test (starting a server, a path on the reader's machine); say why on the ne
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -47,7 +49,10 @@ def test_block_parser():
 )
 def test_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": f"docs:{path.name}"}
+    # a module of its own, so that a block may define a dataclass (which looks its module up)
+    module = types.ModuleType("docs_" + re.sub(r"\W", "_", path.stem))  # importable by pickle
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace: dict[str, object] = module.__dict__
     name = path.relative_to(ROOT).as_posix()
     for line, code in python_blocks(path):
         where = f"{name}, block at line {line}"

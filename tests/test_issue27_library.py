@@ -276,7 +276,10 @@ def test_related_parameters_are_named():
     from ldpkit.numeric import HHADMM
     from ldpkit.testing import binomial_z
 
-    with pytest.raises(ValueError, match=r"num_hashes must be an integer in \[1, num_bits = 1\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"num_hashes must be an integer in \[1, 1\], got 2 \(the bound is num_bits\)",
+    ):
         RAPPOR(epsilon=1.0, domain_size=4, num_bits=1, num_hashes=2, num_cohorts=2)
     with pytest.raises(ValueError, match=r"buckets and branching must give at most"):
         HHADMM(epsilon=1.0, buckets=16, branching=2**20)

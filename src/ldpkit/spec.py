@@ -19,9 +19,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ._constraints import (
+    Alternatives,
+    Boolean,
+    Check,
+    Epsilon,
+    Integer,
+    Options,
+    Real,
+    Ref,
+    Size,
+    check_parameter,
+    size_fields,
+)
 from ._rng import RNGLike
 from ._validation import _show as _show_array
-from ._validation import check_epsilon, check_memory, check_not_masked, check_same_spec
+from ._validation import check_memory, check_not_masked, check_same_spec
 
 __all__ = [
     "MAX_REPORTS",
@@ -31,32 +44,45 @@ __all__ = [
     "StatsField",
     "mechanism_registry",
     "spec_from_dict",
+    # the constraint kinds a spec declares its fields with (``_parameter_constraints``)
+    "Boolean",
+    "Check",
+    "Epsilon",
+    "Integer",
+    "Options",
+    "Real",
+    "Ref",
+    "Size",
 ]
 
 #: Largest number of reports one Stats may summarize (2^53: every count is then exact in
 #: float64, and any per-report bound up to 2^9 keeps int64 sums far from overflow).
 MAX_REPORTS = 2**53
 
-#: Fields that size a spec's state (named when the state would exceed the memory budget).
-_SIZE_NAMES = (
-    "domain_size",
-    "buckets",
-    "max_level",
-    "expected_n",
-    "num_bits",
-    "num_cohorts",
-    "branching",
-    # the open-domain sketches (CMS, HCMS: depth x width; FLH: num_hashes x hash_range)
-    "depth",
-    "width",
-    "num_hashes",
-    "hash_range",
-)
-
 #: The only layout :meth:`Stats.to_dict` writes and :meth:`Stats.from_dict` reads.
 STATS_FORMAT = "ldpkit.stats/1"
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
+_CONSTRAINTS: dict[type, dict[str, Alternatives]] = {}
+_DECLARED: dict[type, tuple[tuple[tuple[str, Alternatives], ...], tuple[str, ...]]] = {}
+
+
+def _declared(cls: type[Mechanism]) -> tuple[tuple[tuple[str, Alternatives], ...], tuple[str, ...]]:
+    """Return the declared fields of ``cls`` (with their alternatives) and its size fields.
+
+    Both in field order, computed once per class: every construction reads them.
+    """
+    got = _DECLARED.get(cls)
+    if got is None:
+        constraints = cls.parameter_constraints()
+        names = [f.name for f in dataclasses.fields(cls)]
+        sizes = set(size_fields(cls))
+        got = (
+            tuple((n, constraints[n]) for n in names if n in constraints),
+            tuple(n for n in names if n in sizes),
+        )
+        _DECLARED[cls] = got
+    return got
 
 
 def _load_mechanisms() -> None:
@@ -137,6 +163,9 @@ class Mechanism(ABC):
     #: Report fields sent as real numbers (finite float64); every other report field holds
     #: integers (indices, bits, seeds, signs). :class:`Reports` checks each field's dtype.
     float_report_fields: ClassVar[frozenset[str]] = frozenset()
+    #: Each init field's accepted values (see :mod:`ldpkit._constraints`): subclasses
+    #: declare their own fields; :meth:`parameter_constraints` merges the classes' dicts.
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"epsilon": [Epsilon()]}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Name the subclass (``name`` defaults to the class name)."""
@@ -145,17 +174,30 @@ class Mechanism(ABC):
             cls.name = cls.__name__
         _REGISTRY[cls.name] = cls
 
+    @classmethod
+    def parameter_constraints(cls) -> dict[str, Alternatives]:
+        """Return each declared field's accepted alternatives, subclasses overriding bases."""
+        merged = _CONSTRAINTS.get(cls)
+        if merged is None:
+            merged = {}
+            for klass in reversed(cls.__mro__):
+                merged.update(klass.__dict__.get("_parameter_constraints", {}))
+            _CONSTRAINTS[cls] = merged
+        return merged
+
     def __post_init__(self) -> None:
-        """Validate epsilon and the fields, then check the stats schema."""
-        self._set("epsilon", check_epsilon(self.epsilon, high=type(self).max_epsilon))
+        """Check the declared fields, then ``_validate``, then the state's memory budget."""
+        checks, size_names = _declared(type(self))
+        for name, alternatives in checks:  # in field order: a Ref bound reads earlier fields
+            self._set(name, check_parameter(getattr(self, name), name, alternatives, self))
         self._validate()
         schema = self.stats_schema()
         if schema is not None:  # refuse up front what the server could never hold
             entries = sum(math.prod(field.shape) for field in schema.values())
             sizes = [
-                f"{f.name}={getattr(self, f.name)!r}"
-                for f in dataclasses.fields(self)
-                if f.name in _SIZE_NAMES and getattr(self, f.name) is not None
+                f"{name}={getattr(self, name)!r}"
+                for name in size_names
+                if getattr(self, name) is not None
             ]
             check_memory(8.0 * entries, ", ".join(sizes) or "the configuration", self.name)
 

@@ -24,6 +24,7 @@ __all__ = [
     "bonferroni_z",
     "check_mechanism",
     "chisquare_gof",
+    "parametrize_with_checks",
     "small_spec",
     "variance_ratio_bounds",
 ]
@@ -137,30 +138,13 @@ CONTRACT_CHECKS: tuple[str, ...] = (
     "transition_matrix",
 )
 
-# Integer fields that set a mechanism's resolution or domain: each must refuse bad values
-# with a message naming it.
-_SIZE_FIELDS = ("domain_size", "buckets", "bins", "max_level", "subset_size", "hash_range")
-
-
-# Small valid sizes for every size-like field, so that checks stay fast on any mechanism.
-_SMALL = {
-    "domain_size": 6,
-    "buckets": 16,
-    "bins": 8,
-    "max_level": 3,
-    "num_bits": 16,
-    "num_cohorts": 2,
-    "padding": 2,  # ldpkit.sets: the padding length of padding-and-sampling
-    "max_length": 3,  # discovery specs: a 3-level prefix tree
-    "domain_sizes": (3, 4),  # ldpkit.multidim: two attributes
-}
-
 
 def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
     """Return a valid spec of ``mechanism`` (a registered name or class) with small sizes.
 
-    Every size field the mechanism has (``domain_size`` 6, ``buckets`` 16, ``bins`` 8,
-    ``max_level`` 3, RAPPOR's ``num_bits`` 16 and ``num_cohorts`` 2) is set small;
+    Every field whose declared constraint names a small value (``Size(..., small=...)`` in
+    the class's ``_parameter_constraints``: ``domain_size`` 6, ``buckets`` 16,
+    ``max_level`` 3, RAPPOR's ``num_bits`` 16 and ``num_cohorts`` 2, ...) is set to it;
     ``params`` override them or set other fields.
 
     Examples
@@ -183,8 +167,10 @@ def small_spec(mechanism: Any, *, epsilon: float = 1.0, **params: Any) -> Any:
         raise TypeError(
             f"mechanism must be a registered name or a Mechanism class, got {mechanism!r:.60}"
         )
+    from ._constraints import small_values
+
     names = {f.name for f in dataclasses.fields(mechanism)}
-    kwargs = {k: v for k, v in _SMALL.items() if k in names}
+    kwargs = {k: v for k, v in small_values(mechanism).items() if k in names}
     kwargs.update(params)
     return mechanism(epsilon=epsilon, **kwargs)
 
@@ -201,9 +187,10 @@ def check_mechanism(
 
     The checks (``CONTRACT_CHECKS``), each deterministic given ``rng``:
 
-    - ``validation``: a bad epsilon (0, -1, NaN, +-inf; a string, None, a bool) and a bad
-      resolution field (``domain_size``, ``buckets``, ... : -1, 2.5, ``"8"``) raise
-      ValueError / TypeError naming the parameter; out-of-range, NaN and 2-D values raise
+    - ``validation``: a bad epsilon (0, -1, NaN, +-inf; a string, None, a bool) and, for
+      every field the spec declares in ``_parameter_constraints``, the values that
+      declaration excludes (just outside its range, NaN, a string, a bool or 2.5 for an
+      int, None where None is not accepted) raise ValueError / TypeError naming the field; out-of-range, NaN and 2-D values raise
       ValueError / TypeError naming ``values``; foreign Reports and Stats are refused;
       ``stats_schema()`` exists and Stats refuse arrays of the wrong shape, dtype, a value
       n reports cannot produce, NaN, a bad ``n`` and an unknown ``to_dict`` format.
@@ -289,6 +276,77 @@ def check_mechanism(
             raise AssertionError(f"{spec!r} fails the {name!r} check: {exc}") from None
 
 
+class ContractCheck:
+    """One check of :func:`check_mechanism`, callable on a spec (see :func:`parametrize_with_checks`).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`CONTRACT_CHECKS`.
+    rng : int
+        The seed handed to :func:`check_mechanism`.
+    """
+
+    def __init__(self, name: str, rng: int = 0) -> None:
+        if name not in CONTRACT_CHECKS:
+            raise ValueError(f"name must be one of {list(CONTRACT_CHECKS)}, got {name!r}")
+        self.name, self.rng = name, rng
+
+    def __call__(self, spec: Any) -> None:
+        """Run this check on ``spec``; raise AssertionError naming what failed."""
+        check_mechanism(spec, rng=self.rng, checks=[self.name])
+
+    def __repr__(self) -> str:
+        """Return e.g. ``check_mechanism[merge]``."""
+        return f"check_mechanism[{self.name}]"
+
+
+def parametrize_with_checks(
+    specs: Sequence[Any], *, checks: Sequence[str] | None = None, rng: int = 0
+) -> Any:
+    """Return a pytest decorator giving one test per (spec, contract check).
+
+    The decorated test takes the arguments ``spec`` and ``check`` and calls ``check(spec)``;
+    each pair is its own test (id ``<spec name>-<check>``), so a failing check of one
+    mechanism is reported alone, as scikit-learn's ``parametrize_with_checks`` does for
+    estimators. Use it for mechanisms written outside ldpkit.
+
+    Parameters
+    ----------
+    specs : sequence
+        Mechanism specs, or registered names / Mechanism classes (built by
+        :func:`small_spec`).
+    checks : sequence of str, optional
+        A subset of :data:`CONTRACT_CHECKS` (default: all).
+    rng : int
+        The seed of every check.
+
+    Returns
+    -------
+    decorator
+        ``pytest.mark.parametrize("spec, check", ...)``.
+
+    Examples
+    --------
+    >>> from ldpkit import GRR
+    >>> @parametrize_with_checks([GRR(epsilon=1.0, domain_size=4)], checks=["merge"])
+    ... def test_my_mechanism(spec, check):
+    ...     check(spec)
+    """
+    import pytest
+
+    from .spec import Mechanism
+
+    built = [s if isinstance(s, Mechanism) else small_spec(s) for s in specs]
+    names = CONTRACT_CHECKS if checks is None else tuple(checks)
+    params = [
+        pytest.param(spec, ContractCheck(name, rng), id=f"{spec.name}-{name}")
+        for spec in built
+        for name in names
+    ]
+    return pytest.mark.parametrize(("spec", "check"), params)
+
+
 def _is_categorical(spec: Any) -> bool:
     """Categorical specs take item indices; numerical ones reals in [low, high]."""
     if not hasattr(spec, "low") or not hasattr(spec, "high"):
@@ -358,17 +416,18 @@ def _check_validation(spec: Any, values: np.ndarray, seed: int) -> None:
         _raises(
             TypeError, "epsilon must be", f"epsilon={bad!r}", lambda b=bad: spec.replace(epsilon=b)
         )
-    fields = {f.name for f in dataclasses.fields(spec)}
-    for field in _SIZE_FIELDS:
-        if field not in fields or getattr(spec, field) is None:
+    from ._constraints import hostile_values
+
+    # Every declared field refuses the values its declaration excludes (out of range: a
+    # ValueError; a wrong type, a bool for an int, NaN for an int: a TypeError), naming it.
+    fields = {f.name for f in dataclasses.fields(spec) if f.init}
+    for field, rows in hostile_values(spec).items():
+        if field not in fields:
             continue
-        _raises(
-            ValueError, f"{field} must be", f"{field}=-1", lambda f=field: spec.replace(**{f: -1})
-        )
-        for bad in (2.5, "8"):
-            _raises(
-                (TypeError, ValueError),
-                f"{field} must be",
+        for bad, exc in rows:
+            _raises(  # (the message may name an entry: "low[1] must be ...")
+                exc,
+                field,
                 f"{field}={bad!r}",
                 lambda f=field, b=bad: spec.replace(**{f: b}),
             )

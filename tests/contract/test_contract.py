@@ -17,7 +17,7 @@ import pytest
 from ldpkit import GRR, Reports, Stats
 from ldpkit.numeric import SquareWave
 from ldpkit.spec import mechanism_registry
-from ldpkit.testing import CONTRACT_CHECKS, check_mechanism, small_spec
+from ldpkit.testing import check_mechanism, parametrize_with_checks, small_spec
 
 NAMES = sorted(name for name in mechanism_registry() if not name.startswith("_"))
 
@@ -32,12 +32,23 @@ def test_registry_is_covered():
         assert name in NAMES
 
 
-@pytest.mark.parametrize("check", CONTRACT_CHECKS)
-@pytest.mark.parametrize("name", NAMES)
-def test_contract(name, check, request):
-    if (name, check) in PENDING:
-        request.applymarker(pytest.mark.xfail(reason=PENDING[name, check], strict=False))
-    check_mechanism(small_spec(name), rng=3, checks=[check])
+@parametrize_with_checks(NAMES, rng=3)
+def test_contract(spec, check, request):
+    if (spec.name, check.name) in PENDING:
+        request.applymarker(pytest.mark.xfail(reason=PENDING[spec.name, check.name], strict=False))
+    check(spec)
+
+
+def test_parametrize_with_checks_ids():
+    """One test per (spec, check), named by both; a subset of checks is honoured."""
+    marker = parametrize_with_checks([GRR(epsilon=1.0, domain_size=4), "OUE"], checks=["merge"])
+    params = marker.args[1]
+    assert [p.id for p in params] == ["GRR-merge", "OUE-merge"]
+    spec, check = params[1].values
+    assert spec == small_spec("OUE") and repr(check) == "check_mechanism[merge]"
+    check(spec)
+    with pytest.raises(ValueError, match="name must be one of"):
+        parametrize_with_checks(["GRR"], checks=["nope"])
 
 
 @pytest.mark.parametrize("epsilon", [0.3, 2.5, 7.0])

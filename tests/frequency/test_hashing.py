@@ -295,7 +295,7 @@ def test_hash_range_default_and_validation():
     for bad in (2.0, 2.5, "4", True):
         with pytest.raises(TypeError, match="hash_range must be an integer"):
             OLH(epsilon=1.0, domain_size=10, hash_range=bad)
-    with pytest.raises(ValueError, match="domain_size must be an integer <= 4294967296"):
+    with pytest.raises(ValueError, match=r"domain_size must be an integer in \[2, 4294967296\]"):
         OLH(epsilon=1.0, domain_size=2**32 + 1)
     with pytest.raises(TypeError, match="hash_range"):
         BLH(epsilon=1.0, domain_size=10, hash_range=4)

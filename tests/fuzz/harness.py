@@ -223,6 +223,17 @@ EXCLUDED: dict[str, str] = {
     "ldpkit.spec.mechanism_registry": "takes no argument",
     "ldpkit.testing.check_mechanism": "raises AssertionError by design (a test helper); its "
     "inputs are specs, fuzzed through their constructors",
+    **dict.fromkeys(
+        (
+            f"ldpkit.spec.{kind}"
+            for kind in ("Boolean", "Check", "Epsilon", "Integer", "Options", "Real", "Ref", "Size")
+        ),
+        "a parameter constraint declared by mechanism authors (_parameter_constraints); its "
+        "checks are fuzzed through every spec constructor and tested in tests/test_constraints.py",
+    ),
+    "ldpkit.testing.parametrize_with_checks": "builds a pytest decorator over check_mechanism "
+    "(a test helper; its specs are fuzzed through their constructors); tested in "
+    "tests/contract/test_contract.py",
     "ldpkit.spec.StatsField": "a schema declaration written by mechanism authors, checked by "
     "tests/test_stats_schema.py; the values it checks are fuzzed through Stats",
 }
@@ -316,6 +327,37 @@ def _add(reg: dict[str, Entry], entry: Entry) -> None:
     reg[entry.name] = entry
 
 
+def _declared(entry: Entry, spec: Any) -> None:
+    """Fill a spec constructor's entry from the spec's ``_parameter_constraints``.
+
+    The values its declaration accepts among None, a string and True (e.g. None for the
+    documented defaults, any string for an alphabet, True for a flag) are not findings; the
+    hostile values the declaration derives (out of range, NaN, a bool for an int, ...) are
+    tried beside the generic variants and must be refused.
+    """
+    from ldpkit._constraints import expected_error, hostile_values
+
+    constraints = spec.parameter_constraints()
+
+    def accepting(probe: Any) -> frozenset[str]:
+        return frozenset(
+            k
+            for k in entry.kwargs
+            if k in constraints and expected_error(probe, k, constraints[k], spec) is None
+        )
+
+    entry.nullable = accepting(None)
+    entry.strings_ok = accepting("abc")
+    entry.bools_ok = accepting(True)
+    extra: dict[str, tuple[Variant, ...]] = {}
+    for field, rows in hostile_values(spec).items():
+        generic = variants(entry.kwargs.get(field))
+        known = [(type(v), repr(v)) for _label, v, _invalid in generic]
+        fresh = [v for v, _exc in rows if (type(v), repr(v)) not in known]
+        extra[field] = tuple((f"declared {v!r:.24}", v, True) for v in fresh)
+    entry.extra_variants = extra
+
+
 def _mechanism_entries(reg: dict[str, Entry]) -> None:
     from ldpkit.spec import mechanism_registry
     from ldpkit.testing import small_spec
@@ -335,8 +377,7 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             "expected_n": ("max_level",),
         }
         _add(reg, Entry(top, cls, kwargs, aliases=aliases, allow_inf=True))
-        if "epsilon_inf" in kwargs:  # None: the documented defaults (3 x epsilon; LOLOHA's g)
-            reg[top].nullable = frozenset({"epsilon_inf", "hash_range"} & set(kwargs))
+        _declared(reg[top], spec)
         values = _values(spec)
         _add(reg, Entry(f"{top}.randomize", spec.randomize, {"values": values, "rng": 0}))
         _add(reg, Entry(f"{top}.run", spec.run, {"values": values, "rng": 0}))
@@ -704,11 +745,8 @@ def build_registry() -> dict[str, Entry]:
     _sets_entries(reg)
     _open_domain_entries(reg)
     for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs (issue 29)
-        reg[top].strings_ok = frozenset({"alphabet"})
-        reg[top].bools_ok = frozenset({"pool_ended"})
         reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
         reg[f"{top}.run"].strings_ok = frozenset({"values"})
-    reg["ldpkit.SFP"].strings_ok = frozenset({"alphabet", "sketch"})  # issue 29: SFP
     reg["ldpkit.SFP.randomize"].strings_ok = frozenset({"values"})
     reg["ldpkit.SFP.run"].strings_ok = frozenset({"values"})
     _hostile_entries(reg)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._constraints import Check
 from .._validation import _show, check_not_masked
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
@@ -190,6 +191,12 @@ def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
     return "".join("\\x00" if s == 0 else alphabet[s - 1] for s in symbols)
 
 
+def checked_alphabet(alphabet: Any, name: str = "alphabet") -> Any:
+    """Return ``alphabet`` after :func:`check_alphabet` (for the specs' declarations)."""
+    check_alphabet(alphabet)
+    return alphabet
+
+
 def check_alphabet(alphabet: Any) -> None:
     """Refuse an ``alphabet`` that is not None or 1 to 4095 distinct characters.
 
@@ -208,3 +215,12 @@ def check_alphabet(alphabet: Any) -> None:
         )
     if "\x00" in alphabet:
         raise ValueError("alphabet must not contain NUL (the padding), got '\\x00'")
+
+
+#: The declaration of the specs' ``alphabet`` field (None: bytes, any string).
+ALPHABET = Check(
+    checked_alphabet,
+    "a string of 1 to 4095 distinct characters without NUL",
+    kind="str",
+    hostile_values=[3, "", "aa", "a\x00"],
+)

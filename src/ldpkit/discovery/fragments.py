@@ -30,19 +30,16 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special
 
+from .._constraints import Alternatives, Integer, Options, Real, Size
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import (
     MIN_EPSILON,
-    _show,
     check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
 )
 from ..frequency._items import keys_of
 from ..frequency.sketch import CMS, HCMS
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._strings import check_alphabet, decode_symbols, encode_strings, level_keys
+from ._strings import ALPHABET, decode_symbols, encode_strings, level_keys
 
 __all__ = ["SFP"]
 
@@ -154,36 +151,22 @@ class SFP(Mechanism):
     alpha: float = 0.05
     max_epsilon: ClassVar[float] = 40.0
     name: ClassVar[str] = "SFP"
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "max_length": [Size(1, 64, small=3)],
+        "fragment_length": [Integer(1, 8)],
+        "top_k": [Integer(1, 4096)],
+        "alphabet": [ALPHABET, None],
+        "hash_bits": [Integer(1, 16)],
+        "sketch": [Options(*_SKETCHES)],
+        "width": [Size(2, 1 << 16)],
+        "depth": [Size(1, 4096)],
+        "fragment_share": [Real(_MIN_SHARE, 1.0 - _MIN_SHARE)],
+        "keep": [Integer(1, 1 << 16), None],
+        "control": [None, Options("fwer", "fdr")],
+        "alpha": [Real(0.0, 1.0, low_inclusive=False, high_inclusive=False)],
+    }
 
     def _validate(self) -> None:
-        self._set("max_length", check_integer(self.max_length, "max_length", low=1, high=64))
-        self._set(
-            "fragment_length",
-            check_integer(self.fragment_length, "fragment_length", low=1, high=8),
-        )
-        self._set("top_k", check_integer(self.top_k, "top_k", low=1, high=4096))
-        check_alphabet(self.alphabet)
-        self._set("hash_bits", check_integer(self.hash_bits, "hash_bits", low=1, high=16))
-        if self.sketch not in _SKETCHES:
-            raise ValueError(f"sketch must be 'hcms' or 'cms', got {_show(self.sketch)}")
-        self._set("width", check_integer(self.width, "width", low=2, high=1 << 16))
-        self._set("depth", check_integer(self.depth, "depth", low=1, high=4096))
-        self._set(
-            "fragment_share",
-            check_real(
-                self.fragment_share,
-                "fragment_share",
-                low=0.0,
-                high=1.0,
-                low_inclusive=False,
-                high_inclusive=False,
-            ),
-        )
-        if self.keep is not None:
-            self._set("keep", check_integer(self.keep, "keep", low=1, high=1 << 16))
-        if self.control not in _CONTROLS:
-            raise ValueError(f"control must be None, 'fwer' or 'fdr', got {self.control!r}")
-        self._set("alpha", check_probability(self.alpha, "alpha"))
         items = self.positions * self.fragment_items
         if items > MAX_FRAGMENT_ITEMS:
             raise ValueError(
@@ -191,9 +174,6 @@ class SFP(Mechanism):
                 f"positions * 2^hash_bits * symbols^fragment_length <= "
                 f"{MAX_FRAGMENT_ITEMS} (the server enumerates them), got {items}"
             )
-        share = self.fragment_share
-        if not _MIN_SHARE <= share <= 1.0 - _MIN_SHARE:
-            raise ValueError(f"fragment_share must be in [0.001, 0.999], got {share!r}")
         self._fragment_spec()  # the inner sketches validate their own epsilon and width
         self._word_spec()
 

@@ -20,13 +20,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Boolean, Integer, Options, Real, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from .._validation import _show, check_integer, check_probability, check_real
 from ..frequency.grr import grr_sample
 from ..frequency.hashing import optimal_hash_range
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._strings import check_alphabet, encode_strings, family_seeds, hash_keys, level_keys
+from ._strings import ALPHABET, encode_strings, family_seeds, hash_keys, level_keys
 
 __all__ = ["PEM", "TreeHist"]
 
@@ -93,26 +93,16 @@ class PrefixDiscovery(Mechanism):
     pool_ended: bool = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     name: ClassVar[str] = "_PrefixDiscovery"  # a base: out of the public registry
-
-    def _validate(self) -> None:
-        self._set("max_length", check_integer(self.max_length, "max_length", low=1, high=64))
-        self._set("top_k", check_integer(self.top_k, "top_k", low=1, high=4096))
-        check_alphabet(self.alphabet)
-        if self.hash_range is not None:
-            self._set(
-                "hash_range", check_integer(self.hash_range, "hash_range", low=2, high=1 << 16)
-            )
-        if self.hash_functions is not None:
-            self._set(
-                "hash_functions",
-                check_integer(self.hash_functions, "hash_functions", low=1, high=4096),
-            )
-        if self.control not in _CONTROLS:
-            raise ValueError(f"control must be None, 'fwer' or 'fdr', got {self.control!r}")
-        self._set("alpha", check_probability(self.alpha, "alpha"))
-        if not isinstance(self.pool_ended, (bool, np.bool_)):
-            raise TypeError(f"pool_ended must be True or False, got {_show(self.pool_ended)}")
-        self._set("pool_ended", bool(self.pool_ended))
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "max_length": [Size(1, 64, small=3)],
+        "top_k": [Integer(1, 4096)],
+        "alphabet": [ALPHABET, None],
+        "hash_range": [Size(2, 1 << 16), None],
+        "hash_functions": [Integer(1, 4096), None],
+        "control": [None, Options("fwer", "fdr")],
+        "alpha": [Real(0.0, 1.0, low_inclusive=False, high_inclusive=False)],
+        "pool_ended": [Boolean()],
+    }
 
     # -- constants -----------------------------------------------------------------------
     @property
@@ -284,11 +274,7 @@ class PEM(PrefixDiscovery):
     """
 
     keep: int | None = None
-
-    def _validate(self) -> None:
-        super()._validate()
-        if self.keep is not None:
-            self._set("keep", check_integer(self.keep, "keep", low=1, high=4096))
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"keep": [Integer(1, 4096), None]}
 
     def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
         k = self.top_k if final else (self.keep or min(4 * self.top_k, 4096))
@@ -325,16 +311,10 @@ class TreeHist(PrefixDiscovery):
 
     threshold: float = 3.0
     max_survivors: int = 64
-
-    def _validate(self) -> None:
-        super()._validate()
-        self._set(
-            "threshold",
-            check_real(self.threshold, "threshold", low=0.0, low_inclusive=False, high=40.0),
-        )
-        self._set(
-            "max_survivors", check_integer(self.max_survivors, "max_survivors", low=1, high=4096)
-        )
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "threshold": [Real(0.0, 40.0, low_inclusive=False)],
+        "max_survivors": [Integer(1, 4096)],
+    }
 
     def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
         above = np.flatnonzero(f > self.threshold * sigma0)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Size
 from .._matrix_loss import privacy_loss as _matrix_privacy_loss
 from .._validation import check_categorical_values, check_frequencies, check_integer
 from ..estimate import FrequencyEstimate
@@ -57,9 +58,7 @@ class FrequencyOracle(Mechanism):
     #: quantization); False when the mechanism is strictly more private than its budget
     #: (e.g. THE, whose thresholded report discards part of what the noise protects).
     exact_epsilon: ClassVar[bool] = True
-
-    def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"domain_size": [Size(2, small=6)]}
 
     def check_values(self, values: Any) -> np.ndarray:
         return check_categorical_values(values, self.domain_size, "values")

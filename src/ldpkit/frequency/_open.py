@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Size
 from .._rng import RNGLike
 from .._validation import check_array, check_integer, check_work
 from ..estimate import FrequencyEstimate
@@ -44,13 +45,10 @@ class OpenDomainOracle(Mechanism):
 
     #: ``privacy_loss()`` equals epsilon (up to the sampler's integer quantization).
     exact_epsilon: ClassVar[bool] = True
-
-    def _validate(self) -> None:
-        if self.domain_size is not None:
-            # int64 item indices (integers beyond it are items of an open-domain spec)
-            self._set(
-                "domain_size", check_integer(self.domain_size, "domain_size", low=2, high=2**62)
-            )
+    # int64 item indices (integers beyond it are items of an open-domain spec)
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, 2**62, small=6), None]
+    }
 
     def _check_domain_work(self) -> None:
         """Bound the closed domain's estimate, which hashes every item under every row.

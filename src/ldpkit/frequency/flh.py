@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
-from .._validation import check_integer
 from ..spec import Reports, Stats, StatsField
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
 from ._items import row_hash
@@ -89,17 +89,13 @@ class FLH(OpenDomainOracle):
     num_hashes: int = 1024
     hash_range: int | None = None
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "num_hashes": [Size(1, MAX_HASHES)],
+        "hash_range": [Size(2, MAX_HASH_RANGE), None],
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        self._set(
-            "num_hashes", check_integer(self.num_hashes, "num_hashes", low=1, high=MAX_HASHES)
-        )
-        if self.hash_range is not None:
-            self._set(
-                "hash_range",
-                check_integer(self.hash_range, "hash_range", low=2, high=MAX_HASH_RANGE),
-            )
         self._check_domain_work()
 
     @property

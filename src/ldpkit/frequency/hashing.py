@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
@@ -269,10 +270,9 @@ class LocalHashing(PureFrequencyOracle):
     """
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
-
-    def _validate(self) -> None:
-        super()._validate()
-        check_integer(self.domain_size, "domain_size", high=MAX_DOMAIN_SIZE)
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, MAX_DOMAIN_SIZE, small=6)]
+    }
 
     @property
     @abstractmethod
@@ -509,14 +509,9 @@ class OLH(LocalHashing):
     """
 
     hash_range: int | None = None
-
-    def _validate(self) -> None:
-        super()._validate()
-        if self.hash_range is not None:
-            self._set(
-                "hash_range",
-                check_integer(self.hash_range, "hash_range", low=2, high=MAX_HASH_RANGE),
-            )
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "hash_range": [Size(2, MAX_HASH_RANGE), None]
+    }
 
     @property
     def range_size(self) -> int:

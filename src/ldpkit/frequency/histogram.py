@@ -16,9 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Real
 from .._exact import coin
 from .._rng import RNGLike, as_generator
-from .._validation import check_frequencies, check_integer, check_real
+from .._validation import check_frequencies, check_integer
 from ..estimate import FrequencyEstimate
 from ..spec import Reports, Stats, StatsField, with_report_count
 from ._base import FrequencyOracle
@@ -406,11 +407,7 @@ class THE(UnaryEncoding):
 
     cutoff: float | None = None
     exact_epsilon: ClassVar[bool] = False
-
-    def _validate(self) -> None:
-        if self.cutoff is not None:
-            self._set("cutoff", check_real(self.cutoff, "cutoff", low=0.0, high=1.0))
-        super()._validate()
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"cutoff": [Real(0.0, 1.0), None]}
 
     def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
         """Return None: the privacy attack reads THE's ``transition_matrix()``.

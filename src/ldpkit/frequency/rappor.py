@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, NoReturn
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Check, Ref, Size
 from .._rng import RNGLike, as_generator
 from .._validation import (
     check_array,
@@ -237,6 +238,22 @@ def _irr_thresholds(irr: tuple[float, float] | None) -> tuple[int, int] | None:
     return round(irr[0] * _SCALE), round(irr[1] * _SCALE)
 
 
+_INSTANTANEOUS = "None or a pair (p, q) with 0 <= p < q <= 1"
+
+
+def _check_instantaneous(irr: Any, name: str) -> tuple[float, float]:
+    """Return RAPPOR's instantaneous pair ``(p, q)`` as floats, distinct at 2^-64."""
+    if isinstance(irr, (str, bytes)) or not isinstance(irr, Sequence) or len(irr) != 2:
+        raise TypeError(f"{name} must be {_INSTANTANEOUS}, got {irr!r}")
+    p = check_real(irr[0], f"{name}[0] (p)", low=0.0, high=1.0)
+    q = check_real(irr[1], f"{name}[1] (q)", low=0.0, high=1.0)
+    if not p < q or round(p * _SCALE) >= round(q * _SCALE):
+        raise ValueError(
+            f"{name} must be {_INSTANTANEOUS} (distinct at 2^-64 resolution), got {irr!r}"
+        )
+    return (p, q)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RAPPOR(FrequencyOracle):
     r"""RAPPOR over a public candidate list ``{0, ..., domain_size - 1}``.
@@ -345,21 +362,23 @@ class RAPPOR(FrequencyOracle):
     exact_epsilon: ClassVar[bool] = False
     #: With h = 1, f/2 = 1/(1 + e^30) is still ~2^20.7 units of 2^-64 (loss within ~1e-6).
     max_epsilon: ClassVar[float] = 60.0
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "num_bits": [Size(1, 1 << 16, small=16)],
+        "num_hashes": [Size(1, Ref("num_bits"))],
+        "num_cohorts": [Size(1, 1 << 16, small=2)],
+        "instantaneous": [
+            Check(
+                _check_instantaneous,
+                _INSTANTANEOUS,
+                kind="tuple[float, float]",
+                hostile_values=["ab", (0.5,), (0.5, 0.25), (0.1, 2.0), (math.nan, 0.5)],
+            ),
+            None,
+        ],
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        self._set("num_bits", check_integer(self.num_bits, "num_bits", low=1, high=1 << 16))
-        if self.num_bits < 2 and self.num_hashes != 1:  # name both: the bound is num_bits
-            raise ValueError(
-                f"num_hashes must be an integer in [1, num_bits = {self.num_bits}], "
-                f"got {self.num_hashes!r}"
-            )
-        self._set(
-            "num_hashes", check_integer(self.num_hashes, "num_hashes", low=1, high=self.num_bits)
-        )
-        self._set(
-            "num_cohorts", check_integer(self.num_cohorts, "num_cohorts", low=1, high=1 << 16)
-        )
         # The estimate's design holds every candidate's Bloom positions in every cohort
         # (int64): domain_size = 10**20 passed, then numpy refused the size.
         check_memory(
@@ -368,19 +387,6 @@ class RAPPOR(FrequencyOracle):
             f"num_hashes={self.num_hashes}",
             "RAPPOR's candidate design (estimate)",
         )
-        irr = self.instantaneous
-        if irr is not None:
-            requirement = "None or a pair (p, q) with 0 <= p < q <= 1"
-            if isinstance(irr, (str, bytes)) or not isinstance(irr, Sequence) or len(irr) != 2:
-                raise TypeError(f"instantaneous must be {requirement}, got {irr!r}")
-            p = check_real(irr[0], "instantaneous[0] (p)", low=0.0, high=1.0)
-            q = check_real(irr[1], "instantaneous[1] (q)", low=0.0, high=1.0)
-            if not p < q or round(p * _SCALE) >= round(q * _SCALE):
-                raise ValueError(
-                    f"instantaneous must be {requirement} (distinct at 2^-64 resolution), "
-                    f"got {irr!r}"
-                )
-            self._set("instantaneous", (p, q))
 
     # -- the protocol's constants ----------------------------------------------------------
     @property

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Integer, Ref, Size
 from .._exact import RR_MAX_EPSILON, coin, ratio_weights
 from .._rng import RNGLike, as_generator
 from .._validation import (
@@ -392,16 +393,12 @@ class SignedSubsetSelection(Mechanism):
     domain_size: int
     subset_size: int | None = None
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(1, _MAX_DOMAIN, small=6)],
+        "subset_size": [Integer(1, Ref("domain_size")), None],
+    }
 
     def _validate(self) -> None:
-        self._set(
-            "domain_size", check_integer(self.domain_size, "domain_size", low=1, high=_MAX_DOMAIN)
-        )
-        if self.subset_size is not None:
-            self._set(
-                "subset_size",
-                check_integer(self.subset_size, "subset_size", low=1, high=self.domain_size),
-            )
         self.law  # noqa: B018 - raises when m e^eps overflows the integer law (names the limit)
 
     # -- constants ----------------------------------------------------------------------------

@@ -27,9 +27,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Size
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator, derive_seeds, independent_streams, is_secure
-from .._validation import check_integer, check_memory
+from .._validation import check_memory
 from ..spec import Reports, Stats, StatsField
 from . import _bits
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
@@ -49,11 +50,6 @@ _SCALE = 1 << 64
 _SMALL_BLOCK = 2048
 #: Batches of at least this many reports use the compiled per-row bit count.
 _KERNEL_MIN = 4096
-
-
-def _check_shape(spec: Any) -> None:
-    spec._set("width", check_integer(spec.width, "width", low=2, high=MAX_WIDTH))
-    spec._set("depth", check_integer(spec.depth, "depth", low=1, high=MAX_DEPTH))
 
 
 @functools.lru_cache(maxsize=256)
@@ -126,10 +122,13 @@ class CMS(OpenDomainOracle):
     width: int = 1024
     depth: int = 256
     max_epsilon: ClassVar[float] = 50.0
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "width": [Size(2, MAX_WIDTH)],
+        "depth": [Size(1, MAX_DEPTH)],
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        _check_shape(self)
         self._check_domain_work()
         _cms_thresholds(self.epsilon)  # raises for an epsilon too small to represent
 
@@ -338,10 +337,13 @@ class HCMS(OpenDomainOracle):
     width: int = 1024
     depth: int = 256
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "width": [Size(2, MAX_WIDTH)],
+        "depth": [Size(1, MAX_DEPTH)],
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        _check_shape(self)
         if self.width & (self.width - 1):
             raise ValueError(f"width must be a power of two in [2, {MAX_WIDTH}], got {self.width}")
         self._check_domain_work()

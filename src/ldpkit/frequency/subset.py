@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _parallel
+from .._constraints import Alternatives, Integer, Ref
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import check_epsilon, check_integer, check_memory, check_work
@@ -124,6 +125,9 @@ class SubsetSelection(PureFrequencyOracle):
     #: Where ``k e^eps + (d - k)`` integer weights fit 2^62 for every k <= 2^21; larger
     #: ``k e^eps`` is refused at construction with the limit of that configuration.
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "subset_size": [Integer(1, Ref("domain_size", -1)), None]
+    }
 
     def _validate(self) -> None:
         super()._validate()
@@ -131,11 +135,6 @@ class SubsetSelection(PureFrequencyOracle):
         # large to hold must be refused naming domain_size, not epsilon.
         d = self.domain_size
         check_memory(8.0 * d, f"domain_size={d!r}", self.name)
-        if self.subset_size is not None:
-            d = self.domain_size
-            self._set(
-                "subset_size", check_integer(self.subset_size, "subset_size", low=1, high=d - 1)
-            )
         self._weights()  # raises when k e^eps overflows the integer law (names the limit)
         # randomize draws the k-subsets in min(k, d - k) vectorized steps of ~50 us of
         # Python each, whatever the number of users: d = 2^20 at eps = 1 spent 30 s in

@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Epsilon
 from .._rng import RNGLike, as_generator, independent_streams
-from .._validation import check_epsilon, check_integer
+from .._validation import check_integer
 from ..frequency._base import PureFrequencyOracle
 from ..spec import Reports
 
@@ -58,6 +59,9 @@ class LongitudinalOracle(PureFrequencyOracle):
 
     #: Upper bound of epsilon_inf (the permanent round's sampler is exact below it).
     max_epsilon_inf: ClassVar[float] = 30.0
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "epsilon_inf": [Epsilon("max_epsilon_inf"), None]
+    }
 
     def __init__(self, *, epsilon_1: Any = None, **params: Any) -> None:
         # Hand-written so that ``epsilon_1=`` (the papers' name) and ``epsilon=`` (the
@@ -90,7 +94,6 @@ class LongitudinalOracle(PureFrequencyOracle):
         inf = self.epsilon_inf
         if inf is None:
             inf = min(3.0 * self.epsilon, top)
-        inf = check_epsilon(inf, "epsilon_inf", high=top)
         if not self.epsilon < inf:
             raise ValueError(
                 f"epsilon (epsilon_1) must be < epsilon_inf = {inf!r} (one report leaks less "

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Integer, Ref
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_frequencies, check_integer, check_memory
 from ..estimate import FrequencyEstimate
@@ -78,13 +79,12 @@ class DBitFlipPM(FrequencyOracle):
     sampled_bits: int = 1
     max_epsilon: ClassVar[float] = 50.0
     exact_epsilon: ClassVar[bool] = False  # epsilon / 2 when d = 1
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "sampled_bits": [Integer(1, Ref("domain_size"))]
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        self._set(
-            "sampled_bits",
-            check_integer(self.sampled_bits, "sampled_bits", low=1, high=self.domain_size),
-        )
         self._thresholds()
 
     def _thresholds(self) -> tuple[int, int]:

@@ -11,11 +11,12 @@ where memoization per value (L-GRR, L-OSUE, RAPPOR) pays ``epsilon_inf`` per dis
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss
 from .._rng import independent_streams
 from .._validation import check_epsilon, check_integer
@@ -104,15 +105,17 @@ class LOLOHA(LongitudinalOracle):
     hash_range: int | None = None
     max_epsilon_inf = RR_MAX_EPSILON
     max_epsilon = 30.0
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, MAX_DOMAIN_SIZE, small=6)],
+        "hash_range": [Size(2, 1 << 32), None],
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        check_integer(self.domain_size, "domain_size", high=MAX_DOMAIN_SIZE)
-        g = self.hash_range
-        if g is None:
+        if self.hash_range is None:  # the default: the variance-optimal g of the budgets
             assert self.epsilon_inf is not None
             g = loloha_hash_range(self.epsilon_inf, self.epsilon, self.domain_size)
-        self._set("hash_range", check_integer(g, "hash_range", low=2, high=1 << 32))
+            self._set("hash_range", check_integer(g, "hash_range", low=2, high=1 << 32))
 
     @property
     def range_size(self) -> int:

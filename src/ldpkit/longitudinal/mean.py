@@ -12,10 +12,11 @@ that moves inside one rounding cell costs nothing.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Integer
 from .._exact import round_to_grid
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_integer
@@ -66,13 +67,15 @@ class OneBitMean(StochasticRounding):
     """
 
     points: int = 64
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "points": [Integer(1, SR_INPUT_STEPS)]
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        s = check_integer(self.points, "points", low=1, high=SR_INPUT_STEPS)
+        s = self.points
         if s & (s - 1):
             raise ValueError(f"points must be a power of two in [1, {SR_INPUT_STEPS}], got {s}")
-        self._set("points", s)
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
         """Return ``min(distinct_values, points + 1) x privacy_loss()`` (one bit per grid point)."""

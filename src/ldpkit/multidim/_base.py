@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Check
 from .._validation import check_integer, check_not_masked, check_sequence
 from ..estimate import FrequencyEstimate, IntervalWarning
 from ..spec import Mechanism, Reports, Stats
@@ -95,9 +96,19 @@ class MultiAttributeMechanism(Mechanism):
     domain_sizes: tuple[int, ...]
 
     exact_epsilon: ClassVar[bool] = True
-
-    def _validate(self) -> None:
-        self._set("domain_sizes", check_domain_sizes(self.domain_sizes))
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_sizes": [
+            Check(
+                check_domain_sizes,
+                f"a sequence of 2 to {MAX_ATTRIBUTES} integers >= 2 (one per attribute), "
+                f"totalling at most {MAX_TOTAL_ITEMS}",
+                kind="tuple[int, ...]",
+                hostile_values=[5, (3,), (3, 1), (3, 2.5), "ab", (3, True), (3, -1)],
+                size=True,
+                small=(3, 4),
+            )
+        ]
+    }
 
     @property
     def attributes(self) -> int:

@@ -10,17 +10,40 @@ A batch of users is an ``(n, d)`` float array: column j < ``len(low)`` holds rea
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Check
 from .._validation import check_integer, check_not_masked, check_probability, check_sequence
 from ..estimate import FrequencyEstimate, IntervalWarning
 from ..numeric.distribution import check_bounds
 
 __all__ = ["TupleMeans", "check_numeric_bounds", "check_mixed_values"]
+
+
+def check_bound_side(value: Any, name: str) -> Any:
+    """Refuse a ``low`` or ``high`` that is not one finite real or a sequence of them."""
+    want = "a finite real or a sequence of finite reals (one per attribute)"
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be {want}, got {value!r}")
+    items = [value] if isinstance(value, (int, float, np.integer, np.floating)) else None
+    for j, v in enumerate(items if items is not None else check_sequence(value, name, want)):
+        FINITE_BOUND.convert(v, name if items is not None else f"{name}[{j}]", None)
+    return value  # (normalized with the other end by the spec's pair check)
+
+
+#: The declaration of a multi-attribute spec's ``low`` or ``high`` (check_numeric_bounds or
+#: the grids' pair check then checks the two together).
+ATTRIBUTE_BOUNDS = Check(
+    check_bound_side,
+    "a finite real or a sequence of finite reals (one per attribute)",
+    kind="float or tuple[float, ...]",
+    hostile_values=["a", True, math.nan, (0.0, math.inf), [0.0, "a"]],
+)
 
 
 def check_numeric_bounds(

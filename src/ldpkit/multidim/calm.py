@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .._constraints import Alternatives, Integer, Options, Ref
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
@@ -88,12 +89,13 @@ class CALM(MultiAttributeMechanism):
     oracle: Literal["olh", "grr"] = "olh"
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "way": [Integer(2, Ref("attributes"))],
+        "oracle": [Options("olh", "grr")],
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        self._set("way", check_integer(self.way, "way", low=2, high=self.attributes))
-        if self.oracle not in ("olh", "grr"):
-            raise ValueError(f"oracle must be 'olh' or 'grr', got {self.oracle!r}")
         if math.comb(self.attributes, self.way) > 4096:
             raise ValueError(
                 f"way must give at most 4096 marginals, got C({self.attributes}, {self.way})"
@@ -396,11 +398,10 @@ class FullDomain(MultiAttributeMechanism):
     oracle: Literal["hr", "olh"] = "hr"
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"oracle": [Options("hr", "olh")]}
 
     def _validate(self) -> None:
         super()._validate()
-        if self.oracle not in ("hr", "olh"):
-            raise ValueError(f"oracle must be 'hr' or 'olh', got {self.oracle!r}")
         cells = math.prod(self.domain_sizes)
         if cells > MAX_CELLS:
             raise ValueError(

@@ -32,11 +32,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives
 from .._exact import ratio_loss, ratio_weights, round_to_grid
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
 from ..spec import Mechanism, Reports, Stats, StatsField, with_report_count
-from ._tuples import TupleMeans, check_mixed_values, check_numeric_bounds
+from ._tuples import ATTRIBUTE_BOUNDS, TupleMeans, check_mixed_values, check_numeric_bounds
 
 __all__ = ["DuchiMean"]
 
@@ -102,6 +103,10 @@ class DuchiMean(Mechanism):
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = 30.0
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [ATTRIBUTE_BOUNDS],
+        "high": [ATTRIBUTE_BOUNDS],
+    }
 
     def _validate(self) -> None:
         lo, hi = check_numeric_bounds(self.low, self.high, minimum=2, maximum=MAX_DUCHI_ATTRIBUTES)

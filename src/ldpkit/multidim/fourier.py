@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Integer, Ref
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
@@ -72,10 +73,12 @@ class Fourier(MultiAttributeMechanism):
     way: int = 2
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "way": [Integer(2, Ref("attributes"))]
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        self._set("way", check_integer(self.way, "way", low=2, high=self.attributes))
         total_bits = sum(self.bit_widths)
         if total_bits > 62:
             raise ValueError(f"domain_sizes must fit in 62 bits in all, got {total_bits}")

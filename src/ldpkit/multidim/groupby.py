@@ -23,9 +23,10 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Options, Size
 from .._exact import RR_MAX_EPSILON, round_to_grid
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_not_masked, check_probability
+from .._validation import check_not_masked, check_probability
 from ..frequency.grr import GRR
 from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
@@ -131,14 +132,17 @@ class GroupMean(Mechanism):
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, small=6)],
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "oracle": [Options("olh", "grr")],
+    }
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        if self.oracle not in ("olh", "grr"):
-            raise ValueError(f"oracle must be 'olh' or 'grr', got {self.oracle!r}")
 
     def inner(self) -> GRR | OLH:
         """Return the oracle over the ``2 k`` (group, bit) items."""

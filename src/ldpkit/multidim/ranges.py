@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Integer
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_not_masked, check_probability, check_sequence
@@ -37,6 +38,7 @@ from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._base import grouped_support_counts
+from ._tuples import ATTRIBUTE_BOUNDS
 
 __all__ = ["HDG", "TDG", "RangeEstimate", "UniformGrid"]
 
@@ -145,12 +147,16 @@ class _GridMechanism(Mechanism):
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [ATTRIBUTE_BOUNDS],
+        "high": [ATTRIBUTE_BOUNDS],
+        "population": [Integer(1)],
+    }
 
     def _validate(self) -> None:
-        lo, hi = _check_bounds_list(self.low, self.high)
+        lo, hi = _check_bounds_list(self.low, self.high)  # the pairs: low < high per attribute
         self._set("low", lo)
         self._set("high", hi)
-        self._set("population", check_integer(self.population, "population", low=1))
 
     @property
     def attributes(self) -> int:
@@ -394,6 +400,9 @@ class TDG(_GridMechanism):
     """
 
     g2: int | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "g2": [Integer(2, MAX_GRANULARITY), None]
+    }
 
     def _validate(self) -> None:
         super()._validate()
@@ -449,6 +458,10 @@ class HDG(_GridMechanism):
 
     g1: int | None = None
     g2: int | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "g1": [Integer(2, MAX_GRANULARITY), None],
+        "g2": [Integer(2, MAX_GRANULARITY), None],
+    }
 
     def _validate(self) -> None:
         super()._validate()
@@ -505,6 +518,9 @@ class UniformGrid(_GridMechanism):
     """
 
     g: int | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "g": [Integer(2, MAX_GRANULARITY), None]
+    }
 
     def _validate(self) -> None:
         super()._validate()

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .._constraints import Alternatives, Options
 from .._crmath import log1p as _log1p
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
@@ -100,11 +101,12 @@ class RSFD(MultiAttributeMechanism):
     protocol: Literal["grr", "oue-z"] = "grr"
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "protocol": [Options("grr", "oue-z")]
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        if self.protocol not in ("grr", "oue-z"):
-            raise ValueError(f"protocol must be 'grr' or 'oue-z', got {self.protocol!r}")
         if self.protocol == "oue-z":
             self._thresholds()  # raises for an epsilon too small for 64-bit thresholds
 

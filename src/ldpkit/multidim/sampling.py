@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .._constraints import Alternatives, Check, Integer, Options
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_sequence
 from ..estimate import FrequencyEstimate
@@ -35,7 +36,7 @@ from ..frequency.grr import GRR, grr_sample
 from ..numeric.mean import DEFAULT_REPORT_CELLS, HybridMechanism, PiecewiseMechanism
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._base import MAX_ATTRIBUTES, MAX_TOTAL_ITEMS
-from ._tuples import TupleMeans, check_mixed_values, check_numeric_bounds
+from ._tuples import ATTRIBUTE_BOUNDS, TupleMeans, check_mixed_values, check_numeric_bounds
 
 __all__ = ["AttributeSampling", "sampled_attributes"]
 
@@ -53,6 +54,12 @@ def sampled_attributes(epsilon: float, d: int) -> int:
     """
     d = check_integer(d, "d", low=1)
     return max(1, min(d, math.floor(epsilon / EPSILON_PER_ATTRIBUTE)))
+
+
+def _checked_domain_sizes(value: Any, name: str) -> tuple[int, ...]:
+    """Return the categorical attributes' domain sizes as a tuple of integers >= 2."""
+    items = check_sequence(value, name, "integers >= 2 (one per categorical attribute)")
+    return tuple(check_integer(k, f"{name}[{j}]", low=2) for j, k in enumerate(items))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -111,16 +118,29 @@ class AttributeSampling(Mechanism):
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = 30.0
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [ATTRIBUTE_BOUNDS],
+        "high": [ATTRIBUTE_BOUNDS],
+        "domain_sizes": [
+            Check(
+                _checked_domain_sizes,
+                "a sequence of integers >= 2 (one per categorical attribute)",
+                kind="tuple[int, ...]",
+                hostile_values=[5, "ab", (1,), (2.5,), (True,)],
+                size=True,
+                small=(3, 4),
+            )
+        ],
+        "mechanism": [Options("hm", "pm")],
+        "sampled": [Integer(1), None],
+        "report_cells": [Integer(4, 1 << 24)],
+    }
 
     def _validate(self) -> None:
         lo, hi = check_numeric_bounds(self.low, self.high, minimum=1, maximum=MAX_ATTRIBUTES)
         self._set("low", lo)
         self._set("high", hi)
-        items = check_sequence(
-            self.domain_sizes, "domain_sizes", "integers >= 2 (one per categorical attribute)"
-        )
-        sizes = tuple(check_integer(k, f"domain_sizes[{j}]", low=2) for j, k in enumerate(items))
-        self._set("domain_sizes", sizes)
+        sizes = self.domain_sizes
         d = len(lo) + len(sizes)
         if not 2 <= d <= MAX_ATTRIBUTES:
             raise ValueError(
@@ -131,13 +151,8 @@ class AttributeSampling(Mechanism):
             raise ValueError(
                 f"domain_sizes must total at most {MAX_TOTAL_ITEMS} items, got {sum(sizes)}"
             )
-        if self.mechanism not in ("hm", "pm"):
-            raise ValueError(f"mechanism must be 'hm' or 'pm', got {self.mechanism!r}")
-        if self.sampled is not None:
-            self._set("sampled", check_integer(self.sampled, "sampled", low=1, high=d))
-        self._set(
-            "report_cells", check_integer(self.report_cells, "report_cells", low=4, high=1 << 24)
-        )
+        if self.sampled is not None:  # (its bound counts both kinds of attribute)
+            check_integer(self.sampled, "sampled", low=1, high=d)
         self.numeric_oracle()  # raises when epsilon / k is outside the mechanism's range
 
     # -- the schema ------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Real, Size
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_real
 from ..spec import Mechanism, Reports, Stats, StatsField
@@ -793,6 +794,13 @@ class AutoDistribution(Mechanism):
     float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
     buckets: int | None = None
     hh_share: float | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "expected_n": [Size(1), None],
+        "buckets": [Size(2, small=16), None],
+        "hh_share": [Real(0.0, 1.0), None],
+    }
 
     def _validate(self) -> None:
         # low and high as floats (SquareWave's rule): a spec rebuilt from JSON that wrote
@@ -800,17 +808,11 @@ class AutoDistribution(Mechanism):
         lo, hi = check_bounds(self.low, self.high)
         self._set("low", lo)
         self._set("high", hi)
-        if self.expected_n is not None:
-            self._set("expected_n", check_integer(self.expected_n, "expected_n", low=1))
         if self.buckets is None:
             self._set("buckets", default_buckets(self.expected_n))
-        else:
-            self._set("buckets", check_integer(self.buckets, "buckets", low=2))
         self.wave  # validates epsilon, low and high the way SquareWave does  # noqa: B018
         if self.hh_share is None:
             self._set("hh_share", default_hh_share(self.epsilon, self.expected_n))
-        else:
-            self._set("hh_share", check_real(self.hh_share, "hh_share", low=0.0, high=1.0))
         if self.hybrid:
             self.tree  # validates the levels' oracles at this epsilon  # noqa: B018
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Check, Size
 from .._rng import RNGLike
-from .._validation import check_integer, check_numeric_values
+from .._validation import check_numeric_values
 from ..frequency._base import FrequencyOracle
 from ..spec import (
     REPORT_COUNT,
@@ -134,12 +135,25 @@ class CFOBinning(Mechanism):
 
         return cfo_query_variances(self, stats, masses, w)
 
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "buckets": [Size(2, small=16)],
+        "oracle": [
+            Check(
+                lambda value, _: check_oracle_name(value),
+                "one of the names of ldpkit.frequency.ORACLES",
+                kind="str",
+                hostile_values=["nope", 3],
+            ),
+            None,
+        ],
+    }
+
     def _validate(self) -> None:
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        self._set("buckets", check_integer(self.buckets, "buckets", low=2))
-        self._set("oracle", check_oracle_name(self.oracle))
 
     @property
     def frequency_oracle(self) -> FrequencyOracle:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Options, Size
 from .._rng import RNGLike
 from .._validation import check_integer, check_numeric_values, check_real, check_work
 from ..frequency import GRR, OUE, PureFrequencyOracle
@@ -220,14 +221,17 @@ class WienerDeconvolution(Mechanism):
     low: float = 0.0
     high: float = 1.0
     oracle: str = "auto"
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "buckets": [Size(2, small=16)],
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "oracle": [Options("auto", "grr", "oue")],
+    }
 
     def _validate(self) -> None:
-        self._set("buckets", check_integer(self.buckets, "buckets", low=2))
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        if self.oracle not in ("auto", "grr", "oue"):
-            raise ValueError(f"oracle must be one of 'auto', 'grr', 'oue', got {self.oracle!r}")
 
     @property
     def oracle_spec(self) -> PureFrequencyOracle:

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Options, Size
 from .._exact import RR_MAX_EPSILON
 from .._postprocess import (  # re-exported: shared with consistency and the numeric family
     POSTPROCESSINGS,  # noqa: F401 (re-exported)
@@ -57,7 +58,7 @@ from ..frequency.hadamard import (
     hrr_perturb_signs,
 )
 from ..spec import Mechanism, Reports, Stats, StatsField
-from .binning import cfo_oracle, check_oracle_name
+from .binning import cfo_oracle
 from .distribution import Distribution, bucket_index, check_bounds
 from .haar import haar_transform, inverse_haar_transform  # re-exported: one Haar home
 
@@ -367,12 +368,16 @@ class _TreeMechanism(Mechanism):
     low: float = 0.0
     high: float = 1.0
     buckets: int = 1024
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "buckets": [Size(2, MAX_LEAVES, small=16)],
+    }
 
     def _validate(self) -> None:
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=MAX_LEAVES))
 
     @property
     def _branching(self) -> int:
@@ -501,6 +506,10 @@ class HierarchicalHistogram(_TreeMechanism):
 
     branching: int = 4
     oracle: str | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "branching": [Size(2)],
+        "oracle": [None, Options(*_REPORT_FIELDS)],
+    }
 
     def _interval_unsupported_reason(self) -> str | None:
         """Why the plain estimate has no analytic interval (None: it has one)."""
@@ -516,13 +525,11 @@ class HierarchicalHistogram(_TreeMechanism):
 
     def _validate(self) -> None:
         super()._validate()
-        self._set("branching", check_integer(self.branching, "branching", low=2))
         if self._branching ** _tree_height(self.buckets, self._branching) > MAX_LEAVES:
             raise ValueError(
                 f"buckets must give at most {MAX_LEAVES} (padded) leaves for branching "
                 f"{self.branching}, got {self.buckets}"
             )
-        self._set("oracle", check_oracle_name(self.oracle, tuple(_REPORT_FIELDS)))
         # Build the level oracles now: an epsilon above one's max_epsilon is refused here,
         # with its message, not at the first randomize.
         for level in range(1, self.height + 1):

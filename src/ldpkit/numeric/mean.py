@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import FINITE_BOUND, Alternatives, Integer
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_flat_bump
 from .._rng import RNGLike, as_generator
 from .._validation import (
@@ -418,9 +419,13 @@ class _MeanMechanism(Mechanism):
     max_epsilon: ClassVar[float] = MAX_EPSILON
     #: Report fields sent as real numbers (float64); every other field holds integers.
     float_report_fields: ClassVar[frozenset[str]] = frozenset({"values"})
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+    }
 
     def _validate(self) -> None:
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
 
@@ -690,12 +695,9 @@ class PiecewiseMechanism(_MeanMechanism):
 
     #: The integer law needs ``(N - m) + m e^eps <= 2^62`` with m >= 1 plateau cells.
     max_epsilon: ClassVar[float] = 40.0
-
-    def _validate(self) -> None:
-        super()._validate()
-        self._set(
-            "report_cells", check_integer(self.report_cells, "report_cells", low=4, high=1 << 24)
-        )
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "report_cells": [Integer(4, 1 << 24)]
+    }
 
     @property
     def _grid(self) -> _PMGrid:
@@ -796,12 +798,9 @@ class HybridMechanism(_MeanMechanism):
     """
 
     report_cells: int = DEFAULT_REPORT_CELLS
-
-    def _validate(self) -> None:
-        super()._validate()
-        self._set(
-            "report_cells", check_integer(self.report_cells, "report_cells", low=4, high=1 << 24)
-        )
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "report_cells": [Integer(4, 1 << 24)]
+    }
 
     @property
     def pm_probability(self) -> float:

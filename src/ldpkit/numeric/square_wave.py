@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import FINITE_BOUND, Alternatives, Real, Size
 from .._exact import ratio_loss, ratio_weights, round_to_grid, sample_bump, sample_flat_bump
 from .._matrix_loss import privacy_loss as _matrix_privacy_loss
 from .._rng import RNGLike, as_generator
@@ -368,23 +369,19 @@ class _Wave(Mechanism):
     output_buckets: int | None = None
     bandwidth: float | None = None
     max_epsilon: ClassVar[float] = MAX_EPSILON
+    # buckets >= 2: one bucket (in or out) has nothing to estimate (the histogram is [1]).
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "buckets": [Size(2, 1 << 20, small=16)],
+        "output_buckets": [Size(2, 1 << 20), None],
+        "bandwidth": [Real(0.0, 1.0, low_inclusive=False), None],
+    }
 
     def _validate(self) -> None:
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        # One bucket (in or out) has nothing to estimate: the histogram is [1].
-        self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=1 << 20))
-        if self.output_buckets is not None:
-            self._set(
-                "output_buckets",
-                check_integer(self.output_buckets, "output_buckets", low=2, high=1 << 20),
-            )
-        if self.bandwidth is not None:
-            self._set(
-                "bandwidth",
-                check_real(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False, high=1.0),
-            )
         # Build the exact integer grid now (cached): a configuration whose integer law would
         # overflow 2^62 (e.g. a wide explicit bandwidth at large epsilon) is refused here,
         # not at the first randomize.
@@ -727,17 +724,19 @@ class SquareWave(_Wave):
     _bootstrap_coverage_measured: ClassVar[bool] = True
 
     log_scale: float | None = None
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "log_scale": [Real(0.0, low_inclusive=False), None]
+    }
 
     def _validate(self) -> None:
         super()._validate()
-        if self.log_scale is not None:
-            s = check_real(self.log_scale, "log_scale", low=0.0, low_inclusive=False)
+        if self.log_scale is not None:  # the pair: a width the scale keeps finite
+            s = self.log_scale
             if not math.isfinite(self.span / s) or not self.span / s > 0:
                 raise ValueError(
                     f"log_scale must be a positive number with (high - low) / log_scale finite "
                     f"and > 0, got {self.log_scale!r} for [{self.low:g}, {self.high:g}]"
                 )
-            self._set("log_scale", s)
 
     def params(self) -> dict[str, Any]:
         """Return the spec's fields as a plain dict (without ``log_scale`` when linear)."""
@@ -917,11 +916,7 @@ class GeneralWave(_Wave):
     """
 
     ratio: float = 1.0
-
-    def _validate(self) -> None:
-        # the ratio first: the base class builds the grid, which depends on it
-        self._set("ratio", check_real(self.ratio, "ratio", low=0.0, high=1.0))
-        super()._validate()
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"ratio": [Real(0.0, 1.0)]}
 
     @property
     def _ratio(self) -> float:
@@ -971,10 +966,14 @@ class DiscreteSquareWave(Mechanism):
     high: float = 1.0
     #: The integer law needs ``(2 b~ + 1) e^eps + d <= 2^62`` (b~ = 0 at large epsilon).
     max_epsilon: ClassVar[float] = MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "buckets": [Size(2, 1 << 24, small=16)],
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+    }
 
     def _validate(self) -> None:
-        self._set("buckets", check_integer(self.buckets, "buckets", low=2, high=1 << 24))
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
         # The estimate's d x (d + 2 b~) transition matrix: 12 TiB at 2^20 buckets.

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import FINITE_BOUND, Alternatives, Size
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import (
@@ -168,17 +169,17 @@ class HaarWavelet(Mechanism):
     expected_n: int | None = None
     #: Its levels report with signed subset selection's exact integer coins.
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "low": [FINITE_BOUND],
+        "high": [FINITE_BOUND],
+        "max_level": [Size(0, MAX_LEVEL, small=3), None],
+        "expected_n": [Size(1), None],
+    }
 
     def _validate(self) -> None:
-        lo, hi = check_bounds(self.low, self.high)
+        lo, hi = check_bounds(self.low, self.high)  # the pair: low < high, a usable width
         self._set("low", lo)
         self._set("high", hi)
-        if self.max_level is not None:
-            self._set(
-                "max_level", check_integer(self.max_level, "max_level", low=0, high=MAX_LEVEL)
-            )
-        if self.expected_n is not None:
-            self._set("expected_n", check_integer(self.expected_n, "expected_n", low=1))
         if self.max_level is None and self.expected_n is None:
             raise ValueError(
                 "max_level or expected_n must be given (J = ceil(log2(expected_n) / 2), "

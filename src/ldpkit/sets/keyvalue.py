@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Check, Integer, Options, Ref, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import check_array, check_integer, check_memory, check_probability
@@ -313,12 +314,13 @@ class PCKV(_KeyValueMechanism):
     method: str = "ue"
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, small=6)],
+        "padding": [Size(1, 1 << 20, small=2)],
+        "method": [Options(*_METHODS)],
+    }
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        self._set("padding", check_integer(self.padding, "padding", low=1, high=1 << 20))
-        if self.method not in _METHODS:
-            raise ValueError(f"method must be one of {list(_METHODS)}, got {self.method!r}")
         if self.domain_size + self.padding > 1 << 31:
             raise ValueError(
                 f"domain_size + padding must be <= 2^31, got {self.domain_size + self.padding}"
@@ -624,6 +626,11 @@ def _ue_sample(
     return bits, signs
 
 
+def _means_tuple(value: Any, name: str) -> tuple[float, ...]:
+    """Return ``value`` as a tuple of floats in [-1, 1] (PrivKVM's fake-value means)."""
+    return tuple(float(x) for x in check_array(value, name, ndim=1, low=-1.0, high=1.0))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PrivKV(_KeyValueMechanism):
     """PrivKV: one key sampled uniformly, randomized response on its value, then its key.
@@ -691,18 +698,26 @@ class PrivKV(_KeyValueMechanism):
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     exact_epsilon: ClassVar[bool] = False
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, small=6)],
+        "rounds": [Integer(1, 100)],
+        "round": [Integer(0, Ref("rounds", -1))],
+        "fake_means": [
+            Check(
+                _means_tuple,
+                "a sequence of means in [-1, 1], one per key",
+                hostile_values=[(2.0,), (float("nan"),)],
+            ),
+            None,
+        ],
+    }
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        self._set("rounds", check_integer(self.rounds, "rounds", low=1, high=100))
-        self._set("round", check_integer(self.round, "round", low=0, high=self.rounds - 1))
-        if self.fake_means is not None:
-            m = check_array(self.fake_means, "fake_means", ndim=1, low=-1.0, high=1.0)
-            if m.shape != (self.domain_size,):
-                raise ValueError(
-                    f"fake_means must hold domain_size = {self.domain_size} means, got {m.shape[0]}"
-                )
-            self._set("fake_means", tuple(float(x) for x in m))
+        if self.fake_means is not None and len(self.fake_means) != self.domain_size:
+            raise ValueError(
+                f"fake_means must hold domain_size = {self.domain_size} means, "
+                f"got {len(self.fake_means)}"
+            )
 
     @property
     def key_epsilon(self) -> float:

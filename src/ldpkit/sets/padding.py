@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Options, Size
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_array, check_integer, check_probability
@@ -164,16 +165,17 @@ class PaddingSampling(SetContractHooks, Mechanism):
     oracle: str | None = None
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, small=6)],
+        "padding": [Size(1, 1 << 20, small=2)],
+        "oracle": [Options(*_ORACLES), None],
+    }
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        self._set("padding", check_integer(self.padding, "padding", low=1, high=1 << 20))
         if self.domain_size + self.padding > 1 << 32:
             raise ValueError(
                 f"domain_size + padding must be <= 2^32, got {self.domain_size + self.padding}"
             )
-        if self.oracle is not None and self.oracle not in _ORACLES:
-            raise ValueError(f"oracle must be one of {list(_ORACLES)} or None, got {self.oracle!r}")
 
     # -- the inner oracle ----------------------------------------------------------------
     @property

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
+from .._constraints import Alternatives, Integer, Ref, Size
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_array, check_integer, check_memory
@@ -176,18 +177,20 @@ class PrivSet(SetContractHooks, Mechanism):
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     exact_epsilon: ClassVar[bool] = False  # the 2^62 coin lands just below e^eps
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "domain_size": [Size(2, small=6)],
+        "padding": [Size(1, 1 << 10, small=2)],
+        "subset_size": [Integer(1, Ref("domain_size")), None],
+    }
 
     def _validate(self) -> None:
-        self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
-        self._set("padding", check_integer(self.padding, "padding", low=1, high=1 << 10))
         if self.domain_size + self.padding > _MAX_ITEMS:
             raise ValueError(
                 f"domain_size + padding must be <= {_MAX_ITEMS}, "
                 f"got {self.domain_size + self.padding}"
             )
         if self.subset_size is not None:
-            k = check_integer(self.subset_size, "subset_size", low=1, high=self.domain_size)
-            self._set("subset_size", k)
+            k = self.subset_size
             if not np.isfinite(_nominal_variance(self.domain_size, self.padding, self.epsilon))[
                 k - 1
             ]:
