@@ -253,7 +253,9 @@ def methods(
     return out
 
 
-def interactive(n: int, seeds: int, write: bool) -> int:
+def interactive(
+    n: int, seeds: int, write: bool, epsilons: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
+) -> int:
     """Interactive rounds against one round: mean over ``seeds`` population draws per cell.
 
     Columns: the one-round default ``PEM()``, ``InteractivePEM()`` (same search, devices
@@ -267,7 +269,7 @@ def interactive(n: int, seeds: int, write: bool) -> int:
     }
     rows: list[dict] = []
     for label, (names, weights) in data.items():
-        for eps in (1.0, 2.0, 4.0, 8.0):
+        for eps in epsilons:
             common = dict(max_length=12, top_k=K)
             specs: dict[str, Any] = {
                 "one round: PEM()": PEM(epsilon=eps, **common),
@@ -356,11 +358,13 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--seeds", type=int, default=5, help="population draws (--interactive)")
     parser.add_argument("--n", type=int, default=None, help="users (--interactive)")
+    parser.add_argument("--eps", type=float, nargs="*", default=None, help="(--interactive)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if args.interactive:  # --full writes docs/results/heavy_hitters_interactive.md
         n_users = args.n or (10**6 if args.full else 10**4)
-        return interactive(n_users, args.seeds if args.full else 1, args.full)
+        eps = tuple(args.eps or (1.0, 2.0, 4.0, 8.0))
+        return interactive(n_users, args.seeds if args.full else 1, args.full, eps)
     if args.speed:
         return speed()
     n = 10**6 if args.full else 10**5

@@ -17,9 +17,10 @@ round ``r`` the server publishes the survivors (the ``keep`` largest prefixes of
   ratio of report probabilities stays within ``w_keep / w_other <= e^eps``. A report
   depends only on the device's own string and the public round state;
 * "none" is what a fresh random hash would give, so the users outside the candidates add
-  no collision bias to any candidate (in one round they do, through the fixed family:
-  the untested-collision term of :mod:`ldpkit.discovery._search`), and the server knows
-  every candidate it must correct the collisions of.
+  no collision bias to any candidate (in one round they do, through the fixed family), and
+  the server knows every candidate whose collisions it must correct (those estimated
+  significantly above zero; the rest keep the untested-collision term of
+  :mod:`ldpkit.discovery._search`, bounded there by the untested mass, "none" included).
 
 This follows the adaptive prefix-tree protocols that publish the next candidates between
 rounds of users (PrivTrie: Wang, Li, Jha, Xiao, Lin, "PrivTrie: Effective Frequent Term
@@ -298,18 +299,19 @@ class PEMRound(Mechanism):
     def estimate(self, stats: Stats) -> RoundEstimate:
         """Estimate every candidate and "none" among this round's users.
 
-        OLH's estimate per item (FO17 eq. 2, ``q* = 1/g``), corrected for the collisions
-        with every other member of the domain estimated significantly above zero (the
-        correction of :mod:`ldpkit.discovery._search`); the standard errors are OLH's at
-        the estimate plus the remaining family term (see ``docs/design/METHODS.md``).
+        OLH's estimate per item (FO17 eq. 2, ``q* = 1/g``; unbiased because a non-member's
+        uniform report hits any cell w.p. ``1/g``), corrected for the collisions with every
+        other candidate estimated significantly above zero (the correction of
+        :mod:`ldpkit.discovery._search`); the standard errors are OLH's at the estimate
+        plus that module's family term (see ``docs/design/METHODS.md``).
         """
-        from ._search import _errors, _level_raw  # server side: loaded by the server only
+        from ._search import estimate_level  # server side: loaded by the server only
 
         stats = self.check_stats(stats, nonempty=True)
         rows, keys = self.candidates()
-        f, n_l, _ = _level_raw(self, stats.counts, keys, self.level)
-        # no untested collisions: non-members report uniformly (see the module docstring)
-        std, std0 = _errors(self, f, n_l, 0.0, stats.n, self.range_size)
+        # the family term stays for the candidates below the correction's significance cut
+        # (counted with the "none" share as untested mass: an upper bound)
+        f, std, std0 = estimate_level(self, stats.counts, keys, self.level, stats.n)
         return RoundEstimate(
             prefixes=rows,
             frequencies=f,
@@ -317,6 +319,7 @@ class PEMRound(Mechanism):
             null_std_error=std0,
             none_frequency=float(1.0 - f.sum()),
             n=stats.n,
+            spec=self,
         )
 
     # -- contract hooks ------------------------------------------------------------------
@@ -361,6 +364,8 @@ class RoundEstimate:
         Estimated share of the round's users holding no candidate (one minus the sum).
     n : int
         The round's reports.
+    spec : PEMRound
+        The round's spec.
     """
 
     prefixes: np.ndarray
@@ -369,6 +374,7 @@ class RoundEstimate:
     null_std_error: np.ndarray
     none_frequency: float
     n: int
+    spec: Any
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
