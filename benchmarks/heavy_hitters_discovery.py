@@ -104,6 +104,13 @@ def metrics(found: list[str], freqs: list[float], truth: Counter, n: int, k: int
 
 
 def run_ldpkit(spec: Any, values: np.ndarray, truth: Counter, seed: int) -> dict:
+    if isinstance(spec, InteractivePEM):  # rounds in turn: client and server interleave
+        t0 = time.perf_counter()
+        hh = spec.run(values, rng=seed)
+        total = time.perf_counter() - t0
+        row = metrics(list(hh.items), list(hh.frequencies), truth, len(values), spec.top_k)
+        row.update(client_users_s=float("nan"), server_s=total, total_s=total)
+        return row
     t0 = time.perf_counter()
     reports = spec.randomize(values, rng=seed)
     t1 = time.perf_counter()
@@ -244,6 +251,7 @@ def methods(
         "TreeHist (paper)": TreeHist(**common, pool_ended=False),
         "SFP (Apple)": sfp,
         "ldpkit default: PEM()": PEM(**common),
+        "InteractivePEM()": InteractivePEM(**common),  # rounds of users (docs/results)
     }
     if tune:
         out["PEM pooled keep=k"] = PEM(**common, keep=k)
