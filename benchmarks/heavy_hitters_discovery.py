@@ -35,8 +35,10 @@ from typing import Any
 import numpy as np
 
 from ldpkit import PEM, SFP, TreeHist
+from ldpkit.discovery import InteractivePEM
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "heavy_hitters_discovery.md"
+OUT_INTERACTIVE = OUT.with_name("heavy_hitters_interactive.md")
 K = 20
 
 
@@ -102,6 +104,13 @@ def metrics(found: list[str], freqs: list[float], truth: Counter, n: int, k: int
 
 
 def run_ldpkit(spec: Any, values: np.ndarray, truth: Counter, seed: int) -> dict:
+    if isinstance(spec, InteractivePEM):  # rounds in turn: client and server interleave
+        t0 = time.perf_counter()
+        hh = spec.run(values, rng=seed)
+        total = time.perf_counter() - t0
+        row = metrics(list(hh.items), list(hh.frequencies), truth, len(values), spec.top_k)
+        row.update(client_users_s=float("nan"), server_s=total, total_s=total)
+        return row
     t0 = time.perf_counter()
     reports = spec.randomize(values, rng=seed)
     t1 = time.perf_counter()
@@ -242,6 +251,7 @@ def methods(
         "TreeHist (paper)": TreeHist(**common, pool_ended=False),
         "SFP (Apple)": sfp,
         "ldpkit default: PEM()": PEM(**common),
+        "InteractivePEM()": InteractivePEM(**common),  # rounds of users (docs/results)
     }
     if tune:
         out["PEM pooled keep=k"] = PEM(**common, keep=k)
@@ -249,6 +259,78 @@ def methods(
     else:  # the moonshot: the default at 0.6 x epsilon
         out["ldpkit default at 0.6 eps"] = PEM(**{**common, "epsilon": 0.6 * eps})
     return out
+
+
+def interactive(
+    n: int, seeds: int, write: bool, epsilons: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
+) -> int:
+    """Interactive rounds against one round: mean over ``seeds`` population draws per cell.
+
+    Columns: the one-round default ``PEM()``, ``InteractivePEM()`` (same search, devices
+    answer about the published candidates), the paper's PEM, and ``InteractivePEM`` at
+    0.6 eps (the moonshot against the paper's PEM at eps).
+    """
+    data = {
+        "baby names F (tuning)": baby_names("F"),
+        "baby names": baby_names(),
+        "city names": city_names(),
+    }
+    rows: list[dict] = []
+    for label, (names, weights) in data.items():
+        for eps in epsilons:
+            common = dict(max_length=12, top_k=K)
+            specs: dict[str, Any] = {
+                "one round: PEM()": PEM(epsilon=eps, **common),
+                "interactive: InteractivePEM()": InteractivePEM(epsilon=eps, **common),
+                "PEM (paper)": PEM(epsilon=eps, keep=K, pool_ended=False, **common),
+                "InteractivePEM at 0.6 eps": InteractivePEM(epsilon=0.6 * eps, **common),
+            }
+            acc: dict[str, list[dict]] = {name: [] for name in specs}
+            for seed in range(seeds):
+                values = draw(names, weights, n, seed=100 + seed)
+                truth = truth_of(values, 12)
+                for name, spec in specs.items():
+                    t0 = time.perf_counter()
+                    hh = spec.run(values, rng=seed)
+                    row = metrics(list(hh.items), list(hh.frequencies), truth, n, K)
+                    row["server_s"] = time.perf_counter() - t0
+                    acc[name].append(row)
+            for name, runs in acc.items():
+                mean = {k: float(np.nanmean([r[k] for r in runs])) for k in runs[0]}
+                sd = float(np.std([r["recall"] for r in runs]))
+                rows.append(
+                    {
+                        "data": label,
+                        "method": name,
+                        "eps": eps,
+                        "n": n,
+                        "seeds": seeds,
+                        **mean,
+                        "recall_sd": sd,
+                    }
+                )
+                print(_fmt_interactive(rows[-1:]).splitlines()[-1], flush=True)
+    table = _fmt_interactive(rows)
+    print(table)
+    if write:
+        with OUT_INTERACTIVE.open("a", encoding="utf-8") as fh:
+            fh.write(
+                f"\n## n = {n}, {seeds} seeds, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n\n"
+            )
+            fh.write(table + "\n")
+    return 0
+
+
+def _fmt_interactive(rows: list[dict]) -> str:
+    cols = ["data", "method", "eps", "n", "seeds", "recall", "recall_sd", "ncr", "f1"]
+    cols += ["rel_error", "server_s"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [
+            f"{r[c]:.3f}" if isinstance(r[c], float) and c != "eps" else str(r[c]) for c in cols
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def speed(n: int = 10**6) -> int:
@@ -279,8 +361,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-peer", action="store_true", help="skip pure-ldp")
     parser.add_argument("--peer-only", action="store_true", help="only the pure-ldp cell")
     parser.add_argument("--speed", action="store_true", help="the 10 s target only")
+    parser.add_argument(
+        "--interactive", action="store_true", help="interactive vs one round (5 seeds)"
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="population draws (--interactive)")
+    parser.add_argument("--n", type=int, default=None, help="users (--interactive)")
+    parser.add_argument("--eps", type=float, nargs="*", default=None, help="(--interactive)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
+    if args.interactive:  # --full writes docs/results/heavy_hitters_interactive.md
+        n_users = args.n or (10**6 if args.full else 10**4)
+        eps = tuple(args.eps or (1.0, 2.0, 4.0, 8.0))
+        return interactive(n_users, args.seeds if args.full else 1, args.full, eps)
     if args.speed:
         return speed()
     n = 10**6 if args.full else 10**5

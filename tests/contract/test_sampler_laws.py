@@ -228,6 +228,7 @@ LAW_TESTS = {
     "PEM": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
     "TreeHist": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
     "SFP": "tests/discovery/test_sfp.py::test_report_law_given_position_and_rows",
+    "PEMRound": "tests/discovery/test_interactive.py::test_report_law_given_hash_and_membership",
     "PrivSet": "tests/sets/test_privset.py::test_sampler_matches_the_law_and_fails_for_a_wrong_epsilon",
 }
 

@@ -96,6 +96,7 @@ EXCLUDED: dict[str, str] = {
     "ldpkit.discovery.HeavyHitters": _RESULT,
     "ldpkit.longitudinal.LongitudinalCandidate": _RESULT,
     "ldpkit.longitudinal.LongitudinalChoice": _RESULT,
+    "ldpkit.discovery.RoundEstimate": _RESULT,
     **{
         name: _CONSTANT
         for name in (
@@ -563,6 +564,46 @@ def _open_domain_entries(reg: dict[str, Entry]) -> None:
         _add(reg, entry)
 
 
+def _interactive_discovery_entries(reg: dict[str, Entry]) -> None:
+    """InteractivePEM, its per-round spec PEMRound and the server's DiscoveryRounds."""
+    from ldpkit.discovery import DiscoveryRounds, InteractivePEM, PEMRound
+
+    top = "ldpkit.discovery.PEMRound"
+    reg[top].strings_ok = frozenset({"alphabet"})
+    reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
+    reg[f"{top}.run"].strings_ok = frozenset({"values"})
+    entry = Entry(
+        f"{top}[survivors]",
+        PEMRound,
+        {"epsilon": 1.0, "max_length": 4, "survivors": ((97, 98), (98, 0))},
+    )
+    entry.anything = frozenset({"survivors"})  # its own checks: tests/discovery
+    _add(reg, entry)
+    values = np.array(["ab", "abc", "b", ""] * 10, dtype=object)
+    protocol = InteractivePEM(epsilon=2.0, max_length=3, top_k=2)
+    kwargs = {f.name: getattr(protocol, f.name) for f in dataclasses.fields(protocol)}
+    entry = Entry("ldpkit.discovery.InteractivePEM", InteractivePEM, kwargs)
+    entry.strings_ok = frozenset({"alphabet"})
+    entry.bools_ok = frozenset({"pool_ended"})
+    _add(reg, entry)
+    entry = Entry("ldpkit.discovery.InteractivePEM.run", protocol.run, {"values": values, "rng": 0})
+    entry.strings_ok = frozenset({"values"})
+    _add(reg, entry)
+    first = protocol.round_spec()
+    stats = first.aggregate(first.randomize(values, rng=0))
+
+    def next_candidates(stats: Any) -> Any:
+        return DiscoveryRounds(protocol).next_candidates(stats)
+
+    _add(
+        reg,
+        Entry(
+            "ldpkit.discovery.DiscoveryRounds.next_candidates", next_candidates, {"stats": stats}
+        ),
+    )
+    _add(reg, Entry("ldpkit.discovery.DiscoveryRounds", DiscoveryRounds, {"protocol": protocol}))
+
+
 class WrongAnswer(str):
     """What an accuracy entry returns when the answer is valid-looking but wrong."""
 
@@ -633,6 +674,8 @@ def _entry_name(name: str, cls: type) -> str:
     import ldpkit
 
     package = ".".join(cls.__module__.split(".")[:2])
+    if package == "ldpkit.discovery" and name not in ldpkit.__all__:  # PEMRound
+        return f"{package}.{name}"
     if package in _FAMILY_PACKAGES:  # the families that keep their names in their package
         return f"{package}.{name}"
     return f"ldpkit.{name}" if name in ldpkit.__all__ else f"ldpkit.numeric.{name}"
@@ -749,6 +792,7 @@ def build_registry() -> dict[str, Entry]:
         reg[f"{top}.run"].strings_ok = frozenset({"values"})
     reg["ldpkit.SFP.randomize"].strings_ok = frozenset({"values"})
     reg["ldpkit.SFP.run"].strings_ok = frozenset({"values"})
+    _interactive_discovery_entries(reg)
     _hostile_entries(reg)
     grr = ldpkit.GRR(epsilon=1.0, domain_size=6)
     items = _values(grr)

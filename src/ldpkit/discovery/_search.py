@@ -184,6 +184,24 @@ def discover(spec: Any, stats: Stats) -> HeavyHitters:
         keys = child_keys[keep]
         f_sel, std_sel, z_sel = f[keep], std[keep], z[keep]
     z_all = np.concatenate(z_tested)
+    return select(spec, prefixes, f_sel, std_sel, z_sel, z_all, stats.n, tuple(per_level))
+
+
+def select(
+    spec: Any,
+    prefixes: np.ndarray,
+    f_sel: np.ndarray,
+    std_sel: np.ndarray,
+    z_sel: np.ndarray,
+    z_all: np.ndarray,
+    n: int,
+    per_level: tuple[int, ...],
+) -> HeavyHitters:
+    """Apply the spec's ``control`` to the final survivors; build the result.
+
+    ``z_all`` holds the z-score of every candidate tested at every level (the family the
+    control covers); ``prefixes`` are the survivors' symbol rows.
+    """
     tested = int(z_all.size)
     control = spec.control
     chosen = np.arange(f_sel.size)
@@ -201,8 +219,8 @@ def discover(spec: Any, stats: Stats) -> HeavyHitters:
         items=items,
         frequencies=np.asarray(f_sel[chosen], dtype=np.float64),
         std_error=np.asarray(std_sel[chosen], dtype=np.float64),
-        n=stats.n,
+        n=n,
         spec=spec,
         tested=tested,
-        candidates_per_level=tuple(per_level),
+        candidates_per_level=per_level,
     )
