@@ -67,6 +67,7 @@ from .models import (
     Health,
     IngestResult,
 )
+from .multidim import MarginalParam, RangeParam
 from .quotas import Quota
 from .store import (
     DEFAULT_DELETED_KEYS_SECONDS,
@@ -395,6 +396,8 @@ def create_app(
         candidates: list[Any] | None,
         top_k: int | None,
         control: str | None = None,
+        marginal: str | None = None,
+        ranges: str | None = None,
     ) -> Response:
         collector.authorize(request, "read")
         collector.get(collection)
@@ -410,6 +413,8 @@ def create_app(
             candidates=candidates,
             top_k=top_k,
             control=control,
+            marginal=marginal,
+            ranges=ranges,
         )
         # Serialized once here (the model is already validated), not again by FastAPI.
         return Response(result.model_dump_json(), media_type="application/json")
@@ -457,6 +462,8 @@ def create_app(
                 "of the discovered list, none, fwer or fdr at level alpha (default: the spec's)"
             ),
         ] = None,
+        marginal: MarginalParam = None,
+        range: RangeParam = None,  # the query parameter's public name
     ) -> EstimateResult:
         """Return the estimate over whole buckets in ``[since, until)`` (everything by default)."""
         items = None if candidates is None else candidates.split(",")
@@ -471,6 +478,8 @@ def create_app(
             items,
             top_k,
             control,
+            marginal,
+            range,
         )
 
     @app.post(

@@ -53,6 +53,9 @@ class EstimateQuery:
     candidates: list[Any] | None = None
     top_k: int | None = None
     control: str | None = None
+    #: multi-attribute collections: the marginal's attributes, and a range query's box
+    marginal: tuple[int, ...] | None = None
+    ranges: dict[int, tuple[float, float]] | None = None
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
@@ -68,6 +71,12 @@ def sample_inputs(spec: Mechanism) -> list[Any]:
     alphabet = getattr(spec, "alphabet", None)
     chars = alphabet if isinstance(alphabet, str) and alphabet else "ab"
     out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
+    contract_values = getattr(spec, "_contract_values", None)
+    if contract_values is not None:  # several attributes per user: the spec's own sample
+        try:
+            out.append(contract_values(64, np.random.default_rng(0)))
+        except Exception:  # a spec that cannot sample keeps the other inputs
+            pass
     return out
 
 
@@ -113,6 +122,15 @@ class Kind:
                 f"control must be left out for a {self.name} collection (only heavy-hitter "
                 f"collections take it), got {query.control!r}",
             )
+        if not isinstance(self, MultidimKind):
+            for field in ("marginal", "ranges"):
+                if getattr(query, field) is not None:
+                    param = "range" if field == "ranges" else field
+                    raise HTTPException(
+                        422,
+                        f"{param} must be left out for a {self.name} collection (only "
+                        "multi-attribute collections take it)",
+                    )
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
@@ -407,6 +425,56 @@ class MeanKind(Kind):
         result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
 
 
+class MultidimKind(Kind):
+    """Several attributes per user (:mod:`ldpkit.multidim`): marginals, ranges, group means.
+
+    The answer is :class:`~ldpkit.service.multidim.MultidimResult` (``result.multidim``):
+    per-attribute marginals, the ``marginal`` asked for, a ``range`` query's fraction or
+    the group means, each cell with its standard error and interval.
+    """
+
+    name = "multidim"
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a multi-attribute estimate."""
+        from .multidim import is_multidim_estimate
+
+        return is_multidim_estimate(spec.estimate(stats))
+
+    def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """Refuse (422) a marginal or range the spec cannot answer, before any read."""
+        super().check(spec, query)
+        from ..multidim import HDG, TDG, GroupMean, UniformGrid
+
+        grid = isinstance(spec, (HDG, TDG, UniformGrid))
+        name = type(spec).__name__
+        if query.ranges is not None and not grid:
+            raise HTTPException(
+                422,
+                f"range must be left out for a {name} collection (grids only: HDG, TDG, "
+                "UniformGrid)",
+            )
+        if query.marginal is not None and (grid or isinstance(spec, GroupMean)):
+            raise HTTPException(
+                422,
+                f"marginal must be left out for a {name} collection (CALM, FullDomain, "
+                "Fourier, SPL, SMP, RSFD only)",
+            )
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        """Write the marginals, range answer or group means into ``result.multidim``."""
+        from .multidim import multidim_answer
+
+        try:
+            result.multidim = multidim_answer(
+                spec.estimate(stats), query.alpha, query.marginal, query.ranges
+            )
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+
+
 #: Every kind, asked in this order (the open-domain and discovery kinds first: the former's
 #: plain ``estimate`` needs candidates, the latter's is a search, run once).
 KINDS: dict[str, Kind] = {
@@ -417,6 +485,7 @@ KINDS: dict[str, Kind] = {
         DistributionKind(),
         MeanKind(),
         HeavyHittersKind(),
+        MultidimKind(),
     )
 }
 
