@@ -49,17 +49,17 @@ def test_lone_batches_do_not_wait_and_full_groups_go_at_once(tmp_path):
 
 
 def _recording_compactions(store):
-    """Wrap ``store.try_compact``: the names of the threads that ran it, in order."""
+    """Wrap ``store.compaction.try_compact``: the names of the threads that ran it, in order."""
     import threading
 
     threads: list[str] = []
-    original = store.try_compact
+    original = store.compaction.try_compact
 
     def try_compact(**kwargs):
         threads.append(threading.current_thread().name)
         return original(**kwargs)
 
-    store.try_compact = try_compact
+    store.compaction.try_compact = try_compact
     return threads
 
 
@@ -85,7 +85,8 @@ def test_sqlite_compacts_in_the_loop_thread_unless_a_transaction_was_slow(tmp_pa
         on_loop = list(threads)
         assert on_loop and set(on_loop) == {loop_thread}
         del threads[:]
-        store._off_loop_until = float("inf")  # as after a commit over slow_commit_seconds
+        # as after a commit over slow_commit_seconds
+        store.loop_guard.off_loop_until = float("inf")
         asyncio.run(run(3))
         assert threads and loop_thread not in threads
         asyncio.run(committer.close())

@@ -135,7 +135,7 @@ def test_deleted_keys_expire_after_the_retry_window(db):
     store = CollectorStore(db)
     store.register("c", SPEC, 3600)
     try:
-        assert store.deleted_keys_seconds == 30 * 86400  # the documented default
+        assert store.deletes.deleted_keys_seconds == 30 * 86400  # the documented default
         store.commit_group([_keyed(f"k{i}", i) for i in range(5)])
         store.delete_batches("c", token="")
         assert _deleted_keys(store) == 5
@@ -149,7 +149,7 @@ def test_deleted_keys_expire_after_the_retry_window(db):
         (later,) = store.commit_group([_keyed("k1", 1)])  # past the window: a new batch
         assert not isinstance(later, Exception) and not later.duplicate
         # each delete expires what is older than the window
-        store.deleted_keys_seconds = 0.0
+        store.deletes.deleted_keys_seconds = 0.0
         store.commit_group([_keyed("k9", 9)])
         store.delete_batches("c", token="")
         assert _deleted_keys(store) == 0
@@ -161,13 +161,13 @@ def test_the_compaction_expires_deleted_keys_about_once_an_hour(db, monkeypatch)
     store = CollectorStore(db)
     store.register("c", SPEC, 3600)
     calls = []
-    monkeypatch.setattr(store, "expire_deleted_keys", lambda: calls.append(1) or 0)
+    monkeypatch.setattr(store.deletes, "expire_deleted_keys", lambda: calls.append(1) or 0)
     try:
         for i in range(3):
             store.commit_group([_keyed(f"k{i}", i)])
             store.try_compact()
         assert calls == [1]  # the first compaction, not the next ones within the hour
-        store._last_expire -= 3600
+        store.compaction._last_expire -= 3600
         store.try_compact()
         assert calls == [1, 1]
     finally:
@@ -448,7 +448,7 @@ def test_a_workers_server_killed_with_9_leaves_no_metrics_directory_behind(
 def test_the_retry_window_is_read_from_the_config_and_validated(db):
     config = {"database_url": db, "collections": {"c": SPEC.to_dict()}}
     app = app_from_config({**config, "deleted_keys_seconds": 86400})
-    assert app.state.collector.store.deleted_keys_seconds == 86400.0
+    assert app.state.collector.store.deletes.deleted_keys_seconds == 86400.0
     app.state.collector.store.close()
     with pytest.raises(ValueError, match="deleted_keys_seconds must be a finite number >= 0"):
         app_from_config({**config, "deleted_keys_seconds": -1})

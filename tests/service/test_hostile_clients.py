@@ -140,7 +140,7 @@ def test_a_failing_group_transaction_is_retried_batch_by_batch(any_db, monkeypat
     store = CollectorStore(any_db)
     store.register("c", SW)
     poison = SW.aggregate(SW.randomize(np.array([0.5]), rng=0))
-    original = store._parts
+    original = store.writes.parts
     attempts = []
 
     def parts(items, new, combine, *args):
@@ -153,7 +153,7 @@ def test_a_failing_group_transaction_is_retried_batch_by_batch(any_db, monkeypat
         good = [SW.aggregate(SW.randomize(np.array([0.5]), rng=s)) for s in range(1, 16)]
         stats = [*good[:5], poison, *good[5:]]
         items = [PendingBatch("c", 1, stats=s) for s in stats]
-        monkeypatch.setattr(store, "_parts", parts)
+        monkeypatch.setattr(store.writes, "parts", parts)
         out, sizes = _run_group(store, items)
         assert isinstance(out[5], RuntimeError)
         assert [type(o).__name__ for i, o in enumerate(out) if i != 5] == ["BatchRecord"] * 15
@@ -183,7 +183,7 @@ def test_a_database_outage_still_fails_the_whole_group_at_once(tmp_path, monkeyp
 
         async def run():
             await asyncio.wait_for(committer.commit(PendingBatch("c", 1, reports=_rows(0.5))), 60)
-            monkeypatch.setattr(store, "_commit_group", commit_group)
+            monkeypatch.setattr(store.sqlite, "_commit_group", commit_group)
             out = await asyncio.wait_for(
                 asyncio.gather(*(committer.commit(i) for i in items), return_exceptions=True), 60
             )
@@ -376,7 +376,7 @@ def test_an_outage_while_a_failed_group_is_split_answers_each_half_truly(tmp_pat
     store = CollectorStore(f"sqlite:///{tmp_path / 'c.db'}")
     store.register("c", SW)
     poison = SW.aggregate(SW.randomize(np.array([0.5]), rng=0))
-    original = store._parts
+    original = store.writes.parts
     attempts = []
 
     def parts(items, new, combine, *args):
@@ -390,7 +390,7 @@ def test_an_outage_while_a_failed_group_is_split_answers_each_half_truly(tmp_pat
     try:
         good = [SW.aggregate(SW.randomize(np.array([0.5]), rng=s)) for s in range(1, 8)]
         items = [PendingBatch("c", 1, stats=s) for s in [*good, poison]]
-        monkeypatch.setattr(store, "_parts", parts)
+        monkeypatch.setattr(store.writes, "parts", parts)
         out, _ = _run_group(store, items)
         assert attempts == [1, 8, 4, 4]  # the lone first batch, the group, its halves
         assert [type(o).__name__ for o in out] == ["BatchRecord"] * 4 + ["OperationalError"] * 4

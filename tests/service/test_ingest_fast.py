@@ -82,7 +82,7 @@ def test_fast_path_answers_like_the_fastapi_route(tmp_path, monkeypatch):
             def down(*args, **kwargs):
                 raise OperationalError("COMMIT", {}, Exception("disk I/O error"))
 
-            monkeypatch.setattr(app.state.collector.store, "_commit_group", down)
+            monkeypatch.setattr(app.state.collector.store.sqlite, "_commit_group", down)
             resp = c.post("/v1/reports/x", json=_one(4, 4), headers={**ok, **extra})
             assert resp.status_code == 503 and resp.headers["retry-after"] == "5"
             got.append((resp.status_code, resp.json()["detail"], None))

@@ -14,12 +14,8 @@ import numpy as np
 import pytest
 
 from ldpkit import GRR
-from ldpkit.service.store import (
-    _COLLECTION_LOCK_CLASS,
-    CollectorStore,
-    PendingBatch,
-    _collection_lock_id,
-)
+from ldpkit.service.store import CollectorStore, PendingBatch
+from ldpkit.service.writes import COLLECTION_LOCK_CLASS, collection_lock_id
 
 psycopg = pytest.importorskip("psycopg")  # the service extra; CI installs it
 
@@ -45,7 +41,7 @@ def _pg_raw(url):
 
 
 def _lock_sql(fn):
-    return f"SELECT {fn}({_COLLECTION_LOCK_CLASS}, {_collection_lock_id('c')})"
+    return f"SELECT {fn}({COLLECTION_LOCK_CLASS}, {collection_lock_id('c')})"
 
 
 async def _first_group(store):
@@ -104,8 +100,8 @@ def test_a_server_error_fails_the_whole_group_and_keeps_the_connection(fresh_pos
     store = _store(fresh_postgres)
     committer = GroupCommitter(store, {"c": SPEC}, window=0.05, compact_interval=3600.0)
     threads: list[str] = []
-    real = store.commit_group_pg
-    store.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
+    real = store.postgres.commit_group_pg
+    store.postgres.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
     raw = _pg_raw(fresh_postgres)
 
     async def run():

@@ -79,14 +79,14 @@ def _race_retry_with_delete(writer, deleter, commit):
     (stored,) = commit([_keyed("k", 1)])
     assert isinstance(stored, BatchRecord) and not stored.duplicate
     paused, release = threading.Event(), threading.Event()
-    bump = deleter._bump
+    bump = deleter.deletes._bump
 
     def slow_bump(conn, collection):  # the delete holds its locks from here to its COMMIT
         bump(conn, collection)
         paused.set()
         release.wait(20)
 
-    deleter._bump = slow_bump
+    deleter.deletes._bump = slow_bump
     deleted = []
     t = threading.Thread(target=lambda: deleted.append(deleter.delete_batches("c", token="t")))
     t.start()
@@ -209,15 +209,15 @@ def test_failing_compaction_degrades_healthz_and_is_counted(db, monkeypatch):
     app = create_app({"c": SPEC}, db, max_rollup_parts=2)
     with TestClient(app) as c:
         store = app.state.collector.store
-        store.compact_retry_seconds = 0.0
+        store.compaction.compact_retry_seconds = 0.0
         app.state.collector.parts_check_interval = 0.0
         sent = _write_parts(db, 4)
-        real = store.compact
+        real = store.compaction.compact
 
         def broken(*args, **kwargs):
             raise RuntimeError("disk full")
 
-        monkeypatch.setattr(store, "compact", broken)
+        monkeypatch.setattr(store.compaction, "compact", broken)
         for k in range(3):
             body = c.get("/v1/collections/c/estimate").json()  # each tries and fails
             assert body["n"] == 4  # still exact: readers sum the parts
@@ -230,7 +230,7 @@ def test_failing_compaction_degrades_healthz_and_is_counted(db, monkeypatch):
         assert health["compaction"].endswith("behind: more than 2 roll-up parts wait in ['c']")
         assert "RuntimeError: disk full" in health["compaction"]
         assert "ldpkit_compaction_failures_total 3" in c.get("/metrics").text
-        monkeypatch.setattr(store, "compact", real)
+        monkeypatch.setattr(store.compaction, "compact", real)
         assert c.get("/v1/collections/c/estimate").json()["n"] == 4
         assert _parts(store) == 0
         assert c.get("/healthz").json()["status"] == "ok"
@@ -308,6 +308,6 @@ def test_max_rollup_parts_is_validated_and_read_from_the_config(db):
     }
     app = app_from_config(config)
     try:
-        assert app.state.collector.store.max_parts == 7
+        assert app.state.collector.store.compaction.max_parts == 7
     finally:
         app.state.collector.store.close()

@@ -319,7 +319,7 @@ def test_database_outage_is_a_json_503(db, monkeypatch):
         raise OperationalError("SELECT 1", {}, Exception("connection refused"))
 
     with TestClient(app) as c:
-        monkeypatch.setattr(store, "_commit_group", down)
+        monkeypatch.setattr(store.sqlite, "_commit_group", down)
         monkeypatch.setattr(store, "merged", down)
         monkeypatch.setattr(store, "ping", down)
         resp = c.post("/v1/reports/x", json=_one(1, 1))
@@ -588,7 +588,7 @@ def test_bucket_of_is_the_same_for_every_kind_of_time():
             assert [store.bucket_of("x", t) for t in times] == [
                 int(t.timestamp()) // 600 * 600 for t in times
             ]
-        assert all(t.tzinfo is not None and not t.microsecond for t in store._epochs)
-        assert len(store._epochs) == 2
+        assert all(t.tzinfo is not None and not t.microsecond for t in store.writes.epochs)
+        assert len(store.writes.epochs) == 2
     finally:
         store.close()

@@ -1,4 +1,4 @@
-"""The PostgreSQL group commit (CollectorStore.commit_group_pg, one round trip per group).
+"""The PostgreSQL group commit (PostgresWriter.commit_group_pg, one round trip per group).
 
 Same contract as commit_group: new batches stored once, retries answered with the first
 record, reused keys for other content refused, totals exact with two writer processes'
@@ -13,6 +13,7 @@ import pytest
 
 from ldpkit import GRR
 from ldpkit.service.store import CollectorStore, IdempotencyConflict, PendingBatch, stats_digest
+from ldpkit.service.writes import MERGE_STATS
 
 SPEC = GRR(epsilon=1.0, domain_size=8)
 
@@ -250,7 +251,7 @@ def test_keyless_group_in_one_statement_writes_what_the_orm_path_writes(fresh_po
 
 def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(fresh_postgres):
     """Keyless groups go through the committer's asyncio connections (no executor thread:
-    CollectorStore._commit_group_pg_in_loop); keyed ones, and keyless ones larger than
+    PostgresWriter.commit_in_loop); keyed ones, and keyless ones larger than
     ``in_loop_max_group``, through the committer's thread. A connection killed by the
     server fails only the group sent on it, with the DBAPIError the app turns into a 503,
     nothing of it stored (a loss noticed while idle: the group reconnects first); the next
@@ -263,11 +264,11 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
     from ldpkit.service.commit import GroupCommitter
 
     store = _store(fresh_postgres)
-    store.in_loop_max_group = 64  # every keyless group below in the loop, until lowered
+    store.postgres.in_loop_max_group = 64  # every keyless group below in the loop, until lowered
     committer = GroupCommitter(store, {"c": SPEC}, window=0.0, compact_interval=3600.0)
     threads: list[str] = []
-    real = store.commit_group_pg
-    store.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
+    real = store.postgres.commit_group_pg
+    store.postgres.commit_group_pg = lambda *a, **k: threads.append("pipelined") or real(*a, **k)  # type: ignore[method-assign]
     keyless = [_item([k % 8], rng=k) for k in range(30)]
     keyed = [_item([k % 8, 1], key=f"k{k}", rng=100 + k) for k in range(5)]
     large = [_item([k % 8, 2, 3], rng=200 + k) for k in range(5)]
@@ -290,7 +291,7 @@ def test_keyless_groups_commit_in_the_event_loop_and_survive_a_lost_connection(f
         assert state.connections and not threads  # reconnected
         rest += await asyncio.gather(*(committer.commit(b) for b in keyed))
         assert threads == ["pipelined"]  # a group with keys goes through the pipelined path
-        store.in_loop_max_group = 3  # a larger keyless group: in the committer's thread
+        store.postgres.in_loop_max_group = 3  # a larger keyless group: in the committer's thread
         rest += await asyncio.gather(*(committer.commit(b) for b in large))
         assert threads == ["pipelined"] * 2
         conns = list(state.connections)
@@ -591,10 +592,10 @@ def test_one_statement_rows_are_exact_for_any_names_and_times(fresh_postgres):
             batch("c", 'to"k\\en,{}', shifted, 2),
             batch(odd, "a b", shifted, 3),
         ]
-        assert store._single_statement(group, lambda m: m[0].stats) is not None
+        assert store.postgres._single_statement(group, MERGE_STATS) is not None
         records = store.commit_group_pg(group)
         late = [batch(odd, "", fine, 4)]
-        assert store._single_statement(late, lambda m: m[0].stats) is None
+        assert store.postgres._single_statement(late, MERGE_STATS) is None
         records += store.commit_group_pg(late)
         with store.engine.connect() as conn:
             rows = conn.execute(

@@ -1,6 +1,6 @@
 """One event loop's PostgreSQL connection for keyless group commits, driven through libpq.
 
-:meth:`CollectorStore._commit_group_pg_in_loop <ldpkit.service.store.CollectorStore>` sends
+:meth:`PostgresWriter.commit_in_loop <ldpkit.service.postgres_writer.PostgresWriter.commit_in_loop>` sends
 a group's one statement and awaits its commit on the event loop. Through psycopg's
 ``AsyncConnection.execute`` that cost ~130 us of CPU per statement (a cursor, the query's
 conversion, every parameter's adaptation, the prepare bookkeeping, and each wait adding

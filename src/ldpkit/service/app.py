@@ -23,57 +23,47 @@ Tokens may be limited to some collections and have ingest quotas (429 + Retry-Af
 :mod:`ldpkit.service.auth`, :mod:`ldpkit.service.quotas`.
 """
 
-import dataclasses
 import gc
-import json
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path as Path_
 from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from .. import __version__
-from .._validation import check_real
 from ._stalls import LoopStalls
 from .auth import Token, TokenAuth
-from .collector import _Collector, _database_error, _iso, _parse_time
+from .collector import _Collector, _database_error
 from .config import (
     DEFAULT_DATABASE_URL,
     Limits,
+    _check_app_options,
     _check_origins,
     _normalize,
 )
 from .fast_ingest import CollectorApp
-from .kinds import MAX_CANDIDATES, MAX_CANDIDATES_BODY
 from .models import (
     _BODY_DOC,
     BatchInfo,
     BatchList,
-    BucketInfo,
-    BucketList,
-    CandidatesBody,
     CollectionInfo,
     CollectionList,
     DeleteResult,
-    EstimateResult,
     Health,
     IngestResult,
 )
-from .multidim import MarginalParam, RangeParam
+from .params import CollectionName, TimeParam
 from .quotas import Quota
-from .store import (
-    DEFAULT_DELETED_KEYS_SECONDS,
-    DEFAULT_MAX_PARTS,
-    CollectorStore,
-)
+from .read_routes import add_read_routes
+from .schema import DEFAULT_DELETED_KEYS_SECONDS, DEFAULT_MAX_PARTS
+from .store import CollectorStore
 from .windows import add_window_routes
 
 __all__ = ["CollectorApp", "create_app"]
@@ -172,34 +162,20 @@ def create_app(
     FastAPI
         ``app.state.collector`` holds the collections, the store and the committer.
     """
-    limits = limits or Limits()
-    overrides = {
-        k: v
-        for k, v in (("max_body_bytes", max_body_bytes), ("max_decoded_bytes", max_decoded_bytes))
-        if v is not None
-    }
-    if overrides:
-        limits = dataclasses.replace(limits, **overrides)
-    if (
-        isinstance(bucket_seconds, bool)
-        or not isinstance(bucket_seconds, int)
-        or bucket_seconds < 1
-    ):
-        raise ValueError(f"bucket_seconds must be an integer >= 1, got {bucket_seconds!r}")
-    commit_window = check_real(commit_window, "commit_window", low=0, high=1)
-    if (
-        isinstance(max_rollup_parts, bool)
-        or not isinstance(max_rollup_parts, int)
-        or max_rollup_parts < 1
-    ):
-        raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
-    if not isinstance(freeze_gc, bool):
-        raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
-    deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
+    limits, commit_window, deleted_keys_seconds = _check_app_options(
+        limits,
+        max_body_bytes,
+        max_decoded_bytes,
+        bucket_seconds,
+        commit_window,
+        max_rollup_parts,
+        freeze_gc,
+        deleted_keys_seconds,
+    )
     specs = _normalize(collections)
     store = CollectorStore(database_url)
-    store.max_parts = max_rollup_parts
-    store.deleted_keys_seconds = deleted_keys_seconds
+    store.compaction.max_parts = max_rollup_parts
+    store.deletes.deleted_keys_seconds = deleted_keys_seconds
     try:
         collector = _Collector(
             specs,
@@ -212,12 +188,40 @@ def create_app(
             metrics_dir=metrics_dir,
             quotas=quotas,
         )
-        store.on_compaction = collector.metrics.compaction
+        store.compaction.on_compaction = collector.metrics.compaction
         for name, c in specs.items():
             store.register(name, c.spec, bucket_seconds)
     except Exception:
         store.close()
         raise
+
+    app = CollectorApp(
+        title="ldpkit collector",
+        version=__version__,
+        description=(
+            "Collects locally differentially private reports, keeps only their mergeable "
+            "statistics rolled up per time bucket, and serves estimates with standard errors."
+        ),
+        lifespan=_lifespan(collector, store, freeze_gc),
+        # Swagger UI and ReDoc load their scripts from a CDN (blank offline): GET /docs is
+        # our own listing of /openapi.json instead.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.collector = collector
+    # The routes, in the order the OpenAPI document lists them.
+    _page_routes(app, cors_origins)
+    _ops_routes(app, collector, store)
+    _collection_routes(app, collector)
+    _ingest_routes(app, collector, limits)
+    add_read_routes(app, collector, store)
+    _admin_routes(app, collector, store)
+    add_window_routes(app, collector)  # GET .../windows: per-window estimates (windows.py)
+    return app
+
+
+def _lifespan(collector: _Collector, store: CollectorStore, freeze_gc: bool) -> Any:
+    """Return the app's lifespan: compact and freeze at start-up, close the committer at exit."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
@@ -225,7 +229,7 @@ def create_app(
         # Fold parts an earlier process left (killed before its last compaction); a failure
         # (e.g. the database is down) is logged and counted, and retried later.
         await run_in_threadpool(store.try_compact)
-        if freeze_gc:  # see the docstring; collect first: frozen cyclic garbage would stay
+        if freeze_gc:  # see create_app; collect first: frozen cyclic garbage would stay
             gc.collect()
             gc.freeze()
         if stalls is not None:
@@ -238,20 +242,11 @@ def create_app(
         if freeze_gc:
             gc.unfreeze()
 
-    app = CollectorApp(
-        title="ldpkit collector",
-        version=__version__,
-        description=(
-            "Collects locally differentially private reports, keeps only their mergeable "
-            "statistics rolled up per time bucket, and serves estimates with standard errors."
-        ),
-        lifespan=lifespan,
-        # Swagger UI and ReDoc load their scripts from a CDN (blank offline): GET /docs is
-        # our own listing of /openapi.json instead.
-        docs_url=None,
-        redoc_url=None,
-    )
-    app.state.collector = collector
+    return lifespan
+
+
+def _page_routes(app: FastAPI, cors_origins: list[str] | None) -> None:
+    """Add the dashboard's static files and pages, and the CORS middleware if configured."""
     # Open like /healthz: the pages hold no data; what they show comes from the read routes.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -277,6 +272,10 @@ def create_app(
             max_age=600,
         )
 
+
+def _ops_routes(app: FastAPI, collector: _Collector, store: CollectorStore) -> None:
+    """Add the error handlers, ``/healthz`` and ``/metrics``."""
+
     @app.exception_handler(DBAPIError)
     @app.exception_handler(PoolTimeout)
     async def database_down(_request: Request, exc: Exception) -> JSONResponse:
@@ -287,12 +286,6 @@ def create_app(
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
         collector.metrics.reject("bad_parameters", 422)
         return JSONResponse({"detail": jsonable_errors(exc)}, status_code=422)
-
-    CollectionName = Annotated[str, Path(description="collection name")]
-    TimeParam = Annotated[
-        str | None,
-        Query(description="ISO 8601 time (UTC if no offset) or Unix seconds; whole buckets only"),
-    ]
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz(response: Response) -> Health:
@@ -321,6 +314,10 @@ def create_app(
             collector.metrics.render(stored), media_type="text/plain; version=0.0.4"
         )
 
+
+def _collection_routes(app: FastAPI, collector: _Collector) -> None:
+    """Add the listing of collections and the description of one."""
+
     @app.get("/v1/collections", response_model=CollectionList, tags=["collections"])
     def list_collections(request: Request) -> CollectionList:
         who = collector.authorize(request, "read")
@@ -331,6 +328,10 @@ def create_app(
         collector.authorize(request, "read")
         collector.get(collection)
         return collector.info(collection)
+
+
+def _ingest_routes(app: FastAPI, collector: _Collector, limits: Limits) -> None:
+    """Add ``POST /v1/reports/{collection}`` (the fast path serves most requests)."""
 
     @app.post(
         "/v1/reports/{collection}",
@@ -375,224 +376,9 @@ def create_app(
         )
         return Response(payload, status_code=status, media_type="application/json")
 
-    TopK = Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=MAX_CANDIDATES,
-            description="frequencies: also answer the k most frequent items (of the domain, "
-            "or of the candidates for an open-domain collection) with their intervals",
-        ),
-    ]
 
-    def estimate_of(
-        collection: str,
-        request: Request,
-        alpha: float,
-        postprocessing: str | None,
-        since: str | None,
-        until: str | None,
-        bootstrap: int,
-        candidates: list[Any] | None,
-        top_k: int | None,
-        control: str | None = None,
-        marginal: str | None = None,
-        ranges: str | None = None,
-    ) -> Response:
-        collector.authorize(request, "read")
-        collector.get(collection)
-        s, u = collector.window(since, until)
-        collector.compact_if_behind(collection)
-        result = collector.estimate(
-            collection,
-            alpha,
-            postprocessing,
-            s,
-            u,
-            bootstrap,
-            candidates=candidates,
-            top_k=top_k,
-            control=control,
-            marginal=marginal,
-            ranges=ranges,
-        )
-        # Serialized once here (the model is already validated), not again by FastAPI.
-        return Response(result.model_dump_json(), media_type="application/json")
-
-    @app.get(
-        "/v1/collections/{collection}/estimate", response_model=EstimateResult, tags=["collections"]
-    )
-    def get_estimate(
-        collection: CollectionName,
-        request: Request,
-        alpha: Annotated[
-            float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
-        ] = 0.05,
-        postprocessing: Annotated[
-            str | None,
-            Query(
-                description="frequencies: a method of ldpkit.consistency.METHODS, e.g. norm_sub; "
-                "distributions: cdf, norm_sub or norm_mul (Distribution.postprocess); biased"
-            ),
-        ] = None,
-        since: TimeParam = None,
-        until: TimeParam = None,
-        bootstrap: Annotated[
-            int,
-            Query(
-                ge=0,
-                le=2000,
-                description="EM/EMS distributions (Square Wave): bootstrap replicates B for "
-                "the intervals (0: none; costs 2 B + 1 estimator runs)",
-            ),
-        ] = 0,
-        candidates: Annotated[
-            str | None,
-            Query(
-                description="open-domain collections (CMS, HCMS, FLH): the items to estimate, "
-                "comma-separated, each a UTF-8 string (items holding commas, and integer "
-                "items, go in the POST body instead)"
-            ),
-        ] = None,
-        top_k: TopK = None,
-        control: Annotated[
-            str | None,
-            Query(
-                description="heavy-hitter collections (PEM, TreeHist, SFP): the error control "
-                "of the discovered list, none, fwer or fdr at level alpha (default: the spec's)"
-            ),
-        ] = None,
-        marginal: MarginalParam = None,
-        range: RangeParam = None,  # the query parameter's public name
-    ) -> EstimateResult:
-        """Return the estimate over whole buckets in ``[since, until)`` (everything by default)."""
-        items = None if candidates is None else candidates.split(",")
-        return estimate_of(  # type: ignore[return-value]
-            collection,
-            request,
-            alpha,
-            postprocessing,
-            since,
-            until,
-            bootstrap,
-            items,
-            top_k,
-            control,
-            marginal,
-            range,
-        )
-
-    @app.post(
-        "/v1/collections/{collection}/estimate",
-        response_model=EstimateResult,
-        tags=["collections"],
-        responses={413: {"description": f"body over {MAX_CANDIDATES_BODY} bytes"}},
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": CandidatesBody.model_json_schema()}},
-            }
-        },
-    )
-    async def post_estimate(
-        collection: CollectionName,
-        request: Request,
-        alpha: Annotated[
-            float, Query(gt=0, lt=1, description="1 - confidence level of the intervals")
-        ] = 0.05,
-        since: TimeParam = None,
-        until: TimeParam = None,
-        top_k: TopK = None,
-    ) -> EstimateResult:
-        """Estimate an open-domain collection for the body's candidates.
-
-        JSON strings and integers, as typed: ``"7"`` and ``7`` are different items.
-        """
-        # The body is read here, under a size limit, before pydantic parses any of it.
-        collector.authorize(request, "read")
-        try:
-            body = CandidatesBody.model_validate(await _limited_json(request))
-        except ValidationError as exc:  # the same 422 as FastAPI's own body check
-            raise RequestValidationError(exc.errors(include_url=False)) from None
-        answer: Any = await run_in_threadpool(
-            estimate_of, collection, request, alpha, None, since, until, 0, body.candidates, top_k
-        )
-        return answer  # type: ignore[no-any-return]
-
-    async def _limited_json(request: Request) -> Any:
-        """Read the request's JSON body: 413 past MAX_CANDIDATES_BODY bytes, 422 if not JSON."""
-        too_large = HTTPException(
-            413,
-            f"candidates body must be at most {MAX_CANDIDATES_BODY} bytes (at most "
-            f"{MAX_CANDIDATES} candidates), got more",
-        )
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_CANDIDATES_BODY:
-            collector.metrics.reject("too_large", 413)
-            raise too_large
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_CANDIDATES_BODY:
-                collector.metrics.reject("too_large", 413)
-                raise too_large
-            chunks.append(chunk)
-        try:
-            return json.loads(b"".join(chunks))
-        except (ValueError, RecursionError):
-            raise HTTPException(
-                422, 'candidates body must be JSON {"candidates": [...]}, got other bytes'
-            ) from None
-
-    @app.get(
-        "/v1/collections/{collection}/buckets", response_model=BucketList, tags=["collections"]
-    )
-    def get_buckets(
-        collection: CollectionName,
-        request: Request,
-        since: TimeParam = None,
-        until: TimeParam = None,
-    ) -> BucketList:
-        """List reports and batches per roll-up bucket (a time series)."""
-        collector.authorize(request, "read")
-        collector.get(collection)
-        s, u = collector.window(since, until)
-        w = collector.bucket_seconds
-        return BucketList(
-            collection=collection,
-            bucket_seconds=w,
-            buckets=[
-                BucketInfo(start=_iso(b) or "", end=_iso(b + w) or "", n=n, batches=c)
-                for b, n, c in store.buckets(collection, since=s, until=u)
-            ],
-        )
-
-    @app.get("/v1/collections/{collection}/stats", tags=["collections"])
-    def get_stats(
-        collection: CollectionName,
-        request: Request,
-        since: TimeParam = None,
-        until: TimeParam = None,
-    ) -> dict[str, Any]:
-        """Whole buckets merged: ``Stats.to_dict()`` (merge it with ``Stats.from_dict`` elsewhere)."""
-        collector.authorize(request, "read")
-        c = collector.get(collection)
-        s, u = collector.window(since, until)
-        collector.compact_if_behind(collection)
-        stats, _ = store.merged(collection, c.spec, since=s, until=u)
-        return stats.to_dict()
-
-    def _admin_window(since: str | None, until: str | None) -> tuple[int | None, int | None]:
-        w = collector.bucket_seconds
-        s, u = _parse_time(since, "since"), _parse_time(until, "until")
-        for name, value in (("since", s), ("until", u)):
-            if value is not None and value % w:
-                raise HTTPException(
-                    422,
-                    f"{name} must be a bucket boundary (a multiple of {w} s since the epoch), "
-                    f"got {_iso(value)}; batches are deleted by whole buckets",
-                )
-        return s, u
+def _admin_routes(app: FastAPI, collector: _Collector, store: CollectorStore) -> None:
+    """Add the admin listing and deletion of a collection's batches."""
 
     @app.get("/v1/admin/collections/{collection}/batches", response_model=BatchList, tags=["admin"])
     def list_batches(
@@ -646,12 +432,9 @@ def create_app(
             raise HTTPException(
                 422, "delete must name a token, a since/until range, or both, got none"
             )
-        s, u = _admin_window(since, until)
+        s, u = collector.admin_window(since, until)
         batches, reports = store.delete_batches(collection, token=token, since=s, until=u)
         return DeleteResult(collection=collection, deleted_batches=batches, deleted_reports=reports)
-
-    add_window_routes(app, collector)  # GET .../windows: per-window estimates (windows.py)
-    return app
 
 
 def jsonable_errors(exc: RequestValidationError) -> Any:

@@ -14,7 +14,8 @@ import itertools
 import json
 import os
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,6 +63,20 @@ class PendingBatch:
     received_at: dt.datetime = dataclasses.field(
         default_factory=lambda: dt.datetime.now(dt.UTC).replace(microsecond=0)
     )
+
+
+class GroupStats(Protocol):
+    """How a group commit gets the merged Stats of the new batches of one roll-up row.
+
+    The writers call :meth:`combine` once per (collection, bucket, token) of a group's new
+    batches. The default, :class:`~ldpkit.service.writes.MergeStats`, merges the batches'
+    own ``stats``; the group committer passes one that reuses the Stats it aggregated for
+    several small batches at once (:class:`~ldpkit.service.commit.GroupAggregates`).
+    """
+
+    def combine(self, members: Sequence[PendingBatch]) -> Stats:
+        """Return the merged Stats of ``members`` (batches of one roll-up row)."""
+        ...
 
 
 def stats_digest(stats: Stats) -> str:

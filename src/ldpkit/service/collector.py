@@ -362,6 +362,19 @@ class _Collector:
         return HTTPException(status, message)
 
     # -- estimates -------------------------------------------------------------------------
+    def admin_window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
+        """Parse an admin delete's ``[since, until)``: both must be bucket boundaries."""
+        w = self.bucket_seconds
+        s, u = _parse_time(since, "since"), _parse_time(until, "until")
+        for name, value in (("since", s), ("until", u)):
+            if value is not None and value % w:
+                raise HTTPException(
+                    422,
+                    f"{name} must be a bucket boundary (a multiple of {w} s since the epoch), "
+                    f"got {_iso(value)}; batches are deleted by whole buckets",
+                )
+        return s, u
+
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
         s, u = _parse_time(since, "since"), _parse_time(until, "until")
         w = self.bucket_seconds
@@ -407,15 +420,15 @@ class _Collector:
         """``ok``, or why compaction is failing or behind (``/healthz`` says degraded)."""
         store = self.store
         problems = []
-        if store.compaction_failures >= COMPACTION_FAILURES_DEGRADED:
+        if store.compaction.compaction_failures >= COMPACTION_FAILURES_DEGRADED:
             problems.append(
-                f"failing: {store.compaction_failures} consecutive failures in this process "
-                f"(last: {store.last_compaction_error})"
+                f"failing: {store.compaction.compaction_failures} consecutive failures in this process "
+                f"(last: {store.compaction.last_compaction_error})"
             )
         behind = [name for name in self.collections if store.parts_over(name)]
         if behind:
             problems.append(
-                f"behind: more than {store.max_parts} roll-up parts wait in {sorted(behind)}"
+                f"behind: more than {store.compaction.max_parts} roll-up parts wait in {sorted(behind)}"
             )
         return "; ".join(problems) or "ok"
 

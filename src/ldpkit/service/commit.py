@@ -10,7 +10,7 @@ a commit that took over 0.1 s, e.g. a stalled disk: see
 :meth:`CollectorStore.commit_group_async`); on PostgreSQL the loop keeps reading requests
 for the next group while a group's statement waits for the server (up to two groups in
 flight, each on its own connection): a group without idempotency keys or raw reports (the
-usual one-report POST) of up to ``store.in_loop_max_group`` batches is one statement sent
+usual one-report POST) of up to ``store.postgres.in_loop_max_group`` batches is one statement sent
 and awaited by the loop itself on a connection of this loop's own (no thread; driven
 through libpq, :mod:`ldpkit.service._pgloop`), any
 other group runs in a helper thread. So a
@@ -31,7 +31,7 @@ its clients are in, and a lone request after a quiet spell would wait too.
 
 Group commits append roll-up *parts* (see :mod:`ldpkit.service.store`); between groups,
 about once every ``compact_interval`` seconds while parts were written, or at once when
-this process wrote more than ``store.max_parts`` since its last compaction, the committer
+this process wrote more than ``store.compaction.max_parts`` since its last compaction, the committer
 folds them into the roll-up rows (:meth:`CollectorStore.try_compact`; failures are counted
 for ``/healthz`` and ``/metrics``). On SQLite it does so in the loop's thread between two
 groups (:meth:`CollectorStore.try_compact_on_loop`: one writer, so no group could commit
@@ -60,9 +60,10 @@ from typing import Any
 import numpy as np
 
 from ..spec import Mechanism, Reports, Stats
+from .batch_identity import GroupStats
 from .store import BatchRecord, CollectorStore, PendingBatch
 
-__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError", "ReportRows"]
+__all__ = ["GroupCommitter", "SMALL_BATCH", "AggregationError", "GroupAggregates", "ReportRows"]
 
 SMALL_BATCH = 64
 
@@ -148,6 +149,43 @@ def aggregate_one(spec: Mechanism, reports: Reports | ReportRows) -> Stats:
         raise AggregationError(f"reports rejected by {spec!r}: {exc}") from exc
 
 
+class GroupAggregates:
+    """The committer's :class:`~ldpkit.service.batch_identity.GroupStats` for one group.
+
+    The writers ask it for the merged Stats of the new batches of each roll-up row; it
+    reuses the Stats the committer aggregated for several small batches at once
+    (``shared``, keyed by the ids of those batches) and merges in the batches that came
+    with their own.
+
+    Parameters
+    ----------
+    specs : Mapping[str, Mechanism]
+        Collection name -> its spec.
+    shared : dict[frozenset[int], Stats]
+        The Stats of small batches aggregated together, keyed by ``frozenset`` of the
+        ``id`` of each batch.
+    """
+
+    def __init__(self, specs: Mapping[str, Mechanism], shared: dict[frozenset[int], Stats]):
+        self.specs = specs
+        self.shared = shared
+
+    def combine(self, members: Sequence[PendingBatch]) -> Stats:
+        """Return the merged Stats of ``members`` (batches of one roll-up row)."""
+        spec = self.specs[members[0].collection]
+        own = [m.stats for m in members if m.stats is not None]
+        rest = [m for m in members if m.stats is None]
+        if rest:
+            key = frozenset(id(m) for m in rest)
+            if key in self.shared:
+                own.append(self.shared[key])
+            else:  # a retry inside the group was dropped: aggregate the others again
+                own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
+        if len(own) == 1:  # usually (one roll-up row per group): no copy to make
+            return own[0]
+        return spec.empty_stats().merge(*own)
+
+
 def _is_outage(exc: BaseException) -> bool:
     """Tell whether a group's commit failed because the database is unreachable.
 
@@ -182,7 +220,7 @@ class _LoopState:
     full: asyncio.Future[None] | None = None
     want: float = 1.0
     # PostgreSQL: this loop's idle connections for keyless groups (one per group in
-    # flight; CollectorStore._commit_group_pg_in_loop, _pgloop.LoopConnection), closed by
+    # flight; PostgresWriter.commit_in_loop, _pgloop.LoopConnection), closed by
     # close().
     connections: list[Any] = dataclasses.field(default_factory=list)
 
@@ -303,7 +341,7 @@ class GroupCommitter:
                 and (
                     loop.time() - state.last_compact >= self.compact_interval
                     # more parts than readers should sum: now (unless it just failed)
-                    or (store.parts_written > store.max_parts and store.compaction_due())
+                    or (store.parts_written > store.compaction.max_parts and store.compaction_due())
                 )
             ):
                 # Fold the roll-up parts; a failure (counted) leaves them for later.
@@ -419,7 +457,7 @@ class GroupCommitter:
     async def _commit_split(
         self,
         items: Sequence[PendingBatch],
-        combine: Callable[[Sequence[PendingBatch]], Stats],
+        combine: GroupStats,
         run_blocking: Callable[[Callable[[], Any]], Any],
         connections: list[Any] | None,
     ) -> list[Any]:
@@ -455,21 +493,7 @@ class GroupCommitter:
         try:
             errors, shared = self._aggregate_small(items)
             live = [i for i in range(len(items)) if i not in errors]
-
-            def combine(members: Sequence[PendingBatch]) -> Stats:
-                spec = self.specs[members[0].collection]
-                own = [m.stats for m in members if m.stats is not None]
-                rest = [m for m in members if m.stats is None]
-                if rest:
-                    key = frozenset(id(m) for m in rest)
-                    if key in shared:
-                        own.append(shared[key])
-                    else:  # a retry inside the group was dropped: aggregate the others again
-                        own.append(aggregate_one(spec, _concat(spec, [m.reports for m in rest])))  # type: ignore[misc]
-                if len(own) == 1:  # usually (one roll-up row per group): no copy to make
-                    return own[0]
-                return spec.empty_stats().merge(*own)
-
+            combine = GroupAggregates(self.specs, shared)
             start = time.perf_counter()
             results: list[Any] = []
             if live:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._validation import check_real
 from ..encoder import Encoder
 from ..spec import Mechanism, spec_from_dict
 from .auth import parse_tokens
@@ -169,6 +170,44 @@ _TOP_KEYS = {
     "collections",
 }
 _LIMIT_KEYS = {"max_body_bytes", "max_decoded_bytes"}  # accepted at top level too (older files)
+
+
+def _check_app_options(
+    limits: Limits | None,
+    max_body_bytes: int | None,
+    max_decoded_bytes: int | None,
+    bucket_seconds: Any,
+    commit_window: Any,
+    max_rollup_parts: Any,
+    freeze_gc: Any,
+    deleted_keys_seconds: Any,
+) -> tuple[Limits, float, float]:
+    """Check ``create_app``'s options; return the limits, commit window and retry window."""
+    limits = limits or Limits()
+    overrides = {
+        k: v
+        for k, v in (("max_body_bytes", max_body_bytes), ("max_decoded_bytes", max_decoded_bytes))
+        if v is not None
+    }
+    if overrides:
+        limits = dataclasses.replace(limits, **overrides)
+    if (
+        isinstance(bucket_seconds, bool)
+        or not isinstance(bucket_seconds, int)
+        or bucket_seconds < 1
+    ):
+        raise ValueError(f"bucket_seconds must be an integer >= 1, got {bucket_seconds!r}")
+    commit_window = check_real(commit_window, "commit_window", low=0, high=1)
+    if (
+        isinstance(max_rollup_parts, bool)
+        or not isinstance(max_rollup_parts, int)
+        or max_rollup_parts < 1
+    ):
+        raise ValueError(f"max_rollup_parts must be an integer >= 1, got {max_rollup_parts!r}")
+    if not isinstance(freeze_gc, bool):
+        raise TypeError(f"freeze_gc must be True or False, got {freeze_gc!r}")
+    deleted_keys_seconds = check_real(deleted_keys_seconds, "deleted_keys_seconds", low=0)
+    return limits, commit_window, deleted_keys_seconds
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:

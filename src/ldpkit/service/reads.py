@@ -32,6 +32,7 @@ from .schema import (
     _utc,
     batches_table,
     collections_table,
+    reports_table,
     rollup_parts_table,
     rollups_table,
 )
@@ -347,3 +348,13 @@ class StoreReader:
         if until is not None:
             cond.append(batches_table.c.bucket + self.bucket_seconds[collection] <= until)
         return and_(*cond)
+
+    def raw_reports(self, batch_id: str) -> tuple[str, bytes] | None:
+        """Return the stored payload of a batch (only when the app stores raw reports)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(reports_table.c.format, reports_table.c.payload).where(
+                    reports_table.c.batch_id == batch_id
+                )
+            ).one_or_none()
+        return None if row is None else (row.format, bytes(row.payload))

@@ -28,6 +28,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     text,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -259,3 +260,17 @@ def make_engine(database_url: str) -> Engine:
 def _utc(value: dt.datetime) -> dt.datetime:
     # SQLite returns naive datetimes; everything stored is UTC.
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def check_legacy_schema(engine: Engine) -> None:
+    """Refuse a database holding the per-batch schema of an earlier collector."""
+    names = inspect(engine).get_table_names()
+    if "ldpkit_batches" in names:
+        columns = {c["name"] for c in inspect(engine).get_columns("ldpkit_batches")}
+        if "stats" in columns:
+            raise ValueError(
+                f"database {engine.url.render_as_string()} must use the roll-up schema, "
+                "got the per-batch schema of an earlier ldpkit collector (table "
+                "ldpkit_batches has a stats column); export its Stats with the earlier "
+                "version (GET .../stats) and start on a new database"
+            )
