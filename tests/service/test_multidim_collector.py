@@ -269,3 +269,15 @@ def test_live_collector_z_test_fails_at_a_wrong_epsilon(tmp_path, serve_app):
         table = wrong.estimate(Stats(wrong, stats.n, **stats.arrays)).marginal((0, 1))
         worst = np.abs(_z(table.table, table.std_error, truth)).max()
         assert worst > 5.0, (eps, worst)
+
+
+def test_many_marginals_load_and_a_thin_window_says_why_it_has_no_answer(tmp_path):
+    """A CALM spec of 28 marginals loads (its probe fills every marginal); a batch of 10
+    reports leaves some marginal without a report, and the answer says so (no 500)."""
+    spec = CALM(epsilon=1.0, domain_sizes=(4,) * 8)
+    with TestClient(create_app({"c": spec}, f"sqlite:///{tmp_path / 'c.db'}")) as client:
+        reports = spec.randomize(np.zeros((10, 8), dtype=np.int64), rng=0)
+        assert client.post("/v1/reports/c", json=reports_to_dict(reports)).status_code == 201
+        body = client.get("/v1/collections/c/estimate", params={"marginal": "0,1"}).json()
+    assert body["n"] == 10 and body["multidim"]["marginal"] is None
+    assert "at least one report of every marginal" in body["multidim"]["note"]

@@ -73,8 +73,10 @@ def sample_inputs(spec: Mechanism) -> list[Any]:
     out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
     contract_values = getattr(spec, "_contract_values", None)
     if contract_values is not None:  # several attributes per user: the spec's own sample
+        # 64 users per group (CALM's marginals, a grid spec's grids): none left empty
+        groups = len(getattr(spec, "marginal_sets", getattr(spec, "grids", ())))
         try:
-            out.append(contract_values(64, np.random.default_rng(0)))
+            out.append(contract_values(64 * max(groups, 1), np.random.default_rng(0)))
         except Exception:  # a spec that cannot sample keeps the other inputs
             pass
     return out
@@ -465,12 +467,15 @@ class MultidimKind(Kind):
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
         """Write the marginals, range answer or group means into ``result.multidim``."""
-        from .multidim import multidim_answer
+        from .multidim import MultidimResult, multidim_answer
 
         try:
-            result.multidim = multidim_answer(
-                spec.estimate(stats), query.alpha, query.marginal, query.ranges
-            )
+            est = spec.estimate(stats)
+        except ValueError as exc:  # e.g. a window without a report of some marginal
+            result.multidim = MultidimResult(note=f"no estimate for these reports: {exc}")
+            return
+        try:
+            result.multidim = multidim_answer(est, query.alpha, query.marginal, query.ranges)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
 

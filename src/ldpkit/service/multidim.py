@@ -96,6 +96,11 @@ class MultidimResult(BaseModel):
     marginal: MarginalResult | None = Field(default=None, description="the ?marginal= asked for")
     range: RangeResult | None = Field(default=None, description="the ?range= asked for (grids)")
     group_means: GroupMeansResult | None = None
+    note: str | None = Field(
+        default=None,
+        description="why there is no answer (e.g. a window in which some marginal or grid "
+        "has no report: each is estimated from its own users)",
+    )
 
 
 def parse_marginal(text: str, d: int) -> tuple[int, ...]:

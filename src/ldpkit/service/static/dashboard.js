@@ -376,7 +376,9 @@ function renderMultidim(node, info, est) {
   const md = est.multidim;
   const chart = node.querySelector('.estimate-chart');
   let rows = [];
-  if (md.marginal && md.marginal.shape.length === 2) {
+  if (md.note) {
+    chart.replaceChildren(h('p', { class: 'hint' }, md.note));
+  } else if (md.marginal && md.marginal.shape.length === 2) {
     const t = md.marginal;
     const [a, b] = t.attributes;
     const [ka, kb] = t.shape;
