@@ -160,6 +160,7 @@ def test_every_kind_is_named_and_the_mean_refuses_top_k(tmp_path: Path) -> None:
         "frequency",
         "heavy_hitters",
         "mean",
+        "multidim",
         "open_frequency",
     ]
     spec = StochasticRounding(epsilon=1.0)
