@@ -7,8 +7,8 @@ Run from the repository root::
 
 For each oracle and domain size it times ``randomize`` (users/s), ``aggregate`` with the
 compiled kernel (reports/s), ``estimate``, and the sum of the three (end to end), best of
-``--repeat`` runs after a warm-up call that loads the compiled kernel. It also times the
-plain-numpy chunked reference aggregation (``_support_counts_numpy``, one core) on
+``--repeat`` runs after a warm-up call that loads the compiled kernel. It also times a
+plain-numpy chunked aggregation (:func:`numpy_support_counts`, one core) on
 ``--numpy-n`` reports, to show what the kernel buys. Prints a table and writes
 benchmarks/results/hashing.json.
 
@@ -29,9 +29,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from ldpkit import BLH, OLH, _parallel
-from ldpkit.frequency._kernels_hashing import support_counts_kernel
-from ldpkit.frequency.hashing import _support_counts_numpy
+from ldpkit import BLH, OLH
+from ldpkit.frequency.hashing import local_hash
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_S = 5.0
@@ -55,6 +54,32 @@ def best_time(fn: Callable[[], Any], repeat: int, label: str = "") -> tuple[floa
     return best, out
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on: the compiled kernels' default thread count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def numpy_support_counts(
+    seeds: np.ndarray, values: np.ndarray, g: int, d: int, block_elements: int = 1 << 16
+) -> np.ndarray:
+    """Support counts in plain numpy: hash blocks of reports against all items (one core).
+
+    The definition evaluated directly with the public :func:`ldpkit.frequency.hashing.local_hash`,
+    a loop over blocks of reports (memory bounded by ``block_elements`` entries per block).
+    """
+    counts = np.zeros(d, dtype=np.int64)
+    items = np.arange(d)
+    rows = max(1, block_elements // d)
+    for start in range(0, seeds.shape[0], rows):
+        block = slice(start, start + rows)
+        hashed = local_hash(seeds[block, None], items[None, :], g)
+        counts += np.count_nonzero(hashed == values[block, None], axis=0)
+    return counts
+
+
 def bench(cls: type, d: int, n: int, epsilon: float, repeat: int, numpy_n: int) -> dict[str, Any]:
     spec = cls(epsilon=epsilon, domain_size=d)
     g = spec.range_size
@@ -65,17 +90,12 @@ def bench(cls: type, d: int, n: int, epsilon: float, repeat: int, numpy_n: int) 
     t_rand, reports = best_time(lambda: spec.randomize(values, rng=1), repeat, "randomize")
     t_agg, stats = best_time(lambda: spec.aggregate(reports), repeat, "aggregate")
     t_est, _ = best_time(lambda: spec.estimate(stats), repeat, "estimate")
-    y = reports.values.astype(np.uint32)
-    t_kernel, counts = best_time(
-        lambda: support_counts_kernel(reports.seeds, y, g, d, _parallel.workers()), repeat
-    )
+    t_kernel, counts = best_time(lambda: spec.support_counts(reports), repeat)
     m = min(numpy_n, n)
     t_np, counts_np = best_time(
-        lambda: _support_counts_numpy(reports.seeds[:m], reports.values[:m], g, d), 1
+        lambda: numpy_support_counts(reports.seeds[:m], reports.values[:m], g, d), 1
     )
-    check = np.array_equal(
-        counts_np, support_counts_kernel(reports.seeds[:m], y[:m], g, d, _parallel.workers())
-    )
+    check = np.array_equal(counts_np, spec.support_counts(reports[:m]))
     assert check, "kernel and numpy reference disagree"
     assert np.array_equal(counts, stats.counts)
     end_to_end = t_rand + t_agg + t_est
@@ -151,7 +171,7 @@ def main() -> None:
         for cls in (BLH, OLH)
     ]
     print(
-        f"n = {args.n}, epsilon = {args.epsilon}, numba threads = {_parallel.workers()}, "
+        f"n = {args.n}, epsilon = {args.epsilon}, numba threads = {usable_cpus()}, "
         f"cpus = {os.cpu_count()}; best of {args.repeat}"
     )
     print_table(rows)
@@ -167,7 +187,7 @@ def main() -> None:
         "numpy": np.__version__,
         "numba": numba.__version__,
         "cpus": os.cpu_count(),
-        "numba_threads": _parallel.workers(),
+        "numba_threads": usable_cpus(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     args.output.write_text(json.dumps({"machine": meta, "rows": rows}, indent=2))

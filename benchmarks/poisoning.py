@@ -59,11 +59,11 @@ END = "<!-- end of the poisoning table -->"
 
 def _concat(spec, parts: list[Reports]) -> Reports:
     fields = parts[0].fields
-    return Reports(spec, **{f: np.concatenate([p._arrays[f] for p in parts]) for f in fields})
+    return Reports(spec, **{f: np.concatenate([p.arrays[f] for p in parts]) for f in fields})
 
 
 def _subset(spec, reports: Reports, keep: np.ndarray) -> Reports:
-    return Reports(spec, **{f: reports._arrays[f][keep] for f in reports.fields})
+    return Reports(spec, **{f: reports.arrays[f][keep] for f in reports.fields})
 
 
 def _target_sum(spec, reports: Reports, targets: np.ndarray, normalize: bool = False) -> float:

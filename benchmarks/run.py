@@ -64,7 +64,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], str]] = {
     "heavy_hitters_discovery": ([], ["--full"], ""),
     "longitudinal": ([], ["--full"], ""),
     "multidim": ([], ["--full"], ""),
-    "sets": ([], ["--full"], ""),
+    "sets": (["--quick"], [], ""),
     "poisoning": (["--n", "5000"], [], ""),
     "auto_distribution": (
         [

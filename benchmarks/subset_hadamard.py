@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from ldpkit import HRR, HadamardResponse, SubsetSelection
-from ldpkit.frequency._bits import pack_bits
 
 ORACLES = (SubsetSelection, HadamardResponse, HRR)
 DOMAINS = (64, 1024)
@@ -60,7 +59,7 @@ def numpy_floyd_subsets(
                 pick = np.where(included, v, pick)  # included users skip the first step
             chosen[rows, pick] = True
         chosen[rows, v] = included
-        out[start : start + c] = pack_bits(chosen)
+        out[start : start + c] = np.packbits(chosen, axis=1)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -23,8 +24,36 @@ import numba
 import numpy as np
 
 from ldpkit import OUE, SHE, SUE, THE, Stats
-from ldpkit.frequency import _kernels_unary
-from ldpkit.frequency.unary import _reference_bits
+
+#: One uint64 draw per bit is compared with ``probability * 2^64``.
+_SCALE = 2.0**64
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: the compiled kernels' default thread count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def numpy_reference_bits(
+    values: np.ndarray, d: int, p: float, q: float, rng: np.random.Generator, chunk: int = 4096
+) -> np.ndarray:
+    """Plain-numpy sampler of the unary law: one uniform 64-bit integer per bit.
+
+    Each is compared with the bit's threshold (``p 2^64`` for the true item, ``q 2^64`` for
+    the others), packed in chunks of rows so that no n x d matrix of wide values is held.
+    """
+    hi, lo = (np.uint64(min(int(x * _SCALE), 2**64 - 1)) for x in (p, q))
+    out = np.empty((values.shape[0], (d + 7) // 8), dtype=np.uint8)
+    for start in range(0, values.shape[0], chunk):
+        v = values[start : start + chunk]
+        u = rng.integers(0, 2**64 - 1, size=(v.shape[0], d), dtype=np.uint64, endpoint=True)
+        thresholds = np.full(u.shape, lo, dtype=np.uint64)
+        thresholds[np.arange(v.shape[0]), v] = hi
+        out[start : start + chunk] = np.packbits(u < thresholds, axis=1)
+    return out
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:
@@ -55,7 +84,8 @@ def main() -> None:
         "--threads", type=int, default=None, help="kernel threads (default: all CPUs)"
     )
     args = parser.parse_args()
-    _kernels_unary.WORKERS = args.threads
+    if args.threads is not None:  # the kernels use the CPUs the process may run on
+        os.sched_setaffinity(0, set(range(args.threads)))
     rows: list[dict[str, Any]] = []
 
     def record(
@@ -101,13 +131,14 @@ def main() -> None:
         # context: the plain-numpy sampler of the same law (one uint64 draw per bit)
         spec = OUE(epsilon=args.epsilon, domain_size=d)
         small = values[: max(1, args.n // 20)]
-        big, q = spec._thresholds()
         record(
             "OUE",
             "randomize (numpy ref)",
             d,
             small.size,
-            functools.partial(_reference_bits, small, d, big, q, np.random.default_rng(2)),
+            functools.partial(
+                numpy_reference_bits, small, d, spec.p, spec.q, np.random.default_rng(2)
+            ),
             1,
         )
 
@@ -136,7 +167,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "epsilon": args.epsilon,
-        "threads": _kernels_unary._workers(),
+        "threads": usable_cpus(),
         "machine": platform.machine(),
         "python": platform.python_version(),
         "numpy": np.__version__,

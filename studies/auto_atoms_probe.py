@@ -7,7 +7,7 @@ repetitions) it prints, averaged over the repetitions:
 
 * W1 and KS of AutoDistribution, SW + EM, SW + EMS and of EMS-type fits (strength s) with an
   ORACLE atom set left out of the smoothing (the buckets holding more than 1 % or 0.3 % of the
-  true values; :func:`ldpkit.numeric._auto_kernels._masked_smooth`);
+  true values; :func:`ldpkit.numeric._kernels_auto._masked_smooth`);
 * on the first training fold (K = 2, as the estimator splits), the largest gradient z over
   the interior buckets: the directional derivative of the log-likelihood towards a point
   mass at bucket i at the best smoothed fit, ``g_i = sum_y n_y M_yi / (M theta)_y / N``

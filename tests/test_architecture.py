@@ -8,7 +8,11 @@
 * No import circle among the collector's modules (``ldpkit.service``), counting the imports
   inside functions too, and no module of it imports its own package (``from . import x``):
   parts are passed in, never imported back up.
-* Every module of the packages listed in ``MAPPED`` is named in ARCHITECTURE.md's module map.
+* No import runs up a floor: the table "Floors" of ARCHITECTURE.md puts every top-level
+  module and package on a floor; a module imports its own package or lower floors only
+  (lazy imports too), ``UPWARD`` names the one exception.
+* Every module of every package (``MAPPED``, which must list them all, the top level
+  included) is named in ARCHITECTURE.md's module map.
 * No module of ``ldpkit.service`` is longer than ``MAX_SERVICE_LINES``, and no class of it
   longer than ``MAX_SERVICE_CLASS_LINES``.
 * No comment or docstring in ``src/`` or ``clients/js/src`` names a tracker issue or a work
@@ -24,7 +28,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 ARCHITECTURE = ROOT / "docs" / "design" / "ARCHITECTURE.md"
-MAPPED = ("service",)  # packages whose every module the document's map must name
+#: Packages whose every module the document's map must name ("" is ldpkit's top level).
+MAPPED = (
+    "",
+    "datasets",
+    "discovery",
+    "experiments",
+    "frequency",
+    "longitudinal",
+    "multidim",
+    "numeric",
+    "reproduce",
+    "service",
+    "sets",
+    "stream",
+)
 MAX_SERVICE_LINES = 600
 MAX_SERVICE_CLASS_LINES = 400
 
@@ -136,12 +154,72 @@ def test_collector_modules_never_import_their_package():
     assert {m: b for m, b in back.items() if b} == {}
 
 
+def _package(module: str) -> str:
+    """The package a module is mapped under: "" for ldpkit's top level."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or MODULES[module].name == "__init__.py" else ""
+
+
+def test_mapped_covers_every_package():
+    assert set(MAPPED) == {_package(m) for m in MODULES if m != "ldpkit"}
+
+
 @pytest.mark.parametrize("package", MAPPED)
 def test_architecture_map_names_every_module(package):
     text = ARCHITECTURE.read_text()
-    prefix = f"ldpkit.{package}."
-    missing = [m for m, p in MODULES.items() if m.startswith(prefix) and p.name not in text]
+    modules = [m for m in MODULES if m != "ldpkit" and _package(m) == package]
+    assert modules
+    missing = [m for m in modules if MODULES[m].name not in text]
     assert missing == []
+
+
+#: Imports that run up a floor by design, with the reason.
+UPWARD = {("ldpkit.service.app", "ldpkit"): "reads ldpkit.__version__ for /v1/health"}
+
+
+def _unit(module: str) -> str:
+    """The unit of the floors table a module belongs to: its top-level module or package."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "ldpkit"
+
+
+def _floors() -> dict[str, int]:
+    """The floors table of ARCHITECTURE.md: unit -> floor."""
+    text = ARCHITECTURE.read_text()
+    section = text.split("## Floors", 1)[1].split("\n## ", 1)[0]
+    floors = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].isdigit():
+            for unit in cells[1].split(","):
+                floors[unit.strip().split()[0].strip("`")] = int(cells[0])
+    return floors
+
+
+def test_floors_table_places_every_unit_once():
+    floors = _floors()
+    units = {_unit(m) for m in MODULES}
+    assert units - set(floors) == set(), "add these to the Floors table of ARCHITECTURE.md"
+    assert set(floors) - units == set(), "the Floors table names units that do not exist"
+
+
+def test_no_import_runs_up_a_floor():
+    floors = _floors()
+    up = []
+    for name, path in MODULES.items():
+        for target in sorted(_imports(name, path)):
+            a, b = _unit(name), _unit(target)
+            if a != b and floors[b] >= floors[a] and (name, target) not in UPWARD:
+                up.append(f"{name} (floor {floors[a]}) -> {target} (floor {floors[b]})")
+    assert up == []
+    for name, target in UPWARD:  # a stale exception fails: remove it
+        assert target in _imports(name, MODULES[name])
+
+
+def test_floor_check_sees_a_lazy_import_up(tmp_path):
+    lazy = tmp_path / "_base.py"
+    lazy.write_text("def estimate():\n    from ..consistency import METHODS\n    return METHODS\n")
+    assert "ldpkit.consistency" in _imports("ldpkit.frequency._base", lazy)
 
 
 def test_collector_modules_stay_small():

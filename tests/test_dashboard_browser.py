@@ -428,6 +428,122 @@ def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     assert out["charts"]["sketch"]["bars"] == 4 and out["charts"]["sketch"]["errorBars"] == 12
 
 
+# -- longitudinal collections: the per-day chart ---------------------------------------------
+T0 = 1_772_409_600  # 2026-03-02 00:00 UTC
+DAY = 86_400
+
+
+def _post(url: str, body: Any) -> None:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201
+
+
+@pytest.mark.slow  # ~10 s: chromium start, one page load
+def test_dashboard_draws_longitudinal_windows(tmp_path: Path, serve_app: Any) -> None:
+    """A line per top item (frequency per day with its band), or the mean per day."""
+    assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
+    import datetime as dt
+
+    from ldpkit import Encoder
+    from ldpkit.io import reports_to_dict
+    from ldpkit.longitudinal import LOSUE, OneBitMean
+    from ldpkit.service import Collection, create_app
+
+    labels = ["linux", "mac", "windows", "bsd", "other", "none"]
+    freq = LOSUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=6)
+    mean = OneBitMean(epsilon=1.0, low=0.0, high=10.0, points=16)
+    app = create_app(
+        {
+            "os": Collection(freq, encoder=Encoder(labels)),
+            "usage": Collection(mean),
+            "plain": Collection(GRR(epsilon=1.0, domain_size=3)),
+        },
+        f"sqlite:///{tmp_path / 'collector.db'}",
+    )
+    url = serve_app(app)
+    decoder = app.state.collector.decoder
+    real_clock = decoder.clock
+    rng = np.random.default_rng(SEED)
+    sent = {"os": 0, "usage": 0, "plain": 0}
+    try:
+        for day in (0, 1, 3):  # day 2 has no report: a gap in every line
+            decoder.clock = lambda day=day: dt.datetime.fromtimestamp(T0 + day * DAY + 3600, dt.UTC)
+            weights = np.ones(6)
+            weights[day % 6] += 4.0
+            items = rng.choice(6, size=800, p=weights / weights.sum())
+            _post(f"{url}/v1/reports/os", reports_to_dict(freq.randomize(items, rng=day)))
+            values = rng.uniform(2.0 + day, 6.0 + day, 600)
+            _post(f"{url}/v1/reports/usage", reports_to_dict(mean.randomize(values, rng=day)))
+            sent["os"] += 800
+            sent["usage"] += 600
+        _post(
+            f"{url}/v1/reports/plain",
+            reports_to_dict(GRR(epsilon=1.0, domain_size=3).randomize([0, 1, 2], rng=0)),
+        )
+        sent["plain"] = 3
+    finally:
+        decoder.clock = real_clock
+    args = {
+        "chromium": CHROMIUM,
+        "dashboardUrl": f"{url}/?refresh=1",
+        "expected": sent,
+        "screenshot": str(tmp_path / "windows.png"),
+    }
+    done = subprocess.run(
+        [NODE or "node", "windows.mjs", json.dumps(args)],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    assert out["consoleErrors"] == [] and out["foreignRequests"] == []
+    assert (tmp_path / "windows.png").read_bytes()[:4] == b"\x89PNG"
+    (ROOT / "results").mkdir(exist_ok=True)
+    shutil.copy(tmp_path / "windows.png", ROOT / "results" / "dashboard-windows.png")
+    charts = out["charts"]
+    days = [dt.datetime.fromtimestamp(T0 + k * DAY, dt.UTC).date().isoformat() for k in range(4)]
+
+    # frequency: the 5 items with the largest overall estimate, in that order, each a line
+    # with its band broken at the empty day, its points the server's per-day numbers
+    api = _get(f"{url}/v1/collections/os/windows?width=day")
+    overall = np.asarray(_get(f"{url}/v1/collections/os/estimate")["frequencies"])
+    os_chart = charts["os"]
+    assert not os_chart["titleHidden"] and (os_chart["windows"], os_chart["lines"]) == (4, 5)
+    assert os_chart["xticks"] == days
+    assert "ε∞ = 2" in os_chart["hint"]
+    top = [labels[i] for i in np.argsort(-overall, kind="stable")[:5]]
+    assert [s["label"] for s in os_chart["series"]] == top
+    for s in os_chart["series"]:
+        i = labels.index(s["label"])
+        assert s["legend"] == s["label"] and s["bands"] == 2 and s["lines"] == 2
+        assert [p["day"] for p in s["points"]] == [days[0], days[1], days[3]]
+        for p, w in zip(s["points"], [api["windows"][k] for k in (0, 1, 3)], strict=True):
+            assert (p["value"], p["low"], p["high"]) == pytest.approx(
+                (w["frequencies"][i], w["ci_low"][i], w["ci_high"][i]), rel=1e-12, abs=1e-15
+            )
+    # the mean per day: one line, the server's means and intervals, moving up day by day
+    api = _get(f"{url}/v1/collections/usage/windows?width=day")
+    (line,) = charts["usage"]["series"]
+    assert charts["usage"]["lines"] == 1 and line["label"] == "mean" and line["bands"] == 2
+    for p, k in zip(line["points"], (0, 1, 3), strict=True):
+        w = api["windows"][k]
+        assert p["day"] == days[k]
+        assert (p["value"], p["low"], p["high"]) == pytest.approx(
+            (w["mean"], w["ci_low"][0], w["ci_high"][0]), rel=1e-12
+        )
+        assert (
+            p["low"] <= 4.0 + k <= p["high"] or abs(p["value"] - (4.0 + k)) < 5.5 * (w["std_error"])
+        )
+    # a collection that is not longitudinal has no per-day chart
+    assert charts["plain"]["titleHidden"] and charts["plain"]["lines"] == -1
+
+
 def test_dashboard_heat_map_of_a_two_way_marginal(tmp_path: Path, serve_app: Any) -> None:
     """A CALM collection's card is the heat map of its (0, 1) marginal, cell for cell.
 

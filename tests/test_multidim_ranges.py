@@ -222,3 +222,65 @@ def test_hdg_with_coarser_1d_grids():
     assert est._pair_matrix(0, 1).shape == (8, 8)
     assert abs(est.range_query(((0, 0.5), (0, 0.5), None)) - 0.25) < 0.03
     assert abs(est.range_query(((0, 0.5), (0, 0.5), (0, 0.5))) - 0.125) < 0.03
+
+
+def test_cell_error_variance_closed_form():
+    """Check the uniformity-error model on a hand-made 2 x 2 grid and a 1-D grid."""
+    spec = TDG(epsilon=1.0, low=(0.0, 0.0), high=(1.0, 1.0), g2=2)
+    grid = np.array([[0.4, 0.1], [0.2, 0.3]])
+    est = RangeEstimate((grid,), (1e-4,), 1000, spec=spec)
+    # attribute 0 in [0, 0.25]: row 0 half covered (c = 1/2), row 1 not at all
+    box = ((0.0, 0.25), (0.0, 1.0))
+    # edges: one partial strip (row 0) of two cells, sds M sqrt(1/3 - c + c^2) added
+    edges = (np.sqrt(1 / 12) * (0.4 + 0.1)) ** 2
+    # Frechet per cell (r = 1): m_a = M / 2, m_b = M: range [M/2, M/2], estimate M/2 -> 0
+    assert est.cell_error_variance(box) == pytest.approx(edges, rel=1e-12)
+    one = est.cell_error_variance({0: (0.0, 0.25)})  # 1-D: cells of the marginal (0.5, 0.5)
+    assert one == pytest.approx(0.5**2 * (1 / 3 - 0.5 + 0.25), rel=1e-12)
+    assert est.cell_error_variance(((0.0, 1.0), (0.0, 1.0))) == 0.0  # no partial cell
+
+
+@pytest.mark.parametrize("make", [HDG, TDG, UniformGrid])
+def test_interval_holds_the_answer_and_refuses_bad_alpha(make):
+    """Check the interval is clipped to [0, 1], holds the answer, NaN beyond 2 attributes."""
+    x = population(20_000)
+    spec = make(epsilon=2.0, low=LOW, high=HIGH, population=20_000)
+    est = spec.run(x, rng=0)
+    box = ((0.2, 0.7), (-2.0, 3.0), None)
+    lo, hi = est.interval(box)
+    assert 0.0 <= lo <= est.range_query(box) <= hi <= 1.0
+    assert hi - lo >= 2 * 1.95 * est.std_error(box)  # at least the noise interval
+    if make is not UniformGrid:
+        assert np.isnan(est.interval(((0.2, 0.7), (-2.0, 3.0), (12.0, 15.0)))).all()
+    with pytest.raises(ValueError, match="alpha must be"):
+        est.interval(box, alpha=1.5)
+
+
+def test_hdg_interval_coverage():
+    """Check that HDG's 95% intervals cover 2-D boxes where std_error alone does not."""
+    x = population(100_000, seed=4)
+    spec = HDG(epsilon=1.0, low=LOW, high=HIGH, population=100_000)
+    gen = np.random.default_rng(9)
+    lo, hi = np.asarray(LOW), np.asarray(HIGH)
+    boxes, truths = [], []
+    for _ in range(60):
+        a, b = sorted(gen.choice(3, 2, replace=False))
+        start = gen.uniform(0.0, 0.5, 2)
+        box = {
+            int(j): (lo[j] + (hi[j] - lo[j]) * s, lo[j] + (hi[j] - lo[j]) * (s + 0.5))
+            for j, s in zip((a, b), start, strict=True)
+        }
+        inside = np.ones(len(x), dtype=bool)
+        for j, (b0, b1) in box.items():
+            inside &= (x[:, j] >= b0) & (x[:, j] <= b1)
+        boxes.append(box)
+        truths.append(inside.mean())
+    hits, noise_hits = [], []
+    for rep in range(4):
+        est = spec.run(x, rng=rep)
+        for box, t in zip(boxes, truths, strict=True):
+            low, high = est.interval(box)
+            hits.append(low <= t <= high)
+            noise_hits.append(abs(est.range_query(box) - t) <= 1.96 * est.std_error(box))
+    assert 0.9 <= np.mean(hits) <= 1.0
+    assert np.mean(hits) > np.mean(noise_hits)

@@ -85,30 +85,15 @@ def _wilson(successes: int, n: int, alpha: float) -> tuple[float, float]:
 def _channels(spec: Any, memoized: bool) -> tuple[str, Any]:
     """Return the attack's view of a spec.
 
-    ("matrix", (P1, P2)), ("bits", (p1, q1, p2, q2)) or ("whole", M) for a memoized whole
-    report.
+    One of ``("matrix", (P1, P2))``, ``("bits", (p1, q1, p2, q2))``, ``("hashed", (P1, P2,
+    hash))`` or ``("whole", M)`` for a memoized whole report. A spec whose reports are not
+    one draw of its ``transition_matrix()`` answers for itself through its
+    ``_attack_channel(memoized)`` method (SUE/OUE, the longitudinal specs).
     """
-    from .frequency.unary import UnaryEncoding
-    from .longitudinal.grr import LGRR
-    from .longitudinal.loloha import LOLOHA
-    from .longitudinal.unary import LongitudinalUnary
-
-    if isinstance(spec, LOLOHA):
-        if not memoized:
-            raise NotImplementedError(
-                "attack on fresh LOLOHA reports (a new hash seed per report) is not implemented"
-            )
-        g = spec.range_size
-        grr = LGRR(epsilon_inf=spec.epsilon_inf, epsilon_1=spec.epsilon, domain_size=g)
-        return "hashed", (grr.permanent_matrix(), grr.instantaneous_matrix())
-    if isinstance(spec, LongitudinalUnary):
-        if memoized:
-            return "bits", (spec.p1, spec.q1, spec.p2, spec.q2)
-        return "bits", (1.0, 0.0, spec.p, spec.q)
-    if isinstance(spec, UnaryEncoding) and type(spec).__name__ in ("SUE", "OUE"):
-        return ("whole" if memoized else "bits"), (1.0, 0.0, spec.p, spec.q)
-    if isinstance(spec, LGRR) and memoized:
-        return "matrix", (spec.permanent_matrix(), spec.instantaneous_matrix())
+    own = getattr(spec, "_attack_channel", None)
+    view = own(memoized) if own is not None else None
+    if view is not None:
+        return view  # type: ignore[no-any-return]
     matrix_fn = getattr(spec, "transition_matrix", None)
     if matrix_fn is None:
         raise NotImplementedError(f"attack needs a finite law; {spec.name} has none")
@@ -187,24 +172,21 @@ def _mc_matrix(
 
 
 def _mc_hashed(
-    spec: Any, p1: np.ndarray, p2: np.ndarray, rounds: int, prior: np.ndarray, n: int, gen: Any
+    hash_fn: Any, p1: np.ndarray, p2: np.ndarray, rounds: int, prior: np.ndarray, n: int, gen: Any
 ) -> tuple[int, int]:
-    """Simulate the attack on memoized LOLOHA.
+    """Attack a memoized LOLOHA device: its seed is public, its reports L-GRR over [g].
 
-    The device's seed is public, its reports are L-GRR over [g] of the hashed value. Values
-    hashing alike are indistinguishable: the attacker picks the most probable value among
-    the most probable bucket's. Returns (hits, hits of an attacker who sees the permanent
-    answer itself: the limit).
+    The reports are L-GRR over [g] of the hashed value. Values hashing alike are indistinguishable: the attacker picks the
+    most probable value among the most probable bucket's. Returns (hits, hits of an
+    attacker who sees the permanent answer itself: the limit).
     """
-    from .frequency.hashing import local_hash
-
     d, g = prior.size, p1.shape[0]
     items = np.arange(d)
     hits = limit_hits = 0
     for start in range(0, n, 2048):
         size = min(2048, n - start)
         seeds = gen.integers(0, 2**63, size=size, dtype=np.uint64)
-        hashed = local_hash(seeds[:, None], items[None, :], g)  # (size, d)
+        hashed = hash_fn(seeds[:, None], items[None, :], g)  # (size, d)
         v = gen.choice(d, size=size, p=prior)
         x = hashed[np.arange(size), v]
         cum = np.cumsum(p1[x], axis=1)
@@ -344,8 +326,8 @@ def attack(
     gen = as_generator(rng)
     limit: float | None = 1.0
     if kind == "hashed":
-        first, second = law
-        hits, limit_hits = _mc_hashed(spec, first, second, rounds, prior_arr, samples, gen)
+        first, second, hash_fn = law
+        hits, limit_hits = _mc_hashed(hash_fn, first, second, rounds, prior_arr, samples, gen)
         return AttackResult(
             hits / samples,
             _wilson(hits, samples, alpha),

@@ -1,13 +1,15 @@
 """Post-processing shared by several families.
 
-Simplex projection, isotonic regression, and noisy leaves to a probability vector.
-
-It sits below the families (it imports only numpy and ``_validation``) so that
-``consistency`` (frequency estimates), ``numeric.hierarchy`` and the result type
-``numeric.distribution.Distribution`` use one copy without importing each other. The public
-names are re-exported from where users import them: :func:`ldpkit.consistency.simplex_projection`,
-:func:`ldpkit.numeric.hierarchy.isotonic_regression` and
-:func:`ldpkit.numeric.hierarchy.leaves_to_probabilities`.
+Simplex projection, isotonic regression, noisy leaves to a probability vector, and the
+significance cutoff of frequency estimates. It sits below the families (it imports only
+numpy, ``_validation`` and the result type ``estimate``) so that ``consistency``
+(frequency estimates), ``frequency.significance``, ``numeric.hierarchy`` and the result
+type ``numeric.distribution.Distribution`` use one copy without importing each other. The
+public names are re-exported from where users import them:
+:func:`ldpkit.consistency.simplex_projection`,
+:func:`ldpkit.numeric.hierarchy.isotonic_regression`,
+:func:`ldpkit.numeric.hierarchy.leaves_to_probabilities` and
+:func:`ldpkit.frequency.significance.expected_false_positive_cutoff`.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array
+from ._validation import check_array, check_real
+from .estimate import FrequencyEstimate
 
 __all__ = [
     "POSTPROCESSINGS",
+    "check_estimate",
+    "expected_false_positive_cutoff",
     "isotonic_regression",
     "leaves_to_probabilities",
     "simplex_projection",
@@ -123,3 +128,37 @@ def leaves_to_probabilities(leaves: Any, postprocess: str = "norm_sub") -> np.nd
         cdf[-1] = 1.0  # clipping kept it non-decreasing; the total is 1
         return np.diff(cdf, prepend=0.0)
     raise ValueError(f"postprocess must be one of {list(POSTPROCESSINGS)}, got {postprocess!r}")
+
+
+def check_estimate(estimate: FrequencyEstimate) -> FrequencyEstimate:
+    """Return ``estimate`` after checking that it is a FrequencyEstimate."""
+    if not isinstance(estimate, FrequencyEstimate):
+        raise TypeError(f"estimate must be a FrequencyEstimate, got {type(estimate).__name__}")
+    return estimate
+
+
+def expected_false_positive_cutoff(estimate: FrequencyEstimate, alpha: float) -> np.ndarray:
+    """Return the cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` false positives.
+
+    ``alpha`` > 0 is the number of false positives expected over the d items (any number,
+    e.g. CON20's Base-Cut, eq. 9, takes 2).
+
+    When ``alpha >= d / 2`` the quantile is not positive and the cutoff is 0.
+
+    Examples
+    --------
+    >>> est = FrequencyEstimate([0.5] * 4, 0.01, n=100)
+    >>> float(expected_false_positive_cutoff(est, 2.0)[0])
+    0.0
+    """
+    estimate = check_estimate(estimate)
+    alpha = check_real(alpha, "alpha", low=0.0, low_inclusive=False)
+    var = np.asarray(estimate.variance_null, dtype=np.float64)
+    if not np.all(np.isfinite(var)) or np.any(var < 0):
+        raise ValueError("estimate.variance_null must be finite and >= 0")
+    from scipy import special  # server side: not loaded on the client path
+
+    d = estimate.domain_size
+    # Phi^-1(1 - a) = -Phi^-1(a), which stays accurate for tiny a = alpha / d.
+    z = float(-special.ndtri(alpha / d)) if alpha < d else 0.0
+    return max(z, 0.0) * np.sqrt(var)

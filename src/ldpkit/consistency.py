@@ -71,7 +71,10 @@ import numpy as np
 from scipy import optimize as _opt
 
 from . import queries as _queries
-from ._postprocess import simplex_projection  # re-exported: shared with numeric/
+from ._postprocess import (
+    expected_false_positive_cutoff,
+    simplex_projection,  # re-exported: shared with numeric/
+)
 from ._rng import RNGLike, as_generator
 from ._validation import (
     MAX_MAGNITUDE,
@@ -82,7 +85,6 @@ from ._validation import (
     check_sequence,
 )
 from .estimate import FrequencyEstimate
-from .frequency.significance import expected_false_positive_cutoff
 
 __all__ = [
     "METHODS",

@@ -10,8 +10,10 @@
   exact integer samplers (a word below ``floor(2^64 / T) T`` gives ``U = word mod T``; a
   unary bit is ``word < threshold``), which the JS client (``clients/js/src/device.js``)
   computes bit for bit (shared vectors); so does LOLOHA (its hash seed: the first word of
-  the key of ``"state"``; its permanent GRR over ``[g]`` keyed by the hashed value). The
-  other longitudinal specs key a Philox generator with ``K`` (Python only). The answer is memoized per
+  the key of ``"state"``; its permanent GRR over ``[g]`` keyed by the hashed value), DBitFlipPM
+  (its sampled buckets from the ``"state"`` words by Floyd's algorithm, one word per memoized
+  bit) and OneBitMean (its alpha: the top 32 bits of the first ``"state"`` word; one U per
+  grid point). Other specs key a Philox generator with ``K`` (Python only). The answer is memoized per
   (fingerprint, value), and every report re-randomizes it with fresh randomness (``rng``,
   the secure generator by default), so two days' reports differ: not a stable identifier;
 * for any other spec (no two-round form), the whole report is derived and memoized the same

@@ -522,7 +522,7 @@ def _same_stats(x: Any, y: Any, exact: bool = True) -> bool:
 
 
 def _same_estimate(x: Any, y: Any) -> bool:
-    for attr in ("frequencies", "variance", "probabilities", "mean"):
+    for attr in ("frequencies", "variance", "probabilities", "mean", "means"):
         if hasattr(x, attr):
             u, v = getattr(x, attr), getattr(y, attr)
             if callable(u):  # Distribution.mean() is a method

@@ -45,6 +45,43 @@ test('count ticks are whole numbers from 0 to the first tick at or above the lar
   }
 });
 
+const { windowSeries } = charts;
+
+function win(day, n, body) {
+  const since = new Date(Date.UTC(2026, 2, 2 + day)).toISOString();
+  return { since, n, ...body };
+}
+
+test('a frequency series: the top items by the given order, one point per window, gaps kept', () => {
+  const list = {
+    kind: 'frequency',
+    windows: [
+      win(0, 100, { labels: ['a', 'b', 'c'], frequencies: [0.5, 0.3, 0.2], ci_low: [0.4, 0.2, 0.1], ci_high: [0.6, 0.4, 0.3] }),
+      win(1, 0, { labels: ['a', 'b', 'c'], frequencies: null, ci_low: null, ci_high: null }),
+      win(2, 50, { labels: ['a', 'b', 'c'], frequencies: [0.1, 0.2, 0.7], ci_low: [0, 0.1, 0.6], ci_high: [0.2, 0.3, 0.8] }),
+    ],
+  };
+  const { starts, series } = windowSeries(list, { top: 2 });
+  assert.deepEqual(starts.map((d) => d.toISOString().slice(0, 10)), ['2026-03-02', '2026-03-03', '2026-03-04']);
+  // by report-weighted mean: a 55, c 55 (tie: index order), b 40
+  assert.deepEqual(series.map((s) => s.label), ['a', 'c']);
+  assert.deepEqual(series[1].points, [{ value: 0.2, low: 0.1, high: 0.3 }, null, { value: 0.7, low: 0.6, high: 0.8 }]);
+  // the whole collection's estimate decides when given
+  assert.deepEqual(windowSeries(list, { top: 1, order: [0.1, 0.6, 0.3] }).series.map((s) => s.label), ['b']);
+  assert.equal(windowSeries(list, { top: 10 }).series.length, 3);
+  assert.deepEqual(windowSeries({ kind: 'frequency', windows: [] }), { starts: [], series: [] });
+});
+
+test('a mean series: one line, null where a window has no reports', () => {
+  const list = {
+    kind: 'mean',
+    windows: [win(0, 10, { mean: 3.5, ci_low: [3], ci_high: [4] }), win(1, 0, { mean: null, ci_low: null, ci_high: null })],
+  };
+  const { series } = windowSeries(list);
+  assert.equal(series.length, 1);
+  assert.deepEqual(series[0].points, [{ value: 3.5, low: 3, high: 4 }, null]);
+});
+
 // A minimal SVG DOM for topChart under node: elements with attributes, children and text.
 function fakeDocument() {
   const make = (name) => ({
@@ -96,6 +133,36 @@ test('topChart draws one horizontal bar per item, most frequent on top, with whi
     assert.equal(all(svg, (n) => n.name === 'title')[0].textContent, 'words');
     const empty = topChart({ items: [], values: [], low: [], high: [] });
     assert.deepEqual(all(empty, (n) => n.name === 'text').map((t) => t.textContent), ['nothing found']);
+  } finally {
+    delete globalThis.document;
+  }
+});
+
+test('windowsChart draws a band and a line per run of days, a point per window, a legend', () => {
+  globalThis.document = fakeDocument();
+  try {
+    const { windowsChart } = charts;
+    const starts = [0, 1, 2, 3].map((k) => new Date(Date.UTC(2026, 2, 2 + k)));
+    const p = (value) => ({ value, low: value - 0.1, high: value + 0.1 });
+    const series = [
+      { label: 'linux', points: [p(0.5), p(0.4), null, p(0.45)] },
+      { label: 'mac', points: [p(0.2), p(0.3), null, null] },
+    ];
+    const svg = windowsChart({ starts, series, title: 'per day' });
+    const groups = all(svg, (n) => n.name === 'g');
+    assert.deepEqual(groups.map((g) => g.attrs['data-label']), ['linux', 'mac']);
+    const count = (g, name, cls) => all(g, (n) => n.name === name && n.attrs.class === cls).length;
+    assert.deepEqual(groups.map((g) => count(g, 'path', 'band')), [2, 1]); // broken at the empty day
+    assert.deepEqual(groups.map((g) => count(g, 'circle', 'wpt')), [3, 2]);
+    const days = all(groups[0], (n) => n.name === 'circle').map((c) => c.attrs['data-day']);
+    assert.deepEqual(days, ['2026-03-02', '2026-03-03', '2026-03-05']);
+    // a higher value is drawn higher (smaller y)
+    const ys = all(groups[0], (n) => n.name === 'circle').map((c) => Number(c.attrs.cy));
+    assert.ok(ys[0] < ys[2] && ys[2] < ys[1]);
+    const legend = all(svg, (n) => n.name === 'text' && n.attrs.class === 'tick legend').map((t) => t.textContent);
+    assert.deepEqual(legend, ['linux', 'mac']);
+    const empty = windowsChart({ starts: [], series: [] });
+    assert.deepEqual(all(empty, (n) => n.name === 'text').map((t) => t.textContent), ['no windows yet']);
   } finally {
     delete globalThis.document;
   }

@@ -1,13 +1,28 @@
 // The test page of tests/test_device_browser.py: what a web page does to report every day
-// with a memoizing clients/js Device persisted in localStorage. The plan comes in the
-// fragment (#plan=JSON): a list of {spec, values}. Every load opens the device from
-// localStorage (a fresh secret on the very first load), reports the values with secure
+// with a memoizing clients/js Device on its default store: IndexedDB, or localStorage where
+// IndexedDB is absent (#store=localStorage hides window.indexedDB before the device opens).
+// The plan comes in the fragment (#plan=JSON): a list of {spec, values}. Every load opens
+// the device (Device.open(); a fresh secret on the very first load), reports the values with secure
 // coins, and records the 64-bit words those coins gave, so that the Python side can replay
 // the instantaneous round on its own derivation of the permanent answers. The outcome goes
 // to document.body.dataset.done (JSON) or .error.
-import { Device, secureCoins } from '../../clients/js/src/index.js';
+import { DEVICE_FORMAT, Device, indexedDBStore, secureCoins } from '../../clients/js/src/index.js';
 
-const plan = JSON.parse(new URLSearchParams(window.location.hash.slice(1)).get('plan'));
+const fragment = new URLSearchParams(window.location.hash.slice(1));
+const plan = JSON.parse(fragment.get('plan'));
+const storeKind = fragment.get('store') ?? 'indexedDB';
+if (storeKind === 'localStorage') {
+  // a browser without IndexedDB: the device must fall back to localStorage
+  Object.defineProperty(window, 'indexedDB', { value: undefined, configurable: true });
+}
+
+/** What the store holds, read afresh (a new IndexedDB connection: what is committed). */
+async function stored() {
+  if (storeKind === 'localStorage') return window.localStorage.getItem(DEVICE_FORMAT);
+  const store = await indexedDBStore({ migrate: null });
+  store.close();
+  return store.getItem(DEVICE_FORMAT);
+}
 
 function recording() {
   const words = [];
@@ -30,8 +45,8 @@ function recording() {
 }
 
 try {
-  const before = window.localStorage.getItem('ldpkit.device/1');
-  const device = new Device({ store: window.localStorage });
+  const before = await stored();
+  const device = await Device.open();
   const results = [];
   for (const { spec, values } of plan) {
     const coins = recording();
@@ -42,8 +57,10 @@ try {
   document.body.dataset.done = JSON.stringify({
     secret,
     results,
+    store: device.store.kind,
     storeBefore: before,
-    storeAfter: window.localStorage.getItem('ldpkit.device/1'),
+    storeAfter: await stored(),
+    localStorageItems: window.localStorage.length,
   });
 } catch (e) {
   document.body.dataset.error = `${e.name}: ${e.message}`;

@@ -219,6 +219,12 @@ LAW_TESTS = {
         ("HDG", "TDG", "UniformGrid"),
         "tests/test_multidim_ranges.py::test_grid_z_fails_for_a_wrong_epsilon",
     ),
+    "DuchiMean": "tests/test_multidim_means.py"
+    "::test_duchi_sampler_matches_the_law_and_fails_for_a_wrong_epsilon (grid_matrix)",
+    "LaplaceMean": "tests/test_multidim_means.py"
+    "::test_laplace_noise_law_and_fails_for_a_wrong_epsilon (two-sided geometric law)",
+    "AttributeSampling": "tests/test_multidim_means.py"
+    "::test_sampling_law_given_the_sample_and_fails_for_a_wrong_epsilon (PM's grid law)",
     "PEM": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
     "TreeHist": "tests/discovery/test_discovery.py::test_report_law_given_group_and_hash",
     "SFP": "tests/discovery/test_sfp.py::test_report_law_given_position_and_rows",

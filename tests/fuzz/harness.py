@@ -149,6 +149,7 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.multidim.MarginalsEstimate",
             "ldpkit.multidim.GroupMeans",
             "ldpkit.multidim.RangeEstimate",
+            "ldpkit.multidim.TupleMeans",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",
@@ -457,6 +458,23 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
                 },
             ),
         )
+    from ldpkit.sets import privkvm
+
+    _add(
+        reg,
+        Entry(
+            "ldpkit.sets.privkvm",
+            privkvm,
+            {
+                "values": [[(0, 0.5), (2, -1.0)], [(1, 1.0)], []] * 10,
+                "epsilon": 2.0,
+                "domain_size": 4,
+                "rounds": 2,
+                "rng": 0,
+            },
+            aliases={"domain_size": ("values",)},
+        ),
+    )
     _add(
         reg,
         Entry(
@@ -992,6 +1010,21 @@ def build_registry() -> dict[str, Entry]:
         low=0.0,
         high=1.0,
     ).aliases = {"low": ("high",), "high": ("low",)}
+
+    # ldpkit.multidim's default (a spec from the declared attributes and the query)
+    from ldpkit import multidim
+
+    add(
+        "ldpkit.multidim.auto",
+        multidim.auto,
+        epsilon=1.0,
+        query="frequencies",
+        domain_sizes=(3, 4),
+        low=(),
+        high=(),
+        population=1000,
+        way=2,
+    ).strings_ok = frozenset({"query"})
 
     # privacy, spec, io, testing
     add(

@@ -13,7 +13,7 @@ import pytest
 
 from _jshelpers import NODE, js_reports, needs_node
 from ldpkit.io import reports_from_dict
-from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE
+from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, LOUE, LSOUE, LSUE, DBitFlipPM, OneBitMean
 from ldpkit.spec import Mechanism, Reports
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -55,3 +55,41 @@ def test_js_longitudinal_reports_are_unbiased(spec: Mechanism) -> None:
     # epsilon_inf only through epsilon_1's calibration; the permanent law's own z-test
     # against a wrong epsilon_inf is in test_device_budget.py)
     assert _max_z(spec.replace(epsilon=0.7), reports, truth) > 6.0
+
+
+def _dbitflip_z(spec: DBitFlipPM, reports: Reports, truth: np.ndarray, read: DBitFlipPM) -> float:
+    """Max |z| of the frequencies estimated as ``read`` would (its p, q), variance of ``spec``."""
+    stats = spec.aggregate(Reports(spec, **reports.arrays))
+    scale = spec.domain_size / (stats.n * spec.sampled_bits)
+    freq = scale * (stats.ones - read.q * stats.sampled) / (read.p - read.q)
+    return float(np.max(np.abs((freq - truth) / np.sqrt(spec.variance(stats.n, truth)))))
+
+
+@needs_node
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [1, 3])
+def test_js_dbitflip_reports_are_unbiased(d: int) -> None:
+    spec = DBitFlipPM(epsilon=2.0, domain_size=8, sampled_bits=d)
+    counts = np.array([16000, 8000, 6000, 4000, 3000, 1500, 1000, 500])  # n = 40_000
+    truth = counts / counts.sum()
+    reports = js_reports(spec, counts=counts, seed=2017 + d)
+    assert len(reports) == counts.sum()
+    assert _dbitflip_z(spec, reports, truth, spec) <= 5.0
+    # power: the same reports read with a wrong epsilon's p and q
+    assert _dbitflip_z(spec, reports, truth, spec.replace(epsilon=1.6)) > 6.0
+
+
+@needs_node
+@pytest.mark.slow
+def test_js_onebitmean_reports_are_unbiased() -> None:
+    spec = OneBitMean(epsilon=1.0, low=0.0, high=100.0, points=16)
+    values = np.random.default_rng(0).uniform(60.0, 100.0, 40_000)
+    reports = js_reports(spec, values=values.tolist(), seed=20171)
+    est = spec.estimate(spec.aggregate(Reports(spec, **reports.arrays)))
+    sd = np.sqrt(spec.variance_at(values.size, values))
+    assert abs(est.mean - values.mean()) < 5 * sd
+    # power: the reports mirrored (the two cells' probabilities swapped) miss the mean
+    minus, plus = spec.report_values()
+    mirrored = np.where(np.asarray(reports.values) == plus, minus, plus)
+    swapped = spec.estimate(spec.aggregate(Reports(spec, values=mirrored)))
+    assert abs(swapped.mean - values.mean()) > 6 * sd

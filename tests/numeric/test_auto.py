@@ -202,8 +202,8 @@ def test_predict_is_the_dense_product() -> None:
 def test_settled_is_only_certain_when_the_change_clears_tol() -> None:
     """_settled may say "not converged" without logs only when the exact log-likelihoods
     would differ by at least tol; near tol it must defer to them."""
-    from ldpkit.numeric._auto_kernels import _settled
-    from ldpkit.numeric._em_kernels import _loglik
+    from ldpkit.numeric._kernels_auto import _settled
+    from ldpkit.numeric._kernels_em import _loglik
 
     rng = np.random.default_rng(8)
     nk = rng.integers(0, 5000, 500).astype(np.float64)

@@ -291,7 +291,7 @@ def test_window_smoothing_freezes_the_end_buckets(window: int) -> None:
     """The end windows' smoothing: no frozen bucket is the plain smoothing to the bit; the
     frozen buckets keep their values (up to the one renormalization), the free ones are the
     passes over the flat continuation (the numpy reference)."""
-    from ldpkit.numeric._auto_kernels import _smooth, _smooth_step
+    from ldpkit.numeric._kernels_auto import _smooth, _smooth_step
 
     d = 40
     theta = np.random.default_rng(3).random(d) ** 4

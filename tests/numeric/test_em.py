@@ -257,7 +257,7 @@ def test_box_loop_on_other_waves():
 
 def test_prefix_scan_of_the_box_kernels():
     """_scan (four interleaved running sums) is the cumulative sum, for every length."""
-    from ldpkit.numeric._em_kernels import _scan
+    from ldpkit.numeric._kernels_em import _scan
 
     x = np.random.default_rng(9).random(1030)
     for n in (0, 1, 2, 3, 4, 5, 7, 8, 9, 1023, 1024, 1030):

@@ -152,7 +152,7 @@ def test_unservable_spec_is_refused_when_the_config_loads(tmp_path):
         def estimate(self, stats):
             return {"nothing": True}
 
-    with pytest.raises(ValueError, match="must estimate frequencies, a distribution or a mean"):
+    with pytest.raises(ValueError, match="must estimate frequencies, a distribution, a mean"):
         create_app({"c": _NoEstimate(epsilon=1.0, domain_size=8)}, "sqlite://")
 
 

@@ -159,6 +159,7 @@ def test_every_kind_is_named_and_the_mean_refuses_top_k(tmp_path: Path) -> None:
         "distribution",
         "frequency",
         "heavy_hitters",
+        "key_value",
         "mean",
         "multidim",
         "open_frequency",

@@ -29,6 +29,8 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   permanent answer :class:`ldpkit.Device` derives (HMAC-SHA256 counter-mode words); and
   reports of fixed words (permanent round from the first words, then the instantaneous
   round: L-GRR one U, a unary encoding one word per bit);
+  DBitFlipPM and OneBitMean likewise (``memoized_laws``, ``memoized_bodies``; the device's
+  states: DBitFlipPM's sampled buckets, OneBitMean's alpha, LOLOHA's seed);
 - ``sets.json``: bodies as in ``bodies.json`` for PaddingSampling (GRR, OLH), PCKV (UE,
   GRR) and PrivKV (:mod:`ldpkit.sets`): values (item lists, or ``[key, value]`` pairs),
   fixed uniforms and 64-bit words, and the body the Python samplers make of them, run on
@@ -569,6 +571,10 @@ def _sets() -> list[dict[str, Any]]:
         PCKV(epsilon=0.5, domain_size=200, padding=3, method="grr"),
         PrivKV(epsilon=1.0, domain_size=5),
         PrivKV(epsilon=4.0, domain_size=300),
+        PrivKV(epsilon=3.0, domain_size=5, rounds=3),  # PrivKVM round 0
+        PrivKV(  # a later round: fair key bit, fakes from the previous means
+            epsilon=3.0, domain_size=5, rounds=3, round=2, fake_means=(0.5, -1.0, 0.0, 0.25, 1.0)
+        ),
     ]
     out = []
     for spec in specs:
@@ -843,11 +849,97 @@ def _longitudinal() -> dict[str, Any]:
                 "body": body,
             }
         )
+    memo_laws, memo_cases, states, memo_bodies = _memoized_reports(secret)
     return {
         "laws": laws,
-        "device": {"secret": secret.hex(), "cases": device_cases},
+        "device": {"secret": secret.hex(), "cases": device_cases + memo_cases, "states": states},
         "bodies": bodies,
+        "memoized_laws": memo_laws,
+        "memoized_bodies": memo_bodies,
     }
+
+
+def _memoized_reports(secret: bytes) -> tuple[list[Any], list[Any], dict[str, Any], list[Any]]:
+    """DBitFlipPM and OneBitMean: laws, device answers, device states, fresh bodies.
+
+    The states are what the device derived (uint64 as decimal strings); the fresh bodies
+    replay ``randomize``'s word order: DBitFlipPM per value its buckets (Floyd) then its bits,
+    OneBitMean per value one uniform (rounding to the s-grid) then one U.
+    """
+    import tempfile
+
+    from ldpkit import Device
+    from ldpkit._exact import round_to_grid
+    from ldpkit.longitudinal import DBitFlipPM, OneBitMean
+
+    specs: list[Any] = [
+        DBitFlipPM(epsilon=1.0, domain_size=8, sampled_bits=3),
+        DBitFlipPM(epsilon=0.5, domain_size=5, sampled_bits=1),
+        DBitFlipPM(epsilon=3.0, domain_size=40, sampled_bits=40),
+        DBitFlipPM(epsilon=2.0, domain_size=1000, sampled_bits=7),
+        OneBitMean(epsilon=1.0, low=0.0, high=10.0, points=16),
+        OneBitMean(epsilon=0.25, points=1),
+        OneBitMean(epsilon=4.0, low=-3.5, high=1e6, points=1 << 16),
+    ]
+    laws = [
+        {
+            "spec": spec.to_dict(),
+            "fingerprint": spec.fingerprint,
+            "thresholds": [str(x) for x in spec._thresholds()]
+            if isinstance(spec, DBitFlipPM)
+            else [str(spec._grid.w_low), str(spec._grid.w_high)],
+            "privacy_loss": spec.privacy_loss(),
+            "longitudinal_privacy_loss": [spec.longitudinal_privacy_loss(k) for k in (1, 2, 10**6)],
+        }
+        for spec in specs
+    ]
+    cases = []
+    with tempfile.TemporaryDirectory() as tmp:
+        device = Device(secret, Path(tmp) / "device.json")
+        for spec in specs:
+            if isinstance(spec, DBitFlipPM):
+                values: list[Any] = list(range(min(spec.domain_size, 12)))
+            else:
+                lo, hi = spec.low, spec.high
+                values = [lo, hi, lo + (hi - lo) * 0.3, lo + (hi - lo) / 3, lo + (hi - lo) * 0.71]
+            cases.append(
+                {
+                    "spec": spec.to_dict(),
+                    "values": values,
+                    "permanent": [device.permanent(spec, v)["data"] for v in values],
+                }
+            )
+        states = {fp: [str(x) for x in e["data"]] for fp, e in device._states.items()}
+    rng = np.random.default_rng(2017)
+    bodies = []
+    for spec in specs:
+        words = [int(w) for w in rng.integers(0, _U64, 400, dtype=np.uint64, endpoint=True)]
+        uniforms = [float(u) for u in rng.random(8)]
+        replay = _ReplayWords(uniforms, words)
+        perms = []
+        if isinstance(spec, DBitFlipPM):
+            values = [int(v) for v in rng.integers(0, spec.domain_size, 5)]
+            for v in values:
+                state = spec._device_state_from_words(replay)
+                key = int(spec._memo_keys(np.asarray([v]), state)[0])
+                perms.append(spec._permanent_from_words(key, replay, state))
+        else:
+            values = [float(v) for v in rng.uniform(spec.low, spec.high, 5)]
+            values[0] = spec.high
+            for v in values:
+                k = int(round_to_grid(spec._unit(np.asarray([v])), spec.points, replay)[0])  # type: ignore[arg-type]
+                perms.append(spec._permanent_from_words(k, replay, None))  # type: ignore[arg-type]
+        body = _body(spec._instantaneous_round(np.stack(perms), None))  # no draw
+        bodies.append(
+            {
+                "spec": spec.to_dict(),
+                "values": values,
+                "words": [str(w) for w in words[: len(words) - len(replay.words)]],
+                "uniforms": uniforms[: len(uniforms) - len(replay.uniforms)],
+                "body": body,
+            }
+        )
+    return laws, cases, states, bodies
 
 
 def _item_case(item: Any) -> dict[str, Any]:

@@ -4,7 +4,9 @@
 // big-endian words per digest, consumed by the longitudinal spec's permanentFromWords. A
 // device that loses its store re-derives the same answers; every report re-randomizes the
 // memoized answer with fresh secure coins (no stable identifier). The store is pluggable:
-// anything with getItem/setItem (window.localStorage; memoryStore() in node and tests).
+// anything with getItem/setItem, and optionally flush() (awaited before a report returns).
+// Device.open() picks IndexedDB in a page (indexedDBStore()), localStorage where IndexedDB
+// is absent, memory in node (memoryStore()).
 
 import { longitudinalFromSpec } from './longitudinal.js';
 import { specFingerprint } from './question.js';
@@ -30,6 +32,113 @@ export function memoryStore() {
     setItem: (k, v) => void items.set(k, String(v)),
     removeItem: (k) => void items.delete(k),
   };
+}
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function openDatabase(idb, name) {
+  const req = idb.open(name, 1);
+  req.onupgradeneeded = () => req.result.createObjectStore('items');
+  return request(req);
+}
+
+/**
+ * A store in IndexedDB (database `name`, object store "items") with the localStorage
+ * interface: the items are read once when it opens and kept in memory, so getItem is
+ * synchronous; every setItem is written in its own readwrite transaction, in order, and
+ * flush() resolves when all of them have committed (Device.report awaits it, so a report is
+ * returned only once its new answers are stored). When the database holds no device yet
+ * and `migrate` (default: localStorage, when there is one) does, its device is copied in,
+ * so a page that moves from localStorage to IndexedDB keeps its secret and memo instead
+ * of deriving fresh answers from a new secret.
+ *
+ * @param {object} [options]
+ * @param {string} [options.name] the database, default "ldpkit"
+ * @param {object} [options.indexedDB] the IDBFactory, default globalThis.indexedDB
+ * @param {object} [options.migrate] a getItem source to migrate from, default localStorage
+ */
+export async function indexedDBStore({ name = 'ldpkit', indexedDB = globalThis.indexedDB, migrate } = {}) {
+  if (!indexedDB) throw new TypeError(`indexedDB must be an IDBFactory, got ${indexedDB}`);
+  const db = await openDatabase(indexedDB, name);
+  const items = new Map();
+  const read = db.transaction('items', 'readonly').objectStore('items');
+  const [keys, values] = await Promise.all([request(read.getAllKeys()), request(read.getAll())]);
+  keys.forEach((k, i) => items.set(k, values[i]));
+  let pending = Promise.resolve();
+  const write = (k, v) => {
+    pending = pending.then(
+      () =>
+        new Promise((resolve, reject) => {
+          const tx = db.transaction('items', 'readwrite');
+          if (v === null) tx.objectStore('items').delete(k);
+          else tx.objectStore('items').put(v, k);
+          tx.oncomplete = () => resolve();
+          tx.onerror = () => reject(tx.error);
+          tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+        }),
+    );
+    return pending;
+  };
+  const source = migrate === undefined ? safeLocalStorage() : migrate;
+  const old = items.has(STORE_KEY) ? null : source?.getItem(STORE_KEY) ?? null;
+  if (old !== null) {
+    items.set(STORE_KEY, old);
+    await write(STORE_KEY, old);
+  }
+  return {
+    kind: 'indexedDB',
+    getItem: (k) => (items.has(k) ? items.get(k) : null),
+    setItem: (k, v) => {
+      items.set(k, String(v));
+      write(k, String(v)).catch(() => {}); // the error surfaces in flush()
+    },
+    removeItem: (k) => {
+      items.delete(k);
+      write(k, null).catch(() => {});
+    },
+    flush: () => pending,
+    close: () => db.close(),
+  };
+}
+
+/** window.localStorage, or null where there is none (node, or storage disabled). */
+function safeLocalStorage() {
+  try {
+    return globalThis.localStorage ?? null;
+  } catch {
+    return null; // a sandboxed frame throws on access
+  }
+}
+
+/**
+ * The default store: IndexedDB where there is one (indexedDBStore()), else localStorage,
+ * else memory (node). An IndexedDB that fails to open (private mode in some browsers)
+ * falls back to localStorage too.
+ */
+export async function defaultStore({ indexedDB = globalThis.indexedDB } = {}) {
+  if (indexedDB) {
+    try {
+      return await indexedDBStore({ indexedDB });
+    } catch {
+      // fall through: localStorage keeps the guarantee, only less room
+    }
+  }
+  const local = safeLocalStorage();
+  if (local) {
+    // a wrapper: a property set on a Storage object would become one of its items
+    return {
+      kind: 'localStorage',
+      getItem: (k) => local.getItem(k),
+      setItem: (k, v) => local.setItem(k, v),
+      removeItem: (k) => local.removeItem(k),
+    };
+  }
+  return Object.assign(memoryStore(), { kind: 'memory' });
 }
 
 function concat(...parts) {
@@ -109,7 +218,7 @@ export async function derivedWords(key, n) {
  * (2^64 mod T) / 2^64 < 1/4, so 64 words run out with probability < 4^-64 = 2^-128.
  */
 function wordsNeeded(mech) {
-  return 'tp1' in mech ? mech.domainSize : 64;
+  return mech.permanentWords ?? ('tp1' in mech ? mech.domainSize : 64);
 }
 
 /** The device: a secret and a persistent memo of permanent answers per (question, value). */
@@ -123,7 +232,7 @@ export class Device {
    *   of the distinct values); a report needing a new answer past it throws, memoized ones are free
    */
   constructor({ secret = null, store = null, budget = null } = {}) {
-    this.store = store ?? globalThis.localStorage ?? memoryStore();
+    this.store = store ?? safeLocalStorage() ?? memoryStore();
     if (budget !== null && !(typeof budget === 'number' && budget >= 0 && Number.isFinite(budget))) {
       throw new RangeError(`budget must be a finite number >= 0, got ${budget}`);
     }
@@ -149,6 +258,16 @@ export class Device {
     this.states = stored?.states ?? {};
     if (stored === null) this.save();
   }
+  /**
+   * A device on the default store (defaultStore(): IndexedDB, else localStorage, else
+   * memory) or on `options.store`; the other options as the constructor's. Its first
+   * write (a fresh secret) has committed when the promise resolves.
+   */
+  static async open(options = {}) {
+    const device = new Device({ ...options, store: options.store ?? (await defaultStore()) });
+    await device.store.flush?.();
+    return device;
+  }
   /** The randomizer and fingerprint of a spec dict (built once per spec: the unary
    * thresholds' bisection and the fingerprint's SHA-256 are not per-report work). */
   async #question(spec) {
@@ -169,18 +288,27 @@ export class Device {
     const { mech, fp } = await this.#question(spec);
     return this.#permanent(mech, fp, value);
   }
-  /** The spec's per-device state (LOLOHA's hash seed, a BigInt), derived once; else null. */
+  /**
+   * The spec's per-device state, derived once; else null: LOLOHA's hash seed (a BigInt,
+   * stored as its decimal string), dBitFlipPM's sampled buckets, 1BitMean's alpha.
+   */
   async #state(mech, fp) {
     if (!('stateFromWords' in mech)) return null;
     if (!(fp in this.states)) {
       const key = await hmac(this.secret, concat(enc.encode(`${DEVICE_FORMAT}\0`), enc.encode(fp), new Uint8Array([0]), enc.encode('state')));
-      this.states[fp] = mech.stateFromWords(await derivedWords(key, 4)).toString();
+      const state = mech.stateFromWords(await derivedWords(key, mech.stateWords ?? 1));
+      this.states[fp] = typeof state === 'bigint' ? state.toString() : state;
     }
-    return BigInt(this.states[fp]);
+    const entry = this.states[fp];
+    return typeof entry === 'string' ? BigInt(entry) : entry;
   }
-  /** The memo key of a value: itself, or LOLOHA's hashed value under the device's seed. */
+  /**
+   * The memo key of a value: itself, or what its permanent answer depends on under the
+   * device's state (LOLOHA: its hashed value; dBitFlipPM: its sampled bucket; 1BitMean: its
+   * alpha-rounded grid point). The spec validates the value.
+   */
   async #memoKey(mech, fp, value) {
-    if (!Number.isInteger(value) || value < 0 || value >= mech.domainSize) {
+    if (!('memoKey' in mech) && (!Number.isInteger(value) || value < 0 || value >= mech.domainSize)) {
       throw new RangeError(`value must be an integer in [0, ${mech.domainSize}), got ${value}`);
     }
     const state = await this.#state(mech, fp);
@@ -228,7 +356,10 @@ export class Device {
     }
     const permanent = [];
     for (const v of values) permanent.push(await this.#permanent(mech, fp, v));
-    if (fresh.size || Object.keys(this.states).length !== nStates) this.save();
+    if (fresh.size || Object.keys(this.states).length !== nStates) {
+      this.save();
+      await this.store.flush?.(); // stored before anything is returned (sent)
+    }
     return mech.instantaneous(permanent, coins);
   }
 }

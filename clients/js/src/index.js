@@ -86,9 +86,22 @@ export {
   LOSUE,
   LSUE,
   LSOUE,
+  LOLOHA,
+  DBitFlipPM,
+  OneBitMean,
   LONGITUDINAL,
   lgrrWeights,
   longitudinalFromSpec,
   unaryRoundThresholds,
 } from './longitudinal.js';
-export { BudgetExceededError, DEVICE_FORMAT, Device, derivedWords, memoryStore, permanentKey, valueKey } from './device.js';
+export {
+  BudgetExceededError,
+  DEVICE_FORMAT,
+  Device,
+  defaultStore,
+  derivedWords,
+  indexedDBStore,
+  memoryStore,
+  permanentKey,
+  valueKey,
+} from './device.js';

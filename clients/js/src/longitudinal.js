@@ -1,5 +1,5 @@
 // The longitudinal randomizers of ldpkit.longitudinal: L-GRR and the chained
-// unary encodings L-OUE, L-OSUE, L-SUE, L-SOUE. A report chains a *permanent* round (budget
+// unary encodings L-OUE, L-OSUE, L-SUE, L-SOUE; LOLOHA; dBitFlipPM and 1BitMean. A report chains a *permanent* round (budget
 // epsilon_inf, memoized per value by a Device: device.js) and a fresh *instantaneous* round
 // (one report: epsilon_1). The integer laws are Python's bit for bit (lgrr_weights,
 // unary_round_thresholds: correctly rounded constants, exact BigInt losses), and the
@@ -18,7 +18,17 @@ import {
   unaryPrivacyLoss,
   unaryThresholds,
 } from './mechanisms.js';
-import { checkEpsilon, ratioLoss, uniformBelow } from './numeric.js';
+import {
+  SR_INPUT_STEPS,
+  StochasticRounding,
+  checkEpsilon,
+  checkInteger,
+  checkNumber,
+  ratioLoss,
+  roundToGrid,
+  toUnit,
+  uniformBelow,
+} from './numeric.js';
 import { secureCoins } from './random.js';
 
 const SCALE = 1n << 64n;
@@ -309,7 +319,137 @@ export class LOLOHA {
   }
 }
 
-export const LONGITUDINAL = { LGRR, LOUE, LOSUE, LSUE, LSOUE, LOLOHA };
+// --- dBitFlipPM and 1BitMean (Ding, Kulkarni, Yekhanin, NeurIPS 2017) -----------------------
+// A device keeps a per-device state (dBitFlipPM: its d sampled buckets; 1BitMean: its alpha)
+// and memoizes its whole report per memo key (no instantaneous round): the permanent rows and
+// the word order are Python's _device_state_from_words / _permanent_from_words.
+
+/**
+ * dBitFlipPM: d buckets sampled once per device (Floyd's algorithm), one bit per sampled
+ * bucket (SUE's thresholds at epsilon), memoized per position of the value among the sampled
+ * buckets (d when none holds it). Reports {buckets, bits}, shape [n, d].
+ */
+export class DBitFlipPM {
+  constructor({ epsilon, domain_size, sampled_bits = 1 }) {
+    this.epsilon = checkEpsilon(epsilon, 50.0);
+    this.domainSize = checkDomain(domain_size, 2 ** 32);
+    this.sampledBits = checkInteger(sampled_bits, 'sampled_bits', 1, this.domainSize);
+    const t = crExp(-this.epsilon / 2.0);
+    [this.tp, this.tq] = unaryThresholds(1.0 / (1.0 + t), t / (1.0 + t), this.epsilon);
+    // words a device precomputes: d draws below j + 1 <= 2^32 (a word is rejected with
+    // probability < 2^-32, so 64 spare words run out with probability < 2^-2048); d bits
+    this.stateWords = this.sampledBits + 64;
+    this.permanentWords = this.sampledBits;
+  }
+  /** log(p (1-q) / (q (1-p))) for d >= 2 (two bits differ), log(p / q) for d = 1. */
+  privacyLoss() {
+    if (this.sampledBits >= 2) return unaryPrivacyLoss(this.tp, this.tq);
+    return crLog1p(exactRatio(this.tp - this.tq, this.tq));
+  }
+  longitudinalPrivacyLoss(distinctValues = 1) {
+    return Math.min(distinctValues, this.sampledBits + 1) * this.privacyLoss();
+  }
+  /** The device's sampled buckets (ascending Numbers): Floyd, t = below(j + 1) per draw. */
+  stateFromWords(words) {
+    const chosen = [];
+    for (let j = this.domainSize - this.sampledBits; j < this.domainSize; j++) {
+      const t = Number(uniformBelow(BigInt(j + 1), words));
+      chosen.push(chosen.includes(t) ? j : t);
+    }
+    return chosen.sort((a, b) => a - b);
+  }
+  /** The memo key of value v: its position among the sampled buckets, d when not sampled. */
+  memoKey(v, buckets) {
+    const at = buckets.indexOf(checkValue(v, this.domainSize));
+    return at < 0 ? this.sampledBits : at;
+  }
+  /** The permanent row [buckets..., bits...]: bit i is word < (i === key ? Tp : Tq). */
+  permanentFromWords(key, words, buckets) {
+    const bits = buckets.map((_, i) => (words.u64() < (i === key ? this.tp : this.tq) ? 1 : 0));
+    return [...buckets, ...bits];
+  }
+  /** The reports of permanent rows (the memoized report itself: no second round). */
+  instantaneous(permanent) {
+    const d = this.sampledBits;
+    for (const row of permanent) {
+      if (!Array.isArray(row) || row.length !== 2 * d) {
+        throw new RangeError(`permanent rows must be ${2 * d} integers, got ${row}`);
+      }
+    }
+    const shape = [permanent.length, d];
+    return {
+      buckets: { dtype: indexDtype(this.domainSize), shape, data: permanent.map((r) => r.slice(0, d)) },
+      bits: { dtype: '|u1', shape, data: permanent.map((r) => r.slice(d)) },
+    };
+  }
+  /** Fresh devices: per value its buckets, then its bits (Python's word order). */
+  randomize(values, coins = secureCoins) {
+    return this.instantaneous(
+      values.map((v) => {
+        const buckets = this.stateFromWords(coins);
+        return this.permanentFromWords(this.memoKey(v, buckets), coins, buckets);
+      }),
+    );
+  }
+}
+
+/**
+ * 1BitMean with alpha-point rounding: the SR law (one bit, +-C' on the [-1, 1] scale) at
+ * the grid points k / s; a device draws alpha once and memoizes the bit per grid point
+ * k = floor(x s) + [frac(x s) > alpha] (x on [0, 1]). Reports {values} as SR's.
+ */
+export class OneBitMean extends StochasticRounding {
+  constructor(params) {
+    super(params);
+    const s = checkInteger(params.points ?? 64, 'points', 1, SR_INPUT_STEPS);
+    if (s & (s - 1)) throw new RangeError(`points must be a power of two in [1, ${SR_INPUT_STEPS}], got ${s}`);
+    this.points = s;
+    this.stateWords = 1;
+    this.permanentWords = 64; // one U below T < 2^62 by rejection (each word: < 1/4)
+  }
+  longitudinalPrivacyLoss(distinctValues = 1) {
+    return Math.min(distinctValues, this.points + 1) * this.privacyLoss();
+  }
+  /** The device's alpha, an integer in [0, 2^32) (alpha = state / 2^32): a word's top 32 bits. */
+  stateFromWords(words) {
+    return Number(words.u64() >> 32n);
+  }
+  /** x in [0, 1] times s (OneBitMean._unit, the same float operations). */
+  scaled(v) {
+    checkNumber(v, this.low, this.high);
+    return ((toUnit(v, this.low, this.halfSpan) + 1.0) / 2.0) * this.points;
+  }
+  /** Alpha-point rounding: the grid point of v under the device's alpha. */
+  memoKey(v, alpha) {
+    const scaled = this.scaled(v);
+    const low = Math.floor(scaled);
+    return Math.min(low + ((scaled - low) * 2 ** 32 > alpha ? 1 : 0), this.points);
+  }
+  /** The memoized cell [1] (+C') or [0] (-C') of grid point k: SR's exact bit, U = below(T). */
+  permanentFromWords(k, words) {
+    const g = this.grid;
+    const big = BigInt(k * (SR_INPUT_STEPS / this.points));
+    const threshold = g.wLow * (BigInt(g.steps) - big) + g.wHigh * big;
+    return [uniformBelow(g.total, words) < threshold ? 1 : 0];
+  }
+  instantaneous(permanent) {
+    const data = permanent.map(([cell]) => this.fromUnit(cell ? this.grid.magnitude : -this.grid.magnitude));
+    return { values: { dtype: '<f8', shape: [data.length], data } };
+  }
+  /** Fresh reports (Python's randomize): unbiased rounding to the s-grid (one uniform), then U. */
+  randomize(values, coins = secureCoins) {
+    return this.instantaneous(
+      values.map((v) => {
+        checkNumber(v, this.low, this.high);
+        const k = roundToGrid((toUnit(v, this.low, this.halfSpan) + 1.0) / 2.0, this.points, coins.uniform());
+        return this.permanentFromWords(k, coins);
+      }),
+    );
+  }
+}
+
+
+export const LONGITUDINAL = { LGRR, LOUE, LOSUE, LSUE, LSOUE, LOLOHA, DBitFlipPM, OneBitMean };
 
 /** A longitudinal randomizer from a spec dict {mechanism, params} (Mechanism.to_dict()). */
 export function longitudinalFromSpec(spec) {

@@ -14,7 +14,7 @@ export const MIN_EPSILON = 1e-6;
 const TOTAL_LIMIT = 2 ** 62; // _exact.TOTAL_LIMIT, as Python's int / float sees it
 const TWO64 = 1n << 64n;
 const MIN_INPUT_STEPS = 1 << 14; // square_wave.MIN_INPUT_STEPS
-const SR_INPUT_STEPS = 1 << 16; // mean.SR_INPUT_STEPS
+export const SR_INPUT_STEPS = 1 << 16; // mean.SR_INPUT_STEPS
 const HYBRID_THRESHOLD = 0.61;
 
 /** The budget in [MIN_EPSILON, high] (high: the mechanism's max_epsilon), else RangeError. */
@@ -221,7 +221,7 @@ export class SquareWave {
 }
 
 // --- SR, PM, HM (numeric/mean.py) ----------------------------------------------------------
-function toUnit(v, low, halfSpan) {
+export function toUnit(v, low, halfSpan) {
   return Math.min(Math.max((v - low) / halfSpan - 1.0, -1.0), 1.0);
 }
 

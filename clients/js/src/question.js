@@ -25,6 +25,8 @@ export const PARAMS = {
   LSUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
   LSOUE: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F]],
   LOLOHA: [['epsilon', F], ['domain_size', I], ['epsilon_inf', F], ['hash_range', I]],
+  DBitFlipPM: [['epsilon', F], ['domain_size', I], ['sampled_bits', I, 1]],
+  OneBitMean: [['epsilon', F], ['low', F, -1.0], ['high', F, 1.0], ['points', I, 64]],
   OLH: [['epsilon', F], ['domain_size', I], ['hash_range', I, null]],
   HadamardResponse: [['epsilon', F], ['domain_size', I]],
   SquareWave: [

@@ -14,10 +14,10 @@
 // The integer weights come from rrWeights and correctly rounded constants (exact.js), so
 // they equal Python's bit for bit.
 
-import { crExp, crLog1p, exactRatio } from './exact.js';
+import { crExp, crExpm1, crLog1p, exactRatio } from './exact.js';
 import { GRR, OLH, RR_MAX_EPSILON, grrFromUniform, indexDtype, packBits, rrWeights } from './mechanisms.js';
 import { localHash } from './hashing.js';
-import { checkEpsilon, checkInteger, ratioLoss, uniformBelow } from './numeric.js';
+import { checkEpsilon, checkInteger, checkNumber, ratioLoss, uniformBelow } from './numeric.js';
 import { secureCoins } from './random.js';
 
 const MAX_PADDING = 2 ** 20; // the Python specs' bound on padding
@@ -143,6 +143,20 @@ function ueCrossLoss(wKeep, wOther, big) {
   return num > den ? crLog1p(exactRatio(num - den, den)) : 0;
 }
 
+/**
+ * keyvalue._grr_law: PCKV-GRR's weights at the amplified budget log(1 + ell (e^eps - 1))
+ * (the paper's GRR allocation), lowered by a few ulps until the realized loss is within eps.
+ */
+export function pckvGrrLaw(epsilon, ell, nOthers) {
+  if (ell === 1) return rrWeights(epsilon, nOthers);
+  let target = Math.min(crLog1p(ell * crExpm1(epsilon)), RR_MAX_EPSILON);
+  for (;;) {
+    const [wKeep, wOther] = rrWeights(target, nOthers);
+    if (crLog1p(exactRatio(wKeep - wOther, BigInt(ell) * wOther)) <= epsilon) return [wKeep, wOther];
+    target -= target * 2 ** -50;
+  }
+}
+
 /** keyvalue._ue_law: [wKeep, wOther, B] (BigInts) of PCKV-UE at epsilon. */
 export function pckvUeLaw(epsilon) {
   const [wKeep, wOther] = rrWeights(epsilon, 1);
@@ -173,7 +187,7 @@ export class PCKV {
     this.slots = this.domainSize + this.padding; // d'
     if (this.slots > 2 ** 31) throw new RangeError(`domain_size + padding must be <= 2^31, got ${this.slots}`);
     if (method === 'grr') {
-      [this.wKeep, this.wOther] = rrWeights(this.epsilon, 2 * this.slots - 1);
+      [this.wKeep, this.wOther] = pckvGrrLaw(this.epsilon, this.padding, 2 * this.slots - 1);
       this.total = this.wKeep + BigInt(2 * this.slots - 1) * this.wOther;
       this.limit = ((1n << 64n) / this.total) * this.total;
     } else {
@@ -247,26 +261,40 @@ export class PCKV {
  * eps / 2 each. Fields keys (j) and values in {-1, 0, +1} (0 is <0, 0>).
  */
 export class PrivKV {
-  constructor({ epsilon, domain_size }) {
+  constructor({ epsilon, domain_size, rounds = 1, round = 0, fake_means = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomainSize(domain_size);
-    [this.k1, this.o1] = rrWeights(this.epsilon / 2.0, 1);
-    [this.k2, this.o2] = rrWeights(this.epsilon / 2.0, 1);
+    // PrivKVM (PrivKV.rounds): key budget eps / 2 in round 0 only, value eps / (2 c) per round
+    this.rounds = checkInteger(rounds, 'rounds', 1, 100);
+    this.round = checkInteger(round, 'round', 0, this.rounds - 1);
+    if (fake_means !== null) {
+      if (!Array.isArray(fake_means) || fake_means.length !== this.domainSize) {
+        throw new RangeError(`fake_means must hold domain_size = ${this.domainSize} means, got ${fake_means}`);
+      }
+      fake_means.forEach((m) => checkNumber(m, -1, 1));
+    }
+    this.fakeMeans = fake_means;
+    [this.k1, this.o1] = this.round === 0 ? rrWeights(this.epsilon / 2.0, 1) : [1n, 1n];
+    [this.k2, this.o2] = rrWeights(this.epsilon / (2.0 * this.rounds), 1);
     this.p1 = exactRatio(this.k1, this.k1 + this.o1);
     this.p2 = exactRatio(this.k2, this.k2 + this.o2);
   }
   /** The loss of the realized law over the three cases (PrivKV.privacy_loss). */
   privacyLoss() {
     const { p1, p2 } = this;
-    const rows = [
-      [1 - p1, p1 * p2, p1 * (1 - p2)],
-      [1 - p1, p1 * (1 - p2), p1 * p2],
-      [p1, (1 - p1) / 2, (1 - p1) / 2],
-    ];
+    const extremes = this.fakeMeans === null ? [0] : [Math.min(...this.fakeMeans), Math.max(...this.fakeMeans)];
     let loss = 0;
-    for (let c = 0; c < 3; c++) {
-      const col = rows.map((r) => r[c]);
-      loss = Math.max(loss, Math.log(Math.max(...col) / Math.min(...col)));
+    for (const m of extremes) {
+      const up = ((1 + m) / 2) * p2 + ((1 - m) / 2) * (1 - p2);
+      const rows = [
+        [1 - p1, p1 * p2, p1 * (1 - p2)],
+        [1 - p1, p1 * (1 - p2), p1 * p2],
+        [p1, (1 - p1) * up, (1 - p1) * (1 - up)],
+      ];
+      for (let c = 0; c < 3; c++) {
+        const col = rows.map((r) => r[c]);
+        loss = Math.max(loss, Math.log(Math.max(...col) / Math.min(...col)));
+      }
     }
     return loss;
   }
@@ -280,13 +308,15 @@ export class PrivKV {
     for (const pairs of values) {
       const j = Number(uniformBelow(d, coins));
       const hit = pairs.find(([k]) => k === j);
-      const vPos = coins.uniform() < (1.0 + (hit ? hit[1] : 0.0)) / 2.0;
+      const fake = this.fakeMeans === null ? 0.0 : this.fakeMeans[j];
+      const vPos = coins.uniform() < (1.0 + (hit ? hit[1] : fake)) / 2.0;
       const keyKept = uniformBelow(t1, coins) < this.k1;
       const valueKept = uniformBelow(t2, coins) < this.k2;
       const fair = uniformBelow(2n, coins) === 1n;
       keys.push(j);
       if (hit) out.push(keyKept ? (valueKept === vPos ? 1 : -1) : 0);
-      else out.push(keyKept ? 0 : fair ? 1 : -1);
+      else if (this.fakeMeans === null) out.push(keyKept ? 0 : fair ? 1 : -1);
+      else out.push(keyKept ? 0 : valueKept === vPos ? 1 : -1); // PrivKVM: from the mean
     }
     return {
       keys: { dtype: indexDtype(this.domainSize), shape: [keys.length], data: keys },

@@ -36,6 +36,7 @@ __all__ = [
     "CMS",
     "HCMS",
     "FLH",
+    "SignedSubsetSelection",
 ]
 
 
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .hashing import BLH, OLH, LocalHashing
     from .histogram import SHE, THE
     from .rappor import RAPPOR, RAPPORClient, bloom_positions
+    from .signed_subset import SignedSubsetSelection
     from .significance import heavy_hitters, significance_cutoff
     from .sketch import CMS, HCMS
     from .subset import SubsetSelection

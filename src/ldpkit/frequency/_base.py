@@ -93,8 +93,9 @@ class PureFrequencyOracle(FrequencyOracle):
     (FO17 Theorem 2, eq. 2).
     """
 
-    #: Read by :mod:`ldpkit.consistency`, which imports no mechanism module (this one lazily
-    #: imports it for ``estimate(postprocess=)``): the reports' support law is ``(p, q)``.
+    #: Read by :mod:`ldpkit.consistency`, which sits below the families and imports no
+    #: mechanism module (this one imports it lazily, for ``estimate(postprocess=)``): the
+    #: reports' support law is ``(p, q)``.
     _pure_oracle: ClassVar[bool] = True
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -13,6 +13,49 @@ from ..spec import Reports, StatsField
 from ._base import PureFrequencyOracle, index_dtype
 
 __all__ = ["GRR", "grr_sample"]
+
+
+class OneItemReports:
+    """Reports of one item each, ``P[y = v | v] = p`` and ``q`` for every other y.
+
+    The report law of GRR and of L-GRR's chained rounds (:class:`ldpkit.longitudinal.LGRR`):
+    ``reports.values`` holds one item per user, the support of a report is that item.
+    Mixed in before the spec's base class, which provides ``domain_size``, ``p``, ``q`` and
+    ``check_reports``.
+    """
+
+    if TYPE_CHECKING:  # provided by the spec's base class
+        domain_size: int
+
+        @property
+        def p(self) -> float: ...
+
+        @property
+        def q(self) -> float: ...
+
+        def check_reports(self, reports: Reports) -> Reports: ...
+
+    def stats_schema(self) -> dict[str, StatsField]:
+        """Return the schema: ``counts``, one supported item per report, summing to n."""
+        return {"counts": StatsField((self.domain_size,), total=1)}
+
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        """Return the count of reports of every item (the support is the reported item)."""
+        y = reports.values
+        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
+            raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
+        return np.bincount(y, minlength=self.domain_size)
+
+    def transition_matrix(self) -> np.ndarray:
+        """Return ``P[report | value]``, d x d: ``p`` on the diagonal, ``q`` elsewhere."""
+        d = self.domain_size
+        m = np.full((d, d), self.q)
+        np.fill_diagonal(m, self.p)
+        return m
+
+    def output_index(self, reports: Reports) -> np.ndarray:
+        """Return each report's output index: the reported item."""
+        return np.asarray(self.check_reports(reports).values, dtype=np.int64)
 
 
 def grr_sample(
@@ -39,7 +82,7 @@ def grr_sample(
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GRR(PureFrequencyOracle):
+class GRR(OneItemReports, PureFrequencyOracle):
     """Generalized randomized response over d items.
 
     Each user reports her true item with probability ``p = e^eps / (e^eps + d - 1)`` and
@@ -100,28 +143,6 @@ class GRR(PureFrequencyOracle):
         v = self.check_values(values)
         y = grr_sample(v, self.domain_size, self._weights(), as_generator(rng))
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
-
-    def stats_schema(self) -> dict[str, StatsField]:
-        """Return the Stats fields: ``counts``, one supported item per report (sum n)."""
-        return {"counts": StatsField((self.domain_size,), total=1)}
-
-    def support_counts(self, reports: Reports) -> np.ndarray:
-        """Count the reports of each item (one supported item per report)."""
-        y = reports.values
-        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
-            raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
-        return np.bincount(y, minlength=self.domain_size)
-
-    def transition_matrix(self) -> np.ndarray:
-        """Return the exact P[output | input], shape (d, n_outputs)."""
-        d = self.domain_size
-        m = np.full((d, d), self.q)
-        np.fill_diagonal(m, self.p)
-        return m
-
-    def output_index(self, reports: Reports) -> np.ndarray:
-        """Return the column of :meth:`transition_matrix` that each report is."""
-        return np.asarray(self.check_reports(reports).values, dtype=np.int64)
 
     def _support_variance(self, u: np.ndarray) -> np.ndarray:
         """``Var[u[:, i] . s | v]`` for every true item v (rows): one item is reported.

@@ -176,8 +176,7 @@ def hrr_perturb_signs(signs: Any, epsilon: float, *, rng: RNGLike = None) -> np.
     signs : array_like of int
         True signs, each -1 or +1, one per user (1-D).
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     rng : Generator, SeedSequence, int or None
         Randomness source (see :func:`ldpkit.as_generator`).
 
@@ -288,8 +287,7 @@ class HadamardResponse(_HadamardCoin):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 
@@ -398,8 +396,7 @@ class HRR(_HadamardCoin):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 

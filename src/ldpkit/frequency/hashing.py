@@ -436,8 +436,7 @@ class BLH(LocalHashing):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d, in ``[2, 2^32]``.
 
@@ -475,8 +474,7 @@ class OLH(LocalHashing):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d, in ``[2, 2^32]``.
     hash_range : int or None

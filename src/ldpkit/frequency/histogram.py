@@ -159,8 +159,7 @@ class SHE(FrequencyOracle):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 
@@ -412,6 +411,13 @@ class THE(UnaryEncoding):
         if self.cutoff is not None:
             self._set("cutoff", check_real(self.cutoff, "cutoff", low=0.0, high=1.0))
         super()._validate()
+
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return None: the privacy attack reads THE's ``transition_matrix()``.
+
+        Its realized bit law is not the plain ``(p, q)`` of :class:`UnaryEncoding`'s view.
+        """
+        return None
 
     @property
     def effective_cutoff(self) -> float:

@@ -6,16 +6,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._validation import check_probability, check_real
+from .._postprocess import check_estimate as _check
+from .._postprocess import expected_false_positive_cutoff  # re-exported
+from .._validation import check_probability
 from ..estimate import FrequencyEstimate
 
 __all__ = ["significance_cutoff", "heavy_hitters"]
-
-
-def _check(estimate: FrequencyEstimate) -> FrequencyEstimate:
-    if not isinstance(estimate, FrequencyEstimate):
-        raise TypeError(f"estimate must be a FrequencyEstimate, got {type(estimate).__name__}")
-    return estimate
 
 
 def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.ndarray:
@@ -48,33 +44,6 @@ def significance_cutoff(estimate: FrequencyEstimate, alpha: float = 0.05) -> np.
     estimate = _check(estimate)
     # A family-wise error rate is a probability: alpha >= 1 bounds nothing.
     return expected_false_positive_cutoff(estimate, check_probability(alpha, "alpha"))
-
-
-def expected_false_positive_cutoff(estimate: FrequencyEstimate, alpha: float) -> np.ndarray:
-    """Return the cutoff ``Phi^{-1}(1 - alpha/d) sqrt(Var*_v)`` for ``alpha`` false positives.
-
-    ``alpha`` > 0 is the expected number over the d items (any number, e.g. CON20's
-    Base-Cut, eq. 9, takes 2).
-
-    When ``alpha >= d / 2`` the quantile is not positive and the cutoff is 0.
-
-    Examples
-    --------
-    >>> est = FrequencyEstimate([0.5] * 4, 0.01, n=100)
-    >>> float(expected_false_positive_cutoff(est, 2.0)[0])
-    0.0
-    """
-    estimate = _check(estimate)
-    alpha = check_real(alpha, "alpha", low=0.0, low_inclusive=False)
-    var = np.asarray(estimate.variance_null, dtype=np.float64)
-    if not np.all(np.isfinite(var)) or np.any(var < 0):
-        raise ValueError("estimate.variance_null must be finite and >= 0")
-    from scipy import special  # server side: not loaded on the client path
-
-    d = estimate.domain_size
-    # Phi^-1(1 - a) = -Phi^-1(a), which stays accurate for tiny a = alpha / d.
-    z = float(-special.ndtri(alpha / d)) if alpha < d else 0.0
-    return max(z, 0.0) * np.sqrt(var)
 
 
 def heavy_hitters(

@@ -61,8 +61,7 @@ class SubsetSelection(PureFrequencyOracle):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
     subset_size : int or None, default None

@@ -236,6 +236,15 @@ class UnaryEncoding(PureFrequencyOracle):
         packed = _bits.check_packed(self.check_reports(reports).bits, self.domain_size)
         return _bits.packed_index(packed, self.domain_size)
 
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return the privacy attack's view of this spec's reports, or None for the default.
+
+        Read by :func:`ldpkit.privacy.attack`, which imports no mechanism: it takes
+        ``(kind, law)`` from here, else the spec's ``transition_matrix()``. Independent bits ``(1, 0, p, q)``: ``"bits"`` for fresh
+        reports, ``"whole"`` for one report repeated (memoized).
+        """
+        return ("whole" if memoized else "bits"), (1.0, 0.0, self.p, self.q)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SUE(UnaryEncoding):
@@ -247,8 +256,7 @@ class SUE(UnaryEncoding):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 
@@ -300,8 +308,7 @@ class OUE(UnaryEncoding):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     domain_size : int
         Number of items d (>= 2).
 

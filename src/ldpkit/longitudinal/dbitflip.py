@@ -158,6 +158,30 @@ class DBitFlipPM(FrequencyOracle):
     def _device_state(self, gen: np.random.Generator) -> np.ndarray:
         return self._sample_buckets(1, gen)[0].astype(np.int64)
 
+    def _device_state_from_words(self, words: Any) -> np.ndarray:
+        """Return the device's d sampled buckets (ascending) from 64-bit words.
+
+        Floyd's algorithm as :meth:`_sample_buckets`, one ``t = words.below(j + 1)`` per
+        draw: the order in which the JS client (``clients/js/src/longitudinal.js``) consumes
+        :class:`ldpkit.device.DerivedWords`, so both derive the same buckets.
+        """
+        k, d = self.domain_size, self.sampled_bits
+        chosen: list[int] = []
+        for j in range(k - d, k):
+            t = words.below(j + 1)
+            chosen.append(j if t in chosen else t)
+        return np.asarray(sorted(chosen), dtype=np.int64)
+
+    def _permanent_from_words(self, key: int, words: Any, state: np.ndarray) -> np.ndarray:
+        """Return the permanent row (buckets, bits) of memo key ``key`` from 64-bit words.
+
+        One word per sampled bucket, in order: bit i is ``word < Tp`` where ``key == i``
+        (the value is in sampled bucket i), else ``word < Tq`` (the JS client's order).
+        """
+        big, small = self._thresholds()
+        bits = [int(words.u64() < (big if i == key else small)) for i in range(self.sampled_bits)]
+        return np.concatenate([np.asarray(state, dtype=np.int64), np.asarray(bits, dtype=np.int64)])
+
     def _permanent_from_keys(
         self, keys: np.ndarray, gen: np.random.Generator, state: np.ndarray | None
     ) -> np.ndarray:

@@ -12,8 +12,8 @@ import numpy as np
 from .. import _crmath
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from ..frequency._base import index_dtype
-from ..frequency.grr import grr_sample
-from ..spec import Reports, StatsField
+from ..frequency.grr import OneItemReports, grr_sample
+from ..spec import Reports
 from ._base import LongitudinalOracle
 
 __all__ = ["LGRR"]
@@ -81,10 +81,10 @@ def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
-class LGRR(LongitudinalOracle):
-    """Longitudinal GRR.
+class LGRR(OneItemReports, LongitudinalOracle):
+    """Longitudinal GRR: a memoized GRR answer, re-randomized by GRR at every report.
 
-    A memoized GRR answer at ``epsilon_inf``, re-randomized by GRR so that one report is
+    The permanent answer is GRR at ``epsilon_inf``; the second GRR makes one report
     ``epsilon_1``-LDP.
 
     Round 1 (permanent, memoized per value by :class:`ldpkit.Device`): GRR with ``p1 =
@@ -182,6 +182,17 @@ class LGRR(LongitudinalOracle):
         np.fill_diagonal(m, c / t2)
         return m
 
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return the privacy attack's view of this spec's reports, or None for the default.
+
+        Read by :func:`ldpkit.privacy.attack`, which imports no mechanism: it takes
+        ``(kind, law)`` from here, else the spec's ``transition_matrix()``. Memoized: ``("matrix", (P1, P2))``, the permanent and the
+        instantaneous rounds; fresh reports: the default (one GRR round each).
+        """
+        if memoized:
+            return "matrix", (self.permanent_matrix(), self.instantaneous_matrix())
+        return None
+
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         return grr_sample(values, self.domain_size, self._rounds()[0], gen)
 
@@ -202,25 +213,3 @@ class LGRR(LongitudinalOracle):
         perm = np.asarray(permanent, dtype=np.int64).reshape(-1)
         y = grr_sample(perm, self.domain_size, self._rounds()[1], gen)
         return Reports(self, values=y.astype(index_dtype(self.domain_size)))
-
-    def stats_schema(self) -> dict[str, StatsField]:
-        """Return the Stats fields: ``counts``, one supported item per report (sum n)."""
-        return {"counts": StatsField((self.domain_size,), total=1)}
-
-    def support_counts(self, reports: Reports) -> np.ndarray:
-        """Count the reports of each item (one supported item per report)."""
-        y = reports.values
-        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and int(y.max()) >= self.domain_size):
-            raise ValueError(f"reports.values must be items in [0, {self.domain_size})")
-        return np.bincount(y, minlength=self.domain_size)
-
-    def transition_matrix(self) -> np.ndarray:
-        """P[report | value] of one report, d x d (both rounds chained)."""
-        d = self.domain_size
-        m = np.full((d, d), self.q)
-        np.fill_diagonal(m, self.p)
-        return m
-
-    def output_index(self, reports: Reports) -> np.ndarray:
-        """Return the column of :meth:`transition_matrix` that each report is."""
-        return np.asarray(self.check_reports(reports).values, dtype=np.int64)

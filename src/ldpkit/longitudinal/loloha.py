@@ -24,7 +24,7 @@ from ..frequency.grr import grr_sample
 from ..frequency.hashing import MAX_DOMAIN_SIZE, _support_kernel, local_hash
 from ..spec import Reports, Stats
 from ._base import LongitudinalOracle
-from .grr import chained_rr, lgrr_weights
+from .grr import LGRR, chained_rr, lgrr_weights
 
 __all__ = ["LOLOHA", "loloha_hash_range"]
 
@@ -152,6 +152,23 @@ class LOLOHA(LongitudinalOracle):
         k = min(self._check_distinct(distinct_values), self.range_size)
         a, b = self._rounds()[0]
         return k * ratio_loss(b, a)
+
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return the privacy attack's view of this spec's reports, or None for the default.
+
+        Read by :func:`ldpkit.privacy.attack`, which imports no mechanism: it takes
+        ``(kind, law)`` from here, else the spec's ``transition_matrix()``. Memoized: ``("hashed", (P1, P2, local_hash))``, L-GRR
+        over ``[g]`` of the hashed value with the device's public seed; fresh reports (a new
+        seed per report) are not implemented.
+        """
+        if not memoized:
+            raise NotImplementedError(
+                "attack on fresh LOLOHA reports (a new hash seed per report) is not implemented"
+            )
+        grr = LGRR(
+            epsilon_inf=self.epsilon_inf, epsilon_1=self.epsilon, domain_size=self.range_size
+        )
+        return "hashed", (grr.permanent_matrix(), grr.instantaneous_matrix(), local_hash)
 
     # -- the rounds --------------------------------------------------------------------------
     def _device_state(self, gen: np.random.Generator) -> np.ndarray:

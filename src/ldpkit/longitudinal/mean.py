@@ -91,6 +91,24 @@ class OneBitMean(StochasticRounding):
         """Return the device's alpha, an integer in ``[0, 2^32)`` (alpha = state / 2^32)."""
         return gen.integers(0, _ALPHA_SCALE, size=1, dtype=np.int64)
 
+    def _device_state_from_words(self, words: Any) -> np.ndarray:
+        """Return the device's alpha from one 64-bit word: its top 32 bits.
+
+        The words are :class:`ldpkit.device.DerivedWords` (the JS client's derivation).
+        """
+        return np.asarray([words.u64() >> 32], dtype=np.int64)
+
+    def _permanent_from_words(self, key: int, words: Any, state: np.ndarray) -> np.ndarray:
+        """Return the memoized cell (0: -C', 1: +C') of grid point ``key`` from 64-bit words.
+
+        SR's exact bit as :meth:`_permanent_from_keys`, with ``U = words.below(T)`` (the JS
+        client's order).
+        """
+        grid = self._grid
+        big = int(key) * (SR_INPUT_STEPS // self.points)
+        threshold = int(grid.w_low) * (grid.steps - big) + int(grid.w_high) * big
+        return np.asarray([int(words.below(int(grid.total)) < threshold)], dtype=np.int64)
+
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
         """Alpha-point rounding: ``floor(x s) + [frac(x s) > alpha]``."""
         assert state is not None

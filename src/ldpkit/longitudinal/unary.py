@@ -140,6 +140,17 @@ class LongitudinalUnary(LongitudinalOracle):
         """Realized P[reported bit = 1 | permanent bit 0]."""
         return self._rounds()[1][1] / _SCALE
 
+    def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
+        """Return the privacy attack's view of this spec's reports, or None for the default.
+
+        Read by :func:`ldpkit.privacy.attack`, which imports no mechanism: it takes
+        ``(kind, law)`` from here, else the spec's ``transition_matrix()``. ``("bits", (p1, q1, p2, q2))``: each bit's chained law
+        (memoized), or one fresh round ``(1, 0, p, q)``.
+        """
+        if memoized:
+            return "bits", (self.p1, self.q1, self.p2, self.q2)
+        return "bits", (1.0, 0.0, self.p, self.q)
+
     def _chained_thresholds(self) -> tuple[int, int]:
         (tp1, tq1), (tp2, tq2) = self._rounds()
         return _chained(tp1, tq1, tp2, tq2)

@@ -18,7 +18,12 @@ SPL, SMP and RSFD return a :class:`MultiFrequencyEstimate` (one
 :class:`GroupMean` gives the mean of a value per group (with intervals). :class:`HDG`,
 :class:`TDG` (Yang et al. VLDB 2020) and the :class:`UniformGrid` baseline answer range
 queries over 1 to d numerical attributes (``result.range_query(((lo, hi), None, ...))``,
-a :class:`RangeEstimate`). PM/HM sampling is not implemented yet.
+a :class:`RangeEstimate`). Numerical attributes: :class:`AttributeSampling` (k of d
+attributes per user with PM/HM or GRR at ``epsilon / k``, Wang et al. ICDE 2019, numerical
+and categorical columns in one tuple) and :class:`DuchiMean` (Duchi et al. JASA 2018's
+hypercube-vertex mechanism) and the :class:`LaplaceMean` baseline (the budget split over
+the attributes, discrete Laplace), all returning a :class:`TupleMeans` with intervals.
+:func:`auto` picks the spec from the declared attributes and the query.
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -30,12 +35,16 @@ from typing import TYPE_CHECKING
 from .._lazy import attach
 
 __all__ = [
+    "AttributeSampling",
+    "auto",
     "CALM",
+    "DuchiMean",
     "Fourier",
     "FullDomain",
     "GroupMean",
     "GroupMeans",
     "HDG",
+    "LaplaceMean",
     "MarginalTable",
     "MarginalsEstimate",
     "MultiAttributeMechanism",
@@ -45,6 +54,7 @@ __all__ = [
     "SMP",
     "SPL",
     "TDG",
+    "TupleMeans",
     "UniformGrid",
 ]
 
@@ -52,10 +62,15 @@ __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
+    from ._tuples import TupleMeans
+    from .auto import auto
     from .calm import CALM, FullDomain
+    from .duchi import DuchiMean
     from .fourier import Fourier
     from .groupby import GroupMean, GroupMeans
+    from .laplace import LaplaceMean
     from .marginals import MarginalsEstimate, MarginalTable
     from .ranges import HDG, TDG, RangeEstimate, UniformGrid
     from .rsfd import RSFD
+    from .sampling import AttributeSampling
     from .split import SMP, SPL

@@ -51,11 +51,8 @@ __all__ = [
 
 #: Candidate smoothing strengths: the variance, in squared buckets, of the kernel applied
 #: after each EM update. 0 is plain EM, 0.5 is one EMS pass (binomial (1, 2, 1)/4), and each
-#: further step multiplies the kernel's width by 2 (8: EMS at 1/4 of the resolution, which
-#: at d = 1024 behaves like EMS at d = 256). 32 was dropped: measured on the 80 WAV25 cells
-#: (studies/auto_oracle.py, 2 runs each against the competitors' 30-run means) it was
-#: the best candidate in few cells and a wrong pick in more; without it 49 cells are within
-#: 10 % of the best competitor against 46, and one fold fit less is run.
+#: further step multiplies the kernel's width by 2 (8: EMS at 1/4 of the resolution).
+#: Why 32 was dropped: METHODS.md §3, "AutoDistribution's constants".
 DEFAULT_STRENGTHS: tuple[float, ...] = (0.0, 0.5, 2.0, 8.0)
 
 #: Candidate iteration budgets: plain EM continued from the best smoothed fit for this
@@ -78,36 +75,22 @@ _MIN_WEIGHT = 0.05
 
 #: The end-atom candidates (:meth:`AutoDistribution.estimate`, ``end_atoms``) enter the
 #: choice only when the variant of the best smoothed strength beats the best plain
-#: candidate on the held-out reports by more than this many standard errors. Measured on the
-#: 80 WAV25 cells (2 runs each): z ranged from -8 to 2.2 (flights, eps 3.5) on every data
-#: set but weeks worked, where it was 3.5 to 5.5 at eps <= 2 (47 % of the values at 0,
-#: 18.5 % at 1) and below 0.3 above.
+#: candidate on the held-out reports by more than this many standard errors (measured:
+#: METHODS.md §3, "AutoDistribution's constants").
 _END_Z = 3.0
 
 #: ... and only while plain EM's final fit holds less than this share of the mass that the
-#: end-atom fits put on the two end buckets. Measured on weeks worked (mass at 0 and 1):
-#: 0.3-0.55 at eps 0.5, 0.8-0.9 at eps 1, 0.95-1 from eps 1.5 on (n = 254,654 and 1e6);
-#: where plain EM gathered the end masses itself, its sharper interior gave the lower W1
-#: (n = 1e6, eps 2: 1.66x the best competitor against 2.69x with end atoms).
+#: end-atom fits put on the two end buckets (measured: METHODS.md §3, "AutoDistribution's
+#: constants").
 _END_RESOLVED = 0.9
 
-#: Interior point masses (``estimate(interior_atoms=True)``, :func:`_snap_atoms`):
-#: plain EM continued for _ATOM_SHARP_ITER iterations from the final estimate is the sharp
-#: fit; a bucket of it holding more than _ATOM_RATIO times the median of its +-_ATOM_HALF
+#: Interior point masses (``estimate(interior_atoms=True)``, :func:`_snap_atoms`): plain EM
+#: continued for _ATOM_SHARP_ITER iterations from the final estimate is the sharp fit; a
+#: bucket of it holding more than _ATOM_RATIO times the median of its +-_ATOM_HALF
 #: neighbours and more than _ATOM_EXCESS / d above it marks a point mass; its run (it and
 #: the neighbours downhill from it still above _ATOM_RATIO times the median) gives the
 #: estimate's excess over that median to the bucket of the run's centroid. From eps
-#: _ATOM_MIN_EPS on only. Chosen on a tuning set (benchmarks/auto_distribution.py
-#: --heldout: the five WAV25 data sets and 13 point-mass mixtures, n = 1e5, 2 runs; KS on
-#: the 1024-point grid over the best competitor's): at eps 4, excess 32 / d changed 6 of 18
-#: cells, 5 for the better (the motivating mixture 8.50 -> 0.72, others 2.20 -> 1.58, 3.80 ->
-#: 3.16, 4.17 -> 2.57, 3.51 -> 1.81; one 4.70 -> 4.73); 16 / d lost on 8 cells (mixtures
-#: 2.01 -> 3.81, 2.66 -> 4.04, ...), 64 / d helped only the motivating mixture. At eps 3 the same
-#: rule changed 6 cells, 4 for the worse (4.44 -> 7.03, 3.69 -> 4.52), and at eps 2 every
-#: threshold lost (the motivating mixture 3.93 -> 6.06: there the fits spread an atom over 3-5
-#: buckets, lopsidedly, and the centroid misses its bucket), hence 3.5. Without the downhill
-#: rule two atoms 3 buckets apart formed one run placed between them (first test
-#: readout: a mixture's KS at eps 4 went 2.81 -> 11.63).
+#: _ATOM_MIN_EPS on only. How they were chosen: METHODS.md §3, "AutoDistribution's constants".
 _ATOM_RATIO = 3.0
 _ATOM_HALF = 8
 _ATOM_EXCESS = 32.0
@@ -117,39 +100,17 @@ _ATOM_SHARP_ITER = 1000
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
 
-#: End windows of the joint fits: with HH reports in the fit and
-#: eps < :data:`_END_WINDOW_MAX_EPS`, the first and last ``round(_END_WINDOW * d)`` buckets
-#: (16 of 1024) are left out of every smoothing pass without atoms (they keep their value and
-#: receive nothing; the smoothed interior sees a flat continuation at the window's edge), so
-#: EM alone places the mass there. Within about b of an end the Square Wave reports hardly
-#: tell where the mass sits (every value there yields nearly the same report law), so a
-#: smoothed fit extrapolates the interior density up to the end, a kernel smoother's
-#: boundary bias (Jones 1993, Statistics and Computing 3, 135-146): on salaries (49 % of the
-#: values in the first 32 of 1024 buckets, almost none in the first three) every smoothed
-#: joint fit at eps 2 put 0.043-0.057 of the mass in the first 4 buckets (true 0.0115),
-#: which decides KS, while the HH levels' fine nodes place it (joint plain EM 0.014-0.021;
-#: with the windows 0.015-0.023). The held-out likelihood cannot choose the windows (an
-#: end-window variant beside the plain fits scored z -1.4 to 1.7), so they are a fixed part
-#: of the joint smoothing. Measured (20-run grid, seeds 0/1, against main): salaries KS at
-#: eps 1.5/2/2.5 1.14/1.37/0.99 -> 1.04/1.07/1.02 and 1.15/1.39/1.15 -> 1.06/1.14/0.92;
-#: costs weeks worked KS eps 1.5 (0.85/0.93 -> 1.05/1.11) and flights KS eps 2.5
-#: (1.13/1.27 -> 1.18/1.33). From eps 3 they cost more than they gain (salaries KS eps 4
-#: 1.03/0.95 -> 1.23/1.21: the reports place the ends themselves there); windows of 8 or
-#: of b d / 8 buckets (23 at eps 1.5) did worse (salaries KS eps 2 1.28/1.24; eps 1.5
-#: 1.65/1.21). Square Wave alone keeps the plain smoothing: plain EM cannot place the mass
-#: from SW reports either, and the windows made salaries' KS at eps 0.5/1 1.3-1.9x worse.
+#: End windows of the joint fits: with HH reports in the fit and eps <
+#: :data:`_END_WINDOW_MAX_EPS`, the first and last ``round(_END_WINDOW * d)`` buckets (16 of
+#: 1024) are left out of every smoothing pass without atoms (they keep their value and
+#: receive nothing), so EM alone places the mass there, against a kernel smoother's boundary
+#: bias (Jones 1993). Why and measured: METHODS.md §3, "AutoDistribution's constants".
 _END_WINDOW = 1 / 64
 _END_WINDOW_MAX_EPS = 3.0
 
 #: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only:
-#: holding out both folds in turn halves the noise of the held-out
-#: scores. Measured (20-run grid, seeds 0 and 1, eps 1.5-4, against one held-out fold): 55 ->
-#: 56 of 60 cells within 10 % on both seeds, no cell worse by 0.03 or more; flights KS eps
-#: 2.5 1.13 -> 0.99 and 1.22 -> 1.10, salaries KS eps 2 0.96 -> 0.89 and 1.01 -> 0.97,
-#: Beta(5, 2) KS eps 3 (seed 1) 1.10 -> 1.07. With Square Wave reports alone (eps 0.5, 1) it
-#: did not gain on both seeds (17 -> 17 and 16 -> 17 of 20 within 10 %; salaries KS eps 1
-#: 1.16 -> 1.25 on seed 1, 0.5 1.24/1.07 -> 1.17/1.01), so there one fold stays held out.
-#: Cost: Auto / SW + EMS at n = 1e6 1.36-1.51 -> 1.40-1.80 at eps 1.5-3 (the fold fits twice).
+#: holding out both folds in turn halves the noise of the held-out scores (measured, and why
+#: not with Square Wave reports alone: METHODS.md §3, "AutoDistribution's constants").
 _CV_HYBRID = True
 
 
@@ -407,7 +368,7 @@ class _Fitter:
 
         ``accelerate`` (the final fits on all reports): a smoothed fit (strength > 0, no
         atoms) run to its stop (tol > 0) uses SQUAREM (Varadhan and Roland 2008,
-        :func:`ldpkit.numeric._auto_kernels._hybrid_squarem` without HH rows) with EM's own
+        :func:`ldpkit.numeric._kernels_auto._hybrid_squarem` without HH rows) with EM's own
         stop test. Such a fit converges to a fixed point of the smoothed-EM map, which
         SQUAREM reaches in about a tenth of the updates (n = 1e6, eps 0.5-2: 70-190
         updates for 430-2,600 EM iterations, CDF within 1.4e-3 of EM's stop). Plain EM is
@@ -418,7 +379,7 @@ class _Fitter:
         iteration cap (alike for every candidate) also keep plain EM: accelerated, they
         changed the 20-run grid's choices (weeks worked eps 0.5 KS 0.81 -> 0.96).
         """
-        from ._auto_kernels import (  # numba, on first use
+        from ._kernels_auto import (  # numba, on first use
             _hybrid_squarem,
             _smoothed_box_loop,
             _smoothed_em_loop,
@@ -458,7 +419,7 @@ class _Fitter:
 
         A dense BLAS product is slower, and far slower on a loaded machine.
         """
-        from ._em_kernels import _band_matvec, _box_matvec  # numba, on first use
+        from ._kernels_em import _band_matvec, _box_matvec  # numba, on first use
 
         b, x = self.band, self.box
         theta = np.ascontiguousarray(theta, dtype=np.float64)
@@ -486,7 +447,7 @@ class _HybridModel:
     p: np.ndarray  # P[report of level k supports i's node | i]
     q: np.ndarray  # P[... supports another node | i]
     weights: np.ndarray  # every row's weight: 1 (SW), w_k (HH level k)
-    # the kernels' flat per-HH-row constants (:func:`._auto_kernels._hybrid_loop`)
+    # the kernels' flat per-HH-row constants (:func:`._kernels_auto._hybrid_loop`)
     row_q: np.ndarray  # q_k of the row's level
     row_gain: np.ndarray  # p_k - q_k
     parent: np.ndarray  # row of the node's parent among the HH rows; the row count for level 1
@@ -533,13 +494,13 @@ def _hybrid_model(spec: AutoDistribution) -> _HybridModel:
 
 
 class _JointFitter:
-    """EM with smoothing over SW output counts and HH support counts on one theta.
+    """Fit EM with smoothing over SW output counts and HH support counts on one theta.
 
-    Runs :func:`ldpkit.numeric._auto_kernels._hybrid_loop`; the same interface as
+    (:func:`ldpkit.numeric._kernels_auto._hybrid_loop`); the same interface as
     :class:`_Fitter`, on weighted counts (SW rows first, then the HH nodes).
 
     Fits run to their stop (tol > 0) are accelerated by SQUAREM (Varadhan and Roland
-    2008; :func:`ldpkit.numeric._auto_kernels._hybrid_squarem`). The joint EM converges
+    2008; :func:`ldpkit.numeric._kernels_auto._hybrid_squarem`). The joint EM converges
     slowly along the directions that only the HH levels inform: per iteration it moves
     about ``(p_k - q_k) a_v / q_k`` of the way there (the known background dominates an
     OLH node's count), so plain EM did not meet SW20's stop within 10^4 iterations at
@@ -575,13 +536,13 @@ class _JointFitter:
         atoms: np.ndarray | None = None,
         accelerate: bool = False,
     ) -> tuple[np.ndarray, int]:
-        """Run joint EM with ``strength`` smoothing from ``init`` (uniform if None).
+        """Run the joint EM with ``strength`` smoothing from ``init`` (uniform if None).
 
-        ``atoms`` as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated,
-        whatever ``accelerate`` says (see the class docstring: unaccelerated, the joint fits
-        did not reach their stop).
+        ``atoms`` as for :meth:`_Fitter.fit`. Every fit run to its stop is accelerated, whatever
+        ``accelerate`` says (see the class docstring: unaccelerated, the joint fits did not
+        reach their stop).
         """
-        from ._auto_kernels import _hybrid_loop, _hybrid_squarem  # numba, on first use
+        from ._kernels_auto import _hybrid_loop, _hybrid_squarem  # numba, on first use
 
         theta, atom, masked, passes, weight = _fit_start(
             self.d, strength, init, atoms, self._no_atoms

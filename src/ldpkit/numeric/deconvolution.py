@@ -176,8 +176,7 @@ class WienerDeconvolution(Mechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     buckets : int
         Number d of equal buckets (>= 2; default 64, our choice: WAV25 runs its binning
         competitors at d = 8..64).

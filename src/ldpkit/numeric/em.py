@@ -324,7 +324,7 @@ def _fit_band(
     Box products when ``box`` is given (from :func:`_box_rows`), band products otherwise.
     Returns (iterations, converged).
     """
-    from ._em_kernels import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
+    from ._kernels_em import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
 
     b = band
     if box is not None:

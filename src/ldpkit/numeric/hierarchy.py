@@ -59,6 +59,7 @@ from ..frequency.hadamard import (
 from ..spec import Mechanism, Reports, Stats, StatsField
 from .binning import cfo_oracle, check_oracle_name
 from .distribution import Distribution, bucket_index, check_bounds
+from .haar import haar_transform, inverse_haar_transform  # re-exported: one Haar home
 
 __all__ = [
     "HierarchicalHistogram",
@@ -788,64 +789,6 @@ class HHADMM(HierarchicalHistogram):
 # ---------------------------------------------------------------------------------------
 # Haar wavelet + HRR
 # ---------------------------------------------------------------------------------------
-def haar_transform(leaves: Any) -> tuple[float, list[np.ndarray]]:
-    """Orthonormal Haar transform of a vector of ``2^h`` leaves, on the binary tree.
-
-    Returns the scaling coefficient ``sum(x) / 2^(h/2)`` and the detail coefficients by
-    depth, coarse first: ``details[t]`` (``2^t`` entries) holds, for each node a at depth t
-    (height ``h - t``), ``c_a = (C_left - C_right) / 2^((h - t)/2)`` with ``C`` the sums of
-    the leaves under a's two children (SW20 section 4.2). The transform is orthonormal:
-    ``sum x^2 = scaling^2 + sum c^2``.
-
-    Examples
-    --------
-    >>> s, d = haar_transform([4.0, 2.0, 1.0, 1.0])
-    >>> s, [np.round(c, 4).tolist() for c in d]
-    (4.0, [[2.0], [1.4142, 0.0]])
-    """
-    x = check_array(leaves, "leaves")
-    size = x.size
-    if x.ndim != 1 or size < 1 or size & (size - 1):
-        raise ValueError(f"leaves must be a 1-D array of power-of-two length, got shape {x.shape}")
-    h = size.bit_length() - 1
-    details: list[np.ndarray] = [np.empty(0)] * h
-    sums = x
-    for t in range(h - 1, -1, -1):  # from the nodes just above the leaves to the root
-        pairs = sums.reshape(-1, 2)
-        details[t] = (pairs[:, 0] - pairs[:, 1]) / 2.0 ** ((h - t) / 2.0)
-        sums = pairs.sum(axis=1)
-    return float(sums[0]) / 2.0 ** (h / 2.0), details
-
-
-def inverse_haar_transform(scaling: float, details: Sequence[Any]) -> np.ndarray:
-    """Inverse of :func:`haar_transform`: the ``2^h`` leaves from the coefficients.
-
-    Top-down: a node with total T and child difference ``D = c 2^((h - t)/2)`` has children
-    ``(T + D) / 2`` and ``(T - D) / 2``.
-
-    Examples
-    --------
-    >>> inverse_haar_transform(*haar_transform([4.0, 2.0, 1.0, 1.0])).tolist()
-    [4.0, 2.0, 1.0, 1.0]
-    """
-    scaling = check_real(scaling, "scaling")
-    if isinstance(details, (str, bytes)) or not isinstance(details, Sequence):
-        raise TypeError(f"details must be a list of arrays (one per level), got {details!r:.60}")
-    h = len(details)
-    if h > 40:  # 2**h leaves
-        raise ValueError(f"details must hold at most 40 levels, got {h}")
-    totals = np.array([scaling * 2.0 ** (h / 2.0)])
-    for t in range(h):
-        c = check_array(details[t], f"details[{t}]")
-        if c.shape != (1 << t,):
-            raise ValueError(f"details[{t}] must have shape ({1 << t},), got {c.shape}")
-        diff = c * 2.0 ** ((h - t) / 2.0)
-        totals = np.stack(((totals + diff) / 2.0, (totals - diff) / 2.0), axis=1).ravel()
-    if not np.all(np.isfinite(totals)):  # e.g. scaling 1e308: the leaves overflow
-        raise ValueError("scaling and details must be small enough that the leaves are finite")
-    return totals
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HaarHRR(_TreeMechanism):
     """HaarHRR: Haar coefficients of a binary tree through Hadamard randomized response.
@@ -870,8 +813,7 @@ class HaarHRR(_TreeMechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     low, high : float
         The value domain (default [0, 1]).
     buckets : int

@@ -942,8 +942,7 @@ class DiscreteSquareWave(Mechanism):
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in [1e-6, ``max_epsilon``] (the class attribute; the range of each
-        mechanism is tabulated in docs/design/THREAT_MODEL.md).
+        Privacy budget, in [1e-6, ``max_epsilon``] (per class: docs/design/THREAT_MODEL.md).
     buckets : int
         Number d of buckets of [low, high], i.e. of input items (>= 2).
     low, high : float

@@ -9,7 +9,8 @@ never imports this package; clients only need :mod:`ldpkit.io` to encode their r
 >>> sorted({r.path for r in app.routes if "collections" in r.path})  # doctest: +NORMALIZE_WHITESPACE
 ['/v1/admin/collections/{collection}/batches', '/v1/collections',
  '/v1/collections/{collection}', '/v1/collections/{collection}/buckets',
- '/v1/collections/{collection}/estimate', '/v1/collections/{collection}/stats']
+ '/v1/collections/{collection}/estimate', '/v1/collections/{collection}/stats',
+ '/v1/collections/{collection}/windows']
 """
 
 from __future__ import annotations

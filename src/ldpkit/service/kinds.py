@@ -5,10 +5,11 @@ loaded, on the Stats of a small sample of reports) and fills the estimate's answ
 (:meth:`Kind.fill`, :class:`~ldpkit.service.models.EstimateResult`). Decoding, committing,
 storing and reading never look at the kind: they only see ``Reports`` and ``Stats``.
 
-Today's kinds: ``frequency`` (a closed domain's frequency oracle), ``distribution``,
-``mean``, ``open_frequency`` (CMS, HCMS, FLH over an open domain: the answer is about
-the candidates the reader names) and ``heavy_hitters`` (PEM, TreeHist, SFP: the answer is
-the strings the server's search discovers). A new kind is one class here, added to
+Today's kinds: ``frequency`` (a closed domain's frequency oracle; set-valued users'
+PaddingSampling and PrivSet too), ``distribution``, ``mean``, ``key_value`` (PCKV, PrivKV:
+per-key frequencies and means), ``open_frequency`` (CMS, HCMS, FLH over an open domain: the
+answer is about the candidates the reader names) and ``heavy_hitters`` (PEM, TreeHist, SFP:
+the answer is the strings the server's search discovers). A new kind is one class here, added to
 :data:`KINDS`.
 """
 
@@ -72,7 +73,7 @@ def sample_inputs(spec: Mechanism) -> list[Any]:
     chars = alphabet if isinstance(alphabet, str) and alphabet else "ab"
     out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
     contract_values = getattr(spec, "_contract_values", None)
-    if contract_values is not None:  # several attributes per user: the spec's own sample
+    if contract_values is not None:  # sets, key-value pairs, tuples: the spec's own sample
         # 64 users per group (CALM's marginals, a grid spec's grids): none left empty
         groups = len(getattr(spec, "marginal_sets", getattr(spec, "grids", ())))
         try:
@@ -480,6 +481,57 @@ class MultidimKind(Kind):
             raise HTTPException(422, str(exc)) from None
 
 
+class KeyValueKind(Kind):
+    """Key-value pairs (PCKV, PrivKV): per key, the frequency and the mean value.
+
+    Each with its standard error and normal interval (the mean's null where the key's count
+    is too uncertain for one, see :meth:`ldpkit.sets.KeyValueEstimate.mean_interval`).
+    """
+
+    name = "key_value"
+    has_top = True
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Whether ``spec`` estimates a :class:`ldpkit.sets.KeyValueEstimate`."""
+        from ..sets.keyvalue import KeyValueEstimate
+
+        return isinstance(spec.estimate(stats), KeyValueEstimate)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        """Write the per-key frequencies, means, intervals (and ``top``) into ``result``."""
+        est = spec.estimate(stats)
+        low, high = est.frequency_interval(query.alpha)
+        with warnings.catch_warnings():  # NaN -> null where the ratio has no interval
+            warnings.simplefilter("ignore", IntervalWarning)
+            m_low, m_high = est.mean_interval(query.alpha)
+        result.postprocessing = []
+        result.frequencies = est.frequencies.tolist()
+        result.std_errors = np.sqrt(est.frequency_variance).tolist()
+        result.ci_low, result.ci_high = low.tolist(), high.tolist()
+        result.means = est.means.tolist()
+        result.mean_std_errors = np.sqrt(est.mean_variance).tolist()
+        result.mean_ci_low = [None if np.isnan(x) else float(x) for x in m_low]
+        result.mean_ci_high = [None if np.isnan(x) else float(x) for x in m_high]
+        result.long_share = est.long_share
+        if query.top_k is not None:
+            labels = result.labels or list(range(est.domain_size))
+            k = min(query.top_k, est.domain_size)
+            order = np.argsort(-est.frequencies, kind="stable")[:k]
+            se = np.sqrt(est.frequency_variance)
+            result.top = [
+                TopItem(
+                    item=labels[i],
+                    frequency=float(est.frequencies[i]),
+                    std_error=float(se[i]),
+                    ci_low=float(low[i]),
+                    ci_high=float(high[i]),
+                )
+                for i in order.tolist()
+            ]
+
+
 #: Every kind, asked in this order (the open-domain and discovery kinds first: the former's
 #: plain ``estimate`` needs candidates, the latter's is a search, run once).
 KINDS: dict[str, Kind] = {
@@ -491,6 +543,7 @@ KINDS: dict[str, Kind] = {
         MeanKind(),
         HeavyHittersKind(),
         MultidimKind(),
+        KeyValueKind(),
     )
 }
 
@@ -508,9 +561,9 @@ def kind_of(spec: Mechanism, stats: Stats) -> Kind:
         if kind.name not in ("open_frequency", "heavy_hitters") and kind.serves(spec, stats):
             return kind
     raise ValueError(
-        f"collection spec {spec!r} must estimate frequencies, a distribution or a mean "
-        f"(or discover heavy hitters), got {type(est).__name__}; aggregate it offline with "
-        "ldpkit.distributed instead"
+        f"collection spec {spec!r} must estimate frequencies, a distribution, a mean or "
+        f"key-value pairs (or discover heavy hitters), got {type(est).__name__}; aggregate it "
+        "offline with ldpkit.distributed instead"
     )
 
 

@@ -198,6 +198,18 @@ class EstimateResult(BaseModel):
         description="multi-attribute collections (ldpkit.multidim): marginals, a range "
         "query's answer or group means, per cell with intervals",
     )
+    means: list[float] | None = Field(
+        default=None, description="key-value collections: each key's mean value (in [-1, 1])"
+    )
+    mean_std_errors: list[float] | None = None
+    mean_ci_low: list[float | None] | None = Field(
+        default=None,
+        description="(1 - alpha) interval of each key's mean; null where none is valid",
+    )
+    mean_ci_high: list[float | None] | None = None
+    long_share: float | None = Field(
+        default=None, description="PCKV: estimated share of users with at least `padding` pairs"
+    )
 
 
 class CandidatesBody(BaseModel):

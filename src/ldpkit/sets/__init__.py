@@ -23,6 +23,7 @@ __all__ = [
     "PrivSet",
     "PCKV",
     "PrivKV",
+    "privkvm",
     "KeyValueEstimate",
     "svim",
     "sample_one_item",
@@ -36,7 +37,7 @@ __getattr__, __dir__ = attach(__name__, __file__)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from ._input import UserPairs, UserSets
-    from .keyvalue import PCKV, KeyValueEstimate, PrivKV
+    from .keyvalue import PCKV, KeyValueEstimate, PrivKV, privkvm
     from .padding import PaddingSampling, SetFrequencyEstimate
     from .privset import PrivSet
     from .svim import TopItems, TopItemsets, restrict_sets, sample_one_item, svim, svsm

@@ -27,7 +27,7 @@ from ..estimate import IntervalWarning
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._input import UserPairs, as_user_pairs, sample_padded
 
-__all__ = ["KeyValueEstimate", "PCKV", "PrivKV"]
+__all__ = ["KeyValueEstimate", "PCKV", "PrivKV", "privkvm"]
 
 _METHODS = ("ue", "grr")
 #: Denominator of PCKV-UE's non-key coin (P[nonzero] = B / M for a non-sampled key).
@@ -264,9 +264,11 @@ class PCKV(_KeyValueMechanism):
     Budget: the correlated perturbation composes to ``max(eps2, eps1 + log(2 e^eps2 /
     (1 + e^eps2)))`` (PCKV Theorem 2), not ``eps1 + eps2``; the allocation used is the
     paper's for UE, ``eps1 = log((e^eps + 1) / 2)``, ``eps2 = eps`` (section 5.2), which
-    spends the budget exactly. For GRR the same allocation makes the law randomized
-    response over the ``2 d'`` pairs. Both are sampled exactly with integer weights
-    (:mod:`ldpkit._exact`); ``privacy_loss()`` is computed from them.
+    spends the budget exactly. For GRR the paper's allocation also counts the sampling (a
+    pair is reported with probability at most ``1 / ell``): ``e^eps2 = ell (e^eps - 1) +
+    1``, ``e^eps1 = (e^eps2 + 1) / 2``, which makes the law randomized response at ``eps2``
+    over the ``2 d'`` pairs with a realized loss of exactly eps. Both are sampled exactly
+    with integer weights (:mod:`ldpkit._exact`); ``privacy_loss()`` is computed from them.
 
     Parameters
     ----------
@@ -334,7 +336,7 @@ class PCKV(_KeyValueMechanism):
 
     # -- the realized law ------------------------------------------------------------------
     def _grr_weights(self) -> tuple[int, int]:
-        return rr_weights(self.epsilon, 2 * self.slots - 1)
+        return _grr_law(self.epsilon, self.padding, 2 * self.slots - 1)
 
     def _ue_weights(self) -> tuple[int, int, int]:
         """Return the integer weights ``(w_keep, w_other, B)``.
@@ -373,7 +375,13 @@ class PCKV(_KeyValueMechanism):
 
     @property
     def exact_epsilon(self) -> bool:
-        """True for ell = 1; with ell > 1, sampling one of ell slots lowers the loss."""
+        """True for ell = 1 and for GRR (its allocation spends the sampling's amplification).
+
+        With UE and ell > 1 the loss is lower than eps (the sampling is not accounted).
+        """
+        if self.method == "grr" and self.padding > 1:
+            amplified = _crmath.log1p(self.padding * _crmath.expm1(self.epsilon))
+            return amplified <= RR_MAX_EPSILON
         return self.padding == 1
 
     def privacy_loss(self) -> float:
@@ -381,7 +389,7 @@ class PCKV(_KeyValueMechanism):
 
         GRR: the exact loss of the whole report, ``log(1 + (e^eps' - 1) / ell)`` with eps' the
         realized ratio (an item is sampled w.p. at most 1 / ell, as in
-        :class:`PaddingSampling`). UE: ``max(log(p / (1 - p)), log(2 p (1 - b) / b))``, the
+        :class:`PaddingSampling`), equal to eps by the allocation. UE: ``max(log(p / (1 - p)), log(2 p (1 - b) / b))``, the
         loss of the perturbation (PCKV Theorem 2), an upper bound for ell > 1.
         """
         if self.method == "grr":
@@ -534,6 +542,26 @@ class PCKV(_KeyValueMechanism):
         )
 
 
+def _grr_law(epsilon: float, ell: int, n_others: int) -> tuple[int, int]:
+    """PCKV-GRR's weights at the amplified budget ``eps' = log(1 + ell (e^eps - 1))``.
+
+    An item is sampled with probability at most ``1 / ell``, so randomized response at
+    ``eps'`` over the ``2 d'`` pairs has loss ``log(1 + (e^eps' - 1) / ell) = eps``: the
+    paper's allocation for GRR, ``e^eps2 = ell (e^eps - 1) + 1``, ``e^eps1 = (e^eps2 + 1) /
+    2`` (PCKV section 5.2; the ``a``, ``b``, ``p`` of its PCKV-GRR). ``eps'`` is lowered by a
+    few ulps until the loss on the exact integer weights is within eps (capped at
+    ``RR_MAX_EPSILON``).
+    """
+    if ell == 1:
+        return rr_weights(epsilon, n_others)
+    target = min(_crmath.log1p(ell * _crmath.expm1(epsilon)), RR_MAX_EPSILON)
+    while True:
+        w_keep, w_other = rr_weights(target, n_others)
+        if _crmath.log1p((w_keep - w_other) / (ell * w_other)) <= epsilon:
+            return w_keep, w_other
+        target -= target * 2.0**-50
+
+
 def _ue_cross_loss(w_keep: int, w_other: int, big: int) -> float:
     """``log(2 p (1 - b) / b)`` on the exact integers (p = w_keep / T, b = big / M)."""
     num = 2 * w_keep * (_UE_TOTAL - big)
@@ -604,34 +632,49 @@ class PrivKV(_KeyValueMechanism):
     with value v, v is discretized to ``v* = +-1`` (``P[+1] = (1 + v) / 2``), kept w.p.
     ``p2 = e^eps2 / (1 + e^eps2)`` (VPM), and the pair ``<1, v*'>`` is sent w.p. ``p1 =
     e^eps1 / (1 + e^eps1)``, else ``<0, 0>`` (LPM). If she does not hold j, she sends
-    ``<0, 0>`` w.p. p1, else ``<1, s>`` with a uniform sign s. ``eps1 = eps2 = eps / 2``
-    (sequential composition: eps = eps1 + eps2). Reports: ``keys`` (j), ``values`` in
-    {-1, 0, +1} (0 is ``<0, 0>``).
+    ``<0, 0>`` w.p. p1, else ``<1, s>`` with a fake sign s. Reports: ``keys`` (j),
+    ``values`` in {-1, 0, +1} (0 is ``<0, 0>``).
 
-    This is the one-round PrivKV; PrivKVM's iterations (rounds in which non-holders draw
-    the fake value from the previous round's mean) are interactive and not implemented.
+    With ``rounds = c > 1`` the spec is one round of PrivKVM: the key budget ``eps1 = eps /
+    2`` is spent in round 0 only (later rounds send a fair key bit, ``p1 = 1/2``), the value
+    budget ``eps / 2`` is split into c rounds of ``eps2 = eps / (2 c)``, and in round t > 0
+    a non-holder's fake value is drawn from the previous round's estimated mean of key j
+    (``fake_means``; round 0: a uniform sign). The rounds compose sequentially to eps.
+    :func:`privkvm` runs them all; :meth:`next_round` makes the spec of the next round
+    from an estimate.
 
     Parameters
     ----------
     epsilon : float
-        Privacy budget, in ``[1e-6, 40]``.
+        Privacy budget of the whole protocol (all rounds), in ``[1e-6, 40]``.
     domain_size : int
         Number of keys d (>= 2).
+    rounds : int
+        Number c of PrivKVM rounds (1: the one-round PrivKV, ``eps1 = eps2 = eps / 2``).
+    round : int
+        Which round this spec is, in ``[0, rounds)``.
+    fake_means : tuple of float or None
+        Round t > 0: the previous round's mean of every key (d values in [-1, 1]), from
+        which non-holders draw their fake value; None: uniform fake signs (round 0).
 
     Notes
     -----
     Estimation (Ye et al. 2019, section IV): for key k with ``n_k`` reports, ``c+``, ``c-``
     pairs ``<1, +1>``, ``<1, -1>``: ``f^ = ((c+ + c-) / n_k - (1 - p1)) / (2 p1 - 1)``
-    (unbiased given n_k) and ``m^ = (c+ - c-) / ((c+ + c-)(2 p2 - 1))`` cut to [-1, 1]. The
-    fake ``<1, s>`` pairs of non-holders count in the denominator, so m^ is pulled towards 0
-    by the factor ``f p1 / (f p1 + (1 - f)(1 - p1))`` (the bias PrivKVM iterates away).
-    ``privacy_loss()`` is the exact loss of the realized law (below eps: the correlated
-    outputs compose to less than eps1 + eps2).
+    (unbiased given n_k; round 0 only: later rounds carry no key information, their
+    frequencies are 0 with the uninformative variance 1/4) and ``m^ = (c+ - c-) / ((c+ +
+    c-)(2 p2 - 1))`` cut to [-1, 1]. The fake pairs of non-holders count in the
+    denominator, so m^ estimates ``w m + (1 - w) m'`` with ``w = f p1 / (f p1 + (1 - f)(1 -
+    p1))`` and m' the fake mean (0 in round 0): the shrinkage towards 0 that PrivKVM's
+    rounds correct, each round moving the estimate by the factor ``1 - w`` closer to m.
+    ``privacy_loss()`` is the exact loss of the round's realized law (below eps: the
+    correlated outputs compose to less than eps1 + eps2).
 
     References
     ----------
     Q. Ye, H. Hu, X. Meng, H. Zheng. PrivKV: Key-Value Data Collection with Local
-    Differential Privacy. IEEE S&P 2019, section IV (PrivKV, VPM and LPM).
+    Differential Privacy. IEEE S&P 2019, section IV (PrivKV, VPM and LPM) and section V
+    (PrivKVM, the iterations; the budget split as in the PCKV authors' PrivKVM baseline).
 
     Examples
     --------
@@ -642,16 +685,38 @@ class PrivKV(_KeyValueMechanism):
     """
 
     domain_size: int
+    rounds: int = 1
+    round: int = 0
+    fake_means: tuple[float, ...] | None = None
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     exact_epsilon: ClassVar[bool] = False
 
     def _validate(self) -> None:
         self._set("domain_size", check_integer(self.domain_size, "domain_size", low=2))
+        self._set("rounds", check_integer(self.rounds, "rounds", low=1, high=100))
+        self._set("round", check_integer(self.round, "round", low=0, high=self.rounds - 1))
+        if self.fake_means is not None:
+            m = check_array(self.fake_means, "fake_means", ndim=1, low=-1.0, high=1.0)
+            if m.shape != (self.domain_size,):
+                raise ValueError(
+                    f"fake_means must hold domain_size = {self.domain_size} means, got {m.shape[0]}"
+                )
+            self._set("fake_means", tuple(float(x) for x in m))
+
+    @property
+    def key_epsilon(self) -> float:
+        """Key budget eps1: ``eps / 2`` in round 0, 0 in later rounds (a fair key bit)."""
+        return self.epsilon / 2.0 if self.round == 0 else 0.0
+
+    @property
+    def value_epsilon(self) -> float:
+        """Value budget eps2 = ``eps / (2 rounds)`` per round."""
+        return self.epsilon / (2.0 * self.rounds)
 
     def _weights(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        half = self.epsilon / 2.0
-        return rr_weights(half, 1), rr_weights(half, 1)
+        key = rr_weights(self.key_epsilon, 1) if self.round == 0 else (1, 1)
+        return key, rr_weights(self.value_epsilon, 1)
 
     @property
     def p1(self) -> float:
@@ -665,27 +730,44 @@ class PrivKV(_KeyValueMechanism):
         _, (k2, o2) = self._weights()
         return k2 / (k2 + o2)
 
-    def pair_matrix(self) -> np.ndarray:
+    def pair_matrix(self, fake_mean: float = 0.0) -> np.ndarray:
         """Return P[output | input] for the sampled key.
 
-        Inputs (holds it with v* = +1, with v* = -1, does not hold it) x outputs (<0, 0>,
-        <1, +1>, <1, -1>). (Not a ``transition_matrix``: its rows are these three cases, not
-        the domain's keys.)
+        Inputs (holds it with v* = +1, with v* = -1, does not hold it, the fake value's
+        mean ``fake_mean``) x outputs (<0, 0>, <1, +1>, <1, -1>). (Not a
+        ``transition_matrix``: its rows are these three cases, not the domain's keys.)
         """
         p1, p2 = self.p1, self.p2
+        up = (1 + fake_mean) / 2 * p2 + (1 - fake_mean) / 2 * (1 - p2)
         return np.array(
             [
                 [1 - p1, p1 * p2, p1 * (1 - p2)],
                 [1 - p1, p1 * (1 - p2), p1 * p2],
-                [p1, (1 - p1) / 2, (1 - p1) / 2],
+                [p1, (1 - p1) * up, (1 - p1) * (1 - up)],
             ]
         )
 
     def privacy_loss(self) -> float:
-        """Return the exact loss of the realized law (the sampled key is data-independent)."""
+        """Return the exact loss of the round's realized law.
+
+        The sampled key is independent of the data; the non-holder's row is linear in the
+        fake mean, so the extreme fake means bound it.
+        """
         from ..privacy import privacy_loss
 
-        return float(privacy_loss(self.pair_matrix()))
+        extremes = (
+            (0.0,) if self.fake_means is None else (min(self.fake_means), max(self.fake_means))
+        )
+        return max(float(privacy_loss(self.pair_matrix(m))) for m in extremes)
+
+    def next_round(self, estimate: KeyValueEstimate) -> PrivKV:
+        """Make the spec of the next PrivKVM round: fake values from this round's means."""
+        if not isinstance(estimate, KeyValueEstimate) or estimate.domain_size != self.domain_size:
+            raise TypeError(f"estimate must be a KeyValueEstimate over {self.domain_size} keys")
+        if self.round + 1 >= self.rounds:
+            raise ValueError(f"round must be < rounds = {self.rounds}, got {self.round + 1}")
+        means = tuple(float(m) for m in estimate.means)
+        return dataclasses.replace(self, round=self.round + 1, fake_means=means)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Sample a key, perturb its pair (vectorized over users)."""
@@ -700,6 +782,8 @@ class PrivKV(_KeyValueMechanism):
         held = np.zeros(n, dtype=bool)
         held[rows[hit]] = True
         value = np.zeros(n)
+        if self.fake_means is not None:  # PrivKVM: non-holders draw from the previous mean
+            value = np.asarray(self.fake_means)[j]
         value[rows[hit]] = pairs.values[hit]
         v_pos = gen.random(n) < (1.0 + value) / 2.0  # float coin: see PCKV's _sample_pairs
         (k1, o1), (k2, o2) = self._weights()
@@ -707,7 +791,7 @@ class PrivKV(_KeyValueMechanism):
         value_kept = np.asarray(gen.integers(0, k2 + o2, size=n)) < k2
         fair = np.asarray(gen.integers(0, 2, size=n)) == 1
         sign_holder = np.where(value_kept == v_pos, 1, -1)
-        sign_fake = np.where(fair, 1, -1)
+        sign_fake = np.where(fair, 1, -1) if self.fake_means is None else sign_holder
         out = np.where(
             held, np.where(key_kept, sign_holder, 0), np.where(key_kept, 0, sign_fake)
         ).astype(np.int8)
@@ -751,8 +835,10 @@ class PrivKV(_KeyValueMechanism):
         )
 
     def variance(self, n: int) -> Any:
-        """Variance of ``f^`` at f = 0 with ``n / d`` reports per key."""
+        """Variance of ``f^`` at f = 0 with ``n / d`` reports per key (round 0: 1/4 later)."""
         n = check_integer(n, "n", low=1)
+        if self.round > 0:
+            return 0.25
         p1 = self.p1
         return p1 * (1 - p1) * self.domain_size / (n * (2 * p1 - 1) ** 2)
 
@@ -762,13 +848,18 @@ class PrivKV(_KeyValueMechanism):
         p1, p2 = self.p1, self.p2
         nk = stats.sampled.astype(np.float64)
         ones = (stats.positive + stats.negative).astype(np.float64)
-        share = np.divide(ones, nk, out=np.full_like(nk, 1 - p1), where=nk > 0)
-        freq = (share - (1 - p1)) / (2 * p1 - 1)
-        r = np.clip(share, 0.0, 1.0)
-        fvar = r * (1 - r) / (np.maximum(nk, 1) * (2 * p1 - 1) ** 2)
-        fvar = np.where(nk > 0, fvar, 0.25 / (2 * p1 - 1) ** 2)  # no report: the worst case
+        if self.round == 0:
+            share = np.divide(ones, nk, out=np.full_like(nk, 1 - p1), where=nk > 0)
+            freq = (share - (1 - p1)) / (2 * p1 - 1)
+            r = np.clip(share, 0.0, 1.0)
+            fvar = r * (1 - r) / (np.maximum(nk, 1) * (2 * p1 - 1) ** 2)
+            fvar = np.where(nk > 0, fvar, 0.25 / (2 * p1 - 1) ** 2)  # no report: the worst
+        else:  # a fair key bit: no frequency information in this round
+            freq, fvar = np.zeros_like(nk), np.full_like(nk, 0.25)
         diff = (stats.positive - stats.negative).astype(np.float64)
-        raw = np.divide(diff, ones * (2 * p2 - 1), out=np.zeros_like(ones), where=ones > 0)
+        # no <1, *> pair for a key: keep the previous round's mean (0 in round 0)
+        prior = np.zeros_like(ones) if self.fake_means is None else np.array(self.fake_means)
+        raw = np.divide(diff, ones * (2 * p2 - 1), out=prior.copy(), where=ones > 0)
         means = np.clip(raw, -1.0, 1.0)
         mu = np.clip(raw * (2 * p2 - 1), -1.0, 1.0)
         mvar = np.divide(
@@ -778,3 +869,58 @@ class PrivKV(_KeyValueMechanism):
             where=ones > 0,
         )
         return KeyValueEstimate(freq, fvar, means, mvar, stats.n, spec=self)
+
+
+def privkvm(
+    values: Any, *, epsilon: float, domain_size: int, rounds: int = 3, rng: RNGLike = None
+) -> KeyValueEstimate:
+    """PrivKVM: ``rounds`` rounds of :class:`PrivKV` over the same users, offline.
+
+    Round 0 spends ``eps / 2`` on the key and ``eps / (2 c)`` on the value; every later
+    round ``eps / (2 c)`` on the value, with non-holders' fake values drawn from the
+    previous round's means, which undoes the shrinkage of the mean towards 0 by the
+    factor ``1 - w`` per round (see :class:`PrivKV`). A deployment runs the rounds as
+    separate collections, one spec per round (:meth:`PrivKV.next_round`).
+
+    Parameters
+    ----------
+    values : sequence of lists of (key, value) pairs, or UserPairs
+        One list per user, values in [-1, 1].
+    epsilon : float
+        The whole protocol's budget (the rounds compose sequentially to it).
+    domain_size : int
+        Number of keys d.
+    rounds : int
+        Number of rounds c (>= 1; 1 is the one-round PrivKV).
+    rng : Generator, int or None
+        Randomness of all rounds.
+
+    Returns
+    -------
+    KeyValueEstimate
+        Round 0's frequencies and their variances, the last round's means and their
+        variances; ``spec`` is round 0's.
+
+    References
+    ----------
+    Q. Ye, H. Hu, X. Meng, H. Zheng. PrivKV: Key-Value Data Collection with Local
+    Differential Privacy. IEEE S&P 2019, section V (PrivKVM).
+
+    Examples
+    --------
+    >>> est = privkvm([[(0, 0.5)], [(1, -1.0)], [(0, 1.0)]], epsilon=2.0, domain_size=2,
+    ...               rounds=2, rng=0)
+    >>> est.means.shape
+    (2,)
+    """
+    spec = PrivKV(epsilon=epsilon, domain_size=domain_size, rounds=rounds)
+    pairs = spec.check_values(values)
+    gen = as_generator(rng)
+    first = last = spec.run(pairs, rng=gen)
+    current = spec
+    for _ in range(1, spec.rounds):
+        current = current.next_round(last)
+        last = current.run(pairs, rng=gen)
+    return last.replace(
+        frequencies=first.frequencies, frequency_variance=first.frequency_variance, spec=spec
+    )

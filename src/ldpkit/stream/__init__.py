@@ -4,7 +4,7 @@ ToPS (central DP), ToPL (local DP) and their baselines, on one base class
 (:class:`StreamRelease`), with shared metrics.
 """
 
-from ._base import STREAM_CLASSES, RangeSum, StreamRelease, stream_from_dict
+from ._release import STREAM_CLASSES, RangeSum, StreamRelease, stream_from_dict
 from .baselines import (
     HC16,
     NME,
@@ -13,9 +13,9 @@ from .baselines import (
     pak_threshold,
     smooth_sensitivity_order_statistic,
 )
-from .hierarchy import OnlineHierarchy
+from .errors import METRICS, evaluate_ranges, random_ranges, range_errors
 from .local_baselines import FixedDomainLDP, SWOnly, square_wave_mean_constants
-from .metrics import METRICS, evaluate_ranges, random_ranges, range_errors
+from .online_hierarchy import OnlineHierarchy
 from .smoothers import (
     SMOOTHERS,
     ExponentialSmoother,
@@ -26,18 +26,20 @@ from .smoothers import (
     Smoother,
     make_smoother,
 )
-from .threshold import choose_threshold, exponential_mechanism, exponential_mechanism_probabilities
-from .topl import (
+from .threshold import (
     TailTest,
     ThresholdObjective,
-    ToPL,
+    choose_threshold,
     choose_topl_threshold,
     cut_tail,
+    exponential_mechanism,
+    exponential_mechanism_probabilities,
     extend_tail,
     heldout_tail_test,
     square_wave_detection_floor,
     topl_threshold_objective,
 )
+from .topl import ToPL
 from .topl_client import client_randomize
 from .tops import ToPS
 from .windows import (

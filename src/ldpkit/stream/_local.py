@@ -54,7 +54,7 @@ from .._validation import (
     check_numeric_values,
 )
 from ..spec import Mechanism, Reports, Stats
-from ._base import StreamRelease
+from ._release import StreamRelease
 from .topl_client import client_randomize
 from .windows import (
     WindowedStats,

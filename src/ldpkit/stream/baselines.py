@@ -43,7 +43,7 @@ from .._validation import (
     check_probability,
     check_real,
 )
-from .hierarchy import choose_leaf_exponent
+from .online_hierarchy import choose_leaf_exponent
 from .smoothers import Smoother
 from .tops import ToPS, hierarchy_levels
 

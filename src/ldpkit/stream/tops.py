@@ -20,8 +20,8 @@ from .._validation import (
     check_numeric_values,
     check_real,
 )
-from ._base import StreamRelease
-from .hierarchy import OnlineHierarchy, choose_leaf_exponent
+from ._release import StreamRelease
+from .online_hierarchy import OnlineHierarchy, choose_leaf_exponent
 from .smoothers import Smoother, make_smoother
 from .threshold import THRESHOLD_METHODS, choose_threshold
 
@@ -109,7 +109,7 @@ class ToPS(StreamRelease):
     *Standard errors*: the answer is linear in the node noises (for every smoother except
     the median), so its variance is ``2 (theta L / epsilon)^2`` times the squared norm of
     its coefficients on the nodes, obtained exactly by the adjoint of the consistency map
-    (see :mod:`ldpkit.stream.hierarchy`). They cover the privacy noise only: clipping bias
+    (see :mod:`ldpkit.stream.online_hierarchy`). They cover the privacy noise only: clipping bias
     and the prediction error of open leaves are not random given the data.
 
     *Cost*: each batch is processed with numpy over whole arrays; per completed node the

@@ -229,6 +229,123 @@ export function intervalChart({ value, low, high, title = '', width = 640, heigh
 }
 
 /**
+ * The lines of a per-window series (GET /v1/collections/{c}/windows): for a frequency
+ * collection the `top` items with the largest estimate (by `order`, e.g. the whole
+ * collection's frequencies, else by their report-weighted mean over the windows), for a
+ * mean collection the mean. Each line has one point {value, low, high} per window, null
+ * for a window without an estimate (no reports), so the x axis stays regular.
+ */
+export function windowSeries(list, { top = 5, order = null } = {}) {
+  const windows = list.windows || [];
+  const starts = windows.map((w) => new Date(w.since));
+  if (list.kind === 'mean') {
+    const points = windows.map((w) =>
+      w.n && Number.isFinite(w.mean) ? { value: w.mean, low: w.ci_low?.[0] ?? null, high: w.ci_high?.[0] ?? null } : null,
+    );
+    return { starts, series: [{ label: 'mean', index: 0, points }] };
+  }
+  const first = windows.find((w) => Array.isArray(w.frequencies));
+  if (!first) return { starts, series: [] };
+  const d = first.frequencies.length;
+  const labels = first.labels || Array.from({ length: d }, (_, i) => String(i));
+  let score = order;
+  if (!score || score.length !== d) {
+    score = new Array(d).fill(0);
+    for (const w of windows) if (w.frequencies) w.frequencies.forEach((f, i) => (score[i] += f * w.n));
+  }
+  const items = Array.from({ length: d }, (_, i) => i)
+    .sort((a, b) => score[b] - score[a] || a - b)
+    .slice(0, Math.max(1, Math.min(top, d)));
+  return {
+    starts,
+    series: items.map((i) => ({
+      label: String(labels[i]),
+      index: i,
+      points: windows.map((w) =>
+        w.frequencies ? { value: w.frequencies[i], low: w.ci_low?.[i] ?? null, high: w.ci_high?.[i] ?? null } : null,
+      ),
+    })),
+  };
+}
+
+/** Runs of consecutive indices whose point is present (a line breaks at empty windows). */
+function runs(points) {
+  const out = [];
+  let run = [];
+  points.forEach((p, i) => {
+    if (p && Number.isFinite(p.value)) run.push(i);
+    else if (run.length) {
+      out.push(run);
+      run = [];
+    }
+  });
+  if (run.length) out.push(run);
+  return out;
+}
+
+/**
+ * A per-window series: one line per series (an item's frequency per day, or the mean per
+ * day) with its interval as a band, a point per window (its title: window, value and
+ * interval), a legend, the estimate's axis on the left and the window starts (UTC dates)
+ * below. `starts`: the windows' start Dates; `series`: windowSeries()'s.
+ */
+export function windowsChart({ starts, series, title = '', valueLabel = 'estimate per day', width = 640, height = 240 }) {
+  const svg = frame(width, height, title);
+  const m = { left: 64, right: 120, top: 14, bottom: 44 };
+  if (!starts.length || !series.length) {
+    text(svg, width / 2, height / 2, 'no windows yet', { 'text-anchor': 'middle', class: 'tick' });
+    return svg;
+  }
+  const vals = series.flatMap((s) => s.points.flatMap((p) => (p ? [p.value, p.low, p.high] : []))).filter(Number.isFinite);
+  let lo = Math.min(...vals, 0);
+  let hi = Math.max(...vals, 1e-12);
+  if (!(hi > lo)) hi = lo + 1;
+  const right = width - m.right;
+  const slot = (right - m.left) / starts.length;
+  const x = (i) => m.left + slot * (i + 0.5);
+  const y = (v) => m.top + ((hi - v) / (hi - lo)) * (height - m.top - m.bottom);
+  yAxis(svg, y, lo, hi, m.left, right);
+  el('line', { x1: m.left, x2: right, y1: height - m.bottom, y2: height - m.bottom, class: 'axis' }, svg);
+  axisTitle(svg, 12, (m.top + height - m.bottom) / 2, valueLabel, -90);
+  series.forEach((s, k) => {
+    const g = el('g', { class: `wseries s${k % 6}`, 'data-label': s.label }, svg);
+    for (const run of runs(s.points)) {
+      const banded = run.filter((i) => Number.isFinite(s.points[i].low) && Number.isFinite(s.points[i].high));
+      if (banded.length === run.length) {
+        const upper = run.map((i, j) => `${j ? 'L' : 'M'} ${x(i)} ${y(Math.min(s.points[i].high, hi))}`);
+        const lower = [...run].reverse().map((i) => `L ${x(i)} ${y(Math.max(s.points[i].low, lo))}`);
+        // a lone window's band is a short bar, so that it shows
+        const pad = run.length === 1 ? Math.min(slot * 0.3, 6) : 0;
+        const d = pad
+          ? `M ${x(run[0]) - pad} ${y(s.points[run[0]].high)} L ${x(run[0]) + pad} ${y(s.points[run[0]].high)} ` +
+            `L ${x(run[0]) + pad} ${y(s.points[run[0]].low)} L ${x(run[0]) - pad} ${y(s.points[run[0]].low)} Z`
+          : `${upper.join(' ')} ${lower.join(' ')} Z`;
+        el('path', { d, class: 'band' }, g);
+      }
+      const d = run.map((i, j) => `${j ? 'L' : 'M'} ${x(i)} ${y(s.points[i].value)}`).join(' ');
+      el('path', { d, class: 'wline' }, g);
+    }
+    s.points.forEach((p, i) => {
+      if (!p || !Number.isFinite(p.value)) return;
+      const day = starts[i].toISOString().slice(0, 10);
+      const dot = el('circle', { cx: x(i), cy: y(p.value), r: 2.2, class: 'wpt', 'data-day': day, 'data-value': p.value, 'data-low': p.low, 'data-high': p.high }, g);
+      el('title', {}, dot).textContent = `${s.label}, ${day}: ${fmt(p.value, 4)} [${fmt(p.low, 4)}, ${fmt(p.high, 4)}]`;
+    });
+    const ly = m.top + 6 + 14 * k;
+    el('line', { x1: right + 8, x2: right + 22, y1: ly, y2: ly, class: 'wline' }, g);
+    text(g, right + 26, ly + 3, s.label.slice(0, 14), { class: 'tick legend' });
+  });
+  const every = Math.max(1, Math.ceil(starts.length / 6));
+  starts.forEach((t, i) => {
+    if (i % every) return;
+    el('line', { x1: x(i), x2: x(i), y1: height - m.bottom, y2: height - m.bottom + 3, class: 'axis' }, svg);
+    text(svg, x(i), height - m.bottom + 14, t.toISOString().slice(0, 10), { 'text-anchor': 'middle', class: 'tick xtick' });
+  });
+  axisTitle(svg, (m.left + right) / 2, height - 6, 'window start (UTC)');
+  return svg;
+}
+
+/**
  * The top items of a discovery or of named candidates as horizontal bars, most frequent on
  * top, each with its interval as a whisker: items[i] at values[i] in [low[i], high[i]].
  */

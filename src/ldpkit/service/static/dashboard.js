@@ -6,18 +6,23 @@
 // (default 20; for a heavy-hitter collection, given: the search's top_k, else the spec's), ?buckets=B buckets in the time series (default 24), ?alpha=A intervals at
 // confidence 1 - A (default 0.05: 95%; e.g. 0.05 / d for simultaneous intervals over d items),
 // ?candidates.NAME=a,b,c the candidates estimated for the open-domain collection NAME (also
-// typed into its card). Heavy-hitter and open-domain collections show their top items as
-// horizontal bars with interval whiskers. A multi-attribute collection (kind multidim) shows
-// the 2-way marginal of attributes 0 and 1 as a heat map (CALM, FullDomain, Fourier; any pair
-// with ?marginal.NAME=i,j), its per-attribute frequencies (SPL, SMP, RSFD) or its group means
-// as bars with intervals.
+// typed into its card), ?lines=L items drawn per day in a longitudinal collection's
+// per-window chart (default 5). Heavy-hitter and open-domain collections show their top
+// items as horizontal bars with interval whiskers. A longitudinal collection (its info has
+// `longitudinal`: devices report a memoized answer every day) also shows its per-day series
+// from GET .../windows?width=day: a line per top item (its frequency per day with the
+// interval as a band), or the mean per day. A multi-attribute collection (kind multidim)
+// shows the 2-way marginal of attributes 0 and 1 as a heat map (CALM, FullDomain, Fourier;
+// any pair with ?marginal.NAME=i,j), its per-attribute frequencies (SPL, SMP, RSFD) or its
+// group means as bars with intervals.
 
-import { barChart, densityChart, fmt, heatMap, intervalChart, seriesChart, topChart } from './charts.js';
+import { barChart, densityChart, fmt, heatMap, intervalChart, seriesChart, topChart, windowSeries, windowsChart } from './charts.js';
 
 const params = new URLSearchParams(window.location.search);
 const REFRESH_MS = Math.max(1, Number(params.get('refresh')) || 5) * 1000;
 const TOP = Math.max(1, Math.floor(Number(params.get('top')) || 20));
 const SERIES = Math.max(1, Math.floor(Number(params.get('buckets')) || 24));
+const LINES = Math.max(1, Math.floor(Number(params.get('lines')) || 5));
 const ALPHA = (() => {
   const a = Number(params.get('alpha'));
   return a > 0 && a < 1 ? a : 0.05;
@@ -28,6 +33,7 @@ const TOKEN_KEY = 'ldpkit.collector.token';
 const $ = (sel) => document.querySelector(sel);
 const bucketCache = new Map(); // `${collection}|${start}` -> {n, estimate}: closed buckets are fetched once
 const selected = new Map(); // collection -> item index followed by its time series
+const windowCache = new Map(); // collection -> {n, list}: the per-day series, refetched when n changes
 // open-domain collection -> the candidates the reader named (?candidates.NAME=a,b,c or its card)
 const candidates = new Map();
 for (const [k, v] of params) {
@@ -154,6 +160,8 @@ function card(name) {
       h('h3', {}, 'over time (roll-up buckets)'),
       h('div', { class: 'series-controls' }),
       h('div', { class: 'series-chart' }),
+      h('h3', { class: 'windows-title', hidden: true }, 'per day (longitudinal: memoized daily reports)'),
+      h('div', { class: 'windows-chart' }),
     );
     $('#cards').appendChild(node);
   }
@@ -443,7 +451,8 @@ function renderMultidim(node, info, est) {
 /** The value plotted for one bucket's estimate: the followed item, or the mean. */
 function pointOf(info, est) {
   if (!est || est.n === 0) return { value: null, low: null, high: null };
-  if (est.kind === 'frequency') {
+  if (est.kind === 'frequency' || est.kind === 'key_value') {
+    // key-value collections: the followed key's frequency (its mean is in the JSON)
     const i = selected.get(info.name) ?? 0;
     return { value: est.frequencies[i], low: est.ci_low[i], high: est.ci_high[i] };
   }
@@ -478,11 +487,43 @@ async function renderSeries(node, info) {
       return { t: new Date(b.start), n: b.n, ...pointOf(info, hit.estimate) };
     }),
   );
-  const label = info.kind === 'frequency' ? 'frequency' : 'mean';
+  const label = info.kind === 'frequency' || info.kind === 'key_value' ? 'frequency' : 'mean';
   const chart = perBucket
     ? seriesChart({ points, valueLabel: `${label} per bucket`, title: `${info.name}: per-bucket ${label} (${info.bucket_seconds} s buckets) and reports per bucket` })
     : seriesChart({ points, countsOnly: true, title: `${info.name}: reports per bucket (${info.bucket_seconds} s buckets)` });
   node.querySelector('.series-chart').replaceChildren(chart);
+}
+
+/** A longitudinal collection's per-day series: lines of the top items (or the mean) with bands. */
+async function renderWindows(node, info, est) {
+  const q = encodeURIComponent(info.name);
+  let hit = windowCache.get(info.name);
+  if (!hit || hit.n !== est.n) {
+    hit = { n: est.n, list: await api(`v1/collections/${q}/windows?width=day&alpha=${ALPHA}`) };
+    windowCache.set(info.name, hit);
+  }
+  const { starts, series } = windowSeries(hit.list, { top: LINES, order: est.frequencies });
+  const what = hit.list.kind === 'mean' ? 'mean' : `frequency of the top ${series.length} items`;
+  const budget = hit.list.longitudinal;
+  const chart = node.querySelector('.windows-chart');
+  chart.replaceChildren(
+    windowsChart({
+      starts,
+      series,
+      valueLabel: hit.list.kind === 'mean' ? 'mean per day' : 'frequency per day',
+      title: `${info.name}: ${what} per day with ${LEVEL} intervals`,
+    }),
+    h(
+      'p',
+      { class: 'hint' },
+      budget
+        ? `per device: ε₁ = ${fmt(budget.epsilon_1, 3)} a report, ε∞ = ${fmt(budget.epsilon_inf, 3)} for any number of reports of one value, at most ${fmt(budget.epsilon_max, 3)}`
+        : '',
+    ),
+  );
+  chart.dataset.windows = String(starts.length);
+  chart.dataset.lines = String(series.length);
+  node.querySelector('.windows-title').hidden = false;
 }
 
 async function renderCollection(info) {
@@ -515,7 +556,7 @@ async function renderCollection(info) {
   if (est.n === 0) {
     node.querySelector('.estimate-chart').replaceChildren(h('p', { class: 'hint' }, 'no reports yet'));
     node.querySelector('.estimate-table').replaceChildren();
-  } else if (est.kind === 'frequency') {
+  } else if (est.kind === 'frequency' || est.kind === 'key_value') {
     renderFrequency(node, info, est);
   } else if (est.kind === 'heavy_hitters' || est.kind === 'open_frequency') {
     renderTop(node, info, est);
@@ -527,6 +568,7 @@ async function renderCollection(info) {
     renderMean(node, info, est);
   }
   await renderSeries(node, info);
+  if (info.longitudinal && est.n > 0) await renderWindows(node, info, est);
   node.dataset.rendered = String(est.n);
 }
 

@@ -2,9 +2,9 @@
 
 See :mod:`ldpkit.numeric.auto`.
 
-Kept apart, like :mod:`ldpkit.numeric._em_kernels`, so that a client that only randomizes
+Kept apart, like :mod:`ldpkit.numeric._kernels_em`, so that a client that only randomizes
 never loads numba. The products, the E + M step and the smoothing step are the EM/EMS
-loop's own (:mod:`ldpkit.numeric._em_kernels`); what differs is the stopping test, which
+loop's own (:mod:`ldpkit.numeric._kernels_em`); what differs is the stopping test, which
 these loops evaluate without a logarithm in most iterations (:func:`_settled`), and the
 smoothing's strength, and the end-atom variants' smoothing that leaves marked buckets alone
 (:func:`_masked_smooth`).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._em_kernels import (
+from ._kernels_em import (
     _band_matvec,
     _box_em_step,
     _box_matvec,
@@ -50,10 +50,10 @@ def _masked_smooth(theta, atom, passes, weight, smooth, tmp):  # pragma: no cove
 
     theta = a + s with a the mass on the atom buckets, s the rest; each pass is
     ``s <- (1 - weight) s + weight S(s)`` (S the EMS kernel,
-    :func:`ldpkit.numeric._em_kernels._pass`) and theta = a + s. The smooth part still
+    :func:`ldpkit.numeric._kernels_em._pass`) and theta = a + s. The smooth part still
     spreads into atom buckets (a density there is not ruled out); only the atoms' own mass
     is never smeared. With no bucket marked this is
-    :func:`ldpkit.numeric._em_kernels._smooth` to the bit.
+    :func:`ldpkit.numeric._kernels_em._smooth` to the bit.
     """
     d = theta.size
     if d < 2 or passes == 0:
@@ -179,9 +179,10 @@ def _decide(a, q, s1, far, rows, total, tol, s_old):  # pragma: no cover - jit
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
-    """Do :func:`ldpkit.numeric._em_kernels._ratios` and :func:`_change` in one pass.
+    """Compute the EM ratios and the change test in one pass over the rows.
 
-    Returns (shared, estimate, sum n u^4, sum n |u|, rows far).
+    :func:`ldpkit.numeric._kernels_em._ratios` and :func:`_change` together; returns
+    (shared, estimate, sum n u^4, sum n |u|, rows far).
     """
     shared = 0.0
     a = 0.0
@@ -504,7 +505,7 @@ def _hh_grad(ratio, row_gain, parent, acc):  # pragma: no cover - jit
 def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no cover - jit
     """Compute ``grad = M^T ratio`` on the band.
 
-    :func:`ldpkit.numeric._em_kernels._em_step`'s gather, without its update of theta.
+    :func:`ldpkit.numeric._kernels_em._em_step`'s gather, without its update of theta.
     """
     shared = 0.0
     for j in range(base.size):

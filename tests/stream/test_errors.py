@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ldpkit.stream.metrics import random_ranges, range_errors
+from ldpkit.stream.errors import random_ranges, range_errors
 from ldpkit.testing import chisquare_gof
 
 

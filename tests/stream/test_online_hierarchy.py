@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldpkit.stream.hierarchy import (
+from ldpkit.stream.online_hierarchy import (
     OnlineHierarchy,
     choose_leaf_exponent,
     hay_weights,

@@ -132,7 +132,7 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 # branches of per-row loops of 0 to 8 entries and without scatters, and the E-step gathers
 # the plateaus' share from row prefix sums (together about 35 % faster per iteration than
 # per-row loops, measured). Used by _em_box_loop below and by AutoDistribution's smoothed
-# loop (numeric/_auto_kernels.py).
+# loop (numeric/_kernels_auto.py).
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
