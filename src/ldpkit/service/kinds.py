@@ -29,6 +29,13 @@ from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Stats
 from .models import DistributionResult, EstimateResult, LongitudinalInfo, TopItem
+from .multidim import (
+    is_multidim_estimate,
+    multidim_check,
+    multidim_fill,
+    probe_size,
+    refuse_multidim,
+)
 
 # Distribution.postprocess methods (biased, but a proper distribution with quantiles).
 DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
@@ -72,14 +79,8 @@ def sample_inputs(spec: Mechanism) -> list[Any]:
     alphabet = getattr(spec, "alphabet", None)
     chars = alphabet if isinstance(alphabet, str) and alphabet else "ab"
     out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
-    contract_values = getattr(spec, "_contract_values", None)
-    if contract_values is not None:  # sets, key-value pairs, tuples: the spec's own sample
-        # 64 users per group (CALM's marginals, a grid spec's grids): none left empty
-        groups = len(getattr(spec, "marginal_sets", getattr(spec, "grids", ())))
-        try:
-            out.append(contract_values(64 * max(groups, 1), np.random.default_rng(0)))
-        except Exception:  # a spec that cannot sample keeps the other inputs
-            pass
+    if hasattr(spec, "_contract_values"):  # sets, key-value pairs, tuples: the spec's own sample
+        out.append(spec._contract_values(probe_size(spec), np.random.default_rng(0)))
     return out
 
 
@@ -125,15 +126,8 @@ class Kind:
                 f"control must be left out for a {self.name} collection (only heavy-hitter "
                 f"collections take it), got {query.control!r}",
             )
-        if not isinstance(self, MultidimKind):
-            for field in ("marginal", "ranges"):
-                if getattr(query, field) is not None:
-                    param = "range" if field == "ranges" else field
-                    raise HTTPException(
-                        422,
-                        f"{param} must be left out for a {self.name} collection (only "
-                        "multi-attribute collections take it)",
-                    )
+        if not isinstance(self, MultidimKind):  # marginal=, range=: 422 naming them
+            refuse_multidim(self.name, query)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
@@ -429,56 +423,24 @@ class MeanKind(Kind):
 
 
 class MultidimKind(Kind):
-    """Several attributes per user (:mod:`ldpkit.multidim`): marginals, ranges, group means.
-
-    The answer is :class:`~ldpkit.service.multidim.MultidimResult` (``result.multidim``):
-    per-attribute marginals, the ``marginal`` asked for, a ``range`` query's fraction or
-    the group means, each cell with its standard error and interval.
-    """
+    """Several attributes per user (:mod:`ldpkit.multidim`): answered by :mod:`.multidim`."""
 
     name = "multidim"
 
     def serves(self, spec: Mechanism, stats: Stats) -> bool:
         """Tell whether ``spec``'s estimate is a multi-attribute estimate."""
-        from .multidim import is_multidim_estimate
-
         return is_multidim_estimate(spec.estimate(stats))
 
     def check(self, spec: Mechanism, query: EstimateQuery) -> None:
         """Refuse (422) a marginal or range the spec cannot answer, before any read."""
         super().check(spec, query)
-        from ..multidim import HDG, TDG, GroupMean, UniformGrid
-
-        grid = isinstance(spec, (HDG, TDG, UniformGrid))
-        name = type(spec).__name__
-        if query.ranges is not None and not grid:
-            raise HTTPException(
-                422,
-                f"range must be left out for a {name} collection (grids only: HDG, TDG, "
-                "UniformGrid)",
-            )
-        if query.marginal is not None and (grid or isinstance(spec, GroupMean)):
-            raise HTTPException(
-                422,
-                f"marginal must be left out for a {name} collection (CALM, FullDomain, "
-                "Fourier, SPL, SMP, RSFD only)",
-            )
+        multidim_check(spec, query)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
     ) -> None:
         """Write the marginals, range answer or group means into ``result.multidim``."""
-        from .multidim import MultidimResult, multidim_answer
-
-        try:
-            est = spec.estimate(stats)
-        except ValueError as exc:  # e.g. a window without a report of some marginal
-            result.multidim = MultidimResult(note=f"no estimate for these reports: {exc}")
-            return
-        try:
-            result.multidim = multidim_answer(est, query.alpha, query.marginal, query.ranges)
-        except ValueError as exc:
-            raise HTTPException(422, str(exc)) from None
+        multidim_fill(result, spec, stats, query)
 
 
 class KeyValueKind(Kind):

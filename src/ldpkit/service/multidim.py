@@ -26,11 +26,15 @@ import warnings
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import Query
+from fastapi import HTTPException, Query
 from pydantic import BaseModel, Field
 
 __all__ = [
     "GroupMeansResult",
+    "probe_size",
+    "refuse_multidim",
+    "multidim_check",
+    "multidim_fill",
     "MarginalParam",
     "MarginalResult",
     "MultidimResult",
@@ -285,8 +289,6 @@ def multidim_query(query: Any, spec: Any, marginal: str | None, ranges: str | No
     For a spec without attributes the parameters stay unparsed but present, so that the
     kind's check refuses them by name.
     """
-    from fastapi import HTTPException
-
     d = getattr(spec, "attributes", None)
     if not isinstance(d, int):
         return dataclasses.replace(
@@ -300,5 +302,61 @@ def multidim_query(query: Any, spec: Any, marginal: str | None, ranges: str | No
             marginal=None if marginal is None else parse_marginal(marginal, d),
             ranges=None if ranges is None else parse_range(ranges, d),
         )
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+def probe_size(spec: Any) -> int:
+    """Return how many users the collector's probe of ``spec`` samples.
+
+    64 per group (CALM's marginals, a grid spec's grids), so that none is left without a
+    report when the config loads.
+    """
+    return 64 * max(len(getattr(spec, "marginal_sets", getattr(spec, "grids", ()))), 1)
+
+
+def refuse_multidim(kind: str, query: Any) -> None:
+    """422 for ``marginal`` or ``range`` asked of a collection of another ``kind``."""
+    for field, param in (("marginal", "marginal"), ("ranges", "range")):
+        if getattr(query, field) is not None:
+            raise HTTPException(
+                422,
+                f"{param} must be left out for a {kind} collection (only multi-attribute "
+                "collections take it)",
+            )
+
+
+def multidim_check(spec: Any, query: Any) -> None:
+    """422 for a marginal or a range ``spec`` cannot answer (before any read of the store)."""
+    from ..multidim import HDG, TDG, GroupMean, UniformGrid
+
+    grid = isinstance(spec, (HDG, TDG, UniformGrid))
+    name = type(spec).__name__
+    if query.ranges is not None and not grid:
+        raise HTTPException(
+            422,
+            f"range must be left out for a {name} collection (grids only: HDG, TDG, UniformGrid)",
+        )
+    if query.marginal is not None and (grid or isinstance(spec, GroupMean)):
+        raise HTTPException(
+            422,
+            f"marginal must be left out for a {name} collection (CALM, FullDomain, "
+            "Fourier, SPL, SMP, RSFD only)",
+        )
+
+
+def multidim_fill(result: Any, spec: Any, stats: Any, query: Any) -> None:
+    """Write the answer to ``query`` (an EstimateQuery) into ``result.multidim``.
+
+    A window in which the spec cannot estimate (some marginal or grid without a report)
+    answers a ``note``, not an error: a series of windows keeps its other windows.
+    """
+    try:
+        est = spec.estimate(stats)
+    except ValueError as exc:
+        result.multidim = MultidimResult(note=f"no estimate for these reports: {exc}")
+        return
+    try:
+        result.multidim = multidim_answer(est, query.alpha, query.marginal, query.ranges)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
