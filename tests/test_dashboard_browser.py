@@ -542,3 +542,80 @@ def test_dashboard_draws_longitudinal_windows(tmp_path: Path, serve_app: Any) ->
         )
     # a collection that is not longitudinal has no per-day chart
     assert charts["plain"]["titleHidden"] and charts["plain"]["lines"] == -1
+
+
+def test_dashboard_heat_map_of_a_two_way_marginal(tmp_path: Path, serve_app: Any) -> None:
+    """A CALM collection's card is the heat map of its (0, 1) marginal, cell for cell.
+
+    Each shaded cell carries the server's ``?marginal=0,1`` estimate and its interval, the
+    truth of every cell within 5 standard errors; ``?marginal.NAME=2,0`` shows another pair;
+    an SPL collection shows per-attribute bars, a GroupMean collection its means, a TDG
+    collection how to ask a range query; no error and nothing from another origin.
+    """
+    from ldpkit.io import reports_to_dict
+    from ldpkit.multidim import CALM, SPL, TDG, GroupMean
+    from ldpkit.service import create_app
+
+    sizes, n = (3, 4, 2), 30_000
+    gen = np.random.default_rng(7)
+    a = gen.choice(3, size=n, p=[0.5, 0.3, 0.2])
+    b = (a + gen.choice(4, size=n, p=[0.55, 0.25, 0.15, 0.05])) % 4
+    x = np.stack([a, b, gen.integers(0, 2, n)], axis=1)
+    specs = {
+        "flights": CALM(epsilon=3.0, domain_sizes=sizes, oracle="grr"),
+        "shares": SPL(epsilon=3.0, domain_sizes=sizes),
+        "delays": GroupMean(epsilon=2.0, domain_size=3, low=0.0, high=60.0, oracle="grr"),
+        "boxes": TDG(epsilon=2.0, low=(0.0, 0.0), high=(1.0, 1.0), g2=4),
+    }
+    data = {
+        "flights": x,
+        "shares": x,
+        "delays": np.stack([a, gen.uniform(0.0, 60.0, n)], axis=1),
+        "boxes": gen.random((n, 2)),
+    }
+    app = create_app(specs, f"sqlite:///{tmp_path / 'collector.db'}")
+    url = serve_app(app)
+    for name, spec in specs.items():
+        body = json.dumps(reports_to_dict(spec.randomize(data[name], rng=1))).encode()
+        request = urllib.request.Request(
+            f"{url}/v1/reports/{name}", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 201
+
+    def drive(page: str) -> Any:
+        args = {"chromium": CHROMIUM, "url": page, "collections": list(specs)}
+        done = subprocess.run(
+            [NODE, "heatmap.mjs", json.dumps(args)],
+            cwd=BROWSER,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        seen = json.loads(done.stdout)
+        assert seen["consoleErrors"] == [] and seen["foreignRequests"] == []
+        return seen["cards"]
+
+    cards = drive(f"{url}/?refresh=60")
+    heat = cards["flights"]
+    assert heat["marginal"] == "0,1" and len(heat["heat"]) == 12
+    answer = _get(f"{url}/v1/collections/flights/estimate?marginal=0,1")["multidim"]["marginal"]
+    assert [c["estimate"] for c in heat["heat"]] == answer["estimates"]
+    assert [(c["row"], c["col"]) for c in heat["heat"]] == [
+        (i, j) for i in range(3) for j in range(4)
+    ]
+    assert [r["estimate"] for r in heat["rows"]] == answer["estimates"]
+    assert [r["low"] for r in heat["rows"]] == answer["ci_low"]
+    truth = np.zeros((3, 4))
+    np.add.at(truth, (x[:, 0], x[:, 1]), 1.0 / n)
+    z = (np.array(answer["estimates"]) - truth.ravel()) / np.array(answer["std_errors"])
+    assert float(np.max(np.abs(z))) <= 5.0
+    assert heat["heat"][0]["title"].startswith("0, 0: ")
+    assert cards["shares"]["bars"] == sum(sizes) and len(cards["shares"]["rows"]) == sum(sizes)
+    assert cards["delays"]["bars"] == 3 and cards["delays"]["rows"][0]["cell"] == "group 0"
+    assert "range=" in cards["boxes"]["hint"]
+
+    other = drive(f"{url}/?refresh=60&marginal.flights=2,0")["flights"]
+    assert other["marginal"] == "2,0" and len(other["heat"]) == 6

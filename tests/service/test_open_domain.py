@@ -161,6 +161,7 @@ def test_every_kind_is_named_and_the_mean_refuses_top_k(tmp_path: Path) -> None:
         "heavy_hitters",
         "key_value",
         "mean",
+        "multidim",
         "open_frequency",
     ]
     spec = StochasticRounding(epsilon=1.0)

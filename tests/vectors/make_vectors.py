@@ -50,6 +50,11 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   the hash U, then GRR's U; SFP: the position U, then the fragment sketch's words, then
   the whole-string sketch's, as in ``sketch.json``); integer arithmetic only (splitmix64,
   exact weights, BLAKE2b), so the same on every CPU;
+- ``multidim.json``: several attributes per user (:mod:`ldpkit.multidim`): bodies as in
+  ``bodies.json`` for SPL, SMP, RSFD (GRR, OUE-z), CALM (GRR, OLH), FullDomain (HR, OLH),
+  HDG, TDG, UniformGrid and GroupMean (GRR, OLH), the samplers replayed user by user in the
+  client's order (clients/js/src/multidim.js); RSFD OUE-z's integer thresholds; SPL and SMP
+  also through their own ``randomize`` on the replayed coins;
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
   ``Encoder.encode`` gives them (or that it refuses them), and questions
   (``Question.to_dict()``) with their spec and question fingerprints and prepared answers.
@@ -66,7 +71,14 @@ from typing import Any
 import numpy as np
 
 from ldpkit import Encoder, Question, _crmath
-from ldpkit._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights, sample_flat_bump
+from ldpkit._exact import (
+    RR_MAX_EPSILON,
+    coin,
+    ratio_loss,
+    round_to_grid,
+    rr_weights,
+    sample_flat_bump,
+)
 from ldpkit.frequency import CMS, FLH, GRR, HCMS, OLH, OUE, HadamardResponse
 from ldpkit.frequency._base import index_dtype
 from ldpkit.frequency._items import ITEM_KEY_FORMAT, item_key, item_keys, row_hash
@@ -1221,6 +1233,155 @@ def _discovery() -> dict[str, Any]:
     }
 
 
+def _oracle_user(oracle: Mechanism, item: int, coins: _ReplayCoins) -> dict[str, Any]:
+    """One user's report of ``item`` through GRR, OLH (seed word, then U) or HR (as above)."""
+    one = np.array([item], dtype=np.int64)
+    if isinstance(oracle, GRR):
+        return {"values": int(grr_sample(one, oracle.domain_size, oracle._weights(), coins)[0])}  # type: ignore[arg-type]
+    if isinstance(oracle, OLH):
+        seed = np.array([coins.words.pop(0)], dtype=np.uint64)
+        hashed = local_hash(seed, one, oracle.range_size)
+        y = grr_sample(hashed, oracle.range_size, oracle._weights(), coins)  # type: ignore[arg-type]
+        return {"seeds": int(seed[0]), "values": int(y[0])}
+    assert isinstance(oracle, HadamardResponse)
+    j = coins.words.pop(0) & (oracle.hadamard_size - 1)
+    w_keep, w_flip = rr_weights(oracle.epsilon, 1)
+    want_inside = bool(coin(coins, 1, w_keep, w_keep + w_flip)[0])  # type: ignore[arg-type]
+    inside = (int(item + 1) & j).bit_count() % 2 == 0
+    return {"values": j ^ ((item + 1) & -(item + 1)) if inside != want_inside else j}
+
+
+def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict[str, Any]:
+    """One user's report arrays (scalars or rows), the samplers in the client's order."""
+    from ldpkit.multidim import CALM, HDG, RSFD, SMP, SPL, TDG, FullDomain, GroupMean, UniformGrid
+
+    if isinstance(spec, SPL):
+        return {
+            "values": [_oracle_user(spec.oracle(j), v, coins)["values"] for j, v in enumerate(row)]
+        }
+    if isinstance(spec, SMP):
+        a = coins.below(spec.attributes)
+        return {"attributes": a, **_oracle_user(spec.oracle(a), row[a], coins)}
+    if isinstance(spec, RSFD):
+        a = coins.below(spec.attributes)
+        if spec.protocol == "grr":
+            out = [coins.below(k) for k in spec.domain_sizes]  # the fakes, the sampled one dropped
+            w_keep, w_other = spec._grr_weights(a)
+            one = np.array([row[a]], dtype=np.int64)
+            out[a] = int(grr_sample(one, spec.domain_sizes[a], (w_keep, w_other), coins)[0])  # type: ignore[arg-type]
+            return {"values": out}
+        big, small = spec._thresholds()
+        hot = int(spec.offsets[a]) + row[a]
+        total = int(sum(spec.domain_sizes))
+        words = [coins.words.pop(0) for _ in range(total)]
+        bits = [w < (big if i == hot else small) for i, w in enumerate(words)]
+        return {"bits": np.packbits(np.array(bits, dtype=bool)).tolist()}
+    if isinstance(spec, CALM):
+        m = coins.below(len(spec.marginal_sets))
+        dims = tuple(spec.domain_sizes[a] for a in spec.marginal_sets[m])
+        cell = int(np.ravel_multi_index(tuple(row[a] for a in spec.marginal_sets[m]), dims))
+        return {"marginals": m, **_oracle_user(spec.marginal_oracle(m), cell, coins)}
+    if isinstance(spec, FullDomain):
+        return _oracle_user(
+            spec.inner(), int(np.ravel_multi_index(tuple(row), spec.domain_sizes)), coins
+        )
+    if isinstance(spec, (HDG, TDG, UniformGrid)):
+        m = coins.below(len(spec.grids))
+        x = np.array([row], dtype=np.float64)
+        cell = int(spec._cell(x, spec.grids[m], spec.grid_shape(m))[0])
+        return {"grids": m, **_oracle_user(spec.grid_oracle(m), cell, coins)}
+    assert isinstance(spec, GroupMean)
+    t = (row[1] - spec.low) / (spec.high - spec.low)
+    bit = int(round_to_grid(np.array([t]), 1, coins)[0])  # type: ignore[arg-type]
+    return _oracle_user(spec.inner(), 2 * int(row[0]) + bit, coins)
+
+
+def _multidim() -> dict[str, Any]:
+    """Bodies of the multi-attribute specs from fixed words and uniforms."""
+    from unittest import mock
+
+    from ldpkit.multidim import CALM, HDG, RSFD, SMP, SPL, TDG, FullDomain, GroupMean, UniformGrid
+    from ldpkit.multidim import split as split_module
+
+    rng = np.random.default_rng(31)
+    specs: list[Mechanism] = [
+        SPL(epsilon=1.0, domain_sizes=(3, 5, 2)),
+        SPL(epsilon=3.0, domain_sizes=(300, 4)),
+        SMP(epsilon=1.0, domain_sizes=(3, 5, 2)),
+        SMP(epsilon=2.5, domain_sizes=(2, 400)),
+        RSFD(epsilon=1.0, domain_sizes=(3, 5, 2)),
+        RSFD(epsilon=2.0, domain_sizes=(7, 300)),
+        RSFD(epsilon=1.0, domain_sizes=(3, 5, 2), protocol="oue-z"),
+        RSFD(epsilon=4.0, domain_sizes=(6, 9, 4, 2), protocol="oue-z"),
+        CALM(epsilon=1.0, domain_sizes=(3, 5, 2), oracle="grr"),
+        CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5)),
+        CALM(epsilon=1.5, domain_sizes=(3, 4, 2), way=3),
+        FullDomain(epsilon=1.0, domain_sizes=(3, 5)),
+        FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh"),
+        HDG(epsilon=1.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0), g1=16, g2=4),
+        TDG(epsilon=2.0, low=(0.0, 0.0), high=(24.0, 120.0), g2=8),
+        UniformGrid(epsilon=1.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), g=4),
+        GroupMean(epsilon=1.0, domain_size=4, low=-30.0, high=120.0, oracle="grr"),
+        GroupMean(epsilon=2.0, domain_size=3, low=0.0, high=1.0),
+    ]
+    out = []
+    for spec in specs:
+        n = 30
+        if isinstance(spec, GroupMean):
+            # values on the grid k / 8 (exact everywhere) and from rng.random (exact too)
+            reals = (
+                np.where(rng.random(n) < 0.3, rng.integers(0, 9, n) / 8.0, rng.random(n))
+                * (spec.high - spec.low)
+                + spec.low
+            )
+            values: list[Any] = [
+                [int(g), float(v)]
+                for g, v in zip(rng.integers(0, spec.domain_size, n).tolist(), reals.tolist())
+            ]
+            values[0][1], values[1][1] = spec.low, spec.high
+        elif hasattr(spec, "grids"):
+            lo, hi = np.asarray(spec.low), np.asarray(spec.high)  # type: ignore[attr-defined]
+            x = lo + (hi - lo) * rng.random((n, lo.size))
+            x[0], x[1] = lo, hi  # both ends of every attribute
+            values = x.tolist()
+        else:
+            sizes = np.asarray(spec.domain_sizes)  # type: ignore[attr-defined]
+            values = rng.integers(0, sizes[None, :], size=(n, sizes.size)).tolist()
+        uniforms: list[float] = rng.random(n).tolist()
+        total = int(sum(getattr(spec, "domain_sizes", (0,))))
+        per_user = (
+            6
+            + getattr(spec, "attributes", 0)
+            + (total if getattr(spec, "protocol", "") == "oue-z" else 0)
+        )
+        words = rng.integers(0, _U64, per_user * n, dtype=np.uint64, endpoint=True).tolist()
+        coins = _ReplayCoins(uniforms, words)
+        rows = [_multidim_user(spec, v, coins) for v in values]
+        template = spec.randomize(spec._contract_values(4, np.random.default_rng(0)), rng=0)  # type: ignore[attr-defined]
+        arrays = {
+            k: np.array([r[k] for r in rows], dtype=template.arrays[k].dtype)
+            for k in template.fields
+        }
+        reports = Reports(spec, **arrays)
+        spec.aggregate(reports)  # a valid batch for the server
+        if isinstance(spec, (SPL, SMP)):  # the replay is the spec's own sampler
+            with mock.patch.object(split_module, "as_generator", lambda rng: rng):
+                replayed = _ReplayCoins(uniforms, words)
+                own = [spec.randomize([v], rng=replayed) for v in values]  # type: ignore[arg-type]
+            for k in arrays:
+                assert np.array_equal(np.concatenate([r.arrays[k] for r in own]), arrays[k]), k
+        case: dict[str, Any] = {
+            "values": values,
+            "uniforms": uniforms,
+            "words": [str(w) for w in words],
+            "body": _body(reports),
+        }
+        if isinstance(spec, RSFD) and spec.protocol == "oue-z":
+            case["thresholds"] = [str(t) for t in spec._thresholds()]
+        out.append(case)
+    return out
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
     return {
@@ -1234,6 +1395,7 @@ def vectors() -> dict[str, Any]:
         "encoding.json": {"encoders": _encoders(), "questions": _questions()},
         "longitudinal.json": _longitudinal(),
         "sets.json": _sets(),
+        "multidim.json": _multidim(),
     }
 
 

@@ -6,6 +6,7 @@ import { prepare } from './question.js';
 import { secureCoins } from './random.js';
 import './sketch.js'; // registers CMS, HCMS, FLH with fromSpec
 import './discovery.js'; // registers PEM, TreeHist with fromSpec
+import './multidim.js'; // registers SPL, SMP, RSFD, CALM, FullDomain, the grids, GroupMean
 
 /** The JSON body ldpkit.io.reports_from_dict accepts, for raw (integer) values. */
 export function buildBody(info, values, coins = secureCoins) {

@@ -35,6 +35,7 @@ from .models import (
     EstimateResult,
     FieldInfo,
 )
+from .multidim import multidim_query
 from .prometheus import Metrics
 from .quotas import Quota, QuotaCounters, QuotaExceeded
 from .store import (
@@ -444,11 +445,15 @@ class _Collector:
         top_k: int | None = None,
         merged: tuple[Stats, int] | None = None,
         control: str | None = None,
+        marginal: str | None = None,
+        ranges: str | None = None,
     ) -> EstimateResult:
         collection = self.collections[name]
         spec = collection.spec
         kind = KINDS[self.kinds[name]]
         query = EstimateQuery(alpha, postprocessing, bootstrap, candidates, top_k, control)
+        if marginal is not None or ranges is not None:  # multi-attribute queries (multidim.py)
+            query = multidim_query(query, spec, marginal, ranges)
         kind.check(spec, query)
         # merged: the window's (Stats, batches) when the caller read them already (windows.py)
         stats, batches = merged or self.store.merged(name, spec, since=since, until=until)

@@ -29,6 +29,13 @@ from ..numeric.distribution import Distribution
 from ..numeric.mean import MeanEstimate
 from ..spec import Mechanism, Stats
 from .models import DistributionResult, EstimateResult, LongitudinalInfo, TopItem
+from .multidim import (
+    is_multidim_estimate,
+    multidim_check,
+    multidim_fill,
+    probe_size,
+    refuse_multidim,
+)
 
 # Distribution.postprocess methods (biased, but a proper distribution with quantiles).
 DISTRIBUTION_POSTPROCESS = ("cdf", "norm_sub", "norm_mul")
@@ -54,6 +61,9 @@ class EstimateQuery:
     candidates: list[Any] | None = None
     top_k: int | None = None
     control: str | None = None
+    #: multi-attribute collections: the marginal's attributes, and a range query's box
+    marginal: tuple[int, ...] | None = None
+    ranges: dict[int, tuple[float, float]] | None = None
 
 
 def sample_inputs(spec: Mechanism) -> list[Any]:
@@ -69,8 +79,8 @@ def sample_inputs(spec: Mechanism) -> list[Any]:
     alphabet = getattr(spec, "alphabet", None)
     chars = alphabet if isinstance(alphabet, str) and alphabet else "ab"
     out.append(np.array([chars[: 1 + i % 3] for i in range(64)], dtype=object))  # strings
-    if hasattr(spec, "_contract_values"):  # sets, key-value pairs: the spec's own sample
-        out.append(spec._contract_values(64, np.random.default_rng(0)))
+    if hasattr(spec, "_contract_values"):  # sets, key-value pairs, tuples: the spec's own sample
+        out.append(spec._contract_values(probe_size(spec), np.random.default_rng(0)))
     return out
 
 
@@ -116,6 +126,8 @@ class Kind:
                 f"control must be left out for a {self.name} collection (only heavy-hitter "
                 f"collections take it), got {query.control!r}",
             )
+        if not isinstance(self, MultidimKind):  # marginal=, range=: 422 naming them
+            refuse_multidim(self.name, query)
 
     def fill(
         self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
@@ -410,6 +422,27 @@ class MeanKind(Kind):
         result.ci_low, result.ci_high = [float(interval[0])], [float(interval[1])]
 
 
+class MultidimKind(Kind):
+    """Several attributes per user (:mod:`ldpkit.multidim`): answered by :mod:`.multidim`."""
+
+    name = "multidim"
+
+    def serves(self, spec: Mechanism, stats: Stats) -> bool:
+        """Tell whether ``spec``'s estimate is a multi-attribute estimate."""
+        return is_multidim_estimate(spec.estimate(stats))
+
+    def check(self, spec: Mechanism, query: EstimateQuery) -> None:
+        """Refuse (422) a marginal or range the spec cannot answer, before any read."""
+        super().check(spec, query)
+        multidim_check(spec, query)
+
+    def fill(
+        self, result: EstimateResult, spec: Mechanism, stats: Stats, query: EstimateQuery
+    ) -> None:
+        """Write the marginals, range answer or group means into ``result.multidim``."""
+        multidim_fill(result, spec, stats, query)
+
+
 class KeyValueKind(Kind):
     """Key-value pairs (PCKV, PrivKV): per key, the frequency and the mean value.
 
@@ -471,6 +504,7 @@ KINDS: dict[str, Kind] = {
         DistributionKind(),
         MeanKind(),
         HeavyHittersKind(),
+        MultidimKind(),
         KeyValueKind(),
     )
 }

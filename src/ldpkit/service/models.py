@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .multidim import MultidimResult
+
 
 # -- response models (they document the API in /docs) ---------------------------------------
 class FieldInfo(BaseModel):
@@ -65,7 +67,9 @@ class CollectionInfo(BaseModel):
     n: int = Field(description="reports stored so far")
     batches: int
     bucket_seconds: int = Field(description="width of the roll-up time buckets")
-    last_bucket: str | None = Field(None, description="start of the latest bucket with data")
+    last_bucket: str | None = Field(
+        default=None, description="start of the latest bucket with data"
+    )
     last_report: str | None = Field(
         None, description="arrival time of the latest stored batch (whole seconds, UTC)"
     )
@@ -157,14 +161,20 @@ class EstimateResult(BaseModel):
     alpha: float
     postprocessing: list[str]
     labels: list[Any] | None
-    frequencies: list[float] | None = Field(None, description="frequency oracles; null while n = 0")
+    frequencies: list[float] | None = Field(
+        default=None, description="frequency oracles; null while n = 0"
+    )
     std_errors: list[float] | None = None
     ci_low: list[float] | None = Field(
         None, description="normal-approximation (1 - alpha) interval (frequencies or the mean)"
     )
     ci_high: list[float] | None = None
-    distribution: DistributionResult | None = Field(None, description="numerical collections")
-    mean: float | None = Field(None, description="mean collections (and distributions' mean)")
+    distribution: DistributionResult | None = Field(
+        default=None, description="numerical collections"
+    )
+    mean: float | None = Field(
+        default=None, description="mean collections (and distributions' mean)"
+    )
     std_error: float | None = None
     top: list[TopItem] | None = Field(
         default=None,
@@ -182,6 +192,11 @@ class EstimateResult(BaseModel):
     )
     longitudinal: LongitudinalInfo | None = Field(
         None, description="repeated-report specs (ldpkit.longitudinal): their budgets"
+    )
+    multidim: MultidimResult | None = Field(
+        default=None,
+        description="multi-attribute collections (ldpkit.multidim): marginals, a range "
+        "query's answer or group means, per cell with intervals",
     )
     means: list[float] | None = Field(
         default=None, description="key-value collections: each key's mean value (in [-1, 1])"

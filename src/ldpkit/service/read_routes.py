@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from .collector import _Collector, _iso
 from .kinds import MAX_CANDIDATES, MAX_CANDIDATES_BODY
 from .models import BucketInfo, BucketList, CandidatesBody, EstimateResult
+from .multidim import MarginalParam, RangeParam
 from .params import CollectionName, TimeParam, TopK
 from .store import CollectorStore
 
@@ -35,6 +36,8 @@ def add_read_routes(app: FastAPI, collector: _Collector, store: CollectorStore) 
         candidates: list[Any] | None,
         top_k: int | None,
         control: str | None = None,
+        marginal: str | None = None,
+        ranges: str | None = None,
     ) -> Response:
         collector.authorize(request, "read")
         collector.get(collection)
@@ -50,6 +53,8 @@ def add_read_routes(app: FastAPI, collector: _Collector, store: CollectorStore) 
             candidates=candidates,
             top_k=top_k,
             control=control,
+            marginal=marginal,
+            ranges=ranges,
         )
         # Serialized once here (the model is already validated), not again by FastAPI.
         return Response(result.model_dump_json(), media_type="application/json")
@@ -97,6 +102,8 @@ def add_read_routes(app: FastAPI, collector: _Collector, store: CollectorStore) 
                 "of the discovered list, none, fwer or fdr at level alpha (default: the spec's)"
             ),
         ] = None,
+        marginal: MarginalParam = None,
+        range: RangeParam = None,  # the query parameter's public name
     ) -> EstimateResult:
         """Return the estimate over whole buckets in ``[since, until)`` (everything by default)."""
         items = None if candidates is None else candidates.split(",")
@@ -111,6 +118,8 @@ def add_read_routes(app: FastAPI, collector: _Collector, store: CollectorStore) 
             items,
             top_k,
             control,
+            marginal,
+            range,
         )
 
     @app.post(

@@ -392,3 +392,50 @@ export function topChart({ items, values, low, high, title = '', width = 640 }) 
   });
   return svg;
 }
+
+/**
+ * Heat map of a 2-way marginal: rows x cols cells (row-major `values`), each shaded by its
+ * estimate and titled `row, col: estimate [low, high]` (its interval), with the estimate
+ * written in the cell when there is room.
+ */
+export function heatMap({ rowLabels, colLabels, values, low, high, title = '', width = 640 }) {
+  const rows = rowLabels.length;
+  const cols = colLabels.length;
+  const m = { left: 80, right: 8, top: 10, bottom: 48 };
+  const cell = Math.max(Math.min((width - m.left - m.right) / cols, 48), 4);
+  const height = m.top + m.bottom + cell * rows;
+  const svg = frame(width, height, title);
+  const finite = values.filter(Number.isFinite);
+  const lo = Math.min(0, ...finite);
+  const hi = Math.max(...finite, 1e-9);
+  values.forEach((v, k) => {
+    const i = Math.floor(k / cols);
+    const j = k % cols;
+    const x = m.left + j * cell;
+    const yy = m.top + i * cell;
+    const share = Math.min(Math.max((v - lo) / (hi - lo), 0), 1);
+    const rect = el('rect', {
+      x,
+      y: yy,
+      width: Math.max(cell - 1, 1),
+      height: Math.max(cell - 1, 1),
+      class: 'heat',
+      'fill-opacity': (0.08 + 0.92 * share).toFixed(3),
+      'data-row': i,
+      'data-col': j,
+      'data-estimate': v,
+    }, svg);
+    el('title', {}, rect).textContent =
+      `${rowLabels[i]}, ${colLabels[j]}: ${fmt(v)} [${fmt(low[k])}, ${fmt(high[k])}]`;
+    if (cell >= 36) text(svg, x + cell / 2, yy + cell / 2 + 3, fmt(v, 2), { 'text-anchor': 'middle', class: 'tick' });
+  });
+  rowLabels.forEach((l, i) => {
+    text(svg, m.left - 4, m.top + (i + 0.5) * cell + 3, String(l).slice(0, 12), { 'text-anchor': 'end', class: 'tick' });
+  });
+  colLabels.forEach((l, j) => {
+    const lx = m.left + (j + 0.5) * cell;
+    const ly = m.top + rows * cell + 10;
+    text(svg, lx, ly, String(l).slice(0, 12), { transform: `rotate(-45 ${lx} ${ly})`, 'text-anchor': 'end', class: 'tick' });
+  });
+  return svg;
+}

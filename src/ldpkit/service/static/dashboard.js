@@ -11,9 +11,12 @@
 // items as horizontal bars with interval whiskers. A longitudinal collection (its info has
 // `longitudinal`: devices report a memoized answer every day) also shows its per-day series
 // from GET .../windows?width=day: a line per top item (its frequency per day with the
-// interval as a band), or the mean per day.
+// interval as a band), or the mean per day. A multi-attribute collection (kind multidim)
+// shows the 2-way marginal of attributes 0 and 1 as a heat map (CALM, FullDomain, Fourier;
+// any pair with ?marginal.NAME=i,j), its per-attribute frequencies (SPL, SMP, RSFD) or its
+// group means as bars with intervals.
 
-import { barChart, densityChart, fmt, intervalChart, seriesChart, topChart, windowSeries, windowsChart } from './charts.js';
+import { barChart, densityChart, fmt, heatMap, intervalChart, seriesChart, topChart, windowSeries, windowsChart } from './charts.js';
 
 const params = new URLSearchParams(window.location.search);
 const REFRESH_MS = Math.max(1, Number(params.get('refresh')) || 5) * 1000;
@@ -36,6 +39,12 @@ const candidates = new Map();
 for (const [k, v] of params) {
   if (k.startsWith('candidates.') && v) candidates.set(k.slice('candidates.'.length), v.split(','));
 }
+// multi-attribute collection -> the pair of attributes its heat map shows (?marginal.NAME=i,j)
+const marginals = new Map();
+for (const [k, v] of params) {
+  if (k.startsWith('marginal.') && /^\d+,\d+$/.test(v)) marginals.set(k.slice('marginal.'.length), v);
+}
+const JOINT = new Set(['CALM', 'FullDomain', 'Fourier']);
 
 class AuthError extends Error {}
 
@@ -346,6 +355,99 @@ function renderMean(node, info, est) {
   node.querySelector('.series-controls').replaceChildren(h('span', { class: 'hint' }, 'mean per bucket, 95% intervals'));
 }
 
+/** A table of cells: one row per cell with its estimate, standard error and interval. */
+function cellTable(info, rows) {
+  return h(
+    'table',
+    { class: 'estimate', 'data-collection': info.name, 'data-kind': 'multidim' },
+    h('thead', {}, h('tr', {}, ...['cell', 'estimate', 'std error', `${LEVEL} low`, `${LEVEL} high`].map((t) => h('th', {}, t)))),
+    h(
+      'tbody',
+      {},
+      ...rows.map((r) =>
+        h(
+          'tr',
+          { 'data-cell': r.cell, 'data-estimate': r.value, 'data-std-error': r.se, 'data-ci-low': r.low, 'data-ci-high': r.high },
+          h('td', {}, r.cell),
+          h('td', { class: 'num' }, fmt(r.value, 4)),
+          h('td', { class: 'num' }, fmt(r.se, 3)),
+          h('td', { class: 'num' }, fmt(r.low, 4)),
+          h('td', { class: 'num' }, fmt(r.high, 4)),
+        ),
+      ),
+    ),
+  );
+}
+
+/** Several attributes: a 2-way marginal's heat map, per-attribute bars, or group means. */
+function renderMultidim(node, info, est) {
+  const md = est.multidim;
+  const chart = node.querySelector('.estimate-chart');
+  let rows = [];
+  if (md.note) {
+    chart.replaceChildren(h('p', { class: 'hint' }, md.note));
+  } else if (md.marginal && md.marginal.shape.length === 2) {
+    const t = md.marginal;
+    const [a, b] = t.attributes;
+    const [ka, kb] = t.shape;
+    const names = (k, attr) => (t.labels ? t.labels[attr] : Array.from({ length: k }, (_, i) => String(i)));
+    const rowLabels = names(ka, 0);
+    const colLabels = names(kb, 1);
+    chart.replaceChildren(
+      heatMap({
+        rowLabels,
+        colLabels,
+        values: t.estimates,
+        low: t.ci_low,
+        high: t.ci_high,
+        title: `${info.name}: marginal of attributes ${a} (rows) x ${b} (columns), ${LEVEL} intervals per cell`,
+      }),
+    );
+    chart.firstChild.dataset.marginal = `${a},${b}`;
+    rows = t.estimates.map((v, k) => ({
+      cell: `${a}=${rowLabels[Math.floor(k / kb)]}, ${b}=${colLabels[k % kb]}`,
+      value: v,
+      se: t.std_errors[k],
+      low: t.ci_low[k],
+      high: t.ci_high[k],
+    }));
+  } else if (md.attributes) {
+    for (const t of md.attributes) {
+      t.estimates.forEach((v, i) =>
+        rows.push({ cell: `${t.attributes[0]}=${t.labels ? t.labels[0][i] : i}`, value: v, se: t.std_errors[i], low: t.ci_low[i], high: t.ci_high[i] }),
+      );
+    }
+    const shown = rows.slice(0, Math.max(TOP, 1));
+    chart.replaceChildren(
+      barChart({
+        labels: shown.map((r) => r.cell),
+        values: shown.map((r) => r.value),
+        low: shown.map((r) => r.low),
+        high: shown.map((r) => r.high),
+        title: `${info.name}: per-attribute frequencies (attribute=item) with ${LEVEL} intervals`,
+      }),
+    );
+  } else if (md.group_means) {
+    const g = md.group_means;
+    rows = g.means.map((v, i) => ({ cell: `group ${i}`, value: v, se: g.std_errors[i], low: g.ci_low[i], high: g.ci_high[i] }));
+    chart.replaceChildren(
+      barChart({
+        labels: rows.map((r) => r.cell),
+        values: rows.map((r) => r.value),
+        low: rows.map((r) => r.low),
+        high: rows.map((r) => r.high),
+        title: `${info.name}: mean per group with ${LEVEL} intervals`,
+      }),
+    );
+  } else {
+    chart.replaceChildren(
+      h('p', { class: 'hint' }, 'range queries: GET /v1/collections/NAME/estimate?range=0:lo:hi,1:lo:hi (docs/collector.md)'),
+    );
+  }
+  node.querySelector('.estimate-table').replaceChildren(cellTable(info, rows));
+  node.querySelector('.series-controls').replaceChildren(h('span', { class: 'hint' }, 'reports per bucket'));
+}
+
 /** The value plotted for one bucket's estimate: the followed item, or the mean. */
 function pointOf(info, est) {
   if (!est || est.n === 0) return { value: null, low: null, high: null };
@@ -362,7 +464,7 @@ async function renderSeries(node, info) {
   const q = encodeURIComponent(info.name);
   // a discovery (or an open domain's candidates) is answered over the whole window: the
   // series shows the reports per bucket only
-  const perBucket = info.kind !== 'heavy_hitters' && info.kind !== 'open_frequency';
+  const perBucket = !['heavy_hitters', 'open_frequency', 'multidim'].includes(info.kind);
   const { buckets } = await api(`v1/collections/${q}/buckets`);
   const recent = buckets.slice(-SERIES);
   // forget buckets that scrolled out of the series (a long-open tab stays small)
@@ -441,8 +543,11 @@ async function renderCollection(info) {
     node.dataset.rendered = String(info.n);
     return;
   }
+  const pair = info.kind === 'multidim' && JOINT.has(info.mechanism.mechanism) ? marginals.get(info.name) ?? '0,1' : null;
   const est = info.kind === 'open_frequency'
     ? await api(`v1/collections/${q}/estimate?alpha=${ALPHA}&top_k=${TOP}`, { candidates: candidates.get(info.name) })
+    : pair
+    ? await api(`v1/collections/${q}/estimate?alpha=${ALPHA}&marginal=${pair}`)
     : await api(`v1/collections/${q}/estimate?alpha=${ALPHA}${info.kind === 'heavy_hitters' && params.has('top') ? `&top_k=${TOP}` : ''}`);
   node.querySelector('.summary').textContent =
     `${info.kind} · ${mechanismText(info.mechanism)} · n = ${est.n.toLocaleString('en-US')} in ` +
@@ -457,6 +562,8 @@ async function renderCollection(info) {
     renderTop(node, info, est);
   } else if (est.kind === 'distribution') {
     renderDistribution(node, info, est);
+  } else if (est.kind === 'multidim') {
+    renderMultidim(node, info, est);
   } else {
     renderMean(node, info, est);
   }

@@ -1,0 +1,388 @@
+// Several attributes per user (src/ldpkit/multidim): each user holds a tuple, one item of
+// each of d categorical attributes (SPL, SMP, RSFD, CALM, FullDomain) or d reals in
+// declared bounds (HDG, TDG, UniformGrid), or a (group, value) pair (GroupMean), and sends
+// one report of it under one budget. The reports are the arrays of the JSON wire format
+// (ldpkit.io.reports_to_dict), made with the same exact coins as the Python side:
+//
+// - SPL: per attribute j, GRR at epsilon / d (one U per attribute, in attribute order);
+// - SMP: the attribute a (one U below d), then GRR at epsilon on it;
+// - RSFD (GRR): the attribute a (U below d), a fake item of every attribute (one U below
+//   k_j each, in order: the sampled one's is drawn and dropped), then GRR of her item of a;
+// - RSFD (OUE-z): the attribute a (U below d), then one 64-bit word per bit of the
+//   concatenated one-hot vector (her bit of a against T_p, every other bit against T_q);
+// - CALM: the marginal m (U below the number of marginals), then the cell of her tuple in
+//   that marginal (row-major) through GRR or OLH (seed word, then U);
+// - FullDomain: the cell of her whole tuple through Hadamard response or OLH;
+// - HDG, TDG, UniformGrid: the grid m (U below the number of grids), then the cell of her
+//   values in it (t = (x - low) / (high - low), floor(t g) clipped to [0, g - 1]) through
+//   OLH; the granularities come from the spec dict (the collector sends them resolved);
+// - GroupMean: her value rounded to a bit with one uniform, then the (group, bit) item
+//   2 group + bit through GRR or OLH.
+// The shared vectors (tests/vectors/multidim.json) replay the Python samplers on fixed
+// words and uniforms in this order.
+
+import {
+  GRR,
+  HadamardResponse,
+  MECHANISMS,
+  OLH,
+  RR_MAX_EPSILON,
+  grrFromUniform,
+  indexDtype,
+  packBits,
+  rrWeights,
+  unaryThresholds,
+} from './mechanisms.js';
+import { crExp } from './exact.js';
+import { checkBounds, checkEpsilon, checkInteger, roundToGrid, uniformBelow } from './numeric.js';
+import { secureCoins } from './random.js';
+
+/** Most attributes of a categorical spec (_base.MAX_ATTRIBUTES). */
+const MAX_ATTRIBUTES = 64;
+/** Most attributes of a grid spec (ranges.MAX_GRID_ATTRIBUTES). */
+const MAX_GRID_ATTRIBUTES = 16;
+
+function checkSizes(sizes) {
+  if (!Array.isArray(sizes) || sizes.length < 2 || sizes.length > MAX_ATTRIBUTES) {
+    throw new RangeError(
+      `domain_sizes must hold 2 to ${MAX_ATTRIBUTES} domain sizes (one per attribute), got ${JSON.stringify(sizes)}`,
+    );
+  }
+  return sizes.map((k, j) => checkInteger(k, `domain_sizes[${j}]`, 2, 2 ** 32));
+}
+
+/** A tuple of items, one per attribute (column j in [0, domain_sizes[j])). */
+function checkTuple(row, sizes) {
+  if (!Array.isArray(row) || row.length !== sizes.length) {
+    throw new RangeError(`value must be a tuple of ${sizes.length} items, got ${JSON.stringify(row)}`);
+  }
+  row.forEach((v, j) => {
+    if (!Number.isInteger(v) || v < 0 || v >= sizes[j]) {
+      throw new RangeError(`value[${j}] must be an integer in [0, ${sizes[j]}), got ${v}`);
+    }
+  });
+  return row;
+}
+
+/** Row-major index of items of `attrs` in a table of those attributes' sizes. */
+function cellOf(row, attrs, sizes) {
+  let cell = 0;
+  for (const a of attrs) cell = cell * sizes[a] + row[a];
+  return cell;
+}
+
+/** Every `way`-subset of [0, d) in lexicographic order (itertools.combinations). */
+function combinations(d, way) {
+  const out = [];
+  const pick = (start, chosen) => {
+    if (chosen.length === way) {
+      out.push(chosen.slice());
+      return;
+    }
+    for (let a = start; a < d; a++) {
+      chosen.push(a);
+      pick(a + 1, chosen);
+      chosen.pop();
+    }
+  };
+  pick(0, []);
+  return out;
+}
+
+function field(dtype, data, width = null) {
+  return { dtype, shape: width === null ? [data.length] : [data.length, width], data };
+}
+
+/** One report of `item` through GRR or OLH (OLH: the seed word, then U), as scalars. */
+function oracleReport(oracle, item, coins) {
+  if (oracle instanceof OLH) {
+    const out = oracle.randomize([item], coins);
+    return { seed: out.seeds.data[0], value: out.values.data[0] };
+  }
+  return { value: oracle.randomize([item], coins).values.data[0] };
+}
+
+/** SPL: every attribute through GRR at epsilon / d (budget splitting). */
+export class SPL {
+  constructor({ epsilon, domain_sizes }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.sizes = checkSizes(domain_sizes);
+    const d = this.sizes.length;
+    this.oracles = this.sizes.map((k) => new GRR({ epsilon: this.epsilon / d, domain_size: k }));
+  }
+  privacyLoss() {
+    return this.oracles.reduce((s, o) => s + o.privacyLoss(), 0);
+  }
+  randomize(values, coins = secureCoins) {
+    const data = values.map((row) =>
+      checkTuple(row, this.sizes).map((v, j) => this.oracles[j].randomize([v], coins).values.data[0]),
+    );
+    return { values: field(indexDtype(Math.max(...this.sizes)), data, this.sizes.length) };
+  }
+}
+
+/** SMP: one attribute per user (uniform), through GRR at the whole epsilon. */
+export class SMP {
+  constructor({ epsilon, domain_sizes }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.sizes = checkSizes(domain_sizes);
+    this.oracles = this.sizes.map((k) => new GRR({ epsilon: this.epsilon, domain_size: k }));
+  }
+  privacyLoss() {
+    return Math.max(...this.oracles.map((o) => o.privacyLoss()));
+  }
+  randomize(values, coins = secureCoins) {
+    const d = this.sizes.length;
+    const attributes = [];
+    const data = [];
+    for (const row of values) {
+      checkTuple(row, this.sizes);
+      const a = Number(uniformBelow(BigInt(d), coins));
+      attributes.push(a);
+      data.push(this.oracles[a].randomize([row[a]], coins).values.data[0]);
+    }
+    return {
+      attributes: field(indexDtype(d), attributes),
+      values: field(indexDtype(Math.max(...this.sizes)), data),
+    };
+  }
+}
+
+/** RS+FD (Arcolezi et al. CIKM 2021): one sampled attribute, uniform fake data for the rest. */
+export class RSFD {
+  constructor({ epsilon, domain_sizes, protocol = 'grr' }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.sizes = checkSizes(domain_sizes);
+    if (protocol !== 'grr' && protocol !== 'oue-z') {
+      throw new RangeError(`protocol must be 'grr' or 'oue-z', got ${JSON.stringify(protocol)}`);
+    }
+    this.protocol = protocol;
+    this.offsets = [0];
+    for (const k of this.sizes) this.offsets.push(this.offsets[this.offsets.length - 1] + k);
+    if (protocol === 'grr') {
+      this.weights = this.sizes.map((k) => {
+        const [wKeep, wOther] = rrWeights(this.epsilon, k - 1);
+        const total = wKeep + BigInt(k - 1) * wOther;
+        return { wKeep, wOther, total, limit: ((1n << 64n) / total) * total };
+      });
+    } else {
+      // OUE's p = 1/2, q = 1 / (e^eps + 1) at 2^-64 within epsilon (rsfd.RSFD._thresholds)
+      [this.big, this.small] = unaryThresholds(0.5, 1.0 / (crExp(this.epsilon) + 1.0), this.epsilon);
+    }
+  }
+  randomize(values, coins = secureCoins) {
+    const d = this.sizes.length;
+    const data = [];
+    for (const row of values) {
+      checkTuple(row, this.sizes);
+      const a = Number(uniformBelow(BigInt(d), coins));
+      if (this.protocol === 'grr') {
+        const out = this.sizes.map((k) => Number(uniformBelow(BigInt(k), coins)));
+        const w = this.weights[a];
+        out[a] = grrFromUniform(row[a], this.sizes[a], w.wKeep, w.wOther, uniformBelow(w.total, coins, w.limit));
+        data.push(out);
+      } else {
+        const total = this.offsets[d];
+        const hot = this.offsets[a] + row[a];
+        const words = coins.u64Array(total);
+        const bits = new Array(total);
+        for (let i = 0; i < total; i++) bits[i] = words[i] < (i === hot ? this.big : this.small) ? 1 : 0;
+        data.push(packBits(bits));
+      }
+    }
+    if (this.protocol === 'grr') {
+      return { values: field(indexDtype(Math.max(...this.sizes)), data, d) };
+    }
+    return { bits: field('|u1', data, (this.offsets[d] + 7) >> 3) };
+  }
+}
+
+/** The shared report of specs that send one cell of one group (CALM's marginals, grids). */
+function groupedReports(groupName, groups, oracles, cells, valueDtype, coins) {
+  const which = [];
+  const seeds = [];
+  const data = [];
+  for (const cellOfGroup of cells) {
+    const m = Number(uniformBelow(BigInt(groups), coins));
+    which.push(m);
+    const r = oracleReport(oracles[m], cellOfGroup(m), coins);
+    if (r.seed !== undefined) seeds.push(r.seed);
+    data.push(r.value);
+  }
+  const out = { [groupName]: field(indexDtype(Math.max(groups, 2)), which) };
+  if (seeds.length || oracles[0] instanceof OLH) out.seeds = field('<u8', seeds);
+  out.values = field(valueDtype, data);
+  return out;
+}
+
+/** CALM (Zhang et al. CCS 2018): one `way`-marginal per user, her cell through GRR or OLH. */
+export class CALM {
+  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh' }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.sizes = checkSizes(domain_sizes);
+    this.way = checkInteger(way, 'way', 1, this.sizes.length);
+    if (oracle !== 'olh' && oracle !== 'grr') {
+      throw new RangeError(`oracle must be 'olh' or 'grr', got ${JSON.stringify(oracle)}`);
+    }
+    this.marginals = combinations(this.sizes.length, this.way);
+    const Cls = oracle === 'grr' ? GRR : OLH;
+    this.oracles = this.marginals.map(
+      (attrs) => new Cls({ epsilon: this.epsilon, domain_size: attrs.reduce((p, a) => p * this.sizes[a], 1) }),
+    );
+    // calm.CALM._max_cells: OLH's hash range, or the largest marginal
+    const most = oracle === 'olh' ? this.oracles[0].g : Math.max(...this.oracles.map((o) => o.domainSize));
+    this.valueDtype = indexDtype(Math.max(most, 2));
+  }
+  randomize(values, coins = secureCoins) {
+    const cells = values.map((row) => {
+      checkTuple(row, this.sizes);
+      return (m) => cellOf(row, this.marginals[m], this.sizes);
+    });
+    return groupedReports('marginals', this.marginals.length, this.oracles, cells, this.valueDtype, coins);
+  }
+}
+
+/** FullDomain: the whole tuple as one cell of the product domain (Hadamard response or OLH). */
+export class FullDomain {
+  constructor({ epsilon, domain_sizes, oracle = 'hr' }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.sizes = checkSizes(domain_sizes);
+    const cells = this.sizes.reduce((p, k) => p * k, 1);
+    if (oracle === 'hr') this.inner = new HadamardResponse({ epsilon: this.epsilon, domain_size: cells });
+    else if (oracle === 'olh') this.inner = new OLH({ epsilon: this.epsilon, domain_size: cells });
+    else throw new RangeError(`oracle must be 'hr' or 'olh', got ${JSON.stringify(oracle)}`);
+    this.all = this.sizes.map((_, j) => j);
+  }
+  randomize(values, coins = secureCoins) {
+    const cells = values.map((row) => cellOf(checkTuple(row, this.sizes), this.all, this.sizes));
+    return this.inner.randomize(cells, coins);
+  }
+}
+
+/** Shared base of HDG, TDG and UniformGrid: one grid per user, her cell of it through OLH. */
+class GridMechanism {
+  constructor({ epsilon, low, high }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_GRID_ATTRIBUTES) {
+      throw new RangeError(
+        `low and high must be lists of 1 to ${MAX_GRID_ATTRIBUTES} bounds of the same length, got ${JSON.stringify(low)}, ${JSON.stringify(high)}`,
+      );
+    }
+    low.forEach((lo, j) => checkBounds(lo, high[j]));
+    this.low = low;
+    this.high = high;
+  }
+  /** Set up the grids: `grids` lists each grid's attributes, `shapes` its granularities. */
+  setGrids(grids, shapes) {
+    this.grids = grids;
+    this.shapes = shapes;
+    this.oracles = shapes.map(
+      (s) => new OLH({ epsilon: this.epsilon, domain_size: Math.max(s.reduce((p, g) => p * g, 1), 2) }),
+    );
+    this.valueDtype = indexDtype(this.oracles[0].g);
+  }
+  checkRow(row) {
+    const d = this.low.length;
+    if (!Array.isArray(row) || row.length !== d) {
+      throw new RangeError(`value must be a tuple of ${d} reals, got ${JSON.stringify(row)}`);
+    }
+    row.forEach((x, j) => {
+      if (typeof x !== 'number' || !(x >= this.low[j] && x <= this.high[j])) {
+        throw new RangeError(`value[${j}] must be a real number in [${this.low[j]}, ${this.high[j]}], got ${x}`);
+      }
+    });
+    return row;
+  }
+  /** ranges._GridMechanism._cell for one user and grid m. */
+  cell(row, m) {
+    let cell = 0;
+    this.grids[m].forEach((a, i) => {
+      const g = this.shapes[m][i];
+      const t = (row[a] - this.low[a]) / (this.high[a] - this.low[a]);
+      cell = cell * g + Math.min(Math.max(Math.floor(t * g), 0), g - 1);
+    });
+    return cell;
+  }
+  randomize(values, coins = secureCoins) {
+    const cells = values.map((row) => {
+      this.checkRow(row);
+      return (m) => this.cell(row, m);
+    });
+    return groupedReports('grids', this.grids.length, this.oracles, cells, this.valueDtype, coins);
+  }
+}
+
+function resolved(value, name, spec) {
+  if (value == null) {
+    throw new RangeError(
+      `${name} must be given (the collector's spec dict holds it resolved), got ${value} for ${spec}`,
+    );
+  }
+  return checkInteger(value, name, 2, 1024);
+}
+
+/** TDG (Yang et al. VLDB 2020): one g2 x g2 grid per pair of attributes. */
+export class TDG extends GridMechanism {
+  constructor(params) {
+    super(params);
+    const g2 = resolved(params.g2, 'g2', 'TDG');
+    const pairs = combinations(this.low.length, 2);
+    this.setGrids(pairs, pairs.map(() => [g2, g2]));
+  }
+}
+
+/** HDG (Yang et al. VLDB 2020): a g1 grid per attribute, then a g2 x g2 grid per pair. */
+export class HDG extends GridMechanism {
+  constructor(params) {
+    super(params);
+    const g1 = resolved(params.g1, 'g1', 'HDG');
+    const g2 = resolved(params.g2, 'g2', 'HDG');
+    const d = this.low.length;
+    const ones = Array.from({ length: d }, (_, a) => [a]);
+    const pairs = combinations(d, 2);
+    this.setGrids([...ones, ...pairs], [...ones.map(() => [g1]), ...pairs.map(() => [g2, g2])]);
+  }
+}
+
+/** UniformGrid: one grid of g cells per attribute over all the attributes. */
+export class UniformGrid extends GridMechanism {
+  constructor(params) {
+    super(params);
+    const g = resolved(params.g, 'g', 'UniformGrid');
+    const d = this.low.length;
+    this.setGrids([Array.from({ length: d }, (_, a) => a)], [Array(d).fill(g)]);
+  }
+}
+
+/** GroupMean: (group, value) rows; the value rounded to a bit, (group, bit) through GRR or OLH. */
+export class GroupMean {
+  constructor({ epsilon, domain_size, low = 0.0, high = 1.0, oracle = 'olh' }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.domainSize = checkInteger(domain_size, 'domain_size', 2, 2 ** 31);
+    checkBounds(low, high);
+    this.low = low;
+    this.high = high;
+    if (oracle === 'grr') this.inner = new GRR({ epsilon: this.epsilon, domain_size: 2 * this.domainSize });
+    else if (oracle === 'olh') this.inner = new OLH({ epsilon: this.epsilon, domain_size: 2 * this.domainSize });
+    else throw new RangeError(`oracle must be 'olh' or 'grr', got ${JSON.stringify(oracle)}`);
+  }
+  randomize(values, coins = secureCoins) {
+    const items = values.map((row) => {
+      const [g, v] = Array.isArray(row) && row.length === 2 ? row : [NaN, NaN];
+      if (!Number.isInteger(g) || g < 0 || g >= this.domainSize || typeof v !== 'number' || !(v >= this.low && v <= this.high)) {
+        throw new RangeError(
+          `value must be a (group in [0, ${this.domainSize}), value in [${this.low}, ${this.high}]) pair, got ${JSON.stringify(row)}`,
+        );
+      }
+      return 2 * g + roundToGrid((v - this.low) / (this.high - this.low), 1, coins.uniform());
+    });
+    return this.inner.randomize(items, coins);
+  }
+}
+
+/** The multi-attribute randomizers, by their Python names. */
+export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean };
+
+// fromSpec (mechanisms.js) finds them by name; registered here, since mechanisms.js does not
+// import this module (no import cycle)
+Object.assign(MECHANISMS, MULTIDIM);
