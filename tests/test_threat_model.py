@@ -50,6 +50,7 @@ WHY = {
     "HCMS": _RR,
     "FLH": _RR,
     "PEM": _RR,
+    "PEMRound": _RR,
     "TreeHist": _RR,
     "SFP": "its two sketches' (HCMS: integer RR weights; CMS: bits at 2^-64)",
     "AttributeSampling": "its attributes' PM/HM grid laws (integer weights within 2^62) and GRR",

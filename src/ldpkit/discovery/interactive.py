@@ -42,14 +42,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._constraints import Alternatives, Check, Integer, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
 from .._rng import RNGLike, as_generator
-from .._validation import _show, check_epsilon, check_integer
+from .._validation import _show, check_epsilon
 from ..frequency.grr import grr_sample
 from ..frequency.hashing import optimal_hash_range
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._strings import (
-    check_alphabet,
+    ALPHABET,
     empty_key,
     encode_strings,
     extend_keys,
@@ -65,8 +66,8 @@ __all__ = ["PEMRound", "RoundEstimate", "InteractivePEM", "DiscoveryRounds"]
 MAX_CANDIDATES = 1 << 20
 
 
-def _check_survivors(survivors: Any, symbols: int, max_length: int) -> tuple[tuple[int, ...], ...]:
-    """Canonical survivors: distinct rows of one length < max_length, symbols in [0, A)."""
+def _survivor_rows(survivors: Any, name: str = "survivors") -> tuple[tuple[int, ...], ...]:
+    """Return ``survivors`` as rows of ints (their lengths and symbols checked by the spec)."""
     if not isinstance(survivors, (tuple, list)):
         raise TypeError(
             f"survivors must be a tuple of symbol rows (tuples of ints), got {_show(survivors)}"
@@ -80,6 +81,12 @@ def _check_survivors(survivors: Any, symbols: int, max_length: int) -> tuple[tup
                 f"survivors must be a tuple of symbol rows (tuples of ints), got a row {_show(row)}"
             )
         rows.append(tuple(int(s) for s in row))
+    return tuple(rows)
+
+
+def _check_survivors(survivors: Any, symbols: int, max_length: int) -> tuple[tuple[int, ...], ...]:
+    """Canonical survivors: distinct rows of one length < max_length, symbols in [0, A)."""
+    rows = _survivor_rows(survivors)
     if not rows or all(len(r) == 0 for r in rows):
         return ()
     length = len(rows[0])
@@ -147,18 +154,22 @@ class PEMRound(Mechanism):
     hash_functions: int | None = None
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
 
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "survivors": [
+            Check(
+                _survivor_rows,
+                "a tuple of equal-length rows of symbol ids (ints), shorter than max_length",
+                hostile_values=["ab", ((0.5,),)],
+            )
+        ],
+        "max_length": [Size(1, 64, small=3)],
+        "alphabet": [ALPHABET, None],
+        "hash_range": [Size(2, 1 << 16), None],
+        "hash_functions": [Integer(1, 4096), None],
+    }
+
     def _validate(self) -> None:
-        self._set("max_length", check_integer(self.max_length, "max_length", low=1, high=64))
-        check_alphabet(self.alphabet)
-        if self.hash_range is not None:
-            self._set(
-                "hash_range", check_integer(self.hash_range, "hash_range", low=2, high=1 << 16)
-            )
-        if self.hash_functions is not None:
-            self._set(
-                "hash_functions",
-                check_integer(self.hash_functions, "hash_functions", low=1, high=4096),
-            )
+        # Symbols and length bound the rows: checked once both fields are known.
         self._set("survivors", _check_survivors(self.survivors, self.symbols, self.max_length))
 
     # -- constants -----------------------------------------------------------------------
