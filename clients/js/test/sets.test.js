@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { buildBody, fromSpec, PCKV, PaddingSampling, PrivKV, PrivSet } from '../src/index.js';
+import { buildBody, fromSpec, normalizeSpec, PCKV, PaddingSampling, PrivKV, PrivSet, specFingerprint } from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
 const cases = JSON.parse(readFileSync(dir + 'sets.json', 'utf8'));
@@ -121,4 +121,16 @@ test('PrivSet: k subsets of the padded domain, the Python k and branch coin', ()
       assert.equal(row[row.length - 1] & tail, 0);
     }
   }
+});
+
+test('the set specs fingerprint as Python has them (question.js PARAMS)', async () => {
+  for (const c of cases) {
+    assert.equal(await specFingerprint(c.body.mechanism), c.body.fingerprint, JSON.stringify(c.body.mechanism));
+  }
+  // Python's defaults filled in
+  assert.deepEqual(normalizeSpec({ mechanism: 'PrivSet', params: { epsilon: 2.0, domain_size: 6, padding: 2 } }).params, {
+    epsilon: 2.0, domain_size: 6, padding: 2, subset_size: null,
+  });
+  assert.equal(await specFingerprint({ mechanism: 'PrivSet', params: { epsilon: 2.0, domain_size: 6, padding: 2 } }), '8c3587a5f06737cf');
+  assert.throws(() => normalizeSpec({ mechanism: 'PrivKV', params: { epsilon: 1, domain_size: 2, fake_means: [0, 'a'] } }), /fake_means must be null or a list of finite numbers/);
 });
