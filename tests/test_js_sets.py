@@ -207,6 +207,57 @@ def test_js_privset_is_unbiased(spec: PrivSet) -> None:
     assert _privset_z(wrong, reports, sets) > 6.0
 
 
+_LAW_SCRIPT = """
+import { PrivSet } from './src/index.js';
+const out = [];
+for (const [epsilon, d, ell] of JSON.parse(process.argv[1])) {
+  try {
+    const m = new PrivSet({ epsilon, domain_size: d, padding: ell });
+    out.push([m.k, m.a.toString(), m.privacyLoss()]);
+  } catch (e) {
+    out.push(String(e.message));
+  }
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@needs_node
+def test_js_privset_law_equals_python_over_a_grid() -> None:
+    """The default k, the integer a of the branch coin and the loss equal Python's (240 specs)."""
+    import subprocess
+
+    from _jshelpers import CLIENT, NODE
+
+    grid = [
+        (eps, d, ell)
+        for eps in (0.05, 0.3, 1.0, 2.0, 4.0, 8.0, 20.0, 40.0)
+        for d in (2, 3, 7, 64, 500, 4000)
+        for ell in (1, 2, 8, 32, 1024, 60000)
+    ]
+    done = subprocess.run(
+        [NODE, "--input-type=module", "-e", _LAW_SCRIPT, json.dumps(grid)],
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    got = json.loads(done.stdout)
+    refused = 0
+    for (eps, d, ell), js in zip(grid, got, strict=True):
+        try:
+            spec = PrivSet(epsilon=eps, domain_size=d, padding=ell)
+        except ValueError as e:  # refused on both sides, for the same parameter
+            assert isinstance(js, str), (eps, d, ell, js)
+            assert str(e).split(" must")[0] == js.split(" must")[0], (str(e), js)
+            refused += 1
+            continue
+        a = spec._law()[0]
+        assert js == [spec.k, str(a), spec.privacy_loss()], (eps, d, ell)
+    assert 0 < refused < len(grid) // 2
+
+
 @needs_node
 @pytest.mark.slow
 @pytest.mark.parametrize(
