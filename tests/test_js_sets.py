@@ -12,7 +12,9 @@ computed from the truth and the spec's exact probabilities:
   section 4.3), and the means of the frequent keys (a ratio: z with the delta-method
   ``mean_variance``);
 - :class:`PrivKV`: the frequency of every key and ``f * mean`` (the unbiased numerator
-  of its mean, Ye et al. 2019, section IV).
+  of its mean, Ye et al. 2019, section IV);
+- :class:`PrivSet`: the padded frequency of every real item and the dummies' length CDF
+  (Wang et al., INFOCOM 2018, section IV), with Floyd's subsets and with the shuffle.
 
 Each test also decodes the same reports with epsilon x 1.3 and requires that the z-test
 then fails (|z| > 6): the check has power. The node tests skip without ``node`` except in
@@ -30,7 +32,7 @@ import pytest
 
 from _jshelpers import js_reports, needs_node
 from ldpkit.io import reports_from_dict
-from ldpkit.sets import PCKV, PaddingSampling, PrivKV, UserPairs, UserSets
+from ldpkit.sets import PCKV, PaddingSampling, PrivKV, PrivSet, UserPairs, UserSets
 from ldpkit.spec import Reports
 
 VECTORS = Path(__file__).resolve().parent / "vectors" / "sets.json"
@@ -170,6 +172,92 @@ def test_js_privkv_is_unbiased() -> None:
     assert max(_privkv_z(wrong, reports, pairs)) > 6.0
 
 
+# --- PrivSet -----------------------------------------------------------------------------------
+def _privset_z(spec: PrivSet, reports: Reports, sets: UserSets) -> float:
+    """Largest |z| of the padded frequencies and the length CDF decoded under ``spec``."""
+    est = spec.estimate(spec.aggregate(Reports(spec, **reports.arrays)))
+    truth = _padded_share(sets.offsets, sets.items, spec.domain_size, spec.padding)
+    # the mixture variance of one report (its q (1 - q) + t (p - q)(1 - p - q) bounds the
+    # variance of the users' independent coins from above: a conservative z)
+    var = spec.variance(len(sets), truth)
+    got = np.concatenate([est.frequencies, est.length_cdf])
+    return float(np.max(np.abs(got - truth) / np.sqrt(var)))
+
+
+@needs_node
+@pytest.mark.parametrize(
+    "spec",
+    [
+        PrivSet(epsilon=2.0, domain_size=8, padding=2),  # Floyd's subsets
+        PrivSet(epsilon=1.0, domain_size=20, padding=1, subset_size=14),  # a shuffle of [0, D)
+    ],
+    ids=["floyd", "shuffle"],
+)
+def test_js_privset_is_unbiased(spec: PrivSet) -> None:
+    # 70% of the users hold item 0 alone: a padded frequency near 1, where a wrong
+    # epsilon shows even for a large k (whose p - q is small)
+    rest = _users_sets(spec.domain_size, spec.padding, N, SEED + 3)
+    alone = np.random.default_rng(SEED + 4).random(N) < 0.7
+    users = [[0] if a else s for a, s in zip(alone.tolist(), rest)]
+    reports = js_reports(spec, values=users, seed=SEED)
+    assert len(reports) == N
+    sets = UserSets.from_lists(users)
+    assert _privset_z(spec, reports, sets) <= 5.0
+    wrong = spec.replace(epsilon=spec.epsilon * 1.3)
+    assert _privset_z(wrong, reports, sets) > 6.0
+
+
+_LAW_SCRIPT = """
+import { PrivSet } from './src/index.js';
+const out = [];
+for (const [epsilon, d, ell] of JSON.parse(process.argv[1])) {
+  try {
+    const m = new PrivSet({ epsilon, domain_size: d, padding: ell });
+    out.push([m.k, m.a.toString(), m.privacyLoss()]);
+  } catch (e) {
+    out.push(String(e.message));
+  }
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@needs_node
+def test_js_privset_law_equals_python_over_a_grid() -> None:
+    """The default k, the integer a of the branch coin and the loss equal Python's (240 specs)."""
+    import subprocess
+
+    from _jshelpers import CLIENT, NODE
+
+    grid = [
+        (eps, d, ell)
+        for eps in (0.05, 0.3, 1.0, 2.0, 4.0, 8.0, 20.0, 40.0)
+        for d in (2, 3, 7, 64, 500, 4000)
+        for ell in (1, 2, 8, 32, 1024, 60000)
+    ]
+    done = subprocess.run(
+        [NODE, "--input-type=module", "-e", _LAW_SCRIPT, json.dumps(grid)],
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    got = json.loads(done.stdout)
+    refused = 0
+    for (eps, d, ell), js in zip(grid, got, strict=True):
+        try:
+            spec = PrivSet(epsilon=eps, domain_size=d, padding=ell)
+        except ValueError as e:  # refused on both sides, for the same parameter
+            assert isinstance(js, str), (eps, d, ell, js)
+            assert str(e).split(" must")[0] == js.split(" must")[0], (str(e), js)
+            refused += 1
+            continue
+        a = spec._law()[0]
+        assert js == [spec.k, str(a), spec.privacy_loss()], (eps, d, ell)
+    assert 0 < refused < len(grid) // 2
+
+
 @needs_node
 @pytest.mark.slow
 @pytest.mark.parametrize(
@@ -178,6 +266,7 @@ def test_js_privkv_is_unbiased() -> None:
         PaddingSampling(epsilon=2.0, domain_size=8, padding=2),
         PCKV(epsilon=2.0, domain_size=6, padding=2),
         PCKV(epsilon=2.0, domain_size=6, padding=2, method="grr"),
+        PrivSet(epsilon=2.0, domain_size=8, padding=2),
     ],
     ids=lambda s: f"{s.name}-{getattr(s, 'method', '')}",
 )
@@ -189,6 +278,10 @@ def test_js_secure_coins_sets_are_unbiased(spec: Any) -> None:
         users = _users_sets(spec.domain_size, spec.padding, n, SEED + 2)
         reports = js_reports(spec, values=users, seed=None)
         assert _padding_z(spec, reports, UserSets.from_lists(users)) <= 5.5
+    elif isinstance(spec, PrivSet):
+        users = _users_sets(spec.domain_size, spec.padding, n, SEED + 2)
+        reports = js_reports(spec, values=users, seed=None)
+        assert _privset_z(spec, reports, UserSets.from_lists(users)) <= 5.5
     else:
         users = _users_pairs(spec.domain_size, spec.padding, n, SEED + 2)
         reports = js_reports(spec, values=users, seed=None)
@@ -201,6 +294,7 @@ def test_set_vector_bodies_decode_and_aggregate_in_python() -> None:
         "PaddingSampling",
         "PCKV",
         "PrivKV",
+        "PrivSet",
     }
     for case in cases:
         reports = reports_from_dict(case["body"])

@@ -32,10 +32,12 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   DBitFlipPM and OneBitMean likewise (``memoized_laws``, ``memoized_bodies``; the device's
   states: DBitFlipPM's sampled buckets, OneBitMean's alpha, LOLOHA's seed);
 - ``sets.json``: bodies as in ``bodies.json`` for PaddingSampling (GRR, OLH), PCKV (UE,
-  GRR) and PrivKV (:mod:`ldpkit.sets`): values (item lists, or ``[key, value]`` pairs),
-  fixed uniforms and 64-bit words, and the body the Python samplers make of them, run on
-  one user at a time so that their draws come in the client's order; and the spec's
-  ``privacy_loss()`` (correctly rounded on exact rationals; not PrivKV's, a numpy log);
+  GRR), PrivKV (PrivKVM rounds too) and PrivSet (:mod:`ldpkit.sets`): values (item lists,
+  or ``[key, value]`` pairs), fixed uniforms and 64-bit words, and the body the Python
+  samplers make of them, run on one user at a time so that their draws come in the
+  client's order (a ``permuted`` row is a Fisher-Yates shuffle of the replayed words); and
+  the spec's ``privacy_loss()`` (correctly rounded on exact rationals; not PrivKV's, a
+  numpy log);
 - ``sketch.json``: the open-domain oracles (CMS, HCMS, FLH; issue 29): BLAKE2b digests of
   given bytes (hashlib), item keys (format ``ldpkit.item/1``: the tagged bytes and the key,
   integers as decimal strings), the public row hashes, CMS's integer thresholds and losses
@@ -98,7 +100,7 @@ from ldpkit.numeric import (
 )
 from ldpkit.numeric.auto import hh_top_level
 from ldpkit.numeric.mean import _report_tables
-from ldpkit.sets import PCKV, PaddingSampling, PrivKV, UserPairs, UserSets
+from ldpkit.sets import PCKV, PaddingSampling, PrivKV, PrivSet, UserPairs, UserSets
 from ldpkit.sets._input import sample_padded
 from ldpkit.spec import Mechanism, Reports
 
@@ -292,6 +294,16 @@ class _ReplayCoins:
         return np.array([self.below(int(high)) for _ in range(count)], dtype=np.int64).reshape(
             shape
         )
+
+    def permuted(self, x: Any, axis: int = -1) -> np.ndarray:
+        """Shuffle each row: Fisher-Yates from the last slot down (U below i + 1)."""
+        assert axis in (1, -1)
+        out = np.array(x, copy=True)
+        for row in out:
+            for i in range(row.size - 1, 0, -1):
+                j = self.below(i + 1)
+                row[i], row[j] = row[j], row[i]
+        return out
 
 
 def _numeric_grids() -> dict[str, Any]:
@@ -547,11 +559,14 @@ def _set_report(spec: Mechanism, value: list[Any], coins: _ReplayCoins) -> dict[
         hashed = local_hash(seed, picked, inner.range_size)
         y = grr_sample(hashed, inner.range_size, inner._weights(), coins)  # type: ignore[arg-type]
         return {"seeds": seed, "values": y.astype(inner.randomize([0], rng=0).values.dtype)}
-    # the key-value randomizers themselves, with the replayed coins as their generator
+    # the key-value and PrivSet randomizers themselves, the replayed coins as their generator
     from unittest import mock
 
-    from ldpkit.sets import keyvalue
+    from ldpkit.sets import keyvalue, privset
 
+    if isinstance(spec, PrivSet):
+        with mock.patch.object(privset, "as_generator", lambda rng: rng):
+            return dict(spec.randomize(UserSets.from_lists([value]), rng=coins).arrays)  # type: ignore[arg-type]
     with mock.patch.object(keyvalue, "as_generator", lambda rng: rng):
         return dict(spec.randomize(UserPairs.from_lists([value]), rng=coins).arrays)  # type: ignore[arg-type]
 
@@ -575,6 +590,11 @@ def _sets() -> list[dict[str, Any]]:
         PrivKV(  # a later round: fair key bit, fakes from the previous means
             epsilon=3.0, domain_size=5, rounds=3, round=2, fake_means=(0.5, -1.0, 0.0, 0.25, 1.0)
         ),
+        # PrivSet: Floyd's subsets (k = 1 and k = 5), then a shuffle of [0, D) (k^2 > 8 D)
+        PrivSet(epsilon=1.0, domain_size=6, padding=2),
+        PrivSet(epsilon=3.0, domain_size=300, padding=4),
+        PrivSet(epsilon=1.0, domain_size=10, padding=1, subset_size=10),
+        PrivSet(epsilon=0.5, domain_size=12, padding=3, subset_size=11),
     ]
     out = []
     for spec in specs:
@@ -586,7 +606,7 @@ def _sets() -> list[dict[str, Any]]:
         values: list[Any] = []
         for size in sizes:
             items = rng.choice(d, size=size, replace=False).tolist()
-            if isinstance(spec, PaddingSampling):
+            if isinstance(spec, (PaddingSampling, PrivSet)):
                 values.append(items)
             else:
                 reals = np.where(
@@ -597,9 +617,13 @@ def _sets() -> list[dict[str, Any]]:
                 values.append([[k, float(v)] for k, v in zip(items, reals.tolist())])
         uniforms: list[float] = rng.random(2 * n).tolist()
         per_user = 4 + (d + ell if isinstance(spec, PCKV) and spec.method == "ue" else 0)
+        if isinstance(spec, PrivSet):  # shuffles, subsets, redraws: plenty, the rest cut
+            per_user = 4 * (spec.k + spec.items + ell + 4)
         words = rng.integers(0, _U64, per_user * n, dtype=np.uint64, endpoint=True).tolist()
         coins = _ReplayCoins(uniforms, words)
         rows = [_set_report(spec, v, coins) for v in values]
+        if isinstance(spec, PrivSet):
+            words = words[: len(words) - len(coins.words)]
         arrays = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
         out.append(
             {

@@ -37,7 +37,7 @@ export {
   squareWaveBandwidth,
   uniformBelow,
 } from './numeric.js';
-export { PCKV, PaddingSampling, PrivKV, pckvUeLaw } from './sets.js';
+export { PCKV, PaddingSampling, PrivKV, PrivSet, pckvUeLaw } from './sets.js';
 export { exactRatio } from './exact.js';
 export { blake2b } from './blake2b.js';
 export {

@@ -456,7 +456,7 @@ export const MECHANISMS = {
 };
 // the set-valued family (sets.js builds on this module's oracles, so it is looked up when
 // used: either module may be imported first)
-for (const name of ['PaddingSampling', 'PCKV', 'PrivKV']) {
+for (const name of ['PaddingSampling', 'PCKV', 'PrivKV', 'PrivSet']) {
   Object.defineProperty(MECHANISMS, name, { get: () => sets[name], enumerable: true });
 }
 

@@ -9,6 +9,7 @@ import { cryptoObj } from './random.js';
 const F = 'float';
 const I = 'int';
 const S = 'str';
+const FS = 'floats'; // a list of Python floats, or null (PrivKV's fake_means)
 const OPTIONAL = true;
 
 /**
@@ -59,6 +60,11 @@ export const PARAMS = {
     ['buckets', I, null],
     ['hh_share', F, null],
   ],
+  // the set-valued family (ldpkit.sets; users' sets or key-value pairs: no encoder)
+  PaddingSampling: [['epsilon', F], ['domain_size', I], ['padding', I], ['oracle', S, null]],
+  PCKV: [['epsilon', F], ['domain_size', I], ['padding', I], ['method', S, 'ue']],
+  PrivKV: [['epsilon', F], ['domain_size', I], ['rounds', I, 1], ['round', I, 0], ['fake_means', FS, null]],
+  PrivSet: [['epsilon', F], ['domain_size', I], ['padding', I], ['subset_size', I, null]],
 };
 
 /** Parameters whose null Python's _validate replaces by a default (so to_dict() never holds null). */
@@ -86,6 +92,10 @@ export function normalizeSpec(spec) {
     if (v === null && optional) continue;
     if (type === S) {
       if (v !== null && typeof v !== 'string') throw new TypeError(`${name} must be null or a string, got ${v}`);
+    } else if (type === FS) {
+      if (v !== null && !(Array.isArray(v) && v.every((x) => typeof x === 'number' && Number.isFinite(x)))) {
+        throw new TypeError(`${name} must be null or a list of finite numbers, got ${v}`);
+      }
     } else if (v !== null && (typeof v !== 'number' || !Number.isFinite(v) || (type === I && !Number.isInteger(v)))) {
       throw new TypeError(`${name} must be ${type === I ? 'an integer' : 'a finite number'}, got ${v}`);
     }
@@ -146,7 +156,8 @@ function typedSpec(spec) {
   for (const [name, type] of PARAMS[s.mechanism]) {
     if (!(name in s.params)) continue; // an optional parameter left out (None)
     const v = s.params[name];
-    params[name] = type === F && v !== null ? new PyFloat(v) : v;
+    if (type === FS && v !== null) params[name] = v.map((x) => new PyFloat(x));
+    else params[name] = type === F && v !== null ? new PyFloat(v) : v;
   }
   return { mechanism: s.mechanism, params };
 }

@@ -11,6 +11,12 @@
 //   below 2 (wKeep + wOther) for the sampled key's entry;
 // - PrivKV: the key j (U below d), the value's coin (uniform double), the key bit (U below
 //   k1 + o1), the value bit (U below k2 + o2), the fake sign (U below 2).
+// - PrivSet: a set longer than ell is shuffled (Fisher-Yates from the last slot down: U
+//   below i + 1 for i = L - 1, ..., 1) and its first ell items kept; the branch coin (U
+//   below 2^62); then a missing subset (Floyd: U below j + 1 for j = m - k, ..., m - 1, or,
+//   when k^2 > 8 D, a Fisher-Yates shuffle of [0, D)) or, until kept, a meeting one (her
+//   item: U below ell; the k - 1 others by Floyd or a shuffle; the keep coin: U below the
+//   number of her items in it).
 // The integer weights come from rrWeights and correctly rounded constants (exact.js), so
 // they equal Python's bit for bit.
 
@@ -322,5 +328,175 @@ export class PrivKV {
       keys: { dtype: indexDtype(this.domainSize), shape: [keys.length], data: keys },
       values: { dtype: '|i1', shape: [out.length], data: out },
     };
+  }
+}
+
+/** Denominator of PrivSet's branch coin (privset._BRANCH_TOTAL): P = a / 2^62. */
+const BRANCH_TOTAL = 1n << 62n;
+/** privset._MAX_ITEMS: the largest D = d + ell (reports are D bits). */
+const PRIVSET_MAX_ITEMS = 1 << 16;
+
+/** C(n, k) as a BigInt. */
+function binomial(n, k) {
+  let out = 1n;
+  for (let i = 0; i < k; i++) out = (out * BigInt(n - i)) / BigInt(i + 1); // exact at each step
+  return out;
+}
+
+/**
+ * privset._nominal_variance: q (1 - q) / (p - q)^2 for k = 1..d at e^eps (Infinity where
+ * the branch coin would not fit 2^62). Only its argmin is used (the default k): a float
+ * scan, the same operations in the same order as the Python side.
+ */
+function privsetNominalVariance(d, ell, epsilon) {
+  const big = d + ell;
+  const growth = Math.exp(epsilon);
+  const out = new Array(d);
+  let log = 0;
+  for (let i = 0; i < d; i++) {
+    log += Math.log((d - i) / (big - i));
+    const rho = Math.exp(log);
+    const k = i + 1;
+    const meet = (growth * (1.0 - rho)) / (growth * (1.0 - rho) + rho);
+    const p = (meet * (k / big)) / (1.0 - rho);
+    const q = (meet * (k / big - (k / d) * rho)) / (1.0 - rho) + (1.0 - meet) * (k / d);
+    const v = (q * (1.0 - q)) / ((p - q) * (p - q));
+    out[i] = rho * 2 ** 40 >= 1.0 - rho && Number.isFinite(v) ? v : Infinity;
+  }
+  return out;
+}
+
+/** privset._branch_loss: |log(P N_miss / ((1 - P) N_meet))| for P = a / 2^62, exactly. */
+function privsetBranchLoss(a, meet, miss) {
+  let num = a * miss;
+  let den = (BRANCH_TOTAL - a) * meet;
+  if (num < den) [num, den] = [den, num];
+  return crLog1p(exactRatio(num - den, den));
+}
+
+/** privset._law: [a, N_meet, N_miss] (BigInts) for subset size k. */
+function privsetLaw(epsilon, d, ell, k) {
+  const miss = binomial(d, k);
+  const meet = binomial(d + ell, k) - miss;
+  const growth = crExp(epsilon) * exactRatio(meet, miss);
+  const x = Math.trunc(2 ** 62 * (growth / (1.0 + growth)));
+  let a = BigInt(x);
+  if (a > BRANCH_TOTAL - 1n) a = BRANCH_TOTAL - 1n;
+  if (a < 1n) a = 1n;
+  while (a > 1n && privsetBranchLoss(a, meet, miss) > epsilon) {
+    const step = a >> 50n; // down until within, as the Python side
+    a -= step > 1n ? step : 1n;
+  }
+  return [a, meet, miss];
+}
+
+/** Shuffle `arr` in place (Fisher-Yates from the last slot down, one U below i + 1 each). */
+function shuffle(arr, coins) {
+  for (let i = arr.length - 1; i > 0; i--) {
+    const j = Number(uniformBelow(BigInt(i + 1), coins));
+    [arr[i], arr[j]] = [arr[j], arr[i]];
+  }
+  return arr;
+}
+
+/** privset._floyd for one user: a uniform k-subset of [0, m), in draw order. */
+function floyd(m, k, coins) {
+  const out = [];
+  for (let j = m - k; j < m; j++) {
+    const t = Number(uniformBelow(BigInt(j + 1), coins));
+    out.push(out.includes(t) ? j : t);
+  }
+  return out;
+}
+
+/** privset._skip for one index: the index-th item of [0, D) not in `excluded` (ascending). */
+function skip(index, excluded) {
+  let item = index;
+  for (const e of excluded) if (e <= item) item += 1;
+  return item;
+}
+
+/**
+ * PrivSet (Wang, Huang, Nie, Wang, Xu, Yang, IEEE INFOCOM 2018, section IV; sets.PrivSet):
+ * the set padded to ell items (dummies d + L, ..., d + ell - 1; a longer set sampled down to
+ * ell of its items), then a k-subset of the D = d + ell padded items: a uniform one meeting
+ * the padded set with probability a / 2^62, else a uniform one missing it, where a is
+ * Python's integer (the largest ratio a N_miss / ((2^62 - a) N_meet) within e^eps). Body
+ * {bits}: n x ceil(D / 8) packed bits (np.packbits), k bits set per report.
+ */
+export class PrivSet {
+  constructor({ epsilon, domain_size, padding, subset_size = null }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.domainSize = checkDomainSize(domain_size);
+    this.padding = checkInteger(padding, 'padding', 1, 1 << 10);
+    this.items = this.domainSize + this.padding; // D
+    if (this.items > PRIVSET_MAX_ITEMS) {
+      throw new RangeError(`domain_size + padding must be <= ${PRIVSET_MAX_ITEMS}, got ${this.items}`);
+    }
+    const variance = privsetNominalVariance(this.domainSize, this.padding, this.epsilon);
+    if (subset_size === null) {
+      const best = variance.reduce((m, v) => (v < m ? v : m), Infinity);
+      if (best === Infinity) {
+        throw new RangeError(
+          `domain_size and padding must leave a subset size whose law fits 2^62, got ${this.domainSize} and ${this.padding}`,
+        );
+      }
+      this.k = variance.indexOf(best) + 1; // the first minimum, as np.argmin
+    } else {
+      this.k = checkInteger(subset_size, 'subset_size', 1, this.domainSize);
+      if (variance[this.k - 1] === Infinity) {
+        throw new RangeError(
+          `subset_size must keep C(d + ell, k) / C(d, k) below 2^40 at this domain_size and padding, got ${this.k}`,
+        );
+      }
+    }
+    [this.a, this.meet, this.miss] = privsetLaw(this.epsilon, this.domainSize, this.padding, this.k);
+  }
+  /** PrivSet.privacy_loss: log(P N_miss / ((1 - P) N_meet)) from the integers. */
+  privacyLoss() {
+    return privsetBranchLoss(this.a, this.meet, this.miss);
+  }
+  /** The ell padded items of one user: hers and the dummies, or ell of hers uniformly. */
+  padded(items, coins) {
+    const d = this.domainSize;
+    const ell = this.padding;
+    if (items.length > ell) return shuffle(items.slice(), coins).slice(0, ell);
+    const out = items.slice();
+    for (let j = items.length; j < ell; j++) out.push(d + j);
+    return out;
+  }
+  /** The chosen k items of one user (privset.PrivSet.randomize, one row). */
+  choose(items, coins) {
+    const big = this.items;
+    const k = this.k;
+    const padded = this.padded(items, coins);
+    const mine = new Set(padded);
+    const useFloyd = k * k <= 8 * big;
+    const meets = uniformBelow(BRANCH_TOTAL, coins) < this.a;
+    if (!meets) { // a uniform k-subset of the D - ell items not hers
+      if (useFloyd) {
+        const excluded = padded.slice().sort((x, y) => x - y);
+        return floyd(big - this.padding, k, coins).map((i) => skip(i, excluded));
+      }
+      return shuffle([...Array(big).keys()], coins).filter((v) => !mine.has(v)).slice(0, k);
+    }
+    for (;;) { // one of her items + k - 1 others, kept w.p. 1 / |z & x|
+      const first = padded[Number(uniformBelow(BigInt(this.padding), coins))];
+      const others = useFloyd
+        ? floyd(big - 1, k - 1, coins).map((i) => skip(i, [first]))
+        : shuffle([...Array(big).keys()], coins).filter((v) => v !== first).slice(0, k - 1);
+      const z = [first, ...others];
+      const hits = z.filter((v) => mine.has(v)).length;
+      if (uniformBelow(BigInt(hits), coins) === 0n) return z;
+    }
+  }
+  randomize(values, coins = secureCoins) {
+    values.forEach((s) => checkSet(s, this.domainSize)); // all checked before any coin
+    const bits = values.map((s) => {
+      const row = new Array(this.items).fill(false);
+      for (const v of this.choose(s, coins)) row[v] = true;
+      return packBits(row);
+    });
+    return { bits: { dtype: '|u1', shape: [bits.length, (this.items + 7) >> 3], data: bits } };
   }
 }

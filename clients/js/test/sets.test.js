@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { buildBody, fromSpec, PCKV, PaddingSampling, PrivKV } from '../src/index.js';
+import { buildBody, fromSpec, normalizeSpec, PCKV, PaddingSampling, PrivKV, PrivSet, specFingerprint } from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
 const cases = JSON.parse(readFileSync(dir + 'sets.json', 'utf8'));
@@ -39,8 +39,13 @@ test('set and key-value bodies from fixed coins equal the Python reports', () =>
     seen.add(`${mechanism}-${params.method ?? fromSpec(c.body.mechanism).oracleName ?? ''}`);
     assert.deepEqual(buildBody(infoOf(c), c.values, fixedCoins(c)), c.body, JSON.stringify(c.body.mechanism));
   }
-  // every branch is covered: both oracles of PaddingSampling, both PCKV methods, PrivKV
-  assert.deepEqual([...seen].sort(), ['PCKV-grr', 'PCKV-ue', 'PaddingSampling-grr', 'PaddingSampling-olh', 'PrivKV-']);
+  // every branch is covered: both oracles of PaddingSampling, both PCKV methods, PrivKV,
+  // PrivSet (Floyd's subsets and the shuffle, sets sampled down)
+  assert.deepEqual([...seen].sort(), [
+    'PCKV-grr', 'PCKV-ue', 'PaddingSampling-grr', 'PaddingSampling-olh', 'PrivKV-', 'PrivSet-',
+  ]);
+  const privset = cases.filter((c) => c.body.mechanism.mechanism === 'PrivSet').map((c) => fromSpec(c.body.mechanism));
+  assert.ok(privset.some((m) => m.k * m.k <= 8 * m.items) && privset.some((m) => m.k * m.k > 8 * m.items));
 });
 
 test('secure randomization gives well-formed set and key-value reports', () => {
@@ -85,4 +90,47 @@ test('bad sets, pairs and parameters are refused with a message naming them', ()
   assert.throws(() => new PaddingSampling({ epsilon: 1, domain_size: 4, padding: 2, oracle: 'oue' }), /oracle must be one of/);
   assert.throws(() => new PrivKV({ epsilon: 41, domain_size: 4 }), /epsilon must be a number in/);
   assert.throws(() => new PrivKV({ epsilon: 1, domain_size: 1 }), /domain_size must be an integer/);
+  const ps2 = new PrivSet({ epsilon: 1, domain_size: 4, padding: 2 });
+  assert.throws(() => ps2.randomize([[0, 4]]), /values must be items in \[0, 4\), got 4/);
+  assert.throws(() => ps2.randomize([[2, 2]]), /distinct/);
+  assert.throws(() => new PrivSet({ epsilon: 1, domain_size: 4, padding: 0 }), /padding must be an integer in \[1, 1024\]/);
+  assert.throws(() => new PrivSet({ epsilon: 1, domain_size: 4, padding: 2, subset_size: 5 }), /subset_size must be an integer in \[1, 4\]/);
+  assert.throws(() => new PrivSet({ epsilon: 1, domain_size: 65000, padding: 600 }), /domain_size \+ padding must be <= 65536/);
+  assert.throws(() => new PrivSet({ epsilon: 41, domain_size: 4, padding: 1 }), /epsilon must be a number in/);
+});
+
+test('PrivSet: k subsets of the padded domain, the Python k and branch coin', () => {
+  // the variance-optimal k and the integer a / 2^62 (privset._law), as the Python specs have them
+  const cases = [
+    [{ epsilon: 1, domain_size: 6, padding: 2 }, 1],
+    [{ epsilon: 3, domain_size: 1000, padding: 8 }, 5],
+  ];
+  for (const [params, k] of cases) assert.equal(new PrivSet(params).k, k);
+  const m = new PrivSet({ epsilon: 3, domain_size: 1000, padding: 8 });
+  assert.equal(m.a, 2075065584790237440n);
+  assert.equal(m.privacyLoss(), 3);
+  // every report has exactly k of the D bits set, none past D (D = 1008, then 9 and 11)
+  const specs = [m, new PrivSet({ epsilon: 1, domain_size: 6, padding: 3 }), new PrivSet({ epsilon: 1, domain_size: 10, padding: 1, subset_size: 10 })];
+  for (const spec of specs) {
+    const body = spec.randomize([[], [1, 2], [0, 1, 2, 3, 4, 5]]);
+    assert.deepEqual(body.bits.shape, [3, Math.ceil(spec.items / 8)]);
+    for (const row of body.bits.data) {
+      const ones = row.reduce((s, b) => s + b.toString(2).split('1').length - 1, 0);
+      assert.equal(ones, spec.k);
+      const tail = spec.items % 8 === 0 ? 0 : 0xff >> (spec.items % 8);
+      assert.equal(row[row.length - 1] & tail, 0);
+    }
+  }
+});
+
+test('the set specs fingerprint as Python has them (question.js PARAMS)', async () => {
+  for (const c of cases) {
+    assert.equal(await specFingerprint(c.body.mechanism), c.body.fingerprint, JSON.stringify(c.body.mechanism));
+  }
+  // Python's defaults filled in
+  assert.deepEqual(normalizeSpec({ mechanism: 'PrivSet', params: { epsilon: 2.0, domain_size: 6, padding: 2 } }).params, {
+    epsilon: 2.0, domain_size: 6, padding: 2, subset_size: null,
+  });
+  assert.equal(await specFingerprint({ mechanism: 'PrivSet', params: { epsilon: 2.0, domain_size: 6, padding: 2 } }), '8c3587a5f06737cf');
+  assert.throws(() => normalizeSpec({ mechanism: 'PrivKV', params: { epsilon: 1, domain_size: 2, fake_means: [0, 'a'] } }), /fake_means must be null or a list of finite numbers/);
 });

@@ -1,0 +1,219 @@
+"""The JS client's set and key-value randomizers (clients/js/src/sets.js) in a real browser.
+
+Headless chromium (Debian's ``/usr/bin/chromium`` or ``$CHROMIUM``, no driver: ``--dump-dom``
+after a virtual time budget) loads a page served from the repository on 127.0.0.1 that
+imports ``clients/js`` and checks, against ``tests/vectors/sets.json`` (written by the Python
+side): the bodies of PaddingSampling (GRR, OLH), PCKV (UE, GRR), PrivKV (round 0 and a later
+PrivKVM round, fakes from the previous means) and PrivSet (Floyd's subsets and the shuffle,
+sets sampled down) made from the vectors' fixed uniforms and 64-bit words, their privacy
+losses, and well-formed bodies from ``crypto.getRandomValues``. The page writes its verdict
+into the DOM.
+
+End to end: a second page fetches a PrivSet collection's spec from a live collector on
+127.0.0.1 (uvicorn, SQLite, CORS for the page's origin), randomizes users' sets with the
+browser's secure coins and POSTs them with ``send``; the collector's estimate equals the
+offline estimate of the very bodies the page sent. Skips without chromium except in CI
+(``CI`` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import os
+import re
+import subprocess
+import threading
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ldpkit.io import reports_from_dict
+from ldpkit.sets import PrivSet
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).is_file() and not os.environ.get("CI"),
+    reason="chromium is not installed (apt-get install chromium); CI must have it",
+)
+
+PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
+<script type="module">
+import { buildBody, fromSpec } from '/clients/js/src/index.js';
+const out = document.getElementById('out');
+// deep equality with any key order (the bodies are JSON: arrays, objects, scalars)
+const same = (a, b) => {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]));
+  if (a !== null && typeof a === 'object') {
+    if (b === null || typeof b !== 'object' || Array.isArray(b)) return false;
+    const ka = Object.keys(a).sort();
+    return same(ka, Object.keys(b).sort()) && ka.every((k) => same(a[k], b[k]));
+  }
+  return a === b;
+};
+try {
+  const cases = await (await fetch('/tests/vectors/sets.json')).json();
+  const bad = [];
+  const seen = new Set();
+  for (const c of cases) {
+    let iu = 0;
+    let iw = 0;
+    const coins = {
+      uniform: () => c.uniforms[iu++],
+      u64: () => BigInt(c.words[iw++]),
+      u64Array: (n) => BigUint64Array.from(c.words.slice(iw, (iw += n)).map(BigInt)),
+    };
+    const { mechanism, params } = c.body.mechanism;
+    const m = fromSpec(c.body.mechanism);
+    const tag = `${mechanism}-${params.method ?? m.oracleName ?? ''}${mechanism === 'PrivKV' ? 'round' + m.round : ''}`;
+    seen.add(tag);
+    const info = { mechanism: c.body.mechanism, fingerprint: c.body.fingerprint };
+    if (!same(buildBody(info, c.values, coins), c.body)) bad.push(tag);
+    if (c.privacy_loss !== null && m.privacyLoss() !== c.privacy_loss) bad.push('loss ' + tag);
+    const secure = buildBody(info, c.values); // crypto.getRandomValues
+    for (const [k, a] of Object.entries(c.body.arrays)) {
+      if (!same(secure.arrays[k].shape, a.shape) || secure.arrays[k].dtype !== a.dtype) bad.push(k + ' ' + tag);
+    }
+  }
+  out.textContent = bad.length ? 'FAIL ' + JSON.stringify(bad) : `PASS ${cases.length} ${[...seen].sort().join(',')}`;
+} catch (e) {
+  out.textContent = 'ERROR ' + e;
+}
+</script></body></html>
+"""
+
+SEND_PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
+<script type="module">
+import { fetchSpec, send } from '/clients/js/src/index.js';
+const out = document.getElementById('out');
+try {
+  const q = new URLSearchParams(location.search);
+  const collector = q.get('collector');
+  const users = JSON.parse(new URLSearchParams(location.hash.slice(1)).get('users'));
+  const info = await fetchSpec(collector, q.get('collection'));
+  const bodies = [];
+  // what the page POSTs, kept for the offline estimate
+  const fetchFn = (url, opts) => {
+    bodies.push(JSON.parse(opts.body));
+    return fetch(url, opts);
+  };
+  let stored = 0;
+  for (let i = 0; i < users.length; i += 1000) {
+    const res = await send(collector, info, users.slice(i, i + 1000), {
+      encoded: true, idempotencyKey: `privset-page-${i}`, fetchFn,
+    });
+    stored += res.n;
+  }
+  out.textContent = JSON.stringify({ stored, bodies });
+} catch (e) {
+  out.textContent = 'ERROR ' + e;
+}
+</script></body></html>
+"""
+PAGES = {"/__sets_page.html": PAGE, "/__sets_send_page.html": SEND_PAGE}
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    """Serve the repository over HTTP on 127.0.0.1, plus the test pages of PAGES."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            page = PAGES.get(self.path.split("?")[0])
+            if page is not None:
+                body = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Handler, directory=str(ROOT))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _page_verdict(url: str, tmp_path: Path) -> str:
+    """Return what the page at ``url`` wrote into ``<pre id="out">`` (headless chromium)."""
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=30000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = re.search(r'<pre id="out">([^<]*)</pre>', done.stdout)
+    assert found is not None, done.stdout[-2000:] + done.stderr[-2000:]
+    return html.unescape(found.group(1))
+
+
+def test_set_randomizers_reproduce_the_vectors_in_chromium(server: str, tmp_path: Path) -> None:
+    """Every set and key-value body of sets.json, and every privacy loss, in chromium."""
+    verdict = _page_verdict(f"{server}/__sets_page.html", tmp_path)
+    cases = json.loads((ROOT / "tests" / "vectors" / "sets.json").read_text())
+    tags = (
+        "PCKV-grr,PCKV-ue,PaddingSampling-grr,PaddingSampling-olh,"
+        "PrivKV-round0,PrivKV-round2,PrivSet-"
+    )
+    assert verdict == f"PASS {len(cases)} {tags}", verdict
+
+
+def test_privset_from_chromium_to_a_live_collector(
+    server: str, tmp_path: Path, serve_app: Callable[[Any], str]
+) -> None:
+    """PrivSet reports randomized in chromium and POSTed to 127.0.0.1: the offline estimate."""
+    from ldpkit.service import create_app
+
+    spec = PrivSet(epsilon=2.0, domain_size=6, padding=2)
+    gen = np.random.default_rng(32)
+    users = [gen.choice(6, size=int(k), replace=False).tolist() for k in gen.integers(0, 5, 3000)]
+    app = create_app(
+        {"privset": spec}, f"sqlite:///{tmp_path / 'collector.db'}", cors_origins=[server]
+    )
+    collector = serve_app(app)
+    query = urllib.parse.urlencode({"collector": collector, "collection": "privset"})
+    fragment = urllib.parse.urlencode({"users": json.dumps(users, separators=(",", ":"))})
+    verdict = _page_verdict(f"{server}/__sets_send_page.html?{query}#{fragment}", tmp_path)
+    assert not verdict.startswith(("ERROR", "pending")), verdict
+    sent = json.loads(verdict)
+    assert sent["stored"] == len(users) and len(sent["bodies"]) == 3
+    batches = [reports_from_dict(b, expected=spec) for b in sent["bodies"]]
+    stats = spec.aggregate(batches[0])
+    for b in batches[1:]:
+        stats = stats.merge(spec.aggregate(b))
+    offline = spec.estimate(stats)
+    with urllib.request.urlopen(f"{collector}/v1/collections/privset/estimate", timeout=30) as r:
+        body = json.loads(r.read())
+    assert body["n"] == len(users)
+    np.testing.assert_allclose(body["frequencies"], offline.frequencies, rtol=1e-12, atol=1e-15)
+    # the browser's reports are a PrivSet law's: k items each, over the d + ell items
+    assert int(stats.counts.sum()) == spec.k * len(users)
