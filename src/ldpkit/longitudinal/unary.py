@@ -8,7 +8,9 @@ bit probabilities are ``p* = p1 p2 + (1 - p1) q2`` and ``q* = q1 p2 + (1 - q1) q
 
 Every bit of both rounds is a uniform 64-bit integer compared with an integer threshold
 (probability ``T / 2^64``, exactly), so the chained probabilities are exact rationals over
-2^128 and the losses are computed from them.
+2^128 and the losses are computed from them. A first-day ``randomize`` (no memo) draws
+each bit once from those 2^-128 rationals (one 128-bit comparison per bit, bit-sliced),
+which is the chained law itself.
 """
 
 from __future__ import annotations
