@@ -89,6 +89,50 @@ def test_randomize_is_the_same_on_both_paths(cls, monkeypatch):
     np.testing.assert_array_equal(compiled, plain)
 
 
+S2 = S * S  # the wide sampler's resolution
+
+
+@pytest.mark.parametrize(
+    ("d", "n", "big", "small"),
+    [
+        (2, 400, S2 // 2, S2 // 5),
+        (9, 300, S2 // 3 * 2, S2 // 3),  # alternating bits across both words
+        (64, 200, S2 - 1, 1),  # extreme thresholds: lanes stay open into the low word
+        (65, 200, S2 // 2, S2 // 2 - 1),  # a 0 then 127 ones
+        (130, 100, 3 * S2 // 4 + 12345, S * 77 + 5),  # high word small: the low word decides
+    ],
+)
+def test_wide_numpy_twin_matches_kernel_bytes(d, n, big, small):
+    from ldpkit.frequency._kernels_unary import sample_unary_bits_wide as wide_kernel
+
+    rng = np.random.default_rng(d * 7 + n)
+    values = rng.integers(0, d, n)
+    seeds = rng.integers(0, 2**64, n, dtype=np.uint64)
+    width = (d + 7) // 8
+    a = np.full((n, width), 0xAA, dtype=np.uint8)
+    b = np.full((n, width), 0x55, dtype=np.uint8)
+    wide_kernel(values, seeds, d, big, small, a)
+    _unary_sampler.sample_unary_bits_wide_numpy(values, seeds, d, big, small, b)
+    np.testing.assert_array_equal(a, b)
+    if small > S2 >> 12:  # the comparison can fail: other seeds give other bytes
+        c = np.zeros_like(a)
+        _unary_sampler.sample_unary_bits_wide_numpy(values, seeds + np.uint64(1), d, big, small, c)
+        assert not np.array_equal(a, c)
+
+
+def test_longitudinal_unary_randomize_is_the_same_on_both_paths(monkeypatch):
+    from ldpkit.longitudinal import LOSUE
+
+    spec = LOSUE(epsilon_inf=2.0, epsilon_1=1.0, domain_size=70)
+    values = np.arange(3000) % 70
+    monkeypatch.setattr(_unary_sampler, "COMPILED_MIN_BITS", 0)
+    monkeypatch.setattr(_parallel, "numba_available", lambda: True)
+    compiled = spec.randomize(values, rng=8).bits
+    monkeypatch.setattr(_parallel, "numba_available", lambda: False)
+    plain = spec.randomize(values, rng=8).bits
+    np.testing.assert_array_equal(compiled, plain)
+
+
 def test_use_compiled_policy(monkeypatch):
     monkeypatch.setattr(_parallel, "numba_available", lambda: False)
     assert not _parallel.use_compiled(10**9, 10)

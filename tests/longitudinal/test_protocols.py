@@ -101,6 +101,20 @@ def test_sampler_law_is_the_chained_matrix(cls):
         assert chisquare_gof(counts, matrix[v]) > 1e-4
 
 
+@pytest.mark.parametrize("cls", [LOUE, LOSUE, LSUE, LSOUE])
+def test_two_rounds_and_the_direct_draw_have_one_law(cls):
+    # randomize draws the chained law in one pass; the device's path draws both rounds
+    spec = cls(epsilon_inf=2.0, epsilon_1=0.8, domain_size=4)
+    matrix = spec.transition_matrix()
+    gen = np.random.default_rng(3)
+    values = np.full(20_000, 1)
+    two = spec._instantaneous_round(spec._permanent_round(values, gen), gen)
+    counts = np.bincount(spec.output_index(two), minlength=matrix.shape[1])
+    assert chisquare_gof(counts, matrix[1]) > 1e-4
+    # the same check tells a wrong law apart: the value's row is not another value's
+    assert chisquare_gof(counts, matrix[2]) < 1e-6
+
+
 @pytest.mark.parametrize("cls", ALL)
 def test_permanent_round_law(cls):
     spec = cls(epsilon_inf=1.5, epsilon_1=0.5, domain_size=5)

@@ -35,7 +35,13 @@ import numpy as np
 
 from .. import _parallel
 
-__all__ = ["sample_unary_bits", "packed_column_counts", "xoshiro_uint64", "WORKERS"]
+__all__ = [
+    "sample_unary_bits",
+    "sample_unary_bits_wide",
+    "packed_column_counts",
+    "xoshiro_uint64",
+    "WORKERS",
+]
 
 # Kept as module attributes so tests and benchmarks can pin the thread count.
 WORKERS: int | None = None
@@ -183,6 +189,90 @@ def sample_unary_bits(
 
     def task(a: int, b: int) -> None:
         _sample_rows(values[a:b], seeds[a:b], domain_size, big, small, out[a:b])
+
+    _run_blocks(task, _row_blocks(values.shape[0], workers))
+
+
+@numba.njit(cache=True, nogil=True)
+def _sample_rows_wide(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_hi: np.uint64,
+    true_lo: np.uint64,
+    other_hi: np.uint64,
+    other_lo: np.uint64,
+    out: np.ndarray,
+) -> None:
+    """Fill ``out`` as :func:`_sample_rows` does, at resolution 2^-128.
+
+    Thresholds are 128-bit integers ``hi 2^64 + lo``: each lane's U has 128 bits, compared
+    bit-sliced from bit 127 down (the same early stop: about 7.3 words per 64 lanes); the
+    true item's bit is two more words, ``(r_hi, r_lo) < (true_hi, true_lo)``
+    lexicographically. A lane still open after 128 words has U == T, hence 0.
+    """
+    n, width = out.shape
+    n_words = (width + 7) // 8
+    pad = 8 * width - domain_size
+    pad_mask = np.uint8((0xFF << pad) & 0xFF)
+    for i in range(n):
+        s0, s1, s2, s3 = _seed_state(seeds[i])
+        for w in range(n_words):
+            ones = _U64(0)
+            open_lanes = _ALL
+            for b in range(127, -1, -1):
+                r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+                if b >= 64:
+                    bit = (other_hi >> _U64(b - 64)) & _U64(1)
+                else:
+                    bit = (other_lo >> _U64(b)) & _U64(1)
+                if bit:
+                    ones |= open_lanes & ~r
+                    open_lanes &= r
+                else:
+                    open_lanes &= ~r
+                if open_lanes == _U64(0):
+                    break
+            base = 8 * w
+            for k in range(min(8, width - base)):
+                out[i, base + k] = np.uint8((ones >> _U64(8 * k)) & _U64(0xFF))
+        r_hi, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+        r_lo, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+        v = values[i]
+        byte = v >> 3
+        mask = 0x80 >> (v & 7)
+        if r_hi < true_hi or (r_hi == true_hi and r_lo < true_lo):
+            out[i, byte] = np.uint8(out[i, byte] | mask)
+        else:
+            out[i, byte] = np.uint8(out[i, byte] & (0xFF ^ mask))
+        if pad:
+            out[i, width - 1] = np.uint8(out[i, width - 1] & pad_mask)
+
+
+def sample_unary_bits_wide(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+    *,
+    workers: int | None = None,
+) -> None:
+    """Fill ``out`` as :func:`sample_unary_bits` does, with thresholds in units of 2^-128.
+
+    Both thresholds must lie in [0, 2^128 - 1]; bit ``values[i]`` of row i is 1 w.p.
+    ``true_threshold / 2^128``, every other bit w.p. ``other_threshold / 2^128``. Used for
+    laws that are exact products of two 2^-64 laws (the longitudinal chained bits).
+    """
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    mask = (1 << 64) - 1
+    big = (np.uint64(true_threshold >> 64), np.uint64(true_threshold & mask))
+    small = (np.uint64(other_threshold >> 64), np.uint64(other_threshold & mask))
+
+    def task(a: int, b: int) -> None:
+        _sample_rows_wide(values[a:b], seeds[a:b], domain_size, *big, *small, out[a:b])
 
     _run_blocks(task, _row_blocks(values.shape[0], workers))
 

@@ -21,6 +21,8 @@ __all__ = [
     "sample_unary_bits",
     "sample_unary_bits_numpy",
     "sample_unary_bits_secure",
+    "sample_unary_bits_wide",
+    "sample_unary_bits_wide_numpy",
     "COMPILED_MIN_BITS",
 ]
 
@@ -36,6 +38,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_LOW = (1 << 64) - 1
 _S = {k: np.uint64(k) for k in (5, 9, 17, 27, 30, 31)}
 
 # Rows per chunk: bounds the temporaries (a few uint64 vectors per row) for huge batches.
@@ -116,11 +119,17 @@ def _sample_chunk(
         base = 8 * w
         for k in range(min(8, width - base)):
             out[:, base + k] = ((ones >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    # The true item's bit: one more draw, its top `resolution` bits against the threshold.
-    r = _next(state)
+    if resolution <= 64:
+        # The true item's bit: one more draw, its top `resolution` bits against the threshold.
+        r = _next(state)
+        hit = (r >> np.uint64(64 - resolution)) < np.uint64(true_threshold)
+    else:  # 2^-128: two more draws, compared (high word, low word) lexicographically
+        r_hi = _next(state)
+        r_lo = _next(state)
+        hi, lo = np.uint64(true_threshold >> 64), np.uint64(true_threshold & _LOW)
+        hit = (r_hi < hi) | ((r_hi == hi) & (r_lo < lo))
     byte = values >> 3
     mask = (0x80 >> (values & 7)).astype(np.uint8)
-    hit = (r >> np.uint64(64 - resolution)) < np.uint64(true_threshold)
     idx = np.arange(n)
     out[idx, byte] = np.where(hit, out[idx, byte] | mask, out[idx, byte] & ~mask)
     pad = 8 * width - domain_size
@@ -180,6 +189,54 @@ def sample_unary_bits(
         kernel(values, seeds, domain_size, true_threshold, other_threshold, out)
     else:
         sample_unary_bits_numpy(values, seeds, domain_size, true_threshold, other_threshold, out)
+
+
+def sample_unary_bits_wide_numpy(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+) -> None:
+    """Sample :func:`._kernels_unary.sample_unary_bits_wide`'s law and bytes in numpy.
+
+    As :func:`sample_unary_bits_numpy`, with both thresholds in units of 2^-128 (128
+    threshold bits walked from the top; the true item's bit from two words).
+    """
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    big, small = int(true_threshold), int(other_threshold)
+    for start in range(0, values.shape[0], _CHUNK_ROWS):
+        stop = start + _CHUNK_ROWS
+        _sample_chunk(
+            values[start:stop], seeds[start:stop], domain_size, big, small, out[start:stop], 128
+        )
+
+
+def sample_unary_bits_wide(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    true_threshold: int,
+    other_threshold: int,
+    out: np.ndarray,
+) -> None:
+    """Fill ``out`` with packed bits at resolution 2^-128; identical bytes whichever path runs.
+
+    Bit ``values[i]`` of row i is 1 w.p. ``true_threshold / 2^128``, every other bit w.p.
+    ``other_threshold / 2^128`` (thresholds in [0, 2^128 - 1]): the exact law of a bit
+    drawn through two chained 2^-64 rounds, sampled in one. The numba kernel for large
+    batches (as :func:`sample_unary_bits` decides), its numpy twin otherwise.
+    """
+    if _parallel.use_compiled(values.shape[0] * domain_size, COMPILED_MIN_BITS):
+        from ._kernels_unary import sample_unary_bits_wide as kernel  # numba: on first use
+
+        kernel(values, seeds, domain_size, true_threshold, other_threshold, out)
+    else:
+        sample_unary_bits_wide_numpy(
+            values, seeds, domain_size, true_threshold, other_threshold, out
+        )
 
 
 def sample_unary_bits_secure(

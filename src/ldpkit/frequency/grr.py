@@ -75,8 +75,7 @@ def grr_sample(
     total = w_keep + (domain_size - 1) * w_other
     u = np.asarray(rng.integers(0, total, size=values.shape[0], dtype=np.int64))
     keep = u < w_keep
-    other = (u - w_keep) // w_other
-    other[keep] = 0
+    other = (u - w_keep) // w_other  # negative where kept: replaced by the value below
     other += other >= values
     return np.where(keep, values, other)
 

@@ -35,6 +35,10 @@ _U64_MAX = _SCALE - 1
 MAX_ENUMERABLE_OUTPUTS = 4096
 
 
+#: Up to this many sampled buckets, per-row membership is tested column by column.
+_FEW_COLUMNS = 16
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DBitFlipPM(FrequencyOracle):
     """dBitFlip (Ding, Kulkarni, Yekhanin, NeurIPS 2017) with permanent memoization.
@@ -134,12 +138,27 @@ class DBitFlipPM(FrequencyOracle):
         """
         k, d = self.domain_size, self.sampled_bits
         check_memory(8.0 * n * d, f"len(values)={n} at sampled_bits={d}", f"{self.name}.randomize")
-        chosen = np.empty((n, d), dtype=np.int64)
+        chosen = np.empty((d, n), dtype=np.int64)  # one contiguous row per draw
         for i, j in enumerate(range(k - d, k)):
             t = gen.integers(0, j + 1, size=n, dtype=np.int64)
-            taken = (chosen[:, :i] == t[:, None]).any(axis=1)
-            chosen[:, i] = np.where(taken, j, t)
-        return np.sort(chosen, axis=1).astype(index_dtype(k))
+            if i <= _FEW_COLUMNS:  # draw by draw: numpy's reductions over a short axis are slow
+                taken = np.zeros(n, dtype=bool)
+                for c in range(i):
+                    taken |= chosen[c] == t
+            else:
+                taken = (chosen[:i] == t[None, :]).any(axis=0)
+            chosen[i] = np.where(taken, j, t)
+        small = chosen.astype(index_dtype(k))
+        if d > _FEW_COLUMNS:
+            return np.sort(np.ascontiguousarray(small.T), axis=1)
+        # odd-even transposition network over the draws: np.sort's per-row calls dominate
+        # a few columns; d rounds of compare-exchange give the same ascending rows
+        cols = list(small)
+        for r in range(d):
+            for c in range(r % 2, d - 1, 2):
+                lo, hi = np.minimum(cols[c], cols[c + 1]), np.maximum(cols[c], cols[c + 1])
+                cols[c], cols[c + 1] = lo, hi
+        return np.stack(cols, axis=1)
 
     def _bits(self, buckets: np.ndarray, keys: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         """Bit i of each row: p where the memo key is i (the value is in sampled bucket i)."""
@@ -190,13 +209,26 @@ class DBitFlipPM(FrequencyOracle):
         bits = self._bits(buckets, np.asarray(keys, dtype=np.int64), gen)
         return np.concatenate([buckets, bits.astype(np.int64)], axis=1)
 
-    def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    def _permanent_parts(
+        self, values: np.ndarray, gen: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return each device's sampled buckets (ascending) and its bits (uint8)."""
         bucket_gen, bit_gen = independent_streams(gen, 2)
-        buckets = self._sample_buckets(values.shape[0], bucket_gen).astype(np.int64)
-        where = buckets == np.asarray(values)[:, None]
-        keys = np.where(where.any(axis=1), where.argmax(axis=1), self.sampled_bits)
-        bits = self._bits(buckets, keys, bit_gen)
-        return np.concatenate([buckets, bits.astype(np.int64)], axis=1)
+        buckets = self._sample_buckets(values.shape[0], bucket_gen)
+        d = self.sampled_bits
+        v = np.asarray(values)
+        if d <= _FEW_COLUMNS:  # the bucket holding the value (buckets are distinct), else d
+            keys = np.full(v.shape[0], d, dtype=np.int64)
+            for c in range(d):
+                keys[buckets[:, c] == v] = c
+        else:
+            where = buckets == v[:, None]
+            keys = np.where(where.any(axis=1), where.argmax(axis=1), d)
+        return buckets, self._bits(buckets, keys, bit_gen)
+
+    def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        buckets, bits = self._permanent_parts(values, gen)
+        return np.concatenate([buckets.astype(np.int64), bits.astype(np.int64)], axis=1)
 
     def _instantaneous_round(self, permanent: np.ndarray, gen: np.random.Generator) -> Reports:
         """No second round: the memoized report itself (``gen`` is not drawn from)."""
@@ -211,8 +243,9 @@ class DBitFlipPM(FrequencyOracle):
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """One fresh report per device (its own sampled buckets and bits)."""
         v = self.check_values(values)
-        gen = as_generator(rng)
-        return self._instantaneous_round(self._permanent_round(v, gen), gen)
+        # the permanent round's draws, without the memo's int64 rows
+        buckets, bits = self._permanent_parts(v, as_generator(rng))
+        return Reports(self, buckets=buckets, bits=bits)
 
     # -- the server ----------------------------------------------------------------------------
     def stats_schema(self) -> dict[str, StatsField]:

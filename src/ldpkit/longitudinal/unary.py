@@ -8,7 +8,9 @@ bit probabilities are ``p* = p1 p2 + (1 - p1) q2`` and ``q* = q1 p2 + (1 - q1) q
 
 Every bit of both rounds is a uniform 64-bit integer compared with an integer threshold
 (probability ``T / 2^64``, exactly), so the chained probabilities are exact rationals over
-2^128 and the losses are computed from them.
+2^128 and the losses are computed from them. A first-day ``randomize`` (no memo) draws
+each bit once from those 2^-128 rationals (one 128-bit comparison per bit, bit-sliced),
+which is the chained law itself.
 """
 
 from __future__ import annotations
@@ -21,10 +23,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _crmath
-from .._rng import derive_seeds, is_secure
+from .._rng import RNGLike, as_generator, derive_seeds, is_secure
 from .._validation import check_memory
 from ..frequency import _bits
-from ..frequency._unary_sampler import sample_unary_bits, sample_unary_bits_secure
+from ..frequency._unary_sampler import (
+    sample_unary_bits,
+    sample_unary_bits_secure,
+    sample_unary_bits_wide,
+)
 from ..frequency.unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
 from ..spec import Reports
 from ._base import LongitudinalOracle, composite_loss
@@ -186,18 +192,43 @@ class LongitudinalUnary(LongitudinalOracle):
         seeded from ``gen``, as :meth:`ldpkit.OUE.randomize` does).
         """
         d = self.domain_size
-        check_memory(
-            float(values.shape[0]) * _bits.packed_width(d),
-            f"len(values)={values.shape[0]} at domain_size={d}",
-            f"{self.name}.randomize",
-        )
-        out = np.empty((values.shape[0], _bits.packed_width(d)), dtype=np.uint8)
+        out = self._packed_output(values.shape[0])
         if values.shape[0]:
             if is_secure(gen):
                 sample_unary_bits_secure(values, gen, d, big, small, out)
             else:
                 sample_unary_bits(values, derive_seeds(gen, values.shape[0]), d, big, small, out)
         return out
+
+    def _packed_output(self, n: int) -> np.ndarray:
+        d = self.domain_size
+        check_memory(
+            float(n) * _bits.packed_width(d),
+            f"len(values)={n} at domain_size={d}",
+            f"{self.name}.randomize",
+        )
+        return np.empty((n, _bits.packed_width(d)), dtype=np.uint8)
+
+    def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
+        """One fresh report per user (a first day: no memo yet), both rounds in one draw.
+
+        Nothing is memoized here, so the permanent bits are never kept: given the value,
+        the report's bits are independent, bit v is 1 w.p. ``p* = T_p* / 2^128`` and every
+        other one w.p. ``q* = T_q* / 2^128`` (the chained integer thresholds that
+        :meth:`privacy_loss` reads). With a seed they are sampled directly at resolution
+        2^-128 (one bit-sliced pass instead of three); the secure generator (``rng=None``)
+        draws the two rounds. Memoized reporting goes through :meth:`ldpkit.Device.report`.
+        """
+        gen = as_generator(rng)
+        if is_secure(gen):
+            return super().randomize(values, rng=gen)
+        v = np.asarray(self.check_values(values), dtype=np.int64)
+        big, small = self._chained_thresholds()
+        out = self._packed_output(v.shape[0])
+        if v.shape[0]:
+            seeds = derive_seeds(gen, v.shape[0])
+            sample_unary_bits_wide(v, seeds, self.domain_size, big, small, out)
+        return Reports(self, bits=out)
 
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         tp1, tq1 = self._rounds()[0]

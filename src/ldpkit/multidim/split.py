@@ -205,11 +205,22 @@ class SMP(MultiAttributeMechanism):
         gen = as_generator(rng)
         n, d = x.shape
         which = np.asarray(gen.integers(0, d, size=n, dtype=np.int64))  # exactly uniform
-        v = x[np.arange(n), which]  # one gather (2-D boolean indexing per attribute is slow)
-        out = np.empty(n, dtype=index_dtype(max(self.domain_sizes)))
+        v = x.reshape(-1)[np.arange(0, n * d, d) + which]  # one flat gather
+        # Users grouped by attribute, in row order within a group (a stable radix sort of
+        # small integers): each attribute's GRR draws one slice, in the same order as a
+        # boolean mask per attribute would, without d masks over all users.
+        order = np.argsort(which.astype(index_dtype(d)), kind="stable")
+        ends = np.cumsum(np.bincount(which, minlength=d))
+        grouped_values = v[order]
+        grouped = np.empty(n, dtype=np.int64)
+        start = 0
         for j, k in enumerate(self.domain_sizes):
-            mine = which == j
-            out[mine] = grr_sample(v[mine], k, self.oracle(j)._weights(), gen)
+            stop = int(ends[j])
+            mine = grouped_values[start:stop]
+            grouped[start:stop] = grr_sample(mine, k, self.oracle(j)._weights(), gen)
+            start = stop
+        out = np.empty(n, dtype=index_dtype(max(self.domain_sizes)))
+        out[order] = grouped
         return Reports(self, attributes=which.astype(index_dtype(d)), values=out)
 
     def stats_schema(self) -> dict[str, StatsField]:
