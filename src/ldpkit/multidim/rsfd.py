@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .. import _crmath
 from .._constraints import Alternatives, Options
 from .._crmath import log1p as _log1p
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
@@ -139,7 +140,9 @@ class RSFD(MultiAttributeMechanism):
 
     def _thresholds(self) -> tuple[int, int]:
         # OUE's p = 1/2, q = 1/(e^eps + 1), rounded to 2^-64 within epsilon (as ldpkit.OUE)
-        return unary_integer_probabilities(0.5, 1.0 / (math.exp(self.epsilon) + 1.0), self.epsilon)
+        # correctly rounded exp: the thresholds are the same on every CPU and in the JS client
+        q = 1.0 / (_crmath.exp(self.epsilon) + 1.0)
+        return unary_integer_probabilities(0.5, q, self.epsilon)
 
     def pq(self, j: int) -> tuple[float, float]:
         """Realized (p, q) of attribute j's local randomizer."""
