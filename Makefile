@@ -49,6 +49,9 @@ bench: $(PY)
 bench-quick: $(PY)
 	$(PIP) -e ".[data,service,distributed,bench]"
 	$(PY) benchmarks/run.py --quick
+	@# house rule: a quick run never rewrites the published results under docs/results
+	@if git rev-parse --git-dir >/dev/null 2>&1 && [ -n "$$(git status --porcelain -- docs/results)" ]; then \
+		git status --porcelain -- docs/results; echo "bench-quick changed docs/results"; exit 1; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache results tests/browser/node_modules
