@@ -226,18 +226,31 @@ def test_hdg_with_coarser_1d_grids():
 
 def test_cell_error_variance_closed_form():
     """Check the uniformity-error model on a hand-made 2 x 2 grid and a 1-D grid."""
+    from ldpkit.multidim.ranges import COARSE_UNIFORMITY_SCALE as k
+
     spec = TDG(epsilon=1.0, low=(0.0, 0.0), high=(1.0, 1.0), g2=2)
     grid = np.array([[0.4, 0.1], [0.2, 0.3]])
     est = RangeEstimate((grid,), (1e-4,), 1000, spec=spec)
-    # attribute 0 in [0, 0.25]: row 0 half covered (c = 1/2), row 1 not at all
+    # attribute 0 in [0, 0.25]: row 0 half covered (c = 1/2), row 1 not at all; the slab
+    # (row 0) holds 0.5 inside attribute 1's (full) range: k M^2 (1/3 - c + c^2)
     box = ((0.0, 0.25), (0.0, 1.0))
-    # edges: one partial strip (row 0) of two cells, sds M sqrt(1/3 - c + c^2) added
-    edges = (np.sqrt(1 / 12) * (0.4 + 0.1)) ** 2
-    # Frechet per cell (r = 1): m_a = M / 2, m_b = M: range [M/2, M/2], estimate M/2 -> 0
-    assert est.cell_error_variance(box) == pytest.approx(edges, rel=1e-12)
+    assert est.cell_error_variance(box) == pytest.approx(k * 0.5**2 / 12, rel=1e-12)
     one = est.cell_error_variance({0: (0.0, 0.25)})  # 1-D: cells of the marginal (0.5, 0.5)
-    assert one == pytest.approx(0.5**2 * (1 / 3 - 0.5 + 0.25), rel=1e-12)
+    assert one == pytest.approx(k * 0.5**2 * (1 / 3 - 0.5 + 0.25), rel=1e-12)
     assert est.cell_error_variance(((0.0, 1.0), (0.0, 1.0))) == 0.0  # no partial cell
+    # both attributes: row 0 at c = 1/2 (its mass in column range [0, 0.75]: 0.4 + 0.1/2),
+    # column 1 at c = 1/2 (its mass in row range [0, 0.25]: 0.1/2); divided by sqrt(2)
+    two = est.cell_error_variance(((0.0, 0.25), (0.0, 0.75)))
+    want = k / np.sqrt(2) * (0.45**2 + 0.05**2) / 12
+    assert two == pytest.approx(want, rel=1e-12)
+    hdg = RangeEstimate(
+        (np.array([0.5, 0.5]), np.array([0.5, 0.5]), grid),
+        (1e-4,) * 3,
+        1000,
+        spec=HDG(epsilon=1.0, low=(0.0, 0.0), high=(1.0, 1.0), g1=2, g2=2),
+    )
+    # HDG keeps the worst-case [0, M] range on its 1-D grids
+    assert hdg.cell_error_variance({0: (0.0, 0.25)}) == pytest.approx(0.5**2 / 12, rel=1e-12)
 
 
 @pytest.mark.parametrize("make", [HDG, TDG, UniformGrid])
