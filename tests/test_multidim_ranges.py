@@ -239,9 +239,9 @@ def test_cell_error_variance_closed_form():
     assert one == pytest.approx(k * 0.5**2 * (1 / 3 - 0.5 + 0.25), rel=1e-12)
     assert est.cell_error_variance(((0.0, 1.0), (0.0, 1.0))) == 0.0  # no partial cell
     # both attributes: row 0 at c = 1/2 (its mass in column range [0, 0.75]: 0.4 + 0.1/2),
-    # column 1 at c = 1/2 (its mass in row range [0, 0.25]: 0.1/2); divided by sqrt(2)
+    # column 1 at c = 1/2 (its mass in row range [0, 0.25]: 0.1/2)
     two = est.cell_error_variance(((0.0, 0.25), (0.0, 0.75)))
-    want = k / np.sqrt(2) * (0.45**2 + 0.05**2) / 12
+    want = k * (0.45**2 + 0.05**2) / 12
     assert two == pytest.approx(want, rel=1e-12)
     hdg = RangeEstimate(
         (np.array([0.5, 0.5]), np.array([0.5, 0.5]), grid),
