@@ -280,31 +280,7 @@ def _smoothed_em_loop(
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _smoothed_box_loop(
-    base,
-    plateau,
-    ps,
-    pe,
-    cover_lo,
-    cover_hi,
-    row_slots,
-    row_weights,
-    row_spill_rows,
-    row_spill_cols,
-    row_spill_values,
-    col_slots,
-    col_weights,
-    col_spill_rows,
-    col_spill_cols,
-    col_spill_values,
-    nk,
-    theta,
-    atom,
-    masked,
-    passes,
-    weight,
-    tol,
-    max_iter,
-    tiny,
+    base, box, nk, theta, atom, masked, passes, weight, tol, max_iter, tiny
 ):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
     """Run :func:`_smoothed_em_loop` with the box-band products.
 
@@ -324,20 +300,7 @@ def _smoothed_box_loop(
     total = 0.0
     for j in range(rows):
         total += nk[j]
-    _box_matvec(
-        base,
-        plateau,
-        ps,
-        pe,
-        row_slots,
-        row_weights,
-        row_spill_rows,
-        row_spill_cols,
-        row_spill_values,
-        theta,
-        prefix,
-        mt,
-    )
+    _box_matvec(base, box, theta, prefix, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
     ll = _loglik(nk, mt)
     known = True
@@ -346,39 +309,10 @@ def _smoothed_box_loop(
     converged = False
     while it < max_iter:
         it += 1
-        _box_em_step(
-            plateau,
-            cover_lo,
-            cover_hi,
-            col_slots,
-            col_weights,
-            col_spill_rows,
-            col_spill_cols,
-            col_spill_values,
-            ratio,
-            shared,
-            plat,
-            run,
-            grad,
-            theta,
-            passes == 0,
-        )
+        _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
         _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
-        _box_matvec(
-            base,
-            plateau,
-            ps,
-            pe,
-            row_slots,
-            row_weights,
-            row_spill_rows,
-            row_spill_cols,
-            row_spill_values,
-            theta,
-            prefix,
-            mt,
-        )
+        _box_matvec(base, box, theta, prefix, mt)
         shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
         certain, size = _decide(a, q, s1, far, rows, total, tol, size)
         if certain:
@@ -549,21 +483,7 @@ def _hybrid_loop(
     offsets,
     starts,
     lengths,
-    plateau,
-    ps,
-    pe,
-    cover_lo,
-    cover_hi,
-    row_slots,
-    row_weights,
-    row_spill_rows,
-    row_spill_cols,
-    row_spill_values,
-    col_slots,
-    col_weights,
-    col_spill_rows,
-    col_spill_cols,
-    col_spill_values,
+    box,
     nk,
     hk,
     row_q,
@@ -609,8 +529,7 @@ def _hybrid_loop(
     for j in range(hrows):
         total += hk[j]
     if use_box:
-        _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, theta, prefix, mt)  # fmt: skip
+        _box_matvec(base, box, theta, prefix, mt)
     else:
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
@@ -626,9 +545,7 @@ def _hybrid_loop(
         for i in range(d):
             th0[i] = theta[i]
         if use_box:
-            _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
-                         col_spill_cols, col_spill_values, ratio, shared, plat, run, grad,
-                         theta, False)  # fmt: skip
+            _box_em_step(box, ratio, shared, plat, run, grad, theta, False)
         else:
             _band_grad(base, data, offsets, starts, lengths, ratio, grad)
             for i in range(d):
@@ -641,8 +558,7 @@ def _hybrid_loop(
         # change clearly exceeds tol (:func:`_settled`, both row sets' sums added); the
         # ratios of the next E-step and the change's sums in one pass per row set
         if use_box:
-            _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
-                        row_spill_cols, row_spill_values, theta, prefix, mt)  # fmt: skip
+            _box_matvec(base, box, theta, prefix, mt)
         else:
             _band_matvec(base, data, offsets, starts, lengths, theta, mt)
         shared, a1, q1, s1, far1 = _ratios_change(base, nk, mt, old, ratio, tiny)
@@ -666,24 +582,24 @@ def _hybrid_loop(
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _hybrid_map(
-    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
-    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
-    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
-    nk, hk, row_q, row_gain, parent, leaf, branching, src, dst, atom, masked, passes, weight,
-    tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
-):  # fmt: skip  # pragma: no cover - jit
+def _hybrid_map(fixed, src, dst, work):  # pragma: no cover - jit
     """Do one update of :func:`_hybrid_loop` from ``src`` into ``dst``.
+
+    ``fixed``: the loop's arguments that no update changes (see :func:`_hybrid_squarem`),
+    ``work``: its scratch arrays, each a tuple so that the accelerated loop's five calls
+    stay one line each.
 
     Returns the joint log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one
     update of :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone;
     same products, to rounding: the normalization comes after the gather instead of inside
     it).
     """
+    use_box, base, data, offsets, starts, lengths, box, nk, hk = fixed[:9]
+    row_q, row_gain, parent, leaf, branching, atom, masked, passes, weight, tiny = fixed[9:]
+    mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth = work
     d, hrows = src.size, hk.size
     if use_box:
-        _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, src, prefix, mt)  # fmt: skip
+        _box_matvec(base, box, src, prefix, mt)
     else:
         _band_matvec(base, data, offsets, starts, lengths, src, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
@@ -695,9 +611,7 @@ def _hybrid_map(
     for i in range(d):
         dst[i] = src[i]
     if use_box:
-        _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
-                     col_spill_cols, col_spill_values, ratio, shared, plat, run, grad, dst,
-                     False)  # fmt: skip
+        _box_em_step(box, ratio, shared, plat, run, grad, dst, False)
     else:
         _band_grad(base, data, offsets, starts, lengths, ratio, grad)
         for i in range(d):
@@ -713,9 +627,7 @@ _SQUAREM_TRIES = 30
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _hybrid_squarem(
-    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
-    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
-    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+    use_box, base, data, offsets, starts, lengths, box,
     nk, hk, row_q, row_gain, parent, leaf, branching, theta, atom, masked, passes, weight,
     tol, max_iter, tiny,
 ):  # fmt: skip  # pragma: no cover - jit (tested against _hybrid_loop in the tests)
@@ -754,23 +666,14 @@ def _hybrid_squarem(
     tp = np.empty(d)
     tn = np.empty(d)
     th0 = theta.copy()
-    ll0 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                      cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                      row_spill_cols, row_spill_values, col_slots, col_weights,
-                      col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                      row_gain, parent, leaf, branching, th0, t1, atom, masked, passes,
-                      weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
-                      tmp, smooth)  # fmt: skip
+    fixed = (use_box, base, data, offsets, starts, lengths, box, nk, hk,
+             row_q, row_gain, parent, leaf, branching, atom, masked, passes, weight, tiny)  # fmt: skip
+    work = (mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth)
+    ll0 = _hybrid_map(fixed, th0, t1, work)
     it = 1
     converged = False
     while it + 4 <= max_iter:  # a cycle takes at most 4 more updates
-        ll1 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, col_slots, col_weights,
-                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                    row_gain, parent, leaf, branching, t1, t2, atom, masked, passes,
-                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
-                    tmp, smooth)  # fmt: skip
+        ll1 = _hybrid_map(fixed, t1, t2, work)
         it += 1
         if abs(ll1 - ll0) < tol:
             # EM's own test: one update from theta_0 changed the log-likelihood by less
@@ -812,32 +715,14 @@ def _hybrid_squarem(
         else:
             for i in range(d):
                 tp[i] /= total
-        _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, col_slots, col_weights,
-                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                    row_gain, parent, leaf, branching, tp, tn, atom, masked, passes,
-                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
-                    tmp, smooth)  # fmt: skip
+        _hybrid_map(fixed, tp, tn, work)
         # ll of tn, and the next cycle's first update (into t1)
-        ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                         cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                         row_spill_cols, row_spill_values, col_slots, col_weights,
-                         col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                         row_gain, parent, leaf, branching, tn, t1, atom, masked, passes,
-                         weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run,
-                         prefix, tmp, smooth)  # fmt: skip
+        ll = _hybrid_map(fixed, tn, t1, work)
         it += 2
         if ll < ll0:  # the extrapolation overshot: keep the double EM step
             for i in range(d):
                 tn[i] = t2[i]
-            ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps,
-                             pe, cover_lo, cover_hi, row_slots, row_weights,
-                             row_spill_rows, row_spill_cols, row_spill_values, col_slots,
-                             col_weights, col_spill_rows, col_spill_cols, col_spill_values,
-                             nk, hk, row_q, row_gain, parent, leaf, branching, tn, t1,
-                             atom, masked, passes, weight, tiny, mt, ratio, hmt, hratio,
-                             grad, acc, plat, run, prefix, tmp, smooth)  # fmt: skip
+            ll = _hybrid_map(fixed, tn, t1, work)
             it += 1
         for i in range(d):
             th0[i] = tn[i]

@@ -399,12 +399,8 @@ class _Fitter:
             )  # fmt: skip
             return theta, it
         if self.box is not None:
-            x = self.box
             it, _, _ = _smoothed_box_loop(
-                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi,
-                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
-                x.col_slots, x.col_weights, x.col_spill_rows, x.col_spill_cols, x.col_spill_values,
-                self.nk, theta, atom, masked,
+                b.base, self.box, self.nk, theta, atom, masked,
                 passes, weight, tol, max_iter, _TINY,
             )  # fmt: skip
             return theta, int(it)
@@ -426,11 +422,7 @@ class _Fitter:
         out = np.empty(b.base.size)
         if x is not None:
             prefix = np.empty(theta.size + 1)
-            _box_matvec(
-                b.base, x.plateau, x.ps, x.pe,
-                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
-                theta, prefix, out,
-            )  # fmt: skip
+            _box_matvec(b.base, x, theta, prefix, out)
         else:
             _band_matvec(b.base, b.data, b.offsets, b.starts, b.lengths, theta, out)
         return out
@@ -623,12 +615,7 @@ def _joint_fit(
     b, x = sw.band, sw.box
     box = x if x is not None else _empty_box()
     it, _, _ = loop(
-        x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
-        box.plateau, box.ps, box.pe, box.cover_lo, box.cover_hi,
-        box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
-        box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
-        box.col_spill_cols, box.col_spill_values,
-        sw.nk, hk, row_q, row_gain, parent, n_hh,
+        x is not None, b.base, b.data, b.offsets, b.starts, b.lengths, box, sw.nk, hk, row_q, row_gain, parent, n_hh,
         HH_BRANCHING, theta, atom, masked, passes, weight, tol, max_iter, _TINY,
     )  # fmt: skip
     return int(it)

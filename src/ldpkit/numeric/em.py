@@ -329,29 +329,7 @@ def _fit_band(
     b = band
     if box is not None:
         return _em_box_loop(  # type: ignore[no-any-return]
-            b.base,
-            box.plateau,
-            box.ps,
-            box.pe,
-            box.cover_lo,
-            box.cover_hi,
-            box.row_slots,
-            box.row_weights,
-            box.row_spill_rows,
-            box.row_spill_cols,
-            box.row_spill_values,
-            box.col_slots,
-            box.col_weights,
-            box.col_spill_rows,
-            box.col_spill_cols,
-            box.col_spill_values,
-            nk,
-            theta,
-            smoothing,
-            tol,
-            max_iter,
-            _TINY,
-            trace,
+            b.base, box, nk, theta, smoothing, tol, max_iter, _TINY, trace
         )
     return _em_loop(  # type: ignore[no-any-return]
         b.base, b.data, b.offsets, b.starts, b.lengths,
