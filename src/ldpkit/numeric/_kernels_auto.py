@@ -214,78 +214,19 @@ def _magnitude(ll, total):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _smoothed_em_loop(
-    base,
-    data,
-    offsets,
-    starts,
-    lengths,
-    nk,
-    theta,
-    atom,
-    masked,
-    passes,
-    weight,
-    tol,
-    max_iter,
-    tiny,
-):  # pragma: no cover - jit (tested against the numpy reference in the tests)
+def _smoothed_loop(
+    use_box, base, data, offsets, starts, lengths, box,
+    nk, theta, atom, masked, passes, weight, tol, max_iter, tiny,
+):  # fmt: skip  # pragma: no cover - jit (tested against the numpy reference in the tests)
     """EM updates in place on theta, each followed by ``passes`` smoothing passes.
 
     A pass is ``theta <- (1 - weight) theta + weight S(theta)`` with S the EMS kernel
     (:func:`ldpkit.numeric.em.smooth`), renormalized. ``passes = 1, weight = 1`` is EMS,
     ``passes = 0`` plain EM. With ``masked``, the passes leave the mass on the ``atom``
-    buckets alone (:func:`_masked_smooth`). Stops when the log-likelihood changes by less than tol, tested
-    as :func:`_settled` says. Returns (iterations, converged, final log-likelihood).
-    """
-    rows, d = base.size, theta.size
-    mt = np.empty(rows)
-    old = np.empty(rows)
-    ratio = np.empty(rows)
-    grad = np.empty(d)
-    tmp = np.empty(d)
-    smooth = np.empty(d)
-    total = 0.0
-    for j in range(rows):
-        total += nk[j]
-    _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-    _floor(mt, tiny)
-    ll = _loglik(nk, mt)
-    known = True  # ll is the log-likelihood of mt
-    size = _magnitude(ll, total)
-    it = 0
-    converged = False
-    while it < max_iter:
-        it += 1
-        _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
-        _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
-        mt, old = old, mt
-        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-        _floor(mt, tiny)
-        certain, size = _settled(nk, total, mt, old, tol, size)
-        if certain:
-            known = False
-            continue
-        prev = ll if known else _loglik(nk, old)
-        ll = _loglik(nk, mt)
-        known = True
-        size = _magnitude(ll, total)
-        if abs(ll - prev) < tol:
-            converged = True
-            break
-    if not known:
-        ll = _loglik(nk, mt)
-    return it, converged, ll
-
-
-@numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _smoothed_box_loop(
-    base, box, nk, theta, atom, masked, passes, weight, tol, max_iter, tiny
-):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
-    """Run :func:`_smoothed_em_loop` with the box-band products.
-
-    The products are :func:`ldpkit.numeric.em._box_rows`, kernels shared with the EM/EMS
-    loop; same iterations, same stop.
+    buckets alone (:func:`_masked_smooth`). The products on the box band ``box`` (an
+    :class:`ldpkit.numeric.em._Box`) when ``use_box``, else on the band ``base, data,
+    offsets, starts, lengths``. Stops when the log-likelihood changes by less than tol,
+    tested as :func:`_settled` says. Returns (iterations, converged, final log-likelihood).
     """
     rows, d = base.size, theta.size
     mt = np.empty(rows)
@@ -300,21 +241,34 @@ def _smoothed_box_loop(
     total = 0.0
     for j in range(rows):
         total += nk[j]
-    _box_matvec(base, box, theta, prefix, mt)
-    shared = _ratios(base, nk, mt, ratio, tiny)
+    shared = 0.0  # the box E-step's constant part (:func:`_ratios`)
+    if use_box:
+        _box_matvec(base, box, theta, prefix, mt)
+        shared = _ratios(base, nk, mt, ratio, tiny)
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+        _floor(mt, tiny)
     ll = _loglik(nk, mt)
-    known = True
+    known = True  # ll is the log-likelihood of mt
     size = _magnitude(ll, total)
     it = 0
     converged = False
     while it < max_iter:
         it += 1
-        _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
+        if use_box:
+            _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
+        else:
+            _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
         _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
-        _box_matvec(base, box, theta, prefix, mt)
-        shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
-        certain, size = _decide(a, q, s1, far, rows, total, tol, size)
+        if use_box:
+            _box_matvec(base, box, theta, prefix, mt)
+            shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
+            certain, size = _decide(a, q, s1, far, rows, total, tol, size)
+        else:
+            _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+            _floor(mt, tiny)
+            certain, size = _settled(nk, total, mt, old, tol, size)
         if certain:
             known = False
             continue
@@ -590,7 +544,7 @@ def _hybrid_map(fixed, src, dst, work):  # pragma: no cover - jit
     stay one line each.
 
     Returns the joint log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one
-    update of :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone;
+    update of :func:`_smoothed_loop` (Square Wave alone;
     same products, to rounding: the normalization comes after the gather instead of inside
     it).
     """
