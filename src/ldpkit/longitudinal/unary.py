@@ -31,7 +31,11 @@ from ..frequency._unary_sampler import (
     sample_unary_bits_secure,
     sample_unary_bits_wide,
 )
-from ..frequency.unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
+from ..frequency.unary import (
+    UnaryBitsLaw,
+    unary_integer_probabilities,
+    unary_privacy_loss,
+)
 from ..spec import Reports
 from ._base import LongitudinalOracle, composite_loss
 
@@ -111,7 +115,7 @@ def unary_round_thresholds(
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
-class LongitudinalUnary(LongitudinalOracle):
+class LongitudinalUnary(UnaryBitsLaw, LongitudinalOracle):
     """Two chained unary encodings (base of LOUE, LOSUE, LSUE, LSOUE).
 
     Reports are packed bits (``reports.bits``, the layout of :class:`ldpkit.OUE`).
@@ -254,34 +258,6 @@ class LongitudinalUnary(LongitudinalOracle):
         ones_law = self._bits(zeros, tp2, tp2, gen)
         zeros_law = self._bits(zeros, tq2, tq2, gen)
         return Reports(self, bits=(perm & ones_law) | (~perm & zeros_law))
-
-    def support_counts(self, reports: Reports) -> np.ndarray:
-        """Count the reports with bit v set, for every v (validates shape and padding)."""
-        packed = _bits.check_packed(reports.bits, self.domain_size)
-        return _bits.column_counts(packed, self.domain_size)
-
-    # -- exact law, for small domains -------------------------------------------------------
-    def _check_enumerable(self) -> None:
-        if self.domain_size > MAX_ENUMERABLE_BITS:
-            raise NotImplementedError(
-                f"{self.name} enumerates its 2^d outputs only for domain_size <= "
-                f"{MAX_ENUMERABLE_BITS}, got {self.domain_size}"
-            )
-
-    def transition_matrix(self) -> np.ndarray:
-        """Return P[report | value] of one report, shape (d, 2^d).
-
-        Item 0 is the most significant bit; both rounds chained (the bits are independent
-        given the value).
-        """
-        self._check_enumerable()
-        return _bits.independent_bits_matrix(self.domain_size, self.p, self.q)
-
-    def output_index(self, reports: Reports) -> np.ndarray:
-        """Each report's bits read as a d-bit integer, item 0 most significant."""
-        self._check_enumerable()
-        packed = _bits.check_packed(self.check_reports(reports).bits, self.domain_size)
-        return _bits.packed_index(packed, self.domain_size)
 
 
 _DOC = """{title}: {first} at ``epsilon_inf`` (permanent, memoized per value), then {second}

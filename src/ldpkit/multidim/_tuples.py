@@ -121,8 +121,61 @@ def check_mixed_values(
     return x
 
 
+def box_contract_values(
+    low: Sequence[float], high: Sequence[float], n: int, gen: np.random.Generator
+) -> np.ndarray:
+    """Draw n tuples uniform in the box ``[low, high]``, the first two at its two corners.
+
+    The ``_contract_values`` hook of the specs over d numerical attributes.
+    """
+    lo, hi = np.asarray(low), np.asarray(high)
+    out = lo + (hi - lo) * gen.random((n, lo.size))
+    out[0], out[1] = lo, hi  # both ends of every domain
+    return out
+
+
+def box_contract_bad_values(
+    low: Sequence[float], high: Sequence[float]
+) -> tuple[list[Any], list[Any]]:
+    """Return inputs outside the box ``[low, high]``, then inputs of the wrong type.
+
+    The ``_contract_bad_values`` hook of the specs over d numerical attributes: a value
+    above its bound, a NaN, a 1-D input and a row of d + 1 columns; strings and booleans.
+    """
+    lo, hi = list(low), list(high)
+    above = list(lo)
+    above[-1] = hi[-1] + (hi[-1] - lo[-1])
+    nan = list(lo)
+    nan[0] = float("nan")
+    outside: list[Any] = [[lo, above], [lo, nan], [0.0, 1.0], [[*lo, lo[0]]]]
+    return outside, [[["a"] * len(lo)], [[True] * len(lo)]]
+
+
+class NormalIntervals:
+    """Standard errors and normal intervals of estimated ``means`` from their ``variance``.
+
+    Mixed into the frozen result types whose estimates are means with a variance.
+    """
+
+    means: np.ndarray
+    variance: np.ndarray
+
+    @property
+    def std_error(self) -> np.ndarray:
+        """Standard error of every mean: the square root of its variance."""
+        return np.sqrt(self.variance)
+
+    def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """Return the normal two-sided ``1 - alpha`` interval of every mean."""
+        alpha = check_probability(alpha, "alpha")
+        from scipy import special
+
+        half = float(-special.ndtri(alpha / 2.0)) * self.std_error
+        return self.means - half, self.means + half
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
-class TupleMeans:
+class TupleMeans(NormalIntervals):
     """Estimated mean of every numerical attribute (and frequencies of categorical ones).
 
     Attributes
@@ -160,19 +213,6 @@ class TupleMeans:
         object.__setattr__(self, "variance", var)
         object.__setattr__(self, "categorical", tuple(self.categorical))
         object.__setattr__(self, "n", check_integer(self.n, "n", low=0))
-
-    @property
-    def std_error(self) -> np.ndarray:
-        """Standard error of every mean."""
-        return np.sqrt(self.variance)
-
-    def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Return the normal two-sided ``1 - alpha`` interval of every numerical mean."""
-        alpha = check_probability(alpha, "alpha")
-        from scipy import special
-
-        half = float(-special.ndtri(alpha / 2.0)) * self.std_error
-        return self.means - half, self.means + half
 
     def to_frame(self, alpha: float = 0.05) -> Any:
         """Return a long DataFrame: one row per mean, then one per (attribute, item).

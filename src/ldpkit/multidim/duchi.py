@@ -37,7 +37,14 @@ from .._exact import ratio_loss, ratio_weights, round_to_grid
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
 from ..spec import Mechanism, Reports, Stats, StatsField, with_report_count
-from ._tuples import ATTRIBUTE_BOUNDS, TupleMeans, check_mixed_values, check_numeric_bounds
+from ._tuples import (
+    ATTRIBUTE_BOUNDS,
+    TupleMeans,
+    box_contract_bad_values,
+    box_contract_values,
+    check_mixed_values,
+    check_numeric_bounds,
+)
 
 __all__ = ["DuchiMean"]
 
@@ -246,19 +253,10 @@ class DuchiMean(Mechanism):
 
     # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
     def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        lo, hi = np.asarray(self.low), np.asarray(self.high)
-        out = lo + (hi - lo) * gen.random((n, self.attributes))
-        out[0], out[1] = lo, hi  # both ends of every domain
-        return out
+        return box_contract_values(self.low, self.high, n, gen)
 
     def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        lo, hi = list(self.low), list(self.high)
-        above = list(lo)
-        above[-1] = hi[-1] + (hi[-1] - lo[-1])
-        nan = list(lo)
-        nan[0] = float("nan")
-        outside: list[Any] = [[lo, above], [lo, nan], [0.0, 1.0], [[*lo, lo[0]]]]
-        return outside, [[["a"] * self.attributes], [[True] * self.attributes]]
+        return box_contract_bad_values(self.low, self.high)
 
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         assert isinstance(estimate, TupleMeans), type(estimate).__name__

@@ -26,17 +26,18 @@ import numpy as np
 from .._constraints import FINITE_BOUND, Alternatives, Options, Size
 from .._exact import RR_MAX_EPSILON, round_to_grid
 from .._rng import RNGLike, as_generator
-from .._validation import check_not_masked, check_probability
+from .._validation import check_not_masked
 from ..frequency.grr import GRR
 from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
+from ._tuples import NormalIntervals
 
 __all__ = ["GroupMean", "GroupMeans"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class GroupMeans:
+class GroupMeans(NormalIntervals):
     """Estimated mean of the value in every group, and each group's share.
 
     Attributes
@@ -59,19 +60,6 @@ class GroupMeans:
     estimable: np.ndarray
     n: int
     spec: Any = None
-
-    @property
-    def std_error(self) -> np.ndarray:
-        """Standard errors: the square roots of the variances."""
-        return np.sqrt(self.variance)
-
-    def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-        """Return the normal two-sided ``1 - alpha`` interval of every group's mean."""
-        alpha = check_probability(alpha, "alpha")
-        from scipy import special
-
-        half = float(-special.ndtri(alpha / 2.0)) * self.std_error
-        return self.means - half, self.means + half
 
     def to_frame(self, alpha: float = 0.05) -> Any:
         """One row per group: ``group``, ``share``, ``mean``, ``std_error``, ``low``, ``high``."""

@@ -38,7 +38,7 @@ from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._base import grouped_support_counts
-from ._tuples import ATTRIBUTE_BOUNDS
+from ._tuples import ATTRIBUTE_BOUNDS, box_contract_bad_values, box_contract_values
 
 __all__ = ["HDG", "TDG", "RangeEstimate", "UniformGrid"]
 
@@ -335,19 +335,10 @@ class _GridMechanism(Mechanism):
 
     # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
     def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        lo, hi = np.asarray(self.low), np.asarray(self.high)
-        out = lo + (hi - lo) * gen.random((n, self.attributes))
-        out[0], out[1] = lo, hi  # both ends of every domain
-        return out
+        return box_contract_values(self.low, self.high, n, gen)
 
     def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        lo, hi = list(self.low), list(self.high)
-        above = list(lo)
-        above[-1] = hi[-1] + (hi[-1] - lo[-1])
-        nan = list(lo)
-        nan[0] = float("nan")
-        outside: list[Any] = [[lo, above], [lo, nan], [0.0, 1.0], [[*lo, lo[0]]]]
-        return outside, [[["a"] * self.attributes], [[True] * self.attributes]]
+        return box_contract_bad_values(self.low, self.high)
 
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         assert isinstance(estimate, RangeEstimate), type(estimate).__name__

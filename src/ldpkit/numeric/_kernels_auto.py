@@ -214,102 +214,19 @@ def _magnitude(ll, total):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _smoothed_em_loop(
-    base,
-    data,
-    offsets,
-    starts,
-    lengths,
-    nk,
-    theta,
-    atom,
-    masked,
-    passes,
-    weight,
-    tol,
-    max_iter,
-    tiny,
-):  # pragma: no cover - jit (tested against the numpy reference in the tests)
+def _smoothed_loop(
+    use_box, base, data, offsets, starts, lengths, box,
+    nk, theta, atom, masked, passes, weight, tol, max_iter, tiny,
+):  # fmt: skip  # pragma: no cover - jit (tested against the numpy reference in the tests)
     """EM updates in place on theta, each followed by ``passes`` smoothing passes.
 
     A pass is ``theta <- (1 - weight) theta + weight S(theta)`` with S the EMS kernel
     (:func:`ldpkit.numeric.em.smooth`), renormalized. ``passes = 1, weight = 1`` is EMS,
     ``passes = 0`` plain EM. With ``masked``, the passes leave the mass on the ``atom``
-    buckets alone (:func:`_masked_smooth`). Stops when the log-likelihood changes by less than tol, tested
-    as :func:`_settled` says. Returns (iterations, converged, final log-likelihood).
-    """
-    rows, d = base.size, theta.size
-    mt = np.empty(rows)
-    old = np.empty(rows)
-    ratio = np.empty(rows)
-    grad = np.empty(d)
-    tmp = np.empty(d)
-    smooth = np.empty(d)
-    total = 0.0
-    for j in range(rows):
-        total += nk[j]
-    _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-    _floor(mt, tiny)
-    ll = _loglik(nk, mt)
-    known = True  # ll is the log-likelihood of mt
-    size = _magnitude(ll, total)
-    it = 0
-    converged = False
-    while it < max_iter:
-        it += 1
-        _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
-        _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
-        mt, old = old, mt
-        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-        _floor(mt, tiny)
-        certain, size = _settled(nk, total, mt, old, tol, size)
-        if certain:
-            known = False
-            continue
-        prev = ll if known else _loglik(nk, old)
-        ll = _loglik(nk, mt)
-        known = True
-        size = _magnitude(ll, total)
-        if abs(ll - prev) < tol:
-            converged = True
-            break
-    if not known:
-        ll = _loglik(nk, mt)
-    return it, converged, ll
-
-
-@numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _smoothed_box_loop(
-    base,
-    plateau,
-    ps,
-    pe,
-    cover_lo,
-    cover_hi,
-    row_slots,
-    row_weights,
-    row_spill_rows,
-    row_spill_cols,
-    row_spill_values,
-    col_slots,
-    col_weights,
-    col_spill_rows,
-    col_spill_cols,
-    col_spill_values,
-    nk,
-    theta,
-    atom,
-    masked,
-    passes,
-    weight,
-    tol,
-    max_iter,
-    tiny,
-):  # pragma: no cover - jit (tested against _smoothed_em_loop in the tests)
-    """Run :func:`_smoothed_em_loop` with the box-band products.
-
-    The products are :func:`ldpkit.numeric.em._box_rows`, kernels shared with the EM/EMS
-    loop; same iterations, same stop.
+    buckets alone (:func:`_masked_smooth`). The products on the box band ``box`` (an
+    :class:`ldpkit.numeric.em._Box`) when ``use_box``, else on the band ``base, data,
+    offsets, starts, lengths``. Stops when the log-likelihood changes by less than tol,
+    tested as :func:`_settled` says. Returns (iterations, converged, final log-likelihood).
     """
     rows, d = base.size, theta.size
     mt = np.empty(rows)
@@ -324,63 +241,34 @@ def _smoothed_box_loop(
     total = 0.0
     for j in range(rows):
         total += nk[j]
-    _box_matvec(
-        base,
-        plateau,
-        ps,
-        pe,
-        row_slots,
-        row_weights,
-        row_spill_rows,
-        row_spill_cols,
-        row_spill_values,
-        theta,
-        prefix,
-        mt,
-    )
-    shared = _ratios(base, nk, mt, ratio, tiny)
+    shared = 0.0  # the box E-step's constant part (:func:`_ratios`)
+    if use_box:
+        _box_matvec(base, box, theta, prefix, mt)
+        shared = _ratios(base, nk, mt, ratio, tiny)
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+        _floor(mt, tiny)
     ll = _loglik(nk, mt)
-    known = True
+    known = True  # ll is the log-likelihood of mt
     size = _magnitude(ll, total)
     it = 0
     converged = False
     while it < max_iter:
         it += 1
-        _box_em_step(
-            plateau,
-            cover_lo,
-            cover_hi,
-            col_slots,
-            col_weights,
-            col_spill_rows,
-            col_spill_cols,
-            col_spill_values,
-            ratio,
-            shared,
-            plat,
-            run,
-            grad,
-            theta,
-            passes == 0,
-        )
+        if use_box:
+            _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
+        else:
+            _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
         _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
-        _box_matvec(
-            base,
-            plateau,
-            ps,
-            pe,
-            row_slots,
-            row_weights,
-            row_spill_rows,
-            row_spill_cols,
-            row_spill_values,
-            theta,
-            prefix,
-            mt,
-        )
-        shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
-        certain, size = _decide(a, q, s1, far, rows, total, tol, size)
+        if use_box:
+            _box_matvec(base, box, theta, prefix, mt)
+            shared, a, q, s1, far = _ratios_change(base, nk, mt, old, ratio, tiny)
+            certain, size = _decide(a, q, s1, far, rows, total, tol, size)
+        else:
+            _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+            _floor(mt, tiny)
+            certain, size = _settled(nk, total, mt, old, tol, size)
         if certain:
             known = False
             continue
@@ -549,21 +437,7 @@ def _hybrid_loop(
     offsets,
     starts,
     lengths,
-    plateau,
-    ps,
-    pe,
-    cover_lo,
-    cover_hi,
-    row_slots,
-    row_weights,
-    row_spill_rows,
-    row_spill_cols,
-    row_spill_values,
-    col_slots,
-    col_weights,
-    col_spill_rows,
-    col_spill_cols,
-    col_spill_values,
+    box,
     nk,
     hk,
     row_q,
@@ -609,8 +483,7 @@ def _hybrid_loop(
     for j in range(hrows):
         total += hk[j]
     if use_box:
-        _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, theta, prefix, mt)  # fmt: skip
+        _box_matvec(base, box, theta, prefix, mt)
     else:
         _band_matvec(base, data, offsets, starts, lengths, theta, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
@@ -626,9 +499,7 @@ def _hybrid_loop(
         for i in range(d):
             th0[i] = theta[i]
         if use_box:
-            _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
-                         col_spill_cols, col_spill_values, ratio, shared, plat, run, grad,
-                         theta, False)  # fmt: skip
+            _box_em_step(box, ratio, shared, plat, run, grad, theta, False)
         else:
             _band_grad(base, data, offsets, starts, lengths, ratio, grad)
             for i in range(d):
@@ -641,8 +512,7 @@ def _hybrid_loop(
         # change clearly exceeds tol (:func:`_settled`, both row sets' sums added); the
         # ratios of the next E-step and the change's sums in one pass per row set
         if use_box:
-            _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
-                        row_spill_cols, row_spill_values, theta, prefix, mt)  # fmt: skip
+            _box_matvec(base, box, theta, prefix, mt)
         else:
             _band_matvec(base, data, offsets, starts, lengths, theta, mt)
         shared, a1, q1, s1, far1 = _ratios_change(base, nk, mt, old, ratio, tiny)
@@ -666,24 +536,24 @@ def _hybrid_loop(
 
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
-def _hybrid_map(
-    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
-    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
-    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
-    nk, hk, row_q, row_gain, parent, leaf, branching, src, dst, atom, masked, passes, weight,
-    tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth,
-):  # fmt: skip  # pragma: no cover - jit
+def _hybrid_map(fixed, src, dst, work):  # pragma: no cover - jit
     """Do one update of :func:`_hybrid_loop` from ``src`` into ``dst``.
 
+    ``fixed``: the loop's arguments that no update changes (see :func:`_hybrid_squarem`),
+    ``work``: its scratch arrays, each a tuple so that the accelerated loop's five calls
+    stay one line each.
+
     Returns the joint log-likelihood of ``src``. With no HH rows (``hk`` empty) this is one
-    update of :func:`_smoothed_em_loop` / :func:`_smoothed_box_loop` (Square Wave alone;
+    update of :func:`_smoothed_loop` (Square Wave alone;
     same products, to rounding: the normalization comes after the gather instead of inside
     it).
     """
+    use_box, base, data, offsets, starts, lengths, box, nk, hk = fixed[:9]
+    row_q, row_gain, parent, leaf, branching, atom, masked, passes, weight, tiny = fixed[9:]
+    mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth = work
     d, hrows = src.size, hk.size
     if use_box:
-        _box_matvec(base, plateau, ps, pe, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, src, prefix, mt)  # fmt: skip
+        _box_matvec(base, box, src, prefix, mt)
     else:
         _band_matvec(base, data, offsets, starts, lengths, src, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
@@ -695,9 +565,7 @@ def _hybrid_map(
     for i in range(d):
         dst[i] = src[i]
     if use_box:
-        _box_em_step(plateau, cover_lo, cover_hi, col_slots, col_weights, col_spill_rows,
-                     col_spill_cols, col_spill_values, ratio, shared, plat, run, grad, dst,
-                     False)  # fmt: skip
+        _box_em_step(box, ratio, shared, plat, run, grad, dst, False)
     else:
         _band_grad(base, data, offsets, starts, lengths, ratio, grad)
         for i in range(d):
@@ -713,9 +581,7 @@ _SQUAREM_TRIES = 30
 
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _hybrid_squarem(
-    use_box, base, data, offsets, starts, lengths, plateau, ps, pe, cover_lo, cover_hi,
-    row_slots, row_weights, row_spill_rows, row_spill_cols, row_spill_values,
-    col_slots, col_weights, col_spill_rows, col_spill_cols, col_spill_values,
+    use_box, base, data, offsets, starts, lengths, box,
     nk, hk, row_q, row_gain, parent, leaf, branching, theta, atom, masked, passes, weight,
     tol, max_iter, tiny,
 ):  # fmt: skip  # pragma: no cover - jit (tested against _hybrid_loop in the tests)
@@ -754,23 +620,14 @@ def _hybrid_squarem(
     tp = np.empty(d)
     tn = np.empty(d)
     th0 = theta.copy()
-    ll0 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                      cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                      row_spill_cols, row_spill_values, col_slots, col_weights,
-                      col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                      row_gain, parent, leaf, branching, th0, t1, atom, masked, passes,
-                      weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
-                      tmp, smooth)  # fmt: skip
+    fixed = (use_box, base, data, offsets, starts, lengths, box, nk, hk,
+             row_q, row_gain, parent, leaf, branching, atom, masked, passes, weight, tiny)  # fmt: skip
+    work = (mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth)
+    ll0 = _hybrid_map(fixed, th0, t1, work)
     it = 1
     converged = False
     while it + 4 <= max_iter:  # a cycle takes at most 4 more updates
-        ll1 = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, col_slots, col_weights,
-                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                    row_gain, parent, leaf, branching, t1, t2, atom, masked, passes,
-                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
-                    tmp, smooth)  # fmt: skip
+        ll1 = _hybrid_map(fixed, t1, t2, work)
         it += 1
         if abs(ll1 - ll0) < tol:
             # EM's own test: one update from theta_0 changed the log-likelihood by less
@@ -812,32 +669,14 @@ def _hybrid_squarem(
         else:
             for i in range(d):
                 tp[i] /= total
-        _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                    cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                    row_spill_cols, row_spill_values, col_slots, col_weights,
-                    col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                    row_gain, parent, leaf, branching, tp, tn, atom, masked, passes,
-                    weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run, prefix,
-                    tmp, smooth)  # fmt: skip
+        _hybrid_map(fixed, tp, tn, work)
         # ll of tn, and the next cycle's first update (into t1)
-        ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps, pe,
-                         cover_lo, cover_hi, row_slots, row_weights, row_spill_rows,
-                         row_spill_cols, row_spill_values, col_slots, col_weights,
-                         col_spill_rows, col_spill_cols, col_spill_values, nk, hk, row_q,
-                         row_gain, parent, leaf, branching, tn, t1, atom, masked, passes,
-                         weight, tiny, mt, ratio, hmt, hratio, grad, acc, plat, run,
-                         prefix, tmp, smooth)  # fmt: skip
+        ll = _hybrid_map(fixed, tn, t1, work)
         it += 2
         if ll < ll0:  # the extrapolation overshot: keep the double EM step
             for i in range(d):
                 tn[i] = t2[i]
-            ll = _hybrid_map(use_box, base, data, offsets, starts, lengths, plateau, ps,
-                             pe, cover_lo, cover_hi, row_slots, row_weights,
-                             row_spill_rows, row_spill_cols, row_spill_values, col_slots,
-                             col_weights, col_spill_rows, col_spill_cols, col_spill_values,
-                             nk, hk, row_q, row_gain, parent, leaf, branching, tn, t1,
-                             atom, masked, passes, weight, tiny, mt, ratio, hmt, hratio,
-                             grad, acc, plat, run, prefix, tmp, smooth)  # fmt: skip
+            ll = _hybrid_map(fixed, tn, t1, work)
             it += 1
         for i in range(d):
             th0[i] = tn[i]

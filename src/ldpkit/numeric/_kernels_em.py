@@ -131,7 +131,7 @@ def _loglik(nk, mt):  # pragma: no cover - jit
 # input bucket (plus a short spill list): loops over them run without the mispredicted
 # branches of per-row loops of 0 to 8 entries and without scatters, and the E-step gathers
 # the plateaus' share from row prefix sums (together about 35 % faster per iteration than
-# per-row loops, measured). Used by _em_box_loop below and by AutoDistribution's smoothed
+# per-row loops, measured). Used by _em_loop below and by AutoDistribution's smoothed
 # loop (numeric/_kernels_auto.py).
 
 
@@ -174,25 +174,16 @@ def _scan(x, out):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
-def _box_matvec(
-    base,
-    plateau,
-    ps,
-    pe,
-    row_slots,
-    row_weights,
-    row_spill_rows,
-    row_spill_cols,
-    row_spill_values,
-    theta,
-    prefix,
-    out,
-):  # pragma: no cover - jit
-    """Compute ``out = M theta``.
+def _box_matvec(base, box, theta, prefix, out):  # pragma: no cover - jit
+    """Compute ``out = M theta`` on the box band ``box`` (an :class:`ldpkit.numeric.em._Box`).
 
     Per row ``base total + plateau (prefix[pe] - prefix[ps])``, then the edge entries, each
     row's in the order of the row (slots, then spill).
     """
+    plateau, ps, pe = box.plateau, box.ps, box.pe
+    row_slots, row_weights = box.row_slots, box.row_weights
+    row_spill_rows, row_spill_cols = box.row_spill_rows, box.row_spill_cols
+    row_spill_values = box.row_spill_values
     _scan(theta, prefix)
     total = prefix[theta.size]
     for j in range(base.size):
@@ -224,23 +215,7 @@ def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
-def _box_em_step(
-    plateau,
-    cover_lo,
-    cover_hi,
-    col_slots,
-    col_weights,
-    col_spill_rows,
-    col_spill_cols,
-    col_spill_values,
-    ratio,
-    shared,
-    plat,
-    run,
-    grad,
-    theta,
-    normalize,
-):  # pragma: no cover - jit
+def _box_em_step(box, ratio, shared, plat, run, grad, theta, normalize):  # pragma: no cover - jit
     """Do :func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared``.
 
     See :func:`_ratios`. The plateaus' share of ``M^T ratio`` at input bucket i is a
@@ -249,6 +224,10 @@ def _box_em_step(
     spill list. ``normalize=False`` leaves theta unnormalized for a smoothing step that
     normalizes anyway (its passes are linear).
     """
+    plateau, cover_lo, cover_hi = box.plateau, box.cover_lo, box.cover_hi
+    col_slots, col_weights = box.col_slots, box.col_weights
+    col_spill_rows, col_spill_cols = box.col_spill_rows, box.col_spill_cols
+    col_spill_values = box.col_spill_values
     d = theta.size
     for j in range(ratio.size):
         plat[j] = plateau[j] * ratio[j]
@@ -274,60 +253,15 @@ def _box_em_step(
 # nogil: the bootstrap runs its B independent fits on plain threads (ldpkit._parallel).
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _em_loop(
-    base, data, offsets, starts, lengths, nk, theta, smoothing, tol, max_iter, tiny, trace
-):  # pragma: no cover - jit (tested against the numpy reference loop)
-    """EM/EMS iterations in place on theta; returns (iterations, converged)."""
-    rows, d = base.size, theta.size
-    mt = np.empty(rows)
-    ratio = np.empty(rows)
-    grad = np.empty(d)
-    tmp = np.empty(d)
-    passes = 1 if smoothing else 0
-    _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-    _floor(mt, tiny)
-    trace[0] = _loglik(nk, mt)
-    it = 0
-    converged = False
-    while it < max_iter:
-        it += 1
-        _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
-        _smooth(theta, tmp, passes, 1.0)
-        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-        _floor(mt, tiny)
-        trace[it] = _loglik(nk, mt)
-        if abs(trace[it] - trace[it - 1]) < tol:
-            converged = True
-            break
-    return it, converged
+    use_box, base, data, offsets, starts, lengths, box,
+    nk, theta, smoothing, tol, max_iter, tiny, trace,
+):  # fmt: skip  # pragma: no cover - jit (tested against the numpy reference loop)
+    """EM/EMS iterations in place on theta; returns (iterations, converged).
 
-
-@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
-def _em_box_loop(
-    base,
-    plateau,
-    ps,
-    pe,
-    cover_lo,
-    cover_hi,
-    row_slots,
-    row_weights,
-    row_spill_rows,
-    row_spill_cols,
-    row_spill_values,
-    col_slots,
-    col_weights,
-    col_spill_rows,
-    col_spill_cols,
-    col_spill_values,
-    nk,
-    theta,
-    smoothing,
-    tol,
-    max_iter,
-    tiny,
-    trace,
-):  # pragma: no cover - jit (tested against _em_loop in the tests)
-    """:func:`_em_loop` with the box-band products; same iterations, same stop, same trace."""
+    The products on the box band ``box`` (an :class:`ldpkit.numeric.em._Box`) when
+    ``use_box``, else on the band ``base, data, offsets, starts, lengths``: same
+    iterations, same stop, same trace.
+    """
     rows, d = base.size, theta.size
     mt = np.empty(rows)
     ratio = np.empty(rows)
@@ -337,59 +271,29 @@ def _em_box_loop(
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
     passes = 1 if smoothing else 0
-    _box_matvec(
-        base,
-        plateau,
-        ps,
-        pe,
-        row_slots,
-        row_weights,
-        row_spill_rows,
-        row_spill_cols,
-        row_spill_values,
-        theta,
-        prefix,
-        mt,
-    )
-    shared = _ratios(base, nk, mt, ratio, tiny)
+    shared = 0.0  # the box E-step's constant part (:func:`_ratios`)
+    if use_box:
+        _box_matvec(base, box, theta, prefix, mt)
+        shared = _ratios(base, nk, mt, ratio, tiny)
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+        _floor(mt, tiny)
     trace[0] = _loglik(nk, mt)
     it = 0
     converged = False
     while it < max_iter:
         it += 1
-        _box_em_step(
-            plateau,
-            cover_lo,
-            cover_hi,
-            col_slots,
-            col_weights,
-            col_spill_rows,
-            col_spill_cols,
-            col_spill_values,
-            ratio,
-            shared,
-            plat,
-            run,
-            grad,
-            theta,
-            passes == 0,
-        )
+        if use_box:
+            _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
+        else:
+            _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
         _smooth(theta, tmp, passes, 1.0)
-        _box_matvec(
-            base,
-            plateau,
-            ps,
-            pe,
-            row_slots,
-            row_weights,
-            row_spill_rows,
-            row_spill_cols,
-            row_spill_values,
-            theta,
-            prefix,
-            mt,
-        )
-        shared = _ratios(base, nk, mt, ratio, tiny)
+        if use_box:
+            _box_matvec(base, box, theta, prefix, mt)
+            shared = _ratios(base, nk, mt, ratio, tiny)
+        else:
+            _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+            _floor(mt, tiny)
         trace[it] = _loglik(nk, mt)
         if abs(trace[it] - trace[it - 1]) < tol:
             converged = True

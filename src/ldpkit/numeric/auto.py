@@ -380,11 +380,8 @@ class _Fitter:
         iteration cap (alike for every candidate) also keep plain EM: accelerated, they
         changed the 20-run grid's choices (weeks worked eps 0.5 KS 0.81 -> 0.96).
         """
-        from ._kernels_auto import (  # numba, on first use
-            _hybrid_squarem,
-            _smoothed_box_loop,
-            _smoothed_em_loop,
-        )
+        from ._kernels_auto import _hybrid_squarem, _smoothed_loop  # numba, on first use
+        from .em import _empty_box
 
         theta, atom, masked, passes, weight = _fit_start(
             self.d, strength, init, atoms, self._no_atoms
@@ -399,18 +396,10 @@ class _Fitter:
                 theta, atom, masked, passes, weight, tol, max_iter,
             )  # fmt: skip
             return theta, it
-        if self.box is not None:
-            x = self.box
-            it, _, _ = _smoothed_box_loop(
-                b.base, x.plateau, x.ps, x.pe, x.cover_lo, x.cover_hi,
-                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
-                x.col_slots, x.col_weights, x.col_spill_rows, x.col_spill_cols, x.col_spill_values,
-                self.nk, theta, atom, masked,
-                passes, weight, tol, max_iter, _TINY,
-            )  # fmt: skip
-            return theta, int(it)
-        it, _, _ = _smoothed_em_loop(
-            b.base, b.data, b.offsets, b.starts, b.lengths, self.nk, theta, atom, masked,
+        x = self.box
+        it, _, _ = _smoothed_loop(
+            x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
+            x if x is not None else _empty_box(), self.nk, theta, atom, masked,
             passes, weight, tol, max_iter, _TINY,
         )  # fmt: skip
         return theta, int(it)
@@ -427,11 +416,7 @@ class _Fitter:
         out = np.empty(b.base.size)
         if x is not None:
             prefix = np.empty(theta.size + 1)
-            _box_matvec(
-                b.base, x.plateau, x.ps, x.pe,
-                x.row_slots, x.row_weights, x.row_spill_rows, x.row_spill_cols, x.row_spill_values,
-                theta, prefix, out,
-            )  # fmt: skip
+            _box_matvec(b.base, x, theta, prefix, out)
         else:
             _band_matvec(b.base, b.data, b.offsets, b.starts, b.lengths, theta, out)
         return out
@@ -621,15 +606,12 @@ def _joint_fit(
     On ``sw``'s Square Wave band and box and the given HH rows, in place; returns the update
     count.
     """
+    from .em import _empty_box
+
     b, x = sw.band, sw.box
     box = x if x is not None else _empty_box()
     it, _, _ = loop(
-        x is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
-        box.plateau, box.ps, box.pe, box.cover_lo, box.cover_hi,
-        box.row_slots, box.row_weights, box.row_spill_rows, box.row_spill_cols,
-        box.row_spill_values, box.col_slots, box.col_weights, box.col_spill_rows,
-        box.col_spill_cols, box.col_spill_values,
-        sw.nk, hk, row_q, row_gain, parent, n_hh,
+        x is not None, b.base, b.data, b.offsets, b.starts, b.lengths, box, sw.nk, hk, row_q, row_gain, parent, n_hh,
         HH_BRANCHING, theta, atom, masked, passes, weight, tol, max_iter, _TINY,
     )  # fmt: skip
     return int(it)
@@ -645,21 +627,6 @@ def _no_hh() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     consts, parent = np.zeros(0), np.zeros(0, dtype=np.int64)
     consts.flags.writeable = parent.flags.writeable = False
     return np.zeros(0), consts, parent
-
-
-@functools.lru_cache(maxsize=1)
-def _empty_box() -> Any:
-    """Box arrays of the right kinds and no entries, for a matrix without a box band."""
-    from .em import _Box
-
-    i1, f1 = np.zeros(0, dtype=np.int64), np.zeros(0)
-    i2, f2 = np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0))
-    return _Box(
-        heads=i1, tails=i1, plateau=f1, ps=i1, pe=i1, cover_lo=i1, cover_hi=i1,
-        row_slots=i2, row_weights=f2, row_spill_rows=i1, row_spill_cols=i1,
-        row_spill_values=f1, col_slots=i2, col_weights=f2, col_spill_rows=i1,
-        col_spill_cols=i1, col_spill_values=f1,
-    )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)

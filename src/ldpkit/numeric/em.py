@@ -15,6 +15,7 @@ loop does not.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from typing import Any, NamedTuple
 
@@ -287,6 +288,22 @@ def _box_rows(band: Any) -> _Box | None:
     )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1)
+def _empty_box() -> _Box:
+    """Box arrays of the right kinds and no entries, for a matrix without a box band.
+
+    The compiled loops take the band and the box both, and use one (one compiled kernel).
+    """
+    i1, f1 = np.zeros(0, dtype=np.int64), np.zeros(0)
+    i2, f2 = np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0))
+    return _Box(
+        heads=i1, tails=i1, plateau=f1, ps=i1, pe=i1, cover_lo=i1, cover_hi=i1,
+        row_slots=i2, row_weights=f2, row_spill_rows=i1, row_spill_cols=i1,
+        row_spill_values=f1, col_slots=i2, col_weights=f2, col_spill_rows=i1,
+        col_spill_cols=i1, col_spill_values=f1,
+    )  # fmt: skip
+
+
 def _numpy_loop(
     mk: np.ndarray, nk: np.ndarray, theta: np.ndarray, smoothing: bool, tol: float, max_iter: int
 ) -> tuple[np.ndarray, list[float], int, bool]:
@@ -324,37 +341,12 @@ def _fit_band(
     Box products when ``box`` is given (from :func:`_box_rows`), band products otherwise.
     Returns (iterations, converged).
     """
-    from ._kernels_em import _em_box_loop, _em_loop  # numba: loaded on first fit, not on import
+    from ._kernels_em import _em_loop  # numba: loaded on first fit, not on import
 
     b = band
-    if box is not None:
-        return _em_box_loop(  # type: ignore[no-any-return]
-            b.base,
-            box.plateau,
-            box.ps,
-            box.pe,
-            box.cover_lo,
-            box.cover_hi,
-            box.row_slots,
-            box.row_weights,
-            box.row_spill_rows,
-            box.row_spill_cols,
-            box.row_spill_values,
-            box.col_slots,
-            box.col_weights,
-            box.col_spill_rows,
-            box.col_spill_cols,
-            box.col_spill_values,
-            nk,
-            theta,
-            smoothing,
-            tol,
-            max_iter,
-            _TINY,
-            trace,
-        )
     return _em_loop(  # type: ignore[no-any-return]
-        b.base, b.data, b.offsets, b.starts, b.lengths,
+        box is not None, b.base, b.data, b.offsets, b.starts, b.lengths,
+        box if box is not None else _empty_box(),
         nk, theta, smoothing, tol, max_iter, _TINY, trace,
     )  # fmt: skip
 

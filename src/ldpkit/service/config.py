@@ -156,19 +156,16 @@ def _check_origins(origins: Any) -> None:
             )
 
 
-_TOP_KEYS = {
+#: Top-level keys passed to create_app as they are (the others are parsed first).
+_PLAIN_KEYS = (
     "database_url",
     "store_reports",
     "bucket_seconds",
     "commit_window",
     "max_rollup_parts",
     "deleted_keys_seconds",
-    "cors_origins",
-    "limits",
-    "quotas",
-    "auth",
-    "collections",
-}
+)
+_TOP_KEYS = {*_PLAIN_KEYS, "cors_origins", "limits", "quotas", "auth", "collections"}
 _LIMIT_KEYS = {"max_body_bytes", "max_decoded_bytes"}  # accepted at top level too (older files)
 
 
@@ -300,18 +297,7 @@ def config_options(data: Mapping[str, Any]) -> tuple[dict[str, Collection], dict
     if not isinstance(entries, Mapping) or not entries:
         raise ValueError("config must define at least one collection under 'collections'")
     collections = {name: _collection(name, entry) for name, entry in entries.items()}
-    options: dict[str, Any] = {
-        k: data[k]
-        for k in (
-            "database_url",
-            "store_reports",
-            "bucket_seconds",
-            "commit_window",
-            "max_rollup_parts",
-            "deleted_keys_seconds",
-        )
-        if k in data
-    }
+    options: dict[str, Any] = {k: data[k] for k in _PLAIN_KEYS if k in data}
     if "cors_origins" in data:
         origins = data["cors_origins"]
         if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):

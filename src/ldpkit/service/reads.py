@@ -189,23 +189,8 @@ class StoreReader:
         closed = self.closed_before(collection)
         if cache.until < closed:  # read the buckets that closed since last time, per bucket
             # Buckets before `closed` end before it too: until = closed keeps them all.
-            u = self.sums(collection, since=cache.until, until=closed)
-            query = select(u.c.bucket, u.c.arrays, u.c.n, u.c.batches).order_by(u.c.bucket)
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-            by_bucket: dict[int, list[Any]] = defaultdict(list)
-            for row in rows:
-                by_bucket[int(row.bucket)].append(row)
-            for bucket, part in by_bucket.items():
-                n_bucket = sum(int(r.n) for r in part)
-                # The real n: Stats check their arrays against what n reports can produce.
-                summed = layout.sum([bytes(r.arrays) for r in part], n_bucket).arrays
-                cache.add(
-                    bucket,
-                    {k: np.asarray(v) for k, v in summed.items()},
-                    n_bucket,
-                    sum(int(r.batches) for r in part),
-                )
+            for bucket, sums in self._bucket_sums(collection, cache.until, closed).items():
+                cache.add(bucket, *sums)
             cache.until = closed
         width = self.bucket_seconds[collection]
         lo = since if since is not None else -(2**62)
@@ -215,6 +200,35 @@ class StoreReader:
         arrays, n2, count2 = self._read_sum(collection, open_since, until, None)
         total = {k: arrays[k] + cached_arrays[k] for k in arrays} if cached_arrays else arrays
         return Stats(spec, n + n2, **total), count + count2
+
+    def _bucket_sums(
+        self, collection: str, since: int, until: int
+    ) -> dict[int, tuple[dict[str, np.ndarray], int, int]]:
+        """Return ``{bucket start: (summed arrays, n, batches)}`` of the buckets in the range.
+
+        One query over the roll-ups and their parts (:meth:`sums`, all tokens), summed per
+        bucket; what :meth:`merged` caches for the closed buckets and
+        :meth:`merged_windows` reads for the open ones.
+        """
+        u = self.sums(collection, since=since, until=until)
+        query = select(u.c.bucket, u.c.arrays, u.c.n, u.c.batches).order_by(u.c.bucket)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        by_bucket: dict[int, list[Any]] = defaultdict(list)
+        for row in rows:
+            by_bucket[int(row.bucket)].append(row)
+        layout = self.layouts[collection]
+        out: dict[int, tuple[dict[str, np.ndarray], int, int]] = {}
+        for bucket, part in by_bucket.items():
+            n_bucket = sum(int(r.n) for r in part)
+            # The real n: Stats check their arrays against what n reports can produce.
+            summed = layout.sum([bytes(r.arrays) for r in part], n_bucket).arrays
+            out[bucket] = (
+                {k: np.asarray(v) for k, v in summed.items()},
+                n_bucket,
+                sum(int(r.batches) for r in part),
+            )
+        return out
 
     def merged_windows(
         self, collection: str, spec: Mechanism, windows: list[tuple[int, int]]
@@ -231,26 +245,11 @@ class StoreReader:
         first = windows[0][0]
         self.merged(collection, spec, since=first, until=first)  # refresh the cache
         cache = self._cache[collection]
-        layout = self.layouts[collection]
         width = self.bucket_seconds[collection]
         last = max(hi for _, hi in windows)
         open_buckets: dict[int, tuple[dict[str, np.ndarray], int, int]] = {}
         if last > cache.until:
-            u = self.sums(collection, since=max(first, cache.until), until=last)
-            query = select(u.c.bucket, u.c.arrays, u.c.n, u.c.batches).order_by(u.c.bucket)
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
-            by_bucket: dict[int, list[Any]] = defaultdict(list)
-            for row in rows:
-                by_bucket[int(row.bucket)].append(row)
-            for bucket, part in by_bucket.items():
-                n_bucket = sum(int(r.n) for r in part)
-                summed = layout.sum([bytes(r.arrays) for r in part], n_bucket).arrays
-                open_buckets[bucket] = (
-                    {k: np.asarray(v) for k, v in summed.items()},
-                    n_bucket,
-                    sum(int(r.batches) for r in part),
-                )
+            open_buckets = self._bucket_sums(collection, max(first, cache.until), last)
         import bisect
 
         empty = {k: np.array(v) for k, v in spec.empty_stats().arrays.items()}

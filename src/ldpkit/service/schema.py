@@ -114,18 +114,28 @@ batches_table = Table(
 )
 
 
+def _summed_columns() -> list[Column[Any]]:
+    """Return the columns a roll-up and a roll-up part share: ``n``, ``batches``, ``arrays``.
+
+    New Column objects on every call (a Column belongs to one table).
+    """
+    return [
+        Column("n", BigInteger, nullable=False),
+        Column("batches", BigInteger, nullable=False),
+        # The merged Stats' arrays, little-endian, concatenated in the spec's field order
+        # (layout fixed by the collection's spec; see _Layout). Binary, so that summing
+        # thousands of roll-ups is one numpy reduction instead of thousands of JSON parses.
+        Column("arrays", LargeBinary, nullable=False),
+    ]
+
+
 rollups_table = Table(
     "ldpkit_rollups",
     metadata,
     Column("collection", String(128), ForeignKey("ldpkit_collections.name"), primary_key=True),
     Column("bucket", BigInteger, primary_key=True),  # bucket start, Unix seconds
     Column("token", String(64), primary_key=True),
-    Column("n", BigInteger, nullable=False),
-    Column("batches", BigInteger, nullable=False),
-    # The merged Stats' arrays, little-endian, concatenated in the spec's field order
-    # (layout fixed by the collection's spec; see _Layout). Binary, so that summing
-    # thousands of roll-ups is one numpy reduction instead of thousands of JSON parses.
-    Column("arrays", LargeBinary, nullable=False),
+    *_summed_columns(),
 )
 
 
@@ -143,9 +153,7 @@ rollup_parts_table = Table(
     Column("collection", String(128), nullable=False),
     Column("bucket", BigInteger, nullable=False),
     Column("token", String(64), nullable=False),
-    Column("n", BigInteger, nullable=False),
-    Column("batches", BigInteger, nullable=False),
-    Column("arrays", LargeBinary, nullable=False),
+    *_summed_columns(),
     ForeignKeyConstraint(["collection"], ["ldpkit_collections.name"]).ddl_if(callable_=_not_pg),
     Index("ix_ldpkit_rollup_parts_bucket", "collection", "bucket", "token"),
 )
