@@ -104,10 +104,18 @@ class LaplaceMean(Mechanism):
         self._set("high", hi)
         if self.epsilon / self.attributes < MIN_ATTRIBUTE_EPSILON:
             raise ValueError(
-                f"epsilon must be >= {MIN_ATTRIBUTE_EPSILON * self.attributes:g} for "
+                f"epsilon must be >= {self.min_epsilon!r} for "
                 f"{self.attributes} attributes (epsilon / d >= {MIN_ATTRIBUTE_EPSILON:g} per "
                 f"attribute), got {self.epsilon!r}"
             )
+
+    @property
+    def min_epsilon(self) -> float:
+        """The smallest budget: each of the d attributes needs ``epsilon / d >= 1e-3``."""
+        low = MIN_ATTRIBUTE_EPSILON * self.attributes
+        while low / self.attributes < MIN_ATTRIBUTE_EPSILON:  # the rounding of the product
+            low = float(np.nextafter(low, np.inf))
+        return low
 
     @property
     def attributes(self) -> int:
