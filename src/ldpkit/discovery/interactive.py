@@ -43,11 +43,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._constraints import Alternatives, Check, Integer, Size
-from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import _show, check_epsilon
 from ..frequency.grr import grr_sample
-from ..frequency.hashing import optimal_hash_range
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._strings import (
     ALPHABET,
@@ -58,7 +57,7 @@ from ._strings import (
     hash_keys,
     level_keys,
 )
-from .prefix import MAX_DEFAULT_RANGE, PEM, TABLE_WIDTH, _uint_dtype
+from .prefix import PEM, HashedPrefixLaw, _uint_dtype
 
 __all__ = ["PEMRound", "RoundEstimate", "InteractivePEM", "DiscoveryRounds"]
 
@@ -112,7 +111,7 @@ def _check_survivors(survivors: Any, symbols: int, max_length: int) -> tuple[tup
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PEMRound(Mechanism):
+class PEMRound(HashedPrefixLaw, Mechanism):
     """One round of interactive prefix discovery: OLH over the published candidates.
 
     Round ``level`` (its prefixes have ``level + 1`` symbols; ``level = len`` of each
@@ -174,47 +173,9 @@ class PEMRound(Mechanism):
 
     # -- constants -----------------------------------------------------------------------
     @property
-    def symbols(self) -> int:
-        """A: the padding symbol 0 plus the alphabet (256 for bytes)."""
-        return 256 if self.alphabet is None else len(self.alphabet) + 1
-
-    @property
     def level(self) -> int:
         """0-based round: the candidates have ``level + 1`` symbols."""
         return len(self.survivors[0]) if self.survivors else 0
-
-    @property
-    def range_size(self) -> int:
-        """G in use."""
-        if self.hash_range is not None:
-            return self.hash_range
-        return min(optimal_hash_range(self.epsilon), MAX_DEFAULT_RANGE)
-
-    @property
-    def family_size(self) -> int:
-        """H in use."""
-        if self.hash_functions is not None:
-            return self.hash_functions
-        return int(min(256, max(16, TABLE_WIDTH // self.range_size)))
-
-    def _weights(self) -> tuple[int, int]:
-        return rr_weights(self.epsilon, self.range_size - 1)
-
-    @property
-    def p(self) -> float:
-        """Realized P[y = h(v) | v] (GRR keep probability over [g])."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + (self.range_size - 1) * w_other)
-
-    @property
-    def q(self) -> float:
-        """Realized P[y = y' | v] for each y' != h(v)."""
-        w_keep, w_other = self._weights()
-        return w_other / (w_keep + (self.range_size - 1) * w_other)
-
-    def privacy_loss(self) -> float:
-        """``log(w_keep / w_other)``: the hash index is value-blind, y is GRR over [g]."""
-        return ratio_loss(*reversed(self._weights()))
 
     # -- the round's public domain ---------------------------------------------------------
     def candidates(self) -> tuple[np.ndarray, np.ndarray]:

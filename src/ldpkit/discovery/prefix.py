@@ -45,8 +45,61 @@ def _uint_dtype(high: int) -> Any:
     return np.uint64
 
 
+class HashedPrefixLaw:
+    """The report law PEM, TreeHist and an interactive round share: OLH over [g] of a prefix.
+
+    A value-blind hash index in [H], then GRR over [g] of the hashed prefix with the exact
+    integer weights of :func:`ldpkit._exact.rr_weights` (Wang, Li, Jha, IEEE TDSC 2021,
+    section 4: PEM's local hashing). Needs the fields ``epsilon``, ``alphabet``,
+    ``hash_range`` and ``hash_functions``.
+    """
+
+    epsilon: float
+    alphabet: str | None
+    hash_range: int | None
+    hash_functions: int | None
+
+    @property
+    def symbols(self) -> int:
+        """A: the padding symbol 0 plus the alphabet (256 for bytes)."""
+        return 256 if self.alphabet is None else len(self.alphabet) + 1
+
+    @property
+    def range_size(self) -> int:
+        """G in use."""
+        if self.hash_range is not None:
+            return self.hash_range
+        return min(optimal_hash_range(self.epsilon), MAX_DEFAULT_RANGE)
+
+    @property
+    def family_size(self) -> int:
+        """H in use."""
+        if self.hash_functions is not None:
+            return self.hash_functions
+        return int(min(256, max(16, TABLE_WIDTH // self.range_size)))
+
+    def _weights(self) -> tuple[int, int]:
+        return rr_weights(self.epsilon, self.range_size - 1)
+
+    @property
+    def p(self) -> float:
+        """Realized P[y = h(v) | v] (GRR keep probability over [g])."""
+        w_keep, w_other = self._weights()
+        return w_keep / (w_keep + (self.range_size - 1) * w_other)
+
+    @property
+    def q(self) -> float:
+        """Realized P[y = y' | v] for each y' != h(v)."""
+        w_keep, w_other = self._weights()
+        return w_other / (w_keep + (self.range_size - 1) * w_other)
+
+    def privacy_loss(self) -> float:
+        """``log(w_keep / w_other)``: the hash index (and group) are value-blind; y is GRR."""
+        return ratio_loss(*reversed(self._weights()))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PrefixDiscovery(Mechanism):
+class PrefixDiscovery(HashedPrefixLaw, Mechanism):
     """Base of the one-round prefix discovery specs (see the module docstring).
 
     Parameters
@@ -106,47 +159,9 @@ class PrefixDiscovery(Mechanism):
 
     # -- constants -----------------------------------------------------------------------
     @property
-    def symbols(self) -> int:
-        """A: the padding symbol 0 plus the alphabet (256 for bytes)."""
-        return 256 if self.alphabet is None else len(self.alphabet) + 1
-
-    @property
     def groups(self) -> int:
         """Number of groups: one per prefix length 1 .. max_length."""
         return self.max_length
-
-    @property
-    def range_size(self) -> int:
-        """G in use."""
-        if self.hash_range is not None:
-            return self.hash_range
-        return min(optimal_hash_range(self.epsilon), MAX_DEFAULT_RANGE)
-
-    @property
-    def family_size(self) -> int:
-        """H in use."""
-        if self.hash_functions is not None:
-            return self.hash_functions
-        return int(min(256, max(16, TABLE_WIDTH // self.range_size)))
-
-    def _weights(self) -> tuple[int, int]:
-        return rr_weights(self.epsilon, self.range_size - 1)
-
-    @property
-    def p(self) -> float:
-        """Realized P[y = h(v) | v] (GRR keep probability over [g])."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + (self.range_size - 1) * w_other)
-
-    @property
-    def q(self) -> float:
-        """Realized P[y = y' | v] for each y' != h(v)."""
-        w_keep, w_other = self._weights()
-        return w_other / (w_keep + (self.range_size - 1) * w_other)
-
-    def privacy_loss(self) -> float:
-        """``log(w_keep / w_other)``: group and hash index are value-blind, y is GRR over [g]."""
-        return ratio_loss(*reversed(self._weights()))
 
     # -- client --------------------------------------------------------------------------
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
