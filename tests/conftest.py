@@ -68,3 +68,4 @@ def _load_helpers(name: str) -> None:
 _load_helpers("_jshelpers")
 _load_helpers("_streamhelpers")
 _load_helpers("_servers")
+_load_helpers("_chromium")

@@ -18,14 +18,7 @@ offline estimate of the very bodies the page sent. Skips without chromium except
 
 from __future__ import annotations
 
-import functools
-import html
-import http.server
 import json
-import os
-import re
-import subprocess
-import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -35,16 +28,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _chromium import needs_chromium, page_verdict, serve_repository
 from ldpkit.io import reports_from_dict
 from ldpkit.sets import PrivSet
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).is_file() and not os.environ.get("CI"),
-    reason="chromium is not installed (apt-get install chromium); CI must have it",
-)
+pytestmark = needs_chromium
 
 PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
 <script type="module">
@@ -124,61 +113,14 @@ PAGES = {"/__sets_page.html": PAGE, "/__sets_send_page.html": SEND_PAGE}
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    """Serve the repository over HTTP on 127.0.0.1, plus the test pages of PAGES."""
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def do_GET(self) -> None:
-            page = PAGES.get(self.path.split("?")[0])
-            if page is not None:
-                body = page.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    handler = functools.partial(Handler, directory=str(ROOT))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def _page_verdict(url: str, tmp_path: Path) -> str:
-    """Return what the page at ``url`` wrote into ``<pre id="out">`` (headless chromium)."""
-    done = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    found = re.search(r'<pre id="out">([^<]*)</pre>', done.stdout)
-    assert found is not None, done.stdout[-2000:] + done.stderr[-2000:]
-    return html.unescape(found.group(1))
+    """Serve the repository over HTTP on 127.0.0.1, plus the test pages."""
+    with serve_repository(PAGES) as url:
+        yield url
 
 
 def test_set_randomizers_reproduce_the_vectors_in_chromium(server: str, tmp_path: Path) -> None:
     """Every set and key-value body of sets.json, and every privacy loss, in chromium."""
-    verdict = _page_verdict(f"{server}/__sets_page.html", tmp_path)
+    verdict = page_verdict(f"{server}/__sets_page.html", tmp_path, budget_ms=30000)
     cases = json.loads((ROOT / "tests" / "vectors" / "sets.json").read_text())
     tags = (
         "PCKV-grr,PCKV-ue,PaddingSampling-grr,PaddingSampling-olh,"
@@ -202,7 +144,9 @@ def test_privset_from_chromium_to_a_live_collector(
     collector = serve_app(app)
     query = urllib.parse.urlencode({"collector": collector, "collection": "privset"})
     fragment = urllib.parse.urlencode({"users": json.dumps(users, separators=(",", ":"))})
-    verdict = _page_verdict(f"{server}/__sets_send_page.html?{query}#{fragment}", tmp_path)
+    verdict = page_verdict(
+        f"{server}/__sets_send_page.html?{query}#{fragment}", tmp_path, budget_ms=30000
+    )
     assert not verdict.startswith(("ERROR", "pending")), verdict
     sent = json.loads(verdict)
     assert sent["stored"] == len(users) and len(sent["bodies"]) == 3

@@ -14,24 +14,14 @@ chromium except in CI (``CI`` set), where it fails.
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
-import re
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+from _chromium import needs_chromium, page_verdict, serve_repository
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).is_file() and not os.environ.get("CI"),
-    reason="chromium is not installed (apt-get install chromium); CI must have it",
-)
+pytestmark = needs_chromium
 
 PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
 <script type="module">
@@ -115,64 +105,18 @@ PAGES = {"/__sketch_page.html": PAGE, "/__discovery_page.html": DISCOVERY_PAGE}
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    """Serve the repository over HTTP on 127.0.0.1, plus the test pages of PAGES."""
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path in PAGES:
-                body = PAGES[self.path].encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    handler = functools.partial(Handler, directory=str(ROOT))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def _page_verdict(url: str, tmp_path: Path) -> str:
-    """Return what the page at ``url`` wrote into ``<pre id="out">`` (headless chromium)."""
-    done = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            f"--user-data-dir={tmp_path}",
-            "--virtual-time-budget=20000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    found = re.search(r'<pre id="out">([^<]*)</pre>', done.stdout)
-    assert found is not None, done.stdout[-2000:] + done.stderr[-2000:]
-    return found.group(1)
+    """Serve the repository over HTTP on 127.0.0.1, plus the test pages."""
+    with serve_repository(PAGES) as url:
+        yield url
 
 
 def test_sketch_client_in_chromium(server: str, tmp_path: Path) -> None:
     """The CMS, HCMS and FLH randomizers reproduce the vectors in chromium."""
-    verdict = _page_verdict(f"{server}/__sketch_page.html", tmp_path)
+    verdict = page_verdict(f"{server}/__sketch_page.html", tmp_path)
     assert verdict == "PASS 20 7", verdict
 
 
 def test_discovery_client_in_chromium(server: str, tmp_path: Path) -> None:
     """The PEM, TreeHist and SFP randomizers reproduce the vectors in chromium."""
-    verdict = _page_verdict(f"{server}/__discovery_page.html", tmp_path)
+    verdict = page_verdict(f"{server}/__discovery_page.html", tmp_path)
     assert verdict == "PASS 7 7", verdict
