@@ -1,4 +1,4 @@
-"""Library findings of issue 27: each test failed on the code before its fix."""
+"""Library hardening: bad inputs and edge cases found in review; each test failed before its fix."""
 
 from __future__ import annotations
 
