@@ -4,7 +4,8 @@ Bit-exactness (the same body for the same uniforms and 64-bit words) is checked 
 ``tests/vectors/multidim.json`` under ``node --test``. Here the reports the client makes
 under node (seeded splitmix64 coins) are decoded by :mod:`ldpkit.multidim`, and the
 unbiased estimates are z-tested against the truth of the simulated users (per-attribute
-frequencies, joint marginals, the plain grids' cell frequencies, the group shares), each
+frequencies, joint marginals, the plain grids' cell frequencies, the group shares,
+AttributeSampling's means and frequencies), each
 with the spec's own variance; decoded at a wrong epsilon (x 1.3; x 0.5 for the tuples without OLH) the same z-test fails (|z| > 6).
 And the path of a web page: clients/js fetches a CALM spec from a live collector on
 127.0.0.1, randomizes tuples and posts them; ``?marginal=0,1`` answers the true table.
@@ -27,6 +28,7 @@ from ldpkit.multidim import (
     SMP,
     SPL,
     TDG,
+    AttributeSampling,
     FullDomain,
     GroupMean,
     UniformGrid,
@@ -146,6 +148,50 @@ def test_js_group_means_are_unbiased(oracle: str) -> None:
     assert _z_groups(spec, reports, rows) <= 5.0
     wrong = spec.replace(epsilon=spec.epsilon * 1.3)
     assert _z_groups(wrong, reports, rows) > 6.0
+
+
+def _z_sampled(spec: AttributeSampling, reports: Reports, x: np.ndarray) -> float:
+    """Largest |z| of every numerical mean and categorical frequency."""
+    est = spec.estimate(spec.aggregate(Reports(spec, **reports.arrays)))
+    dn = spec.numerical
+    z = [np.abs(est.means - x[:, :dn].mean(axis=0)) / est.std_error]
+    for j, e in enumerate(est.categorical):
+        truth = np.bincount(x[:, dn + j].astype(np.int64), minlength=spec.domain_sizes[j])
+        z.append(np.abs(e.frequencies - truth / x.shape[0]) / e.std_error)
+    return float(np.max(np.concatenate(z)))
+
+
+SAMPLED = [
+    AttributeSampling(epsilon=2.0, low=(0.0, -5.0), high=(1.0, 5.0), domain_sizes=(3,)),
+    AttributeSampling(
+        epsilon=6.0,
+        low=(0.0, 0.0),
+        high=(24.0, 120.0),
+        domain_sizes=(4,),
+        mechanism="pm",
+        sampled=2,
+    ),
+]
+
+
+@needs_node
+@pytest.mark.parametrize("spec", SAMPLED, ids=repr)
+def test_js_attribute_sampling_is_unbiased(spec: AttributeSampling) -> None:
+    gen = np.random.default_rng(SEED)
+    lo, hi = np.asarray(spec.low), np.asarray(spec.high)
+    x = lo + (hi - lo) * gen.beta(2.0, 5.0, size=(N, lo.size))
+    items = gen.choice(
+        spec.domain_sizes[0],
+        size=N,
+        p=np.linspace(1, 2, spec.domain_sizes[0]) / np.linspace(1, 2, spec.domain_sizes[0]).sum(),
+    )
+    rows = [[*r, int(c)] for r, c in zip(x.tolist(), items.tolist(), strict=True)]
+    reports = js_reports(spec, values=rows, seed=SEED)
+    assert len(reports) == N
+    full = np.column_stack([x, items])
+    assert _z_sampled(spec, reports, full) <= 5.0
+    wrong = spec.replace(epsilon=spec.epsilon * 0.5)
+    assert _z_sampled(wrong, reports, full) > 6.0
 
 
 @needs_node

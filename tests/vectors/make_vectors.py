@@ -54,7 +54,8 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   exact weights, BLAKE2b), so the same on every CPU;
 - ``multidim.json``: several attributes per user (:mod:`ldpkit.multidim`): bodies as in
   ``bodies.json`` for SPL, SMP, RSFD (GRR, OUE-z), CALM (GRR, OLH), FullDomain (HR, OLH),
-  HDG, TDG, UniformGrid and GroupMean (GRR, OLH), the samplers replayed user by user in the
+  HDG, TDG, UniformGrid, GroupMean (GRR, OLH) and AttributeSampling (HM with and without
+  its PM branch, PM, GRR columns), the samplers replayed user by user in the
   client's order (clients/js/src/multidim.js); RSFD OUE-z's integer thresholds; SPL and SMP
   also through their own ``randomize`` on the replayed coins;
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
@@ -1277,7 +1278,18 @@ def _oracle_user(oracle: Mechanism, item: int, coins: _ReplayCoins) -> dict[str,
 
 def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict[str, Any]:
     """One user's report arrays (scalars or rows), the samplers in the client's order."""
-    from ldpkit.multidim import CALM, HDG, RSFD, SMP, SPL, TDG, FullDomain, GroupMean, UniformGrid
+    from ldpkit.multidim import (
+        CALM,
+        HDG,
+        RSFD,
+        SMP,
+        SPL,
+        TDG,
+        AttributeSampling,
+        FullDomain,
+        GroupMean,
+        UniformGrid,
+    )
 
     if isinstance(spec, SPL):
         return {
@@ -1314,6 +1326,27 @@ def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict
         x = np.array([row], dtype=np.float64)
         cell = int(spec._cell(x, spec.grids[m], spec.grid_shape(m))[0])
         return {"grids": m, **_oracle_user(spec.grid_oracle(m), cell, coins)}
+    if isinstance(spec, AttributeSampling):
+        d, dn = spec.attributes, spec.numerical
+        which = sorted(coins.permuted(np.arange(d)[None, :])[0, : spec.k].tolist())
+        cells = []
+        for a in which:
+            if a >= dn:
+                one = np.array([row[a]], dtype=np.int64)
+                g = spec.category_oracle(a - dn)
+                cells.append(int(grr_sample(one, g.domain_size, g._weights(), coins)[0]))  # type: ignore[arg-type]
+                continue
+            t = np.clip((np.array([row[a]]) - spec.low[a]) / spec._half_spans[a] - 1.0, -1.0, 1.0)
+            m = spec.numeric_oracle()
+            if isinstance(m, HybridMechanism) and m.pm_probability > 0.0:
+                # the client flips the branch coin first, then draws only that branch
+                if coins.random(1)[0] < m.pm_probability:
+                    cells.append(int(m._pm._sample_cells(t, coins)[0]))  # type: ignore[arg-type]
+                else:
+                    cells.append(int(m._sr._sample_cells(t, coins)[0]) + m.report_cells)  # type: ignore[arg-type]
+            else:
+                cells.append(int(m._sample_cells(t, coins)[0]))  # type: ignore[arg-type]
+        return {"attributes": which, "values": cells}
     assert isinstance(spec, GroupMean)
     t = (row[1] - spec.low) / (spec.high - spec.low)
     bit = int(round_to_grid(np.array([t]), 1, coins)[0])  # type: ignore[arg-type]
@@ -1324,7 +1357,18 @@ def _multidim() -> dict[str, Any]:
     """Bodies of the multi-attribute specs from fixed words and uniforms."""
     from unittest import mock
 
-    from ldpkit.multidim import CALM, HDG, RSFD, SMP, SPL, TDG, FullDomain, GroupMean, UniformGrid
+    from ldpkit.multidim import (
+        CALM,
+        HDG,
+        RSFD,
+        SMP,
+        SPL,
+        TDG,
+        AttributeSampling,
+        FullDomain,
+        GroupMean,
+        UniformGrid,
+    )
     from ldpkit.multidim import split as split_module
 
     rng = np.random.default_rng(31)
@@ -1347,6 +1391,18 @@ def _multidim() -> dict[str, Any]:
         UniformGrid(epsilon=1.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), g=4),
         GroupMean(epsilon=1.0, domain_size=4, low=-30.0, high=120.0, oracle="grr"),
         GroupMean(epsilon=2.0, domain_size=3, low=0.0, high=1.0),
+        # last: they draw more uniforms (up to three per sampled attribute)
+        AttributeSampling(epsilon=1.0, low=(0.0, -5.0), high=(1.0, 5.0), domain_sizes=(3,)),
+        AttributeSampling(
+            epsilon=6.0, low=(0.0, 10.0), high=(24.0, 100.0), domain_sizes=(4, 300), sampled=3
+        ),
+        AttributeSampling(
+            epsilon=2.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), mechanism="pm", sampled=2
+        ),
+        AttributeSampling(
+            epsilon=0.5, low=(-1.0,), high=(1.0,), domain_sizes=(5,), report_cells=64
+        ),
+        AttributeSampling(epsilon=8.0, low=(0.0,), high=(60.0,), domain_sizes=(2, 7, 3)),
     ]
     out = []
     for spec in specs:
@@ -1368,10 +1424,18 @@ def _multidim() -> dict[str, Any]:
             x = lo + (hi - lo) * rng.random((n, lo.size))
             x[0], x[1] = lo, hi  # both ends of every attribute
             values = x.tolist()
+        elif isinstance(spec, AttributeSampling):
+            lo, hi = np.asarray(spec.low), np.asarray(spec.high)
+            x = lo + (hi - lo) * rng.random((n, lo.size))
+            x[0], x[1] = lo, hi
+            sizes = np.asarray(spec.domain_sizes, dtype=np.int64)
+            items = rng.integers(0, sizes[None, :], size=(n, sizes.size)).tolist()
+            values = [[*r, *c] for r, c in zip(x.tolist(), items, strict=True)]
         else:
             sizes = np.asarray(spec.domain_sizes)  # type: ignore[attr-defined]
             values = rng.integers(0, sizes[None, :], size=(n, sizes.size)).tolist()
-        uniforms: list[float] = rng.random(n).tolist()
+        draws = 3 * spec.k if isinstance(spec, AttributeSampling) else 1
+        uniforms: list[float] = rng.random(draws * n).tolist()
         total = int(sum(getattr(spec, "domain_sizes", (0,))))
         per_user = (
             6

@@ -79,7 +79,19 @@ export {
   prefixKey,
 } from './discovery.js';
 export { buildBody, encodeValues, fetchSpec, send } from './client.js';
-export { CALM, FullDomain, GroupMean, HDG, MULTIDIM, RSFD, SMP, SPL, TDG, UniformGrid } from './multidim.js';
+export {
+  AttributeSampling,
+  CALM,
+  FullDomain,
+  GroupMean,
+  HDG,
+  MULTIDIM,
+  RSFD,
+  SMP,
+  SPL,
+  TDG,
+  UniformGrid,
+} from './multidim.js';
 export {
   LGRR,
   LOUE,

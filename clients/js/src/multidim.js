@@ -18,6 +18,11 @@
 //   OLH; the granularities come from the spec dict (the collector sends them resolved);
 // - GroupMean: her value rounded to a bit with one uniform, then the (group, bit) item
 //   2 group + bit through GRR or OLH.
+// - AttributeSampling: a uniform permutation of the d attributes (Fisher-Yates from the
+//   last slot down, one U below i + 1 per slot), its first k sorted; then per sampled
+//   attribute in order: a numerical one through PM or HM at epsilon / k on [-1, 1] (HM: the
+//   branch uniform first; then the rounding uniform and U), its report cell (HM's SR cells
+//   after PM's report_cells), a categorical one through GRR at epsilon / k.
 // The shared vectors (tests/vectors/multidim.json) replay the Python samplers on fixed
 // words and uniforms in this order.
 
@@ -34,7 +39,18 @@ import {
   unaryThresholds,
 } from './mechanisms.js';
 import { crExp } from './exact.js';
-import { checkBounds, checkEpsilon, checkInteger, roundToGrid, uniformBelow } from './numeric.js';
+import {
+  HybridMechanism,
+  PiecewiseMechanism,
+  checkBounds,
+  checkEpsilon,
+  checkInteger,
+  flatBumpCell,
+  roundToGrid,
+  srSign,
+  toUnit,
+  uniformBelow,
+} from './numeric.js';
 import { secureCoins } from './random.js';
 
 /** Most attributes of a categorical spec (_base.MAX_ATTRIBUTES). */
@@ -380,8 +396,114 @@ export class GroupMean {
   }
 }
 
+/** Most categorical items of AttributeSampling in all (_base.MAX_TOTAL_ITEMS). */
+const MAX_TOTAL_ITEMS = 1 << 22;
+
+/** The report cell of unit-scale t through PM's exact grid (mean._pm_grid_sample). */
+function pmCell(g, t, coins) {
+  const k = roundToGrid((t + 1.0) / 2.0, g.steps, coins.uniform());
+  return flatBumpCell(k, g.cells, g.wLow, g.bump, uniformBelow(g.total, coins));
+}
+
+/** SR's cell (0: -C, 1: +C) of unit-scale t (mean.StochasticRounding._sample_cells). */
+function srCell(g, t, coins) {
+  const k = roundToGrid((t + 1.0) / 2.0, g.steps, coins.uniform());
+  return srSign(g, k, uniformBelow(g.total, coins)) > 0 ? 1 : 0;
+}
+
+/**
+ * AttributeSampling (Wang et al. ICDE 2019, section IV): k of the d attributes per user,
+ * each through PM/HM (numerical, first) or GRR (categorical) at epsilon / k.
+ */
+export class AttributeSampling {
+  constructor({ epsilon, low = [0.0], high = [1.0], domain_sizes = [], mechanism = 'hm', sampled = null, report_cells = 1 << 18 }) {
+    this.epsilon = checkEpsilon(epsilon, 30.0);
+    if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_ATTRIBUTES) {
+      throw new RangeError(
+        `low and high must be lists of 1 to ${MAX_ATTRIBUTES} bounds of the same length, got ${JSON.stringify(low)}, ${JSON.stringify(high)}`,
+      );
+    }
+    low.forEach((lo, j) => checkBounds(lo, high[j]));
+    if (!Array.isArray(domain_sizes)) {
+      throw new RangeError(`domain_sizes must be a list of integers >= 2, got ${JSON.stringify(domain_sizes)}`);
+    }
+    this.sizes = domain_sizes.map((k, j) => checkInteger(k, `domain_sizes[${j}]`, 2, MAX_TOTAL_ITEMS));
+    this.low = low;
+    this.high = high;
+    this.halfSpans = low.map((lo, j) => (high[j] - lo) / 2.0);
+    const d = low.length + this.sizes.length;
+    if (d < 2 || d > MAX_ATTRIBUTES) {
+      throw new RangeError(`low and domain_sizes must declare 2 to ${MAX_ATTRIBUTES} attributes in all, got ${d}`);
+    }
+    if (this.sizes.reduce((s, k) => s + k, 0) > MAX_TOTAL_ITEMS) {
+      throw new RangeError(`domain_sizes must total at most ${MAX_TOTAL_ITEMS} items, got ${this.sizes.reduce((s, k) => s + k, 0)}`);
+    }
+    if (mechanism !== 'hm' && mechanism !== 'pm') {
+      throw new RangeError(`mechanism must be 'hm' or 'pm', got ${JSON.stringify(mechanism)}`);
+    }
+    this.d = d;
+    // sampling.sampled_attributes: max(1, min(d, floor(epsilon / 2.5)))
+    this.k = sampled == null ? Math.max(1, Math.min(d, Math.floor(this.epsilon / 2.5))) : checkInteger(sampled, 'sampled', 1, d);
+    const params = { epsilon: this.epsilon / this.k, report_cells };
+    this.numeric = mechanism === 'hm' ? new HybridMechanism(params) : new PiecewiseMechanism(params);
+    this.reportCells = report_cells;
+    this.oracles = this.sizes.map((k) => new GRR({ epsilon: this.epsilon / this.k, domain_size: k }));
+  }
+  /** The sum of the k largest per-attribute exact losses (AttributeSampling.privacy_loss). */
+  privacyLoss() {
+    const losses = [...this.low.map(() => this.numeric.privacyLoss()), ...this.oracles.map((o) => o.privacyLoss())];
+    return losses.sort((a, b) => b - a).slice(0, this.k).reduce((s, x) => s + x, 0);
+  }
+  checkRow(row) {
+    if (!Array.isArray(row) || row.length !== this.d) {
+      throw new RangeError(`value must be a tuple of ${this.d} entries (reals, then items), got ${JSON.stringify(row)}`);
+    }
+    const dn = this.low.length;
+    row.forEach((x, j) => {
+      if (j < dn) {
+        if (typeof x !== 'number' || !(x >= this.low[j] && x <= this.high[j])) {
+          throw new RangeError(`value[${j}] must be a real number in [${this.low[j]}, ${this.high[j]}], got ${x}`);
+        }
+      } else if (!Number.isInteger(x) || x < 0 || x >= this.sizes[j - dn]) {
+        throw new RangeError(`value[${j}] must be an integer in [0, ${this.sizes[j - dn]}), got ${x}`);
+      }
+    });
+    return row;
+  }
+  /** The report cell of unit-scale t through PM or HM (HM: the branch coin first). */
+  numericCell(t, coins) {
+    const m = this.numeric;
+    if (m instanceof PiecewiseMechanism) return pmCell(m.grid, t, coins);
+    if (m.pm !== null && coins.uniform() < m.pmProbability) return pmCell(m.pm, t, coins);
+    return srCell(m.sr, t, coins) + (m.pm === null ? 0 : this.reportCells);
+  }
+  randomize(values, coins = secureCoins) {
+    const dn = this.low.length;
+    const attributes = [];
+    const data = [];
+    for (const row of values) {
+      this.checkRow(row);
+      const perm = Array.from({ length: this.d }, (_, a) => a);
+      for (let i = this.d - 1; i > 0; i--) {
+        const j = Number(uniformBelow(BigInt(i + 1), coins));
+        [perm[i], perm[j]] = [perm[j], perm[i]];
+      }
+      const which = perm.slice(0, this.k).sort((a, b) => a - b);
+      attributes.push(which);
+      data.push(
+        which.map((a) =>
+          a < dn
+            ? this.numericCell(toUnit(row[a], this.low[a], this.halfSpans[a]), coins)
+            : this.oracles[a - dn].randomize([row[a]], coins).values.data[0],
+        ),
+      );
+    }
+    return { attributes: field('<i8', attributes, this.k), values: field('<i8', data, this.k) };
+  }
+}
+
 /** The multi-attribute randomizers, by their Python names. */
-export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean };
+export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean, AttributeSampling };
 
 // fromSpec (mechanisms.js) finds them by name; registered here, since mechanisms.js does not
 // import this module (no import cycle)

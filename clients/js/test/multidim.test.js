@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { buildBody, fromSpec, MULTIDIM, RSFD, SPL, TDG } from '../src/index.js';
+import { AttributeSampling, buildBody, fromSpec, MULTIDIM, RSFD, SPL, TDG } from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
 const cases = JSON.parse(readFileSync(dir + 'multidim.json', 'utf8'));
@@ -63,4 +63,10 @@ test('bad values and parameters are refused naming them', () => {
   const tdg = new TDG({ epsilon: 1, low: [0, 0], high: [1, 2], g2: 4 });
   assert.throws(() => tdg.randomize([[0.5, 2.5]]), /value\[1\] must be a real number in \[0, 2\]/);
   assert.throws(() => new TDG({ epsilon: 1, low: [0, 0], high: [1, 2] }), /g2 must be given/);
+  const as = new AttributeSampling({ epsilon: 1, low: [0], high: [2], domain_sizes: [3] });
+  assert.throws(() => as.randomize([[2.5, 0]]), /value\[0\] must be a real number in \[0, 2\]/);
+  assert.throws(() => as.randomize([[1, 3]]), /value\[1\] must be an integer in \[0, 3\)/);
+  assert.throws(() => new AttributeSampling({ epsilon: 1, low: [0], high: [1] }), /2 to 64 attributes/);
+  assert.throws(() => new AttributeSampling({ epsilon: 1, domain_sizes: [3], mechanism: 'sr' }), /mechanism must be/);
+  assert.throws(() => new AttributeSampling({ epsilon: 1, domain_sizes: [3], sampled: 3 }), /sampled must be an integer in \[1, 2\]/);
 });
