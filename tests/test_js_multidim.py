@@ -5,7 +5,7 @@ Bit-exactness (the same body for the same uniforms and 64-bit words) is checked 
 under node (seeded splitmix64 coins) are decoded by :mod:`ldpkit.multidim`, and the
 unbiased estimates are z-tested against the truth of the simulated users (per-attribute
 frequencies, joint marginals, the plain grids' cell frequencies, the group shares,
-AttributeSampling's means and frequencies), each
+the means of AttributeSampling, DuchiMean and LaplaceMean), each
 with the spec's own variance; decoded at a wrong epsilon (x 1.3; x 0.5 for the tuples without OLH) the same z-test fails (|z| > 6).
 And the path of a web page: clients/js fetches a CALM spec from a live collector on
 127.0.0.1, randomizes tuples and posts them; ``?marginal=0,1`` answers the true table.
@@ -29,8 +29,10 @@ from ldpkit.multidim import (
     SPL,
     TDG,
     AttributeSampling,
+    DuchiMean,
     FullDomain,
     GroupMean,
+    LaplaceMean,
     UniformGrid,
 )
 from ldpkit.service import create_app
@@ -192,6 +194,31 @@ def test_js_attribute_sampling_is_unbiased(spec: AttributeSampling) -> None:
     assert _z_sampled(spec, reports, full) <= 5.0
     wrong = spec.replace(epsilon=spec.epsilon * 0.5)
     assert _z_sampled(wrong, reports, full) > 6.0
+
+
+BOXES = [
+    DuchiMean(epsilon=2.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0)),
+    DuchiMean(epsilon=1.0, low=(0.0, 0.0), high=(24.0, 120.0)),
+    # the estimate depends on epsilon only through the grid G = ceil(2 epsilon / d): 4 here
+    LaplaceMean(epsilon=4.0, low=(0.0, 0.0), high=(24.0, 120.0)),
+]
+
+
+@needs_node
+@pytest.mark.parametrize("spec", BOXES, ids=repr)
+def test_js_box_means_are_unbiased(spec: DuchiMean | LaplaceMean) -> None:
+    gen = np.random.default_rng(SEED)
+    lo, hi = np.asarray(spec.low), np.asarray(spec.high)
+    x = lo + (hi - lo) * gen.beta(2.0, 5.0, size=(N, lo.size))
+    reports = js_reports(spec, values=x.tolist(), seed=SEED)
+    assert len(reports) == N
+
+    def z(s: DuchiMean | LaplaceMean) -> float:
+        est = s.estimate(s.aggregate(Reports(s, **reports.arrays)))
+        return float(np.max(np.abs(est.means - x.mean(axis=0)) / est.std_error))
+
+    assert z(spec) <= 5.0
+    assert z(spec.replace(epsilon=spec.epsilon * 0.5)) > 6.0
 
 
 @needs_node

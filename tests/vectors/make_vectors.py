@@ -55,7 +55,8 @@ are stale. Each file holds inputs and what the Python implementation makes of th
 - ``multidim.json``: several attributes per user (:mod:`ldpkit.multidim`): bodies as in
   ``bodies.json`` for SPL, SMP, RSFD (GRR, OUE-z), CALM (GRR, OLH), FullDomain (HR, OLH),
   HDG, TDG, UniformGrid, GroupMean (GRR, OLH) and AttributeSampling (HM with and without
-  its PM branch, PM, GRR columns), the samplers replayed user by user in the
+  its PM branch, PM, GRR columns), DuchiMean (d = 2 to 32) and LaplaceMean (the geometric
+  counts' coin rounds; their own samplers are the client's order), the samplers replayed user by user in the
   client's order (clients/js/src/multidim.js); RSFD OUE-z's integer thresholds; SPL and SMP
   also through their own ``randomize`` on the replayed coins;
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
@@ -1286,8 +1287,10 @@ def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict
         SPL,
         TDG,
         AttributeSampling,
+        DuchiMean,
         FullDomain,
         GroupMean,
+        LaplaceMean,
         UniformGrid,
     )
 
@@ -1347,6 +1350,15 @@ def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict
             else:
                 cells.append(int(m._sample_cells(t, coins)[0]))  # type: ignore[arg-type]
         return {"attributes": which, "values": cells}
+    if isinstance(spec, (DuchiMean, LaplaceMean)):  # their own samplers: the client's order
+        from unittest import mock
+
+        from ldpkit.multidim import duchi, laplace
+
+        module = duchi if isinstance(spec, DuchiMean) else laplace
+        with mock.patch.object(module, "as_generator", lambda rng: rng):
+            r = spec.randomize([row], rng=coins)  # type: ignore[arg-type]
+        return {k: r.arrays[k][0].tolist() for k in r.fields}
     assert isinstance(spec, GroupMean)
     t = (row[1] - spec.low) / (spec.high - spec.low)
     bit = int(round_to_grid(np.array([t]), 1, coins)[0])  # type: ignore[arg-type]
@@ -1365,8 +1377,10 @@ def _multidim() -> dict[str, Any]:
         SPL,
         TDG,
         AttributeSampling,
+        DuchiMean,
         FullDomain,
         GroupMean,
+        LaplaceMean,
         UniformGrid,
     )
     from ldpkit.multidim import split as split_module
@@ -1403,6 +1417,14 @@ def _multidim() -> dict[str, Any]:
             epsilon=0.5, low=(-1.0,), high=(1.0,), domain_sizes=(5,), report_cells=64
         ),
         AttributeSampling(epsilon=8.0, low=(0.0,), high=(60.0,), domain_sizes=(2, 7, 3)),
+        DuchiMean(epsilon=1.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0)),
+        DuchiMean(epsilon=2.0, low=(0.0, 0.0), high=(24.0, 120.0)),
+        DuchiMean(epsilon=0.3, low=(0.0,) * 8, high=(1.0,) * 8),
+        DuchiMean(epsilon=20.0, low=(0.0,) * 32, high=(1.0,) * 32),
+        LaplaceMean(epsilon=1.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0)),
+        LaplaceMean(epsilon=4.0, low=(0.0, 0.0), high=(24.0, 120.0)),
+        LaplaceMean(epsilon=0.05, low=(0.0,), high=(1.0,)),
+        LaplaceMean(epsilon=30.0, low=(0.0,) * 4, high=(1.0,) * 4),
     ]
     out = []
     for spec in specs:
@@ -1424,6 +1446,11 @@ def _multidim() -> dict[str, Any]:
             x = lo + (hi - lo) * rng.random((n, lo.size))
             x[0], x[1] = lo, hi  # both ends of every attribute
             values = x.tolist()
+        elif isinstance(spec, (DuchiMean, LaplaceMean)):
+            lo, hi = np.asarray(spec.low), np.asarray(spec.high)
+            x = lo + (hi - lo) * rng.random((n, lo.size))
+            x[0], x[1] = lo, hi
+            values = x.tolist()
         elif isinstance(spec, AttributeSampling):
             lo, hi = np.asarray(spec.low), np.asarray(spec.high)
             x = lo + (hi - lo) * rng.random((n, lo.size))
@@ -1435,6 +1462,7 @@ def _multidim() -> dict[str, Any]:
             sizes = np.asarray(spec.domain_sizes)  # type: ignore[attr-defined]
             values = rng.integers(0, sizes[None, :], size=(n, sizes.size)).tolist()
         draws = 3 * spec.k if isinstance(spec, AttributeSampling) else 1
+        draws = spec.attributes if isinstance(spec, (DuchiMean, LaplaceMean)) else draws
         uniforms: list[float] = rng.random(draws * n).tolist()
         total = int(sum(getattr(spec, "domain_sizes", (0,))))
         per_user = (
@@ -1442,9 +1470,14 @@ def _multidim() -> dict[str, Any]:
             + getattr(spec, "attributes", 0)
             + (total if getattr(spec, "protocol", "") == "oue-z" else 0)
         )
+        if isinstance(spec, LaplaceMean):  # two geometric counts per attribute, ~rho/(1-rho) each
+            per_user = 6 + 2 * spec.attributes * int(4 + 12 / (1.0 - spec.rho))
         words = rng.integers(0, _U64, per_user * n, dtype=np.uint64, endpoint=True).tolist()
         coins = _ReplayCoins(uniforms, words)
         rows = [_multidim_user(spec, v, coins) for v in values]
+        if isinstance(spec, LaplaceMean):  # keep the words used only (the file stays small)
+            words = words[: len(words) - len(coins.words)]
+            assert not coins.uniforms
         template = spec.randomize(spec._contract_values(4, np.random.default_rng(0)), rng=0)  # type: ignore[attr-defined]
         arrays = {
             k: np.array([r[k] for r in rows], dtype=template.arrays[k].dtype)
@@ -1464,6 +1497,8 @@ def _multidim() -> dict[str, Any]:
             "words": [str(w) for w in words],
             "body": _body(reports),
         }
+        if isinstance(spec, (AttributeSampling, DuchiMean, LaplaceMean)):
+            case["loss"] = spec.privacy_loss()  # from exact integers and correctly rounded logs
         if isinstance(spec, RSFD) and spec.protocol == "oue-z":
             case["thresholds"] = [str(t) for t in spec._thresholds()]
         out.append(case)

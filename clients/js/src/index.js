@@ -82,9 +82,11 @@ export { buildBody, encodeValues, fetchSpec, send } from './client.js';
 export {
   AttributeSampling,
   CALM,
+  DuchiMean,
   FullDomain,
   GroupMean,
   HDG,
+  LaplaceMean,
   MULTIDIM,
   RSFD,
   SMP,

@@ -23,6 +23,14 @@
 //   attribute in order: a numerical one through PM or HM at epsilon / k on [-1, 1] (HM: the
 //   branch uniform first; then the rounding uniform and U), its report cell (HM's SR cells
 //   after PM's report_cells), a categorical one through GRR at epsilon / k.
+// - DuchiMean: one rounding uniform per attribute (her sign, 1 when u < (t + 1) / 2), U
+//   below the law's total (the agreement count a: the first a with U < cumulative[a + 1]),
+//   then a uniform permutation as above; the first a attributes of it keep her sign, the
+//   others flip it.
+// - LaplaceMean: one rounding uniform per attribute (k in [0, G]), then the first
+//   geometric count of every attribute, in rounds over the attributes still running (one
+//   U below w_high per running attribute, in order; it runs on while U < w_low), then the
+//   second count likewise; the report k + X1 - X2 clipped to [-2^16, G + 2^16].
 // The shared vectors (tests/vectors/multidim.json) replay the Python samplers on fixed
 // words and uniforms in this order.
 
@@ -46,6 +54,8 @@ import {
   checkEpsilon,
   checkInteger,
   flatBumpCell,
+  ratioLoss,
+  ratioWeights,
   roundToGrid,
   srSign,
   toUnit,
@@ -483,12 +493,7 @@ export class AttributeSampling {
     const data = [];
     for (const row of values) {
       this.checkRow(row);
-      const perm = Array.from({ length: this.d }, (_, a) => a);
-      for (let i = this.d - 1; i > 0; i--) {
-        const j = Number(uniformBelow(BigInt(i + 1), coins));
-        [perm[i], perm[j]] = [perm[j], perm[i]];
-      }
-      const which = perm.slice(0, this.k).sort((a, b) => a - b);
+      const which = permutation(this.d, coins).slice(0, this.k).sort((a, b) => a - b);
       attributes.push(which);
       data.push(
         which.map((a) =>
@@ -502,8 +507,150 @@ export class AttributeSampling {
   }
 }
 
+/** Most attributes of DuchiMean (duchi.MAX_DUCHI_ATTRIBUTES). */
+const MAX_DUCHI_ATTRIBUTES = 32;
+
+/** binom(n, k) as a BigInt. */
+function binomial(n, k) {
+  let out = 1n;
+  for (let i = 0; i < k; i++) out = (out * BigInt(n - i)) / BigInt(i + 1);
+  return out;
+}
+
+/** A uniform permutation of [0, d): Fisher-Yates from the last slot down (U below i + 1). */
+function permutation(d, coins) {
+  const perm = Array.from({ length: d }, (_, a) => a);
+  for (let i = d - 1; i > 0; i--) {
+    const j = Number(uniformBelow(BigInt(i + 1), coins));
+    [perm[i], perm[j]] = [perm[j], perm[i]];
+  }
+  return perm;
+}
+
+/**
+ * DuchiMean (Duchi, Jordan, Wainwright JASA 2018, section 4.2.3): a vertex of the scaled
+ * hypercube per user, agreeing with her rounded signs on a coordinates, with the integer
+ * weights of duchi._law (w_high when 2a > d, else w_low, times binom(d, a)).
+ */
+export class DuchiMean {
+  constructor({ epsilon, low = [0.0, 0.0], high = [1.0, 1.0] }) {
+    this.epsilon = checkEpsilon(epsilon, 30.0);
+    if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 2 || low.length > MAX_DUCHI_ATTRIBUTES) {
+      throw new RangeError(
+        `low and high must be lists of 2 to ${MAX_DUCHI_ATTRIBUTES} bounds of the same length, got ${JSON.stringify(low)}, ${JSON.stringify(high)}`,
+      );
+    }
+    low.forEach((lo, j) => checkBounds(lo, high[j]));
+    this.low = low;
+    this.high = high;
+    this.halfSpans = low.map((lo, j) => (high[j] - lo) / 2.0);
+    const d = low.length;
+    let nHigh = 0n;
+    for (let a = 0; a <= d; a++) if (2 * a > d) nHigh += binomial(d, a);
+    const nLow = (1n << BigInt(d)) - nHigh;
+    [this.wLow, this.wHigh] = ratioWeights(this.epsilon, Number(nLow), Number(nHigh));
+    this.cumulative = [0n];
+    for (let a = 0; a <= d; a++) {
+      const w = binomial(d, a) * (2 * a > d ? this.wHigh : this.wLow);
+      this.cumulative.push(this.cumulative[a] + w);
+    }
+    this.total = this.cumulative[d + 1];
+    this.limit = ((1n << 64n) / this.total) * this.total;
+  }
+  privacyLoss() {
+    return ratioLoss(this.wLow, this.wHigh);
+  }
+  randomize(values, coins = secureCoins) {
+    const d = this.low.length;
+    const data = values.map((row) => {
+      if (!Array.isArray(row) || row.length !== d) {
+        throw new RangeError(`value must be a tuple of ${d} reals, got ${JSON.stringify(row)}`);
+      }
+      const signs = row.map((x, j) => {
+        if (typeof x !== 'number' || !(x >= this.low[j] && x <= this.high[j])) {
+          throw new RangeError(`value[${j}] must be a real number in [${this.low[j]}, ${this.high[j]}], got ${x}`);
+        }
+        return roundToGrid((toUnit(x, this.low[j], this.halfSpans[j]) + 1.0) / 2.0, 1, coins.uniform());
+      });
+      const u = uniformBelow(this.total, coins, this.limit);
+      let agree = 0;
+      while (u >= this.cumulative[agree + 1]) agree++;
+      const perm = permutation(d, coins);
+      const out = signs.slice();
+      for (let i = agree; i < d; i++) out[perm[i]] = 1 - signs[perm[i]];
+      return out;
+    });
+    return { signs: field('|u1', data, d) };
+  }
+}
+
+/** Smallest budget per attribute of LaplaceMean (laplace.MIN_ATTRIBUTE_EPSILON). */
+const MIN_ATTRIBUTE_EPSILON = 1e-3;
+/** LaplaceMean's reports are clipped to [-MAX_NOISE, G + MAX_NOISE] (laplace.MAX_NOISE). */
+const MAX_NOISE = 1 << 16;
+
+/**
+ * LaplaceMean: every attribute at epsilon / d by the discrete Laplace (two-sided
+ * geometric) mechanism (Ghosh, Roughgarden, Sundararajan STOC 2009) on the grid of G steps,
+ * each geometric step one exact integer coin w_low / w_high.
+ */
+export class LaplaceMean {
+  constructor({ epsilon, low = [0.0, 0.0], high = [1.0, 1.0] }) {
+    this.epsilon = checkEpsilon(epsilon, 40.0);
+    if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_ATTRIBUTES) {
+      throw new RangeError(
+        `low and high must be lists of 1 to ${MAX_ATTRIBUTES} bounds of the same length, got ${JSON.stringify(low)}, ${JSON.stringify(high)}`,
+      );
+    }
+    low.forEach((lo, j) => checkBounds(lo, high[j]));
+    const d = low.length;
+    if (this.epsilon / d < MIN_ATTRIBUTE_EPSILON) {
+      throw new RangeError(`epsilon must be >= ${MIN_ATTRIBUTE_EPSILON} d for ${d} attributes, got ${epsilon}`);
+    }
+    this.low = low;
+    this.high = high;
+    this.steps = Math.max(1, Math.ceil((2.0 * this.epsilon) / d));
+    [this.wLow, this.wHigh] = ratioWeights(this.epsilon / (d * this.steps), 1, 1.0);
+    this.limit = ((1n << 64n) / this.wHigh) * this.wHigh;
+  }
+  /** d G log(w_high / w_low) (LaplaceMean.privacy_loss). */
+  privacyLoss() {
+    return this.low.length * this.steps * ratioLoss(this.wLow, this.wHigh);
+  }
+  /** One geometric count per attribute, P[X >= m] = rho^m, in rounds over the running ones. */
+  geometric(d, coins) {
+    const out = new Array(d).fill(0);
+    let active = Array.from({ length: d }, (_, j) => j);
+    while (active.length) {
+      active = active.filter(() => uniformBelow(this.wHigh, coins, this.limit) < this.wLow);
+      for (const j of active) out[j] += 1;
+    }
+    return out;
+  }
+  randomize(values, coins = secureCoins) {
+    const d = this.low.length;
+    const g = this.steps;
+    const data = values.map((row) => {
+      if (!Array.isArray(row) || row.length !== d) {
+        throw new RangeError(`value must be a tuple of ${d} reals, got ${JSON.stringify(row)}`);
+      }
+      const k = row.map((x, j) => {
+        if (typeof x !== 'number' || !(x >= this.low[j] && x <= this.high[j])) {
+          throw new RangeError(`value[${j}] must be a real number in [${this.low[j]}, ${this.high[j]}], got ${x}`);
+        }
+        const t = Math.min(Math.max((x - this.low[j]) / (this.high[j] - this.low[j]), 0.0), 1.0);
+        return roundToGrid(t, g, coins.uniform());
+      });
+      const up = this.geometric(d, coins);
+      const down = this.geometric(d, coins);
+      return k.map((kj, j) => Math.min(Math.max(kj + up[j] - down[j], -MAX_NOISE), g + MAX_NOISE));
+    });
+    return { values: field('<i8', data, d) };
+  }
+}
+
 /** The multi-attribute randomizers, by their Python names. */
-export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean, AttributeSampling };
+export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean, AttributeSampling, DuchiMean, LaplaceMean };
 
 // fromSpec (mechanisms.js) finds them by name; registered here, since mechanisms.js does not
 // import this module (no import cycle)

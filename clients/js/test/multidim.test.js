@@ -5,7 +5,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { AttributeSampling, buildBody, fromSpec, MULTIDIM, RSFD, SPL, TDG } from '../src/index.js';
+import {
+  AttributeSampling,
+  buildBody,
+  DuchiMean,
+  fromSpec,
+  LaplaceMean,
+  MULTIDIM,
+  RSFD,
+  SPL,
+  TDG,
+} from '../src/index.js';
 
 const dir = fileURLToPath(new URL('../../../tests/vectors/', import.meta.url));
 const cases = JSON.parse(readFileSync(dir + 'multidim.json', 'utf8'));
@@ -54,6 +64,13 @@ test('RSFD OUE-z thresholds equal the Python ones', () => {
   }
 });
 
+test('the exact losses equal the Python ones', () => {
+  for (const c of cases.filter((x) => x.loss !== undefined)) {
+    assert.equal(fromSpec(c.body.mechanism).privacyLoss(), c.loss, JSON.stringify(c.body.mechanism));
+  }
+  assert.ok(cases.filter((x) => x.loss !== undefined).length >= 13);
+});
+
 test('bad values and parameters are refused naming them', () => {
   const spl = new SPL({ epsilon: 1, domain_sizes: [3, 4] });
   assert.throws(() => spl.randomize([[0, 4]]), /value\[1\] must be an integer in \[0, 4\)/);
@@ -69,4 +86,10 @@ test('bad values and parameters are refused naming them', () => {
   assert.throws(() => new AttributeSampling({ epsilon: 1, low: [0], high: [1] }), /2 to 64 attributes/);
   assert.throws(() => new AttributeSampling({ epsilon: 1, domain_sizes: [3], mechanism: 'sr' }), /mechanism must be/);
   assert.throws(() => new AttributeSampling({ epsilon: 1, domain_sizes: [3], sampled: 3 }), /sampled must be an integer in \[1, 2\]/);
+  const duchi = new DuchiMean({ epsilon: 1, low: [0, 0], high: [1, 2] });
+  assert.throws(() => duchi.randomize([[0.5, NaN]]), /value\[1\] must be a real number in \[0, 2\]/);
+  assert.throws(() => new DuchiMean({ epsilon: 1, low: [0], high: [1] }), /2 to 32 bounds/);
+  const laplace = new LaplaceMean({ epsilon: 1, low: [0, 0], high: [1, 2] });
+  assert.throws(() => laplace.randomize([[0.5]]), /value must be a tuple of 2 reals/);
+  assert.throws(() => new LaplaceMean({ epsilon: 1e-3, low: [0, 0], high: [1, 1] }), /epsilon must be >= 0.001 d/);
 });
