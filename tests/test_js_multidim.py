@@ -5,8 +5,9 @@ Bit-exactness (the same body for the same uniforms and 64-bit words) is checked 
 under node (seeded splitmix64 coins) are decoded by :mod:`ldpkit.multidim`, and the
 unbiased estimates are z-tested against the truth of the simulated users (per-attribute
 frequencies, joint marginals, the plain grids' cell frequencies, the group shares,
-the means of AttributeSampling, DuchiMean and LaplaceMean), each
-with the spec's own variance; decoded at a wrong epsilon (x 1.3; x 0.5 for the tuples without OLH) the same z-test fails (|z| > 6).
+the means of AttributeSampling, DuchiMean and LaplaceMean), each with the spec's own
+variance; decoded at a wrong epsilon (x 1.3; x 0.5 for the tuples without OLH and the
+means) the same z-test fails (|z| > 6).
 And the path of a web page: clients/js fetches a CALM spec from a live collector on
 127.0.0.1, randomizes tuples and posts them; ``?marginal=0,1`` answers the true table.
 """
