@@ -4,7 +4,7 @@ Bit-exactness (the same body for the same uniforms and 64-bit words) is checked 
 ``tests/vectors/multidim.json`` under ``node --test``. Here the reports the client makes
 under node (seeded splitmix64 coins) are decoded by :mod:`ldpkit.multidim`, and the
 unbiased estimates are z-tested against the truth of the simulated users (per-attribute
-frequencies, joint marginals, the plain grids' cell frequencies, the group shares,
+frequencies, joint marginals (CALM, FullDomain, Fourier), the plain grids' cell frequencies, the group shares,
 the means of AttributeSampling, DuchiMean and LaplaceMean), each with the spec's own
 variance; decoded at a wrong epsilon (x 1.3; x 0.5 for the tuples without OLH and the
 means) the same z-test fails (|z| > 6).
@@ -31,6 +31,7 @@ from ldpkit.multidim import (
     TDG,
     AttributeSampling,
     DuchiMean,
+    Fourier,
     FullDomain,
     GroupMean,
     LaplaceMean,
@@ -57,7 +58,7 @@ def _z_categorical(spec: Mechanism, reports: Reports, x: np.ndarray) -> float:
     """Largest |z| of every per-attribute frequency (or the (0, 1) marginal's cells)."""
     est = spec.estimate(spec.aggregate(Reports(spec, **reports.arrays)))
     n = x.shape[0]
-    if isinstance(spec, (CALM, FullDomain)):
+    if isinstance(spec, (CALM, FullDomain, Fourier)):
         table = est.marginal((0, 1))
         truth = np.zeros((SIZES[0], SIZES[1]))
         np.add.at(truth, (x[:, 0], x[:, 1]), 1.0 / n)
@@ -78,6 +79,7 @@ CATEGORICAL = [
     CALM(epsilon=2.0, domain_sizes=SIZES, oracle="grr"),
     FullDomain(epsilon=2.0, domain_sizes=SIZES),
     FullDomain(epsilon=2.0, domain_sizes=SIZES, oracle="olh"),
+    Fourier(epsilon=2.0, domain_sizes=SIZES),
 ]
 
 

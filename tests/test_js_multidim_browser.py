@@ -3,11 +3,10 @@
 A page served from the repository on 127.0.0.1 imports ``clients/js`` in headless chromium
 (Debian's ``/usr/bin/chromium`` or ``$CHROMIUM``, no driver: ``--dump-dom`` after a virtual
 time budget, as tests/test_js_sketch_browser.py) and checks that the SPL, SMP, RSFD, CALM,
-FullDomain, HDG, TDG, UniformGrid, GroupMean, AttributeSampling, DuchiMean and LaplaceMean
-bodies made from the fixed uniforms and 64-bit words of ``tests/vectors/multidim.json``
-are the Python ones, and that
-``crypto.getRandomValues`` coins give bodies of the same shapes. The page writes its verdict
-into the DOM. Skips without chromium except in CI (``CI`` set), where it fails.
+FullDomain, Fourier, HDG, TDG, UniformGrid, GroupMean, AttributeSampling, DuchiMean and
+LaplaceMean bodies made from the fixed uniforms and 64-bit words of
+``tests/vectors/multidim.json`` are the Python ones, and that ``crypto.getRandomValues``
+coins give bodies of the same shapes. The page writes its verdict into the DOM. Skips without chromium except in CI (``CI`` set), where it fails.
 """
 
 from __future__ import annotations

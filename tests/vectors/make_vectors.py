@@ -56,7 +56,8 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   ``bodies.json`` for SPL, SMP, RSFD (GRR, OUE-z), CALM (GRR, OLH), FullDomain (HR, OLH),
   HDG, TDG, UniformGrid, GroupMean (GRR, OLH) and AttributeSampling (HM with and without
   its PM branch, PM, GRR columns), DuchiMean (d = 2 to 32) and LaplaceMean (the geometric
-  counts' coin rounds; their own samplers are the client's order), the samplers replayed user by user in the
+  counts' coin rounds) and Fourier (bit set, then the parity's flip; their own samplers
+  are the client's order), the samplers replayed user by user in the
   client's order (clients/js/src/multidim.js); RSFD OUE-z's integer thresholds; SPL and SMP
   also through their own ``randomize`` on the replayed coins;
 - ``encoding.json``: encoders (``Encoder.to_dict()``), labels and the items
@@ -1288,6 +1289,7 @@ def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict
         TDG,
         AttributeSampling,
         DuchiMean,
+        Fourier,
         FullDomain,
         GroupMean,
         LaplaceMean,
@@ -1350,12 +1352,12 @@ def _multidim_user(spec: Mechanism, row: list[Any], coins: _ReplayCoins) -> dict
             else:
                 cells.append(int(m._sample_cells(t, coins)[0]))  # type: ignore[arg-type]
         return {"attributes": which, "values": cells}
-    if isinstance(spec, (DuchiMean, LaplaceMean)):  # their own samplers: the client's order
+    if isinstance(spec, (DuchiMean, LaplaceMean, Fourier)):  # own samplers: the client's order
         from unittest import mock
 
-        from ldpkit.multidim import duchi, laplace
+        from ldpkit.multidim import duchi, fourier, laplace
 
-        module = duchi if isinstance(spec, DuchiMean) else laplace
+        module = {DuchiMean: duchi, LaplaceMean: laplace, Fourier: fourier}[type(spec)]
         with mock.patch.object(module, "as_generator", lambda rng: rng):
             r = spec.randomize([row], rng=coins)  # type: ignore[arg-type]
         return {k: r.arrays[k][0].tolist() for k in r.fields}
@@ -1378,6 +1380,7 @@ def _multidim() -> dict[str, Any]:
         TDG,
         AttributeSampling,
         DuchiMean,
+        Fourier,
         FullDomain,
         GroupMean,
         LaplaceMean,
@@ -1425,6 +1428,10 @@ def _multidim() -> dict[str, Any]:
         LaplaceMean(epsilon=4.0, low=(0.0, 0.0), high=(24.0, 120.0)),
         LaplaceMean(epsilon=0.05, low=(0.0,), high=(1.0,)),
         LaplaceMean(epsilon=30.0, low=(0.0,) * 4, high=(1.0,) * 4),
+        Fourier(epsilon=1.0, domain_sizes=(3, 5, 2)),
+        Fourier(epsilon=2.0, domain_sizes=(4, 3, 2, 5), way=3),
+        Fourier(epsilon=0.5, domain_sizes=(300, 70)),
+        Fourier(epsilon=3.0, domain_sizes=(4,) * 28),  # 56 bits: masks beyond 2^53
     ]
     out = []
     for spec in specs:
@@ -1497,7 +1504,7 @@ def _multidim() -> dict[str, Any]:
             "words": [str(w) for w in words],
             "body": _body(reports),
         }
-        if isinstance(spec, (AttributeSampling, DuchiMean, LaplaceMean)):
+        if isinstance(spec, (AttributeSampling, DuchiMean, LaplaceMean, Fourier)):
             case["loss"] = spec.privacy_loss()  # from exact integers and correctly rounded logs
         if isinstance(spec, RSFD) and spec.protocol == "oue-z":
             case["thresholds"] = [str(t) for t in spec._thresholds()]

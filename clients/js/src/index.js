@@ -83,6 +83,7 @@ export {
   AttributeSampling,
   CALM,
   DuchiMean,
+  Fourier,
   FullDomain,
   GroupMean,
   HDG,

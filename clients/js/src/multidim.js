@@ -31,6 +31,8 @@
 //   geometric count of every attribute, in rounds over the attributes still running (one
 //   U below w_high per running attribute, in order; it runs on while U < w_low), then the
 //   second count likewise; the report k + X1 - X2 clipped to [-2^16, G + 2^16].
+// - Fourier: the bit set (U below the number of coefficient masks), then the flip of her
+//   parity on it (U below w_keep + w_other, flipped when U < w_other).
 // The shared vectors (tests/vectors/multidim.json) replay the Python samplers on fixed
 // words and uniforms in this order.
 
@@ -649,8 +651,77 @@ export class LaplaceMean {
   }
 }
 
+/** Most Hadamard coefficients of Fourier (fourier.MAX_COEFFICIENTS). */
+const MAX_COEFFICIENTS = 1 << 22;
+
+/**
+ * Fourier (Cormode, Kulkarni, Srivastava SIGMOD 2018, InpHT): one bit set of the
+ * way-way marginals' bits per user, her parity on it through binary randomized response.
+ */
+export class Fourier {
+  constructor({ epsilon, domain_sizes, way = 2 }) {
+    this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.sizes = checkSizes(domain_sizes);
+    const d = this.sizes.length;
+    this.way = checkInteger(way, 'way', 2, d);
+    // Fourier.bit_widths: max(1, (k - 1).bit_length())
+    this.widths = this.sizes.map((k) => Math.max(1, (k - 1).toString(2).length));
+    const bits = this.widths.reduce((s, b) => s + b, 0);
+    if (bits > 62) throw new RangeError(`domain_sizes must fit in 62 bits in all, got ${bits}`);
+    this.offsets = [0];
+    for (const b of this.widths.slice(0, -1)) this.offsets.push(this.offsets[this.offsets.length - 1] + b);
+    const sets = combinations(d, this.way);
+    let count = 0;
+    for (const attrs of sets) {
+      count += 2 ** attrs.reduce((s, a) => s + this.widths[a], 0);
+      if (count > MAX_COEFFICIENTS) {
+        throw new RangeError(
+          `domain_sizes and way must need at most ${MAX_COEFFICIENTS} coefficients, got more for way = ${this.way}`,
+        );
+      }
+    }
+    // Fourier.coefficient_masks: every non-empty subset of each marginal's bits, sorted
+    const masks = new Set();
+    for (const attrs of sets) {
+      const positions = attrs.flatMap((a) => Array.from({ length: this.widths[a] }, (_, t) => BigInt(this.offsets[a] + t)));
+      for (let local = 1; local < 2 ** positions.length; local++) {
+        let mask = 0n;
+        positions.forEach((pos, t) => {
+          if (Math.floor(local / 2 ** t) % 2 === 1) mask |= 1n << pos;
+        });
+        masks.add(mask);
+      }
+    }
+    this.masks = [...masks].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    [this.wKeep, this.wOther] = rrWeights(this.epsilon, 1);
+  }
+  privacyLoss() {
+    return ratioLoss(this.wOther, this.wKeep);
+  }
+  randomize(values, coins = secureCoins) {
+    const which = [];
+    const data = [];
+    const total = this.wKeep + this.wOther;
+    for (const row of values) {
+      checkTuple(row, this.sizes);
+      let code = 0n;
+      row.forEach((v, a) => {
+        code |= BigInt(v) << BigInt(this.offsets[a]);
+      });
+      const m = Number(uniformBelow(BigInt(this.masks.length), coins));
+      let bits = code & this.masks[m];
+      let parity = 0;
+      for (; bits; bits &= bits - 1n) parity ^= 1;
+      const flip = uniformBelow(total, coins) < this.wOther ? 1 : 0;
+      which.push(m);
+      data.push(parity ^ flip);
+    }
+    return { coefficients: field(indexDtype(this.masks.length), which), values: field('|u1', data) };
+  }
+}
+
 /** The multi-attribute randomizers, by their Python names. */
-export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean, AttributeSampling, DuchiMean, LaplaceMean };
+export const MULTIDIM = { SPL, SMP, RSFD, CALM, FullDomain, HDG, TDG, UniformGrid, GroupMean, AttributeSampling, DuchiMean, LaplaceMean, Fourier };
 
 // fromSpec (mechanisms.js) finds them by name; registered here, since mechanisms.js does not
 // import this module (no import cycle)

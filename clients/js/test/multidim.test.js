@@ -9,6 +9,7 @@ import {
   AttributeSampling,
   buildBody,
   DuchiMean,
+  Fourier,
   fromSpec,
   LaplaceMean,
   MULTIDIM,
@@ -68,7 +69,7 @@ test('the exact losses equal the Python ones', () => {
   for (const c of cases.filter((x) => x.loss !== undefined)) {
     assert.equal(fromSpec(c.body.mechanism).privacyLoss(), c.loss, JSON.stringify(c.body.mechanism));
   }
-  assert.ok(cases.filter((x) => x.loss !== undefined).length >= 13);
+  assert.ok(cases.filter((x) => x.loss !== undefined).length >= 17);
 });
 
 test('bad values and parameters are refused naming them', () => {
@@ -89,6 +90,8 @@ test('bad values and parameters are refused naming them', () => {
   const duchi = new DuchiMean({ epsilon: 1, low: [0, 0], high: [1, 2] });
   assert.throws(() => duchi.randomize([[0.5, NaN]]), /value\[1\] must be a real number in \[0, 2\]/);
   assert.throws(() => new DuchiMean({ epsilon: 1, low: [0], high: [1] }), /2 to 32 bounds/);
+  assert.throws(() => new Fourier({ epsilon: 1, domain_sizes: [3, 4], way: 1 }), /way must be an integer in \[2, 2\]/);
+  assert.throws(() => new Fourier({ epsilon: 1, domain_sizes: [2 ** 31, 2 ** 31, 2 ** 31] }), /fit in 62 bits/);
   const laplace = new LaplaceMean({ epsilon: 1, low: [0, 0], high: [1, 2] });
   assert.throws(() => laplace.randomize([[0.5]]), /value must be a tuple of 2 reals/);
   assert.throws(() => new LaplaceMean({ epsilon: 1e-3, low: [0, 0], high: [1, 1] }), /epsilon must be >= 0.001 d/);
