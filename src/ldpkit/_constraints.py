@@ -123,11 +123,19 @@ def _is_real(value: Any) -> bool:
 class Integer(Constraint):
     """An integer in ``[low, high]`` (either bound may be None: unbounded).
 
-    Booleans and floats (even integral ones) are wrong types.
+    Booleans and floats (even integral ones) are wrong types. ``power_of_two`` also requires
+    a power of two (sketch widths, rounding grids: sizes a bit mask or a halving relies on).
     """
 
-    def __init__(self, low: int | Ref | None = None, high: int | Ref | None = None) -> None:
+    def __init__(
+        self,
+        low: int | Ref | None = None,
+        high: int | Ref | None = None,
+        *,
+        power_of_two: bool = False,
+    ) -> None:
         self.low, self.high = low, high
+        self.power_of_two = power_of_two
 
     def accepts_type(self, value: Any) -> bool:
         """Return whether ``value`` is an integer (not a bool)."""
@@ -137,28 +145,31 @@ class Integer(Constraint):
         """Return ``value`` as an int inside the bounds (a :class:`Ref` bound is named)."""
         refs = [str(b) for b in (self.low, self.high) if isinstance(b, Ref)]
         if not refs:  # (every construction passes here: the plain bounds directly)
-            return check_integer(value, name, low=self.low, high=self.high)  # type: ignore[arg-type]
-        low, high = _bound(self.low, owner), _bound(self.high, owner)
-        try:
-            return check_integer(value, name, low=low, high=high)
-        except ValueError as exc:
-            if not refs:
-                raise
-            # name the other field too: changing it is what moved the bound
-            raise ValueError(f"{exc} (the bound is {' and '.join(refs)})") from None
+            out = check_integer(value, name, low=self.low, high=self.high)  # type: ignore[arg-type]
+        else:
+            low, high = _bound(self.low, owner), _bound(self.high, owner)
+            try:
+                out = check_integer(value, name, low=low, high=high)
+            except ValueError as exc:
+                # name the other field too: changing it is what moved the bound
+                raise ValueError(f"{exc} (the bound is {' and '.join(refs)})") from None
+        if self.power_of_two and out & (out - 1):
+            raise ValueError(f"{name} must be {self.describe(owner)}, got {out}")
+        return out
 
     def describe(self, owner: Any) -> str:
         """Return e.g. ``an integer in [2, 1024]``, as :func:`check_integer` words it."""
         low, high = _bound(self.low, owner), _bound(self.high, owner)
         low = self.low if low is None else low  # a class: the bound's name
         high = self.high if high is None else high
+        what = "a power of two" if self.power_of_two else "an integer"
         if low is not None and high is not None:
-            return f"an integer in [{low}, {high}]"
+            return f"{what} in [{low}, {high}]"
         if low is not None:
-            return f"an integer >= {low}"
+            return f"{what} >= {low}"
         if high is not None:
-            return f"an integer <= {high}"
-        return "an integer"
+            return f"{what} <= {high}"
+        return what
 
     def hostile(self, owner: Any) -> list[Any]:
         """Return the values just outside the bounds, a float, a string, a bool and NaN."""
@@ -168,6 +179,11 @@ class Integer(Constraint):
             out.append(low - 1)
         if high is not None:
             out.append(high + 1)
+        if self.power_of_two:
+            inside = max(3, low if low is not None else 3)  # the first non-power inside
+            inside += 0 if inside & (inside - 1) else 1
+            if high is None or inside <= high:
+                out.append(inside)
         return out
 
     def kind(self) -> str:
@@ -185,9 +201,14 @@ class Size(Integer):
     size = True
 
     def __init__(
-        self, low: int | Ref | None = None, high: int | Ref | None = None, *, small: Any = None
+        self,
+        low: int | Ref | None = None,
+        high: int | Ref | None = None,
+        *,
+        small: Any = None,
+        power_of_two: bool = False,
     ) -> None:
-        super().__init__(low, high)
+        super().__init__(low, high, power_of_two=power_of_two)
         self.small = small
 
 

@@ -338,14 +338,12 @@ class HCMS(OpenDomainOracle):
     depth: int = 256
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
-        "width": [Size(2, MAX_WIDTH)],
+        "width": [Size(2, MAX_WIDTH, power_of_two=True)],
         "depth": [Size(1, MAX_DEPTH)],
     }
 
     def _validate(self) -> None:
         super()._validate()
-        if self.width & (self.width - 1):
-            raise ValueError(f"width must be a power of two in [2, {MAX_WIDTH}], got {self.width}")
         self._check_domain_work()
 
     @property

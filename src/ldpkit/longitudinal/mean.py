@@ -68,14 +68,8 @@ class OneBitMean(StochasticRounding):
 
     points: int = 64
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
-        "points": [Integer(1, SR_INPUT_STEPS)]
+        "points": [Integer(1, SR_INPUT_STEPS, power_of_two=True)]
     }
-
-    def _validate(self) -> None:
-        super()._validate()
-        s = self.points
-        if s & (s - 1):
-            raise ValueError(f"points must be a power of two in [1, {SR_INPUT_STEPS}], got {s}")
 
     def longitudinal_privacy_loss(self, distinct_values: int = 1) -> float:
         """Return ``min(distinct_values, points + 1) x privacy_loss()`` (one bit per grid point)."""
