@@ -1,0 +1,50 @@
+"""The bytes alphabet's encoding: the joined (whole-array) path against a per-string reference."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from ldpkit.discovery._strings import encode_strings
+
+_POOL = ["a", "z", "\x7f", "é", "ß", "\u07ff", "\u0800", "€", "中", "😀", "\U0010ffff"]
+
+
+def _reference(values: list[str], max_length: int) -> list[list[int]]:
+    """Each string's UTF-8 bytes up to its first NUL, cut at a whole character, padded."""
+    rows = []
+    for s in values:
+        raw = s.split("\x00")[0].encode("utf-8")[:max_length]
+        raw = raw.decode("utf-8", errors="ignore").encode("utf-8")  # a cut character goes
+        rows.append(list(raw) + [0] * (max_length - len(raw)))
+    return rows
+
+
+@pytest.mark.parametrize("with_nul", [False, True])
+def test_joined_encoding_matches_a_per_string_reference(with_nul):
+    rnd = random.Random(3)
+    pool = [*_POOL, "\x00"] if with_nul else _POOL
+    for _ in range(60):
+        values = ["".join(rnd.choices(pool, k=rnd.randint(0, 16))) for _ in range(25)]
+        for max_length in (1, 2, 3, 4, 7, 12, 40):
+            want = _reference(values, max_length)
+            for form in (values, np.array(values, dtype=object), np.array(values)):
+                got = encode_strings(form, max_length, None)
+                assert got.dtype == np.uint8 and got.tolist() == want
+
+
+def test_joined_encoding_refuses_a_lone_surrogate_anywhere_in_a_string():
+    message = "values must be strings encodable as UTF-8 (no lone surrogates)"
+    for values in (["ok", "x\ud800"], ["\ud83d", "\ude00"], ["a" * 40 + "\udfff"]):
+        for form in (values, np.array(values, dtype=object), np.array(values)):
+            with pytest.raises(ValueError) as err:
+                encode_strings(form, 4, None)
+            assert str(err.value) == message
+
+
+def test_mixed_items_take_the_per_item_path():
+    assert encode_strings(["ab", b"ab", np.str_("ab")], 3, None).tolist() == [[97, 98, 0]] * 3
+    with pytest.raises(TypeError, match="values must be a sequence of strings, got an item"):
+        encode_strings(["ab", 3], 3, None)
