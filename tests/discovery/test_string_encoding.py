@@ -1,4 +1,4 @@
-"""The bytes alphabet's encoding: the joined (whole-array) path against a per-string reference."""
+"""Strings to symbols and prefix keys: the whole-array paths against per-user references."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from ldpkit.discovery._strings import encode_strings
+from ldpkit.discovery._strings import empty_key, encode_strings, extend_keys, level_keys
 
 _POOL = ["a", "z", "\x7f", "é", "ß", "\u07ff", "\u0800", "€", "中", "😀", "\U0010ffff"]
 
@@ -48,3 +48,18 @@ def test_mixed_items_take_the_per_item_path():
     assert encode_strings(["ab", b"ab", np.str_("ab")], 3, None).tolist() == [[97, 98, 0]] * 3
     with pytest.raises(TypeError, match="values must be a sequence of strings, got an item"):
         encode_strings(["ab", 3], 3, None)
+
+
+def test_level_keys_match_the_chained_keys_of_each_user():
+    rng = np.random.default_rng(4)
+    for dtype, high in ((np.uint8, 256), (np.uint16, 4000)):
+        symbols = rng.integers(0, high, size=(300, 9)).astype(dtype)
+        for levels in (rng.integers(0, 9, size=300), np.full(300, 8), rng.integers(-2, 12, 300)):
+            want = np.zeros(300, dtype=np.uint64)
+            for i, level in enumerate(levels.tolist()):
+                if 0 <= level < 9:  # any other level keeps the key 0
+                    key = empty_key(1)
+                    for s in symbols[i : i + 1, : level + 1].T:
+                        key = extend_keys(key, s)
+                    want[i] = key[0]
+            assert np.array_equal(level_keys(symbols, levels), want)

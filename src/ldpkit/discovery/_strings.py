@@ -215,15 +215,44 @@ def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.n
 
 
 def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Key of each user's prefix of ``levels[i] + 1`` symbols (vectorized over users)."""
+    """Key of each user's prefix of ``levels[i] + 1`` symbols (vectorized over users).
+
+    The users are sorted by level (a radix sort of small integers), so that the prefixes
+    still growing at position ``p`` are one slice: each key is extended only up to its level.
+    """
     n, length = symbols.shape
-    key = empty_key(n)
     out = np.zeros(n, dtype=np.uint64)
+    inside = (levels >= 0) & (levels < length)  # any other level keeps the key 0
+    if not inside.all():
+        users = np.flatnonzero(inside)
+        out[users] = level_keys(symbols[users], levels[users])
+        return out
+    order = np.argsort(levels.astype(np.uint16), kind="stable")
+    first = np.zeros(length + 1, dtype=np.intp)  # users of level p: first[p]:first[p + 1]
+    first[1:] = np.cumsum(np.bincount(levels, minlength=length))
+    rows = symbols[order]
+    key = empty_key(n)
+    done = 0  # the sorted users before this one have keys of their level already
     for pos in range(length):  # a loop over prefix positions, not over users
-        key = extend_keys(key, symbols[:, pos])
-        here = levels == pos
-        out[here] = key[here]
+        key = key[first[pos] - done :]
+        done = first[pos]
+        z = rows[done:, pos].astype(np.uint64)
+        z += np.uint64(1)
+        z *= _GAMMA
+        z += key
+        key = _mix64_inplace(z)
+        out[order[done : first[pos + 1]]] = key[: first[pos + 1] - done]
     return out
+
+
+def _mix64_inplace(z: np.ndarray) -> np.ndarray:
+    """:func:`mix64` overwriting ``z`` (one temporary per shift, none per product)."""
+    z ^= z >> np.uint64(30)
+    z *= _MUL1
+    z ^= z >> np.uint64(27)
+    z *= _MUL2
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:
