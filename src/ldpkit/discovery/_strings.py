@@ -82,6 +82,7 @@ def _as_list(values: Any) -> list[Any] | np.ndarray:
             return values
         if values.dtype.kind != "O":
             raise TypeError(f"values must be a sequence of strings, got {_show(values)}")
+        return values.tolist()  # the same objects, ~2x faster than list()
     return list(values)
 
 
@@ -173,7 +174,8 @@ def _utf8_grid(items: Any, n: int, width: int) -> tuple[np.ndarray, bool] | None
     padded = np.zeros(buf.size + width, dtype=np.uint8)  # no window runs past the end
     padded[: buf.size] = buf
     grid = sliding_window_view(padded, width)[starts]  # a copy: row i is string i's window
-    grid[np.arange(width) >= lengths[:, None]] = 0  # the next strings' bytes
+    within = np.arange(width, dtype=np.uint8) < np.minimum(lengths, width).astype(np.uint8)[:, None]
+    np.multiply(grid, within, out=grid)  # zero the next strings' bytes (faster than a mask)
     return grid, has_nul
 
 
