@@ -229,7 +229,8 @@ def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
         users = np.flatnonzero(inside)
         out[users] = level_keys(symbols[users], levels[users])
         return out
-    order = np.argsort(levels.astype(np.uint16), kind="stable")
+    small = np.uint16 if length <= 1 << 16 else np.int64  # numpy radix-sorts 16-bit keys
+    order = np.argsort(levels.astype(small), kind="stable")
     first = np.zeros(length + 1, dtype=np.intp)  # users of level p: first[p]:first[p + 1]
     first[1:] = np.cumsum(np.bincount(levels, minlength=length))
     rows = np.take(symbols, order, axis=0)  # ~5x faster than symbols[order] on 2-D
