@@ -180,7 +180,7 @@ def check_not_masked(values: Any, name: str, *, ragged: bool = False) -> None:
     if (
         not ragged
         and isinstance(values, (list, tuple))
-        and any(isinstance(v, (list, tuple)) for v in values)
+        and any(issubclass(t, (list, tuple)) for t in set(map(type, values)))  # C loop
     ):
         _as_array(values, name, "an array of numbers with rows of equal length")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from .._constraints import Check
 from .._validation import _show, check_not_masked
@@ -81,6 +82,7 @@ def _as_list(values: Any) -> list[Any] | np.ndarray:
             return values
         if values.dtype.kind != "O":
             raise TypeError(f"values must be a sequence of strings, got {_show(values)}")
+        return values.tolist()  # the same objects, ~2x faster than list()
     return list(values)
 
 
@@ -97,11 +99,35 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
     if alphabet is not None:
         return _encode_alphabet(items, n, max_length, alphabet)
     width = max_length + 1  # one byte more: a cut inside a character shows there
+    joined = _utf8_grid(items, n, width)
+    grid = _grid_per_item(items, n, width) if joined is None else joined[0]
+    out = grid[:, :max_length].copy()
+    # A character cut at max_length leaves 1-3 bytes of it: drop them (back to its lead byte).
+    cut = (grid[:, max_length] & 0xC0) == 0x80
+    if cut.any():
+        rows = np.flatnonzero(cut)
+        cont = (grid[rows] & 0xC0) == 0x80
+        start = np.full(rows.size, max_length, dtype=np.int64)
+        for back in range(1, 4):  # at most 3 continuation bytes precede a lead byte
+            pos = max_length - back
+            if pos < 0:
+                break
+            still = cont[:, pos] & (start == pos + 1)
+            start[still] = pos
+        start = np.maximum(start - 1, 0)  # the lead byte itself goes too
+        cols = np.arange(max_length)
+        out[rows] = np.where(cols[None, :] < start[:, None], out[rows], 0)
+    if joined is not None and not joined[1]:
+        return out  # no string holds a NUL: each row already ends at its first 0
+    return _end_at_nul(out)
+
+
+def _grid_per_item(items: Any, n: int, width: int) -> np.ndarray:
+    """:func:`_utf8_grid` for bytes and numpy strings: one encoding per item."""
     if isinstance(items, np.ndarray) and items.dtype.kind == "S":
         raw = np.asarray(items, dtype=f"S{width}")
     else:
         try:
-            # str.encode per item is the fastest route numpy offers (np.char.encode loops too)
             encoded = [s.encode("utf-8") if type(s) is str else _bytes_of(s) for s in items]
         except UnicodeEncodeError:
             raise ValueError(
@@ -112,23 +138,45 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
     if n:
         view = raw.view(np.uint8).reshape(n, -1)
         grid[:, : view.shape[1]] = view
-    out = grid[:, :max_length].copy()
-    # A character cut at max_length leaves 1-3 bytes of it: drop them (back to its lead byte).
-    cont = (grid & 0xC0) == 0x80
-    cut = cont[:, max_length]
-    if cut.any():
-        rows = np.flatnonzero(cut)
-        start = np.full(rows.size, max_length, dtype=np.int64)
-        for back in range(1, 4):  # at most 3 continuation bytes precede a lead byte
-            pos = max_length - back
-            if pos < 0:
-                break
-            still = cont[rows, pos] & (start == pos + 1)
-            start[still] = pos
-        start = np.maximum(start - 1, 0)  # the lead byte itself goes too
-        cols = np.arange(max_length)
-        out[rows] = np.where(cols[None, :] < start[:, None], out[rows], 0)
-    return _end_at_nul(out)
+    return grid
+
+
+def _utf8_grid(items: Any, n: int, width: int) -> tuple[np.ndarray, bool] | None:
+    """Return the first ``width`` UTF-8 bytes of each string, zero-padded, or None.
+
+    The strings are joined with NUL separators and encoded in one call; each one's bytes
+    start after a separator, so no Python work is done per string. Also returns whether
+    some string holds a NUL itself (then its separators are found from the lengths in
+    characters). None when an item is not a ``str`` (the per-item path handles it).
+    """
+    if isinstance(items, np.ndarray):
+        if items.dtype.kind != "U":
+            return None
+        items = items.tolist()
+    if not n or set(map(type, items)) != {str}:
+        return None
+    joined = "\x00".join(items)
+    try:
+        # a lone surrogate anywhere fails here, as it would in that string's own encoding
+        raw = joined.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("values must be strings encodable as UTF-8 (no lone surrogates)") from None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    seps = np.flatnonzero(buf == 0)
+    has_nul = seps.size != n - 1
+    if has_nul:  # separator i is character sum(len[:i + 1]) + i of the joined string
+        seps = np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=n) + 1)[:-1] - 1
+        if len(raw) != len(joined):  # multi-byte characters: character to byte offsets
+            seps = np.flatnonzero((buf & 0xC0) != 0x80)[seps]
+    starts = np.zeros(n, dtype=np.intp)
+    starts[1:] = seps + 1
+    lengths = np.append(seps, buf.size) - starts
+    padded = np.zeros(buf.size + width, dtype=np.uint8)  # no window runs past the end
+    padded[: buf.size] = buf
+    grid = sliding_window_view(padded, width)[starts]  # a copy: row i is string i's window
+    within = np.arange(width, dtype=np.uint8) < np.minimum(lengths, width).astype(np.uint8)[:, None]
+    np.multiply(grid, within, out=grid)  # zero the next strings' bytes (faster than a mask)
+    return grid, has_nul
 
 
 def _end_at_nul(grid: np.ndarray) -> np.ndarray:
@@ -169,15 +217,45 @@ def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.n
 
 
 def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Key of each user's prefix of ``levels[i] + 1`` symbols (vectorized over users)."""
+    """Key of each user's prefix of ``levels[i] + 1`` symbols (vectorized over users).
+
+    The users are sorted by level (a radix sort of small integers), so that the prefixes
+    still growing at position ``p`` are one slice: each key is extended only up to its level.
+    """
     n, length = symbols.shape
-    key = empty_key(n)
     out = np.zeros(n, dtype=np.uint64)
+    inside = (levels >= 0) & (levels < length)  # any other level keeps the key 0
+    if not inside.all():
+        users = np.flatnonzero(inside)
+        out[users] = level_keys(symbols[users], levels[users])
+        return out
+    small = np.uint16 if length <= 1 << 16 else np.int64  # numpy radix-sorts 16-bit keys
+    order = np.argsort(levels.astype(small), kind="stable")
+    first = np.zeros(length + 1, dtype=np.intp)  # users of level p: first[p]:first[p + 1]
+    first[1:] = np.cumsum(np.bincount(levels, minlength=length))
+    rows = np.take(symbols, order, axis=0)  # ~5x faster than symbols[order] on 2-D
+    key = empty_key(n)
+    done = 0  # the sorted users before this one have keys of their level already
     for pos in range(length):  # a loop over prefix positions, not over users
-        key = extend_keys(key, symbols[:, pos])
-        here = levels == pos
-        out[here] = key[here]
+        key = key[first[pos] - done :]
+        done = first[pos]
+        z = rows[done:, pos].astype(np.uint64)
+        z += np.uint64(1)
+        z *= _GAMMA
+        z += key
+        key = _mix64_inplace(z)
+        out[order[done : first[pos + 1]]] = key[: first[pos + 1] - done]
     return out
+
+
+def _mix64_inplace(z: np.ndarray) -> np.ndarray:
+    """:func:`mix64` overwriting ``z`` (one temporary per shift, none per product)."""
+    z ^= z >> np.uint64(30)
+    z *= _MUL1
+    z ^= z >> np.uint64(27)
+    z *= _MUL2
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def decode_symbols(row: np.ndarray, alphabet: str | None) -> str:

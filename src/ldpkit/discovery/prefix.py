@@ -180,10 +180,9 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         groups = np.asarray(gen.integers(0, self.groups, size=n))
         hashes = np.asarray(gen.integers(0, self.family_size, size=n))
         keys = level_keys(symbols, groups)
-        seeds = np.zeros(n, dtype=np.uint64)
-        for level in range(self.groups):  # a loop over groups; users are vectorized
-            here = groups == level
-            seeds[here] = family_seeds(level, self.family_size)[hashes[here]]
+        # every group's seeds in one table (at most max_length x 4096): one lookup per user
+        table = np.concatenate([family_seeds(lv, self.family_size) for lv in range(self.groups)])
+        seeds = table[groups * self.family_size + hashes]
         hashed = hash_keys(keys, seeds, self.range_size)
         y = grr_sample(hashed, self.range_size, self._weights(), gen)
         return Reports(

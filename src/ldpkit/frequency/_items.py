@@ -99,6 +99,18 @@ def item_key(item: Any) -> int:
 def keys_of(uniques: Any) -> np.ndarray:
     """Keys of a list of (checked) items, one BLAKE2b call each."""
     # one BLAKE2b call per *distinct* item
+    if len(uniques) and set(map(type, uniques)) == {str}:
+        try:  # the digests joined and read at once: ~25% faster than item_key per item
+            digests = b"".join(
+                [
+                    _blake(b"s" + s.encode("utf-8"), digest_size=8, person=_PERSON).digest()
+                    for s in uniques
+                ]
+            )
+        except UnicodeEncodeError:
+            pass  # item_key below names the string
+        else:
+            return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
     return np.fromiter(map(item_key, uniques), dtype=np.uint64, count=len(uniques))
 
 

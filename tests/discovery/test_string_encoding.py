@@ -1,0 +1,65 @@
+"""Strings to symbols and prefix keys: the whole-array paths against per-user references."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from ldpkit.discovery._strings import empty_key, encode_strings, extend_keys, level_keys
+
+_POOL = ["a", "z", "\x7f", "é", "ß", "\u07ff", "\u0800", "€", "中", "😀", "\U0010ffff"]
+
+
+def _reference(values: list[str], max_length: int) -> list[list[int]]:
+    """Each string's UTF-8 bytes up to its first NUL, cut at a whole character, padded."""
+    rows = []
+    for s in values:
+        raw = s.split("\x00")[0].encode("utf-8")[:max_length]
+        raw = raw.decode("utf-8", errors="ignore").encode("utf-8")  # a cut character goes
+        rows.append(list(raw) + [0] * (max_length - len(raw)))
+    return rows
+
+
+@pytest.mark.parametrize("with_nul", [False, True])
+def test_joined_encoding_matches_a_per_string_reference(with_nul):
+    rnd = random.Random(3)
+    pool = [*_POOL, "\x00"] if with_nul else _POOL
+    for _ in range(60):
+        values = ["".join(rnd.choices(pool, k=rnd.randint(0, 16))) for _ in range(25)]
+        for max_length in (1, 2, 3, 4, 7, 12, 40):
+            want = _reference(values, max_length)
+            for form in (values, np.array(values, dtype=object), np.array(values)):
+                got = encode_strings(form, max_length, None)
+                assert got.dtype == np.uint8 and got.tolist() == want
+
+
+def test_joined_encoding_refuses_a_lone_surrogate_anywhere_in_a_string():
+    message = "values must be strings encodable as UTF-8 (no lone surrogates)"
+    for values in (["ok", "x\ud800"], ["\ud83d", "\ude00"], ["a" * 40 + "\udfff"]):
+        for form in (values, np.array(values, dtype=object), np.array(values)):
+            with pytest.raises(ValueError) as err:
+                encode_strings(form, 4, None)
+            assert str(err.value) == message
+
+
+def test_mixed_items_take_the_per_item_path():
+    assert encode_strings(["ab", b"ab", np.str_("ab")], 3, None).tolist() == [[97, 98, 0]] * 3
+    with pytest.raises(TypeError, match="values must be a sequence of strings, got an item"):
+        encode_strings(["ab", 3], 3, None)
+
+
+def test_level_keys_match_the_chained_keys_of_each_user():
+    rng = np.random.default_rng(4)
+    for dtype, high in ((np.uint8, 256), (np.uint16, 4000)):
+        symbols = rng.integers(0, high, size=(300, 9)).astype(dtype)
+        for levels in (rng.integers(0, 9, size=300), np.full(300, 8), rng.integers(-2, 12, 300)):
+            want = np.zeros(300, dtype=np.uint64)
+            for i, level in enumerate(levels.tolist()):
+                if 0 <= level < 9:  # any other level keeps the key 0
+                    key = empty_key(1)
+                    for s in symbols[i : i + 1, : level + 1].T:
+                        key = extend_keys(key, s)
+                    want[i] = key[0]
+            assert np.array_equal(level_keys(symbols, levels), want)
