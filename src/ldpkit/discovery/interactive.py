@@ -296,21 +296,6 @@ class PEMRound(HashedPrefixLaw, Mechanism):
         )
 
     # -- contract hooks ------------------------------------------------------------------
-    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        pool = ["ab", "abc", "b", "ba", "", "abcdefghijklmnop"]
-        if self.alphabet is not None:
-            chars = self.alphabet
-            pool = [chars[:1], chars[-1:] * 2, (chars * 3)[:5], ""]
-        out = np.empty(n, dtype=object)
-        out[:] = [pool[i] for i in gen.integers(0, len(pool), n)]
-        return out
-
-    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        outside: list[Any] = [np.array([["a", "b"], ["c", "d"]])]
-        if self.alphabet is not None:
-            outside.append(["\x00\x01 not in it"])
-        return outside, [[1, 2], ["a", 3.5], [None]]
-
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         assert isinstance(estimate, RoundEstimate), type(estimate).__name__
         c = self.candidate_count

@@ -50,8 +50,8 @@ class HashedPrefixLaw:
 
     A value-blind hash index in [H], then GRR over [g] of the hashed prefix with the exact
     integer weights of :func:`ldpkit._exact.rr_weights` (Wang, Li, Jha, IEEE TDSC 2021,
-    section 4: PEM's local hashing). Needs the fields ``epsilon``, ``alphabet``,
-    ``hash_range`` and ``hash_functions``.
+    section 4: PEM's local hashing), and the contract's string inputs. Needs the fields
+    ``epsilon``, ``alphabet``, ``hash_range`` and ``hash_functions``.
     """
 
     epsilon: float
@@ -96,6 +96,22 @@ class HashedPrefixLaw:
     def privacy_loss(self) -> float:
         """``log(w_keep / w_other)``: the hash index (and group) are value-blind; y is GRR."""
         return ratio_loss(*reversed(self._weights()))
+
+    # -- contract hooks (strings of the alphabet) ---------------------------------------
+    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        pool = ["ab", "abc", "b", "ba", "", "abcdefghijklmnop"]
+        if self.alphabet is not None:
+            chars = self.alphabet
+            pool = [chars[:1], chars[-1:] * 2, (chars * 3)[:5], ""]
+        out = np.empty(n, dtype=object)
+        out[:] = [pool[i] for i in gen.integers(0, len(pool), n)]
+        return out
+
+    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
+        outside: list[Any] = [np.array([["a", "b"], ["c", "d"]])]
+        if self.alphabet is not None:
+            outside.append(["\x00\x01 not in it"])
+        return outside, [[1, 2], ["a", 3.5], [None]]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -229,21 +245,6 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         """Return the indices of the candidates that survive a level (``final``: the last)."""
 
     # -- contract hooks ------------------------------------------------------------------
-    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        pool = ["ab", "abc", "b", "ba", "", "abcdefghijklmnop"]
-        if self.alphabet is not None:
-            chars = self.alphabet
-            pool = [chars[:1], chars[-1:] * 2, (chars * 3)[:5], ""]
-        out = np.empty(n, dtype=object)
-        out[:] = [pool[i] for i in gen.integers(0, len(pool), n)]
-        return out
-
-    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        outside: list[Any] = [np.array([["a", "b"], ["c", "d"]])]
-        if self.alphabet is not None:
-            outside.append(["\x00\x01 not in it"])
-        return outside, [[1, 2], ["a", 3.5], [None]]
-
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         from .result import check_heavy_hitters  # server side: loaded by the check only
 
