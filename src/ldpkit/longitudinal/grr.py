@@ -88,8 +88,36 @@ def _round_matrix(keep: int, other: int, d: int) -> np.ndarray:
     return m
 
 
+class ChainedGRR:
+    """Two chained GRR rounds over ``_rr_size()`` outputs: L-GRR's and LOLOHA's law.
+
+    The permanent round at ``epsilon_inf`` and the instantaneous one making a report
+    ``epsilon``-LDP (Arcolezi et al. 2022, L-GRR; EDBT 2023 for LOLOHA over the hash range).
+    """
+
+    epsilon: float
+    epsilon_inf: float | None
+
+    def _rr_size(self) -> int:
+        raise NotImplementedError  # the domain size (L-GRR) or the hash range (LOLOHA)
+
+    def _rounds(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        assert self.epsilon_inf is not None
+        return lgrr_weights(self.epsilon_inf, self.epsilon, self._rr_size())
+
+    def _chained(self) -> tuple[int, int, int]:
+        assert self.epsilon_inf is not None
+        return chained_rr(self.epsilon_inf, self.epsilon, self._rr_size())
+
+    @property
+    def p(self) -> float:
+        """Realized P[report = v | v] of one report over the two rounds (v hashed for LOLOHA)."""
+        keep, _, total = self._chained()
+        return keep / total
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
-class LGRR(OneItemReports, LongitudinalOracle):
+class LGRR(OneItemReports, ChainedGRR, LongitudinalOracle):
     """Longitudinal GRR: a memoized GRR answer, re-randomized by GRR at every report.
 
     The permanent answer is GRR at ``epsilon_inf``; the second GRR makes one report
@@ -141,19 +169,8 @@ class LGRR(OneItemReports, LongitudinalOracle):
     #: epsilon_inf (the default epsilon_inf is capped at max_epsilon_inf).
     max_epsilon = 30.0
 
-    def _rounds(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        assert self.epsilon_inf is not None
-        return lgrr_weights(self.epsilon_inf, self.epsilon, self.domain_size)
-
-    def _chained(self) -> tuple[int, int, int]:
-        assert self.epsilon_inf is not None
-        return chained_rr(self.epsilon_inf, self.epsilon, self.domain_size)
-
-    @property
-    def p(self) -> float:
-        """Realized P[report = v | v] of one report (both rounds)."""
-        keep, _, total = self._chained()
-        return keep / total
+    def _rr_size(self) -> int:
+        return self.domain_size
 
     @property
     def q(self) -> float:

@@ -25,7 +25,7 @@ from ..frequency.grr import grr_sample
 from ..frequency.hashing import MAX_DOMAIN_SIZE, _support_kernel, local_hash
 from ..spec import Reports, Stats
 from ._base import LongitudinalOracle
-from .grr import LGRR, chained_rr, lgrr_weights
+from .grr import LGRR, ChainedGRR
 
 __all__ = ["LOLOHA", "loloha_hash_range"]
 
@@ -58,7 +58,7 @@ def loloha_hash_range(epsilon_inf: float, epsilon_1: float, domain_size: int) ->
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, init=False)
-class LOLOHA(LongitudinalOracle):
+class LOLOHA(ChainedGRR, LongitudinalOracle):
     """LOLOHA: local hashing with memoization on the hashed value.
 
     Report ``(seed, y)``: ``reports.seeds`` names the device's hash function (the same in
@@ -123,19 +123,8 @@ class LOLOHA(LongitudinalOracle):
         assert self.hash_range is not None
         return self.hash_range
 
-    def _rounds(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        assert self.epsilon_inf is not None
-        return lgrr_weights(self.epsilon_inf, self.epsilon, self.range_size)
-
-    def _chained(self) -> tuple[int, int, int]:
-        assert self.epsilon_inf is not None
-        return chained_rr(self.epsilon_inf, self.epsilon, self.range_size)
-
-    @property
-    def p(self) -> float:
-        """Realized P[y = H(v) | v]: L-GRR's chained keep probability over ``[g]``."""
-        keep, _, total = self._chained()
-        return keep / total
+    def _rr_size(self) -> int:
+        return self.range_size
 
     @property
     def q(self) -> float:
