@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._constraints import Alternatives, Boolean, Integer, Options, Real, Size
-from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator
 from ..frequency.grr import grr_sample
 from ..frequency.hashing import optimal_hash_range
@@ -84,14 +84,12 @@ class HashedPrefixLaw:
     @property
     def p(self) -> float:
         """Realized P[y = h(v) | v] (GRR keep probability over [g])."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + (self.range_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.range_size - 1)[0]
 
     @property
     def q(self) -> float:
         """Realized P[y = y' | v] for each y' != h(v)."""
-        w_keep, w_other = self._weights()
-        return w_other / (w_keep + (self.range_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.range_size - 1)[1]
 
     def privacy_loss(self) -> float:
         """``log(w_keep / w_other)``: the hash index (and group) are value-blind; y is GRR."""

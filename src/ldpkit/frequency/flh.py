@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._constraints import Alternatives, Size
-from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from ..spec import Reports, Stats, StatsField
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
@@ -119,8 +119,7 @@ class FLH(OpenDomainOracle):
     @property
     def p(self) -> float:
         """Realized P[y = h_j(v) | v]: ``w_keep / T``."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + (self.range_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.range_size - 1)[0]
 
     @property
     def q(self) -> float:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator
 from ..spec import Reports, StatsField
 from ._base import PureFrequencyOracle, index_dtype
@@ -128,14 +128,12 @@ class GRR(OneItemReports, PureFrequencyOracle):
     @property
     def p(self) -> float:
         """Realized P[report = v | v]: ``w_keep / T`` (the paper's e^eps / (e^eps + d - 1))."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + (self.domain_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.domain_size - 1)[0]
 
     @property
     def q(self) -> float:
         """Realized P[report = v' | v] for each v' != v: ``w_other / T``."""
-        w_keep, w_other = self._weights()
-        return w_other / (w_keep + (self.domain_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.domain_size - 1)[1]
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Perturb each user's item; ``reports.values`` holds the reported items."""

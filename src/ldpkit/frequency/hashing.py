@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._constraints import Alternatives, Size
-from .._exact import RR_MAX_EPSILON, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
 from ..spec import Reports, Stats
@@ -288,8 +288,7 @@ class LocalHashing(PureFrequencyOracle):
 
         The GRR keep probability over ``[g]`` (realized: ``w_keep / T``).
         """
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + (self.range_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.range_size - 1)[0]
 
     @property
     def other_probability(self) -> float:
@@ -297,8 +296,7 @@ class LocalHashing(PureFrequencyOracle):
 
         P[y = j | h(v) = x] for each j != x (realized: ``w_other / T``).
         """
-        w_keep, w_other = self._weights()
-        return w_other / (w_keep + (self.range_size - 1) * w_other)
+        return rr_probabilities(self.epsilon, self.range_size - 1)[1]
 
     @property
     def q(self) -> float:

@@ -22,6 +22,7 @@ from ._kernels_em import (
     _em_step,
     _floor,
     _loglik,
+    _matvec,
     _pass,
     _ratios,
     _smooth,
@@ -409,6 +410,19 @@ def _band_grad(base, data, offsets, starts, lengths, ratio, grad):  # pragma: no
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _em_gather(
+    use_box, base, data, offsets, starts, lengths, box, ratio, shared, plat, run, grad, theta
+):  # pragma: no cover - jit
+    """Multiply ``theta`` by ``M^T ratio`` (the EM step's gather): box or band products."""
+    if use_box:
+        _box_em_step(box, ratio, shared, plat, run, grad, theta, False)
+    else:
+        _band_grad(base, data, offsets, starts, lengths, ratio, grad)
+        for i in range(theta.size):
+            theta[i] *= grad[i]
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _hybrid_finish(
     theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp
 ):  # pragma: no cover
@@ -482,10 +496,7 @@ def _hybrid_loop(
         total += nk[j]
     for j in range(hrows):
         total += hk[j]
-    if use_box:
-        _box_matvec(base, box, theta, prefix, mt)
-    else:
-        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+    _matvec(use_box, base, data, offsets, starts, lengths, box, prefix, theta, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
     _hh_masses(theta, leaf, branching, acc[:hrows])
     _hh_first(hk, acc, row_q, row_gain, hmt, hratio, tiny)
@@ -498,12 +509,21 @@ def _hybrid_loop(
         it += 1
         for i in range(d):
             th0[i] = theta[i]
-        if use_box:
-            _box_em_step(box, ratio, shared, plat, run, grad, theta, False)
-        else:
-            _band_grad(base, data, offsets, starts, lengths, ratio, grad)
-            for i in range(d):
-                theta[i] *= grad[i]
+        _em_gather(
+            use_box,
+            base,
+            data,
+            offsets,
+            starts,
+            lengths,
+            box,
+            ratio,
+            shared,
+            plat,
+            run,
+            grad,
+            theta,
+        )
         _hh_grad(hratio, row_gain, parent, acc)
         _hybrid_finish(theta, th0, acc, leaf, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
@@ -511,10 +531,7 @@ def _hybrid_loop(
         # SW20's stop on the joint log-likelihood, tested without logarithms while the
         # change clearly exceeds tol (:func:`_settled`, both row sets' sums added); the
         # ratios of the next E-step and the change's sums in one pass per row set
-        if use_box:
-            _box_matvec(base, box, theta, prefix, mt)
-        else:
-            _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+        _matvec(use_box, base, data, offsets, starts, lengths, box, prefix, theta, mt)
         shared, a1, q1, s1, far1 = _ratios_change(base, nk, mt, old, ratio, tiny)
         _hh_masses(theta, leaf, branching, acc[:hrows])
         a2, q2, s2, far2 = _hh_ratios_change(hk, acc, row_q, row_gain, hmt, hold, hratio, tiny)
@@ -552,10 +569,7 @@ def _hybrid_map(fixed, src, dst, work):  # pragma: no cover - jit
     row_q, row_gain, parent, leaf, branching, atom, masked, passes, weight, tiny = fixed[9:]
     mt, ratio, hmt, hratio, grad, acc, plat, run, prefix, tmp, smooth = work
     d, hrows = src.size, hk.size
-    if use_box:
-        _box_matvec(base, box, src, prefix, mt)
-    else:
-        _band_matvec(base, data, offsets, starts, lengths, src, mt)
+    _matvec(use_box, base, data, offsets, starts, lengths, box, prefix, src, mt)
     shared = _ratios(base, nk, mt, ratio, tiny)
     ll = _loglik(nk, mt)
     if hrows > 0:  # none: Square Wave alone (_Fitter's accelerated fits)
@@ -564,12 +578,9 @@ def _hybrid_map(fixed, src, dst, work):  # pragma: no cover - jit
         ll += _loglik(hk, hmt)
     for i in range(d):
         dst[i] = src[i]
-    if use_box:
-        _box_em_step(box, ratio, shared, plat, run, grad, dst, False)
-    else:
-        _band_grad(base, data, offsets, starts, lengths, ratio, grad)
-        for i in range(d):
-            dst[i] *= grad[i]
+    _em_gather(
+        use_box, base, data, offsets, starts, lengths, box, ratio, shared, plat, run, grad, dst
+    )
     _hh_grad(hratio, row_gain, parent, acc)
     _hybrid_finish(dst, src, acc, leaf, atom, masked, passes, weight, smooth, tmp)
     return ll

@@ -198,6 +198,17 @@ def _box_matvec(base, box, theta, prefix, out):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _matvec(
+    use_box, base, data, offsets, starts, lengths, box, prefix, theta, out
+):  # pragma: no cover - jit
+    """Compute ``out = M theta``: the box products when ``use_box``, the band ones otherwise."""
+    if use_box:
+        _box_matvec(base, box, theta, prefix, out)
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, theta, out)
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
     """Compute the ratios in one pass over the rows after ``mt = M theta``.
 

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from .batch_identity import BatchRecord, GroupStats, PendingBatch, new_batch_ids
-from .writes import INSERT_PART, MERGE_STATS, RollupWrites, lock_shared_sql
+from .writes import INSERT_PART, MERGE_STATS, RollupWrites, batch_row, lock_shared_sql
 
 logger = logging.getLogger("ldpkit.service")
 
@@ -284,13 +284,10 @@ class PostgresWriter:
         """Return the batch rows of ``order`` as one JSON array (see ``_INSERT_BATCHES``)."""
         return json.dumps(
             [
-                (
+                batch_row(
                     records[i].batch_id,
-                    items[i].collection,
-                    items[i].token,
-                    items[i].idempotency_key,
+                    items[i],
                     digests.get(i),
-                    items[i].n,
                     items[i].received_at.isoformat(),
                     buckets[i],
                 )

@@ -23,7 +23,14 @@ from sqlalchemy.exc import IntegrityError
 
 from .batch_identity import BatchRecord, GroupStats, PendingBatch
 from .schema import batches_table, deleted_keys_table, reports_table, rollup_parts_table
-from .writes import INSERT_PART, MERGE_STATS, RollupWrites, bump_generation, lock_shared_sql
+from .writes import (
+    INSERT_PART,
+    MERGE_STATS,
+    RollupWrites,
+    batch_row,
+    bump_generation,
+    lock_shared_sql,
+)
 
 __all__ = ["SQLiteWriter"]
 
@@ -158,13 +165,10 @@ class SQLiteWriter:
             conn.exec_driver_sql(
                 _INSERT_BATCH,
                 [
-                    (
+                    batch_row(
                         records[i].batch_id,
-                        items[i].collection,
-                        items[i].token,
-                        items[i].idempotency_key,
+                        items[i],
                         digests.get(i),
-                        items[i].n,
                         when[at_]
                         if (at_ := items[i].received_at) in when
                         else when.setdefault(at_, to_text(at_)),

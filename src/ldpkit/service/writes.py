@@ -52,6 +52,7 @@ __all__ = [
     "MERGE_STATS",
     "MergeStats",
     "RollupWrites",
+    "batch_row",
     "bump_generation",
     "collection_lock_id",
     "lock_shared_sql",
@@ -325,3 +326,24 @@ class LoopGuard:
                     self.off_loop_seconds,
                 )
             self.off_loop_until = time.monotonic() + self.off_loop_seconds
+
+
+def batch_row(
+    batch_id: str, item: Any, digest: str | None, received: Any, bucket: int
+) -> tuple[Any, ...]:
+    """Return one ``ldpkit_batches`` row in the column order both writers insert.
+
+    ``item`` is the batch's :class:`~ldpkit.service.batch_identity.PendingBatch`;
+    ``received`` its arrival time as the writer's database takes it (text for SQLite's
+    driver, ISO text inside PostgreSQL's JSON rows).
+    """
+    return (
+        batch_id,
+        item.collection,
+        item.token,
+        item.idempotency_key,
+        digest,
+        item.n,
+        received,
+        bucket,
+    )
