@@ -11,6 +11,7 @@ import html
 import http.server
 import os
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping
@@ -20,12 +21,31 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER = ROOT / "tests" / "browser"
+NODE = shutil.which("node")
+PLAYWRIGHT = BROWSER / "node_modules" / "playwright-core"
 
 #: Skips without chromium except in CI (``CI`` set), where the test fails instead.
 needs_chromium = pytest.mark.skipif(
     not Path(CHROMIUM).is_file() and not os.environ.get("CI"),
     reason="chromium is not installed (apt-get install chromium); CI must have it",
+)
+
+PLAYWRIGHT_MISSING = [
+    what
+    for what, ok in (
+        ("node", NODE is not None),
+        ("chromium", Path(CHROMIUM).is_file()),
+        ("tests/browser/node_modules/playwright-core (npm ci)", PLAYWRIGHT.is_dir()),
+    )
+    if not ok
+]
+#: For the tests that drive chromium with playwright-core from node (tests/browser/*.mjs).
+needs_playwright = pytest.mark.skipif(
+    bool(PLAYWRIGHT_MISSING) and not os.environ.get("CI"),
+    reason=f"missing {', '.join(PLAYWRIGHT_MISSING)} (apt-get install chromium nodejs; "
+    "npm ci --prefix tests/browser); CI must have them",
 )
 
 

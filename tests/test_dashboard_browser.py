@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -49,28 +48,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from _chromium import BROWSER, CHROMIUM, NODE, PLAYWRIGHT_MISSING, needs_playwright
 from ldpkit.frequency import GRR
 
 ROOT = Path(__file__).resolve().parents[1]
-BROWSER = ROOT / "tests" / "browser"
-NODE = shutil.which("node")
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-PLAYWRIGHT = BROWSER / "node_modules" / "playwright-core"
-
-_missing = [
-    what
-    for what, ok in (
-        ("node", NODE is not None),
-        ("chromium", Path(CHROMIUM).is_file()),
-        ("tests/browser/node_modules/playwright-core (npm ci)", PLAYWRIGHT.is_dir()),
-    )
-    if not ok
-]
-pytestmark = pytest.mark.skipif(
-    bool(_missing) and not os.environ.get("CI"),
-    reason=f"missing {', '.join(_missing)} (apt-get install chromium nodejs; "
-    "npm ci --prefix tests/browser); CI must have them",
-)
+pytestmark = needs_playwright
 
 READ_TOKEN = "dashboard-read-token"
 PAGE_TOKEN = "sender-page-token"
@@ -244,7 +226,9 @@ def _tick_value(text: str) -> float:
 
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     """Show the JS clients' reports on the dashboard, as the module docstring lists."""
-    assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
+    assert not PLAYWRIGHT_MISSING, (
+        f"CI must have {', '.join(PLAYWRIGHT_MISSING)} (.ci/run installs them)"
+    )
     assert NODE is not None
     from ldpkit.io import reports_to_dict
     from ldpkit.spec import Stats
@@ -444,7 +428,9 @@ def _post(url: str, body: Any) -> None:
 @pytest.mark.slow  # ~10 s: chromium start, one page load
 def test_dashboard_draws_longitudinal_windows(tmp_path: Path, serve_app: Any) -> None:
     """A line per top item (frequency per day with its band), or the mean per day."""
-    assert not _missing, f"CI must have {', '.join(_missing)} (.ci/run installs them)"
+    assert not PLAYWRIGHT_MISSING, (
+        f"CI must have {', '.join(PLAYWRIGHT_MISSING)} (.ci/run installs them)"
+    )
     import datetime as dt
 
     from ldpkit import Encoder

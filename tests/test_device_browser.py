@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import shutil
 import subprocess
 import threading
 import urllib.parse
@@ -40,31 +38,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from _chromium import BROWSER, CHROMIUM, NODE, needs_playwright
 from ldpkit import Device
 from ldpkit.longitudinal import LGRR, LOLOHA, LOSUE, DBitFlipPM, OneBitMean
 from ldpkit.spec import Mechanism
 
 ROOT = Path(__file__).resolve().parents[1]
-BROWSER = ROOT / "tests" / "browser"
-NODE = shutil.which("node")
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-PLAYWRIGHT = BROWSER / "node_modules" / "playwright-core"
 RELOADS = 20
-
-_missing = [
-    what
-    for what, ok in (
-        ("node", NODE is not None),
-        ("chromium", Path(CHROMIUM).is_file()),
-        ("tests/browser/node_modules/playwright-core (npm ci)", PLAYWRIGHT.is_dir()),
-    )
-    if not ok
-]
-pytestmark = pytest.mark.skipif(
-    bool(_missing) and not os.environ.get("CI"),
-    reason=f"missing {', '.join(_missing)} (apt-get install chromium nodejs; "
-    "npm ci --prefix tests/browser); CI must have them",
-)
+pytestmark = needs_playwright
 
 PLAN: list[tuple[Mechanism, list[int]]] = [
     (LGRR(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16), [3, 7, 3]),
