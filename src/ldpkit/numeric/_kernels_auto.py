@@ -19,13 +19,14 @@ from ._kernels_em import (
     _band_matvec,
     _box_em_step,
     _box_matvec,
-    _em_step,
     _floor,
     _loglik,
     _matvec,
     _pass,
+    _predict,
     _ratios,
     _smooth,
+    _update,
 )
 
 
@@ -121,6 +122,20 @@ def _smooth_step(theta, atom, masked, passes, weight, smooth, tmp):  # pragma: n
 _EPS = 2.220446049250313e-16
 
 
+@numba.njit(inline="always", fastmath=True, error_model="numpy")
+def _change_terms(w, m, o):  # pragma: no cover - jit
+    """Return one row's terms of :func:`_change`'s four sums, for weight w, ``u = m / o - 1``.
+
+    Inlined into each loop that sums them (the loops still vectorize).
+    """
+    u = m / o - 1.0  # finite: o >= tiny and m <= 1
+    au = np.abs(u)
+    far = 1.0 if (au > 0.5 and w > 0.0) else 0.0
+    u = u if au <= 1.0 else 0.0  # bounded; the estimate is only used when far == 0
+    u2 = u * u
+    return w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0)), w * (u2 * u2), w * np.abs(u), far
+
+
 @numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _change(nk, mt, old):  # pragma: no cover - jit
     """Estimate ``sum_j n_j log(mt_j / old_j)`` to third order, with a bound on its error.
@@ -134,15 +149,11 @@ def _change(nk, mt, old):  # pragma: no cover - jit
     s1 = 0.0
     far = 0.0
     for j in range(nk.size):
-        w = nk[j]
-        u = mt[j] / old[j] - 1.0  # finite: old >= tiny and mt <= 1
-        au = np.abs(u)
-        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
-        u = u if au <= 1.0 else 0.0  # bounded; the estimate is only used when far == 0
-        u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
-        q += w * (u2 * u2)
-        s1 += w * np.abs(u)
+        da, dq, ds, df = _change_terms(nk[j], mt[j], old[j])
+        a += da
+        q += dq
+        s1 += ds
+        far += df
     return a, q, s1, far
 
 
@@ -193,18 +204,14 @@ def _ratios_change(base, nk, mt, old, ratio, tiny):  # pragma: no cover - jit
     for j in range(nk.size):
         m = mt[j] if mt[j] > tiny else tiny
         mt[j] = m
-        w = nk[j]
-        r = w / m
+        r = nk[j] / m
         ratio[j] = r
         shared += base[j] * r
-        u = m / old[j] - 1.0
-        au = np.abs(u)
-        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
-        u = u if au <= 1.0 else 0.0
-        u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
-        q += w * (u2 * u2)
-        s1 += w * np.abs(u)
+        da, dq, ds, df = _change_terms(nk[j], m, old[j])
+        a += da
+        q += dq
+        s1 += ds
+        far += df
     return shared, a, q, s1, far
 
 
@@ -242,13 +249,10 @@ def _smoothed_loop(
     total = 0.0
     for j in range(rows):
         total += nk[j]
-    shared = 0.0  # the box E-step's constant part (:func:`_ratios`)
-    if use_box:
-        _box_matvec(base, box, theta, prefix, mt)
-        shared = _ratios(base, nk, mt, ratio, tiny)
-    else:
-        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-        _floor(mt, tiny)
+    # shared: the box E-step's constant part (:func:`ldpkit.numeric._kernels_em._ratios`)
+    shared = _predict(
+        use_box, base, data, offsets, starts, lengths, box, prefix, nk, theta, mt, ratio, tiny
+    )
     ll = _loglik(nk, mt)
     known = True  # ll is the log-likelihood of mt
     size = _magnitude(ll, total)
@@ -256,10 +260,8 @@ def _smoothed_loop(
     converged = False
     while it < max_iter:
         it += 1
-        if use_box:
-            _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
-        else:
-            _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
+        _update(use_box, base, data, offsets, starts, lengths, box,
+                nk, mt, ratio, shared, plat, run, grad, theta, passes == 0)  # fmt: skip
         _smooth_step(theta, atom, masked, passes, weight, smooth, tmp)
         mt, old = old, mt
         if use_box:
@@ -342,16 +344,12 @@ def _hh_ratios_change(hk, mass, row_q, row_gain, hmt, hold, hratio, tiny):  # pr
         m = row_q[j] + row_gain[j] * mass[j]
         m = m if m > tiny else tiny
         hmt[j] = m
-        w = hk[j]
-        hratio[j] = w / m
-        u = m / hold[j] - 1.0
-        au = np.abs(u)
-        far += 1.0 if (au > 0.5 and w > 0.0) else 0.0
-        u = u if au <= 1.0 else 0.0
-        u2 = u * u
-        a += w * (u - 0.5 * u2 + u2 * u * (1.0 / 3.0))
-        q4 += w * (u2 * u2)
-        s1 += w * np.abs(u)
+        hratio[j] = hk[j] / m
+        da, dq, ds, df = _change_terms(hk[j], m, hold[j])
+        a += da
+        q4 += dq
+        s1 += ds
+        far += df
     return a, q4, s1, far
 
 

@@ -226,6 +226,39 @@ def _ratios(base, nk, mt, ratio, tiny):  # pragma: no cover - jit
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _predict(
+    use_box, base, data, offsets, starts, lengths, box, prefix, nk, theta, mt, ratio, tiny
+):  # pragma: no cover - jit
+    """Compute ``mt = M theta`` floored at tiny, the head of every EM iteration.
+
+    On the box band also the next E-step's ratios (:func:`_ratios`), returning their
+    ``shared`` part; the band's :func:`_em_step` computes its ratios itself (returns 0).
+    """
+    if use_box:
+        _box_matvec(base, box, theta, prefix, mt)
+        return _ratios(base, nk, mt, ratio, tiny)
+    _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+    _floor(mt, tiny)
+    return 0.0
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
+def _update(
+    use_box, base, data, offsets, starts, lengths, box,
+    nk, mt, ratio, shared, plat, run, grad, theta, normalize,
+):  # fmt: skip  # pragma: no cover - jit
+    """Do one E + M step in place on theta after :func:`_predict`: box or band products.
+
+    ``normalize`` applies to the box step only (:func:`_box_em_step`); the band step
+    always normalizes.
+    """
+    if use_box:
+        _box_em_step(box, ratio, shared, plat, run, grad, theta, normalize)
+    else:
+        _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True, error_model="numpy")
 def _box_em_step(box, ratio, shared, plat, run, grad, theta, normalize):  # pragma: no cover - jit
     """Do :func:`_em_step` on the box band, from ``ratio = n / M theta`` and ``shared``.
 
@@ -282,29 +315,21 @@ def _em_loop(
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
     passes = 1 if smoothing else 0
-    shared = 0.0  # the box E-step's constant part (:func:`_ratios`)
-    if use_box:
-        _box_matvec(base, box, theta, prefix, mt)
-        shared = _ratios(base, nk, mt, ratio, tiny)
-    else:
-        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-        _floor(mt, tiny)
+    # shared: the box E-step's constant part (:func:`_ratios`)
+    shared = _predict(
+        use_box, base, data, offsets, starts, lengths, box, prefix, nk, theta, mt, ratio, tiny
+    )
     trace[0] = _loglik(nk, mt)
     it = 0
     converged = False
     while it < max_iter:
         it += 1
-        if use_box:
-            _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
-        else:
-            _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
+        _update(use_box, base, data, offsets, starts, lengths, box,
+                nk, mt, ratio, shared, plat, run, grad, theta, passes == 0)  # fmt: skip
         _smooth(theta, tmp, passes, 1.0)
-        if use_box:
-            _box_matvec(base, box, theta, prefix, mt)
-            shared = _ratios(base, nk, mt, ratio, tiny)
-        else:
-            _band_matvec(base, data, offsets, starts, lengths, theta, mt)
-            _floor(mt, tiny)
+        shared = _predict(
+            use_box, base, data, offsets, starts, lengths, box, prefix, nk, theta, mt, ratio, tiny
+        )
         trace[it] = _loglik(nk, mt)
         if abs(trace[it] - trace[it - 1]) < tol:
             converged = True
