@@ -85,11 +85,25 @@ class PrivacyAccountant:
         """Epsilon ``user`` may still spend (in the period of ``at``)."""
         return max(0.0, self.budget - self.spent(user, at=at))
 
-    def _is_memoized(self, user: Hashable, question: str | None, value: Any, period: int) -> bool:
+    def _admit(
+        self, user: Hashable, epsilon: float, question: str | None, value: Any, at: float | None
+    ) -> tuple[float, int, bool]:
+        """Check a report's epsilon and time: (epsilon, its period, whether it is memoized).
+
+        The head of :meth:`can_charge` and :meth:`charge`. Memoized: the same (question,
+        value) pair was charged before in this period, so the report costs nothing.
+        """
+        epsilon = check_epsilon(epsilon)
+        period = self._period_of(at)
         if question is None or value is None:
-            return False
+            return epsilon, period, False
         ledger = self._users.get(user)
-        return ledger is not None and ledger.answered.get((question, value)) == period
+        memoized = ledger is not None and ledger.answered.get((question, value)) == period
+        return epsilon, period, memoized
+
+    def _fits(self, user: Hashable, epsilon: float, at: float | None) -> bool:
+        # a relative slack of 1e-12 keeps budget / k summed k times within the budget
+        return self.spent(user, at=at) + epsilon <= self.budget * (1 + 1e-12)
 
     def can_charge(
         self,
@@ -101,12 +115,8 @@ class PrivacyAccountant:
         at: float | None = None,
     ) -> bool:
         """Whether :meth:`charge` would accept this report."""
-        epsilon = check_epsilon(epsilon)
-        period = self._period_of(at)
-        if self._is_memoized(user, question, value, period):
-            return True
-        # a relative slack of 1e-12 keeps budget / k summed k times within the budget
-        return self.spent(user, at=at) + epsilon <= self.budget * (1 + 1e-12)
+        epsilon, _, memoized = self._admit(user, epsilon, question, value, at)
+        return memoized or self._fits(user, epsilon, at)
 
     def charge(
         self,
@@ -137,11 +147,10 @@ class PrivacyAccountant:
         BudgetExceededError
             If the report would take the user past the budget; nothing is recorded.
         """
-        epsilon = check_epsilon(epsilon)
-        period = self._period_of(at)
-        if self._is_memoized(user, question, value, period):
+        epsilon, period, memoized = self._admit(user, epsilon, question, value, at)
+        if memoized:
             return self.remaining(user, at=at)
-        if not self.can_charge(user, epsilon, at=at):
+        if not self._fits(user, epsilon, at):
             raise BudgetExceededError(
                 f"epsilon must fit the remaining budget {self.remaining(user, at=at):.6g} of "
                 f"user {user!r} (budget {self.budget:g}"
