@@ -18,6 +18,7 @@ import functools
 import math
 import warnings
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -347,9 +348,33 @@ def _wave_values(spec: _Wave) -> np.ndarray:
     return values
 
 
+class _OutputCounts:
+    """Stats of reports that each fall in one of ``n`` outputs: ``counts`` per output.
+
+    Mixed into the continuous waves (outputs: the d~ output buckets, :meth:`_Wave.bucket_index`)
+    and :class:`DiscreteSquareWave` (outputs: its items, :meth:`DiscreteSquareWave.output_index`).
+    """
+
+    # The specs it is mixed into give _counted: (number of outputs, each report's output).
+    def stats_schema(self: Any) -> dict[str, StatsField]:
+        """Return the Stats fields: ``counts`` of the reports per output (sum n)."""
+        return {"counts": StatsField((self._counted()[0],), total=1)}
+
+    def empty_stats(self: Any) -> Stats:
+        """Return the Stats of no report (zero counts): the neutral element of merge."""
+        return Stats(self, 0, counts=np.zeros(self._counted()[0], dtype=np.int64))
+
+    def aggregate(self: Any, reports: Reports) -> Stats:
+        """Reduce the reports to their mergeable Stats: ``counts`` per output."""
+        size, index = self._counted()
+        idx = index(reports)
+        counts = np.bincount(idx, minlength=size).astype(np.int64, copy=False)
+        return Stats(self, idx.size, counts=counts)
+
+
 # --- continuous waves ------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class _Wave(Mechanism):
+class _Wave(_OutputCounts, Mechanism):
     """Shared machinery of the wave mechanisms (SW20 Definition 5.1) on an exact grid.
 
     Reports are cells of a grid of width ``1 / L`` on ``[-b', 1 + b']`` (unit scale), with
@@ -526,18 +551,9 @@ class _Wave(Mechanism):
         cells = self.report_cells_of(reports)
         return _cell_buckets(cells, self.n_cells, self.n_output_buckets)
 
-    def stats_schema(self) -> dict[str, StatsField]:
-        """Return the Stats fields: ``counts`` of the reports per output bucket (sum n)."""
-        return {"counts": StatsField((self.n_output_buckets,), total=1)}
-
-    def empty_stats(self) -> Stats:
-        return Stats(self, 0, counts=np.zeros(self.n_output_buckets, dtype=np.int64))
-
-    def aggregate(self, reports: Reports) -> Stats:
-        """Histogram of the reports over the d~ output buckets (``Stats.counts``)."""
-        idx = self.bucket_index(reports)
-        counts = np.bincount(idx, minlength=self.n_output_buckets).astype(np.int64)
-        return Stats(self, idx.size, counts=counts)
+    def _counted(self) -> tuple[int, Callable[[Reports], np.ndarray]]:
+        # the Stats (:class:`_OutputCounts`): counts over the d~ output buckets
+        return self.n_output_buckets, self.bucket_index
 
     def _em_bootstrap(self, stats: Stats, theta: np.ndarray, **options: Any) -> Any:
         """Parametric bootstrap of this spec's EM/EMS pipeline (:func:`.em.bootstrap`)."""
@@ -925,7 +941,7 @@ class GeneralWave(_Wave):
 
 # --- discrete square wave --------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DiscreteSquareWave(Mechanism):
+class DiscreteSquareWave(_OutputCounts, Mechanism):
     """Square Wave on a discrete domain of d items ("bucketize before randomize", SW20 5.4).
 
     Bucket index v in {0..d-1} is reported as an item of {-b~ .. d - 1 + b~} (sent shifted, as
@@ -1047,18 +1063,9 @@ class DiscreteSquareWave(Mechanism):
             raise ValueError(f"reports.values must be items in [0, {self.n_outputs})")
         return np.asarray(y, dtype=np.int64)
 
-    def stats_schema(self) -> dict[str, StatsField]:
-        """Return the Stats fields: ``counts`` of the reports per output (sum n)."""
-        return {"counts": StatsField((self.n_outputs,), total=1)}
-
-    def empty_stats(self) -> Stats:
-        """Return the Stats of no report (zero arrays): the neutral element of merge."""
-        return Stats(self, 0, counts=np.zeros(self.n_outputs, dtype=np.int64))
-
-    def aggregate(self, reports: Reports) -> Stats:
-        """Reduce the reports to their mergeable Stats: counts per output."""
-        idx = self.output_index(reports)
-        return Stats(self, idx.size, counts=np.bincount(idx, minlength=self.n_outputs))
+    def _counted(self) -> tuple[int, Callable[[Reports], np.ndarray]]:
+        # the Stats (:class:`_OutputCounts`): counts over the d + 2 b~ outputs
+        return self.n_outputs, self.output_index
 
     def transition_matrix(self) -> np.ndarray:
         """``M[i, j] = P[output j | item i]``, shape (d, d + 2b~); rows sum to 1."""
