@@ -265,3 +265,26 @@ class TupleMeans(NormalIntervals):
             f"TupleMeans(numerical={self.means.size}, categorical={len(self.categorical)}, "
             f"n={self.n}, spec={self.spec!r})"
         )
+
+
+class BoxMeanHooks:
+    """The contract hooks (:func:`ldpkit.testing.check_mechanism`) of a mean spec on a box.
+
+    Mixed into the specs that take d numerical attributes in ``[low, high]`` and estimate
+    their d means as a :class:`TupleMeans` without categorical parts (DuchiMean,
+    LaplaceMean).
+    """
+
+    # The specs it is mixed into hold low, high and attributes.
+    def _contract_values(self: Any, n: int, gen: np.random.Generator) -> np.ndarray:
+        return box_contract_values(self.low, self.high, n, gen)
+
+    def _contract_bad_values(self: Any) -> tuple[list[Any], list[Any]]:
+        return box_contract_bad_values(self.low, self.high)
+
+    def _contract_check_estimate(self: Any, estimate: Any, stats: Any) -> None:
+        assert isinstance(estimate, TupleMeans), type(estimate).__name__
+        d = self.attributes
+        assert estimate.means.shape == (d,) and estimate.variance.shape == (d,)
+        assert np.all(np.isfinite(estimate.means)) and np.all(estimate.variance >= 0)
+        assert estimate.categorical == ()

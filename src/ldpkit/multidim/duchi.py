@@ -39,9 +39,8 @@ from .._validation import check_integer
 from ..spec import Mechanism, Reports, Stats, StatsField, with_report_count
 from ._tuples import (
     ATTRIBUTE_BOUNDS,
+    BoxMeanHooks,
     TupleMeans,
-    box_contract_bad_values,
-    box_contract_values,
     check_mixed_values,
     check_numeric_bounds,
 )
@@ -70,7 +69,7 @@ def _law(epsilon: float, d: int) -> tuple[int, int, np.ndarray, float]:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DuchiMean(Mechanism):
+class DuchiMean(BoxMeanHooks, Mechanism):
     """Duchi et al.'s mean of d numerical attributes at once (a hypercube vertex per user).
 
     Parameters
@@ -250,17 +249,3 @@ class DuchiMean(Mechanism):
         z = self.check_reports(reports).signs.astype(np.int64)
         powers = 2 ** np.arange(self.attributes - 1, -1, -1, dtype=np.int64)
         return z @ powers
-
-    # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
-    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        return box_contract_values(self.low, self.high, n, gen)
-
-    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        return box_contract_bad_values(self.low, self.high)
-
-    def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
-        assert isinstance(estimate, TupleMeans), type(estimate).__name__
-        d = self.attributes
-        assert estimate.means.shape == (d,) and estimate.variance.shape == (d,)
-        assert np.all(np.isfinite(estimate.means)) and np.all(estimate.variance >= 0)
-        assert estimate.categorical == ()

@@ -33,9 +33,8 @@ from ..spec import Mechanism, Reports, Stats, StatsField, with_report_count
 from ._base import MAX_ATTRIBUTES
 from ._tuples import (
     ATTRIBUTE_BOUNDS,
+    BoxMeanHooks,
     TupleMeans,
-    box_contract_bad_values,
-    box_contract_values,
     check_mixed_values,
     check_numeric_bounds,
 )
@@ -53,7 +52,7 @@ MAX_NOISE = 1 << 16
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LaplaceMean(Mechanism):
+class LaplaceMean(BoxMeanHooks, Mechanism):
     """Means of d numerical attributes, each by the discrete Laplace mechanism at ``eps/d``.
 
     Parameters
@@ -247,16 +246,3 @@ class LaplaceMean(Mechanism):
         """``d G log(w_high / w_low)``: each attribute's inputs differ by at most G steps."""
         w_low, w_high = self._weights()
         return self.attributes * self.steps * ratio_loss(w_low, w_high)
-
-    # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
-    def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        return box_contract_values(self.low, self.high, n, gen)
-
-    def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        return box_contract_bad_values(self.low, self.high)
-
-    def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
-        assert isinstance(estimate, TupleMeans), type(estimate).__name__
-        d = self.attributes
-        assert estimate.means.shape == (d,) and estimate.variance.shape == (d,)
-        assert np.all(np.isfinite(estimate.means)) and np.all(estimate.variance >= 0)
