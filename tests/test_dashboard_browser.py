@@ -217,13 +217,13 @@ def _max_z(spec: Any, stats: Any, truth: np.ndarray) -> float:
     return float(np.max(np.abs((est.frequencies - truth) / np.sqrt(est.variance))))
 
 
-@pytest.mark.slow  # ~30 s: chromium start, 25,000 reports, three page loads
 def _tick_value(text: str) -> float:
     """A tick label of charts.js's fmt ("750", "12.3k", "2.50M") as a number."""
     scale = {"k": 1e3, "M": 1e6}.get(text[-1:], 1.0)
     return float(text[:-1] if scale != 1.0 else text) * scale
 
 
+@pytest.mark.slow  # ~30 s: chromium start, 25,000 reports, three page loads
 def test_dashboard_shows_js_reports(collector: str, static_server: str) -> None:
     """Show the JS clients' reports on the dashboard, as the module docstring lists."""
     assert not PLAYWRIGHT_MISSING, (
