@@ -77,7 +77,6 @@ from ._postprocess import (
 )
 from ._rng import RNGLike, as_generator
 from ._validation import (
-    MAX_MAGNITUDE,
     check_array,
     check_integer,
     check_not_masked,
@@ -116,21 +115,9 @@ def _check_estimate(estimate: Any) -> np.ndarray:
     """Return the estimate's frequencies after type and finiteness checks."""
     if not isinstance(estimate, FrequencyEstimate):
         raise TypeError(f"estimate must be a FrequencyEstimate, got {type(estimate).__name__}")
-    f = estimate.frequencies
-    bad = ~np.isfinite(f)
-    if bad.any():
-        raise ValueError(
-            f"estimate.frequencies must be finite numbers, got {int(bad.sum())} NaN/inf value(s)"
-        )
-    # Sums and squares of larger magnitudes overflow to inf in the projections;
-    # no estimate of a frequency comes near it.
-    big = np.abs(f) > MAX_MAGNITUDE
-    if big.any():
-        raise ValueError(
-            f"estimate.frequencies must be numbers of magnitude <= {MAX_MAGNITUDE:g}, "
-            f"got {float(f[big][0])!r}"
-        )
-    return f
+    # finite, and of magnitude <= MAX_MAGNITUDE: sums and squares of larger ones overflow to
+    # inf in the projections (no estimate of a frequency comes near it)
+    return _queries._frequencies(estimate)
 
 
 def _null_variance(estimate: FrequencyEstimate) -> np.ndarray:

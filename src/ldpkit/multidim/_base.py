@@ -81,6 +81,34 @@ def check_tuples(values: Any, domain_sizes: Sequence[int], name: str = "values")
     return out
 
 
+def split_min_epsilon(minimum: float, parts: int) -> float:
+    """Return the smallest epsilon whose even split in ``parts`` gives each ``>= minimum``.
+
+    ``minimum * parts``, moved up by ulps while the rounding of the division falls short.
+    """
+    low = minimum * parts
+    while low / parts < minimum:
+        low = float(np.nextafter(low, np.inf))
+    return low
+
+
+def frequency_frame(est: FrequencyEstimate, alpha: float, **columns: Any) -> Any:
+    """Return one attribute's rows of a ``to_frame`` table: a pandas DataFrame.
+
+    ``columns`` (e.g. ``attribute``, ``kind``) first, then ``item``,
+    ``estimate``, ``std_error``, ``low``, ``high`` (the ``1 - alpha`` normal interval; NaN,
+    without a warning, after post-processing).
+    """
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntervalWarning)
+        lo, hi = est.confidence_interval(alpha)
+    rows = {**columns, "item": np.arange(est.domain_size), "estimate": est.frequencies}
+    rows.update(std_error=est.std_error, low=lo, high=hi)
+    return pd.DataFrame(rows)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MultiAttributeMechanism(Mechanism):
     """A mechanism over a tuple of categorical attributes (one item of each per user).
@@ -254,23 +282,10 @@ class MultiFrequencyEstimate:
 
         frames = []
         for j, est in enumerate(self.estimates):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IntervalWarning)
-                lo, hi = est.confidence_interval(alpha)
             labels = est.labels if est.labels is not None else range(est.domain_size)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "attribute": j,
-                        "item": np.arange(est.domain_size),
-                        "label": list(labels),
-                        "estimate": est.frequencies,
-                        "std_error": est.std_error,
-                        "low": lo,
-                        "high": hi,
-                    }
-                )
-            )
+            frame = frequency_frame(est, alpha, attribute=j)
+            frame.insert(2, "label", list(labels))  # after attribute and item
+            frames.append(frame)
         frame = pd.concat(frames, ignore_index=True)
         frame.attrs["alpha"] = alpha
         return frame

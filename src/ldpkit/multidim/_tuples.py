@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,8 +18,9 @@ import numpy as np
 
 from .._constraints import FINITE_BOUND, Check
 from .._validation import check_integer, check_not_masked, check_probability, check_sequence
-from ..estimate import FrequencyEstimate, IntervalWarning
+from ..estimate import FrequencyEstimate
 from ..numeric.distribution import check_bounds
+from ._base import frequency_frame
 
 __all__ = ["TupleMeans", "check_numeric_bounds", "check_mixed_values"]
 
@@ -239,22 +239,7 @@ class TupleMeans(NormalIntervals):
             )
         ]
         for j, est in enumerate(self.categorical):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IntervalWarning)
-                flo, fhi = est.confidence_interval(alpha)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "attribute": dn + j,
-                        "kind": "frequency",
-                        "item": np.arange(est.domain_size),
-                        "estimate": est.frequencies,
-                        "std_error": est.std_error,
-                        "low": flo,
-                        "high": fhi,
-                    }
-                )
-            )
+            frames.append(frequency_frame(est, alpha, attribute=dn + j, kind="frequency"))
         frame = pd.concat(frames, ignore_index=True)
         frame.attrs["alpha"] = alpha
         return frame

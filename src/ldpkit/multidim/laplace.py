@@ -30,7 +30,7 @@ from .._exact import coin, ratio_loss, ratio_weights, round_to_grid
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
 from ..spec import Mechanism, Reports, Stats, StatsField, with_report_count
-from ._base import MAX_ATTRIBUTES
+from ._base import MAX_ATTRIBUTES, split_min_epsilon
 from ._tuples import (
     ATTRIBUTE_BOUNDS,
     BoxMeanHooks,
@@ -111,10 +111,7 @@ class LaplaceMean(BoxMeanHooks, Mechanism):
     @property
     def min_epsilon(self) -> float:
         """The smallest budget: each of the d attributes needs ``epsilon / d >= 1e-3``."""
-        low = MIN_ATTRIBUTE_EPSILON * self.attributes
-        while low / self.attributes < MIN_ATTRIBUTE_EPSILON:  # the rounding of the product
-            low = float(np.nextafter(low, np.inf))
-        return low
+        return split_min_epsilon(MIN_ATTRIBUTE_EPSILON, self.attributes)
 
     @property
     def attributes(self) -> int:

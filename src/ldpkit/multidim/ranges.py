@@ -32,13 +32,18 @@ import numpy as np
 from .._constraints import Alternatives, Integer
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_not_masked, check_probability, check_sequence
+from .._validation import check_integer, check_probability, check_sequence
 from ..frequency._base import index_dtype
 from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._base import grouped_support_counts
-from ._tuples import ATTRIBUTE_BOUNDS, box_contract_bad_values, box_contract_values
+from ._tuples import (
+    ATTRIBUTE_BOUNDS,
+    box_contract_bad_values,
+    box_contract_values,
+    check_mixed_values,
+)
 
 __all__ = ["HDG", "TDG", "RangeEstimate", "UniformGrid"]
 
@@ -191,27 +196,7 @@ class _GridMechanism(Mechanism):
 
     # -- client ----------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
-        check_not_masked(values, "values")
-        d = self.attributes
-        want = f"an (n, {d}) array of reals, column j in [low[j], high[j]]"
-        arr = np.asarray(values)
-        if arr.dtype.kind not in "iuf" or arr.dtype.kind == "b":
-            raise TypeError(f"values must be {want}, got dtype {arr.dtype}")
-        if arr.ndim == 1 and arr.size == 0:
-            return np.zeros((0, d))
-        if arr.ndim != 2 or arr.shape[1] != d:
-            raise ValueError(f"values must be {want}, got shape {arr.shape}")
-        x = arr.astype(np.float64)
-        if not np.all(np.isfinite(x)):
-            raise ValueError(f"values must be {want}, got NaN or infinity")
-        bad = (x < np.asarray(self.low)) | (x > np.asarray(self.high))
-        if bad.any():
-            col = int(np.flatnonzero(bad.any(axis=0))[0])
-            raise ValueError(
-                f"values must be {want}, got column {col} in [{x[:, col].min():g}, "
-                f"{x[:, col].max():g}] for [{self.low[col]:g}, {self.high[col]:g}]"
-            )
-        return x
+        return check_mixed_values(values, self.low, self.high)
 
     def _cell(self, x: np.ndarray, attrs: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
         idx = []

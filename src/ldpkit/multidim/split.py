@@ -33,7 +33,7 @@ from ..estimate import FrequencyEstimate
 from ..frequency._base import index_dtype
 from ..frequency.grr import GRR, grr_sample
 from ..spec import Reports, Stats, StatsField
-from ._base import MultiAttributeMechanism, MultiFrequencyEstimate
+from ._base import MultiAttributeMechanism, MultiFrequencyEstimate, split_min_epsilon
 
 __all__ = ["SPL", "SMP"]
 
@@ -88,10 +88,7 @@ class SPL(MultiAttributeMechanism):
     @property
     def min_epsilon(self) -> float:
         """The smallest budget: each of the d attributes needs ``epsilon / d >= 1e-6``."""
-        low = MIN_EPSILON * self.attributes
-        while low / self.attributes < MIN_EPSILON:  # the rounding of the product
-            low = float(np.nextafter(low, np.inf))
-        return low
+        return split_min_epsilon(MIN_EPSILON, self.attributes)
 
     def oracle(self, j: int) -> GRR:
         """Return the GRR spec that sends attribute j (at ``epsilon / d``)."""
