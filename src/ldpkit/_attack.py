@@ -325,32 +325,27 @@ def attack(
     kind, law = _channels(spec, bool(memoized))
     gen = as_generator(rng)
     limit: float | None = 1.0
-    if kind == "hashed":
-        first, second, hash_fn = law
-        hits, limit_hits = _mc_hashed(hash_fn, first, second, rounds, prior_arr, samples, gen)
+
+    def monte_carlo(hits: int, memo: bool, limit_rate: float | None) -> AttackResult:
+        # the rate of ``hits`` in ``samples`` draws, with its Wilson interval
         return AttackResult(
             hits / samples,
             _wilson(hits, samples, alpha),
             rounds,
-            True,
+            memo,
             "monte carlo",
             samples,
             baseline,
-            limit_hits / samples,
+            limit_rate,
         )
+
+    if kind == "hashed":
+        first, second, hash_fn = law
+        hits, limit_hits = _mc_hashed(hash_fn, first, second, rounds, prior_arr, samples, gen)
+        return monte_carlo(hits, True, limit_hits / samples)
     if kind == "whole" and isinstance(law, tuple):  # a unary report, repeated: T = 1
         hits = _mc_bits(law, 1, prior_arr, samples, gen)
-        rate = hits / samples
-        return AttackResult(
-            rate,
-            _wilson(hits, samples, alpha),
-            rounds,
-            True,
-            "monte carlo",
-            samples,
-            baseline,
-            rate,
-        )
+        return monte_carlo(hits, True, hits / samples)
     if kind == "whole":  # one report, repeated: T = 1
         p1, p2, rounds_seen = np.eye(d), np.asarray(law), 1
         limit = None
@@ -374,13 +369,4 @@ def attack(
         hits = _mc_bits(law, rounds, prior_arr, samples, gen)
         if memoized:
             limit = _bits_limit(law, prior_arr, samples, gen)
-    return AttackResult(
-        hits / samples,
-        _wilson(hits, samples, alpha),
-        rounds,
-        bool(memoized),
-        "monte carlo",
-        samples,
-        baseline,
-        limit,
-    )
+    return monte_carlo(hits, bool(memoized), limit)

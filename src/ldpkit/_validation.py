@@ -142,16 +142,20 @@ def check_probability(value: Any, name: str = "alpha") -> float:
     return check_real(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
 
 
+def _bounds_words(low: float | None, high: float | None, fmt: str) -> str:
+    """Return " in [low, high]", " >= low", " <= high" or "" (numbers formatted by ``fmt``)."""
+    if low is not None and high is not None:
+        return f" in [{low:{fmt}}, {high:{fmt}}]"
+    if low is not None:
+        return f" >= {low:{fmt}}"
+    if high is not None:
+        return f" <= {high:{fmt}}"
+    return ""
+
+
 def check_integer(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an int inside ``[low, high]``."""
-    if low is not None and high is not None:
-        requirement = f"an integer in [{low}, {high}]"
-    elif low is not None:
-        requirement = f"an integer >= {low}"
-    elif high is not None:
-        requirement = f"an integer <= {high}"
-    else:
-        requirement = "an integer"
+    requirement = "an integer" + _bounds_words(low, high, "")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         _fail(name, requirement, value, TypeError)
     x = int(value)
@@ -224,13 +228,7 @@ def check_array(
         low = -MAX_MAGNITUDE if low is None else max(low, -MAX_MAGNITUDE)
         high = MAX_MAGNITUDE if high is None else min(high, MAX_MAGNITUDE)
     kind = "integers" if integer else "real numbers"
-    bounds = ""
-    if low is not None and high is not None:
-        bounds = f" in [{low:g}, {high:g}]"
-    elif low is not None:
-        bounds = f" >= {low:g}"
-    elif high is not None:
-        bounds = f" <= {high:g}"
+    bounds = _bounds_words(low, high, "g")
     dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if len(dims) == 1:
         shape = "a number" if dims[0] == 0 else f"a {dims[0]}-D array"

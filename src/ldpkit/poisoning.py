@@ -359,6 +359,15 @@ def _hashing_fake(
     return Reports(spec, seeds=seeds_out, values=y_out.astype(dtype))
 
 
+def _check_support_spec(spec: Any) -> None:
+    """Refuse a spec whose reports do not support items bit by bit (the detectors' specs)."""
+    if not isinstance(spec, (UnaryEncoding, LocalHashing)):
+        raise TypeError(
+            "spec must be a UnaryEncoding (OUE, SUE) or LocalHashing (OLH, BLH) spec, "
+            f"got {type(spec).__name__}"
+        )
+
+
 def support_size_outliers(spec: Any, reports: Reports, alpha: float = 1e-6) -> np.ndarray:
     """Return the reports that support a number of items a genuine user would rarely produce.
 
@@ -391,11 +400,7 @@ def support_size_outliers(spec: Any, reports: Reports, alpha: float = 1e-6) -> n
     """
     from scipy import stats as st
 
-    if not isinstance(spec, (UnaryEncoding, LocalHashing)):
-        raise TypeError(
-            "spec must be a UnaryEncoding (OUE, SUE) or LocalHashing (OLH, BLH) spec, "
-            f"got {type(spec).__name__}"
-        )
+    _check_support_spec(spec)
     alpha = check_probability(alpha, "alpha")
     reports = spec.check_reports(reports)
     d = spec.domain_size
@@ -448,11 +453,7 @@ def itemset_outliers(spec: Any, reports: Reports, items: Any, alpha: float = 1e-
     """
     from scipy import stats as st
 
-    if not isinstance(spec, (UnaryEncoding, LocalHashing)):
-        raise TypeError(
-            "spec must be a UnaryEncoding (OUE, SUE) or LocalHashing (OLH, BLH) spec, "
-            f"got {type(spec).__name__}"
-        )
+    _check_support_spec(spec)
     t = _check_targets(spec, items, "items")
     alpha = check_probability(alpha, "alpha")
     reports = spec.check_reports(reports)

@@ -174,6 +174,8 @@ class SFP(Mechanism):
                 f"positions * 2^hash_bits * symbols^fragment_length <= "
                 f"{MAX_FRAGMENT_ITEMS} (the server enumerates them), got {items}"
             )
+        if self.sketch == "hcms" and self.width & (self.width - 1):  # HCMS's own constraint
+            raise ValueError(f"width must be a power of two for sketch='hcms', got {self.width}")
         self._fragment_spec()  # the inner sketches validate their own epsilon and width
         self._word_spec()
 

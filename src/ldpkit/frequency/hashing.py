@@ -254,6 +254,33 @@ def olh_variance(epsilon: float, hash_range: float | None = None) -> float:
     return (1.0 + g * t) ** 2 / (g - 1.0)
 
 
+def hashed_report_arrays(reports: Reports, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the checked ``(seeds, values)`` of local-hashing reports over ``[g]``.
+
+    ``values`` as uint32. Shared by the local-hashing oracles and LOLOHA.
+    """
+    arrays = reports._arrays  # (attribute access to a field goes through __getattr__)
+    seeds, y = arrays.get("seeds"), arrays.get("values")
+    if seeds is None or y is None:
+        raise ValueError(f"reports must have fields ('seeds', 'values'), got {reports.fields}")
+    if seeds.ndim != 1 or seeds.dtype != np.uint64:
+        raise ValueError(
+            f"reports.seeds must be a 1-D array of uint64, got dtype {seeds.dtype} "
+            f"and shape {seeds.shape}"
+        )
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        raise ValueError(f"reports.values must be hashed values in [0, {g})")
+    if y.size:
+        # (a collector group holds a few reports: Python's min/max of the list is
+        # ~4x cheaper than numpy's reductions there; an unsigned array has no low end)
+        small = y.tolist() if y.size <= 32 else None
+        low = 0 if y.dtype.kind == "u" else min(small) if small is not None else y.min()
+        high = max(small) if small is not None else y.max()
+        if low < 0 or high >= g:
+            raise ValueError(f"reports.values must be hashed values in [0, {g})")
+    return seeds, y.astype(np.uint32, copy=False)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LocalHashing(PureFrequencyOracle):
     """Local hashing over d items with hash range g (FO17 section 4.5, "LH").
@@ -323,27 +350,7 @@ class LocalHashing(PureFrequencyOracle):
         return Reports(self, seeds=seeds, values=y.astype(index_dtype(self.range_size)))
 
     def _report_arrays(self, reports: Reports) -> tuple[np.ndarray, np.ndarray]:
-        g = self.range_size
-        arrays = reports._arrays  # (attribute access to a field goes through __getattr__)
-        seeds, y = arrays.get("seeds"), arrays.get("values")
-        if seeds is None or y is None:
-            raise ValueError(f"reports must have fields ('seeds', 'values'), got {reports.fields}")
-        if seeds.ndim != 1 or seeds.dtype != np.uint64:
-            raise ValueError(
-                f"reports.seeds must be a 1-D array of uint64, got dtype {seeds.dtype} "
-                f"and shape {seeds.shape}"
-            )
-        if y.ndim != 1 or y.dtype.kind not in "iu":
-            raise ValueError(f"reports.values must be hashed values in [0, {g})")
-        if y.size:
-            # (a collector group holds a few reports: Python's min/max of the list is
-            # ~4x cheaper than numpy's reductions there; an unsigned array has no low end)
-            small = y.tolist() if y.size <= 32 else None
-            low = 0 if y.dtype.kind == "u" else min(small) if small is not None else y.min()
-            high = max(small) if small is not None else y.max()
-            if low < 0 or high >= g:
-                raise ValueError(f"reports.values must be hashed values in [0, {g})")
-        return seeds, y.astype(np.uint32, copy=False)
+        return hashed_report_arrays(reports, self.range_size)
 
     def support_counts(self, reports: Reports) -> np.ndarray:
         """``C_v = #{i : h_{seed_i}(v) = y_i}`` for every item v (compiled, on all cores)."""

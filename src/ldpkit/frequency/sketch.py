@@ -345,6 +345,13 @@ class HCMS(OpenDomainOracle):
     def _validate(self) -> None:
         super()._validate()
         self._check_domain_work()
+        # aggregate holds about four int64 (depth, width) tables at once (two counts, their
+        # difference, the result)
+        check_memory(
+            32.0 * self.depth * self.width,
+            f"width={self.width} at depth={self.depth}",
+            f"{self.name}.aggregate",
+        )
 
     @property
     def _rows(self) -> int:

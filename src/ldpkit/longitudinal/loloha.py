@@ -22,7 +22,12 @@ from .._rng import independent_streams
 from .._validation import check_epsilon, check_integer
 from ..frequency._base import index_dtype
 from ..frequency.grr import grr_sample
-from ..frequency.hashing import MAX_DOMAIN_SIZE, _support_kernel, local_hash
+from ..frequency.hashing import (
+    MAX_DOMAIN_SIZE,
+    _support_kernel,
+    hashed_report_arrays,
+    local_hash,
+)
 from ..spec import Reports, Stats
 from ._base import LongitudinalOracle
 from .grr import LGRR, ChainedGRR
@@ -215,20 +220,9 @@ class LOLOHA(ChainedGRR, LongitudinalOracle):
     def support_counts(self, reports: Reports) -> np.ndarray:
         """``C_v = #{i : H_{seed_i}(v) = y_i}`` (OLH's compiled kernel)."""
         g = self.range_size
-        seeds, y = reports._arrays.get("seeds"), reports._arrays.get("values")
-        if seeds is None or y is None:
-            raise ValueError(f"reports must have fields ('seeds', 'values'), got {reports.fields}")
-        if seeds.ndim != 1 or seeds.dtype != np.uint64:
-            raise ValueError(
-                f"reports.seeds must be a 1-D array of uint64, got dtype {seeds.dtype} "
-                f"and shape {seeds.shape}"
-            )
-        if y.ndim != 1 or y.dtype.kind not in "iu" or (y.size and (y.min() < 0 or y.max() >= g)):
-            raise ValueError(f"reports.values must be hashed values in [0, {g})")
+        seeds, y = hashed_report_arrays(reports, g)
         blocks = max(1, min(4, seeds.shape[0] * self.domain_size >> 20))
-        counts: np.ndarray = _support_kernel()(
-            seeds, y.astype(np.uint32), g, self.domain_size, blocks
-        )
+        counts: np.ndarray = _support_kernel()(seeds, y, g, self.domain_size, blocks)
         return counts
 
     def empty_stats(self) -> Stats:
