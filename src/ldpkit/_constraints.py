@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import MAX_MAGNITUDE, MIN_EPSILON, _show, check_epsilon, check_integer, check_real
+from ._validation import (
+    MAX_MAGNITUDE,
+    MIN_EPSILON,
+    _bounds_words,
+    _show,
+    check_epsilon,
+    check_integer,
+    check_real,
+)
 
 __all__ = [
     "Boolean",
@@ -163,13 +171,7 @@ class Integer(Constraint):
         low = self.low if low is None else low  # a class: the bound's name
         high = self.high if high is None else high
         what = "a power of two" if self.power_of_two else "an integer"
-        if low is not None and high is not None:
-            return f"{what} in [{low}, {high}]"
-        if low is not None:
-            return f"{what} >= {low}"
-        if high is not None:
-            return f"{what} <= {high}"
-        return what
+        return what + _bounds_words(low, high, "")
 
     def hostile(self, owner: Any) -> list[Any]:
         """Return the values just outside the bounds, a float, a string, a bool and NaN."""

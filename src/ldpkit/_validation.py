@@ -142,8 +142,8 @@ def check_probability(value: Any, name: str = "alpha") -> float:
     return check_real(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
 
 
-def _bounds_words(low: float | None, high: float | None, fmt: str) -> str:
-    """Return " in [low, high]", " >= low", " <= high" or "" (numbers formatted by ``fmt``)."""
+def _bounds_words(low: Any, high: Any, fmt: str) -> str:
+    """Return " in [low, high]", " >= low", " <= high" or "" (each present bound by ``fmt``)."""
     if low is not None and high is not None:
         return f" in [{low:{fmt}}, {high:{fmt}}]"
     if low is not None:

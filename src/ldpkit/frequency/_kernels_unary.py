@@ -115,6 +115,8 @@ def xoshiro_uint64(seed: np.uint64, count: int) -> np.ndarray:
     return out
 
 
+# Twin by design: _unary_sampler.sample_unary_bits_numpy draws the same bytes in numpy (a
+# device without numba, small batches); tests/frequency/test_numpy_twins.py pins them equal.
 @numba.njit(cache=True, nogil=True)
 def _sample_rows(
     values: np.ndarray,
@@ -193,6 +195,7 @@ def sample_unary_bits(
     _run_blocks(task, _row_blocks(values.shape[0], workers))
 
 
+# Twin by design: _unary_sampler.sample_unary_bits_wide_numpy (same bytes, numpy).
 @numba.njit(cache=True, nogil=True)
 def _sample_rows_wide(
     values: np.ndarray,

@@ -32,10 +32,9 @@ import numpy as np
 from .._constraints import Alternatives, Integer
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
-from .._validation import check_integer, check_probability, check_sequence
+from .._validation import check_integer, check_probability
 from ..frequency._base import index_dtype
 from ..frequency.hashing import OLH
-from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
 from ._base import grouped_support_counts
 from ._tuples import (
@@ -43,6 +42,7 @@ from ._tuples import (
     box_contract_bad_values,
     box_contract_values,
     check_mixed_values,
+    check_numeric_bounds,
 )
 
 __all__ = ["HDG", "TDG", "RangeEstimate", "UniformGrid"]
@@ -103,31 +103,6 @@ def norm_sub(f: np.ndarray) -> np.ndarray:
     return np.reshape(np.maximum(flat - delta, 0.0), np.shape(f))
 
 
-def _check_bounds_list(low: Any, high: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    want = "finite reals (one per attribute)"
-
-    def scalar(v: Any) -> bool:
-        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-
-    # one real stands for every attribute: as many as the other sequence holds, else 2
-    if scalar(low) and scalar(high):
-        low, high = (low, low), (high, high)
-    elif scalar(low):
-        low = [low] * len(check_sequence(high, "high", want))
-    elif scalar(high):
-        high = [high] * len(check_sequence(low, "low", want))
-    lows = check_sequence(low, "low", want)
-    highs = check_sequence(high, "high", want)
-    if not 2 <= len(lows) <= MAX_GRID_ATTRIBUTES:
-        raise ValueError(
-            f"low must hold 2 to {MAX_GRID_ATTRIBUTES} bounds (one per attribute), got {len(lows)}"
-        )
-    if len(highs) != len(lows):
-        raise ValueError(f"high must hold {len(lows)} bounds (as low), got {len(highs)}")
-    pairs = [check_bounds(lo, hi) for lo, hi in zip(lows, highs, strict=True)]
-    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-
-
 def _as_list(value: Any, name: str, what: str) -> list[Any]:
     """``value``'s items (a sequence of possibly ragged entries, not a string)."""
     zero_dim = isinstance(value, np.ndarray) and value.ndim == 0
@@ -159,7 +134,8 @@ class _GridMechanism(Mechanism):
     }
 
     def _validate(self) -> None:
-        lo, hi = _check_bounds_list(self.low, self.high)  # the pairs: low < high per attribute
+        # the pairs: low < high per attribute
+        lo, hi = check_numeric_bounds(self.low, self.high, minimum=2, maximum=MAX_GRID_ATTRIBUTES)
         self._set("low", lo)
         self._set("high", hi)
 
