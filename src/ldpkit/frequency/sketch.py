@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _crmath
 from .._constraints import Alternatives, Size
-from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator, derive_seeds, independent_streams, is_secure
 from .._validation import check_memory
 from ..spec import Reports, Stats, StatsField
@@ -367,8 +367,7 @@ class HCMS(OpenDomainOracle):
     @property
     def p(self) -> float:
         """Realized probability of keeping the true sign: ``w_keep / (w_keep + w_other)``."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + w_other)
+        return rr_probabilities(self.epsilon, 1)[0]
 
     @property
     def c(self) -> float:

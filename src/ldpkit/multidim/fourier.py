@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._constraints import Alternatives, Integer, Ref
-from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_weights
+from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
 from ..frequency._base import index_dtype
@@ -127,8 +127,7 @@ class Fourier(MultiAttributeMechanism):
     @property
     def p(self) -> float:
         """Realized P[the parity is sent unflipped]."""
-        w_keep, w_other = self._weights()
-        return w_keep / (w_keep + w_other)
+        return rr_probabilities(self.epsilon, 1)[0]
 
     def _codes(self, x: np.ndarray) -> np.ndarray:
         code = np.zeros(x.shape[0], dtype=np.int64)
