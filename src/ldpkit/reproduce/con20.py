@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..consistency import METHODS, compare
+from ..consistency import DEFAULT_QUERIES, METHODS, compare
 from ..experiments import (
     Grid,
     compare_methods,
@@ -94,13 +94,10 @@ PANELS: dict[str, tuple[str, ...]] = {
 # One style per method in every figure (Norm-Sub appears in both panels).
 _STYLES = method_styles(list(LABELS.values()))
 
-#: Query name -> keyword arguments of :func:`ldpkit.queries.mse` (via ``compare``).
+#: Query name -> keyword arguments of :func:`ldpkit.queries.mse` (via ``compare``): the
+#: comparison's default set plus the 32 most frequent items.
 QUERIES: dict[str, dict[str, Any]] = {
-    "full": {"query": "full"},
-    "set_10": {"query": "set", "rho": 0.1},
-    "set_50": {"query": "set", "rho": 0.5},
-    "set_90": {"query": "set", "rho": 0.9},
-    "top_10": {"query": "topk", "k": 10},
+    **{name: dict(query) for name, query in DEFAULT_QUERIES.items()},
     "top_32": {"query": "topk", "k": 32},
 }
 
