@@ -253,8 +253,24 @@ def test_uniform_grid_error_variance_beyond_two_attributes():
     assert est.cell_error_variance(box) == pytest.approx(want, rel=1e-12)
     lo, hi = est.interval(box)
     assert 0.0 <= lo < est.range_query(box) < hi <= 1.0
+
+
+def test_pairwise_model_beyond_two_attributes():
+    """Check HDG/TDG's 3-D model by hand: Hunter's bounds from the pairs, plus their noise."""
+    spec = TDG(epsilon=1.0, low=0.0, high=(1.0, 1.0, 1.0), g2=2)
+    flat = np.full((2, 2), 0.25)
+    est = RangeEstimate((flat, flat, flat), (1e-4,) * 3, 1000, spec=spec)
+    box = ((0.0, 0.5), (0.0, 0.5), (0.0, 0.5))  # whole cells: no uniformity error per pair
+    assert est.range_query(box) == pytest.approx(0.125, abs=1e-12)  # independence
+    # U = min P[in, in] = 1/4; L = 1 - 3/2 + (1/4 + 1/4) = 0 (a tree of two out-out edges);
+    # the answer is the midpoint; every pair's variance is its noise, 1 x 1 x 1e-4
+    want = (np.sqrt(0.25**2 / 12.0) + np.sqrt(1e-4)) ** 2
+    assert est.cell_error_variance(box) == pytest.approx(want, rel=1e-12)
+    lo, hi = est.interval(box)
+    assert lo == 0.0  # clipped: the half-width 1.96 x 0.082 exceeds the answer
+    assert hi == pytest.approx(0.125 + 1.959964 * np.sqrt(want), rel=1e-6)
     hdg = HDG(epsilon=1.0, low=0.0, high=(1.0, 1.0, 1.0), g1=2, g2=2)
-    assert np.isnan(hdg.run(np.full((50, 3), 0.3), rng=0).cell_error_variance(box))
+    assert np.isfinite(hdg.run(np.full((50, 3), 0.3), rng=0).cell_error_variance(box))
 
 
 def test_uniform_grid_3d_interval_coverage():
@@ -302,8 +318,9 @@ def test_interval_holds_the_answer_and_refuses_bad_alpha(make):
     lo, hi = est.interval(box)
     assert 0.0 <= lo <= est.range_query(box) <= hi <= 1.0
     assert hi - lo >= 2 * 1.95 * est.std_error(box)  # at least the noise interval
-    if make is not UniformGrid:
-        assert np.isnan(est.interval(((0.2, 0.7), (-2.0, 3.0), (12.0, 15.0)))).all()
+    box3 = ((0.2, 0.7), (-2.0, 3.0), (12.0, 15.0))
+    lo, hi = est.interval(box3)
+    assert 0.0 <= lo <= est.range_query(box3) <= hi <= 1.0
     with pytest.raises(ValueError, match="alpha must be"):
         est.interval(box, alpha=1.5)
 
