@@ -751,14 +751,20 @@ class RangeEstimate:
         the error's second moment is ``M^2 (1/3 - c + c^2)``. Cells along one edge of the
         box share the density's slope, so their errors are summed as fully correlated
         (the standard deviations add along each edge strip; strips are independent).
-        For 2-D queries a second term covers the grids' joint within each 2-D cell: the
-        estimate there against the Frechet range ``[max(0, m_a + m_b - T), min(m_a,
-        m_b)]`` of the in-box mass given the cell's in-range marginals ``m_a``, ``m_b``
-        (from the finer 1-D grids for HDG), the truth uniform on that range. Queries
-        over more than 2 attributes: NaN for HDG and TDG (as :meth:`std_error`); for
-        UniformGrid, whose one grid holds the joint, the partial slabs of cells (one partly
-        covered index along one constrained axis, ``M`` its mass in the cells the box
-        touches on the other axes: their in-box share is unknown too) with the same
+        For 2-D queries a second term covers the joint within each 2-D cell. TDG and
+        UniformGrid: the estimate there against the Frechet range ``[max(0, m_a + m_b -
+        T), min(m_a, m_b)]`` of the in-box mass given the cell's in-range marginals
+        ``m_a``, ``m_b``, the truth uniform on that range. HDG: strip bounds that hold for
+        any joint inside the cell, from the 1-D grids (at most the 1-D mass of the
+        in-range strip of the cell's block row and column, at least ``T`` minus their
+        out-of-range masses), the truth uniform between them and the standard deviations
+        of the cells added (a joint near the diagonal moves every
+        cell the same way). Queries over more than 2 attributes: HDG and TDG, the spread
+        the weighted update leaves (Hunter's bounds from the pairs' quadrants, truth
+        uniform between them) plus the largest 2-D variance of the pairs, noise included;
+        UniformGrid, whose one grid holds the joint, the partial slabs of cells (one
+        partly covered index along one constrained axis, ``M`` its mass in the cells the
+        box touches on the other axes: their in-box share is unknown too) with the same
         ``[0, M]`` model, independent within an axis and fully correlated across axes (the
         standard deviations of the axes add: on correlated attributes the slabs of
         different axes hold the same users). A conservative model: measured coverage
