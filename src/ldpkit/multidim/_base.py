@@ -151,6 +151,21 @@ class MultiAttributeMechanism(Mechanism):
     def check_values(self, values: Any) -> np.ndarray:
         return check_tuples(values, self.domain_sizes, "values")
 
+    def _item_counts(self, y: np.ndarray) -> np.ndarray:
+        """Count the items of report rows ``y`` (one item of each attribute per row).
+
+        The counts are concatenated: attribute j's at ``offsets[j]:offsets[j + 1]``. ``y``
+        must have shape (n, d) with column j in ``[0, domain_sizes[j])``.
+        """
+        d = self.attributes
+        if y.ndim != 2 or y.shape[1] != d:
+            raise ValueError(f"reports.values must have shape (n, {d}), got {y.shape}")
+        y64 = y.astype(np.int64)
+        if y.size and np.any(y64 >= np.asarray(self.domain_sizes)[None, :]):
+            raise ValueError("reports.values must be items in [0, domain_sizes[j]) per column")
+        offsets = self.offsets
+        return np.bincount((y64 + offsets[None, :-1]).ravel(), minlength=int(offsets[-1]))
+
     def empty_stats(self) -> Stats:
         schema = self.stats_schema() or {}
         return Stats(self, 0, **{k: np.zeros(f.shape, dtype=np.int64) for k, f in schema.items()})

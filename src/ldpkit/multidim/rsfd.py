@@ -194,15 +194,7 @@ class RSFD(MultiAttributeMechanism):
         r = self.check_reports(reports)
         total = int(sum(self.domain_sizes))
         if self.protocol == "grr":
-            y = r.values
-            d = self.attributes
-            if y.ndim != 2 or y.shape[1] != d:
-                raise ValueError(f"reports.values must have shape (n, {d}), got {y.shape}")
-            y64 = y.astype(np.int64)
-            if y.size and np.any(y64 >= np.asarray(self.domain_sizes)[None, :]):
-                raise ValueError("reports.values must be items in [0, domain_sizes[j]) per column")
-            counts = np.bincount((y64 + self.offsets[None, :-1]).ravel(), minlength=total)
-            return Stats(self, y.shape[0], counts=counts)
+            return Stats(self, r.values.shape[0], counts=self._item_counts(r.values))
         packed = _bits.check_packed(r.bits, total)
         return Stats(self, packed.shape[0], counts=_bits.column_counts(packed, total))
 

@@ -110,15 +110,7 @@ class SPL(MultiAttributeMechanism):
     def aggregate(self, reports: Reports) -> Stats:
         """Reduce the reports to their mergeable Stats: per-attribute histograms."""
         y = self.check_reports(reports).values
-        d = self.attributes
-        if y.ndim != 2 or y.shape[1] != d:
-            raise ValueError(f"reports.values must have shape (n, {d}), got {y.shape}")
-        sizes = np.asarray(self.domain_sizes)
-        if y.size and np.any(y.astype(np.int64) >= sizes[None, :]):
-            raise ValueError("reports.values must be items in [0, domain_sizes[j]) per column")
-        flat = (y.astype(np.int64) + self.offsets[None, :-1]).ravel()
-        counts = np.bincount(flat, minlength=int(sum(self.domain_sizes)))
-        return Stats(self, y.shape[0], counts=counts)
+        return Stats(self, y.shape[0], counts=self._item_counts(y))
 
     def estimate(self, stats: Stats, *, postprocess: str | None = None) -> MultiFrequencyEstimate:
         """Estimate every attribute's frequencies by GRR (unbiased unless ``postprocess``).
