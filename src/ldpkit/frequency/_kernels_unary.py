@@ -195,7 +195,9 @@ def sample_unary_bits(
     _run_blocks(task, _row_blocks(values.shape[0], workers))
 
 
-# Twin by design: _unary_sampler.sample_unary_bits_wide_numpy (same bytes, numpy).
+# Twin by design: _unary_sampler.sample_unary_bits_wide_numpy (same bytes, numpy). Kept
+# apart from _sample_rows on purpose: the 64-bit loop is the clients' hot path and stays
+# free of this loop's per-bit hi/lo choice and second true-bit word.
 @numba.njit(cache=True, nogil=True)
 def _sample_rows_wide(
     values: np.ndarray,
