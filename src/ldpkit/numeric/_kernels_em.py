@@ -315,21 +315,33 @@ def _em_loop(
     prefix = np.empty(d + 1)
     tmp = np.empty(d)
     passes = 1 if smoothing else 0
-    # shared: the box E-step's constant part (:func:`_ratios`)
-    shared = _predict(
-        use_box, base, data, offsets, starts, lengths, box, prefix, nk, theta, mt, ratio, tiny
-    )
+    # :func:`_predict` and :func:`_update` written out on purpose: called here they made
+    # EM over 256 buckets ~10 % slower (CPU 13.8 vs 12.4 ms for 3,100 iterations; still
+    # ~5 % with numba's inline="always"). AutoDistribution's smoothed loop, heavier per
+    # iteration, calls them.
+    shared = 0.0  # the box E-step's constant part (:func:`_ratios`)
+    if use_box:
+        _box_matvec(base, box, theta, prefix, mt)
+        shared = _ratios(base, nk, mt, ratio, tiny)
+    else:
+        _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+        _floor(mt, tiny)
     trace[0] = _loglik(nk, mt)
     it = 0
     converged = False
     while it < max_iter:
         it += 1
-        _update(use_box, base, data, offsets, starts, lengths, box,
-                nk, mt, ratio, shared, plat, run, grad, theta, passes == 0)  # fmt: skip
+        if use_box:
+            _box_em_step(box, ratio, shared, plat, run, grad, theta, passes == 0)
+        else:
+            _em_step(base, data, offsets, starts, lengths, nk, mt, ratio, grad, theta)
         _smooth(theta, tmp, passes, 1.0)
-        shared = _predict(
-            use_box, base, data, offsets, starts, lengths, box, prefix, nk, theta, mt, ratio, tiny
-        )
+        if use_box:
+            _box_matvec(base, box, theta, prefix, mt)
+            shared = _ratios(base, nk, mt, ratio, tiny)
+        else:
+            _band_matvec(base, data, offsets, starts, lengths, theta, mt)
+            _floor(mt, tiny)
         trace[it] = _loglik(nk, mt)
         if abs(trace[it] - trace[it - 1]) < tol:
             converged = True
