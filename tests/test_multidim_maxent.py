@@ -119,9 +119,9 @@ def _coverage(epsilon_decoded: float, runs: int = 8, n: int = 300_000) -> float:
 def test_bootstrap_intervals_cover_the_max_entropy_table():
     """Check coverage 92-98.5 % (480 cells) where the model holds; a miss at eps x 1.3."""
     right = _coverage(2.0)
-    assert 0.92 <= right <= 0.985, right  # measured 0.967
+    assert 0.92 <= right <= 0.985, right  # measured 0.942
     wrong = _coverage(2.6)
-    assert wrong < 0.8, wrong  # measured 0.575
+    assert wrong < 0.8, wrong  # measured 0.517
 
 
 def test_bad_requests_name_the_parameter():

