@@ -412,10 +412,13 @@ class NamedEstimate:
             return self.result.std_error
         return self.result.std_error(self._positions(ranges))
 
-    def marginal(self, attributes: Sequence[str | int]) -> Any:
-        """Return ``result.marginal`` of attributes given by name (or position)."""
+    def marginal(self, attributes: Sequence[str | int], **options: Any) -> Any:
+        """Return ``result.marginal`` of attributes given by name (or position).
+
+        ``options`` go to it (e.g. ``replicates=`` and ``rng=`` of a max-entropy table).
+        """
         return self.result.marginal(
-            [self.index(a) if isinstance(a, str) else a for a in attributes]
+            [self.index(a) if isinstance(a, str) else a for a in attributes], **options
         )
 
     def to_frame(self, alpha: float = 0.05) -> Any:

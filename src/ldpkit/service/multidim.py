@@ -65,6 +65,11 @@ class MarginalResult(BaseModel):
     ci_low: list[float | None] = Field(description="null where the estimator has no interval")
     ci_high: list[float | None]
     postprocessing: list[str] = Field(description="steps beyond the linear estimate (biased)")
+    method: str = Field(
+        default="collected",
+        description="collected (a collected table or its sum) or max_entropy (reconstructed "
+        "from the collected tables; bootstrap error bars)",
+    )
 
 
 class RangeResult(BaseModel):
@@ -164,6 +169,7 @@ def _table_result(table: Any, alpha: float, labels: list[list[Any]] | None) -> M
         ci_low=_none_if_nan(np.asarray(low).ravel()),
         ci_high=_none_if_nan(np.asarray(high).ravel()),
         postprocessing=list(table.postprocessing),
+        method=getattr(table, "method", "collected"),
     )
 
 
@@ -184,8 +190,8 @@ def multidim_answer(
     """Return the answer of ``est`` (the spec's estimate) to a query.
 
     Raises ValueError (the collector's 422) for a query the estimate cannot answer: a
-    marginal of a spec without joint marginals, a marginal in no collected one, a range of
-    a spec without grids.
+    marginal of a spec without joint marginals, a marginal whose attributes no collected
+    table covers, a range of a spec without grids.
     """
     from ..multidim import (
         GroupMeans,
