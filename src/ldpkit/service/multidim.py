@@ -16,8 +16,10 @@ rolled up as any other (the Stats do not grow with n), and ``GET
 * ``group_means``: GroupMean's mean and share of every group.
 
 Every cell comes with its estimate, standard error and normal ``1 - alpha`` interval
-(``null`` where the estimator has none, e.g. after CALM's consistency step or for a range
-over more than two attributes). The answer is the offline estimate of the same Stats.
+(``null`` where the estimator has none, e.g. after CALM's consistency step). A range's
+interval is ``result.interval(box, alpha)``: the grid noise plus the model of the error
+inside partly covered cells; its ``std_error`` is the noise term alone (``null`` over more
+than two attributes). The answer is the offline estimate of the same Stats.
 """
 
 import dataclasses
@@ -237,16 +239,16 @@ def multidim_answer(
         if ranges is not None:
             value = est.range_query(ranges)
             se = est.std_error(ranges)
-            ok = math.isfinite(se)
-            from scipy import special
-
-            half = float(-special.ndtri(alpha / 2.0)) * se if ok else math.nan
+            # the offline interval: noise plus the model of the within-cell error, so the
+            # collector's bars cover as docs/results/multidim_ranges.md measures
+            low, high = est.interval(ranges, alpha)
+            ok = math.isfinite(low) and math.isfinite(high)
             out.range = RangeResult(
                 ranges={str(a): [lo, hi] for a, (lo, hi) in sorted(ranges.items())},
                 estimate=value,
-                std_error=se if ok else None,
-                ci_low=value - half if ok else None,
-                ci_high=value + half if ok else None,
+                std_error=se if math.isfinite(se) else None,
+                ci_low=low if ok else None,
+                ci_high=high if ok else None,
             )
     elif isinstance(est, GroupMeans):
         low, high = est.confidence_interval(alpha)
