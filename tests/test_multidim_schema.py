@@ -179,6 +179,68 @@ def test_range_queries_and_frames_use_names():
     assert set(frame["carrier"]) == set(CARRIERS) and set(frame["marginal"]) == {"carrierxorigin"}
 
 
+# -- the default, from the declared attributes ---------------------------------------------------
+@pytest.mark.parametrize(
+    "query, attributes, params",
+    [
+        ("frequencies", ("carrier", "origin"), {"domain_sizes": (4, 3)}),
+        ("marginals", ("carrier", "origin"), {"domain_sizes": (4, 3)}),
+        ("ranges", ("hour", "delay"), {"low": (0.0, -30.0), "high": (24.0, 120.0)}),
+        ("means", ("hour", "delay"), {"low": (0.0, -30.0), "high": (24.0, 120.0)}),
+        (
+            "means",
+            ("carrier", "delay", "hour"),
+            {"domain_sizes": (4,), "low": (-30.0, 0.0), "high": (120.0, 24.0)},
+        ),
+        (
+            "group_means",
+            ("delay", "carrier"),
+            {"domain_sizes": (4,), "low": (-30.0,), "high": (120.0,)},
+        ),
+    ],
+)
+def test_auto_picks_what_auto_picks_on_the_declared_attributes(query, attributes, params):
+    """Check that Schema.auto is auto on the schema's sizes and bounds, columns in order."""
+    from ldpkit.multidim import auto
+
+    picked = _schema().auto(1.0, query=query, attributes=attributes, population=50_000)
+    assert picked.spec == auto(1.0, query=query, population=50_000, **params)
+    kinds = [q.kind for q in picked.questions]
+    assert sorted(picked.names) == sorted(attributes)
+    if picked.spec.name in ("AttributeSampling", "DuchiMean", "LaplaceMean"):
+        assert kinds == sorted(kinds, reverse=True)  # numerical columns first
+    if picked.spec.name == "GroupMean":
+        assert picked.names == ("carrier", "delay")
+
+
+def test_auto_group_means_name_the_groups():
+    """Check the group means of the picked spec against the truth, by carrier label."""
+    data = _answers(200_000, seed=8)
+    picked = _schema().auto(2.0, query="group_means", attributes=("carrier", "delay"))
+    frame = picked.run(data, rng=9).to_frame()
+    assert list(frame["carrier"]) == CARRIERS
+    truth = data.groupby("carrier")["delay"].mean().reindex(CARRIERS).to_numpy()
+    z = (frame["mean"].to_numpy() - truth) / frame["std_error"].to_numpy()
+    assert np.abs(z).max() < 5
+
+
+def test_auto_refuses_attributes_the_query_cannot_take():
+    """Check that a query and attributes of the wrong kinds name the attributes."""
+    schema = _schema()
+    with pytest.raises(ValueError, match="query must be one of"):
+        schema.auto(1.0, query="medians")
+    with pytest.raises(ValueError, match="attributes must all be numerical for query='ranges'"):
+        schema.auto(1.0, query="ranges")
+    with pytest.raises(ValueError, match="attributes must all be categorical for query='margi"):
+        schema.auto(1.0, query="marginals", attributes=("carrier", "hour"))
+    with pytest.raises(ValueError, match="attributes must be one categorical and one numerical"):
+        schema.auto(1.0, query="group_means")
+    with pytest.raises(ValueError, match="attributes must include a numerical question"):
+        schema.auto(1.0, query="means", attributes=("carrier",))
+    with pytest.raises(ValueError, match="epsilon must be"):
+        schema.auto(0.0, query="ranges", attributes=("hour", "delay"))
+
+
 # -- bad input ------------------------------------------------------------------------------
 def test_bad_schemas_and_answers_name_the_parameter():
     """Check the errors of a bad declaration, a bad spec request and bad answers."""

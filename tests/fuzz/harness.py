@@ -1125,6 +1125,16 @@ def build_registry() -> dict[str, Entry]:
         attributes=("c", "x"),
     )
     e.strings_ok, e.nullable = frozenset({"method", "attributes"}), frozenset({"attributes"})
+    e = add(
+        "ldpkit.multidim.Schema.auto",
+        lambda epsilon, query, attributes: multidim.Schema(columns).auto(
+            epsilon, query=query, attributes=attributes, population=1000
+        ),
+        epsilon=1.0,
+        query="group_means",
+        attributes=("c", "x"),
+    )
+    e.strings_ok, e.nullable = frozenset({"query", "attributes"}), frozenset({"attributes"})
 
     # privacy, spec, io, testing
     add(

@@ -19,6 +19,8 @@ spec's column order. It turns raw answers by name (a mapping or a DataFrame of l
 values) into the spec's ``(n, d)`` array and its estimates into a :class:`NamedEstimate`
 whose frames, ranges and marginals use the attributes' names and the categories' labels.
 The questions' own epsilons are not used: the spec's ``epsilon`` is the whole tuple's.
+:meth:`Schema.auto` lets :func:`ldpkit.multidim.auto` pick the spec from the declared
+attributes and the query, with the same named results.
 """
 
 from __future__ import annotations
@@ -232,6 +234,85 @@ class Schema:
                 "high": bounds["high"][0],
             }
         spec = cls(epsilon=epsilon, **declared, **params)
+        return SchemaSpec(spec=spec, questions=tuple(order))
+
+    def auto(
+        self,
+        epsilon: float,
+        *,
+        query: str,
+        attributes: Sequence[str] | None = None,
+        population: int = 100_000,
+        way: int = 2,
+    ) -> SchemaSpec:
+        """Pick the spec for ``query`` over the schema's attributes (:func:`~.auto.auto`).
+
+        The declared attributes give :func:`ldpkit.multidim.auto` its domain sizes and
+        bounds; the spec it picks comes back with the attributes in its column order, as
+        from :meth:`spec`. The questions' own mechanisms are not used: the pick compares
+        the candidates' variances (PM or HM included, for ``"means"``).
+
+        Parameters
+        ----------
+        epsilon : float
+            What one user spends on her whole tuple.
+        query : {"frequencies", "marginals", "ranges", "means", "group_means"}
+            The analyst's question: categorical attributes only for the first two,
+            numerical ones only for ``"ranges"``, at least one numerical for ``"means"``,
+            one of each kind for ``"group_means"``.
+        attributes : sequence of str or None
+            The attributes the spec collects (None: all).
+        population, way
+            As in :func:`ldpkit.multidim.auto`.
+
+        Returns
+        -------
+        SchemaSpec
+
+        Examples
+        --------
+        >>> from ldpkit import Question
+        >>> schema = Schema([Question.numerical("hour", low=0, high=24),
+        ...                  Question.numerical("delay", low=-30, high=120)])
+        >>> schema.auto(1.0, query="ranges", population=10**5).spec.name
+        'HDG'
+        """
+        from .auto import QUERIES, auto
+
+        if query not in QUERIES:
+            raise ValueError(f"query must be one of {list(QUERIES)}, got {query!r}")
+        chosen = self._select(attributes)
+        cat = [q for q in chosen if q.kind == "categorical"]
+        num = [q for q in chosen if q.kind == "numerical"]
+        what = f"query={query!r}"
+        if query in ("frequencies", "marginals"):
+            _only(what, "categorical", num)
+        elif query == "ranges":
+            _only(what, "numerical", cat)
+        elif query == "group_means" and (len(cat) != 1 or len(num) != 1):
+            raise ValueError(
+                "attributes must be one categorical and one numerical question for "
+                f"query='group_means', got {[(q.name, q.kind) for q in chosen]}"
+            )
+        elif query == "means" and not num:
+            raise ValueError(
+                "attributes must include a numerical question for query='means', "
+                f"got {[q.name for q in chosen]}"
+            )
+        spec = auto(
+            epsilon,
+            query=query,
+            domain_sizes=tuple(int(q.spec.domain_size) for q in cat),  # type: ignore[attr-defined]
+            low=tuple(float(q.spec.low) for q in num),  # type: ignore[attr-defined]
+            high=tuple(float(q.spec.high) for q in num),  # type: ignore[attr-defined]
+            population=population,
+            way=way,
+        )
+        # the column order of the picked spec, as spec() builds it
+        name = type(spec).__name__
+        order = {"AttributeSampling": num + cat, "GroupMean": cat + num}.get(
+            name, cat if name in CATEGORICAL_SPECS else num
+        )
         return SchemaSpec(spec=spec, questions=tuple(order))
 
 
