@@ -135,6 +135,8 @@ def test_bad_requests_name_the_parameter():
         est.marginal((0, 1, 2), replicates=2.5)
     with pytest.raises(ValueError, match="attributes must give a marginal of at most"):
         reconstruct([], (0, 1, 2), (2048, 2048, 2))
+    with pytest.raises(ValueError, match="replicates must be at most 8 for a marginal of 262144"):
+        reconstruct([], (0, 1, 2), (64, 64, 64))  # 200 replicates: minutes of IPF
     with pytest.raises(ValueError, match="attributes must each be in some collected marginal"):
         reconstruct([((0, 1), np.full((2, 2), 0.25), np.zeros((2, 2)))], (0, 1, 2), (2, 2, 2))
     # the same estimate and seed give the same error bars (the collector's answer)

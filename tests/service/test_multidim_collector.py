@@ -206,6 +206,25 @@ def test_bad_queries_get_a_422_naming_the_parameter(collected, name, params, mes
     assert message in r.json()["detail"]
 
 
+def test_a_reconstruction_too_costly_gets_a_422(tmp_path):
+    """A 3-way marginal of 32^3 cells from 2-way CALM: its bootstrap would run for a minute."""
+    spec = CALM(epsilon=2.0, domain_sizes=(32, 32, 32))
+    app = create_app({"big": spec}, f"sqlite:///{tmp_path / 'big.db'}")
+    with TestClient(app) as c:
+        gen = np.random.default_rng(0)
+        reports = spec.randomize(spec._contract_values(300, gen), rng=gen)
+        assert c.post("/v1/reports/big", json=reports_to_dict(reports)).status_code == 201
+        r = c.get("/v1/collections/big/estimate", params={"marginal": "0,1,2"})
+        assert r.status_code == 422, r.text
+        assert (
+            "marginal must have at most 10485 cells when no collected table holds it"
+            in (r.json()["detail"])
+        )
+        # a collected table of as many cells is cheap, and answered
+        r = c.get("/v1/collections/big/estimate", params={"marginal": "2,0"})
+        assert r.status_code == 200 and len(r.json()["multidim"]["marginal"]["estimates"]) == 1024
+
+
 def test_other_kinds_refuse_marginal_and_range(tmp_path):
     from ldpkit import GRR
 

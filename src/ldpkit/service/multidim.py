@@ -183,6 +183,22 @@ def _check_cells(spec: Any, attrs: tuple[int, ...]) -> None:
         )
 
 
+def _check_reconstruction(est: Any, attrs: tuple[int, ...]) -> None:
+    """Refuse a marginal beyond the collected ones whose bootstrap would run too long."""
+    from ..multidim.maxent import MAX_BOOTSTRAP_CELLS, REPLICATES
+
+    if any(set(attrs) <= set(t.attributes) for t in est.tables):
+        return  # summed from a collected table: cheap
+    cells = math.prod(est.spec.domain_sizes[a] for a in attrs)
+    most = MAX_BOOTSTRAP_CELLS // REPLICATES
+    if cells > most:
+        raise ValueError(
+            f"marginal must have at most {most} cells when no collected table holds it "
+            f"(max-entropy reconstruction, {REPLICATES} bootstrap replicates), got {cells} "
+            f"for {attrs}"
+        )
+
+
 def multidim_answer(
     est: Any,
     alpha: float,
@@ -230,6 +246,7 @@ def multidim_answer(
         out.attributes = [_table_result(est.marginal((j,)), alpha, None) for j in range(d)]
         if marginal is not None:
             _check_cells(est.spec, marginal)
+            _check_reconstruction(est, marginal)
             try:
                 table = est.marginal(marginal)
             except NotImplementedError as exc:
