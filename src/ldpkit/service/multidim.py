@@ -235,14 +235,14 @@ def multidim_answer(
             se = est.std_error(ranges)
             # the offline interval: noise plus the model of the within-cell error, so the
             # collector's bars cover as docs/results/multidim_ranges.md measures
-            low, high = est.interval(ranges, alpha)
-            ok = math.isfinite(low) and math.isfinite(high)
+            r_low, r_high = est.interval(ranges, alpha)
+            ok = math.isfinite(r_low) and math.isfinite(r_high)
             out.range = RangeResult(
                 ranges={str(a): [lo, hi] for a, (lo, hi) in sorted(ranges.items())},
                 estimate=value,
                 std_error=se if math.isfinite(se) else None,
-                ci_low=low if ok else None,
-                ci_high=high if ok else None,
+                ci_low=r_low if ok else None,
+                ci_high=r_high if ok else None,
             )
     elif isinstance(est, GroupMeans):
         low, high = est.confidence_interval(alpha)
