@@ -247,8 +247,8 @@ def methods(
     # fragments of 1 to keep the server's 2^8 x 256^fl enumeration small
     sfp = SFP(**common) if letters else SFP(**common, alphabet=None, fragment_length=1)
     out = {
-        "PEM (paper)": PEM(**common, keep=k, pool_ended=False, allocation="even"),
-        "TreeHist (paper)": TreeHist(**common, pool_ended=False, allocation="even"),
+        "PEM (paper)": PEM(**common, keep=k, pool_ended=False),
+        "TreeHist (paper)": TreeHist(**common, pool_ended=False),
         "SFP (Apple)": sfp,
         "ldpkit default: PEM()": PEM(**common),
         "InteractivePEM()": InteractivePEM(**common),  # rounds of users (docs/results)
@@ -282,9 +282,7 @@ def interactive(
             specs: dict[str, Any] = {
                 "one round: PEM()": PEM(epsilon=eps, **common),
                 "interactive: InteractivePEM()": InteractivePEM(epsilon=eps, **common),
-                "PEM (paper)": PEM(
-                    epsilon=eps, keep=K, pool_ended=False, allocation="even", **common
-                ),
+                "PEM (paper)": PEM(epsilon=eps, keep=K, pool_ended=False, **common),
                 "InteractivePEM at 0.6 eps": InteractivePEM(epsilon=0.6 * eps, **common),
             }
             acc: dict[str, list[dict]] = {name: [] for name in specs}

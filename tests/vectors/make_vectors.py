@@ -1100,9 +1100,7 @@ def _discovery_body(spec: Mechanism, values: list[str], words: list[int]) -> dic
     h, g = spec.family_size, spec.range_size  # type: ignore[attr-defined]
     groups, hashes, ys = [], [], []
     for row in grid:
-        # the group whose share of the integer weights holds u (all 1: u itself)
-        bounds = np.cumsum(spec.level_weights)  # type: ignore[attr-defined]
-        level = int(np.searchsorted(bounds, coins.below(int(bounds[-1])), side="right"))
+        level = coins.below(spec.groups)  # type: ignore[attr-defined]
         j = coins.below(h)
         key = level_keys(row[None, :], np.array([level]))
         hashed = hash_keys(key, family_seeds(level, h)[j : j + 1], g)
@@ -1197,11 +1195,7 @@ def _discovery() -> dict[str, Any]:
     letters = ["abc", "ab", "", "zzz", "cab"]
     specs: list[tuple[Mechanism, list[str], int]] = [
         (PEM(epsilon=2.0, max_length=6, top_k=3), pool, 30),
-        (
-            PEM(epsilon=1.0, max_length=12, hash_range=300, hash_functions=1000, allocation="even"),
-            pool,
-            30,
-        ),
+        (PEM(epsilon=1.0, max_length=12, hash_range=300, hash_functions=1000), pool, 30),
         (TreeHist(epsilon=4.0, max_length=5, alphabet="abcz"), letters, 30),
         (TreeHist(epsilon=0.5, max_length=64, hash_functions=3, pool_ended=False), pool, 20),
     ]

@@ -27,8 +27,6 @@ const FAMILY = 0x6c64706b69742d68n; // "ldpkit-h": offset of the hash family's s
 export const MAX_DEFAULT_RANGE = 4096;
 export const TABLE_WIDTH = 1 << 14;
 const CONTROLS = [null, 'fwer', 'fdr'];
-const ALLOCATIONS = ['ramp', 'even'];
-const RAMP_TOP = 4; // prefix.RAMP_TOP: largest group weight under allocation 'ramp'
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -118,7 +116,6 @@ class PrefixDiscovery {
       control = null,
       alpha = 0.05,
       pool_ended = true,
-      allocation = 'ramp',
     } = params;
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.maxLength = checkInteger(max_length, 'max_length', 1, 64);
@@ -127,15 +124,6 @@ class PrefixDiscovery {
     if (!CONTROLS.includes(control)) throw new RangeError(`control must be None, 'fwer' or 'fdr', got ${String(control)}`);
     if (typeof alpha !== 'number' || !(alpha > 0 && alpha < 1)) throw new RangeError(`alpha must be a number in (0, 1), got ${alpha}`);
     if (typeof pool_ended !== 'boolean') throw new TypeError(`pool_ended must be True or False, got ${String(pool_ended)}`);
-    if (typeof allocation !== 'string') throw new TypeError(`allocation must be 'ramp' or 'even', got ${String(allocation)}`);
-    if (!ALLOCATIONS.includes(allocation)) throw new RangeError(`allocation must be 'ramp' or 'even', got '${allocation}'`);
-    // prefix.PrefixDiscovery.level_weights: group l weighs min(l + 1, 4) ('ramp') or 1 ('even')
-    this.bounds = [];
-    let sum = 0n;
-    for (let level = 0; level < this.maxLength; level++) {
-      sum += allocation === 'even' ? 1n : BigInt(Math.min(level + 1, RAMP_TOP));
-      this.bounds.push(sum);
-    }
     this.g = hash_range == null
       ? Math.min(optimalHashRange(this.epsilon), MAX_DEFAULT_RANGE)
       : checkInteger(hash_range, 'hash_range', 2, 1 << 16);
@@ -164,12 +152,9 @@ class PrefixDiscovery {
     const grids = values.map((v) => encodeString(v, this.maxLength, this.alphabet));
     const n = grids.length;
     const [groups, hashes, ys] = [new Array(n), new Array(n), new Array(n)];
-    const [bigWeight, bigH] = [this.bounds[this.bounds.length - 1], BigInt(this.h)];
+    const [bigGroups, bigH] = [BigInt(this.maxLength), BigInt(this.h)];
     grids.forEach((row, i) => {
-      // the group whose share holds u (value-blind): the first with u < its upper bound
-      const u0 = uniformBelow(bigWeight, coins);
-      let level = 0;
-      while (this.bounds[level] <= u0) level++;
+      const level = Number(uniformBelow(bigGroups, coins));
       const j = Number(uniformBelow(bigH, coins));
       const hashed = hashKey(prefixKey(row, level + 1), this.seed(level, j), this.g);
       const u = uniformBelow(this.total, coins, this.limit);

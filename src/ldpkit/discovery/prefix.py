@@ -1,8 +1,7 @@
 """Prefix-tree discovery of frequent strings in one round: PEM and TreeHist.
 
 Both ask each device one question only: a value-blind coin puts the user in group ``l`` (one
-group per prefix length ``l + 1``, ``l = 0 .. max_length - 1``, with the public shares of
-``allocation``) and in one of the group's
+group per prefix length ``l + 1``, ``l = 0 .. max_length - 1``) and in one of the group's
 ``H`` public hash functions ``j``; she reports ``(l, j, y)`` with ``y`` generalized
 randomized response over ``[g]`` of ``h_{l,j}(prefix of her string)``
 (:mod:`ldpkit.discovery._strings`). The server keeps the table ``counts[l, j, y]``
@@ -37,9 +36,6 @@ MAX_DEFAULT_RANGE = 4096
 #: Default width ``H g`` of a group's table: H = this // g hash functions, in [16, 256].
 TABLE_WIDTH = 1 << 14
 _CONTROLS = (None, "fwer", "fdr")
-_ALLOCATIONS = ("ramp", "even")
-#: Largest weight of a group under ``allocation="ramp"`` (groups 0, 1, 2 weigh 1, 2, 3).
-RAMP_TOP = 4
 
 
 def _uint_dtype(high: int) -> Any:
@@ -152,14 +148,6 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         estimated from every group at its length and beyond, which all count exactly its
         users (consistency across levels; a server-side choice, the reports are the same).
         False: from its own level's group only, as the papers do.
-    allocation : {"ramp", "even"}
-        How the value-blind coin spreads users over the groups (:attr:`level_weights`):
-        ``"ramp"`` (default) gives group ``l`` the integer weight ``min(l + 1, 4)``, so
-        the first lengths, whose prefixes are the most frequent (a prefix is at least as
-        frequent as all its extensions together) and the fewest, take fewer users and the
-        lengths where strings are told apart more (tuned on girls' baby names,
-        docs/results/heavy_hitters_discovery.md); ``"even"``: ``1 / max_length`` each, as
-        the papers do.
     """
 
     max_length: int = 12
@@ -170,7 +158,6 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
     control: str | None = None
     alpha: float = 0.05
     pool_ended: bool = True
-    allocation: str = "ramp"
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     name: ClassVar[str] = "_PrefixDiscovery"  # a base: out of the public registry
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
@@ -182,7 +169,6 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         "control": [None, Options("fwer", "fdr")],
         "alpha": [Real(0.0, 1.0, low_inclusive=False, high_inclusive=False)],
         "pool_ended": [Boolean()],
-        "allocation": [Options(*_ALLOCATIONS)],
     }
 
     # -- constants -----------------------------------------------------------------------
@@ -190,20 +176,6 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
     def groups(self) -> int:
         """Number of groups: one per prefix length 1 .. max_length."""
         return self.max_length
-
-    @property
-    def level_weights(self) -> tuple[int, ...]:
-        """Integer weight of each group: a user joins group ``l`` w.p. ``w_l / sum(w)``."""
-        if self.allocation == "even":
-            return (1,) * self.groups
-        return tuple(min(level + 1, RAMP_TOP) for level in range(self.groups))
-
-    def _draw_groups(self, gen: np.random.Generator, n: int) -> np.ndarray:
-        """Value-blind groups: ``u`` uniform below ``sum(w)``, the group whose share holds it."""
-        bounds = np.cumsum(self.level_weights)
-        u = np.asarray(gen.integers(0, int(bounds[-1]), size=n))
-        # all weights 1 ("even"): the group is u itself, the draw the papers make
-        return np.searchsorted(bounds, u, side="right")
 
     # -- client --------------------------------------------------------------------------
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
@@ -219,7 +191,7 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         symbols = encode_strings(values, self.max_length, self.alphabet)
         gen = as_generator(rng)
         n = symbols.shape[0]
-        groups = self._draw_groups(gen, n)
+        groups = np.asarray(gen.integers(0, self.groups, size=n))
         hashes = np.asarray(gen.integers(0, self.family_size, size=n))
         keys = level_keys(symbols, groups)
         # every group's seeds in one table (at most max_length x 4096): one lookup per user
@@ -281,10 +253,9 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
 class PEM(PrefixDiscovery):
     """Prefix extension method: keep the ``keep`` largest prefixes at every length.
 
-    The defaults are ldpkit's tuned search (a beam of ``4 top_k``, ended strings pooled
-    over their groups, :class:`PrefixDiscovery` ``pool_ended``, and fewer users on the
-    first lengths, ``allocation="ramp"``); ``keep=top_k, pool_ended=False,
-    allocation="even"`` is PEM as its paper specifies it.
+    The defaults are ldpkit's tuned search (a beam of ``4 top_k`` and ended strings pooled
+    over their groups, :class:`PrefixDiscovery` ``pool_ended``); ``keep=top_k,
+    pool_ended=False`` is PEM as its paper specifies it.
 
     The server extends the survivors of length ``l`` by every symbol, estimates the
     extensions from group ``l + 1``'s table and keeps the ``keep`` largest; at the last
@@ -297,8 +268,7 @@ class PEM(PrefixDiscovery):
     keep : int or None
         Survivors per level, in ``[1, 4096]``; None (default): ``4 top_k`` (capped at
         4096), tuned on girls' baby names (docs/results/heavy_hitters_discovery.md); the
-        paper keeps ``top_k``. ``PEM(keep=top_k, pool_ended=False, allocation="even")``
-        is the paper's PEM.
+        paper keeps ``top_k``. ``PEM(keep=top_k, pool_ended=False)`` is the paper's PEM.
     See :class:`PrefixDiscovery` for the others.
 
     Notes
