@@ -148,7 +148,7 @@ def search(spec: PEM, stats: Any, rule: str, widths: list[int] | None = None) ->
     return _search.select(spec, prefixes, f_sel, std_sel, z_sel, z_all, n, tuple(per_level))
 
 
-def compare(epsilons: list[float], seeds: list[int], n: int) -> None:
+def compare(epsilons: list[float], seeds: list[int], n: int, shares: bool = True) -> None:
     """Print recall@20 and NCR of every row, per draw and averaged."""
     names, weights = bench.baby_names("F")
     for eps in epsilons:
@@ -163,7 +163,7 @@ def compare(epsilons: list[float], seeds: list[int], n: int) -> None:
             runs["even / beam"] = spec.estimate(stats)
             for rule in ("final-lcb", "bound"):
                 runs[f"even / {rule}"] = search(spec, stats, rule)
-            for label, rule_of in ALLOCATIONS.items():
+            for label, rule_of in ALLOCATIONS.items() if shares else ():
                 shares = [rule_of(level) for level in range(spec.groups)]
                 other = spec.aggregate(randomize_weighted(spec, values, shares, seed))
                 runs[f"{label} / beam"] = spec.estimate(other)
@@ -231,12 +231,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--n", type=int, default=10**6)
     parser.add_argument("--diagnose", action="store_true")
+    parser.add_argument("--server-only", action="store_true", help="skip the allocation rows")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if args.diagnose:
         diagnose(args.eps, args.seeds[0], args.n)
     else:
-        compare(args.eps, args.seeds, args.n)
+        compare(args.eps, args.seeds, args.n, shares=not args.server_only)
 
 
 if __name__ == "__main__":
