@@ -25,6 +25,9 @@ Rows, per (eps, draw):
   ended strings found so far: k distinct strings at least that frequent), at least 4 top_k
   and at most 8 top_k per level, instead of the fixed beam.
 
+``--letters`` adds ``a-z / beam``: ``PEM()`` with the 26 lower-case letters as its alphabet
+(27 symbols per step instead of 256; the tuning names are all lower-case ASCII).
+
 ``--heldout`` runs the moonshot on the held-out data (all baby names, city names): the
 paper's PEM at eps against ``PEM()`` at eps and at 0.6 eps, over the same draws.
 
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import string
 import time
 import warnings
 from pathlib import Path
@@ -151,7 +155,9 @@ def search(spec: PEM, stats: Any, rule: str, widths: list[int] | None = None) ->
     return _search.select(spec, prefixes, f_sel, std_sel, z_sel, z_all, n, tuple(per_level))
 
 
-def compare(epsilons: list[float], seeds: list[int], n: int, shares: bool = True) -> None:
+def compare(
+    epsilons: list[float], seeds: list[int], n: int, shares: bool = True, letters: bool = False
+) -> None:
     """Print recall@20 and NCR of every row, per draw and averaged."""
     names, weights = bench.baby_names("F")
     for eps in epsilons:
@@ -170,6 +176,10 @@ def compare(epsilons: list[float], seeds: list[int], n: int, shares: bool = True
                 shares = [rule_of(level) for level in range(spec.groups)]
                 other = spec.aggregate(randomize_weighted(spec, values, shares, seed))
                 runs[f"{label} / beam"] = spec.estimate(other)
+            if letters:  # the tuning names are lower-case ASCII letters
+                runs["a-z / beam"] = PEM(epsilon=eps, alphabet=string.ascii_lowercase).run(
+                    values, rng=seed
+                )
             for label, hh in runs.items():
                 m = bench.metrics(list(hh.items), list(hh.frequencies), truth, n, K)
                 results.setdefault(label, []).append((m["recall"], m["ncr"]))
@@ -264,6 +274,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10**6)
     parser.add_argument("--diagnose", action="store_true")
     parser.add_argument("--heldout", action="store_true", help="the moonshot, held-out data")
+    parser.add_argument("--letters", action="store_true", help="add PEM(alphabet=a-z) rows")
     parser.add_argument("--server-only", action="store_true", help="skip the allocation rows")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -272,7 +283,7 @@ def main() -> None:
     elif args.diagnose:
         diagnose(args.eps, args.seeds[0], args.n)
     else:
-        compare(args.eps, args.seeds, args.n, shares=not args.server_only)
+        compare(args.eps, args.seeds, args.n, not args.server_only, args.letters)
 
 
 if __name__ == "__main__":
