@@ -584,11 +584,12 @@ def test_snap_atoms_moves_a_split_peak_into_the_bucket_of_its_centroid() -> None
 
 
 def test_interior_atoms_cut_the_ks_on_point_masses() -> None:
-    """eps = 4, n = 1e5: every fit splits each atom between two buckets (KS on the
-    1024-point grid 0.08, ten times HH's in issue 33); the rule puts each atom whole in
-    its bucket (measured KS 0.007)."""
+    """eps = 4, n = 1e5, Square Wave reports alone: every fit splits each atom between two
+    buckets (KS on the 1024-point grid 0.066, ten times HH's); the rule puts each atom whole
+    in its bucket (measured KS 0.008). With the default hybrid, whose HH leaf reports place
+    the atoms themselves, the rule does not run (measured KS 0.013)."""
     values = _atoms_mixture(100_000, np.random.default_rng(5))
-    auto = AutoDistribution(epsilon=4.0, expected_n=values.size)
+    auto = AutoDistribution(epsilon=4.0, expected_n=values.size, hh_share=0.0)
     stats = auto.aggregate(auto.randomize(values, rng=1))
     dist, info = auto.estimate(stats, return_info=True)
     plain = auto.estimate(stats, interior_atoms=False)
@@ -596,6 +597,12 @@ def test_interior_atoms_cut_the_ks_on_point_masses() -> None:
     assert math.isclose(float(np.sum(dist.probabilities)), 1.0)
     assert _ks1024(plain, values) > 0.05
     assert _ks1024(dist, values) < 0.3 * _ks1024(plain, values)
+    hybrid = AutoDistribution(epsilon=4.0, expected_n=values.size)
+    assert hybrid.hh_level_shares()[-1] > 0  # HH users at the leaves
+    st = hybrid.aggregate(hybrid.randomize(values, rng=1))
+    joint, info_h = hybrid.estimate(st, return_info=True)
+    assert info_h.atoms == 0 and joint == hybrid.estimate(st, interior_atoms=False)
+    assert _ks1024(joint, values) < 0.3 * _ks1024(plain, values)
 
 
 def test_interior_atoms_leave_smooth_data_and_small_eps_alone() -> None:
