@@ -54,7 +54,8 @@ COMPETITORS = ("SW-EMS", "SW-EM", "HH", "Wavelet J-2")
 METHODS = ("Auto", *COMPETITORS)
 DATASETS = tuple(wav25.DATASETS)
 
-#: Extra keyword arguments of AutoDistribution.estimate (``--no-interior-atoms``).
+#: Extra keyword arguments of AutoDistribution.estimate (``--no-interior-atoms``,
+#: ``--no-sharpen``).
 AUTO_OPTIONS: dict[str, Any] = {}
 
 
@@ -118,6 +119,7 @@ def run_cell(
     out: dict[str, Any] = {"strengths": chosen}
     for m in METHODS:
         arr = np.asarray(errors[m])
+        out[f"{m} runs"] = arr.tolist()  # (W1, KS) of every run: the run-to-run spread
         out[f"{m} W1"], out[f"{m} KS"] = float(arr[:, 0].mean()), float(arr[:, 1].mean())
     for metric in ("W1", "KS"):
         best = min(out[f"{m} {metric}"] for m in COMPETITORS)
@@ -401,9 +403,12 @@ def main() -> None:
     ap.add_argument(
         "--no-interior-atoms", action="store_true", help="estimate(interior_atoms=False)"
     )
+    ap.add_argument("--no-sharpen", action="store_true", help="estimate(sharpen=False)")
     args = ap.parse_args()
     if args.no_interior_atoms:
         AUTO_OPTIONS["interior_atoms"] = False
+    if args.no_sharpen:
+        AUTO_OPTIONS["sharpen"] = False
     cache: dict[str, Any] | None = None
     if args.competitor_cache:
         cache_path = pathlib.Path(args.competitor_cache)

@@ -626,3 +626,43 @@ def test_interior_atoms_must_be_a_bool() -> None:
     stats = auto.aggregate(auto.randomize(np.full(100, 0.5), rng=0))
     with pytest.raises(TypeError, match="interior_atoms must be True or False"):
         auto.estimate(stats, interior_atoms="yes")
+
+
+# -- sharpening ---------------------------------------------------------------------------------
+def _heaped(n: int, seed: int) -> np.ndarray:
+    """Half of the values on 20 point masses at random positions, half Beta(2, 5)."""
+    rng = np.random.default_rng(seed)
+    atoms = rng.uniform(0.02, 0.98, 20)
+    values = rng.beta(2.0, 5.0, n)
+    on = rng.random(n) < 0.5
+    values[on] = atoms[rng.integers(0, 20, int(on.sum()))]
+    return values
+
+
+def test_sharpen_continues_the_chosen_budget() -> None:
+    """On heaped data the held-out reports pick a budget k (early-stopped plain EM); the
+    estimate is the unsharpened average continued for k more plain EM iterations, and its
+    KS on the 1024-point grid is lower (measured 0.0243 against 0.0253)."""
+    values = _heaped(50_000, 1)
+    auto = AutoDistribution(epsilon=2.0, expected_n=values.size)
+    stats = auto.aggregate(auto.randomize(values, rng=1))
+    dist, info = auto.estimate(stats, return_info=True)
+    plain = auto.estimate(stats, sharpen=False)
+    assert info.budget is not None and info.budget in info.budgets
+    counts, wts, make = auto._model(stats)
+    theta, it = make(counts * wts).fit(0.0, 0.0, info.budget, np.array(plain.probabilities))
+    assert it == info.budget
+    np.testing.assert_allclose(dist.probabilities, theta, rtol=1e-9, atol=1e-15)
+    assert _ks1024(dist, values) < _ks1024(plain, values)
+
+
+def test_sharpen_leaves_a_smoothed_choice_alone() -> None:
+    """Beta(5, 2): a smoothing strength wins, no budget, the estimate is unchanged."""
+    values = np.random.default_rng(3).beta(5.0, 2.0, 50_000)
+    auto = AutoDistribution(epsilon=2.0, expected_n=values.size)
+    stats = auto.aggregate(auto.randomize(values, rng=3))
+    dist, info = auto.estimate(stats, return_info=True)
+    assert info.budget is None and info.strength > 0
+    assert dist == auto.estimate(stats, sharpen=False)
+    with pytest.raises(TypeError, match="sharpen must be True or False"):
+        auto.estimate(stats, sharpen=1)
