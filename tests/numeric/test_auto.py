@@ -43,8 +43,9 @@ def _ks(dist: Distribution, values: np.ndarray) -> float:
 # -- the client side is SquareWave's --------------------------------------------------------
 def test_reports_and_stats_are_square_waves() -> None:
     values = np.random.default_rng(1).random(5000)
-    # below eps = 1.5 (default_hh_share) or with hh_share=0 every user sends Square Wave
-    assert AutoDistribution(epsilon=1.4, buckets=128).hh_share == 0.0
+    # the default share is 0.25 at every eps (default_hh_share); with hh_share=0 every user
+    # sends Square Wave
+    assert AutoDistribution(epsilon=0.5, buckets=128).hh_share == 0.25
     auto = AutoDistribution(epsilon=1.5, low=0.0, high=1.0, buckets=128, hh_share=0.0)
     sw = SquareWave(epsilon=1.5, buckets=128)
     rep_a, rep_s = auto.randomize(values, rng=3), sw.randomize(values, rng=3)
@@ -259,7 +260,7 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     auto = AutoDistribution(epsilon=2.0, buckets=128)
     stats = auto.aggregate(auto.randomize(np.random.default_rng(4).beta(5, 2, 20_000), rng=4))
     dist, info = auto.estimate(stats, return_info=True)
-    sw_alone = AutoDistribution(epsilon=1.0, buckets=128)
+    sw_alone = AutoDistribution(epsilon=1.0, buckets=128, hh_share=0.0)
     stats_sw = sw_alone.aggregate(
         sw_alone.randomize(np.random.default_rng(4).beta(5, 2, 2_000), rng=4)
     )
@@ -389,7 +390,7 @@ def test_end_atoms_are_admitted_for_clipped_values_and_pay() -> None:
     the held-out reports by more than 3 standard errors (here 3.3), get the weight, put the
     clipped mass at the ends and cut the KS on the grid to well below the plain choice's."""
     values = _clipped(100_000, np.random.default_rng(9))
-    auto = AutoDistribution(epsilon=1.0, buckets=1024)
+    auto = AutoDistribution(epsilon=1.0, buckets=1024, hh_share=0.0)
     stats = auto.aggregate(auto.randomize(values, rng=9))
     dist, info = auto.estimate(stats, return_info=True)
     plain = auto.estimate(stats, end_atoms=False)
@@ -413,7 +414,7 @@ def test_end_atoms_dropped_when_plain_em_resolves_the_ends(monkeypatch: Any) -> 
     import ldpkit.numeric.auto as auto_module
 
     values = _clipped(100_000, np.random.default_rng(9))
-    auto = AutoDistribution(epsilon=1.0, buckets=1024)
+    auto = AutoDistribution(epsilon=1.0, buckets=1024, hh_share=0.0)
     stats = auto.aggregate(auto.randomize(values, rng=9))
     monkeypatch.setattr(auto_module, "_END_RESOLVED", 0.0)
     dist, info = auto.estimate(stats, return_info=True)
@@ -427,11 +428,12 @@ def test_budget_candidates_are_em_continued_from_the_best_smoothed_fit() -> None
     """The budget candidates' held-out scores and final fits, recomputed by hand: plain EM
     from the best-scoring smoothed strength's fit for exactly k iterations, on the training
     fold (scored on the held-out one) and on all reports (averaged with the info's weights)."""
-    auto = AutoDistribution(epsilon=1.0, buckets=256)
+    auto = AutoDistribution(epsilon=1.0, buckets=256, hh_share=0.0)
     values = np.random.default_rng(3).beta(5.0, 2.0, 20_000)
     stats = auto.aggregate(auto.randomize(values, rng=3))
+    # the average itself, before the sharpening (tested on its own below)
     kw: dict[str, Any] = {"strengths": (8.0, 2.0), "budgets": (30, 10), "end_atoms": False}
-    dist, info = auto.estimate(stats, return_info=True, **kw)
+    dist, info = auto.estimate(stats, return_info=True, sharpen=False, **kw)
     assert info.budgets == (10, 30)  # sorted
     m = auto._outputs_by_inputs()
     counts = np.asarray(stats.counts)

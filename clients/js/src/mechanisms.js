@@ -379,10 +379,10 @@ export function hhTopLevel(height, branching = HH_BRANCHING) {
   return top;
 }
 
-/** auto.default_hh_share: 0.25 from epsilon 1.5 on, else 0 (Square Wave alone). */
+/** auto.default_hh_share: 0.25 at every epsilon (from epsilon HH_MIN_EPSILON = 0 on). */
 export function defaultHhShare(epsilon) {
   checkEpsilon(epsilon, Infinity);
-  return epsilon >= 1.5 ? 0.25 : 0.0;
+  return epsilon >= 0.0 ? 0.25 : 0.0;
 }
 
 /**
