@@ -13,9 +13,10 @@ at either end of the domain (0 weeks worked) are point masses that every smoothe
 smears; variants that keep the two end buckets out of the smoothing join the choice when
 the held-out reports favour them clearly, and so does plain EM stopped early (continued
 for 10 to 300 iterations from the best smoothed fit), which keeps heaps that smoothing
-smears without following the noise as far as EM run to its stop. From eps 3.5 on, a clear
-interior peak of the result (a point mass that every fit splits between neighbouring
-buckets) goes whole into one bucket (``interior_atoms``). Choosing uses only the aggregated reports, so it
+smears without following the noise as far as EM run to its stop. A peak of the result (a
+point mass that every fit splits between neighbouring buckets) goes whole into the bucket
+that the HH leaf reports' likelihood prefers, or without leaf reports (eps >= 3.5) into the
+bucket of its centroid (``interior_atoms``). Choosing uses only the aggregated reports, so it
 costs no privacy (post-processing of an eps-LDP output).
 """
 
@@ -102,6 +103,17 @@ _ATOM_HALF = 8
 _ATOM_EXCESS = 32.0
 _ATOM_MIN_EPS = 3.5
 _ATOM_SHARP_ITER = 1000
+
+#: Interior point masses placed by the HH reports (``estimate(interior_atoms=True)`` when HH
+#: users report at the leaves, :func:`_place_atoms`): a bucket of the estimate above
+#: _LEAF_ATOM_RATIO times the median of its +-_ATOM_HALF neighbours and _LEAF_ATOM_EXCESS / d
+#: above it marks a peak, grown downhill into a run as in :func:`_snap_atoms`; the run keeps
+#: its fitted shape unless moving its excess whole into one of its buckets raises the HH
+#: reports' likelihood. The HH likelihood decides, so the thresholds only bound which runs
+#: are looked at: measured on the held-out protocol's tuning set (METHODS.md §3,
+#: "AutoDistribution's constants").
+_LEAF_ATOM_RATIO = 2.0
+_LEAF_ATOM_EXCESS = 8.0
 
 #: Sharpening (``estimate(sharpen=True)``): when the held-out reports pick a budget k (plain
 #: EM stopped after k iterations from the best smoothed fit), the estimate is the average
@@ -1097,11 +1109,13 @@ class AutoDistribution(Mechanism):
             Randomness of the split into folds (default 0: the estimate is a fixed function
             of the statistics).
         interior_atoms : bool
-            True (default): from eps 3.5 on, move each clear peak of the estimate (a point
-            mass that the fits split between neighbouring buckets) whole into the bucket of
-            its centroid (see :func:`_snap_atoms` and ``_ATOM_EXCESS``). No
-            effect below eps 3.5, without such a peak, or when HH reports reach the leaves
-            (the default hybrid at d <= 1024: they place the atoms themselves).
+            True (default): a point mass that the fits split between neighbouring buckets
+            goes whole into one bucket where the reports say so. When HH users report at
+            the leaves (the default hybrid at d <= 1024), each peak of the estimate moves
+            into the bucket of its run that the HH reports' likelihood prefers, or stays
+            as fitted (see :func:`_place_atoms`); else from eps 3.5 on each clear peak goes
+            into the bucket of its centroid (see :func:`_snap_atoms` and
+            ``_ATOM_EXCESS``).
         sharpen : bool
             True (default): when the best-scoring candidate is a budget k (early-stopped
             plain EM), continue plain EM from the average for ``k`` more iterations (see
@@ -1158,8 +1172,14 @@ class AutoDistribution(Mechanism):
            average is continued for k more iterations of plain EM. The held-out score
            measures the density; the KS is decided at the heaps' edges, where the longer run
            puts the mass that the early stop leaves in neighbouring buckets.
-        6. Interior atoms (``interior_atoms=True``, eps >= 3.5, no HH report at the
-           leaves): plain EM continued for 1000 iterations from the result marks the peaks
+        6. Interior atoms (``interior_atoms=True``). With HH reports at the leaves: runs
+           of buckets above 2 times their neighbourhood's median and 8 / d above it; a
+           run's excess over that median goes into the one bucket of the run whose
+           placement the HH support counts' likelihood prefers, if any beats the run as
+           fitted. The Square Wave likelihood cannot decide this (its model is uniform
+           within a bucket, so it prefers the split); the leaf counts measure the buckets'
+           masses themselves. Without leaf reports (eps >= 3.5 only): plain EM continued
+           for 1000 iterations from the result marks the peaks
            (above 3 times their neighbourhood's median and 32 / d above it); each peak's
            excess in the result goes to the bucket of its centroid. Chosen on a tuning set
            of data sets and mixtures, not by the held-out likelihood, which prefers the
@@ -1428,7 +1448,13 @@ class AutoDistribution(Mechanism):
             theta, it = fitter.fit(0.0, 0.0, round((_SHARPEN - 1) * bud[top - nc]), theta)
             iterations += it
         atoms = 0
-        if interior_atoms and _ATOM_MIN_EPS <= self.epsilon and not _leaf_reports(self):
+        if interior_atoms and _leaf_reports(self):
+            # The HH leaf counts measure bucket masses directly (no within-bucket model):
+            # they decide where each peak's mass sits.
+            theta, atoms = _place_atoms(
+                theta, _hybrid_model(self), np.asarray(stats.hh_counts, dtype=np.float64)
+            )
+        elif interior_atoms and _ATOM_MIN_EPS <= self.epsilon:
             sharp, it = fitter.fit(0.0, 0.0, _ATOM_SHARP_ITER, theta)
             iterations += it
             theta, atoms = _snap_atoms(theta, sharp)
@@ -1503,32 +1529,13 @@ def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.
     is ``theta``'s, into the bucket of the centroid of ``sharp``'s excess; the two end
     buckets are left to the end atoms.
     """
-    d = theta.size
-    h = _ATOM_HALF
-    if d < 2 * h + 3:
-        return theta, 0
     if sharp is None:
         sharp = theta
-    pad = np.pad(sharp, h, mode="edge")
-    med = np.median(np.lib.stride_tricks.sliding_window_view(pad, 2 * h + 1), axis=1)
-    peak = (sharp > _ATOM_RATIO * med) & (sharp - med > _ATOM_EXCESS / d)
-    peak[[0, d - 1]] = False
-    if not peak.any():
+    found = _peak_runs(sharp, _ATOM_RATIO, _ATOM_EXCESS)
+    if found is None:
         return theta, 0
-    # a run: the peak buckets and their neighbours above the local median (the split),
-    # grown only downhill, so that two atoms a few buckets apart stay two runs
-    run = peak.copy()
-    above = sharp > _ATOM_RATIO * med
-    for _ in range(h):
-        grow = run.copy()
-        grow[1:] |= run[:-1] & above[1:] & (sharp[1:] <= sharp[:-1])
-        grow[:-1] |= run[1:] & above[:-1] & (sharp[:-1] <= sharp[1:])
-        grow[[0, d - 1]] = False
-        if np.array_equal(grow, run):
-            break
-        run = grow
+    med, edges = found
     out = theta.copy()
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], run.astype(np.int8), [0]])))
     for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
         seg = theta[lo:hi]
         base = np.minimum(seg, med[lo:hi])
@@ -1542,6 +1549,105 @@ def _snap_atoms(theta: np.ndarray, sharp: np.ndarray | None = None) -> tuple[np.
         pos = float(sex @ (np.arange(lo, hi) + 0.5)) / float(sex.sum()) if sex.sum() > 0 else lo
         out[min(hi - 1, max(lo, int(pos)))] += excess
     return out, edges.size // 2
+
+
+def _peak_runs(
+    theta: np.ndarray, ratio: float, excess: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Return the local medians and the runs of peaks of ``theta`` (None without a peak).
+
+    A peak is a bucket above ``ratio`` times the median of its +-:data:`_ATOM_HALF`
+    neighbours and ``excess`` / d above it (the two end buckets are left to the end atoms).
+    Its run holds it and its neighbours still above ``ratio`` times the median, grown only
+    downhill, so that two atoms a few buckets apart stay two runs. The runs are returned
+    as the flat edges ``lo0, hi0, lo1, hi1, ...`` (half-open).
+    """
+    d = theta.size
+    h = _ATOM_HALF
+    if d < 2 * h + 3:
+        return None
+    pad = np.pad(theta, h, mode="edge")
+    med = np.median(np.lib.stride_tricks.sliding_window_view(pad, 2 * h + 1), axis=1)
+    above = theta > ratio * med
+    peak = above & (theta - med > excess / d)
+    peak[[0, d - 1]] = False
+    if not peak.any():
+        return None
+    run = peak.copy()
+    for _ in range(h):
+        grow = run.copy()
+        grow[1:] |= run[:-1] & above[1:] & (theta[1:] <= theta[:-1])
+        grow[:-1] |= run[1:] & above[:-1] & (theta[:-1] <= theta[1:])
+        grow[[0, d - 1]] = False
+        if np.array_equal(grow, run):
+            break
+        run = grow
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], run.astype(np.int8), [0]])))
+    return med, edges
+
+
+def _place_atoms(
+    theta: np.ndarray, model: _HybridModel, hh_counts: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """Move each peak's mass into the bucket of its run that the HH reports prefer.
+
+    Returns the new theta and the number of runs moved.
+
+    A point mass inside a bucket is, for the Square Wave model (uniform within a bucket),
+    best fitted split between the two buckets whose centres enclose it (see
+    :func:`_snap_atoms`), while the CDF at the edge between them is off by up to half of
+    the mass (the KS). The HH support counts measure node masses directly, the leaves'
+    the buckets' own. For each run of :func:`_peak_runs` (thresholds
+    :data:`_LEAF_ATOM_RATIO`, :data:`_LEAF_ATOM_EXCESS`), the candidates are the run as
+    fitted and, for each bucket j of the run, the run's excess over its local median moved
+    whole into j; the one with the highest HH composite log-likelihood
+    ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` over the nodes holding the run wins
+    (the ``- N_k pi_v`` terms of the Poisson form sum to the same constant for every
+    candidate, whose total mass is equal). Ties keep the run as fitted.
+    """
+    found = _peak_runs(theta, _LEAF_ATOM_RATIO, _LEAF_ATOM_EXCESS)
+    if found is None:
+        return theta, 0
+    med, edges = found
+    d = theta.size
+    rows = model.matrix.shape[0]
+    out = theta.copy()
+    moved = 0
+    for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        if hi - lo < 2:
+            continue
+        base = np.minimum(out[lo:hi], med[lo:hi])
+        excess = float((out[lo:hi] - base).sum())
+        flat = out.copy()
+        flat[lo:hi] = base
+        fitted = np.zeros(hi - lo + 1)  # [0]: the run as fitted, [1 + j]: all at lo + j
+        for k in range(model.sizes.size):
+            rep = int(model.reps[k])
+            nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
+            starts = np.minimum(nodes * rep, d)
+            ends = np.minimum(starts + rep, d)
+            c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
+            q, gain = float(model.q[k]), float(model.p[k] - model.q[k])
+            a_fit = _node_mass(out, starts, ends)
+            a_flat = _node_mass(flat, starts, ends)
+            ll_flat = np.log(np.maximum(q + gain * a_flat, _TINY))
+            fitted[0] += float(c @ np.log(np.maximum(q + gain * a_fit, _TINY)))
+            # bucket j's node gains the excess; the others keep their flat masses
+            node_of = np.arange(lo, hi) // rep - nodes[0]
+            gained = np.log(np.maximum(q + gain * (a_flat[node_of] + excess), _TINY))
+            fitted[1:] += float(c @ ll_flat) + c[node_of] * (gained - ll_flat[node_of])
+        best = int(np.argmax(fitted))
+        if best > 0 and fitted[best] > fitted[0]:
+            out[lo:hi] = base
+            out[lo + best - 1] += excess
+            moved += 1
+    return out, moved
+
+
+def _node_mass(theta: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Return the mass of ``theta`` in each bucket range ``[starts, ends)``."""
+    prefix = np.concatenate([[0.0], np.cumsum(theta[: int(ends[-1])])])
+    return prefix[ends] - prefix[starts]
 
 
 def _check_strengths(strengths: Any) -> tuple[float, ...]:
