@@ -270,10 +270,14 @@ def test_estimate_is_deterministic_and_reports_its_choice() -> None:
     assert dist.buckets == 128 and (dist.low, dist.high) == (0.0, 1.0)
     assert auto.estimate(stats) == dist
     assert info.strength in info.strengths and info.folds == 2
-    # by default every fold is held out in turn with HH reports in the fit, one without
+    # by default every fold is held out in turn with HH reports in the fit from eps 1.5 on,
+    # one without them or below
     assert auto.hybrid and info.cross_validate
     _, info_sw = sw_alone.estimate(stats_sw, return_info=True)
     assert not info_sw.cross_validate
+    low = AutoDistribution(epsilon=1.0, buckets=128)
+    stats_low = low.aggregate(low.randomize(np.random.default_rng(4).beta(5, 2, 2_000), rng=4))
+    assert low.hybrid and not low.estimate(stats_low, return_info=True)[1].cross_validate
     assert info.scores.shape == (len(info.strengths),)
     if info.budget is None:
         assert info.strength == info.strengths[int(np.argmax(info.scores))]
