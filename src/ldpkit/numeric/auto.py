@@ -192,7 +192,8 @@ def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
     CPSSW8 earnings W1 1.09 -> 1.22: a quarter fewer Square Wave reports). At n = 1e6, eps
     1: mixture 0 KS 5.52 -> 1.08, weeks worked KS 1.39 -> 1.17 (one run).
 
-    The rule before (0.25 from eps 1.5 on, with the leaves' share at level 4), measured with benchmarks/auto_distribution.py (the 80 WAV25 cells: Beta(5, 2),
+    The rule before (0.25 from eps 1.5 on, with the leaves' share at level 4), measured with
+    benchmarks/auto_distribution.py (the 80 WAV25 cells: Beta(5, 2),
     flights, salaries, weeks worked, earnings at n = 26k-329k, eps 0.5-4; 20 runs per cell
     and seed, seeds 0 and 1; ratio of Auto's mean error to the best of SW-EMS, SW-EM, HH
     with the CDF fit and the wavelet J-2; "within" = at most 1.10; "pooled" = both seeds'
