@@ -63,3 +63,50 @@ def test_level_keys_match_the_chained_keys_of_each_user():
                         key = extend_keys(key, s)
                     want[i] = key[0]
             assert np.array_equal(level_keys(symbols, levels), want)
+
+
+def _random_strings(n: int, seed: int, pool: list[str]) -> list[str]:
+    rng = np.random.default_rng(seed)
+    distinct = ["".join(rng.choice(pool, size=int(k))) for k in rng.integers(0, 20, 500)]
+    return [distinct[i] for i in rng.integers(0, len(distinct), n)]
+
+
+def test_unicode_arrays_are_encoded_vectorized_as_the_strings_are():
+    # the U array's own UCS-4 code points through the vectorized UTF-8 encoder (ASCII rows
+    # copied), against the joined encoding of the same strings
+    values = np.array(_random_strings(3000, 1, [*_POOL, "\x00", ""]))
+    ascii_only = np.array(_random_strings(3000, 2, ["a", "b", "\x7f", "\x00"]))
+    for arr in (values, ascii_only, values[:0], np.array(["", ""])):
+        for max_length in (1, 3, 4, 12, 40):
+            got = encode_strings(arr, max_length, None)
+            assert np.array_equal(got, encode_strings(arr.tolist(), max_length, None))
+            assert got.tolist() == _reference(arr.tolist(), max_length)
+    raw = np.array([s.encode("utf-8") for s in values.tolist()])  # an S array: bytes
+    assert np.array_equal(encode_strings(raw, 12, None), encode_strings(values, 12, None))
+
+
+def test_alphabet_encoding_of_a_unicode_array_encodes_each_distinct_string_once():
+    values = np.array(_random_strings(9000, 3, ["a", "b", "é", "z", "\x00"]))
+    alphabet = "zéba"
+    for max_length in (1, 5, 12):
+        got = encode_strings(values, max_length, alphabet)
+        assert np.array_equal(got, encode_strings(values.tolist(), max_length, alphabet))
+    with pytest.raises(ValueError, match=r"alphabet characters, got \['b'\]"):
+        encode_strings(values, 5, "zéa")
+
+
+@pytest.mark.parametrize("name", ["PEM", "TreeHist", "SFP"])
+def test_unicode_and_bytes_arrays_give_the_reports_of_the_list_of_str(name):
+    import ldpkit.discovery as discovery
+
+    pool = ["a", "b", "c"] if name == "SFP" else [*_POOL, ""]
+    spec = getattr(discovery, name)(epsilon=2.0, max_length=6)
+    values = _random_strings(5000, 4, pool)
+    want = spec.randomize(values, rng=9).arrays
+    forms = [np.array(values)]
+    if name != "SFP":  # (a given alphabet is of characters: bytes are refused)
+        forms.append(np.array([s.encode("utf-8") for s in values]))
+    for form in forms:
+        got = spec.randomize(form, rng=9).arrays
+        assert got.keys() == want.keys()
+        assert all(np.array_equal(got[k], want[k]) for k in got)

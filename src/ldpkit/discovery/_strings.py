@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._constraints import Check
 from .._validation import _show, check_not_masked
+from ..frequency._items import distinct_rows, exposed_text_array, unicode_codes
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -73,6 +74,9 @@ def hash_keys_u64(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.nd
 
 def _as_list(values: Any) -> list[Any] | np.ndarray:
     check_not_masked(values, "values")
+    exposed = exposed_text_array(values)  # a pandas/pyarrow column of fixed-width text
+    if exposed is not None:
+        values = exposed
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"values must be a sequence of strings, got {_show(values)}")
     if isinstance(values, np.ndarray):
@@ -99,7 +103,10 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
     if alphabet is not None:
         return _encode_alphabet(items, n, max_length, alphabet)
     width = max_length + 1  # one byte more: a cut inside a character shows there
-    joined = _utf8_grid(items, n, width)
+    if isinstance(items, np.ndarray) and items.dtype.kind == "U":
+        joined: tuple[np.ndarray, bool] | None = _unicode_grid(items, width)
+    else:
+        joined = _utf8_grid(items, n, width)
     grid = _grid_per_item(items, n, width) if joined is None else joined[0]
     out = grid[:, :max_length].copy()
     # A character cut at max_length leaves 1-3 bytes of it: drop them (back to its lead byte).
@@ -149,11 +156,7 @@ def _utf8_grid(items: Any, n: int, width: int) -> tuple[np.ndarray, bool] | None
     some string holds a NUL itself (then its separators are found from the lengths in
     characters). None when an item is not a ``str`` (the per-item path handles it).
     """
-    if isinstance(items, np.ndarray):
-        if items.dtype.kind != "U":
-            return None
-        items = items.tolist()
-    if not n or set(map(type, items)) != {str}:
+    if isinstance(items, np.ndarray) or not n or set(map(type, items)) != {str}:
         return None
     joined = "\x00".join(items)
     try:
@@ -179,6 +182,55 @@ def _utf8_grid(items: Any, n: int, width: int) -> tuple[np.ndarray, bool] | None
     return grid, has_nul
 
 
+#: UTF-8 lead byte's marker bits by sequence length (index: bytes of the character).
+_LEAD = np.array([0, 0, 0xC0, 0xE0, 0xF0], dtype=np.uint32)
+
+
+def _unicode_grid(arr: np.ndarray, width: int) -> tuple[np.ndarray, bool]:
+    """:func:`_utf8_grid` for a numpy ``U`` array, vectorized over its UCS-4 code points.
+
+    ASCII rows are copied as they are; the others go through a vectorized UTF-8 encoder
+    (each character's byte count, its bytes' positions by a running sum along the row,
+    the lead and continuation bytes scattered into the grid). Also returns whether a row
+    holds a NUL before other characters (the array's own padding is trailing NULs).
+    """
+    n = arr.shape[0]
+    chars = arr.dtype.itemsize // 4
+    grid = np.zeros((n, width), dtype=np.uint8)
+    if n == 0 or chars == 0:
+        return grid, False
+    whole = np.ascontiguousarray(arr).view(np.uint32).reshape(n, chars)
+    # a NUL with characters after it (the array's padding NULs are not counted in lengths)
+    has_nul = np.count_nonzero(whole) != int(np.strings.str_len(arr).sum())
+    codes = whole[:, :width]
+    if int(whole.max()) < 0x80:  # ASCII: the code points are the bytes
+        grid[:, : codes.shape[1]] = codes
+        return grid, has_nul
+    if ((whole >= 0xD800) & (whole < 0xE000)).any():
+        raise ValueError("values must be strings encodable as UTF-8 (no lone surrogates)")
+    high = codes.max(axis=1) >= 0x80
+    low = np.flatnonzero(~high)
+    grid[low, : codes.shape[1]] = codes[low]
+    rows = np.flatnonzero(high)
+    wide = codes[rows]
+    count = 1 + (wide >= 0x80) + (wide >= 0x800) + (wide >= 0x10000).astype(np.int64)
+    start = np.cumsum(count, axis=1) - count  # each character's first byte in the row
+    base = (np.arange(rows.size, dtype=np.int64) * width)[:, None]
+    flat = np.zeros((rows.size, width), dtype=np.uint8)
+    out = flat.reshape(-1)
+    for k in range(4):  # byte k of each character that has one (within the width)
+        take = (count > k) & (start + k < width)
+        c, m = wide[take], count[take]
+        shift = (6 * (m - 1 - k)).astype(np.uint32)
+        if k == 0:
+            byte = _LEAD[m] | (c >> shift)
+        else:
+            byte = 0x80 | ((c >> shift) & 0x3F)
+        out[(base + start + k)[take]] = byte.astype(np.uint8)
+    grid[rows] = flat
+    return grid, has_nul
+
+
 def _end_at_nul(grid: np.ndarray) -> np.ndarray:
     """Make a NUL symbol end the string (in place).
 
@@ -199,6 +251,11 @@ def _bytes_of(item: Any) -> bytes:
 
 
 def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.ndarray:
+    if isinstance(items, np.ndarray) and items.dtype.kind == "U" and n >= _DISTINCT_MIN:
+        # each distinct string once (a hash table of the fixed-width rows), then gathered
+        first, inverse = distinct_rows(unicode_codes(items))
+        if first.size * 2 <= n:
+            return _encode_alphabet(items[first], first.size, max_length, alphabet)[inverse]
     if n and not (isinstance(items, np.ndarray) and items.dtype.kind == "U"):
         if not all(isinstance(s, str) for s in items):
             bad = next(s for s in items if not isinstance(s, str))
@@ -246,6 +303,10 @@ def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
         key = _mix64_inplace(z)
         out[order[done : first[pos + 1]]] = key[: first[pos + 1] - done]
     return out
+
+
+#: Users from which the alphabet's encoding looks for repeated strings first.
+_DISTINCT_MIN = 4096
 
 
 def _mix64_inplace(z: np.ndarray) -> np.ndarray:
