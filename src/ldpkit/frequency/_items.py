@@ -400,7 +400,13 @@ def row_hash(rows: Any, keys: Any, width: int) -> np.ndarray:
     r = np.atleast_1d(np.asarray(rows).astype(np.uint64))
     k = np.asarray(keys, dtype=np.uint64)
     shape = np.broadcast_shapes(r.shape, k.shape)
-    a, b = hash_parameters(r)
+    top = int(r.max()) + 1 if r.size >= _ROWS_MIN else r.size
+    if 4 * top <= r.size:  # users' rows from a small family: each row's (a, b) once
+        every = np.arange(top, dtype=np.uint64)
+        table_a, table_b = hash_parameters(every)
+        a, b = table_a[r], table_b[r]
+    else:
+        a, b = hash_parameters(r)
 
     def flat(arr: np.ndarray) -> np.ndarray:
         # 1-d arrays: numpy scalar arithmetic would warn on the intended wrap-around
