@@ -104,3 +104,26 @@ def test_compiled_law_at_a_large_batch():
     assert abs(z_other) <= 5.0 and abs(z_held) <= 5.0
     q13 = _cms_thresholds(5.2)[1] / 2**64
     assert abs((bits.sum() - n_other * q13) / np.sqrt(n_other * q13 * (1 - q13))) > 6.0
+
+
+@pytest.mark.parametrize("width", [64, 192, 1024])
+def test_server_carry_save_kernel_counts_every_bit(width):
+    # the server's kernel (whole 64-bit words) against numpy, its count of sixteens expanded
+    # every 3 steps of a row (instead of 2^16 - 2) so that the expansion runs many times;
+    # rows of < 16, of a multiple of 16 and of other counts, and an empty row
+    from ldpkit.frequency._kernels_sketch import _WORD_BIT, _row_bits_csa, row_bit_counts
+
+    rng = np.random.default_rng(width)
+    spec = CMS(epsilon=0.5, width=width, depth=6)
+    rows = np.repeat(np.arange(5), [7, 16, 160, 999, 1500])
+    rng.shuffle(rows)
+    reports = spec.randomize(rng.integers(0, 50, rows.size), rng=2)
+    expect = spec._row_counts_numpy(rows, reports.bits)
+    assert not expect[5].any()
+    words = reports.bits.view(np.uint64)
+    for flush in (1, 3, 2**16 - 2):
+        got = _row_bits_csa(rows, words, 6, _WORD_BIT, 0, rows.size, flush)
+        assert np.array_equal(got[:, :width], expect)
+    assert np.array_equal(row_bit_counts(rows, reports.bits, 6, width), expect)
+    part = _row_bits_csa(rows, words, 6, _WORD_BIT, 100, 2000, 3)  # a block of the rows
+    assert np.array_equal(part, spec._row_counts_numpy(rows[100:2000], reports.bits[100:2000]))
