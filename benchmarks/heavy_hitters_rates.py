@@ -1,6 +1,6 @@
 """Per-user client and server rates: ldpkit's open-domain specs against pure-ldp's.
 
-The issue's speed target is a ratio of per-user rates ("client and server at least 100x
+The speed target is a ratio of per-user rates ("client and server at least 100x
 pure-ldp's per-user rates for the same method"), so both libraries are timed the same way
 in the same process, three times each, and the spread is reported:
 
