@@ -44,8 +44,10 @@ def test_unicode_arrays_take_the_table_path_and_give_the_same_keys():
 
 
 def test_distinct_rows_is_exact_even_when_every_fingerprint_collides(monkeypatch):
+    from ldpkit import _parallel
     from ldpkit.frequency import _items
 
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)  # the numpy version
     rng = np.random.default_rng(2)
     rows = rng.integers(0, 3, size=(5000, 20)).astype(np.uint8)  # 3 words per row
     first, inverse = _items.distinct_rows(rows)
@@ -56,6 +58,46 @@ def test_distinct_rows_is_exact_even_when_every_fingerprint_collides(monkeypatch
     first, inverse = _items.distinct_rows(rows)
     assert np.array_equal(rows[first][inverse], rows)
     assert first.size == np.unique(rows, axis=0).shape[0]
+
+
+def _partition(inverse: np.ndarray) -> np.ndarray:
+    """Canonical group labels (numbered by first appearance): equal for equal partitions."""
+    _, first_seen, labels = np.unique(inverse, return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first_seen))[labels.reshape(-1)]
+
+
+@pytest.mark.parametrize("shape, top", [((6000, 3), 3), ((60_000, 1), 40_000), ((1, 2), 9)])
+def test_compiled_distinct_rows_match_the_numpy_version(monkeypatch, shape, top):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency import _items
+    from ldpkit.frequency._kernels_rows import distinct_rows_compiled
+
+    rng = np.random.default_rng(7)
+    # few values per word (many duplicates) or ~40,000 distinct rows (the table grows 6x)
+    words = rng.integers(0, top, size=shape).astype(np.uint64)
+    first, inverse = distinct_rows_compiled(words)
+    assert np.array_equal(words[first][inverse], words)
+    assert np.array_equal(first, np.sort(first))  # first appearances, in order
+    assert np.array_equal(inverse[first], np.arange(first.size))
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    first_np, inverse_np = _items.distinct_rows(words)
+    assert first_np.size == first.size == np.unique(words, axis=0).shape[0]
+    assert np.array_equal(_partition(inverse_np), _partition(inverse))
+    with pytest.raises(ValueError, match="words must be a 2-D array"):
+        distinct_rows_compiled(np.zeros(3, dtype=np.uint64))
+
+
+def test_unicode_keys_do_not_depend_on_the_compiled_table(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+
+    values = np.array(_unicode_strings(20_000, 8))
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    compiled = item_keys(values)
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    assert np.array_equal(item_keys(values), compiled)
+    assert np.array_equal(compiled, item_keys(values.tolist()))
 
 
 def test_integer_arrays_of_wide_span_take_the_table_path():

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _parallel
 from .._validation import _show, check_categorical_values, check_not_masked
 from .hashing import _mix64, hash_parameters
 
@@ -194,6 +195,9 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
 
 #: Fewer users than this take the dict path (the sort's fixed costs dominate below).
 _ROWS_MIN = 1024
+#: Rows of at least this many 64-bit words in all are grouped by the compiled one-pass
+#: table when numba is installed (below, loading numba would cost more than it saves).
+COMPILED_MIN_WORDS = 1 << 18
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -252,7 +256,9 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     few rounds and without a sort (~5x faster than ``np.unique`` at n = 1e6). A
     fingerprint is trusted only after every row is compared with its group's
     representative: a collision (probability ~u^2 / 2^64 for u distinct rows) falls back
-    to an exact row sort, so the result never depends on the hash.
+    to an exact row sort, so the result never depends on the hash. Large inputs, when numba
+    is installed, take the one-pass table of :mod:`._kernels_rows` instead (whole rows
+    compared there too: the same grouping, so the same keys; ~5x faster).
     """
     n = rows.shape[0]
     size = rows.shape[1] * rows.dtype.itemsize if rows.ndim == 2 else 0
@@ -262,6 +268,10 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     buf = np.zeros((n, 8 * n_words), dtype=np.uint8)
     buf[:, :size] = np.ascontiguousarray(rows).view(np.uint8).reshape(n, size)
     words = buf.view(np.uint64)
+    if _parallel.use_compiled(n * n_words, COMPILED_MIN_WORDS):
+        from ._kernels_rows import distinct_rows_compiled  # numba: loaded on first use
+
+        return distinct_rows_compiled(words)
     key = words[:, 0].copy()
     for j in range(1, n_words):  # a loop over the row's words, not over rows
         key = _mix64(key + _GAMMA)
