@@ -137,8 +137,8 @@ def client_rates(method: str, eps: float, users: np.ndarray, peer_users: np.ndar
     spec = ldpkit_spec(method, eps)
     as_list = users.tolist()
     as_u = np.array(as_list)
-    spec.randomize(as_u[:20_000], rng=0)  # warm-up: numba's cached code, caches
-    spec.randomize(as_list[:20_000], rng=0)
+    spec.randomize(as_u, rng=0)  # warm-up at full size: numba's import and cached code
+    spec.randomize(as_list, rng=0)
     ours_list = _rates(lambda rep: spec.randomize(as_list, rng=rep), len(as_list))
     ours_u = _rates(lambda rep: spec.randomize(as_u, rng=rep), len(as_list))
     return {"peer": peer, "list": ours_list, "U": ours_u}

@@ -7,7 +7,14 @@ import random
 import numpy as np
 import pytest
 
-from ldpkit.discovery._strings import empty_key, encode_strings, extend_keys, level_keys
+from ldpkit.discovery._strings import (
+    empty_key,
+    encode_distinct,
+    encode_strings,
+    extend_keys,
+    level_keys,
+    prefix_key_table,
+)
 
 _POOL = ["a", "z", "\x7f", "é", "ß", "\u07ff", "\u0800", "€", "中", "😀", "\U0010ffff"]
 
@@ -63,6 +70,22 @@ def test_level_keys_match_the_chained_keys_of_each_user():
                         key = extend_keys(key, s)
                     want[i] = key[0]
             assert np.array_equal(level_keys(symbols, levels), want)
+        table = prefix_key_table(symbols)  # every level of every row at once
+        for level in range(9):
+            assert np.array_equal(table[:, level], level_keys(symbols, np.full(300, level)))
+
+
+def test_distinct_encoding_of_a_unicode_array_gathers_back_to_every_user():
+    values = np.array(_random_strings(8000, 5, [*_POOL, "\x00", ""]))
+    for max_length, alphabet in ((3, None), (12, None), (40, None)):
+        symbols, inverse = encode_distinct(values, max_length, alphabet)
+        assert inverse is not None and symbols.shape[0] <= 500
+        assert np.array_equal(symbols[inverse], encode_strings(values.tolist(), max_length, None))
+    few = np.array(_random_strings(100, 6, _POOL))  # too few users to group: one row each
+    symbols, inverse = encode_distinct(few, 12, None)
+    assert inverse is None and np.array_equal(symbols, encode_strings(few.tolist(), 12, None))
+    symbols, inverse = encode_distinct(values.tolist(), 12, None)  # a list: one row each
+    assert inverse is None and symbols.shape[0] == values.size
 
 
 def _random_strings(n: int, seed: int, pool: list[str]) -> list[str]:
@@ -95,12 +118,14 @@ def test_alphabet_encoding_of_a_unicode_array_encodes_each_distinct_string_once(
         encode_strings(values, 5, "zéa")
 
 
+@pytest.mark.parametrize("max_length", [3, 6, 12])
 @pytest.mark.parametrize("name", ["PEM", "TreeHist", "SFP"])
-def test_unicode_and_bytes_arrays_give_the_reports_of_the_list_of_str(name):
+def test_unicode_and_bytes_arrays_give_the_reports_of_the_list_of_str(name, max_length):
     import ldpkit.discovery as discovery
 
     pool = ["a", "b", "c"] if name == "SFP" else [*_POOL, ""]
-    spec = getattr(discovery, name)(epsilon=2.0, max_length=6)
+    spec = getattr(discovery, name)(epsilon=2.0, max_length=max_length)
+    # 5000 users of 500 strings: the U array takes the distinct-string path
     values = _random_strings(5000, 4, pool)
     want = spec.randomize(values, rng=9).arrays
     forms = [np.array(values)]
@@ -109,4 +134,10 @@ def test_unicode_and_bytes_arrays_give_the_reports_of_the_list_of_str(name):
     for form in forms:
         got = spec.randomize(form, rng=9).arrays
         assert got.keys() == want.keys()
+        assert all(np.array_equal(got[k], want[k]) for k in got)
+    if name != "SFP":  # a given alphabet, the U array grouped as well
+        spec = getattr(discovery, name)(epsilon=2.0, max_length=max_length, alphabet="abcz")
+        values = _random_strings(5000, 5, ["a", "b", "c", "z", ""])
+        got = spec.randomize(np.array(values), rng=3).arrays
+        want = spec.randomize(values, rng=3).arrays
         assert all(np.array_equal(got[k], want[k]) for k in got)

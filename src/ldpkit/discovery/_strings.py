@@ -129,6 +129,44 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
     return _end_at_nul(out)
 
 
+def encode_distinct(
+    values: Any, max_length: int, alphabet: str | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Encode each distinct string of a large numpy ``U`` array once.
+
+    Returns
+    -------
+    symbols : ndarray
+        The rows of :func:`encode_strings`: one per distinct string when ``inverse`` is
+        given, else one per user.
+    inverse : ndarray of intp or None
+        Each user's row in ``symbols`` (``symbols[inverse]`` is ``encode_strings(values)``),
+        or None when the values are not a ``U`` array of at least ``_DISTINCT_MIN`` users
+        holding each string twice on average (there, grouping would not pay).
+    """
+    items = _as_list(values)
+    if isinstance(items, np.ndarray) and items.dtype.kind == "U" and len(items) >= _DISTINCT_MIN:
+        first, inverse = distinct_rows(unicode_codes(items))
+        if first.size * 2 <= len(items):
+            return encode_strings(items[first], max_length, alphabet), inverse
+    return encode_strings(items, max_length, alphabet), None
+
+
+def prefix_key_table(symbols: np.ndarray) -> np.ndarray:
+    """Keys of every prefix of every row: column ``p`` is the key of the first ``p + 1``.
+
+    Row ``i``, column ``p`` equals ``level_keys(symbols, levels)[i]`` for ``levels[i] = p``
+    (the same chain of :func:`extend_keys`).
+    """
+    n, length = symbols.shape
+    table = np.empty((n, length), dtype=np.uint64)
+    key = empty_key(n)
+    for pos in range(length):  # a loop over prefix positions, not over users
+        key = extend_keys(key, symbols[:, pos])
+        table[:, pos] = key
+    return table
+
+
 def _grid_per_item(items: Any, n: int, width: int) -> np.ndarray:
     """:func:`_utf8_grid` for bytes and numpy strings: one encoding per item."""
     if isinstance(items, np.ndarray) and items.dtype.kind == "S":
