@@ -104,6 +104,14 @@ def test_unicode_arrays_are_encoded_vectorized_as_the_strings_are():
             got = encode_strings(arr, max_length, None)
             assert np.array_equal(got, encode_strings(arr.tolist(), max_length, None))
             assert got.tolist() == _reference(arr.tolist(), max_length)
+    swapped = values.astype(values.dtype.newbyteorder(">"))  # big-endian code points
+    for max_length in (3, 12):
+        want = encode_strings(values, max_length, None)
+        assert np.array_equal(encode_strings(swapped, max_length, None), want)
+        assert np.array_equal(
+            encode_strings(swapped, max_length, "".join(_POOL)),
+            encode_strings(values, max_length, "".join(_POOL)),
+        )
     raw = np.array([s.encode("utf-8") for s in values.tolist()])  # an S array: bytes
     assert np.array_equal(encode_strings(raw, 12, None), encode_strings(values, 12, None))
 

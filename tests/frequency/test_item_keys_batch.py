@@ -41,6 +41,8 @@ def test_unicode_arrays_take_the_table_path_and_give_the_same_keys():
     want = item_keys(np.array(values.tolist(), dtype=object))  # the dict path
     assert np.array_equal(item_keys(values), want)
     assert np.array_equal(item_keys(values[:10]), want[:10])  # below the table's minimum
+    swapped = values.astype(values.dtype.newbyteorder(">"))  # big-endian code points
+    assert np.array_equal(item_keys(swapped), want)
 
 
 def test_distinct_rows_is_exact_even_when_every_fingerprint_collides(monkeypatch):

@@ -237,7 +237,9 @@ def _unicode_grid(arr: np.ndarray, width: int) -> tuple[np.ndarray, bool]:
     grid = np.zeros((n, width), dtype=np.uint8)
     if n == 0 or chars == 0:
         return grid, False
-    whole = np.ascontiguousarray(arr).view(np.uint32).reshape(n, chars)
+    # native byte order first: the code points are read as uint32 (a '>U' array too)
+    native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+    whole = native.view(np.uint32).reshape(n, chars)
     # a NUL with characters after it (the array's padding NULs are not counted in lengths)
     has_nul = np.count_nonzero(whole) != int(np.strings.str_len(arr).sum())
     codes = whole[:, :width]

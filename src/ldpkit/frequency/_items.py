@@ -227,7 +227,9 @@ def unicode_codes(arr: np.ndarray) -> np.ndarray:
     """
     n = arr.shape[0]
     width = arr.dtype.itemsize // 4
-    codes = np.ascontiguousarray(arr).view(np.uint32).reshape(n, width)
+    # native byte order first: the code points are read as uint32 (a '>U' array too)
+    native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+    codes = native.view(np.uint32).reshape(n, width)
     if codes.size == 0:
         return np.zeros((n, 1), dtype=np.uint8)
     top = int(codes.max())
