@@ -43,6 +43,12 @@ def test_unicode_arrays_take_the_table_path_and_give_the_same_keys():
     assert np.array_equal(item_keys(values[:10]), want[:10])  # below the table's minimum
     swapped = values.astype(values.dtype.newbyteorder(">"))  # big-endian code points
     assert np.array_equal(item_keys(swapped), want)
+    forged = np.full(2000, 0x61, dtype=np.uint32)
+    forged[7] = 0x110000  # past U+10FFFF: only a view can put it in a U array
+    with pytest.raises(ValueError, match="values must be strings of Unicode code points"):
+        item_keys(forged.view("<U1"))
+    with pytest.raises(ValueError, match="values must be strings of Unicode code points"):
+        item_keys(forged[:10].view("<U1"))  # the dict path too
 
 
 def test_distinct_rows_is_exact_even_when_every_fingerprint_collides(monkeypatch):

@@ -170,9 +170,11 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
     kind = arr.dtype.kind
     if kind in "iu":  # numpy integers
         return _integer_keys(arr)
-    if kind == "U" and arr.size >= _ROWS_MIN:  # fixed-width text: no str object per user
-        first, inverse = distinct_rows(unicode_codes(arr))
-        return keys_of(arr[first].tolist())[inverse]
+    if kind == "U":
+        codes = unicode_codes(arr)  # (refuses code points past U+10FFFF: no str holds one)
+        if arr.size >= _ROWS_MIN:  # fixed-width text: no str object per user
+            first, inverse = distinct_rows(codes)
+            return keys_of(arr[first].tolist())[inverse]
     if kind not in "OU":
         raise TypeError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     items = arr.tolist()  # (numpy strings too: a dict finds distinct ones ~3x faster)
@@ -233,6 +235,8 @@ def unicode_codes(arr: np.ndarray) -> np.ndarray:
     if codes.size == 0:
         return np.zeros((n, 1), dtype=np.uint8)
     top = int(codes.max())
+    if top > 0x10FFFF:  # a U array filled through a view: no str holds such a code point
+        raise ValueError(f"values must be strings of Unicode code points, got U+{top:X}")
     if top < 1 << 8:
         return codes.astype(np.uint8)
     if top < 1 << 16:
