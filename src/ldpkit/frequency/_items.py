@@ -101,31 +101,29 @@ def item_key(item: Any) -> int:
 
 def keys_of(uniques: Any) -> np.ndarray:
     """Keys of a list of (checked) items, one BLAKE2b call each."""
-    # one BLAKE2b call per *distinct* item
+    # one BLAKE2b call per *distinct* item; a hasher holding the type prefix (b"s" or
+    # b"i") is copied per item, ~2x cheaper than a new one with its keyword parameters,
+    # and the digests are joined and read at once (the same bytes as item_key's)
     if len(uniques) and set(map(type, uniques)) == {str}:
-        try:  # the digests joined and read at once: ~25% faster than item_key per item
-            digests = b"".join(
-                [
-                    _blake(b"s" + s.encode("utf-8"), digest_size=8, person=_PERSON).digest()
-                    for s in uniques
-                ]
-            )
+        fresh = _blake(b"s", digest_size=8, person=_PERSON).copy
+        out: list[bytes] = []
+        try:
+            for s in uniques:
+                h = fresh()
+                h.update(s.encode("utf-8"))
+                out.append(h.digest())
         except UnicodeEncodeError:
             pass  # item_key below names the string
         else:
-            return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
-    if len(uniques) and set(map(type, uniques)) == {int}:  # the same bytes as item_key's
-        digests = b"".join(
-            [
-                _blake(
-                    b"i" + x.to_bytes((x.bit_length() + 8) // 8, "big", signed=True),
-                    digest_size=8,
-                    person=_PERSON,
-                ).digest()
-                for x in uniques
-            ]
-        )
-        return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
+            return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
+    if len(uniques) and set(map(type, uniques)) == {int}:
+        fresh = _blake(b"i", digest_size=8, person=_PERSON).copy
+        out = []
+        for x in uniques:
+            h = fresh()
+            h.update(x.to_bytes((x.bit_length() + 8) // 8, "big", signed=True))
+            out.append(h.digest())
+        return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
     return np.fromiter(map(item_key, uniques), dtype=np.uint64, count=len(uniques))
 
 
