@@ -507,6 +507,10 @@ PAD_COLS = [
 ]
 
 
+#: The parts, each written to its own JSON file (a loaded machine runs them one at a time)
+PARTS = ("throughput", "kvpaper", "kvreal", "topk", "padding")
+
+
 def render(parts: dict[str, dict[str, Any]]) -> str:
     """Return docs/results/sets/sets.md from the full runs' per-part JSON files."""
     text = "# Sets and key-value pairs (full runs)\n\n"
@@ -524,8 +528,8 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             + markdown(tp, list(tp[0]))
             + "\n\n"
         )
-    if "kv" in parts:
-        rows = parts["kv"]["rows"]
+    if "kvpaper" in parts or "kvreal" in parts:
+        rows = [r for part in ("kvpaper", "kvreal") for r in parts.get(part, {}).get("rows", [])]
         kv = [r for r in rows if "method" in r]
         reg = [r for r in rows if "method" not in r]
         order = orderings(kv)
@@ -560,9 +564,7 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
                 + "\n\n"
             )
     if "topk" in parts:
-        rows = parts["topk"]["rows"]
-        tk = [r for r in rows if r.get("part") != "padding"]
-        pad = [r for r in rows if r.get("part") == "padding"]
+        tk = parts["topk"]["rows"]
         text += (
             "## Top-k items (SVIM vs one sampled item per user) and itemsets (SVSM)\n\n"
             "Itemset truth: the shares of all itemsets of 2-3 of the 30 most frequent items. "
@@ -570,6 +572,10 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             "third of the users), and among the naive ranking's first 2k.\n\n"
             + markdown(tk, TK_COLS)
             + "\n\n"
+        )
+    if "padding" in parts:
+        pad = parts["padding"]["rows"]
+        text += (
             "## The padding's bias (PaddingSampling, GRR, eps = 2; ell = 1, the median and "
             "the 90th percentile of the set lengths)\n\n"
             "`bias_max`: the largest true-minus-padded frequency over the items; "
@@ -589,26 +595,29 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=None, help="runs per cell (full: 5)")
     parser.add_argument(
         "--parts",
-        default="throughput,kv,topk",
+        default=",".join(PARTS),
         help="comma-separated parts to run (a loaded machine may run them one at a time)",
     )
     args = parser.parse_args()
     full = not args.quick
     parts = args.parts.split(",")
-    if not set(parts) <= {"throughput", "kv", "topk"}:
-        parser.error(f"--parts must name throughput, kv or topk, got {args.parts}")
+    if not set(parts) <= set(PARTS):
+        parser.error(f"--parts must name some of {', '.join(PARTS)}, got {args.parts}")
     n = 1_000_000 if full else 100_000
     repeats = args.repeats or (5 if full else 2)
     epsilons = [1.0, 2.0, 4.0] if full else [1.0, 4.0]
-    gen = np.random.default_rng(2026)
     user, movie, value = movielens()
     mode = "full" if full else "quick"
     for part in parts:
+        gen = np.random.default_rng([2026, PARTS.index(part)])  # the same data however run
         if part == "throughput":
             rows = throughput(1_000_000)  # the issue's target size, in every mode
-        elif part == "kv":
+        elif part == "kvpaper":
+            rows = kv_paper_part(n, epsilons, repeats)
+        elif part == "kvreal":
             rows = keyvalue_part(n, epsilons, repeats, user, movie, value, gen)
-            rows += regime(n, repeats)
+        elif part == "padding":
+            rows = padding_part(n, repeats, user, movie, value)
         else:
             rows = topk_part(n, epsilons, repeats, user, movie, value, gen)
         print(markdown(rows, list(rows[0])))
@@ -620,7 +629,7 @@ def main() -> None:
     from _common import RESULTS
 
     found = {}
-    for part in ("throughput", "kv", "topk"):
+    for part in PARTS:
         path = RESULTS / f"sets_full_{part}.json"
         if path.exists():
             blob = json.loads(path.read_text())
@@ -632,6 +641,14 @@ def main() -> None:
         print(f"wrote {DOCS / 'sets.md'} from parts {sorted(found)}")
 
 
+def kv_paper_part(n: int, epsilons: list[float], repeats: int) -> list[dict[str, Any]]:
+    """PCKV's own regime: one pair a user, d = 100 (Gaussian keys, the authors' uniform keys)."""
+    gen = np.random.default_rng([2026, 1])
+    kv = keyvalue(paper_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV synthetic")
+    kv += keyvalue(uniform_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV uniform")
+    return kv + regime(n, repeats)
+
+
 def keyvalue_part(
     n: int,
     epsilons: list[float],
@@ -641,10 +658,9 @@ def keyvalue_part(
     value: np.ndarray,
     gen: np.random.Generator,
 ) -> list[dict[str, Any]]:
-    """PCKV's synthetic regimes, MovieLens movie -> rating and Zipf pairs."""
-    kv = keyvalue(paper_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV synthetic")
-    kv += keyvalue(uniform_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV uniform")
-    # then many keys and long sets: the padding ell = 2 of PCKV's real-data runs (its
+    """MovieLens movie -> rating and Zipf pairs: many keys, several pairs a user."""
+    kv: list[dict[str, Any]] = []
+    # many keys and long sets: the padding ell = 2 of PCKV's real-data runs (its
     # authors score the 50 most frequent keys), and the median length
     d_kv = 1000
     keep = movie < d_kv
@@ -721,7 +737,7 @@ def topk_part(
     value: np.ndarray,
     gen: np.random.Generator,
 ) -> list[dict[str, Any]]:
-    """SVIM vs the naive sampling, SVSM, the padding's bias: MovieLens and Zipf sets."""
+    """SVIM vs the naive sampling, SVSM: MovieLens and Zipf sets."""
     items_all, _, offsets_all = resample_csr(user, movie, value, n, gen)
     ml_sets = UserSets(items_all, offsets_all)
     del items_all, offsets_all
@@ -732,12 +748,28 @@ def topk_part(
     tk += topk(zs, 1000, [10, 20], epsilons, repeats, "Zipf(1.3) sets")
     tk += topk_itemsets(ml_sets, d_all, 10, epsilons, repeats, ml)
     tk += topk_itemsets(zs, 1000, 10, epsilons, repeats, "Zipf(1.3) sets")
-    for sets, d, data in ((ml_sets, d_all, ml), (zs, 1000, "Zipf(1.3) sets")):
+    return tk
+
+
+def padding_part(
+    n: int, repeats: int, user: np.ndarray, movie: np.ndarray, value: np.ndarray
+) -> list[dict[str, Any]]:
+    """The padding's bias and its bound on MovieLens and Zipf sets (ell = 1, median, 90%)."""
+    gen = np.random.default_rng([2026, 4])
+    items_all, _, offsets_all = resample_csr(user, movie, value, n, gen)
+    ml_sets = UserSets(items_all, offsets_all)
+    del items_all, offsets_all
+    d_all = int(movie.max()) + 1
+    rows = []
+    for sets, d, data in (
+        (zipf_sets(n, 1000, 20, gen), 1000, "Zipf(1.3) sets"),
+        (ml_sets, d_all, f"MovieLens sets (d = {d_all})"),
+    ):
         median = max(1, int(np.median(sets.lengths)))
         q90 = max(1, int(np.quantile(sets.lengths, 0.9)))
         ells = sorted({1, median, q90})
-        tk += [{"part": "padding", **r} for r in padding_bias(sets, d, ells, 2.0, repeats, data)]
-    return tk
+        rows += padding_bias(sets, d, ells, 2.0, repeats, data)
+    return rows
 
 
 if __name__ == "__main__":
