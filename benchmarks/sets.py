@@ -673,7 +673,7 @@ def kv_movielens_part(
     kv = keyvalue(ml_pairs, d_kv, 2, epsilons, repeats, data)
     kv += [
         r
-        for r in keyvalue(ml_pairs, d_kv, ell_median, epsilons[-1:], 1, data)
+        for r in keyvalue(ml_pairs, d_kv, ell_median, epsilons[-1:], repeats, data)
         if r["method"].startswith("PCKV")
     ]
     return kv
