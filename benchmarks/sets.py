@@ -183,6 +183,22 @@ def _score_pckv(
     est: Any, f_true: np.ndarray, m_true: np.ndarray, f_pad: np.ndarray, m_pad: np.ndarray
 ) -> dict[str, Any]:
     """One PCKV estimate's coverage of the padded targets and its padding bias bound."""
+    lo, hi = est.frequency_interval(0.05)
+    every = np.ones(f_true.size, dtype=bool)
+    # the padding's bias of f (true minus padded) is at most the share of users with more
+    # pairs than ell, which the dummies estimate (long_share): the interval's upper end
+    # raised by it covers the true frequency
+    return _score_intervals(est, f_true, f_pad, m_pad) | {
+        "fcov_true_raised": _coverage(lo, hi + max(est.long_share, 0.0), f_true, every),
+        "long_share": float(est.long_share),
+        "padding_bias_max": float(np.max(f_true - f_pad)),
+    }
+
+
+def _score_intervals(
+    est: Any, f_true: np.ndarray, f_target: np.ndarray, m_target: np.ndarray
+) -> dict[str, Any]:
+    """Coverage of the 95% frequency and mean intervals of every key (means: held keys)."""
     import warnings
 
     held, top = f_true > 0, np.argsort(-f_true, kind="stable")[:50]
@@ -192,18 +208,11 @@ def _score_pckv(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mlo, mhi = est.mean_interval(0.05)
-    every = np.ones(f_true.size, dtype=bool)
-    # the padding's bias of f (true minus padded) is at most the share of users with more
-    # pairs than ell, which the dummies estimate (long_share): the interval's upper end
-    # raised by it covers the true frequency
     return {
-        "fcov": _coverage(lo, hi, f_pad, every),
-        "fcov_true_raised": _coverage(lo, hi + max(est.long_share, 0.0), f_true, every),
-        "mcov": _coverage(mlo, mhi, m_pad, held),
-        "mcov50": _coverage(mlo, mhi, m_pad, top_mask),
+        "fcov": _coverage(lo, hi, f_target, np.ones(f_true.size, dtype=bool)),
+        "mcov": _coverage(mlo, mhi, m_target, held),
+        "mcov50": _coverage(mlo, mhi, m_target, top_mask),
         "given50": float(np.isfinite(mlo[top]).mean()),
-        "long_share": float(est.long_share),
-        "padding_bias_max": float(np.max(f_true - f_pad)),
     }
 
 
@@ -255,6 +264,8 @@ def keyvalue(
                     }
                     if pckv:
                         got |= _score_pckv(est, f_true, m_true, f_pad, m_pad)
+                    else:  # no padding: the targets are the true frequency and mean
+                        got |= _score_intervals(est, f_true, f_true, m_true)
                     for key, val in got.items():
                         cell.setdefault(key, []).append(val)
             for v, cell in cells.items():
@@ -540,7 +551,10 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             'counts into [0, n f/ell]; the default); `(uncut)`: `correction="none"` (its '
             "MSE columns score the ratio cut to [-1, 1] after the fact; "
             "`mean_mse_top50_uncut` the raw ratio). Coverage is of the estimands (padded "
-            "frequency and padded mean, see docs/design/METHODS.md); "
+            "frequency and padded mean, see docs/design/METHODS.md); PrivKV(M) rows: of the "
+            "true frequency and mean (no padding; PrivKV's one-round mean estimates `w m + "
+            "(1 - w) m'`, shrunk towards the fake mean, so its interval is scored against "
+            "what a user wants, the true m); "
             "`frequency_coverage_true_raised`: the interval's upper end raised by the "
             "estimated `long_share` (the padding's bias bound), against the *true* frequency; "
             "`long_share` vs `long_share_true`: the dummies' estimate of P[L >= ell]. MSE is "
