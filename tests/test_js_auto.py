@@ -138,8 +138,8 @@ def test_js_auto_reports_aggregate_in_python() -> None:
     # the HH share is r = 0.25 for every value (|z| <= 5 under Binomial(n, r))
     z = (level_n[1:].sum() - 0.25 * values.size) / np.sqrt(values.size * 0.25 * 0.75)
     assert abs(z) <= 5.0, z
-    # r = 0 (eps < 1.5): exactly Square Wave's single field
-    plain = AutoDistribution(epsilon=1.0, buckets=64)
+    # r = 0: exactly Square Wave's single field
+    plain = AutoDistribution(epsilon=1.0, buckets=64, hh_share=0.0)
     assert js_reports(plain, values=[0.0, 0.5, 1.0], seed=1).fields == ("values",)
 
 

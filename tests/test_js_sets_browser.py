@@ -12,8 +12,13 @@ into the DOM.
 End to end: a second page fetches a PrivSet collection's spec from a live collector on
 127.0.0.1 (uvicorn, SQLite, CORS for the page's origin), randomizes users' sets with the
 browser's secure coins and POSTs them with ``send``; the collector's estimate equals the
-offline estimate of the very bodies the page sent. Skips without chromium except in CI
-(``CI`` set), where it fails.
+offline estimate of the very bodies the page sent.
+
+A later PrivKVM round: a third page randomizes users' pairs for round 1 of a two-round
+PrivKV (a fair key bit, non-holders' fake values drawn from the previous round's means) with
+the browser's secure coins; the estimate's means pass their z-test against ``f m + (1 - f)
+m'`` at the spec's epsilon and fail it when the same reports are read at 1.3 eps. Skips
+without chromium except in CI (``CI`` set), where it fails.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import pytest
 
 from _chromium import needs_chromium, page_verdict, serve_repository
 from ldpkit.io import reports_from_dict
-from ldpkit.sets import PrivSet
+from ldpkit.sets import PrivKV, PrivSet
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = needs_chromium
@@ -108,6 +113,18 @@ try {
 }
 </script></body></html>
 """
+ROUND_PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
+<script type="module">
+import { buildBody } from '/clients/js/src/index.js';
+const out = document.getElementById('out');
+try {
+  const c = await (await fetch('/__privkvm_case.json')).json();
+  out.textContent = JSON.stringify(buildBody(c.info, c.users)); // crypto.getRandomValues
+} catch (e) {
+  out.textContent = 'ERROR ' + e;
+}
+</script></body></html>
+"""
 PAGES = {"/__sets_page.html": PAGE, "/__sets_send_page.html": SEND_PAGE}
 
 
@@ -161,3 +178,45 @@ def test_privset_from_chromium_to_a_live_collector(
     np.testing.assert_allclose(body["frequencies"], offline.frequencies, rtol=1e-12, atol=1e-15)
     # the browser's reports are a PrivSet law's: k items each, over the d + ell items
     assert int(stats.counts.sum()) == spec.k * len(users)
+
+
+#: Round 1 of two: key k held by a share ``SHARE[k]`` of the users with value ``VALUE[k]``;
+#: the previous round's means ``FAKE`` (key 2, held by nobody, reports only fakes)
+SHARE, VALUE, FAKE = np.array([0.6, 0.4, 0.0]), np.array([0.9, -0.9, 0.0]), (0.8, -0.7, 0.6)
+
+
+def _round_z(spec: PrivKV, stats: Any, f: np.ndarray) -> np.ndarray:
+    """Return the z of each key's estimated mean against ``f m + (1 - f) m'``.
+
+    With a fair key bit (rounds t > 0) a report ``<1, +-1>`` of key k comes from a holder or
+    a non-holder alike w.p. 1/2, so given their number ``c+ + c-`` the estimated mean is
+    unbiased for ``f m + (1 - f) m'`` with variance ``(1 - ((2 p2 - 1) t)^2) / ((c+ + c-)
+    (2 p2 - 1)^2)`` (PrivKV section IV; PrivKVM's fake values, section V).
+    """
+    est = spec.estimate(stats)
+    target = f * VALUE + (1 - f) * np.array(FAKE)
+    c = 2 * spec.p2 - 1
+    ones = (stats.positive + stats.negative).astype(np.float64)
+    return (est.means - target) / np.sqrt((1 - (c * target) ** 2) / (ones * c**2))
+
+
+def test_privkvm_later_round_from_chromium_passes_its_z_test(tmp_path: Path) -> None:
+    """A round-1 PrivKVM collection randomized in chromium: |z| <= 5, and > 5 at 1.3 eps."""
+    spec = PrivKV(epsilon=6.0, domain_size=3, rounds=2, round=1, fake_means=FAKE)
+    gen = np.random.default_rng(321)
+    held = gen.random((60_000, 3)) < SHARE[None, :]
+    users = [[[int(k), float(VALUE[k])] for k in np.flatnonzero(row)] for row in held]
+    case = {"info": {"mechanism": spec.to_dict(), "fingerprint": spec.fingerprint}, "users": users}
+    pages = {"/__round_page.html": ROUND_PAGE, "/__privkvm_case.json": json.dumps(case)}
+    with serve_repository(pages) as url:
+        verdict = page_verdict(f"{url}/__round_page.html", tmp_path, budget_ms=60000)
+    assert not verdict.startswith(("ERROR", "pending")), verdict[:500]
+    reports = reports_from_dict(json.loads(verdict), expected=spec)
+    assert len(reports) == len(users)
+    stats = spec.aggregate(reports)
+    f = held.mean(axis=0)
+    z = _round_z(spec, stats, f)
+    assert np.max(np.abs(z)) <= 5, z
+    wrong = spec.replace(epsilon=spec.epsilon * 1.3)
+    forged = type(stats)(wrong, stats.n, **{k: getattr(stats, k) for k in wrong.stats_schema()})
+    assert np.max(np.abs(_round_z(wrong, forged, f))) > 5

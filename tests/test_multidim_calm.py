@@ -115,8 +115,9 @@ def test_marginal_answers_and_frames():
     np.testing.assert_array_equal(ab.variance, ba.variance.T)
     one = est.marginal((2,))
     assert one.table.shape == (2,) and abs(one.table.sum() - 1) < 1e-12
-    with pytest.raises(NotImplementedError, match="in no collected marginal"):
-        est.marginal((0, 1, 2))
+    three = est.marginal((0, 1, 2))  # in no collected marginal: max-entropy reconstruction
+    assert three.method == "max_entropy" and three.table.shape == (3, 5, 2)
+    assert abs(three.table.sum() - 1) < 1e-9 and ab.method == "collected"
     with pytest.raises(ValueError, match="attributes must be"):
         est.marginal((0, 0))
     with pytest.raises(ValueError, match="attributes must be"):

@@ -162,9 +162,8 @@ def run_numerical(
 ) -> NumericalDemo:
     """Estimate the distribution of ``values`` on [low, high] with AutoDistribution.
 
-    :class:`~ldpkit.numeric.AutoDistribution`: Square Wave reports, from eps = 1.5 a quarter
-    of the users send hierarchical-histogram reports instead; the fit is chosen from the
-    reports.
+    :class:`~ldpkit.numeric.AutoDistribution`: Square Wave reports, and a quarter of the
+    users send hierarchical-histogram reports instead; the fit is chosen from the reports.
     """
     import time
 

@@ -123,6 +123,77 @@ class Question:
                     f"{self.encoder.domain_size} ({self.encoder!r})"
                 )
 
+    @classmethod
+    def numerical(
+        cls,
+        name: str,
+        *,
+        low: float,
+        high: float,
+        mechanism: Literal["pm", "hm", "sw"] = "pm",
+        epsilon: float = 1.0,
+        clip: Literal["error", "clip"] = "error",
+        description: str = "",
+    ) -> Question:
+        """Declare a numerical question by its bounds (and, optionally, its mechanism).
+
+        Parameters
+        ----------
+        name : str
+            The attribute's name.
+        low, high : float
+            The bounds of the answers.
+        mechanism : {"pm", "hm", "sw"}
+            Piecewise (means; Wang et al. ICDE 2019), Hybrid (means; the same paper) or
+            Square Wave (the distribution; Li et al. SIGMOD 2020).
+        epsilon : float
+            The question's own budget (a :class:`ldpkit.Survey` replaces it by its split).
+        clip, description
+            As in :class:`Question`.
+
+        Examples
+        --------
+        >>> Question.numerical("delay", low=-30, high=120).spec
+        PiecewiseMechanism(epsilon=1.0, low=-30.0, high=120.0, report_cells=262144)
+        """
+        from .numeric import HybridMechanism, PiecewiseMechanism, SquareWave
+
+        specs = {"pm": PiecewiseMechanism, "hm": HybridMechanism, "sw": SquareWave}
+        if mechanism not in specs:
+            raise ValueError(f"mechanism must be 'pm', 'hm' or 'sw', got {mechanism!r}")
+        spec = specs[mechanism](epsilon=epsilon, low=low, high=high)
+        return cls(name=name, spec=spec, clip=clip, description=description)
+
+    @classmethod
+    def categorical(
+        cls,
+        name: str,
+        categories: Encoder | Iterable[Any],
+        *,
+        mechanism: Literal["grr", "olh", "oue"] = "grr",
+        epsilon: float = 1.0,
+        description: str = "",
+    ) -> Question:
+        """Declare a categorical question by its categories (and, optionally, its oracle).
+
+        ``categories`` is an :class:`ldpkit.Encoder` or the list of labels (then unknown
+        and missing labels raise); ``mechanism`` the frequency oracle (GRR, OLH or OUE,
+        Wang et al. USENIX Security 2017).
+
+        Examples
+        --------
+        >>> Question.categorical("origin", ["EWR", "JFK", "LGA"]).spec
+        GRR(epsilon=1.0, domain_size=3)
+        """
+        from .frequency import GRR, OLH, OUE
+
+        specs = {"grr": GRR, "olh": OLH, "oue": OUE}
+        if mechanism not in specs:
+            raise ValueError(f"mechanism must be 'grr', 'olh' or 'oue', got {mechanism!r}")
+        encoder = categories if isinstance(categories, Encoder) else Encoder(categories)
+        spec = specs[mechanism](epsilon=epsilon, domain_size=encoder.domain_size)
+        return cls(name=name, spec=spec, encoder=encoder, description=description)
+
     @property
     def kind(self) -> Literal["categorical", "numerical"]:
         """``"categorical"`` (items) or ``"numerical"`` (values in ``[low, high]``)."""
@@ -138,6 +209,22 @@ class Question:
             if self.encoder is not None:
                 return self.encoder.encode(answers)
             return np.asarray(answers)
+        values = self.numbers(answers)
+        from .numeric.square_wave import DiscreteSquareWave  # loaded already: spec is one
+
+        if isinstance(self.spec, DiscreteSquareWave):
+            # its inputs are the d buckets of [low, high]: the answer's bucket is sent
+            return self.spec.bucketize(values)
+        return values
+
+    def numbers(self, answers: Iterable[Any] | np.ndarray) -> np.ndarray:
+        """Return a numerical question's answers checked (or clipped) to ``[low, high]``.
+
+        The values themselves (float64), before any bucketing: what a multi-attribute
+        spec takes as this attribute's column (:class:`ldpkit.multidim.Schema`).
+        """
+        if self.kind != "numerical":
+            raise ValueError(f"question must be numerical for numbers(), got {self.name!r}")
         values = _numbers(answers)
         if np.isnan(values).any():
             raise ValueError(
@@ -153,11 +240,6 @@ class Question:
                 f"answers must lie in [{low:g}, {high:g}] for question {self.name!r}, got "
                 f"{int(outside.sum())} outside (e.g. {values[outside][0]:g}); use clip='clip'"
             )
-        from .numeric.square_wave import DiscreteSquareWave  # loaded already: spec is one
-
-        if isinstance(self.spec, DiscreteSquareWave):
-            # its inputs are the d buckets of [low, high]: the answer's bucket is sent
-            return self.spec.bucketize(values)
         return values
 
     def randomize(self, answers: Iterable[Any] | np.ndarray, *, rng: RNGLike = None) -> Reports:

@@ -23,3 +23,128 @@ def test_keys_of_names_a_lone_surrogate():
         keys_of(["ok", "bad\ud800"])
     with pytest.raises(ValueError, match="values must be strings encodable as UTF-8, got"):
         item_keys(np.array(["ok", "bad\ud800"], dtype=object))
+
+
+def _unicode_strings(n: int, seed: int) -> list[str]:
+    """Random strings over 1- to 4-byte characters (NUL, empty strings included)."""
+    rng = np.random.default_rng(seed)
+    pool = ["", "a", "Z", "\x00", "é", "ß", "\u07ff", "\u0800", "€", "中", "😀", "\U0010ffff"]
+    distinct = ["".join(rng.choice(pool, size=int(k))) for k in rng.integers(0, 20, 400)]
+    return [distinct[i] for i in rng.integers(0, len(distinct), n)]
+
+
+def test_unicode_arrays_take_the_table_path_and_give_the_same_keys():
+    from ldpkit.frequency import _items
+
+    values = np.array(_unicode_strings(6000, 1))
+    assert values.size >= _items._ROWS_MIN
+    want = item_keys(np.array(values.tolist(), dtype=object))  # the dict path
+    assert np.array_equal(item_keys(values), want)
+    assert np.array_equal(item_keys(values[:10]), want[:10])  # below the table's minimum
+    swapped = values.astype(values.dtype.newbyteorder(">"))  # big-endian code points
+    assert np.array_equal(item_keys(swapped), want)
+    forged = np.full(2000, 0x61, dtype=np.uint32)
+    forged[7] = 0x110000  # past U+10FFFF: only a view can put it in a U array
+    with pytest.raises(ValueError, match="values must be strings of Unicode code points"):
+        item_keys(forged.view("<U1"))
+    with pytest.raises(ValueError, match="values must be strings of Unicode code points"):
+        item_keys(forged[:10].view("<U1"))  # the dict path too
+
+
+def test_distinct_rows_is_exact_even_when_every_fingerprint_collides(monkeypatch):
+    from ldpkit import _parallel
+    from ldpkit.frequency import _items
+
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)  # the numpy version
+    rng = np.random.default_rng(2)
+    rows = rng.integers(0, 3, size=(5000, 20)).astype(np.uint8)  # 3 words per row
+    first, inverse = _items.distinct_rows(rows)
+    assert np.array_equal(rows[first][inverse], rows)
+    assert first.size == np.unique(rows, axis=0).shape[0]
+    # a hash that maps every word to 0: all fingerprints collide, the exact fallback runs
+    monkeypatch.setattr(_items, "_mix64", lambda z: np.zeros_like(z))
+    first, inverse = _items.distinct_rows(rows)
+    assert np.array_equal(rows[first][inverse], rows)
+    assert first.size == np.unique(rows, axis=0).shape[0]
+
+
+def _partition(inverse: np.ndarray) -> np.ndarray:
+    """Canonical group labels (numbered by first appearance): equal for equal partitions."""
+    _, first_seen, labels = np.unique(inverse, return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first_seen))[labels.reshape(-1)]
+
+
+@pytest.mark.parametrize("shape, top", [((6000, 3), 3), ((60_000, 1), 40_000), ((1, 2), 9)])
+def test_compiled_distinct_rows_match_the_numpy_version(monkeypatch, shape, top):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency import _items
+    from ldpkit.frequency._kernels_rows import distinct_rows_compiled
+
+    rng = np.random.default_rng(7)
+    # few values per word (many duplicates) or ~40,000 distinct rows (the table grows 6x)
+    words = rng.integers(0, top, size=shape).astype(np.uint64)
+    first, inverse = distinct_rows_compiled(words)
+    assert np.array_equal(words[first][inverse], words)
+    assert np.array_equal(first, np.sort(first))  # first appearances, in order
+    assert np.array_equal(inverse[first], np.arange(first.size))
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    first_np, inverse_np = _items.distinct_rows(words)
+    assert first_np.size == first.size == np.unique(words, axis=0).shape[0]
+    assert np.array_equal(_partition(inverse_np), _partition(inverse))
+    with pytest.raises(ValueError, match="words must be a 2-D array"):
+        distinct_rows_compiled(np.zeros(3, dtype=np.uint64))
+
+
+def test_unicode_keys_do_not_depend_on_the_compiled_table(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+
+    values = np.array(_unicode_strings(20_000, 8))
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    compiled = item_keys(values)
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    assert np.array_equal(item_keys(values), compiled)
+    assert np.array_equal(compiled, item_keys(values.tolist()))
+
+
+def test_integer_arrays_of_wide_span_take_the_table_path():
+    rng = np.random.default_rng(3)
+    for arr in (
+        rng.integers(-(2**62), 2**62, 3000)[rng.integers(0, 3000, 9000)],
+        rng.integers(2**63, 2**64 - 1, 3000, dtype=np.uint64, endpoint=True),
+    ):
+        assert item_keys(arr).tolist() == [item_key(int(x)) for x in arr.tolist()]
+    ints = [0, 1, -1, 127, 128, 255, 256, -128, -129, 2**63, -(2**80)]
+    assert keys_of(ints).tolist() == [item_key(x) for x in ints]
+
+
+class _Column:
+    """A column of another library: only ``__array__`` (as pandas and pyarrow expose)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+
+    def __array__(self, dtype=None, copy=None):
+        """Return the column's values (numpy's array protocol)."""
+        return self.values
+
+
+def test_a_column_exposing_a_unicode_array_is_read_through_it():
+    values = np.array(_unicode_strings(2000, 4))
+    assert np.array_equal(item_keys(_Column(values)), item_keys(values))
+    with pytest.raises(TypeError, match="values must be strings or integers"):
+        item_keys(_Column(np.array([b"a", b"b"])))  # bytes are not items
+
+
+@pytest.mark.parametrize("name", ["CMS", "HCMS", "FLH"])
+def test_unicode_arrays_give_the_reports_of_the_list_of_str(name):
+    import ldpkit
+
+    spec = getattr(ldpkit, name)(epsilon=2.0, width=64, depth=8) if name != "FLH" else None
+    spec = spec or ldpkit.FLH(epsilon=2.0, num_hashes=8)
+    values = np.array(_unicode_strings(5000, 5))
+    got = spec.randomize(values, rng=11).arrays
+    want = spec.randomize(values.tolist(), rng=11).arrays
+    assert got.keys() == want.keys()
+    assert all(np.array_equal(got[k], want[k]) for k in got)

@@ -151,6 +151,8 @@ EXCLUDED: dict[str, str] = {
             "ldpkit.multidim.GroupMeans",
             "ldpkit.multidim.RangeEstimate",
             "ldpkit.multidim.TupleMeans",
+            "ldpkit.multidim.NamedEstimate",
+            "ldpkit.multidim.SchemaSpec",
             "ldpkit.numeric.EMInfo",
             "ldpkit.numeric.ADMMInfo",
             "ldpkit.numeric.MeanEstimate",
@@ -1112,6 +1114,32 @@ def build_registry() -> dict[str, Entry]:
         population=1000,
         way=2,
     ).strings_ok = frozenset({"query"})
+    # a tuple declared once as questions, and the specs it builds
+    columns = [
+        ldpkit.Question.categorical("c", ["a", "b", "c"]),
+        ldpkit.Question.numerical("x", low=0.0, high=1.0),
+    ]
+    add("ldpkit.multidim.Schema", multidim.Schema, questions=columns)
+    e = add(
+        "ldpkit.multidim.Schema.spec",
+        lambda method, epsilon, attributes: multidim.Schema(columns).spec(
+            method, epsilon=epsilon, attributes=attributes
+        ),
+        method="GroupMean",
+        epsilon=1.0,
+        attributes=("c", "x"),
+    )
+    e.strings_ok, e.nullable = frozenset({"method", "attributes"}), frozenset({"attributes"})
+    e = add(
+        "ldpkit.multidim.Schema.auto",
+        lambda epsilon, query, attributes: multidim.Schema(columns).auto(
+            epsilon, query=query, attributes=attributes, population=1000
+        ),
+        epsilon=1.0,
+        query="group_means",
+        attributes=("c", "x"),
+    )
+    e.strings_ok, e.nullable = frozenset({"query", "attributes"}), frozenset({"attributes"})
 
     # privacy, spec, io, testing
     add(

@@ -253,14 +253,14 @@ def test_sampler_matches_the_composed_law_and_rejects_eps_times_1_3() -> None:
     wrong_law = _category_law(wrong, x)
     assert wrong_law.size == law.size  # same oracles per level, same SW grid cells
     assert chisquare_gof(counts, wrong_law) < ALPHA
-    # the levels: 1/5 each but level 5's share (1024 nodes) at level 4 (256); uniform
-    # levels are rejected
+    # the levels: 1/5 each, the leaves (1024 nodes) included; the former allocation (level
+    # 5's share at level 4) is rejected
     h = auto.tree.height
     assert h == 5
-    np.testing.assert_allclose(auto.hh_level_shares(), [0.2, 0.2, 0.2, 0.4, 0.0])
-    uniform = _category_law(auto, x, np.full(h, 1.0 / h))
-    used = law > 0
-    assert chisquare_gof(counts[used], uniform[used] / uniform[used].sum()) < ALPHA
+    np.testing.assert_allclose(auto.hh_level_shares(), np.full(h, 0.2))
+    former = _category_law(auto, x, np.array([0.2, 0.2, 0.2, 0.4, 0.0]))
+    used = former > 0
+    assert chisquare_gof(counts[used], former[used] / former[used].sum()) < ALPHA
 
 
 # -- the estimator ---------------------------------------------------------------------------

@@ -515,7 +515,7 @@ def _tree_bodies() -> list[dict[str, Any]]:
     levels, with GRR levels only, padded trees; r = 1) and of HierarchicalHistogram."""
     rng = np.random.default_rng(23)
     specs: list[AutoDistribution | HierarchicalHistogram] = [
-        AutoDistribution(epsilon=1.0, buckets=64),  # default r = 0 below eps 1.5
+        AutoDistribution(epsilon=1.0, buckets=64, hh_share=0.0),  # Square Wave alone
         AutoDistribution(epsilon=2.0, buckets=64),  # default r = 0.25: GRR, GRR, OLH
         AutoDistribution(epsilon=0.5, low=-3.0, high=5.0, buckets=256, hh_share=0.25),
         AutoDistribution(epsilon=4.0, buckets=16, hh_share=0.25),  # GRR levels only

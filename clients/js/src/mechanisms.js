@@ -366,12 +366,12 @@ export function defaultBuckets(expectedN = null) {
 }
 
 /** auto.HH_MAX_NODES: the hybrid's HH users report at levels of at most this many nodes. */
-export const HH_MAX_NODES = 256;
+export const HH_MAX_NODES = 1024;
 
 /**
  * auto.hh_top_level: the finest level a hybrid HH user reports at, the finest of the tree's
  * levels with at most HH_MAX_NODES nodes (at least 1): her level is uniform over 1..h with
- * the finer levels' shares moved to that one (d = 1024: level 5's to level 4).
+ * the finer levels' shares moved to that one (uniform up to d = 1024; d = 4096: level 6's to 5).
  */
 export function hhTopLevel(height, branching = HH_BRANCHING) {
   let top = 1;
@@ -379,10 +379,10 @@ export function hhTopLevel(height, branching = HH_BRANCHING) {
   return top;
 }
 
-/** auto.default_hh_share: 0.25 from epsilon 1.5 on, else 0 (Square Wave alone). */
+/** auto.default_hh_share: 0.25 at every epsilon (from epsilon HH_MIN_EPSILON = 0 on). */
 export function defaultHhShare(epsilon) {
   checkEpsilon(epsilon, Infinity);
-  return epsilon >= 1.5 ? 0.25 : 0.0;
+  return epsilon >= 0.0 ? 0.25 : 0.0;
 }
 
 /**

@@ -164,10 +164,11 @@ test('AutoDistribution: defaults, fingerprints and bad input as on the Python si
     assert.equal(await specFingerprint({ mechanism: c.body.mechanism.mechanism, params: p }), c.body.fingerprint, JSON.stringify(p));
   }
   assert.deepEqual([null, 1, 1000, 4096, 4097, 10000, 1e6].map(defaultBuckets), [1024, 64, 128, 256, 512, 512, 1024]);
-  assert.deepEqual([1.0, 1.4999999, 1.5, 4].map(defaultHhShare), [0, 0, 0.25, 0.25]);
+  assert.deepEqual([0.5, 1.0, 1.4999999, 1.5, 4].map(defaultHhShare), [0.25, 0.25, 0.25, 0.25, 0.25]);
   const auto = (params) => fromSpec({ mechanism: 'AutoDistribution', params: { epsilon: 2, ...params } });
   assert.equal(auto({}).hhShare, 0.25);
-  assert.equal(auto({ epsilon: 1 }).tree, null);
+  assert.equal(auto({ epsilon: 1, hh_share: 0 }).tree, null);
+  assert.equal(auto({ epsilon: 1 }).hhShare, 0.25);
   assert.throws(() => auto({ hh_share: 1.5 }), /hh_share must be a number in \[0, 1\]/);
   assert.throws(() => auto({ hh_share: NaN }), /hh_share must be a number in \[0, 1\]/);
   assert.throws(() => auto({ buckets: 1 }), /buckets must be an integer in \[2, /);

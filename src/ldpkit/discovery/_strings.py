@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._constraints import Check
 from .._validation import _show, check_not_masked
+from ..frequency._items import distinct_rows, exposed_text_array, unicode_codes
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -73,6 +74,9 @@ def hash_keys_u64(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.nd
 
 def _as_list(values: Any) -> list[Any] | np.ndarray:
     check_not_masked(values, "values")
+    exposed = exposed_text_array(values)  # a pandas/pyarrow column of fixed-width text
+    if exposed is not None:
+        values = exposed
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"values must be a sequence of strings, got {_show(values)}")
     if isinstance(values, np.ndarray):
@@ -99,7 +103,10 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
     if alphabet is not None:
         return _encode_alphabet(items, n, max_length, alphabet)
     width = max_length + 1  # one byte more: a cut inside a character shows there
-    joined = _utf8_grid(items, n, width)
+    if isinstance(items, np.ndarray) and items.dtype.kind == "U":
+        joined: tuple[np.ndarray, bool] | None = _unicode_grid(items, width)
+    else:
+        joined = _utf8_grid(items, n, width)
     grid = _grid_per_item(items, n, width) if joined is None else joined[0]
     out = grid[:, :max_length].copy()
     # A character cut at max_length leaves 1-3 bytes of it: drop them (back to its lead byte).
@@ -120,6 +127,44 @@ def encode_strings(values: Any, max_length: int, alphabet: str | None) -> np.nda
     if joined is not None and not joined[1]:
         return out  # no string holds a NUL: each row already ends at its first 0
     return _end_at_nul(out)
+
+
+def encode_distinct(
+    values: Any, max_length: int, alphabet: str | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Encode each distinct string of a large numpy ``U`` array once.
+
+    Returns
+    -------
+    symbols : ndarray
+        The rows of :func:`encode_strings`: one per distinct string when ``inverse`` is
+        given, else one per user.
+    inverse : ndarray of intp or None
+        Each user's row in ``symbols`` (``symbols[inverse]`` is ``encode_strings(values)``),
+        or None when the values are not a ``U`` array of at least ``_DISTINCT_MIN`` users
+        holding each string twice on average (there, grouping would not pay).
+    """
+    items = _as_list(values)
+    if isinstance(items, np.ndarray) and items.dtype.kind == "U" and len(items) >= _DISTINCT_MIN:
+        first, inverse = distinct_rows(unicode_codes(items))
+        if first.size * 2 <= len(items):
+            return encode_strings(items[first], max_length, alphabet), inverse
+    return encode_strings(items, max_length, alphabet), None
+
+
+def prefix_key_table(symbols: np.ndarray) -> np.ndarray:
+    """Keys of every prefix of every row: column ``p`` is the key of the first ``p + 1``.
+
+    Row ``i``, column ``p`` equals ``level_keys(symbols, levels)[i]`` for ``levels[i] = p``
+    (the same chain of :func:`extend_keys`).
+    """
+    n, length = symbols.shape
+    table = np.empty((n, length), dtype=np.uint64)
+    key = empty_key(n)
+    for pos in range(length):  # a loop over prefix positions, not over users
+        key = extend_keys(key, symbols[:, pos])
+        table[:, pos] = key
+    return table
 
 
 def _grid_per_item(items: Any, n: int, width: int) -> np.ndarray:
@@ -149,11 +194,7 @@ def _utf8_grid(items: Any, n: int, width: int) -> tuple[np.ndarray, bool] | None
     some string holds a NUL itself (then its separators are found from the lengths in
     characters). None when an item is not a ``str`` (the per-item path handles it).
     """
-    if isinstance(items, np.ndarray):
-        if items.dtype.kind != "U":
-            return None
-        items = items.tolist()
-    if not n or set(map(type, items)) != {str}:
+    if isinstance(items, np.ndarray) or not n or set(map(type, items)) != {str}:
         return None
     joined = "\x00".join(items)
     try:
@@ -179,6 +220,58 @@ def _utf8_grid(items: Any, n: int, width: int) -> tuple[np.ndarray, bool] | None
     return grid, has_nul
 
 
+#: UTF-8 lead byte's marker bits by sequence length (index: bytes of the character).
+_LEAD = np.array([0, 0, 0xC0, 0xE0, 0xF0], dtype=np.uint32)
+
+
+def _unicode_grid(arr: np.ndarray, width: int) -> tuple[np.ndarray, bool]:
+    """:func:`_utf8_grid` for a numpy ``U`` array, vectorized over its UCS-4 code points.
+
+    ASCII rows are copied as they are; the others go through a vectorized UTF-8 encoder
+    (each character's byte count, its bytes' positions by a running sum along the row,
+    the lead and continuation bytes scattered into the grid). Also returns whether a row
+    holds a NUL before other characters (the array's own padding is trailing NULs).
+    """
+    n = arr.shape[0]
+    chars = arr.dtype.itemsize // 4
+    grid = np.zeros((n, width), dtype=np.uint8)
+    if n == 0 or chars == 0:
+        return grid, False
+    # native byte order first: the code points are read as uint32 (a '>U' array too)
+    native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+    whole = native.view(np.uint32).reshape(n, chars)
+    # a NUL with characters after it (the array's padding NULs are not counted in lengths)
+    has_nul = np.count_nonzero(whole) != int(np.strings.str_len(arr).sum())
+    codes = whole[:, :width]
+    if int(whole.max()) < 0x80:  # ASCII: the code points are the bytes
+        grid[:, : codes.shape[1]] = codes
+        return grid, has_nul
+    if ((whole >= 0xD800) & (whole < 0xE000)).any() or int(whole.max()) > 0x10FFFF:
+        # (code points past U+10FFFF: a U array filled through a view; no str holds them)
+        raise ValueError("values must be strings encodable as UTF-8 (no lone surrogates)")
+    high = codes.max(axis=1) >= 0x80
+    low = np.flatnonzero(~high)
+    grid[low, : codes.shape[1]] = codes[low]
+    rows = np.flatnonzero(high)
+    wide = codes[rows]
+    count = 1 + (wide >= 0x80) + (wide >= 0x800) + (wide >= 0x10000).astype(np.int64)
+    start = np.cumsum(count, axis=1) - count  # each character's first byte in the row
+    base = (np.arange(rows.size, dtype=np.int64) * width)[:, None]
+    flat = np.zeros((rows.size, width), dtype=np.uint8)
+    out = flat.reshape(-1)
+    for k in range(4):  # byte k of each character that has one (within the width)
+        take = (count > k) & (start + k < width)
+        c, m = wide[take], count[take]
+        shift = (6 * (m - 1 - k)).astype(np.uint32)
+        if k == 0:
+            byte = _LEAD[m] | (c >> shift)
+        else:
+            byte = 0x80 | ((c >> shift) & 0x3F)
+        out[(base + start + k)[take]] = byte.astype(np.uint8)
+    grid[rows] = flat
+    return grid, has_nul
+
+
 def _end_at_nul(grid: np.ndarray) -> np.ndarray:
     """Make a NUL symbol end the string (in place).
 
@@ -199,12 +292,19 @@ def _bytes_of(item: Any) -> bytes:
 
 
 def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.ndarray:
+    if isinstance(items, np.ndarray) and items.dtype.kind == "U" and n >= _DISTINCT_MIN:
+        # each distinct string once (a hash table of the fixed-width rows), then gathered
+        first, inverse = distinct_rows(unicode_codes(items))
+        if first.size * 2 <= n:
+            return _encode_alphabet(items[first], first.size, max_length, alphabet)[inverse]
     if n and not (isinstance(items, np.ndarray) and items.dtype.kind == "U"):
         if not all(isinstance(s, str) for s in items):
             bad = next(s for s in items if not isinstance(s, str))
             raise TypeError(f"values must be a sequence of strings, got an item {_show(bad)}")
     text = np.asarray(items, dtype=f"U{max_length}") if n else np.zeros(0, f"U{max_length}")
     codes = text.view(np.uint32).reshape(n, max_length)
+    if codes.size and int(codes.max()) > 0x10FFFF:  # a U array filled through a view
+        raise ValueError("values must be strings of Unicode code points, got one past U+10FFFF")
     table = np.array(sorted(ord(c) for c in alphabet), dtype=np.uint32)
     symbol_of = np.array([1 + alphabet.index(chr(c)) for c in table.tolist()], dtype=np.uint16)
     pos = np.searchsorted(table, codes)
@@ -246,6 +346,10 @@ def level_keys(symbols: np.ndarray, levels: np.ndarray) -> np.ndarray:
         key = _mix64_inplace(z)
         out[order[done : first[pos + 1]]] = key[: first[pos + 1] - done]
     return out
+
+
+#: Users from which the alphabet's encoding looks for repeated strings first.
+_DISTINCT_MIN = 4096
 
 
 def _mix64_inplace(z: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ from .._validation import (
 from ..frequency._items import keys_of
 from ..frequency.sketch import CMS, HCMS
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._strings import ALPHABET, decode_symbols, encode_strings, level_keys
+from ._strings import ALPHABET, decode_symbols, encode_distinct, encode_strings, level_keys
 
 __all__ = ["SFP"]
 
@@ -211,7 +211,9 @@ class SFP(Mechanism):
 
     # -- client --------------------------------------------------------------------------
     def _grid(self, values: Any) -> np.ndarray:
-        symbols = encode_strings(values, self.max_length, self.alphabet)
+        return self._grid_of(encode_strings(values, self.max_length, self.alphabet))
+
+    def _grid_of(self, symbols: np.ndarray) -> np.ndarray:
         grid = np.zeros((symbols.shape[0], self.positions * self.fragment_length), np.int64)
         grid[:, : self.max_length] = symbols
         return grid
@@ -243,12 +245,23 @@ class SFP(Mechanism):
         >>> SFP(epsilon=2.0, max_length=4, depth=4).randomize(["ab", "b"], rng=0).fields
         ('fragment_rows', 'fragment_index', 'fragment_bits', 'word_rows', 'word_index', 'word_bits')
         """
-        grid = self._grid(values)
+        symbols, inverse = encode_distinct(values, self.max_length, self.alphabet)
+        grid = self._grid_of(symbols)
         pos_stream, frag_stream, word_stream = independent_streams(as_generator(rng), 3)
-        n = grid.shape[0]
+        n = grid.shape[0] if inverse is None else inverse.shape[0]
         position = np.asarray(pos_stream.integers(0, self.positions, size=n), dtype=np.int64)
         words, hashes = self._word_items(grid)
-        frags = self._fragment_item(position, hashes, self._fragment_codes(grid, position))
+        if inverse is None:
+            code = self._fragment_codes(grid, position)
+        else:  # a U array with repeats: each distinct string's items once, gathered
+            rows = grid.shape[0]
+            table = np.stack(
+                [self._fragment_codes(grid, np.full(rows, k)) for k in range(self.positions)],
+                axis=1,
+            )
+            code = table.reshape(-1)[inverse * self.positions + position]
+            words, hashes = words[inverse], hashes[inverse]
+        frags = self._fragment_item(position, hashes, code)
         fr = self._fragment_spec().randomize(frags, rng=frag_stream)
         wr = self._word_spec().randomize(words, rng=word_stream)
         arrays = {f"fragment_{k}": v for k, v in fr.arrays.items()}

@@ -26,7 +26,14 @@ from .._rng import RNGLike, as_generator
 from ..frequency.grr import grr_sample
 from ..frequency.hashing import optimal_hash_range
 from ..spec import Mechanism, Reports, Stats, StatsField
-from ._strings import ALPHABET, encode_strings, family_seeds, hash_keys, level_keys
+from ._strings import (
+    ALPHABET,
+    encode_distinct,
+    family_seeds,
+    hash_keys,
+    level_keys,
+    prefix_key_table,
+)
 
 __all__ = ["PEM", "TreeHist"]
 
@@ -188,12 +195,16 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         >>> reports.fields
         ('groups', 'hashes', 'values')
         """
-        symbols = encode_strings(values, self.max_length, self.alphabet)
+        symbols, inverse = encode_distinct(values, self.max_length, self.alphabet)
         gen = as_generator(rng)
-        n = symbols.shape[0]
+        n = symbols.shape[0] if inverse is None else inverse.shape[0]
         groups = np.asarray(gen.integers(0, self.groups, size=n))
         hashes = np.asarray(gen.integers(0, self.family_size, size=n))
-        keys = level_keys(symbols, groups)
+        if inverse is None:
+            keys = level_keys(symbols, groups)
+        else:  # a U array with repeats: each distinct string's prefix keys once, gathered
+            table = prefix_key_table(symbols).reshape(-1)
+            keys = table[inverse * self.max_length + groups]
         # every group's seeds in one table (at most max_length x 4096): one lookup per user
         table = np.concatenate([family_seeds(lv, self.family_size) for lv in range(self.groups)])
         seeds = table[groups * self.family_size + hashes]

@@ -4,12 +4,13 @@ Each report adds its ``width`` bits to one row of the sketch. In numpy that take
 reports by row and one column-count pass per row (~4 s for 1e6 reports of 1024 bits).
 
 * Reports of a whole number of 64-bit words (``width`` a multiple of 64, as Apple's 1024):
-  bit-sliced counters. Each sketch row keeps ``_LEVELS`` words per report word, level l
-  holding bit l of every column's count; adding a report word is a ripple-carry add of 64
-  columns at once (``sum = c ^ carry``, ``carry = c & carry``: ~2 word operations per word
-  amortized over one column, ~6 for 64 columns' longest carry), and a row's counters are
-  expanded into ``ones`` every ``2^_LEVELS - 1`` reports of it. ~4x faster than the table
-  pass below at n = 1e6, width 1024 (0.06 s vs 0.25 s on one quiet run).
+  carry-save adders, 64 columns a word. The reports are grouped by row (a counting sort
+  of their indices), and each row's are added 16 at a time (Harley-Seal: 15 carry-save
+  adders, ~5 word operations per report word, no branch) into ones/twos/fours/eights
+  words; the sixteens go to a bit-sliced counter (level l: bit l of every column's count
+  of sixteens; a ripple-carry add, once per 16 reports), expanded into ``ones`` at the
+  row's end. ~2x faster than one ripple-carry add per report word into 8 levels (the
+  previous kernel: ~0.2 s vs ~0.4 s for 1e6 reports of 1024 bits on one loaded thread).
 * Other widths: one pass over the packed bytes adds a 256 x 8 table row per byte to the
   report's sketch row (8 adds the compiler vectorizes).
 
@@ -44,9 +45,6 @@ def _row_bits_block(
     return ones
 
 
-#: Bit-sliced counter levels: a row's counters are flushed every 2^_LEVELS - 1 of its reports
-#: (8 measured fastest of 8, 12, 16: the counters of 256 rows x 16 words stay in cache).
-_LEVELS = 8
 # _WORD_BIT[p]: the report bit (np.packbits order) that bit p of a native uint64 word holds
 _WORD_BIT = np.array(
     [
@@ -55,63 +53,130 @@ _WORD_BIT = np.array(
     ],
     dtype=np.int64,
 )
+#: Bit-sliced levels of the count of sixteens, expanded every ``_FLUSH`` steps of a row (and
+#: the last < 16 reports may carry once more: the count stays below 2^_HIGH_LEVELS).
+_HIGH_LEVELS = 16
+_FLUSH = (1 << _HIGH_LEVELS) - 2
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _csa(a: np.uint64, b: np.uint64, c: np.uint64) -> tuple[np.uint64, np.uint64]:
+    """Carry-save adder of three words, 64 columns at once: (carry, sum)."""  # pragma: no cover
+    u = a ^ b
+    return (a & b) | (u & c), u ^ c
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _sixteen(
+    o: np.uint64,
+    t: np.uint64,
+    f: np.uint64,
+    e: np.uint64,
+    d: tuple[np.uint64, ...],
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64]:  # pragma: no cover
+    """Add 16 words to the (ones, twos, fours, eights) state; also return the sixteens."""
+    ta, o = _csa(o, d[0], d[1])
+    tb, o = _csa(o, d[2], d[3])
+    fa, t = _csa(t, ta, tb)
+    ta, o = _csa(o, d[4], d[5])
+    tb, o = _csa(o, d[6], d[7])
+    fb, t = _csa(t, ta, tb)
+    ea, f = _csa(f, fa, fb)
+    ta, o = _csa(o, d[8], d[9])
+    tb, o = _csa(o, d[10], d[11])
+    fa, t = _csa(t, ta, tb)
+    ta, o = _csa(o, d[12], d[13])
+    tb, o = _csa(o, d[14], d[15])
+    fb, t = _csa(t, ta, tb)
+    eb, f = _csa(f, fa, fb)
+    s16, e = _csa(e, ea, eb)
+    return o, t, f, e, s16
 
 
 @nb.njit(cache=True, nogil=True)
-def _flush_row(
-    acc: np.ndarray, ones: np.ndarray, r: int, word_bit: np.ndarray
+def _expand(
+    x: np.uint64, weight: np.int64, out: np.ndarray, base: int, word_bit: np.ndarray
 ) -> None:  # pragma: no cover - compiled
-    for level in range(acc.shape[1]):
-        for w in range(acc.shape[2]):
-            x = acc[r, level, w]
-            if x:
-                base = 64 * w
-                for p in range(64):  # branch-free: the bits are unpredictable
-                    bit = np.int64((x >> np.uint64(p)) & np.uint64(1))
-                    ones[r, base + word_bit[p]] += bit << level
-                acc[r, level, w] = 0
+    if x:
+        for p in range(64):  # branch-free: the bits are unpredictable
+            out[base + word_bit[p]] += np.int64((x >> np.uint64(p)) & np.uint64(1)) * weight
 
 
 @nb.njit(cache=True, nogil=True)
-def _row_bits_sliced(
+def _add_high(high: np.ndarray, w: int, carry: np.uint64) -> None:  # pragma: no cover
+    level = 0
+    while carry:  # the count stays below 2^levels (expanded in time): the carry stops
+        c = high[level, w]
+        high[level, w] = c ^ carry
+        carry = c & carry
+        level += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_bits_csa(
     rows: np.ndarray,
     words: np.ndarray,
     depth: int,
     word_bit: np.ndarray,
-    levels: int,
     start: int,
     stop: int,
+    flush: int,
 ) -> np.ndarray:  # pragma: no cover - compiled
     n_words = words.shape[1]
-    ones = np.zeros((depth, 64 * n_words), dtype=np.int64)
-    acc = np.zeros((depth, levels, n_words), dtype=np.uint64)
-    fill = np.zeros(depth, dtype=np.int64)
-    full = (1 << levels) - 1
+    # the reports of [start, stop) grouped by row (a counting sort of their indices)
+    first = np.zeros(depth + 1, dtype=np.int64)
     for i in range(start, stop):
-        r = rows[i]
-        for w in range(n_words):
-            carry = words[i, w]
-            # levels 0 and 1 unconditionally (some lane almost always carries into them:
-            # no mispredicted branch), then as far as the carry goes
-            c = acc[r, 0, w]
-            acc[r, 0, w] = c ^ carry
-            carry = c & carry
-            c = acc[r, 1, w]
-            acc[r, 1, w] = c ^ carry
-            carry = c & carry
-            level = 2
-            while carry:  # fill[r] < 2^levels - 1: the carry stops below level `levels`
-                c = acc[r, level, w]
-                acc[r, level, w] = c ^ carry
-                carry = c & carry
-                level += 1
-        fill[r] += 1
-        if fill[r] == full:
-            _flush_row(acc, ones, r, word_bit)
-            fill[r] = 0
+        first[rows[i] + 1] += 1
     for r in range(depth):
-        if fill[r]:
-            _flush_row(acc, ones, r, word_bit)
+        first[r + 1] += first[r]
+    pos = first[:depth].copy()
+    order = np.empty(stop - start, dtype=np.int64)
+    for i in range(start, stop):
+        order[pos[rows[i]]] = i
+        pos[rows[i]] += 1
+    ones = np.zeros((depth, 64 * n_words), dtype=np.int64)
+    low = np.zeros((4, n_words), dtype=np.uint64)  # ones, twos, fours, eights
+    high = np.zeros((_HIGH_LEVELS, n_words), dtype=np.uint64)  # count of sixteens
+    for r in range(depth):
+        k, stop_r = first[r], first[r + 1]
+        if k == stop_r:
+            continue
+        low[:, :] = 0
+        high[:, :] = 0
+        chunks = 0
+        while stop_r - k >= 16:  # Harley-Seal: 16 reports of the row per step
+            idx = order[k : k + 16]
+            for w in range(n_words):
+                d = (
+                    words[idx[0], w], words[idx[1], w], words[idx[2], w], words[idx[3], w],
+                    words[idx[4], w], words[idx[5], w], words[idx[6], w], words[idx[7], w],
+                    words[idx[8], w], words[idx[9], w], words[idx[10], w], words[idx[11], w],
+                    words[idx[12], w], words[idx[13], w], words[idx[14], w], words[idx[15], w],
+                )  # fmt: skip
+                o, t, f, e, s16 = _sixteen(low[0, w], low[1, w], low[2, w], low[3, w], d)
+                low[0, w], low[1, w], low[2, w], low[3, w] = o, t, f, e
+                _add_high(high, w, s16)
+            k += 16
+            chunks += 1
+            if chunks == flush:
+                for w in range(n_words):
+                    for level in range(_HIGH_LEVELS):
+                        _expand(high[level, w], np.int64(16) << level, ones[r], 64 * w, word_bit)
+                        high[level, w] = 0
+                chunks = 0
+        for last in range(k, stop_r):  # the last < 16: a ripple-carry add each
+            for w in range(n_words):
+                carry = words[order[last], w]
+                for j in range(4):
+                    c = low[j, w]
+                    low[j, w] = c ^ carry
+                    carry = c & carry
+                _add_high(high, w, carry)
+        for w in range(n_words):
+            for j in range(4):
+                _expand(low[j, w], np.int64(1) << j, ones[r], 64 * w, word_bit)
+            for level in range(_HIGH_LEVELS):
+                _expand(high[level, w], np.int64(16) << level, ones[r], 64 * w, word_bit)
     return ones
 
 
@@ -123,10 +188,10 @@ def row_bit_counts(rows: np.ndarray, packed: np.ndarray, depth: int, width: int)
     """
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     packed = np.ascontiguousarray(packed, dtype=np.uint8)
-    if packed.shape[1] % 8 == 0:  # whole 64-bit words: the bit-sliced counters
+    if packed.shape[1] % 8 == 0:  # whole 64-bit words: carry-save adders
         words = packed.view(np.uint64)
         parts = _parallel.run_blocks(
-            lambda a, b: _row_bits_sliced(rows, words, depth, _WORD_BIT, _LEVELS, a, b),
+            lambda a, b: _row_bits_csa(rows, words, depth, _WORD_BIT, a, b, _FLUSH),
             _parallel.row_blocks(rows.shape[0]),
         )
     else:

@@ -34,8 +34,9 @@ from .._validation import check_memory
 from ..spec import Reports, Stats, StatsField
 from . import _bits
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
+from ._cms_sampler import sample_cms_bits
 from ._open import OpenDomainOracle
-from ._unary_sampler import sample_unary_bits, sample_unary_bits_secure
+from ._unary_sampler import sample_unary_bits_secure
 from .unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
 
 __all__ = ["CMS", "HCMS"]
@@ -85,9 +86,11 @@ class CMS(OpenDomainOracle):
     **Client.** Item v, row j uniform in ``[k]``, one-hot ``e_{h_j(v)}`` over ``[m]``; each
     bit is 1 with probability p if it is the hashed item's, q otherwise, independently
     (nominally ``p = e^(eps/2) / (1 + e^(eps/2)) = 1 - q``; realized as 64-bit integer
-    thresholds, p rounded down, q up, by SUE's sampler). Two one-hot vectors differ in
-    two bits, so the loss is ``log(p (1 - q) / (q (1 - p))) <= eps`` (``privacy_loss()``,
-    from the realized thresholds).
+    thresholds, p rounded down, q up, each bit an exact comparison of a uniform 64-bit
+    integer with its threshold, drawn bit-sliced two words at a time by
+    :mod:`._cms_sampler`). Two one-hot vectors differ in two bits, so the loss is
+    ``log(p (1 - q) / (q (1 - p))) <= eps`` (``privacy_loss()``, from the realized
+    thresholds).
 
     **Server.** ``ones[j, b]`` counts the reports of row j with bit b set. For a candidate
     v, ``S(v) = (sum_j ones[j, h_j(v)] - q n) / (p - q)`` and
@@ -178,7 +181,7 @@ class CMS(OpenDomainOracle):
                 sample_unary_bits_secure(hashed, coin_stream, self.width, big, small, out)
             else:
                 seeds = derive_seeds(coin_stream, n)
-                sample_unary_bits(hashed, seeds, self.width, big, small, out)
+                sample_cms_bits(hashed, seeds, self.width, big, small, out)
         return Reports(self, rows=rows.astype(index_dtype(self.depth)), bits=out)
 
     def _hash_users(self, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:

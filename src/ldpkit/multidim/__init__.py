@@ -23,7 +23,9 @@ attributes per user with PM/HM or GRR at ``epsilon / k``, Wang et al. ICDE 2019,
 and categorical columns in one tuple) and :class:`DuchiMean` (Duchi et al. JASA 2018's
 hypercube-vertex mechanism) and the :class:`LaplaceMean` baseline (the budget split over
 the attributes, discrete Laplace), all returning a :class:`TupleMeans` with intervals.
-:func:`auto` picks the spec from the declared attributes and the query.
+:func:`auto` picks the spec from the declared attributes and the query. A :class:`Schema`
+declares the tuple once as :class:`ldpkit.Question` s (categorical with an encoder,
+numerical with bounds) and builds any of these specs, with named results.
 
 Each name loads its own module on first use (see :mod:`ldpkit._lazy`).
 """
@@ -49,8 +51,11 @@ __all__ = [
     "MarginalsEstimate",
     "MultiAttributeMechanism",
     "MultiFrequencyEstimate",
+    "NamedEstimate",
     "RSFD",
     "RangeEstimate",
+    "Schema",
+    "SchemaSpec",
     "SMP",
     "SPL",
     "TDG",
@@ -73,4 +78,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; runtime imports are lazy
     from .ranges import HDG, TDG, RangeEstimate, UniformGrid
     from .rsfd import RSFD
     from .sampling import AttributeSampling
+    from .schema import NamedEstimate, Schema, SchemaSpec
     from .split import SMP, SPL

@@ -7,7 +7,9 @@
   al.'s PriView): every set of attributes shared by several marginals gets one answer, the
   inverse-variance weighted average of theirs, and each marginal's cells are shifted
   uniformly to agree with it. The shift is linear, so the consistent tables stay unbiased.
-  CALM's choice of larger marginals (``ell > way``) with max-entropy reconstruction is not
+  A marginal larger than the collected ones (a 3-way table from 2-way CALM) is their
+  max-entropy reconstruction (CALM sec. 4.5; :mod:`ldpkit.multidim.maxent`), with bootstrap
+  error bars. CALM's choice of larger collected marginals (``ell > way``) is not
   implemented: here ``ell = way`` and ``m = C(d, way)``, a configuration of CALM's search.
 * :class:`FullDomain` is the full-domain baseline: every user sends her whole tuple as one
   item of the product domain (Hadamard response, whose aggregation is one fast transform,
@@ -224,7 +226,8 @@ class CALM(MultiAttributeMechanism):
             MarginalTable(t.attributes, table, var, t.n)
             for t, table, var in zip(plain, tables, variances, strict=True)
         )
-        return MarginalsEstimate(out, stats.n, spec=self)
+        plain_var = tuple(t.variance for t in plain)
+        return MarginalsEstimate(out, stats.n, spec=self, plain_variances=plain_var)
 
     def _cell_covariance(
         self, m: int, table: MarginalTable, n: int, n_m: int

@@ -3,7 +3,8 @@
 :class:`MarginalTable` is one estimated marginal (a contingency table over some attributes)
 with a per-cell variance, normal intervals, a long ``to_frame()`` and a heat-map ``plot()``;
 :class:`MarginalsEstimate` holds every collected marginal and answers any requested one
-(``result.marginal((i, j))``), by marginalizing a collected table that contains it.
+(``result.marginal((i, j))``), by marginalizing a collected table that contains it, or by
+max-entropy reconstruction from the collected tables (:mod:`ldpkit.multidim.maxent`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._rng import RNGLike
 from .._validation import check_integer, check_probability
 from ..estimate import IntervalWarning
 
@@ -54,6 +56,11 @@ class MarginalTable:
         Reports behind the whole estimate.
     postprocessing : tuple of str
         Steps applied beyond the linear estimate (none: intervals are available).
+    method : {"collected", "max_entropy"}
+        ``"collected"``: a collected table or a sum of its cells (unbiased; the variance
+        is the estimator's). ``"max_entropy"``: reconstructed from the collected tables
+        (:mod:`ldpkit.multidim.maxent`; it estimates the max-entropy table, and its
+        variance is a parametric bootstrap's).
     """
 
     attributes: tuple[int, ...]
@@ -61,6 +68,7 @@ class MarginalTable:
     variance: np.ndarray
     n: int
     postprocessing: tuple[str, ...] = ()
+    method: str = "collected"
 
     def __post_init__(self) -> None:
         """Validate and normalize the fields."""
@@ -173,6 +181,9 @@ class MarginalsEstimate:
     tables: tuple[MarginalTable, ...]
     n: int
     spec: Any = None
+    #: Per collected table, the variance of its cells before the consistency step (CALM),
+    #: the noise a max-entropy reconstruction's bootstrap redraws (None: ``tables``').
+    plain_variances: tuple[np.ndarray, ...] | None = None
 
     @property
     def frequencies(self) -> np.ndarray:
@@ -184,26 +195,34 @@ class MarginalsEstimate:
         """Every cell's variance, the tables concatenated."""
         return np.concatenate([t.variance.ravel() for t in self.tables])
 
-    def marginal(self, attributes: Sequence[int]) -> MarginalTable:
+    def marginal(
+        self, attributes: Sequence[int], *, replicates: int = 200, rng: RNGLike = 0
+    ) -> MarginalTable:
         """Return the marginal of ``attributes`` (any order; the table's axes follow it).
 
         Summed from the collected table that contains the attributes (their average when
-        several do); its variance is the sum of the summed cells' variances.
-
-        Raises
-        ------
-        NotImplementedError
-            When no collected marginal contains all of them (max-entropy reconstruction of
-            a higher-order marginal is not implemented).
+        several do); its variance is the sum of the summed cells' variances. When no
+        collected table contains them all (e.g. a 3-way marginal from CALM's 2-way ones),
+        the max-entropy table whose projections are the collected tables (CALM, CCS 2018,
+        sec. 4.5; :func:`ldpkit.multidim.maxent.reconstruct`), its ``method``
+        ``"max_entropy"`` and its variance a parametric bootstrap of ``replicates`` draws
+        from ``rng`` (fixed by default: the same estimate gives the same error bars).
         """
         d = len(self.spec.domain_sizes)
         attrs = check_attributes(attributes, d)
         found = [t for t in self.tables if set(attrs) <= set(t.attributes)]
         if not found:
-            raise NotImplementedError(
-                f"attributes {attrs} are in no collected marginal; reconstructing a marginal "
-                "beyond the collected ones is not implemented"
+            from .maxent import reconstruct
+
+            noise = self.plain_variances or tuple(t.variance for t in self.tables)
+            collected = [
+                (t.attributes, t.table, v) for t, v in zip(self.tables, noise, strict=True)
+            ]
+            table, var = reconstruct(
+                collected, attrs, self.spec.domain_sizes, replicates=replicates, rng=rng
             )
+            post = self.tables[0].postprocessing
+            return MarginalTable(attrs, table, var, self.n, post, method="max_entropy")
         tables, variances = [], []
         for t in found:
             drop = tuple(i for i, a in enumerate(t.attributes) if a not in attrs)

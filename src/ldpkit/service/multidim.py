@@ -67,6 +67,11 @@ class MarginalResult(BaseModel):
     ci_low: list[float | None] = Field(description="null where the estimator has no interval")
     ci_high: list[float | None]
     postprocessing: list[str] = Field(description="steps beyond the linear estimate (biased)")
+    method: str = Field(
+        default="collected",
+        description="collected (a collected table or its sum) or max_entropy (reconstructed "
+        "from the collected tables; bootstrap error bars)",
+    )
 
 
 class RangeResult(BaseModel):
@@ -166,6 +171,7 @@ def _table_result(table: Any, alpha: float, labels: list[list[Any]] | None) -> M
         ci_low=_none_if_nan(np.asarray(low).ravel()),
         ci_high=_none_if_nan(np.asarray(high).ravel()),
         postprocessing=list(table.postprocessing),
+        method=getattr(table, "method", "collected"),
     )
 
 
@@ -174,6 +180,22 @@ def _check_cells(spec: Any, attrs: tuple[int, ...]) -> None:
     if cells > MAX_ANSWER_CELLS:
         raise ValueError(
             f"marginal must have at most {MAX_ANSWER_CELLS} cells, got {cells} for {attrs}"
+        )
+
+
+def _check_reconstruction(est: Any, attrs: tuple[int, ...]) -> None:
+    """Refuse a marginal beyond the collected ones whose bootstrap would run too long."""
+    from ..multidim.maxent import MAX_BOOTSTRAP_CELLS, REPLICATES
+
+    if any(set(attrs) <= set(t.attributes) for t in est.tables):
+        return  # summed from a collected table: cheap
+    cells = math.prod(est.spec.domain_sizes[a] for a in attrs)
+    most = MAX_BOOTSTRAP_CELLS // REPLICATES
+    if cells > most:
+        raise ValueError(
+            f"marginal must have at most {most} cells when no collected table holds it "
+            f"(max-entropy reconstruction, {REPLICATES} bootstrap replicates), got {cells} "
+            f"for {attrs}"
         )
 
 
@@ -186,8 +208,8 @@ def multidim_answer(
     """Return the answer of ``est`` (the spec's estimate) to a query.
 
     Raises ValueError (the collector's 422) for a query the estimate cannot answer: a
-    marginal of a spec without joint marginals, a marginal in no collected one, a range of
-    a spec without grids.
+    marginal of a spec without joint marginals, a marginal whose attributes no collected
+    table covers, a range of a spec without grids.
     """
     from ..multidim import (
         GroupMeans,
@@ -224,6 +246,7 @@ def multidim_answer(
         out.attributes = [_table_result(est.marginal((j,)), alpha, None) for j in range(d)]
         if marginal is not None:
             _check_cells(est.spec, marginal)
+            _check_reconstruction(est, marginal)
             try:
                 table = est.marginal(marginal)
             except NotImplementedError as exc:

@@ -31,6 +31,9 @@ from ._input import UserPairs, as_user_pairs, sample_padded
 __all__ = ["KeyValueEstimate", "PCKV", "PrivKV", "privkvm"]
 
 _METHODS = ("ue", "grr")
+#: PCKV.estimate's corrections: the paper's cut counts (lower end 0, or 1 as in the authors'
+#: published scripts), or none (the unbiased frequencies and the ratio D^ / S^).
+_CORRECTIONS = ("paper", "authors", "none")
 #: Denominator of PCKV-UE's non-key coin (P[nonzero] = B / M for a non-sampled key).
 _UE_TOTAL = 1 << 52
 
@@ -54,12 +57,14 @@ class KeyValueEstimate:
     Attributes
     ----------
     frequencies : ndarray, shape (d,)
-        Share of users holding each key (PCKV: the padded share, unbiased; see
+        Share of users holding each key (PCKV: the padded share, unbiased with
+        ``correction="none"``, cut into ``[1/n, 1]`` by default; see
         :class:`ldpkit.sets.SetFrequencyEstimate` for the padding's bias).
     frequency_variance : ndarray, shape (d,)
     means : ndarray, shape (d,)
-        Mean value of each key among its holders, in [-1, 1] (a ratio estimator:
-        consistent, not unbiased; 0 where the estimated count is not positive).
+        Mean value of each key among its holders (a ratio estimator: consistent, not
+        unbiased), in [-1, 1] except for PCKV's ``correction="none"`` (0 there where the
+        estimated count is not positive).
     mean_variance : ndarray, shape (d,)
         Delta-method variance of the mean (at the estimates).
     n : int
@@ -290,7 +295,10 @@ class PCKV(_KeyValueMechanism):
     Estimation (PCKV section 4.3): with ``n1``, ``n2`` the reports supporting ``(k, +1)``,
     ``(k, -1)``: ``S^ = (n1 + n2 - n b) / (a - b)`` users sampled k, ``D^ = (n1 - n2) / (a
     (2p - 1))`` is the sum of their discretized values; ``f^_k = ell S^ / n`` (unbiased for
-    the padded frequency) and ``m^_k = D^ / S^`` cut to [-1, 1]. Variances: ``Var f^ = ell^2
+    the padded frequency) and ``m^_k = D^ / S^``; by default the paper's correction (the
+    frequency cut into ``[1/n, 1]``, the counts of +1 and -1 into ``[0, n f^ / ell]``: the
+    ratio cut to [-1, 1]), ``estimate(stats, correction="none")`` for the uncut unbiased
+    frequencies and ratio (:meth:`estimate`). Variances: ``Var f^ = ell^2
     (N p_h (1 - p_h) + (n - N) b (1 - b)) / (n^2 (a - b)^2)`` with ``N = n f``, ``p_h = b +
     (a - b) / ell``; the mean's by the delta method (:meth:`mean_variance`).
 
@@ -517,20 +525,57 @@ class PCKV(_KeyValueMechanism):
         out = first * (1.0 + 3.0 * var_s / s0**2) + 5.0 * b * b / s0**4
         return np.maximum(out, 0.0)
 
-    def estimate(self, stats: Stats) -> KeyValueEstimate:
-        """Frequencies (unbiased), means (ratio, cut to [-1, 1]), their variances."""
+    def estimate(self, stats: Stats, *, correction: str = "paper") -> KeyValueEstimate:
+        """Return every key's frequency and mean value, with their variances.
+
+        Parameters
+        ----------
+        stats : Stats
+            The aggregated reports.
+        correction : {"paper", "authors", "none"}
+            ``"paper"`` (the default; PCKV section 4.3, its aggregation algorithm): the
+            frequency is cut into ``[1/n, 1]``; the counts ``n1^``, ``n2^`` of users who
+            sampled the key with ``v* = +1`` and ``-1`` (the solution of the 2 x 2 linear
+            system, ``(S^ + D^) / 2`` and ``(S^ - D^) / 2``) are cut into ``[0, N]``, ``N =
+            n f^ / ell``, and ``m^ = (n1^ - n2^) / N``. Where ``f^ >= 1/n`` this is ``D^ /
+            S^`` cut to ``[-1, 1]``; below, ``N = 1 / ell`` and the mean is mostly -1, 0 or
+            +1. Bias: a frequency below ``1/n`` is raised (a rare key's frequency is biased
+            up); the mean is pulled towards 0 (``E[m^]`` between 0 and m, measured in
+            tests/sets/test_keyvalue.py), the cut being what keeps its error bounded where
+            ``S^`` is noise. ``"authors"``: the same with the counts cut into ``[1, N]``, as
+            in the authors' published MATLAB scripts (the mean is then 0 where ``N <= 1``
+            and within ``1 - 1/N`` of 0 elsewhere). ``"none"``: the unbiased frequencies and the ratio ``D^ / S^``
+            uncut (0 where ``S^ <= 0``), consistent with a bias of second order (``(m Var
+            S - Cov(D, S)) / S^2``); the numerator ``sums`` is unbiased in both.
+
+        Returns
+        -------
+        KeyValueEstimate
+            Frequencies, means, their variances (the same formulas for both corrections),
+            ``sums`` and ``long_share`` (from the uncut dummy frequency).
+        """
+        if correction not in _CORRECTIONS:
+            raise ValueError(f"correction must be one of {_CORRECTIONS}, got {correction!r}")
         stats = self.check_stats(stats, nonempty=True)
         n, d, ell = stats.n, self.domain_size, self.padding
         a, b, p = self.a, self.b, self.p
         n1, n2 = stats.positive.astype(np.float64), stats.negative.astype(np.float64)
         s = (n1 + n2 - n * b) / (a - b)
         dsum = (n1 - n2) / (a * (2 * p - 1))
-        freq = ell * s / n
-        means = np.divide(dsum, s, out=np.zeros_like(s), where=s > 0)
-        means = np.clip(means, -1.0, 1.0)
-        fvar = self.frequency_variance(n, np.clip(freq, 0.0, 1.0))
+        raw = ell * s / n
+        if correction != "none":
+            freq = np.clip(raw, 1.0 / n, 1.0)
+            count = n * freq / ell  # N: users who sampled the key, at the cut frequency
+            low = 0.0 if correction == "paper" else 1.0  # [1, N] with N < 1 gives N, N
+            plus = np.minimum(np.maximum((s + dsum) / 2.0, low), count)
+            minus = np.minimum(np.maximum((s - dsum) / 2.0, low), count)
+            means = (plus - minus) / count
+        else:
+            freq = raw
+            means = np.divide(dsum, s, out=np.zeros_like(s), where=s > 0)
+        fvar = self.frequency_variance(n, np.clip(raw, 0.0, 1.0))
         with np.errstate(over="ignore"):
-            mvar = self.mean_variance(n, np.clip(freq, 1.0 / n, 1.0), means)
+            mvar = self.mean_variance(n, np.clip(raw, 1.0 / n, 1.0), np.clip(means, -1.0, 1.0))
         mvar = np.where(s > 0, np.minimum(mvar, 1e300), 1.0)  # no holder seen: the range's
         return KeyValueEstimate(
             freq[:d],
@@ -540,7 +585,7 @@ class PCKV(_KeyValueMechanism):
             n,
             spec=self,
             sums=ell * dsum[:d] / n,
-            long_share=float(1.0 - freq[-1]),
+            long_share=float(1.0 - raw[-1]),
         )
 
 

@@ -14,7 +14,10 @@
 // interval as a band), or the mean per day. A multi-attribute collection (kind multidim)
 // shows the 2-way marginal of attributes 0 and 1 as a heat map (CALM, FullDomain, Fourier;
 // any pair with ?marginal.NAME=i,j), its per-attribute frequencies (SPL, SMP, RSFD) or its
-// group means as bars with intervals.
+// group means as bars with intervals; a range collection (HDG, TDG, UniformGrid) a form,
+// one low/high pair per attribute (empty: unconstrained), whose answer is the fraction of
+// users in the box with its interval (GET .../estimate?range=0:lo:hi,1:lo:hi; preset with
+// ?range.NAME=0:lo:hi,...), asked again at every refresh.
 
 import { barChart, densityChart, fmt, heatMap, intervalChart, seriesChart, topChart, windowSeries, windowsChart } from './charts.js';
 
@@ -45,6 +48,12 @@ for (const [k, v] of params) {
   if (k.startsWith('marginal.') && /^\d+,\d+$/.test(v)) marginals.set(k.slice('marginal.'.length), v);
 }
 const JOINT = new Set(['CALM', 'FullDomain', 'Fourier']);
+const GRIDS = new Set(['HDG', 'TDG', 'UniformGrid']);
+// range collection -> the box asked in its form, as the API's range text (?range.NAME=0:lo:hi)
+const boxes = new Map();
+for (const [k, v] of params) {
+  if (k.startsWith('range.') && v) boxes.set(k.slice('range.'.length), v);
+}
 
 class AuthError extends Error {}
 
@@ -441,11 +450,112 @@ function renderMultidim(node, info, est) {
     );
   } else {
     chart.replaceChildren(
-      h('p', { class: 'hint' }, 'range queries: GET /v1/collections/NAME/estimate?range=0:lo:hi,1:lo:hi (docs/collector.md)'),
+      h('p', { class: 'hint' }, 'range queries: fill a low and a high per attribute (empty: any value), or GET /v1/collections/NAME/estimate?range=0:lo:hi,1:lo:hi (docs/collector.md)'),
     );
   }
+  if (md.range) rows = [rangeRow(md.range)];
   node.querySelector('.estimate-table').replaceChildren(cellTable(info, rows));
   node.querySelector('.series-controls').replaceChildren(h('span', { class: 'hint' }, 'reports per bucket'));
+}
+
+/** A range answer as a row of the cell table. */
+function rangeRow(r) {
+  const box = Object.entries(r.ranges).map(([a, [lo, hi]]) => `${a} in [${lo}, ${hi}]`).join(', ');
+  return { cell: box, value: r.estimate, se: r.std_error, low: r.ci_low, high: r.ci_high };
+}
+
+/** The box of a range form as the API's range text ('' when no attribute is constrained). */
+function formBox(form, d) {
+  const parts = [];
+  for (let a = 0; a < d; a += 1) {
+    const lo = form.querySelector(`input[name="low-${a}"]`).value.trim();
+    const hi = form.querySelector(`input[name="high-${a}"]`).value.trim();
+    if (lo === '' && hi === '') continue;
+    parts.push(`${a}:${lo === '' ? form.querySelector(`input[name="low-${a}"]`).min : lo}:${hi === '' ? form.querySelector(`input[name="high-${a}"]`).max : hi}`);
+  }
+  return parts.join(',');
+}
+
+/** A range collection's form (built once per card): attribute, low, high per dimension. */
+function rangeForm(node, info) {
+  let form = node.querySelector('form.range-form');
+  if (form) return form;
+  const p = info.mechanism.params || {};
+  const low = [].concat(p.low);
+  const high = [].concat(p.high);
+  const preset = new Map(
+    (boxes.get(info.name) || '').split(',').filter(Boolean).map((part) => {
+      const [a, lo, hi] = part.split(':');
+      return [Number(a), [lo, hi]];
+    }),
+  );
+  const field = (a, side, bound) =>
+    h('input', {
+      type: 'number',
+      step: 'any',
+      name: `${side}-${a}`,
+      min: String(low[a]),
+      max: String(high[a]),
+      placeholder: String(bound),
+      'aria-label': `attribute ${a} ${side}`,
+      value: preset.has(a) ? preset.get(a)[side === 'low' ? 0 : 1] : '',
+    });
+  form = h(
+    'form',
+    { class: 'range-form', 'data-collection': info.name, 'data-attributes': low.length },
+    h(
+      'table',
+      {},
+      h('thead', {}, h('tr', {}, ...['attribute', 'domain', 'low', 'high'].map((t) => h('th', {}, t)))),
+      h(
+        'tbody',
+        {},
+        ...low.map((lo, a) =>
+          h('tr', { 'data-attribute': a }, h('td', {}, String(a)), h('td', {}, `[${lo}, ${high[a]}]`), h('td', {}, field(a, 'low', lo)), h('td', {}, field(a, 'high', high[a]))),
+        ),
+      ),
+    ),
+    h('button', { type: 'submit' }, 'share of users in the box'),
+    h('output', { class: 'range-answer', 'aria-live': 'polite' }),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const box = formBox(form, low.length);
+    if (box) boxes.set(info.name, box);
+    else boxes.delete(info.name);
+    answerRange(form, info).catch((err) => {
+      form.querySelector('.range-answer').textContent = `error: ${err.message}`;
+    });
+  });
+  node.querySelector('.estimate-chart').after(form);
+  return form;
+}
+
+/** Ask the collector for the form's box; show the answer with its interval. */
+async function answerRange(form, info) {
+  const out = form.querySelector('.range-answer');
+  const box = boxes.get(info.name);
+  if (!box) {
+    out.textContent = 'fill a low or a high for at least one attribute';
+    delete out.dataset.estimate;
+    return;
+  }
+  const q = encodeURIComponent(info.name);
+  const est = await api(`v1/collections/${q}/estimate?alpha=${ALPHA}&range=${encodeURIComponent(box)}`);
+  const r = est.multidim && est.multidim.range;
+  if (!r) {
+    out.textContent = (est.multidim && est.multidim.note) || 'no answer yet';
+    delete out.dataset.estimate;
+    return;
+  }
+  out.dataset.range = box;
+  out.dataset.estimate = String(r.estimate);
+  out.dataset.stdError = String(r.std_error);
+  out.dataset.ciLow = String(r.ci_low);
+  out.dataset.ciHigh = String(r.ci_high);
+  out.dataset.n = String(est.n);
+  const interval = r.ci_low === null ? 'no interval' : `${LEVEL} interval [${fmt(r.ci_low, 4)}, ${fmt(r.ci_high, 4)}]`;
+  out.textContent = `${fmt(r.estimate, 4)} of ${est.n.toLocaleString('en-US')} users (${interval})`;
 }
 
 /** The value plotted for one bucket's estimate: the followed item, or the mean. */
@@ -564,6 +674,7 @@ async function renderCollection(info) {
     renderDistribution(node, info, est);
   } else if (est.kind === 'multidim') {
     renderMultidim(node, info, est);
+    if (GRIDS.has(info.mechanism.mechanism)) await answerRange(rangeForm(node, info), info);
   } else {
     renderMean(node, info, est);
   }

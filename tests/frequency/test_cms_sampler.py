@@ -1,0 +1,129 @@
+"""CMS's client coins (:mod:`ldpkit.frequency._cms_sampler`): two streams, exact law.
+
+The compiled kernel and its numpy twin give the same words; CMS reports do not depend on
+which one ran; every bit's frequency is its threshold's (z-tests that fail at epsilon x
+1.3), and bits settled by the two streams (even and odd words) are independent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldpkit.frequency import CMS
+from ldpkit.frequency._cms_sampler import sample_cms_bits, sample_cms_words_numpy
+from ldpkit.frequency.sketch import _cms_thresholds
+
+pytest.importorskip("numba")
+
+_TOP = 2**64 - 1
+
+
+@pytest.mark.parametrize("width", [2, 3, 8, 63, 64, 65, 75, 128, 200, 1024])
+def test_kernel_and_numpy_twin_give_the_same_words(width):
+    from ldpkit.frequency._kernels_cms import sample_cms_words
+
+    rng = np.random.default_rng(width)
+    n, n_words = 700, -(-width // 64)
+    drawn = (int(rng.integers(0, 2**63)) * 2 + 1, int(rng.integers(0, 2**63)))
+    for big, small in ((_TOP, 0), (0, _TOP), _cms_thresholds(1.0), _cms_thresholds(8.0), drawn):
+        values = rng.integers(0, width, n)
+        seeds = rng.integers(0, 2**63, n).astype(np.uint64)
+        compiled = np.zeros((n, n_words), dtype=np.uint64)
+        twin = np.ones((n, n_words), dtype=np.uint64)
+        sample_cms_words(values, seeds, width, big, small, compiled, workers=2)
+        sample_cms_words_numpy(values, seeds, width, big, small, twin)
+        assert np.array_equal(compiled, twin)
+        out = np.full((n, -(-width // 8)), 0xAA, dtype=np.uint8)
+        sample_cms_bits(values, seeds, width, big, small, out)
+        bits = np.unpackbits(out, axis=1)
+        assert not bits[:, width:].any()  # padding
+        held = bits[np.arange(n), values]
+        if (big, small) == (_TOP, 0):  # a one-hot report
+            assert held.all() and (bits.sum(axis=1) == 1).all()
+        if (big, small) == (0, _TOP):
+            assert not held.any() and (bits.sum(axis=1) == width - 1).all()
+
+
+def test_cms_reports_are_the_same_on_both_paths(monkeypatch):
+    from ldpkit import _parallel
+
+    spec = CMS(epsilon=2.0, width=200, depth=8)
+    values = [f"w{i % 40}" for i in range(3000)]
+    compiled = spec.randomize(values, rng=4)
+    monkeypatch.setattr(_parallel, "use_compiled", lambda work, least: False)
+    twin = spec.randomize(values, rng=4)
+    assert np.array_equal(compiled.bits, twin.bits) and np.array_equal(compiled.rows, twin.rows)
+
+
+def _bit_z(bits: np.ndarray, prob: float) -> np.ndarray:
+    n = bits.shape[0]
+    return (bits.sum(axis=0) - n * prob) / np.sqrt(n * prob * (1 - prob))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 6.0])
+def test_every_bit_has_its_thresholds_probability(epsilon):
+    width, n = 128, 40_000  # two words: stream A's and stream B's lanes
+    big, small = _cms_thresholds(epsilon)
+    rng = np.random.default_rng(int(epsilon))
+    values = np.full(n, 70)  # the held bit in stream B's word
+    seeds = rng.integers(0, 2**63, n).astype(np.uint64)
+    out = np.empty((n, width // 8), dtype=np.uint8)
+    sample_cms_bits(values, seeds, width, big, small, out)  # either path: the same bytes
+    bits = np.unpackbits(out, axis=1).astype(np.int64)
+    others = np.delete(bits, 70, axis=1)
+    p, q = big / 2**64, small / 2**64
+    assert np.abs(_bit_z(others, q)).max() <= 5.0
+    assert abs(_bit_z(bits[:, [70]], p)[0]) <= 5.0
+    # the same check fails for the thresholds of epsilon x 1.3
+    small13 = _cms_thresholds(epsilon * 1.3)[1]
+    assert np.abs(_bit_z(others, small13 / 2**64)).max() > 6.0
+    # bits of the two streams' words, and of one word, are independent: joint frequency q^2
+    for i, j in ((3, 64 + 3), (0, 126), (5, 6)):
+        both = (others[:, i] & others[:, j])[:, None]
+        assert abs(_bit_z(both, q * q)[0]) <= 5.0
+
+
+def test_compiled_law_at_a_large_batch():
+    # 20,000 reports of 1024 bits (>= COMPILED_MIN_BITS): the compiled kernel runs
+    width, n = 1024, 20_000
+    big, small = _cms_thresholds(4.0)
+    rng = np.random.default_rng(9)
+    values = rng.integers(0, width, n)
+    seeds = rng.integers(0, 2**63, n).astype(np.uint64)
+    out = np.empty((n, width // 8), dtype=np.uint8)
+    sample_cms_bits(values, seeds, width, big, small, out)
+    bits = np.unpackbits(out, axis=1).astype(np.int64)
+    held = bits[np.arange(n), values]
+    bits[np.arange(n), values] = 0
+    q = small / 2**64
+    n_other = n * (width - 1)
+    z_other = (bits.sum() - n_other * q) / np.sqrt(n_other * q * (1 - q))
+    p = big / 2**64
+    z_held = (held.sum() - n * p) / np.sqrt(n * p * (1 - p))
+    assert abs(z_other) <= 5.0 and abs(z_held) <= 5.0
+    q13 = _cms_thresholds(5.2)[1] / 2**64
+    assert abs((bits.sum() - n_other * q13) / np.sqrt(n_other * q13 * (1 - q13))) > 6.0
+
+
+@pytest.mark.parametrize("width", [64, 192, 1024])
+def test_server_carry_save_kernel_counts_every_bit(width):
+    # the server's kernel (whole 64-bit words) against numpy, its count of sixteens expanded
+    # every 3 steps of a row (instead of 2^16 - 2) so that the expansion runs many times;
+    # rows of < 16, of a multiple of 16 and of other counts, and an empty row
+    from ldpkit.frequency._kernels_sketch import _WORD_BIT, _row_bits_csa, row_bit_counts
+
+    rng = np.random.default_rng(width)
+    spec = CMS(epsilon=0.5, width=width, depth=6)
+    rows = np.repeat(np.arange(5), [7, 16, 160, 999, 1500])
+    rng.shuffle(rows)
+    reports = spec.randomize(rng.integers(0, 50, rows.size), rng=2)
+    expect = spec._row_counts_numpy(rows, reports.bits)
+    assert not expect[5].any()
+    words = reports.bits.view(np.uint64)
+    for flush in (1, 3, 2**16 - 2):
+        got = _row_bits_csa(rows, words, 6, _WORD_BIT, 0, rows.size, flush)
+        assert np.array_equal(got[:, :width], expect)
+    assert np.array_equal(row_bit_counts(rows, reports.bits, 6, width), expect)
+    part = _row_bits_csa(rows, words, 6, _WORD_BIT, 100, 2000, 3)  # a block of the rows
+    assert np.array_equal(part, spec._row_counts_numpy(rows[100:2000], reports.bits[100:2000]))
