@@ -160,8 +160,8 @@ def recommend(
     >>> recommend(1.0, 100_000).method
     'AutoDistribution'
     >>> spec = recommend(1.0, 100_000).build()
-    >>> spec.buckets, spec.hh_share, recommend(4.0, 100_000).build().hh_share
-    (1024, 0.0, 0.25)
+    >>> spec.buckets, spec.hh_share
+    (1024, 0.25)
     >>> recommend(1.0, 100_000, smooth=True).method
     'SquareWave'
     >>> rec = recommend(1.0, 1_000_000, smooth=False, metric="ks")
