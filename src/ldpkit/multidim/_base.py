@@ -69,16 +69,27 @@ def check_tuples(values: Any, domain_sizes: Sequence[int], name: str = "values")
             raise TypeError(f"{name} must be {want}, got non-integer reals")
     out = arr.astype(np.int64, copy=False)
     if out.size:
-        sizes = np.asarray(domain_sizes, dtype=np.int64)
-        bad = (out < 0) | (out >= sizes[None, :])
-        if bad.any():
-            col = int(np.flatnonzero(bad.any(axis=0))[0])
-            raise ValueError(
-                f"{name} must be {want}, got column {col} with values in "
-                f"[{int(out[:, col].min())}, {int(out[:, col].max())}] for domain_sizes[{col}] "
-                f"= {domain_sizes[col]}"
-            )
+        check_in_domains(out, domain_sizes, name, want)
     return out
+
+
+def check_in_domains(
+    items: np.ndarray, domain_sizes: Sequence[int], name: str, want: str, first: int = 0
+) -> None:
+    """Raise naming ``name`` at the first column holding an item outside its domain.
+
+    ``items`` holds whole numbers (integer or float dtype), one column per categorical
+    attribute; ``first`` is the column's index in the user's tuple (for the message).
+    """
+    sizes = np.asarray(domain_sizes, dtype=np.int64)
+    bad = (items < 0) | (items >= sizes[None, :])
+    if bad.any():
+        col = int(np.flatnonzero(bad.any(axis=0))[0])
+        raise ValueError(
+            f"{name} must be {want}, got column {first + col} with items in "
+            f"[{int(items[:, col].min())}, {int(items[:, col].max())}] for domain_sizes[{col}] "
+            f"= {domain_sizes[col]}"
+        )
 
 
 def split_min_epsilon(minimum: float, parts: int) -> float:
@@ -90,6 +101,21 @@ def split_min_epsilon(minimum: float, parts: int) -> float:
     while low / parts < minimum:
         low = float(np.nextafter(low, np.inf))
     return low
+
+
+def inner_aggregate(spec: Mechanism, inner: Mechanism, reports: Reports) -> Stats:
+    """Aggregate ``spec``'s reports, which are ``inner``'s reports, into ``spec``'s Stats.
+
+    For the specs that send one item of a derived domain (a product cell, a (group, bit)
+    pair) through one frequency oracle: their reports and Stats are the oracle's.
+    """
+    stats = inner.aggregate(Reports(inner, **spec.check_reports(reports).arrays))
+    return Stats(spec, stats.n, **stats.arrays)
+
+
+def inner_output_index(spec: Mechanism, inner: Any, reports: Reports) -> np.ndarray:
+    """Return the inner oracle's output column of each of ``spec``'s reports."""
+    return np.asarray(inner.output_index(Reports(inner, **spec.check_reports(reports).arrays)))
 
 
 def frequency_frame(est: FrequencyEstimate, alpha: float, **columns: Any) -> Any:

@@ -20,7 +20,7 @@ from .._constraints import FINITE_BOUND, Check
 from .._validation import check_integer, check_not_masked, check_probability, check_sequence
 from ..estimate import FrequencyEstimate
 from ..numeric.distribution import check_bounds
-from ._base import frequency_frame
+from ._base import check_in_domains, frequency_frame
 
 __all__ = ["TupleMeans", "check_numeric_bounds", "check_mixed_values"]
 
@@ -109,15 +109,7 @@ def check_mixed_values(
         cat = x[:, dn:]
         if np.any(cat != np.floor(cat)):
             raise ValueError(f"values must be {want}, got a non-integer item")
-        sizes = np.asarray(domain_sizes, dtype=np.float64)
-        outside = (cat < 0) | (cat >= sizes[None, :])
-        if outside.any():
-            col = int(np.flatnonzero(outside.any(axis=0))[0])
-            raise ValueError(
-                f"values must be {want}, got column {dn + col} with items in "
-                f"[{cat[:, col].min():g}, {cat[:, col].max():g}] for domain_sizes[{col}] "
-                f"= {domain_sizes[col]}"
-            )
+        check_in_domains(cat, domain_sizes, "values", want, first=dn)
     return x
 
 

@@ -34,7 +34,12 @@ from ..frequency.grr import GRR
 from ..frequency.hadamard import HadamardResponse
 from ..frequency.hashing import OLH
 from ..spec import Reports, Stats, StatsField
-from ._base import MultiAttributeMechanism, grouped_support_counts
+from ._base import (
+    MultiAttributeMechanism,
+    grouped_support_counts,
+    inner_aggregate,
+    inner_output_index,
+)
 from .marginals import MarginalsEstimate, MarginalTable
 
 __all__ = ["CALM", "FullDomain"]
@@ -430,10 +435,7 @@ class FullDomain(MultiAttributeMechanism):
 
     def aggregate(self, reports: Reports) -> Stats:
         """Reduce the reports to the product-domain oracle's Stats."""
-        r = self.check_reports(reports)
-        inner = self.inner()
-        stats = inner.aggregate(Reports(inner, **r.arrays))
-        return Stats(self, stats.n, **stats.arrays)
+        return inner_aggregate(self, self.inner(), reports)
 
     def estimate(self, stats: Stats) -> MarginalsEstimate:
         """Return the product-domain estimate as one table over every attribute."""
@@ -462,8 +464,7 @@ class FullDomain(MultiAttributeMechanism):
 
     def output_index(self, reports: Reports) -> np.ndarray:
         """Return the product-domain oracle's column of each report."""
-        inner = self.inner()
-        return inner.output_index(Reports(inner, **self.check_reports(reports).arrays))
+        return inner_output_index(self, self.inner(), reports)
 
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         assert isinstance(estimate, MarginalsEstimate), type(estimate).__name__

@@ -31,6 +31,7 @@ from ..frequency.grr import GRR
 from ..frequency.hashing import OLH
 from ..numeric.distribution import check_bounds
 from ..spec import Mechanism, Reports, Stats, StatsField
+from ._base import inner_aggregate, inner_output_index
 from ._tuples import NormalIntervals
 
 __all__ = ["GroupMean", "GroupMeans"]
@@ -180,10 +181,7 @@ class GroupMean(Mechanism):
 
     def aggregate(self, reports: Reports) -> Stats:
         """Reduce the reports to the (group, bit) oracle's counts."""
-        r = self.check_reports(reports)
-        inner = self.inner()
-        stats = inner.aggregate(Reports(inner, **r.arrays))
-        return Stats(self, stats.n, **stats.arrays)
+        return inner_aggregate(self, self.inner(), reports)
 
     def estimate(self, stats: Stats) -> GroupMeans:
         """Every group's mean (ratio estimator, delta-method variance) and share."""
@@ -228,8 +226,7 @@ class GroupMean(Mechanism):
         """Return the (group, bit) oracle's column of each report (GRR only)."""
         if self.oracle != "grr":
             raise NotImplementedError("GroupMean(oracle='olh') has no enumerable output space")
-        inner = self.inner()
-        return inner.output_index(Reports(inner, **self.check_reports(reports).arrays))
+        return inner_output_index(self, self.inner(), reports)
 
     # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
     def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:

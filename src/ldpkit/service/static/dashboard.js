@@ -365,6 +365,17 @@ function renderMean(node, info, est) {
 }
 
 /** A table of cells: one row per cell with its estimate, standard error and interval. */
+// Bars with interval whiskers for rows of {cell, value, low, high}.
+function rowsChart(rows, title) {
+  return barChart({
+    labels: rows.map((r) => r.cell),
+    values: rows.map((r) => r.value),
+    low: rows.map((r) => r.low),
+    high: rows.map((r) => r.high),
+    title,
+  });
+}
+
 function cellTable(info, rows) {
   return h(
     'table',
@@ -428,25 +439,13 @@ function renderMultidim(node, info, est) {
     }
     const shown = rows.slice(0, Math.max(TOP, 1));
     chart.replaceChildren(
-      barChart({
-        labels: shown.map((r) => r.cell),
-        values: shown.map((r) => r.value),
-        low: shown.map((r) => r.low),
-        high: shown.map((r) => r.high),
-        title: `${info.name}: per-attribute frequencies (attribute=item) with ${LEVEL} intervals`,
-      }),
+      rowsChart(shown, `${info.name}: per-attribute frequencies (attribute=item) with ${LEVEL} intervals`),
     );
   } else if (md.group_means) {
     const g = md.group_means;
     rows = g.means.map((v, i) => ({ cell: `group ${i}`, value: v, se: g.std_errors[i], low: g.ci_low[i], high: g.ci_high[i] }));
     chart.replaceChildren(
-      barChart({
-        labels: rows.map((r) => r.cell),
-        values: rows.map((r) => r.value),
-        low: rows.map((r) => r.low),
-        high: rows.map((r) => r.high),
-        title: `${info.name}: mean per group with ${LEVEL} intervals`,
-      }),
+      rowsChart(rows, `${info.name}: mean per group with ${LEVEL} intervals`),
     );
   } else {
     chart.replaceChildren(
