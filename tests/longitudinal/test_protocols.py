@@ -115,6 +115,29 @@ def test_two_rounds_and_the_direct_draw_have_one_law(cls):
     assert chisquare_gof(counts, matrix[2]) < 1e-6
 
 
+@pytest.mark.parametrize(("cls", "d"), [(LOUE, 4), (LSOUE, 3), (LOSUE, 16), (LSUE, 32)])
+def test_rows_sharing_a_word_are_independent(cls, d):
+    # randomize packs several users' bits into one 64-lane word (8 rows at d <= 8, 4 at
+    # d = 16, 2 at d = 32): neighbours' reports must be independent, each with its value's law
+    spec = cls(epsilon_inf=2.0, epsilon_1=0.8, domain_size=d)
+    pairs = 30_000
+    values = np.tile([0, d - 1], pairs)
+    bits = np.unpackbits(spec.randomize(values, rng=5).bits, axis=1, count=d)
+    if d > 4:  # the joint law of two reports' first two bits (and of the values' bits)
+        bits = bits[:, [0, d - 1]]
+        law = [np.array([1 - p, p]) for p in (spec.p, spec.q, spec.q, spec.p)]
+        row = [np.kron(law[0], law[1]), np.kron(law[2], law[3])]
+    else:
+        m = spec.transition_matrix()
+        row = [m[0], m[d - 1]]
+    index = bits @ (1 << np.arange(bits.shape[1] - 1, -1, -1))
+    joint = index[0::2] * row[1].size + index[1::2]
+    observed = np.bincount(joint, minlength=row[0].size * row[1].size)
+    assert chisquare_gof(observed, np.outer(row[0], row[1]).ravel()) > 1e-4
+    # the same check tells swapped values apart (first report of value d - 1, second of 0)
+    assert chisquare_gof(observed, np.outer(row[1], row[0]).ravel()) < 1e-6
+
+
 @pytest.mark.parametrize("cls", ALL)
 def test_permanent_round_law(cls):
     spec = cls(epsilon_inf=1.5, epsilon_1=0.5, domain_size=5)

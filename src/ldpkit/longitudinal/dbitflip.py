@@ -163,9 +163,14 @@ class DBitFlipPM(FrequencyOracle):
     def _bits(self, buckets: np.ndarray, keys: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         """Bit i of each row: p where the memo key is i (the value is in sampled bucket i)."""
         big, small = self._thresholds()
-        hit = np.arange(buckets.shape[1])[None, :] == keys[:, None]
         u = gen.integers(0, _U64_MAX, size=buckets.shape, dtype=np.uint64, endpoint=True)
-        return (u < np.where(hit, np.uint64(big), np.uint64(small))).astype(np.uint8)
+        bits = u < np.uint64(small)
+        # then the one bit per row whose bucket holds the value (about d/k of the rows):
+        # the same words against the other threshold, without an (n, d) threshold array
+        rows = np.flatnonzero(keys < buckets.shape[1])
+        cols = keys[rows]
+        bits[rows, cols] = u[rows, cols] < np.uint64(big)
+        return bits.view(np.uint8)
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
         """Position of each value among the sampled buckets, d when not sampled."""
