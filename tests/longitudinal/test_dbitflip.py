@@ -68,3 +68,24 @@ def test_a_device_memoizes_per_sampled_bucket(tmp_path):
     again = device.report(spec, np.arange(40), rng=1)
     assert again.equals(reports)  # the whole report is memoized (a stable identifier)
     assert spec.aggregate(reports).n == 40
+
+
+def test_estimate_postprocess_is_an_option_and_the_default_stays_unbiased():
+    spec = DBitFlipPM(epsilon=1.0, domain_size=12, sampled_bits=3)
+    values = np.random.default_rng(3).integers(0, 4, 400)  # 8 empty buckets: negatives
+    stats = spec.aggregate(spec.randomize(values, rng=4))
+    plain = spec.estimate(stats)
+    assert plain.unbiased and plain.postprocessing == ()
+    assert plain.frequencies.min() < 0
+    mi = spec.estimate(stats, postprocess="norm_mul")
+    # negatives to 0, then scaled to sum 1 (multi-freq-ldpy's "MI" output), exactly
+    clipped = np.maximum(plain.frequencies, 0.0)
+    np.testing.assert_array_equal(mi.frequencies, clipped / clipped.sum())
+    assert mi.postprocessing == ("norm_mul",) and not mi.unbiased
+    np.testing.assert_array_equal(mi.variance, plain.variance)
+    ns = spec.estimate(stats, postprocess="norm_sub").frequencies
+    assert ns.min() >= 0 and ns.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="postprocess must be None or one of"):
+        spec.estimate(stats, postprocess="clip")
+    with pytest.raises(ValueError, match="ibu needs an estimate from a pure frequency oracle"):
+        spec.estimate(stats, postprocess="ibu")

@@ -298,13 +298,39 @@ class DBitFlipPM(FrequencyOracle):
         f = check_frequencies(f, self.domain_size)
         return (f * own + (1 - f) * other) / n
 
-    def estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Estimate the bucket frequencies (unbiased) with their variance."""
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> FrequencyEstimate:
+        """Estimate the bucket frequencies (unbiased) with their variance.
+
+        Parameters
+        ----------
+        stats : Stats
+            The aggregated reports (at least one).
+        postprocess : str, optional
+            A method of :data:`ldpkit.consistency.METHODS` applied to the unbiased estimate
+            and recorded in ``postprocessing`` (the result is no longer unbiased). Those
+            that need a pure oracle's ``(p, q)`` (``"ibu"``, ``"mle_apx"``) refuse this
+            spec. ``"norm_mul"`` (negatives to 0, then scaled to sum 1) is what
+            multi-freq-ldpy's ``dBitFlipPM_Aggregator_MI`` returns; it wins when a
+            window has few reports.
+
+        Returns
+        -------
+        FrequencyEstimate
+            Frequencies of the k buckets; ``variance`` that of the unbiased estimate.
+        """
+        if postprocess is not None:
+            from ..consistency import METHODS  # server side: consistency loads scipy
+
+            if postprocess not in METHODS:
+                raise ValueError(
+                    f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
+                )
         stats = self.check_stats(stats, nonempty=True)
         scale = self.domain_size / (stats.n * self.sampled_bits)
         freq = scale * (stats.ones - self.q * stats.sampled) / (self.p - self.q)
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
-        return FrequencyEstimate(freq, var, stats.n, spec=self)
+        est = FrequencyEstimate(freq, var, stats.n, spec=self)
+        return est if postprocess is None else METHODS[postprocess](est)
 
     # -- exact law, for small configurations ------------------------------------------------------
     def _subsets(self) -> list[tuple[int, ...]]:
