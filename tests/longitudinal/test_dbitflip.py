@@ -89,3 +89,21 @@ def test_estimate_postprocess_is_an_option_and_the_default_stays_unbiased():
         spec.estimate(stats, postprocess="clip")
     with pytest.raises(ValueError, match="ibu needs an estimate from a pure frequency oracle"):
         spec.estimate(stats, postprocess="ibu")
+
+
+@pytest.mark.parametrize(("k", "d"), [(32, 4), (5, 5), (300, 1), (1000, 7), (40, 32)])
+def test_compiled_bookkeeping_matches_the_numpy_path(k, d, monkeypatch):
+    from ldpkit import _parallel
+    from ldpkit.longitudinal import dbitflip
+
+    spec = DBitFlipPM(epsilon=1.5, domain_size=k, sampled_bits=d)
+    values = np.random.default_rng(k).integers(0, k, 3000)
+    monkeypatch.setattr(dbitflip, "_COMPILED_MIN", 0)
+    monkeypatch.setattr(_parallel, "numba_available", lambda: True)
+    compiled = spec.randomize(values, rng=9)
+    monkeypatch.setattr(_parallel, "numba_available", lambda: False)
+    plain = spec.randomize(values, rng=9)
+    np.testing.assert_array_equal(compiled.buckets, plain.buckets)
+    np.testing.assert_array_equal(compiled.bits, plain.bits)
+    assert compiled.buckets.dtype == plain.buckets.dtype and compiled.bits.dtype == np.uint8
+    assert np.all(np.diff(compiled.buckets.astype(np.int64), axis=1) > 0)
