@@ -9,6 +9,7 @@ import pytest
 
 from ldpkit import Device
 from ldpkit.longitudinal import DBitFlipPM
+from ldpkit.testing import chisquare_gof
 
 
 def _z(spec, items, seed, est_spec=None):
@@ -91,19 +92,34 @@ def test_estimate_postprocess_is_an_option_and_the_default_stays_unbiased():
         spec.estimate(stats, postprocess="ibu")
 
 
-@pytest.mark.parametrize(("k", "d"), [(32, 4), (5, 5), (300, 1), (1000, 7), (40, 32)])
-def test_compiled_bookkeeping_matches_the_numpy_path(k, d, monkeypatch):
-    from ldpkit import _parallel
-    from ldpkit.longitudinal import dbitflip
+@pytest.mark.parametrize(("k", "d", "n"), [(32, 4, 3001), (5, 5, 100), (64, 1, 130), (40, 32, 7)])
+def test_streamed_kernel_matches_its_numpy_twin(k, d, n):
+    from ldpkit.longitudinal import _dbitflip_sampler as sampler
+    from ldpkit.longitudinal._kernels_dbitflip import dbitflip_streams
 
     spec = DBitFlipPM(epsilon=1.5, domain_size=k, sampled_bits=d)
-    values = np.random.default_rng(k).integers(0, k, 3000)
-    monkeypatch.setattr(dbitflip, "_COMPILED_MIN", 0)
-    monkeypatch.setattr(_parallel, "numba_available", lambda: True)
-    compiled = spec.randomize(values, rng=9)
-    monkeypatch.setattr(_parallel, "numba_available", lambda: False)
-    plain = spec.randomize(values, rng=9)
-    np.testing.assert_array_equal(compiled.buckets, plain.buckets)
-    np.testing.assert_array_equal(compiled.bits, plain.bits)
-    assert compiled.buckets.dtype == plain.buckets.dtype and compiled.bits.dtype == np.uint8
-    assert np.all(np.diff(compiled.buckets.astype(np.int64), axis=1) > 0)
+    big, small = spec._thresholds()
+    gen = np.random.default_rng(k + d)
+    values = gen.integers(0, k, n)
+    seeds = gen.integers(0, 2**64, sampler.stream_count(n, d), dtype=np.uint64)
+    out = [(np.zeros((n, d), np.uint8), np.zeros((n, d), np.uint8)) for _ in range(2)]
+    sampler.sample_dbitflip_numpy(values, seeds, k, big, small, *out[0])
+    reject, other, flip = sampler._laws(k, d, big, small)
+    dbitflip_streams(values, seeds, k, reject, other, flip, *out[1])
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert np.all(np.diff(out[0][0].astype(np.int64), axis=1) > 0)  # distinct, ascending
+    assert out[0][0].max() < k
+
+
+def test_devices_sharing_a_stream_are_independent():
+    # 16 devices (d = 4) draw from one stream and share one word of bits: the joint law of
+    # two neighbours' reports is the product of their laws (values 0 and 3)
+    spec = DBitFlipPM(epsilon=2.0, domain_size=5, sampled_bits=4)
+    m = spec.transition_matrix()
+    reports = spec.randomize(np.tile([0, 3], 20_000), rng=12)
+    index = spec.output_index(reports)
+    joint = index[0::2] * m.shape[1] + index[1::2]
+    observed = np.bincount(joint, minlength=m.shape[1] ** 2)
+    assert chisquare_gof(observed, np.outer(m[0], m[3]).ravel()) > 1e-4
+    assert chisquare_gof(observed, np.outer(m[3], m[0]).ravel()) < 1e-6  # it can fail

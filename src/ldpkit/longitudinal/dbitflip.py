@@ -18,14 +18,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import _crmath, _parallel
+from .. import _crmath
 from .._constraints import Alternatives, Integer, Ref
-from .._rng import RNGLike, as_generator, independent_streams
+from .._rng import RNGLike, as_generator, derive_seeds, independent_streams, is_secure
 from .._validation import check_frequencies, check_integer, check_memory
 from ..estimate import FrequencyEstimate
 from ..frequency._base import FrequencyOracle, index_dtype
 from ..frequency.unary import unary_integer_probabilities, unary_privacy_loss
 from ..spec import Reports, Stats, StatsField
+from . import _dbitflip_sampler as _streamed
 
 __all__ = ["DBitFlipPM"]
 
@@ -37,11 +38,6 @@ MAX_ENUMERABLE_OUTPUTS = 4096
 
 #: Up to this many sampled buckets, per-row membership is tested column by column.
 _FEW_COLUMNS = 16
-#: Fresh reports with at most this many sampled buckets, of at most 64 buckets (a 64-bit
-#: mask per row), go through the compiled bookkeeping when numba is loaded or the batch has
-#: at least _COMPILED_MIN bits.
-_KERNEL_MAX_BITS = 32
-_COMPILED_MIN = 1 << 24
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -223,11 +219,20 @@ class DBitFlipPM(FrequencyOracle):
         self, values: np.ndarray, gen: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Return each device's sampled buckets (ascending) and its bits (uint8)."""
+        d, k = self.sampled_bits, self.domain_size
+        if k <= _streamed.MAX_DOMAIN and d <= _streamed.MAX_BITS and not is_secure(gen):
+            # seeded: per-stream xoshiro256** (kernel or numpy twin, the same bytes)
+            n = values.shape[0]
+            check_memory(
+                2.0 * n * d, f"len(values)={n} at sampled_bits={d}", f"{self.name}.randomize"
+            )
+            seeds = derive_seeds(gen, _streamed.stream_count(n, d))
+            buckets = np.empty((n, d), dtype=index_dtype(k))
+            bits = np.empty((n, d), dtype=np.uint8)
+            big, small = self._thresholds()
+            _streamed.sample_dbitflip(values, seeds, k, big, small, buckets, bits)
+            return buckets, bits
         bucket_gen, bit_gen = independent_streams(gen, 2)
-        d = self.sampled_bits
-        small_domain = self.domain_size <= 64 and d <= _KERNEL_MAX_BITS
-        if small_domain and _parallel.use_compiled(values.shape[0] * d, _COMPILED_MIN):
-            return self._compiled_parts(values, bucket_gen, bit_gen)
         buckets = self._sample_buckets(values.shape[0], bucket_gen)
         v = np.asarray(values)
         if d <= _FEW_COLUMNS:  # the bucket holding the value (buckets are distinct), else d
@@ -238,31 +243,6 @@ class DBitFlipPM(FrequencyOracle):
             where = buckets == v[:, None]
             keys = np.where(where.any(axis=1), where.argmax(axis=1), d)
         return buckets, self._bits(buckets, keys, bit_gen)
-
-    def _compiled_parts(
-        self, values: np.ndarray, bucket_gen: np.random.Generator, bit_gen: np.random.Generator
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Return :meth:`_permanent_parts`' reports from the same draws, via the kernel.
-
-        The same numbers are drawn in the same order as :meth:`_sample_buckets` (one Floyd
-        column per step) and :meth:`_bits` (one word per sampled bit); the numba kernel does
-        the bookkeeping per row instead of numpy's passes over columns.
-        """
-        from ._kernels_dbitflip import dbitflip_rows  # numba: loaded on first use
-
-        k, d = self.domain_size, self.sampled_bits
-        n = values.shape[0]
-        check_memory(8.0 * n * d, f"len(values)={n} at sampled_bits={d}", f"{self.name}.randomize")
-        draws = np.empty((d, n), dtype=np.int64)
-        for i, j in enumerate(range(k - d, k)):
-            draws[i] = bucket_gen.integers(0, j + 1, size=n, dtype=np.int64)
-        words = bit_gen.integers(0, _U64_MAX, size=(n, d), dtype=np.uint64, endpoint=True)
-        buckets = np.empty((n, d), dtype=index_dtype(k))
-        bits = np.empty((n, d), dtype=np.uint8)
-        big, small = self._thresholds()
-        v = np.ascontiguousarray(values, dtype=np.int64)
-        dbitflip_rows(draws, v, words, k, np.uint64(big), np.uint64(small), buckets, bits)
-        return buckets, bits
 
     def _permanent_round(self, values: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         buckets, bits = self._permanent_parts(values, gen)
