@@ -13,6 +13,8 @@ installed. ``tests/frequency/test_unary_sampler.py`` checks the two byte for byt
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import _parallel
@@ -220,9 +222,15 @@ def wide_threshold_lanes(
     """Return the per-bit lane masks of two 128-bit thresholds, from bit 127 down.
 
     ``other[k]`` is all ones where bit ``127 - k`` of ``other_threshold`` is 1, ``flip[k]``
-    where that bit of ``true_threshold`` differs from it (uint64 arrays of 128).
+    where that bit of ``true_threshold`` differs from it (uint64 arrays of 128; built once
+    per pair of thresholds, since a spec samples with the same pair every time).
     """
-    big, small = int(true_threshold), int(other_threshold)
+    other, flip = _threshold_lanes(int(true_threshold), int(other_threshold))
+    return other.copy(), flip.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _threshold_lanes(big: int, small: int) -> tuple[np.ndarray, np.ndarray]:
     other = [_LOW if (small >> b) & 1 else 0 for b in range(127, -1, -1)]
     flip = [_LOW if ((big ^ small) >> b) & 1 else 0 for b in range(127, -1, -1)]
     return np.asarray(other, dtype=np.uint64), np.asarray(flip, dtype=np.uint64)
@@ -284,6 +292,8 @@ def _wide_chunk(
         # streams that draw word w (all but the tail of the last one), each until its lanes
         # are settled; its state is written back where it stops, as the kernel's loop breaks
         active = np.flatnonzero(exists[:, w])
+        if active.size == 0:  # past the last row: no stream draws this word
+            continue
         local_state = [part_[active] for part_ in state]
         open_lanes = used[active, w].copy()
         tl = true_lanes[active, w]
