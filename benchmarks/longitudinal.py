@@ -26,9 +26,10 @@ is the paper's): their ratio with +-2 standard errors (delta method over the win
 (``MI_long`` and dBitFlipPM's own loop): the unbiased estimate clipped at 0 and renormalized
 to sum 1, i.e. CON20's Norm-Mul. It is compared like with like: ldpkit's
 ``estimate(stats, postprocess="norm_mul")`` on the same windows (every window of the flights,
-every ``--mfl-every``-th baby-name window; ldpkit's side averaged over ``--reps``
-randomizations per window, which lowers its noise, not its expected MSE), with the ratio of
-the two mean MSEs and +-2 standard errors (from the per-window paired differences). Norm-Sub
+every ``--mfl-every``-th baby-name window; each side averaged over its randomizations of
+a window, ``--reps`` for ldpkit, ``--mfl-reps`` for the peer, which lowers the noise, not
+the expected MSE), with the ratio of the two mean MSEs and +-2 standard errors (from the
+per-window paired differences). Norm-Sub
 (``postprocess="norm_sub"``) is shown too. "same reports": the peer's own reports of each
 compared window through ldpkit's ``aggregate`` and ``estimate(postprocess="norm_mul")``,
 the largest gap to the peer's MI output: ~1e-8 and below where both use the same chained
@@ -325,15 +326,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     mse_common.append(mse[-1])
                     mse_nm.append(float(np.mean(nm)))
                     mse_ns.append(float(np.mean(ns)))
-                    # the same window through multi-freq-ldpy: one client call per user
-                    np.random.seed(1000 + w)  # noqa: NPY002 - the peer's global state
-                    theirs = [client(int(v)) for v in values]
-                    est_mfl = np.asarray(agg(theirs))
-                    mse_mfl.append(float(np.mean((est_mfl - f) ** 2)))
-                    # the same reports through ldpkit's estimate(postprocess="norm_mul")
-                    mine = spec.aggregate(peer_reports(spec, name, theirs))
-                    same = spec.estimate(mine, postprocess="norm_mul").frequencies
-                    gap = max(gap, float(np.max(np.abs(same - est_mfl))))
+                    # the same window through multi-freq-ldpy (one client call per user),
+                    # --mfl-reps draws
+                    theirs_mse = []
+                    for r in range(args.mfl_reps):
+                        np.random.seed(1000 + w + 100_000 * r)  # noqa: NPY002 - peer's state
+                        theirs = [client(int(v)) for v in values]
+                        est_mfl = np.asarray(agg(theirs))
+                        theirs_mse.append(float(np.mean((est_mfl - f) ** 2)))
+                        # the same reports through ldpkit's estimate(postprocess="norm_mul")
+                        mine = spec.aggregate(peer_reports(spec, name, theirs))
+                        same = spec.estimate(mine, postprocess="norm_mul").frequencies
+                        gap = max(gap, float(np.max(np.abs(same - est_mfl))))
+                    mse_mfl.append(float(np.mean(theirs_mse)))
                 ratio = float(np.mean(mse_nm) / np.mean(mse_mfl))
                 # MSE / variance and its standard error (delta method over the windows)
                 to_var = float(np.mean(mse) / np.mean(var))
@@ -481,6 +486,9 @@ def main() -> None:
         "--mfl-every", type=int, default=1, help="--full: peer every k-th baby-name window"
     )
     parser.add_argument("--reps", type=int, default=4, help="ldpkit's draws per compared window")
+    parser.add_argument(
+        "--mfl-reps", type=int, default=3, help="the peer's draws per compared window"
+    )
     args = parser.parse_args()
     args.loloha = []
     rows = run(args)
