@@ -252,3 +252,27 @@ def test_estimate_postprocess_norm_mul_is_the_clipped_renormalized_estimate(cls)
     clipped = np.maximum(plain.frequencies, 0.0)
     np.testing.assert_array_equal(out.frequencies, clipped / clipped.sum())
     assert out.postprocessing == ("norm_mul",) and not out.unbiased
+
+
+@pytest.mark.parametrize("d", [2, 5, 32, 64, 65, 300])
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 1001])
+def test_lgrr_support_counts_equal_grr_counts(d, n):
+    from ldpkit.frequency.grr import OneItemReports
+
+    spec = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=d)
+    values = np.random.default_rng(d * 1000 + n).integers(0, d, n)
+    reports = spec.randomize(values, rng=n)
+    counts = spec.support_counts(reports)
+    assert counts.dtype == np.int64 and counts.shape == (d,)
+    np.testing.assert_array_equal(counts, np.bincount(reports.values, minlength=d))
+    np.testing.assert_array_equal(counts, OneItemReports.support_counts(spec, reports))
+
+
+def test_lgrr_support_counts_refuse_items_past_the_domain():
+    from ldpkit import Reports
+
+    spec = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=32)
+    # 1 * 32 + 0 would alias the pair (1, 0) were 32 not refused
+    bad = Reports(spec, values=np.array([0, 32, 1, 0], dtype=np.uint8))
+    with pytest.raises(ValueError, match=r"reports.values must be items in \[0, 32\)"):
+        spec.support_counts(bad)

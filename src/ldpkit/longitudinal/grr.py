@@ -18,6 +18,9 @@ from ._base import LongitudinalOracle
 
 __all__ = ["LGRR"]
 
+#: Largest domain whose reports :meth:`LGRR.support_counts` counts by pairs (d^2 bins).
+_PAIR_MAX_D = 64
+
 
 @functools.lru_cache(maxsize=256)
 def lgrr_weights(
@@ -171,6 +174,29 @@ class LGRR(OneItemReports, ChainedGRR, LongitudinalOracle):
 
     def _rr_size(self) -> int:
         return self.domain_size
+
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        """Return the count of reports of every item, as GRR's, in one pass over byte pairs.
+
+        L-GRR's reports are uint8 items when d <= 256; for d <= 64 two consecutive reports
+        ``(a, b)`` are counted together as the pair ``a d + b`` (one bincount over n / 2
+        uint16 words into d^2 bins, ~3x faster than one bincount over n bytes), then the
+        pair counts are summed along both axes: exact integers, the same counts.
+        """
+        y = reports.values
+        d = self.domain_size
+        if not (d <= _PAIR_MAX_D and y.dtype == np.uint8 and y.ndim == 1 and y.size > 1):
+            return super().support_counts(reports)
+        if int(y.max()) >= d:  # a pair index must not alias another pair
+            raise ValueError(f"reports.values must be items in [0, {d})")
+        m = y.size & ~1
+        pairs = np.ascontiguousarray(y[:m]).view("<u2")  # (a, b) -> a + 256 b on any CPU
+        index = (pairs & np.uint16(0xFF)) * np.uint16(d) + (pairs >> np.uint16(8))
+        grid = np.bincount(index, minlength=d * d).reshape(d, d)
+        counts = grid.sum(axis=1) + grid.sum(axis=0)
+        if m < y.size:
+            counts[int(y[-1])] += 1
+        return counts.astype(np.int64, copy=False)
 
     @property
     def q(self) -> float:
