@@ -20,6 +20,9 @@ __all__ = ["LGRR"]
 
 #: Largest domain whose reports :meth:`LGRR.support_counts` counts by pairs (d^2 bins).
 _PAIR_MAX_D = 64
+#: Pairs per block of :meth:`LGRR.support_counts` (its temporaries: 32 KiB uint16, 128 KiB
+#: of bincount's intp copy).
+_PAIR_BLOCK = 1 << 14
 
 
 @functools.lru_cache(maxsize=256)
@@ -179,9 +182,11 @@ class LGRR(OneItemReports, ChainedGRR, LongitudinalOracle):
         """Return the count of reports of every item, as GRR's, in one pass over byte pairs.
 
         L-GRR's reports are uint8 items when d <= 256; for d <= 64 two consecutive reports
-        ``(a, b)`` are counted together as the pair ``a d + b`` (one bincount over n / 2
-        uint16 words into d^2 bins, ~3x faster than one bincount over n bytes), then the
-        pair counts are summed along both axes: exact integers, the same counts.
+        ``(a, b)`` are counted together as the pair ``a d + b`` (bincounts over n / 2
+        uint16 words into d^2 bins, ~2.5x faster than one bincount over n bytes), then the
+        pair counts are summed along both axes: exact integers, the same counts. Blocks of
+        :data:`_PAIR_BLOCK` pairs keep the temporaries small: fresh large ones cost page
+        faults on a batch's first pass, which were most of its time.
         """
         y = reports.values
         d = self.domain_size
@@ -191,8 +196,14 @@ class LGRR(OneItemReports, ChainedGRR, LongitudinalOracle):
             raise ValueError(f"reports.values must be items in [0, {d})")
         m = y.size & ~1
         pairs = np.ascontiguousarray(y[:m]).view("<u2")  # (a, b) -> a + 256 b on any CPU
-        index = (pairs & np.uint16(0xFF)) * np.uint16(d) + (pairs >> np.uint16(8))
-        grid = np.bincount(index, minlength=d * d).reshape(d, d)
+        flat = np.zeros(d * d, dtype=np.int64)
+        for start in range(0, pairs.size, _PAIR_BLOCK):
+            block = pairs[start : start + _PAIR_BLOCK]
+            index = block & np.uint16(0xFF)
+            index *= np.uint16(d)
+            index += block >> np.uint16(8)
+            flat += np.bincount(index, minlength=d * d)
+        grid = flat.reshape(d, d)
         counts = grid.sum(axis=1) + grid.sum(axis=0)
         if m < y.size:
             counts[int(y[-1])] += 1
