@@ -10,6 +10,7 @@ thread-safe. Kernels that seed or count per row give results independent of the 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -62,6 +63,12 @@ def numba_available() -> bool:
     """Whether numba can be imported (without importing it)."""
     if "numba" in sys.modules:
         return sys.modules["numba"] is not None
+    return _numba_installed()
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_installed() -> bool:
+    # find_spec searches sys.path (~0.2 ms): once per process, not on every small batch
     try:
         return importlib.util.find_spec("numba") is not None
     except (ImportError, ValueError):

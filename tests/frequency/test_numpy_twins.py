@@ -95,11 +95,15 @@ S2 = S * S  # the wide sampler's resolution
 @pytest.mark.parametrize(
     ("d", "n", "big", "small"),
     [
-        (2, 400, S2 // 2, S2 // 5),
-        (9, 300, S2 // 3 * 2, S2 // 3),  # alternating bits across both words
+        (2, 400, S2 // 2, S2 // 5),  # 8 rows share a word
+        (9, 300, S2 // 3 * 2, S2 // 3),  # alternating bits across both words; 4 rows a word
+        (20, 77, S2 // 2, S2 // 3),  # 2 rows of 24 lanes a word, 8 padding lanes unused
+        (32, 1001, S2 // 2, S2 // 4),  # 2 rows a word; the last stream is partial
+        (33, 50, S2 // 3, S2 // 5),  # one row a word, 8 rows a stream
         (64, 200, S2 - 1, 1),  # extreme thresholds: lanes stay open into the low word
         (65, 200, S2 // 2, S2 // 2 - 1),  # a 0 then 127 ones
         (130, 100, 3 * S2 // 4 + 12345, S * 77 + 5),  # high word small: the low word decides
+        (8, 3, S2 - 1, 0),  # fewer rows than a word holds
     ],
 )
 def test_wide_numpy_twin_matches_kernel_bytes(d, n, big, small):
@@ -107,17 +111,36 @@ def test_wide_numpy_twin_matches_kernel_bytes(d, n, big, small):
 
     rng = np.random.default_rng(d * 7 + n)
     values = rng.integers(0, d, n)
-    seeds = rng.integers(0, 2**64, n, dtype=np.uint64)
+    seeds = rng.integers(0, 2**64, _unary_sampler.wide_seed_count(n, d), dtype=np.uint64)
     width = (d + 7) // 8
     a = np.full((n, width), 0xAA, dtype=np.uint8)
     b = np.full((n, width), 0x55, dtype=np.uint8)
     wide_kernel(values, seeds, d, big, small, a)
     _unary_sampler.sample_unary_bits_wide_numpy(values, seeds, d, big, small, b)
     np.testing.assert_array_equal(a, b)
+    bits = np.unpackbits(a, axis=1)
+    assert not bits[:, d:].any()  # padding bits are 0
     if small > S2 >> 12:  # the comparison can fail: other seeds give other bytes
         c = np.zeros_like(a)
         _unary_sampler.sample_unary_bits_wide_numpy(values, seeds + np.uint64(1), d, big, small, c)
         assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("d", [4, 32, 70])
+def test_wide_kernel_bytes_do_not_depend_on_threads_or_chunks(d, monkeypatch):
+    from ldpkit.frequency._kernels_unary import sample_unary_bits_wide as wide_kernel
+
+    n = 40_000 + 3  # several row blocks and numpy chunks, a partial last stream
+    rng = np.random.default_rng(d)
+    values = rng.integers(0, d, n)
+    seeds = rng.integers(0, 2**64, _unary_sampler.wide_seed_count(n, d), dtype=np.uint64)
+    out = [np.zeros((n, (d + 7) // 8), dtype=np.uint8) for _ in range(3)]
+    wide_kernel(values, seeds, d, S2 // 2, S2 // 3, out[0], workers=1)
+    wide_kernel(values, seeds, d, S2 // 2, S2 // 3, out[1], workers=3)
+    monkeypatch.setattr(_unary_sampler, "_CHUNK_ROWS", 1000)
+    _unary_sampler.sample_unary_bits_wide_numpy(values, seeds, d, S2 // 2, S2 // 3, out[2])
+    np.testing.assert_array_equal(out[0], out[1])
+    np.testing.assert_array_equal(out[0], out[2])
 
 
 def test_longitudinal_unary_randomize_is_the_same_on_both_paths(monkeypatch):

@@ -9,6 +9,7 @@ import pytest
 
 from ldpkit import Device
 from ldpkit.longitudinal import DBitFlipPM
+from ldpkit.testing import chisquare_gof
 
 
 def _z(spec, items, seed, est_spec=None):
@@ -68,3 +69,57 @@ def test_a_device_memoizes_per_sampled_bucket(tmp_path):
     again = device.report(spec, np.arange(40), rng=1)
     assert again.equals(reports)  # the whole report is memoized (a stable identifier)
     assert spec.aggregate(reports).n == 40
+
+
+def test_estimate_postprocess_is_an_option_and_the_default_stays_unbiased():
+    spec = DBitFlipPM(epsilon=1.0, domain_size=12, sampled_bits=3)
+    values = np.random.default_rng(3).integers(0, 4, 400)  # 8 empty buckets: negatives
+    stats = spec.aggregate(spec.randomize(values, rng=4))
+    plain = spec.estimate(stats)
+    assert plain.unbiased and plain.postprocessing == ()
+    assert plain.frequencies.min() < 0
+    mi = spec.estimate(stats, postprocess="norm_mul")
+    # negatives to 0, then scaled to sum 1 (multi-freq-ldpy's "MI" output), exactly
+    clipped = np.maximum(plain.frequencies, 0.0)
+    np.testing.assert_array_equal(mi.frequencies, clipped / clipped.sum())
+    assert mi.postprocessing == ("norm_mul",) and not mi.unbiased
+    np.testing.assert_array_equal(mi.variance, plain.variance)
+    ns = spec.estimate(stats, postprocess="norm_sub").frequencies
+    assert ns.min() >= 0 and ns.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="postprocess must be None or one of"):
+        spec.estimate(stats, postprocess="clip")
+    with pytest.raises(ValueError, match="ibu needs an estimate from a pure frequency oracle"):
+        spec.estimate(stats, postprocess="ibu")
+
+
+@pytest.mark.parametrize(("k", "d", "n"), [(32, 4, 3001), (5, 5, 100), (64, 1, 130), (40, 32, 7)])
+def test_streamed_kernel_matches_its_numpy_twin(k, d, n):
+    from ldpkit.longitudinal import _dbitflip_sampler as sampler
+    from ldpkit.longitudinal._kernels_dbitflip import dbitflip_streams
+
+    spec = DBitFlipPM(epsilon=1.5, domain_size=k, sampled_bits=d)
+    big, small = spec._thresholds()
+    gen = np.random.default_rng(k + d)
+    values = gen.integers(0, k, n)
+    seeds = gen.integers(0, 2**64, sampler.stream_count(n, d), dtype=np.uint64)
+    out = [(np.zeros((n, d), np.uint8), np.zeros((n, d), np.uint8)) for _ in range(2)]
+    sampler.sample_dbitflip_numpy(values, seeds, k, big, small, *out[0])
+    reject, other, flip = sampler._laws(k, d, big, small)
+    dbitflip_streams(values, seeds, k, reject, other, flip, *out[1])
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert np.all(np.diff(out[0][0].astype(np.int64), axis=1) > 0)  # distinct, ascending
+    assert out[0][0].max() < k
+
+
+def test_devices_sharing_a_stream_are_independent():
+    # 16 devices (d = 4) draw from one stream and share one word of bits: the joint law of
+    # two neighbours' reports is the product of their laws (values 0 and 3)
+    spec = DBitFlipPM(epsilon=2.0, domain_size=5, sampled_bits=4)
+    m = spec.transition_matrix()
+    reports = spec.randomize(np.tile([0, 3], 20_000), rng=12)
+    index = spec.output_index(reports)
+    joint = index[0::2] * m.shape[1] + index[1::2]
+    observed = np.bincount(joint, minlength=m.shape[1] ** 2)
+    assert chisquare_gof(observed, np.outer(m[0], m[3]).ravel()) > 1e-4
+    assert chisquare_gof(observed, np.outer(m[3], m[0]).ravel()) < 1e-6  # it can fail

@@ -115,6 +115,29 @@ def test_two_rounds_and_the_direct_draw_have_one_law(cls):
     assert chisquare_gof(counts, matrix[2]) < 1e-6
 
 
+@pytest.mark.parametrize(("cls", "d"), [(LOUE, 4), (LSOUE, 3), (LOSUE, 16), (LSUE, 32)])
+def test_rows_sharing_a_word_are_independent(cls, d):
+    # randomize packs several users' bits into one 64-lane word (8 rows at d <= 8, 4 at
+    # d = 16, 2 at d = 32): neighbours' reports must be independent, each with its value's law
+    spec = cls(epsilon_inf=2.0, epsilon_1=0.8, domain_size=d)
+    pairs = 30_000
+    values = np.tile([0, d - 1], pairs)
+    bits = np.unpackbits(spec.randomize(values, rng=5).bits, axis=1, count=d)
+    if d > 4:  # the joint law of two reports' first two bits (and of the values' bits)
+        bits = bits[:, [0, d - 1]]
+        law = [np.array([1 - p, p]) for p in (spec.p, spec.q, spec.q, spec.p)]
+        row = [np.kron(law[0], law[1]), np.kron(law[2], law[3])]
+    else:
+        m = spec.transition_matrix()
+        row = [m[0], m[d - 1]]
+    index = bits @ (1 << np.arange(bits.shape[1] - 1, -1, -1))
+    joint = index[0::2] * row[1].size + index[1::2]
+    observed = np.bincount(joint, minlength=row[0].size * row[1].size)
+    assert chisquare_gof(observed, np.outer(row[0], row[1]).ravel()) > 1e-4
+    # the same check tells swapped values apart (first report of value d - 1, second of 0)
+    assert chisquare_gof(observed, np.outer(row[1], row[0]).ravel()) < 1e-6
+
+
 @pytest.mark.parametrize("cls", ALL)
 def test_permanent_round_law(cls):
     spec = cls(epsilon_inf=1.5, epsilon_1=0.5, domain_size=5)
@@ -214,3 +237,42 @@ def test_empirical_variance_matches(cls):
     ratio = est.var(axis=0, ddof=1).mean() / spec.variance(n, f).mean()
     # 6 items x 299 dof, pooled: ratio within ~ +-4 sd of 1 (sd ~ sqrt(2 / 1794) = 0.033)
     assert 0.85 < ratio < 1.15
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_estimate_postprocess_norm_mul_is_the_clipped_renormalized_estimate(cls):
+    # multi-freq-ldpy's longitudinal "MI" aggregators clip at 0 and renormalize: offered as
+    # an option of estimate(); the default stays the unbiased estimate
+    spec = cls(epsilon_inf=1.0, epsilon_1=0.5, domain_size=16)
+    values = np.random.default_rng(6).integers(0, 3, 500)
+    stats = spec.aggregate(spec.randomize(values, rng=7))
+    plain = spec.estimate(stats)
+    assert plain.unbiased and plain.frequencies.min() < 0
+    out = spec.estimate(stats, postprocess="norm_mul")
+    clipped = np.maximum(plain.frequencies, 0.0)
+    np.testing.assert_array_equal(out.frequencies, clipped / clipped.sum())
+    assert out.postprocessing == ("norm_mul",) and not out.unbiased
+
+
+@pytest.mark.parametrize("d", [2, 5, 32, 64, 65, 300])
+@pytest.mark.parametrize("n", [1, 2, 7, 1001, 65539])  # 65539: several blocks of pairs
+def test_lgrr_support_counts_equal_grr_counts(d, n):
+    from ldpkit.frequency.grr import OneItemReports
+
+    spec = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=d)
+    values = np.random.default_rng(d * 1000 + n).integers(0, d, n)
+    reports = spec.randomize(values, rng=n)
+    counts = spec.support_counts(reports)
+    assert counts.dtype == np.int64 and counts.shape == (d,)
+    np.testing.assert_array_equal(counts, np.bincount(reports.values, minlength=d))
+    np.testing.assert_array_equal(counts, OneItemReports.support_counts(spec, reports))
+
+
+def test_lgrr_support_counts_refuse_items_past_the_domain():
+    from ldpkit import Reports
+
+    spec = LGRR(epsilon_inf=2.0, epsilon_1=1.0, domain_size=32)
+    # 1 * 32 + 0 would alias the pair (1, 0) were 32 not refused
+    bad = Reports(spec, values=np.array([0, 32, 1, 0], dtype=np.uint8))
+    with pytest.raises(ValueError, match=r"reports.values must be items in \[0, 32\)"):
+        spec.support_counts(bad)

@@ -195,63 +195,90 @@ def sample_unary_bits(
     _run_blocks(task, _row_blocks(values.shape[0], workers))
 
 
+@numba.njit(cache=True, inline="always")
+def _lane(j: int) -> int:
+    """Lane of a word that holds item j of its 64 (byte j // 8, bit 7 - j % 8 from the LSB)."""
+    return (j & ~7) | (7 - (j & 7))
+
+
 # Twin by design: _unary_sampler.sample_unary_bits_wide_numpy (same bytes, numpy). Kept
 # apart from _sample_rows on purpose: the 64-bit loop is the clients' hot path and stays
-# free of this loop's per-bit hi/lo choice and second true-bit word.
+# free of this loop's bit-sliced 128-bit thresholds and lanes shared by rows.
 @numba.njit(cache=True, nogil=True)
-def _sample_rows_wide(
+def _sample_streams_wide(
     values: np.ndarray,
     seeds: np.ndarray,
     domain_size: int,
-    true_hi: np.uint64,
-    true_lo: np.uint64,
-    other_hi: np.uint64,
-    other_lo: np.uint64,
+    rows_per_word: int,
+    rows_per_stream: int,
+    other_lanes: np.ndarray,
+    flip_lanes: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """Fill ``out`` as :func:`_sample_rows` does, at resolution 2^-128.
+    """Fill ``out`` (uint8, shape (n, ceil(d/8))) at resolution 2^-128, lanes shared by rows.
 
-    Thresholds are 128-bit integers ``hi 2^64 + lo``: each lane's U has 128 bits, compared
-    bit-sliced from bit 127 down (the same early stop: about 7.3 words per 64 lanes); the
-    true item's bit is two more words, ``(r_hi, r_lo) < (true_hi, true_lo)``
-    lexicographically. A lane still open after 128 words has U == T, hence 0.
+    Row i's bit ``values[i]`` is 1 w.p. ``T_true / 2^128``, every other bit w.p. ``T_other /
+    2^128``, all independent; padding bits are 0. Each 64-lane word carries
+    ``rows_per_word`` whole rows (when ``8 ceil(d/8) <= 32``; else one row spans
+    ``ceil(d/64)`` words) and every lane compares its own 128-bit U with its own threshold,
+    bit-sliced from bit 127 down: ``other_lanes[k]`` is all ones where bit ``127 - k`` of
+    ``T_other`` is 1, ``flip_lanes[k]`` where bit ``127 - k`` of ``T_true`` differs from it,
+    so a word's thresholds are ``other_lanes[k] ^ (flip_lanes[k] & true_lanes)``. The words
+    are drawn until every lane that carries an item is settled (padding lanes are never
+    opened), so the true item's bit costs nothing extra. One xoshiro256** stream per
+    ``rows_per_stream`` consecutive rows, seeded with ``seeds[s]``, its words in row order.
     """
     n, width = out.shape
-    n_words = (width + 7) // 8
-    pad = 8 * width - domain_size
-    pad_mask = np.uint8((0xFF << pad) & 0xFF)
-    for i in range(n):
-        s0, s1, s2, s3 = _seed_state(seeds[i])
-        for w in range(n_words):
-            ones = _U64(0)
-            open_lanes = _ALL
-            for b in range(127, -1, -1):
-                r, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
-                if b >= 64:
-                    bit = (other_hi >> _U64(b - 64)) & _U64(1)
+    stride = 8 * width  # lanes per row when rows share a word
+    words_per_row = (width + 7) // 8 if rows_per_word == 1 else 1
+    # the item lanes of a word: word_used[w] for part w of a row (rows_per_word == 1), or
+    # word_used[k] for a word that carries k rows
+    word_used = np.zeros(max(words_per_row, rows_per_word) + 1, dtype=np.uint64)
+    if rows_per_word == 1:
+        for j in range(domain_size):
+            word_used[j >> 6] |= _U64(1) << _U64(_lane(j & 63))
+    else:
+        row_used = _U64(0)
+        for j in range(domain_size):
+            row_used |= _U64(1) << _U64(_lane(j))
+        for k in range(1, rows_per_word + 1):
+            word_used[k] = word_used[k - 1] | (row_used << _U64(stride * (k - 1)))
+    n_streams = (n + rows_per_stream - 1) // rows_per_stream
+    for s in range(n_streams):
+        s0, s1, s2, s3 = _seed_state(seeds[s])
+        i = s * rows_per_stream
+        stop = min(n, i + rows_per_stream)
+        while i < stop:
+            k = min(rows_per_word, stop - i)
+            for w in range(words_per_row):
+                if rows_per_word == 1:
+                    used = word_used[w]
+                    v = values[i] - 64 * w
+                    true_lanes = _U64(1) << _U64(_lane(v)) if 0 <= v < 64 else _U64(0)
                 else:
-                    bit = (other_lo >> _U64(b)) & _U64(1)
-                if bit:
-                    ones |= open_lanes & ~r
-                    open_lanes &= r
+                    used = word_used[k]
+                    true_lanes = _U64(0)
+                    for r in range(k):
+                        true_lanes |= _U64(1) << _U64(r * stride + _lane(values[i + r]))
+                ones = _U64(0)
+                open_lanes = used  # lanes whose U still equals their T on the bits drawn
+                for b in range(128):
+                    r_, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
+                    t = other_lanes[b] ^ (flip_lanes[b] & true_lanes)
+                    ones |= open_lanes & ~r_ & t  # U's bit 0 < T's bit 1: U < T
+                    open_lanes &= ~(r_ ^ t)  # still equal where the bits agree
+                    if open_lanes == _U64(0):
+                        break
+                if rows_per_word == 1:
+                    base = 8 * w
+                    for q in range(min(8, width - base)):
+                        out[i, base + q] = np.uint8((ones >> _U64(8 * q)) & _U64(0xFF))
                 else:
-                    open_lanes &= ~r
-                if open_lanes == _U64(0):
-                    break
-            base = 8 * w
-            for k in range(min(8, width - base)):
-                out[i, base + k] = np.uint8((ones >> _U64(8 * k)) & _U64(0xFF))
-        r_hi, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
-        r_lo, s0, s1, s2, s3 = _xoshiro_next(s0, s1, s2, s3)
-        v = values[i]
-        byte = v >> 3
-        mask = 0x80 >> (v & 7)
-        if r_hi < true_hi or (r_hi == true_hi and r_lo < true_lo):
-            out[i, byte] = np.uint8(out[i, byte] | mask)
-        else:
-            out[i, byte] = np.uint8(out[i, byte] & (0xFF ^ mask))
-        if pad:
-            out[i, width - 1] = np.uint8(out[i, width - 1] & pad_mask)
+                    for r in range(k):
+                        for q in range(width):
+                            byte = (ones >> _U64(8 * (r * width + q))) & _U64(0xFF)
+                            out[i + r, q] = np.uint8(byte)
+            i += k
 
 
 def sample_unary_bits_wide(
@@ -264,22 +291,40 @@ def sample_unary_bits_wide(
     *,
     workers: int | None = None,
 ) -> None:
-    """Fill ``out`` as :func:`sample_unary_bits` does, with thresholds in units of 2^-128.
+    """Fill ``out`` (uint8, shape (n, ceil(d/8))) with thresholds in units of 2^-128.
 
     Both thresholds must lie in [0, 2^128 - 1]; bit ``values[i]`` of row i is 1 w.p.
     ``true_threshold / 2^128``, every other bit w.p. ``other_threshold / 2^128``. Used for
     laws that are exact products of two 2^-64 laws (the longitudinal chained bits).
+    ``seeds`` holds one seed per stream of rows
+    (:func:`ldpkit.frequency._unary_sampler.wide_layout`); row blocks on threads start at
+    stream boundaries, so the output does not depend on ``workers``.
     """
+    from ._unary_sampler import wide_layout, wide_threshold_lanes
+
     values = np.ascontiguousarray(values, dtype=np.int64)
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
-    mask = (1 << 64) - 1
-    big = (np.uint64(true_threshold >> 64), np.uint64(true_threshold & mask))
-    small = (np.uint64(other_threshold >> 64), np.uint64(other_threshold & mask))
+    rows_per_word, rows_per_stream = wide_layout(domain_size)
+    other_lanes, flip_lanes = wide_threshold_lanes(true_threshold, other_threshold)
+    n_streams = -(-values.shape[0] // rows_per_stream)
+    blocks = _parallel.row_blocks(
+        n_streams, workers or _workers(), max(1, _parallel.MIN_BLOCK_ROWS // rows_per_stream)
+    )
 
     def task(a: int, b: int) -> None:
-        _sample_rows_wide(values[a:b], seeds[a:b], domain_size, *big, *small, out[a:b])
+        ra, rb = a * rows_per_stream, b * rows_per_stream
+        _sample_streams_wide(
+            values[ra:rb],
+            seeds[a:b],
+            domain_size,
+            rows_per_word,
+            rows_per_stream,
+            other_lanes,
+            flip_lanes,
+            out[ra:rb],
+        )
 
-    _run_blocks(task, _row_blocks(values.shape[0], workers))
+    _run_blocks(task, blocks)
 
 
 #: Byte columns per tile of :func:`_tile_bit_counts`: its (tile, 256) histogram (128 KiB)

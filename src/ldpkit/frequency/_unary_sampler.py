@@ -13,6 +13,8 @@ installed. ``tests/frequency/test_unary_sampler.py`` checks the two byte for byt
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import _parallel
@@ -23,6 +25,9 @@ __all__ = [
     "sample_unary_bits_secure",
     "sample_unary_bits_wide",
     "sample_unary_bits_wide_numpy",
+    "wide_layout",
+    "wide_seed_count",
+    "wide_threshold_lanes",
     "COMPILED_MIN_BITS",
 ]
 
@@ -119,15 +124,9 @@ def _sample_chunk(
         base = 8 * w
         for k in range(min(8, width - base)):
             out[:, base + k] = ((ones >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    if resolution <= 64:
-        # The true item's bit: one more draw, its top `resolution` bits against the threshold.
-        r = _next(state)
-        hit = (r >> np.uint64(64 - resolution)) < np.uint64(true_threshold)
-    else:  # 2^-128: two more draws, compared (high word, low word) lexicographically
-        r_hi = _next(state)
-        r_lo = _next(state)
-        hi, lo = np.uint64(true_threshold >> 64), np.uint64(true_threshold & _LOW)
-        hit = (r_hi < hi) | ((r_hi == hi) & (r_lo < lo))
+    # The true item's bit: one more draw, its top `resolution` bits against the threshold.
+    r = _next(state)
+    hit = (r >> np.uint64(64 - resolution)) < np.uint64(true_threshold)
     byte = values >> 3
     mask = (0x80 >> (values & 7)).astype(np.uint8)
     idx = np.arange(n)
@@ -191,6 +190,141 @@ def sample_unary_bits(
         sample_unary_bits_numpy(values, seeds, domain_size, true_threshold, other_threshold, out)
 
 
+#: 64-lane words per stream of the 2^-128 sampler: a stream's seeding (four splitmix64 steps)
+#: is shared by ~8 x 7.3 draws, and the numpy twin walks only 8 words one after another.
+WIDE_WORDS_PER_STREAM = 8
+
+
+def wide_layout(domain_size: int) -> tuple[int, int]:
+    """Return ``(rows_per_word, rows_per_stream)`` of the 2^-128 sampler for ``domain_size``.
+
+    A row takes ``8 ceil(d/8)`` lanes (its packed bytes); when that is at most 32, whole
+    rows share one 64-lane word (2 rows at d = 32, 8 at d <= 8), so one bit-sliced
+    comparison settles several users' bits; otherwise a row spans ``ceil(d/64)`` words
+    of its own (``rows_per_word`` = 1). A stream covers about
+    :data:`WIDE_WORDS_PER_STREAM` words: its number of rows is a power of two.
+    """
+    width = (int(domain_size) + 7) // 8
+    rows_per_word = max(1, 64 // (8 * width))
+    if rows_per_word > 1:
+        return rows_per_word, rows_per_word * WIDE_WORDS_PER_STREAM
+    return 1, max(1, WIDE_WORDS_PER_STREAM // ((width + 7) // 8))
+
+
+def wide_seed_count(n: int, domain_size: int) -> int:
+    """Return the number of seeds (streams) the 2^-128 sampler reads for ``n`` rows."""
+    return -(-int(n) // wide_layout(domain_size)[1])
+
+
+def wide_threshold_lanes(
+    true_threshold: int, other_threshold: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the per-bit lane masks of two 128-bit thresholds, from bit 127 down.
+
+    ``other[k]`` is all ones where bit ``127 - k`` of ``other_threshold`` is 1, ``flip[k]``
+    where that bit of ``true_threshold`` differs from it (uint64 arrays of 128; built once
+    per pair of thresholds, since a spec samples with the same pair every time).
+    """
+    other, flip = _threshold_lanes(int(true_threshold), int(other_threshold))
+    return other.copy(), flip.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _threshold_lanes(big: int, small: int) -> tuple[np.ndarray, np.ndarray]:
+    other = [_LOW if (small >> b) & 1 else 0 for b in range(127, -1, -1)]
+    flip = [_LOW if ((big ^ small) >> b) & 1 else 0 for b in range(127, -1, -1)]
+    return np.asarray(other, dtype=np.uint64), np.asarray(flip, dtype=np.uint64)
+
+
+def _lane(j: np.ndarray) -> np.ndarray:
+    # lane of item j in its word: byte j // 8, bit 7 - j % 8 from the LSB (packbits order)
+    return (j & ~7) | (7 - (j & 7))
+
+
+def _wide_chunk(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    domain_size: int,
+    other_lanes: np.ndarray,
+    flip_lanes: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    m, width = out.shape
+    rows_per_word, rows_per_stream = wide_layout(domain_size)
+    words_per_row = (width + 7) // 8 if rows_per_word == 1 else 1
+    n_streams = seeds.shape[0]
+    rows = n_streams * rows_per_stream
+    v = np.zeros(rows, dtype=np.int64)
+    v[:m] = values
+    one = np.uint64(1)
+    j = np.arange(domain_size, dtype=np.int64)
+    if rows_per_word == 1:
+        # word w of a stream: part w % words_per_row of row w // words_per_row
+        n_words = rows_per_stream * words_per_row
+        used_part = np.zeros(words_per_row, dtype=np.uint64)
+        np.bitwise_or.at(used_part, j >> 6, one << _lane(j & 63).astype(np.uint64))
+        part = np.arange(n_words) % words_per_row
+        row = np.arange(n_streams)[:, None] * rows_per_stream + np.arange(n_words) // words_per_row
+        used = np.broadcast_to(used_part[part], row.shape)
+        local = v[row] - 64 * part
+        inside = (local >= 0) & (local < 64)
+        true_lanes = np.where(inside, one << _lane(np.clip(local, 0, 63)).astype(np.uint64), 0)
+        true_lanes = true_lanes.astype(np.uint64)
+        exists = row < m
+    else:
+        # word w of a stream: rows w * rows_per_word + r, r < rows_per_word (those < m)
+        stride = 8 * width
+        n_words = rows_per_stream // rows_per_word
+        row_used = np.bitwise_or.reduce(one << _lane(j).astype(np.uint64))
+        first = np.arange(n_streams)[:, None] * rows_per_stream + np.arange(n_words) * rows_per_word
+        used = np.zeros(first.shape, dtype=np.uint64)
+        true_lanes = np.zeros(first.shape, dtype=np.uint64)
+        for r in range(rows_per_word):
+            here = first + r < m
+            shift = np.uint64(r * stride)
+            used |= np.where(here, row_used << shift, 0).astype(np.uint64)
+            lane = (r * stride + _lane(v[first + r])).astype(np.uint64)
+            true_lanes |= np.where(here, one << lane, 0).astype(np.uint64)
+        exists = first < m
+    state = _seed_state(seeds)
+    ones = np.zeros(used.shape, dtype=np.uint64)
+    for w in range(n_words):
+        # streams that draw word w (all but the tail of the last one), each until its lanes
+        # are settled; its state is written back where it stops, as the kernel's loop breaks
+        active = np.flatnonzero(exists[:, w])
+        if active.size == 0:  # past the last row: no stream draws this word
+            continue
+        local_state = [part_[active] for part_ in state]
+        open_lanes = used[active, w].copy()
+        tl = true_lanes[active, w]
+        acc = np.zeros(active.size, dtype=np.uint64)
+        for b in range(128):
+            r_ = _next(local_state)
+            t = other_lanes[b] ^ (flip_lanes[b] & tl)
+            acc |= open_lanes & ~r_ & t
+            open_lanes &= ~(r_ ^ t)
+            done = open_lanes == 0
+            if done.any():
+                for k in range(4):
+                    state[k][active[done]] = local_state[k][done]
+                ones[active[done], w] = acc[done]
+                keep = ~done
+                active, open_lanes, tl, acc = active[keep], open_lanes[keep], tl[keep], acc[keep]
+                local_state = [part_[keep] for part_ in local_state]
+                if active.size == 0:
+                    break
+        for k in range(4):  # lanes whose U equals T on all 128 bits: 0
+            state[k][active] = local_state[k]
+        ones[active, w] = acc
+    block = ones.astype("<u8").view(np.uint8)  # word w's bytes, little-endian, in order
+    if rows_per_word == 1:
+        rows_bytes = block.reshape(n_streams * rows_per_stream, 8 * words_per_row)
+    else:
+        words = block.reshape(n_streams, n_words, 8)[:, :, : rows_per_word * width]
+        rows_bytes = words.reshape(n_streams * rows_per_stream, width)
+    out[:] = rows_bytes[:m, :width]
+
+
 def sample_unary_bits_wide_numpy(
     values: np.ndarray,
     seeds: np.ndarray,
@@ -201,17 +335,18 @@ def sample_unary_bits_wide_numpy(
 ) -> None:
     """Sample :func:`._kernels_unary.sample_unary_bits_wide`'s law and bytes in numpy.
 
-    As :func:`sample_unary_bits_numpy`, with both thresholds in units of 2^-128 (128
-    threshold bits walked from the top; the true item's bit from two words).
+    Thresholds in units of 2^-128; one seed per stream of rows (:func:`wide_layout`). The
+    same lanes, words and streams as the kernel, vectorized over streams (a stream's words
+    one after another).
     """
     values = np.ascontiguousarray(values, dtype=np.int64)
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
-    big, small = int(true_threshold), int(other_threshold)
-    for start in range(0, values.shape[0], _CHUNK_ROWS):
-        stop = start + _CHUNK_ROWS
-        _sample_chunk(
-            values[start:stop], seeds[start:stop], domain_size, big, small, out[start:stop], 128
-        )
+    lanes = wide_threshold_lanes(true_threshold, other_threshold)
+    rows_per_stream = wide_layout(domain_size)[1]
+    step = max(1, _CHUNK_ROWS // rows_per_stream)  # streams per chunk
+    for s in range(0, seeds.shape[0], step):
+        a, b = s * rows_per_stream, (s + step) * rows_per_stream
+        _wide_chunk(values[a:b], seeds[s : s + step], domain_size, *lanes, out[a:b])
 
 
 def sample_unary_bits_wide(
@@ -226,8 +361,9 @@ def sample_unary_bits_wide(
 
     Bit ``values[i]`` of row i is 1 w.p. ``true_threshold / 2^128``, every other bit w.p.
     ``other_threshold / 2^128`` (thresholds in [0, 2^128 - 1]): the exact law of a bit
-    drawn through two chained 2^-64 rounds, sampled in one. The numba kernel for large
-    batches (as :func:`sample_unary_bits` decides), its numpy twin otherwise.
+    drawn through two chained 2^-64 rounds, sampled in one. ``seeds``: one per stream
+    (:func:`wide_seed_count`). The numba kernel for large batches (as
+    :func:`sample_unary_bits` decides), its numpy twin otherwise.
     """
     if _parallel.use_compiled(values.shape[0] * domain_size, COMPILED_MIN_BITS):
         from ._kernels_unary import sample_unary_bits_wide as kernel  # numba: on first use

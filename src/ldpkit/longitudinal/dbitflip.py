@@ -20,12 +20,13 @@ import numpy as np
 
 from .. import _crmath
 from .._constraints import Alternatives, Integer, Ref
-from .._rng import RNGLike, as_generator, independent_streams
+from .._rng import RNGLike, as_generator, derive_seeds, independent_streams, is_secure
 from .._validation import check_frequencies, check_integer, check_memory
 from ..estimate import FrequencyEstimate
 from ..frequency._base import FrequencyOracle, index_dtype
 from ..frequency.unary import unary_integer_probabilities, unary_privacy_loss
 from ..spec import Reports, Stats, StatsField
+from . import _dbitflip_sampler as _streamed
 
 __all__ = ["DBitFlipPM"]
 
@@ -163,9 +164,14 @@ class DBitFlipPM(FrequencyOracle):
     def _bits(self, buckets: np.ndarray, keys: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         """Bit i of each row: p where the memo key is i (the value is in sampled bucket i)."""
         big, small = self._thresholds()
-        hit = np.arange(buckets.shape[1])[None, :] == keys[:, None]
         u = gen.integers(0, _U64_MAX, size=buckets.shape, dtype=np.uint64, endpoint=True)
-        return (u < np.where(hit, np.uint64(big), np.uint64(small))).astype(np.uint8)
+        bits = u < np.uint64(small)
+        # then the one bit per row whose bucket holds the value (about d/k of the rows):
+        # the same words against the other threshold, without an (n, d) threshold array
+        rows = np.flatnonzero(keys < buckets.shape[1])
+        cols = keys[rows]
+        bits[rows, cols] = u[rows, cols] < np.uint64(big)
+        return bits.view(np.uint8)
 
     def _memo_keys(self, values: np.ndarray, state: np.ndarray | None) -> np.ndarray:
         """Position of each value among the sampled buckets, d when not sampled."""
@@ -213,9 +219,21 @@ class DBitFlipPM(FrequencyOracle):
         self, values: np.ndarray, gen: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Return each device's sampled buckets (ascending) and its bits (uint8)."""
+        d, k = self.sampled_bits, self.domain_size
+        if k <= _streamed.MAX_DOMAIN and d <= _streamed.MAX_BITS and not is_secure(gen):
+            # seeded: per-stream xoshiro256** (kernel or numpy twin, the same bytes)
+            n = values.shape[0]
+            check_memory(
+                2.0 * n * d, f"len(values)={n} at sampled_bits={d}", f"{self.name}.randomize"
+            )
+            seeds = derive_seeds(gen, _streamed.stream_count(n, d))
+            buckets = np.empty((n, d), dtype=index_dtype(k))
+            bits = np.empty((n, d), dtype=np.uint8)
+            big, small = self._thresholds()
+            _streamed.sample_dbitflip(values, seeds, k, big, small, buckets, bits)
+            return buckets, bits
         bucket_gen, bit_gen = independent_streams(gen, 2)
         buckets = self._sample_buckets(values.shape[0], bucket_gen)
-        d = self.sampled_bits
         v = np.asarray(values)
         if d <= _FEW_COLUMNS:  # the bucket holding the value (buckets are distinct), else d
             keys = np.full(v.shape[0], d, dtype=np.int64)
@@ -293,13 +311,39 @@ class DBitFlipPM(FrequencyOracle):
         f = check_frequencies(f, self.domain_size)
         return (f * own + (1 - f) * other) / n
 
-    def estimate(self, stats: Stats) -> FrequencyEstimate:
-        """Estimate the bucket frequencies (unbiased) with their variance."""
+    def estimate(self, stats: Stats, *, postprocess: str | None = None) -> FrequencyEstimate:
+        """Estimate the bucket frequencies (unbiased) with their variance.
+
+        Parameters
+        ----------
+        stats : Stats
+            The aggregated reports (at least one).
+        postprocess : str, optional
+            A method of :data:`ldpkit.consistency.METHODS` applied to the unbiased estimate
+            and recorded in ``postprocessing`` (the result is no longer unbiased). Those
+            that need a pure oracle's ``(p, q)`` (``"ibu"``, ``"mle_apx"``) refuse this
+            spec. ``"norm_mul"`` (negatives to 0, then scaled to sum 1) is what
+            multi-freq-ldpy's ``dBitFlipPM_Aggregator_MI`` returns; it wins when a
+            window has few reports.
+
+        Returns
+        -------
+        FrequencyEstimate
+            Frequencies of the k buckets; ``variance`` that of the unbiased estimate.
+        """
+        if postprocess is not None:
+            from ..consistency import METHODS  # server side: consistency loads scipy
+
+            if postprocess not in METHODS:
+                raise ValueError(
+                    f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
+                )
         stats = self.check_stats(stats, nonempty=True)
         scale = self.domain_size / (stats.n * self.sampled_bits)
         freq = scale * (stats.ones - self.q * stats.sampled) / (self.p - self.q)
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
-        return FrequencyEstimate(freq, var, stats.n, spec=self)
+        est = FrequencyEstimate(freq, var, stats.n, spec=self)
+        return est if postprocess is None else METHODS[postprocess](est)
 
     # -- exact law, for small configurations ------------------------------------------------------
     def _subsets(self) -> list[tuple[int, ...]]:

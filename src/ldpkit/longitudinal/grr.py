@@ -18,6 +18,12 @@ from ._base import LongitudinalOracle
 
 __all__ = ["LGRR"]
 
+#: Largest domain whose reports :meth:`LGRR.support_counts` counts by pairs (d^2 bins).
+_PAIR_MAX_D = 64
+#: Pairs per block of :meth:`LGRR.support_counts` (its temporaries: 32 KiB uint16, 128 KiB
+#: of bincount's intp copy).
+_PAIR_BLOCK = 1 << 14
+
 
 @functools.lru_cache(maxsize=256)
 def lgrr_weights(
@@ -171,6 +177,37 @@ class LGRR(OneItemReports, ChainedGRR, LongitudinalOracle):
 
     def _rr_size(self) -> int:
         return self.domain_size
+
+    def support_counts(self, reports: Reports) -> np.ndarray:
+        """Return the count of reports of every item, as GRR's, in one pass over byte pairs.
+
+        L-GRR's reports are uint8 items when d <= 256; for d <= 64 two consecutive reports
+        ``(a, b)`` are counted together as the pair ``a d + b`` (bincounts over n / 2
+        uint16 words into d^2 bins, ~2.5x faster than one bincount over n bytes), then the
+        pair counts are summed along both axes: exact integers, the same counts. Blocks of
+        :data:`_PAIR_BLOCK` pairs keep the temporaries small: fresh large ones cost page
+        faults on a batch's first pass, which were most of its time.
+        """
+        y = reports.values
+        d = self.domain_size
+        if not (d <= _PAIR_MAX_D and y.dtype == np.uint8 and y.ndim == 1 and y.size > 1):
+            return super().support_counts(reports)
+        if int(y.max()) >= d:  # a pair index must not alias another pair
+            raise ValueError(f"reports.values must be items in [0, {d})")
+        m = y.size & ~1
+        pairs = np.ascontiguousarray(y[:m]).view("<u2")  # (a, b) -> a + 256 b on any CPU
+        flat = np.zeros(d * d, dtype=np.int64)
+        for start in range(0, pairs.size, _PAIR_BLOCK):
+            block = pairs[start : start + _PAIR_BLOCK]
+            index = block & np.uint16(0xFF)
+            index *= np.uint16(d)
+            index += block >> np.uint16(8)
+            flat += np.bincount(index, minlength=d * d)
+        grid = flat.reshape(d, d)
+        counts = grid.sum(axis=1) + grid.sum(axis=0)
+        if m < y.size:
+            counts[int(y[-1])] += 1
+        return counts.astype(np.int64, copy=False)
 
     @property
     def q(self) -> float:

@@ -9,8 +9,9 @@ bit probabilities are ``p* = p1 p2 + (1 - p1) q2`` and ``q* = q1 p2 + (1 - q1) q
 Every bit of both rounds is a uniform 64-bit integer compared with an integer threshold
 (probability ``T / 2^64``, exactly), so the chained probabilities are exact rationals over
 2^128 and the losses are computed from them. A first-day ``randomize`` (no memo) draws
-each bit once from those 2^-128 rationals (one 128-bit comparison per bit, bit-sliced),
-which is the chained law itself.
+each bit once from those 2^-128 rationals (one 128-bit comparison per bit, bit-sliced over
+64 lanes, several users' rows sharing one word when d <= 32; the true item's lane compared
+with its own threshold in the same pass), which is the chained law itself.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..frequency._unary_sampler import (
     sample_unary_bits,
     sample_unary_bits_secure,
     sample_unary_bits_wide,
+    wide_seed_count,
 )
 from ..frequency.unary import (
     UnaryBitsLaw,
@@ -230,7 +232,7 @@ class LongitudinalUnary(UnaryBitsLaw, LongitudinalOracle):
         big, small = self._chained_thresholds()
         out = self._packed_output(v.shape[0])
         if v.shape[0]:
-            seeds = derive_seeds(gen, v.shape[0])
+            seeds = derive_seeds(gen, wide_seed_count(v.shape[0], self.domain_size))
             sample_unary_bits_wide(v, seeds, self.domain_size, big, small, out)
         return Reports(self, bits=out)
 
