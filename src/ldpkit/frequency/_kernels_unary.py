@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from .. import _parallel
+from ._unary_layout import wide_layout, wide_threshold_lanes
 
 __all__ = [
     "sample_unary_bits",
@@ -297,11 +298,9 @@ def sample_unary_bits_wide(
     ``true_threshold / 2^128``, every other bit w.p. ``other_threshold / 2^128``. Used for
     laws that are exact products of two 2^-64 laws (the longitudinal chained bits).
     ``seeds`` holds one seed per stream of rows
-    (:func:`ldpkit.frequency._unary_sampler.wide_layout`); row blocks on threads start at
+    (:func:`ldpkit.frequency._unary_layout.wide_layout`); row blocks on threads start at
     stream boundaries, so the output does not depend on ``workers``.
     """
-    from ._unary_sampler import wide_layout, wide_threshold_lanes
-
     values = np.ascontiguousarray(values, dtype=np.int64)
     seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
     rows_per_word, rows_per_stream = wide_layout(domain_size)

@@ -13,11 +13,14 @@ installed. ``tests/frequency/test_unary_sampler.py`` checks the two byte for byt
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import _parallel
+from ._unary_layout import (
+    wide_layout,
+    wide_seed_count,
+    wide_threshold_lanes,
+)
 
 __all__ = [
     "sample_unary_bits",
@@ -43,7 +46,6 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_LOW = (1 << 64) - 1
 _S = {k: np.uint64(k) for k in (5, 9, 17, 27, 30, 31)}
 
 # Rows per chunk: bounds the temporaries (a few uint64 vectors per row) for huge batches.
@@ -188,52 +190,6 @@ def sample_unary_bits(
         kernel(values, seeds, domain_size, true_threshold, other_threshold, out)
     else:
         sample_unary_bits_numpy(values, seeds, domain_size, true_threshold, other_threshold, out)
-
-
-#: 64-lane words per stream of the 2^-128 sampler: a stream's seeding (four splitmix64 steps)
-#: is shared by ~8 x 7.3 draws, and the numpy twin walks only 8 words one after another.
-WIDE_WORDS_PER_STREAM = 8
-
-
-def wide_layout(domain_size: int) -> tuple[int, int]:
-    """Return ``(rows_per_word, rows_per_stream)`` of the 2^-128 sampler for ``domain_size``.
-
-    A row takes ``8 ceil(d/8)`` lanes (its packed bytes); when that is at most 32, whole
-    rows share one 64-lane word (2 rows at d = 32, 8 at d <= 8), so one bit-sliced
-    comparison settles several users' bits; otherwise a row spans ``ceil(d/64)`` words
-    of its own (``rows_per_word`` = 1). A stream covers about
-    :data:`WIDE_WORDS_PER_STREAM` words: its number of rows is a power of two.
-    """
-    width = (int(domain_size) + 7) // 8
-    rows_per_word = max(1, 64 // (8 * width))
-    if rows_per_word > 1:
-        return rows_per_word, rows_per_word * WIDE_WORDS_PER_STREAM
-    return 1, max(1, WIDE_WORDS_PER_STREAM // ((width + 7) // 8))
-
-
-def wide_seed_count(n: int, domain_size: int) -> int:
-    """Return the number of seeds (streams) the 2^-128 sampler reads for ``n`` rows."""
-    return -(-int(n) // wide_layout(domain_size)[1])
-
-
-def wide_threshold_lanes(
-    true_threshold: int, other_threshold: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return the per-bit lane masks of two 128-bit thresholds, from bit 127 down.
-
-    ``other[k]`` is all ones where bit ``127 - k`` of ``other_threshold`` is 1, ``flip[k]``
-    where that bit of ``true_threshold`` differs from it (uint64 arrays of 128; built once
-    per pair of thresholds, since a spec samples with the same pair every time).
-    """
-    other, flip = _threshold_lanes(int(true_threshold), int(other_threshold))
-    return other.copy(), flip.copy()
-
-
-@functools.lru_cache(maxsize=64)
-def _threshold_lanes(big: int, small: int) -> tuple[np.ndarray, np.ndarray]:
-    other = [_LOW if (small >> b) & 1 else 0 for b in range(127, -1, -1)]
-    flip = [_LOW if ((big ^ small) >> b) & 1 else 0 for b in range(127, -1, -1)]
-    return np.asarray(other, dtype=np.uint64), np.asarray(flip, dtype=np.uint64)
 
 
 def _lane(j: np.ndarray) -> np.ndarray:
