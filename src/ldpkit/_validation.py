@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -388,3 +389,21 @@ def check_work(ops: float, name: str, owner: str, *, budget: float | None = None
             f"operations (ldpkit._validation.WORK_BUDGET), got a configuration needing "
             f"about {ops:.3g}"
         )
+
+
+def check_layout(data: Any, source: str, keys: tuple[str, ...], version: int) -> Mapping[str, Any]:
+    """Check a ``to_dict`` layout: a mapping made by ``source``, at ``version``, only ``keys``.
+
+    Raise ``TypeError`` for a non-mapping and ``ValueError`` naming ``format`` or ``data``
+    for another layout version or a key outside ``format`` and ``keys``.
+    """
+    if not isinstance(data, Mapping):
+        raise TypeError(f"data must be a mapping from {source}, got {data!r}")
+    if data.get("format", version) != version:
+        raise ValueError(f"format must be {version}, got {data.get('format')!r}")
+    extra = set(data) - {"format", *keys}
+    if extra:
+        raise ValueError(
+            f"data must only have the keys {', '.join(('format', *keys))}, got {sorted(extra)}"
+        )
+    return data

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._validation import check_integer, check_not_masked, check_sequence
+from ._validation import check_integer, check_layout, check_not_masked, check_sequence
 from .estimate import FrequencyEstimate
 
 __all__ = ["Encoder"]
@@ -147,16 +147,7 @@ class Encoder:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Encoder:
         """Rebuild an encoder from :meth:`to_dict` output (checks the layout version)."""
-        if not isinstance(data, Mapping):
-            raise TypeError(f"data must be a mapping from Encoder.to_dict, got {data!r}")
-        if data.get("format", FORMAT) != FORMAT:
-            raise ValueError(f"format must be {FORMAT}, got {data.get('format')!r}")
-        extra = set(data) - {"format", "categories", "unknown", "missing"}
-        if extra:
-            raise ValueError(
-                f"data must only have the keys format, categories, unknown, missing, "
-                f"got {sorted(extra)}"
-            )
+        data = check_layout(data, "Encoder.to_dict", ("categories", "unknown", "missing"), FORMAT)
         if "categories" not in data:
             raise ValueError("data must have a 'categories' list, got none")
         return cls(

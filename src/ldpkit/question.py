@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._rng import RNGLike
-from ._validation import _is_real, _show, check_not_masked, check_sequence
+from ._validation import _is_real, _show, check_layout, check_not_masked, check_sequence
 from .encoder import Encoder
 from .spec import Mechanism, Reports, spec_from_dict
 
@@ -270,16 +270,12 @@ class Question:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Question:
         """Rebuild a question from :meth:`to_dict` output (JSON or TOML)."""
-        if not isinstance(data, Mapping):
-            raise TypeError(f"data must be a mapping from Question.to_dict, got {data!r}")
-        if data.get("format", FORMAT) != FORMAT:
-            raise ValueError(f"format must be {FORMAT}, got {data.get('format')!r}")
-        extra = set(data) - {"format", "name", "description", "spec", "encoder", "clip"}
-        if extra:
-            raise ValueError(
-                "data must only have the keys format, name, description, spec, encoder, "
-                f"clip, got {sorted(extra)}"
-            )
+        data = check_layout(
+            data,
+            "Question.to_dict",
+            ("name", "description", "spec", "encoder", "clip"),
+            FORMAT,
+        )
         for key in ("name", "spec"):
             if key not in data:
                 raise ValueError(f"data must have a {key!r} entry, got keys {sorted(data)}")
