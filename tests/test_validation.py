@@ -68,3 +68,19 @@ def test_numeric_values():
         check_numeric_values([2.0], 0, 1)
     with pytest.raises(TypeError):
         check_numeric_values(["x"], 0, 1)
+
+
+def test_from_dict_layouts_refuse_other_types_versions_and_keys():
+    from ldpkit import Encoder, Question
+
+    enc = Encoder(["a", "b"])
+    assert Encoder.from_dict(enc.to_dict()).to_dict() == enc.to_dict()
+    for cls in (Encoder, Question):
+        with pytest.raises(TypeError, match=rf"data must be a mapping from {cls.__name__}"):
+            cls.from_dict([1, 2])
+        with pytest.raises(ValueError, match="format must be 1, got 2"):
+            cls.from_dict({"format": 2})
+    with pytest.raises(ValueError, match=r"keys format, categories, unknown, missing, got \['x'\]"):
+        Encoder.from_dict({**enc.to_dict(), "x": 1})
+    with pytest.raises(ValueError, match=r"keys format, name, description, spec, encoder, clip"):
+        Question.from_dict({"name": "q", "spec": {}, "colour": 1})
