@@ -2,29 +2,11 @@
 // dashboard of a collector without auth and reads its multi-attribute cards back from the
 // DOM (heat-map cells, bars, cell tables). Usage: node heatmap.mjs '<json>' with
 // {chromium, url, collections}. Prints {cards, consoleErrors, foreignRequests} on stdout.
-import { chromium } from 'playwright-core';
+import { withPage } from './_page.mjs';
 
 const args = JSON.parse(process.argv[2]);
-const browser = await chromium.launch({
-  executablePath: args.chromium,
-  args: ['--no-sandbox', '--disable-gpu'],
-});
-const out = { cards: {}, consoleErrors: [], foreignRequests: [] };
-try {
-  const context = await browser.newContext();
-  const origin = new URL(args.url).origin;
-  await context.route('**/*', (route) => {
-    if (new URL(route.request().url()).origin !== origin) {
-      out.foreignRequests.push(route.request().url());
-      return route.abort();
-    }
-    return route.continue();
-  });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => out.consoleErrors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') out.consoleErrors.push(m.text());
-  });
+const out = { cards: {} };
+await withPage(args, out, async (page) => {
   await page.goto(args.url);
   for (const name of args.collections) {
     await page.waitForSelector(`section[data-collection="${name}"][data-rendered]`, { timeout: 30_000 });
@@ -56,7 +38,4 @@ try {
     }
     return cards;
   }, args.collections);
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(out));
+});

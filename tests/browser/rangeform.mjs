@@ -3,29 +3,11 @@
 // and high per attribute, an empty field for an unconstrained side), submits it and reads the
 // answer back from the DOM. Usage: node rangeform.mjs '<json>' with {chromium, url, queries:
 // {collection: {attribute: [low, high]}}}. Prints {forms, consoleErrors, foreignRequests}.
-import { chromium } from 'playwright-core';
+import { withPage } from './_page.mjs';
 
 const args = JSON.parse(process.argv[2]);
-const browser = await chromium.launch({
-  executablePath: args.chromium,
-  args: ['--no-sandbox', '--disable-gpu'],
-});
-const out = { forms: {}, consoleErrors: [], foreignRequests: [] };
-try {
-  const context = await browser.newContext();
-  const origin = new URL(args.url).origin;
-  await context.route('**/*', (route) => {
-    if (new URL(route.request().url()).origin !== origin) {
-      out.foreignRequests.push(route.request().url());
-      return route.abort();
-    }
-    return route.continue();
-  });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => out.consoleErrors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') out.consoleErrors.push(m.text());
-  });
+const out = { forms: {} };
+await withPage(args, out, async (page) => {
   await page.goto(args.url);
   for (const [name, box] of Object.entries(args.queries)) {
     const form = `form.range-form[data-collection="${name}"]`;
@@ -63,7 +45,4 @@ try {
     `form.range-form[data-collection="${first}"] .range-answer`,
     (o) => Number(o.dataset.estimate),
   );
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(out));
+});

@@ -4,26 +4,11 @@
 // node windows.mjs '<json>' with {chromium, dashboardUrl, expected: {collection: n}, screenshot?}
 // (a path: a picture of the first card).
 // Prints {charts: {collection: {...}}, consoleErrors, foreignRequests} on stdout.
-import { chromium } from 'playwright-core';
+import { withPage } from './_page.mjs';
 
 const args = JSON.parse(process.argv[2]);
-const browser = await chromium.launch({ executablePath: args.chromium, args: ['--no-sandbox', '--disable-gpu'] });
-const out = { charts: {}, consoleErrors: [], foreignRequests: [] };
-try {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-  const origin = new URL(args.dashboardUrl).origin;
-  await context.route('**/*', (route) => {
-    if (new URL(route.request().url()).origin !== origin) {
-      out.foreignRequests.push(route.request().url());
-      return route.abort();
-    }
-    return route.continue();
-  });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => out.consoleErrors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') out.consoleErrors.push(m.text());
-  });
+const out = { charts: {} };
+await withPage(args, out, async (page) => {
   await page.goto(args.dashboardUrl);
   for (const [name, n] of Object.entries(args.expected)) {
     const card = `section.card[data-collection="${name}"]`;
@@ -54,7 +39,4 @@ try {
     });
   }
   if (args.screenshot) await page.locator('section.card[data-collection="os"]').screenshot({ path: args.screenshot });
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(out));
+}, { url: args.dashboardUrl, viewport: { width: 1100, height: 900 } });
