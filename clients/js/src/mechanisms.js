@@ -379,10 +379,10 @@ export function hhTopLevel(height, branching = HH_BRANCHING) {
   return top;
 }
 
-/** auto.default_hh_share: 0.25 at every epsilon (from epsilon HH_MIN_EPSILON = 0 on). */
+/** auto.default_hh_share: 0.25 at every epsilon. */
 export function defaultHhShare(epsilon) {
   checkEpsilon(epsilon, Infinity);
-  return epsilon >= 0.0 ? 0.25 : 0.0;
+  return 0.25;
 }
 
 /**

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +31,25 @@ def independent_support_variance(p: float, q: float, u: np.ndarray) -> np.ndarra
     """
     sq = u * u
     return p * (1.0 - p) * sq + q * (1.0 - q) * (sq.sum(axis=0) - sq)
+
+
+def postprocess_method(
+    postprocess: str | None,
+) -> Callable[[FrequencyEstimate], FrequencyEstimate] | None:
+    """Return the consistency method called ``postprocess`` (None for None).
+
+    The one check of every ``estimate(..., postprocess=)``: a name of
+    :data:`ldpkit.consistency.METHODS`, else a ``ValueError`` listing them.
+    """
+    if postprocess is None:
+        return None
+    from ..consistency import METHODS  # server side: consistency loads scipy
+
+    if postprocess not in METHODS:
+        raise ValueError(
+            f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
+        )
+    return METHODS[postprocess]
 
 
 def index_dtype(size: int) -> np.dtype:
@@ -159,15 +179,9 @@ class PureFrequencyOracle(FrequencyOracle):
         ``postprocess`` names a method of :data:`ldpkit.consistency.METHODS` (e.g.
         ``"ibu"``, ``"norm_sub"``) to apply to it, recorded in ``postprocessing``.
         """
-        if postprocess is not None:
-            from ..consistency import METHODS  # server side: consistency loads scipy
-
-            if postprocess not in METHODS:
-                raise ValueError(
-                    f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
-                )
+        method = postprocess_method(postprocess)
         stats = self.check_stats(stats, nonempty=True)
         freq = (stats.counts / stats.n - self.q) / (self.p - self.q)
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
         est = FrequencyEstimate(freq, var, stats.n, spec=self)
-        return est if postprocess is None else METHODS[postprocess](est)
+        return est if method is None else method(est)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import numbers
 import operator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -104,27 +105,28 @@ def keys_of(uniques: Any) -> np.ndarray:
     # one BLAKE2b call per *distinct* item; a hasher holding the type prefix (b"s" or
     # b"i") is copied per item, ~2x cheaper than a new one with its keyword parameters,
     # and the digests are joined and read at once (the same bytes as item_key's)
-    if len(uniques) and set(map(type, uniques)) == {str}:
-        fresh = _blake(b"s", digest_size=8, person=_PERSON).copy
-        out: list[bytes] = []
+    kinds = set(map(type, uniques)) if len(uniques) else set()
+    if kinds == {str}:
         try:
-            for s in uniques:
-                h = fresh()
-                h.update(s.encode("utf-8"))
-                out.append(h.digest())
+            return _prefixed_digests(b"s", (s.encode("utf-8") for s in uniques))
         except UnicodeEncodeError:
             pass  # item_key below names the string
-        else:
-            return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
-    if len(uniques) and set(map(type, uniques)) == {int}:
-        fresh = _blake(b"i", digest_size=8, person=_PERSON).copy
-        out = []
-        for x in uniques:
-            h = fresh()
-            h.update(x.to_bytes((x.bit_length() + 8) // 8, "big", signed=True))
-            out.append(h.digest())
-        return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
+    if kinds == {int}:
+        return _prefixed_digests(
+            b"i", (x.to_bytes((x.bit_length() + 8) // 8, "big", signed=True) for x in uniques)
+        )
     return np.fromiter(map(item_key, uniques), dtype=np.uint64, count=len(uniques))
+
+
+def _prefixed_digests(prefix: bytes, payloads: Iterable[bytes]) -> np.ndarray:
+    """Keys of ``prefix + payload`` for each payload, as :func:`item_key` computes them."""
+    fresh = _blake(prefix, digest_size=8, person=_PERSON).copy
+    out: list[bytes] = []
+    for payload in payloads:
+        h = fresh()
+        h.update(payload)
+        out.append(h.digest())
+    return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
 
 
 def _check_types(types: set[type]) -> None:

@@ -11,7 +11,13 @@ import functools
 
 import numpy as np
 
-__all__ = ["WIDE_WORDS_PER_STREAM", "wide_layout", "wide_seed_count", "wide_threshold_lanes"]
+__all__ = [
+    "WIDE_WORDS_PER_STREAM",
+    "threshold_lanes",
+    "wide_layout",
+    "wide_seed_count",
+    "wide_threshold_lanes",
+]
 
 _LOW = (1 << 64) - 1
 
@@ -45,18 +51,27 @@ def wide_seed_count(n: int, domain_size: int) -> int:
 def wide_threshold_lanes(
     true_threshold: int, other_threshold: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the per-bit lane masks of two 128-bit thresholds, from bit 127 down.
+    """Return the per-bit lane masks of two 128-bit thresholds (:func:`threshold_lanes`)."""
+    return threshold_lanes(true_threshold, other_threshold, 128)
 
-    ``other[k]`` is all ones where bit ``127 - k`` of ``other_threshold`` is 1, ``flip[k]``
-    where that bit of ``true_threshold`` differs from it (uint64 arrays of 128; built once
-    per pair of thresholds, since a spec samples with the same pair every time).
+
+def threshold_lanes(
+    true_threshold: int, other_threshold: int, bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the per-bit lane masks of two ``bits``-bit thresholds, from the top bit down.
+
+    ``other[k]`` is all ones where bit ``bits - 1 - k`` of ``other_threshold`` is 1,
+    ``flip[k]`` where that bit of ``true_threshold`` differs from it (uint64 arrays of
+    ``bits``; built once per pair of thresholds, since a spec samples with the same pair
+    every time). A bit-sliced comparison of a word's lanes against their thresholds reads
+    ``other[k] ^ (flip[k] & true_lanes)``.
     """
-    other, flip = _threshold_lanes(int(true_threshold), int(other_threshold))
+    other, flip = _threshold_lanes(int(true_threshold), int(other_threshold), int(bits))
     return other.copy(), flip.copy()
 
 
 @functools.lru_cache(maxsize=64)
-def _threshold_lanes(big: int, small: int) -> tuple[np.ndarray, np.ndarray]:
-    other = [_LOW if (small >> b) & 1 else 0 for b in range(127, -1, -1)]
-    flip = [_LOW if ((big ^ small) >> b) & 1 else 0 for b in range(127, -1, -1)]
+def _threshold_lanes(big: int, small: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    other = [_LOW if (small >> b) & 1 else 0 for b in range(bits - 1, -1, -1)]
+    flip = [_LOW if ((big ^ small) >> b) & 1 else 0 for b in range(bits - 1, -1, -1)]
     return np.asarray(other, dtype=np.uint64), np.asarray(flip, dtype=np.uint64)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _parallel
+from ..frequency._unary_layout import threshold_lanes
 from ..frequency._unary_sampler import _next, _seed_state
 
 __all__ = ["sample_dbitflip", "sample_dbitflip_numpy", "stream_count", "MAX_DOMAIN", "MAX_BITS"]
@@ -42,10 +43,8 @@ def stream_count(n: int, sampled_bits: int) -> int:
 def _laws(domain_size: int, d: int, big: int, small: int) -> tuple[np.ndarray, ...]:
     """Return Floyd's rejection thresholds and the bits' per-lane threshold masks."""
     reject = np.asarray([(1 << 32) % (domain_size - d + s + 1) for s in range(d)], np.uint64)
-    all_ones = (1 << 64) - 1
-    other = [all_ones if (small >> b) & 1 else 0 for b in range(63, -1, -1)]
-    flip = [all_ones if ((big ^ small) >> b) & 1 else 0 for b in range(63, -1, -1)]
-    return reject, np.asarray(other, np.uint64), np.asarray(flip, np.uint64)
+    other, flip = threshold_lanes(big, small, 64)
+    return reject, other, flip
 
 
 def sample_dbitflip_numpy(

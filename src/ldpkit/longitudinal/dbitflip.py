@@ -23,7 +23,7 @@ from .._constraints import Alternatives, Integer, Ref
 from .._rng import RNGLike, as_generator, derive_seeds, independent_streams, is_secure
 from .._validation import check_frequencies, check_integer, check_memory
 from ..estimate import FrequencyEstimate
-from ..frequency._base import FrequencyOracle, index_dtype
+from ..frequency._base import FrequencyOracle, index_dtype, postprocess_method
 from ..frequency.unary import unary_integer_probabilities, unary_privacy_loss
 from ..spec import Reports, Stats, StatsField
 from . import _dbitflip_sampler as _streamed
@@ -331,19 +331,13 @@ class DBitFlipPM(FrequencyOracle):
         FrequencyEstimate
             Frequencies of the k buckets; ``variance`` that of the unbiased estimate.
         """
-        if postprocess is not None:
-            from ..consistency import METHODS  # server side: consistency loads scipy
-
-            if postprocess not in METHODS:
-                raise ValueError(
-                    f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
-                )
+        method = postprocess_method(postprocess)
         stats = self.check_stats(stats, nonempty=True)
         scale = self.domain_size / (stats.n * self.sampled_bits)
         freq = scale * (stats.ones - self.q * stats.sampled) / (self.p - self.q)
         var = self.variance(stats.n, np.clip(freq, 0.0, 1.0))
         est = FrequencyEstimate(freq, var, stats.n, spec=self)
-        return est if postprocess is None else METHODS[postprocess](est)
+        return est if method is None else method(est)
 
     # -- exact law, for small configurations ------------------------------------------------------
     def _subsets(self) -> list[tuple[int, ...]]:

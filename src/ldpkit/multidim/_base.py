@@ -22,6 +22,7 @@ import numpy as np
 from .._constraints import Alternatives, Check
 from .._validation import check_integer, check_not_masked, check_sequence
 from ..estimate import FrequencyEstimate, IntervalWarning
+from ..frequency._base import postprocess_method
 from ..spec import Mechanism, Reports, Stats
 
 __all__ = ["MultiAttributeMechanism", "MultiFrequencyEstimate", "check_tuples"]
@@ -298,14 +299,11 @@ class MultiFrequencyEstimate:
         ``method`` is a name of :data:`ldpkit.consistency.METHODS` (e.g. ``"ibu"`` or
         ``"norm_sub"``) or a function.
         """
-        from ..consistency import METHODS
-
+        fn: Callable[[FrequencyEstimate], FrequencyEstimate]
         if isinstance(method, str):
-            if method not in METHODS:
-                raise ValueError(
-                    f"postprocess must be None or one of {sorted(METHODS)}, got {method!r}"
-                )
-            fn = METHODS[method]
+            named = postprocess_method(method)  # a name of a method, or a ValueError
+            assert named is not None
+            fn = named
         elif callable(method):
             fn = method
         else:

@@ -41,6 +41,7 @@ from ._base import (
     inner_output_index,
 )
 from .marginals import MarginalsEstimate, MarginalTable
+from .maxent import consistent_tables
 
 __all__ = ["CALM", "FullDomain"]
 
@@ -204,25 +205,10 @@ class CALM(MultiAttributeMechanism):
         null = [
             float(self.marginal_oracle(m).variance(int(stats.sizes[m]))) for m in range(len(plain))
         ]
-        for t in tables:  # the empty set: every marginal sums to 1
-            t += (1.0 - t.sum()) / t.size
-        sets = self.marginal_sets
-        for size in range(1, self.way):
-            for shared in itertools.combinations(range(self.attributes), size):
-                holders = [m for m, attrs in enumerate(sets) if set(shared) <= set(attrs)]
-                if len(holders) < 2:
-                    continue
-                projections, weights, axes = [], [], []
-                for m in holders:
-                    drop = tuple(i for i, a in enumerate(sets[m]) if a not in shared)
-                    collapsed = int(math.prod(tables[m].shape[i] for i in drop))
-                    projections.append(tables[m].sum(axis=drop))
-                    weights.append(1.0 / (null[m] * collapsed))
-                    axes.append((drop, collapsed))
-                w = np.asarray(weights) / sum(weights)
-                target = sum(wi * p for wi, p in zip(w, projections, strict=True))
-                for m, p, (drop, collapsed) in zip(holders, projections, axes, strict=True):
-                    tables[m] += np.expand_dims((target - p) / collapsed, drop)
+        # CALM's consistency step; weights 1 / (Var* x cells summed) do not depend on the data
+        tables = consistent_tables(
+            self.marginal_sets, tables, lambda m, collapsed: 1.0 / (null[m] * collapsed)
+        )
         if self.way == 2:
             variances = self._consistent_pair_variances(plain, null, stats)
         else:  # (the plain variances: an upper bound, up to the cells' covariances)

@@ -23,7 +23,7 @@ rescaled to sum 1): IPF needs distributions as targets.
 Error bars: a parametric bootstrap. Every fitted (non-negative) table is redrawn
 ``replicates`` times with independent normal noise per cell, of the variance the cell had
 before CALM's consistency step (the noise of independent groups of users); the redrawn
-tables are made consistent as CALM's were (:func:`_consistent`), non-negative, and
+tables are made consistent as CALM's were (:func:`consistent_tables`, the step CALM runs), non-negative, and
 reconstructed (one IPF over a batch axis: vectorized over replicates and cells); a cell's
 variance is the replicates' mean squared distance to the point estimate (which counts the
 bias of the clipping). The cells of one table are not independent in truth (GRR's
@@ -37,7 +37,8 @@ model's bias lowers).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -155,19 +156,23 @@ def _targets(
     return out
 
 
-def _consistent(
-    axes: Sequence[tuple[int, ...]], tables: list[np.ndarray], weights: Sequence[float]
+def consistent_tables(
+    axes: Sequence[tuple[int, ...]],
+    tables: list[np.ndarray],
+    weight: Callable[[int, int], float],
+    *,
+    batch: bool = False,
 ) -> list[np.ndarray]:
-    """Make a batch of tables agree on every set of axes they share (CALM sec. 4.4).
+    """Make marginal tables agree on every set of attributes they share (CALM sec. 4.4).
 
-    ``tables[m]`` has a leading batch axis, then one axis per entry of ``axes[m]``. For
-    the empty set (every table sums to 1), then every shared set by size, the
-    ``weights``-weighted average of the tables' projections is the target and each table
-    is shifted uniformly over the collapsed cells to meet it: the step CALM applied to the
-    collected tables, applied here to the bootstrap's redrawn ones.
+    ``tables[m]`` has one axis per attribute of ``axes[m]`` (after a leading batch axis when
+    ``batch``). For the empty set (every table sums to 1), then every shared set by size,
+    the average of the holders' projections weighted by ``weight(m, collapsed)`` (table m,
+    the number of its cells summed into one cell of the projection) is the target, and
+    each table is shifted uniformly over the collapsed cells to meet it. CALM applies it to
+    the collected tables, :func:`reconstruct` to the bootstrap's redrawn ones.
     """
-    import itertools
-
+    lead = 1 if batch else 0
     out = [t.copy() for t in tables]
     top = max(len(a) for a in axes)
     every = sorted({i for a in axes for i in a})
@@ -176,15 +181,16 @@ def _consistent(
             holders = [m for m, a in enumerate(axes) if set(shared) < set(a)]
             if size and len(holders) < 2:
                 continue
-            projections, drops = [], []
+            projections, drops, weights = [], [], []
             for m in holders:
-                drop = tuple(1 + i for i, x in enumerate(axes[m]) if x not in shared)
-                projections.append(out[m].sum(axis=drop))
-                drops.append(drop)
-            w = np.array([weights[m] for m in holders]) / sum(weights[m] for m in holders)
-            target = 1.0 if not size else sum(wi * p for wi, p in zip(w, projections, strict=True))
-            for m, p, drop in zip(holders, projections, drops, strict=True):
+                drop = tuple(lead + i for i, x in enumerate(axes[m]) if x not in shared)
                 collapsed = int(np.prod([out[m].shape[i] for i in drop]))
+                projections.append(out[m].sum(axis=drop))
+                drops.append((drop, collapsed))
+                weights.append(weight(m, collapsed))
+            w = np.asarray(weights) / sum(weights)
+            target = 1.0 if not size else sum(wi * p for wi, p in zip(w, projections, strict=True))
+            for m, p, (drop, collapsed) in zip(holders, projections, drops, strict=True):
                 out[m] += np.expand_dims((target - p) / collapsed, drop)
     return out
 
@@ -272,7 +278,9 @@ def reconstruct(
         noisy = [
             t[None] + np.sqrt(v)[None] * gen.standard_normal((b, *t.shape)) for _, t, v in feasible
         ]
-        noisy = _consistent([a for a, _, _ in feasible], noisy, weights)
+        noisy = consistent_tables(
+            [a for a, _, _ in feasible], noisy, lambda m, _collapsed: weights[m], batch=True
+        )
         draws.append(
             ipf(
                 shape,

@@ -45,7 +45,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_epsilon, check_integer
 from ..estimate import FrequencyEstimate
 from ..frequency import _bits
-from ..frequency._base import index_dtype
+from ..frequency._base import index_dtype, postprocess_method
 from ..frequency.grr import grr_sample
 from ..frequency.unary import unary_integer_probabilities, unary_privacy_loss
 from ..spec import Reports, Stats, StatsField
@@ -212,13 +212,7 @@ class RSFD(MultiAttributeMechanism):
         ``postprocess``: a consistency method that needs no oracle spec, e.g.
         ``"norm_sub"``, applied to each.
         """
-        if postprocess is not None:
-            from ..consistency import METHODS
-
-            if postprocess not in METHODS:
-                raise ValueError(
-                    f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
-                )
+        postprocess_method(postprocess)  # checked before any work
         stats = self.check_stats(stats, nonempty=True)
         n, d, o = stats.n, self.attributes, self.offsets
         ests = []

@@ -30,22 +30,12 @@ import numpy as np
 from .._rng import RNGLike, as_generator
 from .._validation import MIN_EPSILON
 from ..estimate import FrequencyEstimate
-from ..frequency._base import index_dtype
+from ..frequency._base import index_dtype, postprocess_method
 from ..frequency.grr import GRR, grr_sample
 from ..spec import Reports, Stats, StatsField
 from ._base import MultiAttributeMechanism, MultiFrequencyEstimate, split_min_epsilon
 
 __all__ = ["SPL", "SMP"]
-
-
-def _check_postprocess(postprocess: str | None) -> None:
-    if postprocess is not None:
-        from ..consistency import METHODS  # server side only
-
-        if postprocess not in METHODS:
-            raise ValueError(
-                f"postprocess must be None or one of {sorted(METHODS)}, got {postprocess!r}"
-            )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -117,7 +107,7 @@ class SPL(MultiAttributeMechanism):
 
         ``postprocess``: a consistency method applied to each.
         """
-        _check_postprocess(postprocess)
+        postprocess_method(postprocess)  # checked before any work
         stats = self.check_stats(stats, nonempty=True)
         o = self.offsets
         ests = []
@@ -236,7 +226,7 @@ class SMP(MultiAttributeMechanism):
 
         Raises ValueError when some attribute has no report (no estimate from nobody).
         """
-        _check_postprocess(postprocess)
+        postprocess_method(postprocess)  # checked before any work
         stats = self.check_stats(stats, nonempty=True)
         o = self.offsets
         ests = []

@@ -169,10 +169,9 @@ def default_buckets(expected_n: int | None) -> int:
 HH_BRANCHING = 4
 
 
-#: The default rule's share r of HH users, and the epsilon from which it applies (every
-#: epsilon since the leaves report again: :func:`default_hh_share`).
+#: The default rule's share r of HH users, at every epsilon since the leaves report again
+#: (:func:`default_hh_share`).
 DEFAULT_HH_SHARE = 0.25
-HH_MIN_EPSILON = 0.0
 
 
 def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
@@ -224,10 +223,10 @@ def default_hh_share(epsilon: float, expected_n: int | None = None) -> float:
     >>> default_hh_share(0.5, 100_000), default_hh_share(2.0, 100_000)
     (0.25, 0.25)
     """
-    eps = check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)
+    check_real(epsilon, "epsilon", low=0.0, low_inclusive=False)  # the same share at every eps
     if expected_n is not None:
         check_integer(expected_n, "expected_n", low=1)
-    return DEFAULT_HH_SHARE if eps >= HH_MIN_EPSILON else 0.0
+    return DEFAULT_HH_SHARE
 
 
 #: The hybrid's HH users report at levels of at most this many nodes (:func:`hh_top_level`):
