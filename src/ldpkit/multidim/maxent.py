@@ -23,9 +23,9 @@ rescaled to sum 1): IPF needs distributions as targets.
 Error bars: a parametric bootstrap. Every fitted (non-negative) table is redrawn
 ``replicates`` times with independent normal noise per cell, of the variance the cell had
 before CALM's consistency step (the noise of independent groups of users); the redrawn
-tables are made consistent as CALM's were (:func:`consistent_tables`, the step CALM runs), non-negative, and
-reconstructed (one IPF over a batch axis: vectorized over replicates and cells); a cell's
-variance is the replicates' mean squared distance to the point estimate (which counts the
+tables are made consistent as CALM's were (:func:`consistent_tables`, CALM's own step),
+non-negative, and reconstructed (one IPF over a batch axis: vectorized over replicates and
+cells); a cell's variance is the replicates' mean squared distance to the point estimate (which counts the
 bias of the clipping). The cells of one table are not independent in truth (GRR's
 multinomial; OLH's are uncorrelated); the measured coverage is the check of the
 approximation: 95 % intervals held the max-entropy table in 94.5 % of the cells of a dense
