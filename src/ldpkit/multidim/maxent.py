@@ -25,8 +25,8 @@ Error bars: a parametric bootstrap. Every fitted (non-negative) table is redrawn
 before CALM's consistency step (the noise of independent groups of users); the redrawn
 tables are made consistent as CALM's were (:func:`consistent_tables`, CALM's own step),
 non-negative, and reconstructed (one IPF over a batch axis: vectorized over replicates and
-cells); a cell's variance is the replicates' mean squared distance to the point estimate (which counts the
-bias of the clipping). The cells of one table are not independent in truth (GRR's
+cells); a cell's variance is the replicates' mean squared distance to the point estimate
+(which counts the bias of the clipping). The cells of one table are not independent in truth (GRR's
 multinomial; OLH's are uncorrelated); the measured coverage is the check of the
 approximation: 95 % intervals held the max-entropy table in 94.5 % of the cells of a dense
 pairwise log-linear model (3 x 4 x 3, n = 1e5, eps 2, 30 runs) and in 93.8 % of the 576
