@@ -84,8 +84,23 @@ def test_distinct_encoding_of_a_unicode_array_gathers_back_to_every_user():
     few = np.array(_random_strings(100, 6, _POOL))  # too few users to group: one row each
     symbols, inverse = encode_distinct(few, 12, None)
     assert inverse is None and np.array_equal(symbols, encode_strings(few.tolist(), 12, None))
-    symbols, inverse = encode_distinct(values.tolist(), 12, None)  # a list: one row each
-    assert inverse is None and symbols.shape[0] == values.size
+    as_list = values.tolist()  # a list of str: grouped by a dict, the same rows
+    for max_length, alphabet in ((3, None), (12, None), (12, "".join(_POOL))):
+        symbols, inverse = encode_distinct(as_list, max_length, alphabet)
+        assert inverse is not None and symbols.shape[0] <= 500
+        want = encode_strings(values, max_length, alphabet)
+        assert np.array_equal(symbols[inverse], want)
+    mixed = [s.encode("utf-8") if i % 3 else s for i, s in enumerate(as_list)]  # str and bytes
+    symbols, inverse = encode_distinct(mixed, 12, None)
+    assert inverse is not None and np.array_equal(symbols[inverse], encode_strings(mixed, 12, None))
+    unique = [f"u{i}" for i in range(8000)]  # no repeats: grouping would not pay
+    symbols, inverse = encode_distinct(unique, 12, None)
+    assert inverse is None and symbols.shape[0] == 8000
+    for bad in ([*as_list[:-1], bytearray(b"x")], [*as_list[:-1], 7]):  # refused as before
+        with pytest.raises(TypeError):
+            encode_distinct(bad, 12, None)
+    with pytest.raises(ValueError, match="encodable as UTF-8"):
+        encode_distinct([*as_list[:-1], "\ud800"], 12, None)
 
 
 def _random_strings(n: int, seed: int, pool: list[str]) -> list[str]:
