@@ -404,11 +404,14 @@ def main() -> None:
         "--no-interior-atoms", action="store_true", help="estimate(interior_atoms=False)"
     )
     ap.add_argument("--no-sharpen", action="store_true", help="estimate(sharpen=False)")
+    ap.add_argument("--no-end-atoms", action="store_true", help="estimate(end_atoms=False)")
     args = ap.parse_args()
     if args.no_interior_atoms:
         AUTO_OPTIONS["interior_atoms"] = False
     if args.no_sharpen:
         AUTO_OPTIONS["sharpen"] = False
+    if args.no_end_atoms:
+        AUTO_OPTIONS["end_atoms"] = False
     cache: dict[str, Any] | None = None
     if args.competitor_cache:
         cache_path = pathlib.Path(args.competitor_cache)

@@ -379,7 +379,7 @@ def test_masked_loops_without_atoms_are_the_smoothed_loops(eps: float, d: int) -
 def test_end_atoms_stay_out_on_smooth_data() -> None:
     """Without a point mass at an end the end-atom candidates are scored but not admitted,
     and the estimate is exactly the one without them."""
-    auto = AutoDistribution(epsilon=1.0, buckets=128)
+    auto = AutoDistribution(epsilon=1.0, buckets=128, hh_share=0.0)
     stats = auto.aggregate(auto.randomize(np.random.default_rng(8).beta(5, 2, 20_000), rng=8))
     dist, info = auto.estimate(stats, return_info=True)
     assert not info.end_atoms and info.end_z < _END_Z
@@ -389,6 +389,27 @@ def test_end_atoms_stay_out_on_smooth_data() -> None:
     assert dist == auto.estimate(stats, end_atoms=False)
     _, off = auto.estimate(stats, end_atoms=False, return_info=True)
     assert np.isnan(off.end_z) and np.isnan(off.end_scores).all()
+
+
+def test_end_windows_replace_the_end_atom_candidates(monkeypatch: Any) -> None:
+    """With HH reports below eps 3 the end windows leave the end buckets to EM: no end-atom
+    fit runs and the estimate is exactly the one without them; from eps 3 on (no windows),
+    or with the constant switched on, the end-atom variant is scored again."""
+    import ldpkit.numeric.auto as auto_module
+
+    values = _clipped(20_000, np.random.default_rng(9))
+    for eps, windows in ((1.0, True), (3.0, False)):
+        auto = AutoDistribution(epsilon=eps, buckets=256, hh_share=0.25)
+        assert (auto_module._hybrid_model(auto).window > 0) is windows
+        stats = auto.aggregate(auto.randomize(values, rng=9))
+        dist, info = auto.estimate(stats, return_info=True)
+        assert bool(np.isnan(info.end_scores).all()) is windows, info.end_scores
+        if windows:
+            assert np.isnan(info.end_z) and dist == auto.estimate(stats, end_atoms=False)
+            monkeypatch.setattr(auto_module, "_END_ATOMS_WITH_WINDOWS", True)
+            _, on = auto.estimate(stats, return_info=True)
+            monkeypatch.setattr(auto_module, "_END_ATOMS_WITH_WINDOWS", False)
+            assert np.isfinite(on.end_scores).any() and np.isfinite(on.end_z)
 
 
 def test_end_atoms_are_admitted_for_clipped_values_and_pay() -> None:

@@ -135,6 +135,14 @@ _TINY = 1e-300
 _END_WINDOW = 1 / 64
 _END_WINDOW_MAX_EPS = 3.0
 
+#: Whether the end-atom candidates (``estimate(end_atoms=True)``) are fitted where the end
+#: windows are on (HH reports in the fit, eps < :data:`_END_WINDOW_MAX_EPS`). Off: the
+#: windows already leave the end buckets' mass to EM, and the end-atom fits (each a
+#: smoothed fit whose end masses move a little per update: 900 updates at n = 1e6, eps 2)
+#: were half of the estimate's time at eps 1-2.5, where cross-validation doubles them.
+#: Measured: METHODS.md §3, "AutoDistribution's constants".
+_END_ATOMS_WITH_WINDOWS = False
+
 #: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only:
 #: holding out both folds in turn halves the noise of the held-out scores (measured, and why
 #: not with Square Wave reports alone: METHODS.md §3, "AutoDistribution's constants"), from
@@ -1243,6 +1251,9 @@ class AutoDistribution(Mechanism):
         # End atoms only change smoothed fits (plain EM smooths nothing), and need a bucket
         # between the ends to smooth.
         with_ends = bool(end_atoms) and d >= 3 and any(s > 0 for s in cand)
+        if with_ends and not _END_ATOMS_WITH_WINDOWS and self.hybrid:
+            # the end windows already leave the end buckets to EM (see _END_ATOMS_WITH_WINDOWS)
+            with_ends = _hybrid_model(self).window == 0
 
         def tol(strength: float, share: float) -> float:
             base = 1e-3 * math.exp(min(self.epsilon, 700.0)) if strength == 0 else 1e-3
