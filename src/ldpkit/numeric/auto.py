@@ -120,9 +120,10 @@ _LEAF_ATOM_EXCESS = 8.0
 #: continued for (_SHARPEN - 1) k more iterations of plain EM. The held-out likelihood
 #: scores the density (a KL loss), while KS is the CDF's largest gap, which sits at a heap's
 #: edge, where the longer run puts the mass that early stopping leaves in the neighbouring
-#: buckets. Chosen on the held-out protocol's tuning set; measured: METHODS.md §3,
-#: "AutoDistribution's constants".
-_SHARPEN = 2.0
+#: buckets. Chosen on the held-out protocol's tuning set (5 runs per cell: 125, 126, 127,
+#: 128, 129, 128 of 144 cells within 10 % at 2, 3, 4, 6, 10, 20; worst 1.63, 1.57, 1.52,
+#: 1.43, 1.44, 1.42); measured: METHODS.md §3, "AutoDistribution's constants".
+_SHARPEN = 10.0
 
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
@@ -1131,7 +1132,7 @@ class AutoDistribution(Mechanism):
             ``_ATOM_EXCESS``).
         sharpen : bool
             True (default): when the best-scoring candidate is a budget k (early-stopped
-            plain EM), continue plain EM from the average for ``k`` more iterations (see
+            plain EM), continue plain EM from the average for ``9 k`` more iterations (see
             ``_SHARPEN``): sharper heaps, a CDF closer at their edges.
         max_iter : int
             Iteration cap of every EM run.
@@ -1182,7 +1183,7 @@ class AutoDistribution(Mechanism):
         fine nodes place a steep edge there.
 
         5. Sharpening (``sharpen=True``): if the best-scoring candidate is a budget k, the
-           average is continued for k more iterations of plain EM. The held-out score
+           average is continued for 9 k more iterations of plain EM. The held-out score
            measures the density; the KS is decided at the heaps' edges, where the longer run
            puts the mass that the early stop leaves in neighbouring buckets.
         6. Interior atoms (``interior_atoms=True``). With HH reports at the leaves: runs
