@@ -711,7 +711,7 @@ def test_sharpen_continues_the_chosen_budget() -> None:
     estimate is the unsharpened average continued for (_SHARPEN - 1) k more plain EM
     iterations, and its KS on the 1024-point grid is lower (the interior atoms, which act
     after the sharpening, off)."""
-    from ldpkit.numeric.auto import _SHARPEN
+    from ldpkit.numeric.auto import _SHARPEN, _SHARPEN_MAX_EPS
 
     values = _heaped(50_000, 1)
     auto = AutoDistribution(epsilon=2.0, expected_n=values.size)
@@ -720,6 +720,7 @@ def test_sharpen_continues_the_chosen_budget() -> None:
     plain = auto.estimate(stats, sharpen=False, interior_atoms=False)
     assert info.budget is not None and info.budget in info.budgets
     counts, wts, make = auto._model(stats)
+    assert auto.epsilon < _SHARPEN_MAX_EPS
     more = round((_SHARPEN - 1) * info.budget)
     theta, it = make(counts * wts).fit(0.0, 0.0, more, np.array(plain.probabilities))
     assert it == more
