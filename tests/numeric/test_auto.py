@@ -728,6 +728,29 @@ def test_sharpen_continues_the_chosen_budget() -> None:
     assert _ks1024(dist, values) < _ks1024(plain, values)
 
 
+@pytest.mark.parametrize("eps", [2.0, 3.5])
+def test_sharpen_length_depends_on_eps(eps: float) -> None:
+    """Below _SHARPEN_MAX_EPS the chosen budget k is continued for (_SHARPEN - 1) k more
+    iterations, from it on for (_SHARPEN_AT_HIGH_EPS - 1) k: the estimate is exactly the
+    unsharpened average continued that far, and not the other length."""
+    from ldpkit.numeric.auto import _SHARPEN, _SHARPEN_AT_HIGH_EPS, _SHARPEN_MAX_EPS
+
+    values = _heaped(50_000, 1)
+    auto = AutoDistribution(epsilon=eps, expected_n=values.size)
+    stats = auto.aggregate(auto.randomize(values, rng=1))
+    dist, info = auto.estimate(stats, return_info=True, interior_atoms=False)
+    assert info.budget is not None
+    plain = np.array(auto.estimate(stats, sharpen=False, interior_atoms=False).probabilities)
+    counts, wts, make = auto._model(stats)
+    factor = _SHARPEN if eps < _SHARPEN_MAX_EPS else _SHARPEN_AT_HIGH_EPS
+    other = _SHARPEN_AT_HIGH_EPS if eps < _SHARPEN_MAX_EPS else _SHARPEN
+    fitter = make(counts * wts)
+    theta, _ = fitter.fit(0.0, 0.0, round((factor - 1) * info.budget), plain)
+    np.testing.assert_allclose(dist.probabilities, theta, rtol=1e-9, atol=1e-15)
+    wrong, _ = fitter.fit(0.0, 0.0, round((other - 1) * info.budget), plain)
+    assert np.abs(np.asarray(dist.probabilities) - wrong).max() > 1e-6
+
+
 def test_sharpen_leaves_a_smoothed_choice_alone() -> None:
     """Beta(5, 2): a smoothing strength wins, no budget, the estimate is unchanged."""
     values = np.random.default_rng(3).beta(5.0, 2.0, 50_000)
