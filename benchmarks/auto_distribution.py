@@ -6,7 +6,7 @@ tables and writes benchmarks/results/auto_distribution.json. ``--speed-only`` ru
 speed table (n = 1e6, CPU time of randomize + aggregate + estimate, Auto against SW + EMS in
 the same run, median of ``--speed-repeat`` runs) and writes auto_distribution_speed.json.
 
-Target (issue 17): on the WAV25 grid (its five data sets at full size, which include SW20's
+Target: on the WAV25 grid (its five data sets at full size, which include SW20's
 Beta(5, 2) and flights; eps = 0.5, 1, ..., 4) AutoDistribution's W1 and KS are within 10 % of
 the best of {SW-EMS, SW-EM, HH with the monotone-CDF fit, Haar wavelet at J - 2} in at least
 90 % of the (data set, eps, metric) cells, and never worse than 1.5x; at n = 1e6, its whole
@@ -243,7 +243,7 @@ def heldout(
     cache: dict[str, Any] | None = None,
     only: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Issue 33's protocol on one set: every data set at ``n`` users, 1024 buckets for the
+    """The held-out protocol on one set: every data set at ``n`` users, 1024 buckets for the
     SW and HH competitors, errors on the 1024-point grid."""
     rows = []
     for name, values in heldout_data(which, n, seed).items():

@@ -575,10 +575,11 @@ def test_accelerated_smoothed_fit_reaches_the_plain_fits_stop(eps: float, d: int
     assert it_m == it_a and np.array_equal(masked, again)
 
 
-# -- interior point masses (issue 33) -------------------------------------------------------
+# -- interior point masses ------------------------------------------------------------------
 def _atoms_mixture(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Issue 33's example: 60 % of the values on four point masses inside the domain (none
-    at a bucket centre of d = 1024), 40 % Beta(2, 5)."""
+    """The worked example (mixture 0 of the held-out protocol's tuning set): 60 % of the
+    values on four point masses inside the domain (none at a bucket centre of d = 1024),
+    40 % Beta(2, 5)."""
     values = rng.beta(2.0, 5.0, n)
     on = rng.random(n) < 0.6
     values[on] = np.array([0.13, 0.37, 0.52, 0.81])[rng.integers(0, 4, int(on.sum()))]
