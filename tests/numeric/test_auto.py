@@ -379,7 +379,7 @@ def test_masked_loops_without_atoms_are_the_smoothed_loops(eps: float, d: int) -
 def test_end_atoms_stay_out_on_smooth_data() -> None:
     """Without a point mass at an end the end-atom candidates are scored but not admitted,
     and the estimate is exactly the one without them."""
-    auto = AutoDistribution(epsilon=1.0, buckets=128)
+    auto = AutoDistribution(epsilon=1.0, buckets=128, hh_share=0.0)
     stats = auto.aggregate(auto.randomize(np.random.default_rng(8).beta(5, 2, 20_000), rng=8))
     dist, info = auto.estimate(stats, return_info=True)
     assert not info.end_atoms and info.end_z < _END_Z
@@ -389,6 +389,27 @@ def test_end_atoms_stay_out_on_smooth_data() -> None:
     assert dist == auto.estimate(stats, end_atoms=False)
     _, off = auto.estimate(stats, end_atoms=False, return_info=True)
     assert np.isnan(off.end_z) and np.isnan(off.end_scores).all()
+
+
+def test_end_windows_replace_the_end_atom_candidates(monkeypatch: Any) -> None:
+    """With HH reports below eps 3 the end windows leave the end buckets to EM: no end-atom
+    fit runs and the estimate is exactly the one without them; from eps 3 on (no windows),
+    or with the constant switched on, the end-atom variant is scored again."""
+    import ldpkit.numeric.auto as auto_module
+
+    values = _clipped(20_000, np.random.default_rng(9))
+    for eps, windows in ((1.0, True), (3.0, False)):
+        auto = AutoDistribution(epsilon=eps, buckets=256, hh_share=0.25)
+        assert (auto_module._hybrid_model(auto).window > 0) is windows
+        stats = auto.aggregate(auto.randomize(values, rng=9))
+        dist, info = auto.estimate(stats, return_info=True)
+        assert bool(np.isnan(info.end_scores).all()) is windows, info.end_scores
+        if windows:
+            assert np.isnan(info.end_z) and dist == auto.estimate(stats, end_atoms=False)
+            monkeypatch.setattr(auto_module, "_END_ATOMS_WITH_WINDOWS", True)
+            _, on = auto.estimate(stats, return_info=True)
+            monkeypatch.setattr(auto_module, "_END_ATOMS_WITH_WINDOWS", False)
+            assert np.isfinite(on.end_scores).any() and np.isfinite(on.end_z)
 
 
 def test_end_atoms_are_admitted_for_clipped_values_and_pay() -> None:
@@ -554,10 +575,11 @@ def test_accelerated_smoothed_fit_reaches_the_plain_fits_stop(eps: float, d: int
     assert it_m == it_a and np.array_equal(masked, again)
 
 
-# -- interior point masses (issue 33) -------------------------------------------------------
+# -- interior point masses ------------------------------------------------------------------
 def _atoms_mixture(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Issue 33's example: 60 % of the values on four point masses inside the domain (none
-    at a bucket centre of d = 1024), 40 % Beta(2, 5)."""
+    """The worked example (mixture 0 of the held-out protocol's tuning set): 60 % of the
+    values on four point masses inside the domain (none at a bucket centre of d = 1024),
+    40 % Beta(2, 5)."""
     values = rng.beta(2.0, 5.0, n)
     on = rng.random(n) < 0.6
     values[on] = np.array([0.13, 0.37, 0.52, 0.81])[rng.integers(0, 4, int(on.sum()))]
@@ -687,9 +709,11 @@ def _heaped(n: int, seed: int) -> np.ndarray:
 
 def test_sharpen_continues_the_chosen_budget() -> None:
     """On heaped data the held-out reports pick a budget k (early-stopped plain EM); the
-    estimate is the unsharpened average continued for k more plain EM iterations, and its
-    KS on the 1024-point grid is lower (measured 0.0243 against 0.0253; the interior atoms,
-    which act after the sharpening, off)."""
+    estimate is the unsharpened average continued for (_SHARPEN - 1) k more plain EM
+    iterations, and its KS on the 1024-point grid is lower (the interior atoms, which act
+    after the sharpening, off)."""
+    from ldpkit.numeric.auto import _SHARPEN, _SHARPEN_MAX_EPS
+
     values = _heaped(50_000, 1)
     auto = AutoDistribution(epsilon=2.0, expected_n=values.size)
     stats = auto.aggregate(auto.randomize(values, rng=1))
@@ -697,10 +721,35 @@ def test_sharpen_continues_the_chosen_budget() -> None:
     plain = auto.estimate(stats, sharpen=False, interior_atoms=False)
     assert info.budget is not None and info.budget in info.budgets
     counts, wts, make = auto._model(stats)
-    theta, it = make(counts * wts).fit(0.0, 0.0, info.budget, np.array(plain.probabilities))
-    assert it == info.budget
+    assert auto.epsilon < _SHARPEN_MAX_EPS
+    more = round((_SHARPEN - 1) * info.budget)
+    theta, it = make(counts * wts).fit(0.0, 0.0, more, np.array(plain.probabilities))
+    assert it == more
     np.testing.assert_allclose(dist.probabilities, theta, rtol=1e-9, atol=1e-15)
     assert _ks1024(dist, values) < _ks1024(plain, values)
+
+
+@pytest.mark.parametrize("eps", [2.0, 3.5])
+def test_sharpen_length_depends_on_eps(eps: float) -> None:
+    """Below _SHARPEN_MAX_EPS the chosen budget k is continued for (_SHARPEN - 1) k more
+    iterations, from it on for (_SHARPEN_AT_HIGH_EPS - 1) k: the estimate is exactly the
+    unsharpened average continued that far, and not the other length."""
+    from ldpkit.numeric.auto import _SHARPEN, _SHARPEN_AT_HIGH_EPS, _SHARPEN_MAX_EPS
+
+    values = _heaped(50_000, 1)
+    auto = AutoDistribution(epsilon=eps, expected_n=values.size)
+    stats = auto.aggregate(auto.randomize(values, rng=1))
+    dist, info = auto.estimate(stats, return_info=True, interior_atoms=False)
+    assert info.budget is not None
+    plain = np.array(auto.estimate(stats, sharpen=False, interior_atoms=False).probabilities)
+    counts, wts, make = auto._model(stats)
+    factor = _SHARPEN if eps < _SHARPEN_MAX_EPS else _SHARPEN_AT_HIGH_EPS
+    other = _SHARPEN_AT_HIGH_EPS if eps < _SHARPEN_MAX_EPS else _SHARPEN
+    fitter = make(counts * wts)
+    theta, _ = fitter.fit(0.0, 0.0, round((factor - 1) * info.budget), plain)
+    np.testing.assert_allclose(dist.probabilities, theta, rtol=1e-9, atol=1e-15)
+    wrong, _ = fitter.fit(0.0, 0.0, round((other - 1) * info.budget), plain)
+    assert np.abs(np.asarray(dist.probabilities) - wrong).max() > 1e-6
 
 
 def test_sharpen_leaves_a_smoothed_choice_alone() -> None:

@@ -120,9 +120,15 @@ _LEAF_ATOM_EXCESS = 8.0
 #: continued for (_SHARPEN - 1) k more iterations of plain EM. The held-out likelihood
 #: scores the density (a KL loss), while KS is the CDF's largest gap, which sits at a heap's
 #: edge, where the longer run puts the mass that early stopping leaves in the neighbouring
-#: buckets. Chosen on the held-out protocol's tuning set; measured: METHODS.md §3,
+#: buckets. Chosen on the held-out protocol's tuning set (5 runs per cell: 125, 126, 127,
+#: 128, 129, 128 of 144 cells within 10 % at 2, 3, 4, 6, 10, 20; worst 1.63, 1.57, 1.52,
+#: 1.43, 1.44, 1.42); from eps _SHARPEN_MAX_EPS on it is _SHARPEN_AT_HIGH_EPS (the former 2):
+#: there the longer run lost W1 in all 18 tuning cells at eps 4 (by 0.02-0.11) and KS in
+#: most, the reports resolving the heaps by themselves. Measured: METHODS.md §3,
 #: "AutoDistribution's constants".
-_SHARPEN = 2.0
+_SHARPEN = 10.0
+_SHARPEN_MAX_EPS = 3.0
+_SHARPEN_AT_HIGH_EPS = 2.0
 
 #: Floor for (M theta)_j in log-likelihoods (as in :mod:`ldpkit.numeric.em`).
 _TINY = 1e-300
@@ -134,6 +140,14 @@ _TINY = 1e-300
 #: bias (Jones 1993). Why and measured: METHODS.md §3, "AutoDistribution's constants".
 _END_WINDOW = 1 / 64
 _END_WINDOW_MAX_EPS = 3.0
+
+#: Whether the end-atom candidates (``estimate(end_atoms=True)``) are fitted where the end
+#: windows are on (HH reports in the fit, eps < :data:`_END_WINDOW_MAX_EPS`). Off: the
+#: windows already leave the end buckets' mass to EM, and the end-atom fits (each a
+#: smoothed fit whose end masses move a little per update: 900 updates at n = 1e6, eps 2)
+#: were half of the estimate's time at eps 1-2.5, where cross-validation doubles them.
+#: Measured: METHODS.md §3, "AutoDistribution's constants".
+_END_ATOMS_WITH_WINDOWS = False
 
 #: Cross-validation by default (``estimate(cross_validate=None)``) in the joint fits only:
 #: holding out both folds in turn halves the noise of the held-out scores (measured, and why
@@ -1123,8 +1137,9 @@ class AutoDistribution(Mechanism):
             ``_ATOM_EXCESS``).
         sharpen : bool
             True (default): when the best-scoring candidate is a budget k (early-stopped
-            plain EM), continue plain EM from the average for ``k`` more iterations (see
-            ``_SHARPEN``): sharper heaps, a CDF closer at their edges.
+            plain EM), continue plain EM from the average for ``9 k`` more iterations
+            (``k`` from eps 3 on; see ``_SHARPEN``): sharper heaps, a CDF closer at their
+            edges.
         max_iter : int
             Iteration cap of every EM run.
         return_info : bool
@@ -1174,9 +1189,10 @@ class AutoDistribution(Mechanism):
         fine nodes place a steep edge there.
 
         5. Sharpening (``sharpen=True``): if the best-scoring candidate is a budget k, the
-           average is continued for k more iterations of plain EM. The held-out score
-           measures the density; the KS is decided at the heaps' edges, where the longer run
-           puts the mass that the early stop leaves in neighbouring buckets.
+           average is continued for 9 k (from eps 3 on: k) more iterations of plain EM. The
+           held-out score measures the density; the KS is decided at the heaps' edges,
+           where the longer run puts the mass that the early stop leaves in neighbouring
+           buckets.
         6. Interior atoms (``interior_atoms=True``). With HH reports at the leaves: runs
            of buckets above 2 times their neighbourhood's median and 8 / d above it; a
            run's excess over that median goes into the one bucket of the run whose
@@ -1243,6 +1259,9 @@ class AutoDistribution(Mechanism):
         # End atoms only change smoothed fits (plain EM smooths nothing), and need a bucket
         # between the ends to smooth.
         with_ends = bool(end_atoms) and d >= 3 and any(s > 0 for s in cand)
+        if with_ends and not _END_ATOMS_WITH_WINDOWS and self.hybrid:
+            # the end windows already leave the end buckets to EM (see _END_ATOMS_WITH_WINDOWS)
+            with_ends = _hybrid_model(self).window == 0
 
         def tol(strength: float, share: float) -> float:
             base = 1e-3 * math.exp(min(self.epsilon, 700.0)) if strength == 0 else 1e-3
@@ -1446,11 +1465,12 @@ class AutoDistribution(Mechanism):
                 end_weights = np.zeros(nc)
                 theta, its, _ = final(weights, bud_weights, end_weights)
                 iterations += its
-        if sharpen and nc <= top < nu and _SHARPEN > 1:
+        sharpening = _SHARPEN if self.epsilon < _SHARPEN_MAX_EPS else _SHARPEN_AT_HIGH_EPS
+        if sharpen and nc <= top < nu and sharpening > 1:
             # The held-out likelihood chose early-stopped plain EM (a budget): the data have
             # heaps. Continue it as far again: the CDF at the heaps' edges (the KS) gains
             # more than the density between them loses (see _SHARPEN).
-            theta, it = fitter.fit(0.0, 0.0, round((_SHARPEN - 1) * bud[top - nc]), theta)
+            theta, it = fitter.fit(0.0, 0.0, round((sharpening - 1) * bud[top - nc]), theta)
             iterations += it
         atoms = 0
         if interior_atoms and _leaf_reports(self):
