@@ -408,8 +408,8 @@ def test_hdg_interval_covers_a_near_diagonal_pair():
 def test_pairwise_interval_coverage_over_three_attributes(make):
     """Check HDG's and TDG's 95% intervals on 3-D boxes (no NaN) and that they are not vacuous.
 
-    The model is conservative (its pairs' 2-D models are), so the band is one-sided; a
-    sixth of the width must fail.
+    The model is conservative (the worst pair's variance plus Hunter's bounds: 98.7-100 %
+    on the benchmark), so the band is one-sided; a sixth of the width must fail.
     """
     x = population(100_000, seed=4)
     spec = make(epsilon=1.0, low=LOW, high=HIGH, population=100_000)
