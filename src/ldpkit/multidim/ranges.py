@@ -778,8 +778,8 @@ class RangeEstimate:
         ``[0, M]`` model, independent within an axis and fully correlated across axes (the
         standard deviations of the axes add: on correlated attributes the slabs of
         different axes hold the same users). Measured coverage of the 95 % intervals
-        (``docs/results/multidim_ranges.md``): HDG 2-D near 95 % (92-100 %), the other
-        cases conservative (98-100 %).
+        (``docs/results/multidim_ranges.md``): HDG 1-D and 2-D near 95 % (86-100 %), the
+        other cases conservative (98-100 %).
         """
         return self._cell_error_variance(self._ranges(ranges))
 
