@@ -130,7 +130,7 @@ def cramers_v(table: np.ndarray) -> float:
     --------
     >>> cramers_v(np.array([[0.5, 0.0], [0.0, 0.5]]))
     1.0
-    >>> cramers_v(np.full((3, 3), 1 / 9))
+    >>> round(cramers_v(np.full((3, 3), 1 / 9)), 12)
     0.0
     """
     t = np.asarray(table, dtype=float)
@@ -959,12 +959,15 @@ class RangeEstimate:
         """
         if not self._replicates:
             gen = np.random.default_rng(NOISE_SEED)
+            reps = []
             for _ in range(NOISE_REPLICATES):
                 plain = [
                     t + gen.normal(0.0, math.sqrt(v), t.shape)
                     for t, v in zip(self.grids, self.cell_variance, strict=True)
                 ]
-                self._replicates.append(self.spec._consistent(plain))
+                reps.append(self.spec._consistent(plain))
+            # one assignment: a concurrent caller sees none or all of them, never a part
+            self._replicates[:] = reps
         return self._replicates
 
     def post_noise_variance(self, ranges: Any) -> float:
