@@ -95,6 +95,26 @@ def test_adjoint_variance_equals_the_closed_form_of_two_way_tables(oracle):
         np.testing.assert_allclose(v, t.variance, rtol=1e-9, atol=0)
 
 
+def test_every_consistent_table_has_its_exact_variance():
+    """ell > way: each table's variance is the adjoint's, and matches the spread over runs."""
+    x = population(20_000)
+    spec = CALM(epsilon=2.0, domain_sizes=SIZES, oracle="grr", ell=3)
+    stats = spec.aggregate(spec.randomize(x, rng=1))
+    est, plain = spec.estimate(stats), spec.plain_tables(stats)
+    null = [float(spec.marginal_oracle(m).variance(int(stats.sizes[m]))) for m in range(4)]
+    for m, t in enumerate(est.tables):
+        v = spec.projection_variance(plain, null, stats, t.attributes, {m: 1.0})
+        np.testing.assert_allclose(t.variance, v, rtol=1e-9, atol=1e-15)
+        assert float(t.variance.mean()) < float(plain[m].variance.mean())  # the step helps
+    errs, var = [], []
+    for rep in range(40):
+        tables = spec.run(x, rng=200 + rep).tables
+        errs.append(np.concatenate([(t.table - truth(x, t.attributes)).ravel() for t in tables]))
+        var.append(np.concatenate([t.variance.ravel() for t in tables]))
+    ratio = float((np.square(errs).mean(axis=0) / np.mean(var, axis=0)).mean())
+    assert 0.85 <= ratio <= 1.15, ratio
+
+
 def _max_z(est, x) -> float:
     out = 0.0
     for attrs in [*PAIRS, (1,)]:

@@ -61,6 +61,10 @@ __all__ = ["CALM", "FullDomain"]
 MAX_CELLS = 1 << 24
 #: Most collected marginals of one CALM spec.
 MAX_MARGINALS = 4096
+#: Most cells of all the collected marginals for the exact variance of every consistent
+#: table (its cost: this number squared, per step of the consistency map); beyond it a
+#: table keeps its plain variance (larger), while a requested marginal's stays exact.
+MAX_EXACT_CELLS = 2048
 #: Most cells of all the collected marginals together, when ``ell`` is chosen (the Stats'
 #: size, and the cost of an OLH aggregation: each report hashes its marginal's cells).
 MAX_TOTAL_CELLS = 1 << 20
@@ -220,7 +224,9 @@ class CALM(MultiAttributeMechanism):
     ``f (1 - f) (n - n_m) / (n_m (n - 1))``. The consistent tables' error bars (way = 2) are
     the exact variance of the consistency map applied to the groups' cell covariances
     (GRR's multinomial outputs, the groups' sampling; OLH's cells taken as uncorrelated);
-    for larger tables the plain variances are kept (larger). A requested marginal inside
+    for ell > 2 the plain variances are kept (larger) when ``ell = way``; when ``ell >
+    way`` each table's variance is exact (by :meth:`projection_variance`, up to 2048
+    collected cells in all; beyond, the plain ones). A requested marginal inside
     a collected one, when ``ell > way``, has the exact variance of the consistent tables'
     projection (:meth:`projection_variance`). ``privacy_loss()``: the largest marginal
     oracle's loss.
@@ -376,6 +382,9 @@ class CALM(MultiAttributeMechanism):
         )
         if self.ell == 2:
             variances = self._consistent_pair_variances(plain, null, stats)
+        elif self.ell != self.way and int(self.cell_offsets()[-1]) <= MAX_EXACT_CELLS:
+            # a chosen (or forced) ell > way: every table's exact variance, by the adjoint
+            variances = self._table_variances(plain, null, stats)
         else:  # (the plain variances: an upper bound, up to the cells' covariances)
             variances = [t.variance for t in plain]
         out = tuple(
@@ -410,30 +419,77 @@ class CALM(MultiAttributeMechanism):
         uncorrelated cells, the groups' sampling).
         """
         sets = self.marginal_sets
-        n = stats.n
         shape = tuple(self.domain_sizes[a] for a in attributes)
-        c_s = int(math.prod(shape))
-        cov = [self._cell_covariance(m, t, n, int(stats.sizes[m])) for m, t in enumerate(plain)]
-        total = int(self.cell_offsets()[-1])
-        chunk = max(1, (1 << 22) // max(total, 1))
         # each cell of table m: the index of the answer's cell it is summed into
         target = {}
         for m in weights:
             axes = [sets[m].index(a) for a in attributes]
             idx = np.indices(plain[m].table.shape).reshape(len(sets[m]), -1)
             target[m] = np.ravel_multi_index(tuple(idx[i] for i in axes), shape)
-        out = np.zeros(c_s)
-        for start in range(0, c_s, chunk):  # batches of the answer's cells (memory)
-            b = min(chunk, c_s - start)
-            seeds = []
+
+        def seeds(start: int, b: int) -> list[np.ndarray]:
+            out = []
             for m, t in enumerate(plain):
                 seed = np.zeros((b, t.table.size))
                 if m in weights:
                     cells = np.flatnonzero((target[m] >= start) & (target[m] < start + b))
                     seed[target[m][cells] - start, cells] = weights[m]
-                seeds.append(seed.reshape((b, *t.table.shape)))
+                out.append(seed)
+            return out
+
+        out = self._functional_variances(plain, null, stats, int(math.prod(shape)), seeds)
+        return out.reshape(shape)
+
+    def _table_variances(
+        self, plain: list[MarginalTable], null: list[float], stats: Stats
+    ) -> list[np.ndarray]:
+        """Return the exact per-cell variance of every consistent table (one adjoint pass)."""
+        o = self.cell_offsets()
+
+        def seeds(start: int, b: int) -> list[np.ndarray]:
+            out = []
+            for m, t in enumerate(plain):
+                seed = np.zeros((b, t.table.size))
+                lo, hi = max(start, int(o[m])), min(start + b, int(o[m + 1]))
+                if lo < hi:  # the identity on the cells of table m inside this batch
+                    seed[np.arange(lo, hi) - start, np.arange(lo, hi) - int(o[m])] = 1.0
+                out.append(seed)
+            return out
+
+        flat = self._functional_variances(plain, null, stats, int(o[-1]), seeds)
+        return [flat[o[m] : o[m + 1]].reshape(t.table.shape) for m, t in enumerate(plain)]
+
+    def _functional_variances(
+        self,
+        plain: list[MarginalTable],
+        null: list[float],
+        stats: Stats,
+        count: int,
+        seeds: Any,
+    ) -> np.ndarray:
+        """Return the variances of ``count`` linear functionals of the consistent tables.
+
+        ``seeds(start, b)`` gives functionals ``start .. start + b - 1`` as weights on each
+        consistent table's (flattened) cells; they are pulled back to the plain cells by
+        :func:`_consistency_adjoint`, and each variance is the quadratic form in the
+        groups' independent cell covariances (:meth:`_cell_covariance`).
+        """
+        sets = self.marginal_sets
+        cov = [
+            self._cell_covariance(m, t, stats.n, int(stats.sizes[m])) for m, t in enumerate(plain)
+        ]
+        total = int(self.cell_offsets()[-1])
+        chunk = max(1, (1 << 22) // max(total, 1))
+        out = np.zeros(count)
+        for start in range(0, count, chunk):  # batches of functionals (memory)
+            b = min(chunk, count - start)
             adj = _consistency_adjoint(
-                list(sets), seeds, lambda m, collapsed: 1.0 / (null[m] * collapsed)
+                list(sets),
+                [
+                    seed.reshape((b, *t.table.shape))
+                    for seed, t in zip(seeds(start, b), plain, strict=True)
+                ],
+                lambda m, collapsed: 1.0 / (null[m] * collapsed),
             )
             var = np.zeros(b)
             for a, (diag, terms) in zip(adj, cov, strict=True):
@@ -442,7 +498,7 @@ class CALM(MultiAttributeMechanism):
                 for sign, r in terms:
                     var += sign * np.square(flat @ r.ravel())
             out[start : start + b] = var
-        return np.maximum(out, 0.0).reshape(shape)
+        return np.maximum(out, 0.0)
 
     def _cell_covariance(
         self, m: int, table: MarginalTable, n: int, n_m: int
