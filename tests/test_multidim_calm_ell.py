@@ -167,3 +167,13 @@ def test_projected_error_bars_match_the_spread_and_cover(oracle):
     ratio = float((np.square(errs).mean(axis=0) / np.mean(var, axis=0)).mean())
     assert 0.85 <= ratio <= 1.15, ratio
     assert 0.93 <= float(np.mean(hits)) <= 0.97
+
+
+@pytest.mark.parametrize("oracle", ["grr", "olh"])
+def test_contract_with_larger_collected_tables(oracle):
+    """The shared contract on a spec whose collected tables are larger than the requests."""
+    from ldpkit.testing import check_mechanism
+
+    spec = CALM(epsilon=1.0, domain_sizes=(2, 3, 2), oracle=oracle, ell=3)
+    assert spec.ell == 3 and spec.marginal_sets == ((0, 1, 2),)
+    check_mechanism(spec, rng=3)
