@@ -563,6 +563,10 @@ def _orderings(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Sources whose rows get 4x the repetitions, per benchmark part.
+LONGER = {"calm": ("flights-binary",), "rsfd": ("cps",)}
+
+
 def calm_choice_markdown(rows: list[dict]) -> str:
     head = (
         "\n| data | n | eps | method | MSE/cell | reported variance | ratio | 95% coverage | "
@@ -1014,12 +1018,11 @@ def main() -> None:
             for source in sources
             for n_part in sizes_n
             if not (source == "cps" and n_part is not None and n_part > 61_395)
-            # CPS's 20 cells: 4x the repetitions for the same precision of the ratio
+            # 4x the repetitions where one run's cells are few or strongly correlated (the
+            # rsfd part's CPS: 20 cells; binary flights: 28 pairs of 4 cells, all projected
+            # from the same larger tables when ell > 2)
             for r in make(
-                source,
-                n_part,
-                part_eps,
-                part_reps * (4 if args.part == "rsfd" and source == "cps" else 1),
+                source, n_part, part_eps, part_reps * (4 if source in LONGER[args.part] else 1)
             )
         ]
         ptag = f"multidim_{args.part}" + ("" if args.full else "_quick")
