@@ -96,7 +96,10 @@ def _expected_errors(
 ) -> dict[int, float]:
     """Return, per feasible ``ell``, the expected error of a ``way``-way marginal x n.
 
-    CALM's error model (CCS 2018, sec. 4.3), for m = C(d, ell) groups of n / m users: a
+    The trade-off CALM's choice of ell and m weighs (CCS 2018, sec. 4.3: the oracle's
+    noise of larger tables against the sampling error of more, smaller groups), written
+    here in closed form for this design (ldpkit's statement of it, not a transcription of
+    the paper's equation), for m = C(d, ell) groups of n / m users: a
     collected table T (c_T cells) has per-cell oracle variance ``V_T m / n`` (``V_T``: the
     oracle's variance of one cell at f = 0 from one report, FO17 eq. 2) and sampling
     variance ``f (1 - f) m / n``. Projecting T on a requested S (c_S cells) sums
