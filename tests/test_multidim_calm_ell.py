@@ -74,6 +74,12 @@ def test_choice_follows_the_model_and_is_resolved_in_the_spec():
     )
 
 
+def test_the_plain_tables_stay_a_candidate_beyond_the_size_caps():
+    """Pairs of 1024 x 1024 cells: ell = 3 is over the cap on collected cells, ell = 2 kept."""
+    spec = CALM(epsilon=1.0, domain_sizes=(1024, 1024, 2))
+    assert spec.ell == 2 and list(spec.expected_errors()) == [2]
+
+
 def test_ell_validation():
     with pytest.raises(ValueError, match="ell must be"):
         CALM(epsilon=1.0, domain_sizes=(3, 4, 2), way=3, ell=2)

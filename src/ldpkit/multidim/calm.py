@@ -111,7 +111,8 @@ def _expected_errors(
     d = len(sizes)
     out: dict[int, float] = {}
     for ell in range(way, d + 1):
-        if not _feasible_ell(sizes, ell):
+        # ell = way is always a candidate (the plain tables, which validation bounds)
+        if ell > way and not _feasible_ell(sizes, ell):
             continue
         m = math.comb(d, ell)
         noise = {
@@ -135,8 +136,6 @@ def _expected_errors(
 def _choose_ell(sizes: tuple[int, ...], way: int, epsilon: float, oracle: str) -> int:
     """Return the ``ell`` of least expected error (ties: the smaller ``ell``)."""
     errors = _expected_errors(sizes, way, epsilon, oracle)
-    if not errors:  # (none fits: report the configuration of the plain way-way tables)
-        return way
     best = min(errors.values())
     return min(ell for ell, e in errors.items() if e <= best * (1.0 + 1e-12))
 
