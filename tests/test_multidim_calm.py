@@ -61,7 +61,7 @@ def test_marginals_z_fails_for_a_wrong_epsilon(make):
 
 @pytest.mark.parametrize("oracle", ["grr", "olh"])
 def test_calm_consistency(oracle):
-    spec = CALM(epsilon=1.0, domain_sizes=SIZES, oracle=oracle)
+    spec = CALM(epsilon=1.0, domain_sizes=SIZES, oracle=oracle, ell=2)  # 2-way tables
     est = spec.run(population(20_000), rng=0)
     for t in est.tables:
         assert abs(t.table.sum() - 1.0) < 1e-12
@@ -168,7 +168,7 @@ def test_validation():
         FullDomain(epsilon=1.0, domain_sizes=(3, 4), oracle="grr")
     with pytest.raises(ValueError, match="domain_sizes must have a product"):
         FullDomain(epsilon=1.0, domain_sizes=(4096, 4096, 2))
-    spec = CALM(epsilon=1.0, domain_sizes=(3, 4, 2))
+    spec = CALM(epsilon=1.0, domain_sizes=(3, 4, 2), ell=2)
     lonely = Stats(spec, 1, counts=np.zeros(12 + 6 + 8, dtype=np.int64), sizes=[1, 0, 0])
     with pytest.raises(ValueError, match="at least one report of every marginal"):
         spec.estimate(lonely)

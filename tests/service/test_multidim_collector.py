@@ -36,7 +36,9 @@ SPECS = {
     "smp": SMP(epsilon=2.0, domain_sizes=(3, 4)),
     "rsfd": RSFD(epsilon=2.0, domain_sizes=(3, 4)),
     "rsfd_oue": RSFD(epsilon=2.0, domain_sizes=(3, 4), protocol="oue-z"),
-    "calm": CALM(epsilon=2.0, domain_sizes=(3, 4, 2)),
+    "calm": CALM(epsilon=2.0, domain_sizes=(3, 4, 2), ell=2),
+    # 2-way answers projected from the collected 3-way table (exact variance)
+    "calm3": CALM(epsilon=2.0, domain_sizes=(3, 4, 2), ell=3),
     "full": FullDomain(epsilon=2.0, domain_sizes=(3, 4)),
     "fourier": Fourier(epsilon=2.0, domain_sizes=(3, 4)),
     "hdg": HDG(epsilon=2.0, low=(0.0, 0.0, 0.0), high=(1.0, 1.0, 1.0)),
@@ -44,7 +46,7 @@ SPECS = {
     "grid": UniformGrid(epsilon=2.0, low=(0.0, 0.0), high=(1.0, 1.0)),
     "groups": GroupMean(epsilon=2.0, domain_size=3, low=0.0, high=60.0),
 }
-JOINT = ("calm", "full", "fourier")
+JOINT = ("calm", "calm3", "full", "fourier")
 GRIDS = ("hdg", "tdg", "grid")
 
 

@@ -1399,7 +1399,7 @@ def _multidim() -> dict[str, Any]:
         RSFD(epsilon=1.0, domain_sizes=(3, 5, 2), protocol="oue-z"),
         RSFD(epsilon=4.0, domain_sizes=(6, 9, 4, 2), protocol="oue-z"),
         CALM(epsilon=1.0, domain_sizes=(3, 5, 2), oracle="grr"),
-        CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5)),
+        CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5), ell=2),
         CALM(epsilon=1.5, domain_sizes=(3, 4, 2), way=3),
         FullDomain(epsilon=1.0, domain_sizes=(3, 5)),
         FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh"),
@@ -1432,6 +1432,8 @@ def _multidim() -> dict[str, Any]:
         Fourier(epsilon=2.0, domain_sizes=(4, 3, 2, 5), way=3),
         Fourier(epsilon=0.5, domain_sizes=(300, 70)),
         Fourier(epsilon=3.0, domain_sizes=(4,) * 28),  # 56 bits: masks beyond 2^53
+        # appended (the cases above keep their draws): CALM's chosen ell = 3 > way
+        CALM(epsilon=2.0, domain_sizes=(2, 2, 3, 2, 2)),
     ]
     out = []
     for spec in specs:

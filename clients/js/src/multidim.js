@@ -10,7 +10,7 @@
 //   k_j each, in order: the sampled one's is drawn and dropped), then GRR of her item of a;
 // - RSFD (OUE-z): the attribute a (U below d), then one 64-bit word per bit of the
 //   concatenated one-hot vector (her bit of a against T_p, every other bit against T_q);
-// - CALM: the marginal m (U below the number of marginals), then the cell of her tuple in
+// - CALM: the collected marginal m (U below the number of marginals), then the cell of her tuple in
 //   that marginal (row-major) through GRR or OLH (seed word, then U);
 // - FullDomain: the cell of her whole tuple through Hadamard response or OLH;
 // - HDG, TDG, UniformGrid: the grid m (U below the number of grids), then the cell of her
@@ -243,16 +243,21 @@ function groupedReports(groupName, groups, oracles, cells, valueDtype, coins) {
   return out;
 }
 
-/** CALM (Zhang et al. CCS 2018): one `way`-marginal per user, her cell through GRR or OLH. */
+/**
+ * CALM (Zhang et al. CCS 2018): one collected `ell`-marginal per user (every `ell`-subset of
+ * the attributes), her cell through GRR or OLH. The server's spec carries `ell` (Python
+ * resolves its default, CALM's choice, at construction); without it, `ell = way`.
+ */
 export class CALM {
-  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh' }) {
+  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh', ell = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
     this.way = checkInteger(way, 'way', 1, this.sizes.length);
+    this.ell = ell === null || ell === undefined ? this.way : checkInteger(ell, 'ell', this.way, this.sizes.length);
     if (oracle !== 'olh' && oracle !== 'grr') {
       throw new RangeError(`oracle must be 'olh' or 'grr', got ${JSON.stringify(oracle)}`);
     }
-    this.marginals = combinations(this.sizes.length, this.way);
+    this.marginals = combinations(this.sizes.length, this.ell);
     const Cls = oracle === 'grr' ? GRR : OLH;
     this.oracles = this.marginals.map(
       (attrs) => new Cls({ epsilon: this.epsilon, domain_size: attrs.reduce((p, a) => p * this.sizes[a], 1) }),

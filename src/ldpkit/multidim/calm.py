@@ -9,8 +9,19 @@
   uniformly to agree with it. The shift is linear, so the consistent tables stay unbiased.
   A marginal larger than the collected ones (a 3-way table from 2-way CALM) is their
   max-entropy reconstruction (CALM sec. 4.5; :mod:`ldpkit.multidim.maxent`), with bootstrap
-  error bars. CALM's choice of larger collected marginals (``ell > way``) is not
-  implemented: here ``ell = way`` and ``m = C(d, way)``, a configuration of CALM's search.
+  error bars.
+* CALM's choice of the collected marginals' size (CALM sec. 4.3): the analyst asks for
+  ``way``-way marginals; CALM may collect larger, ``ell``-way ones (``ell >= way``) and
+  project them, trading the oracle's noise of larger tables (more cells, summed) against
+  the sampling error of more groups, each smaller. ``ell=None`` (the default) picks the
+  ``ell`` of least expected error (:meth:`CALM.expected_errors`);
+  an integer forces it (``ell = way``: the tables of the earlier releases, bit for bit).
+  The collected marginals are every ``ell``-subset (``m = C(d, ell)``), a balanced design:
+  every ``way``-way marginal is covered by the same number, ``C(d - way, ell - way)``, of
+  them. A requested ``way``-way marginal is then the projection of the consistent tables
+  that cover it (equal after the consistency step), with the **exact** variance of that
+  linear map of the groups' counts (the adjoint of the consistency step applied to each
+  group's cell covariance).
 * :class:`FullDomain` is the full-domain baseline: every user sends her whole tuple as one
   item of the product domain (Hadamard response, whose aggregation is one fast transform,
   or OLH); a marginal sums the cells.
@@ -19,6 +30,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from typing import Any, ClassVar, Literal
@@ -47,10 +59,141 @@ __all__ = ["CALM", "FullDomain"]
 
 #: Largest product domain of one collected marginal (CALM) or of the whole tuple (FullDomain).
 MAX_CELLS = 1 << 24
+#: Most collected marginals of one CALM spec.
+MAX_MARGINALS = 4096
+#: Most cells of all the collected marginals for the exact variance of every consistent
+#: table (its cost: this number squared, per step of the consistency map); beyond it a
+#: table keeps its plain variance (larger), while a requested marginal's stays exact.
+MAX_EXACT_CELLS = 2048
+#: Most cells of all the collected marginals together, when ``ell`` is chosen (the Stats'
+#: size, and the cost of an OLH aggregation: each report hashes its marginal's cells).
+MAX_TOTAL_CELLS = 1 << 20
 
 
 def _cells(sizes: tuple[int, ...], attributes: tuple[int, ...]) -> int:
     return int(math.prod(sizes[a] for a in attributes))
+
+
+def _oracle(kind: str, epsilon: float, cells: int) -> GRR | OLH:
+    if kind == "grr":
+        return GRR(epsilon=epsilon, domain_size=cells)
+    return OLH(epsilon=epsilon, domain_size=cells)
+
+
+def _feasible_ell(sizes: tuple[int, ...], ell: int) -> bool:
+    """Whether collecting every ``ell``-subset fits CALM's limits (count, cells, memory)."""
+    d = len(sizes)
+    if math.comb(d, ell) > MAX_MARGINALS:
+        return False
+    sets = list(itertools.combinations(range(d), ell))
+    return max(_cells(sizes, a) for a in sets) <= MAX_CELLS and (
+        sum(_cells(sizes, a) for a in sets) <= MAX_TOTAL_CELLS
+    )
+
+
+def _expected_errors(
+    sizes: tuple[int, ...], way: int, epsilon: float, oracle: str
+) -> dict[int, float]:
+    """Return, per feasible ``ell``, the expected error of a ``way``-way marginal x n.
+
+    The trade-off CALM's choice of ell and m weighs (CCS 2018, sec. 4.3: the oracle's
+    noise of larger tables against the sampling error of more, smaller groups), written
+    here in closed form for this design (ldpkit's statement of it, not a transcription of
+    the paper's equation), for m = C(d, ell) groups of n / m users: a
+    collected table T (c_T cells) has per-cell oracle variance ``V_T m / n`` (``V_T``: the
+    oracle's variance of one cell at f = 0 from one report, FO17 eq. 2) and sampling
+    variance ``f (1 - f) m / n``. Projecting T on a requested S (c_S cells) sums
+    c_T / c_S cells into each, so the squared error summed over S's cells is ``err_T =
+    m (c_T V_T + 1 - 1 / c_S) / n`` (the sampling term at its largest, uniform f). The
+    tables covering S are averaged with inverse-variance weights: ``err_S = 1 / sum_T
+    1 / err_T``. The value is the mean of ``n err_S`` over the C(d, way) requests.
+    """
+    d = len(sizes)
+    out: dict[int, float] = {}
+    for ell in range(way, d + 1):
+        # ell = way is always a candidate (the plain tables, which validation bounds)
+        if ell > way and not _feasible_ell(sizes, ell):
+            continue
+        m = math.comb(d, ell)
+        noise = {
+            c: c * float(_oracle(oracle, epsilon, c).variance(1))
+            for c in {_cells(sizes, a) for a in itertools.combinations(range(d), ell)}
+        }
+        total = 0.0
+        requests = list(itertools.combinations(range(d), way))
+        for s in requests:
+            c_s = _cells(sizes, s)
+            rest = [a for a in range(d) if a not in s]
+            precision = 0.0
+            for extra in itertools.combinations(rest, ell - way):
+                c_t = c_s * _cells(sizes, extra)
+                precision += 1.0 / (m * (noise[c_t] + 1.0 - 1.0 / c_s))
+            total += 1.0 / precision
+        out[ell] = total / len(requests)
+    return out
+
+
+def _choose_ell(sizes: tuple[int, ...], way: int, epsilon: float, oracle: str) -> int:
+    """Return the ``ell`` of least expected error (ties: the smaller ``ell``)."""
+    errors = _expected_errors(sizes, way, epsilon, oracle)
+    best = min(errors.values())
+    return min(ell for ell, e in errors.items() if e <= best * (1.0 + 1e-12))
+
+
+def _consistency_steps(
+    axes: list[tuple[int, ...]], shapes: list[tuple[int, ...]], weight: Any
+) -> list[tuple[int, list[int], list[tuple[tuple[int, ...], int]], np.ndarray]]:
+    """Return the steps of :func:`consistent_tables` in order (holders, drops, weights).
+
+    Each step: ``(size, holders, [(dropped axes, collapsed cells)], normalized weights)``,
+    the axes counted after a leading batch axis.
+    """
+    steps = []
+    top = max(len(a) for a in axes)
+    every = sorted({i for a in axes for i in a})
+    for size in range(top):
+        for shared in itertools.combinations(every, size):
+            holders = [m for m, a in enumerate(axes) if set(shared) < set(a)]
+            if size and len(holders) < 2:
+                continue
+            drops, weights = [], []
+            for m in holders:
+                drop = tuple(1 + i for i, x in enumerate(axes[m]) if x not in shared)
+                collapsed = int(np.prod([shapes[m][i - 1] for i in drop]))
+                drops.append((drop, collapsed))
+                weights.append(weight(m, collapsed))
+            steps.append((size, holders, drops, np.asarray(weights) / sum(weights)))
+    return steps
+
+
+def _consistency_adjoint(
+    axes: list[tuple[int, ...]], seeds: list[np.ndarray], weight: Any
+) -> list[np.ndarray]:
+    """Pull linear functionals of the consistent tables back to the plain tables.
+
+    ``seeds[m]`` (a leading batch axis of functionals, then table m's shape) weighs the
+    consistent tables' cells; the result weighs the plain tables' cells so that both give
+    the same value for every input: the transpose of the linear part of
+    :func:`consistent_tables`, its steps in reverse. A step moves table m by ``E_m (t -
+    P_m x_m) / c_m`` (P_m: the sum over its collapsed axes, E_m: the expansion back, t =
+    sum_j w_j P_j x_j, or the constant 1 for the empty set), so its transpose maps the
+    functionals g to ``g_j - E_j P_j g_j / c_j + w_j E_j sum_m P_m g_m / c_m``.
+    """
+    g = [s.copy() for s in seeds]
+    steps = _consistency_steps(axes, [s.shape[1:] for s in seeds], weight)
+    for size, holders, drops, w in reversed(steps):
+        pulled = [
+            g[m].sum(axis=drop, keepdims=True) / collapsed
+            for m, (drop, collapsed) in zip(holders, drops, strict=True)
+        ]
+        back = None
+        if size:  # the shared target's part (the empty set's target is the constant 1)
+            back = sum(p.sum(axis=drop) for p, (drop, _) in zip(pulled, drops, strict=True))
+        for i, (m, (drop, _)) in enumerate(zip(holders, drops, strict=True)):
+            g[m] = g[m] - pulled[i]
+            if back is not None:
+                g[m] = g[m] + w[i] * np.expand_dims(back, drop)
+    return g
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -64,25 +207,37 @@ class CALM(MultiAttributeMechanism):
     domain_sizes : sequence of int
         Items per attribute.
     way : int
-        Order of the marginals (2 to d).
+        Order of the marginals the analyst asks for (2 to d).
     oracle : {"olh", "grr"}
         The frequency oracle of each marginal's cell (CALM uses OLH).
+    ell : int or None
+        Order of the collected marginals (``way`` to d): None (the default) chooses it as
+        CALM sec. 4.3 does, by least expected error (:meth:`expected_errors`; the spec
+        then holds the chosen integer, so that clients and collectors see it); an
+        integer forces it. Every ``ell``-subset of the attributes is collected.
 
     Notes
     -----
     Reports: ``marginals`` (the user's marginal, public) and the oracle's fields (OLH:
-    ``seeds``, ``values``; GRR: ``values``). Marginal m's plain estimate is the oracle's
+    ``seeds``, ``values``; GRR: ``values``). A chosen ``ell`` is resolved once, at
+    construction: ``spec.replace(epsilon=...)`` keeps it (pass ``ell=None`` to choose
+    again). Marginal m's plain estimate is the oracle's
     over its ``n_m`` reports, variance FO17 eq. 2 at ``n_m`` plus the sampling of the group
     ``f (1 - f) (n - n_m) / (n_m (n - 1))``. The consistent tables' error bars (way = 2) are
     the exact variance of the consistency map applied to the groups' cell covariances
     (GRR's multinomial outputs, the groups' sampling; OLH's cells taken as uncorrelated);
-    for way > 2 the plain variances are kept (larger). ``privacy_loss()``: the largest
-    marginal oracle's loss.
+    for ell > 2 the plain variances are kept (larger) when ``ell = way``; when ``ell >
+    way`` each table's variance is exact (by :meth:`projection_variance`, up to 2048
+    collected cells in all; beyond, the plain ones). A requested marginal inside
+    a collected one, when ``ell > way``, has the exact variance of the consistent tables'
+    projection (:meth:`projection_variance`). ``privacy_loss()``: the largest marginal
+    oracle's loss.
 
     References
     ----------
     Z. Zhang, T. Wang, N. Li, S. He, J. Chen. CALM: Consistent Adaptive Local Marginal for
-    Marginal Release under Local Differential Privacy. CCS 2018, sections 4.2-4.4.
+    Marginal Release under Local Differential Privacy. CCS 2018, sections 4.2-4.4 (4.3:
+    the choice of the collected marginals' size).
 
     Examples
     --------
@@ -95,18 +250,28 @@ class CALM(MultiAttributeMechanism):
 
     way: int = 2
     oracle: Literal["olh", "grr"] = "olh"
+    ell: int | None = None
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
         "way": [Integer(2, Ref("attributes"))],
         "oracle": [Options("olh", "grr")],
+        "ell": [None, Integer(Ref("way"), Ref("attributes"))],
     }
 
     def _validate(self) -> None:
         super()._validate()
-        if math.comb(self.attributes, self.way) > 4096:
+        if math.comb(self.attributes, self.way) > MAX_MARGINALS:
             raise ValueError(
-                f"way must give at most 4096 marginals, got C({self.attributes}, {self.way})"
+                f"way must give at most {MAX_MARGINALS} marginals, got "
+                f"C({self.attributes}, {self.way})"
+            )
+        if self.ell is None:
+            self._set("ell", _choose_ell(self.domain_sizes, self.way, self.epsilon, self.oracle))
+        elif math.comb(self.attributes, self.ell) > MAX_MARGINALS:
+            raise ValueError(
+                f"ell must give at most {MAX_MARGINALS} marginals, got "
+                f"C({self.attributes}, {self.ell})"
             )
         for attrs in self.marginal_sets:
             if _cells(self.domain_sizes, attrs) > MAX_CELLS:
@@ -117,8 +282,19 @@ class CALM(MultiAttributeMechanism):
 
     @property
     def marginal_sets(self) -> tuple[tuple[int, ...], ...]:
-        """The collected marginals: every ``way``-subset of the attributes."""
-        return tuple(itertools.combinations(range(self.attributes), self.way))
+        """The collected marginals: every ``ell``-subset of the attributes."""
+        return tuple(itertools.combinations(range(self.attributes), int(self.ell or self.way)))
+
+    def expected_errors(self) -> dict[int, float]:
+        """Return CALM's expected error of a ``way``-way marginal, x n, per feasible ``ell``.
+
+        The squared error summed over a requested marginal's cells, averaged over the
+        C(d, way) requests, for n = 1 (divide by n), under CALM's error model (sec. 4.3):
+        the oracle's noise of the covering tables' summed cells plus the groups'
+        sampling error, the covering tables averaged with inverse-variance weights. The
+        default ``ell`` is its argmin.
+        """
+        return _expected_errors(self.domain_sizes, self.way, self.epsilon, self.oracle)
 
     def cell_offsets(self) -> np.ndarray:
         """Return where each marginal's cells start in the concatenated counts."""
@@ -127,10 +303,7 @@ class CALM(MultiAttributeMechanism):
 
     def marginal_oracle(self, m: int) -> GRR | OLH:
         """Return the oracle of marginal m (over its cells)."""
-        cells = _cells(self.domain_sizes, self.marginal_sets[m])
-        if self.oracle == "grr":
-            return GRR(epsilon=self.epsilon, domain_size=cells)
-        return OLH(epsilon=self.epsilon, domain_size=cells)
+        return _oracle(self.oracle, self.epsilon, _cells(self.domain_sizes, self.marginal_sets[m]))
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Draw one marginal per user and send its cell through the oracle."""
@@ -209,8 +382,11 @@ class CALM(MultiAttributeMechanism):
         tables = consistent_tables(
             self.marginal_sets, tables, lambda m, collapsed: 1.0 / (null[m] * collapsed)
         )
-        if self.way == 2:
+        if self.ell == 2:
             variances = self._consistent_pair_variances(plain, null, stats)
+        elif self.ell != self.way and int(self.cell_offsets()[-1]) <= MAX_EXACT_CELLS:
+            # a chosen (or forced) ell > way: every table's exact variance, by the adjoint
+            variances = self._table_variances(plain, null, stats)
         else:  # (the plain variances: an upper bound, up to the cells' covariances)
             variances = [t.variance for t in plain]
         out = tuple(
@@ -218,7 +394,113 @@ class CALM(MultiAttributeMechanism):
             for t, table, var in zip(plain, tables, variances, strict=True)
         )
         plain_var = tuple(t.variance for t in plain)
-        return MarginalsEstimate(out, stats.n, spec=self, plain_variances=plain_var)
+        exact = None
+        if self.ell != self.way:  # requested tables are projections: their exact variance
+            exact = functools.partial(self.projection_variance, plain, null, stats)
+        return MarginalsEstimate(
+            out, stats.n, spec=self, plain_variances=plain_var, projection_variance=exact
+        )
+
+    def projection_variance(
+        self,
+        plain: list[MarginalTable],
+        null: list[float],
+        stats: Stats,
+        attributes: tuple[int, ...],
+        weights: dict[int, float],
+    ) -> np.ndarray:
+        """Return the exact per-cell variance of ``sum_m w_m`` (consistent table m on S).
+
+        S = ``attributes`` (the result's axes follow their order), ``weights`` maps
+        collected tables (indices of :attr:`marginal_sets`, each holding S) to weights
+        summing to 1. The consistent tables are a linear map of the plain ones (plus a
+        constant); each cell of the answer is the functional whose weights on the plain
+        cells the adjoint of the consistency step gives (:func:`_consistency_adjoint`),
+        and its variance is that functional's quadratic form in the groups' independent
+        cell covariances (:meth:`_cell_covariance`: GRR's multinomial outputs, OLH's
+        uncorrelated cells, the groups' sampling).
+        """
+        sets = self.marginal_sets
+        shape = tuple(self.domain_sizes[a] for a in attributes)
+        # each cell of table m: the index of the answer's cell it is summed into
+        target = {}
+        for m in weights:
+            axes = [sets[m].index(a) for a in attributes]
+            idx = np.indices(plain[m].table.shape).reshape(len(sets[m]), -1)
+            target[m] = np.ravel_multi_index(tuple(idx[i] for i in axes), shape)
+
+        def seeds(start: int, b: int) -> list[np.ndarray]:
+            out = []
+            for m, t in enumerate(plain):
+                seed = np.zeros((b, t.table.size))
+                if m in weights:
+                    cells = np.flatnonzero((target[m] >= start) & (target[m] < start + b))
+                    seed[target[m][cells] - start, cells] = weights[m]
+                out.append(seed)
+            return out
+
+        out = self._functional_variances(plain, null, stats, int(math.prod(shape)), seeds)
+        return out.reshape(shape)
+
+    def _table_variances(
+        self, plain: list[MarginalTable], null: list[float], stats: Stats
+    ) -> list[np.ndarray]:
+        """Return the exact per-cell variance of every consistent table (one adjoint pass)."""
+        o = self.cell_offsets()
+
+        def seeds(start: int, b: int) -> list[np.ndarray]:
+            out = []
+            for m, t in enumerate(plain):
+                seed = np.zeros((b, t.table.size))
+                lo, hi = max(start, int(o[m])), min(start + b, int(o[m + 1]))
+                if lo < hi:  # the identity on the cells of table m inside this batch
+                    seed[np.arange(lo, hi) - start, np.arange(lo, hi) - int(o[m])] = 1.0
+                out.append(seed)
+            return out
+
+        flat = self._functional_variances(plain, null, stats, int(o[-1]), seeds)
+        return [flat[o[m] : o[m + 1]].reshape(t.table.shape) for m, t in enumerate(plain)]
+
+    def _functional_variances(
+        self,
+        plain: list[MarginalTable],
+        null: list[float],
+        stats: Stats,
+        count: int,
+        seeds: Any,
+    ) -> np.ndarray:
+        """Return the variances of ``count`` linear functionals of the consistent tables.
+
+        ``seeds(start, b)`` gives functionals ``start .. start + b - 1`` as weights on each
+        consistent table's (flattened) cells; they are pulled back to the plain cells by
+        :func:`_consistency_adjoint`, and each variance is the quadratic form in the
+        groups' independent cell covariances (:meth:`_cell_covariance`).
+        """
+        sets = self.marginal_sets
+        cov = [
+            self._cell_covariance(m, t, stats.n, int(stats.sizes[m])) for m, t in enumerate(plain)
+        ]
+        total = int(self.cell_offsets()[-1])
+        chunk = max(1, (1 << 22) // max(total, 1))
+        out = np.zeros(count)
+        for start in range(0, count, chunk):  # batches of functionals (memory)
+            b = min(chunk, count - start)
+            adj = _consistency_adjoint(
+                list(sets),
+                [
+                    seed.reshape((b, *t.table.shape))
+                    for seed, t in zip(seeds(start, b), plain, strict=True)
+                ],
+                lambda m, collapsed: 1.0 / (null[m] * collapsed),
+            )
+            var = np.zeros(b)
+            for a, (diag, terms) in zip(adj, cov, strict=True):
+                flat = a.reshape(b, -1)
+                var += np.square(flat) @ diag.ravel()
+                for sign, r in terms:
+                    var += sign * np.square(flat @ r.ravel())
+            out[start : start + b] = var
+        return np.maximum(out, 0.0)
 
     def _cell_covariance(
         self, m: int, table: MarginalTable, n: int, n_m: int

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -184,6 +184,10 @@ class MarginalsEstimate:
     #: Per collected table, the variance of its cells before the consistency step (CALM),
     #: the noise a max-entropy reconstruction's bootstrap redraws (None: ``tables``').
     plain_variances: tuple[np.ndarray, ...] | None = None
+    #: ``f(attributes, {table: weight})``: the exact per-cell variance of the weighted sum
+    #: of collected tables' projections on ``attributes`` (CALM with ``ell > way``); None:
+    #: the summed cells' variances, the tables taken as independent.
+    projection_variance: Callable[[tuple[int, ...], dict[int, float]], np.ndarray] | None = None
 
     @property
     def frequencies(self) -> np.ndarray:
@@ -210,7 +214,8 @@ class MarginalsEstimate:
         """
         d = len(self.spec.domain_sizes)
         attrs = check_attributes(attributes, d)
-        found = [t for t in self.tables if set(attrs) <= set(t.attributes)]
+        index = [i for i, t in enumerate(self.tables) if set(attrs) <= set(t.attributes)]
+        found = [self.tables[i] for i in index]
         if not found:
             from .maxent import reconstruct
 
@@ -231,13 +236,16 @@ class MarginalsEstimate:
             tables.append(np.transpose(t.table.sum(axis=drop), order))
             variances.append(np.transpose(t.variance.sum(axis=drop), order))
         post = found[0].postprocessing
-        if len(found) == 1:
+        if len(found) == 1 and self.projection_variance is None:
             return MarginalTable(attrs, tables[0], variances[0], self.n, post)
         # inverse-variance weights per table (the tables come from disjoint users)
         w = np.array([1.0 / max(float(v.mean()), 1e-300) for v in variances])
         w /= w.sum()
         table = sum(wi * t for wi, t in zip(w, tables, strict=True))
-        var = sum(wi**2 * v for wi, v in zip(w, variances, strict=True))
+        if self.projection_variance is not None:  # the tables share users' noise: exact
+            var = self.projection_variance(attrs, dict(zip(index, w.tolist(), strict=True)))
+        else:
+            var = sum(wi**2 * v for wi, v in zip(w, variances, strict=True))
         return MarginalTable(attrs, np.asarray(table), np.asarray(var), self.n, post)
 
     def to_frame(self, alpha: float = 0.05) -> Any:
