@@ -183,3 +183,19 @@ def test_contract_with_larger_collected_tables(oracle):
     spec = CALM(epsilon=1.0, domain_sizes=(2, 3, 2), oracle=oracle, ell=3)
     assert spec.ell == 3 and spec.marginal_sets == ((0, 1, 2),)
     check_mechanism(spec, rng=3)
+
+
+def test_spec_dict_keeps_the_wire_identity_of_ell_equal_to_way():
+    from ldpkit.spec import spec_from_dict
+
+    chosen = CALM(epsilon=0.5, domain_sizes=(2,) * 8)  # binary attributes: a larger ell
+    assert chosen.ell > chosen.way and chosen.to_dict()["params"]["ell"] == chosen.ell
+    plain = CALM(epsilon=0.5, domain_sizes=(2,) * 8, ell=2)
+    assert "ell" not in plain.to_dict()["params"]  # the dict (and fingerprint) of before
+    for spec in (chosen, plain):
+        assert spec_from_dict(spec.to_dict()) == spec
+    legacy = chosen.to_dict()
+    del legacy["params"]["ell"]  # a dict written before ell existed: its tables were way-way
+    assert spec_from_dict(legacy) == plain
+    legacy["params"]["ell"] = None  # an explicit null chooses, as the constructor does
+    assert spec_from_dict(legacy) == chosen

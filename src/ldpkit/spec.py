@@ -128,7 +128,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> Mechanism:
     unknown = sorted(set(params) - fields)
     if unknown:
         raise ValueError(f"params must be fields of {name} {sorted(fields)}, got {unknown}")
-    return public[name](**params)
+    return public[name]._from_params(dict(params))
 
 
 def _plain(value: Any) -> Any:
@@ -211,6 +211,15 @@ class Mechanism(ABC):
     def params(self) -> dict[str, Any]:
         """Return the spec's fields as a plain dict (JSON-safe)."""
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any]) -> Mechanism:
+        """Build the spec from :meth:`params` output.
+
+        A spec whose ``params`` omits a field, to keep an older wire identity, restores it
+        here.
+        """
+        return cls(**params)
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"mechanism": name, "params": params()}`` (JSON-safe)."""

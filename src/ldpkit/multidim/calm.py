@@ -280,6 +280,26 @@ class CALM(MultiAttributeMechanism):
                     f"{_cells(self.domain_sizes, attrs)} for attributes {attrs}"
                 )
 
+    def params(self) -> dict[str, Any]:
+        """Return the spec's fields as a plain dict (without ``ell`` when it equals ``way``).
+
+        The tables of ``ell = way`` keep the wire identity (fingerprint) they had before
+        ``ell`` existed, so collections created then still load and accept their reports.
+        """
+        out = super().params()
+        if out["ell"] == out["way"]:
+            del out["ell"]
+        return out
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any]) -> CALM:
+        """Build from a params dict: a missing ``ell`` is ``way`` (see :meth:`params`).
+
+        An explicit ``"ell": null`` chooses it, as ``CALM(...)`` does in Python.
+        """
+        params.setdefault("ell", params.get("way", 2))
+        return cls(**params)
+
     @property
     def marginal_sets(self) -> tuple[tuple[int, ...], ...]:
         """The collected marginals: every ``ell``-subset of the attributes."""
