@@ -321,7 +321,7 @@ def keyvalue(
 
 #: The regime grid: the authors' uniform data (PG1.m: n = 1e6, d = 100, ell = 1) at more
 #: domain sizes, budgets and one padding length more
-REGIME_EPSILONS = (0.5, 1.0, 2.0, 3.0, 4.0)
+REGIME_EPSILONS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 REGIME_CELLS = ((10, 1), (100, 1), (1000, 1), (100, 2))
 
 
