@@ -112,27 +112,53 @@ def test_debiased_mean_unbiased_and_the_check_fails_for_a_wrong_epsilon_or_swapp
     assert np.max(np.abs(_z_debiased(spec, swapped, m))) > 5
 
 
+def _privkvm_rounds(users: UserPairs, epsilon: float, rounds: int, seed: int):
+    """The rounds of ``privkvm`` by hand (the same generator): specs, stats, round 0's estimate."""
+    spec = PrivKV(epsilon=epsilon, domain_size=D, rounds=rounds)
+    gen = np.random.default_rng(seed)
+    specs, stats = [spec], [spec.aggregate(spec.randomize(users, rng=gen))]
+    first = last = spec.estimate(stats[0])
+    for _ in range(1, rounds):
+        specs.append(specs[-1].next_round(last))
+        stats.append(specs[-1].aggregate(specs[-1].randomize(users, rng=gen)))
+        last = specs[-1].estimate(stats[-1])
+    return specs, stats, first
+
+
 def test_privkvm_debiased_mean_unbiased_and_the_check_fails_for_a_wrong_epsilon():
-    """The last round's debiased mean (round 0's f^): |z| <= 5; its reports under 1.3 eps fail."""
+    """Every round's debiased mean, combined: |z| <= 5; the rounds read at 1.3 eps fail."""
+    from ldpkit.sets.keyvalue import _combine_rounds
+
     users = _users(600_000, seed=3)
     _, m = users.truth(D)
     est = privkvm(users, epsilon=3.0, domain_size=D, rounds=3, rng=4)
     z = (est.debiased_means - m) / np.sqrt(est.debiased_mean_variance)
     assert np.max(np.abs(z)) <= 5, z
-    # the same rounds by hand (the same generator), the last one estimated at 1.3 eps
-    spec = PrivKV(epsilon=3.0, domain_size=D, rounds=3)
-    gen = np.random.default_rng(4)
-    first = spec.run(users, rng=gen)
-    second = spec.next_round(first)
-    last = second.next_round(second.run(users, rng=gen))
-    stats = last.aggregate(last.randomize(users, rng=gen))
-    again = last.estimate(stats, key_estimate=first)
-    np.testing.assert_array_equal(again.debiased_means, est.debiased_means)
-    wrong = last.replace(epsilon=3.0 * 1.3)
-    bad = wrong.estimate(
-        _stats(wrong, stats.sampled, stats.positive, stats.negative), key_estimate=first
-    )
-    assert np.max(np.abs((bad.debiased_means - m) / np.sqrt(bad.debiased_mean_variance))) > 5
+    specs, stats, first = _privkvm_rounds(users, 3.0, 3, seed=4)
+    usable, deb, var = _combine_rounds(specs, stats, first)
+    assert usable.all()
+    np.testing.assert_array_equal(deb, est.debiased_means)
+    np.testing.assert_array_equal(var, est.debiased_mean_variance)
+    # the combination is more precise than any one round's debiased mean
+    last = specs[-1].estimate(stats[-1], key_estimate=first)
+    assert np.all(var < first.debiased_mean_variance) and np.all(var < last.debiased_mean_variance)
+    wrong = [s.replace(epsilon=3.0 * 1.3) for s in specs]
+    forged = [_stats(w, st.sampled, st.positive, st.negative) for w, st in zip(wrong, stats)]
+    first_w = wrong[0].estimate(forged[0])
+    _, bad, bad_var = _combine_rounds(wrong, forged, first_w)
+    assert np.max(np.abs((bad - m) / np.sqrt(bad_var))) > 5
+
+
+@pytest.mark.slow
+def test_privkvm_debiased_variance_within_ten_percent():
+    """1000 PrivKVM runs of n = 20000 (3 rounds, eps 4): the combination's variance."""
+    users = _users(20_000, seed=13)
+    ests = [privkvm(users, epsilon=4.0, domain_size=D, rounds=3, rng=r) for r in range(1000)]
+    means = np.array([e.debiased_means[:2] for e in ests])
+    predicted = np.mean([e.debiased_mean_variance[:2] for e in ests], axis=0)
+    ratio = means.var(axis=0, ddof=1) / predicted
+    lo, hi = variance_ratio_bounds(len(ests) - 1, 1e-6)
+    assert np.all((ratio > lo) & (ratio < hi)) and np.all(np.abs(ratio - 1) < 0.10), ratio
 
 
 def _run_stats(spec: PrivKV, n: int, runs: int, seed: int) -> tuple[list[Stats], np.ndarray]:
@@ -208,11 +234,7 @@ def test_mean_interval_coverage_one_round():
 
 @pytest.mark.slow
 def test_mean_interval_coverage_privkvm():
-    """PrivKVM (3 rounds): the last round's intervals cover 92-97.5% of 900 pairs.
-
-    (At n = 5000 and eps = 2 the later rounds' means are so noisy (standard error ~0.5)
-    that the cut to [-1, 1] makes every interval cover; n = 20000 at eps = 4 is not.)
-    """
+    """PrivKVM (3 rounds): the combined rounds' intervals cover 92-97.5% of 900 pairs."""
     users = _users(20_000, seed=9)
     _, m = users.truth(D)
     ests = [privkvm(users, epsilon=4.0, domain_size=D, rounds=3, rng=100 + r) for r in range(300)]

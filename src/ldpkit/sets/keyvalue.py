@@ -1052,7 +1052,20 @@ class PrivKV(_KeyValueMechanism):
         *,
         same_reports: bool,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Return the debiased means and their variances (see :meth:`estimate`).
+        """Return the debiased means and their variances (see :meth:`estimate`)."""
+        m, var, _, _, _ = self._debias_terms(stats, freq, fvar, means, same_reports=same_reports)
+        return m, var
+
+    def _debias_terms(
+        self,
+        stats: Stats,
+        freq: np.ndarray,
+        fvar: np.ndarray,
+        means: np.ndarray,
+        *,
+        same_reports: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Return the debiased means (cut), variances, uncut means, d m~ / d f^ and Cov(m~, f^).
 
         ``m~ = U / V`` with ``U = Y / r - (1 - p1) m' (1 - f^)``, ``V = p1 f^`` (r = 2 p2 -
         1); ``Y`` has per-report variance ``X - Y^2`` (Y^2 = X: a report is 0 or +-1) and,
@@ -1077,7 +1090,48 @@ class PrivKV(_KeyValueMechanism):
         cov_uv = p1 * cov_yf / r + c * p1 * fvar
         with np.errstate(over="ignore"):
             mvar = _ratio_variance(var_u, var_v, cov_uv, m, v)
-        return m, np.where(usable, np.minimum(mvar, 1e300), 1.0)
+        # first order: m~ ~ Y / (r V) + g f^, g = (c - p1 m) / V, for combining rounds
+        grad_f = np.where(usable, (c - p1 * m) / v, 0.0)
+        cov_mf = np.where(usable, cov_yf / (r * v) + grad_f * fvar, 0.0)
+        raw = np.where(usable, raw, means)
+        return m, np.where(usable, np.minimum(mvar, 1e300), 1.0), raw, grad_f, cov_mf
+
+
+def _combine_rounds(
+    specs: Sequence[PrivKV], stats: Sequence[Stats], first: KeyValueEstimate
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the keys PrivKVM can debias, their debiased means from every round, variances.
+
+    Each round's ``m~_t`` (round 0's ``f^`` in all of them) weighted by the inverse of its
+    variance; the combination's variance counts the rounds' covariances through the shared
+    ``f^``: linearized, ``m~_t = Y_t / (r V) + g_t f^`` with ``Y_t`` independent across
+    rounds, so ``Cov(m~_s, m~_t) = g_t Cov(m~_s, f^)`` for ``t > 0``. Combined uncut, then
+    cut to [-1, 1].
+    """
+    terms = [
+        spec._debias_terms(
+            st,
+            first.frequencies,
+            first.frequency_variance,
+            np.asarray(first.means),
+            same_reports=spec.round == 0,
+        )
+        for spec, st in zip(specs, stats)
+    ]
+    var = np.maximum(np.array([t[1] for t in terms]), 1e-300)  # a zero variance: all weight
+    raw = np.array([t[2] for t in terms])
+    grad = np.array([t[3] for t in terms])
+    cov_f = np.array([t[4] for t in terms])
+    weight = 1.0 / var
+    weight /= weight.sum(axis=0)
+    combined = (weight * raw).sum(axis=0)
+    total = (weight**2 * var).sum(axis=0)
+    for s_ in range(len(terms)):
+        for t_ in range(1, len(terms)):
+            if s_ != t_:  # Cov(m~_s, m~_t) = g_t Cov(m~_s, f^)
+                total += weight[s_] * weight[t_] * grad[t_] * cov_f[s_]
+    usable = (first.frequencies > 0) & np.all(var < 1e300, axis=0)
+    return usable, np.clip(combined, -1.0, 1.0), np.maximum(total, 0.0)
 
 
 def privkvm(
@@ -1108,9 +1162,10 @@ def privkvm(
     -------
     KeyValueEstimate
         Round 0's frequencies and their variances, the last round's means and their
-        variances, and the last round's ``debiased_means`` (its shrinkage towards the
-        previous round's means undone with round 0's frequencies; see
-        :meth:`PrivKV.estimate`); ``spec`` is round 0's.
+        variances, and ``debiased_means``: every round's debiased mean (its shrinkage
+        undone with round 0's frequencies; see :meth:`PrivKV.estimate`) weighted by the
+        inverse of its variance, with the variance of the combination (the rounds share
+        round 0's ``f^``: their covariances through it are counted); ``spec`` is round 0's.
 
     References
     ----------
@@ -1127,13 +1182,21 @@ def privkvm(
     spec = PrivKV(epsilon=epsilon, domain_size=domain_size, rounds=rounds)
     pairs = spec.check_values(values)
     gen = as_generator(rng)
-    first = last = spec.run(pairs, rng=gen)
-    current = spec
+    reports = spec.randomize(pairs, rng=gen)
+    if len(reports) == 0:  # as Mechanism.run says it
+        raise ValueError("values must hold at least one value to estimate from, got none")
+    stats = [spec.aggregate(reports)]
+    first = last = spec.estimate(stats[0])
+    specs = [spec]
     for _ in range(1, spec.rounds):
-        current = current.next_round(last)
-        # round 0's frequencies undo this round's shrinkage (debiased_means)
-        last = current.estimate(
-            current.aggregate(current.randomize(pairs, rng=gen)), key_estimate=first
+        specs.append(specs[-1].next_round(last))
+        stats.append(specs[-1].aggregate(specs[-1].randomize(pairs, rng=gen)))
+        last = specs[-1].estimate(stats[-1])
+    if spec.rounds > 1:  # every round's debiased mean, round 0's frequencies in all
+        usable, deb, deb_var = _combine_rounds(specs, stats, first)
+        last = last.replace(  # a key no round can debias: the last round's mean
+            debiased_means=np.where(usable, deb, last.means),
+            debiased_mean_variance=np.where(usable, deb_var, 1.0),
         )
     return last.replace(
         frequencies=first.frequencies, frequency_variance=first.frequency_variance, spec=spec
