@@ -207,13 +207,18 @@ def _score_intervals(
     lo, hi = est.frequency_interval(0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        mlo, mhi = est.mean_interval(0.05)
-    return {
+        mlo, mhi = est.mean_interval(0.05)  # PrivKV(M): around the debiased means
+        slo, shi = est.mean_interval(0.05, target="means")  # around the paper's means
+    out = {
         "fcov": _coverage(lo, hi, f_target, np.ones(f_true.size, dtype=bool)),
         "mcov": _coverage(mlo, mhi, m_target, held),
         "mcov50": _coverage(mlo, mhi, m_target, top_mask),
         "given50": float(np.isfinite(mlo[top]).mean()),
+        "given": int(np.sum(np.isfinite(mlo) & held)),
     }
+    if est.debiased_means is not None:
+        out["mcov_shrunk"] = _coverage(slo, shi, m_target, held)
+    return out
 
 
 def keyvalue(
@@ -262,6 +267,10 @@ def keyvalue(
                         "mm50": np.mean((means[top] - m_true[top]) ** 2),
                         "mm50_raw": np.mean((est.means[top] - m_true[top]) ** 2),
                     }
+                    if est.debiased_means is not None:  # PrivKV(M)'s shrinkage undone
+                        deb = est.debiased_means
+                        got["mm_deb"] = np.mean((deb[held] - m_true[held]) ** 2)
+                        got["mm50_deb"] = np.mean((deb[top] - m_true[top]) ** 2)
                     if pckv:
                         got |= _score_pckv(est, f_true, m_true, f_pad, m_pad)
                     else:  # no padding: the targets are the true frequency and mean
@@ -287,11 +296,19 @@ def keyvalue(
                         "frequency_mse_top50": avg("fm50"),
                         "mean_mse_top50": avg("mm50"),
                         "mean_mse_top50_uncut": avg("mm50_raw") if v == "none" else None,
+                        "mean_mse_debiased": avg("mm_deb"),
+                        "mean_mse_top50_debiased": avg("mm50_deb"),
+                        # the constant answer 0 for every mean: what shrinkage tends to
+                        "zero_mean_mse": float(np.mean(m_true[held] ** 2)),
+                        "zero_mean_mse_top50": float(np.mean(m_true[top] ** 2)),
                         "frequency_coverage": avg("fcov"),
                         "frequency_coverage_true_raised": avg("fcov_true_raised"),
                         "mean_coverage": avg("mcov"),
                         "mean_coverage_top50": avg("mcov50"),
                         "mean_intervals_top50": avg("given50"),
+                        "mean_intervals": avg("given"),
+                        "keys_held": int(held.sum()),
+                        "mean_coverage_shrunk": avg("mcov_shrunk"),
                         "long_share": avg("long_share"),
                         "long_share_true": long_true if pckv else None,
                         "padding_bias_max": avg("padding_bias_max"),
@@ -302,44 +319,65 @@ def keyvalue(
     return rows
 
 
-def regime(n: int, repeats: int) -> list[dict[str, Any]]:
-    """Where PCKV-GRR's mean starts to beat PrivKV's: the authors' uniform synthetic data.
+#: The regime grid: the authors' uniform data (PG1.m: n = 1e6, d = 100, ell = 1) at more
+#: domain sizes, budgets and one padding length more
+REGIME_EPSILONS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+REGIME_CELLS = ((10, 1), (100, 1), (1000, 1), (100, 2))
 
-    Their script's setting (n users, d = 100 keys drawn uniformly, one pair each, every
-    holder of key k holding the same value m_k, uniform in [-1, 1]; ell = 1; MSE over all
-    keys) at eps from 1 to 2, with the relative standard error of ``S^`` (the estimated
-    number of users who sampled a key, the mean's denominator) from the variance formula
-    and PrivKV's shrinkage factor ``w = f p1 / (f p1 + (1 - f)(1 - p1))``.
+
+def regime(n: int, repeats: int) -> list[dict[str, Any]]:
+    """Where PCKV-GRR's mean beats PrivKV's: the authors' uniform synthetic data.
+
+    Their script's setting (PG1.m with GenData.m's 'UU': n users, keys drawn uniformly,
+    one pair each, every holder of key k holding the same value m_k, uniform in [-1, 1];
+    MSE over all keys) at d = 10, 100, 1000 (ell = 1) and d = 100 with ell = 2, for eps
+    in REGIME_EPSILONS. Columns: PCKV-GRR (the paper's correction), PrivKV's and PrivKVM's
+    paper means and their debiased means, the constant answer 0 (``E[m^2]``), the relative
+    standard error of GRR's ``S^`` (the mean's denominator) and PrivKV's shrinkage factor
+    ``w = f p1 / (f p1 + (1 - f)(1 - p1))``.
     """
-    gen = np.random.default_rng(7)
-    d = 100
-    keys = gen.integers(0, d, n)
-    mu = gen.uniform(-1, 1, d)
-    pairs = UserPairs(keys, mu[keys], np.arange(n + 1))
-    f = np.bincount(keys, minlength=d) / n
     rows = []
-    for eps in (1.0, 1.25, 1.5, 1.75, 2.0):
-        row: dict[str, Any] = {"epsilon": eps, "n": n, "d": d, "E[m^2]": float(np.mean(mu**2))}
-        for method in ("ue", "grr"):
-            spec = PCKV(epsilon=eps, domain_size=d, padding=1, method=method)
-            mse = {c: [] for c in ("paper", "authors", "none")}
+    for d, ell in REGIME_CELLS:
+        gen = np.random.default_rng([7, d])
+        keys = gen.integers(0, d, n)
+        mu = gen.uniform(-1, 1, d)
+        pairs = UserPairs(keys, mu[keys], np.arange(n + 1))
+        f = np.bincount(keys, minlength=d) / n
+        for eps in REGIME_EPSILONS:
+            row: dict[str, Any] = {"epsilon": eps, "d": d, "ell": ell, "n": n}
+            mse: dict[str, list[float]] = {}
+
+            def score(
+                name: str,
+                means: np.ndarray,
+                out: dict[str, list[float]] = mse,
+                truth: np.ndarray = mu,
+            ) -> None:
+                out.setdefault(name, []).append(float(np.mean((means - truth) ** 2)))
+
+            grr = PCKV(epsilon=eps, domain_size=d, padding=ell, method="grr")
+            pk = PrivKV(epsilon=eps, domain_size=d)
             for r in range(repeats):
-                stats = spec.aggregate(spec.randomize(pairs, rng=100 + r))
-                for c in mse:
-                    means = np.clip(spec.estimate(stats, correction=c).means, -1, 1)
-                    mse[c].append(float(np.mean((means - mu) ** 2)))
-            rse = np.sqrt(spec.frequency_variance(n, f)) / f
-            tag = f"PCKV-{method.upper()}"
-            row[f"{tag} relSE(S)"] = float(np.median(rse))
-            for c, vals in mse.items():
-                row[f"{tag} {c}"] = float(np.mean(vals))
-        pk = PrivKV(epsilon=eps, domain_size=d)
-        row["PrivKV"] = float(
-            np.mean([np.mean((pk.run(pairs, rng=200 + r).means - mu) ** 2) for r in range(repeats)])
-        )
-        p1 = pk.p1
-        row["PrivKV w"] = float(np.median(f * p1 / (f * p1 + (1 - f) * (1 - p1))))
-        rows.append(row)
+                score("PCKV-GRR", grr.run(pairs, rng=100 + r).means)
+                one = pk.run(pairs, rng=200 + r)
+                score("PrivKV", one.means)
+                score("PrivKV debiased", one.best_means)
+                kvm = privkvm(pairs, epsilon=eps, domain_size=d, rounds=KVM_ROUNDS, rng=300 + r)
+                score("PrivKVM", kvm.means)
+                score("PrivKVM debiased", kvm.best_means)
+            row |= {name: float(np.mean(vals)) for name, vals in mse.items()}
+            row["constant 0"] = float(np.mean(mu**2))
+            p1 = pk.p1
+            row["GRR relSE(S)"] = float(np.median(np.sqrt(grr.frequency_variance(n, f)) / f))
+            row["PrivKV w"] = float(np.median(f * p1 / (f * p1 + (1 - f) * (1 - p1))))
+            best = min(row[k] for k in ("PrivKV", "PrivKVM", "PrivKV debiased", "PrivKVM debiased"))
+            row["GRR <= PrivKV(M)"] = row["PCKV-GRR"] <= min(row["PrivKV"], row["PrivKVM"])
+            row["GRR <= PrivKV(M) debiased"] = row["PCKV-GRR"] <= min(
+                row["PrivKV debiased"], row["PrivKVM debiased"]
+            )
+            row["GRR <= best PrivKV(M)"] = row["PCKV-GRR"] <= best
+            row["GRR <= constant 0"] = row["PCKV-GRR"] <= row["constant 0"]
+            rows.append(row)
     return rows
 
 
@@ -453,7 +491,11 @@ def markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def orderings(kv: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Check PCKV-UE <= PCKV-GRR <= PrivKV(M) per (data, epsilon) on the top-50 keys."""
+    """Check PCKV-UE <= PCKV-GRR <= PrivKV(M) per (data, epsilon) on the top-50 keys.
+
+    The mean rows also score PrivKV(M)'s debiased means and the constant answer 0 (the
+    MSE of an estimator that answers 0 for every key, where shrinkage tends).
+    """
     out = []
     for data in dict.fromkeys(r["data"] for r in kv):
         for eps in dict.fromkeys(r["epsilon"] for r in kv if r["data"] == data):
@@ -468,6 +510,11 @@ def orderings(kv: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for metric in ("frequency_mse_top50", "mean_mse_top50"):
                 ue, grr = rows["PCKV-UE"][metric], rows["PCKV-GRR"][metric]
                 pk, pkm = rows["PrivKV"][metric], rows[kvm][metric]
+                mean = metric == "mean_mse_top50"
+                deb = "mean_mse_top50_debiased"
+                pk_d = rows["PrivKV"].get(deb) if mean else None
+                pkm_d = rows[kvm].get(deb) if mean else None
+                zero = rows["PrivKV"].get("zero_mean_mse_top50") if mean else None
                 out.append(
                     {
                         "data": data,
@@ -477,8 +524,15 @@ def orderings(kv: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "PCKV-GRR": grr,
                         "PrivKV": pk,
                         kvm: pkm,
+                        "PrivKV debiased": pk_d,
+                        "PrivKVM debiased": pkm_d,
+                        "constant 0": zero,
                         "UE <= GRR": ue <= grr,
                         "GRR <= PrivKV(M)": grr <= min(pk, pkm),
+                        "GRR <= PrivKV(M) debiased": (
+                            grr <= min(pk_d, pkm_d) if pk_d is not None and pkm_d else None
+                        ),
+                        "PrivKV <= constant 0": pk <= zero if zero is not None else None,
                     }
                 )
     return out
@@ -519,19 +573,69 @@ PAD_COLS = [
 
 
 #: The parts, each written to its own JSON file (a loaded machine runs them one at a time)
-PARTS = ("throughput", "kvpaper", "kvml", "kvzipf", "topk", "padding")
+PARTS = ("throughput", "kvpaper", "kvml", "kvzipf", "kvregime", "topk", "padding")
+#: Each section of the results page and the parts it is rendered from; a section none of
+#: whose parts ran at full size is carried over from the page as it was
+SECTIONS = {
+    "## Throughput": ("throughput",),
+    "## Key-value": ("kvpaper", "kvml", "kvzipf", "kvregime"),
+    "## Top-k": ("topk",),
+    "## The padding's bias": ("padding",),
+}
+#: The key-value interval columns: coverage of the true means, and how many keys get one
+COV_COLS = [
+    "data",
+    "method",
+    "epsilon",
+    "padding",
+    "mean_coverage",
+    "mean_intervals",
+    "keys_held",
+    "mean_coverage_top50",
+    "mean_intervals_top50",
+    "mean_coverage_shrunk",
+    "mean_mse_top50",
+    "mean_mse_top50_debiased",
+    "zero_mean_mse_top50",
+]
 
 
-def render(parts: dict[str, dict[str, Any]]) -> str:
-    """Return docs/results/sets/sets.md from the full runs' per-part JSON files."""
+def _previous(page: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Split a results page into its part lines and its sections (by heading)."""
+    import re
+
+    lines = {m.group(1): m.group(0) + "\n" for m in re.finditer(r"(?m)^- part `(\w+)`:.*$", page)}
+    sections = {}
+    for chunk in re.split(r"(?m)^(?=## )", page):
+        for head in SECTIONS:
+            if chunk.startswith(head):
+                sections[head] = chunk.rstrip("\n") + "\n\n"
+    return lines, sections
+
+
+def render(parts: dict[str, dict[str, Any]], previous: str = "") -> str:
+    """Return docs/results/sets/sets.md from the full runs' per-part JSON files.
+
+    Sections none of whose parts are given are carried over from ``previous`` (the page
+    as it was), with their part lines.
+    """
+    old_lines, old_sections = _previous(previous)
     text = "# Sets and key-value pairs (full runs)\n\n"
-    for part, blob in parts.items():
-        text += (
-            f"- part `{part}`: n = {blob['n']}, {blob['repeats']} repeats, generated by "
-            f"`python benchmarks/sets.py --parts {part}` on {blob['machine']['date']}\n"
-        )
+    for part in PARTS:
+        if part in parts:
+            blob = parts[part]
+            text += (
+                f"- part `{part}`: n = {blob['n']}, {blob['repeats']} repeats, generated by "
+                f"`python benchmarks/sets.py --parts {part}` on {blob['machine']['date']}\n"
+            )
+        elif part in old_lines and not any(
+            part in group and any(p in parts for p in group) for group in SECTIONS.values()
+        ):
+            text += old_lines[part]
     text += "\n"
-    if "throughput" in parts:
+    if "throughput" not in parts:
+        text += old_sections.get("## Throughput", "")
+    else:
         tp = parts["throughput"]["rows"]
         text += (
             "## Throughput (padding-and-sampling, d = 1e4, sets of 1-32 items, ell = 8, "
@@ -539,8 +643,10 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             + markdown(tp, list(tp[0]))
             + "\n\n"
         )
-    kv_parts = ("kvpaper", "kvml", "kvzipf")
-    if any(part in parts for part in kv_parts):
+    kv_parts = SECTIONS["## Key-value"]
+    if not any(part in parts for part in kv_parts):
+        text += old_sections.get("## Key-value", "")
+    else:
         rows = [r for part in kv_parts for r in parts.get(part, {}).get("rows", [])]
         kv = [r for r in rows if "method" in r]
         reg = [r for r in rows if "method" not in r]
@@ -552,9 +658,10 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             "MSE columns score the ratio cut to [-1, 1] after the fact; "
             "`mean_mse_top50_uncut` the raw ratio). Coverage is of the estimands (padded "
             "frequency and padded mean, see docs/design/METHODS.md); PrivKV(M) rows: of the "
-            "true frequency and mean (no padding; PrivKV's one-round mean estimates `w m + "
-            "(1 - w) m'`, shrunk towards the fake mean, so its interval is scored against "
-            "what a user wants, the true m); "
+            "true frequency and mean (no padding), the mean interval being around the "
+            "debiased means (`mean_interval()`'s default; PrivKV's paper mean estimates `w m "
+            "+ (1 - w) m'`, shrunk towards the fake mean: `mean_coverage_shrunk` is the "
+            'coverage of the true m by the interval around it, `target="means"`); '
             "`frequency_coverage_true_raised`: the interval's upper end raised by the "
             "estimated `long_share` (the padding's bias bound), against the *true* frequency; "
             "`long_share` vs `long_share_true`: the dummies' estimate of P[L >= ell]. MSE is "
@@ -566,19 +673,34 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             "round. `PCKV synthetic`: keys from a discretized Gaussian; `PCKV uniform`: the "
             "authors' uniform generator (keys uniform over 100, one value per key).\n\n"
             + markdown(kv, KV_COLS)
+            + "\n\n### Mean intervals: coverage of the true means and the keys that get one"
+            "\n\n`mean_coverage`: the share of the held keys' 95% intervals that cover the "
+            "true mean (padded for PCKV), over the keys that get an interval "
+            "(`mean_intervals` of the `keys_held` on average; `_top50`: the 50 most frequent "
+            "keys, as a share); `mean_coverage_shrunk`: PrivKV(M)'s interval around the "
+            "paper's shrunk mean, for comparison; `mean_mse_top50_debiased`: the MSE of "
+            "`debiased_means`; `zero_mean_mse_top50`: the MSE of answering 0 for every key."
+            "\n\n"
+            + markdown([r for r in kv if "(uncut)" not in r["method"]], COV_COLS)
             + "\n\n### The papers' ordering (PCKV-UE <= PCKV-GRR <= PrivKV(M)), top-50 keys"
-            "\n\n" + markdown(order, list(order[0]) if order else []) + "\n\n"
+            "\n\n`constant 0`: the MSE of the answer 0 for every key; `PrivKV(M) debiased`: "
+            "`debiased_means` (the shrinkage undone).\n\n"
+            + markdown(order, list(order[0]) if order else [])
+            + "\n\n"
         )
         if reg:
             text += (
-                "### Where PCKV-GRR's mean overtakes PrivKV's (the authors' uniform data, "
-                "d = 100, ell = 1, MSE over all keys)\n\n"
-                "`relSE(S)`: the median relative standard error of `S^`, the mean's "
-                "denominator; `PrivKV w`: the factor PrivKV's mean is shrunk to.\n\n"
+                "### The regime: where PCKV-GRR's mean beats PrivKV(M)'s (the authors' "
+                "uniform data, PG1.m's generator; MSE over all keys)\n\n"
+                "`GRR relSE(S)`: the median relative standard error of PCKV-GRR's `S^`, the "
+                "mean's denominator; `PrivKV w`: the median factor PrivKV's mean is shrunk "
+                "by; `constant 0`: the MSE of the answer 0, `E[m^2]`.\n\n"
                 + markdown(reg, list(reg[0]))
                 + "\n\n"
             )
-    if "topk" in parts:
+    if "topk" not in parts:
+        text += old_sections.get("## Top-k", "")
+    else:
         tk = parts["topk"]["rows"]
         text += (
             "## Top-k items (SVIM vs one sampled item per user) and itemsets (SVSM)\n\n"
@@ -588,7 +710,9 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             + markdown(tk, TK_COLS)
             + "\n\n"
         )
-    if "padding" in parts:
+    if "padding" not in parts:
+        text += old_sections.get("## The padding's bias", "")
+    else:
         pad = parts["padding"]["rows"]
         text += (
             "## The padding's bias (PaddingSampling, GRR, eps = 2; ell = 1, the median and "
@@ -633,6 +757,8 @@ def main() -> None:
             rows = kv_movielens_part(n, epsilons, repeats, user, movie, value, gen)
         elif part == "kvzipf":
             rows = kv_zipf_part(n, epsilons, repeats, gen)
+        elif part == "kvregime":
+            rows = regime(n, repeats)
         elif part == "padding":
             rows = padding_part(n, repeats, user, movie, value)
         else:
@@ -654,7 +780,8 @@ def main() -> None:
                 found[part] = blob  # only the specified size goes to docs/results
     if found:
         DOCS.mkdir(parents=True, exist_ok=True)
-        (DOCS / "sets.md").write_text(render(found))
+        page = DOCS / "sets.md"
+        (DOCS / "sets.md").write_text(render(found, page.read_text() if page.exists() else ""))
         print(f"wrote {DOCS / 'sets.md'} from parts {sorted(found)}")
 
 
@@ -663,7 +790,7 @@ def kv_paper_part(n: int, epsilons: list[float], repeats: int) -> list[dict[str,
     gen = np.random.default_rng([2026, 1])
     kv = keyvalue(paper_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV synthetic")
     kv += keyvalue(uniform_pairs(n, 100, gen), 100, 1, epsilons, repeats, "PCKV uniform")
-    return kv + regime(n, repeats)
+    return kv
 
 
 def kv_movielens_part(

@@ -84,6 +84,14 @@ def _check_body(body: dict[str, Any], est: Any, alpha: float) -> None:
     got_high = np.array([np.nan if x is None else x for x in body["mean_ci_high"]])
     np.testing.assert_allclose(got_low, m_low, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(got_high, m_high, rtol=1e-12, atol=1e-15)
+    if est.debiased_means is None:  # PCKV: no debiased means, the interval is around means
+        assert body["debiased_means"] is None and body["debiased_mean_std_errors"] is None
+    else:  # PrivKV: the interval is around the debiased means, served with it
+        np.testing.assert_allclose(body["debiased_means"], est.debiased_means, rtol=1e-12)
+        np.testing.assert_allclose(
+            body["debiased_mean_std_errors"], np.sqrt(est.debiased_mean_variance), rtol=1e-12
+        )
+        assert all(x is not None for x in body["mean_ci_low"])  # n = 6000 on 6 keys
 
 
 @pytest.mark.parametrize("spec", KV_SPECS, ids=lambda s: f"{s.name}-{getattr(s, 'method', '')}")

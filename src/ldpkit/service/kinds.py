@@ -477,6 +477,10 @@ class KeyValueKind(Kind):
         result.mean_ci_low = [None if np.isnan(x) else float(x) for x in m_low]
         result.mean_ci_high = [None if np.isnan(x) else float(x) for x in m_high]
         result.long_share = est.long_share
+        if est.debiased_means is not None:  # PrivKV(M): what the mean interval is around
+            assert est.debiased_mean_variance is not None
+            result.debiased_means = est.debiased_means.tolist()
+            result.debiased_mean_std_errors = np.sqrt(est.debiased_mean_variance).tolist()
         if query.top_k is not None:
             labels = result.labels or list(range(est.domain_size))
             k = min(query.top_k, est.domain_size)

@@ -207,6 +207,12 @@ class EstimateResult(BaseModel):
         description="(1 - alpha) interval of each key's mean; null where none is valid",
     )
     mean_ci_high: list[float | None] | None = None
+    debiased_means: list[float] | None = Field(
+        default=None,
+        description="PrivKV(M): each key's mean among its holders with the paper's "
+        "shrinkage undone by the estimated frequency (the mean interval is around these)",
+    )
+    debiased_mean_std_errors: list[float] | None = None
     long_share: float | None = Field(
         default=None, description="PCKV: estimated share of users with at least `padding` pairs"
     )

@@ -36,12 +36,27 @@ _METHODS = ("ue", "grr")
 _CORRECTIONS = ("paper", "authors", "none")
 #: Denominator of PCKV-UE's non-key coin (P[nonzero] = B / M for a non-sampled key).
 _UE_TOTAL = 1 << 52
+#: KeyValueEstimate.mean_interval's targets: the key's mean among its holders (PrivKV(M):
+#: around ``debiased_means``), or whatever ``.means`` estimates (PrivKV(M): the shrunk mean).
+_MEAN_TARGETS = ("debiased", "means")
 
 
 def _z(alpha: float) -> float:
     from scipy import special  # server side only
 
     return float(-special.ndtri(alpha / 2.0))
+
+
+def _ratio_variance(var_u: Any, var_v: Any, cov_uv: Any, ratio: Any, v0: Any) -> np.ndarray:
+    """Return the variance of ``U / V`` for near-normal (U, V), to second order.
+
+    ``A / V^2 (1 + 3 Var V / V^2) + 5 (Cov - R Var V)^2 / V^4`` with ``A = Var U - 2 R Cov
+    + R^2 Var V``, R the ratio and V its denominator's expectation: the first-order (delta)
+    term alone is ~8% low when V varies by ~15% (a rare key at moderate n).
+    """
+    first = (var_u - 2 * ratio * cov_uv + ratio * ratio * var_v) / v0**2
+    lead = cov_uv - ratio * var_v
+    return np.maximum(first * (1.0 + 3.0 * var_v / v0**2) + 5.0 * lead * lead / v0**4, 0.0)
 
 
 def _index_dtype(size: int) -> np.dtype:
@@ -76,6 +91,13 @@ class KeyValueEstimate:
         PCKV: unbiased estimate of the share of users with at least ``padding`` pairs
         (bounds the padding's bias of every frequency), from the dummy keys.
     labels : sequence or None
+    debiased_means : ndarray or None
+        PrivKV(M): a consistent estimate of each key's mean among its holders, the paper's
+        shrunk ``means`` with the shrinkage undone by the estimated frequency (see
+        :meth:`PrivKV.estimate`), cut to [-1, 1]; None for PCKV, whose ``means`` already
+        estimate the (padded) mean.
+    debiased_mean_variance : ndarray or None
+        Delta-method variance of ``debiased_means``, the frequency's noise included.
     """
 
     frequencies: np.ndarray
@@ -87,11 +109,18 @@ class KeyValueEstimate:
     sums: np.ndarray | None = None
     long_share: float | None = None
     labels: Sequence[Any] | None = None
+    debiased_means: np.ndarray | None = None
+    debiased_mean_variance: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         """Validate the arrays (finite float64, one value per key)."""
         d = np.asarray(self.frequencies).shape
-        for name in ("frequencies", "frequency_variance", "means", "mean_variance"):
+        if (self.debiased_means is None) != (self.debiased_mean_variance is None):
+            raise ValueError("debiased_means and debiased_mean_variance must be given together")
+        names = ["frequencies", "frequency_variance", "means", "mean_variance"]
+        if self.debiased_means is not None:
+            names += ["debiased_means", "debiased_mean_variance"]
+        for name in names:
             arr = np.array(getattr(self, name), dtype=np.float64)
             if arr.shape != d or arr.ndim != 1 or not np.all(np.isfinite(arr)):
                 raise ValueError(f"{name} must be a 1-D array of {d} finite numbers")
@@ -116,16 +145,40 @@ class KeyValueEstimate:
     #: benchmarks/sets.py for keys above it).
     MAX_RELATIVE_ERROR: ClassVar[float] = 0.2
 
-    def mean_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def best_means(self) -> np.ndarray:
+        """Each key's estimated mean among its holders: ``debiased_means`` if any, else ``means``."""
+        return self.means if self.debiased_means is None else self.debiased_means
+
+    def mean_interval(
+        self, alpha: float = 0.05, *, target: str = "debiased"
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Return the normal two-sided ``1 - alpha`` interval of each mean, cut to [-1, 1].
 
         Second-order delta method; NaN (with an IntervalWarning) where the key's estimated
         frequency is not positive or its relative standard error exceeds
-        ``MAX_RELATIVE_ERROR``.
+        ``MAX_RELATIVE_ERROR`` (both estimators are ratios over that frequency).
+
+        Parameters
+        ----------
+        alpha : float
+            One minus the coverage.
+        target : {"debiased", "means"}
+            ``"debiased"`` (the default): an interval for each key's mean among its holders,
+            around ``debiased_means`` where the estimator has them (PrivKV(M)), else around
+            ``means`` (PCKV: the padded mean). ``"means"``: around ``means``, an interval
+            for what they estimate (PrivKV(M): the mean shrunk towards the fake mean, not
+            the holders' mean).
         """
-        half = _z(check_probability(alpha, "alpha")) * np.sqrt(self.mean_variance)
-        lo = np.clip(self.means - half, -1.0, 1.0)
-        hi = np.clip(self.means + half, -1.0, 1.0)
+        if target not in _MEAN_TARGETS:
+            raise ValueError(f"target must be one of {_MEAN_TARGETS}, got {target!r}")
+        centre, var = self.means, self.mean_variance
+        if target == "debiased" and self.debiased_means is not None:
+            assert self.debiased_mean_variance is not None
+            centre, var = self.debiased_means, self.debiased_mean_variance
+        half = _z(check_probability(alpha, "alpha")) * np.sqrt(var)
+        lo = np.clip(centre - half, -1.0, 1.0)
+        hi = np.clip(centre + half, -1.0, 1.0)
         se = np.sqrt(self.frequency_variance)
         none = ~(self.frequencies > 0) | (se > self.MAX_RELATIVE_ERROR * self.frequencies)
         if none.any():
@@ -152,7 +205,8 @@ class KeyValueEstimate:
     def to_frame(self, alpha: float = 0.05) -> Any:
         """Return a pandas DataFrame, one row per key.
 
-        Frequency, its std error and interval, mean, its std error and interval.
+        Frequency, its std error and interval, mean, its std error and the interval of
+        :meth:`mean_interval` (PrivKV(M): around the ``debiased_mean`` column).
         """
         import pandas as pd
 
@@ -170,6 +224,10 @@ class KeyValueEstimate:
             "mean_low": mlo,
             "mean_high": mhi,
         }
+        if self.debiased_means is not None:  # the interval is around these
+            assert self.debiased_mean_variance is not None
+            data["debiased_mean"] = self.debiased_means
+            data["debiased_mean_se"] = np.sqrt(self.debiased_mean_variance)
         index = (
             pd.Index(list(self.labels), name="label")
             if self.labels is not None
@@ -180,7 +238,7 @@ class KeyValueEstimate:
         return frame
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05, top: int | None = None) -> Any:
-        """Two panels (frequency, mean) with ``1 - alpha`` error bars; returns the axes."""
+        """Plot two panels (frequency, mean) with ``1 - alpha`` error bars; return the axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
@@ -192,7 +250,7 @@ class KeyValueEstimate:
             mlo, mhi = self.mean_interval(alpha)
         pos = np.arange(idx.size)
         names = [str(self.labels[i]) if self.labels is not None else str(i) for i in idx.tolist()]
-        f, m = self.frequencies[idx], self.means[idx]
+        f, m = self.frequencies[idx], self.best_means[idx]  # the means the intervals are of
         ax[0].bar(pos, f, yerr=np.vstack([f - flo[idx], fhi[idx] - f]), capsize=2)
         ax[0].set_ylabel("estimated frequency")
         merr = np.nan_to_num(np.vstack([m - mlo[idx], mhi[idx] - m]))
@@ -247,6 +305,10 @@ class _KeyValueMechanism(Mechanism):
             assert np.all(np.isfinite(arr)), f"{name} not finite"
         assert np.all(est.frequency_variance >= 0) and np.all(est.mean_variance >= 0)
         assert np.all(np.abs(est.means) <= 1.0), "means outside [-1, 1]"
+        if est.debiased_means is not None:
+            assert est.debiased_mean_variance is not None
+            assert np.all(np.abs(est.debiased_means) <= 1.0), "debiased means outside [-1, 1]"
+            assert np.all(est.debiased_mean_variance >= 0)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -518,12 +580,7 @@ class PCKV(_KeyValueMechanism):
         var_s, var_d = var_y / (a - b) ** 2, var_x / c**2
         cov_ds = cov_xy / ((a - b) * c)
         s0 = np.maximum(held / ell, 1e-300)
-        first = (var_d - 2 * m * cov_ds + m * m * var_s) / s0**2
-        # second order of D/S for (D, S) near normal: the first-order (delta) term alone is
-        # ~8% low when S^ varies by ~15% (a rare key at moderate n)
-        b = cov_ds - m * var_s
-        out = first * (1.0 + 3.0 * var_s / s0**2) + 5.0 * b * b / s0**4
-        return np.maximum(out, 0.0)
+        return _ratio_variance(var_d, var_s, cov_ds, m, s0)
 
     def estimate(self, stats: Stats, *, correction: str = "paper") -> KeyValueEstimate:
         """Return every key's frequency and mean value, with their variances.
@@ -719,6 +776,9 @@ class PrivKV(_KeyValueMechanism):
     denominator, so m^ estimates ``w m + (1 - w) m'`` with ``w = f p1 / (f p1 + (1 - f)(1 -
     p1))`` and m' the fake mean (0 in round 0): the shrinkage towards 0 that PrivKVM's
     rounds correct, each round moving the estimate by the factor ``1 - w`` closer to m.
+    ``debiased_means`` undo it with the estimated frequency instead (``(m^ - (1 - w^) m')
+    / w^``, consistent for m; :meth:`estimate`), and ``mean_interval()`` is around them:
+    an interval for the holders' mean, where the paper's ``means`` have none.
     ``privacy_loss()`` is the exact loss of the round's realized law (below eps: the
     correlated outputs compose to less than eps1 + eps2).
 
@@ -902,8 +962,34 @@ class PrivKV(_KeyValueMechanism):
         p1 = self.p1
         return p1 * (1 - p1) * self.domain_size / (n * (2 * p1 - 1) ** 2)
 
-    def estimate(self, stats: Stats) -> KeyValueEstimate:
-        """PrivKV's frequency (unbiased given the reports per key) and mean estimates."""
+    def estimate(
+        self, stats: Stats, *, key_estimate: KeyValueEstimate | None = None
+    ) -> KeyValueEstimate:
+        """Return PrivKV's frequency (unbiased given the reports per key) and mean estimates.
+
+        Parameters
+        ----------
+        stats : Stats
+            The round's aggregated reports.
+        key_estimate : KeyValueEstimate or None
+            Rounds t > 0 of PrivKVM: round 0's estimate, whose frequencies undo this
+            round's shrinkage in ``debiased_means`` (a later round's reports carry no key
+            information). Ignored in round 0, which uses its own frequencies.
+
+        Returns
+        -------
+        KeyValueEstimate
+            ``means``: the paper's estimator ``m^ = (c+ - c-) / ((c+ + c-)(2 p2 - 1))``,
+            cut to [-1, 1], which estimates the shrunk ``w m + (1 - w) m'`` (class
+            docstring). ``debiased_means``: with ``Y = (c+ - c-) / n_k`` and f^ the
+            frequency, ``E[Y] = (2 p2 - 1)(f p1 m + (1 - f)(1 - p1) m')`` (PrivKV section
+            IV, section V for the fake mean m'), solved for m: ``m~ = (Y / (2 p2 - 1) - (1
+            - f^)(1 - p1) m') / (f^ p1)``, equal to ``(m^ - (1 - w^) m') / w^`` in round 0;
+            cut to [-1, 1]; ``means`` where ``f^ <= 0``. Its variance: the second-order
+            delta method of the ratio, with Var f^ and (round 0, where f^ and Y come from
+            the same reports) their covariance ``Y (1 - X) / (n_k (2 p1 - 1))``, X the
+            share of ``<1, *>`` reports. None in rounds t > 0 without ``key_estimate``.
+        """
         stats = self.check_stats(stats, nonempty=True)
         p1, p2 = self.p1, self.p2
         nk = stats.sampled.astype(np.float64)
@@ -928,7 +1014,124 @@ class PrivKV(_KeyValueMechanism):
             out=np.full_like(ones, 1.0),
             where=ones > 0,
         )
-        return KeyValueEstimate(freq, fvar, means, mvar, stats.n, spec=self)
+        debiased: tuple[np.ndarray, np.ndarray] | tuple[None, None] = (None, None)
+        if self.round == 0:
+            debiased = self._debias(stats, freq, fvar, means, same_reports=True)
+        elif key_estimate is not None:
+            if (
+                not isinstance(key_estimate, KeyValueEstimate)
+                or key_estimate.domain_size != self.domain_size
+            ):
+                raise TypeError(
+                    f"key_estimate must be a KeyValueEstimate over {self.domain_size} keys"
+                )
+            debiased = self._debias(
+                stats,
+                key_estimate.frequencies,
+                key_estimate.frequency_variance,
+                means,
+                same_reports=False,
+            )
+        return KeyValueEstimate(
+            freq,
+            fvar,
+            means,
+            mvar,
+            stats.n,
+            spec=self,
+            debiased_means=debiased[0],
+            debiased_mean_variance=debiased[1],
+        )
+
+    def _debias(
+        self,
+        stats: Stats,
+        freq: np.ndarray,
+        fvar: np.ndarray,
+        means: np.ndarray,
+        *,
+        same_reports: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return the debiased means and their variances (see :meth:`estimate`)."""
+        m, var, _, _, _ = self._debias_terms(stats, freq, fvar, means, same_reports=same_reports)
+        return m, var
+
+    def _debias_terms(
+        self,
+        stats: Stats,
+        freq: np.ndarray,
+        fvar: np.ndarray,
+        means: np.ndarray,
+        *,
+        same_reports: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Return the debiased means (cut), variances, uncut means, d m~ / d f^ and Cov(m~, f^).
+
+        ``m~ = U / V`` with ``U = Y / r - (1 - p1) m' (1 - f^)``, ``V = p1 f^`` (r = 2 p2 -
+        1); ``Y`` has per-report variance ``X - Y^2`` (Y^2 = X: a report is 0 or +-1) and,
+        when f^ comes from the same reports, covariance ``Y (1 - X) / q`` with f^ (q = 2
+        p1 - 1, f^ = (X - (1 - p1)) / q).
+        """
+        p1, r = self.p1, 2 * self.p2 - 1
+        nk = stats.sampled.astype(np.float64)
+        each = np.maximum(nk, 1.0)
+        share = (stats.positive + stats.negative) / each  # X
+        y = (stats.positive - stats.negative) / each  # Y
+        fake = np.zeros_like(nk) if self.fake_means is None else np.array(self.fake_means)
+        c = (1 - p1) * fake  # U = y / r - c (1 - f^)
+        usable = (nk > 0) & (freq > 0)
+        v = np.where(usable, p1 * freq, 1.0)
+        raw = (y / r - c * (1 - freq)) / v
+        m = np.where(usable, np.clip(raw, -1.0, 1.0), means)
+        var_y = np.maximum(share - y * y, 0.0) / each
+        cov_yf = y * (1 - share) / (each * (2 * p1 - 1)) if same_reports else np.zeros_like(y)
+        var_u = var_y / r**2 + c * c * fvar + 2 * c * cov_yf / r
+        var_v = p1 * p1 * fvar
+        cov_uv = p1 * cov_yf / r + c * p1 * fvar
+        with np.errstate(over="ignore"):
+            mvar = _ratio_variance(var_u, var_v, cov_uv, m, v)
+        # first order: m~ ~ Y / (r V) + g f^, g = (c - p1 m) / V, for combining rounds
+        grad_f = np.where(usable, (c - p1 * m) / v, 0.0)
+        cov_mf = np.where(usable, cov_yf / (r * v) + grad_f * fvar, 0.0)
+        raw = np.where(usable, raw, means)
+        return m, np.where(usable, np.minimum(mvar, 1e300), 1.0), raw, grad_f, cov_mf
+
+
+def _combine_rounds(
+    specs: Sequence[PrivKV], stats: Sequence[Stats], first: KeyValueEstimate
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the keys PrivKVM can debias, their debiased means from every round, variances.
+
+    Each round's ``m~_t`` (round 0's ``f^`` in all of them) weighted by the inverse of its
+    variance; the combination's variance counts the rounds' covariances through the shared
+    ``f^``: linearized, ``m~_t = Y_t / (r V) + g_t f^`` with ``Y_t`` independent across
+    rounds, so ``Cov(m~_s, m~_t) = g_t Cov(m~_s, f^)`` for ``t > 0``. Combined uncut, then
+    cut to [-1, 1].
+    """
+    terms = [
+        spec._debias_terms(
+            st,
+            first.frequencies,
+            first.frequency_variance,
+            np.asarray(first.means),
+            same_reports=spec.round == 0,
+        )
+        for spec, st in zip(specs, stats)
+    ]
+    var = np.maximum(np.array([t[1] for t in terms]), 1e-300)  # a zero variance: all weight
+    raw = np.array([t[2] for t in terms])
+    grad = np.array([t[3] for t in terms])
+    cov_f = np.array([t[4] for t in terms])
+    weight = 1.0 / var
+    weight /= weight.sum(axis=0)
+    combined = (weight * raw).sum(axis=0)
+    total = (weight**2 * var).sum(axis=0)
+    for s_ in range(len(terms)):
+        for t_ in range(1, len(terms)):
+            if s_ != t_:  # Cov(m~_s, m~_t) = g_t Cov(m~_s, f^)
+                total += weight[s_] * weight[t_] * grad[t_] * cov_f[s_]
+    usable = (first.frequencies > 0) & np.all(var < 1e300, axis=0)
+    return usable, np.clip(combined, -1.0, 1.0), np.maximum(total, 0.0)
 
 
 def privkvm(
@@ -959,7 +1162,10 @@ def privkvm(
     -------
     KeyValueEstimate
         Round 0's frequencies and their variances, the last round's means and their
-        variances; ``spec`` is round 0's.
+        variances, and ``debiased_means``: every round's debiased mean (its shrinkage
+        undone with round 0's frequencies; see :meth:`PrivKV.estimate`) weighted by the
+        inverse of its variance, with the variance of the combination (the rounds share
+        round 0's ``f^``: their covariances through it are counted); ``spec`` is round 0's.
 
     References
     ----------
@@ -976,11 +1182,22 @@ def privkvm(
     spec = PrivKV(epsilon=epsilon, domain_size=domain_size, rounds=rounds)
     pairs = spec.check_values(values)
     gen = as_generator(rng)
-    first = last = spec.run(pairs, rng=gen)
-    current = spec
+    reports = spec.randomize(pairs, rng=gen)
+    if len(reports) == 0:  # as Mechanism.run says it
+        raise ValueError("values must hold at least one value to estimate from, got none")
+    stats = [spec.aggregate(reports)]
+    first = last = spec.estimate(stats[0])
+    specs = [spec]
     for _ in range(1, spec.rounds):
-        current = current.next_round(last)
-        last = current.run(pairs, rng=gen)
+        specs.append(specs[-1].next_round(last))
+        stats.append(specs[-1].aggregate(specs[-1].randomize(pairs, rng=gen)))
+        last = specs[-1].estimate(stats[-1])
+    if spec.rounds > 1:  # every round's debiased mean, round 0's frequencies in all
+        usable, deb, deb_var = _combine_rounds(specs, stats, first)
+        last = last.replace(  # a key no round can debias: the last round's mean
+            debiased_means=np.where(usable, deb, last.means),
+            debiased_mean_variance=np.where(usable, deb_var, 1.0),
+        )
     return last.replace(
         frequencies=first.frequencies, frequency_variance=first.frequency_variance, spec=spec
     )
