@@ -53,7 +53,7 @@ from ._base import (
     inner_output_index,
 )
 from .marginals import MarginalsEstimate, MarginalTable
-from .maxent import consistent_tables
+from .maxent import consistency_steps, consistent_tables
 
 __all__ = ["CALM", "FullDomain"]
 
@@ -140,32 +140,6 @@ def _choose_ell(sizes: tuple[int, ...], way: int, epsilon: float, oracle: str) -
     return min(ell for ell, e in errors.items() if e <= best * (1.0 + 1e-12))
 
 
-def _consistency_steps(
-    axes: list[tuple[int, ...]], shapes: list[tuple[int, ...]], weight: Any
-) -> list[tuple[int, list[int], list[tuple[tuple[int, ...], int]], np.ndarray]]:
-    """Return the steps of :func:`consistent_tables` in order (holders, drops, weights).
-
-    Each step: ``(size, holders, [(dropped axes, collapsed cells)], normalized weights)``,
-    the axes counted after a leading batch axis.
-    """
-    steps = []
-    top = max(len(a) for a in axes)
-    every = sorted({i for a in axes for i in a})
-    for size in range(top):
-        for shared in itertools.combinations(every, size):
-            holders = [m for m, a in enumerate(axes) if set(shared) < set(a)]
-            if size and len(holders) < 2:
-                continue
-            drops, weights = [], []
-            for m in holders:
-                drop = tuple(1 + i for i, x in enumerate(axes[m]) if x not in shared)
-                collapsed = int(np.prod([shapes[m][i - 1] for i in drop]))
-                drops.append((drop, collapsed))
-                weights.append(weight(m, collapsed))
-            steps.append((size, holders, drops, np.asarray(weights) / sum(weights)))
-    return steps
-
-
 def _consistency_adjoint(
     axes: list[tuple[int, ...]], seeds: list[np.ndarray], weight: Any
 ) -> list[np.ndarray]:
@@ -180,7 +154,7 @@ def _consistency_adjoint(
     functionals g to ``g_j - E_j P_j g_j / c_j + w_j E_j sum_m P_m g_m / c_m``.
     """
     g = [s.copy() for s in seeds]
-    steps = _consistency_steps(axes, [s.shape[1:] for s in seeds], weight)
+    steps = consistency_steps(axes, [s.shape[1:] for s in seeds], weight, lead=1)
     for size, holders, drops, w in reversed(steps):
         pulled = [
             g[m].sum(axis=drop, keepdims=True) / collapsed

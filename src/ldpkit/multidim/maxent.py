@@ -174,6 +174,30 @@ def consistent_tables(
     """
     lead = 1 if batch else 0
     out = [t.copy() for t in tables]
+    steps = consistency_steps(axes, [t.shape[lead:] for t in tables], weight, lead=lead)
+    for size, holders, drops, w in steps:
+        projections = [out[m].sum(axis=drop) for m, (drop, _) in zip(holders, drops, strict=True)]
+        target = 1.0 if not size else sum(wi * p for wi, p in zip(w, projections, strict=True))
+        for m, p, (drop, collapsed) in zip(holders, projections, drops, strict=True):
+            out[m] += np.expand_dims((target - p) / collapsed, drop)
+    return out
+
+
+def consistency_steps(
+    axes: Sequence[tuple[int, ...]],
+    shapes: Sequence[tuple[int, ...]],
+    weight: Callable[[int, int], float],
+    *,
+    lead: int,
+) -> list[tuple[int, list[int], list[tuple[tuple[int, ...], int]], np.ndarray]]:
+    """Return the steps of :func:`consistent_tables` in order.
+
+    Each step: ``(size, holders, [(dropped axes, collapsed cells)], normalized weights)``
+    for one shared attribute set (the empty set first, then by size), the dropped axes
+    counted after ``lead`` leading batch axes. CALM's exact variance runs the same steps
+    in reverse (its transpose), so both read them from here.
+    """
+    steps = []
     top = max(len(a) for a in axes)
     every = sorted({i for a in axes for i in a})
     for size in range(top):
@@ -181,18 +205,14 @@ def consistent_tables(
             holders = [m for m, a in enumerate(axes) if set(shared) < set(a)]
             if size and len(holders) < 2:
                 continue
-            projections, drops, weights = [], [], []
+            drops, weights = [], []
             for m in holders:
                 drop = tuple(lead + i for i, x in enumerate(axes[m]) if x not in shared)
-                collapsed = int(np.prod([out[m].shape[i] for i in drop]))
-                projections.append(out[m].sum(axis=drop))
+                collapsed = int(np.prod([shapes[m][i - lead] for i in drop]))
                 drops.append((drop, collapsed))
                 weights.append(weight(m, collapsed))
-            w = np.asarray(weights) / sum(weights)
-            target = 1.0 if not size else sum(wi * p for wi, p in zip(w, projections, strict=True))
-            for m, p, (drop, collapsed) in zip(holders, projections, drops, strict=True):
-                out[m] += np.expand_dims((target - p) / collapsed, drop)
-    return out
+            steps.append((size, holders, drops, np.asarray(weights) / sum(weights)))
+    return steps
 
 
 def _feasible(table: np.ndarray) -> np.ndarray:
