@@ -43,7 +43,7 @@ from .._rng import RNGLike, as_generator
 from .._validation import check_integer
 from ..frequency._base import index_dtype
 from ..frequency.grr import GRR
-from ..frequency.hadamard import HadamardResponse
+from ..frequency.hadamard import HadamardResponse, fwht
 from ..frequency.hashing import OLH
 from ..spec import Reports, Stats, StatsField
 from ._base import (
@@ -636,6 +636,67 @@ class CALM(MultiAttributeMechanism):
             assert abs(float(t.table.sum()) - 1.0) < 1e-9, "a consistent table sums to 1"
 
 
+#: Most ``marginal cells x K`` entries for which a FullDomain(oracle="hr") marginal gets the
+#: exact covariance term (one Walsh-Hadamard transform per marginal cell); beyond, the
+#: term's upper bound ``|S| sum_w f_w`` (conservative intervals).
+MAX_HR_COVARIANCE_ENTRIES = 1 << 26
+
+
+def _hr_sum_covariance(
+    freq: np.ndarray, sizes: tuple[int, ...], attributes: tuple[int, ...], scale: float
+) -> np.ndarray:
+    """Return the covariance part of the variance of Hadamard-response cell sums.
+
+    For Hadamard response over d items (K outputs), two cells u != v of one fixed user
+    with item x have support indicators that are uncorrelated unless
+    ``x + 1 = (u + 1) XOR (v + 1)``, where ``P[y in C_u and C_v] = p/2`` against
+    ``1/4``; hence ``Cov(f~_u, f~_v) = f_w / (n (2p - 1))`` with ``w + 1 = (u + 1) XOR
+    (v + 1)`` (derived in docs/design/METHODS.md, "FullDomain"). A marginal cell sums
+    the product-domain cells S; the sum of their pairwise covariances is the XOR
+    autocorrelation of S's shifted indicator ``s`` against ``g[j] = f_{j-1}``:
+    ``sum_{a, b} g[a XOR b] s_a s_b = (1/K) sum_k (H g)_k (H s)_k^2``, one transform per
+    marginal cell (never a d x d matrix).
+
+    Parameters
+    ----------
+    freq : ndarray, shape sizes
+        The product-domain frequencies (the plug-in, clipped to [0, 1]).
+    sizes : tuple of int
+        The attributes' domain sizes.
+    attributes : tuple of int
+        The marginal's attributes (its axes in this order).
+    scale : float
+        ``1 / (n (2p - 1))``.
+
+    Returns
+    -------
+    ndarray
+        The covariance term of every marginal cell (shape: the attributes' sizes).
+    """
+    d = int(freq.size)
+    k = 1 << d.bit_length()  # HadamardResponse.hadamard_size
+    shape = tuple(sizes[a] for a in attributes)
+    cells = int(math.prod(shape))
+    # marginal cell of every product-domain cell (axes in ``attributes`` order)
+    index = np.indices(sizes).reshape(len(sizes), -1)
+    owner = np.ravel_multi_index(tuple(index[a] for a in attributes), shape)
+    g = np.zeros(k)
+    g[1 : d + 1] = freq.ravel()
+    if cells * k > MAX_HR_COVARIANCE_ENTRIES:  # each u pairs with one v per w: the bound
+        counts = np.bincount(owner, minlength=cells).astype(np.float64)
+        return (scale * counts * float(g.sum())).reshape(shape)
+    g_hat = fwht(g)
+    out = np.empty(cells)
+    chunk = max(1, MAX_HR_COVARIANCE_ENTRIES // (16 * k))
+    for start in range(0, cells, chunk):  # batches of marginal cells (memory)
+        b = min(chunk, cells - start)
+        ind = np.zeros((b, k))
+        mine = (owner >= start) & (owner < start + b)
+        ind[owner[mine] - start, np.flatnonzero(mine) + 1] = 1.0
+        out[start : start + b] = (np.square(fwht(ind, axis=1)) @ g_hat) / k
+    return (scale * np.maximum(out, 0.0)).reshape(shape)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FullDomain(MultiAttributeMechanism):
     """The full-domain baseline: each user's whole tuple as one item of the product domain.
@@ -710,7 +771,22 @@ class FullDomain(MultiAttributeMechanism):
             est.variance.reshape(self.domain_sizes),
             stats.n,
         )
-        return MarginalsEstimate((table,), stats.n, spec=self)
+        if self.oracle == "olh":  # pairwise-uncorrelated cells: the summed variances
+            return MarginalsEstimate((table,), stats.n, spec=self)
+        freq = np.clip(table.table, 0.0, 1.0)
+        scale = 1.0 / (stats.n * (2.0 * inner.p - 1.0))
+
+        def projection_variance(attrs: tuple[int, ...], weights: dict[int, float]) -> np.ndarray:
+            """Exact per-cell variance of the marginal: summed variances + covariances."""
+            drop = tuple(a for a in range(self.attributes) if a not in attrs)
+            kept = [a for a in range(self.attributes) if a in attrs]
+            plain = np.transpose(table.variance.sum(axis=drop), [kept.index(a) for a in attrs])
+            cov = _hr_sum_covariance(freq, self.domain_sizes, attrs, scale)
+            return float(weights[0]) ** 2 * (plain + cov)
+
+        return MarginalsEstimate(
+            (table,), stats.n, spec=self, projection_variance=projection_variance
+        )
 
     def variance(self, n: int) -> np.ndarray:
         """Return the variance of every cell's estimate from n reports (f = 0)."""
