@@ -713,10 +713,17 @@ class FullDomain(MultiAttributeMechanism):
 
     Notes
     -----
-    Any marginal is the sum of the product-domain estimates over the other attributes;
-    its error bars sum the cells' variances (the oracles' cell covariances are negligible
-    against them). The variance of a marginal cell grows with the number of summed
-    cells: the reason CALM collects marginals instead (CCS 2018, sec. 3).
+    Any marginal is the sum of the product-domain estimates over the other attributes.
+    With Hadamard response its error bars are the exact variance of that sum: the cells'
+    variances (FO17 eq. 2) plus their pairwise covariances ``Cov(f~_u, f~_v) = f_w / (n
+    (2p - 1))`` with ``w + 1 = (u + 1) XOR (v + 1)`` (derived in docs/design/METHODS.md,
+    "FullDomain"), summed per marginal cell by Walsh-Hadamard transforms
+    (:func:`_hr_sum_covariance`); they add 12-26 % on skewed binary data. With OLH the
+    error bars sum the cells' variances, exact for a fully random hash per user; ldpkit's
+    pairwise-independent hash family leaves correlations that make marginal intervals
+    too narrow on structured domains (METHODS.md). The variance of a marginal cell grows
+    with the number of summed cells: the reason CALM collects marginals instead (CCS
+    2018, sec. 3).
 
     Examples
     --------
