@@ -425,7 +425,8 @@ def test_pairwise_interval_coverage_over_three_attributes(make):
     assert np.mean(sixth) < 0.8
 
 
-def test_hdg_2d_interval_coverage_is_two_sided():
+@pytest.mark.parametrize("epsilon", [2.0, 4.0])
+def test_hdg_2d_interval_coverage_is_two_sided(epsilon):
     """Check HDG's 95% intervals on 2-D boxes cover within a band around 95%.
 
     The joint term is weighted by the pair's dependence (Cramer's V of its 2-D grid); on
@@ -434,7 +435,7 @@ def test_hdg_2d_interval_coverage_is_two_sided():
     wide over-cover and half as wide under-cover.
     """
     x = population(100_000, seed=4)
-    spec = HDG(epsilon=2.0, low=LOW, high=HIGH, population=100_000)
+    spec = HDG(epsilon=epsilon, low=LOW, high=HIGH, population=100_000)
     boxes, truths = _boxes(x, lambda g: tuple(sorted(g.choice(3, 2, replace=False))), 100, 9)
     hits: dict[float, list[bool]] = {0.5: [], 1.0: [], 2.0: []}
     for rep in range(4):
@@ -513,3 +514,9 @@ def test_hdg_2d_post_noise_matches_the_spread():
     wrong = RangeEstimate(est.grids, tuple(v / 3 for v in est.cell_variance), est.n, spec=spec)
     assert spread / float(np.mean([wrong.post_noise_variance(b) for b in boxes])) > 1.5
     assert est.post_noise_variance({0: (0.0, 1.0), 2: (0.0, 1.0)}) < 1e-20  # no noise
+    # the interval's variance is that noise plus the within-cell model, nothing else
+    box = {0: (0.3, 0.6), 1: (-2.0, 3.0)}
+    low, high = est.interval(box)
+    var = est.post_noise_variance(box) + est.cell_error_variance(box)
+    assert low > 0.0 and high < 1.0  # not clipped
+    assert (high - low) / 2 == pytest.approx(1.959963984540054 * var**0.5, rel=1e-9)
