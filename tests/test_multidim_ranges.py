@@ -520,3 +520,24 @@ def test_hdg_2d_post_noise_matches_the_spread():
     var = est.post_noise_variance(box) + est.cell_error_variance(box)
     assert low > 0.0 and high < 1.0  # not clipped
     assert (high - low) / 2 == pytest.approx(1.959963984540054 * var**0.5, rel=1e-9)
+
+
+def test_relative_cramers_v_by_hand():
+    """Check V over its cap given the margins: a function of the other attribute gives 1.
+
+    The 2 x 2 table below is a function (column 0 for row 0 but a ninth of it) whose
+    unbalanced margins cap Cramer's V at 2/3 (the comonotone coupling's V); a 3 x 3 table
+    with one empty cell is checked against the north-west corner coupling built by hand.
+    """
+    from ldpkit.multidim.ranges import cramers_v, relative_cramers_v
+
+    t = np.array([[0.8, 0.1], [0.0, 0.1]])
+    assert cramers_v(t) == pytest.approx(2 / 3)
+    assert relative_cramers_v(t) == pytest.approx(1.0)
+    assert relative_cramers_v(t[::-1]) == pytest.approx(1.0)  # countermonotone
+    assert relative_cramers_v(np.outer([0.2, 0.8], [0.5, 0.25, 0.25])) == pytest.approx(0.0)
+    u = np.array([[0.2, 0.1, 0.0], [0.1, 0.2, 0.1], [0.0, 0.1, 0.2]])
+    a, b = u.sum(axis=1), u.sum(axis=0)  # (0.3, 0.4, 0.3) both
+    corner = np.array([[0.3, 0.0, 0.0], [0.0, 0.4, 0.0], [0.0, 0.0, 0.3]])
+    assert np.allclose(corner.sum(axis=1), a) and np.allclose(corner.sum(axis=0), b)
+    assert relative_cramers_v(u) == pytest.approx(cramers_v(u) / cramers_v(corner))

