@@ -429,7 +429,7 @@ def test_pairwise_interval_coverage_over_three_attributes(make):
 def test_hdg_2d_interval_coverage_is_two_sided(epsilon):
     """Check HDG's 95% intervals on 2-D boxes cover within a band around 95%.
 
-    The joint term is weighted by the pair's dependence (Cramer's V of its 2-D grid); on
+    The joint term is weighted by the pair's dependence (relative Cramer's V of its 2-D grid); on
     the correlated population the coverage must sit in [0.92, 0.985] (400 intervals:
     about 3 binomial standard deviations each way), while the same intervals twice as
     wide over-cover and half as wide under-cover.
