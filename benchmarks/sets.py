@@ -804,7 +804,8 @@ def kv_movielens_part(
 ) -> list[dict[str, Any]]:
     """MovieLens movie -> rating: many keys, ~50 pairs a user (ell = 2, and the median)."""
     # the padding ell = 2 of PCKV's real-data runs (its authors score the 50 most frequent
-    # keys), and the median length
+    # keys), and the median length at every eps (PCKV's regime: a padding near the users'
+    # set lengths)
     d_kv = 1000
     keep = movie < d_kv
     items, vals, offsets = resample_csr(user[keep], movie[keep], value[keep], n, gen)
@@ -814,7 +815,7 @@ def kv_movielens_part(
     kv = keyvalue(ml_pairs, d_kv, 2, epsilons, repeats, data)
     kv += [
         r
-        for r in keyvalue(ml_pairs, d_kv, ell_median, epsilons[-1:], repeats, data)
+        for r in keyvalue(ml_pairs, d_kv, ell_median, epsilons, repeats, data)
         if r["method"].startswith("PCKV")
     ]
     return kv
