@@ -1016,7 +1016,7 @@ class PrivKV(_KeyValueMechanism):
         )
         debiased: tuple[np.ndarray, np.ndarray] | tuple[None, None] = (None, None)
         if self.round == 0:
-            debiased = self._debias(stats, freq, fvar, means, same_reports=True)
+            debiased = self._debias_terms(stats, freq, fvar, means, same_reports=True)[:2]
         elif key_estimate is not None:
             if (
                 not isinstance(key_estimate, KeyValueEstimate)
@@ -1025,13 +1025,13 @@ class PrivKV(_KeyValueMechanism):
                 raise TypeError(
                     f"key_estimate must be a KeyValueEstimate over {self.domain_size} keys"
                 )
-            debiased = self._debias(
+            debiased = self._debias_terms(
                 stats,
                 key_estimate.frequencies,
                 key_estimate.frequency_variance,
                 means,
                 same_reports=False,
-            )
+            )[:2]
         return KeyValueEstimate(
             freq,
             fvar,
@@ -1042,19 +1042,6 @@ class PrivKV(_KeyValueMechanism):
             debiased_means=debiased[0],
             debiased_mean_variance=debiased[1],
         )
-
-    def _debias(
-        self,
-        stats: Stats,
-        freq: np.ndarray,
-        fvar: np.ndarray,
-        means: np.ndarray,
-        *,
-        same_reports: bool,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Return the debiased means and their variances (see :meth:`estimate`)."""
-        m, var, _, _, _ = self._debias_terms(stats, freq, fvar, means, same_reports=same_reports)
-        return m, var
 
     def _debias_terms(
         self,
