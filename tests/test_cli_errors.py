@@ -1,4 +1,4 @@
-"""The CLI answers bad options and configs with one line and exit status 2 (issue 12)."""
+"""The CLI answers bad options and configs with one line and exit status 2."""
 
 from __future__ import annotations
 

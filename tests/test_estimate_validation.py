@@ -1,4 +1,4 @@
-"""FrequencyEstimate and variance(n, f) validate their inputs (issue 12)."""
+"""FrequencyEstimate and variance(n, f) validate their inputs."""
 
 from __future__ import annotations
 

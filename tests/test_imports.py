@@ -23,9 +23,10 @@ import ldpkit
 HEAVY = ("scipy", "pandas", "numba", "pyarrow")
 SRC = str(Path(ldpkit.__file__).resolve().parents[1])
 
-# Randomizes with the four client specs of issue 10 and prints a digest of every report's
-# bytes. OUE's 20,000 x 1,024 bits are above COMPILED_MIN_BITS, so with numba installed that
-# batch runs compiled, and with numba blocked it takes the numpy path: same digest required.
+# Randomizes with four client specs (GRR, OLH, OUE, SquareWave) and prints a digest of every
+# report's bytes. OUE's 20,000 x 1,024 bits are above COMPILED_MIN_BITS, so with numba
+# installed that batch runs compiled, and with numba blocked it takes the numpy path: same
+# digest required.
 CLIENT = """
 import hashlib, json, sys
 from ldpkit import GRR, OLH, OUE, SquareWave

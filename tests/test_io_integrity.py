@@ -1,4 +1,4 @@
-"""Reports files carry a digest of their arrays (issue 12): every single-bit flip of a small
+"""Reports files carry a digest of their arrays: every single-bit flip of a small
 file either raises ValueError or decodes to the very same reports."""
 
 from __future__ import annotations

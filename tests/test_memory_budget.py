@@ -1,5 +1,5 @@
-"""Sizes whose state would exceed the memory budget are refused when the spec is built
-(issue 12), with the estimate of what they would need."""
+"""Sizes whose state would exceed the memory budget are refused when the spec is built,
+with the estimate of what they would need."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11: the numerical mechanisms' reports are an exact discrete law on a grid.
+"""The numerical mechanisms' reports are an exact discrete law on a grid.
 
 * the floating-point side channel: every report value made from v is producible from any
   v' (the attack finds unreachable reports in a float sampler, and none on the grid);
@@ -31,7 +31,7 @@ ALPHA = 1e-6
 
 # -- the floating-point side channel ----------------------------------------------------------
 def _float_pm(t: np.ndarray, u: np.ndarray, eps: float) -> np.ndarray:
-    """The float PM sampler as it was before issue 11 (inverse CDF, one uniform)."""
+    """The float PM sampler as it was before the grid law (inverse CDF, one uniform)."""
     e2 = math.exp(eps / 2)
     em1 = e2 - 1
     s = (e2 + 1) / em1
@@ -85,7 +85,7 @@ def test_side_channel_attack_finds_the_float_sampler_and_not_the_grid():
     u = np.floor(gen.random(n) * 2.0**53) * 2.0**-53
     y = _float_pm(np.full(n, t), u, eps)
     assert _float_reachable(y, t, eps).all()  # the attack's own sanity check
-    # Before issue 11: a large share of the reports from t could not come from t + 1e-9.
+    # The float sampler: a large share of the reports from t could not come from t + 1e-9.
     assert _float_reachable(y, t + 1e-9, eps).mean() < 0.9
     # The grid: a report from t is a grid value whose cell has positive probability under
     # every grid input, hence under every t' (any mixture of grid inputs).
@@ -109,7 +109,7 @@ def test_side_channel_attack_finds_the_float_sampler_and_not_the_grid():
     ids=lambda s: s.name,
 )
 def test_every_report_from_v_is_producible_from_nearby_inputs(spec):
-    """Issue 11's measurement, on the grid: reports from v land on the spec's fixed grid,
+    """The side-channel measurement, on the grid: reports from v land on the spec's fixed grid,
     and every grid value has positive probability from v' = v + 1e-9, v + 1e-3, v + b/4."""
     v = 3.7
     reports = spec.randomize(np.full(5000, v), rng=2)
@@ -205,7 +205,7 @@ def test_wave_sampler_matches_cell_law(cls, kw):
 
 
 def test_discrete_square_wave_sampler_at_large_epsilon():
-    # issue 11: DiscreteSquareWave(epsilon=800).privacy_loss() was inf; now the range stops
+    # DiscreteSquareWave(epsilon=800).privacy_loss() used to be inf; now the range stops
     # at 40 and the integer law keeps every output possible right up to it.
     dsw = DiscreteSquareWave(epsilon=40.0, buckets=8)
     assert dsw.privacy_loss() == pytest.approx(40.0, rel=1e-12)
@@ -268,7 +268,7 @@ def _names() -> list[str]:
 
 @pytest.mark.parametrize("name", _names())
 def test_every_mechanism_works_at_both_ends_of_its_range(name):
-    """Issue 11: below 1e-6 every spec refuses epsilon with one message; at 1e-6 and at its
+    """Below 1e-6 every spec refuses epsilon with one message; at 1e-6 and at its
     max_epsilon (or 30 where it has none) estimates and variances are finite and the privacy
     loss is within epsilon (tight where exact_epsilon says so)."""
     from ldpkit._validation import MIN_EPSILON

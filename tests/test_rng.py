@@ -48,7 +48,7 @@ def test_no_global_state_touched():
 def test_default_is_the_secure_generator_and_seeds_stay_reproducible():
     from ldpkit._rng import independent_streams, is_secure
 
-    # issue 11: rng=None is AES-CTR keyed from OS entropy, a seed is a reproducible PCG64
+    # rng=None is AES-CTR keyed from OS entropy, a seed is a reproducible PCG64
     assert is_secure(as_generator(None)) and is_secure(secure_generator())
     assert not is_secure(as_generator(0))
     assert type(as_generator(0).bit_generator).__name__ == "PCG64"
@@ -60,7 +60,7 @@ def test_default_is_the_secure_generator_and_seeds_stay_reproducible():
 
 
 def test_olh_seeds_are_not_the_coin_generators_raw_output():
-    """issue 11: OLH's seeds used to be default_rng(0).bit_generator.random_raw(n), the very
+    """OLH's seeds used to be default_rng(0).bit_generator.random_raw(n), the very
     stream that then drew the coins. Now seeds and coins come from independent children."""
     from ldpkit import OLH
 

@@ -1,4 +1,4 @@
-"""Stats know their schema (issue 12): construction, from_dict, merge and estimate refuse
+"""Stats know their schema: construction, from_dict, merge and estimate refuse
 arrays no batch of reports could have produced, instead of estimating from them."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ PENDING: dict[tuple[str, str], str] = {}
 
 
 def test_registry_is_covered():
-    """Every family is here: at least the 24 mechanisms of issue 10."""
+    """Every family is here: at least the 24 mechanisms the contract first covered."""
     assert len(NAMES) >= 24
     for name in ("GRR", "OLH", "RAPPOR", "SquareWave", "HaarWavelet", "HHADMM", "HybridMechanism"):
         assert name in NAMES
@@ -145,7 +145,7 @@ class _BadEstimateShape(GRR):
     name: ClassVar[str] = "_BadEstimateShape"
 
     def estimate(self, stats: Stats) -> Any:
-        # FrequencyEstimate(...) itself refuses a spec of another domain size (issue 12), so
+        # FrequencyEstimate(...) itself refuses a spec of another domain size, so
         # the broken mechanism forges one behind its back, as an unchecked estimator would.
         est = copy.copy(GRR.estimate(self, stats))
         object.__setattr__(est, "frequencies", est.frequencies[:-1])
@@ -166,7 +166,7 @@ class _NoValidation(GRR):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _TransposedBuckets(SquareWave):
-    """bucket_matrix() outputs x inputs (the orientation issue 10 removed)."""
+    """bucket_matrix() outputs x inputs (the orientation the shared vocabulary removed)."""
 
     name: ClassVar[str] = "_TransposedBuckets"
 

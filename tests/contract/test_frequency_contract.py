@@ -111,7 +111,7 @@ def test_variance_and_ci_coverage(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_large_epsilon_and_binary_domain(name):
     values, truth = skewed(2, 5_000, seed=1)
-    top = type(make(name)).max_epsilon  # issue 11: each mechanism's largest exact budget
+    top = type(make(name)).max_epsilon  # each mechanism's largest exact budget
     for eps in (min(30.0, top), min(200.0, top)):
         est = make(name, eps, 2).run(values, rng=2)
         assert np.all(np.isfinite(est.frequencies)) and np.all(np.isfinite(est.variance))

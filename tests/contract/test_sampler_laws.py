@@ -202,13 +202,13 @@ LAW_TESTS = {
     "HierarchicalHistogram": "its level oracles' reports",
     "HHADMM": "its level oracles' reports",
     "HaarWavelet": "SignedSubsetSelection's sampler, per level",
-    # ldpkit.sets (issue 32): mixtures over the sampled slot, tested against their laws
+    # ldpkit.sets: mixtures over the sampled slot, tested against their laws
     "PaddingSampling": "tests/sets/test_padding.py::test_sampler_matches_the_law_and_fails_for_a_wrong_epsilon",
     "PCKV": "tests/sets/test_keyvalue.py::test_ue_sampler_matches_its_law_and_fails_for_a_wrong_epsilon"
     " and ::test_grr_sampler_matches_its_law_and_fails_for_a_wrong_epsilon",
     "PrivKV": "tests/sets/test_keyvalue.py::test_privkv_law_frequency_and_documented_mean_bias"
     " (pair_matrix; the frequency z-test fails at eps x 1.3)",
-    # ldpkit.multidim (issue 31): OLH rows (CALM's default) and GroupMean's (group, bit) pairs
+    # ldpkit.multidim: OLH rows (CALM's default) and GroupMean's (group, bit) pairs
     # have no enumerable law here; their reports are tested through the estimates' z-tests
     # against the truth, which fail at epsilon x 1.3 (a law test given the seed is still owed)
     "CALM": "tests/test_multidim_calm.py::test_marginals_z_fails_for_a_wrong_epsilon",

@@ -1,4 +1,4 @@
-"""One vocabulary over every registered mechanism (issue 10): transition matrices are
+"""One vocabulary over every registered mechanism: transition matrices are
 inputs x outputs with rows summing to 1, and their privacy loss is the spec's."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ldpkit.privacy import privacy_loss
 from ldpkit.spec import Mechanism, mechanism_registry
 
 #: Smallest required arguments per mechanism (everything else at its default); 16 buckets:
-#: the waves' EMS warns at <= 8 (issue 12).
+#: the waves' EMS warns at <= 8.
 REQUIRED = {
     "domain_size": 5,
     "buckets": 16,

@@ -1,4 +1,4 @@
-"""ldpkit.discovery (issue 29): PEM and TreeHist, their per-level estimates and intervals."""
+"""ldpkit.discovery: PEM and TreeHist, their per-level estimates and intervals."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ldpkit.discovery.SFP (issue 29): Apple's sequence fragment puzzle over two sketches."""
+"""ldpkit.discovery.SFP: Apple's sequence fragment puzzle over two sketches."""
 
 from __future__ import annotations
 

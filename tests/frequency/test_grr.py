@@ -28,7 +28,7 @@ def test_privacy_loss_tight(eps, d):
 
 
 def test_largest_epsilon_is_exact():
-    """Issue 11: at max_epsilon the coin is still random (integer weights, q > 0) and the
+    """At max_epsilon the coin is still random (integer weights, q > 0) and the
     loss is tight; beyond it, refused (a float coin is deterministic above eps ~ 37 + ln d)."""
     spec = GRR(epsilon=40.0, domain_size=10)
     assert 0 < spec.q < 1e-17 and spec._weights()[1] >= 1  # p rounds to 1.0 as a float

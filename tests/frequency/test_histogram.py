@@ -144,7 +144,7 @@ def test_she_noise_is_laplace(epsilon):
 
 def test_she_privacy_and_shapes():
     spec = SHE(epsilon=1.5, domain_size=6)
-    # the exact discrete noise's loss: <= epsilon, ~2e-8 short (issue 11)
+    # the exact discrete noise's loss: <= epsilon, ~2e-8 short
     assert spec.exact_epsilon and 1.5 * (1 - 1e-7) < spec.privacy_loss() <= 1.5
     assert spec.noise_scale == pytest.approx(2 / 1.5)
     with pytest.raises(NotImplementedError):

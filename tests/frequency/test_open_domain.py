@@ -1,4 +1,4 @@
-"""Open-domain oracles (issue 29): CMS, HCMS (Apple 2017) and FLH (Cormode et al. 2021).
+"""Open-domain oracles: CMS, HCMS (Apple 2017) and FLH (Cormode et al. 2021).
 
 Item keys are pinned to their documented format; the samplers are checked exactly against
 their transition matrices; the estimators are z-tested for unbiasedness and their spread

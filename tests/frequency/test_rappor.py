@@ -134,7 +134,7 @@ def test_transition_matrix_and_exact_privacy(kw, irr):
 def test_collisions_lower_the_privacy_loss():
     """With one bit every item has the same filter: the report says nothing (loss 0)."""
     assert RAPPOR(epsilon=2.0, domain_size=3, num_bits=1, num_hashes=1).privacy_loss() == 0.0
-    # Issue 11: beyond max_epsilon f/2 is no longer a fine multiple of 2^-64: refused;
+    # Beyond max_epsilon f/2 is no longer a fine multiple of 2^-64: refused;
     # at the largest accepted epsilon the realized loss is finite, tight and <= epsilon.
     with pytest.raises(ValueError, match="epsilon must be .* <= 60"):
         RAPPOR(epsilon=800.0, domain_size=4)

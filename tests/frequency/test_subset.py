@@ -123,7 +123,7 @@ def test_large_epsilon_constants_are_stable():
     top = SubsetSelection(epsilon=40.0, domain_size=4, subset_size=2)
     assert 0 < top._p_out < 1e-15 and np.isfinite(top.q) and np.isfinite(top.variance(5))
     assert top.privacy_loss() == pytest.approx(40.0, rel=1e-12) and top.privacy_loss() <= 40.0
-    # Issue 11: beyond max_epsilon, or when k e^eps overflows the 2^62 integer total, the
+    # Beyond max_epsilon, or when k e^eps overflows the 2^62 integer total, the
     # exact coin cannot be built: refused with the limit.
     with pytest.raises(ValueError, match="epsilon must be"):
         SubsetSelection(epsilon=800.0, domain_size=4, subset_size=2)

@@ -77,7 +77,7 @@ def test_privacy_loss_within_1e8_of_epsilon(epsilon):
 
 @pytest.mark.parametrize(("cls", "top"), [(SUE, 50.0), (OUE, 30.0)])
 def test_largest_accepted_epsilon_is_realized_and_beyond_is_refused(cls, top):
-    # Issue 11: at 2^-32 resolution OUE(epsilon=500) really spent only 22.2 while claiming
+    # At 2^-32 resolution OUE(epsilon=500) once spent only 22.2 while claiming
     # 500. Now the sampler's 2^-64 grid realizes epsilon up to max_epsilon, and beyond it
     # the spec refuses instead of silently spending less.
     spec = cls(epsilon=top, domain_size=8)

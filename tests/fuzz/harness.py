@@ -1,4 +1,4 @@
-"""The fuzz harness of issue 12: a registry of ldpkit's public entry points and a guarded runner.
+"""The fuzz harness: a registry of ldpkit's public entry points and a guarded runner.
 
 Every entry is a callable with a *valid* baseline call (keyword arguments). A fuzz case replaces
 one or more of those arguments by a hostile value (NaN, inf, negative, 0, huge, a bool, a float
@@ -293,7 +293,7 @@ class Entry:
     #: numeric parameters that accept booleans (as 0/1)
     bools_ok: frozenset[str] = frozenset()
     #: hostile values of one entry's parameters beyond the generic :func:`variants`
-    #: (offset and narrow ranges, n inconsistent with the Stats, cross-class dicts: issue 27)
+    #: (offset and narrow ranges, n inconsistent with the Stats, cross-class dicts)
     extra_variants: Mapping[str, tuple[Variant, ...]] = dataclasses.field(default_factory=dict)
 
     def params_nullable(self) -> set[str]:
@@ -404,7 +404,7 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
             _add(reg, Entry(f"{top}.level_size", spec.level_size, {"level": 1}))
         if {"low", "high"} <= set(kwargs) and not top.startswith("ldpkit.multidim."):
             # the domain end to end: bounds the constructor accepts must estimate finite
-            # answers (issue 12: high=1e300 was accepted, then estimating overflowed)
+            # answers (high=1e300 used to be accepted, then estimating overflowed)
             _add(
                 reg,
                 Entry(
@@ -417,7 +417,7 @@ def _mechanism_entries(reg: dict[str, Entry]) -> None:
 
 
 def _hybrid_entries(reg: dict[str, Entry]) -> None:
-    """AutoDistribution with hh_share > 0 (issue 17): its own report and Stats layout."""
+    """AutoDistribution with hh_share > 0: its own report and Stats layout."""
     from ldpkit.numeric import AutoDistribution
 
     spec = AutoDistribution(epsilon=1.0, buckets=16, hh_share=0.5)
@@ -448,7 +448,7 @@ def _hybrid_entries(reg: dict[str, Entry]) -> None:
 
 
 def _sets_entries(reg: dict[str, Entry]) -> None:
-    """ldpkit.sets (issue 32): the CSR containers of users' sets and key-value pairs."""
+    """ldpkit.sets: the CSR containers of users' sets and key-value pairs."""
     from ldpkit.sets import UserPairs, UserSets, restrict_sets, sample_one_item, svim, svsm
 
     _add(
@@ -544,7 +544,7 @@ def _sets_entries(reg: dict[str, Entry]) -> None:
 
 
 def _open_domain_entries(reg: dict[str, Entry]) -> None:
-    """CMS, HCMS and FLH on an open domain (issue 29): string and big-integer items, and
+    """CMS, HCMS and FLH on an open domain: string and big-integer items, and
     the estimate of a candidate list chosen after the collection."""
     import ldpkit
 
@@ -610,7 +610,7 @@ class WrongAnswer(str):
     """What an accuracy entry returns when the answer is valid-looking but wrong."""
 
 
-#: Hostile domains (issue 27): far from 0 (float cancellation), narrow (tiny widths whose
+#: Hostile domains: far from 0 (float cancellation), narrow (tiny widths whose
 #: squares underflow), huge.
 _OFFSETS: tuple[Variant, ...] = (
     ("1e15", 1e15, False),
@@ -647,7 +647,7 @@ def _sized_run(cls: type, size: dict[str, Any]) -> Any:
 
 
 def _range_accuracy(cls: type, offset: Any, width: Any) -> Any:
-    """Estimate on ``[offset, offset + width]`` and compare with the truth (issue 27:
+    """Estimate on ``[offset, offset + width]`` and compare with the truth (once
     HaarHRR on [1e15, 1e15 + 1] gave means far outside their error bars)."""
     from ldpkit.numeric import Distribution
     from ldpkit.testing import small_spec
@@ -711,7 +711,7 @@ def _hostile_entries(reg: dict[str, Entry]) -> None:
                     extra_variants={"offset": _OFFSETS, "width": _WIDTHS},
                 ),
             )
-        # every size end to end (issue 27: SquareWave(output_buckets=2**20).run,
+        # every size end to end (once SquareWave(output_buckets=2**20).run,
         # SignedSubsetSelection(domain_size=2**20).run took minutes; 1 bucket failed)
         for field in size_fields(cls):
             _add(
@@ -728,7 +728,7 @@ def _hostile_entries(reg: dict[str, Entry]) -> None:
         stats = spec.aggregate(spec.randomize(_values(spec), rng=0))
         schema = spec.stats_schema() or {}
         # Schemas that pin n (a count or a field summing to n per report) must refuse
-        # an n other than the reports' (issue 27); the others cannot tell.
+        # an n other than the reports'; the others cannot tell.
         pinned = getattr(spec_module, "REPORT_COUNT", "count") in schema or any(
             f.total is not None for f in schema.values()
         )
@@ -794,7 +794,7 @@ def build_registry() -> dict[str, Entry]:
     _hybrid_entries(reg)
     _sets_entries(reg)
     _open_domain_entries(reg)
-    for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs (issue 29)
+    for top in ("ldpkit.PEM", "ldpkit.TreeHist"):  # strings are their inputs
         reg[f"{top}.randomize"].strings_ok = frozenset({"values"})
         reg[f"{top}.run"].strings_ok = frozenset({"values"})
     reg["ldpkit.SFP.randomize"].strings_ok = frozenset({"values"})
@@ -1436,7 +1436,7 @@ def build_registry() -> dict[str, Entry]:
     # no value released: no range to answer
     reg["ldpkit.stream.ToPS.update"].aliases = {"values": ("starts", "stops")}
     reg["ldpkit.stream.OnlineHierarchy.leaf_range_sums"].aliases = {"lo": ("hi",), "hi": ("lo",)}
-    # cross-class and corrupted dicts (issue 27): a ToPS state relabelled as another
+    # cross-class and corrupted dicts: a ToPS state relabelled as another
     # class, NaN in the restored state or threshold, a Stats dict of another mechanism
     tops_dict = tops.to_dict()
     corrupted: list[Variant] = [
@@ -1491,7 +1491,7 @@ def build_registry() -> dict[str, Entry]:
     add("ldpkit.datasets.uniform_items", ds.uniform_items, d=16, n=100, rng=0)
     add("ldpkit.experiments.frequency_mse", ex.frequency_mse, estimate=est, truth=truth)
 
-    # poisoning attack and detectors (issue 27)
+    # poisoning attack and detectors
     from ldpkit import poisoning as po
 
     oue8 = ldpkit.OUE(epsilon=1.0, domain_size=8)
@@ -1565,7 +1565,7 @@ def build_registry() -> dict[str, Entry]:
         ("ldpkit.consistency.fit_power_law", "counts"),  # estimated counts n * f (documented)
     ):
         reg[name].floats_ok = frozenset({param})
-    # issue 30: a device whose memo file lives in a temporary directory (its constructor
+    # a device whose memo file lives in a temporary directory (its constructor
     # writes that file; secret and path are tested in tests/longitudinal/test_device.py)
     from ldpkit.longitudinal import LGRR
 
@@ -1687,7 +1687,7 @@ def variants(base: Any) -> list[Variant]:
             ("-1e308", -1e308, False),
             ("1e-300", 1e-300, False),
             ("np.int64(-1)", np.int64(-1), False),
-            # sizes at their edges and budgets far out (issue 27: one or two buckets,
+            # sizes at their edges and budgets far out (one or two buckets,
             # 2^20 buckets or items that took minutes, epsilon = 1e4)
             ("1", 1, False),
             ("2", 2, False),
@@ -1735,7 +1735,7 @@ def variants(base: Any) -> list[Variant]:
             ("bool-array", np.ones(arr.shape, dtype=bool), arr.dtype.kind in "iuf"),
             ("masked", _masked(arr), arr.size > 0),
         ]
-        if arr.ndim == 1 and arr.size >= 2:  # numpy's own "inhomogeneous shape" (issue 27)
+        if arr.ndim == 1 and arr.size >= 2:  # numpy's own "inhomogeneous shape"
             out.append(("ragged", [arr[:1].tolist(), arr.tolist()], True))
         if arr.dtype.kind in "iuf":
             bad = arr.astype(np.float64).copy()
@@ -2145,7 +2145,7 @@ def main(argv: list[str]) -> int:
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_findings.txt")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(
-                "# Fuzz findings not fixed yet (issue 12), as 'entry parameter': any finding of\n"
+                "# Fuzz findings not fixed yet, as 'entry parameter': any finding of\n"
                 "# that parameter of that entry is tolerated by tests/fuzz/test_fuzz.py. Shrink\n"
                 "# it; regenerate with: PYTHONPATH=src python tests/fuzz/harness.py --write-known\n"
             )

@@ -1,4 +1,4 @@
-"""Fuzz the whole public API (issue 12): the registry, a deterministic sweep and hypothesis.
+"""Fuzz the whole public API: the registry, a deterministic sweep and hypothesis.
 
 Each call must return a valid answer or raise ValueError/TypeError naming the parameter; no
 leaked numpy/numba message, no hang (a per-call time limit in a worker process). Findings not

@@ -1,4 +1,4 @@
-"""The unvalidated pieces listed in issue 12, each refused with a message naming the parameter."""
+"""Pieces that once went unvalidated, each refused with a message naming the parameter."""
 
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ def test_every_numerical_spec_is_checked_below():
 @pytest.mark.parametrize(
     ("low", "high", "match"),
     [
-        # issue 12: 1e300 was accepted, then the squared half-span raised OverflowError
+        # 1e300 used to be accepted, then the squared half-span raised OverflowError
         (0.0, 1e300, r"high must be a finite number >= -1e\+100 and <= 1e\+100, got 1e\+300"),
         (-1e300, 0.0, r"low must be a finite number >= -1e\+100 and <= 1e\+100, got -1e\+300"),
         (0.0, 1.01e100, r"high must be a finite number >= -1e\+100 and <= 1e\+100"),
@@ -260,13 +260,13 @@ def test_encoder_refuses_reserved_labels():
 
 
 def test_square_wave_ems_on_few_buckets_warns():
-    """EMS on <= 8 buckets is pulled towards uniform (issue 12); EM is not, and says nothing."""
+    """EMS on <= 8 buckets is pulled towards uniform; EM is not, and says nothing."""
     values = np.r_[np.full(8900, 0.25), np.full(1100, 0.75)]
     spec = numeric.SquareWave(epsilon=8.0, buckets=2)
     stats = spec.aggregate(spec.randomize(values, rng=0))
     with pytest.warns(UserWarning, match="method='ems' with buckets = 2 <= 8 is heavily biased"):
         spec.estimate(stats, method="ems")
-    with warnings.catch_warnings():  # the default is EM there (issue 27)
+    with warnings.catch_warnings():  # the default is EM there
         warnings.simplefilter("error")
         default = spec.estimate(stats)
     with warnings.catch_warnings():
@@ -310,7 +310,7 @@ def test_every_recommendation_builds(epsilon, n, smooth):
     assert (spec.low, spec.high) == (-3.0, 5.0)
 
 
-# --- issue 12, fuzz2: magnitudes whose squares or sums overflow are refused, never inf ----------
+# --- magnitudes whose squares or sums overflow are refused, never inf --------------------------
 _HUGE = np.array([1e308, 0.25, 0.25, 0.5])
 _FREQ = np.array([0.25, 0.25, 0.25, 0.25])
 

@@ -1,4 +1,4 @@
-"""PrivacyAccountant charges read from the specs (issue 30): memoized repeats are free."""
+"""PrivacyAccountant charges read from the specs: memoized repeats are free."""
 
 from __future__ import annotations
 

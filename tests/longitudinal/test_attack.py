@@ -1,4 +1,4 @@
-"""ldpkit.privacy.attack: the Bayes-optimal attacker against one device (issue 30)."""
+"""ldpkit.privacy.attack: the Bayes-optimal attacker against one device."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""dBitFlipPM: exact bits, unbiased estimate, memoization on a Device (issue 30)."""
+"""dBitFlipPM: exact bits, unbiased estimate, memoization on a Device."""
 
 from __future__ import annotations
 

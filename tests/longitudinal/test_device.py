@@ -1,4 +1,4 @@
-"""ldpkit.Device: keyed derivation, memoization, persistence, atomic writes (issue 30)."""
+"""ldpkit.Device: keyed derivation, memoization, persistence, atomic writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Device budget (issue 30 follow-up): the client refuses a report past its per-question
+"""Device budget: the client refuses a report past its per-question
 budget before deriving, storing or sending anything; memoized values stay answerable. And
 the word-based permanent derivation (shared with the JS client)."""
 

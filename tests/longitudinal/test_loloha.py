@@ -1,4 +1,4 @@
-"""LOLOHA: memoization on the hashed value (EDBT'23), on a Device (issue 30)."""
+"""LOLOHA: memoization on the hashed value (EDBT'23), on a Device."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OneBitMean: 1BitMean with alpha-point rounding and memoization (issue 30)."""
+"""OneBitMean: 1BitMean with alpha-point rounding and memoization."""
 
 from __future__ import annotations
 

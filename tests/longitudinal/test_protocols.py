@@ -1,4 +1,4 @@
-"""L-GRR, L-OUE, L-OSUE, L-SUE, L-SOUE: exact laws, losses, unbiasedness (issue 30)."""
+"""L-GRR, L-OUE, L-OSUE, L-SUE, L-SOUE: exact laws, losses, unbiasedness."""
 
 from __future__ import annotations
 

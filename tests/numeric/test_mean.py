@@ -104,7 +104,7 @@ def test_pm_variance_formula_by_quadrature(eps, t):
 
 @pytest.mark.parametrize("eps", [1e-6, 0.01, 0.3, 1.0, 5.0, 30.0])
 def test_privacy_loss(eps):
-    # the grid laws (issue 11) spend epsilon up to the integer weights' rounding
+    # the grid laws spend epsilon up to the integer weights' rounding
     for cls in MECHS:
         loss = cls(epsilon=eps).privacy_loss()
         assert loss <= eps and loss == pytest.approx(eps, rel=1e-7)

@@ -129,7 +129,7 @@ def test_b_is_stable(eps):
 
 @pytest.mark.parametrize("eps", [1e-170, 1e-9, 9.9e-7])
 def test_tiny_epsilon_is_refused_not_looped(eps):
-    # issue 11: square_wave_bandwidth(1e-170) looped forever (the series never converged)
+    # square_wave_bandwidth(1e-170) used to loop forever (the series never converged)
     with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
         square_wave_bandwidth(eps)
     with pytest.raises(ValueError, match="epsilon must be a finite number >= 1e-06"):
@@ -149,7 +149,7 @@ def test_b_limits_and_monotone():
     b = np.array([square_wave_bandwidth(e) for e in eps])
     assert np.all(np.diff(b) < 0) and b[0] == pytest.approx(0.5) and 0 < b[-1] < 1e-300
     with pytest.raises(ValueError, match=r"epsilon must be a finite number >= 1e-06 and <= 700"):
-        square_wave_bandwidth(800.0)  # b would underflow to 0 (issue 27)
+        square_wave_bandwidth(800.0)  # b would underflow to 0
 
 
 @pytest.mark.parametrize("eps", [1e-6, 0.01, 0.5, 1.0, 4.0, 20.0, 40.0])

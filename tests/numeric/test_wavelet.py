@@ -65,7 +65,7 @@ def test_law_matches_lemmas_exactly(eps, d, m):
 
 
 def test_law_stable_at_huge_epsilon():
-    """Issue 11: integer weights keep every probability positive up to the limit of the
+    """Integer weights keep every probability positive up to the limit of the
     2^62 total (here e^40), and the law refuses what it could not sample exactly."""
     law = signed_subset_law(40.0, 1024, 1)
     assert 0 < law.p_flip < 1e-17 and 0 < law.q < 1e-17 and law.gain <= 1.0
@@ -168,7 +168,7 @@ def test_privacy_loss_at_large_domain_and_huge_epsilon():
     for eps in (0.5, 2.0, 4.0, 30.0, 40.0):
         spec = SignedSubsetSelection(epsilon=eps, domain_size=1024)
         assert spec.privacy_loss() == pytest.approx(eps, rel=1e-10)
-    for m in (1, 2):  # beyond max_epsilon a flip would be rounded away: refused (issue 11)
+    for m in (1, 2):  # beyond max_epsilon a flip would be rounded away: refused
         with pytest.raises(ValueError, match="epsilon must be"):
             SignedSubsetSelection(epsilon=800.0, domain_size=2, subset_size=m)
 

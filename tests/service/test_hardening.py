@@ -1,4 +1,4 @@
-"""Issue 27, the collector's findings 5, 6 and 9: CORS wildcard, header timeout, TLS, what an
+"""The collector's hardening: CORS wildcard, header timeout, TLS, what an
 ingest token's 404 reveals, two Authorization headers, the "[auth]" message, metrics
 directories left by kill -9, and the deleted-keys table's expiry."""
 

@@ -1,4 +1,4 @@
-"""Issue 27: one client's bad bodies are that client's 4xx, never another client's 500."""
+"""One client's bad bodies are that client's 4xx, never another client's 500."""
 
 import asyncio
 import json

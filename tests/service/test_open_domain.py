@@ -1,4 +1,4 @@
-"""Open-domain collections (CMS, HCMS, FLH; issue 29): ingest, roll-ups and the estimate of
+"""Open-domain collections (CMS, HCMS, FLH): ingest, roll-ups and the estimate of
 named candidates (GET ``?candidates=``, POST a JSON list), with intervals and a top-k; the
 kinds module (``service/kinds.py``) that serves them."""
 

@@ -1,4 +1,4 @@
-"""Issue 27 finding 3: during a PostgreSQL outage every POST is 503 (was: the first 503,
+"""During a PostgreSQL outage every POST is 503 (was: the first 503,
 the next ones 500 from an UnboundLocalError on ``raw`` in store.py)."""
 
 import os

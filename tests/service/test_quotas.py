@@ -1,4 +1,4 @@
-"""Issue 27, deliverable 3: tokens scoped per collection, /metrics scope, per-token quotas."""
+"""Tokens scoped per collection, /metrics scope, per-token quotas."""
 
 import os
 import subprocess

@@ -1,6 +1,6 @@
 """Roll-up rows keep their byte layout when a spec's Stats gained a report count.
 
-Issue 27 gave the Stats of the mean mechanisms, SHE and the binned numerical mechanisms a
+The Stats of the mean mechanisms, SHE and the binned numerical mechanisms gained a
 ``count`` field equal to n (``spec.REPORT_COUNT``). The store does not write it: a row's n
 column already holds it, so rows written before the field existed still read back (no stored
 data is lost), and the count of what is read is that n.

@@ -1,4 +1,4 @@
-"""PCKV and PrivKV (issue 32): exact laws, unbiasedness (+ failing companions), variances."""
+"""PCKV and PrivKV: exact laws, unbiasedness (+ failing companions), variances."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PaddingSampling (issue 32): exact law and privacy, unbiasedness, variance, padding bias."""
+"""PaddingSampling: exact law and privacy, unbiasedness, variance, padding bias."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SVIM top-k items (issue 32) against the naive single-item sampling."""
+"""SVIM top-k items against the naive single-item sampling."""
 
 from __future__ import annotations
 

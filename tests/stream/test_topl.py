@@ -419,7 +419,7 @@ def test_same_seed_same_output_other_seed_differs() -> None:
 def test_client_specs_and_phases() -> None:
     topl = ToPL(1.5, 200, threshold_size=1000, buckets=128, rng=0)
     assert topl.phase == "threshold"
-    # default: Square Wave on log(1 + v / s), s = B / d, on LOG_BUCKETS buckets (issue 15)
+    # default: Square Wave on log(1 + v / s), s = B / d, on LOG_BUCKETS buckets
     assert topl.client_spec() == SquareWave(
         epsilon=1.5, low=0.0, high=200.0, buckets=LOG_BUCKETS, log_scale=200.0 / 128
     )
@@ -534,7 +534,7 @@ def test_detection_floor_closed_form() -> None:
         p = math.exp(eps) * q
         want = z * math.sqrt(m * q * 2 * b) / ((p - q) * 2 * b * m)
         assert square_wave_detection_floor(eps, m, z) == pytest.approx(want, rel=1e-12)
-        # the spec's b and densities are its grid law's (issue 11), within ~1/2^13 of SW20's
+        # the spec's b and densities are its grid law's, within ~1/2^13 of SW20's
         sw = SquareWave(epsilon=eps)
         p, q, b = sw.density_high, sw.density_low, sw.b
         grid = z * math.sqrt(m * q * 2 * b) / ((p - q) * 2 * b * m)
@@ -723,7 +723,7 @@ def test_windows_file_released_reports_per_day_and_answer_unbiased_sums() -> Non
     est, se = topl.range_sums(np.array([0, 4000, 10_000]), np.array([4000, 10_000, 16_000]))
     np.testing.assert_allclose(out.estimate[1:], est[1:], rtol=1e-9)
     # window_sums uses HM's grid-law variance, range_sums SW20/STR21's closed form (eq. 14):
-    # the two differ by ~1e-6 relative (issue 11's report grid)
+    # the two differ by ~1e-6 relative (the report grid)
     np.testing.assert_allclose(out.std_error[1:], se[1:], rtol=1e-5)
     sw_var = 2000 * topl.threshold_per_user_variance
     np.testing.assert_allclose(out.std_error[0] ** 2, se[0] ** 2 + sw_var, rtol=1e-5)
@@ -758,7 +758,7 @@ def test_resume_with_the_default_secure_generator() -> None:
 
 @pytest.mark.slow
 def test_log_scale_threshold_phase_resolves_retail_at_eps_1(streams) -> None:
-    """Retail at eps = 1 (issue 15's open miss): 99% of the values lie below 39 of B = 16,470,
+    """Retail at eps = 1 (the linear scale's miss): 99% of the values lie below 39 of B = 16,470,
     in 3 of the 1024 buckets; linear Square Wave reports smear them over ~10 buckets and theta
     lands 3-5x above the threshold the objective picks on the true histogram (48.3), on the
     same seeds where the log-scale threshold phase (default) lands within 2x of it."""

@@ -8,7 +8,7 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   ``optimal_hash_range`` at given epsilons;
 - ``unary.json``: the unary samplers' resolution (``PROBABILITY_SCALE``), OUE's integer
   thresholds and privacy losses over a sweep of epsilons, and ``np.packbits`` rows;
-- ``coins.json``: the exact randomized-response coins (issue 11): ``rr_weights`` over a
+- ``coins.json``: the exact randomized-response coins: ``rr_weights`` over a
   sweep of epsilons and numbers of other outputs (GRR's d - 1, OLH's g - 1, HR's 1), with
   the realized loss (or an error where the weights do not fit 2^62), and the uniform
   integer U in [0, T) that the client's rejection rule makes of given 64-bit words;
@@ -16,7 +16,7 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   (``ldpkit.io.reports_to_dict``, seeds as decimal strings) those words give, the Python
   samplers replayed on them in the client's order (GRR: U per user; OLH: seed, then U;
   HR: the column word, then U; OUE: one word per bit);
-- ``numeric.json``: the exact grids of the numerical mechanisms (issue 11) over a sweep of
+- ``numeric.json``: the exact grids of the numerical mechanisms over a sweep of
   epsilons (integer weights as decimal strings, slopes, privacy losses; the log-scale
   SquareWave's ``log_span``), and bodies as in
   ``bodies.json`` for SquareWave, DiscreteSquareWave, StochasticRounding,
@@ -24,7 +24,7 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   of a grid law from 64-bit words by rejection (``w < floor(2^64 / T) T`` gives
   ``U = w mod T``, else the next word); the Python samplers are replayed here with those U
   and uniforms, user by user in the client's order;
-- ``longitudinal.json`` (issue 30): the longitudinal specs' integer laws (L-GRR's weights,
+- ``longitudinal.json``: the longitudinal specs' integer laws (L-GRR's weights,
   the chained unary thresholds) and losses; a device secret and, per spec and value, the
   permanent answer :class:`ldpkit.Device` derives (HMAC-SHA256 counter-mode words); and
   reports of fixed words (permanent round from the first words, then the instantaneous
@@ -38,7 +38,7 @@ are stale. Each file holds inputs and what the Python implementation makes of th
   client's order (a ``permuted`` row is a Fisher-Yates shuffle of the replayed words); and
   the spec's ``privacy_loss()`` (correctly rounded on exact rationals; not PrivKV's, a
   numpy log);
-- ``sketch.json``: the open-domain oracles (CMS, HCMS, FLH; issue 29): BLAKE2b digests of
+- ``sketch.json``: the open-domain oracles (CMS, HCMS, FLH): BLAKE2b digests of
   given bytes (hashlib), item keys (format ``ldpkit.item/1``: the tagged bytes and the key,
   integers as decimal strings), the public row hashes, CMS's integer thresholds and losses
   and FLH's default hash range over a sweep of epsilons, and bodies as in ``bodies.json``
