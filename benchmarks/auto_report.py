@@ -7,7 +7,7 @@ a ``--speed-only`` run). Reading the results instead of running them lets the do
 combine a long grid run with a speed run taken on a quiet machine.
 
 Each cell is AutoDistribution's mean error over the best competitor's mean error (the best of
-SW-EMS, SW-EM, HH with the CDF fit and the Haar wavelet at J - 2; issue 17's target: within
+SW-EMS, SW-EM, HH with the CDF fit and the Haar wavelet at J - 2; the target: within
 10 % in 90 % of the cells, never above 1.5); misses are bold.
 """
 

@@ -3,7 +3,7 @@
 Run: ``python benchmarks/consistency.py [--domain 100000] [--repeat 5] [--accuracy]``.
 Prints a table and writes benchmarks/results/consistency.json.
 
-Target (issue 4): every method well under a second at d = 1e5. Two kinds of input:
+Target: every method well under a second at d = 1e5. Two kinds of input:
 ``grr``, a real GRR estimate (few distinct values: counts are small integers), and
 ``gauss``, unbiased frequencies plus Gaussian noise at the oracle's variance (every value
 distinct, as from OUE/OLH), which is the hard case for Power's posterior-mean evaluation.

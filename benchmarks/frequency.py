@@ -5,7 +5,7 @@ Prints a table and writes benchmarks/results/frequency.json. When pure-ldp or
 multi-freq-ldpy are installed (``pip install -e .[bench]``), times them on the same data
 (on fewer users: they loop in Python per user) and prints our speed-up.
 
-Targets (issue 2, 2 cores): GRR randomize >= 2e7 users/s; OUE randomize >= 1e6 users/s at
+Targets (2 cores): GRR randomize >= 2e7 users/s; OUE randomize >= 1e6 users/s at
 d = 1024 with bit-packed reports; OLH end to end <= 5 s at n = 1e6, d = 1024.
 """
 

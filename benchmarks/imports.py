@@ -3,7 +3,7 @@
 Run: ``python benchmarks/imports.py [--repeat 5]``. Prints a table and writes
 benchmarks/results/imports.json.
 
-Targets (issue 10): ``import ldpkit`` <= 2.5x the wall time of ``import numpy`` (median of
+Targets: ``import ldpkit`` <= 2.5x the wall time of ``import numpy`` (median of
 ``--repeat`` fresh subprocesses each, interleaved in the same run, so both see the same
 machine load), and ``ldpkit --help`` <= 1 s. Each row is the wall time of a whole
 ``python -c CODE`` process (interpreter start-up included, as a user experiences it);

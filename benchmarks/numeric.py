@@ -11,11 +11,11 @@ and KS over ``--accuracy-seeds`` seeds (fresh data and randomness per seed) for 
 CFO-16/32/64, HH, HH-ADMM and HaarHRR; HH and HaarHRR appear twice, with the monotone CDF
 fit (``postprocess="cdf"``) and with Norm-Sub on the leaves (``postprocess="norm_sub"``).
 
-Target (issue 5, this 2-core machine): SW randomize + aggregate + EMS at n = 1e6 with 1024
+Target (this 2-core machine): SW randomize + aggregate + EMS at n = 1e6 with 1024
 buckets in <= 2 s. The end-to-end time below also includes building the exact transition
 matrix (cached afterwards per spec). Times are the best of ``--repeat`` runs.
 
-Target (issue 6): HaarWavelet randomize + aggregate + estimate at n = 1e6 (J = 10) in <= 2 s.
+Target: HaarWavelet randomize + aggregate + estimate at n = 1e6 (J = 10) in <= 2 s.
 The Wiener rows (binning + GRR/OUE + DW/IIW, 64 bins) are for reference.
 """
 

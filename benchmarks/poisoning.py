@@ -1,4 +1,4 @@
-"""The maximal-gain poisoning attack on GRR, OUE and OLH, and the defences that apply (issue 27).
+"""The maximal-gain poisoning attack on GRR, OUE and OLH, and the defences that apply.
 
 Run from the repository root::
 

@@ -1,4 +1,4 @@
-"""Why AutoDistribution has no interior-atom candidate (issue 17): what an oracle atom set
+"""Why AutoDistribution has no interior-atom candidate: what an oracle atom set
 would gain, and what two detectors find from the reports.
 
 Run: ``nice python studies/auto_atoms_probe.py [--reps 3]``. For a few WAV25 cells (the

@@ -1,4 +1,4 @@
-"""Which smoothing strength would the CDF have wanted? Issue 17's Square-Wave-only cells.
+"""Which smoothing strength would the CDF have wanted? The Square-Wave-only cells.
 
 Run: ``nice python studies/auto_select_probe.py --competitor-cache CACHE.json --seed 0
 [--reps 20] [--epsilons 0.5 1] [--datasets ...]`` (the cache: ``auto_distribution.py

@@ -1,6 +1,6 @@
 """Client throughput (users per CPU second) of every categorical randomizer, before/after.
 
-Issue 11 replaced float coins by exact integer draws (GRR, OLH/BLH, HR/HRR,
+ldpkit replaced float coins by exact integer draws (GRR, OLH/BLH, HR/HRR,
 SubsetSelection, SignedSubsetSelection, RAPPOR) and made the unary bits (OUE/SUE/THE) come
 from the secure generator itself when ``rng=None``. This measures ``randomize`` with
 ``rng=None`` (secure AES-CTR generator, what a device uses) and with an int seed (PCG64),

@@ -1,12 +1,12 @@
-"""Accuracy of the grid-law waves and mean mechanisms (issue 11) against the float samplers.
+"""Accuracy of the grid-law waves and mean mechanisms against the float samplers they replaced.
 
-Issue 11 moved SquareWave / GeneralWave / PM / SR / HM from floating-point reports to an
+ldpkit moved SquareWave / GeneralWave / PM / SR / HM from floating-point reports to an
 exact discrete law on a grid. Target: SW + EMS keeps W1 and KS within 2% of the float
 version on Beta(5, 2) and the flights departure times at n = 1e5 .. 1e6 (same data, same
 seeds); PM / HM / SR stay unbiased with the same variance.
 
 Run ``python studies/grid_accuracy.py --compare OLD_SRC`` to run this file once with
-``PYTHONPATH=OLD_SRC`` (e.g. a checkout of the code before issue 11) and once with the
+``PYTHONPATH=OLD_SRC`` (e.g. a checkout of the code before the grid law) and once with the
 current sources, and print the ratios; ``--measure`` (what the driver calls) prints one JSON
 line per configuration. Writes benchmarks/results/grid_accuracy.json. The number of seeds per
 configuration is ``GRID_ACCURACY_SEEDS`` (default 10): with 3 the seed-to-seed spread of

@@ -1,4 +1,4 @@
-"""Client throughput with the secure default randomness (issue 11).
+"""Client throughput with the secure default randomness.
 
 ``rng=None`` used to mean numpy's PCG64 seeded from the OS; it now means
 :func:`ldpkit.secure_generator` (AES-128 in counter mode keyed from OS entropy). This times

@@ -1,7 +1,7 @@
-"""SquareWave on the exact grid law vs the float sampler it replaced (issue 11, item 4).
+"""SquareWave on the exact grid law vs the float sampler it replaced.
 
 Both samplers run in this one process on the same data and seeds: the float sampler is
-SW20's continuous one as ldpkit had it before issue 11 (one float uniform for the branch,
+SW20's continuous one as ldpkit had it before the grid law (one float uniform for the branch,
 one for the position; reports bucketized on [-b, 1 + b], EM/EMS on
 ``wave_bucket_matrix``), re-created here; the grid sampler is today's
 ``SquareWave.randomize`` with its exact ``bucket_matrix()``. Same estimator code (``em``,

@@ -1,4 +1,4 @@
-"""ToPL's threshold before / after the tail cut, against the best threshold (issue 15).
+"""ToPL's threshold before / after the tail cut, against the best threshold.
 
 Run from the repository root::
 
