@@ -16,7 +16,8 @@
 * No module of ``ldpkit.service`` is longer than ``MAX_SERVICE_LINES``, and no class of it
   longer than ``MAX_SERVICE_CLASS_LINES``.
 * No comment or docstring in ``src/`` or ``clients/js/src`` names a tracker issue or a work
-  branch.
+  branch; nor does any in the Python files of ``tests/``, ``benchmarks/``, ``studies/`` and
+  ``examples/`` (which also hold the generators of docs/results' pages).
 """
 
 import ast
@@ -255,3 +256,30 @@ def test_no_comment_refers_to_an_issue_or_a_work_branch():
         for m in _TRACKER_REFERENCE.finditer(p.read_text(encoding="utf-8"))
     ]
     assert found == []
+
+
+#: Where else the rule holds: the Python files beside the package.
+_BESIDE_SRC = ("tests", "benchmarks", "studies", "examples")
+#: Matches that are no reference, per file: a figure's name ("wav25-w1-vs-j.png", W1 against J)
+#: and, in this file, the examples in the comment above ``_TRACKER_REFERENCE`` and this list.
+_NOT_A_REFERENCE = {
+    "tests/test_architecture.py": {"issue 2", "i28-d", "w1-v"},
+    "tests/reproduce/test_wav25.py": {"w1-v"},
+}
+
+
+def test_no_comment_beside_src_refers_to_an_issue_or_a_work_branch():
+    """The same rule over tests, benchmarks, studies and examples, but the listed matches."""
+    paths = [p for d in _BESIDE_SRC for p in sorted((ROOT / d).rglob("*.py"))]
+    assert len(paths) > 100  # the directories are where this test expects them
+    found = []
+    unused = {(name, text) for name, texts in _NOT_A_REFERENCE.items() for text in texts}
+    for p in paths:
+        name = p.relative_to(ROOT).as_posix()
+        for m in _TRACKER_REFERENCE.finditer(p.read_text(encoding="utf-8")):
+            if m.group(0) in _NOT_A_REFERENCE.get(name, ()):
+                unused.discard((name, m.group(0)))
+            else:
+                found.append(f"{name}: {m.group(0)!r}")
+    assert found == []
+    assert unused == set()  # an exception whose text is gone is dropped from the list
