@@ -121,11 +121,14 @@ def test_laplace_noise_law_and_fails_for_a_wrong_epsilon(epsilon):
     assert abs(spec.privacy_loss() - epsilon) < 1e-9
     assert abs(-2 * g * math.log(rho) - epsilon) < 1e-9
     y = spec.randomize(np.tile([0.0, 1.0], (100_000, 1)), rng=3).values  # k = 0 and k = G
-    wrong = LaplaceMean(epsilon=epsilon * 1.3, low=(0.0, 0.0), high=(1.0, 1.0)).rho
+    wrong = [
+        LaplaceMean(epsilon=epsilon * f, low=(0.0, 0.0), high=(1.0, 1.0)).rho for f in (0.7, 1.3)
+    ]
     for col, k in ((0, 0), (1, g)):
         observed = np.bincount(np.clip(y[:, col] - k, -30, 30) + 30, minlength=61)
         assert chisquare_gof(observed, _two_sided_geometric(rho, 30)) > 1e-4
-        assert chisquare_gof(observed, _two_sided_geometric(wrong, 30)) < 1e-8
+        for r in wrong:  # a smaller and a larger epsilon's law are both rejected
+            assert chisquare_gof(observed, _two_sided_geometric(r, 30)) < 1e-8
 
 
 def test_laplace_means_z_and_variance_fail_for_a_wrong_epsilon():
