@@ -662,6 +662,9 @@ CPS_RANGE_LOW = (0.0, 20.0, 5.0)
 CPS_RANGE_HIGH = (80.0, 65.0, 21.0)
 #: Age and years of education take integer values only (declared to the grids)
 CPS_RANGE_INTEGER = (False, True, True)
+#: The CPS tables' titles (age and education declared integer: ``integer=``)
+CPS_NOTE = " - held-out data (CPS 2005 earnings; age, education declared integer)"
+CPS_FRESH_NOTE = " - CPS, fresh boxes and reports (untouched; age, education declared integer)"
 
 
 def range_rows(
@@ -1121,6 +1124,7 @@ def main() -> None:
             box_seed=14,
             first_rep=300,
             source="cps",
+            integer=CPS_RANGE_INTEGER,
         )
         # fresh boxes and reports, run only once the interval model was fixed
         fresh = range_rows(range_n, range_eps, range_reps, box_seed=90001, first_rep=90001)
@@ -1134,6 +1138,7 @@ def main() -> None:
             box_seed=90002,
             first_rep=90002,
             source="cps",
+            integer=CPS_RANGE_INTEGER,
         )
         rtag = "multidim_ranges" + ("" if args.full else "_quick")
         (ROOT / "results").mkdir(exist_ok=True)
@@ -1150,11 +1155,9 @@ def main() -> None:
             range_markdown(ranges, note=" - boxes the interval model was chosen on")
             + range_markdown(held, note=" - held-out boxes and reports")
             + range_markdown(other, OTHER_RANGE_COLUMNS, " - held-out columns")
-            + range_markdown(cps, CPS_RANGE_COLUMNS, " - held-out data (CPS 2005 earnings)")
+            + range_markdown(cps, CPS_RANGE_COLUMNS, CPS_NOTE)
             + range_markdown(fresh, note=" - fresh boxes and reports (untouched by the choice)")
-            + range_markdown(
-                cps_fresh, CPS_RANGE_COLUMNS, " - CPS, fresh boxes and reports (untouched)"
-            )
+            + range_markdown(cps_fresh, CPS_RANGE_COLUMNS, CPS_FRESH_NOTE)
         )
         if args.full:  # quick runs never rewrite docs/results
             (ROOT.parent / "docs" / "results" / f"{rtag}.md").write_text(text)

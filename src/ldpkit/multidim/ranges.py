@@ -16,7 +16,9 @@ then the grids sharing an attribute are made consistent on it (inverse-variance 
 average of their projections at the coarser granularity, each grid shifted uniformly onto
 it), alternated a few times, Norm-Sub last. A query over lambda > 2 attributes is answered
 from its C(lambda, 2) pairwise answers (four quadrants each) by the weighted update on the
-2^lambda in/out combinations (sec. 5.4). Inside a cell, values are taken as uniform.
+2^lambda in/out combinations (sec. 5.4). Inside a cell, values are taken as uniform, or,
+for an attribute declared integer-valued (``integer=``), as spread evenly over the integers
+the cell holds (ours: a box edge between two integers then covers whole integers).
 """
 
 from __future__ import annotations
@@ -506,6 +508,11 @@ class TDG(_GridMechanism):
         ``m = C(d, 2)``, ``n = population``, rounded to a power of 2.
     population : int
         The expected number of users, for the rule.
+    integer : bool or sequence of bool
+        Which attributes take integer values only (one flag per attribute, or one for
+        all; default none). A declared attribute's values must be integers; inside a
+        cell its mass is spread evenly over the cell's integers instead of uniformly,
+        which changes the answers and intervals of boxes over it only.
 
     Notes
     -----
@@ -571,6 +578,11 @@ class HDG(_GridMechanism):
         divide the other.
     population : int
         The expected number of users, for the rules.
+    integer : bool or sequence of bool
+        Which attributes take integer values only (one flag per attribute, or one for
+        all; default none). A declared attribute's values must be integers; inside a
+        cell its mass is spread evenly over the cell's integers instead of uniformly,
+        which changes the answers and intervals of boxes over it only.
 
     Notes
     -----
@@ -638,6 +650,11 @@ class UniformGrid(_GridMechanism):
         lowered until ``g^d <= 2^16`` (our heuristic: the paper has no rule for it).
     population : int
         The expected number of users, for the rule.
+    integer : bool or sequence of bool
+        Which attributes take integer values only (one flag per attribute, or one for
+        all; default none). A declared attribute's values must be integers; inside a
+        cell its mass is spread evenly over the cell's integers instead of uniformly,
+        which changes the answers and intervals of boxes over it only.
 
     Examples
     --------
