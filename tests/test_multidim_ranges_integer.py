@@ -128,3 +128,24 @@ def test_hdg_1d_interval_on_integer_attributes_is_two_sided():
     assert 0.92 <= np.mean(hits[1.0]) <= 0.985
     assert np.mean(hits[2.0]) > 0.985
     assert np.mean(hits[0.5]) < 0.92
+
+
+def test_schema_names_the_integer_attributes():
+    """Check that a schema's grid spec takes the integer attributes by name."""
+    from ldpkit import Question
+    from ldpkit.multidim import Schema
+
+    schema = Schema(
+        [
+            Question.numerical("earnings", low=0, high=80),
+            Question.numerical("age", low=20, high=65),
+            Question.numerical("education", low=5, high=21),
+        ]
+    )
+    spec = schema.spec(HDG, epsilon=2.0, attributes=["education", "earnings", "age"], integer="age")
+    assert spec.spec.integer == (False, False, True)
+    spec = schema.spec(TDG, epsilon=2.0, integer=("age", "education"))
+    assert spec.spec.integer == (False, True, True)
+    assert schema.spec(TDG, epsilon=2.0, integer=(True, False, False)).spec.integer[0]
+    with pytest.raises(ValueError, match="integer must name attributes of the spec"):
+        schema.spec(UniformGrid, epsilon=2.0, integer=("height",))
