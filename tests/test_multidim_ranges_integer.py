@@ -149,3 +149,35 @@ def test_schema_names_the_integer_attributes():
     assert schema.spec(TDG, epsilon=2.0, integer=(True, False, False)).spec.integer[0]
     with pytest.raises(ValueError, match="integer must name attributes of the spec"):
         schema.spec(UniformGrid, epsilon=2.0, integer=("height",))
+
+
+def test_collector_range_has_the_offline_integer_interval(tmp_path):
+    """Check the collector's ``?range=`` on integer attributes equals the offline interval."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from ldpkit.io import reports_to_dict
+    from ldpkit.service import create_app
+
+    spec = HDG(epsilon=2.0, low=LOW, high=HIGH, integer=(True, False), g1=16, g2=4)
+    reports = spec.randomize(integer_population(3000, seed=2), rng=5)
+    app = create_app({"ints": spec}, f"sqlite:///{tmp_path / 'collector.db'}")
+    with TestClient(app) as client:
+        assert client.post("/v1/reports/ints", json=reports_to_dict(reports)).status_code == 201
+        for text, box in (
+            ("0:2.5:7.5", {0: (2.5, 7.5)}),
+            ("0:3:9,1:4.2:11", {0: (3, 9), 1: (4.2, 11)}),
+        ):
+            body = client.get("/v1/collections/ints/estimate", params={"range": text}).json()
+            answer = body["multidim"]["range"]
+            est = spec.estimate(spec.aggregate(reports))
+            assert answer["estimate"] == est.range_query(box)
+            assert [answer["ci_low"], answer["ci_high"]] == list(est.interval(box, 0.05))
+
+
+@pytest.mark.parametrize("make", [HDG, TDG, UniformGrid], ids=["HDG", "TDG", "UniformGrid"])
+def test_integer_specs_honour_the_contract(make):
+    """Run the shared contract on specs with integer attributes (their own values and bad ones)."""
+    from ldpkit.testing import check_mechanism
+
+    check_mechanism(make(epsilon=1.0, low=(0.0, -3.0, 1.5), high=(9.0, 3.0, 2.5), integer=True))

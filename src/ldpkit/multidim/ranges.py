@@ -221,14 +221,21 @@ def _first_integers(low: float, high: float, g: int) -> np.ndarray:
 def _integer_coverage(lo: float, hi: float, low: float, high: float, g: int) -> np.ndarray:
     """Share of the integers of each of g cells of ``[low, high]`` inside ``[lo, hi]``.
 
-    ``lo``, ``hi`` are integers (the box's smallest and largest integer, in value units);
-    a cell that holds no integer keeps its share of the interval (its mass is noise).
+    ``lo``, ``hi`` are integers (the box's smallest and largest integer, in value units).
+    A cell that holds no integer (its mass is noise) goes with the nearest integers: every
+    integer owns the half unit on each side of it, the lowest and highest ones the domain's
+    ends, so a box that holds every integer covers every cell.
     """
     first = _first_integers(low, high, g)
     count = np.diff(first)
     inside = np.clip(np.minimum(first[1:] - 1.0, hi) - np.maximum(first[:-1], lo) + 1.0, 0.0, None)
     w = high - low
-    plain = _coverage((lo - low) / w, (hi - low) / w, g)
+    if lo > hi:
+        plain = np.zeros(g)
+    else:
+        start = 0.0 if lo <= math.ceil(low) else (lo - 0.5 - low) / w
+        stop = 1.0 if hi >= math.floor(high) else (hi + 0.5 - low) / w
+        plain = _coverage(start, stop, g)
     return np.where(count > 0, inside / np.where(count > 0, count, 1.0), plain)
 
 
@@ -476,10 +483,18 @@ class _GridMechanism(Mechanism):
 
     # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
     def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        return box_contract_values(self.low, self.high, n, gen)
+        x = box_contract_values(self.low, self.high, n, gen)
+        for j in self.integer_attributes:  # declared integer: whole values in the bounds
+            x[:, j] = np.clip(np.round(x[:, j]), math.ceil(self.low[j]), math.floor(self.high[j]))
+        return x
 
     def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        return box_contract_bad_values(self.low, self.high)
+        outside, wrong_type = box_contract_bad_values(self.low, self.high)
+        for j in self.integer_attributes:  # a value between two integers
+            row = [float(math.ceil(lo)) for lo in self.low]
+            row[j] = row[j] + 0.5 if row[j] + 0.5 <= self.high[j] else row[j] - 0.5
+            outside.append([row])
+        return outside, wrong_type
 
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         assert isinstance(estimate, RangeEstimate), type(estimate).__name__
