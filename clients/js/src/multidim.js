@@ -294,7 +294,7 @@ export class FullDomain {
 
 /** Shared base of HDG, TDG and UniformGrid: one grid per user, her cell of it through OLH. */
 class GridMechanism {
-  constructor({ epsilon, low, high }) {
+  constructor({ epsilon, low, high, integer = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_GRID_ATTRIBUTES) {
       throw new RangeError(
@@ -304,6 +304,12 @@ class GridMechanism {
     low.forEach((lo, j) => checkBounds(lo, high[j]));
     this.low = low;
     this.high = high;
+    // the attributes declared integer-valued (the spec's `integer`, left out when none is)
+    const flags = Array.isArray(integer) ? integer : low.map(() => integer);
+    if (flags.length !== low.length || !flags.every((f) => typeof f === 'boolean')) {
+      throw new RangeError(`integer must be a bool or ${low.length} bools, got ${JSON.stringify(integer)}`);
+    }
+    this.integer = flags;
   }
   /** Set up the grids: `grids` lists each grid's attributes, `shapes` its granularities. */
   setGrids(grids, shapes) {
@@ -322,6 +328,9 @@ class GridMechanism {
     row.forEach((x, j) => {
       if (typeof x !== 'number' || !(x >= this.low[j] && x <= this.high[j])) {
         throw new RangeError(`value[${j}] must be a real number in [${this.low[j]}, ${this.high[j]}], got ${x}`);
+      }
+      if (this.integer[j] && !Number.isInteger(x)) {
+        throw new RangeError(`value[${j}] must be an integer (attribute ${j} is declared integer), got ${x}`);
       }
     });
     return row;

@@ -16,7 +16,9 @@ then the grids sharing an attribute are made consistent on it (inverse-variance 
 average of their projections at the coarser granularity, each grid shifted uniformly onto
 it), alternated a few times, Norm-Sub last. A query over lambda > 2 attributes is answered
 from its C(lambda, 2) pairwise answers (four quadrants each) by the weighted update on the
-2^lambda in/out combinations (sec. 5.4). Inside a cell, values are taken as uniform.
+2^lambda in/out combinations (sec. 5.4). Inside a cell, values are taken as uniform, or,
+for an attribute declared integer-valued (``integer=``), as spread evenly over the integers
+the cell holds (ours: a box edge between two integers then covers whole integers).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._constraints import Alternatives, Integer
+from .._constraints import Alternatives, Check, Integer
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_probability
@@ -192,6 +194,74 @@ def _coverage(lo: float, hi: float, g: int) -> np.ndarray:
     return np.clip((np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo)) * g, 0.0, 1.0)
 
 
+def _cell_index(v: np.ndarray, low: float, high: float, g: int) -> np.ndarray:
+    """Return the cell of g of every value, by the client's own arithmetic (``_cell``)."""
+    return np.clip(np.floor((v - low) / (high - low) * g), 0, g - 1)
+
+
+def _first_integers(low: float, high: float, g: int) -> np.ndarray:
+    """Return the first integer of each of g cells of ``[low, high]``, then ``floor(high) + 1``.
+
+    Cell k holds the integers ``first[k]`` to ``first[k + 1] - 1`` (none when they are
+    equal). A boundary's neighbours are placed by the client's arithmetic, so an integer
+    on a boundary lands where the randomizer puts it.
+    """
+    i0, i1 = math.ceil(low), math.floor(high)
+    k = np.arange(1, g, dtype=float)
+    guess = np.ceil(low + k * (high - low) / g)
+    first = np.full(g - 1, float(i1 + 1))
+    for step in (1.0, 0.0, -1.0):  # the smallest candidate in cell k or beyond wins
+        cand = guess + step
+        ok = (cand >= i0) & (cand <= i1) & (_cell_index(cand, low, high, g) >= k)
+        first = np.where(ok, cand, first)
+    first = np.minimum.accumulate(first[::-1])[::-1]  # never past a later cell's first
+    return np.concatenate([[float(i0)], first, [float(i1 + 1)]])
+
+
+def _integer_coverage(lo: float, hi: float, low: float, high: float, g: int) -> np.ndarray:
+    """Share of the integers of each of g cells of ``[low, high]`` inside ``[lo, hi]``.
+
+    ``lo``, ``hi`` are integers (the box's smallest and largest integer, in value units).
+    A cell that holds no integer (its mass is noise) goes with the nearest integers: every
+    integer owns the half unit on each side of it, the lowest and highest ones the domain's
+    ends, so a box that holds every integer covers every cell.
+    """
+    first = _first_integers(low, high, g)
+    count = np.diff(first)
+    inside = np.clip(np.minimum(first[1:] - 1.0, hi) - np.maximum(first[:-1], lo) + 1.0, 0.0, None)
+    w = high - low
+    if lo > hi:
+        plain = np.zeros(g)
+    else:
+        start = 0.0 if lo <= math.ceil(low) else (lo - 0.5 - low) / w
+        stop = 1.0 if hi >= math.floor(high) else (hi + 0.5 - low) / w
+        plain = _coverage(start, stop, g)
+    return np.where(count > 0, inside / np.where(count > 0, count, 1.0), plain)
+
+
+def check_integer_flags(value: Any, name: str) -> Any:
+    """Refuse an ``integer`` that is not one bool or a sequence of bools (one per attribute)."""
+    want = "True, False or a sequence of bools (one per attribute)"
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be {want}, got {value!r:.60}")
+    items = list(value)
+    for j, v in enumerate(items):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{name}[{j}] must be True or False, got {v!r:.60}")
+    return tuple(bool(v) for v in items)
+
+
+#: The declaration of the grids' ``integer``: which attributes take integer values only.
+INTEGER_FLAGS = Check(
+    check_integer_flags,
+    "True, False or a sequence of bools (one per attribute)",
+    kind="bool or tuple[bool, ...]",
+    hostile_values=["yes", 1, (True, "a"), [0.5]],
+)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _GridMechanism(Mechanism):
     """Shared base: d numerical attributes, one group of users per grid, OLH per grid."""
@@ -199,6 +269,7 @@ class _GridMechanism(Mechanism):
     low: tuple[float, ...] = (0.0, 0.0)
     high: tuple[float, ...] = (1.0, 1.0)
     population: int = 100_000
+    integer: bool | tuple[bool, ...] = False
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
@@ -206,6 +277,7 @@ class _GridMechanism(Mechanism):
         "low": [ATTRIBUTE_BOUNDS],
         "high": [ATTRIBUTE_BOUNDS],
         "population": [Integer(1)],
+        "integer": [INTEGER_FLAGS],
     }
 
     def _validate(self) -> None:
@@ -213,6 +285,37 @@ class _GridMechanism(Mechanism):
         lo, hi = check_numeric_bounds(self.low, self.high, minimum=2, maximum=MAX_GRID_ATTRIBUTES)
         self._set("low", lo)
         self._set("high", hi)
+        flags = self.integer
+        if isinstance(flags, bool):
+            flags = (flags,) * len(lo)
+        if len(flags) != len(lo):
+            raise ValueError(
+                f"integer must hold {len(lo)} flags (one per attribute, as low), got {len(flags)}"
+            )
+        for j, flag in enumerate(flags):
+            if flag and math.ceil(lo[j]) > math.floor(hi[j]):
+                raise ValueError(
+                    f"integer[{j}] must be False when [low, high] holds no integer, got "
+                    f"True for [{lo[j]:g}, {hi[j]:g}]"
+                )
+        self._set("integer", tuple(flags))
+
+    def params(self) -> dict[str, Any]:
+        """Return the spec's fields as a plain dict (without ``integer`` when all are False).
+
+        Specs without integer attributes keep the wire identity (fingerprint) they had
+        before the flag existed, so collections created then still load.
+        """
+        out = super().params()
+        if not any(out["integer"]):
+            del out["integer"]
+        return out
+
+    @property
+    def integer_attributes(self) -> tuple[int, ...]:
+        """The attributes declared integer-valued (``integer``)."""
+        assert isinstance(self.integer, tuple)
+        return tuple(j for j, flag in enumerate(self.integer) if flag)
 
     @property
     def attributes(self) -> int:
@@ -247,7 +350,16 @@ class _GridMechanism(Mechanism):
 
     # -- client ----------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
-        return check_mixed_values(values, self.low, self.high)
+        x = check_mixed_values(values, self.low, self.high)
+        for j in self.integer_attributes:
+            col = x[:, j]
+            bad = col != np.floor(col)
+            if bad.any():
+                raise ValueError(
+                    f"values must be integers in column {j} (declared integer), got "
+                    f"{float(col[bad][0])!r}"
+                )
+        return x
 
     def _cell(self, x: np.ndarray, attrs: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
         idx = []
@@ -371,10 +483,18 @@ class _GridMechanism(Mechanism):
 
     # -- hooks of ldpkit.testing.check_mechanism ------------------------------------------
     def _contract_values(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        return box_contract_values(self.low, self.high, n, gen)
+        x = box_contract_values(self.low, self.high, n, gen)
+        for j in self.integer_attributes:  # declared integer: whole values in the bounds
+            x[:, j] = np.clip(np.round(x[:, j]), math.ceil(self.low[j]), math.floor(self.high[j]))
+        return x
 
     def _contract_bad_values(self) -> tuple[list[Any], list[Any]]:
-        return box_contract_bad_values(self.low, self.high)
+        outside, wrong_type = box_contract_bad_values(self.low, self.high)
+        for j in self.integer_attributes:  # a value between two integers
+            row = [float(math.ceil(lo)) for lo in self.low]
+            row[j] = row[j] + 0.5 if row[j] + 0.5 <= self.high[j] else row[j] - 0.5
+            outside.append([row])
+        return outside, wrong_type
 
     def _contract_check_estimate(self, estimate: Any, stats: Stats) -> None:
         assert isinstance(estimate, RangeEstimate), type(estimate).__name__
@@ -403,6 +523,11 @@ class TDG(_GridMechanism):
         ``m = C(d, 2)``, ``n = population``, rounded to a power of 2.
     population : int
         The expected number of users, for the rule.
+    integer : bool or sequence of bool
+        Which attributes take integer values only (one flag per attribute, or one for
+        all; default none). A declared attribute's values must be integers; inside a
+        cell its mass is spread evenly over the cell's integers instead of uniformly,
+        which changes the answers and intervals of boxes over it only.
 
     Notes
     -----
@@ -468,6 +593,11 @@ class HDG(_GridMechanism):
         divide the other.
     population : int
         The expected number of users, for the rules.
+    integer : bool or sequence of bool
+        Which attributes take integer values only (one flag per attribute, or one for
+        all; default none). A declared attribute's values must be integers; inside a
+        cell its mass is spread evenly over the cell's integers instead of uniformly,
+        which changes the answers and intervals of boxes over it only.
 
     Notes
     -----
@@ -535,6 +665,11 @@ class UniformGrid(_GridMechanism):
         lowered until ``g^d <= 2^16`` (our heuristic: the paper has no rule for it).
     population : int
         The expected number of users, for the rule.
+    integer : bool or sequence of bool
+        Which attributes take integer values only (one flag per attribute, or one for
+        all; default none). A declared attribute's values must be integers; inside a
+        cell its mass is spread evenly over the cell's integers instead of uniformly,
+        which changes the answers and intervals of boxes over it only.
 
     Examples
     --------
@@ -634,13 +769,30 @@ class RangeEstimate:
                 raise ValueError(f"ranges[{a}] must be finite with lo <= hi, got {r!r:.60}")
             low, high = self.spec.low[a], self.spec.high[a]
             w = high - low
-            out[a] = (
-                float(np.clip((lo - low) / w, 0.0, 1.0)),
-                float(np.clip((hi - low) / w, 0.0, 1.0)),
-            )
+            lo, hi = float(np.clip(lo, low, high)), float(np.clip(hi, low, high))
+            if a in self.spec.integer_attributes:
+                # an integer attribute: the box holds the integers between its edges
+                lo, hi = float(math.ceil(lo)), float(math.floor(hi))
+            out[a] = ((lo - low) / w, (hi - low) / w)
         if not out:
             raise ValueError("ranges must constrain at least one attribute, got none")
         return out
+
+    def _cover(self, a: int, bounds: tuple[float, float], g: int) -> np.ndarray:
+        """Return the share of each of g cells of attribute a inside ``bounds`` ([0, 1] units).
+
+        Values are taken as uniform inside a cell; for an attribute declared integer
+        (``spec.integer``), as spread evenly over the integers the cell holds.
+        """
+        lo, hi = bounds
+        if lo <= 0.0 and hi >= 1.0:
+            return np.ones(g)
+        if a not in self.spec.integer_attributes:
+            return _coverage(lo, hi, g)
+        low, high = self.spec.low[a], self.spec.high[a]
+        w = high - low
+        # the box's integers, back in value units (exact integers up to rounding)
+        return _integer_coverage(round(low + lo * w), round(low + hi * w), low, high, g)
 
     def _pair_matrix(self, a: int, b: int) -> np.ndarray:
         """Return the response matrix of attributes a < b (rows a, columns b)."""
@@ -691,8 +843,8 @@ class RangeEstimate:
         mat = self._pair_matrix(min(a, b), max(a, b))
         if a > b:
             mat = mat.T
-        ca = _coverage(*q[a], mat.shape[0])
-        cb = _coverage(*q[b], mat.shape[1])
+        ca = self._cover(a, q[a], mat.shape[0])
+        cb = self._cover(b, q[b], mat.shape[1])
         inside = np.stack([1.0 - ca, ca])
         across = np.stack([1.0 - cb, cb])
         return np.asarray(inside @ mat @ across.T)
@@ -705,7 +857,7 @@ class RangeEstimate:
             b = 1 if a == 0 else 0
             mat = self._pair_matrix(min(a, b), max(a, b))
             t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
-        return float(_coverage(*q[a], t.shape[0]) @ t)
+        return float(self._cover(a, q[a], t.shape[0]) @ t)
 
     def range_query(self, ranges: Any) -> float:
         """Return the fraction of users inside a box.
@@ -730,7 +882,7 @@ class RangeEstimate:
             t = self.grids[0]
             for a in reversed(range(self.spec.attributes)):
                 lo, hi = q.get(a, (0.0, 1.0))
-                t = np.tensordot(t, _coverage(lo, hi, t.shape[a]), axes=([a], [0]))
+                t = np.tensordot(t, self._cover(a, (lo, hi), t.shape[a]), axes=([a], [0]))
             return float(np.clip(t, 0.0, 1.0))
         if len(attrs) == 1:
             return float(np.clip(self._answer_one(attrs[0], q), 0.0, 1.0))
@@ -771,20 +923,20 @@ class RangeEstimate:
             g = spec.grid_shape(0)[0]
             total = 1.0
             for a in range(spec.attributes):
-                total *= float(np.sum(_coverage(*q.get(a, (0.0, 1.0)), g) ** 2))
+                total *= float(np.sum(self._cover(a, q.get(a, (0.0, 1.0)), g) ** 2))
             return math.sqrt(total * self.cell_variance[0])
         if len(attrs) > 2:
             return math.nan
         if len(attrs) == 1 and isinstance(spec, HDG):
-            c = _coverage(*q[attrs[0]], spec.grid_shape(attrs[0])[0])
+            c = self._cover(attrs[0], q[attrs[0]], spec.grid_shape(attrs[0])[0])
             return math.sqrt(float(np.sum(c**2)) * self.cell_variance[attrs[0]])
         a = attrs[0]
         b = attrs[1] if len(attrs) == 2 else (1 if a == 0 else 0)
         m = spec.grids.index((min(a, b), max(a, b)))
         g = spec.g2
         full = (0.0, 1.0)
-        ca = np.sum(_coverage(*q.get(a, full), g) ** 2)
-        cb = np.sum(_coverage(*q.get(b, full), g) ** 2)
+        ca = np.sum(self._cover(a, q.get(a, full), g) ** 2)
+        cb = np.sum(self._cover(b, q.get(b, full), g) ** 2)
         return math.sqrt(float(ca * cb) * self.cell_variance[m])
 
     def cell_error_variance(self, ranges: Any) -> float:
@@ -834,7 +986,7 @@ class RangeEstimate:
                 b = 1 if a == 0 else 0
                 mat = self._pair_matrix(min(a, b), max(a, b))
                 t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
-            c = _coverage(*q[a], t.shape[0])
+            c = self._cover(a, q[a], t.shape[0])
             partial = (c > 0) & (c < 1)
             return float(np.sum(np.where(partial, t * t * (1 / 3 - c + c * c), 0.0)))
         return self._pair_error_variance(attrs[0], attrs[1], q)
@@ -842,8 +994,8 @@ class RangeEstimate:
     def _pair_error_variance(self, a: int, b: int, q: dict[int, tuple[float, float]]) -> float:
         """Return the 2-D model of :meth:`cell_error_variance` for attributes a < b."""
         mat = self._pair_matrix(a, b)
-        ca = _coverage(*q[a], mat.shape[0])
-        cb = _coverage(*q[b], mat.shape[1])
+        ca = self._cover(a, q[a], mat.shape[0])
+        cb = self._cover(b, q[b], mat.shape[1])
         c = ca[:, None] * cb[None, :]
         sd = np.where((c > 0) & (c < 1), mat * np.sqrt(1 / 3 - c + c * c), 0.0)
         rows = np.where(cb[None, :] > 0, sd, 0.0).sum(axis=1)[(ca > 0) & (ca < 1)]
@@ -919,8 +1071,8 @@ class RangeEstimate:
         total = mat.reshape(g, r, g, r).sum(axis=(1, 3))
         out = 0.0
         for axis, att, other in ((0, a, b), (1, b, a)):
-            c = _coverage(*q[att], fine).reshape(g, r)
-            c_other = _coverage(*q[other], fine).reshape(g, r).mean(axis=1)
+            c = self._cover(att, q[att], fine).reshape(g, r)
+            c_other = self._cover(other, q[other], fine).reshape(g, r).mean(axis=1)
             f = mat.sum(axis=1 - axis).reshape(g, r)
             mass = f.sum(axis=1)
             safe = np.where(mass > 0, mass, 1.0)
@@ -935,7 +1087,7 @@ class RangeEstimate:
     def _slab_error_variance(self, q: dict[int, tuple[float, float]]) -> float:
         """Return UniformGrid's model over any number of attributes (partial slabs)."""
         t = self.grids[0]
-        covs = [_coverage(*q.get(a, (0.0, 1.0)), t.shape[a]) for a in range(t.ndim)]
+        covs = [self._cover(a, q.get(a, (0.0, 1.0)), t.shape[a]) for a in range(t.ndim)]
         total = 0.0
         for k in sorted(q):
             mass = t  # each index of axis k: its mass in the cells the box touches
@@ -1028,7 +1180,7 @@ class RangeEstimate:
         return self._post_noise_variance(next(iter(q)), q)
 
     def _post_noise_variance(self, a: int, q: dict[int, tuple[float, float]]) -> float:
-        c = _coverage(*q[a], self.grids[a].shape[0])
+        c = self._cover(a, q[a], self.grids[a].shape[0])
         answer = float(c @ self.grids[a])
         values = np.array([float(c @ r[a]) for r in self._noise_replicates()])
         return float(np.mean((values - answer) ** 2))

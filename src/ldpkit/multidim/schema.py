@@ -43,9 +43,29 @@ __all__ = ["NamedEstimate", "Schema", "SchemaSpec"]
 CATEGORICAL_SPECS = ("SPL", "SMP", "RSFD", "CALM", "FullDomain", "Fourier")
 NUMERICAL_SPECS = ("DuchiMean", "LaplaceMean", "HDG", "TDG", "UniformGrid")
 MIXED_SPECS = ("AttributeSampling", "GroupMean")
+#: The range-query grids, whose ``integer`` flags may be given as attribute names
+GRID_SPECS = ("HDG", "TDG", "UniformGrid")
 SPECS = CATEGORICAL_SPECS + NUMERICAL_SPECS + MIXED_SPECS
 #: The parameters a schema fills in; passing them too would declare the tuple twice.
 DECLARED = ("domain_sizes", "domain_size", "low", "high")
+
+
+def _names_only(value: Any) -> bool:
+    """Return whether ``value`` is a string or a non-empty sequence of strings."""
+    if isinstance(value, str):
+        return True
+    if isinstance(value, (list, tuple)) and value:
+        return all(isinstance(v, str) for v in value)
+    return False
+
+
+def _integer_flags(value: Any, names: list[str]) -> tuple[bool, ...]:
+    """Return the grid specs' ``integer`` flags, in column order, from attribute names."""
+    chosen = [value] if isinstance(value, str) else list(value)
+    unknown = [a for a in chosen if a not in names]
+    if unknown:
+        raise ValueError(f"integer must name attributes of the spec {names}, got {unknown}")
+    return tuple(a in chosen for a in names)
 
 
 def _numerical_mechanism(questions: Sequence[Question]) -> str | None:
@@ -177,7 +197,8 @@ class Schema:
             The spec's other parameters (``population=``, ``way=``, ``oracle=`` ...); not
             ``domain_sizes``, ``low`` or ``high``, which the schema declares.
             AttributeSampling's ``mechanism`` defaults to the numerical questions' own
-            (PM or HM) when they agree.
+            (PM or HM) when they agree. HDG's, TDG's and UniformGrid's ``integer`` may
+            name the integer-valued attributes (e.g. ``integer=("age",)``).
 
         Returns
         -------
@@ -210,6 +231,9 @@ class Schema:
         elif name in NUMERICAL_SPECS:
             _only(name, "numerical", cat)
             order, declared = num, dict(bounds)
+            flags = params.get("integer")
+            if name in GRID_SPECS and _names_only(flags):
+                params["integer"] = _integer_flags(flags, [q.name for q in order])
         elif name == "AttributeSampling":
             if not num:
                 raise ValueError(
