@@ -29,8 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import auto_distribution as bench
 from ldpkit.experiments.numeric import grid_errors
-from ldpkit.numeric import AutoDistribution
+from ldpkit.numeric import (
+    AutoDistribution,
+    Distribution,
+    HaarWavelet,
+    HierarchicalHistogram,
+    SquareWave,
+)
 from ldpkit.numeric import auto as A
+from ldpkit.spec import Stats
 
 
 @contextlib.contextmanager
@@ -69,24 +76,134 @@ def hh_weight(factor: float) -> Iterator[None]:
         A._hybrid_model = original  # type: ignore[assignment]
 
 
-def variants() -> dict[str, tuple[Callable[[], Any], dict[str, Any], float | None]]:
-    """name -> (context, estimate keyword arguments, hh_share of the spec or None)."""
+def _est(**kwargs: Any) -> Callable[[Stats], Distribution]:
+    """Return ``stats -> spec.estimate(stats, **kwargs)``."""
+    return lambda st: st.spec.estimate(st, **kwargs)
+
+
+def _hh_part(st: Stats) -> Distribution:
+    """The HH users' own answer: the tree's estimate (monotone CDF fit) of their counts."""
+    spec = st.spec
+    tree = spec.tree
+    level_n = np.asarray(st.level_n)[1:]
+    hst = Stats(tree, int(level_n.sum()), counts=st.hh_counts, level_n=level_n)
+    return tree.estimate(hst, postprocess="cdf")
+
+
+def _blend(share: float) -> Callable[[Stats], Distribution]:
+    """The estimate averaged with the HH users' own answer (weight ``share``)."""
+
+    def run(st: Stats) -> Distribution:
+        p = (1 - share) * st.spec.estimate(st).probabilities + share * _hh_part(st).probabilities
+        return Distribution(p, st.spec.low, st.spec.high)
+
+    return run
+
+
+def _leaf_refit(z: float) -> Callable[[Stats], Distribution]:
+    """Leaf buckets whose HH count exceeds the estimate's prediction by ``z`` sd, freed.
+
+    When the top candidate is a smoothed strength, the joint fit is run again from the
+    estimate with those buckets (and the end windows) left out of the smoothing, so that EM
+    alone sets their mass; then the leaf-count placement of peaks.
+    """
+
+    def run(st: Stats) -> Distribution:
+        from ldpkit.numeric._kernels_auto import _hybrid_squarem
+
+        spec = st.spec
+        dist, info = spec.estimate(st, return_info=True)
+        theta = dist.probabilities.copy()
+        if info.budget is not None or info.strength <= 0:
+            return dist
+        md = A._hybrid_model(spec)
+        d, off = theta.size, int(md.offsets[-1])
+        hh = np.asarray(st.hh_counts, dtype=np.float64)
+        leaves, users = hh[off : off + d], float(np.asarray(st.level_n)[spec.tree.height])
+        pred = float(md.q[-1]) + float(md.p[-1] - md.q[-1]) * theta
+        flag = (leaves - users * pred) / np.sqrt(users * pred * (1 - pred)) > z
+        if not flag.any():
+            return dist
+        mask = flag.copy()
+        if md.window:
+            mask[: md.window] = mask[d - md.window :] = True
+        counts, wts, make = spec._model(st)
+        fitter = make(counts * wts)
+        t0, _, _, passes, weight = A._fit_start(d, info.strength, theta, None, fitter._no_atoms)
+        A._joint_fit(
+            _hybrid_squarem, fitter.sw, fitter.hk, md.row_q, md.row_gain, md.parent, off,
+            t0, np.ascontiguousarray(mask), 2, passes, weight, 1e-3, 10_000,
+        )  # fmt: skip
+        out, _ = A._place_atoms(t0, md, hh)
+        return Distribution(out, spec.low, spec.high)
+
+    return run
+
+
+def variants() -> dict[
+    str, tuple[Callable[[], Any], Callable[[Stats], Distribution], float | None]
+]:
+    """name -> (context, estimator of a Stats, hh_share of the spec or None)."""
     null = contextlib.nullcontext
     return {
-        "base": (null, {}, None),
-        "nosharpen": (null, {"sharpen": False}, None),
-        "sharpen3": (lambda: patched(_SHARPEN=3.0), {}, None),
-        "noatoms": (null, {"interior_atoms": False}, None),
-        "best": (null, {"combine": "best"}, None),
-        "s32": (null, {"strengths": (0.0, 0.5, 2.0, 8.0, 32.0)}, None),
-        "nobudget": (null, {"budgets": ()}, None),
-        "hhw0.5": (lambda: hh_weight(0.5), {}, None),
-        "hhw2": (lambda: hh_weight(2.0), {}, None),
-        "cv": (null, {"cross_validate": True}, None),
-        "r0": (null, {}, 0.0),
-        "r0.15": (null, {}, 0.15),
-        "nowindow": (lambda: patched(_END_WINDOW_MAX_EPS=0.0), {}, None),
+        "base": (null, _est(), None),
+        "nosharpen": (null, _est(sharpen=False), None),
+        "sharpen3": (lambda: patched(_SHARPEN=3.0), _est(), None),
+        "noatoms": (null, _est(interior_atoms=False), None),
+        "best": (null, _est(combine="best"), None),
+        "s32": (null, _est(strengths=(0.0, 0.5, 2.0, 8.0, 32.0)), None),
+        "nobudget": (null, _est(budgets=()), None),
+        "hhw0.5": (lambda: hh_weight(0.5), _est(), None),
+        "hhw2": (lambda: hh_weight(2.0), _est(), None),
+        "cv": (null, _est(cross_validate=True), None),
+        "r0": (null, _est(), 0.0),
+        "r0.15": (null, _est(), 0.15),
+        "nowindow": (lambda: patched(_END_WINDOW_MAX_EPS=0.0), _est(), None),
+        "window1/32": (lambda: patched(_END_WINDOW=1 / 32), _est(), None),
+        "window1/128": (lambda: patched(_END_WINDOW=1 / 128), _est(), None),
+        "folds3": (null, _est(folds=3), None),
+        "folds4": (null, _est(folds=4), None),
+        "blend0.1": (null, _blend(0.1), None),
+        "blend0.2": (null, _blend(0.2), None),
+        "leafz3.5": (null, _leaf_refit(3.5), None),
+        "leafz4.5": (null, _leaf_refit(4.5), None),
     }
+
+
+def fresh_best(
+    values: np.ndarray,
+    srt: np.ndarray,
+    eps: float,
+    comp: list[dict[str, Any]],
+    reps: int,
+    seed: int,
+) -> list[tuple[float, float]]:
+    """The cell's best competitor (per metric) run again on fresh reports (another seed).
+
+    What the target asks of a method that is as good as the best one: its ratio measures
+    the protocol's own noise (the best of four 5-run means against a new 5-run mean).
+    """
+    by = [
+        min(bench.COMPETITORS, key=lambda m: float(np.mean([c[m][i] for c in comp])))
+        for i in (0, 1)
+    ]
+    out = []
+    level = max(0, HaarWavelet(epsilon=eps, expected_n=values.size).effective_max_level - 2)
+    for r in range(reps):
+        fresh = np.random.SeedSequence([seed, r, int(eps * 100), 7])
+        err: dict[str, tuple[float, float]] = {}
+        for m in set(by):
+            if m in ("SW-EMS", "SW-EM"):
+                sw = SquareWave(epsilon=eps, buckets=1024)
+                est = sw.estimate(sw.aggregate(sw.randomize(values, rng=fresh)), m[3:].lower())
+            elif m == "HH":
+                hh = HierarchicalHistogram(epsilon=eps, buckets=1024, branching=4)
+                est = hh.estimate(hh.aggregate(hh.randomize(values, rng=fresh)), postprocess="cdf")
+            else:
+                est = HaarWavelet(epsilon=eps, max_level=level).run(values, rng=fresh)
+            err[m] = grid_errors(est, srt, 1024)
+        out.append((err[by[0]][0], err[by[1]][1]))
+    return out
 
 
 def main() -> None:
@@ -121,7 +238,10 @@ def main() -> None:
             )
             stats_of: dict[float | None, list[Any]] = {}
             for v in args.variants:
-                ctx, kwargs, share = table[v]
+                if v == "fresh":
+                    errors[v][(name, eps)] = fresh_best(values, srt, eps, comp, args.reps, seed)
+                    continue
+                ctx, estimator, share = table[v]
                 if share not in stats_of:
                     stats_of[share] = []
                     for r in range(args.reps):
@@ -130,8 +250,7 @@ def main() -> None:
                         stats_of[share].append(spec.aggregate(spec.randomize(values, rng=seed_r)))
                 with ctx():
                     errors[v][(name, eps)] = [
-                        grid_errors(st.spec.estimate(st, **kwargs), srt, 1024)
-                        for st in stats_of[share]
+                        grid_errors(estimator(st), srt, 1024) for st in stats_of[share]
                     ]
             line = " ".join(
                 f"{v}={np.mean([e[0] for e in errors[v][(name, eps)]]) / best[(name, eps)][0]:.2f}"
