@@ -1,0 +1,260 @@
+"""Probe: a search whose extensions follow an alphabet learned from the reports themselves.
+
+Tuning data only (girls' baby names). Pass 1 is the shipped byte search; every tested open
+extension ``p + b`` adds its estimate to ``M[last symbol of p, b]`` (unbiased: the parents
+were chosen on the previous group's data, the children are estimated from this group's);
+pass 2 repeats the search extending each prefix only by the symbols the masses select.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ldpkit import PEM
+from ldpkit.discovery import _search
+from ldpkit.discovery._strings import empty_key, extend_keys
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "heavy_hitters_discovery.py"
+_spec = importlib.util.spec_from_file_location("_hh_discovery", _PATH)
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+K = 20
+
+
+def search(
+    spec: PEM, stats: Any, allowed: np.ndarray | None, beam: int
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Beam search; ``allowed[ctx, b]``: may a prefix ending in ctx extend by b (ctx A: root)."""
+    counts, n, a = stats.counts, stats.n, spec.symbols
+    mass = np.zeros((a + 1, a))
+    var = np.zeros((a + 1, a))
+    prefixes = np.zeros((1, 0), dtype=np.uint16)
+    keys = empty_key(1)
+    weight = np.ones(1)  # matched filter: a parent's children carry mass in proportion to it
+    z_tested: list[np.ndarray] = []
+    per_level: list[int] = []
+    f_sel = std_sel = z_sel = np.zeros(0)
+    for level in range(spec.groups):
+        m = prefixes.shape[0]
+        ctx = prefixes[:, -1].astype(np.int64) if level else np.full(m, a, dtype=np.int64)
+        ended = (ctx == 0) if level else np.zeros(m, dtype=bool)
+        open_rows, closed_rows = np.flatnonzero(~ended), np.flatnonzero(ended)
+        if allowed is None or level == 0:
+            ok = np.ones((open_rows.size, a), dtype=bool)
+        else:
+            ok = allowed[ctx[open_rows]].copy()
+            ok[:, 0] = True
+        pi, sym = np.nonzero(ok)
+        parent = np.concatenate([open_rows[pi], closed_rows])
+        symbol = np.concatenate([sym, np.zeros(closed_rows.size, np.int64)])
+        child_keys = extend_keys(keys[parent], symbol)
+        f, std, std0 = _search.estimate_level(spec, counts[level], child_keys, level, n)
+        opened = np.arange(pi.size)
+        opened = opened[symbol[opened] != 0]
+        w = weight[parent[opened]]
+        np.add.at(mass, (ctx[parent[opened]], symbol[opened]), w * f[opened])
+        np.add.at(var, (ctx[parent[opened]], symbol[opened]), (w * std0[opened]) ** 2)
+        ended_child = np.flatnonzero(symbol == 0)
+        if ended_child.size:
+            rows = np.hstack(
+                [prefixes[parent[ended_child]], np.zeros((ended_child.size, 1), np.uint16)]
+            )
+            lengths = np.count_nonzero(rows, axis=1)
+            for mm in np.unique(lengths).tolist():
+                these = ended_child[lengths == mm]
+                start = empty_key(these.size)
+                for pos in range(mm + 1):
+                    start = extend_keys(start, rows[lengths == mm, pos])
+                f[these], std[these], std0[these] = _search._pooled(spec, counts, start, mm, n)
+        z = np.zeros(f.size)
+        finite = np.isfinite(std0)
+        z[finite] = f[finite] / std0[finite]
+        z_tested.append(z)
+        per_level.append(int(child_keys.size))
+        final = level == spec.groups - 1
+        keep = np.argsort(-f, kind="stable")[: spec.top_k if final else beam]
+        prefixes = np.hstack([prefixes[parent[keep]], symbol[keep, None].astype(np.uint16)])
+        keys = child_keys[keep]
+        weight = np.clip(f[keep], 0.0, 1.0)
+        f_sel, std_sel, z_sel = f[keep], std[keep], z[keep]
+    z_all = np.concatenate(z_tested)
+    hh = _search.select(spec, prefixes, f_sel, std_sel, z_sel, z_all, n, tuple(per_level))
+    return hh, mass, var
+
+
+def oracle(names: np.ndarray, weights: np.ndarray, top: int) -> np.ndarray:
+    """Successor table of the true ``top`` strings' bytes (an upper bound, not a method)."""
+    allowed = np.zeros((257, 256), dtype=bool)
+    for s in names[np.argsort(-weights)[:top]]:
+        raw = list(s.encode("utf-8")[:12])
+        for a, b in zip([256, *raw], raw, strict=False):
+            allowed[a, b] = True
+    return allowed
+
+
+def rules(mass: np.ndarray, var: np.ndarray) -> dict[str, np.ndarray]:
+    """Candidate successor tables from pass 1's masses."""
+    out: dict[str, np.ndarray] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zu = mass.sum(0) / np.sqrt(var.sum(0))
+        zb = np.where(var > 0, mass / np.sqrt(var), 0.0)
+    for t in (2.0,):
+        out[f"uni z>{t:g}"] = np.broadcast_to(zu > t, mass.shape)
+    for t in (-1.0, 0.0, 1.0):
+        out[f"uni z>2 & bi z>{t:g}"] = (zb > t) & (zu > 2.0)[None, :]
+    return out
+
+
+def learned(spec: PEM, stats: Any, t: float, passes: int, beam: int = 4 * K) -> Any:
+    """Pass 1 on bytes; each further pass extends by the symbols whose mass clears ``t``.
+
+    A symbol's evidence accumulates over every pass (max z seen), so a later pass can only
+    add symbols its wider search found.
+    """
+    hh, mass, var = search(spec, stats, None, beam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = mass.sum(0) / np.sqrt(var.sum(0))
+    best = np.nan_to_num(z, nan=-np.inf)
+    for _ in range(passes - 1):
+        allowed = np.broadcast_to(best > t, mass.shape)
+        hh, mass, var = search(spec, stats, allowed, beam)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.nan_to_num(mass.sum(0) / np.sqrt(var.sum(0)), nan=-np.inf)
+        best = np.maximum(best, z)
+    return hh
+
+
+def ratios(epsilons: list[float], factors: list[float], seeds: list[int]) -> None:
+    """Held out: the paper's PEM at eps against PEM() at every factor x eps, same draws."""
+    data = {"baby names": bench.baby_names(), "city names": bench.city_names()}
+    print("| data | eps | rows | recall@20 (mean) | per draw | NCR (mean) |")
+    print("|---|---|---|---|---|---|")
+    for label, (names, weights) in data.items():
+        for eps in epsilons:
+            specs = {"PEM (paper) at eps": PEM(epsilon=eps, keep=K, pool_ended=False)}
+            for r in factors:
+                specs[f"PEM() at {r:g} eps"] = PEM(epsilon=r * eps)
+            results: dict[str, list[tuple[float, float]]] = {}
+            for seed in seeds:
+                values = bench.draw(names, weights, 10**6, seed=10 + seed)
+                truth = bench.truth_of(values, 12)
+                for row, spec in specs.items():
+                    hh = spec.run(values, rng=seed)
+                    m = bench.metrics(list(hh.items), list(hh.frequencies), truth, 10**6, K)
+                    results.setdefault(row, []).append((m["recall"], m["ncr"]))
+            for row, runs in results.items():
+                a = np.array(runs)
+                print(
+                    f"| {label} | {eps:g} | {row} | {a[:, 0].mean():.3f} | "
+                    f"{', '.join(f'{x:.2f}' for x in a[:, 0])} | {a[:, 1].mean():.3f} |",
+                    flush=True,
+                )
+
+
+def two_pass(spec: PEM, stats: Any, t: float = 2.0) -> tuple[Any, Any, int]:
+    """Pass 1 on bytes (the shipped search), pass 2 on the symbols whose mass clears ``t``."""
+    hh, mass, var = search(spec, stats, None, 4 * K)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.nan_to_num(mass.sum(0) / np.sqrt(var.sum(0)), nan=-np.inf)
+    allowed = np.broadcast_to(z > t, mass.shape)
+    return hh, search(spec, stats, allowed, 4 * K)[0], int(np.count_nonzero(z > t))
+
+
+def heldout(epsilons: list[float], factors: list[float], seeds: list[int]) -> None:
+    """Held out: paper PEM at eps; PEM() on bytes and the learned alphabet at factor x eps."""
+    data = {"baby names": bench.baby_names(), "city names": bench.city_names()}
+    print("| data | eps | rows | recall@20 (mean) | per draw | NCR (mean) |")
+    print("|---|---|---|---|---|---|")
+    for label, (names, weights) in data.items():
+        for eps in epsilons:
+            results: dict[str, list[tuple[float, float]]] = {}
+            for seed in seeds:
+                values = bench.draw(names, weights, 10**6, seed=10 + seed)
+                truth = bench.truth_of(values, 12)
+                paper = PEM(epsilon=eps, keep=K, pool_ended=False).run(values, rng=seed)
+                runs = {"PEM (paper) at eps": paper}
+                for r in factors:
+                    spec = PEM(epsilon=r * eps)
+                    stats = spec.aggregate(spec.randomize(values, rng=seed))
+                    b, lh, size = two_pass(spec, stats)
+                    shipped = spec.estimate(stats)
+                    assert b.items == shipped.items  # pass 1 is the shipped search
+                    runs[f"PEM() bytes at {r:g} eps"] = b
+                    runs[f"learned at {r:g} eps"] = lh
+                    print(f"  {label} eps {eps:g} x{r:g} seed {seed}: {size} symbols", flush=True)
+                for row, hh in runs.items():
+                    m = bench.metrics(list(hh.items), list(hh.frequencies), truth, 10**6, K)
+                    results.setdefault(row, []).append((m["recall"], m["ncr"]))
+            for row, rr in results.items():
+                a = np.array(rr)
+                print(
+                    f"| {label} | {eps:g} | {row} | {a[:, 0].mean():.3f} | "
+                    f"{', '.join(f'{x:.2f}' for x in a[:, 0])} | {a[:, 1].mean():.3f} |",
+                    flush=True,
+                )
+
+
+def main() -> None:
+    """Run pass 1 and the pass-2 variants; print recall@20 per row."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--eps", type=float, nargs="+", default=[2.4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--data", default="F")
+    parser.add_argument("--beam", type=int, nargs="+", default=[80])
+    parser.add_argument("--ratios", type=float, nargs="*", default=None)
+    parser.add_argument("--heldout", type=float, nargs="*", default=None)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    if args.heldout is not None:
+        heldout(args.eps, args.heldout, args.seeds)
+        return
+    if args.ratios is not None:
+        ratios(args.eps, args.ratios, args.seeds)
+        return
+    if args.data == "cities":
+        names, weights = bench.city_names()
+    else:
+        names, weights = bench.baby_names(None if args.data == "all" else args.data)
+    for eps in args.eps:
+        spec = PEM(epsilon=eps)
+        res: dict[str, list[float]] = {}
+        for seed in args.seeds:
+            values = bench.draw(names, weights, 10**6, seed=10 + seed)
+            truth = bench.truth_of(values, 12)
+            stats = spec.aggregate(spec.randomize(values, rng=seed))
+            t0 = time.perf_counter()
+            hh, mass, var = search(spec, stats, None, 4 * K)
+            t1 = time.perf_counter()
+            runs = {"bytes": hh}
+            tables = rules(mass, var)
+            uni = oracle(names, weights, 2000).any(0)
+            tables["oracle unigram top2000"] = np.broadcast_to(uni, mass.shape)
+            tables["oracle bigram top300"] = oracle(names, weights, 300)
+            for label, allowed in tables.items():
+                for beam in args.beam:
+                    ext = f"{label} b{beam}"
+                    runs[ext] = search(spec, stats, allowed, beam)[0]
+                    cnt = np.count_nonzero(allowed[1:], axis=1)
+                    print(
+                        f"  {ext}: mean successors {cnt[cnt > 0].mean():.1f} "
+                        f"(letters used {np.count_nonzero(allowed.any(0))})"
+                    )
+            for label, h in runs.items():
+                m = bench.metrics(list(h.items), list(h.frequencies), truth, 10**6, K)
+                res.setdefault(label, []).append(m["recall"])
+            print(f"eps {eps} seed {seed}: pass1 {t1 - t0:.1f} s", flush=True)
+        for label, r in res.items():
+            print(f"| {args.data} | {eps:g} | {label} | {np.mean(r):.3f} | {r} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
