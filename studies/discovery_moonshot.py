@@ -1,9 +1,39 @@
-"""Probe: a search whose extensions follow an alphabet learned from the reports themselves.
+"""The moonshot: what epsilon PEM() needs to match the paper's PEM, and a learned alphabet.
 
-Tuning data only (girls' baby names). Pass 1 is the shipped byte search; every tested open
-extension ``p + b`` adds its estimate to ``M[last symbol of p, b]`` (unbiased: the parents
-were chosen on the previous group's data, the children are estimated from this group's);
-pass 2 repeats the search extending each prefix only by the symbols the masses select.
+Run from the repository root::
+
+    PYTHONPATH=src python studies/discovery_moonshot.py --ratios 0.6 0.7 0.8 0.9 --eps 4 2
+    PYTHONPATH=src python studies/discovery_moonshot.py --heldout 0.6 0.8 1.0 --eps 4 8 2
+    PYTHONPATH=src python studies/discovery_moonshot.py --eps 2.4 --seeds 0 1 2
+
+10^6 users, max_length 12 bytes, top 20, recall@20 averaged over population draws (draw
+``s``: population seed ``10 + s``, randomization seed ``s``), as in
+``studies/discovery_default.py``.
+
+``--ratios``: held out (all baby names, city names): the paper's PEM
+(``PEM(keep=top_k, pool_ended=False)``) at eps against ``PEM()`` at every factor x eps.
+
+A learned alphabet (server side, the same reports): a byte-wise beam tests 256 extensions
+per survivor and keeps ~1/256 of them, so its cut sits near the 1 - 1/256 null quantile
+(~2.66 null s.e.); most bytes never occur. Pass 1 is the shipped byte search; every tested
+open extension ``p + b`` adds ``w_p f(p + b)`` to the evidence ``M[last symbol of p, b]``
+and ``(w_p sigma0)^2`` to its variance, ``w_p`` the parent's estimate clipped to [0, 1] (1
+for the empty prefix): the matched filter of children whose frequencies are shares of their
+parent's, unbiased since the parents were chosen on the previous group's reports. Pass 2
+repeats the search, extending each prefix past the first symbol only by the end symbol and
+the symbols whose evidence clears a threshold.
+
+``--eps E`` (tuning data, girls' names, or ``--data all|cities``): pass 1 (``bytes``)
+against pass 2 with the unigram rules (``uni z>2``: one z per symbol summed over every
+context; ``uni max z>2``: the larger of the first symbols' z and the later symbols'),
+bigram rules (``uni z>2 & bi z>t``: also the symbol's z after the prefix's last symbol),
+and two upper bounds that are not methods: the bytes of the true top 2000 strings
+(``oracle unigram``) and the true bigrams of the top 300 (``oracle bigram``).
+
+``--heldout``: the held-out moonshot with the bytes search and both unigram rules.
+
+The conclusion is recorded in docs/design/METHODS.md (open-vocabulary discovery, the
+moonshot).
 """
 
 from __future__ import annotations
@@ -107,30 +137,14 @@ def rules(mass: np.ndarray, var: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         zu = mass.sum(0) / np.sqrt(var.sum(0))
         zb = np.where(var > 0, mass / np.sqrt(var), 0.0)
+    a = mass.shape[1]
+    zmax = np.maximum(_z(mass[a], var[a]), _z(mass[:a].sum(0), var[:a].sum(0)))
     for t in (2.0,):
         out[f"uni z>{t:g}"] = np.broadcast_to(zu > t, mass.shape)
+        out[f"uni max z>{t:g}"] = np.broadcast_to(zmax > t, mass.shape)
     for t in (-1.0, 0.0, 1.0):
         out[f"uni z>2 & bi z>{t:g}"] = (zb > t) & (zu > 2.0)[None, :]
     return out
-
-
-def learned(spec: PEM, stats: Any, t: float, passes: int, beam: int = 4 * K) -> Any:
-    """Pass 1 on bytes; each further pass extends by the symbols whose mass clears ``t``.
-
-    A symbol's evidence accumulates over every pass (max z seen), so a later pass can only
-    add symbols its wider search found.
-    """
-    hh, mass, var = search(spec, stats, None, beam)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = mass.sum(0) / np.sqrt(var.sum(0))
-    best = np.nan_to_num(z, nan=-np.inf)
-    for _ in range(passes - 1):
-        allowed = np.broadcast_to(best > t, mass.shape)
-        hh, mass, var = search(spec, stats, allowed, beam)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.nan_to_num(mass.sum(0) / np.sqrt(var.sum(0)), nan=-np.inf)
-        best = np.maximum(best, z)
-    return hh
 
 
 def ratios(epsilons: list[float], factors: list[float], seeds: list[int]) -> None:
@@ -160,11 +174,23 @@ def ratios(epsilons: list[float], factors: list[float], seeds: list[int]) -> Non
                 )
 
 
-def two_pass(spec: PEM, stats: Any, t: float = 2.0) -> tuple[Any, Any, int]:
-    """Pass 1 on bytes (the shipped search), pass 2 on the symbols whose mass clears ``t``."""
-    hh, mass, var = search(spec, stats, None, 4 * K)
+def _z(mass: np.ndarray, var: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.nan_to_num(mass.sum(0) / np.sqrt(var.sum(0)), nan=-np.inf)
+        return np.nan_to_num(mass / np.sqrt(var), nan=-np.inf)
+
+
+def two_pass(spec: PEM, stats: Any, rule: str, t: float = 2.0) -> tuple[Any, Any, int]:
+    """Pass 1 on bytes (the shipped search), pass 2 on the symbols whose evidence clears ``t``.
+
+    ``rule="sum"``: one z per symbol over every context (the first symbols included);
+    ``"max"``: the larger of the first symbols' z and the later symbols' z.
+    """
+    hh, mass, var = search(spec, stats, None, 4 * K)
+    a = mass.shape[1]
+    if rule == "sum":
+        z = _z(mass.sum(0), var.sum(0))
+    else:
+        z = np.maximum(_z(mass[a], var[a]), _z(mass[:a].sum(0), var[:a].sum(0)))
     allowed = np.broadcast_to(z > t, mass.shape)
     return hh, search(spec, stats, allowed, 4 * K)[0], int(np.count_nonzero(z > t))
 
@@ -185,11 +211,13 @@ def heldout(epsilons: list[float], factors: list[float], seeds: list[int]) -> No
                 for r in factors:
                     spec = PEM(epsilon=r * eps)
                     stats = spec.aggregate(spec.randomize(values, rng=seed))
-                    b, lh, size = two_pass(spec, stats)
+                    b, lh, size = two_pass(spec, stats, "sum")
+                    lm = two_pass(spec, stats, "max")[1]
                     shipped = spec.estimate(stats)
                     assert b.items == shipped.items  # pass 1 is the shipped search
                     runs[f"PEM() bytes at {r:g} eps"] = b
-                    runs[f"learned at {r:g} eps"] = lh
+                    runs[f"learned (sum) at {r:g} eps"] = lh
+                    runs[f"learned (max) at {r:g} eps"] = lm
                     print(f"  {label} eps {eps:g} x{r:g} seed {seed}: {size} symbols", flush=True)
                 for row, hh in runs.items():
                     m = bench.metrics(list(hh.items), list(hh.frequencies), truth, 10**6, K)
