@@ -32,6 +32,16 @@ and two upper bounds that are not methods: the bytes of the true top 2000 string
 
 ``--heldout``: the held-out moonshot with the bytes search and both unigram rules.
 
+``--finals F.. --data girls|baby|city|heldout``: where the byte search's answer at low eps
+goes wrong. At eps 2.4 most of its top 20 are 12-byte noise paths (often not UTF-8) whose
+one-group estimates, the largest of ~20k tested, beat the real names' pooled ones. Rows:
+``plain`` (the shipped search); ``utf8``: the last level drops rows that are not UTF-8
+(the client cuts at whole characters, so no device holds them); ``+bonf``: a row that has
+not ended must clear the one-sided Bonferroni cut over the last level's open rows;
+``+max``: such a row is ranked by ``f - sigma0 Phi^-1(1 - 1/m)``; ``reserve+``: ended
+strings keep 2 top_k places of their own at every level instead of competing with the
+open prefixes for the beam.
+
 The conclusion is recorded in docs/design/METHODS.md (open-vocabulary discovery, the
 moonshot).
 """
@@ -58,10 +68,46 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 K = 20
+FINAL_RULES = ("plain", "utf8", "utf8+bonf", "utf8+max", "reserve+plain", "reserve+utf8")
+
+
+def _valid_utf8(row: np.ndarray) -> bool:
+    try:
+        bytes(row[row != 0].astype(np.uint8).tolist()).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def final_keep(f: np.ndarray, std0: np.ndarray, rows: np.ndarray, k: int, rule: str) -> np.ndarray:
+    """The last level's top ``k`` under ``rule`` ("plain", "utf8", "utf8+bonf", "utf8+max").
+
+    ``utf8``: a row that is not UTF-8 is no device's string (the client cuts at whole
+    characters). ``bonf``: a row that has not ended (one group's estimate, the largest of
+    ``m`` tested) must clear the one-sided Bonferroni cut at 0.05 / m; ``max``: it is ranked
+    by ``f - sigma0 * Phi^-1(1 - 1/m)`` (its expected selection bias).
+    """
+    from scipy import special
+
+    score = f.copy()
+    open_ = rows[:, -1] != 0
+    m = max(int(open_.sum()), 1)
+    if rule.endswith("bonf"):
+        score[open_ & (f < -special.ndtri(0.05 / m) * std0)] = -np.inf
+    elif rule.endswith("max"):
+        score[open_] -= -special.ndtri(1.0 / m) * std0[open_]
+    order = np.argsort(-score, kind="stable")
+    out: list[int] = []
+    for i in order.tolist():
+        if len(out) == k or not np.isfinite(score[i]):
+            break
+        if rule == "plain" or _valid_utf8(rows[i]):
+            out.append(i)
+    return np.array(out, dtype=np.int64)
 
 
 def search(
-    spec: PEM, stats: Any, allowed: np.ndarray | None, beam: int
+    spec: PEM, stats: Any, allowed: np.ndarray | None, beam: int, final_rule: str = "plain"
 ) -> tuple[Any, np.ndarray, np.ndarray]:
     """Beam search; ``allowed[ctx, b]``: may a prefix ending in ctx extend by b (ctx A: root)."""
     counts, n, a = stats.counts, stats.n, spec.symbols
@@ -111,7 +157,22 @@ def search(
         z_tested.append(z)
         per_level.append(int(child_keys.size))
         final = level == spec.groups - 1
-        keep = np.argsort(-f, kind="stable")[: spec.top_k if final else beam]
+        base = final_rule.removeprefix("reserve+")
+        if final and base != "plain":
+            rows = np.hstack([prefixes[parent], symbol[:, None].astype(np.uint16)])
+            keep = final_keep(f, std0, rows, spec.top_k, base)
+        elif not final and final_rule.startswith("reserve"):
+            # ended strings keep their own places: they cost one extension each, and open
+            # noise prefixes (the largest of many tested) would push them out of the beam
+            grow, done = np.flatnonzero(symbol != 0), np.flatnonzero(symbol == 0)
+            keep = np.concatenate(
+                [
+                    grow[np.argsort(-f[grow], kind="stable")[:beam]],
+                    done[np.argsort(-f[done], kind="stable")[: 2 * spec.top_k]],
+                ]
+            )
+        else:
+            keep = np.argsort(-f, kind="stable")[: spec.top_k if final else beam]
         prefixes = np.hstack([prefixes[parent[keep]], symbol[keep, None].astype(np.uint16)])
         keys = child_keys[keep]
         weight = np.clip(f[keep], 0.0, 1.0)
@@ -231,6 +292,42 @@ def heldout(epsilons: list[float], factors: list[float], seeds: list[int]) -> No
                 )
 
 
+def finals(epsilons: list[float], factors: list[float], seeds: list[int], data: str) -> None:
+    """Held out or tuning: the last level's ranking rules on the same Stats."""
+    sets = {
+        "baby names": bench.baby_names,
+        "city names": bench.city_names,
+        "girls (tuning)": lambda: bench.baby_names("F"),
+    }
+    chosen = [d for d in sets if d.startswith(data)] if data != "heldout" else list(sets)[:2]
+    print("| data | eps | rows | recall@20 (mean) | per draw | NCR (mean) |")
+    print("|---|---|---|---|---|---|")
+    for label in chosen:
+        names, weights = sets[label]()
+        for eps in epsilons:
+            results: dict[str, list[tuple[float, float]]] = {}
+            for seed in seeds:
+                values = bench.draw(names, weights, 10**6, seed=10 + seed)
+                truth = bench.truth_of(values, 12)
+                paper = PEM(epsilon=eps, keep=K, pool_ended=False).run(values, rng=seed)
+                runs = {"PEM (paper) at eps": paper}
+                for r in factors:
+                    spec = PEM(epsilon=r * eps)
+                    stats = spec.aggregate(spec.randomize(values, rng=seed))
+                    for rule in FINAL_RULES:
+                        runs[f"{rule} at {r:g} eps"] = search(spec, stats, None, 4 * K, rule)[0]
+                for row, hh in runs.items():
+                    m = bench.metrics(list(hh.items), list(hh.frequencies), truth, 10**6, K)
+                    results.setdefault(row, []).append((m["recall"], m["ncr"]))
+            for row, rr in results.items():
+                a = np.array(rr)
+                print(
+                    f"| {label} | {eps:g} | {row} | {a[:, 0].mean():.3f} | "
+                    f"{', '.join(f'{x:.2f}' for x in a[:, 0])} | {a[:, 1].mean():.3f} |",
+                    flush=True,
+                )
+
+
 def main() -> None:
     """Run pass 1 and the pass-2 variants; print recall@20 per row."""
     parser = argparse.ArgumentParser()
@@ -240,8 +337,12 @@ def main() -> None:
     parser.add_argument("--beam", type=int, nargs="+", default=[80])
     parser.add_argument("--ratios", type=float, nargs="*", default=None)
     parser.add_argument("--heldout", type=float, nargs="*", default=None)
+    parser.add_argument("--finals", type=float, nargs="*", default=None)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args.finals is not None:
+        finals(args.eps, args.finals, args.seeds, args.data)
+        return
     if args.heldout is not None:
         heldout(args.eps, args.heldout, args.seeds)
         return
