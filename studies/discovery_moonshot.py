@@ -107,7 +107,12 @@ def final_keep(f: np.ndarray, std0: np.ndarray, rows: np.ndarray, k: int, rule: 
 
 
 def search(
-    spec: PEM, stats: Any, allowed: np.ndarray | None, beam: int, final_rule: str = "plain"
+    spec: PEM,
+    stats: Any,
+    allowed: np.ndarray | None,
+    beam: int,
+    final_rule: str = "plain",
+    last: list[tuple[np.ndarray, ...]] | None = None,
 ) -> tuple[Any, np.ndarray, np.ndarray]:
     """Beam search; ``allowed[ctx, b]``: may a prefix ending in ctx extend by b (ctx A: root)."""
     counts, n, a = stats.counts, stats.n, spec.symbols
@@ -157,6 +162,9 @@ def search(
         z_tested.append(z)
         per_level.append(int(child_keys.size))
         final = level == spec.groups - 1
+        if final and last is not None:  # the last level's candidates, for a union of passes
+            rows = np.hstack([prefixes[parent], symbol[:, None].astype(np.uint16)])
+            last.append((rows, f, std, std0, z))
         base = final_rule.removeprefix("reserve+")
         if final and base != "plain":
             rows = np.hstack([prefixes[parent], symbol[:, None].astype(np.uint16)])
@@ -292,6 +300,26 @@ def heldout(epsilons: list[float], factors: list[float], seeds: list[int]) -> No
                 )
 
 
+def union_pass(spec: PEM, stats: Any, rule: str = "utf8+max") -> Any:
+    """Both passes (bytes, learned sum z > 2); the last level ranks their candidates together.
+
+    A string's estimate is the same function of the Stats in either pass (up to the
+    collision correction's tested set), so the union ranks on one scale; ``rule`` keeps
+    the noise rows of the byte pass's last level from taking the learned pass's names'
+    places.
+    """
+    last: list[tuple[np.ndarray, ...]] = []
+    _, mass, var = search(spec, stats, None, 4 * K, "reserve+" + rule, last)
+    z = _z(mass.sum(0), var.sum(0))
+    allowed = np.broadcast_to(z > 2.0, mass.shape)
+    search(spec, stats, allowed, 4 * K, "reserve+" + rule, last)
+    rows, f, std, std0, zz = (np.concatenate(parts) for parts in zip(*last, strict=True))
+    _, first = np.unique(rows, axis=0, return_index=True)
+    first = np.sort(first)
+    keep = first[final_keep(f[first], std0[first], rows[first], spec.top_k, rule)]
+    return _search.select(spec, rows[keep], f[keep], std[keep], zz[keep], zz, stats.n, ())
+
+
 def finals(epsilons: list[float], factors: list[float], seeds: list[int], data: str) -> None:
     """Held out or tuning: the last level's ranking rules on the same Stats."""
     sets = {
@@ -316,6 +344,7 @@ def finals(epsilons: list[float], factors: list[float], seeds: list[int], data: 
                     stats = spec.aggregate(spec.randomize(values, rng=seed))
                     for rule in FINAL_RULES:
                         runs[f"{rule} at {r:g} eps"] = search(spec, stats, None, 4 * K, rule)[0]
+                    runs[f"union at {r:g} eps"] = union_pass(spec, stats)
                 for row, hh in runs.items():
                     m = bench.metrics(list(hh.items), list(hh.frequencies), truth, 10**6, K)
                     results.setdefault(row, []).append((m["recall"], m["ncr"]))
