@@ -40,7 +40,8 @@ one-group estimates, the largest of ~20k tested, beat the real names' pooled one
 not ended must clear the one-sided Bonferroni cut over the last level's open rows;
 ``+max``: such a row is ranked by ``f - sigma0 Phi^-1(1 - 1/m)``; ``reserve+``: ended
 strings keep 2 top_k places of their own at every level instead of competing with the
-open prefixes for the beam.
+open prefixes for the beam. ``union``: both passes (bytes, learned) with ``reserve+utf8+max``,
+their last levels ranked together: what ``PEM.estimate(stats, extensions="learned")`` runs.
 
 The conclusion is recorded in docs/design/METHODS.md (open-vocabulary discovery, the
 moonshot).
