@@ -43,6 +43,8 @@ MAX_DEFAULT_RANGE = 4096
 #: Default width ``H g`` of a group's table: H = this // g hash functions, in [16, 256].
 TABLE_WIDTH = 1 << 14
 _CONTROLS = (None, "fwer", "fdr")
+#: PEM.estimate's extension rules: every symbol, or an alphabet learned from the reports.
+_EXTENSIONS = ("all", "learned")
 
 
 def _uint_dtype(high: int) -> Any:
@@ -299,6 +301,36 @@ class PEM(PrefixDiscovery):
 
     keep: int | None = None
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"keep": [Integer(1, 4096), None]}
+
+    def estimate(self, stats: Stats, *, extensions: str = "all") -> Any:
+        """Search the prefix tree on the server; a :class:`HeavyHitters` of the top items.
+
+        Parameters
+        ----------
+        stats : Stats
+            The aggregated reports.
+        extensions : {"all", "learned"}
+            ``"all"`` (default): every survivor is extended by every symbol.
+            ``"learned"``: a second search extends only by the symbols the first one found
+            evidence for, and the last level ranks both searches' candidates together,
+            without rows that are no device's string (not UTF-8) and with the selection
+            bias of the unended ones taken off (``ldpkit.discovery._learned``;
+            docs/design/METHODS.md, open-vocabulary discovery, the moonshot): a lower
+            pruning cut where the data use few of the 256 bytes. The same reports; a
+            server-side choice.
+
+        Returns
+        -------
+        HeavyHitters
+            The ``top_k`` strings (fewer under ``control``) with their frequencies.
+        """
+        if extensions not in _EXTENSIONS:
+            raise ValueError(f"extensions must be one of {_EXTENSIONS}, got {extensions!r}")
+        if extensions == "all":
+            return super().estimate(stats)
+        from ._learned import discover_learned
+
+        return discover_learned(self, self.check_stats(stats, nonempty=True))
 
     def _prune(self, f: np.ndarray, sigma0: np.ndarray, final: bool) -> np.ndarray:
         k = self.top_k if final else (self.keep or min(4 * self.top_k, 4096))
