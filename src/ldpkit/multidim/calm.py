@@ -225,7 +225,8 @@ class CALM(MultiAttributeMechanism):
     over its ``n_m`` reports, variance FO17 eq. 2 at ``n_m`` plus the sampling of the group
     ``f (1 - f) (n - n_m) / (n_m (n - 1))``. The consistent tables' error bars (way = 2) are
     the exact variance of the consistency map applied to the groups' cell covariances
-    (GRR's multinomial outputs, the groups' sampling; OLH's cells taken as uncorrelated);
+    (GRR's multinomial outputs, the groups' sampling; OLH's cells uncorrelated, which
+    holds with ``mix_items`` and not quite without: its cells' hashes correlate);
     for ell > 2 the plain variances are kept (larger) when ``ell = way``; when ``ell >
     way`` each table's variance is exact (by :meth:`projection_variance`, up to 2048
     collected cells in all; beyond, the plain ones). A requested marginal inside
@@ -535,8 +536,9 @@ class CALM(MultiAttributeMechanism):
 
         Its diagonal is the plain variance. Off the diagonal, GRR's group of n_m users gives
         ``-P_u P_v / (n_m (p-q)^2) + f_u f_v / n_m`` (multinomial outputs of fixed users)
-        and OLH's gives 0 (its support indicators are pairwise uncorrelated for every
-        user); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
+        and OLH's gives 0 (a user's support indicators of two cells are uncorrelated for
+        a 3-wise independent hash, which the mixed keys of ``mix_items`` approximate to
+        noise level; the plain index's hash leaves positive correlations); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
         (n_m (n - 1))``.
         """
         f = np.clip(table.table, 0.0, 1.0)
@@ -763,9 +765,11 @@ class FullDomain(MultiAttributeMechanism):
     the covariances are left out (their cost grows as cells x K log K; on spread-out
     data over large domains they are small: 6 flight attributes, 483,840 cells, measured
     MSE / variance 0.97-1.06 without them). With OLH the
-    error bars sum the cells' variances, exact for a fully random hash per user; ldpkit's
-    pairwise-independent hash family leaves correlations that make marginal intervals
-    too narrow on structured domains (METHODS.md). The variance of a marginal cell grows
+    error bars sum the cells' variances: exact when the cells' estimates are
+    uncorrelated, as they are (up to noise) with ``mix_items`` (the default); with
+    ``mix_items=False`` (the earlier wire format) the hash family's 3-wise dependence
+    correlates the summed cells, which are in arithmetic progression, and the intervals
+    of a marginal are too narrow (METHODS.md, "FullDomain"). The variance of a marginal cell grows
     with the number of summed cells: the reason CALM collects marginals instead (CCS
     2018, sec. 3).
 
@@ -837,7 +841,8 @@ class FullDomain(MultiAttributeMechanism):
             est.variance.reshape(self.domain_sizes),
             stats.n,
         )
-        if self.oracle == "olh":  # pairwise-uncorrelated cells: the summed variances
+        # OLH: the summed variances (uncorrelated cells with mix_items; too small without)
+        if self.oracle == "olh":
             return MarginalsEstimate((table,), stats.n, spec=self)
         freq = table.table
         scale = 1.0 / (stats.n * (2.0 * inner.p - 1.0))
