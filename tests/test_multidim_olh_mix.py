@@ -205,3 +205,17 @@ def test_marginal_coverage_and_its_power(spec: Mechanism) -> None:
     assert 0.92 <= plain <= 0.98
     assert narrow < 0.92  # 0.7x widths: ~0.83
     assert wide > 0.98  # 1.4x widths: ~0.994
+
+
+def test_poisoning_hashes_the_mixed_keys() -> None:
+    from ldpkit.poisoning import mga_reports, support_size_outliers
+
+    spec = OLH(epsilon=2.0, domain_size=64, mix_items=True)
+    targets = np.array([3, 17, 40])
+    for evasive in (False, True):
+        fake = mga_reports(spec, 200, targets, evasive=evasive, rng=0)
+        # every fake report supports every target under the spec's own (mixed) hash
+        support = spec.hash_items(fake.seeds[:, None], targets[None, :]) == fake.values[:, None]
+        assert support.all()
+    honest = spec.randomize(np.random.default_rng(1).integers(0, 64, 2000), rng=2)
+    assert support_size_outliers(spec, honest).mean() < 0.01
