@@ -56,7 +56,7 @@ from ._validation import (
 )
 from .frequency import _bits
 from .frequency.grr import GRR
-from .frequency.hashing import LocalHashing, local_hash
+from .frequency.hashing import LocalHashing
 from .frequency.unary import UnaryEncoding
 from .spec import Reports
 
@@ -323,7 +323,7 @@ def _crafted_hashing_fake(
         want = n_fake - seeds_out.shape[0]
         a = gen.integers(0, 1 << bits, size=want, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         seeds = _unmix64(a) - _GAMMA
-        hashed = local_hash(seeds[:, None], t[None, :], g)
+        hashed = spec.hash_items(seeds[:, None], t[None, :])
         same = np.all(hashed == hashed[:, :1], axis=1)
         seeds_out = np.concatenate([seeds_out, seeds[same]])
         y_out = np.concatenate([y_out, hashed[same, 0]])
@@ -343,7 +343,7 @@ def _hashing_fake(
     for start in range(0, n_fake, users):  # blocks of fake users, vectorized inside
         m = min(n_fake, start + users) - start
         seeds = gen.integers(0, _U64_MAX, size=(m * search,), dtype=np.uint64, endpoint=True)
-        hashed = np.sort(local_hash(seeds[:, None], t[None, :], g), axis=1)
+        hashed = np.sort(spec.hash_items(seeds[:, None], t[None, :]), axis=1)
         # longest run of equal hashed values in each sorted row = the seed's max load
         run = np.ones(m * search, dtype=np.int64)
         load, value = run.copy(), hashed[:, 0].astype(np.int64)
@@ -412,9 +412,7 @@ def support_size_outliers(spec: Any, reports: Reports, alpha: float = 1e-6) -> n
         items = max(1, _SEARCH_CHUNK // max(1, seeds.shape[0]))
         for start in range(0, d, items):  # blocks of items: memory n x block
             block = np.arange(start, min(d, start + items))
-            size += (local_hash(seeds[:, None], block[None, :], spec.range_size) == y[:, None]).sum(
-                axis=1
-            )
+            size += (spec.hash_items(seeds[:, None], block[None, :]) == y[:, None]).sum(axis=1)
     k = np.arange(d + 1)
     base = st.binom.pmf(k, d - 1, spec.q)
     pmf = (1 - spec.p) * base + spec.p * np.concatenate(([0.0], base[:-1]))
@@ -462,7 +460,7 @@ def itemset_outliers(spec: Any, reports: Reports, items: Any, alpha: float = 1e-
         support = (packed[:, t // 8] >> (7 - t % 8)) & 1
     else:
         seeds, y = spec._report_arrays(reports)
-        support = local_hash(seeds[:, None], t[None, :], spec.range_size) == y[:, None]
+        support = spec.hash_items(seeds[:, None], t[None, :]) == y[:, None]
     count = support.sum(axis=1)
     k = t.shape[0]
     x = np.arange(k + 2)

@@ -221,6 +221,8 @@ def _bodies() -> list[dict[str, Any]]:
         (HadamardResponse(epsilon=1.0, domain_size=6), 40),
         (HadamardResponse(epsilon=0.7, domain_size=300), 40),
         (HadamardResponse(epsilon=1e-6, domain_size=3), 20),
+        # appended (the cases above keep their draws): OLH hashing the items' mixed keys
+        (OLH(epsilon=2.0, domain_size=40, mix_items=True), 40),
     ):
         d = spec.domain_size
         values = rng.integers(0, d, n)
@@ -243,7 +245,7 @@ def _bodies() -> list[dict[str, Any]]:
                     ys.append(grr_sample(one, d, spec._weights(), coins)[0])  # type: ignore[arg-type]
                 elif isinstance(spec, OLH):
                     seed = np.array([coins.words.pop(0)], dtype=np.uint64)
-                    hashed = local_hash(seed, one, spec.range_size)
+                    hashed = spec.hash_items(seed, one)
                     seeds.append(seed[0])
                     ys.append(grr_sample(hashed, spec.range_size, spec._weights(), coins)[0])  # type: ignore[arg-type]
                 else:
@@ -1267,7 +1269,7 @@ def _oracle_user(oracle: Mechanism, item: int, coins: _ReplayCoins) -> dict[str,
         return {"values": int(grr_sample(one, oracle.domain_size, oracle._weights(), coins)[0])}  # type: ignore[arg-type]
     if isinstance(oracle, OLH):
         seed = np.array([coins.words.pop(0)], dtype=np.uint64)
-        hashed = local_hash(seed, one, oracle.range_size)
+        hashed = oracle.hash_items(seed, one)
         y = grr_sample(hashed, oracle.range_size, oracle._weights(), coins)  # type: ignore[arg-type]
         return {"seeds": int(seed[0]), "values": int(y[0])}
     assert isinstance(oracle, HadamardResponse)
@@ -1399,10 +1401,11 @@ def _multidim() -> dict[str, Any]:
         RSFD(epsilon=1.0, domain_sizes=(3, 5, 2), protocol="oue-z"),
         RSFD(epsilon=4.0, domain_sizes=(6, 9, 4, 2), protocol="oue-z"),
         CALM(epsilon=1.0, domain_sizes=(3, 5, 2), oracle="grr"),
-        CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5), ell=2),
-        CALM(epsilon=1.5, domain_sizes=(3, 4, 2), way=3),
+        # OLH hashing the plain cell index (the earlier wire format; mixed keys below)
+        CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5), ell=2, mix_items=False),
+        CALM(epsilon=1.5, domain_sizes=(3, 4, 2), way=3, mix_items=False),
         FullDomain(epsilon=1.0, domain_sizes=(3, 5)),
-        FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh"),
+        FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh", mix_items=False),
         HDG(epsilon=1.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0), g1=16, g2=4),
         TDG(epsilon=2.0, low=(0.0, 0.0), high=(24.0, 120.0), g2=8),
         UniformGrid(epsilon=1.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), g=4),
@@ -1433,7 +1436,10 @@ def _multidim() -> dict[str, Any]:
         Fourier(epsilon=0.5, domain_sizes=(300, 70)),
         Fourier(epsilon=3.0, domain_sizes=(4,) * 28),  # 56 bits: masks beyond 2^53
         # appended (the cases above keep their draws): CALM's chosen ell = 3 > way
-        CALM(epsilon=2.0, domain_sizes=(2, 2, 3, 2, 2)),
+        CALM(epsilon=2.0, domain_sizes=(2, 2, 3, 2, 2), mix_items=False),
+        # appended: OLH hashing the cells' mixed keys (the default with OLH)
+        CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5), ell=2),
+        FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh"),
     ]
     out = []
     for spec in specs:

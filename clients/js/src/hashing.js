@@ -20,6 +20,20 @@ export function hashParameters(seed) {
   return [mix64((s + GAMMA) & MASK64) | 1n, mix64((s + GAMMA2) & MASK64)];
 }
 
+/**
+ * The mixed key of an item in [0, 2^32): MurmurHash3's fmix32, a bijection of 32-bit words
+ * (hashing.mix_item_keys); what OLH hashes instead of the item when mix_items is true.
+ */
+export function mixItemKey(item) {
+  let h = item >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 /** h_seed(item) in [0, g): ((a*item + b mod 2^64) >> 32) * g >> 32. */
 export function localHash(seed, item, hashRange) {
   if (!Number.isInteger(item) || item < 0 || item >= 2 ** 32) {

@@ -6,7 +6,7 @@
 // thresholds come from correctly rounded constants (exact.js), so they equal Python's bit
 // for bit; the shared vectors (tests/vectors) check this and the reports of fixed words.
 
-import { localHash, optimalHashRange } from './hashing.js';
+import { localHash, mixItemKey, optimalHashRange } from './hashing.js';
 import { crExp, crLog1p, exactRatio } from './exact.js';
 import {
   DiscreteSquareWave,
@@ -182,9 +182,14 @@ export class OUE {
 
 /** Optimized local hashing (FO17 section 4.5): a fresh hash seed, then GRR over [g]. */
 export class OLH {
-  constructor({ epsilon, domain_size, hash_range = null }) {
+  constructor({ epsilon, domain_size, hash_range = null, mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size);
+    if (typeof mix_items !== 'boolean') {
+      throw new TypeError(`mix_items must be true or false, got ${JSON.stringify(mix_items)}`);
+    }
+    // hash the item's mixed key (a spec without mix_items: the item itself, as before)
+    this.mixItems = mix_items;
     this.g = hash_range == null ? optimalHashRange(this.epsilon) : hash_range;
     if (!Number.isInteger(this.g) || this.g < 2 || this.g > 2 ** 32) {
       throw new RangeError(`hash_range must be an integer in [2, ${2 ** 32}], got ${hash_range}`);
@@ -206,7 +211,8 @@ export class OLH {
       seeds.push(seed.toString()); // decimal string: exact past 2^53
       // the seed is public, the coin secret: independent words (crypto.getRandomValues)
       const u = uniformBelow(this.total, coins, this.limit);
-      data.push(grrFromUniform(localHash(seed, v, this.g), this.g, this.wKeep, this.wOther, u));
+      const key = this.mixItems ? mixItemKey(v) : v;
+      data.push(grrFromUniform(localHash(seed, key, this.g), this.g, this.wKeep, this.wOther, u));
     }
     return {
       seeds: { dtype: '<u8', shape: [seeds.length], data: seeds },

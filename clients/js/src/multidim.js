@@ -246,10 +246,12 @@ function groupedReports(groupName, groups, oracles, cells, valueDtype, coins) {
 /**
  * CALM (Zhang et al. CCS 2018): one collected `ell`-marginal per user (every `ell`-subset of
  * the attributes), her cell through GRR or OLH. The server's spec carries `ell` (Python
- * resolves its default, CALM's choice, at construction); without it, `ell = way`.
+ * resolves its default, CALM's choice, at construction); without it, `ell = way`. Likewise
+ * `mix_items` (OLH hashes the cells' mixed keys): Python's default with OLH, carried by the
+ * spec; without it, false (the cell index itself, the earlier wire format).
  */
 export class CALM {
-  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh', ell = null }) {
+  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh', ell = null, mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
     this.way = checkInteger(way, 'way', 1, this.sizes.length);
@@ -258,9 +260,11 @@ export class CALM {
       throw new RangeError(`oracle must be 'olh' or 'grr', got ${JSON.stringify(oracle)}`);
     }
     this.marginals = combinations(this.sizes.length, this.ell);
+    const mix = checkMix(mix_items, oracle === 'olh');
     const Cls = oracle === 'grr' ? GRR : OLH;
+    const extra = oracle === 'olh' ? { mix_items: mix } : {};
     this.oracles = this.marginals.map(
-      (attrs) => new Cls({ epsilon: this.epsilon, domain_size: attrs.reduce((p, a) => p * this.sizes[a], 1) }),
+      (attrs) => new Cls({ epsilon: this.epsilon, domain_size: attrs.reduce((p, a) => p * this.sizes[a], 1), ...extra }),
     );
     // calm.CALM._max_cells: OLH's hash range, or the largest marginal
     const most = oracle === 'olh' ? this.oracles[0].g : Math.max(...this.oracles.map((o) => o.domainSize));
@@ -275,14 +279,26 @@ export class CALM {
   }
 }
 
-/** FullDomain: the whole tuple as one cell of the product domain (Hadamard response or OLH). */
+/** The checked `mix_items` of CALM and FullDomain: a boolean, true only with OLH. */
+function checkMix(mix, olh) {
+  if (mix === null || mix === undefined) return false;
+  if (typeof mix !== 'boolean') throw new TypeError(`mix_items must be true or false, got ${JSON.stringify(mix)}`);
+  if (mix && !olh) throw new RangeError("mix_items must be false unless oracle is 'olh'");
+  return mix;
+}
+
+/**
+ * FullDomain: the whole tuple as one cell of the product domain (Hadamard response or OLH;
+ * with `mix_items`, OLH hashes the cells' mixed keys, as CALM).
+ */
 export class FullDomain {
-  constructor({ epsilon, domain_sizes, oracle = 'hr' }) {
+  constructor({ epsilon, domain_sizes, oracle = 'hr', mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
     const cells = this.sizes.reduce((p, k) => p * k, 1);
+    const mix = checkMix(mix_items, oracle === 'olh');
     if (oracle === 'hr') this.inner = new HadamardResponse({ epsilon: this.epsilon, domain_size: cells });
-    else if (oracle === 'olh') this.inner = new OLH({ epsilon: this.epsilon, domain_size: cells });
+    else if (oracle === 'olh') this.inner = new OLH({ epsilon: this.epsilon, domain_size: cells, mix_items: mix });
     else throw new RangeError(`oracle must be 'hr' or 'olh', got ${JSON.stringify(oracle)}`);
     this.all = this.sizes.map((_, j) => j);
   }

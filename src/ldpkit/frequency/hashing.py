@@ -39,6 +39,21 @@ What this affects:
   so its bias is ``(1 - f_v) delta g / (g - 1) <= 2 delta``: zero for ``g`` a power of two,
   below ``3e-17`` for ``g <= 1000`` and below ``2^-33 < 1.2e-10`` for every allowed ``g``.
 
+Mixed item keys (``OLH(mix_items=True)``)
+-----------------------------------------
+The family is pairwise independent but not 3-wise: for a user holding ``x``, the events
+``h(u) = h(x)`` and ``h(v) = h(x)`` correlate when ``u - x`` and ``v - x`` are in a small
+integer ratio, above all when ``u + v = 2 x`` (``a u + a v = 2 a x`` ties the three
+hashes; measured correlation of the two events 0.43 at g = 8). The estimates of a set of
+items that holds arithmetic progressions (a contiguous range, the cells of one marginal
+cell in a product domain) then have positively correlated errors, and a sum of them varies
+more than the sum of their variances. With ``mix_items=True`` an item ``v`` is hashed as
+``k = fmix32(v)``, MurmurHash3's 32-bit finalizer (Appleby; xor-shifts and odd multipliers,
+a bijection of 32-bit words), so every item keeps its own key below 2^32 (the pairwise
+guarantees above hold unchanged) while the keys of nearby items are scattered: the
+correlation of those events measured 0.005 at most (noise level, 400 000 seeds, 64 items),
+and the summed variances are the variance of a sum. Privacy is unchanged (any hash).
+
 Aggregation visits every (report, item) pair, ``O(n d)``; :mod:`._kernels_hashing` does it
 with a compiled kernel whose inner loop over items steps ``x`` by adding ``a``.
 """
@@ -53,7 +68,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._constraints import Alternatives, Size
+from .._constraints import Alternatives, Boolean, Size
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from .._validation import check_epsilon, check_integer, check_real
@@ -97,6 +112,32 @@ def _mix64(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+_M32 = np.uint64(0xFFFFFFFF)
+_FMIX1 = np.uint64(0x85EBCA6B)
+_FMIX2 = np.uint64(0xC2B2AE35)
+
+
+def mix_item_keys(items: Any) -> np.ndarray:
+    """Return the mixed keys of items in ``[0, 2^32)``: MurmurHash3's ``fmix32``, as uint64.
+
+    A bijection of 32-bit words (xor-shifts and multiplications by odd constants modulo
+    2^32), so distinct items keep distinct keys below 2^32; what ``OLH(mix_items=True)``
+    hashes instead of the item (module docstring, "Mixed item keys").
+
+    Examples
+    --------
+    >>> mix_item_keys(np.arange(4)).tolist()
+    [0, 1364076727, 821347078, 2247144487]
+    """
+    h = np.asarray(items).astype(np.uint64) & _M32
+    h ^= h >> np.uint64(16)
+    h = (h * _FMIX1) & _M32
+    h ^= h >> np.uint64(13)
+    h = (h * _FMIX2) & _M32
+    h ^= h >> np.uint64(16)
+    return h
+
+
 def _check_seeds(seeds: Any, name: str = "seeds") -> np.ndarray:
     arr = np.asarray(seeds)
     if arr.dtype != np.uint64:
@@ -122,7 +163,7 @@ def hash_parameters(seeds: Any) -> tuple[np.ndarray, np.ndarray]:
     return a.reshape(shape), b.reshape(shape)
 
 
-def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
+def local_hash(seeds: Any, items: Any, hash_range: int, *, mix_items: bool = False) -> np.ndarray:
     """Hash ``items`` into ``[hash_range]`` with the functions named by ``seeds``.
 
     ``seeds`` and ``items`` broadcast against each other (e.g. ``seeds[:, None]`` and
@@ -135,6 +176,8 @@ def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
         Items in ``[0, 2^32)``.
     hash_range : int
         g, in ``[2, 2^32]``.
+    mix_items : bool
+        Hash each item's mixed key (:func:`mix_item_keys`) instead of the item itself.
 
     Returns
     -------
@@ -157,13 +200,22 @@ def local_hash(seeds: Any, items: Any, hash_range: int) -> np.ndarray:
     shape = np.broadcast_shapes(s.shape, v.shape)
     a, b = hash_parameters(np.atleast_1d(s))
     # 1-d arrays throughout: numpy scalar arithmetic would warn on the intended wrap-around
-    x = a * np.atleast_1d(v).astype(np.uint64) + b
+    keys = np.atleast_1d(v).astype(np.uint64)
+    if mix_items:
+        keys = mix_item_keys(keys)
+    x = a * keys + b
     h = ((x >> np.uint64(32)) * np.uint64(g)) >> np.uint64(32)
     return h.astype(np.int64).reshape(shape)
 
 
 def _support_counts_numpy(
-    seeds: np.ndarray, values: np.ndarray, g: int, d: int, *, block_elements: int = 1 << 16
+    seeds: np.ndarray,
+    values: np.ndarray,
+    g: int,
+    d: int,
+    *,
+    block_elements: int = 1 << 16,
+    mix_items: bool = False,
 ) -> np.ndarray:
     """Return the reference support counts in plain numpy: hash blocks of reports against all items.
 
@@ -177,6 +229,8 @@ def _support_counts_numpy(
         return counts
     a, b = hash_parameters(seeds)
     items = np.arange(d, dtype=np.uint64)
+    if mix_items:
+        items = mix_item_keys(items)
     y = values.astype(np.uint64)
     rows = max(1, block_elements // d)
     for start in range(0, n, rows):  # a loop over blocks of reports, not over users
@@ -200,6 +254,14 @@ def _support_kernel() -> Any:
     from ._kernels_hashing import support_counts_kernel
 
     return support_counts_kernel
+
+
+@functools.cache
+def _keyed_support_kernel() -> Any:
+    """Return the compiled support-count kernel over given item keys, imported on first use."""
+    from ._kernels_hashing import keyed_support_counts_kernel
+
+    return keyed_support_counts_kernel
 
 
 def optimal_hash_range(epsilon: float) -> int:
@@ -330,9 +392,14 @@ class LocalHashing(PureFrequencyOracle):
         """``q* = 1/g``: P[v in Support(y)] for a user holding another item (FO17 4.5)."""
         return 1.0 / self.range_size
 
+    @property
+    def _mixes_items(self) -> bool:
+        """Whether items are hashed by their mixed keys (:attr:`OLH.mix_items`)."""
+        return bool(getattr(self, "mix_items", False))
+
     def hash_items(self, seeds: Any, items: Any) -> np.ndarray:
         """``h_seed(item)`` in ``[0, g)`` (broadcasting; see :func:`local_hash`)."""
-        return local_hash(seeds, items, self.range_size)
+        return local_hash(seeds, items, self.range_size, mix_items=self._mixes_items)
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Draw a hash function per user, hash her item, perturb it with GRR over ``[g]``.
@@ -345,7 +412,7 @@ class LocalHashing(PureFrequencyOracle):
         v = self.check_values(values)
         seed_stream, coin_stream = independent_streams(as_generator(rng), 2)
         seeds = seed_stream.integers(0, _U64_MAX, size=v.shape[0], dtype=np.uint64, endpoint=True)
-        hashed = local_hash(seeds, v, self.range_size)
+        hashed = self.hash_items(seeds, v)
         y = grr_sample(hashed, self.range_size, self._weights(), coin_stream)
         return Reports(self, seeds=seeds, values=y.astype(index_dtype(self.range_size)))
 
@@ -366,6 +433,9 @@ class LocalHashing(PureFrequencyOracle):
             from .. import _parallel
 
             n_blocks = max(1, min(_parallel.workers(), work))
+        if self._mixes_items:
+            keys = mix_item_keys(np.arange(self.domain_size, dtype=np.uint64))
+            return _keyed_support_kernel()(seeds, y, self.range_size, keys, n_blocks)
         return _support_kernel()(seeds, y, self.range_size, self.domain_size, n_blocks)
 
     def _aggregate_decoded(self, arrays: dict[str, np.ndarray]) -> Stats:
@@ -409,7 +479,7 @@ class LocalHashing(PureFrequencyOracle):
                 f"matrix, got {d} * {g}"
             )
         seed = check_integer(seed, "seed", low=0, high=int(_U64_MAX))
-        hashed = local_hash(np.array([seed], dtype=np.uint64), np.arange(d), g)
+        hashed = self.hash_items(np.array([seed], dtype=np.uint64), np.arange(d))
         matrix = np.full((d, g), self.other_probability)
         matrix[np.arange(d), hashed] = self.p
         return matrix
@@ -486,6 +556,13 @@ class OLH(LocalHashing):
         g, in ``[2, 2^32]``. None (default) picks the variance-optimal
         ``round(e^eps) + 1`` (:func:`optimal_hash_range`); the spec keeps None, so
         ``replace(epsilon=...)`` re-optimizes. :attr:`range_size` is the g in use.
+    mix_items : bool
+        Hash a fixed bijective mix of each item (MurmurHash3's ``fmix32``) instead of the
+        item (module docstring, "Mixed item keys"): the estimates of different items are
+        then uncorrelated up to noise, so a sum of them (a range, a marginal of a product
+        domain) has the summed variances. False (default): the item itself, the wire
+        format of the earlier releases; ``params()`` omits it then, so the fingerprint of
+        such a spec is unchanged.
 
     Notes
     -----
@@ -514,9 +591,22 @@ class OLH(LocalHashing):
     """
 
     hash_range: int | None = None
+    mix_items: bool = False
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
-        "hash_range": [Size(2, MAX_HASH_RANGE), None]
+        "hash_range": [Size(2, MAX_HASH_RANGE), None],
+        "mix_items": [Boolean()],
     }
+
+    def params(self) -> dict[str, Any]:
+        """Return the spec's fields as a plain dict (without ``mix_items`` when False).
+
+        A spec hashing the items themselves keeps the wire identity (fingerprint) it had
+        before ``mix_items`` existed; a missing ``mix_items`` is False when loading.
+        """
+        out = super().params()
+        if not out["mix_items"]:
+            del out["mix_items"]
+        return out
 
     @property
     def range_size(self) -> int:

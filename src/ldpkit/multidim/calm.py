@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from .._constraints import Alternatives, Integer, Options, Ref
+from .._constraints import Alternatives, Boolean, Integer, Options, Ref
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer
@@ -74,10 +74,28 @@ def _cells(sizes: tuple[int, ...], attributes: tuple[int, ...]) -> int:
     return int(math.prod(sizes[a] for a in attributes))
 
 
-def _oracle(kind: str, epsilon: float, cells: int) -> GRR | OLH:
+def _oracle(kind: str, epsilon: float, cells: int, mix_items: bool = False) -> GRR | OLH:
     if kind == "grr":
         return GRR(epsilon=epsilon, domain_size=cells)
-    return OLH(epsilon=epsilon, domain_size=cells)
+    return OLH(epsilon=epsilon, domain_size=cells, mix_items=mix_items)
+
+
+def _resolve_mix_items(spec: Any, olh: bool) -> None:
+    """Resolve ``mix_items`` (None: True with OLH) and refuse it with another oracle."""
+    if spec.mix_items is None:
+        spec._set("mix_items", olh)
+    elif spec.mix_items and not olh:
+        raise ValueError(
+            f"mix_items must be False or None unless oracle is 'olh', got True with "
+            f"oracle={spec.oracle!r}"
+        )
+
+
+def _params_without_mix(out: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``mix_items`` when False: the wire identity of the specs before it existed."""
+    if not out.get("mix_items"):
+        out.pop("mix_items", None)
+    return out
 
 
 def _feasible_ell(sizes: tuple[int, ...], ell: int) -> bool:
@@ -189,6 +207,14 @@ class CALM(MultiAttributeMechanism):
         CALM sec. 4.3 does, by least expected error (:meth:`expected_errors`; the spec
         then holds the chosen integer, so that clients and collectors see it); an
         integer forces it. Every ``ell``-subset of the attributes is collected.
+    mix_items : bool or None
+        With OLH, hash a fixed bijective mix of each cell index instead of the index
+        (:class:`~ldpkit.frequency.hashing.OLH`, ``mix_items``): the cells' estimates are
+        then uncorrelated, as the error bars assume. None (the default) is True with OLH
+        and False with GRR (resolved at construction); False is the earlier wire format
+        (cells of one marginal in arithmetic progression correlate through the hash),
+        kept so that collections made with it still load: ``params()`` omits a False
+        ``mix_items``, and a missing one loads as False.
 
     Notes
     -----
@@ -199,7 +225,8 @@ class CALM(MultiAttributeMechanism):
     over its ``n_m`` reports, variance FO17 eq. 2 at ``n_m`` plus the sampling of the group
     ``f (1 - f) (n - n_m) / (n_m (n - 1))``. The consistent tables' error bars (way = 2) are
     the exact variance of the consistency map applied to the groups' cell covariances
-    (GRR's multinomial outputs, the groups' sampling; OLH's cells taken as uncorrelated);
+    (GRR's multinomial outputs, the groups' sampling; OLH's cells uncorrelated, which
+    holds with ``mix_items`` and not quite without: its cells' hashes correlate);
     for ell > 2 the plain variances are kept (larger) when ``ell = way``; when ``ell >
     way`` each table's variance is exact (by :meth:`projection_variance`, up to 2048
     collected cells in all; beyond, the plain ones). A requested marginal inside
@@ -225,12 +252,14 @@ class CALM(MultiAttributeMechanism):
     way: int = 2
     oracle: Literal["olh", "grr"] = "olh"
     ell: int | None = None
+    mix_items: bool | None = None
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
         "way": [Integer(2, Ref("attributes"))],
         "oracle": [Options("olh", "grr")],
         "ell": [None, Integer(Ref("way"), Ref("attributes"))],
+        "mix_items": [None, Boolean()],
     }
 
     def _validate(self) -> None:
@@ -240,6 +269,7 @@ class CALM(MultiAttributeMechanism):
                 f"way must give at most {MAX_MARGINALS} marginals, got "
                 f"C({self.attributes}, {self.way})"
             )
+        _resolve_mix_items(self, self.oracle == "olh")
         if self.ell is None:
             self._set("ell", _choose_ell(self.domain_sizes, self.way, self.epsilon, self.oracle))
         elif math.comb(self.attributes, self.ell) > MAX_MARGINALS:
@@ -263,15 +293,17 @@ class CALM(MultiAttributeMechanism):
         out = super().params()
         if out["ell"] == out["way"]:
             del out["ell"]
-        return out
+        return _params_without_mix(out)
 
     @classmethod
     def _from_params(cls, params: dict[str, Any]) -> CALM:
         """Build from a params dict: a missing ``ell`` is ``way`` (see :meth:`params`).
 
-        An explicit ``"ell": null`` chooses it, as ``CALM(...)`` does in Python.
+        An explicit ``"ell": null`` chooses it, as ``CALM(...)`` does in Python; a missing
+        ``mix_items`` is False (the cell indices hashed as they are).
         """
         params.setdefault("ell", params.get("way", 2))
+        params.setdefault("mix_items", False)
         return cls(**params)
 
     @property
@@ -297,7 +329,8 @@ class CALM(MultiAttributeMechanism):
 
     def marginal_oracle(self, m: int) -> GRR | OLH:
         """Return the oracle of marginal m (over its cells)."""
-        return _oracle(self.oracle, self.epsilon, _cells(self.domain_sizes, self.marginal_sets[m]))
+        cells = _cells(self.domain_sizes, self.marginal_sets[m])
+        return _oracle(self.oracle, self.epsilon, cells, bool(self.mix_items))
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Draw one marginal per user and send its cell through the oracle."""
@@ -503,8 +536,9 @@ class CALM(MultiAttributeMechanism):
 
         Its diagonal is the plain variance. Off the diagonal, GRR's group of n_m users gives
         ``-P_u P_v / (n_m (p-q)^2) + f_u f_v / n_m`` (multinomial outputs of fixed users)
-        and OLH's gives 0 (its support indicators are pairwise uncorrelated for every
-        user); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
+        and OLH's gives 0 (a user's support indicators of two cells are uncorrelated for
+        a 3-wise independent hash, which the mixed keys of ``mix_items`` approximate to
+        noise level; the plain index's hash leaves positive correlations); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
         (n_m (n - 1))``.
         """
         f = np.clip(table.table, 0.0, 1.0)
@@ -712,6 +746,12 @@ class FullDomain(MultiAttributeMechanism):
     oracle : {"hr", "olh"}
         Hadamard response (aggregation by one fast Walsh-Hadamard transform, the default) or
         OLH (aggregation costs n x product, for small products).
+    mix_items : bool or None
+        With OLH, hash a fixed bijective mix of each product cell's index (as
+        :class:`CALM`'s ``mix_items``): a marginal cell sums product cells in arithmetic
+        progression, whose estimates the plain index's hash correlates. None (default):
+        True with OLH, False with Hadamard response; False is the earlier wire format
+        (omitted from ``params()``, and a missing one loads as False).
 
     Notes
     -----
@@ -725,9 +765,11 @@ class FullDomain(MultiAttributeMechanism):
     the covariances are left out (their cost grows as cells x K log K; on spread-out
     data over large domains they are small: 6 flight attributes, 483,840 cells, measured
     MSE / variance 0.97-1.06 without them). With OLH the
-    error bars sum the cells' variances, exact for a fully random hash per user; ldpkit's
-    pairwise-independent hash family leaves correlations that make marginal intervals
-    too narrow on structured domains (METHODS.md). The variance of a marginal cell grows
+    error bars sum the cells' variances: exact when the cells' estimates are
+    uncorrelated, as they are (up to noise) with ``mix_items`` (the default); with
+    ``mix_items=False`` (the earlier wire format) the hash family's 3-wise dependence
+    correlates the summed cells, which are in arithmetic progression, and the intervals
+    of a marginal are too narrow (METHODS.md, "FullDomain"). The variance of a marginal cell grows
     with the number of summed cells: the reason CALM collects marginals instead (CCS
     2018, sec. 3).
 
@@ -740,24 +782,39 @@ class FullDomain(MultiAttributeMechanism):
     """
 
     oracle: Literal["hr", "olh"] = "hr"
+    mix_items: bool | None = None
 
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
-    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"oracle": [Options("hr", "olh")]}
+    _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
+        "oracle": [Options("hr", "olh")],
+        "mix_items": [None, Boolean()],
+    }
 
     def _validate(self) -> None:
         super()._validate()
+        _resolve_mix_items(self, self.oracle == "olh")
         cells = math.prod(self.domain_sizes)
         if cells > MAX_CELLS:
             raise ValueError(
                 f"domain_sizes must have a product of at most {MAX_CELLS}, got {cells}"
             )
 
+    def params(self) -> dict[str, Any]:
+        """Return the spec's fields as a plain dict (without ``mix_items`` when False)."""
+        return _params_without_mix(super().params())
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any]) -> FullDomain:
+        """Build from a params dict: a missing ``mix_items`` is False (see :meth:`params`)."""
+        params.setdefault("mix_items", False)
+        return cls(**params)
+
     def inner(self) -> HadamardResponse | OLH:
         """Return the oracle over the product domain."""
         cells = int(math.prod(self.domain_sizes))
         if self.oracle == "hr":
             return HadamardResponse(epsilon=self.epsilon, domain_size=cells)
-        return OLH(epsilon=self.epsilon, domain_size=cells)
+        return OLH(epsilon=self.epsilon, domain_size=cells, mix_items=bool(self.mix_items))
 
     def randomize(self, values: Any, *, rng: RNGLike = None) -> Reports:
         """Randomize each tuple as one cell of the product domain."""
@@ -784,7 +841,8 @@ class FullDomain(MultiAttributeMechanism):
             est.variance.reshape(self.domain_sizes),
             stats.n,
         )
-        if self.oracle == "olh":  # pairwise-uncorrelated cells: the summed variances
+        # OLH: the summed variances (uncorrelated cells with mix_items; too small without)
+        if self.oracle == "olh":
             return MarginalsEstimate((table,), stats.n, spec=self)
         freq = table.table
         scale = 1.0 / (stats.n * (2.0 * inner.p - 1.0))
