@@ -148,3 +148,43 @@ def test_unicode_arrays_give_the_reports_of_the_list_of_str(name):
     want = spec.randomize(values.tolist(), rng=11).arrays
     assert got.keys() == want.keys()
     assert all(np.array_equal(got[k], want[k]) for k in got)
+
+
+def test_compiled_string_grouping_is_the_dicts(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency._items import distinct_in_order, distinct_strings
+
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    items = [s.replace("\x00", "") for s in _unicode_strings(6000, 9)]
+    items += ["x" * 100, "x" * 99, "x" * 100 + "y", "", "abcdefgh", "abcdefg"]
+    grouped = distinct_strings(items)
+    assert grouped is not None
+    uniques, inverse = grouped
+    want_uniques, want_inverse = distinct_in_order(items)
+    assert uniques == want_uniques  # the same groups, in the same first-seen order
+    assert np.array_equal(inverse, want_inverse)
+    assert np.array_equal(item_keys(items), keys_of(want_uniques)[want_inverse])
+    # what the compiled pass does not take goes to the general path, which names it
+    for bad in ("a\x00b", 3, b"a", "bad\ud800"):
+        assert distinct_strings([*items, bad]) is None
+    with pytest.raises(TypeError, match="values must be strings or integers"):
+        item_keys([*items, 2.5])
+    with pytest.raises(ValueError, match="values must be strings encodable as UTF-8"):
+        item_keys([*items, "bad\ud800"])
+    assert item_keys([*items, "a\x00b"])[-1] == item_key("a\x00b")
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    assert distinct_strings(items) is None
+
+
+def test_compiled_string_segments_are_found_and_grouped_by_their_bytes():
+    pytest.importorskip("numba")
+    from ldpkit.frequency._kernels_rows import distinct_segments_compiled
+
+    # equal lengths, other bytes; an empty segment; segments across word boundaries
+    text = "ab\x00ba\x00ab\x00\x00ba\x00abcdefghij\x00abcdefghik\x00abcdefghij"
+    buf = np.frombuffer(text.encode(), dtype=np.uint8)
+    first, inverse = distinct_segments_compiled(buf, 8)
+    assert first.tolist() == [0, 1, 3, 5, 6]
+    assert inverse.tolist() == [0, 1, 0, 2, 1, 3, 4, 3]
+    assert distinct_segments_compiled(buf, 7) is None  # a string held a NUL

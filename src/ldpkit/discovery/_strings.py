@@ -28,6 +28,7 @@ from .._validation import _show, check_not_masked
 from ..frequency._items import (
     distinct_in_order,
     distinct_rows,
+    distinct_strings,
     exposed_text_array,
     unicode_codes,
 )
@@ -150,6 +151,9 @@ def encode_distinct(
         least ``_DISTINCT_MIN`` users holding each string twice on average (elsewhere
         grouping would not pay).
     """
+    if type(values) is list and (grouped := distinct_strings(values)) is not None:
+        if len(grouped[0]) * 2 <= len(values):  # a list of str: grouped by a compiled pass
+            return encode_strings(grouped[0], max_length, alphabet), grouped[1]
     items = _as_list(values)
     if len(items) < _DISTINCT_MIN:
         return encode_strings(items, max_length, alphabet), None

@@ -151,6 +151,9 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
     """
     if domain_size is not None:
         return _integer_keys(check_categorical_values(values, domain_size, name))
+    if type(values) is list and (grouped := distinct_strings(values)) is not None:
+        uniques, inverse = grouped  # every item a str: no other check applies
+        return keys_of(uniques)[inverse]
     check_not_masked(values, name)
     if isinstance(values, np.ndarray):
         arr = values
@@ -206,8 +209,41 @@ def distinct_in_order(items: list[Any]) -> tuple[list[Any], np.ndarray]:
     return list(position), codes
 
 
+def distinct_strings(items: list[Any]) -> tuple[list[Any], np.ndarray] | None:
+    """Return :func:`distinct_in_order` of a large list of ``str``, compiled, or None.
+
+    The strings are joined with NUL separators and UTF-8 encoded in two C calls (``join``
+    refuses any item that is not a ``str``), then one compiled pass groups the segments by
+    their bytes (:func:`._kernels_rows.distinct_segments_compiled`, ~3x faster than a
+    dict and ``itemgetter`` at 10^6 users: no Python object is touched per user). Equal
+    strings are equal bytes, so the groups, their first-seen order and the indices are
+    :func:`distinct_in_order`'s. None (the caller takes its general path, which names what
+    is wrong) below ``COMPILED_MIN_STRINGS`` users or without numba, when an item is not a
+    ``str``, a string is not valid UTF-8 or holds a NUL itself.
+    """
+    n = len(items)
+    if n < _ROWS_MIN or not _parallel.use_compiled(n, COMPILED_MIN_STRINGS):
+        return None
+    try:
+        raw = "\x00".join(items).encode("utf-8")
+    except (TypeError, UnicodeEncodeError):
+        return None
+    from ._kernels_rows import distinct_segments_compiled  # numba: loaded on first use
+
+    grouped = distinct_segments_compiled(np.frombuffer(raw, dtype=np.uint8), n)
+    if grouped is None:
+        return None
+    first, inverse = grouped
+    index = first.tolist()
+    uniques = list(operator.itemgetter(*index)(items)) if len(index) > 1 else [items[index[0]]]
+    return uniques, inverse.astype(np.int64, copy=False)
+
+
 #: Fewer users than this take the dict path (the sort's fixed costs dominate below).
 _ROWS_MIN = 1024
+#: Lists of at least this many strings are grouped by the compiled pass when numba is
+#: installed (below, loading numba would cost more than it saves).
+COMPILED_MIN_STRINGS = 1 << 16
 #: Rows of at least this many 64-bit words in all are grouped by the compiled one-pass
 #: table when numba is installed (below, loading numba would cost more than it saves).
 COMPILED_MIN_WORDS = 1 << 18

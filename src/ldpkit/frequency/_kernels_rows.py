@@ -14,14 +14,22 @@ first appearance.
 
 The grouping is the same set partition as the numpy version's, so the item keys, and hence
 the reports, do not depend on which one ran (~5x faster at 10^6 users).
+
+:func:`distinct_segments_compiled` groups a list of ``str`` the same way without a Python
+object per user: the strings joined by NUL bytes and UTF-8 encoded at once, each segment's
+bytes read as little-endian words (the last one zero-filled past its end), fingerprinted,
+and compared whole with its group's first segment. Groups are numbered in order of first
+appearance, as a dict of the strings numbers them.
 """
 
 from __future__ import annotations
 
+import sys
+
 import numba as nb
 import numpy as np
 
-__all__ = ["distinct_rows_compiled"]
+__all__ = ["distinct_rows_compiled", "distinct_segments_compiled"]
 
 _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
 _MUL2 = np.uint64(0x94D049BB133111EB)
@@ -93,3 +101,107 @@ def distinct_rows_compiled(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if rows.ndim != 2 or rows.shape[1] == 0:
         raise ValueError(f"words must be a 2-D array with at least one column, got {rows.shape}")
     return _distinct(rows)  # type: ignore[no-any-return]
+
+
+@nb.njit(cache=True, inline="always")
+def _segment_word(words: np.ndarray, start: int, k: int, end: int) -> np.uint64:  # pragma: no cover
+    """Bytes ``start + 8k ..`` of a segment ending at ``end`` as a little-endian word.
+
+    Bytes at or past ``end`` read as 0 (``words`` is the buffer padded by a zero word).
+    """
+    p = start + 8 * k
+    q = p >> 3
+    o = np.uint64(8 * (p & 7))
+    w = words[q] if o == 0 else (words[q] >> o) | (words[q + 1] << (np.uint64(64) - o))
+    left = end - p
+    if left < 8:
+        w &= (np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)
+    return w
+
+
+@nb.njit(cache=True, inline="always")
+def _segment_print(words: np.ndarray, start: int, end: int) -> np.uint64:  # pragma: no cover
+    h = np.uint64(end - start)
+    for k in range((end - start + 7) >> 3):
+        h = (h ^ (h >> np.uint64(29))) * _FOLD + _segment_word(words, start, k, end)
+    h = (h ^ (h >> np.uint64(30))) * _MUL1
+    h = (h ^ (h >> np.uint64(27))) * _MUL2
+    return h ^ (h >> np.uint64(31))
+
+
+@nb.njit(cache=True)
+def _distinct_segments(
+    words: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    n = starts.shape[0]
+    inverse = np.empty(n, dtype=np.intp)
+    first = np.empty(max(n, 1), dtype=np.intp)
+    bits = 10
+    mask = (1 << bits) - 1
+    prints = np.zeros(mask + 1, dtype=np.uint64)
+    ids = np.zeros(mask + 1, dtype=np.intp)  # group + 1 (0: a free slot)
+    groups = 0
+    for i in range(n):
+        a = starts[i]
+        b = ends[i]
+        h = _segment_print(words, a, b)
+        s = np.intp(h >> np.uint64(64 - bits))
+        while True:
+            g = ids[s] - 1
+            if g < 0:  # a new group, in the first free slot of its probe sequence
+                ids[s] = groups + 1
+                prints[s] = h
+                first[groups] = i
+                inverse[i] = groups
+                groups += 1
+                break
+            if prints[s] == h:
+                r = first[g]
+                same = ends[r] - starts[r] == b - a
+                if same:  # whole bytes: the grouping never trusts the fingerprint
+                    for k in range((b - a + 7) >> 3):
+                        if _segment_word(words, starts[r], k, ends[r]) != _segment_word(
+                            words, a, k, b
+                        ):
+                            same = False
+                            break
+                if same:
+                    inverse[i] = g
+                    break
+            s = (s + 1) & mask
+        if 2 * groups > mask + 1:  # half full: rebuild at twice the size
+            bits += 1
+            mask = (1 << bits) - 1
+            prints = np.zeros(mask + 1, dtype=np.uint64)
+            ids = np.zeros(mask + 1, dtype=np.intp)
+            for g in range(groups):
+                r = first[g]
+                h = _segment_print(words, starts[r], ends[r])
+                u = np.intp(h >> np.uint64(64 - bits))
+                while ids[u] != 0:
+                    u = (u + 1) & mask
+                ids[u] = g + 1
+                prints[u] = h
+    return first[:groups].copy(), inverse
+
+
+def distinct_segments_compiled(buf: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Group ``n`` strings joined by NUL bytes (``buf``: uint8, their UTF-8 bytes).
+
+    Returns ``(first, inverse)`` as :func:`distinct_rows_compiled` does (groups numbered in
+    order of first appearance, equal exactly when the bytes are), or None when ``buf``
+    does not hold exactly ``n`` segments (a string held a NUL itself) or the machine is
+    not little-endian (the words are read as little-endian byte runs).
+    """
+    seps = np.flatnonzero(buf == 0)
+    if seps.size != n - 1 or n < 1 or sys.byteorder != "little":
+        return None
+    starts = np.empty(n, dtype=np.intp)
+    starts[0] = 0
+    starts[1:] = seps + 1
+    ends = np.empty(n, dtype=np.intp)
+    ends[:-1] = seps
+    ends[-1] = buf.size
+    padded = np.zeros(buf.size // 8 + 2, dtype=np.uint64)  # a zero word past the end
+    padded.view(np.uint8)[: buf.size] = buf
+    return _distinct_segments(padded, starts, ends)  # type: ignore[no-any-return]
