@@ -188,3 +188,22 @@ def test_compiled_string_segments_are_found_and_grouped_by_their_bytes():
     assert first.tolist() == [0, 1, 3, 5, 6]
     assert inverse.tolist() == [0, 1, 0, 2, 1, 3, 4, 3]
     assert distinct_segments_compiled(buf, 7) is None  # a string held a NUL
+
+
+def test_compiled_blake2b_keys_are_hashlibs(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency import _items
+
+    rng = np.random.default_rng(12)
+    # one block, the 127/128/129-byte boundaries (with the b"s" prefix), several blocks
+    strings = ["", "a", "é", "😀", *("x" * k for k in range(120, 260)), "y" * 1000]
+    strings += ["".join(rng.choice(list("abé中😀"), size=int(k))) for k in rng.integers(0, 80, 500)]
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    assert keys_of(strings).tolist() == [item_key(s) for s in strings]
+    # a NUL or a lone surrogate: hashlib's path (which names the surrogate)
+    assert _items._compiled_string_keys(["a", "b\x00c"]) is None
+    assert keys_of(["a", "b\x00c"]).tolist() == [item_key("a"), item_key("b\x00c")]
+    assert _items._compiled_string_keys(["a", "\ud800"]) is None
+    with pytest.raises(ValueError, match="values must be strings encodable as UTF-8"):
+        keys_of(["a", "\ud800"])

@@ -34,9 +34,11 @@ what their unbiasedness (over the family) rests on.
 
 Vectorized over users: the distinct items are found once (integer arrays: a dense presence
 table when their span is small, else ``np.unique``; numpy ``U`` arrays: their fixed-width
-rows, fingerprinted and sorted (:func:`distinct_rows`), no Python object per user; other
-strings and Python sequences: a dict and one ``itemgetter`` call, C loops) and only those are
-hashed.
+rows, fingerprinted and sorted (:func:`distinct_rows`), no Python object per user; a large
+list of ``str``: its joined UTF-8 bytes, grouped by a compiled pass (:func:`distinct_strings`);
+other strings and Python sequences: a dict and one ``itemgetter`` call, C loops) and only
+those are hashed (many distinct strings by a compiled BLAKE2b, :mod:`._kernels_blake`, the
+same keys as :mod:`hashlib`'s).
 """
 
 from __future__ import annotations
@@ -107,6 +109,10 @@ def keys_of(uniques: Any) -> np.ndarray:
     # and the digests are joined and read at once (the same bytes as item_key's)
     kinds = set(map(type, uniques)) if len(uniques) else set()
     if kinds == {str}:
+        if _parallel.use_compiled(len(uniques), COMPILED_MIN_KEYS):
+            compiled = _compiled_string_keys(uniques)
+            if compiled is not None:
+                return compiled
         try:
             return _prefixed_digests(b"s", (s.encode("utf-8") for s in uniques))
         except UnicodeEncodeError:
@@ -116,6 +122,27 @@ def keys_of(uniques: Any) -> np.ndarray:
             b"i", (x.to_bytes((x.bit_length() + 8) // 8, "big", signed=True) for x in uniques)
         )
     return np.fromiter(map(item_key, uniques), dtype=np.uint64, count=len(uniques))
+
+
+def _compiled_string_keys(strings: list[str]) -> np.ndarray | None:
+    """Keys of many strings by the compiled BLAKE2b (:mod:`._kernels_blake`), or None.
+
+    None when a string is not valid UTF-8 or holds a NUL (the separator of the joined
+    bytes): :func:`_prefixed_digests` then hashes each string.
+    """
+    try:
+        raw = "\x00".join(strings).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    seps = np.flatnonzero(buf == 0)
+    if seps.size != len(strings) - 1:
+        return None
+    from ._kernels_blake import string_keys_compiled  # numba: loaded on first use
+
+    starts = np.concatenate(([0], seps + 1))
+    ends = np.concatenate((seps, [buf.size]))
+    return string_keys_compiled(buf, starts, ends, _PERSON)
 
 
 def _prefixed_digests(prefix: bytes, payloads: Iterable[bytes]) -> np.ndarray:
@@ -241,6 +268,9 @@ def distinct_strings(items: list[Any]) -> tuple[list[Any], np.ndarray] | None:
 
 #: Fewer users than this take the dict path (the sort's fixed costs dominate below).
 _ROWS_MIN = 1024
+#: At least this many distinct strings are hashed by the compiled BLAKE2b when numba is
+#: installed (~2x faster than hashlib per string, ~0.3 s to load numba's cached code).
+COMPILED_MIN_KEYS = 1 << 14
 #: Lists of at least this many strings are grouped by the compiled pass when numba is
 #: installed (below, loading numba would cost more than it saves).
 COMPILED_MIN_STRINGS = 1 << 16
