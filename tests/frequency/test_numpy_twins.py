@@ -197,3 +197,26 @@ def test_subset_randomize_is_the_same_on_both_paths(d, epsilon, monkeypatch):
     monkeypatch.setattr(_parallel, "numba_available", lambda: False)
     plain = spec.randomize(values, rng=4).bits
     np.testing.assert_array_equal(compiled, plain)
+
+
+@pytest.mark.parametrize("name", ["CMS", "HCMS", "FLH", "GRR"])
+def test_sketch_hashes_and_grr_map_are_the_same_on_both_paths(name, monkeypatch):
+    """The compiled row hash and GRR map against their numpy versions, byte for byte."""
+    pytest.importorskip("numba")
+    import ldpkit
+
+    if name == "GRR":
+        spec = ldpkit.GRR(epsilon=1.5, domain_size=300)
+        values = np.random.default_rng(4).integers(0, 300, 5000)
+    else:
+        kw = {"num_hashes": 50} if name == "FLH" else {"width": 256, "depth": 30}
+        spec = getattr(ldpkit, name)(epsilon=3.0, **kw)
+        rng = np.random.default_rng(5)
+        values = [*rng.integers(0, 10**6, 2500).tolist(), *map(str, range(2500))]
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    compiled = spec.randomize(values, rng=9).arrays
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    plain = spec.randomize(values, rng=9).arrays
+    assert compiled.keys() == plain.keys()
+    assert all(np.array_equal(compiled[k], plain[k]) for k in compiled)
+    assert all(compiled[k].dtype == plain[k].dtype for k in compiled)

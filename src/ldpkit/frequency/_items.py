@@ -492,6 +492,10 @@ def row_hash(rows: Any, keys: Any, width: int) -> np.ndarray:
     """
     r = np.atleast_1d(np.asarray(rows).astype(np.uint64))
     k = np.asarray(keys, dtype=np.uint64)
+    if r.shape == k.shape and r.ndim == 1 and _parallel.use_compiled(r.size, COMPILED_MIN_WORDS):
+        from ._kernels_hashing import row_hash_users  # numba: one pass per user
+
+        return row_hash_users(r.view(np.int64), k, width)
     shape = np.broadcast_shapes(r.shape, k.shape)
     top = int(r.max()) + 1 if r.size >= _ROWS_MIN else r.size
     if 4 * top <= r.size:  # users' rows from a small family: each row's (a, b) once

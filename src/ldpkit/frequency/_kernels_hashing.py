@@ -110,3 +110,65 @@ def _support_counts_block(
             local[v] += x < width
             x += a
     return local
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_hash_users(
+    rows: np.ndarray, keys: np.ndarray, width: int, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    w = np.uint64(width)
+    for i in range(rows.shape[0]):
+        s = np.uint64(rows[i])
+        a = _mix64(s + _GAMMA) | _ONE  # hashing.hash_parameters of seed s
+        b = _mix64(s + _GAMMA2)
+        x = _mix64(a * keys[i] + b)
+        out[i] = np.int64(((x >> _S32) * w) >> _S32)
+
+
+def row_hash_users(rows: np.ndarray, keys: np.ndarray, width: int) -> np.ndarray:
+    """``h_{rows[i]}(keys[i])`` in ``[0, width)`` per user (int64), in one pass.
+
+    The sketches' row hashes of :func:`ldpkit.frequency._items.row_hash` (the same
+    arithmetic, so the same values): the row's ``(a, b)``, the multiply-add, the
+    splitmix64 finalizer and the range reduction per user, with no temporary array
+    between them (the numpy version makes about ten passes over memory).
+    """
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    _row_hash_users(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        int(width),
+        out,
+    )
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _grr_from_uniform(
+    values: np.ndarray, u: np.ndarray, w_keep: int, w_other: int, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    for i in range(values.shape[0]):
+        x = u[i]
+        if x < w_keep:
+            out[i] = values[i]
+        else:  # uniform over the d - 1 other values (only these users divide)
+            o = (x - w_keep) // w_other
+            out[i] = o + 1 if o >= values[i] else o
+
+
+def grr_from_uniform(values: np.ndarray, u: np.ndarray, w_keep: int, w_other: int) -> np.ndarray:
+    """Randomized response from one uniform integer per user, as ``grr.grr_sample`` maps it.
+
+    ``u < w_keep`` keeps the value; otherwise ``(u - w_keep) // w_other``, skipping the
+    value, is the report. The same map as the numpy version (so the same reports), in one
+    pass with a division only for the users who do not keep their value.
+    """
+    out = np.empty(values.shape[0], dtype=np.int64)
+    _grr_from_uniform(
+        np.ascontiguousarray(values, dtype=np.int64),
+        np.ascontiguousarray(u, dtype=np.int64),
+        int(w_keep),
+        int(w_other),
+        out,
+    )
+    return out
