@@ -207,3 +207,28 @@ def test_compiled_blake2b_keys_are_hashlibs(monkeypatch):
     assert _items._compiled_string_keys(["a", "\ud800"]) is None
     with pytest.raises(ValueError, match="values must be strings encodable as UTF-8"):
         keys_of(["a", "\ud800"])
+
+
+def test_compiled_blake2b_integer_keys_are_hashlibs(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency._kernels_blake import integer_keys_compiled
+
+    edges = [0, 1, -1, 127, 128, 255, 256, -128, -129, -256, -257, 2**62, 2**63 - 1]
+    edges += [-(2**63), -(2**63) + 1, *(2**k + d for k in range(64) for d in (-1, 0, 1))]
+    rng = np.random.default_rng(13)
+    values = np.array(
+        [v for v in edges if -(2**63) <= v < 2**63]
+        + rng.integers(-(2**63), 2**63 - 1, 500).tolist(),
+        dtype=np.int64,
+    )
+    got = integer_keys_compiled(values, b"ldpkit.item.v1")
+    assert got.tolist() == [item_key(int(v)) for v in values.tolist()]
+    # both the dense and the table paths of item_keys take it
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    small = rng.integers(-50, 3000, 9000)
+    assert item_keys(small).tolist() == [item_key(int(v)) for v in small.tolist()]
+    wide = values[rng.integers(0, values.size, 4000)]
+    assert item_keys(wide).tolist() == [item_key(int(v)) for v in wide.tolist()]
+    unsigned = rng.integers(2**63, 2**64 - 1, 3000, dtype=np.uint64, endpoint=True)
+    assert item_keys(unsigned).tolist() == [item_key(int(x)) for x in unsigned.tolist()]

@@ -432,13 +432,24 @@ def _integer_keys(arr: np.ndarray) -> np.ndarray:
         present[offset] = True
         values = np.flatnonzero(present)
         lookup = np.empty(span, dtype=np.uint64)
-        lookup[values] = keys_of((values.astype(arr.dtype) + arr.dtype.type(low)).tolist())
+        lookup[values] = _distinct_integer_keys(values.astype(arr.dtype) + arr.dtype.type(low))
         return lookup[offset]
     if arr.size >= _ROWS_MIN:  # a hash table of the 64-bit words: no sort
         first, inverse = distinct_rows(arr.astype(np.int64, copy=False).view(np.uint64)[:, None])
-        return keys_of(arr[first].tolist())[inverse]
+        return _distinct_integer_keys(arr[first])[inverse]
     uniques, inverse = np.unique(arr, return_inverse=True)
     return keys_of(uniques.tolist())[inverse.reshape(-1)]
+
+
+def _distinct_integer_keys(values: np.ndarray) -> np.ndarray:
+    """Keys of a numpy integer array's (distinct) values: compiled for many int64 values."""
+    if np.can_cast(values.dtype, np.int64) and _parallel.use_compiled(
+        values.size, COMPILED_MIN_KEYS
+    ):
+        from ._kernels_blake import integer_keys_compiled  # numba: loaded on first use
+
+        return integer_keys_compiled(values, _PERSON)
+    return keys_of(values.tolist())
 
 
 def candidate_list(candidates: Any, domain_size: int | None = None) -> list[Any]:

@@ -6,7 +6,8 @@ a sketch client at tens of thousands of distinct items). Here the strings arrive
 buffer of UTF-8 bytes with their spans, and each key is BLAKE2b (RFC 7693) computed in a
 compiled loop with the parameters of :func:`ldpkit.frequency._items.item_key`: a digest
 of 8 bytes, no key, no salt, personalization ``b"ldpkit.item.v1"``, over ``b"s"`` followed
-by the string's bytes. The key is the digest read little-endian, which is the first state
+by the string's bytes (:func:`string_keys_compiled`), or ``b"i"`` followed by an int64's
+minimal big-endian two's complement bytes (:func:`integer_keys_compiled`). The key is the digest read little-endian, which is the first state
 word after the last compression. ``tests/frequency/test_item_keys_batch.py`` checks it
 against :mod:`hashlib` on strings of every length class (one block, block boundaries,
 several blocks).
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["string_keys_compiled"]
+__all__ = ["integer_keys_compiled", "string_keys_compiled"]
 
 _U64 = np.uint64
 _IV = np.array(
@@ -148,7 +149,56 @@ def _keys(
     return out
 
 
+@nb.njit(cache=True)
+def _integer_keys(
+    values: np.ndarray, init: np.ndarray, iv: np.ndarray, sigma: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    n = values.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    h = np.empty(8, dtype=np.uint64)
+    m = np.zeros(16, dtype=np.uint64)
+    for i in range(n):
+        x = values[i]
+        # Python's x.bit_length() (of |x|, as an unsigned word: |-2^63| fits), then
+        # x.to_bytes((bit_length + 8) // 8, "big", signed=True) after the b"i" prefix
+        mag = _U64(0) - _U64(x) if x < 0 else _U64(x)
+        length = 0
+        while mag != _U64(0):
+            mag >>= _U64(1)
+            length += 1
+        size = (length + 8) // 8  # 1 .. 9 bytes
+        sign = _U64(0xFF) if x < 0 else _U64(0)
+        m[:] = 0
+        m[0] = _U64(ord("i"))
+        for k in range(size):  # byte k of the big-endian two's complement
+            shift = 8 * (size - 1 - k)
+            byte = sign if shift >= 64 else (_U64(x) >> _U64(shift)) & _U64(0xFF)
+            j = k + 1
+            m[j >> 3] |= byte << _U64(8 * (j & 7))
+        h[:] = init
+        _compress(h, m, size + 1, True, iv, sigma)
+        out[i] = h[0]
+    return out
+
+
+def integer_keys_compiled(values: np.ndarray, person: bytes) -> np.ndarray:
+    """Return the 8-byte BLAKE2b keys of int64 ``values`` (``b"i"`` and their bytes).
+
+    Each key equals :func:`ldpkit.frequency._items.item_key` of ``int(values[i])``.
+    """
+    return _integer_keys(  # type: ignore[no-any-return]
+        np.ascontiguousarray(values, dtype=np.int64), _state(person), _IV, _SIGMA
+    )
+
+
 _PERSON_STATE: dict[tuple[bytes, int], np.ndarray] = {}
+
+
+def _state(person: bytes) -> np.ndarray:
+    state = _PERSON_STATE.get((person, 8))
+    if state is None:
+        state = _PERSON_STATE[(person, 8)] = _initial_state(person, 8)
+    return state
 
 
 def string_keys_compiled(
@@ -159,15 +209,12 @@ def string_keys_compiled(
     Each key equals ``int.from_bytes(blake2b(b"s" + data, digest_size=8,
     person=person).digest(), "little")``.
     """
-    state = _PERSON_STATE.get((person, 8))
-    if state is None:
-        state = _PERSON_STATE[(person, 8)] = _initial_state(person, 8)
     return _keys(  # type: ignore[no-any-return]
         np.ascontiguousarray(buf, dtype=np.uint8),
         np.ascontiguousarray(starts, dtype=np.intp),
         np.ascontiguousarray(ends, dtype=np.intp),
         np.uint8(ord("s")),
-        state,
+        _state(person),
         _IV,
         _SIGMA,
     )
