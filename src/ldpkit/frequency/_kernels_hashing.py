@@ -31,6 +31,7 @@ _S32 = np.uint64(32)
 _ONE = np.uint64(1)
 _TWO32 = np.uint64(1 << 32)
 _TABLE_MAX = 1 << 16
+_U0 = np.uint64(0)
 
 
 @nb.njit(cache=True, inline="always")
@@ -169,6 +170,59 @@ def grr_from_uniform(values: np.ndarray, u: np.ndarray, w_keep: int, w_other: in
         np.ascontiguousarray(u, dtype=np.int64),
         int(w_keep),
         int(w_other),
+        out,
+    )
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _parity(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    x ^= x >> np.uint64(32)
+    x ^= x >> np.uint64(16)
+    x ^= x >> np.uint64(8)
+    x ^= x >> np.uint64(4)
+    x ^= x >> np.uint64(2)
+    x ^= x >> _ONE
+    return x & _ONE
+
+
+@nb.njit(cache=True, nogil=True)
+def _hadamard_signs(
+    rows: np.ndarray,
+    keys: np.ndarray,
+    index: np.ndarray,
+    u: np.ndarray,
+    w_keep: int,
+    width: int,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    w = np.uint64(width)
+    for i in range(rows.shape[0]):
+        s = np.uint64(rows[i])
+        a = _mix64(s + _GAMMA) | _ONE
+        b = _mix64(s + _GAMMA2)
+        h = ((_mix64(a * keys[i] + b) >> _S32) * w) >> _S32
+        minus = _parity(np.uint64(index[i]) & h)  # H[l, h] = (-1)^popcount(l & h)
+        keep = u[i] < w_keep
+        out[i] = np.uint8((minus == _U0) == keep)
+
+
+def hadamard_signs(
+    rows: np.ndarray, keys: np.ndarray, index: np.ndarray, u: np.ndarray, w_keep: int, width: int
+) -> np.ndarray:
+    """HCMS report bits (1 for a +1 sign) in one pass, as ``sketch.HCMS`` computes them.
+
+    User i's sign ``H[index, h_rows(key)]`` is kept when ``u[i] < w_keep`` and flipped
+    otherwise; the row hash is :func:`row_hash_users`'s.
+    """
+    out = np.empty(rows.shape[0], dtype=np.uint8)
+    _hadamard_signs(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        np.ascontiguousarray(index, dtype=np.int64),
+        np.ascontiguousarray(u, dtype=np.int64),
+        int(w_keep),
+        int(width),
         out,
     )
     return out
