@@ -220,3 +220,24 @@ def test_sketch_hashes_and_grr_map_are_the_same_on_both_paths(name, monkeypatch)
     assert compiled.keys() == plain.keys()
     assert all(np.array_equal(compiled[k], plain[k]) for k in compiled)
     assert all(compiled[k].dtype == plain[k].dtype for k in compiled)
+
+
+@pytest.mark.parametrize("name", ["PEM", "TreeHist", "SFP"])
+def test_discovery_reports_are_the_same_on_both_paths(name, monkeypatch):
+    """The discovery clients' compiled passes (grouping, keys, hashes) change no byte."""
+    pytest.importorskip("numba")
+    from ldpkit import discovery
+
+    spec = getattr(discovery, name)(epsilon=3.0, max_length=6)
+    rng = np.random.default_rng(6)
+    words = ["", "a", "ab", "abc", "hello", "xyz", "zx", "abcdefgh"]
+    if name != "SFP":  # (SFP's default alphabet is lowercase ASCII letters)
+        words += ["héllo", "中文字", "😀x"]
+    values = [words[i] for i in rng.integers(0, len(words), 6000)]
+    for column in (values, np.array(values)):
+        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+        compiled = spec.randomize(column, rng=3).arrays
+        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+        plain = spec.randomize(column, rng=3).arrays
+        assert compiled.keys() == plain.keys()
+        assert all(np.array_equal(compiled[k], plain[k]) for k in compiled)

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .. import _parallel
 from .._constraints import Check
 from .._validation import _show, check_not_masked
 from ..frequency._items import (
+    COMPILED_MIN_WORDS,
     distinct_in_order,
     distinct_rows,
     distinct_strings,
@@ -66,6 +68,14 @@ def family_seeds(level: int, hash_functions: int) -> np.ndarray:
 
 def hash_keys(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
     """``h(key)`` in ``[0, g)`` for broadcast keys and seeds (int64)."""
+    if (
+        keys.ndim == 1
+        and keys.shape == seeds.shape
+        and _parallel.use_compiled(keys.shape[0], COMPILED_MIN_WORDS)
+    ):
+        from ..frequency._kernels_hashing import xor_seed_hashes  # one pass per user
+
+        return xor_seed_hashes(keys, seeds, hash_range)
     return hash_keys_u64(keys, seeds, hash_range).astype(np.int64)
 
 

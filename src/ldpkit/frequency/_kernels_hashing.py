@@ -226,3 +226,27 @@ def hadamard_signs(
         out,
     )
     return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _xor_seed_hashes(
+    keys: np.ndarray, seeds: np.ndarray, hash_range: int, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    g = np.uint64(hash_range)
+    for i in range(keys.shape[0]):
+        out[i] = np.int64(((_mix64(keys[i] ^ seeds[i]) >> _S32) * g) >> _S32)
+
+
+def xor_seed_hashes(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
+    """``((mix64(key ^ seed) >> 32) * g) >> 32`` per user (int64): the discovery hash family.
+
+    :func:`ldpkit.discovery._strings.hash_keys` in one pass (the same values).
+    """
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    _xor_seed_hashes(
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        np.ascontiguousarray(seeds, dtype=np.uint64),
+        int(hash_range),
+        out,
+    )
+    return out
