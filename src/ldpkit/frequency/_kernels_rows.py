@@ -138,8 +138,9 @@ def _distinct_segments(
     first = np.empty(max(n, 1), dtype=np.intp)
     bits = 10
     mask = (1 << bits) - 1
-    prints = np.zeros(mask + 1, dtype=np.uint64)
-    ids = np.zeros(mask + 1, dtype=np.intp)  # group + 1 (0: a free slot)
+    # a slot: fingerprint, group + 1 (0: free), its first segment's start and end, in one
+    # cache line (a probe reads one line, then the first segment's bytes)
+    table = np.zeros((mask + 1, 4), dtype=np.uint64)
     groups = 0
     for i in range(n):
         a = starts[i]
@@ -147,41 +148,40 @@ def _distinct_segments(
         h = _segment_print(words, a, b)
         s = np.intp(h >> np.uint64(64 - bits))
         while True:
-            g = ids[s] - 1
-            if g < 0:  # a new group, in the first free slot of its probe sequence
-                ids[s] = groups + 1
-                prints[s] = h
+            tag = np.intp(table[s, 1])
+            if tag == 0:  # a new group, in the first free slot of its probe sequence
+                table[s, 0] = h
+                table[s, 1] = np.uint64(groups + 1)
+                table[s, 2] = np.uint64(a)
+                table[s, 3] = np.uint64(b)
                 first[groups] = i
                 inverse[i] = groups
                 groups += 1
                 break
-            if prints[s] == h:
-                r = first[g]
-                same = ends[r] - starts[r] == b - a
+            if table[s, 0] == h:
+                ra = np.intp(table[s, 2])
+                rb = np.intp(table[s, 3])
+                same = rb - ra == b - a
                 if same:  # whole bytes: the grouping never trusts the fingerprint
                     for k in range((b - a + 7) >> 3):
-                        if _segment_word(words, starts[r], k, ends[r]) != _segment_word(
-                            words, a, k, b
-                        ):
+                        if _segment_word(words, ra, k, rb) != _segment_word(words, a, k, b):
                             same = False
                             break
                 if same:
-                    inverse[i] = g
+                    inverse[i] = tag - 1
                     break
             s = (s + 1) & mask
         if 2 * groups > mask + 1:  # half full: rebuild at twice the size
             bits += 1
             mask = (1 << bits) - 1
-            prints = np.zeros(mask + 1, dtype=np.uint64)
-            ids = np.zeros(mask + 1, dtype=np.intp)
-            for g in range(groups):
-                r = first[g]
-                h = _segment_print(words, starts[r], ends[r])
-                u = np.intp(h >> np.uint64(64 - bits))
-                while ids[u] != 0:
-                    u = (u + 1) & mask
-                ids[u] = g + 1
-                prints[u] = h
+            old = table
+            table = np.zeros((mask + 1, 4), dtype=np.uint64)
+            for t in range(old.shape[0]):
+                if old[t, 1] != 0:
+                    u = np.intp(old[t, 0] >> np.uint64(64 - bits))
+                    while table[u, 1] != 0:
+                        u = (u + 1) & mask
+                    table[u] = old[t]
     return first[:groups].copy(), inverse
 
 
