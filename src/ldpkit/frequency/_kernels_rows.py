@@ -104,7 +104,9 @@ def distinct_rows_compiled(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @nb.njit(cache=True, inline="always")
-def _segment_word(words: np.ndarray, start: int, k: int, end: int) -> np.uint64:  # pragma: no cover
+def _segment_word(
+    words: np.ndarray, start: int | np.integer, k: int, end: int | np.integer
+) -> np.uint64:  # pragma: no cover - compiled
     """Bytes ``start + 8k ..`` of a segment ending at ``end`` as a little-endian word.
 
     Bytes at or past ``end`` read as 0 (``words`` is the buffer padded by a zero word).
