@@ -140,14 +140,17 @@ def _distinct_segments(
     first = np.empty(max(n, 1), dtype=np.intp)
     bits = 10
     mask = (1 << bits) - 1
-    # a slot: fingerprint, group + 1 (0: free), its first segment's start and end, in one
-    # cache line (a probe reads one line, then the first segment's bytes)
-    table = np.zeros((mask + 1, 4), dtype=np.uint64)
+    # a slot (one 64-byte cache line): fingerprint, group + 1 (0: free), the group's first
+    # segment's start and end, and its first two words (the whole of a segment of at most
+    # 16 bytes: compared in the slot, without reading the first segment's bytes)
+    table = np.zeros((mask + 1, 8), dtype=np.uint64)
     groups = 0
     for i in range(n):
         a = starts[i]
         b = ends[i]
         h = _segment_print(words, a, b)
+        w0 = _segment_word(words, a, 0, b)
+        w1 = _segment_word(words, a, 1, b) if b - a > 8 else np.uint64(0)
         s = np.intp(h >> np.uint64(64 - bits))
         while True:
             tag = np.intp(table[s, 1])
@@ -156,16 +159,18 @@ def _distinct_segments(
                 table[s, 1] = np.uint64(groups + 1)
                 table[s, 2] = np.uint64(a)
                 table[s, 3] = np.uint64(b)
+                table[s, 4] = w0
+                table[s, 5] = w1
                 first[groups] = i
                 inverse[i] = groups
                 groups += 1
                 break
-            if table[s, 0] == h:
+            if table[s, 0] == h and table[s, 4] == w0 and table[s, 5] == w1:
                 ra = np.intp(table[s, 2])
                 rb = np.intp(table[s, 3])
                 same = rb - ra == b - a
                 if same:  # whole bytes: the grouping never trusts the fingerprint
-                    for k in range((b - a + 7) >> 3):
+                    for k in range(2, (b - a + 7) >> 3):
                         if _segment_word(words, ra, k, rb) != _segment_word(words, a, k, b):
                             same = False
                             break
@@ -177,7 +182,7 @@ def _distinct_segments(
             bits += 1
             mask = (1 << bits) - 1
             old = table
-            table = np.zeros((mask + 1, 4), dtype=np.uint64)
+            table = np.zeros((mask + 1, 8), dtype=np.uint64)
             for t in range(old.shape[0]):
                 if old[t, 1] != 0:
                     u = np.intp(old[t, 0] >> np.uint64(64 - bits))
