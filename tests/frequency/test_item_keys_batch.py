@@ -158,7 +158,7 @@ def test_compiled_string_grouping_is_the_dicts(monkeypatch):
     monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
     items = [s.replace("\x00", "") for s in _unicode_strings(6000, 9)]
     items += ["x" * 100, "x" * 99, "x" * 100 + "y", "", "abcdefgh", "abcdefg"]
-    items += ["y" * 50, "y" * 40 + "z" + "y" * 9, "y" * 50]  # equal past their 16th byte
+    items += ["y" * 50, "y" * 40 + "z" + "y" * 9, "y" * 50]  # differ past their 16th byte
     grouped = distinct_strings(items)
     assert grouped is not None
     uniques, inverse = grouped

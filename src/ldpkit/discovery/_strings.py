@@ -79,6 +79,30 @@ def hash_keys(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarra
     return hash_keys_u64(keys, seeds, hash_range).astype(np.int64)
 
 
+def prefix_hashes(
+    key_table: np.ndarray,
+    inverse: np.ndarray,
+    levels: np.ndarray,
+    seed_table: np.ndarray,
+    hashes: np.ndarray,
+    hash_range: int,
+) -> np.ndarray:
+    """Each user's hash of her distinct string's prefix key at her level (int64).
+
+    ``hash_keys(key_table[inverse, levels], seed_table[levels * H + hashes], g)`` with
+    ``H = len(seed_table) // key_table.shape[1]``; large batches with numba in one
+    compiled pass (the same values, no gathered temporaries).
+    """
+    if _parallel.use_compiled(inverse.shape[0], COMPILED_MIN_WORDS):
+        from ..frequency._kernels_hashing import gathered_xor_seed_hashes
+
+        return gathered_xor_seed_hashes(key_table, inverse, levels, seed_table, hashes, hash_range)
+    length = key_table.shape[1]
+    keys = key_table.reshape(-1)[inverse * length + levels]
+    seeds = seed_table[levels * (seed_table.shape[0] // length) + hashes]
+    return hash_keys(keys, seeds, hash_range)
+
+
 def hash_keys_u64(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
     """:func:`hash_keys` as uint64 (no conversion pass: the server's hot path)."""
     x = mix64(keys ^ seeds)

@@ -250,3 +250,49 @@ def xor_seed_hashes(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.
         out,
     )
     return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _gathered_xor_seed_hashes(
+    key_table: np.ndarray,
+    inverse: np.ndarray,
+    groups: np.ndarray,
+    seed_table: np.ndarray,
+    hashes: np.ndarray,
+    hash_range: int,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    g = np.uint64(hash_range)
+    width = key_table.shape[1]
+    family = seed_table.shape[0] // width
+    for i in range(inverse.shape[0]):
+        key = key_table[inverse[i], groups[i]]
+        seed = seed_table[groups[i] * family + hashes[i]]
+        out[i] = np.int64(((_mix64(key ^ seed) >> _S32) * g) >> _S32)
+
+
+def gathered_xor_seed_hashes(
+    key_table: np.ndarray,
+    inverse: np.ndarray,
+    groups: np.ndarray,
+    seed_table: np.ndarray,
+    hashes: np.ndarray,
+    hash_range: int,
+) -> np.ndarray:
+    """:func:`xor_seed_hashes` of ``key_table[inverse, groups]`` and ``seed_table[groups H + hashes]``.
+
+    The discovery client's per-user lookups (its distinct string's prefix key at its
+    group, its group's public seed) and hash in one pass; ``H = len(seed_table) //
+    key_table.shape[1]``.
+    """
+    out = np.empty(inverse.shape[0], dtype=np.int64)
+    _gathered_xor_seed_hashes(
+        np.ascontiguousarray(key_table, dtype=np.uint64),
+        np.ascontiguousarray(inverse, dtype=np.intp),
+        np.ascontiguousarray(groups, dtype=np.intp),
+        np.ascontiguousarray(seed_table, dtype=np.uint64),
+        np.ascontiguousarray(hashes, dtype=np.intp),
+        int(hash_range),
+        out,
+    )
+    return out
