@@ -265,7 +265,11 @@ class SFP(Mechanism):
                 ],
                 axis=1,
             )
-            frag_keys = frag_spec.item_keys(table.reshape(-1))[inverse * self.positions + position]
+            flat = inverse * self.positions + position
+            if table.size <= n:  # every distinct (string, position) item hashed once
+                frag_keys = frag_spec.item_keys(table.reshape(-1))[flat]
+            else:  # many distinct strings: only the users' own items
+                frag_keys = frag_spec.item_keys(table.reshape(-1)[flat])
             word_keys = word_spec.item_keys(words)[inverse]
         # the sketches' own randomize, from the keys (item_keys draws nothing: same reports)
         fr = frag_spec._randomize_keys(frag_keys, frag_stream)
