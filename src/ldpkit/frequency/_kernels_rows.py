@@ -140,10 +140,11 @@ def _distinct_segments(
     first = np.empty(max(n, 1), dtype=np.intp)
     bits = 10
     mask = (1 << bits) - 1
-    # a slot (one 64-byte cache line): fingerprint, group + 1 (0: free), the group's first
-    # segment's start and end, and its first two words (the whole of a segment of at most
-    # 16 bytes: compared in the slot, without reading the first segment's bytes)
-    table = np.zeros((mask + 1, 8), dtype=np.uint64)
+    span = np.empty((max(n, 1), 2), dtype=np.intp)  # each group's first segment
+    # a slot (32 bytes): fingerprint, group + 1 (0: free), and the first two words of its
+    # group's first segment; a segment of under 16 bytes (no NUL inside) is its two
+    # zero-filled words, so it is compared in the slot alone
+    table = np.zeros((mask + 1, 4), dtype=np.uint64)
     groups = 0
     for i in range(n):
         a = starts[i]
@@ -157,23 +158,25 @@ def _distinct_segments(
             if tag == 0:  # a new group, in the first free slot of its probe sequence
                 table[s, 0] = h
                 table[s, 1] = np.uint64(groups + 1)
-                table[s, 2] = np.uint64(a)
-                table[s, 3] = np.uint64(b)
-                table[s, 4] = w0
-                table[s, 5] = w1
+                table[s, 2] = w0
+                table[s, 3] = w1
+                span[groups, 0] = a
+                span[groups, 1] = b
                 first[groups] = i
                 inverse[i] = groups
                 groups += 1
                 break
-            if table[s, 0] == h and table[s, 4] == w0 and table[s, 5] == w1:
-                ra = np.intp(table[s, 2])
-                rb = np.intp(table[s, 3])
-                same = rb - ra == b - a
-                if same:  # whole bytes: the grouping never trusts the fingerprint
-                    for k in range(2, (b - a + 7) >> 3):
-                        if _segment_word(words, ra, k, rb) != _segment_word(words, a, k, b):
-                            same = False
-                            break
+            if table[s, 0] == h and table[s, 2] == w0 and table[s, 3] == w1:
+                same = True
+                if b - a >= 16:  # whole bytes: the grouping never trusts the fingerprint
+                    ra = span[tag - 1, 0]
+                    rb = span[tag - 1, 1]
+                    same = rb - ra == b - a
+                    if same:
+                        for k in range(2, (b - a + 7) >> 3):
+                            if _segment_word(words, ra, k, rb) != _segment_word(words, a, k, b):
+                                same = False
+                                break
                 if same:
                     inverse[i] = tag - 1
                     break
@@ -182,7 +185,7 @@ def _distinct_segments(
             bits += 1
             mask = (1 << bits) - 1
             old = table
-            table = np.zeros((mask + 1, 8), dtype=np.uint64)
+            table = np.zeros((mask + 1, 4), dtype=np.uint64)
             for t in range(old.shape[0]):
                 if old[t, 1] != 0:
                     u = np.intp(old[t, 0] >> np.uint64(64 - bits))
