@@ -303,7 +303,9 @@ def unicode_codes(arr: np.ndarray) -> np.ndarray:
     """Code points of a 1-D ``U`` array as an (n, width) array of the narrowest unsigned type.
 
     Narrowing (uint8 for Latin-1 text, uint16 for the BMP) is injective, so rows stay
-    distinct exactly when the strings are; trailing zeros are the array's padding.
+    distinct exactly when the strings are; trailing zeros are the array's padding (a
+    narrowed row is zero-padded to whole 64-bit words, which :func:`distinct_rows` then
+    reads in place, without a copy).
     """
     n = arr.shape[0]
     width = arr.dtype.itemsize // 4
@@ -315,10 +317,12 @@ def unicode_codes(arr: np.ndarray) -> np.ndarray:
     top = int(codes.max())
     if top > 0x10FFFF:  # a U array filled through a view: no str holds such a code point
         raise ValueError(f"values must be strings of Unicode code points, got U+{top:X}")
-    if top < 1 << 8:
-        return codes.astype(np.uint8)
     if top < 1 << 16:
-        return codes.astype(np.uint16)
+        narrow = np.uint8 if top < 1 << 8 else np.uint16
+        per_word = 8 // np.dtype(narrow).itemsize
+        out = np.zeros((n, -(-width // per_word) * per_word), dtype=narrow)
+        out[:, :width] = codes  # one converting pass, into rows of whole words
+        return out
     return codes
 
 
@@ -349,9 +353,12 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     n_words = max(1, -(-size // 8))
-    buf = np.zeros((n, 8 * n_words), dtype=np.uint8)
-    buf[:, :size] = np.ascontiguousarray(rows).view(np.uint8).reshape(n, size)
-    words = buf.view(np.uint64)
+    if size and size % 8 == 0 and rows.flags.c_contiguous:  # whole words: read in place
+        words = rows.view(np.uint8).reshape(n, size).view(np.uint64)
+    else:
+        buf = np.zeros((n, 8 * n_words), dtype=np.uint8)
+        buf[:, :size] = np.ascontiguousarray(rows).view(np.uint8).reshape(n, size)
+        words = buf.view(np.uint64)
     if _parallel.use_compiled(n * n_words, COMPILED_MIN_WORDS):
         from ._kernels_rows import distinct_rows_compiled  # numba: loaded on first use
 
