@@ -9,7 +9,9 @@ in the same process, three times each, and the spread is reported:
   client is a Python call per user, so its rate does not depend on n), set-up (client
   and server construction, the spec) excluded on both sides, the first call warmed up;
   ldpkit once with the users as a list of ``str`` (what pure-ldp gets) and once as a
-  numpy ``U`` array (a column as telemetry often arrives);
+  numpy ``U`` array (a column as telemetry often arrives); FLH also with what pure-ldp's
+  FLH client gets, each user's index in an enumerated domain (an int64 array; pure-ldp
+  cannot take the strings, ldpkit hashes either);
 * **servers** (CMS, HCMS): ldpkit's ``aggregate`` + ``estimate`` of the 50 most frequent
   names at ``--n`` against pure-ldp's ``aggregate_all`` + ``estimate`` at ``--peer-n``
   (FLH's and the discovery servers are compared in heavy_hitters.md and
@@ -141,7 +143,13 @@ def client_rates(method: str, eps: float, users: np.ndarray, peer_users: np.ndar
     spec.randomize(as_list, rng=0)
     ours_list = _rates(lambda rep: spec.randomize(as_list, rng=rep), len(as_list))
     ours_u = _rates(lambda rep: spec.randomize(as_u, rng=rep), len(as_list))
-    return {"peer": peer, "list": ours_list, "U": ours_u}
+    out = {"peer": peer, "list": ours_list, "U": ours_u}
+    if method == "FLH":  # the peer's own input: each user's index in the enumerated domain
+        order = {s: i % 10_000 for i, s in enumerate(dict.fromkeys(as_list))}
+        as_int = np.array([order[s] for s in as_list], dtype=np.int64)
+        spec.randomize(as_int, rng=0)
+        out["int"] = _rates(lambda rep: spec.randomize(as_int, rng=rep), len(as_list))
+    return out
 
 
 def server_rates(method: str, eps: float, users: np.ndarray, peer_users: np.ndarray) -> dict:
@@ -191,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     peer_users = names(peer_n, seed=2)
     lines = [
         "| method | eps | pure-ldp client users/s | ldpkit list of str | ldpkit numpy U "
-        "| ratio (list) | ratio (U) |",
-        "|---|---|---|---|---|---|---|",
+        "| ratio (list) | ratio (U) | ldpkit int64 indices (the peer's input) | ratio (int64) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     server_lines = [
         "| method | eps | pure-ldp server users/s | ldpkit server users/s | ratio |",
@@ -206,7 +214,12 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(
                 f"| {method} | {eps:g} | {_spread(c['peer'])} | {_spread(c['list'])} | "
                 f"{_spread(c['U'])} | {_ratio(c['list'], c['peer'])} | "
-                f"{_ratio(c['U'], c['peer'])} |"
+                f"{_ratio(c['U'], c['peer'])} | "
+                + (
+                    f"{_spread(c['int'])} | {_ratio(c['int'], c['peer'])} |"
+                    if "int" in c
+                    else "- | - |"
+                )
             )
             print(lines[-1], flush=True)
             if method in ("CMS", "HCMS") and not args.no_server:

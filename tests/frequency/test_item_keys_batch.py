@@ -148,3 +148,88 @@ def test_unicode_arrays_give_the_reports_of_the_list_of_str(name):
     want = spec.randomize(values.tolist(), rng=11).arrays
     assert got.keys() == want.keys()
     assert all(np.array_equal(got[k], want[k]) for k in got)
+
+
+def test_compiled_string_grouping_is_the_dicts(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency._items import distinct_in_order, distinct_strings
+
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    items = [s.replace("\x00", "") for s in _unicode_strings(6000, 9)]
+    items += ["x" * 100, "x" * 99, "x" * 100 + "y", "", "abcdefgh", "abcdefg"]
+    items += ["y" * 50, "y" * 40 + "z" + "y" * 9, "y" * 50]  # differ past their 16th byte
+    grouped = distinct_strings(items)
+    assert grouped is not None
+    uniques, inverse = grouped
+    want_uniques, want_inverse = distinct_in_order(items)
+    assert uniques == want_uniques  # the same groups, in the same first-seen order
+    assert np.array_equal(inverse, want_inverse)
+    assert np.array_equal(item_keys(items), keys_of(want_uniques)[want_inverse])
+    # what the compiled pass does not take goes to the general path, which names it
+    for bad in ("a\x00b", 3, b"a", "bad\ud800"):
+        assert distinct_strings([*items, bad]) is None
+    with pytest.raises(TypeError, match="values must be strings or integers"):
+        item_keys([*items, 2.5])
+    with pytest.raises(ValueError, match="values must be strings encodable as UTF-8"):
+        item_keys([*items, "bad\ud800"])
+    assert item_keys([*items, "a\x00b"])[-1] == item_key("a\x00b")
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    assert distinct_strings(items) is None
+
+
+def test_compiled_string_segments_are_found_and_grouped_by_their_bytes():
+    pytest.importorskip("numba")
+    from ldpkit.frequency._kernels_rows import distinct_segments_compiled
+
+    # equal lengths, other bytes; an empty segment; segments across word boundaries
+    text = "ab\x00ba\x00ab\x00\x00ba\x00abcdefghij\x00abcdefghik\x00abcdefghij"
+    buf = np.frombuffer(text.encode(), dtype=np.uint8)
+    first, inverse = distinct_segments_compiled(buf, 8)
+    assert first.tolist() == [0, 1, 3, 5, 6]
+    assert inverse.tolist() == [0, 1, 0, 2, 1, 3, 4, 3]
+    assert distinct_segments_compiled(buf, 7) is None  # a string held a NUL
+
+
+def test_compiled_blake2b_keys_are_hashlibs(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency import _items
+
+    rng = np.random.default_rng(12)
+    # one block, the 127/128/129-byte boundaries (with the b"s" prefix), several blocks
+    strings = ["", "a", "é", "😀", *("x" * k for k in range(120, 260)), "y" * 1000]
+    strings += ["".join(rng.choice(list("abé中😀"), size=int(k))) for k in rng.integers(0, 80, 500)]
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    assert keys_of(strings).tolist() == [item_key(s) for s in strings]
+    # a NUL or a lone surrogate: hashlib's path (which names the surrogate)
+    assert _items._compiled_string_keys(["a", "b\x00c"]) is None
+    assert keys_of(["a", "b\x00c"]).tolist() == [item_key("a"), item_key("b\x00c")]
+    assert _items._compiled_string_keys(["a", "\ud800"]) is None
+    with pytest.raises(ValueError, match="values must be strings encodable as UTF-8"):
+        keys_of(["a", "\ud800"])
+
+
+def test_compiled_blake2b_integer_keys_are_hashlibs(monkeypatch):
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.frequency._kernels_blake import integer_keys_compiled
+
+    edges = [0, 1, -1, 127, 128, 255, 256, -128, -129, -256, -257, 2**62, 2**63 - 1]
+    edges += [-(2**63), -(2**63) + 1, *(2**k + d for k in range(64) for d in (-1, 0, 1))]
+    rng = np.random.default_rng(13)
+    values = np.array(
+        [v for v in edges if -(2**63) <= v < 2**63]
+        + rng.integers(-(2**63), 2**63 - 1, 500).tolist(),
+        dtype=np.int64,
+    )
+    got = integer_keys_compiled(values, b"ldpkit.item.v1")
+    assert got.tolist() == [item_key(int(v)) for v in values.tolist()]
+    # both the dense and the table paths of item_keys take it
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    small = rng.integers(-50, 3000, 9000)
+    assert item_keys(small).tolist() == [item_key(int(v)) for v in small.tolist()]
+    wide = values[rng.integers(0, values.size, 4000)]
+    assert item_keys(wide).tolist() == [item_key(int(v)) for v in wide.tolist()]
+    unsigned = rng.integers(2**63, 2**64 - 1, 3000, dtype=np.uint64, endpoint=True)
+    assert item_keys(unsigned).tolist() == [item_key(int(x)) for x in unsigned.tolist()]

@@ -197,3 +197,47 @@ def test_subset_randomize_is_the_same_on_both_paths(d, epsilon, monkeypatch):
     monkeypatch.setattr(_parallel, "numba_available", lambda: False)
     plain = spec.randomize(values, rng=4).bits
     np.testing.assert_array_equal(compiled, plain)
+
+
+@pytest.mark.parametrize("name", ["CMS", "HCMS", "FLH", "GRR"])
+def test_sketch_hashes_and_grr_map_are_the_same_on_both_paths(name, monkeypatch):
+    """The compiled row hash and GRR map against their numpy versions, byte for byte."""
+    pytest.importorskip("numba")
+    import ldpkit
+
+    if name == "GRR":
+        spec = ldpkit.GRR(epsilon=1.5, domain_size=300)
+        values = np.random.default_rng(4).integers(0, 300, 5000)
+    else:
+        kw = {"num_hashes": 50} if name == "FLH" else {"width": 256, "depth": 30}
+        spec = getattr(ldpkit, name)(epsilon=3.0, **kw)
+        rng = np.random.default_rng(5)
+        values = [*rng.integers(0, 10**6, 2500).tolist(), *map(str, range(2500))]
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    compiled = spec.randomize(values, rng=9).arrays
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+    plain = spec.randomize(values, rng=9).arrays
+    assert compiled.keys() == plain.keys()
+    assert all(np.array_equal(compiled[k], plain[k]) for k in compiled)
+    assert all(compiled[k].dtype == plain[k].dtype for k in compiled)
+
+
+@pytest.mark.parametrize("name", ["PEM", "TreeHist", "SFP"])
+def test_discovery_reports_are_the_same_on_both_paths(name, monkeypatch):
+    """The discovery clients' compiled passes (grouping, keys, hashes) change no byte."""
+    pytest.importorskip("numba")
+    from ldpkit import discovery
+
+    spec = getattr(discovery, name)(epsilon=3.0, max_length=6)
+    rng = np.random.default_rng(6)
+    words = ["", "a", "ab", "abc", "hello", "xyz", "zx", "abcdefgh"]
+    if name != "SFP":  # (SFP's default alphabet is lowercase ASCII letters)
+        words += ["héllo", "中文字", "😀x"]
+    values = [words[i] for i in rng.integers(0, len(words), 6000)]
+    for column in (values, np.array(values)):
+        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+        compiled = spec.randomize(column, rng=3).arrays
+        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+        plain = spec.randomize(column, rng=3).arrays
+        assert compiled.keys() == plain.keys()
+        assert all(np.array_equal(compiled[k], plain[k]) for k in compiled)

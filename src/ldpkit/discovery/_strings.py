@@ -23,11 +23,14 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .. import _parallel
 from .._constraints import Check
 from .._validation import _show, check_not_masked
 from ..frequency._items import (
+    COMPILED_MIN_WORDS,
     distinct_in_order,
     distinct_rows,
+    distinct_strings,
     exposed_text_array,
     unicode_codes,
 )
@@ -65,7 +68,39 @@ def family_seeds(level: int, hash_functions: int) -> np.ndarray:
 
 def hash_keys(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
     """``h(key)`` in ``[0, g)`` for broadcast keys and seeds (int64)."""
+    if (
+        keys.ndim == 1
+        and keys.shape == seeds.shape
+        and _parallel.use_compiled(keys.shape[0], COMPILED_MIN_WORDS)
+    ):
+        from ..frequency._kernels_hashing import xor_seed_hashes  # one pass per user
+
+        return xor_seed_hashes(keys, seeds, hash_range)
     return hash_keys_u64(keys, seeds, hash_range).astype(np.int64)
+
+
+def prefix_hashes(
+    key_table: np.ndarray,
+    inverse: np.ndarray,
+    levels: np.ndarray,
+    seed_table: np.ndarray,
+    hashes: np.ndarray,
+    hash_range: int,
+) -> np.ndarray:
+    """Each user's hash of her distinct string's prefix key at her level (int64).
+
+    ``hash_keys(key_table[inverse, levels], seed_table[levels * H + hashes], g)`` with
+    ``H = len(seed_table) // key_table.shape[1]``; large batches with numba in one
+    compiled pass (the same values, no gathered temporaries).
+    """
+    if _parallel.use_compiled(inverse.shape[0], COMPILED_MIN_WORDS):
+        from ..frequency._kernels_hashing import gathered_xor_seed_hashes
+
+        return gathered_xor_seed_hashes(key_table, inverse, levels, seed_table, hashes, hash_range)
+    length = key_table.shape[1]
+    keys = key_table.reshape(-1)[inverse * length + levels]
+    seeds = seed_table[levels * (seed_table.shape[0] // length) + hashes]
+    return hash_keys(keys, seeds, hash_range)
 
 
 def hash_keys_u64(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
@@ -150,6 +185,9 @@ def encode_distinct(
         least ``_DISTINCT_MIN`` users holding each string twice on average (elsewhere
         grouping would not pay).
     """
+    if type(values) is list and (grouped := distinct_strings(values)) is not None:
+        if len(grouped[0]) * 2 <= len(values):  # a list of str: grouped by a compiled pass
+            return encode_strings(grouped[0], max_length, alphabet), grouped[1]
     items = _as_list(values)
     if len(items) < _DISTINCT_MIN:
         return encode_strings(items, max_length, alphabet), None

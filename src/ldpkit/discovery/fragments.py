@@ -251,19 +251,29 @@ class SFP(Mechanism):
         n = grid.shape[0] if inverse is None else inverse.shape[0]
         position = np.asarray(pos_stream.integers(0, self.positions, size=n), dtype=np.int64)
         words, hashes = self._word_items(grid)
+        frag_spec, word_spec = self._fragment_spec(), self._word_spec()
         if inverse is None:
             code = self._fragment_codes(grid, position)
-        else:  # a U array with repeats: each distinct string's items once, gathered
+            frag_keys = frag_spec.item_keys(self._fragment_item(position, hashes, code))
+            word_keys = word_spec.item_keys(words)
+        else:  # repeated strings: each distinct string's item keys once, gathered
             rows = grid.shape[0]
             table = np.stack(
-                [self._fragment_codes(grid, np.full(rows, k)) for k in range(self.positions)],
+                [
+                    self._fragment_item(k, hashes, self._fragment_codes(grid, np.full(rows, k)))
+                    for k in range(self.positions)
+                ],
                 axis=1,
             )
-            code = table.reshape(-1)[inverse * self.positions + position]
-            words, hashes = words[inverse], hashes[inverse]
-        frags = self._fragment_item(position, hashes, code)
-        fr = self._fragment_spec().randomize(frags, rng=frag_stream)
-        wr = self._word_spec().randomize(words, rng=word_stream)
+            flat = inverse * self.positions + position
+            if table.size <= n:  # every distinct (string, position) item hashed once
+                frag_keys = frag_spec.item_keys(table.reshape(-1))[flat]
+            else:  # many distinct strings: only the users' own items
+                frag_keys = frag_spec.item_keys(table.reshape(-1)[flat])
+            word_keys = word_spec.item_keys(words)[inverse]
+        # the sketches' own randomize, from the keys (item_keys draws nothing: same reports)
+        fr = frag_spec._randomize_keys(frag_keys, frag_stream)
+        wr = word_spec._randomize_keys(word_keys, word_stream)
         arrays = {f"fragment_{k}": v for k, v in fr.arrays.items()}
         arrays.update({f"word_{k}": v for k, v in wr.arrays.items()})
         return Reports(self, **arrays)

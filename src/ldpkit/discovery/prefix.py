@@ -32,6 +32,7 @@ from ._strings import (
     family_seeds,
     hash_keys,
     level_keys,
+    prefix_hashes,
     prefix_key_table,
 )
 
@@ -202,15 +203,14 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
         n = symbols.shape[0] if inverse is None else inverse.shape[0]
         groups = np.asarray(gen.integers(0, self.groups, size=n))
         hashes = np.asarray(gen.integers(0, self.family_size, size=n))
-        if inverse is None:
-            keys = level_keys(symbols, groups)
-        else:  # a U array with repeats: each distinct string's prefix keys once, gathered
-            table = prefix_key_table(symbols).reshape(-1)
-            keys = table[inverse * self.max_length + groups]
         # every group's seeds in one table (at most max_length x 4096): one lookup per user
         table = np.concatenate([family_seeds(lv, self.family_size) for lv in range(self.groups)])
-        seeds = table[groups * self.family_size + hashes]
-        hashed = hash_keys(keys, seeds, self.range_size)
+        if inverse is None:
+            seeds = table[groups * self.family_size + hashes]
+            hashed = hash_keys(level_keys(symbols, groups), seeds, self.range_size)
+        else:  # repeated strings: each distinct string's prefix keys once, gathered
+            keys = prefix_key_table(symbols)
+            hashed = prefix_hashes(keys, inverse, groups, table, hashes, self.range_size)
         y = grr_sample(hashed, self.range_size, self._weights(), gen)
         return Reports(
             self,

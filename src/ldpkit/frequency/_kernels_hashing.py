@@ -31,6 +31,7 @@ _S32 = np.uint64(32)
 _ONE = np.uint64(1)
 _TWO32 = np.uint64(1 << 32)
 _TABLE_MAX = 1 << 16
+_U0 = np.uint64(0)
 
 
 @nb.njit(cache=True, inline="always")
@@ -162,3 +163,188 @@ def _keyed_counts_block(
         for v in range(d):
             local[v] += (a * keys[v] + shift) < width
     return local
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_hash_users(
+    rows: np.ndarray, keys: np.ndarray, width: int, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    w = np.uint64(width)
+    for i in range(rows.shape[0]):
+        s = np.uint64(rows[i])
+        a = _mix64(s + _GAMMA) | _ONE  # hashing.hash_parameters of seed s
+        b = _mix64(s + _GAMMA2)
+        x = _mix64(a * keys[i] + b)
+        out[i] = np.int64(((x >> _S32) * w) >> _S32)
+
+
+def row_hash_users(rows: np.ndarray, keys: np.ndarray, width: int) -> np.ndarray:
+    """``h_{rows[i]}(keys[i])`` in ``[0, width)`` per user (int64), in one pass.
+
+    The sketches' row hashes of :func:`ldpkit.frequency._items.row_hash` (the same
+    arithmetic, so the same values): the row's ``(a, b)``, the multiply-add, the
+    splitmix64 finalizer and the range reduction per user, with no temporary array
+    between them (the numpy version makes about ten passes over memory).
+    """
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    _row_hash_users(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        int(width),
+        out,
+    )
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _grr_from_uniform(
+    values: np.ndarray, u: np.ndarray, w_keep: int, w_other: int, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    for i in range(values.shape[0]):
+        x = u[i]
+        if x < w_keep:
+            out[i] = values[i]
+        else:  # uniform over the d - 1 other values (only these users divide)
+            o = (x - w_keep) // w_other
+            out[i] = o + 1 if o >= values[i] else o
+
+
+def grr_from_uniform(values: np.ndarray, u: np.ndarray, w_keep: int, w_other: int) -> np.ndarray:
+    """Randomized response from one uniform integer per user, as ``grr.grr_sample`` maps it.
+
+    ``u < w_keep`` keeps the value; otherwise ``(u - w_keep) // w_other``, skipping the
+    value, is the report. The same map as the numpy version (so the same reports), in one
+    pass with a division only for the users who do not keep their value.
+    """
+    out = np.empty(values.shape[0], dtype=np.int64)
+    _grr_from_uniform(
+        np.ascontiguousarray(values, dtype=np.int64),
+        np.ascontiguousarray(u, dtype=np.int64),
+        int(w_keep),
+        int(w_other),
+        out,
+    )
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _parity(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    x ^= x >> np.uint64(32)
+    x ^= x >> np.uint64(16)
+    x ^= x >> np.uint64(8)
+    x ^= x >> np.uint64(4)
+    x ^= x >> np.uint64(2)
+    x ^= x >> _ONE
+    return x & _ONE
+
+
+@nb.njit(cache=True, nogil=True)
+def _hadamard_signs(
+    rows: np.ndarray,
+    keys: np.ndarray,
+    index: np.ndarray,
+    u: np.ndarray,
+    w_keep: int,
+    width: int,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    w = np.uint64(width)
+    for i in range(rows.shape[0]):
+        s = np.uint64(rows[i])
+        a = _mix64(s + _GAMMA) | _ONE
+        b = _mix64(s + _GAMMA2)
+        h = ((_mix64(a * keys[i] + b) >> _S32) * w) >> _S32
+        minus = _parity(np.uint64(index[i]) & h)  # H[l, h] = (-1)^popcount(l & h)
+        keep = u[i] < w_keep
+        out[i] = np.uint8((minus == _U0) == keep)
+
+
+def hadamard_signs(
+    rows: np.ndarray, keys: np.ndarray, index: np.ndarray, u: np.ndarray, w_keep: int, width: int
+) -> np.ndarray:
+    """HCMS report bits (1 for a +1 sign) in one pass, as ``sketch.HCMS`` computes them.
+
+    User i's sign ``H[index, h_rows(key)]`` is kept when ``u[i] < w_keep`` and flipped
+    otherwise; the row hash is :func:`row_hash_users`'s.
+    """
+    out = np.empty(rows.shape[0], dtype=np.uint8)
+    _hadamard_signs(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        np.ascontiguousarray(index, dtype=np.int64),
+        np.ascontiguousarray(u, dtype=np.int64),
+        int(w_keep),
+        int(width),
+        out,
+    )
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _xor_seed_hashes(
+    keys: np.ndarray, seeds: np.ndarray, hash_range: int, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    g = np.uint64(hash_range)
+    for i in range(keys.shape[0]):
+        out[i] = np.int64(((_mix64(keys[i] ^ seeds[i]) >> _S32) * g) >> _S32)
+
+
+def xor_seed_hashes(keys: np.ndarray, seeds: np.ndarray, hash_range: int) -> np.ndarray:
+    """``((mix64(key ^ seed) >> 32) * g) >> 32`` per user (int64): the discovery hash family.
+
+    :func:`ldpkit.discovery._strings.hash_keys` in one pass (the same values).
+    """
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    _xor_seed_hashes(
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        np.ascontiguousarray(seeds, dtype=np.uint64),
+        int(hash_range),
+        out,
+    )
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _gathered_xor_seed_hashes(
+    key_table: np.ndarray,
+    inverse: np.ndarray,
+    groups: np.ndarray,
+    seed_table: np.ndarray,
+    hashes: np.ndarray,
+    hash_range: int,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    g = np.uint64(hash_range)
+    width = key_table.shape[1]
+    family = seed_table.shape[0] // width
+    for i in range(inverse.shape[0]):
+        key = key_table[inverse[i], groups[i]]
+        seed = seed_table[groups[i] * family + hashes[i]]
+        out[i] = np.int64(((_mix64(key ^ seed) >> _S32) * g) >> _S32)
+
+
+def gathered_xor_seed_hashes(
+    key_table: np.ndarray,
+    inverse: np.ndarray,
+    groups: np.ndarray,
+    seed_table: np.ndarray,
+    hashes: np.ndarray,
+    hash_range: int,
+) -> np.ndarray:
+    """:func:`xor_seed_hashes` of ``key_table[inverse, groups]`` and ``seed_table[groups H + hashes]``.
+
+    The discovery client's per-user lookups (its distinct string's prefix key at its
+    group, its group's public seed) and hash in one pass; ``H = len(seed_table) //
+    key_table.shape[1]``.
+    """
+    out = np.empty(inverse.shape[0], dtype=np.int64)
+    _gathered_xor_seed_hashes(
+        np.ascontiguousarray(key_table, dtype=np.uint64),
+        np.ascontiguousarray(inverse, dtype=np.intp),
+        np.ascontiguousarray(groups, dtype=np.intp),
+        np.ascontiguousarray(seed_table, dtype=np.uint64),
+        np.ascontiguousarray(hashes, dtype=np.intp),
+        int(hash_range),
+        out,
+    )
+    return out

@@ -7,12 +7,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from .. import _parallel
 from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator
 from ..spec import Reports, StatsField
 from ._base import PureFrequencyOracle, index_dtype
 
 __all__ = ["GRR", "grr_sample"]
+
+#: Users from which :func:`grr_sample` maps its uniforms by the compiled pass when numba
+#: is installed (its import costs more than the numpy passes below).
+COMPILED_MIN_USERS = 1 << 18
 
 
 class OneItemReports:
@@ -74,6 +79,14 @@ def grr_sample(
     w_keep, w_other = int(weights[0]), int(weights[1])
     total = w_keep + (domain_size - 1) * w_other
     u = np.asarray(rng.integers(0, total, size=values.shape[0], dtype=np.int64))
+    if (
+        values.ndim == 1
+        and np.can_cast(values.dtype, np.int64)
+        and _parallel.use_compiled(values.shape[0], COMPILED_MIN_USERS)
+    ):
+        from ._kernels_hashing import grr_from_uniform  # numba: loaded on first use
+
+        return grr_from_uniform(values, u, w_keep, w_other)  # the same map, one pass
     keep = u < w_keep
     other = (u - w_keep) // w_other  # negative where kept: replaced by the value below
     other += other >= values

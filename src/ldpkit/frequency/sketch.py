@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import _crmath
+from .. import _crmath, _parallel
 from .._constraints import Alternatives, Size
 from .._exact import RR_MAX_EPSILON, coin, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator, derive_seeds, independent_streams, is_secure
@@ -37,6 +37,7 @@ from ._base import MAX_DENSE_OUTPUTS, index_dtype
 from ._cms_sampler import sample_cms_bits
 from ._open import OpenDomainOracle
 from ._unary_sampler import sample_unary_bits_secure
+from .grr import COMPILED_MIN_USERS
 from .unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
 
 __all__ = ["CMS", "HCMS"]
@@ -165,7 +166,10 @@ class CMS(OpenDomainOracle):
         The public row indices and the secret bit coins come from independent streams of
         ``rng``; with a secure generator (``rng=None``) every coin is read from it.
         """
-        keys = self.item_keys(values)
+        return self._randomize_keys(self.item_keys(values), rng)
+
+    def _randomize_keys(self, keys: np.ndarray, rng: RNGLike) -> Reports:
+        """:meth:`randomize` of users whose item keys are known (uint64, one per user)."""
         n = keys.shape[0]
         width = _bits.packed_width(self.width)
         check_memory(
@@ -389,18 +393,28 @@ class HCMS(OpenDomainOracle):
         ``rows``, ``index`` and ``bits`` (1 for +1); public indices and secret coins come
         from independent streams.
         """
+        return self._randomize_keys(self.item_keys(values), rng)
+
+    def _randomize_keys(self, keys: np.ndarray, rng: RNGLike) -> Reports:
+        """:meth:`randomize` of users whose item keys are known (uint64, one per user)."""
         from ._items import row_hash
 
-        keys = self.item_keys(values)
         n = keys.shape[0]
         row_stream, index_stream, coin_stream = independent_streams(as_generator(rng), 3)
-        rows = row_stream.integers(0, self.depth, size=n)
-        index = index_stream.integers(0, self.width, size=n)
-        hashed = row_hash(rows, keys, self.width)
-        plus = (np.bitwise_count(index & hashed) & 1) == 0
+        rows = np.asarray(row_stream.integers(0, self.depth, size=n))
+        index = np.asarray(index_stream.integers(0, self.width, size=n))
         w_keep, w_other = self._weights()
-        keep = coin(coin_stream, n, w_keep, w_keep + w_other)
-        bits = (plus == keep).astype(np.uint8)
+        total = w_keep + w_other
+        if _parallel.use_compiled(n, COMPILED_MIN_USERS):  # the same draws and bits
+            from ._kernels_hashing import hadamard_signs
+
+            u = np.asarray(coin_stream.integers(0, total, size=n, dtype=np.int64))
+            bits = hadamard_signs(rows, keys, index, u, w_keep, self.width)
+        else:
+            hashed = row_hash(rows, keys, self.width)
+            plus = (np.bitwise_count(index & hashed) & 1) == 0
+            keep = coin(coin_stream, n, w_keep, total)
+            bits = (plus == keep).astype(np.uint8)
         return Reports(
             self,
             rows=rows.astype(index_dtype(self.depth)),
