@@ -33,7 +33,6 @@ import numpy as np
 
 from ldpkit.multidim import HDG, TDG, UniformGrid
 from ldpkit.multidim.ranges import (
-    _coverage,
     _MixedCellsHDG,
     _MixedCellsTDG,
     _MixedCellsUniformGrid,
@@ -79,11 +78,11 @@ def noise_term(est: Any, box: dict) -> float:
     return out
 
 
-def plain_1d(spec: Any, stats: Any, box: dict) -> float:
+def plain_1d(est: Any, plain: list, box: dict) -> float:
     """Return HDG's plain 1-D grid's answer (no post-processing) to a 1-D box."""
-    ((a, bounds),) = box.items()
-    f, _ = spec.plain_grids(stats)[spec.grids.index((a,))]
-    return float(_coverage(*bounds, f.shape[0]) @ f)
+    ((a, bounds),) = est._ranges(box).items()  # in [0, 1] units, as std_error's
+    f, _ = plain[est.spec.grids.index((a,))]
+    return float(est._cover(a, bounds, f.shape[0]) @ f)
 
 
 def run(cls: type, eps: float, x: np.ndarray, bx: dict, runs: int) -> dict[str, Any]:
@@ -102,7 +101,8 @@ def run(cls: type, eps: float, x: np.ndarray, bx: dict, runs: int) -> dict[str, 
             noise[lam].append([noise_term(est, b) for b in bs])
             hits[lam].append([est.interval(b, 0.05) for b in bs])
         if isinstance(spec, HDG):
-            plain.append([plain_1d(spec, stats, b) for b in bx[1]])
+            grids = spec.plain_grids(stats)
+            plain.append([plain_1d(est, grids, b) for b in bx[1]])
             std2.append([est.std_error(b) ** 2 for b in bx[1]])
     return {
         "got": {lam: np.array(v) for lam, v in got.items()},
