@@ -110,7 +110,13 @@ def run(cls: type, eps: float, x: np.ndarray, bx: dict, runs: int) -> dict[str, 
         "ints": {lam: np.array(v) for lam, v in hits.items()},
         "plain": np.array(plain),
         "std2": np.array(std2),
+        "spec": spec,
     }
+
+
+def spread_ratio(mixed: np.ndarray, plain: np.ndarray) -> float:
+    """Return the ratio of the answers' mean per-box variance over the runs (rows)."""
+    return float(np.mean(np.var(mixed, axis=0, ddof=1)) / np.mean(np.var(plain, axis=0, ddof=1)))
 
 
 def main() -> None:
@@ -147,6 +153,9 @@ def main() -> None:
                 res[variant] = run(cls, eps, x, bx, args.runs)
                 secs = time.perf_counter() - t0
                 r = res[variant]
+                grid = {
+                    f: getattr(r["spec"], f) for f in ("g1", "g2", "g") if hasattr(r["spec"], f)
+                }
                 for lam in (1, 2, 3):
                     got = r["got"][lam]
                     mse = float(np.mean((got - truth[lam]) ** 2))
@@ -158,14 +167,18 @@ def main() -> None:
                     )
                     extra = ""
                     if lam == 1 and r["plain"].size:
-                        pv = np.mean(np.var(r["plain"], axis=0, ddof=1))
-                        extra = f"   {pv / np.mean(r['std2']):.3f}"
+                        pv = np.var(r["plain"], axis=0, ddof=1)
+                        # the spread of the 1-D grid's plain answers, resampling the runs
+                        boot = np.random.default_rng(7).integers(0, len(pv), size=(200, len(pv)))
+                        ratio = float(np.mean(pv) / np.mean(r["std2"]))
+                        se = float(np.std(np.mean(pv[boot], axis=1)) / np.mean(r["std2"]))
+                        extra = f"   {ratio:.3f} +- {se:.3f} (over boxes)"
                     print(
                         f"{name:12s} {eps:3g} {variant:7s} {lam:3d} {mse:10.3e} {spread:10.3e} "
                         f"{noise:10.3e} {spread / noise:13.3f} {cov:5.3f}{extra}",
                         flush=True,
                     )
-                print(f"   ({secs:.0f} s)", flush=True)
+                print(f"   ({secs:.0f} s; granularity {grid})", flush=True)
             for lam in (1, 2, 3):
                 p, m = res["plain"]["got"][lam], res["mixed"]["got"][lam]
                 # paired over boxes x runs: the ratio's spread from the per-run MSEs
@@ -174,10 +187,13 @@ def main() -> None:
                 ratio = em.mean() / ep.mean()
                 d = em - ratio * ep  # delta method on the ratio of means
                 se = float(np.std(d, ddof=1) / np.sqrt(len(d)) / ep.mean())
-                sp = np.mean(np.var(m, axis=0, ddof=1)) / np.mean(np.var(p, axis=0, ddof=1))
+                sp = spread_ratio(m, p)
+                # the same runs resampled for both variants (their seeds are paired)
+                boot = np.random.default_rng(7).integers(0, len(p), size=(200, len(p)))
+                sp_se = float(np.std([spread_ratio(m[i], p[i]) for i in boot]))
                 print(
                     f"{name:12s} {eps:3g} mixed/plain {lam}-D: mse {ratio:.3f} +- {se:.3f}, "
-                    f"spread {sp:.3f}",
+                    f"spread {sp:.3f} +- {sp_se:.3f}",
                     flush=True,
                 )
 
