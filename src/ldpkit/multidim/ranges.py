@@ -273,6 +273,10 @@ class _GridMechanism(Mechanism):
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
+    #: Whether the grids' OLH hashes mixed cell keys (``OLH(mix_items=True)``); only the
+    #: private study classes at the end of this module set it (their reports mean other
+    #: hashes, and their class differs, so a default spec never reads them).
+    _mix_cells: ClassVar[bool] = False
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
         "low": [ATTRIBUTE_BOUNDS],
         "high": [ATTRIBUTE_BOUNDS],
@@ -346,7 +350,8 @@ class _GridMechanism(Mechanism):
 
     def grid_oracle(self, m: int) -> OLH:
         """Return the OLH oracle of grid m (over its cells)."""
-        return OLH(epsilon=self.epsilon, domain_size=max(int(math.prod(self.grid_shape(m))), 2))
+        cells = max(int(math.prod(self.grid_shape(m))), 2)
+        return OLH(epsilon=self.epsilon, domain_size=cells, mix_items=self._mix_cells)
 
     # -- client ----------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
@@ -1237,3 +1242,26 @@ class RangeEstimate:
     def __repr__(self) -> str:
         """Return a one-line summary."""
         return f"RangeEstimate(grids={len(self.grids)}, n={self.n}, spec={self.spec!r})"
+
+
+# -- private study variants: the grids' OLH over mixed cell keys ---------------------------
+# Adjacent cells (i * g + j and its neighbours) are an arithmetic progression, on which the
+# pairwise independent OLH hash correlates the cells' estimates; ``studies/range_olh_mix.py``
+# measures what hashing ``mix_item_keys`` of the cells instead changes for range answers.
+# Same law and privacy as the public classes; not registered publicly (leading "_").
+class _MixedCellsTDG(TDG):
+    """TDG whose grids' OLH hashes mixed cell keys (study variant, not public)."""
+
+    _mix_cells = True
+
+
+class _MixedCellsHDG(HDG):
+    """HDG whose grids' OLH hashes mixed cell keys (study variant, not public)."""
+
+    _mix_cells = True
+
+
+class _MixedCellsUniformGrid(UniformGrid):
+    """UniformGrid whose grids' OLH hashes mixed cell keys (study variant, not public)."""
+
+    _mix_cells = True
