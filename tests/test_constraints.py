@@ -111,7 +111,7 @@ def test_hostile_values_are_refused_with_the_declared_type():
     """Every derived hostile value is refused by the spec with the predicted error type."""
     spec = OLH(epsilon=1.0, domain_size=6)
     rows = hostile_values(spec)
-    assert set(rows) == {"epsilon", "domain_size", "hash_range"}
+    assert set(rows) == {"epsilon", "domain_size", "hash_range", "mix_items"}
     assert (True, TypeError) in rows["domain_size"] and (1, ValueError) in rows["domain_size"]
     assert (None, TypeError) in rows["domain_size"]  # not nullable
     assert all(v is not None for v, _ in rows["hash_range"])  # nullable
