@@ -32,6 +32,7 @@ Usage: ``python benchmarks/heavy_hitters_rates.py`` (quick: n = 10^5, peers at 5
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import string
 import sys
@@ -197,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     peer_n = args.peer_n or (20_000 if args.full else 5_000)
     users = names(n, seed=1)
     peer_users = names(peer_n, seed=2)
+    # pure-ldp runs on one thread and ldpkit's kernels on every core, so other load on the
+    # machine lowers ldpkit's ratios: the load is part of the result
+    load_start = os.getloadavg()
     lines = [
         "| method | eps | pure-ldp client users/s | ldpkit list of str | ldpkit numpy U "
         "| ratio (list) | ratio (U) | ldpkit int64 indices (the peer's input) | ratio (int64) |",
@@ -232,10 +236,14 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n\n" + "\n".join(server_lines) + "\n"
     if args.full and args.n is None and args.peer_n is None:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        load_end = os.getloadavg()
         header = (
             f"# Per-user rates, ldpkit vs pure-ldp (`benchmarks/heavy_hitters_rates.py "
             f"--full`, {stamp})\n\nldpkit at n = {n:,}, pure-ldp at n = {peer_n:,}; "
-            f"{REPEATS} runs each, min-max (ratios: worst and best pairing of the runs).\n\n"
+            f"{REPEATS} runs each, min-max (ratios: worst and best pairing of the runs). "
+            f"Load average (1 / 5 / 15 min) at the start "
+            f"{' / '.join(f'{x:.1f}' for x in load_start)}, at the end "
+            f"{' / '.join(f'{x:.1f}' for x in load_end)} on {os.cpu_count()} cores.\n\n"
         )
         OUT.write_text(header + text, encoding="utf-8")
     return 0
