@@ -28,6 +28,7 @@ from .._constraints import Check
 from .._validation import _show, check_not_masked
 from ..frequency._items import (
     COMPILED_MIN_WORDS,
+    check_code_points,
     distinct_in_order,
     distinct_rows,
     distinct_strings,
@@ -316,8 +317,8 @@ def _unicode_grid(arr: np.ndarray, width: int) -> tuple[np.ndarray, bool]:
     if int(whole.max()) < 0x80:  # ASCII: the code points are the bytes
         grid[:, : codes.shape[1]] = codes
         return grid, has_nul
-    if ((whole >= 0xD800) & (whole < 0xE000)).any() or int(whole.max()) > 0x10FFFF:
-        # (code points past U+10FFFF: a U array filled through a view; no str holds them)
+    check_code_points(int(whole.max()))
+    if ((whole >= 0xD800) & (whole < 0xE000)).any():
         raise ValueError("values must be strings encodable as UTF-8 (no lone surrogates)")
     high = codes.max(axis=1) >= 0x80
     low = np.flatnonzero(~high)
@@ -373,8 +374,8 @@ def _encode_alphabet(items: Any, n: int, max_length: int, alphabet: str) -> np.n
             raise TypeError(f"values must be a sequence of strings, got an item {_show(bad)}")
     text = np.asarray(items, dtype=f"U{max_length}") if n else np.zeros(0, f"U{max_length}")
     codes = text.view(np.uint32).reshape(n, max_length)
-    if codes.size and int(codes.max()) > 0x10FFFF:  # a U array filled through a view
-        raise ValueError("values must be strings of Unicode code points, got one past U+10FFFF")
+    if codes.size:
+        check_code_points(int(codes.max()))
     table = np.array(sorted(ord(c) for c in alphabet), dtype=np.uint32)
     symbol_of = np.array([1 + alphabet.index(chr(c)) for c in table.tolist()], dtype=np.uint16)
     pos = np.searchsorted(table, codes)

@@ -299,6 +299,18 @@ def exposed_text_array(values: Any) -> np.ndarray | None:
     return arr if arr.dtype.kind in "US" and arr.ndim == 1 else None
 
 
+def check_code_points(top: int) -> None:
+    """Refuse a ``U`` array whose largest code point ``top`` is past U+10FFFF.
+
+    Only a view of other memory puts one there (no ``str`` holds it); every string path
+    (item keys, the discovery encodings) refuses it with this one message.
+    """
+    if top > 0x10FFFF:
+        raise ValueError(
+            f"values must be strings of Unicode code points (at most U+10FFFF), got U+{top:X}"
+        )
+
+
 def unicode_codes(arr: np.ndarray) -> np.ndarray:
     """Code points of a 1-D ``U`` array as an (n, width) array of the narrowest unsigned type.
 
@@ -315,8 +327,7 @@ def unicode_codes(arr: np.ndarray) -> np.ndarray:
     if codes.size == 0:
         return np.zeros((n, 1), dtype=np.uint8)
     top = int(codes.max())
-    if top > 0x10FFFF:  # a U array filled through a view: no str holds such a code point
-        raise ValueError(f"values must be strings of Unicode code points, got U+{top:X}")
+    check_code_points(top)
     if top < 1 << 16:
         narrow = np.uint8 if top < 1 << 8 else np.uint16
         per_word = 8 // np.dtype(narrow).itemsize
