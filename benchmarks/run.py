@@ -62,8 +62,14 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], str]] = {
     ),
     "heavy_hitters": (["--eps", "4", "--top", "20"], ["--full"], ""),
     "heavy_hitters_discovery": ([], ["--full"], ""),
+    "heavy_hitters_rates": (
+        ["--methods", "PEM", "FLH", "--n", "20000", "--peer-n", "2000"],
+        ["--full"],
+        "",
+    ),
     "longitudinal": ([], ["--full"], ""),
     "multidim": ([], ["--full"], ""),
+    "multidim_olh": (["--runs", "4", "--eps", "1"], ["--full"], ""),
     "sets": (["--quick"], [], ""),
     "poisoning": (["--n", "5000"], [], ""),
     "auto_distribution": (
