@@ -14,6 +14,8 @@ compare and an increment on registers, which the compiler vectorizes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -57,27 +59,52 @@ def _bucket_window(y: np.uint64, g: np.uint64) -> tuple[np.uint64, np.uint64]:  
     return lo << _S32, (hi - lo) << _S32
 
 
+def _summed_blocks(block: Any, n: int, size: int, n_blocks: int) -> np.ndarray:
+    """Run ``block(start, stop)`` over ``n_blocks`` contiguous blocks of n reports; sum.
+
+    The blocks run on plain threads (see :mod:`ldpkit._parallel` for why not numba's
+    ``parallel=True``), each with its own count array; the integer counts are summed, so
+    the result does not depend on the number of blocks or threads.
+    """
+    if n_blocks <= 1:  # small batches (collector groups): no block list, no extra sum
+        return block(0, n)
+    bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
+    out = np.zeros(size, dtype=np.int64)
+    for part in _parallel.run_blocks(block, bounds):
+        out += part
+    return out
+
+
 def support_counts_kernel(
     seeds: np.ndarray, values: np.ndarray, g: int, d: int, n_blocks: int
 ) -> np.ndarray:
     """C_v = #{i : h_{seeds[i]}(v) == values[i]} for v in [0, d), as int64.
 
-    Reports are split into ``n_blocks`` contiguous blocks run on plain threads (see
-    :mod:`ldpkit._parallel` for why not numba's ``parallel=True``), each with its own
-    count array; the integer counts are summed, so the result does not depend on the
-    number of blocks or threads.
+    Reports are split into ``n_blocks`` contiguous blocks (:func:`_summed_blocks`).
     """
-    n = seeds.shape[0]
-    if n_blocks <= 1:  # small batches (collector groups): no block list, no extra sum
-        return _support_counts_block(seeds, values, g, d, 0, n)
-    bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
-    parts = _parallel.run_blocks(
-        lambda a, b: _support_counts_block(seeds, values, g, d, a, b), bounds
+    return _summed_blocks(
+        lambda a, b: _support_counts_block(seeds, values, g, d, a, b),
+        seeds.shape[0],
+        d,
+        n_blocks,
     )
-    out = np.zeros(d, dtype=np.int64)
-    for part in parts:
-        out += part
-    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _window_table(g: int) -> tuple[bool, np.ndarray, np.ndarray]:  # pragma: no cover
+    """Return whether the report windows are tabulated, and the table (first, width) per y.
+
+    Two 64-bit divisions per report (~2 ns) are a large share of the cost at small d:
+    the windows are tabulated once when the range is small (the common case, g ~ e^eps + 1).
+    """
+    gg = np.uint64(g)
+    use_table = g <= _TABLE_MAX
+    firsts = np.empty(g if use_table else 1, dtype=np.uint64)
+    widths = np.empty(g if use_table else 1, dtype=np.uint64)
+    if use_table:
+        for y in range(g):
+            firsts[y], widths[y] = _bucket_window(np.uint64(y), gg)
+    return use_table, firsts, widths
 
 
 @nb.njit(cache=True, nogil=True)
@@ -86,14 +113,7 @@ def _support_counts_block(
 ) -> np.ndarray:  # pragma: no cover - compiled
     """Support counts of reports start..stop-1 (serial; releases the GIL)."""
     gg = np.uint64(g)
-    # Two 64-bit divisions per report (~2 ns) are a large share of the cost at small d:
-    # tabulate the windows once when the range is small (the common case, g ~ e^eps + 1).
-    use_table = g <= _TABLE_MAX
-    firsts = np.empty(g if use_table else 1, dtype=np.uint64)
-    widths = np.empty(g if use_table else 1, dtype=np.uint64)
-    if use_table:
-        for y in range(g):
-            firsts[y], widths[y] = _bucket_window(np.uint64(y), gg)
+    use_table, firsts, widths = _window_table(g)
     # A private array per block (no false sharing); int64 so no overflow at any n.
     local = np.zeros(d, dtype=np.int64)
     for i in range(start, stop):
@@ -120,20 +140,14 @@ def keyed_support_counts_kernel(
 
     The support count of ``OLH(mix_items=True)``: item v is hashed by its key ``keys[v]``
     (uint64 below 2^32), so each pair costs a multiply instead of an add. Blocks as in
-    :func:`support_counts_kernel` (the integer counts summed: the result does not depend
-    on the number of blocks).
+    :func:`support_counts_kernel`.
     """
-    n = seeds.shape[0]
-    if n_blocks <= 1:
-        return _keyed_counts_block(seeds, values, g, keys, 0, n)
-    bounds = [(t * n // n_blocks, (t + 1) * n // n_blocks) for t in range(max(1, n_blocks))]
-    parts = _parallel.run_blocks(
-        lambda a, b: _keyed_counts_block(seeds, values, g, keys, a, b), bounds
+    return _summed_blocks(
+        lambda a, b: _keyed_counts_block(seeds, values, g, keys, a, b),
+        seeds.shape[0],
+        keys.shape[0],
+        n_blocks,
     )
-    out = np.zeros(keys.shape[0], dtype=np.int64)
-    for part in parts:
-        out += part
-    return out
 
 
 @nb.njit(cache=True, nogil=True)
@@ -142,12 +156,7 @@ def _keyed_counts_block(
 ) -> np.ndarray:  # pragma: no cover - compiled
     """Support counts over given keys of reports start..stop-1 (serial; releases the GIL)."""
     gg = np.uint64(g)
-    use_table = g <= _TABLE_MAX
-    firsts = np.empty(g if use_table else 1, dtype=np.uint64)
-    widths = np.empty(g if use_table else 1, dtype=np.uint64)
-    if use_table:
-        for y in range(g):
-            firsts[y], widths[y] = _bucket_window(np.uint64(y), gg)
+    use_table, firsts, widths = _window_table(g)
     d = keys.shape[0]
     local = np.zeros(d, dtype=np.int64)
     for i in range(start, stop):
