@@ -107,6 +107,22 @@ def _window_table(g: int) -> tuple[bool, np.ndarray, np.ndarray]:  # pragma: no 
     return use_table, firsts, widths
 
 
+@nb.njit(cache=True, inline="always")
+def _report_window(
+    s: np.uint64, y: int, use_table: bool, firsts: np.ndarray, widths: np.ndarray, gg: np.uint64
+) -> tuple[np.uint64, np.uint64, np.uint64]:  # pragma: no cover - compiled
+    """Return a report's ``a``, ``b - first`` and window width.
+
+    ``h(key) == y`` exactly when ``(a key + b - first) mod 2^64 < width``.
+    """
+    a = _mix64(s + _GAMMA) | _ONE
+    b = _mix64(s + _GAMMA2)
+    if use_table:
+        return a, b - firsts[y], widths[y]
+    first, width = _bucket_window(np.uint64(y), gg)
+    return a, b - first, width
+
+
 @nb.njit(cache=True, nogil=True)
 def _support_counts_block(
     seeds: np.ndarray, values: np.ndarray, g: int, d: int, start: int, stop: int
@@ -117,16 +133,8 @@ def _support_counts_block(
     # A private array per block (no false sharing); int64 so no overflow at any n.
     local = np.zeros(d, dtype=np.int64)
     for i in range(start, stop):
-        s = seeds[i]
-        a = _mix64(s + _GAMMA) | _ONE
-        b = _mix64(s + _GAMMA2)
-        if use_table:
-            first = firsts[values[i]]
-            width = widths[values[i]]
-        else:
-            first, width = _bucket_window(np.uint64(values[i]), gg)
+        a, x, width = _report_window(seeds[i], values[i], use_table, firsts, widths, gg)
         # x_v = a v + b - first (mod 2^64): one wrapping add per item, no multiply.
-        x = b - first
         for v in range(d):
             local[v] += x < width
             x += a
@@ -160,15 +168,7 @@ def _keyed_counts_block(
     d = keys.shape[0]
     local = np.zeros(d, dtype=np.int64)
     for i in range(start, stop):
-        s = seeds[i]
-        a = _mix64(s + _GAMMA) | _ONE
-        b = _mix64(s + _GAMMA2)
-        if use_table:
-            first = firsts[values[i]]
-            width = widths[values[i]]
-        else:
-            first, width = _bucket_window(np.uint64(values[i]), gg)
-        shift = b - first
+        a, shift, width = _report_window(seeds[i], values[i], use_table, firsts, widths, gg)
         for v in range(d):
             local[v] += (a * keys[v] + shift) < width
     return local
