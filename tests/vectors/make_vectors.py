@@ -1406,9 +1406,17 @@ def _multidim() -> dict[str, Any]:
         CALM(epsilon=1.5, domain_sizes=(3, 4, 2), way=3, mix_items=False),
         FullDomain(epsilon=1.0, domain_sizes=(3, 5)),
         FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh", mix_items=False),
-        HDG(epsilon=1.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0), g1=16, g2=4),
-        TDG(epsilon=2.0, low=(0.0, 0.0), high=(24.0, 120.0), g2=8),
-        UniformGrid(epsilon=1.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), g=4),
+        # grids hashing the plain cell index (the earlier wire format; mixed keys below)
+        HDG(
+            epsilon=1.0,
+            low=(0.0, -5.0, 10.0),
+            high=(1.0, 5.0, 100.0),
+            g1=16,
+            g2=4,
+            mix_items=False,
+        ),
+        TDG(epsilon=2.0, low=(0.0, 0.0), high=(24.0, 120.0), g2=8, mix_items=False),
+        UniformGrid(epsilon=1.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), g=4, mix_items=False),
         GroupMean(epsilon=1.0, domain_size=4, low=-30.0, high=120.0, oracle="grr"),
         GroupMean(epsilon=2.0, domain_size=3, low=0.0, high=1.0),
         # last: they draw more uniforms (up to three per sampled attribute)
@@ -1440,6 +1448,10 @@ def _multidim() -> dict[str, Any]:
         # appended: OLH hashing the cells' mixed keys (the default with OLH)
         CALM(epsilon=2.0, domain_sizes=(4, 3, 2, 5), ell=2),
         FullDomain(epsilon=2.0, domain_sizes=(4, 3, 2), oracle="olh"),
+        # appended: the grids' OLH over the cells' mixed keys (their default)
+        HDG(epsilon=1.0, low=(0.0, -5.0, 10.0), high=(1.0, 5.0, 100.0), g1=16, g2=4),
+        TDG(epsilon=2.0, low=(0.0, 0.0), high=(24.0, 120.0), g2=8),
+        UniformGrid(epsilon=1.0, low=(0.0, 0.0, 0.0), high=(1.0, 2.0, 3.0), g=4),
     ]
     out = []
     for spec in specs:

@@ -308,10 +308,15 @@ export class FullDomain {
   }
 }
 
-/** Shared base of HDG, TDG and UniformGrid: one grid per user, her cell of it through OLH. */
+/**
+ * Shared base of HDG, TDG and UniformGrid: one grid per user, her cell of it through OLH.
+ * With `mix_items` (Python's default, carried by the spec), OLH hashes the cells' mixed
+ * keys, as CALM; without it, false (the cell index itself, the earlier wire format).
+ */
 class GridMechanism {
-  constructor({ epsilon, low, high, integer = false }) {
+  constructor({ epsilon, low, high, integer = false, mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
+    this.mix = checkMix(mix_items, true);
     if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_GRID_ATTRIBUTES) {
       throw new RangeError(
         `low and high must be lists of 1 to ${MAX_GRID_ATTRIBUTES} bounds of the same length, got ${JSON.stringify(low)}, ${JSON.stringify(high)}`,
@@ -332,7 +337,7 @@ class GridMechanism {
     this.grids = grids;
     this.shapes = shapes;
     this.oracles = shapes.map(
-      (s) => new OLH({ epsilon: this.epsilon, domain_size: Math.max(s.reduce((p, g) => p * g, 1), 2) }),
+      (s) => new OLH({ epsilon: this.epsilon, domain_size: Math.max(s.reduce((p, g) => p * g, 1), 2), mix_items: this.mix }),
     );
     this.valueDtype = indexDtype(this.oracles[0].g);
   }

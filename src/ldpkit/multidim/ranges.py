@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._constraints import Alternatives, Check, Integer
+from .._constraints import Alternatives, Boolean, Check, Integer
 from .._exact import RR_MAX_EPSILON
 from .._rng import RNGLike, as_generator
 from .._validation import check_integer, check_probability
@@ -270,21 +270,22 @@ class _GridMechanism(Mechanism):
     high: tuple[float, ...] = (1.0, 1.0)
     population: int = 100_000
     integer: bool | tuple[bool, ...] = False
+    mix_items: bool | None = None
 
     exact_epsilon: ClassVar[bool] = True
     max_epsilon: ClassVar[float] = RR_MAX_EPSILON
-    #: Whether the grids' OLH hashes mixed cell keys (``OLH(mix_items=True)``); only the
-    #: private study classes at the end of this module set it (their reports mean other
-    #: hashes, and their class differs, so a default spec never reads them).
-    _mix_cells: ClassVar[bool] = False
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {
         "low": [ATTRIBUTE_BOUNDS],
         "high": [ATTRIBUTE_BOUNDS],
         "population": [Integer(1)],
         "integer": [INTEGER_FLAGS],
+        "mix_items": [None, Boolean()],
     }
 
     def _validate(self) -> None:
+        # every grid's oracle is OLH, so None (the default) always resolves to mixed keys
+        if self.mix_items is None:
+            self._set("mix_items", True)
         # the pairs: low < high per attribute
         lo, hi = check_numeric_bounds(self.low, self.high, minimum=2, maximum=MAX_GRID_ATTRIBUTES)
         self._set("low", lo)
@@ -305,15 +306,24 @@ class _GridMechanism(Mechanism):
         self._set("integer", tuple(flags))
 
     def params(self) -> dict[str, Any]:
-        """Return the spec's fields as a plain dict (without ``integer`` when all are False).
+        """Return the spec's fields as a plain dict (without default-off flags).
 
-        Specs without integer attributes keep the wire identity (fingerprint) they had
-        before the flag existed, so collections created then still load.
+        ``integer`` is left out when all are False and ``mix_items`` when False: such specs
+        keep the wire identity (fingerprint) they had before the flags existed, so
+        collections created then still load.
         """
         out = super().params()
         if not any(out["integer"]):
             del out["integer"]
+        if not out.get("mix_items"):
+            out.pop("mix_items", None)
         return out
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any]) -> Mechanism:
+        """Build from a params dict: a missing ``mix_items`` is False (see :meth:`params`)."""
+        params.setdefault("mix_items", False)
+        return cls(**params)
 
     @property
     def integer_attributes(self) -> tuple[int, ...]:
@@ -351,7 +361,7 @@ class _GridMechanism(Mechanism):
     def grid_oracle(self, m: int) -> OLH:
         """Return the OLH oracle of grid m (over its cells)."""
         cells = max(int(math.prod(self.grid_shape(m))), 2)
-        return OLH(epsilon=self.epsilon, domain_size=cells, mix_items=self._mix_cells)
+        return OLH(epsilon=self.epsilon, domain_size=cells, mix_items=bool(self.mix_items))
 
     # -- client ----------------------------------------------------------------------------
     def check_values(self, values: Any) -> np.ndarray:
@@ -533,6 +543,14 @@ class TDG(_GridMechanism):
         all; default none). A declared attribute's values must be integers; inside a
         cell its mass is spread evenly over the cell's integers instead of uniformly,
         which changes the answers and intervals of boxes over it only.
+    mix_items : bool or None
+        Hash a fixed bijective mix of each cell index instead of the index in every
+        grid's OLH (:class:`~ldpkit.frequency.hashing.OLH`, ``mix_items``): adjacent cells
+        are in arithmetic progression, on which the plain hash correlates their estimates
+        and the ``std_error`` of a sum of cells understates its spread. None (the default)
+        resolves to True (the grids always use OLH); False is the earlier wire format,
+        kept so that collections made with it still load: ``params()`` omits a False
+        ``mix_items``, and a missing one loads as False.
 
     Notes
     -----
@@ -603,6 +621,14 @@ class HDG(_GridMechanism):
         all; default none). A declared attribute's values must be integers; inside a
         cell its mass is spread evenly over the cell's integers instead of uniformly,
         which changes the answers and intervals of boxes over it only.
+    mix_items : bool or None
+        Hash a fixed bijective mix of each cell index instead of the index in every
+        grid's OLH (:class:`~ldpkit.frequency.hashing.OLH`, ``mix_items``): adjacent cells
+        are in arithmetic progression, on which the plain hash correlates their estimates
+        and the ``std_error`` of a sum of cells understates its spread. None (the default)
+        resolves to True (the grids always use OLH); False is the earlier wire format,
+        kept so that collections made with it still load: ``params()`` omits a False
+        ``mix_items``, and a missing one loads as False.
 
     Notes
     -----
@@ -675,6 +701,14 @@ class UniformGrid(_GridMechanism):
         all; default none). A declared attribute's values must be integers; inside a
         cell its mass is spread evenly over the cell's integers instead of uniformly,
         which changes the answers and intervals of boxes over it only.
+    mix_items : bool or None
+        Hash a fixed bijective mix of each cell index instead of the index in every
+        grid's OLH (:class:`~ldpkit.frequency.hashing.OLH`, ``mix_items``): adjacent cells
+        are in arithmetic progression, on which the plain hash correlates their estimates
+        and the ``std_error`` of a sum of cells understates its spread. None (the default)
+        resolves to True (the grids always use OLH); False is the earlier wire format,
+        kept so that collections made with it still load: ``params()`` omits a False
+        ``mix_items``, and a missing one loads as False.
 
     Examples
     --------
@@ -1242,26 +1276,3 @@ class RangeEstimate:
     def __repr__(self) -> str:
         """Return a one-line summary."""
         return f"RangeEstimate(grids={len(self.grids)}, n={self.n}, spec={self.spec!r})"
-
-
-# -- private study variants: the grids' OLH over mixed cell keys ---------------------------
-# Adjacent cells (i * g + j and its neighbours) are an arithmetic progression, on which the
-# pairwise independent OLH hash correlates the cells' estimates; ``studies/range_olh_mix.py``
-# measures what hashing ``mix_item_keys`` of the cells instead changes for range answers.
-# Same law and privacy as the public classes; not registered publicly (leading "_").
-class _MixedCellsTDG(TDG):
-    """TDG whose grids' OLH hashes mixed cell keys (study variant, not public)."""
-
-    _mix_cells = True
-
-
-class _MixedCellsHDG(HDG):
-    """HDG whose grids' OLH hashes mixed cell keys (study variant, not public)."""
-
-    _mix_cells = True
-
-
-class _MixedCellsUniformGrid(UniformGrid):
-    """UniformGrid whose grids' OLH hashes mixed cell keys (study variant, not public)."""
-
-    _mix_cells = True
