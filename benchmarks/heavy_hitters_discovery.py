@@ -334,7 +334,7 @@ def _fmt_interactive(rows: list[dict]) -> str:
 
 
 def speed(n: int = 10**6) -> int:
-    """The issue's target: 10^6 users, eps = 4, top-20, max_length 12 within 10 s."""
+    """The speed target: 10^6 users, eps = 4, top-20, max_length 12 within 10 s."""
     names, weights = baby_names()
     values = draw(names, weights, n, seed=1)
     for name, spec in (("PEM()", PEM(epsilon=4.0)), ("TreeHist()", TreeHist(epsilon=4.0))):

@@ -763,7 +763,7 @@ def main() -> None:
     for part in parts:
         gen = np.random.default_rng([2026, PARTS.index(part)])  # the same data however run
         if part == "throughput":
-            rows = throughput(1_000_000)  # the target size, in every mode
+            rows = throughput(1_000_000)  # the target size, in every mode
         elif part == "kvpaper":
             rows = kv_paper_part(n, epsilons, repeats)
         elif part == "kvml":

@@ -68,7 +68,7 @@ def test_report_budget():
 
 
 def test_hadamard_wins_a_tight_budget_and_explains_why():
-    """The issue's case: d = 10,000, 16-bit reports, eps = 1: HR (14 bits, 4.68), not GRR."""
+    """The motivating case: d = 10,000, 16-bit reports, eps = 1: HR (14 bits, 4.68), not GRR."""
     choice = choose_oracle(1.0, 10_000, max_report_bits=16, explain=True)
     assert isinstance(choice.spec, HadamardResponse)
     table = {c.spec.name: c for c in choice.candidates}

@@ -47,7 +47,7 @@ def test_exact_and_monte_carlo_agree():
 
 
 def test_fresh_grr_is_identified_memoized_lgrr_is_not():
-    """The issue's demonstration (d = 16, eps = 1; L-GRR at eps_inf = 1)."""
+    """The demonstration case (d = 16, eps = 1; L-GRR at eps_inf = 1)."""
     grr = GRR(epsilon=1.0, domain_size=16)
     fresh = attack(grr, rounds=1000, memoized=False, rng=0, samples=4000)
     assert fresh.interval[0] > 0.99

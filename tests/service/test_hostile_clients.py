@@ -66,7 +66,7 @@ def test_non_finite_report_values_are_422_on_both_ingest_paths(client, name, bad
     r = client.post(f"/v1/reports/{name}", content=_body(FLOAT_SPECS[name], bad), headers=headers)
     assert r.status_code == 422, r.text
     assert "finite" in r.json()["detail"]
-    # the issue's exact body too
+    # the exact NaN body of the original report too
     fp = FLOAT_SPECS[name].fingerprint
     if name != "she":
         raw = '{"fingerprint": "FP", "arrays": {"values": [BAD]}}'.replace("FP", fp)
@@ -211,7 +211,7 @@ def _server_helpers():
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_nan_client_beside_eight_honest_ones_fails_none_of_theirs(tmp_path, request, backend):
-    """The issue's load: one client sending NaN bodies as fast as it can beside 8 honest
+    """The reported load: one client sending NaN bodies as fast as it can beside 8 honest
     clients (one report per POST, keep-alive), on a real server on 127.0.0.1 (SQLite, one
     process; PostgreSQL, 2 worker processes), for a few seconds (at most 400 requests per
     client). Before the fix, 28 % of the honest requests failed with 500 (the NaN batch

@@ -657,7 +657,7 @@ def test_heldout_tail_ratio_keeps_a_real_thin_tail_and_drops_a_spurious_one() ->
 
 
 def test_tail_cut_brings_theta_near_the_best_on_pos(streams) -> None:
-    """POS at eps = 2 (the issue's case): without the cut theta is ~25x the best threshold of
+    """POS at eps = 2 (the case that exposed it): without the cut theta is ~25x the best threshold of
     the objective on the true histogram (48.0); with the cut alone 0.77x of it (the cut also
     drops the real thin tail above ~37, and the range MSE is steep below the best); with the
     exponential continuation (default) within [0.8, 1.25]x."""
