@@ -174,17 +174,25 @@ def _keyed_counts_block(
     return local
 
 
+@nb.njit(cache=True, inline="always")
+def _row_hash(s: np.uint64, key: np.uint64, w: np.uint64) -> np.uint64:  # pragma: no cover
+    """Return ``h_s(key)`` in ``[0, w)``, the sketches' row hash.
+
+    Seed s's ``(a, b)`` (``hashing.hash_parameters``), the multiply-add, the splitmix64
+    finalizer and the range reduction.
+    """
+    a = _mix64(s + _GAMMA) | _ONE
+    b = _mix64(s + _GAMMA2)
+    return ((_mix64(a * key + b) >> _S32) * w) >> _S32
+
+
 @nb.njit(cache=True, nogil=True)
 def _row_hash_users(
     rows: np.ndarray, keys: np.ndarray, width: int, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     w = np.uint64(width)
     for i in range(rows.shape[0]):
-        s = np.uint64(rows[i])
-        a = _mix64(s + _GAMMA) | _ONE  # hashing.hash_parameters of seed s
-        b = _mix64(s + _GAMMA2)
-        x = _mix64(a * keys[i] + b)
-        out[i] = np.int64(((x >> _S32) * w) >> _S32)
+        out[i] = np.int64(_row_hash(np.uint64(rows[i]), keys[i], w))
 
 
 def row_hash_users(rows: np.ndarray, keys: np.ndarray, width: int) -> np.ndarray:
@@ -259,10 +267,7 @@ def _hadamard_signs(
 ) -> None:  # pragma: no cover - compiled
     w = np.uint64(width)
     for i in range(rows.shape[0]):
-        s = np.uint64(rows[i])
-        a = _mix64(s + _GAMMA) | _ONE
-        b = _mix64(s + _GAMMA2)
-        h = ((_mix64(a * keys[i] + b) >> _S32) * w) >> _S32
+        h = _row_hash(np.uint64(rows[i]), keys[i], w)
         minus = _parity(np.uint64(index[i]) & h)  # H[l, h] = (-1)^popcount(l & h)
         keep = u[i] < w_keep
         out[i] = np.uint8((minus == _U0) == keep)
