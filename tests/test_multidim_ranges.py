@@ -491,6 +491,25 @@ def test_hdg_1d_post_noise_matches_the_spread():
     assert est.post_noise_variance({0: (0.0, 1.0)}) < 1e-20  # the whole domain: no noise
 
 
+def _post_noise_ratios(spec: HDG, reports: int) -> tuple[float, float, RangeEstimate]:
+    """Return the 2-D spread over the mean post-noise variance, with the right and wrong noise.
+
+    The wrong noise is the bootstrap from a third of the cell variances (a wrong epsilon);
+    the last report's estimate is returned too.
+    """
+    x = population(20_000, seed=4)
+    boxes, _ = _boxes(x, lambda g: tuple(sorted(g.choice(3, 2, replace=False))), 30, seed=9)
+    answers, post = [], []
+    for rep in range(reports):
+        est = spec.run(x, rng=rep)
+        answers.append([est.range_query(b) for b in boxes])
+        post.append([est.post_noise_variance(b) for b in boxes])
+    spread = float(np.var(answers, axis=0, ddof=1).mean())
+    wrong = RangeEstimate(est.grids, tuple(v / 3 for v in est.cell_variance), est.n, spec=spec)
+    wrong_post = float(np.mean([wrong.post_noise_variance(b) for b in boxes]))
+    return spread / float(np.mean(post)), spread / wrong_post, est
+
+
 def test_hdg_2d_post_noise_matches_the_spread():
     """Check HDG's post-processed 2-D noise against the answers' spread over reports.
 
@@ -501,20 +520,10 @@ def test_hdg_2d_post_noise_matches_the_spread():
     (``mix_items=False``); with the mixed keys the same 16 reports give 0.57 at these
     seeds and 0.95 at others (32 reports: 0.67-0.98), under the band at these seeds.
     """
-    from ldpkit.multidim.ranges import RangeEstimate
-
-    x = population(20_000, seed=4)
     spec = HDG(epsilon=1.0, low=LOW, high=HIGH, population=20_000, mix_items=False)
-    boxes, _ = _boxes(x, lambda g: tuple(sorted(g.choice(3, 2, replace=False))), 30, seed=9)
-    answers, post = [], []
-    for rep in range(16):
-        est = spec.run(x, rng=rep)
-        answers.append([est.range_query(b) for b in boxes])
-        post.append([est.post_noise_variance(b) for b in boxes])
-    spread = float(np.var(answers, axis=0, ddof=1).mean())
-    assert 0.6 <= spread / float(np.mean(post)) <= 1.5
-    wrong = RangeEstimate(est.grids, tuple(v / 3 for v in est.cell_variance), est.n, spec=spec)
-    assert spread / float(np.mean([wrong.post_noise_variance(b) for b in boxes])) > 1.5
+    right, wrong, est = _post_noise_ratios(spec, 16)
+    assert 0.6 <= right <= 1.5
+    assert wrong > 1.5
     assert est.post_noise_variance({0: (0.0, 1.0), 2: (0.0, 1.0)}) < 1e-20  # no noise
     # the interval's variance is that noise plus the within-cell model, nothing else
     box = {0: (0.3, 0.6), 1: (-2.0, 3.0)}
@@ -531,21 +540,11 @@ def test_hdg_2d_post_noise_matches_the_spread_on_mixed_keys():
     spread is 0.79x the mean ``post_noise_variance`` at these seeds (1.06 at reports
     100-147), inside 0.6-1.5; a third of the cell variances (a wrong epsilon) fails.
     """
-    from ldpkit.multidim.ranges import RangeEstimate
-
-    x = population(20_000, seed=4)
     spec = HDG(epsilon=1.0, low=LOW, high=HIGH, population=20_000)
     assert spec.mix_items is True
-    boxes, _ = _boxes(x, lambda g: tuple(sorted(g.choice(3, 2, replace=False))), 30, seed=9)
-    answers, post = [], []
-    for rep in range(48):
-        est = spec.run(x, rng=rep)
-        answers.append([est.range_query(b) for b in boxes])
-        post.append([est.post_noise_variance(b) for b in boxes])
-    spread = float(np.var(answers, axis=0, ddof=1).mean())
-    assert 0.6 <= spread / float(np.mean(post)) <= 1.5
-    wrong = RangeEstimate(est.grids, tuple(v / 3 for v in est.cell_variance), est.n, spec=spec)
-    assert spread / float(np.mean([wrong.post_noise_variance(b) for b in boxes])) > 1.5
+    right, wrong, _ = _post_noise_ratios(spec, 48)
+    assert 0.6 <= right <= 1.5
+    assert wrong > 1.5
 
 
 def test_relative_cramers_v_by_hand():
