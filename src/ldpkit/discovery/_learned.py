@@ -42,7 +42,7 @@ import numpy as np
 from scipy import special
 
 from ..spec import Stats
-from ._search import _pooled, estimate_level, select
+from ._search import _pool, estimate_level, select
 from ._strings import empty_key, extend_keys
 from .result import HeavyHitters
 
@@ -104,31 +104,6 @@ def _beam(
         keys = child_keys[keep]
         weight = np.clip(f[keep], 0.0, 1.0)
     raise AssertionError("unreachable: the last level returns")  # pragma: no cover
-
-
-def _pool(
-    spec: Any,
-    counts: np.ndarray,
-    n: int,
-    prefixes: np.ndarray,
-    parent: np.ndarray,
-    symbol: np.ndarray,
-    f: np.ndarray,
-    std: np.ndarray,
-    std0: np.ndarray,
-) -> None:
-    """Replace the ended extensions' estimates by their pooled ones, in place."""
-    ended_child = np.flatnonzero(symbol == 0)
-    if not ended_child.size:
-        return
-    rows = np.hstack([prefixes[parent[ended_child]], np.zeros((ended_child.size, 1), np.uint16)])
-    lengths = np.count_nonzero(rows, axis=1)  # padding only trails
-    for m in np.unique(lengths).tolist():  # a loop over string lengths
-        these = ended_child[lengths == m]
-        start = empty_key(these.size)
-        for pos in range(m + 1):  # the string, then one end symbol
-            start = extend_keys(start, rows[lengths == m, pos])
-        f[these], std[these], std0[these] = _pooled(spec, counts, start, m, n)
 
 
 def learned_alphabet(mass: np.ndarray, var: np.ndarray, threshold: float) -> np.ndarray:

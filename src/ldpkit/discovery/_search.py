@@ -140,6 +140,31 @@ def _pooled_empty(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros(size), inf, inf.copy()
 
 
+def _pool(
+    spec: Any,
+    counts: np.ndarray,
+    n: int,
+    prefixes: np.ndarray,
+    parent: np.ndarray,
+    symbol: np.ndarray,
+    f: np.ndarray,
+    std: np.ndarray,
+    std0: np.ndarray,
+) -> None:
+    """Replace the ended extensions' estimates by their pooled ones, in place."""
+    ended_child = np.flatnonzero(symbol == 0)
+    if not ended_child.size:
+        return
+    rows = np.hstack([prefixes[parent[ended_child]], np.zeros((ended_child.size, 1), np.uint16)])
+    lengths = np.count_nonzero(rows, axis=1)  # padding only trails
+    for m in np.unique(lengths).tolist():  # a loop over string lengths
+        these = ended_child[lengths == m]
+        start = empty_key(these.size)
+        for pos in range(m + 1):  # the string, then one end symbol
+            start = extend_keys(start, rows[lengths == m, pos])
+        f[these], std[these], std0[these] = _pooled(spec, counts, start, m, n)
+
+
 def discover(spec: Any, stats: Stats) -> HeavyHitters:
     """Run every round of the search on ``stats``; the spec's ``_prune`` keeps survivors."""
     counts = stats.counts
@@ -161,19 +186,7 @@ def discover(spec: Any, stats: Stats) -> HeavyHitters:
         child_keys = extend_keys(keys[parent], symbol)
         f, std, std0 = estimate_level(spec, counts[level], child_keys, level, n)
         if spec.pool_ended:
-            ended_child = np.flatnonzero(symbol == 0)
-            if ended_child.size:
-                rows = np.hstack(
-                    [prefixes[parent[ended_child]], np.zeros((ended_child.size, 1), np.uint16)]
-                )
-                lengths = np.count_nonzero(rows, axis=1)  # padding only trails
-                for m in np.unique(lengths).tolist():  # a loop over string lengths
-                    these = ended_child[lengths == m]
-                    start = empty_key(these.size)
-                    for pos in range(m + 1):  # the string, then one end symbol
-                        start = extend_keys(start, rows[lengths == m, pos])
-                    pooled = _pooled(spec, counts, start, m, n)
-                    f[these], std[these], std0[these] = pooled
+            _pool(spec, counts, n, prefixes, parent, symbol, f, std, std0)
         z = np.zeros(f.size)
         finite = np.isfinite(std0)
         z[finite] = f[finite] / std0[finite]
