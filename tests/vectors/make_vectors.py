@@ -67,6 +67,7 @@ are stale. Each file holds inputs and what the Python implementation makes of th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -105,7 +106,7 @@ from ldpkit.numeric.auto import hh_top_level
 from ldpkit.numeric.mean import _report_tables
 from ldpkit.sets import PCKV, PaddingSampling, PrivKV, PrivSet, UserPairs, UserSets
 from ldpkit.sets._input import sample_padded
-from ldpkit.spec import Mechanism, Reports
+from ldpkit.spec import Mechanism, Reports, mechanism_registry
 
 HERE = Path(__file__).resolve().parent
 _U64 = np.iinfo(np.uint64).max
@@ -1532,6 +1533,16 @@ def _multidim() -> dict[str, Any]:
     return out
 
 
+def _params() -> dict[str, list[str]]:
+    # Every spec's parameter names: a JS client refuses a spec dict with a name its class
+    # does not declare (an older client must not silently ignore a newer parameter), and
+    # clients/js/test/params.test.js checks that each JS class declares exactly these.
+    return {
+        name: [f.name for f in dataclasses.fields(cls) if f.init]
+        for name, cls in sorted(mechanism_registry().items())
+    }
+
+
 def vectors() -> dict[str, Any]:
     """File name -> content of every vector file."""
     return {
@@ -1546,6 +1557,7 @@ def vectors() -> dict[str, Any]:
         "longitudinal.json": _longitudinal(),
         "sets.json": _sets(),
         "multidim.json": _multidim(),
+        "params.json": _params(),
     }
 
 

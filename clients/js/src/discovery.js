@@ -172,6 +172,18 @@ class PrefixDiscovery {
 
 /** PEM (prefix.PEM): the device side (the search is the server's). */
 export class PEM extends PrefixDiscovery {
+  static PARAMS = [
+    'epsilon',
+    'max_length',
+    'top_k',
+    'alphabet',
+    'hash_range',
+    'hash_functions',
+    'control',
+    'alpha',
+    'pool_ended',
+    'keep',
+  ];
   constructor(params) {
     super(params);
     if (params.keep != null) checkInteger(params.keep, 'keep', 1, 4096);
@@ -180,6 +192,19 @@ export class PEM extends PrefixDiscovery {
 
 /** TreeHist (prefix.TreeHist): the device side (the search is the server's). */
 export class TreeHist extends PrefixDiscovery {
+  static PARAMS = [
+    'epsilon',
+    'max_length',
+    'top_k',
+    'alphabet',
+    'hash_range',
+    'hash_functions',
+    'control',
+    'alpha',
+    'pool_ended',
+    'threshold',
+    'max_survivors',
+  ];
   constructor(params) {
     super(params);
     const { threshold = 3.0, max_survivors = 64 } = params;
@@ -197,6 +222,21 @@ const MIN_SHARE = 1e-3;
 
 /** Apple's sequence fragment puzzle (fragments.SFP): the device side, two sketches. */
 export class SFP {
+  static PARAMS = [
+    'epsilon',
+    'max_length',
+    'fragment_length',
+    'top_k',
+    'alphabet',
+    'hash_bits',
+    'sketch',
+    'width',
+    'depth',
+    'fragment_share',
+    'keep',
+    'control',
+    'alpha',
+  ];
   constructor(params) {
     const {
       epsilon,

@@ -101,6 +101,7 @@ export function lgrrWeights(epsilonInf, epsilon1, d) {
 
 /** L-GRR: a memoized GRR answer at epsilon_inf, re-randomized by GRR (one report: epsilon_1). */
 export class LGRR {
+  static PARAMS = ['epsilon', 'domain_size', 'epsilon_inf'];
   constructor({ epsilon, epsilon_inf, domain_size }) {
     [this.epsilon, this.epsilonInf] = budgets({ epsilon, epsilon_inf }, RR_MAX_EPSILON, 30.0);
     this.domainSize = checkDomain(domain_size, 2 ** 53);
@@ -237,21 +238,25 @@ class LongitudinalUnary {
 
 // max epsilon_inf and max epsilon_1 of each class, as the Python classes
 export class LOUE extends LongitudinalUnary {
+  static PARAMS = ['epsilon', 'domain_size', 'epsilon_inf'];
   constructor(params) {
     super(params, ['oue', 'oue'], 30.0, 29.5);
   }
 }
 export class LOSUE extends LongitudinalUnary {
+  static PARAMS = ['epsilon', 'domain_size', 'epsilon_inf'];
   constructor(params) {
     super(params, ['oue', 'sue'], 30.0, 29.9);
   }
 }
 export class LSUE extends LongitudinalUnary {
+  static PARAMS = ['epsilon', 'domain_size', 'epsilon_inf'];
   constructor(params) {
     super(params, ['sue', 'sue'], 50.0, 49.9);
   }
 }
 export class LSOUE extends LongitudinalUnary {
+  static PARAMS = ['epsilon', 'domain_size', 'epsilon_inf'];
   constructor(params) {
     super(params, ['sue', 'oue'], 50.0, 25.5);
   }
@@ -263,6 +268,7 @@ export class LSOUE extends LongitudinalUnary {
  * carry hash_range (Python's to_dict() writes the resolved g). Reports {seeds, values}.
  */
 export class LOLOHA {
+  static PARAMS = ['epsilon', 'domain_size', 'epsilon_inf', 'hash_range'];
   constructor({ epsilon, epsilon_inf, domain_size, hash_range }) {
     [this.epsilon, this.epsilonInf] = budgets({ epsilon, epsilon_inf }, RR_MAX_EPSILON, 30.0);
     this.domainSize = checkDomain(domain_size, 2 ** 32);
@@ -330,6 +336,7 @@ export class LOLOHA {
  * buckets (d when none holds it). Reports {buckets, bits}, shape [n, d].
  */
 export class DBitFlipPM {
+  static PARAMS = ['epsilon', 'domain_size', 'sampled_bits'];
   constructor({ epsilon, domain_size, sampled_bits = 1 }) {
     this.epsilon = checkEpsilon(epsilon, 50.0);
     this.domainSize = checkDomain(domain_size, 2 ** 32);
@@ -399,6 +406,7 @@ export class DBitFlipPM {
  * k = floor(x s) + [frac(x s) > alpha] (x on [0, 1]). Reports {values} as SR's.
  */
 export class OneBitMean extends StochasticRounding {
+  static PARAMS = ['epsilon', 'low', 'high', 'points'];
   constructor(params) {
     super(params);
     const s = checkInteger(params.points ?? 64, 'points', 1, SR_INPUT_STEPS);

@@ -77,6 +77,7 @@ export function grrFromUniform(v, size, wKeep, wOther, u) {
 
 /** Generalized randomized response (FO17 section 4.1), exact integer coins. */
 export class GRR {
+  static PARAMS = ['epsilon', 'domain_size'];
   constructor({ epsilon, domain_size }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size, 2 ** 53);
@@ -153,6 +154,7 @@ export function packBits(bits) {
 
 /** Optimized unary encoding (FO17 section 4.3): bit v kept w.p. 1/2, others set w.p. 1/(e^eps+1). */
 export class OUE {
+  static PARAMS = ['epsilon', 'domain_size'];
   constructor({ epsilon, domain_size }) {
     this.epsilon = checkEpsilon(epsilon, OUE_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size, 2 ** 24);
@@ -182,6 +184,7 @@ export class OUE {
 
 /** Optimized local hashing (FO17 section 4.5): a fresh hash seed, then GRR over [g]. */
 export class OLH {
+  static PARAMS = ['epsilon', 'domain_size', 'hash_range', 'mix_items'];
   constructor({ epsilon, domain_size, hash_range = null, mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size);
@@ -229,6 +232,7 @@ function popcount32(x) {
 
 /** Hadamard response (Acharya, Sun, Zhang 2019): y uniform in C_v w.p. e^eps/(e^eps+1). */
 export class HadamardResponse {
+  static PARAMS = ['epsilon', 'domain_size'];
   constructor({ epsilon, domain_size }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size, 2 ** 31 - 1);
@@ -288,6 +292,7 @@ function cfoOracleName(epsilon, size) {
  * the Python side's other compact oracles are refused rather than sent wrong).
  */
 export class HierarchicalHistogram {
+  static PARAMS = ['epsilon', 'low', 'high', 'buckets', 'branching', 'oracle'];
   constructor({ epsilon, low = 0.0, high = 1.0, buckets = 1024, branching = 4, oracle = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     checkBounds(low, high);
@@ -401,6 +406,7 @@ export function defaultHhShare(epsilon) {
  * users) and, when some level uses OLH, seeds (decimal strings; 0 for the others).
  */
 export class AutoDistribution {
+  static PARAMS = ['epsilon', 'low', 'high', 'expected_n', 'buckets', 'hh_share'];
   constructor({ epsilon, low = 0.0, high = 1.0, expected_n = null, buckets = null, hh_share = null }) {
     this.epsilon = checkEpsilon(epsilon, 40.0); // SquareWave's max_epsilon
     if (expected_n !== null) checkInteger(expected_n, 'expected_n', 1, Number.MAX_SAFE_INTEGER);
@@ -474,5 +480,17 @@ export function fromSpec(spec) {
       `mechanism must be one of ${Object.keys(MECHANISMS).join(', ')}, got ${spec.mechanism}`,
     );
   }
-  return new cls(spec.params);
+  // A parameter this client does not know would be ignored by the constructor, and the
+  // reports sent under the spec's fingerprint would mean something else (an older client
+  // given OLH's mix_items): refuse it instead. Each class declares PARAMS, the Python spec's
+  // field names (tests/vectors/params.json; clients/js/test/params.test.js checks them).
+  const params = spec.params ?? {};
+  const unknown = Object.keys(params).filter((k) => !cls.PARAMS.includes(k));
+  if (unknown.length > 0) {
+    throw new Error(
+      `params of ${spec.mechanism} must be among ${cls.PARAMS.join(', ')}, got ${unknown.join(', ')} ` +
+        '(the spec is newer than this client: update the client)',
+    );
+  }
+  return new cls(params);
 }

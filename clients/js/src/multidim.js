@@ -132,6 +132,7 @@ function oracleReport(oracle, item, coins) {
 
 /** SPL: every attribute through GRR at epsilon / d (budget splitting). */
 export class SPL {
+  static PARAMS = ['epsilon', 'domain_sizes'];
   constructor({ epsilon, domain_sizes }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
@@ -151,6 +152,7 @@ export class SPL {
 
 /** SMP: one attribute per user (uniform), through GRR at the whole epsilon. */
 export class SMP {
+  static PARAMS = ['epsilon', 'domain_sizes'];
   constructor({ epsilon, domain_sizes }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
@@ -178,6 +180,7 @@ export class SMP {
 
 /** RS+FD (Arcolezi et al. CIKM 2021): one sampled attribute, uniform fake data for the rest. */
 export class RSFD {
+  static PARAMS = ['epsilon', 'domain_sizes', 'protocol'];
   constructor({ epsilon, domain_sizes, protocol = 'grr' }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
@@ -251,6 +254,7 @@ function groupedReports(groupName, groups, oracles, cells, valueDtype, coins) {
  * spec; without it, false (the cell index itself, the earlier wire format).
  */
 export class CALM {
+  static PARAMS = ['epsilon', 'domain_sizes', 'way', 'oracle', 'ell', 'mix_items'];
   constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh', ell = null, mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
@@ -292,6 +296,7 @@ function checkMix(mix, olh) {
  * with `mix_items`, OLH hashes the cells' mixed keys, as CALM).
  */
 export class FullDomain {
+  static PARAMS = ['epsilon', 'domain_sizes', 'oracle', 'mix_items'];
   constructor({ epsilon, domain_sizes, oracle = 'hr', mix_items = false }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
@@ -386,6 +391,8 @@ function resolved(value, name, spec) {
 
 /** TDG (Yang et al. VLDB 2020): one g2 x g2 grid per pair of attributes. */
 export class TDG extends GridMechanism {
+  // population only sizes the grids on the Python side; the spec dict carries them resolved
+  static PARAMS = ['epsilon', 'low', 'high', 'population', 'integer', 'mix_items', 'g2'];
   constructor(params) {
     super(params);
     const g2 = resolved(params.g2, 'g2', 'TDG');
@@ -396,6 +403,8 @@ export class TDG extends GridMechanism {
 
 /** HDG (Yang et al. VLDB 2020): a g1 grid per attribute, then a g2 x g2 grid per pair. */
 export class HDG extends GridMechanism {
+  // population only sizes the grids on the Python side; the spec dict carries them resolved
+  static PARAMS = ['epsilon', 'low', 'high', 'population', 'integer', 'mix_items', 'g1', 'g2'];
   constructor(params) {
     super(params);
     const g1 = resolved(params.g1, 'g1', 'HDG');
@@ -409,6 +418,8 @@ export class HDG extends GridMechanism {
 
 /** UniformGrid: one grid of g cells per attribute over all the attributes. */
 export class UniformGrid extends GridMechanism {
+  // population only sizes the grids on the Python side; the spec dict carries them resolved
+  static PARAMS = ['epsilon', 'low', 'high', 'population', 'integer', 'mix_items', 'g'];
   constructor(params) {
     super(params);
     const g = resolved(params.g, 'g', 'UniformGrid');
@@ -419,6 +430,7 @@ export class UniformGrid extends GridMechanism {
 
 /** GroupMean: (group, value) rows; the value rounded to a bit, (group, bit) through GRR or OLH. */
 export class GroupMean {
+  static PARAMS = ['epsilon', 'domain_size', 'low', 'high', 'oracle'];
   constructor({ epsilon, domain_size, low = 0.0, high = 1.0, oracle = 'olh' }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkInteger(domain_size, 'domain_size', 2, 2 ** 31);
@@ -463,6 +475,15 @@ function srCell(g, t, coins) {
  * each through PM/HM (numerical, first) or GRR (categorical) at epsilon / k.
  */
 export class AttributeSampling {
+  static PARAMS = [
+    'epsilon',
+    'low',
+    'high',
+    'domain_sizes',
+    'mechanism',
+    'sampled',
+    'report_cells',
+  ];
   constructor({ epsilon, low = [0.0], high = [1.0], domain_sizes = [], mechanism = 'hm', sampled = null, report_cells = 1 << 18 }) {
     this.epsilon = checkEpsilon(epsilon, 30.0);
     if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_ATTRIBUTES) {
@@ -570,6 +591,7 @@ function permutation(d, coins) {
  * weights of duchi._law (w_high when 2a > d, else w_low, times binom(d, a)).
  */
 export class DuchiMean {
+  static PARAMS = ['epsilon', 'low', 'high'];
   constructor({ epsilon, low = [0.0, 0.0], high = [1.0, 1.0] }) {
     this.epsilon = checkEpsilon(epsilon, 30.0);
     if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 2 || low.length > MAX_DUCHI_ATTRIBUTES) {
@@ -632,6 +654,7 @@ const MAX_NOISE = 1 << 16;
  * each geometric step one exact integer coin w_low / w_high.
  */
 export class LaplaceMean {
+  static PARAMS = ['epsilon', 'low', 'high'];
   constructor({ epsilon, low = [0.0, 0.0], high = [1.0, 1.0] }) {
     this.epsilon = checkEpsilon(epsilon, 40.0);
     if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_ATTRIBUTES) {
@@ -694,6 +717,7 @@ const MAX_COEFFICIENTS = 1 << 22;
  * way-way marginals' bits per user, her parity on it through binary randomized response.
  */
 export class Fourier {
+  static PARAMS = ['epsilon', 'domain_sizes', 'way'];
   constructor({ epsilon, domain_sizes, way = 2 }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);

@@ -133,6 +133,7 @@ export function squareWaveBandwidth(epsilon) {
 
 /** Square Wave (SW20 section 5.2) on ldpkit's exact grid (square_wave._Wave). */
 export class SquareWave {
+  static PARAMS = ['epsilon', 'low', 'high', 'buckets', 'output_buckets', 'bandwidth', 'log_scale'];
   constructor({
     epsilon,
     low = 0.0,
@@ -266,6 +267,7 @@ export function srSign(g, k, u) {
 
 /** Stochastic rounding (Duchi et al.) on its exact grid: +-C' on the [-1, 1] scale. */
 export class StochasticRounding extends MeanBase {
+  static PARAMS = ['epsilon', 'low', 'high'];
   constructor(params) {
     super(params, 30.0);
     this.grid = srGrid(this.epsilon);
@@ -307,6 +309,7 @@ function pmUnit(g, t, coins) {
 
 /** Piecewise Mechanism (Wang et al., ICDE 2019) on its exact grid of report_cells cells. */
 export class PiecewiseMechanism extends MeanBase {
+  static PARAMS = ['epsilon', 'low', 'high', 'report_cells'];
   constructor(params) {
     super(params, 40.0);
     const cells = params.report_cells ?? 1 << 18;
@@ -322,6 +325,7 @@ export class PiecewiseMechanism extends MeanBase {
 
 /** Hybrid Mechanism: PM w.p. 1 - e^(-eps/2) when eps > 0.61, else SR (ICDE 2019 III-C). */
 export class HybridMechanism extends MeanBase {
+  static PARAMS = ['epsilon', 'low', 'high', 'report_cells'];
   constructor(params) {
     super(params, 30.0);
     const cells = checkInteger(params.report_cells ?? 1 << 18, 'report_cells', 4, 1 << 24);
@@ -344,6 +348,7 @@ export class HybridMechanism extends MeanBase {
 
 /** Discrete Square Wave over d buckets (SW20 section 5.4), exact integer law. */
 export class DiscreteSquareWave {
+  static PARAMS = ['epsilon', 'buckets', 'low', 'high'];
   constructor({ epsilon, buckets, low = 0.0, high = 1.0 }) {
     this.epsilon = checkEpsilon(epsilon, 40.0);
     this.buckets = checkInteger(buckets, 'buckets', 2, 1 << 24);

@@ -91,6 +91,7 @@ function paddingOracleName(epsilon, size) {
  * drawn uniformly and its item reported with GRR or OLH over d + ell items.
  */
 export class PaddingSampling {
+  static PARAMS = ['epsilon', 'domain_size', 'padding', 'oracle'];
   constructor({ epsilon, domain_size, padding, oracle = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomainSize(domain_size);
@@ -182,6 +183,7 @@ export function pckvUeLaw(epsilon) {
  * pairs (field values = 2 key + (sign > 0)).
  */
 export class PCKV {
+  static PARAMS = ['epsilon', 'domain_size', 'padding', 'method'];
   constructor({ epsilon, domain_size, padding, method = 'ue' }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomainSize(domain_size);
@@ -267,6 +269,7 @@ export class PCKV {
  * eps / 2 each. Fields keys (j) and values in {-1, 0, +1} (0 is <0, 0>).
  */
 export class PrivKV {
+  static PARAMS = ['epsilon', 'domain_size', 'rounds', 'round', 'fake_means'];
   constructor({ epsilon, domain_size, rounds = 1, round = 0, fake_means = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomainSize(domain_size);
@@ -425,6 +428,7 @@ function skip(index, excluded) {
  * {bits}: n x ceil(D / 8) packed bits (np.packbits), k bits set per report.
  */
 export class PrivSet {
+  static PARAMS = ['epsilon', 'domain_size', 'padding', 'subset_size'];
   constructor({ epsilon, domain_size, padding, subset_size = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomainSize(domain_size);

@@ -117,6 +117,7 @@ function checkShape(width, depth) {
 
 /** Apple's count-mean sketch (sketch.CMS): a row, then `width` bits at eps/2 each. */
 export class CMS extends OpenDomainOracle {
+  static PARAMS = ['epsilon', 'domain_size', 'width', 'depth'];
   constructor({ epsilon, width = 1024, depth = 256, domain_size = null }) {
     super(domain_size);
     this.epsilon = checkEpsilon(epsilon, 50.0);
@@ -173,6 +174,7 @@ function popcount32(x) {
 
 /** Apple's Hadamard count-mean sketch (sketch.HCMS): one randomized sign per report. */
 export class HCMS extends OpenDomainOracle {
+  static PARAMS = ['epsilon', 'domain_size', 'width', 'depth'];
   constructor({ epsilon, width = 1024, depth = 256, domain_size = null }) {
     super(domain_size);
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
@@ -212,6 +214,7 @@ export class HCMS extends OpenDomainOracle {
 
 /** Fast local hashing (flh.FLH): a public row of a fixed family, then GRR over [g]. */
 export class FLH extends OpenDomainOracle {
+  static PARAMS = ['epsilon', 'domain_size', 'num_hashes', 'hash_range'];
   constructor({ epsilon, num_hashes = 1024, hash_range = null, domain_size = null }) {
     super(domain_size);
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
