@@ -30,6 +30,14 @@ groups first), the study prints the users needed at 0.6 eps and the smallest fac
 at which 10^6 users suffice; then the same with even shares (the shipped client: every
 group as large as the largest need, 12 groups) and, at 10^6 / 12 users per group, the
 prefixes' margins ``z - c`` at 0.6 eps (worst and median over the names).
+
+``--steps``: even shares with one or two symbols per group (12 or 6 groups, each twice as
+large; two symbols test ``A^2`` extensions per survivor, so the cut is the ``1 - 1/A^2``
+quantile), for A = 30 and 256: the users the ``r`` easiest names need at 0.6 eps and the
+smallest factor of eps at which 10^6 suffice.
+
+``--simulate EPS..``: ``PEM()``'s search (the learned default) on reports whose group coin
+has the weights ``SHAPED`` against even groups, 3 draws (``--seeds``).
 """
 
 from __future__ import annotations
@@ -122,6 +130,46 @@ def even_users(needs_rows: np.ndarray, length_of: list[int]) -> float:
     return float(LENGTH * per_group)
 
 
+def even_step_users(
+    prefixes: np.ndarray, length: int, f: float, v: float, c: float, step: int
+) -> float:
+    """Users one name needs with even shares and ``step`` symbols per group (12 / step groups).
+
+    Group k (k = 1 .. 12 / step) holds prefixes of length ``k step``: the name's open
+    prefixes at those lengths up to its own length are checked there; its ended form is
+    pooled over the groups past its length. ``c`` is the cut for ``A^step`` extensions.
+    """
+    groups = LENGTH // step
+    need = 0.0
+    for k in range(1, groups + 1):
+        if k * step <= length:  # an open prefix checked in group k
+            need = max(need, v * c**2 * groups / prefixes[k * step - 1] ** 2)
+    if length < LENGTH:  # the groups past its length all count the ended string
+        past = groups - length // step
+        need = max(need, v * c**2 * groups / (past * f**2))
+    return need
+
+
+def steps(data: str, eps: float, r: int, spare: float) -> str:
+    """The factor of eps even shares need with one and two symbols per group (A = 30, 256)."""
+    freq = population(data)
+    top = [s for s, _ in freq.most_common(K)]
+    info = [(*prefix_frequencies(freq, s), freq[s]) for s in top]
+    factors = np.round(np.arange(0.3, 1.51, 0.05), 2)
+    cells = []
+    for a, step in ((30, 1), (30, 2), (256, 1), (256, 2)):
+        c = float(-special.ndtri(1.0 / float(a) ** step)) + spare
+
+        def users(factor: float, step: int = step, c: float = c) -> float:
+            v = null_variance(factor * eps)
+            each = sorted(even_step_users(*info[i], v, c, step) for i in range(K))
+            return each[r - 1]  # the r easiest names
+
+        fits = [f for f in factors if users(float(f)) <= N]
+        cells.append(f"{users(0.6):.3g} ({(fits[0] if fits else float('nan')):g})")
+    return f"| {data} | {eps:g} | {r} | " + " | ".join(cells) + " |"
+
+
 def study(data: str, eps: float, r: int, c: float, m: float) -> str:
     """One row: users needed at 0.6 eps for the r easiest names, and the factor that fits."""
     freq = population(data)
@@ -199,7 +247,19 @@ def main() -> None:
     parser.add_argument("--spare", type=float, nargs="+", default=[2.0, 1.0])
     parser.add_argument("--simulate", type=float, nargs="*", default=None)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", action="store_true", help="1 or 2 symbols per group")
     args = parser.parse_args()
+    if args.steps:
+        print(
+            "| data | eps | names | A=30, 1 symbol per group: users at 0.6 eps (factor) | "
+            "A=30, 2 symbols | A=256, 1 symbol | A=256, 2 symbols |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for data in args.data:
+            for (d, eps), r in TARGETS.items():
+                if d == data:
+                    print(steps(data, eps, r, args.spare[0]), flush=True)
+        return
     if args.simulate is not None:
         for data in args.data:
             simulate(data, args.simulate, args.seeds)
