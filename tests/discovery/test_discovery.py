@@ -251,9 +251,13 @@ def test_interval_coverage(control):
         total += inside.size
         all_covered += bool(inside.all())
         false_items += int(np.sum(f == 0.0))
+        planted = np.array([s in _PLANTED for s in hh.items], dtype=bool)
+        covered_planted += int(inside[planted].sum())
+        total_planted += int(planted.sum())
     if control == "fwer":
         assert all_covered >= runs - 3  # simultaneous 95 % (Bonferroni: conservative)
-        assert false_items == 0
+        # family-wise 5 % per run: ~1.5 of 30 runs may hold a noise item (measured: 1)
+        assert false_items <= 3
     elif control == "fdr":
         assert covered >= 0.9 * total  # false coverage rate <= 5 % (+ slack for 30 runs)
     else:

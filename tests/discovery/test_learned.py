@@ -51,12 +51,13 @@ def test_learned_search_finds_the_planted_words_in_a_smaller_second_pass():
     values = _population(60_000, np.random.default_rng(3))
     spec = _spec()
     stats = spec.aggregate(spec.randomize(values, rng=5))
-    plain = spec.estimate(stats)
+    plain = spec.estimate(stats, extensions="all")
     learned = spec.estimate(stats, extensions="learned")
     assert set(learned.items) == set(_PLANTED) == set(plain.items)
     # the control's family is both passes' candidates; the second pass tests far fewer
     assert plain.tested < learned.tested < 1.6 * plain.tested
-    assert spec.estimate(stats, extensions="all").items == plain.items
+    assert learned.tested == sum(learned.candidates_per_level)
+    assert spec.estimate(stats).items == learned.items  # the default for pool_ended
 
 
 def test_utf8_rows_agrees_with_the_decoder():
@@ -117,7 +118,19 @@ def test_no_evidence_keeps_the_first_pass():
     assert len(learned.items) == 2 and np.all(np.isfinite(learned.std_error))
 
 
-@pytest.mark.parametrize("bad", ["bytes", None, 1])
+def test_default_extensions_follow_pool_ended():
+    """None: the learned pass for ldpkit's search, every symbol for the papers' (unpooled)."""
+    values = _population(20_000, np.random.default_rng(4))
+    for pooled, rule in ((True, "learned"), (False, "all")):
+        spec = _spec().replace(pool_ended=pooled)
+        stats = spec.aggregate(spec.randomize(values, rng=1))
+        got, want = spec.estimate(stats), spec.estimate(stats, extensions=rule)
+        assert got.items == want.items and got.tested == want.tested
+        other = spec.estimate(stats, extensions="learned" if rule == "all" else "all")
+        assert other.tested != got.tested  # the two rules test different families
+
+
+@pytest.mark.parametrize("bad", ["bytes", "", 1])
 def test_bad_extensions_are_refused(bad):
     """An unknown extension rule is refused, naming the parameter and the allowed values."""
     spec = PEM(epsilon=1.0, max_length=3, top_k=2)

@@ -220,16 +220,16 @@ def test_heavy_hitters_searches_are_cached_per_counts(tmp_path: Path, monkeypatc
 
     A poll of an unchanged window reuses it; new reports or another control search again.
     """
-    import ldpkit.discovery._search as search
+    import ldpkit.discovery._learned as learned  # PEM()'s default search
 
     calls = []
-    real = search.discover
+    real = learned.discover_learned
 
     def counted(spec: Any, stats: Any) -> Any:
         calls.append(spec.control)
         return real(spec, stats)
 
-    monkeypatch.setattr(search, "discover", counted)
+    monkeypatch.setattr(learned, "discover_learned", counted)
     spec = PEM(epsilon=4.0, max_length=6, top_k=5, hash_range=48, hash_functions=64)
     batches = _batches(spec, seed=31)
     app = create_app({"w": spec}, f"sqlite:///{tmp_path / 'c.db'}")

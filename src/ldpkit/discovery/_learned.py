@@ -1,11 +1,11 @@
 """PEM's search with a second pass over an alphabet learned from the reports.
 
-``PEM.estimate(stats, extensions="learned")``. A byte-wise beam tests all A = 256
-extensions of each survivor and about 1/A of them survive, so the beam's cut sits near the
-``1 - 1/A`` quantile of the null (~2.66 null standard errors): every open prefix of a string
-must clear it in its own group, and most bytes never occur in the data. Every round runs on
-the server, on the same Stats (the reports and their meaning are those of
-:class:`ldpkit.discovery.PEM`):
+``PEM.estimate(stats, extensions="learned")``, the default of ``PEM()`` (``pool_ended``).
+A byte-wise beam tests all A = 256 extensions of each survivor and about 1/A of them
+survive, so the beam's cut sits near the ``1 - 1/A`` quantile of the null (~2.66 null
+standard errors): every open prefix of a string must clear it in its own group, and most
+bytes never occur in the data. Every round runs on the server, on the same Stats (the
+reports and their meaning are those of :class:`ldpkit.discovery.PEM`):
 
 1. the byte search; each tested open extension ``p + b`` adds to the evidence for symbol
    ``b`` with the weight ``w_p`` = its parent's estimate clipped to [0, 1] (1 for the empty
@@ -27,7 +27,8 @@ of the beam), and the last level ranks a row that has not ended (one group's est
 largest of the ``m`` such rows tested) by ``f - sigma0 Phi^-1(1 - 1/m)``, its expected
 selection bias. With the bytes alphabet a last-level row that is not UTF-8 is dropped: the
 client cuts at whole characters, so no device holds it. The control's family
-(``HeavyHitters.tested``) is every candidate of both passes.
+(``HeavyHitters.tested``, the sum of ``candidates_per_level``) is every candidate of both
+passes.
 
 Tuned on girls' baby names at 10^6 users and measured on the held-out data
 (``studies/discovery_moonshot.py``; docs/design/METHODS.md, open-vocabulary discovery, the
@@ -139,9 +140,11 @@ def discover_learned(spec: Any, stats: Stats, threshold: float = THRESHOLD) -> H
     allowed = learned_alphabet(mass, var, threshold)
     lasts: list[_Last] = [first]
     z2: list[np.ndarray] = []
+    per_level = per1
     if np.count_nonzero(allowed) > 1:  # some symbol has evidence: the second pass
-        second, z2, _, _, _ = _beam(spec, stats, allowed)
+        second, z2, per2, _, _ = _beam(spec, stats, allowed)
         lasts.insert(0, second)
+        per_level = [a + b for a, b in zip(per1, per2, strict=True)]  # both passes tested
     rows, f, std, std0, z = (np.concatenate(part) for part in zip(*lasts, strict=True))
     _, where = np.unique(rows, axis=0, return_index=True)  # a row in both passes: once
     where = np.sort(where)
@@ -153,5 +156,6 @@ def discover_learned(spec: Any, stats: Stats, threshold: float = THRESHOLD) -> H
         score[~utf8_rows(rows[where])] = -np.inf  # no device holds a row that is not UTF-8
     order = np.argsort(-score, kind="stable")
     keep = where[order[np.isfinite(score[order])][: spec.top_k]]
+    keep = keep[np.argsort(-f[keep], kind="stable")]  # chosen by score, listed by frequency
     z_all = np.concatenate(z1 + z2)  # the control covers every candidate of both passes
-    return select(spec, rows[keep], f[keep], std[keep], z[keep], z_all, stats.n, tuple(per1))
+    return select(spec, rows[keep], f[keep], std[keep], z[keep], z_all, stats.n, tuple(per_level))

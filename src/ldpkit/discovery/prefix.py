@@ -266,8 +266,9 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
 class PEM(PrefixDiscovery):
     """Prefix extension method: keep the ``keep`` largest prefixes at every length.
 
-    The defaults are ldpkit's tuned search (a beam of ``4 top_k`` and ended strings pooled
-    over their groups, :class:`PrefixDiscovery` ``pool_ended``); ``keep=top_k,
+    The defaults are ldpkit's tuned search (a beam of ``4 top_k``, ended strings pooled
+    over their groups, :class:`PrefixDiscovery` ``pool_ended``, and a second pass over the
+    symbols the first found evidence for, :meth:`estimate` ``extensions``); ``keep=top_k,
     pool_ended=False`` is PEM as its paper specifies it.
 
     The server extends the survivors of length ``l`` by every symbol, estimates the
@@ -302,28 +303,32 @@ class PEM(PrefixDiscovery):
     keep: int | None = None
     _parameter_constraints: ClassVar[dict[str, Alternatives]] = {"keep": [Integer(1, 4096), None]}
 
-    def estimate(self, stats: Stats, *, extensions: str = "all") -> Any:
+    def estimate(self, stats: Stats, *, extensions: str | None = None) -> Any:
         """Search the prefix tree on the server; a :class:`HeavyHitters` of the top items.
 
         Parameters
         ----------
         stats : Stats
             The aggregated reports.
-        extensions : {"all", "learned"}
-            ``"all"`` (default): every survivor is extended by every symbol.
+        extensions : {None, "all", "learned"}
+            ``"all"``: every survivor is extended by every symbol (the papers' search).
             ``"learned"``: a second search extends only by the symbols the first one found
             evidence for, and the last level ranks both searches' candidates together,
             without rows that are no device's string (not UTF-8) and with the selection
             bias of the unended ones taken off (``ldpkit.discovery._learned``;
             docs/design/METHODS.md, open-vocabulary discovery, the moonshot): a lower
-            pruning cut where the data use few of the 256 bytes. The same reports; a
-            server-side choice.
+            pruning cut where the data use few of the 256 bytes. None (default):
+            ``"learned"`` for ldpkit's search (``pool_ended=True``), ``"all"`` for the
+            papers' (``pool_ended=False``, so ``PEM(keep=top_k, pool_ended=False)`` stays
+            the paper's PEM). The same reports either way; a server-side choice.
 
         Returns
         -------
         HeavyHitters
             The ``top_k`` strings (fewer under ``control``) with their frequencies.
         """
+        if extensions is None:  # tuned on girls' names: equal or better in every cell
+            extensions = "learned" if self.pool_ended else "all"
         if extensions not in _EXTENSIONS:
             raise ValueError(f"extensions must be one of {_EXTENSIONS}, got {extensions!r}")
         if extensions == "all":
