@@ -170,20 +170,15 @@ class PrefixDiscovery {
   }
 }
 
+// the parameters PEM and TreeHist share (prefix.PrefixDiscovery's fields, in order)
+const PREFIX_PARAMS = [
+  'epsilon', 'max_length', 'top_k', 'alphabet', 'hash_range',
+  'hash_functions', 'control', 'alpha', 'pool_ended',
+];
+
 /** PEM (prefix.PEM): the device side (the search is the server's). */
 export class PEM extends PrefixDiscovery {
-  static PARAMS = [
-    'epsilon',
-    'max_length',
-    'top_k',
-    'alphabet',
-    'hash_range',
-    'hash_functions',
-    'control',
-    'alpha',
-    'pool_ended',
-    'keep',
-  ];
+  static PARAMS = [...PREFIX_PARAMS, 'keep'];
   constructor(params) {
     super(params);
     if (params.keep != null) checkInteger(params.keep, 'keep', 1, 4096);
@@ -192,19 +187,7 @@ export class PEM extends PrefixDiscovery {
 
 /** TreeHist (prefix.TreeHist): the device side (the search is the server's). */
 export class TreeHist extends PrefixDiscovery {
-  static PARAMS = [
-    'epsilon',
-    'max_length',
-    'top_k',
-    'alphabet',
-    'hash_range',
-    'hash_functions',
-    'control',
-    'alpha',
-    'pool_ended',
-    'threshold',
-    'max_survivors',
-  ];
+  static PARAMS = [...PREFIX_PARAMS, 'threshold', 'max_survivors'];
   constructor(params) {
     super(params);
     const { threshold = 3.0, max_survivors = 64 } = params;
