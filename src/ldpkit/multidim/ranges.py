@@ -1235,11 +1235,13 @@ class RangeEstimate:
         The mean squared deviation of the answer over a parametric bootstrap through the
         post-processing (:meth:`_noise_replicates`; for 2 attributes each replicate's
         grids give their own response matrix): its variance plus the squared bias
-        Norm-Sub adds at the estimate. Norm-Sub's sum to one and the consistency with the
-        other grids make it 0.1-0.25x ``std_error^2`` (the plain grid's noise) for 1-D
-        answers and 0.3-0.6x the plain 2-D grid's noise plus its 1-D grids' share for 2-D
-        answers, the noise terms :meth:`interval` used before and over-covered with. NaN
-        for other queries and mechanisms.
+        Norm-Sub adds at the estimate. The plain grids are drawn at OLH's variance at the
+        estimated frequencies plus the groups' sampling, not OLH's ``f = 0`` variance
+        alone. Norm-Sub's sum to one and the consistency with the other grids make it
+        0.1-0.25x ``std_error^2`` (the plain grid's noise) for 1-D answers (measured with
+        the ``f = 0`` law) and 0.3-0.6x the plain 2-D grid's noise plus its 1-D grids'
+        share for 2-D answers, the noise terms :meth:`interval` used before and
+        over-covered with. NaN for other queries and mechanisms.
         """
         q = self._ranges(ranges)
         if len(q) > 2 or not isinstance(self.spec, HDG):
