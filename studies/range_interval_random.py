@@ -19,6 +19,9 @@ calibrated; under 1 wide), per (method, 1-D/2-D/3-D, eps). The sets are
 on ``tuning`` alone, then run the held-out sets once. Conclusion recorded in
 docs/design/METHODS.md (range intervals, the within-cell term as a random term). Run from
 the repository root: ``PYTHONPATH=src python studies/range_interval_random.py --sets tuning``.
+It compares against the model before that change (run at commit b4d9cdf): since then
+TDG's and UniformGrid's ``cur`` is ``ind``, and ``update_ind`` no longer recovers TDG's
+Hunter term from the shipped total.
 """
 
 from __future__ import annotations

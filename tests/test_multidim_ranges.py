@@ -231,8 +231,9 @@ def test_cell_error_variance_closed_form():
     est = RangeEstimate((grid,), (1e-4,), 1000, spec=spec)
     # attribute 0 in [0, 0.25]: row 0 half covered (c = 1/2), row 1 not at all
     box = ((0.0, 0.25), (0.0, 1.0))
-    # edges: one partial strip (row 0) of two cells, sds M sqrt(1/3 - c + c^2) added
-    edges = (np.sqrt(1 / 12) * (0.4 + 0.1)) ** 2
+    # edges: one partial strip (row 0) of two cells, independent (TDG): variances
+    # M^2 (1/3 - c + c^2) summed
+    edges = (0.4**2 + 0.1**2) / 12
     # Frechet per cell (r = 1): m_a = M / 2, m_b = M: range [M/2, M/2], estimate M/2 -> 0
     assert est.cell_error_variance(box) == pytest.approx(edges, rel=1e-12)
     one = est.cell_error_variance({0: (0.0, 0.25)})  # 1-D: cells of the marginal (0.5, 0.5)
@@ -241,7 +242,7 @@ def test_cell_error_variance_closed_form():
 
 
 def test_uniform_grid_error_variance_beyond_two_attributes():
-    """Check UniformGrid's 3-D model: partial slabs, sds added across axes, by hand."""
+    """Check UniformGrid's 3-D model: partial slabs, variances summed across axes, by hand."""
     spec = UniformGrid(epsilon=1.0, low=0.0, high=(1.0, 1.0, 1.0), g=2)
     grid = np.arange(1.0, 9.0).reshape(2, 2, 2) / 36.0
     est = RangeEstimate((grid,), (1e-4,), 1000, spec=spec)
@@ -249,7 +250,7 @@ def test_uniform_grid_error_variance_beyond_two_attributes():
     # axis 2 whole (no partial cell). Slab masses over the touched cells of the others:
     # axis 0: grid[0] (both indices of axis 1 touched), axis 1: grid[0, 1] (only i = 0)
     box = ((0.0, 0.25), (0.0, 0.75), (0.0, 1.0))
-    want = (grid[0].sum() + grid[0, 1].sum()) ** 2 / 12.0
+    want = (grid[0].sum() ** 2 + grid[0, 1].sum() ** 2) / 12.0
     assert est.cell_error_variance(box) == pytest.approx(want, rel=1e-12)
     lo, hi = est.interval(box)
     assert 0.0 <= lo < est.range_query(box) < hi <= 1.0
@@ -263,8 +264,9 @@ def test_pairwise_model_beyond_two_attributes():
     box = ((0.0, 0.5), (0.0, 0.5), (0.0, 0.5))  # whole cells: no uniformity error per pair
     assert est.range_query(box) == pytest.approx(0.125, abs=1e-12)  # independence
     # U = min P[in, in] = 1/4; L = 1 - 3/2 + (1/4 + 1/4) = 0 (a tree of two out-out edges);
-    # the answer is the midpoint; every pair's variance is its noise, 1 x 1 x 1e-4
-    want = (np.sqrt(0.25**2 / 12.0) + np.sqrt(1e-4)) ** 2
+    # the answer is the midpoint; every pair's variance is its noise, 1 x 1 x 1e-4; TDG
+    # adds the two variances (HDG their standard deviations)
+    want = 0.25**2 / 12.0 + 1e-4
     assert est.cell_error_variance(box) == pytest.approx(want, rel=1e-12)
     lo, hi = est.interval(box)
     assert lo == 0.0  # clipped: the half-width 1.96 x 0.082 exceeds the answer
