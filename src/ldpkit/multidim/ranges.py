@@ -987,10 +987,11 @@ class RangeEstimate:
         the box share the density's slope, so their errors are summed as fully correlated
         (the standard deviations add along each edge strip; strips are independent).
         TDG and UniformGrid, whose coarse cells (2-8 per axis) make this term dominate
-        the interval: every partly covered cell's error is an independent random term
-        (variances summed), the strip correlation left out: with it their intervals
-        covered 98-100 % everywhere, and without it they still cover 98-100 % on the
-        tuning columns (``studies/range_interval_random.py``). For 2-D queries a second term covers the joint within each 2-D cell. TDG and
+        the interval: from 4 cells per axis every partly covered cell's error is an
+        independent random term (variances summed), the strip correlation left out: with
+        it their intervals covered 98-100 % everywhere, and without it they still cover
+        98-100 % on the tuning columns (``studies/range_interval_random.py``); at 2 cells
+        per axis they stay correlated (:meth:`_cells_err_together`). For 2-D queries a second term covers the joint within each 2-D cell. TDG and
         UniformGrid: the estimate there against the Frechet range ``[max(0, m_a + m_b -
         T), min(m_a, m_b)]`` of the in-box mass given the cell's in-range marginals
         ``m_a``, ``m_b``, the truth uniform on that range. HDG: strip bounds that hold for
@@ -1007,9 +1008,10 @@ class RangeEstimate:
         UniformGrid, whose one grid holds the joint, the partial slabs of cells (one
         partly covered index along one constrained axis, ``M`` its mass in the cells the
         box touches on the other axes: their in-box share is unknown too) with the same
-        ``[0, M]`` model, independent within an axis and across axes (variances summed).
-        TDG's Hunter term and its worst pair's variance are combined in quadrature too;
-        HDG's add their standard deviations. Measured coverage of the 95 % intervals
+        ``[0, M]`` model, independent within an axis; across axes independent too
+        (variances summed) from 4 cells per axis, the standard deviations added at 2.
+        TDG's Hunter term and its worst pair's variance are combined the same way; HDG's
+        add their standard deviations. Measured coverage of the 95 % intervals
         (``docs/results/multidim_ranges.md``): HDG 1-D and 2-D near 95 %, the other cases
         conservative (93-100 %).
         """
@@ -1034,6 +1036,19 @@ class RangeEstimate:
             return float(np.sum(np.where(partial, t * t * (1 / 3 - c + c * c), 0.0)))
         return self._pair_error_variance(attrs[0], attrs[1], q)
 
+    def _cells_err_together(self) -> bool:
+        """Whether the partly covered cells' uniformity errors are summed as correlated.
+
+        HDG: always (its fine response matrix follows the 1-D grids, so the cells along
+        an edge share the density's slope). TDG and UniformGrid: only when the grid has
+        2 cells per axis: a cut cell then spans half of the domain, so one global shape
+        (a peak at the middle edge) moves every cut cell the same way; with the cells
+        independent, 2-D intervals on a Gaussian copula peaked there covered 85-86 %
+        (``tests/test_multidim_ranges.py``). From 4 cells per axis on they are independent.
+        """
+        spec = self.spec
+        return isinstance(spec, HDG) or spec.grid_shape(len(spec.grids) - 1)[0] <= 2
+
     def _pair_error_variance(self, a: int, b: int, q: dict[int, tuple[float, float]]) -> float:
         """Return the 2-D model of :meth:`cell_error_variance` for attributes a < b."""
         mat = self._pair_matrix(a, b)
@@ -1042,11 +1057,11 @@ class RangeEstimate:
         c = ca[:, None] * cb[None, :]
         sd = np.where((c > 0) & (c < 1), mat * np.sqrt(1 / 3 - c + c * c), 0.0)
         spec = self.spec
-        if isinstance(spec, HDG):  # the cells of an edge strip err together
+        if self._cells_err_together():  # the cells of an edge strip err together
             rows = np.where(cb[None, :] > 0, sd, 0.0).sum(axis=1)[(ca > 0) & (ca < 1)]
             cols = np.where(ca[:, None] > 0, sd, 0.0).sum(axis=0)[(cb > 0) & (cb < 1)]
             edges = float(np.sum(rows**2) + np.sum(cols**2))
-        else:  # TDG, UniformGrid: every partly covered cell independent
+        else:  # every partly covered cell independent
             edges = float(np.sum(sd**2))
         g = spec.grid_shape(len(spec.grids) - 1)[0]  # the 2-D grids' side (HDG's last)
         r = mat.shape[0] // g
@@ -1142,9 +1157,11 @@ class RangeEstimate:
                     mass = np.tensordot(mass, (covs[j] > 0).astype(float), axes=([j], [0]))
             c = covs[k]
             partial = (c > 0) & (c < 1)
-            # the slabs are independent, within an axis and across axes
-            total += float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0)))
-        return total
+            var = float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0)))
+            # the axis's two edges are independent; the axes' sds add when the cells err
+            # together (2 per axis), else the axes are independent too
+            total += math.sqrt(var) if self._cells_err_together() else var
+        return total * total if self._cells_err_together() else total
 
     def _update_error_variance(self, q: dict[int, tuple[float, float]], attrs: list[int]) -> float:
         """Return HDG/TDG's model over 3+ attributes: the pairs' errors and the update's.
@@ -1156,7 +1173,8 @@ class RangeEstimate:
         sharpened by the tree). With the truth uniform between them, the second moment is
         ``(U - L)^2 / 12 + (mid - answer)^2``; the pairs' own errors (the largest of their
         2-D variances, noise included: they all feed the answer) add their standard
-        deviation to it for HDG, their variance for TDG (independent terms).
+        deviation to it for HDG and 2-cell TDG, their variance for TDG from 4 cells per
+        axis (independent terms).
         """
         lam = len(attrs)
         out1 = np.zeros(lam)
@@ -1184,7 +1202,7 @@ class RangeEstimate:
         low = min(max(0.0, 1.0 - float(out1.sum()) + tree), high)
         answer = self._range_query(q)
         update = (high - low) ** 2 / 12.0 + ((low + high) / 2.0 - answer) ** 2
-        if not isinstance(self.spec, HDG):  # TDG: the two terms independent
+        if not self._cells_err_together():  # TDG from 4 cells per axis: independent terms
             return update + worst
         return (math.sqrt(update) + math.sqrt(worst)) ** 2
 
