@@ -983,10 +983,15 @@ class RangeEstimate:
 
         A cell the box covers partly (fraction ``c`` of its cell mass ``M`` counted) holds
         in truth between 0 and ``M`` inside the box; with the truth uniform on ``[0, M]``
-        the error's second moment is ``M^2 (1/3 - c + c^2)``. Cells along one edge of the
-        box share the density's slope, so their errors are summed as fully correlated
+        the error's second moment is ``M^2 (1/3 - c + c^2)``. HDG: cells along one edge of
+        the box share the density's slope, so their errors are summed as fully correlated
         (the standard deviations add along each edge strip; strips are independent).
-        For 2-D queries a second term covers the joint within each 2-D cell. TDG and
+        TDG and UniformGrid, whose coarse cells (2-8 per axis) make this term dominate
+        the interval: from 4 cells per axis every partly covered cell's error is an
+        independent random term (variances summed), the strip correlation left out: with
+        it their intervals covered 98-100 % everywhere, and without it they still cover
+        98-100 % on the tuning columns (``studies/range_interval_random.py``); at 2 cells
+        per axis they stay correlated (:meth:`_cells_err_together`). For 2-D queries a second term covers the joint within each 2-D cell. TDG and
         UniformGrid: the estimate there against the Frechet range ``[max(0, m_a + m_b -
         T), min(m_a, m_b)]`` of the in-box mass given the cell's in-range marginals
         ``m_a``, ``m_b``, the truth uniform on that range. HDG: strip bounds that hold for
@@ -1003,11 +1008,12 @@ class RangeEstimate:
         UniformGrid, whose one grid holds the joint, the partial slabs of cells (one
         partly covered index along one constrained axis, ``M`` its mass in the cells the
         box touches on the other axes: their in-box share is unknown too) with the same
-        ``[0, M]`` model, independent within an axis and fully correlated across axes (the
-        standard deviations of the axes add: on correlated attributes the slabs of
-        different axes hold the same users). Measured coverage of the 95 % intervals
-        (``docs/results/multidim_ranges.md``): HDG 1-D and 2-D near 95 % (86-100 %), the
-        other cases conservative (98-100 %).
+        ``[0, M]`` model, independent within an axis; across axes independent too
+        (variances summed) from 4 cells per axis, the standard deviations added at 2.
+        TDG's Hunter term and its worst pair's variance are combined the same way; HDG's
+        add their standard deviations. Measured coverage of the 95 % intervals
+        (``docs/results/multidim_ranges.md``): HDG 1-D and 2-D near 95 %, the other cases
+        conservative (93-100 %).
         """
         return self._cell_error_variance(self._ranges(ranges))
 
@@ -1030,6 +1036,19 @@ class RangeEstimate:
             return float(np.sum(np.where(partial, t * t * (1 / 3 - c + c * c), 0.0)))
         return self._pair_error_variance(attrs[0], attrs[1], q)
 
+    def _cells_err_together(self) -> bool:
+        """Whether the partly covered cells' uniformity errors are summed as correlated.
+
+        HDG: always (its fine response matrix follows the 1-D grids, so the cells along
+        an edge share the density's slope). TDG and UniformGrid: only when the grid has
+        2 cells per axis: a cut cell then spans half of the domain, so one global shape
+        (a peak at the middle edge) moves every cut cell the same way; with the cells
+        independent, 2-D intervals on a Gaussian copula peaked there covered 85-86 %
+        (``tests/test_multidim_ranges.py``). From 4 cells per axis on they are independent.
+        """
+        spec = self.spec
+        return isinstance(spec, HDG) or spec.grid_shape(len(spec.grids) - 1)[0] <= 2
+
     def _pair_error_variance(self, a: int, b: int, q: dict[int, tuple[float, float]]) -> float:
         """Return the 2-D model of :meth:`cell_error_variance` for attributes a < b."""
         mat = self._pair_matrix(a, b)
@@ -1037,10 +1056,13 @@ class RangeEstimate:
         cb = self._cover(b, q[b], mat.shape[1])
         c = ca[:, None] * cb[None, :]
         sd = np.where((c > 0) & (c < 1), mat * np.sqrt(1 / 3 - c + c * c), 0.0)
-        rows = np.where(cb[None, :] > 0, sd, 0.0).sum(axis=1)[(ca > 0) & (ca < 1)]
-        cols = np.where(ca[:, None] > 0, sd, 0.0).sum(axis=0)[(cb > 0) & (cb < 1)]
-        edges = float(np.sum(rows**2) + np.sum(cols**2))
         spec = self.spec
+        if self._cells_err_together():  # the cells of an edge strip err together
+            rows = np.where(cb[None, :] > 0, sd, 0.0).sum(axis=1)[(ca > 0) & (ca < 1)]
+            cols = np.where(ca[:, None] > 0, sd, 0.0).sum(axis=0)[(cb > 0) & (cb < 1)]
+            edges = float(np.sum(rows**2) + np.sum(cols**2))
+        else:  # every partly covered cell independent
+            edges = float(np.sum(sd**2))
         g = spec.grid_shape(len(spec.grids) - 1)[0]  # the 2-D grids' side (HDG's last)
         r = mat.shape[0] // g
         blocks = mat.reshape(g, r, g, r)
@@ -1135,9 +1157,11 @@ class RangeEstimate:
                     mass = np.tensordot(mass, (covs[j] > 0).astype(float), axes=([j], [0]))
             c = covs[k]
             partial = (c > 0) & (c < 1)
-            # the axis's two edges are independent; the axes' sds add (correlated)
-            total += math.sqrt(float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0))))
-        return total * total
+            var = float(np.sum(np.where(partial, mass**2 * (1 / 3 - c + c * c), 0)))
+            # the axis's two edges are independent; the axes' sds add when the cells err
+            # together (2 per axis), else the axes are independent too
+            total += math.sqrt(var) if self._cells_err_together() else var
+        return total * total if self._cells_err_together() else total
 
     def _update_error_variance(self, q: dict[int, tuple[float, float]], attrs: list[int]) -> float:
         """Return HDG/TDG's model over 3+ attributes: the pairs' errors and the update's.
@@ -1149,7 +1173,8 @@ class RangeEstimate:
         sharpened by the tree). With the truth uniform between them, the second moment is
         ``(U - L)^2 / 12 + (mid - answer)^2``; the pairs' own errors (the largest of their
         2-D variances, noise included: they all feed the answer) add their standard
-        deviation to it.
+        deviation to it for HDG and 2-cell TDG, their variance for TDG from 4 cells per
+        axis (independent terms).
         """
         lam = len(attrs)
         out1 = np.zeros(lam)
@@ -1177,27 +1202,59 @@ class RangeEstimate:
         low = min(max(0.0, 1.0 - float(out1.sum()) + tree), high)
         answer = self._range_query(q)
         update = (high - low) ** 2 / 12.0 + ((low + high) / 2.0 - answer) ** 2
+        if not self._cells_err_together():  # TDG from 4 cells per axis: independent terms
+            return update + worst
         return (math.sqrt(update) + math.sqrt(worst)) ** 2
 
     def _noise_replicates(self) -> list[list[np.ndarray]]:
         """Return the grids post-processed again under fresh plain noise (cached).
 
-        A parametric bootstrap: every plain grid is taken as the post-processed one plus
-        Gaussian noise of its plain per-cell variance, and post-processed as the estimate
-        was (Norm-Sub, consistency), ``NOISE_REPLICATES`` times from ``NOISE_SEED``.
+        A parametric bootstrap: every plain grid is taken as the post-processed one ``f``
+        plus Gaussian noise of the plain grid's variance at ``f``, and post-processed as
+        the estimate was (Norm-Sub, consistency), ``NOISE_REPLICATES`` times from
+        ``NOISE_SEED``. That variance has two parts. OLH's, FO17 eq. 2 at ``f``:
+        ``(q (1 - q) + f (p - q)(1 - p - q)) / (n_m (p - q)^2)`` per cell, independent
+        across cells (``cell_variance`` is its ``f = 0`` term, Var*). And the group's
+        sampling: a grid's users are a random ``n_m`` of the ``n``, so its true cell
+        frequencies differ from the population's by a multinomial error, covariance
+        ``(diag(f) - f f^T) / n_m`` times the finite-population factor
+        ``(n - n_m) / (n - 1)``. Both grow with ``f`` and sit in the heavy cells, which
+        Norm-Sub keeps, while most of Var* falls on light cells it zeroes: on spiky
+        (integer-valued) data at eps 4 the answers' spread over reports was 2x the
+        bootstrap from Var* alone and 1.0x this one
+        (``studies/range_interval_integer_noise.py``).
         """
         if not self._replicates:
             gen = np.random.default_rng(NOISE_SEED)
+            laws = [
+                self._plain_noise_law(m, t, v)
+                for m, (t, v) in enumerate(zip(self.grids, self.cell_variance, strict=True))
+            ]
             reps = []
             for _ in range(NOISE_REPLICATES):
-                plain = [
-                    t + gen.normal(0.0, math.sqrt(v), t.shape)
-                    for t, v in zip(self.grids, self.cell_variance, strict=True)
-                ]
+                plain = []
+                for t, (sd, root, scale) in zip(self.grids, laws, strict=True):
+                    s = root * gen.standard_normal(t.shape)
+                    # sqrt(f) e - f sum(sqrt(f) e): covariance diag(f) - f f^T (sum f = 1)
+                    sampling = (s - t * s.sum()) * scale
+                    plain.append(t + sd * gen.standard_normal(t.shape) + sampling)
                 reps.append(self.spec._consistent(plain))
             # one assignment: a concurrent caller sees none or all of them, never a part
             self._replicates[:] = reps
         return self._replicates
+
+    def _plain_noise_law(
+        self, m: int, t: np.ndarray, var0: float
+    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """Return grid m's OLH noise sd per cell, sqrt(f) and the sampling scale at f = t."""
+        oracle = self.spec.grid_oracle(m)
+        p, q = oracle.p, oracle.q
+        f = np.clip(t, 0.0, 1.0)
+        # the group's size: Var* is q (1 - q) / (n_m (p - q)^2), so Var*(1) / Var* = n_m
+        n_m = float(oracle.variance(1)) / var0 if var0 > 0 else math.inf
+        sd = np.sqrt(var0 + f * (1.0 - p - q) / ((p - q) * n_m))  # FO17 eq. 2 at f
+        share = max(0.0, (self.n - n_m) / (self.n - 1)) if self.n > 1 else 0.0
+        return sd, np.sqrt(f), math.sqrt(share / n_m)
 
     def post_noise_variance(self, ranges: Any) -> float:
         """Return the noise of HDG's post-processed answer to a 1- or 2-attribute query.
@@ -1205,11 +1262,13 @@ class RangeEstimate:
         The mean squared deviation of the answer over a parametric bootstrap through the
         post-processing (:meth:`_noise_replicates`; for 2 attributes each replicate's
         grids give their own response matrix): its variance plus the squared bias
-        Norm-Sub adds at the estimate. Norm-Sub's sum to one and the consistency with the
-        other grids make it 0.1-0.25x ``std_error^2`` (the plain grid's noise) for 1-D
-        answers and 0.3-0.6x the plain 2-D grid's noise plus its 1-D grids' share for 2-D
-        answers, the noise terms :meth:`interval` used before and over-covered with. NaN
-        for other queries and mechanisms.
+        Norm-Sub adds at the estimate. The plain grids are drawn at OLH's variance at the
+        estimated frequencies plus the groups' sampling, not OLH's ``f = 0`` variance
+        alone. Norm-Sub's sum to one and the consistency with the other grids make it
+        0.1-0.25x ``std_error^2`` (the plain grid's noise) for 1-D answers (measured with
+        the ``f = 0`` law) and 0.3-0.6x the plain 2-D grid's noise plus its 1-D grids'
+        share for 2-D answers, the noise terms :meth:`interval` used before and
+        over-covered with. NaN for other queries and mechanisms.
         """
         q = self._ranges(ranges)
         if len(q) > 2 or not isinstance(self.spec, HDG):
