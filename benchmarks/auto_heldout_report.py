@@ -155,11 +155,12 @@ def main() -> None:
         "",
     ]
     rows = res["rows"]
-    for which in ("tuning", "test"):
+    for which in ("tuning", "test", "fresh"):
         part = [r for r in rows if r["set"] == which]
         part_off = [r for r in off if r["set"] == which] if off else None
         if part:
-            lines += table(part, part_off, f"{which.capitalize()} set, n = {res['n']:,}")
+            title = "Fresh test set" if which == "fresh" else f"{which.capitalize()} set"
+            lines += table(part, part_off, f"{title}, n = {res['n']:,}")
     if args.large:
         large = json.load(open(args.large))
         large_off = json.load(open(args.large_off))["rows"] if args.large_off else None

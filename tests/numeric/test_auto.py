@@ -689,6 +689,74 @@ def test_place_atoms_follows_the_leaf_counts() -> None:
     assert zero == 0 and np.array_equal(flat, level)
 
 
+def test_end_windows_gather_a_clipped_end_into_the_end_bucket(monkeypatch: Any) -> None:
+    """Exact, d = 256 at eps 1 (end windows of 4 buckets): a window whose end bucket holds
+    at least half of its excess over the level just inside gives the whole excess to the end
+    bucket (at both ends); one whose end bucket holds less follows the HH counts (into the
+    bucket they put it in) or stays as fitted (the counts of the fit itself); without the
+    rule, or without windows (eps 3), nothing moves."""
+    import ldpkit.numeric.auto as auto_module
+
+    spec = AutoDistribution(epsilon=1.0, buckets=256)
+    md = _hybrid_model(spec)
+    assert md.window == 4 and md.reps[-1] == 1
+    d = 256
+    level = np.full(d, 0.5 / d)
+    fitted = level.copy()
+    fitted[0] += 0.2  # 0.2 of the window's 0.35 excess in the end bucket
+    fitted[1:4] += 0.05
+    fitted[-1] += 0.06  # 0.06 of 0.15 at the other end: the HH counts decide
+    fitted[-4:-1] += 0.03
+    truth = level.copy()
+    truth[0] += 0.35
+    truth[-2] += 0.15
+    out, moved = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
+    assert moved == 2
+    np.testing.assert_allclose(out, truth, rtol=0, atol=1e-15)
+    # the counts of the fit itself: the majority end moves, the other stays as fitted
+    out, moved = _place_atoms(fitted, md, _node_counts(spec, fitted, 1e5))
+    expected = fitted.copy()
+    expected[:4] = truth[:4]
+    assert moved == 1
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-15)
+    monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", False)
+    same, none = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
+    assert none == 0 and np.array_equal(same, fitted)
+    monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", True)
+    high = AutoDistribution(epsilon=3.0, buckets=256)
+    assert _hybrid_model(high).window == 0
+    same, none = _place_atoms(fitted, _hybrid_model(high), _node_counts(high, truth, 1e5))
+    assert none == 0 and np.array_equal(same, fitted)
+
+
+def test_end_windows_cut_the_ks_on_clipped_values(monkeypatch: Any) -> None:
+    """eps 0.5, n = 1e5, 40 % at 0 and 15 % at 1: without the end-window rule EM spreads the
+    clipped mass over the 16 buckets of each window and the CDF at the end buckets is off by
+    the spill (KS 0.07-0.17 on the 1024-point grid, measured); with it the KS is never
+    larger and over four runs less than half (measured 0.05 against 0.12: an end whose
+    bucket holds less than half of the spill and whose HH counts do not call it stays as
+    fitted). On Beta(5, 2) (no mass at the ends) the estimate is exactly the same."""
+    import ldpkit.numeric.auto as auto_module
+
+    values = _clipped(100_000, np.random.default_rng(11))
+    spec = AutoDistribution(epsilon=0.5, expected_n=values.size)
+    smooth = np.random.default_rng(12).beta(5.0, 2.0, 100_000)
+    ks_on, ks_off = [], []
+    for seed in range(4):
+        stats = spec.aggregate(spec.randomize(values, rng=seed))
+        st_smooth = spec.aggregate(spec.randomize(smooth, rng=seed))
+        with_rule = spec.estimate(stats)
+        on_smooth = spec.estimate(st_smooth)
+        monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", False)
+        without = spec.estimate(stats)
+        assert on_smooth == spec.estimate(st_smooth)
+        monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", True)
+        ks_on.append(_ks1024(with_rule, values))
+        ks_off.append(_ks1024(without, values))
+        assert ks_on[-1] <= ks_off[-1], (seed, ks_on, ks_off)
+    assert np.mean(ks_on) < 0.5 * np.mean(ks_off), (ks_on, ks_off)
+
+
 def test_interior_atoms_must_be_a_bool() -> None:
     auto = AutoDistribution(epsilon=4.0, buckets=64)
     stats = auto.aggregate(auto.randomize(np.full(100, 0.5), rng=0))
