@@ -184,3 +184,38 @@ def test_lockstep_kernel_words_do_not_depend_on_where_a_group_starts():
     alone = np.empty((1, 16), dtype=np.uint64)
     _sample_rows(values[5:6], seeds[5:6], width, big, small, alone)
     assert np.array_equal(alone[0], whole[5])
+
+
+@pytest.mark.parametrize("width", [1024, 1000])  # words in place, and copied into bytes
+def test_coins_drawn_while_the_items_are_hashed_give_the_same_reports(width):
+    # from _OVERLAP_MIN_USERS users (a list or a 1-D array), CMS.randomize starts the
+    # compiled draws on threads before it computes the item keys; the reports are those of
+    # the sequential path (keys first), for a list of str, a U array and int64s
+    from ldpkit.frequency.sketch import _OVERLAP_MIN_USERS
+
+    n = _OVERLAP_MIN_USERS + 5
+    spec = CMS(epsilon=6.0, width=width, depth=16)
+    words = np.array([f"w{i % 300}" for i in range(n)])
+    for values in (words.tolist(), words, np.arange(n) % 77):
+        got = spec.randomize(values, rng=11)
+        expect = spec._randomize_keys(spec.item_keys(values), 11)
+        assert np.array_equal(got.bits, expect.bits) and np.array_equal(got.rows, expect.rows)
+    gen_a, gen_b = np.random.default_rng(5), np.random.default_rng(5)
+    got = spec.randomize(words, rng=gen_a)
+    expect = spec._randomize_keys(spec.item_keys(words), gen_b)
+    assert np.array_equal(got.bits, expect.bits)
+    # the generators were advanced alike: the next batch agrees as well
+    assert np.array_equal(
+        spec.randomize(words, rng=gen_a).bits, spec.randomize(words, rng=gen_b).bits
+    )
+
+
+def test_refused_items_after_the_draws_started_raise_the_usual_error():
+    from ldpkit.frequency.sketch import _OVERLAP_MIN_USERS
+
+    spec = CMS(epsilon=4.0, width=256, depth=4)
+    bad = [f"w{i}" for i in range(_OVERLAP_MIN_USERS)] + [1.5]
+    with pytest.raises(TypeError, match="values must be"):
+        spec.randomize(bad, rng=0)
+    fine = spec.randomize(bad[:-1], rng=0)  # the kernel's threads were waited for
+    assert fine.bits.shape == (_OVERLAP_MIN_USERS, 32)

@@ -33,13 +33,16 @@ vectorized over reports).
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numba
 import numpy as np
 
 from .. import _parallel
 from ._kernels_unary import _splitmix64
 
-__all__ = ["GROUP", "sample_cms_words"]
+__all__ = ["GROUP", "PendingWords", "sample_cms_words", "start_cms_words"]
 
 _U64 = np.uint64
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -79,15 +82,18 @@ def _masked_next(
 
 
 @numba.njit(cache=True, nogil=True)
-def _sample_rows(
-    values: np.ndarray,
+def _draw_rows(
     seeds: np.ndarray,
     width: int,
-    true_threshold: np.uint64,
     other_threshold: np.uint64,
     words: np.ndarray,
+    held: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Fill ``words`` (uint64, shape (n, ceil(width / 64))): see :func:`sample_cms_words`."""
+    """Fill ``words`` with every bit at ``other_threshold``, ``held`` with the next draws.
+
+    ``held[i]``: stream A's draw after row i's words, which decides the hashed item's bit
+    (:func:`_set_held`); bits past ``width`` are 0.
+    """
     n, n_words = words.shape
     t = other_threshold
     last = width - 64 * (n_words - 1)  # bits used in the last word (1 .. 64)
@@ -150,19 +156,41 @@ def _sample_rows(
                 if pair:
                     words[g + j, w + 1] = ones_b[j]
         for j in range(m):
-            r, _, _, _, _ = _masked_next(a0[j], a1[j], a2[j], a3[j], _ALL)
-            i = g + j
-            v = values[i]
-            # report bit v is bit 7 - v % 8 of byte v // 8 (np.packbits), byte b being
-            # bits 8 (b % 8) .. of word b // 8 (little-endian words)
-            byte = v >> 3
-            bit = _U64(8 * (byte & 7) + 7 - (v & 7))
-            if r < true_threshold:
-                words[i, byte >> 3] |= _U64(1) << bit
-            else:
-                words[i, byte >> 3] &= ~(_U64(1) << bit)
+            held[g + j], _, _, _, _ = _masked_next(a0[j], a1[j], a2[j], a3[j], _ALL)
             if last < 64:
-                words[i, n_words - 1] &= _last_word_mask(last)
+                words[g + j, n_words - 1] &= _last_word_mask(last)
+
+
+@numba.njit(cache=True, nogil=True)
+def _set_held(
+    values: np.ndarray, held: np.ndarray, true_threshold: np.uint64, words: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Set bit ``values[i]`` of row i to ``held[i] < true_threshold`` (the hashed item's)."""
+    for i in range(values.shape[0]):
+        v = values[i]
+        # report bit v is bit 7 - v % 8 of byte v // 8 (np.packbits), byte b being
+        # bits 8 (b % 8) .. of word b // 8 (little-endian words)
+        byte = v >> 3
+        bit = _U64(8 * (byte & 7) + 7 - (v & 7))
+        if held[i] < true_threshold:
+            words[i, byte >> 3] |= _U64(1) << bit
+        else:
+            words[i, byte >> 3] &= ~(_U64(1) << bit)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sample_rows(
+    values: np.ndarray,
+    seeds: np.ndarray,
+    width: int,
+    true_threshold: np.uint64,
+    other_threshold: np.uint64,
+    words: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Fill ``words`` (uint64, shape (n, ceil(width / 64))): see :func:`sample_cms_words`."""
+    held = np.empty(values.shape[0], dtype=np.uint64)
+    _draw_rows(seeds, width, other_threshold, words, held)
+    _set_held(values, held, true_threshold, words)
 
 
 @numba.njit(cache=True, inline="always")
@@ -199,3 +227,63 @@ def sample_cms_words(
         _sample_rows(values[a:b], seeds[a:b], width, big, small, words[a:b])
 
     _parallel.run_blocks(task, _parallel.row_blocks(values.shape[0], workers))
+
+
+class PendingWords:
+    """CMS words being drawn on threads (:func:`start_cms_words`), the held bits not set.
+
+    The draws of a report do not depend on its item: they run while the caller computes
+    the items' hashes, and :meth:`finish` sets each report's hashed-item bit.
+    """
+
+    def __init__(
+        self, pool: ThreadPoolExecutor, futures: list[Future], words: np.ndarray, held: np.ndarray
+    ) -> None:
+        self._pool, self._futures, self._words, self._held = pool, futures, words, held
+
+    def wait(self) -> None:
+        """Wait for every block's draws (re-raising a block's error); idempotent."""
+        try:
+            for future in self._futures:
+                future.result()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def finish(self, values: np.ndarray, true_threshold: int) -> None:
+        """Wait, then set bit ``values[i]`` of row i (1 w.p. ``true_threshold / 2^64``)."""
+        self.wait()
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        _set_held(values, self._held, np.uint64(true_threshold), self._words)
+
+
+def start_cms_words(
+    seeds: np.ndarray,
+    width: int,
+    other_threshold: int,
+    words: np.ndarray,
+    *,
+    workers: int | None = None,
+) -> PendingWords:
+    """Start :func:`sample_cms_words`'s draws on threads and return at once.
+
+    ``words`` is filled as :func:`sample_cms_words` fills it, the bit of each report's
+    hashed item excepted: :meth:`PendingWords.finish` sets it from the same draw, so the
+    words end equal to :func:`sample_cms_words`'s for the same seeds.
+    """
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    small = np.uint64(other_threshold)
+    held = np.empty(seeds.shape[0], dtype=np.uint64)
+    blocks = _parallel.row_blocks(seeds.shape[0], workers)
+    started = [threading.Event() for _ in blocks]
+
+    def task(k: int, a: int, b: int) -> None:
+        started[k].set()
+        _draw_rows(seeds[a:b], width, small, words[a:b], held[a:b])  # releases the GIL
+
+    pool = ThreadPoolExecutor(max_workers=max(1, len(blocks)))
+    futures = [pool.submit(task, k, a, b) for k, (a, b) in enumerate(blocks)]
+    # The caller's next step (joining and encoding strings, ...) may hold the GIL for tens
+    # of milliseconds: return once every block has reached its kernel's call
+    for event in started:
+        event.wait()
+    return PendingWords(pool, futures, words, held)
