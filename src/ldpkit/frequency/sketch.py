@@ -205,12 +205,11 @@ class CMS(OpenDomainOracle):
         seeds = derive_seeds(coin_stream, n)
         pending = start_cms_bits(seeds, self.width, small, out)
         try:
-            keys = self.item_keys(values)
-        except BaseException:
+            hashed = self._hash_users(rows, self.item_keys(values))
+        except BaseException:  # refused items: the threads end before the error leaves
             if pending is not None:
                 pending.cancel()
             raise
-        hashed = self._hash_users(rows, keys)
         if pending is None:  # numpy's twin: nothing ran beside the keys
             sample_cms_bits(hashed, seeds, self.width, big, small, out)
         else:
