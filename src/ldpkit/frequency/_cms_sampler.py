@@ -5,7 +5,7 @@
 once). As for the unary oracles (:mod:`._unary_sampler`), small batches and every batch
 without numba run :func:`sample_cms_words_numpy`, the same arithmetic vectorized over rows,
 so a device that randomizes a few values never loads numba and reports never depend on
-what is installed (``tests/frequency/test_open_domain.py`` checks the two byte for byte).
+what is installed (``tests/frequency/test_cms_sampler.py`` checks the two byte for byte).
 :func:`start_cms_bits` starts the compiled draws before the items are known (a report's
 coins do not depend on its item; its hashed item's bit is set last from one more draw).
 """
