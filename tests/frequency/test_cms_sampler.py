@@ -210,6 +210,21 @@ def test_coins_drawn_while_the_items_are_hashed_give_the_same_reports(width):
     )
 
 
+def test_one_allowed_thread_draws_after_the_keys_with_the_same_reports(monkeypatch):
+    from ldpkit import _parallel
+    from ldpkit.frequency import sketch
+
+    n = sketch._OVERLAP_MIN_USERS
+    spec = CMS(epsilon=3.0, width=128, depth=8)
+    values = [f"w{i % 50}" for i in range(n)]
+    overlapped = spec.randomize(values, rng=2)
+    monkeypatch.setattr(_parallel, "WORKERS", 1)
+    started = []
+    monkeypatch.setattr(sketch, "start_cms_bits", lambda *a: started.append(a))
+    alone = spec.randomize(values, rng=2)
+    assert not started and np.array_equal(alone.bits, overlapped.bits)
+
+
 def test_refused_items_after_the_draws_started_raise_the_usual_error():
     from ldpkit.frequency.sketch import _OVERLAP_MIN_USERS
 

@@ -179,7 +179,8 @@ class CMS(OpenDomainOracle):
         ``rng``; with a secure generator (``rng=None``) every coin is read from it.
         """
         n = _batch_length(values)
-        if n is not None and n >= _OVERLAP_MIN_USERS:
+        # draws beside the keys need a second thread: not where WORKERS allows one only
+        if n is not None and n >= _OVERLAP_MIN_USERS and _parallel.workers() > 1:
             gen = as_generator(rng)
             if not is_secure(gen) and _parallel.use_compiled(n * self.width, COMPILED_MIN_BITS):
                 return self._randomize_overlapped(values, n, gen)
