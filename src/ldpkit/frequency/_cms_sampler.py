@@ -13,12 +13,15 @@ coins do not depend on its item; its hashed item's bit is set last from one more
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _parallel
 from ._unary_sampler import _ALL, _CHUNK_ROWS, COMPILED_MIN_BITS, _next, _splitmix64
+
+if TYPE_CHECKING:  # numba is loaded on first use only
+    from ._kernels_cms import PendingWords
 
 __all__ = ["PendingCMSBits", "sample_cms_bits", "sample_cms_words_numpy", "start_cms_bits"]
 
@@ -156,12 +159,14 @@ class PendingCMSBits:
     ``out`` the bytes :func:`sample_cms_bits` writes for the same seeds and items.
     """
 
-    def __init__(self, seeds: np.ndarray, width: int, other_threshold: int, out: np.ndarray):
+    def __init__(
+        self, seeds: np.ndarray, width: int, other_threshold: int, out: np.ndarray
+    ) -> None:
         from ._kernels_cms import start_cms_words  # numba: loaded on first use
 
         self._out = out
         self._words, self._in_place = _words_of(out, width)
-        self._pending: Any = start_cms_words(seeds, width, other_threshold, self._words)
+        self._pending: PendingWords = start_cms_words(seeds, width, other_threshold, self._words)
 
     def cancel(self) -> None:
         """Wait for the draws to end without finishing the reports (an error path)."""
