@@ -176,7 +176,9 @@ class CMS(OpenDomainOracle):
         ``reports.rows``, and ``reports.bits`` packed as ``np.packbits(..., axis=1)``.
 
         The public row indices and the secret bit coins come from independent streams of
-        ``rng``; with a secure generator (``rng=None``) every coin is read from it.
+        ``rng``; with a secure generator (``rng=None``) every coin is read from it. From
+        2^15 users the coins are drawn while the items are hashed, so a ``Generator``
+        passed as ``rng`` has its streams split off even when ``values`` is then refused.
         """
         n = _batch_length(values)
         # draws beside the keys need a second thread: not where WORKERS allows one only
