@@ -5,19 +5,25 @@
 once). As for the unary oracles (:mod:`._unary_sampler`), small batches and every batch
 without numba run :func:`sample_cms_words_numpy`, the same arithmetic vectorized over rows,
 so a device that randomizes a few values never loads numba and reports never depend on
-what is installed (``tests/frequency/test_open_domain.py`` checks the two byte for byte).
+what is installed (``tests/frequency/test_cms_sampler.py`` checks the two byte for byte).
+:func:`start_cms_bits` starts the compiled draws before the items are known (a report's
+coins do not depend on its item; its hashed item's bit is set last from one more draw).
 """
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _parallel
 from ._unary_sampler import _ALL, _CHUNK_ROWS, COMPILED_MIN_BITS, _next, _splitmix64
 
-__all__ = ["sample_cms_bits", "sample_cms_words_numpy"]
+if TYPE_CHECKING:  # numba is loaded on first use only
+    from ._kernels_cms import PendingWords
+
+__all__ = ["PendingCMSBits", "sample_cms_bits", "sample_cms_words_numpy", "start_cms_bits"]
 
 
 def _last_word_mask(last: int) -> np.uint64:
@@ -120,15 +126,67 @@ def sample_cms_bits(
     kernel for batches of at least :data:`COMPILED_MIN_BITS` bits when numba is installed,
     its numpy twin otherwise: the same bytes either way.
     """
-    n = values.shape[0]
-    n_words = -(-width // 64)
-    in_place = sys.byteorder == "little" and out.shape[1] == 8 * n_words and out.flags.c_contiguous
-    words = out.view(np.uint64) if in_place else np.empty((n, n_words), dtype=np.uint64)
-    if _parallel.use_compiled(n * width, COMPILED_MIN_BITS):
+    words, in_place = _words_of(out, width)
+    if _parallel.use_compiled(values.shape[0] * width, COMPILED_MIN_BITS):
         from ._kernels_cms import sample_cms_words  # numba: loaded on first use
 
         sample_cms_words(values, seeds, width, true_threshold, other_threshold, words)
     else:
         sample_cms_words_numpy(values, seeds, width, true_threshold, other_threshold, words)
-    if not in_place:  # word w's little-endian bytes are report bytes 8w .. 8w + 7
-        out[:] = words.astype("<u8").view(np.uint8).reshape(n, 8 * n_words)[:, : out.shape[1]]
+    if not in_place:
+        _copy_words(words, out)
+
+
+def _copy_words(words: np.ndarray, out: np.ndarray) -> None:
+    # word w's little-endian bytes are report bytes 8w .. 8w + 7
+    n, n_words = words.shape
+    out[:] = words.astype("<u8").view(np.uint8).reshape(n, 8 * n_words)[:, : out.shape[1]]
+
+
+def _words_of(out: np.ndarray, width: int) -> tuple[np.ndarray, bool]:
+    """Return uint64 words over ``out``'s memory when its layout allows, else a new array."""
+    n_words = -(-width // 64)
+    in_place = sys.byteorder == "little" and out.shape[1] == 8 * n_words and out.flags.c_contiguous
+    if in_place:
+        return out.view(np.uint64), True
+    return np.empty((out.shape[0], n_words), dtype=np.uint64), False
+
+
+class PendingCMSBits:
+    """CMS reports whose coins are drawn on threads while the caller hashes the items.
+
+    The compiled kernel only (:func:`start_cms_bits` decides); :meth:`finish` gives
+    ``out`` the bytes :func:`sample_cms_bits` writes for the same seeds and items.
+    """
+
+    def __init__(
+        self, seeds: np.ndarray, width: int, other_threshold: int, out: np.ndarray
+    ) -> None:
+        from ._kernels_cms import start_cms_words  # numba: loaded on first use
+
+        self._out = out
+        self._words, self._in_place = _words_of(out, width)
+        self._pending: PendingWords = start_cms_words(seeds, width, other_threshold, self._words)
+
+    def cancel(self) -> None:
+        """Wait for the draws to end without finishing the reports (an error path)."""
+        self._pending.wait()
+
+    def finish(self, values: np.ndarray, true_threshold: int) -> None:
+        """Wait for the draws, then set each report's bit ``values[i]`` against its threshold."""
+        self._pending.finish(values, true_threshold)
+        if not self._in_place:
+            _copy_words(self._words, self._out)
+
+
+def start_cms_bits(
+    seeds: np.ndarray, width: int, other_threshold: int, out: np.ndarray
+) -> PendingCMSBits | None:
+    """Start filling ``out`` as :func:`sample_cms_bits` would, before the items are known.
+
+    Returns the pending reports when the compiled kernel runs this batch, else None (the
+    caller then samples once the items are known: numpy's twin has nothing to overlap).
+    """
+    if not _parallel.use_compiled(seeds.shape[0] * width, COMPILED_MIN_BITS):
+        return None
+    return PendingCMSBits(seeds, width, other_threshold, out)

@@ -34,9 +34,9 @@ from .._validation import check_memory
 from ..spec import Reports, Stats, StatsField
 from . import _bits
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
-from ._cms_sampler import sample_cms_bits
+from ._cms_sampler import sample_cms_bits, start_cms_bits
 from ._open import OpenDomainOracle
-from ._unary_sampler import sample_unary_bits_secure
+from ._unary_sampler import COMPILED_MIN_BITS, sample_unary_bits_secure
 from .grr import COMPILED_MIN_USERS
 from .unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
 
@@ -52,6 +52,18 @@ _SCALE = 1 << 64
 _SMALL_BLOCK = 2048
 #: Batches of at least this many reports use the compiled per-row bit count.
 _KERNEL_MIN = 4096
+#: From this many users (a list or a 1-D array) CMS draws the coins while it hashes the
+#: items (a thread pool's start is paid back many times).
+_OVERLAP_MIN_USERS = 1 << 15
+
+
+def _batch_length(values: Any) -> int | None:
+    """Return the number of users of a list or a 1-D array (what item_keys keys one each)."""
+    if type(values) is list:
+        return len(values)
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.shape[0]
+    return None
 
 
 @functools.lru_cache(maxsize=256)
@@ -164,9 +176,48 @@ class CMS(OpenDomainOracle):
         ``reports.rows``, and ``reports.bits`` packed as ``np.packbits(..., axis=1)``.
 
         The public row indices and the secret bit coins come from independent streams of
-        ``rng``; with a secure generator (``rng=None``) every coin is read from it.
+        ``rng``; with a secure generator (``rng=None``) every coin is read from it. From
+        2^15 users the coins are drawn while the items are hashed, so a ``Generator``
+        passed as ``rng`` has its streams split off even when ``values`` is then refused.
         """
+        n = _batch_length(values)
+        # draws beside the keys need a second thread: not where WORKERS allows one only
+        if n is not None and n >= _OVERLAP_MIN_USERS and _parallel.workers() > 1:
+            gen = as_generator(rng)
+            if not is_secure(gen) and _parallel.use_compiled(n * self.width, COMPILED_MIN_BITS):
+                return self._randomize_overlapped(values, n, gen)
+            rng = gen
         return self._randomize_keys(self.item_keys(values), rng)
+
+    def _randomize_overlapped(self, values: Any, n: int, gen: np.random.Generator) -> Reports:
+        """:meth:`_randomize_keys`'s reports, the coins drawn while the items are hashed.
+
+        A report's coins do not depend on its item (only the hashed item's bit, set last,
+        does), so the compiled kernel draws them on threads while this thread computes the
+        item keys: the same streams, draws and bytes as the sequential path. (A ``values``
+        that item_keys refuses raises after the streams were split off ``gen``.)
+        """
+        width = _bits.packed_width(self.width)
+        check_memory(
+            float(n) * width, f"len(values)={n} at width={self.width}", f"{self.name}.randomize"
+        )
+        row_stream, coin_stream = independent_streams(gen, 2)
+        rows = np.asarray(row_stream.integers(0, self.depth, size=n))
+        big, small = _cms_thresholds(self.epsilon)
+        out = np.empty((n, width), dtype=np.uint8)
+        seeds = derive_seeds(coin_stream, n)
+        pending = start_cms_bits(seeds, self.width, small, out)
+        try:
+            hashed = self._hash_users(rows, self.item_keys(values))
+        except BaseException:  # refused items: the threads end before the error leaves
+            if pending is not None:
+                pending.cancel()
+            raise
+        if pending is None:  # numpy's twin: nothing ran beside the keys
+            sample_cms_bits(hashed, seeds, self.width, big, small, out)
+        else:
+            pending.finish(hashed, big)
+        return Reports(self, rows=rows.astype(index_dtype(self.depth)), bits=out)
 
     def _randomize_keys(self, keys: np.ndarray, rng: RNGLike) -> Reports:
         """:meth:`randomize` of users whose item keys are known (uint64, one per user)."""
