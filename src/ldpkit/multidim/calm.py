@@ -188,6 +188,16 @@ def _consistency_adjoint(
     return g
 
 
+def _partition_covariance(spread: np.ndarray, target: np.ndarray, n: int) -> np.ndarray:
+    """Return the groups' sampling covariance across groups, summed for each functional.
+
+    The groups are a random partition of the n users: ``(sum_m s2_m - f (1 - f)) / (n -
+    1)``, with ``spread = sum_m s2_m`` and ``target = f`` (see
+    :meth:`CALM._functional_variances`). Negative when several groups share a functional.
+    """
+    return (spread - target * (1.0 - target)) / max(n - 1, 1)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CALM(MultiAttributeMechanism):
     """Every ``way``-way marginal of a tuple of categorical attributes (CALM, CCS 2018).
@@ -413,7 +423,7 @@ class CALM(MultiAttributeMechanism):
             variances = self._consistent_pair_variances(plain, null, stats)
         elif self.ell != self.way and int(self.cell_offsets()[-1]) <= MAX_EXACT_CELLS:
             # a chosen (or forced) ell > way: every table's exact variance, by the adjoint
-            variances = self._table_variances(plain, null, stats)
+            variances = self._table_variances(plain, null, stats, tables)
         else:  # (the plain variances: an upper bound, up to the cells' covariances)
             variances = [t.variance for t in plain]
         out = tuple(
@@ -423,7 +433,9 @@ class CALM(MultiAttributeMechanism):
         plain_var = tuple(t.variance for t in plain)
         exact = None
         if self.ell != self.way:  # requested tables are projections: their exact variance
-            exact = functools.partial(self.projection_variance, plain, null, stats)
+            exact = functools.partial(
+                self.projection_variance, plain, null, stats, consistent=tables
+            )
         return MarginalsEstimate(
             out, stats.n, spec=self, plain_variances=plain_var, projection_variance=exact
         )
@@ -435,6 +447,8 @@ class CALM(MultiAttributeMechanism):
         stats: Stats,
         attributes: tuple[int, ...],
         weights: dict[int, float],
+        *,
+        consistent: list[np.ndarray] | None = None,
     ) -> np.ndarray:
         """Return the exact per-cell variance of ``sum_m w_m`` (consistent table m on S).
 
@@ -443,9 +457,11 @@ class CALM(MultiAttributeMechanism):
         summing to 1. The consistent tables are a linear map of the plain ones (plus a
         constant); each cell of the answer is the functional whose weights on the plain
         cells the adjoint of the consistency step gives (:func:`_consistency_adjoint`),
-        and its variance is that functional's quadratic form in the groups' independent
-        cell covariances (:meth:`_cell_covariance`: GRR's multinomial outputs, OLH's
-        uncorrelated cells, the groups' sampling).
+        and its variance is that functional's quadratic form in the groups' cell
+        covariances (:meth:`_cell_covariance`: GRR's multinomial outputs, OLH's
+        uncorrelated cells, the groups' sampling), plus the groups' sampling
+        covariance across groups (:meth:`_functional_variances`). ``consistent``: the
+        consistent tables (recomputed from ``plain`` when None).
         """
         sets = self.marginal_sets
         shape = tuple(self.domain_sizes[a] for a in attributes)
@@ -466,11 +482,26 @@ class CALM(MultiAttributeMechanism):
                 out.append(seed)
             return out
 
-        out = self._functional_variances(plain, null, stats, int(math.prod(shape)), seeds)
+        if consistent is None:
+            consistent = self._consistent(plain, null)
+        count = int(math.prod(shape))
+        out = self._functional_variances(plain, null, stats, count, seeds, consistent)
         return out.reshape(shape)
 
+    def _consistent(self, plain: list[MarginalTable], null: list[float]) -> list[np.ndarray]:
+        """Return the consistent tables of the plain ones (as :meth:`estimate` makes them)."""
+        return consistent_tables(
+            self.marginal_sets,
+            [np.array(t.table) for t in plain],
+            lambda m, collapsed: 1.0 / (null[m] * collapsed),
+        )
+
     def _table_variances(
-        self, plain: list[MarginalTable], null: list[float], stats: Stats
+        self,
+        plain: list[MarginalTable],
+        null: list[float],
+        stats: Stats,
+        consistent: list[np.ndarray],
     ) -> list[np.ndarray]:
         """Return the exact per-cell variance of every consistent table (one adjoint pass)."""
         o = self.cell_offsets()
@@ -485,7 +516,7 @@ class CALM(MultiAttributeMechanism):
                 out.append(seed)
             return out
 
-        flat = self._functional_variances(plain, null, stats, int(o[-1]), seeds)
+        flat = self._functional_variances(plain, null, stats, int(o[-1]), seeds, consistent)
         return [flat[o[m] : o[m + 1]].reshape(t.table.shape) for m, t in enumerate(plain)]
 
     def _functional_variances(
@@ -495,38 +526,63 @@ class CALM(MultiAttributeMechanism):
         stats: Stats,
         count: int,
         seeds: Any,
+        consistent: list[np.ndarray],
     ) -> np.ndarray:
         """Return the variances of ``count`` linear functionals of the consistent tables.
 
         ``seeds(start, b)`` gives functionals ``start .. start + b - 1`` as weights on each
         consistent table's (flattened) cells; they are pulled back to the plain cells by
-        :func:`_consistency_adjoint`, and each variance is the quadratic form in the
-        groups' independent cell covariances (:meth:`_cell_covariance`).
+        :func:`_consistency_adjoint` (``g_m`` on group m's cells), and each variance is
+        the quadratic form in the groups' cell covariances (:meth:`_cell_covariance`)
+        plus the covariance of the groups' sampling across groups.
+
+        The groups are a random partition of the n users, so their sampling errors are
+        not independent: for a fixed population split at random into groups of sizes
+        ``n_m``, ``Cov(mean_m h, mean_m' h') = -cov(h, h') / (n - 1)`` between two groups
+        (the finite-population covariance of sampling without replacement; it makes the
+        groups' errors sum to 0 over the whole population). Summed, the sampling
+        variance of the functional is ``sum_m s2_m n / (n_m (n - 1)) - s2_H / (n - 1)``
+        with ``s2_m`` the variance over the users of ``g_m`` at their cell of marginal m
+        and ``H(x) = sum_m g_m(x_m)``; the per-group terms of :meth:`_cell_covariance`
+        hold ``s2_m (n - n_m) / (n_m (n - 1))``, so ``(sum_m s2_m - s2_H) / (n - 1)`` is
+        added. The consistency map is affine and leaves consistent tables unchanged, so
+        on the tables of one user's tuple x (1 at her cells) it returns them: ``H(x)`` is
+        the seed's value at x minus a constant, i.e. the indicator of the target cell
+        for a cell of a consistent table or of a projection (weights summing to 1), and
+        ``s2_H = f (1 - f)`` at the target cell's estimate (``consistent``, clipped).
+        The term matters when several groups share a functional: a requested marginal
+        averaged over the ``C(d - way, ell - way)`` tables that cover it (``ell >
+        way``), where treating the groups as independent overstates the sampling part
+        by about the covering groups' share of the users.
         """
         sets = self.marginal_sets
-        cov = [
-            self._cell_covariance(m, t, stats.n, int(stats.sizes[m])) for m, t in enumerate(plain)
-        ]
+        n = stats.n
+        cov = [self._cell_covariance(m, t, n, int(stats.sizes[m])) for m, t in enumerate(plain)]
+        freq = [np.clip(t.table, 0.0, 1.0).ravel() for t in plain]
+        flat_consistent = [np.asarray(c).ravel() for c in consistent]
         total = int(self.cell_offsets()[-1])
         chunk = max(1, (1 << 22) // max(total, 1))
         out = np.zeros(count)
         for start in range(0, count, chunk):  # batches of functionals (memory)
             b = min(chunk, count - start)
+            batch = seeds(start, b)
+            target = np.clip(
+                sum(s @ c for s, c in zip(batch, flat_consistent, strict=True)), 0.0, 1.0
+            )
             adj = _consistency_adjoint(
                 list(sets),
-                [
-                    seed.reshape((b, *t.table.shape))
-                    for seed, t in zip(seeds(start, b), plain, strict=True)
-                ],
+                [seed.reshape((b, *t.table.shape)) for seed, t in zip(batch, plain, strict=True)],
                 lambda m, collapsed: 1.0 / (null[m] * collapsed),
             )
             var = np.zeros(b)
-            for a, (diag, terms) in zip(adj, cov, strict=True):
+            spread = np.zeros(b)  # sum_m s2_m: each group's sampling spread of g_m
+            for a, (diag, terms), f in zip(adj, cov, freq, strict=True):
                 flat = a.reshape(b, -1)
                 var += np.square(flat) @ diag.ravel()
                 for sign, r in terms:
                     var += sign * np.square(flat @ r.ravel())
-            out[start : start + b] = var
+                spread += np.square(flat) @ f - np.square(flat @ f)
+            out[start : start + b] = var + _partition_covariance(spread, target, n)
         return np.maximum(out, 0.0)
 
     def _cell_covariance(
