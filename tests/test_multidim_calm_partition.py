@@ -89,7 +89,7 @@ def test_a_wrong_epsilon_fails_the_same_check(reported):
 
 
 def test_partition_term_by_hand():
-    """One pair covered by two groups with equal weights: ``(2 (f/4)(1-f) ... - f (1-f))``.
+    """Check one cell averaged over two groups with equal weights by hand.
 
     With g = 1/2 on the target cell of each of 2 groups and 0 elsewhere, ``s2_m = f (1 -
     f) / 4`` per group, so the term is ``(f (1 - f) / 2 - f (1 - f)) / (n - 1)``.
