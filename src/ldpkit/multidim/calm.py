@@ -188,6 +188,22 @@ def _consistency_adjoint(
     return g
 
 
+#: The plug-in of CALM's exact variances (:meth:`CALM._functional_variances`): the
+#: unclipped estimates, floored at the variance at f = 0; False: each cell's estimate
+#: clipped to [0, 1] (the earlier rule, conservative for sums of small cells).
+PLUG_IN_UNCLIPPED = True
+
+
+def _partition_covariance(spread: np.ndarray, target: np.ndarray, n: int) -> np.ndarray:
+    """Return the groups' sampling covariance across groups, summed for each functional.
+
+    The groups are a random partition of the n users: ``(sum_m s2_m - f (1 - f)) / (n -
+    1)``, with ``spread = sum_m s2_m`` and ``target = f`` (see
+    :meth:`CALM._functional_variances`). Negative when several groups share a functional.
+    """
+    return (spread - target * (1.0 - target)) / max(n - 1, 1)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CALM(MultiAttributeMechanism):
     """Every ``way``-way marginal of a tuple of categorical attributes (CALM, CCS 2018).
@@ -231,8 +247,14 @@ class CALM(MultiAttributeMechanism):
     way`` each table's variance is exact (by :meth:`projection_variance`, up to 2048
     collected cells in all; beyond, the plain ones). A requested marginal inside
     a collected one, when ``ell > way``, has the exact variance of the consistent tables'
-    projection (:meth:`projection_variance`). ``privacy_loss()``: the largest marginal
-    oracle's loss.
+    projection (:meth:`projection_variance`). These exact variances count the groups'
+    sampling covariance across groups (the users are split among the groups, so one
+    group's excess of a cell is the others' deficit): without it, a marginal averaged over
+    the tables of several groups had its sampling part overstated by about the covering
+    groups' share of the users (binary flight questions, eps 4, ell = 5: 11 %). The 2-way
+    closed form (``ell = 2``) takes the groups as independent (within 2 % of the exact
+    variance: each cell comes mostly from one group). ``privacy_loss()``: the largest
+    marginal oracle's loss.
 
     References
     ----------
@@ -413,7 +435,7 @@ class CALM(MultiAttributeMechanism):
             variances = self._consistent_pair_variances(plain, null, stats)
         elif self.ell != self.way and int(self.cell_offsets()[-1]) <= MAX_EXACT_CELLS:
             # a chosen (or forced) ell > way: every table's exact variance, by the adjoint
-            variances = self._table_variances(plain, null, stats)
+            variances = self._table_variances(plain, null, stats, tables)
         else:  # (the plain variances: an upper bound, up to the cells' covariances)
             variances = [t.variance for t in plain]
         out = tuple(
@@ -423,7 +445,9 @@ class CALM(MultiAttributeMechanism):
         plain_var = tuple(t.variance for t in plain)
         exact = None
         if self.ell != self.way:  # requested tables are projections: their exact variance
-            exact = functools.partial(self.projection_variance, plain, null, stats)
+            exact = functools.partial(
+                self.projection_variance, plain, null, stats, consistent=tables
+            )
         return MarginalsEstimate(
             out, stats.n, spec=self, plain_variances=plain_var, projection_variance=exact
         )
@@ -435,6 +459,8 @@ class CALM(MultiAttributeMechanism):
         stats: Stats,
         attributes: tuple[int, ...],
         weights: dict[int, float],
+        *,
+        consistent: list[np.ndarray] | None = None,
     ) -> np.ndarray:
         """Return the exact per-cell variance of ``sum_m w_m`` (consistent table m on S).
 
@@ -443,9 +469,11 @@ class CALM(MultiAttributeMechanism):
         summing to 1. The consistent tables are a linear map of the plain ones (plus a
         constant); each cell of the answer is the functional whose weights on the plain
         cells the adjoint of the consistency step gives (:func:`_consistency_adjoint`),
-        and its variance is that functional's quadratic form in the groups' independent
-        cell covariances (:meth:`_cell_covariance`: GRR's multinomial outputs, OLH's
-        uncorrelated cells, the groups' sampling).
+        and its variance is that functional's quadratic form in the groups' cell
+        covariances (:meth:`_cell_covariance`: GRR's multinomial outputs, OLH's
+        uncorrelated cells, the groups' sampling), plus the groups' sampling
+        covariance across groups (:meth:`_functional_variances`). ``consistent``: the
+        consistent tables (recomputed from ``plain`` when None).
         """
         sets = self.marginal_sets
         shape = tuple(self.domain_sizes[a] for a in attributes)
@@ -466,11 +494,26 @@ class CALM(MultiAttributeMechanism):
                 out.append(seed)
             return out
 
-        out = self._functional_variances(plain, null, stats, int(math.prod(shape)), seeds)
+        if consistent is None:
+            consistent = self._consistent(plain, null)
+        count = int(math.prod(shape))
+        out = self._functional_variances(plain, null, stats, count, seeds, consistent)
         return out.reshape(shape)
 
+    def _consistent(self, plain: list[MarginalTable], null: list[float]) -> list[np.ndarray]:
+        """Return the consistent tables of the plain ones (as :meth:`estimate` makes them)."""
+        return consistent_tables(
+            self.marginal_sets,
+            [np.array(t.table) for t in plain],
+            lambda m, collapsed: 1.0 / (null[m] * collapsed),
+        )
+
     def _table_variances(
-        self, plain: list[MarginalTable], null: list[float], stats: Stats
+        self,
+        plain: list[MarginalTable],
+        null: list[float],
+        stats: Stats,
+        consistent: list[np.ndarray],
     ) -> list[np.ndarray]:
         """Return the exact per-cell variance of every consistent table (one adjoint pass)."""
         o = self.cell_offsets()
@@ -485,7 +528,7 @@ class CALM(MultiAttributeMechanism):
                 out.append(seed)
             return out
 
-        flat = self._functional_variances(plain, null, stats, int(o[-1]), seeds)
+        flat = self._functional_variances(plain, null, stats, int(o[-1]), seeds, consistent)
         return [flat[o[m] : o[m + 1]].reshape(t.table.shape) for m, t in enumerate(plain)]
 
     def _functional_variances(
@@ -495,42 +538,93 @@ class CALM(MultiAttributeMechanism):
         stats: Stats,
         count: int,
         seeds: Any,
+        consistent: list[np.ndarray],
     ) -> np.ndarray:
         """Return the variances of ``count`` linear functionals of the consistent tables.
 
         ``seeds(start, b)`` gives functionals ``start .. start + b - 1`` as weights on each
         consistent table's (flattened) cells; they are pulled back to the plain cells by
-        :func:`_consistency_adjoint`, and each variance is the quadratic form in the
-        groups' independent cell covariances (:meth:`_cell_covariance`).
+        :func:`_consistency_adjoint` (``g_m`` on group m's cells), and each variance is
+        the quadratic form in the groups' cell covariances (:meth:`_cell_covariance`)
+        plus the covariance of the groups' sampling across groups.
+
+        The groups are a random partition of the n users, so their sampling errors are
+        not independent: for a fixed population split at random into groups of sizes
+        ``n_m``, ``Cov(mean_m h, mean_m' h') = -cov(h, h') / (n - 1)`` between two groups
+        (the finite-population covariance of sampling without replacement; it makes the
+        groups' errors sum to 0 over the whole population). Summed, the sampling
+        variance of the functional is ``sum_m s2_m n / (n_m (n - 1)) - s2_H / (n - 1)``
+        with ``s2_m`` the variance over the users of ``g_m`` at their cell of marginal m
+        and ``H(x) = sum_m g_m(x_m)``; the per-group terms of :meth:`_cell_covariance`
+        hold ``s2_m (n - n_m) / (n_m (n - 1))``, so ``(sum_m s2_m - s2_H) / (n - 1)`` is
+        added. The consistency map is affine and leaves consistent tables unchanged, so
+        on the tables of one user's tuple x (1 at her cells) it returns them: ``H(x)`` is
+        the seed's value at x minus a constant, i.e. the indicator of the target cell
+        for a cell of a consistent table or of a projection (weights summing to 1), and
+        ``s2_H = f (1 - f)`` at the target cell's estimate (``consistent``, clipped).
+        The term matters when several groups share a functional: a requested marginal
+        averaged over the ``C(d - way, ell - way)`` tables that cover it (``ell >
+        way``), where treating the groups as independent overstates the sampling part
+        by about the covering groups' share of the users.
+
+        The plug-in frequencies are the unbiased (unclipped) estimates, where the
+        variance's oracle term, linear in f, is unbiased; the result is floored at the
+        functional's variance at f = 0 (the oracle's noise alone, the exact variance when
+        every cell is empty), which keeps every interval's width positive. Clipping
+        each cell at 0 first (``PLUG_IN_UNCLIPPED = False``, the earlier rule) raises
+        the variance of every empty cell by the mean of its clipped estimate: a sum of
+        many small cells, from small groups, is then overstated (8 binary flight
+        questions, n = 4000, eps 4, ell = 5: by 10 %).
         """
         sets = self.marginal_sets
-        cov = [
-            self._cell_covariance(m, t, stats.n, int(stats.sizes[m])) for m, t in enumerate(plain)
+        n = stats.n
+        sizes = [int(s) for s in stats.sizes]
+        if PLUG_IN_UNCLIPPED:
+            points = [np.asarray(t.table, dtype=float) for t in plain]
+            cov = [
+                self._cell_covariance(m, t, n, sizes[m], at=points[m]) for m, t in enumerate(plain)
+            ]
+        else:
+            points = [np.clip(t.table, 0.0, 1.0) for t in plain]
+            cov = [self._cell_covariance(m, t, n, sizes[m]) for m, t in enumerate(plain)]
+        floor = [
+            self._cell_covariance(m, t, n, sizes[m], at=np.zeros(t.table.shape))
+            for m, t in enumerate(plain)
         ]
+        freq = [f.ravel() for f in points]
+        flat_consistent = [np.asarray(c).ravel() for c in consistent]
         total = int(self.cell_offsets()[-1])
         chunk = max(1, (1 << 22) // max(total, 1))
         out = np.zeros(count)
         for start in range(0, count, chunk):  # batches of functionals (memory)
             b = min(chunk, count - start)
+            batch = seeds(start, b)
+            target = sum(s @ c for s, c in zip(batch, flat_consistent, strict=True))
+            if not PLUG_IN_UNCLIPPED:
+                target = np.clip(target, 0.0, 1.0)
             adj = _consistency_adjoint(
                 list(sets),
-                [
-                    seed.reshape((b, *t.table.shape))
-                    for seed, t in zip(seeds(start, b), plain, strict=True)
-                ],
+                [seed.reshape((b, *t.table.shape)) for seed, t in zip(batch, plain, strict=True)],
                 lambda m, collapsed: 1.0 / (null[m] * collapsed),
             )
-            var = np.zeros(b)
-            for a, (diag, terms) in zip(adj, cov, strict=True):
+            var, null_var = np.zeros(b), np.zeros(b)
+            spread = np.zeros(b)  # sum_m s2_m: each group's sampling spread of g_m
+            for a, (diag, terms), (diag0, terms0), f in zip(adj, cov, floor, freq, strict=True):
                 flat = a.reshape(b, -1)
-                var += np.square(flat) @ diag.ravel()
+                square = np.square(flat)
+                var += square @ diag.ravel()
                 for sign, r in terms:
                     var += sign * np.square(flat @ r.ravel())
-            out[start : start + b] = var
+                null_var += square @ diag0.ravel()
+                for sign, r in terms0:
+                    null_var += sign * np.square(flat @ r.ravel())
+                spread += square @ f - np.square(flat @ f)
+            var += _partition_covariance(spread, target, n)
+            out[start : start + b] = np.maximum(var, null_var)
         return np.maximum(out, 0.0)
 
     def _cell_covariance(
-        self, m: int, table: MarginalTable, n: int, n_m: int
+        self, m: int, table: MarginalTable, n: int, n_m: int, *, at: np.ndarray | None = None
     ) -> tuple[np.ndarray, list[tuple[float, np.ndarray]]]:
         """Return marginal m's cell covariance as ``diag(s') + sum_i sign_i r_i r_i^T``.
 
@@ -540,10 +634,20 @@ class CALM(MultiAttributeMechanism):
         a 3-wise independent hash, which the mixed keys of ``mix_items`` approximate to
         noise level; the plain index's hash leaves positive correlations); the group being a sample of the n users adds ``-f_u f_v (n - n_m) /
         (n_m (n - 1))``.
+
+        ``at``: the frequencies where the covariance is evaluated (any reals, e.g. the
+        unclipped estimate or 0); None: the table's estimate clipped to [0, 1], where
+        the diagonal is the table's variance.
         """
-        f = np.clip(table.table, 0.0, 1.0)
         spec = self.marginal_oracle(m)
         fpc = (n - n_m) / max(n - 1, 1)
+        if at is None:
+            f, total = np.clip(table.table, 0.0, 1.0), table.variance
+        else:  # FO17 eq. 2 and the group's sampling, at any real f
+            f = np.asarray(at, dtype=float).reshape(table.table.shape)
+            p, q = spec.p, spec.q
+            oracle = (q * (1.0 - q) + f * (p - q) * (1.0 - p - q)) / (n_m * (p - q) ** 2)
+            total = oracle + f * (1.0 - f) * fpc / n_m
         terms: list[tuple[float, np.ndarray]]
         if self.oracle == "grr":
             pq = spec.p - spec.q
@@ -553,7 +657,7 @@ class CALM(MultiAttributeMechanism):
             ]
         else:
             terms = [(-1.0, f * math.sqrt(fpc / n_m))]
-        diag = table.variance - sum(sign * r**2 for sign, r in terms)
+        diag = total - sum(sign * r**2 for sign, r in terms)
         return diag, terms
 
     def _consistent_pair_variances(
