@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ldpkit.multidim import HDG, TDG, UniformGrid
+from ldpkit.multidim.ranges import _hunter_low
 
 FLIGHTS = {
     "columns": ("dep_delay", "arr_delay", "distance", "air_time"),
@@ -299,15 +300,7 @@ def hdg3_parts(est: Any, q: dict) -> tuple[float, ...]:
         ratio = min(1.0, answer / max(float(t[1, 1]), 1e-12))
         v = est._pair_error_variance(a, b, {a: q[a], b: q[b]}) * ratio**2
         largest, sds = max(largest, v), sds + math.sqrt(v)
-    tree, best = 0.0, out2[0].copy()
-    seen = np.zeros(lam, dtype=bool)
-    seen[0] = True
-    for _ in range(lam - 1):
-        k = int(np.argmax(np.where(seen, -np.inf, best)))
-        tree += float(best[k])
-        seen[k] = True
-        best = np.maximum(best, out2[k])
-    low = min(max(0.0, 1.0 - float(out1.sum()) + tree), high)
+    low = _hunter_low(out1, out2, high)
     update = (high - low) ** 2 / 12.0 + ((low + high) / 2.0 - answer) ** 2
     return answer, noise, update, largest, sds**2, est._cell_error_variance(q)
 

@@ -753,6 +753,25 @@ class UniformGrid(_GridMechanism):
         return (self.g,) * self.attributes
 
 
+def _hunter_low(out1: np.ndarray, out2: np.ndarray, high: float) -> float:
+    """Return Hunter's lower bound on P[every attribute in its range], at most ``high``.
+
+    ``out1[i]`` is P[attribute i out of its range] and ``out2[i, j]`` P[both out]; the
+    bound ``1 - sum_i out1[i] + sum over a maximum spanning tree of out2`` (Hunter 1976,
+    J. Appl. Prob. 13, 597-603) takes the tree by Prim's algorithm.
+    """
+    lam = out1.shape[0]
+    tree, best = 0.0, out2[0].copy()
+    seen = np.zeros(lam, dtype=bool)
+    seen[0] = True
+    for _ in range(lam - 1):
+        k = int(np.argmax(np.where(seen, -np.inf, best)))
+        tree += float(best[k])
+        seen[k] = True
+        best = np.maximum(best, out2[k])
+    return min(max(0.0, 1.0 - float(out1.sum()) + tree), high)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class RangeEstimate:
     """Post-processed grids of a :class:`HDG`, :class:`TDG` or :class:`UniformGrid`.
@@ -1190,16 +1209,7 @@ class RangeEstimate:
             sub = {a: q[a], b: q[b]}
             noise = self._std_error(sub) ** 2 + self._split_noise_variance(a, b, sub)
             worst = max(worst, noise + self._pair_error_variance(a, b, sub))
-        # Prim's maximum spanning tree over the attributes, weights P[out_i, out_j]
-        tree, best = 0.0, out2[0].copy()
-        seen = np.zeros(lam, dtype=bool)
-        seen[0] = True
-        for _ in range(lam - 1):
-            k = int(np.argmax(np.where(seen, -np.inf, best)))
-            tree += float(best[k])
-            seen[k] = True
-            best = np.maximum(best, out2[k])
-        low = min(max(0.0, 1.0 - float(out1.sum()) + tree), high)
+        low = _hunter_low(out1, out2, high)
         answer = self._range_query(q)
         update = (high - low) ** 2 / 12.0 + ((low + high) / 2.0 - answer) ** 2
         if not self._cells_err_together():  # TDG from 4 cells per axis: independent terms
