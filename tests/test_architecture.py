@@ -283,3 +283,17 @@ def test_no_comment_beside_src_refers_to_an_issue_or_a_work_branch():
                 found.append(f"{name}: {m.group(0)!r}")
     assert found == []
     assert unused == set()  # an exception whose text is gone is dropped from the list
+
+
+def test_no_doc_cites_a_tracker_issue():
+    """README, docs/ and the JS client's README say what was done, not which issue asked."""
+    tracker = re.compile(r"\b[Ii]ssues?(?:\s|#|//)*\d")
+    paths = [ROOT / "README.md", ROOT / "clients" / "js" / "README.md"]
+    paths += sorted((ROOT / "docs").rglob("*.md"))
+    assert len(paths) > 20  # docs/ is where this test expects it
+    found = [
+        f"{p.relative_to(ROOT).as_posix()}: {m.group(0)!r}"
+        for p in paths
+        for m in tracker.finditer(p.read_text(encoding="utf-8"))
+    ]
+    assert found == []
