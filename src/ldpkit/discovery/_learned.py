@@ -43,8 +43,8 @@ import numpy as np
 from scipy import special
 
 from ..spec import Stats
-from ._search import _pool, estimate_level, select
-from ._strings import empty_key, extend_keys
+from ._search import children, score_level, select
+from ._strings import empty_key
 from .result import HeavyHitters
 
 #: Evidence (in standard errors) a symbol needs to be tried in the second pass.
@@ -70,26 +70,16 @@ def _beam(
     per_level: list[int] = []
     beam = spec.keep or min(4 * spec.top_k, 4096)
     for level in range(spec.groups):
-        m = prefixes.shape[0]
-        ended = prefixes[:, -1] == 0 if level else np.zeros(m, dtype=bool)
-        open_rows, closed_rows = np.flatnonzero(~ended), np.flatnonzero(ended)
         symbols = np.arange(a) if allowed is None or level == 0 else np.flatnonzero(allowed)
-        parent = np.concatenate([np.repeat(open_rows, symbols.size), closed_rows])
-        symbol = np.concatenate(
-            [np.tile(symbols, open_rows.size), np.zeros(closed_rows.size, np.int64)]
+        parent, symbol = children(prefixes, level, symbols)
+        child_keys, f, std, std0, z = score_level(
+            spec, counts, n, level, prefixes, keys, parent, symbol
         )
-        child_keys = extend_keys(keys[parent], symbol)
-        f, std, std0 = estimate_level(spec, counts[level], child_keys, level, n)
+        z_tested.append(z)
         grows = np.flatnonzero(symbol != 0)  # open extensions: own-group, unpooled estimates
         w = weight[parent[grows]]
         mass += np.bincount(symbol[grows], weights=w * f[grows], minlength=a)
         var += np.bincount(symbol[grows], weights=(w * std0[grows]) ** 2, minlength=a)
-        if spec.pool_ended:
-            _pool(spec, counts, n, prefixes, parent, symbol, f, std, std0)
-        z = np.zeros(f.size)
-        finite = np.isfinite(std0)
-        z[finite] = f[finite] / std0[finite]
-        z_tested.append(z)
         per_level.append(int(child_keys.size))
         if level == spec.groups - 1:
             rows = np.hstack([prefixes[parent], symbol[:, None].astype(np.uint16)])

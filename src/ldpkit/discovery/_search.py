@@ -165,6 +165,49 @@ def _pool(
         f[these], std[these], std0[these] = _pooled(spec, counts, start, m, n)
 
 
+def children(
+    prefixes: np.ndarray, level: int, symbols: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return one level's candidates as ``(parent row, symbol)``.
+
+    Each open prefix is extended by every one of ``symbols``, each ended one (last symbol the
+    padding 0) by the padding again.
+    """
+    m = prefixes.shape[0]
+    ended = prefixes[:, -1] == 0 if level else np.zeros(m, dtype=bool)
+    open_rows, closed_rows = np.flatnonzero(~ended), np.flatnonzero(ended)
+    parent = np.concatenate([np.repeat(open_rows, symbols.size), closed_rows])
+    symbol = np.concatenate(
+        [np.tile(symbols, open_rows.size), np.zeros(closed_rows.size, np.int64)]
+    )
+    return parent, symbol
+
+
+def score_level(
+    spec: Any,
+    counts: np.ndarray,
+    n: int,
+    level: int,
+    prefixes: np.ndarray,
+    keys: np.ndarray,
+    parent: np.ndarray,
+    symbol: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate one level's candidates; return ``(keys, f, std, std0, z)``.
+
+    Ended strings get their pooled estimates when the spec pools them (:func:`_pool`, which
+    touches those rows only); ``z = f / std0`` where ``std0`` is finite, else 0.
+    """
+    child_keys = extend_keys(keys[parent], symbol)
+    f, std, std0 = estimate_level(spec, counts[level], child_keys, level, n)
+    if spec.pool_ended:
+        _pool(spec, counts, n, prefixes, parent, symbol, f, std, std0)
+    z = np.zeros(f.size)
+    finite = np.isfinite(std0)
+    z[finite] = f[finite] / std0[finite]
+    return child_keys, f, std, std0, z
+
+
 def discover(spec: Any, stats: Stats) -> HeavyHitters:
     """Run every round of the search on ``stats``; the spec's ``_prune`` keeps survivors."""
     counts = stats.counts
@@ -176,20 +219,10 @@ def discover(spec: Any, stats: Stats) -> HeavyHitters:
     per_level: list[int] = []
     f_sel = std_sel = z_sel = np.zeros(0)
     for level in range(spec.groups):
-        m = prefixes.shape[0]
-        ended = prefixes[:, -1] == 0 if level else np.zeros(m, dtype=bool)
-        open_rows, closed_rows = np.flatnonzero(~ended), np.flatnonzero(ended)
-        parent = np.concatenate([np.repeat(open_rows, alphabet), closed_rows])
-        symbol = np.concatenate(
-            [np.tile(np.arange(alphabet), open_rows.size), np.zeros(closed_rows.size, np.int64)]
+        parent, symbol = children(prefixes, level, np.arange(alphabet))
+        child_keys, f, std, std0, z = score_level(
+            spec, counts, n, level, prefixes, keys, parent, symbol
         )
-        child_keys = extend_keys(keys[parent], symbol)
-        f, std, std0 = estimate_level(spec, counts[level], child_keys, level, n)
-        if spec.pool_ended:
-            _pool(spec, counts, n, prefixes, parent, symbol, f, std, std0)
-        z = np.zeros(f.size)
-        finite = np.isfinite(std0)
-        z[finite] = f[finite] / std0[finite]
         z_tested.append(z)
         per_level.append(int(child_keys.size))
         keep = spec._prune(f, std0, level == spec.groups - 1)
