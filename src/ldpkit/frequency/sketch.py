@@ -197,6 +197,19 @@ class CMS(OpenDomainOracle):
         item keys: the same streams, draws and bytes as the sequential path. (A ``values``
         that item_keys refuses raises after the streams were split off ``gen``.)
         """
+        return self._draw(n, lambda: self.item_keys(values), gen, overlap=True)
+
+    def _randomize_keys(self, keys: np.ndarray, rng: RNGLike) -> Reports:
+        """:meth:`randomize` of users whose item keys are known (uint64, one per user)."""
+        return self._draw(keys.shape[0], lambda: keys, as_generator(rng), overlap=False)
+
+    def _draw(self, n: int, keys_of: Any, gen: np.random.Generator, *, overlap: bool) -> Reports:
+        """Draw ``n`` reports; ``keys_of()`` gives their item keys (called once).
+
+        The row stream and the coin stream are split off ``gen`` first, so the bytes do not
+        depend on when the keys are computed; with ``overlap`` the compiled coins start on
+        threads before ``keys_of()`` runs.
+        """
         width = _bits.packed_width(self.width)
         check_memory(
             float(n) * width, f"len(values)={n} at width={self.width}", f"{self.name}.randomize"
@@ -205,37 +218,22 @@ class CMS(OpenDomainOracle):
         rows = np.asarray(row_stream.integers(0, self.depth, size=n))
         big, small = _cms_thresholds(self.epsilon)
         out = np.empty((n, width), dtype=np.uint8)
-        seeds = derive_seeds(coin_stream, n)
-        pending = start_cms_bits(seeds, self.width, small, out)
-        try:
-            hashed = self._hash_users(rows, self.item_keys(values))
-        except BaseException:  # refused items: the threads end before the error leaves
-            if pending is not None:
-                pending.cancel()
-            raise
-        if pending is None:  # numpy's twin: nothing ran beside the keys
-            sample_cms_bits(hashed, seeds, self.width, big, small, out)
-        else:
-            pending.finish(hashed, big)
-        return Reports(self, rows=rows.astype(index_dtype(self.depth)), bits=out)
-
-    def _randomize_keys(self, keys: np.ndarray, rng: RNGLike) -> Reports:
-        """:meth:`randomize` of users whose item keys are known (uint64, one per user)."""
-        n = keys.shape[0]
-        width = _bits.packed_width(self.width)
-        check_memory(
-            float(n) * width, f"len(values)={n} at width={self.width}", f"{self.name}.randomize"
-        )
-        row_stream, coin_stream = independent_streams(as_generator(rng), 2)
-        rows = np.asarray(row_stream.integers(0, self.depth, size=n))
-        hashed = self._hash_users(rows, keys)
-        big, small = _cms_thresholds(self.epsilon)
-        out = np.empty((n, width), dtype=np.uint8)
-        if n:
-            if is_secure(coin_stream):
+        if is_secure(coin_stream):  # every coin read from the secure generator
+            hashed = self._hash_users(rows, keys_of())
+            if n:
                 sample_unary_bits_secure(hashed, coin_stream, self.width, big, small, out)
-            else:
-                seeds = derive_seeds(coin_stream, n)
+        else:
+            seeds = derive_seeds(coin_stream, n)
+            pending = start_cms_bits(seeds, self.width, small, out) if overlap else None
+            try:
+                hashed = self._hash_users(rows, keys_of())
+            except BaseException:  # refused items: the threads end before the error leaves
+                if pending is not None:
+                    pending.cancel()
+                raise
+            if pending is not None:
+                pending.finish(hashed, big)
+            elif n:  # numpy's twin, or no overlap: the coins once the items are known
                 sample_cms_bits(hashed, seeds, self.width, big, small, out)
         return Reports(self, rows=rows.astype(index_dtype(self.depth)), bits=out)
 
