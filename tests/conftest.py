@@ -14,6 +14,22 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(autouse=True)
+def _restore_mechanism_registry() -> Iterator[None]:
+    """Forget mechanism classes a test defines (a doc's example subclass, say) when it ends.
+
+    Defining a ``Mechanism`` subclass registers it by name for the whole process; without
+    this, whichever tests an xdist worker happened to run earlier would change what later
+    tests see in ``mechanism_registry()`` (the JS params vector, the parameter table).
+    """
+    from ldpkit import spec
+
+    saved = dict(spec._REGISTRY)
+    yield
+    spec._REGISTRY.clear()
+    spec._REGISTRY.update(saved)
+
+
 @pytest.fixture
 def serve_app() -> Iterator[Callable[[Any], str]]:
     """Start ASGI apps with uvicorn on 127.0.0.1 (a free port) in threads; returns their URLs.
