@@ -26,8 +26,13 @@ def _restore_mechanism_registry() -> Iterator[None]:
 
     saved = dict(spec._REGISTRY)
     yield
-    spec._REGISTRY.clear()
-    spec._REGISTRY.update(saved)
+    # Only classes from outside the package are forgotten: ldpkit's own modules register
+    # theirs once, when first imported (possibly during this test), and are not re-imported.
+    for name, cls in list(spec._REGISTRY.items()):
+        if name in saved:
+            spec._REGISTRY[name] = saved[name]
+        elif not cls.__module__.startswith("ldpkit."):
+            del spec._REGISTRY[name]
 
 
 @pytest.fixture
