@@ -25,7 +25,14 @@ roughness is estimated minus the noise variance, which only adds error), for 400
 edges per attribute and granularity g, it prints the 95 % quantile of ``|error| / sd``
 (1.96 calibrated per cell, above it the model is too narrow), for the worst case and each
 candidate. ``--coarse`` prints, at g = 2, the uniform split's error on half-domain boxes
-(they cut both cells of the axis) against the worst-case interval. The sets are
+(they cut both cells of the axis) against the worst-case interval. ``--boxes`` runs the
+benchmark's 1-D and 2-D boxes and reports (sets as ``range_interval_random.py``'s: tuning,
+heldbox, hhmm, cps, fresh2, cpsfresh2) through TDG and UniformGrid from 4 cells per axis,
+with ``pooled`` and ``local`` read from the estimated margins (a pair's squared difference
+minus twice one margin cell's plain noise variance, floored at 0), each cut cell's term
+clipped to the worst case, added in quadrature to the noise (2-D: each cell's relative
+error from both axes, the Frechet joint term kept): coverage of the 95 % interval, the 95 %
+quantile of |error| / half-width and the mean width, against the shipped interval (``cur``). The sets are
 ``benchmarks/multidim.py --part ranges``'s columns (CPS: earnings only; age and education
 are declared integer there, whose cells split by their integers). Decide on ``tuning``
 alone, then run the others once. Conclusion recorded in docs/design/METHODS.md (range
@@ -36,6 +43,7 @@ intervals, a data-adaptive within-cell model). Run from the repository root:
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import numpy as np
 
@@ -153,12 +161,142 @@ def coarse(t: np.ndarray) -> dict[str, float]:
     }
 
 
+def _relative_roughness(t: np.ndarray, noise: float) -> tuple[float, np.ndarray]:
+    """Return an axis's pooled and per-cell relative imbalance, minus the noise, from its cells.
+
+    ``t`` is the estimated margin (g cells), ``noise`` one cell's noise variance: a pair's
+    squared difference holds ``2 noise`` of it, subtracted and floored at 0.
+    """
+    g = t.size
+    pairs = t[:-1] + t[1:]
+    diff2 = np.maximum(0.0, (t[:-1] - t[1:]) ** 2 - 2.0 * noise)
+    keep = pairs > 0
+    pooled = float(np.sum(diff2[keep] / 4.0) / np.sum(pairs[keep] ** 2)) if keep.any() else 0.25
+    rel = np.where(keep, diff2 / (4.0 * np.where(keep, pairs, 1.0) ** 2), np.nan)
+    local = np.full(g, np.nan)
+    for k in range(g):  # a loop over g <= 8 cells of one margin, not over users
+        near = [rel[i] for i in (k - 1, k) if 0 <= i < g - 1 and np.isfinite(rel[i])]
+        local[k] = float(np.mean(near)) if near else 0.25
+    return pooled, local
+
+
+def _adaptive_cells(est: Any, a: int, q: dict, mat_axis: np.ndarray, c: np.ndarray) -> dict:
+    """Return, per model, the relative sd of the uniform split per cell of axis a."""
+    spec = est.spec
+    g = c.size
+    # one margin cell sums g^(dims - 1) plain cells of the grid it comes from
+    dims = spec.attributes if type(spec).__name__ == "UniformGrid" else 2
+    noise = est.cell_variance[0] * g ** (dims - 1)
+    pooled, local = _relative_roughness(mat_axis, noise)
+    shape = 4.0 * c * (1.0 - c)
+    return {"pooled": np.sqrt(pooled) * shape, "local": np.sqrt(local) * shape}
+
+
+def box_terms(est: Any, q: dict) -> dict[str, float]:
+    """Return the shipped interval's variance and the adaptive models' (TDG, UniformGrid)."""
+    attrs = sorted(q)
+    noise2 = est._std_error(q) ** 2
+    cur = est._cell_error_variance(q)
+    out = {"cur": noise2 + cur}
+    if len(attrs) == 1:
+        a = attrs[0]
+        b = 1 if a == 0 else 0
+        mat = est._pair_matrix(min(a, b), max(a, b))
+        t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
+        c = est._cover(a, q[a], t.size)
+        worst = np.where((c > 0) & (c < 1), t * t * (1 / 3 - c + c * c), 0.0)
+        for name, rel in _adaptive_cells(est, a, q, t, c).items():
+            var = np.minimum(worst, (t * rel) ** 2)
+            out[name] = noise2 + float(np.sum(var))
+        return out
+    a, b = attrs
+    mat = est._pair_matrix(a, b)
+    ca, cb = est._cover(a, q[a], mat.shape[0]), est._cover(b, q[b], mat.shape[1])
+    c = ca[:, None] * cb[None, :]
+    worst = np.where((c > 0) & (c < 1), mat**2 * (1 / 3 - c + c * c), 0.0)
+    edges_cur = float(np.sum(worst))  # TDG and UniformGrid from 4 cells: cells independent
+    joint = cur - edges_cur  # the Frechet joint term, kept
+    ra = _adaptive_cells(est, a, q, mat.sum(axis=1), ca)
+    rb = _adaptive_cells(est, b, q, mat.sum(axis=0), cb)
+    for name in ra:
+        rel2 = (cb[None, :] * ra[name][:, None]) ** 2 + (ca[:, None] * rb[name][None, :]) ** 2
+        var = np.minimum(worst, mat**2 * rel2)
+        out[name] = noise2 + float(np.sum(var)) + joint
+    return out
+
+
+def boxes_main(sets: list[str]) -> None:
+    """Print the box-level coverage and quantile per (method, eps, 1-D/2-D) and model."""
+    import importlib.util
+    import pathlib
+
+    from ldpkit.multidim import TDG, UniformGrid
+
+    path = pathlib.Path(__file__).with_name("range_interval_random.py")
+    module_spec = importlib.util.spec_from_file_location("range_interval_random", path)
+    assert module_spec is not None and module_spec.loader is not None
+    rir = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(rir)
+    for name in sets:
+        data, box_seed, first = rir.SETS[name]
+        x = rir.load(data)
+        bxs = rir.boxes(x.shape[1], data["low"], data["high"], box_seed)
+        truth = {
+            lam: np.array(
+                [
+                    np.mean(np.all([(x[:, k] >= u) & (x[:, k] <= v) for k, (u, v) in b.items()], 0))
+                    for b in bs
+                ]
+            )
+            for lam, bs in bxs.items()
+        }
+        for eps in (0.5, 1.0, 2.0, 4.0):
+            for cls in (TDG, UniformGrid):
+                spec = cls(
+                    epsilon=eps,
+                    low=data["low"],
+                    high=data["high"],
+                    population=x.shape[0],
+                    integer=data["integer"],
+                )
+                side = spec.grid_shape(len(spec.grids) - 1)[0]
+                if side < 4:  # 2 cells per axis: no neighbours inside the axis to read
+                    continue
+                for lam in (1, 2):
+                    z: dict[str, list[float]] = {}
+                    for rep in range(first, first + 3):
+                        est = spec.run(x, rng=rep)
+                        for b, t in zip(bxs[lam], truth[lam], strict=True):
+                            qq = est._ranges(b)
+                            answer = est._range_query(qq)
+                            for model, var in box_terms(est, qq).items():
+                                half = 1.959964 * np.sqrt(var)
+                                lo, hi = max(0.0, answer - half), min(1.0, answer + half)
+                                hit = lo <= t <= hi
+                                ratio = abs(answer - t) / max(half, 1e-300)
+                                z.setdefault(model, []).append(
+                                    ratio if not hit else min(ratio, 1.0)
+                                )
+                                z.setdefault(model + "_hit", []).append(float(hit))
+                                z.setdefault(model + "_w", []).append(hi - lo)
+                    row = ", ".join(
+                        f"{m} {np.mean(z[m + '_hit']):.3f} (q95 {np.quantile(z[m], 0.95):.2f}, "
+                        f"width {np.mean(z[m + '_w']):.3f})"
+                        for m in ("cur", "pooled", "local")
+                    )
+                    print(f"{name} {cls.__name__} g {side} eps {eps} {lam}-D: {row}", flush=True)
+
+
 def main() -> None:
     """Print the per-cell quantiles per set, attribute and g (and the coarse case)."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sets", default="tuning")
     parser.add_argument("--coarse", action="store_true")
+    parser.add_argument("--boxes", action="store_true")
     args = parser.parse_args()
+    if args.boxes:
+        boxes_main(args.sets.split(","))
+        return
     gen = np.random.default_rng(5)
     for name in args.sets.split(","):
         x, columns = load(name)
