@@ -32,7 +32,11 @@ with ``pooled`` and ``local`` read from the estimated margins (a pair's squared 
 minus twice one margin cell's plain noise variance, floored at 0), each cut cell's term
 clipped to the worst case, added in quadrature to the noise (2-D: each cell's relative
 error from both axes, the Frechet joint term kept): coverage of the 95 % interval, the 95 %
-quantile of |error| / half-width and the mean width, against the shipped interval (``cur``). The sets are
+quantile of |error| / half-width and the mean width, against the interval as it was before
+the hard range (``cur``) and that interval cut to the cells' hard range (``clip``: at least the
+cells wholly inside the box, at most those it touches, each widened by 1.96 x its plain noise;
+the quantile column of ``clip`` is against ``cur``'s half-width). The shipped interval now is
+``clip`` (``RangeEstimate._hard_range``), so run at the commit before it to reproduce ``cur``. The sets are
 ``benchmarks/multidim.py --part ranges``'s columns (CPS: earnings only; age and education
 are declared integer there, whose cells split by their integers). Decide on ``tuning``
 alone, then run the others once. Conclusion recorded in docs/design/METHODS.md (range
