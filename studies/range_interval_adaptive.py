@@ -35,8 +35,9 @@ error from both axes, the Frechet joint term kept): coverage of the 95 % interva
 quantile of |error| / half-width and the mean width, against the interval as it was before
 the hard range (``cur``) and that interval cut to the cells' hard range (``clip``: at least the
 cells wholly inside the box, at most those it touches, each widened by 1.96 x its plain noise;
-the quantile column of ``clip`` is against ``cur``'s half-width). The shipped interval now is
-``clip`` (``RangeEstimate._hard_range``), so run at the commit before it to reproduce ``cur``. The sets are
+the quantile column of ``clip`` is against ``cur``'s half-width). Both are built here from
+the noise and the within-cell model, so ``cur`` stays the uncut interval; the shipped one is
+now ``clip`` (``RangeEstimate._hard_range``, which HDG's and TDG's 3-D boxes use too). The sets are
 ``benchmarks/multidim.py --part ranges``'s columns (CPS: earnings only; age and education
 are declared integer there, whose cells split by their integers). Decide on ``tuning``
 alone, then run the others once. Conclusion recorded in docs/design/METHODS.md (range
