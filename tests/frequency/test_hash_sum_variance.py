@@ -172,3 +172,17 @@ def test_other_oracles_and_errors() -> None:
         range_variances(oue, [[3, 2]])
     with pytest.warns(IntervalWarning, match="post-processing"):
         assert np.isnan(range_variances(norm_sub(oue), [[0, 2]])).all()
+
+
+def test_kernel_matches_numpy_twin() -> None:
+    from ldpkit.frequency._hash_moments import _functions, _kernel, _triple_sums_numpy
+
+    gen = np.random.default_rng(0)
+    a, b = _functions(2048)
+    # counting sort (g small against d) and argsort (g large) paths; plain and mixed keys
+    for d, m, g in ((12, 3, 2), (30, 2, 8), (20, 4, 1000)):
+        u = gen.normal(size=(d, m))
+        for keys in (np.arange(d, dtype=np.uint64), mix_item_keys(np.arange(d))):
+            got = _kernel()(a, b, keys, g, u)
+            want = _triple_sums_numpy(u, g, keys, 2048)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9 * np.abs(want).max())

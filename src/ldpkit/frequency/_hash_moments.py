@@ -28,13 +28,14 @@ definition over a fixed, public set of hash functions of the family itself (stra
 multipliers ``a``, random increments ``b``: the excess is a smooth average over ``a``),
 with the pairwise parts subtracted per function (a control variate: the estimate's noise
 is that of the triple terms alone). The set is drawn from a fixed seed, so the variances
-are deterministic; their relative Monte Carlo error measured below 1 % of the sum's
+are deterministic; their Monte Carlo error measured 0.3-3 % of the sum's
 variance (docs/design/METHODS.md, "Sums of plain local-hashing estimates").
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -51,10 +52,10 @@ EXCESS_FUNCTIONS = 1 << 14
 #: Fewest functions worth averaging over (below, the Monte Carlo error of a sum's variance
 #: exceeds ~5 % at d = 64).
 MIN_EXCESS_FUNCTIONS = 1 << 11
-#: Bound on ``functions * d * m`` (one step per function, item and query; ~1 s).
-EXCESS_WORK = 1 << 28
-# (uint64 elements per block of hash functions x items: bounds the temporaries to ~8 MB)
-_BLOCK_ELEMENTS = 1 << 21
+#: Bound on ``functions * d * m`` (one step per function, item and query; ~0.1-0.2 s).
+EXCESS_WORK = 1 << 26
+# (elements per block of the numpy twin's (functions, items, items, queries) temporaries)
+_BLOCK_ELEMENTS = 1 << 16
 _SEED = 0x0C0FFEE5  # fixed: the variances are a function of the estimate only
 
 
@@ -110,38 +111,46 @@ def triple_excess(
         ``sum_{w != w' != x} u_w u_w' (P[h(w) = h(w') = h(x)] - 1/g^2)``, averaged over
         ``functions`` functions of the family.
     """
-    from scipy import sparse  # server side
-
     u = np.asarray(u, dtype=np.float64)
+    g = int(hash_range)
+    a, b = _functions(functions)
+    total = _kernel()(a, b, np.ascontiguousarray(keys, dtype=np.uint64), g, np.ascontiguousarray(u))
+    sq = u * u
+    # the ideal hash's triple term, 1/g^2 ((U1 - u_x)^2 - (U2 - u_x^2))
+    ideal = ((u.sum(axis=0) - u) ** 2 - (sq.sum(axis=0) - sq)) / float(g) ** 2
+    return total / functions - ideal
+
+
+def _triple_sums_numpy(
+    u: np.ndarray, hash_range: int, keys: np.ndarray, functions: int
+) -> np.ndarray:
+    """Return the kernel's sums in plain numpy (tests check the kernel against it)."""
     d, m = u.shape
     g = int(hash_range)
     a_all, b_all = _functions(functions)
     sq = u * u
-    both = np.concatenate([u, sq], axis=1)  # N and the squares' N, in one product
     total = np.zeros((d, m))
-    cols = np.arange(d, dtype=np.int64)
-    rows = max(1, _BLOCK_ELEMENTS // max(d * 2 * m, 1))
+    rows = max(1, _BLOCK_ELEMENTS // (d * (d + m)))
     for start in range(0, functions, rows):  # blocks of hash functions, not users
         a, b = a_all[start : start + rows], b_all[start : start + rows]
-        k = a.shape[0]
         x = np.multiply.outer(a, keys)
         x += b[:, None]
         x >>= np.uint64(32)
         x *= np.uint64(g)
         x >>= np.uint64(32)
-        # (function, bucket) of every (function, item), as one row index of k * g
-        flat = x.astype(np.int64)
-        flat += np.arange(k, dtype=np.int64)[:, None] * g
-        onehot = sparse.csr_matrix(
-            (np.ones(k * d), (flat.ravel(), np.tile(cols, k))), shape=(k * g, d)
-        )
-        # each item's bucket's weight, minus its own: the other items it collides with
-        nb = (onehot @ both)[flat] - both  # (k, d, 2 m)
-        others, pairs = nb[..., :m], nb[..., m:]
-        total += (others * others - pairs).sum(axis=0)
-    # the ideal hash's triple term, 1/g^2 ((U1 - u_x)^2 - (U2 - u_x^2))
-    ideal = ((u.sum(axis=0) - u) ** 2 - (sq.sum(axis=0) - sq)) / float(g) ** 2
-    return total / functions - ideal
+        same = x[:, :, None] == x[:, None, :]  # (functions, x, w): w in x's bucket
+        n1 = np.einsum("fxw,wc->fxc", same, u) - u
+        n2 = np.einsum("fxw,wc->fxc", same, sq) - sq
+        total += (n1 * n1 - n2).sum(axis=0)
+    return total
+
+
+@functools.cache
+def _kernel() -> Any:
+    """Return the compiled kernel, imported on first use (numba is server side only)."""
+    from ._kernels_moments import triple_sums_kernel
+
+    return triple_sums_kernel
 
 
 def plain_triple_excess(u: np.ndarray, hash_range: int) -> np.ndarray | None:
