@@ -74,7 +74,7 @@ def test_earlier_specs_keep_their_wire_identity() -> None:
         "af83659bb6303e18": FullDomain(
             epsilon=1.0, domain_sizes=(2, 3), oracle="olh", mix_items=False
         ),
-        "9ea6601debbe4b22": OLH(epsilon=1.0, domain_size=10),
+        "9ea6601debbe4b22": OLH(epsilon=1.0, domain_size=10, mix_items=False),
     }
     for fingerprint, spec in old.items():
         assert spec.fingerprint == fingerprint, spec
@@ -86,6 +86,7 @@ def test_earlier_specs_keep_their_wire_identity() -> None:
         CALM(epsilon=1.0, domain_sizes=(2, 3, 4)),
         FullDomain(epsilon=1.0, domain_sizes=(2, 3), oracle="olh"),
         OLH(epsilon=1.0, domain_size=10, mix_items=True),
+        OLH(epsilon=1.0, domain_size=10),  # plain OLH built now mixes too
     ):
         assert spec.mix_items is True and spec.params()["mix_items"] is True
         assert spec_from_dict(spec.to_dict()) == spec

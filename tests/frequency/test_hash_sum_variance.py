@@ -45,19 +45,26 @@ def spread_and_reports(spec, values: np.ndarray, runs: int):
     return spread, np.mean(summed, axis=0), np.mean(exact, axis=0)
 
 
-@pytest.mark.parametrize("mix_items", [False, True])
-def test_range_sum_spread_matches_reported_variance(mix_items: bool) -> None:
-    # default OLH (plain items) and mixed keys, eps 4 (g = 56), where the correlation is largest
+@pytest.mark.parametrize("mix_items", [False, True, None])
+def test_range_sum_spread_matches_reported_variance(mix_items: bool | None) -> None:
+    # plain items (every earlier spec), mixed keys, and OLH()'s default (mixed), at eps 4
+    # (g = 56), where the plain family's correlation is largest
     runs = 500
-    spec = OLH(epsilon=4.0, domain_size=D, mix_items=mix_items)
+    if mix_items is None:
+        spec = OLH(epsilon=4.0, domain_size=D)
+        assert spec.mix_items
+    else:
+        spec = OLH(epsilon=4.0, domain_size=D, mix_items=mix_items)
     spread, summed, exact = spread_and_reports(spec, beta_bins(), runs)
     low, high = variance_ratio_bounds(runs - 1, 1e-4)
     ratio = spread / exact
     assert np.all((low <= ratio) & (ratio <= high)), (ratio, low, high)
-    if not mix_items:
+    if mix_items is False:
         # the old reporting, summed per-item variances, is rejected by the same check
         old = spread / summed
         assert old[0] > high and old[0] > 1.8, old
+    else:  # mixed keys: the summed item variances are the sum's too
+        np.testing.assert_allclose(exact, summed, rtol=0.05)
 
 
 def test_wrong_law_fails_the_check() -> None:

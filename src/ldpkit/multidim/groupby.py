@@ -137,7 +137,8 @@ class GroupMean(Mechanism):
         """Return the oracle over the ``2 k`` (group, bit) items."""
         if self.oracle == "grr":
             return GRR(epsilon=self.epsilon, domain_size=2 * self.domain_size)
-        return OLH(epsilon=self.epsilon, domain_size=2 * self.domain_size)
+        # plain items: a stored GroupMean spec keeps the reports' meaning
+        return OLH(epsilon=self.epsilon, domain_size=2 * self.domain_size, mix_items=False)
 
     def check_values(self, values: Any) -> np.ndarray:
         """Return the validated (group, value) rows; raise naming ``values``."""
