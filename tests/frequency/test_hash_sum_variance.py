@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldpkit import GRR, OUE, HadamardResponse
+from ldpkit import GRR, OUE, HadamardResponse, Stats
 from ldpkit.consistency import norm_sub
 from ldpkit.estimate import IntervalWarning
 from ldpkit.frequency import BLH, OLH
@@ -193,3 +193,23 @@ def test_kernel_matches_numpy_twin() -> None:
             got = _kernel()(a, b, keys, g, u)
             want = _triple_sums_numpy(u, g, keys, 2048)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9 * np.abs(want).max())
+
+
+def test_group_mean_share_variance_has_the_pair_covariance() -> None:
+    # GroupMean's OLH (plain items 2c, 2c + 1): the share f0 + f1 is a range of two items
+    from ldpkit.multidim import GroupMean
+
+    gen = np.random.default_rng(7)
+    groups = gen.choice(6, size=3000, p=[0.3, 0.25, 0.2, 0.1, 0.1, 0.05])
+    rows = np.stack([groups, gen.random(3000)], axis=1)
+    spec = GroupMean(epsilon=2.0, domain_size=6, low=0.0, high=1.0, oracle="olh")
+    stats = spec.aggregate(spec.randomize(rows, rng=0))
+    got = spec.estimate(stats)
+    inner = spec.inner()
+    assert not inner.mix_items  # stored GroupMean specs keep their reports' meaning
+    est = inner.estimate(Stats(inner, stats.n, **stats.arrays))
+    pairs = np.stack([np.arange(0, 12, 2), np.arange(2, 14, 2)], axis=1)
+    want = range_variances(est, pairs)
+    summed = est.variance.reshape(-1, 2).sum(axis=1)
+    assert np.all(want > summed * 1.02)  # the triple term is there, and positive
+    np.testing.assert_allclose(got.share_variance, want, rtol=0.03)
