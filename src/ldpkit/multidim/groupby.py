@@ -226,7 +226,7 @@ class GroupMean(Mechanism):
             pq = inner.p - inner.q
             p0, p1 = inner.q + pq * np.clip(f0, 0, 1), inner.q + pq * np.clip(f1, 0, 1)
             cov = -(p0 * p1 - pq**2 * np.clip(f0, 0, 1) * np.clip(f1, 0, 1)) / (stats.n * pq**2)
-        else:  # OLH over the plain items 2c, 2c + 1: the hash family's triple collisions
+        elif isinstance(inner, OLH):  # plain items 2c, 2c + 1: the family's triple collisions
             cov = _olh_pair_covariance(inner, est.frequencies, stats.n)
         width = self.high - self.low
         ok = share > 0
