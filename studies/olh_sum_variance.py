@@ -12,7 +12,9 @@ query the spread of the answers over the runs divided by the mean reported varia
   ``exact`` (:func:`ldpkit.queries.range_variances`);
 * ``cfo_range``: ``CFOBinning`` with its OLH oracle, ``Distribution.range_interval``'s
   variance (users drawn afresh each run: the interval covers the population's range);
-* ``hh_range``: ``HierarchicalHistogram`` with OLH levels, the same.
+* ``hh_range``: ``HierarchicalHistogram`` with OLH levels, the same;
+* ``groupmean``: ``GroupMean(oracle="olh")``, each group's share (a sum of its two plain
+  items ``2c``, ``2c + 1``) and mean, 8 groups, n = 3000, users fixed.
 
 Data: the tuning shape, 64 bins of beta(5, 2) values (n = 2000), and a held-out shape
 not looked at while building the fix, 100 bins of a two-component normal mixture
@@ -31,6 +33,7 @@ import time
 import numpy as np
 
 from ldpkit.frequency import OLH, _hash_moments
+from ldpkit.multidim import GroupMean
 from ldpkit.numeric import CFOBinning, HierarchicalHistogram
 from ldpkit.queries import range_answers, range_variances
 
@@ -112,12 +115,47 @@ def distribution_range(
     return [(f"[{lo},{hi})", s / v0, s / v) for (lo, hi), s, v0, v in zip(ranges, spread, old, rep)]
 
 
+def groupmean(eps: float, runs: int) -> list[tuple[str, float, float]]:
+    """Return per group and quantity (name, spread / ideal-hash variance, spread / reported)."""
+    gen = np.random.default_rng(7)
+    shares = np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.07, 0.05, 0.03])
+    g = gen.choice(shares.size, size=3000, p=shares)
+    rows = np.stack([g, np.clip(gen.normal(0.3 + 0.05 * g, 0.2), 0.0, 1.0)], axis=1)
+    spec = GroupMean(epsilon=eps, domain_size=shares.size, low=0.0, high=1.0, oracle="olh")
+    got: dict[str, list] = {k: [] for k in ("share", "mean", "sv", "mv", "sv0", "mv0")}
+    for run in range(runs):
+        stats = spec.aggregate(spec.randomize(rows, rng=run))
+        est = spec.estimate(stats)
+        saved = _hash_moments.plain_triple_excess
+        _hash_moments.plain_triple_excess = lambda u, g: None
+        try:
+            old = spec.estimate(stats)
+        finally:
+            _hash_moments.plain_triple_excess = saved
+        for key, value in (
+            ("share", est.shares),
+            ("mean", est.means),
+            ("sv", est.share_variance),
+            ("mv", est.variance),
+            ("sv0", old.share_variance),
+            ("mv0", old.variance),
+        ):
+            got[key].append(value)
+    out = []
+    for what, var, var0 in (("share", "sv", "sv0"), ("mean", "mv", "mv0")):
+        spread = np.var(np.array(got[what]), axis=0, ddof=1)
+        rep, rep0 = np.mean(got[var], axis=0), np.mean(got[var0], axis=0)
+        for c in range(shares.size):
+            out.append((f"{what} {c}", spread[c] / rep0[c], spread[c] / rep[c]))
+    return out
+
+
 def main() -> None:
     """Print the ratios of every path."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--numeric-runs", type=int, default=1000)
-    parser.add_argument("--only", choices=["range_sum", "cfo", "hh"], default=None)
+    parser.add_argument("--only", choices=["range_sum", "cfo", "hh", "groupmean"], default=None)
     args = parser.parse_args()
     print("path        shape               eps  keys   range     spread/summed  spread/reported")
     for shape in SHAPES if args.only in (None, "range_sum") else ():
@@ -141,6 +179,13 @@ def main() -> None:
             for name, old, new in rows:
                 print(f"{kind}_range   {shape:19s}   2  plain  {name:9s} {old:13.3f}  {new:15.3f}")
             print(f"  ({time.perf_counter() - t:.0f} s)", flush=True)
+    for eps in (2.0, 4.0) if args.only in (None, "groupmean") else ():
+        t = time.perf_counter()
+        for name, old, new in groupmean(eps, args.numeric_runs):
+            print(
+                f"groupmean   n=3000, 8 groups    {eps:3.0f}  plain  {name:9s} {old:13.3f}  {new:15.3f}"
+            )
+        print(f"  ({time.perf_counter() - t:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":
