@@ -505,7 +505,7 @@ class LocalHashing(PureFrequencyOracle):
         from ._hash_moments import plain_triple_excess  # server side
 
         excess = plain_triple_excess(u, self.range_size)
-        if excess is None:  # over the work budget (d x queries > 2^17): the ideal hash's
+        if excess is None:  # over the work budget (d x queries > 2^15): the ideal hash's
             return out
         return out + (float(self.p) - float(self.other_probability)) * excess
 

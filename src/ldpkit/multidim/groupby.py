@@ -48,14 +48,16 @@ def _olh_pair_covariance(inner: OLH, frequencies: np.ndarray, n: int) -> np.ndar
     from the family itself (:mod:`ldpkit.frequency._hash_moments`, docs/design/METHODS.md,
     "Sums of plain local-hashing estimates"); zero past its work bound (> 128 groups).
     """
-    from ..frequency._hash_moments import plain_triple_excess  # server side
+    from ..frequency._hash_moments import excess_functions, plain_triple_excess  # server side
 
     d = inner.domain_size
     k = d // 2
+    if inner.mix_items or excess_functions(d, k) == 0:  # (before the (d, k) weights exist)
+        return np.zeros(k)
     u = np.zeros((d, k))
     u[np.arange(d), np.arange(d) // 2] = 1.0  # column c: the pair (2c, 2c + 1)
     excess = plain_triple_excess(u, inner.range_size)  # 2 (T - 1/g^2) per holder x
-    if excess is None or inner.mix_items:
+    if excess is None:
         return np.zeros(k)
     f = np.clip(frequencies, 0.0, None)
     total = f.sum()
