@@ -122,7 +122,7 @@ def test_foreign_spec_is_rejected(tmp_path):
     other = OLH(epsilon=2.0, domain_size=1000, hash_range=9)
     with pytest.raises(
         ValueError,
-        match=r"reports must come from OLH\(epsilon=2\.0, domain_size=1000, hash_range=9, mix_items=False\)",
+        match=r"reports must come from OLH\(epsilon=2\.0, domain_size=1000, hash_range=9, mix_items=True\)",
     ):
         load_reports_parquet(path, expected=other)
     with pytest.raises(ValueError, match="reports must come from"):

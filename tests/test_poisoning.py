@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from ldpkit import GRR, OLH, OUE, HadamardResponse
-from ldpkit.frequency.hashing import local_hash
 from ldpkit.poisoning import (
     itemset_outliers,
     max_load_distribution,
@@ -134,7 +133,7 @@ def test_fake_reports_are_reports_of_the_spec_and_do_what_they_claim():
         assert (bits[:, :D].sum(axis=1) == want).all()
     olh = OLH(epsilon=2.0, domain_size=D)
     crafted = mga_reports(olh, 300, TARGETS, rng=0)
-    hashed = local_hash(crafted.seeds[:, None], TARGETS[None, :], olh.range_size)
+    hashed = olh.hash_items(crafted.seeds[:, None], TARGETS[None, :])
     assert (hashed == crafted.values[:, None].astype(np.int64)).all()  # S = r
     assert np.unique(crafted.seeds).shape[0] > 290  # distinct seeds, not one repeated
     assert len(mga_reports(olh, 0, TARGETS, rng=0)) == 0

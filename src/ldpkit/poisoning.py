@@ -31,7 +31,9 @@ Theorems 1-3 with the realized ``p``, ``q``)::
   ``a`` is a small odd number: then ``a v + b`` barely moves over the domain and *every*
   item, all targets included, lands in one bucket, ``S = r`` for any target set (the
   report then supports about ``d`` items instead of about ``d / g``, which
-  :func:`support_size_outliers` catches). The *evasive* variant tries ``search`` random
+  :func:`support_size_outliers` catches). With mixed item keys (``OLH(mix_items=True)``,
+  the default) the keys fill ``[0, 2^32)``, and a multiplier below ``2^32 / (64 g)`` still
+  moves ``a k + b`` by less than a 64th of a bucket over them: the same attack. The *evasive* variant tries ``search`` random
   seeds per fake user and keeps the best: ``S`` is then the largest of ``search`` maximum
   loads of ``r`` balls in ``g`` bins (:func:`max_load_distribution`, exact for a hash
   uniform and independent over the targets; the real family is only pairwise
@@ -315,6 +317,10 @@ def _crafted_hashing_fake(
     g = spec.range_size
     span = max(1, int(t.max()))
     bits = max(1, min(31, 31 - span.bit_length()))
+    if spec._mixes_items:
+        # mixed keys spread over [0, 2^32): a v + b then moves by about a top-32-bit units,
+        # so a below 2^32 / (64 g) keeps the targets in one bucket for ~63 seeds in 64
+        bits = max(1, 25 - (g - 1).bit_length())
     seeds_out = np.empty(0, dtype=np.uint64)
     y_out = np.empty(0, dtype=np.int64)
     for _ in range(64):  # each round keeps most seeds; 64 rounds is a failure

@@ -26,6 +26,7 @@ frequencies; true frequencies as a 1-D array of the same length.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -39,7 +40,7 @@ from ._validation import (
     check_not_masked,
     check_real,
 )
-from .estimate import FrequencyEstimate
+from .estimate import FrequencyEstimate, IntervalWarning
 
 __all__ = [
     "single_value_answers",
@@ -47,6 +48,8 @@ __all__ = [
     "set_answers",
     "random_ranges",
     "range_answers",
+    "set_variances",
+    "range_variances",
     "top_k_items",
     "mse",
 ]
@@ -305,6 +308,120 @@ def _range_sums(f: np.ndarray, ranges: Any) -> np.ndarray:
         raise ValueError(f"ranges must satisfy 0 <= lo <= hi <= {d}")
     prefix = np.concatenate([[0.0], np.cumsum(f)])
     return prefix[hi] - prefix[lo]
+
+
+def range_variances(estimate: FrequencyEstimate, ranges: Any) -> np.ndarray:
+    """Variance of each range answer ``sum_{lo <= v < hi} f~_v`` of a plain oracle estimate.
+
+    The items' estimates are correlated when one report supports several of them, so a
+    sum's variance is not the sum of :attr:`FrequencyEstimate.variance`: GRR's are
+    negatively correlated (one item reported), and OLH/BLH over plain item indices
+    positively on a range of adjacent items (its hash family is pairwise, not 3-wise,
+    independent: ``ldpkit.frequency.hashing``, "Mixed item keys"), where the spread measured
+    1.2-2.1x the summed variances at eps 2-4. This returns the exact variance under the
+    oracle's own law, for the users behind the estimate, at the plug-in frequencies (the
+    estimate clipped at 0 and normalized): ``sum_x f_x Var[u . s | x] / (n (p - q)^2)``
+    with ``u`` the range's indicator and ``s`` a report's support (FO17 section 4; the
+    local-hashing triple term in docs/design/METHODS.md, "Sums of plain local-hashing
+    estimates"). A normal interval is ``answer +- z sqrt(variance)``.
+
+    Parameters
+    ----------
+    estimate : FrequencyEstimate
+        A plain (not post-processed) estimate of a pure frequency oracle that states its
+        support law: GRR, SUE, OUE, BLH, OLH (also the oracles of ``cfo_oracle``).
+    ranges : array_like of int, shape (m, 2)
+        Rows ``[lo, hi)`` with ``0 <= lo <= hi <= d``.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        NaN for every range after post-processing (with an ``IntervalWarning``), as
+        :meth:`FrequencyEstimate.confidence_interval`.
+
+    Examples
+    --------
+    >>> from ldpkit import GRR
+    >>> est = GRR(epsilon=2.0, domain_size=4).run([0, 1, 1, 2, 3] * 40, rng=0)
+    >>> var = range_variances(est, [[0, 2], [0, 4]])
+    >>> bool(var[0] > 0), bool(var[1] < 1e-12)  # the whole domain: always 1 under GRR
+    (True, True)
+    """
+    f, spec = _plain_estimate(estimate)
+    d = f.size
+    check_not_masked(ranges, "ranges")
+    r = np.asarray(ranges)
+    _range_sums(f, r)  # the same checks as range_answers
+    check_memory(8.0 * d * r.shape[0], "ranges", "range_variances")
+    idx = np.arange(d)[:, None]
+    u = ((idx >= r[:, 0]) & (idx < r[:, 1])).astype(np.float64)
+    return _sum_variances(estimate, spec, u)
+
+
+def set_variances(estimate: FrequencyEstimate, subsets: Any) -> np.ndarray:
+    """Variance of each set answer ``sum_{v in S} f~_v`` of a plain oracle estimate.
+
+    The exact variance under the oracle's law, covariances included (see
+    :func:`range_variances`); ``subsets`` as in :func:`set_answers`.
+
+    Examples
+    --------
+    >>> from ldpkit import OUE
+    >>> est = OUE(epsilon=1.0, domain_size=4).run([0, 1, 1, 2, 3] * 40, rng=0)
+    >>> var = set_variances(est, [[0, 2]])
+    >>> bool(np.isclose(var[0], est.variance[[0, 2]].sum(), rtol=0.05))  # independent bits
+    True
+    """
+    f, spec = _plain_estimate(estimate)
+    d = f.size
+    _set_sums(f, subsets)  # the same checks as set_answers
+    sub = np.asarray(subsets)
+    check_memory(8.0 * d * sub.shape[0], "subsets", "set_variances")
+    if sub.dtype == np.bool_:
+        u = sub.T.astype(np.float64)
+    else:
+        u = np.zeros((d, sub.shape[0]))
+        cols = np.broadcast_to(np.arange(sub.shape[0])[:, None], sub.shape)
+        np.add.at(u, (sub.astype(np.int64), cols), 1.0)  # a repeated item counts twice
+    return _sum_variances(estimate, spec, u)
+
+
+def _plain_estimate(estimate: Any) -> tuple[np.ndarray, Any]:
+    """Return the frequencies and the oracle of an estimate whose sums have a known law."""
+    if not isinstance(estimate, FrequencyEstimate):
+        raise TypeError(
+            "estimate must be a FrequencyEstimate of a frequency oracle (its spec gives the "
+            f"law of the reports), got {type(estimate).__name__}"
+        )
+    spec = estimate.spec
+    if spec is None or not callable(getattr(spec, "_support_variance", None)):
+        name = "no spec" if spec is None else spec.name
+        raise ValueError(
+            "estimate must come from an oracle that states its support law (GRR, SUE, OUE, "
+            f"BLH, OLH), got {name}"
+        )
+    if estimate.n < 1:
+        raise ValueError(f"estimate must rest on n >= 1 reports, got n = {estimate.n}")
+    return _frequencies(estimate), spec
+
+
+def _sum_variances(estimate: FrequencyEstimate, spec: Any, u: np.ndarray) -> np.ndarray:
+    """``sum_x f_x Var[u[:, i] . s | x] / (n (p - q)^2)`` at the plug-in frequencies."""
+    if estimate.postprocessing:
+        warnings.warn(
+            f"sum variances are NaN: post-processing {list(estimate.postprocessing)} biases "
+            "the estimate (use the plain estimate)",
+            IntervalWarning,
+            stacklevel=3,
+        )
+        return np.full(u.shape[1], np.nan)
+    f = np.clip(estimate.frequencies, 0.0, None)
+    total = f.sum()
+    f = f / total if total > 0 else np.full(f.size, 1.0 / f.size)
+    p, q = float(spec.p), float(spec.q)
+    var_s = spec._support_variance(u)  # Var[u . s | x], rows x: the oracle's own law
+    # users fixed, as FrequencyEstimate.variance (FO17 eq. 2): no sampling term
+    return np.maximum(f @ var_s, 0.0) / (estimate.n * (p - q) ** 2)
 
 
 def top_k_items(truth: Any, k: int) -> np.ndarray:

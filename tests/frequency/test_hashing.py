@@ -382,7 +382,7 @@ def test_transition_matrix_given_a_seed(spec):
         m = spec.transition_matrix(seed=seed)
         assert m.shape == (d, g)
         np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=1e-12)
-        h = local_hash(np.array([seed], dtype=np.uint64), np.arange(d), g)
+        h = spec.hash_items(np.array([seed], dtype=np.uint64), np.arange(d))
         np.testing.assert_array_equal(np.argmax(m, axis=1), h)
         loss = privacy_loss(m)
         if len(np.unique(h)) > 1:

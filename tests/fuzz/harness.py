@@ -972,6 +972,18 @@ def build_registry() -> dict[str, Entry]:
         estimate=est,
         ranges=queries.random_ranges(6, 4, rng=0),
     )
+    add(
+        "ldpkit.queries.range_variances",
+        queries.range_variances,
+        estimate=est,
+        ranges=queries.random_ranges(6, 4, rng=0),
+    )
+    add(
+        "ldpkit.queries.set_variances",
+        queries.set_variances,
+        estimate=est,
+        subsets=queries.random_subsets(6, 0.5, 4, rng=0),
+    )
     add("ldpkit.queries.top_k_items", queries.top_k_items, truth=truth, k=2)
     add(
         "ldpkit.queries.mse", queries.mse, estimate=est, truth=truth, query="full"

@@ -242,7 +242,7 @@ def test_commit_window_is_configurable_and_checked(tmp_path):
     config = {
         "database_url": f"sqlite:///{tmp_path / 'w.db'}",
         "commit_window": 0,
-        "collections": {"x": {"mechanism": "OLH", "params": {"epsilon": 2.0, "domain_size": 50}}},
+        "collections": {"x": {"mechanism": "OLH", "params": SPEC.params()}},
     }
     app = app_from_config(config)
     assert app.state.collector.committer.window == 0

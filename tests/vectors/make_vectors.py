@@ -217,8 +217,8 @@ def _bodies() -> list[dict[str, Any]]:
         (GRR(epsilon=35.0, domain_size=3), 20),
         (OUE(epsilon=1.0, domain_size=11), 6),
         (OUE(epsilon=2.0, domain_size=16), 6),
-        (OLH(epsilon=1.0, domain_size=10), 40),
-        (OLH(epsilon=3.0, domain_size=1000, hash_range=300), 40),
+        (OLH(epsilon=1.0, domain_size=10, mix_items=False), 40),
+        (OLH(epsilon=3.0, domain_size=1000, hash_range=300, mix_items=False), 40),
         (HadamardResponse(epsilon=1.0, domain_size=6), 40),
         (HadamardResponse(epsilon=0.7, domain_size=300), 40),
         (HadamardResponse(epsilon=1e-6, domain_size=3), 20),
@@ -683,7 +683,7 @@ def _questions() -> list[dict[str, Any]]:
         (
             Question(
                 name="browser",
-                spec=OLH(epsilon=1.0, domain_size=4),
+                spec=OLH(epsilon=1.0, domain_size=4, mix_items=False),
                 encoder=Encoder(["chrome", "firefox", "safari"], unknown="other"),
                 description="Which browser do you use most?",
             ),

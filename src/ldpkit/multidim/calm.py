@@ -780,6 +780,36 @@ class CALM(MultiAttributeMechanism):
 MAX_HR_COVARIANCE_ENTRIES = 1 << 24
 
 
+def _olh_sum_covariance(
+    oracle: OLH, freq: np.ndarray, sizes: tuple[int, ...], attributes: tuple[int, ...], n: int
+) -> np.ndarray:
+    """Return the covariance part of the variance of OLH cell sums over plain cell indices.
+
+    The cells of one marginal cell hold arithmetic progressions of product-domain indices,
+    on which the pairwise (not 3-wise) independent hash family correlates their estimates:
+    ``(p - q') sum_x f_x X(x) / (n (p - q)^2)``, X the family's triple term
+    (:mod:`ldpkit.frequency._hash_moments`; docs/design/METHODS.md, "Sums of plain
+    local-hashing estimates"), at the unbiased frequencies as :func:`_hr_sum_covariance`
+    (the term is linear in them). Zero past the triple term's work bound.
+    """
+    from ..frequency._hash_moments import excess_functions, plain_triple_excess
+
+    shape = tuple(sizes[a] for a in attributes)
+    d, m = int(np.prod(sizes)), int(np.prod(shape))
+    if excess_functions(d, m) == 0:
+        return np.zeros(shape)
+    grid = np.indices(sizes).reshape(len(sizes), -1)
+    column = np.ravel_multi_index(tuple(grid[a] for a in attributes), shape)
+    u = np.zeros((d, m))
+    u[np.arange(d), column] = 1.0  # full cell -> its marginal cell
+    excess = plain_triple_excess(u, oracle.range_size)
+    if excess is None:
+        return np.zeros(shape)
+    pq = float(oracle.p) - float(oracle.q)
+    keep_gap = float(oracle.p) - float(oracle.other_probability)
+    return (keep_gap * (np.ravel(freq) @ excess) / (n * pq**2)).reshape(shape)
+
+
 def _hr_sum_covariance(
     freq: np.ndarray, sizes: tuple[int, ...], attributes: tuple[int, ...], scale: float
 ) -> np.ndarray:
@@ -945,10 +975,27 @@ class FullDomain(MultiAttributeMechanism):
             est.variance.reshape(self.domain_sizes),
             stats.n,
         )
-        # OLH: the summed variances (uncorrelated cells with mix_items; too small without)
-        if self.oracle == "olh":
+        # OLH: the summed variances (uncorrelated cells with mix_items); over plain cell
+        # indices (earlier specs) plus the hash family's triple term
+        if self.oracle == "olh" and self.mix_items:
             return MarginalsEstimate((table,), stats.n, spec=self)
         freq = table.table
+        if isinstance(inner, OLH):
+            olh = inner
+
+            def olh_projection_variance(
+                attrs: tuple[int, ...], weights: dict[int, float]
+            ) -> np.ndarray:
+                """Per-cell variance of the marginal: summed variances + the triple term."""
+                drop = tuple(a for a in range(self.attributes) if a not in attrs)
+                kept = [a for a in range(self.attributes) if a in attrs]
+                plain = np.transpose(table.variance.sum(axis=drop), [kept.index(a) for a in attrs])
+                cov = _olh_sum_covariance(olh, freq, self.domain_sizes, attrs, stats.n)
+                return float(weights[0]) ** 2 * (plain + cov)
+
+            return MarginalsEstimate(
+                (table,), stats.n, spec=self, projection_variance=olh_projection_variance
+            )
         scale = 1.0 / (stats.n * (2.0 * inner.p - 1.0))
 
         def projection_variance(attrs: tuple[int, ...], weights: dict[int, float]) -> np.ndarray:

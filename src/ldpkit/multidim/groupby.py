@@ -37,6 +37,36 @@ from ._tuples import NormalIntervals
 __all__ = ["GroupMean", "GroupMeans"]
 
 
+def _olh_pair_covariance(inner: OLH, frequencies: np.ndarray, n: int) -> np.ndarray:
+    """Return ``Cov[f~(c, 0), f~(c, 1)]`` for every group c, OLH over plain items.
+
+    A user holding x outside the pair puts both items in her report's support with
+    probability ``p T + q' (1/g - T)``, ``T = P[h(2c) = h(2c+1) = h(x)]``, which the
+    pairwise (not 3-wise) independent family puts above the ideal ``1/g^2`` (adjacent items:
+    an arithmetic progression with x's neighbours); her two support bits then covary by
+    ``(p - q') (T - 1/g^2)``, and a user holding one of the pair adds nothing. ``T`` comes
+    from the family itself (:mod:`ldpkit.frequency._hash_moments`, docs/design/METHODS.md,
+    "Sums of plain local-hashing estimates"); zero past its work bound (> 128 groups).
+    """
+    from ..frequency._hash_moments import excess_functions, plain_triple_excess  # server side
+
+    d = inner.domain_size
+    k = d // 2
+    if inner.mix_items or excess_functions(d, k) == 0:  # (before the (d, k) weights exist)
+        return np.zeros(k)
+    u = np.zeros((d, k))
+    u[np.arange(d), np.arange(d) // 2] = 1.0  # column c: the pair (2c, 2c + 1)
+    excess = plain_triple_excess(u, inner.range_size)  # 2 (T - 1/g^2) per holder x
+    if excess is None:
+        return np.zeros(k)
+    f = np.clip(frequencies, 0.0, None)
+    total = f.sum()
+    f = f / total if total > 0 else np.full(d, 1.0 / d)
+    pq = float(inner.p) - float(inner.q)
+    keep_gap = float(inner.p) - float(inner.other_probability)
+    return keep_gap * (f @ excess) / (2.0 * n * pq**2)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class GroupMeans(NormalIntervals):
     """Estimated mean of the value in every group, and each group's share.
@@ -137,7 +167,8 @@ class GroupMean(Mechanism):
         """Return the oracle over the ``2 k`` (group, bit) items."""
         if self.oracle == "grr":
             return GRR(epsilon=self.epsilon, domain_size=2 * self.domain_size)
-        return OLH(epsilon=self.epsilon, domain_size=2 * self.domain_size)
+        # plain items: a stored GroupMean spec keeps the reports' meaning
+        return OLH(epsilon=self.epsilon, domain_size=2 * self.domain_size, mix_items=False)
 
     def check_values(self, values: Any) -> np.ndarray:
         """Return the validated (group, value) rows; raise naming ``values``."""
@@ -197,6 +228,8 @@ class GroupMean(Mechanism):
             pq = inner.p - inner.q
             p0, p1 = inner.q + pq * np.clip(f0, 0, 1), inner.q + pq * np.clip(f1, 0, 1)
             cov = -(p0 * p1 - pq**2 * np.clip(f0, 0, 1) * np.clip(f1, 0, 1)) / (stats.n * pq**2)
+        elif isinstance(inner, OLH):  # plain items 2c, 2c + 1: the family's triple collisions
+            cov = _olh_pair_covariance(inner, est.frequencies, stats.n)
         width = self.high - self.low
         ok = share > 0
         safe = np.where(ok, share, 1.0)

@@ -13,7 +13,9 @@ HaarHRR) the variance of ``w . p`` is propagated exactly from the per-level orac
   ``p u_v^2 + q (U2 - u_v^2) - (p u_v + q (U1 - u_v))^2`` for GRR (one item reported), and
   ``p(1-p) u_v^2 + q(1-q) (U2 - u_v^2)`` for unary encoding (independent bits) and local
   hashing (an ideal hash puts every other item in the support independently with
-  probability 1/g), with ``U1 = sum u``, ``U2 = sum u^2``;
+  probability 1/g; over plain item indices the family's triple collisions add a term,
+  :meth:`ldpkit.frequency.hashing.LocalHashing._support_variance`), with ``U1 = sum u``,
+  ``U2 = sum u^2``;
 * constrained inference (Hay et al. 2010) is linear in the level estimates: the query is
   pulled back to the levels by the adjoint of its two passes (:func:`ci_adjoint`);
 * HaarHRR: a depth-t report adds ``s' (H u)_j / (2p - 1)`` to ``u . D~_t``, whose square is

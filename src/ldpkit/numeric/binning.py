@@ -52,6 +52,8 @@ def cfo_oracle(epsilon: float, domain_size: int, oracle: str | None = None) -> F
         # d < 3 e^eps + 2, without overflow for huge epsilon
         grr = epsilon > 50.0 or domain_size < 3.0 * math.exp(epsilon) + 2.0
         oracle = "GRR" if grr else "OLH"
+    if oracle == "OLH":  # plain items: what a stored spec naming no key mix has always meant
+        return ORACLES[oracle](epsilon=epsilon, domain_size=domain_size, mix_items=False)  # type: ignore[call-arg]
     return ORACLES[oracle](epsilon=epsilon, domain_size=domain_size)
 
 

@@ -193,8 +193,11 @@ class PaddingSampling(SetContractHooks, Mechanism):
         from ..frequency.grr import GRR
         from ..frequency.hashing import OLH
 
-        cls = GRR if self.oracle_name == "grr" else OLH
-        return cls(epsilon=self.epsilon, domain_size=self.domain_size + self.padding)
+        d = self.domain_size + self.padding
+        if self.oracle_name == "grr":
+            return GRR(epsilon=self.epsilon, domain_size=d)
+        # plain items: a stored spec keeps the reports' meaning
+        return OLH(epsilon=self.epsilon, domain_size=d, mix_items=False)
 
     @property
     def exact_epsilon(self) -> bool:
