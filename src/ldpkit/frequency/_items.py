@@ -59,6 +59,7 @@ __all__ = [
     "ITEM_KEY_FORMAT",
     "item_key",
     "item_keys",
+    "item_codes",
     "keys_of",
     "row_hash",
     "candidate_list",
@@ -176,11 +177,25 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
         For a 2-D input, a string that is not valid Unicode, or an integer outside a
         closed domain.
     """
+    keys, inverse = item_codes(values, name, domain_size)
+    return keys[inverse]
+
+
+def item_codes(
+    values: Any, name: str = "values", domain_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`item_keys` as a table and an index: ``keys[inverse]`` is item_keys.
+
+    ``keys`` (uint64) holds the key of each distinct item (entries no user points at may
+    be left unset), ``inverse`` (an integer array, one entry per user) each user's row
+    in it; a client that hashes the keys per user reads them through ``inverse`` in its
+    own pass instead of a gathered copy. Same checks and errors as :func:`item_keys`.
+    """
     if domain_size is not None:
-        return _integer_keys(check_categorical_values(values, domain_size, name))
+        return _integer_codes(check_categorical_values(values, domain_size, name))
     if type(values) is list and (grouped := distinct_strings(values)) is not None:
         uniques, inverse = grouped  # every item a str: no other check applies
-        return keys_of(uniques)[inverse]
+        return keys_of(uniques), inverse
     check_not_masked(values, name)
     if isinstance(values, np.ndarray):
         arr = values
@@ -199,12 +214,12 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
         raise ValueError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     kind = arr.dtype.kind
     if kind in "iu":  # numpy integers
-        return _integer_keys(arr)
+        return _integer_codes(arr)
     if kind == "U":
         codes = unicode_codes(arr)  # (refuses code points past U+10FFFF: no str holds one)
         if arr.size >= _ROWS_MIN:  # fixed-width text: no str object per user
             first, inverse = distinct_rows(codes)
-            return keys_of(arr[first].tolist())[inverse]
+            return keys_of(arr[first].tolist()), inverse
     if kind not in "OU":
         raise TypeError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     items = arr.tolist()  # (numpy strings too: a dict finds distinct ones ~3x faster)
@@ -215,7 +230,7 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
             raise TypeError(str(exc).replace("values must", f"{name} must", 1)) from None
     # (bools were refused above: True == 1 would merge them with 1 in the dict)
     uniques, codes = distinct_in_order(items)
-    return keys_of(uniques)[codes]
+    return keys_of(uniques), codes
 
 
 def distinct_in_order(items: list[Any]) -> tuple[list[Any], np.ndarray]:
@@ -440,9 +455,15 @@ _DENSE_SPAN = 4
 
 def _integer_keys(arr: np.ndarray) -> np.ndarray:
     """Keys of a 1-D numpy integer array, each distinct value hashed once."""
+    keys, inverse = _integer_codes(arr)
+    return keys[inverse]
+
+
+def _integer_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`item_codes` of a numpy integer array (each distinct value hashed once)."""
     arr = arr.reshape(-1)
     if arr.size == 0:
-        return np.empty(0, dtype=np.uint64)
+        return np.empty(0, dtype=np.uint64), np.zeros(0, dtype=np.intp)
     low, high = int(arr.min()), int(arr.max())
     span = high - low + 1
     if span <= _DENSE_SPAN * arr.size + 1024:  # dense: one pass, no sort (~10x at n = 1e6)
@@ -452,12 +473,12 @@ def _integer_keys(arr: np.ndarray) -> np.ndarray:
         values = np.flatnonzero(present)
         lookup = np.empty(span, dtype=np.uint64)
         lookup[values] = _distinct_integer_keys(values.astype(arr.dtype) + arr.dtype.type(low))
-        return lookup[offset]
+        return lookup, offset
     if arr.size >= _ROWS_MIN:  # a hash table of the 64-bit words: no sort
         first, inverse = distinct_rows(arr.astype(np.int64, copy=False).view(np.uint64)[:, None])
-        return _distinct_integer_keys(arr[first])[inverse]
+        return _distinct_integer_keys(arr[first]), inverse
     uniques, inverse = np.unique(arr, return_inverse=True)
-    return keys_of(uniques.tolist())[inverse.reshape(-1)]
+    return keys_of(uniques.tolist()), inverse.reshape(-1)
 
 
 def _distinct_integer_keys(values: np.ndarray) -> np.ndarray:
