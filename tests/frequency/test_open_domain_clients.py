@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ldpkit.frequency import FLH
 from ldpkit.frequency import flh as flh_module
@@ -88,3 +90,97 @@ def test_exact_quotient_without_division():
         other = (u - w_keep) // w_other
         want = np.where(u < w_keep, values, other + (other >= values))
         assert np.array_equal(got, want), w_other
+
+
+# Strings whose UTF-8 takes 1 to 4 bytes per character, the empty string, interior NULs
+# (a trailing NUL is the U array's padding) and the extreme code points around surrogates.
+_CORPUS = [
+    "",
+    "a",
+    "hello world",
+    "café",
+    "naïve résumé",
+    "中文字符",
+    "日本語のテキスト",
+    "😀",
+    "👩‍👩‍👧",
+    "a\x00b",
+    "\x00x",
+    "\x7f\x80",
+    "\u07ff\u0800",
+    "\ud7ff\ue000\uffff",
+    "\U00010000",
+    "\U0010ffff",
+    "x" * 200,  # several BLAKE2b blocks
+    "é" * 64,  # exactly one block of UTF-8 after the prefix byte: 129 bytes
+    "a" * 127,  # 128 bytes with the prefix: one full block
+]
+
+
+def _code_point_keys_of(strings: list[str]) -> np.ndarray | None:
+    from ldpkit.frequency._items import _PERSON
+    from ldpkit.frequency._kernels_strings import code_point_keys
+
+    arr = np.array(strings)
+    codes = arr.view(np.uint32).reshape(arr.shape[0], -1)
+    return code_point_keys(codes, np.arange(arr.shape[0]), _PERSON)
+
+
+def test_code_point_keys_are_the_item_keys_of_the_strings():
+    from ldpkit.frequency._items import item_key
+
+    keys = _code_point_keys_of(_CORPUS)
+    assert keys is not None
+    assert keys.tolist() == [item_key(s) for s in _CORPUS]
+    wrong = [item_key(s + "!") for s in _CORPUS]  # the check can fail
+    assert not np.any(keys == np.array(wrong, dtype=np.uint64))
+
+
+def test_code_point_keys_refuse_a_surrogate_for_the_reference_path_to_name():
+    assert _code_point_keys_of(["ok", "bad\ud800"]) is None
+    forged = np.full((3, 2), 0x61, dtype=np.uint32)
+    forged[1, 0] = 0x110000
+    from ldpkit.frequency._items import _PERSON
+    from ldpkit.frequency._kernels_strings import code_point_keys
+
+    assert code_point_keys(forged, np.arange(3), _PERSON) is None
+
+
+def test_unicode_arrays_take_the_code_point_keys_and_match_the_list(monkeypatch):
+    from ldpkit import _parallel
+
+    monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+    rng = np.random.default_rng(3)
+    strings = [_CORPUS[i] for i in rng.integers(0, len(_CORPUS), 5000)]
+    want = np.array([item_keys([s])[0] for s in _CORPUS], dtype=np.uint64)
+    index = {s: i for i, s in enumerate(_CORPUS)}
+    expected = want[[index[s] for s in strings]]
+    assert np.array_equal(item_keys(np.array(strings)), expected)
+    assert np.array_equal(item_keys(strings), expected)
+    with pytest.raises(ValueError, match="values must be strings encodable as UTF-8"):
+        item_keys(np.array([*strings, "bad\udfff"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",))), min_size=1))
+def test_code_point_keys_match_item_key_on_any_text(strings):
+    from ldpkit.frequency._items import item_key
+
+    arr = np.array(strings)
+    if arr.dtype.itemsize == 0:  # only empty strings: no code point rows
+        return
+    keys = _code_point_keys_of(strings)
+    assert keys is not None
+    assert keys.tolist() == [item_key(str(s)) for s in arr]  # (trailing NULs: padding)
+
+
+def test_flh_fast_client_falls_back_when_a_string_holds_a_nul(monkeypatch):
+    n = flh_module._FUSED_MIN_USERS
+    spec = FLH(epsilon=4.0, num_hashes=100)
+    words = [f"w{i % 500}" for i in range(n)]
+    words[17] = "a\x00b"  # the joined bytes then hold one separator too many
+    fast = spec.randomize(words, rng=1)
+    slow = _sequential(spec, words, 1, monkeypatch)
+    assert np.array_equal(fast.values, slow.values) and np.array_equal(fast.rows, slow.rows)
+    keys, inverse = item_codes(words)
+    assert keys[inverse][17] == item_keys(["a\x00b"])[0] != item_keys(["ab"])[0]

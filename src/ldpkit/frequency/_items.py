@@ -219,7 +219,7 @@ def item_codes(
         codes = unicode_codes(arr)  # (refuses code points past U+10FFFF: no str holds one)
         if arr.size >= _ROWS_MIN:  # fixed-width text: no str object per user
             first, inverse = distinct_rows(codes)
-            return keys_of(arr[first].tolist()), inverse
+            return _unicode_row_keys(arr, first), inverse
     if kind not in "OU":
         raise TypeError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     items = arr.tolist()  # (numpy strings too: a dict finds distinct ones ~3x faster)
@@ -231,6 +231,26 @@ def item_codes(
     # (bools were refused above: True == 1 would merge them with 1 in the dict)
     uniques, codes = distinct_in_order(items)
     return keys_of(uniques), codes
+
+
+def _unicode_row_keys(arr: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Keys of the strings ``arr[first]`` of a ``U`` array (what :func:`keys_of` gives them).
+
+    Many distinct strings are keyed from their code points by a compiled pass
+    (:func:`._kernels_strings.code_point_keys`: UTF-8 made on the fly, no ``str`` each);
+    a surrogate, which has no UTF-8, sends them to :func:`keys_of`, which names it.
+    """
+    if _parallel.use_compiled(first.size, COMPILED_MIN_KEYS):
+        from ._kernels_strings import code_point_keys  # numba: loaded on first use
+
+        native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+        width = max(1, arr.dtype.itemsize // 4)
+        codes = native.view(np.uint32).reshape(arr.shape[0], width) if arr.dtype.itemsize else None
+        if codes is not None:
+            keys = code_point_keys(codes, first, _PERSON)
+            if keys is not None:
+                return keys
+    return keys_of(arr[first].tolist())
 
 
 def distinct_in_order(items: list[Any]) -> tuple[list[Any], np.ndarray]:
