@@ -35,7 +35,7 @@ what their unbiasedness (over the family) rests on.
 Vectorized over users: the distinct items are found once (integer arrays: a dense presence
 table when their span is small, else ``np.unique``; numpy ``U`` arrays: their fixed-width
 rows, fingerprinted and sorted (:func:`distinct_rows`), no Python object per user; a large
-list of ``str``: its joined UTF-8 bytes, grouped by a compiled pass (:func:`distinct_strings`);
+list of ``str``: its joined UTF-8 bytes, grouped by a compiled pass on two threads (:func:`grouped_strings`);
 other strings and Python sequences: a dict and one ``itemgetter`` call, C loops) and only
 those are hashed (many distinct strings by a compiled BLAKE2b, :mod:`._kernels_blake`, the
 same keys as :mod:`hashlib`'s).
@@ -193,9 +193,11 @@ def item_codes(
     """
     if domain_size is not None:
         return _integer_codes(check_categorical_values(values, domain_size, name))
-    if type(values) is list and (grouped := distinct_strings(values)) is not None:
-        uniques, inverse = grouped  # every item a str: no other check applies
-        return keys_of(uniques), inverse
+    if type(values) is list and (grouped := grouped_strings(values)) is not None:
+        buf, _, starts, ends, inverse = grouped  # every item a str: no other check applies
+        from ._kernels_blake import string_keys_compiled  # numba: loaded already
+
+        return string_keys_compiled(buf, starts, ends, _PERSON), inverse
     check_not_masked(values, name)
     if isinstance(values, np.ndarray):
         arr = values
@@ -275,14 +277,30 @@ def distinct_strings(items: list[Any]) -> tuple[list[Any], np.ndarray] | None:
     """Return :func:`distinct_in_order` of a large list of ``str``, compiled, or None.
 
     The strings are joined with NUL separators and UTF-8 encoded in two C calls (``join``
-    refuses any item that is not a ``str``), then one compiled pass groups the segments by
-    their bytes (:func:`._kernels_rows.distinct_segments_compiled`; ~1.5x faster than a
-    dict and ``itemgetter`` at 10^6 users, and the general path's type scans and object
-    array copies are skipped: ~2x for a sketch client's list of ``str``). Equal
-    strings are equal bytes, so the groups, their first-seen order and the indices are
-    :func:`distinct_in_order`'s. None (the caller takes its general path, which names what
-    is wrong) below ``COMPILED_MIN_STRINGS`` users or without numba, when an item is not a
-    ``str``, a string is not valid UTF-8 or holds a NUL itself.
+    refuses any item that is not a ``str``), then a compiled pass on two threads finds
+    the segments and groups them by their bytes (:func:`grouped_strings`). Equal strings
+    are equal bytes, so the groups, their first-seen order and the indices are
+    :func:`distinct_in_order`'s. None (the caller takes its general path, which names
+    what is wrong) below ``COMPILED_MIN_STRINGS`` users or without numba, when an item
+    is not a ``str``, a string is not valid UTF-8 or holds a NUL itself.
+    """
+    grouped = grouped_strings(items)
+    if grouped is None:
+        return None
+    _, first, _, _, inverse = grouped
+    index = first.tolist()
+    uniques = list(operator.itemgetter(*index)(items)) if len(index) > 1 else [items[index[0]]]
+    return uniques, inverse
+
+
+def grouped_strings(
+    items: list[Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Group a large list of ``str`` by their UTF-8 bytes without a Python step per item.
+
+    Returns ``(buf, first, starts, ends, inverse)``: the joined bytes, the first item of
+    each distinct string (first-seen order), its bytes' span in ``buf`` and each item's
+    group (:func:`._kernels_strings.group_segments`), or None as :func:`distinct_strings`.
     """
     n = len(items)
     if n < _ROWS_MIN or not _parallel.use_compiled(n, COMPILED_MIN_STRINGS):
@@ -291,15 +309,13 @@ def distinct_strings(items: list[Any]) -> tuple[list[Any], np.ndarray] | None:
         raw = "\x00".join(items).encode("utf-8")
     except (TypeError, UnicodeEncodeError):
         return None
-    from ._kernels_rows import distinct_segments_compiled  # numba: loaded on first use
+    from ._kernels_strings import group_segments  # numba: loaded on first use
 
-    grouped = distinct_segments_compiled(np.frombuffer(raw, dtype=np.uint8), n)
-    if grouped is None:
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    grouped = group_segments(buf, n)
+    if grouped is None:  # a string holds a NUL: one separator too many
         return None
-    first, inverse = grouped
-    index = first.tolist()
-    uniques = list(operator.itemgetter(*index)(items)) if len(index) > 1 else [items[index[0]]]
-    return uniques, inverse.astype(np.int64, copy=False)
+    return (buf, *grouped)
 
 
 #: Fewer users than this take the dict path (the sort's fixed costs dominate below).
