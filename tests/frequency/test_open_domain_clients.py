@@ -184,3 +184,46 @@ def test_flh_fast_client_falls_back_when_a_string_holds_a_nul(monkeypatch):
     assert np.array_equal(fast.values, slow.values) and np.array_equal(fast.rows, slow.rows)
     keys, inverse = item_codes(words)
     assert keys[inverse][17] == item_keys(["a\x00b"])[0] != item_keys(["ab"])[0]
+
+
+def test_grouping_on_threads_is_the_one_thread_grouping(monkeypatch):
+    from ldpkit import _parallel
+    from ldpkit.frequency import _kernels_rows, _kernels_strings
+
+    rng = np.random.default_rng(6)
+    monkeypatch.setattr(_kernels_rows, "_MIN_BLOCK", 3)
+    monkeypatch.setattr(_kernels_strings, "_MIN_BLOCK_BYTES", 5)
+    for workers in (2, 5):
+        monkeypatch.setattr(_parallel, "WORKERS", workers)
+        for n, distinct in [(1, 1), (7, 3), (4000, 900), (4000, 1)]:
+            base = rng.integers(0, 2**64, size=(distinct, 2), dtype=np.uint64)
+            rows = base[rng.integers(0, distinct, n)]
+            first, inverse = _kernels_rows.distinct_rows_compiled(rows)
+            one_first, one_inverse = _kernels_rows._distinct(rows)
+            assert np.array_equal(first, one_first) and np.array_equal(inverse, one_inverse)
+            words = [_CORPUS[i] for i in rng.integers(0, len(_CORPUS), n)]
+            words = [w.replace("\x00", "") for w in words]
+            buf = np.frombuffer("\x00".join(words).encode(), dtype=np.uint8)
+            grouped = _kernels_strings.group_segments(buf, n)
+            assert grouped is not None
+            seg_first, starts, ends, seg_inverse = grouped
+            from ldpkit.frequency._items import distinct_in_order
+
+            uniques, codes = distinct_in_order(words)
+            assert [words[i] for i in seg_first] == uniques
+            assert np.array_equal(seg_inverse, codes)
+            spans = [buf[a:b].tobytes().decode() for a, b in zip(starts, ends, strict=True)]
+            assert spans == uniques
+
+
+def test_compiled_code_point_narrowing_is_numpys(monkeypatch):
+    from ldpkit import _parallel
+    from ldpkit.frequency._items import unicode_codes
+
+    for strings in (["abc", "", "zz"] * 3000, ["é", "中文", "a"] * 3000, ["😀", "x"] * 3000):
+        arr = np.array(strings)
+        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
+        fast = unicode_codes(arr)
+        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
+        slow = unicode_codes(arr)
+        assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
