@@ -146,10 +146,10 @@ def _scan(words: np.ndarray, p: int) -> tuple[Any, np.uint64, np.uint64, np.uint
     """Return the end, fingerprint and first two words of the segment at byte ``p``.
 
     The end is the next NUL; the words are little-endian and zero-filled past the end;
-    eight bytes are read at a time. ``words`` is the buffer as little-endian words followed by a zero word, so every
-    segment, the last one included, ends at a zero byte. A word's first zero byte is the
-    lowest set bit of ``(w - 0x01..01) & ~w & 0x80..80`` (bits above it may be spurious,
-    never below), its index read off by one multiply.
+    eight bytes are read at a time. ``words`` is the buffer as little-endian words followed
+    by a zero word, so every segment, the last one included, ends at a zero byte. A word's
+    first zero byte is the lowest set bit of ``(w - 0x01..01) & ~w & 0x80..80`` (bits
+    above it may be spurious, never below), its index read off by one multiply.
     """
     h = _U64(0)
     w0 = _U64(0)

@@ -196,7 +196,7 @@ class FLH(OpenDomainOracle):
             n is not None
             and n >= _FUSED_MIN_USERS
             and 4 * n >= self.num_hashes
-            and _parallel.numba_available()
+            and _parallel.use_compiled(n, _FUSED_MIN_USERS)
         ):
             return self._randomize_fused(values, n, as_generator(rng))
         keys = self.item_keys(values)
