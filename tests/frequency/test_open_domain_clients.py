@@ -214,16 +214,3 @@ def test_grouping_on_threads_is_the_one_thread_grouping(monkeypatch):
             assert np.array_equal(seg_inverse, codes)
             spans = [buf[a:b].tobytes().decode() for a, b in zip(starts, ends, strict=True)]
             assert spans == uniques
-
-
-def test_compiled_code_point_narrowing_is_numpys(monkeypatch):
-    from ldpkit import _parallel
-    from ldpkit.frequency._items import unicode_codes
-
-    for strings in (["abc", "", "zz"] * 3000, ["é", "中文", "a"] * 3000, ["😀", "x"] * 3000):
-        arr = np.array(strings)
-        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: True)
-        fast = unicode_codes(arr)
-        monkeypatch.setattr(_parallel, "use_compiled", lambda *_: False)
-        slow = unicode_codes(arr)
-        assert fast.dtype == slow.dtype and np.array_equal(fast, slow)

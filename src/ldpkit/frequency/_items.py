@@ -377,22 +377,12 @@ def unicode_codes(arr: np.ndarray) -> np.ndarray:
     codes = native.view(np.uint32).reshape(n, width)
     if codes.size == 0:
         return np.zeros((n, 1), dtype=np.uint8)
-    # many rows: numpy's max and converting copy as compiled passes on threads
-    compiled = _parallel.use_compiled(codes.size, COMPILED_MIN_WORDS)
-    if compiled:
-        from ._kernels_strings import narrow_code_points, top_code_point
-
-        top = top_code_point(codes)
-    else:
-        top = int(codes.max())
+    top = int(codes.max())
     check_code_points(top)
     if top < 1 << 16:
         narrow = np.uint8 if top < 1 << 8 else np.uint16
         per_word = 8 // np.dtype(narrow).itemsize
-        shape = (n, -(-width // per_word) * per_word)
-        if compiled:
-            return narrow_code_points(codes, np.empty(shape, dtype=narrow))
-        out = np.zeros(shape, dtype=narrow)
+        out = np.zeros((n, -(-width // per_word) * per_word), dtype=narrow)
         out[:, :width] = codes  # one converting pass, into rows of whole words
         return out
     return codes

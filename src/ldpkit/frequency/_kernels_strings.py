@@ -18,8 +18,6 @@ appearance, as a dict of the strings numbers them, whatever the number of thread
 trailing zeros as padding) directly: each code point is encoded as UTF-8 on the fly into
 the BLAKE2b message (the bytes ``str.encode("utf-8")`` gives), so no ``str`` object is
 built, joined and encoded per distinct item; the rows are split over threads.
-:func:`top_code_point` and :func:`narrow_code_points` are numpy's ``max`` and narrowing
-copy of the code points (:func:`._items.unicode_codes`) on threads.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ import numpy as np
 from .. import _parallel
 from ._kernels_blake import _IV, _SIGMA, _compress, _state
 
-__all__ = ["code_point_keys", "group_segments", "narrow_code_points", "top_code_point"]
+__all__ = ["code_point_keys", "group_segments"]
 
 _U64 = np.uint64
 #: Rows per thread below which one thread keys them all.
@@ -429,49 +427,3 @@ def group_segments(
         [(t, t + 1) for t in range(len(tasks))],
     )
     return first, starts, ends, inverse
-
-
-# -- a U array's code points, narrowed on threads ------------------------------------------
-
-
-@nb.njit(cache=True, nogil=True)
-def _top_block(codes: np.ndarray, start: int, stop: int) -> np.uint32:  # pragma: no cover
-    top = np.uint32(0)
-    for i in range(start, stop):
-        for c in range(codes.shape[1]):
-            if codes[i, c] > top:
-                top = codes[i, c]
-    return top
-
-
-@nb.njit(cache=True, nogil=True)
-def _narrow_block(
-    codes: np.ndarray, out: np.ndarray, start: int, stop: int
-) -> None:  # pragma: no cover - compiled
-    width = codes.shape[1]
-    for i in range(start, stop):
-        for c in range(width):
-            out[i, c] = codes[i, c]
-        for c in range(width, out.shape[1]):
-            out[i, c] = 0
-
-
-def top_code_point(codes: np.ndarray) -> int:
-    """Return the largest entry of a 2-D uint32 array (``codes.max()``), on threads."""
-    blocks = _parallel.row_blocks(codes.shape[0], min_rows=_MIN_ROWS)
-    return max(int(t) for t in _parallel.run_blocks(lambda a, b: _top_block(codes, a, b), blocks))
-
-
-def narrow_code_points(codes: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Copy ``codes`` (n, width) into the first columns of ``out`` (zeros after), on threads.
-
-    ``out``'s dtype must hold every code (the caller checked the largest): the same array
-    as ``out[:, :width] = codes`` on a zeroed ``out``.
-    """
-    blocks = _parallel.row_blocks(codes.shape[0], min_rows=_MIN_ROWS)
-    _parallel.run_blocks(lambda a, b: _narrow_block(codes, out, a, b), blocks)
-    return out
-
-
-#: Rows per thread below which one thread scans them all.
-_MIN_ROWS = 1 << 15
