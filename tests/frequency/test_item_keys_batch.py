@@ -180,15 +180,17 @@ def test_compiled_string_grouping_is_the_dicts(monkeypatch):
 
 def test_compiled_string_segments_are_found_and_grouped_by_their_bytes():
     pytest.importorskip("numba")
-    from ldpkit.frequency._kernels_rows import distinct_segments_compiled
+    from ldpkit.frequency._kernels_strings import group_segments
 
     # equal lengths, other bytes; an empty segment; segments across word boundaries
     text = "ab\x00ba\x00ab\x00\x00ba\x00abcdefghij\x00abcdefghik\x00abcdefghij"
     buf = np.frombuffer(text.encode(), dtype=np.uint8)
-    first, inverse = distinct_segments_compiled(buf, 8)
+    first, starts, ends, inverse = group_segments(buf, 8)
     assert first.tolist() == [0, 1, 3, 5, 6]
     assert inverse.tolist() == [0, 1, 0, 2, 1, 3, 4, 3]
-    assert distinct_segments_compiled(buf, 7) is None  # a string held a NUL
+    spans = [text.encode()[a:b] for a, b in zip(starts, ends, strict=True)]
+    assert spans == [b"ab", b"ba", b"", b"abcdefghij", b"abcdefghik"]
+    assert group_segments(buf, 7) is None  # a string held a NUL
 
 
 def test_compiled_blake2b_keys_are_hashlibs(monkeypatch):

@@ -35,7 +35,7 @@ what their unbiasedness (over the family) rests on.
 Vectorized over users: the distinct items are found once (integer arrays: a dense presence
 table when their span is small, else ``np.unique``; numpy ``U`` arrays: their fixed-width
 rows, fingerprinted and sorted (:func:`distinct_rows`), no Python object per user; a large
-list of ``str``: its joined UTF-8 bytes, grouped by a compiled pass (:func:`distinct_strings`);
+list of ``str``: its joined UTF-8 bytes, grouped by a compiled pass on two threads (:func:`grouped_strings`);
 other strings and Python sequences: a dict and one ``itemgetter`` call, C loops) and only
 those are hashed (many distinct strings by a compiled BLAKE2b, :mod:`._kernels_blake`, the
 same keys as :mod:`hashlib`'s).
@@ -59,6 +59,7 @@ __all__ = [
     "ITEM_KEY_FORMAT",
     "item_key",
     "item_keys",
+    "item_codes",
     "keys_of",
     "row_hash",
     "candidate_list",
@@ -176,11 +177,27 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
         For a 2-D input, a string that is not valid Unicode, or an integer outside a
         closed domain.
     """
+    keys, inverse = item_codes(values, name, domain_size)
+    return keys[inverse]
+
+
+def item_codes(
+    values: Any, name: str = "values", domain_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`item_keys` as a table and an index: ``keys[inverse]`` is item_keys.
+
+    ``keys`` (uint64) holds the key of each distinct item (entries no user points at may
+    be left unset), ``inverse`` (an integer array, one entry per user) each user's row
+    in it; a client that hashes the keys per user reads them through ``inverse`` in its
+    own pass instead of a gathered copy. Same checks and errors as :func:`item_keys`.
+    """
     if domain_size is not None:
-        return _integer_keys(check_categorical_values(values, domain_size, name))
-    if type(values) is list and (grouped := distinct_strings(values)) is not None:
-        uniques, inverse = grouped  # every item a str: no other check applies
-        return keys_of(uniques)[inverse]
+        return _integer_codes(check_categorical_values(values, domain_size, name))
+    if type(values) is list and (grouped := grouped_strings(values)) is not None:
+        buf, _, starts, ends, inverse = grouped  # every item a str: no other check applies
+        from ._kernels_blake import string_keys_compiled  # numba: loaded already
+
+        return string_keys_compiled(buf, starts, ends, _PERSON), inverse
     check_not_masked(values, name)
     if isinstance(values, np.ndarray):
         arr = values
@@ -199,12 +216,12 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
         raise ValueError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     kind = arr.dtype.kind
     if kind in "iu":  # numpy integers
-        return _integer_keys(arr)
+        return _integer_codes(arr)
     if kind == "U":
         codes = unicode_codes(arr)  # (refuses code points past U+10FFFF: no str holds one)
         if arr.size >= _ROWS_MIN:  # fixed-width text: no str object per user
             first, inverse = distinct_rows(codes)
-            return keys_of(arr[first].tolist())[inverse]
+            return _unicode_row_keys(arr, first), inverse
     if kind not in "OU":
         raise TypeError(f"{name} must be {_REQUIREMENT}, got {_show(arr)}")
     items = arr.tolist()  # (numpy strings too: a dict finds distinct ones ~3x faster)
@@ -215,7 +232,27 @@ def item_keys(values: Any, name: str = "values", domain_size: int | None = None)
             raise TypeError(str(exc).replace("values must", f"{name} must", 1)) from None
     # (bools were refused above: True == 1 would merge them with 1 in the dict)
     uniques, codes = distinct_in_order(items)
-    return keys_of(uniques)[codes]
+    return keys_of(uniques), codes
+
+
+def _unicode_row_keys(arr: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Keys of the strings ``arr[first]`` of a ``U`` array (what :func:`keys_of` gives them).
+
+    Many distinct strings are keyed from their code points by a compiled pass
+    (:func:`._kernels_strings.code_point_keys`: UTF-8 made on the fly, no ``str`` each);
+    a surrogate, which has no UTF-8, sends them to :func:`keys_of`, which names it.
+    """
+    if _parallel.use_compiled(first.size, COMPILED_MIN_KEYS):
+        from ._kernels_strings import code_point_keys  # numba: loaded on first use
+
+        native = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+        width = max(1, arr.dtype.itemsize // 4)
+        codes = native.view(np.uint32).reshape(arr.shape[0], width) if arr.dtype.itemsize else None
+        if codes is not None:
+            keys = code_point_keys(codes, first, _PERSON)
+            if keys is not None:
+                return keys
+    return keys_of(arr[first].tolist())
 
 
 def distinct_in_order(items: list[Any]) -> tuple[list[Any], np.ndarray]:
@@ -240,14 +277,30 @@ def distinct_strings(items: list[Any]) -> tuple[list[Any], np.ndarray] | None:
     """Return :func:`distinct_in_order` of a large list of ``str``, compiled, or None.
 
     The strings are joined with NUL separators and UTF-8 encoded in two C calls (``join``
-    refuses any item that is not a ``str``), then one compiled pass groups the segments by
-    their bytes (:func:`._kernels_rows.distinct_segments_compiled`; ~1.5x faster than a
-    dict and ``itemgetter`` at 10^6 users, and the general path's type scans and object
-    array copies are skipped: ~2x for a sketch client's list of ``str``). Equal
-    strings are equal bytes, so the groups, their first-seen order and the indices are
-    :func:`distinct_in_order`'s. None (the caller takes its general path, which names what
-    is wrong) below ``COMPILED_MIN_STRINGS`` users or without numba, when an item is not a
-    ``str``, a string is not valid UTF-8 or holds a NUL itself.
+    refuses any item that is not a ``str``), then a compiled pass on two threads finds
+    the segments and groups them by their bytes (:func:`grouped_strings`). Equal strings
+    are equal bytes, so the groups, their first-seen order and the indices are
+    :func:`distinct_in_order`'s. None (the caller takes its general path, which names
+    what is wrong) below ``COMPILED_MIN_STRINGS`` users or without numba, when an item
+    is not a ``str``, a string is not valid UTF-8 or holds a NUL itself.
+    """
+    grouped = grouped_strings(items)
+    if grouped is None:
+        return None
+    _, first, _, _, inverse = grouped
+    index = first.tolist()
+    uniques = list(operator.itemgetter(*index)(items)) if len(index) > 1 else [items[index[0]]]
+    return uniques, inverse
+
+
+def grouped_strings(
+    items: list[Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Group a large list of ``str`` by their UTF-8 bytes without a Python step per item.
+
+    Returns ``(buf, first, starts, ends, inverse)``: the joined bytes, the first item of
+    each distinct string (first-seen order), its bytes' span in ``buf`` and each item's
+    group (:func:`._kernels_strings.group_segments`), or None as :func:`distinct_strings`.
     """
     n = len(items)
     if n < _ROWS_MIN or not _parallel.use_compiled(n, COMPILED_MIN_STRINGS):
@@ -256,15 +309,13 @@ def distinct_strings(items: list[Any]) -> tuple[list[Any], np.ndarray] | None:
         raw = "\x00".join(items).encode("utf-8")
     except (TypeError, UnicodeEncodeError):
         return None
-    from ._kernels_rows import distinct_segments_compiled  # numba: loaded on first use
+    from ._kernels_strings import group_segments  # numba: loaded on first use
 
-    grouped = distinct_segments_compiled(np.frombuffer(raw, dtype=np.uint8), n)
-    if grouped is None:
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    grouped = group_segments(buf, n)
+    if grouped is None:  # a string holds a NUL: one separator too many
         return None
-    first, inverse = grouped
-    index = first.tolist()
-    uniques = list(operator.itemgetter(*index)(items)) if len(index) > 1 else [items[index[0]]]
-    return uniques, inverse.astype(np.int64, copy=False)
+    return (buf, *grouped)
 
 
 #: Fewer users than this take the dict path (the sort's fixed costs dominate below).
@@ -440,9 +491,15 @@ _DENSE_SPAN = 4
 
 def _integer_keys(arr: np.ndarray) -> np.ndarray:
     """Keys of a 1-D numpy integer array, each distinct value hashed once."""
+    keys, inverse = _integer_codes(arr)
+    return keys[inverse]
+
+
+def _integer_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`item_codes` of a numpy integer array (each distinct value hashed once)."""
     arr = arr.reshape(-1)
     if arr.size == 0:
-        return np.empty(0, dtype=np.uint64)
+        return np.empty(0, dtype=np.uint64), np.zeros(0, dtype=np.intp)
     low, high = int(arr.min()), int(arr.max())
     span = high - low + 1
     if span <= _DENSE_SPAN * arr.size + 1024:  # dense: one pass, no sort (~10x at n = 1e6)
@@ -452,12 +509,12 @@ def _integer_keys(arr: np.ndarray) -> np.ndarray:
         values = np.flatnonzero(present)
         lookup = np.empty(span, dtype=np.uint64)
         lookup[values] = _distinct_integer_keys(values.astype(arr.dtype) + arr.dtype.type(low))
-        return lookup[offset]
+        return lookup, offset
     if arr.size >= _ROWS_MIN:  # a hash table of the 64-bit words: no sort
         first, inverse = distinct_rows(arr.astype(np.int64, copy=False).view(np.uint64)[:, None])
-        return _distinct_integer_keys(arr[first])[inverse]
+        return _distinct_integer_keys(arr[first]), inverse
     uniques, inverse = np.unique(arr, return_inverse=True)
-    return keys_of(uniques.tolist())[inverse.reshape(-1)]
+    return keys_of(uniques.tolist()), inverse.reshape(-1)
 
 
 def _distinct_integer_keys(values: np.ndarray) -> np.ndarray:

@@ -18,9 +18,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .. import _parallel
+
 __all__ = ["integer_keys_compiled", "string_keys_compiled"]
 
 _U64 = np.uint64
+#: Strings per thread below which one thread keys them all.
+_MIN_BLOCK = 2048
 _IV = np.array(
     [
         0x6A09E667F3BCC908,
@@ -87,24 +91,126 @@ def _compress(
 ) -> None:  # pragma: no cover - compiled
     """RFC 7693's F, in place on ``h`` (``counter`` < 2^64: the high counter word is 0).
 
-    The working vector is sixteen scalars (kept in registers), not an array.
+    The working vector and the message are scalars (kept in registers) and the rounds are
+    written out with their message schedule (``sigma``, rows 0-9 then 0-1) as constants:
+    ~2x faster than indexing the schedule and the message in a loop.
     """
+    m0, m1, m2, m3, m4, m5, m6, m7 = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
+    m8, m9, m10, m11, m12, m13, m14, m15 = (m[8], m[9], m[10], m[11], m[12], m[13], m[14], m[15])
     v0, v1, v2, v3, v4, v5, v6, v7 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]
     v8, v9, v10, v11 = iv[0], iv[1], iv[2], iv[3]
     v12 = iv[4] ^ _U64(counter)
     v13 = iv[5]
     v14 = ~iv[6] if last else iv[6]
     v15 = iv[7]
-    for r in range(12):
-        s = sigma[r % 10]
-        v0, v4, v8, v12 = _g(v0, v4, v8, v12, m[s[0]], m[s[1]])
-        v1, v5, v9, v13 = _g(v1, v5, v9, v13, m[s[2]], m[s[3]])
-        v2, v6, v10, v14 = _g(v2, v6, v10, v14, m[s[4]], m[s[5]])
-        v3, v7, v11, v15 = _g(v3, v7, v11, v15, m[s[6]], m[s[7]])
-        v0, v5, v10, v15 = _g(v0, v5, v10, v15, m[s[8]], m[s[9]])
-        v1, v6, v11, v12 = _g(v1, v6, v11, v12, m[s[10]], m[s[11]])
-        v2, v7, v8, v13 = _g(v2, v7, v8, v13, m[s[12]], m[s[13]])
-        v3, v4, v9, v14 = _g(v3, v4, v9, v14, m[s[14]], m[s[15]])
+    # round 0
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m0, m1)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m2, m3)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m4, m5)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m6, m7)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m8, m9)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m10, m11)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m12, m13)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m14, m15)
+    # round 1
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m14, m10)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m4, m8)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m9, m15)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m13, m6)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m1, m12)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m0, m2)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m11, m7)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m5, m3)
+    # round 2
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m11, m8)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m12, m0)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m5, m2)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m15, m13)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m10, m14)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m3, m6)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m7, m1)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m9, m4)
+    # round 3
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m7, m9)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m3, m1)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m13, m12)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m11, m14)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m2, m6)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m5, m10)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m4, m0)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m15, m8)
+    # round 4
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m9, m0)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m5, m7)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m2, m4)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m10, m15)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m14, m1)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m11, m12)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m6, m8)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m3, m13)
+    # round 5
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m2, m12)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m6, m10)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m0, m11)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m8, m3)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m4, m13)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m7, m5)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m15, m14)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m1, m9)
+    # round 6
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m12, m5)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m1, m15)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m14, m13)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m4, m10)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m0, m7)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m6, m3)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m9, m2)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m8, m11)
+    # round 7
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m13, m11)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m7, m14)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m12, m1)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m3, m9)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m5, m0)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m15, m4)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m8, m6)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m2, m10)
+    # round 8
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m6, m15)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m14, m9)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m11, m3)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m0, m8)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m12, m2)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m13, m7)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m1, m4)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m10, m5)
+    # round 9
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m10, m2)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m8, m4)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m7, m6)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m1, m5)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m15, m11)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m9, m14)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m3, m12)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m13, m0)
+    # round 10
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m0, m1)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m2, m3)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m4, m5)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m6, m7)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m8, m9)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m10, m11)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m12, m13)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m14, m15)
+    # round 11
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m14, m10)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m4, m8)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m9, m15)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m13, m6)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m1, m12)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m0, m2)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m11, m7)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m5, m3)
     h[0] ^= v0 ^ v8
     h[1] ^= v1 ^ v9
     h[2] ^= v2 ^ v10
@@ -115,7 +221,7 @@ def _compress(
     h[7] ^= v7 ^ v15
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _keys(
     buf: np.ndarray,
     starts: np.ndarray,
@@ -124,12 +230,13 @@ def _keys(
     init: np.ndarray,
     iv: np.ndarray,
     sigma: np.ndarray,
-) -> np.ndarray:  # pragma: no cover - compiled
-    n = starts.shape[0]
-    out = np.empty(n, dtype=np.uint64)
+    out: np.ndarray,
+    first: int,
+    stop: int,
+) -> None:  # pragma: no cover - compiled
     h = np.empty(8, dtype=np.uint64)
     m = np.zeros(16, dtype=np.uint64)
-    for i in range(n):
+    for i in range(first, stop):
         h[:] = init
         total = ends[i] - starts[i] + 1  # the prefix byte, then the string's bytes
         done = 0  # bytes compressed so far
@@ -146,7 +253,6 @@ def _keys(
             if last:
                 break
         out[i] = h[0]
-    return out
 
 
 @nb.njit(cache=True)
@@ -209,12 +315,19 @@ def string_keys_compiled(
     Each key equals ``int.from_bytes(blake2b(b"s" + data, digest_size=8,
     person=person).digest(), "little")``.
     """
-    return _keys(  # type: ignore[no-any-return]
+    starts = np.ascontiguousarray(starts, dtype=np.intp)
+    out = np.empty(starts.shape[0], dtype=np.uint64)
+    args = (
         np.ascontiguousarray(buf, dtype=np.uint8),
-        np.ascontiguousarray(starts, dtype=np.intp),
+        starts,
         np.ascontiguousarray(ends, dtype=np.intp),
         np.uint8(ord("s")),
         _state(person),
         _IV,
         _SIGMA,
+        out,
     )
+    # one block per thread: ~0.5 us per string, so a few thousand strings pay a thread
+    blocks = _parallel.row_blocks(starts.shape[0], min_rows=_MIN_BLOCK)
+    _parallel.run_blocks(lambda a, b: _keys(*args, a, b), blocks)
+    return out
