@@ -105,3 +105,63 @@ def test_estimate_keeps_a_steep_low_end(monkeypatch: pytest.MonkeyPatch) -> None
         former = np.abs(spec.estimate(stats).cdf(grid) - truth).max()
         monkeypatch.setattr(auto_module, "_END_VETO_NATS", 5.0)
         assert gap < 0.03 < 0.1 < former, (seed, gap, former)
+
+
+# -- the end-bucket refit (eps >= 3, no end windows) ------------------------------------------
+def _window_shapes(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fit with 0.66 in bucket 0 and a decaying window, and the truth: bucket 0 at 0.62
+    (a share of the window's total on the refit's grid), the rest of the window scaled up."""
+    fit = np.full(d, 0.1 / d)
+    fit[:16] += 0.9 * 0.5 ** np.arange(16)
+    fit *= 1.0 / fit.sum()
+    fit[0] += 0.66 - fit[0]
+    fit *= 1.0 / fit.sum()
+    total = float(fit[:16].sum())
+    truth = fit.copy()
+    share = round(400 * 0.62 / total) / 400  # on the grid of 401 shares
+    truth[:16] *= (total - share * total) / (total - fit[0])
+    truth[0] = share * total
+    return fit, truth
+
+
+def test_end_refit_recovers_the_end_bucket_from_noise_free_counts() -> None:
+    # Exact, on noise-free counts (d = 1024, eps 4): each level's composite term is largest
+    # at the true node masses (Gibbs' inequality, the window's total fixed), so the refit
+    # finds the true end bucket; the counts of the fit itself leave it alone (gain 0), and
+    # so do the true counts from too few users (gain below _END_REFIT_NATS).
+    spec = AutoDistribution(epsilon=4.0, buckets=1024)
+    md = _hybrid_model(spec)
+    fit, truth = _window_shapes(1024)
+    out = auto_module._refit_end_windows(fit, md, _node_counts(spec, truth, 5_000.0))
+    np.testing.assert_allclose(out, truth, rtol=1e-9, atol=1e-15)
+    assert out.sum() == pytest.approx(1.0, abs=1e-12)
+    same = auto_module._refit_end_windows(fit, md, _node_counts(spec, fit, 5_000.0))
+    assert np.array_equal(same, fit)
+    few = auto_module._refit_end_windows(fit, md, _node_counts(spec, truth, 20.0))
+    assert np.array_equal(few, fit)
+
+
+def test_estimate_refits_a_steep_low_end_at_high_eps(monkeypatch: pytest.MonkeyPatch) -> None:
+    # eps 4, n = 1e5, fixed seeds: the error of the CDF at the first grid point (bucket 0's
+    # mass) is smaller with the refit than without, in every run and by half on average
+    # (measured 0.002-0.007 against 0.017-0.024); on data without mass at the ends
+    # (Beta(5, 2)) nothing changes.
+    n = 100_000
+    spec = AutoDistribution(epsilon=4.0, expected_n=n)
+    first = 1 / 1024
+    on, off = [], []
+    for seed in (0, 1, 2):
+        values = _pareto_body(n, seed)
+        truth = float(np.mean(values < first))
+        stats = spec.aggregate(spec.randomize(values, rng=seed))
+        on.append(abs(float(spec.estimate(stats).cdf(first)) - truth))
+        monkeypatch.setattr(auto_module, "_END_REFIT_NATS", None)
+        off.append(abs(float(spec.estimate(stats).cdf(first)) - truth))
+        monkeypatch.setattr(auto_module, "_END_REFIT_NATS", 3.0)
+        assert on[-1] < off[-1], (seed, on, off)
+    assert np.mean(on) < 0.5 * np.mean(off), (on, off)
+    smooth = np.random.default_rng(5).beta(5.0, 2.0, n)
+    st = spec.aggregate(spec.randomize(smooth, rng=5))
+    with_refit = spec.estimate(st)
+    monkeypatch.setattr(auto_module, "_END_REFIT_NATS", None)
+    assert with_refit == spec.estimate(st)
