@@ -144,14 +144,14 @@ _END_VETO_NATS = 5.0
 #: End-bucket refit (:func:`_refit_end_windows`, with HH reports at the leaves, from eps
 #: _END_WINDOW_MAX_EPS on, where there are no end windows): each end bucket's mass is
 #: refitted to the HH nodes of its ``d / 64``-bucket window (the window's total kept) when
-#: that gains more than _END_REFIT_NATS nats of the HH composite log-likelihood; the
-#: candidates are _END_REFIT_GRID + 1 equally spaced shares of the window's total. None: off.
-#: At eps 4 the Square Wave reports put 3-4 % too much into bucket 0 of a column whose mass
-#: sits in the first percent of the domain (the tuning set's Pareto-bodied heavy tails,
-#: 0.66 against 0.62), which the leaf counts measure to about +-0.004; there the gain was
-#: 1.9-5.6 nats, and 0-2.8 on the other tuning columns (4 runs per cell). Measured on the
-#: held-out protocol's tuning set: METHODS.md §3, "AutoDistribution's constants".
-_END_REFIT_NATS: float | None = 3.0
+#: that gains more than _END_REFIT_NATS nats of the HH composite log-likelihood (4.5: three
+#: standard errors of a one-parameter fit); the candidates are _END_REFIT_GRID + 1 equally
+#: spaced shares of the window's total. None: off. At eps 4 the Square Wave reports put 3-4 %
+#: too much into bucket 0 of a column whose mass sits in the first percent of the domain
+#: (the tuning set's Pareto-bodied heavy tails, 0.66 against 0.62), which the leaf counts
+#: measure to about +-0.004. Measured on the held-out protocol's tuning set: METHODS.md §3,
+#: "AutoDistribution's constants".
+_END_REFIT_NATS: float | None = 4.5
 _END_REFIT_GRID = 400
 
 #: Sharpening (``estimate(sharpen=True)``): when the held-out reports pick a budget k (plain
