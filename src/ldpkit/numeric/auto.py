@@ -1260,6 +1260,12 @@ class AutoDistribution(Mechanism):
            over a stretch the data leave empty (a long tail of delays). Where the Square Wave
            counts there fall short of the fit's prediction by more than one Poisson standard
            error, the stretch's mass is cut until they agree.
+        8. End buckets (with HH reports at the leaves, from eps 3 on, see
+           :func:`_refit_end_windows`): each end bucket's mass is refitted to the HH nodes
+           of its ``d / 64``-bucket window, the window's total kept, when that raises their
+           composite log-likelihood by more than 4.5 nats. Below eps 3 the end windows of
+           step 6 gather an end's excess into its end bucket unless the leaf counts reject
+           that atom by more than 5 nats (a steep density against the end, not an atom).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
         smoothed fits, ``1e-3 e^eps`` for plain EM; scaled by the share of reports a fold
