@@ -1837,23 +1837,37 @@ def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.nda
         return theta
     out = theta.copy()
     grid = np.linspace(0.0, 1.0, _END_REFIT_GRID + 1)
+    rows = model.matrix.shape[0]
     for lo, end in ((0, 0), (d - w, d - 1)):
-        seg = out[lo : lo + w]
+        hi = lo + w
+        seg = out[lo:hi]
         total = float(seg.sum())
         rest = total - float(out[end])
         if rest <= 0.0:
             continue  # all of the window is in the end bucket: no split to refit
-        best, best_ll = None, _hh_loglik(out, lo, lo + w, model, hh_counts)
-        start_ll = best_ll
-        for m in grid * total:
-            cand = out.copy()
-            cand[lo : lo + w] *= (total - m) / rest
-            cand[end] = m
-            ll = _hh_loglik(cand, lo, lo + w, model, hh_counts)
-            if ll > best_ll:
-                best, best_ll = cand, ll
-        if best is not None and best_ll - start_ll > _END_REFIT_NATS:
-            out = best
+        # every candidate's window at once (one row per share m of the total)
+        m = grid * total
+        cand = seg[None, :] * ((total - m) / rest)[:, None]
+        cand[:, end - lo] = m
+        csum = np.concatenate([np.zeros((m.size, 1)), np.cumsum(cand, axis=1)], axis=1)
+        seg_sum = np.concatenate([[0.0], np.cumsum(seg)])
+        ll = np.zeros(m.size)
+        for k in range(model.sizes.size):
+            # the nodes of _hh_loglik: their mass outside the window is the fit's
+            rep = int(model.reps[k])
+            nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
+            starts = np.minimum(nodes * rep, d)
+            ends = np.minimum(starts + rep, d)
+            a, b = np.clip(starts, lo, hi) - lo, np.clip(ends, lo, hi) - lo
+            outside = _node_mass(out, starts, ends) - (seg_sum[b] - seg_sum[a])
+            nodes_mass = outside[None, :] + csum[:, b] - csum[:, a]
+            c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
+            gain = float(model.p[k] - model.q[k])
+            ll += np.log(np.maximum(float(model.q[k]) + gain * nodes_mass, _TINY)) @ c
+        start_ll = _hh_loglik(out, lo, hi, model, hh_counts)
+        best = int(np.argmax(ll))
+        if ll[best] - start_ll > _END_REFIT_NATS:
+            out[lo:hi] = cand[best]
     return out
 
 
