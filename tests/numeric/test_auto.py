@@ -692,9 +692,10 @@ def test_place_atoms_follows_the_leaf_counts() -> None:
 def test_end_windows_gather_a_clipped_end_into_the_end_bucket(monkeypatch: Any) -> None:
     """Exact, d = 256 at eps 1 (end windows of 4 buckets): a window whose end bucket holds
     at least half of its excess over the level just inside gives the whole excess to the end
-    bucket (at both ends); one whose end bucket holds less follows the HH counts (into the
-    bucket they put it in) or stays as fitted (the counts of the fit itself); without the
-    rule, or without windows (eps 3), nothing moves."""
+    bucket (at both ends) unless the HH counts reject the atom (the counts of the fit itself
+    from many users); one whose end bucket holds less follows the HH counts (into the bucket
+    they put it in) or stays as fitted (the counts of the fit itself); without the rule, or
+    without windows (eps 3), nothing moves."""
     import ldpkit.numeric.auto as auto_module
 
     spec = AutoDistribution(epsilon=1.0, buckets=256)
@@ -713,12 +714,16 @@ def test_end_windows_gather_a_clipped_end_into_the_end_bucket(monkeypatch: Any) 
     out, moved = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
     assert moved == 2
     np.testing.assert_allclose(out, truth, rtol=0, atol=1e-15)
-    # the counts of the fit itself: the majority end moves, the other stays as fitted
-    out, moved = _place_atoms(fitted, md, _node_counts(spec, fitted, 1e5))
+    # the counts of the fit itself from few users (too few to reject an atom): the majority
+    # end moves, the other stays as fitted
+    out, moved = _place_atoms(fitted, md, _node_counts(spec, fitted, 300.0))
     expected = fitted.copy()
     expected[:4] = truth[:4]
     assert moved == 1
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-15)
+    # from many users they reject the atom by more than _END_VETO_NATS: nothing moves
+    same, none = _place_atoms(fitted, md, _node_counts(spec, fitted, 1e5))
+    assert none == 0 and np.array_equal(same, fitted)
     monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", False)
     same, none = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
     assert none == 0 and np.array_equal(same, fitted)

@@ -129,6 +129,31 @@ _LEAF_ATOM_EXCESS = 8.0
 _END_WINDOW_ATOMS = True
 _END_MAJORITY = 0.5
 
+#: The majority rule's veto (:func:`_place_atoms`): the end window's excess is not moved
+#: whole into the end bucket when the HH composite log-likelihood of the window as fitted
+#: beats that of the move by more than this many nats. A column whose mass sits in the first
+#: percent of the domain as a steep density (a Pareto body) and not as one atom also gives
+#: the end bucket more than half of the window's excess, but its leaf counts then reject
+#: the atom: by 5-490 nats at eps 1-2 and 2.5-50 at eps 0.5 on the tuning set's
+#: Pareto-bodied heavy tails. A clipped end (weeks worked; an atom at 0 under a lognormal
+#: body) scored the fit at most 3.5 nats above the atom (-1.7 to 3.5 over 90 windows, 6 runs
+#: per cell at eps 0.5-2). Measured on the held-out protocol's tuning set: METHODS.md §3,
+#: "AutoDistribution's constants".
+_END_VETO_NATS = 5.0
+
+#: End-bucket refit (:func:`_refit_end_windows`, with HH reports at the leaves, from eps
+#: _END_WINDOW_MAX_EPS on, where there are no end windows): each end bucket's mass is
+#: refitted to the HH nodes of its ``d / 64``-bucket window (the window's total kept) when
+#: that gains more than _END_REFIT_NATS nats of the HH composite log-likelihood (4.5: three
+#: standard errors of a one-parameter fit); the candidates are _END_REFIT_GRID + 1 equally
+#: spaced shares of the window's total. None: off. At eps 4 the Square Wave reports put 3-4 %
+#: too much into bucket 0 of a column whose mass sits in the first percent of the domain
+#: (the tuning set's Pareto-bodied heavy tails, 0.66 against 0.62), which the leaf counts
+#: measure to about +-0.004. Measured on the held-out protocol's tuning set: METHODS.md §3,
+#: "AutoDistribution's constants".
+_END_REFIT_NATS: float | None = 4.5
+_END_REFIT_GRID = 400
+
 #: Sharpening (``estimate(sharpen=True)``): when the held-out reports pick a budget k (plain
 #: EM stopped after k iterations from the best smoothed fit), the estimate is the average
 #: continued for (_SHARPEN - 1) k more iterations of plain EM. The held-out likelihood
@@ -1235,6 +1260,12 @@ class AutoDistribution(Mechanism):
            over a stretch the data leave empty (a long tail of delays). Where the Square Wave
            counts there fall short of the fit's prediction by more than one Poisson standard
            error, the stretch's mass is cut until they agree.
+        8. End buckets (with HH reports at the leaves, from eps 3 on, see
+           :func:`_refit_end_windows`): each end bucket's mass is refitted to the HH nodes
+           of its ``d / 64``-bucket window, the window's total kept, when that raises their
+           composite log-likelihood by more than 4.5 nats. Below eps 3 the end windows of
+           step 6 gather an end's excess into its end bucket unless the leaf counts reject
+           that atom by more than 5 nats (a steep density against the end, not an atom).
 
         EM stops when the log-likelihood changes by less than SW20's tolerances (1e-3 for
         smoothed fits, ``1e-3 e^eps`` for plain EM; scaled by the share of reports a fold
@@ -1516,6 +1547,14 @@ class AutoDistribution(Mechanism):
         if _EMPTY_Z is not None and self.epsilon >= _EMPTY_MIN_EPS:
             sw_counts = counts[: np.asarray(stats.counts).size]
             theta = _trim_empty(theta, self._outputs_by_inputs(), sw_counts, _EMPTY_Z)
+        if (
+            _END_REFIT_NATS is not None
+            and self.epsilon >= _END_WINDOW_MAX_EPS
+            and _leaf_reports(self)
+        ):
+            theta = _refit_end_windows(
+                theta, _hybrid_model(self), np.asarray(stats.hh_counts, dtype=np.float64)
+            )
         dist = Distribution(theta, self.low, self.high, n=stats.n, spec=self)
         if not return_info:
             return dist
@@ -1692,11 +1731,19 @@ def _place_atoms(
                 continue  # no mass to gather (smooth data: the fit's noise)
             if out[end] - base[end - lo] >= _END_MAJORITY * excess:
                 # the end bucket already holds most of the window's excess: a value clipped
-                # at the end of the domain, whose spill EM alone cannot pull back
-                out[lo:hi] = base
-                out[end] += excess
-                moved += 1
-                continue
+                # at the end of the domain, whose spill EM alone cannot pull back, unless
+                # the leaf counts clearly say the mass is spread over the window (a steep
+                # density against the end, see _END_VETO_NATS)
+                atom = out.copy()
+                atom[lo:hi] = base
+                atom[end] += excess
+                veto = _hh_loglik(out, lo, hi, model, hh_counts) - _hh_loglik(
+                    atom, lo, hi, model, hh_counts
+                )
+                if veto <= _END_VETO_NATS:
+                    out[:] = atom
+                    moved += 1
+                    continue
             moved += _place_run(out, lo, hi, base, model, hh_counts)
     return out, moved
 
@@ -1743,6 +1790,85 @@ def _place_run(
         out[lo + best - 1] += excess
         return 1
     return 0
+
+
+def _hh_loglik(
+    theta: np.ndarray, lo: int, hi: int, model: _HybridModel, hh_counts: np.ndarray
+) -> float:
+    """Return the HH composite log-likelihood of ``theta`` over the nodes that hold ``[lo, hi)``.
+
+    The terms ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` of :func:`_place_atoms`,
+    over every level's nodes that overlap the buckets ``lo..hi - 1``; two fits with the same
+    mass outside ``[lo, hi)`` and the same total differ only there.
+    """
+    d = theta.size
+    rows = model.matrix.shape[0]
+    total = 0.0
+    for k in range(model.sizes.size):
+        rep = int(model.reps[k])
+        nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
+        starts = np.minimum(nodes * rep, d)
+        ends = np.minimum(starts + rep, d)
+        c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
+        a = _node_mass(theta, starts, ends)
+        gain = float(model.p[k] - model.q[k])
+        total += float(c @ np.log(np.maximum(float(model.q[k]) + gain * a, _TINY)))
+    return total
+
+
+def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.ndarray) -> np.ndarray:
+    """Return ``theta`` with each end bucket's mass refitted to the HH nodes of its window.
+
+    The window (``round(_END_WINDOW * d)`` buckets at each end) keeps its total; the end
+    bucket's mass m is the maximum of the HH composite log-likelihood
+    ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` over the nodes of the window (the
+    other buckets of the window scaled to keep the total; m on a grid of
+    ``_END_REFIT_GRID + 1`` shares of the total), and replaces the fit's only when it gains
+    more than ``_END_REFIT_NATS`` nats (a one-parameter fit: twice the gain is about
+    chi-squared with one degree of freedom when the fit is right). The Square Wave model is
+    uniform within a bucket, so its reports hardly tell a bucket at the end from its
+    neighbours; the leaf counts measure the bucket's own mass (Kulkarni, Cormode,
+    Srivastava 2019; FO17's support probabilities p and q).
+    """
+    assert _END_REFIT_NATS is not None
+    d = theta.size
+    w = min(max(1, round(_END_WINDOW * d)), (d - 1) // 2)
+    if w < 2:
+        return theta
+    out = theta.copy()
+    grid = np.linspace(0.0, 1.0, _END_REFIT_GRID + 1)
+    rows = model.matrix.shape[0]
+    for lo, end in ((0, 0), (d - w, d - 1)):
+        hi = lo + w
+        seg = out[lo:hi]
+        total = float(seg.sum())
+        rest = total - float(out[end])
+        if rest <= 0.0:
+            continue  # all of the window is in the end bucket: no split to refit
+        # every candidate's window at once (one row per share m of the total)
+        m = grid * total
+        cand = seg[None, :] * ((total - m) / rest)[:, None]
+        cand[:, end - lo] = m
+        csum = np.concatenate([np.zeros((m.size, 1)), np.cumsum(cand, axis=1)], axis=1)
+        seg_sum = np.concatenate([[0.0], np.cumsum(seg)])
+        ll = np.zeros(m.size)
+        for k in range(model.sizes.size):
+            # the nodes of _hh_loglik: their mass outside the window is the fit's
+            rep = int(model.reps[k])
+            nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
+            starts = np.minimum(nodes * rep, d)
+            ends = np.minimum(starts + rep, d)
+            a, b = np.clip(starts, lo, hi) - lo, np.clip(ends, lo, hi) - lo
+            outside = _node_mass(out, starts, ends) - (seg_sum[b] - seg_sum[a])
+            nodes_mass = outside[None, :] + csum[:, b] - csum[:, a]
+            c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
+            gain = float(model.p[k] - model.q[k])
+            ll += np.log(np.maximum(float(model.q[k]) + gain * nodes_mass, _TINY)) @ c
+        start_ll = _hh_loglik(out, lo, hi, model, hh_counts)
+        best = int(np.argmax(ll))
+        if ll[best] - start_ll > _END_REFIT_NATS:
+            out[lo:hi] = cand[best]
+    return out
 
 
 def _trim_empty(
