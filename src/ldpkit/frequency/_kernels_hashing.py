@@ -305,23 +305,22 @@ def hashed_grr(
     inverse: np.ndarray,
     rows: np.ndarray,
     u: np.ndarray,
-    num_rows: int,
+    tables: tuple[np.ndarray, np.ndarray],
     width: int,
     weights: tuple[int, int],
     dtypes: tuple[np.dtype, np.dtype],
 ) -> tuple[np.ndarray, np.ndarray]:
     """FLH's client in one pass: the row hash of each user's key, then GRR over ``[width]``.
 
-    User i's key is ``keys[inverse[i]]``, her row ``rows[i]`` (in ``[0, num_rows)``) and
+    User i's key is ``keys[inverse[i]]``, her row ``rows[i]`` (in ``[0, len(tables[0]))``) and
     her coin ``u[i]`` (uniform in ``[0, w_keep + (width - 1) w_other)``). The values are
     those of :func:`row_hash_users` followed by :func:`grr_from_uniform` (the same
-    arithmetic: the rows' ``(a, b)`` tabulated once by ``hashing.hash_parameters``), cast
+    arithmetic: ``tables`` holds every row's ``(a, b)``, ``hashing.hash_parameters`` of
+    the row numbers, tabulated by the caller since this module does not import it), cast
     to ``dtypes`` (rows, reports), over row blocks on threads (:mod:`ldpkit._parallel`):
     the bytes do not depend on the split.
     """
-    from .hashing import hash_parameters
-
-    table_a, table_b = hash_parameters(np.arange(num_rows, dtype=np.uint64))
+    table_a, table_b = tables
     n = rows.shape[0]
     rows_out = np.empty(n, dtype=dtypes[0])
     y_out = np.empty(n, dtype=dtypes[1])

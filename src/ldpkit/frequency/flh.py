@@ -28,7 +28,7 @@ from ._base import MAX_DENSE_OUTPUTS, index_dtype
 from ._items import item_codes, row_hash
 from ._open import OpenDomainOracle
 from .grr import grr_sample
-from .hashing import MAX_HASH_RANGE, _optimal_hash_range
+from .hashing import MAX_HASH_RANGE, _optimal_hash_range, hash_parameters
 
 __all__ = ["FLH"]
 
@@ -226,7 +226,7 @@ class FLH(OpenDomainOracle):
             inverse,
             drawn_rows,
             drawn_coins,
-            self.num_hashes,
+            hash_parameters(np.arange(self.num_hashes, dtype=np.uint64)),
             g,
             (w_keep, w_other),
             (index_dtype(self.num_hashes), index_dtype(g)),
