@@ -163,6 +163,20 @@ def _check_types(types: set[type]) -> None:
             raise TypeError(f"values must be {_REQUIREMENT}, got an item of type {t.__name__}")
 
 
+def batch_length(values: Any) -> int | None:
+    """Return the number of users of a list or a 1-D array, else None.
+
+    These are the inputs :func:`item_keys` and :func:`item_codes` key one item per user
+    without a per-user Python step; the open-domain clients overlap their draws with
+    keying only for them.
+    """
+    if type(values) is list:
+        return len(values)
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.shape[0]
+    return None
+
+
 def item_keys(values: Any, name: str = "values", domain_size: int | None = None) -> np.ndarray:
     """One uint64 key per user for a 1-D sequence of items (see the module docstring).
 

@@ -25,7 +25,7 @@ from .._exact import RR_MAX_EPSILON, ratio_loss, rr_probabilities, rr_weights
 from .._rng import RNGLike, as_generator, independent_streams
 from ..spec import Reports, Stats, StatsField
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
-from ._items import item_codes, row_hash
+from ._items import batch_length, item_codes, row_hash
 from ._open import OpenDomainOracle
 from .grr import grr_sample
 from .hashing import MAX_HASH_RANGE, _optimal_hash_range, hash_parameters
@@ -41,15 +41,6 @@ DEFAULT_MAX_RANGE = 1 << 12
 #: item keys and hashes and randomizes in one compiled pass (the threads' start-up,
 #: ~0.1 ms, is paid back many times).
 _FUSED_MIN_USERS = 1 << 16
-
-
-def _batch_length(values: Any) -> int | None:
-    """Return the number of users of a list or a 1-D array (what item_codes keys one each)."""
-    if type(values) is list:
-        return len(values)
-    if isinstance(values, np.ndarray) and values.ndim == 1:
-        return values.shape[0]
-    return None
 
 
 class _Beside:
@@ -191,7 +182,7 @@ class FLH(OpenDomainOracle):
         ``rng`` then has its streams split off even when ``values`` is refused.
         """
         g = self.range_size
-        n = _batch_length(values)
+        n = batch_length(values)
         if (
             n is not None
             and n >= _FUSED_MIN_USERS

@@ -57,15 +57,6 @@ _KERNEL_MIN = 4096
 _OVERLAP_MIN_USERS = 1 << 15
 
 
-def _batch_length(values: Any) -> int | None:
-    """Return the number of users of a list or a 1-D array (what item_keys keys one each)."""
-    if type(values) is list:
-        return len(values)
-    if isinstance(values, np.ndarray) and values.ndim == 1:
-        return values.shape[0]
-    return None
-
-
 @functools.lru_cache(maxsize=256)
 def _cms_thresholds(epsilon: float) -> tuple[int, int]:
     # Each bit is binary randomized response at eps/2 (two bits differ between two
@@ -180,7 +171,9 @@ class CMS(OpenDomainOracle):
         2^15 users the coins are drawn while the items are hashed, so a ``Generator``
         passed as ``rng`` has its streams split off even when ``values`` is then refused.
         """
-        n = _batch_length(values)
+        from ._items import batch_length
+
+        n = batch_length(values)
         # draws beside the keys need a second thread: not where WORKERS allows one only
         if n is not None and n >= _OVERLAP_MIN_USERS and _parallel.workers() > 1:
             gen = as_generator(rng)

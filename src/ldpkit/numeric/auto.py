@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -1762,26 +1762,19 @@ def _place_run(
     composite log-likelihood is :func:`_place_atoms`'.
     """
     d = out.size
-    rows = model.matrix.shape[0]
     excess = float((out[lo:hi] - base).sum())
     if excess <= 0:
         return 0
     flat = out.copy()
     flat[lo:hi] = base
     fitted = np.zeros(hi - lo + 1)  # [0]: the run as fitted, [1 + j]: all at lo + j
-    for k in range(model.sizes.size):
-        rep = int(model.reps[k])
-        nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
-        starts = np.minimum(nodes * rep, d)
-        ends = np.minimum(starts + rep, d)
-        c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
-        q, gain = float(model.q[k]), float(model.p[k] - model.q[k])
+    for starts, ends, c, q, gain in _window_levels(model, hh_counts, lo, hi, d):
         a_fit = _node_mass(out, starts, ends)
         a_flat = _node_mass(flat, starts, ends)
         ll_flat = np.log(np.maximum(q + gain * a_flat, _TINY))
         fitted[0] += float(c @ np.log(np.maximum(q + gain * a_fit, _TINY)))
         # bucket j's node gains the excess; the others keep their flat masses
-        node_of = np.arange(lo, hi) // rep - nodes[0]
+        node_of = np.searchsorted(ends, np.arange(lo, hi), side="right")
         gained = np.log(np.maximum(q + gain * (a_flat[node_of] + excess), _TINY))
         fitted[1:] += float(c @ ll_flat) + c[node_of] * (gained - ll_flat[node_of])
     best = int(np.argmax(fitted))
@@ -1790,6 +1783,25 @@ def _place_run(
         out[lo + best - 1] += excess
         return 1
     return 0
+
+
+def _window_levels(
+    model: _HybridModel, hh_counts: np.ndarray, lo: int, hi: int, d: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, float, float]]:
+    """Yield, per HH level, the nodes that overlap buckets ``lo..hi - 1``.
+
+    Each item is ``(starts, ends, c, q, gain)``: the nodes' bucket spans (cut at ``d``),
+    their weighted counts ``C_v w_k`` and the level's ``q_k`` and ``p_k - q_k``: the
+    terms of the composite log-likelihood ``sum_v C_v w_k log(q_k + gain_k a_v)``.
+    """
+    rows = model.matrix.shape[0]
+    for k in range(model.sizes.size):
+        rep = int(model.reps[k])
+        nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
+        starts = np.minimum(nodes * rep, d)
+        ends = np.minimum(starts + rep, d)
+        c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
+        yield starts, ends, c, float(model.q[k]), float(model.p[k] - model.q[k])
 
 
 def _hh_loglik(
@@ -1801,18 +1813,10 @@ def _hh_loglik(
     over every level's nodes that overlap the buckets ``lo..hi - 1``; two fits with the same
     mass outside ``[lo, hi)`` and the same total differ only there.
     """
-    d = theta.size
-    rows = model.matrix.shape[0]
     total = 0.0
-    for k in range(model.sizes.size):
-        rep = int(model.reps[k])
-        nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
-        starts = np.minimum(nodes * rep, d)
-        ends = np.minimum(starts + rep, d)
-        c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
+    for starts, ends, c, q, gain in _window_levels(model, hh_counts, lo, hi, theta.size):
         a = _node_mass(theta, starts, ends)
-        gain = float(model.p[k] - model.q[k])
-        total += float(c @ np.log(np.maximum(float(model.q[k]) + gain * a, _TINY)))
+        total += float(c @ np.log(np.maximum(q + gain * a, _TINY)))
     return total
 
 
@@ -1837,7 +1841,6 @@ def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.nda
         return theta
     out = theta.copy()
     grid = np.linspace(0.0, 1.0, _END_REFIT_GRID + 1)
-    rows = model.matrix.shape[0]
     for lo, end in ((0, 0), (d - w, d - 1)):
         hi = lo + w
         seg = out[lo:hi]
@@ -1852,18 +1855,12 @@ def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.nda
         csum = np.concatenate([np.zeros((m.size, 1)), np.cumsum(cand, axis=1)], axis=1)
         seg_sum = np.concatenate([[0.0], np.cumsum(seg)])
         ll = np.zeros(m.size)
-        for k in range(model.sizes.size):
-            # the nodes of _hh_loglik: their mass outside the window is the fit's
-            rep = int(model.reps[k])
-            nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
-            starts = np.minimum(nodes * rep, d)
-            ends = np.minimum(starts + rep, d)
+        # the nodes of _hh_loglik: their mass outside the window is the fit's
+        for starts, ends, c, q, gain in _window_levels(model, hh_counts, lo, hi, d):
             a, b = np.clip(starts, lo, hi) - lo, np.clip(ends, lo, hi) - lo
             outside = _node_mass(out, starts, ends) - (seg_sum[b] - seg_sum[a])
             nodes_mass = outside[None, :] + csum[:, b] - csum[:, a]
-            c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
-            gain = float(model.p[k] - model.q[k])
-            ll += np.log(np.maximum(float(model.q[k]) + gain * nodes_mass, _TINY)) @ c
+            ll += np.log(np.maximum(q + gain * nodes_mass, _TINY)) @ c
         start_ll = _hh_loglik(out, lo, hi, model, hh_counts)
         best = int(np.argmax(ll))
         if ll[best] - start_ll > _END_REFIT_NATS:
