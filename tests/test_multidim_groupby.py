@@ -49,6 +49,35 @@ def test_group_means_coverage():
     assert 0.93 <= float(np.mean(hits)) <= 0.97
 
 
+def _largest_groups_spread_and_reported() -> tuple[np.ndarray, np.ndarray]:
+    # users fixed, 400 runs drawn from one stream apart from the data's seed (a run seeded
+    # like the data would round with the uniforms that chose the groups)
+    x, _ = population(3000, seed=1)
+    spec = GroupMean(epsilon=2.0, domain_size=4, low=0.0, high=60.0, oracle="olh")
+    gen = np.random.default_rng(12)
+    means, reported = [], []
+    for _ in range(400):
+        est = spec.run(x, rng=gen)
+        means.append(est.means[:2])
+        reported.append(est.variance[:2])
+    return np.var(means, axis=0, ddof=1), np.mean(reported, axis=0)
+
+
+def test_largest_groups_mean_spread_matches_reported_variance():
+    # the two largest groups (50 %, 30 %): the ratio's standard error is sqrt(2 / 400) =
+    # 0.071 (the reported variance bounds the rounding term: a few % above the spread)
+    spread, reported = _largest_groups_spread_and_reported()
+    ratio = spread / reported
+    assert np.all(np.abs(ratio - 1.0) <= 5 * np.sqrt(2 / 400)), ratio
+
+
+def test_largest_groups_mean_spread_check_fails_for_half_the_variance():
+    # the same check catches a variance off by 2 (e.g. one of the pair's items' noise lost)
+    spread, reported = _largest_groups_spread_and_reported()
+    ratio = spread / (reported / 2.0)
+    assert np.all(np.abs(ratio - 1.0) > 5 * np.sqrt(2 / 400)), ratio
+
+
 def test_frame_and_validation():
     x, _ = population(5000)
     spec = GroupMean(epsilon=2.0, domain_size=4, low=0.0, high=60.0, oracle="grr")
