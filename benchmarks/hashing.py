@@ -63,19 +63,26 @@ def usable_cpus() -> int:
 
 
 def numpy_support_counts(
-    seeds: np.ndarray, values: np.ndarray, g: int, d: int, block_elements: int = 1 << 16
+    seeds: np.ndarray,
+    values: np.ndarray,
+    g: int,
+    d: int,
+    block_elements: int = 1 << 16,
+    *,
+    mix_items: bool = False,
 ) -> np.ndarray:
     """Support counts in plain numpy: hash blocks of reports against all items (one core).
 
     The definition evaluated directly with the public :func:`ldpkit.frequency.hashing.local_hash`,
-    a loop over blocks of reports (memory bounded by ``block_elements`` entries per block).
+    a loop over blocks of reports (memory bounded by ``block_elements`` entries per block);
+    ``mix_items`` as the spec hashes (``OLH()`` mixes item keys by default).
     """
     counts = np.zeros(d, dtype=np.int64)
     items = np.arange(d)
     rows = max(1, block_elements // d)
     for start in range(0, seeds.shape[0], rows):
         block = slice(start, start + rows)
-        hashed = local_hash(seeds[block, None], items[None, :], g)
+        hashed = local_hash(seeds[block, None], items[None, :], g, mix_items=mix_items)
         counts += np.count_nonzero(hashed == values[block, None], axis=0)
     return counts
 
@@ -93,7 +100,10 @@ def bench(cls: type, d: int, n: int, epsilon: float, repeat: int, numpy_n: int) 
     t_kernel, counts = best_time(lambda: spec.support_counts(reports), repeat)
     m = min(numpy_n, n)
     t_np, counts_np = best_time(
-        lambda: numpy_support_counts(reports.seeds[:m], reports.values[:m], g, d), 1
+        lambda: numpy_support_counts(
+            reports.seeds[:m], reports.values[:m], g, d, mix_items=getattr(spec, "mix_items", False)
+        ),
+        1,
     )
     check = np.array_equal(counts_np, spec.support_counts(reports[:m]))
     assert check, "kernel and numpy reference disagree"
