@@ -185,13 +185,14 @@ export class OUE {
 /** Optimized local hashing (FO17 section 4.5): a fresh hash seed, then GRR over [g]. */
 export class OLH {
   static PARAMS = ['epsilon', 'domain_size', 'hash_range', 'mix_items'];
-  constructor({ epsilon, domain_size, hash_range = null, mix_items = false }) {
+  constructor({ epsilon, domain_size, hash_range = null, mix_items = true }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.domainSize = checkDomain(domain_size);
     if (typeof mix_items !== 'boolean') {
       throw new TypeError(`mix_items must be true or false, got ${JSON.stringify(mix_items)}`);
     }
-    // hash the item's mixed key (a spec without mix_items: the item itself, as before)
+    // hash the item's mixed key, as Python's OLH() does by default (a spec dict without
+    // mix_items means the item itself, the earlier wire format: fromSpec passes false)
     this.mixItems = mix_items;
     this.g = hash_range == null ? optimalHashRange(this.epsilon) : hash_range;
     if (!Number.isInteger(this.g) || this.g < 2 || this.g > 2 ** 32) {
@@ -484,7 +485,10 @@ export function fromSpec(spec) {
   // reports sent under the spec's fingerprint would mean something else (an older client
   // given OLH's mix_items): refuse it instead. Each class declares PARAMS, the Python spec's
   // field names (tests/vectors/params.json; clients/js/test/params.test.js checks them).
-  const params = spec.params ?? {};
+  let params = spec.params ?? {};
+  // Python leaves mix_items out of a spec dict when it is false (the wire format from before
+  // it existed), while a hand-built spec mixes by default: absent here means false.
+  if (cls.PARAMS.includes('mix_items') && !('mix_items' in params)) params = { ...params, mix_items: false };
   const unknown = Object.keys(params).filter((k) => !cls.PARAMS.includes(k));
   if (unknown.length > 0) {
     throw new Error(

@@ -251,11 +251,12 @@ function groupedReports(groupName, groups, oracles, cells, valueDtype, coins) {
  * the attributes), her cell through GRR or OLH. The server's spec carries `ell` (Python
  * resolves its default, CALM's choice, at construction); without it, `ell = way`. Likewise
  * `mix_items` (OLH hashes the cells' mixed keys): Python's default with OLH, carried by the
- * spec; without it, false (the cell index itself, the earlier wire format).
+ * spec; a spec dict without it means false (the cell index itself, the earlier wire format),
+ * a hand-built CALM resolves it as Python does (true with OLH).
  */
 export class CALM {
   static PARAMS = ['epsilon', 'domain_sizes', 'way', 'oracle', 'ell', 'mix_items'];
-  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh', ell = null, mix_items = false }) {
+  constructor({ epsilon, domain_sizes, way = 2, oracle = 'olh', ell = null, mix_items = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
     this.way = checkInteger(way, 'way', 1, this.sizes.length);
@@ -283,9 +284,13 @@ export class CALM {
   }
 }
 
-/** The checked `mix_items` of CALM and FullDomain: a boolean, true only with OLH. */
+/**
+ * The checked `mix_items` of CALM, FullDomain and the grids: a boolean, true only with OLH;
+ * null (a hand-built spec) resolves as Python's does, true with OLH. A spec dict without it
+ * reaches here as false (fromSpec: the earlier wire format).
+ */
 function checkMix(mix, olh) {
-  if (mix === null || mix === undefined) return false;
+  if (mix === null || mix === undefined) return olh;
   if (typeof mix !== 'boolean') throw new TypeError(`mix_items must be true or false, got ${JSON.stringify(mix)}`);
   if (mix && !olh) throw new RangeError("mix_items must be false unless oracle is 'olh'");
   return mix;
@@ -297,7 +302,7 @@ function checkMix(mix, olh) {
  */
 export class FullDomain {
   static PARAMS = ['epsilon', 'domain_sizes', 'oracle', 'mix_items'];
-  constructor({ epsilon, domain_sizes, oracle = 'hr', mix_items = false }) {
+  constructor({ epsilon, domain_sizes, oracle = 'hr', mix_items = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.sizes = checkSizes(domain_sizes);
     const cells = this.sizes.reduce((p, k) => p * k, 1);
@@ -316,10 +321,11 @@ export class FullDomain {
 /**
  * Shared base of HDG, TDG and UniformGrid: one grid per user, her cell of it through OLH.
  * With `mix_items` (Python's default, carried by the spec), OLH hashes the cells' mixed
- * keys, as CALM; without it, false (the cell index itself, the earlier wire format).
+ * keys, as CALM; a spec dict without it means false (the cell index itself, the earlier wire
+ * format).
  */
 class GridMechanism {
-  constructor({ epsilon, low, high, integer = false, mix_items = false }) {
+  constructor({ epsilon, low, high, integer = false, mix_items = null }) {
     this.epsilon = checkEpsilon(epsilon, RR_MAX_EPSILON);
     this.mix = checkMix(mix_items, true);
     if (!Array.isArray(low) || !Array.isArray(high) || low.length !== high.length || low.length < 1 || low.length > MAX_GRID_ATTRIBUTES) {
@@ -438,7 +444,7 @@ export class GroupMean {
     this.low = low;
     this.high = high;
     if (oracle === 'grr') this.inner = new GRR({ epsilon: this.epsilon, domain_size: 2 * this.domainSize });
-    else if (oracle === 'olh') this.inner = new OLH({ epsilon: this.epsilon, domain_size: 2 * this.domainSize });
+    else if (oracle === 'olh') this.inner = new OLH({ epsilon: this.epsilon, domain_size: 2 * this.domainSize, mix_items: false });
     else throw new RangeError(`oracle must be 'olh' or 'grr', got ${JSON.stringify(oracle)}`);
   }
   randomize(values, coins = secureCoins) {

@@ -104,7 +104,7 @@ export class PaddingSampling {
     this.oracleName = oracle ?? paddingOracleName(this.epsilon, size);
     this.inner = this.oracleName === 'grr'
       ? new GRR({ epsilon: this.epsilon, domain_size: size })
-      : new OLH({ epsilon: this.epsilon, domain_size: size });
+      : new OLH({ epsilon: this.epsilon, domain_size: size, mix_items: false });
   }
   /** The loss of the sent report (PaddingSampling.privacy_loss: below eps for GRR, ell > 1). */
   privacyLoss() {

@@ -42,3 +42,23 @@ test('fromSpec refuses a parameter the client does not know', () => {
     /got shape/,
   );
 });
+
+test('mix_items: hand-built specs mix as Python, spec dicts without it do not', () => {
+  // Python's OLH() and CALM(oracle='olh') mix item keys; a dict without mix_items is the
+  // earlier wire format (Python leaves the key out when false), so it loads as false.
+  assert.equal(new MECHANISMS.OLH({ epsilon: 1, domain_size: 8 }).mixItems, true);
+  assert.equal(fromSpec({ mechanism: 'OLH', params: { epsilon: 1, domain_size: 8 } }).mixItems, false);
+  const calm = new MECHANISMS.CALM({ epsilon: 1, domain_sizes: [3, 4] });
+  assert.equal(calm.oracles[0].mixItems, true);
+  const calmDict = fromSpec({ mechanism: 'CALM', params: { epsilon: 1, domain_sizes: [3, 4] } });
+  assert.equal(calmDict.oracles[0].mixItems, false);
+  assert.equal(new MECHANISMS.FullDomain({ epsilon: 1, domain_sizes: [3, 4], oracle: 'olh' }).inner.mixItems, true);
+  assert.equal('mixItems' in new MECHANISMS.FullDomain({ epsilon: 1, domain_sizes: [3, 4] }).inner, false);
+  const grid = new MECHANISMS.UniformGrid({ epsilon: 1, low: [0, 0], high: [1, 1], g: 4 });
+  assert.equal(grid.oracles[0].mixItems, true);
+  const gridDict = fromSpec({ mechanism: 'UniformGrid', params: { epsilon: 1, low: [0, 0], high: [1, 1], g: 4 } });
+  assert.equal(gridDict.oracles[0].mixItems, false);
+  // the oracles Python pins to plain keys stay plain
+  assert.equal(new MECHANISMS.GroupMean({ epsilon: 1, domain_size: 3 }).inner.mixItems, false);
+  assert.equal(new MECHANISMS.PaddingSampling({ epsilon: 1, domain_size: 64, padding: 2, oracle: 'olh' }).inner.mixItems, false);
+});
