@@ -1326,6 +1326,18 @@ class RangeEstimate:
         """
         alpha = check_probability(alpha, "alpha")
         q = self._ranges(ranges)
+        from scipy import special
+
+        answer = self._range_query(q)
+        z = float(-special.ndtri(alpha / 2.0))
+        half = self._model_half_width(q, z)
+        low, high = max(0.0, answer - half), min(1.0, answer + half)
+        # the cells' hard range holds the truth whatever the density inside a cell
+        hard_low, hard_high = self._hard_range(q, z)
+        return max(low, min(hard_low, answer)), min(high, max(hard_high, answer))
+
+    def _model_half_width(self, q: dict[int, tuple[float, float]], z: float) -> float:
+        """Return ``z sqrt(noise + model)``: :meth:`interval`'s half-width before the cut."""
         attrs = sorted(q)
         extra = self._cell_error_variance(q)
         if len(attrs) > 2 and not isinstance(self.spec, UniformGrid):
@@ -1340,15 +1352,7 @@ class RangeEstimate:
             noise2 = self._std_error(q) ** 2
             if len(attrs) == 2:
                 noise2 += self._split_noise_variance(attrs[0], attrs[1], q)
-        from scipy import special
-
-        answer = self._range_query(q)
-        z = float(-special.ndtri(alpha / 2.0))
-        half = z * math.sqrt(noise2 + extra)
-        low, high = max(0.0, answer - half), min(1.0, answer + half)
-        # the cells' hard range holds the truth whatever the density inside a cell
-        hard_low, hard_high = self._hard_range(q, z)
-        return max(low, min(hard_low, answer)), min(high, max(hard_high, answer))
+        return z * math.sqrt(noise2 + extra)
 
     def _hard_range(self, q: dict[int, tuple[float, float]], z: float) -> tuple[float, float]:
         """Return the box's mass between its inner and its touched cells, widened by noise.
