@@ -51,6 +51,10 @@ _S = {k: np.uint64(k) for k in (5, 9, 17, 27, 30, 31)}
 # Rows per chunk: bounds the temporaries (a few uint64 vectors per row) for huge batches.
 _CHUNK_ROWS = 1 << 16
 
+#: (row, word) pairs per chunk of the secure sampler: its three pair arrays (2 MiB each)
+#: stay in the outer caches while a chunk's rounds run.
+_SECURE_CHUNK_WORDS = 1 << 18
+
 
 def _splitmix64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = x + _GOLDEN
@@ -331,6 +335,32 @@ def sample_unary_bits_wide(
         )
 
 
+def _settle_round_numpy(
+    words: np.ndarray,
+    bit: int,
+    ones: np.ndarray,
+    active: np.ndarray,
+    open_lanes: np.ndarray,
+    count: int,
+) -> int:
+    """Apply one threshold bit to the ``count`` open pairs; return how many stay open.
+
+    The numpy twin of :func:`._kernels_secure.settle_round` (same arrays, same result).
+    """
+    pairs, lanes = active[:count], open_lanes[:count]
+    if bit:
+        ones[pairs] |= lanes & ~words
+        lanes &= words
+    else:
+        lanes &= ~words
+    keep = lanes != 0
+    kept = int(np.count_nonzero(keep))
+    if kept < count:  # stable compaction: the pairs still open, in order
+        active[:kept] = pairs[keep]
+        open_lanes[:kept] = lanes[keep]
+    return kept
+
+
 def sample_unary_bits_secure(
     values: np.ndarray,
     gen: np.random.Generator,
@@ -346,9 +376,14 @@ def sample_unary_bits_secure(
     a report's bits would be only as unpredictable as 64 bits of seed through a
     non-cryptographic map. Here the bit-sliced comparison ``U < T`` (64 lanes per word,
     threshold bits from the top) takes each round's word straight from ``gen``'s bit
-    generator (AES-CTR for :func:`ldpkit._rng.secure_generator`), vectorized over all
-    (row, word) pairs still undecided; the true item's bit is one more raw word against
+    generator (AES-CTR for :func:`ldpkit._rng.secure_generator`): rows are taken in chunks
+    of about :data:`_SECURE_CHUNK_WORDS` (row, word) pairs, and each round reads one raw
+    word for every pair of the chunk still undecided, in bulk (``random_raw``), in the
+    pairs' order; the true item's bit is one more raw word per row against
     ``true_threshold``. Same probabilities ``T / 2^64`` as the seeded path, other bytes.
+    The rounds' update runs compiled (:func:`._kernels_secure.settle_round`) for batches
+    of at least :data:`COMPILED_MIN_BITS` bits when numba is installed, in numpy otherwise;
+    both read the same words in the same order, so the bytes do not depend on which ran.
     """
     resolution = PROBABILITY_SCALE.bit_length() - 1
     raw = gen.bit_generator.random_raw
@@ -358,24 +393,22 @@ def sample_unary_bits_secure(
     small = int(other_threshold)
     t_bits = [(small >> b) & 1 for b in range(resolution - 1, -1, -1)]
     shift = np.uint64(64 - resolution)
-    for start in range(0, n, _CHUNK_ROWS):
-        stop = min(n, start + _CHUNK_ROWS)
+    settle = _settle_round_numpy
+    if _parallel.use_compiled(n * domain_size, COMPILED_MIN_BITS):
+        from ._kernels_secure import settle_round as settle  # numba: loaded on first use
+    step = max(1, _SECURE_CHUNK_WORDS // n_words)  # rows per chunk
+    for start in range(0, n, step):
+        stop = min(n, start + step)
         rows = stop - start
         ones = np.zeros(rows * n_words, dtype=np.uint64)
         active = np.arange(ones.size)
         open_lanes = np.full(ones.size, _ALL, dtype=np.uint64)
+        count = ones.size
         for bit in t_bits:
-            r = np.asarray(raw(active.size), dtype=np.uint64)
-            if bit:
-                ones[active] |= open_lanes & ~r
-                open_lanes &= r
-            else:
-                open_lanes &= ~r
-            keep = open_lanes != 0
-            if not keep.all():
-                active, open_lanes = active[keep], open_lanes[keep]
-                if active.size == 0:
-                    break
+            words = np.asarray(raw(count), dtype=np.uint64)
+            count = settle(words, bit, ones, active, open_lanes, count)
+            if count == 0:
+                break
         # word w's little-endian bytes are output bytes 8w .. 8w + 7 (as the kernel writes)
         block = ones.astype("<u8").view(np.uint8).reshape(rows, 8 * n_words)
         part = out[start:stop]
