@@ -92,7 +92,9 @@ class CMS(OpenDomainOracle):
     (nominally ``p = e^(eps/2) / (1 + e^(eps/2)) = 1 - q``; realized as 64-bit integer
     thresholds, p rounded down, q up, each bit an exact comparison of a uniform 64-bit
     integer with its threshold, drawn bit-sliced two words at a time by
-    :mod:`._cms_sampler`). Two one-hot vectors differ in two bits, so the loss is
+    :mod:`._cms_sampler`; with ``rng=None`` every word is read from the AES-CTR generator,
+    :func:`._unary_sampler.sample_unary_bits_secure`). Two one-hot vectors differ in two
+    bits, so the loss is
     ``log(p (1 - q) / (q (1 - p))) <= eps`` (``privacy_loss()``, from the realized
     thresholds).
 
