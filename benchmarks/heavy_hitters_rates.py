@@ -27,6 +27,11 @@ beyond encoding a ``str`` before hashing it.
 
 Usage: ``python benchmarks/heavy_hitters_rates.py`` (quick: n = 10^5, peers at 5,000) or
 ``--full`` (writes docs/results/heavy_hitters_rates.md).
+
+``--secure`` measures instead ldpkit's oracle clients (CMS, HCMS, FLH) with the secure
+generator a device uses (``rng=None``: a fresh AES-CTR generator per call) against a seed,
+alternated in the same run, 3 runs each; with ``--full`` it rewrites only the file's
+"Secure generator" section (a full run without ``--secure`` keeps that section).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import heavy_hitters as hh  # the pure-ldp shims (numpy 2, xxhash 4)
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "heavy_hitters_rates.md"
+SECURE_HEADING = "## Secure generator (rng=None) against a seed"
 LENGTH = 12
 REPEATS = 3
 SYMBOLS = [*string.ascii_lowercase, "*"]  # pure-ldp pads with "*"
@@ -177,6 +183,67 @@ def server_rates(method: str, eps: float, users: np.ndarray, peer_users: np.ndar
     return {"peer": peer, "ours": ours}
 
 
+def secure_rates(method: str, eps: float, users: np.ndarray) -> dict:
+    """ldpkit's client users/s with ``rng=None`` and with a seed, alternated, 3 runs each."""
+    spec = ldpkit_spec(method, eps)
+    as_list = users.tolist()
+    as_u = np.array(as_list)
+    out: dict[str, list[float]] = {"seeded list": [], "secure list": [], "seeded U": []}
+    out["secure U"] = []
+    for data in (as_list, as_u):
+        spec.randomize(data, rng=0)  # warm-up at full size: numba's import and cached code
+        spec.randomize(data, rng=None)
+    for rep in range(REPEATS):
+        for kind, data in (("list", as_list), ("U", as_u)):
+            for mode, rng in (("seeded", rep), ("secure", None)):
+                t0 = time.perf_counter()
+                spec.randomize(data, rng=rng)
+                out[f"{mode} {kind}"].append(len(as_list) / (time.perf_counter() - t0))
+    return out
+
+
+def secure_section(n: int, users: np.ndarray, methods: list[str]) -> str:
+    """The "Secure generator" section: users/s and ns per user, secure vs seeded."""
+    load_start = os.getloadavg()
+    rows = [
+        "| method | eps | seeded, list of str | rng=None, list of str | seeded, numpy U "
+        "| rng=None, numpy U | rng=None time / seeded time (U) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for method in methods:
+        for eps in (1.0, 4.0, 8.0):
+            r = secure_rates(method, eps, users)
+            cells = []
+            for key in ("seeded list", "secure list", "seeded U", "secure U"):
+                ns = [1e9 / x for x in r[key]]
+                cells.append(f"{_spread(r[key])} ({min(ns):.0f}-{max(ns):.0f} ns)")
+            slow = [a / b for a in r["seeded U"] for b in r["secure U"]]
+            rows.append(
+                f"| {method} | {eps:g} | "
+                + " | ".join(cells)
+                + f" | {min(slow):.1f}x-{max(slow):.1f}x |"
+            )
+            print(rows[-1], flush=True)
+    load_end = os.getloadavg()
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return (
+        f"{SECURE_HEADING}\n\n(`benchmarks/heavy_hitters_rates.py --secure --full`, {stamp}.) "
+        f"ldpkit's clients at n = {n:,}: users/s (ns per user), 3 runs each, min-max, the two "
+        f"generators alternated in the same run; `rng=None` builds a fresh AES-CTR generator per "
+        f"call, as a device does. Load average (1 / 5 / 15 min) at the start "
+        f"{' / '.join(f'{x:.1f}' for x in load_start)}, at the end "
+        f"{' / '.join(f'{x:.1f}' for x in load_end)} on {os.cpu_count()} cores.\n\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+
+
+def _split_secure(text: str) -> tuple[str, str]:
+    """Return the file's text before the secure section, and that section ("" if none)."""
+    at = text.find(SECURE_HEADING)
+    return (text, "") if at < 0 else (text[:at].rstrip("\n") + "\n", text[at:])
+
+
 def _spread(values: list[float]) -> str:
     return f"{min(values):,.0f}-{max(values):,.0f}"
 
@@ -193,10 +260,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-n", type=int, default=None)
     parser.add_argument("--methods", nargs="*", default=None)
     parser.add_argument("--no-server", action="store_true")
+    parser.add_argument("--secure", action="store_true", help="rng=None against a seed")
     args = parser.parse_args(argv)
     n = args.n or (10**6 if args.full else 10**5)
     peer_n = args.peer_n or (20_000 if args.full else 5_000)
     users = names(n, seed=1)
+    if args.secure:
+        section = secure_section(n, users, args.methods or ["CMS", "HCMS", "FLH"])
+        if args.full and args.n is None and args.methods is None:
+            kept = _split_secure(OUT.read_text(encoding="utf-8"))[0] if OUT.exists() else ""
+            OUT.write_text((kept + "\n" if kept else "") + section, encoding="utf-8")
+        return 0
     peer_users = names(peer_n, seed=2)
     # pure-ldp runs on one thread and ldpkit's kernels on every core, so other load on the
     # machine lowers ldpkit's ratios: the load is part of the result
@@ -245,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{' / '.join(f'{x:.1f}' for x in load_start)}, at the end "
             f"{' / '.join(f'{x:.1f}' for x in load_end)} on {os.cpu_count()} cores.\n\n"
         )
-        OUT.write_text(header + text, encoding="utf-8")
+        secure = _split_secure(OUT.read_text(encoding="utf-8"))[1] if OUT.exists() else ""
+        OUT.write_text(header + text + ("\n" + secure if secure else ""), encoding="utf-8")
     return 0
 
 

@@ -13,6 +13,9 @@ installed. ``tests/frequency/test_unary_sampler.py`` checks the two byte for byt
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import numpy as np
 
 from .. import _parallel
@@ -26,6 +29,8 @@ __all__ = [
     "sample_unary_bits",
     "sample_unary_bits_numpy",
     "sample_unary_bits_secure",
+    "start_unary_bits_secure",
+    "PendingSecureBits",
     "sample_unary_bits_wide",
     "sample_unary_bits_wide_numpy",
     "wide_layout",
@@ -50,6 +55,10 @@ _S = {k: np.uint64(k) for k in (5, 9, 17, 27, 30, 31)}
 
 # Rows per chunk: bounds the temporaries (a few uint64 vectors per row) for huge batches.
 _CHUNK_ROWS = 1 << 16
+
+#: (row, word) pairs per chunk of the secure sampler: its three pair arrays (2 MiB each)
+#: stay in the outer caches while a chunk's rounds run.
+_SECURE_CHUNK_WORDS = 1 << 18
 
 
 def _splitmix64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -331,6 +340,32 @@ def sample_unary_bits_wide(
         )
 
 
+def _settle_round_numpy(
+    words: np.ndarray,
+    bit: int,
+    ones: np.ndarray,
+    active: np.ndarray,
+    open_lanes: np.ndarray,
+    count: int,
+) -> int:
+    """Apply one threshold bit to the ``count`` open pairs; return how many stay open.
+
+    The numpy twin of :func:`._kernels_secure.settle_round` (same arrays, same result).
+    """
+    pairs, lanes = active[:count], open_lanes[:count]
+    if bit:
+        ones[pairs] |= lanes & ~words
+        lanes &= words
+    else:
+        lanes &= ~words
+    keep = lanes != 0
+    kept = int(np.count_nonzero(keep))
+    if kept < count:  # stable compaction: the pairs still open, in order
+        active[:kept] = pairs[keep]
+        open_lanes[:kept] = lanes[keep]
+    return kept
+
+
 def sample_unary_bits_secure(
     values: np.ndarray,
     gen: np.random.Generator,
@@ -346,47 +381,146 @@ def sample_unary_bits_secure(
     a report's bits would be only as unpredictable as 64 bits of seed through a
     non-cryptographic map. Here the bit-sliced comparison ``U < T`` (64 lanes per word,
     threshold bits from the top) takes each round's word straight from ``gen``'s bit
-    generator (AES-CTR for :func:`ldpkit._rng.secure_generator`), vectorized over all
-    (row, word) pairs still undecided; the true item's bit is one more raw word against
-    ``true_threshold``. Same probabilities ``T / 2^64`` as the seeded path, other bytes.
+    generator (AES-CTR for :func:`ldpkit._rng.secure_generator`). Rows go in chunks of
+    about :data:`_SECURE_CHUNK_WORDS` (row, word) pairs; each round reads one raw word for
+    every pair of the chunk still undecided, in the pairs' order, and then one more word
+    per row decides the true item's bit against ``true_threshold``. Same probabilities
+    ``T / 2^64`` as the seeded path, other bytes.
+
+    With several chunks, chunk k reads from child k of ``gen`` (:meth:`Generator.spawn`:
+    for a secure generator, AES-CTR keyed from its secret entropy), so chunks are
+    independent of each other and of the order they run in. For batches of at least
+    :data:`COMPILED_MIN_BITS` bits, when numba is installed, a chunk's rounds run in one
+    compiled call that reads the words from the bit generator's C function
+    (:func:`._kernels_secure.settle_pairs`) and releases the GIL, so chunks run on
+    threads; otherwise the rounds run in numpy on ``random_raw``. Both read the same words
+    in the same order: the bytes, and the generators' final states, do not depend on which
+    ran or on the threads.
+    """
+    pending = start_unary_bits_secure(gen, domain_size, other_threshold, out)
+    pending.finish(values, true_threshold)
+
+
+class PendingSecureBits:
+    """Secure unary reports whose other bits are being drawn (:func:`start_unary_bits_secure`).
+
+    :meth:`finish` waits for the chunks and sets each row's true-item bit from the word
+    its chunk drew for it, so the caller can compute the items meanwhile.
+    """
+
+    def __init__(self, out: np.ndarray, held: np.ndarray, domain_size: int, tasks: Any) -> None:
+        self._out, self._held, self._domain_size, self._tasks = out, held, domain_size, tasks
+
+    def cancel(self) -> None:
+        """Wait for the draws to end without finishing the reports (an error path)."""
+        if self._tasks is not None:
+            pool, futures = self._tasks
+            self._tasks = None
+            try:
+                for future in futures:
+                    future.result()
+            finally:
+                pool.shutdown(wait=True)
+
+    def finish(self, values: np.ndarray, true_threshold: int) -> None:
+        """Wait, then set bit ``values[i]`` of row i (1 w.p. ``true_threshold / 2^64``)."""
+        self.cancel()
+        out, width = self._out, self._out.shape[1]
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        hit = self._held < np.uint64(true_threshold)
+        idx = np.arange(out.shape[0])
+        byte = values >> 3
+        mask = (0x80 >> (values & 7)).astype(np.uint8)
+        out[idx, byte] = np.where(hit, out[idx, byte] | mask, out[idx, byte] & ~mask)
+        pad = 8 * width - self._domain_size
+        if pad:
+            out[:, width - 1] &= np.uint8((0xFF << pad) & 0xFF)
+
+
+def start_unary_bits_secure(
+    gen: np.random.Generator, domain_size: int, other_threshold: int, out: np.ndarray
+) -> PendingSecureBits:
+    """Start :func:`sample_unary_bits_secure`'s draws before the items are known.
+
+    Every word is drawn here (a row's true-item bit is decided by a word drawn after its
+    chunk's rounds, whatever the item); compiled chunks run on threads and this returns
+    once they are submitted. :meth:`PendingSecureBits.finish` sets the items' bits.
     """
     resolution = PROBABILITY_SCALE.bit_length() - 1
-    raw = gen.bit_generator.random_raw
-    values = np.ascontiguousarray(values, dtype=np.int64)
     n, width = out.shape
     n_words = (width + 7) // 8
     small = int(other_threshold)
-    t_bits = [(small >> b) & 1 for b in range(resolution - 1, -1, -1)]
-    shift = np.uint64(64 - resolution)
-    for start in range(0, n, _CHUNK_ROWS):
-        stop = min(n, start + _CHUNK_ROWS)
-        rows = stop - start
-        ones = np.zeros(rows * n_words, dtype=np.uint64)
+    t_bits = np.array([(small >> b) & 1 for b in range(resolution - 1, -1, -1)], dtype=np.uint8)
+    compiled = _parallel.use_compiled(n * domain_size, COMPILED_MIN_BITS)
+    step = max(1, _SECURE_CHUNK_WORDS // n_words)  # rows per chunk
+    starts = list(range(0, n, step))
+    streams = _chunk_streams(gen, len(starts))
+    held = np.empty(n, dtype=np.uint64)
+
+    def chunk(k: int) -> None:
+        a = starts[k]
+        b = min(n, a + step)
+        _secure_chunk(streams[k], t_bits, out[a:b], held[a:b], compiled)
+
+    threads = min(_parallel.workers(), len(starts)) if compiled else 1
+    if threads > 1 and len({id(s) for s in streams}) == len(streams):
+        from concurrent.futures import ThreadPoolExecutor  # chunks of their own streams
+
+        pool = ThreadPoolExecutor(max_workers=threads)
+        futures = [pool.submit(chunk, k) for k in range(len(starts))]
+        return PendingSecureBits(out, held, domain_size, (pool, futures))
+    for k in range(len(starts)):
+        chunk(k)
+    return PendingSecureBits(out, held, domain_size, None)
+
+
+def _chunk_streams(gen: np.random.Generator, count: int) -> list[np.random.Generator]:
+    """Return the stream of each chunk: ``gen`` for one chunk, else one child per chunk.
+
+    A generator that cannot spawn serves every chunk itself, one after another.
+    """
+    if count <= 1:
+        return [gen]
+    try:
+        return list(gen.spawn(count))
+    except (TypeError, AttributeError, NotImplementedError):
+        return [gen] * count
+
+
+def _secure_chunk(
+    gen: np.random.Generator,
+    t_bits: np.ndarray,
+    part: np.ndarray,
+    held: np.ndarray,
+    compiled: bool,
+) -> None:
+    """Fill ``part`` (rows of packed reports) from ``gen``'s rounds.
+
+    ``held`` receives the next words, one per row: they decide the true items' bits.
+    """
+    rows, width = part.shape
+    n_words = (width + 7) // 8
+    in_place = sys.byteorder == "little" and width == 8 * n_words and part.flags.c_contiguous
+    ones = part.view(np.uint64).reshape(-1) if in_place else np.empty(rows * n_words, np.uint64)
+    bit_gen = gen.bit_generator
+    if compiled:
+        from ._kernels_secure import settle_pairs  # numba: loaded on first use
+
+        interface = bit_gen.ctypes
+        with bit_gen.lock:  # as random_raw: no other thread draws from it meanwhile
+            settle_pairs(interface.next_uint64, interface.state_address, t_bits, ones, held)
+    else:
+        raw = bit_gen.random_raw
+        ones[:] = 0
         active = np.arange(ones.size)
         open_lanes = np.full(ones.size, _ALL, dtype=np.uint64)
-        for bit in t_bits:
-            r = np.asarray(raw(active.size), dtype=np.uint64)
-            if bit:
-                ones[active] |= open_lanes & ~r
-                open_lanes &= r
-            else:
-                open_lanes &= ~r
-            keep = open_lanes != 0
-            if not keep.all():
-                active, open_lanes = active[keep], open_lanes[keep]
-                if active.size == 0:
-                    break
+        count = ones.size
+        for bit in t_bits.tolist():
+            words = np.asarray(raw(count), dtype=np.uint64)
+            count = _settle_round_numpy(words, bit, ones, active, open_lanes, count)
+            if count == 0:
+                break
+        held[:] = np.asarray(raw(rows), dtype=np.uint64)
+    if not in_place:
         # word w's little-endian bytes are output bytes 8w .. 8w + 7 (as the kernel writes)
-        block = ones.astype("<u8").view(np.uint8).reshape(rows, 8 * n_words)
-        part = out[start:stop]
-        part[:] = block[:, :width]
-        v = values[start:stop]
-        r = np.asarray(raw(rows), dtype=np.uint64) >> shift
-        hit = r < np.uint64(true_threshold)
-        idx = np.arange(rows)
-        byte = v >> 3
-        mask = (0x80 >> (v & 7)).astype(np.uint8)
-        part[idx, byte] = np.where(hit, part[idx, byte] | mask, part[idx, byte] & ~mask)
-        pad = 8 * width - domain_size
-        if pad:
-            part[:, width - 1] &= np.uint8((0xFF << pad) & 0xFF)
+        part[:] = ones.astype("<u8").view(np.uint8).reshape(rows, 8 * n_words)[:, :width]

@@ -36,7 +36,7 @@ from . import _bits
 from ._base import MAX_DENSE_OUTPUTS, index_dtype
 from ._cms_sampler import sample_cms_bits, start_cms_bits
 from ._open import OpenDomainOracle
-from ._unary_sampler import COMPILED_MIN_BITS, sample_unary_bits_secure
+from ._unary_sampler import COMPILED_MIN_BITS, start_unary_bits_secure
 from .grr import COMPILED_MIN_USERS
 from .unary import MAX_ENUMERABLE_BITS, unary_integer_probabilities, unary_privacy_loss
 
@@ -92,7 +92,9 @@ class CMS(OpenDomainOracle):
     (nominally ``p = e^(eps/2) / (1 + e^(eps/2)) = 1 - q``; realized as 64-bit integer
     thresholds, p rounded down, q up, each bit an exact comparison of a uniform 64-bit
     integer with its threshold, drawn bit-sliced two words at a time by
-    :mod:`._cms_sampler`). Two one-hot vectors differ in two bits, so the loss is
+    :mod:`._cms_sampler`; with ``rng=None`` every word is read from the AES-CTR generator,
+    :func:`._unary_sampler.sample_unary_bits_secure`). Two one-hot vectors differ in two
+    bits, so the loss is
     ``log(p (1 - q) / (q (1 - p))) <= eps`` (``privacy_loss()``, from the realized
     thresholds).
 
@@ -177,7 +179,7 @@ class CMS(OpenDomainOracle):
         # draws beside the keys need a second thread: not where WORKERS allows one only
         if n is not None and n >= _OVERLAP_MIN_USERS and _parallel.workers() > 1:
             gen = as_generator(rng)
-            if not is_secure(gen) and _parallel.use_compiled(n * self.width, COMPILED_MIN_BITS):
+            if _parallel.use_compiled(n * self.width, COMPILED_MIN_BITS):  # seeded or secure
                 return self._randomize_overlapped(values, n, gen)
             rng = gen
         return self._randomize_keys(self.item_keys(values), rng)
@@ -212,9 +214,15 @@ class CMS(OpenDomainOracle):
         big, small = _cms_thresholds(self.epsilon)
         out = np.empty((n, width), dtype=np.uint8)
         if is_secure(coin_stream):  # every coin read from the secure generator
-            hashed = self._hash_users(rows, keys_of())
-            if n:
-                sample_unary_bits_secure(hashed, coin_stream, self.width, big, small, out)
+            # the coins do not depend on the items: drawn (on threads when compiled)
+            # while the items are hashed; each true-item bit is set last
+            secure = start_unary_bits_secure(coin_stream, self.width, small, out)
+            try:
+                hashed = self._hash_users(rows, keys_of())
+            except BaseException:  # refused items: the threads end before the error leaves
+                secure.cancel()
+                raise
+            secure.finish(hashed, big)
         else:
             seeds = derive_seeds(coin_stream, n)
             pending = start_cms_bits(seeds, self.width, small, out) if overlap else None
