@@ -3,7 +3,7 @@
 Run from the repository root::
 
     PYTHONPATH=src python studies/discovery_paths.py --eps 2.4 1.2 4 8 --seeds 0 1 2
-    PYTHONPATH=src python studies/discovery_paths.py --heldout --eps 4 2 8
+    PYTHONPATH=src python studies/discovery_paths.py --heldout 0.6 0.7 0.8 0.9 1 --eps 4 2 8
 
 The shipped search (``PEM()``: a byte pass, a pass over the learned alphabet, both last
 levels ranked together, ``ldpkit.discovery._learned``) keeps at each level the ``4 top_k``
@@ -29,9 +29,10 @@ Rows (server side only: the same Stats for every row, the reports unchanged):
 
 Tuning data only for the design (girls' baby names, 10^6 users, max_length 12, top 20,
 recall@20 against the true top 20; draw ``s``: population seed ``10 + s``, randomization
-seed ``s``, as in ``studies/discovery_default.py``). ``--heldout``: the paper's PEM at eps
-against the shipped default and the frozen path rule at 0.6 / 0.7 / 0.8 / 0.9 / 1.0 eps on
-all baby names and city names.
+seed ``s``, as in ``studies/discovery_default.py``). ``--heldout F..``: the paper's PEM at
+eps against the level-wise default (``discover_learned(paths=False)``) and the frozen path
+rule (``paths=True``, ``PEM()``'s default since this study) at every factor F x eps, on the
+same Stats, on all baby names and city names.
 
 The conclusion is recorded in docs/design/METHODS.md (open-vocabulary discovery, the
 moonshot).
@@ -50,7 +51,7 @@ import numpy as np
 from scipy import special
 
 from ldpkit import PEM
-from ldpkit.discovery._learned import THRESHOLD, learned_alphabet, utf8_rows
+from ldpkit.discovery._learned import THRESHOLD, discover_learned, learned_alphabet, utf8_rows
 from ldpkit.discovery._search import children, score_level
 from ldpkit.discovery._strings import empty_key
 
@@ -186,6 +187,43 @@ def compare(
             )
 
 
+def heldout(epsilons: list[float], factors: list[float], seeds: list[int]) -> None:
+    """Held out: the paper's PEM at eps; the level-wise and the path rule at factor x eps.
+
+    Both rules run on the same Stats (``discover_learned`` with ``paths=False``: the
+    default before the path score; ``paths=True``: the default with it).
+    """
+    data = {"baby names": bench.baby_names(), "city names": bench.city_names()}
+    print("| data | eps | rows | recall@20 (mean) | per draw | NCR (mean) | server s |")
+    print("|---|---|---|---|---|---|---|")
+    for label, (names, weights) in data.items():
+        for eps in epsilons:
+            results: dict[str, list[tuple[float, float, float]]] = {}
+            for seed in seeds:
+                values = bench.draw(names, weights, 10**6, seed=10 + seed)
+                truth = bench.truth_of(values, 12)
+                paper = PEM(epsilon=eps, keep=K, pool_ended=False).run(values, rng=seed)
+                runs = {"PEM (paper) at eps": (paper, 0.0)}
+                for r in factors:
+                    spec = PEM(epsilon=r * eps)
+                    stats = spec.aggregate(spec.randomize(values, rng=seed))
+                    for rule, paths in (("level-wise", False), ("paths", True)):
+                        t0 = time.perf_counter()
+                        hh = discover_learned(spec, stats, paths=paths)
+                        runs[f"{rule} at {r:g} eps"] = (hh, time.perf_counter() - t0)
+                for row, (hh, sec) in runs.items():
+                    m = bench.metrics(list(hh.items), list(hh.frequencies), truth, 10**6, K)
+                    results.setdefault(row, []).append((m["recall"], m["ncr"], sec))
+            for row, rr in results.items():
+                a = np.array(rr)
+                print(
+                    f"| {label} | {eps:g} | {row} | {a[:, 0].mean():.3f} | "
+                    f"{', '.join(f'{x:.2f}' for x in a[:, 0])} | {a[:, 1].mean():.3f} | "
+                    f"{a[:, 2].mean():.1f} |",
+                    flush=True,
+                )
+
+
 def main() -> None:
     """Parse the arguments and run the tuning comparison or the held-out one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -194,13 +232,12 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=[4, 8], help="x top_k")
     parser.add_argument("--caps", type=float, nargs="+", default=[4.0, 6.0])
     parser.add_argument("--decays", type=float, nargs="+", default=[1.0])
-    parser.add_argument("--heldout", action="store_true")
+    parser.add_argument("--heldout", type=float, nargs="*", default=None, help="factors")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     variants = rules(args.widths, args.caps, args.decays)
-    if args.heldout:
-        for label, data in (("baby", bench.baby_names()), ("city", bench.city_names())):
-            compare(data, args.eps, args.seeds, variants, label)
+    if args.heldout is not None:
+        heldout(args.eps, args.heldout or [0.6, 0.7, 0.8, 0.9, 1.0], args.seeds)
     else:
         compare(bench.baby_names("F"), args.eps, args.seeds, variants, "girls")
 
