@@ -108,12 +108,16 @@ def path_beam(
     raise AssertionError("unreachable")
 
 
-def discover_paths(spec: PEM, stats: Any, decay: float, cap: float, width: int) -> tuple:
+def discover_paths(
+    spec: PEM, stats: Any, decay: float, cap: float, width: int, first_width: int | None = None
+) -> tuple:
     """Both passes with the path-scored beam; the last level ranked as the shipped search.
 
+    ``first_width``: the byte pass's beam if not ``width`` (the learned pass tests ~30
+    extensions per survivor, the byte pass 256: the byte pass is most of the time).
     Returns the chosen strings (most frequent first), their estimates and the tested count.
     """
-    first, mass, var, t1 = path_beam(spec, stats, None, decay, cap, width)
+    first, mass, var, t1 = path_beam(spec, stats, None, decay, cap, first_width or width)
     allowed = learned_alphabet(mass, var, THRESHOLD)
     lasts = [first]
     tested = t1
@@ -136,16 +140,23 @@ def discover_paths(spec: PEM, stats: Any, decay: float, cap: float, width: int) 
     return items, f[keep], tested
 
 
-def rules(widths: list[int], caps: list[float], decays: list[float]) -> dict[str, tuple]:
-    """Every (label, (decay, cap, width)) the comparison runs, besides the shipped one."""
+def rules(
+    widths: list[int], caps: list[float], decays: list[float], first: list[int]
+) -> dict[str, tuple]:
+    """Every (label, (decay, cap, width, first_width)) the comparison runs but the shipped."""
     out: dict[str, tuple] = {}
+    for b1 in first:  # a narrower byte pass, the learned pass at every width
+        for b in widths:
+            for c in caps:
+                for d in decays:
+                    out[f"decay {d:g} c{c:g} bytes {b1}k learned {b}k"] = (d, c, b * K, b1 * K)
     for b in widths:
         if b != 4:
-            out[f"wide {b}k"] = (0.0, np.inf, b * K)
+            out[f"wide {b}k"] = (0.0, np.inf, b * K, None)
         for c in caps:
             for d in decays:
                 label = f"sum c{c:g} {b}k" if d == 1.0 else f"decay {d:g} c{c:g} {b}k"
-                out[label] = (d, c, b * K)
+                out[label] = (d, c, b * K, None)
     return out
 
 
@@ -168,9 +179,9 @@ def compare(
             t0 = time.perf_counter()
             hh = spec.estimate(stats)
             found = {"shipped": (list(hh.items), list(hh.frequencies), time.perf_counter() - t0)}
-            for row, (d, c, b) in variants.items():
+            for row, (d, c, b, b1) in variants.items():
                 t0 = time.perf_counter()
-                items, freqs, _ = discover_paths(spec, stats, d, c, b)
+                items, freqs, _ = discover_paths(spec, stats, d, c, b, b1)
                 found[row] = (items, list(freqs), time.perf_counter() - t0)
             for row, (items, freqs, sec) in found.items():
                 m = bench.metrics(items, freqs, truth, 10**6, K)
@@ -232,10 +243,14 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=[4, 8], help="x top_k")
     parser.add_argument("--caps", type=float, nargs="+", default=[4.0, 6.0])
     parser.add_argument("--decays", type=float, nargs="+", default=[1.0])
+    parser.add_argument("--first", type=int, nargs="*", default=[], help="byte pass x top_k")
+    parser.add_argument("--only-first", action="store_true", help="only the --first rows")
     parser.add_argument("--heldout", type=float, nargs="*", default=None, help="factors")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    variants = rules(args.widths, args.caps, args.decays)
+    variants = rules(args.widths, args.caps, args.decays, args.first)
+    if args.only_first:
+        variants = {k: v for k, v in variants.items() if v[3] is not None}
     if args.heldout is not None:
         heldout(args.eps, args.heldout or [0.6, 0.7, 0.8, 0.9, 1.0], args.seeds)
     else:

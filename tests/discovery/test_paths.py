@@ -9,6 +9,7 @@ level-wise beam (each extension ranked by its own estimate, ``4 top_k``) it repl
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ldpkit import PEM
 from ldpkit.discovery._learned import discover_learned
@@ -83,3 +84,31 @@ def test_default_is_the_path_rule_and_counts_every_tested_candidate():
     paper = spec.replace(keep=5, pool_ended=False)
     stats = type(stats)(paper, stats.n, counts=stats.counts)  # same reports, the paper's spec
     assert paper.estimate(stats).tested == paper.estimate(stats, extensions="all").tested
+
+
+def test_compiled_cell_sums_agree_with_numpy(monkeypatch):
+    """The compiled server loop gives numpy's estimates (counts exactly, weights to 1e-12)."""
+    pytest.importorskip("numba")
+    from ldpkit import _parallel
+    from ldpkit.discovery import _search
+    from ldpkit.discovery._kernels_search import cell_sums
+    from ldpkit.discovery._strings import empty_key, extend_keys, family_seeds
+
+    spec = PEM(epsilon=2.0, max_length=5, top_k=5)
+    stats = _stats(spec, 0)
+    keys = extend_keys(empty_key(256), np.arange(256))  # every first symbol
+    table, seeds = stats.counts[0], family_seeds(0, spec.family_size)
+    want = table.ravel()[_search._cells(keys, seeds, table.shape[1])].sum(axis=0)
+    np.testing.assert_array_equal(cell_sums(table, keys, seeds), want)
+    weights = np.random.default_rng(0).random(table.shape)
+    cells = _search._cells(keys, seeds, table.shape[1])
+    np.testing.assert_allclose(
+        cell_sums(weights, keys, seeds), weights.ravel()[cells].sum(0), 1e-12
+    )
+    runs = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(_parallel, "use_compiled", lambda work, least, c=compiled: c)
+        runs[compiled] = _search.estimate_level(spec, table, keys, 0, stats.n)
+    assert np.count_nonzero(runs[True][0] > 3 * runs[True][2]) >= 5  # corrections ran
+    for got, want_ in zip(runs[True], runs[False], strict=True):
+        np.testing.assert_allclose(got, want_, rtol=1e-12, atol=1e-15)
