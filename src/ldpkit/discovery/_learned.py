@@ -21,6 +21,21 @@ reports and their meaning are those of :class:`ldpkit.discovery.PEM`):
    correction), so a string whose symbols the evidence missed is still found if the byte
    pass found it.
 
+In both passes the beam ranks an open extension by the evidence along its path, not by its
+own estimate alone: its score is ``DECAY`` (0.7) times its parent's score plus
+``min(z, CAP)`` (``CAP`` = 3, z its estimate over the null standard error), ties broken by
+z, and the beam keeps ``WIDTH top_k`` (8 top_k) of them, any number per parent. A string's
+prefixes are estimated from disjoint groups of users, so their errors are independent, and
+each prefix is at least as frequent as the string: a true prefix that dips near the noise
+at one length keeps the credit of its strong ancestors and survives one level, where its
+own strong children then carry it; a noise extension of a noise prefix has no such credit.
+The cap (about the best noise extension's z among 256) stops a very frequent ancestor from
+carrying all of its noise descendants past the real prefixes of other strings; the decay
+forgets old evidence, so that a path that stopped being strong falls back. The beam is
+twice as wide as the level-wise one it replaced (which ranked by the estimate alone in
+``4 top_k``, ``paths=False``): wider alone lost (girls' names at eps 2.4, 3 draws: 0.483
+against 0.500), wider with the path score won (0.617; ``studies/discovery_paths.py``).
+
 In both passes ended strings keep ``2 top_k`` places of their own at every level (they cost
 one extension each, and the open prefixes, the largest of many tested, would push them out
 of the beam), and the last level ranks a row that has not ended (one group's estimate, the
@@ -31,8 +46,8 @@ client cuts at whole characters, so no device holds it. The control's family
 passes.
 
 Tuned on girls' baby names at 10^6 users and measured on the held-out data
-(``studies/discovery_moonshot.py``; docs/design/METHODS.md, open-vocabulary discovery, the
-moonshot).
+(``studies/discovery_moonshot.py``, ``studies/discovery_paths.py``; docs/design/METHODS.md,
+open-vocabulary discovery, the moonshot).
 """
 
 from __future__ import annotations
@@ -49,26 +64,36 @@ from .result import HeavyHitters
 
 #: Evidence (in standard errors) a symbol needs to be tried in the second pass.
 THRESHOLD = 2.0
+#: Path score of an open extension: ``DECAY x`` its parent's score ``+ min(z, CAP)``.
+DECAY = 0.7
+CAP = 3.0
+#: Default beam of the path-scored search, in multiples of top_k.
+WIDTH = 8
 
 _Last = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _beam(
-    spec: Any, stats: Stats, allowed: np.ndarray | None
+    spec: Any, stats: Stats, allowed: np.ndarray | None, paths: bool = True
 ) -> tuple[_Last, list[np.ndarray], list[int], np.ndarray, np.ndarray]:
     """Run the search up to the last level; ``allowed[b]``: may an open prefix extend by b.
 
-    Returns the last level's candidates (symbol rows, estimates, errors, null errors, z),
-    every level's z, the candidates per level, and the evidence ``(M, V)`` per symbol.
+    ``paths``: rank the open extensions by their path score (``DECAY`` x the parent's
+    score + ``min(z, CAP)``, ties by z) in a beam of ``WIDTH top_k``; False: by their own
+    estimate in a beam of ``4 top_k`` (the level-wise rule). ``spec.keep`` overrides
+    either width. Returns the last level's candidates (symbol rows, estimates, errors,
+    null errors, z), every level's z, the candidates per level, and the evidence
+    ``(M, V)`` per symbol.
     """
     counts, n, a = stats.counts, stats.n, spec.symbols
     mass, var = np.zeros(a), np.zeros(a)
     prefixes = np.zeros((1, 0), dtype=np.uint16)
     keys = empty_key(1)
     weight = np.ones(1)
+    path = np.zeros(1)
     z_tested: list[np.ndarray] = []
     per_level: list[int] = []
-    beam = spec.keep or min(4 * spec.top_k, 4096)
+    beam = spec.keep or min((WIDTH if paths else 4) * spec.top_k, 4096)
     for level in range(spec.groups):
         symbols = np.arange(a) if allowed is None or level == 0 else np.flatnonzero(allowed)
         parent, symbol = children(prefixes, level, symbols)
@@ -85,15 +110,19 @@ def _beam(
             rows = np.hstack([prefixes[parent], symbol[:, None].astype(np.uint16)])
             return (rows, f, std, std0, z), z_tested, per_level, mass, var
         done = np.flatnonzero(symbol == 0)  # ended strings: places of their own
+        if paths:  # a dip at one level is forgiven if the path is strong around it
+            score = DECAY * path[parent] + np.minimum(z, CAP)
+            order = np.lexsort((-z[grows], -score[grows]))
+        else:  # the level-wise rule: each extension by its own estimate
+            score = z
+            order = np.argsort(-f[grows], kind="stable")
         keep = np.concatenate(
-            [
-                grows[np.argsort(-f[grows], kind="stable")[:beam]],
-                done[np.argsort(-f[done], kind="stable")[: 2 * spec.top_k]],
-            ]
+            [grows[order[:beam]], done[np.argsort(-f[done], kind="stable")[: 2 * spec.top_k]]]
         )
         prefixes = np.hstack([prefixes[parent[keep]], symbol[keep, None].astype(np.uint16)])
         keys = child_keys[keep]
         weight = np.clip(f[keep], 0.0, 1.0)
+        path = score[keep]
     raise AssertionError("unreachable: the last level returns")  # pragma: no cover
 
 
@@ -124,15 +153,21 @@ def utf8_rows(rows: np.ndarray) -> np.ndarray:
     return ok & (owed == 0)
 
 
-def discover_learned(spec: Any, stats: Stats, threshold: float = THRESHOLD) -> HeavyHitters:
-    """Search on every symbol and on the learned ones; rank both last levels together."""
-    first, z1, per1, mass, var = _beam(spec, stats, None)
+def discover_learned(
+    spec: Any, stats: Stats, threshold: float = THRESHOLD, paths: bool = True
+) -> HeavyHitters:
+    """Search on every symbol and on the learned ones; rank both last levels together.
+
+    ``paths=False`` ranks each level's open extensions by their own estimate (the rule
+    before the path score, kept for comparison).
+    """
+    first, z1, per1, mass, var = _beam(spec, stats, None, paths)
     allowed = learned_alphabet(mass, var, threshold)
     lasts: list[_Last] = [first]
     z2: list[np.ndarray] = []
     per_level = per1
     if np.count_nonzero(allowed) > 1:  # some symbol has evidence: the second pass
-        second, z2, per2, _, _ = _beam(spec, stats, allowed)
+        second, z2, per2, _, _ = _beam(spec, stats, allowed, paths)
         lasts.insert(0, second)
         per_level = [a + b for a, b in zip(per1, per2, strict=True)]  # both passes tested
     rows, f, std, std0, z = (np.concatenate(part) for part in zip(*lasts, strict=True))

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from .. import _parallel
+from ..frequency._items import COMPILED_MIN_WORDS
 from ..spec import Stats
 from ._strings import decode_symbols, empty_key, extend_keys, family_seeds, hash_keys_u64
 from .result import HeavyHitters
@@ -59,22 +61,30 @@ def _level_raw(
     if n_l == 0 or size == 0:  # no report in this group: nothing is known
         return np.zeros(size), n_l, 0.0
     gap = spec.p - 1.0 / g
-    # cell of candidate c under function j in the flattened (H, g) table: j g + h_j(c)
-    hashed = hash_keys_u64(keys[None, :], family_seeds(level, h)[:, None], g)  # (H, C)
-    hashed += (np.arange(h, dtype=np.uint64) * np.uint64(g))[:, None]
-    cells = hashed.view(np.int64)  # < H g < 2^63: the same bits as int64
-    support = table.ravel()[cells].sum(axis=0)
+    seeds = family_seeds(level, h)
+    compiled = _parallel.use_compiled(h * size, COMPILED_MIN_WORDS)
+    if compiled:  # the same sums without the (H, C) block of cells
+        from ._kernels_search import cell_sums
+
+        support = cell_sums(table, keys, seeds)
+    else:
+        cells = _cells(keys, seeds, g)  # (H, C)
+        support = table.ravel()[cells].sum(axis=0)
     raw = (support / n_l - 1.0 / g) / gap
     null_var = (1.0 / g) * (1.0 - 1.0 / g) / (n_l * gap * gap)
     significant = np.flatnonzero(raw > _Z_SIGNIFICANT * np.sqrt(null_var))
     f = raw
-    if significant.size:
-        rows = cells[:, significant].ravel()
+    if significant.size:  # their cells: a few columns, computed apart when compiled
+        sig_cells = _cells(keys[significant], seeds, g) if compiled else cells[:, significant]
+        rows = sig_cells.ravel()
         for _ in range(_JACOBI_STEPS):
             w = np.clip(f[significant], 0.0, 1.0)
             weights = np.broadcast_to(w, (h, significant.size)).ravel()
             spread = np.bincount(rows, weights=weights, minlength=h * g)
-            collided = spread[cells].mean(axis=0)
+            if compiled:
+                collided = cell_sums(spread.reshape(h, g), keys, seeds) / h
+            else:
+                collided = spread[cells].mean(axis=0)
             own = np.zeros(size)
             own[significant] = w
             total = float(w.sum())
@@ -86,6 +96,13 @@ def _level_raw(
     untested = max(0.0, 1.0 - tested_mass)
     cut = min(untested, _Z_SIGNIFICANT * float(np.sqrt(null_var)))
     return f, n_l, untested * cut / ((g - 1.0) * h)
+
+
+def _cells(keys: np.ndarray, seeds: np.ndarray, g: int) -> np.ndarray:
+    """Cell ``j g + h_j(c)`` of candidate c under function j in the flattened (H, g) table."""
+    hashed = hash_keys_u64(keys[None, :], seeds[:, None], g)  # (H, C)
+    hashed += (np.arange(seeds.shape[0], dtype=np.uint64) * np.uint64(g))[:, None]
+    return hashed.view(np.int64)  # < H g < 2^63: the same bits as int64
 
 
 def _errors(

@@ -266,10 +266,11 @@ class PrefixDiscovery(HashedPrefixLaw, Mechanism):
 class PEM(PrefixDiscovery):
     """Prefix extension method: keep the ``keep`` largest prefixes at every length.
 
-    The defaults are ldpkit's tuned search (a beam of ``4 top_k``, ended strings pooled
-    over their groups, :class:`PrefixDiscovery` ``pool_ended``, and a second pass over the
-    symbols the first found evidence for, :meth:`estimate` ``extensions``); ``keep=top_k,
-    pool_ended=False`` is PEM as its paper specifies it.
+    The defaults are ldpkit's tuned search (a beam of ``8 top_k`` ranked by the evidence
+    along each prefix's path, ended strings pooled over their groups,
+    :class:`PrefixDiscovery` ``pool_ended``, and a second pass over the symbols the first
+    found evidence for, :meth:`estimate` ``extensions``); ``keep=top_k, pool_ended=False``
+    is PEM as its paper specifies it.
 
     The server extends the survivors of length ``l`` by every symbol, estimates the
     extensions from group ``l + 1``'s table and keeps the ``keep`` largest; at the last
@@ -280,9 +281,11 @@ class PEM(PrefixDiscovery):
     Parameters
     ----------
     keep : int or None
-        Survivors per level, in ``[1, 4096]``; None (default): ``4 top_k`` (capped at
-        4096), tuned on girls' baby names (docs/results/heavy_hitters_discovery.md); the
-        paper keeps ``top_k``. ``PEM(keep=top_k, pool_ended=False)`` is the paper's PEM.
+        Survivors per level, in ``[1, 4096]``; None (default): ``8 top_k`` for the
+        ``"learned"`` search (ranked by path score), ``4 top_k`` for ``"all"`` (by
+        estimate), capped at 4096, tuned on girls' baby names
+        (docs/results/heavy_hitters_discovery.md); the paper keeps ``top_k``.
+        ``PEM(keep=top_k, pool_ended=False)`` is the paper's PEM.
     See :class:`PrefixDiscovery` for the others.
 
     Notes
@@ -312,8 +315,10 @@ class PEM(PrefixDiscovery):
             The aggregated reports.
         extensions : {None, "all", "learned"}
             ``"all"``: every survivor is extended by every symbol (the papers' search).
-            ``"learned"``: a second search extends only by the symbols the first one found
-            evidence for, and the last level ranks both searches' candidates together,
+            ``"learned"``: both searches rank each level's open prefixes by the evidence
+            summed along their paths (a decayed sum of capped z-scores); a second search
+            extends only by the symbols the first one found evidence for, and the last
+            level ranks both searches' candidates together,
             without rows that are no device's string (not UTF-8) and with the selection
             bias of the unended ones taken off (``ldpkit.discovery._learned``;
             docs/design/METHODS.md, open-vocabulary discovery, the moonshot): a lower
