@@ -153,6 +153,8 @@ _END_VETO_NATS = 5.0
 #: "AutoDistribution's constants".
 _END_REFIT_NATS: float | None = 4.5
 _END_REFIT_GRID = 400
+#: The refit runs from this eps on (where the end windows stop, see _END_WINDOW_MAX_EPS).
+_END_REFIT_MIN_EPS = 3.0
 
 #: How the HH node counts are scored where a decision compares fits on them (the end-bucket
 #: refit, :func:`_refit_end_windows`; with _HH_EXACT_PLACE also the peak placement and the
@@ -1566,7 +1568,7 @@ class AutoDistribution(Mechanism):
             theta = _trim_empty(theta, self._outputs_by_inputs(), sw_counts, _EMPTY_Z)
         if (
             _END_REFIT_NATS is not None
-            and self.epsilon >= _END_WINDOW_MAX_EPS
+            and self.epsilon >= _END_REFIT_MIN_EPS
             and _leaf_reports(self)
         ):
             theta = _refit_end_windows(
