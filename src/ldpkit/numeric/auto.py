@@ -1884,7 +1884,8 @@ def _hh_loglik(
 
     The terms ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` of :func:`_place_atoms`,
     over every level's nodes that overlap the buckets ``lo..hi - 1``; two fits with the same
-    mass outside ``[lo, hi)`` and the same total differ only there.
+    mass outside ``[lo, hi)`` and the same total differ only there. With ``level_n`` (HH
+    users per level) the normal terms of :func:`_exact_terms` instead (all terms kept).
     """
     total = 0.0
     for starts, ends, terms in _node_terms(model, hh_counts, level_n, lo, hi, theta.size):
