@@ -48,12 +48,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from ldpkit import PEM
-from ldpkit.discovery._learned import THRESHOLD, discover_learned, learned_alphabet, utf8_rows
-from ldpkit.discovery._search import children, score_level
-from ldpkit.discovery._strings import empty_key
+from ldpkit.discovery._learned import discover_learned
 
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "heavy_hitters_discovery.py"
 _spec = importlib.util.spec_from_file_location("_hh_discovery", _PATH)
@@ -62,50 +59,6 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 K = 20
-
-
-def path_beam(
-    spec: PEM, stats: Any, allowed: np.ndarray | None, decay: float, cap: float, width: int
-) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, int]:
-    """The shipped ``_learned._beam`` with the open extensions ranked by their path score.
-
-    Returns the last level's candidates (rows, f, std, std0, z), the symbol evidence
-    ``(M, V)`` and the number of candidates tested.
-    """
-    counts, n, a = stats.counts, stats.n, spec.symbols
-    mass, var = np.zeros(a), np.zeros(a)
-    prefixes = np.zeros((1, 0), dtype=np.uint16)
-    keys = empty_key(1)
-    weight = np.ones(1)
-    path = np.zeros(1)
-    tested = 0
-    for level in range(spec.groups):
-        symbols = np.arange(a) if allowed is None or level == 0 else np.flatnonzero(allowed)
-        parent, symbol = children(prefixes, level, symbols)
-        child_keys, f, std, std0, z = score_level(
-            spec, counts, n, level, prefixes, keys, parent, symbol
-        )
-        tested += int(child_keys.size)
-        grows = np.flatnonzero(symbol != 0)
-        w = weight[parent[grows]]
-        mass += np.bincount(symbol[grows], weights=w * f[grows], minlength=a)
-        var += np.bincount(symbol[grows], weights=(w * std0[grows]) ** 2, minlength=a)
-        if level == spec.groups - 1:
-            rows = np.hstack([prefixes[parent], symbol[:, None].astype(np.uint16)])
-            return (rows, f, std, std0, z), mass, var, tested
-        score = decay * path[parent] + np.minimum(z, cap)
-        done = np.flatnonzero(symbol == 0)
-        keep = np.concatenate(
-            [
-                grows[np.lexsort((-z[grows], -score[grows]))[:width]],  # ties: by own z
-                done[np.argsort(-f[done], kind="stable")[: 2 * spec.top_k]],
-            ]
-        )
-        prefixes = np.hstack([prefixes[parent[keep]], symbol[keep, None].astype(np.uint16)])
-        keys = child_keys[keep]
-        weight = np.clip(f[keep], 0.0, 1.0)
-        path = score[keep]
-    raise AssertionError("unreachable")
 
 
 def discover_paths(
@@ -117,27 +70,8 @@ def discover_paths(
     extensions per survivor, the byte pass 256: the byte pass is most of the time).
     Returns the chosen strings (most frequent first), their estimates and the tested count.
     """
-    first, mass, var, t1 = path_beam(spec, stats, None, decay, cap, first_width or width)
-    allowed = learned_alphabet(mass, var, THRESHOLD)
-    lasts = [first]
-    tested = t1
-    if np.count_nonzero(allowed) > 1:
-        second, _, _, t2 = path_beam(spec, stats, allowed, decay, cap, width)
-        lasts.insert(0, second)
-        tested += t2
-    rows, f, _, std0, _ = (np.concatenate(part) for part in zip(*lasts, strict=True))
-    _, where = np.unique(rows, axis=0, return_index=True)
-    where = np.sort(where)
-    score = f[where].copy()
-    open_ = rows[where, -1] != 0
-    if open_.any():
-        score[open_] -= -special.ndtri(1.0 / max(int(open_.sum()), 2)) * std0[where][open_]
-    score[~utf8_rows(rows[where])] = -np.inf
-    order = np.argsort(-score, kind="stable")
-    keep = where[order[np.isfinite(score[order])][: spec.top_k]]
-    keep = keep[np.argsort(-f[keep], kind="stable")]
-    items = [bytes(r[r != 0].astype(np.uint8).tolist()).decode("utf-8") for r in rows[keep]]
-    return items, f[keep], tested
+    hh = discover_learned(spec, stats, decay=decay, cap=cap, width=width, first_width=first_width)
+    return list(hh.items), np.asarray(hh.frequencies), hh.tested
 
 
 def rules(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _discoveryhelpers import planted_population
 from ldpkit import PEM, TreeHist
 from ldpkit._exact import rr_probabilities
 from ldpkit.discovery import HeavyHitters
@@ -109,15 +110,7 @@ _PLANTED = {"ant": 0.25, "and": 0.15, "bee": 0.1, "cat": 0.05}
 
 
 def _population(n: int, rng: np.random.Generator) -> np.ndarray:
-    names = [*_PLANTED, "other"]
-    probs = [*_PLANTED.values(), 1 - sum(_PLANTED.values())]
-    draws = rng.choice(len(names), size=n, p=probs)
-    out = np.array(names, dtype=object)[draws]
-    tail = draws == len(names) - 1
-    letters = np.array(list("abcdefghij"))
-    noise = letters[rng.integers(0, 10, size=(int(tail.sum()), 4))]
-    out[tail] = ["".join(row) for row in noise]  # a long tail of rare strings
-    return out
+    return planted_population(n, rng, _PLANTED)
 
 
 def _level_z(spec, stats, values, level: int, prefixes: list[str]) -> np.ndarray:

@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from _discoveryhelpers import planted_population
 from ldpkit import PEM
 from ldpkit.discovery._learned import _beam, learned_alphabet, utf8_rows
 
@@ -16,14 +17,7 @@ _LETTERS = "abcdefghij"
 
 def _population(n: int, rng: np.random.Generator) -> np.ndarray:
     """Planted words and a tail of rare 4-letter strings over 10 letters."""
-    names = [*_PLANTED, "other"]
-    probs = [*_PLANTED.values(), 1 - sum(_PLANTED.values())]
-    draws = rng.choice(len(names), size=n, p=probs)
-    out = np.array(names, dtype=object)[draws]
-    tail = draws == len(names) - 1
-    noise = np.array(list(_LETTERS))[rng.integers(0, 10, size=(int(tail.sum()), 4))]
-    out[tail] = ["".join(row) for row in noise]
-    return out
+    return planted_population(n, rng, _PLANTED, _LETTERS)
 
 
 def _spec(epsilon: float = 3.0) -> PEM:

@@ -11,24 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _discoveryhelpers import planted_population
 from ldpkit import PEM
 from ldpkit.discovery._learned import discover_learned
 from ldpkit.spec import Reports
 
 _PLANTED = {"lemon": 0.06, "mango": 0.05, "kiwi": 0.05, "plum": 0.04, "fig": 0.04}
-_LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _THIN = (1, 3)  # the groups (prefix lengths 2 and 4) left with 10 % of their users
 
 
 def _population(n: int, rng: np.random.Generator) -> np.ndarray:
     """The planted words and a tail of random 5-letter strings."""
-    names = [*_PLANTED, "other"]
-    probs = [*_PLANTED.values(), 1 - sum(_PLANTED.values())]
-    draws = rng.choice(len(names), size=n, p=probs)
-    out = np.array(names, dtype=object)[draws]
-    tail = draws == len(names) - 1
-    out[tail] = ["".join(row) for row in _LETTERS[rng.integers(0, 26, (int(tail.sum()), 5))]]
-    return out
+    return planted_population(n, rng, _PLANTED, _LETTERS, length=5)
 
 
 def _stats(spec: PEM, draw: int):

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _autohelpers import node_counts
 
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
@@ -653,17 +654,6 @@ def test_interior_atoms_leave_smooth_data_and_small_eps_alone() -> None:
     assert info2.atoms == 0 and d2 == low.estimate(st, interior_atoms=False)
 
 
-def _node_counts(spec: AutoDistribution, theta: np.ndarray, users: float) -> np.ndarray:
-    """Expected HH support counts of every node under ``theta`` (``users`` per level)."""
-    md = _hybrid_model(spec)
-    prefix = np.concatenate([[0.0], np.cumsum(theta)])
-    out = []
-    for size, rep, p, q in zip(md.sizes, md.reps, md.p, md.q, strict=True):
-        lo = np.arange(size) * rep
-        out.append(users * (q + (p - q) * (prefix[lo + rep] - prefix[lo])))
-    return np.concatenate(out)
-
-
 def test_place_atoms_follows_the_leaf_counts() -> None:
     """Exact, on noise-free HH counts: a point mass of 0.5 split 0.2 / 0.3 between buckets
     40 and 41 goes whole into the bucket whose counts hold it (40 or 41), the level and the
@@ -679,13 +669,13 @@ def test_place_atoms_follows_the_leaf_counts() -> None:
     for atom in (40, 41):
         truth = level.copy()
         truth[atom] += 0.5
-        out, moved = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
+        out, moved = _place_atoms(fitted, md, node_counts(spec, truth, 1e5))
         assert moved == 1
         np.testing.assert_allclose(out, truth, rtol=0, atol=1e-15)
-    same, none = _place_atoms(fitted, md, _node_counts(spec, fitted, 1e5))
+    same, none = _place_atoms(fitted, md, node_counts(spec, fitted, 1e5))
     assert none == 0 and np.array_equal(same, fitted)
     # no peak 8 / d above its neighbourhood: nothing is looked at
-    flat, zero = _place_atoms(level, md, _node_counts(spec, level, 1e5))
+    flat, zero = _place_atoms(level, md, node_counts(spec, level, 1e5))
     assert zero == 0 and np.array_equal(flat, level)
 
 
@@ -711,26 +701,26 @@ def test_end_windows_gather_a_clipped_end_into_the_end_bucket(monkeypatch: Any) 
     truth = level.copy()
     truth[0] += 0.35
     truth[-2] += 0.15
-    out, moved = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
+    out, moved = _place_atoms(fitted, md, node_counts(spec, truth, 1e5))
     assert moved == 2
     np.testing.assert_allclose(out, truth, rtol=0, atol=1e-15)
     # the counts of the fit itself from few users (too few to reject an atom): the majority
     # end moves, the other stays as fitted
-    out, moved = _place_atoms(fitted, md, _node_counts(spec, fitted, 300.0))
+    out, moved = _place_atoms(fitted, md, node_counts(spec, fitted, 300.0))
     expected = fitted.copy()
     expected[:4] = truth[:4]
     assert moved == 1
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-15)
     # from many users they reject the atom by more than _END_VETO_NATS: nothing moves
-    same, none = _place_atoms(fitted, md, _node_counts(spec, fitted, 1e5))
+    same, none = _place_atoms(fitted, md, node_counts(spec, fitted, 1e5))
     assert none == 0 and np.array_equal(same, fitted)
     monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", False)
-    same, none = _place_atoms(fitted, md, _node_counts(spec, truth, 1e5))
+    same, none = _place_atoms(fitted, md, node_counts(spec, truth, 1e5))
     assert none == 0 and np.array_equal(same, fitted)
     monkeypatch.setattr(auto_module, "_END_WINDOW_ATOMS", True)
     high = AutoDistribution(epsilon=3.0, buckets=256)
     assert _hybrid_model(high).window == 0
-    same, none = _place_atoms(fitted, _hybrid_model(high), _node_counts(high, truth, 1e5))
+    same, none = _place_atoms(fitted, _hybrid_model(high), node_counts(high, truth, 1e5))
     assert none == 0 and np.array_equal(same, fitted)
 
 

@@ -8,46 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from _autohelpers import node_counts, pareto_body, window_shapes
 
 import ldpkit.numeric.auto as auto_module
 from ldpkit.numeric import AutoDistribution
 from ldpkit.numeric.auto import _hh_loglik, _hybrid_model, _refit_end_windows
-
-
-def _node_counts(spec: AutoDistribution, theta: np.ndarray, users: float) -> np.ndarray:
-    """Expected HH support counts of every node under ``theta`` (``users`` per level)."""
-    md = _hybrid_model(spec)
-    prefix = np.concatenate([[0.0], np.cumsum(theta)])
-    out = []
-    for size, rep, p, q in zip(md.sizes, md.reps, md.p, md.q, strict=True):
-        lo = np.arange(size) * rep
-        out.append(users * (q + (p - q) * (prefix[lo + rep] - prefix[lo])))
-    return np.concatenate(out)
-
-
-def _window_shapes(d: int) -> tuple[np.ndarray, np.ndarray]:
-    """A fit with 0.66 in bucket 0 and a decaying window, and the truth: bucket 0 at 0.62
-    (a share of the window's total on the refit's grid), the rest of the window scaled up."""
-    fit = np.full(d, 0.1 / d)
-    fit[:16] += 0.9 * 0.5 ** np.arange(16)
-    fit *= 1.0 / fit.sum()
-    fit[0] += 0.66 - fit[0]
-    fit *= 1.0 / fit.sum()
-    total = float(fit[:16].sum())
-    truth = fit.copy()
-    share = round(400 * 0.62 / total) / 400  # on the grid of 401 shares
-    truth[:16] *= (total - share * total) / (total - fit[0])
-    truth[0] = share * total
-    return fit, truth
-
-
-def _pareto_body(n: int, seed: int) -> np.ndarray:
-    """15 % at 0 and a Pareto(1.3) body, scaled by the sample's maximum: 99 % of the users
-    in the first 3 % of the domain."""
-    gen = np.random.default_rng([7, seed])
-    body = gen.pareto(1.3, n)
-    body[gen.random(n) < 0.15] = 0.0
-    return body / body.max()
 
 
 def test_exact_terms_are_the_normal_log_densities_of_the_support_counts() -> None:
@@ -56,8 +21,8 @@ def test_exact_terms_are_the_normal_log_densities_of_the_support_counts() -> Non
     # -(C - N (q + (p - q) a))^2 / (2 V) - log(V) / 2 with V = N (a p (1 - p) + (1 - a) q (1 - q)).
     spec = AutoDistribution(epsilon=4.0, buckets=1024)
     md = _hybrid_model(spec)
-    fit, truth = _window_shapes(1024)
-    counts = np.round(_node_counts(spec, truth, 1000.0))
+    fit, truth = window_shapes(1024)
+    counts = np.round(node_counts(spec, truth, 1000.0))
     level_n = np.array([900.0, 1000.0, 1100.0, 950.0, 1050.0])
     want = 0.0
     for k in range(md.sizes.size):
@@ -80,14 +45,14 @@ def test_exact_refit_fires_where_the_poisson_terms_ask_for_twice_the_evidence() 
     # holding 60 % of the users (OLH at eps 4: p = 1/2), gain 3.5 and leave the fit alone.
     spec = AutoDistribution(epsilon=4.0, buckets=1024)
     md = _hybrid_model(spec)
-    fit, truth = _window_shapes(1024)
-    counts = _node_counts(spec, truth, 1000.0)
+    fit, truth = window_shapes(1024)
+    counts = node_counts(spec, truth, 1000.0)
     level_n = np.full(md.sizes.size, 1000.0)
     out = _refit_end_windows(fit, md, counts, level_n)
     np.testing.assert_allclose(out, truth, rtol=1e-9, atol=1e-15)
     assert np.array_equal(_refit_end_windows(fit, md, counts), fit)
     # the fit's own counts: nothing to gain
-    own = _node_counts(spec, fit, 1000.0)
+    own = node_counts(spec, fit, 1000.0)
     assert np.array_equal(_refit_end_windows(fit, md, own, level_n), fit)
     # the same counts claimed from ten times as many users per level reject both shapes and
     # are no evidence for the truth: the check fails with the wrong user counts
@@ -107,7 +72,7 @@ def test_estimate_with_exact_terms_gets_bucket_zero_closer(
     spec = AutoDistribution(epsilon=4.0, expected_n=n)
     first = 1 / 1024
     for seed in range(8):
-        values = _pareto_body(n, seed)
+        values = pareto_body(n, seed)
         truth = float(np.mean(values < first))
         stats = spec.aggregate(spec.randomize(values, rng=seed))
         exact = abs(float(spec.estimate(stats).cdf(first)) - truth)

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _autohelpers import node_counts, pareto_body, window_shapes
 
 import ldpkit.numeric.auto as auto_module
 from ldpkit.numeric import AutoDistribution
 from ldpkit.numeric.auto import _hh_loglik, _hybrid_model, _place_atoms
-
-
-def _node_counts(spec: AutoDistribution, theta: np.ndarray, users: float) -> np.ndarray:
-    """Expected HH support counts of every node under ``theta`` (``users`` per level)."""
-    md = _hybrid_model(spec)
-    prefix = np.concatenate([[0.0], np.cumsum(theta)])
-    out = []
-    for size, rep, p, q in zip(md.sizes, md.reps, md.p, md.q, strict=True):
-        lo = np.arange(size) * rep
-        out.append(users * (q + (p - q) * (prefix[lo + rep] - prefix[lo])))
-    return np.concatenate(out)
 
 
 def _steep_and_atom(d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,7 +30,7 @@ def test_hh_loglik_differences_are_the_full_composite_likelihoods() -> None:
     spec = AutoDistribution(epsilon=1.0, buckets=256)
     md = _hybrid_model(spec)
     steep, atom = _steep_and_atom(256)
-    counts = _node_counts(spec, np.random.default_rng(0).dirichlet(np.ones(256)), 1e4)
+    counts = node_counts(spec, np.random.default_rng(0).dirichlet(np.ones(256)), 1e4)
     rows = md.matrix.shape[0]
 
     def full(theta: np.ndarray) -> float:
@@ -67,26 +57,17 @@ def test_leaf_counts_of_a_steep_density_veto_the_end_atom(monkeypatch: pytest.Mo
     md = _hybrid_model(spec)
     assert md.window == 4
     steep, atom = _steep_and_atom(256)
-    same, none = _place_atoms(steep, md, _node_counts(spec, steep, 1e5))
+    same, none = _place_atoms(steep, md, node_counts(spec, steep, 1e5))
     assert none == 0 and np.array_equal(same, steep)
-    gathered, moved = _place_atoms(steep, md, _node_counts(spec, atom, 1e5))
+    gathered, moved = _place_atoms(steep, md, node_counts(spec, atom, 1e5))
     assert moved == 1
     np.testing.assert_allclose(gathered, atom, rtol=0, atol=1e-15)
     # without the veto (the former rule) the steep density is gathered into an atom anyway:
     # the check above fails for it
     monkeypatch.setattr(auto_module, "_END_VETO_NATS", np.inf)
-    wrong, moved = _place_atoms(steep, md, _node_counts(spec, steep, 1e5))
+    wrong, moved = _place_atoms(steep, md, node_counts(spec, steep, 1e5))
     assert moved == 1
     np.testing.assert_allclose(wrong, atom, rtol=0, atol=1e-15)
-
-
-def _pareto_body(n: int, seed: int) -> np.ndarray:
-    """15 % at 0 and a Pareto(1.3) body, scaled by the sample's maximum: 99 % of the users
-    in the first 3 % of the domain."""
-    gen = np.random.default_rng([7, seed])
-    body = gen.pareto(1.3, n)
-    body[gen.random(n) < 0.15] = 0.0
-    return body / body.max()
 
 
 def test_estimate_keeps_a_steep_low_end(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,7 +78,7 @@ def test_estimate_keeps_a_steep_low_end(monkeypatch: pytest.MonkeyPatch) -> None
     spec = AutoDistribution(epsilon=2.0, expected_n=n)
     grid = np.arange(1, 17) / 1024
     for seed in (0, 3):
-        values = _pareto_body(n, seed)
+        values = pareto_body(n, seed)
         truth = np.searchsorted(np.sort(values), grid, side="left") / n
         stats = spec.aggregate(spec.randomize(values, rng=seed))
         gap = np.abs(spec.estimate(stats).cdf(grid) - truth).max()
@@ -108,20 +89,6 @@ def test_estimate_keeps_a_steep_low_end(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 # -- the end-bucket refit (eps >= 3, no end windows) ------------------------------------------
-def _window_shapes(d: int) -> tuple[np.ndarray, np.ndarray]:
-    """A fit with 0.66 in bucket 0 and a decaying window, and the truth: bucket 0 at 0.62
-    (a share of the window's total on the refit's grid), the rest of the window scaled up."""
-    fit = np.full(d, 0.1 / d)
-    fit[:16] += 0.9 * 0.5 ** np.arange(16)
-    fit *= 1.0 / fit.sum()
-    fit[0] += 0.66 - fit[0]
-    fit *= 1.0 / fit.sum()
-    total = float(fit[:16].sum())
-    truth = fit.copy()
-    share = round(400 * 0.62 / total) / 400  # on the grid of 401 shares
-    truth[:16] *= (total - share * total) / (total - fit[0])
-    truth[0] = share * total
-    return fit, truth
 
 
 def test_end_refit_recovers_the_end_bucket_from_noise_free_counts() -> None:
@@ -131,13 +98,13 @@ def test_end_refit_recovers_the_end_bucket_from_noise_free_counts() -> None:
     # so do the true counts from too few users (gain below _END_REFIT_NATS).
     spec = AutoDistribution(epsilon=4.0, buckets=1024)
     md = _hybrid_model(spec)
-    fit, truth = _window_shapes(1024)
-    out = auto_module._refit_end_windows(fit, md, _node_counts(spec, truth, 5_000.0))
+    fit, truth = window_shapes(1024)
+    out = auto_module._refit_end_windows(fit, md, node_counts(spec, truth, 5_000.0))
     np.testing.assert_allclose(out, truth, rtol=1e-9, atol=1e-15)
     assert out.sum() == pytest.approx(1.0, abs=1e-12)
-    same = auto_module._refit_end_windows(fit, md, _node_counts(spec, fit, 5_000.0))
+    same = auto_module._refit_end_windows(fit, md, node_counts(spec, fit, 5_000.0))
     assert np.array_equal(same, fit)
-    few = auto_module._refit_end_windows(fit, md, _node_counts(spec, truth, 20.0))
+    few = auto_module._refit_end_windows(fit, md, node_counts(spec, truth, 20.0))
     assert np.array_equal(few, fit)
 
 
@@ -151,7 +118,7 @@ def test_estimate_refits_a_steep_low_end_at_high_eps(monkeypatch: pytest.MonkeyP
     first = 1 / 1024
     on, off = [], []
     for seed in (1, 3):
-        values = _pareto_body(n, seed)
+        values = pareto_body(n, seed)
         truth = float(np.mean(values < first))
         stats = spec.aggregate(spec.randomize(values, rng=seed))
         on.append(abs(float(spec.estimate(stats).cdf(first)) - truth))

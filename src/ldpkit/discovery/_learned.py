@@ -74,14 +74,21 @@ _Last = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _beam(
-    spec: Any, stats: Stats, allowed: np.ndarray | None, paths: bool = True
+    spec: Any,
+    stats: Stats,
+    allowed: np.ndarray | None,
+    paths: bool = True,
+    *,
+    decay: float = DECAY,
+    cap: float = CAP,
+    width: int | None = None,
 ) -> tuple[_Last, list[np.ndarray], list[int], np.ndarray, np.ndarray]:
     """Run the search up to the last level; ``allowed[b]``: may an open prefix extend by b.
 
-    ``paths``: rank the open extensions by their path score (``DECAY`` x the parent's
-    score + ``min(z, CAP)``, ties by z) in a beam of ``WIDTH top_k``; False: by their own
-    estimate in a beam of ``4 top_k`` (the level-wise rule). ``spec.keep`` overrides
-    either width. Returns the last level's candidates (symbol rows, estimates, errors,
+    ``paths``: rank the open extensions by their path score (``decay`` x the parent's
+    score + ``min(z, cap)``, ties by z) in a beam of ``WIDTH top_k``; False: by their own
+    estimate in a beam of ``4 top_k`` (the level-wise rule). ``width`` (a number of
+    prefixes; studies), else ``spec.keep``, overrides either width. Returns the last level's candidates (symbol rows, estimates, errors,
     null errors, z), every level's z, the candidates per level, and the evidence
     ``(M, V)`` per symbol.
     """
@@ -93,7 +100,7 @@ def _beam(
     path = np.zeros(1)
     z_tested: list[np.ndarray] = []
     per_level: list[int] = []
-    beam = spec.keep or min((WIDTH if paths else 4) * spec.top_k, 4096)
+    beam = width or spec.keep or min((WIDTH if paths else 4) * spec.top_k, 4096)
     for level in range(spec.groups):
         symbols = np.arange(a) if allowed is None or level == 0 else np.flatnonzero(allowed)
         parent, symbol = children(prefixes, level, symbols)
@@ -111,7 +118,7 @@ def _beam(
             return (rows, f, std, std0, z), z_tested, per_level, mass, var
         done = np.flatnonzero(symbol == 0)  # ended strings: places of their own
         if paths:  # a dip at one level is forgiven if the path is strong around it
-            score = DECAY * path[parent] + np.minimum(z, CAP)
+            score = decay * path[parent] + np.minimum(z, cap)
             order = np.lexsort((-z[grows], -score[grows]))
         else:  # the level-wise rule: each extension by its own estimate
             score = z
@@ -154,20 +161,34 @@ def utf8_rows(rows: np.ndarray) -> np.ndarray:
 
 
 def discover_learned(
-    spec: Any, stats: Stats, threshold: float = THRESHOLD, paths: bool = True
+    spec: Any,
+    stats: Stats,
+    threshold: float = THRESHOLD,
+    paths: bool = True,
+    *,
+    decay: float = DECAY,
+    cap: float = CAP,
+    width: int | None = None,
+    first_width: int | None = None,
 ) -> HeavyHitters:
     """Search on every symbol and on the learned ones; rank both last levels together.
 
     ``paths=False`` ranks each level's open extensions by their own estimate (the rule
-    before the path score, kept for comparison).
+    before the path score, kept for comparison). ``decay``, ``cap``, ``width`` and the
+    byte pass's ``first_width`` (numbers of prefixes) are the path rule's settings, for
+    studies (``studies/discovery_paths.py``).
     """
-    first, z1, per1, mass, var = _beam(spec, stats, None, paths)
+    first, z1, per1, mass, var = _beam(
+        spec, stats, None, paths, decay=decay, cap=cap, width=first_width or width
+    )
     allowed = learned_alphabet(mass, var, threshold)
     lasts: list[_Last] = [first]
     z2: list[np.ndarray] = []
     per_level = per1
     if np.count_nonzero(allowed) > 1:  # some symbol has evidence: the second pass
-        second, z2, per2, _, _ = _beam(spec, stats, allowed, paths)
+        second, z2, per2, _, _ = _beam(
+            spec, stats, allowed, paths, decay=decay, cap=cap, width=width
+        )
         lasts.insert(0, second)
         per_level = [a + b for a, b in zip(per1, per2, strict=True)]  # both passes tested
     rows, f, std, std0, z = (np.concatenate(part) for part in zip(*lasts, strict=True))
