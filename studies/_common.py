@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "_common.py"
-_spec = importlib.util.spec_from_file_location("_benchmarks_common", _PATH)
-assert _spec is not None and _spec.loader is not None
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import the script at ``path`` as a module called ``name`` (benchmarks, studies)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_module = load_script(BENCHMARKS / "_common.py", "_benchmarks_common")
 
 Column = _module.Column
 RESULTS = _module.RESULTS

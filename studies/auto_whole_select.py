@@ -43,7 +43,6 @@ the W1 improves a little and the KS at the heaps' edges does not. None is in the
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
@@ -52,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from _common import load_script
 from ldpkit.experiments.numeric import grid_errors
 from ldpkit.numeric import AutoDistribution, Distribution
 from ldpkit.numeric import auto as A
@@ -59,10 +59,7 @@ from ldpkit.spec import Stats
 
 _BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(_BENCH))  # the benchmark's own helpers import as top-level modules
-_spec = importlib.util.spec_from_file_location("_auto_bench", _BENCH / "auto_distribution.py")
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = load_script(_BENCH / "auto_distribution.py", "_auto_bench")
 
 CANDIDATES = ("hh", "half", "loose", "atomfit")
 LOOSE = (1.5, 4.0)  # the looser peak thresholds: ratio to the local median, excess * d

@@ -42,15 +42,14 @@ default).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import string
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import BENCHMARKS, load_script
 from ldpkit import PEM
 from ldpkit.discovery import _search
 from ldpkit.discovery._strings import (
@@ -65,11 +64,7 @@ from ldpkit.discovery.prefix import _uint_dtype
 from ldpkit.frequency.grr import grr_sample
 from ldpkit.spec import Reports
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "heavy_hitters_discovery.py"
-_spec = importlib.util.spec_from_file_location("_hh_discovery", _PATH)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = load_script(BENCHMARKS / "heavy_hitters_discovery.py", "_hh_discovery")
 
 K = 20
 ALLOCATIONS = {

@@ -50,23 +50,18 @@ moonshot).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import BENCHMARKS, load_script
 from ldpkit import PEM
 from ldpkit.discovery import _search
 from ldpkit.discovery._strings import empty_key, extend_keys
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "heavy_hitters_discovery.py"
-_spec = importlib.util.spec_from_file_location("_hh_discovery", _PATH)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = load_script(BENCHMARKS / "heavy_hitters_discovery.py", "_hh_discovery")
 
 K = 20
 FINAL_RULES = ("plain", "utf8", "utf8+bonf", "utf8+max", "reserve+plain", "reserve+utf8")

@@ -47,20 +47,16 @@ client-side group, can beat), 3 draws.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from scipy import special
 
+from _common import BENCHMARKS, load_script
 from ldpkit import PEM
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "heavy_hitters_discovery.py"
-_spec = importlib.util.spec_from_file_location("_hh_discovery", _PATH)
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = load_script(BENCHMARKS / "heavy_hitters_discovery.py", "_hh_discovery")
 
 K, LENGTH, N = 20, 12, 10**6
 #: (data, eps) -> names the paper's PEM finds at eps (mean recall@20 over 3 held-out draws x 20;
@@ -213,10 +209,7 @@ SHAPED = [1, 4, 8, 8, 8, 6, 5, 4, 3, 2, 2, 3]
 def simulate(data: str, epsilons: list[float], seeds: list[int]) -> None:
     """PEM()'s search on reports with even groups and with the SHAPED group weights."""
     default = Path(__file__).resolve().parent / "discovery_default.py"
-    spec_ = importlib.util.spec_from_file_location("_discovery_default", default)
-    assert spec_ is not None and spec_.loader is not None
-    study_default = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(study_default)
+    study_default = load_script(default, "_discovery_default")
     names, weights = {
         "girls": lambda: bench.baby_names("F"),
         "baby": bench.baby_names,

@@ -267,16 +267,13 @@ def box_terms(est: Any, q: dict) -> dict[str, float]:
 
 def boxes_main(sets: list[str]) -> None:
     """Print the box-level coverage and quantile per (method, eps, 1-D/2-D) and model."""
-    import importlib.util
     import pathlib
 
+    from _common import load_script
     from ldpkit.multidim import TDG, UniformGrid
 
     path = pathlib.Path(__file__).with_name("range_interval_random.py")
-    module_spec = importlib.util.spec_from_file_location("range_interval_random", path)
-    assert module_spec is not None and module_spec.loader is not None
-    rir = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(rir)
+    rir = load_script(path, "range_interval_random")
     for name in sets:
         data, box_seed, first = rir.SETS[name]
         x = rir.load(data)
