@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _autohelpers import node_counts
 
+from _autohelpers import node_counts
 from ldpkit.numeric import AutoDistribution, AutoInfo, Distribution, SquareWave, em, ems
 from ldpkit.numeric.auto import (
     _END_RESOLVED,

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from _autohelpers import node_counts, pareto_body, window_shapes
 
 import ldpkit.numeric.auto as auto_module
+from _autohelpers import node_counts, pareto_body, window_shapes
 from ldpkit.numeric import AutoDistribution
 from ldpkit.numeric.auto import _hh_loglik, _hybrid_model, _refit_end_windows
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _autohelpers import node_counts, pareto_body, window_shapes
 
 import ldpkit.numeric.auto as auto_module
+from _autohelpers import node_counts, pareto_body, window_shapes
 from ldpkit.numeric import AutoDistribution
 from ldpkit.numeric.auto import _hh_loglik, _hybrid_model, _place_atoms
 
