@@ -24,6 +24,12 @@ Prints, per cell, the W1 and KS ratios of Auto and of each variant to the best c
 atoms were kept. ``s`` < 0 is the strength Auto chose (nothing when it chose plain EM or a
 budget); ``levels`` the deepest HH levels searched (6: all).
 
+The tuning-set rows of METHODS.md (30 runs per cell, cross-fitted) ran the benchmark with the
+step after every estimate (``--bench z,s,nats,levels -- BENCHMARK ARGS``), e.g.::
+
+    PYTHONPATH=src:benchmarks python studies/auto_joint_atoms.py --bench 4,-1,10,6 -- \
+        --heldout --set tuning --competitor-cache CACHE.json --out joint_z4
+
 Why it lost (``--why RUNS "cell;cell"``): at the bucket where Auto's CDF is furthest from
 the data's, the HH node counts of every level sit within the noise of Auto's own fit (|z| of
 the same size as the truth's), and the largest |z| over all nodes is the maximum of ~1,365
@@ -159,8 +165,36 @@ def why(runs: int, cells: list[tuple[str, float]]) -> None:
             print(line, flush=True)
 
 
+def run_benchmark(variant: str, args: list[str]) -> None:
+    """Run ``benchmarks/auto_distribution.py`` with the step after every Auto estimate."""
+    import pathlib
+    import runpy
+
+    z, s, nats, levels = (float(x) for x in variant.split(","))
+    original = AutoDistribution.estimate
+
+    def patched(self, stats, **options):
+        want = options.pop("return_info", False)
+        dist, info = original(self, stats, return_info=True, **options)
+        out, kept, gain = joint_atoms(
+            self, stats, np.asarray(dist.probabilities), info, z, s, nats, levels
+        )
+        if kept:
+            print(f"  atoms kept: {kept} leaves, gain {gain:.1f} nats (eps {self.epsilon:g})")
+            dist = Distribution(out, self.low, self.high, n=stats.n, spec=self)
+        return (dist, info) if want else dist
+
+    AutoDistribution.estimate = patched  # type: ignore[method-assign]
+    script = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "auto_distribution.py"
+    sys.argv = [str(script), *args]
+    runpy.run_path(str(script), run_name="__main__")
+
+
 def main() -> None:
     """Run the probe on the cells and variants named on the command line."""
+    if sys.argv[1] == "--bench":
+        run_benchmark(sys.argv[2], sys.argv[sys.argv.index("--") + 1 :])
+        return
     if sys.argv[1] == "--why":
         why(
             int(sys.argv[2]),
