@@ -15,7 +15,7 @@ half-width times r" (around the same answer, before the hard-range cut), the ran
 that puts coverage in 92-98 % on each population. Where the two ranges do not overlap, no
 rescaling of the shipped interval is in the band on both, although both populations give
 the same reports. Run from the repository root:
-``PYTHONPATH=src python studies/range_interval_identification.py --sets tuning hhmm``.
+``PYTHONPATH=src python studies/range_interval_identification.py --sets tuning hhmm cps``.
 Conclusion recorded in docs/design/METHODS.md (range intervals).
 """
 
@@ -33,7 +33,10 @@ Z = float(-special.ndtri(0.025))
 
 
 def moved_population(spec: Any, x: np.ndarray, seed: int) -> np.ndarray:
-    """Return ``x`` with each attribute redrawn uniformly inside its refined cell."""
+    """Return ``x`` with each attribute redrawn uniformly inside its refined cell.
+
+    An attribute the spec declares integer gets a uniform integer among the cell's.
+    """
     gen = np.random.default_rng(seed)
     out = np.empty_like(x)
     for a in range(x.shape[1]):
@@ -47,8 +50,18 @@ def moved_population(spec: Any, x: np.ndarray, seed: int) -> np.ndarray:
         lo, hi = spec.low[a], spec.high[a]
         t = (x[:, a] - lo) / (hi - lo)
         j = np.clip(np.searchsorted(fractions, t, side="right") - 1, 0, fractions.size - 2)
-        u = fractions[j] + gen.random(x.shape[0]) * (fractions[j + 1] - fractions[j])
-        out[:, a] = lo + u * (hi - lo)
+        if a in spec.integer_attributes:  # a uniform integer of the cell's integers
+            first = np.ceil(lo + fractions[j] * (hi - lo))
+            last = np.where(
+                j == fractions.size - 2,
+                np.floor(hi),
+                np.ceil(lo + fractions[j + 1] * (hi - lo)) - 1,
+            )
+            count = np.maximum(last - first + 1, 1)
+            out[:, a] = first + np.floor(gen.random(x.shape[0]) * count)
+        else:
+            u = fractions[j] + gen.random(x.shape[0]) * (fractions[j + 1] - fractions[j])
+            out[:, a] = lo + u * (hi - lo)
     same = all(
         np.array_equal(
             spec._cell(x, attrs, spec.grid_shape(m)), spec._cell(out, attrs, spec.grid_shape(m))
@@ -95,7 +108,7 @@ def run(name: str, reps: int) -> None:
                 low=data["low"],
                 high=data["high"],
                 population=x.shape[0],
-                integer=False,
+                integer=data["integer"],
             )
             moved = moved_population(spec, x, seed=box_seed)
             truths = {
