@@ -38,21 +38,6 @@ _IV = np.array(
     ],
     dtype=np.uint64,
 )
-_SIGMA = np.array(
-    [
-        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-        [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
-        [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
-        [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
-        [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
-        [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
-        [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
-        [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
-        [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
-        [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0],
-    ],
-    dtype=np.intp,
-)
 
 
 def _initial_state(person: bytes, digest_size: int) -> np.ndarray:
@@ -85,140 +70,55 @@ def _g(
     return a, b, c, d
 
 
+@nb.njit(cache=True, inline="always")
+def _round(v: tuple, a: tuple) -> tuple:  # pragma: no cover - compiled
+    """One round of RFC 7693's F: ``a`` is the message in this round's schedule order."""
+    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = v
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, a0, a1)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, a2, a3)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, a4, a5)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, a6, a7)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, a8, a9)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, a10, a11)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, a12, a13)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, a14, a15)
+    return (v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15)
+
+
 @nb.njit(cache=True)
 def _compress(
-    h: np.ndarray, m: np.ndarray, counter: int, last: bool, iv: np.ndarray, sigma: np.ndarray
+    h: np.ndarray, m: np.ndarray, counter: int, last: bool, iv: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """RFC 7693's F, in place on ``h`` (``counter`` < 2^64: the high counter word is 0).
 
-    The working vector and the message are scalars (kept in registers) and the rounds are
-    written out with their message schedule (``sigma``, rows 0-9 then 0-1) as constants:
-    ~2x faster than indexing the schedule and the message in a loop.
+    The working vector and each round's message are tuples of scalars (kept in registers),
+    the message schedule (RFC 7693's SIGMA, rows 0-9 then 0-1) written out as constant
+    indices: ~2x faster than indexing the schedule and the message in a loop.
     """
     m0, m1, m2, m3, m4, m5, m6, m7 = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
     m8, m9, m10, m11, m12, m13, m14, m15 = (m[8], m[9], m[10], m[11], m[12], m[13], m[14], m[15])
+    s0 = (m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15)
+    s1 = (m14, m10, m4, m8, m9, m15, m13, m6, m1, m12, m0, m2, m11, m7, m5, m3)
+    s2 = (m11, m8, m12, m0, m5, m2, m15, m13, m10, m14, m3, m6, m7, m1, m9, m4)
+    s3 = (m7, m9, m3, m1, m13, m12, m11, m14, m2, m6, m5, m10, m4, m0, m15, m8)
+    s4 = (m9, m0, m5, m7, m2, m4, m10, m15, m14, m1, m11, m12, m6, m8, m3, m13)
+    s5 = (m2, m12, m6, m10, m0, m11, m8, m3, m4, m13, m7, m5, m15, m14, m1, m9)
+    s6 = (m12, m5, m1, m15, m14, m13, m4, m10, m0, m7, m6, m3, m9, m2, m8, m11)
+    s7 = (m13, m11, m7, m14, m12, m1, m3, m9, m5, m0, m15, m4, m8, m6, m2, m10)
+    s8 = (m6, m15, m14, m9, m11, m3, m0, m8, m12, m2, m13, m7, m1, m4, m10, m5)
+    s9 = (m10, m2, m8, m4, m7, m6, m1, m5, m15, m11, m9, m14, m3, m12, m13, m0)
     v0, v1, v2, v3, v4, v5, v6, v7 = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]
-    v8, v9, v10, v11 = iv[0], iv[1], iv[2], iv[3]
+    v8, v9, v10, v11, v13, v15 = iv[0], iv[1], iv[2], iv[3], iv[5], iv[7]
     v12 = iv[4] ^ _U64(counter)
-    v13 = iv[5]
     v14 = ~iv[6] if last else iv[6]
-    v15 = iv[7]
-    # round 0
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m0, m1)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m2, m3)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m4, m5)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m6, m7)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m8, m9)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m10, m11)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m12, m13)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m14, m15)
-    # round 1
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m14, m10)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m4, m8)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m9, m15)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m13, m6)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m1, m12)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m0, m2)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m11, m7)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m5, m3)
-    # round 2
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m11, m8)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m12, m0)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m5, m2)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m15, m13)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m10, m14)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m3, m6)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m7, m1)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m9, m4)
-    # round 3
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m7, m9)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m3, m1)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m13, m12)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m11, m14)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m2, m6)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m5, m10)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m4, m0)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m15, m8)
-    # round 4
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m9, m0)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m5, m7)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m2, m4)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m10, m15)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m14, m1)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m11, m12)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m6, m8)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m3, m13)
-    # round 5
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m2, m12)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m6, m10)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m0, m11)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m8, m3)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m4, m13)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m7, m5)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m15, m14)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m1, m9)
-    # round 6
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m12, m5)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m1, m15)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m14, m13)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m4, m10)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m0, m7)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m6, m3)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m9, m2)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m8, m11)
-    # round 7
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m13, m11)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m7, m14)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m12, m1)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m3, m9)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m5, m0)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m15, m4)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m8, m6)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m2, m10)
-    # round 8
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m6, m15)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m14, m9)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m11, m3)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m0, m8)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m12, m2)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m13, m7)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m1, m4)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m10, m5)
-    # round 9
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m10, m2)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m8, m4)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m7, m6)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m1, m5)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m15, m11)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m9, m14)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m3, m12)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m13, m0)
-    # round 10
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m0, m1)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m2, m3)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m4, m5)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m6, m7)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m8, m9)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m10, m11)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m12, m13)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m14, m15)
-    # round 11
-    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m14, m10)
-    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m4, m8)
-    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m9, m15)
-    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m13, m6)
-    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m1, m12)
-    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m0, m2)
-    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m11, m7)
-    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m5, m3)
-    h[0] ^= v0 ^ v8
-    h[1] ^= v1 ^ v9
-    h[2] ^= v2 ^ v10
-    h[3] ^= v3 ^ v11
-    h[4] ^= v4 ^ v12
-    h[5] ^= v5 ^ v13
-    h[6] ^= v6 ^ v14
-    h[7] ^= v7 ^ v15
+    v = (v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15)
+    # 12 rounds, written out (a loop over the schedules would keep them in memory)
+    v = _round(_round(_round(_round(v, s0), s1), s2), s3)
+    v = _round(_round(_round(_round(v, s4), s5), s6), s7)
+    v = _round(_round(_round(_round(v, s8), s9), s0), s1)  # rounds 10, 11 repeat 0, 1
+    for k in range(8):
+        h[k] ^= v[k] ^ v[k + 8]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -229,7 +129,6 @@ def _keys(
     prefix: np.uint8,
     init: np.ndarray,
     iv: np.ndarray,
-    sigma: np.ndarray,
     out: np.ndarray,
     first: int,
     stop: int,
@@ -249,7 +148,7 @@ def _keys(
                 m[j >> 3] |= _U64(byte) << _U64(8 * (j & 7))
             done += take
             last = done == total  # (a message of 128 k bytes ends on a full block)
-            _compress(h, m, done, last, iv, sigma)
+            _compress(h, m, done, last, iv)
             if last:
                 break
         out[i] = h[0]
@@ -257,7 +156,7 @@ def _keys(
 
 @nb.njit(cache=True)
 def _integer_keys(
-    values: np.ndarray, init: np.ndarray, iv: np.ndarray, sigma: np.ndarray
+    values: np.ndarray, init: np.ndarray, iv: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - compiled
     n = values.shape[0]
     out = np.empty(n, dtype=np.uint64)
@@ -282,7 +181,7 @@ def _integer_keys(
             j = k + 1
             m[j >> 3] |= byte << _U64(8 * (j & 7))
         h[:] = init
-        _compress(h, m, size + 1, True, iv, sigma)
+        _compress(h, m, size + 1, True, iv)
         out[i] = h[0]
     return out
 
@@ -293,7 +192,7 @@ def integer_keys_compiled(values: np.ndarray, person: bytes) -> np.ndarray:
     Each key equals :func:`ldpkit.frequency._items.item_key` of ``int(values[i])``.
     """
     return _integer_keys(  # type: ignore[no-any-return]
-        np.ascontiguousarray(values, dtype=np.int64), _state(person), _IV, _SIGMA
+        np.ascontiguousarray(values, dtype=np.int64), _state(person), _IV
     )
 
 
@@ -324,7 +223,6 @@ def string_keys_compiled(
         np.uint8(ord("s")),
         _state(person),
         _IV,
-        _SIGMA,
         out,
     )
     # one block per thread: ~0.5 us per string, so a few thousand strings pay a thread

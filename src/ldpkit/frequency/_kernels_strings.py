@@ -29,7 +29,7 @@ import numba as nb
 import numpy as np
 
 from .. import _parallel
-from ._kernels_blake import _IV, _SIGMA, _compress, _state
+from ._kernels_blake import _IV, _compress, _state
 
 __all__ = ["code_point_keys", "group_segments"]
 
@@ -44,7 +44,6 @@ def _code_point_keys_block(
     rows: np.ndarray,
     init: np.ndarray,
     iv: np.ndarray,
-    sigma: np.ndarray,
     out: np.ndarray,
     start: int,
     stop: int,
@@ -95,7 +94,7 @@ def _code_point_keys_block(
                 m[j >> 3] |= _U64(data[done + j]) << _U64(8 * (j & 7))
             done += take
             final = done == size
-            _compress(h, m, done, final, iv, sigma)
+            _compress(h, m, done, final, iv)
             if final:
                 break
         out[t] = h[0]
@@ -115,7 +114,7 @@ def code_point_keys(codes: np.ndarray, rows: np.ndarray, person: bytes) -> np.nd
     out = np.empty(rows.shape[0], dtype=np.uint64)
     init = _state(person)
     worst = _parallel.run_blocks(
-        lambda a, b: _code_point_keys_block(codes, rows, init, _IV, _SIGMA, out, a, b),
+        lambda a, b: _code_point_keys_block(codes, rows, init, _IV, out, a, b),
         _parallel.row_blocks(rows.shape[0], min_rows=_MIN_BLOCK),
     )
     if worst and max(int(w) for w in worst) > 0x10FFFF:
