@@ -223,6 +223,17 @@ def _find(
 
 
 @nb.njit(cache=True, inline="always")
+def _claim(
+    table: np.ndarray, slot: int, h: np.uint64, group: int, w0: np.uint64, w1: np.uint64
+) -> None:  # pragma: no cover - compiled
+    """Fill a free slot: the print, ``group + 1`` (0 marks a free slot), the first words."""
+    table[slot, 0] = h
+    table[slot, 1] = _U64(group + 1)
+    table[slot, 2] = w0
+    table[slot, 3] = w1
+
+
+@nb.njit(cache=True, inline="always")
 def _grown(table: np.ndarray, bits: int) -> np.ndarray:  # pragma: no cover - compiled
     """Rebuild the table at ``bits`` (twice its size), each used slot moved by its print."""
     mask = (1 << bits) - 1
@@ -270,10 +281,7 @@ def _segments_block(
         g, free = _find(table, bits, h, w0, w1, buf, p, e, g_start, g_end, lo)
         if g < 0:
             g = groups
-            table[free, 0] = h
-            table[free, 1] = _U64(g + 1)
-            table[free, 2] = w0
-            table[free, 3] = w1
+            _claim(table, free, h, g, w0, w1)
             g_first[lo + g] = lo + j
             g_start[lo + g] = p
             g_end[lo + g] = e
@@ -337,10 +345,7 @@ def _merge_segments(
             k, free = _find(table, bits, h, w0, w1, buf, a, e, m_start, m_end, 0)
             if k < 0:
                 k = merged
-                table[free, 0] = h
-                table[free, 1] = _U64(k + 1)
-                table[free, 2] = w0
-                table[free, 3] = w1
+                _claim(table, free, h, k, w0, w1)
                 first[k] = users + (g_first[lo + g] - lo)
                 m_start[k] = a
                 m_end[k] = e
