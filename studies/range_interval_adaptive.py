@@ -197,6 +197,15 @@ def _adaptive_cells(est: Any, a: int, q: dict, mat_axis: np.ndarray, c: np.ndarr
     return {"pooled": np.sqrt(pooled) * shape, "local": np.sqrt(local) * shape}
 
 
+def _axis_cells(est: Any, a: int, q: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Return attribute ``a``'s cell masses (a margin of its pair grid with another) and
+    the box's coverage of each cell."""
+    b = 1 if a == 0 else 0
+    mat = est._pair_matrix(min(a, b), max(a, b))
+    t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
+    return t, est._cover(a, q[a], t.size)
+
+
 def _feasible(est: Any, q: dict) -> tuple[float, float]:
     """Return the truth's hard range from the grid's cells, widened by their noise (z = 1.96).
 
@@ -206,10 +215,7 @@ def _feasible(est: Any, q: dict) -> tuple[float, float]:
     attrs = sorted(q)
     if len(attrs) == 1:
         a = attrs[0]
-        b = 1 if a == 0 else 0
-        mat = est._pair_matrix(min(a, b), max(a, b))
-        t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
-        c = est._cover(a, q[a], t.size)
+        t, c = _axis_cells(est, a, q)
         per_cell = est.cell_variance[0] * (
             t.size if type(est.spec).__name__ == "TDG" else t.size ** (est.spec.attributes - 1)
         )
@@ -240,10 +246,7 @@ def box_terms(est: Any, q: dict) -> dict[str, float]:
     out["_feasible"] = _feasible(est, q)
     if len(attrs) == 1:
         a = attrs[0]
-        b = 1 if a == 0 else 0
-        mat = est._pair_matrix(min(a, b), max(a, b))
-        t = mat.sum(axis=1) if a < b else mat.sum(axis=0)
-        c = est._cover(a, q[a], t.size)
+        t, c = _axis_cells(est, a, q)
         worst = np.where((c > 0) & (c < 1), t * t * (1 / 3 - c + c * c), 0.0)
         for name, rel in _adaptive_cells(est, a, q, t, c).items():
             var = np.minimum(worst, (t * rel) ** 2)
