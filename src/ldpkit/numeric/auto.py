@@ -157,8 +157,8 @@ _END_REFIT_GRID = 400
 _END_REFIT_MIN_EPS = 3.0
 
 #: How the HH node counts are scored where a decision compares fits on them (the end-bucket
-#: refit, :func:`_refit_end_windows`; with _HH_EXACT_PLACE also the peak placement and the
-#: end-window veto of :func:`_place_atoms`). True: each node's support count C_v as a normal
+#: refit, :func:`_refit_end_windows`; the peak placement and the end-window veto of
+#: :func:`_place_atoms` keep the Poisson terms, the exact ones moved cells both ways). True: each node's support count C_v as a normal
 #: with its exact mean and variance given the fit, ``N_k (q + (p - q) a_v)`` and
 #: ``N_k (a_v p (1 - p) + (1 - a_v) q (1 - q))`` (:func:`_node_terms`; a user's report
 #: supports her own node with probability p and any other with q, independently across
@@ -168,7 +168,6 @@ _END_REFIT_MIN_EPS = 3.0
 #: nats asks big nodes for about twice the evidence. Measured on the held-out protocol's
 #: tuning set: METHODS.md §3, "AutoDistribution's constants".
 _HH_EXACT_REFIT = True
-_HH_EXACT_PLACE = False
 
 #: Sharpening (``estimate(sharpen=True)``): when the held-out reports pick a budget k (plain
 #: EM stopped after k iterations from the best smoothed fit), the estimate is the average
@@ -1557,7 +1556,6 @@ class AutoDistribution(Mechanism):
                 theta,
                 _hybrid_model(self),
                 np.asarray(stats.hh_counts, dtype=np.float64),
-                np.asarray(stats.level_n, dtype=np.float64)[1:] if _HH_EXACT_PLACE else None,
             )
         elif interior_atoms and _ATOM_MIN_EPS <= self.epsilon:
             sharp, it = fitter.fit(0.0, 0.0, _ATOM_SHARP_ITER, theta)
@@ -1709,7 +1707,6 @@ def _place_atoms(
     theta: np.ndarray,
     model: _HybridModel,
     hh_counts: np.ndarray,
-    level_n: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Move each peak's mass into the bucket of its run that the HH reports prefer.
 
@@ -1726,8 +1723,9 @@ def _place_atoms(
     ``sum_k w_k sum_v C_v log(q_k + (p_k - q_k) a_v)`` over the nodes holding the run wins
     (the ``- N_k pi_v`` terms of the Poisson form sum to the same constant for every
     candidate, whose total mass is equal). Ties keep the run as fitted. Then the two end
-    windows, as runs (see :data:`_END_WINDOW_ATOMS`). With ``level_n`` (HH users per level)
-    the nodes are scored by their exact variance instead (:func:`_node_terms`).
+    windows, as runs (see :data:`_END_WINDOW_ATOMS`). (Scoring the nodes by their exact
+    variance here, as the end-bucket refit does, moved tuning cells both ways and was left
+    out: METHODS.md §3, "AutoDistribution's constants".)
     """
     out = theta.copy()
     moved = 0
@@ -1737,7 +1735,7 @@ def _place_atoms(
         for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
             if hi - lo >= 2:
                 moved += _place_run(
-                    out, lo, hi, np.minimum(out[lo:hi], med[lo:hi]), model, hh_counts, level_n
+                    out, lo, hi, np.minimum(out[lo:hi], med[lo:hi]), model, hh_counts
                 )
     w, d = model.window, theta.size
     if _END_WINDOW_ATOMS and w >= 2 and d >= 2 * w + 2 * _ATOM_HALF + 2:
@@ -1763,14 +1761,14 @@ def _place_atoms(
                 atom = out.copy()
                 atom[lo:hi] = base
                 atom[end] += excess
-                veto = _hh_loglik(out, lo, hi, model, hh_counts, level_n) - _hh_loglik(
-                    atom, lo, hi, model, hh_counts, level_n
+                veto = _hh_loglik(out, lo, hi, model, hh_counts) - _hh_loglik(
+                    atom, lo, hi, model, hh_counts
                 )
                 if veto <= _END_VETO_NATS:
                     out[:] = atom
                     moved += 1
                     continue
-            moved += _place_run(out, lo, hi, base, model, hh_counts, level_n)
+            moved += _place_run(out, lo, hi, base, model, hh_counts)
     return out, moved
 
 
@@ -1781,7 +1779,6 @@ def _place_run(
     base: np.ndarray,
     model: _HybridModel,
     hh_counts: np.ndarray,
-    level_n: np.ndarray | None = None,
 ) -> int:
     """Move the excess of ``out[lo:hi]`` over ``base`` into the bucket the HH reports prefer.
 
@@ -1795,7 +1792,7 @@ def _place_run(
     flat = out.copy()
     flat[lo:hi] = base
     fitted = np.zeros(hi - lo + 1)  # [0]: the run as fitted, [1 + j]: all at lo + j
-    for starts, ends, terms in _node_terms(model, hh_counts, level_n, lo, hi, d):
+    for starts, ends, terms in _node_terms(model, hh_counts, None, lo, hi, d):
         a_fit = _node_mass(out, starts, ends)
         a_flat = _node_mass(flat, starts, ends)
         ll_flat = terms(a_flat)
